@@ -1,0 +1,37 @@
+"""Exceptions raised by flexmbd.
+
+Every error names the component it concerns and says how to fix the input.
+"""
+
+
+class FlexmbdError(Exception):
+    """Base class of every error raised by flexmbd."""
+
+
+class ModelError(FlexmbdError, ValueError):
+    """Invalid model input: names, masses, inertias, axes, frames, connections."""
+
+
+class TopologyError(ModelError):
+    """Invalid connectivity: isolated branches, unknown bodies, bad incidence data."""
+
+
+class MeshError(FlexmbdError, ValueError):
+    """Unsupported or invalid mesh, empty interface selection, missing material."""
+
+
+class SolverError(FlexmbdError, RuntimeError):
+    """A solver failed (Newton divergence, singular system, NaN).
+
+    ``partial`` holds the results computed up to the failure (or None), and
+    ``time`` the simulation time at which it failed.
+    """
+
+    def __init__(self, message, partial=None, time=None):
+        super().__init__(message)
+        self.partial = partial
+        self.time = time
+
+
+class ConvergenceError(SolverError):
+    """Newton iterations did not converge within the allowed iterations."""
