@@ -1,0 +1,24 @@
+"""Pyomo-style declarative model: components named by attribute, rules, blocks."""
+
+from .block import Block
+from .bodies import Body, Frame, Ground, RigidBody
+from .component import Component, IndexedComponent
+from .forces import ForceElement, Gravity, JointForce, PointForce, PointTorque
+from .joints import (
+    Cylindrical,
+    Fixed,
+    Free,
+    Joint,
+    Planar,
+    Prismatic,
+    Revolute,
+    Spherical,
+    Universal,
+)
+from .model import Model
+
+__all__ = [
+    "Block", "Body", "Frame", "Ground", "RigidBody", "Component", "IndexedComponent",
+    "ForceElement", "Gravity", "JointForce", "PointForce", "PointTorque", "Joint", "Revolute",
+    "Prismatic", "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "Model",
+]

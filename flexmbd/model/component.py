@@ -1,0 +1,178 @@
+"""Components and indexed components: the Pyomo-style registration machinery.
+
+A component learns its name when it is assigned as an attribute of a
+:class:`~flexmbd.model.block.Block` (``m.crank = fm.RigidBody(...)`` names it
+``"crank"``). Passing an index set and a ``rule`` to any component class builds an
+:class:`IndexedComponent` whose members are made by ``rule(block, i)`` when the
+component is assigned (``m.links = fm.RigidBody(range(6), rule=f)``).
+"""
+
+import weakref
+
+from ..errors import ModelError
+
+__all__ = ["Component", "IndexedComponent"]
+
+
+class Component:
+    """Base class of everything a model holds: bodies, frames, joints, forces, blocks.
+
+    Numeric attributes of a registered component are *mutable parameters*: setting
+    one (``m.crank.mass = 2.0``) bumps the owning model's revision, and compiled
+    systems re-read their parameters before the next evaluation.
+    """
+
+    kind = "component"
+    _frozen_attrs = ("_name", "_parent_ref", "_index")
+
+    def __new__(cls, *args, rule=None, **kwargs):
+        if rule is not None:
+            if len(args) != 1:
+                raise ModelError(
+                    f"{cls.__name__}(index, rule=...): give exactly one index set "
+                    f"(e.g. range(6)) and the rule; got {len(args)} positional arguments"
+                )
+            return IndexedComponent(cls, args[0], rule, kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, *, name=None, doc=None):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_parent_ref", None)
+        object.__setattr__(self, "_index", None)
+        object.__setattr__(self, "doc", doc)
+
+    # -- naming -----------------------------------------------------------------------
+    @property
+    def local_name(self):
+        """Name inside the owning block (``"link[2]"``), or a placeholder if unnamed."""
+        return self._name if self._name is not None else f"<unnamed {type(self).__name__}>"
+
+    @property
+    def name(self):
+        """Full dotted name from the model root (``"left_arm.link[2]"``)."""
+        parent = self.parent_block()
+        if parent is None or parent.parent_block() is None:
+            return self.local_name
+        return f"{parent.name}.{self.local_name}"
+
+    def parent_block(self):
+        """The block (or model) this component is registered in, or None."""
+        ref = self._parent_ref
+        return ref() if ref is not None else None
+
+    def model(self):
+        """The root :class:`~flexmbd.model.model.Model`, or None when unregistered."""
+        b = self.parent_block()
+        while b is not None and b.parent_block() is not None:
+            b = b.parent_block()
+        return b
+
+    def _attach(self, parent, name, index=None):
+        if self._parent_ref is not None and self.parent_block() is not None:
+            raise ModelError(
+                f"component {self.name!r} already belongs to {self.parent_block().name!r}; "
+                f"a component has one owner: create a new one for {name!r}"
+            )
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_parent_ref", weakref.ref(parent))
+        object.__setattr__(self, "_index", index)
+
+    def _detach(self):
+        object.__setattr__(self, "_parent_ref", None)
+
+    # -- mutable parameters -----------------------------------------------------------
+    def __setattr__(self, key, value):
+        object.__setattr__(self, key, value)
+        if not key.startswith("_") and getattr(self, "_parent_ref", None) is not None:
+            root = self.model()
+            if root is not None:
+                root._touch()
+
+    def _short(self):
+        """One-line description used by ``pprint``."""
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.local_name}>"
+
+
+class IndexedComponent:
+    """A family of components of one class indexed by a set, built by a rule.
+
+    ``rule(block, i)`` must return a component of the declared class (or None to
+    leave index ``i`` out). Members are named ``"links[i]"`` and reachable as
+    ``m.links[i]``; iteration yields the members in index order.
+    """
+
+    kind = "indexed"
+
+    def __init__(self, cls, index, rule, kwargs):
+        self.ctype = cls
+        self.index_set = list(index)
+        self.rule = rule
+        self.rule_kwargs = kwargs
+        self._data = {}
+        self._name = None
+        self._parent_ref = None
+
+    @property
+    def name(self):
+        parent = self.parent_block()
+        if parent is None or parent.parent_block() is None:
+            return self._name
+        return f"{parent.name}.{self._name}"
+
+    def parent_block(self):
+        return self._parent_ref() if self._parent_ref is not None else None
+
+    def _attach(self, parent, name, index=None):
+        if self._parent_ref is not None:
+            raise ModelError(f"indexed component {self.name!r} already belongs to a block")
+        self._name = name
+        self._parent_ref = weakref.ref(parent)
+
+    def _detach(self):
+        self._parent_ref = None
+
+    def construct(self, block):
+        """Call the rule for every index (done by the block at assignment)."""
+        for i in self.index_set:
+            member = self.rule(block, i, **self.rule_kwargs)
+            if member is None:
+                continue
+            if not isinstance(member, self.ctype):
+                raise ModelError(
+                    f"rule of {self._name!r} returned {type(member).__name__} for index {i!r}; "
+                    f"it must return a {self.ctype.__name__} (or None to skip the index)"
+                )
+            member._attach(block, f"{self._name}[{i}]", index=i)
+            self._data[i] = member
+            block._register_member(member)
+            if getattr(member, "_rule", None) is not None:  # an indexed Block member
+                member._rule(member, **member._rule_kwargs)
+
+    def __getitem__(self, i):
+        try:
+            return self._data[i]
+        except KeyError:
+            raise ModelError(
+                f"{self._name!r} has no member {i!r}; its indices are {list(self._data)}"
+            ) from None
+
+    def __iter__(self):
+        return iter(self._data.values())
+
+    def __len__(self):
+        return len(self._data)
+
+    def keys(self):
+        return self._data.keys()
+
+    def values(self):
+        return self._data.values()
+
+    def items(self):
+        return self._data.items()
+
+    def __repr__(self):
+        return f"<Indexed {self.ctype.__name__} {self._name} ({len(self)} members)>"

@@ -1,0 +1,235 @@
+"""Force elements: one interface for every formulation.
+
+A force element acting on bodies reports, for the current body states,
+
+* ``wrenches(t, state)``: a list of ``(body, F)`` with ``F = [n; f]`` (N m, N) in
+  **world axes about the body-frame origin**;
+* ``jacobians(t, state)``: a list of ``(body_i, body_j, K, C)`` with
+  ``K = dF_i/dx_j`` and ``C = dF_i/dV_j`` (6x6), where ``x_j = [dphi; dr]`` is a
+  small world-axes rotation and translation of body j's frame and
+  ``V_j = [w; v]`` its world-axes twist (angular velocity and velocity of its
+  origin); None when the element has no exact Jacobian;
+* ``potential(t, state)``: stored energy (J), 0 for non-conservative elements.
+
+``state`` is any object with ``state.pose(body) -> (R, r)`` (body axes -> world,
+origin in world) and ``state.twist(body) -> (w, v)``. Each formulation maps these
+body-level quantities to its own coordinates (absolute: Euler parameters;
+recursive: joint Jacobians), so an element's physics and Jacobians are written
+once. Joint-space elements (:class:`JointForce`) act on joint speeds directly.
+"""
+
+import numpy as np
+
+from ..errors import ModelError
+from ..spatial import skew
+from .bodies import Body, Ground
+from .component import Component
+from .joints import Joint
+
+__all__ = ["ForceElement", "Gravity", "PointForce", "PointTorque", "JointForce"]
+
+
+def _vector_function(value, owner, what):
+    """Constant 3-vector or callable ``f(t)`` -> callable returning a 3-array."""
+    if callable(value):
+        return lambda t: np.asarray(value(t), dtype=float)
+    v = np.asarray(value, dtype=float)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ModelError(f"{owner}: {what} must be 3 numbers or a function of time, got {value!r}")
+    return lambda t: v
+
+
+class ForceElement(Component):
+    """Base class of force elements (see the module docstring for the interface)."""
+
+    kind = "force"
+    #: True when :meth:`jacobians` returns exact derivatives
+    has_jacobian = False
+
+    def bodies(self):
+        """Bodies this element acts on."""
+        return ()
+
+    def wrenches(self, t, state):
+        return []
+
+    def jacobians(self, t, state):
+        return None
+
+    def potential(self, t, state):
+        return 0.0
+
+
+class Gravity(ForceElement):
+    """Uniform gravity ``g`` (m/s^2, world axes) on every body of the model.
+
+    Rigid bodies get ``m g`` at their centre of mass; flexible bodies get the
+    exact distributed load from their mass invariants (handled by the formulation).
+    """
+
+    has_jacobian = True
+
+    def __init__(self, g=(0.0, 0.0, -9.81), *, name=None, doc=None):
+        super().__init__(name=name, doc=doc)
+        g = np.asarray(g, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"Gravity: g must be 3 numbers (m/s^2), got {g!r}")
+        self.g = g
+
+    def _rigid_bodies(self):
+        from .bodies import RigidBody
+
+        m = self.model()
+        return [] if m is None else [b for b in m.bodies() if isinstance(b, RigidBody)]
+
+    def bodies(self):
+        return tuple(self._rigid_bodies())
+
+    def wrenches(self, t, state):
+        out = []
+        for b in self._rigid_bodies():
+            R, _ = state.pose(b)
+            f = float(b.mass) * self.g
+            out.append((b, np.concatenate([np.cross(R @ b.com_vector, f), f])))
+        return out
+
+    def jacobians(self, t, state):
+        out = []
+        for b in self._rigid_bodies():
+            R, _ = state.pose(b)
+            K = np.zeros((6, 6))
+            K[:3, :3] = skew(float(b.mass) * self.g) @ skew(R @ b.com_vector)
+            out.append((b, b, K, np.zeros((6, 6))))
+        return out
+
+    def potential(self, t, state):
+        e = 0.0
+        for b in self._rigid_bodies():
+            R, r = state.pose(b)
+            e -= float(b.mass) * self.g @ (r + R @ b.com_vector)
+        return e
+
+    def _short(self):
+        return f"Gravity g={self.g.tolist()} m/s^2"
+
+
+class PointForce(ForceElement):
+    """Force ``force`` (N) at ``point`` (m, body frame) of ``body``.
+
+    ``force`` is a 3-vector or a function of time; ``frame="world"`` (default)
+    keeps its direction fixed in space, ``frame="body"`` makes it follow the body.
+    """
+
+    has_jacobian = True
+
+    def __init__(self, body, point=(0.0, 0.0, 0.0), force=(0.0, 0.0, 0.0), *, frame="world",
+                 name=None, doc=None):
+        super().__init__(name=name, doc=doc)
+        owner = "PointForce"
+        if not isinstance(body, Body) or isinstance(body, Ground):
+            raise ModelError(f"{owner}: body must be a non-ground body, got {body!r}")
+        if frame not in ("world", "body"):
+            raise ModelError(f"{owner}: frame must be 'world' or 'body', got {frame!r}")
+        self.body = body
+        self.point = np.asarray(point, dtype=float)
+        self.force = _vector_function(force, owner, "force")
+        self.frame = frame
+
+    def bodies(self):
+        return (self.body,)
+
+    def _world(self, t, state):
+        R, _ = state.pose(self.body)
+        f = self.force(t)
+        return R, R @ self.point, (R @ f if self.frame == "body" else f)
+
+    def wrenches(self, t, state):
+        _, rp, f = self._world(t, state)
+        return [(self.body, np.concatenate([np.cross(rp, f), f]))]
+
+    def jacobians(self, t, state):
+        _, rp, f = self._world(t, state)
+        K = np.zeros((6, 6))
+        if self.frame == "world":
+            K[:3, :3] = skew(f) @ skew(rp)
+        else:
+            K[:3, :3] = -skew(np.cross(rp, f))
+            K[3:, :3] = -skew(f)
+        return [(self.body, self.body, K, np.zeros((6, 6)))]
+
+
+class PointTorque(ForceElement):
+    """Torque ``torque`` (N m) on ``body``, constant or a function of time, world or body axes."""
+
+    has_jacobian = True
+
+    def __init__(self, body, torque=(0.0, 0.0, 0.0), *, frame="world", name=None, doc=None):
+        super().__init__(name=name, doc=doc)
+        if not isinstance(body, Body) or isinstance(body, Ground):
+            raise ModelError(f"PointTorque: body must be a non-ground body, got {body!r}")
+        if frame not in ("world", "body"):
+            raise ModelError(f"PointTorque: frame must be 'world' or 'body', got {frame!r}")
+        self.body = body
+        self.torque = _vector_function(torque, "PointTorque", "torque")
+        self.frame = frame
+
+    def bodies(self):
+        return (self.body,)
+
+    def _n(self, t, state):
+        n = self.torque(t)
+        if self.frame == "body":
+            R, _ = state.pose(self.body)
+            n = R @ n
+        return n
+
+    def wrenches(self, t, state):
+        return [(self.body, np.concatenate([self._n(t, state), np.zeros(3)]))]
+
+    def jacobians(self, t, state):
+        K = np.zeros((6, 6))
+        if self.frame == "body":
+            K[:3, :3] = -skew(self._n(t, state))
+        return [(self.body, self.body, K, np.zeros((6, 6)))]
+
+
+class JointForce(ForceElement):
+    """Generalized force on a joint's speeds (torque on a revolute, force on a prismatic).
+
+    ``force`` is a constant array of the joint's ``nv`` values or a function
+    ``f(t, q, qd)`` of time and the joint's own coordinates and speeds. Optional
+    ``dfdq(t, q, qd)`` and ``dfdqd(t, q, qd)`` give its exact Jacobians (nv x nq,
+    nv x nv) for implicit integrators.
+    """
+
+    def __init__(self, joint, force, *, dfdq=None, dfdqd=None, name=None, doc=None):
+        super().__init__(name=name, doc=doc)
+        if not isinstance(joint, Joint):
+            raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
+        self.joint = joint
+        if callable(force):
+            self._f = force
+        else:
+            f = np.atleast_1d(np.asarray(force, dtype=float))
+            if f.shape != (joint.nv,):
+                raise ModelError(
+                    f"JointForce on {joint.local_name!r}: give {joint.nv} values, got {f.tolist()}"
+                )
+            self._f = lambda t, q, qd: f
+        self.dfdq = dfdq
+        self.dfdqd = dfdqd
+        self.has_jacobian = not callable(force) or (dfdq is not None and dfdqd is not None)
+
+    def generalized_force(self, t, q, qd):
+        """Force along the joint speeds (N or N m), shape (nv,)."""
+        return np.atleast_1d(np.asarray(self._f(t, q, qd), dtype=float))
+
+    def generalized_jacobians(self, t, q, qd):
+        """``(df/dq, df/dqd)`` for the joint's own coordinates; zeros for a constant force."""
+        nv, nq = self.joint.nv, self.joint.nq
+        if self.dfdq is not None:
+            return np.asarray(self.dfdq(t, q, qd)), np.asarray(self.dfdqd(t, q, qd))
+        return np.zeros((nv, nq)), np.zeros((nv, nv))
+
+    def _short(self):
+        return f"JointForce on {self.joint.name}"

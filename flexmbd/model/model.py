@@ -1,0 +1,270 @@
+"""The Model: one container for a mechanism, compiled into Systems.
+
+>>> import flexmbd as fm
+>>> m = fm.Model("pendulum")
+>>> m.link = fm.RigidBody.rod(1.0, 1.0, origin="end")
+>>> m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
+>>> m.g = fm.Gravity((0, -9.81, 0))
+>>> [b.name for b in m.bodies()]
+['link']
+"""
+
+import io
+
+import numpy as np
+
+from ..errors import ModelError
+from .block import Block
+from .bodies import Body, Frame, Ground
+from .forces import ForceElement
+from .joints import Joint
+
+__all__ = ["Model"]
+
+
+class Model(Block):
+    """A mechanism: bodies, joints, force elements and sub-blocks, with ``m.ground``.
+
+    Components are registered by attribute assignment; ``compile`` turns the
+    model into a :class:`System` of one formulation, ``simulate`` compiles and
+    integrates in one call.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, name="model", *, doc=None):
+        super().__init__(name=name, doc=doc)
+        object.__setattr__(self, "_revision", 0)
+        object.__setattr__(self, "_topology_cache", None)
+        g = Ground()
+        g._attach(self, "ground")
+        self._components["ground"] = g
+        object.__setattr__(self, "ground", g)
+
+    @property
+    def name(self):
+        return self._name
+
+    def model(self):
+        return self
+
+    @property
+    def revision(self):
+        """Counter bumped by every structural or parameter change."""
+        return self._revision
+
+    # -- component lists (declaration order) ------------------------------------------
+    def bodies(self):
+        """Non-ground bodies in declaration order."""
+        return [b for b in self.component_objects(Body) if not isinstance(b, Ground)]
+
+    def joints(self):
+        """Joints in declaration order."""
+        return self.component_objects(Joint)
+
+    def forces(self):
+        """Force elements in declaration order."""
+        return self.component_objects(ForceElement)
+
+    def frames(self):
+        """Named frames in declaration order."""
+        return self.component_objects(Frame)
+
+    def joint(self, name):
+        """The joint with full name ``name``."""
+        for j in self.joints():
+            if j.name == name:
+                return j
+        raise ModelError(
+            f"model {self.name!r} has no joint {name!r}; joints: {[j.name for j in self.joints()]}"
+        )
+
+    def body(self, name):
+        """The body with full name ``name`` (``"ground"`` included)."""
+        if name == "ground":
+            return self.ground
+        for b in self.bodies():
+            if b.name == name:
+                return b
+        raise ModelError(
+            f"model {self.name!r} has no body {name!r}; bodies: {[b.name for b in self.bodies()]}"
+        )
+
+    # -- validation and topology -------------------------------------------------------
+    def validate(self):
+        """Check names, references and connectivity; raise :class:`ModelError` naming the culprit."""
+        bodies = self.bodies()
+        known = {id(b) for b in bodies} | {id(self.ground)}
+        names = {}
+        for c in bodies + self.joints() + self.forces():
+            if c.name in names:
+                raise ModelError(f"duplicate component name {c.name!r} in model {self.name!r}")
+            names[c.name] = c
+        for b in bodies:
+            if hasattr(b, "validate"):
+                b.validate()
+        for j in self.joints():
+            for role in ("parent", "child"):
+                b = getattr(j, role)
+                if id(b) not in known:
+                    raise ModelError(
+                        f"joint {j.name!r}: its {role} body {b.local_name!r} is not in model "
+                        f"{self.name!r}; assign the body to the model first (m.x = fm.RigidBody(...))"
+                    )
+        for f in self.forces():
+            for b in f.bodies():
+                if id(b) not in known:
+                    raise ModelError(
+                        f"force element {f.name!r} acts on body {b.local_name!r} which is not in "
+                        f"model {self.name!r}"
+                    )
+        if not bodies:
+            raise ModelError(f"model {self.name!r} has no bodies")
+        self._check_connected(bodies)
+
+    def _check_connected(self, bodies):
+        adj = {id(b): [] for b in bodies}
+        adj[id(self.ground)] = []
+        for j in self.joints():
+            adj[id(j.parent)].append(j.child)
+            adj[id(j.child)].append(j.parent)
+        seen = {id(self.ground)}
+        stack = [self.ground]
+        while stack:
+            for nb in adj[id(stack.pop())]:
+                if id(nb) not in seen:
+                    seen.add(id(nb))
+                    stack.append(nb)
+        lost = [b.name for b in bodies if id(b) not in seen]
+        if lost:
+            raise ModelError(
+                f"model {self.name!r}: bodies {lost} have no path to ground (an isolated branch); "
+                f"connect them with a joint (use fm.Free(m.ground, body) for a floating body)"
+            )
+
+    def incidence(self):
+        """2 x n_j joint-body incidence (1-based bodies in declaration order, 0 = ground)."""
+        index = {id(self.ground): 0}
+        index.update({id(b): i + 1 for i, b in enumerate(self.bodies())})
+        joints = self.joints()
+        J = np.zeros((2, len(joints)), dtype=int)
+        for k, j in enumerate(joints):
+            J[0, k] = index[id(j.parent)]
+            J[1, k] = index[id(j.child)]
+        return J
+
+    def topology(self):
+        """The resolved :class:`~flexmbd.topology.Topology` (cut joints, regular labels).
+
+        Loops are cut preferably at joints adding the fewest constraint equations
+        (a spherical before a revolute) and at joints marked ``cut=True``.
+        """
+        from .. import topology as topo
+
+        key = self._revision
+        if self._topology_cache is not None and self._topology_cache[0] == key:
+            return self._topology_cache[1]
+        self.validate()
+        joints = self.joints()
+        weights = [j.n_constraints for j in joints]
+        forced = [k + 1 for k, j in enumerate(joints) if j.cut]
+        t = topo.analyze(self.incidence(), weights=weights, forced_cuts=forced)
+        object.__setattr__(self, "_topology_cache", (key, t))
+        return t
+
+    def cut_joints(self):
+        """Joints the topology cut to open the loops."""
+        joints = self.joints()
+        return [joints[k - 1] for k in self.topology().cut_joints]
+
+    # -- compile and simulate ---------------------------------------------------------
+    def compile(self, formulation="recursive", **options):
+        """Build a System: ``"recursive"`` (joint coordinates, CFA) or ``"absolute"`` (DAE)."""
+        self.validate()
+        if formulation == "recursive":
+            from ..recursive import compile_system
+        elif formulation == "absolute":
+            from ..absolute import compile_system
+        else:
+            raise ModelError(
+                f"unknown formulation {formulation!r}; use 'recursive' or 'absolute'"
+            )
+        return compile_system(self, **options)
+
+    def simulate(self, t_end, dt=None, integrator=None, formulation=None, **options):
+        """Compile and integrate from the joints' initial values to ``t_end`` (s).
+
+        ``integrator``: ``"rk4"`` or ``"rk45"`` (explicit, recursive formulation by
+        default), ``"newmark"``, ``"hht"`` or ``"generalized-alpha"`` (implicit,
+        absolute formulation by default). Returns :class:`~flexmbd.results.Results`.
+        """
+        implicit = {"newmark", "hht", "generalized-alpha", "generalized_alpha", "genalpha"}
+        if integrator is None:
+            integrator = "rk45" if dt is None else "rk4"
+        if formulation is None:
+            formulation = "absolute" if integrator in implicit else "recursive"
+        system = self.compile(formulation)
+        return system.simulate(t_end, dt=dt, integrator=integrator, **options)
+
+    # -- display ----------------------------------------------------------------------
+    def pprint(self, file=None):
+        """Print a readable summary: bodies, joints, forces and the resolved topology."""
+        out = io.StringIO()
+        bodies, joints, forces = self.bodies(), self.joints(), self.forces()
+        out.write(f"Model {self.name!r}: {len(bodies)} bodies, {len(joints)} joints, "
+                  f"{len(forces)} force elements\n")
+        out.write("  Bodies:\n")
+        for i, b in enumerate(bodies, 1):
+            out.write(f"    {i:3d} {b.name}: {b._short()}\n")
+        out.write("  Joints:\n")
+        for i, j in enumerate(joints, 1):
+            out.write(f"    {i:3d} {j.name}: {j._short()}, dof {j.nv}\n")
+        if forces:
+            out.write("  Force elements:\n")
+            for f in forces:
+                out.write(f"        {f.name}: {f._short()}\n")
+        try:
+            t = self.topology()
+        except ModelError as err:
+            out.write(f"  Topology: not resolved ({err})\n")
+        else:
+            out.write(_topology_text(self, t))
+        text = out.getvalue()
+        if file is None:
+            print(text, end="")
+        else:
+            file.write(text)
+        return None
+
+    def __str__(self):
+        buf = io.StringIO()
+        self.pprint(buf)
+        return buf.getvalue()
+
+    @classmethod
+    def from_urdf(cls, path, name=None, floating=False):
+        """Build a rigid tree from a URDF file (see :mod:`flexmbd.urdf`)."""
+        from ..urdf import model_from_urdf
+
+        return model_from_urdf(path, name=name, floating=floating)
+
+
+def _topology_text(model, t):
+    bodies, joints = model.bodies(), model.joints()
+    lines = ["  Topology (regular labels: inboard < outboard, leaves highest, cut joints last):\n"]
+    dof = sum(j.nv for k, j in enumerate(joints) if (k + 1) not in t.cut_joints)
+    lines.append(f"    tree degrees of freedom: {dof}\n")
+    cuts = [joints[k - 1].name for k in t.cut_joints]
+    lines.append(f"    cut joints: {cuts if cuts else 'none (tree)'}\n")
+    order = np.argsort(t.body_map)
+    lines.append("    label  body                      parent\n")
+    for idx in order:
+        b = bodies[idx]
+        lab = int(t.body_map[idx])
+        p = int(t.parent[lab])
+        pname = "ground" if p == 0 else bodies[int(t.original_body[p]) - 1].name
+        lines.append(f"    {lab:5d}  {b.name:<25s} {pname}\n")
+    lines.append("    joint labels: " + ", ".join(
+        f"{j.name}={int(t.joint_map[k])}" for k, j in enumerate(joints)) + "\n")
+    return "".join(lines)

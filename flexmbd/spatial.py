@@ -1,0 +1,256 @@
+"""Spatial algebra: skew matrices, rigid shifts, rotations, spatial inertia.
+
+Conventions (DESIGN.md, CFA paper Liu-Hu-Zhang 2016, eq. 1-3):
+
+* spatial vectors are ``[angular; linear]``: a twist ``V = [w; v]`` and a wrench
+  ``F = [n; f]`` (moment first);
+* ``shift(p)`` is the paper's 6x6 matrix ``P̂ = [[U, p~], [0, U]]``. For two points
+  A and B of one rigid body with ``p`` the vector from B to A,
+  ``F_B = shift(p) @ F_A`` moves a wrench from A to B and
+  ``V_A = shift(p).T @ V_B`` moves a twist from B to A;
+* Euler parameters (unit quaternions) are scalar first ``(e0, e1, e2, e3)`` and
+  ``rotation(e)`` maps frame coordinates to parent coordinates: ``x_parent = R x``.
+
+Every function is plain numpy on single vectors/matrices; the hot loops of the
+solvers have their own compiled kernels.
+"""
+
+import numpy as np
+
+__all__ = [
+    "skew",
+    "unskew",
+    "shift",
+    "rotation_matrix",
+    "motion_transform",
+    "force_transform",
+    "quat_to_rot",
+    "rot_to_quat",
+    "quat_multiply",
+    "quat_conjugate",
+    "quat_from_rotvec",
+    "quat_to_rotvec",
+    "rotvec_to_rot",
+    "rot_to_rotvec",
+    "quat_rate_matrix",
+    "quat_integrate",
+    "spatial_inertia",
+    "is_rotation",
+    "orthonormal_complement",
+]
+
+
+def skew(p):
+    """Cross-product matrix ``p~`` with ``skew(p) @ x == np.cross(p, x)``."""
+    x, y, z = p
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def unskew(S):
+    """Vector of a (skew) matrix: inverse of :func:`skew` (uses the skew part)."""
+    return 0.5 * np.array([S[2, 1] - S[1, 2], S[0, 2] - S[2, 0], S[1, 0] - S[0, 1]])
+
+
+def shift(p):
+    """Rigid shift ``P̂ = [[U, p~], [0, U]]`` of the CFA paper (eq. 1).
+
+    With ``p`` the vector from point B to point A (same body, same axes), a wrench
+    at A becomes ``shift(p) @ F_A`` at B, and a twist at B becomes
+    ``shift(p).T @ V_B`` at A.
+    """
+    P = np.eye(6)
+    P[:3, 3:] = skew(p)
+    return P
+
+
+def motion_transform(R, p):
+    """6x6 map of twists from frame B to frame A.
+
+    Frame A has orientation ``R`` (A axes -> B axes) and origin ``p`` in B
+    coordinates. Returns ``X`` with ``V_A = X @ V_B`` where both twists are
+    ``[w; v]`` expressed in their own frames at their own origins.
+    """
+    Rt = np.asarray(R).T
+    X = np.zeros((6, 6))
+    X[:3, :3] = Rt
+    X[3:, 3:] = Rt
+    X[3:, :3] = -Rt @ skew(p)
+    return X
+
+
+def force_transform(R, p):
+    """6x6 map of wrenches from frame A to frame B (dual of :func:`motion_transform`).
+
+    ``F_B = force_transform(R, p) @ F_A`` with ``F = [n; f]``; it equals
+    ``motion_transform(R, p).T``.
+    """
+    return motion_transform(R, p).T
+
+
+def rotation_matrix(axis, angle):
+    """Rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    a = np.asarray(axis, dtype=float)
+    a = a / np.linalg.norm(a)
+    K = skew(a)
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+
+
+def quat_to_rot(e):
+    """Rotation matrix of the Euler parameters ``e = (e0, e1, e2, e3)`` (normalized first)."""
+    e = np.asarray(e, dtype=float)
+    e0, e1, e2, e3 = e / np.linalg.norm(e)
+    return np.array(
+        [
+            [1 - 2 * (e2 * e2 + e3 * e3), 2 * (e1 * e2 - e0 * e3), 2 * (e1 * e3 + e0 * e2)],
+            [2 * (e1 * e2 + e0 * e3), 1 - 2 * (e1 * e1 + e3 * e3), 2 * (e2 * e3 - e0 * e1)],
+            [2 * (e1 * e3 - e0 * e2), 2 * (e2 * e3 + e0 * e1), 1 - 2 * (e1 * e1 + e2 * e2)],
+        ]
+    )
+
+
+def rot_to_quat(R):
+    """Euler parameters of a rotation matrix (Shepperd's method), with ``e0 >= 0``."""
+    R = np.asarray(R, dtype=float)
+    tr = np.trace(R)
+    cands = np.array([tr, R[0, 0], R[1, 1], R[2, 2]])
+    k = int(np.argmax(cands))
+    if k == 0:
+        e0 = 0.5 * np.sqrt(1.0 + tr)
+        e = np.array(
+            [e0, (R[2, 1] - R[1, 2]) / (4 * e0), (R[0, 2] - R[2, 0]) / (4 * e0),
+             (R[1, 0] - R[0, 1]) / (4 * e0)]
+        )
+    else:
+        i = k - 1
+        j, m = (i + 1) % 3, (i + 2) % 3
+        ei = 0.5 * np.sqrt(1.0 + 2 * R[i, i] - tr)
+        e = np.empty(4)
+        e[1 + i] = ei
+        e[0] = (R[m, j] - R[j, m]) / (4 * ei)
+        e[1 + j] = (R[j, i] + R[i, j]) / (4 * ei)
+        e[1 + m] = (R[m, i] + R[i, m]) / (4 * ei)
+    if e[0] < 0:
+        e = -e
+    return e / np.linalg.norm(e)
+
+
+def quat_multiply(a, b):
+    """Hamilton product ``a * b`` (scalar first): ``R(a*b) = R(a) @ R(b)``."""
+    a0, av = a[0], np.asarray(a[1:])
+    b0, bv = b[0], np.asarray(b[1:])
+    return np.concatenate(([a0 * b0 - av @ bv], a0 * bv + b0 * av + np.cross(av, bv)))
+
+
+def quat_conjugate(e):
+    """Conjugate (inverse for unit quaternions)."""
+    return np.array([e[0], -e[1], -e[2], -e[3]])
+
+
+def quat_from_rotvec(phi):
+    """Euler parameters of the rotation vector ``phi`` (axis * angle, rad)."""
+    phi = np.asarray(phi, dtype=float)
+    th = np.linalg.norm(phi)
+    if th < 1e-8:
+        # Taylor series: sin(th/2)/th = 1/2 - th^2/48
+        s = 0.5 - th * th / 48.0
+        c = 1.0 - th * th / 8.0
+    else:
+        s = np.sin(0.5 * th) / th
+        c = np.cos(0.5 * th)
+    e = np.concatenate(([c], s * phi))
+    return e / np.linalg.norm(e)
+
+
+def quat_to_rotvec(e):
+    """Rotation vector (angle in [0, pi]) of Euler parameters."""
+    e = np.asarray(e, dtype=float)
+    e = e / np.linalg.norm(e)
+    if e[0] < 0:
+        e = -e
+    v = e[1:]
+    s = np.linalg.norm(v)
+    th = 2.0 * np.arctan2(s, e[0])
+    if s < 1e-12:
+        return 2.0 * v  # th ~ 2 s, direction v/s
+    return (th / s) * v
+
+
+def rotvec_to_rot(phi):
+    """Rotation matrix of a rotation vector (Rodrigues)."""
+    return quat_to_rot(quat_from_rotvec(phi))
+
+
+def rot_to_rotvec(R):
+    """Rotation vector of a rotation matrix."""
+    return quat_to_rotvec(rot_to_quat(R))
+
+
+def quat_rate_matrix(e):
+    """4x3 matrix ``G`` with ``de/dt = G @ w`` for the body-frame angular velocity ``w``.
+
+    ``G = 0.5 * [[-e1, -e2, -e3], [e0, -e3, e2], [e3, e0, -e1], [-e2, e1, e0]]``,
+    i.e. ``de/dt = 0.5 * e * (0, w)``.
+    """
+    e0, e1, e2, e3 = e
+    return 0.5 * np.array([[-e1, -e2, -e3], [e0, -e3, e2], [e3, e0, -e1], [-e2, e1, e0]])
+
+
+def quat_integrate(e, w, dt):
+    """Advance Euler parameters by a constant body-frame angular velocity ``w`` over ``dt``.
+
+    Exact exponential update ``e <- e * exp(w dt / 2)``; the result is unit norm.
+    """
+    return quat_multiply(e, quat_from_rotvec(np.asarray(w) * dt))
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """6x6 spatial inertia about the frame origin, ``[angular; linear]`` ordering.
+
+    ``mass`` in kg, ``com`` (m) the centre of mass in the frame, ``inertia_com``
+    (kg m^2) the 3x3 inertia about the centre of mass in frame axes. This is the
+    paper's ``I_O = Ŝ I_C Ŝ^T`` (eq. 3): the parallel-axis theorem in the top-left
+    block and ``m c~`` couplings.
+    """
+    c = np.asarray(com, dtype=float)
+    C = skew(c)
+    I = np.zeros((6, 6))
+    I[:3, :3] = np.asarray(inertia_com, dtype=float) - mass * C @ C
+    I[:3, 3:] = mass * C
+    I[3:, :3] = -mass * C
+    I[3:, 3:] = mass * np.eye(3)
+    return I
+
+
+def is_rotation(R, tol=1e-9):
+    """True if ``R`` is a proper orthonormal 3x3 matrix within ``tol``."""
+    R = np.asarray(R, dtype=float)
+    return (
+        R.shape == (3, 3)
+        and np.allclose(R.T @ R, np.eye(3), atol=tol)
+        and abs(np.linalg.det(R) - 1.0) < tol
+    )
+
+
+def orthonormal_complement(H):
+    """Orthonormal basis ``W`` (6 x (6-k)) of the complement of the columns of ``H`` (6 x k).
+
+    ``H`` must have orthonormal columns; then ``H.T @ W = 0`` and ``W.T @ W = U``
+    (CFA paper, section 1).
+    """
+    H = np.asarray(H, dtype=float).reshape(6, -1)
+    k = H.shape[1]
+    if k == 0:
+        return np.eye(6)
+    if k == 6:
+        return np.zeros((6, 0))
+    # complete with the unit vectors least aligned with span(H), then QR
+    P = np.eye(6) - H @ H.T
+    order = np.argsort(-np.linalg.norm(P, axis=0), kind="stable")
+    Q, _ = np.linalg.qr(np.hstack([H, P[:, order]]))
+    W = Q[:, k:6]
+    W -= H @ (H.T @ W)
+    Q2, _ = np.linalg.qr(W)
+    # a deterministic sign: largest-magnitude entry of each column positive
+    idx = np.argmax(np.abs(Q2), axis=0)
+    Q2 = Q2 * np.sign(Q2[idx, np.arange(Q2.shape[1])])
+    return Q2
