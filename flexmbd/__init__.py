@@ -39,10 +39,49 @@ from .model import (
 
 __version__ = "0.1.0"
 
+# Names whose modules are imported on first use (scikit-fem, PyVista and the solvers
+# are heavy; ``import flexmbd`` stays fast).
+_LAZY = {
+    "fem": ("flexmbd.fem", None),
+    "viz": ("flexmbd.viz", None),
+    "recursive": ("flexmbd.recursive", None),
+    "absolute": ("flexmbd.absolute", None),
+    "integrators": ("flexmbd.integrators", None),
+    "constraints": ("flexmbd.constraints", None),
+    "kinematics": ("flexmbd.kinematics", None),
+    "urdf": ("flexmbd.urdf", None),
+    "Results": ("flexmbd.results", "Results"),
+    "Material": ("flexmbd.fem", "Material"),
+    "NormalModes": ("flexmbd.fem", "NormalModes"),
+    "StaticCorrection": ("flexmbd.fem", "StaticCorrection"),
+    "CraigBampton": ("flexmbd.fem", "CraigBampton"),
+    "RitzVectors": ("flexmbd.fem", "RitzVectors"),
+    "compare_modes": ("flexmbd.fem", "compare_modes"),
+    "SpringDamperActuator": ("flexmbd.model.sda", "SpringDamperActuator"),
+    "FlexibleBody": ("flexmbd.model.flexible", "FlexibleBody"),
+}
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'flexmbd' has no attribute {name!r}") from None
+    import importlib
+
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))
+
 __all__ = [
     "errors", "spatial", "topology",
     "FlexmbdError", "ModelError", "TopologyError", "MeshError", "SolverError", "ConvergenceError",
     "Model", "Block", "Body", "RigidBody", "Frame", "Joint", "Revolute", "Prismatic",
     "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "ForceElement",
-    "Gravity", "PointForce", "PointTorque", "JointForce",
+    "Gravity", "PointForce", "PointTorque", "JointForce", *_LAZY,
 ]
