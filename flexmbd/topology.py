@@ -77,6 +77,23 @@ class Topology:
         Number of tree joints between body k and ground; ``depth[0] = 0``.
     leaves : ndarray of int
         Labels of the bodies without children, ascending.
+
+    Examples
+    --------
+    A four-bar loop ground-1-2-3-ground: the last joint closes the loop.
+
+    >>> topo = analyze([[0, 1, 2, 3], [1, 2, 3, 0]])
+    >>> topo.pprint()
+    Topology: 3 bodies, 4 joints, 1 cut joint
+      cut joints (original numbers): 4
+      I_B (body_map, label of body 1..n_b):  1, 2, 3
+      I_J (joint_map, label of joint 1..n_j): 1, 2, 3, 4
+      relabeled incidence (inboard / outboard / joint label):
+        [[0 1 2 0]
+         [1 2 3 3]
+         [1 2 3 4]]
+    >>> topo.parent.tolist(), topo.children
+    ([-1, 0, 1, 2], ((1,), (2,), (3,), ()))
     """
 
     n_bodies: int
@@ -169,9 +186,8 @@ def analyze(incidence, weights=None, forced_cuts=()):
     >>> topo.incidence.tolist()
     [[0, 1, 2, 1, 2, 0, 3, 3], [1, 2, 3, 4, 5, 2, 4, 5], [1, 2, 3, 4, 5, 6, 7, 8]]
     """
-    first, second = _validate_incidence(incidence)
+    first, second, n_bodies = _validate_incidence(incidence)
     n_joints = first.size
-    n_bodies = int(max(first.max(initial=0), second.max(initial=0)))
     _check_contiguous(first, second, n_bodies)
     order = _assembly_order(weights, n_joints)
     forced = _validate_forced_cuts(forced_cuts, n_joints)
@@ -254,8 +270,7 @@ def connectivity_history(incidence):
     >>> bool(history[3].all())
     True
     """
-    first, second = _validate_incidence(incidence)
-    n_bodies = int(max(first.max(initial=0), second.max(initial=0)))
+    first, second, n_bodies = _validate_incidence(incidence)
     s = np.zeros((n_bodies + 1, n_bodies + 1), dtype=np.int64)
     history = []
     for i, j in zip(first.tolist(), second.tolist(), strict=True):
@@ -272,7 +287,7 @@ def connectivity_history(incidence):
 
 
 def _validate_incidence(incidence):
-    """Return the two body rows as int64 arrays, or raise TopologyError."""
+    """Return the two body rows as int64 arrays and n_b, or raise TopologyError."""
     try:
         array = np.asarray(incidence)
     except ValueError as exc:  # ragged rows
@@ -288,8 +303,10 @@ def _validate_incidence(incidence):
             f"each joint); got shape {array.shape}.{hint}"
         )
     if array.size and not np.issubdtype(array.dtype, np.integer):
-        if array.dtype.kind not in "fb" or not np.all(np.isfinite(array.astype(float))):
-            raise TopologyError(f"incidence must hold body numbers; got dtype {array.dtype}")
+        if array.dtype.kind != "f" or not np.all(np.isfinite(array)):
+            raise TopologyError(
+                f"incidence must hold finite integer body numbers; got {array.dtype} values"
+            )
         bad = np.flatnonzero((array != np.round(array)).any(axis=0))
         if bad.size:
             j = bad[0]
@@ -312,7 +329,7 @@ def _validate_incidence(incidence):
             f"joint {j + 1} connects body {array[0, j]} to itself; "
             "a joint must connect two different bodies."
         )
-    return array[0], array[1]
+    return array[0], array[1], int(array.max(initial=0))
 
 
 def _check_contiguous(first, second, n_bodies):
@@ -342,7 +359,7 @@ def _assembly_order(weights, n_joints):
         )
     if not np.all(np.isfinite(weights)):
         bad = np.flatnonzero(~np.isfinite(weights)) + 1
-        raise TopologyError(f"weights of joints {_format_numbers(bad)} are not finite")
+        raise TopologyError(f"weights must be finite numbers; not so for {_counted('joint', bad)}")
     return np.argsort(-weights, kind="stable")
 
 
