@@ -54,7 +54,9 @@ def check_inertia(J, owner, rtol=1e-9):
     """Raise :class:`ModelError` unless ``J`` is symmetric PSD and obeys the triangle inequality."""
     scale = max(np.abs(J).max(), 1e-300)
     if not np.allclose(J, J.T, atol=rtol * scale):
-        raise ModelError(f"{owner}: inertia about the centre of mass is not symmetric: {J.tolist()}")
+        raise ModelError(
+            f"{owner}: inertia about the centre of mass is not symmetric: {J.tolist()}"
+        )
     ev = np.linalg.eigvalsh(0.5 * (J + J.T))
     if ev[0] < -rtol * scale:
         raise ModelError(

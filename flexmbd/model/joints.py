@@ -173,7 +173,7 @@ class Joint(Component):
         return np.asarray(v, dtype=float).copy()
 
     def integrate(self, q, v, dt):
-        """Coordinates after moving with constant speeds ``v`` for ``dt`` (exact on the manifold)."""
+        """Coordinates after constant speeds ``v`` for ``dt`` (exact on the manifold)."""
         return np.asarray(q, dtype=float) + dt * self.qdot(q, v)
 
     def difference(self, q0, q1):
@@ -288,7 +288,7 @@ class Universal(Joint):
 
 
 class Spherical(Joint):
-    """Ball joint: Euler parameters ``(e0, e1, e2, e3)``; speeds = angular velocity in child axes."""
+    """Ball joint: Euler parameters ``(e0..e3)``; speeds = angular velocity in child axes."""
 
     nq, nv = 4, 3
     coordinate_labels = ("e0", "e1", "e2", "e3")

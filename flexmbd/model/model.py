@@ -93,7 +93,7 @@ class Model(Block):
 
     # -- validation and topology -------------------------------------------------------
     def validate(self):
-        """Check names, references and connectivity; raise :class:`ModelError` naming the culprit."""
+        """Check names, references and connectivity; raise :class:`ModelError` naming it."""
         bodies = self.bodies()
         known = {id(b) for b in bodies} | {id(self.ground)}
         names = {}
@@ -110,7 +110,8 @@ class Model(Block):
                 if id(b) not in known:
                     raise ModelError(
                         f"joint {j.name!r}: its {role} body {b.local_name!r} is not in model "
-                        f"{self.name!r}; assign the body to the model first (m.x = fm.RigidBody(...))"
+                        f"{self.name!r}; assign the body to the model first "
+                        f"(m.x = fm.RigidBody(...))"
                     )
         for f in self.forces():
             for b in f.bodies():
