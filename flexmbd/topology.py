@@ -365,13 +365,20 @@ def _assembly_order(weights, n_joints):
 
 def _validate_forced_cuts(forced_cuts, n_joints):
     forced = np.zeros(n_joints, dtype=bool)
-    for j in forced_cuts:
-        if isinstance(j, bool) or int(j) != j or not 1 <= j <= n_joints:
+    for j in np.atleast_1d(np.asarray(forced_cuts, dtype=object)).tolist():
+        if not _is_joint_number(j, n_joints):
             raise TopologyError(
                 f"forced cut joint {j!r} does not exist; joints are numbered 1..{n_joints}"
             )
         forced[int(j) - 1] = True
     return forced
+
+
+def _is_joint_number(j, n_joints):
+    try:
+        return not isinstance(j, bool) and int(j) == j and 1 <= j <= n_joints
+    except (TypeError, ValueError):
+        return False
 
 
 # --- cut joints: union-find ----------------------------------------------------------------
@@ -540,8 +547,7 @@ def _counted(noun, numbers):
 
 
 def _format_numbers(numbers, limit=_MAX_LISTED):
-    numbers = [int(n) for n in numbers]
-    text = ", ".join(map(str, numbers[:limit]))
+    text = ", ".join(str(int(n)) for n in numbers[:limit])
     if len(numbers) > limit:
         text += f", ... ({len(numbers)} in all)"
     return text or "none"

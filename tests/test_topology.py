@@ -194,6 +194,7 @@ def test_two_forced_cuts_that_together_isolate_a_body():
         ([[0, 1], [1, 2]], {"weights": [5, np.nan]}, r"finite numbers; not so for joint 2$"),
         ([[0, 1], [1, 2]], {"forced_cuts": [3]}, r"forced cut joint 3 does not exist"),
         ([[0, 1], [1, 2]], {"forced_cuts": [0]}, r"joints are numbered 1\.\.2"),
+        ([[0, 1], [1, 2]], {"forced_cuts": ["a"]}, r"forced cut joint 'a' does not exist"),
     ],
 )
 def test_bad_input_raises_topology_error(incidence, kwargs, message):
