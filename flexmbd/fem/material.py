@@ -1,0 +1,94 @@
+"""Isotropic linear-elastic material with density (SI units)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import MeshError
+
+__all__ = ["Material"]
+
+
+@dataclass(frozen=True)
+class Material:
+    """Isotropic linear-elastic material.
+
+    Parameters
+    ----------
+    E : float
+        Young's modulus in Pa (> 0).
+    nu : float
+        Poisson's ratio, -1 < nu < 0.5.
+    rho : float
+        Density in kg/m^3 (> 0).
+    name : str
+        Label used in messages and in saved files.
+
+    Examples
+    --------
+    >>> steel = Material(E=2.1e11, nu=0.3, rho=7850, name="steel")
+    >>> round(steel.mu / 1e9, 2)
+    80.77
+    """
+
+    E: float
+    nu: float
+    rho: float
+    name: str = "material"
+
+    def __post_init__(self):
+        for key in ("E", "nu", "rho"):
+            value = getattr(self, key)
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise MeshError(
+                    f"Material {self.name!r}: {key}={value!r} is not a number; "
+                    "give E in Pa, nu dimensionless and rho in kg/m^3") from None
+            if not np.isfinite(value):
+                raise MeshError(f"Material {self.name!r}: {key}={value} is not finite")
+            object.__setattr__(self, key, value)
+        if self.E <= 0:
+            raise MeshError(f"Material {self.name!r}: Young's modulus E={self.E} must be > 0 (Pa)")
+        if not -1.0 < self.nu < 0.5:
+            raise MeshError(
+                f"Material {self.name!r}: Poisson's ratio nu={self.nu} must satisfy -1 < nu < 0.5 "
+                "(0.5 is incompressible and makes the stiffness singular)")
+        if self.rho <= 0:
+            raise MeshError(
+                f"Material {self.name!r}: density rho={self.rho} must be > 0 (kg/m^3); "
+                "did you give it in t/mm^3 or g/cm^3?")
+
+    @property
+    def lam(self):
+        """First Lamé parameter (Pa)."""
+        return self.E * self.nu / ((1.0 + self.nu) * (1.0 - 2.0 * self.nu))
+
+    @property
+    def mu(self):
+        """Shear modulus (Pa)."""
+        return self.E / (2.0 * (1.0 + self.nu))
+
+    def elasticity_matrix(self):
+        """6x6 Voigt matrix, order (xx, yy, zz, yz, xz, xy), engineering shear strains."""
+        lam, mu = self.lam, self.mu
+        C = np.zeros((6, 6))
+        C[:3, :3] = lam
+        C[[0, 1, 2], [0, 1, 2]] += 2 * mu
+        C[[3, 4, 5], [3, 4, 5]] = mu
+        return C
+
+    def to_dict(self):
+        return {"E": self.E, "nu": self.nu, "rho": self.rho, "name": self.name}
+
+
+def check_material(material, where="reduce"):
+    """Return ``material`` or raise a MeshError naming the call that needs one."""
+    if material is None:
+        raise MeshError(
+            f"{where}: no material given; pass material=fm.Material(E=..., nu=..., rho=...)")
+    if not isinstance(material, Material):
+        raise MeshError(
+            f"{where}: material must be a flexmbd Material, got {type(material).__name__}; "
+            "use fm.Material(E=2.1e11, nu=0.3, rho=7850)")
+    return material

@@ -1,0 +1,216 @@
+"""Geometric and named node selectors for interfaces, supports and loads.
+
+A selector is called with an `FEMesh` and returns sorted scikit-fem node
+numbers.  Anything accepted where a selector is expected:
+
+- a selector object (`Plane`, `Box`, `Cylinder`, `Sphere`, `Nearest`, `NodeSet`, `Nodes`),
+  combined with ``|`` (union) and ``&`` (intersection);
+- a string: the name of a node set read from the mesh file;
+- an integer array: node numbers.
+
+Tolerances default to 1e-6 of the mesh bounding-box diagonal.
+
+>>> import skfem
+>>> from flexmbd.fem.mesh import read_mesh
+>>> fe = read_mesh(skfem.MeshHex1.init_tensor([0, .5, 1], [0, 1], [0, 1]))
+>>> Plane((0, 0, 0), (1, 0, 0))(fe).tolist()
+[0, 1, 2, 3]
+"""
+
+import numpy as np
+
+from ..errors import MeshError
+
+__all__ = ["Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes", "select"]
+
+
+class Selector:
+    def __call__(self, fe):
+        raise NotImplementedError
+
+    def __or__(self, other):
+        return _Combine(self, other, np.union1d, "|")
+
+    def __and__(self, other):
+        return _Combine(self, other, np.intersect1d, "&")
+
+    def _tol(self, fe):
+        return self.tol if self.tol is not None else 1e-6 * fe.size()
+
+
+class _Combine(Selector):
+    def __init__(self, a, b, op, sym):
+        self.a, self.b, self.op, self.sym = a, b, op, sym
+
+    def __call__(self, fe):
+        return self.op(_nodes(fe, self.a), _nodes(fe, self.b))
+
+    def __repr__(self):
+        return f"({self.a!r} {self.sym} {self.b!r})"
+
+
+class Plane(Selector):
+    """Nodes within ``tol`` of the plane through ``point`` with normal ``normal``."""
+
+    def __init__(self, point, normal, tol=None):
+        self.point = np.asarray(point, float)
+        n = np.asarray(normal, float)
+        self.normal = n / np.linalg.norm(n)
+        self.tol = tol
+
+    def __call__(self, fe):
+        d = (fe.nodes - self.point) @ self.normal
+        return np.nonzero(np.abs(d) <= self._tol(fe))[0]
+
+    def __repr__(self):
+        return f"Plane(point={self.point.tolist()}, normal={self.normal.tolist()})"
+
+
+class Box(Selector):
+    """Nodes inside the axis-aligned box [lo, hi] (inclusive, widened by ``tol``)."""
+
+    def __init__(self, lo, hi, tol=None):
+        self.lo, self.hi, self.tol = np.asarray(lo, float), np.asarray(hi, float), tol
+
+    def __call__(self, fe):
+        t = self._tol(fe)
+        x = fe.nodes
+        return np.nonzero(((x >= self.lo - t) & (x <= self.hi + t)).all(axis=1))[0]
+
+    def __repr__(self):
+        return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()})"
+
+
+class Cylinder(Selector):
+    """Nodes on the cylinder surface (default) or inside it.
+
+    Parameters
+    ----------
+    point, axis : array_like
+        A point on the axis and the axis direction.
+    radius : float
+    tol : float, optional
+        Radial tolerance for ``surface=True``.
+    surface : bool
+        True: |r - radius| <= tol (a bore); False: r <= radius + tol.
+    length : (float, float), optional
+        Axial range (along ``axis`` from ``point``).
+    """
+
+    def __init__(self, point, axis, radius, tol=None, surface=True, length=None):
+        self.point = np.asarray(point, float)
+        a = np.asarray(axis, float)
+        self.axis = a / np.linalg.norm(a)
+        self.radius, self.tol, self.surface, self.length = float(radius), tol, surface, length
+
+    def __call__(self, fe):
+        t = self._tol(fe)
+        d = fe.nodes - self.point
+        s = d @ self.axis
+        r = np.linalg.norm(d - np.outer(s, self.axis), axis=1)
+        ok = np.abs(r - self.radius) <= t if self.surface else r <= self.radius + t
+        if self.length is not None:
+            ok &= (s >= self.length[0] - t) & (s <= self.length[1] + t)
+        return np.nonzero(ok)[0]
+
+    def __repr__(self):
+        return (f"Cylinder(point={self.point.tolist()}, axis={self.axis.tolist()}, "
+                f"radius={self.radius}, surface={self.surface})")
+
+
+class Sphere(Selector):
+    """Nodes within ``radius`` of ``center``."""
+
+    def __init__(self, center, radius):
+        self.center, self.radius, self.tol = np.asarray(center, float), float(radius), None
+
+    def __call__(self, fe):
+        return np.nonzero(np.linalg.norm(fe.nodes - self.center, axis=1) <= self.radius)[0]
+
+    def __repr__(self):
+        return f"Sphere(center={self.center.tolist()}, radius={self.radius})"
+
+
+class Nearest(Selector):
+    """The ``n`` nodes nearest to ``point``."""
+
+    def __init__(self, point, n=1):
+        self.point, self.n = np.asarray(point, float), int(n)
+
+    def __call__(self, fe):
+        d = np.linalg.norm(fe.nodes - self.point, axis=1)
+        return np.sort(np.argsort(d, kind="stable")[: self.n])
+
+    def __repr__(self):
+        return f"Nearest(point={self.point.tolist()}, n={self.n})"
+
+
+class NodeSet(Selector):
+    """A named node set of the mesh (gmsh physical group, Abaqus NSET/ELSET, ...)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, fe):
+        if self.name not in fe.node_sets:
+            raise MeshError(f"node set {self.name!r} is not in mesh {fe.source!r}; "
+                            f"available sets: {sorted(fe.node_sets) or 'none'}")
+        return np.asarray(fe.node_sets[self.name], dtype=np.int64)
+
+    def __repr__(self):
+        return f"NodeSet({self.name!r})"
+
+
+class Nodes(Selector):
+    """Explicit scikit-fem node numbers."""
+
+    def __init__(self, ids):
+        self.ids = np.unique(np.asarray(ids, dtype=np.int64).ravel())
+
+    def __call__(self, fe):
+        if len(self.ids) and (self.ids.min() < 0 or self.ids.max() >= fe.n_nodes):
+            raise MeshError(f"node numbers out of range 0..{fe.n_nodes - 1}: "
+                            f"{self.ids[(self.ids < 0) | (self.ids >= fe.n_nodes)][:5].tolist()}")
+        return self.ids
+
+    def __repr__(self):
+        return f"Nodes({len(self.ids)} nodes)"
+
+
+def as_selector(obj):
+    if isinstance(obj, Selector):
+        return obj
+    if isinstance(obj, str):
+        return NodeSet(obj)
+    if callable(obj):
+        return _Callable(obj)
+    return Nodes(obj)
+
+
+class _Callable(Selector):
+    """f(x) -> boolean mask over node coordinates (n_nodes, 3)."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __call__(self, fe):
+        return np.nonzero(np.asarray(self.f(fe.nodes), dtype=bool))[0]
+
+    def __repr__(self):
+        return f"<callable {getattr(self.f, '__name__', 'selector')}>"
+
+
+def _nodes(fe, obj):
+    return np.unique(np.asarray(as_selector(obj)(fe), dtype=np.int64))
+
+
+def select(fe, selector, name="selection"):
+    """Node numbers selected by ``selector``; MeshError naming ``name`` if none."""
+    ids = _nodes(fe, selector)
+    if len(ids) == 0:
+        lo, hi = fe.bounding_box()
+        raise MeshError(
+            f"{name}: {as_selector(selector)!r} selects no nodes of mesh {fe.source!r} "
+            f"(bounding box {np.round(lo, 6).tolist()} .. {np.round(hi, 6).tolist()}); check the "
+            "coordinates and units, or widen tol")
+    return ids
