@@ -35,11 +35,16 @@ import numpy as np
 from ..errors import ModelError
 from ..spatial import (
     orthonormal_complement,
+    quat_conjugate,
+    quat_from_rotvec,
     quat_integrate,
+    quat_multiply,
     quat_rate_matrix,
     quat_to_rot,
+    quat_to_rotvec,
     rot_to_quat,
     rotation_matrix,
+    skew,
 )
 from .bodies import Body, as_frame
 from .component import Component
@@ -325,8 +330,6 @@ class Spherical(Joint):
         return quat_integrate(q, v, dt)
 
     def difference(self, q0, q1):
-        from ..spatial import quat_conjugate, quat_multiply, quat_to_rotvec
-
         return quat_to_rotvec(quat_multiply(quat_conjugate(q0), q1))
 
 
@@ -447,17 +450,22 @@ class Free(_ConstantSubspaceJoint):
 
     def integrate(self, q, v, dt):
         # SE(3) exponential for a constant body twist
-        from ..spatial import quat_from_rotvec, skew
-
         w, u = np.asarray(v[:3]) * dt, np.asarray(v[3:]) * dt
-        th = np.linalg.norm(w)
-        K = skew(w)
-        if th < 1e-8:
-            V = np.eye(3) + 0.5 * K + K @ K / 6.0
-        else:
-            V = (np.eye(3) + (1 - np.cos(th)) / th**2 * K + (th - np.sin(th)) / th**3 * (K @ K))
         R = quat_to_rot(q[3:])
-        from ..spatial import quat_multiply
-
         e = quat_multiply(q[3:], quat_from_rotvec(w))
-        return np.concatenate([q[:3] + R @ (V @ u), e / np.linalg.norm(e)])
+        return np.concatenate([q[:3] + R @ (_se3_left_jacobian(w) @ u), e / np.linalg.norm(e)])
+
+    def difference(self, q0, q1):
+        e = quat_multiply(quat_conjugate(q0[3:]), q1[3:])
+        w = quat_to_rotvec(e)
+        dp = quat_to_rot(q0[3:]).T @ (np.asarray(q1[:3]) - np.asarray(q0[:3]))
+        return np.concatenate([w, np.linalg.solve(_se3_left_jacobian(w), dp)])
+
+
+def _se3_left_jacobian(w):
+    """``V(w)`` with ``p = V u`` for the SE(3) exponential of the twist ``(w, u)``."""
+    th = np.linalg.norm(w)
+    K = skew(w)
+    if th < 1e-8:
+        return np.eye(3) + 0.5 * K + K @ K / 6.0
+    return np.eye(3) + (1 - np.cos(th)) / th**2 * K + (th - np.sin(th)) / th**3 * (K @ K)
