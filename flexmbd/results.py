@@ -13,14 +13,42 @@ objects):
 * ``energy``: dict of (nt,) arrays (``kinetic``, ``potential``, ...);
 * ``stats``: dict of (nt,) arrays (Newton iterations, residual norms, constraint
   violations, rank, ...);
-* ``meta``: dict of scalars/strings (formulation, integrator, dt, model name).
+* ``meta``: dict of scalars/strings (formulation, integrator, dt, model name);
+* ``extra``: dict of time series whose first axis is time; conventions
+  ``"position:BODY"`` (nt, 3) world position of the body frame origin,
+  ``"orientation:BODY"`` (nt, 4) its Euler parameters (scalar first),
+  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body;
+* ``geometry``: dict ``body name -> dict of arrays`` describing what to draw
+  (not a time series; see :class:`flexmbd.viz.geometry.BodyGeometry`): ``nodes``
+  (n, 3) in the body frame, ``cells:<meshio cell type>`` connectivity blocks,
+  optionally ``modes`` (3 n, n_modes, node-interleaved), ``stress_modes`` and
+  ``frequencies``. Filled by :func:`attach_geometry`; it lets a saved file be
+  rendered without the model (``flexmbd render run.h5``).
+
+Files: :meth:`Results.save` writes ``.npz`` (default) or HDF5 (``.h5``, ``.hdf5``);
+both round-trip exactly (same arrays, dtypes, names and meta). Layout of the npz
+(schema 1): arrays ``t q qd qdd reactions``, ``energy__K``, ``stats__K``,
+``extra__K``, ``geometry__BODY__K`` and a JSON ``__header__`` (coordinates,
+speeds, joint names, meta). The HDF5 file holds the same arrays as datasets
+``/t /q /qd /qdd /reactions``, groups ``/energy /stats /extra /geometry/BODY``
+and the JSON header as the root attribute ``flexmbd_header``; a checkpoint file
+(:mod:`flexmbd.checkpoint`) is such a file with time-resizable datasets plus a
+``/checkpoint`` group, so it loads as Results too.
 """
+
+import fnmatch
+import json
+from pathlib import Path
 
 import numpy as np
 
 from .errors import FlexmbdError
 
-__all__ = ["Results", "JointHistory", "BodyHistory"]
+__all__ = ["Results", "JointHistory", "BodyHistory", "attach_body_poses", "attach_tree_poses",
+           "attach_geometry"]
+
+SCHEMA = 1
+HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 
 class JointHistory:
@@ -72,22 +100,75 @@ class BodyHistory:
         except KeyError:
             raise FlexmbdError(f"body {self.name!r} has no modal coordinates") from None
 
+    def _extra(self, kind, hint):
+        try:
+            return self._res.extra[f"{kind}:{self.name}"]
+        except KeyError:
+            raise FlexmbdError(
+                f"body {self.name!r} has no {kind} history in these results; {hint}"
+            ) from None
+
     @property
     def position(self):
         """World position of the body frame origin (nt, 3), when stored."""
-        return self._res.extra[f"position:{self.name}"]
+        return self._extra("position", _POSE_HINT)
 
     @property
     def orientation(self):
         """Euler parameters of the body frame (nt, 4), when stored."""
-        return self._res.extra[f"orientation:{self.name}"]
+        return self._extra("orientation", _POSE_HINT)
+
+    @property
+    def rotation(self):
+        """Rotation matrices body -> world (nt, 3, 3), from :attr:`orientation`."""
+        return quat_to_rot_batch(self.orientation)
+
+
+_POSE_HINT = ("fill it with flexmbd.results.attach_body_poses(res, system) "
+              "(or attach_tree_poses(res, model) for joint coordinates of a tree)")
+
+
+def quat_to_rot_batch(e):
+    """Rotation matrices (..., 3, 3) of Euler parameters (..., 4), scalar first (normalized)."""
+    e = np.asarray(e, dtype=float)
+    e = e / np.linalg.norm(e, axis=-1, keepdims=True)
+    e0, e1, e2, e3 = np.moveaxis(e, -1, 0)
+    R = np.empty(e.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
+    R[..., 0, 1] = 2 * (e1 * e2 - e0 * e3)
+    R[..., 0, 2] = 2 * (e1 * e3 + e0 * e2)
+    R[..., 1, 0] = 2 * (e1 * e2 + e0 * e3)
+    R[..., 1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
+    R[..., 1, 2] = 2 * (e2 * e3 - e0 * e1)
+    R[..., 2, 0] = 2 * (e1 * e3 - e0 * e2)
+    R[..., 2, 1] = 2 * (e2 * e3 + e0 * e1)
+    R[..., 2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+    return R
+
+
+def rot_to_quat_batch(R, continuous=True):
+    """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
+
+    With ``continuous=True`` the sign of each quaternion is chosen to stay close to
+    the previous one (no jumps between ``e`` and ``-e``), starting with ``e0 >= 0``.
+    """
+    from .spatial import rot_to_quat
+
+    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
+    E = np.array([rot_to_quat(Ri) for Ri in R]).reshape(-1, 4)
+    if continuous:
+        for k in range(1, len(E)):
+            if E[k] @ E[k - 1] < 0:
+                E[k] = -E[k]
+    return E
 
 
 class Results:
     """Time histories of a simulation (see the module docstring)."""
 
     def __init__(self, t, q, qd, qdd=None, *, coordinates=(), speeds=(), joint_names=(),
-                 reactions=None, energy=None, stats=None, extra=None, meta=None):
+                 reactions=None, energy=None, stats=None, extra=None, meta=None,
+                 geometry=None):
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
         self.qd = np.asarray(qd, dtype=float)
@@ -102,6 +183,8 @@ class Results:
         self.stats = {k: np.asarray(v) for k, v in (stats or {}).items()}
         self.extra = {k: np.asarray(v) for k, v in (extra or {}).items()}
         self.meta = dict(meta or {})
+        self.geometry = {b: {k: np.asarray(v) for k, v in g.items()}
+                         for b, g in (geometry or {}).items()}
 
     def __len__(self):
         return len(self.t)
@@ -139,7 +222,77 @@ class Results:
             energy={k: v[:stop] for k, v in self.energy.items()},
             stats={k: v[:stop] for k, v in self.stats.items()},
             extra={k: v[:stop] for k, v in self.extra.items()}, meta=self.meta,
+            geometry=self.geometry,
         )
+
+    def take(self, index):
+        """Results at the samples ``index`` (slice, integer array or boolean mask)."""
+        return Results(
+            self.t[index], self.q[index], self.qd[index], self.qdd[index],
+            coordinates=self.coordinates, speeds=self.speeds, joint_names=self.joint_names,
+            reactions=self.reactions[index],
+            energy={k: v[index] for k, v in self.energy.items()},
+            stats={k: v[index] for k, v in self.stats.items()},
+            extra={k: v[index] for k, v in self.extra.items()}, meta=self.meta,
+            geometry=self.geometry,
+        )
+
+    @classmethod
+    def concatenate(cls, parts):
+        """One Results from consecutive pieces with the same columns (header of the first)."""
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            raise FlexmbdError("Results.concatenate: nothing to concatenate")
+        first = parts[0]
+        cat = lambda get: np.concatenate([get(p) for p in parts], axis=0)
+        return cls(
+            cat(lambda p: p.t), cat(lambda p: p.q), cat(lambda p: p.qd), cat(lambda p: p.qdd),
+            coordinates=first.coordinates, speeds=first.speeds, joint_names=first.joint_names,
+            reactions=cat(lambda p: p.reactions),
+            energy={k: cat(lambda p, k=k: p.energy[k]) for k in first.energy},
+            stats={k: cat(lambda p, k=k: p.stats[k]) for k in first.stats},
+            extra={k: cat(lambda p, k=k: p.extra[k]) for k in first.extra},
+            meta=first.meta, geometry=first.geometry,
+        )
+
+    def index_at(self, t):
+        """Index of the sample nearest to time ``t`` (s); ``None`` gives the last one."""
+        if len(self.t) == 0:
+            raise FlexmbdError("these results are empty")
+        if t is None:
+            return len(self.t) - 1
+        return int(np.argmin(np.abs(self.t - float(t))))
+
+    def body_names(self):
+        """Bodies with stored poses, modal coordinates or geometry (first-seen order)."""
+        names = []
+        for k in list(self.extra) + [f"geometry:{b}" for b in self.geometry]:
+            kind, _, body = k.partition(":")
+            if kind in ("position", "orientation", "modal", "geometry") and body not in names:
+                names.append(body)
+        return names
+
+    def equals(self, other):
+        """True when ``other`` holds exactly the same arrays, names and meta (bitwise)."""
+        def same(a, b):
+            a, b = np.asarray(a), np.asarray(b)
+            return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+                a, b, equal_nan=a.dtype.kind in "fc")
+
+        def same_dict(a, b):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+
+        return (isinstance(other, Results)
+                and all(same(getattr(self, n), getattr(other, n))
+                        for n in ("t", "q", "qd", "qdd", "reactions"))
+                and self.coordinates == other.coordinates and self.speeds == other.speeds
+                and self.joint_names == other.joint_names
+                and json.dumps(self.meta, sort_keys=True, default=str)
+                == json.dumps(other.meta, sort_keys=True, default=str)
+                and same_dict(self.energy, other.energy) and same_dict(self.stats, other.stats)
+                and same_dict(self.extra, other.extra)
+                and self.geometry.keys() == other.geometry.keys()
+                and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry))
 
     # -- export -----------------------------------------------------------------------
     def to_dict(self):
@@ -171,28 +324,330 @@ class Results:
         t = cols.pop("t")
         return pd.DataFrame(cols, index=pd.Index(t, name="t"))
 
-    def save(self, path):
-        """Save to ``.npz`` (exact round trip with :meth:`load`)."""
-        import json
+    def _header(self):
+        return {"schema": SCHEMA, "coordinates": self.coordinates, "speeds": self.speeds,
+                "joint_names": self.joint_names, "meta": self.meta}
 
+    def _arrays(self):
+        """Every array under its npz name (the npz schema, also used for HDF5)."""
         arrays = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd,
                   "reactions": self.reactions}
         arrays.update({f"energy__{k}": v for k, v in self.energy.items()})
         arrays.update({f"stats__{k}": v for k, v in self.stats.items()})
         arrays.update({f"extra__{k}": v for k, v in self.extra.items()})
-        header = {"schema": 1, "coordinates": self.coordinates, "speeds": self.speeds,
-                  "joint_names": self.joint_names, "meta": self.meta}
-        np.savez(path, __header__=np.array(json.dumps(header, default=str)), **arrays)
+        for b, g in self.geometry.items():
+            if "__" in b:
+                raise FlexmbdError(f"body name {b!r} contains '__', which the file format reserves")
+            arrays.update({f"geometry__{b}__{k}": v for k, v in g.items()})
+        return arrays
+
+    def save(self, path, format=None):
+        """Save to ``.npz`` or HDF5 (``.h5``/``.hdf5``, or ``format="h5"``).
+
+        Both round-trip exactly with :meth:`load`. Returns the path.
+        """
+        path = Path(path)
+        fmt = format or ("h5" if path.suffix.lower() in HDF5_SUFFIXES else "npz")
+        if fmt in ("h5", "hdf5"):
+            h5py = _h5py()
+            with h5py.File(path, "w") as f:
+                h5_write(f, self)
+        elif fmt == "npz":
+            header = json.dumps(self._header(), default=str)
+            np.savez(path, __header__=np.array(header), **self._arrays())
+            if path.suffix != ".npz":  # numpy appends .npz
+                path = path.with_name(path.name + ".npz")
+        else:
+            raise FlexmbdError(f"Results.save: unknown format {fmt!r}; use 'npz' or 'h5'")
+        return path
 
     @classmethod
     def load(cls, path):
-        """Load results written by :meth:`save`."""
-        import json
-
+        """Load results written by :meth:`save` (npz or HDF5, by content) or a checkpoint file."""
+        path = Path(path)
+        if not path.exists():
+            raise FlexmbdError(f"results file {str(path)!r} does not exist")
+        with open(path, "rb") as fh:
+            magic = fh.read(8)
+        if magic == b"\x89HDF\r\n\x1a\n":
+            h5py = _h5py()
+            with h5py.File(path, "r") as f:
+                return h5_read(f)
         with np.load(path, allow_pickle=False) as z:
             header = json.loads(str(z["__header__"]))
-            pick = lambda prefix: {k[len(prefix):]: z[k] for k in z.files if k.startswith(prefix)}
-            return cls(z["t"], z["q"], z["qd"], z["qdd"], coordinates=header["coordinates"],
-                       speeds=header["speeds"], joint_names=header["joint_names"],
-                       reactions=z["reactions"], energy=pick("energy__"), stats=pick("stats__"),
-                       extra=pick("extra__"), meta=header["meta"])
+            return cls._from_arrays(header, {k: z[k] for k in z.files if k != "__header__"})
+
+    @classmethod
+    def _from_arrays(cls, header, arrays):
+        pick = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items()
+                               if k.startswith(prefix)}
+        geometry = {}
+        for k, v in pick("geometry__").items():
+            body, _, key = k.partition("__")
+            geometry.setdefault(body, {})[key] = v
+        return cls(arrays["t"], arrays["q"], arrays["qd"], arrays["qdd"],
+                   coordinates=header["coordinates"], speeds=header["speeds"],
+                   joint_names=header["joint_names"], reactions=arrays["reactions"],
+                   energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
+                   meta=header["meta"], geometry=geometry)
+
+    def to_vtk(self, path, stride=1, scale=1.0, bodies=None):
+        """Write a VTK time series: ``path`` (``.pvd``) plus one ``.vtu`` per frame.
+
+        Every frame merges the bodies that have geometry (see :func:`attach_geometry`)
+        into one unstructured grid at their world pose, with point data
+        ``displacement`` (elastic displacement in world axes, times ``scale``),
+        ``displacement_magnitude``, ``von_mises`` (flexible bodies with stress modes;
+        0 elsewhere) and cell data ``body_id`` (index into the ``bodies`` list, written
+        as a comment in the .pvd) and ``von_mises`` (per cell: cell stress modes, or the
+        mean of the nodal values). ParaView opens the .pvd as an animation.
+        Returns the list of written ``.vtu`` paths. Needs meshio.
+        """
+        from .viz.geometry import write_vtk_series
+
+        return write_vtk_series(self, path, stride=stride, scale=scale, bodies=bodies)
+
+    def plot(self, *columns, file=None, ax=None, title=None):
+        """Plot time histories with matplotlib; returns the Figure.
+
+        ``columns`` are :meth:`to_dict` column names or shell patterns
+        (``"q:j1:*"``, ``"reaction:j1:f?"``, ``"energy:*"``); each argument gets its own
+        subplot. Default: all coordinates, then every energy. ``file`` saves the figure
+        (PNG, PDF, SVG...). Works headless (Agg backend when no display).
+        """
+        import matplotlib
+
+        if ax is None and not _has_display():
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        cols = self.to_dict()
+        t = cols.pop("t")
+        if not columns:
+            columns = ("q:*",) + (("energy:*",) if self.energy else ())
+        groups = []
+        for pat in columns:
+            names = [c for c in cols if fnmatch.fnmatchcase(c, pat)]
+            if not names:
+                raise FlexmbdError(
+                    f"Results.plot: no column matches {pat!r}; columns are e.g. "
+                    f"{list(cols)[:8]} (see Results.to_dict())"
+                )
+            groups.append((pat, names))
+        if ax is None:
+            fig, axes = plt.subplots(len(groups), 1, sharex=True, squeeze=False,
+                                     figsize=(7, 2.4 * len(groups) + 0.6))
+            axes = axes[:, 0]
+        else:
+            axes = np.atleast_1d(ax)
+            if len(axes) != len(groups):
+                raise FlexmbdError(f"Results.plot: {len(groups)} column groups but "
+                                   f"{len(axes)} axes given")
+            fig = axes[0].figure
+        for a, (pat, names) in zip(axes, groups):
+            for c in names:
+                a.plot(t, cols[c], label=c)
+            a.set_ylabel(pat)
+            a.grid(True, alpha=0.3)
+            if len(names) <= 12:
+                a.legend(fontsize="small", loc="best")
+        axes[-1].set_xlabel("t [s]")
+        if title or self.meta.get("model"):
+            fig.suptitle(title or str(self.meta.get("model")))
+        fig.tight_layout()
+        if file is not None:
+            fig.savefig(file)
+        return fig
+
+
+def _has_display():
+    import os
+
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - h5py is an optional extra
+        raise FlexmbdError("HDF5 files need h5py: pip install 'flexmbd[io]'") from err
+    return h5py
+
+
+# -- HDF5 layout (shared with flexmbd.checkpoint) -------------------------------------
+_TIME_SERIES = ("t", "q", "qd", "qdd", "reactions")
+_GROUPS = ("energy", "stats", "extra")
+
+
+def _h5_dataset(group, name, value, resizable):
+    value = np.asarray(value)
+    attrs = {}
+    if value.dtype.kind == "U":  # h5py stores bytes, not numpy unicode
+        attrs["numpy_unicode"] = value.dtype.itemsize // 4
+        value = np.char.encode(value, "utf-8")
+    if resizable and value.ndim >= 1:
+        ds = group.create_dataset(name, data=value, maxshape=(None,) + value.shape[1:],
+                                  chunks=True)
+    else:
+        ds = group.create_dataset(name, data=value)
+    ds.attrs.update(attrs)
+    return ds
+
+
+def _h5_value(ds):
+    v = ds[()]
+    if "numpy_unicode" in ds.attrs:
+        v = np.char.decode(np.asarray(v), "utf-8").astype(f"<U{int(ds.attrs['numpy_unicode'])}")
+    return np.asarray(v)
+
+
+def h5_write(group, res, resizable=False):
+    """Write ``res`` into an open h5py group (time series resizable along axis 0 if asked)."""
+    group.attrs["flexmbd_header"] = json.dumps(res._header(), default=str)
+    for name in _TIME_SERIES:
+        _h5_dataset(group, name, getattr(res, name), resizable)
+    for gname in _GROUPS:
+        g = group.create_group(gname)
+        for k, v in getattr(res, gname).items():
+            _h5_dataset(g, k, v, resizable)
+    geo = group.create_group("geometry")
+    for b, d in res.geometry.items():
+        gb = geo.create_group(b)
+        for k, v in d.items():
+            _h5_dataset(gb, k, v, False)
+
+
+def h5_append(group, res):
+    """Append the samples of ``res`` to the resizable time series written by :func:`h5_write`."""
+    def grow(ds, v):
+        v = np.asarray(v)
+        if "numpy_unicode" in ds.attrs:
+            v = np.char.encode(v, "utf-8")
+        n = ds.shape[0]
+        ds.resize(n + v.shape[0], axis=0)
+        ds[n:] = v
+
+    for name in _TIME_SERIES:
+        grow(group[name], getattr(res, name))
+    for gname in _GROUPS:
+        d = getattr(res, gname)
+        if set(d) != set(group[gname].keys()):
+            raise FlexmbdError(
+                f"cannot append results: {gname} keys {sorted(d)} differ from the file's "
+                f"{sorted(group[gname].keys())}"
+            )
+        for k, v in d.items():
+            grow(group[gname][k], v)
+
+
+def h5_truncate(group, n):
+    """Cut the resizable time series of a results group to the first ``n`` samples."""
+    dsets = [group[name] for name in _TIME_SERIES]
+    for gname in _GROUPS:
+        dsets += [group[gname][k] for k in group[gname]]
+    for ds in dsets:
+        ds.resize(n, axis=0)
+
+
+def h5_read(group, stop=None):
+    """Results stored in an h5py group by :func:`h5_write` (first ``stop`` samples)."""
+    header = json.loads(group.attrs["flexmbd_header"])
+    sl = slice(None) if stop is None else slice(0, stop)
+    read = lambda ds: _h5_value(ds)[sl] if ds.ndim else _h5_value(ds)
+    arrays = {name: read(group[name]) for name in _TIME_SERIES}
+    for gname in _GROUPS:
+        for k in group[gname]:
+            arrays[f"{gname}__{k}"] = read(group[gname][k])
+    if "geometry" in group:
+        for b in group["geometry"]:
+            for k in group["geometry"][b]:
+                arrays[f"geometry__{b}__{k}"] = _h5_value(group["geometry"][b][k])
+    return Results._from_arrays(header, arrays)
+
+
+# -- filling body poses and geometry ----------------------------------------------------
+def attach_body_poses(results, system, bodies=None):
+    """Fill ``extra["position:B"]`` and ``extra["orientation:B"]`` from a compiled System.
+
+    Uses ``system.body_states(q, qd) -> {body name: (R, r, w_world, v_world)}``. The
+    whole history is passed at once first (a System that accepts batches returns
+    ``R`` (nt, 3, 3) and ``r`` (nt, 3)); otherwise it is called once per sample.
+    ``bodies`` limits the bodies filled. Returns ``results`` (filled in place).
+    """
+    q, qd = results.q, results.qd
+    nt = len(results.t)
+    R_all, r_all = {}, {}
+    batched = None
+    if nt:
+        try:
+            states = system.body_states(q, qd)
+            first = next(iter(states.values()))
+            if np.shape(first[0]) == (nt, 3, 3) and np.shape(first[1]) == (nt, 3):
+                batched = states
+        except Exception:  # noqa: BLE001 - a System that only takes one sample
+            batched = None
+    if batched is not None:
+        for name, st in batched.items():
+            R_all[_name(name)] = np.asarray(st[0], dtype=float)
+            r_all[_name(name)] = np.asarray(st[1], dtype=float)
+    else:
+        for i in range(nt):
+            for name, st in system.body_states(q[i], qd[i]).items():
+                name = _name(name)
+                R_all.setdefault(name, np.empty((nt, 3, 3)))[i] = st[0]
+                r_all.setdefault(name, np.empty((nt, 3)))[i] = st[1]
+    keep = None if bodies is None else {_name(b) for b in bodies}
+    for name in R_all:
+        if name == "ground" or (keep is not None and name not in keep):
+            continue
+        results.extra[f"position:{name}"] = r_all[name]
+        results.extra[f"orientation:{name}"] = rot_to_quat_batch(R_all[name])
+    return results
+
+
+def _name(b):
+    return b if isinstance(b, str) else b.name
+
+
+def attach_tree_poses(results, model):
+    """Fill body poses from joint coordinates with :func:`flexmbd.kinematics.tree_poses`.
+
+    For results whose coordinates are owned by joints (the recursive formulation of
+    a tree or the tree part of a closed loop); a plain-Python loop over samples,
+    meant for viewing and tests. Returns ``results``.
+    """
+    from .kinematics import tree_poses
+
+    cols = {}
+    for j in model.joints():
+        idx = [i for i, (owner, _) in enumerate(results.coordinates) if owner == j.name]
+        if len(idx) == j.nq and j.nq:
+            cols[j] = idx
+    bodies = model.bodies()
+    nt = len(results.t)
+    pos = {b.name: np.empty((nt, 3)) for b in bodies}
+    rot = {b.name: np.empty((nt, 3, 3)) for b in bodies}
+    for i in range(nt):
+        poses = tree_poses(model, {j: results.q[i, idx] for j, idx in cols.items()})
+        for b in bodies:
+            rot[b.name][i], pos[b.name][i] = poses[b]
+    for b in bodies:
+        results.extra[f"position:{b.name}"] = pos[b.name]
+        results.extra[f"orientation:{b.name}"] = rot_to_quat_batch(rot[b.name])
+    return results
+
+
+def attach_geometry(results, model, bodies=None, glyphs=True):
+    """Store what to draw for every body in ``results.geometry`` (see the module doc).
+
+    Flexible bodies give their finite-element mesh and modes; rigid bodies their
+    visuals (URDF shapes, mesh files, PyVista meshes) or, with ``glyphs=True``, a
+    box with the body's mass and principal moments of inertia. Returns ``results``.
+    """
+    from .viz.geometry import body_geometry
+
+    for b in model.bodies() if bodies is None else bodies:
+        g = body_geometry(b, glyph=glyphs)
+        if g is not None:
+            results.geometry[b.name] = g.to_arrays()
+    return results

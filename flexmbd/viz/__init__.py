@@ -1,0 +1,43 @@
+"""3D views with PyVista: models, results, mode shapes and animations.
+
+>>> import flexmbd as fm                                   # doctest: +SKIP
+>>> fm.viz.show(model, file="model.png")                   # doctest: +SKIP
+>>> fm.viz.animate(res, "run.gif", scale=50, field="von_mises")   # doctest: +SKIP
+>>> fm.viz.plot_mode(body, 0, file="mode0.png")            # doctest: +SKIP
+
+Rendering functions configure VTK for headless machines first
+(:mod:`flexmbd.viz.headless`) and raise :class:`RenderingUnavailable` with the fix
+instead of crashing when no OpenGL library is usable. The geometry helpers
+(:mod:`flexmbd.viz.geometry`) need only numpy. PyVista is imported on first use.
+"""
+
+import importlib
+
+__all__ = [
+    "show", "animate", "plot_mode", "animate_mode", "deformed_mesh", "deformed_points",
+    "BodyGeometry", "body_geometry", "reduced_body_geometry", "inertia_box", "von_mises",
+    "RenderingUnavailable", "configure", "FrameWriter",
+]
+
+_WHERE = {
+    "show": "render", "animate": "render", "plot_mode": "render", "animate_mode": "render",
+    "FrameWriter": "render",
+    "deformed_mesh": "geometry", "deformed_points": "geometry", "BodyGeometry": "geometry",
+    "body_geometry": "geometry", "reduced_body_geometry": "geometry",
+    "inertia_box": "geometry", "von_mises": "geometry",
+    "RenderingUnavailable": "headless", "configure": "headless",
+}
+
+
+def __getattr__(name):
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module 'flexmbd.viz' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,96 @@
+"""Safe off-screen rendering: choose a GL backend without ever crashing the caller.
+
+:func:`configure` (called by every rendering function) decides once per process:
+
+1. A display (``DISPLAY``/``WAYLAND_DISPLAY``) or a user-set
+   ``VTK_DEFAULT_OPENGL_WINDOW`` is respected as is.
+2. Otherwise the default backend (EGL on Mesa images) is probed in a child process
+   (:mod:`flexmbd.viz._probe`); if it fails and ``libOSMesa`` is found, the probe is
+   repeated with ``VTK_DEFAULT_OPENGL_WINDOW=vtkOSOpenGLRenderWindow`` and, when that
+   works, the variable is set in this process (it is never set when OSMesa is absent:
+   that would break rendering).
+3. If nothing renders, :class:`RenderingUnavailable` is raised, telling the user to
+   run ``scripts/install_system_deps.sh`` (libosmesa6 / libegl1 libgl1-mesa-dri).
+
+The outcome is cached in the process and exported as ``FLEXMBD_GL_PROBED`` so child
+processes (sweeps, tests) skip the probe. ``FLEXMBD_GL_PROBE=0`` skips it entirely
+(for machines known to render).
+"""
+
+import ctypes.util
+import os
+import subprocess
+import sys
+
+from ..errors import FlexmbdError
+
+__all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available", "run_probe"]
+
+_OSMESA_WINDOW = "vtkOSOpenGLRenderWindow"
+_STATE = {"result": None}
+
+
+class RenderingUnavailable(FlexmbdError, RuntimeError):
+    """Off-screen rendering is impossible here (no usable OpenGL library)."""
+
+
+def has_display():
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def osmesa_available():
+    """True when a libOSMesa shared library can be found."""
+    return ctypes.util.find_library("OSMesa") is not None
+
+
+def run_probe(env_overrides=None, timeout=120):
+    """Run the probe in a child process; return ``(ok, message)``."""
+    env = dict(os.environ)
+    env.update(env_overrides or {})
+    try:
+        out = subprocess.run([sys.executable, "-m", "flexmbd.viz._probe"], env=env,
+                             capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, "the rendering probe timed out"
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("flexmbd-gl-probe")]
+    if out.returncode == 0 and lines and lines[-1].startswith("flexmbd-gl-probe ok"):
+        return True, lines[-1].split("ok", 1)[1].strip()
+    if out.returncode < 0:
+        why = f"the probe process died with signal {-out.returncode} (VTK found no GL library)"
+    else:
+        why = lines[-1] if lines else (out.stderr.strip().splitlines() or ["no output"])[-1]
+    return False, why
+
+
+def configure():
+    """Make off-screen rendering safe in this process, or raise :class:`RenderingUnavailable`."""
+    if _STATE["result"] is not None:
+        ok, msg = _STATE["result"]
+        if ok:
+            return msg
+        raise RenderingUnavailable(msg)
+    inherited = os.environ.get("FLEXMBD_GL_PROBED", "")
+    if inherited.startswith("ok") or os.environ.get("FLEXMBD_GL_PROBE", "1") == "0":
+        _STATE["result"] = (True, inherited[3:] or "not probed")
+        return _STATE["result"][1]
+    attempts = [None]
+    if not has_display() and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ and osmesa_available():
+        attempts.append({"VTK_DEFAULT_OPENGL_WINDOW": _OSMESA_WINDOW})
+    reasons = []
+    for overrides in attempts:
+        ok, msg = run_probe(overrides)
+        if ok:
+            os.environ.update(overrides or {})
+            os.environ["FLEXMBD_GL_PROBED"] = f"ok:{msg}"
+            _STATE["result"] = (True, msg)
+            return msg
+        reasons.append(f"{'default backend' if not overrides else _OSMESA_WINDOW}: {msg}")
+    text = (
+        "3D rendering is not possible on this machine: " + "; ".join(reasons)
+        + ". Install an off-screen OpenGL library with `bash scripts/install_system_deps.sh` "
+        "(Debian/Ubuntu: apt-get install libosmesa6, or libegl1 libgl1-mesa-dri)"
+        + ("" if has_display() else "; no display is set, so an off-screen library is needed")
+        + ". Results, plots (matplotlib) and VTK files (Results.to_vtk) work without it."
+    )
+    _STATE["result"] = (False, text)
+    raise RenderingUnavailable(text)

@@ -1,0 +1,473 @@
+"""PyVista views: snapshots, mode shapes and animations of models and results.
+
+Every function works headless: rendering is off-screen whenever a ``file`` is
+given or no display exists, after :func:`flexmbd.viz.headless.configure` made sure
+a GL library is usable (it raises :class:`~flexmbd.viz.headless.RenderingUnavailable`
+instead of letting VTK crash). Images are returned as ``(height, width, 3)`` uint8
+arrays, so they can be checked or post-processed.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FlexmbdError
+from .geometry import BodyGeometry, body_geometry, frame_data, reduced_body_geometry
+from .headless import configure, has_display
+
+__all__ = ["show", "animate", "plot_mode", "animate_mode", "FrameWriter"]
+
+BACKGROUND = "white"
+_PALETTE = ["#8fa8c8", "#c8a88f", "#9fc89a", "#c89ab8", "#c8c28f", "#8fc8c4", "#b0b0b0"]
+_FIELDS = ("displacement", "von_mises")
+
+
+# -- plotter and writer ----------------------------------------------------------------
+def _plotter(window_size, off_screen):
+    configure()
+    import pyvista as pv
+
+    p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
+    p.set_background(BACKGROUND)
+    return p
+
+
+class FrameWriter:
+    """Write frames to ``.gif`` (imageio) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames."""
+
+    def __init__(self, path, fps=20):
+        self.path = Path(path)
+        suffix = self.path.suffix.lower()
+        try:
+            import imageio.v2 as imageio
+        except ImportError as err:  # pragma: no cover - optional extra
+            raise FlexmbdError("animations need imageio: pip install 'flexmbd[viz]'") from err
+        if suffix == ".gif":
+            self._w = imageio.get_writer(self.path, mode="I", duration=1000.0 / fps, loop=0)
+        elif suffix in (".mp4", ".mov", ".avi", ".mkv"):
+            try:
+                import imageio_ffmpeg  # noqa: F401
+            except ImportError as err:  # pragma: no cover - optional extra
+                raise FlexmbdError(
+                    "video files need imageio-ffmpeg: pip install 'flexmbd[viz]'"
+                ) from err
+            self._w = imageio.get_writer(self.path, fps=fps, codec="libx264", quality=7,
+                                         macro_block_size=16, pixelformat="yuv420p")
+        else:
+            raise FlexmbdError(
+                f"unsupported animation file {str(self.path)!r}; use .gif or .mp4"
+            )
+        self.n = 0
+
+    def append(self, image):
+        self._w.append_data(np.asarray(image))
+        self.n += 1
+
+    def close(self):
+        self._w.close()
+
+    def __len__(self):
+        return self.n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# -- scene --------------------------------------------------------------------------------
+class _Scene:
+    """Bodies (geometry) with a way to place them at frame ``i``."""
+
+    def __init__(self, geoms, results=None, static_poses=None):
+        self.geoms = geoms
+        self.results = results
+        self.static = static_poses or {}
+
+    def data(self, i, scale):
+        if self.results is not None:
+            return frame_data(self.results, self.geoms, i, scale)
+        out = {}
+        for name, g in self.geoms.items():
+            R, r = self.static.get(name, (np.eye(3), np.zeros(3)))
+            out[name] = (g.points(None, R, r), np.zeros((len(g.nodes), 3)), g.von_mises(None))
+        return out
+
+
+def _is_results(obj):
+    from ..results import Results
+
+    return isinstance(obj, Results)
+
+
+def _scene_of_model(model, glyphs=True):
+    from ..kinematics import tree_poses
+
+    geoms, poses = {}, {}
+    world = tree_poses(model)
+    for b in model.bodies():
+        g = body_geometry(b, glyph=glyphs)
+        if g is not None:
+            geoms[b.name] = g
+            poses[b.name] = world[b]
+    return _Scene(geoms, static_poses=poses), world
+
+
+def _scene_of_results(res, model=None):
+    from ..results import attach_geometry, attach_tree_poses
+
+    if not res.geometry and model is not None:
+        attach_geometry(res, model)
+    if not res.geometry:
+        raise FlexmbdError(
+            "these results carry no body geometry; call flexmbd.results.attach_geometry(res, "
+            "model) or pass model=..."
+        )
+    missing = [b for b in res.geometry if f"position:{b}" not in res.extra]
+    if missing and model is not None:
+        attach_tree_poses(res, model)
+    geoms = {b: BodyGeometry.from_arrays(d) for b, d in res.geometry.items()}
+    return _Scene(geoms, results=res)
+
+
+def _add_bodies(p, scene, data, field, clim, cmap, show_edges):
+    """Add one actor per body; return ``{name: (mesh, field or None)}``."""
+    actors = {}
+    for k, (name, g) in enumerate(scene.geoms.items()):
+        x, u, vm = data[name]
+        mesh = g.to_pyvista(x)
+        color = _PALETTE[k % len(_PALETTE)] if g.color is None else g.color
+        if field is not None and g.flexible:
+            if field == "displacement":
+                mesh.point_data["displacement"] = np.linalg.norm(u, axis=1)
+            else:
+                (mesh.cell_data if g.stress_on_cells else mesh.point_data)["von_mises"] = vm
+            p.add_mesh(mesh, scalars=field, cmap=cmap, clim=clim, show_edges=show_edges,
+                       scalar_bar_args={"title": _FIELD_TITLES[field], "color": "black",
+                                        "vertical": True, "position_x": 0.85,
+                                        "position_y": 0.1})
+            actors[name] = (mesh, field)
+        else:
+            p.add_mesh(mesh, color=color, show_edges=show_edges and g.flexible)
+            actors[name] = (mesh, None)
+    return actors
+
+
+_FIELD_TITLES = {"displacement": "displacement [m]", "von_mises": "von Mises [Pa]"}
+
+
+def _update_bodies(scene, actors, data):
+    for name, (mesh, field) in actors.items():
+        x, u, vm = data[name]
+        mesh.points = x
+        if field == "displacement":
+            mesh.point_data["displacement"] = np.linalg.norm(u, axis=1)
+        elif field == "von_mises":
+            target = mesh.cell_data if scene.geoms[name].stress_on_cells else mesh.point_data
+            target["von_mises"] = vm
+        mesh.Modified()
+
+
+def _bounds(datas):
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for data in datas:
+        for x, _, _ in data.values():
+            if len(x):
+                lo = np.minimum(lo, x.min(axis=0))
+                hi = np.maximum(hi, x.max(axis=0))
+    if not np.all(np.isfinite(lo)):
+        lo, hi = -np.ones(3), np.ones(3)
+    pad = 0.05 * max(np.linalg.norm(hi - lo), 1e-9)
+    lo, hi = lo - pad, hi + pad
+    return [lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]]
+
+
+def _set_view(p, view, bounds):
+    views = {"iso": p.view_isometric, "xy": p.view_xy, "xz": p.view_xz, "yz": p.view_yz,
+             "yx": p.view_yx, "zx": p.view_zx, "zy": p.view_zy}
+    if view not in views:
+        raise FlexmbdError(f"unknown view {view!r}; use one of {sorted(views)}")
+    views[view](render=False)
+    p.reset_camera(render=False, bounds=bounds)
+
+
+def _field_arg(field):
+    if field in (None, "none"):
+        return None
+    if field not in _FIELDS:
+        raise FlexmbdError(f"unknown field {field!r}; use 'displacement', 'von_mises' or None")
+    return field
+
+
+def _field_range(scene, datas, field):
+    vals = []
+    for data in datas:
+        for name, (x, u, vm) in data.items():
+            if scene.geoms[name].flexible:
+                vals.append(np.linalg.norm(u, axis=1) if field == "displacement" else vm)
+    if not vals:
+        return None
+    vmax = float(max(v.max() for v in vals if v.size)) if any(v.size for v in vals) else 0.0
+    return [0.0, vmax if vmax > 0 else 1.0]
+
+
+def _joint_markers(p, model, world, size):
+    """Small spheres at joint origins and axis cylinders for joints with an ``axis``."""
+    import pyvista as pv
+
+    for j in model.joints():
+        Rp, rp = world[j.parent]
+        pf = j.parent_frame
+        origin = rp + Rp @ pf.position
+        p.add_mesh(pv.Sphere(radius=0.8 * size, center=origin), color="#d04040")
+        axis = getattr(j, "axis", None)
+        if axis is not None:
+            d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
+            p.add_mesh(pv.Cylinder(center=origin, direction=d, radius=0.3 * size,
+                                   height=4.0 * size), color="#d04040")
+
+
+def _frame_triads(p, poses, size):
+    import pyvista as pv
+
+    for R, r in poses:
+        for k, c in enumerate(("red", "green", "blue")):
+            p.add_mesh(pv.Line(r, r + size * R[:, k]), color=c, line_width=3)
+
+
+def _set_text(actor, text):
+    """Change a label made by ``add_text(position="upper_left")``."""
+    if hasattr(actor, "SetInput"):
+        actor.SetInput(text)
+    else:  # vtkCornerAnnotation: corner 2 is upper left
+        actor.SetText(2, text)
+
+
+def _finish(p, file, off_screen):
+    if off_screen:
+        img = p.screenshot(None if file is None else str(file), return_img=True)
+        p.close()
+        return np.asarray(img)
+    p.show()
+    return None
+
+
+# -- public -------------------------------------------------------------------------------
+def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
+         joints=True, frames=False, glyphs=True, view="iso", window_size=(800, 600),
+         cmap="viridis", show_edges=False, off_screen=None):
+    """Draw a model (initial configuration) or results at time ``t``.
+
+    Parameters
+    ----------
+    obj : Model, Results or reduced flexible body
+        What to draw. Bodies use their FE mesh (flexible), their visuals (URDF
+        shapes, mesh files, PyVista meshes) or a box with their mass and principal
+        inertia (bare rigid bodies, ``glyphs=True``).
+    t : float, optional
+        Time of the results snapshot (nearest sample; default the last).
+    file : str or Path, optional
+        Save a PNG (any image type VTK writes). Off-screen when given.
+    model : Model, optional
+        For results without stored geometry/poses, and to draw joints.
+    field : "displacement", "von_mises" or None
+        Colouring of flexible bodies.
+    joints, frames : bool
+        Draw joint markers (a model is needed) and body frame triads.
+    view : str
+        ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"``...
+
+    Returns the image ``(h, w, 3)`` when rendered off-screen, else None.
+    """
+    field = _field_arg(field)
+    off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
+    world = None
+    label = None
+    if _is_results(obj):
+        scene = _scene_of_results(obj, model)
+        i = obj.index_at(t)
+        data = scene.data(i, scale)
+        label = f"t = {obj.t[i]:.4f} s"
+        poses = [frame_pose(obj, b, i) for b in scene.geoms]
+        if model is not None and joints:
+            world = _tree_world(model, obj, i)
+    elif hasattr(obj, "bodies") and hasattr(obj, "joints"):
+        model = obj
+        scene, world = _scene_of_model(obj, glyphs)
+        data = scene.data(0, scale)
+        poses = [scene.static[b] for b in scene.geoms]
+    else:
+        g = reduced_body_geometry(obj)
+        scene = _Scene({"body": g})
+        data = scene.data(0, scale)
+        poses = [(np.eye(3), np.zeros(3))]
+    p = _plotter(window_size, off_screen)
+    clim = _field_range(scene, [data], field) if field else None
+    _add_bodies(p, scene, data, field, clim, cmap, show_edges)
+    bounds = _bounds([data])
+    size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
+    if joints and world is not None and model is not None:
+        _joint_markers(p, model, world, size)
+    if frames:
+        _frame_triads(p, poses, 2 * size)
+    if label:
+        p.add_text(label, position="upper_left", font_size=12, color="black")
+    _set_view(p, view, bounds)
+    return _finish(p, file, off_screen)
+
+
+def _tree_world(model, res, i):
+    """World poses of the model's bodies at sample ``i`` from joint coordinates, or None."""
+    from ..kinematics import tree_poses
+
+    q = {}
+    for j in model.joints():
+        idx = [c for c, (owner, _) in enumerate(res.coordinates) if owner == j.name]
+        if len(idx) == j.nq and j.nq:
+            q[j] = res.q[i, idx]
+    if not q:
+        return None
+    return tree_poses(model, q)
+
+
+def frame_pose(results, body, i):
+    from .geometry import body_pose_at
+
+    return body_pose_at(results, body, i)
+
+
+def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=20,
+            stride=None, max_frames=200, view="iso", window_size=(640, 480), cmap="viridis",
+            clim=None, show_edges=False):
+    """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
+
+    Flexible bodies are drawn as their full deformed meshes, reconstructed from the
+    body poses (``position:B``/``orientation:B`` extras) and modal coordinates
+    (``modal:B``), magnified by ``scale`` and coloured by ``field``
+    (``"displacement"`` magnitude or ``"von_mises"`` from stress modes) on one colour
+    range for the whole animation (``clim`` to override); rigid bodies move along.
+    ``stride`` picks every n-th sample (default: at most ``max_frames`` frames).
+    The camera is fixed and frames the whole motion. Returns the number of frames.
+    """
+    if not _is_results(results):
+        raise FlexmbdError("animate: give a flexmbd Results object (see fm.viz.show for models)")
+    field = _field_arg(field)
+    scene = _scene_of_results(results, model)
+    nt = len(results.t)
+    if nt == 0:
+        raise FlexmbdError("animate: the results are empty")
+    if stride is None:
+        stride = max(1, int(np.ceil(nt / max_frames)))
+    idx = list(range(0, nt, int(stride)))
+    datas = [scene.data(i, scale) for i in idx]
+    if clim is None and field:
+        clim = _field_range(scene, datas, field)
+    p = _plotter(window_size, True)
+    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
+    text = p.add_text(f"t = {results.t[idx[0]]:.4f} s", position="upper_left", font_size=12,
+                      color="black")
+    _set_view(p, view, _bounds(datas))
+    try:
+        with FrameWriter(file, fps) as w:
+            for i, data in zip(idx, datas):
+                _update_bodies(scene, actors, data)
+                _set_text(text, f"t = {results.t[i]:.4f} s")
+                p.render()
+                w.append(p.screenshot(return_img=True))
+            n = len(w)
+    finally:
+        p.close()
+    return n
+
+
+def _mode_info(rb, k):
+    g = reduced_body_geometry(rb)
+    if not g.flexible:
+        raise FlexmbdError("this body has no mode shapes")
+    if not -g.n_modes <= k < g.n_modes:
+        raise FlexmbdError(f"mode index {k} out of range: the body has {g.n_modes} modes "
+                           f"(0-based, 0..{g.n_modes - 1})")
+    k = k % g.n_modes
+    label = f"mode {k}"
+    if g.frequencies is not None and len(g.frequencies) > k:
+        label += f": {g.frequencies[k]:.4g} Hz"
+    kinds = getattr(rb, "mode_kinds", None) if not isinstance(rb, dict) else rb.get("mode_kinds")
+    if kinds is not None and len(kinds) > k:
+        label += f" ({kinds[k]})"
+    return g, k, label
+
+
+def _auto_scale(g, k, scale):
+    if scale is not None:
+        return float(scale)
+    size = np.linalg.norm(np.ptp(g.nodes, axis=0))
+    umax = np.abs(g.modes[:, k]).reshape(-1, 3)
+    umax = np.linalg.norm(umax, axis=1).max()
+    return 0.1 * size / umax if umax > 0 else 1.0
+
+
+def _mode_q(g, k, amplitude):
+    q = np.zeros(g.n_modes)
+    q[k] = amplitude
+    return q
+
+
+def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
+              undeformed=True, view="iso", window_size=(800, 600), cmap="viridis",
+              show_edges=True, off_screen=None):
+    """Draw mode ``k`` (0-based) of a reduced body, labelled with its frequency.
+
+    ``scale`` multiplies the mode shape (default: largest displacement = 10 % of the
+    mesh size); ``undeformed`` adds the undeformed mesh as a wireframe. Returns the
+    image when rendered off-screen.
+    """
+    field = _field_arg(field)
+    g, k, label = _mode_info(reduced_body, k)
+    s = _auto_scale(g, k, scale)
+    off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
+    scene = _Scene({"body": g}, results=None)
+    q = _mode_q(g, k, 1.0)
+    data = {"body": (g.points(q, scale=s), s * g.displacement(q), s * g.von_mises(q))}
+    p = _plotter(window_size, off_screen)
+    _add_bodies(p, scene, data, field, _field_range(scene, [data], field) if field else None,
+                cmap, show_edges)
+    if undeformed:
+        p.add_mesh(g.to_pyvista(), style="wireframe", color="gray", opacity=0.4)
+    p.add_text(label, position="upper_left", font_size=12, color="black")
+    _set_view(p, view, _bounds([data, {"b": (g.nodes, None, None)}]))
+    return _finish(p, file, off_screen)
+
+
+def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_frames=24,
+                 fps=12, view="iso", window_size=(640, 480), cmap="viridis",
+                 show_edges=True):
+    """Animate mode ``k`` (0-based) as one period of ``sin`` oscillation into ``file``.
+
+    Returns the number of frames written.
+    """
+    field = _field_arg(field)
+    g, k, label = _mode_info(reduced_body, k)
+    s = _auto_scale(g, k, scale)
+    scene = _Scene({"body": g})
+    datas = []
+    for i in range(int(n_frames)):
+        q = _mode_q(g, k, np.sin(2.0 * np.pi * i / n_frames))
+        datas.append({"body": (g.points(q, scale=s), s * g.displacement(q),
+                               s * g.von_mises(q))})
+    clim = _field_range(scene, datas, field) if field else None
+    p = _plotter(window_size, True)
+    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
+    p.add_text(label, position="upper_left", font_size=12, color="black")
+    _set_view(p, view, _bounds(datas))
+    try:
+        with FrameWriter(file, fps) as w:
+            for data in datas:
+                _update_bodies(scene, actors, data)
+                p.render()
+                w.append(p.screenshot(return_img=True))
+            n = len(w)
+    finally:
+        p.close()
+    return n
