@@ -1,0 +1,23 @@
+"""Finite-element front end and model reduction for flexible bodies.
+
+Pipeline: mesh (meshio / scikit-fem) -> `FEModel` (K, M) -> a mode-set strategy
+-> `reduce` -> `ReducedBody` (modes, floating-frame invariants, stress modes,
+unit geometric stiffness) <-> ``.npz``.  `compare_modes` ranks strategies
+against the full finite-element model.
+"""
+
+from .compare import compare_modes
+from .interfaces import Interface
+from .material import Material
+from .mesh import FEMesh, read_mesh
+from .model import FEModel
+from .reduce import reduce
+from .reduced import ReducedBody
+from .selectors import Box, Cylinder, Nearest, Nodes, NodeSet, Plane, Sphere
+from .strategies import CraigBampton, NormalModes, PointLoad, RitzVectors, StaticCorrection
+
+__all__ = [
+    "Material", "NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "PointLoad",
+    "compare_modes", "reduce", "ReducedBody", "FEModel", "FEMesh", "read_mesh", "Interface",
+    "Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes",
+]

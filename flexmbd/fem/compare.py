@@ -1,0 +1,2 @@
+def compare_modes(*a, **k):
+    raise NotImplementedError

@@ -1,0 +1,101 @@
+"""Unit geometric-stiffness matrices (review eq. 19-21; Wallrapp; Banerjee-Lemak).
+
+The stress state of a floating body is linear in a few load parameters.
+For each unit parameter we solve the static stress state on the full mesh,
+assemble ``K_G(sigma)`` (form ``sigma_ij d_i u_k d_j v_k``) and project it on
+the modes.  At run time the body's geometric stiffness is the load-weighted
+sum (`ReducedBody.geometric_stiffness`).
+
+Load parameters (body axes; x0 = undeformed position relative to the body origin):
+
+- six angular-velocity products ``(w1^2, w2^2, w3^2, w1 w2, w2 w3, w1 w3)``:
+  body force ``-rho w x (w x x0)``;
+- three angular accelerations ``alpha``: ``-rho alpha x x0``;
+- three linear accelerations ``a`` of the body origin (use ``a - g`` for
+  gravity): ``-rho a``;
+- per interface, the six components of the wrench ``[moment; force]`` the
+  surroundings apply at the interface frame, spread on its nodes with the
+  distributing weights ``W^T``.
+
+Supports (documented convention): a clamped basis (fixed nodes, or a
+Craig-Bampton reference interface) solves with that support, so the
+reactions there follow from equilibrium and the reference interface's own
+unit wrenches give zero; a free-free (mean-axis) basis uses inertia relief,
+which gives the exact stress whenever the supplied loads are in equilibrium.
+Body forces are applied as consistent nodal loads ``M b(x_nodes)`` — exact
+because ``b`` is linear in ``x0``.
+"""
+
+import numpy as np
+
+__all__ = ["OMEGA_PRODUCTS", "unit_load_vectors", "unit_geometric_stiffness", "project_scalar"]
+
+OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
+_PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2))
+
+
+def omega_matrices():
+    """C^k with w x (w x x) = sum_k p_k C^k x for the six products p_k."""
+    out = []
+    for i, j in _PAIRS:
+        C = np.zeros((3, 3))
+        if i == j:
+            C[i, i] = 1.0
+            C -= np.eye(3)
+        else:
+            C[i, j] = C[j, i] = 1.0
+        out.append(C)
+    return out
+
+
+def unit_load_vectors(model, interfaces):
+    """Full-space unit load vectors (3n x L) and their names."""
+    x = model.fe.nodes
+    n = len(x)
+    cols, names = [], []
+    for C, nm in zip(omega_matrices(), OMEGA_PRODUCTS):
+        b = -(x @ C.T)
+        cols.append(b.ravel())
+        names.append(nm)
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = 1.0
+        b = -np.cross(e, x)
+        cols.append(b.ravel())
+        names.append(f"alpha{i + 1}")
+    for i in range(3):
+        b = np.zeros((n, 3))
+        b[:, i] = -1.0
+        cols.append(b.ravel())
+        names.append(f"a{i + 1}")
+    B = np.column_stack(cols)
+    F = model.M @ B  # consistent nodal loads of the (linear) body forces
+    cols = [F]
+    for name, itf in interfaces.items():
+        cols.append(itf.load(np.eye(6), model.n_dofs))
+        names += [f"{name}.{c}" for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+    return np.hstack(cols), names
+
+
+def project_scalar(Kg, Phi):
+    """Phi^T (Kg (x) I3) Phi for a scalar (n_nodes x n_nodes) matrix Kg."""
+    m = Phi.shape[1]
+    P = np.hstack([Phi[j::3] for j in range(3)])  # (n_nodes, 3m)
+    KP = Kg @ P
+    out = np.zeros((m, m))
+    for j in range(3):
+        out += P[:, j * m:(j + 1) * m].T @ KP[:, j * m:(j + 1) * m]
+    return 0.5 * (out + out.T)
+
+
+def unit_geometric_stiffness(model, modeset, batch=8):
+    """Projected unit K_G matrices, shape (L, m, m), their names and the static states."""
+    F, names = unit_load_vectors(model, modeset.interfaces)
+    Phi = modeset.Phi
+    out = np.zeros((F.shape[1], Phi.shape[1], Phi.shape[1]))
+    U = modeset.static(F)
+    for s in range(0, F.shape[1], batch):
+        Kgs = model.assembler.geometric_scalar(U[:, s:s + batch])
+        for k, Kg in enumerate(Kgs):
+            out[s + k] = project_scalar(Kg, Phi)
+    return out, names, U

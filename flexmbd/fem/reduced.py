@@ -1,0 +1,214 @@
+"""`ReducedBody`: a reduced flexible body and its ``.npz`` file.
+
+npz schema, version ``flexmbd.reduced/1`` (all arrays; strings as numpy str arrays)
+-------------------------------------------------------------------------------------
+==========================  ===============  =============================================
+key                         shape            meaning
+==========================  ===============  =============================================
+schema                      ()               "flexmbd.reduced/1"
+name, strategy, frame       ()               body name, strategy repr, frame convention
+support                     ()               "free" (mean axes) or "clamped"
+reference                   ()               reference interface name or ""
+material                    (3,) + name      E, nu, rho; ``material_name``
+nodes                       (n, 3)           undeformed node coordinates (skfem order)
+cells, cell_type            (e, k), ()       connectivity in meshio/VTK order, cell type
+modes                       (3n, m)          mode shapes, node-interleaved
+mode_kind, mode_label       (m,)             normal / static-correction / constraint /
+                                             fixed-interface / Ritz; readable label
+mode_mix                    (m,)             composition after re-diagonalization or ""
+frequencies                 (m,)             eigenfrequencies (Hz) of (K_ff, M_ff)
+mode_frequencies            (m,)             Rayleigh quotient of each mode (Hz)
+mass, first_moment, ...     see invariants   mass, first_moment, second_moment,
+                                             inertia_origin, com, inertia_com,
+                                             St, Sij, Pij, M_ff, K_ff, D_ff
+damping                     (2,) + zeta      Rayleigh (alpha, beta); ``zeta`` (m,) or empty
+interface_names, _kinds     (k,)             interfaces in order
+interface_origins           (k, 3)           frame origins (body axes)
+interface_nodes, _offsets   (sum,), (k+1,)   node numbers of each interface (CSR-like)
+interface_modes             (k, 6, m)        frame motion [rotation; translation] per mode
+stress_modes                (n, 6, m)        Voigt stress (xx,yy,zz,yz,xz,xy) per unit mode
+kg_names                    (L,)             unit-load names (see flexmbd.fem.geometric)
+kg_unit                     (L, m, m)        projected unit geometric stiffness
+kg_convention               ()               support used for the unit stress states
+timings_keys, _values       (t,)             cost of each step (s)
+notes                       (q,)             remarks printed by info()
+==========================  ===============  =============================================
+Missing optional arrays (stress modes, K_G) are stored with a leading 0 dimension.
+"""
+
+import numpy as np
+
+from ..errors import MeshError
+
+__all__ = ["ReducedBody", "SCHEMA"]
+
+SCHEMA = "flexmbd.reduced/1"
+_ARRAYS = ("nodes", "cells", "modes", "frequencies", "mode_frequencies", "first_moment",
+           "second_moment", "inertia_origin", "com", "inertia_com", "St", "Sij", "Pij",
+           "M_ff", "K_ff", "D_ff", "damping", "zeta", "interface_origins", "interface_nodes",
+           "interface_offsets", "interface_modes", "stress_modes", "kg_unit")
+_STRINGS = ("name", "strategy", "frame", "support", "reference", "cell_type", "material_name",
+            "kg_convention")
+_STRLISTS = ("mode_kind", "mode_label", "mode_mix", "interface_names", "interface_kinds",
+             "kg_names", "notes")
+
+
+class ReducedBody:
+    """A flexible body reduced to a few modes; all floating-frame data in arrays.
+
+    Build it with `flexmbd.fem.reduce`; see the module docstring for the fields.
+    """
+
+    def __init__(self, **fields):
+        for k in _ARRAYS:
+            setattr(self, k, np.asarray(fields.pop(k, np.zeros((0,)))))
+        for k in _STRINGS:
+            setattr(self, k, str(fields.pop(k, "")))
+        for k in _STRLISTS:
+            setattr(self, k, [str(s) for s in fields.pop(k, [])])
+        self.mass = float(fields.pop("mass"))
+        self.material = np.asarray(fields.pop("material"), float)
+        self.timings = dict(fields.pop("timings", {}))
+        if fields:
+            raise TypeError(f"ReducedBody: unknown fields {sorted(fields)}")
+
+    # -- sizes and views -------------------------------------------------------------------
+    @property
+    def n_modes(self):
+        return self.modes.shape[1]
+
+    @property
+    def n_nodes(self):
+        return self.nodes.shape[0]
+
+    def interface(self, name):
+        """(kind, origin, nodes, modes (6, m)) of an interface."""
+        if name not in self.interface_names:
+            raise MeshError(f"body {self.name!r}: no interface {name!r}; interfaces: "
+                            f"{self.interface_names}")
+        k = self.interface_names.index(name)
+        o = self.interface_offsets
+        return (self.interface_kinds[k], self.interface_origins[k],
+                self.interface_nodes[o[k]:o[k + 1]], self.interface_modes[k])
+
+    def displacement(self, q):
+        """Nodal displacements (n, 3) for modal coordinates q (m,)."""
+        return (self.modes @ np.asarray(q, float)).reshape(-1, 3)
+
+    def stress(self, q):
+        """Voigt nodal stress (n, 6) for modal coordinates q."""
+        if self.stress_modes.shape[0] == 0:
+            raise MeshError(f"body {self.name!r} was reduced without stress modes "
+                            "(reduce(..., stress_modes=True))")
+        return self.stress_modes @ np.asarray(q, float)
+
+    def von_mises(self, q):
+        s = self.stress(q)
+        return np.sqrt(0.5 * ((s[:, 0] - s[:, 1]) ** 2 + (s[:, 1] - s[:, 2]) ** 2
+                              + (s[:, 2] - s[:, 0]) ** 2) + 3 * (s[:, 3:] ** 2).sum(axis=1))
+
+    # -- geometric stiffness ---------------------------------------------------------------
+    def geometric_stiffness(self, omega=(0, 0, 0), alpha=(0, 0, 0), a=(0, 0, 0),
+                            interface_forces=None):
+        """Load-weighted sum of the unit geometric stiffness matrices (m x m).
+
+        Parameters
+        ----------
+        omega, alpha : (3,)
+            Angular velocity and acceleration of the body frame, body axes.
+        a : (3,)
+            Acceleration of the body origin minus gravity, body axes.
+        interface_forces : dict name -> (6,) [moment; force], optional
+            Wrenches applied to the body at the interface frames (body axes).
+        """
+        if self.kg_unit.shape[0] == 0:
+            raise MeshError(f"body {self.name!r} was reduced without geometric stiffness "
+                            "(reduce(..., geometric=True))")
+        w = np.asarray(omega, float)
+        coef = dict(zip(("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3"),
+                        (w[0] * w[0], w[1] * w[1], w[2] * w[2], w[0] * w[1], w[1] * w[2],
+                         w[0] * w[2])))
+        for i in range(3):
+            coef[f"alpha{i + 1}"] = float(alpha[i])
+            coef[f"a{i + 1}"] = float(a[i])
+        for name, wr in (interface_forces or {}).items():
+            if name not in self.interface_names:
+                raise MeshError(f"body {self.name!r}: geometric_stiffness got forces for unknown "
+                                f"interface {name!r}; interfaces: {self.interface_names}")
+            wr = np.asarray(wr, float)
+            for c, v in zip(("mx", "my", "mz", "fx", "fy", "fz"), wr):
+                coef[f"{name}.{c}"] = float(v)
+        weights = np.array([coef.get(k, 0.0) for k in self.kg_names])
+        return np.tensordot(weights, self.kg_unit, axes=1)
+
+    # -- report ----------------------------------------------------------------------------
+    def info(self, file=None):
+        """Print (and return) the mode table, frame convention and interface list."""
+        lines = [f"ReducedBody {self.name!r}: {self.n_modes} modes, {self.n_nodes} nodes "
+                 f"({self.cell_type}), mass {self.mass:.6g} kg",
+                 f"  strategy : {self.strategy}",
+                 f"  frame    : {self.frame}",
+                 f"  K_G      : {self.kg_convention or 'not computed'}",
+                 "  mode  kind               label                          f_mode (Hz)  "
+                 "f_reduced (Hz)  mix"]
+        for i in range(self.n_modes):
+            lines.append(f"  {i + 1:4d}  {self.mode_kind[i]:<18} {self.mode_label[i][:30]:<30} "
+                         f"{self.mode_frequencies[i]:11.4f}  {self.frequencies[i]:14.4f}  "
+                         f"{self.mode_mix[i]}")
+        lines.append("  interfaces:")
+        if not self.interface_names:
+            lines.append("    (none)")
+        for k, nm in enumerate(self.interface_names):
+            o = self.interface_offsets
+            ref = "  <- body frame (reference)" if nm == self.reference else ""
+            lines.append(f"    {nm}: {self.interface_kinds[k]}, {o[k + 1] - o[k]} nodes, origin "
+                         f"{np.round(self.interface_origins[k], 6).tolist()}{ref}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        text = "\n".join(lines)
+        print(text, file=file)
+        return text
+
+    def __repr__(self):
+        return (f"ReducedBody({self.name!r}, {self.n_modes} modes, mass={self.mass:.6g}, "
+                f"interfaces={self.interface_names})")
+
+    # -- persistence -----------------------------------------------------------------------
+    def save(self, path):
+        """Write the body to one ``.npz`` file (schema `SCHEMA`)."""
+        data = {"schema": np.array(SCHEMA), "mass": np.array(self.mass),
+                "material": self.material,
+                "timings_keys": np.array(list(self.timings), dtype=str),
+                "timings_values": np.array(list(self.timings.values()), dtype=float)}
+        for k in _ARRAYS:
+            data[k] = getattr(self, k)
+        for k in _STRINGS:
+            data[k] = np.array(getattr(self, k))
+        for k in _STRLISTS:
+            data[k] = np.array(getattr(self, k), dtype=str)
+        np.savez_compressed(path, **data)
+
+    @classmethod
+    def load(cls, path):
+        """Read a body written by `save`; checks the schema version."""
+        with np.load(path, allow_pickle=False) as z:
+            schema = str(z["schema"]) if "schema" in z else "?"
+            if schema != SCHEMA:
+                raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
+                                "with this flexmbd version")
+            fields = {k: z[k] for k in _ARRAYS}
+            fields.update({k: str(z[k]) for k in _STRINGS})
+            fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
+            fields["mass"] = float(z["mass"])
+            fields["material"] = z["material"]
+            fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
+                                         z["timings_values"].tolist()))
+        return cls(**fields)
+
+    # invariants as a dict, for the multibody side
+    def invariants(self):
+        keys = ("first_moment", "second_moment", "inertia_origin", "com", "inertia_com", "St",
+                "Sij", "Pij", "M_ff", "K_ff", "D_ff")
+        d = {k: getattr(self, k) for k in keys}
+        d["mass"] = self.mass
+        return d

@@ -1,0 +1,457 @@
+"""Mode-set strategies: normal modes, static correction, Craig-Bampton, Ritz vectors.
+
+Every strategy has the same interface: ``strategy.build(model, interfaces=None)``
+returns a `ModeSet` — full-space mode shapes, their kinds and labels, the
+floating-frame convention, and the static solver whose supports match that
+convention (used for the unit geometric-stiffness load cases).
+
+Floating-frame conventions
+--------------------------
+free-free bases (``NormalModes(n)``, ``StaticCorrection(..., fixed=None)``,
+``RitzVectors(..., fixed=None)``, ``CraigBampton(..., frame="mean-axis")``)
+    *mean axes*: every mode is M-orthogonal to the six rigid-body modes, i.e.
+    ``int rho u dV = 0`` and ``int rho x0 x u dV = 0``.  Static shapes use
+    inertia relief (the load minus its rigid-body d'Alembert part).
+clamped bases (``fixed=selector``)
+    the body frame is attached to the fixed nodes: every mode is zero there.
+``CraigBampton(..., frame="interface")`` (default)
+    the body frame is the frame of the *reference interface* (``reference=``,
+    default the first one).  Its constraint modes are the rigid-body modes
+    relative to that frame and are dropped (rigid / distributing: its 6 frame
+    DOFs; nodes: the 6 least-squares rigid motions of its nodes), so every
+    mode leaves the reference frame fixed.  `ReducedBody.info` prints this.
+"""
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ..errors import MeshError, SolverError
+from .eigen import SPDFactor, eigsh_shift_invert
+from .interfaces import Interface, interface_transform
+from .selectors import as_selector, select
+
+__all__ = ["NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "ModeSet",
+           "PointLoad", "Strategy"]
+
+_FRAME_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
+
+
+class ModeSet:
+    """Result of a strategy: mode shapes (3n x m) in the body frame and bookkeeping."""
+
+    def __init__(self, Phi, kinds, labels, frame, support, static, reference=None,
+                 interfaces=None, strategy="", notes=()):
+        self.Phi = np.asarray(Phi, float)
+        self.kinds, self.labels = list(kinds), list(labels)
+        self.frame, self.support, self.static = frame, support, static
+        self.reference, self.interfaces = reference, dict(interfaces or {})
+        self.strategy, self.notes = strategy, list(notes)
+        self.mix = [""] * self.Phi.shape[1]
+
+
+class PointLoad:
+    """A load on selected nodes, spread like a distributing (RBE3) interface.
+
+    ``force`` (3,) and ``moment`` (3,) about the nodes' centroid; with neither
+    given, the six unit wrenches (moments x, y, z; forces x, y, z).
+    """
+
+    def __init__(self, selector, force=None, moment=None, name=None):
+        self.selector, self.name = selector, name
+        self.force = None if force is None else np.asarray(force, float)
+        self.moment = None if moment is None else np.asarray(moment, float)
+
+    def vectors(self, model, name):
+        nodes = select(model.fe, self.selector, f"load {name!r}")
+        itf = Interface(name, nodes, "nodes", model.fe.nodes[nodes])
+        if self.force is None and self.moment is None:
+            W = np.eye(6)
+            labels = [f"{name}.{c}" for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+        else:
+            m = np.zeros(3) if self.moment is None else self.moment
+            f = np.zeros(3) if self.force is None else self.force
+            W = np.concatenate([m, f])[:, None]
+            labels = [name]
+        return itf.load(W, model.n_dofs), labels
+
+
+def resolve_loads(model, loads, interfaces, where):
+    """Full-space load vectors (3n x m) and labels from a load specification.
+
+    Items: an interface name (its six unit wrenches), a `PointLoad`, or an
+    array (3n,) / (3n, m).
+    """
+    if loads is None:
+        raise MeshError(f"{where}: no loads given")
+    if isinstance(loads, (str, PointLoad, np.ndarray)):
+        loads = [loads]
+    if isinstance(loads, dict):
+        loads = [PointLoad(v, name=k) if not isinstance(v, PointLoad) else v
+                 for k, v in loads.items()]
+    cols, labels = [], []
+    for k, item in enumerate(loads):
+        if isinstance(item, str):
+            if item not in interfaces:
+                raise MeshError(f"{where}: load {item!r} is not an interface name; interfaces: "
+                                f"{sorted(interfaces) or 'none'} (pass interfaces= to reduce)")
+            itf = interfaces[item]
+            cols.append(itf.load(np.eye(6), model.n_dofs))
+            labels += [f"{item}.{c}" for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+        elif isinstance(item, PointLoad):
+            F, lab = item.vectors(model, item.name or f"P{k + 1}")
+            cols.append(F)
+            labels += lab
+        else:
+            F = np.asarray(item, float)
+            F = F.reshape(F.shape[0], -1)
+            if F.shape[0] != model.n_dofs:
+                raise MeshError(f"{where}: load array has {F.shape[0]} rows; the mesh has "
+                                f"{model.n_dofs} DOFs (3 per node, node-interleaved)")
+            cols.append(F)
+            labels += [f"F{k + 1}.{j}" for j in range(F.shape[1])] if F.shape[1] > 1 \
+                else [f"F{k + 1}"]
+    return np.hstack(cols), labels
+
+
+def m_gram_schmidt(V, M, basis=None, tol=1e-8):
+    """M-orthonormalize the columns of V (twice, modified G-S), also against ``basis``.
+
+    Columns whose M-norm falls below ``tol`` times their original norm are dropped.
+    Returns (Q, kept_indices).
+    """
+    Q, kept = [], []
+    B = basis if basis is not None and basis.shape[1] else None
+    MB = M @ B if B is not None else None
+    for j in range(V.shape[1]):
+        v = V[:, j].copy()
+        n0 = np.sqrt(max(v @ (M @ v), 0.0))
+        if n0 == 0.0:
+            continue
+        for _ in range(2):
+            if B is not None:
+                v -= B @ (MB.T @ v)
+            for q, mq in Q:
+                v -= q * (mq @ v)
+        nv = np.sqrt(max(v @ (M @ v), 0.0))
+        if nv <= tol * n0:
+            continue
+        v /= nv
+        Q.append((v, M @ v))
+        kept.append(j)
+    if not Q:
+        return np.zeros((V.shape[0], 0)), kept
+    return np.column_stack([q for q, _ in Q]), kept
+
+
+def rayleigh_ritz(Phi, K, M):
+    """Re-diagonalize: eigenvectors X of the reduced problem; returns (lam, Phi X, X)."""
+    Kr, Mr = Phi.T @ (K @ Phi), Phi.T @ (M @ Phi)
+    Kr, Mr = 0.5 * (Kr + Kr.T), 0.5 * (Mr + Mr.T)
+    lam, X = sla.eigh(Kr, Mr)
+    return lam, Phi @ X, X
+
+
+class _Clamped:
+    """Factor and solves of a body with fixed node DOFs removed."""
+
+    def __init__(self, model, fixed_nodes):
+        n = model.n_dofs
+        fixed = model.dofs_of(fixed_nodes)
+        mask = np.ones(n, bool)
+        mask[fixed] = False
+        self.free = np.nonzero(mask)[0]
+        self.n = n
+        self.Kff = model.K[self.free][:, self.free].tocsc()
+        self.Mff = model.M[self.free][:, self.free].tocsc()
+        self.factor = SPDFactor(self.Kff, model.backend, name="clamped stiffness (fixed nodes)")
+
+    def solve(self, F):
+        F = np.asarray(F, float)
+        U = np.zeros_like(F)
+        U[self.free] = self.factor.solve(F[self.free])
+        return U
+
+    def eig(self, k):
+        lam, V = eigsh_shift_invert(self.Kff, self.Mff, k, 0.0, self.factor)
+        Phi = np.zeros((self.n, V.shape[1]))
+        Phi[self.free] = V
+        return lam, Phi
+
+
+class Strategy:
+    """Base class; subclasses implement ``build(model, interfaces)``."""
+
+    orthonormalize = False
+    interfaces = None
+    interface_kind = "rigid"
+
+    def _fixed_nodes(self, model):
+        if self.fixed is None:
+            return None
+        return select(model.fe, self.fixed, f"{type(self).__name__} fixed nodes")
+
+    def _normal(self, model, n, fixed_nodes):
+        """Normal modes (free-free, rigid modes removed, or clamped) and the static solver."""
+        if fixed_nodes is None:
+            sigma, factor, relieved = model.free_solver()
+            lam, V = eigsh_shift_invert(model.K, model.M, n + 6, sigma, factor)
+            zero = np.abs(lam) < 1e-4 * abs(sigma) + 1e-12 * abs(lam).max()
+            nz = int(zero.sum())
+            if nz != 6 or not zero[:6].all():
+                raise MeshError(
+                    f"mesh {model.fe.source!r}: expected 6 rigid-body modes, found {nz} near-zero "
+                    "eigenvalues; the mesh may have disconnected parts or free nodes — check "
+                    "the mesh or constrain it with fixed=")
+            V = relieved.project(V[:, 6:])
+            V = V / np.sqrt(np.einsum("ij,ij->j", V, model.M @ V))
+            return lam[6:], V, relieved.solve, "free"
+        cl = _Clamped(model, fixed_nodes)
+        lam, V = cl.eig(n)
+        return lam, V, cl.solve, "clamped"
+
+    @staticmethod
+    def _frame_text(support):
+        if support == "free":
+            return ("mean axes: modes M-orthogonal to the rigid-body modes "
+                    "(int rho u dV = 0, int rho x0 x u dV = 0); static shapes by inertia relief")
+        return "attached to the fixed nodes: every mode is zero there (clamped basis)"
+
+    def describe(self):
+        return repr(self)
+
+
+class NormalModes(Strategy):
+    """The ``n`` lowest normal modes, free-free (rigid modes removed) or with ``fixed`` nodes.
+
+    >>> NormalModes(8)
+    NormalModes(n=8, fixed=None)
+    """
+
+    def __init__(self, n, fixed=None, orthonormalize=False):
+        if int(n) < 1:
+            raise MeshError(f"NormalModes: n={n} must be >= 1")
+        self.n, self.fixed, self.orthonormalize = int(n), fixed, orthonormalize
+
+    def __repr__(self):
+        return f"NormalModes(n={self.n}, fixed={self.fixed!r})"
+
+    def build(self, model, interfaces=None):
+        lam, V, static, support = self._normal(model, self.n, self._fixed_nodes(model))
+        return ModeSet(V, ["normal"] * V.shape[1], [f"normal {i + 1}" for i in range(V.shape[1])],
+                       self._frame_text(support), support, static,
+                       interfaces=interfaces, strategy=repr(self))
+
+
+class StaticCorrection(Strategy):
+    """Normal modes plus static correction modes for unit loads (review eq. 1-6).
+
+    The static shapes are M-orthogonalized against the normal modes by
+    Gram-Schmidt, scaled to unit modal mass (a well-conditioned modal mass,
+    review after eq. 3) and, with ``orthonormalize=True`` (default), the whole
+    set is re-diagonalized by the reduced eigenproblem (eq. 4-6).
+
+    Parameters
+    ----------
+    n_normal : int
+    loads : interface name, `PointLoad`, array (3n,) / (3n, m), or a list of them
+    fixed : selector, optional
+        Clamped basis; default free-free (mean axes, inertia relief).
+    """
+
+    def __init__(self, n_normal, loads, fixed=None, orthonormalize=True):
+        self.n_normal, self.loads, self.fixed = int(n_normal), loads, fixed
+        self.orthonormalize = orthonormalize
+
+    def __repr__(self):
+        return f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, fixed={self.fixed!r})"
+
+    def build(self, model, interfaces=None):
+        fixed = self._fixed_nodes(model)
+        lam, V, static, support = self._normal(model, self.n_normal, fixed)
+        F, labels = resolve_loads(model, self.loads, interfaces or {}, "StaticCorrection")
+        S = static(F)
+        Q, kept = m_gram_schmidt(S, model.M, basis=V)
+        notes = []
+        if len(kept) < S.shape[1]:
+            dropped = [labels[j] for j in range(S.shape[1]) if j not in kept]
+            notes.append(f"static modes {dropped} dropped: already in the span of the others")
+        Phi = np.hstack([V, Q])
+        kinds = ["normal"] * V.shape[1] + ["static-correction"] * Q.shape[1]
+        labs = [f"normal {i + 1}" for i in range(V.shape[1])] + [f"static {labels[j]}" for j in kept]
+        return ModeSet(Phi, kinds, labs, self._frame_text(support), support, static,
+                       interfaces=interfaces, strategy=repr(self), notes=notes)
+
+
+class RitzVectors(Strategy):
+    """Load-dependent Ritz vectors (review eq. 9-12).
+
+    ``K phi_1 = F`` (static deflection), then ``K phi_i = M phi_{i-1}``, each
+    M-orthogonalized (Gram-Schmidt, twice) against the previous vectors and
+    M-normalized.  A load with several columns gives block Ritz vectors.
+    Free-free: inertia relief and mean axes; ``fixed``: clamped.
+    """
+
+    def __init__(self, n, load, fixed=None, orthonormalize=False):
+        self.n, self.load, self.fixed = int(n), load, fixed
+        self.orthonormalize = orthonormalize
+
+    def __repr__(self):
+        return f"RitzVectors(n={self.n}, load={self.load!r}, fixed={self.fixed!r})"
+
+    def build(self, model, interfaces=None):
+        fixed = self._fixed_nodes(model)
+        if fixed is None:
+            _, _, relieved = model.free_solver()
+            static, support = relieved.solve, "free"
+        else:
+            static, support = _Clamped(model, fixed).solve, "clamped"
+        F, labels = resolve_loads(model, self.load, interfaces or {}, "RitzVectors")
+        X = static(F)
+        Q = np.zeros((model.n_dofs, 0))
+        blocks = 0
+        while Q.shape[1] < self.n:
+            Qn, kept = m_gram_schmidt(X, model.M, basis=Q)
+            if Qn.shape[1] == 0:
+                break
+            Q = np.hstack([Q, Qn[:, : self.n - Q.shape[1]]])
+            blocks += 1
+            X = static(model.M @ Qn)
+        if Q.shape[1] < self.n:
+            raise SolverError(f"RitzVectors: only {Q.shape[1]} independent vectors from loads "
+                              f"{labels}; ask for fewer")
+        labs = [f"Ritz {i + 1}" for i in range(Q.shape[1])]
+        return ModeSet(Q, ["Ritz"] * Q.shape[1], labs, self._frame_text(support), support,
+                       static, interfaces=interfaces, strategy=repr(self))
+
+
+class CraigBampton(Strategy):
+    """Craig-Bampton: fixed-interface normal modes plus interface constraint modes.
+
+    Parameters
+    ----------
+    n_modes : int
+        Number of fixed-interface normal modes.
+    interfaces : dict name -> selector (ordered)
+    interface_kind : "rigid" | "distributing" | "nodes", or dict name -> kind
+    reference : str, optional
+        Interface whose frame is the body frame (default: the first).
+    frame : "interface" | "mean-axis"
+        ``"interface"``: the reference interface's 6 rigid-body constraint modes
+        are dropped, the body frame is attached to it.  ``"mean-axis"``: all
+        constraint modes are kept and every mode is M-orthogonalized against the
+        rigid-body modes (the set still spans the same deformations).
+    origins : dict name -> (3,), optional
+        Interface frame origins (default: centroid of the interface nodes).
+    """
+
+    def __init__(self, n_modes, interfaces, interface_kind="rigid", reference=None,
+                 frame="interface", origins=None, orthonormalize=False):
+        if not interfaces:
+            raise MeshError("CraigBampton: give at least one interface, "
+                            "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
+        if frame not in ("interface", "mean-axis"):
+            raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
+        self.n_modes, self.interfaces = int(n_modes), interfaces
+        self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
+        self.origins, self.orthonormalize = origins, orthonormalize
+
+    def __repr__(self):
+        names = list(self.interfaces)
+        return (f"CraigBampton(n_modes={self.n_modes}, interfaces={names}, "
+                f"interface_kind={self.interface_kind!r}, frame={self.frame!r})")
+
+    def build(self, model, interfaces=None):
+        itfs = model.interfaces(self.interfaces, self.interface_kind, self.origins)
+        extra = {k: v for k, v in (interfaces or {}).items() if k not in itfs}
+        ref = self.reference or next(iter(itfs))
+        if ref not in itfs:
+            raise MeshError(f"CraigBampton: reference interface {ref!r} is not one of {list(itfs)}")
+        K, M = model.K, model.M
+        T, n_i, slices = interface_transform(model.n_dofs, itfs)
+        KT, MT = (K @ T).tocsc(), (M @ T).tocsc()
+        Kh, Mh = (T.T @ KT).tocsc(), (T.T @ MT).tocsc()
+        Kii, Mii = Kh[:n_i, :n_i], Mh[:n_i, :n_i]
+        Kib = Kh[:n_i, n_i:].toarray()
+        factor = SPDFactor(Kii, model.backend, name="Craig-Bampton interior stiffness K_ii")
+        Psi_i = -factor.solve(Kib)
+        lam, Vi = eigsh_shift_invert(Kii, Mii, self.n_modes, 0.0, factor)
+        Ti = T[:, :n_i]
+        Phi_fixed = Ti @ Vi
+        Psi = Ti @ Psi_i + T[:, n_i:].toarray()
+        nb = Psi.shape[1]
+        # Schur complement on the boundary, for clamped static solves
+        S = Kh[n_i:, n_i:].toarray() + Kib.T @ Psi_i
+        S = 0.5 * (S + S.T)
+        ref_pos = slices[ref] - n_i
+        keep_b = np.setdiff1d(np.arange(nb), ref_pos)
+
+        cols, kinds, labels = [Phi_fixed], ["fixed-interface"] * Vi.shape[1], \
+            [f"fixed-interface {i + 1}" for i in range(Vi.shape[1])]
+        for name, itf in itfs.items():
+            pos = slices[name] - n_i
+            if itf.kind == "nodes":
+                comp = [f"{name}.n{a}.{c}" for a in itf.nodes for c in "xyz"]
+            else:
+                comp = [f"{name}.{c}" for c in _FRAME_COMPONENTS]
+            if name == ref:
+                if itf.kind != "nodes":
+                    continue  # its 6 frame DOFs are the rigid-body motions: dropped
+                Z = sla.null_space(itf.W)  # node motions with zero least-squares rigid part
+                cols.append(Psi[:, pos] @ Z)
+                kinds += ["constraint"] * Z.shape[1]
+                labels += [f"{name}.deform {j + 1}" for j in range(Z.shape[1])]
+                continue
+            cols.append(Psi[:, pos])
+            kinds += ["constraint"] * len(pos)
+            labels += comp
+        Phi = np.hstack(cols)
+
+        Kh_b = S[np.ix_(keep_b, keep_b)] if len(keep_b) else None
+        Sf = sla.cho_factor(Kh_b) if Kh_b is not None else None
+
+        def clamped_static(F):
+            F = np.asarray(F, float)
+            one = F.ndim == 1
+            F = F.reshape(len(F), -1)
+            fh = T.T @ F
+            ui0 = factor.solve(fh[:n_i])
+            ub = np.zeros((nb, F.shape[1]))
+            if Sf is not None:
+                rb = fh[n_i:] - Kib.T @ ui0
+                ub[keep_b] = sla.cho_solve(Sf, rb[keep_b])
+            U = Ti @ (ui0 + Psi_i @ ub) + T[:, n_i:] @ ub
+            return U[:, 0] if one else U
+
+        kind_ref = itfs[ref].kind
+        if self.frame == "interface":
+            frame = (f"attached to interface {ref!r} ({kind_ref}): its constraint modes are the "
+                     "rigid-body modes and are dropped; every mode leaves that interface frame "
+                     "fixed")
+            static, support = clamped_static, "clamped"
+        else:
+            _, _, relieved = model.free_solver()
+            Phi = relieved.project(Phi)
+            frame = ("mean axes: Craig-Bampton modes M-orthogonalized against the rigid-body "
+                     f"modes (reference interface {ref!r} constraint modes dropped as dependent)")
+            static, support = relieved.solve, "free"
+        all_itfs = dict(itfs)
+        all_itfs.update(extra)
+        ms = ModeSet(Phi, kinds, labels, frame, support, static, reference=ref,
+                     interfaces=all_itfs, strategy=repr(self))
+        ms.fixed_interface_lam = lam
+        return ms
+
+
+def as_strategy(obj):
+    if isinstance(obj, Strategy):
+        return obj
+    raise MeshError(f"strategy must be NormalModes, StaticCorrection, CraigBampton or "
+                    f"RitzVectors, got {type(obj).__name__}")
+
+
+def sparse_selection(n, idx):
+    return sp.csr_matrix((np.ones(len(idx)), (idx, np.arange(len(idx)))), shape=(n, len(idx)))
+
+
+_ = as_selector  # re-exported helper used by callers
