@@ -14,7 +14,8 @@ Measures (per strategy):
 - ``static_err``: relative error (Euclidean, all DOFs) of the static deflection
   under the load;
 - ``trunc_load`` (review eq. 8, first term): the part of the load the basis
-  cannot represent, ``|F - M Phi M_r^-1 Phi^T F| / |F|`` on the free DOFs;
+  cannot represent, ``|F - M Phi M_r^-1 Phi^T F| / |F|`` on the free DOFs, in
+  the M^-1 norm (in which ``M Phi M_r^-1 Phi^T`` is an orthogonal projector);
 - ``trunc_static`` (eq. 8, second term): the residual flexibility
   ``(K^-1 - Phi K_r^-1 Phi^T) F`` in the energy norm, relative;
 - ``transient_err``: max over time of the displacement error of a Newmark
@@ -123,6 +124,7 @@ def compare_modes(mesh, material, strategies, load_case, *, n_freq=6, figure=Fal
     f_full = np.sqrt(lam_full) / (2 * np.pi)
     u_full = cl.solve(F)
     free = cl.free
+    Mf = SPDFactor(cl.Mff, model.backend, name="clamped mass")  # M^-1 norm of eq. 8
     T1 = 1.0 / f_full[0]
     t_end = lc.t_end or 4.0 * T1
     dt = t_end / lc.n_steps
@@ -153,8 +155,8 @@ def compare_modes(mesh, material, strategies, load_case, *, n_freq=6, figure=Fal
         q = np.linalg.solve(Kr, Bc.T @ F)
         u_r = Bc @ q
         static_err = np.linalg.norm(u_r - u_full) / np.linalg.norm(u_full)
-        Fp = F - model.M @ (Bc @ np.linalg.solve(Mr, Bc.T @ F))
-        trunc_load = np.linalg.norm(Fp[free]) / np.linalg.norm(F[free])
+        Fp = (F - model.M @ (Bc @ np.linalg.solve(Mr, Bc.T @ F)))[free]
+        trunc_load = np.sqrt(abs(Fp @ Mf.solve(Fp)) / abs(F[free] @ Mf.solve(F[free])))
         e = u_full - u_r
         trunc_static = np.sqrt(abs(e @ (model.K @ e)) / (u_full @ (model.K @ u_full)))
         qs = np.array(list(_newmark(Kr, Mr, Bc.T @ F, g, dt)))
