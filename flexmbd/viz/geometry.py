@@ -252,7 +252,7 @@ def deformed_mesh(nodes, cells, cell_type=None, Phi=None, q=None, R=None, r=None
 
 
 # -- rigid bodies: glyphs and visuals ----------------------------------------------------
-def inertia_box(mass, inertia, com=(0.0, 0.0, 0.0), min_ratio=0.1, density=7850.0):
+def inertia_box(mass, inertia, com=(0.0, 0.0, 0.0), min_ratio=0.06, density=7850.0):
     """Hexahedron with the mass and principal inertia of a rigid body (body frame).
 
     Edge lengths of the homogeneous box with moments ``I1, I2, I3``:

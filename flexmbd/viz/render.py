@@ -18,7 +18,7 @@ from .headless import configure, has_display
 __all__ = ["show", "animate", "plot_mode", "animate_mode", "FrameWriter"]
 
 BACKGROUND = "white"
-_PALETTE = ["#8fa8c8", "#c8a88f", "#9fc89a", "#c89ab8", "#c8c28f", "#8fc8c4", "#b0b0b0"]
+_PALETTE = ["#a0a8b4", "#b4aca0", "#a8b4a4", "#b0a4b0", "#b4b0a0", "#a4b0b0", "#aaaaaa"]  # pale
 _FIELDS = ("displacement", "von_mises")
 
 
@@ -33,7 +33,12 @@ def _plotter(window_size, off_screen):
 
 
 class FrameWriter:
-    """Write frames to ``.gif`` (imageio) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames."""
+    """Write frames to ``.gif`` (imageio) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames.
+
+    A GIF stores identical consecutive frames once with their durations added
+    (Pillow does this), so it may hold fewer frames than were appended; the views
+    here always change a label between frames.
+    """
 
     def __init__(self, path, fps=20):
         self.path = Path(path)
@@ -145,8 +150,9 @@ def _add_bodies(p, scene, data, field, clim, cmap, show_edges):
                 (mesh.cell_data if g.stress_on_cells else mesh.point_data)["von_mises"] = vm
             p.add_mesh(mesh, scalars=field, cmap=cmap, clim=clim, show_edges=show_edges,
                        scalar_bar_args={"title": _FIELD_TITLES[field], "color": "black",
-                                        "vertical": True, "position_x": 0.85,
-                                        "position_y": 0.1})
+                                        "vertical": False, "position_x": 0.25,
+                                        "position_y": 0.03, "width": 0.5, "height": 0.08,
+                                        "fmt": "%.3g"})
             actors[name] = (mesh, field)
         else:
             p.add_mesh(mesh, color=color, show_edges=show_edges and g.flexible)
@@ -221,12 +227,12 @@ def _joint_markers(p, model, world, size):
         Rp, rp = world[j.parent]
         pf = j.parent_frame
         origin = rp + Rp @ pf.position
-        p.add_mesh(pv.Sphere(radius=0.8 * size, center=origin), color="#d04040")
+        p.add_mesh(pv.Sphere(radius=1.5 * size, center=origin), color="#d04040")
         axis = getattr(j, "axis", None)
         if axis is not None:
             d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
-            p.add_mesh(pv.Cylinder(center=origin, direction=d, radius=0.3 * size,
-                                   height=4.0 * size), color="#d04040")
+            p.add_mesh(pv.Cylinder(center=origin, direction=d, radius=0.5 * size,
+                                   height=5.0 * size), color="#d04040")
 
 
 def _frame_triads(p, poses, size):
@@ -459,12 +465,13 @@ def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_f
     clim = _field_range(scene, datas, field) if field else None
     p = _plotter(window_size, True)
     actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
-    p.add_text(label, position="upper_left", font_size=12, color="black")
+    text = p.add_text(label, position="upper_left", font_size=12, color="black")
     _set_view(p, view, _bounds(datas))
     try:
         with FrameWriter(file, fps) as w:
-            for data in datas:
+            for i, data in enumerate(datas):
                 _update_bodies(scene, actors, data)
+                _set_text(text, f"{label}, phase {360 * i // n_frames} deg")
                 p.render()
                 w.append(p.screenshot(return_img=True))
             n = len(w)

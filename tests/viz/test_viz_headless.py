@@ -1,0 +1,60 @@
+"""The rendering probe: a crash in the child becomes a flexmbd error, never a segfault here."""
+
+import pytest
+
+from flexmbd.viz import headless
+
+
+def test_probe_reports_success_or_a_reason():
+    ok, msg = headless.run_probe()
+    assert isinstance(ok, bool) and msg
+
+
+@pytest.mark.skipif(headless.osmesa_available(), reason="OSMesa is installed here")
+def test_forcing_osmesa_without_the_library_is_caught():
+    # On a machine without libOSMesa this VTK setting segfaults: the child dies, we do not.
+    ok, msg = headless.run_probe({"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"})
+    assert not ok
+    assert "signal" in msg or "failed" in msg
+
+
+def test_configure_raises_with_the_fix_when_nothing_renders(monkeypatch):
+    monkeypatch.setitem(headless._STATE, "result", None)
+    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(headless, "run_probe", lambda overrides=None: (False, "died"))
+    with pytest.raises(headless.RenderingUnavailable, match="install_system_deps.sh"):
+        headless.configure()
+    with pytest.raises(headless.RenderingUnavailable):   # cached: no second probe
+        headless.configure()
+
+
+def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
+    monkeypatch.setitem(headless._STATE, "result", None)
+    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
+                "VTK_DEFAULT_OPENGL_WINDOW"):
+        monkeypatch.setenv(var, "")     # records the original state for the undo
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(headless, "osmesa_available", lambda: True)
+    calls = []
+
+    def fake(overrides=None):
+        calls.append(overrides)
+        return (overrides is not None, "vtkOSOpenGLRenderWindow" if overrides else "no EGL")
+
+    monkeypatch.setattr(headless, "run_probe", fake)
+    assert headless.configure() == "vtkOSOpenGLRenderWindow"
+    assert calls == [None, {"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}]
+    import os
+
+    assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkOSOpenGLRenderWindow"
+    monkeypatch.setitem(headless._STATE, "result", None)
+    monkeypatch.delenv("VTK_DEFAULT_OPENGL_WINDOW")
+    monkeypatch.delenv("FLEXMBD_GL_PROBED")
+    monkeypatch.setattr(headless, "osmesa_available", lambda: False)
+    calls.clear()
+    with pytest.raises(headless.RenderingUnavailable):
+        headless.configure()
+    assert calls == [None]                               # never forced without OSMesa
+    assert "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ
