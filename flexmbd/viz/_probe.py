@@ -19,12 +19,12 @@ def probe():
     import vtkmodules.vtkRenderingOpenGL2  # noqa: F401 - registers the OpenGL backends
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkFiltersSources import vtkSphereSource
-    from vtkmodules.vtkRenderingCore import vtkWindowToImageFilter
     from vtkmodules.vtkRenderingCore import (
         vtkActor,
         vtkPolyDataMapper,
         vtkRenderer,
         vtkRenderWindow,
+        vtkWindowToImageFilter,
     )
 
     src = vtkSphereSource()

@@ -512,7 +512,7 @@ def write_vtk_series(results, path, stride=1, scale=1.0, bodies=None):
         meshio.write_points_cells(fn, np.vstack(pts), cells, point_data=point_data,
                                   cell_data={"body_id": body_id, "von_mises": vm_cell})
         files.append(fn)
-        entries.append(f'    <DataSet timestep="{results.t[i]!r}" group="" part="0" '
+        entries.append(f'    <DataSet timestep="{float(results.t[i])!r}" group="" part="0" '
                        f'file="{fn.name}"/>')
     body_list = ", ".join(f"{k}={n}" for k, n in enumerate(names))
     path.write_text(

@@ -210,7 +210,7 @@ def _field_arg(field):
 def _field_range(scene, datas, field):
     vals = []
     for data in datas:
-        for name, (x, u, vm) in data.items():
+        for name, (_x, u, vm) in data.items():
             if scene.geoms[name].flexible:
                 vals.append(np.linalg.norm(u, axis=1) if field == "displacement" else vm)
     if not vals:
