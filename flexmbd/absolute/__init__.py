@@ -1,0 +1,14 @@
+"""Absolute-coordinate formulation: bodies in (position, Euler parameters), joints as constraints.
+
+``model.compile("absolute")`` returns an :class:`AbsoluteSystem`: the index-3 DAE
+``M(q) qdd + Phi_q^T lam = Q`` with every joint a set of algebraic equations
+(:mod:`.constraints`), exact sparse Jacobians for Newton-type implicit integrators
+(:mod:`flexmbd.integrators.implicit`), static equilibrium and consistent initial
+conditions (:mod:`.statics`), and energy bookkeeping (:mod:`.energy`).
+"""
+
+from .statics import StaticResult, consistent_initial_conditions, static_equilibrium, static_residual
+from .system import AbsoluteSystem, DynamicsResult, compile_system
+
+__all__ = ["compile_system", "AbsoluteSystem", "DynamicsResult", "StaticResult",
+           "static_equilibrium", "consistent_initial_conditions", "static_residual"]

@@ -1,0 +1,339 @@
+"""Joint constraint library of the absolute formulation.
+
+Every joint becomes ``6 - nv`` scalar equations, each of the one form ::
+
+    Phi_p(q) = X_p(q) . Y_p(q) = 0
+
+where ``X`` and ``Y`` are world vectors, each the sum of up to two *terms*
+``sign * (r_b + A(e_b) s)`` (a point of body ``b``) or ``sign * A(e_b) s`` (a
+body-fixed direction). Ground terms are constants (``A = I``, ``r = 0``). With
+the parent frame ``P`` (origin ``p_P``, axes ``F_P``) and the child frame ``C``:
+
+=========== ======================================================================
+joint        equations
+=========== ======================================================================
+Spherical    ``(p_C - p_P) . e_k = 0`` for the world axes ``k = x, y, z``
+Revolute     spherical + ``(F_P u1) . (F_C a) = 0``, ``(F_P u2) . (F_C a) = 0``
+Universal    spherical + ``(F_P a1) . (F_C a2) = 0``
+Cylindrical  ``(F_P u_k) . (F_C a) = 0`` and ``(F_P u_k) . (p_C - p_P) = 0``, k = 1, 2
+Prismatic    cylindrical + ``(F_P u1) . (F_C u2) = 0`` (no rotation about ``a``)
+Planar       ``(F_P u_k) . (F_C n) = 0``, k = 1, 2, and ``(F_P n) . (p_C - p_P) = 0``
+Fixed        spherical + ``(F_P x).(F_C y) = (F_P y).(F_C z) = (F_P z).(F_C x) = 0``
+Free         none
+=========== ======================================================================
+
+(``u1, u2`` complete the joint axis ``a`` to an orthonormal triad in the joint
+frame.) Each body also carries the normalization ``(e . e - 1) / 2 = 0``.
+
+For ``Phi = X . Y`` with term Jacobians ``J_t = sign [is_point I, dAs(e_b, s)]``
+(3 x 7, columns ``(r_b, e_b)``; :mod:`.quaternion`):
+
+* Jacobian: ``Phi_q = sum_{t in X} Y^T J_t + sum_{t in Y} X^T J_t``;
+* ``d(Phi_q^T lambda)/dq = lambda [ sum_{x in X, y in Y} (J_x^T J_y + J_y^T J_x)
+  + sum_{x in X} sign_x S(Y, s_x) + sum_{y in Y} sign_y S(X, s_y) ]`` (the ``S``
+  blocks on the ``(e_b, e_b)`` diagonal block), exact since ``A(e)`` is quadratic;
+* velocity right-hand side ``nu = 0`` (scleronomic joints);
+* acceleration right-hand side ``gamma = -(2 Xdot . Ydot + Xc . Y + X . Yc)`` with
+  the convective parts ``Xc = sum_t sign 2 A(edot_b) s`` (``A(edot)`` the same
+  polynomial evaluated at ``edot``: the second derivative of a quadratic form).
+
+Reactions: the wrench of the constraint on the child body about its origin is
+``-lambda (dPhi/dx)^T`` with ``x = [dphi; dr]`` its small world rotation and
+translation (``d(A s)/dphi = -(A s)~``); it is moved to the child joint-frame
+origin and expressed in child joint axes (DESIGN.md convention). A joint whose
+child is the ground is reported from the parent's side with the sign flipped
+(action and reaction: the equations are invariant under a common rigid motion).
+"""
+
+import numpy as np
+
+from ..errors import ModelError
+from ..model.bodies import Ground
+from ..model.joints import (
+    Cylindrical,
+    Fixed,
+    Free,
+    Planar,
+    Prismatic,
+    Revolute,
+    Spherical,
+    Universal,
+)
+from .quaternion import Apoly, Smat, dAs, normalized_rot, skew_b
+
+__all__ = ["ConstraintSet", "joint_primitives"]
+
+_GROUND = -1
+
+
+def _perp(a):
+    k = int(np.argmin(np.abs(a)))
+    e = np.zeros(3)
+    e[k] = 1.0
+    u1 = np.cross(a, e)
+    u1 /= np.linalg.norm(u1)
+    return u1, np.cross(a, u1)
+
+
+class _Prim:
+    """One scalar equation ``X . Y = 0``: two slots each (unused slots are zero ground terms)."""
+
+    __slots__ = ("xb", "xs", "xsg", "xpt", "yb", "ys", "ysg", "ypt")
+
+    def __init__(self, X, Y):
+        X = list(X) + [(_GROUND, np.zeros(3), 0.0, False)] * (2 - len(X))
+        Y = list(Y) + [(_GROUND, np.zeros(3), 0.0, False)] * (2 - len(Y))
+        self.xb = [t[0] for t in X]
+        self.xs = [np.asarray(t[1], float) for t in X]
+        self.xsg = [float(t[2]) for t in X]
+        self.xpt = [bool(t[3]) for t in X]
+        self.yb = [t[0] for t in Y]
+        self.ys = [np.asarray(t[1], float) for t in Y]
+        self.ysg = [float(t[2]) for t in Y]
+        self.ypt = [bool(t[3]) for t in Y]
+
+
+def joint_primitives(joint, ib, jb):
+    """Primitive equations of ``joint`` between body indices ``ib`` (parent) and ``jb`` (child).
+
+    Index -1 is the ground. Returns a list of :class:`_Prim`.
+    """
+    pf, cf = joint.parent_frame, joint.child_frame
+    sP, CP = pf.position, pf.rotation
+    sC, CC = cf.position, cf.rotation
+
+    def point(b, s, sign):
+        return (b, s, sign, True)
+
+    def dirP(a):
+        return (ib, CP @ a, 1.0, False)
+
+    def dirC(a):
+        return (jb, CC @ a, 1.0, False)
+
+    d = [point(jb, sC, 1.0), point(ib, sP, -1.0)]
+    eye = np.eye(3)
+    sph = [_Prim(d, [(_GROUND, eye[k], 1.0, False)]) for k in range(3)]
+    if isinstance(joint, Free):
+        return []
+    if isinstance(joint, Spherical):
+        return sph
+    if isinstance(joint, Revolute):
+        u1, u2 = _perp(joint.axis)
+        return sph + [_Prim([dirP(u1)], [dirC(joint.axis)]), _Prim([dirP(u2)], [dirC(joint.axis)])]
+    if isinstance(joint, Universal):
+        return sph + [_Prim([dirP(joint.axis1)], [dirC(joint.axis2)])]
+    if isinstance(joint, (Cylindrical, Prismatic)):
+        a = joint.axis
+        u1, u2 = _perp(a)
+        out = [_Prim([dirP(u1)], [dirC(a)]), _Prim([dirP(u2)], [dirC(a)]),
+               _Prim([dirP(u1)], d), _Prim([dirP(u2)], d)]
+        if isinstance(joint, Prismatic):
+            out.append(_Prim([dirP(u1)], [dirC(u2)]))
+        return out
+    if isinstance(joint, Planar):
+        n, u1, u2 = joint.normal, joint.u1, joint.u2
+        return [_Prim([dirP(u1)], [dirC(n)]), _Prim([dirP(u2)], [dirC(n)]), _Prim([dirP(n)], d)]
+    if isinstance(joint, Fixed):
+        return sph + [_Prim([dirP(eye[0])], [dirC(eye[1])]), _Prim([dirP(eye[1])], [dirC(eye[2])]),
+                      _Prim([dirP(eye[2])], [dirC(eye[0])])]
+    raise ModelError(
+        f"joint {joint.name!r}: type {type(joint).__name__} has no constraint equations in the "
+        f"absolute formulation (supported: Revolute, Prismatic, Cylindrical, Universal, Spherical, "
+        f"Planar, Fixed, Free)"
+    )
+
+
+class ConstraintSet:
+    """All joint equations of a model plus the Euler-parameter normalizations, vectorized.
+
+    Rows: joint equations in joint declaration order (``joint_rows[k]`` is the
+    slice of joint k), then one normalization row per body. Columns: 7 per body
+    ``(x, y, z, e0, e1, e2, e3)``.
+    """
+
+    def __init__(self, joints, body_index):
+        self.joints = list(joints)
+        self.nb = nb = len({v for v in body_index.values()})
+        prims, rows, self.joint_rows = [], 0, []
+        self.joint_ends = []
+        for j in self.joints:
+            ib = -1 if isinstance(j.parent, Ground) else body_index[id(j.parent)]
+            jb = -1 if isinstance(j.child, Ground) else body_index[id(j.child)]
+            p = joint_primitives(j, ib, jb)
+            if len(p) != j.n_constraints:  # pragma: no cover - library consistency
+                raise ModelError(f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}")
+            prims += p
+            self.joint_rows.append(slice(rows, rows + len(p)))
+            self.joint_ends.append((ib, jb))
+            rows += len(p)
+        self.n_joint_rows = rows
+        self.n = rows + nb
+        npm = len(prims)
+        self.np = npm
+        # slot arrays: (np, 4) with slots 0,1 = X and 2,3 = Y
+        self.b = np.full((npm, 4), -1, dtype=np.int64)
+        self.s = np.zeros((npm, 4, 3))
+        self.sg = np.zeros((npm, 4))
+        self.pt = np.zeros((npm, 4))
+        for k, p in enumerate(prims):
+            self.b[k] = p.xb + p.yb
+            self.s[k] = np.array(p.xs + p.ys)
+            self.sg[k] = p.xsg + p.ysg
+            self.pt[k] = np.array(p.xpt + p.ypt, dtype=float)
+        self.live = self.b >= 0
+        self._build_patterns()
+
+    # -- sparsity patterns ------------------------------------------------------------
+    def _build_patterns(self):
+        npm, nb = self.np, self.nb
+        cols7 = np.arange(7)
+        live = self.live
+        bb = np.where(live, self.b, 0)
+        # Jacobian entries: (np, 4 slots, 7)
+        self.jac_rows = np.broadcast_to(np.arange(npm)[:, None, None], (npm, 4, 7))[live].ravel()
+        self.jac_cols = (7 * bb[:, :, None] + cols7)[live].ravel()
+        # Hessian cross pairs (x slot, y slot): (np, 2, 2, 7, 7)
+        bx, by = bb[:, :2], bb[:, 2:]
+        pair_live = live[:, :2, None] & live[:, None, 2:]
+        r = (7 * bx[:, :, None, None, None] + cols7[None, None, None, :, None])
+        c = (7 * by[:, None, :, None, None] + cols7[None, None, None, None, :])
+        r = np.broadcast_to(r, (npm, 2, 2, 7, 7))
+        c = np.broadcast_to(c, (npm, 2, 2, 7, 7))
+        self.pair_live = pair_live
+        self.hx_rows = np.concatenate([r[pair_live].ravel(), c[pair_live].ravel()])
+        self.hx_cols = np.concatenate([c[pair_live].ravel(), r[pair_live].ravel()])
+        # S blocks on (e_b, e_b): (np, 4, 4, 4)
+        c4 = 3 + np.arange(4)
+        rr = 7 * bb[:, :, None, None] + c4[None, None, :, None]
+        cc = 7 * bb[:, :, None, None] + c4[None, None, None, :]
+        self.hs_rows = np.broadcast_to(rr, (npm, 4, 4, 4))[live].ravel()
+        self.hs_cols = np.broadcast_to(cc, (npm, 4, 4, 4))[live].ravel()
+        # normalization rows
+        self.norm_rows = np.repeat(self.n_joint_rows + np.arange(nb), 4)
+        self.norm_cols = (7 * np.arange(nb)[:, None] + c4).ravel()
+        self.normh_rows = (7 * np.arange(nb)[:, None, None] + c4[:, None]).repeat(4, 2).ravel()
+        self.normh_cols = (7 * np.arange(nb)[:, None, None] + c4[None, :]).repeat(4, 1).ravel()
+
+    # -- evaluation -------------------------------------------------------------------
+    def _slots(self, r, e):
+        """Values (np,4,3) and e-derivatives (np,4,3,4) of every slot term."""
+        live = self.live
+        bb = np.where(live, self.b, 0)
+        eb = e[bb]  # (np,4,4)
+        A = np.where(live[..., None, None], Apoly(eb), np.eye(3))
+        As = np.einsum("pkij,pkj->pki", A, self.s)
+        val = self.sg[..., None] * (As + self.pt[..., None] * np.where(live[..., None], r[bb], 0.0))
+        dA = np.where(live[..., None, None], dAs(eb, self.s), 0.0) * self.sg[..., None, None]
+        return val, dA, eb
+
+    def evaluate(self, q, jacobian=True):
+        """``Phi`` (n,) and, optionally, the COO triplets of ``Phi_q`` (rows, cols, vals)."""
+        r, e = _split(q, self.nb)
+        val, dA, _ = self._slots(r, e)
+        X = val[:, 0] + val[:, 1]
+        Y = val[:, 2] + val[:, 3]
+        phi = np.concatenate([np.einsum("pi,pi->p", X, Y), 0.5 * (np.einsum("bi,bi->b", e, e) - 1)])
+        if not jacobian:
+            return phi
+        other = np.stack([Y, Y, X, X], axis=1)  # (np,4,3)
+        jr = self.sg * self.pt  # coefficient of r_b
+        vals = np.concatenate([jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)], axis=2)
+        rows = np.concatenate([self.jac_rows, self.norm_rows])
+        cols = np.concatenate([self.jac_cols, self.norm_cols])
+        data = np.concatenate([vals[self.live].ravel(), e.ravel()])
+        return phi, (rows, cols, data)
+
+    def hessian_lambda(self, q, lam):
+        """COO triplets of ``d(Phi_q^T lam)/dq`` (symmetric)."""
+        r, e = _split(q, self.nb)
+        val, dA, _ = self._slots(r, e)
+        lp = lam[: self.np]
+        X = val[:, 0] + val[:, 1]
+        Y = val[:, 2] + val[:, 3]
+        # term Jacobians J_t (np,4,3,7)
+        J = np.zeros(val.shape[:2] + (3, 7))
+        J[..., :, :3] = (self.sg * self.pt)[..., None, None] * np.eye(3)
+        J[..., :, 3:] = dA
+        cross = np.einsum("p,pxia,pyib->pxyab", lp, J[:, :2], J[:, 2:])  # (np,2,2,7,7)
+        cval = cross[self.pair_live].ravel()
+        other = np.stack([Y, Y, X, X], axis=1)
+        S = Smat(other, self.s) * (lp[:, None] * self.sg)[..., None, None]
+        sval = S[self.live].ravel()
+        ln = lam[self.np:]
+        nval = (ln[:, None, None] * np.eye(4)).ravel()
+        rows = np.concatenate([self.hx_rows, self.hs_rows, self.normh_rows])
+        cols = np.concatenate([self.hx_cols, self.hs_cols, self.normh_cols])
+        return rows, cols, np.concatenate([cval, cval, sval, nval])
+
+    def gamma(self, q, qd):
+        """Acceleration right-hand side ``gamma`` with ``Phi_q qdd = gamma`` (n,)."""
+        r, e = _split(q, self.nb)
+        rd, ed = _split(qd, self.nb)
+        val, dA, _ = self._slots(r, e)
+        live = self.live
+        bb = np.where(live, self.b, 0)
+        X = val[:, 0] + val[:, 1]
+        Y = val[:, 2] + val[:, 3]
+        edb = np.where(live[..., None], ed[bb], 0.0)
+        rdb = np.where(live[..., None], rd[bb], 0.0)
+        vel = (self.sg * self.pt)[..., None] * rdb + np.einsum("pkij,pkj->pki", dA, edb)
+        conv = 2.0 * self.sg[..., None] * np.einsum("pkij,pkj->pki", Apoly(edb), self.s)
+        conv = np.where(live[..., None], conv, 0.0)
+        Xd, Yd = vel[:, 0] + vel[:, 1], vel[:, 2] + vel[:, 3]
+        Xc, Yc = conv[:, 0] + conv[:, 1], conv[:, 2] + conv[:, 3]
+        g = -(2.0 * np.einsum("pi,pi->p", Xd, Yd) + np.einsum("pi,pi->p", Xc, Y)
+              + np.einsum("pi,pi->p", X, Yc))
+        return np.concatenate([g, -np.einsum("bi,bi->b", ed, ed)])
+
+    # -- reactions --------------------------------------------------------------------
+    def reactions(self, q, lam):
+        """Reaction wrench of every joint, (n_joints, 6): parent on child, child frame, ``[n; f]``."""
+        r, e = _split(q, self.nb)
+        R = normalized_rot(e)
+        live = self.live
+        bb = np.where(live, self.b, 0)
+        Rb = np.where(live[..., None, None], R[bb], np.eye(3))
+        As = np.einsum("pkij,pkj->pki", Rb, self.s)
+        val = self.sg[..., None] * (As + self.pt[..., None] * np.where(live[..., None], r[bb], 0.0))
+        X = val[:, 0] + val[:, 1]
+        Y = val[:, 2] + val[:, 3]
+        other = np.stack([Y, Y, X, X], axis=1)
+        # dPhi/dx for each slot: rotation part (As x other)... d(A s)/dphi = -(A s)~:
+        # other . (-(As) x dphi) = dphi . (other x As)... computed as (As x other) sign flips:
+        drot = self.sg[..., None] * np.cross(As, other)  # dPhi/dphi contribution
+        dtr = (self.sg * self.pt)[..., None] * other
+        out = np.zeros((len(self.joints), 6))
+        for k, j in enumerate(self.joints):
+            sl = self.joint_rows[k]
+            if sl.stop == sl.start:
+                continue
+            ib, jb = self.joint_ends[k]
+            side, sgn = (jb, 1.0) if jb >= 0 else (ib, -1.0)
+            mask = (self.b[sl] == side) & live[sl]
+            lamj = lam[sl]
+            n = -np.einsum("p,pk,pki->i", lamj, mask, drot[sl])
+            f = -np.einsum("p,pk,pki->i", lamj, mask, dtr[sl])
+            n, f = sgn * n, sgn * f
+            # move from the body origin of `side` to the child joint-frame origin
+            cf = j.child_frame
+            if jb >= 0:
+                FC = R[jb] @ cf.rotation
+                pC = r[jb] + R[jb] @ cf.position
+            else:
+                FC = cf.rotation
+                pC = cf.position
+            origin = r[side]
+            nC = n - np.cross(pC - origin, f)
+            out[k, :3] = FC.T @ nC
+            out[k, 3:] = FC.T @ f
+        return out
+
+
+def _split(q, nb):
+    q = np.asarray(q, dtype=float).reshape(nb, 7)
+    return q[:, :3], q[:, 3:]
+
+
+# keep the helper visible for tests
+_skew = skew_b

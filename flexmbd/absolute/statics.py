@@ -1,0 +1,179 @@
+"""Static equilibrium and consistent initial conditions in absolute coordinates.
+
+Static equilibrium: Newton's method on the dynamic residual without inertia
+(``qd = qdd = 0``)::
+
+    Phi_q(q)^T lam - Q(q, 0, t) = 0,     Phi(q) = 0
+
+with the exact Jacobian ``[[d(Phi_q^T lam)/dq - dQ/dq, Phi_q^T], [Phi_q, 0]]``
+(force elements whose Jacobian is switched off are left out of it, as in the
+dynamic solver: the seed paper's comparison). Systems with unconstrained
+rigid-body motions (e.g. a free-floating tensegrity) have a singular Jacobian; the
+``regularization`` option adds ``mu I`` to its coordinate block (a
+Levenberg-Marquardt step that leaves the converged solution unchanged).
+
+Consistent initial conditions from approximate values: positions by Newton's
+method on ``Phi(q) = 0`` with the minimum-norm correction
+``dq = -Phi_q^T (Phi_q Phi_q^T)^-1 Phi``; velocities by the minimum-norm
+projection on ``Phi_q qd = 0``; accelerations and multipliers from the
+augmented system ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ConvergenceError, ModelError, SolverError
+
+__all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual"]
+
+
+class StaticResult:
+    """Static equilibrium: ``q``, ``lam``, ``reactions``, ``iterations``, ``residual_norms``, ``converged``."""
+
+    def __init__(self, system, q, lam, norms, converged):
+        self._system = system
+        self.q = q
+        self.lam = lam
+        self.residual_norms = np.asarray(norms)
+        self.iterations = len(norms) - 1
+        self.converged = converged
+        self.reactions = system.reactions(q, np.zeros_like(q), lam)
+
+    @property
+    def residual(self):
+        return float(self.residual_norms[-1])
+
+    def reaction(self, name):
+        return self.reactions[self._system._joint_pos(name)]
+
+    def __repr__(self):
+        state = "converged" if self.converged else "NOT converged"
+        return f"<StaticResult {state} in {self.iterations} iterations, residual {self.residual:.3e}>"
+
+
+def _kkt(n, Phq, nc):
+    pr, pc, pv = Phq
+    return pr, pc, pv
+
+
+def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=0.0,
+                       raise_on_failure=True):
+    """Newton's method for the static equilibrium; returns a :class:`StaticResult`.
+
+    ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``. On failure a
+    :class:`~flexmbd.errors.ConvergenceError` is raised whose ``partial`` is the
+    last iterate (or it is returned with ``converged=False`` when
+    ``raise_on_failure`` is False).
+    """
+    n, nc = system.n, system.nc
+    q = np.array(q, dtype=float)
+    qd = np.zeros(n)
+    lam = np.zeros(nc)
+    norms = []
+    for it in range(max_iter + 1):
+        T = system.dae_terms(q, qd, np.zeros(n), lam, t, jacobian=True)
+        res = np.concatenate([T.PtL - T.Q, T.phi])
+        nr = float(np.linalg.norm(res))
+        norms.append(nr)
+        if not np.isfinite(nr):
+            break
+        if nr <= tol:
+            return StaticResult(system, q, lam, norms, True)
+        if it == max_iter:
+            break
+        A = system.iteration_matrix(T, 0.0, 0.0, 0.0, 1.0, 0.0)
+        if regularization:
+            A = A + sp.diags(np.concatenate([np.full(n, regularization), np.zeros(nc)]), format="csc")
+        try:
+            dx = spla.splu(A.tocsc()).solve(-res)
+        except RuntimeError:
+            break
+        if not np.all(np.isfinite(dx)):
+            break
+        q += dx[:n]
+        lam += dx[n:]
+    result = StaticResult(system, q, lam, norms, False)
+    if raise_on_failure:
+        raise ConvergenceError(
+            f"static equilibrium of model {system.model.name!r}: Newton did not converge in "
+            f"{max_iter} iterations (residual {norms[-1]:.3e} > tol {tol:.1e}); a singular or "
+            f"inexact Jacobian (force-element Jacobian switched off?) or a configuration far from "
+            f"equilibrium", partial=result, time=t)
+    return result
+
+
+def static_residual(system, q, t=0.0):
+    """Norm of the body-wrench imbalance at ``q`` at rest, after the best multipliers (N, N m).
+
+    ``Q`` minus the least-squares constraint forces ``Phi_q^T lam``, mapped back to
+    world wrenches ``[n; f]`` per body (``n = E(e) r_e / 2``); returns the 2-norm.
+    """
+    from .quaternion import Emat
+
+    n = system.n
+    T = system.dae_terms(q, np.zeros(n), np.zeros(n), np.zeros(system.nc), t, jacobian=False)
+    P = sp.csr_matrix((T.Phq[2], (T.Phq[0], T.Phq[1])), shape=(system.nc, n))
+    lam = spla.lsqr(P.T, T.Q, atol=1e-15, btol=1e-15, iter_lim=10 * (n + system.nc))[0]
+    r = (T.Q - P.T @ lam).reshape(-1, 7)
+    e = np.asarray(q, float).reshape(-1, 7)[:, 3:]
+    nvec = 0.5 * np.einsum("bij,bj->bi", Emat(e), r[:, 3:])
+    return float(np.linalg.norm(np.concatenate([nvec.ravel(), r[:, :3].ravel()])))
+
+
+def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30):
+    """``(q, qd, qdd, lam)`` satisfying position, velocity and acceleration constraints."""
+    n, nc = system.n, system.nc
+    q = system.normalize(q)
+    qd = np.array(qd, dtype=float)
+    cs = system.constraints
+    for _ in range(max_iter):
+        phi, Phq = cs.evaluate(q)
+        if np.linalg.norm(phi) <= tol:
+            break
+        A = _min_norm_matrix(Phq, n, nc)
+        dx = _lu(A).solve(np.concatenate([np.zeros(n), -phi]))
+        q = q + dx[:n]
+    else:
+        phi = cs.evaluate(q, jacobian=False)
+        worst = _worst_joints(system, phi)
+        raise ModelError(
+            f"model {system.model.name!r}: inconsistent initial configuration — the joint "
+            f"equations cannot be closed from the joints' q0 (|Phi| = {np.linalg.norm(phi):.3e}; "
+            f"largest violations at {worst}); give q0 values that (nearly) close the loops"
+        )
+    phi, Phq = cs.evaluate(q)
+    A = _min_norm_matrix(Phq, n, nc)
+    P = sp.csr_matrix((Phq[2], (Phq[0], Phq[1])), shape=(nc, n))
+    dx = _lu(A).solve(np.concatenate([np.zeros(n), -(P @ qd)]))
+    qd = qd + dx[:n]
+    fd = system.forward_dynamics(q, qd, 0.0)
+    return q, qd, fd.qdd, fd.lam
+
+
+def _min_norm_matrix(Phq, n, nc):
+    pr, pc, pv = Phq
+    rows = np.concatenate([np.arange(n), pr + n, pc])
+    cols = np.concatenate([np.arange(n), pc, pr + n])
+    vals = np.concatenate([np.ones(n), pv, pv])
+    return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
+
+
+def _lu(A):
+    try:
+        return spla.splu(A)
+    except RuntimeError as err:
+        raise SolverError(
+            f"singular constraint Jacobian ({err}): redundant joint equations; the absolute "
+            f"formulation needs independent constraints"
+        ) from None
+
+
+def _worst_joints(system, phi):
+    out = []
+    for k, j in enumerate(system.joints):
+        sl = system.constraints.joint_rows[k]
+        if sl.stop > sl.start:
+            out.append((float(np.abs(phi[sl]).max()), j.name))
+    out.sort(reverse=True)
+    return [f"{name} ({v:.2e})" for v, name in out[:3]]

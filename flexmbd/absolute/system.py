@@ -1,0 +1,390 @@
+"""The absolute-coordinate System: index-3 DAE of rigid bodies in Euler parameters.
+
+Equations (per body ``q_b = (r, e)``, 7 coordinates; :mod:`.inertia`,
+:mod:`.constraints`, :mod:`.forces`)::
+
+    R(q, qd, qdd) + Phi_q(q)^T lam = Q(q, qd, t)          (7 nb equations)
+    Phi(q) = 0                                           (joint equations + normalizations)
+
+``R`` is the inertia residual (``M(q) qdd`` plus the quadratic velocity terms),
+``Q`` the generalized applied forces of the force elements. Every matrix is
+assembled sparse (scipy.sparse) from per-body and per-equation blocks, so a
+Newton iteration on a chain costs O(N).
+
+Multiplier signs: the constraint force on the bodies is ``-Phi_q^T lam``.
+Reactions (``.reactions``, ``.reaction(name)``) follow DESIGN.md: the wrench the
+parent exerts on the child at the child joint-frame origin in child joint-frame
+axes, ``[n; f]``. For a joint driven by a :class:`~flexmbd.JointForce` the
+reported reaction includes the applied joint force ``H tau`` (its part along the
+motion subspace), as the recursive solver reports it: the total wrench
+transmitted through the joint.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ModelError, SolverError
+from ..model.bodies import RigidBody
+from ..model.forces import JointForce
+from .constraints import ConstraintSet
+from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
+from .forces import (
+    BodyState,
+    JointForceMap,
+    map_jacobians,
+    map_te_terms,
+    map_wrenches,
+)
+from .inertia import BodyInertia
+from .quaternion import Emat, normalized_rot
+
+__all__ = ["AbsoluteSystem", "DynamicsResult", "DAETerms", "compile_system"]
+
+
+def compile_system(model, **options):
+    """Build an :class:`AbsoluteSystem` of ``model`` (``model.compile("absolute")``)."""
+    return AbsoluteSystem(model, **options)
+
+
+class DynamicsResult:
+    """Result of :meth:`AbsoluteSystem.forward_dynamics`."""
+
+    def __init__(self, system, q, qd, qdd, lam, reactions):
+        self._system = system
+        self.q = q
+        self.qd = qd
+        self.qdd = qdd
+        self.lam = lam
+        self.reactions = reactions
+
+    def reaction(self, name):
+        """Reaction wrench ``[n; f]`` of joint ``name`` (parent on child, child joint frame)."""
+        return self.reactions[self._system._joint_pos(name)]
+
+    def body_acceleration(self, name):
+        """``(alpha_world, a_origin_world)`` of body ``name``."""
+        k = self._system._body_pos(name)
+        e = self.q[7 * k + 3: 7 * k + 7]
+        edd = self.qdd[7 * k + 3: 7 * k + 7]
+        return 2.0 * Emat(e) @ edd, self.qdd[7 * k: 7 * k + 3].copy()
+
+
+class DAETerms:
+    """Residual pieces and (optionally) Jacobian pieces at one state (see :meth:`AbsoluteSystem.dae_terms`).
+
+    Attributes: ``R`` inertia residual, ``Q`` applied forces, ``PtL`` = ``Phi_q^T lam``,
+    ``phi`` constraints; COO triplets ``M``, ``Kin`` (dR/dq), ``Din`` (dR/dqd),
+    ``Phq`` (Phi_q), ``H`` (d(Phi_q^T lam)/dq), ``KQ`` (dQ/dq), ``DQ`` (dQ/dqd).
+    """
+
+
+def _coo(parts, shape):
+    rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
+    cols = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, int)
+    vals = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    return sp.csr_matrix((vals, (rows, cols)), shape=shape)
+
+
+class AbsoluteSystem:
+    """A model compiled to absolute (body) coordinates.
+
+    Parameters (``model.compile("absolute", **options)``)
+    ------------------------------------------------------
+    jacobian : {"exact", "no-forces"}
+        ``"exact"`` (default) puts every force element's exact Jacobian into the
+        Newton matrix except those of elements with ``has_jacobian`` False (e.g. a
+        :class:`~flexmbd.SpringDamperActuator` with ``exact_jacobian=False``);
+        ``"no-forces"`` leaves all force-element Jacobians out.
+    """
+
+    formulation = "absolute"
+
+    def __init__(self, model, jacobian="exact"):
+        if jacobian not in ("exact", "no-forces"):
+            raise ModelError(f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}")
+        self.model = model
+        self.jacobian_mode = jacobian
+        self._rev = None
+        self._build()
+
+    # -- structure --------------------------------------------------------------------
+    def _build(self):
+        m = self.model
+        m.validate()
+        self.bodies = m.bodies()
+        for b in self.bodies:
+            if not isinstance(b, RigidBody):
+                raise ModelError(
+                    f"body {b.name!r} ({type(b).__name__}): the absolute formulation handles rigid "
+                    f"bodies only so far"
+                )
+        self.joints = m.joints()
+        self.forces = m.forces()
+        self.nb = len(self.bodies)
+        self.index = {id(b): i for i, b in enumerate(self.bodies)}
+        self.n = 7 * self.nb
+        self.inertia = BodyInertia(self.bodies)
+        self.constraints = ConstraintSet(self.joints, self.index)
+        self.nc = self.constraints.n
+        self.coordinates = [(b.name, lab) for b in self.bodies for lab in COORD_LABELS]
+        self.speeds = [(b.name, lab) for b in self.bodies for lab in SPEED_LABELS]
+        self.joint_names = [j.name for j in self.joints]
+        self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
+        self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
+        self._other = [f for f in self.forces if not isinstance(f, JointForce)]
+        q, qd = tree_state(m, self.bodies, self.index)
+        self._q_tree, self._qd_tree = q, qd
+        # free lengths of SDAs default to the initial length
+        st = BodyState(self.index, q, qd)
+        for f in self._other:
+            if getattr(f, "l0", 0.0) is None and hasattr(f, "free_length"):
+                f.free_length(st)
+        self._rev = m.revision
+        self._ic = None
+
+    def refresh(self):
+        """Re-read the model's parameters if it changed since the last call."""
+        if self.model.revision != self._rev:
+            self._build()
+
+    def _body_pos(self, name):
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise ModelError(f"no body {name!r}; bodies: {[b.name for b in self.bodies]}")
+
+    def _joint_pos(self, name):
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
+
+    # -- states -----------------------------------------------------------------------
+    def body_states(self, q, qd):
+        """``{body name: (R, r, w_world, v_world)}`` (``v`` of the body-frame origin)."""
+        st = BodyState(self.index, q, qd)
+        return {b.name: (st.R[i].copy(), st.r[i].copy(), st.w[i].copy(), st.v[i].copy())
+                for i, b in enumerate(self.bodies)}
+
+    def state_from_bodies(self, states):
+        """``(q, qd)`` from ``{body name: (R, r, w, v)}`` (inverse of :meth:`body_states`)."""
+        q = np.zeros(self.n)
+        qd = np.zeros(self.n)
+        for i, b in enumerate(self.bodies):
+            R, r, w, v = states[b.name]
+            q[7 * i: 7 * i + 7] = pack(R, r)
+            qd[7 * i: 7 * i + 7] = twist_to_qd(q[7 * i + 3: 7 * i + 7], w, v)
+        return q, qd
+
+    def initial_conditions(self, tol=1e-12):
+        """Consistent ``(q, qd, qdd, lam)`` from the joints' ``q0``/``qd0`` (cached)."""
+        self.refresh()
+        if self._ic is None:
+            from .statics import consistent_initial_conditions
+
+            self._ic = consistent_initial_conditions(self, self._q_tree, self._qd_tree, tol=tol)
+        return tuple(x.copy() for x in self._ic)
+
+    def q0(self):
+        """Consistent initial coordinates."""
+        return self.initial_conditions()[0]
+
+    def qd0(self):
+        """Consistent initial coordinate rates."""
+        return self.initial_conditions()[1]
+
+    # -- model terms ------------------------------------------------------------------
+    def mass_matrix(self, q):
+        """Sparse mass matrix (7nb x 7nb)."""
+        self.refresh()
+        M = self.inertia.mass_blocks(np.asarray(q, float))
+        return sp.csr_matrix((M.ravel(), (self.inertia.rows, self.inertia.cols)), shape=(self.n, self.n))
+
+    def constraint(self, q):
+        """``Phi(q)`` (nc,): joint equations then normalizations."""
+        self.refresh()
+        return self.constraints.evaluate(np.asarray(q, float), jacobian=False)
+
+    def constraint_jacobian(self, q):
+        """Sparse ``Phi_q`` (nc x 7nb)."""
+        self.refresh()
+        _, t = self.constraints.evaluate(np.asarray(q, float))
+        return _coo([t], (self.nc, self.n))
+
+    def generalized_forces(self, q, qd, t=0.0, jacobian=False, exclude_jacobian=True):
+        """Applied generalized forces ``Q`` (7nb,) and optionally ``(dQ/dq, dQ/dqd)`` triplets."""
+        st = BodyState(self.index, q, qd)
+        Q = np.zeros(self.n)
+        nacc = np.zeros((self.nb, 3)) if jacobian else None
+        blocks = []
+        use_jac = self.jacobian_mode == "exact"
+        for f in self._other:
+            w = f.wrenches(t, st)
+            inc = jacobian and use_jac and (f.has_jacobian or not exclude_jacobian)
+            map_wrenches(w, self.index, st, Q, nacc if inc else None)
+            if inc:
+                jb = f.jacobians(t, st)
+                if jb is not None:
+                    blocks += jb
+        for jm in self._jf:
+            w, _, _, _ = jm.wrenches(t, st)
+            Qb = Q.reshape(-1, 7)
+            inc = jacobian and use_jac
+            for k, F in w:
+                Qb[k, :3] += F[3:]
+                Qb[k, 3:] += 2.0 * st.E[k].T @ F[:3]
+                if inc:
+                    nacc[k] += F[:3]
+            if inc:
+                for a, b, K, C in jm.jacobians(t, st):
+                    blocks.append((self.bodies[a], self.bodies[b], K, C))
+        if not jacobian:
+            return Q
+        KQ, DQ = map_jacobians(blocks, self.index, st)
+        te = map_te_terms(nacc, self.nb)
+        KQ = tuple(np.concatenate([a, b]) for a, b in zip(KQ, te))
+        return Q, KQ, DQ
+
+    def dae_terms(self, q, qd, qdd, lam, t=0.0, jacobian=True):
+        """All residual pieces of the DAE at one state, and their Jacobians (:class:`DAETerms`)."""
+        T = DAETerms()
+        q = np.asarray(q, float)
+        if jacobian:
+            T.R, M, K, D = self.inertia.residual(q, qd, qdd, derivatives=True)
+            ir, ic = self.inertia.rows, self.inertia.cols
+            T.M = (ir, ic, M.ravel())
+            T.Kin = (ir, ic, K.ravel())
+            T.Din = (ir, ic, D.ravel())
+            T.Q, T.KQ, T.DQ = self.generalized_forces(q, qd, t, jacobian=True)
+            T.phi, T.Phq = self.constraints.evaluate(q)
+            T.H = self.constraints.hessian_lambda(q, lam)
+        else:
+            T.R = self.inertia.residual(q, qd, qdd, derivatives=False)
+            T.Q = self.generalized_forces(q, qd, t)
+            T.phi, T.Phq = self.constraints.evaluate(q)
+        rows, cols, vals = T.Phq
+        T.PtL = np.bincount(cols, weights=vals * lam[rows], minlength=self.n)
+        return T
+
+    def iteration_matrix(self, T, aM, aKin, aDin, aK, aD, scale=1.0):
+        """Sparse ``[[aM M + aKin dR/dq + aDin dR/dqd + aK (H - dQ/dq) - aD dQ/dqd, Phi_q^T], [Phi_q, 0]]``.
+
+        The constraint blocks are multiplied by ``scale``.
+        """
+        n, nc = self.n, self.nc
+        parts = []
+
+        def add(trip, a):
+            if a != 0.0 and len(trip[2]):
+                parts.append((trip[0], trip[1], a * trip[2]))
+
+        add(T.M, aM)
+        add(T.Kin, aKin)
+        add(T.Din, aDin)
+        add(T.H, aK)
+        add(T.KQ, -aK)
+        add(T.DQ, -aD)
+        pr, pc, pv = T.Phq
+        parts.append((pr + n, pc, scale * pv))
+        parts.append((pc, pr + n, scale * pv))
+        rows = np.concatenate([p[0] for p in parts])
+        cols = np.concatenate([p[1] for p in parts])
+        vals = np.concatenate([p[2] for p in parts])
+        return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
+
+    # -- dynamics ---------------------------------------------------------------------
+    def forward_dynamics(self, q, qd, t=0.0):
+        """Accelerations, multipliers and joint reactions at ``(q, qd, t)``.
+
+        Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``.
+        """
+        self.refresh()
+        q = np.asarray(q, float)
+        qd = np.asarray(qd, float)
+        T = self.dae_terms(q, qd, np.zeros(self.n), np.zeros(self.nc), t, jacobian=False)
+        M = self.inertia.mass_blocks(q)
+        Mtrip = (self.inertia.rows, self.inertia.cols, M.ravel())
+        pr, pc, pv = T.Phq
+        n, nc = self.n, self.nc
+        A = sp.csc_matrix((np.concatenate([Mtrip[2], pv, pv]),
+                           (np.concatenate([Mtrip[0], pr + n, pc]),
+                            np.concatenate([Mtrip[1], pc, pr + n]))), shape=(n + nc, n + nc))
+        rhs = np.concatenate([T.Q - T.R, self.constraints.gamma(q, qd)])
+        x = _solve(A, rhs, "forward dynamics")
+        qdd, lam = x[:n], x[n:]
+        return DynamicsResult(self, q, qd, qdd, lam, self.reactions(q, qd, lam, t))
+
+    def reactions(self, q, qd, lam, t=0.0):
+        """Joint reactions (n_joints, 6) from the multipliers (plus applied joint forces)."""
+        out = self.constraints.reactions(np.asarray(q, float), lam)
+        if self._jf:
+            st = BodyState(self.index, q, qd)
+            for jm, k in zip(self._jf, self._jf_joint):
+                q_j, v_j, H, _, _ = jm.relative(st)
+                out[k] += H @ jm.el.generalized_force(t, q_j, v_j)
+        return out
+
+    def accept(self, q, qd):
+        """Hook called by integrators after an accepted step (joint-angle unwrapping)."""
+        if self._jf:
+            st = BodyState(self.index, q, qd)
+            for jm in self._jf:
+                jm.accept(st)
+
+    # -- energies ---------------------------------------------------------------------
+    def kinetic_energy(self, q, qd):
+        """Total kinetic energy (J)."""
+        return float(self.inertia.kinetic_energy(np.asarray(q, float), np.asarray(qd, float)).sum())
+
+    def energy_meter(self):
+        """An :class:`~flexmbd.absolute.energy.EnergyMeter` for this system."""
+        from .energy import EnergyMeter
+
+        return EnergyMeter(self)
+
+    # -- statics and simulation -------------------------------------------------------
+    def static_equilibrium(self, q=None, t=0.0, **options):
+        """Static equilibrium from ``q`` (default: the initial configuration); see :mod:`.statics`."""
+        from .statics import static_equilibrium
+
+        self.refresh()
+        return static_equilibrium(self, self.q0() if q is None else q, t=t, **options)
+
+    def simulate(self, t_end, dt=None, integrator="newmark", **options):
+        """Integrate from the consistent initial state with an implicit integrator.
+
+        ``integrator``: ``"newmark"`` (options ``beta``, ``gamma``), ``"hht"``
+        (``alpha`` in [-1/3, 0]) or ``"generalized-alpha"`` (``rho_inf``); see
+        :mod:`flexmbd.integrators.implicit` for the Newton options.
+        """
+        from ..integrators.implicit import integrate
+
+        if dt is None:
+            raise ModelError("the implicit integrators need a step: simulate(t_end, dt=...)")
+        return integrate(self, t_end, dt, integrator, **options)
+
+    def normalize(self, q):
+        """Euler parameters scaled to unit length (coordinates (7nb,))."""
+        q = np.array(q, dtype=float).reshape(-1, 7)
+        q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1, keepdims=True)
+        return q.ravel()
+
+    def rotation(self, q, name):
+        """Rotation matrix of body ``name`` at ``q``."""
+        k = self._body_pos(name)
+        return normalized_rot(np.asarray(q, float)[7 * k + 3: 7 * k + 7])
+
+
+def _solve(A, b, what):
+    try:
+        lu = spla.splu(A)
+    except RuntimeError as err:
+        raise SolverError(
+            f"{what}: the constraint/mass matrix is singular ({err}); check for redundant joints "
+            f"or bodies without mass/inertia in a free direction"
+        ) from None
+    x = lu.solve(b)
+    if not np.all(np.isfinite(x)):
+        raise SolverError(f"{what}: the linear solve produced NaN/inf")
+    return x
