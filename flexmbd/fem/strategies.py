@@ -380,11 +380,24 @@ class CraigBampton(Strategy):
         Phi_fixed = Ti @ Vi
         Psi = Ti @ Psi_i + T[:, n_i:].toarray()
         nb = Psi.shape[1]
-        # Schur complement on the boundary, for clamped static solves
+        # Schur complement on the boundary, for static solves with the reference held:
+        # boundary unknowns ub = Bsel y (rigid/distributing reference: its 6 DOFs are zero;
+        # nodes reference: its node motions with zero least-squares rigid part, W u = 0)
         S = Kh[n_i:, n_i:].toarray() + Kib.T @ Psi_i
         S = 0.5 * (S + S.T)
-        ref_pos = slices[ref] - n_i
-        keep_b = np.setdiff1d(np.arange(nb), ref_pos)
+        blocks = []
+        for name, itf in itfs.items():
+            pos = slices[name] - n_i
+            if name != ref:
+                blocks.append((pos, np.eye(len(pos))))
+            elif itf.kind == "nodes":
+                blocks.append((pos, sla.null_space(itf.W)))
+        ncol = sum(b.shape[1] for _, b in blocks)
+        Bsel = np.zeros((nb, ncol))
+        c0 = 0
+        for pos, b in blocks:
+            Bsel[pos, c0:c0 + b.shape[1]] = b
+            c0 += b.shape[1]
 
         cols, kinds, labels = [Phi_fixed], ["fixed-interface"] * Vi.shape[1], \
             [f"fixed-interface {i + 1}" for i in range(Vi.shape[1])]
@@ -407,8 +420,7 @@ class CraigBampton(Strategy):
             labels += comp
         Phi = np.hstack(cols)
 
-        Kh_b = S[np.ix_(keep_b, keep_b)] if len(keep_b) else None
-        Sf = sla.cho_factor(Kh_b) if Kh_b is not None else None
+        Sf = sla.cho_factor(Bsel.T @ S @ Bsel) if ncol else None
 
         def clamped_static(F):
             F = np.asarray(F, float)
@@ -419,15 +431,17 @@ class CraigBampton(Strategy):
             ub = np.zeros((nb, F.shape[1]))
             if Sf is not None:
                 rb = fh[n_i:] - Kib.T @ ui0
-                ub[keep_b] = sla.cho_solve(Sf, rb[keep_b])
+                ub = Bsel @ sla.cho_solve(Sf, Bsel.T @ rb)
             U = Ti @ (ui0 + Psi_i @ ub) + T[:, n_i:] @ ub
             return U[:, 0] if one else U
 
         kind_ref = itfs[ref].kind
         if self.frame == "interface":
-            frame = (f"attached to interface {ref!r} ({kind_ref}): its constraint modes are the "
-                     "rigid-body modes and are dropped; every mode leaves that interface frame "
-                     "fixed")
+            what = ("its 6 frame constraint modes are the rigid-body modes and are dropped"
+                    if kind_ref != "nodes" else "the 6 least-squares rigid motions of its nodes "
+                    "are dropped (its nodes still deform relative to that frame)")
+            frame = (f"attached to interface {ref!r} ({kind_ref}): {what}; every mode leaves "
+                     "that interface frame fixed")
             static, support = clamped_static, "clamped"
         else:
             _, _, relieved = model.free_solver()
