@@ -104,7 +104,6 @@ def interface_transform(n_dofs, interfaces, fixed_dofs=()):
     """
     eliminated = np.zeros(n_dofs, bool)
     eliminated[np.asarray(fixed_dofs, dtype=np.int64)] = True
-    boundary_full = []  # (name, full dofs that become boundary unknowns) for 'nodes'
     masters = {}
     for itf in interfaces.values():
         if itf.kind == "nodes":

@@ -138,7 +138,7 @@ def read_mesh(source, node_sets=None, check=True):
             fe = _from_meshio(source, "meshio")
         elif isinstance(source, skfem.Mesh):
             fe = FEMesh(source, {}, "skfem")
-            fe.cell_type  # raises for unsupported types
+            _ = fe.cell_type  # raises for unsupported types
             fe.node_sets.update(_skfem_named_sets(source))
         else:
             raise MeshError(f"mesh: cannot read a {type(source).__name__}; give a file path, "

@@ -264,7 +264,8 @@ class StaticCorrection(Strategy):
         self.orthonormalize = orthonormalize
 
     def __repr__(self):
-        return f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, fixed={self.fixed!r})"
+        return (f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, "
+                f"fixed={self.fixed!r})")
 
     def build(self, model, interfaces=None):
         fixed = self._fixed_nodes(model)
@@ -278,7 +279,8 @@ class StaticCorrection(Strategy):
             notes.append(f"static modes {dropped} dropped: already in the span of the others")
         Phi = np.hstack([V, Q])
         kinds = ["normal"] * V.shape[1] + ["static-correction"] * Q.shape[1]
-        labs = [f"normal {i + 1}" for i in range(V.shape[1])] + [f"static {labels[j]}" for j in kept]
+        labs = [f"normal {i + 1}" for i in range(V.shape[1])]
+        labs += [f"static {labels[j]}" for j in kept]
         return ModeSet(Phi, kinds, labs, self._frame_text(support), support, static,
                        interfaces=interfaces, strategy=repr(self), notes=notes)
 

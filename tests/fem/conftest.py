@@ -1,7 +1,7 @@
 import pytest
+from fem_helpers import NU, RHO, E
 
 import flexmbd.fem as F
-from fem_helpers import E, NU, RHO
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,8 @@ from flexmbd.fem.eigen import SPDFactor, eigh_dense, eigsh_shift_invert, free_sh
 
 def meshes():
     h = beam_hex1(3, 1)
-    t = skfem.MeshTet1.init_tensor(np.linspace(0, 1, 4), np.linspace(0, .3, 2), np.linspace(0, .2, 3))
+    t = skfem.MeshTet1.init_tensor(np.linspace(0, 1, 4), np.linspace(0, .3, 2),
+                                   np.linspace(0, .2, 3))
     return [h, skfem.MeshHex2.from_mesh(h), t, skfem.MeshTet2.from_mesh(t)]
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from fem_helpers import H, L, RHO, beam_hex1, beam_hex2, eb_cantilever_hz, eb_free_hz, end
+from fem_helpers import RHO, H, L, beam_hex1, beam_hex2, eb_cantilever_hz, eb_free_hz, end
 
 import flexmbd.fem as F
 from flexmbd.fem.invariants import rigid_inertia

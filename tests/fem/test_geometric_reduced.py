@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.linalg as sla
-from fem_helpers import E, H, L, RHO, beam_hex1, beam_hex2, end
+from fem_helpers import RHO, E, H, L, beam_hex1, beam_hex2, end
 from scipy.optimize import brentq
 
 import flexmbd.fem as F

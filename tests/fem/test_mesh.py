@@ -6,12 +6,11 @@ import meshio
 import numpy as np
 import pytest
 import skfem
+from fem_helpers import beam_hex1
 from skfem.io.meshio import to_meshio
 
 import flexmbd.fem as F
 from flexmbd.errors import MeshError
-
-from fem_helpers import beam_hex1
 
 MESHES = Path(__file__).resolve().parents[2] / "meshes"
 
