@@ -1,0 +1,376 @@
+"""Joint kinematics in numba: transform, motion subspace, bias, manifold update.
+
+Each joint of the spanning tree is described by an integer type code and a row
+of parameters ``prm`` (axes). For the tree body ``k`` the kernels need, in the
+tree frame ``e_k`` (the joint frame on body ``k``):
+
+* the pose of ``e_k`` in the inboard joint frame (``R``, ``p``);
+* an orthonormal motion subspace ``H`` (6 x nv) and its complement ``W``;
+* the velocity-product acceleration ``c`` (``d/dt`` of the relative twist minus
+  ``H dv/dt``), all ``[angular; linear]``.
+
+A *reversed* tree joint (the topology made the declared child the inboard body)
+moves the declared parent frame relative to the declared child frame:
+``V = -Ad_T H v`` with ``T`` the declared transform. ``-Ad_T H`` is
+orthonormalised as ``H' L`` (``H'`` orthonormal, ``L`` nv x nv); the CFA then
+works with the speeds ``L v`` and maps back (``qdd = L^-1 qdd'``).
+
+All functions write into caller-provided arrays (no allocation).
+"""
+
+import numpy as np
+from numba import njit
+
+FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
+
+JOINT_CODES = {
+    "Fixed": FIXED,
+    "Revolute": REVOLUTE,
+    "Prismatic": PRISMATIC,
+    "Cylindrical": CYLINDRICAL,
+    "Universal": UNIVERSAL,
+    "Spherical": SPHERICAL,
+    "Planar": PLANAR,
+    "Free": FREE,
+}
+
+
+@njit(cache=True, inline="always")
+def axis_rot(ax, ay, az, th, R):
+    """Rodrigues rotation by ``th`` about the unit axis into R (3x3)."""
+    c = np.cos(th)
+    s = np.sin(th)
+    t = 1.0 - c
+    R[0, 0] = c + t * ax * ax
+    R[0, 1] = t * ax * ay - s * az
+    R[0, 2] = t * ax * az + s * ay
+    R[1, 0] = t * ax * ay + s * az
+    R[1, 1] = c + t * ay * ay
+    R[1, 2] = t * ay * az - s * ax
+    R[2, 0] = t * ax * az - s * ay
+    R[2, 1] = t * ay * az + s * ax
+    R[2, 2] = c + t * az * az
+
+
+@njit(cache=True, inline="always")
+def quat_rot(e0, e1, e2, e3, R):
+    n = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
+    e0 /= n
+    e1 /= n
+    e2 /= n
+    e3 /= n
+    R[0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
+    R[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    R[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    R[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    R[1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
+    R[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    R[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    R[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    R[2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+
+
+@njit(cache=True)
+def joint_kinematics(jt, prm, q, v, Hc, Wc, R, p, H, W, c, tmp3):
+    """Declared-direction kinematics of one joint.
+
+    Writes the child-frame pose in the parent frame (R, p), ``H`` and ``W``
+    (q-dependent ones only; constant ones are copied from Hc/Wc) and the bias
+    ``c``. ``q``/``v`` are this joint's slices.
+    """
+    for i in range(6):
+        c[i] = 0.0
+    for i in range(3):
+        p[i] = 0.0
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
+    for i in range(6):
+        for j in range(6):
+            H[i, j] = Hc[i, j]
+            W[i, j] = Wc[i, j]
+    if jt == REVOLUTE:
+        axis_rot(prm[0], prm[1], prm[2], q[0], R)
+    elif jt == PRISMATIC:
+        for i in range(3):
+            p[i] = prm[i] * q[0]
+    elif jt == CYLINDRICAL:
+        axis_rot(prm[0], prm[1], prm[2], q[0], R)
+        for i in range(3):
+            p[i] = prm[i] * q[1]
+    elif jt == UNIVERSAL:
+        # R = Rot(a1, q0) Rot(a2, q1); a1 in child axes = Rot(a2, q1)^T a1
+        axis_rot(prm[0], prm[1], prm[2], q[0], R)
+        R2 = tmp3
+        axis_rot(prm[3], prm[4], prm[5], q[1], R2)
+        # R = R1 @ R2 (store R1 first in R, then multiply)
+        r00 = R[0, 0] * R2[0, 0] + R[0, 1] * R2[1, 0] + R[0, 2] * R2[2, 0]
+        r01 = R[0, 0] * R2[0, 1] + R[0, 1] * R2[1, 1] + R[0, 2] * R2[2, 1]
+        r02 = R[0, 0] * R2[0, 2] + R[0, 1] * R2[1, 2] + R[0, 2] * R2[2, 2]
+        r10 = R[1, 0] * R2[0, 0] + R[1, 1] * R2[1, 0] + R[1, 2] * R2[2, 0]
+        r11 = R[1, 0] * R2[0, 1] + R[1, 1] * R2[1, 1] + R[1, 2] * R2[2, 1]
+        r12 = R[1, 0] * R2[0, 2] + R[1, 1] * R2[1, 2] + R[1, 2] * R2[2, 2]
+        r20 = R[2, 0] * R2[0, 0] + R[2, 1] * R2[1, 0] + R[2, 2] * R2[2, 0]
+        r21 = R[2, 0] * R2[0, 1] + R[2, 1] * R2[1, 1] + R[2, 2] * R2[2, 1]
+        r22 = R[2, 0] * R2[0, 2] + R[2, 1] * R2[1, 2] + R[2, 2] * R2[2, 2]
+        R[0, 0] = r00
+        R[0, 1] = r01
+        R[0, 2] = r02
+        R[1, 0] = r10
+        R[1, 1] = r11
+        R[1, 2] = r12
+        R[2, 0] = r20
+        R[2, 1] = r21
+        R[2, 2] = r22
+        a1x = R2[0, 0] * prm[0] + R2[1, 0] * prm[1] + R2[2, 0] * prm[2]
+        a1y = R2[0, 1] * prm[0] + R2[1, 1] * prm[1] + R2[2, 1] * prm[2]
+        a1z = R2[0, 2] * prm[0] + R2[1, 2] * prm[1] + R2[2, 2] * prm[2]
+        H[0, 0] = a1x
+        H[1, 0] = a1y
+        H[2, 0] = a1z
+        # n = a1c x a2 (unit: orthogonal unit axes)
+        nx = a1y * prm[5] - a1z * prm[4]
+        ny = a1z * prm[3] - a1x * prm[5]
+        nz = a1x * prm[4] - a1y * prm[3]
+        W[0, 0] = nx
+        W[1, 0] = ny
+        W[2, 0] = nz
+        w01 = v[0] * v[1]
+        c[0] = w01 * nx
+        c[1] = w01 * ny
+        c[2] = w01 * nz
+    elif jt == SPHERICAL:
+        quat_rot(q[0], q[1], q[2], q[3], R)
+    elif jt == PLANAR:
+        axis_rot(prm[6], prm[7], prm[8], q[2], R)
+        for i in range(3):
+            p[i] = q[0] * prm[i] + q[1] * prm[3 + i]
+    elif jt == FREE:
+        quat_rot(q[3], q[4], q[5], q[6], R)
+        p[0] = q[0]
+        p[1] = q[1]
+        p[2] = q[2]
+
+
+@njit(cache=True)
+def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
+    """Turn declared kinematics into the reversed tree direction, in place.
+
+    On entry (R, p) is the declared child frame in the declared parent frame,
+    H, c declared. On exit (R, p) is the inverse pose, H the orthonormal basis
+    of ``-Ad_T H``, W its complement, c = ``-Ad_T c`` and L with
+    ``-Ad_T H = H L``.
+    """
+    # S = -Ad_T H, Ad_T = [[R, 0], [p~ R, R]]
+    for j in range(nv):
+        wx = R[0, 0] * H[0, j] + R[0, 1] * H[1, j] + R[0, 2] * H[2, j]
+        wy = R[1, 0] * H[0, j] + R[1, 1] * H[1, j] + R[1, 2] * H[2, j]
+        wz = R[2, 0] * H[0, j] + R[2, 1] * H[1, j] + R[2, 2] * H[2, j]
+        ux = R[0, 0] * H[3, j] + R[0, 1] * H[4, j] + R[0, 2] * H[5, j]
+        uy = R[1, 0] * H[3, j] + R[1, 1] * H[4, j] + R[1, 2] * H[5, j]
+        uz = R[2, 0] * H[3, j] + R[2, 1] * H[4, j] + R[2, 2] * H[5, j]
+        Q[0, j] = -wx
+        Q[1, j] = -wy
+        Q[2, j] = -wz
+        Q[3, j] = -(ux + p[1] * wz - p[2] * wy)
+        Q[4, j] = -(uy + p[2] * wx - p[0] * wz)
+        Q[5, j] = -(uz + p[0] * wy - p[1] * wx)
+    wx = R[0, 0] * c[0] + R[0, 1] * c[1] + R[0, 2] * c[2]
+    wy = R[1, 0] * c[0] + R[1, 1] * c[1] + R[1, 2] * c[2]
+    wz = R[2, 0] * c[0] + R[2, 1] * c[1] + R[2, 2] * c[2]
+    ux = R[0, 0] * c[3] + R[0, 1] * c[4] + R[0, 2] * c[5]
+    uy = R[1, 0] * c[3] + R[1, 1] * c[4] + R[1, 2] * c[5]
+    uz = R[2, 0] * c[3] + R[2, 1] * c[4] + R[2, 2] * c[5]
+    c[0] = -wx
+    c[1] = -wy
+    c[2] = -wz
+    c[3] = -(ux + p[1] * wz - p[2] * wy)
+    c[4] = -(uy + p[2] * wx - p[0] * wz)
+    c[5] = -(uz + p[0] * wy - p[1] * wx)
+    # S = Q[:, :nv] -> Gram-Schmidt completion to a 6x6 orthonormal basis
+    for j in range(nv):
+        for i in range(6):
+            H[i, j] = Q[i, j]
+    used = tmp6
+    for i in range(6):
+        used[i] = 0.0
+    # orthonormalise the nv columns (modified Gram-Schmidt), L = H'^T S
+    for j in range(6):
+        for i in range(6):
+            L[i, j] = 0.0
+    for j in range(nv):
+        for k in range(j):
+            d = 0.0
+            for i in range(6):
+                d += H[i, k] * H[i, j]
+            L[k, j] = d
+            for i in range(6):
+                H[i, j] -= d * H[i, k]
+        nrm = 0.0
+        for i in range(6):
+            nrm += H[i, j] * H[i, j]
+        nrm = np.sqrt(nrm)
+        L[j, j] = nrm
+        for i in range(6):
+            H[i, j] /= nrm
+    # complement: pick the unit vectors with the largest residual one by one
+    for col in range(nv, 6):
+        best = -1.0
+        bi = 0
+        for cand in range(6):
+            if used[cand] != 0.0:
+                continue
+            # residual norm^2 = 1 - sum_k H[cand,k]^2 (k over current basis)
+            s = 1.0
+            for k in range(nv):
+                s -= H[cand, k] * H[cand, k]
+            for k in range(nv, col):
+                s -= W[cand, k - nv] * W[cand, k - nv]
+            if s > best:
+                best = s
+                bi = cand
+        used[bi] = 1.0
+        wc = col - nv
+        for i in range(6):
+            W[i, wc] = 1.0 if i == bi else 0.0
+        for it in range(2):
+            for k in range(nv):
+                d = 0.0
+                for i in range(6):
+                    d += H[i, k] * W[i, wc]
+                for i in range(6):
+                    W[i, wc] -= d * H[i, k]
+            for k in range(wc):
+                d = 0.0
+                for i in range(6):
+                    d += W[i, k] * W[i, wc]
+                for i in range(6):
+                    W[i, wc] -= d * W[i, k]
+        nrm = 0.0
+        for i in range(6):
+            nrm += W[i, wc] * W[i, wc]
+        nrm = np.sqrt(nrm)
+        for i in range(6):
+            W[i, wc] /= nrm
+    # inverse pose: R <- R^T, p <- -R^T p
+    px = -(R[0, 0] * p[0] + R[1, 0] * p[1] + R[2, 0] * p[2])
+    py = -(R[0, 1] * p[0] + R[1, 1] * p[1] + R[2, 1] * p[2])
+    pz = -(R[0, 2] * p[0] + R[1, 2] * p[1] + R[2, 2] * p[2])
+    for i in range(3):
+        for j in range(i + 1, 3):
+            t = R[i, j]
+            R[i, j] = R[j, i]
+            R[j, i] = t
+    p[0] = px
+    p[1] = py
+    p[2] = pz
+
+
+@njit(cache=True)
+def joint_integrate(jt, prm, q, v, dt, out):
+    """Coordinates after moving with constant speeds ``v`` for ``dt`` (exact on the manifold)."""
+    if jt == SPHERICAL or jt == FREE:
+        o = 3 if jt == FREE else 0
+        wx = v[0] * dt
+        wy = v[1] * dt
+        wz = v[2] * dt
+        th = np.sqrt(wx * wx + wy * wy + wz * wz)
+        if th < 1e-8:
+            s = 0.5 - th * th / 48.0
+            cc = 1.0 - th * th / 8.0
+        else:
+            s = np.sin(0.5 * th) / th
+            cc = np.cos(0.5 * th)
+        b0 = cc
+        b1 = s * wx
+        b2 = s * wy
+        b3 = s * wz
+        a0 = q[o]
+        a1 = q[o + 1]
+        a2 = q[o + 2]
+        a3 = q[o + 3]
+        e0 = a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3
+        e1 = a0 * b1 + b0 * a1 + a2 * b3 - a3 * b2
+        e2 = a0 * b2 + b0 * a2 + a3 * b1 - a1 * b3
+        e3 = a0 * b3 + b0 * a3 + a1 * b2 - a2 * b1
+        n = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
+        if jt == FREE:
+            # position: R(q) V(w) u, V = I + (1-cos)/th^2 K + (th - sin)/th^3 K^2
+            ux = v[3] * dt
+            uy = v[4] * dt
+            uz = v[5] * dt
+            if th < 1e-8:
+                A = 0.5
+                B = 1.0 / 6.0
+            else:
+                A = (1.0 - np.cos(th)) / (th * th)
+                B = (th - np.sin(th)) / (th * th * th)
+            kx = wy * uz - wz * uy
+            ky = wz * ux - wx * uz
+            kz = wx * uy - wy * ux
+            kkx = wy * kz - wz * ky
+            kky = wz * kx - wx * kz
+            kkz = wx * ky - wy * kx
+            dx = ux + A * kx + B * kkx
+            dy = uy + A * ky + B * kky
+            dz = uz + A * kz + B * kkz
+            R = np.empty((3, 3))
+            quat_rot(a0, a1, a2, a3, R)
+            out[0] = q[0] + R[0, 0] * dx + R[0, 1] * dy + R[0, 2] * dz
+            out[1] = q[1] + R[1, 0] * dx + R[1, 1] * dy + R[1, 2] * dz
+            out[2] = q[2] + R[2, 0] * dx + R[2, 1] * dy + R[2, 2] * dz
+        out[o] = e0 / n
+        out[o + 1] = e1 / n
+        out[o + 2] = e2 / n
+        out[o + 3] = e3 / n
+    elif jt == PLANAR:
+        th = v[0] * dt
+        a = v[1] * dt
+        b = v[2] * dt
+        if abs(th) < 1e-8:
+            so = 1.0 - th * th / 6.0
+            co = th / 2.0
+        else:
+            so = np.sin(th) / th
+            co = (1.0 - np.cos(th)) / th
+        dx = so * a - co * b
+        dy = co * a + so * b
+        cc = np.cos(q[2])
+        s = np.sin(q[2])
+        out[0] = q[0] + cc * dx - s * dy
+        out[1] = q[1] + s * dx + cc * dy
+        out[2] = q[2] + th
+    else:
+        for i in range(v.shape[0]):
+            out[i] = q[i] + dt * v[i]
+
+
+@njit(cache=True)
+def joint_qdot(jt, prm, q, v, out):
+    """Coordinate rates dq/dt for speeds v."""
+    if jt == SPHERICAL or jt == FREE:
+        o = 3 if jt == FREE else 0
+        e0 = q[o]
+        e1 = q[o + 1]
+        e2 = q[o + 2]
+        e3 = q[o + 3]
+        w0 = v[0]
+        w1 = v[1]
+        w2 = v[2]
+        out[o] = 0.5 * (-e1 * w0 - e2 * w1 - e3 * w2)
+        out[o + 1] = 0.5 * (e0 * w0 - e3 * w1 + e2 * w2)
+        out[o + 2] = 0.5 * (e3 * w0 + e0 * w1 - e1 * w2)
+        out[o + 3] = 0.5 * (-e2 * w0 + e1 * w1 + e0 * w2)
+        if jt == FREE:
+            R = np.empty((3, 3))
+            quat_rot(e0, e1, e2, e3, R)
+            for i in range(3):
+                out[i] = R[i, 0] * v[3] + R[i, 1] * v[4] + R[i, 2] * v[5]
+    elif jt == PLANAR:
+        cc = np.cos(q[2])
+        s = np.sin(q[2])
+        out[0] = cc * v[1] - s * v[2]
+        out[1] = s * v[1] + cc * v[2]
+        out[2] = v[0]
+    else:
+        for i in range(v.shape[0]):
+            out[i] = v[i]

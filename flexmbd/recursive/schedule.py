@@ -1,0 +1,147 @@
+"""Elimination schedule of the serialized CFA (Liu, Hu, Zhang 2016, section 3).
+
+The constraint-force matrix ``A`` of a tree couples the unknowns ``F_S`` of two
+joints when they share a body: a joint with its parent joint (the blocks ``B``
+of the chains, eq. 30-32) and, at a *node* (a body with several outboard
+bodies), the node's joint with every child joint and the child joints with each
+other (eq. 33-36).
+
+*Node-related* joints are the joint of a node body and the joints of its
+children. Every other joint lies on a *chain*: a path of single-child bodies,
+whose ``A`` is block tridiagonal, bounded above and below by at most one
+node-related joint. Each chain (with its boundaries) is reduced by block
+odd-even (cyclic) reduction: at every level the unknowns at odd positions of the
+current sequence are eliminated in terms of their two neighbours, which halves
+the sequence; boundaries are never eliminated. This is the paper's odd-even
+elimination (eq. 39-40) restricted to the rows that survive each level, so its
+serial cost is linear in the chain length (the paper's all-rows variant costs
+N log N serially and suits N processors). What survives -- node-related joints
+and the last unknown of a chain with no node -- is the small dense system
+``Ā_node F_S,node = X̄_node`` of eq. (41-44); the chain unknowns follow by back
+substitution (eq. 44, second line).
+
+The schedule depends on the topology only and is computed once per System.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Schedule", "build_schedule"]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Elimination order of a tree (arrays indexed by regular labels).
+
+    Attributes
+    ----------
+    steps : ndarray (n_steps, 3)
+        ``(i, l, r)``: eliminate joint ``i`` whose current neighbours are ``l``
+        and ``r`` (-1 for none), in this order; back substitution runs in reverse.
+    dense : ndarray
+        Joints of the dense node system, ascending.
+    links : ndarray (n, 2)
+        Chain couplings ``(k, r)`` left between two dense joints after reduction.
+    node_children : ndarray
+        Children of node bodies (the node's joint couples with each).
+    siblings : ndarray (n, 2)
+        Pairs of children of the same node (coupled through the node's inertia).
+    onechild : ndarray
+        ``onechild[k]`` = the only child of body k, or -1.
+    levels : int
+        Number of odd-even levels of the longest chain.
+    """
+
+    steps: np.ndarray
+    dense: np.ndarray
+    links: np.ndarray
+    node_children: np.ndarray
+    siblings: np.ndarray
+    onechild: np.ndarray
+    levels: int
+
+
+def build_schedule(parent):
+    """Schedule for the tree given by ``parent`` (labels, ``parent[k] < k``, ``parent[0] = -1``)."""
+    parent = np.asarray(parent, dtype=np.int64)
+    n = parent.size - 1
+    children = [[] for _ in range(n + 1)]
+    for k in range(1, n + 1):
+        children[parent[k]].append(k)
+    nchild = [len(c) for c in children]
+    is_node = [False] + [nchild[k] >= 2 for k in range(1, n + 1)]
+    related = [False] * (n + 1)
+    for k in range(1, n + 1):
+        if is_node[k] or (parent[k] > 0 and is_node[parent[k]]):
+            related[k] = True
+    onechild = np.full(n + 1, -1, dtype=np.int64)
+    for k in range(1, n + 1):
+        if nchild[k] == 1:
+            onechild[k] = children[k][0]
+
+    steps, links = [], []
+    dense = [k for k in range(1, n + 1) if related[k]]
+    levels = 0
+    for k in range(1, n + 1):
+        if related[k]:
+            # direct link between two dense joints (single child, both node-related)
+            c = onechild[k]
+            if c > 0 and related[c]:
+                links.append((k, int(c)))
+            continue
+        p = int(parent[k])
+        if p > 0 and not related[p]:
+            continue  # not a chain head
+        seq = [p] if p > 0 else []
+        protected = set(seq)
+        cur = k
+        while True:
+            seq.append(cur)
+            c = int(onechild[cur])
+            if c < 0:
+                break
+            if related[c]:
+                seq.append(c)
+                protected.add(c)
+                break
+            cur = c
+        lev = 0
+        while True:
+            free = [x for x in seq if x not in protected]
+            if not free:
+                break
+            if len(seq) == 1:
+                dense.append(seq[0])  # last survivor of a chain without nodes
+                break
+            elim = [i for i in range(1, len(seq), 2) if seq[i] not in protected]
+            if not elim:
+                elim = [0]  # only the head is left unprotected in front of a boundary
+            lev += 1
+            for i in elim:
+                left = seq[i - 1] if i > 0 else -1
+                right = seq[i + 1] if i + 1 < len(seq) else -1
+                steps.append((seq[i], left, right))
+            drop = set(elim)
+            seq = [x for i, x in enumerate(seq) if i not in drop]
+        levels = max(levels, lev)
+        for a, b in zip(seq[:-1], seq[1:], strict=False):
+            links.append((a, b))
+    node_children, siblings = [], []
+    for b in range(1, n + 1):
+        if is_node[b]:
+            ch = children[b]
+            node_children.extend(ch)
+            for i in range(len(ch)):
+                for j in range(i + 1, len(ch)):
+                    siblings.append((ch[i], ch[j]))
+    as2 = lambda x: np.asarray(x, dtype=np.int64).reshape(-1, 2)
+    return Schedule(
+        steps=np.asarray(steps, dtype=np.int64).reshape(-1, 3),
+        dense=np.asarray(sorted(dense), dtype=np.int64),
+        links=as2(links),
+        node_children=np.asarray(node_children, dtype=np.int64),
+        siblings=as2(siblings),
+        onechild=onechild,
+        levels=levels,
+    )
