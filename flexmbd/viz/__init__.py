@@ -3,7 +3,7 @@
 >>> import flexmbd as fm                                   # doctest: +SKIP
 >>> fm.viz.show(model, file="model.png")                   # doctest: +SKIP
 >>> fm.viz.animate(res, "run.gif", scale=50, field="von_mises")   # doctest: +SKIP
->>> fm.viz.plot_mode(body, 0, file="mode0.png")            # doctest: +SKIP
+>>> fm.viz.plot_mode(body, 1, file="mode1.png")            # doctest: +SKIP
 
 Rendering functions configure VTK for headless machines first
 (:mod:`flexmbd.viz.headless`) and raise :class:`RenderingUnavailable` with the fix

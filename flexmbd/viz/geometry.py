@@ -384,7 +384,13 @@ def reduced_body_geometry(rb):
       ``skfem.io.meshio.to_meshio`` for correct node order, or a meshio Mesh), or
       ``nodes`` / ``cells`` / ``cell_type``;
     * the mode shapes: ``modes``, ``Phi`` or ``mode_shapes`` (3 n x m, node-interleaved);
-    * optionally ``stress_modes`` and ``frequencies`` (Hz).
+    * optionally ``stress_modes`` ((6 n, m), or (n, 6, m) as
+      :class:`flexmbd.fem.ReducedBody` stores them, Voigt xx, yy, zz, yz, xz, xy) and
+      ``mode_frequencies`` or ``frequencies`` (Hz).
+
+    :class:`flexmbd.fem.ReducedBody` (``nodes``, ``cells`` in meshio/VTK order,
+    ``cell_type``, ``modes``, ``stress_modes``, ``mode_frequencies``) is read directly;
+    arrays it stores empty (no stress modes) count as absent.
     """
     if isinstance(rb, BodyGeometry):
         return rb
@@ -412,10 +418,21 @@ def reduced_body_geometry(rb):
     nodes = np.asarray(nodes, dtype=float)
     if nodes.ndim == 2 and nodes.shape[0] == 3 and nodes.shape[1] != 3:
         nodes = nodes.T
-    modes = _first_attr(rb, ("modes", "Phi", "mode_shapes", "phi"))
-    stress = _first_attr(rb, ("stress_modes", "Psi"))
-    freqs = _first_attr(rb, ("frequencies", "freqs", "frequencies_hz"))
+    modes = _nonempty(_first_attr(rb, ("modes", "Phi", "mode_shapes", "phi")))
+    stress = _nonempty(_first_attr(rb, ("stress_modes", "Psi")))
+    if stress is not None and stress.ndim == 3:   # (n, 6, m) as flexmbd.fem stores them
+        stress = stress.reshape(-1, stress.shape[-1])
+    # the Rayleigh quotient of each mode (flexmbd.fem: mode_frequencies) labels that mode
+    freqs = _nonempty(_first_attr(rb, ("mode_frequencies", "frequencies", "freqs")))
     return BodyGeometry(nodes, cells, modes, stress, freqs)
+
+
+def _nonempty(a):
+    """None for missing or zero-length arrays (flexmbd.fem stores absent data as empty)."""
+    if a is None:
+        return None
+    a = np.asarray(a)
+    return None if a.size == 0 else a
 
 
 def _mesh_parts(mesh):

@@ -389,20 +389,20 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
 
 
 def _mode_info(rb, k):
+    """Geometry, 0-based column and label of mode number ``k`` (1-based, as ``info()``)."""
     g = reduced_body_geometry(rb)
     if not g.flexible:
         raise FlexmbdError("this body has no mode shapes")
-    if not -g.n_modes <= k < g.n_modes:
-        raise FlexmbdError(f"mode index {k} out of range: the body has {g.n_modes} modes "
-                           f"(0-based, 0..{g.n_modes - 1})")
-    k = k % g.n_modes
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= g.n_modes:
+        raise FlexmbdError(f"mode number {k!r} out of range: the body has {g.n_modes} modes, "
+                           f"numbered 1..{g.n_modes} as in its info() table")
     label = f"mode {k}"
-    if g.frequencies is not None and len(g.frequencies) > k:
-        label += f": {g.frequencies[k]:.4g} Hz"
-    kinds = getattr(rb, "mode_kinds", None) if not isinstance(rb, dict) else rb.get("mode_kinds")
-    if kinds is not None and len(kinds) > k:
-        label += f" ({kinds[k]})"
-    return g, k, label
+    if g.frequencies is not None and len(g.frequencies) >= k:
+        label += f": {g.frequencies[k - 1]:.4g} Hz"
+    kinds = rb.get("mode_kind") if isinstance(rb, dict) else getattr(rb, "mode_kind", None)
+    if kinds is not None and len(kinds) >= k:
+        label += f" ({kinds[k - 1]})"
+    return g, k - 1, label
 
 
 def _auto_scale(g, k, scale):
@@ -423,7 +423,7 @@ def _mode_q(g, k, amplitude):
 def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
               undeformed=True, view="iso", window_size=(800, 600), cmap="viridis",
               show_edges=True, off_screen=None):
-    """Draw mode ``k`` (0-based) of a reduced body, labelled with its frequency.
+    """Draw mode number ``k`` (1-based, as in ``ReducedBody.info()``) with its frequency.
 
     ``scale`` multiplies the mode shape (default: largest displacement = 10 % of the
     mesh size); ``undeformed`` adds the undeformed mesh as a wireframe. Returns the
@@ -449,7 +449,7 @@ def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
 def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_frames=24,
                  fps=12, view="iso", window_size=(640, 480), cmap="viridis",
                  show_edges=True):
-    """Animate mode ``k`` (0-based) as one period of ``sin`` oscillation into ``file``.
+    """Animate mode number ``k`` (1-based) over one period of ``sin`` into ``file``.
 
     Returns the number of frames written.
     """

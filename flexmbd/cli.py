@@ -1,0 +1,410 @@
+"""Command line: ``flexmbd reduce | compare-modes | info | simulate | render | probe-gl``.
+
+Examples::
+
+    flexmbd reduce meshes/beam_hex.msh --strategy craig-bampton --modes 8 \\
+        --interface A=A --interface B=B -o beam.npz
+    flexmbd info beam.npz                      # mode table, frequencies, interfaces
+    flexmbd compare-modes meshes/beam_hex.msh --modes 8 --fixed A --load B:0,1000,0 \\
+        --strategies normal,craig-bampton,ritz -o table.csv
+    flexmbd simulate my_model.py -o run.h5 --t-end 1 --dt 1e-3
+    flexmbd render run.h5 -o run.mp4 --scale 50 --field von_mises
+    flexmbd probe-gl                            # can this machine render off-screen?
+
+Node selectors (``--interface NAME=SEL``, ``--fixed SEL``, ``--load SEL:fx,fy,fz``):
+a node-set name from the mesh file (gmsh physical group, Abaqus set), or
+``plane:x,y,z:nx,ny,nz``, ``box:x0,y0,z0:x1,y1,z1``, ``sphere:x,y,z:r``,
+``nearest:x,y,z``.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .errors import FlexmbdError
+
+__all__ = ["main", "build_parser", "parse_selector"]
+
+STRATEGIES = ("normal", "static-correction", "craig-bampton", "ritz")
+MATERIALS = {"steel": (2.1e11, 0.3, 7850.0), "aluminium": (7.0e10, 0.33, 2700.0),
+             "aluminum": (7.0e10, 0.33, 2700.0), "titanium": (1.1e11, 0.34, 4500.0)}
+
+
+# -- argument helpers ---------------------------------------------------------------------
+def _floats(text, n, what):
+    try:
+        v = [float(x) for x in text.split(",")]
+    except ValueError:
+        v = []
+    if len(v) != n:
+        raise FlexmbdError(f"{what}: expected {n} comma-separated numbers, got {text!r}")
+    return v
+
+
+def parse_selector(text):
+    """A :mod:`flexmbd.fem` node selector from its command-line form (see module doc)."""
+    import flexmbd.fem as F
+
+    kind, _, rest = text.partition(":")
+    parts = rest.split(":") if rest else []
+    if kind == "plane" and len(parts) == 2:
+        return F.Plane(_floats(parts[0], 3, text), _floats(parts[1], 3, text))
+    if kind == "box" and len(parts) == 2:
+        return F.Box(_floats(parts[0], 3, text), _floats(parts[1], 3, text))
+    if kind == "sphere" and len(parts) == 2:
+        return F.Sphere(_floats(parts[0], 3, text), float(parts[1]))
+    if kind == "nearest" and len(parts) == 1:
+        return F.Nearest(_floats(parts[0], 3, text))
+    if kind in ("plane", "box", "sphere", "nearest"):
+        raise FlexmbdError(f"selector {text!r}: see `flexmbd reduce --help` for the forms")
+    return F.NodeSet(text)
+
+
+def _interfaces(items):
+    out = {}
+    for item in items or []:
+        name, eq, sel = item.partition("=")
+        if not eq or not name:
+            raise FlexmbdError(f"--interface {item!r}: write NAME=SELECTOR (e.g. "
+                               f"A=plane:0,0,0:1,0,0 or A=A for the mesh's node set A)")
+        out[name] = parse_selector(sel)
+    return out
+
+
+def _load(text):
+    import flexmbd.fem as F
+
+    sel, _, vec = text.rpartition(":")
+    if not sel:
+        raise FlexmbdError(f"--load {text!r}: write SELECTOR:fx,fy,fz")
+    return F.PointLoad(parse_selector(sel), force=_floats(vec, 3, "--load force"))
+
+
+def _material(args):
+    import flexmbd.fem as F
+
+    if args.material not in MATERIALS:
+        raise FlexmbdError(f"unknown material {args.material!r}; use one of {sorted(MATERIALS)} "
+                           f"or give --E --nu --rho")
+    E, nu, rho = MATERIALS[args.material]
+    return F.Material(E=args.E or E, nu=args.nu or nu, rho=args.rho or rho, name=args.material)
+
+
+def _strategy(name, n, interfaces, fixed, load, kind):
+    import flexmbd.fem as F
+
+    if name == "normal":
+        return F.NormalModes(n, fixed=fixed)
+    if name == "craig-bampton":
+        if not interfaces:
+            raise FlexmbdError("craig-bampton needs interfaces: --interface NAME=SELECTOR")
+        n_fixed = n - 6 * (len(interfaces) - 1)
+        if n_fixed < 0:
+            raise FlexmbdError(
+                f"--modes {n} is fewer than the {6 * (len(interfaces) - 1)} constraint modes of "
+                f"{len(interfaces)} rigid interfaces (the first is the body frame)"
+            )
+        return F.CraigBampton(n_fixed, interfaces, kind)
+    if name == "static-correction":
+        loads = list(interfaces) or ([load] if load is not None else None)
+        if not loads:
+            raise FlexmbdError("static-correction needs --interface or --load for its loads")
+        n_loads = 6 * len(interfaces) if interfaces else 1
+        return F.StaticCorrection(max(n - n_loads, 1), loads, fixed=fixed)
+    if name == "ritz":
+        if load is None:
+            raise FlexmbdError("ritz needs a load: --load SELECTOR:fx,fy,fz")
+        return F.RitzVectors(n, load, fixed=fixed)
+    raise FlexmbdError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")
+
+
+# -- commands -------------------------------------------------------------------------------
+def cmd_reduce(args):
+    import flexmbd.fem as F
+
+    interfaces = _interfaces(args.interface)
+    fixed = parse_selector(args.fixed) if args.fixed else None
+    load = _load(args.load) if args.load else None
+    strategy = _strategy(args.strategy, args.modes, interfaces, fixed, load,
+                         args.interface_kind)
+    extra = None if args.strategy == "craig-bampton" else (interfaces or None)
+    body = F.reduce(args.mesh, _material(args), strategy, interfaces=extra,
+                    interface_kind=args.interface_kind, stress_modes=not args.no_stress,
+                    geometric=not args.no_geometric, name=args.name or Path(args.mesh).stem)
+    out = Path(args.output)
+    body.save(out)
+    body.info()
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_compare(args):
+    import flexmbd.fem as F
+    from flexmbd.fem.compare import LoadCase
+
+    if not args.fixed or not args.load:
+        raise FlexmbdError("compare-modes needs the reference clamp and load: --fixed SEL "
+                           "--load SEL:fx,fy,fz")
+    interfaces = _interfaces(args.interface)
+    fixed = parse_selector(args.fixed)
+    load = _load(args.load)
+    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    strategies = {}
+    for name in names:
+        if name == "craig-bampton":   # interfaces at the clamp and the load by default
+            itf, fx = interfaces or {"clamp": fixed, "load": load.selector}, None
+        else:
+            itf, fx = interfaces, fixed
+        strategies[f"{name}({args.modes})"] = _strategy(name, args.modes, itf, fx, load,
+                                                         args.interface_kind)
+    lc = LoadCase(fixed=fixed, load=load, n_steps=args.steps, interfaces=interfaces or None)
+    out = F.compare_modes(args.mesh, _material(args), strategies, lc, n_freq=args.n_freq,
+                          figure=bool(args.figure))
+    table, fig = out if args.figure else (out, None)
+    if hasattr(table, "to_string"):
+        scalar = [c for c in table.columns
+                  if not isinstance(table[c].iloc[0], (list, tuple, np.ndarray, str))
+                  or c == "strategy"]
+        print(table[scalar].to_string(index=False))
+    else:
+        for row in table:
+            print(row)
+    if args.output:
+        if not hasattr(table, "to_csv"):
+            raise FlexmbdError("writing the table needs pandas: pip install 'flexmbd[io]'")
+        table.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    if fig is not None:
+        fig.savefig(args.figure, dpi=110)
+        print(f"wrote {args.figure}")
+    return 0
+
+
+def _is_reduced_body(path):
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "schema" in z.files and str(z["schema"]).startswith("flexmbd.reduced")
+    except (OSError, ValueError):
+        return False
+
+
+def results_summary(res):
+    """A few lines describing a Results object (used by ``flexmbd info``)."""
+    lines = [repr(res)]
+    if res.meta:
+        lines.append("  meta: " + ", ".join(f"{k}={v}" for k, v in res.meta.items()))
+    lines.append(f"  coordinates ({len(res.coordinates)}): "
+                 + ", ".join(f"{o}:{lab}" for o, lab in res.coordinates[:12])
+                 + (" ..." if len(res.coordinates) > 12 else ""))
+    if res.joint_names:
+        lines.append(f"  joints with reactions: {', '.join(res.joint_names)}")
+    if res.energy:
+        lines.append("  energy: " + ", ".join(
+            f"{k} {v[0]:.6g} -> {v[-1]:.6g}" for k, v in res.energy.items() if len(v)))
+    if res.stats:
+        lines.append("  stats: " + ", ".join(res.stats))
+    if res.extra:
+        lines.append("  extra: " + ", ".join(res.extra))
+    if res.geometry:
+        def describe(g):
+            modes = f", {g['modes'].shape[1]} modes" if "modes" in g else ""
+            return f"{len(g['nodes'])} nodes{modes}"
+
+        lines.append("  geometry: " + ", ".join(
+            f"{b} ({describe(g)})" for b, g in res.geometry.items()))
+    return "\n".join(lines)
+
+
+def cmd_info(args):
+    path = Path(args.file)
+    if not path.exists():
+        raise FlexmbdError(f"{str(path)!r} does not exist")
+    if path.suffix == ".npz" and _is_reduced_body(path):
+        from flexmbd.fem import ReducedBody
+
+        ReducedBody.load(path).info()
+        return 0
+    from .results import Results
+
+    print(results_summary(Results.load(path)))
+    return 0
+
+
+def _load_script(path):
+    import runpy
+
+    path = Path(path)
+    if not path.exists():
+        raise FlexmbdError(f"script {str(path)!r} does not exist")
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        return runpy.run_path(str(path), run_name="__flexmbd__")
+    finally:
+        sys.path.pop(0)
+
+
+def cmd_simulate(args):
+    """Run a script; save the Results it makes, or simulate the Model it builds."""
+    from .model import Model
+    from .results import Results, attach_geometry
+
+    ns = _load_script(args.script)
+    res = ns.get("results")
+    model = ns.get("model")
+    for fn in ("main", "build", "make_model"):
+        if res is None and model is None and callable(ns.get(fn)):
+            out = ns[fn]()
+            res = out if isinstance(out, Results) else None
+            model = out if isinstance(out, Model) else None
+    if res is None:
+        if not isinstance(model, Model):
+            raise FlexmbdError(
+                f"{args.script}: define `results` (a flexmbd Results), `model` (a Model), or a "
+                f"function main()/build() returning one of them"
+            )
+        if args.t_end is None:
+            raise FlexmbdError("simulating a model needs --t-end (and usually --dt)")
+        opts = {}
+        if args.integrator:
+            opts["integrator"] = args.integrator
+        if args.formulation:
+            opts["formulation"] = args.formulation
+        res = model.simulate(args.t_end, dt=args.dt, **opts)
+    if not isinstance(res, Results):
+        raise FlexmbdError(f"{args.script}: `results` is a {type(res).__name__}, not Results")
+    if model is not None and not res.geometry and not args.no_geometry:
+        try:
+            attach_geometry(res, model)
+        except FlexmbdError as err:  # drawing data is a convenience: keep the run
+            print(f"note: no geometry stored ({err})", file=sys.stderr)
+    path = res.save(args.output)
+    print(results_summary(res))
+    print(f"wrote {path}")
+    return 0
+
+
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise FlexmbdError(f"--size {text!r}: write WIDTHxHEIGHT, e.g. 640x480") from None
+    return w, h
+
+
+def cmd_render(args):
+    from . import viz
+    from .results import Results
+
+    res = Results.load(args.results)
+    out = Path(args.output)
+    field = None if args.field == "none" else args.field
+    if out.suffix.lower() in (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp"):
+        viz.show(res, t=args.time, file=out, field=field, scale=args.scale, view=args.view,
+                 window_size=_size(args.size))
+        print(f"wrote {out}")
+        return 0
+    n = viz.animate(res, out, scale=args.scale, field=field, fps=args.fps, stride=args.stride,
+                    max_frames=args.max_frames, view=args.view, window_size=_size(args.size))
+    print(f"wrote {out} ({n} frames)")
+    return 0
+
+
+def cmd_probe(args):
+    from .viz.headless import configure
+
+    print(f"off-screen rendering works ({configure()})")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------------------
+def _fem_options(p):
+    p.add_argument("--interface", action="append", metavar="NAME=SEL",
+                   help="interface NAME selected by SEL (repeatable)")
+    p.add_argument("--interface-kind", default="rigid",
+                   choices=("rigid", "distributing", "nodes"))
+    p.add_argument("--fixed", metavar="SEL", help="clamped nodes")
+    p.add_argument("--load", metavar="SEL:fx,fy,fz", help="point load (Ritz vectors, "
+                   "static correction, compare-modes)")
+    p.add_argument("--modes", type=int, default=8, help="number of modes (default 8)")
+    p.add_argument("--material", default="steel", help=f"one of {sorted(set(MATERIALS))}")
+    p.add_argument("--E", type=float, help="Young's modulus (Pa), overrides --material")
+    p.add_argument("--nu", type=float, help="Poisson's ratio")
+    p.add_argument("--rho", type=float, help="density (kg/m^3)")
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="flexmbd", description="flexmbd: flexible multibody "
+                                "dynamics", epilog=__doc__.split("Examples::")[0].strip(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("reduce", help="reduce a mesh to a flexible body (.npz)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("mesh")
+    r.add_argument("--strategy", default="craig-bampton", choices=STRATEGIES)
+    _fem_options(r)
+    r.add_argument("--no-stress", action="store_true", help="skip stress modes")
+    r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")
+    r.add_argument("--name", help="body name (default: mesh file stem)")
+    r.add_argument("-o", "--output", required=True, help="output .npz")
+    r.set_defaults(func=cmd_reduce)
+
+    c = sub.add_parser("compare-modes", help="compare mode sets with the full FE model",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("mesh")
+    c.add_argument("--strategies", default="normal,craig-bampton,ritz",
+                   help=f"comma-separated subset of {', '.join(STRATEGIES)}")
+    _fem_options(c)
+    c.add_argument("--n-freq", type=int, default=6, help="reference frequencies compared")
+    c.add_argument("--steps", type=int, default=200, help="transient steps")
+    c.add_argument("-o", "--output", help="table as CSV")
+    c.add_argument("--figure", help="figure file (PNG, PDF, ...)")
+    c.set_defaults(func=cmd_compare)
+
+    i = sub.add_parser("info", help="describe a reduced body (.npz) or results (.h5/.npz)")
+    i.add_argument("file")
+    i.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("simulate", help="run a model script and save its results")
+    s.add_argument("script", help="Python file defining results, model, or main()/build()")
+    s.add_argument("-o", "--output", default="results.h5", help="results file (.h5 or .npz)")
+    s.add_argument("--t-end", type=float, help="end time (s) when the script gives a model")
+    s.add_argument("--dt", type=float, help="time step (s)")
+    s.add_argument("--integrator", help="rk4, rk45, newmark, hht, generalized-alpha")
+    s.add_argument("--formulation", choices=("recursive", "absolute"))
+    s.add_argument("--no-geometry", action="store_true", help="do not store body meshes")
+    s.set_defaults(func=cmd_simulate)
+
+    v = sub.add_parser("render", help="render results to .gif/.mp4 (or a .png snapshot)")
+    v.add_argument("results")
+    v.add_argument("-o", "--output", required=True)
+    v.add_argument("--scale", type=float, default=1.0, help="deformation magnification")
+    v.add_argument("--field", default="displacement",
+                   choices=("displacement", "von_mises", "none"))
+    v.add_argument("--fps", type=int, default=20)
+    v.add_argument("--stride", type=int, help="use every n-th sample")
+    v.add_argument("--max-frames", type=int, default=200)
+    v.add_argument("--view", default="iso", help="iso, xy, xz, yz, ...")
+    v.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels")
+    v.add_argument("--time", type=float, help="snapshot time for image outputs (s)")
+    v.set_defaults(func=cmd_render)
+
+    g = sub.add_parser("probe-gl", help="check that off-screen 3D rendering works here")
+    g.set_defaults(func=cmd_probe)
+    return p
+
+
+def main(argv=None):
+    """Entry point of the ``flexmbd`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FlexmbdError as err:
+        print(f"flexmbd {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
