@@ -477,6 +477,34 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
+    def _raw_accel(self, q, qd, tau=None, t=0.0):
+        """Lean single-state forward dynamics for integrators: returns qdd (copy)."""
+        self._refresh()
+        n1 = max(self.nv, 1)
+        tv = self._tau_buf if hasattr(self, "_tau_buf") else np.zeros(n1)
+        self._tau_buf = tv
+        tv[:] = 0.0
+        if tau is not None:
+            tv[:self.nv] = tau
+        fext = self._fext0
+        if self._joint_forces or self._generic:
+            fext = np.zeros_like(self._fext0)
+            self._applied(t, q, qd, tv, fext)
+        if self.algorithm == "general":
+            from .general import general_cfa
+
+            return general_cfa(self, q, qd, tv[:self.nv], fext)[0]
+        qdd = np.zeros(n1)
+        reac = self._reac_buf if hasattr(self, "_reac_buf") else np.zeros(
+            (len(self.joint_names), 6))
+        self._reac_buf = reac
+        st = K.forward_dynamics(self._mdl, self._ws, np.ascontiguousarray(q, dtype=float),
+                                np.ascontiguousarray(qd, dtype=float), tv, fext, self._gravity,
+                                self._use_grav, self._FT, self._b, qdd, reac)
+        if st != 0:
+            self._raise_factor(st, q)
+        return qdd[:self.nv]
+
     def _raise_factor(self, st, q):
         if st > 0:
             j = self._tree_joint[st]
