@@ -640,12 +640,25 @@ def attach_tree_poses(results, model):
 def attach_geometry(results, model, bodies=None, glyphs=True):
     """Store what to draw for every body in ``results.geometry`` (see the module doc).
 
-    Flexible bodies give their finite-element mesh and modes; rigid bodies their
-    visuals (URDF shapes, mesh files, PyVista meshes) or, with ``glyphs=True``, a
-    box with the body's mass and principal moments of inertia. Returns ``results``.
+    ``model`` is a :class:`~flexmbd.model.Model` or a dict ``body name -> source``
+    where a source is a reduced flexible body (:class:`flexmbd.fem.ReducedBody`), a
+    :class:`~flexmbd.viz.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
+    visual dicts. Flexible bodies of a model give their finite-element mesh and
+    modes; rigid bodies their visuals or, with ``glyphs=True``, a box with the body's
+    mass and principal moments of inertia. Returns ``results``.
     """
-    from .viz.geometry import body_geometry
+    from .viz.geometry import body_geometry, reduced_body_geometry, visual_geometry
 
+    if isinstance(model, dict):
+        for name, src in model.items():
+            if bodies is not None and name not in bodies:
+                continue
+            try:
+                g = reduced_body_geometry(src)
+            except FlexmbdError:
+                g = visual_geometry(src)
+            results.geometry[_name(name)] = g.to_arrays()
+        return results
     for b in model.bodies() if bodies is None else bodies:
         g = body_geometry(b, glyph=glyphs)
         if g is not None:

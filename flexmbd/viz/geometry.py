@@ -447,10 +447,17 @@ def _mesh_parts(mesh):
 
 
 def body_geometry(body, glyph=True):
-    """BodyGeometry of a model body: flexible mesh + modes, rigid visual, or glyph box."""
+    """BodyGeometry of a model body: flexible mesh + modes, rigid visual, or glyph box.
+
+    A flexible body is recognized by a ``reduced`` or ``reduced_body`` attribute (or
+    method) giving its reduced body; rigid bodies use ``visual`` or a glyph.
+    """
+    # flexible bodies of the model layer: the reduced body (adapter, see module doc)
     for attr in ("reduced", "reduced_body"):
         rb = getattr(body, attr, None)
-        if rb is not None and not callable(rb):
+        if callable(rb) and not hasattr(rb, "modes"):
+            rb = rb()
+        if rb is not None:
             return reduced_body_geometry(rb)
     visual = getattr(body, "visual", None)
     if visual is not None:

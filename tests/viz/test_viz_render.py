@@ -98,15 +98,16 @@ def _ffmpeg_frames(path):
 
 def test_plot_mode_and_animate_mode(gl, tmp_path):
     g = beam_geometry()
-    img = fm.viz.plot_mode(g, 0, file=tmp_path / "mode0.png", window_size=SMALL)
+    img = fm.viz.plot_mode(g, 1, file=tmp_path / "mode1.png", window_size=SMALL)
     assert drawn_share(img) > 0.02
     assert viridis_values(img).max() > 0.9          # the tip reaches the top colour
-    n = fm.viz.animate_mode(g, 1, tmp_path / "mode1.gif", n_frames=6, window_size=SMALL)
-    frames = iio.imread(tmp_path / "mode1.gif", index=None)
+    n = fm.viz.animate_mode(g, 2, tmp_path / "mode2.gif", n_frames=6, window_size=SMALL)
+    frames = iio.imread(tmp_path / "mode2.gif", index=None)
     assert n == 6 and len(frames) == 6
     assert not np.array_equal(body_mask(frames[1]), body_mask(frames[4]))  # +- stretch
-    with pytest.raises(FlexmbdError, match="out of range"):
-        fm.viz.plot_mode(g, 5)
+    for bad in (0, 3):
+        with pytest.raises(FlexmbdError, match="numbered 1..2"):
+            fm.viz.plot_mode(g, bad)
 
 
 def test_animate_rejects_bad_input(gl, tmp_path):
@@ -118,3 +119,33 @@ def test_animate_rejects_bad_input(gl, tmp_path):
     res.geometry.clear()
     with pytest.raises(FlexmbdError, match="attach_geometry"):
         fm.viz.animate(res, tmp_path / "x.gif")
+
+
+def test_gallery_flexible_beam(gl, tmp_path):
+    """The gallery example end to end on a real Craig-Bampton body (flexmbd.fem)."""
+    pytest.importorskip("flexmbd.fem")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gallery_flexible_beam.py"
+    spec = importlib.util.spec_from_file_location("gallery_flexible_beam", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res, written = mod.main(small=True, out=tmp_path)
+    for p in written:
+        assert p.stat().st_size > 500
+    mode1 = iio.imread(tmp_path / "beam_mode1.png")
+    assert drawn_share(mode1) > 0.02
+    swing = iio.imread(tmp_path / "beam_swing.gif", index=None)
+    assert len(swing) == 8
+    # von Mises colours: unloaded at t = 0 (all purple), loaded later (higher values)
+    top = [np.percentile(viridis_values(f), 99) for f in swing]
+    assert top[0] < 0.1 and max(top) > 0.7
+    # the stored stress modes reproduce ReducedBody.von_mises through the geometry
+    from flexmbd.viz.geometry import BodyGeometry
+
+    body = mod.reduce_beam()
+    g = BodyGeometry.from_arrays(res.geometry["beam"])
+    q = res.body("beam").modal[3]
+    np.testing.assert_allclose(g.von_mises(q), body.von_mises(q), rtol=1e-12)
+    assert (tmp_path / "beam_swing" / "beam_swing.pvd").exists()
