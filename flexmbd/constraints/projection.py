@@ -1,0 +1,555 @@
+"""QR-based constraint projection: independent constraints, normal/tangent bases, corrections.
+
+One module used by every formulation and integrator (Wang et al. 2025, "QR-based
+constraint violation correction of closed-loop multibody systems with singular
+configurations", eq. 8-31; Yu & Hong 1998, section 5, eq. 29-39).
+
+The constraints are given as callables (see :class:`Constraints`): positions
+``Φ(q, t)`` (m), the Jacobian ``J = Φ_q`` (m x nv) with respect to the *speeds*
+``v`` (``dΦ/dt = J v + Φ_t``), ``Φ_t`` and the acceleration right-hand side
+``γ`` with ``J v̇ = γ``. Coordinates ``q`` may differ from the speeds (Euler
+parameters): a ``retract(q, dv)`` map moves ``q`` along a speed-space increment.
+Products with the inverse mass matrix come from a function ``minv(X)`` (the O(N)
+tree solver in the recursive formulation), so the mass matrix is never formed.
+
+Independent constraints and bases (eq. 8-15)
+---------------------------------------------
+Column-pivoted QR of the transposed Jacobian, ``J^T P = Q R``. The diagonal of R
+decreases in magnitude; **the numerical rank is the number of diagonal entries
+with |R_kk| > rtol |R_11|** (relative threshold, default ``rtol = 1e-6``; the paper
+used an absolute 5e-5 on O(1) Jacobians and reports that 1e-4 flags the singular
+configuration too early). The first ``rank`` pivoted rows are the independent
+constraints, the others are *discarded* (reported); ``Q_n = Q[:, :rank]`` is an
+orthonormal basis of the normal space and its orthogonal complement ``Q_t`` of the
+tangent space. ``Q_t`` is never formed unless asked for (:meth:`QRBasis.tangent`).
+
+Both kinds of redundant constraints are handled the same way:
+
+* first kind (modelling): the row is a combination of others everywhere;
+  ``|R_kk|`` is at round-off level all the time;
+* second kind (singular configuration): the rank drops transiently. The
+  projector remembers the *regular rank* ``r0`` (the largest rank seen); while
+  the current rank ``r`` is below it, the ``r0 - r`` *weak* directions
+  ``Q[:, r:r0]`` -- which stay well defined and continuous through the singular
+  point, because they are normalized directions, not the vanishing rows -- are
+  kept as the constraint ``Q_w^T v̇ = 0``: the accelerations are projected on the
+  tangent space of the regular-rank constraint set (eq. 31, "tangent
+  projection"), switched on automatically when the rank drops. Without it (the
+  paper's Fig. 5) the weak rows are simply dropped and the accelerations acquire
+  a spurious component along the branch that only exists at the singular point.
+
+Multipliers come back for every row: ``λ = P R^-1 μ`` with ``μ`` the force
+components along the orthonormal normal directions, zero on discarded rows.
+
+Equations of motion in the tangent space (eq. 16-23)
+----------------------------------------------------
+With ``C = [Q_n, Q_w]^T`` (orthonormal rows) and the normal accelerations
+``a_n = R_nn^-T P_n^T γ`` (eq. 17), the accelerations satisfy ``C v̇ = a`` and
+``M v̇ = F + C^T μ``. Two equivalent solvers:
+
+* :meth:`Projector.accelerations` (Lagrange form, products with ``M^-1`` only):
+  ``(C M^-1 C^T) μ = a - C v̇_free``, ``v̇ = v̇_free + M^-1 C^T μ``;
+* :meth:`Projector.accelerations_tangent` (eq. 21-23 with a dense ``M``):
+  ``v̇ = Q_t (Q_t^T M Q_t)^-1 Q_t^T (F - M Q_n a) + Q_n a``.
+
+Corrections (eq. 25-29)
+-----------------------
+Positions: Newton steps in the normal space, ``Δq = -Q_n R_nn^-T P_n^T Φ``
+(eq. 25-27, a few iterations until ``|Φ| <= position_tol``); velocities:
+``v <- v - Q_n (Q_n^T v - R_nn^-T P_n^T (-Φ_t))`` (eq. 28-29; the paper's eq. 28
+has ``q`` for ``q̇``).
+
+Alternatives (Yu & Hong 1998, section 5)
+----------------------------------------
+* Baumgarte stabilization (eq. 29-32) with the automatic coefficients
+  ``α = 1/h``, ``β = √2/h``: ``J v̇ = γ - 2α (J v + Φ_t) - β² Φ``;
+* Moore-Penrose minimum-norm coordinate projection (eq. 35-39):
+  ``Δq = -J^+ Φ``, ``Δv = -J^+ (J v + Φ_t)``.
+Both use the full Jacobian with minimum-norm (pseudo-inverse) solves, as
+classically done, so redundant constraints do not make them fail.
+
+>>> import numpy as np
+>>> from flexmbd.constraints.projection import qr_basis
+>>> J = np.array([[1.0, 0, 0], [2.0, 0, 0], [0, 1.0, 0]])   # row 2 = 2 x row 1
+>>> b = qr_basis(J)
+>>> b.rank, sorted(b.independent.tolist()), b.discarded.tolist()
+(2, [1, 2], [0])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import SolverError
+
+__all__ = [
+    "DEFAULT_RTOL",
+    "Constraints",
+    "QRBasis",
+    "qr_basis",
+    "Projector",
+    "ProjectionInfo",
+    "METHODS",
+]
+
+#: Default relative rank threshold: |R_kk| <= DEFAULT_RTOL * |R_11| counts as zero.
+DEFAULT_RTOL = 1e-6
+#: Below this relative size a weak direction is round-off noise and is not trusted.
+_DIRECTION_EPS = 1e-11
+#: Constraint-handling methods of :class:`Projector`.
+METHODS = ("qr", "baumgarte", "moore-penrose", "none")
+
+
+class Constraints:
+    """Constraint equations as callables (the interface the projector works on).
+
+    Parameters
+    ----------
+    phi : callable ``phi(q, t) -> (m,)``
+        Position-level constraint values.
+    jacobian : callable ``jacobian(q, t) -> (m, nv)``
+        ``Φ_q`` with respect to the speeds: ``dΦ/dt = J v + Φ_t``.
+    phi_t : callable ``phi_t(q, t) -> (m,)``, optional
+        Explicit time derivative (rheonomic constraints); default zero.
+    gamma : callable ``gamma(q, v, t) -> (m,)``, optional
+        Right-hand side of ``J v̇ = γ`` (``γ = -(J̇ v + Φ̇_t)``). Default: central
+        differences of ``J v + Φ_t`` along the motion (accurate to ~1e-8 only; give
+        the exact one).
+    retract : callable ``retract(q, dv) -> q``, optional
+        Move the coordinates by the speed-space increment ``dv`` (default ``q + dv``).
+    names : sequence of str, optional
+        A label per row, used when reporting discarded equations.
+    """
+
+    def __init__(self, phi, jacobian, phi_t=None, gamma=None, retract=None, names=None):
+        self._phi = phi
+        self._jac = jacobian
+        self._phi_t = phi_t
+        self._gamma = gamma
+        self._retract = retract
+        self.names = None if names is None else list(names)
+
+    def phi(self, q, t=0.0):
+        return np.atleast_1d(np.asarray(self._phi(q, t), dtype=float))
+
+    def jacobian(self, q, t=0.0):
+        return np.atleast_2d(np.asarray(self._jac(q, t), dtype=float))
+
+    def phi_t(self, q, t=0.0):
+        if self._phi_t is None:
+            return np.zeros(self.jacobian(q, t).shape[0])
+        return np.atleast_1d(np.asarray(self._phi_t(q, t), dtype=float))
+
+    def gamma(self, q, v, t=0.0):
+        if self._gamma is not None:
+            return np.atleast_1d(np.asarray(self._gamma(q, v, t), dtype=float))
+        h = 1e-6
+        f = lambda s: self.jacobian(self.retract(q, s * v), t + s) @ v + self.phi_t(
+            self.retract(q, s * v), t + s)
+        return -(f(h) - f(-h)) / (2 * h)
+
+    def retract(self, q, dv):
+        if self._retract is None:
+            return np.asarray(q, dtype=float) + dv
+        return self._retract(q, dv)
+
+
+@dataclass
+class QRBasis:
+    """Column-pivoted QR of ``J^T`` split into independent / weak / discarded rows.
+
+    Attributes
+    ----------
+    rank : int
+        Numerical rank (``|R_kk| > rtol |R_11|``).
+    regular_rank : int
+        Rank of the regular configurations (``>= rank``); ``regular_rank - rank``
+        weak directions are near-singular (second-kind redundancy).
+    perm : ndarray
+        Pivot order of the rows of ``J``.
+    independent, weak, discarded : ndarray of int
+        Row indices of ``J`` (original order): the first ``rank`` pivots; the next
+        ``regular_rank - rank``; the rest together with the weak ones, i.e. every
+        row whose equation is not used as such.
+    Qn : ndarray (nv, rank)
+        Orthonormal basis of the normal space of the independent rows.
+    Qw : ndarray (nv, n_weak)
+        Orthonormal weak normal directions (empty outside singular configurations).
+    R : ndarray (k, m)
+        The triangular factor (``k = min(nv, m)``), columns in pivot order.
+    diag : ndarray
+        ``|R_kk|``.
+    """
+
+    J: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    perm: np.ndarray
+    rank: int
+    regular_rank: int
+    diag: np.ndarray
+    rtol: float
+    Qw_override: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def m(self):
+        return self.J.shape[0]
+
+    @property
+    def n(self):
+        return self.J.shape[1]
+
+    @property
+    def Qn(self):
+        return self.Q[:, : self.rank]
+
+    @property
+    def Qw(self):
+        if self.Qw_override is not None:
+            return self.Qw_override
+        return self.Q[:, self.rank: self.regular_rank]
+
+    @property
+    def independent(self):
+        return np.sort(self.perm[: self.rank])
+
+    @property
+    def weak(self):
+        return np.sort(self.perm[self.rank: self.regular_rank])
+
+    @property
+    def discarded(self):
+        return np.sort(self.perm[self.rank:])
+
+    @property
+    def n_weak(self):
+        return self.regular_rank - self.rank
+
+    def discarded_mask(self):
+        """Boolean (m,) mask of the discarded rows."""
+        mask = np.zeros(self.m, dtype=bool)
+        mask[self.perm[self.rank:]] = True
+        return mask
+
+    def normal_components(self, rhs, k=None):
+        """``R_kk^-T P_k^T rhs``: components along ``Q[:, :k]`` of a vector ``x`` with ``J x = rhs``."""
+        k = self.rank if k is None else k
+        if k == 0:
+            return np.zeros(0)
+        return sla.solve_triangular(self.R[:k, :k], np.asarray(rhs)[self.perm[:k]], trans="T",
+                                    lower=False, check_finite=False)
+
+    def multipliers(self, mu):
+        """Row multipliers ``λ`` (original order) with ``J^T λ = Q[:, :k] mu``, zero on the rest."""
+        k = len(mu)
+        lam = np.zeros(self.m)
+        if k:
+            lam[self.perm[:k]] = sla.solve_triangular(self.R[:k, :k], mu, lower=False,
+                                                      check_finite=False)
+        return lam
+
+    def tangent(self, k=None):
+        """Orthonormal tangent basis ``Q_t`` (nv, nv - k) (complement of ``Q[:, :k]``)."""
+        k = self.regular_rank if k is None else k
+        if k == 0:
+            return np.eye(self.n)
+        basis = self.Q[:, :k]
+        if self.Qw_override is not None and k > self.rank:
+            basis = np.hstack([self.Qn, self.Qw_override])
+        Qf, _ = np.linalg.qr(np.hstack([basis, np.eye(self.n)]), mode="reduced")
+        Qf = Qf[:, : self.n]
+        return Qf[:, k:]
+
+
+def qr_basis(J, rtol=DEFAULT_RTOL, regular_rank=None, atol=1e-300):
+    """:class:`QRBasis` of the Jacobian ``J`` (m x nv) by column-pivoted QR of ``J^T``.
+
+    ``rtol`` is the relative rank threshold (``|R_kk| <= rtol |R_11|`` is zero);
+    ``regular_rank`` the rank expected away from singular configurations (weak
+    directions are reported between ``rank`` and it).
+    """
+    J = np.atleast_2d(np.asarray(J, dtype=float))
+    m, n = J.shape
+    if m == 0 or n == 0:
+        return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0), rtol)
+    if not np.all(np.isfinite(J)):
+        raise SolverError("constraint Jacobian has non-finite entries (NaN/inf); check the "
+                          "joint coordinates and the constraint functions")
+    Q, R, perm = sla.qr(J.T, mode="economic", pivoting=True, check_finite=False)
+    d = np.abs(np.diag(R))
+    if d.size == 0 or d[0] <= atol:
+        rank = 0
+    else:
+        # leading entries above the threshold (pivoted QR keeps |R_kk| non-increasing)
+        rank = int(np.argmin(np.append(d > rtol * d[0], False)))
+    r0 = rank if regular_rank is None else max(rank, min(int(regular_rank), len(d)))
+    # weak directions must still be resolvable above round-off to be trusted
+    while r0 > rank and d[r0 - 1] <= _DIRECTION_EPS * max(d[0], atol):
+        r0 -= 1
+    return QRBasis(J, Q, R, np.asarray(perm), rank, r0, d, rtol)
+
+
+@dataclass
+class ProjectionInfo:
+    """What the projector did at one evaluation (collected into ``Results.stats``)."""
+
+    rank: int = 0
+    regular_rank: int = 0
+    n_weak: int = 0
+    discarded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    newton_iterations: int = 0
+    position_violation: float = 0.0
+    velocity_violation: float = 0.0
+
+
+class Projector:
+    """Constraint handling for one constrained system (stateful: tracks the regular rank).
+
+    Parameters
+    ----------
+    constraints : :class:`Constraints` (or any object with the same methods)
+    method : {"qr", "baumgarte", "moore-penrose", "none"}
+        ``"qr"``: independent constraints by pivoted QR, normal-space Newton
+        position correction, velocity correction, tangent-space accelerations;
+        ``"baumgarte"``: Baumgarte stabilization with ``α = 1/h``, ``β = √2/h``
+        (no projection); ``"moore-penrose"``: minimum-norm coordinate projection;
+        ``"none"``: accelerations only (drift left alone).
+    rtol : float
+        Relative rank threshold (``|R_kk| <= rtol |R_11|``).
+    tangent_projection : bool
+        Keep the weak directions of a dropped rank as ``Q_w^T v̇ = 0`` (eq. 31).
+        Automatically active only while the rank is below the regular rank.
+    position_tol, velocity_tol : float
+        Convergence tolerance of the position Newton iteration (max-norm of the
+        step, coordinate units), and the velocity residual below which no velocity
+        correction is applied.
+    max_newton : int
+        Maximum Newton iterations of the position correction (the paper used 3).
+    h : float, optional
+        Step size for the Baumgarte coefficients (required for ``"baumgarte"``).
+    """
+
+    def __init__(self, constraints, method="qr", rtol=DEFAULT_RTOL, tangent_projection=True,
+                 position_tol=1e-13, velocity_tol=0.0, max_newton=5, h=None,
+                 baumgarte=None):
+        if method not in METHODS:
+            raise ValueError(f"Projector: method must be one of {METHODS}, got {method!r}")
+        self.c = constraints
+        self.method = method
+        self.rtol = float(rtol)
+        self.tangent_projection = bool(tangent_projection)
+        self.position_tol = float(position_tol)
+        self.velocity_tol = float(velocity_tol)
+        self.max_newton = int(max_newton)
+        self.h = h
+        if baumgarte is not None:
+            self.alpha, self.beta = baumgarte
+        elif h is not None:
+            self.alpha, self.beta = 1.0 / h, np.sqrt(2.0) / h
+        else:
+            self.alpha = self.beta = None
+        if method == "baumgarte" and self.alpha is None:
+            raise ValueError("Projector(method='baumgarte') needs the step size h "
+                             "(alpha = 1/h, beta = sqrt(2)/h) or baumgarte=(alpha, beta)")
+        self.regular_rank = None
+        self._last_weak = None
+        self.info = ProjectionInfo()
+
+    # -- bases ------------------------------------------------------------------------
+    def basis(self, q, t=0.0, J=None, update=True):
+        """:class:`QRBasis` at ``(q, t)``; updates the regular rank and weak directions."""
+        J = self.c.jacobian(q, t) if J is None else J
+        b = qr_basis(J, self.rtol, regular_rank=self.regular_rank)
+        if update:
+            self.regular_rank = max(b.rank, self.regular_rank or 0)
+        r0 = self.regular_rank if self.regular_rank is not None else b.rank
+        if r0 > b.regular_rank and self._last_weak is not None and self.tangent_projection:
+            # exactly at the singular point the weak directions are round-off noise:
+            # continue them from the last trusted ones, orthogonalized against Q_n
+            Wl = self._last_weak
+            Wl = Wl - b.Qn @ (b.Qn.T @ Wl)
+            Qw, Rw = np.linalg.qr(Wl)
+            keep = np.abs(np.diag(Rw)) > 1e-3
+            if np.any(keep):
+                b.Qw_override = Qw[:, keep]
+                b.regular_rank = b.rank + int(np.count_nonzero(keep))
+        if update and b.n_weak:
+            self._last_weak = b.Qw.copy()
+        elif update and b.rank >= r0:
+            self._last_weak = None
+        self.info.rank = b.rank
+        self.info.regular_rank = max(r0, b.rank)
+        self.info.n_weak = b.n_weak if self.tangent_projection else 0
+        self.info.discarded = b.discarded_mask()
+        return b
+
+    def _normal_rows(self, b):
+        """Orthonormal constraint rows ``C`` (k x nv) used for the accelerations."""
+        if self.tangent_projection and b.n_weak:
+            return np.hstack([b.Qn, b.Qw]).T
+        return b.Qn.T
+
+    # -- corrections ------------------------------------------------------------------
+    def correct_positions(self, q, t=0.0):
+        """Newton iterations in the normal space (eq. 25-27); returns the corrected ``q``.
+
+        Iterates until the Newton step is below ``position_tol`` (max-norm, in the
+        units of the coordinates) or ``max_newton`` steps were taken. The step, not
+        the residual, is measured: near a singular configuration a residual of
+        1e-12 can hide a coordinate error of 1e-12 / |R_kk|.
+        """
+        q = np.asarray(q, dtype=float)
+        phi = self.c.phi(q, t)
+        self.info.newton_iterations = 0
+        if self.method in ("none", "baumgarte") or phi.size == 0:
+            self.info.position_violation = _norm(phi)
+            return q
+        for it in range(1, self.max_newton + 1):
+            J = self.c.jacobian(q, t)
+            if self.method == "moore-penrose":
+                dq = -_pinv_solve(J, phi)
+            else:
+                b = self.basis(q, t, J=J, update=False)
+                k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
+                    else b.rank
+                dq = -b.Q[:, :k] @ b.normal_components(phi, k)
+            q = self.c.retract(q, dq)
+            phi = self.c.phi(q, t)
+            self.info.newton_iterations = it
+            if _norm(dq) <= self.position_tol:
+                break
+        self.info.position_violation = _norm(phi)
+        return q
+
+    def correct_velocities(self, q, v, t=0.0, basis=None):
+        """Velocity correction (eq. 28-29, or minimum norm); returns the corrected ``v``."""
+        v = np.asarray(v, dtype=float)
+        J = self.c.jacobian(q, t) if basis is None else basis.J
+        res = J @ v + self.c.phi_t(q, t)
+        self.info.velocity_violation = _norm(res)
+        if self.method in ("none", "baumgarte") or _norm(res) <= self.velocity_tol:
+            return v
+        if self.method == "moore-penrose":
+            v = v - _pinv_solve(J, res)
+        else:
+            b = self.basis(q, t, J=J) if basis is None else basis
+            a = b.normal_components(-self.c.phi_t(q, t))
+            v = v - b.Qn @ (b.Qn.T @ v - a)
+            if self.tangent_projection and b.n_weak:
+                v = v - b.Qw @ (b.Qw.T @ v)
+        self.info.velocity_violation = _norm(J @ v + self.c.phi_t(q, t))
+        return v
+
+    def correct(self, q, v, t=0.0):
+        """Positions then velocities, as done before forming the equations of motion."""
+        q = self.correct_positions(q, t)
+        v = self.correct_velocities(q, v, t)
+        return q, v
+
+    # -- accelerations ----------------------------------------------------------------
+    def accelerations(self, q, v, t, vdot_free, minv, basis=None):
+        """Constrained accelerations from the unconstrained ones and ``M^-1`` products.
+
+        ``vdot_free = M^-1 F`` (nv,), ``minv(X)`` returns ``M^-1 X`` for an
+        (nv, k) array. Returns ``(vdot, lam)``: accelerations and one multiplier per
+        constraint row (``M v̇ = F + J^T λ``), zero on discarded rows.
+        """
+        vdot_free = np.asarray(vdot_free, dtype=float)
+        J = self.c.jacobian(q, t) if basis is None else basis.J
+        if J.shape[0] == 0:
+            return vdot_free.copy(), np.zeros(0)
+        gamma = self.c.gamma(q, v, t)
+        if self.method in ("baumgarte", "moore-penrose", "none"):
+            if self.method == "baumgarte":
+                gamma = gamma - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t)) \
+                    - self.beta**2 * self.c.phi(q, t)
+            Y = _minv_columns(minv, J.T)
+            A = J @ Y
+            lam = _lstsq(A, gamma - J @ vdot_free)
+            self.info.rank = int(np.linalg.matrix_rank(J)) if self.method != "none" else 0
+            return vdot_free + Y @ lam, lam
+        b = self.basis(q, t, J=J) if basis is None else basis
+        C = self._normal_rows(b)
+        a = np.zeros(C.shape[0])
+        a[: b.rank] = b.normal_components(gamma)
+        Y = _minv_columns(minv, C.T)
+        A = C @ Y
+        mu = _spd_solve(A, a - C @ vdot_free)
+        vdot = vdot_free + Y @ mu
+        if C.shape[0] > b.rank and b.Qw_override is not None:
+            # weak directions continued from the last step: express in Q[:, :r0]
+            mu_full = np.concatenate([mu[: b.rank], b.Q[:, b.rank:b.regular_rank].T
+                                      @ (b.Qw_override @ mu[b.rank:])])
+        else:
+            mu_full = mu
+        return vdot, b.multipliers(mu_full)
+
+    def accelerations_tangent(self, q, v, t, M, F, basis=None):
+        """Accelerations by the tangent-space equations of motion (eq. 21-23), dense ``M``.
+
+        Returns ``(vdot, lam)`` like :meth:`accelerations`.
+        """
+        M = np.asarray(M, dtype=float)
+        F = np.asarray(F, dtype=float)
+        J = self.c.jacobian(q, t) if basis is None else basis.J
+        if J.shape[0] == 0:
+            return np.linalg.solve(M, F), np.zeros(0)
+        b = self.basis(q, t, J=J) if basis is None else basis
+        C = self._normal_rows(b)
+        gamma = self.c.gamma(q, v, t)
+        a = np.zeros(C.shape[0])
+        a[: b.rank] = b.normal_components(gamma)
+        Qn = C.T
+        Qt = _complement(Qn)
+        Mbar = Qt.T @ M @ Qt                                   # eq. 21
+        Fbar = Qt.T @ (F - M @ (Qn @ a))
+        at = _spd_solve(Mbar, Fbar) if Qt.shape[1] else np.zeros(0)   # eq. 22
+        vdot = Qt @ at + Qn @ a                                # eq. 23
+        mu = Qn.T @ (M @ vdot - F)
+        if C.shape[0] > b.rank and b.Qw_override is not None:
+            mu = np.concatenate([mu[: b.rank], b.Q[:, b.rank:b.regular_rank].T
+                                 @ (b.Qw_override @ mu[b.rank:])])
+        return vdot, b.multipliers(mu)
+
+
+# -- small linear-algebra helpers ---------------------------------------------------------
+def _norm(x):
+    x = np.asarray(x)
+    return float(np.max(np.abs(x))) if x.size else 0.0
+
+
+def _minv_columns(minv, X):
+    Y = np.asarray(minv(X), dtype=float)
+    return Y.reshape(X.shape)
+
+
+def _spd_solve(A, b):
+    if A.shape[0] == 0:
+        return np.zeros(0)
+    try:
+        c = sla.cho_factor(0.5 * (A + A.T), check_finite=False)
+        return sla.cho_solve(c, b, check_finite=False)
+    except np.linalg.LinAlgError:
+        return _lstsq(A, b)
+
+
+def _lstsq(A, b):
+    if A.shape[0] == 0:
+        return np.zeros(0)
+    return np.linalg.lstsq(A, b, rcond=1e-12)[0]
+
+
+def _pinv_solve(J, r):
+    """Minimum-norm ``x`` with ``J x = r`` (Moore-Penrose, eq. 39; redundant rows allowed)."""
+    return np.linalg.lstsq(J, r, rcond=1e-12)[0]
+
+
+def _complement(Qn):
+    n, k = Qn.shape
+    if k == 0:
+        return np.eye(n)
+    Qf, _ = np.linalg.qr(np.hstack([Qn, np.eye(n)]))
+    return Qf[:, k:n]
