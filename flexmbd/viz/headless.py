@@ -8,7 +8,8 @@
    (:mod:`flexmbd.viz._probe`); if it fails and ``libOSMesa`` is found, the probe is
    repeated with ``VTK_DEFAULT_OPENGL_WINDOW=vtkOSOpenGLRenderWindow`` and, when that
    works, the variable is set in this process (it is never set when OSMesa is absent:
-   that would break rendering).
+   that would break rendering). With no display, OSMesa present and no libEGL, the
+   OSMesa probe goes first.
 3. If nothing renders, :class:`RenderingUnavailable` is raised, telling the user to
    run ``scripts/install_system_deps.sh`` (libosmesa6 / libegl1 libgl1-mesa-dri).
 
@@ -24,7 +25,8 @@ import sys
 
 from ..errors import FlexmbdError
 
-__all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available", "run_probe"]
+__all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available",
+           "egl_available", "run_probe"]
 
 _OSMESA_WINDOW = "vtkOSOpenGLRenderWindow"
 _STATE = {"result": None}
@@ -41,6 +43,11 @@ def has_display():
 def osmesa_available():
     """True when a libOSMesa shared library can be found."""
     return ctypes.util.find_library("OSMesa") is not None
+
+
+def egl_available():
+    """True when a libEGL shared library can be found."""
+    return ctypes.util.find_library("EGL") is not None
 
 
 def run_probe(env_overrides=None, timeout=120):
@@ -75,7 +82,9 @@ def configure():
         return _STATE["result"][1]
     attempts = [None]
     if not has_display() and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ and osmesa_available():
-        attempts.append({"VTK_DEFAULT_OPENGL_WINDOW": _OSMESA_WINDOW})
+        osmesa = {"VTK_DEFAULT_OPENGL_WINDOW": _OSMESA_WINDOW}
+        # without EGL the default backend would only crash: try OSMesa first then
+        attempts = [osmesa, None] if not egl_available() else [None, osmesa]
     reasons = []
     for overrides in attempts:
         ok, msg = run_probe(overrides)

@@ -115,3 +115,30 @@ def test_quaternion_batches_are_continuous_and_inverse():
     E = rot_to_quat_batch(R)
     assert np.all(np.einsum("ij,ij->i", E[1:], E[:-1]) > 0)
     np.testing.assert_allclose(quat_to_rot_batch(E), R, atol=1e-13)
+
+
+def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
+    pv = pytest.importorskip("pyvista")
+    from flexmbd.viz.geometry import body_geometry, visual_geometry
+
+    R = rotation_matrix(np.array([0, 0, 1.0]), np.pi / 2)
+    box = visual_geometry({"type": "box", "size": (0.4, 0.2, 0.1), "position": (1, 2, 3),
+                           "rotation": R})
+    np.testing.assert_allclose(np.ptp(box.nodes, axis=0), [0.2, 0.4, 0.1], atol=1e-12)
+    np.testing.assert_allclose(box.nodes.mean(axis=0), [1, 2, 3], atol=1e-12)
+    cyl = visual_geometry({"type": "cylinder", "radius": 0.1, "length": 0.5})
+    assert np.ptp(cyl.nodes[:, 2]) == pytest.approx(0.5)          # URDF cylinders along z
+    pv.Sphere(radius=0.3).save(tmp_path / "ball.stl")
+    both = visual_geometry([{"type": "sphere", "radius": 0.05},
+                            {"type": "mesh", "filename": str(tmp_path / "ball.stl"),
+                             "scale": (2, 2, 2)}])
+    assert np.ptp(both.nodes[:, 0]) == pytest.approx(1.2, rel=1e-2)   # tessellated sphere
+    with pytest.raises(FlexmbdError, match="does not exist"):
+        visual_geometry(str(tmp_path / "missing.stl"))
+
+    import flexmbd as fm
+
+    b = fm.RigidBody.box(1.0, (0.4, 0.2, 0.1), visual=str(tmp_path / "ball.stl"))
+    assert body_geometry(b).n_cells > 100                          # the visual wins
+    b.visual = None
+    assert body_geometry(b).cells["hexahedron"].shape == (1, 8)    # else the inertia box

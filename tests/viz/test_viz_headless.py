@@ -37,6 +37,7 @@ def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
         monkeypatch.setenv(var, "")     # records the original state for the undo
         monkeypatch.delenv(var)
     monkeypatch.setattr(headless, "osmesa_available", lambda: True)
+    monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
 
     def fake(overrides=None):
@@ -58,3 +59,18 @@ def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
         headless.configure()
     assert calls == [None]                               # never forced without OSMesa
     assert "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ
+
+
+def test_osmesa_goes_first_when_there_is_no_egl(monkeypatch):
+    monkeypatch.setitem(headless._STATE, "result", None)
+    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
+                "VTK_DEFAULT_OPENGL_WINDOW"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(headless, "osmesa_available", lambda: True)
+    monkeypatch.setattr(headless, "egl_available", lambda: False)
+    calls = []
+    monkeypatch.setattr(headless, "run_probe",
+                        lambda overrides=None: calls.append(overrides) or (True, "osmesa"))
+    headless.configure()
+    assert calls == [{"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}]
