@@ -122,6 +122,8 @@ def _scene_of_model(model, glyphs=True):
 def _scene_of_results(res, model=None):
     from ..results import attach_geometry, attach_tree_poses
 
+    if model is not None:
+        res = res.take(slice(None))   # new dicts (array views): leave the caller's untouched
     if not res.geometry and model is not None:
         attach_geometry(res, model)
     if not res.geometry:
@@ -296,7 +298,7 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
         i = obj.index_at(t)
         data = scene.data(i, scale)
         label = f"t = {obj.t[i]:.4f} s"
-        poses = [frame_pose(obj, b, i) for b in scene.geoms]
+        poses = [frame_pose(scene.results, b, i) for b in scene.geoms]
         if model is not None and joints:
             world = _tree_world(model, obj, i)
     elif hasattr(obj, "bodies") and hasattr(obj, "joints"):

@@ -51,6 +51,13 @@ def test_show_results_follows_the_motion(gl):
     assert a.mean() > 0.005 and b.mean() > 0.005
     overlap = (a & b).sum() / max(a.sum(), 1)
     assert overlap < 0.5                       # the rod moved (+-1 rad) between snapshots
+    # joint coordinates only: the model places the bodies, the results stay untouched
+    bare = Results(t, q, np.zeros_like(q), coordinates=[("hinge", "angle")],
+                   speeds=[("hinge", "rate")], joint_names=["hinge"])
+    c = body_mask(fm.viz.show(bare, t=1.0, model=m, window_size=SMALL, view="xy",
+                              joints=False, frames=True))
+    assert (c & b).sum() / b.sum() > 0.8
+    assert bare.extra == {} and bare.geometry == {}
 
 
 def test_gif_frames_count_and_colour_range_change(gl, tmp_path):
