@@ -246,10 +246,20 @@ class AbsoluteSystem:
         KQ = tuple(np.concatenate([a, b]) for a, b in zip(KQ, te))
         return Q, KQ, DQ
 
-    def dae_terms(self, q, qd, qdd, lam, t=0.0, jacobian=True):
-        """All residual pieces of the DAE at one state, and their Jacobians (:class:`DAETerms`)."""
+    def dae_terms(self, q, qd, qdd, lam, t=0.0, jacobian=True, split=False):
+        """All residual pieces of the DAE at one state, and their Jacobians (:class:`DAETerms`).
+
+        ``split=True`` also returns the velocity part of the inertia residual,
+        ``Rv = R(q, qd, 0)``, and its ``q``-derivative ``Kinv`` (for HHT's weighting).
+        """
         T = DAETerms()
         q = np.asarray(q, float)
+        if split:
+            if jacobian:
+                T.Rv, _, Kv, _ = self.inertia.residual(q, qd, np.zeros_like(q), derivatives=True)
+                T.Kinv = (self.inertia.rows, self.inertia.cols, Kv.ravel())
+            else:
+                T.Rv = self.inertia.residual(q, qd, np.zeros_like(q), derivatives=False)
         if jacobian:
             T.R, M, K, D = self.inertia.residual(q, qd, qdd, derivatives=True)
             ir, ic = self.inertia.rows, self.inertia.cols
@@ -267,10 +277,12 @@ class AbsoluteSystem:
         T.PtL = np.bincount(cols, weights=vals * lam[rows], minlength=self.n)
         return T
 
-    def iteration_matrix(self, T, aM, aKin, aDin, aK, aD, scale=1.0):
+    def iteration_matrix(self, T, aM, aKin, aDin, aK, aD, scale=1.0, aKinv=0.0, extra=()):
         """Sparse ``[[aM M + aKin dR/dq + aDin dR/dqd + aK (H - dQ/dq) - aD dQ/dqd, Phi_q^T], [Phi_q, 0]]``.
 
-        The constraint blocks are multiplied by ``scale``.
+        The constraint blocks are multiplied by ``scale``; ``aKinv`` weights the
+        derivative of the velocity part of the inertia residual (``T.Kinv``, HHT);
+        ``extra`` is a list of further COO triplets added to the coordinate block.
         """
         n, nc = self.n, self.nc
         parts = []
@@ -282,9 +294,12 @@ class AbsoluteSystem:
         add(T.M, aM)
         add(T.Kin, aKin)
         add(T.Din, aDin)
+        if aKinv:
+            add(T.Kinv, aKinv)
         add(T.H, aK)
         add(T.KQ, -aK)
         add(T.DQ, -aD)
+        parts += list(extra)
         pr, pc, pv = T.Phq
         parts.append((pr + n, pc, scale * pv))
         parts.append((pc, pr + n, scale * pv))

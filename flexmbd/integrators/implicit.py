@@ -17,24 +17,34 @@ lam_{n+1})``; positions and velocities follow from the scheme's update ::
   ``alpha_f = rho/(rho + 1)``, ``gamma = 1/2 + alpha_f - alpha_m``,
   ``beta = (gamma + 1/2)^2 / 4`` (second order; ``rho_inf = 1`` is the
   trapezoidal rule).
-* **HHT-alpha** (Hilber, Hughes & Taylor 1977 in the index-3 form of Negrut,
-  Rampalli, Ottarsson & Sajdak 2007), ``alpha`` in [-1/3, 0],
-  ``beta = (1 - alpha)^2/4``, ``gamma = 1/2 - alpha``: ``a = qdd`` and the force
-  terms are weighted ::
+* **HHT-alpha** (Hilber, Hughes & Taylor 1977), ``alpha`` in [-1/3, 0],
+  ``beta = (1 - alpha)^2/4``, ``gamma = 1/2 - alpha``. Default form: the
+  generalized-alpha update above with ``alpha_m = 0``, ``alpha_f = -alpha``
+  (acceleration weighting, Arnold & Bruls 2007), which is HHT exactly on linear
+  problems. ``form="force"`` gives the force-weighted index-3 form of Negrut,
+  Rampalli, Ottarsson & Sajdak (2007), ``a = qdd`` and ::
 
-      R_{n+1}/(1 + alpha) + (Phi_q^T lam - Q)_{n+1} - alpha/(1 + alpha) (Phi_q^T lam - Q)_n = 0
+      (M qdd)_{n+1}/(1 + alpha) + F_{n+1} - alpha/(1 + alpha) F_n = 0,
+      F = Rv + Phi_q^T lam - Q
 
-  (the inertia residual ``R``, including its quadratic-velocity terms, is taken at
-  ``t_{n+1}`` only).
+  with ``Rv = R(q, qd, 0)`` the quadratic-velocity inertia terms (weighted like
+  forces) and ``F_n`` stored as body wrenches (forces and world moments
+  ``n_b = E(e_b) F_e / 2``) mapped with the current parameters. In Euler
+  parameters this form is only **first order**: part of ``qdd`` (the radial
+  ``e . dde = -|de|^2``, with ``M e = 0``) is fixed by the normalization constraint,
+  not by a force, so the weighting cannot compensate the ``gamma != 1/2`` update
+  (measured on a body spinning at constant speed: error ratio 2.0 per halving of
+  the step). The default form is second order (tests).
 
 With ``beta' = beta (1 - alpha_f)/(1 - alpha_m)`` and ``gamma'`` likewise
 (``dq/dqdd = beta' h^2``, ``dqd/dqdd = gamma' h``), Newton's method solves ::
 
-    [ c_M (M + beta' h^2 dR/dq + gamma' h dR/dqd) + beta' h^2 (d(Phi_q^T lam)/dq - dQ/dq)
-      - gamma' h dQ/dqd ,  Phi_q^T ]  [dqdd]     [ r ]
+    [ M + beta' h^2 (dR/dq + d(Phi_q^T lam)/dq - dQ/dq)
+      + gamma' h (dR/dqd - dQ/dqd) ,  Phi_q^T ]  [dqdd]     [ r ]
     [ Phi_q ,                 0    ]  [dlam] = - [ Phi / (beta' h^2) ]
 
-with the exact Jacobian of every term (force elements whose Jacobian is switched
+(HHT: ``M`` and ``d(M qdd)/dq`` weighted by ``1/(1 + alpha)``) with the exact
+Jacobian of every term (force elements whose Jacobian is switched
 off are left out). Dividing the constraint equations by ``beta' h^2`` is the
 scaling of Negrut et al. / Bottasso, Dopico & Trainelli (2007): the matrix tends
 to the well-conditioned ``[M Phi_q^T; Phi_q 0]`` as ``h -> 0`` instead of an
@@ -42,7 +52,19 @@ to the well-conditioned ``[M Phi_q^T; Phi_q 0]`` as ``h -> 0`` instead of an
 ``[r; Phi/(beta' h^2)]`` below ``tol + rtol * scale`` (``scale`` = norm of the
 applied forces at the start of the step). The initial guess is the previous
 step's ``(qdd, lam)`` (as in the seed paper). ``iterations`` counts Newton
-corrections (linear solves) per step.
+corrections (linear solves) per step; counting residual evaluations instead (the
+paper's convention, it seems) adds one. A residual within 100 times its
+round-off floor (``eps`` times the force terms plus ``eps |q| / (beta' h^2)`` for the
+scaled constraints) or a correction below round-off also ends the iteration: the
+residual of an over-tight ``tol`` cannot drop further in floating point.
+
+Euler-parameter gauge: the rates' component along ``e`` changes neither the
+angular velocity (``w = 2 E(e) de``, ``E(e) e = 0``) nor any force; it is fixed by
+the normalization only at position level. With ``gamma = 1/2`` the index-3
+scheme leaves it undamped and it was observed to grow without bound (a pendulum,
+Newmark 1/4, 1/2, dt = 0.01: Newton failed after 13 s). It is therefore removed
+after every step (``gauge=True``, default): ``de <- de - e (e . de)/|e|^2``, which
+leaves the physical state untouched.
 
 Results: ``stats["newton_iterations"]``, ``stats["residual"]`` (final norm),
 ``stats["residual_norms"]`` (nt, max_iter + 1; NaN-padded history per step),
@@ -96,11 +118,16 @@ def newmark(beta=0.25, gamma=0.5):
     return Scheme("newmark", beta, gamma)
 
 
-def hht(alpha=-0.05):
-    """HHT-alpha with ``alpha`` in [-1/3, 0]."""
+def hht(alpha=-0.05, form="acceleration"):
+    """HHT-alpha with ``alpha`` in [-1/3, 0]; ``form`` "acceleration" (default) or "force"."""
     if not (-1.0 / 3.0 <= alpha <= 0.0):
         raise ModelError(f"HHT: alpha must lie in [-1/3, 0], got {alpha}")
-    return Scheme("hht", (1 - alpha) ** 2 / 4, 0.5 - alpha, hht_alpha=alpha)
+    b, g = (1 - alpha) ** 2 / 4, 0.5 - alpha
+    if form == "acceleration":
+        return Scheme("hht", b, g, alpha_m=0.0, alpha_f=-alpha)
+    if form == "force":
+        return Scheme("hht-force", b, g, hht_alpha=alpha)
+    raise ModelError(f"HHT: form must be 'acceleration' or 'force', got {form!r}")
 
 
 def generalized_alpha(rho_inf=0.8):
@@ -113,14 +140,14 @@ def generalized_alpha(rho_inf=0.8):
     return Scheme("generalized-alpha", 0.25 * (g + 0.5) ** 2, g, am, af)
 
 
-def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None):
+def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, form=None):
     if isinstance(integrator, Scheme):
         return integrator
     name = str(integrator).lower().replace("_", "-")
     if name == "newmark":
         return newmark(0.25 if beta is None else beta, 0.5 if gamma is None else gamma)
     if name in ("hht", "hht-alpha"):
-        return hht(-0.05 if alpha is None else alpha)
+        return hht(-0.05 if alpha is None else alpha, form or "acceleration")
     if name in ("generalized-alpha", "genalpha", "gen-alpha"):
         return generalized_alpha(0.8 if rho_inf is None else rho_inf)
     raise ModelError(
@@ -130,15 +157,17 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None):
 
 def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None, alpha=None,
               rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, q0=None, qd0=None,
-              energy=True, callback=None):
+              form=None, energy=True, gauge=True, callback=None):
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``
-    is called as ``callback(t, q, qd)`` after each accepted step.
+    is called as ``callback(t, q, qd)`` after each accepted step. ``gauge``: remove
+    the component of the Euler-parameter rates along ``e`` after each step (see the
+    module docstring).
     """
     from ..absolute.statics import consistent_initial_conditions
 
-    sch = make_scheme(integrator, beta, gamma, alpha, rho_inf)
+    sch = make_scheme(integrator, beta, gamma, alpha, rho_inf, form)
     h = float(dt)
     if not h > 0:
         raise ModelError(f"time step must be positive, got {dt!r}")
@@ -187,9 +216,10 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     cM = 1.0 / (1.0 + ah)
     # HHT memory: (Phi_q^T lam - Q)_n; at t0 equals -R_0 (equations of motion)
     mem = None
-    if ah != 0.0:
-        T0 = system.dae_terms(q, qd, qdd, lam, t0, jacobian=False)
-        mem = T0.PtL - T0.Q
+    hhtw = ah != 0.0
+    if hhtw:
+        T0 = system.dae_terms(q, qd, qdd, lam, t0, jacobian=False, split=True)
+        mem = _to_wrenches(system, q, T0.Rv + T0.PtL - T0.Q)
     sc = 1.0 / (bp * h * h)
 
     def results(stop):
@@ -208,14 +238,17 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         x_lam = lam.copy()
         converged = False
         scale = None
+        tiny = False
         k = 0
         for k in range(max_iter + 1):
             q1 = q_pred + bp * h * h * x_qdd
             v1 = v_pred + gp * h * x_qdd
-            T = system.dae_terms(q1, v1, x_qdd, x_lam, t1, jacobian=True)
-            r1 = cM * T.R + T.PtL - T.Q
-            if mem is not None:
-                r1 = r1 - ah * cM * mem
+            T = system.dae_terms(q1, v1, x_qdd, x_lam, t1, jacobian=True, split=hhtw)
+            if hhtw:
+                r1 = cM * (T.R - T.Rv) + T.Rv + T.PtL - T.Q - ah * cM * _from_wrenches(
+                    system, q1, mem)
+            else:
+                r1 = T.R + T.PtL - T.Q
             res = np.concatenate([r1, sc * T.phi])
             nr = float(np.linalg.norm(res))
             if scale is None:
@@ -223,18 +256,29 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             hist[i, k] = nr
             if not np.isfinite(nr):
                 break
-            if nr <= tol + rtol * scale:
+            floor = 2.2e-16 * (np.linalg.norm(cM * T.R) + np.linalg.norm(T.PtL) + float(
+                np.linalg.norm(T.Q)) + sc * np.sqrt(nc) * max(1.0, float(np.abs(q1).max())))
+            if nr <= tol + rtol * scale or tiny or nr <= 100.0 * floor:
+                # round-off floor: the residual cannot drop further in floating point
                 converged = True
                 break
             if k == max_iter:
                 break
-            A = system.iteration_matrix(T, cM, cM * bp * h * h, cM * gp * h, bp * h * h, gp * h)
+            if hhtw:
+                A = system.iteration_matrix(T, cM, cM * bp * h * h, gp * h, bp * h * h, gp * h,
+                                            aKinv=(1.0 - cM) * bp * h * h,
+                                            extra=_memory_jacobian(system, mem,
+                                                                   -ah * cM * bp * h * h))
+            else:
+                A = system.iteration_matrix(T, 1.0, bp * h * h, gp * h, bp * h * h, gp * h)
             try:
                 dx = spla.splu(A).solve(-res)
             except RuntimeError:
                 break
             x_qdd += dx[:n]
             x_lam += dx[n:]
+            tiny = bool(np.linalg.norm(dx[:n]) <= 1e-13 * (1.0 + np.linalg.norm(x_qdd))
+                        and np.linalg.norm(dx[n:]) <= 1e-13 * (1.0 + np.linalg.norm(x_lam)))
         if not converged:
             part = results(i)
             raise ConvergenceError(
@@ -244,9 +288,11 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         a_new = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
         q = q_pred + bp * h * h * x_qdd
         qd = v_pred + gp * h * x_qdd
+        if gauge:
+            qd = _remove_gauge(system, q, qd)
         a, qdd, lam = a_new, x_qdd, x_lam
-        if mem is not None:
-            mem = T.PtL - T.Q
+        if hhtw:
+            mem = _to_wrenches(system, q, T.Rv + T.PtL - T.Q)
         iters[i] = k
         resid[i] = hist[i, k]
         system.accept(q, qd)
@@ -255,6 +301,45 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         if callback is not None:
             callback(t1, q, qd)
     return results(nt)
+
+
+def _to_wrenches(system, q, F):
+    """Generalized forces (7nb,) -> body forces and world moments (nb, 6) = [f; E(e) F_e / 2]."""
+    from ..absolute.quaternion import Emat
+
+    nb = system.nb
+    e = q.reshape(nb, 7)[:, 3:]
+    Fb = F.reshape(nb, 7)
+    nvec = 0.5 * np.einsum("bij,bj->bi", Emat(e), Fb[:, 3:]) / np.einsum("bi,bi->b", e, e)[:, None]
+    return np.concatenate([Fb[:, :3], nvec], axis=1)
+
+
+def _from_wrenches(system, q, W):
+    """Body wrenches (nb, 6) -> generalized forces [f; 2 E(e)^T n] (7nb,)."""
+    from ..absolute.quaternion import Emat
+
+    nb = system.nb
+    e = q.reshape(nb, 7)[:, 3:]
+    return np.concatenate([W[:, :3], 2.0 * np.einsum("bji,bj->bi", Emat(e), W[:, 3:])],
+                          axis=1).ravel()
+
+
+def _memory_jacobian(system, W, coef):
+    """COO triplets of ``coef * d(2 E(e)^T n)/de = coef * 2 TE(n)`` on the (e, e) blocks."""
+    from ..absolute.forces import map_te_terms
+
+    r, c, v = map_te_terms(W[:, 3:], system.nb)
+    return [(r, c, coef * v)]
+
+
+def _remove_gauge(system, q, qd):
+    """Euler-parameter rates without their component along ``e`` (pure gauge: ``E(e) e = 0``)."""
+    nb = system.nb
+    e = q.reshape(nb, 7)[:, 3:]
+    qd = qd.copy().reshape(nb, 7)
+    ed = qd[:, 3:]
+    ed -= e * (np.einsum("bi,bi->b", e, ed) / np.einsum("bi,bi->b", e, e))[:, None]
+    return qd.ravel()
 
 
 def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter,
