@@ -279,10 +279,26 @@ def cmd_simulate(args):
             attach_geometry(res, model)
         except FlexmbdError as err:  # drawing data is a convenience: keep the run
             print(f"note: no geometry stored ({err})", file=sys.stderr)
+    if model is not None and any(f"position:{b}" not in res.extra for b in res.geometry):
+        _attach_poses(res, model)
     path = res.save(args.output)
     print(results_summary(res))
     print(f"wrote {path}")
     return 0
+
+
+def _attach_poses(res, model):
+    """Body poses for rendering: tree kinematics of joint coordinates, else the System."""
+    from .results import attach_body_poses, attach_tree_poses
+
+    joints = {j.name for j in model.joints()}
+    try:
+        if res.coordinates and all(owner in joints for owner, _ in res.coordinates):
+            attach_tree_poses(res, model)
+        else:
+            attach_body_poses(res, model.compile(res.meta.get("formulation", "recursive")))
+    except Exception as err:  # noqa: BLE001 - poses are a convenience: keep the run
+        print(f"note: no body poses stored ({type(err).__name__}: {err})", file=sys.stderr)
 
 
 def _size(text):

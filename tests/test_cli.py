@@ -132,3 +132,25 @@ def test_render_gif_and_png(tmp_path, gl):
                  "--time", "0.5", "--field", "none"]) == 0
     img = iio.imread(tmp_path / "snap.png")
     assert (np.abs(img[..., :3].astype(int) - 255).max(axis=-1) > 8).mean() > 0.01
+
+
+def test_simulate_adds_poses_to_joint_coordinate_results(tmp_path):
+    script = tmp_path / "hand.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        import flexmbd as fm
+        from flexmbd.results import Results
+
+        model = fm.Model("pendulum")
+        model.link = fm.RigidBody.rod(1.0, 1.0, origin="end")
+        model.hinge = fm.Revolute(model.ground, model.link, axis=(0, 0, 1))
+        t = np.linspace(0, 1, 4)
+        results = Results(t, t[:, None], np.ones((4, 1)), coordinates=[("hinge", "angle")],
+                          speeds=[("hinge", "rate")], joint_names=["hinge"])
+    """))
+    out = tmp_path / "hand.h5"
+    assert main(["simulate", str(script), "-o", str(out)]) == 0
+    res = Results.load(out)
+    R = res.body("link").rotation
+    np.testing.assert_allclose(R[:, 0, 0], np.cos(res.t), atol=1e-14)   # rotated by q
+    assert "link" in res.geometry
