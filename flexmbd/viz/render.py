@@ -134,6 +134,12 @@ def _scene_of_results(res, model=None):
     missing = [b for b in res.geometry if f"position:{b}" not in res.extra]
     if missing and model is not None:
         attach_tree_poses(res, model)
+    elif missing:
+        import warnings
+
+        warnings.warn(f"bodies {missing} have no stored poses and are drawn at the origin; "
+                      f"pass model=... or fill them with flexmbd.results.attach_body_poses",
+                      stacklevel=3)
     geoms = {b: BodyGeometry.from_arrays(d) for b, d in res.geometry.items()}
     return _Scene(geoms, results=res)
 
