@@ -59,6 +59,8 @@ _LAZY = {
     "compare_modes": ("flexmbd.fem", "compare_modes"),
     "SpringDamperActuator": ("flexmbd.model.sda", "SpringDamperActuator"),
     "FlexibleBody": ("flexmbd.model.flexible", "FlexibleBody"),
+    "resume": ("flexmbd.checkpoint", "resume"),
+    "sweep": ("flexmbd.sweep", "sweep"),
 }
 
 
