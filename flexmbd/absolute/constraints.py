@@ -59,7 +59,7 @@ from ..model.joints import (
     Spherical,
     Universal,
 )
-from .quaternion import Apoly, Smat, dAs, normalized_rot, skew_b
+from .quaternion import Apoly, Smat, cross_b, dAs, normalized_rot, skew_b
 
 __all__ = ["ConstraintSet", "joint_primitives"]
 
@@ -70,9 +70,9 @@ def _perp(a):
     k = int(np.argmin(np.abs(a)))
     e = np.zeros(3)
     e[k] = 1.0
-    u1 = np.cross(a, e)
+    u1 = cross_b(a, e)
     u1 /= np.linalg.norm(u1)
-    return u1, np.cross(a, u1)
+    return u1, cross_b(a, u1)
 
 
 class _Prim:
@@ -301,7 +301,7 @@ class ConstraintSet:
         other = np.stack([Y, Y, X, X], axis=1)
         # dPhi/dx for each slot: rotation part (As x other)... d(A s)/dphi = -(A s)~:
         # other . (-(As) x dphi) = dphi . (other x As)... computed as (As x other) sign flips:
-        drot = self.sg[..., None] * np.cross(As, other)  # dPhi/dphi contribution
+        drot = self.sg[..., None] * cross_b(As, other)  # dPhi/dphi contribution
         dtr = (self.sg * self.pt)[..., None] * other
         out = np.zeros((len(self.joints), 6))
         for k, j in enumerate(self.joints):
@@ -324,7 +324,7 @@ class ConstraintSet:
                 FC = cf.rotation
                 pC = cf.position
             origin = r[side]
-            nC = n - np.cross(pC - origin, f)
+            nC = n - cross_b(pC - origin, f)
             out[k, :3] = FC.T @ nC
             out[k, 3:] = FC.T @ f
         return out

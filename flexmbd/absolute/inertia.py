@@ -32,7 +32,7 @@ Exact derivatives (``u = a' x c + w' x (w' x c)``,
 
 import numpy as np
 
-from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs, skew_b
+from .quaternion import TE, TG, Apoly, Emat, Gmat, cross_b, dAs, skew_b
 
 __all__ = ["BodyInertia"]
 
@@ -91,11 +91,11 @@ class BodyInertia:
         Gt = np.swapaxes(G, 1, 2)
         w = 2.0 * _mv(G, ed)
         a = 2.0 * _mv(G, edd)
-        wc = np.cross(w, c)
-        u = np.cross(a, c) + np.cross(w, wc)
+        wc = cross_b(w, c)
+        u = cross_b(a, c) + cross_b(w, wc)
         Atr = np.einsum("bji,bj->bi", A, rdd)
         Jw = _mv(J, w)
-        N = _mv(J, a) + np.cross(w, Jw) + m[:, None] * np.cross(c, Atr)
+        N = _mv(J, a) + cross_b(w, Jw) + m[:, None] * cross_b(c, Atr)
         Rr = m[:, None] * (rdd + _mv(A, u))
         Re = 2.0 * _mv(Gt, N)
         R = np.concatenate([Rr, Re], axis=1).ravel()
@@ -134,6 +134,6 @@ class BodyInertia:
         n2 = np.einsum("bi,bi->b", e, e)
         A = Apoly(e) / n2[:, None, None]
         w = 2.0 * _mv(Gmat(e), ed) / n2[:, None]
-        vc = rd + _mv(A, np.cross(w, self.c))
+        vc = rd + _mv(A, cross_b(w, self.c))
         return 0.5 * self.m * np.einsum("bi,bi->b", vc, vc) + 0.5 * np.einsum(
             "bi,bij,bj->b", w, self.Jc, w)

@@ -30,51 +30,50 @@ Functions take arrays with any leading batch shape: ``e`` (..., 4), 3-vectors
 
 import numpy as np
 
-__all__ = ["skew_b", "Emat", "Gmat", "TE", "TG", "Apoly", "dAs", "Smat", "normalized_rot"]
+__all__ = ["skew_b", "cross_b", "Emat", "Gmat", "TE", "TG", "Apoly", "dAs", "Smat",
+           "normalized_rot"]
+
+
+def cross_b(a, b):
+    """Batched cross product of (..., 3) arrays (faster than ``np.cross`` on small batches)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
 def skew_b(a):
     """Batched cross-product matrices: (..., 3) -> (..., 3, 3)."""
     a = np.asarray(a, dtype=float)
-    S = np.zeros(a.shape[:-1] + (3, 3))
-    S[..., 0, 1] = -a[..., 2]
-    S[..., 0, 2] = a[..., 1]
-    S[..., 1, 0] = a[..., 2]
-    S[..., 1, 2] = -a[..., 0]
-    S[..., 2, 0] = -a[..., 1]
-    S[..., 2, 1] = a[..., 0]
-    return S
+    x, y, z = a[..., 0], a[..., 1], a[..., 2]
+    o = np.zeros_like(x)
+    return np.stack([o, -z, y, z, o, -x, -y, x, o], axis=-1).reshape(a.shape[:-1] + (3, 3))
 
 
 def Emat(e):
     """``E(e) = [-ev, e0 I + ev~]`` (..., 3, 4)."""
     e = np.asarray(e, dtype=float)
-    out = np.zeros(e.shape[:-1] + (3, 4))
-    out[..., :, 0] = -e[..., 1:]
-    out[..., :, 1:] = skew_b(e[..., 1:])
-    for k in range(3):
-        out[..., k, k + 1] += e[..., 0]
-    return out
+    e0, e1, e2, e3 = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
+    return np.stack([-e1, e0, -e3, e2, -e2, e3, e0, -e1, -e3, -e2, e1, e0],
+                    axis=-1).reshape(e.shape[:-1] + (3, 4))
 
 
 def Gmat(e):
     """``G(e) = [-ev, e0 I - ev~]`` (..., 3, 4)."""
     e = np.asarray(e, dtype=float)
-    out = np.zeros(e.shape[:-1] + (3, 4))
-    out[..., :, 0] = -e[..., 1:]
-    out[..., :, 1:] = -skew_b(e[..., 1:])
-    for k in range(3):
-        out[..., k, k + 1] += e[..., 0]
-    return out
+    e0, e1, e2, e3 = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
+    return np.stack([-e1, e0, e3, -e2, -e2, -e3, e0, e1, -e3, e2, -e1, e0],
+                    axis=-1).reshape(e.shape[:-1] + (3, 4))
 
 
 def _T(a, sign):
     a = np.asarray(a, dtype=float)
-    out = np.zeros(a.shape[:-1] + (4, 4))
-    out[..., 0, 1:] = -a
-    out[..., 1:, 0] = a
-    out[..., 1:, 1:] = sign * skew_b(a)
-    return out
+    x, y, z = a[..., 0], a[..., 1], a[..., 2]
+    o = np.zeros_like(x)
+    s = sign
+    return np.stack([o, -x, -y, -z,
+                     x, o, -s * z, s * y,
+                     y, s * z, o, -s * x,
+                     z, -s * y, s * x, o], axis=-1).reshape(a.shape[:-1] + (4, 4))
 
 
 def TG(a):

@@ -80,3 +80,56 @@ def all_joints_model(rng=None, sda=True, joint_force=False):
     return m
 
 
+
+
+def newton_euler_residual(system, model, q, qd, fd, t=0.0):
+    """Largest Newton-Euler imbalance (N or N m) of any body with the reported reactions.
+
+    For every body: ``sum of applied wrenches + joint reactions (as child) - reactions of
+    the joints where it is the parent - inertia wrench``, about the centre of mass in
+    world axes. Independent of how the reactions were computed.
+    """
+    from flexmbd.absolute.forces import BodyState
+
+    st = BodyState(system.index, q, qd)
+    states = system.body_states(q, qd)
+    tot = {b.name: np.zeros(6) for b in model.bodies()}  # [n about com; f]
+    com = {}
+    for b in model.bodies():
+        R, r, w, v = states[b.name]
+        com[b.name] = r + R @ b.com_vector
+
+    def add(body, F, at):
+        """Add a wrench [n; f] given about point ``at`` (world) to ``body`` (about its com)."""
+        if body is model.ground:
+            return
+        n, f = F[:3], F[3:]
+        tot[body.name][:3] += n + np.cross(at - com[body.name], f)
+        tot[body.name][3:] += f
+
+    for f in model.forces():
+        from flexmbd.model.forces import JointForce
+
+        if isinstance(f, JointForce):
+            continue  # included in the reactions (the joint's motion-direction part)
+        for b, F in f.wrenches(t, st):
+            add(b, F, st.r[system.index[id(b)]])
+    for k, j in enumerate(model.joints()):
+        Rc = np.eye(3) if j.child is model.ground else states[j.child.name][0]
+        rc = np.zeros(3) if j.child is model.ground else states[j.child.name][1]
+        FC = Rc @ j.child_frame.rotation
+        pC = rc + Rc @ j.child_frame.position
+        W = fd.reactions[k]
+        Fw = np.concatenate([FC @ W[:3], FC @ W[3:]])
+        add(j.child, Fw, pC)
+        add(j.parent, -Fw, pC)
+    worst = 0.0
+    for b in model.bodies():
+        R, r, w, v = states[b.name]
+        alpha, a0 = fd.body_acceleration(b.name)
+        rc = R @ b.com_vector
+        ac = a0 + np.cross(alpha, rc) + np.cross(w, np.cross(w, rc))
+        Jw = R @ b.inertia_matrix @ R.T
+        inert = np.concatenate([Jw @ alpha + np.cross(w, Jw @ w), float(b.mass) * ac])
+        worst = max(worst, float(np.abs(tot[b.name] - inert).max()))
+    return worst
