@@ -356,6 +356,7 @@ class Projector:
                              "(alpha = 1/h, beta = sqrt(2)/h) or baumgarte=(alpha, beta)")
         self.regular_rank = None
         self._last_weak = None
+        self._last_J = None
         self.info = ProjectionInfo()
 
     # -- bases ------------------------------------------------------------------------
@@ -416,12 +417,16 @@ class Projector:
                 k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
                     else b.rank
                 dq = -b.Q[:, :k] @ b.normal_components(phi, k)
-            q = self.c.retract(q, dq)
-            phi = self.c.phi(q, t)
             self.info.newton_iterations = it
+            self.info.position_violation = _norm(phi)
+            q = self.c.retract(q, dq)
             if _norm(dq) <= self.position_tol:
+                # converged (quadratically: the residual after this step is negligible);
+                # the Jacobian from before the step serves the velocity correction
+                self._last_J = (q, J)
                 break
-        self.info.position_violation = _norm(phi)
+            phi = self.c.phi(q, t)
+            self.info.position_violation = _norm(phi)
         return q
 
     def correct_velocities(self, q, v, t=0.0, basis=None):
@@ -445,8 +450,12 @@ class Projector:
 
     def correct(self, q, v, t=0.0):
         """Positions then velocities, as done before forming the equations of motion."""
+        self._last_J = None
         q = self.correct_positions(q, t)
-        v = self.correct_velocities(q, v, t)
+        basis = None
+        if self._last_J is not None and self._last_J[0] is q and self.method == "qr":
+            basis = self.basis(q, t, J=self._last_J[1])
+        v = self.correct_velocities(q, v, t, basis=basis)
         return q, v
 
     # -- accelerations ----------------------------------------------------------------
@@ -458,10 +467,10 @@ class Projector:
         constraint row (``M v̇ = F + J^T λ``), zero on discarded rows.
         """
         vdot_free = np.asarray(vdot_free, dtype=float)
+        gamma = self.c.gamma(q, v, t)
         J = self.c.jacobian(q, t) if basis is None else basis.J
         if J.shape[0] == 0:
             return vdot_free.copy(), np.zeros(0)
-        gamma = self.c.gamma(q, v, t)
         if self.method in ("baumgarte", "moore-penrose", "none"):
             if self.method == "baumgarte":
                 gamma = gamma - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t)) \

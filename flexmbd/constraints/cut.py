@@ -1,0 +1,538 @@
+"""Cut-joint constraints on the tree joint coordinates (recursive formulation with loops).
+
+The topology (:mod:`flexmbd.topology`) opens every loop at a *cut joint*; the
+remaining spanning tree is solved by the Constraint Force Algorithm
+(:mod:`flexmbd.recursive`) and every cut joint becomes constraint equations
+``Φ(q, t) = 0`` on the tree coordinates ``q`` (Wang et al. 2025, eq. 2-7).
+
+Relative motion of a cut joint
+------------------------------
+For a cut joint with parent frame ``p`` (on its declared parent body P) and child
+frame ``c`` (on its child C), ``R = R_p^T R_c`` and ``d = R_p^T (p_c - p_p)`` are the
+relative rotation and position, ``V_rel = [w; u]`` the twist of ``c`` relative
+to ``p`` in ``c`` axes at the origin of ``c`` (the joints' convention,
+:mod:`flexmbd.model.joints`): ``dR/dt = R w~``, ``dd/dt = R u``. ``V_rel`` is
+linear in the tree speeds, ``V_rel = J_rel v``: the columns of the tree joints
+between C and the closest common ancestor enter with ``+``, those between P and
+it with ``-`` (both as motions of the point ``p_c``).
+
+Equations per joint type
+------------------------
+Two kinds of scalar equations, with their exact derivatives along ``V_rel``:
+
+* translational ``Φ = e · s``, ``s = R^T d`` (the vector from the parent-frame
+  origin to the child-frame origin, in child axes), ``e`` a child-axes unit vector:
+  ``dΦ/dt = e·u + w·(e × s)``, i.e. the row ``D = [(e × s)^T, e^T]``, and
+  ``d²Φ/dt² = D dV_rel/dt + e · ((u + s × w) × w)``;
+* rotational ``Φ = f · (R g)`` with ``f`` fixed in parent axes and ``g`` in child
+  axes: ``D = [(g × R^T f)^T, 0]`` and ``d²Φ/dt² = D dV_rel/dt + (R^T f) · (w × (w × g))``.
+
+=========== ================================================ =========
+joint        equations                                          count
+=========== ================================================ =========
+Spherical    ``s = 0``                                          3
+Revolute     ``s = 0``, ``u_k · (R a) = 0`` (k = 1, 2)          5
+Universal    ``s = 0``, ``a1 · (R a2) = 0``                     4
+Cylindrical  ``u_k · s = 0``, ``u_k · (R a) = 0``               4
+Prismatic    ``u_k · s = 0``, no rotation (3 equations)        5
+Planar       ``n · s = 0``, ``u_k · (R n) = 0``                 3
+Fixed        ``s = 0``, no rotation                             6
+Free         none                                               0
+=========== ================================================ =========
+
+(``u_1, u_2`` complete the joint axis ``a`` (or the plane normal ``n``) to a
+right-handed triad; "no rotation" is ``e_3·(R e_2) = e_1·(R e_3) = e_2·(R e_1) = 0``,
+whose rows are exactly ``[I 0]`` at ``R = I``.) On the constraint manifold the
+translational rows are ``[0, e^T]`` and the rotational rows are the joint's
+constraint-moment directions, so the multipliers are the cut joint's
+constraint-force components: its reaction (wrench of the parent on the child at
+the child-frame origin in child axes, the DESIGN.md convention) is ``D^T λ``, plus
+any applied force along the joint's own motion directions.
+
+The generalized constraint force ``J^T λ = J_rel^T D^T λ`` is the wrench
+``D^T λ`` acting on C at the child-frame origin and its opposite acting on P at
+the same point; the tree reactions are obtained by applying these wrenches as
+external wrenches in one more pass of the tree solver, so every joint reaction is
+consistent with the cut-joint forces.
+
+Rheonomic drivers
+-----------------
+:class:`JointDriver` prescribes one coordinate of a tree joint as a function of
+time (``Φ = q_i - f(t)``, ``Φ_t = -f'(t)``, ``γ = f''(t)`` plus the velocity
+terms of Planar in-plane coordinates); its multiplier is the joint force that
+the drive needs, reported as the motion-direction part of that joint's reaction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from ..model.component import Component
+from ..model.forces import ForceElement
+from ..model.joints import (
+    Cylindrical,
+    Fixed,
+    Free,
+    Joint,
+    Planar,
+    Prismatic,
+    Revolute,
+    Spherical,
+    Universal,
+)
+from ..spatial import rot_to_quat
+
+__all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
+           "joint_force_on_cut"]
+
+
+def _perp(a):
+    """Unit vectors completing ``a`` to a right-handed triad ``(u1, u2, a)``."""
+    a = np.asarray(a, dtype=float)
+    k = int(np.argmin(np.abs(a)))
+    e = np.zeros(3)
+    e[k] = 1.0
+    u1 = np.cross(e, a)
+    u1 /= np.linalg.norm(u1)
+    return u1, np.cross(a, u1)
+
+
+_E = np.eye(3)
+_NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
+
+
+def constraint_rows(joint):
+    """The cut equations of ``joint``: ``(translational e-vectors, rotational (f, g) pairs, labels)``."""
+    if isinstance(joint, Free):
+        return [], [], []
+    if isinstance(joint, Spherical):
+        return list(_E), [], ["x", "y", "z"]
+    if isinstance(joint, Revolute):
+        u1, u2 = _perp(joint.axis)
+        return list(_E), [(u1, joint.axis), (u2, joint.axis)], ["x", "y", "z", "r1", "r2"]
+    if isinstance(joint, Universal):
+        return list(_E), [(joint.axis1, joint.axis2)], ["x", "y", "z", "r"]
+    if isinstance(joint, Cylindrical):
+        u1, u2 = _perp(joint.axis)
+        return [u1, u2], [(u1, joint.axis), (u2, joint.axis)], ["t1", "t2", "r1", "r2"]
+    if isinstance(joint, Prismatic):
+        u1, u2 = _perp(joint.axis)
+        return [u1, u2], list(_NO_ROT), ["t1", "t2", "rx", "ry", "rz"]
+    if isinstance(joint, Planar):
+        n = joint.normal
+        return [n], [(joint.u1, n), (joint.u2, n)], ["n", "r1", "r2"]
+    if isinstance(joint, Fixed):
+        return list(_E), list(_NO_ROT), ["x", "y", "z", "rx", "ry", "rz"]
+    raise ModelError(
+        f"joint {joint.name!r}: type {type(joint).__name__} cannot be a cut joint; use one of "
+        "Revolute, Prismatic, Cylindrical, Universal, Spherical, Planar, Fixed, Free"
+    )
+
+
+def cut_coordinates(joint, R, d):
+    """Joint coordinates of a cut joint from its relative pose (on the constraint manifold)."""
+    if isinstance(joint, Revolute):
+        u1, u2 = _perp(joint.axis)
+        Ru1 = R @ u1
+        return np.array([np.arctan2(u2 @ Ru1, u1 @ Ru1)])
+    if isinstance(joint, Prismatic):
+        return np.array([joint.axis @ d])
+    if isinstance(joint, Cylindrical):
+        u1, u2 = _perp(joint.axis)
+        Ru1 = R @ u1
+        return np.array([np.arctan2(u2 @ Ru1, u1 @ Ru1), joint.axis @ d])
+    if isinstance(joint, Universal):
+        # R = Rot(a1, q0) Rot(a2, q1); a3 = a1 x a2
+        a1, a2 = joint.axis1, joint.axis2
+        a3 = np.cross(a1, a2)
+        Ra2 = R @ a2
+        q0 = np.arctan2(a3 @ Ra2, a2 @ Ra2)
+        Rta1 = R.T @ a1
+        q1 = np.arctan2(-(a3 @ Rta1), a1 @ Rta1)
+        return np.array([q0, q1])
+    if isinstance(joint, Spherical):
+        return rot_to_quat(R)
+    if isinstance(joint, Planar):
+        u1, u2 = joint.u1, joint.u2
+        Ru1 = R @ u1
+        return np.array([u1 @ d, u2 @ d, np.arctan2(u2 @ Ru1, u1 @ Ru1)])
+    if isinstance(joint, Free):
+        return np.concatenate([d, rot_to_quat(R)])
+    return np.zeros(0)
+
+
+class JointDriver(Component):
+    """Prescribe one coordinate of a tree joint as a function of time (rheonomic constraint).
+
+    Parameters
+    ----------
+    joint : Joint
+        A tree joint (not a cut joint) of type Revolute, Prismatic, Cylindrical,
+        Universal or Planar.
+    position : callable ``f(t)``
+        Prescribed coordinate value (rad or m).
+    velocity, acceleration : callable, optional
+        ``f'(t)`` and ``f''(t)``; default central differences of ``f`` (give them
+        for exactness).
+    coordinate : int
+        Which coordinate of the joint (default 0).
+
+    ``JointDriver.constant_speed(joint, speed, start=q0)`` drives at a constant rate.
+    The driver's multiplier (the drive force) is reported as the motion-direction
+    part of the joint's reaction, and in ``Results.extra["driver:<name>"]``.
+    Drivers are honoured by the recursive formulation.
+    """
+
+    kind = "driver"
+
+    def __init__(self, joint, position, velocity=None, acceleration=None, coordinate=0, *,
+                 name=None, doc=None):
+        super().__init__(name=name, doc=doc)
+        if not isinstance(joint, Joint):
+            raise ModelError(f"JointDriver: first argument must be a joint, got {joint!r}")
+        if not isinstance(joint, (Revolute, Prismatic, Cylindrical, Universal, Planar)):
+            raise ModelError(
+                f"JointDriver on {joint.local_name!r}: {type(joint).__name__} coordinates cannot "
+                "be prescribed one by one; drive a Revolute, Prismatic, Cylindrical, Universal or "
+                "Planar joint"
+            )
+        if not (0 <= int(coordinate) < joint.nq):
+            raise ModelError(
+                f"JointDriver on {joint.local_name!r}: coordinate must be 0..{joint.nq - 1}")
+        if not callable(position):
+            raise ModelError("JointDriver: position must be a function of time f(t)")
+        self.joint = joint
+        self.coordinate = int(coordinate)
+        self.position = position
+        h = 1e-5
+        self.velocity = velocity or (lambda t: (position(t + h) - position(t - h)) / (2 * h))
+        self.acceleration = acceleration or (
+            lambda t: (position(t + h) - 2 * position(t) + position(t - h)) / (h * h))
+
+    @classmethod
+    def constant_speed(cls, joint, speed, start=None, coordinate=0, **kw):
+        """Drive ``joint`` at constant ``speed`` from ``start`` (default: its ``q0``)."""
+        q0 = float(joint.q0[coordinate] if start is None else start)
+        w = float(speed)
+        return cls(joint, lambda t: q0 + w * t, lambda t: w, lambda t: 0.0,
+                   coordinate=coordinate, **kw)
+
+    def _short(self):
+        return f"JointDriver on {self.joint.name}[{self.coordinate}]"
+
+
+class _Cut:
+    """Static data of one cut joint: equations and the tree paths of its two bodies."""
+
+    def __init__(self, joint, system, row0):
+        self.joint = joint
+        self.name = joint.name
+        self.P, self.C = joint.parent, joint.child
+        self.trans, self.rots, labels = constraint_rows(joint)
+        self.labels = [f"{joint.name}:{lab}" for lab in labels]
+        self.m = len(labels)
+        self.rows = slice(row0, row0 + self.m)
+        self.E = np.array(self.trans, dtype=float).reshape(-1, 3)
+        self.F = np.array([f for f, _ in self.rots], dtype=float).reshape(-1, 3)
+        self.G = np.array([g for _, g in self.rots], dtype=float).reshape(-1, 3)
+        pathC = system._path(self.C)
+        pathP = system._path(self.P)
+        common = set(pathC) & set(pathP)
+        # (tree joint, sign): + for joints moving C (not P), - for joints moving P (not C)
+        self.path = [(j, 1.0) for j in pathC if j not in common] + [
+            (j, -1.0) for j in pathP if j not in common]
+
+
+def _frame_world(states, body, frame, ground):
+    if body is ground:
+        return frame.rotation, frame.position
+    R, r = states[body.name][0], states[body.name][1]
+    return R @ frame.rotation, r + R @ frame.position
+
+
+def _body_twist(states, body, ground):
+    if body is ground:
+        return np.zeros(3), np.zeros(3), np.zeros(3)
+    R, r, w, v = states[body.name]
+    return w, v, r
+
+
+class CutJointConstraints:
+    """Constraint equations of the cut joints and drivers of a model, on a tree system.
+
+    Implements the interface of :class:`flexmbd.constraints.projection.Constraints`
+    (``phi``, ``jacobian``, ``phi_t``, ``gamma``, ``retract``, ``names``) using the
+    tree system's public interface only (``body_states``, ``forward_dynamics``,
+    ``coordinates``/``speeds``) and the topology of its model. Values at the last
+    ``(q, v, t)`` are cached, so the projector's calls cost one kinematics pass.
+
+    ``gamma`` needs the relative acceleration of the cut joint at zero tree
+    accelerations; it is summed along the two tree paths from the joints' motion
+    subspaces and bias accelerations (:meth:`_path_terms`), so no extra tree pass.
+    """
+
+    def __init__(self, tree, cut_joints, drivers=(), topology=None):
+        self.tree = tree
+        model = tree.model
+        self.ground = model.ground
+        topo = model.topology() if topology is None else topology
+        joints = model.joints()
+        bodies = model.bodies()
+        # tree joint of every body (the one joining it to its inboard body), reversal
+        self._inboard = {}
+        for label in range(1, topo.n_bodies + 1):
+            b = bodies[int(topo.original_body[label]) - 1]
+            jn = int(topo.tree_joint[label])
+            p = int(topo.parent[label])
+            pb = model.ground if p == 0 else bodies[int(topo.original_body[p]) - 1]
+            self._inboard[id(b)] = (joints[jn - 1], bool(topo.reversed[jn - 1]), pb)
+        self._qsl, self._vsl = _slices(tree.coordinates), _slices(tree.speeds)
+        self.cuts = []
+        row = 0
+        for j in cut_joints:
+            c = _Cut(j, self, row)
+            self.cuts.append(c)
+            row += c.m
+        self.drivers = []
+        for d in drivers:
+            if d.joint.name not in self._vsl:
+                raise ModelError(
+                    f"JointDriver {d.name!r}: joint {d.joint.name!r} is a cut joint; drive a tree "
+                    f"joint (mark another joint of the loop cut=True)")
+            self.drivers.append(d)
+        self.n_cut_rows = row
+        self.m = row + len(self.drivers)
+        self.names = [lab for c in self.cuts for lab in c.labels] + [
+            f"{d.name}:drive" for d in self.drivers]
+        self._nv = tree.nv
+        self._key = None
+        self._cache = {}
+        # coordinate update (retraction): vectorized for joints with dq/dt = v
+        lin_q, lin_v, self._special = [], [], []
+        for j in joints:
+            if j.name not in self._qsl:
+                continue
+            qs, vs = self._qsl[j.name], self._vsl[j.name]
+            if isinstance(j, (Revolute, Prismatic, Cylindrical, Universal)):
+                lin_q += list(range(qs.start, qs.stop))
+                lin_v += list(range(vs.start, vs.stop))
+            elif j.nv:
+                self._special.append((j, qs, vs))
+        self._lin_q = np.array(lin_q, dtype=np.int64)
+        self._lin_v = np.array(lin_v, dtype=np.int64)
+
+    def _path(self, body):
+        """Tree joints from ``body`` down to ground, as (joint, reversed, outboard body)."""
+        out = []
+        while body is not self.ground:
+            j, rev, pb = self._inboard[id(body)]
+            out.append((j, rev, body))
+            body = pb
+        return out
+
+    # -- interface of projection.Constraints ---------------------------------------------
+    def phi(self, q, t=0.0):
+        return self._eval(q, None, t)["phi"]
+
+    def jacobian(self, q, t=0.0):
+        return self._eval(q, None, t)["J"]
+
+    def phi_t(self, q, t=0.0):
+        out = np.zeros(self.m)
+        for i, d in enumerate(self.drivers):
+            out[self.n_cut_rows + i] = -float(d.velocity(t))
+        return out
+
+    def gamma(self, q, v, t=0.0):
+        return self._eval(q, v, t)["gamma"]
+
+    def retract(self, q, dv):
+        q = np.array(q, dtype=float)
+        q[self._lin_q] += dv[self._lin_v]
+        for j, qs, vs in self._special:
+            q[qs] = j.integrate(q[qs], dv[vs], 1.0)
+        return q
+
+    # -- evaluation ----------------------------------------------------------------------
+    def relative(self, q, v=None, t=0.0):
+        """Per cut joint: ``(R, d, V_rel, D, R_c, p_c)`` at ``(q, v)`` (``V_rel`` None without v)."""
+        return self._eval(q, v, t)["rel"]
+
+    def _eval(self, q, v, t):
+        q = np.asarray(q, dtype=float)
+        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
+        if key == self._key or (v is None and self._key is not None
+                                and key[0] == self._key[0] and key[2] == self._key[2]):
+            return self._cache
+        ground = self.ground
+        states = self.tree.body_states(q, v)
+        m, nv = self.m, self._nv
+        phi = np.zeros(m)
+        J = np.zeros((m, nv))
+        gamma = np.zeros(m)
+        rel = []
+        for c in self.cuts:
+            j = c.joint
+            Rp_, pp = _frame_world(states, c.P, j.parent_frame, ground)
+            Rc_, pc = _frame_world(states, c.C, j.child_frame, ground)
+            R = Rp_.T @ Rc_
+            d = Rp_.T @ (pc - pp)
+            s = R.T @ d
+            nt = len(c.E)
+            D = np.zeros((c.m, 6))
+            RtF = c.F @ R                                  # rows R^T f
+            if nt:
+                phi[c.rows.start:c.rows.start + nt] = c.E @ s
+                D[:nt, :3] = _crossn(c.E, s)
+                D[:nt, 3:] = c.E
+            if len(c.F):
+                phi[c.rows.start + nt:c.rows.stop] = np.einsum("ij,ij->i", RtF, c.G)
+                D[nt:, :3] = _crossn(c.G, RtF)
+            Jrel, bias_sp = self._path_terms(c, states, Rc_, pc, q, v)
+            J[c.rows] = D @ Jrel
+            Vrel = None
+            if v is not None:
+                wC, vC, rC = _body_twist(states, c.C, ground)
+                wP, vP, rP = _body_twist(states, c.P, ground)
+                # world relative twist at p_c: w_w, u_w = v_C(p_c) - v_P(p_c)
+                w_w = wC - wP
+                u_w = vC + _cross(wC, pc - rC) - vP - _cross(wP, pc - rP)
+                Vrel = np.concatenate([Rc_.T @ w_w, Rc_.T @ u_w])
+                w, u = Vrel[:3], Vrel[3:]
+                # bias of the relative acceleration (spatial, world origin) -> c axes at p_c
+                dalpha = bias_sp[:3]
+                vOC = vC - _cross(wC, rC)
+                vOP = vP - _cross(wP, rP)
+                da = (bias_sp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
+                      - _cross(wP, vOP + _cross(wP, pc)))
+                dw = dalpha - _cross(wC, w_w)
+                du = da - _cross(wP, u_w) - _cross(wC, u_w)
+                bias = np.concatenate([Rc_.T @ dw, Rc_.T @ du])
+                gc = -(D @ bias)
+                if nt:
+                    sdot = u + _cross(s, w)
+                    gc[:nt] -= c.E @ _cross(sdot, w)
+                if len(c.F):
+                    gc[nt:] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
+                gamma[c.rows] = gc
+            rel.append((R, d, Vrel, D, Rc_, pc))
+        r0 = self.n_cut_rows
+        for i, drv in enumerate(self.drivers):
+            j = drv.joint
+            qs, vs = self._qsl[j.name], self._vsl[j.name]
+            ci = drv.coordinate
+            qj = q[qs]
+            phi[r0 + i] = qj[ci] - float(drv.position(t))
+            row = np.zeros(j.nv)
+            g = float(drv.acceleration(t))
+            if isinstance(j, Planar) and ci < 2:
+                cth, sth = np.cos(qj[2]), np.sin(qj[2])
+                row[1:] = (cth, -sth) if ci == 0 else (sth, cth)
+                if v is not None:
+                    vj = np.asarray(v)[vs]
+                    drow = np.array([0.0, -sth, -cth]) if ci == 0 else np.array([0.0, cth, -sth])
+                    g -= vj[0] * (drow @ vj)
+            elif isinstance(j, Planar):
+                row[0] = 1.0
+            else:
+                row[ci] = 1.0
+            J[r0 + i, vs] = row
+            gamma[r0 + i] = g
+        self._key = key
+        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
+        return self._cache
+
+    def _path_terms(self, c, states, Rc_, pc, q, v):
+        """``J_rel`` (6 x nv; c axes at p_c) and, with speeds, the bias of the relative
+        spatial acceleration ``A_C - A_P`` at zero tree accelerations (world origin).
+
+        Per tree joint on the path (sign s: + moves C, - moves P; reversed joints
+        flip it): ``A_C - A_P = sum s [X_j (H v' + c_j) + V_B x (X_j H v)]`` with
+        ``X_j`` the world placement of the joint's child frame, ``c_j`` the joint's
+        bias acceleration and ``V_B`` the twist of the body carrying that frame.
+        """
+        Jrel = np.zeros((6, self._nv))
+        bias = np.zeros(6)
+        ground = self.ground
+        RcT = Rc_.T
+        for (j, rev, outb), sign in c.path:
+            if not j.nv:
+                continue
+            B = j.child
+            Rcj, ocj = _frame_world(states, B, j.child_frame, ground)
+            qj = q[self._qsl[j.name]]
+            H = j.motion_subspace(qj)
+            sg = -sign if rev else sign
+            Wa = Rcj @ H[:3]
+            La = Rcj @ H[3:]
+            Va = La + _crossn(Wa.T, pc - ocj).T
+            vs = self._vsl[j.name]
+            Jrel[:3, vs] += sg * (RcT @ Wa)
+            Jrel[3:, vs] += sg * (RcT @ Va)
+            if v is not None:
+                vj = np.asarray(v)[vs]
+                wj = Wa @ vj                               # relative twist, world, at o_cj
+                uj = La @ vj
+                uO = uj - _cross(wj, ocj)                  # ... at the world origin
+                cj = j.bias_acceleration(qj, vj)
+                cw = Rcj @ cj[:3]
+                cO = Rcj @ cj[3:] - _cross(cw, ocj)
+                wB, vB, rB = _body_twist(states, B, ground)
+                vBO = vB - _cross(wB, rB)
+                bias[:3] += sg * (cw + _cross(wB, wj))
+                bias[3:] += sg * (cO + _cross(wB, uO) + _cross(vBO, wj))
+        return Jrel, bias
+
+
+def _cross(a, b):
+    """Cross product of two 3-vectors (numpy's np.cross has a large fixed overhead)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def _crossn(a, b):
+    """Row-wise cross products; ``a`` and/or ``b`` (k, 3) or (3,)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _slices(table):
+    out = {}
+    for i, (owner, _) in enumerate(table):
+        s = out.get(owner)
+        out[owner] = slice(i, i + 1) if s is None else slice(s.start, i + 1)
+    return out
+
+
+class CutWrenches(ForceElement):
+    """Internal force element carrying cut-joint wrenches to the tree solver.
+
+    ``current`` is a list of ``(body, point, n, f)``: a force ``f`` and a moment
+    ``n`` (world axes) acting at the world ``point`` on ``body``; ``wrenches``
+    moves them to the body-frame origin (the force-element convention).
+    """
+
+    def __init__(self):
+        super().__init__(name="<cut-joint wrenches>")
+        self.current = []
+
+    def wrenches(self, t, state):
+        out = []
+        for body, point, n, f in self.current:
+            _, r = state.pose(body)
+            out.append((body, np.concatenate([n + np.cross(point - r, f), f])))
+        return out
+
+
+def joint_force_on_cut(cut, jf, t, R, d, Vrel):
+    """Wrench (child axes at child origin) of a JointForce acting on a cut joint."""
+    j = cut.joint
+    qj = cut_coordinates(j, R, d)
+    H = j.motion_subspace(qj)
+    vj = H.T @ Vrel
+    return H @ jf.generalized_force(t, qj, vj)
+

@@ -1,0 +1,542 @@
+"""LoopSystem: the recursive (CFA) formulation of a model with closed loops.
+
+``compile_loops(model)`` (also ``model.compile("recursive")`` when the topology
+has cut joints) builds the spanning tree's :class:`~flexmbd.recursive.RecursiveSystem`
+and the cut-joint equations (:mod:`flexmbd.constraints.cut`), and handles them
+with a :class:`~flexmbd.constraints.projection.Projector`.
+
+Forward dynamics at a state ``(q, v, t)``:
+
+1. the tree solver gives the unconstrained accelerations ``v̇_free = M^-1 F``
+   (O(N));
+2. the constraint Jacobian ``J`` (cut joints and drivers) is factored by pivoted
+   QR: independent rows, normal directions ``C`` (with the weak directions of a
+   singular configuration);
+3. ``(C M^-1 C^T) μ = a - C v̇_free`` with the columns ``M^-1 C^T`` from the
+   tree solver (``solve_mass``, one O(N) solve per independent constraint: the
+   mass matrix is never formed); ``v̇ = v̇_free + M^-1 C^T μ``;
+4. the multipliers ``λ = P R^-1 μ`` are the cut joints' constraint-force
+   components; for the reactions the cut-joint wrenches ``D^T λ`` are applied to
+   the two bodies of each cut joint as external wrenches (and driver forces as
+   joint forces) in one more pass of the tree solver, so every tree joint's
+   reaction is consistent with them.
+
+Integration (:meth:`LoopSystem.simulate`): fixed-step RK4 with the position and
+velocity correction after every step (``projection="step"``), or scipy's adaptive
+RK45 / DOP853 with the correction applied to the state before the equations of
+motion are formed in every right-hand-side evaluation (``projection="rhs"``, the
+paper's scheme, needed because an adaptive stepper's state cannot be modified).
+``Results.stats`` holds per sample the rank, the regular rank, the number of
+weak (tangent-projected) directions, a boolean mask of discarded equations
+(``stats["discarded"]``, (nt, m), column order ``meta["constraint_names"]``), the
+position and velocity violations and the Newton iterations of the position
+correction; ``extra["lambda"]`` the multipliers.
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from ..errors import FlexmbdError, ModelError, SolverError
+from ..model.forces import JointForce
+from ..results import Results
+from .cut import CutJointConstraints, CutWrenches, JointDriver, cut_coordinates, joint_force_on_cut
+from .projection import DEFAULT_RTOL, METHODS, Projector
+
+__all__ = ["LoopSystem", "LoopDynamics", "compile_loops"]
+
+
+def compile_loops(model, **options):
+    """A :class:`LoopSystem` of ``model`` (recursive formulation with cut joints/drivers)."""
+    return LoopSystem(model, **options)
+
+
+class _TreeView:
+    """The model seen without its cut joints (what the tree solver compiles).
+
+    Forwards everything to the model except ``joints()`` (tree joints only),
+    ``topology()`` (of the tree) and ``forces()`` (JointForces on cut joints are
+    applied by the loop layer; an internal element carries cut-joint wrenches).
+    """
+
+    def __init__(self, model, cut_joints, wrench_element):
+        object.__setattr__(self, "_model", model)
+        ids = {id(j) for j in cut_joints}
+        object.__setattr__(self, "_cut_ids", ids)
+        object.__setattr__(self, "_wrenches", wrench_element)
+        object.__setattr__(self, "_topo", None)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def joints(self):
+        return [j for j in self._model.joints() if id(j) not in self._cut_ids]
+
+    def forces(self):
+        out = [f for f in self._model.forces()
+               if not (isinstance(f, JointForce) and id(f.joint) in self._cut_ids)]
+        return out + [self._wrenches]
+
+    def topology(self):
+        from .. import topology as topo
+
+        rev = self._model.revision
+        if self._topo is not None and self._topo[0] == rev:
+            return self._topo[1]
+        joints = self.joints()
+        index = {id(self._model.ground): 0}
+        index.update({id(b): i + 1 for i, b in enumerate(self._model.bodies())})
+        J = np.zeros((2, len(joints)), dtype=int)
+        for k, j in enumerate(joints):
+            J[0, k], J[1, k] = index[id(j.parent)], index[id(j.child)]
+        t = topo.analyze(J, weights=[j.n_constraints for j in joints])
+        object.__setattr__(self, "_topo", (rev, t))
+        return t
+
+
+class LoopDynamics:
+    """Result of :meth:`LoopSystem.forward_dynamics` (one state).
+
+    Attributes: ``qdd`` (nv,), ``reactions`` (n_joints, 6) of every joint (tree and
+    cut, declaration order), ``lam`` (m,) multipliers (cut-joint rows then drivers,
+    order of ``system.constraint_names``), ``rank``, ``regular_rank``, ``discarded``
+    (m,) mask, ``tree`` (the tree solver's :class:`~flexmbd.recursive.ForwardDynamics`).
+    """
+
+    def __init__(self, system, qdd, reactions, lam, info, tree_fd):
+        self._sys = system
+        self.qdd = qdd
+        self.reactions = reactions
+        self.lam = lam
+        self.rank = info.rank
+        self.regular_rank = info.regular_rank
+        self.n_weak = info.n_weak
+        self.discarded = info.discarded.copy()
+        self.tree = tree_fd
+
+    def reaction(self, name):
+        """Reaction wrench ``[n; f]`` (6,) of joint ``name`` (tree or cut joint)."""
+        return self.reactions[self._sys._joint_index(name)]
+
+    def multipliers(self, joint):
+        """The multipliers of one cut joint (or driver) by name."""
+        return self.lam[self._sys._rows(joint)]
+
+
+class LoopSystem:
+    """A model with closed loops in tree joint coordinates (see the module docstring).
+
+    Parameters
+    ----------
+    model : flexmbd.Model
+    algorithm : {"serialized", "general"}
+        Tree solver algorithm.
+    method : {"qr", "baumgarte", "moore-penrose", "none"}
+        Constraint handling (:class:`~flexmbd.constraints.projection.Projector`).
+    rtol : float
+        Relative rank threshold of the pivoted QR (default 1e-6).
+    tangent_projection : bool
+        Project the accelerations on the regular-rank tangent space while the rank
+        is dropped (singular configurations; eq. 31 of Wang et al.).
+    position_tol, max_newton : float, int
+        Position correction (Newton in the normal space) options.
+    h : float, optional
+        Step for the Baumgarte coefficients (``method="baumgarte"``; set by
+        :meth:`simulate` from ``dt`` when not given).
+    """
+
+    formulation = "recursive"
+
+    def __init__(self, model, algorithm="serialized", method="qr", rtol=DEFAULT_RTOL,
+                 tangent_projection=True, position_tol=1e-13, max_newton=5, h=None):
+        from ..recursive.system import RecursiveSystem
+
+        if method not in METHODS:
+            raise ModelError(f"LoopSystem: method must be one of {METHODS}, got {method!r}")
+        self.model = model
+        model.validate()
+        self.cut_joints = model.cut_joints()
+        self.drivers = [d for d in model.component_objects(JointDriver)]
+        self._wrench_element = CutWrenches()
+        self.view = _TreeView(model, self.cut_joints, self._wrench_element)
+        self.tree = RecursiveSystem(self.view, algorithm=algorithm)
+        self.algorithm = algorithm
+        self.constraints = CutJointConstraints(self.tree, self.cut_joints, self.drivers,
+                                               topology=self.view.topology())
+        self.constraint_names = list(self.constraints.names)
+        self._options = dict(method=method, rtol=rtol, tangent_projection=tangent_projection,
+                             position_tol=position_tol, max_newton=max_newton, h=h)
+        self.projector = self._make_projector(h)
+        self.coordinates, self.speeds = self.tree.coordinates, self.tree.speeds
+        self.nq, self.nv = self.tree.nq, self.tree.nv
+        self.joint_names = [j.name for j in model.joints()]
+        self._jindex = {n: i for i, n in enumerate(self.joint_names)}
+        self._tree_rows = np.array([self._jindex[n] for n in self.tree.joint_names], dtype=int)
+        self._cut_jf = {}
+        for f in model.forces():
+            if isinstance(f, JointForce) and f.joint in self.cut_joints:
+                self._cut_jf.setdefault(f.joint.name, []).append(f)
+        self._floating = self.tree._floating
+        self._ic = None
+
+    def _make_projector(self, h=None):
+        o = dict(self._options)
+        if h is not None:
+            o["h"] = h
+        if o["method"] == "baumgarte" and o["h"] is None:
+            o["h"] = 1e-3
+        return Projector(self.constraints, **o)
+
+    # -- names -------------------------------------------------------------------------
+    def _joint_index(self, name):
+        try:
+            return self._jindex[name]
+        except KeyError:
+            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
+
+    def _rows(self, name):
+        name = getattr(name, "name", name)
+        for c in self.constraints.cuts:
+            if c.name == name:
+                return c.rows
+        for i, d in enumerate(self.constraints.drivers):
+            if d.name == name or d.joint.name == name:
+                r = self.constraints.n_cut_rows + i
+                return slice(r, r + 1)
+        raise ModelError(f"{name!r} is neither a cut joint nor a driver; cut joints: "
+                         f"{[c.name for c in self.constraints.cuts]}")
+
+    # -- pass-through to the tree ------------------------------------------------------
+    def solve_mass(self, q, rhs):
+        """``M(q)^-1 rhs`` by the tree's CFA."""
+        return self.tree.solve_mass(q, rhs)
+
+    def body_states(self, q, qd=None):
+        return self.tree.body_states(q, qd)
+
+    def kinetic_energy(self, q, qd):
+        return self.tree.kinetic_energy(q, qd)
+
+    def potential_energy(self, q, t=0.0):
+        self._wrench_element.current = []
+        return self.tree.potential_energy(q, t)
+
+    def qdot(self, q, qd):
+        return self.tree.qdot(q, qd)
+
+    def normalize(self, q):
+        return self.tree.normalize(q)
+
+    def mass_matrix(self, q):
+        return self.tree.mass_matrix(q)
+
+    # -- initial state -----------------------------------------------------------------
+    def initial_state(self, q=None, qd=None, t=0.0, tol=1e-12, max_iter=50):
+        """Assembled ``(q, qd)``: the joints' ``q0``/``qd0`` corrected onto the constraints.
+
+        Raises :class:`~flexmbd.errors.ModelError` naming the violated cut joints if
+        the configuration cannot be assembled (the loops do not close).
+        """
+        q = self.tree.q0() if q is None else np.asarray(q, dtype=float)
+        qd = self.tree.qd0() if qd is None else np.asarray(qd, dtype=float)
+        P = Projector(self.constraints, rtol=self._options["rtol"], position_tol=tol * 1e-2,
+                      max_newton=max_iter, tangent_projection=False)
+        q = P.correct_positions(self.tree.normalize(q), t)
+        phi = self.constraints.phi(q, t)
+        if np.abs(phi).max(initial=0.0) > tol * max(1.0, np.abs(q).max(initial=0.0)):
+            bad = sorted({self.constraint_names[i].split(":")[0]
+                          for i in np.flatnonzero(np.abs(phi) > tol)})
+            raise ModelError(
+                f"model {self.model.name!r}: the initial configuration does not close the loops "
+                f"at {bad} (largest violation {np.abs(phi).max():.3g}); give joint q0 values "
+                f"closer to an assembled configuration")
+        qd = P.correct_velocities(q, qd, t)
+        return q, qd
+
+    def q0(self):
+        if self._ic is None or self._ic[0] != self.model.revision:
+            self._ic = (self.model.revision, self.initial_state())
+        return self._ic[1][0].copy()
+
+    def qd0(self):
+        if self._ic is None or self._ic[0] != self.model.revision:
+            self._ic = (self.model.revision, self.initial_state())
+        return self._ic[1][1].copy()
+
+    # -- dynamics ----------------------------------------------------------------------
+    def project(self, q, qd, t=0.0, projector=None):
+        """Position then velocity correction of a state (no-op for Baumgarte/none)."""
+        P = projector or self.projector
+        return P.correct(q, qd, t)
+
+    def _applied_cut(self, q, qd, t):
+        """Applied JointForce wrenches of cut joints as (body, point, n, f) items."""
+        items = []
+        if not self._cut_jf:
+            return items
+        rel = self.constraints.relative(q, qd, t)
+        for c, (R, d, Vrel, D, Rc_, pc) in zip(self.constraints.cuts, rel):
+            for jf in self._cut_jf.get(c.name, ()):
+                F = joint_force_on_cut(c, jf, t, R, d, Vrel)
+                items += _pair(c, Rc_, pc, F)
+        return items
+
+    def _free(self, q, qd, tau, t):
+        """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
+        raw = getattr(self.tree, "_raw_accel", None)
+        if raw is not None:
+            return raw(q, qd, tau, t)
+        return self.tree.forward_dynamics(q, qd, tau, t).qdd
+
+    def accelerations(self, q, qd, tau=None, t=0.0, projector=None):
+        """``(qdd, lam)``: constrained accelerations and multipliers (no reactions)."""
+        P = projector or self.projector
+        q = np.asarray(q, dtype=float)
+        qd = np.asarray(qd, dtype=float)
+        self._wrench_element.current = self._applied_cut(q, qd, t)
+        try:
+            vf = np.array(self._free(q, qd, tau, t), dtype=float)
+        finally:
+            self._wrench_element.current = []
+        if self.constraints.m == 0:
+            return vf, np.zeros(0)
+        return P.accelerations(q, qd, t, vf, lambda X: self.tree.solve_mass(q, X))
+
+    def forward_dynamics(self, q, qd, tau=None, t=0.0, projector=None):
+        """Accelerations, multipliers and every joint reaction at ``(q, qd, t)``.
+
+        ``q``, ``qd`` may also be batches (n, nq), (n, nv) (then ``t`` may be an
+        array); a batch returns a list of :class:`LoopDynamics`.
+        """
+        q = np.asarray(q, dtype=float)
+        qd = np.asarray(qd, dtype=float)
+        if q.ndim == 2:
+            ts = np.broadcast_to(np.asarray(t, dtype=float), (q.shape[0],))
+            taus = [None] * q.shape[0] if tau is None else np.broadcast_to(
+                np.asarray(tau, dtype=float), (q.shape[0], self.nv))
+            return [self.forward_dynamics(q[i], qd[i], taus[i], ts[i], projector)
+                    for i in range(q.shape[0])]
+        P = projector or self.projector
+        qdd, lam = self.accelerations(q, qd, tau, t, P)
+        info = P.info
+        reac = np.zeros((len(self.joint_names), 6))
+        items = self._applied_cut(q, qd, t)                   # applied cut-joint forces
+        tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
+        if self.constraints.m:
+            rel = self.constraints.relative(q, qd, t)
+            for c, (R, d, Vrel, D, Rc_, pc) in zip(self.constraints.cuts, rel):
+                F = D.T @ lam[c.rows]
+                for jf in self._cut_jf.get(c.name, ()):
+                    F = F + joint_force_on_cut(c, jf, t, R, d, Vrel)
+                reac[self._jindex[c.name]] = F
+                items += _pair(c, Rc_, pc, D.T @ lam[c.rows])
+            J = self.constraints.jacobian(q, t)
+            r0 = self.constraints.n_cut_rows
+            if len(self.constraints.drivers):
+                tau_tot += J[r0:].T @ lam[r0:]
+        self._wrench_element.current = items
+        try:
+            fd = self.tree.forward_dynamics(q, qd, tau_tot, t)
+        finally:
+            self._wrench_element.current = []
+        reac[self._tree_rows] = fd.reactions[: len(self._tree_rows)]
+        return LoopDynamics(self, qdd, reac, lam, info, fd)
+
+    # -- simulation --------------------------------------------------------------------
+    def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
+                 rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
+                 t_eval=None, substeps=1, progress=False):
+        """Integrate from the assembled initial state to ``t_end``; returns Results.
+
+        ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
+        or ``"rk45"`` / ``"dop853"`` (adaptive, tolerances ``rtol``/``atol``, output
+        every ``dt`` or at ``t_eval``). ``projection``: ``"step"`` (after every RK4
+        step; default for RK4) or ``"rhs"`` (before every evaluation; default and
+        required for the adaptive ones). ``method`` overrides the constraint method
+        for this run (``"qr"``, ``"baumgarte"`` with α = 1/h, β = √2/h, h the
+        integration step, ``"moore-penrose"``, ``"none"``). ``tau`` joint forces
+        (array or ``tau(t, q, qd)``).
+        """
+        integrator = (integrator or "rk4").lower()
+        if integrator not in ("rk4", "rk45", "dop853", "rk23"):
+            raise ModelError(f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
+                             "use 'rk4', 'rk45' or 'dop853'")
+        if integrator == "rk4" and (dt is None or dt <= 0):
+            raise ModelError("integrator 'rk4' needs a step dt > 0")
+        if t_end <= t0:
+            raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+        adaptive = integrator != "rk4"
+        projection = projection or ("rhs" if adaptive else "step")
+        if adaptive and projection == "step":
+            raise ModelError("adaptive integrators correct the state inside every evaluation: "
+                             "use projection='rhs'")
+        h = dt / int(substeps) if dt is not None else None
+        opts = dict(self._options)
+        if method is not None:
+            opts["method"] = method
+        if opts["method"] == "baumgarte" and opts["h"] is None:
+            opts["h"] = h if h is not None else 1e-3
+        P = Projector(self.constraints, **opts)
+        nq, nv = self.nq, self.nv
+        if q0 is None and qd0 is None:
+            q, qd = self.initial_state(t=t0)
+        else:
+            q, qd = self.initial_state(q0, qd0, t=t0)
+        tau_f = _tau_function(tau, nv)
+        use_proj = P.method in ("qr", "moore-penrose")
+
+        def f(t, y):
+            qq, vv = y[:nq], y[nq:]
+            if projection == "rhs" and use_proj:
+                qq, vv = P.correct(qq, vv, t)
+            acc, _ = self.accelerations(qq, vv, tau_f(t, qq, vv), t, P)
+            return np.concatenate([self.tree.qdot(qq, vv), acc])
+
+        ts, ys = [t0], [np.concatenate([q, qd])]
+        meta = {"formulation": "recursive", "integrator": integrator, "model": self.model.name,
+                "algorithm": self.algorithm, "constraint_method": P.method,
+                "projection": projection if use_proj else "none", "rank_rtol": P.rtol,
+                "tangent_projection": P.tangent_projection,
+                "constraint_names": self.constraint_names,
+                "cut_joints": [c.name for c in self.constraints.cuts]}
+        if P.method == "baumgarte":
+            meta.update(baumgarte_alpha=P.alpha, baumgarte_beta=P.beta)
+
+        def fail(msg, t_fail):
+            partial = self._results(np.array(ts), np.array(ys), tau_f, meta, P, safe=True)
+            return SolverError(f"{msg} at t = {t_fail:.6g} s; results up to t = {ts[-1]:.6g} s "
+                               "are in err.partial", partial=partial, time=t_fail)
+
+        wall = _time.perf_counter()
+        if not adaptive:
+            from ..integrators.explicit import rk4
+
+            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
+
+            def after_step(i, t, y):
+                y[:nq] = self.tree.normalize(y[:nq])
+                if projection == "step" and use_proj:
+                    qq, vv = P.correct(y[:nq], y[nq:], t)
+                    return np.concatenate([qq, vv])
+                return y
+
+            y = ys[0]
+            for i in range(n_out):
+                ta = t0 + i * dt
+                try:
+                    y = rk4(f, ta, y, h, int(substeps), callback=after_step)
+                except FlexmbdError as err:
+                    raise fail(str(err), ta) from err
+                if not np.all(np.isfinite(y)):
+                    raise fail("non-finite state", ta + dt)
+                ts.append(t0 + (i + 1) * dt)
+                ys.append(y.copy())
+                if progress:
+                    print(f"  t = {ts[-1]:.4g} s", flush=True)
+            meta["dt"] = dt
+        else:
+            from scipy import integrate as si
+
+            name = {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[integrator]
+            if t_eval is None and dt is not None:
+                n_out = int(np.floor((t_end - t0) / dt + 1e-9))
+                t_eval = t0 + dt * np.arange(1, n_out + 1)
+                if t_eval.size == 0 or t_eval[-1] < t_end - 1e-12 * max(1.0, t_end):
+                    t_eval = np.append(t_eval, t_end)
+            elif t_eval is not None:
+                t_eval = np.asarray(t_eval, dtype=float)
+                t_eval = t_eval[t_eval > t0]
+            stepper = getattr(si, name)(f, t0, ys[0], t_end, rtol=rtol, atol=atol)
+            ie, n_steps = 0, 0
+            while stepper.status == "running":
+                try:
+                    msg = stepper.step()
+                except FlexmbdError as err:
+                    raise fail(str(err), stepper.t) from err
+                if stepper.status == "failed":
+                    raise fail(f"adaptive stepper failed ({msg})", stepper.t)
+                n_steps += 1
+                if not np.all(np.isfinite(stepper.y)):
+                    raise fail("non-finite state", stepper.t)
+                if t_eval is None:
+                    ts.append(stepper.t)
+                    ys.append(stepper.y.copy())
+                else:
+                    dense = None
+                    while ie < t_eval.size and t_eval[ie] <= stepper.t + 1e-12:
+                        dense = dense or stepper.dense_output()
+                        ts.append(float(t_eval[ie]))
+                        ys.append(dense(t_eval[ie]))
+                        ie += 1
+            meta.update(rtol=rtol, atol=atol, method=name, steps=n_steps)
+            # the reported states are the corrected ones (the stepper's drift off the manifold
+            # never enters the equations of motion)
+            for i in range(1, len(ys)):
+                yy = ys[i]
+                yy[:nq] = self.tree.normalize(yy[:nq])
+                if use_proj:
+                    qq, vv = P.correct(yy[:nq], yy[nq:], ts[i])
+                    ys[i] = np.concatenate([qq, vv])
+        meta["wall_time"] = _time.perf_counter() - wall
+        return self._results(np.array(ts), np.array(ys), tau_f, meta, P)
+
+    def _results(self, t, y, tau_f, meta, P, safe=False):
+        nq, nv, m = self.nq, self.nv, self.constraints.m
+        nt = len(t)
+        q, qd = y[:, :nq], y[:, nq:]
+        qdd = np.full((nt, nv), np.nan)
+        reac = np.full((nt, len(self.joint_names), 6), np.nan)
+        lam = np.full((nt, m), np.nan)
+        stats = {k: np.zeros(nt, dtype=int) for k in ("rank", "regular_rank", "n_weak")}
+        stats["discarded"] = np.zeros((nt, m), dtype=bool)
+        stats["position_violation"] = np.zeros(nt)
+        stats["velocity_violation"] = np.zeros(nt)
+        extra = {f"cut:{c.name}": np.zeros((nt, c.joint.nq)) for c in self.constraints.cuts}
+        for i in range(nt):
+            phi = self.constraints.phi(q[i], t[i])
+            J = self.constraints.jacobian(q[i], t[i])
+            stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
+            stats["velocity_violation"][i] = np.abs(
+                J @ qd[i] + self.constraints.phi_t(q[i], t[i])).max(initial=0.0)
+            for c, rel in zip(self.constraints.cuts, self.constraints.relative(q[i], None, t[i])):
+                extra[f"cut:{c.name}"][i] = cut_coordinates(c.joint, rel[0], rel[1])
+            try:
+                fd = self.forward_dynamics(q[i], qd[i], tau_f(t[i], q[i], qd[i]), t[i], P)
+            except FlexmbdError:
+                if not safe:
+                    raise
+                continue
+            qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+            stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
+            stats["n_weak"][i] = fd.n_weak
+            if m:
+                stats["discarded"][i] = fd.discarded
+        ke = np.array([self.kinetic_energy(q[i], qd[i]) for i in range(nt)])
+        pe = np.array([self.potential_energy(q[i], t[i]) for i in range(nt)])
+        extra["lambda"] = lam
+        for k, d in enumerate(self.constraints.drivers):
+            extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
+        return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
+                       joint_names=self.joint_names, reactions=reac,
+                       energy={"kinetic": ke, "potential": pe, "total": ke + pe},
+                       stats=stats, extra=extra, meta=meta)
+
+
+def _pair(c, Rc_, pc, F):
+    """Wrench F (child axes at the child-frame origin) on C and its opposite on P."""
+    n = Rc_ @ F[:3]
+    f = Rc_ @ F[3:]
+    return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
+
+
+def _tau_function(tau, nv):
+    if tau is None:
+        return lambda t, q, qd: None
+    if callable(tau):
+        return lambda t, q, qd: np.asarray(tau(t, q, qd), dtype=float)
+    arr = np.asarray(tau, dtype=float)
+    if arr.shape != (nv,):
+        raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
+    return lambda t, q, qd: arr
