@@ -3,32 +3,79 @@
 Notation follows Liu, Hu and Zhang (2016). Bodies are indexed by their regular
 label ``k = 1..N`` (``parent[k] < k``; index 0 is ground); the tree joint of body
 ``k`` is joint ``k``. Every quantity of body ``k`` is expressed in its tree frame
-``e_k`` (the joint frame on body ``k``, origin ``O_k``):
+``e_k`` (the joint frame on body ``k``, rotated so that the joint axis is the
+local z axis; origin ``O_k``):
 
 * ``Phi_k`` (the paper's ``C P̂``): wrench at ``O_k`` in ``e_k`` -> wrench at ``O_p``
   in ``e_p``; its transpose maps twists of ``e_p`` to ``e_k``;
 * ``G_k = I_k^-1`` (inverse spatial inertia about ``O_k``);
 * kinematics ``V̇_k = Phi_k^T V̇_p + H_k Q̈_k``, dynamics ``F_k = I_k V̇_k + sum_c Phi_c F_c``
-  (eq. 7), with the equivalent interbody force ``F_k = H_k F_Tk + W_k F_Sk`` (eq. 5);
-* the constraint-force equations ``A F_S = -B F_T`` (eq. 27, 29) have the blocks
-  ``A_k = W_k^T (G_k + Phi_k^T G_p Phi_k) W_k`` (eq. 32, 37),
-  ``D_k = -W_p^T G_p Phi_k W_k`` between body k's joint and its parent's joint
-  (eq. 31, 34, 35), and between siblings a, b of a node
-  ``b_ab = W_a^T Phi_a^T G_p Phi_b W_b`` (eq. 36).
+  (eq. 7), equivalent interbody force ``F_k = H_k F_Tk + W_k F_Sk`` (eq. 5).
 
-The solve is split into ``factor`` (depends on q only: eliminations of the
-matrices) and ``solve`` (right-hand sides), so ``M^-1 x`` for many x costs one
-factorization. Chains are reduced by block odd-even (cyclic) reduction following
-a schedule computed once from the topology; the unknowns of nodes (and the last
-survivor of each chain) form a small dense system solved by Cholesky (eq. 41-44).
+Embedded blocks. The unknowns of eq. (29) are kept as 6-vectors ``f_k = W_k F_Sk``
+(the constraint part of the interbody force) and every block of ``A`` as a 6x6
+matrix: with the projector ``P_k = W_k W_k^T`` (a 0/1 diagonal mask for joints
+whose axes are frame axes) the paper's blocks become
 
-Workspaces are allocated once per System; no kernel allocates.
+* ``Ã_k = P_k (G_k + Phi_k^T G_p Phi_k) P_k + (U - P_k)`` (eq. 32/37: the identity on
+  the motion directions decouples them, ``f_k`` has no motion component),
+* ``D_k = -P_p G_p Phi_k P_k`` between joint k and its parent's joint (eq. 31/34/35),
+* ``b_ab = P_a Phi_a^T G_p Phi_b P_b`` between siblings a, b of a node (eq. 36).
+
+``W_k^T Ã_k W_k`` is the paper's ``A_k``; fixed 6x6 sizes let the compiler unroll
+every product. Chains are reduced by block odd-even (cyclic) reduction following
+a schedule computed once from the topology (:mod:`.schedule`); node unknowns
+and the last survivor of each chain form a small dense system (eq. 41-44).
+
+Data layout (few packed arrays keep the call overhead small):
+
+``I`` int (NI, N+1): parent, jtype, reversed, nv, nc, q offset, v offset, nq,
+only child, dense slot, reaction row, diagonal-W flag.
+``S`` int 1-d: schedule (see :func:`pack_schedule`).
+``M`` float (NM, N+1, 6, 6), ``V`` float (NV, N+1, 6), ``R3`` (NR, N+1, 3, 3),
+``P3`` (NP, N+1, 3): per-body matrices/vectors (indices below).
+``T`` float (NT, 6, 6) scratch. ``Dn`` float (nd, nd + 1): dense system and rhs.
+``J`` float (4, nv): tau, F_T, b, qdd.
 """
 
 import numpy as np
 from numba import njit
 
-from ._nbjoints import joint_kinematics, reverse_joint
+from ._nbjoints import (
+    FIXED, PRISMATIC, REVOLUTE, joint_kinematics, joint_qdot, reverse_joint,
+)
+
+# int rows
+I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG = range(12)
+NI = 12
+# matrices
+M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC = range(14)
+NM = 14
+# vectors
+(V_CJ, V_VEL, V_AB, V_FB, V_FE, V_AF, V_BX, V_FEXT, V_MASK, V_PRM, V_PRM2, V_MC, V_T6,
+ V_VJ) = range(14)
+NV = 14
+# 3x3
+R_REL, R_W, R_0, R_D, R_A = range(5)
+NR = 5
+# 3-vectors
+P_REL, P_W, P_0, P_D = range(4)
+NP = 4
+# scratch matrices
+T_R, T_3, T_Q, T_1, T_2 = range(5)
+NT = 5
+# jv rows
+J_TAU, J_FT, J_B, J_QDD = range(4)
+
+
+def pack_schedule(sched):
+    """1-d int array: [ns, nd, nl, nn, nsib, steps, dense, links, nodech, sibs]."""
+    parts = [sched.steps.ravel(), sched.dense, sched.links.ravel(), sched.node_children,
+             sched.siblings.ravel()]
+    head = [len(sched.steps), len(sched.dense), len(sched.links), len(sched.node_children),
+            len(sched.siblings)]
+    return np.concatenate([np.asarray(head, np.int64)] + [np.asarray(p, np.int64) for p in parts])
+
 
 # ---------------------------------------------------------------- small helpers
 
@@ -87,15 +134,141 @@ def _m2c(R, p, v, out):
 @njit(cache=True, inline="always")
 def _matvec6(M, x, out):
     for i in range(6):
-        s = 0.0
-        for j in range(6):
-            s += M[i, j] * x[j]
-        out[i] = s
+        out[i] = (M[i, 0] * x[0] + M[i, 1] * x[1] + M[i, 2] * x[2] + M[i, 3] * x[3]
+                  + M[i, 4] * x[4] + M[i, 5] * x[5])
+
+
+@njit(cache=True, inline="always")
+def _matmul6(A, B, C):
+    """C = A B (6x6)."""
+    for i in range(6):
+        c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+        for k in range(6):
+            a = A[i, k]
+            c0 += a * B[k, 0]
+            c1 += a * B[k, 1]
+            c2 += a * B[k, 2]
+            c3 += a * B[k, 3]
+            c4 += a * B[k, 4]
+            c5 += a * B[k, 5]
+        C[i, 0] = c0
+        C[i, 1] = c1
+        C[i, 2] = c2
+        C[i, 3] = c3
+        C[i, 4] = c4
+        C[i, 5] = c5
+
+
+@njit(cache=True, inline="always")
+def _matTmul6(A, B, C, s):
+    """C = s A^T B (6x6)."""
+    for i in range(6):
+        c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+        for k in range(6):
+            a = A[k, i]
+            c0 += a * B[k, 0]
+            c1 += a * B[k, 1]
+            c2 += a * B[k, 2]
+            c3 += a * B[k, 3]
+            c4 += a * B[k, 4]
+            c5 += a * B[k, 5]
+        C[i, 0] = s * c0
+        C[i, 1] = s * c1
+        C[i, 2] = s * c2
+        C[i, 3] = s * c3
+        C[i, 4] = s * c4
+        C[i, 5] = s * c5
+
+
+@njit(cache=True, inline="always")
+def _subTmul6(A, B, C):
+    """C -= A^T B (6x6)."""
+    for i in range(6):
+        c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+        for k in range(6):
+            a = A[k, i]
+            c0 += a * B[k, 0]
+            c1 += a * B[k, 1]
+            c2 += a * B[k, 2]
+            c3 += a * B[k, 3]
+            c4 += a * B[k, 4]
+            c5 += a * B[k, 5]
+        C[i, 0] -= c0
+        C[i, 1] -= c1
+        C[i, 2] -= c2
+        C[i, 3] -= c3
+        C[i, 4] -= c4
+        C[i, 5] -= c5
+
+
+@njit(cache=True, inline="always")
+def _subTmul6_sym(A, C):
+    """C -= A^T A, lower triangle only (C symmetric; _chol6 reads the lower part)."""
+    for i in range(6):
+        for j in range(i + 1):
+            C[i, j] -= (A[0, i] * A[0, j] + A[1, i] * A[1, j] + A[2, i] * A[2, j]
+                        + A[3, i] * A[3, j] + A[4, i] * A[4, j] + A[5, i] * A[5, j])
+
+
+@njit(cache=True, inline="always")
+def _mirror6(C):
+    for i in range(6):
+        for j in range(i):
+            C[j, i] = C[i, j]
+
+
+@njit(cache=True, inline="always")
+def _chol6(A):
+    """In-place lower Cholesky of a 6x6 block; False if not positive definite."""
+    for j in range(6):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        A[j, j] = d
+        inv = 1.0 / d
+        for i in range(j + 1, 6):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s * inv
+    return True
+
+
+@njit(cache=True, inline="always")
+def _lsolve6_cols(Lm, B, X, transpose_b):
+    """X = L^-1 B (or L^-1 B^T), 6x6, forward substitution on all columns at once."""
+    for i in range(6):
+        inv = 1.0 / Lm[i, i]
+        for c in range(6):
+            s = B[c, i] if transpose_b else B[i, c]
+            for k in range(i):
+                s -= Lm[i, k] * X[k, c]
+            X[i, c] = s * inv
+
+
+@njit(cache=True, inline="always")
+def _lsolve6(Lm, x):
+    for i in range(6):
+        s = x[i]
+        for k in range(i):
+            s -= Lm[i, k] * x[k]
+        x[i] = s / Lm[i, i]
+
+
+@njit(cache=True, inline="always")
+def _ltsolve6(Lm, x):
+    for i in range(5, -1, -1):
+        s = x[i]
+        for k in range(i + 1, 6):
+            s -= Lm[k, i] * x[k]
+        x[i] = s / Lm[i, i]
 
 
 @njit(cache=True)
 def _chol(A, n):
-    """In-place lower Cholesky of A[:n,:n]; returns False if not positive definite."""
     for j in range(n):
         s = A[j, j]
         for k in range(j):
@@ -112,77 +285,160 @@ def _chol(A, n):
     return True
 
 
-@njit(cache=True, inline="always")
-def _chol_solve_vec(Lm, n, x):
-    """Solve (L L^T) y = x in place, x a 1-d view."""
+@njit(cache=True)
+def _chol_solve(A, n, col):
     for i in range(n):
-        s = x[i]
+        s = A[i, col]
         for k in range(i):
-            s -= Lm[i, k] * x[k]
-        x[i] = s / Lm[i, i]
+            s -= A[i, k] * A[k, col]
+        A[i, col] = s / A[i, i]
     for i in range(n - 1, -1, -1):
-        s = x[i]
+        s = A[i, col]
         for k in range(i + 1, n):
-            s -= Lm[k, i] * x[k]
-        x[i] = s / Lm[i, i]
+            s -= A[k, i] * A[k, col]
+        A[i, col] = s / A[i, i]
 
 
 @njit(cache=True, inline="always")
-def _chol_solve_cols(Lm, n, X, m):
-    """Solve (L L^T) Y = X[:n, :m] in place (columns)."""
-    for c in range(m):
-        for i in range(n):
-            s = X[i, c]
-            for k in range(i):
-                s -= Lm[i, k] * X[k, c]
-            X[i, c] = s / Lm[i, i]
-        for i in range(n - 1, -1, -1):
-            s = X[i, c]
-            for k in range(i + 1, n):
-                s -= Lm[k, i] * X[k, c]
-            X[i, c] = s / Lm[i, i]
+def _proj_rows(M, k, Ia, Mm, Vv, sign):
+    """M <- sign * P_k M (P_k = W W^T of joint k)."""
+    if Ia[I_DIAG, k]:
+        mask = Vv[V_MASK, k]
+        for i in range(6):
+            f = sign * mask[i]
+            for j in range(6):
+                M[i, j] *= f
+    else:
+        P = Mm[M_P, k]
+        for j in range(6):
+            c0 = M[0, j]
+            c1 = M[1, j]
+            c2 = M[2, j]
+            c3 = M[3, j]
+            c4 = M[4, j]
+            c5 = M[5, j]
+            for i in range(6):
+                M[i, j] = sign * (P[i, 0] * c0 + P[i, 1] * c1 + P[i, 2] * c2 + P[i, 3] * c3
+                                  + P[i, 4] * c4 + P[i, 5] * c5)
+
+
+@njit(cache=True, inline="always")
+def _proj_cols(M, k, Ia, Mm, Vv):
+    """M <- M P_k."""
+    if Ia[I_DIAG, k]:
+        mask = Vv[V_MASK, k]
+        for j in range(6):
+            f = mask[j]
+            for i in range(6):
+                M[i, j] *= f
+    else:
+        P = Mm[M_P, k]
+        for i in range(6):
+            r0 = M[i, 0]
+            r1 = M[i, 1]
+            r2 = M[i, 2]
+            r3 = M[i, 3]
+            r4 = M[i, 4]
+            r5 = M[i, 5]
+            for j in range(6):
+                M[i, j] = (r0 * P[0, j] + r1 * P[1, j] + r2 * P[2, j] + r3 * P[3, j]
+                           + r4 * P[4, j] + r5 * P[5, j])
+
+
+@njit(cache=True, inline="always")
+def _proj_vec(x, k, Ia, Mm, Vv, out, sign):
+    """out = sign * P_k x."""
+    if Ia[I_DIAG, k]:
+        mask = Vv[V_MASK, k]
+        for i in range(6):
+            out[i] = sign * mask[i] * x[i]
+    else:
+        P = Mm[M_P, k]
+        for i in range(6):
+            out[i] = sign * (P[i, 0] * x[0] + P[i, 1] * x[1] + P[i, 2] * x[2] + P[i, 3] * x[3]
+                             + P[i, 4] * x[4] + P[i, 5] * x[5])
 
 
 # ---------------------------------------------------------------- kinematics
 
 
 @njit(cache=True)
-def kinematics(mdl, ws, q, v):
-    """Relative poses, world poses, H, W, L, joint bias and body twists."""
-    (parent, jt, rev, prm, Hc, Wc, nv, nc, qo, vo, nqj, R0, p0, Im, G, mass, mc,
-     onechild) = mdl[:18]
-    (Rrel, prel, Rw, rw, H, W, L, cJ, vel) = ws[:9]
-    tR = ws[9]
-    tp = ws[10]
-    t3 = ws[11]
-    t6 = ws[12]
-    Q = ws[13]
-    N = parent.shape[0] - 1
+def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v):
+    """Relative and world poses, H, W (general joints), joint bias and body twists."""
+    N = Ia.shape[1] - 1
+    tR = Tt[T_R]
+    t3 = Tt[T_3]
+    Q = Tt[T_Q]
+    tp = Vv[V_T6, 0]
+    t6 = Vv[V_VJ, 0]
     for k in range(1, N + 1):
-        n_v = nv[k]
-        qk = q[qo[k]:qo[k] + nqj[k]]
-        vk = v[vo[k]:vo[k] + n_v]
-        joint_kinematics(jt[k], prm[k], qk, vk, Hc[k], Wc[k], tR, tp, H[k], W[k], cJ[k], t3)
-        if rev[k]:
-            reverse_joint(n_v, tR, tp, H[k], W[k], cJ[k], L[k], Q, t6)
-        # pose of e_k in e_p: (R0, p0) o (tR, tp)
-        Rk = Rrel[k]
-        A0 = R0[k]
+        n_v = Ia[I_NV, k]
+        jt = Ia[I_JT, k]
+        qo = Ia[I_QO, k]
+        vo = Ia[I_VO, k]
+        vk = v[vo:vo + n_v]
+        Rk = R3[R_REL, k]
+        A0 = R3[R_0, k]
+        p0 = P3[P_0, k]
+        prel = P3[P_REL, k]
+        if Ia[I_DIAG, k] and (jt == REVOLUTE or jt == PRISMATIC or jt == FIXED):
+            # fast path (no call): Rrel = R0 Rz(q), prel = p0 + R0 (0, 0, d)
+            cJ = Vv[V_CJ, k]
+            for i in range(6):
+                cJ[i] = 0.0
+            if jt == REVOLUTE:
+                cq = np.cos(q[qo])
+                sq = np.sin(q[qo])
+                for i in range(3):
+                    a0 = A0[i, 0]
+                    a1 = A0[i, 1]
+                    Rk[i, 0] = cq * a0 + sq * a1
+                    Rk[i, 1] = cq * a1 - sq * a0
+                    Rk[i, 2] = A0[i, 2]
+                    prel[i] = p0[i]
+            else:
+                d = q[qo] if jt == PRISMATIC else 0.0
+                for i in range(3):
+                    for j in range(3):
+                        Rk[i, j] = A0[i, j]
+                    prel[i] = p0[i] + A0[i, 2] * d
+        else:
+            qk = q[qo:qo + Ia[I_NQ, k]]
+            general = Ia[I_DIAG, k] == 0
+            joint_kinematics(jt, Vv[V_PRM, k], Vv[V_PRM2, k], qk, vk, tR, tp, Mm[M_H, k],
+                             Mm[M_W, k], Vv[V_CJ, k], t3, general, Mm[M_HC, k], Mm[M_WC, k])
+            if Ia[I_REV, k]:
+                reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q,
+                              t6)
+            if general:
+                # projector P = W W^T
+                Wk = Mm[M_W, k]
+                Pk = Mm[M_P, k]
+                ncj = 6 - n_v
+                for i in range(6):
+                    for j in range(6):
+                        s = 0.0
+                        for m in range(ncj):
+                            s += Wk[i, m] * Wk[j, m]
+                        Pk[i, j] = s
+            # pose of e_k in e_p: (R0, p0) o (tR, tp)
+            for i in range(3):
+                for j in range(3):
+                    Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
+                prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
+        pk = Ia[I_PARENT, k]
+        Rp = R3[R_W, pk]
+        rwp = P3[P_W, pk]
         for i in range(3):
             for j in range(3):
-                Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
-            prel[k, i] = p0[k, i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
-        pk = parent[k]
-        Rp = Rw[pk]
-        for i in range(3):
-            for j in range(3):
-                Rw[k, i, j] = Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-            rw[k, i] = rw[pk, i] + Rp[i, 0] * prel[k, 0] + Rp[i, 1] * prel[k, 1] + Rp[i, 2] * prel[k, 2]
-        # twist: v_k = Phi^T v_p + S v  (S = H L for reversed, H otherwise)
-        _m2c(Rk, prel[k], vel[pk], vel[k])
-        Hk = H[k]
-        if rev[k]:
-            Lk = L[k]
+                R3[R_W, k, i, j] = Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
+            P3[P_W, k, i] = rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+        # twist: v_k = Phi^T v_p + S v  (S = H L for reversed joints)
+        vel = Vv[V_VEL, k]
+        _m2c(Rk, prel, Vv[V_VEL, pk], vel)
+        Hk = Mm[M_H, k]
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
                 for m in range(j, n_v):
@@ -192,53 +448,52 @@ def kinematics(mdl, ws, q, v):
                 s = 0.0
                 for j in range(n_v):
                     s += Hk[i, j] * t6[j]
-                vel[k, i] += s
+                vel[i] += s
         else:
             for i in range(6):
                 s = 0.0
                 for j in range(n_v):
                     s += Hk[i, j] * vk[j]
-                vel[k, i] += s
+                vel[i] += s
 
 
 @njit(cache=True)
-def bias_forces(mdl, ws, v, fext, grav, use_grav, tau, FT, bvec):
-    """Newton-Euler pass at zero joint acceleration (the paper's nonlinear terms b).
+def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
+    """Newton-Euler pass at zero joint acceleration (the nonlinear terms b of eq. 4).
 
-    Writes the bias accelerations ``ab`` and bias interbody forces ``fb`` (the
-    joint wrenches needed for Q̈ = 0 under velocity products, gravity and
-    external wrenches ``fext`` in e_k axes at O_k), ``b = S^T fb`` and the
-    equivalent control force of eq. (4): ``F_T = tau - b`` (in the orthonormal
-    speeds: ``L^-T tau - H^T fb``).
+    Bias accelerations ``ab``, bias interbody forces ``fb`` (velocity products,
+    gravity, external wrenches ``fext``), ``b = S^T fb`` and the equivalent
+    control force ``F_T = tau - b`` (orthonormal speeds: ``L^-T tau - H^T fb``).
     """
-    (parent, jt, rev, prm, Hc, Wc, nv, nc, qo, vo, nqj, R0, p0, Im, G, mass, mc,
-     onechild) = mdl[:18]
-    (Rrel, prel, Rw, rw, H, W, L, cJ, vel) = ws[:9]
-    t6 = ws[12]
-    ab = ws[14]
-    fb = ws[15]
-    vj = ws[16]
-    N = parent.shape[0] - 1
-    for i in range(6):
-        ab[0, i] = 0.0
+    N = Ia.shape[1] - 1
+    t6 = Vv[V_T6, 0]
+    vj = Vv[V_VJ, 0]
+    ab = Vv[V_AB]
+    fb = Vv[V_FB]
+    fext = Vv[V_FEXT]
+    tau = Jv[J_TAU]
+    FT = Jv[J_FT]
+    bvec = Jv[J_B]
     for k in range(1, N + 1):
-        pk = parent[k]
-        _m2c(Rrel[k], prel[k], ab[pk], ab[k])
-        # joint relative twist vJ = v_k - Phi^T v_p
-        _m2c(Rrel[k], prel[k], vel[pk], t6)
+        pk = Ia[I_PARENT, k]
+        Rk = R3[R_REL, k]
+        pr = P3[P_REL, k]
+        _m2c(Rk, pr, ab[pk], ab[k])
+        _m2c(Rk, pr, Vv[V_VEL, pk], t6)
+        w = Vv[V_VEL, k]
         for i in range(6):
-            vj[i] = vel[k, i] - t6[i]
-        w = vel[k]
-        # a += c_J + v_k x vJ
-        ab[k, 0] += cJ[k, 0] + w[1] * vj[2] - w[2] * vj[1]
-        ab[k, 1] += cJ[k, 1] + w[2] * vj[0] - w[0] * vj[2]
-        ab[k, 2] += cJ[k, 2] + w[0] * vj[1] - w[1] * vj[0]
-        ab[k, 3] += cJ[k, 3] + w[1] * vj[5] - w[2] * vj[4] + w[4] * vj[2] - w[5] * vj[1]
-        ab[k, 4] += cJ[k, 4] + w[2] * vj[3] - w[0] * vj[5] + w[5] * vj[0] - w[3] * vj[2]
-        ab[k, 5] += cJ[k, 5] + w[0] * vj[4] - w[1] * vj[3] + w[3] * vj[1] - w[4] * vj[0]
-        # f = I a + v x* (I v) - fext - gravity
-        Ik = Im[k]
-        _matvec6(Ik, ab[k], fb[k])
+            vj[i] = w[i] - t6[i]
+        c = Vv[V_CJ, k]
+        a = ab[k]
+        a[0] += c[0] + w[1] * vj[2] - w[2] * vj[1]
+        a[1] += c[1] + w[2] * vj[0] - w[0] * vj[2]
+        a[2] += c[2] + w[0] * vj[1] - w[1] * vj[0]
+        a[3] += c[3] + w[1] * vj[5] - w[2] * vj[4] + w[4] * vj[2] - w[5] * vj[1]
+        a[4] += c[4] + w[2] * vj[3] - w[0] * vj[5] + w[5] * vj[0] - w[3] * vj[2]
+        a[5] += c[5] + w[0] * vj[4] - w[1] * vj[3] + w[3] * vj[1] - w[4] * vj[0]
+        Ik = Mm[M_I, k]
+        f = fb[k]
+        _matvec6(Ik, a, f)
         _matvec6(Ik, w, t6)
         h0 = t6[0]
         h1 = t6[1]
@@ -246,41 +501,39 @@ def bias_forces(mdl, ws, v, fext, grav, use_grav, tau, FT, bvec):
         h3 = t6[3]
         h4 = t6[4]
         h5 = t6[5]
-        fb[k, 0] += w[1] * h2 - w[2] * h1 + w[4] * h5 - w[5] * h4 - fext[k, 0]
-        fb[k, 1] += w[2] * h0 - w[0] * h2 + w[5] * h3 - w[3] * h5 - fext[k, 1]
-        fb[k, 2] += w[0] * h1 - w[1] * h0 + w[3] * h4 - w[4] * h3 - fext[k, 2]
-        fb[k, 3] += w[1] * h5 - w[2] * h4 - fext[k, 3]
-        fb[k, 4] += w[2] * h3 - w[0] * h5 - fext[k, 4]
-        fb[k, 5] += w[0] * h4 - w[1] * h3 - fext[k, 5]
+        fe = fext[k]
+        f[0] += w[1] * h2 - w[2] * h1 + w[4] * h5 - w[5] * h4 - fe[0]
+        f[1] += w[2] * h0 - w[0] * h2 + w[5] * h3 - w[3] * h5 - fe[1]
+        f[2] += w[0] * h1 - w[1] * h0 + w[3] * h4 - w[4] * h3 - fe[2]
+        f[3] += w[1] * h5 - w[2] * h4 - fe[3]
+        f[4] += w[2] * h3 - w[0] * h5 - fe[4]
+        f[5] += w[0] * h4 - w[1] * h3 - fe[5]
         if use_grav:
-            # m g at the com: g in e_k axes = Rw^T g
-            Rk = Rw[k]
-            gx = Rk[0, 0] * grav[0] + Rk[1, 0] * grav[1] + Rk[2, 0] * grav[2]
-            gy = Rk[0, 1] * grav[0] + Rk[1, 1] * grav[1] + Rk[2, 1] * grav[2]
-            gz = Rk[0, 2] * grav[0] + Rk[1, 2] * grav[1] + Rk[2, 2] * grav[2]
-            m = mass[k]
-            c = mc[k]
-            fb[k, 0] -= c[1] * gz - c[2] * gy
-            fb[k, 1] -= c[2] * gx - c[0] * gz
-            fb[k, 2] -= c[0] * gy - c[1] * gx
-            fb[k, 3] -= m * gx
-            fb[k, 4] -= m * gy
-            fb[k, 5] -= m * gz
+            Rw = R3[R_W, k]
+            gx = Rw[0, 0] * grav[0] + Rw[1, 0] * grav[1] + Rw[2, 0] * grav[2]
+            gy = Rw[0, 1] * grav[0] + Rw[1, 1] * grav[1] + Rw[2, 1] * grav[2]
+            gz = Rw[0, 2] * grav[0] + Rw[1, 2] * grav[1] + Rw[2, 2] * grav[2]
+            mc = Vv[V_MC, k]
+            m = mc[3]
+            f[0] -= mc[1] * gz - mc[2] * gy
+            f[1] -= mc[2] * gx - mc[0] * gz
+            f[2] -= mc[0] * gy - mc[1] * gx
+            f[3] -= m * gx
+            f[4] -= m * gy
+            f[5] -= m * gz
     for k in range(N, 0, -1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(Rrel[k], prel[k], fb[k], fb[pk], 1.0)
-        n_v = nv[k]
-        o = vo[k]
-        Hk = H[k]
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], fb[k], fb[pk], 1.0)
+        n_v = Ia[I_NV, k]
+        o = Ia[I_VO, k]
+        Hk = Mm[M_H, k]
+        f = fb[k]
         for j in range(n_v):
-            s = 0.0
-            for i in range(6):
-                s += Hk[i, j] * fb[k, i]
-            t6[j] = s
-        if rev[k]:
-            # b = L^T H^T fb ; F_T' = L^-T tau - H^T fb
-            Lk = L[k]
+            t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
+                     + Hk[4, j] * f[4] + Hk[5, j] * f[5])
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
                 for m in range(j + 1):
@@ -303,186 +556,146 @@ def bias_forces(mdl, ws, v, fext, grav, use_grav, tau, FT, bvec):
 
 
 @njit(cache=True)
-def factor(mdl, ws):
+def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
     """Assemble the blocks of A (eq. 32-38) and eliminate them: chains by
-    odd-even reduction, then the dense node system (Cholesky). Returns 0 or the
-    label of a body whose block is not positive definite."""
-    (parent, jt, rev, prm, Hc, Wc, nv, nc, qo, vo, nqj, R0, p0, Im, G, mass, mc,
-     onechild, steps, dset, doff, dlinks, nodech, sibs) = mdl[:24]
-    (Rrel, prel, Rw, rw, H, W, L, cJ, vel) = ws[:9]
-    t6 = ws[12]
-    U = ws[17]
-    Y = ws[18]
-    A = ws[19]
-    D = ws[20]
-    Cr = ws[21]
-    Csl = ws[22]
-    Csr = ws[23]
-    T1 = ws[24]
-    Md = ws[25]
-    N = parent.shape[0] - 1
+    odd-even reduction, then the dense node system (Cholesky). Returns 0, the
+    label of a body whose block is not positive definite, or -1 (node system)."""
+    N = Ia.shape[1] - 1
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    X = Mm[M_X]
+    Y = Mm[M_Y]
+    T1 = Tt[T_1]
     for k in range(1, N + 1):
-        n = nc[k]
-        pk = parent[k]
-        Wk = W[k]
-        Gk = G[k]
-        # T1 = G_k W_k ; A = W^T T1
-        for j in range(n):
-            for i in range(6):
-                s = 0.0
-                for m in range(6):
-                    s += Gk[i, m] * Wk[m, j]
-                T1[i, j] = s
+        pk = Ia[I_PARENT, k]
         Ak = A[k]
-        for i in range(n):
-            for j in range(i, n):
-                s = 0.0
-                for m in range(6):
-                    s += Wk[m, i] * T1[m, j]
-                Ak[i, j] = s
+        Gk = Mm[M_G, k]
         if pk > 0:
-            # U = Phi W (e_p axes), Y = G_p U, A += U^T Y, D = -W_p^T Y
-            Uk = U[k]
+            # X = Phi_k (6x6), Y = G_p X, A = G_k + X^T Y
+            Xk = X[k]
+            R = R3[R_REL, k]
+            p = P3[P_REL, k]
+            for i in range(3):
+                for j in range(3):
+                    r = R[i, j]
+                    Xk[i, j] = r
+                    Xk[3 + i, 3 + j] = r
+                    Xk[3 + i, j] = 0.0
+                    # (p~ R)[i, j]
+            for j in range(3):
+                Xk[0, 3 + j] = p[1] * R[2, j] - p[2] * R[1, j]
+                Xk[1, 3 + j] = p[2] * R[0, j] - p[0] * R[2, j]
+                Xk[2, 3 + j] = p[0] * R[1, j] - p[1] * R[0, j]
             Yk = Y[k]
-            Gp = G[pk]
-            for j in range(n):
+            _matmul6(Mm[M_G, pk], Xk, Yk)
+            for i in range(6):
+                for j in range(i + 1):
+                    Ak[i, j] = Gk[i, j] + (Xk[0, i] * Yk[0, j] + Xk[1, i] * Yk[1, j]
+                                           + Xk[2, i] * Yk[2, j] + Xk[3, i] * Yk[3, j]
+                                           + Xk[4, i] * Yk[4, j] + Xk[5, i] * Yk[5, j])
+            _mirror6(Ak)
+            # D_k = -P_p Y P_k  -> coupling (parent, k), stored in Cr[pk] if single child
+            c1 = Ia[I_ONE, pk] == k
+            if c1:
+                Cp = Cr[pk]
                 for i in range(6):
-                    t6[i] = Wk[i, j]
-                _f2p(Rrel[k], prel[k], t6, T1[:, 0])
-                for i in range(6):
-                    Uk[i, j] = T1[i, 0]
-            for j in range(n):
-                for i in range(6):
-                    s = 0.0
-                    for m in range(6):
-                        s += Gp[i, m] * Uk[m, j]
-                    Yk[i, j] = s
-            for i in range(n):
-                for j in range(i, n):
-                    s = 0.0
-                    for m in range(6):
-                        s += Uk[m, i] * Yk[m, j]
-                    Ak[i, j] += s
-            Wp = W[pk]
-            Dk = D[k]
-            for i in range(nc[pk]):
-                for j in range(n):
-                    s = 0.0
-                    for m in range(6):
-                        s += Wp[m, i] * Yk[m, j]
-                    Dk[i, j] = -s
-        for i in range(n):
-            for j in range(i):
-                Ak[i, j] = Ak[j, i]
-    # couplings along single-child links
-    for k in range(1, N + 1):
-        c = onechild[k]
-        if c > 0:
-            for i in range(nc[k]):
-                for j in range(nc[c]):
-                    Cr[k, i, j] = D[c, i, j]
+                    for j in range(6):
+                        Cp[i, j] = Yk[i, j]
+                _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
+                _proj_cols(Cp, k, Ia, Mm, Vv)
+        else:
+            for i in range(6):
+                for j in range(6):
+                    Ak[i, j] = Gk[i, j]
+        # Ã = P A P + (U - P)
+        _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
+        _proj_cols(Ak, k, Ia, Mm, Vv)
+        if Ia[I_DIAG, k]:
+            mask = Vv[V_MASK, k]
+            for i in range(6):
+                Ak[i, i] += 1.0 - mask[i]
+        else:
+            P = Mm[M_P, k]
+            for i in range(6):
+                for j in range(6):
+                    Ak[i, j] -= P[i, j]
+                Ak[i, i] += 1.0
     # odd-even reduction of the chains
-    for s_ in range(steps.shape[0]):
-        i = steps[s_, 0]
-        l = steps[s_, 1]
-        r = steps[s_, 2]
-        ni = nc[i]
+    ns = Sa[0]
+    base = 5
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
         Ai = A[i]
-        if not _chol(Ai, ni):
+        if not _chol6(Ai):
             return i
         if l >= 0:
-            nl = nc[l]
-            # Csl[i] = C_{l,i}^T (ni x nl): solve A_i Z = C_li^T
-            Z = Csl[i]
-            for a in range(ni):
-                for b in range(nl):
-                    Z[a, b] = Cr[l, b, a]
-            Zs = T1
-            for a in range(ni):
-                for b in range(nl):
-                    Zs[a, b] = Z[a, b]
-            _chol_solve_cols(Ai, ni, Zs, nl)
-            # A_l -= C_li Zs
-            Al = A[l]
-            for a in range(nl):
-                for b in range(nl):
-                    s = 0.0
-                    for m in range(ni):
-                        s += Z[m, a] * Zs[m, b]
-                    Al[a, b] -= s
+            _lsolve6_cols(Ai, Cr[l], YL[i], True)       # L^-1 C_il, C_il = Cr[l]^T
+            _subTmul6_sym(YL[i], A[l])
         if r >= 0:
-            nr = nc[r]
-            Z2 = Csr[i]
-            for a in range(ni):
-                for b in range(nr):
-                    Z2[a, b] = Cr[i, a, b]
-            Zr = ws[26]
-            for a in range(ni):
-                for b in range(nr):
-                    Zr[a, b] = Z2[a, b]
-            _chol_solve_cols(Ai, ni, Zr, nr)
-            Ar = A[r]
-            for a in range(nr):
-                for b in range(nr):
-                    s = 0.0
-                    for m in range(ni):
-                        s += Z2[m, a] * Zr[m, b]
-                    Ar[a, b] -= s
+            _lsolve6_cols(Ai, Cr[i], YR[i], False)      # L^-1 C_ir
+            _subTmul6_sym(YR[i], A[r])
             if l >= 0:
-                nl = nc[l]
-                Z = Csl[i]
-                for a in range(nl):
-                    for b in range(nr):
-                        s = 0.0
-                        for m in range(ni):
-                            s += Z[m, a] * Zr[m, b]
-                        Cr[l, a, b] = -s
+                _matTmul6(YL[i], YR[i], Cr[l], -1.0)
     # dense node system
-    nd = 0
-    for t in range(dset.shape[0]):
-        nd += nc[dset[t]]
-    for a in range(nd):
-        for b in range(nd):
-            Md[a, b] = 0.0
-    for t in range(dset.shape[0]):
-        k = dset[t]
-        o = doff[k]
-        for a in range(nc[k]):
-            for b in range(nc[k]):
-                Md[o + a, o + b] = A[k, a, b]
-    for t in range(dlinks.shape[0]):
-        k = dlinks[t, 0]
-        r = dlinks[t, 1]
-        ok = doff[k]
-        orr = doff[r]
-        for a in range(nc[k]):
-            for b in range(nc[r]):
-                Md[ok + a, orr + b] = Cr[k, a, b]
-                Md[orr + b, ok + a] = Cr[k, a, b]
-    for t in range(nodech.shape[0]):
-        c = nodech[t]
-        pk = parent[c]
-        op = doff[pk]
-        oc = doff[c]
-        for a in range(nc[pk]):
-            for b in range(nc[c]):
-                Md[op + a, oc + b] = D[c, a, b]
-                Md[oc + b, op + a] = D[c, a, b]
-    for t in range(sibs.shape[0]):
-        a_ = sibs[t, 0]
-        b_ = sibs[t, 1]
-        oa = doff[a_]
-        ob = doff[b_]
-        Ua = U[a_]
-        Yb = Y[b_]
-        for a in range(nc[a_]):
-            for b in range(nc[b_]):
-                s = 0.0
-                for m in range(6):
-                    s += Ua[m, a] * Yb[m, b]
-                Md[oa + a, ob + b] = s
-                Md[ob + b, oa + a] = s
-    if not _chol(Md, nd):
+    nd = Sa[1]
+    nl = Sa[2]
+    nn = Sa[3]
+    nsib = Sa[4]
+    od = base + 3 * ns
+    ol = od + nd
+    on = ol + 2 * nl
+    osb = on + nn
+    n6 = 6 * nd
+    for a in range(n6):
+        for b in range(n6):
+            Dn[a, b] = 0.0
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            for b in range(a + 1):
+                Dn[o + a, o + b] = A[k, a, b]
+                Dn[o + b, o + a] = A[k, a, b]
+    for t in range(nl):
+        k = Sa[ol + 2 * t]
+        r = Sa[ol + 2 * t + 1]
+        ok = 6 * Ia[I_DSLOT, k]
+        orr = 6 * Ia[I_DSLOT, r]
+        for a in range(6):
+            for b in range(6):
+                Dn[ok + a, orr + b] = Cr[k, a, b]
+                Dn[orr + b, ok + a] = Cr[k, a, b]
+    for t in range(nn):
+        c = Sa[on + t]
+        pk = Ia[I_PARENT, c]
+        op = 6 * Ia[I_DSLOT, pk]
+        oc = 6 * Ia[I_DSLOT, c]
+        for a in range(6):
+            for b in range(6):
+                T1[a, b] = Y[c, a, b]
+        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
+        _proj_cols(T1, c, Ia, Mm, Vv)
+        for a in range(6):
+            for b in range(6):
+                Dn[op + a, oc + b] = T1[a, b]
+                Dn[oc + b, op + a] = T1[a, b]
+    for t in range(nsib):
+        a_ = Sa[osb + 2 * t]
+        b_ = Sa[osb + 2 * t + 1]
+        oa = 6 * Ia[I_DSLOT, a_]
+        ob = 6 * Ia[I_DSLOT, b_]
+        _matTmul6(X[a_], Y[b_], T1, 1.0)
+        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
+        _proj_cols(T1, b_, Ia, Mm, Vv)
+        for a in range(6):
+            for b in range(6):
+                Dn[oa + a, ob + b] = T1[a, b]
+                Dn[ob + b, oa + a] = T1[a, b]
+    if not _chol(Dn, n6):
         return -1
     return 0
 
@@ -491,156 +704,136 @@ def factor(mdl, ws):
 
 
 @njit(cache=True)
-def solve(mdl, ws, FT, qdd):
-    """Given the equivalent control forces F_T (orthonormal speeds), compute the
-    constraint forces F_S (eq. 29 via the factorization), the equivalent
-    interbody forces F, the linear accelerations V̇ and Q̈ (eq. 28)."""
-    (parent, jt, rev, prm, Hc, Wc, nv, nc, qo, vo, nqj, R0, p0, Im, G, mass, mc,
-     onechild, steps, dset, doff, dlinks, nodech, sibs) = mdl[:24]
-    (Rrel, prel, Rw, rw, H, W, L, cJ, vel) = ws[:9]
-    t6 = ws[12]
-    A = ws[19]
-    Csl = ws[22]
-    Csr = ws[23]
-    Md = ws[25]
-    Fe = ws[27]   # H F_T, later F
-    af = ws[28]   # free accelerations, later V̇
-    bx = ws[29]   # right-hand side X, later F_S
-    bd = ws[30]
-    N = parent.shape[0] - 1
-    # e_k = H_k F_Tk ; z_k = e_k - sum_c Phi_c e_c ; a_k = G_k z_k
+def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
+    """Given F_T (row J_FT, orthonormal speeds): constraint forces f = W F_S
+    (eq. 29 via the factorization), equivalent forces F, linear accelerations V̇
+    and Q̈ (eq. 28, row J_QDD)."""
+    N = Ia.shape[1] - 1
+    t6 = Vv[V_T6, 0]
+    Fe = Vv[V_FE]
+    af = Vv[V_AF]
+    bx = Vv[V_BX]
+    A = Mm[M_A]
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    FT = Jv[J_FT]
+    qdd = Jv[J_QDD]
+    # e_k = H F_T ; z_k = e_k - sum Phi_c e_c ; a_k = G_k z_k
     for k in range(1, N + 1):
-        Hk = H[k]
-        o = vo[k]
+        Hk = Mm[M_H, k]
+        o = Ia[I_VO, k]
+        n_v = Ia[I_NV, k]
         for i in range(6):
             s = 0.0
-            for j in range(nv[k]):
+            for j in range(n_v):
                 s += Hk[i, j] * FT[o + j]
             Fe[k, i] = s
             af[k, i] = s
     for k in range(N, 0, -1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(Rrel[k], prel[k], Fe[k], af[pk], -1.0)
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], af[pk], -1.0)
     for k in range(1, N + 1):
         for i in range(6):
             t6[i] = af[k, i]
-        _matvec6(G[k], t6, af[k])
-    # X_k = -W_k^T (a_k - Phi^T a_p)
+        _matvec6(Mm[M_G, k], t6, af[k])
+    # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _m2c(Rrel[k], prel[k], af[pk], t6)
+            _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
             for i in range(6):
                 t6[i] = af[k, i] - t6[i]
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        Wk = W[k]
-        for j in range(nc[k]):
-            s = 0.0
-            for i in range(6):
-                s += Wk[i, j] * t6[i]
-            bx[k, j] = -s
-    # forward: odd-even reduction of the right-hand sides
-    for s_ in range(steps.shape[0]):
-        i = steps[s_, 0]
-        l = steps[s_, 1]
-        r = steps[s_, 2]
-        ni = nc[i]
-        for a in range(ni):
-            t6[a] = bx[i, a]
-        _chol_solve_vec(A[i], ni, t6)
+        _proj_vec(t6, k, Ia, Mm, Vv, bx[k], -1.0)
+    # odd-even reduction of the right-hand sides
+    ns = Sa[0]
+    base = 5
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        _lsolve6(A[i], z)
         if l >= 0:
-            Z = Csl[i]
-            for b in range(nc[l]):
-                s = 0.0
-                for m in range(ni):
-                    s += Z[m, b] * t6[m]
-                bx[l, b] -= s
+            Z = YL[i]
+            bl = bx[l]
+            for b in range(6):
+                bl[b] -= (Z[0, b] * z[0] + Z[1, b] * z[1] + Z[2, b] * z[2] + Z[3, b] * z[3]
+                          + Z[4, b] * z[4] + Z[5, b] * z[5])
         if r >= 0:
-            Z2 = Csr[i]
-            for b in range(nc[r]):
-                s = 0.0
-                for m in range(ni):
-                    s += Z2[m, b] * t6[m]
-                bx[r, b] -= s
+            Z = YR[i]
+            br = bx[r]
+            for b in range(6):
+                br[b] -= (Z[0, b] * z[0] + Z[1, b] * z[1] + Z[2, b] * z[2] + Z[3, b] * z[3]
+                          + Z[4, b] * z[4] + Z[5, b] * z[5])
     # dense node system
-    nd = 0
-    for t in range(dset.shape[0]):
-        k = dset[t]
-        o = doff[k]
-        for a in range(nc[k]):
-            bd[o + a] = bx[k, a]
-        nd += nc[k]
-    _chol_solve_vec(Md, nd, bd)
-    for t in range(dset.shape[0]):
-        k = dset[t]
-        o = doff[k]
-        for a in range(nc[k]):
-            bx[k, a] = bd[o + a]
+    nd = Sa[1]
+    od = base + 3 * ns
+    n6 = 6 * nd
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            Dn[o + a, n6] = bx[k, a]
+    _chol_solve(Dn, n6, n6)
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            bx[k, a] = Dn[o + a, n6]
     # back substitution along the chains (reverse schedule)
-    for s_ in range(steps.shape[0] - 1, -1, -1):
-        i = steps[s_, 0]
-        l = steps[s_, 1]
-        r = steps[s_, 2]
-        ni = nc[i]
-        for a in range(ni):
-            t6[a] = bx[i, a]
+    for s_ in range(ns - 1, -1, -1):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
         if l >= 0:
-            Z = Csl[i]
-            for a in range(ni):
-                s = 0.0
-                for b in range(nc[l]):
-                    s += Z[a, b] * bx[l, b]
-                t6[a] -= s
+            Z = YL[i]
+            xl = bx[l]
+            for a in range(6):
+                z[a] -= (Z[a, 0] * xl[0] + Z[a, 1] * xl[1] + Z[a, 2] * xl[2] + Z[a, 3] * xl[3]
+                         + Z[a, 4] * xl[4] + Z[a, 5] * xl[5])
         if r >= 0:
-            Z2 = Csr[i]
-            for a in range(ni):
-                s = 0.0
-                for b in range(nc[r]):
-                    s += Z2[a, b] * bx[r, b]
-                t6[a] -= s
-        _chol_solve_vec(A[i], ni, t6)
-        for a in range(ni):
-            bx[i, a] = t6[a]
+            Z = YR[i]
+            xr = bx[r]
+            for a in range(6):
+                z[a] -= (Z[a, 0] * xr[0] + Z[a, 1] * xr[1] + Z[a, 2] * xr[2] + Z[a, 3] * xr[3]
+                         + Z[a, 4] * xr[4] + Z[a, 5] * xr[5])
+        _ltsolve6(A[i], z)
     # eq. 28: F = H F_T + W F_S ; V̇ = G (F - sum Phi F_c) ; Q̈ = H^T (V̇ - Phi^T V̇_p)
     for k in range(1, N + 1):
-        Wk = W[k]
         for i in range(6):
-            s = Fe[k, i]
-            for j in range(nc[k]):
-                s += Wk[i, j] * bx[k, j]
+            s = Fe[k, i] + bx[k, i]
             Fe[k, i] = s
             af[k, i] = s
     for k in range(N, 0, -1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(Rrel[k], prel[k], Fe[k], af[pk], -1.0)
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], af[pk], -1.0)
     for k in range(1, N + 1):
         for i in range(6):
             t6[i] = af[k, i]
-        _matvec6(G[k], t6, af[k])
+        _matvec6(Mm[M_G, k], t6, af[k])
     for k in range(1, N + 1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _m2c(Rrel[k], prel[k], af[pk], t6)
+            _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
             for i in range(6):
                 t6[i] = af[k, i] - t6[i]
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        Hk = H[k]
-        o = vo[k]
-        n_v = nv[k]
+        Hk = Mm[M_H, k]
+        o = Ia[I_VO, k]
+        n_v = Ia[I_NV, k]
         for j in range(n_v):
-            s = 0.0
-            for i in range(6):
-                s += Hk[i, j] * t6[i]
-            qdd[o + j] = s
-        if rev[k]:
-            # qdd = L^-1 qdd' (L upper triangular)
-            Lk = L[k]
+            qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
+                          + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
             for j in range(n_v - 1, -1, -1):
                 s = qdd[o + j]
                 for m in range(j + 1, n_v):
@@ -648,38 +841,30 @@ def solve(mdl, ws, FT, qdd):
                 qdd[o + j] = s / Lk[j, j]
 
 
-# ---------------------------------------------------------------- drivers
+# ---------------------------------------------------------------- reactions
 
 
 @njit(cache=True)
-def reactions_into(mdl, ws, out):
-    """Physical joint reactions = F (equivalent) + fb (bias), tree frame e_k.
+def reactions_into(Ia, Vv, R3, P3, out):
+    """Physical joint reactions = F (equivalent) + fb (bias), for the declared joints.
 
-    Reversed joints are reported for the declared direction: the wrench of the
-    declared parent (outboard body k) on the declared child, at the declared
-    child frame origin in its axes."""
-    parent = mdl[0]
-    rev = mdl[2]
-    jrow = mdl[24]
-    Rrel = ws[0]
-    prel = ws[1]
-    fb = ws[15]
-    Fe = ws[27]
-    Rd = ws[31]
-    pd = ws[32]
-    N = parent.shape[0] - 1
+    Non-reversed: rotate from e_k (aligned axes) to the declared child frame (R_A).
+    Reversed: the wrench of the declared parent (outboard body k) on the declared
+    child, at the declared child frame origin in its axes (pose R_D, P_D in e_k)."""
+    N = Ia.shape[1] - 1
+    fb = Vv[V_FB]
+    Fe = Vv[V_FE]
     for k in range(1, N + 1):
-        r = jrow[k]
+        r = Ia[I_JROW, k]
         n0 = Fe[k, 0] + fb[k, 0]
         n1 = Fe[k, 1] + fb[k, 1]
         n2 = Fe[k, 2] + fb[k, 2]
         f0 = Fe[k, 3] + fb[k, 3]
         f1 = Fe[k, 4] + fb[k, 4]
         f2 = Fe[k, 5] + fb[k, 5]
-        if rev[k]:
-            # declared child frame c (on the inboard body) in e_k: pose (Rd, pd)
-            R = Rd[k]
-            p = pd[k]
+        if Ia[I_REV, k]:
+            R = R3[R_D, k]
+            p = P3[P_D, k]
             m0 = n0 - (p[1] * f2 - p[2] * f1)
             m1 = n1 - (p[2] * f0 - p[0] * f2)
             m2 = n2 - (p[0] * f1 - p[1] * f0)
@@ -687,103 +872,121 @@ def reactions_into(mdl, ws, out):
                 out[r, i] = -(R[0, i] * m0 + R[1, i] * m1 + R[2, i] * m2)
                 out[r, 3 + i] = -(R[0, i] * f0 + R[1, i] * f1 + R[2, i] * f2)
         else:
-            out[r, 0] = n0
-            out[r, 1] = n1
-            out[r, 2] = n2
-            out[r, 3] = f0
-            out[r, 4] = f1
-            out[r, 5] = f2
+            R = R3[R_A, k]
+            for i in range(3):
+                out[r, i] = R[i, 0] * n0 + R[i, 1] * n1 + R[i, 2] * n2
+                out[r, 3 + i] = R[i, 0] * f0 + R[i, 1] * f1 + R[i, 2] * f2
 
 
 @njit(cache=True)
-def reversed_frames(mdl, ws):
-    """Pose of the declared child frame (on the inboard body) in e_k, reversed joints."""
-    parent = mdl[0]
-    rev = mdl[2]
-    R0 = mdl[11]
-    p0 = mdl[12]
-    Rrel = ws[0]
-    prel = ws[1]
-    Rd = ws[31]
-    pd = ws[32]
-    N = parent.shape[0] - 1
+def reversed_frames(Ia, R3, P3):
+    """Pose (R_D, P_D) of the declared child frame in e_k, for reversed joints."""
+    N = Ia.shape[1] - 1
     for k in range(1, N + 1):
-        if rev[k]:
-            # frame c in e_p is (R0, p0); e_k in e_p is (Rrel, prel)
-            # c in e_k = Rrel^T (R0, p0 - prel)
+        if Ia[I_REV, k]:
+            Rr = R3[R_REL, k]
+            R0 = R3[R_0, k]
+            Ra = R3[R_A, k]
+            p0 = P3[P_0, k]
+            pr = P3[P_REL, k]
+            # rotated inboard frame c' in e_k: Rr^T (R0, p0 - prel); declared c = c' Ra^T
             for i in range(3):
                 for j in range(3):
-                    Rd[k, i, j] = (Rrel[k, 0, i] * R0[k, 0, j] + Rrel[k, 1, i] * R0[k, 1, j]
-                                   + Rrel[k, 2, i] * R0[k, 2, j])
-                pd[k, i] = (Rrel[k, 0, i] * (p0[k, 0] - prel[k, 0])
-                            + Rrel[k, 1, i] * (p0[k, 1] - prel[k, 1])
-                            + Rrel[k, 2, i] * (p0[k, 2] - prel[k, 2]))
+                    s = 0.0
+                    for m in range(3):
+                        t = Rr[0, i] * R0[0, m] + Rr[1, i] * R0[1, m] + Rr[2, i] * R0[2, m]
+                        s += t * Ra[j, m]
+                    R3[R_D, k, i, j] = s
+                P3[P_D, k, i] = (Rr[0, i] * (p0[0] - pr[0]) + Rr[1, i] * (p0[1] - pr[1])
+                                 + Rr[2, i] * (p0[2] - pr[2]))
+
+
+# ---------------------------------------------------------------- drivers
 
 
 @njit(cache=True)
-def forward_dynamics(mdl, ws, q, v, tau, fext, grav, use_grav, FT, bvec, qdd, reac):
+def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac):
     """Full serialized CFA: kinematics, F_T, factor, solve, reactions. Returns status."""
-    kinematics(mdl, ws, q, v)
-    bias_forces(mdl, ws, v, fext, grav, use_grav, tau, FT, bvec)
-    st = factor(mdl, ws)
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v)
+    bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv)
+    st = factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
     if st != 0:
         return st
-    solve(mdl, ws, FT, qdd)
-    reversed_frames(mdl, ws)
-    reactions_into(mdl, ws, reac)
+    solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv)
+    reversed_frames(Ia, R3, P3)
+    reactions_into(Ia, Vv, R3, P3, reac)
     return 0
 
 
 @njit(cache=True)
-def forward_dynamics_batch(mdl, ws, Q, V, TAU, FEXT, grav, use_grav, FT, bvec, QDD, REAC,
-                           FS, ACC):
-    """Loop of :func:`forward_dynamics` over states (rows); ``FS`` gets the
-    constraint forces (N+1, 6) and ``ACC`` the linear accelerations V̇ + bias
-    accelerations (true spatial accelerations of e_k, body axes)."""
+def forward_dynamics_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, FEXT, Jv, grav,
+                           use_grav, QDD, REAC, FS, ACC, FTo, has_fext):
+    """Loop of :func:`forward_dynamics` over states (rows). ``FS`` gets the
+    constraint forces ``W F_S`` (e_k), ``ACC`` the true spatial accelerations of
+    e_k (V̇ + bias, e_k axes), ``FTo`` the equivalent control forces."""
     nb = Q.shape[0]
-    bx = ws[29]
-    af = ws[28]
-    ab = ws[14]
+    N = Ia.shape[1] - 1
+    nv = QDD.shape[1]
     for s in range(nb):
-        st = forward_dynamics(mdl, ws, Q[s], V[s], TAU[s], FEXT[s], grav, use_grav, FT, bvec,
-                              QDD[s], REAC[s])
+        for i in range(nv):
+            Jv[J_TAU, i] = TAU[s, i]
+        if has_fext:
+            for k in range(N + 1):
+                for i in range(6):
+                    Vv[V_FEXT, k, i] = FEXT[s, k, i]
+        st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav,
+                              REAC[s])
         if st != 0:
             return s, st
-        for k in range(bx.shape[0]):
+        for i in range(nv):
+            QDD[s, i] = Jv[J_QDD, i]
+            FTo[s, i] = Jv[J_FT, i]
+        for k in range(N + 1):
             for i in range(6):
-                FS[s, k, i] = bx[k, i]
-                ACC[s, k, i] = af[k, i] + ab[k, i]
+                FS[s, k, i] = Vv[V_BX, k, i]
+                ACC[s, k, i] = Vv[V_AF, k, i] + Vv[V_AB, k, i]
     return -1, 0
 
 
 @njit(cache=True)
-def inverse_dynamics(mdl, ws, q, v, qdd, fext, grav, use_grav, tau, reac):
+def forward_dynamics_qdd_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, Jv, grav, use_grav,
+                               QDD, REAC):
+    """Lean batch: accelerations and reactions only (no external wrenches)."""
+    nb = Q.shape[0]
+    nv = QDD.shape[1]
+    for s in range(nb):
+        for i in range(nv):
+            Jv[J_TAU, i] = TAU[s, i]
+        st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav,
+                              REAC[s])
+        if st != 0:
+            return s, st
+        for i in range(nv):
+            QDD[s, i] = Jv[J_QDD, i]
+    return -1, 0
+
+
+@njit(cache=True)
+def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau, reac):
     """Recursive Newton-Euler: tau = M qdd + b (uses the tree kinematics)."""
-    (parent, jt, rev, prm, Hc, Wc, nv, nc, qo, vo, nqj, R0, p0, Im, G, mass, mc,
-     onechild) = mdl[:18]
-    (Rrel, prel, Rw, rw, H, W, L, cJ, vel) = ws[:9]
-    t6 = ws[12]
-    ab = ws[14]
-    fb = ws[15]
-    FT = ws[33]
-    bvec = ws[34]
-    Fe = ws[27]
-    af = ws[28]
-    kinematics(mdl, ws, q, v)
-    for i in range(tau.shape[0]):
-        FT[i] = 0.0
-    bias_forces(mdl, ws, v, fext, grav, use_grav, FT, FT, bvec)
-    # linear part: V̇_k = Phi^T V̇_p + S qdd ; F_k = I V̇_k + sum Phi F_c
+    N = Ia.shape[1] - 1
+    t6 = Vv[V_T6, 0]
+    Fe = Vv[V_FE]
+    af = Vv[V_AF]
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v)
+    for i in range(Jv.shape[1]):
+        Jv[J_TAU, i] = 0.0
+    bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv)
+    bvec = Jv[J_B]
     for i in range(6):
         af[0, i] = 0.0
-    N = parent.shape[0] - 1
     for k in range(1, N + 1):
-        pk = parent[k]
-        _m2c(Rrel[k], prel[k], af[pk], af[k])
-        n_v = nv[k]
-        o = vo[k]
-        if rev[k]:
-            Lk = L[k]
+        pk = Ia[I_PARENT, k]
+        _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], af[k])
+        n_v = Ia[I_NV, k]
+        o = Ia[I_VO, k]
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
                 for m in range(j, n_v):
@@ -792,27 +995,27 @@ def inverse_dynamics(mdl, ws, q, v, qdd, fext, grav, use_grav, tau, reac):
         else:
             for j in range(n_v):
                 t6[j] = qdd[o + j]
-        Hk = H[k]
+        Hk = Mm[M_H, k]
         for i in range(6):
             s = 0.0
             for j in range(n_v):
                 s += Hk[i, j] * t6[j]
             af[k, i] += s
-        _matvec6(Im[k], af[k], Fe[k])
+        _matvec6(Mm[M_I, k], af[k], Fe[k])
     for k in range(N, 0, -1):
-        pk = parent[k]
+        pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(Rrel[k], prel[k], Fe[k], Fe[pk], 1.0)
-        n_v = nv[k]
-        o = vo[k]
-        Hk = H[k]
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], Fe[pk], 1.0)
+        n_v = Ia[I_NV, k]
+        o = Ia[I_VO, k]
+        Hk = Mm[M_H, k]
         for j in range(n_v):
             s = 0.0
             for i in range(6):
                 s += Hk[i, j] * Fe[k, i]
             t6[j] = s
-        if rev[k]:
-            Lk = L[k]
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
                 for m in range(j + 1):
@@ -821,5 +1024,36 @@ def inverse_dynamics(mdl, ws, q, v, qdd, fext, grav, use_grav, tau, reac):
         else:
             for j in range(n_v):
                 tau[o + j] = t6[j] + bvec[o + j]
-    reversed_frames(mdl, ws)
-    reactions_into(mdl, ws, reac)
+    reversed_frames(Ia, R3, P3)
+    reactions_into(Ia, Vv, R3, P3, reac)
+
+
+@njit(cache=True)
+def solve_columns(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, Jv, cols, out):
+    """``M^-1 cols`` with one factorization (cols already in orthonormal speeds)."""
+    nv = cols.shape[0]
+    for i in range(Jv.shape[1]):
+        Jv[J_TAU, i] = 0.0
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, Jv[J_TAU])
+    st = factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
+    if st != 0:
+        return st
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jv[J_FT, i] = cols[i, c]
+        solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv)
+        for i in range(nv):
+            out[i, c] = Jv[J_QDD, i]
+    return 0
+
+
+@njit(cache=True)
+def qdot_all(Ia, Vv, q, v, out):
+    """Coordinate rates of every joint."""
+    N = Ia.shape[1] - 1
+    for k in range(1, N + 1):
+        qo = Ia[I_QO, k]
+        vo = Ia[I_VO, k]
+        joint_qdot(Ia[I_JT, k], q[qo:qo + Ia[I_NQ, k]], v[vo:vo + Ia[I_NV, k]],
+                   out[qo:qo + Ia[I_NQ, k]])
+

@@ -9,6 +9,10 @@ tree frame ``e_k`` (the joint frame on body ``k``):
 * the velocity-product acceleration ``c`` (``d/dt`` of the relative twist minus
   ``H dv/dt``), all ``[angular; linear]``.
 
+Revolute, Prismatic, Cylindrical and Planar joints are evaluated in *aligned*
+frames (joint frames rotated so that the axis or plane normal is local z);
+their H is then a set of unit vectors and W a 0/1 mask.
+
 A *reversed* tree joint (the topology made the declared child the inboard body)
 moves the declared parent frame relative to the declared child frame:
 ``V = -Ad_T H v`` with ``T`` the declared transform. ``-Ad_T H`` is
@@ -71,12 +75,15 @@ def quat_rot(e0, e1, e2, e3, R):
 
 
 @njit(cache=True)
-def joint_kinematics(jt, prm, q, v, Hc, Wc, R, p, H, W, c, tmp3):
-    """Declared-direction kinematics of one joint.
+def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
+    """Declared-direction kinematics of one joint in its *aligned* frames.
 
-    Writes the child-frame pose in the parent frame (R, p), ``H`` and ``W``
-    (q-dependent ones only; constant ones are copied from Hc/Wc) and the bias
-    ``c``. ``q``/``v`` are this joint's slices.
+    The tree frames are the joint frames rotated so that the joint axis is the
+    local z axis (Revolute, Prismatic, Cylindrical; the plane normal for Planar,
+    with its in-plane axes as x, y). Writes the child-frame pose in the parent
+    frame (R, p) and the bias ``c``; for ``general`` joints (Universal, or any
+    reversed joint) also H and W from the constants Hc, Wc (Universal: its
+    q-dependent first axis).
     """
     for i in range(6):
         c[i] = 0.0
@@ -84,25 +91,33 @@ def joint_kinematics(jt, prm, q, v, Hc, Wc, R, p, H, W, c, tmp3):
         p[i] = 0.0
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
-    for i in range(6):
-        for j in range(6):
-            H[i, j] = Hc[i, j]
-            W[i, j] = Wc[i, j]
+    if general:
+        for i in range(6):
+            for j in range(6):
+                H[i, j] = Hc[i, j]
+                W[i, j] = Wc[i, j]
     if jt == REVOLUTE:
-        axis_rot(prm[0], prm[1], prm[2], q[0], R)
+        cq = np.cos(q[0])
+        sq = np.sin(q[0])
+        R[0, 0] = cq
+        R[0, 1] = -sq
+        R[1, 0] = sq
+        R[1, 1] = cq
     elif jt == PRISMATIC:
-        for i in range(3):
-            p[i] = prm[i] * q[0]
+        p[2] = q[0]
     elif jt == CYLINDRICAL:
-        axis_rot(prm[0], prm[1], prm[2], q[0], R)
-        for i in range(3):
-            p[i] = prm[i] * q[1]
+        cq = np.cos(q[0])
+        sq = np.sin(q[0])
+        R[0, 0] = cq
+        R[0, 1] = -sq
+        R[1, 0] = sq
+        R[1, 1] = cq
+        p[2] = q[1]
     elif jt == UNIVERSAL:
         # R = Rot(a1, q0) Rot(a2, q1); a1 in child axes = Rot(a2, q1)^T a1
         axis_rot(prm[0], prm[1], prm[2], q[0], R)
         R2 = tmp3
         axis_rot(prm[3], prm[4], prm[5], q[1], R2)
-        # R = R1 @ R2 (store R1 first in R, then multiply)
         r00 = R[0, 0] * R2[0, 0] + R[0, 1] * R2[1, 0] + R[0, 2] * R2[2, 0]
         r01 = R[0, 0] * R2[0, 1] + R[0, 1] * R2[1, 1] + R[0, 2] * R2[2, 1]
         r02 = R[0, 0] * R2[0, 2] + R[0, 1] * R2[1, 2] + R[0, 2] * R2[2, 2]
@@ -127,7 +142,6 @@ def joint_kinematics(jt, prm, q, v, Hc, Wc, R, p, H, W, c, tmp3):
         H[0, 0] = a1x
         H[1, 0] = a1y
         H[2, 0] = a1z
-        # n = a1c x a2 (unit: orthogonal unit axes)
         nx = a1y * prm[5] - a1z * prm[4]
         ny = a1z * prm[3] - a1x * prm[5]
         nz = a1x * prm[4] - a1y * prm[3]
@@ -141,9 +155,14 @@ def joint_kinematics(jt, prm, q, v, Hc, Wc, R, p, H, W, c, tmp3):
     elif jt == SPHERICAL:
         quat_rot(q[0], q[1], q[2], q[3], R)
     elif jt == PLANAR:
-        axis_rot(prm[6], prm[7], prm[8], q[2], R)
-        for i in range(3):
-            p[i] = q[0] * prm[i] + q[1] * prm[3 + i]
+        cq = np.cos(q[2])
+        sq = np.sin(q[2])
+        R[0, 0] = cq
+        R[0, 1] = -sq
+        R[1, 0] = sq
+        R[1, 1] = cq
+        p[0] = q[0]
+        p[1] = q[1]
     elif jt == FREE:
         quat_rot(q[3], q[4], q[5], q[6], R)
         p[0] = q[0]
@@ -266,86 +285,7 @@ def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
 
 
 @njit(cache=True)
-def joint_integrate(jt, prm, q, v, dt, out):
-    """Coordinates after moving with constant speeds ``v`` for ``dt`` (exact on the manifold)."""
-    if jt == SPHERICAL or jt == FREE:
-        o = 3 if jt == FREE else 0
-        wx = v[0] * dt
-        wy = v[1] * dt
-        wz = v[2] * dt
-        th = np.sqrt(wx * wx + wy * wy + wz * wz)
-        if th < 1e-8:
-            s = 0.5 - th * th / 48.0
-            cc = 1.0 - th * th / 8.0
-        else:
-            s = np.sin(0.5 * th) / th
-            cc = np.cos(0.5 * th)
-        b0 = cc
-        b1 = s * wx
-        b2 = s * wy
-        b3 = s * wz
-        a0 = q[o]
-        a1 = q[o + 1]
-        a2 = q[o + 2]
-        a3 = q[o + 3]
-        e0 = a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3
-        e1 = a0 * b1 + b0 * a1 + a2 * b3 - a3 * b2
-        e2 = a0 * b2 + b0 * a2 + a3 * b1 - a1 * b3
-        e3 = a0 * b3 + b0 * a3 + a1 * b2 - a2 * b1
-        n = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
-        if jt == FREE:
-            # position: R(q) V(w) u, V = I + (1-cos)/th^2 K + (th - sin)/th^3 K^2
-            ux = v[3] * dt
-            uy = v[4] * dt
-            uz = v[5] * dt
-            if th < 1e-8:
-                A = 0.5
-                B = 1.0 / 6.0
-            else:
-                A = (1.0 - np.cos(th)) / (th * th)
-                B = (th - np.sin(th)) / (th * th * th)
-            kx = wy * uz - wz * uy
-            ky = wz * ux - wx * uz
-            kz = wx * uy - wy * ux
-            kkx = wy * kz - wz * ky
-            kky = wz * kx - wx * kz
-            kkz = wx * ky - wy * kx
-            dx = ux + A * kx + B * kkx
-            dy = uy + A * ky + B * kky
-            dz = uz + A * kz + B * kkz
-            R = np.empty((3, 3))
-            quat_rot(a0, a1, a2, a3, R)
-            out[0] = q[0] + R[0, 0] * dx + R[0, 1] * dy + R[0, 2] * dz
-            out[1] = q[1] + R[1, 0] * dx + R[1, 1] * dy + R[1, 2] * dz
-            out[2] = q[2] + R[2, 0] * dx + R[2, 1] * dy + R[2, 2] * dz
-        out[o] = e0 / n
-        out[o + 1] = e1 / n
-        out[o + 2] = e2 / n
-        out[o + 3] = e3 / n
-    elif jt == PLANAR:
-        th = v[0] * dt
-        a = v[1] * dt
-        b = v[2] * dt
-        if abs(th) < 1e-8:
-            so = 1.0 - th * th / 6.0
-            co = th / 2.0
-        else:
-            so = np.sin(th) / th
-            co = (1.0 - np.cos(th)) / th
-        dx = so * a - co * b
-        dy = co * a + so * b
-        cc = np.cos(q[2])
-        s = np.sin(q[2])
-        out[0] = q[0] + cc * dx - s * dy
-        out[1] = q[1] + s * dx + cc * dy
-        out[2] = q[2] + th
-    else:
-        for i in range(v.shape[0]):
-            out[i] = q[i] + dt * v[i]
-
-
-@njit(cache=True)
-def joint_qdot(jt, prm, q, v, out):
+def joint_qdot(jt, q, v, out):
     """Coordinate rates dq/dt for speeds v."""
     if jt == SPHERICAL or jt == FREE:
         o = 3 if jt == FREE else 0
@@ -361,10 +301,20 @@ def joint_qdot(jt, prm, q, v, out):
         out[o + 2] = 0.5 * (e3 * w0 + e0 * w1 - e1 * w2)
         out[o + 3] = 0.5 * (-e2 * w0 + e1 * w1 + e0 * w2)
         if jt == FREE:
-            R = np.empty((3, 3))
-            quat_rot(e0, e1, e2, e3, R)
-            for i in range(3):
-                out[i] = R[i, 0] * v[3] + R[i, 1] * v[4] + R[i, 2] * v[5]
+            n = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
+            a0 = e0 / n
+            a1 = e1 / n
+            a2 = e2 / n
+            a3 = e3 / n
+            x = v[3]
+            y = v[4]
+            z = v[5]
+            out[0] = ((1 - 2 * (a2 * a2 + a3 * a3)) * x + 2 * (a1 * a2 - a0 * a3) * y
+                      + 2 * (a1 * a3 + a0 * a2) * z)
+            out[1] = (2 * (a1 * a2 + a0 * a3) * x + (1 - 2 * (a1 * a1 + a3 * a3)) * y
+                      + 2 * (a2 * a3 - a0 * a1) * z)
+            out[2] = (2 * (a1 * a3 - a0 * a2) * x + 2 * (a2 * a3 + a0 * a1) * y
+                      + (1 - 2 * (a1 * a1 + a2 * a2)) * z)
     elif jt == PLANAR:
         cc = np.cos(q[2])
         s = np.sin(q[2])

@@ -36,26 +36,24 @@ def _phi(R, p):
 
 def assemble(system):
     """Dense ``P, H, W, I^-1`` for the current kinematics in the workspace."""
-    mdl, ws = system._mdl, system._ws
-    parent, nv, nc, G = mdl[0], mdl[6], mdl[7], mdl[14]
-    Rrel, prel, Hs, Ws = ws[0], ws[1], ws[4], ws[5]
+    Ia, Mm, R3, P3 = system._Ia, system._Mm, system._R3, system._P3
+    parent, nv, nc = Ia[K.I_PARENT], Ia[K.I_NV], Ia[K.I_NC]
     n = system.n_bodies
     P = np.eye(6 * n)
     Ginv = np.zeros((6 * n, 6 * n))
-    ncols_h = int(nv[1:].sum())
-    ncols_w = int(nc[1:].sum())
-    H = np.zeros((6 * n, ncols_h))
-    W = np.zeros((6 * n, ncols_w))
+    H = np.zeros((6 * n, int(nv[1:].sum())))
+    W = np.zeros((6 * n, int(nc[1:].sum())))
     ih = iw = 0
     hcol, wcol = {}, {}
     for k in range(1, n + 1):
         r = slice(6 * (k - 1), 6 * k)
         p = parent[k]
         if p > 0:
-            P[6 * (p - 1):6 * p, r] = -_phi(Rrel[k], prel[k])
-        Ginv[r, r] = G[k]
-        H[r, ih:ih + nv[k]] = Hs[k, :, :nv[k]]
-        W[r, iw:iw + nc[k]] = Ws[k, :, :nc[k]]
+            P[6 * (p - 1):6 * p, r] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
+        Ginv[r, r] = Mm[K.M_G, k]
+        Wk = Mm[K.M_WC, k] if Ia[K.I_DIAG, k] else Mm[K.M_W, k]
+        H[r, ih:ih + nv[k]] = Mm[K.M_H, k, :, :nv[k]]
+        W[r, iw:iw + nc[k]] = Wk[:, :nc[k]]
         hcol[k], wcol[k] = ih, iw
         ih += nv[k]
         iw += nc[k]
@@ -65,20 +63,22 @@ def assemble(system):
 def general_cfa(system, q, qd, tau, fext):
     """Forward dynamics of one state by the dense CFA.
 
-    Returns ``(qdd, reactions, F_S per label (N+1, 6), accelerations (N+1, 6), F_T)``
+    Returns ``(qdd, reactions, W F_S per label (N+1, 6), accelerations (N+1, 6), F_T)``
     with the conventions of :class:`~flexmbd.recursive.system.ForwardDynamics`.
     """
-    mdl, ws = system._mdl, system._ws
+    Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
     n = system.n_bodies
-    nv, nc, vo, rev = mdl[6], mdl[7], mdl[9], mdl[2]
-    K.kinematics(mdl, ws, q, qd)
-    FT = np.zeros(max(system.nv, 1))
-    b = np.zeros(max(system.nv, 1))
-    taup = np.zeros(max(system.nv, 1))
-    taup[:system.nv] = tau
-    K.bias_forces(mdl, ws, qd, fext, system._gravity, system._use_grav, taup, FT, b)
+    nv, nc, vo, rev = Ia[K.I_NV], Ia[K.I_NC], Ia[K.I_VO], Ia[K.I_REV]
+    q = np.ascontiguousarray(q, dtype=float)
+    qd = np.ascontiguousarray(qd, dtype=float)
+    K.kinematics(Ia, Mm, Vv, R3, P3, system._Tt, q, qd)
+    Jv = np.zeros((4, max(system.nv, 1)))
+    Jv[K.J_TAU, :system.nv] = tau
+    Vv[K.V_FEXT] = fext
+    K.bias_forces(Ia, Mm, Vv, R3, P3, system._gravity, system._use_grav, Jv)
+    Vv[K.V_FEXT] = 0.0
+    FT = Jv[K.J_FT]
     P, H, W, Ginv, hcol, wcol = assemble(system)
-    # F_T in the order of the columns of H (labels)
     ft = np.zeros(H.shape[1])
     for k in range(1, n + 1):
         ft[hcol[k]:hcol[k] + nv[k]] = FT[vo[k]:vo[k] + nv[k]]
@@ -95,17 +95,17 @@ def general_cfa(system, q, qd, tau, fext):
     qdd = np.zeros(system.nv)
     FS = np.zeros((n + 1, 6))
     acc = np.zeros((n + 1, 6))
-    L = ws[6]
+    Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
     for k in range(1, n + 1):
         x = qdd_h[hcol[k]:hcol[k] + nv[k]]
         if rev[k]:
-            x = sla.solve_triangular(L[k, :nv[k], :nv[k]], x)
+            x = sla.solve_triangular(Mm[K.M_L, k, :nv[k], :nv[k]], x)
         qdd[vo[k]:vo[k] + nv[k]] = x
-        FS[k, :nc[k]] = fs[wcol[k]:wcol[k] + nc[k]]
-        acc[k] = Vd[6 * (k - 1):6 * k] + ws[14][k]
+        FS[k] = Wf[k - 1]
+        acc[k] = Vd[6 * (k - 1):6 * k] + Vv[K.V_AB, k]
     # reactions: equivalent force + bias force
-    ws[27][1:] = F.reshape(n, 6)
-    K.reversed_frames(mdl, ws)
+    Vv[K.V_FE, 1:] = F.reshape(n, 6)
+    K.reversed_frames(Ia, R3, P3)
     reac = np.zeros((len(system.joint_names), 6))
-    K.reactions_into(mdl, ws, reac)
-    return qdd, reac, FS, acc, FT[:system.nv]
+    K.reactions_into(Ia, Vv, R3, P3, reac)
+    return qdd, reac, FS, acc, FT[:system.nv].copy()

@@ -41,6 +41,11 @@ from ..model.joints import (
 from ..spatial import spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
+from ._kernels import (
+    I_DIAG, I_DSLOT, I_JROW, I_JT, I_NC, I_NQ, I_NV, I_ONE, I_PARENT, I_QO, I_REV, I_VO,
+    M_G, M_H, M_HC, M_I, M_L, M_WC, NI, NM, NP, NR, NT, NV, P_0, P_W, R_0, R_A, R_W, V_FEXT,
+    V_MASK, V_MC, V_PRM, V_VEL,
+)
 from .schedule import build_schedule
 
 __all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]
@@ -205,14 +210,8 @@ class RecursiveSystem:
                         for k in tree}
 
         # static arrays per label
-        parent = np.asarray(topo.parent, dtype=np.int64).copy()
-        jt = np.zeros(n + 1, np.int64)
-        rev = np.zeros(n + 1, np.int64)
-        nvj = np.zeros(n + 1, np.int64)
-        nqj = np.zeros(n + 1, np.int64)
-        qo = np.zeros(n + 1, np.int64)
-        vo = np.zeros(n + 1, np.int64)
-        jrow = np.zeros(n + 1, np.int64)
+        Ia = np.zeros((NI, n + 1), np.int64)
+        Ia[I_PARENT] = np.asarray(topo.parent, dtype=np.int64)
         self._tree_joint = [None] * (n + 1)
         self._body_of = [None] * (n + 1)
         self._label_of = {}
@@ -223,25 +222,26 @@ class RecursiveSystem:
             b = bodies[int(topo.original_body[k]) - 1]
             self._body_of[k] = b
             self._label_of[id(b)] = k
-            jt[k] = _code(j)
-            rev[k] = int(bool(topo.reversed[tj - 1]))
-            nvj[k], nqj[k] = j.nv, j.nq
-            qo[k], vo[k] = qoff[tj], voff[tj]
-            jrow[k] = tj - 1
-        self._jt, self._rev = jt, rev
-        nc = 6 - nvj
-        nc[0] = 0
-        sched = build_schedule(parent)
+            Ia[I_JT, k] = _code(j)
+            Ia[I_REV, k] = int(bool(topo.reversed[tj - 1]))
+            Ia[I_NV, k], Ia[I_NQ, k] = j.nv, j.nq
+            Ia[I_NC, k] = 6 - j.nv
+            Ia[I_QO, k], Ia[I_VO, k] = qoff[tj], voff[tj]
+            Ia[I_JROW, k] = tj - 1
+            Ia[I_DIAG, k] = int(not Ia[I_REV, k] and Ia[I_JT, k] != J.UNIVERSAL)
+        sched = build_schedule(Ia[I_PARENT])
         self.schedule = sched
-        doff = np.full(n + 1, -1, np.int64)
-        o = 0
-        for k in sched.dense:
-            doff[k] = o
-            o += nc[k]
-        self._n_dense = o
-        self._static = dict(parent=parent, jt=jt, rev=rev, nv=nvj, nc=nc, qo=qo, vo=vo, nqj=nqj,
-                            jrow=jrow, doff=doff)
-        self._floating = any(isinstance(j, Free) and parent[k] == 0
+        Ia[I_ONE] = sched.onechild
+        Ia[I_DSLOT] = -1
+        for slot, k in enumerate(sched.dense):
+            Ia[I_DSLOT, k] = slot
+        self._Ia = Ia
+        self._Sa = K.pack_schedule(sched)
+        self._n_dense = len(sched.dense)
+        self._jt, self._rev = Ia[I_JT], Ia[I_REV]
+        self._quat_offsets = [int(Ia[I_QO, k]) + (3 if Ia[I_JT, k] == J.FREE else 0)
+                              for k in range(1, n + 1) if Ia[I_JT, k] in (J.SPHERICAL, J.FREE)]
+        self._floating = any(isinstance(j, Free) and Ia[I_PARENT, k] == 0
                              for k, j in enumerate(self._tree_joint) if k > 0)
         self._revision = None
         self._alloc()
@@ -250,26 +250,39 @@ class RecursiveSystem:
     # ------------------------------------------------------------------ setup
     def _alloc(self):
         n = self.n_bodies
-        z = np.zeros
-        eye3 = np.zeros((n + 1, 3, 3))
-        eye3[0] = np.eye(3)
-        nd = max(self._n_dense, 1)
-        nvt = max(self.nv, 1)
-        self._ws = (
-            z((n + 1, 3, 3)), z((n + 1, 3)), eye3, z((n + 1, 3)),           # 0-3
-            z((n + 1, 6, 6)), z((n + 1, 6, 6)), z((n + 1, 6, 6)),          # 4-6 H W L
-            z((n + 1, 6)), z((n + 1, 6)),                                  # 7-8 cJ vel
-            z((3, 3)), z(3), z((3, 3)), z(6), z((6, 6)),                   # 9-13
-            z((n + 1, 6)), z((n + 1, 6)), z(6),                            # 14-16 ab fb vj
-            z((n + 1, 6, 6)), z((n + 1, 6, 6)), z((n + 1, 6, 6)),          # 17-19 U Y A
-            z((n + 1, 6, 6)), z((n + 1, 6, 6)), z((n + 1, 6, 6)),          # 20-22 D Cr Csl
-            z((n + 1, 6, 6)), z((6, 6)), z((nd, nd)), z((6, 6)),           # 23-26 Csr T1 Md Zr
-            z((n + 1, 6)), z((n + 1, 6)), z((n + 1, 6)), z(nd),            # 27-30 Fe af bx bd
-            z((n + 1, 3, 3)), z((n + 1, 3)), z(nvt), z(nvt),               # 31-34
-        )
-        self._FT = z(nvt)
-        self._b = z(nvt)
-        self._fext0 = z((n + 1, 6))
+        nd6 = 6 * max(self._n_dense, 1)
+        self._Mm = np.zeros((NM, n + 1, 6, 6))
+        self._Vv = np.zeros((NV, n + 1, 6))
+        self._R3 = np.zeros((NR, n + 1, 3, 3))
+        self._R3[R_W, 0] = np.eye(3)
+        self._P3 = np.zeros((NP, n + 1, 3))
+        self._Tt = np.zeros((NT, 6, 6))
+        self._Dn = np.zeros((nd6, nd6 + 1))
+        self._Jv = np.zeros((4, max(self.nv, 1)))
+        self._reac = np.zeros((len(self.joint_names), 6))
+
+    def _args(self):
+        return (self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn)
+
+    @staticmethod
+    def _aligned(j, code):
+        """Rotation of the joint frames making the joint axis (plane normal) local z."""
+        if code in (J.REVOLUTE, J.PRISMATIC, J.CYLINDRICAL):
+            a = np.asarray(j.axis, dtype=float)
+            k = int(np.argmin(np.abs(a)))
+            e = np.zeros(3)
+            e[k] = 1.0
+            u = np.cross(e, a)
+            u /= np.linalg.norm(u)
+            return np.column_stack([u, np.cross(a, u), a])
+        if code == J.PLANAR:
+            return np.column_stack([j.u1, j.u2, j.normal])
+        return np.eye(3)
+
+    _UNIT_H = {
+        J.REVOLUTE: (2,), J.PRISMATIC: (5,), J.CYLINDRICAL: (2, 5), J.SPHERICAL: (0, 1, 2),
+        J.PLANAR: (2, 3, 4), J.FREE: (0, 1, 2, 3, 4, 5), J.FIXED: (),
+    }
 
     def _refresh(self):
         """(Re-)read joint frames, axes and inertias when the model revision changed."""
@@ -277,44 +290,45 @@ class RecursiveSystem:
             return
         topo = self.topology
         n = self.n_bodies
-        prm = np.zeros((n + 1, 9))
-        Hc = np.zeros((n + 1, 6, 6))
-        Wc = np.zeros((n + 1, 6, 6))
-        R0 = np.zeros((n + 1, 3, 3))
-        p0 = np.zeros((n + 1, 3))
-        Im = np.zeros((n + 1, 6, 6))
-        G = np.zeros((n + 1, 6, 6))
-        mass = np.zeros(n + 1)
-        mc = np.zeros((n + 1, 3))
+        Ia, Mm, Vv, R3, P3 = self._Ia, self._Mm, self._Vv, self._R3, self._P3
         self._frame = [(np.eye(3), np.zeros(3))] * (n + 1)   # e_k in body k coordinates
+        Ras = [np.eye(3)] * (n + 1)
         for k in range(1, n + 1):
             j = self._tree_joint[k]
-            rev = bool(self._rev[k])
-            out_f, in_f = (j.parent_frame, j.child_frame) if rev else (j.child_frame, j.parent_frame)
-            self._frame[k] = (out_f.rotation.copy(), out_f.position.copy())
-        self._gravity = np.zeros(3)
+            rev = bool(Ia[I_REV, k])
+            out_f = j.parent_frame if rev else j.child_frame
+            Ras[k] = self._aligned(j, int(Ia[I_JT, k]))
+            self._frame[k] = (out_f.rotation @ Ras[k], out_f.position.copy())
         for k in range(1, n + 1):
             j = self._tree_joint[k]
-            rev = bool(self._rev[k])
+            rev = bool(Ia[I_REV, k])
+            code = int(Ia[I_JT, k])
             in_f = j.child_frame if rev else j.parent_frame
             p = int(topo.parent[k])
             Rep, pep = self._frame[p]
-            R0[k] = Rep.T @ in_f.rotation
-            p0[k] = Rep.T @ (in_f.position - pep)
-            code = self._jt[k]
-            if code in (J.REVOLUTE, J.PRISMATIC, J.CYLINDRICAL):
-                prm[k, :3] = j.axis
-            elif code == J.UNIVERSAL:
-                prm[k, :3], prm[k, 3:6] = j.axis1, j.axis2
-            elif code == J.PLANAR:
-                prm[k, :3], prm[k, 3:6], prm[k, 6:9] = j.u1, j.u2, j.normal
+            Ra = Ras[k]
+            R3[R_A, k] = Ra
+            R3[R_0, k] = Rep.T @ in_f.rotation @ Ra
+            P3[P_0, k] = Rep.T @ (in_f.position - pep)
             nvk = j.nv
+            Hc = np.zeros((6, 6))
+            Wc = np.zeros((6, 6))
+            mask = np.ones(6)
             if code == J.UNIVERSAL:
-                Hc[k, :3, 1] = j.axis2
-                Wc[k, 3:, 1:4] = np.eye(3)
+                Vv[V_PRM, k, :3], Vv[V_PRM, k, 3:6] = j.axis1, j.axis2
+                Hc[:3, 1] = j.axis2
+                Wc[3:, 1:4] = np.eye(3)
             else:
-                Hc[k, :, :nvk] = j.motion_subspace(j.q0)
-                Wc[k, :, :6 - nvk] = j.constraint_subspace(j.q0)
+                cols = self._UNIT_H[code]
+                for c, i in enumerate(cols):
+                    Hc[i, c] = 1.0
+                    mask[i] = 0.0
+                w = [i for i in range(6) if mask[i]]
+                for c, i in enumerate(w):
+                    Wc[i, c] = 1.0
+            Mm[M_HC, k], Mm[M_WC, k] = Hc, Wc
+            Mm[M_H, k] = Hc
+            Vv[V_MASK, k] = mask
             b = self._body_of[k]
             b.validate()
             Rf, pf = self._frame[k]
@@ -331,16 +345,10 @@ class RecursiveSystem:
                     "small inertia about every axis (e.g. RigidBody.rod(..., radius=r) instead of "
                     "a zero-radius rod, or a small sphere instead of a point mass)"
                 )
-            Im[k], G[k] = Ik, np.linalg.inv(Ik)
-            G[k] = 0.5 * (G[k] + G[k].T)
-            mass[k], mc[k] = m, m * c
-        st = self._static
-        sc = self.schedule
-        self._mdl = (
-            st["parent"], st["jt"], st["rev"], prm, Hc, Wc, st["nv"], st["nc"], st["qo"],
-            st["vo"], st["nqj"], R0, p0, Im, G, mass, mc, sc.onechild, sc.steps, sc.dense,
-            st["doff"], sc.links, sc.node_children, sc.siblings, st["jrow"],
-        )
+            G = np.linalg.inv(Ik)
+            Mm[M_I, k], Mm[M_G, k] = Ik, 0.5 * (G + G.T)
+            Vv[V_MC, k, :3], Vv[V_MC, k, 3] = m * c, m
+            assert nvk == len(self._UNIT_H.get(code, (0, 0)))
         # force elements
         grav = np.zeros(3)
         self._joint_forces, self._generic = [], []
@@ -399,16 +407,20 @@ class RecursiveSystem:
         return q, qd
 
     # ------------------------------------------------------------------ forces
+    def _kinematics(self, q, qd):
+        K.kinematics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt,
+                     np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float))
+        return self._R3[R_W], self._P3[P_W], self._Vv[V_VEL]
+
     def _applied(self, t, q, qd, tau, fext):
-        """Fill joint forces (into tau) and generic force-element wrenches (fext)."""
+        """Add joint forces (into tau) and force-element wrenches (fext, e_k at O_k)."""
         for f in self._joint_forces:
             name = f.joint.name
             tau[self._vslice[name]] += f.generalized_force(t, q[self._qslice[name]],
                                                            qd[self._vslice[name]])
         if self._generic:
-            K.kinematics(self._mdl, self._ws, q, qd)
-            Rw, rw, vel = self._ws[2], self._ws[3], self._ws[8]
-            state = _State(self, Rw.copy(), rw.copy(), vel.copy())
+            Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
+            state = _State(self, Rw, rw, vel)
             for fe in self._generic:
                 for body, w in fe.wrenches(t, state):
                     if body is self.model.ground:
@@ -436,37 +448,42 @@ class RecursiveSystem:
         ns = Q.shape[0]
         if V.shape[0] != ns:
             raise ModelError(f"batch sizes of q ({ns}) and qd ({V.shape[0]}) differ")
-        TAU = np.zeros((ns, max(self.nv, 1)))
+        nv1 = max(self.nv, 1)
+        TAU = np.zeros((ns, nv1))
         if tau is not None:
             TAU[:, :self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (ns, self.nv))
-        FEXT = np.zeros((ns, self.n_bodies + 1, 6))
+        has_fext = bool(self._generic)
+        FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
         ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
         if self._joint_forces or self._generic:
             for s in range(ns):
-                self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s])
+                self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
         nj = len(self.joint_names)
-        QDD = np.zeros((ns, max(self.nv, 1)))
+        QDD = np.zeros((ns, nv1))
         REAC = np.zeros((ns, nj, 6))
         FS = np.zeros((ns, self.n_bodies + 1, 6))
         ACC = np.zeros((ns, self.n_bodies + 1, 6))
-        FTs = np.zeros((ns, max(self.nv, 1)))
+        FTs = np.zeros((ns, nv1))
         if algorithm == "general":
             from .general import general_cfa
 
             for s in range(ns):
                 QDD[s, :self.nv], REAC[s], FS[s], ACC[s], FTs[s, :self.nv] = general_cfa(
-                    self, Q[s], V[s], TAU[s, :self.nv], FEXT[s])
+                    self, Q[s], V[s], TAU[s, :self.nv], FEXT[s if has_fext else 0])
         else:
-            bad, st = K.forward_dynamics_batch(self._mdl, self._ws, Q, V, TAU, FEXT,
-                                               self._gravity, self._use_grav, self._FT, self._b,
-                                               QDD, REAC, FS, ACC)
+            self._Vv[V_FEXT] = 0.0
+            bad, st = K.forward_dynamics_batch(*self._args(), Q, V, TAU, FEXT, self._Jv,
+                                               self._gravity, self._use_grav, QDD, REAC, FS, ACC,
+                                               FTs, has_fext)
             if bad >= 0:
                 self._raise_factor(st, Q[bad])
-            if ns == 1:
-                FTs[0] = self._FT
+        # constraint part W F_S: rotate aligned axes back to the joint frame axes
+        Ra = self._R3[R_A]
         FSj = np.zeros((ns, nj, 6))
+        rows = self._Ia[I_JROW]
         for k in range(1, self.n_bodies + 1):
-            FSj[:, self._mdl[24][k]] = FS[:, k]
+            FSj[:, rows[k], :3] = FS[:, k, :3] @ Ra[k].T
+            FSj[:, rows[k], 3:] = FS[:, k, 3:] @ Ra[k].T
         out = ForwardDynamics(self, QDD[:, :self.nv], REAC, FSj, ACC, FTs[:, :self.nv], Q, V)
         if single:
             out.qdd, out.reactions = out.qdd[0], out.reactions[0]
@@ -477,33 +494,60 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
-    def _raw_accel(self, q, qd, tau=None, t=0.0):
+    def forward_dynamics_arrays(self, Q, V, TAU=None):
+        """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
+
+        For throughput (no force elements other than gravity and constant joint
+        forces in ``TAU``; no Python work per state). Raises SolverError on failure.
+        """
+        self._refresh()
+        if self._generic or self._joint_forces:
+            fd = self.forward_dynamics(Q, V, TAU)
+            return fd.qdd, fd.reactions
+        Q = np.ascontiguousarray(Q, dtype=float)
+        V = np.ascontiguousarray(V, dtype=float)
+        ns = Q.shape[0]
+        TAU = np.zeros((ns, self.nv)) if TAU is None else np.ascontiguousarray(TAU, dtype=float)
+        QDD = np.zeros((ns, self.nv))
+        REAC = np.zeros((ns, len(self.joint_names), 6))
+        bad, st = K.forward_dynamics_qdd_batch(*self._args(), Q, V, TAU, self._Jv, self._gravity,
+                                               self._use_grav, QDD, REAC)
+        if bad >= 0:
+            self._raise_factor(st, Q[bad])
+        return QDD, REAC
+
+    def qdd_and_reactions(self, q, qd, tau=None, t=0.0):
+        """Lean single-state call: ``(qdd (nv,), reactions (n_joints, 6))`` as new arrays.
+
+        Same numbers as :meth:`forward_dynamics` without the result object (for
+        control loops and benchmarks).
+        """
+        return self._raw_accel(q, qd, tau, t, reactions=True)
+
+    def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
         """Lean single-state forward dynamics for integrators: returns qdd (copy)."""
         self._refresh()
-        n1 = max(self.nv, 1)
-        tv = self._tau_buf if hasattr(self, "_tau_buf") else np.zeros(n1)
-        self._tau_buf = tv
-        tv[:] = 0.0
+        Jv = self._Jv
+        Jv[0] = 0.0
         if tau is not None:
-            tv[:self.nv] = tau
-        fext = self._fext0
+            Jv[0, :self.nv] = tau
+        fext = self._Vv[V_FEXT]
+        fext[:] = 0.0
         if self._joint_forces or self._generic:
-            fext = np.zeros_like(self._fext0)
-            self._applied(t, q, qd, tv, fext)
+            self._applied(t, q, qd, Jv[0], fext)
         if self.algorithm == "general":
             from .general import general_cfa
 
-            return general_cfa(self, q, qd, tv[:self.nv], fext)[0]
-        qdd = np.zeros(n1)
-        reac = self._reac_buf if hasattr(self, "_reac_buf") else np.zeros(
-            (len(self.joint_names), 6))
-        self._reac_buf = reac
-        st = K.forward_dynamics(self._mdl, self._ws, np.ascontiguousarray(q, dtype=float),
-                                np.ascontiguousarray(qd, dtype=float), tv, fext, self._gravity,
-                                self._use_grav, self._FT, self._b, qdd, reac)
+            return general_cfa(self, q, qd, Jv[0, :self.nv].copy(), fext.copy())[0]
+        st = K.forward_dynamics(*self._args(), np.ascontiguousarray(q, dtype=float),
+                                np.ascontiguousarray(qd, dtype=float), Jv, self._gravity,
+                                self._use_grav, self._reac)
         if st != 0:
             self._raise_factor(st, q)
-        return qdd[:self.nv]
+        qdd = Jv[3, :self.nv].copy()
+        if reactions:
+            return qdd, self._reac.copy()
+        return qdd
 
     def _raise_factor(self, st, q):
         if st > 0:
@@ -522,8 +566,8 @@ class RecursiveSystem:
         A = acc if batched else acc[None]
         alphas, accs = [], []
         for s in range(A.shape[0]):
-            K.kinematics(self._mdl, self._ws, Qs[s], Vs[s])
-            Rk, rk, vk = self._ws[2][k], self._ws[3][k], self._ws[8][k]
+            Rw, rw, vel = self._kinematics(Qs[s], Vs[s])
+            Rk, rk, vk = Rw[k], rw[k], vel[k]
             w, v = vk[:3], vk[3:]
             a_o = A[s, k, 3:] + np.cross(w, v)         # e_k origin, e_k axes
             R, r = self._body_pose(k, Rk, rk)
@@ -543,28 +587,21 @@ class RecursiveSystem:
         with the equivalent control force ``F_T = rhs`` the CFA returns ``M^-1 F_T``.
         """
         self._refresh()
-        q = np.asarray(q, dtype=float)
+        q = np.ascontiguousarray(q, dtype=float)
         rhs = np.asarray(rhs, dtype=float)
-        cols = rhs.reshape(self.nv, -1)
-        zero = np.zeros(self.nv)
-        K.kinematics(self._mdl, self._ws, q, zero)
-        st = K.factor(self._mdl, self._ws)
+        cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
+        # reversed joints work with orthonormal speeds L v: F_T' = L^-T F_T
+        rev = [k for k in range(1, self.n_bodies + 1) if self._Ia[I_REV, k] and self._Ia[I_NV, k]]
+        if rev:
+            self._kinematics(q, np.zeros(self.nv))
+            for k in rev:
+                nvk = self._Ia[I_NV, k]
+                sl = slice(self._Ia[I_VO, k], self._Ia[I_VO, k] + nvk)
+                cols[sl] = np.linalg.solve(self._Mm[M_L, k, :nvk, :nvk].T, cols[sl])
+        out = np.empty_like(cols)
+        st = K.solve_columns(*self._args(), q, self._Jv, cols, out)
         if st != 0:
             self._raise_factor(st, q)
-        out = np.empty_like(cols)
-        FT = np.zeros(max(self.nv, 1))
-        qdd = np.zeros(max(self.nv, 1))
-        L = self._ws[6]
-        for c in range(cols.shape[1]):
-            FT[:self.nv] = cols[:, c]
-            # speeds of reversed joints: F_T' = L^-T F_T
-            for k in range(1, self.n_bodies + 1):
-                if self._rev[k] and self._mdl[6][k]:
-                    sl = slice(self._mdl[9][k], self._mdl[9][k] + self._mdl[6][k])
-                    nvk = self._mdl[6][k]
-                    FT[sl] = np.linalg.solve(L[k, :nvk, :nvk].T, cols[sl, c])
-            K.solve(self._mdl, self._ws, FT, qdd)
-            out[:, c] = qdd[:self.nv]
         return out.reshape(rhs.shape)
 
     def inverse_dynamics(self, q, qd, qdd, t=0.0, forces=True):
@@ -576,15 +613,18 @@ class RecursiveSystem:
         """
         self._refresh()
         q, qd = self._check_state(q, qd)
-        qdd = np.asarray(qdd, dtype=float)
+        qdd = np.ascontiguousarray(qdd, dtype=float)
         tau_app = np.zeros(max(self.nv, 1))
-        fext = np.zeros((self.n_bodies + 1, 6))
+        fext = self._Vv[V_FEXT]
+        fext[:] = 0.0
         if forces:
             self._applied(t, q, qd, tau_app, fext)
         tau = np.zeros(max(self.nv, 1))
         reac = np.zeros((len(self.joint_names), 6))
-        K.inverse_dynamics(self._mdl, self._ws, q, qd, np.ascontiguousarray(qdd), fext,
+        K.inverse_dynamics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt,
+                           np.ascontiguousarray(q), np.ascontiguousarray(qd), qdd, self._Jv,
                            self._gravity, self._use_grav and forces, tau, reac)
+        fext[:] = 0.0
         return tau[:self.nv] - tau_app[:self.nv], reac
 
     def mass_matrix(self, q):
@@ -603,8 +643,7 @@ class RecursiveSystem:
     def _kin(self, q, qd):
         self._refresh()
         q, qd = self._check_state(q, qd)
-        K.kinematics(self._mdl, self._ws, q, qd)
-        return self._ws[2], self._ws[3], self._ws[8]
+        return self._kinematics(q, qd)
 
     def body_states(self, q, qd=None):
         """``{body_name: (R, r, w_world, v_origin_world)}`` of every body."""
@@ -622,16 +661,15 @@ class RecursiveSystem:
     def kinetic_energy(self, q, qd):
         """Kinetic energy (J)."""
         Rw, rw, vel = self._kin(q, qd)
-        Im = self._mdl[13]
+        Im = self._Mm[M_I]
         return float(0.5 * np.einsum("ki,kij,kj->", vel[1:], Im[1:], vel[1:]))
 
     def potential_energy(self, q, t=0.0):
         """Gravity plus the force elements' potentials (J)."""
         Rw, rw, vel = self._kin(q, np.zeros(self.nv))
-        e = 0.0
-        mass, mc = self._mdl[15], self._mdl[16]
-        for k in range(1, self.n_bodies + 1):
-            e -= self._gravity @ (mass[k] * rw[k] + Rw[k] @ mc[k])
+        mc = self._Vv[V_MC]
+        e = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
+                   + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
         if self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
@@ -641,31 +679,24 @@ class RecursiveSystem:
     def momentum(self, q, qd):
         """``(linear, angular)`` momentum in world axes; angular about the world origin."""
         Rw, rw, vel = self._kin(q, qd)
-        Im = self._mdl[13]
-        lin = np.zeros(3)
-        ang = np.zeros(3)
-        for k in range(1, self.n_bodies + 1):
-            h = Im[k] @ vel[k]
-            p = Rw[k] @ h[3:]
-            lin += p
-            ang += Rw[k] @ h[:3] + np.cross(rw[k], p)
-        return lin, ang
+        h = np.einsum("kij,kj->ki", self._Mm[M_I, 1:], vel[1:])
+        p = np.einsum("kij,kj->ki", Rw[1:], h[:, 3:])
+        ang = np.einsum("kij,kj->ki", Rw[1:], h[:, :3]) + np.cross(rw[1:], p)
+        return p.sum(axis=0), ang.sum(axis=0)
 
     # ------------------------------------------------------------------ integration
     def qdot(self, q, qd):
         """Coordinate rates for speeds (quaternion rates for Spherical/Free)."""
         out = np.empty(self.nq)
-        K_qdot(self._mdl, q, qd, out)
+        K.qdot_all(self._Ia, self._Vv, np.ascontiguousarray(q, dtype=float),
+                   np.ascontiguousarray(qd, dtype=float), out)
         return out
 
     def normalize(self, q):
-        """Project quaternion coordinates on unit norm (in place on a copy)."""
+        """Project quaternion coordinates on unit norm (returns a copy)."""
         q = np.array(q, dtype=float)
-        for k in range(1, self.n_bodies + 1):
-            code = self._jt[k]
-            if code in (J.SPHERICAL, J.FREE):
-                o = self._mdl[8][k] + (3 if code == J.FREE else 0)
-                q[..., o:o + 4] /= np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
+        for o in self._quat_offsets:
+            q[..., o:o + 4] /= np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
         return q
 
     def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0, **options):
@@ -678,19 +709,3 @@ class RecursiveSystem:
 
         return simulate_recursive(self, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0,
                                   t0=t0, **options)
-
-
-def K_qdot(mdl, q, v, out):
-    """Python wrapper of the compiled coordinate-rate kernel."""
-    _qdot_all(mdl, q, v, out)
-
-
-from numba import njit  # noqa: E402
-
-
-@njit(cache=True)
-def _qdot_all(mdl, q, v, out):
-    parent, jt, prm, qo, vo, nqj, nv = mdl[0], mdl[1], mdl[3], mdl[8], mdl[9], mdl[10], mdl[6]
-    for k in range(1, parent.shape[0]):
-        J.joint_qdot(jt[k], prm[k], q[qo[k]:qo[k] + nqj[k]], v[vo[k]:vo[k] + nv[k]],
-                     out[qo[k]:qo[k] + nqj[k]])

@@ -1,0 +1,307 @@
+"""Serialized CFA vs Pinocchio: per call, scaling, batched throughput.
+
+Measures, in one run and on one machine, joint accelerations *and all joint
+reactions* per call:
+
+* flexmbd serialized CFA, ``system.qdd_and_reactions(q, qd, tau)`` (compiled
+  kernels; Python call included);
+* Pinocchio ``aba`` + ``rnea`` from Python (rnea at the aba accelerations gives
+  the joint forces ``data.f``);
+
+for the space robot of ``examples/space_robot.py`` and revolute chains
+N = 5 ... 1000; the scaling exponent of N = 10 ... 1000, with the general (dense)
+CFA and a dense mass-matrix method (M by Newton-Euler columns, Cholesky solve)
+for contrast (the paper's Table 1); and 10,000 states of a 20-link chain
+(one batched call vs Pinocchio looped from Python).
+
+Pinocchio 4.1's ``createData`` allocates memory growing like N^3 (1.8 GB at
+N = 300, 4.2 GB at N = 400): it is measured up to ``--pin-max`` (default 300).
+
+Usage: ``python benchmarks/bench_cfa.py [--quick] [--no-cold] [--write]``
+(``--write`` replaces the cfa section of benchmarks/RESULTS.md).
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.recursive.models import chain  # noqa: E402
+from tests.recursive.pin_models import (  # noqa: E402
+    q_to_pin,
+    to_pinocchio,
+    v_from_pin,
+    v_to_pin,
+)
+
+START, END = "<!-- cfa:start -->", "<!-- cfa:end -->"
+
+
+def best_time(f, budget=0.25, repeats=7):
+    """Best per-call time (s) over ``repeats`` batches sized to ~budget/repeats each."""
+    f()
+    t0 = time.perf_counter()
+    f()
+    one = max(time.perf_counter() - t0, 1e-7)
+    n = max(1, int(budget / repeats / one))
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def load_space_robot():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("space_robot", ROOT / "examples" /
+                                                  "space_robot.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()
+
+
+def strip_drives(m):
+    """The robot without its JointForce drives (benchmarks pass tau explicitly)."""
+    import flexmbd as fm
+
+    for name in ("arm1", "arm2"):
+        blk = getattr(m, name)
+        if "drive" in blk._components:
+            delattr(blk, "drive")
+    assert not any(isinstance(f, fm.JointForce) for f in m.forces())
+    return m
+
+
+def case(model, rng, pin_ok=True):
+    import pinocchio as pin
+
+    s = model.compile("recursive")
+    q = s.normalize(rng.normal(size=s.nq))
+    qd, tau = rng.normal(size=s.nv), rng.normal(size=s.nv)
+    ours = best_time(lambda: s.qdd_and_reactions(q, qd, tau))
+    qdd, reac = s.qdd_and_reactions(q, qd, tau)
+    out = {"nv": s.nv, "ours": ours}
+    if pin_ok:
+        pm, maps = to_pinocchio(model)
+        pd = pm.createData()
+        qp, vp, tp = q_to_pin(maps, q), v_to_pin(maps, qd), v_to_pin(maps, tau)
+
+        def pinf():
+            a = pin.aba(pm, pd, qp, vp, tp)
+            pin.rnea(pm, pd, qp, vp, a)
+
+        out["pin"] = best_time(pinf)
+        a = pin.aba(pm, pd, qp, vp, tp)
+        pin.rnea(pm, pd, qp, vp, a)
+        f = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear])
+                      for i in range(1, pm.njoints)])
+        out["err_qdd"] = np.linalg.norm(qdd - v_from_pin(maps, a)) / np.linalg.norm(qdd)
+        out["err_f"] = np.linalg.norm(reac - f) / np.linalg.norm(f)
+        del pd, pm
+    return s, out
+
+
+def dense_method(s, q, qd, tau):
+    """Dense mass-matrix forward dynamics: M by Newton-Euler columns, b, Cholesky."""
+    import scipy.linalg as sla
+
+    M = s.mass_matrix(q)
+    b = s.inverse_dynamics(q, qd, np.zeros(s.nv))[0]
+    return sla.cho_solve(sla.cho_factor(M), tau - b)
+
+
+def fit_exponent(ns, ts):
+    ns, ts = np.asarray(ns, float), np.asarray(ts, float)
+    return float(np.polyfit(np.log(ns), np.log(ts), 1)[0])
+
+
+def cold_compile_time():
+    """First call in a fresh process with an empty numba cache (full compilation)."""
+    code = ("import time, sys; sys.path.insert(0, %r);"
+            "from tests.recursive.models import chain; import numpy as np;"
+            "t = time.perf_counter(); s = chain(3).compile('recursive');"
+            "s.qdd_and_reactions(np.zeros(3), np.zeros(3));"
+            "s.forward_dynamics(np.zeros((2, 3)), np.zeros((2, 3)));"
+            "print(time.perf_counter() - t)") % str(ROOT)
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
+    ap.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
+    ap.add_argument("--pin-max", type=int, default=300)
+    ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    args = ap.parse_args(argv)
+    import numba
+    import pinocchio as pin
+
+    rng = np.random.default_rng(0)
+    lines = []
+    t_first = time.perf_counter()
+    s3 = chain(3).compile("recursive")
+    s3.qdd_and_reactions(np.zeros(3), np.zeros(3))
+    s3.forward_dynamics(np.zeros((2, 3)), np.zeros((2, 3)))
+    warm = time.perf_counter() - t_first
+    cold = None if args.no_cold else cold_compile_time()
+
+    # --- per call
+    rows = []
+    robot = strip_drives(load_space_robot())
+    _, r = case(robot, rng)
+    rows.append(("space robot (13 bodies, floating)", r))
+    sizes = [5, 10, 20, 50, 100] if args.quick else [5, 10, 20, 50, 100, 200, 500, 1000]
+    chains = {}
+    for n in sizes:
+        s, r = case(chain(n), rng, pin_ok=n <= args.pin_max)
+        chains[n] = (s, r)
+        rows.append((f"revolute chain N = {n}", r))
+        print(f"  per call N={n}: ours {r['ours'] * 1e6:.1f} us"
+              + (f", pin {r['pin'] * 1e6:.1f} us" if "pin" in r else ""), file=sys.stderr)
+
+    # --- scaling: serialized vs general CFA vs dense mass matrix
+    gen_sizes = [n for n in sizes if 10 <= n <= (100 if args.quick else 200)]
+    dense_sizes = [n for n in sizes if 10 <= n <= (100 if args.quick else 500)]
+    t_gen, t_dense = {}, {}
+    for n in sorted(set(gen_sizes) | set(dense_sizes)):
+        s = chains[n][0]
+        q, qd, tau = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+        if n in gen_sizes:
+            t_gen[n] = best_time(lambda: s.forward_dynamics(q, qd, tau, algorithm="general"),
+                                 budget=0.5, repeats=3)
+        if n in dense_sizes:
+            t_dense[n] = best_time(lambda: dense_method(s, q, qd, tau), budget=0.5, repeats=3)
+    ser_ns = [n for n in sizes if n >= 10]
+    exp_ser = fit_exponent(ser_ns, [chains[n][1]["ours"] for n in ser_ns])
+    exp_gen = fit_exponent(list(t_gen), list(t_gen.values()))
+    exp_dense = fit_exponent(list(t_dense), list(t_dense.values()))
+    pin_ns = [n for n in ser_ns if "pin" in chains[n][1]]
+    exp_pin = fit_exponent(pin_ns, [chains[n][1]["pin"] for n in pin_ns])
+
+    # --- batched: 10,000 states of a 20-link chain
+    nb = 2000 if args.quick else 10000
+    m20 = chain(20)
+    s20 = m20.compile("recursive")
+    Q, V, T = (rng.normal(size=(nb, 20)) for _ in range(3))
+    s20.forward_dynamics_arrays(Q[:2], V[:2], T[:2])
+    t0 = time.perf_counter()
+    qdd_b, reac_b = s20.forward_dynamics_arrays(Q, V, T)
+    t_batch = time.perf_counter() - t0
+    pm, maps = to_pinocchio(m20)
+    pd = pm.createData()
+    t0 = time.perf_counter()
+    for i in range(nb):
+        a = pin.aba(pm, pd, Q[i], V[i], T[i])
+        pin.rnea(pm, pd, Q[i], V[i], a)
+    t_pin_loop = time.perf_counter() - t0
+    err_b = np.abs(a - qdd_b[-1]).max() / np.abs(a).max()
+    t0 = time.perf_counter()
+    for i in range(nb):
+        s20.qdd_and_reactions(Q[i], V[i], T[i])
+    t_ours_loop = time.perf_counter() - t0
+
+    # --- report
+    today = datetime.date.today().isoformat()
+    load = os.getloadavg()
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    lines += [
+        "## CFA tree solver vs Pinocchio",
+        "",
+        "Joint accelerations **and all joint reactions** per call: flexmbd serialized CFA "
+        "(`system.qdd_and_reactions`, numba kernels) vs Pinocchio `aba` + `rnea` from Python "
+        "(rnea at the aba accelerations yields the joint forces). Best of 7 batches; numba "
+        "compilation excluded (warm-up) and reported below. Ratio = ours / pin "
+        "(< 1: faster than pin).",
+        "",
+        f"- Command: `python benchmarks/bench_cfa.py{' --quick' if args.quick else ''} --write`",
+        f"- Machine: {cpu}, nproc {os.cpu_count()}, {platform.platform()}; load average at the "
+        f"end {load[0]:.2f} (shared machine: other jobs ran alongside, ratios are taken in the "
+        "same run)",
+        f"- Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__},"
+        f" pin {pin.__version__}; date {today}",
+        f"- Numba compile: cold (empty cache) {cold:.1f} s; warm start (cached kernels) "
+        f"{warm:.2f} s" if cold is not None else
+        f"- Numba compile: warm start (cached kernels) {warm:.2f} s (cold not measured)",
+        "",
+        "| case | nv | flexmbd [us] | pin aba+rnea [us] | ratio | max rel. diff qdd / forces |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, r in rows:
+        if "pin" in r:
+            lines.append(f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | {r['pin'] * 1e6:.1f} | "
+                         f"{r['ours'] / r['pin']:.2f} | {r['err_qdd']:.1e} / {r['err_f']:.1e} |")
+        else:
+            lines.append(f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | n/a (pin createData "
+                         "memory ~N^3) | | |")
+    lines += [
+        "",
+        "Scaling (revolute chains, fitted exponent of time vs N):",
+        "",
+        f"- serialized CFA, N = {ser_ns[0]}..{ser_ns[-1]}: **{exp_ser:.2f}** (target <= 1.1)",
+        f"- Pinocchio aba+rnea, N = {pin_ns[0]}..{pin_ns[-1]}: {exp_pin:.2f}",
+        f"- general (dense) CFA, eq. 4-29, N = {min(t_gen)}..{max(t_gen)}: {exp_gen:.2f}",
+        f"- dense mass-matrix method (M by Newton-Euler columns + Cholesky), "
+        f"N = {min(t_dense)}..{max(t_dense)}: {exp_dense:.2f}",
+        "",
+        "| N | serialized CFA [us] | general CFA [us] | dense mass matrix [us] |",
+        "|---:|---:|---:|---:|",
+    ]
+    for n in sorted(set(ser_ns)):
+        g = f"{t_gen[n] * 1e6:.0f}" if n in t_gen else "-"
+        d = f"{t_dense[n] * 1e6:.0f}" if n in t_dense else "-"
+        lines.append(f"| {n} | {chains[n][1]['ours'] * 1e6:.1f} | {g} | {d} |")
+    lines += [
+        "",
+        f"Batched: {nb:,} random states of a 20-link chain (qdd + all reactions)",
+        "",
+        "| method | total [ms] | per state [us] | throughput vs pin looped |",
+        "|---|---:|---:|---:|",
+        f"| flexmbd `forward_dynamics_arrays` (one compiled loop) | {t_batch * 1e3:.1f} | "
+        f"{t_batch / nb * 1e6:.2f} | {t_pin_loop / t_batch:.2f}x |",
+        f"| flexmbd `qdd_and_reactions` looped from Python | {t_ours_loop * 1e3:.1f} | "
+        f"{t_ours_loop / nb * 1e6:.2f} | {t_pin_loop / t_ours_loop:.2f}x |",
+        f"| pin aba+rnea looped from Python | {t_pin_loop * 1e3:.1f} | "
+        f"{t_pin_loop / nb * 1e6:.2f} | 1.00x |",
+        "",
+        f"(last batched state: qdd agrees with pin to {err_b:.1e})",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        path = ROOT / "benchmarks" / "RESULTS.md"
+        old = path.read_text() if path.exists() else "# Benchmark results\n"
+        block = f"{START}\n{text}\n{END}"
+        if START in old and END in old:
+            new = old[:old.index(START)] + block + old[old.index(END) + len(END):]
+        else:
+            new = old.rstrip("\n") + "\n\n" + block + "\n"
+        path.write_text(new)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
