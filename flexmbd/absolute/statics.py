@@ -9,8 +9,9 @@ with the exact Jacobian ``[[d(Phi_q^T lam)/dq - dQ/dq, Phi_q^T], [Phi_q, 0]]``
 (force elements whose Jacobian is switched off are left out of it, as in the
 dynamic solver: the seed paper's comparison). Systems with unconstrained
 rigid-body motions (e.g. a free-floating tensegrity) have a singular Jacobian; the
-``regularization`` option adds ``mu I`` to its coordinate block (a
-Levenberg-Marquardt step that leaves the converged solution unchanged).
+``regularization`` option turns the iteration into Levenberg-Marquardt
+(``mu I`` added to the coordinate block, adapted; the converged solution is
+unchanged).
 
 Consistent initial conditions from approximate values: positions by Newton's
 method on ``Phi(q) = 0`` with the minimum-norm correction
@@ -61,45 +62,67 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
                        raise_on_failure=True):
     """Newton's method for the static equilibrium; returns a :class:`StaticResult`.
 
-    ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``. On failure a
-    :class:`~flexmbd.errors.ConvergenceError` is raised whose ``partial`` is the
-    last iterate (or it is returned with ``converged=False`` when
-    ``raise_on_failure`` is False).
+    ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``. With
+    ``regularization = mu > 0`` the iteration is Levenberg-Marquardt: ``mu I`` is
+    added to the coordinate block, a step is accepted only if it lowers the
+    residual norm (``mu`` is then divided by 3, otherwise multiplied by 10 and the
+    step retried), which handles singular directions (free rigid-body motions,
+    mechanisms stiffened only by prestress) and starts far from equilibrium; near
+    the solution ``mu`` shrinks and the convergence is quadratic. ``iterations``
+    counts linear solves. On failure a :class:`~flexmbd.errors.ConvergenceError` is
+    raised whose ``partial`` is the last iterate (or it is returned with
+    ``converged=False`` when ``raise_on_failure`` is False).
     """
     n, nc = system.n, system.nc
     q = np.array(q, dtype=float)
     qd = np.zeros(n)
     lam = np.zeros(nc)
-    norms = []
-    for it in range(max_iter + 1):
+    mu = float(regularization)
+
+    def evaluate(q, lam):
         T = system.dae_terms(q, qd, np.zeros(n), lam, t, jacobian=True)
         res = np.concatenate([T.PtL - T.Q, T.phi])
-        nr = float(np.linalg.norm(res))
-        norms.append(nr)
-        if not np.isfinite(nr):
-            break
-        if nr <= tol:
-            return StaticResult(system, q, lam, norms, True)
-        if it == max_iter:
-            break
+        return T, res, float(np.linalg.norm(res))
+
+    T, res, nr = evaluate(q, lam)
+    norms = [nr]
+    solves = 0
+    while np.isfinite(nr) and nr > tol and solves < max_iter:
         A = system.iteration_matrix(T, 0.0, 0.0, 0.0, 1.0, 0.0)
-        if regularization:
-            A = A + sp.diags(np.concatenate([np.full(n, regularization), np.zeros(nc)]), format="csc")
+        if mu:
+            A = A + sp.diags(np.concatenate([np.full(n, mu), np.zeros(nc)]), format="csc")
+        solves += 1
         try:
             dx = spla.splu(A.tocsc()).solve(-res)
         except RuntimeError:
-            break
+            if not mu:
+                break
+            mu *= 10.0
+            continue
         if not np.all(np.isfinite(dx)):
             break
-        q += dx[:n]
-        lam += dx[n:]
+        q_new, lam_new = q + dx[:n], lam + dx[n:]
+        T_new, res_new, nr_new = evaluate(q_new, lam_new)
+        if mu and not nr_new < nr:
+            mu *= 10.0
+            continue
+        q, lam, T, res, nr = q_new, lam_new, T_new, res_new, nr_new
+        if mu:
+            mu /= 3.0
+        norms.append(nr)
+    if nr <= tol:
+        r = StaticResult(system, q, lam, norms, True)
+        r.iterations = solves
+        return r
     result = StaticResult(system, q, lam, norms, False)
+    result.iterations = solves
     if raise_on_failure:
         raise ConvergenceError(
             f"static equilibrium of model {system.model.name!r}: Newton did not converge in "
             f"{max_iter} iterations (residual {norms[-1]:.3e} > tol {tol:.1e}); a singular or "
-            f"inexact Jacobian (force-element Jacobian switched off?) or a configuration far from "
-            f"equilibrium", partial=result, time=t)
+            f"inexact Jacobian (force-element Jacobian switched off?), free rigid-body motions "
+            f"(use regularization=...) or a configuration far from equilibrium",
+            partial=result, time=t)
     return result
 
 

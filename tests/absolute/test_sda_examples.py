@@ -32,3 +32,19 @@ def test_slider_crank_iterations_trend(tmp_path):
     a, b = out["static"][0]
     assert a["converged"] and abs(a["length"] - a["theory"]) < 1e-9
     assert not b["converged"]
+
+
+def test_tensegrity_form_finding(tmp_path):
+    import tensegrity as ex
+
+    out = ex.main(out_dir=str(tmp_path), t_end=1.0, table_steps=5, plot=True)
+    assert (tmp_path / "tensegrity.md").exists() and (tmp_path / "tensegrity.png").exists()
+    assert out["residual"] <= 1e-8
+    assert np.all(out["tension"] > 0.1)  # every cable in tension
+    assert np.all(out["compression"] > 0.1)  # every bar in compression
+    assert out["centroid_drift"] < 1e-10
+    e = out["results"].energy
+    assert e["damper_work"][-1] > 0 and e["numerical_dissipation"][-1] > 0
+    # the dampers dissipate more than the algorithm
+    assert e["numerical_dissipation"][-1] < e["damper_work"][-1]
+    assert out["iterations"][True][2] is None and out["iterations"][True][0] <= 3
