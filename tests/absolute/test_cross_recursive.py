@@ -1,0 +1,60 @@
+"""The same rigid trees compiled both ways: accelerations and reactions agree (<= 1e-9)."""
+
+import numpy as np
+import pytest
+
+import flexmbd as fm
+
+pytest.importorskip("flexmbd.recursive")
+
+from abs_helpers import all_joints_model  # noqa: E402
+
+
+def _compare(m, rng, t=0.2, n_states=3):
+    rec = m.compile("recursive")
+    ab = m.compile("absolute")
+    worst_a = worst_r = 0.0
+    for _ in range(n_states):
+        q = rec.normalize(rec.q0() + 0.3 * rng.normal(size=len(rec.q0())))
+        qd = rng.normal(size=len(rec.qd0()))
+        fr = rec.forward_dynamics(q, qd, t=t)
+        states = rec.body_states(q, qd)
+        Q, QD = ab.state_from_bodies(states)
+        assert np.abs(ab.constraint(Q)).max() < 1e-12
+        fa = ab.forward_dynamics(Q, QD, t=t)
+        for b in m.bodies():
+            for x, y in zip(fr.body_acceleration(b.name), fa.body_acceleration(b.name)):
+                worst_a = max(worst_a, float(np.abs(x - y).max() / (1 + np.abs(x).max())))
+        for j in m.joints():
+            x, y = fr.reaction(j.name), fa.reaction(j.name)
+            worst_r = max(worst_r, float(np.abs(x - y).max() / (1 + np.abs(x).max())))
+    return worst_a, worst_r
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_joint_type_with_force_elements(seed):
+    rng = np.random.default_rng(seed)
+    m = all_joints_model(rng, sda=True, joint_force=True)
+    a, r = _compare(m, rng)
+    assert a <= 1e-9 and r <= 1e-9
+
+
+def test_branched_tree_with_floating_base():
+    rng = np.random.default_rng(5)
+    m = fm.Model("branched")
+    m.base = fm.RigidBody(5.0, (0.5, 0.6, 0.7), com=(0.1, 0, 0))
+    m.float = fm.Free(m.ground, m.base, q0=(np.array([0.0, 0.0, 1.0]), np.eye(3)))
+    for side, y in (("l", 0.4), ("r", -0.4)):
+        prev, pf = m.base, (0.0, y, 0.0)
+        for k in range(3):
+            b = fm.RigidBody(1.0, (0.02, 0.05, 0.05), com=(0.25, 0, 0))
+            setattr(m, f"{side}{k}", b)
+            setattr(m, f"j{side}{k}", fm.Revolute(prev, b, axis=(0, 0, 1) if k % 2 else (0, 1, 0),
+                                                  parent_frame=pf))
+            setattr(m, f"tau{side}{k}", fm.JointForce(getattr(m, f"j{side}{k}"), [0.5 * (k + 1)]))
+            prev, pf = b, (0.5, 0.0, 0.0)
+    m.g = fm.Gravity((0, 0, -9.81))
+    m.push = fm.PointForce(m.l2, (0.5, 0, 0), (1.0, 2.0, -3.0))
+    m.spring = fm.SpringDamperActuator(m.l2, (0.5, 0, 0), m.r2, (0.5, 0, 0), k=50.0, c=2.0)
+    a, r = _compare(m, rng)
+    assert a <= 1e-9 and r <= 1e-9
