@@ -149,7 +149,7 @@ def cut_coordinates(joint, R, d):
         Ra2 = R @ a2
         q0 = np.arctan2(a3 @ Ra2, a2 @ Ra2)
         Rta1 = R.T @ a1
-        q1 = np.arctan2(-(a3 @ Rta1), a1 @ Rta1)
+        q1 = np.arctan2(a3 @ Rta1, a1 @ Rta1)
         return np.array([q0, q1])
     if isinstance(joint, Spherical):
         return rot_to_quat(R)

@@ -1,0 +1,211 @@
+"""Cut-joint constraints of the recursive formulation (flexmbd.constraints.cut / loops).
+
+Oracles: finite differences of the constraint functions (Jacobian and gamma of
+every joint type as a cut joint, with reversed, spherical, universal, planar and
+prismatic tree joints on the loop), the Newton-Euler equations of every body with
+all reported reactions, and the absolute formulation on the same model.
+"""
+
+import numpy as np
+import pytest
+
+import flexmbd as fm
+from flexmbd.constraints.cut import JointDriver, constraint_rows
+from flexmbd.constraints.loops import LoopSystem
+from flexmbd.spatial import rotvec_to_rot
+
+CUT_TYPES = {
+    "Revolute": lambda p, c, **kw: fm.Revolute(p, c, axis=(0.3, -0.2, 0.9), **kw),
+    "Prismatic": lambda p, c, **kw: fm.Prismatic(p, c, axis=(0.1, 0.7, -0.3), **kw),
+    "Cylindrical": lambda p, c, **kw: fm.Cylindrical(p, c, axis=(1.0, 0.2, 0.1), **kw),
+    "Universal": lambda p, c, **kw: fm.Universal(p, c, axis1=(1, 0, 0), axis2=(0, 0.6, 0.8),
+                                                  **kw),
+    "Spherical": lambda p, c, **kw: fm.Spherical(p, c, **kw),
+    "Planar": lambda p, c, **kw: fm.Planar(p, c, normal=(0.2, 0.3, 0.9), **kw),
+    "Fixed": lambda p, c, **kw: fm.Fixed(p, c, **kw),
+}
+
+
+def _frame(rng):
+    return (rng.uniform(-0.4, 0.4, 3), rotvec_to_rot(rng.uniform(-1, 1, 3)))
+
+
+def _body(rng):
+    Rb = rotvec_to_rot(rng.uniform(-1, 1, 3))
+    J = Rb @ np.diag(rng.uniform(0.05, 0.1, 3)) @ Rb.T   # physical: I1 + I2 >= I3
+    return fm.RigidBody(mass=rng.uniform(0.5, 2.0), inertia=J, com=rng.uniform(-0.2, 0.2, 3))
+
+
+def loop_model(cut_type, to_ground=False, seed=0):
+    """ground -R- b1 -S- b2 -U(reversed)- b3 -P- b4, cut joint b4 -> b1 (or ground)."""
+    rng = np.random.default_rng(seed)
+    m = fm.Model(f"loop_{cut_type}")
+    for name in ("b1", "b2", "b3", "b4"):
+        setattr(m, name, _body(rng))
+    m.j1 = fm.Revolute(m.ground, m.b1, axis=(0, 0, 1), parent_frame=_frame(rng),
+                       child_frame=_frame(rng))
+    m.j2 = fm.Spherical(m.b1, m.b2, parent_frame=_frame(rng), child_frame=_frame(rng))
+    m.j3 = fm.Universal(m.b3, m.b2, parent_frame=_frame(rng), child_frame=_frame(rng))
+    m.j4 = fm.Prismatic(m.b3, m.b4, axis=(0, 1, 0), parent_frame=_frame(rng),
+                        child_frame=_frame(rng))
+    other = m.ground if to_ground else m.b1
+    m.jc = CUT_TYPES[cut_type](m.b4, other, parent_frame=_frame(rng), child_frame=_frame(rng),
+                               cut=True)
+    m.g = fm.Gravity((0.0, -9.81, 0.3))
+    return m
+
+
+def random_state(S, rng):
+    q = S.tree.q0() + rng.uniform(-0.5, 0.5, S.nq)
+    return S.normalize(q), rng.uniform(-1.5, 1.5, S.nv)
+
+
+@pytest.mark.parametrize("cut_type", sorted(CUT_TYPES))
+@pytest.mark.parametrize("to_ground", [False, True])
+def test_jacobian_and_gamma_match_finite_differences(cut_type, to_ground):
+    m = loop_model(cut_type, to_ground)
+    S = LoopSystem(m)
+    assert [j.name for j in S.cut_joints] == ["jc"]
+    assert m.topology().reversed[2]                       # j3 is reversed in the tree
+    C = S.constraints
+    assert C.m == 6 - m.jc.nv == len(constraint_rows(m.jc)[2])
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q, v = random_state(S, rng)
+        J = C.jacobian(q).copy()
+        h = 1e-6
+        Jfd = np.column_stack([(C.phi(C.retract(q, h * e)) - C.phi(C.retract(q, -h * e))) / (2 * h)
+                               for e in np.eye(S.nv)])
+        np.testing.assert_allclose(J, Jfd, atol=2e-8 * max(1, np.abs(J).max()))
+        a = rng.uniform(-1, 1, S.nv)
+        gam = C.gamma(q, v).copy()
+
+        def f(s):
+            return C.jacobian(C.retract(q, s * v)) @ (v + s * a)
+
+        h = 1e-5
+        d = (f(h) - f(-h)) / (2 * h)
+        np.testing.assert_allclose(J @ a - gam, d, atol=2e-7 * max(1, np.abs(d).max()))
+
+
+def test_driver_rows_are_rheonomic():
+    m = loop_model("Spherical")
+    w = 2.5
+    m.drive = JointDriver(m.j1, lambda t: 0.3 + w * t + 0.1 * np.sin(t),
+                          lambda t: w + 0.1 * np.cos(t), lambda t: -0.1 * np.sin(t))
+    S = LoopSystem(m)
+    C = S.constraints
+    assert C.names[-1] == "drive:drive"
+    rng = np.random.default_rng(3)
+    q, v = random_state(S, rng)
+    t = 0.7
+    a = rng.uniform(-1, 1, S.nv)
+
+    def f(s):
+        return C.jacobian(C.retract(q, s * v), t + s) @ (v + s * a) + C.phi_t(
+            C.retract(q, s * v), t + s)
+
+    h = 1e-5
+    d = (f(h) - f(-h)) / (2 * h)
+    np.testing.assert_allclose(C.jacobian(q, t) @ a - C.gamma(q, v, t), d, atol=1e-7)
+    assert C.phi(q, t)[-1] == pytest.approx(q[0] - (0.3 + w * t + 0.1 * np.sin(t)))
+
+
+def _newton_euler_residuals(S, q, qd, fd, g):
+    """World Newton-Euler residual of every body with all joint reactions and gravity."""
+    m = S.model
+    states = S.body_states(q, qd)
+    wrench = {b.name: np.zeros(6) for b in m.bodies()}   # [moment about origin; force], world
+
+    def frame_world(body, frame):
+        if body is m.ground:
+            return frame.rotation, frame.position
+        R, r = states[body.name][:2]
+        return R @ frame.rotation, r + R @ frame.position
+
+    for j in m.joints():
+        F = fd.reaction(j.name)
+        Rc, pc = frame_world(j.child, j.child_frame)
+        n, f = Rc @ F[:3], Rc @ F[3:]
+        for body, sgn in ((j.child, 1.0), (j.parent, -1.0)):
+            if body is m.ground:
+                continue
+            r = states[body.name][1]
+            wrench[body.name] += sgn * np.concatenate([n + np.cross(pc - r, f), f])
+    res = []
+    for b in m.bodies():
+        R, r, w, v = states[b.name]
+        alpha, a0 = fd.tree.body_acceleration(b.name)
+        c = R @ b.com_vector
+        acom = a0 + np.cross(alpha, c) + np.cross(w, np.cross(w, c))
+        Ic = R @ b.inertia_matrix @ R.T
+        f_req = b.mass * acom - b.mass * np.asarray(g)
+        n_req = Ic @ alpha + np.cross(w, Ic @ w) + np.cross(c, f_req)    # about the origin
+        res.append(np.concatenate([n_req, f_req]) - wrench[b.name])
+    return np.array(res)
+
+
+@pytest.mark.parametrize("cut_type", ["Revolute", "Universal", "Spherical", "Planar"])
+def test_every_reaction_satisfies_newton_euler(cut_type):
+    m = loop_model(cut_type)
+    S = LoopSystem(m)
+    rng = np.random.default_rng(5)
+    q, qd = random_state(S, rng)
+    q, qd = S.initial_state(S.tree.q0(), qd)
+    fd = S.forward_dynamics(q, qd)
+    # accelerations satisfy the constraints
+    np.testing.assert_allclose(S.constraints.jacobian(q) @ fd.qdd,
+                               S.constraints.gamma(q, qd), atol=1e-9)
+    res = _newton_euler_residuals(S, q, qd, fd, m.g.g)
+    assert np.abs(res).max() < 1e-9
+    # the cut joint's reaction lies in its constraint directions: no work in its motion
+    qc = fm.constraints.cut.cut_coordinates(m.jc, *S.constraints.relative(q)[0][:2])
+    H = m.jc.motion_subspace(qc)
+    assert np.abs(H.T @ fd.reaction("jc")).max() < 1e-9 * max(1, np.abs(fd.reaction("jc")).max())
+
+
+def test_agrees_with_absolute_formulation():
+    """A non-redundant spatial loop: accelerations and every reaction, both formulations."""
+    m = loop_model("Spherical", seed=4)
+    S = LoopSystem(m)
+    rng = np.random.default_rng(2)
+    _, qd = random_state(S, rng)
+    q, qd = S.initial_state(S.tree.q0(), qd)
+    fd = S.forward_dynamics(q, qd)
+    try:
+        A = m.compile("absolute")
+    except fm.FlexmbdError as err:       # pragma: no cover - depends on the absolute module
+        pytest.skip(f"absolute formulation unavailable: {err}")
+    qa, qda = A.state_from_bodies(S.body_states(q, qd))
+    fa = A.forward_dynamics(qa, qda)
+    for b in m.bodies():
+        al1, a1 = fd.tree.body_acceleration(b.name)
+        al2, a2 = fa.body_acceleration(b.name)
+        np.testing.assert_allclose(al1, al2, atol=1e-8)
+        np.testing.assert_allclose(a1, a2, atol=1e-8)
+    for j in m.joints():
+        np.testing.assert_allclose(fd.reaction(j.name), fa.reaction(j.name), atol=1e-7,
+                                   err_msg=j.name)
+
+
+def test_redundant_planar_loop_reports_rank_and_discarded_rows():
+    m = fm.Model("planar_four_bar")
+    for k in (1, 2, 3):
+        setattr(m, f"b{k}", fm.RigidBody(1.0, (1e-3, 1 / 12, 1 / 12), com=(0.5, 0, 0)))
+    m.j1 = fm.Revolute(m.ground, m.b1, q0=[1.0])
+    m.j2 = fm.Revolute(m.b1, m.b2, parent_frame=(1, 0, 0), q0=[-1.0])
+    m.j3 = fm.Revolute(m.ground, m.b3, parent_frame=(1, 0, 0), q0=[1.0])
+    m.j4 = fm.Revolute(m.b2, m.b3, parent_frame=(1, 0, 0), child_frame=(1, 0, 0), cut=True)
+    S = LoopSystem(m)
+    q, qd = S.q0(), S.qd0()
+    fd = S.forward_dynamics(q, qd)
+    assert fd.rank == 2 and fd.discarded.sum() == 3
+    discarded = [S.constraint_names[i] for i in np.flatnonzero(fd.discarded)]
+    assert sorted(discarded) == ["j4:r1", "j4:r2", "j4:z"]   # the out-of-plane equations
+
+
+def test_inconsistent_initial_configuration_is_reported():
+    m = loop_model("Revolute", to_ground=True)
+    m.j4.q0 = np.array([25.0])           # no assembly reachable from here in a few steps
+    with pytest.raises(fm.ModelError, match="does not close the loops"):
+        LoopSystem(m).initial_state(max_iter=2)
