@@ -45,7 +45,12 @@ from ..results import Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, cut_coordinates, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
 
-__all__ = ["LoopSystem", "LoopDynamics", "compile_loops"]
+__all__ = ["LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+
+
+def needs_loops(model):
+    """True when ``model`` has cut joints or joint drivers (it needs a :class:`LoopSystem`)."""
+    return bool(model.topology().cut_joints) or bool(model.component_objects(JointDriver))
 
 
 def compile_loops(model, **options):
