@@ -76,7 +76,17 @@ def _code(joint):
 
 
 def compile_system(model, **options):
-    """Compile a tree model into a :class:`RecursiveSystem` (see its docstring)."""
+    """Compile a tree model into a :class:`RecursiveSystem` (see its docstring).
+
+    A model with closed loops (cut joints) or joint drivers compiles to a
+    :class:`flexmbd.constraints.loops.LoopSystem` (the tree plus cut-joint constraints).
+    """
+    from ..constraints.loops import needs_loops
+
+    if needs_loops(model):
+        from ..constraints.loops import LoopSystem
+
+        return LoopSystem(model, **options)
     return RecursiveSystem(model, **options)
 
 
