@@ -23,7 +23,7 @@ problems it is zero).
 
 import numpy as np
 
-from ..model.forces import Gravity, JointForce
+from ..model.forces import Gravity
 from .forces import BodyState
 
 __all__ = ["EnergyMeter"]
@@ -44,11 +44,14 @@ class EnergyMeter:
         st = BodyState(s.index, q, qd)
         out = {"kinetic": s.kinetic_energy(q, qd), "gravity": 0.0, "spring": 0.0,
                "p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
-        for f in s.forces:
+        if s._sda_batch is not None:
+            sp_, pd, pa = s._sda_batch.energies(t, st)
+            out["spring"] += sp_
+            out["p_damper"] += pd
+            out["p_actuator"] += pa
+        for f in s._other:
             if isinstance(f, Gravity):
                 out["gravity"] += f.potential(t, st)
-            elif isinstance(f, JointForce):
-                continue
             elif hasattr(f, "damper_power"):
                 out["spring"] += f.potential(t, st)
                 out["p_damper"] += f.damper_power(t, st)

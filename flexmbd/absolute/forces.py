@@ -331,3 +331,160 @@ class JointForceMap:
 
 def is_joint_force(el):
     return isinstance(el, JointForce)
+
+
+def map_blocks(a, b, K, C, state):
+    """Vectorized :func:`map_jacobians`: body indices ``a``, ``b`` (m,), blocks ``K``, ``C`` (m,6,6).
+
+    Returns COO triplets of ``dQ/dq`` and ``dQ/dqd`` (without the TE term).
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    m = len(a)
+    if m == 0:
+        z = np.zeros(0)
+        return (z.astype(int), z.astype(int), z), (z.astype(int), z.astype(int), z)
+    Ea2t = 2.0 * np.swapaxes(state.E[a], 1, 2)  # (m,4,3)
+    Eb2 = 2.0 * state.E[b]  # (m,3,4)
+    Edb2 = 2.0 * Emat(state.ed[b])
+    dFq = np.empty((m, 6, 7))
+    dFq[:, :, :3] = K[:, :, 3:]
+    dFq[:, :, 3:] = K[:, :, :3] @ Eb2 - C[:, :, :3] @ Edb2
+    dFd = np.empty((m, 6, 7))
+    dFd[:, :, :3] = C[:, :, 3:]
+    dFd[:, :, 3:] = C[:, :, :3] @ Eb2
+    Gq = np.concatenate([dFq[:, 3:], Ea2t @ dFq[:, :3]], axis=1)
+    Gd = np.concatenate([dFd[:, 3:], Ea2t @ dFd[:, :3]], axis=1)
+    c7 = np.arange(7)
+    rows = np.broadcast_to((7 * a)[:, None, None] + c7[None, :, None], (m, 7, 7)).ravel()
+    cols = np.broadcast_to((7 * b)[:, None, None] + c7[None, None, :], (m, 7, 7)).ravel()
+    return (rows, cols, Gq.ravel()), (rows, cols, Gd.ravel())
+
+
+class SDABatch:
+    """All :class:`~flexmbd.SpringDamperActuator` elements of a model, evaluated at once.
+
+    Same formulas as :meth:`SpringDamperActuator.wrenches` / ``jacobians`` (see
+    :mod:`flexmbd.model.sda`), vectorized over the elements; parameters are read
+    from the elements at every call (they are mutable).
+    """
+
+    def __init__(self, elements, index):
+        from ..model.bodies import Ground as _G
+
+        self.el = list(elements)
+        self.ends = np.array([[-1 if isinstance(e.body_i, _G) else index[id(e.body_i)],
+                               -1 if isinstance(e.body_j, _G) else index[id(e.body_j)]]
+                              for e in self.el], dtype=np.int64).reshape(-1, 2)
+
+    def _params(self, t, st):
+        el = self.el
+        k = np.array([e.k for e in el])
+        c = np.array([e.c for e in el])
+        l0 = np.array([e.free_length(st) for e in el])
+        fa = np.array([e._fa(t) for e in el])
+        jac = np.array([e.has_jacobian for e in el], dtype=bool)
+        pts = np.stack([np.array([e.point_i for e in el]), np.array([e.point_j for e in el])], 1)
+        return k, c, l0, fa, jac, pts
+
+    def energies(self, t, st):
+        """``(spring potential, damper power >= 0, actuator power)`` summed over the elements."""
+        from .quaternion import cross_b
+
+        k, c, l0, fa, _, pts = self._params(t, st)
+        ends = self.ends
+        live = ends >= 0
+        idx = np.where(live, ends, 0)
+        R = np.where(live[..., None, None], st.R[idx], np.eye(3))
+        rho = np.where(live[..., None], np.einsum("nkij,nkj->nki", R, pts), 0.0)
+        P = np.where(live[..., None], st.r[idx] + rho, pts)
+        vP = np.where(live[..., None], st.v[idx] + cross_b(st.w[idx], rho), 0.0)
+        d = P[:, 1] - P[:, 0]
+        length = np.sqrt(np.einsum("ni,ni->n", d, d))
+        ldot = np.einsum("ni,ni->n", d, vP[:, 1] - vP[:, 0]) / length
+        return (float(np.sum(0.5 * k * (length - l0) ** 2)), float(np.sum(c * ldot * ldot)),
+                float(np.sum(-fa * ldot)))
+
+    def evaluate(self, t, st, Q, nacc=None, jacobian=False, include=None):
+        """Add the generalized forces to ``Q``; return body-level blocks ``(a, b, K, C)`` arrays.
+
+        ``include`` (bool per element): which elements enter the Jacobian.
+        """
+        from .quaternion import cross_b, skew_b
+
+        n = len(self.el)
+        k, c, l0, fa, jac, pts = self._params(t, st)
+        ends = self.ends
+        live = ends >= 0
+        idx = np.where(live, ends, 0)
+        R = np.where(live[..., None, None], st.R[idx], np.eye(3))
+        r = np.where(live[..., None], st.r[idx], 0.0)
+        w = np.where(live[..., None], st.w[idx], 0.0)
+        v = np.where(live[..., None], st.v[idx], 0.0)
+        rho = np.einsum("nkij,nkj->nki", R, pts)
+        rho = np.where(live[..., None], rho, 0.0)
+        P = r + np.where(live[..., None], rho, pts)
+        vP = v + cross_b(w, rho)
+        d = P[:, 1] - P[:, 0]
+        dd = vP[:, 1] - vP[:, 0]
+        length = np.sqrt(np.einsum("ni,ni->n", d, d))
+        if np.any(length < 1e-12):
+            bad = self.el[int(np.argmin(length))]
+            from ..errors import ModelError
+
+            raise ModelError(f"SpringDamperActuator {bad.name!r}: the attachment points coincide")
+        u = d / length[:, None]
+        ldot = np.einsum("ni,ni->n", u, dd)
+        f = k * (length - l0) + c * ldot + fa
+        g = f[:, None] * u
+        # wrenches: end 0 gets [rho x g; g], end 1 gets [-rho x g; -g]
+        sgnF = np.array([1.0, -1.0])
+        F = np.empty((n, 2, 6))
+        F[:, :, :3] = sgnF[None, :, None] * cross_b(rho, g[:, None, :])
+        F[:, :, 3:] = sgnF[None, :, None] * g[:, None, :]
+        Qb = Q.reshape(-1, 7)
+        for e in range(2):
+            m_ = live[:, e]
+            bi = ends[m_, e]
+            np.add.at(Qb[:, :3], bi, F[m_, e, 3:])
+            np.add.at(Qb[:, 3:], bi, 2.0 * np.einsum("nji,nj->ni", st.E[bi], F[m_, e, :3]))
+        if not jacobian:
+            return None
+        sel = jac if include is None else (jac & include)
+        if not np.any(sel):
+            return None
+        if nacc is not None:
+            for e in range(2):
+                m_ = live[:, e] & sel
+                np.add.at(nacc, ends[m_, e], F[m_, e, :3])
+        # derivatives
+        uu = np.einsum("ni,nj->nij", u, u)
+        Pn = np.eye(3) - uu
+        Pdd = np.einsum("nij,nj->ni", Pn, dd)
+        dg_dd = (k[:, None, None] * uu + (c / length)[:, None, None] * np.einsum("ni,nj->nij", u, Pdd)
+                 + (f / length)[:, None, None] * Pn)
+        dg_ddd = c[:, None, None] * uu
+        Rs = skew_b(rho)  # (n,2,3,3)
+        Ws = skew_b(w)
+        D = np.zeros((n, 2, 3, 6))
+        D[..., :3] = -Rs
+        D[..., 3:] = np.eye(3)
+        Dd = np.zeros((n, 2, 3, 6))
+        Dd[..., :3] = -Ws @ Rs
+        sgn_end = np.array([-1.0, 1.0])  # d = P_j - P_i
+        dgx = sgn_end[None, :, None, None] * (dg_dd[:, None] @ D + dg_ddd[:, None] @ Dd)
+        dgV = sgn_end[None, :, None, None] * (dg_ddd[:, None] @ D)
+        # K[n, a_end, b_end] (6x6)
+        K = np.empty((n, 2, 2, 6, 6))
+        C = np.empty((n, 2, 2, 6, 6))
+        for ae in range(2):
+            fs = sgnF[ae]
+            K[:, ae, :, :3] = fs * (Rs[:, ae][:, None] @ dgx)
+            K[:, ae, :, 3:] = fs * dgx
+            C[:, ae, :, :3] = fs * (Rs[:, ae][:, None] @ dgV)
+            C[:, ae, :, 3:] = fs * dgV
+            K[:, ae, ae, :3, :3] += fs * (skew_b(g) @ Rs[:, ae])
+        pair = live[:, :, None] & live[:, None, :] & sel[:, None, None]
+        A = np.broadcast_to(ends[:, :, None], (n, 2, 2))[pair]
+        B = np.broadcast_to(ends[:, None, :], (n, 2, 2))[pair]
+        return A, B, K[pair], C[pair]

@@ -25,14 +25,15 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
-from ..model.bodies import RigidBody
+from ..model.bodies import Ground, RigidBody
 from ..model.forces import JointForce
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
 from .forces import (
     BodyState,
     JointForceMap,
-    map_jacobians,
+    SDABatch,
+    map_blocks,
     map_te_terms,
     map_wrenches,
 )
@@ -132,12 +133,17 @@ class AbsoluteSystem:
         self.joint_names = [j.name for j in self.joints]
         self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
-        self._other = [f for f in self.forces if not isinstance(f, JointForce)]
+        from ..model.sda import SpringDamperActuator
+
+        self._sda = [f for f in self.forces if type(f) is SpringDamperActuator]
+        self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None
+        self._other = [f for f in self.forces
+                       if not isinstance(f, JointForce) and type(f) is not SpringDamperActuator]
         q, qd = tree_state(m, self.bodies, self.index)
         self._q_tree, self._qd_tree = q, qd
         # free lengths of SDAs default to the initial length
         st = BodyState(self.index, q, qd)
-        for f in self._other:
+        for f in self._other + self._sda:
             if getattr(f, "l0", 0.0) is None and hasattr(f, "free_length"):
                 f.free_length(st)
         self._rev = m.revision
@@ -213,35 +219,59 @@ class AbsoluteSystem:
         return _coo([t], (self.nc, self.n))
 
     def generalized_forces(self, q, qd, t=0.0, jacobian=False, exclude_jacobian=True):
-        """Applied generalized forces ``Q`` (7nb,) and optionally ``(dQ/dq, dQ/dqd)`` triplets."""
+        """Applied generalized forces ``Q`` (7nb,) and optionally ``(dQ/dq, dQ/dqd)`` triplets.
+
+        Elements whose ``has_jacobian`` is False are left out of the Jacobians (unless
+        ``exclude_jacobian`` is False); ``jacobian="no-forces"`` at compile time leaves
+        all of them out.
+        """
         st = BodyState(self.index, q, qd)
         Q = np.zeros(self.n)
         nacc = np.zeros((self.nb, 3)) if jacobian else None
-        blocks = []
-        use_jac = self.jacobian_mode == "exact"
+        use_jac = jacobian and self.jacobian_mode == "exact"
+        A, B, Ks, Cs = [], [], [], []
+        if self._sda_batch is not None:
+            inc = None if exclude_jacobian else np.ones(len(self._sda), dtype=bool)
+            blk = self._sda_batch.evaluate(t, st, Q, nacc, jacobian=use_jac, include=inc)
+            if blk is not None:
+                A.append(blk[0])
+                B.append(blk[1])
+                Ks.append(blk[2])
+                Cs.append(blk[3])
         for f in self._other:
             w = f.wrenches(t, st)
-            inc = jacobian and use_jac and (f.has_jacobian or not exclude_jacobian)
+            inc = use_jac and (f.has_jacobian or not exclude_jacobian)
             map_wrenches(w, self.index, st, Q, nacc if inc else None)
             if inc:
                 jb = f.jacobians(t, st)
-                if jb is not None:
-                    blocks += jb
+                for bi, bj, K, C in jb or ():
+                    if isinstance(bi, Ground) or isinstance(bj, Ground):
+                        continue
+                    A.append([self.index[id(bi)]])
+                    B.append([self.index[id(bj)]])
+                    Ks.append(np.asarray(K, float)[None])
+                    Cs.append(np.asarray(C, float)[None])
         for jm in self._jf:
             w, _, _, _ = jm.wrenches(t, st)
             Qb = Q.reshape(-1, 7)
-            inc = jacobian and use_jac
             for k, F in w:
                 Qb[k, :3] += F[3:]
                 Qb[k, 3:] += 2.0 * st.E[k].T @ F[:3]
-                if inc:
+                if use_jac:
                     nacc[k] += F[:3]
-            if inc:
+            if use_jac:
                 for a, b, K, C in jm.jacobians(t, st):
-                    blocks.append((self.bodies[a], self.bodies[b], K, C))
+                    A.append([a])
+                    B.append([b])
+                    Ks.append(K[None])
+                    Cs.append(C[None])
         if not jacobian:
             return Q
-        KQ, DQ = map_jacobians(blocks, self.index, st)
+        if A:
+            KQ, DQ = map_blocks(np.concatenate(A), np.concatenate(B), np.concatenate(Ks),
+                                np.concatenate(Cs), st)
+        else:
+            KQ, DQ = map_blocks([], [], None, None, st)
         te = map_te_terms(nacc, self.nb)
         KQ = tuple(np.concatenate([a, b]) for a, b in zip(KQ, te))
         return Q, KQ, DQ
