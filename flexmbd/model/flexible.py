@@ -1,0 +1,285 @@
+"""Flexible bodies: a reduced finite-element body as a model component.
+
+A :class:`FlexibleBody` wraps a :class:`flexmbd.fem.ReducedBody` (modes, modal
+invariants, interface mode shapes, stress modes, unit geometric stiffness). Its
+configuration is the body frame (floating frame of reference, the convention of
+the reduction: mean axes for free-free bases, the reference interface for
+Craig-Bampton) plus ``n_modes`` modal coordinates.
+
+Joints and force elements attach to
+
+* ``body.interface(name)``: an :class:`InterfaceFrame` that moves and rotates with
+  the deformation through the interface mode shapes (``modes``, 6 x n,
+  ``[rotation; translation]`` per unit modal coordinate, body axes);
+* ``body.node(i)`` / ``body.point(xyz)``: a :class:`NodeFrame` at a mesh node that
+  translates with the node's displacement and rotates with the body frame (solid
+  elements have no nodal rotations);
+* a plain :class:`Frame`: fixed to the undeformed body frame.
+
+``FlexibleBody.from_mesh`` is lazy: the mesh is reduced on first use and kept
+(``cache="body.npz"`` also keeps it on disk and reuses it when the inputs match).
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from .bodies import Body, Frame
+from .component import Component
+
+__all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame"]
+
+
+class FlexibleBody(Body):
+    """A flexible body in the floating frame of reference.
+
+    Parameters
+    ----------
+    reduced : ReducedBody or path to its ``.npz``
+        The reduced body (``flexmbd.fem.reduce``).
+    q0, qd0 : array_like, optional
+        Initial modal coordinates and rates (default zero).
+    geometric_stiffening : bool
+        Add the load-weighted unit geometric stiffness (dynamic stiffening) when
+        the reduced body has it (default True).
+    """
+
+    def __init__(self, reduced=None, *, q0=None, qd0=None, geometric_stiffening=True, name=None,
+                 doc=None, _lazy=None):
+        super().__init__(name=name, doc=doc)
+        object.__setattr__(self, "_reduced", None)
+        object.__setattr__(self, "_lazy", _lazy)
+        object.__setattr__(self, "_inv", None)
+        if reduced is not None:
+            self._set_reduced(reduced)
+        elif _lazy is None:
+            raise ModelError("FlexibleBody: give a ReducedBody (or its .npz path), or use "
+                             "FlexibleBody.from_mesh(mesh, material, modes=...)")
+        self.geometric_stiffening = bool(geometric_stiffening)
+        self._q0_spec, self._qd0_spec = q0, qd0
+
+    # -- construction -----------------------------------------------------------------
+    @classmethod
+    def from_reduced(cls, reduced, **kw):
+        """From a :class:`ReducedBody` or the path of its ``.npz`` file."""
+        return cls(reduced, **kw)
+
+    @classmethod
+    def from_mesh(cls, mesh, material, modes, *, cache=None, reduce_options=None, **kw):
+        """Reduce ``mesh`` with ``material`` and the mode strategy ``modes`` on first use.
+
+        ``reduce_options`` are passed to :func:`flexmbd.fem.reduce` (``interfaces``,
+        ``rayleigh``, ``zeta``, ...). With ``cache`` (a ``.npz`` path) the reduced body
+        is stored and reused while mesh file, material and strategy are unchanged.
+        """
+        if material is None:
+            raise ModelError("FlexibleBody.from_mesh: give a material, e.g. "
+                             "fm.Material(E=2.1e11, nu=0.3, rho=7850)")
+        return cls(None, _lazy=(mesh, material, modes, cache, dict(reduce_options or {})), **kw)
+
+    def _set_reduced(self, reduced):
+        if isinstance(reduced, (str, Path)):
+            from ..fem import ReducedBody
+
+            reduced = ReducedBody.load(reduced)
+        for attr in ("modes", "St", "Sij", "Pij", "K_ff"):
+            if not hasattr(reduced, attr):
+                raise ModelError(f"FlexibleBody {self.local_name!r}: {type(reduced).__name__} is "
+                                 f"not a ReducedBody (no {attr!r})")
+        object.__setattr__(self, "_reduced", reduced)
+        object.__setattr__(self, "_inv", None)
+
+    @property
+    def reduced(self):
+        """The :class:`ReducedBody` (reduced now if built lazily)."""
+        if self._reduced is None:
+            self._set_reduced(self._reduce())
+        return self._reduced
+
+    def _reduce(self):
+        from ..fem import ReducedBody, reduce
+
+        mesh, material, strategy, cache, opts = self._lazy
+        key = _cache_key(mesh, material, strategy, opts)
+        if cache is not None and Path(cache).exists():
+            rb = ReducedBody.load(cache)
+            if key in rb.notes:
+                return rb
+        rb = reduce(mesh, material, strategy, name=self._name, **opts)
+        if cache is not None:
+            rb.notes = list(rb.notes) + [key]
+            rb.save(cache)
+        return rb
+
+    # -- data for the formulations ----------------------------------------------------
+    @property
+    def n_modes(self):
+        return self.reduced.n_modes
+
+    @property
+    def mass(self):
+        """Total mass (kg)."""
+        return float(self.reduced.mass)
+
+    @property
+    def q0(self):
+        """Initial modal coordinates."""
+        return self._modal(self._q0_spec, "q0")
+
+    @property
+    def qd0(self):
+        """Initial modal rates."""
+        return self._modal(self._qd0_spec, "qd0")
+
+    def _modal(self, spec, what):
+        n = self.n_modes
+        if spec is None:
+            return np.zeros(n)
+        v = np.atleast_1d(np.asarray(spec, dtype=float))
+        if v.shape != (n,):
+            raise ModelError(f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
+                             f"values, got {v.shape}")
+        return v
+
+    def invariants(self):
+        """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
+        if self._inv is None:
+            from ..flexible import ModalInvariants
+
+            rb = self.reduced
+            inv = ModalInvariants(mass=float(rb.mass), c=np.asarray(rb.first_moment, float),
+                                  E0=np.asarray(rb.second_moment, float),
+                                  St=np.asarray(rb.St, float), S=np.asarray(rb.Sij, float),
+                                  P=np.asarray(rb.Pij, float), K=np.asarray(rb.K_ff, float),
+                                  D=np.asarray(rb.D_ff, float))
+            inv.validate(f"FlexibleBody {self.local_name!r}")
+            object.__setattr__(self, "_inv", inv)
+        return self._inv
+
+    def geometric_stiffness(self, omega, alpha, a, interface_forces=None):
+        """Modal geometric stiffness (n x n) for the current inertia and interface loads.
+
+        Zero when ``geometric_stiffening`` is off or the reduced body has no unit
+        matrices. Arguments as :meth:`ReducedBody.geometric_stiffness` (body axes).
+        """
+        rb = self.reduced
+        if not self.geometric_stiffening or rb.kg_unit.shape[0] == 0:
+            return np.zeros((self.n_modes, self.n_modes))
+        return rb.geometric_stiffness(omega, alpha, a, interface_forces)
+
+    # -- attachment frames ------------------------------------------------------------
+    def interface(self, name, rotation=None):
+        """Frame at interface ``name`` moving with the interface mode shapes."""
+        return InterfaceFrame(self, name, rotation)
+
+    def node(self, index, rotation=None):
+        """Frame at mesh node ``index`` (translates with the node)."""
+        return NodeFrame(self, int(index), rotation)
+
+    def point(self, xyz, rotation=None):
+        """Frame at the mesh node nearest to ``xyz`` (m, body frame)."""
+        nodes = self.reduced.nodes
+        i = int(np.argmin(((nodes - np.asarray(xyz, float)) ** 2).sum(axis=1)))
+        return NodeFrame(self, i, rotation)
+
+    def validate(self):
+        if self._reduced is None:
+            return  # checked when reduced
+        self.invariants()
+
+    def _short(self):
+        if self._reduced is None:
+            return "FlexibleBody (not reduced yet)"
+        return (f"FlexibleBody m={self.mass:.6g} kg, {self.n_modes} modes "
+                f"({self.reduced.strategy}), frame: {self.reduced.frame}")
+
+
+class _DeformingFrame(Frame):
+    """A frame on a flexible body whose pose follows modal coordinates linearly."""
+
+    def __init__(self, body, rotation, *, name=None):
+        Component.__init__(self, name=name)
+        if not isinstance(body, FlexibleBody):
+            raise ModelError(f"{type(self).__name__}: body must be a FlexibleBody")
+        from .bodies import _as_rotation
+
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "_rot", _as_rotation(rotation, f"frame on {body.local_name!r}"))
+
+    @property
+    def rotation(self):
+        return self._rot
+
+    def pose(self, q):
+        """``(R, p)`` of the deformed frame in body axes for modal coordinates ``q``.
+
+        Rotation by the exponential map of the modal rotation ``modes[:3] @ q``.
+        """
+        from ..spatial import rotvec_to_rot
+
+        d = self.modes @ np.asarray(q, float)
+        return rotvec_to_rot(d[:3]) @ self._rot, self.position + d[3:]
+
+
+class InterfaceFrame(_DeformingFrame):
+    """Frame of a reduced body's interface: origin and modes from the reduction."""
+
+    def __init__(self, body, interface, rotation=None, *, name=None):
+        super().__init__(body, rotation, name=name)
+        object.__setattr__(self, "interface_name", str(interface))
+        if body._reduced is not None:
+            body.reduced.interface(interface)  # raises a clear error for unknown names
+
+    @property
+    def position(self):
+        return np.asarray(self.body.reduced.interface(self.interface_name)[1], float)
+
+    @property
+    def modes(self):
+        """(6, n) rotation and translation of the frame per unit modal coordinate."""
+        return np.asarray(self.body.reduced.interface(self.interface_name)[3], float)
+
+    def _short(self):
+        return f"interface {self.interface_name!r} of {self.body.name}"
+
+
+class NodeFrame(_DeformingFrame):
+    """Frame at a mesh node: translates with the node, rotates with the body frame."""
+
+    def __init__(self, body, index, rotation=None, *, name=None):
+        super().__init__(body, rotation, name=name)
+        object.__setattr__(self, "node_index", int(index))
+
+    @property
+    def position(self):
+        nodes = self.body.reduced.nodes
+        if not 0 <= self.node_index < len(nodes):
+            raise ModelError(f"node {self.node_index} is not a node of {self.body.name!r} "
+                             f"({len(nodes)} nodes)")
+        return np.asarray(nodes[self.node_index], float)
+
+    @property
+    def modes(self):
+        i = self.node_index
+        Phi = self.body.reduced.modes
+        out = np.zeros((6, Phi.shape[1]))
+        out[3:] = Phi[3 * i:3 * i + 3]
+        return out
+
+    def _short(self):
+        return f"node {self.node_index} of {self.body.name}"
+
+
+def _cache_key(mesh, material, strategy, opts):
+    h = hashlib.sha256()
+    if isinstance(mesh, (str, Path)) and Path(mesh).exists():
+        h.update(Path(mesh).read_bytes())
+    else:
+        h.update(repr(mesh).encode())
+    h.update(repr(material).encode())
+    h.update(repr(strategy).encode())
+    h.update(json.dumps(opts, sort_keys=True, default=repr).encode())
+    return "cache-key:" + h.hexdigest()
