@@ -183,6 +183,7 @@ class ConstraintSet:
             self.pt[k] = np.array(p.xpt + p.ypt, dtype=float)
         self.live = self.b >= 0
         self._build_patterns()
+        self._reaction_data()
 
     # -- sparsity patterns ------------------------------------------------------------
     def _build_patterns(self):
@@ -299,35 +300,51 @@ class ConstraintSet:
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
         other = np.stack([Y, Y, X, X], axis=1)
-        # dPhi/dx for each slot: rotation part (As x other)... d(A s)/dphi = -(A s)~:
-        # other . (-(As) x dphi) = dphi . (other x As)... computed as (As x other) sign flips:
-        drot = self.sg[..., None] * cross_b(As, other)  # dPhi/dphi contribution
+        # dPhi/dphi of a slot: sign (A s) x other; dPhi/dr: sign * is_point * other
+        drot = self.sg[..., None] * cross_b(As, other)
         dtr = (self.sg * self.pt)[..., None] * other
-        out = np.zeros((len(self.joints), 6))
-        for k, j in enumerate(self.joints):
-            sl = self.joint_rows[k]
-            if sl.stop == sl.start:
-                continue
-            ib, jb = self.joint_ends[k]
-            side, sgn = (jb, 1.0) if jb >= 0 else (ib, -1.0)
-            mask = (self.b[sl] == side) & live[sl]
-            lamj = lam[sl]
-            n = -np.einsum("p,pk,pki->i", lamj, mask, drot[sl])
-            f = -np.einsum("p,pk,pki->i", lamj, mask, dtr[sl])
-            n, f = sgn * n, sgn * f
-            # move from the body origin of `side` to the child joint-frame origin
-            cf = j.child_frame
-            if jb >= 0:
-                FC = R[jb] @ cf.rotation
-                pC = r[jb] + R[jb] @ cf.position
-            else:
-                FC = cf.rotation
-                pC = cf.position
-            origin = r[side]
-            nC = n - cross_b(pC - origin, f)
-            out[k, :3] = FC.T @ nC
-            out[k, 3:] = FC.T @ f
+        jr = self._react
+        side = jr["side"]  # (np,) body index on which the wrench is taken
+        mask = (self.b == side[:, None]) & live
+        lamp = lam[: self.np] * jr["sgn"]
+        n = -np.einsum("p,pk,pki->pi", lamp, mask, drot)
+        f = -np.einsum("p,pk,pki->pi", lamp, mask, dtr)
+        nj = len(self.joints)
+        N = np.zeros((nj, 3))
+        F = np.zeros((nj, 3))
+        np.add.at(N, jr["joint"], n)
+        np.add.at(F, jr["joint"], f)
+        jb, sd = jr["child"], jr["side_body"]
+        hasc = jb >= 0
+        Rc = np.where(hasc[:, None, None], R[np.where(hasc, jb, 0)], np.eye(3))
+        rc = np.where(hasc[:, None], r[np.where(hasc, jb, 0)], 0.0)
+        FC = Rc @ jr["CC"]
+        pC = rc + np.einsum("jab,jb->ja", Rc, jr["sC"])
+        origin = np.where((sd >= 0)[:, None], r[np.where(sd >= 0, sd, 0)], 0.0)
+        nC = N - cross_b(pC - origin, F)
+        out = np.zeros((nj, 6))
+        out[:, :3] = np.einsum("jba,jb->ja", FC, nC)
+        out[:, 3:] = np.einsum("jba,jb->ja", FC, F)
         return out
+
+    def _reaction_data(self):
+        nj = len(self.joints)
+        joint = np.zeros(self.np, dtype=np.int64)
+        side = np.zeros(self.np, dtype=np.int64)
+        sgn = np.zeros(self.np)
+        child = np.zeros(nj, dtype=np.int64)
+        side_body = np.zeros(nj, dtype=np.int64)
+        CC = np.zeros((nj, 3, 3))
+        sC = np.zeros((nj, 3))
+        for k, j in enumerate(self.joints):
+            ib, jb = self.joint_ends[k]
+            sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
+            sl = self.joint_rows[k]
+            joint[sl], side[sl], sgn[sl] = k, sb, sg
+            child[k], side_body[k] = jb, sb
+            CC[k], sC[k] = j.child_frame.rotation, j.child_frame.position
+        self._react = {"joint": joint, "side": side, "sgn": sgn, "child": child,
+                       "side_body": side_body, "CC": CC, "sC": sC}
 
 
 def _split(q, nb):

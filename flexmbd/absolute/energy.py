@@ -44,6 +44,8 @@ class EnergyMeter:
         st = BodyState(s.index, q, qd)
         out = {"kinetic": s.kinetic_energy(q, qd), "gravity": 0.0, "spring": 0.0,
                "p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
+        if s._gravity is not None:
+            out["gravity"] += s._gravity.potential(st)
         if s._sda_batch is not None:
             sp_, pd, pa = s._sda_batch.energies(t, st)
             out["spring"] += sp_

@@ -488,3 +488,41 @@ class SDABatch:
         A = np.broadcast_to(ends[:, :, None], (n, 2, 2))[pair]
         B = np.broadcast_to(ends[:, None, :], (n, 2, 2))[pair]
         return A, B, K[pair], C[pair]
+
+
+class GravityBatch:
+    """Uniform gravity on every rigid body, vectorized (same physics as :class:`~flexmbd.Gravity`).
+
+    ``F = [(R c) x m g; m g]`` about the body origin, ``K_nphi = (m g)~ (R c)~``,
+    potential ``-m g . (r + R c)``.
+    """
+
+    def __init__(self, elements, inertia):
+        self.el = list(elements)
+        self.inertia = inertia
+
+    def evaluate(self, st, Q, nacc=None, jacobian=False):
+        from .quaternion import cross_b, skew_b
+
+        g = sum(np.asarray(e.g, dtype=float) for e in self.el)
+        m = self.inertia.m
+        Rc = np.einsum("bij,bj->bi", st.R, self.inertia.c)
+        f = m[:, None] * g
+        n = cross_b(Rc, f)
+        Qb = Q.reshape(-1, 7)
+        Qb[:, :3] += f
+        Qb[:, 3:] += 2.0 * np.einsum("bji,bj->bi", st.E, n)
+        if not jacobian:
+            return None
+        if nacc is not None:
+            nacc += n
+        nb = len(m)
+        K = np.zeros((nb, 6, 6))
+        K[:, :3, :3] = skew_b(f) @ skew_b(Rc)
+        idx = np.arange(nb)
+        return idx, idx, K, np.zeros((nb, 6, 6))
+
+    def potential(self, st):
+        g = sum(np.asarray(e.g, dtype=float) for e in self.el)
+        Rc = np.einsum("bij,bj->bi", st.R, self.inertia.c)
+        return float(-np.sum(self.inertia.m[:, None] * g * (st.r + Rc)))

@@ -26,11 +26,12 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
 from ..model.bodies import Ground, RigidBody
-from ..model.forces import JointForce
+from ..model.forces import Gravity, JointForce
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
 from .forces import (
     BodyState,
+    GravityBatch,
     JointForceMap,
     SDABatch,
     map_blocks,
@@ -137,8 +138,11 @@ class AbsoluteSystem:
 
         self._sda = [f for f in self.forces if type(f) is SpringDamperActuator]
         self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None
+        grav = [f for f in self.forces if type(f) is Gravity]
+        self._gravity = GravityBatch(grav, self.inertia) if grav else None
         self._other = [f for f in self.forces
-                       if not isinstance(f, JointForce) and type(f) is not SpringDamperActuator]
+                       if not isinstance(f, JointForce) and type(f) is not SpringDamperActuator
+                       and type(f) is not Gravity]
         q, qd = tree_state(m, self.bodies, self.index)
         self._q_tree, self._qd_tree = q, qd
         # free lengths of SDAs default to the initial length
@@ -233,6 +237,13 @@ class AbsoluteSystem:
         if self._sda_batch is not None:
             inc = None if exclude_jacobian else np.ones(len(self._sda), dtype=bool)
             blk = self._sda_batch.evaluate(t, st, Q, nacc, jacobian=use_jac, include=inc)
+            if blk is not None:
+                A.append(blk[0])
+                B.append(blk[1])
+                Ks.append(blk[2])
+                Cs.append(blk[3])
+        if self._gravity is not None:
+            blk = self._gravity.evaluate(st, Q, nacc, jacobian=use_jac)
             if blk is not None:
                 A.append(blk[0])
                 B.append(blk[1])
