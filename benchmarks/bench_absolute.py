@@ -75,7 +75,7 @@ def main(write=True):
     b = run(chain(50, exact=False), 50)
     rows.append(("chain, 50 bodies, 49 SDAs", "k=5e3, c=20", a, b))
     sizes = (10, 20, 50, 100, 200)
-    scal = [run(chain(n), 20) for n in sizes]
+    scal = [run(chain(n), 30) for n in sizes]
     p_step = np.polyfit(np.log(sizes), np.log([r["step"] for r in scal]), 1)[0]
     p_iter = np.polyfit(np.log(sizes), np.log([r["per_iter"] for r in scal]), 1)[0]
     p_step_big = np.polyfit(np.log(sizes[2:]), np.log([r["step"] for r in scal[2:]]), 1)[0]
@@ -104,7 +104,7 @@ def main(write=True):
         lines.append(f"| {name} | {par} | {cell(a, 'iters', '{:.2f}')} | "
                      f"{cell(b, 'iters', '{:.2f}')} | {a['step'] * 1e3:.2f} | "
                      f"{b['step'] * 1e3:.2f} |")
-    lines += ["", "Scaling on the chain (exact Jacobian, 20 steps):", "",
+    lines += ["", "Scaling on the chain (exact Jacobian, 30 steps):", "",
               "| bodies | unknowns (q + lambda) | corrections/step | ms/step | ms/correction |",
               "|---:|---:|---:|---:|---:|"]
     for n, r in zip(sizes, scal):
