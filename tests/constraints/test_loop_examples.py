@@ -1,0 +1,63 @@
+"""The closed-loop examples with small settings (the full runs are marked slow)."""
+
+import importlib.util
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def quiet(f, *a, **kw):
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        out = f(*a, **kw)
+    return out, buf.getvalue()
+
+
+def test_andrews_squeezer_matches_test_set_to_8_digits(tmp_path):
+    mod = load("andrews_squeezer")
+    (res, got, worst), text = quiet(mod.main, rtol=1e-9, atol=1e-11, outdir=tmp_path)
+    assert worst >= 8.0, text
+    assert "digits" in text and (tmp_path / "andrews_squeezer.png").exists()
+    # 15 cut equations (3 spatial revolutes), 6 independent: 9 discarded all the time
+    assert set(res.stats["rank"].tolist()) == {6}
+    assert np.all(res.stats["discarded"].sum(axis=1) == 9)
+    assert res.stats["position_violation"].max() < 1e-12
+    # initial accelerations of the Test Set (consistent initial values)
+    fd = res.meta and mod.build().compile("recursive").forward_dynamics(res.q[0], res.qd[0])
+    np.testing.assert_allclose(fd.qdd[:2], [14222.4439199541138705911625887,
+                                            -10666.8329399655854029433719415], rtol=1e-12)
+
+
+def test_four_bar_through_singular_configuration(tmp_path):
+    mod = load("four_bar")
+    out, text = quiet(mod.main, t_end=0.6, outdir=tmp_path)
+    w, wo = out[True], out[False]
+    assert w["singular_samples"] > 0                 # the singular window was crossed
+    assert w["force_regular"] < 1e-8                 # cut-joint multipliers vs 1-dof model
+    assert w["force"] < 1e-6
+    assert w["angle"] < 1e-10 and w["coupler"] < 1e-12
+    # without the tangent projection the accelerations are distorted (Fig. 5)
+    assert wo["acceleration"] > 1e3 * max(w["acceleration"], 1e-9)
+    assert wo["force_regular"] > 1e-3
+    assert (tmp_path / "four_bar_multipliers.png").exists()
+
+
+@pytest.mark.slow
+def test_four_bar_ten_seconds():
+    mod = load("four_bar")
+    res = mod.simulate(10.0, 1e-3)
+    e = mod.errors(res)
+    assert e["force_regular"] < 1e-8
+    assert e["angle"] < 1e-9
