@@ -135,7 +135,7 @@ def cold_compile_time():
             "t = time.perf_counter(); s = chain(3).compile('recursive');"
             "s.qdd_and_reactions(np.zeros(3), np.zeros(3));"
             "s.forward_dynamics(np.zeros((2, 3)), np.zeros((2, 3)));"
-            "print(time.perf_counter() - t)") % str(ROOT)
+            "print(time.perf_counter() - t)").replace("%r", repr(str(ROOT)))
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -184,10 +184,13 @@ def main(argv=None):
         s = chains[n][0]
         q, qd, tau = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
         if n in gen_sizes:
-            t_gen[n] = best_time(lambda: s.forward_dynamics(q, qd, tau, algorithm="general"),
-                                 budget=0.5, repeats=3)
+            t_gen[n] = best_time(
+                lambda s=s, q=q, qd=qd, tau=tau: s.forward_dynamics(q, qd, tau,
+                                                                    algorithm="general"),
+                budget=0.5, repeats=3)
         if n in dense_sizes:
-            t_dense[n] = best_time(lambda: dense_method(s, q, qd, tau), budget=0.5, repeats=3)
+            t_dense[n] = best_time(lambda s=s, q=q, qd=qd, tau=tau: dense_method(s, q, qd, tau),
+                                   budget=0.5, repeats=3)
     ser_ns = [n for n in sizes if n >= 10]
     exp_ser = fit_exponent(ser_ns, [chains[n][1]["ours"] for n in ser_ns])
     exp_gen = fit_exponent(list(t_gen), list(t_gen.values()))

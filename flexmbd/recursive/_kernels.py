@@ -39,10 +39,15 @@ only child, dense slot, reaction row, diagonal-W flag.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._nbjoints import (
-    FIXED, PRISMATIC, REVOLUTE, joint_kinematics, joint_qdot, reverse_joint,
+    FIXED,
+    PRISMATIC,
+    REVOLUTE,
+    joint_kinematics,
+    joint_qdot,
+    reverse_joint,
 )
 
 # int rows
@@ -203,11 +208,22 @@ def _subTmul6(A, B, C):
 
 @njit(cache=True, inline="always")
 def _subTmul6_sym(A, C):
-    """C -= A^T A, lower triangle only (C symmetric; _chol6 reads the lower part)."""
-    for i in range(6):
-        for j in range(i + 1):
-            C[i, j] -= (A[0, i] * A[0, j] + A[1, i] * A[1, j] + A[2, i] * A[2, j]
-                        + A[3, i] * A[3, j] + A[4, i] * A[4, j] + A[5, i] * A[5, j])
+    """C -= A^T A (6x6, symmetric: rank-one row updates, vectorizable)."""
+    for k in range(6):
+        a0 = A[k, 0]
+        a1 = A[k, 1]
+        a2 = A[k, 2]
+        a3 = A[k, 3]
+        a4 = A[k, 4]
+        a5 = A[k, 5]
+        for i in range(6):
+            ai = A[k, i]
+            C[i, 0] -= ai * a0
+            C[i, 1] -= ai * a1
+            C[i, 2] -= ai * a2
+            C[i, 3] -= ai * a3
+            C[i, 4] -= ai * a4
+            C[i, 5] -= ai * a5
 
 
 @njit(cache=True, inline="always")
@@ -239,14 +255,37 @@ def _chol6(A):
 
 @njit(cache=True, inline="always")
 def _lsolve6_cols(Lm, B, X, transpose_b):
-    """X = L^-1 B (or L^-1 B^T), 6x6, forward substitution on all columns at once."""
+    """X = L^-1 B (or L^-1 B^T), 6x6: forward substitution, one row of X at a time."""
     for i in range(6):
+        if transpose_b:
+            x0 = B[0, i]
+            x1 = B[1, i]
+            x2 = B[2, i]
+            x3 = B[3, i]
+            x4 = B[4, i]
+            x5 = B[5, i]
+        else:
+            x0 = B[i, 0]
+            x1 = B[i, 1]
+            x2 = B[i, 2]
+            x3 = B[i, 3]
+            x4 = B[i, 4]
+            x5 = B[i, 5]
+        for k in range(i):
+            lik = Lm[i, k]
+            x0 -= lik * X[k, 0]
+            x1 -= lik * X[k, 1]
+            x2 -= lik * X[k, 2]
+            x3 -= lik * X[k, 3]
+            x4 -= lik * X[k, 4]
+            x5 -= lik * X[k, 5]
         inv = 1.0 / Lm[i, i]
-        for c in range(6):
-            s = B[c, i] if transpose_b else B[i, c]
-            for k in range(i):
-                s -= Lm[i, k] * X[k, c]
-            X[i, c] = s * inv
+        X[i, 0] = x0 * inv
+        X[i, 1] = x1 * inv
+        X[i, 2] = x2 * inv
+        X[i, 3] = x3 * inv
+        X[i, 4] = x4 * inv
+        X[i, 5] = x5 * inv
 
 
 @njit(cache=True, inline="always")
@@ -305,9 +344,12 @@ def _proj_rows(M, k, Ia, Mm, Vv, sign):
     if Ia[I_DIAG, k]:
         mask = Vv[V_MASK, k]
         for i in range(6):
-            f = sign * mask[i]
-            for j in range(6):
-                M[i, j] *= f
+            if mask[i] == 0.0:
+                for j in range(6):
+                    M[i, j] = 0.0
+            elif sign != 1.0:
+                for j in range(6):
+                    M[i, j] *= sign
     else:
         P = Mm[M_P, k]
         for j in range(6):
@@ -328,9 +370,9 @@ def _proj_cols(M, k, Ia, Mm, Vv):
     if Ia[I_DIAG, k]:
         mask = Vv[V_MASK, k]
         for j in range(6):
-            f = mask[j]
-            for i in range(6):
-                M[i, j] *= f
+            if mask[j] == 0.0:
+                for i in range(6):
+                    M[i, j] = 0.0
     else:
         P = Mm[M_P, k]
         for i in range(6):
@@ -718,25 +760,25 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     YR = Mm[M_YR]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
-    # e_k = H F_T ; z_k = e_k - sum Phi_c e_c ; a_k = G_k z_k
-    for k in range(1, N + 1):
+    # one backward pass: e_k = H F_T ; z_k = e_k - sum_c Phi_c e_c ; a_k = G_k z_k
+    for k in range(N + 1):
+        for i in range(6):
+            af[k, i] = 0.0
+    for k in range(N, 0, -1):
         Hk = Mm[M_H, k]
         o = Ia[I_VO, k]
         n_v = Ia[I_NV, k]
+        e = Fe[k]
         for i in range(6):
             s = 0.0
             for j in range(n_v):
                 s += Hk[i, j] * FT[o + j]
-            Fe[k, i] = s
-            af[k, i] = s
-    for k in range(N, 0, -1):
+            e[i] = s
+            t6[i] = af[k, i] + s
+        _matvec6(Mm[M_G, k], t6, af[k])
         pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], af[pk], -1.0)
-    for k in range(1, N + 1):
-        for i in range(6):
-            t6[i] = af[k, i]
-        _matvec6(Mm[M_G, k], t6, af[k])
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
     # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
@@ -804,19 +846,18 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
                          + Z[a, 4] * xr[4] + Z[a, 5] * xr[5])
         _ltsolve6(A[i], z)
     # eq. 28: F = H F_T + W F_S ; V̇ = G (F - sum Phi F_c) ; Q̈ = H^T (V̇ - Phi^T V̇_p)
-    for k in range(1, N + 1):
+    for k in range(N + 1):
         for i in range(6):
-            s = Fe[k, i] + bx[k, i]
-            Fe[k, i] = s
-            af[k, i] = s
+            af[k, i] = 0.0
     for k in range(N, 0, -1):
+        F = Fe[k]
+        for i in range(6):
+            F[i] += bx[k, i]
+            t6[i] = af[k, i] + F[i]
+        _matvec6(Mm[M_G, k], t6, af[k])
         pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], af[pk], -1.0)
-    for k in range(1, N + 1):
-        for i in range(6):
-            t6[i] = af[k, i]
-        _matvec6(Mm[M_G, k], t6, af[k])
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
         if pk > 0:
@@ -1057,3 +1098,28 @@ def qdot_all(Ia, Vv, q, v, out):
         joint_qdot(Ia[I_JT, k], q[qo:qo + Ia[I_NQ, k]], v[vo:vo + Ia[I_NV, k]],
                    out[qo:qo + Ia[I_NQ, k]])
 
+
+
+@njit(cache=True, parallel=True)
+def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TAU, grav,
+                                  use_grav, QDD, REAC, status):
+    """Batch split into one contiguous chunk per workspace copy (leading axis of the
+    workspace arrays), chunks run in parallel threads."""
+    nth = Mt.shape[0]
+    nb = Q.shape[0]
+    nv = QDD.shape[1]
+    for c in prange(nth):
+        lo = (nb * c) // nth
+        hi = (nb * (c + 1)) // nth
+        Jv = Jt[c]
+        for s in range(lo, hi):
+            for i in range(nv):
+                Jv[J_TAU, i] = TAU[s, i]
+            st = forward_dynamics(Ia, Sa, Mt[c], Vt[c], R3t[c], P3t[c], Tt[c], Dt[c], Q[s], V[s],
+                                  Jv, grav, use_grav, REAC[s])
+            if st != 0:
+                status[c, 0] = s
+                status[c, 1] = st
+                break
+            for i in range(nv):
+                QDD[s, i] = Jv[J_QDD, i]

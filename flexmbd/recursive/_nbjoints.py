@@ -251,7 +251,7 @@ def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
         wc = col - nv
         for i in range(6):
             W[i, wc] = 1.0 if i == bi else 0.0
-        for it in range(2):
+        for _ in range(2):
             for k in range(nv):
                 d = 0.0
                 for i in range(6):

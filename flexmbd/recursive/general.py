@@ -68,7 +68,7 @@ def general_cfa(system, q, qd, tau, fext):
     """
     Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
     n = system.n_bodies
-    nv, nc, vo, rev = Ia[K.I_NV], Ia[K.I_NC], Ia[K.I_VO], Ia[K.I_REV]
+    nv, vo, rev = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_REV]
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     K.kinematics(Ia, Mm, Vv, R3, P3, system._Tt, q, qd)

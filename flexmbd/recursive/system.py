@@ -42,9 +42,40 @@ from ..spatial import spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
 from ._kernels import (
-    I_DIAG, I_DSLOT, I_JROW, I_JT, I_NC, I_NQ, I_NV, I_ONE, I_PARENT, I_QO, I_REV, I_VO,
-    M_G, M_H, M_HC, M_I, M_L, M_WC, NI, NM, NP, NR, NT, NV, P_0, P_W, R_0, R_A, R_W, V_FEXT,
-    V_MASK, V_MC, V_PRM, V_VEL,
+    I_DIAG,
+    I_DSLOT,
+    I_JROW,
+    I_JT,
+    I_NC,
+    I_NQ,
+    I_NV,
+    I_ONE,
+    I_PARENT,
+    I_QO,
+    I_REV,
+    I_VO,
+    M_G,
+    M_H,
+    M_HC,
+    M_I,
+    M_L,
+    M_WC,
+    NI,
+    NM,
+    NP,
+    NR,
+    NT,
+    NV,
+    P_0,
+    P_W,
+    R_0,
+    R_A,
+    R_W,
+    V_FEXT,
+    V_MASK,
+    V_MC,
+    V_PRM,
+    V_VEL,
 )
 from .schedule import build_schedule
 
@@ -504,11 +535,13 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
-    def forward_dynamics_arrays(self, Q, V, TAU=None):
+    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=1):
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
-        For throughput (no force elements other than gravity and constant joint
-        forces in ``TAU``; no Python work per state). Raises SolverError on failure.
+        For throughput: one compiled loop over the states (no Python work per
+        state). ``threads > 1`` splits the batch over that many threads, each with
+        its own workspace. Force elements other than gravity (and JointForce) go
+        through :meth:`forward_dynamics`. Raises SolverError on failure.
         """
         self._refresh()
         if self._generic or self._joint_forces:
@@ -520,11 +553,30 @@ class RecursiveSystem:
         TAU = np.zeros((ns, self.nv)) if TAU is None else np.ascontiguousarray(TAU, dtype=float)
         QDD = np.zeros((ns, self.nv))
         REAC = np.zeros((ns, len(self.joint_names), 6))
+        if threads > 1:
+            ws = self._thread_workspaces(threads)
+            status = np.full((threads, 2), -1, np.int64)
+            K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
+                                            self._use_grav, QDD, REAC, status)
+            bad = status[status[:, 0] >= 0]
+            if len(bad):
+                self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
+            return QDD, REAC
         bad, st = K.forward_dynamics_qdd_batch(*self._args(), Q, V, TAU, self._Jv, self._gravity,
                                                self._use_grav, QDD, REAC)
         if bad >= 0:
             self._raise_factor(st, Q[bad])
         return QDD, REAC
+
+    def _thread_workspaces(self, threads):
+        """Per-thread copies of the workspace (constants included), cached."""
+        key = (threads, self._revision)
+        if getattr(self, "_tws_key", None) != key:
+            rep = lambda a: np.ascontiguousarray(np.repeat(a[None], threads, axis=0))
+            self._tws = (rep(self._Mm), rep(self._Vv), rep(self._R3), rep(self._P3),
+                         rep(self._Tt), rep(self._Dn), rep(self._Jv))
+            self._tws_key = key
+        return self._tws
 
     def qdd_and_reactions(self, q, qd, tau=None, t=0.0):
         """Lean single-state call: ``(qdd (nv,), reactions (n_joints, 6))`` as new arrays.

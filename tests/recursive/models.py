@@ -66,7 +66,8 @@ def random_tree(seed, n, floating=False, types=JOINT_TYPES, reverse=0.25, gravit
         bodies.append(b)
         if i == 0:
             inboard = m.ground
-            kind = "free" if floating else rng.choice([t for t in types if t != "free"] or ["revolute"])
+            fixed_base = [t for t in types if t != "free"] or ["revolute"]
+            kind = "free" if floating else rng.choice(fixed_base)
         else:
             inboard = bodies[i - 1] if rng.random() > branch else bodies[rng.integers(0, i)]
             kind = rng.choice(types)

@@ -194,7 +194,7 @@ class Oracle:
         return M
 
     def forward(self, q, qd, tau=None, t=0.0):
-        """(qdd, reactions (n_joints, 6) in the declared child joint frames, world accelerations)."""
+        """(qdd, reactions (n_joints, 6) in the declared child joint frames, kinematics)."""
         tau = np.zeros(self.nv) if tau is None else np.asarray(tau, dtype=float)
         pose, S, vel, cterm = self.kinematics(q, qd)
         _, tau_app = self.external(t, q, qd, pose, vel)
@@ -210,6 +210,7 @@ class Oracle:
                 Tc = compose(pose[k], (j.child_frame.rotation, j.child_frame.position))
                 reac[i] = ad(*Tc).T @ f[k]
             else:
-                Tc = compose(pose[self.parent[k]], (j.child_frame.rotation, j.child_frame.position))
+                cf = j.child_frame
+                Tc = compose(pose[self.parent[k]], (cf.rotation, cf.position))
                 reac[i] = -(ad(*Tc).T @ f[k])
         return qdd, reac, M, (pose, acc, vel)

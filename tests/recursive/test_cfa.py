@@ -10,7 +10,7 @@ import pytest
 
 import flexmbd as fm
 from flexmbd.errors import ModelError, SolverError
-from flexmbd.recursive import build_schedule
+from flexmbd.recursive import RecursiveSystem, build_schedule
 
 from .models import chain, random_state, random_tree
 from .oracle import Oracle
@@ -278,7 +278,7 @@ def test_closed_loop_is_rejected_clearly():
     m.j2 = fm.Revolute(m.a, m.b, parent_frame=(1, 0, 0))
     m.j3 = fm.Revolute(m.b, m.ground, parent_frame=(1, 0, 0), child_frame=(2, 0, 0))
     with pytest.raises(ModelError, match="closed loops"):
-        m.compile("recursive")
+        RecursiveSystem(m)      # m.compile("recursive") hands loops to the constraint layer
 
 
 def test_parameters_are_re_read_after_a_change():
@@ -298,3 +298,16 @@ def test_bad_state_sizes_and_non_finite_states():
         s.forward_dynamics(np.zeros(4), np.zeros(3))
     with pytest.raises(SolverError):
         s.forward_dynamics(np.array([np.nan, 0, 0]), np.zeros(3))
+
+
+def test_lean_and_threaded_batches_equal_forward_dynamics():
+    m = chain(7)
+    s = m.compile("recursive")
+    rng = np.random.default_rng(4)
+    Q, V, T = (rng.normal(size=(9, 7)) for _ in range(3))
+    ref = s.forward_dynamics(Q, V, T)
+    for threads in (1, 2):
+        qdd, reac = s.forward_dynamics_arrays(Q, V, T, threads=threads)
+        assert np.array_equal(qdd, ref.qdd) and np.array_equal(reac, ref.reactions)
+    qdd, reac = s.qdd_and_reactions(Q[3], V[3], T[3])
+    assert np.array_equal(qdd, ref.qdd[3]) and np.array_equal(reac, ref.reactions[3])

@@ -58,9 +58,12 @@ def branched_robot(seed, floating):
             j = fm.Free(inboard, b, **kw)
         else:
             kind = rng.choice(["rev", "rev", "pri", "sph"])
-            j = {"rev": lambda: fm.Revolute(inboard, b, axis=rng.normal(size=3), **kw),
-                 "pri": lambda: fm.Prismatic(inboard, b, axis=rng.normal(size=3), **kw),
-                 "sph": lambda: fm.Spherical(inboard, b, **kw)}[kind]()
+            if kind == "rev":
+                j = fm.Revolute(inboard, b, axis=rng.normal(size=3), **kw)
+            elif kind == "pri":
+                j = fm.Prismatic(inboard, b, axis=rng.normal(size=3), **kw)
+            else:
+                j = fm.Spherical(inboard, b, **kw)
         setattr(m, f"j{i}", j)
         bodies.append(b)
     m.g = fm.Gravity((0.0, 0.0, -9.81))

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import flexmbd as fm
 from flexmbd.errors import ModelError, SolverError
 
 from .models import chain, random_state, random_tree
