@@ -87,7 +87,7 @@ def main(write=True):
              "beta=1/4 gamma=1/2 (velocity projection after each step), dt = 0.01 s, Newton "
              "tol 1e-7 on the scaled residual, exact sparse Jacobian; times are medians of "
              "the per-step wall times. No peer runs this formulation here: absolute times.", "",
-             f"- Command: `python benchmarks/bench_absolute.py`",
+             "- Command: `python benchmarks/bench_absolute.py`",
              f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
              f"{np.__version__}, scipy {scipy.__version__}, nproc {os.cpu_count()}, "
              f"load average at start {os.getloadavg()[0]:.1f} (shared machine)",

@@ -12,7 +12,8 @@ the accurate Jacobian matrix of spring-damper-actuator* (SEEDS.md):
   spherical joint and to the slider by a universal joint (axes z and the slider's
   y): a planar loop of four revolute/prismatic joints in 3-D has three redundant
   equations, which the absolute formulation (with a direct sparse solver) needs
-  removed; this non-redundant spatial modelling has the same planar motion. The paper does not give the initial crank
+  removed; this non-redundant spatial modelling has the same planar motion. The
+  paper does not give the initial crank
   angle; we use 45 degrees (the SDA's free length is its initial length,
   ``2 cos 45 deg`` = 1.414 m);
 * Newmark alpha = 0.25, delta = 0.5 (our beta, gamma), dt = 0.01 s, 100 steps,
@@ -96,7 +97,7 @@ def _cell(r):
 
 def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1e3, 1e4),
          steps=100, static_k=(2e4, 1e5), plot=True):
-    """Run the studies, write ``sda_slider_crank.md`` (and ``.png``) to ``out_dir``; return the data."""
+    """Run the studies; write ``sda_slider_crank.md`` (and ``.png``) to ``out_dir``; return data."""
     out_dir = out_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
     os.makedirs(out_dir, exist_ok=True)
     k_runs = [(run(k, 0.0, True, steps), run(k, 0.0, False, steps)) for k in k_values]
@@ -109,11 +110,13 @@ def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1
              "| k (N/m), c = 0 | with SDA Jacobian | without | wall with / without (s) |",
              "|---|---|---|---|"]
     for a, b in k_runs:
-        lines.append(f"| {a['k']:.0e} | {_cell(a)} | {_cell(b)} | {a['wall']:.2f} / {b['wall']:.2f} |")
+        lines.append(f"| {a['k']:.0e} | {_cell(a)} | {_cell(b)} | "
+                     f"{a['wall']:.2f} / {b['wall']:.2f} |")
     lines += ["", "| c (N s/m), k = 2e4 | with SDA Jacobian | without | wall with / without (s) |",
               "|---|---|---|---|"]
     for a, b in c_runs:
-        lines.append(f"| {a['c']:.0e} | {_cell(a)} | {_cell(b)} | {a['wall']:.2f} / {b['wall']:.2f} |")
+        lines.append(f"| {a['c']:.0e} | {_cell(a)} | {_cell(b)} | "
+                     f"{a['wall']:.2f} / {b['wall']:.2f} |")
     lines += ["", "Static equilibrium (Newton from the initial configuration, tol 1e-7):", "",
               "| k (N/m) | with SDA Jacobian | without | SDA length / theory l0 + 2F/k (m) |",
               "|---|---|---|---|"]

@@ -196,7 +196,8 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
              f"polish ({st.iterations} iterations): {r_final:.3e}",
              f"- centroid drift during the relaxation: {drift:.2e} m",
              f"- algorithmic dissipation / damper work at the end: "
-             f"{res.energy['numerical_dissipation'][-1]:.4f} J / {res.energy['damper_work'][-1]:.4f} J",
+             f"{res.energy['numerical_dissipation'][-1]:.4f} J / "
+             f"{res.energy['damper_work'][-1]:.4f} J",
              ""]
     if iters:
         def cell(v):
@@ -206,7 +207,8 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
 
         lines += [f"Mean Newton corrections, first {table_steps} steps (tol 1e-7, at most 200):",
                   "", "| Jacobian | mean iterations | wall (s) |", "|---|---|---|",
-                  f"| exact (with SDA dQ/dq, dQ/dqd) | {cell(iters[True])} | {iters[True][1]:.2f} |",
+                  f"| exact (with SDA dQ/dq, dQ/dqd) | {cell(iters[True])} | "
+                  f"{iters[True][1]:.2f} |",
                   f"| without SDA Jacobians | {cell(iters[False])} | {iters[False][1]:.2f} |", ""]
     lines += ["| cable | group | ends (bar, end) | tension (N) |", "|---|---|---|---|"]
     for j, ((grp, n1, n2), T) in enumerate(zip(layout, tension)):
@@ -224,7 +226,8 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
 
         e = res.energy
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for ax, stop in ((axes[0], min(len(res.t), int(round(0.3 / dt)) + 1)), (axes[1], len(res.t))):
+        early = min(len(res.t), int(round(0.3 / dt)) + 1)
+        for ax, stop in ((axes[0], early), (axes[1], len(res.t))):
             t = res.t[:stop]
             ax.plot(t, (e["kinetic"] + e["spring"])[:stop], label="kinetic + elastic (residual)")
             ax.plot(t, e["damper_work"][:stop], label="SDA damper work")

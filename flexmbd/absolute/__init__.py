@@ -7,7 +7,12 @@
 conditions (:mod:`.statics`), and energy bookkeeping (:mod:`.energy`).
 """
 
-from .statics import StaticResult, consistent_initial_conditions, static_equilibrium, static_residual
+from .statics import (
+           StaticResult,
+           consistent_initial_conditions,
+           static_equilibrium,
+           static_residual,
+)
 from .system import AbsoluteSystem, DynamicsResult, compile_system
 
 __all__ = ["compile_system", "AbsoluteSystem", "DynamicsResult", "StaticResult",

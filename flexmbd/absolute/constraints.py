@@ -162,7 +162,8 @@ class ConstraintSet:
             jb = -1 if isinstance(j.child, Ground) else body_index[id(j.child)]
             p = joint_primitives(j, ib, jb)
             if len(p) != j.n_constraints:  # pragma: no cover - library consistency
-                raise ModelError(f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}")
+                raise ModelError(
+                    f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}")
             prims += p
             self.joint_rows.append(slice(rows, rows + len(p)))
             self.joint_ends.append((ib, jb))
@@ -239,7 +240,8 @@ class ConstraintSet:
             return phi
         other = np.stack([Y, Y, X, X], axis=1)  # (np,4,3)
         jr = self.sg * self.pt  # coefficient of r_b
-        vals = np.concatenate([jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)], axis=2)
+        vals = np.concatenate([jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)],
+                              axis=2)
         rows = np.concatenate([self.jac_rows, self.norm_rows])
         cols = np.concatenate([self.jac_cols, self.norm_cols])
         data = np.concatenate([vals[self.live].ravel(), e.ravel()])
@@ -289,7 +291,7 @@ class ConstraintSet:
 
     # -- reactions --------------------------------------------------------------------
     def reactions(self, q, lam):
-        """Reaction wrench of every joint, (n_joints, 6): parent on child, child frame, ``[n; f]``."""
+        """Reaction wrench of every joint (n_joints, 6): parent on child, child frame, [n; f]."""
         r, e = _split(q, self.nb)
         R = normalized_rot(e)
         live = self.live

@@ -334,7 +334,7 @@ def is_joint_force(el):
 
 
 def map_blocks(a, b, K, C, state):
-    """Vectorized :func:`map_jacobians`: body indices ``a``, ``b`` (m,), blocks ``K``, ``C`` (m,6,6).
+    """Vectorized :func:`map_jacobians`: body indices ``a``, ``b`` (m,), blocks ``K``, ``C``.
 
     Returns COO triplets of ``dQ/dq`` and ``dQ/dqd`` (without the TE term).
     """
@@ -461,7 +461,8 @@ class SDABatch:
         uu = np.einsum("ni,nj->nij", u, u)
         Pn = np.eye(3) - uu
         Pdd = np.einsum("nij,nj->ni", Pn, dd)
-        dg_dd = (k[:, None, None] * uu + (c / length)[:, None, None] * np.einsum("ni,nj->nij", u, Pdd)
+        dg_dd = (k[:, None, None] * uu
+                 + (c / length)[:, None, None] * np.einsum("ni,nj->nij", u, Pdd)
                  + (f / length)[:, None, None] * Pn)
         dg_ddd = c[:, None, None] * uu
         Rs = skew_b(rho)  # (n,2,3,3)

@@ -81,7 +81,7 @@ class BodyInertia:
         return M
 
     def residual(self, q, qd, qdd, derivatives=True):
-        """Inertia residual (nb*7,) and optionally the blocks ``M``, ``dR/dq``, ``dR/dqd`` (nb,7,7)."""
+        """Inertia residual (nb*7,) and optionally blocks ``M``, ``dR/dq``, ``dR/dqd`` (nb,7,7)."""
         _, e, _, ed = self._kin(q, qd)
         _, _, rdd, edd = self._kin(np.zeros_like(qdd), qdd)
         m = self.m

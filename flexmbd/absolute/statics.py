@@ -15,8 +15,9 @@ unchanged).
 
 Consistent initial conditions from approximate values: positions by Newton's
 method on ``Phi(q) = 0`` with the minimum-norm correction
-``dq = -Phi_q^T (Phi_q Phi_q^T)^-1 Phi``; velocities by the minimum-norm
-projection on ``Phi_q qd = 0``; accelerations and multipliers from the
+``dq = -Phi_q^T (Phi_q Phi_q^T)^-1 Phi``; velocities by the mass-orthogonal
+projection on ``Phi_q qd = 0`` (the smallest change of kinetic energy);
+accelerations and multipliers from the
 augmented system ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``.
 """
 
@@ -26,11 +27,13 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ConvergenceError, ModelError, SolverError
 
-__all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual"]
+__all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual",
+           "project_velocities"]
 
 
 class StaticResult:
-    """Static equilibrium: ``q``, ``lam``, ``reactions``, ``iterations``, ``residual_norms``, ``converged``."""
+    """Static equilibrium: ``q``, ``lam``, ``reactions``, ``iterations``, ``residual_norms``,
+    ``converged``."""
 
     def __init__(self, system, q, lam, norms, converged):
         self._system = system
@@ -50,7 +53,8 @@ class StaticResult:
 
     def __repr__(self):
         state = "converged" if self.converged else "NOT converged"
-        return f"<StaticResult {state} in {self.iterations} iterations, residual {self.residual:.3e}>"
+        return (f"<StaticResult {state} in {self.iterations} iterations, "
+                f"residual {self.residual:.3e}>")
 
 
 def _kkt(n, Phq, nc):
@@ -165,13 +169,28 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30):
             f"equations cannot be closed from the joints' q0 (|Phi| = {np.linalg.norm(phi):.3e}; "
             f"largest violations at {worst}); give q0 values that (nearly) close the loops"
         )
-    phi, Phq = cs.evaluate(q)
-    A = _min_norm_matrix(Phq, n, nc)
-    P = sp.csr_matrix((Phq[2], (Phq[0], Phq[1])), shape=(nc, n))
-    dx = _lu(A).solve(np.concatenate([np.zeros(n), -(P @ qd)]))
-    qd = qd + dx[:n]
+    qd = project_velocities(system, q, qd)
     fd = system.forward_dynamics(q, qd, 0.0)
     return q, qd, fd.qdd, fd.lam
+
+
+def project_velocities(system, q, qd):
+    """Mass-orthogonal projection of ``qd`` on ``Phi_q qd = 0``.
+
+    Solves ``[M Phi_q^T; Phi_q 0] [dqd; mu] = [0; -Phi_q qd]``: the smallest change
+    in the kinetic-energy metric (the Euler-parameter gauge direction, where
+    ``M e = 0``, is fixed by the normalization rows ``e . de = 0``).
+    """
+    n, nc = system.n, system.nc
+    Mb = system.inertia.mass_blocks(q)
+    pr, pc, pv = system.constraints.evaluate(q)[1]
+    rows = np.concatenate([system.inertia.rows, pr + n, pc])
+    cols = np.concatenate([system.inertia.cols, pc, pr + n])
+    vals = np.concatenate([Mb.ravel(), pv, pv])
+    A = sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
+    viol = np.bincount(pr, weights=pv * np.asarray(qd)[pc], minlength=nc)
+    dx = _lu(A).solve(np.concatenate([np.zeros(n), -viol]))
+    return np.asarray(qd, dtype=float) + dx[:n]
 
 
 def _min_norm_matrix(Phq, n, nc):

@@ -73,7 +73,7 @@ class DynamicsResult:
 
 
 class DAETerms:
-    """Residual pieces and (optionally) Jacobian pieces at one state (see :meth:`AbsoluteSystem.dae_terms`).
+    """Residual and (optionally) Jacobian pieces at one state (:meth:`AbsoluteSystem.dae_terms`).
 
     Attributes: ``R`` inertia residual, ``Q`` applied forces, ``PtL`` = ``Phi_q^T lam``,
     ``phi`` constraints; COO triplets ``M``, ``Kin`` (dR/dq), ``Din`` (dR/dqd),
@@ -104,7 +104,8 @@ class AbsoluteSystem:
 
     def __init__(self, model, jacobian="exact"):
         if jacobian not in ("exact", "no-forces"):
-            raise ModelError(f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}")
+            raise ModelError(
+                f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}")
         self.model = model
         self.jacobian_mode = jacobian
         self._rev = None
@@ -209,7 +210,8 @@ class AbsoluteSystem:
         """Sparse mass matrix (7nb x 7nb)."""
         self.refresh()
         M = self.inertia.mass_blocks(np.asarray(q, float))
-        return sp.csr_matrix((M.ravel(), (self.inertia.rows, self.inertia.cols)), shape=(self.n, self.n))
+        return sp.csr_matrix((M.ravel(), (self.inertia.rows, self.inertia.cols)),
+                             shape=(self.n, self.n))
 
     def constraint(self, q):
         """``Phi(q)`` (nc,): joint equations then normalizations."""
@@ -319,7 +321,9 @@ class AbsoluteSystem:
         return T
 
     def iteration_matrix(self, T, aM, aKin, aDin, aK, aD, scale=1.0, aKinv=0.0, extra=()):
-        """Sparse ``[[aM M + aKin dR/dq + aDin dR/dqd + aK (H - dQ/dq) - aD dQ/dqd, Phi_q^T], [Phi_q, 0]]``.
+        """Sparse Newton matrix ``[[J, Phi_q^T], [Phi_q, 0]]``.
+
+        ``J = aM M + aKin dR/dq + aDin dR/dqd + aK (H - dQ/dq) - aD dQ/dqd``.
 
         The constraint blocks are multiplied by ``scale``; ``aKinv`` weights the
         derivative of the velocity part of the inertia residual (``T.Kinv``, HHT);
@@ -401,7 +405,7 @@ class AbsoluteSystem:
 
     # -- statics and simulation -------------------------------------------------------
     def static_equilibrium(self, q=None, t=0.0, **options):
-        """Static equilibrium from ``q`` (default: the initial configuration); see :mod:`.statics`."""
+        """Static equilibrium from ``q`` (default: the initial configuration), :mod:`.statics`."""
         from .statics import static_equilibrium
 
         self.refresh()

@@ -350,27 +350,13 @@ def _memory_jacobian(system, W, coef):
 
 
 def _project_velocities(system, q, qd, T):
-    """Mass-orthogonal projection of ``qd`` on ``Phi_q qd = 0`` (at the accepted ``q``).
+    """Mass-orthogonal velocity projection (:func:`flexmbd.absolute.statics.project_velocities`)."""
+    from ..absolute.statics import project_velocities
 
-    Solves ``[M Phi_q^T; Phi_q 0] [dqd; mu] = [0; -Phi_q qd]``: the smallest change in
-    the kinetic-energy metric (the gauge direction, where ``M e = 0``, is fixed by the
-    normalization row ``e . de = 0``).
-    """
-    n, nc = system.n, system.nc
-    import scipy.sparse as sp
-
-    Mb = system.inertia.mass_blocks(q)
-    pr, pc, pv = system.constraints.evaluate(q)[1]
-    rows = np.concatenate([system.inertia.rows, pr + n, pc])
-    cols = np.concatenate([system.inertia.cols, pc, pr + n])
-    vals = np.concatenate([Mb.ravel(), pv, pv])
-    A = sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
-    viol = np.bincount(pr, weights=pv * qd[pc], minlength=nc)
     try:
-        dx = spla.splu(A).solve(np.concatenate([np.zeros(n), -viol]))
-    except RuntimeError:
+        return project_velocities(system, q, qd)
+    except Exception:  # singular: keep the step, remove the gauge only
         return _remove_gauge(system, q, qd)
-    return qd + dx[:n]
 
 
 def _remove_gauge(system, q, qd):

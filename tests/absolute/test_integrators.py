@@ -54,7 +54,8 @@ def test_force_weighted_hht_is_first_order_with_euler_parameters():
         for dt in (0.02, 0.01):
             res = s.simulate(1.0, dt=dt, integrator="hht", alpha=-0.1, form=form, tol=1e-11,
                              energy=False)
-            e.append(np.linalg.norm(s.rotation(res.q[-1], "b")[:, 0] - [np.cos(3.0), np.sin(3.0), 0]))
+            x = s.rotation(res.q[-1], "b")[:, 0]
+            e.append(np.linalg.norm(x - [np.cos(3.0), np.sin(3.0), 0]))
         errs[form] = np.log2(e[0] / e[1])
     assert abs(errs["acceleration"] - 2) < 0.1
     assert abs(errs["force"] - 1) < 0.2
@@ -71,7 +72,7 @@ def test_newmark_energy_drift_bounded():
     s = m.compile("absolute")
     peaks = []
     for dt in (0.01, 0.005):
-        res = s.simulate(3.0, dt=dt, integrator="newmark", tol=1e-10)
+        res = s.simulate(2.0, dt=dt, integrator="newmark", tol=1e-10)
         E = res.energy["total"]
         drift = np.abs(E - E[0]) / res.energy["kinetic"].max()
         half = len(E) // 2

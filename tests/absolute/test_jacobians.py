@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from abs_helpers import all_joints_model, central_jacobian, random_unit_state, rel_err
 
 import flexmbd as fm
 from flexmbd.absolute.forces import BodyState
 from flexmbd.spatial import rotvec_to_rot
-
-from abs_helpers import all_joints_model, central_jacobian, rel_err, random_unit_state
 
 TOL = 1e-7
 
@@ -38,7 +37,8 @@ def test_sda_body_level_jacobians(seed):
     m.ja = fm.Free(m.ground, m.a)
     m.jb = fm.Free(m.a, m.b)
     m.s = fm.SpringDamperActuator(m.a, rng.normal(size=3), m.b, rng.normal(size=3),
-                                  k=rng.uniform(1, 1e4), c=rng.uniform(0, 100), l0=rng.uniform(0.1, 2),
+                                  k=rng.uniform(1, 1e4), c=rng.uniform(0, 100),
+                                  l0=rng.uniform(0.1, 2),
                                   fa=rng.normal() * 10)
     bodies = [m.a, m.b]
     P = {b: (rotvec_to_rot(rng.normal(size=3)), rng.normal(size=3)) for b in bodies}
@@ -175,7 +175,7 @@ def test_joint_force_power_and_jacobians():
     """Joint forces: power tau.v preserved; Jacobians exact at consistent configurations."""
     rng = np.random.default_rng(11)
     m = all_joints_model(rng, sda=False, joint_force=True)
-    for k, j in enumerate(m.joints()):
+    for j in m.joints():
         if j.nq:
             q0 = j.neutral() + 0.3 * rng.normal(size=j.nq)
             j.q0 = j.normalize(q0)

@@ -8,11 +8,10 @@
 
 import numpy as np
 import pytest
+from abs_helpers import all_joints_model, newton_euler_residual
 
 import flexmbd as fm
 from flexmbd.spatial import rotation_matrix
-
-from abs_helpers import all_joints_model, newton_euler_residual
 
 
 def u(a):
@@ -106,8 +105,8 @@ def test_double_pendulum_against_minimal_coordinates(seed):
 
 # -- slider-crank (the seed's data) ---------------------------------------------------
 def slider_crank(k, c, fa):
-    import sys
     import os
+    import sys
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     import sda_slider_crank

@@ -4,7 +4,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
@@ -15,7 +14,8 @@ def test_slider_crank_iterations_trend(tmp_path):
 
     out = ex.main(out_dir=str(tmp_path), k_values=(1e2, 1e4, 1e6), c_values=(1e1, 1e4),
                   steps=15, static_k=(2e4,), plot=True)
-    assert (tmp_path / "sda_slider_crank.md").exists() and (tmp_path / "sda_slider_crank.png").exists()
+    assert (tmp_path / "sda_slider_crank.md").exists()
+    assert (tmp_path / "sda_slider_crank.png").exists()
     exact = [a for a, _ in out["k"]] + [a for a, _ in out["c"]]
     without_k = [b for _, b in out["k"]]
     without_c = [b for _, b in out["c"]]
