@@ -54,8 +54,9 @@ from ._nbjoints import (
 I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG = range(12)
 NI = 12
 # matrices
-M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC = range(14)
-NM = 14
+(M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC, M_C0,
+ M_K0) = range(16)
+NM = 16
 # vectors
 (V_CJ, V_VEL, V_AB, V_FB, V_FE, V_AF, V_BX, V_FEXT, V_MASK, V_PRM, V_PRM2, V_MC, V_T6,
  V_VJ) = range(14)
@@ -134,6 +135,21 @@ def _m2c(R, p, v, out):
     out[3] = R[0, 0] * ux + R[1, 0] * uy + R[2, 0] * uz
     out[4] = R[0, 1] * ux + R[1, 1] * uy + R[2, 1] * uz
     out[5] = R[0, 2] * ux + R[1, 2] * uy + R[2, 2] * uz
+
+
+@njit(cache=True, inline="always")
+def _build_phi(R, p, Xk):
+    """Xk = Phi (6x6) = [[R, p~ R], [0, R]]."""
+    for i in range(3):
+        for j in range(3):
+            r = R[i, j]
+            Xk[i, j] = r
+            Xk[3 + i, 3 + j] = r
+            Xk[3 + i, j] = 0.0
+    for j in range(3):
+        Xk[0, 3 + j] = p[1] * R[2, j] - p[2] * R[1, j]
+        Xk[1, 3 + j] = p[2] * R[0, j] - p[0] * R[2, j]
+        Xk[2, 3 + j] = p[0] * R[1, j] - p[1] * R[0, j]
 
 
 @njit(cache=True, inline="always")
@@ -431,6 +447,8 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v):
             if jt == REVOLUTE:
                 cq = np.cos(q[qo])
                 sq = np.sin(q[qo])
+                Vv[V_PRM2, k, 0] = cq
+                Vv[V_PRM2, k, 1] = sq
                 for i in range(3):
                     a0 = A0[i, 0]
                     a1 = A0[i, 1]
@@ -612,22 +630,40 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         pk = Ia[I_PARENT, k]
         Ak = A[k]
         Gk = Mm[M_G, k]
-        if pk > 0:
+        if pk > 0 and Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+            # revolute: Phi_k = Phi0_k Rz' (Rz' = diag(Rz, Rz)); with the constants
+            # C0 = G_p Phi0 and K0 = Phi0^T G_p Phi0:  Y = C0 Rz',  Phi^T G_p Phi = Rz'^T K0 Rz'
+            cq = Vv[V_PRM2, k, 0]
+            sq = Vv[V_PRM2, k, 1]
+            Yk = Y[k]
+            C0 = Mm[M_C0, k]
+            K0 = Mm[M_K0, k]
+            for i in range(6):
+                for b in range(0, 6, 3):
+                    y0 = C0[i, b]
+                    y1 = C0[i, b + 1]
+                    Yk[i, b] = cq * y0 + sq * y1
+                    Yk[i, b + 1] = cq * y1 - sq * y0
+                    Yk[i, b + 2] = C0[i, b + 2]
+                    k0 = K0[i, b]
+                    k1 = K0[i, b + 1]
+                    T1[i, b] = cq * k0 + sq * k1
+                    T1[i, b + 1] = cq * k1 - sq * k0
+                    T1[i, b + 2] = K0[i, b + 2]
+            for j in range(6):
+                for b in range(0, 6, 3):
+                    t0 = T1[b, j]
+                    t1 = T1[b + 1, j]
+                    Ak[b, j] = Gk[b, j] + cq * t0 + sq * t1
+                    Ak[b + 1, j] = Gk[b + 1, j] + cq * t1 - sq * t0
+                    Ak[b + 2, j] = Gk[b + 2, j] + T1[b + 2, j]
+            if Ia[I_ONE, pk] != k:
+                # a child of a node: its siblings need Phi_k explicitly
+                _build_phi(R3[R_REL, k], P3[P_REL, k], X[k])
+        elif pk > 0:
             # X = Phi_k (6x6), Y = G_p X, A = G_k + X^T Y
             Xk = X[k]
-            R = R3[R_REL, k]
-            p = P3[P_REL, k]
-            for i in range(3):
-                for j in range(3):
-                    r = R[i, j]
-                    Xk[i, j] = r
-                    Xk[3 + i, 3 + j] = r
-                    Xk[3 + i, j] = 0.0
-                    # (p~ R)[i, j]
-            for j in range(3):
-                Xk[0, 3 + j] = p[1] * R[2, j] - p[2] * R[1, j]
-                Xk[1, 3 + j] = p[2] * R[0, j] - p[0] * R[2, j]
-                Xk[2, 3 + j] = p[0] * R[1, j] - p[1] * R[0, j]
+            _build_phi(R3[R_REL, k], P3[P_REL, k], Xk)
             Yk = Y[k]
             _matmul6(Mm[M_G, pk], Xk, Yk)
             for i in range(6):
@@ -636,6 +672,8 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                                            + Xk[2, i] * Yk[2, j] + Xk[3, i] * Yk[3, j]
                                            + Xk[4, i] * Yk[4, j] + Xk[5, i] * Yk[5, j])
             _mirror6(Ak)
+        if pk > 0:
+            Yk = Y[k]
             # D_k = -P_p Y P_k  -> coupling (parent, k), stored in Cr[pk] if single child
             c1 = Ia[I_ONE, pk] == k
             if c1:

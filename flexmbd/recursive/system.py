@@ -54,10 +54,12 @@ from ._kernels import (
     I_QO,
     I_REV,
     I_VO,
+    M_C0,
     M_G,
     M_H,
     M_HC,
     M_I,
+    M_K0,
     M_L,
     M_WC,
     NI,
@@ -389,6 +391,15 @@ class RecursiveSystem:
             G = np.linalg.inv(Ik)
             Mm[M_I, k], Mm[M_G, k] = Ik, 0.5 * (G + G.T)
             Vv[V_MC, k, :3], Vv[V_MC, k, 3] = m * c, m
+            if p > 0:
+                # constants of the revolute fast path: Phi_k = Phi0 diag(Rz, Rz)
+                R0, p0 = R3[R_0, k], P3[P_0, k]
+                X0 = np.zeros((6, 6))
+                X0[:3, :3] = X0[3:, 3:] = R0
+                X0[:3, 3:] = np.array([[0, -p0[2], p0[1]], [p0[2], 0, -p0[0]],
+                                       [-p0[1], p0[0], 0]]) @ R0
+                Mm[M_C0, k] = Mm[M_G, p] @ X0
+                Mm[M_K0, k] = X0.T @ Mm[M_C0, k]
             assert nvk == len(self._UNIT_H.get(code, (0, 0)))
         # force elements
         grav = np.zeros(3)
