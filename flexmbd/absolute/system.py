@@ -357,8 +357,14 @@ class AbsoluteSystem:
     def forward_dynamics(self, q, qd, t=0.0):
         """Accelerations, multipliers and joint reactions at ``(q, qd, t)``.
 
-        Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``.
+        Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``. Joint
+        forces enter through :class:`~flexmbd.JointForce` elements (there is no ``tau``
+        argument: the absolute coordinates have no joint speeds).
         """
+        if np.ndim(t) != 0:
+            raise ModelError(
+                "absolute forward_dynamics(q, qd, t): t must be a scalar time; joint forces go "
+                "through fm.JointForce elements (this formulation has no tau argument)")
         self.refresh()
         q = np.asarray(q, float)
         qd = np.asarray(qd, float)
