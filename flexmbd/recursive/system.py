@@ -527,6 +527,7 @@ class RecursiveSystem:
             bad, st = K.forward_dynamics_batch(*self._args(), Q, V, TAU, FEXT, self._Jv,
                                                self._gravity, self._use_grav, QDD, REAC, FS, ACC,
                                                FTs, has_fext)
+            self._Vv[V_FEXT] = 0.0
             if bad >= 0:
                 self._raise_factor(st, Q[bad])
         # constraint part W F_S: rotate aligned axes back to the joint frame axes
@@ -599,22 +600,31 @@ class RecursiveSystem:
 
     def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
         """Lean single-state forward dynamics for integrators: returns qdd (copy)."""
-        self._refresh()
+        if self._revision != self.model.revision:
+            self._refresh()
         Jv = self._Jv
-        Jv[0] = 0.0
-        if tau is not None:
+        if tau is None:
+            Jv[0] = 0.0
+        else:
             Jv[0, :self.nv] = tau
-        fext = self._Vv[V_FEXT]
-        fext[:] = 0.0
-        if self._joint_forces or self._generic:
-            self._applied(t, q, qd, Jv[0], fext)
+        applied = self._joint_forces or self._generic
+        if applied:
+            self._applied(t, q, qd, Jv[0], self._Vv[V_FEXT])
         if self.algorithm == "general":
             from .general import general_cfa
 
-            return general_cfa(self, q, qd, Jv[0, :self.nv].copy(), fext.copy())[0]
-        st = K.forward_dynamics(*self._args(), np.ascontiguousarray(q, dtype=float),
-                                np.ascontiguousarray(qd, dtype=float), Jv, self._gravity,
-                                self._use_grav, self._reac)
+            out = general_cfa(self, q, qd, Jv[0, :self.nv].copy(), self._Vv[V_FEXT].copy())
+            self._Vv[V_FEXT] = 0.0
+            return (out[0], out[1]) if reactions else out[0]
+        if not (type(q) is np.ndarray and q.dtype == np.float64 and q.flags.c_contiguous):
+            q = np.ascontiguousarray(q, dtype=float)
+        if not (type(qd) is np.ndarray and qd.dtype == np.float64 and qd.flags.c_contiguous):
+            qd = np.ascontiguousarray(qd, dtype=float)
+        st = K.forward_dynamics(self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3,
+                                self._Tt, self._Dn, q, qd, Jv, self._gravity, self._use_grav,
+                                self._reac)
+        if applied:
+            self._Vv[V_FEXT] = 0.0
         if st != 0:
             self._raise_factor(st, q)
         qdd = Jv[3, :self.nv].copy()
