@@ -81,6 +81,7 @@ from ..model.joints import (
     Spherical,
     Universal,
 )
+from ..kinematics import relative_pose
 from ..spatial import rot_to_quat
 
 __all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
@@ -244,32 +245,25 @@ class _Cut:
             (j, -1.0) for j in pathP if j not in common]
 
 
-def _frame_world(states, body, frame, ground):
-    if body is ground:
-        return frame.rotation, frame.position
-    R, r = states[body.name][0], states[body.name][1]
-    return R @ frame.rotation, r + R @ frame.position
-
-
-def _body_twist(states, body, ground):
-    if body is ground:
-        return np.zeros(3), np.zeros(3), np.zeros(3)
-    R, r, w, v = states[body.name]
-    return w, v, r
-
-
 class CutJointConstraints:
     """Constraint equations of the cut joints and drivers of a model, on a tree system.
 
     Implements the interface of :class:`flexmbd.constraints.projection.Constraints`
-    (``phi``, ``jacobian``, ``phi_t``, ``gamma``, ``retract``, ``names``) using the
-    tree system's public interface only (``body_states``, ``forward_dynamics``,
-    ``coordinates``/``speeds``) and the topology of its model. Values at the last
-    ``(q, v, t)`` are cached, so the projector's calls cost one kinematics pass.
+    (``phi``, ``jacobian``, ``phi_t``, ``gamma``, ``retract``, ``names``). Only the
+    bodies on the loops are needed: their poses, twists, the world motion
+    subspaces of the tree joints between them and ground, and the bias of the
+    relative acceleration are computed in one pass from ground outwards
+    (:meth:`_kinematics`), from the joints' own kinematics (``transform``,
+    ``motion_subspace``, ``bias_acceleration``) and the tree topology: the tree
+    solver is not needed for the constraints. Values at the last ``(q, v, t)``
+    are cached, so the projector's calls cost one pass.
 
-    ``gamma`` needs the relative acceleration of the cut joint at zero tree
-    accelerations; it is summed along the two tree paths from the joints' motion
-    subspaces and bias accelerations (:meth:`_path_terms`), so no extra tree pass.
+    ``gamma`` needs the relative acceleration of each cut joint at zero tree
+    accelerations: with ``X_j`` the world placement of tree joint ``j``'s child
+    frame, ``c_j`` its bias acceleration and ``V_B`` the (spatial, world-origin)
+    twist of the body carrying that frame, the outboard body's acceleration gets
+    ``s_j [X_j (H_j v'_j + c_j) + V_B x (X_j H_j v_j)]`` (``s_j = -1`` for a
+    reversed tree joint); summed along the two paths of the cut joint.
     """
 
     def __init__(self, tree, cut_joints, drivers=(), topology=None):
@@ -281,12 +275,14 @@ class CutJointConstraints:
         bodies = model.bodies()
         # tree joint of every body (the one joining it to its inboard body), reversal
         self._inboard = {}
+        self._label = {id(model.ground): 0}
         for label in range(1, topo.n_bodies + 1):
             b = bodies[int(topo.original_body[label]) - 1]
             jn = int(topo.tree_joint[label])
             p = int(topo.parent[label])
             pb = model.ground if p == 0 else bodies[int(topo.original_body[p]) - 1]
             self._inboard[id(b)] = (joints[jn - 1], bool(topo.reversed[jn - 1]), pb)
+            self._label[id(b)] = label
         self._qsl, self._vsl = _slices(tree.coordinates), _slices(tree.speeds)
         self.cuts = []
         row = 0
@@ -294,6 +290,12 @@ class CutJointConstraints:
             c = _Cut(j, self, row)
             self.cuts.append(c)
             row += c.m
+        # bodies on the loops, inboard first (regular labels increase outwards)
+        loop = {}
+        for c in self.cuts:
+            for j, rev, b in self._path(c.P) + self._path(c.C):
+                loop[id(b)] = b
+        self._loop_bodies = sorted(loop.values(), key=lambda b: self._label[id(b)])
         self.drivers = []
         for d in drivers:
             if d.joint.name not in self._vsl:
@@ -359,23 +361,80 @@ class CutJointConstraints:
         """Per cut joint: ``(R, d, V_rel, D, R_c, p_c)`` at ``(q, v)`` (``V_rel`` None without v)."""
         return self._eval(q, v, t)["rel"]
 
+    def _kinematics(self, q, v):
+        """Poses, twists and joint terms of the loop bodies (world axes).
+
+        Returns ``body -> (R, r, w, vO)`` (``vO``: velocity of the body point at the
+        world origin) and ``joint -> (sign, speeds, Wcol, Lcol, o, bias6)`` with the
+        joint's world motion columns ``Wcol`` (3 x nv, angular) and ``Lcol`` (linear at
+        the child-frame origin ``o``), and its spatial bias contribution (or None).
+        """
+        ground = self.ground
+        z3 = np.zeros(3)
+        body = {id(ground): (np.eye(3), z3, z3, z3)}
+        joint = {}
+        for b in self._loop_bodies:
+            j, rev, pb = self._inboard[id(b)]
+            Rp, rp, wp, vOp = body[id(pb)]
+            qs = self._qsl.get(j.name)
+            qj = q[qs] if qs is not None else np.zeros(0)
+            Rrel, prel = relative_pose(j, qj, rev)
+            R = Rp @ Rrel
+            r = rp + Rp @ prel
+            if not j.nv:
+                body[id(b)] = (R, r, wp, vOp)
+                continue
+            # world pose of the joint's child frame (on b, or on pb when reversed)
+            Rb, rb = (Rp, rp) if rev else (R, r)
+            cf = j.child_frame
+            Rcj = Rb @ cf.rotation
+            ocj = rb + Rb @ cf.position
+            H = j.motion_subspace(qj)
+            sg = -1.0 if rev else 1.0
+            Wc = sg * (Rcj @ H[:3])
+            Lc = sg * (Rcj @ H[3:])
+            bias = None
+            if v is None:
+                body[id(b)] = (R, r, z3, z3)
+            else:
+                vj = v[self._vsl[j.name]]
+                wj = Wc @ vj
+                uO = Lc @ vj - _cross(wj, ocj)           # relative twist at the world origin
+                w = wp + wj
+                vO = vOp + uO
+                body[id(b)] = (R, r, w, vO)
+                # carrier of the joint's child frame: b (declared child) or pb (reversed)
+                wB, vB = (wp, vOp) if rev else (w, vO)
+                cj = j.bias_acceleration(qj, vj)
+                cw = sg * (Rcj @ cj[:3])
+                cO = sg * (Rcj @ cj[3:]) - _cross(cw, ocj)
+                bias = np.concatenate([cw + _cross(wB, wj),
+                                       cO + _cross(wB, uO) + _cross(vB, wj)])
+            joint[id(j)] = (self._vsl[j.name], Wc, Lc, ocj, bias)
+        return body, joint
+
     def _eval(self, q, v, t):
         q = np.asarray(q, dtype=float)
         key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
         if key == self._key or (v is None and self._key is not None
                                 and key[0] == self._key[0] and key[2] == self._key[2]):
             return self._cache
-        ground = self.ground
-        states = self.tree.body_states(q, v)
+        if v is not None:
+            v = np.asarray(v, dtype=float)
+        body, joint = self._kinematics(q, v)
         m, nv = self.m, self._nv
         phi = np.zeros(m)
         J = np.zeros((m, nv))
         gamma = np.zeros(m)
         rel = []
         for c in self.cuts:
-            j = c.joint
-            Rp_, pp = _frame_world(states, c.P, j.parent_frame, ground)
-            Rc_, pc = _frame_world(states, c.C, j.child_frame, ground)
+            jt = c.joint
+            RP, rP, wP, vOP = body[id(c.P)]
+            RC, rC, wC, vOC = body[id(c.C)]
+            Rp_ = RP @ jt.parent_frame.rotation
+            pp = rP + RP @ jt.parent_frame.position
+            Rc_ = RC @ jt.child_frame.rotation
+            pc = rC + RC @ jt.child_frame.position
             R = Rp_.T @ Rc_
             d = Rp_.T @ (pc - pp)
             s = R.T @ d
@@ -389,26 +448,33 @@ class CutJointConstraints:
             if len(c.F):
                 phi[c.rows.start + nt:c.rows.stop] = np.einsum("ij,ij->i", RtF, c.G)
                 D[nt:, :3] = _crossn(c.G, RtF)
-            Jrel, bias_sp = self._path_terms(c, states, Rc_, pc, q, v)
+            # J_rel (c axes at p_c) and the spatial bias of A_C - A_P (world origin)
+            Jrel = np.zeros((6, nv))
+            bsp = np.zeros(6)
+            RcT = Rc_.T
+            for (j, rev, outb), sign in c.path:
+                if not j.nv:
+                    continue
+                vs, Wc, Lc, ocj, bias = joint[id(j)]
+                Va = Lc - _skew(pc - ocj) @ Wc                 # w x (p_c - o) per column
+                Jrel[:3, vs] += sign * (RcT @ Wc)
+                Jrel[3:, vs] += sign * (RcT @ Va)
+                if bias is not None:
+                    bsp += sign * bias
             J[c.rows] = D @ Jrel
             Vrel = None
             if v is not None:
-                wC, vC, rC = _body_twist(states, c.C, ground)
-                wP, vP, rP = _body_twist(states, c.P, ground)
                 # world relative twist at p_c: w_w, u_w = v_C(p_c) - v_P(p_c)
                 w_w = wC - wP
-                u_w = vC + _cross(wC, pc - rC) - vP - _cross(wP, pc - rP)
-                Vrel = np.concatenate([Rc_.T @ w_w, Rc_.T @ u_w])
+                u_w = vOC + _cross(wC, pc) - vOP - _cross(wP, pc)
+                Vrel = np.concatenate([RcT @ w_w, RcT @ u_w])
                 w, u = Vrel[:3], Vrel[3:]
-                # bias of the relative acceleration (spatial, world origin) -> c axes at p_c
-                dalpha = bias_sp[:3]
-                vOC = vC - _cross(wC, rC)
-                vOP = vP - _cross(wP, rP)
-                da = (bias_sp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
+                dalpha = bsp[:3]
+                da = (bsp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
                       - _cross(wP, vOP + _cross(wP, pc)))
                 dw = dalpha - _cross(wC, w_w)
                 du = da - _cross(wP, u_w) - _cross(wC, u_w)
-                bias = np.concatenate([Rc_.T @ dw, Rc_.T @ du])
+                bias = np.concatenate([RcT @ dw, RcT @ du])
                 gc = -(D @ bias)
                 if nt:
                     sdot = u + _cross(s, w)
@@ -430,7 +496,7 @@ class CutJointConstraints:
                 cth, sth = np.cos(qj[2]), np.sin(qj[2])
                 row[1:] = (cth, -sth) if ci == 0 else (sth, cth)
                 if v is not None:
-                    vj = np.asarray(v)[vs]
+                    vj = v[vs]
                     drow = np.array([0.0, -sth, -cth]) if ci == 0 else np.array([0.0, cth, -sth])
                     g -= vj[0] * (drow @ vj)
             elif isinstance(j, Planar):
@@ -443,52 +509,15 @@ class CutJointConstraints:
         self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
         return self._cache
 
-    def _path_terms(self, c, states, Rc_, pc, q, v):
-        """``J_rel`` (6 x nv; c axes at p_c) and, with speeds, the bias of the relative
-        spatial acceleration ``A_C - A_P`` at zero tree accelerations (world origin).
-
-        Per tree joint on the path (sign s: + moves C, - moves P; reversed joints
-        flip it): ``A_C - A_P = sum s [X_j (H v' + c_j) + V_B x (X_j H v)]`` with
-        ``X_j`` the world placement of the joint's child frame, ``c_j`` the joint's
-        bias acceleration and ``V_B`` the twist of the body carrying that frame.
-        """
-        Jrel = np.zeros((6, self._nv))
-        bias = np.zeros(6)
-        ground = self.ground
-        RcT = Rc_.T
-        for (j, rev, outb), sign in c.path:
-            if not j.nv:
-                continue
-            B = j.child
-            Rcj, ocj = _frame_world(states, B, j.child_frame, ground)
-            qj = q[self._qsl[j.name]]
-            H = j.motion_subspace(qj)
-            sg = -sign if rev else sign
-            Wa = Rcj @ H[:3]
-            La = Rcj @ H[3:]
-            Va = La + _crossn(Wa.T, pc - ocj).T
-            vs = self._vsl[j.name]
-            Jrel[:3, vs] += sg * (RcT @ Wa)
-            Jrel[3:, vs] += sg * (RcT @ Va)
-            if v is not None:
-                vj = np.asarray(v)[vs]
-                wj = Wa @ vj                               # relative twist, world, at o_cj
-                uj = La @ vj
-                uO = uj - _cross(wj, ocj)                  # ... at the world origin
-                cj = j.bias_acceleration(qj, vj)
-                cw = Rcj @ cj[:3]
-                cO = Rcj @ cj[3:] - _cross(cw, ocj)
-                wB, vB, rB = _body_twist(states, B, ground)
-                vBO = vB - _cross(wB, rB)
-                bias[:3] += sg * (cw + _cross(wB, wj))
-                bias[3:] += sg * (cO + _cross(wB, uO) + _cross(vBO, wj))
-        return Jrel, bias
-
 
 def _cross(a, b):
     """Cross product of two 3-vectors (numpy's np.cross has a large fixed overhead)."""
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                      a[0] * b[1] - a[1] * b[0]])
+
+
+def _skew(a):
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def _crossn(a, b):

@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg import lapack as _lapack
 
 from ..errors import SolverError
 
@@ -239,16 +240,14 @@ class QRBasis:
         k = self.rank if k is None else k
         if k == 0:
             return np.zeros(0)
-        return sla.solve_triangular(self.R[:k, :k], np.asarray(rhs)[self.perm[:k]], trans="T",
-                                    lower=False, check_finite=False)
+        return _tri_solve(self.R[:k, :k], np.asarray(rhs, dtype=float)[self.perm[:k]], 1)
 
     def multipliers(self, mu):
         """Row multipliers ``λ`` (original order) with ``J^T λ = Q[:, :k] mu``, zero on the rest."""
         k = len(mu)
         lam = np.zeros(self.m)
         if k:
-            lam[self.perm[:k]] = sla.solve_triangular(self.R[:k, :k], mu, lower=False,
-                                                      check_finite=False)
+            lam[self.perm[:k]] = _tri_solve(self.R[:k, :k], np.asarray(mu, dtype=float), 0)
         return lam
 
     def tangent(self, k=None):
@@ -278,7 +277,7 @@ def qr_basis(J, rtol=DEFAULT_RTOL, regular_rank=None, atol=1e-300):
     if not np.all(np.isfinite(J)):
         raise SolverError("constraint Jacobian has non-finite entries (NaN/inf); check the "
                           "joint coordinates and the constraint functions")
-    Q, R, perm = sla.qr(J.T, mode="economic", pivoting=True, check_finite=False)
+    Q, R, perm = _pivoted_qr(J.T)
     d = np.abs(np.diag(R))
     if d.size == 0 or d[0] <= atol:
         rank = 0
@@ -357,12 +356,18 @@ class Projector:
         self.regular_rank = None
         self._last_weak = None
         self._last_J = None
+        self._basis_cache = None
         self.info = ProjectionInfo()
 
     # -- bases ------------------------------------------------------------------------
     def basis(self, q, t=0.0, J=None, update=True):
         """:class:`QRBasis` at ``(q, t)``; updates the regular rank and weak directions."""
         J = self.c.jacobian(q, t) if J is None else J
+        key = (J.shape, J.tobytes(), self.regular_rank, update)
+        if self._basis_cache is not None and self._basis_cache[0] == key:
+            b = self._basis_cache[1]
+            self._set_info(b)
+            return b
         b = qr_basis(J, self.rtol, regular_rank=self.regular_rank)
         if update:
             self.regular_rank = max(b.rank, self.regular_rank or 0)
@@ -381,11 +386,15 @@ class Projector:
             self._last_weak = b.Qw.copy()
         elif update and b.rank >= r0:
             self._last_weak = None
+        self._set_info(b)
+        self._basis_cache = ((J.shape, J.tobytes(), self.regular_rank, update), b)
+        return b
+
+    def _set_info(self, b):
         self.info.rank = b.rank
-        self.info.regular_rank = max(r0, b.rank)
+        self.info.regular_rank = max(self.regular_rank or 0, b.rank)
         self.info.n_weak = b.n_weak if self.tangent_projection else 0
         self.info.discarded = b.discarded_mask()
-        return b
 
     def _normal_rows(self, b):
         """Orthonormal constraint rows ``C`` (k x nv) used for the accelerations."""
@@ -525,6 +534,28 @@ class Projector:
 
 
 # -- small linear-algebra helpers ---------------------------------------------------------
+def _pivoted_qr(A):
+    """Economic column-pivoted QR ``A P = Q R`` by LAPACK (dgeqp3/dorgqr; low call overhead)."""
+    n, m = A.shape
+    k = min(n, m)
+    qr, jpvt, tau, _, info = _lapack.dgeqp3(np.array(A, dtype=float, order="F"))
+    if info != 0:  # pragma: no cover - LAPACK argument errors only
+        return sla.qr(A, mode="economic", pivoting=True, check_finite=False)
+    R = np.triu(qr[:k, :])
+    Q, _, info = _lapack.dorgqr(qr[:, :k], tau[:k])
+    return Q, R, jpvt[:m] - 1
+
+
+def _tri_solve(R, b, trans):
+    """Solve ``R x = b`` (trans=0) or ``R^T x = b`` (trans=1), R upper triangular."""
+    x, info = _lapack.dtrtrs(R, b, lower=0, trans=trans)
+    if info != 0:
+        # an exactly zero pivot: R is singular; fall back to least squares
+        A = R.T if trans else R
+        return np.linalg.lstsq(A, b, rcond=None)[0]
+    return x
+
+
 def _norm(x):
     x = np.asarray(x)
     return float(np.max(np.abs(x))) if x.size else 0.0
