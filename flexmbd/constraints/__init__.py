@@ -4,9 +4,16 @@
   normal/tangent bases, position/velocity corrections, tangent-space accelerations,
   Baumgarte and Moore-Penrose alternatives (used by every formulation);
 * :mod:`~flexmbd.constraints.cut` -- cut-joint constraint equations on tree joint
-  coordinates and rheonomic joint drivers for the recursive formulation.
+  coordinates and rheonomic joint drivers (:class:`JointDriver`);
+* :mod:`~flexmbd.constraints.loops` -- :class:`LoopSystem`, the recursive
+  formulation with closed loops (``model.compile("recursive")`` returns one when
+  the model has cut joints or drivers).
 """
 
+from .cut import CutJointConstraints, JointDriver, constraint_rows, cut_coordinates
+from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
 
-__all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis"]
+__all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
+           "JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
+           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]

@@ -450,10 +450,14 @@ class Projector:
             v = v - _pinv_solve(J, res)
         else:
             b = self.basis(q, t, J=J) if basis is None else basis
-            a = b.normal_components(-self.c.phi_t(q, t))
-            v = v - b.Qn @ (b.Qn.T @ v - a)
-            if self.tangent_projection and b.n_weak:
-                v = v - b.Qw @ (b.Qw.T @ v)
+            # near a singular configuration the weak rows are corrected too, like the
+            # positions: their normal velocity (-Phi_t_w - R_rw^T a_r) / R_ww is a ratio of
+            # two small but exactly computed quantities (zero for scleronomic rows)
+            k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
+                else b.rank
+            Qk = b.Q[:, :k]
+            a = b.normal_components(-self.c.phi_t(q, t), k)
+            v = v - Qk @ (Qk.T @ v - a)
         self.info.velocity_violation = _norm(J @ v + self.c.phi_t(q, t))
         return v
 

@@ -42,7 +42,7 @@ def test_andrews_squeezer_matches_test_set_to_8_digits(tmp_path):
 
 def test_four_bar_through_singular_configuration(tmp_path):
     mod = load("four_bar")
-    out, text = quiet(mod.main, t_end=0.6, outdir=tmp_path)
+    out, text = quiet(mod.main, t_end=0.6, outdir=tmp_path, spatial_t_end=0)
     w, wo = out[True], out[False]
     assert w["singular_samples"] > 0                 # the singular window was crossed
     assert w["force_regular"] < 1e-8                 # cut-joint multipliers vs 1-dof model
@@ -52,6 +52,18 @@ def test_four_bar_through_singular_configuration(tmp_path):
     assert wo["acceleration"] > 1e3 * max(w["acceleration"], 1e-9)
     assert wo["force_regular"] > 1e-3
     assert (tmp_path / "four_bar_multipliers.png").exists()
+
+
+def test_spatial_four_bar_with_universal_joints_against_eq_33():
+    mod = load("four_bar")
+    res = mod.simulate_spatial(0.03)                 # one flat (singular) configuration
+    e = mod.spatial_errors(res)
+    assert e["coordinates"] < 1e-10                  # eq. 33
+    assert e["reaction_all"] < 1e-4                  # analytic cut reaction, 7787.5 N
+    assert e["drive_torque"] < 1e-6                  # constant kinetic energy
+    assert e["ranks"] == [3, 4, 5]                   # 5 of 6 regular, 3 at the flat config
+    assert max(e["redundant_cut"]) == 3              # "5 cut equations of which 3 redundant"
+    assert e["position_violation"] < 1e-12
 
 
 @pytest.mark.slow
