@@ -51,8 +51,10 @@ from ._nbjoints import (
 )
 
 # int rows
-I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG = range(12)
-NI = 12
+(I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG,
+ I_FIVE) = range(13)
+I_PERM = 13     # rows 13..18: permutation of the 6 directions, constraint directions first
+NI = 19
 # matrices
 (M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC, M_C0,
  M_K0) = range(16)
@@ -417,6 +419,120 @@ def _proj_vec(x, k, Ia, Mm, Vv, out, sign):
                              + P[i, 4] * x[4] + P[i, 5] * x[5])
 
 
+# ---- size-n block helpers (n = 5 or 6, a literal at every call site so that the
+# compiler unrolls): blocks are stored with the constraint directions first, so a
+# joint with 5 constraint directions only needs the leading 5x5 part (the trailing
+# motion direction is an identity row/column that the elimination never changes).
+
+
+@njit(cache=True, inline="always")
+def _chol_n(A, n):
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        A[j, j] = d
+        inv = 1.0 / d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s * inv
+    return True
+
+
+@njit(cache=True, inline="always")
+def _lsolve_cols_n(Lm, B, X, transpose_b, n):
+    """X[:n,:n] = L^-1 B (or L^-1 B^T)."""
+    for i in range(n):
+        inv = 1.0 / Lm[i, i]
+        for c in range(n):
+            x = B[c, i] if transpose_b else B[i, c]
+            for k in range(i):
+                x -= Lm[i, k] * X[k, c]
+            X[i, c] = x * inv
+
+
+@njit(cache=True, inline="always")
+def _subTmul_sym_n(Y, C, n):
+    """C[:n,:n] -= Y^T Y."""
+    for k in range(n):
+        for i in range(n):
+            yi = Y[k, i]
+            for j in range(n):
+                C[i, j] -= yi * Y[k, j]
+
+
+@njit(cache=True, inline="always")
+def _matTmul_n(A, B, C, s, n):
+    """C[:n,:n] = s A^T B."""
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = 0.0
+    for k in range(n):
+        for i in range(n):
+            a = s * A[k, i]
+            for j in range(n):
+                C[i, j] += a * B[k, j]
+
+
+@njit(cache=True, inline="always")
+def _lsolve_n(Lm, x, n):
+    for i in range(n):
+        t = x[i]
+        for k in range(i):
+            t -= Lm[i, k] * x[k]
+        x[i] = t / Lm[i, i]
+
+
+@njit(cache=True, inline="always")
+def _ltsolve_n(Lm, x, n):
+    for i in range(n - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, n):
+            t -= Lm[k, i] * x[k]
+        x[i] = t / Lm[i, i]
+
+
+@njit(cache=True, inline="always")
+def _subTvec_n(Z, z, b, n):
+    """b[:n] -= Z^T z."""
+    for k in range(n):
+        zk = z[k]
+        for j in range(n):
+            b[j] -= Z[k, j] * zk
+
+
+@njit(cache=True, inline="always")
+def _subvec_n(Z, x, z, n):
+    """z[:n] -= Z x."""
+    for a in range(n):
+        t = 0.0
+        for b in range(n):
+            t += Z[a, b] * x[b]
+        z[a] -= t
+
+
+@njit(cache=True, inline="always")
+def _permute_block(M, Ia, ka, kb, T):
+    """M <- M[perm_a][:, perm_b] (T scratch 6x6)."""
+    for i in range(6):
+        for j in range(6):
+            T[i, j] = M[i, j]
+    for i in range(6):
+        pi = Ia[I_PERM + i, ka]
+        for j in range(6):
+            M[i, j] = T[pi, Ia[I_PERM + j, kb]]
+
+
+@njit(cache=True, inline="always")
+def _step_five(Ia, i, l, r):
+    return Ia[I_FIVE, i] != 0 and (l < 0 or Ia[I_FIVE, l] != 0) and (r < 0 or Ia[I_FIVE, r] != 0)
+
+
 # ---------------------------------------------------------------- kinematics
 
 
@@ -683,6 +799,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                         Cp[i, j] = Yk[i, j]
                 _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
                 _proj_cols(Cp, k, Ia, Mm, Vv)
+                _permute_block(Cp, Ia, pk, k, Tt[T_2])
         else:
             for i in range(6):
                 for j in range(6):
@@ -700,6 +817,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                 for j in range(6):
                     Ak[i, j] -= P[i, j]
                 Ak[i, i] += 1.0
+        _permute_block(Ak, Ia, k, k, Tt[T_2])
     # odd-even reduction of the chains
     ns = Sa[0]
     base = 5
@@ -710,16 +828,28 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         l = Sa[base + 3 * s_ + 1]
         r = Sa[base + 3 * s_ + 2]
         Ai = A[i]
-        if not _chol6(Ai):
-            return i
-        if l >= 0:
-            _lsolve6_cols(Ai, Cr[l], YL[i], True)       # L^-1 C_il, C_il = Cr[l]^T
-            _subTmul6_sym(YL[i], A[l])
-        if r >= 0:
-            _lsolve6_cols(Ai, Cr[i], YR[i], False)      # L^-1 C_ir
-            _subTmul6_sym(YR[i], A[r])
+        if _step_five(Ia, i, l, r):
+            if not _chol_n(Ai, 5):
+                return i
             if l >= 0:
-                _matTmul6(YL[i], YR[i], Cr[l], -1.0)
+                _lsolve_cols_n(Ai, Cr[l], YL[i], True, 5)   # L^-1 C_il, C_il = Cr[l]^T
+                _subTmul_sym_n(YL[i], A[l], 5)
+            if r >= 0:
+                _lsolve_cols_n(Ai, Cr[i], YR[i], False, 5)  # L^-1 C_ir
+                _subTmul_sym_n(YR[i], A[r], 5)
+                if l >= 0:
+                    _matTmul_n(YL[i], YR[i], Cr[l], -1.0, 5)
+        else:
+            if not _chol_n(Ai, 6):
+                return i
+            if l >= 0:
+                _lsolve_cols_n(Ai, Cr[l], YL[i], True, 6)
+                _subTmul_sym_n(YL[i], A[l], 6)
+            if r >= 0:
+                _lsolve_cols_n(Ai, Cr[i], YR[i], False, 6)
+                _subTmul_sym_n(YR[i], A[r], 6)
+                if l >= 0:
+                    _matTmul_n(YL[i], YR[i], Cr[l], -1.0, 6)
     # dense node system
     nd = Sa[1]
     nl = Sa[2]
@@ -737,9 +867,8 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         k = Sa[od + t]
         o = 6 * Ia[I_DSLOT, k]
         for a in range(6):
-            for b in range(a + 1):
+            for b in range(6):
                 Dn[o + a, o + b] = A[k, a, b]
-                Dn[o + b, o + a] = A[k, a, b]
     for t in range(nl):
         k = Sa[ol + 2 * t]
         r = Sa[ol + 2 * t + 1]
@@ -759,6 +888,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                 T1[a, b] = Y[c, a, b]
         _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
         _proj_cols(T1, c, Ia, Mm, Vv)
+        _permute_block(T1, Ia, pk, c, Tt[T_2])
         for a in range(6):
             for b in range(6):
                 Dn[op + a, oc + b] = T1[a, b]
@@ -771,6 +901,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         _matTmul6(X[a_], Y[b_], T1, 1.0)
         _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
         _proj_cols(T1, b_, Ia, Mm, Vv)
+        _permute_block(T1, Ia, a_, b_, Tt[T_2])
         for a in range(6):
             for b in range(6):
                 Dn[oa + a, ob + b] = T1[a, b]
@@ -790,6 +921,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     and Q̈ (eq. 28, row J_QDD)."""
     N = Ia.shape[1] - 1
     t6 = Vv[V_T6, 0]
+    tv = Vv[V_VJ, 0]
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     bx = Vv[V_BX]
@@ -827,7 +959,9 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        _proj_vec(t6, k, Ia, Mm, Vv, bx[k], -1.0)
+        _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
+        for a in range(6):
+            bx[k, a] = tv[Ia[I_PERM + a, k]]
     # odd-even reduction of the right-hand sides
     ns = Sa[0]
     base = 5
@@ -836,19 +970,18 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         l = Sa[base + 3 * s_ + 1]
         r = Sa[base + 3 * s_ + 2]
         z = bx[i]
-        _lsolve6(A[i], z)
-        if l >= 0:
-            Z = YL[i]
-            bl = bx[l]
-            for b in range(6):
-                bl[b] -= (Z[0, b] * z[0] + Z[1, b] * z[1] + Z[2, b] * z[2] + Z[3, b] * z[3]
-                          + Z[4, b] * z[4] + Z[5, b] * z[5])
-        if r >= 0:
-            Z = YR[i]
-            br = bx[r]
-            for b in range(6):
-                br[b] -= (Z[0, b] * z[0] + Z[1, b] * z[1] + Z[2, b] * z[2] + Z[3, b] * z[3]
-                          + Z[4, b] * z[4] + Z[5, b] * z[5])
+        if _step_five(Ia, i, l, r):
+            _lsolve_n(A[i], z, 5)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 5)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 5)
+        else:
+            _lsolve_n(A[i], z, 6)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 6)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 6)
     # dense node system
     nd = Sa[1]
     od = base + 3 * ns
@@ -870,19 +1003,24 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         l = Sa[base + 3 * s_ + 1]
         r = Sa[base + 3 * s_ + 2]
         z = bx[i]
-        if l >= 0:
-            Z = YL[i]
-            xl = bx[l]
-            for a in range(6):
-                z[a] -= (Z[a, 0] * xl[0] + Z[a, 1] * xl[1] + Z[a, 2] * xl[2] + Z[a, 3] * xl[3]
-                         + Z[a, 4] * xl[4] + Z[a, 5] * xl[5])
-        if r >= 0:
-            Z = YR[i]
-            xr = bx[r]
-            for a in range(6):
-                z[a] -= (Z[a, 0] * xr[0] + Z[a, 1] * xr[1] + Z[a, 2] * xr[2] + Z[a, 3] * xr[3]
-                         + Z[a, 4] * xr[4] + Z[a, 5] * xr[5])
-        _ltsolve6(A[i], z)
+        if _step_five(Ia, i, l, r):
+            if l >= 0:
+                _subvec_n(YL[i], bx[l], z, 5)
+            if r >= 0:
+                _subvec_n(YR[i], bx[r], z, 5)
+            _ltsolve_n(A[i], z, 5)
+        else:
+            if l >= 0:
+                _subvec_n(YL[i], bx[l], z, 6)
+            if r >= 0:
+                _subvec_n(YR[i], bx[r], z, 6)
+            _ltsolve_n(A[i], z, 6)
+    # back to natural order: f_k = W F_S (6-vector, e_k axes)
+    for k in range(1, N + 1):
+        for a in range(6):
+            t6[a] = bx[k, a]
+        for a in range(6):
+            bx[k, Ia[I_PERM + a, k]] = t6[a]
     # eq. 28: F = H F_T + W F_S ; V̇ = G (F - sum Phi F_c) ; Q̈ = H^T (V̇ - Phi^T V̇_p)
     for k in range(N + 1):
         for i in range(6):

@@ -44,6 +44,7 @@ from . import _nbjoints as J
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
+    I_FIVE,
     I_JROW,
     I_JT,
     I_NC,
@@ -51,6 +52,7 @@ from ._kernels import (
     I_NV,
     I_ONE,
     I_PARENT,
+    I_PERM,
     I_QO,
     I_REV,
     I_VO,
@@ -272,9 +274,17 @@ class RecursiveSystem:
             Ia[I_QO, k], Ia[I_VO, k] = qoff[tj], voff[tj]
             Ia[I_JROW, k] = tj - 1
             Ia[I_DIAG, k] = int(not Ia[I_REV, k] and Ia[I_JT, k] != J.UNIVERSAL)
+            # block ordering: constraint directions first (5x5 elimination for nc = 5)
+            perm = list(range(6))
+            if Ia[I_DIAG, k]:
+                motion = self._UNIT_H[int(Ia[I_JT, k])]
+                perm = [i for i in range(6) if i not in motion] + list(motion)
+            Ia[I_PERM:I_PERM + 6, k] = perm
+            Ia[I_FIVE, k] = int(bool(Ia[I_DIAG, k]) and j.nv == 1)
         sched = build_schedule(Ia[I_PARENT])
         self.schedule = sched
         Ia[I_ONE] = sched.onechild
+        Ia[I_PERM:I_PERM + 6, 0] = np.arange(6)
         Ia[I_DSLOT] = -1
         for slot, k in enumerate(sched.dense):
             Ia[I_DSLOT, k] = slot
