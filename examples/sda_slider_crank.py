@@ -86,7 +86,8 @@ def static(k, exact_jacobian, max_iter=50):
     r = s.static_equilibrium(max_iter=max_iter, tol=1e-7, raise_on_failure=False)
     l = m.sda.length(fm.absolute.forces.BodyState(s.index, r.q, np.zeros(s.n)))
     return {"k": k, "exact": exact_jacobian, "converged": r.converged, "iterations": r.iterations,
-            "residual": r.residual, "length": l, "theory": m.sda.l0 + 2000.0 / k}
+            "residual": r.residual, "length": l, "theory": m.sda.l0 + 2000.0 / k,
+            "reason": r.reason}
 
 
 def _cell(r):
@@ -123,7 +124,7 @@ def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1
     for a, b in statics:
         fa_ = f"converged in {a['iterations']}" if a["converged"] else "no convergence"
         fb_ = (f"converged in {b['iterations']}" if b["converged"]
-               else f"no convergence ({b['iterations']} it., residual {b['residual']:.1e})")
+               else f"no convergence: {b['reason']} (residual {b['residual']:.1e})")
         lines.append(f"| {a['k']:.0e} | {fa_} | {fb_} | {a['length']:.6f} / {a['theory']:.6f} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "sda_slider_crank.md"), "w") as fh:

@@ -42,6 +42,7 @@ class StaticResult:
         self.residual_norms = np.asarray(norms)
         self.iterations = len(norms) - 1
         self.converged = converged
+        self.reason = None if converged else "iteration limit"
         self.reactions = system.reactions(q, np.zeros_like(q), lam)
 
     @property
@@ -91,6 +92,7 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
     T, res, nr = evaluate(q, lam)
     norms = [nr]
     solves = 0
+    reason = "iteration limit"
     while np.isfinite(nr) and nr > tol and solves < max_iter:
         A = system.iteration_matrix(T, 0.0, 0.0, 0.0, 1.0, 0.0)
         if mu:
@@ -100,10 +102,12 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
             dx = spla.splu(A.tocsc()).solve(-res)
         except RuntimeError:
             if not mu:
+                reason = "singular Newton matrix"
                 break
             mu *= 10.0
             continue
         if not np.all(np.isfinite(dx)):
+            reason = "non-finite step"
             break
         q_new, lam_new = q + dx[:n], lam + dx[n:]
         T_new, res_new, nr_new = evaluate(q_new, lam_new)
@@ -120,10 +124,11 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
         return r
     result = StaticResult(system, q, lam, norms, False)
     result.iterations = solves
+    result.reason = reason
     if raise_on_failure:
         raise ConvergenceError(
-            f"static equilibrium of model {system.model.name!r}: Newton did not converge in "
-            f"{max_iter} iterations (residual {norms[-1]:.3e} > tol {tol:.1e}); a singular or "
+            f"static equilibrium of model {system.model.name!r}: Newton did not converge "
+            f"({reason}, {solves} solves, residual {norms[-1]:.3e} > tol {tol:.1e}); a singular or "
             f"inexact Jacobian (force-element Jacobian switched off?), free rigid-body motions "
             f"(use regularization=...) or a configuration far from equilibrium",
             partial=result, time=t)
