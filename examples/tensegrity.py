@@ -201,6 +201,8 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
              ""]
     if iters:
         def cell(v):
+            if v[2] is not None and not np.isfinite(v[0]):
+                return "Newton diverges in the first step"
             if v[2] is not None:
                 return f"Newton diverges at t = {v[2]:.2f} s ({v[0]:.2f} before)"
             return f"{v[0]:.2f}"
