@@ -137,9 +137,9 @@ def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, runs, key, lab in ((axes[0], k_runs, "k", "k"), (axes[1], c_runs, "c", "c")):
-            for a, b in runs:
-                ax.plot(b["iterations"], "--", label=f"{lab}={a[key]:.0e} without")
-                ax.plot(a["iterations"], "-", label=f"{lab}={a[key]:.0e} exact")
+            for i, (a, b) in enumerate(runs):
+                ax.plot(b["iterations"], "--", color=f"C{i}", label=f"{lab}={a[key]:.0e} without")
+                ax.plot(a["iterations"], "-", color=f"C{i}", label=f"{lab}={a[key]:.0e} exact")
             ax.set_xlabel("time step")
             ax.set_ylabel("Newton iterations")
             ax.set_yscale("log")
