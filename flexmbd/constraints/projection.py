@@ -361,7 +361,15 @@ class Projector:
 
     # -- bases ------------------------------------------------------------------------
     def basis(self, q, t=0.0, J=None, update=True):
-        """:class:`QRBasis` at ``(q, t)``; updates the regular rank and weak directions."""
+        """:class:`QRBasis` at ``(q, t)``.
+
+        ``update=True`` (states on the constraint manifold: after the position
+        correction) may raise the regular rank. Other states (Runge-Kutta stages,
+        Newton iterates) are off the manifold, where a set that is redundant on the
+        manifold can look independent (Bricard's mechanism: the sixth joint's
+        redundant equation gets |R_kk| ~ the distance to the manifold); there the
+        rank is capped at the regular rank.
+        """
         J = self.c.jacobian(q, t) if J is None else J
         key = (J.shape, J.tobytes(), self.regular_rank, update)
         if self._basis_cache is not None and self._basis_cache[0] == key:
@@ -369,8 +377,12 @@ class Projector:
             self._set_info(b)
             return b
         b = qr_basis(J, self.rtol, regular_rank=self.regular_rank)
-        if update:
-            self.regular_rank = max(b.rank, self.regular_rank or 0)
+        if self.regular_rank is None:
+            self.regular_rank = b.rank
+        elif update:
+            self.regular_rank = max(b.rank, self.regular_rank)
+        elif b.rank > self.regular_rank:
+            b.rank = b.regular_rank = self.regular_rank
         r0 = self.regular_rank if self.regular_rank is not None else b.rank
         if r0 > b.regular_rank and self._last_weak is not None and self.tangent_projection:
             # exactly at the singular point the weak directions are round-off noise:
@@ -493,7 +505,7 @@ class Projector:
             lam = _lstsq(A, gamma - J @ vdot_free)
             self.info.rank = int(np.linalg.matrix_rank(J)) if self.method != "none" else 0
             return vdot_free + Y @ lam, lam
-        b = self.basis(q, t, J=J) if basis is None else basis
+        b = self.basis(q, t, J=J, update=False) if basis is None else basis
         C = self._normal_rows(b)
         a = np.zeros(C.shape[0])
         a[: b.rank] = b.normal_components(gamma)
@@ -519,7 +531,7 @@ class Projector:
         J = self.c.jacobian(q, t) if basis is None else basis.J
         if J.shape[0] == 0:
             return np.linalg.solve(M, F), np.zeros(0)
-        b = self.basis(q, t, J=J) if basis is None else basis
+        b = self.basis(q, t, J=J, update=False) if basis is None else basis
         C = self._normal_rows(b)
         gamma = self.c.gamma(q, v, t)
         a = np.zeros(C.shape[0])
