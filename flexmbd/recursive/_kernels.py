@@ -533,6 +533,75 @@ def _step_five(Ia, i, l, r):
     return Ia[I_FIVE, i] != 0 and (l < 0 or Ia[I_FIVE, l] != 0) and (r < 0 or Ia[I_FIVE, r] != 0)
 
 
+
+@njit(cache=True, inline="always")
+def _lsolve5_cols(Lm, B, X, transpose_b):
+    """X[:5,:5] = L^-1 B (or B^T), rows of X with scalar accumulators."""
+    for i in range(5):
+        if transpose_b:
+            x0 = B[0, i]
+            x1 = B[1, i]
+            x2 = B[2, i]
+            x3 = B[3, i]
+            x4 = B[4, i]
+        else:
+            x0 = B[i, 0]
+            x1 = B[i, 1]
+            x2 = B[i, 2]
+            x3 = B[i, 3]
+            x4 = B[i, 4]
+        for k in range(i):
+            lik = Lm[i, k]
+            x0 -= lik * X[k, 0]
+            x1 -= lik * X[k, 1]
+            x2 -= lik * X[k, 2]
+            x3 -= lik * X[k, 3]
+            x4 -= lik * X[k, 4]
+        inv = 1.0 / Lm[i, i]
+        X[i, 0] = x0 * inv
+        X[i, 1] = x1 * inv
+        X[i, 2] = x2 * inv
+        X[i, 3] = x3 * inv
+        X[i, 4] = x4 * inv
+
+
+@njit(cache=True, inline="always")
+def _matTmul5(A, B, C, s):
+    """C[:5,:5] = s A^T B."""
+    for i in range(5):
+        c0 = c1 = c2 = c3 = c4 = 0.0
+        for k in range(5):
+            a = A[k, i]
+            c0 += a * B[k, 0]
+            c1 += a * B[k, 1]
+            c2 += a * B[k, 2]
+            c3 += a * B[k, 3]
+            c4 += a * B[k, 4]
+        C[i, 0] = s * c0
+        C[i, 1] = s * c1
+        C[i, 2] = s * c2
+        C[i, 3] = s * c3
+        C[i, 4] = s * c4
+
+
+@njit(cache=True, inline="always")
+def _subTmul5_sym(A, C):
+    """C[:5,:5] -= A^T A."""
+    for k in range(5):
+        a0 = A[k, 0]
+        a1 = A[k, 1]
+        a2 = A[k, 2]
+        a3 = A[k, 3]
+        a4 = A[k, 4]
+        for i in range(5):
+            ai = A[k, i]
+            C[i, 0] -= ai * a0
+            C[i, 1] -= ai * a1
+            C[i, 2] -= ai * a2
+            C[i, 3] -= ai * a3
+            C[i, 4] -= ai * a4
+
+
 # ---------------------------------------------------------------- kinematics
 
 
@@ -794,30 +863,51 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             c1 = Ia[I_ONE, pk] == k
             if c1:
                 Cp = Cr[pk]
-                for i in range(6):
-                    for j in range(6):
-                        Cp[i, j] = Yk[i, j]
-                _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
-                _proj_cols(Cp, k, Ia, Mm, Vv)
-                _permute_block(Cp, Ia, pk, k, Tt[T_2])
+                if Ia[I_DIAG, pk] and Ia[I_DIAG, k]:
+                    # projection + reordering in one pass: -Y[perm_p, perm_k] on the
+                    # constraint directions, zero elsewhere
+                    ncp = Ia[I_NC, pk]
+                    nck = Ia[I_NC, k]
+                    for a in range(6):
+                        ia = Ia[I_PERM + a, pk]
+                        for b in range(6):
+                            if a < ncp and b < nck:
+                                Cp[a, b] = -Yk[ia, Ia[I_PERM + b, k]]
+                            else:
+                                Cp[a, b] = 0.0
+                else:
+                    for i in range(6):
+                        for j in range(6):
+                            Cp[i, j] = Yk[i, j]
+                    _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
+                    _proj_cols(Cp, k, Ia, Mm, Vv)
+                    _permute_block(Cp, Ia, pk, k, Tt[T_2])
         else:
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
-        # Ã = P A P + (U - P)
-        _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
-        _proj_cols(Ak, k, Ia, Mm, Vv)
+        # Ã = P A P + (U - P), constraint directions first
         if Ia[I_DIAG, k]:
-            mask = Vv[V_MASK, k]
+            T2 = Tt[T_2]
             for i in range(6):
-                Ak[i, i] += 1.0 - mask[i]
+                for j in range(6):
+                    T2[i, j] = Ak[i, j]
+            nck = Ia[I_NC, k]
+            for a in range(6):
+                ia = Ia[I_PERM + a, k]
+                for b in range(6):
+                    if a < nck and b < nck:
+                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
+                    else:
+                        Ak[a, b] = 1.0 if a == b else 0.0
         else:
+            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
+            _proj_cols(Ak, k, Ia, Mm, Vv)
             P = Mm[M_P, k]
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] -= P[i, j]
                 Ak[i, i] += 1.0
-        _permute_block(Ak, Ia, k, k, Tt[T_2])
     # odd-even reduction of the chains
     ns = Sa[0]
     base = 5
@@ -832,24 +922,24 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             if not _chol_n(Ai, 5):
                 return i
             if l >= 0:
-                _lsolve_cols_n(Ai, Cr[l], YL[i], True, 5)   # L^-1 C_il, C_il = Cr[l]^T
-                _subTmul_sym_n(YL[i], A[l], 5)
+                _lsolve5_cols(Ai, Cr[l], YL[i], True)   # L^-1 C_il, C_il = Cr[l]^T
+                _subTmul5_sym(YL[i], A[l])
             if r >= 0:
-                _lsolve_cols_n(Ai, Cr[i], YR[i], False, 5)  # L^-1 C_ir
-                _subTmul_sym_n(YR[i], A[r], 5)
+                _lsolve5_cols(Ai, Cr[i], YR[i], False)  # L^-1 C_ir
+                _subTmul5_sym(YR[i], A[r])
                 if l >= 0:
-                    _matTmul_n(YL[i], YR[i], Cr[l], -1.0, 5)
+                    _matTmul5(YL[i], YR[i], Cr[l], -1.0)
         else:
             if not _chol_n(Ai, 6):
                 return i
             if l >= 0:
-                _lsolve_cols_n(Ai, Cr[l], YL[i], True, 6)
-                _subTmul_sym_n(YL[i], A[l], 6)
+                _lsolve6_cols(Ai, Cr[l], YL[i], True)
+                _subTmul6_sym(YL[i], A[l])
             if r >= 0:
-                _lsolve_cols_n(Ai, Cr[i], YR[i], False, 6)
-                _subTmul_sym_n(YR[i], A[r], 6)
+                _lsolve6_cols(Ai, Cr[i], YR[i], False)
+                _subTmul6_sym(YR[i], A[r])
                 if l >= 0:
-                    _matTmul_n(YL[i], YR[i], Cr[l], -1.0, 6)
+                    _matTmul6(YL[i], YR[i], Cr[l], -1.0)
     # dense node system
     nd = Sa[1]
     nl = Sa[2]
