@@ -54,7 +54,8 @@ from ._nbjoints import (
 (I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG,
  I_FIVE) = range(13)
 I_PERM = 13     # rows 13..18: permutation of the 6 directions, constraint directions first
-NI = 19
+I_SIZE = 19     # column 0: max(nv, 1), then row I_SIZE + 1: 6 * max(n_dense, 1)
+NI = 21
 # matrices
 (M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC, M_C0,
  M_K0) = range(16)
@@ -1389,3 +1390,55 @@ def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TA
                 break
             for i in range(nv):
                 QDD[s, i] = Jv[J_QDD, i]
+
+
+# ---------------------------------------------------------------- packed workspace
+
+
+def buffer_layout(n, nd6, nv1):
+    """Offsets and shapes of the views of the single float workspace buffer."""
+    shapes = [(NM, n + 1, 6, 6), (NV, n + 1, 6), (NR, n + 1, 3, 3), (NP, n + 1, 3), (NT, 6, 6),
+              (nd6, nd6 + 1), (4, nv1), (3,)]
+    out, o = [], 0
+    for sh in shapes:
+        size = int(np.prod(sh))
+        out.append((o, sh))
+        o += size
+    return out, o
+
+
+@njit(cache=True, inline="always")
+def _views(Ia, buf):
+    n1 = Ia.shape[1]
+    nv1 = Ia[I_SIZE, 0]
+    nd6 = Ia[I_SIZE + 1, 0]
+    o = 0
+    Mm = buf[o:o + NM * n1 * 36].reshape((NM, n1, 6, 6))
+    o += NM * n1 * 36
+    Vv = buf[o:o + NV * n1 * 6].reshape((NV, n1, 6))
+    o += NV * n1 * 6
+    R3 = buf[o:o + NR * n1 * 9].reshape((NR, n1, 3, 3))
+    o += NR * n1 * 9
+    P3 = buf[o:o + NP * n1 * 3].reshape((NP, n1, 3))
+    o += NP * n1 * 3
+    Tt = buf[o:o + NT * 36].reshape((NT, 6, 6))
+    o += NT * 36
+    Dn = buf[o:o + nd6 * (nd6 + 1)].reshape((nd6, nd6 + 1))
+    o += nd6 * (nd6 + 1)
+    Jv = buf[o:o + 4 * nv1].reshape((4, nv1))
+    o += 4 * nv1
+    grav = buf[o:o + 3]
+    return Mm, Vv, R3, P3, Tt, Dn, Jv, grav
+
+
+@njit(cache=True)
+def forward_dynamics_packed(Ia, Sa, buf, q, v, tau, use_grav, qdd_out, reac_out):
+    """Single state with the packed workspace (few arguments: low call overhead)."""
+    Mm, Vv, R3, P3, Tt, Dn, Jv, grav = _views(Ia, buf)
+    nv = qdd_out.shape[0]
+    for i in range(nv):
+        Jv[J_TAU, i] = tau[i]
+    st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac_out)
+    for i in range(nv):
+        qdd_out[i] = Jv[J_QDD, i]
+    return st

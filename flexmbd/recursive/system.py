@@ -65,11 +65,6 @@ from ._kernels import (
     M_L,
     M_WC,
     NI,
-    NM,
-    NP,
-    NR,
-    NT,
-    NV,
     P_0,
     P_W,
     R_0,
@@ -302,17 +297,21 @@ class RecursiveSystem:
 
     # ------------------------------------------------------------------ setup
     def _alloc(self):
+        """One float buffer holds every workspace array (views below): the compiled
+        single-state entry point then takes few arguments."""
         n = self.n_bodies
         nd6 = 6 * max(self._n_dense, 1)
-        self._Mm = np.zeros((NM, n + 1, 6, 6))
-        self._Vv = np.zeros((NV, n + 1, 6))
-        self._R3 = np.zeros((NR, n + 1, 3, 3))
+        nv1 = max(self.nv, 1)
+        self._Ia[K.I_SIZE, 0] = nv1
+        self._Ia[K.I_SIZE + 1, 0] = nd6
+        layout, total = K.buffer_layout(n, nd6, nv1)
+        self._buf = np.zeros(total)
+        views = [self._buf[o:o + int(np.prod(sh))].reshape(sh) for o, sh in layout]
+        (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv,
+         self._gbuf) = views
         self._R3[R_W, 0] = np.eye(3)
-        self._P3 = np.zeros((NP, n + 1, 3))
-        self._Tt = np.zeros((NT, 6, 6))
-        self._Dn = np.zeros((nd6, nd6 + 1))
-        self._Jv = np.zeros((4, max(self.nv, 1)))
         self._reac = np.zeros((len(self.joint_names), 6))
+        self._zero_tau = np.zeros(nv1)
 
     def _args(self):
         return (self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn)
@@ -424,7 +423,8 @@ class RecursiveSystem:
                 self._joint_forces.append(f)
             else:
                 self._generic.append(f)
-        self._gravity = grav
+        self._gbuf[:] = grav
+        self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
         self._revision = self.model.revision
 
@@ -609,38 +609,40 @@ class RecursiveSystem:
         return self._raw_accel(q, qd, tau, t, reactions=True)
 
     def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
-        """Lean single-state forward dynamics for integrators: returns qdd (copy)."""
+        """Lean single-state forward dynamics for integrators: returns qdd (new array)."""
         if self._revision != self.model.revision:
             self._refresh()
-        Jv = self._Jv
-        if tau is None:
-            Jv[0] = 0.0
-        else:
-            Jv[0, :self.nv] = tau
         applied = self._joint_forces or self._generic
-        if applied:
-            self._applied(t, q, qd, Jv[0], self._Vv[V_FEXT])
-        if self.algorithm == "general":
-            from .general import general_cfa
+        if applied or self.algorithm == "general":
+            tv = np.zeros(max(self.nv, 1))
+            if tau is not None:
+                tv[:self.nv] = tau
+            if applied:
+                self._applied(t, q, qd, tv, self._Vv[V_FEXT])
+            if self.algorithm == "general":
+                from .general import general_cfa
 
-            out = general_cfa(self, q, qd, Jv[0, :self.nv].copy(), self._Vv[V_FEXT].copy())
-            self._Vv[V_FEXT] = 0.0
-            return (out[0], out[1]) if reactions else out[0]
+                out = general_cfa(self, q, qd, tv[:self.nv], self._Vv[V_FEXT].copy())
+                self._Vv[V_FEXT] = 0.0
+                return (out[0], out[1]) if reactions else out[0]
+            tau = tv
+        elif tau is None:
+            tau = self._zero_tau
         if not (type(q) is np.ndarray and q.dtype == np.float64 and q.flags.c_contiguous):
             q = np.ascontiguousarray(q, dtype=float)
         if not (type(qd) is np.ndarray and qd.dtype == np.float64 and qd.flags.c_contiguous):
             qd = np.ascontiguousarray(qd, dtype=float)
-        st = K.forward_dynamics(self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3,
-                                self._Tt, self._Dn, q, qd, Jv, self._gravity, self._use_grav,
-                                self._reac)
+        if not (type(tau) is np.ndarray and tau.dtype == np.float64):
+            tau = np.ascontiguousarray(tau, dtype=float)
+        qdd = np.empty(self.nv)
+        reac = np.empty((len(self.joint_names), 6))
+        st = K.forward_dynamics_packed(self._Ia, self._Sa, self._buf, q, qd, tau, self._use_grav,
+                                       qdd, reac)
         if applied:
             self._Vv[V_FEXT] = 0.0
         if st != 0:
             self._raise_factor(st, q)
-        qdd = Jv[3, :self.nv].copy()
-        if reactions:
-            return qdd, self._reac.copy()
-        return qdd
+        return (qdd, reac) if reactions else qdd
 
     def _raise_factor(self, st, q):
         if st > 0:
