@@ -144,6 +144,55 @@ def joint_primitives(joint, ib, jb):
     )
 
 
+def _angle_basis(axis):
+    """``u1, u2`` with a rotation by ``theta`` about ``axis`` taking u1 to ``cos u1 + sin u2``."""
+    u1, _ = _perp(axis)
+    return u1, np.cross(axis, u1)
+
+
+def driver_primitive(driver, ib, jb):
+    """The rheonomic equation of a :class:`~flexmbd.constraints.JointDriver`.
+
+    Returns ``(prim, kind, data)``: ``kind == "angle"`` with ``data = (slot, C, u1, u2)``
+    (the equation ``(F_P w(t)) . (F_C u1) = sin(theta - f(t))`` with
+    ``w = cos f u2 - sin f u1`` on the body of ``slot``), or ``kind == "shift"``
+    (``(F_P a) . (p_C - p_P) - f(t)``).
+    """
+    j = driver.joint
+    k = driver.coordinate
+    pf, cf = j.parent_frame, j.child_frame
+    CP, CC = pf.rotation, cf.rotation
+    d = [(jb, cf.position, 1.0, True), (ib, pf.position, -1.0, True)]
+    zero = np.zeros(3)
+
+    def angle_on_parent(u1, u2):
+        prim = _Prim([(ib, zero, 1.0, False)], [(jb, CC @ u1, 1.0, False)])
+        return prim, "angle", (0, CP, u1, u2)
+
+    def shift(a):
+        return _Prim([(ib, CP @ a, 1.0, False)], d), "shift", None
+
+    if isinstance(j, Revolute) or (isinstance(j, Cylindrical) and k == 0):
+        return angle_on_parent(*_angle_basis(j.axis))
+    if isinstance(j, Prismatic) or (isinstance(j, Cylindrical) and k == 1):
+        return shift(j.axis)
+    if isinstance(j, Planar):
+        if k == 2:
+            return angle_on_parent(j.u1, j.u2)
+        return shift(j.u1 if k == 0 else j.u2)
+    if isinstance(j, Universal):
+        a1, a2 = j.axis1, j.axis2
+        a3 = np.cross(a1, a2)
+        if k == 0:  # child's a2 seen from the parent: cos q0 a2 + sin q0 a3
+            return angle_on_parent(a2, a3)
+        # parent's a1 seen from the child: cos q1 a1 + sin q1 a3; w(t) on the child
+        return (_Prim([(ib, CP @ a1, 1.0, False)], [(jb, zero, 1.0, False)]), "angle",
+                (2, CC, a1, a3))
+    raise ModelError(
+        f"driver {driver.name!r}: joints of type {type(j).__name__} cannot be driven here"
+    )
+
+
 class ConstraintSet:
     """All joint equations of a model plus the Euler-parameter normalizations, vectorized.
 
@@ -152,8 +201,9 @@ class ConstraintSet:
     ``(x, y, z, e0, e1, e2, e3)``.
     """
 
-    def __init__(self, joints, body_index):
+    def __init__(self, joints, body_index, drivers=()):
         self.joints = list(joints)
+        self.drivers = list(drivers)
         self.nb = nb = len({v for v in body_index.values()})
         prims, rows, self.joint_rows = [], 0, []
         self.joint_ends = []
@@ -168,6 +218,18 @@ class ConstraintSet:
             self.joint_rows.append(slice(rows, rows + len(p)))
             self.joint_ends.append((ib, jb))
             rows += len(p)
+        self._angle, self._shift, self.driver_rows, self.driver_joint = [], [], [], []
+        for drv in self.drivers:
+            if drv.joint not in self.joints:
+                raise ModelError(f"driver {drv.name!r}: its joint is not in the model")
+            k = self.joints.index(drv.joint)
+            ib, jb = self.joint_ends[k]
+            prim, kind, data = driver_primitive(drv, ib, jb)
+            prims.append(prim)
+            (self._angle if kind == "angle" else self._shift).append((rows, drv, data))
+            self.driver_rows.append(rows)
+            self.driver_joint.append(k)
+            rows += 1
         self.n_joint_rows = rows
         self.n = rows + nb
         npm = len(prims)
@@ -183,8 +245,35 @@ class ConstraintSet:
             self.sg[k] = p.xsg + p.ysg
             self.pt[k] = np.array(p.xpt + p.ypt, dtype=float)
         self.live = self.b >= 0
+        # rheonomic data (drivers): time derivatives of the slot vectors and targets
+        self.s_t = np.zeros_like(self.s)
+        self.s_tt = np.zeros_like(self.s)
+        self.target = np.zeros(npm)
+        self.target_t = np.zeros(npm)
+        self.target_tt = np.zeros(npm)
+        self.rheonomic = bool(self.drivers)
+        self._t = None
         self._build_patterns()
         self._reaction_data()
+        self.set_time(0.0)
+
+    def set_time(self, t):
+        """Update the drivers' time-dependent vectors and targets to time ``t``."""
+        if not self.rheonomic or t == self._t:
+            return
+        self._t = t
+        for row, drv, (slot, C, u1, u2) in self._angle:
+            f, fd, fdd = float(drv.position(t)), float(drv.velocity(t)), float(drv.acceleration(t))
+            c, sn = np.cos(f), np.sin(f)
+            w = c * u2 - sn * u1
+            w1 = -(sn * u2 + c * u1)  # dw/df
+            self.s[row, slot] = C @ w
+            self.s_t[row, slot] = C @ (fd * w1)
+            self.s_tt[row, slot] = C @ (fdd * w1 - fd * fd * w)
+        for row, drv, _ in self._shift:
+            self.target[row] = float(drv.position(t))
+            self.target_t[row] = float(drv.velocity(t))
+            self.target_tt[row] = float(drv.acceleration(t))
 
     # -- sparsity patterns ------------------------------------------------------------
     def _build_patterns(self):
@@ -229,13 +318,15 @@ class ConstraintSet:
         dA = np.where(live[..., None, None], dAs(eb, self.s), 0.0) * self.sg[..., None, None]
         return val, dA, eb
 
-    def evaluate(self, q, jacobian=True):
+    def evaluate(self, q, jacobian=True, t=0.0):
         """``Phi`` (n,) and, optionally, the COO triplets of ``Phi_q`` (rows, cols, vals)."""
+        self.set_time(t)
         r, e = _split(q, self.nb)
         val, dA, _ = self._slots(r, e)
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
-        phi = np.concatenate([np.einsum("pi,pi->p", X, Y), 0.5 * (np.einsum("bi,bi->b", e, e) - 1)])
+        phi = np.concatenate([np.einsum("pi,pi->p", X, Y) - self.target,
+                              0.5 * (np.einsum("bi,bi->b", e, e) - 1)])
         if not jacobian:
             return phi
         other = np.stack([Y, Y, X, X], axis=1)  # (np,4,3)
@@ -247,8 +338,9 @@ class ConstraintSet:
         data = np.concatenate([vals[self.live].ravel(), e.ravel()])
         return phi, (rows, cols, data)
 
-    def hessian_lambda(self, q, lam):
+    def hessian_lambda(self, q, lam, t=0.0):
         """COO triplets of ``d(Phi_q^T lam)/dq`` (symmetric)."""
+        self.set_time(t)
         r, e = _split(q, self.nb)
         val, dA, _ = self._slots(r, e)
         lp = lam[: self.np]
@@ -269,8 +361,37 @@ class ConstraintSet:
         cols = np.concatenate([self.hx_cols, self.hs_cols, self.normh_cols])
         return rows, cols, np.concatenate([cval, cval, sval, nval])
 
-    def gamma(self, q, qd):
+    def _time_terms(self, r, e, ed):
+        """Values of ``dX/dt``, ``d2X/dt2`` (explicit time) and ``d(dX/dt)/dq qd`` for X and Y."""
+        live = self.live
+        bb = np.where(live, self.b, 0)
+        A = np.where(live[..., None, None], Apoly(e[bb]), np.eye(3))
+        v_t = self.sg[..., None] * np.einsum("pkij,pkj->pki", A, self.s_t)
+        v_tt = self.sg[..., None] * np.einsum("pkij,pkj->pki", A, self.s_tt)
+        edb = np.where(live[..., None], ed[bb], 0.0)
+        dA_t = np.where(live[..., None, None], dAs(e[bb], self.s_t), 0.0)
+        v_tq = self.sg[..., None] * np.einsum("pkij,pkj->pki", dA_t, edb)
+        pair = lambda v: (v[:, 0] + v[:, 1], v[:, 2] + v[:, 3])
+        return pair(v_t), pair(v_tt), pair(v_tq)
+
+    def phi_t(self, q, t=0.0):
+        """Explicit time derivative ``dPhi/dt`` (n,); velocity equations ``Phi_q qd = -Phi_t``."""
+        self.set_time(t)
+        out = np.zeros(self.n)
+        if not self.rheonomic:
+            return out
+        r, e = _split(q, self.nb)
+        val, _, _ = self._slots(r, e)
+        X = val[:, 0] + val[:, 1]
+        Y = val[:, 2] + val[:, 3]
+        (Xt, Yt), _, _ = self._time_terms(r, e, np.zeros_like(e))
+        out[: self.np] = (np.einsum("pi,pi->p", Xt, Y) + np.einsum("pi,pi->p", X, Yt)
+                          - self.target_t)
+        return out
+
+    def gamma(self, q, qd, t=0.0):
         """Acceleration right-hand side ``gamma`` with ``Phi_q qdd = gamma`` (n,)."""
+        self.set_time(t)
         r, e = _split(q, self.nb)
         rd, ed = _split(qd, self.nb)
         val, dA, _ = self._slots(r, e)
@@ -287,11 +408,22 @@ class ConstraintSet:
         Xc, Yc = conv[:, 0] + conv[:, 1], conv[:, 2] + conv[:, 3]
         g = -(2.0 * np.einsum("pi,pi->p", Xd, Yd) + np.einsum("pi,pi->p", Xc, Y)
               + np.einsum("pi,pi->p", X, Yc))
+        if self.rheonomic:
+            (Xt, Yt), (Xtt, Ytt), (Xtq, Ytq) = self._time_terms(r, e, ed)
+            dot = lambda a, b: np.einsum("pi,pi->p", a, b)
+            phi_tt = dot(Xtt, Y) + 2.0 * dot(Xt, Yt) + dot(X, Ytt) - self.target_tt
+            phi_tq = dot(Xtq, Y) + dot(Xt, Yd) + dot(Xd, Yt) + dot(X, Ytq)
+            g = g - phi_tt - 2.0 * phi_tq
         return np.concatenate([g, -np.einsum("bi,bi->b", ed, ed)])
 
     # -- reactions --------------------------------------------------------------------
-    def reactions(self, q, lam):
-        """Reaction wrench of every joint (n_joints, 6): parent on child, child frame, [n; f]."""
+    def reactions(self, q, lam, t=0.0):
+        """Reaction wrench of every joint (n_joints, 6): parent on child, child frame, [n; f].
+
+        A driver's equation counts for its joint: the drive force/torque is the
+        motion-direction part of that joint's reaction.
+        """
+        self.set_time(t)
         r, e = _split(q, self.nb)
         R = normalized_rot(e)
         live = self.live
@@ -345,6 +477,10 @@ class ConstraintSet:
             joint[sl], side[sl], sgn[sl] = k, sb, sg
             child[k], side_body[k] = jb, sb
             CC[k], sC[k] = j.child_frame.rotation, j.child_frame.position
+        for row, k in zip(self.driver_rows, self.driver_joint):
+            ib, jb = self.joint_ends[k]
+            sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
+            joint[row], side[row], sgn[row] = k, sb, sg
         self._react = {"joint": joint, "side": side, "sgn": sgn, "child": child,
                        "side_body": side_body, "CC": CC, "sC": sC}
 

@@ -35,7 +35,7 @@ class StaticResult:
     """Static equilibrium: ``q``, ``lam``, ``reactions``, ``iterations``, ``residual_norms``,
     ``converged``."""
 
-    def __init__(self, system, q, lam, norms, converged):
+    def __init__(self, system, q, lam, norms, converged, t=0.0):
         self._system = system
         self.q = q
         self.lam = lam
@@ -43,7 +43,7 @@ class StaticResult:
         self.iterations = len(norms) - 1
         self.converged = converged
         self.reason = None if converged else "iteration limit"
-        self.reactions = system.reactions(q, np.zeros_like(q), lam)
+        self.reactions = system.reactions(q, np.zeros_like(q), lam, t)
 
     @property
     def residual(self):
@@ -119,10 +119,10 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
             mu /= 3.0
         norms.append(nr)
     if nr <= tol:
-        r = StaticResult(system, q, lam, norms, True)
+        r = StaticResult(system, q, lam, norms, True, t)
         r.iterations = solves
         return r
-    result = StaticResult(system, q, lam, norms, False)
+    result = StaticResult(system, q, lam, norms, False, t)
     result.iterations = solves
     result.reason = reason
     if raise_on_failure:
@@ -153,47 +153,48 @@ def static_residual(system, q, t=0.0):
     return float(np.linalg.norm(np.concatenate([nvec.ravel(), r[:, :3].ravel()])))
 
 
-def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30):
-    """``(q, qd, qdd, lam)`` satisfying position, velocity and acceleration constraints."""
+def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
+    """``(q, qd, qdd, lam)`` satisfying position, velocity and acceleration constraints at ``t``."""
     n, nc = system.n, system.nc
     q = system.normalize(q)
     qd = np.array(qd, dtype=float)
     cs = system.constraints
     for _ in range(max_iter):
-        phi, Phq = cs.evaluate(q)
+        phi, Phq = cs.evaluate(q, t=t)
         if np.linalg.norm(phi) <= tol:
             break
         A = _min_norm_matrix(Phq, n, nc)
         dx = _lu(A).solve(np.concatenate([np.zeros(n), -phi]))
         q = q + dx[:n]
     else:
-        phi = cs.evaluate(q, jacobian=False)
+        phi = cs.evaluate(q, jacobian=False, t=t)
         worst = _worst_joints(system, phi)
         raise ModelError(
             f"model {system.model.name!r}: inconsistent initial configuration — the joint "
             f"equations cannot be closed from the joints' q0 (|Phi| = {np.linalg.norm(phi):.3e}; "
             f"largest violations at {worst}); give q0 values that (nearly) close the loops"
         )
-    qd = project_velocities(system, q, qd)
-    fd = system.forward_dynamics(q, qd, 0.0)
+    qd = project_velocities(system, q, qd, t)
+    fd = system.forward_dynamics(q, qd, t)
     return q, qd, fd.qdd, fd.lam
 
 
-def project_velocities(system, q, qd):
-    """Mass-orthogonal projection of ``qd`` on ``Phi_q qd = 0``.
+def project_velocities(system, q, qd, t=0.0):
+    """Mass-orthogonal projection of ``qd`` on ``Phi_q qd = nu`` (``nu = -Phi_t``, drivers).
 
-    Solves ``[M Phi_q^T; Phi_q 0] [dqd; mu] = [0; -Phi_q qd]``: the smallest change
+    Solves ``[M Phi_q^T; Phi_q 0] [dqd; mu] = [0; nu - Phi_q qd]``: the smallest change
     in the kinetic-energy metric (the Euler-parameter gauge direction, where
     ``M e = 0``, is fixed by the normalization rows ``e . de = 0``).
     """
     n, nc = system.n, system.nc
     Mb = system.inertia.mass_blocks(q)
-    pr, pc, pv = system.constraints.evaluate(q)[1]
+    pr, pc, pv = system.constraints.evaluate(q, t=t)[1]
     rows = np.concatenate([system.inertia.rows, pr + n, pc])
     cols = np.concatenate([system.inertia.cols, pc, pr + n])
     vals = np.concatenate([Mb.ravel(), pv, pv])
     A = sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
     viol = np.bincount(pr, weights=pv * np.asarray(qd)[pc], minlength=nc)
+    viol += system.constraints.phi_t(q, t)
     dx = _lu(A).solve(np.concatenate([np.zeros(n), -viol]))
     return np.asarray(qd, dtype=float) + dx[:n]
 

@@ -14,10 +14,15 @@ Newton iteration on a chain costs O(N).
 Multiplier signs: the constraint force on the bodies is ``-Phi_q^T lam``.
 Reactions (``.reactions``, ``.reaction(name)``) follow DESIGN.md: the wrench the
 parent exerts on the child at the child joint-frame origin in child joint-frame
-axes, ``[n; f]``. For a joint driven by a :class:`~flexmbd.JointForce` the
-reported reaction includes the applied joint force ``H tau`` (its part along the
-motion subspace), as the recursive solver reports it: the total wrench
-transmitted through the joint.
+axes, ``[n; f]``.
+
+Rheonomic drivers (:class:`~flexmbd.constraints.JointDriver`) add one equation
+each (:func:`.constraints.driver_primitive`); their multiplier is the drive force
+along the coordinate (``-lam``, ``driver_forces``, ``Results.extra["driver:<name>"]``)
+and it is part of the driven joint's reaction. For a joint loaded by a
+:class:`~flexmbd.JointForce` the reported reaction includes the applied joint
+force ``H tau`` (its part along the motion subspace), as the recursive solver
+reports it: the total wrench transmitted through the joint.
 """
 
 import numpy as np
@@ -128,7 +133,10 @@ class AbsoluteSystem:
         self.index = {id(b): i for i, b in enumerate(self.bodies)}
         self.n = 7 * self.nb
         self.inertia = BodyInertia(self.bodies)
-        self.constraints = ConstraintSet(self.joints, self.index)
+        from ..constraints.cut import JointDriver
+
+        self.drivers = m.component_objects(JointDriver)
+        self.constraints = ConstraintSet(self.joints, self.index, self.drivers)
         self.nc = self.constraints.n
         self.coordinates = [(b.name, lab) for b in self.bodies for lab in COORD_LABELS]
         self.speeds = [(b.name, lab) for b in self.bodies for lab in SPEED_LABELS]
@@ -188,14 +196,15 @@ class AbsoluteSystem:
             qd[7 * i: 7 * i + 7] = twist_to_qd(q[7 * i + 3: 7 * i + 7], w, v)
         return q, qd
 
-    def initial_conditions(self, tol=1e-12):
-        """Consistent ``(q, qd, qdd, lam)`` from the joints' ``q0``/``qd0`` (cached)."""
+    def initial_conditions(self, tol=1e-12, t0=0.0):
+        """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached)."""
         self.refresh()
-        if self._ic is None:
+        if self._ic is None or self._ic[0] != t0:
             from .statics import consistent_initial_conditions
 
-            self._ic = consistent_initial_conditions(self, self._q_tree, self._qd_tree, tol=tol)
-        return tuple(x.copy() for x in self._ic)
+            self._ic = (t0, consistent_initial_conditions(self, self._q_tree, self._qd_tree,
+                                                          tol=tol, t=t0))
+        return tuple(x.copy() for x in self._ic[1])
 
     def q0(self):
         """Consistent initial coordinates."""
@@ -213,16 +222,21 @@ class AbsoluteSystem:
         return sp.csr_matrix((M.ravel(), (self.inertia.rows, self.inertia.cols)),
                              shape=(self.n, self.n))
 
-    def constraint(self, q):
-        """``Phi(q)`` (nc,): joint equations then normalizations."""
+    def constraint(self, q, t=0.0):
+        """``Phi(q, t)`` (nc,): joint equations, driver equations, then normalizations."""
         self.refresh()
-        return self.constraints.evaluate(np.asarray(q, float), jacobian=False)
+        return self.constraints.evaluate(np.asarray(q, float), jacobian=False, t=t)
 
-    def constraint_jacobian(self, q):
+    def constraint_jacobian(self, q, t=0.0):
         """Sparse ``Phi_q`` (nc x 7nb)."""
         self.refresh()
-        _, t = self.constraints.evaluate(np.asarray(q, float))
-        return _coo([t], (self.nc, self.n))
+        _, trip = self.constraints.evaluate(np.asarray(q, float), t=t)
+        return _coo([trip], (self.nc, self.n))
+
+    def constraint_velocity_rhs(self, q, t=0.0):
+        """``nu = -dPhi/dt``: velocity equations ``Phi_q qd = nu`` (zero without drivers)."""
+        self.refresh()
+        return -self.constraints.phi_t(np.asarray(q, float), t)
 
     def generalized_forces(self, q, qd, t=0.0, jacobian=False, exclude_jacobian=True):
         """Applied generalized forces ``Q`` (7nb,) and optionally ``(dQ/dq, dQ/dqd)`` triplets.
@@ -310,12 +324,12 @@ class AbsoluteSystem:
             T.Kin = (ir, ic, K.ravel())
             T.Din = (ir, ic, D.ravel())
             T.Q, T.KQ, T.DQ = self.generalized_forces(q, qd, t, jacobian=True)
-            T.phi, T.Phq = self.constraints.evaluate(q)
-            T.H = self.constraints.hessian_lambda(q, lam)
+            T.phi, T.Phq = self.constraints.evaluate(q, t=t)
+            T.H = self.constraints.hessian_lambda(q, lam, t)
         else:
             T.R = self.inertia.residual(q, qd, qdd, derivatives=False)
             T.Q = self.generalized_forces(q, qd, t)
-            T.phi, T.Phq = self.constraints.evaluate(q)
+            T.phi, T.Phq = self.constraints.evaluate(q, t=t)
         rows, cols, vals = T.Phq
         T.PtL = np.bincount(cols, weights=vals * lam[rows], minlength=self.n)
         return T
@@ -376,20 +390,24 @@ class AbsoluteSystem:
         A = sp.csc_matrix((np.concatenate([Mtrip[2], pv, pv]),
                            (np.concatenate([Mtrip[0], pr + n, pc]),
                             np.concatenate([Mtrip[1], pc, pr + n]))), shape=(n + nc, n + nc))
-        rhs = np.concatenate([T.Q - T.R, self.constraints.gamma(q, qd)])
+        rhs = np.concatenate([T.Q - T.R, self.constraints.gamma(q, qd, t)])
         x = _solve(A, rhs, "forward dynamics")
         qdd, lam = x[:n], x[n:]
         return DynamicsResult(self, q, qd, qdd, lam, self.reactions(q, qd, lam, t))
 
     def reactions(self, q, qd, lam, t=0.0):
         """Joint reactions (n_joints, 6) from the multipliers (plus applied joint forces)."""
-        out = self.constraints.reactions(np.asarray(q, float), lam)
+        out = self.constraints.reactions(np.asarray(q, float), lam, t)
         if self._jf:
             st = BodyState(self.index, q, qd)
             for jm, k in zip(self._jf, self._jf_joint):
                 q_j, v_j, H, _, _ = jm.relative(st)
                 out[k] += H @ jm.el.generalized_force(t, q_j, v_j)
         return out
+
+    def driver_forces(self, lam):
+        """Drive force/torque of every driver along its coordinate (``-lam`` of its row)."""
+        return {d.name: -float(lam[r]) for d, r in zip(self.drivers, self.constraints.driver_rows)}
 
     def accept(self, q, qd):
         """Hook called by integrators after an accepted step (joint-angle unwrapping)."""

@@ -188,11 +188,11 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     system.refresh()
     n, nc = system.n, system.nc
     if q0 is None and qd0 is None:
-        q, qd, qdd, lam = system.initial_conditions()
+        q, qd, qdd, lam = system.initial_conditions(t0=t0)
     else:
         qi = system.q0() if q0 is None else np.asarray(q0, float)
         qdi = system.qd0() if qd0 is None else np.asarray(qd0, float)
-        q, qd, qdd, lam = consistent_initial_conditions(system, qi, qdi)
+        q, qd, qdd, lam = consistent_initial_conditions(system, qi, qdi, t=t0)
     a = qdd.copy()
     nt = nsteps + 1
     Tq = np.zeros((nt, n))
@@ -216,7 +216,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     def store(i, q, qd, qdd, lam, t):
         Tq[i], Tqd[i], Tqdd[i], Tlam[i] = q, qd, qdd, lam
         reac[i] = system.reactions(q, qd, lam, t)
-        phi = system.constraint(q)
+        phi = system.constraint(q, t)
         viol[i] = float(np.abs(phi[:nj]).max()) if nj else 0.0
         if meter is not None:
             meter.record(i, q, qd, t, h)
@@ -304,7 +304,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         q = q_pred + bp * h * h * x_qdd
         qd = v_pred + gp * h * x_qdd
         if project:
-            qd = _project_velocities(system, q, qd, T)
+            qd = _project_velocities(system, q, qd, t1)
         elif gauge:
             qd = _remove_gauge(system, q, qd)
         a, qdd, lam = a_new, x_qdd, x_lam
@@ -349,12 +349,12 @@ def _memory_jacobian(system, W, coef):
     return [(r, c, coef * v)]
 
 
-def _project_velocities(system, q, qd, T):
+def _project_velocities(system, q, qd, t):
     """Mass-orthogonal velocity projection (:func:`flexmbd.absolute.statics.project_velocities`)."""
     from ..absolute.statics import project_velocities
 
     try:
-        return project_velocities(system, q, qd)
+        return project_velocities(system, q, qd, t)
     except Exception:  # singular: keep the step, remove the gauge only
         return _remove_gauge(system, q, qd)
 
@@ -372,6 +372,8 @@ def _remove_gauge(system, q, qd):
 def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter,
              stop, tol, rtol):
     extra = {"lambda": lam}
+    for d, r in zip(system.drivers, system.constraints.driver_rows):
+        extra[f"driver:{d.name}"] = -lam[:, r]
     for i, b in enumerate(system.bodies):
         extra[f"position:{b.name}"] = q[:, 7 * i: 7 * i + 3]
         extra[f"orientation:{b.name}"] = q[:, 7 * i + 3: 7 * i + 7]
