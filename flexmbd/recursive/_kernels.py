@@ -62,8 +62,8 @@ NI = 21
 NM = 16
 # vectors
 (V_CJ, V_VEL, V_AB, V_FB, V_FE, V_AF, V_BX, V_FEXT, V_MASK, V_PRM, V_PRM2, V_MC, V_T6,
- V_VJ) = range(14)
-NV = 14
+ V_VJ, V_G, V_SV) = range(16)
+NV = 16
 # 3x3
 R_REL, R_W, R_0, R_D, R_A = range(5)
 NR = 5
@@ -607,8 +607,9 @@ def _subTmul5_sym(A, C):
 
 
 @njit(cache=True)
-def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v):
-    """Relative and world poses, H, W (general joints), joint bias and body twists."""
+def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
+    """Relative poses, H, W (general joints), joint bias, body twists and joint
+    relative twists S v; world poses only with ``world`` (the dynamics needs none)."""
     N = Ia.shape[1] - 1
     tR = Tt[T_R]
     t3 = Tt[T_3]
@@ -673,14 +674,18 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v):
                     Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
                 prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
         pk = Ia[I_PARENT, k]
-        Rp = R3[R_W, pk]
-        rwp = P3[P_W, pk]
-        for i in range(3):
-            for j in range(3):
-                R3[R_W, k, i, j] = Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-            P3[P_W, k, i] = rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+        if world:
+            Rp = R3[R_W, pk]
+            rwp = P3[P_W, pk]
+            for i in range(3):
+                for j in range(3):
+                    R3[R_W, k, i, j] = (Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j]
+                                        + Rp[i, 2] * Rk[2, j])
+                P3[P_W, k, i] = (rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1]
+                                 + Rp[i, 2] * prel[2])
         # twist: v_k = Phi^T v_p + S v  (S = H L for reversed joints)
         vel = Vv[V_VEL, k]
+        sv = Vv[V_SV, k]
         _m2c(Rk, prel, Vv[V_VEL, pk], vel)
         Hk = Mm[M_H, k]
         if Ia[I_REV, k]:
@@ -694,12 +699,14 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v):
                 s = 0.0
                 for j in range(n_v):
                     s += Hk[i, j] * t6[j]
+                sv[i] = s
                 vel[i] += s
         else:
             for i in range(6):
                 s = 0.0
                 for j in range(n_v):
                     s += Hk[i, j] * vk[j]
+                sv[i] = s
                 vel[i] += s
 
 
@@ -725,10 +732,8 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         Rk = R3[R_REL, k]
         pr = P3[P_REL, k]
         _m2c(Rk, pr, ab[pk], ab[k])
-        _m2c(Rk, pr, Vv[V_VEL, pk], t6)
         w = Vv[V_VEL, k]
-        for i in range(6):
-            vj[i] = w[i] - t6[i]
+        vj = Vv[V_SV, k]
         c = Vv[V_CJ, k]
         a = ab[k]
         a[0] += c[0] + w[1] * vj[2] - w[2] * vj[1]
@@ -755,10 +760,19 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         f[4] += w[2] * h3 - w[0] * h5 - fe[4]
         f[5] += w[0] * h4 - w[1] * h3 - fe[5]
         if use_grav:
-            Rw = R3[R_W, k]
-            gx = Rw[0, 0] * grav[0] + Rw[1, 0] * grav[1] + Rw[2, 0] * grav[2]
-            gy = Rw[0, 1] * grav[0] + Rw[1, 1] * grav[1] + Rw[2, 1] * grav[2]
-            gz = Rw[0, 2] * grav[0] + Rw[1, 2] * grav[1] + Rw[2, 2] * grav[2]
+            # gravity in e_k axes, propagated: g_k = Rrel^T g_p (g_0 = grav)
+            gp = Vv[V_G, pk]
+            if pk == 0:
+                gp[0] = grav[0]
+                gp[1] = grav[1]
+                gp[2] = grav[2]
+            gx = Rk[0, 0] * gp[0] + Rk[1, 0] * gp[1] + Rk[2, 0] * gp[2]
+            gy = Rk[0, 1] * gp[0] + Rk[1, 1] * gp[1] + Rk[2, 1] * gp[2]
+            gz = Rk[0, 2] * gp[0] + Rk[1, 2] * gp[1] + Rk[2, 2] * gp[2]
+            gk = Vv[V_G, k]
+            gk[0] = gx
+            gk[1] = gy
+            gk[2] = gz
             mc = Vv[V_MC, k]
             m = mc[3]
             f[0] -= mc[1] * gz - mc[2] * gy
@@ -1215,7 +1229,7 @@ def reversed_frames(Ia, R3, P3):
 @njit(cache=True)
 def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac):
     """Full serialized CFA: kinematics, F_T, factor, solve, reactions. Returns status."""
-    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v)
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
     bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv)
     st = factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
     if st != 0:
