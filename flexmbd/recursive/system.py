@@ -18,7 +18,24 @@ declared child through the joint, at the child joint-frame origin, in child
 joint-frame axes, ``[n; f]``. It is the CFA's equivalent interbody force
 ``F = H F_T + W F_S`` plus the velocity-product (bias) part of the Newton-Euler
 pass at zero joint acceleration; its motion-direction part ``H^T F_phys`` is the
-applied joint force.
+applied joint force (``tau`` plus JointForce elements).
+
+Decisions (see also the kernels' docstring):
+
+* Tree frames are the joint frames on each outboard body, rotated so that a
+  Revolute/Prismatic/Cylindrical axis (a Planar normal) is the local z axis: H is
+  then a set of unit vectors and W a 0/1 mask. A joint the topology reversed
+  moves its declared parent frame relative to its declared child frame; its
+  motion subspace ``-Ad_T H`` is orthonormalized (``H' L``) for the CFA.
+* The CFA inverts every body's spatial inertia. A singular one (a rod with zero
+  axial inertia, a point mass) is rejected with a ModelError naming the body
+  (give it a small inertia about every axis); no NaN ever comes out.
+* Closed loops: ``RecursiveSystem`` itself rejects cut joints; ``compile_system``
+  hands such models to the closed-loop layer, which builds on
+  :meth:`RecursiveSystem.solve_mass` (``M^-1`` products by the CFA, O(N) per
+  column), :meth:`inverse_dynamics` (``b = M 0 + b``) and :meth:`body_states`.
+* Model parameters are re-read (cheaply, no rebuild) whenever ``model.revision``
+  changed.
 """
 
 from __future__ import annotations
@@ -130,10 +147,14 @@ class ForwardDynamics:
     reactions : ndarray (n_joints, 6) or (n, n_joints, 6)
         Reaction wrench of every joint (order of ``system.joint_names``), ``[n; f]``.
     constraint_forces : ndarray (n_joints, 6) or (n, n_joints, 6)
-        The CFA unknowns ``F_S`` (first ``6 - nv`` entries of each row; the rest 0)
-        in the tree frame of each joint's outboard body.
+        The constraint part ``W F_S`` of the CFA's equivalent interbody force
+        (eq. 5; ``F_S`` are the unknowns of eq. 29), ``[n; f]`` in the joint-frame
+        axes of the outboard body (the declared child frame; the declared parent
+        frame for a joint the topology reversed), at that frame's origin.
     equivalent_control_force : ndarray (nv,) or (n, nv)
-        ``F_T = tau - b`` (eq. 4) in the joints' speeds.
+        ``F_T = tau - b`` (eq. 4) in the joints' speeds (for a reversed joint with
+        a non-orthonormal relative motion subspace -- Planar, Free -- in the
+        orthonormalized speeds ``L v``).
     """
 
     def __init__(self, system, qdd, reactions, fs, acc, ft, q, qd):
