@@ -1,14 +1,21 @@
 """Stiffness, mass and geometric-stiffness assembly on scikit-fem meshes.
 
-Element integrals use scikit-fem's elements, mappings and quadrature
-(`skfem.CellBasis`); the tensor contraction of the lean isotropic form
+Shape functions, reference gradients and quadrature rules are scikit-fem's
+(``elem.lbasis``, ``get_quadrature``); the isoparametric geometry (Jacobians,
+their determinants and inverses by cofactors), the tensor contraction of the
+lean isotropic form
 
     a(u, v) = lam div(u) div(v) + 2 mu eps(u) : eps(v)
 
-is done with batched numpy products over chunks of elements, and the global
-matrix is summed into a precomputed node-block (3x3) pattern.  This gives the
-same matrix as ``skfem.asm`` of the lean `BilinearForm`s below (checked in the
-tests) at a fraction of the time and with bounded memory.
+and the scatter into the global matrix are done here with batched numpy
+products over chunks of elements.  This gives the same matrices as ``skfem.asm``
+of the lean `BilinearForm`s below (checked in the tests) at a fraction of the
+time and with bounded memory.
+
+Global matrices share one *node pattern* (every node pair that shares an
+element): the scalar mass ``M_s`` lives on it, K on its 3x3 blocks.  Element
+entries are summed into that pattern with a sparse scatter matrix (one entry
+per column: a CSC product, no sorting) built per chunk.
 
 Degrees of freedom are scikit-fem's node-interleaved order: dof ``3*i + k`` is
 component ``k`` of node ``i``.  The mass is ``M = M_s (x) I3`` with ``M_s`` the
@@ -23,9 +30,11 @@ import scipy.sparse as sp
 
 from ..errors import MeshError
 
-__all__ = ["Assembler", "INTORDER", "elasticity_form", "mass_form", "geometric_form"]
+__all__ = ["Assembler", "INTORDER", "elasticity_form", "mass_form", "geometric_form",
+           "reference_basis", "element_geometry"]
 
 INTORDER = {"tetra": 2, "tetra10": 4, "hexahedron": 3, "hexahedron27": 5}
+_VOIGT = ((0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1))  # xx yy zz yz xz xy
 
 
 def elasticity_form(lam, mu):
@@ -61,6 +70,50 @@ def geometric_form(sigma):
     return g
 
 
+def reference_basis(elem, X):
+    """Values (nloc, nq) and reference gradients (nloc, 3, nq) of ``elem`` at points X (3, nq)."""
+    vals, grads = [], []
+    for a in range(elem.doflocs.shape[0]):
+        phi, dphi = elem.lbasis(X, a)
+        vals.append(phi)
+        grads.append(dphi)
+    return np.array(vals, float), np.array(grads, float)
+
+
+def element_geometry(xe, dN):
+    """Isoparametric geometry of a batch of elements.
+
+    Parameters
+    ----------
+    xe : (ne, nloc, 3) element node coordinates
+    dN : (nloc, 3, nq) reference gradients
+
+    Returns
+    -------
+    det : (ne, nq) Jacobian determinants (signed)
+    G : (ne, nq, nloc, 3) physical gradients dN_a/dx_i
+    """
+    ne, nl, _ = xe.shape
+    nq = dN.shape[2]
+    # J[e, i, d, q] = sum_a x[e, a, i] dN[a, d, q]
+    J = (xe.transpose(0, 2, 1).reshape(ne * 3, nl) @ dN.reshape(nl, 3 * nq)).reshape(ne, 3, 3, nq)
+    a, b, c = J[:, 0, 0], J[:, 0, 1], J[:, 0, 2]
+    d, e, f = J[:, 1, 0], J[:, 1, 1], J[:, 1, 2]
+    g, h, k = J[:, 2, 0], J[:, 2, 1], J[:, 2, 2]
+    c00, c01, c02 = e * k - f * h, c * h - b * k, b * f - c * e
+    c10, c11, c12 = f * g - d * k, a * k - c * g, c * d - a * f
+    c20, c21, c22 = d * h - e * g, b * g - a * h, a * e - b * d
+    det = a * c00 + b * c10 + c * c20
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = 1.0 / det
+    # invJ[d, i] = dxi_d/dx_i = adj[d, i] / det
+    inv = np.stack([np.stack([c00, c01, c02]), np.stack([c10, c11, c12]),
+                    np.stack([c20, c21, c22])]) * r  # (3d, 3i, ne, nq)
+    # G[e, q, a, i] = sum_d dN[a, d, q] invJ[d, i, e, q]
+    G = np.einsum("adq,dieq->eqai", dN, inv, optimize=True)
+    return det, G
+
+
 class Assembler:
     """Element-chunked assembly on one `FEMesh` and `Material`.
 
@@ -69,10 +122,10 @@ class Assembler:
     fe : FEMesh
     material : Material
     chunk : int
-        Number of quadrature points (elements x points) per chunk; bounds memory.
+        Element-matrix entries (elements x nloc^2 x 9) per chunk; bounds memory.
     """
 
-    def __init__(self, fe, material, chunk=400_000):
+    def __init__(self, fe, material, chunk=4_000_000):
         self.fe = fe
         self.material = material
         self.mesh = fe.mesh
@@ -81,110 +134,236 @@ class Assembler:
         self.chunk = int(chunk)
         self.edofs = np.ascontiguousarray(fe.mesh.dofs.element_dofs)  # (nloc, nel) node numbers
         self.nloc, self.nel = self.edofs.shape
+        self.elements = np.ascontiguousarray(self.edofs.T)  # (nel, nloc)
+        self.x = np.ascontiguousarray(fe.nodes, dtype=float)
         self.n_nodes = fe.n_nodes
         self._pattern = None
-        nq = len(self._quadrature()[1])
-        self.elements_per_chunk = max(1, self.chunk // nq)
+        self._ref = {}
+        self.elements_per_chunk = max(1, self.chunk // (self.nloc * self.nloc * 9))
 
     # -- quadrature and basis ---------------------------------------------------------------
     def _quadrature(self):
         from skfem.quadrature import get_quadrature
         return get_quadrature(self.mesh.refdom, self.intorder)
 
+    def _reference(self, quadrature=None):
+        key = "default" if quadrature is None else id(quadrature)
+        if key not in self._ref:
+            X, w = self._quadrature() if quadrature is None else quadrature
+            N, dN = reference_basis(self.elem, np.asarray(X, float))
+            self._ref[key] = (np.asarray(w, float), N, dN)
+        return self._ref[key]
+
+    def ranges(self, per_chunk=None):
+        step = per_chunk or self.elements_per_chunk
+        for start in range(0, self.nel, step):
+            yield start, min(start + step, self.nel)
+
+    def geometry(self, start, stop, quadrature=None):
+        """(wdet (ne, nq), G (ne, nq, nloc, 3), N (nloc, nq)) for elements start:stop."""
+        w, N, dN = self._reference(quadrature)
+        det, G = element_geometry(self.x[self.elements[start:stop]], dN)
+        return np.abs(det) * w, G, N
+
     def chunks(self, quadrature=None):
-        """Yield (elements, G, N, w): gradients (nloc,3,ne,nq), values (nloc,ne,nq), weights."""
-        from skfem import CellBasis
-        quad = quadrature if quadrature is not None else self._quadrature()
-        for start in range(0, self.nel, self.elements_per_chunk):
-            idx = np.arange(start, min(start + self.elements_per_chunk, self.nel))
-            b = CellBasis(self.mesh, self.elem, quadrature=quad, elements=idx,
-                          disable_doflocs=True)
-            G = np.stack([phi[0].grad for phi in b.basis])
-            N = np.stack([phi[0].value for phi in b.basis])
-            yield idx, G, N, b.dx
+        """Yield (elements, G, N, w): gradients (nloc,3,ne,nq), values (nloc,ne,nq), weights.
+
+        The layout of scikit-fem's ``CellBasis`` (kept for callers of the old interface).
+        """
+        for a, b in self.ranges():
+            wd, G, N = self.geometry(a, b, quadrature)
+            ne = b - a
+            yield (np.arange(a, b), G.transpose(2, 3, 0, 1),
+                   np.broadcast_to(N[:, None, :], (self.nloc, ne, N.shape[1])), wd)
 
     # -- global pattern ---------------------------------------------------------------------
     def pattern(self):
-        """(indptr, indices, pos): scalar CSR pattern and element-entry positions in it."""
+        """(indptr, indices, pos): scalar CSR pattern and element-entry positions in it.
+
+        ``pos[e, a * nloc + b]`` is the position of the (node a, node b) entry of
+        element e in the pattern's data array.
+        """
         if self._pattern is None:
-            T = self.edofs.T.astype(np.int64)  # (nel, nloc)
+            T = self.elements.astype(np.int64)  # (nel, nloc)
             n = self.n_nodes
-            r = np.repeat(T, self.nloc, axis=1).ravel()
-            c = np.tile(T, (1, self.nloc)).ravel()
-            key = r * n + c
+            key = (np.repeat(T, self.nloc, axis=1) * n + np.tile(T, (1, self.nloc))).ravel()
             uk, pos = np.unique(key, return_inverse=True)
             indptr = np.searchsorted(uk // n, np.arange(n + 1)).astype(np.int64)
             indices = (uk % n).astype(np.int32)
-            self._pattern = (indptr, indices, pos.astype(np.int64).reshape(self.nel, -1))
+            self._pattern = (indptr, indices, pos.astype(np.int32).reshape(self.nel, -1))
         return self._pattern
+
+    def scatter(self, start, stop, X):
+        """Sum element entries X (ne * nloc^2, ...) of elements start:stop into the pattern."""
+        _, indices, pos = self.pattern()
+        p = pos[start:stop].ravel()
+        S = sp.csc_matrix((np.ones(len(p)), p, np.arange(len(p) + 1)), shape=(len(indices), len(p)))
+        return S @ X.reshape(len(p), -1)
 
     def _scalar_csr(self, data):
         indptr, indices, _ = self.pattern()
         return sp.csr_matrix((data, indices, indptr), shape=(self.n_nodes, self.n_nodes))
 
+    def _block_layout(self):
+        """Positions of the 3x3 block entries of the node pattern in the 3n x 3n CSR."""
+        indptr, indices, _ = self.pattern()
+        deg = np.diff(indptr)
+        row = np.repeat(np.arange(self.n_nodes), deg)
+        s = np.arange(len(indices))
+        base = 9 * indptr[row] + 3 * (s - indptr[row])
+        kptr = np.empty(3 * self.n_nodes + 1, np.int64)
+        kptr[:-1] = (9 * indptr[:-1, None] + 3 * deg[:, None] * np.arange(3)).ravel()
+        kptr[-1] = 9 * len(indices)
+        return base, deg[row], kptr
+
+    def _block_csr(self, blocks):
+        """3n x 3n CSR from node-pattern blocks (nnz_s, 3, 3) (sorted indices, zeros kept)."""
+        indptr, indices, _ = self.pattern()
+        base, d, kptr = self._block_layout()
+        nnz = 9 * len(indices)
+        data = np.empty(nnz)
+        cols = np.empty(nnz, np.int32)
+        for i in range(3):
+            for j in range(3):
+                t = base + 3 * i * d + j
+                data[t] = blocks[:, i, j]
+                cols[t] = 3 * indices + j
+        K = sp.csr_matrix((data, cols, kptr), shape=(3 * self.n_nodes,) * 2)
+        K.has_sorted_indices = True
+        return K
+
     # -- matrices ---------------------------------------------------------------------------
     def stiffness(self):
-        """Global stiffness K (3n x 3n, CSR)."""
+        """Global stiffness K (3n x 3n, CSR, sorted indices, full 3x3 node blocks)."""
         lam, mu = self.material.lam, self.material.mu
-        indptr, indices, pos = self.pattern()
-        nnz = len(indices)
-        blocks = np.zeros((nnz, 3, 3))
+        _, indices, _ = self.pattern()
+        blocks = np.zeros((len(indices), 3, 3))
         nl = self.nloc
-        for idx, G, _, w in self.chunks():
-            ne = len(idx)
-            Gt = G.transpose(2, 0, 1, 3).reshape(ne, nl * 3, -1)  # e, (a,i), q
-            H = np.matmul(Gt * w[:, None, :], Gt.transpose(0, 2, 1)).reshape(ne, nl, 3, nl, 3)
-            tr = np.einsum("eakbk->eab", H)
-            Ke = lam * H + mu * H.transpose(0, 1, 4, 3, 2)
-            for i in range(3):
-                Ke[:, :, i, :, i] += mu * tr
-            Kb = Ke.transpose(0, 1, 3, 2, 4).reshape(ne * nl * nl, 3, 3)
-            p = pos[idx].ravel()
+        for a, b in self.ranges():
+            wd, G, _ = self.geometry(a, b)
+            ne, nq = wd.shape
+            A = G.reshape(ne, nq, 3 * nl)  # (e, q, (a,i))
+            H = np.matmul(A.transpose(0, 2, 1), A * wd[:, :, None]).reshape(ne, nl, 3, nl, 3)
+            tr = H[:, :, 0, :, 0] + H[:, :, 1, :, 1] + H[:, :, 2, :, 2]
+            Ke = np.empty((ne, nl, nl, 3, 3))
             for i in range(3):
                 for j in range(3):
-                    blocks[:, i, j] += np.bincount(p, weights=Kb[:, i, j], minlength=nnz)
-        K = sp.bsr_matrix((blocks, indices, indptr), shape=(3 * self.n_nodes,) * 2).tocsr()
-        K.sort_indices()
-        return K
+                    Ke[:, :, :, i, j] = lam * H[:, :, i, :, j] + mu * H[:, :, j, :, i]
+                Ke[:, :, :, i, i] += mu * tr
+            blocks += self.scatter(a, b, Ke.reshape(ne * nl * nl, 9)).reshape(-1, 3, 3)
+        return self._block_csr(blocks)
 
     def scalar_mass(self, lumped=False):
         """Scalar mass M_s (n x n): consistent, or HRZ-lumped diagonal if ``lumped``."""
         rho = self.material.rho
-        _, indices, pos = self.pattern()
+        _, indices, _ = self.pattern()
         data = np.zeros(len(indices))
         diag = np.zeros(self.n_nodes)
-        for idx, _, N, w in self.chunks():
-            Nt = N.transpose(1, 0, 2)
-            Me = rho * np.matmul(Nt * w[:, None, :], Nt.transpose(0, 2, 1))
+        nl = self.nloc
+        w, N, _ = self._reference()
+        NN = (N[:, None, :] * N[None, :, :]).reshape(nl * nl, -1)  # ((a,b), q)
+        for a, b in self.ranges():
+            wd, _, _ = self.geometry(a, b)
+            Me = rho * (wd @ NN.T)  # (ne, nl*nl)
             if lumped:  # HRZ: diagonal scaled to the element mass (positive for quadratic cells)
+                Me = Me.reshape(-1, nl, nl)
                 d = np.einsum("eaa->ea", Me)
-                d *= (Me.sum(axis=(1, 2)) / d.sum(axis=1))[:, None]
-                diag += np.bincount(self.edofs[:, idx].T.ravel(), weights=d.ravel(),
+                d = d * (Me.sum(axis=(1, 2)) / d.sum(axis=1))[:, None]
+                diag += np.bincount(self.elements[a:b].ravel(), weights=d.ravel(),
                                     minlength=self.n_nodes)
             else:
-                data += np.bincount(pos[idx].ravel(), weights=Me.ravel(), minlength=len(data))
+                data += self.scatter(a, b, Me.ravel())[:, 0]
         if lumped:
             return sp.diags(diag).tocsr()
         return self._scalar_csr(data)
 
     @staticmethod
     def vector_mass(Ms):
-        """M = M_s (x) I3 in node-interleaved order."""
-        return sp.kron(Ms, sp.identity(3), format="csr")
+        """M = M_s (x) I3 in node-interleaved order (CSR, sorted indices)."""
+        Ms = sp.csr_matrix(Ms)
+        Ms.sort_indices()
+        n = Ms.shape[0]
+        deg = np.diff(Ms.indptr)
+        row = np.repeat(np.arange(n), deg)
+        ptr = np.empty(3 * n + 1, np.int64)
+        ptr[:-1] = (3 * Ms.indptr[:-1, None] + deg[:, None] * np.arange(3)).ravel()
+        ptr[-1] = 3 * Ms.nnz
+        s = np.arange(Ms.nnz)
+        data = np.empty(3 * Ms.nnz)
+        cols = np.empty(3 * Ms.nnz, np.int32)
+        for i in range(3):
+            t = 3 * Ms.indptr[row] + i * deg[row] + (s - Ms.indptr[row])
+            data[t] = Ms.data
+            cols[t] = 3 * Ms.indices + i
+        M = sp.csr_matrix((data, cols, ptr), shape=(3 * n, 3 * n))
+        M.has_sorted_indices = True
+        return M
 
     # -- strains, stresses and geometric stiffness ------------------------------------------
-    def stress_at_points(self, U, idx, G):
-        """Cauchy stress (k, ne, nq, 3, 3) of displacement columns U (3n, k) on a chunk."""
+    def _grad(self, U, a, b, G):
+        """Displacement gradients (ne, nq, 3 dir, 3 comp, k) of columns U (3n, k)."""
+        k = U.shape[1]
+        Ue = U.reshape(self.n_nodes, 3 * k)[self.elements[a:b]]  # (ne, nloc, 3k)
+        ne, nq, nl, _ = G.shape
+        Gt = G.transpose(0, 1, 3, 2).reshape(ne, nq * 3, nl)
+        return np.matmul(Gt, Ue).reshape(ne, nq, 3, 3, k)
+
+    def _stress_voigt(self, gu):
+        """Voigt stress (ne, nq, 6, k) from displacement gradients (ne, nq, dir, comp, k)."""
         lam, mu = self.material.lam, self.material.mu
-        U = U.reshape(self.n_nodes, 3, -1)
-        Ue = U[self.edofs[:, idx]]  # (nloc, ne, 3comp, k)
-        # grad[k, e, q, comp, dir] = sum_a Ue[a,e,comp,k] G[a,dir,e,q]
-        gu = np.einsum("aeck,adeq->keqcd", Ue, G, optimize=True)
-        eps = 0.5 * (gu + gu.swapaxes(-1, -2))
-        tr = np.trace(eps, axis1=-2, axis2=-1)
-        sig = 2.0 * mu * eps
-        sig[..., [0, 1, 2], [0, 1, 2]] += lam * tr[..., None]
+        tr = gu[:, :, 0, 0] + gu[:, :, 1, 1] + gu[:, :, 2, 2]
+        out = np.empty(gu.shape[:2] + (6,) + gu.shape[4:])
+        for c, (i, j) in enumerate(_VOIGT):
+            if i == j:
+                out[:, :, c] = 2.0 * mu * gu[:, :, i, i] + lam * tr
+            else:
+                out[:, :, c] = mu * (gu[:, :, i, j] + gu[:, :, j, i])
+        return out
+
+    def stress_at_points(self, U, idx, G):
+        """Cauchy stress (k, ne, nq, 3, 3) of displacement columns U (3n, k) on a chunk.
+
+        ``G`` in the ``chunks()`` layout (nloc, 3, ne, nq); ``idx`` consecutive elements.
+        """
+        U = np.asarray(U, float).reshape(3 * self.n_nodes, -1)
+        gu = self._grad(U, idx[0], idx[-1] + 1, G.transpose(2, 3, 0, 1))
+        sv = self._stress_voigt(gu)  # (ne, nq, 6, k)
+        sig = np.empty((U.shape[1],) + gu.shape[:2] + (3, 3))
+        for c, (i, j) in enumerate(_VOIGT):
+            sig[:, :, :, i, j] = sig[:, :, :, j, i] = np.moveaxis(sv[:, :, c], -1, 0)
         return sig
+
+    def geometric_element_data(self, U, a, b):
+        """Element geometric stiffness entries (k, ne * nloc^2) of the stress states of U.
+
+        ``Kg_e[a, b] = sum_q w |J| sigma_ij dN_a/dx_i dN_b/dx_j`` for elements a:b.
+        """
+        wd, G, _ = self.geometry(a, b)
+        k = U.shape[1]
+        ne, nq, nl, _ = G.shape
+        sv = self._stress_voigt(self._grad(U, a, b, G)) * wd[:, :, None, None]  # (ne,nq,6,k)
+        sig = np.empty((ne, nq, 3, 3, k))
+        for c, (i, j) in enumerate(_VOIGT):
+            sig[:, :, i, j] = sig[:, :, j, i] = sv[:, :, c]
+        # SG[e, q, i, (b, k)] = sum_j sig[e,q,i,j,k] G[e,q,b,j]
+        SG = np.einsum("eqijk,eqbj->eqibk", sig, G, optimize=True)
+        # Kg[e, a, (b, k)] = sum_{q,i} G[e,q,a,i] SG[e,q,i,b,k]
+        Kg = np.matmul(G.transpose(0, 2, 1, 3).reshape(ne, nl, nq * 3),
+                       SG.reshape(ne, nq * 3, nl * k))
+        return Kg.reshape(ne, nl, nl, k).transpose(3, 0, 1, 2).reshape(k, -1)
+
+    def geometric_data(self, U):
+        """Scalar geometric-stiffness data (k, nnz_s) on the node pattern for columns U."""
+        U = np.asarray(U, float)
+        if U.ndim == 1:
+            U = U[:, None]
+        _, indices, _ = self.pattern()
+        data = np.zeros((len(indices), U.shape[1]))
+        nq = len(self._reference()[0])
+        per = max(1, self.chunk // (nq * self.nloc * 3 * U.shape[1]))
+        for a, b in self.ranges(per):
+            data += self.scatter(a, b, self.geometric_element_data(U, a, b).T)
+        return data.T
 
     def geometric_scalar(self, U):
         """Scalar geometric stiffness (n x n) of the stress states of displacement columns U.
@@ -192,29 +371,17 @@ class Assembler:
         ``K_G = K_g (x) I3`` with ``K_g[a, b] = int sigma_ij dN_a/dx_i dN_b/dx_j dV``.
         Returns a list of CSR matrices, one per column of U.
         """
-        U = np.asarray(U, float)
-        if U.ndim == 1:
-            U = U[:, None]
-        _, indices, pos = self.pattern()
-        data = np.zeros((U.shape[1], len(indices)))
-        for idx, G, _, w in self.chunks():
-            sig = self.stress_at_points(U, idx, G) * w[None, :, :, None, None]
-            # Ke[k, e, a, b] = sum_q G[a,i,e,q] sig[k,e,q,i,j] G[b,j,e,q]
-            SG = np.einsum("keqij,bjeq->keqib", sig, G, optimize=True)
-            Ke = np.einsum("aieq,keqib->keab", G, SG, optimize=True)
-            p = pos[idx].ravel()
-            for k in range(U.shape[1]):
-                data[k] += np.bincount(p, weights=Ke[k].ravel(), minlength=data.shape[1])
-        return [self._scalar_csr(d) for d in data]
+        return [self._scalar_csr(d) for d in self.geometric_data(U)]
 
     def geometric_scalar_from_stress(self, sigma):
         """Scalar K_g for a constant (3x3) Cauchy stress on the whole mesh."""
         s = np.asarray(sigma, float)
-        _, indices, pos = self.pattern()
+        _, indices, _ = self.pattern()
         data = np.zeros(len(indices))
-        for idx, G, _, w in self.chunks():
-            Ke = np.einsum("aieq,ij,bjeq,eq->eab", G, s, G, w, optimize=True)
-            data += np.bincount(pos[idx].ravel(), weights=Ke.ravel(), minlength=len(data))
+        for a, b in self.ranges():
+            wd, G, _ = self.geometry(a, b)
+            Ke = np.einsum("eqai,ij,eqbj,eq->eab", G, s, G, wd, optimize=True)
+            data += self.scatter(a, b, Ke.ravel())[:, 0]
         return self._scalar_csr(data)
 
     def nodal_stress(self, U):
@@ -225,23 +392,24 @@ class Assembler:
         U = np.asarray(U, float)
         if U.ndim == 1:
             U = U[:, None]
-        ref = self.elem.doflocs.T  # (3, nloc) reference node coordinates
-        quad = (ref, np.ones(ref.shape[1]))
-        out = np.zeros((self.n_nodes, 6, U.shape[1]))
+        k = U.shape[1]
+        if not hasattr(self, "_node_quad"):
+            ref = np.ascontiguousarray(self.elem.doflocs.T)  # (3, nloc) reference node coordinates
+            self._node_quad = (ref, np.ones(ref.shape[1]))
+        out = np.zeros((self.n_nodes, 6 * k))
         count = np.bincount(self.edofs.ravel(), minlength=self.n_nodes).astype(float)
-        vi = ([0, 1, 2, 1, 0, 0], [0, 1, 2, 2, 2, 1])
-        for idx, G, _, _ in self.chunks(quadrature=quad):
-            sig = self.stress_at_points(U, idx, G)  # (k, ne, nloc_pts, 3, 3)
-            voigt = sig[..., vi[0], vi[1]]  # (k, ne, nq, 6)
-            nodes = self.edofs[:, idx].T  # (ne, nloc) — point q of element e is node nodes[e, q]
-            for c in range(6):
-                for k in range(U.shape[1]):
-                    out[:, c, k] += np.bincount(nodes.ravel(), weights=voigt[k, :, :, c].ravel(),
-                                                minlength=self.n_nodes)
-        return out / np.maximum(count, 1)[:, None, None]
+        per = max(1, self.chunk // (self.nloc * 18 * k))
+        for a, b in self.ranges(per):
+            _, G, _ = self.geometry(a, b, self._node_quad)
+            sv = self._stress_voigt(self._grad(U, a, b, G))  # (ne, nloc points, 6, k)
+            nodes = self.elements[a:b].ravel()  # point q of element e is node elements[e, q]
+            S = sp.csc_matrix((np.ones(len(nodes)), nodes, np.arange(len(nodes) + 1)),
+                              shape=(self.n_nodes, len(nodes)))
+            out += S @ sv.reshape(len(nodes), 6 * k)
+        return (out / np.maximum(count, 1)[:, None]).reshape(self.n_nodes, 6, k)
 
     def volume(self):
-        return float(sum(w.sum() for _, _, _, w in self.chunks()))
+        return float(sum(self.geometry(a, b)[0].sum() for a, b in self.ranges()))
 
 
 def check_node_coverage(fe):

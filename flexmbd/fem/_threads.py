@@ -1,0 +1,82 @@
+"""Thread counts of the OpenBLAS libraries loaded in this process.
+
+A typical process holds up to three OpenBLAS copies: numpy's and scipy's
+wheels each bundle one, and CHOLMOD (scikit-sparse) links the system's.  Each
+keeps its own thread pool whose idle threads spin for a while after every
+call.  Loops that alternate between them — ARPACK's reverse communication
+(scipy's BLAS) around CHOLMOD solves (the system's BLAS), numpy products in
+between — then fight over the cores; on a 2-core machine shared with other
+processes the eigen step ran 10x slower than with one thread per pool.
+
+`blas_threads(n)` sets every loaded OpenBLAS pool to ``n`` threads for a
+``with`` block and restores the previous counts.  Only Linux is handled (the
+libraries are found in ``/proc/self/maps``); elsewhere it does nothing.
+"""
+
+import ctypes
+import os
+from contextlib import contextmanager
+
+__all__ = ["blas_threads", "openblas_pools"]
+
+_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
+            "scipy_openblas_set_num_threads")
+_GETTERS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+            "scipy_openblas_get_num_threads")
+_POOLS = {}
+
+
+def _loaded_openblas_paths():
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/") and ".so" in os.path.basename(p))
+
+
+def openblas_pools():
+    """{path: (get, set)} ctypes functions of every loaded OpenBLAS (refreshed each call)."""
+    for path in _loaded_openblas_paths():
+        if path in _POOLS:
+            continue
+        pool = None
+        try:
+            # RTLD_NOLOAD: only a handle on the already loaded copy.  Never RTLD_GLOBAL: that
+            # would expose its BLAS symbols to libraries loaded later (CHOLMOD then binds to
+            # the wrong BLAS and crashes).
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_LOCAL)
+            get = next((getattr(lib, g) for g in _GETTERS if hasattr(lib, g)), None)
+            put = next((getattr(lib, s) for s in _SETTERS if hasattr(lib, s)), None)
+            if get is not None and put is not None:
+                get.restype, get.argtypes = ctypes.c_int, []
+                put.restype, put.argtypes = None, [ctypes.c_int]
+                pool = (get, put)
+        except OSError:
+            pool = None
+        _POOLS[path] = pool
+    return {p: f for p, f in _POOLS.items() if f is not None}
+
+
+@contextmanager
+def blas_threads(n=1):
+    """Limit every loaded OpenBLAS to ``n`` threads inside the block (None: no change)."""
+    if n is None:
+        yield
+        return
+    pools = openblas_pools()
+    old = {}
+    for path, (get, put) in pools.items():
+        try:
+            old[path] = get()
+            put(int(n))
+        except Exception:  # pragma: no cover - a foreign library; never fail the caller
+            pass
+    try:
+        yield
+    finally:
+        for path, k in old.items():
+            try:
+                pools[path][1](k)
+            except Exception:  # pragma: no cover
+                pass
