@@ -507,6 +507,8 @@ class LoopSystem:
                 J @ qd[i] + self.constraints.phi_t(q[i], t[i])).max(initial=0.0)
             for c, rel in zip(self.constraints.cuts, self.constraints.relative(q[i], None, t[i])):
                 extra[f"cut:{c.name}"][i] = cut_coordinates(c.joint, rel[0], rel[1])
+            if m and P.method in ("qr",):
+                P.basis(q[i], t[i], J=J)               # a corrected state: rows and rank
             try:
                 fd = self.forward_dynamics(q[i], qd[i], tau_f(t[i], q[i], qd[i]), t[i], P)
             except FlexmbdError:

@@ -277,7 +277,21 @@ def qr_basis(J, rtol=DEFAULT_RTOL, regular_rank=None, atol=1e-300):
     if not np.all(np.isfinite(J)):
         raise SolverError("constraint Jacobian has non-finite entries (NaN/inf); check the "
                           "joint coordinates and the constraint functions")
-    Q, R, perm = _pivoted_qr(J.T)
+    # rows that vanish (e.g. the out-of-plane equations of a planar loop modelled in
+    # space) are discarded before the factorization, which then works on the rest
+    norms = np.abs(J).max(axis=1)
+    keep = np.flatnonzero(norms > 1e-14 * max(norms.max(), atol))
+    if keep.size == 0:
+        return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0),
+                       rtol)
+    if keep.size < m:
+        Qk, Rk, pk = _pivoted_qr(J[keep].T)
+        drop = np.setdiff1d(np.arange(m), keep)
+        perm = np.concatenate([keep[pk], drop])
+        R = np.hstack([Rk, np.zeros((Rk.shape[0], drop.size))])
+        Q = Qk
+    else:
+        Q, R, perm = _pivoted_qr(J.T)
     d = np.abs(np.diag(R))
     if d.size == 0 or d[0] <= atol:
         rank = 0
@@ -329,11 +343,17 @@ class Projector:
         Maximum Newton iterations of the position correction (the paper used 3).
     h : float, optional
         Step size for the Baumgarte coefficients (required for ``"baumgarte"``).
+    fast_rows : bool
+        Between two corrected states in a regular configuration, reuse the rows the
+        last QR found independent and solve with Cholesky factorizations of
+        ``J_I J_I^T`` / ``J_I M^-1 J_I^T`` instead of a new pivoted QR (the same
+        equations; one QR per step instead of one per evaluation). The QR is used
+        whenever the last corrected state had weak (near-singular) directions.
     """
 
     def __init__(self, constraints, method="qr", rtol=DEFAULT_RTOL, tangent_projection=True,
                  position_tol=1e-13, velocity_tol=0.0, max_newton=5, h=None,
-                 baumgarte=None):
+                 baumgarte=None, fast_rows=True):
         if method not in METHODS:
             raise ValueError(f"Projector: method must be one of {METHODS}, got {method!r}")
         self.c = constraints
@@ -357,6 +377,8 @@ class Projector:
         self._last_weak = None
         self._last_J = None
         self._basis_cache = None
+        self._sel_basis = None
+        self.fast_rows = bool(fast_rows)
         self.info = ProjectionInfo()
 
     # -- bases ------------------------------------------------------------------------
@@ -400,7 +422,16 @@ class Projector:
             self._last_weak = None
         self._set_info(b)
         self._basis_cache = ((J.shape, J.tobytes(), self.regular_rank, update), b)
+        if update:
+            self._sel_basis = b
         return b
+
+    def _selection(self):
+        """Independent rows of the last corrected state if it was regular (else None)."""
+        b = self._sel_basis
+        if b is None or not self.fast_rows or b.n_weak or b.rank == 0:
+            return None
+        return b.perm[: b.rank]
 
     def _set_info(self, b):
         self.info.rank = b.rank
@@ -431,8 +462,14 @@ class Projector:
             return q
         for it in range(1, self.max_newton + 1):
             J = self.c.jacobian(q, t)
+            sel = self._selection()
             if self.method == "moore-penrose":
                 dq = -_pinv_solve(J, phi)
+            elif sel is not None:
+                # regular configuration, rows known: the same minimum-norm Newton step
+                # from the independent rows by Cholesky (no QR)
+                JI = J[sel]
+                dq = -JI.T @ _spd_solve(JI @ JI.T, phi[sel])
             else:
                 b = self.basis(q, t, J=J, update=False)
                 k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
@@ -496,6 +533,22 @@ class Projector:
         J = self.c.jacobian(q, t) if basis is None else basis.J
         if J.shape[0] == 0:
             return vdot_free.copy(), np.zeros(0)
+        sel = self._selection() if basis is None and self.method == "qr" else None
+        if sel is not None:
+            # regular configuration: the independent rows found by the last QR at a
+            # corrected state, used directly (Cholesky of J_I M^-1 J_I^T, no QR)
+            JI = J[sel]
+            Y = _minv_columns(minv, JI.T)
+            try:
+                c = sla.cho_factor(JI @ Y, check_finite=False)
+            except np.linalg.LinAlgError:
+                c = None
+            if c is not None:
+                lam_i = sla.cho_solve(c, gamma[sel] - JI @ vdot_free, check_finite=False)
+                lam = np.zeros(J.shape[0])
+                lam[sel] = lam_i
+                self._set_info(self._sel_basis)
+                return vdot_free + Y @ lam_i, lam
         if self.method in ("baumgarte", "moore-penrose", "none"):
             if self.method == "baumgarte":
                 gamma = gamma - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t)) \
@@ -554,7 +607,9 @@ def _pivoted_qr(A):
     """Economic column-pivoted QR ``A P = Q R`` by LAPACK (dgeqp3/dorgqr; low call overhead)."""
     n, m = A.shape
     k = min(n, m)
-    qr, jpvt, tau, _, info = _lapack.dgeqp3(np.array(A, dtype=float, order="F"))
+    A = np.array(A, dtype=float, order="F")
+    lwork = int(_lapack.dgeqp3(A, lwork=-1)[3][0])
+    qr, jpvt, tau, _, info = _lapack.dgeqp3(A, lwork=max(lwork, 3 * m + 1))
     if info != 0:  # pragma: no cover - LAPACK argument errors only
         return sla.qr(A, mode="economic", pivoting=True, check_finite=False)
     R = np.triu(qr[:k, :])

@@ -73,3 +73,43 @@ def test_four_bar_ten_seconds():
     e = mod.errors(res)
     assert e["force_regular"] < 1e-8
     assert e["angle"] < 1e-9
+
+
+def test_bricard_mechanism_is_mobile_with_one_redundant_equation(tmp_path):
+    mod = load("bricard")
+    (res, drift), text = quiet(mod.main, t_end=1.0, dt=2e-3, outdir=tmp_path)
+    assert set(res.stats["rank"].tolist()) == {4}           # 5 cut equations, rank 4
+    assert set(res.stats["discarded"].sum(axis=1).tolist()) == {1}
+    assert res.energy["kinetic"].max() > 1.0                 # it moves (Grübler says 0 dof)
+    assert drift < 1e-5                                      # energy conserved
+    assert (tmp_path / "bricard.png").exists()
+
+
+@pytest.mark.slow
+def test_bricard_ten_seconds():
+    mod = load("bricard")
+    res = mod.simulate(10.0, 2e-3)
+    E = res.energy["total"]
+    assert np.abs(E - E[0]).max() < 1e-4
+    assert res.stats["position_violation"].max() < 1e-12
+
+
+def test_n_four_bar_through_singular_configurations():
+    mod = load("n_four_bar")
+    res = mod.simulate(N=4, t_end=1.5, dt=2e-3)
+    e = mod.errors(res, 4)
+    assert e["crossings"] >= 2                               # passes the horizontal
+    assert e["angle"] < 1e-8 and e["energy"] < 1e-5
+    assert min(e["ranks"]) < 8 and max(e["ranks"]) == 8      # rank drops when horizontal
+    # the N = 40 mechanism: 200 cut equations, 80 independent
+    res40 = mod.simulate(N=40, t_end=0.02, dt=2e-3)
+    e40 = mod.errors(res40, 40)
+    assert e40["ranks"] == [80] and e40["discarded"] == [120] and e40["angle"] < 1e-10
+
+
+@pytest.mark.slow
+def test_n_four_bar_forty_twenty_seconds(tmp_path):
+    mod = load("n_four_bar")
+    (res, e), text = quiet(mod.main, N=40, t_end=20.0, dt=5e-3, outdir=tmp_path)
+    assert e["crossings"] >= 4
+    assert e["angle"] < 1e-6 and e["energy"] < 1e-4
