@@ -29,8 +29,10 @@ paper's scheme, needed because an adaptive stepper's state cannot be modified).
 ``Results.stats`` holds per sample the rank, the regular rank, the number of
 weak (tangent-projected) directions, a boolean mask of discarded equations
 (``stats["discarded"]``, (nt, m), column order ``meta["constraint_names"]``), the
-position and velocity violations and the Newton iterations of the position
-correction; ``extra["lambda"]`` the multipliers.
+position and velocity violations and the integration wall time so far
+(``stats["cpu_time"]``, s); ``extra["lambda"]`` the multipliers,
+``extra["cut:<joint>"]`` the cut joints' own coordinates and
+``extra["driver:<name>"]`` the drive forces.
 """
 
 from __future__ import annotations
@@ -415,6 +417,7 @@ class LoopSystem:
                                "are in err.partial", partial=partial, time=t_fail)
 
         wall = _time.perf_counter()
+        cpu = [0.0]
         if not adaptive:
             from ..integrators.explicit import rk4
 
@@ -438,6 +441,7 @@ class LoopSystem:
                     raise fail("non-finite state", ta + dt)
                 ts.append(t0 + (i + 1) * dt)
                 ys.append(y.copy())
+                cpu.append(_time.perf_counter() - wall)
                 if progress:
                     print(f"  t = {ts[-1]:.4g} s", flush=True)
             meta["dt"] = dt
@@ -474,6 +478,7 @@ class LoopSystem:
                         dense = dense or stepper.dense_output()
                         ts.append(float(t_eval[ie]))
                         ys.append(dense(t_eval[ie]))
+                        cpu.append(_time.perf_counter() - wall)
                         ie += 1
             meta.update(rtol=rtol, atol=atol, method=name, steps=n_steps)
             # the reported states are the corrected ones (the stepper's drift off the manifold
@@ -485,7 +490,9 @@ class LoopSystem:
                     qq, vv = P.correct(yy[:nq], yy[nq:], ts[i])
                     ys[i] = np.concatenate([qq, vv])
         meta["wall_time"] = _time.perf_counter() - wall
-        return self._results(np.array(ts), np.array(ys), tau_f, meta, P)
+        res = self._results(np.array(ts), np.array(ys), tau_f, meta, P)
+        res.stats["cpu_time"] = np.array(cpu[: len(ts)] + [cpu[-1]] * (len(ts) - len(cpu)))
+        return res
 
     def _results(self, t, y, tau_f, meta, P, safe=False):
         nq, nv, m = self.nq, self.nv, self.constraints.m

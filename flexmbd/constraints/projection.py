@@ -556,7 +556,10 @@ class Projector:
             Y = _minv_columns(minv, J.T)
             A = J @ Y
             lam = _lstsq(A, gamma - J @ vdot_free)
-            self.info.rank = int(np.linalg.matrix_rank(J)) if self.method != "none" else 0
+            # minimum-norm solves use every row: none is discarded; the rank is reported
+            self.info.rank = self.info.regular_rank = int(np.linalg.matrix_rank(A))
+            self.info.n_weak = 0
+            self.info.discarded = np.zeros(J.shape[0], dtype=bool)
             return vdot_free + Y @ lam, lam
         b = self.basis(q, t, J=J, update=False) if basis is None else basis
         C = self._normal_rows(b)

@@ -113,3 +113,18 @@ def test_n_four_bar_forty_twenty_seconds(tmp_path):
     (res, e), text = quiet(mod.main, N=40, t_end=20.0, dt=5e-3, outdir=tmp_path)
     assert e["crossings"] >= 4
     assert e["angle"] < 1e-6 and e["energy"] < 1e-4
+
+
+def test_projection_study_table_and_plots(tmp_path):
+    mod = load("projection_study")
+    rows, text = quiet(mod.main, four_bar_t_end=0.2, andrews_t_end=0.001, outdir=tmp_path)
+    by = {(r["mechanism"], r["method"]): r for r in rows}
+    for mech in ("four_bar", "andrews"):
+        for method in ("qr", "moore-penrose"):
+            assert by[mech, method]["position"] < 1e-13      # projected every step
+        assert by[mech, "baumgarte"]["position"] > by[mech, "qr"]["position"]
+        assert by[mech, "qr"]["velocity"] < 1e-11
+    table = (tmp_path / "projection_study.md").read_text()
+    assert table.count("| four_bar |") == 4 and table.count("| andrews |") == 4
+    assert (tmp_path / "projection_study_four_bar.png").exists()
+    assert (tmp_path / "projection_study_andrews.png").exists()
