@@ -73,7 +73,7 @@ def errors(res, N):
                 ranks=sorted(set(res.stats["rank"].tolist())),
                 discarded=sorted(set(res.stats["discarded"].sum(axis=1).tolist())),
                 position_violation=res.stats["position_violation"].max(),
-                crossings=int(np.count_nonzero(np.diff(np.sign(np.cos(th))))))
+                crossings=int(np.count_nonzero(np.diff(np.sign(np.cos(th[res.t > 0.01]))))))
 
 
 def main(N=40, t_end=20.0, dt=2e-3, outdir=None, plot=True):
