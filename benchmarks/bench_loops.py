@@ -1,0 +1,198 @@
+"""Closed-loop ring of N bodies: recursive + cut-joint formulation vs absolute formulation.
+
+The ring: N rods (1 m, 1 kg, square section 0.1 m) on the sides of a planar
+regular (N+1)-gon whose last side is the ground, joined by revolute joints whose
+axes are tilted out of the plane (so that the loop is a generic spatial one,
+mobility N - 5, without redundant constraints that the absolute formulation's
+KKT matrix could not take). Gravity along -y, released from rest.
+
+Timed per size N = 10 ... 500 (best of a few repeats):
+
+* ``fd``: one forward-dynamics evaluation at the assembled state -- recursive:
+  the CFA tree solver for the free accelerations, 5 O(N) ``solve_mass`` columns,
+  the cut-joint equations and the QR projection (:class:`flexmbd.constraints.LoopSystem`);
+  absolute: the sparse KKT system of all 6(N+1)... body equations
+  (``AbsoluteSystem.forward_dynamics``);
+* ``step``: one integration step -- recursive: RK4 with the position/velocity
+  projection after the step; absolute: Newmark (trapezoidal) with Newton.
+
+The growth exponent is the least-squares slope of log(time) over log(N).
+Run ``python benchmarks/bench_loops.py`` (``--write`` updates the loops section
+of benchmarks/RESULTS.md between ``<!-- loops:start -->`` and ``<!-- loops:end -->``;
+``--sizes 10 20 50`` for a quick run).
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
+import flexmbd as fm  # noqa: E402
+from flexmbd.spatial import rotation_matrix  # noqa: E402
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+START, END = "<!-- loops:start -->", "<!-- loops:end -->"
+COMMAND = "python benchmarks/bench_loops.py --write"
+SIZES = (10, 20, 50, 100, 200, 500)
+
+
+def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
+    """The ring model: rods ``rod[0..N-1]``, joints ``j[0..N]`` (``j[N]`` closes the loop)."""
+    rng = np.random.default_rng(seed)
+    n = N + 1
+    R = L / (2 * np.sin(np.pi / n))
+    ang = 2 * np.pi * np.arange(n + 1) / n
+    P = np.column_stack([R * np.cos(ang), R * np.sin(ang), np.zeros(n + 1)])
+    P -= P[0]
+    M = fm.Model(f"ring_{N}")
+    Jt, Ja = m * (L * L + b * b) / 12, m * 2 * b * b / 12
+    frames = []
+    for i in range(N):
+        u = (P[i + 1] - P[i]) / L
+        Rb = np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]])
+        frames.append((Rb, P[i]))
+    M.rod = fm.RigidBody(range(N), rule=lambda blk, i: fm.RigidBody(
+        mass=m, inertia=(Ja, Jt, Jt), com=(L / 2, 0, 0)))
+    # joint k at vertex P_k with a tilted axis (world), expressed in each body's axes
+    axes = []
+    for k in range(n):
+        a = np.array([0, 0, 1.0]) + tilt * rng.standard_normal(3)
+        axes.append(a / np.linalg.norm(a))
+
+    def frame_on(i, k):            # joint k's frame on rod i (joint frame axes = world axes)
+        Rb, o = frames[i]
+        return (Rb.T @ (P[k] - o), Rb.T)
+
+    def joint(blk, k):
+        parent = blk.ground if k == 0 else blk.rod[k - 1]
+        child = blk.ground if k == N else blk.rod[k]
+        pf = (P[k], np.eye(3)) if k == 0 else frame_on(k - 1, k)
+        cf = (P[k], np.eye(3)) if k == N else frame_on(k, k)
+        return fm.Revolute(parent, child, axis=axes[k], parent_frame=pf, child_frame=cf,
+                           cut=(k == N))
+
+    M.j = fm.Revolute(range(n), rule=joint)
+    M.g = fm.Gravity((0.0, -9.81, 0.0))
+    return M
+
+
+def best_of(f, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def time_size(N, repeats=3, steps=3, dt=1e-3):
+    model = ring(N)
+    out = {"N": N}
+    # recursive + cut joints
+    S = model.compile("recursive")
+    q, qd = S.q0(), S.qd0()
+    fd = S.forward_dynamics(q, qd)
+    out["rank"] = fd.rank
+    out["m"] = len(S.constraint_names)
+
+    def rec_fd():
+        S.constraints._key = None                            # no cached constraint values
+        S.accelerations(q, qd)
+
+    out["rec_fd"] = best_of(rec_fd, repeats)
+    S.simulate(dt, dt=dt)                                    # warm up
+    # integration loop only (meta["wall_time"]), not the output post-processing
+    out["rec_step"] = min(S.simulate(steps * dt, dt=dt).meta["wall_time"]
+                          for _ in range(repeats)) / steps
+    # absolute
+    try:
+        A = model.compile("absolute")
+        qa, qda = A.state_from_bodies(S.body_states(q, qd))
+        fa = A.forward_dynamics(qa, qda)
+        out["abs_fd"] = best_of(lambda: A.forward_dynamics(qa, qda), repeats)
+        out["abs_step"] = min(float(np.mean(A.simulate(steps * dt, dt=dt, integrator="newmark")
+                                            .stats["step_time"][1:])) for _ in range(repeats))
+        # the two formulations agree on the accelerations of the bodies
+        err = 0.0
+        for b in model.bodies():
+            al1, a1 = fd.tree.body_acceleration(b.name)
+            al2, a2 = fa.body_acceleration(b.name)
+            err = max(err, np.abs(al1 - al2).max(), np.abs(a1 - a2).max())
+        out["agree"] = err
+    except Exception as exc:  # noqa: BLE001 - report and continue
+        out["abs_fd"] = out["abs_step"] = out["agree"] = np.nan
+        out["abs_error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def slope(N, t):
+    N, t = np.asarray(N, float), np.asarray(t, float)
+    ok = np.isfinite(t)
+    if ok.sum() < 2:
+        return np.nan
+    return float(np.polyfit(np.log(N[ok]), np.log(t[ok]), 1)[0])
+
+
+def main(sizes=SIZES, repeats=3, write=False):
+    rows = []
+    for N in sizes:
+        r = time_size(N, repeats)
+        rows.append(r)
+        print(f"N={N:4d}  cut rank {r['rank']}/{r['m']}  recursive fd {1e3 * r['rec_fd']:8.2f} ms "
+              f"step {1e3 * r['rec_step']:8.2f} ms | absolute fd {1e3 * r['abs_fd']:8.2f} ms "
+              f"step {1e3 * r['abs_step']:8.2f} ms | agree {r['agree']:.1e}", flush=True)
+        if "abs_error" in r:
+            print("   absolute:", r["abs_error"])
+    Ns = [r["N"] for r in rows]
+    exps = {k: slope(Ns, [r[k] for r in rows]) for k in ("rec_fd", "rec_step", "abs_fd",
+                                                          "abs_step")}
+    print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
+    text = report(rows, exps)
+    if write:
+        old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+        if START in old and END in old:
+            new = old[:old.index(START)] + text + old[old.index(END) + len(END):]
+        else:
+            new = old.rstrip("\n") + "\n\n" + text + "\n"
+        RESULTS.write_text(new)
+    return rows, exps
+
+
+def report(rows, exps):
+    import numpy
+
+    lines = [START, "## Closed loops: ring of N bodies, recursive + cut joint vs absolute", "",
+             "A ring of N rods with tilted revolute axes closing through the ground (one loop, "
+             "5 cut equations, no redundancy). `fd`: one forward-dynamics evaluation "
+             "(accelerations and multipliers); `step`: one integration step (recursive: RK4 "
+             "+ QR position/velocity projection; absolute: Newmark 1/4, 1/2 with Newton, "
+             "dt = 1e-3 s). Best of 3; times in ms. `agree`: max difference of the body "
+             "accelerations of the two formulations.", "",
+             f"- Command: `{COMMAND}`",
+             f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
+             f"{numpy.__version__}, nproc {os.cpu_count()} (shared machine: timings are noisy)",
+             f"- Date: {datetime.date.today().isoformat()}", "",
+             "| N | cut rank | recursive fd | recursive step | absolute fd | absolute step | "
+             "agree |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['N']} | {r['rank']}/{r['m']} | {1e3 * r['rec_fd']:.2f} | "
+                     f"{1e3 * r['rec_step']:.2f} | {1e3 * r['abs_fd']:.2f} | "
+                     f"{1e3 * r['abs_step']:.2f} | {r['agree']:.1e} |")
+    lines += ["", "Growth exponents (slope of log time over log N): "
+              + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in exps.items()), END]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    a = ap.parse_args()
+    main(a.sizes, a.repeats, a.write)
