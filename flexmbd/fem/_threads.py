@@ -17,7 +17,7 @@ import ctypes
 import os
 from contextlib import contextmanager
 
-__all__ = ["blas_threads", "openblas_pools"]
+__all__ = ["blas_threads", "openblas_pools", "fem_threads", "FEM_THREADS"]
 
 _SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
             "scipy_openblas_set_num_threads")
@@ -80,3 +80,41 @@ def blas_threads(n=1):
                 pools[path][1](k)
             except Exception:  # pragma: no cover
                 pass
+
+
+def _default_threads():
+    v = os.environ.get("FLEXMBD_BLAS_THREADS", "").strip()
+    if v.lower() in ("", "1"):
+        return 1
+    if v.lower() in ("none", "default", "0"):
+        return None
+    return int(v)
+
+
+FEM_THREADS = _default_threads()
+_depth = [0]
+
+
+@contextmanager
+def fem_threads():
+    """`blas_threads` with the FEM pipeline's setting (env ``FLEXMBD_BLAS_THREADS``: default 1;
+    ``none`` leaves the libraries alone).  Nested uses only act at the outermost level.
+
+    One thread per pool was the fastest setting measured on a 2-core machine shared
+    with other processes, for the factorization as well as the solve loops.
+    """
+    if _depth[0] or FEM_THREADS is None:
+        _depth[0] += 1
+        try:
+            yield
+        finally:
+            _depth[0] -= 1
+        return
+    from .eigen import available_backends
+    available_backends()  # load CHOLMOD's BLAS first so that its pool is limited too
+    _depth[0] += 1
+    try:
+        with blas_threads(FEM_THREADS):
+            yield
+    finally:
+        _depth[0] -= 1

@@ -35,6 +35,7 @@ __all__ = ["Assembler", "INTORDER", "elasticity_form", "mass_form", "geometric_f
 
 INTORDER = {"tetra": 2, "tetra10": 4, "hexahedron": 3, "hexahedron27": 5}
 _VOIGT = ((0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1))  # xx yy zz yz xz xy
+_VOIGT_OF = ((0, 5, 4), (5, 1, 3), (4, 3, 2))  # Voigt index of (i, j)
 
 
 def elasticity_form(lam, mu):
@@ -110,7 +111,7 @@ def element_geometry(xe, dN):
     inv = np.stack([np.stack([c00, c01, c02]), np.stack([c10, c11, c12]),
                     np.stack([c20, c21, c22])]) * r  # (3d, 3i, ne, nq)
     # G[e, q, a, i] = sum_d dN[a, d, q] invJ[d, i, e, q]
-    G = np.einsum("adq,dieq->eqai", dN, inv, optimize=True)
+    G = np.ascontiguousarray(np.einsum("adq,dieq->eqai", dN, inv, optimize=True))
     return det, G
 
 
@@ -193,12 +194,18 @@ class Assembler:
             self._pattern = (indptr, indices, pos.astype(np.int32).reshape(self.nel, -1))
         return self._pattern
 
-    def scatter(self, start, stop, X):
-        """Sum element entries X (ne * nloc^2, ...) of elements start:stop into the pattern."""
-        _, indices, pos = self.pattern()
+    def scatter_add(self, out, start, stop, X):
+        """out[pattern] += element entries X (ne * nloc^2, ...) of elements start:stop.
+
+        Only the window of pattern positions the chunk touches is updated (with a
+        sparse scatter matrix: one entry per column, no sorting).
+        """
+        _, _, pos = self.pattern()
         p = pos[start:stop].ravel()
-        S = sp.csc_matrix((np.ones(len(p)), p, np.arange(len(p) + 1)), shape=(len(indices), len(p)))
-        return S @ X.reshape(len(p), -1)
+        lo, hi = int(p.min()), int(p.max()) + 1
+        S = sp.csc_matrix((np.ones(len(p)), p - lo, np.arange(len(p) + 1)), shape=(hi - lo, len(p)))
+        out[lo:hi] += (S @ X.reshape(len(p), -1)).reshape((hi - lo,) + out.shape[1:])
+        return out
 
     def _scalar_csr(self, data):
         indptr, indices, _ = self.pattern()
@@ -221,13 +228,14 @@ class Assembler:
         indptr, indices, _ = self.pattern()
         base, d, kptr = self._block_layout()
         nnz = 9 * len(indices)
+        ij = np.arange(3)
+        t = (base[:, None, None] + 3 * d[:, None, None] * ij[None, :, None]
+             + ij[None, None, :]).ravel()
         data = np.empty(nnz)
+        data[t] = blocks.ravel()
         cols = np.empty(nnz, np.int32)
-        for i in range(3):
-            for j in range(3):
-                t = base + 3 * i * d + j
-                data[t] = blocks[:, i, j]
-                cols[t] = 3 * indices + j
+        cols[t] = np.broadcast_to((3 * indices)[:, None, None] + ij[None, None, :],
+                                  (len(indices), 3, 3)).ravel()
         K = sp.csr_matrix((data, cols, kptr), shape=(3 * self.n_nodes,) * 2)
         K.has_sorted_indices = True
         return K
@@ -238,19 +246,16 @@ class Assembler:
         lam, mu = self.material.lam, self.material.mu
         _, indices, _ = self.pattern()
         blocks = np.zeros((len(indices), 3, 3))
-        nl = self.nloc
         for a, b in self.ranges():
             wd, G, _ = self.geometry(a, b)
-            ne, nq = wd.shape
-            A = G.reshape(ne, nq, 3 * nl)  # (e, q, (a,i))
-            H = np.matmul(A.transpose(0, 2, 1), A * wd[:, :, None]).reshape(ne, nl, 3, nl, 3)
-            tr = H[:, :, 0, :, 0] + H[:, :, 1, :, 1] + H[:, :, 2, :, 2]
-            Ke = np.empty((ne, nl, nl, 3, 3))
+            # H[e, a, b, i, j] = sum_q w |J| dN_a/dx_i dN_b/dx_j
+            H = np.einsum("eqai,eqbj->eabij", G, G * wd[:, :, None, None], optimize=True)
+            Ke = lam * H
+            Ke += mu * H.swapaxes(-1, -2)
+            tr = np.einsum("eabii->eab", H)
             for i in range(3):
-                for j in range(3):
-                    Ke[:, :, :, i, j] = lam * H[:, :, i, :, j] + mu * H[:, :, j, :, i]
-                Ke[:, :, :, i, i] += mu * tr
-            blocks += self.scatter(a, b, Ke.reshape(ne * nl * nl, 9)).reshape(-1, 3, 3)
+                Ke[..., i, i] += mu * tr
+            self.scatter_add(blocks, a, b, Ke.reshape(-1, 9))
         return self._block_csr(blocks)
 
     def scalar_mass(self, lumped=False):
@@ -272,7 +277,7 @@ class Assembler:
                 diag += np.bincount(self.elements[a:b].ravel(), weights=d.ravel(),
                                     minlength=self.n_nodes)
             else:
-                data += self.scatter(a, b, Me.ravel())[:, 0]
+                self.scatter_add(data, a, b, Me.ravel())
         if lumped:
             return sp.diags(diag).tocsr()
         return self._scalar_csr(data)
@@ -334,36 +339,40 @@ class Assembler:
         return sig
 
     def geometric_element_data(self, U, a, b):
-        """Element geometric stiffness entries (k, ne * nloc^2) of the stress states of U.
+        """Element geometric stiffness entries (ne * nloc^2, k) of the stress states of U.
 
-        ``Kg_e[a, b] = sum_q w |J| sigma_ij dN_a/dx_i dN_b/dx_j`` for elements a:b.
+        ``Kg_e[a, b] = sum_q w |J| sigma_ij dN_a/dx_i dN_b/dx_j`` for elements a:b,
+        rows ordered (element, a, b) like the pattern positions.  Written as
+        ``Kg_e = sum_{q, c} sigma_c B_c`` with the load-independent products
+        ``B_c[a, b] = dN_a/dx_i dN_b/dx_j (+ swapped for shear)`` so that all load
+        cases go through one batched matrix product.
         """
         wd, G, _ = self.geometry(a, b)
         k = U.shape[1]
         ne, nq, nl, _ = G.shape
         sv = self._stress_voigt(self._grad(U, a, b, G)) * wd[:, :, None, None]  # (ne,nq,6,k)
-        sig = np.empty((ne, nq, 3, 3, k))
+        Gc = [np.ascontiguousarray(G[..., i]) for i in range(3)]  # (ne, nq, nl) each
+        B = np.empty((ne, nq, 6, nl, nl))
         for c, (i, j) in enumerate(_VOIGT):
-            sig[:, :, i, j] = sig[:, :, j, i] = sv[:, :, c]
-        # SG[e, q, i, (b, k)] = sum_j sig[e,q,i,j,k] G[e,q,b,j]
-        SG = np.einsum("eqijk,eqbj->eqibk", sig, G, optimize=True)
-        # Kg[e, a, (b, k)] = sum_{q,i} G[e,q,a,i] SG[e,q,i,b,k]
-        Kg = np.matmul(G.transpose(0, 2, 1, 3).reshape(ne, nl, nq * 3),
-                       SG.reshape(ne, nq * 3, nl * k))
-        return Kg.reshape(ne, nl, nl, k).transpose(3, 0, 1, 2).reshape(k, -1)
+            np.multiply(Gc[i][..., :, None], Gc[j][..., None, :], out=B[:, :, c])
+            if i != j:
+                B[:, :, c] += Gc[j][..., :, None] * Gc[i][..., None, :]
+        Kg = np.matmul(sv.reshape(ne, nq * 6, k).transpose(0, 2, 1),
+                       B.reshape(ne, nq * 6, nl * nl))  # (ne, k, (a, b))
+        return Kg.transpose(0, 2, 1).reshape(ne * nl * nl, k)
 
     def geometric_data(self, U):
-        """Scalar geometric-stiffness data (k, nnz_s) on the node pattern for columns U."""
+        """Scalar geometric-stiffness data (nnz_s, k) on the node pattern for columns U."""
         U = np.asarray(U, float)
         if U.ndim == 1:
             U = U[:, None]
         _, indices, _ = self.pattern()
         data = np.zeros((len(indices), U.shape[1]))
         nq = len(self._reference()[0])
-        per = max(1, self.chunk // (nq * self.nloc * 3 * U.shape[1]))
+        per = max(1, self.chunk // (nq * 6 * max(self.nloc ** 2, U.shape[1])))
         for a, b in self.ranges(per):
-            data += self.scatter(a, b, self.geometric_element_data(U, a, b).T)
-        return data.T
+            self.scatter_add(data, a, b, self.geometric_element_data(U, a, b))
+        return data
 
     def geometric_scalar(self, U):
         """Scalar geometric stiffness (n x n) of the stress states of displacement columns U.
@@ -371,7 +380,8 @@ class Assembler:
         ``K_G = K_g (x) I3`` with ``K_g[a, b] = int sigma_ij dN_a/dx_i dN_b/dx_j dV``.
         Returns a list of CSR matrices, one per column of U.
         """
-        return [self._scalar_csr(d) for d in self.geometric_data(U)]
+        data = self.geometric_data(U)
+        return [self._scalar_csr(np.ascontiguousarray(data[:, k])) for k in range(data.shape[1])]
 
     def geometric_scalar_from_stress(self, sigma):
         """Scalar K_g for a constant (3x3) Cauchy stress on the whole mesh."""
@@ -381,7 +391,7 @@ class Assembler:
         for a, b in self.ranges():
             wd, G, _ = self.geometry(a, b)
             Ke = np.einsum("eqai,ij,eqbj,eq->eab", G, s, G, wd, optimize=True)
-            data += self.scatter(a, b, Ke.ravel())[:, 0]
+            self.scatter_add(data, a, b, Ke.ravel())
         return self._scalar_csr(data)
 
     def nodal_stress(self, U):

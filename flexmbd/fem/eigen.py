@@ -40,9 +40,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import SolverError
+from ._threads import fem_threads
 
-__all__ = ["SPDFactor", "eigsh_shift_invert", "eigh_dense", "free_shift", "rigid_modes",
-           "RelievedSolver", "available_backends", "resolve_backend", "DENSE_MAX"]
+__all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense", "free_shift",
+           "rigid_modes", "RelievedSolver", "available_backends", "resolve_backend", "DENSE_MAX"]
 
 DENSE_MAX = 600  # "auto" uses dense LAPACK Cholesky up to this many rows
 _ORDER = ("cholmod", "cholespy", "superlu")
@@ -188,12 +189,14 @@ class SPDFactor:
         if symbolic is None:
             # supernodal always: BLAS-3 speed, and a clear error for indefinite matrices
             # (the simplicial LDL^T would factor them silently)
-            symbolic = analyze(L, mode="supernodal", ordering_method="default")
+            with fem_threads():
+                symbolic = analyze(L, mode="supernodal", ordering_method="default")
             SYMBOLIC_CACHE.put(L, symbolic)
         self.symbolic = symbolic
         self._pattern = (L.indptr, L.indices)
         try:
-            self._c = symbolic.cholesky(L)
+            with fem_threads():
+                self._c = symbolic.cholesky(L)
         except CholmodError as exc:
             raise SolverError(f"{self.name}: CHOLMOD factorization failed ({exc}); the matrix is "
                               "not positive definite — is the body constrained against "
@@ -221,7 +224,8 @@ class SPDFactor:
         if self.backend == "dense":
             X = sla.cho_solve(self._c, B, check_finite=False)
         elif self.backend == "cholmod":
-            X = self._c.solve_A(B)
+            with fem_threads():
+                X = self._c.solve_A(B)
         elif self.backend == "cholespy":
             Bc = np.ascontiguousarray(B)
             X = np.empty_like(Bc)
@@ -253,26 +257,140 @@ def eigh_dense(K, M, k, skip=0):
     return lam, V
 
 
-def eigsh_shift_invert(K, M, k, sigma=0.0, factor=None, backend="auto", tol=0.0, name="K"):
-    """Lowest ``k`` eigenpairs of K x = lam M x by shift-invert Lanczos.
+def _m_orthonormalize(W, V, MV, M):
+    """M-orthonormalize the block W against the M-orthonormal V (MV = M V) and within itself.
+
+    Classical block Gram-Schmidt, twice, then an eigen-decomposition of the
+    scaled Gram matrix (SVQB); repeated until orthogonal to ~1e-12.  ``M W`` is
+    recomputed after every scaling: updating it by the same recurrences loses
+    accuracy when the projected block is small.  Returns (W, M W); columns that
+    are numerically dependent are dropped.
+    """
+    MW = M @ W
+    for _ in range(4):
+        for _ in range(2):
+            if V.shape[1]:
+                C = MV.T @ W
+                W = W - V @ C
+                MW = MW - MV @ C
+        G = W.T @ MW
+        G = 0.5 * (G + G.T)
+        dg = np.sqrt(np.maximum(np.diag(G), 1e-300))
+        d, U = np.linalg.eigh(G / np.outer(dg, dg))
+        keep = d > 1e-13 * max(d.max(), 1e-300)
+        W = W @ ((U[:, keep] / np.sqrt(d[keep])) / dg[:, None])
+        MW = M @ W
+        err = np.abs(W.T @ MW - np.eye(W.shape[1])).max() if W.shape[1] else 0.0
+        if V.shape[1] and W.shape[1]:
+            err = max(err, np.abs(MV.T @ W).max())
+        if err < 1e-12:
+            break
+    return W, MW
+
+
+def block_shift_invert(K, M, k, factor, sigma=0.0, block=None, tol=1e-10, max_blocks=None,
+                       seed=12345, name="K"):
+    """Lowest ``k`` eigenpairs of K x = lam M x by block shift-invert Krylov (Rayleigh-Ritz).
+
+    The Krylov space of ``OP = (K - sigma M)^-1 M`` is built a block of
+    ``block`` vectors at a time (one multi-right-hand-side solve per block:
+    supernodal CHOLMOD does ``block`` solves for the memory traffic of ~2), kept
+    M-orthonormal with full reorthogonalization, and the projected operator
+    ``T = V^T M OP V`` (accurate relative to its largest eigenvalues, i.e. the
+    lowest lam) is diagonalized.  Converged when every wanted Ritz pair has
+    ``||OP x - theta x||_M <= tol * theta`` (``x`` M-normalized).
+
+    Returns (lam ascending, X M-orthonormal, info dict).
+    """
+    n = K.shape[0]
+    b = int(block or min(max(k, 4), 8))
+    b = max(1, min(b, n))
+    max_blocks = max_blocks or max(20, 4 * (k // b + 2))
+    rng = np.random.default_rng(seed)
+    W = factor.solve(M @ rng.standard_normal((n, b)))
+    V, MV, OPV = np.empty((n, 0)), np.empty((n, 0)), np.empty((n, 0))
+    T = np.empty((0, 0))
+    nsolve, rel, it = b, np.inf, 0
+    theta, Y = np.empty(0), np.empty((0, 0))
+    for it in range(1, max_blocks + 1):
+        W, MW = _m_orthonormalize(W, V, MV, M)
+        if W.shape[1] == 0:  # invariant subspace: the Ritz pairs are exact
+            break
+        Z = factor.solve(MW)
+        nsolve += W.shape[1]
+        m0 = V.shape[1]
+        V, MV, OPV = np.hstack([V, W]), np.hstack([MV, MW]), np.hstack([OPV, Z])
+        Tc = MV.T @ Z  # new block column of T
+        Tn = np.empty((V.shape[1], V.shape[1]))
+        Tn[:m0, :m0] = T
+        Tn[:, m0:] = Tc
+        Tn[m0:, :m0] = Tc[:m0].T
+        Tn[m0:, m0:] = 0.5 * (Tc[m0:] + Tc[m0:].T)
+        T = Tn
+        if V.shape[1] < k:
+            W = Z
+            continue
+        th, Yall = np.linalg.eigh(T)
+        theta, Y = th[::-1][:k], Yall[:, ::-1][:, :k]
+        R = OPV @ Y - V @ (Y * theta)
+        rn = np.sqrt(np.abs(np.einsum("ij,ij->j", R, M @ R)))
+        rel = float(np.max(rn / np.maximum(np.abs(theta), 1e-300)))
+        if rel <= tol or V.shape[1] >= n:
+            break
+        W = Z
+    else:
+        raise SolverError(f"{name}: block eigen solver did not converge for {k} modes "
+                          f"(relative residual {rel:.1e} after {it} blocks of {b})")
+    if len(theta) < k:
+        raise SolverError(f"{name}: only {len(theta)} eigenpairs found, {k} requested")
+    lam = sigma + 1.0 / theta
+    order = np.argsort(lam)
+    X = V @ Y[:, order]
+    return lam[order], X, {"blocks": it, "block": b, "solves": nsolve, "residual": rel}
+
+
+EIGEN_METHOD = "block"  # "block" | "arpack": sparse eigen method of `eigsh_shift_invert`
+
+
+def eigsh_shift_invert(K, M, k, sigma=0.0, factor=None, backend="auto", tol=None, name="K",
+                       method="auto"):
+    """Lowest ``k`` eigenpairs of K x = lam M x by shift-invert.
 
     Returns eigenvalues ascending and M-normalized eigenvectors (columns).
     ``factor`` (an `SPDFactor` of ``K - sigma M``) is reused when given.
+
+    method : "auto" | "block" | "arpack" | "dense"
+        ``"auto"``: dense LAPACK for small problems (<= `DENSE_MAX` rows), else
+        `EIGEN_METHOD` (block shift-invert Krylov, `block_shift_invert`;
+        ARPACK's Lanczos with ``"arpack"``).
+    tol : float, optional
+        Relative residual (block, default 1e-10) or ARPACK's tolerance (default 0:
+        machine precision).
     """
     n = K.shape[0]
-    if k >= n - 1 or n <= 600:
+    if method == "auto":
+        method = "dense" if (k >= n - 1 or n <= DENSE_MAX) else EIGEN_METHOD
+    if method == "dense" or k >= n - 1:
         lam, V = eigh_dense(K, M, min(k, n))
         return lam, V
-    if factor is None:
-        A = K - sigma * M if sigma != 0.0 else K
-        factor = SPDFactor(A, backend=backend, name=name)
-    v0 = np.random.default_rng(12345).standard_normal(n)
-    ncv = min(n, max(2 * k + 1, k + 20))
-    try:
-        lam, V = spla.eigsh(K, k=k, M=M, sigma=sigma, OPinv=factor.operator(), which="LM",
-                            tol=tol, v0=v0, ncv=ncv)
-    except spla.ArpackNoConvergence as exc:
-        raise SolverError(f"{name}: eigen solver did not converge for {k} modes") from exc
+    with fem_threads():
+        if factor is None:
+            A = K - sigma * M if sigma != 0.0 else K
+            factor = SPDFactor(A, backend=backend, name=name)
+        if method == "block":
+            lam, V, _ = block_shift_invert(K, M, k, factor, sigma,
+                                           tol=1e-10 if tol is None else tol, name=name)
+            return lam, V
+        if method != "arpack":
+            raise ValueError(f"unknown eigen method {method!r}; use 'auto', 'block', 'arpack' "
+                             "or 'dense'")
+        v0 = np.random.default_rng(12345).standard_normal(n)
+        ncv = min(n, max(2 * k + 1, k + 20))
+        try:
+            lam, V = spla.eigsh(K, k=k, M=M, sigma=sigma, OPinv=factor.operator(), which="LM",
+                                tol=0.0 if tol is None else tol, v0=v0, ncv=ncv)
+        except spla.ArpackNoConvergence as exc:
+            raise SolverError(f"{name}: eigen solver did not converge for {k} modes") from exc
     order = np.argsort(lam)
     lam, V = lam[order], V[:, order]
     V = V / np.sqrt(np.einsum("ij,ij->j", V, M @ V))
