@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..errors import ConvergenceError, ModelError, SolverError
+from ..errors import ConvergenceError, ModelError
 
 __all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual",
            "project_velocities"]
@@ -99,7 +99,7 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
             A = A + sp.diags(np.concatenate([np.full(n, mu), np.zeros(nc)]), format="csc")
         solves += 1
         try:
-            dx = spla.splu(A.tocsc()).solve(-res)
+            dx = _lu(A.tocsc(), n).solve(-res)
         except RuntimeError:
             if not mu:
                 reason = "singular Newton matrix"
@@ -164,7 +164,7 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
         if np.linalg.norm(phi) <= tol:
             break
         A = _min_norm_matrix(Phq, n, nc)
-        dx = _lu(A).solve(np.concatenate([np.zeros(n), -phi]))
+        dx = _lu(A, n).solve(np.concatenate([np.zeros(n), -phi]))
         q = q + dx[:n]
     else:
         phi = cs.evaluate(q, jacobian=False, t=t)
@@ -195,7 +195,7 @@ def project_velocities(system, q, qd, t=0.0):
     A = sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
     viol = np.bincount(pr, weights=pv * np.asarray(qd)[pc], minlength=nc)
     viol += system.constraints.phi_t(q, t)
-    dx = _lu(A).solve(np.concatenate([np.zeros(n), -viol]))
+    dx = _lu(A, n).solve(np.concatenate([np.zeros(n), -viol]))
     return np.asarray(qd, dtype=float) + dx[:n]
 
 
@@ -207,14 +207,12 @@ def _min_norm_matrix(Phq, n, nc):
     return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
 
 
-def _lu(A):
-    try:
-        return spla.splu(A)
-    except RuntimeError as err:
-        raise SolverError(
-            f"singular constraint Jacobian ({err}): redundant joint equations; the absolute "
-            f"formulation needs independent constraints"
-        ) from None
+def _lu(A, n):
+    """Factor a KKT matrix; redundant joint equations are dropped by pivoted QR
+    (:class:`flexmbd.constraints.redundancy.KKTSolver`)."""
+    from ..constraints.redundancy import KKTSolver
+
+    return KKTSolver(n).factor(A)
 
 
 def _worst_joints(system, phi):

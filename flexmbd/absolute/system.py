@@ -391,7 +391,7 @@ class AbsoluteSystem:
                            (np.concatenate([Mtrip[0], pr + n, pc]),
                             np.concatenate([Mtrip[1], pc, pr + n]))), shape=(n + nc, n + nc))
         rhs = np.concatenate([T.Q - T.R, self.constraints.gamma(q, qd, t)])
-        x = _solve(A, rhs, "forward dynamics")
+        x = _solve(A, rhs, "forward dynamics", n)
         qdd, lam = x[:n], x[n:]
         return DynamicsResult(self, q, qd, qdd, lam, self.reactions(q, qd, lam, t))
 
@@ -460,9 +460,11 @@ class AbsoluteSystem:
         return normalized_rot(np.asarray(q, float)[7 * k + 3: 7 * k + 7])
 
 
-def _solve(A, b, what):
+def _solve(A, b, what, n):
+    from ..constraints.redundancy import KKTSolver
+
     try:
-        lu = spla.splu(A)
+        lu = KKTSolver(n).factor(A)                  # drops redundant joint equations (QR)
     except RuntimeError as err:
         raise SolverError(
             f"{what}: the constraint/mass matrix is singular ({err}); check for redundant joints "

@@ -89,8 +89,8 @@ last accepted step) and ``time``.
 import time as _time
 
 import numpy as np
-import scipy.sparse.linalg as spla
 
+from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, ModelError
 from ..results import Results
 
@@ -187,6 +187,8 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         raise ModelError(f"t_end={t_end} gives no step of dt={dt} from t0={t0}")
     system.refresh()
     n, nc = system.n, system.nc
+    # redundant joint equations are removed from the Newton system by QR row selection
+    kkt = KKTSolver(n)
     if q0 is None and qd0 is None:
         q, qd, qdd, lam = system.initial_conditions(t0=t0)
     else:
@@ -287,7 +289,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             else:
                 A = system.iteration_matrix(T, 1.0, bp * h * h, gp * h, bp * h * h, gp * h)
             try:
-                dx = spla.splu(A).solve(-res)
+                dx = kkt.factor(A).solve(-res)
             except RuntimeError:
                 break
             x_qdd += dx[:n]
