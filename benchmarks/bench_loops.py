@@ -34,7 +34,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 import flexmbd as fm  # noqa: E402
-from flexmbd.spatial import rotation_matrix  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- loops:start -->", "<!-- loops:end -->"
@@ -61,7 +60,7 @@ def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
         mass=m, inertia=(Ja, Jt, Jt), com=(L / 2, 0, 0)))
     # joint k at vertex P_k with a tilted axis (world), expressed in each body's axes
     axes = []
-    for k in range(n):
+    for _ in range(n):
         a = np.array([0, 0, 1.0]) + tilt * rng.standard_normal(3)
         axes.append(a / np.linalg.norm(a))
 

@@ -70,7 +70,7 @@ G = 9.81
 
 
 def build(L=1.0, m=1.0, theta0=np.pi / 4):
-    """The four-bar as a Model: joints j1 (ground-bar1), j2 (bar1-bar2), j3 (ground-bar3), j4 (cut)."""
+    """The four-bar: joints j1 (ground-bar1), j2 (bar1-bar2), j3 (ground-bar3), j4 (cut)."""
     M = fm.Model("four_bar")
     inertia = (1e-6, m * L * L / 12, m * L * L / 12)    # slender bars; only Izz matters
     M.bar1 = fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))

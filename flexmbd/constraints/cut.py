@@ -68,6 +68,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from ..kinematics import relative_pose
 from ..model.component import Component
 from ..model.forces import ForceElement
 from ..model.joints import (
@@ -81,7 +82,6 @@ from ..model.joints import (
     Spherical,
     Universal,
 )
-from ..kinematics import relative_pose
 from ..spatial import rot_to_quat
 
 __all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
@@ -104,7 +104,10 @@ _NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
 
 
 def constraint_rows(joint):
-    """The cut equations of ``joint``: ``(translational e-vectors, rotational (f, g) pairs, labels)``."""
+    """The cut equations of ``joint``.
+
+    Returns ``(translational e-vectors, rotational (f, g) pairs, labels)``.
+    """
     if isinstance(joint, Free):
         return [], [], []
     if isinstance(joint, Spherical):
@@ -293,7 +296,7 @@ class CutJointConstraints:
         # bodies on the loops, inboard first (regular labels increase outwards)
         loop = {}
         for c in self.cuts:
-            for j, rev, b in self._path(c.P) + self._path(c.C):
+            for _j, _rev, b in self._path(c.P) + self._path(c.C):
                 loop[id(b)] = b
         self._loop_bodies = sorted(loop.values(), key=lambda b: self._label[id(b)])
         self.drivers = []
@@ -358,7 +361,7 @@ class CutJointConstraints:
 
     # -- evaluation ----------------------------------------------------------------------
     def relative(self, q, v=None, t=0.0):
-        """Per cut joint: ``(R, d, V_rel, D, R_c, p_c)`` at ``(q, v)`` (``V_rel`` None without v)."""
+        """Per cut joint: ``(R, d, V_rel, D, R_c, p_c)`` at ``(q, v)`` (V_rel None without v)."""
         return self._eval(q, v, t)["rel"]
 
     def _kinematics(self, q, v):
@@ -452,7 +455,7 @@ class CutJointConstraints:
             Jrel = np.zeros((6, nv))
             bsp = np.zeros(6)
             RcT = Rc_.T
-            for (j, rev, outb), sign in c.path:
+            for (j, _rev, _outb), sign in c.path:
                 if not j.nv:
                     continue
                 vs, Wc, Lc, ocj, bias = joint[id(j)]

@@ -284,7 +284,7 @@ class LoopSystem:
         if not self._cut_jf:
             return items
         rel = self.constraints.relative(q, qd, t)
-        for c, (R, d, Vrel, D, Rc_, pc) in zip(self.constraints.cuts, rel):
+        for c, (R, d, Vrel, _D, Rc_, pc) in zip(self.constraints.cuts, rel):
             for jf in self._cut_jf.get(c.name, ()):
                 F = joint_force_on_cut(c, jf, t, R, d, Vrel)
                 items += _pair(c, Rc_, pc, F)

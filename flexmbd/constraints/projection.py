@@ -236,7 +236,7 @@ class QRBasis:
         return mask
 
     def normal_components(self, rhs, k=None):
-        """``R_kk^-T P_k^T rhs``: components along ``Q[:, :k]`` of a vector ``x`` with ``J x = rhs``."""
+        """``R_kk^-T P_k^T rhs``: components along ``Q[:, :k]`` of ``x`` with ``J x = rhs``."""
         k = self.rank if k is None else k
         if k == 0:
             return np.zeros(0)

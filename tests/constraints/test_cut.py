@@ -80,7 +80,7 @@ def test_jacobian_and_gamma_match_finite_differences(cut_type, to_ground):
         a = rng.uniform(-1, 1, S.nv)
         gam = C.gamma(q, v).copy()
 
-        def f(s):
+        def f(s, q=q, v=v, a=a):
             return C.jacobian(C.retract(q, s * v)) @ (v + s * a)
 
         h = 1e-5
