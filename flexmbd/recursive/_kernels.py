@@ -68,8 +68,8 @@ NV = 16
 R_REL, R_W, R_0, R_D, R_A = range(5)
 NR = 5
 # 3-vectors
-P_REL, P_W, P_0, P_D = range(4)
-NP = 4
+P_REL, P_W, P_0, P_D, P_B = range(5)   # P_B: body-frame origin in e_k axes
+NP = 5
 # scratch matrices
 T_R, T_3, T_Q, T_1, T_2 = range(5)
 NT = 5
@@ -1241,6 +1241,38 @@ def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, r
 
 
 @njit(cache=True)
+def body_accelerations(Ia, Vv, R3, P3, out):
+    """True accelerations of every body-frame origin after a forward-dynamics pass:
+    ``out[k] = [alpha; a_origin]`` in world axes (spatial acceleration of e_k is
+    ``V̇ + a_bias``; its linear part plus ``w x v`` is the classical acceleration of
+    O_k, then shifted to the body origin ``d`` (e_k axes))."""
+    N = Ia.shape[1] - 1
+    for k in range(1, N + 1):
+        w = Vv[V_VEL, k]
+        al = Vv[V_AF, k]
+        ab = Vv[V_AB, k]
+        d = P3[P_B, k]
+        ax = al[0] + ab[0]
+        ay = al[1] + ab[1]
+        az = al[2] + ab[2]
+        # a_O = v̇ + w x v
+        lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
+        ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
+        lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
+        # + alpha x d + w x (w x d)
+        cx = w[1] * d[2] - w[2] * d[1]
+        cy = w[2] * d[0] - w[0] * d[2]
+        cz = w[0] * d[1] - w[1] * d[0]
+        lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
+        ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
+        lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
+        Rw = R3[R_W, k]
+        for i in range(3):
+            out[k, i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
+            out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+
+
+@njit(cache=True)
 def forward_dynamics_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, FEXT, Jv, grav,
                            use_grav, QDD, REAC, FS, ACC, FTo, has_fext):
     """Loop of :func:`forward_dynamics` over states (rows). ``FS`` gets the
@@ -1266,7 +1298,7 @@ def forward_dynamics_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, FEXT, Jv, 
         for k in range(N + 1):
             for i in range(6):
                 FS[s, k, i] = Vv[V_BX, k, i]
-                ACC[s, k, i] = Vv[V_AF, k, i] + Vv[V_AB, k, i]
+        body_accelerations(Ia, Vv, R3, P3, ACC[s])
     return -1, 0
 
 

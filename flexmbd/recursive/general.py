@@ -63,7 +63,8 @@ def assemble(system):
 def general_cfa(system, q, qd, tau, fext):
     """Forward dynamics of one state by the dense CFA.
 
-    Returns ``(qdd, reactions, W F_S per label (N+1, 6), accelerations (N+1, 6), F_T)``
+    Returns ``(qdd, reactions, W F_S per label (N+1, 6), body-origin accelerations
+    [alpha; a] in world axes per label (N+1, 6), F_T)``
     with the conventions of :class:`~flexmbd.recursive.system.ForwardDynamics`.
     """
     Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
@@ -102,7 +103,8 @@ def general_cfa(system, q, qd, tau, fext):
             x = sla.solve_triangular(Mm[K.M_L, k, :nv[k], :nv[k]], x)
         qdd[vo[k]:vo[k] + nv[k]] = x
         FS[k] = Wf[k - 1]
-        acc[k] = Vd[6 * (k - 1):6 * k] + Vv[K.V_AB, k]
+        Vv[K.V_AF, k] = Vd[6 * (k - 1):6 * k]
+    K.body_accelerations(Ia, Vv, R3, P3, acc)
     # reactions: equivalent force + bias force
     Vv[K.V_FE, 1:] = F.reshape(n, 6)
     K.reversed_frames(Ia, R3, P3)

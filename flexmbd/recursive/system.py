@@ -405,6 +405,7 @@ class RecursiveSystem:
             b = self._body_of[k]
             b.validate()
             Rf, pf = self._frame[k]
+            P3[K.P_B, k] = -Rf.T @ pf
             m = float(b.mass)
             c = Rf.T @ (b.com_vector - pf)
             Jc = Rf.T @ b.inertia_matrix @ Rf
@@ -675,26 +676,9 @@ class RecursiveSystem:
                           f"at q = {np.round(q, 6).tolist()}")
 
     def _body_acceleration(self, name, q, qd, acc):
+        """``acc``: per-label world accelerations of the body origins (from the kernels)."""
         k = self._label(name)
-        batched = acc.ndim == 3
-        Qs = np.atleast_2d(q)
-        Vs = np.atleast_2d(qd)
-        A = acc if batched else acc[None]
-        alphas, accs = [], []
-        for s in range(A.shape[0]):
-            Rw, rw, vel = self._kinematics(Qs[s], Vs[s])
-            Rk, rk, vk = Rw[k], rw[k], vel[k]
-            w, v = vk[:3], vk[3:]
-            a_o = A[s, k, 3:] + np.cross(w, v)         # e_k origin, e_k axes
-            R, r = self._body_pose(k, Rk, rk)
-            alpha = Rk @ A[s, k, :3]
-            ww = Rk @ w
-            d = r - rk
-            a = Rk @ a_o + np.cross(alpha, d) + np.cross(ww, np.cross(ww, d))
-            alphas.append(alpha)
-            accs.append(a)
-        alphas, accs = np.array(alphas), np.array(accs)
-        return (alphas, accs) if batched else (alphas[0], accs[0])
+        return acc[..., k, :3].copy(), acc[..., k, 3:].copy()
 
     def solve_mass(self, q, rhs):
         """``M(q)^-1 rhs`` by the CFA (one factorization, O(N) per column).
