@@ -579,13 +579,15 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
-    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=1):
+    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=None):
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
         For throughput: one compiled loop over the states (no Python work per
         state). ``threads > 1`` splits the batch over that many threads, each with
-        its own workspace. Force elements other than gravity (and JointForce) go
-        through :meth:`forward_dynamics`. Raises SolverError on failure.
+        its own workspace; ``None`` (default) uses numba's thread count for batches
+        of at least 256 states and one thread otherwise. Force elements other than
+        gravity (and JointForce) go through :meth:`forward_dynamics`. Raises
+        SolverError on failure.
         """
         self._refresh()
         if self._generic or self._joint_forces:
@@ -597,6 +599,11 @@ class RecursiveSystem:
         TAU = np.zeros((ns, self.nv)) if TAU is None else np.ascontiguousarray(TAU, dtype=float)
         QDD = np.zeros((ns, self.nv))
         REAC = np.zeros((ns, len(self.joint_names), 6))
+        if threads is None:
+            import numba
+
+            threads = numba.get_num_threads() if ns >= 256 else 1
+        threads = max(1, min(int(threads), ns))
         if threads > 1:
             ws = self._thread_workspaces(threads)
             status = np.full((threads, 2), -1, np.int64)
