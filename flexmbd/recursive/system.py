@@ -361,6 +361,13 @@ class RecursiveSystem:
         """(Re-)read joint frames, axes and inertias when the model revision changed."""
         if self._revision == self.model.revision:
             return
+        joints, bodies = self.model.joints(), self.model.bodies()
+        if ([id(j) for j in joints] != [id(j) for j in self._joints]
+                or [id(b) for b in bodies] != [id(b) for b in self._bodies]
+                or self.model.topology().cut_joints != self.topology.cut_joints):
+            raise ModelError(
+                f"model {self.model.name!r}: bodies or joints were added or removed since it was "
+                "compiled; compile it again (parameters of existing components may change freely)")
         topo = self.topology
         n = self.n_bodies
         Ia, Mm, Vv, R3, P3 = self._Ia, self._Mm, self._Vv, self._R3, self._P3

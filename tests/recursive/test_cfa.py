@@ -292,6 +292,15 @@ def test_parameters_are_re_read_after_a_change():
     assert rel(after, Oracle(m).forward(q, qd, tau)[0]) < TOL
 
 
+def test_structural_change_after_compile_asks_for_a_new_compile():
+    m = chain(3)
+    s = m.compile("recursive")
+    m.extra = fm.RigidBody(1.0, (0.1, 0.1, 0.1))
+    m.jx = fm.Revolute(m.l2, m.extra, parent_frame=(0.3, 0, 0))
+    with pytest.raises(ModelError, match="compile it again"):
+        s.forward_dynamics(np.zeros(3), np.zeros(3))
+
+
 def test_bad_state_sizes_and_non_finite_states():
     s = chain(3).compile("recursive")
     with pytest.raises(ModelError, match="q needs 3"):

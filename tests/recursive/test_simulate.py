@@ -94,3 +94,13 @@ def test_space_robot_example(tmp_path):
     fg = s.forward_dynamics(res.q[-1], res.qd[-1], t=res.t[-1], algorithm="general")
     assert np.linalg.norm(fd.qdd - fg.qdd) < 1e-12 * np.linalg.norm(fg.qdd)
     assert np.linalg.norm(fd.reactions - fg.reactions) < 1e-12 * np.linalg.norm(fg.reactions)
+
+
+def test_t_eval_progress_and_constant_tau(capsys):
+    s = chain(2).compile("recursive")
+    res = s.simulate(0.3, integrator="dop853", t_eval=[0.1, 0.2, 0.3], tau=[0.5, -0.2],
+                     progress=True)
+    assert np.allclose(res.t, [0.0, 0.1, 0.2, 0.3])
+    assert "100 %" in capsys.readouterr().err
+    fd = s.forward_dynamics(res.q[2], res.qd[2], [0.5, -0.2])
+    assert np.allclose(res.qdd[2], fd.qdd)
