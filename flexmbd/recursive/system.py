@@ -215,10 +215,15 @@ class RecursiveSystem:
     Raises
     ------
     ModelError
-        For closed loops (cut joints; coming in the closed-loop issue), flexible
-        bodies, unsupported joint types, and bodies with a singular spatial inertia
-        (the CFA inverts every body's inertia: give point masses and rods a small
-        inertia about every axis).
+        For closed loops (cut joints: ``model.compile("recursive")`` hands those to
+        :class:`flexmbd.constraints.loops.LoopSystem`, which wraps this tree solver),
+        flexible bodies, unsupported joint types, and bodies with a singular spatial
+        inertia (the CFA inverts every body's inertia: give point masses and rods a
+        small inertia about every axis).
+
+    Notes
+    -----
+    A system owns its workspaces: use one system per thread.
     """
 
     formulation = "recursive"
@@ -234,9 +239,10 @@ class RecursiveSystem:
         if topo.cut_joints:
             names = [joints[k - 1].name for k in topo.cut_joints]
             raise ModelError(
-                f"model {model.name!r} has closed loops (cut joints {names}); closed loops need "
-                "the cut-joint constraint equations of the recursive formulation (coming: they "
-                "will use RecursiveSystem.solve_mass), or use formulation='absolute'"
+                f"model {model.name!r} has closed loops (cut joints {names}); RecursiveSystem is "
+                "the tree solver: closed loops need the cut-joint constraint equations "
+                "(model.compile('recursive') builds a flexmbd.constraints LoopSystem on top of "
+                "this solver), or use formulation='absolute'"
             )
         for b in bodies:
             if not isinstance(b, RigidBody):
