@@ -78,19 +78,23 @@ def _perp(a):
 class _Prim:
     """One scalar equation ``X . Y = 0``: two slots each (unused slots are zero ground terms)."""
 
-    __slots__ = ("xb", "xs", "xsg", "xpt", "yb", "ys", "ysg", "ypt")
+    __slots__ = ("xb", "xs", "xsg", "xpt", "yb", "ys", "ysg", "ypt", "xf", "yf")
 
     def __init__(self, X, Y):
-        X = list(X) + [(_GROUND, np.zeros(3), 0.0, False)] * (2 - len(X))
-        Y = list(Y) + [(_GROUND, np.zeros(3), 0.0, False)] * (2 - len(Y))
+        X = [tuple(t) + (None,) * (5 - len(t)) for t in X]
+        Y = [tuple(t) + (None,) * (5 - len(t)) for t in Y]
+        X = list(X) + [(_GROUND, np.zeros(3), 0.0, False, None)] * (2 - len(X))
+        Y = list(Y) + [(_GROUND, np.zeros(3), 0.0, False, None)] * (2 - len(Y))
         self.xb = [t[0] for t in X]
         self.xs = [np.asarray(t[1], float) for t in X]
         self.xsg = [float(t[2]) for t in X]
         self.xpt = [bool(t[3]) for t in X]
+        self.xf = [t[4] for t in X]
         self.yb = [t[0] for t in Y]
         self.ys = [np.asarray(t[1], float) for t in Y]
         self.ysg = [float(t[2]) for t in Y]
         self.ypt = [bool(t[3]) for t in Y]
+        self.yf = [t[4] for t in Y]
 
 
 def joint_primitives(joint, ib, jb):
@@ -102,16 +106,16 @@ def joint_primitives(joint, ib, jb):
     sP, CP = pf.position, pf.rotation
     sC, CC = cf.position, cf.rotation
 
-    def point(b, s, sign):
-        return (b, s, sign, True)
+    def point(b, s, sign, fr):
+        return (b, s, sign, True, fr)
 
     def dirP(a):
-        return (ib, CP @ a, 1.0, False)
+        return (ib, CP @ a, 1.0, False, pf)
 
     def dirC(a):
-        return (jb, CC @ a, 1.0, False)
+        return (jb, CC @ a, 1.0, False, cf)
 
-    d = [point(jb, sC, 1.0), point(ib, sP, -1.0)]
+    d = [point(jb, sC, 1.0, cf), point(ib, sP, -1.0, pf)]
     eye = np.eye(3)
     sph = [_Prim(d, [(_GROUND, eye[k], 1.0, False)]) for k in range(3)]
     if isinstance(joint, Free):
@@ -162,15 +166,16 @@ def driver_primitive(driver, ib, jb):
     k = driver.coordinate
     pf, cf = j.parent_frame, j.child_frame
     CP, CC = pf.rotation, cf.rotation
-    d = [(jb, cf.position, 1.0, True), (ib, pf.position, -1.0, True)]
+    d = [(jb, cf.position, 1.0, True, cf), (ib, pf.position, -1.0, True, pf)]
     zero = np.zeros(3)
 
     def angle_on_parent(u1, u2):
-        prim = _Prim([(ib, zero, 1.0, False)], [(jb, CC @ u1, 1.0, False)])
+        _rigid_time_slot(driver, pf)
+        prim = _Prim([(ib, zero, 1.0, False, pf)], [(jb, CC @ u1, 1.0, False, cf)])
         return prim, "angle", (0, CP, u1, u2)
 
     def shift(a):
-        return _Prim([(ib, CP @ a, 1.0, False)], d), "shift", None
+        return _Prim([(ib, CP @ a, 1.0, False, pf)], d), "shift", None
 
     if isinstance(j, Revolute) or (isinstance(j, Cylindrical) and k == 0):
         return angle_on_parent(*_angle_basis(j.axis))
@@ -186,11 +191,72 @@ def driver_primitive(driver, ib, jb):
         if k == 0:  # child's a2 seen from the parent: cos q0 a2 + sin q0 a3
             return angle_on_parent(a2, a3)
         # parent's a1 seen from the child: cos q1 a1 + sin q1 a3; w(t) on the child
-        return (_Prim([(ib, CP @ a1, 1.0, False)], [(jb, zero, 1.0, False)]), "angle",
+        _rigid_time_slot(driver, cf)
+        return (_Prim([(ib, CP @ a1, 1.0, False, pf)], [(jb, zero, 1.0, False, cf)]), "angle",
                 (2, CC, a1, a3))
     raise ModelError(
         f"driver {driver.name!r}: joints of type {type(j).__name__} cannot be driven here"
     )
+
+
+def _frame_modes(frame, point):
+    """Translation (points) or rotation (directions) modes (3, n) of a deforming frame, or None."""
+    modes = getattr(frame, "modes", None) if frame is not None else None
+    if modes is None or not hasattr(frame, "pose"):
+        return None
+    X = np.asarray(modes, float)[3:] if point else np.asarray(modes, float)[:3]
+    if not X.size or not np.any(X):
+        return None
+    return X
+
+
+def _rigid_time_slot(driver, frame):
+    if frame is not None and _frame_modes(frame, False) is not None:
+        raise ModelError(
+            f"driver {driver.name!r}: its time-dependent direction lies on a deforming frame "
+            f"({frame._short()}); drive the joint from a rigid body or a non-deforming frame "
+            f"(e.g. the reference interface of a Craig-Bampton body)")
+
+
+class _FlexSlot:
+    """A slot on a deforming frame of a flexible body: ``y(q_f)`` replaces the constant ``s``.
+
+    Points: ``y = s + U q_f``; directions: ``y = exp((Theta q_f)~) s``.
+    """
+
+    __slots__ = ("p", "k", "b", "col0", "n", "point", "X")
+
+    def __init__(self, p, k, b, col0, point, X):
+        self.p, self.k, self.b, self.col0, self.point, self.X = p, k, b, col0, point, X
+        self.n = X.shape[1]
+
+
+class _FlexState:
+    """Per-call values of the flexible slots: effective ``s`` and derivatives of ``y``."""
+
+    def __init__(self, cs, q):
+        self.s = cs.s
+        self.items = []
+        if not cs.fslots:
+            return
+        from ..flexible.rotation import exp_jets
+
+        self.s = cs.s.copy()
+        for fs in cs.fslots:
+            qf = q[fs.col0: fs.col0 + fs.n]
+            s0 = cs.s[fs.p, fs.k]
+            if fs.point:
+                y = s0 + fs.X @ qf
+                Yq = fs.X
+                Hy = None
+            else:
+                y = np.empty(3)
+                Jy = np.empty((3, 3))
+                Hy = np.empty((3, 3, 3))
+                exp_jets(fs.X @ qf, s0, y, Jy, Hy)
+                Yq = Jy @ fs.X
+            self.s[fs.p, fs.k] = y
+            self.items.append((fs, y, Yq, Hy))
 
 
 class ConstraintSet:
@@ -201,10 +267,11 @@ class ConstraintSet:
     ``(x, y, z, e0, e1, e2, e3)``.
     """
 
-    def __init__(self, joints, body_index, drivers=()):
+    def __init__(self, joints, body_index, drivers=(), flex_cols=None):
         self.joints = list(joints)
         self.drivers = list(drivers)
         self.nb = nb = len({v for v in body_index.values()})
+        flex_cols = dict(flex_cols or {})
         prims, rows, self.joint_rows = [], 0, []
         self.joint_ends = []
         for j in self.joints:
@@ -239,11 +306,19 @@ class ConstraintSet:
         self.s = np.zeros((npm, 4, 3))
         self.sg = np.zeros((npm, 4))
         self.pt = np.zeros((npm, 4))
+        self.fslots = []
         for k, p in enumerate(prims):
             self.b[k] = p.xb + p.yb
             self.s[k] = np.array(p.xs + p.ys)
             self.sg[k] = p.xsg + p.ysg
             self.pt[k] = np.array(p.xpt + p.ypt, dtype=float)
+            for j, (bj, fr, ispt) in enumerate(zip(p.xb + p.yb, p.xf + p.yf, p.xpt + p.ypt)):
+                if bj < 0 or bj not in flex_cols:
+                    continue
+                X = _frame_modes(fr, ispt)
+                if X is not None:
+                    self.fslots.append(_FlexSlot(k, j, bj, flex_cols[bj], ispt, X))
+        self.fprims = sorted({fs.p for fs in self.fslots})
         self.live = self.b >= 0
         # rheonomic data (drivers): time derivatives of the slot vectors and targets
         self.s_t = np.zeros_like(self.s)
@@ -254,7 +329,7 @@ class ConstraintSet:
         self.rheonomic = bool(self.drivers)
         self._t = None
         self._build_patterns()
-        self._reaction_data()
+        self._reaction_data(flex_cols)
         self.set_time(0.0)
 
     def set_time(self, t):
@@ -307,22 +382,25 @@ class ConstraintSet:
         self.normh_cols = (7 * np.arange(nb)[:, None, None] + c4[None, :]).repeat(4, 1).ravel()
 
     # -- evaluation -------------------------------------------------------------------
-    def _slots(self, r, e):
+    def _slots(self, r, e, s=None):
         """Values (np,4,3) and e-derivatives (np,4,3,4) of every slot term."""
+        s = self.s if s is None else s
         live = self.live
         bb = np.where(live, self.b, 0)
         eb = e[bb]  # (np,4,4)
         A = np.where(live[..., None, None], Apoly(eb), np.eye(3))
-        As = np.einsum("pkij,pkj->pki", A, self.s)
+        As = np.einsum("pkij,pkj->pki", A, s)
         val = self.sg[..., None] * (As + self.pt[..., None] * np.where(live[..., None], r[bb], 0.0))
-        dA = np.where(live[..., None, None], dAs(eb, self.s), 0.0) * self.sg[..., None, None]
+        dA = np.where(live[..., None, None], dAs(eb, s), 0.0) * self.sg[..., None, None]
         return val, dA, eb
 
     def evaluate(self, q, jacobian=True, t=0.0):
         """``Phi`` (n,) and, optionally, the COO triplets of ``Phi_q`` (rows, cols, vals)."""
         self.set_time(t)
+        q = np.asarray(q, dtype=float)
         r, e = _split(q, self.nb)
-        val, dA, _ = self._slots(r, e)
+        fl = _FlexState(self, q)
+        val, dA, _ = self._slots(r, e, fl.s)
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
         phi = np.concatenate([np.einsum("pi,pi->p", X, Y) - self.target,
@@ -333,16 +411,24 @@ class ConstraintSet:
         jr = self.sg * self.pt  # coefficient of r_b
         vals = np.concatenate([jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)],
                               axis=2)
-        rows = np.concatenate([self.jac_rows, self.norm_rows])
-        cols = np.concatenate([self.jac_cols, self.norm_cols])
-        data = np.concatenate([vals[self.live].ravel(), e.ravel()])
-        return phi, (rows, cols, data)
+        rows = [self.jac_rows, self.norm_rows]
+        cols = [self.jac_cols, self.norm_cols]
+        data = [vals[self.live].ravel(), e.ravel()]
+        for fs, y, Yq, _ in fl.items:
+            # d(slot)/dq_f = sg A(e_b) dy/dq_f
+            Ab = Apoly(e[fs.b])
+            rows.append(np.full(fs.n, fs.p))
+            cols.append(fs.col0 + np.arange(fs.n))
+            data.append(self.sg[fs.p, fs.k] * (other[fs.p, fs.k] @ Ab @ Yq))
+        return phi, (np.concatenate(rows), np.concatenate(cols), np.concatenate(data))
 
     def hessian_lambda(self, q, lam, t=0.0):
         """COO triplets of ``d(Phi_q^T lam)/dq`` (symmetric)."""
         self.set_time(t)
+        q = np.asarray(q, dtype=float)
         r, e = _split(q, self.nb)
-        val, dA, _ = self._slots(r, e)
+        fl = _FlexState(self, q)
+        val, dA, _ = self._slots(r, e, fl.s)
         lp = lam[: self.np]
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
@@ -353,13 +439,76 @@ class ConstraintSet:
         cross = np.einsum("p,pxia,pyib->pxyab", lp, J[:, :2], J[:, 2:])  # (np,2,2,7,7)
         cval = cross[self.pair_live].ravel()
         other = np.stack([Y, Y, X, X], axis=1)
-        S = Smat(other, self.s) * (lp[:, None] * self.sg)[..., None, None]
+        S = Smat(other, fl.s) * (lp[:, None] * self.sg)[..., None, None]
         sval = S[self.live].ravel()
         ln = lam[self.np:]
         nval = (ln[:, None, None] * np.eye(4)).ravel()
-        rows = np.concatenate([self.hx_rows, self.hs_rows, self.normh_rows])
-        cols = np.concatenate([self.hx_cols, self.hs_cols, self.normh_cols])
-        return rows, cols, np.concatenate([cval, cval, sval, nval])
+        rows = [self.hx_rows, self.hs_rows, self.normh_rows]
+        cols = [self.hx_cols, self.hs_cols, self.normh_cols]
+        vals = [cval, cval, sval, nval]
+        if fl.items:
+            self._flex_hessian(fl, e, J, other, lp, rows, cols, vals)
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def _flex_hessian(self, fl, e, J, other, lp, rows, cols, vals):
+        """Hessian entries that involve modal columns (cross terms and own second derivatives)."""
+        by_slot = {(fs.p, fs.k): (fs, y, Yq, Hy) for fs, y, Yq, Hy in fl.items}
+
+        def slot_jac(p, k):
+            """(cols, values (3, m)) of the full Jacobian of slot (p, k); modal part separate."""
+            b = self.b[p, k]
+            if b < 0:
+                return None
+            c_re = 7 * b + np.arange(7)
+            item = by_slot.get((p, k))
+            if item is None:
+                return c_re, J[p, k], None, None
+            fs, _, Yq, _ = item
+            Jm = self.sg[p, k] * (Apoly(e[b]) @ Yq)
+            return c_re, J[p, k], fs.col0 + np.arange(fs.n), Jm
+
+        def add(rc, cc, block):
+            rows.append(np.repeat(rc, len(cc)))
+            cols.append(np.tile(cc, len(rc)))
+            vals.append(block.ravel())
+
+        for p in self.fprims:
+            lam_p = lp[p]
+            if lam_p == 0.0:
+                continue
+            jacs = [slot_jac(p, k) for k in range(4)]
+            for x in (0, 1):
+                for y in (2, 3):
+                    jx, jy = jacs[x], jacs[y]
+                    if jx is None or jy is None or (jx[2] is None and jy[2] is None):
+                        continue
+                    # blocks with at least one modal side: lam (Jx^T Jy + Jy^T Jx)
+                    parts = [(jx[0], jx[1], jy[2], jy[3]), (jx[2], jx[3], jy[0], jy[1]),
+                             (jx[2], jx[3], jy[2], jy[3])]
+                    for ca, Ja, cb, Jb in parts:
+                        if ca is None or cb is None:
+                            continue
+                        B = lam_p * (Ja.T @ Jb)
+                        add(ca, cb, B)
+                        add(cb, ca, B.T)
+            for k in range(4):
+                item = by_slot.get((p, k))
+                if item is None:
+                    continue
+                fs, y, Yq, Hy = item
+                b = fs.b
+                o = other[p, k]
+                sg = self.sg[p, k] * lam_p
+                # (e, q_f): d/dq_k of dAs(e, y)^T o = dAs(e, Yq[:, k])^T o
+                Bef = sg * np.einsum("kie,i->ek", dAs(e[b], Yq.T), o)
+                ce = 7 * b + 3 + np.arange(4)
+                cf = fs.col0 + np.arange(fs.n)
+                add(ce, cf, Bef)
+                add(cf, ce, Bef.T)
+                if Hy is not None:
+                    mu = Apoly(e[b]).T @ o
+                    Hm = np.einsum("i,ijk->jk", mu, Hy)
+                    add(cf, cf, sg * (fs.X.T @ Hm @ fs.X))
 
     def _time_terms(self, r, e, ed):
         """Values of ``dX/dt``, ``d2X/dt2`` (explicit time) and ``d(dX/dt)/dq qd`` for X and Y."""
@@ -380,8 +529,9 @@ class ConstraintSet:
         out = np.zeros(self.n)
         if not self.rheonomic:
             return out
+        q = np.asarray(q, dtype=float)
         r, e = _split(q, self.nb)
-        val, _, _ = self._slots(r, e)
+        val, _, _ = self._slots(r, e, _FlexState(self, q).s)
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
         (Xt, Yt), _, _ = self._time_terms(r, e, np.zeros_like(e))
@@ -392,9 +542,12 @@ class ConstraintSet:
     def gamma(self, q, qd, t=0.0):
         """Acceleration right-hand side ``gamma`` with ``Phi_q qdd = gamma`` (n,)."""
         self.set_time(t)
+        q = np.asarray(q, dtype=float)
+        qd = np.asarray(qd, dtype=float)
         r, e = _split(q, self.nb)
         rd, ed = _split(qd, self.nb)
-        val, dA, _ = self._slots(r, e)
+        fl = _FlexState(self, q)
+        val, dA, _ = self._slots(r, e, fl.s)
         live = self.live
         bb = np.where(live, self.b, 0)
         X = val[:, 0] + val[:, 1]
@@ -402,8 +555,21 @@ class ConstraintSet:
         edb = np.where(live[..., None], ed[bb], 0.0)
         rdb = np.where(live[..., None], rd[bb], 0.0)
         vel = (self.sg * self.pt)[..., None] * rdb + np.einsum("pkij,pkj->pki", dA, edb)
-        conv = 2.0 * self.sg[..., None] * np.einsum("pkij,pkj->pki", Apoly(edb), self.s)
+        conv = 2.0 * self.sg[..., None] * np.einsum("pkij,pkj->pki", Apoly(edb), fl.s)
         conv = np.where(live[..., None], conv, 0.0)
+        for fs, y, Yq, Hy in fl.items:
+            # y(q_f) moves: d/dt (A y) = dAs(e, y) de + A y',  y' = Yq dq_f;
+            # d2/dt2 adds 2 dAs(e, y') de + A y'' (y'' = theta'^T Hy theta' for directions)
+            b, p, k = fs.b, fs.p, fs.k
+            sg = self.sg[p, k]
+            Ab = Apoly(e[b])
+            yd = Yq @ qd[fs.col0: fs.col0 + fs.n]
+            vel[p, k] += sg * (Ab @ yd)
+            c = 2.0 * dAs(e[b], yd) @ ed[b]
+            if Hy is not None:
+                th = fs.X @ qd[fs.col0: fs.col0 + fs.n]
+                c = c + Ab @ np.einsum("ijk,j,k->i", Hy, th, th)
+            conv[p, k] += sg * c
         Xd, Yd = vel[:, 0] + vel[:, 1], vel[:, 2] + vel[:, 3]
         Xc, Yc = conv[:, 0] + conv[:, 1], conv[:, 2] + conv[:, 3]
         g = -(2.0 * np.einsum("pi,pi->p", Xd, Yd) + np.einsum("pi,pi->p", Xc, Y)
@@ -424,12 +590,13 @@ class ConstraintSet:
         motion-direction part of that joint's reaction.
         """
         self.set_time(t)
+        q = np.asarray(q, dtype=float)
         r, e = _split(q, self.nb)
         R = normalized_rot(e)
         live = self.live
         bb = np.where(live, self.b, 0)
         Rb = np.where(live[..., None, None], R[bb], np.eye(3))
-        As = np.einsum("pkij,pkj->pki", Rb, self.s)
+        As = np.einsum("pkij,pkj->pki", Rb, _FlexState(self, q).s)
         val = self.sg[..., None] * (As + self.pt[..., None] * np.where(live[..., None], r[bb], 0.0))
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
@@ -452,8 +619,13 @@ class ConstraintSet:
         hasc = jb >= 0
         Rc = np.where(hasc[:, None, None], R[np.where(hasc, jb, 0)], np.eye(3))
         rc = np.where(hasc[:, None], r[np.where(hasc, jb, 0)], 0.0)
-        FC = Rc @ jr["CC"]
-        pC = rc + np.einsum("jab,jb->ja", Rc, jr["sC"])
+        CC, sC = jr["CC"], jr["sC"]
+        if jr["deforming"]:
+            CC, sC = CC.copy(), sC.copy()
+            for k, fr, col0, n in jr["deforming"]:
+                CC[k], sC[k] = fr.pose(q[col0: col0 + n])
+        FC = Rc @ CC
+        pC = rc + np.einsum("jab,jb->ja", Rc, sC)
         origin = np.where((sd >= 0)[:, None], r[np.where(sd >= 0, sd, 0)], 0.0)
         nC = N - cross_b(pC - origin, F)
         out = np.zeros((nj, 6))
@@ -461,8 +633,9 @@ class ConstraintSet:
         out[:, 3:] = np.einsum("jba,jb->ja", FC, F)
         return out
 
-    def _reaction_data(self):
+    def _reaction_data(self, flex_cols=None):
         nj = len(self.joints)
+        deforming = []
         joint = np.zeros(self.np, dtype=np.int64)
         side = np.zeros(self.np, dtype=np.int64)
         sgn = np.zeros(self.np)
@@ -477,16 +650,19 @@ class ConstraintSet:
             joint[sl], side[sl], sgn[sl] = k, sb, sg
             child[k], side_body[k] = jb, sb
             CC[k], sC[k] = j.child_frame.rotation, j.child_frame.position
+            cf = j.child_frame
+            if jb >= 0 and jb in (flex_cols or {}) and hasattr(cf, "pose") and np.any(cf.modes):
+                deforming.append((k, cf, flex_cols[jb], cf.modes.shape[1]))
         for row, k in zip(self.driver_rows, self.driver_joint):
             ib, jb = self.joint_ends[k]
             sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
             joint[row], side[row], sgn[row] = k, sb, sg
         self._react = {"joint": joint, "side": side, "sgn": sgn, "child": child,
-                       "side_body": side_body, "CC": CC, "sC": sC}
+                       "side_body": side_body, "CC": CC, "sC": sC, "deforming": deforming}
 
 
 def _split(q, nb):
-    q = np.asarray(q, dtype=float).reshape(nb, 7)
+    q = np.asarray(q, dtype=float)[: 7 * nb].reshape(nb, 7)
     return q[:, :3], q[:, 3:]
 
 

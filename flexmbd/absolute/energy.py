@@ -2,10 +2,13 @@
 
 Instantaneous quantities at a state (:meth:`EnergyMeter.state`):
 
-* ``kinetic``: sum over bodies of ``m |v_c|^2 / 2 + w'^T J_c w' / 2``;
+* ``kinetic``: sum over bodies of ``m |v_c|^2 / 2 + w'^T J_c w' / 2`` (flexible bodies:
+  ``u^T M(q_f) u / 2`` with their body-frame speeds);
 * ``gravity``: potential of :class:`~flexmbd.Gravity` elements;
-* ``spring``: potential of every other element (SDA springs ``k (l - l0)^2 / 2``);
-* powers: ``damper`` (dissipated by SDA dampers, ``c ldot^2 >= 0``), ``actuator``
+* ``spring``: potential of every other element (SDA springs ``k (l - l0)^2 / 2``) plus
+  the strain energy ``q_f^T K q_f / 2`` of the flexible bodies;
+* powers: ``damper`` (dissipated by SDA dampers, ``c ldot^2 >= 0``, and by modal damping
+  ``dq_f^T D dq_f``), ``actuator``
   (delivered by SDA actuators ``-f_a ldot`` and by joint forces ``tau . v``) and
   ``external`` (delivered by point forces/torques and any other element:
   ``sum_b F_b . V_b``).
@@ -46,6 +49,14 @@ class EnergyMeter:
                "p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
         if s._gravity is not None:
             out["gravity"] += s._gravity.potential(st)
+        fl = s.flexible
+        if fl.flex:
+            q = np.asarray(q, float)
+            qd = np.asarray(qd, float)
+            if s._grav_elements:
+                out["gravity"] += fl.gravity_potential(q, s.gravity_vector())
+            out["spring"] += fl.strain_energy(q)
+            out["p_damper"] += fl.damping_power(qd)
         if s._sda_batch is not None:
             sp_, pd, pa = s._sda_batch.energies(t, st)
             out["spring"] += sp_
@@ -65,6 +76,8 @@ class EnergyMeter:
                     out["p_external"] += float(F[:3] @ w + F[3:] @ v)
         for jm in s._jf:
             out["p_actuator"] += jm.power(t, st)
+        for fp in getattr(s, "_flex_pf", ()):
+            out["p_external"] += fp.power(t, np.asarray(q, float), np.asarray(qd, float))
         out["potential"] = out["gravity"] + out["spring"]
         out["total"] = out["kinetic"] + out["potential"]
         return out

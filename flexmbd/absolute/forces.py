@@ -52,8 +52,11 @@ class BodyState:
 
     def __init__(self, index, q, qd):
         self.index = index
-        q = np.asarray(q, dtype=float).reshape(-1, 7)
-        qd = np.asarray(qd, dtype=float).reshape(-1, 7)
+        nb = len(index)
+        self.q_full = np.asarray(q, dtype=float)
+        self.qd_full = np.asarray(qd, dtype=float)
+        q = self.q_full[: 7 * nb].reshape(-1, 7)
+        qd = self.qd_full[: 7 * nb].reshape(-1, 7)
         self.r = q[:, :3]
         self.e = q[:, 3:]
         self.R = normalized_rot(self.e)
@@ -77,7 +80,7 @@ class BodyState:
 
 def map_wrenches(wrenches, index, state, Q, nacc=None):
     """Add body wrenches to the generalized force ``Q`` (nb*7,); accumulate moments in ``nacc``."""
-    Qb = Q.reshape(-1, 7)
+    Qb = Q[: 7 * len(state.r)].reshape(-1, 7)
     for body, F in wrenches:
         if isinstance(body, Ground):
             continue
@@ -442,7 +445,7 @@ class SDABatch:
         F = np.empty((n, 2, 6))
         F[:, :, :3] = sgnF[None, :, None] * cross_b(rho, g[:, None, :])
         F[:, :, 3:] = sgnF[None, :, None] * g[:, None, :]
-        Qb = Q.reshape(-1, 7)
+        Qb = Q[: 7 * len(st.r)].reshape(-1, 7)
         for e in range(2):
             m_ = live[:, e]
             bi = ends[m_, e]
@@ -510,7 +513,7 @@ class GravityBatch:
         Rc = np.einsum("bij,bj->bi", st.R, self.inertia.c)
         f = m[:, None] * g
         n = cross_b(Rc, f)
-        Qb = Q.reshape(-1, 7)
+        Qb = Q[: 7 * len(st.r)].reshape(-1, 7)
         Qb[:, :3] += f
         Qb[:, 3:] += 2.0 * np.einsum("bji,bj->bi", st.E, n)
         if not jacobian:

@@ -48,9 +48,15 @@ class BodyInertia:
         self.update(bodies)
 
     def update(self, bodies):
-        self.m = np.array([float(b.mass) for b in bodies])
-        self.c = np.array([b.com_vector for b in bodies]).reshape(-1, 3)
-        Jc = np.array([b.inertia_matrix for b in bodies]).reshape(-1, 3, 3)
+        from ..model.bodies import RigidBody
+
+        # flexible bodies have their own inertia terms (.flexible): zero rigid data here
+        rigid = [isinstance(b, RigidBody) for b in bodies]
+        self.m = np.array([float(b.mass) if r else 0.0 for b, r in zip(bodies, rigid)])
+        self.c = np.array([b.com_vector if r else np.zeros(3)
+                           for b, r in zip(bodies, rigid)]).reshape(-1, 3)
+        Jc = np.array([b.inertia_matrix if r else np.zeros((3, 3))
+                       for b, r in zip(bodies, rigid)]).reshape(-1, 3, 3)
         C = skew_b(self.c)
         self.Jc = Jc
         self.J = Jc - self.m[:, None, None] * (C @ C)
@@ -62,8 +68,8 @@ class BodyInertia:
         self.cols = np.broadcast_to((b7[:, None, None] + c7[None, None, :]), (nb, 7, 7)).ravel()
 
     def _kin(self, q, qd):
-        q = q.reshape(-1, 7)
-        qd = qd.reshape(-1, 7)
+        q = q[: 7 * self.nb].reshape(-1, 7)
+        qd = qd[: 7 * self.nb].reshape(-1, 7)
         return q[:, :3], q[:, 3:], qd[:, :3], qd[:, 3:]
 
     def mass_blocks(self, q):

@@ -85,6 +85,8 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
     mu = float(regularization)
 
     def evaluate(q, lam):
+        # lagged interface loads of the geometric stiffening follow the iterate
+        system.update_interface_loads(q, lam, t)
         T = system.dae_terms(q, qd, np.zeros(n), lam, t, jacobian=True)
         res = np.concatenate([T.PtL - T.Q, T.phi])
         return T, res, float(np.linalg.norm(res))
@@ -147,10 +149,12 @@ def static_residual(system, q, t=0.0):
     T = system.dae_terms(q, np.zeros(n), np.zeros(n), np.zeros(system.nc), t, jacobian=False)
     P = sp.csr_matrix((T.Phq[2], (T.Phq[0], T.Phq[1])), shape=(system.nc, n))
     lam = spla.lsqr(P.T, T.Q, atol=1e-15, btol=1e-15, iter_lim=10 * (n + system.nc))[0]
-    r = (T.Q - P.T @ lam).reshape(-1, 7)
-    e = np.asarray(q, float).reshape(-1, 7)[:, 3:]
+    res = T.Q - P.T @ lam
+    n7 = 7 * system.nb
+    r = res[:n7].reshape(-1, 7)
+    e = np.asarray(q, float)[:n7].reshape(-1, 7)[:, 3:]
     nvec = 0.5 * np.einsum("bij,bj->bi", Emat(e), r[:, 3:])
-    return float(np.linalg.norm(np.concatenate([nvec.ravel(), r[:, :3].ravel()])))
+    return float(np.linalg.norm(np.concatenate([nvec.ravel(), r[:, :3].ravel(), res[n7:]])))
 
 
 def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
@@ -159,11 +163,15 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
     q = system.normalize(q)
     qd = np.array(qd, dtype=float)
     cs = system.constraints
+    # modal coordinates are weighted 1e6 times the reference coordinates in the minimum-norm
+    # correction: the bodies' modal initial values stay (nearly) as given
+    weights = np.ones(n)
+    weights[7 * system.nb:] = 1e6
     for _ in range(max_iter):
         phi, Phq = cs.evaluate(q, t=t)
         if np.linalg.norm(phi) <= tol:
             break
-        A = _min_norm_matrix(Phq, n, nc)
+        A = _min_norm_matrix(Phq, n, nc, weights)
         dx = _lu(A, n).solve(np.concatenate([np.zeros(n), -phi]))
         q = q + dx[:n]
     else:
@@ -187,11 +195,11 @@ def project_velocities(system, q, qd, t=0.0):
     ``M e = 0``, is fixed by the normalization rows ``e . de = 0``).
     """
     n, nc = system.n, system.nc
-    Mb = system.inertia.mass_blocks(q)
+    mr, mc, mv = system.mass_triplets(q)
     pr, pc, pv = system.constraints.evaluate(q, t=t)[1]
-    rows = np.concatenate([system.inertia.rows, pr + n, pc])
-    cols = np.concatenate([system.inertia.cols, pc, pr + n])
-    vals = np.concatenate([Mb.ravel(), pv, pv])
+    rows = np.concatenate([mr, pr + n, pc])
+    cols = np.concatenate([mc, pc, pr + n])
+    vals = np.concatenate([mv, pv, pv])
     A = sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
     viol = np.bincount(pr, weights=pv * np.asarray(qd)[pc], minlength=nc)
     viol += system.constraints.phi_t(q, t)
@@ -199,11 +207,11 @@ def project_velocities(system, q, qd, t=0.0):
     return np.asarray(qd, dtype=float) + dx[:n]
 
 
-def _min_norm_matrix(Phq, n, nc):
+def _min_norm_matrix(Phq, n, nc, weights=None):
     pr, pc, pv = Phq
     rows = np.concatenate([np.arange(n), pr + n, pc])
     cols = np.concatenate([np.arange(n), pc, pr + n])
-    vals = np.concatenate([np.ones(n), pv, pv])
+    vals = np.concatenate([np.ones(n) if weights is None else weights, pv, pv])
     return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
 
 

@@ -31,6 +31,7 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
 from ..model.bodies import Ground, RigidBody
+from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
@@ -43,6 +44,7 @@ from .forces import (
     map_te_terms,
     map_wrenches,
 )
+from .flexible import FlexibleSet
 from .inertia import BodyInertia
 from .quaternion import Emat, normalized_rot
 
@@ -122,24 +124,32 @@ class AbsoluteSystem:
         m.validate()
         self.bodies = m.bodies()
         for b in self.bodies:
-            if not isinstance(b, RigidBody):
+            if not isinstance(b, (RigidBody, FlexibleBody)):
                 raise ModelError(
                     f"body {b.name!r} ({type(b).__name__}): the absolute formulation handles rigid "
-                    f"bodies only so far"
+                    f"and flexible bodies only"
                 )
         self.joints = m.joints()
         self.forces = m.forces()
         self.nb = len(self.bodies)
         self.index = {id(b): i for i, b in enumerate(self.bodies)}
-        self.n = 7 * self.nb
+        self.n_rigid = 7 * self.nb
         self.inertia = BodyInertia(self.bodies)
+        self.flexible = FlexibleSet(self.bodies, [b for b in self.bodies
+                                                  if isinstance(b, FlexibleBody)], self.index)
+        self.n = self.n_rigid + self.flexible.n_modal
+        self.modal_slices = {d.body.name: slice(d.col0, d.col0 + d.n) for d in self.flexible.flex}
         from ..constraints.cut import JointDriver
 
         self.drivers = m.component_objects(JointDriver)
-        self.constraints = ConstraintSet(self.joints, self.index, self.drivers)
+        flex_cols = {d.index: d.col0 for d in self.flexible.flex}
+        self.constraints = ConstraintSet(self.joints, self.index, self.drivers, flex_cols)
         self.nc = self.constraints.n
         self.coordinates = [(b.name, lab) for b in self.bodies for lab in COORD_LABELS]
         self.speeds = [(b.name, lab) for b in self.bodies for lab in SPEED_LABELS]
+        for d in self.flexible.flex:
+            self.coordinates += [(d.body.name, f"q{k + 1}") for k in range(d.n)]
+            self.speeds += [(d.body.name, f"q{k + 1}d") for k in range(d.n)]
         self.joint_names = [j.name for j in self.joints]
         self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
@@ -148,11 +158,28 @@ class AbsoluteSystem:
         self._sda = [f for f in self.forces if type(f) is SpringDamperActuator]
         self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None
         grav = [f for f in self.forces if type(f) is Gravity]
+        self._grav_elements = grav
         self._gravity = GravityBatch(grav, self.inertia) if grav else None
+        from ..model.forces import PointForce
+        from .flexible import FlexPointForce
+
+        self._flex_pf = []
+        for f in self.forces:
+            att = getattr(f, "attachment", None)
+            if (isinstance(f, PointForce) and att is not None and id(f.body) in self.index
+                    and self.index[id(f.body)] in self.flexible.by_index
+                    and hasattr(att, "pose") and np.any(att.modes[3:])):
+                self._flex_pf.append(FlexPointForce(f, self.flexible.by_index[
+                    self.index[id(f.body)]]))
+        flex_pf = {id(x.el) for x in self._flex_pf}
         self._other = [f for f in self.forces
                        if not isinstance(f, JointForce) and type(f) is not SpringDamperActuator
-                       and type(f) is not Gravity]
+                       and type(f) is not Gravity and id(f) not in flex_pf]
         q, qd = tree_state(m, self.bodies, self.index)
+        qf0 = [d.body.q0 for d in self.flexible.flex]
+        qfd0 = [d.body.qd0 for d in self.flexible.flex]
+        q = np.concatenate([q] + qf0)
+        qd = np.concatenate([qd] + qfd0)
         self._q_tree, self._qd_tree = q, qd
         # free lengths of SDAs default to the initial length
         st = BodyState(self.index, q, qd)
@@ -194,7 +221,25 @@ class AbsoluteSystem:
             R, r, w, v = states[b.name]
             q[7 * i: 7 * i + 7] = pack(R, r)
             qd[7 * i: 7 * i + 7] = twist_to_qd(q[7 * i + 3: 7 * i + 7], w, v)
+        for d in self.flexible.flex:  # modal coordinates: the bodies' initial values
+            q[d.col0: d.col0 + d.n] = d.body.q0
+            qd[d.col0: d.col0 + d.n] = d.body.qd0
         return q, qd
+
+    def modal(self, q, name):
+        """Modal coordinates of flexible body ``name`` in ``q`` (also works on (nt, n) histories)."""
+        try:
+            sl = self.modal_slices[name]
+        except KeyError:
+            raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
+                             f"bodies: {list(self.modal_slices)}") from None
+        return np.asarray(q)[..., sl]
+
+    def gravity_vector(self):
+        """Sum of the models' uniform gravity vectors (m/s^2, world), or None."""
+        if not self._grav_elements:
+            return None
+        return sum(np.asarray(e.g, dtype=float) for e in self._grav_elements)
 
     def initial_conditions(self, tol=1e-12, t0=0.0):
         """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached)."""
@@ -215,12 +260,20 @@ class AbsoluteSystem:
         return self.initial_conditions()[1]
 
     # -- model terms ------------------------------------------------------------------
+    def mass_triplets(self, q, stiffening=False):
+        """COO triplets of the mass matrix; ``stiffening=True`` gives the exact ``dR/dddq``
+        (flexible bodies' load-dependent geometric-stiffness coupling included)."""
+        q = np.asarray(q, float)
+        M = self.inertia.mass_blocks(q)
+        trip = [(self.inertia.rows, self.inertia.cols, M.ravel())]
+        if self.flexible.flex:
+            trip.append(self.flexible.mass_triplets(q, stiffening))
+        return tuple(np.concatenate(x) for x in zip(*trip))
+
     def mass_matrix(self, q):
-        """Sparse mass matrix (7nb x 7nb)."""
+        """Sparse (symmetric) mass matrix (n x n)."""
         self.refresh()
-        M = self.inertia.mass_blocks(np.asarray(q, float))
-        return sp.csr_matrix((M.ravel(), (self.inertia.rows, self.inertia.cols)),
-                             shape=(self.n, self.n))
+        return _coo([self.mass_triplets(q)], (self.n, self.n))
 
     def constraint(self, q, t=0.0):
         """``Phi(q, t)`` (nc,): joint equations, driver equations, then normalizations."""
@@ -245,11 +298,21 @@ class AbsoluteSystem:
         ``exclude_jacobian`` is False); ``jacobian="no-forces"`` at compile time leaves
         all of them out.
         """
+        q = np.asarray(q, float)
         st = BodyState(self.index, q, qd)
         Q = np.zeros(self.n)
         nacc = np.zeros((self.nb, 3)) if jacobian else None
         use_jac = jacobian and self.jacobian_mode == "exact"
         A, B, Ks, Cs = [], [], [], []
+        extra_K = []
+        if self.flexible.flex and self._grav_elements:
+            trip = self.flexible.gravity(q, self.gravity_vector(), Q, jacobian=use_jac)
+            if use_jac:
+                extra_K.append(trip)
+        for fp in self._flex_pf:
+            trip = fp.evaluate(t, q, Q, jacobian=use_jac)
+            if use_jac:
+                extra_K.append(trip)
         if self._sda_batch is not None:
             inc = None if exclude_jacobian else np.ones(len(self._sda), dtype=bool)
             blk = self._sda_batch.evaluate(t, st, Q, nacc, jacobian=use_jac, include=inc)
@@ -300,7 +363,7 @@ class AbsoluteSystem:
         else:
             KQ, DQ = map_blocks([], [], None, None, st)
         te = map_te_terms(nacc, self.nb)
-        KQ = tuple(np.concatenate([a, b]) for a, b in zip(KQ, te))
+        KQ = tuple(np.concatenate(x) for x in zip(KQ, te, *extra_K))
         return Q, KQ, DQ
 
     def dae_terms(self, q, qd, qdd, lam, t=0.0, jacobian=True, split=False):
@@ -311,28 +374,49 @@ class AbsoluteSystem:
         """
         T = DAETerms()
         q = np.asarray(q, float)
+        qd = np.asarray(qd, float)
+        qdd = np.asarray(qdd, float)
         if split:
             if jacobian:
-                T.Rv, _, Kv, _ = self.inertia.residual(q, qd, np.zeros_like(q), derivatives=True)
-                T.Kinv = (self.inertia.rows, self.inertia.cols, Kv.ravel())
+                T.Rv, _, T.Kinv, _ = self._inertia(q, qd, np.zeros_like(q), True)
             else:
-                T.Rv = self.inertia.residual(q, qd, np.zeros_like(q), derivatives=False)
+                T.Rv = self._inertia(q, qd, np.zeros_like(q), False)
         if jacobian:
-            T.R, M, K, D = self.inertia.residual(q, qd, qdd, derivatives=True)
-            ir, ic = self.inertia.rows, self.inertia.cols
-            T.M = (ir, ic, M.ravel())
-            T.Kin = (ir, ic, K.ravel())
-            T.Din = (ir, ic, D.ravel())
+            T.R, T.M, T.Kin, T.Din = self._inertia(q, qd, qdd, True)
             T.Q, T.KQ, T.DQ = self.generalized_forces(q, qd, t, jacobian=True)
             T.phi, T.Phq = self.constraints.evaluate(q, t=t)
             T.H = self.constraints.hessian_lambda(q, lam, t)
         else:
-            T.R = self.inertia.residual(q, qd, qdd, derivatives=False)
+            T.R = self._inertia(q, qd, qdd, False)
             T.Q = self.generalized_forces(q, qd, t)
             T.phi, T.Phq = self.constraints.evaluate(q, t=t)
         rows, cols, vals = T.Phq
         T.PtL = np.bincount(cols, weights=vals * lam[rows], minlength=self.n)
         return T
+
+    def _inertia(self, q, qd, qdd, derivatives):
+        """Inertia residual of all bodies (flexible: with elastic, damping and stiffening
+        forces) and, with ``derivatives``, COO triplets of ``dR/dddq``, ``dR/dq``, ``dR/ddq``."""
+        n7 = self.n_rigid
+        fl = self.flexible
+        if not derivatives:
+            R = np.zeros(self.n)
+            R[:n7] = self.inertia.residual(q, qd, qdd, derivatives=False)
+            if fl.flex:
+                R += fl.residual(q, qd, qdd, self.gravity_vector(), derivatives=False)
+            return R
+        Rr, M, K, D = self.inertia.residual(q, qd, qdd, derivatives=True)
+        R = np.zeros(self.n)
+        R[:n7] = Rr
+        ir, ic = self.inertia.rows, self.inertia.cols
+        trips = [[(ir, ic, M.ravel())], [(ir, ic, K.ravel())], [(ir, ic, D.ravel())]]
+        if fl.flex:
+            Rf, Mf, Kf, Df = fl.residual(q, qd, qdd, self.gravity_vector(), derivatives=True)
+            R += Rf
+            for lst, tr in zip(trips, (Mf, Kf, Df)):
+                lst.append(tr)
+        out = [tuple(np.concatenate(x) for x in zip(*lst)) for lst in trips]
+        return (R, *out)
 
     def iteration_matrix(self, T, aM, aKin, aDin, aK, aD, scale=1.0, aKinv=0.0, extra=()):
         """Sparse Newton matrix ``[[J, Phi_q^T], [Phi_q, 0]]``.
@@ -383,8 +467,7 @@ class AbsoluteSystem:
         q = np.asarray(q, float)
         qd = np.asarray(qd, float)
         T = self.dae_terms(q, qd, np.zeros(self.n), np.zeros(self.nc), t, jacobian=False)
-        M = self.inertia.mass_blocks(q)
-        Mtrip = (self.inertia.rows, self.inertia.cols, M.ravel())
+        Mtrip = self.mass_triplets(q, stiffening=True)
         pr, pc, pv = T.Phq
         n, nc = self.n, self.nc
         A = sp.csc_matrix((np.concatenate([Mtrip[2], pv, pv]),
@@ -409,17 +492,79 @@ class AbsoluteSystem:
         """Drive force/torque of every driver along its coordinate (``-lam`` of its row)."""
         return {d.name: -float(lam[r]) for d, r in zip(self.drivers, self.constraints.driver_rows)}
 
-    def accept(self, q, qd):
-        """Hook called by integrators after an accepted step (joint-angle unwrapping)."""
+    def accept(self, q, qd, lam=None, t=0.0):
+        """Hook called by integrators after an accepted step (joint-angle unwrapping, lagged
+        interface loads of the geometric stiffening)."""
         if self._jf:
             st = BodyState(self.index, q, qd)
             for jm in self._jf:
                 jm.accept(st)
+        if lam is not None:
+            self.update_interface_loads(q, lam, t)
+
+    def update_interface_loads(self, q, lam, t=0.0):
+        """Set the (lagged) interface wrenches of the geometric stiffening from multipliers.
+
+        For every flexible body with stiffening and unit matrices for non-reference
+        interfaces: the wrench ``[m; f]`` (body axes, about the interface frame origin)
+        that each joint attached through an :class:`~flexmbd.InterfaceFrame` applies
+        to the body, from the joint reactions at ``(q, lam)``.
+        """
+        flex = [d for d in self.flexible.flex if d.itf_names]
+        if not flex:
+            return
+        q = np.asarray(q, float)
+        reac = self.constraints.reactions(q, lam, t)
+        st = BodyState(self.index, q, np.zeros_like(q))
+        for d in flex:
+            loads = {}
+            R, r = st.R[d.index], st.r[d.index]
+            qf = q[d.col0: d.col0 + d.n]
+            for k, j in enumerate(self.joints):
+                for fr, sign in ((j.child_frame, 1.0), (j.parent_frame, -1.0)):
+                    name = getattr(fr, "interface_name", None)
+                    if fr.body is not d.body or name not in d.itf_names:
+                        continue
+                    W = reac[k]
+                    # child joint frame (world) carries the reaction [n; f] on the child
+                    cb = j.child
+                    if isinstance(cb, Ground):
+                        Rc, rc = np.eye(3), np.zeros(3)
+                        Cc, sc = j.child_frame.rotation, j.child_frame.position
+                    else:
+                        ci = self.index[id(cb)]
+                        Rc, rc = st.R[ci], st.r[ci]
+                        cf = j.child_frame
+                        if hasattr(cf, "pose") and cb in [x.body for x in self.flexible.flex]:
+                            dc = self.flexible.by_index[ci]
+                            Cc, sc = cf.pose(q[dc.col0: dc.col0 + dc.n])
+                        else:
+                            Cc, sc = cf.rotation, cf.position
+                    FC = Rc @ Cc
+                    pC = rc + Rc @ sc
+                    n_w, f_w = FC @ W[:3], FC @ W[3:]
+                    Cb, sb = fr.pose(qf)
+                    p_itf = r + R @ sb
+                    n_w = sign * (n_w + np.cross(pC - p_itf, f_w))
+                    f_w = sign * f_w
+                    w = np.concatenate([R.T @ n_w, R.T @ f_w])
+                    loads[name] = loads.get(name, 0.0) + w
+            for fp in self._flex_pf:
+                name = getattr(fp.el.attachment, "interface_name", None)
+                if fp.d is d and name in d.itf_names:
+                    f_w = fp.force(t, q)[0]
+                    w = np.concatenate([np.zeros(3), R.T @ f_w])
+                    loads[name] = loads.get(name, 0.0) + w
+            d.set_interface_loads(loads)
 
     # -- energies ---------------------------------------------------------------------
     def kinetic_energy(self, q, qd):
         """Total kinetic energy (J)."""
-        return float(self.inertia.kinetic_energy(np.asarray(q, float), np.asarray(qd, float)).sum())
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        out = float(self.inertia.kinetic_energy(q, qd).sum())
+        if self.flexible.flex:
+            out += self.flexible.kinetic_energy(q, qd)
+        return out
 
     def energy_meter(self):
         """An :class:`~flexmbd.absolute.energy.EnergyMeter` for this system."""
@@ -450,9 +595,10 @@ class AbsoluteSystem:
 
     def normalize(self, q):
         """Euler parameters scaled to unit length (coordinates (7nb,))."""
-        q = np.array(q, dtype=float).reshape(-1, 7)
-        q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1, keepdims=True)
-        return q.ravel()
+        q = np.array(q, dtype=float)
+        b = q[: self.n_rigid].reshape(-1, 7)
+        b[:, 3:] /= np.linalg.norm(b[:, 3:], axis=1, keepdims=True)
+        return q
 
     def rotation(self, q, name):
         """Rotation matrix of body ``name`` at ``q``."""

@@ -65,7 +65,7 @@ from ..errors import ModelError
 from ..spatial import skew
 
 __all__ = ["ModalInvariants", "mass_matrix", "velocity_forces", "gravity_forces",
-           "kinetic_energy", "second_moments"]
+           "kinetic_energy", "second_moments", "inertia_terms", "gravity_terms"]
 
 # Levi-Civita symbol
 _EPS = np.zeros((3, 3, 3))
@@ -201,3 +201,115 @@ def gravity_forces(inv, q, g_body):
 def kinetic_energy(inv, q, u):
     """Kinetic energy ½ uᵀ M(q) u (J)."""
     return 0.5 * u @ mass_matrix(inv, q) @ u
+
+
+# -- body-axes inertia forces with exact partial derivatives ---------------------------------
+#
+# With the origin acceleration written in body axes, a = A^T r'' (= v' + w x v for body-axes
+# origin velocity v), every term of h that carries v drops out:
+#     M(q)[alpha; v'; q''] + h(q, (w, v, q')) = M(q)[alpha; a; q''] + h(q, (w, 0, q'))
+# because the v-parts of h are exactly M[:, v] (w x v). This is the form the
+# absolute formulation uses (it has no body-axes origin velocity). Notation as in the
+# module docstring plus  Y_k[a, b] = int rho Phi_a^(k) s_b = S[b, a, k] + P[a, b, k, :] q
+# and Z_k[a, b] = int rho Phi_a^(k) u'_b = P[a, b, k, :] q'. Then
+#
+#   F_w = J alpha + Sbar~ a + Mwf q'' + w x J w + 2 (w tr G - G^T w)
+#   F_v = -Sbar~ alpha + m a + St q'' + w x (w x Sbar) + 2 w x St q'
+#   F_f = Mwf^T alpha + St^T a + Mff q'' + sum_ab W2_ab Y[a, b, :] + 2 sum_ab W_ab Z[a, b, :]
+#
+# (W = w~, W2 = W W, G = int rho s u'^T = sum_k Y_k^T q'_k). Partial derivatives:
+#
+#   dJ/dq_k = 2 tr(Y_k) I - Y_k - Y_k^T,  dSbar/dq_k = St_k,  dMwf[a, l]/dq_k = eps_abc P[b, c, k, l]
+#   dF_w/dq_k = dJ_k (alpha + ...) ... (see inertia_terms), dF_f/dq [l, k] = sum_ab (W2 - alpha~)_ab P[a, b, k, l]
+#   dF_w/dw  = W J - (J w)~ + 2 (tr G I - G^T)
+#   dF_v/dw  = (w . Sbar) I + w Sbar^T - 2 Sbar w^T - 2 (St q')~
+#   dF_f,k/dw = (Y_k + Y_k^T - 2 tr Y_k I) w - 2 axial(Z_k),  axial(Z)_c = eps_cab Z_ab
+#   dF_w/dq'_l = 2 (w tr Y_l - Y_l w),  dF_v/dq' = 2 W St,  dF_f/dq' [k, l] = 2 sum_ab W_ab P[a, b, k, l]
+#   dF/d(alpha, a, q'') = M(q)
+
+
+def _axial_eps(Z):
+    """``out[c, ...] = eps_cab Z[a, b, ...]`` (twice the axial vector of the skew part)."""
+    return np.stack([Z[1, 2] - Z[2, 1], Z[2, 0] - Z[0, 2], Z[0, 1] - Z[1, 0]])
+
+
+def inertia_terms(inv, q, qd, w, alpha, a, qdd, derivatives=True):
+    """Inertia forces ``F`` (6+n) in body axes and their exact partial derivatives.
+
+    ``F = M(q) [alpha; a; qdd] + h(q, (w, 0, qd))`` with ``w``, ``alpha`` the angular
+    velocity and acceleration of the body frame and ``a`` the acceleration of its
+    origin, all in body axes (see the comment block above this function). Returns
+    ``F`` or ``(F, M, F_q, F_qd, F_w)`` with ``M = dF/d(alpha, a, qdd)`` (6+n x 6+n),
+    ``F_q`` (6+n x n), ``F_qd`` (6+n x n) and ``F_w`` (6+n x 3).
+    """
+    n = inv.n_modes
+    q = np.asarray(q, float)
+    qd = np.asarray(qd, float)
+    w = np.asarray(w, float)
+    alpha = np.asarray(alpha, float)
+    a = np.asarray(a, float)
+    qdd = np.asarray(qdd, float)
+    M = mass_matrix(inv, q)
+    ud = np.concatenate([alpha, a, qdd])
+    F = M @ ud
+    Sbar, E = second_moments(inv, q)
+    J = np.trace(E) * np.eye(3) - E
+    W = skew(w)
+    W2 = W @ W
+    Jw = J @ w
+    F[:3] += np.cross(w, Jw)
+    F[3:6] += np.cross(w, np.cross(w, Sbar))
+    if n:
+        # Y[a, b, k] = int rho Phi_a^(k) s_b ; Z[a, b, k] = int rho Phi_a^(k) u'_b
+        Y = np.transpose(inv.S, (1, 0, 2)) + np.einsum("abkl,l->abk", inv.P, q)
+        Z = np.einsum("abkl,l->abk", inv.P, qd)
+        G = np.einsum("abk,k->ba", Y, qd)  # G[i, j] = int rho s_i u'_j
+        Stqd = inv.St @ qd
+        F[:3] += 2.0 * (w * np.trace(G) - G.T @ w)
+        F[3:6] += 2.0 * np.cross(w, Stqd)
+        F[6:] += np.einsum("ab,abk->k", W2, Y) + 2.0 * np.einsum("ab,abk->k", W, Z)
+    if not derivatives:
+        return F
+    F_q = np.zeros((6 + n, n))
+    F_qd = np.zeros((6 + n, n))
+    F_w = np.zeros((6 + n, 3))
+    F_w[:3] = W @ J - skew(Jw)
+    F_w[3:6] = (w @ Sbar) * np.eye(3) + np.outer(w, Sbar) - 2.0 * np.outer(Sbar, w)
+    if n:
+        eye = np.eye(3)
+        trY = np.einsum("aak->k", Y)
+        # dJ/dq_k (3, 3, n)
+        dJ = 2.0 * trY[None, None, :] * eye[:, :, None] - Y - np.transpose(Y, (1, 0, 2))
+        Pe = _axial_eps(inv.P)  # Pe[a, k, l] = eps_abc P[b, c, k, l]
+        # F_w
+        F_q[:3] = (np.einsum("ijk,j->ik", dJ, alpha)
+                   + np.cross(inv.St.T, a).T
+                   + np.einsum("akl,l->ak", Pe, qdd)
+                   + np.cross(w[:, None].T, np.einsum("ijk,j->ki", dJ, w)).T
+                   + 2.0 * (np.outer(w, np.einsum("aak->k", Z)) - np.einsum("abk,a->bk", Z, w)))
+        F_q[3:6] = (np.cross(alpha[None, :], inv.St.T).T
+                    + np.cross(w[None, :], np.cross(w[None, :], inv.St.T)).T)
+        F_q[6:] = np.einsum("ab,abkl->lk", W2 - skew(alpha), inv.P)
+        F_qd[:3] = 2.0 * (np.outer(w, trY) - np.einsum("abl,b->al", Y, w))
+        F_qd[3:6] = 2.0 * W @ inv.St
+        F_qd[6:] = 2.0 * np.einsum("ab,abkl->kl", W, inv.P)
+        F_w[:3] += 2.0 * (np.trace(G) * eye - G.T)
+        F_w[3:6] -= 2.0 * skew(Stqd)
+        F_w[6:] = (np.einsum("abk,b->ka", Y, w) + np.einsum("bak,b->ka", Y, w)
+                   - 2.0 * np.outer(trY, w) - 2.0 * _axial_eps(Z).T)
+    return F, M, F_q, F_qd, F_w
+
+
+def gravity_terms(inv, q, g_body):
+    """Gravity force ``Qg`` (6+n) and its derivatives ``dQg/dq`` (6+n x n), ``dQg/dg`` (6+n x 3)."""
+    n = inv.n_modes
+    Q = gravity_forces(inv, q, g_body)
+    Sbar = inv.c + inv.St @ q
+    Qq = np.zeros((6 + n, n))
+    if n:
+        Qq[:3] = np.cross(inv.St.T, g_body).T
+    Qg = np.zeros((6 + n, 3))
+    Qg[:3] = skew(Sbar)
+    Qg[3:6] = inv.mass * np.eye(3)
+    Qg[6:] = inv.St.T
+    return Q, Qq, Qg

@@ -314,7 +314,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             mem = _to_wrenches(system, q, T.Rv + T.PtL - T.Q)
         iters[i] = k
         resid[i] = hist[i, k]
-        system.accept(q, qd)
+        system.accept(q, qd, lam, t1)
         wall[i] = _time.perf_counter() - tic
         store(i, q, qd, qdd, lam, t1)
         if callback is not None:
@@ -327,10 +327,10 @@ def _to_wrenches(system, q, F):
     from ..absolute.quaternion import Emat
 
     nb = system.nb
-    e = q.reshape(nb, 7)[:, 3:]
-    Fb = F.reshape(nb, 7)
+    e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
+    Fb = F[: 7 * nb].reshape(nb, 7)
     nvec = 0.5 * np.einsum("bij,bj->bi", Emat(e), Fb[:, 3:]) / np.einsum("bi,bi->b", e, e)[:, None]
-    return np.concatenate([Fb[:, :3], nvec], axis=1)
+    return np.concatenate([Fb[:, :3], nvec], axis=1), F[7 * nb:].copy()
 
 
 def _from_wrenches(system, q, W):
@@ -338,16 +338,18 @@ def _from_wrenches(system, q, W):
     from ..absolute.quaternion import Emat
 
     nb = system.nb
-    e = q.reshape(nb, 7)[:, 3:]
-    return np.concatenate([W[:, :3], 2.0 * np.einsum("bji,bj->bi", Emat(e), W[:, 3:])],
-                          axis=1).ravel()
+    W, Wf = W
+    e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
+    return np.concatenate([np.concatenate([W[:, :3], 2.0 * np.einsum("bji,bj->bi", Emat(e),
+                                                                          W[:, 3:])],
+                                          axis=1).ravel(), Wf])
 
 
 def _memory_jacobian(system, W, coef):
     """COO triplets of ``coef * d(2 E(e)^T n)/de = coef * 2 TE(n)`` on the (e, e) blocks."""
     from ..absolute.forces import map_te_terms
 
-    r, c, v = map_te_terms(W[:, 3:], system.nb)
+    r, c, v = map_te_terms(W[0][:, 3:], system.nb)
     return [(r, c, coef * v)]
 
 
@@ -364,11 +366,41 @@ def _project_velocities(system, q, qd, t):
 def _remove_gauge(system, q, qd):
     """Euler-parameter rates without their component along ``e`` (pure gauge: ``E(e) e = 0``)."""
     nb = system.nb
-    e = q.reshape(nb, 7)[:, 3:]
-    qd = qd.copy().reshape(nb, 7)
-    ed = qd[:, 3:]
+    e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
+    qd = qd.copy()
+    ed = qd[: 7 * nb].reshape(nb, 7)[:, 3:]
     ed -= e * (np.einsum("bi,bi->b", e, ed) / np.einsum("bi,bi->b", e, e))[:, None]
-    return qd.ravel()
+    return qd
+
+
+def interface_motions(system, q):
+    """World poses of the interface frames of the flexible bodies over a history ``q`` (nt, n).
+
+    ``{"interface:BODY.NAME": (nt, 7)}`` with the deformed frame origin (m) and its Euler
+    parameters (scalar first), both world.
+    """
+    from ..absolute.quaternion import Apoly
+    from ..results import rot_to_quat_batch
+
+    out = {}
+    q = np.atleast_2d(q)
+    for d in system.flexible.flex:
+        rb = d.body.reduced
+        i = d.index
+        e = q[:, 7 * i + 3: 7 * i + 7]
+        e = e / np.linalg.norm(e, axis=1, keepdims=True)
+        A = Apoly(e)
+        r = q[:, 7 * i: 7 * i + 3]
+        qf = q[:, d.col0: d.col0 + d.n]
+        for name in rb.interface_names:
+            fr = d.body.interface(name)
+            poses = [fr.pose(x) for x in qf]
+            Rf = np.array([p[0] for p in poses]).reshape(-1, 3, 3)
+            pf = np.array([p[1] for p in poses]).reshape(-1, 3)
+            pos = r + np.einsum("tij,tj->ti", A, pf)
+            quat = rot_to_quat_batch(A @ Rf)
+            out[f"interface:{d.body.name}.{name}"] = np.concatenate([pos, quat], axis=1)
+    return out
 
 
 def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter,
@@ -379,6 +411,11 @@ def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol,
     for i, b in enumerate(system.bodies):
         extra[f"position:{b.name}"] = q[:, 7 * i: 7 * i + 3]
         extra[f"orientation:{b.name}"] = q[:, 7 * i + 3: 7 * i + 7]
+    flex = getattr(system, "flexible", None)
+    if flex is not None:
+        for d in flex.flex:
+            extra[f"modal:{d.body.name}"] = q[:, d.col0: d.col0 + d.n]
+        extra.update(interface_motions(system, q))
     energy = {k: v[:stop] for k, v in meter.arr.items()} if meter is not None else {}
     meta = {"model": system.model.name, "formulation": "absolute", "integrator": sch.name,
             "dt": h, "tol": tol, "rtol": rtol, **sch.as_dict()}

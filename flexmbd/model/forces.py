@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..spatial import skew
-from .bodies import Body, Ground
+from .bodies import Body, Frame, Ground
 from .component import Component
 from .joints import Joint
 
@@ -118,6 +118,10 @@ class PointForce(ForceElement):
 
     ``force`` is a 3-vector or a function of time; ``frame="world"`` (default)
     keeps its direction fixed in space, ``frame="body"`` makes it follow the body.
+    ``point`` may also be a frame on ``body``; on a flexible body an interface or node
+    frame (``body.interface("B")``, ``body.node(i)``) moves with the deformation and the
+    force does work on the modal coordinates (formulations that support it read
+    ``attachment``; the others use the frame's undeformed position).
     """
 
     has_jacobian = True
@@ -131,6 +135,13 @@ class PointForce(ForceElement):
         if frame not in ("world", "body"):
             raise ModelError(f"{owner}: frame must be 'world' or 'body', got {frame!r}")
         self.body = body
+        self.attachment = None
+        if isinstance(point, Frame):
+            if point.body is not body:
+                raise ModelError(f"{owner}: the frame is on body {point.body.name!r}, expected one "
+                                 f"on {body.name!r}")
+            self.attachment = point
+            point = point.position
         self.point = np.asarray(point, dtype=float)
         self.force = _vector_function(force, owner, "force")
         self.frame = frame

@@ -1,0 +1,453 @@
+r"""Flexible bodies in absolute coordinates: reference frame (r, e) plus modal coordinates.
+
+Coordinates of a flexible body ``b``: its frame origin ``r`` and Euler parameters ``e``
+(7 coordinates, in the rigid block of the coordinate vector like every body) and its
+``n`` modal coordinates ``q_f`` (in the modal block after all ``7 nb`` reference
+coordinates, bodies in declaration order). The floating-frame equations of
+:mod:`flexmbd.flexible.ffr` are written for body-axes kinematic quantities ::
+
+    w = 2 G(e) de,   alpha = 2 G(e) dde,   a = A(e)^T ddr,   g_b = A(e)^T g
+
+(``G``, ``A`` the polynomial Euler-parameter matrices of :mod:`.quaternion`; the
+origin acceleration ``a`` in body axes removes every term of the quadratic velocity
+vector that carries the origin velocity, see :func:`flexmbd.flexible.ffr.inertia_terms`).
+With the body-axes generalized force ::
+
+    F = F_in(q_f, dq_f, w, alpha, a, ddq_f) + K q_f + D dq_f + K_G(p) q_f
+
+(inertia, elastic, modal damping, geometric stiffening) the virtual power
+``dphi' . F_w + dr' . F_v + dq_f . F_f`` with ``dphi' = 2 G de`` and ``dr' = A^T dr``
+gives the residual in absolute coordinates ::
+
+    R_r = A(e) F_v,   R_e = 2 G(e)^T F_w,   R_f = F_f
+
+and gravity the generalized force ``Q = [A Qg_v; 2 G^T Qg_w; Qg_f]`` with the exact
+distributed ``Qg(q_f, g_b)`` of the invariants (:func:`~flexmbd.flexible.ffr.gravity_terms`).
+
+Exact Jacobians (chain rule through the body-axes quantities) ::
+
+    dw/dde = dalpha/ddde = 2 G(e),  dw/de = -2 G(de),  dalpha/de = -2 G(dde),
+    da/dddr = A^T,  da/de = G TE(ddr) - G(E^T ddr)  (same for g_b with g),
+    d(A F_v)/de |F fixed = dAs(e, F_v),   d(2 G^T F_w)/de |F fixed = 2 TG(F_w)
+
+so ``dR/dddq`` (the "mass" block), ``dR/ddq`` and ``dR/dq`` are assembled from the
+partial derivatives of ``F`` (:func:`~flexmbd.flexible.ffr.inertia_terms`) and the
+geometric-stiffness terms below. Without stiffening ``dR/dddq`` is the symmetric mass
+matrix ``T^T M(q_f) T`` (``T`` the map above); the load-dependent part makes it slightly
+unsymmetric.
+
+Geometric stiffening (dynamic stiffening, review eq. 19-21)
+-----------------------------------------------------------
+``K_G(p) = sum_k p_k K_k`` with the unit matrices of the reduction
+(:mod:`flexmbd.fem.geometric`) and the load parameters, all in body axes:
+
+* the six angular-velocity products ``w_i w_j`` of the *current* ``w``;
+* the angular acceleration ``alpha`` and the origin acceleration minus gravity
+  ``a - g_b`` of the *current* step (unknowns of the Newton iteration);
+* the wrenches the surroundings apply at the body's non-reference interfaces
+  (joint reactions through interface frames), **lagged by one step**: taken from the
+  reactions of the last accepted step (:meth:`FlexibleSet.set_interface_loads`; the
+  static solver updates them with every Newton iterate). Reference-interface
+  wrenches of a Craig-Bampton body are the support reactions of the unit stress
+  states and do not enter.
+
+The current-state loads enter the Newton matrix exactly: ``d(K_G q)/dw`` through
+``dp/dw``, ``d(K_G q)/d(alpha, a)`` in the acceleration block and
+``d(K_G q)/de`` through ``da/de`` and ``dg_b/de``; the lagged interface wrenches are
+constants within a step. ``FlexibleBody(geometric_stiffening=False)`` (or a reduced
+body without unit matrices) switches the term off for that body.
+
+Energies: kinetic ``u^T M u / 2`` with the body-frame speeds, strain ``q^T K q / 2``
+(reported in the ``spring`` potential), gravity ``-g . (m r + A Sbar)``, modal damping
+power ``dq^T D dq``. The stiffening forces are not derived from a potential and
+their work shows up in the numerical-dissipation balance.
+"""
+
+import numpy as np
+
+from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
+from ..flexible.ffr import mass_matrix as ffr_mass_matrix
+from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
+
+__all__ = ["FlexibleSet", "OMEGA_PRODUCTS"]
+
+OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
+
+
+def _dAtr(e, x):
+    """``d(A(e)^T x)/de`` (3, 4) for a fixed world vector ``x`` (``A^T x = G(e) E(e)^T x``)."""
+    z = TE(x) @ e  # E(e)^T x
+    return Gmat(e) @ TE(x) - Gmat(z)
+
+
+def _dp_dw(w):
+    """Derivative (6, 3) of the six angular-velocity products w.r.t. ``w``."""
+    w1, w2, w3 = w
+    return np.array([[2 * w1, 0, 0], [0, 2 * w2, 0], [0, 0, 2 * w3],
+                     [w2, w1, 0], [0, w3, w2], [w3, 0, w1]], dtype=float)
+
+
+def _omega_products(w):
+    w1, w2, w3 = w
+    return np.array([w1 * w1, w2 * w2, w3 * w3, w1 * w2, w2 * w3, w1 * w3])
+
+
+class _FlexData:
+    """Constant data of one flexible body in a compiled system."""
+
+    def __init__(self, body, index, col0):
+        self.body = body
+        self.index = index  # body position (rigid block 7*index)
+        self.col0 = col0  # first modal column
+        inv = body.invariants()
+        self.inv = inv
+        self.n = inv.n_modes
+        self.K = np.asarray(inv.K, float)
+        self.D = np.asarray(inv.D, float)
+        n = self.n
+        self.idx = np.concatenate([7 * index + np.arange(7), col0 + np.arange(n)])
+        rb = body.reduced
+        names = list(rb.kg_names)
+        on = bool(body.geometric_stiffening) and rb.kg_unit.shape[0] > 0
+        self.stiffening = on
+
+        def unit(name):
+            if name in names:
+                return np.asarray(rb.kg_unit[names.index(name)], float)
+            return np.zeros((n, n))
+
+        if on:
+            self.Kw = np.stack([unit(k) for k in OMEGA_PRODUCTS])
+            self.Kal = np.stack([unit(f"alpha{i + 1}") for i in range(3)])
+            self.Ka = np.stack([unit(f"a{i + 1}") for i in range(3)])
+            # interface wrench unit matrices (non-reference interfaces present in kg_names)
+            # interfaces with non-zero unit matrices (a Craig-Bampton reference interface
+            # carries the support reactions of the unit states: its matrices are zero)
+            comps = ("mx", "my", "mz", "fx", "fy", "fz")
+            self.itf_names = [nm for nm in rb.interface_names
+                              if any(np.any(unit(f"{nm}.{c}")) for c in comps)]
+            comps = ("mx", "my", "mz", "fx", "fy", "fz")
+            self.Kitf = (np.stack([unit(f"{nm}.{c}") for nm in self.itf_names for c in comps])
+                         if self.itf_names else np.zeros((0, n, n)))
+        else:
+            self.itf_names = []
+            self.Kitf = np.zeros((0, n, n))
+        self.itf_load = np.zeros(len(self.Kitf))  # lagged interface wrench components
+        self.K_itf = np.zeros((n, n))
+
+    def set_interface_loads(self, loads):
+        """``loads``: dict interface name -> wrench [m; f] (body axes) applied by the surroundings."""
+        v = np.zeros(len(self.Kitf))
+        for k, nm in enumerate(self.itf_names):
+            if nm in loads:
+                v[6 * k: 6 * k + 6] = loads[nm]
+        self.itf_load = v
+        self.K_itf = (np.tensordot(v, self.Kitf, axes=1) if len(v)
+                      else np.zeros((self.n, self.n)))
+
+
+class FlexibleSet:
+    """All flexible bodies of an absolute system: residual blocks, mass blocks, gravity, energies.
+
+    ``bodies``: the system's body list; ``nb`` bodies in total; modal columns start at
+    ``7 nb``. Attributes ``flex`` (list of :class:`_FlexData`), ``n_modal`` (total).
+    """
+
+    def __init__(self, bodies, flexible_bodies, index):
+        self.nb = len(bodies)
+        col = 7 * self.nb
+        self.flex = []
+        for b in flexible_bodies:
+            d = _FlexData(b, index[id(b)], col)
+            self.flex.append(d)
+            col += d.n
+        self.n_modal = col - 7 * self.nb
+        self.by_index = {d.index: d for d in self.flex}
+
+    def __len__(self):
+        return len(self.flex)
+
+    # -- kinematic quantities --------------------------------------------------------
+    @staticmethod
+    def _split(d, q, qd=None, qdd=None):
+        i = d.index
+        e = q[7 * i + 3: 7 * i + 7]
+        qf = q[d.col0: d.col0 + d.n]
+        out = [e, qf]
+        for x in (qd, qdd):
+            if x is not None:
+                out += [x[7 * i: 7 * i + 3], x[7 * i + 3: 7 * i + 7], x[d.col0: d.col0 + d.n]]
+        return out
+
+    def modal(self, q, d):
+        """Modal coordinates of flexible body data ``d``."""
+        return q[d.col0: d.col0 + d.n]
+
+    # -- residual and Jacobians ------------------------------------------------------
+    def body_residual(self, d, q, qd, qdd, g=None, derivatives=True):
+        """Residual ``R_b`` (7+n) of one body and its blocks ``dR/dddq, dR/dq, dR/ddq``."""
+        e, qf, rd, ed, qfd, rdd, edd, qfdd = self._split(d, q, qd, qdd)
+        inv = d.inv
+        n = d.n
+        A, G = Apoly(e), Gmat(e)
+        w = 2.0 * G @ ed
+        al = 2.0 * G @ edd
+        a = A.T @ rdd
+        gb = A.T @ (np.zeros(3) if g is None else g)
+        res = inertia_terms(inv, qf, qfd, w, al, a, qfdd, derivatives=derivatives)
+        F = res[0] if derivatives else res
+        F = F.copy()
+        F[6:] += d.K @ qf + d.D @ qfd
+        if d.stiffening:
+            p = _omega_products(w)
+            KG = (np.tensordot(p, d.Kw, axes=1) + np.tensordot(al, d.Kal, axes=1)
+                  + np.tensordot(a - gb, d.Ka, axes=1) + d.K_itf)
+            F[6:] += KG @ qf
+        R = np.concatenate([A @ F[3:6], 2.0 * G.T @ F[:3], F[6:]])
+        if not derivatives:
+            return R
+        _, Mb, Fq, Fqd, Fw = res
+        Fq = Fq.copy()
+        Fqd = Fqd.copy()
+        Fw = Fw.copy()
+        Fal = Mb[:, :3].copy()
+        Fa = Mb[:, 3:6].copy()
+        Fqdd = Mb[:, 6:].copy()
+        Fg = np.zeros((6 + n, 3))
+        Fq[6:] += d.K
+        Fqd[6:] += d.D
+        if d.stiffening:
+            Fq[6:] += KG
+            Fw[6:] += np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(w)
+            Gal = np.einsum("kij,j->ik", d.Kal, qf)
+            Ga = np.einsum("kij,j->ik", d.Ka, qf)
+            Fal[6:] += Gal
+            Fa[6:] += Ga
+            Fg[6:] -= Ga
+
+        def out(X):  # rows [w; v; f] of body-axes derivatives -> rows [r; e; f]
+            return np.concatenate([A @ X[3:6], 2.0 * G.T @ X[:3], X[6:]])
+
+        N = 7 + n
+        M = np.zeros((N, N))
+        M[:, :3] = out(Fa) @ A.T
+        M[:, 3:7] = out(Fal) @ (2.0 * G)
+        M[:, 7:] = out(Fqdd)
+        D = np.zeros((N, N))
+        D[:, 3:7] = out(Fw) @ (2.0 * G)
+        D[:, 7:] = out(Fqd)
+        K = np.zeros((N, N))
+        dFe = (Fw @ (-2.0 * Gmat(ed)) + Fal @ (-2.0 * Gmat(edd)) + Fa @ _dAtr(e, rdd))
+        if g is not None and d.stiffening:
+            dFe = dFe + Fg @ _dAtr(e, g)
+        K[:, 3:7] = out(dFe)
+        K[:3, 3:7] += dAs(e, F[3:6])
+        K[3:7, 3:7] += 2.0 * TG(F[:3])
+        K[:, 7:] = out(Fq)
+        return R, M, K, D
+
+    def residual(self, q, qd, qdd, g=None, derivatives=True):
+        """Residual contributions (added into a full-length vector) and COO blocks."""
+        R = np.zeros(len(q))
+        Ms, Ks, Ds, rows, cols = [], [], [], [], []
+        for d in self.flex:
+            out = self.body_residual(d, q, qd, qdd, g, derivatives)
+            if derivatives:
+                r, M, K, D = out
+                Ms.append(M.ravel())
+                Ks.append(K.ravel())
+                Ds.append(D.ravel())
+                rows.append(np.repeat(d.idx, len(d.idx)))
+                cols.append(np.tile(d.idx, len(d.idx)))
+            else:
+                r = out
+            R[d.idx] += r
+        if not derivatives:
+            return R
+        cat = (lambda x: np.concatenate(x)) if self.flex else (lambda x: np.zeros(0))
+        rr = cat(rows).astype(np.int64) if self.flex else np.zeros(0, np.int64)
+        cc = cat(cols).astype(np.int64) if self.flex else np.zeros(0, np.int64)
+        return R, (rr, cc, cat(Ms)), (rr, cc, cat(Ks)), (rr, cc, cat(Ds))
+
+    def mass_triplets(self, q, stiffening=False):
+        """COO triplets of the mass blocks (symmetric ``T^T M T``; with ``stiffening`` the
+        exact ``dR/dddq`` including the load-dependent geometric-stiffness coupling)."""
+        rows, cols, vals = [], [], []
+        for d in self.flex:
+            if stiffening and d.stiffening:
+                z = np.zeros_like(q)
+                _, M, _, _ = self.body_residual(d, q, z, z, None, True)
+            else:
+                M = self.mass_block(d, q)
+            rows.append(np.repeat(d.idx, len(d.idx)))
+            cols.append(np.tile(d.idx, len(d.idx)))
+            vals.append(M.ravel())
+        if not rows:
+            z = np.zeros(0)
+            return z.astype(np.int64), z.astype(np.int64), z
+        return (np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64),
+                np.concatenate(vals))
+
+    def mass_block(self, d, q):
+        """Symmetric mass block (7+n) of body data ``d`` in absolute coordinates."""
+        e, qf = self._split(d, q)
+        A, G = Apoly(e), Gmat(e)
+        Mb = ffr_mass_matrix(d.inv, qf)
+        n = d.n
+        T = np.zeros((6 + n, 7 + n))  # body-axes speeds (w, v, dq) per absolute rates
+        T[:3, 3:7] = 2.0 * G
+        T[3:6, :3] = A.T
+        T[6:, 7:] = np.eye(n)
+        return T.T @ Mb @ T
+
+    # -- gravity ---------------------------------------------------------------------
+    def gravity(self, q, g, Q, jacobian=False):
+        """Add the distributed gravity forces to ``Q``; return COO triplets of ``dQ/dq``."""
+        rows, cols, vals = [], [], []
+        for d in self.flex:
+            e, qf = self._split(d, q)
+            A, G = Apoly(e), Gmat(e)
+            gb = A.T @ g
+            Qg, Qq, Qgg = gravity_terms(d.inv, qf, gb)
+            Q[d.idx] += np.concatenate([A @ Qg[3:6], 2.0 * G.T @ Qg[:3], Qg[6:]])
+            if not jacobian:
+                continue
+            n = d.n
+            N = 7 + n
+            dQe = Qgg @ _dAtr(e, g)
+
+            def out(X):
+                return np.concatenate([A @ X[3:6], 2.0 * G.T @ X[:3], X[6:]])
+
+            K = np.zeros((N, N))
+            K[:, 3:7] = out(dQe)
+            K[:3, 3:7] += dAs(e, Qg[3:6])
+            K[3:7, 3:7] += 2.0 * TG(Qg[:3])
+            K[:, 7:] = out(Qq)
+            rows.append(np.repeat(d.idx, N))
+            cols.append(np.tile(d.idx, N))
+            vals.append(K.ravel())
+        if not jacobian:
+            return None
+        if not rows:
+            z = np.zeros(0)
+            return z.astype(np.int64), z.astype(np.int64), z
+        return (np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64),
+                np.concatenate(vals))
+
+    def gravity_potential(self, q, g):
+        out = 0.0
+        for d in self.flex:
+            e, qf = self._split(d, q)
+            A = Apoly(e) / float(e @ e)
+            r = q[7 * d.index: 7 * d.index + 3]
+            Sbar = d.inv.c + d.inv.St @ qf
+            out -= float(g @ (d.inv.mass * r + A @ Sbar))
+        return out
+
+    # -- energies --------------------------------------------------------------------
+    def body_speeds(self, d, q, qd):
+        """Body-frame speeds ``(w, v, dq_f)`` (body axes) with the normalized rotation."""
+        e, qf, rd, ed, qfd = self._split(d, q, qd)
+        n2 = float(e @ e)
+        A = Apoly(e) / n2
+        w = 2.0 * Gmat(e) @ ed / n2
+        return np.concatenate([w, A.T @ rd, qfd])
+
+    def kinetic_energy(self, q, qd):
+        return sum(kinetic_energy(d.inv, self.modal(q, d), self.body_speeds(d, q, qd))
+                   for d in self.flex)
+
+    def strain_energy(self, q):
+        return sum(0.5 * float(self.modal(q, d) @ d.K @ self.modal(q, d)) for d in self.flex)
+
+    def damping_power(self, qd):
+        return sum(float(self.modal(qd, d) @ d.D @ self.modal(qd, d)) for d in self.flex)
+
+    def world_omega(self, d, q, qd):
+        i = d.index
+        e, ed = q[7 * i + 3: 7 * i + 7], qd[7 * i + 3: 7 * i + 7]
+        return 2.0 * Emat(e) @ ed
+
+
+class FlexPointForce:
+    """A :class:`~flexmbd.PointForce` at a deforming frame (interface or node) of a flexible body.
+
+    The point ``P = r + A (s0 + U q_f)`` (``U`` the frame's translation modes) moves with
+    the deformation; a world force ``f`` (``frame="world"``) or a force fixed in the body
+    reference axes ``f = A f_b`` (``frame="body"``) gives, by virtual power
+    ``f . dP = f . (dr + dphi x rho + A U dq_f)`` with ``rho = A (s0 + U q_f)``::
+
+        Q_r = f,   Q_e = 2 E(e)^T (rho x f),   Q_f = U^T A^T f.
+
+    Jacobians (the element sees the normalized rotation; ``dphi = 2 E de``)::
+
+        world:  dQ_e/de = 2 TE(n) + 2 E^T f~ rho~ 2E,       dQ_e/dq_f = -2 E^T f~ A U,
+                dQ_f/de = U^T A^T f~ 2E,                    dQ_f/dq_f = 0
+        body:   dQ_e/de = 2 TE(n) - 2 E^T n~ 2E,  dQ_r/de = -f~ 2E,
+                dQ_e/dq_f = -2 E^T A f_b~ U,       dQ_f = 0 (U^T f_b constant)
+
+    with ``n = rho x f``.
+    """
+
+    def __init__(self, element, data):
+        self.el = element
+        self.d = data
+        fr = element.attachment
+        self.s0 = np.asarray(fr.position, float)
+        self.U = np.asarray(fr.modes, float)[3:]
+
+    def _kin(self, q):
+        d = self.d
+        i = d.index
+        e = q[7 * i + 3: 7 * i + 7]
+        n2 = float(e @ e)
+        A = Apoly(e) / n2
+        E = Emat(e)
+        qf = q[d.col0: d.col0 + d.n]
+        s = self.s0 + self.U @ qf
+        return e, A, E, qf, s
+
+    def force(self, t, q):
+        e, A, E, qf, s = self._kin(q)
+        fv = self.el.force(t)
+        f = A @ fv if self.el.frame == "body" else fv
+        return f, A @ s, A, E
+
+    def evaluate(self, t, q, Q, jacobian=False):
+        d = self.d
+        i = d.index
+        f, rho, A, E = self.force(t, q)
+        n = np.cross(rho, f)
+        Q[7 * i: 7 * i + 3] += f
+        Q[7 * i + 3: 7 * i + 7] += 2.0 * E.T @ n
+        Q[d.col0: d.col0 + d.n] += self.U.T @ (A.T @ f)
+        if not jacobian:
+            return None
+        from ..spatial import skew
+
+        e = q[7 * i + 3: 7 * i + 7]
+        E2 = 2.0 * E
+        N = 7 + d.n
+        K = np.zeros((N, N))
+        AU = A @ self.U
+        if self.el.frame == "body":
+            K[:3, 3:7] = -skew(f) @ E2
+            K[3:7, 3:7] = 2.0 * TE(n) - E2.T @ skew(n) @ E2
+            fb = A.T @ f
+            K[3:7, 7:] = -E2.T @ A @ skew(fb) @ self.U
+        else:
+            K[3:7, 3:7] = 2.0 * TE(n) + E2.T @ skew(f) @ skew(rho) @ E2
+            K[3:7, 7:] = -E2.T @ skew(f) @ AU
+            K[7:, 3:7] = self.U.T @ A.T @ skew(f) @ E2
+        del e
+        return (np.repeat(d.idx, N), np.tile(d.idx, N), K.ravel())
+
+    def power(self, t, q, qd):
+        d = self.d
+        i = d.index
+        f, rho, A, E = self.force(t, q)
+        w = 2.0 * E @ qd[7 * i + 3: 7 * i + 7] / float(q[7 * i + 3: 7 * i + 7]
+                                                       @ q[7 * i + 3: 7 * i + 7])
+        vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + A @ (self.U @ qd[d.col0: d.col0 + d.n])
+        return float(f @ vP)
