@@ -299,6 +299,8 @@ class CutJointConstraints:
             for _j, _rev, b in self._path(c.P) + self._path(c.C):
                 loop[id(b)] = b
         self._loop_bodies = sorted(loop.values(), key=lambda b: self._label[id(b)])
+        self.compiled = True
+        self._build_arrays()
         self.drivers = []
         for d in drivers:
             if d.joint.name not in self._vsl:
@@ -416,7 +418,102 @@ class CutJointConstraints:
             joint[id(j)] = (self._vsl[j.name], Wc, Lc, ocj, bias)
         return body, joint
 
+    def _build_arrays(self):
+        """Static arrays of the loop bodies for the compiled pass (:mod:`._nbloop`)."""
+        from . import _nbloop as nb
+
+        bodies = self._loop_bodies
+        n = len(bodies)
+        self._li = {id(b): i for i, b in enumerate(bodies)}
+        self._li[id(self.ground)] = -1
+        codes = [(Fixed, nb.FIXED), (Revolute, nb.REVOLUTE), (Prismatic, nb.PRISMATIC),
+                 (Cylindrical, nb.CYLINDRICAL), (Universal, nb.UNIVERSAL),
+                 (Spherical, nb.SPHERICAL), (Planar, nb.PLANAR), (Free, nb.FREE)]
+        A = dict(inb=np.zeros(n, np.int64), code=np.zeros(n, np.int64), prm=np.zeros((n, 9)),
+                 rev=np.zeros(n, np.bool_), Fp=np.zeros((n, 3, 3)), fp=np.zeros((n, 3)),
+                 Fc=np.zeros((n, 3, 3)), fc=np.zeros((n, 3)), qo=np.zeros(n, np.int64),
+                 nq=np.zeros(n, np.int64), vo=np.zeros(n, np.int64), nv=np.zeros(n, np.int64))
+        for i, b in enumerate(bodies):
+            j, rev, pb = self._inboard[id(b)]
+            A["inb"][i] = self._li[id(pb)]
+            code = next((cd for cls, cd in codes if type(j) is cls), None)
+            if code is None:
+                code = next((cd for cls, cd in codes if isinstance(j, cls)), None)
+            if code is None:
+                self.compiled = False
+                return
+            A["code"][i] = code
+            if code in (nb.REVOLUTE, nb.PRISMATIC, nb.CYLINDRICAL):
+                A["prm"][i, :3] = j.axis
+            elif code == nb.UNIVERSAL:
+                A["prm"][i, :3], A["prm"][i, 3:6] = j.axis1, j.axis2
+            elif code == nb.PLANAR:
+                A["prm"][i, :3], A["prm"][i, 3:6], A["prm"][i, 6:] = j.u1, j.u2, j.normal
+            A["rev"][i] = rev
+            A["Fp"][i], A["fp"][i] = j.parent_frame.rotation, j.parent_frame.position
+            A["Fc"][i], A["fc"][i] = j.child_frame.rotation, j.child_frame.position
+            if j.name in self._qsl:
+                A["qo"][i], A["nq"][i] = self._qsl[j.name].start, j.nq
+                A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
+        self._arr = A
+        self._out = dict(Rb=np.zeros((n, 3, 3)), rb=np.zeros((n, 3)), wb=np.zeros((n, 3)),
+                         vOb=np.zeros((n, 3)), Wc=np.zeros((n, 3, 6)), Lc=np.zeros((n, 3, 6)),
+                         oc=np.zeros((n, 3)), bias=np.zeros((n, 6)))
+        for c in self.cuts:
+            c.idx = np.array([self._li[id(outb)] for (j, _r, outb), _s in c.path], np.int64)
+            c.sgn = np.array([sg for _p, sg in c.path], dtype=float)
+
+    def _body_state(self, body):
+        i = self._li[id(body)]
+        if i < 0:
+            z = np.zeros(3)
+            return np.eye(3), z, z, z
+        o = self._out
+        return o["Rb"][i], o["rb"][i], o["wb"][i], o["vOb"][i]
+
     def _eval(self, q, v, t):
+        if not self.compiled:
+            return self._eval_py(q, v, t)
+        q = np.asarray(q, dtype=float)
+        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
+        if key == self._key or (v is None and self._key is not None
+                                and key[0] == self._key[0] and key[2] == self._key[2]):
+            return self._cache
+        from . import _nbloop as nb
+
+        with_v = v is not None
+        vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
+        A, O = self._arr, self._out
+        qq = np.ascontiguousarray(q)
+        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["rev"], A["Fp"], A["fp"], A["Fc"],
+                           A["fc"], A["qo"], A["nq"], A["vo"], A["nv"], qq, vv, with_v, O["Rb"],
+                           O["rb"], O["wb"], O["vOb"], O["Wc"], O["Lc"], O["oc"], O["bias"])
+        m, nv = self.m, self._nv
+        phi = np.zeros(m)
+        J = np.zeros((m, nv))
+        gamma = np.zeros(m)
+        rel = []
+        Jrel = np.zeros((6, nv))
+        bsp = np.zeros(6)
+        for c in self.cuts:
+            jt = c.joint
+            RP, rP, wP, vOP = self._body_state(c.P)
+            RC, rC, wC, vOC = self._body_state(c.C)
+            Rp_ = RP @ jt.parent_frame.rotation
+            pp = rP + RP @ jt.parent_frame.position
+            Rc_ = RC @ jt.child_frame.rotation
+            pc = rC + RC @ jt.child_frame.position
+            nb.path_terms(c.idx, c.sgn, A["vo"], A["nv"], O["Wc"], O["Lc"], O["oc"], O["bias"],
+                          pc, np.ascontiguousarray(Rc_.T), with_v, Jrel, bsp)
+            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel.copy(), bsp.copy(),
+                           (wP, vOP, wC, vOC) if with_v else None, phi, J, gamma, rel)
+        self._driver_rows(q, v, t, phi, J, gamma)
+        self._key = key
+        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
+        return self._cache
+
+    def _eval_py(self, q, v, t):
+        """Reference (plain Python) evaluation; the compiled pass must agree with it."""
         q = np.asarray(q, dtype=float)
         key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
         if key == self._key or (v is None and self._key is not None
@@ -438,19 +535,6 @@ class CutJointConstraints:
             pp = rP + RP @ jt.parent_frame.position
             Rc_ = RC @ jt.child_frame.rotation
             pc = rC + RC @ jt.child_frame.position
-            R = Rp_.T @ Rc_
-            d = Rp_.T @ (pc - pp)
-            s = R.T @ d
-            nt = len(c.E)
-            D = np.zeros((c.m, 6))
-            RtF = c.F @ R                                  # rows R^T f
-            if nt:
-                phi[c.rows.start:c.rows.start + nt] = c.E @ s
-                D[:nt, :3] = _crossn(c.E, s)
-                D[:nt, 3:] = c.E
-            if len(c.F):
-                phi[c.rows.start + nt:c.rows.stop] = np.einsum("ij,ij->i", RtF, c.G)
-                D[nt:, :3] = _crossn(c.G, RtF)
             # J_rel (c axes at p_c) and the spatial bias of A_C - A_P (world origin)
             Jrel = np.zeros((6, nv))
             bsp = np.zeros(6)
@@ -464,28 +548,55 @@ class CutJointConstraints:
                 Jrel[3:, vs] += sign * (RcT @ Va)
                 if bias is not None:
                     bsp += sign * bias
-            J[c.rows] = D @ Jrel
-            Vrel = None
-            if v is not None:
-                # world relative twist at p_c: w_w, u_w = v_C(p_c) - v_P(p_c)
-                w_w = wC - wP
-                u_w = vOC + _cross(wC, pc) - vOP - _cross(wP, pc)
-                Vrel = np.concatenate([RcT @ w_w, RcT @ u_w])
-                w, u = Vrel[:3], Vrel[3:]
-                dalpha = bsp[:3]
-                da = (bsp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
-                      - _cross(wP, vOP + _cross(wP, pc)))
-                dw = dalpha - _cross(wC, w_w)
-                du = da - _cross(wP, u_w) - _cross(wC, u_w)
-                bias = np.concatenate([RcT @ dw, RcT @ du])
-                gc = -(D @ bias)
-                if nt:
-                    sdot = u + _cross(s, w)
-                    gc[:nt] -= c.E @ _cross(sdot, w)
-                if len(c.F):
-                    gc[nt:] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
-                gamma[c.rows] = gc
-            rel.append((R, d, Vrel, D, Rc_, pc))
+            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
+                           None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
+        self._driver_rows(q, v, t, phi, J, gamma)
+        self._key = key
+        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
+        return self._cache
+
+    @staticmethod
+    def _cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp, twists, phi, J, gamma, rel):
+        """Rows of one cut joint from the frame poses, J_rel and the bias (see module doc)."""
+        R = Rp_.T @ Rc_
+        d = Rp_.T @ (pc - pp)
+        s = R.T @ d
+        nt = len(c.E)
+        D = np.zeros((c.m, 6))
+        RtF = c.F @ R                                  # rows R^T f
+        if nt:
+            phi[c.rows.start:c.rows.start + nt] = c.E @ s
+            D[:nt, :3] = _crossn(c.E, s)
+            D[:nt, 3:] = c.E
+        if len(c.F):
+            phi[c.rows.start + nt:c.rows.stop] = np.einsum("ij,ij->i", RtF, c.G)
+            D[nt:, :3] = _crossn(c.G, RtF)
+        J[c.rows] = D @ Jrel
+        Vrel = None
+        if twists is not None:
+            wP, vOP, wC, vOC = twists
+            RcT = Rc_.T
+            # world relative twist at p_c: w_w, u_w = v_C(p_c) - v_P(p_c)
+            w_w = wC - wP
+            u_w = vOC + _cross(wC, pc) - vOP - _cross(wP, pc)
+            Vrel = np.concatenate([RcT @ w_w, RcT @ u_w])
+            w, u = Vrel[:3], Vrel[3:]
+            dalpha = bsp[:3]
+            da = (bsp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
+                  - _cross(wP, vOP + _cross(wP, pc)))
+            dw = dalpha - _cross(wC, w_w)
+            du = da - _cross(wP, u_w) - _cross(wC, u_w)
+            bias = np.concatenate([RcT @ dw, RcT @ du])
+            gc = -(D @ bias)
+            if nt:
+                sdot = u + _cross(s, w)
+                gc[:nt] -= c.E @ _cross(sdot, w)
+            if len(c.F):
+                gc[nt:] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
+            gamma[c.rows] = gc
+        rel.append((R, d, Vrel, D, Rc_, pc))
+
+    def _driver_rows(self, q, v, t, phi, J, gamma):
         r0 = self.n_cut_rows
         for i, drv in enumerate(self.drivers):
             j = drv.joint
@@ -499,7 +610,7 @@ class CutJointConstraints:
                 cth, sth = np.cos(qj[2]), np.sin(qj[2])
                 row[1:] = (cth, -sth) if ci == 0 else (sth, cth)
                 if v is not None:
-                    vj = v[vs]
+                    vj = np.asarray(v)[vs]
                     drow = np.array([0.0, -sth, -cth]) if ci == 0 else np.array([0.0, cth, -sth])
                     g -= vj[0] * (drow @ vj)
             elif isinstance(j, Planar):
@@ -508,9 +619,6 @@ class CutJointConstraints:
                 row[ci] = 1.0
             J[r0 + i, vs] = row
             gamma[r0 + i] = g
-        self._key = key
-        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
-        return self._cache
 
 
 def _cross(a, b):

@@ -245,3 +245,61 @@ def test_joint_force_on_a_cut_joint_equals_the_same_force_on_a_tree_joint():
                                        fb.tree.body_acceleration(b)[0], atol=1e-9)
         for j in ("j1", "j2", "j3", "j4"):                     # tree and cut joints alike
             np.testing.assert_allclose(fa.reaction(j), fb.reaction(j), atol=1e-8, err_msg=j)
+
+
+def _other_tree_types(seed=0):
+    """ground -Free- b1 -Cylindrical- b2 -Planar(reversed)- b3 -Fixed- b4, cut b4 -> ground."""
+    rng = np.random.default_rng(seed)
+    m = fm.Model("other_types")
+    for name in ("b1", "b2", "b3", "b4"):
+        setattr(m, name, _body(rng))
+    m.j1 = fm.Free(m.ground, m.b1, parent_frame=_frame(rng), child_frame=_frame(rng))
+    m.j2 = fm.Cylindrical(m.b1, m.b2, axis=(0.2, 0.5, 1.0), parent_frame=_frame(rng),
+                          child_frame=_frame(rng))
+    m.j3 = fm.Planar(m.b3, m.b2, normal=(0.0, 1.0, 0.0), parent_frame=_frame(rng),
+                     child_frame=_frame(rng))
+    m.j4 = fm.Fixed(m.b3, m.b4, parent_frame=_frame(rng), child_frame=_frame(rng))
+    m.jc = fm.Universal(m.b4, m.ground, axis1=(0, 0, 1), axis2=(1, 0, 0),
+                        parent_frame=_frame(rng), child_frame=_frame(rng), cut=True)
+    return m
+
+
+@pytest.mark.parametrize("build", [lambda: loop_model("Revolute"),
+                                   lambda: loop_model("Planar", to_ground=True),
+                                   _other_tree_types])
+def test_compiled_loop_kinematics_match_the_python_reference(build):
+    S = LoopSystem(build())
+    C = S.constraints
+    assert C.compiled
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q, v = random_state(S, rng)
+        t = rng.uniform()
+        C._key = None
+        C.compiled = True
+        a = {k: C._eval(q, v, t)[k].copy() for k in ("phi", "J", "gamma")}
+        C._key = None
+        C.compiled = False
+        b = C._eval(q, v, t)
+        C.compiled = True
+        for k in a:
+            np.testing.assert_allclose(a[k], b[k], atol=1e-12, err_msg=k)
+
+
+def test_other_tree_joint_types_jacobian_and_gamma():
+    S = LoopSystem(_other_tree_types())
+    C = S.constraints
+    rng = np.random.default_rng(8)
+    q, v = random_state(S, rng)
+    J = C.jacobian(q).copy()
+    h = 1e-6
+    Jfd = np.column_stack([(C.phi(C.retract(q, h * e)) - C.phi(C.retract(q, -h * e))) / (2 * h)
+                           for e in np.eye(S.nv)])
+    np.testing.assert_allclose(J, Jfd, atol=2e-8 * max(1, np.abs(J).max()))
+    a = rng.uniform(-1, 1, S.nv)
+
+    def f(s):
+        return C.jacobian(C.retract(q, s * v)) @ (v + s * a)
+
+    d = (f(1e-5) - f(-1e-5)) / 2e-5
+    np.testing.assert_allclose(J @ a - C.gamma(q, v), d, atol=2e-7 * max(1, np.abs(d).max()))

@@ -1,0 +1,277 @@
+"""Compiled kinematics of the bodies on closed loops (numba).
+
+Used by :class:`flexmbd.constraints.cut.CutJointConstraints`. For the bodies on
+the loops, inboard first, and the tree joint joining each to its inboard body,
+one pass from ground outwards computes
+
+* the body's world pose ``(R, r)`` and twist ``(w, vO)`` (``vO``: velocity of the
+  body point at the world origin);
+* the joint's world motion columns ``Wc`` (angular) and ``Lc`` (linear, at the
+  child-frame origin ``o``), signed (``-1`` for a reversed tree joint), and its
+  contribution to the spatial bias acceleration (world origin)
+  ``s [X (c_j) + V_B x (X H v)]`` (``V_B``: twist of the body carrying the joint's
+  child frame).
+
+Joint kinematics follow :mod:`flexmbd.model.joints` exactly (same coordinates,
+speeds, motion subspaces and bias terms); the Python implementation in
+:mod:`flexmbd.constraints.cut` is the reference they are tested against.
+"""
+
+import numpy as np
+from numba import njit
+
+FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
+
+
+@njit(cache=True)
+def _rot(a, th, R):
+    c = np.cos(th)
+    s = np.sin(th)
+    t = 1.0 - c
+    x, y, z = a[0], a[1], a[2]
+    R[0, 0] = c + t * x * x
+    R[0, 1] = t * x * y - s * z
+    R[0, 2] = t * x * z + s * y
+    R[1, 0] = t * x * y + s * z
+    R[1, 1] = c + t * y * y
+    R[1, 2] = t * y * z - s * x
+    R[2, 0] = t * x * z - s * y
+    R[2, 1] = t * y * z + s * x
+    R[2, 2] = c + t * z * z
+
+
+@njit(cache=True)
+def _quat(e, R):
+    n = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3])
+    e0, e1, e2, e3 = e[0] / n, e[1] / n, e[2] / n, e[3] / n
+    R[0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
+    R[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    R[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    R[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    R[1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
+    R[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    R[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    R[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    R[2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+
+
+@njit(cache=True)
+def _cross(a, b, out):
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0] = x
+    out[1] = y
+    out[2] = z
+
+
+@njit(cache=True)
+def joint_terms(code, prm, q, v, R, p, H, c):
+    """Child-frame pose ``(R, p)`` in the parent frame, ``H`` (6 x nv) and bias ``c``."""
+    for i in range(3):
+        p[i] = 0.0
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
+    H[:, :] = 0.0
+    c[:] = 0.0
+    a = prm[0:3]
+    if code == REVOLUTE:
+        _rot(a, q[0], R)
+        H[0:3, 0] = a
+    elif code == PRISMATIC:
+        for i in range(3):
+            p[i] = a[i] * q[0]
+        H[3:6, 0] = a
+    elif code == CYLINDRICAL:
+        _rot(a, q[0], R)
+        for i in range(3):
+            p[i] = a[i] * q[1]
+        H[0:3, 0] = a
+        H[3:6, 1] = a
+    elif code == UNIVERSAL:
+        a2 = prm[3:6]
+        R1 = np.empty((3, 3))
+        R2 = np.empty((3, 3))
+        _rot(a, q[0], R1)
+        _rot(a2, q[1], R2)
+        for i in range(3):
+            for j in range(3):
+                R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
+        a1c = np.empty(3)
+        for i in range(3):
+            a1c[i] = R2[0, i] * a[0] + R2[1, i] * a[1] + R2[2, i] * a[2]
+        H[0:3, 0] = a1c
+        H[0:3, 1] = a2
+        t = np.empty(3)
+        _cross(a1c, a2, t)
+        for i in range(3):
+            c[i] = v[0] * v[1] * t[i]
+    elif code == SPHERICAL:
+        _quat(q, R)
+        for i in range(3):
+            H[i, i] = 1.0
+    elif code == PLANAR:
+        u1 = prm[0:3]
+        u2 = prm[3:6]
+        n = prm[6:9]
+        _rot(n, q[2], R)
+        for i in range(3):
+            p[i] = q[0] * u1[i] + q[1] * u2[i]
+        H[0:3, 0] = n
+        H[3:6, 1] = u1
+        H[3:6, 2] = u2
+    elif code == FREE:
+        _quat(q[3:7], R)
+        for i in range(3):
+            p[i] = q[i]
+        for i in range(6):
+            H[i, i] = 1.0
+
+
+@njit(cache=True)
+def loop_kinematics(inb, code, prm, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
+                    Rb, rb, wb, vOb, Wc, Lc, oc, bias):
+    """One pass over the loop bodies (see the module docstring); arrays written in place."""
+    n = inb.shape[0]
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
+    H = np.empty((6, 6))
+    cj = np.empty(6)
+    A = np.empty((3, 3))
+    a = np.empty(3)
+    Rrel = np.empty((3, 3))
+    prel = np.empty(3)
+    Rcj = np.empty((3, 3))
+    ocj = np.empty(3)
+    wj = np.empty(3)
+    uO = np.empty(3)
+    t3 = np.empty(3)
+    t4 = np.empty(3)
+    Rp = np.empty((3, 3))
+    rp = np.empty(3)
+    wp = np.empty(3)
+    vOp = np.empty(3)
+    Rc0 = np.empty((3, 3))
+    rc0 = np.empty(3)
+    wB = np.empty(3)
+    vB = np.empty(3)
+    for i in range(n):
+        k = inb[i]
+        for r in range(3):
+            for s in range(3):
+                Rp[r, s] = (1.0 if r == s else 0.0) if k < 0 else Rb[k, r, s]
+            rp[r] = 0.0 if k < 0 else rb[k, r]
+            wp[r] = 0.0 if k < 0 else wb[k, r]
+            vOp[r] = 0.0 if k < 0 else vOb[k, r]
+        qi = q[qo[i]:qo[i] + nq[i]]
+        vi = v[vo[i]:vo[i] + nv[i]]
+        joint_terms(code[i], prm[i], qi, vi, Rj, pj, H, cj)
+        # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
+        for r in range(3):
+            for s in range(3):
+                A[r, s] = Fp[i, r, 0] * Rj[0, s] + Fp[i, r, 1] * Rj[1, s] + Fp[i, r, 2] * Rj[2, s]
+            a[r] = fp[i, r] + Fp[i, r, 0] * pj[0] + Fp[i, r, 1] * pj[1] + Fp[i, r, 2] * pj[2]
+        # (A, a) o Fc^-1 = (A Fc^T, a - A Fc^T fc)
+        for r in range(3):
+            for s in range(3):
+                Rrel[r, s] = A[r, 0] * Fc[i, s, 0] + A[r, 1] * Fc[i, s, 1] + A[r, 2] * Fc[i, s, 2]
+        for r in range(3):
+            prel[r] = a[r] - (Rrel[r, 0] * fc[i, 0] + Rrel[r, 1] * fc[i, 1] + Rrel[r, 2] * fc[i, 2])
+        if rev[i]:
+            # outboard = declared parent: inverse pose
+            for r in range(3):
+                for s in range(3):
+                    A[r, s] = Rrel[s, r]
+            for r in range(3):
+                a[r] = -(A[r, 0] * prel[0] + A[r, 1] * prel[1] + A[r, 2] * prel[2])
+            for r in range(3):
+                prel[r] = a[r]
+                for s in range(3):
+                    Rrel[r, s] = A[r, s]
+        R = Rb[i]
+        for r in range(3):
+            for s in range(3):
+                R[r, s] = Rp[r, 0] * Rrel[0, s] + Rp[r, 1] * Rrel[1, s] + Rp[r, 2] * Rrel[2, s]
+            rb[i, r] = rp[r] + Rp[r, 0] * prel[0] + Rp[r, 1] * prel[1] + Rp[r, 2] * prel[2]
+        # world frame of the joint's child frame (on this body, or on the inboard if reversed)
+        for r in range(3):
+            for s in range(3):
+                Rc0[r, s] = Rp[r, s] if rev[i] else R[r, s]
+            rc0[r] = rp[r] if rev[i] else rb[i, r]
+        for r in range(3):
+            for s in range(3):
+                Rcj[r, s] = Rc0[r, 0] * Fc[i, 0, s] + Rc0[r, 1] * Fc[i, 1, s] + Rc0[r, 2] * Fc[i, 2, s]
+            ocj[r] = rc0[r] + Rc0[r, 0] * fc[i, 0] + Rc0[r, 1] * fc[i, 1] + Rc0[r, 2] * fc[i, 2]
+        sg = -1.0 if rev[i] else 1.0
+        m = nv[i]
+        for col in range(m):
+            for r in range(3):
+                Wc[i, r, col] = sg * (Rcj[r, 0] * H[0, col] + Rcj[r, 1] * H[1, col]
+                                      + Rcj[r, 2] * H[2, col])
+                Lc[i, r, col] = sg * (Rcj[r, 0] * H[3, col] + Rcj[r, 1] * H[4, col]
+                                      + Rcj[r, 2] * H[5, col])
+        for r in range(3):
+            oc[i, r] = ocj[r]
+        if not with_v:
+            for r in range(3):
+                wb[i, r] = 0.0
+                vOb[i, r] = 0.0
+            continue
+        for r in range(3):
+            wj[r] = 0.0
+            t3[r] = 0.0
+            for col in range(m):
+                wj[r] += Wc[i, r, col] * vi[col]
+                t3[r] += Lc[i, r, col] * vi[col]
+        _cross(wj, ocj, t4)
+        for r in range(3):
+            uO[r] = t3[r] - t4[r]
+            wb[i, r] = wp[r] + wj[r]
+            vOb[i, r] = vOp[r] + uO[r]
+        # carrier of the child frame: this body, or the inboard one when reversed
+        for r in range(3):
+            wB[r] = wp[r] if rev[i] else wb[i, r]
+            vB[r] = vOp[r] if rev[i] else vOb[i, r]
+        # X c_j (signed) at the world origin
+        cw = np.empty(3)
+        cl = np.empty(3)
+        for r in range(3):
+            cw[r] = sg * (Rcj[r, 0] * cj[0] + Rcj[r, 1] * cj[1] + Rcj[r, 2] * cj[2])
+            cl[r] = sg * (Rcj[r, 0] * cj[3] + Rcj[r, 1] * cj[4] + Rcj[r, 2] * cj[5])
+        _cross(cw, ocj, t4)
+        for r in range(3):
+            cl[r] -= t4[r]
+        _cross(wB, wj, t3)
+        for r in range(3):
+            bias[i, r] = cw[r] + t3[r]
+        _cross(wB, uO, t3)
+        _cross(vB, wj, t4)
+        for r in range(3):
+            bias[i, 3 + r] = cl[r] + t3[r] + t4[r]
+
+
+@njit(cache=True)
+def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
+    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
+    Jrel[:, :] = 0.0
+    bsp[:] = 0.0
+    d = np.empty(3)
+    va = np.empty(3)
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        sg = sign[t]
+        for r in range(3):
+            d[r] = pc[r] - oc[i, r]
+        for col in range(nv[i]):
+            w0, w1, w2 = Wc[i, 0, col], Wc[i, 1, col], Wc[i, 2, col]
+            va[0] = Lc[i, 0, col] + w1 * d[2] - w2 * d[1]
+            va[1] = Lc[i, 1, col] + w2 * d[0] - w0 * d[2]
+            va[2] = Lc[i, 2, col] + w0 * d[1] - w1 * d[0]
+            jc = vo[i] + col
+            for r in range(3):
+                Jrel[r, jc] += sg * (RcT[r, 0] * w0 + RcT[r, 1] * w1 + RcT[r, 2] * w2)
+                Jrel[3 + r, jc] += sg * (RcT[r, 0] * va[0] + RcT[r, 1] * va[1]
+                                         + RcT[r, 2] * va[2])
+        if with_v:
+            for r in range(6):
+                bsp[r] += sg * bias[i, r]
