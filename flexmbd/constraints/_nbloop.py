@@ -176,7 +176,8 @@ def loop_kinematics(inb, code, prm, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, w
             for s in range(3):
                 Rrel[r, s] = A[r, 0] * Fc[i, s, 0] + A[r, 1] * Fc[i, s, 1] + A[r, 2] * Fc[i, s, 2]
         for r in range(3):
-            prel[r] = a[r] - (Rrel[r, 0] * fc[i, 0] + Rrel[r, 1] * fc[i, 1] + Rrel[r, 2] * fc[i, 2])
+            prel[r] = a[r] - (Rrel[r, 0] * fc[i, 0] + Rrel[r, 1] * fc[i, 1]
+                              + Rrel[r, 2] * fc[i, 2])
         if rev[i]:
             # outboard = declared parent: inverse pose
             for r in range(3):
