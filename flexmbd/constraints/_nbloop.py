@@ -201,7 +201,8 @@ def loop_kinematics(inb, code, prm, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, w
             rc0[r] = rp[r] if rev[i] else rb[i, r]
         for r in range(3):
             for s in range(3):
-                Rcj[r, s] = Rc0[r, 0] * Fc[i, 0, s] + Rc0[r, 1] * Fc[i, 1, s] + Rc0[r, 2] * Fc[i, 2, s]
+                Rcj[r, s] = (Rc0[r, 0] * Fc[i, 0, s] + Rc0[r, 1] * Fc[i, 1, s]
+                             + Rc0[r, 2] * Fc[i, 2, s])
             ocj[r] = rc0[r] + Rc0[r, 0] * fc[i, 0] + Rc0[r, 1] * fc[i, 1] + Rc0[r, 2] * fc[i, 2]
         sg = -1.0 if rev[i] else 1.0
         m = nv[i]
