@@ -14,10 +14,11 @@ libraries are found in ``/proc/self/maps``); elsewhere it does nothing.
 """
 
 import ctypes
+import functools
 import os
 from contextlib import contextmanager
 
-__all__ = ["blas_threads", "openblas_pools", "fem_threads", "FEM_THREADS"]
+__all__ = ["blas_threads", "openblas_pools", "fem_threads", "with_fem_threads", "FEM_THREADS"]
 
 _SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
             "scipy_openblas_set_num_threads")
@@ -118,3 +119,12 @@ def fem_threads():
             yield
     finally:
         _depth[0] -= 1
+
+
+def with_fem_threads(func):
+    """Decorator: run ``func`` inside `fem_threads`."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with fem_threads():
+            return func(*args, **kwargs)
+    return wrapper

@@ -30,12 +30,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import MeshError
-from .eigen import SPDFactor, eigsh_shift_invert
+from .eigen import SPDFactor, add_on_pattern, eigsh_shift_invert
 from .interfaces import Interface
 from .model import FEModel
 from .reduce import finish_modeset
 from .selectors import select
 from .strategies import PointLoad, _Clamped, as_strategy, resolve_loads
+from ._threads import with_fem_threads
 
 __all__ = ["compare_modes", "LoadCase"]
 
@@ -97,6 +98,7 @@ def _newmark(K, M, F, g, dt, solve=None):
         yield u
 
 
+@with_fem_threads
 def compare_modes(mesh, material, strategies, load_case, *, n_freq=6, figure=False,
                   names=None, model=None, as_frame=True):
     """Compare mode-set strategies against the full finite-element model.
@@ -168,7 +170,8 @@ def compare_modes(mesh, material, strategies, load_case, *, n_freq=6, figure=Fal
                      "time_s": t_build, "frame": ms.frame})
     t0 = time.perf_counter()
     c = 4.0 / dt ** 2
-    fac = SPDFactor((cl.Kff + c * cl.Mff).tocsc(), model.backend, name="Newmark K_eff")
+    # same pattern as K_ff: the symbolic analysis of the clamped factor is reused
+    fac = cl.factor.refactor(add_on_pattern(cl.Kff, cl.Mff, 1.0, c), name="Newmark K_eff")
     Ff = F[free]
     errs = np.zeros(len(rows))
     umax = 0.0

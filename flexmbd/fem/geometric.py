@@ -26,9 +26,13 @@ Body forces are applied as consistent nodal loads ``M b(x_nodes)`` — exact
 because ``b`` is linear in ``x0``.
 """
 
-import numpy as np
+import time
 
-__all__ = ["OMEGA_PRODUCTS", "unit_load_vectors", "unit_geometric_stiffness", "project_scalar"]
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["OMEGA_PRODUCTS", "unit_load_vectors", "unit_geometric_stiffness", "project_scalar",
+           "project_pattern_data"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 _PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2))
@@ -80,7 +84,7 @@ def unit_load_vectors(model, interfaces):
 def project_scalar(Kg, Phi):
     """Phi^T (Kg (x) I3) Phi for a scalar (n_nodes x n_nodes) matrix Kg."""
     m = Phi.shape[1]
-    P = np.hstack([Phi[j::3] for j in range(3)])  # (n_nodes, 3m)
+    P = Phi.reshape(-1, 3 * m)  # node-major: columns (component, mode)
     KP = Kg @ P
     out = np.zeros((m, m))
     for j in range(3):
@@ -88,14 +92,35 @@ def project_scalar(Kg, Phi):
     return 0.5 * (out + out.T)
 
 
-def unit_geometric_stiffness(model, modeset, batch=8):
-    """Projected unit K_G matrices, shape (L, m, m), their names and the static states."""
+def project_pattern_data(assembler, data, Phi):
+    """Projections ``Phi^T (K_g (x) I3) Phi`` (k, m, m) of scalar matrices given by their
+    data (nnz_s, k) on the assembler's node pattern — no n x n matrix is formed twice."""
+    indptr, indices, _ = assembler.pattern()
+    n = assembler.n_nodes
+    Phi = np.ascontiguousarray(Phi)
+    out = np.empty((data.shape[1], Phi.shape[1], Phi.shape[1]))
+    for k in range(data.shape[1]):
+        Kg = sp.csr_matrix((np.ascontiguousarray(data[:, k]), indices, indptr), shape=(n, n))
+        out[k] = project_scalar(Kg, Phi)
+    return out
+
+
+def unit_geometric_stiffness(model, modeset, timings=None):
+    """Projected unit K_G matrices, shape (L, m, m), their names and the static states.
+
+    All unit load cases are solved together (one multi-right-hand-side solve
+    with the factor the mode set already holds), their stresses and element
+    geometric stiffnesses evaluated in one pass over the elements, and each
+    assembled scalar matrix projected on the modes.
+    """
+    tim, t0 = {}, time.perf_counter()
     F, names = unit_load_vectors(model, modeset.interfaces)
-    Phi = modeset.Phi
-    out = np.zeros((F.shape[1], Phi.shape[1], Phi.shape[1]))
     U = modeset.static(F)
-    for s in range(0, F.shape[1], batch):
-        Kgs = model.assembler.geometric_scalar(U[:, s:s + batch])
-        for k, Kg in enumerate(Kgs):
-            out[s + k] = project_scalar(Kg, Phi)
+    tim["static"], t0 = time.perf_counter() - t0, time.perf_counter()
+    data = model.assembler.geometric_data(U)
+    tim["assemble"], t0 = time.perf_counter() - t0, time.perf_counter()
+    out = project_pattern_data(model.assembler, data, modeset.Phi)
+    tim["project"] = time.perf_counter() - t0
+    if timings is not None:
+        timings.update(tim)
     return out, names, U

@@ -45,16 +45,15 @@ def inertia_invariants(Ms, K, nodes, Phi):
     m, c, J0, I_o, com, I_c = rigid_inertia(Ms, nodes)
     x = np.asarray(nodes, float)
     nm = Phi.shape[1]
-    comps = [np.ascontiguousarray(Phi[j::3]) for j in range(3)]
-    MsPhi = [Ms @ P for P in comps]  # (n_nodes, m) each
+    P3 = np.ascontiguousarray(Phi).reshape(len(x), 3, nm)  # node-major components
+    MsP = (Ms @ P3.reshape(len(x), 3 * nm)).reshape(len(x), 3, nm)  # one product with M_s
     X = np.column_stack([np.ones(len(x)), x])  # (n_nodes, 4)
-    A = np.stack([X.T @ MP for MP in MsPhi], axis=1)  # (4, 3, m)
+    A = np.einsum("na,njm->ajm", X, MsP, optimize=True)  # (4, 3, m)
     St = A[0]
     Sij = A[1:]
-    Pij = np.empty((3, 3, nm, nm))
-    for i in range(3):
-        for j in range(3):
-            Pij[i, j] = comps[i].T @ MsPhi[j]
+    # Pij[i, j] = Phi_i^T M_s Phi_j: one (3m x n) (n x 3m) product
+    Pij = (P3.reshape(len(x), 3 * nm).T @ MsP.reshape(len(x), 3 * nm)).reshape(
+        3, nm, 3, nm).transpose(0, 2, 1, 3).copy()
     M_ff = Pij[0, 0] + Pij[1, 1] + Pij[2, 2]
     K_ff = Phi.T @ (K @ Phi)
     return {

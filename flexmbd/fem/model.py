@@ -5,10 +5,11 @@ import time
 import numpy as np
 
 from .assembly import Assembler, check_node_coverage
-from .eigen import RelievedSolver, SPDFactor, free_shift, rigid_modes
+from .eigen import RelievedSolver, SPDFactor, add_on_pattern, free_shift, rigid_modes
 from .interfaces import make_interfaces
 from .material import check_material
 from .mesh import FEMesh, read_mesh
+from ._threads import with_fem_threads
 
 __all__ = ["FEModel"]
 
@@ -26,6 +27,7 @@ class FEModel:
         Sparse factorization backend (see `flexmbd.fem.eigen.SPDFactor`).
     """
 
+    @with_fem_threads
     def __init__(self, mesh, material, lumped=False, backend="auto"):
         t0 = time.perf_counter()
         self.fe = mesh if isinstance(mesh, FEMesh) else read_mesh(mesh)
@@ -57,7 +59,7 @@ class FEModel:
         if self._free is None:
             t0 = time.perf_counter()
             sigma = free_shift(self.K, self.M)
-            factor = SPDFactor((self.K - sigma * self.M).tocsc(), self.backend,
+            factor = SPDFactor(add_on_pattern(self.K, self.M, 1.0, -sigma), self.backend,
                                name=f"K - sigma M of mesh {self.fe.source!r}")
             self._free = (sigma, factor, RelievedSolver(self.K, self.M, self.R, factor,
                                                         name=f"mesh {self.fe.source!r}"))

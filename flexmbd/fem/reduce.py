@@ -11,6 +11,7 @@ from .invariants import inertia_invariants
 from .model import FEModel
 from .reduced import ReducedBody
 from .strategies import as_strategy, rayleigh_ritz
+from ._threads import with_fem_threads
 
 __all__ = ["reduce", "finish_modeset"]
 
@@ -45,6 +46,7 @@ def finish_modeset(model, ms, orthonormalize):
     return ms
 
 
+@with_fem_threads
 def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kind="rigid",
            orthonormalize=None, lumped=False, rayleigh=None, zeta=None, stress_modes=True,
            geometric=True, name=None, backend="auto", model=None):
@@ -90,6 +92,7 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     ortho = strategy.orthonormalize if orthonormalize is None else orthonormalize
     finish_modeset(model, ms, ortho)
     timings["modes"] = time.perf_counter() - t0
+    timings.update({f"modes.{k}": v for k, v in getattr(ms, "timings", {}).items()})
     Phi = ms.Phi
     t0 = time.perf_counter()
     inv = inertia_invariants(model.Ms, model.K, model.fe.nodes, Phi)
@@ -120,7 +123,9 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     timings["stress_modes"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if geometric:
-        kg, kg_names, _ = unit_geometric_stiffness(model, ms)
+        kg_tim = {}
+        kg, kg_names, _ = unit_geometric_stiffness(model, ms, kg_tim)
+        timings.update({f"geometric.{k}": v for k, v in kg_tim.items()})
         conv = ("clamped at the body frame's support (reference interface or fixed nodes); "
                 "reference-interface wrenches are its reactions" if ms.support == "clamped"
                 else "inertia relief on the free body (exact for loads in equilibrium)")
