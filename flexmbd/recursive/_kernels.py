@@ -22,8 +22,11 @@ whose axes are frame axes) the paper's blocks become
 * ``D_k = -P_p G_p Phi_k P_k`` between joint k and its parent's joint (eq. 31/34/35),
 * ``b_ab = P_a Phi_a^T G_p Phi_b P_b`` between siblings a, b of a node (eq. 36).
 
-``W_k^T Ã_k W_k`` is the paper's ``A_k``; fixed 6x6 sizes let the compiler unroll
-every product. Chains are reduced by block odd-even (cyclic) reduction following
+``W_k^T Ã_k W_k`` is the paper's ``A_k``; fixed sizes let the compiler unroll
+every product. Blocks are stored with the constraint directions first (a
+per-joint reordering), so a single-dof joint's blocks are eliminated with 5x5
+kernels; the Cholesky factors of the eliminated blocks keep the reciprocals of
+their pivots on the diagonal (the solves multiply instead of divide). Chains are reduced by block odd-even (cyclic) reduction following
 a schedule computed once from the topology (:mod:`.schedule`); node unknowns
 and the last survivor of each chain form a small dense system (eq. 41-44).
 
@@ -205,27 +208,6 @@ def _matTmul6(A, B, C, s):
 
 
 @njit(cache=True, inline="always")
-def _subTmul6(A, B, C):
-    """C -= A^T B (6x6)."""
-    for i in range(6):
-        c0 = c1 = c2 = c3 = c4 = c5 = 0.0
-        for k in range(6):
-            a = A[k, i]
-            c0 += a * B[k, 0]
-            c1 += a * B[k, 1]
-            c2 += a * B[k, 2]
-            c3 += a * B[k, 3]
-            c4 += a * B[k, 4]
-            c5 += a * B[k, 5]
-        C[i, 0] -= c0
-        C[i, 1] -= c1
-        C[i, 2] -= c2
-        C[i, 3] -= c3
-        C[i, 4] -= c4
-        C[i, 5] -= c5
-
-
-@njit(cache=True, inline="always")
 def _subTmul6_sym(A, C):
     """C -= A^T A (6x6, symmetric: rank-one row updates, vectorizable)."""
     for k in range(6):
@@ -250,26 +232,6 @@ def _mirror6(C):
     for i in range(6):
         for j in range(i):
             C[j, i] = C[i, j]
-
-
-@njit(cache=True, inline="always")
-def _chol6(A):
-    """In-place lower Cholesky of a 6x6 block; False if not positive definite."""
-    for j in range(6):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            return False
-        d = np.sqrt(s)
-        A[j, j] = d
-        inv = 1.0 / d
-        for i in range(j + 1, 6):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s * inv
-    return True
 
 
 @njit(cache=True, inline="always")
@@ -298,31 +260,13 @@ def _lsolve6_cols(Lm, B, X, transpose_b):
             x3 -= lik * X[k, 3]
             x4 -= lik * X[k, 4]
             x5 -= lik * X[k, 5]
-        inv = 1.0 / Lm[i, i]
+        inv = Lm[i, i]
         X[i, 0] = x0 * inv
         X[i, 1] = x1 * inv
         X[i, 2] = x2 * inv
         X[i, 3] = x3 * inv
         X[i, 4] = x4 * inv
         X[i, 5] = x5 * inv
-
-
-@njit(cache=True, inline="always")
-def _lsolve6(Lm, x):
-    for i in range(6):
-        s = x[i]
-        for k in range(i):
-            s -= Lm[i, k] * x[k]
-        x[i] = s / Lm[i, i]
-
-
-@njit(cache=True, inline="always")
-def _ltsolve6(Lm, x):
-    for i in range(5, -1, -1):
-        s = x[i]
-        for k in range(i + 1, 6):
-            s -= Lm[k, i] * x[k]
-        x[i] = s / Lm[i, i]
 
 
 @njit(cache=True)
@@ -428,15 +372,16 @@ def _proj_vec(x, k, Ia, Mm, Vv, out, sign):
 
 @njit(cache=True, inline="always")
 def _chol_n(A, n):
+    """In-place lower Cholesky of A[:n,:n] with the *reciprocals* of the pivots on the
+    diagonal (the solvers multiply instead of divide). False if not positive definite."""
     for j in range(n):
         s = A[j, j]
         for k in range(j):
             s -= A[j, k] * A[j, k]
         if not s > 0.0:
             return False
-        d = np.sqrt(s)
-        A[j, j] = d
-        inv = 1.0 / d
+        inv = 1.0 / np.sqrt(s)
+        A[j, j] = inv
         for i in range(j + 1, n):
             s = A[i, j]
             for k in range(j):
@@ -446,47 +391,12 @@ def _chol_n(A, n):
 
 
 @njit(cache=True, inline="always")
-def _lsolve_cols_n(Lm, B, X, transpose_b, n):
-    """X[:n,:n] = L^-1 B (or L^-1 B^T)."""
-    for i in range(n):
-        inv = 1.0 / Lm[i, i]
-        for c in range(n):
-            x = B[c, i] if transpose_b else B[i, c]
-            for k in range(i):
-                x -= Lm[i, k] * X[k, c]
-            X[i, c] = x * inv
-
-
-@njit(cache=True, inline="always")
-def _subTmul_sym_n(Y, C, n):
-    """C[:n,:n] -= Y^T Y."""
-    for k in range(n):
-        for i in range(n):
-            yi = Y[k, i]
-            for j in range(n):
-                C[i, j] -= yi * Y[k, j]
-
-
-@njit(cache=True, inline="always")
-def _matTmul_n(A, B, C, s, n):
-    """C[:n,:n] = s A^T B."""
-    for i in range(n):
-        for j in range(n):
-            C[i, j] = 0.0
-    for k in range(n):
-        for i in range(n):
-            a = s * A[k, i]
-            for j in range(n):
-                C[i, j] += a * B[k, j]
-
-
-@njit(cache=True, inline="always")
 def _lsolve_n(Lm, x, n):
     for i in range(n):
         t = x[i]
         for k in range(i):
             t -= Lm[i, k] * x[k]
-        x[i] = t / Lm[i, i]
+        x[i] = t * Lm[i, i]
 
 
 @njit(cache=True, inline="always")
@@ -495,7 +405,7 @@ def _ltsolve_n(Lm, x, n):
         t = x[i]
         for k in range(i + 1, n):
             t -= Lm[k, i] * x[k]
-        x[i] = t / Lm[i, i]
+        x[i] = t * Lm[i, i]
 
 
 @njit(cache=True, inline="always")
@@ -534,7 +444,6 @@ def _step_five(Ia, i, l, r):
     return Ia[I_FIVE, i] != 0 and (l < 0 or Ia[I_FIVE, l] != 0) and (r < 0 or Ia[I_FIVE, r] != 0)
 
 
-
 @njit(cache=True, inline="always")
 def _lsolve5_cols(Lm, B, X, transpose_b):
     """X[:5,:5] = L^-1 B (or B^T), rows of X with scalar accumulators."""
@@ -558,7 +467,7 @@ def _lsolve5_cols(Lm, B, X, transpose_b):
             x2 -= lik * X[k, 2]
             x3 -= lik * X[k, 3]
             x4 -= lik * X[k, 4]
-        inv = 1.0 / Lm[i, i]
+        inv = Lm[i, i]
         X[i, 0] = x0 * inv
         X[i, 1] = x1 * inv
         X[i, 2] = x2 * inv
@@ -1410,7 +1319,6 @@ def qdot_all(Ia, Vv, q, v, out):
         vo = Ia[I_VO, k]
         joint_qdot(Ia[I_JT, k], q[qo:qo + Ia[I_NQ, k]], v[vo:vo + Ia[I_NV, k]],
                    out[qo:qo + Ia[I_NQ, k]])
-
 
 
 @njit(cache=True, parallel=True)
