@@ -16,6 +16,7 @@ libraries are found in ``/proc/self/maps``); elsewhere it does nothing.
 import ctypes
 import functools
 import os
+import sys
 from contextlib import contextmanager
 
 __all__ = ["blas_threads", "openblas_pools", "fem_threads", "with_fem_threads", "FEM_THREADS"]
@@ -36,8 +37,18 @@ def _loaded_openblas_paths():
     return sorted(p for p in paths if p.startswith("/") and ".so" in os.path.basename(p))
 
 
+_SCAN = {"modules": -1}
+
+
 def openblas_pools():
-    """{path: (get, set)} ctypes functions of every loaded OpenBLAS (refreshed each call)."""
+    """{path: (get, set)} ctypes functions of every loaded OpenBLAS.
+
+    ``/proc/self/maps`` is rescanned only when modules were imported since the
+    last scan (new shared libraries arrive with imports).
+    """
+    if len(sys.modules) == _SCAN["modules"]:
+        return {p: f for p, f in _POOLS.items() if f is not None}
+    _SCAN["modules"] = len(sys.modules)
     for path in _loaded_openblas_paths():
         if path in _POOLS:
             continue

@@ -193,7 +193,8 @@ class SPDFactor:
             A = sp.csc_matrix(A)
         if backend == "dense":
             try:
-                self._c = sla.cho_factor(A.toarray(), lower=True, check_finite=False)
+                with fem_threads():
+                    self._c = sla.cho_factor(A.toarray(), lower=True, check_finite=False)
             except np.linalg.LinAlgError as exc:
                 raise SolverError(f"{name}: not positive definite ({exc}); is the body "
                                   "constrained against rigid-body motion?") from exc
@@ -255,7 +256,8 @@ class SPDFactor:
         """Solve A X = B for a vector or a (n, k) block."""
         B = np.asarray(B, dtype=np.float64)
         if self.backend == "dense":
-            X = sla.cho_solve(self._c, B, check_finite=False)
+            with fem_threads():
+                X = sla.cho_solve(self._c, B, check_finite=False)
         elif self.backend == "cholmod":
             with fem_threads():
                 X = self._c.solve_A(B)
@@ -286,7 +288,8 @@ def eigh_dense(K, M, k, skip=0):
     """Reference: the lowest ``k`` eigenpairs (after ``skip``) with LAPACK."""
     Kd = K.toarray() if sp.issparse(K) else np.asarray(K)
     Md = M.toarray() if sp.issparse(M) else np.asarray(M)
-    lam, V = sla.eigh(Kd, Md, subset_by_index=[skip, skip + k - 1])
+    with fem_threads():
+        lam, V = sla.eigh(Kd, Md, subset_by_index=[skip, skip + k - 1])
     return lam, V
 
 
