@@ -545,10 +545,15 @@ class Projector:
                 c = None
             if c is not None:
                 lam_i = sla.cho_solve(c, gamma[sel] - JI @ vdot_free, check_finite=False)
+                vdot = vdot_free + Y @ lam_i
+                # one step of iterative refinement (long chains: ill-conditioned M)
+                d = sla.cho_solve(c, gamma[sel] - JI @ vdot, check_finite=False)
+                lam_i += d
+                vdot += Y @ d
                 lam = np.zeros(J.shape[0])
                 lam[sel] = lam_i
                 self._set_info(self._sel_basis)
-                return vdot_free + Y @ lam_i, lam
+                return vdot, lam
         if self.method in ("baumgarte", "moore-penrose", "none"):
             if self.method == "baumgarte":
                 gamma = gamma - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t)) \
@@ -569,6 +574,9 @@ class Projector:
         A = C @ Y
         mu = _spd_solve(A, a - C @ vdot_free)
         vdot = vdot_free + Y @ mu
+        d = _spd_solve(A, a - C @ vdot)                 # one step of iterative refinement
+        mu = mu + d
+        vdot = vdot + Y @ d
         if C.shape[0] > b.rank and b.Qw_override is not None:
             # weak directions continued from the last step: express in Q[:, :r0]
             mu_full = np.concatenate([mu[: b.rank], b.Q[:, b.rank:b.regular_rank].T
