@@ -3,9 +3,11 @@
 Static equilibrium: Newton's method on the dynamic residual without inertia
 (``qd = qdd = 0``)::
 
-    Phi_q(q)^T lam - Q(q, 0, t) = 0,     Phi(q) = 0
+    R(q, 0, 0) + Phi_q(q)^T lam - Q(q, 0, t) = 0,     Phi(q) = 0
 
-with the exact Jacobian ``[[d(Phi_q^T lam)/dq - dQ/dq, Phi_q^T], [Phi_q, 0]]``
+(``R(q, 0, 0)`` vanishes for rigid bodies; for flexible bodies it holds the elastic
+forces ``K q_f`` and the geometric stiffening of gravity) with the exact Jacobian
+``[[dR/dq + d(Phi_q^T lam)/dq - dQ/dq, Phi_q^T], [Phi_q, 0]]``
 (force elements whose Jacobian is switched off are left out of it, as in the
 dynamic solver: the seed paper's comparison). Systems with unconstrained
 rigid-body motions (e.g. a free-floating tensegrity) have a singular Jacobian; the
@@ -88,7 +90,8 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
         # lagged interface loads of the geometric stiffening follow the iterate
         system.update_interface_loads(q, lam, t)
         T = system.dae_terms(q, qd, np.zeros(n), lam, t, jacobian=True)
-        res = np.concatenate([T.PtL - T.Q, T.phi])
+        # R(q, 0, 0): zero for rigid bodies, elastic forces of flexible bodies
+        res = np.concatenate([T.R + T.PtL - T.Q, T.phi])
         return T, res, float(np.linalg.norm(res))
 
     T, res, nr = evaluate(q, lam)
@@ -96,7 +99,7 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
     solves = 0
     reason = "iteration limit"
     while np.isfinite(nr) and nr > tol and solves < max_iter:
-        A = system.iteration_matrix(T, 0.0, 0.0, 0.0, 1.0, 0.0)
+        A = system.iteration_matrix(T, 0.0, 1.0, 0.0, 1.0, 0.0)
         if mu:
             A = A + sp.diags(np.concatenate([np.full(n, mu), np.zeros(nc)]), format="csc")
         solves += 1
@@ -148,8 +151,9 @@ def static_residual(system, q, t=0.0):
     n = system.n
     T = system.dae_terms(q, np.zeros(n), np.zeros(n), np.zeros(system.nc), t, jacobian=False)
     P = sp.csr_matrix((T.Phq[2], (T.Phq[0], T.Phq[1])), shape=(system.nc, n))
-    lam = spla.lsqr(P.T, T.Q, atol=1e-15, btol=1e-15, iter_lim=10 * (n + system.nc))[0]
-    res = T.Q - P.T @ lam
+    F = T.Q - T.R  # applied minus elastic forces (T.R is zero for rigid bodies at rest)
+    lam = spla.lsqr(P.T, F, atol=1e-15, btol=1e-15, iter_lim=10 * (n + system.nc))[0]
+    res = F - P.T @ lam
     n7 = 7 * system.nb
     r = res[:n7].reshape(-1, 7)
     e = np.asarray(q, float)[:n7].reshape(-1, 7)[:, 3:]

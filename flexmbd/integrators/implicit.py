@@ -195,6 +195,8 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         qi = system.q0() if q0 is None else np.asarray(q0, float)
         qdi = system.qd0() if qd0 is None else np.asarray(qd0, float)
         q, qd, qdd, lam = consistent_initial_conditions(system, qi, qdi, t=t0)
+    if hasattr(system, "update_interface_loads"):  # lagged loads of the geometric stiffening
+        system.update_interface_loads(q, lam, t0)
     a = qdd.copy()
     nt = nsteps + 1
     Tq = np.zeros((nt, n))

@@ -81,6 +81,7 @@ class FlexibleBody(Body):
         return cls(None, _lazy=(mesh, material, modes, cache, dict(reduce_options or {})), **kw)
 
     def _set_reduced(self, reduced):
+        self.__dict__.pop("_itf_modes", None)
         if isinstance(reduced, (str, Path)):
             from ..fem import ReducedBody
 
@@ -143,6 +144,44 @@ class FlexibleBody(Body):
             raise ModelError(f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
                              f"values, got {v.shape}")
         return v
+
+    def interface_modes(self, name):
+        """Frame motion ``[rotation; translation]`` (6, n) of interface ``name`` per unit mode.
+
+        Fitted here, by least squares with unit weights, to the mode shapes at the
+        interface nodes: ``u_a = t + theta x (x_a - origin)`` (exact for rigid
+        interfaces; the distributing / nodes read-out of the reduction otherwise).
+        This is independent of the sign convention with which a reduction stored its
+        ``interface_modes`` (see :meth:`interface_convention`). Cached.
+        """
+        cache = self.__dict__.setdefault("_itf_modes", {})
+        if name not in cache:
+            rb = self.reduced
+            _, origin, nodes, stored = rb.interface(name)
+            r = np.asarray(rb.nodes, float)[nodes] - np.asarray(origin, float)
+            G = np.zeros((len(nodes), 3, 6))
+            # theta x r for unit theta_j, then unit translations
+            G[:, 1, 0], G[:, 2, 0] = -r[:, 2], r[:, 1]
+            G[:, 0, 1], G[:, 2, 1] = r[:, 2], -r[:, 0]
+            G[:, 0, 2], G[:, 1, 2] = -r[:, 1], r[:, 0]
+            G[:, 0, 3] = G[:, 1, 4] = G[:, 2, 5] = 1.0
+            G = G.reshape(-1, 6)
+            dofs = (3 * np.asarray(nodes)[:, None] + np.arange(3)).ravel()
+            U = np.asarray(rb.modes, float)[dofs]
+            fit = np.linalg.lstsq(G, U, rcond=None)[0]
+            stored = np.asarray(stored, float)
+            sign = 1.0
+            if np.abs(fit[:3]).max() > 0 and np.abs(stored[:3]).max() > 0:
+                sign = 1.0 if (np.abs(stored[:3] - fit[:3]).max()
+                               <= np.abs(stored[:3] + fit[:3]).max()) else -1.0
+            cache[name] = (fit, sign)
+        return cache[name][0]
+
+    def interface_convention(self, name):
+        """+1 if the reduction stored interface rotations as ``u = theta x r``, -1 if with
+        the opposite sign (then its unit interface-moment loads are flipped too)."""
+        self.interface_modes(name)
+        return self.__dict__["_itf_modes"][name][1]
 
     def invariants(self):
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
@@ -239,8 +278,9 @@ class InterfaceFrame(_DeformingFrame):
 
     @property
     def modes(self):
-        """(6, n) rotation and translation of the frame per unit modal coordinate."""
-        return np.asarray(self.body.reduced.interface(self.interface_name)[3], float)
+        """(6, n) rotation and translation of the frame per unit modal coordinate
+        (:meth:`FlexibleBody.interface_modes`)."""
+        return self.body.interface_modes(self.interface_name)
 
     def _short(self):
         return f"interface {self.interface_name!r} of {self.body.name}"
