@@ -362,16 +362,25 @@ class Assembler:
         return Kg.transpose(0, 2, 1).reshape(ne * nl * nl, k)
 
     def geometric_data(self, U):
-        """Scalar geometric-stiffness data (nnz_s, k) on the node pattern for columns U."""
+        """Scalar geometric-stiffness data (nnz_s, k) on the node pattern for columns U.
+
+        Columns of U that are exactly zero (loads carried by the support) are skipped.
+        """
         U = np.asarray(U, float)
         if U.ndim == 1:
             U = U[:, None]
         _, indices, _ = self.pattern()
         data = np.zeros((len(indices), U.shape[1]))
+        live = np.nonzero(np.any(U != 0.0, axis=0))[0]
+        if len(live) == 0:
+            return data
+        Ul = np.ascontiguousarray(U[:, live])
+        out = np.zeros((len(indices), len(live)))
         nq = len(self._reference()[0])
-        per = max(1, self.chunk // (nq * 6 * max(self.nloc ** 2, U.shape[1])))
+        per = max(1, self.chunk // (nq * 6 * max(self.nloc ** 2, len(live))))
         for a, b in self.ranges(per):
-            self.scatter_add(data, a, b, self.geometric_element_data(U, a, b))
+            self.scatter_add(out, a, b, self.geometric_element_data(Ul, a, b))
+        data[:, live] = out
         return data
 
     def geometric_scalar(self, U):

@@ -374,10 +374,11 @@ def block_shift_invert(K, M, k, factor, sigma=0.0, block=None, tol=1e-10, max_bl
     max_blocks = max_blocks or max(30, 6 * (k // b + 2))
     rng = np.random.default_rng(seed)
     W = factor.solve(M @ rng.standard_normal((n, b)))
+    nsolve0 = b
     MW = None
     V, MV = _Columns(n, 12 * b), _Columns(n, 12 * b)
     T = np.empty((0, 0))
-    nsolve, rel, it = b, np.inf, 0
+    nsolve, rel, it = nsolve0, np.inf, 0
     theta, Y = np.empty(0), np.empty((0, 0))
     for it in range(1, max_blocks + 1):
         W, MW = _m_orthonormalize(W, V.view, MV.view, M, MW)
