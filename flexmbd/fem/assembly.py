@@ -126,7 +126,7 @@ class Assembler:
         Element-matrix entries (elements x nloc^2 x 9) per chunk; bounds memory.
     """
 
-    def __init__(self, fe, material, chunk=4_000_000):
+    def __init__(self, fe, material, chunk=1_000_000):
         self.fe = fe
         self.material = material
         self.mesh = fe.mesh

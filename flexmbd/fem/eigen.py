@@ -47,6 +47,7 @@ __all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense"
            "add_on_pattern"]
 
 DENSE_MAX = 600  # "auto" uses dense LAPACK Cholesky up to this many rows
+METIS_MIN = 5000  # CHOLMOD orders larger matrices with METIS directly
 _ORDER = ("cholmod", "cholespy", "superlu")
 
 
@@ -222,9 +223,15 @@ class SPDFactor:
             symbolic = SYMBOLIC_CACHE.get(L)
         if symbolic is None:
             # supernodal always: BLAS-3 speed, and a clear error for indefinite matrices
-            # (the simplicial LDL^T would factor them silently)
+            # (the simplicial LDL^T would factor them silently).  Ordering: METIS nested
+            # dissection for large matrices (CHOLMOD's "default" would run AMD first and
+            # then METIS anyway on 3-D meshes: +30 % analysis time at 95k DOF)
+            order = "metis" if L.shape[0] > METIS_MIN else "default"
             with fem_threads():
-                symbolic = analyze(L, mode="supernodal", ordering_method="default")
+                try:
+                    symbolic = analyze(L, mode="supernodal", ordering_method=order)
+                except Exception:  # a CHOLMOD built without METIS
+                    symbolic = analyze(L, mode="supernodal", ordering_method="default")
             SYMBOLIC_CACHE.put(L, symbolic)
         self.symbolic = symbolic
         self._pattern = (L.indptr, L.indices)

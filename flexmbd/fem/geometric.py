@@ -98,8 +98,8 @@ def project_pattern_data(assembler, data, Phi):
     indptr, indices, _ = assembler.pattern()
     n = assembler.n_nodes
     Phi = np.ascontiguousarray(Phi)
-    out = np.empty((data.shape[1], Phi.shape[1], Phi.shape[1]))
-    for k in range(data.shape[1]):
+    out = np.zeros((data.shape[1], Phi.shape[1], Phi.shape[1]))
+    for k in np.nonzero(np.any(data != 0.0, axis=0))[0]:  # zero load cases project to zero
         Kg = sp.csr_matrix((np.ascontiguousarray(data[:, k]), indices, indptr), shape=(n, n))
         out[k] = project_scalar(Kg, Phi)
     return out
