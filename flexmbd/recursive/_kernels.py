@@ -26,9 +26,10 @@ whose axes are frame axes) the paper's blocks become
 every product. Blocks are stored with the constraint directions first (a
 per-joint reordering), so a single-dof joint's blocks are eliminated with 5x5
 kernels; the Cholesky factors of the eliminated blocks keep the reciprocals of
-their pivots on the diagonal (the solves multiply instead of divide). Chains are reduced by block odd-even (cyclic) reduction following
-a schedule computed once from the topology (:mod:`.schedule`); node unknowns
-and the last survivor of each chain form a small dense system (eq. 41-44).
+their pivots on the diagonal (the solves multiply instead of divide). Chains are
+reduced by block odd-even (cyclic) reduction following a schedule computed once
+from the topology (:mod:`.schedule`); node unknowns and the last survivor of each
+chain form a small dense system (eq. 41-44).
 
 Data layout (few packed arrays keep the call overhead small):
 
@@ -1208,24 +1209,6 @@ def forward_dynamics_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, FEXT, Jv, 
             for i in range(6):
                 FS[s, k, i] = Vv[V_BX, k, i]
         body_accelerations(Ia, Vv, R3, P3, ACC[s])
-    return -1, 0
-
-
-@njit(cache=True)
-def forward_dynamics_qdd_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, Jv, grav, use_grav,
-                               QDD, REAC):
-    """Lean batch: accelerations and reactions only (no external wrenches)."""
-    nb = Q.shape[0]
-    nv = QDD.shape[1]
-    for s in range(nb):
-        for i in range(nv):
-            Jv[J_TAU, i] = TAU[s, i]
-        st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav,
-                              REAC[s])
-        if st != 0:
-            return s, st
-        for i in range(nv):
-            QDD[s, i] = Jv[J_QDD, i]
     return -1, 0
 
 

@@ -617,23 +617,23 @@ class RecursiveSystem:
 
             threads = numba.get_num_threads() if ns >= 256 else 1
         threads = max(1, min(int(threads), ns))
-        if threads > 1:
-            ws = self._thread_workspaces(threads)
-            status = np.full((threads, 2), -1, np.int64)
-            K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
-                                            self._use_grav, QDD, REAC, status)
-            bad = status[status[:, 0] >= 0]
-            if len(bad):
-                self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
-            return QDD, REAC
-        bad, st = K.forward_dynamics_qdd_batch(*self._args(), Q, V, TAU, self._Jv, self._gravity,
-                                               self._use_grav, QDD, REAC)
-        if bad >= 0:
-            self._raise_factor(st, Q[bad])
+        # one compiled entry point for every thread count (each entry point costs
+        # its own compilation): chunk c of the batch runs on workspace copy c
+        ws = self._thread_workspaces(threads)
+        status = np.full((threads, 2), -1, np.int64)
+        K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
+                                        self._use_grav, QDD, REAC, status)
+        bad = status[status[:, 0] >= 0]
+        if len(bad):
+            self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
         return QDD, REAC
 
     def _thread_workspaces(self, threads):
-        """Per-thread copies of the workspace (constants included), cached."""
+        """Workspace copies for ``threads`` chunks (constants included), cached; one
+        thread uses the system's own workspace."""
+        if threads == 1:
+            return tuple(a[None] for a in (self._Mm, self._Vv, self._R3, self._P3, self._Tt,
+                                           self._Dn, self._Jv))
         key = (threads, self._revision)
         if getattr(self, "_tws_key", None) != key:
             rep = lambda a: np.ascontiguousarray(np.repeat(a[None], threads, axis=0))
