@@ -277,3 +277,118 @@ def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
         if with_v:
             for r in range(6):
                 bsp[r] += sg * bias[i, r]
+
+
+@njit(cache=True)
+def cut_rows(E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC,
+             phi, J, gamma, R, d, Vrel, D):
+    """Equations of one cut joint (see :meth:`CutJointConstraints._cut_rows`), in place.
+
+    ``phi`` (m,), ``J`` (m, nv), ``gamma`` (m,) are the joint's row blocks; ``R``,
+    ``d``, ``Vrel`` (6,) and ``D`` (m, 6) are returned through the given arrays.
+    """
+    nt = E.shape[0]
+    nr = F.shape[0]
+    for r in range(3):
+        for s in range(3):
+            R[r, s] = Rp[0, r] * Rc[0, s] + Rp[1, r] * Rc[1, s] + Rp[2, r] * Rc[2, s]
+    x = np.empty(3)
+    for r in range(3):
+        x[r] = pc[r] - pp[r]
+    for r in range(3):
+        d[r] = Rp[0, r] * x[0] + Rp[1, r] * x[1] + Rp[2, r] * x[2]
+    s_ = np.empty(3)
+    for r in range(3):
+        s_[r] = R[0, r] * d[0] + R[1, r] * d[1] + R[2, r] * d[2]
+    D[:, :] = 0.0
+    RtF = np.empty((nr, 3))
+    for k in range(nr):
+        for r in range(3):
+            RtF[k, r] = R[0, r] * F[k, 0] + R[1, r] * F[k, 1] + R[2, r] * F[k, 2]
+    for k in range(nt):
+        e = E[k]
+        phi[k] = e[0] * s_[0] + e[1] * s_[1] + e[2] * s_[2]
+        D[k, 0] = e[1] * s_[2] - e[2] * s_[1]
+        D[k, 1] = e[2] * s_[0] - e[0] * s_[2]
+        D[k, 2] = e[0] * s_[1] - e[1] * s_[0]
+        D[k, 3] = e[0]
+        D[k, 4] = e[1]
+        D[k, 5] = e[2]
+    for k in range(nr):
+        g = G[k]
+        f = RtF[k]
+        phi[nt + k] = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
+        D[nt + k, 0] = g[1] * f[2] - g[2] * f[1]
+        D[nt + k, 1] = g[2] * f[0] - g[0] * f[2]
+        D[nt + k, 2] = g[0] * f[1] - g[1] * f[0]
+    m = nt + nr
+    nv = Jrel.shape[1]
+    for k in range(m):
+        for j in range(nv):
+            acc = 0.0
+            for r in range(6):
+                acc += D[k, r] * Jrel[r, j]
+            J[k, j] = acc
+    if not with_v:
+        return
+    ww = np.empty(3)
+    uw = np.empty(3)
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    _cross(wC, pc, t1)
+    _cross(wP, pc, t2)
+    for r in range(3):
+        ww[r] = wC[r] - wP[r]
+        uw[r] = vOC[r] + t1[r] - vOP[r] - t2[r]
+    for r in range(3):
+        Vrel[r] = Rc[0, r] * ww[0] + Rc[1, r] * ww[1] + Rc[2, r] * ww[2]
+        Vrel[3 + r] = Rc[0, r] * uw[0] + Rc[1, r] * uw[1] + Rc[2, r] * uw[2]
+    w = Vrel[0:3]
+    u = Vrel[3:6]
+    # bias of the relative acceleration: spatial (world origin) -> c axes at p_c
+    dal = bsp[0:3]
+    da = np.empty(3)
+    a1 = np.empty(3)
+    a2 = np.empty(3)
+    _cross(dal, pc, t1)
+    _cross(wC, pc, a1)
+    for r in range(3):
+        a1[r] += vOC[r]
+    _cross(wC, a1, a2)
+    for r in range(3):
+        da[r] = bsp[3 + r] + t1[r] + a2[r]
+    _cross(wP, pc, a1)
+    for r in range(3):
+        a1[r] += vOP[r]
+    _cross(wP, a1, a2)
+    for r in range(3):
+        da[r] -= a2[r]
+    dw = np.empty(3)
+    du = np.empty(3)
+    _cross(wC, ww, t1)
+    for r in range(3):
+        dw[r] = dal[r] - t1[r]
+    _cross(wP, uw, t1)
+    _cross(wC, uw, t2)
+    for r in range(3):
+        du[r] = da[r] - t1[r] - t2[r]
+    b = np.empty(6)
+    for r in range(3):
+        b[r] = Rc[0, r] * dw[0] + Rc[1, r] * dw[1] + Rc[2, r] * dw[2]
+        b[3 + r] = Rc[0, r] * du[0] + Rc[1, r] * du[1] + Rc[2, r] * du[2]
+    for k in range(m):
+        acc = 0.0
+        for r in range(6):
+            acc += D[k, r] * b[r]
+        gamma[k] = -acc
+    sdot = np.empty(3)
+    _cross(s_, w, t1)
+    for r in range(3):
+        sdot[r] = u[r] + t1[r]
+    _cross(sdot, w, t2)
+    for k in range(nt):
+        gamma[k] -= E[k, 0] * t2[0] + E[k, 1] * t2[1] + E[k, 2] * t2[2]
+    for k in range(nr):
+        _cross(w, G[k], t1)
+        _cross(w, t1, t2)
+        gamma[nt + k] -= RtF[k, 0] * t2[0] + RtF[k, 1] * t2[1] + RtF[k, 2] * t2[2]

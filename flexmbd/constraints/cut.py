@@ -505,8 +505,11 @@ class CutJointConstraints:
             pc = rC + RC @ jt.child_frame.position
             nb.path_terms(c.idx, c.sgn, A["vo"], A["nv"], O["Wc"], O["Lc"], O["oc"], O["bias"],
                           pc, np.ascontiguousarray(Rc_.T), with_v, Jrel, bsp)
-            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel.copy(), bsp.copy(),
-                           (wP, vOP, wC, vOC) if with_v else None, phi, J, gamma, rel)
+            R, d, Vrel, D = np.empty((3, 3)), np.empty(3), np.empty(6), np.empty((c.m, 6))
+            rows = c.rows
+            nb.cut_rows(c.E, c.F, c.G, Rp_, pp, Rc_, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC,
+                        phi[rows], J[rows], gamma[rows], R, d, Vrel, D)
+            rel.append((R, d, Vrel if with_v else None, D, Rc_, pc))
         self._driver_rows(q, v, t, phi, J, gamma)
         self._key = key
         self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
