@@ -1183,36 +1183,6 @@ def body_accelerations(Ia, Vv, R3, P3, out):
 
 
 @njit(cache=True)
-def forward_dynamics_batch(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q, V, TAU, FEXT, Jv, grav,
-                           use_grav, QDD, REAC, FS, ACC, FTo, has_fext):
-    """Loop of :func:`forward_dynamics` over states (rows). ``FS`` gets the
-    constraint forces ``W F_S`` (e_k), ``ACC`` the true spatial accelerations of
-    e_k (V̇ + bias, e_k axes), ``FTo`` the equivalent control forces."""
-    nb = Q.shape[0]
-    N = Ia.shape[1] - 1
-    nv = QDD.shape[1]
-    for s in range(nb):
-        for i in range(nv):
-            Jv[J_TAU, i] = TAU[s, i]
-        if has_fext:
-            for k in range(N + 1):
-                for i in range(6):
-                    Vv[V_FEXT, k, i] = FEXT[s, k, i]
-        st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav,
-                              REAC[s])
-        if st != 0:
-            return s, st
-        for i in range(nv):
-            QDD[s, i] = Jv[J_QDD, i]
-            FTo[s, i] = Jv[J_FT, i]
-        for k in range(N + 1):
-            for i in range(6):
-                FS[s, k, i] = Vv[V_BX, k, i]
-        body_accelerations(Ia, Vv, R3, P3, ACC[s])
-    return -1, 0
-
-
-@njit(cache=True)
 def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau, reac):
     """Recursive Newton-Euler: tau = M qdd + b (uses the tree kinematics)."""
     N = Ia.shape[1] - 1
@@ -1306,20 +1276,31 @@ def qdot_all(Ia, Vv, q, v, out):
 
 @njit(cache=True, parallel=True)
 def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TAU, grav,
-                                  use_grav, QDD, REAC, status):
+                                  use_grav, QDD, REAC, status, FEXT, FS, ACC, FTo, extra):
     """Batch split into one contiguous chunk per workspace copy (leading axis of the
-    workspace arrays), chunks run in parallel threads."""
+    workspace arrays), chunks run in parallel threads (one chunk: plain loop).
+
+    With ``extra``: per-state external wrenches ``FEXT`` (e_k at O_k) are used and
+    ``FS`` (constraint forces ``W F_S``), ``ACC`` (world accelerations of the body
+    origins) and ``FTo`` (equivalent control forces) are written; otherwise those
+    arrays are ignored (pass 1-element dummies)."""
     nth = Mt.shape[0]
     nb = Q.shape[0]
     nv = QDD.shape[1]
+    n1 = Ia.shape[1]
     for c in prange(nth):
         lo = (nb * c) // nth
         hi = (nb * (c + 1)) // nth
         Jv = Jt[c]
+        Vv = Vt[c]
         for s in range(lo, hi):
             for i in range(nv):
                 Jv[J_TAU, i] = TAU[s, i]
-            st = forward_dynamics(Ia, Sa, Mt[c], Vt[c], R3t[c], P3t[c], Tt[c], Dt[c], Q[s], V[s],
+            if extra:
+                for k in range(n1):
+                    for i in range(6):
+                        Vv[V_FEXT, k, i] = FEXT[s, k, i]
+            st = forward_dynamics(Ia, Sa, Mt[c], Vv, R3t[c], P3t[c], Tt[c], Dt[c], Q[s], V[s],
                                   Jv, grav, use_grav, REAC[s])
             if st != 0:
                 status[c, 0] = s
@@ -1327,6 +1308,17 @@ def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TA
                 break
             for i in range(nv):
                 QDD[s, i] = Jv[J_QDD, i]
+            if extra:
+                for i in range(nv):
+                    FTo[s, i] = Jv[J_FT, i]
+                for k in range(n1):
+                    for i in range(6):
+                        FS[s, k, i] = Vv[V_BX, k, i]
+                body_accelerations(Ia, Vv, R3t[c], P3t[c], ACC[s])
+        if extra:
+            for k in range(n1):
+                for i in range(6):
+                    Vv[V_FEXT, k, i] = 0.0
 
 
 # ---------------------------------------------------------------- packed workspace

@@ -568,13 +568,14 @@ class RecursiveSystem:
                 QDD[s, :self.nv], REAC[s], FS[s], ACC[s], FTs[s, :self.nv] = general_cfa(
                     self, Q[s], V[s], TAU[s, :self.nv], FEXT[s if has_fext else 0])
         else:
-            self._Vv[V_FEXT] = 0.0
-            bad, st = K.forward_dynamics_batch(*self._args(), Q, V, TAU, FEXT, self._Jv,
-                                               self._gravity, self._use_grav, QDD, REAC, FS, ACC,
-                                               FTs, has_fext)
-            self._Vv[V_FEXT] = 0.0
-            if bad >= 0:
-                self._raise_factor(st, Q[bad])
+            ws = self._thread_workspaces(1)
+            status = np.full((1, 2), -1, np.int64)
+            FE = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
+            K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
+                                            self._use_grav, QDD, REAC, status, FE, FS, ACC, FTs,
+                                            True)
+            if status[0, 0] >= 0:
+                self._raise_factor(int(status[0, 1]), Q[int(status[0, 0])])
         # constraint part W F_S: rotate aligned axes back to the joint frame axes
         Ra = self._R3[R_A]
         FSj = np.zeros((ns, nj, 6))
@@ -621,8 +622,10 @@ class RecursiveSystem:
         # its own compilation): chunk c of the batch runs on workspace copy c
         ws = self._thread_workspaces(threads)
         status = np.full((threads, 2), -1, np.int64)
+        d3, d2 = np.zeros((1, 1, 6)), np.zeros((1, 1))
         K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
-                                        self._use_grav, QDD, REAC, status)
+                                        self._use_grav, QDD, REAC, status, d3, d3, d3, d2,
+                                        False)
         bad = status[status[:, 0] >= 0]
         if len(bad):
             self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
