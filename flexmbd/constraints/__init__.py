@@ -7,13 +7,16 @@
   coordinates and rheonomic joint drivers (:class:`JointDriver`);
 * :mod:`~flexmbd.constraints.loops` -- :class:`LoopSystem`, the recursive
   formulation with closed loops (``model.compile("recursive")`` returns one when
-  the model has cut joints or drivers).
+  the model has cut joints or drivers);
+* :mod:`~flexmbd.constraints.redundancy` -- :class:`KKTSolver`, the same QR row
+  selection for the saddle-point systems of the absolute formulation.
 """
 
 from .cut import CutJointConstraints, JointDriver, constraint_rows, cut_coordinates
 from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
+from .redundancy import KKTSolver
 
 __all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
            "JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
-           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops", "KKTSolver"]
