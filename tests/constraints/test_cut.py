@@ -188,7 +188,7 @@ def test_agrees_with_absolute_formulation():
                                    err_msg=j.name)
 
 
-def test_redundant_planar_loop_reports_rank_and_discarded_rows():
+def test_redundant_planar_loop_reports_rank_and_discarded_rows(tmp_path):
     m = fm.Model("planar_four_bar")
     for k in (1, 2, 3):
         setattr(m, f"b{k}", fm.RigidBody(1.0, (1e-3, 1 / 12, 1 / 12), com=(0.5, 0, 0)))
@@ -202,6 +202,15 @@ def test_redundant_planar_loop_reports_rank_and_discarded_rows():
     assert fd.rank == 2 and fd.discarded.sum() == 3
     discarded = [S.constraint_names[i] for i in np.flatnonzero(fd.discarded)]
     assert sorted(discarded) == ["j4:r1", "j4:r2", "j4:z"]   # the out-of-plane equations
+    # over time, in Results.stats, through m.simulate and a file round trip
+    res = m.simulate(0.02, dt=1e-3, integrator="rk4")
+    assert res.meta["constraint_names"] == S.constraint_names
+    assert np.all(res.stats["rank"] == 2) and res.stats["discarded"].shape == (21, 5)
+    assert np.all(res.stats["discarded"].sum(axis=1) == 3)
+    assert res.stats["position_violation"].max() < 1e-14
+    assert res.reaction("j4").shape == (21, 6) and res.extra["lambda"].shape == (21, 5)
+    back = fm.Results.load(res.save(tmp_path / "loop.npz"))
+    assert back.equals(res)
 
 
 def test_inconsistent_initial_configuration_is_reported():
