@@ -30,13 +30,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import MeshError
+from ._threads import with_fem_threads
 from .eigen import SPDFactor, add_on_pattern, eigsh_shift_invert
 from .interfaces import Interface
 from .model import FEModel
 from .reduce import finish_modeset
 from .selectors import select
 from .strategies import PointLoad, _Clamped, as_strategy, resolve_loads
-from ._threads import with_fem_threads
 
 __all__ = ["compare_modes", "LoadCase"]
 

@@ -4,12 +4,12 @@ import time
 
 import numpy as np
 
+from ._threads import with_fem_threads
 from .assembly import Assembler, check_node_coverage
 from .eigen import RelievedSolver, SPDFactor, add_on_pattern, free_shift, rigid_modes
 from .interfaces import make_interfaces
 from .material import check_material
 from .mesh import FEMesh, read_mesh
-from ._threads import with_fem_threads
 
 __all__ = ["FEModel"]
 

@@ -6,12 +6,12 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import MeshError
+from ._threads import with_fem_threads
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
 from .reduced import ReducedBody
 from .strategies import as_strategy, rayleigh_ritz
-from ._threads import with_fem_threads
 
 __all__ = ["reduce", "finish_modeset"]
 
