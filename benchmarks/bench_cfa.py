@@ -301,8 +301,8 @@ def main(argv=None):
         f"| flexmbd `forward_dynamics_arrays(..., threads=1)` (one compiled loop) | "
         f"{t_batch * 1e3:.1f} | "
         f"{t_batch / nb * 1e6:.2f} | {t_pin_loop / t_batch:.2f}x |",
-        f"| flexmbd `forward_dynamics_arrays(..., threads=2)` (2 threads, the default on "
-        "this machine for >= 256 states) | "
+        f"| flexmbd `forward_dynamics_arrays(..., threads=2)` (2 threads; wall time, the "
+        "other core is often busy on this shared machine) | "
         f"{t_batch2 * 1e3:.1f} | {t_batch2 / nb * 1e6:.2f} | {t_pin_loop / t_batch2:.2f}x |",
         f"| flexmbd `qdd_and_reactions` looped from Python | {t_ours_loop * 1e3:.1f} | "
         f"{t_ours_loop / nb * 1e6:.2f} | {t_pin_loop / t_ours_loop:.2f}x |",

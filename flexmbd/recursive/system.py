@@ -593,13 +593,13 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
-    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=None):
+    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=1):
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
         For throughput: one compiled loop over the states (no Python work per
         state). ``threads > 1`` splits the batch over that many threads, each with
-        its own workspace; ``None`` (default) uses numba's thread count for batches
-        of at least 256 states and one thread otherwise. Force elements other than
+        its own workspace (``None``: numba's thread count for batches of at least
+        256 states; it pays only when cores are idle). Force elements other than
         gravity (and JointForce) go through :meth:`forward_dynamics`. Raises
         SolverError on failure.
         """
