@@ -677,7 +677,7 @@ class RecursiveSystem:
             q = np.ascontiguousarray(q, dtype=float)
         if not (type(qd) is np.ndarray and qd.dtype == np.float64 and qd.flags.c_contiguous):
             qd = np.ascontiguousarray(qd, dtype=float)
-        if not (type(tau) is np.ndarray and tau.dtype == np.float64):
+        if not (type(tau) is np.ndarray and tau.dtype == np.float64 and tau.flags.c_contiguous):
             tau = np.ascontiguousarray(tau, dtype=float)
         qdd = np.empty(self.nv)
         reac = np.empty((len(self.joint_names), 6))
