@@ -611,6 +611,9 @@ class RecursiveSystem:
         V = np.ascontiguousarray(V, dtype=float)
         ns = Q.shape[0]
         TAU = np.zeros((ns, self.nv)) if TAU is None else np.ascontiguousarray(TAU, dtype=float)
+        if Q.shape != (ns, self.nq) or V.shape != (ns, self.nv) or TAU.shape != (ns, self.nv):
+            raise ModelError(f"batch shapes: Q (n, {self.nq}), V and TAU (n, {self.nv}); got "
+                             f"{Q.shape}, {V.shape}, {TAU.shape}")
         QDD = np.zeros((ns, self.nv))
         REAC = np.zeros((ns, len(self.joint_names), 6))
         if threads is None:
@@ -679,6 +682,9 @@ class RecursiveSystem:
             qd = np.ascontiguousarray(qd, dtype=float)
         if not (type(tau) is np.ndarray and tau.dtype == np.float64 and tau.flags.c_contiguous):
             tau = np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tau.shape[0] < self.nv:
+            raise ModelError(f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
+                             f"{q.shape}, {qd.shape}, {tau.shape}")
         qdd = np.empty(self.nv)
         reac = np.empty((len(self.joint_names), 6))
         st = K.forward_dynamics_packed(self._Ia, self._Sa, self._buf, q, qd, tau, self._use_grav,

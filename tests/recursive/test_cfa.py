@@ -307,6 +307,10 @@ def test_bad_state_sizes_and_non_finite_states():
         s.forward_dynamics(np.zeros(4), np.zeros(3))
     with pytest.raises(SolverError):
         s.forward_dynamics(np.array([np.nan, 0, 0]), np.zeros(3))
+    with pytest.raises(ModelError, match="state sizes"):
+        s.qdd_and_reactions(np.zeros(3), np.zeros(3), np.zeros(2))
+    with pytest.raises(ModelError, match="batch shapes"):
+        s.forward_dynamics_arrays(np.zeros((4, 3)), np.zeros((4, 2)))
 
 
 def test_lean_and_threaded_batches_equal_forward_dynamics():
