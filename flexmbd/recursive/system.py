@@ -718,6 +718,9 @@ class RecursiveSystem:
         self._refresh()
         q = np.ascontiguousarray(q, dtype=float)
         rhs = np.asarray(rhs, dtype=float)
+        if q.shape != (self.nq,) or rhs.shape[0] != self.nv:
+            raise ModelError(f"solve_mass: q needs {self.nq} values and rhs {self.nv} rows; got "
+                             f"{q.shape}, {rhs.shape}")
         cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
         # reversed joints work with orthonormal speeds L v: F_T' = L^-T F_T
         rev = [k for k in range(1, self.n_bodies + 1) if self._Ia[I_REV, k] and self._Ia[I_NV, k]]
@@ -743,6 +746,8 @@ class RecursiveSystem:
         self._refresh()
         q, qd = self._check_state(q, qd)
         qdd = np.ascontiguousarray(qdd, dtype=float)
+        if qd.ndim != 1 or qdd.shape != (self.nv,):
+            raise ModelError(f"inverse_dynamics takes one state: qd and qdd with {self.nv} values")
         tau_app = np.zeros(max(self.nv, 1))
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
