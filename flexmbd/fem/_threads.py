@@ -107,29 +107,56 @@ FEM_THREADS = _default_threads()
 _depth = [0]
 
 
+def _hugepage_switch():
+    """numpy's (private) get/set of ``madvise(MADV_HUGEPAGE)`` for new arrays, or None."""
+    import numpy as np
+    mod = getattr(getattr(np, "_core", None), "multiarray", None)
+    if mod is None:
+        mod = getattr(getattr(np, "core", None), "multiarray", None)
+    get = getattr(mod, "_get_madvise_hugepage", None)
+    put = getattr(mod, "_set_madvise_hugepage", None)
+    return (get, put) if get is not None and put is not None else None
+
+
+# numpy asks for transparent huge pages on large arrays.  On the project's VMs
+# (firecracker, THP "madvise") a first touch then costs ~7 ms per 2 MiB page: 1.4 s
+# CPU for 400 MB against 0.16 s with 4 KiB pages; the FEM pipeline allocates ~1 GB at
+# 100k DOF.  Inside `fem_threads` new arrays therefore use normal pages (restored on
+# exit); FLEXMBD_NUMPY_HUGEPAGE=1 keeps numpy's setting (e.g. on bare metal).
+NO_HUGEPAGE = os.environ.get("FLEXMBD_NUMPY_HUGEPAGE", "0").strip() in ("", "0", "off", "no")
+
+
 @contextmanager
 def fem_threads():
     """`blas_threads` with the FEM pipeline's setting (env ``FLEXMBD_BLAS_THREADS``: default 1;
-    ``none`` leaves the libraries alone).  Nested uses only act at the outermost level.
+    ``none`` leaves the libraries alone), and numpy arrays on normal pages (`NO_HUGEPAGE`).
+    Nested uses only act at the outermost level.
 
     One thread per pool was the fastest setting measured on a 2-core machine shared
     with other processes, for the factorization as well as the solve loops.
     """
-    if _depth[0] or FEM_THREADS is None:
+    if _depth[0]:
         _depth[0] += 1
         try:
             yield
         finally:
             _depth[0] -= 1
         return
-    from .eigen import available_backends
-    available_backends()  # load CHOLMOD's BLAS first so that its pool is limited too
+    if FEM_THREADS is not None:
+        from .eigen import available_backends
+        available_backends()  # load CHOLMOD's BLAS first so that its pool is limited too
+    hp = _hugepage_switch() if NO_HUGEPAGE else None
+    old_hp = hp[0]() if hp else None
     _depth[0] += 1
     try:
+        if hp:
+            hp[1](False)
         with blas_threads(FEM_THREADS):
             yield
     finally:
         _depth[0] -= 1
+        if hp:
+            hp[1](old_hp)
 
 
 def with_fem_threads(func):
