@@ -194,6 +194,14 @@ class AbsoluteSystem:
         if self.model.revision != self._rev:
             self._build()
 
+    def engine(self):
+        """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""
+        from .engine import Engine
+
+        if getattr(self, "_engine", None) is None or self._engine[0] is not self.constraints:
+            self._engine = (self.constraints, Engine(self))
+        return self._engine[1]
+
     def _body_pos(self, name):
         for i, b in enumerate(self.bodies):
             if b.name == name:

@@ -167,14 +167,17 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, for
 
 def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None, alpha=None,
               rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, q0=None, qd0=None,
-              form=None, energy=True, gauge=True, project_velocities="auto", callback=None):
+              form=None, energy=True, gauge=True, project_velocities="auto", callback=None,
+              engine="auto"):
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``
     is called as ``callback(t, q, qd)`` after each accepted step. ``gauge``: remove
     the component of the Euler-parameter rates along ``e`` after each step (see the
     module docstring). ``project_velocities``: True, False or "auto" (on when the
-    scheme has no numerical dissipation, ``gamma' = 1/2``).
+    scheme has no numerical dissipation, ``gamma' = 1/2``). ``engine``: "auto" (default)
+    runs the Newton iterations in the compiled engine (:mod:`flexmbd.absolute.engine`)
+    when the model allows it, False always uses the generic sparse path.
     """
     from ..absolute.statics import consistent_initial_conditions
 
@@ -225,6 +228,10 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         if meter is not None:
             meter.record(i, q, qd, t, h)
 
+    def store_fast(i, q, qd, qdd, lam):
+        Tq[i], Tqd[i], Tqdd[i], Tlam[i] = q, qd, qdd, lam
+        reac[i] = eng.reactions(q, lam)
+
     store(0, q, qd, qdd, lam, t0)
     bp, gp = sch.beta_p, sch.gamma_p
     am, af, ah = sch.alpha_m, sch.alpha_f, sch.hht_alpha
@@ -240,11 +247,33 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         project = abs(gp - 0.5) < 1e-12
     else:
         project = bool(project_velocities)
+    eng = None
+    if engine and not hhtw and hasattr(system, "flexible"):
+        from ..absolute.engine import Engine
+
+        use = engine is True or (engine == "auto" and Engine.supports(system, sch))
+        if use and engine == "auto":
+            # redundant joint equations need the generic path's QR row selection
+            P = system.constraint_jacobian(q, t0).toarray()
+            use = np.linalg.matrix_rank(P) == nc
+        if use:
+            eng = system.engine()
+            eng.refresh_interface_loads()
+            if meter is not None:  # energies of the engine's models: after the run, batched
+                meter = _BatchEnergy(eng, nt)
+            reac[0] = eng.reactions(q, lam)
 
     def results(stop):
+        if isinstance(meter, _BatchEnergy):
+            meter.compute(Tq[:stop], Tqd[:stop], h)
         return _results(system, sch, h, times[:stop], Tq[:stop], Tqd[:stop], Tqdd[:stop],
                         Tlam[:stop], reac[:stop], iters[:stop], resid[:stop], hist[:stop],
                         viol[:stop], wall[:stop], meter, stop, tol, rtol)
+
+    if eng is not None:
+        return _integrate_engine(system, eng, sch, h, times, q, qd, qdd, lam, a, Tq, Tqd, Tqdd,
+                                 Tlam, reac, iters, resid, hist, viol, wall, store_fast, results,
+                                 tol, rtol, max_iter, project, gauge, callback)
 
     for i in range(1, nt):
         t1 = times[i]
@@ -322,6 +351,93 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
         if callback is not None:
             callback(t1, q, qd)
     return results(nt)
+
+
+def _integrate_engine(system, eng, sch, h, times, q, qd, qdd, lam, a, Tq, Tqd, Tqdd, Tlam,
+                      reac, iters, resid, hist, viol, wall, store, results, tol, rtol, max_iter,
+                      project, gauge, callback):
+    """The step loop of :func:`integrate` with the Newton iterations in the compiled engine."""
+    bp, gp = sch.beta_p, sch.gamma_p
+    am, af = sch.alpha_m, sch.alpha_f
+    be, ga = sch.beta, sch.gamma
+    bh2, gh, sc = bp * h * h, gp * h, 1.0 / (bp * h * h)
+    lagged = eng.itf_lagged
+    t_clock = _time.perf_counter
+    for i in range(1, len(times)):
+        t1 = float(times[i])
+        tic = t_clock()
+        a_part = (af * qdd - am * a) / (1 - am)
+        q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
+        v_pred = qd + h * (1 - ga) * a + h * ga * a_part
+        x_qdd = qdd.copy()
+        x_lam = lam.copy()
+        try:
+            status, k, vi = eng.newton(q_pred, v_pred, x_qdd, x_lam, t1, bh2, gh, sc, tol, rtol,
+                                       max_iter, hist[i])
+        except np.linalg.LinAlgError:
+            part = results(i)
+            raise ConvergenceError(
+                f"{sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}) in the compiled "
+                f"engine (redundant or singular joint equations?); run with engine=False to use "
+                f"the generic path with QR row selection", partial=part, time=t1) from None
+        if status != 1:
+            part = results(i)
+            raise ConvergenceError(
+                f"{sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
+                f"iterations; residual {hist[i, k]:.3e} > tol {tol:.1e} + rtol*scale. Reduce dt, "
+                f"loosen tol, or check the force-element Jacobians", partial=part, time=t1)
+        a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
+        q = q_pred + bh2 * x_qdd
+        qd = v_pred + gh * x_qdd
+        if project:
+            qd = eng.project(q, qd, t1)
+        elif gauge:
+            qd = _remove_gauge(system, q, qd)
+        qdd, lam = x_qdd, x_lam
+        iters[i] = k
+        resid[i] = hist[i, k]
+        viol[i] = vi
+        if lagged:
+            system.accept(q, qd, lam, t1)
+            eng.refresh_interface_loads()
+        wall[i] = t_clock() - tic
+        store(i, q, qd, qdd, lam)
+        if callback is not None:
+            callback(t1, q, qd)
+    return results(len(times))
+
+
+class _BatchEnergy:
+    """Energies of an engine-run model (gravity, rigid and flexible bodies) after the run."""
+
+    def __init__(self, eng, nt):
+        from ..absolute.energy import EnergyMeter
+
+        self.eng = eng
+        self.arr = {k: np.zeros(nt) for k in EnergyMeter.KEYS}
+
+    def compute(self, Q, Qd, h):
+        from ..absolute.energy import EnergyMeter
+
+        meter = EnergyMeter(self.eng.system)
+        kin, grav, spring, pd = self.eng.energies(Q, Qd)
+        nt = len(Q)
+        arr = self.arr
+        for k in arr:
+            arr[k] = arr[k][:nt]
+        arr["kinetic"][:] = kin
+        arr["gravity"][:] = grav
+        arr["spring"][:] = spring
+        arr["potential"][:] = grav + spring
+        arr["total"][:] = kin + grav + spring
+        w = np.zeros(nt)
+        if nt > 1:
+            w[1:] = np.cumsum(0.5 * h * (pd[1:] + pd[:-1]))
+        arr["damper_work"][:] = w
+        arr["actuator_work"][:] = 0.0
+        arr["external_work"][:] = 0.0
+        arr["numerical_dissipation"][:] = arr["total"][0] - w - arr["total"]
+        del meter
 
 
 def _to_wrenches(system, q, F):

@@ -1,0 +1,1125 @@
+r"""Compiled Newton engine of the absolute formulation for small and mid-size systems.
+
+The generic path of :class:`~flexmbd.absolute.system.AbsoluteSystem` assembles every
+term from vectorized numpy pieces into sparse matrices (exact, any size, any force
+element). For the models that make up most flexible-multibody runs — rigid and
+flexible bodies, any joint (drivers included), uniform gravity — this module runs
+the whole Newton iteration of one implicit step in compiled code (numba, allocation
+light, dense LAPACK solve): the same equations, the same exact Jacobians, the same
+convergence test as :func:`flexmbd.integrators.implicit.integrate`. Its kernels are
+line-by-line ports of the numpy reference (:mod:`.inertia`, :mod:`.flexible`,
+:mod:`.constraints`, :mod:`.forces` gravity, :mod:`flexmbd.flexible.ffr`) and are
+tested against it (``tests/flexible/test_engine.py``: residuals and Newton matrices
+equal to round-off on random states).
+
+Used by the integrators when :func:`Engine.supports` says so (no force elements but
+:class:`~flexmbd.Gravity`, no HHT force form, ``n + nc`` up to ``MAX_DENSE``);
+``integrate(..., engine=False)`` forces the generic path.
+
+Data layout: bodies in system order, the rigid block ``7 nb`` first, then the modal
+coordinates; flexible-body invariants concatenated in flat arrays with offsets.
+"""
+
+import numpy as np
+from numba import njit
+
+from ..flexible.rotation import exp_jets
+
+__all__ = ["Engine", "MAX_DENSE"]
+
+MAX_DENSE = 400
+
+
+# -- small algebra ------------------------------------------------------------------------
+
+@njit(cache=True)
+def _mm(A, B):
+    """A @ B for small matrices (explicit loops: no BLAS call overhead)."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n))
+    for i in range(m):
+        for l in range(k):
+            a = A[i, l]
+            if a != 0.0:
+                for j in range(n):
+                    C[i, j] += a * B[l, j]
+    return C
+
+
+@njit(cache=True)
+def _mv(A, x):
+    """A @ x for a small matrix."""
+    m, k = A.shape
+    y = np.zeros(m)
+    for i in range(m):
+        v = 0.0
+        for l in range(k):
+            v += A[i, l] * x[l]
+        y[i] = v
+    return y
+
+
+@njit(cache=True)
+def _tv(A, x):
+    """A.T @ x for a small matrix."""
+    m, k = A.shape
+    y = np.zeros(k)
+    for l in range(m):
+        a = x[l]
+        for i in range(k):
+            y[i] += A[l, i] * a
+    return y
+
+
+@njit(cache=True)
+def _dot(a, b):
+    v = 0.0
+    for i in range(a.shape[0]):
+        v += a[i] * b[i]
+    return v
+
+@njit(cache=True)
+def _G(e):
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    G = np.empty((3, 4))
+    G[0, 0], G[0, 1], G[0, 2], G[0, 3] = -e1, e0, e3, -e2
+    G[1, 0], G[1, 1], G[1, 2], G[1, 3] = -e2, -e3, e0, e1
+    G[2, 0], G[2, 1], G[2, 2], G[2, 3] = -e3, e2, -e1, e0
+    return G
+
+
+@njit(cache=True)
+def _E(e):
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    E = np.empty((3, 4))
+    E[0, 0], E[0, 1], E[0, 2], E[0, 3] = -e1, e0, -e3, e2
+    E[1, 0], E[1, 1], E[1, 2], E[1, 3] = -e2, e3, e0, -e1
+    E[2, 0], E[2, 1], E[2, 2], E[2, 3] = -e3, -e2, e1, e0
+    return E
+
+
+@njit(cache=True)
+def _T(a, s):
+    x, y, z = a[0], a[1], a[2]
+    T = np.zeros((4, 4))
+    T[0, 1], T[0, 2], T[0, 3] = -x, -y, -z
+    T[1, 0], T[1, 2], T[1, 3] = x, -s * z, s * y
+    T[2, 0], T[2, 1], T[2, 3] = y, s * z, -s * x
+    T[3, 0], T[3, 1], T[3, 2] = z, -s * y, s * x
+    return T
+
+
+@njit(cache=True)
+def _TG(a):
+    return _T(a, -1.0)
+
+
+@njit(cache=True)
+def _TE(a):
+    return _T(a, 1.0)
+
+
+@njit(cache=True)
+def _A(e):
+    return _mm(_E(e), _G(e).T)
+
+
+@njit(cache=True)
+def _skew(a):
+    S = np.zeros((3, 3))
+    S[0, 1], S[0, 2] = -a[2], a[1]
+    S[1, 0], S[1, 2] = a[2], -a[0]
+    S[2, 0], S[2, 1] = -a[1], a[0]
+    return S
+
+
+@njit(cache=True)
+def _cross(a, b):
+    out = np.empty(3)
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+    return out
+
+
+@njit(cache=True)
+def _dAs(e, s):
+    """d(A(e) s)/de (3, 4)."""
+    y = _mv(_TG(s), e)
+    return _mm(_E(e), _TG(s)) - _E(y)
+
+
+@njit(cache=True)
+def _Smat(mu, s):
+    a = _mm(_TE(mu).T, _TG(s))
+    return a + a.T
+
+
+@njit(cache=True)
+def _dAtr(e, x):
+    """d(A(e)^T x)/de (3, 4)."""
+    z = _mv(_TE(x), e)
+    return _mm(_G(e), _TE(x)) - _G(z)
+
+
+# -- rigid body inertia (port of inertia.BodyInertia.residual) ---------------------------
+@njit(cache=True)
+def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
+    A = _A(e)
+    G = _G(e)
+    w = 2.0 * _mv(G, ed)
+    a = 2.0 * _mv(G, edd)
+    wc = _cross(w, c)
+    u = _cross(a, c) + _cross(w, wc)
+    Atr = _tv(A, rdd)
+    Jw = _mv(J, w)
+    N = _mv(J, a) + _cross(w, Jw) + m * _cross(c, Atr)
+    R[:3] = m * (rdd + _mv(A, u))
+    R[3:7] = 2.0 * _tv(G, N)
+    C = _skew(c)
+    W = _skew(w)
+    wdotc = w[0] * c[0] + w[1] * c[1] + w[2] * c[2]
+    Dw = np.outer(w, c) - 2.0 * np.outer(c, w)
+    for i in range(3):
+        Dw[i, i] += wdotc
+    Lw = _mm(W, J) - _skew(Jw)
+    dw_de = -2.0 * _G(ed)
+    da_de = -2.0 * _G(edd)
+    z = _mv(_TE(rdd), e)
+    dAtr_de = _mm(G, _TE(rdd)) - _G(z)
+    for i in range(3):
+        M[i, i] = m
+    Mre = -2.0 * m * _mm(_mm(A, C), G)
+    M[:3, 3:7] = Mre
+    M[3:7, :3] = Mre.T
+    Gt = G.T.copy()
+    M[3:7, 3:7] = 4.0 * _mm(_mm(Gt, J), G)
+    K[:3, 3:7] = m * (_dAs(e, u) + _mm(A, -_mm(C, da_de) + _mm(Dw, dw_de)))
+    K[3:7, 3:7] = 2.0 * _TG(N) + 2.0 * _mm(Gt, _mm(J, da_de) + _mm(Lw, dw_de) + m * _mm(C, dAtr_de))
+    D[:3, 3:7] = 2.0 * m * _mm(_mm(A, Dw), G)
+    D[3:7, 3:7] = 4.0 * _mm(_mm(Gt, Lw), G)
+
+
+# -- flexible body (port of ffr.inertia_terms and flexible.FlexibleSet.body_residual) ----
+@njit(cache=True)
+def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
+                e, qf, ed, qfd, rdd, edd, qfdd, R, M, K, D, derivatives):
+    n = qf.shape[0]
+    A = _A(e)
+    G = _G(e)
+    w = 2.0 * _mv(G, ed)
+    al = 2.0 * _mv(G, edd)
+    a = _tv(A, rdd)
+    gb = _tv(A, g)
+    # invariant contractions: Y[a,b,k] = S[b,a,k] + P[a,b,k,:] q ; Z = P[a,b,k,:] qd
+    Y = np.empty((3, 3, n))
+    Z = np.empty((3, 3, n))
+    for i in range(3):
+        for j in range(3):
+            for k in range(n):
+                y = S[j, i, k]
+                zz = 0.0
+                for l in range(n):
+                    y += P[i, j, k, l] * qf[l]
+                    zz += P[i, j, k, l] * qfd[l]
+                Y[i, j, k] = y
+                Z[i, j, k] = zz
+    Sbar = cv + _mv(St, qf)
+    # E = int rho s s^T = E0 + Sq + Sq^T + Pqq;  Sq[i,j] = S[i,j,:] q ; Pqq[i,j] = q P_ij q
+    # with Y: sum_k Y[i,j,k] q_k = int rho u_i s_j = Sq^T + Pqq  ->  E = E0 + Sq + that
+    Ev = E0.copy()
+    for i in range(3):
+        for j in range(3):
+            v = 0.0
+            for k in range(n):
+                v += S[i, j, k] * qf[k] + Y[i, j, k] * qf[k]
+            Ev[i, j] += v
+    trE = Ev[0, 0] + Ev[1, 1] + Ev[2, 2]
+    J = -Ev
+    for i in range(3):
+        J[i, i] += trE
+    # Mwf[a, l] = eps_abc (S_bc l + q^T P_bc[:, l]) = eps_abc Y[c, b, l]... use A_bcl = int s_b Phi_c^l
+    # int rho s_b Phi_c^(l) = Y[c, b, l]
+    Mwf = np.empty((3, n))
+    for l in range(n):
+        Mwf[0, l] = Y[2, 1, l] - Y[1, 2, l]
+        Mwf[1, l] = Y[0, 2, l] - Y[2, 0, l]
+        Mwf[2, l] = Y[1, 0, l] - Y[0, 1, l]
+    Mff = np.zeros((n, n))
+    for i in range(3):
+        Mff += P[i, i]
+    # G = int rho s u'^T = sum_k Y[:, :, k]^T qd_k
+    Gm = np.zeros((3, 3))
+    for k in range(n):
+        for i in range(3):
+            for j in range(3):
+                Gm[i, j] += Y[j, i, k] * qfd[k]
+    trG = Gm[0, 0] + Gm[1, 1] + Gm[2, 2]
+    W = _skew(w)
+    W2 = _mm(W, W)
+    Jw = _mv(J, w)
+    Stqd = _mv(St, qfd)
+    F = np.zeros(6 + n)
+    # M [al; a; qdd]
+    Fw = _mv(J, al) + _cross(Sbar, a) + _mv(Mwf, qfdd)
+    Fv = _cross(al, Sbar) + mass * a + _mv(St, qfdd)
+    Ff = _tv(Mwf, al) + _tv(St, a) + _mv(Mff, qfdd)
+    Fw += _cross(w, Jw) + 2.0 * (w * trG - _tv(Gm, w))
+    Fv += _cross(w, _cross(w, Sbar)) + 2.0 * _cross(w, Stqd)
+    for k in range(n):
+        v = 0.0
+        for i in range(3):
+            for j in range(3):
+                v += W2[i, j] * Y[i, j, k] + 2.0 * W[i, j] * Z[i, j, k]
+        Ff[k] += v
+    Ff += _mv(Kff, qf) + _mv(Dff, qfd)
+    if stiff:
+        p = np.empty(6)
+        p[0], p[1], p[2] = w[0] * w[0], w[1] * w[1], w[2] * w[2]
+        p[3], p[4], p[5] = w[0] * w[1], w[1] * w[2], w[0] * w[2]
+        KG = Kitf.copy()
+        for k in range(6):
+            KG += p[k] * Kw[k]
+        for k in range(3):
+            KG += al[k] * Kal[k] + (a[k] - gb[k]) * Ka[k]
+        Ff += _mv(KG, qf)
+    F[:3] = Fw
+    F[3:6] = Fv
+    F[6:] = Ff
+    R[:3] = _mv(A, Fv)
+    R[3:7] = 2.0 * _tv(G, Fw)
+    R[7:] = Ff
+    if not derivatives:
+        return
+    N6 = 6 + n
+    # mass matrix (body axes) columns: al (0:3), a (3:6), qdd (6:)
+    Mb = np.zeros((N6, N6))
+    Mb[:3, :3] = J
+    Sb = _skew(Sbar)
+    Mb[:3, 3:6] = Sb
+    Mb[3:6, :3] = Sb.T
+    for i in range(3):
+        Mb[3 + i, 3 + i] = mass
+    Mb[:3, 6:] = Mwf
+    Mb[6:, :3] = Mwf.T
+    Mb[3:6, 6:] = St
+    Mb[6:, 3:6] = St.T
+    Mb[6:, 6:] = Mff
+    Fq = np.zeros((N6, n))
+    Fqd = np.zeros((N6, n))
+    Fwd = np.zeros((N6, 3))
+    Fwd[:3] = _mm(W, J) - _skew(Jw)
+    wS = w[0] * Sbar[0] + w[1] * Sbar[1] + w[2] * Sbar[2]
+    Fwd[3:6] = np.outer(w, Sbar) - 2.0 * np.outer(Sbar, w)
+    for i in range(3):
+        Fwd[3 + i, i] += wS
+    trY = np.empty(n)
+    for k in range(n):
+        trY[k] = Y[0, 0, k] + Y[1, 1, k] + Y[2, 2, k]
+    trZ = np.empty(n)
+    for k in range(n):
+        trZ[k] = Z[0, 0, k] + Z[1, 1, k] + Z[2, 2, k]
+    alx = _skew(al)
+    for k in range(n):
+        # dJ_k = 2 tr(Y_k) I - Y_k - Y_k^T
+        dJ = np.empty((3, 3))
+        for i in range(3):
+            for j in range(3):
+                dJ[i, j] = -Y[i, j, k] - Y[j, i, k]
+            dJ[i, i] += 2.0 * trY[k]
+        col = _mv(dJ, al) + _cross(St[:, k], a)
+        # Pe[a, k, l] qdd_l = eps_abc P[b, c, k, l] qdd_l
+        pe = np.zeros(3)
+        for l in range(n):
+            pe[0] += (P[1, 2, k, l] - P[2, 1, k, l]) * qfdd[l]
+            pe[1] += (P[2, 0, k, l] - P[0, 2, k, l]) * qfdd[l]
+            pe[2] += (P[0, 1, k, l] - P[1, 0, k, l]) * qfdd[l]
+        col += pe + _cross(w, _mv(dJ, w))
+        for i in range(3):
+            zw = 0.0
+            for j in range(3):
+                zw += Z[j, i, k] * w[j]
+            col[i] += 2.0 * (w[i] * trZ[k] - zw)
+        Fq[:3, k] = col
+        stk = St[:, k].copy()
+        Fq[3:6, k] = _cross(al, stk) + _cross(w, _cross(w, stk))
+        # dF_w/dqd_k = 2 (w tr Y_k - Y_k w)
+        for i in range(3):
+            yw = 0.0
+            for j in range(3):
+                yw += Y[i, j, k] * w[j]
+            Fqd[i, k] = 2.0 * (w[i] * trY[k] - yw)
+        # dF_f,k/dw = (Y_k + Y_k^T - 2 tr Y_k I) w - 2 axial(Z_k)
+        for i in range(3):
+            v = -2.0 * trY[k] * w[i]
+            for j in range(3):
+                v += (Y[i, j, k] + Y[j, i, k]) * w[j]
+            Fwd[6 + k, i] = v
+        Fwd[6 + k, 0] -= 2.0 * (Z[1, 2, k] - Z[2, 1, k])
+        Fwd[6 + k, 1] -= 2.0 * (Z[2, 0, k] - Z[0, 2, k])
+        Fwd[6 + k, 2] -= 2.0 * (Z[0, 1, k] - Z[1, 0, k])
+    Fqd[3:6] = 2.0 * _mm(W, St)
+    Wa = W2 - alx
+    for l in range(n):
+        for k in range(n):
+            v = 0.0
+            vd = 0.0
+            for i in range(3):
+                for j in range(3):
+                    v += Wa[i, j] * P[i, j, k, l]
+                    vd += W[i, j] * P[i, j, k, l]
+            Fq[6 + l, k] = v
+            Fqd[6 + k, l] = 2.0 * vd
+    Fw2 = 2.0 * (trG * np.eye(3) - Gm.T)
+    Fwd[:3] += Fw2
+    Fwd[3:6] -= 2.0 * _skew(Stqd)
+    Fal = Mb[:, :3].copy()
+    Fa = Mb[:, 3:6].copy()
+    Fqdd = Mb[:, 6:].copy()
+    Fg = np.zeros((N6, 3))
+    Fq[6:] += Kff
+    Fqd[6:] += Dff
+    if stiff:
+        Fq[6:] += KG
+        # d(K_G q)/dw = sum_k (Kw_k q) dp_k/dw
+        kq = np.empty((6, n))
+        for k in range(6):
+            kq[k] = _mv(Kw[k], qf)
+        dp = np.zeros((6, 3))
+        dp[0, 0], dp[1, 1], dp[2, 2] = 2 * w[0], 2 * w[1], 2 * w[2]
+        dp[3, 0], dp[3, 1] = w[1], w[0]
+        dp[4, 1], dp[4, 2] = w[2], w[1]
+        dp[5, 0], dp[5, 2] = w[2], w[0]
+        Fwd[6:] += _mm(kq.T, dp)
+        for k in range(3):
+            gal = _mv(Kal[k], qf)
+            ga = _mv(Ka[k], qf)
+            Fal[6:, k] += gal
+            Fa[6:, k] += ga
+            Fg[6:, k] -= ga
+    G2 = 2.0 * G
+    M[:, :3] = _mm(_out_rows(A, G2, Fa), A.T)
+    M[:, 3:7] = _mm(_out_rows(A, G2, Fal), G2)
+    M[:, 7:] = _out_rows(A, G2, Fqdd)
+    D[:, 3:7] = _mm(_out_rows(A, G2, Fwd), G2)
+    D[:, 7:] = _out_rows(A, G2, Fqd)
+    dFe = _mm(Fwd, -2.0 * _G(ed)) + _mm(Fal, -2.0 * _G(edd)) + _mm(Fa, _dAtr(e, rdd))
+    if stiff:
+        dFe += _mm(Fg, _dAtr(e, g))
+    K[:, 3:7] = _out_rows(A, G2, dFe)
+    K[:3, 3:7] += _dAs(e, F[3:6])
+    K[3:7, 3:7] += 2.0 * _TG(F[:3])
+    K[:, 7:] = _out_rows(A, G2, Fq)
+
+
+@njit(cache=True)
+def _out_rows(A, G2, X):
+    """Rows [w; v; f] of body-axes derivatives -> rows [r; e; f] (``[A X_v; G2^T X_w; X_f]``)."""
+    m = X.shape[0] - 6
+    Y = np.empty((7 + m, X.shape[1]))
+    Y[:3] = _mm(A, X[3:6])
+    Y[3:7] = _mm(G2.T, X[:3])
+    Y[7:] = X[6:]
+    return Y
+
+
+@njit(cache=True)
+def _flex_gravity(mass, cv, St, g, e, qf, Q, Kq):
+    """Distributed gravity (port of FlexibleSet.gravity): adds Q (7+n), dQ/dq (7+n, 7+n)."""
+    n = qf.shape[0]
+    A = _A(e)
+    G = _G(e)
+    gb = _tv(A, g)
+    Sbar = cv + _mv(St, qf)
+    Qw = _cross(Sbar, gb)
+    Qv = mass * gb
+    Qf = _tv(St, gb)
+    Q[:3] += _mv(A, Qv)
+    Q[3:7] += 2.0 * _tv(G, Qw)
+    Q[7:] += Qf
+    dAtr = _dAtr(e, g)
+    # dQg/dg (body) = [Sbar~; m I; St^T]
+    Sb = _skew(Sbar)
+    dQe_w = _mm(Sb, dAtr)
+    dQe_v = mass * dAtr
+    dQe_f = _mm(St.T, dAtr)
+    Kq[:3, 3:7] += _mm(A, dQe_v) + _dAs(e, Qv)
+    Kq[3:7, 3:7] += 2.0 * _mm(G.T, dQe_w) + 2.0 * _TG(Qw)
+    Kq[7:, 3:7] += dQe_f
+    # dQg/dq: [St_k x gb; 0; 0]
+    for k in range(n):
+        col = _cross(St[:, k].copy(), gb)
+        Kq[3:7, 7 + k] += 2.0 * _tv(G, col)
+
+
+@njit(cache=True)
+def _rigid_gravity(m, c, g, e, Q, Kq):
+    """Gravity on a rigid body (port of forces.GravityBatch with the map of forces.map_blocks)."""
+    n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
+    Rm = _A(e) / n2
+    E = _E(e)
+    Rc = _mv(Rm, c)
+    f = m * g
+    nv = _cross(Rc, f)
+    Q[:3] += f
+    Q[3:7] += 2.0 * _tv(E, nv)
+    Kb = _mm(_skew(f), _skew(Rc))
+    Kq[3:7, 3:7] += 4.0 * _mm(E.T, _mm(Kb, E)) + 2.0 * _TE(nv)
+
+
+# -- constraints (port of constraints.ConstraintSet) --------------------------------------
+@njit(cache=True)
+def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq, Hy):
+    """Effective slot vector y (3,), dy/dq_f (3, n) and (direction) Hy; returns flex slot id."""
+    f = fs_index[p, k]
+    if f < 0:
+        y[:] = s[p, k]
+        return -1
+    n = fs_n[f]
+    X = fs_X[fs_off[f]: fs_off[f] + 3 * n].reshape(3, n)
+    qf = q[fs_col0[f]: fs_col0[f] + n]
+    if fs_point[f]:
+        y[:] = s[p, k] + _mv(X, qf)
+        Jyq[:, :n] = X
+    else:
+        th = _mv(X, qf)
+        Jy = np.empty((3, 3))
+        exp_jets(th, s[p, k].copy(), y, Jy, Hy)
+        Jyq[:, :n] = _mm(Jy, X)
+    return f
+
+
+@njit(cache=True)
+def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                 lam, phi, Pq, H, hessian):
+    """phi (nc), dense Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n)."""
+    npm = b.shape[0]
+    nmax = 1
+    for f in range(fs_n.shape[0]):
+        nmax = max(nmax, fs_n[f])
+    vals = np.zeros((4, 3))
+    ys = np.zeros((4, 3))
+    Jq = np.zeros((4, 3, nmax))
+    Hs = np.zeros((4, 3, 3, 3))
+    fid = np.empty(4, np.int64)
+    Ab = np.zeros((4, 3, 3))
+    dA = np.zeros((4, 3, 4))
+    for p in range(npm):
+        for k in range(4):
+            bk = b[p, k]
+            fid[k] = _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q,
+                             ys[k], Jq[k], Hs[k])
+            if bk >= 0:
+                e = q[7 * bk + 3: 7 * bk + 7]
+                Ab[k] = _A(e)
+                vals[k] = sg[p, k] * (_mv(Ab[k], ys[k]) + pt[p, k] * q[7 * bk: 7 * bk + 3])
+                dA[k] = sg[p, k] * _dAs(e, ys[k])
+            else:
+                vals[k] = sg[p, k] * ys[k]
+        X = vals[0] + vals[1]
+        Y = vals[2] + vals[3]
+        phi[p] = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2] - target[p]
+        for k in range(4):
+            bk = b[p, k]
+            if bk < 0:
+                continue
+            o = Y if k < 2 else X
+            c7 = 7 * bk
+            for i in range(3):
+                Pq[p, c7 + i] += sg[p, k] * pt[p, k] * o[i]
+            for j in range(4):
+                Pq[p, c7 + 3 + j] += dA[k, 0, j] * o[0] + dA[k, 1, j] * o[1] + dA[k, 2, j] * o[2]
+            f = fid[k]
+            if f >= 0:
+                n = fs_n[f]
+                AJ = sg[p, k] * _mm(Ab[k], Jq[k, :, :n])
+                for j in range(n):
+                    Pq[p, fs_col0[f] + j] += AJ[0, j] * o[0] + AJ[1, j] * o[1] + AJ[2, j] * o[2]
+        if not hessian:
+            continue
+        lp = lam[p]
+        if lp == 0.0:
+            continue
+        # cross terms lam (Jx^T Jy + Jy^T Jx)
+        for kx in range(2):
+            bx = b[p, kx]
+            if bx < 0:
+                continue
+            cx, Jx, ncx = _slot_full_jac(p, kx, bx, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0)
+            for ky in range(2, 4):
+                by = b[p, ky]
+                if by < 0:
+                    continue
+                cy, Jy, ncy = _slot_full_jac(p, ky, by, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0)
+                for i in range(ncx):
+                    for j in range(ncy):
+                        v = lp * (Jx[0, i] * Jy[0, j] + Jx[1, i] * Jy[1, j] + Jx[2, i] * Jy[2, j])
+                        H[cx[i], cy[j]] += v
+                        H[cy[j], cx[i]] += v
+        # own second derivatives
+        for k in range(4):
+            bk = b[p, k]
+            if bk < 0:
+                continue
+            o = Y if k < 2 else X
+            e = q[7 * bk + 3: 7 * bk + 7]
+            Sm = (lp * sg[p, k]) * _Smat(o, ys[k])
+            c3 = 7 * bk + 3
+            H[c3:c3 + 4, c3:c3 + 4] += Sm
+            f = fid[k]
+            if f < 0:
+                continue
+            n = fs_n[f]
+            cf = fs_col0[f]
+            sgl = lp * sg[p, k]
+            for j in range(n):
+                Bj = _dAs(e, Jq[k, :, j].copy())
+                for i4 in range(4):
+                    v = sgl * (Bj[0, i4] * o[0] + Bj[1, i4] * o[1] + Bj[2, i4] * o[2])
+                    H[c3 + i4, cf + j] += v
+                    H[cf + j, c3 + i4] += v
+            if not fs_point[f]:
+                mu = _tv(Ab[k], o)
+                Hm = np.zeros((3, 3))
+                for i in range(3):
+                    Hm += mu[i] * Hs[k, i]
+                Xf = fs_X[fs_off[f]: fs_off[f] + 3 * n].reshape(3, n)
+                H[cf:cf + n, cf:cf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
+    # normalization rows
+    for i in range(nb):
+        e = q[7 * i + 3: 7 * i + 7]
+        phi[npm + i] = 0.5 * (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] - 1.0)
+        for j in range(4):
+            Pq[npm + i, 7 * i + 3 + j] += e[j]
+        if hessian:
+            li = lam[npm + i]
+            for j in range(4):
+                H[7 * i + 3 + j, 7 * i + 3 + j] += li
+
+
+@njit(cache=True)
+def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
+    f = fid[k]
+    nf = fs_n[f] if f >= 0 else 0
+    cols = np.empty(7 + nf, np.int64)
+    J = np.zeros((3, 7 + nf))
+    for i in range(7):
+        cols[i] = 7 * bk + i
+    for i in range(3):
+        J[i, i] = sg[p, k] * pt[p, k]
+    J[:, 3:7] = dA[k]
+    if f >= 0:
+        for j in range(nf):
+            cols[7 + j] = fs_col0[f] + j
+        J[:, 7:] = sg[p, k] * _mm(Ab[k], Jq[k, :, :nf])
+    return cols, J, 7 + nf
+
+
+# -- whole-system terms ---------------------------------------------------------------------
+@njit(cache=True)
+def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
+                  f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff,
+                  f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
+                  cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                  aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac):
+    """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
+    ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
+    Returns the norms (|R|, |PtL|, |Q|) used by the convergence test."""
+    n = q.shape[0]
+    nc = phi.shape[0]
+    R = np.zeros(n)
+    Q = np.zeros(n)
+    if jac:
+        Amat[:, :] = 0.0
+    Rb = np.zeros(7)
+    Mb = np.zeros((7, 7))
+    Kb = np.zeros((7, 7))
+    Db = np.zeros((7, 7))
+    Kg7 = np.zeros((7, 7))
+    Qb = np.zeros(7)
+    for i in range(nb):
+        if isflex[i] >= 0:
+            continue
+        c7 = 7 * i
+        e = q[c7 + 3: c7 + 7]
+        Mb[:, :] = 0.0
+        Kb[:, :] = 0.0
+        Db[:, :] = 0.0
+        _rigid_block(rm[i], rc[i], rJ[i], e, qd[c7 + 3: c7 + 7], qdd[c7: c7 + 3],
+                     qdd[c7 + 3: c7 + 7], Rb, Mb, Kb, Db)
+        R[c7: c7 + 7] += Rb
+        if has_g:
+            Kg7[:, :] = 0.0
+            Qb[:] = 0.0
+            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7)
+            Q[c7: c7 + 7] += Qb
+        if jac:
+            for a in range(7):
+                for bb in range(7):
+                    v = aM * Mb[a, bb] + aKin * Kb[a, bb] + aDin * Db[a, bb]
+                    if has_g:
+                        v -= aK * Kg7[a, bb]
+                    Amat[c7 + a, c7 + bb] += v
+    for k in range(f_body.shape[0]):
+        i = f_body[k]
+        nf = f_n[k]
+        c7 = 7 * i
+        c0 = f_col0[k]
+        N = 7 + nf
+        idx = np.empty(N, np.int64)
+        for j in range(7):
+            idx[j] = c7 + j
+        for j in range(nf):
+            idx[7 + j] = c0 + j
+        St = f_St[f_o1[k]: f_o1[k] + 3 * nf].reshape(3, nf)
+        S = f_S[f_o2[k]: f_o2[k] + 9 * nf].reshape(3, 3, nf)
+        P = f_P[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+        o = f_o3[k] // 9
+        Kff = f_K[o: o + nf * nf].reshape(nf, nf)
+        Dff = f_D[o: o + nf * nf].reshape(nf, nf)
+        Kitf = f_Kitf[o: o + nf * nf].reshape(nf, nf)
+        Kw = f_Kw[6 * o: 6 * o + 6 * nf * nf].reshape(6, nf, nf)
+        Kal = f_Kal[3 * o: 3 * o + 3 * nf * nf].reshape(3, nf, nf)
+        Ka = f_Ka[3 * o: 3 * o + 3 * nf * nf].reshape(3, nf, nf)
+        Rf = np.zeros(N)
+        Mf = np.zeros((N, N))
+        Kf = np.zeros((N, N))
+        Df = np.zeros((N, N))
+        e = q[c7 + 3: c7 + 7]
+        _flex_block(f_mass[k], f_c[k], f_E0[k], St, S, P, Kff, Dff, f_stiff[k], Kw, Kal, Ka,
+                    Kitf, g, e, q[c0: c0 + nf], qd[c7 + 3: c7 + 7], qd[c0: c0 + nf],
+                    qdd[c7: c7 + 3], qdd[c7 + 3: c7 + 7], qdd[c0: c0 + nf], Rf, Mf, Kf, Df, jac)
+        for a in range(N):
+            R[idx[a]] += Rf[a]
+        Kgf = np.zeros((N, N))
+        if has_g:
+            Qf = np.zeros(N)
+            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0: c0 + nf], Qf, Kgf)
+            for a in range(N):
+                Q[idx[a]] += Qf[a]
+        if jac:
+            for a in range(N):
+                for bb in range(N):
+                    v = aM * Mf[a, bb] + aKin * Kf[a, bb] + aDin * Df[a, bb]
+                    if has_g:
+                        v -= aK * Kgf[a, bb]
+                    Amat[idx[a], idx[bb]] += v
+    # constraints
+    Pq = np.zeros((nc, n))
+    Hm = np.zeros((n, n)) if jac else np.zeros((1, 1))
+    _constraints(q, nb, cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X,
+                 fs_off, lam, phi, Pq, Hm, jac)
+    PtL = _tv(Pq, lam)
+    for a in range(n):
+        r_out[a] = R[a] + PtL[a] - Q[a]
+    if jac:
+        for a in range(n):
+            for bb in range(n):
+                Amat[a, bb] += aK * Hm[a, bb]
+        for a in range(nc):
+            for bb in range(n):
+                Amat[n + a, bb] = Pq[a, bb]
+                Amat[bb, n + a] = Pq[a, bb]
+    out = np.empty(3)
+    out[0] = np.sqrt((R * R).sum())
+    out[1] = np.sqrt((PtL * PtL).sum())
+    out[2] = np.sqrt((Q * Q).sum())
+    return out
+
+
+@njit(cache=True)
+def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+            nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P,
+            f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
+            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj):
+    """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
+
+    Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
+    -1 non-finite residual; ``x_qdd``, ``x_lam`` are updated in place."""
+    n = q_pred.shape[0]
+    nc = x_lam.shape[0]
+    r = np.zeros(n)
+    phi = np.zeros(nc)
+    A = np.zeros((n + nc, n + nc))
+    res = np.zeros(n + nc)
+    scale = -1.0
+    tiny = False
+    # non-literal arguments: the same compiled specialization as Engine.terms
+    one = bh2 / bh2
+    jac = n > 0
+    for k in range(max_iter + 1):
+        q1 = q_pred + bh2 * x_qdd
+        v1 = v_pred + gh * x_qdd
+        norms = _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0,
+                              f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw,
+                              f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
+                              ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                              one, bh2, gh, bh2, gh, r, phi, A, jac)
+        res[:n] = r
+        res[n:] = sc * phi
+        nr = np.sqrt((res * res).sum())
+        hist[k] = nr
+        if scale < 0.0:
+            scale = norms[2]
+        viol = 0.0
+        for i in range(nj):
+            viol = max(viol, abs(phi[i]))
+        if not np.isfinite(nr):
+            return -1, k, viol
+        qmax = 1.0
+        for i in range(n):
+            qmax = max(qmax, abs(q1[i]))
+        floor = 2.2e-16 * (norms[0] + norms[1] + norms[2] + sc * np.sqrt(nc) * qmax)
+        if nr <= tol + rtol * scale or tiny or nr <= 10.0 * floor:
+            return 1, k, viol
+        if k == max_iter:
+            return 0, k, viol
+        dx = np.linalg.solve(A, -res)
+        x_qdd += dx[:n]
+        x_lam += dx[n:]
+        nq = np.sqrt((dx[:n] * dx[:n]).sum())
+        nl = np.sqrt((dx[n:] * dx[n:]).sum())
+        tiny = (nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum()))
+                and nl <= 1e-13 * (1.0 + np.sqrt((x_lam * x_lam).sum())))
+    return 0, max_iter, 0.0
+
+
+@njit(cache=True)
+def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+               r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
+               d_joint, d_col0, d_n, d_modes, d_off, out):
+    """Joint reactions (port of ConstraintSet.reactions) into ``out`` (nj, 6)."""
+    npm = b.shape[0]
+    nj = out.shape[0]
+    Rn = np.empty((nb, 3, 3))
+    for i in range(nb):
+        e = q[7 * i + 3: 7 * i + 7]
+        Rn[i] = _A(e) / (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3])
+    N = np.zeros((nj, 3))
+    F = np.zeros((nj, 3))
+    nmax = 1
+    for f in range(fs_n.shape[0]):
+        nmax = max(nmax, fs_n[f])
+    y = np.zeros(3)
+    Jq = np.zeros((3, nmax))
+    Hy = np.zeros((3, 3, 3))
+    As = np.zeros((4, 3))
+    vals = np.zeros((4, 3))
+    for p in range(npm):
+        for k in range(4):
+            _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy)
+            bk = b[p, k]
+            if bk >= 0:
+                As[k] = _mv(Rn[bk], y)
+                vals[k] = sg[p, k] * (As[k] + pt[p, k] * q[7 * bk: 7 * bk + 3])
+            else:
+                As[k] = y
+                vals[k] = sg[p, k] * y
+        X = vals[0] + vals[1]
+        Y = vals[2] + vals[3]
+        side = r_side[p]
+        lamp = lam[p] * r_sgn[p]
+        j = r_joint[p]
+        for k in range(4):
+            if b[p, k] != side or b[p, k] < 0:
+                continue
+            o = Y if k < 2 else X
+            dr = sg[p, k] * _cross(As[k], o)
+            for i in range(3):
+                N[j, i] -= lamp * dr[i]
+                F[j, i] -= lamp * sg[p, k] * pt[p, k] * o[i]
+    for j in range(nj):
+        jb = r_child[j]
+        sd = r_side_body[j]
+        CC = r_CC[j].copy()
+        sC = r_sC[j].copy()
+        for m in range(d_joint.shape[0]):
+            if d_joint[m] == j:
+                n = d_n[m]
+                Md = d_modes[d_off[m]: d_off[m] + 6 * n].reshape(6, n)
+                qf = q[d_col0[m]: d_col0[m] + n]
+                th = _mv(Md[:3], qf)
+                Rd = np.empty((3, 3))
+                ek = np.zeros(3)
+                ys = np.zeros(3)
+                Jy = np.zeros((3, 3))
+                for c in range(3):
+                    ek[:] = 0.0
+                    ek[c] = 1.0
+                    exp_jets(th, ek, ys, Jy, Hy)
+                    Rd[:, c] = ys
+                CC = _mm(Rd, r_CC[j])
+                sC = r_sC[j] + _mv(Md[3:], qf)
+        if jb >= 0:
+            Rc = Rn[jb]
+            rc = q[7 * jb: 7 * jb + 3]
+        else:
+            Rc = np.eye(3)
+            rc = np.zeros(3)
+        FC = _mm(Rc, CC)
+        pC = rc + _mv(Rc, sC)
+        origin = q[7 * sd: 7 * sd + 3] if sd >= 0 else np.zeros(3)
+        nC = N[j] - _cross(pC - origin, F[j])
+        out[j, :3] = _tv(FC, nC)
+        out[j, 3:] = _tv(FC, F[j])
+
+
+@njit(cache=True)
+def _flex_mass(mass, cv, E0, St, S, P, qf):
+    """FFR mass matrix (6+n) in body-frame speeds (port of ffr.mass_matrix)."""
+    n = qf.shape[0]
+    Sbar = cv + _mv(St, qf)
+    Ev = E0.copy()
+    Y = np.empty((3, 3, n))
+    for i in range(3):
+        for j in range(3):
+            for k in range(n):
+                y = S[j, i, k]
+                for l in range(n):
+                    y += P[i, j, k, l] * qf[l]
+                Y[i, j, k] = y
+    for i in range(3):
+        for j in range(3):
+            v = 0.0
+            for k in range(n):
+                v += S[i, j, k] * qf[k] + Y[i, j, k] * qf[k]
+            Ev[i, j] += v
+    trE = Ev[0, 0] + Ev[1, 1] + Ev[2, 2]
+    M = np.zeros((6 + n, 6 + n))
+    M[:3, :3] = -Ev
+    for i in range(3):
+        M[i, i] += trE
+        M[3 + i, 3 + i] = mass
+    Sb = _skew(Sbar)
+    M[:3, 3:6] = Sb
+    M[3:6, :3] = Sb.T
+    for l in range(n):
+        M[0, 6 + l] = Y[2, 1, l] - Y[1, 2, l]
+        M[1, 6 + l] = Y[0, 2, l] - Y[2, 0, l]
+        M[2, 6 + l] = Y[1, 0, l] - Y[0, 1, l]
+    M[6:, :3] = M[:3, 6:].T
+    M[3:6, 6:] = St
+    M[6:, 3:6] = St.T
+    for i in range(3):
+        M[6:, 6:] += P[i, i]
+    return M
+
+
+@njit(cache=True)
+def _energies(Q, Qd, nb, rm, rc, rJc, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St,
+              f_S, f_P, f_K, f_D, f_o1, f_o2, f_o3, g, out):
+    """Per sample: kinetic, gravity potential, strain energy, modal damping power -> out (nt, 4)."""
+    nt = Q.shape[0]
+    for t in range(nt):
+        q = Q[t]
+        qd = Qd[t]
+        kin = 0.0
+        grav = 0.0
+        strain = 0.0
+        pd = 0.0
+        for i in range(nb):
+            c7 = 7 * i
+            e = q[c7 + 3: c7 + 7]
+            n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
+            A = _A(e) / n2
+            w = 2.0 * _mv(_G(e), qd[c7 + 3: c7 + 7]) / n2
+            r = q[c7: c7 + 3]
+            rd = qd[c7: c7 + 3]
+            k = isflex[i]
+            if k < 0:
+                vc = rd + _mv(A, _cross(w, rc[i]))
+                kin += 0.5 * rm[i] * _dot(vc, vc) + 0.5 * _dot(w, _mv(rJc[i], w))
+                grav -= rm[i] * _dot(g, r + _mv(A, rc[i]))
+                continue
+            nf = f_n[k]
+            c0 = f_col0[k]
+            St = f_St[f_o1[k]: f_o1[k] + 3 * nf].reshape(3, nf)
+            S = f_S[f_o2[k]: f_o2[k] + 9 * nf].reshape(3, 3, nf)
+            P = f_P[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+            o = f_o3[k] // 9
+            Kff = f_K[o: o + nf * nf].reshape(nf, nf)
+            Dff = f_D[o: o + nf * nf].reshape(nf, nf)
+            qf = q[c0: c0 + nf].copy()
+            qfd = qd[c0: c0 + nf].copy()
+            u = np.empty(6 + nf)
+            u[:3] = w
+            u[3:6] = _tv(A, rd)
+            u[6:] = qfd
+            M = _flex_mass(f_mass[k], f_c[k], f_E0[k], St, S, P, qf)
+            kin += 0.5 * _dot(u, _mv(M, u))
+            Sbar = f_c[k] + _mv(St, qf)
+            grav -= _dot(g, f_mass[k] * r + _mv(A, Sbar))
+            strain += 0.5 * _dot(qf, _mv(Kff, qf))
+            pd += _dot(qfd, _mv(Dff, qfd))
+        out[t, 0] = kin
+        out[t, 1] = grav
+        out[t, 2] = strain
+        out[t, 3] = pd
+
+
+class Engine:
+    """Compiled Newton engine of one :class:`~flexmbd.absolute.system.AbsoluteSystem`.
+
+    Holds the system's data as flat arrays; :meth:`terms` evaluates residual and Newton
+    matrix (for tests), :meth:`newton` runs the Newton loop of one implicit step,
+    :meth:`reactions` the joint reactions, :meth:`project` the velocity projection.
+    """
+
+    def __init__(self, system):
+        from ..model.forces import Gravity
+
+        s = system
+        self.system = s
+        self.nb = s.nb
+        inert = s.inertia
+        self.rm = np.ascontiguousarray(inert.m, float)
+        self.rc = np.ascontiguousarray(inert.c, float)
+        self.rJ = np.ascontiguousarray(inert.J, float)
+        self.isflex = -np.ones(s.nb, np.int64)
+        fl = s.flexible.flex
+        for k, d in enumerate(fl):
+            self.isflex[d.index] = k
+        nfb = len(fl)
+        self.f_body = np.array([d.index for d in fl], np.int64)
+        self.f_col0 = np.array([d.col0 for d in fl], np.int64)
+        self.f_n = np.array([d.n for d in fl], np.int64)
+        self.f_mass = np.array([d.inv.mass for d in fl], float)
+        self.f_c = np.array([d.inv.c for d in fl], float).reshape(nfb, 3)
+        self.f_E0 = np.array([d.inv.E0 for d in fl], float).reshape(nfb, 3, 3)
+        cat = (lambda xs: np.ascontiguousarray(np.concatenate([np.ravel(x) for x in xs]), float)
+               if xs else np.zeros(0))
+        self.f_St = cat([d.inv.St for d in fl])
+        self.f_S = cat([d.inv.S for d in fl])
+        self.f_P = cat([d.inv.P for d in fl])
+        self.f_K = cat([d.K for d in fl])
+        self.f_D = cat([d.D for d in fl])
+        self.f_stiff = np.array([d.stiffening for d in fl], np.bool_)
+        z = [np.zeros((6, d.n, d.n)) for d in fl]
+        self.f_Kw = cat([d.Kw if d.stiffening else zz for d, zz in zip(fl, z)])
+        self.f_Kal = cat([d.Kal if d.stiffening else zz[:3] for d, zz in zip(fl, z)])
+        self.f_Ka = cat([d.Ka if d.stiffening else zz[:3] for d, zz in zip(fl, z)])
+        off = np.concatenate([[0], np.cumsum([d.n for d in fl])]).astype(np.int64)
+        off2 = np.concatenate([[0], np.cumsum([d.n * d.n for d in fl])]).astype(np.int64)
+        self.f_o1 = 3 * off[:-1]
+        self.f_o2 = 9 * off[:-1]
+        self.f_o3 = 9 * off2[:-1]
+        self.f_Kitf = np.zeros(int(off2[-1]))
+        self.itf_lagged = any(d.itf_names for d in fl)
+        self.refresh_interface_loads()
+        grav = [f for f in s.forces if type(f) is Gravity]
+        self._grav = grav
+        # constraints
+        cs = s.constraints
+        self.cs = cs
+        npm = cs.np
+        self.fs_index = -np.ones((npm, 4), np.int64)
+        for f, fs in enumerate(cs.fslots):
+            self.fs_index[fs.p, fs.k] = f
+        self.fs_col0 = np.array([fs.col0 for fs in cs.fslots], np.int64)
+        self.fs_n = np.array([fs.n for fs in cs.fslots], np.int64)
+        self.fs_point = np.array([fs.point for fs in cs.fslots], np.bool_)
+        self.fs_X = cat([fs.X for fs in cs.fslots])
+        self.fs_off = np.concatenate([[0], np.cumsum([3 * fs.n for fs in cs.fslots])]
+                                     ).astype(np.int64)[:-1]
+        self.nj = cs.n_joint_rows
+        jr = cs._react
+        self.r = {k: jr[k] for k in ("joint", "side", "sgn", "child", "side_body", "CC", "sC")}
+        dfm = jr["deforming"]
+        self.d_joint = np.array([x[0] for x in dfm], np.int64)
+        self.d_col0 = np.array([x[2] for x in dfm], np.int64)
+        self.d_n = np.array([x[3] for x in dfm], np.int64)
+        self.d_modes = cat([x[1].modes for x in dfm])
+        self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]
+                                    ).astype(np.int64)[:-1]
+        self.n_joints = len(cs.joints)
+
+    @staticmethod
+    def supports(system, scheme=None):
+        """True when every force element is Gravity and the system is small enough."""
+        from ..model.forces import Gravity
+
+        if system.n + system.nc > MAX_DENSE:
+            return False
+        if any(type(f) is not Gravity for f in system.forces):
+            return False
+        if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:
+            return False
+        return True
+
+    def refresh_interface_loads(self):
+        """Copy the lagged interface-load stiffness of every flexible body into the engine."""
+        o = 0
+        for d in self.system.flexible.flex:
+            m = d.n * d.n
+            self.f_Kitf[o: o + m] = d.K_itf.ravel()
+            o += m
+
+    def _g(self):
+        if not self._grav:
+            return np.zeros(3), False
+        return sum(np.asarray(e.g, float) for e in self._grav), True
+
+    def _args(self):
+        g, has_g = self._g()
+        cs = self.cs
+        return (self.nb, self.rm, self.rc, self.rJ, self.isflex, self.f_body, self.f_col0,
+                self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S, self.f_P,
+                self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka, self.f_Kitf,
+                self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg, cs.pt, cs.target,
+                self.fs_index, self.fs_col0, self.fs_n, self.fs_point, self.fs_X, self.fs_off)
+
+    def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
+        """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
+        s = self.system
+        self.cs.set_time(t)
+        n, nc = s.n, s.nc
+        r = np.zeros(n)
+        phi = np.zeros(nc)
+        A = np.zeros((n + nc, n + nc))
+        _system_terms(np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float),
+                      np.asarray(lam, float), *self._args(), *map(float, coefs), r, phi, A, jac)
+        return r, phi, A
+
+    def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
+        """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
+        self.cs.set_time(t)
+        return _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+                       *self._args(), self.nj)
+
+    def project(self, q, qd, t):
+        """Mass-orthogonal velocity projection on ``Phi_q qd = nu`` (as statics.project_velocities)."""
+        s = self.system
+        n, nc = s.n, s.nc
+        stiff = self.f_stiff
+        self.f_stiff = np.zeros_like(stiff)  # the symmetric mass matrix
+        try:
+            _, _, A = self.terms(q, np.zeros(n), np.zeros(n), np.zeros(nc), t, (1, 0, 0, 0, 0))
+        finally:
+            self.f_stiff = stiff
+        P = A[n:, :n]
+        viol = P @ qd + self.cs.phi_t(q, t)
+        dx = np.linalg.solve(A, np.concatenate([np.zeros(n), -viol]))
+        return qd + dx[:n]
+
+    def energies(self, Q, Qd):
+        """(kinetic, gravity, strain, modal damping power) arrays over a history."""
+        g, _ = self._g()
+        out = np.zeros((len(Q), 4))
+        s = self.system
+        _energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), self.nb, self.rm, self.rc,
+                  np.ascontiguousarray(s.inertia.Jc, float), self.isflex, self.f_body,
+                  self.f_col0, self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S,
+                  self.f_P, self.f_K, self.f_D, self.f_o1, self.f_o2, self.f_o3, g, out)
+        return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
+
+    def reactions(self, q, lam):
+        cs = self.cs
+        out = np.zeros((self.n_joints, 6))
+        r = self.r
+        _reactions(np.asarray(q, float), np.asarray(lam, float), self.nb, cs.b, cs.s, cs.sg,
+                   cs.pt, self.fs_index, self.fs_col0, self.fs_n, self.fs_point, self.fs_X,
+                   self.fs_off, r["joint"], r["side"], r["sgn"], r["child"], r["side_body"],
+                   r["CC"], r["sC"], self.d_joint, self.d_col0, self.d_n, self.d_modes,
+                   self.d_off, out)
+        return out

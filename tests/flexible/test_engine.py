@@ -1,0 +1,64 @@
+"""The compiled engine equals the numpy reference of the absolute formulation."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from flex_helpers import small_beam
+from test_absolute_jacobians import random_state
+
+import flexmbd as fm
+from flexmbd.absolute.engine import Engine
+
+
+def engine_model():
+    rb = small_beam(3, "cb", rayleigh=(0.5, 1e-3))
+    m = fm.Model("engine")
+    m.beam = fm.FlexibleBody(rb)
+    m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
+    m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
+    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=(0, 0.025, 0.025),
+                       child_frame=m.beam.interface("A"))
+    m.j1 = fm.Revolute(m.beam, m.tip, axis=(0.3, 1.0, 0.2),
+                       parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
+                       child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)))
+    m.j2 = fm.Universal(m.beam, m.arm, axis1=(1, 0, 0), axis2=(0, 1, 0),
+                        parent_frame=m.beam.point((0.5, 0.05, 0.05)), child_frame=(0.2, 0, 0))
+    m.j3 = fm.Spherical(m.ground, m.tip, parent_frame=(1.2, 0.0, 0.1),
+                        child_frame=m.tip.frame((0.0, -0.1, 0.0)))
+    m.g = fm.Gravity((0.3, -9.81, 0.5))
+    return m
+
+
+@pytest.fixture(scope="module")
+def system():
+    s = engine_model().compile("absolute")
+    s.flexible.flex[0].set_interface_loads({"B": np.array([0.5, -0.3, 0.2, 40.0, -25.0, 30.0])})
+    return s
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_engine_terms_equal_reference(system, seed):
+    s = system
+    eng = Engine(s)
+    rng = np.random.default_rng(seed)
+    q, qd, qdd, lam = random_state(s, rng)
+    coefs = rng.uniform(0.5, 2.0, 5)
+    r, phi, A = eng.terms(q, qd, qdd, lam, 0.2, coefs)
+    T = s.dae_terms(q, qd, qdd, lam, 0.2)
+    Aref = s.iteration_matrix(T, *coefs).toarray()
+    rref = T.R + T.PtL - T.Q
+    assert np.abs(r - rref).max() <= 1e-12 * np.abs(rref).max()
+    assert np.abs(phi - T.phi).max() <= 1e-13
+    assert np.abs(A - Aref).max() <= 1e-12 * np.abs(Aref).max()
+    # blockwise too (reference rows are small next to the modal stiffness)
+    n7 = s.n_rigid
+    assert np.abs(A[:n7, :n7] - Aref[:n7, :n7]).max() <= 1e-11 * np.abs(Aref[:n7, :n7]).max()
+
+
+def test_engine_reactions_equal_reference(system):
+    s = system
+    eng = Engine(s)
+    rng = np.random.default_rng(4)
+    q, qd, qdd, lam = random_state(s, rng)
+    assert np.allclose(eng.reactions(q, lam), s.constraints.reactions(q, lam), rtol=1e-12,
+                       atol=1e-10)
