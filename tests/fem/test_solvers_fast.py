@@ -72,7 +72,8 @@ def test_all_backends_give_the_same_eigenvalues(clamped, method):
         assert np.allclose(lam, got["superlu"], rtol=1e-9, atol=0)
 
 
-def test_auto_backend_order(clamped):
+def test_auto_backend_order(clamped, monkeypatch):
+    monkeypatch.delenv("FLEXMBD_SPD_BACKEND", raising=False)
     _, K, _ = clamped
     assert resolve_backend("auto", 100) == "dense"
     best = available_backends()[0]
