@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# Install the system libraries flexmbd needs at run time and that pip cannot provide:
-# an OpenGL implementation for off-screen PyVista/VTK rendering. VTK links no GL library
-# and loads one at run time; with none present it segfaults (FACTS.md). On Debian/Ubuntu
-# we install Mesa's EGL + DRI drivers and OSMesa when neither EGL nor OSMesa is found.
-# Idempotent; does nothing when the libraries are already there.
-set -euo pipefail
+# Install the system libraries flexmbd uses and that pip cannot provide (Debian/Ubuntu):
+#  * an OpenGL implementation for off-screen PyVista/VTK rendering: VTK links no GL library
+#    and loads one at run time; with none present it segfaults (FACTS.md). Mesa's EGL + DRI
+#    drivers and OSMesa are installed when neither EGL nor OSMesa is found;
+#  * SuiteSparse headers and OpenBLAS, so that pip can build scikit-sparse (CHOLMOD,
+#    supernodal with OpenBLAS: the fast sparse Cholesky of the FEM reductions). Without
+#    them flexmbd falls back to cholespy (slower, still correct).
+# Idempotent; installs only what is missing. Never fails the set-up: flexmbd runs without
+# either (viz raises a clear error; the FEM uses the fallback solver).
+set -uo pipefail
 
 have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
 
-if have_lib "libEGL.so.1" || have_lib "libOSMesa.so"; then
-    echo "install_system_deps: an off-screen GL library is present (EGL or OSMesa)"
+missing=()
+if ! have_lib "libEGL.so.1" && ! have_lib "libOSMesa.so"; then
+    missing+=(libegl1 libgl1-mesa-dri libosmesa6)
+fi
+if [ ! -f /usr/include/suitesparse/cholmod.h ]; then
+    missing+=(libsuitesparse-dev)
+fi
+if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+    missing+=(libopenblas0-pthread)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install_system_deps: GL, SuiteSparse and OpenBLAS are present"
     exit 0
 fi
-
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install_system_deps: no EGL/OSMesa library found and no apt-get;" \
-         "install Mesa's libEGL or libOSMesa with your package manager for 3D rendering" >&2
-    exit 0   # flexmbd works without rendering; viz raises a clear error
+    echo "install_system_deps: missing ${missing[*]} and no apt-get; install the equivalents" \
+         "with your package manager (rendering and the fast FEM solver need them)" >&2
+    exit 0
 fi
-
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
-echo "install_system_deps: installing libegl1 libgl1-mesa-dri libosmesa6"
-$SUDO apt-get update -qq
+echo "install_system_deps: installing ${missing[*]}"
+$SUDO apt-get update -qq || true
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    libegl1 libgl1-mesa-dri libosmesa6 >/dev/null
+    "${missing[@]}" >/dev/null || echo "install_system_deps: apt-get failed; continuing" >&2
+exit 0

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# One command for a fresh machine: system GL libraries, flexmbd with every extra
-# (tests, peers, viz, io), then the flagship demo.
+# One command for a fresh machine: system libraries, flexmbd with every extra
+# (tests, peers, viz, io, dask), the fast CHOLMOD solver when it builds, then the
+# flagship demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_system_deps.sh
 python -m pip install -q -e ".[all]"
+# scikit-sparse is a source build against the system SuiteSparse: optional, with the
+# cholespy wheel as fallback (pyproject extra "fast").
+python -m pip install -q -e ".[fast]" \
+    || echo "setup: scikit-sparse did not build; the FEM uses cholespy instead" >&2
 python examples/flagship.py
