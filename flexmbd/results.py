@@ -101,6 +101,10 @@ class BodyHistory:
             raise FlexmbdError(f"body {self.name!r} has no modal coordinates") from None
 
     def _extra(self, kind, hint):
+        key = f"{kind}:{self.name}"
+        system = getattr(self._res, "system", None)
+        if key not in self._res.extra and kind in ("position", "orientation") and system:
+            attach_body_poses(self._res, system)  # computed on first request
         try:
             return self._res.extra[f"{kind}:{self.name}"]
         except KeyError:

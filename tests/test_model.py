@@ -166,3 +166,16 @@ def test_force_elements_validate_input():
         fm.JointForce(m.j, [1.0, 2.0])
     with pytest.raises(fm.ModelError, match="g must be 3"):
         fm.Gravity((0, 9.81))
+
+
+def test_simulate_results_give_body_poses_on_request():
+    m = fm.Model()
+    m.a = fm.RigidBody.rod(1.0, 1.0, radius=0.02, origin="end")
+    m.j = fm.Revolute(m.ground, m.a, parent_frame=(0, 1.0, 0))
+    m.g = fm.Gravity((0, -9.81, 0))
+    res = m.simulate(0.2, dt=1e-3, integrator="rk4")
+    assert not any(k.startswith("position:") for k in res.extra)  # lazy
+    th = res.joint("j").q[:, 0]
+    e = res.body("a").orientation
+    assert np.allclose(2 * np.arctan2(e[:, 3], e[:, 0]), th, atol=1e-12)
+    assert np.allclose(res.body("a").position, [0, 1.0, 0], atol=1e-14)

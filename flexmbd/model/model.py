@@ -206,7 +206,9 @@ class Model(Block):
         if formulation is None:
             formulation = "absolute" if integrator in implicit else "recursive"
         system = self.compile(formulation)
-        return system.simulate(t_end, dt=dt, integrator=integrator, **options)
+        res = system.simulate(t_end, dt=dt, integrator=integrator, **options)
+        res.system = system  # lets res.body(name).position compute poses on request
+        return res
 
     # -- display ----------------------------------------------------------------------
     def pprint(self, file=None):
