@@ -198,6 +198,22 @@ class FlexibleBody(Body):
             object.__setattr__(self, "_inv", inv)
         return self._inv
 
+    def displacements(self, modal):
+        """Nodal displacements (..., n_nodes, 3) in body axes for modal coordinates (..., n)
+        (e.g. ``res.body(name).modal``): reconstruction through the reduced body's modes."""
+        modal = np.asarray(modal, float)
+        U = modal @ np.asarray(self.reduced.modes, float).T
+        return U.reshape(modal.shape[:-1] + (-1, 3))
+
+    def stresses(self, modal):
+        """Voigt nodal stresses (..., n_nodes, 6) for modal coordinates (..., n)."""
+        modal = np.asarray(modal, float)
+        S = np.asarray(self.reduced.stress_modes, float)
+        if S.shape[0] == 0:
+            raise ModelError(f"FlexibleBody {self.local_name!r}: the reduced body has no stress "
+                             f"modes (reduce(..., stress_modes=True))")
+        return np.einsum("nkm,...m->...nk", S, modal)
+
     def geometric_stiffness(self, omega, alpha, a, interface_forces=None):
         """Modal geometric stiffness (n x n) for the current inertia and interface loads.
 
@@ -251,6 +267,21 @@ class _DeformingFrame(Frame):
     @property
     def rotation(self):
         return self._rot
+
+    def trajectory(self, results):
+        """World positions (nt, 3) of the deformed frame origin over a :class:`Results`
+        history (needs ``position:``, ``orientation:`` and ``modal:`` extras of the body)."""
+        from ..results import quat_to_rot_batch
+
+        name = self.body.name
+        try:
+            r = results.extra[f"position:{name}"]
+            R = quat_to_rot_batch(results.extra[f"orientation:{name}"])
+            qf = results.extra[f"modal:{name}"]
+        except KeyError:
+            raise ModelError(f"results have no pose/modal history of body {name!r}") from None
+        p = self.position + qf @ self.modes[3:].T
+        return r + np.einsum("tij,tj->ti", R, p)
 
     def pose(self, q):
         """``(R, p)`` of the deformed frame in body axes for modal coordinates ``q``.
