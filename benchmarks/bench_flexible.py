@@ -58,6 +58,35 @@ def run_flexmbd(rb, t_end, dt, rho_inf, repeat, stiffening=False):
             "res": res}
 
 
+def run_flexmbd_exudyn_gravity(rb, t_end, dt, rho_inf):
+    """Our model with the gravity moment taken about the *undeformed* centre of mass.
+
+    Exudyn's mass-proportional load on ``ObjectFFRFreducedOrder`` was found to act like
+    this (its moment misses ``int rho u dV x g``): with the same approximation the two
+    codes agree to the integrators' O(h^2) difference. Generic (numpy) path, patched.
+    """
+    import flexmbd.absolute.flexible as AF
+    from flexmbd.spatial import skew
+
+    orig = AF.gravity_terms
+
+    def undeformed_moment(inv, q, g):
+        Q, Qq, Qg = orig(inv, q, g)
+        Q[:3] = np.cross(inv.c, g)
+        Qq[:3] = 0.0
+        Qg[:3] = skew(inv.c)
+        return Q, Qq, Qg
+
+    AF.gravity_terms = undeformed_moment
+    try:
+        m = fp.build(rb, stiffening=False)
+        res = m.compile("absolute").simulate(t_end, dt=dt, integrator="generalized-alpha",
+                                             rho_inf=rho_inf, engine=False)
+    finally:
+        AF.gravity_terms = orig
+    return fp.tip_trajectory(m, res)[0]
+
+
 def run_exudyn(rb, model, t_end, dt, rho_inf, repeat, variant="marker", tol=1e-10):
     import exudyn as exu
     import exudyn.FEM as FEM
@@ -137,11 +166,13 @@ def main(argv=None):
         ours = run_flexmbd(rb, args.t_end, args.dt, args.rho_inf, args.repeat)
         row = {"modes": nm, "ours": ours["cpu"], "iters": ours["iters"]}
         if not args.no_peer:
+            compat = run_flexmbd_exudyn_gravity(rb, args.t_end, args.dt, args.rho_inf)
             for variant in ("marker", "node"):
                 ex = run_exudyn(rb, model, args.t_end, args.dt, args.rho_inf, args.repeat, variant)
                 n = min(len(ex["tip"]), len(ours["tip"]))
                 row[variant] = ex["cpu"]
                 row[variant + "_diff"] = float(np.abs(ex["tip"][:n] - ours["tip"][:n]).max())
+                row[variant + "_compat"] = float(np.abs(ex["tip"][:n] - compat[:n]).max())
         rows.append(row)
         print(row, flush=True)
     load = os.getloadavg()[0]
@@ -168,14 +199,15 @@ def main(argv=None):
                  f"exudyn {exv}; date {time.strftime('%Y-%m-%d')}")
     lines.append("")
     lines.append("| modes | flexmbd CPU [s] | Newton/step | Exudyn marker [s] | ratio | "
-                 "tip diff marker [m] | Exudyn node [s] | ratio | tip diff node [m] |")
+                 "Exudyn node [s] | ratio | tip diff [m] | tip diff, Exudyn's gravity [m] |")
     lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if "marker" in r:
             lines.append(f"| {r['modes']} | {r['ours']:.3f} | {r['iters']:.2f} | "
                          f"{r['marker']:.3f} | {r['ours'] / r['marker']:.2f} | "
-                         f"{r['marker_diff']:.1e} | {r['node']:.3f} | "
-                         f"{r['ours'] / r['node']:.2f} | {r['node_diff']:.1e} |")
+                         f"{r['node']:.3f} | {r['ours'] / r['node']:.2f} | "
+                         f"{max(r['marker_diff'], r['node_diff']):.1e} | "
+                         f"{max(r['marker_compat'], r['node_compat']):.1e} |")
         else:
             lines.append(f"| {r['modes']} | {r['ours']:.3f} | {r['iters']:.2f} | - | - | - | - "
                          f"| - | - |")

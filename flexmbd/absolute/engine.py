@@ -122,7 +122,20 @@ def _TE(a):
 
 @njit(cache=True)
 def _A(e):
-    return _mm(_E(e), _G(e).T)
+    """Polynomial rotation matrix (e0^2 - ev.ev) I + 2 ev ev^T + 2 e0 ev~ (= E G^T)."""
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
+    A = np.empty((3, 3))
+    A[0, 0] = d + 2 * e1 * e1
+    A[1, 1] = d + 2 * e2 * e2
+    A[2, 2] = d + 2 * e3 * e3
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    return A
 
 
 @njit(cache=True)
@@ -145,15 +158,51 @@ def _cross(a, b):
 
 @njit(cache=True)
 def _dAs(e, s):
-    """d(A(e) s)/de (3, 4)."""
-    y = _mv(_TG(s), e)
-    return _mm(_E(e), _TG(s)) - _E(y)
+    """d(A(e) s)/de (3, 4): [2 e0 s + 2 ev x s, 2 ((ev.s) I + ev s^T - s ev^T - e0 s~)]."""
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    s0, s1, s2 = s[0], s[1], s[2]
+    es = e1 * s0 + e2 * s1 + e3 * s2
+    D = np.empty((3, 4))
+    D[0, 0] = 2 * (e0 * s0 + e2 * s2 - e3 * s1)
+    D[1, 0] = 2 * (e0 * s1 + e3 * s0 - e1 * s2)
+    D[2, 0] = 2 * (e0 * s2 + e1 * s1 - e2 * s0)
+    ev = (e1, e2, e3)
+    sv = (s0, s1, s2)
+    for i in range(3):
+        for j in range(3):
+            v = ev[i] * sv[j] - sv[i] * ev[j]
+            if i == j:
+                v += es
+            D[i, 1 + j] = 2 * v
+    # - 2 e0 s~
+    D[0, 2] += 2 * e0 * s2
+    D[0, 3] -= 2 * e0 * s1
+    D[1, 1] -= 2 * e0 * s2
+    D[1, 3] += 2 * e0 * s0
+    D[2, 1] += 2 * e0 * s1
+    D[2, 2] -= 2 * e0 * s0
+    return D
 
 
 @njit(cache=True)
 def _Smat(mu, s):
-    a = _mm(_TE(mu).T, _TG(s))
-    return a + a.T
+    """Hessian of mu . A(e) s: [[2 mu.s, 2 (s x mu)^T], [2 (s x mu), 2 (mu s^T + s mu^T) - 2 mu.s I]]."""
+    ms = mu[0] * s[0] + mu[1] * s[1] + mu[2] * s[2]
+    S = np.empty((4, 4))
+    S[0, 0] = 2 * ms
+    c0 = s[1] * mu[2] - s[2] * mu[1]
+    c1 = s[2] * mu[0] - s[0] * mu[2]
+    c2 = s[0] * mu[1] - s[1] * mu[0]
+    S[0, 1] = S[1, 0] = 2 * c0
+    S[0, 2] = S[2, 0] = 2 * c1
+    S[0, 3] = S[3, 0] = 2 * c2
+    for i in range(3):
+        for j in range(3):
+            v = 2 * (mu[i] * s[j] + s[i] * mu[j])
+            if i == j:
+                v -= 2 * ms
+            S[1 + i, 1 + j] = v
+    return S
 
 
 @njit(cache=True)
@@ -279,10 +328,14 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
         p[0], p[1], p[2] = w[0] * w[0], w[1] * w[1], w[2] * w[2]
         p[3], p[4], p[5] = w[0] * w[1], w[1] * w[2], w[0] * w[2]
         KG = Kitf.copy()
-        for k in range(6):
-            KG += p[k] * Kw[k]
-        for k in range(3):
-            KG += al[k] * Kal[k] + (a[k] - gb[k]) * Ka[k]
+        for i in range(n):
+            for j in range(n):
+                v = 0.0
+                for k in range(6):
+                    v += p[k] * Kw[k, i, j]
+                for k in range(3):
+                    v += al[k] * Kal[k, i, j] + (a[k] - gb[k]) * Ka[k, i, j]
+                KG[i, j] += v
         Ff += _mv(KG, qf)
     F[:3] = Fw
     F[3:6] = Fv
@@ -321,34 +374,45 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
     for k in range(n):
         trZ[k] = Z[0, 0, k] + Z[1, 1, k] + Z[2, 2, k]
     alx = _skew(al)
+    dJ = np.empty((3, 3))
+    col = np.empty(3)
+    dJw = np.empty(3)
     for k in range(n):
         # dJ_k = 2 tr(Y_k) I - Y_k - Y_k^T
-        dJ = np.empty((3, 3))
         for i in range(3):
             for j in range(3):
                 dJ[i, j] = -Y[i, j, k] - Y[j, i, k]
             dJ[i, i] += 2.0 * trY[k]
-        col = _mv(dJ, al) + _cross(St[:, k], a)
-        # Pe[a, k, l] qdd_l = eps_abc P[b, c, k, l] qdd_l
-        pe = np.zeros(3)
-        for l in range(n):
-            pe[0] += (P[1, 2, k, l] - P[2, 1, k, l]) * qfdd[l]
-            pe[1] += (P[2, 0, k, l] - P[0, 2, k, l]) * qfdd[l]
-            pe[2] += (P[0, 1, k, l] - P[1, 0, k, l]) * qfdd[l]
-        col += pe + _cross(w, _mv(dJ, w))
+        s0, s1, s2 = St[0, k], St[1, k], St[2, k]
         for i in range(3):
-            zw = 0.0
-            for j in range(3):
-                zw += Z[j, i, k] * w[j]
-            col[i] += 2.0 * (w[i] * trZ[k] - zw)
-        Fq[:3, k] = col
-        stk = St[:, k].copy()
-        Fq[3:6, k] = _cross(al, stk) + _cross(w, _cross(w, stk))
+            col[i] = dJ[i, 0] * al[0] + dJ[i, 1] * al[1] + dJ[i, 2] * al[2]
+            dJw[i] = dJ[i, 0] * w[0] + dJ[i, 1] * w[1] + dJ[i, 2] * w[2]
+        # + St_k x a
+        col[0] += s1 * a[2] - s2 * a[1]
+        col[1] += s2 * a[0] - s0 * a[2]
+        col[2] += s0 * a[1] - s1 * a[0]
+        # + Pe[:, k, :] qdd  (Pe[a, k, l] = eps_abc P[b, c, k, l])
+        for l in range(n):
+            col[0] += (P[1, 2, k, l] - P[2, 1, k, l]) * qfdd[l]
+            col[1] += (P[2, 0, k, l] - P[0, 2, k, l]) * qfdd[l]
+            col[2] += (P[0, 1, k, l] - P[1, 0, k, l]) * qfdd[l]
+        # + w x (dJ_k w)
+        col[0] += w[1] * dJw[2] - w[2] * dJw[1]
+        col[1] += w[2] * dJw[0] - w[0] * dJw[2]
+        col[2] += w[0] * dJw[1] - w[1] * dJw[0]
+        for i in range(3):
+            zw = Z[0, i, k] * w[0] + Z[1, i, k] * w[1] + Z[2, i, k] * w[2]
+            Fq[i, k] = col[i] + 2.0 * (w[i] * trZ[k] - zw)
+        # F_v: alpha x St_k + w x (w x St_k)
+        ws0 = w[1] * s2 - w[2] * s1
+        ws1 = w[2] * s0 - w[0] * s2
+        ws2 = w[0] * s1 - w[1] * s0
+        Fq[3, k] = al[1] * s2 - al[2] * s1 + w[1] * ws2 - w[2] * ws1
+        Fq[4, k] = al[2] * s0 - al[0] * s2 + w[2] * ws0 - w[0] * ws2
+        Fq[5, k] = al[0] * s1 - al[1] * s0 + w[0] * ws1 - w[1] * ws0
         # dF_w/dqd_k = 2 (w tr Y_k - Y_k w)
         for i in range(3):
-            yw = 0.0
-            for j in range(3):
-                yw += Y[i, j, k] * w[j]
+            yw = Y[i, 0, k] * w[0] + Y[i, 1, k] * w[1] + Y[i, 2, k] * w[2]
             Fqd[i, k] = 2.0 * (w[i] * trY[k] - yw)
         # dF_f,k/dw = (Y_k + Y_k^T - 2 tr Y_k I) w - 2 axial(Z_k)
         for i in range(3):
@@ -383,9 +447,13 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
     if stiff:
         Fq[6:] += KG
         # d(K_G q)/dw = sum_k (Kw_k q) dp_k/dw
-        kq = np.empty((6, n))
+        kq = np.zeros((6, n))
         for k in range(6):
-            kq[k] = _mv(Kw[k], qf)
+            for i in range(n):
+                v = 0.0
+                for j in range(n):
+                    v += Kw[k, i, j] * qf[j]
+                kq[k, i] = v
         dp = np.zeros((6, 3))
         dp[0, 0], dp[1, 1], dp[2, 2] = 2 * w[0], 2 * w[1], 2 * w[2]
         dp[3, 0], dp[3, 1] = w[1], w[0]
@@ -399,18 +467,45 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
             Fa[6:, k] += ga
             Fg[6:, k] -= ga
     G2 = 2.0 * G
-    M[:, :3] = _mm(_out_rows(A, G2, Fa), A.T)
-    M[:, 3:7] = _mm(_out_rows(A, G2, Fal), G2)
-    M[:, 7:] = _out_rows(A, G2, Fqdd)
-    D[:, 3:7] = _mm(_out_rows(A, G2, Fwd), G2)
-    D[:, 7:] = _out_rows(A, G2, Fqd)
+    buf = np.empty((7 + n, max(n, 4)))
+    _out_into(A, G2, Fa, A.T, M, 0, buf)
+    _out_into(A, G2, Fal, G2, M, 3, buf)
+    _out_into(A, G2, Fqdd, np.empty((0, 0)), M, 7, buf)
+    _out_into(A, G2, Fwd, G2, D, 3, buf)
+    _out_into(A, G2, Fqd, np.empty((0, 0)), D, 7, buf)
     dFe = _mm(Fwd, -2.0 * _G(ed)) + _mm(Fal, -2.0 * _G(edd)) + _mm(Fa, _dAtr(e, rdd))
     if stiff:
         dFe += _mm(Fg, _dAtr(e, g))
-    K[:, 3:7] = _out_rows(A, G2, dFe)
+    _out_into(A, G2, dFe, np.empty((0, 0)), K, 3, buf)
     K[:3, 3:7] += _dAs(e, F[3:6])
     K[3:7, 3:7] += 2.0 * _TG(F[:3])
-    K[:, 7:] = _out_rows(A, G2, Fq)
+    _out_into(A, G2, Fq, np.empty((0, 0)), K, 7, buf)
+
+
+@njit(cache=True)
+def _out_into(A, G2, X, Bm, Out, c0, buf):
+    """Out[:, c0:c0+m] = [A X_v; G2^T X_w; X_f] @ Bm (Bm empty: identity), through buf."""
+    N = X.shape[0] + 1
+    c = X.shape[1]
+    for l in range(c):
+        for i in range(3):
+            buf[i, l] = A[i, 0] * X[3, l] + A[i, 1] * X[4, l] + A[i, 2] * X[5, l]
+        for i in range(4):
+            buf[3 + i, l] = G2[0, i] * X[0, l] + G2[1, i] * X[1, l] + G2[2, i] * X[2, l]
+        for i in range(7, N):
+            buf[i, l] = X[i - 1, l]
+    if Bm.shape[0] == 0:
+        for i in range(N):
+            for l in range(c):
+                Out[i, c0 + l] = buf[i, l]
+        return
+    m = Bm.shape[1]
+    for i in range(N):
+        for j in range(m):
+            v = 0.0
+            for l in range(c):
+                v += buf[i, l] * Bm[l, j]
+            Out[i, c0 + j] = v
 
 
 @njit(cache=True)
@@ -505,18 +600,29 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
     fid = np.empty(4, np.int64)
     Ab = np.zeros((4, 3, 3))
     dA = np.zeros((4, 3, 4))
+    ncol = np.zeros(4, np.int64)
+    cols = np.zeros((4, 7 + nmax), np.int64)
+    Jfull = np.zeros((4, 3, 7 + nmax))
     for p in range(npm):
         for k in range(4):
             bk = b[p, k]
             fid[k] = _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q,
                              ys[k], Jq[k], Hs[k])
+            sgk = sg[p, k]
             if bk >= 0:
                 e = q[7 * bk + 3: 7 * bk + 7]
                 Ab[k] = _A(e)
-                vals[k] = sg[p, k] * (_mv(Ab[k], ys[k]) + pt[p, k] * q[7 * bk: 7 * bk + 3])
-                dA[k] = sg[p, k] * _dAs(e, ys[k])
+                ptk = pt[p, k]
+                for i in range(3):
+                    vals[k, i] = sgk * (Ab[k, i, 0] * ys[k, 0] + Ab[k, i, 1] * ys[k, 1]
+                                        + Ab[k, i, 2] * ys[k, 2] + ptk * q[7 * bk + i])
+                D4 = _dAs(e, ys[k])
+                for i in range(3):
+                    for j in range(4):
+                        dA[k, i, j] = sgk * D4[i, j]
             else:
-                vals[k] = sg[p, k] * ys[k]
+                for i in range(3):
+                    vals[k, i] = sgk * ys[k, i]
         X = vals[0] + vals[1]
         Y = vals[2] + vals[3]
         phi[p] = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2] - target[p]
@@ -541,22 +647,44 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
         lp = lam[p]
         if lp == 0.0:
             continue
-        # cross terms lam (Jx^T Jy + Jy^T Jx)
-        for kx in range(2):
-            bx = b[p, kx]
-            if bx < 0:
+        # cross terms lam (Jx^T Jy + Jy^T Jx), slot Jacobians over their own columns
+        for k in range(4):
+            bk = b[p, k]
+            if bk < 0:
+                ncol[k] = 0
                 continue
-            cx, Jx, ncx = _slot_full_jac(p, kx, bx, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0)
+            f = fid[k]
+            nf = fs_n[f] if f >= 0 else 0
+            ncol[k] = 7 + nf
+            for i in range(7):
+                cols[k, i] = 7 * bk + i
+            for r in range(3):
+                for i in range(7 + nf):
+                    Jfull[k, r, i] = 0.0
+                Jfull[k, r, r] = sg[p, k] * pt[p, k]
+                for i in range(4):
+                    Jfull[k, r, 3 + i] = dA[k, r, i]
+            if f >= 0:
+                for j in range(nf):
+                    cols[k, 7 + j] = fs_col0[f] + j
+                for r in range(3):
+                    for j in range(nf):
+                        Jfull[k, r, 7 + j] = sg[p, k] * (Ab[k, r, 0] * Jq[k, 0, j]
+                                                         + Ab[k, r, 1] * Jq[k, 1, j]
+                                                         + Ab[k, r, 2] * Jq[k, 2, j])
+        for kx in range(2):
+            ncx = ncol[kx]
             for ky in range(2, 4):
-                by = b[p, ky]
-                if by < 0:
-                    continue
-                cy, Jy, ncy = _slot_full_jac(p, ky, by, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0)
+                ncy = ncol[ky]
                 for i in range(ncx):
+                    ci = cols[kx, i]
                     for j in range(ncy):
-                        v = lp * (Jx[0, i] * Jy[0, j] + Jx[1, i] * Jy[1, j] + Jx[2, i] * Jy[2, j])
-                        H[cx[i], cy[j]] += v
-                        H[cy[j], cx[i]] += v
+                        cj = cols[ky, j]
+                        v = lp * (Jfull[kx, 0, i] * Jfull[ky, 0, j]
+                                  + Jfull[kx, 1, i] * Jfull[ky, 1, j]
+                                  + Jfull[kx, 2, i] * Jfull[ky, 2, j])
+                        H[ci, cj] += v
+                        H[cj, ci] += v
         # own second derivatives
         for k in range(4):
             bk = b[p, k]
@@ -783,6 +911,72 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
         tiny = (nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum()))
                 and nl <= 1e-13 * (1.0 + np.sqrt((x_lam * x_lam).sum())))
     return 0, max_iter, 0.0
+
+
+@njit(cache=True)
+def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_all, T_all,
+         Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol,
+         nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P,
+         f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
+         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj,
+         r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
+         d_joint, d_col0, d_n, d_modes, d_off, gauge):
+    """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
+    index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
+    rheonomic slot vectors and targets per step (first axis 1: constant)."""
+    nt = times.shape[0]
+    n = q.shape[0]
+    bp = be * (1 - af) / (1 - am)
+    gp = ga * (1 - af) / (1 - am)
+    bh2 = bp * h * h
+    gh = gp * h
+    sc = 1.0 / bh2
+    timed = S_all.shape[0] > 1
+    for i in range(1, nt):
+        a_part = (af * qdd - am * a) / (1 - am)
+        q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
+        v_pred = qd + h * (1 - ga) * a + h * ga * a_part
+        x_qdd = qdd.copy()
+        x_lam = lam.copy()
+        if timed:
+            cs_i = S_all[i]
+            tg_i = T_all[i]
+        else:
+            cs_i = cs
+            tg_i = ctarget
+        status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
+                                hist[i], nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass,
+                                f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka,
+                                f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg, cpt, tg_i,
+                                fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
+        iters[i] = k
+        resid[i] = hist[i, k]
+        if status != 1:
+            return i
+        a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
+        q = q_pred + bh2 * x_qdd
+        qd = v_pred + gh * x_qdd
+        if gauge:  # Euler-parameter rates without their component along e
+            for b in range(nb):
+                c3 = 7 * b + 3
+                ee = 0.0
+                ed = 0.0
+                for j in range(4):
+                    ee += q[c3 + j] * q[c3 + j]
+                    ed += q[c3 + j] * qd[c3 + j]
+                for j in range(4):
+                    qd[c3 + j] -= q[c3 + j] * (ed / ee)
+        qdd = x_qdd
+        lam = x_lam
+        viol[i] = vi
+        Tq[i] = q
+        Tqd[i] = qd
+        Tqdd[i] = qdd
+        Tlam[i] = lam
+        _reactions(q, lam, nb, cb, cs_i, csg, cpt, fs_index, fs_col0, fs_n, fs_point, fs_X,
+                   fs_off, r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
+                   d_joint, d_col0, d_n, d_modes, d_off, reac[i])
+    return 0
 
 
 @njit(cache=True)
@@ -1112,6 +1306,33 @@ class Engine:
                   self.f_col0, self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S,
                   self.f_P, self.f_K, self.f_D, self.f_o1, self.f_o2, self.f_o3, g, out)
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
+
+    def run(self, q, qd, qdd, a, lam, times, h, scheme, tol, rtol, max_iter, gauge, Tq, Tqd, Tqdd,
+            Tlam, reac, iters, resid, hist, viol):
+        """All steps of an integration in compiled code; returns the first failed step or 0.
+
+        Drivers: their time-dependent slot vectors and targets are tabulated per step
+        first (``JointDriver`` functions are Python callables)."""
+        cs = self.cs
+        if cs.rheonomic:
+            nt = len(times)
+            S_all = np.empty((nt,) + cs.s.shape)
+            T_all = np.empty((nt, len(cs.target)))
+            for i, t in enumerate(times):
+                cs.set_time(float(t))
+                S_all[i] = cs.s
+                T_all[i] = cs.target
+        else:
+            S_all = np.empty((1,) + cs.s.shape)
+            T_all = np.empty((1, len(cs.target)))
+        r = self.r
+        return _run(np.array(q, float), np.array(qd, float), np.array(qdd, float),
+                    np.array(a, float), np.array(lam, float), np.asarray(times, float),
+                    float(h), scheme.beta, scheme.gamma, scheme.alpha_m, scheme.alpha_f,
+                    float(tol), float(rtol), int(max_iter), S_all, T_all, Tq, Tqd, Tqdd, Tlam,
+                    reac, iters, resid, hist, viol, *self._args(), self.nj, r["joint"],
+                    r["side"], r["sgn"], r["child"], r["side_body"], r["CC"], r["sC"],
+                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge))
 
     def reactions(self, q, lam):
         cs = self.cs

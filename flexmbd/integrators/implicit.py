@@ -363,6 +363,22 @@ def _integrate_engine(system, eng, sch, h, times, q, qd, qdd, lam, a, Tq, Tqd, T
     bh2, gh, sc = bp * h * h, gp * h, 1.0 / (bp * h * h)
     lagged = eng.itf_lagged
     t_clock = _time.perf_counter
+    if not (lagged or project or callback is not None):
+        # the whole loop compiled (no Python work between steps)
+        tic = t_clock()
+        failed = eng.run(q, qd, qdd, a, lam, times, h, sch, tol, rtol, max_iter, gauge, Tq, Tqd,
+                         Tqdd, Tlam, reac, iters, resid, hist, viol)
+        stop = failed if failed else len(times)
+        wall[1:stop] = (t_clock() - tic) / max(stop - 1, 1)
+        if failed:
+            part = results(failed)
+            k = iters[failed]
+            raise ConvergenceError(
+                f"{sch.name}: Newton did not converge at t = {times[failed]:.6g} s (step "
+                f"{failed}) in {k} iterations; residual {hist[failed, k]:.3e} > tol {tol:.1e} + "
+                f"rtol*scale. Reduce dt, loosen tol, or check the force-element Jacobians",
+                partial=part, time=float(times[failed]))
+        return results(len(times))
     for i in range(1, len(times)):
         t1 = float(times[i])
         tic = t_clock()
@@ -495,10 +511,11 @@ def interface_motions(system, q):
     """World poses of the interface frames of the flexible bodies over a history ``q`` (nt, n).
 
     ``{"interface:BODY.NAME": (nt, 7)}`` with the deformed frame origin (m) and its Euler
-    parameters (scalar first), both world.
+    parameters (scalar first, sign-continuous), both world: the frame rotates by the
+    exponential map of its rotation modes times the modal coordinates (vectorized).
     """
     from ..absolute.quaternion import Apoly
-    from ..results import rot_to_quat_batch
+    from ..spatial import rot_to_quat
 
     out = {}
     q = np.atleast_2d(q)
@@ -512,13 +529,30 @@ def interface_motions(system, q):
         qf = q[:, d.col0: d.col0 + d.n]
         for name in rb.interface_names:
             fr = d.body.interface(name)
-            poses = [fr.pose(x) for x in qf]
-            Rf = np.array([p[0] for p in poses]).reshape(-1, 3, 3)
-            pf = np.array([p[1] for p in poses]).reshape(-1, 3)
-            pos = r + np.einsum("tij,tj->ti", A, pf)
-            quat = rot_to_quat_batch(A @ Rf)
+            X = fr.modes
+            pos = r + np.einsum("tij,tj->ti", A, fr.position + qf @ X[3:].T)
+            th = qf @ X[:3].T
+            t = np.linalg.norm(th, axis=1)
+            half = 0.5 * t
+            k = np.where(t > 1e-8, np.sin(half) / np.where(t > 1e-8, t, 1.0),
+                         0.5 - t * t / 48.0)
+            qd = np.concatenate([np.cos(half)[:, None], k[:, None] * th], axis=1)
+            quat = _qmul(_qmul(e, qd), rot_to_quat(fr.rotation)[None, :])
+            flips = np.concatenate([[1.0], np.sign(np.einsum("ti,ti->t", quat[1:], quat[:-1]))])
+            flips[flips == 0] = 1.0
+            quat = quat * np.cumprod(flips)[:, None]
+            if quat[0, 0] < 0:
+                quat = -quat
             out[f"interface:{d.body.name}.{name}"] = np.concatenate([pos, quat], axis=1)
     return out
+
+
+def _qmul(a, b):
+    """Batched quaternion product (scalar first)."""
+    a0, av = a[:, :1], a[:, 1:]
+    b0, bv = b[:, :1], b[:, 1:]
+    return np.concatenate([a0 * b0 - np.sum(av * bv, axis=1, keepdims=True),
+                           a0 * bv + b0 * av + np.cross(av, bv)], axis=1)
 
 
 def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter,
