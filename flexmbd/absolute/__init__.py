@@ -1,5 +1,8 @@
 """Absolute-coordinate formulation: bodies in (position, Euler parameters), joints as constraints.
 
+Flexible bodies add their modal coordinates (:mod:`.flexible`); small and mid-size
+models run in a compiled Newton engine (:mod:`.engine`).
+
 ``model.compile("absolute")`` returns an :class:`AbsoluteSystem`: the index-3 DAE
 ``M(q) qdd + Phi_q^T lam = Q`` with every joint a set of algebraic equations
 (:mod:`.constraints`), exact sparse Jacobians for Newton-type implicit integrators

@@ -1,4 +1,13 @@
-"""The absolute-coordinate System: index-3 DAE of rigid bodies in Euler parameters.
+"""The absolute-coordinate System: index-3 DAE of rigid and flexible bodies in Euler parameters.
+
+Coordinates: 7 per body ``q_b = (r, e)`` (frame origin, Euler parameters; bodies in
+declaration order), then the modal coordinates of every flexible body
+(``modal_slices[name]``, labels ``q1..qn``). Flexible bodies: :mod:`.flexible`
+(floating-frame inertia, elastic and damping forces, distributed gravity, geometric
+stiffening); joints and point loads at their deforming interface / node frames:
+:mod:`.constraints` (``_FlexSlot``) and :class:`.flexible.FlexPointForce`. The
+integrators run models of rigid and flexible bodies, joints, drivers and gravity in
+the compiled engine (:mod:`.engine`), everything else through the generic terms below.
 
 Equations (per body ``q_b = (r, e)``, 7 coordinates; :mod:`.inertia`,
 :mod:`.constraints`, :mod:`.forces`)::

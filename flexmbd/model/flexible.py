@@ -18,6 +18,19 @@ Joints and force elements attach to
 
 ``FlexibleBody.from_mesh`` is lazy: the mesh is reduced on first use and kept
 (``cache="body.npz"`` also keeps it on disk and reuses it when the inputs match).
+
+Deforming frames: an interface frame's motion per unit modal coordinate
+(:meth:`FlexibleBody.interface_modes`) is the least-squares rigid fit of the mode
+shapes at its nodes (exact for rigid interfaces); it rotates by the exponential map
+of ``modes[:3] @ q`` (:mod:`flexmbd.flexible.rotation`). A node frame translates with
+its node and keeps the body-frame axes.
+
+Formulations: the absolute one (:mod:`flexmbd.absolute.flexible`) handles flexible
+bodies, joints at their frames and :class:`~flexmbd.PointForce` loads at them; results
+keep ``extra["modal:NAME"]`` and ``extra["interface:NAME.ITF"]`` (world pose of every
+interface frame, ``(nt, 7)``). Nodal fields on demand: :meth:`FlexibleBody.displacements`
+and :meth:`FlexibleBody.stresses` of ``res.body(name).modal``; world paths of frames:
+``body.point(xyz).trajectory(res)``.
 """
 
 import hashlib

@@ -198,3 +198,30 @@ def test_pinned_beam_frequency_matches_fe():
     assert len(tz) >= 5
     assert abs(f_sim / f_expect - 1) < 2e-3, (f_sim, f_expect, f_fe)
     assert res.stats["newton_iterations"][1:].max() <= 3
+
+
+def test_reaction_at_a_deforming_child_frame():
+    """A rigid block welded to the tip interface of a cantilever: the reaction of the block on
+    the beam, reported at the deformed tip frame in its (rotated) axes, is the block's weight
+    and its moment there."""
+    rb = small_beam(4, "cb")
+    m = fm.Model("tip_block")
+    m.beam = fm.FlexibleBody(rb)
+    m.block = fm.RigidBody(50.0, (0.2, 0.3, 0.4), com=(0.1, -0.05, 0.02))
+    m.fix = fm.Fixed(m.ground, m.beam, parent_frame=A0, child_frame=m.beam.interface("A"))
+    m.weld = fm.Fixed(m.block, m.beam, parent_frame=(0.0, 0.0, 0.0),
+                      child_frame=m.beam.interface("B"))
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    s = m.compile("absolute")
+    st = s.static_equilibrium()
+    qf = s.modal(st.q, "beam")
+    RB, pB = m.beam.interface("B").pose(qf)
+    FB = s.rotation(st.q, "beam") @ RB  # world axes of the deformed tip frame
+    assert abs(FB[1, 0]) > 5e-4  # it did rotate (~0.05 degrees)
+    W = st.reaction("weld")
+    f = np.array([0.0, -9.81 * 50.0, 0.0])
+    rc = s.body_states(st.q, 0 * st.q)["block"]
+    com = rc[1] + rc[0] @ np.array([0.1, -0.05, 0.02])
+    pw = s.body_states(st.q, 0 * st.q)["beam"][1] + s.rotation(st.q, "beam") @ pB
+    assert np.allclose(W[3:], FB.T @ f, rtol=1e-9, atol=1e-9)
+    assert np.allclose(W[:3], FB.T @ np.cross(com - pw, f), rtol=1e-8, atol=1e-8)
