@@ -111,3 +111,124 @@ def general_cfa(system, q, qd, tau, fext):
     reac = np.zeros((len(system.joint_names), 6))
     K.reactions_into(Ia, Vv, R3, P3, reac)
     return qdd, reac, FS, acc, FT[:system.nv].copy()
+
+
+def general_flexible(system, q, qd, tau):
+    """Dense CFA for trees with flexible bodies (:mod:`flexmbd.recursive.flexible`, section 5).
+
+    Same kinematics and bias pass as the serialized kernels; then the block matrices
+    with ``6 + n_k`` rows per body -- ``[I; 0]`` in block (k, k), ``-[Phi_k; Psi_k]`` in
+    block (parent, k) -- the block-diagonal inverse generalized inertia ``G`` and the
+    modal selector ``E``, and ::
+
+        A F_S = -W^T P^T G (P H F_T + E tf),   u' = G (P F + E tf),   Qdd = H^T P^T u'
+
+    by dense factorizations. Geometric stiffening: the same fixed point as the kernels.
+    Returns ``(qdd, reactions, W F_S per label, body accelerations, F_T)``.
+    """
+    from . import _flexkernels as FK
+
+    fl = system._flex
+    Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
+    Jv = system._Jv
+    n = system.n_bodies
+    nv = system.nv
+    nvj, vo, rev, parent = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_REV], Ia[K.I_PARENT]
+    q = np.ascontiguousarray(q, dtype=float)
+    qd = np.ascontiguousarray(qd, dtype=float)
+    Jv[:] = 0.0
+    Jv[K.J_TAU, :nv] = tau
+    FK.kinematics(Ia, fl.Fi, Mm, Vv, R3, P3, system._Tt, fl.Fc, fl.Ft, fl.Fs, fl.Fw, fl.PsiT,
+                  q, qd, True)
+    st = FK.bias_forces(Ia, fl.Fi, Mm, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.PsiT, fl.Gp,
+                        fl.Im, fl.St, fl.Si, fl.Pi, fl.KD, fl.Mb, fl.Bm, fl.A3, q, qd,
+                        system._gravity, system._use_grav, Jv)
+    if st != 0:
+        system._raise_factor(st, q)
+    nf = fl.nf
+    m = [6 + nf[k] for k in range(n + 1)]
+    ro = np.concatenate([[0], np.cumsum(m[1:])])
+    nr = int(ro[-1])
+    P = np.zeros((nr, 6 * n))
+    G = np.zeros((nr, nr))
+    H = np.zeros((6 * n, int(nvj[1:].sum())))
+    W = np.zeros((6 * n, int(Ia[K.I_NC, 1:].sum())))
+    ft = np.zeros(H.shape[1])
+    ih = iw = 0
+    hcol = {}
+    for k in range(1, n + 1):
+        r0 = int(ro[k - 1])
+        c = slice(6 * (k - 1), 6 * k)
+        P[r0:r0 + 6, c] = np.eye(6)
+        p = parent[k]
+        if p > 0:
+            rp = int(ro[p - 1])
+            P[rp:rp + 6, c] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
+            P[rp + 6:rp + m[p], c] = -fl.PsiT[k, :, :nf[p]].T
+        if nf[k]:
+            G[r0:r0 + m[k], r0:r0 + m[k]] = fl.Gp[k, :m[k], :m[k]]
+        else:
+            G[r0:r0 + 6, r0:r0 + 6] = Mm[K.M_G, k]
+        Wk = Mm[K.M_WC, k] if Ia[K.I_DIAG, k] else Mm[K.M_W, k]
+        H[c, ih:ih + nvj[k]] = Mm[K.M_H, k, :, :nvj[k]]
+        W[c, iw:iw + Ia[K.I_NC, k]] = Wk[:, :Ia[K.I_NC, k]]
+        ft[ih:ih + nvj[k]] = Jv[K.J_FT, vo[k]:vo[k] + nvj[k]]
+        hcol[k] = ih
+        ih += nvj[k]
+        iw += Ia[K.I_NC, k]
+    PtGP = P.T @ G @ P
+    A = W.T @ PtGP @ W
+    Afac = sla.cho_factor(A) if A.shape[0] else None
+
+    def dense_solve():
+        tf = np.zeros(nr)
+        for k in range(1, n + 1):
+            if nf[k]:
+                r0 = int(ro[k - 1])
+                kg = fl.Fm[k, FK.FM_KGQ, :nf[k]] if fl.Fi[FK.F_STIFF, k] else 0.0
+                tf[r0 + 6:r0 + m[k]] = fl.Fm[k, FK.FM_TF0, :nf[k]] - kg
+        rhs = -W.T @ (P.T @ (G @ (P @ (H @ ft) + tf)))
+        fs = sla.cho_solve(Afac, rhs) if Afac is not None else np.zeros(0)
+        F = H @ ft + W @ fs
+        ud = G @ (P @ F + tf)
+        Qdd = H.T @ (P.T @ ud)
+        # write the solution where the kernels keep it (accelerations, forces)
+        for k in range(1, n + 1):
+            r0 = int(ro[k - 1])
+            Vv[K.V_AF, k] = ud[r0:r0 + 6]
+            fl.Fm[k, FK.FM_UDF, :nf[k]] = ud[r0 + 6:r0 + m[k]]
+            Vv[K.V_FE, k] = F[6 * (k - 1):6 * k]
+        return fs, Qdd
+
+    if fl.any_stiff:
+        FK.stiffening_products(Ia, fl.Fi, fl.KG, fl.Fm, fl.KQ, q)
+        FK.stiffening_forces(Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.KQ, 0, True)
+        for _ in range(100):
+            dense_solve()
+            change = FK.stiffening_forces(Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm,
+                                          fl.KQ, 0, False)
+            scale = max(float(np.abs(fl.Fm[:, FK.FM_TF0]).max() + np.abs(fl.Fm[:, FK.FM_KGQ]).max()),
+                        1e-300)
+            if change <= 1e-13 * scale:
+                break
+        else:
+            system._raise_factor(-2, q)
+    fs, Qdd = dense_solve()
+    qdd = np.zeros(nv)
+    FS = np.zeros((n + 1, 6))
+    Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
+    for k in range(1, n + 1):
+        x = Qdd[hcol[k]:hcol[k] + nvj[k]]
+        if rev[k]:
+            x = sla.solve_triangular(Mm[K.M_L, k, :nvj[k], :nvj[k]], x)
+        qdd[vo[k]:vo[k] + nvj[k]] = x
+        if nf[k]:
+            mv = fl.Fi[FK.F_MV, k]
+            qdd[mv:mv + nf[k]] = fl.Fm[k, FK.FM_UDF, :nf[k]]
+        FS[k] = Wf[k - 1]
+    acc = np.zeros((n + 1, 6))
+    fl.body_accelerations(acc)
+    K.reversed_frames(Ia, R3, P3)
+    reac = np.zeros((len(system.joint_names), 6))
+    K.reactions_into(Ia, Vv, R3, P3, reac)
+    return qdd, reac, FS, acc, Jv[K.J_FT, :nv].copy()

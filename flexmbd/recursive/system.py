@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import ModelError, SolverError
 from ..model.bodies import RigidBody
+from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
 from ..model.joints import (
     Cylindrical,
@@ -178,17 +179,29 @@ class ForwardDynamics:
 
 
 class _State:
-    """Body poses/twists for force elements (``state.pose(body)``, ``state.twist(body)``)."""
+    """Body poses/twists for force elements (``state.pose(body)``, ``state.twist(body)``).
+
+    Poses and twists of the body frames (for a flexible body: its floating reference
+    frame) are taken when the state is built, right after the tree kinematics."""
 
     def __init__(self, system, Rw, rw, vel):
         self._sys = system
         self._Rw, self._rw, self._vel = Rw, rw, vel
+        self._flex = {}
+        fl = system._flex
+        if fl is not None:
+            for k in fl.flex_labels:
+                R, r = fl.body_pose(k, Rw[k], rw[k])
+                Vb = fl.body_speeds(k)
+                self._flex[k] = (R, r, R @ Vb[:3], R @ Vb[3:])
 
     def pose(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.eye(3), np.zeros(3)
         k = s._label_of[id(body)]
+        if k in self._flex:
+            return self._flex[k][0].copy(), self._flex[k][1].copy()
         return s._body_pose(k, self._Rw[k], self._rw[k])
 
     def twist(self, body):
@@ -196,6 +209,8 @@ class _State:
         if body is s.model.ground:
             return np.zeros(3), np.zeros(3)
         k = s._label_of[id(body)]
+        if k in self._flex:
+            return self._flex[k][2].copy(), self._flex[k][3].copy()
         R, r = s._body_pose(k, self._Rw[k], self._rw[k])
         Rk = self._Rw[k]
         w = Rk @ self._vel[k, :3]
@@ -245,11 +260,10 @@ class RecursiveSystem:
                 "this solver), or use formulation='absolute'"
             )
         for b in bodies:
-            if not isinstance(b, RigidBody):
+            if not isinstance(b, (RigidBody, FlexibleBody)):
                 raise ModelError(
                     f"body {b.name!r} ({type(b).__name__}): the recursive formulation handles "
-                    "rigid bodies only for now (flexible bodies: coming); use "
-                    "formulation='absolute'"
+                    "rigid and flexible bodies only; use formulation='absolute'"
                 )
         self.topology = topo
         self._joints = joints
@@ -270,6 +284,17 @@ class RecursiveSystem:
             nv += j.nv
             self.coordinates += [(j.name, lab) for lab in j.coordinate_labels]
             self.speeds += [(j.name, lab) for lab in j.speed_labels]
+        # modal coordinates of flexible bodies (declaration order) after the joints
+        self._modal_q0, self._modal_v0, self.modal_slices = {}, {}, {}
+        for b in bodies:
+            if isinstance(b, FlexibleBody):
+                nm = b.n_modes
+                self._modal_q0[b.name], self._modal_v0[b.name] = nq, nv
+                self.modal_slices[b.name] = (slice(nq, nq + nm), slice(nv, nv + nm))
+                self.coordinates += [(b.name, f"q{i + 1}") for i in range(nm)]
+                self.speeds += [(b.name, f"q{i + 1}d") for i in range(nm)]
+                nq += nm
+                nv += nm
         self.nq, self.nv = nq, nv
         self._qslice = {joints[k - 1].name: slice(qoff[k], qoff[k] + joints[k - 1].nq)
                         for k in tree}
@@ -320,6 +345,11 @@ class RecursiveSystem:
                              for k, j in enumerate(self._tree_joint) if k > 0)
         self._revision = None
         self._alloc()
+        self._flex = None
+        if any(isinstance(b, FlexibleBody) for b in bodies):
+            from .flexible import FlexTree
+
+            self._flex = FlexTree(self)
         self._refresh()
 
     # ------------------------------------------------------------------ setup
@@ -419,6 +449,12 @@ class RecursiveSystem:
             b.validate()
             Rf, pf = self._frame[k]
             P3[K.P_B, k] = -Rf.T @ pf
+            if isinstance(b, FlexibleBody):
+                # inertia from the modal invariants in the flexible kernels (FlexTree)
+                Mm[M_I, k], Mm[M_G, k] = 0.0, np.eye(6)
+                Vv[V_MC, k] = 0.0
+                Mm[M_C0, k] = Mm[M_K0, k] = 0.0
+                continue
             m = float(b.mass)
             c = Rf.T @ (b.com_vector - pf)
             Jc = Rf.T @ b.inertia_matrix @ Rf
@@ -461,6 +497,8 @@ class RecursiveSystem:
         self._gbuf[:] = grav
         self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
+        if self._flex is not None:
+            self._flex.refresh()
         self._revision = self.model.revision
 
     # ------------------------------------------------------------------ basics
@@ -469,6 +507,9 @@ class RecursiveSystem:
         q = np.zeros(self.nq)
         for j in self._tree_joint[1:]:
             q[self._qslice[j.name]] = j.q0
+        for b in self._bodies:
+            if b.name in self.modal_slices:
+                q[self.modal_slices[b.name][0]] = b.q0
         return q
 
     def qd0(self):
@@ -476,7 +517,20 @@ class RecursiveSystem:
         v = np.zeros(self.nv)
         for j in self._tree_joint[1:]:
             v[self._vslice[j.name]] = j.qd0
+        for b in self._bodies:
+            if b.name in self.modal_slices:
+                v[self.modal_slices[b.name][1]] = b.qd0
         return v
+
+    def modal(self, q, name):
+        """Modal coordinates (or speeds, for a speed vector) of flexible body ``name`` in
+        ``q`` (also (nt, n) histories)."""
+        if name not in self.modal_slices:
+            raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
+                             f"bodies: {list(self.modal_slices)}")
+        q = np.asarray(q)
+        sq, sv = self.modal_slices[name]
+        return q[..., sq] if q.shape[-1] == self.nq else q[..., sv]
 
     def _joint_index(self, name):
         try:
@@ -505,12 +559,18 @@ class RecursiveSystem:
 
     # ------------------------------------------------------------------ forces
     def _kinematics(self, q, qd):
-        K.kinematics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt,
-                     np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float))
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if self._flex is not None:
+            self._flex.kinematics(q, qd)
+        else:
+            K.kinematics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, q, qd)
         return self._R3[R_W], self._P3[P_W], self._Vv[V_VEL]
 
     def _applied(self, t, q, qd, tau, fext):
-        """Add joint forces (into tau) and force-element wrenches (fext, e_k at O_k)."""
+        """Add joint forces (into tau) and force-element wrenches (fext, e_k at O_k; for a
+        flexible body about its frame origin in body axes, with the modal forces of point
+        forces at deforming frames in the flexible workspace)."""
         for f in self._joint_forces:
             name = f.joint.name
             tau[self._vslice[name]] += f.generalized_force(t, q[self._qslice[name]],
@@ -519,11 +579,18 @@ class RecursiveSystem:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
             for fe in self._generic:
+                special = self._flex is not None and self._flex.point_force(fe, t, q, state, fext)
+                if special:
+                    continue
                 for body, w in fe.wrenches(t, state):
                     if body is self.model.ground:
                         continue
                     k = self._label_of[id(body)]
                     R, r = state.pose(body)
+                    if k in state._flex:
+                        fext[k, :3] += R.T @ w[:3]
+                        fext[k, 3:] += R.T @ w[3:]
+                        continue
                     n_o = w[:3] + np.cross(r - rw[k], w[3:])
                     fext[k, :3] += Rw[k].T @ n_o
                     fext[k, 3:] += Rw[k].T @ w[3:]
@@ -552,7 +619,7 @@ class RecursiveSystem:
         has_fext = bool(self._generic)
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
         ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
-        if self._joint_forces or self._generic:
+        if (self._joint_forces or self._generic) and self._flex is None:
             for s in range(ns):
                 self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
         nj = len(self.joint_names)
@@ -561,7 +628,9 @@ class RecursiveSystem:
         FS = np.zeros((ns, self.n_bodies + 1, 6))
         ACC = np.zeros((ns, self.n_bodies + 1, 6))
         FTs = np.zeros((ns, nv1))
-        if algorithm == "general":
+        if self._flex is not None:
+            self._flex_forward(Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs)
+        elif algorithm == "general":
             from .general import general_cfa
 
             for s in range(ns):
@@ -593,6 +662,38 @@ class RecursiveSystem:
             raise SolverError("forward dynamics produced non-finite accelerations")
         return out
 
+    def _flex_forward(self, Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs):
+        """Systems with flexible bodies: one state at a time through the flexible kernels
+        (serialized) or the dense reference (general)."""
+        fl = self._flex
+        nv = self.nv
+        for s in range(Q.shape[0]):
+            q, v = Q[s], V[s]
+            fext = self._Vv[V_FEXT]
+            fext[:] = 0.0
+            fl.clear_applied()
+            tau = TAU[s]
+            if self._joint_forces or self._generic:
+                tau = tau.copy()
+                self._applied(ts[s], q, v, tau, fext)
+            fl.add_modal_tau(tau[:nv])
+            if algorithm == "general":
+                from .general import general_flexible
+
+                QDD[s, :nv], REAC[s], FS[s], ACC[s], FTs[s, :nv] = general_flexible(
+                    self, q, v, tau[:nv])
+            else:
+                st = fl.forward(q, v, tau, REAC[s])
+                if st != 0:
+                    fext[:] = 0.0
+                    self._raise_factor(st, q)
+                QDD[s, :nv] = self._Jv[K.J_QDD, :nv]
+                FTs[s, :nv] = self._Jv[K.J_FT, :nv]
+                FS[s] = self._Vv[K.V_BX]
+                fl.body_accelerations(ACC[s])
+            fext[:] = 0.0
+        fl.clear_applied()
+
     def forward_dynamics_arrays(self, Q, V, TAU=None, threads=1):
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
@@ -604,7 +705,7 @@ class RecursiveSystem:
         SolverError on failure.
         """
         self._refresh()
-        if self._generic or self._joint_forces:
+        if self._generic or self._joint_forces or self._flex is not None:
             fd = self.forward_dynamics(Q, V, TAU)
             return fd.qdd, fd.reactions
         Q = np.ascontiguousarray(Q, dtype=float)
@@ -660,6 +761,8 @@ class RecursiveSystem:
         """Lean single-state forward dynamics for integrators: returns qdd (new array)."""
         if self._revision != self.model.revision:
             self._refresh()
+        if self._flex is not None:
+            return self._raw_accel_flex(q, qd, tau, t, reactions)
         applied = self._joint_forces or self._generic
         if applied or self.algorithm == "general":
             tv = np.zeros(max(self.nv, 1))
@@ -695,7 +798,51 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return (qdd, reac) if reactions else qdd
 
+    def _raw_accel_flex(self, q, qd, tau, t, reactions):
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            raise ModelError(f"state sizes: q needs {self.nq} values, qd {self.nv}; got "
+                             f"{q.shape}, {qd.shape}")
+        fl = self._flex
+        tv = np.zeros(max(self.nv, 1))
+        if tau is not None:
+            tv[:self.nv] = tau
+        fext = self._Vv[V_FEXT]
+        fext[:] = 0.0
+        fl.clear_applied()
+        if self._joint_forces or self._generic:
+            self._applied(t, q, qd, tv, fext)
+        fl.add_modal_tau(tv[:self.nv])
+        reac = np.empty((len(self.joint_names), 6))
+        if self.algorithm == "general":
+            from .general import general_flexible
+
+            qdd, reac = general_flexible(self, q, qd, tv[:self.nv])[:2]
+            st = 0
+        else:
+            st = fl.forward(q, qd, tv, reac)
+            qdd = self._Jv[K.J_QDD, :self.nv].copy()
+        fext[:] = 0.0
+        fl.clear_applied()
+        if st != 0:
+            self._raise_factor(st, q)
+        return (qdd, reac) if reactions else qdd
+
     def _raise_factor(self, st, q):
+        if st == -2:
+            raise SolverError(
+                f"the geometric-stiffening fixed point did not converge at q = "
+                f"{np.round(q, 6).tolist()} (loads far beyond the linear range of the modes, "
+                "or a non-physical state); switch it off with "
+                "FlexibleBody(geometric_stiffening=False) or check the state")
+        if st > 0 and self._flex is not None and self._Ia[K.I_PARENT, st] >= 0 and (
+                st in self._flex.flex_labels):
+            b = self._body_of[st]
+            raise SolverError(
+                f"flexible body {b.name!r} (or its joint {self._tree_joint[st].name!r}): the "
+                f"generalized mass or constraint-force block is not positive definite at q = "
+                f"{np.round(q, 6).tolist()}")
         if st > 0:
             j = self._tree_joint[st]
             raise SolverError(
@@ -724,14 +871,17 @@ class RecursiveSystem:
         cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
         # reversed joints work with orthonormal speeds L v: F_T' = L^-T F_T
         rev = [k for k in range(1, self.n_bodies + 1) if self._Ia[I_REV, k] and self._Ia[I_NV, k]]
-        if rev:
+        if rev or self._flex is not None:
             self._kinematics(q, np.zeros(self.nv))
             for k in rev:
                 nvk = self._Ia[I_NV, k]
                 sl = slice(self._Ia[I_VO, k], self._Ia[I_VO, k] + nvk)
                 cols[sl] = np.linalg.solve(self._Mm[M_L, k, :nvk, :nvk].T, cols[sl])
         out = np.empty_like(cols)
-        st = K.solve_columns(*self._args(), q, self._Jv, cols, out)
+        if self._flex is not None:
+            st = self._flex.solve_columns(q, cols, out)
+        else:
+            st = K.solve_columns(*self._args(), q, self._Jv, cols, out)
         if st != 0:
             self._raise_factor(st, q)
         return out.reshape(rhs.shape)
@@ -748,6 +898,8 @@ class RecursiveSystem:
         qdd = np.ascontiguousarray(qdd, dtype=float)
         if qd.ndim != 1 or qdd.shape != (self.nv,):
             raise ModelError(f"inverse_dynamics takes one state: qd and qdd with {self.nv} values")
+        if self._flex is not None:
+            return self._inverse_dynamics_flex(q, qd, qdd, t, forces)
         tau_app = np.zeros(max(self.nv, 1))
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
@@ -761,9 +913,29 @@ class RecursiveSystem:
         fext[:] = 0.0
         return tau[:self.nv] - tau_app[:self.nv], reac
 
+    def _inverse_dynamics_flex(self, q, qd, qdd, t, forces):
+        """Flexible bodies: ``tau = M (qdd - qdd(tau=0))`` with ``M`` from CFA solves (O(N^2)
+        per call; for tests and the loop layer, not for speed)."""
+        M = self.mass_matrix(q)
+        use, gen, jf = self._use_grav, self._generic, self._joint_forces
+        if not forces:
+            self._use_grav, self._generic, self._joint_forces = False, [], []
+        try:
+            q0 = self._raw_accel(q, qd, None, t)
+            tau = M @ (qdd - q0)
+            _, reac = self._raw_accel(q, qd, tau, t, reactions=True)
+        finally:
+            self._use_grav, self._generic, self._joint_forces = use, gen, jf
+        return tau, reac
+
     def mass_matrix(self, q):
-        """Joint-space mass matrix (nv x nv) by Newton-Euler columns (for tests)."""
+        """Joint-space mass matrix (nv x nv) by Newton-Euler columns (for tests; with
+        flexible bodies the inverse of the CFA's ``M^-1`` columns)."""
         self._refresh()
+        if self._flex is not None:
+            Minv = self.solve_mass(q, np.eye(self.nv))
+            M = np.linalg.inv(0.5 * (Minv + Minv.T))
+            return 0.5 * (M + M.T)
         q = np.asarray(q, dtype=float)
         z = np.zeros(self.nv)
         M = np.zeros((self.nv, self.nv))
@@ -796,7 +968,25 @@ class RecursiveSystem:
         """Kinetic energy (J)."""
         Rw, rw, vel = self._kin(q, qd)
         Im = self._Mm[M_I]
-        return float(0.5 * np.einsum("ki,kij,kj->", vel[1:], Im[1:], vel[1:]))
+        e = float(0.5 * np.einsum("ki,kij,kj->", vel[1:], Im[1:], vel[1:]))
+        for k, u, inv, qk in self._flex_speeds(q, qd):
+            from ..flexible.ffr import kinetic_energy
+
+            e += float(kinetic_energy(inv, qk, u))
+        return e
+
+    def _flex_speeds(self, q, qd):
+        """(label, body-frame speeds (w, v, qd), invariants, modal q) of the flexible bodies
+        (after the kinematics of the state)."""
+        if self._flex is None:
+            return []
+        out = []
+        for k in self._flex.flex_labels:
+            b = self._body_of[k]
+            sq, sv = self.modal_slices[b.name]
+            u = np.concatenate([self._flex.body_speeds(k), np.asarray(qd)[sv]])
+            out.append((k, u, b.invariants(), np.asarray(q)[sq]))
+        return out
 
     def potential_energy(self, q, t=0.0):
         """Gravity plus the force elements' potentials (J)."""
@@ -804,6 +994,11 @@ class RecursiveSystem:
         mc = self._Vv[V_MC]
         e = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
                    + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
+        for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
+            R, r = self._flex.body_pose(k, Rw[k], rw[k])
+            Sbar = inv.c + inv.St @ qk
+            e -= float(self._gravity @ (inv.mass * r + R @ Sbar))
+            e += 0.5 * float(qk @ inv.K @ qk)        # strain energy
         if self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
@@ -816,7 +1011,16 @@ class RecursiveSystem:
         h = np.einsum("kij,kj->ki", self._Mm[M_I, 1:], vel[1:])
         p = np.einsum("kij,kj->ki", Rw[1:], h[:, 3:])
         ang = np.einsum("kij,kj->ki", Rw[1:], h[:, :3]) + np.cross(rw[1:], p)
-        return p.sum(axis=0), ang.sum(axis=0)
+        p, ang = p.sum(axis=0), ang.sum(axis=0)
+        for k, u, inv, qk in self._flex_speeds(q, qd):
+            from ..flexible.ffr import mass_matrix
+
+            R, r = self._flex.body_pose(k, Rw[k], rw[k])
+            Mu = mass_matrix(inv, qk) @ u
+            pk = R @ Mu[3:6]
+            p = p + pk
+            ang = ang + np.cross(r, pk) + R @ Mu[:3]
+        return p, ang
 
     # ------------------------------------------------------------------ integration
     def qdot(self, q, qd):
@@ -824,6 +1028,8 @@ class RecursiveSystem:
         out = np.empty(self.nq)
         K.qdot_all(self._Ia, self._Vv, np.ascontiguousarray(q, dtype=float),
                    np.ascontiguousarray(qd, dtype=float), out)
+        for sq, sv in self.modal_slices.values():
+            out[sq] = qd[sv]
         return out
 
     def normalize(self, q):

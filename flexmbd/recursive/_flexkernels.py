@@ -1,0 +1,1488 @@
+"""Allocation-free numba kernels of the serialized CFA for trees with flexible bodies.
+
+The derivation is in :mod:`flexmbd.recursive.flexible`; this module follows its
+notation. Bodies are indexed by their regular label ``k`` as in
+:mod:`._kernels` (whose small helpers, packed arrays and odd-even reduction
+layout it reuses); a rigid body is the special case without modes.
+
+Per label ``k`` (body ``k`` and its tree joint ``k``):
+
+* the *out frame* ``C_k`` = the tree-joint frame on body ``k`` (aligned), which
+  deforms with body ``k``'s modes when ``k`` is flexible: its pose in the body
+  frame ``(R_C, p_C)``, its modal twist matrix ``S_C`` (6 x n_k, C axes) and the
+  convective term ``sigma_C = dS_C/dt qd`` (:func:`frame_state`);
+* the *in frame* ``P_k`` = the joint frame on the parent ``p``, deforming with
+  ``p``'s modes (same quantities with ``p``'s modal coordinates);
+* ``e_k = C_k``: twists ``V_k``, linear accelerations ``af`` and bias
+  accelerations ``ab`` are those of ``C_k`` (C axes), as for rigid bodies;
+* ``PsiT[k]`` (6 x n_p): ``Psi_k^T``, the twist of ``e_k`` per unit modal rate of
+  the parent relative to ``e_p``; the extended shift is ``[Phi_k; Psi_k]``;
+* ``Gp[k]`` ((6+n_k)^2): inverse generalized inertia of flexible body ``k`` in
+  the speeds ``(V_k, qd_k)``; ``Zc[k] = Gp[p] [Phi_k; Psi_k]`` ((6+n_p) x 6).
+
+Float workspace ``Fw`` (rows per label, see the ``W_*`` indices), modal vectors
+``Fm`` (``FM_*`` rows), flexible-body constants ``Fc`` and per-body inertia
+invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
+"""
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (
+    I_DIAG,
+    I_DSLOT,
+    I_JT,
+    I_NC,
+    I_NQ,
+    I_NV,
+    I_ONE,
+    I_PARENT,
+    I_PERM,
+    I_QO,
+    I_REV,
+    I_VO,
+    J_B,
+    J_FT,
+    J_QDD,
+    J_TAU,
+    M_A,
+    M_CR,
+    M_G,
+    M_H,
+    M_HC,
+    M_I,
+    M_L,
+    M_P,
+    M_W,
+    M_WC,
+    M_X,
+    M_Y,
+    M_YL,
+    M_YR,
+    P_0,
+    P_REL,
+    P_W,
+    R_0,
+    R_REL,
+    R_W,
+    T_1,
+    T_2,
+    T_3,
+    T_Q,
+    T_R,
+    V_AB,
+    V_AF,
+    V_BX,
+    V_CJ,
+    V_FB,
+    V_FE,
+    V_FEXT,
+    V_G,
+    V_MC,
+    V_PRM,
+    V_PRM2,
+    V_SV,
+    V_T6,
+    V_VEL,
+    V_VJ,
+    _build_phi,
+    _chol,
+    _chol_n,
+    _chol_solve,
+    _f2p,
+    _f2p_add,
+    _lsolve5_cols,
+    _lsolve6_cols,
+    _lsolve_n,
+    _ltsolve_n,
+    _m2c,
+    _matmul6,
+    _matTmul5,
+    _matTmul6,
+    _matvec6,
+    _mirror6,
+    _permute_block,
+    _proj_cols,
+    _proj_rows,
+    _proj_vec,
+    _step_five,
+    _subTmul5_sym,
+    _subTmul6_sym,
+    _subTvec_n,
+    _subvec_n,
+    reactions_into,
+    reversed_frames,
+)
+from ._nbjoints import PRISMATIC, REVOLUTE, joint_kinematics, reverse_joint
+
+# ---- int rows of Fi (NFI, N+1)
+(F_NF, F_MQ, F_MV, F_FX, F_ODEF, F_IDEF, F_STIFF, F_IOUT, F_IIN) = range(9)
+NFI = 9
+# ---- float workspace rows of Fw (N+1, NW, 6)
+(W_VB, W_ABB, W_VP, W_FEB, W_VBD) = range(5)
+NW = 5
+# ---- modal vectors Fm (N+1, NFM, nmax)
+(FM_UDF, FM_RHO, FM_TF, FM_ZF, FM_KGQ, FM_TF0, FM_QAPP, FM_KW, FM_T1) = range(9)
+NFM = 9
+# ---- frame constants Fc (N+1, 2, 3, 4 + 2 nmax): [R0 | p0 | Theta | U] for the out (0) and
+# in (1) frame of label k; frame states Ft (N+1, 2, 3, 4) [R | p] and Fs (N+1, 2, 6, nmax + 1)
+# [S | sigma]
+FR_OUT, FR_IN = 0, 1
+# ---- inertia scalars Im (nfx, 13): mass, c (3), E0 (9)
+# ---- stiffening unit matrices KG (nfx, 12 + 6 n_itf, nmax, nmax): w-products (6), alpha (3),
+# a (3), then six per stiffened interface
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+@njit(cache=True, inline="always")
+def _abc(tau):
+    """``b = (1-cos t)/t^2``, ``c = (t - sin t)/t^3`` (t^2 = tau) and their tau-derivatives,
+    plus ``a = sin t / t``: series below tau = 1, closed forms above."""
+    if tau < 1.0:
+        a = 0.0
+        b = 0.0
+        c = 0.0
+        db = 0.0
+        dc = 0.0
+        fa = 1.0
+        fb = 0.5
+        fc = 1.0 / 6.0
+        pk = 1.0
+        pk1 = 0.0
+        sg = 1.0
+        for k in range(14):
+            a += sg * fa * pk
+            b += sg * fb * pk
+            c += sg * fc * pk
+            if k >= 1:
+                db += sg * fb * k * pk1
+                dc += sg * fc * k * pk1
+            pk1 = pk
+            pk *= tau
+            sg = -sg
+            fa /= (2 * k + 2) * (2 * k + 3)
+            fb /= (2 * k + 3) * (2 * k + 4)
+            fc /= (2 * k + 4) * (2 * k + 5)
+        return a, b, c, db, dc
+    t = np.sqrt(tau)
+    s = np.sin(t)
+    co = np.cos(t)
+    a = s / t
+    b = (1.0 - co) / tau
+    c = (t - s) / (tau * t)
+    dbt = (t * s - 2.0 * (1.0 - co)) / (tau * t)
+    dct = ((1.0 - co) * t - 3.0 * (t - s)) / (tau * tau)
+    return a, b, c, dbt / (2.0 * t), dct / (2.0 * t)
+
+
+@njit(cache=True)
+def frame_state(Fc, k, side, n, q, qd, Ft, Fs):
+    """Pose ``(R, p)`` in body axes of a deforming frame, its modal twist matrix ``S``
+    (6 x n, frame axes) and convective term ``sigma = (dS/dt) qd``.
+
+    ``R = exp(theta~) R0``, ``theta = Theta q``, ``p = p0 + U q``; the relative angular
+    velocity (body axes) is ``J_l(theta) Theta qd`` with the left Jacobian
+    ``J_l = I + b theta~ + c theta~^2``; ``S = [R^T J_l Theta; R^T U]`` and
+    ``sigma = [R^T dJ_l/dt thetad; -R^T (w_r x U qd)]`` with
+    ``dJ_l/dt thetad = b' 2(theta.thetad) theta x thetad + c' 2(theta.thetad) theta x (theta x
+    thetad) + c thetad x (theta x thetad)``.
+    """
+    C = Fc[k, side]
+    R = Ft[k, side, :, 0:3]
+    p = Ft[k, side, :, 3]
+    S = Fs[k, side]
+    th0 = 0.0
+    th1 = 0.0
+    th2 = 0.0
+    d0 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    u0 = 0.0
+    u1 = 0.0
+    u2 = 0.0
+    for i in range(3):
+        p[i] = C[i, 3]
+    for j in range(n):
+        qj = q[j]
+        vj = qd[j]
+        th0 += C[0, 4 + j] * qj
+        th1 += C[1, 4 + j] * qj
+        th2 += C[2, 4 + j] * qj
+        d0 += C[0, 4 + j] * vj
+        d1 += C[1, 4 + j] * vj
+        d2 += C[2, 4 + j] * vj
+        for i in range(3):
+            p[i] += C[i, 4 + n + j] * qj
+        u0 += C[0, 4 + n + j] * vj
+        u1 += C[1, 4 + n + j] * vj
+        u2 += C[2, 4 + n + j] * vj
+    tau = th0 * th0 + th1 * th1 + th2 * th2
+    a, b, c, db, dc = _abc(tau)
+    # exp(theta~) = I + a theta~ + b theta~^2 ; R = exp R0
+    E00 = 1.0 - b * (th1 * th1 + th2 * th2)
+    E11 = 1.0 - b * (th0 * th0 + th2 * th2)
+    E22 = 1.0 - b * (th0 * th0 + th1 * th1)
+    E01 = -a * th2 + b * th0 * th1
+    E10 = a * th2 + b * th0 * th1
+    E02 = a * th1 + b * th0 * th2
+    E20 = -a * th1 + b * th0 * th2
+    E12 = -a * th0 + b * th1 * th2
+    E21 = a * th0 + b * th1 * th2
+    for j in range(3):
+        r0 = C[0, j]
+        r1 = C[1, j]
+        r2 = C[2, j]
+        R[0, j] = E00 * r0 + E01 * r1 + E02 * r2
+        R[1, j] = E10 * r0 + E11 * r1 + E12 * r2
+        R[2, j] = E20 * r0 + E21 * r1 + E22 * r2
+    # relative angular velocity w_r = thd + b theta x thd + c theta x (theta x thd)
+    x0 = th1 * d2 - th2 * d1
+    x1 = th2 * d0 - th0 * d2
+    x2 = th0 * d1 - th1 * d0
+    y0 = th1 * x2 - th2 * x1
+    y1 = th2 * x0 - th0 * x2
+    y2 = th0 * x1 - th1 * x0
+    w0 = d0 + b * x0 + c * y0
+    w1 = d1 + b * x1 + c * y1
+    w2 = d2 + b * x2 + c * y2
+    # S columns
+    for j in range(n):
+        t0 = C[0, 4 + j]
+        t1 = C[1, 4 + j]
+        t2 = C[2, 4 + j]
+        a0 = th1 * t2 - th2 * t1
+        a1 = th2 * t0 - th0 * t2
+        a2 = th0 * t1 - th1 * t0
+        b0 = th1 * a2 - th2 * a1
+        b1 = th2 * a0 - th0 * a2
+        b2 = th0 * a1 - th1 * a0
+        j0 = t0 + b * a0 + c * b0
+        j1 = t1 + b * a1 + c * b1
+        j2 = t2 + b * a2 + c * b2
+        v0 = C[0, 4 + n + j]
+        v1 = C[1, 4 + n + j]
+        v2 = C[2, 4 + n + j]
+        for i in range(3):
+            S[i, j] = R[0, i] * j0 + R[1, i] * j1 + R[2, i] * j2
+            S[3 + i, j] = R[0, i] * v0 + R[1, i] * v1 + R[2, i] * v2
+    # sigma
+    tt = 2.0 * (th0 * d0 + th1 * d1 + th2 * d2)
+    z0 = d1 * x2 - d2 * x1
+    z1 = d2 * x0 - d0 * x2
+    z2 = d0 * x1 - d1 * x0
+    g0 = db * tt * x0 + dc * tt * y0 + c * z0
+    g1 = db * tt * x1 + dc * tt * y1 + c * z1
+    g2 = db * tt * x2 + dc * tt * y2 + c * z2
+    h0 = -(w1 * u2 - w2 * u1)
+    h1 = -(w2 * u0 - w0 * u2)
+    h2 = -(w0 * u1 - w1 * u0)
+    for i in range(3):
+        S[i, n] = R[0, i] * g0 + R[1, i] * g1 + R[2, i] * g2
+        S[3 + i, n] = R[0, i] * h0 + R[1, i] * h1 + R[2, i] * h2
+
+
+@njit(cache=True, inline="always")
+def _m2c_inv(R, p, y, out):
+    """Inverse of :func:`_m2c`: the twist x (parent axes, at the parent origin) whose
+    transform to the frame (R, p) is y: ``x_w = R y_w``, ``x_v = R y_v + p x x_w``."""
+    xw0 = R[0, 0] * y[0] + R[0, 1] * y[1] + R[0, 2] * y[2]
+    xw1 = R[1, 0] * y[0] + R[1, 1] * y[1] + R[1, 2] * y[2]
+    xw2 = R[2, 0] * y[0] + R[2, 1] * y[1] + R[2, 2] * y[2]
+    xv0 = R[0, 0] * y[3] + R[0, 1] * y[4] + R[0, 2] * y[5]
+    xv1 = R[1, 0] * y[3] + R[1, 1] * y[4] + R[1, 2] * y[5]
+    xv2 = R[2, 0] * y[3] + R[2, 1] * y[4] + R[2, 2] * y[5]
+    out[0] = xw0
+    out[1] = xw1
+    out[2] = xw2
+    out[3] = xv0 + p[1] * xw2 - p[2] * xw1
+    out[4] = xv1 + p[2] * xw0 - p[0] * xw2
+    out[5] = xv2 + p[0] * xw1 - p[1] * xw0
+
+
+@njit(cache=True, inline="always")
+def _f2p_inv(R, p, w, out):
+    """Inverse of :func:`_f2p`: the wrench at the frame (R, p) (frame axes) equivalent to the
+    wrench ``w`` at the parent origin (parent axes): ``f = R^T w_f``, ``n = R^T (w_n - p x w_f)``."""
+    m0 = w[0] - (p[1] * w[5] - p[2] * w[4])
+    m1 = w[1] - (p[2] * w[3] - p[0] * w[5])
+    m2 = w[2] - (p[0] * w[4] - p[1] * w[3])
+    f0 = w[3]
+    f1 = w[4]
+    f2 = w[5]
+    for i in range(3):
+        out[i] = R[0, i] * m0 + R[1, i] * m1 + R[2, i] * m2
+        out[3 + i] = R[0, i] * f0 + R[1, i] * f1 + R[2, i] * f2
+
+
+@njit(cache=True, inline="always")
+def _crm_add(V, x, out, s):
+    """out += s * (V x^ x) (spatial motion cross product)."""
+    out[0] += s * (V[1] * x[2] - V[2] * x[1])
+    out[1] += s * (V[2] * x[0] - V[0] * x[2])
+    out[2] += s * (V[0] * x[1] - V[1] * x[0])
+    out[3] += s * (V[1] * x[5] - V[2] * x[4] + V[4] * x[2] - V[5] * x[1])
+    out[4] += s * (V[2] * x[3] - V[0] * x[5] + V[5] * x[0] - V[3] * x[2])
+    out[5] += s * (V[0] * x[4] - V[1] * x[3] + V[3] * x[1] - V[4] * x[0])
+
+
+@njit(cache=True, inline="always")
+def _smul(S, n, x, out):
+    """out = S[:, :n] x (6-vector)."""
+    for i in range(6):
+        s = 0.0
+        for j in range(n):
+            s += S[i, j] * x[j]
+        out[i] = s
+
+
+# ---------------------------------------------------------------- FFR body terms
+
+
+@njit(cache=True)
+def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
+    """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
+    ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes),
+    following :mod:`flexmbd.flexible.ffr`. ``A3`` (3, 3, nmax) scratch holds
+    ``A[b, c, l] = S_bcl + sum_k q_k P_bckl``.
+    """
+    m = Im[fx, 0]
+    c0 = Im[fx, 1] + 0.0
+    c1 = Im[fx, 2] + 0.0
+    c2 = Im[fx, 3] + 0.0
+    for k in range(n):
+        c0 += St[fx, 0, k] * q[k]
+        c1 += St[fx, 1, k] * q[k]
+        c2 += St[fx, 2, k] * q[k]
+    # A and E
+    nx = A3.shape[2] - 2
+    E = A3[:, :, nx]
+    G = A3[:, :, nx + 1]
+    for a in range(3):
+        for b in range(3):
+            e = Im[fx, 4 + 3 * a + b]
+            g = 0.0
+            for l in range(n):
+                s = Si[fx, a, b, l]
+                for k in range(n):
+                    s += q[k] * Pi[fx, a, b, k, l]
+                A3[a, b, l] = s
+                g += s * qd[l]
+            G[a, b] = g
+            E[a, b] = e
+    # E = E0 + Sq + (Sq)^T + qPq = E0 + A q + (Sq)^T
+    for a in range(3):
+        for b in range(3):
+            e = Im[fx, 4 + 3 * a + b]
+            for l in range(n):
+                e += A3[a, b, l] * q[l] + Si[fx, b, a, l] * q[l]
+            E[a, b] = e
+    tr = E[0, 0] + E[1, 1] + E[2, 2]
+    mm = 6 + n
+    for i in range(mm):
+        for j in range(mm):
+            M[i, j] = 0.0
+    for a in range(3):
+        for b in range(3):
+            M[a, b] = -E[a, b]
+        M[a, a] += tr
+    # M_wv = Sbar~, M_vw = Sbar~^T
+    M[0, 4] = -c2
+    M[0, 5] = c1
+    M[1, 3] = c2
+    M[1, 5] = -c0
+    M[2, 3] = -c1
+    M[2, 4] = c0
+    for a in range(3):
+        for b in range(3):
+            M[3 + b, a] = M[a, 3 + b]
+    for i in range(3):
+        M[3 + i, 3 + i] = m
+    for l in range(n):
+        mw0 = A3[1, 2, l] - A3[2, 1, l]
+        mw1 = A3[2, 0, l] - A3[0, 2, l]
+        mw2 = A3[0, 1, l] - A3[1, 0, l]
+        M[0, 6 + l] = mw0
+        M[1, 6 + l] = mw1
+        M[2, 6 + l] = mw2
+        M[6 + l, 0] = mw0
+        M[6 + l, 1] = mw1
+        M[6 + l, 2] = mw2
+        for i in range(3):
+            M[3 + i, 6 + l] = St[fx, i, l]
+            M[6 + l, 3 + i] = St[fx, i, l]
+        for k in range(n):
+            M[6 + l, 6 + k] = KD[fx, 2, l, k]
+    # velocity forces
+    w0 = w[0]
+    w1 = w[1]
+    w2 = w[2]
+    x0 = w1 * v[2] - w2 * v[1]
+    x1 = w2 * v[0] - w0 * v[2]
+    x2 = w0 * v[1] - w1 * v[0]
+    Jw0 = M[0, 0] * w0 + M[0, 1] * w1 + M[0, 2] * w2
+    Jw1 = M[1, 0] * w0 + M[1, 1] * w1 + M[1, 2] * w2
+    Jw2 = M[2, 0] * w0 + M[2, 1] * w1 + M[2, 2] * w2
+    h[0] = c1 * x2 - c2 * x1 + w1 * Jw2 - w2 * Jw1
+    h[1] = c2 * x0 - c0 * x2 + w2 * Jw0 - w0 * Jw2
+    h[2] = c0 * x1 - c1 * x0 + w0 * Jw1 - w1 * Jw0
+    # w x (w x Sbar)
+    y0 = w1 * c2 - w2 * c1
+    y1 = w2 * c0 - w0 * c2
+    y2 = w0 * c1 - w1 * c0
+    h[3] = m * x0 + w1 * y2 - w2 * y1
+    h[4] = m * x1 + w2 * y0 - w0 * y2
+    h[5] = m * x2 + w0 * y1 - w1 * y0
+    # gravity: Q = [Sbar x g; m g; St^T g]
+    h[0] -= c1 * gb[2] - c2 * gb[1]
+    h[1] -= c2 * gb[0] - c0 * gb[2]
+    h[2] -= c0 * gb[1] - c1 * gb[0]
+    h[3] -= m * gb[0]
+    h[4] -= m * gb[1]
+    h[5] -= m * gb[2]
+    if n > 0:
+        trG = G[0, 0] + G[1, 1] + G[2, 2]
+        # 2 (w tr G - G^T w)
+        h[0] += 2.0 * (w0 * trG - (G[0, 0] * w0 + G[1, 0] * w1 + G[2, 0] * w2))
+        h[1] += 2.0 * (w1 * trG - (G[0, 1] * w0 + G[1, 1] * w1 + G[2, 1] * w2))
+        h[2] += 2.0 * (w2 * trG - (G[0, 2] * w0 + G[1, 2] * w1 + G[2, 2] * w2))
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(n):
+            s0 += St[fx, 0, k] * qd[k]
+            s1 += St[fx, 1, k] * qd[k]
+            s2 += St[fx, 2, k] * qd[k]
+        h[3] += 2.0 * (w1 * s2 - w2 * s1)
+        h[4] += 2.0 * (w2 * s0 - w0 * s2)
+        h[5] += 2.0 * (w0 * s1 - w1 * s0)
+        # W2 = w w^T - |w|^2 I ; W skew
+        ww = w0 * w0 + w1 * w1 + w2 * w2
+        for k in range(n):
+            hf = (St[fx, 0, k] * (x0 - gb[0]) + St[fx, 1, k] * (x1 - gb[1])
+                  + St[fx, 2, k] * (x2 - gb[2]))
+            # sum_ab W2_ab A[b, a, k]
+            for a in range(3):
+                for b in range(3):
+                    w2ab = w[a] * w[b]
+                    if a == b:
+                        w2ab -= ww
+                    hf += w2ab * A3[b, a, k]
+            # 2 sum_ac W_ac (P_ac qd)_k, W = [[0,-w2,w1],[w2,0,-w0],[-w1,w0,0]]
+            t = 0.0
+            for l in range(n):
+                vl = qd[l]
+                t += vl * (w2 * (Pi[fx, 1, 0, k, l] - Pi[fx, 0, 1, k, l])
+                           + w1 * (Pi[fx, 0, 2, k, l] - Pi[fx, 2, 0, k, l])
+                           + w0 * (Pi[fx, 2, 1, k, l] - Pi[fx, 1, 2, k, l]))
+            h[6 + k] = hf + 2.0 * t
+
+
+# ---------------------------------------------------------------- kinematics
+
+
+@njit(cache=True)
+def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
+    """Frame states, joint kinematics, relative poses (deforming in frames), twists and
+    bias accelerations of every ``e_k`` and body frame, ``Psi_k^T``."""
+    N = Ia.shape[1] - 1
+    tR = Tt[T_R]
+    t3 = Tt[T_3]
+    Qm = Tt[T_Q]
+    tp = Vv[V_T6, 0]
+    t6 = Vv[V_VJ, 0]
+    vp = Fw[0, W_VP]
+    ap = Fw[0, W_FEB]
+    # frame states (depend on modal coordinates only)
+    for k in range(1, N + 1):
+        pk = Ia[I_PARENT, k]
+        if Fi[F_ODEF, k]:
+            nk = Fi[F_NF, k]
+            o = Fi[F_MQ, k]
+            ov = Fi[F_MV, k]
+            frame_state(Fc, k, FR_OUT, nk, q[o:o + nk], v[ov:ov + nk], Ft, Fs)
+        if Fi[F_IDEF, k]:
+            npk = Fi[F_NF, pk]
+            o = Fi[F_MQ, pk]
+            ov = Fi[F_MV, pk]
+            frame_state(Fc, k, FR_IN, npk, q[o:o + npk], v[ov:ov + npk], Ft, Fs)
+    for k in range(1, N + 1):
+        n_v = Ia[I_NV, k]
+        jt = Ia[I_JT, k]
+        qo = Ia[I_QO, k]
+        vo = Ia[I_VO, k]
+        vk = v[vo:vo + n_v]
+        pk = Ia[I_PARENT, k]
+        Rk = R3[R_REL, k]
+        prel = P3[P_REL, k]
+        A0 = R3[R_0, k]
+        p0 = P3[P_0, k]
+        fp = Fi[F_NF, pk] > 0
+        if fp:
+            # relative pose of the in frame P_k in e_p = C_p (both deformed, body axes of p)
+            RC = Ft[pk, FR_OUT, :, 0:3]
+            pC = Ft[pk, FR_OUT, :, 3]
+            RP = Ft[k, FR_IN, :, 0:3]
+            pP = Ft[k, FR_IN, :, 3]
+            for i in range(3):
+                for j in range(3):
+                    A0[i, j] = RC[0, i] * RP[0, j] + RC[1, i] * RP[1, j] + RC[2, i] * RP[2, j]
+                p0[i] = (RC[0, i] * (pP[0] - pC[0]) + RC[1, i] * (pP[1] - pC[1])
+                         + RC[2, i] * (pP[2] - pC[2]))
+        qk = q[qo:qo + Ia[I_NQ, k]]
+        general = Ia[I_DIAG, k] == 0
+        joint_kinematics(jt, Vv[V_PRM, k], Vv[V_PRM2, k], qk, vk, tR, tp, Mm[M_H, k],
+                         Mm[M_W, k], Vv[V_CJ, k], t3, general, Mm[M_HC, k], Mm[M_WC, k])
+        if Ia[I_REV, k]:
+            reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Qm, t6)
+        if general:
+            Wk = Mm[M_W, k]
+            Pk = Mm[M_P, k]
+            ncj = 6 - n_v
+            for i in range(6):
+                for j in range(6):
+                    s = 0.0
+                    for m in range(ncj):
+                        s += Wk[i, m] * Wk[j, m]
+                    Pk[i, j] = s
+        for i in range(3):
+            for j in range(3):
+                Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
+            prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
+        if world:
+            Rp = R3[R_W, pk]
+            rwp = P3[P_W, pk]
+            for i in range(3):
+                for j in range(3):
+                    R3[R_W, k, i, j] = (Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j]
+                                        + Rp[i, 2] * Rk[2, j])
+                P3[P_W, k, i] = (rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1]
+                                 + Rp[i, 2] * prel[2])
+        # joint relative twist S v (S = H L for reversed joints)
+        sv = Vv[V_SV, k]
+        Hk = Mm[M_H, k]
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
+            for j in range(n_v):
+                s = 0.0
+                for m in range(j, n_v):
+                    s += Lk[j, m] * vk[m]
+                t6[j] = s
+            for i in range(6):
+                s = 0.0
+                for j in range(n_v):
+                    s += Hk[i, j] * t6[j]
+                sv[i] = s
+        else:
+            for i in range(6):
+                s = 0.0
+                for j in range(n_v):
+                    s += Hk[i, j] * vk[j]
+                sv[i] = s
+        vel = Vv[V_VEL, k]
+        ab = Vv[V_AB, k]
+        if fp:
+            # through the parent's body frame and the deforming in frame
+            npk = Fi[F_NF, pk]
+            mvp = Fi[F_MV, pk]
+            qdp = v[mvp:mvp + npk]
+            RP = Ft[k, FR_IN, :, 0:3]
+            pP = Ft[k, FR_IN, :, 3]
+            SP = Fs[k, FR_IN]
+            _m2c(RP, pP, Fw[pk, W_VB], vp)
+            _smul(SP, npk, qdp, t6)
+            for i in range(6):
+                vp[i] += t6[i]
+            _m2c(RP, pP, Fw[pk, W_ABB], ap)
+            _crm_add(vp, t6, ap, 1.0)
+            for i in range(6):
+                ap[i] += SP[i, npk]
+            # joint: e_k from P (pose tR, tp of e_k in the aligned in frame)
+            _m2c(tR, tp, vp, vel)
+            _m2c(tR, tp, ap, ab)
+            # Psi^T = X_J^T S_P - Phi_k^T S_Cp
+            PT = PsiT[k]
+            SC = Fs[pk, FR_OUT]
+            for j in range(npk):
+                for i in range(6):
+                    t6[i] = SP[i, j]
+                _m2c(tR, tp, t6, vp)
+                for i in range(6):
+                    t6[i] = SC[i, j]
+                _m2c(Rk, prel, t6, ap)
+                for i in range(6):
+                    PT[i, j] = vp[i] - ap[i]
+        else:
+            _m2c(Rk, prel, Vv[V_VEL, pk], vel)
+            _m2c(Rk, prel, Vv[V_AB, pk], ab)
+        for i in range(6):
+            vel[i] += sv[i]
+        c = Vv[V_CJ, k]
+        for i in range(6):
+            ab[i] += c[i]
+        _crm_add(vel, sv, ab, 1.0)
+        if Fi[F_NF, k] > 0:
+            # body-frame twist and bias acceleration: V_b = Phi_C^-T (V - S_C qd),
+            # a_b = Phi_C^-T (a - V x^ S_C qd - sigma_C)
+            nk = Fi[F_NF, k]
+            mv = Fi[F_MV, k]
+            qdk = v[mv:mv + nk]
+            RC = Ft[k, FR_OUT, :, 0:3]
+            pC = Ft[k, FR_OUT, :, 3]
+            SC = Fs[k, FR_OUT]
+            _smul(SC, nk, qdk, t6)
+            for i in range(6):
+                vp[i] = vel[i] - t6[i]
+                ap[i] = ab[i] - SC[i, nk]
+            _crm_add(vel, t6, ap, -1.0)
+            _m2c_inv(RC, pC, vp, Fw[k, W_VB])
+            _m2c_inv(RC, pC, ap, Fw[k, W_ABB])
+
+
+# ---------------------------------------------------------------- bias forces
+
+
+@njit(cache=True)
+def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb, Bm,
+                A3, q, v, grav, use_grav, Jv):
+    """Generalized bias forces (velocity products, gravity, elastic and damping forces,
+    external loads) at zero joint and modal accelerations; the inverse generalized
+    inertia ``Gp`` of every flexible body; ``F_T`` of the joints and the modal
+    equivalent forces ``FM_TF0 = Q_applied - rho`` (stiffening force not included)."""
+    N = Ia.shape[1] - 1
+    t6 = Vv[V_T6, 0]
+    fb = Vv[V_FB]
+    fext = Vv[V_FEXT]
+    tau = Jv[J_TAU]
+    FT = Jv[J_FT]
+    bvec = Jv[J_B]
+    hb = Fw[0, W_VBD]
+    for k in range(1, N + 1):
+        pk = Ia[I_PARENT, k]
+        # gravity in e_k axes
+        gp = Vv[V_G, pk]
+        if pk == 0:
+            gp[0] = grav[0]
+            gp[1] = grav[1]
+            gp[2] = grav[2]
+        Rk = R3[R_REL, k]
+        gk = Vv[V_G, k]
+        for i in range(3):
+            gk[i] = Rk[0, i] * gp[0] + Rk[1, i] * gp[1] + Rk[2, i] * gp[2]
+        nk = Fi[F_NF, k]
+        f = fb[k]
+        if nk == 0:
+            w = Vv[V_VEL, k]
+            a = Vv[V_AB, k]
+            Ik = Mm[M_I, k]
+            _matvec6(Ik, a, f)
+            _matvec6(Ik, w, t6)
+            h0 = t6[0]
+            h1 = t6[1]
+            h2 = t6[2]
+            h3 = t6[3]
+            h4 = t6[4]
+            h5 = t6[5]
+            fe = fext[k]
+            f[0] += w[1] * h2 - w[2] * h1 + w[4] * h5 - w[5] * h4 - fe[0]
+            f[1] += w[2] * h0 - w[0] * h2 + w[5] * h3 - w[3] * h5 - fe[1]
+            f[2] += w[0] * h1 - w[1] * h0 + w[3] * h4 - w[4] * h3 - fe[2]
+            f[3] += w[1] * h5 - w[2] * h4 - fe[3]
+            f[4] += w[2] * h3 - w[0] * h5 - fe[4]
+            f[5] += w[0] * h4 - w[1] * h3 - fe[5]
+            if use_grav:
+                gx = gk[0]
+                gy = gk[1]
+                gz = gk[2]
+                mc = Vv[V_MC, k]
+                m = mc[3]
+                f[0] -= mc[1] * gz - mc[2] * gy
+                f[1] -= mc[2] * gx - mc[0] * gz
+                f[2] -= mc[0] * gy - mc[1] * gx
+                f[3] -= m * gx
+                f[4] -= m * gy
+                f[5] -= m * gz
+            continue
+        # flexible body: FFR terms in the body frame
+        fx = Fi[F_FX, k]
+        mq = Fi[F_MQ, k]
+        mv = Fi[F_MV, k]
+        qk = q[mq:mq + nk]
+        qdk = v[mv:mv + nk]
+        RC = Ft[k, FR_OUT, :, 0:3]
+        pC = Ft[k, FR_OUT, :, 3]
+        SC = Fs[k, FR_OUT]
+        gb = Fw[0, W_FEB]
+        for i in range(3):
+            gb[i] = 0.0
+            if use_grav:
+                gb[i] = RC[i, 0] * gk[0] + RC[i, 1] * gk[1] + RC[i, 2] * gk[2]
+        Vb = Fw[k, W_VB]
+        mm = 6 + nk
+        ffr_terms(Im, St, Si, Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], gb, Mb, Bm[0], A3)
+        # beta_b = M [a_b; 0] + h - Qg - Q_ext + [0; K q + D qd]
+        ab = Fw[k, W_ABB]
+        bb = Bm[1]
+        for i in range(mm):
+            s = Bm[0, i]
+            for j in range(6):
+                s += Mb[i, j] * ab[j]
+            bb[i] = s
+        fe = fext[k]   # external wrench about the body origin, body axes
+        for i in range(6):
+            bb[i] -= fe[i]
+        for i in range(nk):
+            s = -Fm[k, FM_QAPP, i]
+            for j in range(nk):
+                s += KD[fx, 0, i, j] * qk[j] + KD[fx, 1, i, j] * qdk[j]
+            bb[6 + i] += s
+        # to the e_k speeds: beta'_r = Phi_C^-1 beta_r, beta'_f = beta_f - S_C^T beta'_r
+        _f2p_inv(RC, pC, bb, f)
+        rho = Fm[k, FM_RHO]
+        for j in range(nk):
+            s = bb[6 + j]
+            for i in range(6):
+                s -= SC[i, j] * f[i]
+            rho[j] = s
+        # inverse generalized inertia Gp = T^-1 M^-1 T^-T, T^-T = [[Phi_C, 0], [S_C^T, I]]
+        if not _chol(Mb, mm):
+            return k
+        G = Gp[k]
+        for c in range(mm):
+            # column c of T^-T into Bm[2]
+            x = Bm[2]
+            for i in range(mm):
+                x[i] = 0.0
+            if c < 6:
+                for i in range(6):
+                    t6[i] = 0.0
+                t6[c] = 1.0
+                _f2p(RC, pC, t6, hb)
+                for i in range(6):
+                    x[i] = hb[i]
+                for j in range(nk):
+                    x[6 + j] = SC[c, j]
+            else:
+                x[c] = 1.0
+            # forward substitution L y = x  -> row c of B^T (stored in G rows as scratch)
+            for i in range(mm):
+                s = x[i]
+                for m in range(i):
+                    s -= Mb[i, m] * x[m]
+                x[i] = s / Mb[i, i]
+            for i in range(mm):
+                Bm[3 + c, i] = x[i]
+        # G = B^T B with B[:, c] = Bm[3 + c]
+        for i in range(mm):
+            for j in range(i + 1):
+                s = 0.0
+                for m in range(mm):
+                    s += Bm[3 + i, m] * Bm[3 + j, m]
+                G[i, j] = s
+                G[j, i] = s
+    # inward accumulation: fb_p += Phi_k fb_k ; rho_p += Psi_k fb_k
+    for k in range(N, 0, -1):
+        pk = Ia[I_PARENT, k]
+        if pk > 0:
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], fb[k], fb[pk], 1.0)
+            npk = Fi[F_NF, pk]
+            if npk > 0:
+                PT = PsiT[k]
+                rho = Fm[pk, FM_RHO]
+                f = fb[k]
+                for j in range(npk):
+                    rho[j] += (PT[0, j] * f[0] + PT[1, j] * f[1] + PT[2, j] * f[2]
+                               + PT[3, j] * f[3] + PT[4, j] * f[4] + PT[5, j] * f[5])
+        n_v = Ia[I_NV, k]
+        o = Ia[I_VO, k]
+        Hk = Mm[M_H, k]
+        f = fb[k]
+        for j in range(n_v):
+            t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
+                     + Hk[4, j] * f[4] + Hk[5, j] * f[5])
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
+            for j in range(n_v):
+                s = 0.0
+                for m in range(j + 1):
+                    s += Lk[m, j] * t6[m]
+                bvec[o + j] = s
+            for j in range(n_v):
+                s = tau[o + j]
+                for m in range(j):
+                    s -= Lk[m, j] * FT[o + m]
+                FT[o + j] = s / Lk[j, j]
+            for j in range(n_v):
+                FT[o + j] -= t6[j]
+        else:
+            for j in range(n_v):
+                bvec[o + j] = t6[j]
+                FT[o + j] = tau[o + j] - t6[j]
+    # modal equivalent forces (applied modal forces are inside rho)
+    for k in range(1, N + 1):
+        nk = Fi[F_NF, k]
+        mv = Fi[F_MV, k]
+        for j in range(nk):
+            Fm[k, FM_TF0, j] = -Fm[k, FM_RHO, j]
+            bvec[mv + j] = Fm[k, FM_RHO, j]
+    return 0
+
+
+# ---------------------------------------------------------------- CFA: factor
+
+
+@njit(cache=True)
+def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
+    """Blocks of A with the extended shifts (flexible parents: ``[Phi_k; Psi_k]`` and the
+    inverse generalized inertia ``Gp``), odd-even reduction of the chains, dense node
+    system. Returns 0, the label of a block that is not positive definite, or -1."""
+    N = Ia.shape[1] - 1
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    X = Mm[M_X]
+    Y = Mm[M_Y]
+    for k in range(1, N + 1):
+        pk = Ia[I_PARENT, k]
+        Ak = A[k]
+        Gk = Gp[k] if Fi[F_NF, k] > 0 else Mm[M_G, k]
+        if pk > 0:
+            Xk = X[k]
+            _build_phi(R3[R_REL, k], P3[P_REL, k], Xk)
+            Yk = Y[k]
+            npk = Fi[F_NF, pk]
+            if npk > 0:
+                # Z = Gp_p [Phi; Psi] ; Y = Z[:6] ; A = G_k + Phi^T Z[:6] + Psi^T Z[6:]
+                Z = Zc[k]
+                Gpp = Gp[pk]
+                PT = PsiT[k]
+                mp = 6 + npk
+                for i in range(mp):
+                    for j in range(6):
+                        s = 0.0
+                        for l in range(6):
+                            s += Gpp[i, l] * Xk[l, j]
+                        for f in range(npk):
+                            s += Gpp[i, 6 + f] * PT[j, f]
+                        Z[i, j] = s
+                for i in range(6):
+                    for j in range(6):
+                        Yk[i, j] = Z[i, j]
+                for i in range(6):
+                    for j in range(i + 1):
+                        s = Gk[i, j]
+                        for l in range(6):
+                            s += Xk[l, i] * Z[l, j]
+                        for f in range(npk):
+                            s += PT[i, f] * Z[6 + f, j]
+                        Ak[i, j] = s
+            else:
+                _matmul6(Mm[M_G, pk], Xk, Yk)
+                for i in range(6):
+                    for j in range(i + 1):
+                        Ak[i, j] = Gk[i, j] + (Xk[0, i] * Yk[0, j] + Xk[1, i] * Yk[1, j]
+                                               + Xk[2, i] * Yk[2, j] + Xk[3, i] * Yk[3, j]
+                                               + Xk[4, i] * Yk[4, j] + Xk[5, i] * Yk[5, j])
+            _mirror6(Ak)
+            # D_k = -P_p Y P_k -> coupling (parent, k), stored in Cr[pk] if single child
+            if Ia[I_ONE, pk] == k:
+                Cp = Cr[pk]
+                for i in range(6):
+                    for j in range(6):
+                        Cp[i, j] = Yk[i, j]
+                _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
+                _proj_cols(Cp, k, Ia, Mm, Vv)
+                _permute_block(Cp, Ia, pk, k, Tt[T_2])
+        else:
+            for i in range(6):
+                for j in range(6):
+                    Ak[i, j] = Gk[i, j]
+        # A~ = P A P + (U - P), constraint directions first
+        if Ia[I_DIAG, k]:
+            T2 = Tt[T_2]
+            for i in range(6):
+                for j in range(6):
+                    T2[i, j] = Ak[i, j]
+            nck = Ia[I_NC, k]
+            for a in range(6):
+                ia = Ia[I_PERM + a, k]
+                for b in range(6):
+                    if a < nck and b < nck:
+                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
+                    else:
+                        Ak[a, b] = 1.0 if a == b else 0.0
+        else:
+            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
+            _proj_cols(Ak, k, Ia, Mm, Vv)
+            P = Mm[M_P, k]
+            for i in range(6):
+                for j in range(6):
+                    Ak[i, j] -= P[i, j]
+                Ak[i, i] += 1.0
+    return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
+
+
+@njit(cache=True)
+def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
+    """Odd-even reduction of the chains and the dense node system (as in
+    :func:`flexmbd.recursive._kernels.factor`; sibling blocks through a flexible node
+    use the extended shifts)."""
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    X = Mm[M_X]
+    Y = Mm[M_Y]
+    T1 = Tt[T_1]
+    ns = Sa[0]
+    base = 5
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        Ai = A[i]
+        if _step_five(Ia, i, l, r):
+            if not _chol_n(Ai, 5):
+                return i
+            if l >= 0:
+                _lsolve5_cols(Ai, Cr[l], YL[i], True)
+                _subTmul5_sym(YL[i], A[l])
+            if r >= 0:
+                _lsolve5_cols(Ai, Cr[i], YR[i], False)
+                _subTmul5_sym(YR[i], A[r])
+                if l >= 0:
+                    _matTmul5(YL[i], YR[i], Cr[l], -1.0)
+        else:
+            if not _chol_n(Ai, 6):
+                return i
+            if l >= 0:
+                _lsolve6_cols(Ai, Cr[l], YL[i], True)
+                _subTmul6_sym(YL[i], A[l])
+            if r >= 0:
+                _lsolve6_cols(Ai, Cr[i], YR[i], False)
+                _subTmul6_sym(YR[i], A[r])
+                if l >= 0:
+                    _matTmul6(YL[i], YR[i], Cr[l], -1.0)
+    nd = Sa[1]
+    nl = Sa[2]
+    nn = Sa[3]
+    nsib = Sa[4]
+    od = base + 3 * ns
+    ol = od + nd
+    on = ol + 2 * nl
+    osb = on + nn
+    n6 = 6 * nd
+    for a in range(n6):
+        for b in range(n6):
+            Dn[a, b] = 0.0
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            for b in range(6):
+                Dn[o + a, o + b] = A[k, a, b]
+    for t in range(nl):
+        k = Sa[ol + 2 * t]
+        r = Sa[ol + 2 * t + 1]
+        ok = 6 * Ia[I_DSLOT, k]
+        orr = 6 * Ia[I_DSLOT, r]
+        for a in range(6):
+            for b in range(6):
+                Dn[ok + a, orr + b] = Cr[k, a, b]
+                Dn[orr + b, ok + a] = Cr[k, a, b]
+    for t in range(nn):
+        c = Sa[on + t]
+        pk = Ia[I_PARENT, c]
+        op = 6 * Ia[I_DSLOT, pk]
+        oc = 6 * Ia[I_DSLOT, c]
+        for a in range(6):
+            for b in range(6):
+                T1[a, b] = Y[c, a, b]
+        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
+        _proj_cols(T1, c, Ia, Mm, Vv)
+        _permute_block(T1, Ia, pk, c, Tt[T_2])
+        for a in range(6):
+            for b in range(6):
+                Dn[op + a, oc + b] = T1[a, b]
+                Dn[oc + b, op + a] = T1[a, b]
+    for t in range(nsib):
+        a_ = Sa[osb + 2 * t]
+        b_ = Sa[osb + 2 * t + 1]
+        oa = 6 * Ia[I_DSLOT, a_]
+        ob = 6 * Ia[I_DSLOT, b_]
+        pk = Ia[I_PARENT, a_]
+        npk = Fi[F_NF, pk]
+        if npk > 0:
+            # [Phi_a; Psi_a]^T Zc_b
+            Xa = X[a_]
+            PT = PsiT[a_]
+            Zb = Zc[b_]
+            for i in range(6):
+                for j in range(6):
+                    s = 0.0
+                    for l in range(6):
+                        s += Xa[l, i] * Zb[l, j]
+                    for f in range(npk):
+                        s += PT[i, f] * Zb[6 + f, j]
+                    T1[i, j] = s
+        else:
+            _matTmul6(X[a_], Y[b_], T1, 1.0)
+        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
+        _proj_cols(T1, b_, Ia, Mm, Vv)
+        _permute_block(T1, Ia, a_, b_, Tt[T_2])
+        for a in range(6):
+            for b in range(6):
+                Dn[oa + a, ob + b] = T1[a, b]
+                Dn[ob + b, oa + a] = T1[a, b]
+    if not _chol(Dn, n6):
+        return -1
+    return 0
+
+
+# ---------------------------------------------------------------- CFA: solve
+
+
+@njit(cache=True, inline="always")
+def _apply_g(k, pk, Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, e, af, t6):
+    """Inward step of a solve pass: af[k] (+ modal zf[k]) <- Gp_k ([af[k] + e; tf_k + zf_k]),
+    then the parent's accumulators get -Phi_k e and -Psi_k e."""
+    nk = Fi[F_NF, k]
+    for i in range(6):
+        t6[i] = af[k, i] + e[i]
+    if nk > 0:
+        G = Gp[k]
+        zf = Fm[k, FM_ZF]
+        tf = Fm[k, FM_TF]
+        ud = Fm[k, FM_UDF]
+        mm = 6 + nk
+        for i in range(mm):
+            s = 0.0
+            for j in range(6):
+                s += G[i, j] * t6[j]
+            for j in range(nk):
+                s += G[i, 6 + j] * (tf[j] + zf[j])
+            if i < 6:
+                af[k, i] = s
+            else:
+                ud[i - 6] = s
+    else:
+        _matvec6(Mm[M_G, k], t6, af[k])
+    if pk > 0:
+        _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
+        npk = Fi[F_NF, pk]
+        if npk > 0:
+            PT = PsiT[k]
+            zp = Fm[pk, FM_ZF]
+            for j in range(npk):
+                zp[j] -= (PT[0, j] * e[0] + PT[1, j] * e[1] + PT[2, j] * e[2]
+                          + PT[3, j] * e[3] + PT[4, j] * e[4] + PT[5, j] * e[5])
+
+
+@njit(cache=True, inline="always")
+def _relative(k, pk, Fi, R3, P3, PsiT, Fm, af, t6):
+    """t6 = af_k - [Phi_k; Psi_k]^T u'_p (the joint's relative linear acceleration)."""
+    if pk > 0:
+        _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
+        npk = Fi[F_NF, pk]
+        if npk > 0:
+            PT = PsiT[k]
+            ud = Fm[pk, FM_UDF]
+            for i in range(6):
+                s = 0.0
+                for j in range(npk):
+                    s += PT[i, j] * ud[j]
+                t6[i] += s
+        for i in range(6):
+            t6[i] = af[k, i] - t6[i]
+    else:
+        for i in range(6):
+            t6[i] = af[k, i]
+
+
+@njit(cache=True)
+def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
+    """Given F_T (row J_FT) and the modal equivalent forces (FM_TF): constraint forces
+    f = W F_S, equivalent forces F (V_FE), linear accelerations of every e_k (V_AF),
+    modal accelerations (FM_UDF) and Q̈ (row J_QDD; modal entries included)."""
+    N = Ia.shape[1] - 1
+    t6 = Vv[V_T6, 0]
+    tv = Vv[V_VJ, 0]
+    Fe = Vv[V_FE]
+    af = Vv[V_AF]
+    bx = Vv[V_BX]
+    A = Mm[M_A]
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    FT = Jv[J_FT]
+    qdd = Jv[J_QDD]
+    for k in range(N + 1):
+        for i in range(6):
+            af[k, i] = 0.0
+        for j in range(Fi[F_NF, k]):
+            Fm[k, FM_ZF, j] = 0.0
+    for k in range(N, 0, -1):
+        Hk = Mm[M_H, k]
+        o = Ia[I_VO, k]
+        n_v = Ia[I_NV, k]
+        e = Fe[k]
+        for i in range(6):
+            s = 0.0
+            for j in range(n_v):
+                s += Hk[i, j] * FT[o + j]
+            e[i] = s
+        _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, e, af, tv)
+    for k in range(1, N + 1):
+        _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
+        _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
+        for a in range(6):
+            bx[k, a] = tv[Ia[I_PERM + a, k]]
+    ns = Sa[0]
+    base = 5
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            _lsolve_n(A[i], z, 5)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 5)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 5)
+        else:
+            _lsolve_n(A[i], z, 6)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 6)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 6)
+    nd = Sa[1]
+    od = base + 3 * ns
+    n6 = 6 * nd
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            Dn[o + a, n6] = bx[k, a]
+    _chol_solve(Dn, n6, n6)
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            bx[k, a] = Dn[o + a, n6]
+    for s_ in range(ns - 1, -1, -1):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            if l >= 0:
+                _subvec_n(YL[i], bx[l], z, 5)
+            if r >= 0:
+                _subvec_n(YR[i], bx[r], z, 5)
+            _ltsolve_n(A[i], z, 5)
+        else:
+            if l >= 0:
+                _subvec_n(YL[i], bx[l], z, 6)
+            if r >= 0:
+                _subvec_n(YR[i], bx[r], z, 6)
+            _ltsolve_n(A[i], z, 6)
+    for k in range(1, N + 1):
+        for a in range(6):
+            t6[a] = bx[k, a]
+        for a in range(6):
+            bx[k, Ia[I_PERM + a, k]] = t6[a]
+    # eq. 28 with the extended shifts
+    for k in range(N + 1):
+        for i in range(6):
+            af[k, i] = 0.0
+        for j in range(Fi[F_NF, k]):
+            Fm[k, FM_ZF, j] = 0.0
+    for k in range(N, 0, -1):
+        F = Fe[k]
+        for i in range(6):
+            F[i] += bx[k, i]
+        _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, F, af, tv)
+    for k in range(1, N + 1):
+        _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
+        Hk = Mm[M_H, k]
+        o = Ia[I_VO, k]
+        n_v = Ia[I_NV, k]
+        for j in range(n_v):
+            qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
+                          + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
+        if Ia[I_REV, k]:
+            Lk = Mm[M_L, k]
+            for j in range(n_v - 1, -1, -1):
+                s = qdd[o + j]
+                for m in range(j + 1, n_v):
+                    s -= Lk[j, m] * qdd[o + m]
+                qdd[o + j] = s / Lk[j, j]
+        nk = Fi[F_NF, k]
+        mv = Fi[F_MV, k]
+        for j in range(nk):
+            qdd[mv + j] = Fm[k, FM_UDF, j]
+
+
+# ---------------------------------------------------------------- geometric stiffening
+
+
+@njit(cache=True)
+def stiffening_products(Ia, Fi, KG, Fm, KQ, q):
+    """``KQ[k, i] = K_i q_k`` for every unit geometric-stiffness matrix of stiffened bodies."""
+    N = Ia.shape[1] - 1
+    for k in range(1, N + 1):
+        if not Fi[F_STIFF, k]:
+            continue
+        nk = Fi[F_NF, k]
+        fx = Fi[F_FX, k]
+        mq = Fi[F_MQ, k]
+        for i in range(KG.shape[1]):
+            for a in range(nk):
+                s = 0.0
+                for b in range(nk):
+                    s += KG[fx, i, a, b] * q[mq + b]
+                KQ[k, i, a] = s
+
+
+@njit(cache=True)
+def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
+    """Body-frame acceleration ``[alpha_b; dv_b/dt]`` (body axes) of flexible body k after a
+    solve: ``Phi_C^-T (af - S_C qdd) + a_b,bias``."""
+    nk = Fi[F_NF, k]
+    SC = Fs[k, FR_OUT]
+    ud = Fm[k, FM_UDF]
+    t = Fw[0, W_VP]
+    af = Vv[V_AF, k]
+    for i in range(6):
+        s = af[i]
+        for j in range(nk):
+            s -= SC[i, j] * ud[j]
+        t[i] = s
+    _m2c_inv(Ft[k, FR_OUT, :, 0:3], Ft[k, FR_OUT, :, 3], t, out)
+    ab = Fw[k, W_ABB]
+    for i in range(6):
+        out[i] += ab[i]
+
+
+@njit(cache=True)
+def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
+    """Modal stiffening forces ``K_G(p) q`` (FM_KGQ) for the current solution: angular
+    velocity products, body-frame angular acceleration and origin acceleration minus
+    gravity, and the wrenches the joints apply at stiffened interfaces (from the
+    reactions ``F + fb``). ``initial``: accelerations of the bias pass, no interface loads.
+    Returns the largest change of a stiffening force."""
+    N = Ia.shape[1] - 1
+    wld = Fw[0, W_VBD]
+    acc = Fw[0, W_FEB]
+    # interface wrenches per body: Fw rows cannot hold several; accumulate in FM_T1 as
+    # 6 * nitf values (nitf <= nmax / 6 is not guaranteed) -> use the weights directly
+    change = 0.0
+    for k in range(1, N + 1):
+        if not Fi[F_STIFF, k]:
+            continue
+        nk = Fi[F_NF, k]
+        Vb = Fw[k, W_VB]
+        kq = Fm[k, FM_KW]
+        if initial:
+            for i in range(6):
+                acc[i] = Fw[k, W_ABB, i]
+        else:
+            _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, acc)
+        w0 = Vb[0]
+        w1 = Vb[1]
+        w2 = Vb[2]
+        # a = dv/dt + w x v - g_b
+        RC = Ft[k, FR_OUT, :, 0:3]
+        gk = Vv[V_G, k]
+        a0 = acc[3] + w1 * Vb[5] - w2 * Vb[4] - (RC[0, 0] * gk[0] + RC[0, 1] * gk[1]
+                                                 + RC[0, 2] * gk[2])
+        a1 = acc[4] + w2 * Vb[3] - w0 * Vb[5] - (RC[1, 0] * gk[0] + RC[1, 1] * gk[1]
+                                                 + RC[1, 2] * gk[2])
+        a2 = acc[5] + w0 * Vb[4] - w1 * Vb[3] - (RC[2, 0] * gk[0] + RC[2, 1] * gk[1]
+                                                 + RC[2, 2] * gk[2])
+        K = KQ[k]
+        for j in range(nk):
+            kq[j] = (w0 * w0 * K[0, j] + w1 * w1 * K[1, j] + w2 * w2 * K[2, j]
+                     + w0 * w1 * K[3, j] + w1 * w2 * K[4, j] + w0 * w2 * K[5, j]
+                     + acc[0] * K[6, j] + acc[1] * K[7, j] + acc[2] * K[8, j]
+                     + a0 * K[9, j] + a1 * K[10, j] + a2 * K[11, j])
+    if not initial:
+        Fe = Vv[V_FE]
+        fb = Vv[V_FB]
+        for k in range(1, N + 1):
+            io = Fi[F_IOUT, k]
+            ii = Fi[F_IIN, k]
+            if io < 0 and ii < 0:
+                continue
+            for i in range(6):
+                wld[i] = Fe[k, i] + fb[k, i]
+            if io >= 0:
+                # wrench on k at its out frame: body axes about the frame origin
+                RC = Ft[k, FR_OUT, :, 0:3]
+                K = KQ[k]
+                kq = Fm[k, FM_KW]
+                for c in range(2):
+                    x0 = RC[0, 0] * wld[3 * c] + RC[0, 1] * wld[3 * c + 1] + RC[0, 2] * wld[3 * c + 2]
+                    x1 = RC[1, 0] * wld[3 * c] + RC[1, 1] * wld[3 * c + 1] + RC[1, 2] * wld[3 * c + 2]
+                    x2 = RC[2, 0] * wld[3 * c] + RC[2, 1] * wld[3 * c + 1] + RC[2, 2] * wld[3 * c + 2]
+                    b = 12 + 6 * io + 3 * c
+                    for j in range(Fi[F_NF, k]):
+                        kq[j] += x0 * K[b, j] + x1 * K[b + 1, j] + x2 * K[b + 2, j]
+            if ii >= 0:
+                # wrench on the parent at the in frame: -(Phi_C Phi_k F) moved to p_P
+                pk = Ia[I_PARENT, k]
+                _f2p(R3[R_REL, k], P3[P_REL, k], wld, acc)
+                _f2p(Ft[pk, FR_OUT, :, 0:3], Ft[pk, FR_OUT, :, 3], acc, wld)
+                pP = Ft[k, FR_IN, :, 3]
+                m0 = -(wld[0] - (pP[1] * wld[5] - pP[2] * wld[4]))
+                m1 = -(wld[1] - (pP[2] * wld[3] - pP[0] * wld[5]))
+                m2 = -(wld[2] - (pP[0] * wld[4] - pP[1] * wld[3]))
+                f0 = -wld[3]
+                f1 = -wld[4]
+                f2 = -wld[5]
+                K = KQ[pk]
+                kq = Fm[pk, FM_KW]
+                b = 12 + 6 * ii
+                for j in range(Fi[F_NF, pk]):
+                    kq[j] += (m0 * K[b, j] + m1 * K[b + 1, j] + m2 * K[b + 2, j]
+                              + f0 * K[b + 3, j] + f1 * K[b + 4, j] + f2 * K[b + 5, j])
+    for k in range(1, N + 1):
+        if not Fi[F_STIFF, k]:
+            continue
+        for j in range(Fi[F_NF, k]):
+            d = abs(Fm[k, FM_KW, j] - Fm[k, FM_KGQ, j])
+            if d > change:
+                change = d
+            Fm[k, FM_KGQ, j] = Fm[k, FM_KW, j]
+    return change
+
+
+@njit(cache=True)
+def set_modal_rhs(Ia, Fi, Fm):
+    """FM_TF = FM_TF0 - FM_KGQ."""
+    N = Ia.shape[1] - 1
+    for k in range(1, N + 1):
+        for j in range(Fi[F_NF, k]):
+            Fm[k, FM_TF, j] = Fm[k, FM_TF0, j] - (Fm[k, FM_KGQ, j] if Fi[F_STIFF, k] else 0.0)
+
+
+# ---------------------------------------------------------------- drivers
+
+
+@njit(cache=True)
+def forward_dynamics(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, PsiT, Gp, Zc,
+                     Im, St, Si, Pi, KD, KG, KQ, Mb, Bm, A3, q, v, grav, use_grav, reac,
+                     any_stiff, tol, max_iter):
+    """Full serialized CFA with flexible bodies; status 0, a label (block not positive
+    definite), -1 (node system) or -2 (stiffening fixed point not converged). The
+    number of stiffening iterations is left in ``Dn[0, Dn.shape[1] - 1]``."""
+    kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, True)
+    st = bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb,
+                     Bm, A3, q, v, grav, use_grav, Jv)
+    if st != 0:
+        return st
+    st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)
+    if st != 0:
+        return st
+    status = 0
+    if any_stiff:
+        stiffening_products(Ia, Fi, KG, Fm, KQ, q)
+        stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, 0, True)
+        status = -2
+        for it in range(max_iter):
+            set_modal_rhs(Ia, Fi, Fm)
+            solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+            change = stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, 0, False)
+            scale = 0.0
+            N = Ia.shape[1] - 1
+            for k in range(1, N + 1):
+                for j in range(Fi[F_NF, k]):
+                    x = abs(Fm[k, FM_TF0, j]) + abs(Fm[k, FM_KGQ, j])
+                    if x > scale:
+                        scale = x
+            if change <= tol * scale:
+                status = 0
+                break
+        set_modal_rhs(Ia, Fi, Fm)
+        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+    else:
+        set_modal_rhs(Ia, Fi, Fm)
+        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+    reversed_frames(Ia, R3, P3)
+    reactions_into(Ia, Vv, R3, P3, reac)
+    return status
+
+
+@njit(cache=True)
+def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
+    """World ``[alpha; a_origin]`` of every body frame (rigid: the body frame at P_B of
+    e_k; flexible: the floating reference frame) after a forward-dynamics pass."""
+    N = Ia.shape[1] - 1
+    acc = Fw[0, W_FEB]
+    for k in range(1, N + 1):
+        w = Vv[V_VEL, k]
+        Rw = R3[R_W, k]
+        if Fi[F_NF, k] > 0:
+            _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, acc)
+            Vb = Fw[k, W_VB]
+            RC = Ft[k, FR_OUT, :, 0:3]
+            lx = acc[3] + Vb[1] * Vb[5] - Vb[2] * Vb[4]
+            ly = acc[4] + Vb[2] * Vb[3] - Vb[0] * Vb[5]
+            lz = acc[5] + Vb[0] * Vb[4] - Vb[1] * Vb[3]
+            # world rotation of the body frame: Rw RC^T
+            for i in range(3):
+                r0 = Rw[i, 0] * RC[0, 0] + Rw[i, 1] * RC[0, 1] + Rw[i, 2] * RC[0, 2]
+                r1 = Rw[i, 0] * RC[1, 0] + Rw[i, 1] * RC[1, 1] + Rw[i, 2] * RC[1, 2]
+                r2 = Rw[i, 0] * RC[2, 0] + Rw[i, 1] * RC[2, 1] + Rw[i, 2] * RC[2, 2]
+                out[k, i] = r0 * acc[0] + r1 * acc[1] + r2 * acc[2]
+                out[k, 3 + i] = r0 * lx + r1 * ly + r2 * lz
+            continue
+        al = Vv[V_AF, k]
+        ab = Vv[V_AB, k]
+        d = P3[4, k]
+        ax = al[0] + ab[0]
+        ay = al[1] + ab[1]
+        az = al[2] + ab[2]
+        lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
+        ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
+        lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
+        cx = w[1] * d[2] - w[2] * d[1]
+        cy = w[2] * d[0] - w[0] * d[2]
+        cz = w[0] * d[1] - w[1] * d[0]
+        lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
+        ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
+        lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
+        for i in range(3):
+            out[k, i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
+            out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+
+
+@njit(cache=True)
+def solve_columns(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, PsiT, Gp, Zc,
+                  Im, St, Si, Pi, KD, Mb, Bm, A3, q, cols, out):
+    """``M^-1 cols`` (joint and modal speeds; reversed joints in orthonormal speeds)."""
+    nv = cols.shape[0]
+    N = Ia.shape[1] - 1
+    for i in range(Jv.shape[1]):
+        Jv[J_TAU, i] = 0.0
+    zero = Jv[J_TAU]
+    kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, zero, False)
+    grav = np.zeros(3)
+    st = bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb,
+                     Bm, A3, q, zero, grav, False, Jv)
+    if st != 0:
+        return st
+    st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)
+    if st != 0:
+        return st
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jv[J_FT, i] = cols[i, c]
+        for k in range(1, N + 1):
+            mv = Fi[F_MV, k]
+            for j in range(Fi[F_NF, k]):
+                Fm[k, FM_TF, j] = cols[mv + j, c]
+        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+        for i in range(nv):
+            out[i, c] = Jv[J_QDD, i]
+    return 0

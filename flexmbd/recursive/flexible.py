@@ -1,0 +1,416 @@
+r"""The Constraint Force Algorithm for trees of flexible bodies.
+
+Flexible bodies (:class:`~flexmbd.FlexibleBody`, floating frame of reference with
+``n`` modal coordinates) enter the recursive formulation with their modal
+coordinates as body-internal degrees of freedom: the system coordinates are the
+tree joints' coordinates followed by the modal coordinates of every flexible body
+(bodies in declaration order, labelled ``(body, "q1") ...``; speeds ``(body,
+"q1d") ...``). The tree is still solved in O(N) and every joint reaction is
+reported. This module derives the algorithm; the compiled kernels are in
+:mod:`._flexkernels` and the dense reference in :mod:`.general`.
+
+Notation
+--------
+As in Liu, Hu & Zhang (2016) and :mod:`._kernels`: spatial vectors are
+``[angular; linear]``; for a frame ``F`` with pose ``(R, p)`` in a frame ``B`` the
+wrench transform ``Phi(R, p) = [[R, p~ R], [0, R]]`` maps a wrench at ``F`` (``F``
+axes) to the same wrench at ``B`` (``B`` axes) and ``Phi^T`` maps a twist of ``B``
+to the twist of a point rigidly attached at ``F``; ``x^`` is the spatial motion
+cross product (``crm``). Twists are ``[w; v]`` in the moving frame's axes, ``v``
+the velocity of its origin, and accelerations are time derivatives of those
+components (the convention of the rigid kernels).
+
+1. Flexible body, deforming attachment frames
+---------------------------------------------
+Body ``j`` has its floating reference frame ``b`` (the reduction's body frame)
+with speeds ``u = [V_b; qd]``, ``V_b = [w; v]`` in body axes, and the FFR
+equations of :mod:`flexmbd.flexible.ffr`::
+
+    M_b(q) du/dt + h(q, u) = Q_g + Q_ext - [0; K q + D qd + K_G q] + (joint forces)
+
+An attachment frame ``F`` (an :class:`~flexmbd.model.flexible.InterfaceFrame`, a
+node frame or a plain frame, which does not deform) has the pose
+``R_F = exp(theta~) R_F0``, ``theta = Theta q``, ``p_F = p_F0 + U q`` in ``b``
+(``[Theta; U]`` = the frame's ``modes``: the exponential map is the one the absolute
+formulation uses). Its relative angular velocity is ``J_l(theta) Theta qd`` with the
+left Jacobian ``J_l = I + b theta~ + c theta~^2`` (``b = (1-cos t)/t^2``,
+``c = (t - sin t)/t^3``, ``t = |theta|``), so its twist (``F`` axes) is ::
+
+    V_F = Phi_F^T V_b + S_F qd,       S_F = [R_F^T J_l Theta; R_F^T U]     (6 x n)
+
+and, differentiating (the relative twist of ``F`` in ``b`` is ``S_F qd``; for
+any frame pair ``d/dt(Phi^T) x = (Phi^T x) x^ v_rel``) ::
+
+    dV_F/dt = Phi_F^T dV_b/dt + V_F x^ (S_F qd) + S_F qdd + sigma_F,
+    sigma_F = (dS_F/dt) qd = [R_F^T (dJ_l/dt) thetad; -R_F^T (w_r x U qd)],
+    (dJ_l/dt) thetad = 2 b'(theta.thetad) theta x thetad
+                       + 2 c'(theta.thetad) theta x (theta x thetad) + c thetad x (theta x thetad)
+
+(``b', c'`` derivatives with respect to ``t^2``; :func:`._flexkernels.frame_state`).
+A wrench ``F`` applied at ``F`` does the virtual power ``F . V_F``: its generalized
+force on the body is ``[Phi_F F; S_F^T F]``.
+
+2. Speeds of the inboard joint frame
+------------------------------------
+As for rigid bodies, the CFA works at the inboard joint frame ``e_j = C`` (the tree
+joint's frame on body ``j``, which deforms when it is an interface or node frame).
+Change the body speeds to ``u' = [V_C; qd]``: ``u' = T^-1 u`` with ::
+
+    T^-1 = [[Phi_C^T, S_C], [0, I]],      T^-T = [[Phi_C, 0], [S_C^T, I]].
+
+Then ``T^T [Phi_C F; S_C^T F] = [F; 0]`` (a wrench at ``C`` is a plain wrench in
+these speeds), the generalized inertia is ``M' = T^T M_b T`` and its inverse ::
+
+    G'_j = T^-1 M_b^-1 T^-T        ((6 + n) square; with L L^T = M_b: G' = B^T B, B = L^-1 T^-T)
+
+3. Outboard joints: the extended shift
+--------------------------------------
+Child ``k`` hangs from the frame ``P_k`` on body ``j`` (its in frame); the joint moves
+``e_k`` relative to ``P_k`` by ``(R_J, p_J)`` with twist ``H_k Qd_k`` (bias ``c_J``).
+Eliminating ``V_b`` between ``V_C`` and ``V_P``::
+
+    V_k = Phi_k^T V_C + Psi_k^T qd_j + H_k Qd_k,
+    Phi_k = Phi_rel Phi_J,  Phi_rel = Phi_C^-1 Phi_P  (pose of the deformed P_k in the deformed C)
+    Psi_k^T = Phi_J^T S_P - Phi_k^T S_C                                        (6 x n_j)
+
+``Psi_k^T qd`` is the twist of ``e_k`` caused by the deformation of body ``j``
+between its two joint frames (the interface mode shapes shifted to the child's
+joint frame). With the *extended shift* ``Pt_k = [Phi_k; Psi_k]`` ((6+n_j) x 6):
+
+* kinematics ``V_k = Pt_k^T u'_j + H_k Qd_k``, i.e. the paper's eq. (7)
+  ``V_k = P^T V_j + H Qd`` with ``P`` replaced by ``Pt``;
+* the wrench ``F_k`` at ``e_k`` acts on body ``j`` with the generalized force
+  ``-Pt_k F_k`` in the speeds ``u'_j``: it does work on the modes through the
+  interface mode shapes.
+
+4. Linear part and bias part
+----------------------------
+Split every acceleration into a part linear in the unknown accelerations
+(joint ``Qdd`` and modal ``qdd``) and a bias part computed with all of them zero
+(one outward Newton-Euler pass, :func:`._flexkernels.kinematics`)::
+
+    a_k = Phi_k^T a_j + (bias through b and P_k, sections 1 and 3) + V_k x^ (H Qd) + c_J,
+    a_b = Phi_C^-T (a_C - V_C x^ (S_C qd) - sigma_C)      (body-frame bias acceleration)
+
+and the generalized bias force of body ``j`` in the speeds ``u'`` ::
+
+    beta'_j = T^T (M_b [a_b; 0] + h - Q_g - Q_ext + [0; K q + D qd])
+            = [Phi_C^-1 beta_r; beta_f - S_C^T Phi_C^-1 beta_r].
+
+Its 6-part is a wrench at ``e_j``; it is absorbed, exactly as the paper's
+nonlinear terms (eq. 4), into a bias interbody force accumulated inward,
+``fb_j = beta'_r,j + sum_k (Pt_k fb_k)_r``; the modal remainder
+``rho_j = beta'_f,j + sum_k Psi_k fb_k`` cannot be carried by the 6-dimensional
+joint force and becomes the *modal equivalent control force* ``tf_j = -rho_j``
+(plus applied modal forces). With the physical interbody force
+``F_k = F_k^eq + fb_k`` the body equations become ::
+
+    M'_j du'_j(lin) = [I; 0] F_j^eq - sum_k Pt_k F_k^eq + [0; tf_j]
+    H_k^T F_k^eq = F_Tk = tau_k - H_k^T fb_k                        (eq. 4-5)
+
+5. The CFA system
+-----------------
+Assembling as in eq. (16) with the block matrix ``P`` whose body rows are ``6+n``
+high (``[I; 0]`` in block (j, j), ``-Pt_k`` in block (parent, k)), ``G = diag(G'_j)``
+and the modal selector ``E``::
+
+    u' = G (P F + E tf),   P^T u' = H Qdd  =>  W^T P^T u' = 0
+    A F_S = -W^T P^T G (P H F_T + E tf),   A = W^T P^T G P W            (eq. 25-29)
+    Qdd = H^T P^T u',   qdd_j = E^T u'_j                                 (eq. 28)
+
+``A`` has the sparsity of the rigid case: block-tridiagonal on chains with the
+node couplings of eq. (33-36); its blocks are projected inverse generalized
+inertias ::
+
+    A_k = W_k^T (G'_k[rr] + Pt_k^T G'_j Pt_k) W_k,     B_k = -W_j^T (G'_j Pt_k)[r] W_k,
+    b_ab = W_a^T Pt_a^T G'_j Pt_b W_b     (siblings a, b of node j)
+
+(``[rr]``, ``[r]``: the rows/columns of the six frame speeds). A rigid body is the
+case ``n = 0`` (``Pt = Phi``, ``G' = I^-1``). The serialized CFA (odd-even
+reduction of the chains, small dense node system) applies unchanged; the extra
+cost per flexible body is one Cholesky factorization of ``M_b`` and ``G'`` (O(n^3))
+plus O(n^2) per outboard joint, so a tree is solved in O(N) for a fixed number of
+modes. The modal forces only enter the right-hand sides (the ``E tf`` terms of
+the two passes of :func:`._flexkernels.solve`).
+
+6. Reactions and body accelerations
+-----------------------------------
+The reaction of joint ``k`` is ``F_k = F_k^eq + fb_k`` at the origin of ``e_k`` in its
+axes -- the *deformed* child joint frame -- rotated to the declared child frame
+(DESIGN.md convention, as the rigid kernels). The floating frame's acceleration
+follows from ``dV_C/dt = du'[r] + a_C``:
+``dV_b/dt = Phi_C^-T (dV_C/dt - V_C x^ (S_C qd) - sigma_C - S_C qdd)``.
+
+7. Geometric stiffening
+-----------------------
+``K_G(p) q`` with the load parameters of :mod:`flexmbd.fem.geometric`: products of
+the body's angular velocity, its angular acceleration and origin acceleration
+minus gravity (body axes), and the wrenches applied at the stiffened interfaces
+(joints attached through :class:`~flexmbd.model.flexible.InterfaceFrame`; the
+Craig-Bampton reference interface has zero unit matrices). The acceleration and
+interface-load terms depend on the solution: they would make ``M'`` unsymmetric.
+They are kept on the right-hand side (a modal force) and iterated to a fixed point
+with the *current* accelerations and reactions -- only the two solve passes are
+repeated, the factorization is reused. The contraction factor is of the order
+of the strain (|K_G q| / |M qdd| ~ deformation / length), so a few iterations
+reach round-off. The absolute formulation takes the same inertia loads at the
+current step and the interface wrenches from the previous step (lagged); both
+converge to the same equations when its lagged loads are updated to the current
+ones (tests/recursive/test_flexible_cfa.py). ``FlexibleBody(geometric_stiffening=False)``
+switches the term off per body.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from ..model.flexible import FlexibleBody, _DeformingFrame
+from . import _flexkernels as FK
+from . import _kernels as K
+
+__all__ = ["FlexTree", "OMEGA_PRODUCTS"]
+
+OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
+
+
+def _frame_modes(frame, body):
+    """(Theta, U) (3, n each) of a frame on ``body`` or None when it does not deform."""
+    if not isinstance(body, FlexibleBody) or not isinstance(frame, _DeformingFrame):
+        return None
+    modes = np.asarray(frame.modes, float)
+    if not np.any(modes):
+        return None
+    return modes[:3], modes[3:]
+
+
+class FlexTree:
+    """Constant data and workspaces of the flexible-body kernels for one RecursiveSystem.
+
+    Built by :class:`~flexmbd.recursive.RecursiveSystem` (which owns the tree arrays);
+    refreshed with the system.
+    """
+
+    def __init__(self, system):
+        s = system
+        n = s.n_bodies
+        self.system = s
+        self.flex_labels = [k for k in range(1, n + 1)
+                            if isinstance(s._body_of[k], FlexibleBody)]
+        nf = [0] * (n + 1)
+        for k in self.flex_labels:
+            nf[k] = s._body_of[k].n_modes
+        self.nf = nf
+        self.nmax = max(max(nf), 1)
+        self.nfx = len(self.flex_labels)
+        # stiffened interfaces per flexible body
+        self.itf = {}
+        nitf = 0
+        for k in self.flex_labels:
+            self.itf[k] = self._stiff_interfaces(s._body_of[k])
+            nitf = max(nitf, len(self.itf[k]))
+        self.nitf = nitf
+        self._alloc()
+
+    # -- data -------------------------------------------------------------------------
+    @staticmethod
+    def _stiff_interfaces(body):
+        rb = body.reduced
+        if not body.geometric_stiffening or rb.kg_unit.shape[0] == 0:
+            return []
+        names = list(rb.kg_names)
+        out = []
+        for nm in rb.interface_names:
+            keys = [f"{nm}.{c}" for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+            if any(k in names and np.any(rb.kg_unit[names.index(k)]) for k in keys):
+                out.append(nm)
+        return out
+
+    def _alloc(self):
+        s = self.system
+        n = s.n_bodies
+        nm, nfx = self.nmax, max(self.nfx, 1)
+        mm = 6 + nm
+        self.Fi = np.zeros((FK.NFI, n + 1), np.int64)
+        self.Fi[FK.F_IOUT] = -1
+        self.Fi[FK.F_IIN] = -1
+        self.Fi[FK.F_FX] = -1
+        self.Fc = np.zeros((n + 1, 2, 3, 4 + 2 * nm))
+        self.Ft = np.zeros((n + 1, 2, 3, 4))
+        self.Fs = np.zeros((n + 1, 2, 6, nm + 1))
+        self.Fw = np.zeros((n + 1, FK.NW, 6))
+        self.Fm = np.zeros((n + 1, FK.NFM, nm))
+        self.PsiT = np.zeros((n + 1, 6, nm))
+        self.Gp = np.zeros((n + 1, mm, mm))
+        self.Zc = np.zeros((n + 1, mm, 6))
+        self.Im = np.zeros((nfx, 13))
+        self.St = np.zeros((nfx, 3, nm))
+        self.Si = np.zeros((nfx, 3, 3, nm))
+        self.Pi = np.zeros((nfx, 3, 3, nm, nm))
+        self.KD = np.zeros((nfx, 3, nm, nm))
+        nkg = 12 + 6 * self.nitf
+        self.KG = np.zeros((nfx, nkg, nm, nm))
+        self.KQ = np.zeros((n + 1, nkg, nm))
+        self.Mb = np.zeros((mm, mm))
+        self.Bm = np.zeros((mm + 4, mm))
+        self.A3 = np.zeros((3, 3, nm + 2))
+        self.any_stiff = False
+
+    def refresh(self):
+        """(Re-)read frames, invariants and unit stiffness matrices (model revision changed)."""
+        s = self.system
+        n = s.n_bodies
+        Fi, Fc = self.Fi, self.Fc
+        Fi[:] = 0
+        Fi[FK.F_IOUT] = -1
+        Fi[FK.F_IIN] = -1
+        Fi[FK.F_FX] = -1
+        Fc[:] = 0.0
+        mq0, mv0 = s._modal_q0, s._modal_v0
+        for fx, k in enumerate(self.flex_labels):
+            b = s._body_of[k]
+            nk = b.n_modes
+            inv = b.invariants()
+            Fi[FK.F_NF, k] = nk
+            Fi[FK.F_FX, k] = fx
+            Fi[FK.F_MQ, k] = mq0[b.name]
+            Fi[FK.F_MV, k] = mv0[b.name]
+            self.Im[fx, 0] = inv.mass
+            self.Im[fx, 1:4] = inv.c
+            self.Im[fx, 4:13] = np.asarray(inv.E0, float).ravel()
+            self.St[fx, :, :nk] = inv.St
+            self.Si[fx, :, :, :nk] = inv.S
+            self.Pi[fx, :, :, :nk, :nk] = inv.P
+            self.KD[fx, 0, :nk, :nk] = inv.K
+            self.KD[fx, 1, :nk, :nk] = inv.D
+            self.KD[fx, 2, :nk, :nk] = inv.Mff
+            stiff = bool(b.geometric_stiffening) and b.reduced.kg_unit.shape[0] > 0
+            Fi[FK.F_STIFF, k] = int(stiff)
+            if stiff:
+                rb = b.reduced
+                names = list(rb.kg_names)
+
+                def unit(name, rb=rb, names=names, nk=nk):
+                    if name in names:
+                        return np.asarray(rb.kg_unit[names.index(name)], float)
+                    return np.zeros((nk, nk))
+
+                mats = ([unit(x) for x in OMEGA_PRODUCTS]
+                        + [unit(f"alpha{i + 1}") for i in range(3)]
+                        + [unit(f"a{i + 1}") for i in range(3)])
+                for nm_ in self.itf[k]:
+                    conv = b.interface_convention(nm_)
+                    mats += [unit(f"{nm_}.{c}") * (conv if c[0] == "m" else 1.0)
+                             for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+                self.KG[fx] = 0.0
+                self.KG[fx, :len(mats), :nk, :nk] = np.stack(mats)
+        self.any_stiff = bool(np.any(Fi[FK.F_STIFF]))
+        # frames
+        for k in range(1, n + 1):
+            j = s._tree_joint[k]
+            rev = bool(s._Ia[K.I_REV, k])
+            out_f = j.parent_frame if rev else j.child_frame
+            in_f = j.child_frame if rev else j.parent_frame
+            p = int(s.topology.parent[k])
+            Ra = s._R3[K.R_A, k]
+            for side, fr, lab in ((FK.FR_OUT, out_f, k), (FK.FR_IN, in_f, p)):
+                Fc[k, side, :, 0:3] = fr.rotation @ Ra
+                Fc[k, side, :, 3] = np.asarray(fr.position, float)
+                body = s._body_of[lab] if lab > 0 else None
+                md = _frame_modes(fr, body) if lab > 0 else None
+                if md is not None:
+                    nl = self.nf[lab]
+                    Fc[k, side, :, 4:4 + nl] = md[0]
+                    Fc[k, side, :, 4 + nl:4 + 2 * nl] = md[1]
+                    Fi[FK.F_ODEF if side == FK.FR_OUT else FK.F_IDEF, k] = 1
+                # undeformed state (used for non-deforming frames of flexible bodies)
+                self.Ft[k, side, :, 0:3] = Fc[k, side, :, 0:3]
+                self.Ft[k, side, :, 3] = Fc[k, side, :, 3]
+                self.Fs[k, side] = 0.0
+                nm_ = getattr(fr, "interface_name", None)
+                if lab > 0 and nm_ is not None and nm_ in self.itf.get(lab, []):
+                    idx = self.itf[lab].index(nm_)
+                    Fi[FK.F_IOUT if side == FK.FR_OUT else FK.F_IIN, k] = idx
+
+    # -- kernel calls -----------------------------------------------------------------
+    def args_state(self):
+        return (self.Fc, self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc,
+                self.Im, self.St, self.Si, self.Pi, self.KD)
+
+    def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
+        """One state through the serialized kernels; returns the kernel status."""
+        s = self.system
+        Jv = s._Jv
+        Jv[K.J_TAU, :] = 0.0
+        Jv[K.J_TAU, :len(tau)] = tau
+        return FK.forward_dynamics(
+            s._Ia, s._Sa, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, s._Dn, Jv, self.Fc,
+            self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
+            self.Si, self.Pi, self.KD, self.KG, self.KQ, self.Mb, self.Bm, self.A3, q, v,
+            s._gravity, s._use_grav, reac, self.any_stiff, tol, max_iter)
+
+    def kinematics(self, q, v, world=True):
+        s = self.system
+        FK.kinematics(s._Ia, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, self.Fc, self.Ft,
+                      self.Fs, self.Fw, self.PsiT, q, v, world)
+
+    def body_accelerations(self, out):
+        s = self.system
+        FK.body_accelerations(s._Ia, self.Fi, s._Vv, s._R3, s._P3, self.Ft, self.Fs, self.Fw,
+                              self.Fm, out)
+
+    def solve_columns(self, q, cols, out):
+        s = self.system
+        return FK.solve_columns(
+            s._Ia, s._Sa, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, s._Dn, s._Jv, self.Fc,
+            self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
+            self.Si, self.Pi, self.KD, self.Mb, self.Bm, self.A3, q, cols, out)
+
+    # -- Python-level quantities (poses, energies) ------------------------------------
+    def body_pose(self, k, Rk, rk):
+        """Pose of the floating frame of flexible body ``k`` from the world pose of e_k
+        (after :meth:`kinematics`)."""
+        RC = self.Ft[k, FK.FR_OUT, :, 0:3]
+        pC = self.Ft[k, FK.FR_OUT, :, 3]
+        R = Rk @ RC.T
+        return R, rk - R @ pC
+
+    def body_speeds(self, k):
+        """Body-frame twist [w; v] (body axes) of flexible body ``k`` after :meth:`kinematics`."""
+        return self.Fw[k, FK.W_VB].copy()
+
+    def point_force(self, fe, t, q, state, fext):
+        """A PointForce at a deforming frame of a flexible body: its wrench about the body
+        origin (body axes) into ``fext`` and its modal force ``U^T f_b`` into the applied
+        modal forces. Returns False for any other force element."""
+        from ..model.forces import PointForce
+
+        if type(fe) is not PointForce or fe.attachment is None:
+            return False
+        s = self.system
+        k = s._label_of.get(id(fe.body))
+        if k is None or k not in self.flex_labels:
+            return False
+        md = _frame_modes(fe.attachment, fe.body)
+        if md is None:
+            return False
+        U = md[1]
+        b = fe.body
+        qk = q[s.modal_slices[b.name][0]]
+        R, _ = state.pose(b)
+        f = np.asarray(fe.force(t), float)
+        fb = f if fe.frame == "body" else R.T @ f
+        sp = np.asarray(fe.attachment.position, float) + U @ qk
+        fext[k, :3] += np.cross(sp, fb)
+        fext[k, 3:] += fb
+        self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
+        return True
+
+    def clear_applied(self):
+        self.Fm[:, FK.FM_QAPP] = 0.0
+
+    def add_modal_tau(self, tau):
+        s = self.system
+        for k in self.flex_labels:
+            sl = s.modal_slices[s._body_of[k].name][1]
+            self.Fm[k, FK.FM_QAPP, :self.nf[k]] += tau[sl]
