@@ -9,6 +9,13 @@ each step of the stepper and at every output sample); the forward dynamics
 itself normalizes the quaternions it reads, so the stage values need no
 projection. The drift of the norm within one step is of the integrator's order.
 
+Flexible bodies (modal coordinates in the state) make the system stiff: an explicit
+step must resolve the highest modal frequency, ``dt * omega_max`` below about 2.8 for
+RK4 (its stability limit on the imaginary axis; accuracy wants a few times less), so
+choose the mode set with that in mind (Craig-Bampton constraint modes of a stiff
+interface are often the highest) or let RK45 find the step. ``max_step`` bounds the
+adaptive step.
+
 Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
@@ -131,6 +138,14 @@ def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=No
 
     wall = _time.perf_counter()
     if integrator == "rk4":
+        wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
+        if wmax * dt / int(substeps) > 2.8:
+            import warnings
+
+            warnings.warn(
+                f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
+                f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
+                "dt (or use substeps / integrator='rk45'), or drop high modes", stacklevel=3)
         n_out = int(round((t_end - t0) / dt))
         if abs(t0 + n_out * dt - t_end) > 1e-9 * max(1.0, abs(t_end)):
             n_out = int(np.floor((t_end - t0) / dt + 1e-9))
@@ -198,7 +213,8 @@ def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=No
 
 
 def _results(system, t, y, tau_f, meta, safe=False):
-    """Results with qdd, reactions, energies (and momentum for floating systems)."""
+    """Results with qdd, reactions, energies (and momentum for floating systems); the
+    modal coordinates of every flexible body in ``extra["modal:<body>"]``."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -220,6 +236,8 @@ def _results(system, t, y, tau_f, meta, safe=False):
     pe = np.array([system.potential_energy(q[i], t[i]) for i in range(nt)])
     energy = {"kinetic": ke, "potential": pe, "total": ke + pe}
     extra = {}
+    for name, (sq, _) in getattr(system, "modal_slices", {}).items():
+        extra[f"modal:{name}"] = q[:, sq].copy()
     if system._floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)

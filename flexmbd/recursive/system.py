@@ -1022,6 +1022,19 @@ class RecursiveSystem:
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
 
+    def max_modal_frequency(self):
+        """Highest modal circular frequency (rad/s) of the flexible bodies' ``(K, M_ff)``
+        (0 without flexible bodies): explicit steps need ``dt`` well below
+        ``2.8 / max_modal_frequency()`` (RK4's stability limit)."""
+        w = 0.0
+        for b in self._bodies:
+            if isinstance(b, FlexibleBody):
+                inv = b.invariants()
+                if inv.n_modes:
+                    ev = np.linalg.eigvals(np.linalg.solve(inv.Mff, inv.K)).real
+                    w = max(w, float(np.sqrt(max(ev.max(), 0.0))))
+        return w
+
     # ------------------------------------------------------------------ integration
     def qdot(self, q, qd):
         """Coordinate rates for speeds (quaternion rates for Spherical/Free)."""
