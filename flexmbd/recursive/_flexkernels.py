@@ -1372,10 +1372,10 @@ def set_modal_rhs(Ia, Fi, Fm):
 @njit(cache=True)
 def forward_dynamics(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, PsiT, Gp, Zc,
                      Im, St, Si, Pi, KD, KG, KQ, Mb, Bm, A3, q, v, grav, use_grav, reac,
-                     any_stiff, tol, max_iter):
+                     any_stiff, tol, max_iter, info):
     """Full serialized CFA with flexible bodies; status 0, a label (block not positive
     definite), -1 (node system) or -2 (stiffening fixed point not converged). The
-    number of stiffening iterations is left in ``Dn[0, Dn.shape[1] - 1]``."""
+    number of stiffening iterations goes to ``info[0]``."""
     kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, True)
     st = bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb,
                      Bm, A3, q, v, grav, use_grav, Jv)
@@ -1400,6 +1400,7 @@ def forward_dynamics(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm,
                     x = abs(Fm[k, FM_TF0, j]) + abs(Fm[k, FM_KGQ, j])
                     if x > scale:
                         scale = x
+            info[0] = it + 1
             if change <= tol * scale:
                 status = 0
                 break

@@ -202,7 +202,14 @@ class FlexTree:
             nf[k] = s._body_of[k].n_modes
         self.nf = nf
         self.nmax = max(max(nf), 1)
-        self.nfx = len(self.flex_labels)
+        # flexible bodies sharing a reduced body (and stiffening switch) share their constants
+        self.fx_of = {}
+        keys = {}
+        for k in self.flex_labels:
+            b = s._body_of[k]
+            key = (id(b.reduced), bool(b.geometric_stiffening))
+            self.fx_of[k] = keys.setdefault(key, len(keys))
+        self.nfx = len(keys)
         # stiffened interfaces per flexible body
         self.itf = {}
         nitf = 0
@@ -255,6 +262,7 @@ class FlexTree:
         self.Bm = np.zeros((mm + 4, mm))
         self.A3 = np.zeros((3, 3, nm + 2))
         self.any_stiff = False
+        self.info = np.zeros(2, np.int64)   # stiffening iterations of the last call
 
     def refresh(self):
         """(Re-)read frames, invariants and unit stiffness matrices (model revision changed)."""
@@ -267,7 +275,8 @@ class FlexTree:
         Fi[FK.F_FX] = -1
         Fc[:] = 0.0
         mq0, mv0 = s._modal_q0, s._modal_v0
-        for fx, k in enumerate(self.flex_labels):
+        for k in self.flex_labels:
+            fx = self.fx_of[k]
             b = s._body_of[k]
             nk = b.n_modes
             inv = b.invariants()
@@ -347,7 +356,7 @@ class FlexTree:
             s._Ia, s._Sa, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, s._Dn, Jv, self.Fc,
             self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
             self.Si, self.Pi, self.KD, self.KG, self.KQ, self.Mb, self.Bm, self.A3, q, v,
-            s._gravity, s._use_grav, reac, self.any_stiff, tol, max_iter)
+            s._gravity, s._use_grav, reac, self.any_stiff, tol, max_iter, self.info)
 
     def kinematics(self, q, v, world=True):
         s = self.system
@@ -410,7 +419,19 @@ class FlexTree:
         self.Fm[:, FK.FM_QAPP] = 0.0
 
     def add_modal_tau(self, tau):
-        s = self.system
-        for k in self.flex_labels:
-            sl = s.modal_slices[s._body_of[k].name][1]
-            self.Fm[k, FK.FM_QAPP, :self.nf[k]] += tau[sl]
+        """Generalized forces along the modal speeds (``tau`` entries of the modal speeds)
+        into the applied modal forces."""
+        if not hasattr(self, "_tau_idx"):
+            s = self.system
+            rows, cols, idx = [], [], []
+            for k in self.flex_labels:
+                sl = s.modal_slices[s._body_of[k].name][1]
+                rows += [k] * self.nf[k]
+                cols += list(range(self.nf[k]))
+                idx += list(range(sl.start, sl.stop))
+            self._tau_idx = (np.array(rows, np.int64), np.array(cols, np.int64),
+                             np.array(idx, np.int64))
+        rows, cols, idx = self._tau_idx
+        t = np.asarray(tau)[idx]
+        if t.any():
+            self.Fm[rows, FK.FM_QAPP, cols] += t
