@@ -17,8 +17,17 @@ for contrast (the paper's Table 1); and 10,000 states of a 20-link chain
 Pinocchio 4.1's ``createData`` allocates memory growing like N^3 (1.8 GB at
 N = 300, 4.2 GB at N = 400): it is measured up to ``--pin-max`` (default 300).
 
-Usage: ``python benchmarks/bench_cfa.py [--quick] [--no-cold] [--write]``
-(``--write`` replaces the cfa section of benchmarks/RESULTS.md).
+With ``--flexible``: the CFA with flexible bodies (:mod:`flexmbd.recursive.flexible`)
+on chains of N = 5 ... 200 Craig-Bampton beams with 8 modes each (revolute joints at
+the deforming interfaces, gravity): per-call forward dynamics (accelerations and all
+reactions) of the serialized kernels, with and without geometric stiffening, the dense
+reference, and the absolute formulation's ``forward_dynamics`` on the same model and
+state (with the agreement of the two); fitted exponents. It fills its own block of the
+cfa section (``<!-- cfa-flex:start -->``), which the rigid run keeps.
+
+Usage: ``python benchmarks/bench_cfa.py [--quick] [--no-cold] [--flexible] [--write]``
+(``--write`` replaces the cfa section of benchmarks/RESULTS.md, or with ``--flexible``
+its flexible block).
 """
 
 import argparse
@@ -45,6 +54,7 @@ from tests.recursive.pin_models import (  # noqa: E402
 )
 
 START, END = "<!-- cfa:start -->", "<!-- cfa:end -->"
+FSTART, FEND = "<!-- cfa-flex:start -->", "<!-- cfa-flex:end -->"
 
 
 def best_time(f, budget=0.25, repeats=7):
@@ -153,7 +163,11 @@ def main(argv=None):
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
     ap.add_argument("--pin-max", type=int, default=300)
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    ap.add_argument("--flexible", action="store_true",
+                    help="only the flexible-body CFA benchmark (its block of the cfa section)")
     args = ap.parse_args(argv)
+    if args.flexible:
+        return flexible_main(args)
     import numba
     import pinocchio as pin
 
@@ -316,11 +330,158 @@ def main(argv=None):
     if args.write:
         path = ROOT / "benchmarks" / "RESULTS.md"
         old = path.read_text() if path.exists() else "# Benchmark results\n"
-        block = f"{START}\n{text}\n{END}"
+        flex = ""
+        if FSTART in old and FEND in old:   # keep the flexible block of an earlier run
+            flex = "\n\n" + old[old.index(FSTART):old.index(FEND) + len(FEND)]
+        block = f"{START}\n{text}{flex}\n{END}"
         if START in old and END in old:
             new = old[:old.index(START)] + block + old[old.index(END) + len(END):]
         else:
             new = old.rstrip("\n") + "\n\n" + block + "\n"
+        path.write_text(new)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- flexible bodies
+
+
+def flexible_chain(n, stiff=False):
+    """N Craig-Bampton beams (8 modes: 2 fixed-interface + 6 constraint modes of the tip
+    interface), revolutes about alternating axes at the deforming interfaces, gravity."""
+    import flexmbd as fm
+    from tests.recursive.test_flexible_cfa import A0, beam
+
+    rb = beam(2, "cb")
+    m = fm.Model(f"flex_chain_{n}")
+    prev, pf = m.ground, A0
+    for i in range(n):
+        b = fm.FlexibleBody(rb, geometric_stiffening=stiff)
+        setattr(m, f"b{i}", b)
+        setattr(m, f"j{i}", fm.Revolute(prev, b, axis=(0, 0, 1) if i % 2 == 0 else (0, 1, 0),
+                                        parent_frame=pf, child_frame=b.interface("A")))
+        prev, pf = b, b.interface("B")
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+
+
+def _flex_state(s, rng):
+    q = s.q0() + 0.3 * rng.normal(size=s.nq)
+    qd = rng.normal(size=s.nv)
+    for sq, sv in s.modal_slices.values():
+        q[sq] = 1e-6 * rng.normal(size=sq.stop - sq.start)
+        qd[sv] = 1e-4 * rng.normal(size=sv.stop - sv.start)
+    return q, qd
+
+
+def flexible_main(args):
+    import numba
+
+    rng = np.random.default_rng(1)
+    sizes = [5, 10, 20, 50] if args.quick else [5, 10, 20, 50, 100, 200]
+    abs_max = 50 if args.quick else 200
+    gen_max = 20 if args.quick else 50
+    t_first = time.perf_counter()
+    flexible_chain(2).compile("recursive").qdd_and_reactions(*_flex_state(
+        flexible_chain(2).compile("recursive"), rng))
+    warm = time.perf_counter() - t_first
+    rows = []
+    for n in sizes:
+        m = flexible_chain(n)
+        s = m.compile("recursive")
+        q, qd = _flex_state(s, rng)
+        r = {"n": n, "nv": s.nv}
+        r["ours"] = best_time(lambda s=s, q=q, qd=qd: s.qdd_and_reactions(q, qd))
+        st = flexible_chain(n, stiff=True).compile("recursive")
+        r["stiff"] = best_time(lambda st=st, q=q, qd=qd: st.qdd_and_reactions(q, qd))
+        st.qdd_and_reactions(q, qd)
+        r["iters"] = int(st._flex.info[0])
+        qdd, reac = s.qdd_and_reactions(q, qd)
+        if n <= gen_max:
+            sg = m.compile("recursive", algorithm="general")
+            r["general"] = best_time(lambda sg=sg, q=q, qd=qd: sg.qdd_and_reactions(q, qd),
+                                     budget=0.5, repeats=3)
+            qg, rg = sg.qdd_and_reactions(q, qd)
+            r["err_gen"] = max(np.abs(qg - qdd).max() / np.abs(qdd).max(),
+                               np.abs(rg - reac).max() / np.abs(reac).max())
+        if n <= abs_max:
+            ab = m.compile("absolute")
+            Q, QD = ab.state_from_bodies(s.body_states(q, qd))
+            for name, (sq, sv) in s.modal_slices.items():
+                Q[ab.modal_slices[name]], QD[ab.modal_slices[name]] = q[sq], qd[sv]
+            r["abs"] = best_time(lambda ab=ab, Q=Q, QD=QD: ab.forward_dynamics(Q, QD),
+                                 budget=1.0, repeats=3)
+            fa = ab.forward_dynamics(Q, QD)
+            ra = np.array([fa.reaction(nm) for nm in s.joint_names])
+            qm = np.concatenate([qdd[sv] for _, sv in s.modal_slices.values()])
+            qa = np.concatenate([ab.modal(fa.qdd, nm) for nm in s.modal_slices])
+            r["err_abs"] = max(np.abs(ra - reac).max() / np.abs(reac).max(),
+                               np.abs(qa - qm).max() / np.abs(qm).max())
+        rows.append(r)
+        print(f"  flexible chain N={n}: ours {r['ours'] * 1e6:.0f} us, stiffened "
+              f"{r['stiff'] * 1e6:.0f} us" + (f", absolute {r['abs'] * 1e3:.1f} ms"
+                                            if "abs" in r else ""), file=sys.stderr)
+    ns = [r["n"] for r in rows]
+    e_ours = fit_exponent(ns, [r["ours"] for r in rows])
+    e_stiff = fit_exponent(ns, [r["stiff"] for r in rows])
+    na = [r["n"] for r in rows if "abs" in r]
+    e_abs = fit_exponent(na, [r["abs"] for r in rows if "abs" in r])
+    ng = [r["n"] for r in rows if "general" in r]
+    e_gen = fit_exponent(ng, [r["general"] for r in rows if "general" in r])
+    load = os.getloadavg()
+    lines = [
+        FSTART,
+        "## CFA with flexible bodies",
+        "",
+        "Forward dynamics (joint and modal accelerations **and every joint reaction**) of "
+        "chains of N flexible bodies, each a Craig-Bampton beam (1.0 x 0.05 x 0.05 m steel, "
+        "8 x 2 x 2 hexahedra) with **8 modes** (2 fixed-interface + 6 constraint modes of the "
+        "tip interface), revolute joints about alternating axes at the deforming interfaces, "
+        "gravity; nv = N (joints) + 8 N (modes). Best CPU time per call "
+        "(`qdd_and_reactions`; the absolute formulation's `forward_dynamics` on the same "
+        "model and state, sparse KKT solve). Geometric stiffening: current inertia loads and "
+        "interface wrenches, fixed point on the right-hand side (iterations in the table).",
+        "",
+        f"- Command: `python benchmarks/bench_cfa.py --flexible{' --quick' if args.quick else ''}"
+        " --write`",
+        f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
+        f"{load[0]:.2f} (shared machine); numba {numba.__version__}; date "
+        f"{datetime.date.today().isoformat()}; warm start (cached kernels) {warm:.2f} s",
+        "",
+        "| N | nv | serialized CFA [us] | per body [us] | with stiffening [us] (iterations) | "
+        "general CFA [us] | absolute fd [ms] | absolute / CFA | max rel. diff vs absolute |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        g = f"{r['general'] * 1e6:.0f}" if "general" in r else "-"
+        a = f"{r['abs'] * 1e3:.1f}" if "abs" in r else "-"
+        ratio = f"{r['abs'] / r['ours']:.0f}x" if "abs" in r else "-"
+        err = f"{r['err_abs']:.1e}" if "abs" in r else "-"
+        lines.append(f"| {r['n']} | {r['nv']} | {r['ours'] * 1e6:.0f} | "
+                     f"{r['ours'] * 1e6 / r['n']:.1f} | {r['stiff'] * 1e6:.0f} ({r['iters']}) | "
+                     f"{g} | {a} | {ratio} | {err} |")
+    lines += [
+        "",
+        "Fitted exponents of time vs N:",
+        "",
+        f"- serialized CFA with flexible bodies, N = {ns[0]}..{ns[-1]}: **{e_ours:.2f}** "
+        f"(with stiffening {e_stiff:.2f})",
+        f"- general (dense) CFA, N = {ng[0]}..{ng[-1]}: {e_gen:.2f} "
+        f"(agrees with the serialized kernels to "
+        f"{max(r['err_gen'] for r in rows if 'err_gen' in r):.1e})",
+        f"- absolute formulation forward dynamics, N = {na[0]}..{na[-1]}: {e_abs:.2f}",
+        FEND,
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        path = ROOT / "benchmarks" / "RESULTS.md"
+        old = path.read_text()
+        if FSTART in old and FEND in old:
+            new = old[:old.index(FSTART)] + text + old[old.index(FEND) + len(FEND):]
+        elif END in old:
+            new = old[:old.index(END)].rstrip("\n") + "\n\n" + text + "\n" + old[old.index(END):]
+        else:
+            new = old.rstrip("\n") + "\n\n" + f"{START}\n{text}\n{END}" + "\n"
         path.write_text(new)
         print(f"wrote {path}", file=sys.stderr)
 
