@@ -1,5 +1,6 @@
-"""Recursive formulation: joint coordinates of the spanning tree, solved by the
-Constraint Force Algorithm (Liu, Hu, Zhang 2016).
+"""Recursive formulation: joint coordinates of the spanning tree (plus the modal
+coordinates of flexible bodies), solved by the Constraint Force Algorithm (Liu, Hu,
+Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`).
 
 >>> import flexmbd as fm
 >>> m = fm.Model("pendulum")

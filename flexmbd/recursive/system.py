@@ -36,6 +36,19 @@ Decisions (see also the kernels' docstring):
   column), :meth:`inverse_dynamics` (``b = M 0 + b``) and :meth:`body_states`.
 * Model parameters are re-read (cheaply, no rebuild) whenever ``model.revision``
   changed.
+
+Flexible bodies (:class:`~flexmbd.FlexibleBody`): their modal coordinates follow the
+joint coordinates (bodies in declaration order; labels ``(body, "q1")``, speeds
+``(body, "q1d")``; :attr:`modal_slices`, :meth:`modal`), and the tree is solved by the
+CFA extended to flexible bodies (:mod:`flexmbd.recursive.flexible`: derivation;
+:mod:`flexmbd.recursive._flexkernels`: the serialized kernels; the dense reference
+in :func:`flexmbd.recursive.general.general_flexible`), still O(N) with every joint
+reaction -- at the *deformed* child joint frame. Elastic, modal damping, distributed
+gravity, point forces at deforming frames and (switchable) geometric stiffening
+enter; ``tau`` entries of the modal speeds are generalized modal forces. A body's
+``body_states`` / ``body_acceleration`` refer to its floating reference frame.
+Explicit integration must resolve the highest modal frequency
+(:meth:`max_modal_frequency`; RK4 warns above its stability limit).
 """
 
 from __future__ import annotations
@@ -232,7 +245,7 @@ class RecursiveSystem:
     ModelError
         For closed loops (cut joints: ``model.compile("recursive")`` hands those to
         :class:`flexmbd.constraints.loops.LoopSystem`, which wraps this tree solver),
-        flexible bodies, unsupported joint types, and bodies with a singular spatial
+        unsupported joint types, and bodies with a singular spatial
         inertia (the CFA inverts every body's inertia: give point masses and rods a
         small inertia about every axis).
 
