@@ -33,6 +33,20 @@ position and velocity violations and the integration wall time so far
 (``stats["cpu_time"]``, s); ``extra["lambda"]`` the multipliers,
 ``extra["cut:<joint>"]`` the cut joints' own coordinates and
 ``extra["driver:<name>"]`` the drive forces.
+
+Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
+(:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
+the position correction like the joint coordinates). A cut joint attached to a
+deforming frame (interface or node) is evaluated on the deformed frame: its relative
+pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics at unit
+speeds of the joints and flexible bodies on the loop, in Python: a few ms per
+evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
+through that frame and load the modes (``extra["modal:<body>"]`` keeps the modal
+histories). Geometric stiffening inside a loop is approximate: the tree solver's
+stiffening loads come from the unconstrained tree solution (inertia loads and tree-joint
+wrenches; not the cut-joint wrenches, and the constraint correction uses the mass
+matrix without the load-dependent coupling) -- switch it off for exact loop dynamics
+or use the absolute formulation.
 """
 
 from __future__ import annotations
@@ -166,12 +180,17 @@ class LoopSystem:
         model.validate()
         self.cut_joints = model.cut_joints()
         self.drivers = [d for d in model.component_objects(JointDriver)]
-        self._wrench_element = CutWrenches()
+        from ..model.flexible import FlexibleBody
+
+        self._flexible = any(isinstance(b, FlexibleBody) for b in model.bodies())
+        self._wrench_element = _FlexCutWrenches() if self._flexible else CutWrenches()
         self.view = _TreeView(model, self.cut_joints, self._wrench_element)
         self.tree = RecursiveSystem(self.view, algorithm=algorithm)
         self.algorithm = algorithm
-        self.constraints = CutJointConstraints(self.tree, self.cut_joints, self.drivers,
-                                               topology=self.view.topology())
+        cls = _FlexCutConstraints if self._flexible else CutJointConstraints
+        self.constraints = cls(self.tree, self.cut_joints, self.drivers,
+                               topology=self.view.topology())
+        self.modal_slices = self.tree.modal_slices
         self.constraint_names = list(self.constraints.names)
         self._options = dict(method=method, rtol=rtol, tangent_projection=tangent_projection,
                              position_tol=position_tol, max_newton=max_newton, h=h)
@@ -214,6 +233,13 @@ class LoopSystem:
                 return slice(r, r + 1)
         raise ModelError(f"{name!r} is neither a cut joint nor a driver; cut joints: "
                          f"{[c.name for c in self.constraints.cuts]}")
+
+    def _pair(self, c, Rc_, pc, F):
+        return _pair_frames(c, Rc_, pc, F) if self._flexible else _pair(c, Rc_, pc, F)
+
+    def modal(self, q, name):
+        """Modal coordinates (or speeds) of flexible body ``name`` (see the tree's ``modal``)."""
+        return self.tree.modal(q, name)
 
     # -- pass-through to the tree ------------------------------------------------------
     def solve_mass(self, q, rhs):
@@ -287,7 +313,7 @@ class LoopSystem:
         for c, (R, d, Vrel, _D, Rc_, pc) in zip(self.constraints.cuts, rel):
             for jf in self._cut_jf.get(c.name, ()):
                 F = joint_force_on_cut(c, jf, t, R, d, Vrel)
-                items += _pair(c, Rc_, pc, F)
+                items += self._pair(c, Rc_, pc, F)
         return items
 
     def _free(self, q, qd, tau, t):
@@ -338,7 +364,7 @@ class LoopSystem:
                 for jf in self._cut_jf.get(c.name, ()):
                     F = F + joint_force_on_cut(c, jf, t, R, d, Vrel)
                 reac[self._jindex[c.name]] = F
-                items += _pair(c, Rc_, pc, D.T @ lam[c.rows])
+                items += self._pair(c, Rc_, pc, D.T @ lam[c.rows])
             J = self.constraints.jacobian(q, t)
             r0 = self.constraints.n_cut_rows
             if len(self.constraints.drivers):
@@ -380,6 +406,14 @@ class LoopSystem:
             raise ModelError("adaptive integrators correct the state inside every evaluation: "
                              "use projection='rhs'")
         h = dt / int(substeps) if dt is not None else None
+        wmax = self.tree.max_modal_frequency()
+        if not adaptive and wmax * h > 2.8:
+            import warnings
+
+            warnings.warn(
+                f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
+                f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
+                "integrator='rk45'), or drop high modes", stacklevel=2)
         opts = dict(self._options)
         if method is not None:
             opts["method"] = method
@@ -530,6 +564,8 @@ class LoopSystem:
         ke = np.array([self.kinetic_energy(q[i], qd[i]) for i in range(nt)])
         pe = np.array([self.potential_energy(q[i], t[i]) for i in range(nt)])
         extra["lambda"] = lam
+        for name, (sq, _) in self.modal_slices.items():
+            extra[f"modal:{name}"] = q[:, sq].copy()
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
@@ -554,3 +590,215 @@ def _tau_function(tau, nv):
     if arr.shape != (nv,):
         raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
     return lambda t, q, qd: arr
+
+
+# ---------------------------------------------------------------- flexible bodies on loops
+
+
+def _cx(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+class _FrameGeometry:
+    """A joint frame at configuration ``q`` after the tree kinematics: its world pose and
+    how its spatial twist / bias acceleration (world origin) follow from the tree's
+    workspace at any speeds (:meth:`motion`).
+
+    On a flexible body the frame deforms: twist ``Phi_F^T V_b + S_F qd``, bias
+    ``Phi_F^T a_b + V_F x^ (S_F qd) + sigma_F`` (:mod:`flexmbd.recursive.flexible`,
+    section 1); on a rigid body it moves with the body."""
+
+    def __init__(self, tree, body, frame, q):
+        from ..recursive import _kernels as K
+        from ..recursive.flexible import frame_motion
+
+        self.tree, self.ground, self.flex = tree, body is tree.model.ground, False
+        if self.ground:
+            self.R, self.p = frame.rotation, np.asarray(frame.position, float)
+            return
+        k = tree._label_of[id(body)]
+        self.k = k
+        fl = tree._flex
+        if fl is not None and k in fl.flex_labels:
+            self.flex = True
+            Rb, rb = fl.body_pose(k, tree._R3[K.R_W, k], tree._P3[K.P_W, k])
+            self.sq, self.sv = tree.modal_slices[body.name]
+            self.body, self.frame = body, frame
+            self.q = np.asarray(q)[self.sq].copy()
+            self.RF, self.pF, self.S, _ = frame_motion(frame, body, self.q,
+                                                       np.zeros(len(self.q)))
+            self.R, self.p = Rb @ self.RF, rb + Rb @ self.pF
+        else:
+            Rf, pf = tree._frame[k]
+            Rk, rk = tree._R3[K.R_W, k], tree._P3[K.P_W, k]
+            self.R = Rk @ Rf.T @ frame.rotation
+            self.p = rk + Rk @ (Rf.T @ (np.asarray(frame.position, float) - pf))
+            self.Re, self.pe = Rk.T @ self.R, Rk.T @ (self.p - rk)
+
+    def motion(self, v, bias=True):
+        """``(w, vO, alpha, aO)`` world spatial twist and (with ``bias``) bias acceleration
+        for the speeds ``v`` the tree kinematics last ran with."""
+        from ..recursive import _kernels as K
+        from ..recursive.flexible import frame_motion
+
+        z3 = np.zeros(3)
+        if self.ground:
+            return z3, z3, z3, z3
+        tree, k = self.tree, self.k
+        if self.flex:
+            fl = tree._flex
+            qd = np.asarray(v)[self.sv]
+            Sq = self.S @ qd
+            V = _m2c(self.RF, self.pF, fl.Fw[k, 0]) + Sq
+            if bias:
+                sig = frame_motion(self.frame, self.body, self.q, qd)[3]
+                a = _m2c(self.RF, self.pF, fl.Fw[k, 1]) + _crm(V, Sq) + sig
+        else:
+            V = _m2c(self.Re, self.pe, tree._Vv[K.V_VEL, k])
+            if bias:
+                a = _m2c(self.Re, self.pe, tree._Vv[K.V_AB, k])
+        R, p = self.R, self.p
+        w, vo = R @ V[:3], R @ V[3:]
+        vO = vo - _cx(w, p)
+        if not bias:
+            return w, vO, None, None
+        alpha = R @ a[:3]
+        acc = R @ (a[3:] + _cx(V[:3], V[3:]))            # classical acceleration of the origin
+        aO = acc - _cx(alpha, p) - _cx(w, vo)
+        return w, vO, alpha, aO
+
+
+def _m2c(R, p, V):
+    """Twist of a parent frame -> the frame with pose (R, p) in it (frame axes)."""
+    w = V[:3]
+    out = np.empty(6)
+    out[:3] = R.T @ w
+    out[3:] = R.T @ (V[3:] + _cx(w, p))
+    return out
+
+
+def _crm(V, x):
+    out = np.empty(6)
+    out[:3] = _cx(V[:3], x[:3])
+    out[3:] = _cx(V[:3], x[3:]) + _cx(V[3:], x[:3])
+    return out
+
+
+class _FlexCutWrenches(CutWrenches):
+    """Cut-joint wrenches on trees with flexible bodies: each acts through the joint frame
+    that carries it (a deforming frame also loads the modes); ``current`` holds
+    ``(body, point, n, f, frame)``. The flexible tree reads :meth:`frame_wrenches`."""
+
+    def wrenches(self, t, state):
+        out = []
+        for body, point, n, f, _frame in self.current:
+            _, r = state.pose(body)
+            out.append((body, np.concatenate([n + np.cross(point - r, f), f])))
+        return out
+
+    def frame_wrenches(self, t, state):
+        return list(self.current)
+
+
+class _FlexCutConstraints(CutJointConstraints):
+    """Cut-joint equations on a tree with flexible bodies.
+
+    The relative motion of the two cut frames is taken from the tree's own (flexible)
+    kinematics: world poses of the deformed frames, their spatial twists and bias
+    accelerations (:class:`_FrameGeometry`), and ``J_rel`` column by column from the
+    tree kinematics at unit speeds (the frames' twists are linear in the joint and
+    modal speeds). Modal coordinates are updated by the retraction like linear joint
+    coordinates. The rows themselves are those of :class:`CutJointConstraints`.
+    """
+
+    def __init__(self, tree, cut_joints, drivers=(), topology=None):
+        super().__init__(tree, cut_joints, drivers, topology)
+        self.compiled = False
+        self._modal = list(tree.modal_slices.values())
+
+    def retract(self, q, dv):
+        q = super().retract(q, dv)
+        for sq, sv in self._modal:
+            q[sq] += dv[sv]
+        return q
+
+    def _path_speeds(self):
+        """Speeds that move a cut frame: the tree joints on the paths and the modal speeds
+        of the flexible bodies those joints connect (and of the cut joints' bodies)."""
+        if getattr(self, "_pspeeds", None) is None:
+            tree = self.tree
+            idx = set()
+            bodies = set()
+            for c in self.cuts:
+                bodies.update((id(c.P), id(c.C)))
+                for (j, _rev, outb), _s in c.path:
+                    if j.name in self._vsl:
+                        sl = self._vsl[j.name]
+                        idx.update(range(sl.start, sl.stop))
+                    bodies.update((id(j.parent), id(j.child)))
+            for b in tree._bodies:
+                if id(b) in bodies and b.name in tree.modal_slices:
+                    sl = tree.modal_slices[b.name][1]
+                    idx.update(range(sl.start, sl.stop))
+            self._pspeeds = sorted(idx)
+        return self._pspeeds
+
+    def _eval_py(self, q, v, t):
+        q = np.asarray(q, dtype=float)
+        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
+        if key == self._key or (v is None and self._key is not None
+                                and key[0] == self._key[0] and key[2] == self._key[2]):
+            return self._cache
+        tree = self.tree
+        nv = self._nv
+        vv = np.zeros(nv) if v is None else np.asarray(v, dtype=float)
+        ends = [((c.P, c.joint.parent_frame), (c.C, c.joint.child_frame)) for c in self.cuts]
+        tree._kinematics(q, vv)
+        geo = [[_FrameGeometry(tree, b, fr, q) for b, fr in pair] for pair in ends]
+        state = [[(g.R, g.p) + g.motion(vv, bias=v is not None) for g in pair] for pair in geo]
+        # Jacobian of the frames' spatial twists (world origin): the tree kinematics at unit
+        # speeds (only the speeds of the joints and flexible bodies on the cut joints' paths)
+        Jw = np.zeros((len(self.cuts), 2, 6, nv))
+        e = np.zeros(nv)
+        for i in self._path_speeds():
+            e[:] = 0.0
+            e[i] = 1.0
+            tree._kinematics(q, e)
+            for ci, pair in enumerate(geo):
+                for s_, g in enumerate(pair):
+                    w, vO, _, _ = g.motion(e, bias=False)
+                    Jw[ci, s_, :3, i] = w
+                    Jw[ci, s_, 3:, i] = vO
+        m = self.m
+        phi = np.zeros(m)
+        J = np.zeros((m, nv))
+        gamma = np.zeros(m)
+        rel = []
+        for ci, c in enumerate(self.cuts):
+            (Rp_, pp, wP, vOP, alP, aOP), (Rc_, pc, wC, vOC, alC, aOC) = state[ci]
+            RcT = Rc_.T
+            dJ = Jw[ci, 1] - Jw[ci, 0]
+            Jrel = np.zeros((6, nv))
+            Jrel[:3] = RcT @ dJ[:3]
+            Jrel[3:] = RcT @ (dJ[3:] - _skew_mat(pc) @ dJ[:3])
+            bsp = None if v is None else np.concatenate([alC - alP, aOC - aOP])
+            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
+                           None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
+        self._driver_rows(q, v, t, phi, J, gamma)
+        tree._kinematics(q, vv)
+        self._key = key
+        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
+        return self._cache
+
+
+def _skew_mat(a):
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def _pair_frames(c, Rc_, pc, F):
+    """As :func:`_pair`, with the joint frame carrying each wrench (flexible trees)."""
+    n = Rc_ @ F[:3]
+    f = Rc_ @ F[3:]
+    j = c.joint
+    return [(j.child, pc, n, f, j.child_frame), (j.parent, pc, -n, -f, j.parent_frame)]

@@ -169,7 +169,7 @@ from ..model.flexible import FlexibleBody, _DeformingFrame
 from . import _flexkernels as FK
 from . import _kernels as K
 
-__all__ = ["FlexTree", "OMEGA_PRODUCTS"]
+__all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 
@@ -182,6 +182,28 @@ def _frame_modes(frame, body):
     if not np.any(modes):
         return None
     return modes[:3], modes[3:]
+
+
+def frame_motion(frame, body, q, qd):
+    """Pose ``(R, p)`` in the body frame, modal twist matrix ``S`` (6 x n, frame axes) and
+    convective term ``sigma`` of a frame on ``body`` at modal coordinates/rates ``(q, qd)``
+    (section 1; numpy version of :func:`._flexkernels.frame_state`). Non-deforming
+    frames: constant pose, ``S = 0``."""
+    R0 = np.asarray(frame.rotation, float)
+    p0 = np.asarray(frame.position, float)
+    n = len(q)
+    md = _frame_modes(frame, body)
+    if md is None:
+        return R0, p0, np.zeros((6, n)), np.zeros(6)
+    Fc = np.zeros((1, 2, 3, 4 + 2 * n))
+    Fc[0, 0, :, :3], Fc[0, 0, :, 3] = R0, p0
+    Fc[0, 0, :, 4:4 + n], Fc[0, 0, :, 4 + n:] = md
+    Ft = np.zeros((1, 2, 3, 4))
+    Fs = np.zeros((1, 2, 6, n + 1))
+    FK.frame_state(Fc, 0, 0, n, np.ascontiguousarray(q, dtype=float),
+                   np.ascontiguousarray(qd, dtype=float), Ft, Fs)
+    return Ft[0, 0, :, :3].copy(), Ft[0, 0, :, 3].copy(), Fs[0, 0, :, :n].copy(), \
+        Fs[0, 0, :, n].copy()
 
 
 class FlexTree:
@@ -388,12 +410,45 @@ class FlexTree:
         """Body-frame twist [w; v] (body axes) of flexible body ``k`` after :meth:`kinematics`."""
         return self.Fw[k, FK.W_VB].copy()
 
+    def frame_wrench(self, k, body, frame, q, point, n, f, fext):
+        """A world wrench (moment ``n`` about the world ``point``, force ``f``) acting on
+        flexible body ``k`` through ``frame`` (rigidly extended): generalized force
+        ``[Phi_F w_F; S_F^T w_F]`` -- its body part into ``fext`` (body axes, about the
+        body origin), its modal part into the applied modal forces."""
+        s = self.system
+        sq = s.modal_slices[body.name][0]
+        nk = self.nf[k]
+        RF, pF, S, _ = frame_motion(frame, body, np.asarray(q)[sq], np.zeros(nk))
+        Rb, rb = self.body_pose(k, s._R3[K.R_W, k], s._P3[K.P_W, k])
+        pw = rb + Rb @ pF
+        nF = np.asarray(n, float) + np.cross(np.asarray(point, float) - pw, f)
+        wF = np.concatenate([RF.T @ (Rb.T @ nF), RF.T @ (Rb.T @ f)])
+        fb = RF @ wF[3:]
+        fext[k, :3] += RF @ wF[:3] + np.cross(pF, fb)
+        fext[k, 3:] += fb
+        self.Fm[k, FK.FM_QAPP, :nk] += S.T @ wF
+
     def point_force(self, fe, t, q, state, fext):
         """A PointForce at a deforming frame of a flexible body: its wrench about the body
         origin (body axes) into ``fext`` and its modal force ``U^T f_b`` into the applied
-        modal forces. Returns False for any other force element."""
+        modal forces; an element with ``frame_wrenches`` (cut-joint wrenches of the loop
+        layer) through the frames that carry them. Returns False for any other element."""
         from ..model.forces import PointForce
 
+        if hasattr(fe, "frame_wrenches"):
+            s = self.system
+            for body, point, n, f, frame in fe.frame_wrenches(t, state):
+                if body is s.model.ground:
+                    continue
+                k = s._label_of[id(body)]
+                if k in self.flex_labels:
+                    self.frame_wrench(k, body, frame, q, point, n, f, fext)
+                else:
+                    Rw, rw = s._R3[K.R_W, k], s._P3[K.P_W, k]
+                    n_o = np.asarray(n, float) + np.cross(np.asarray(point, float) - rw, f)
+                    fext[k, :3] += Rw.T @ n_o
+                    fext[k, 3:] += Rw.T @ np.asarray(f, float)
+            return True
         if type(fe) is not PointForce or fe.attachment is None:
             return False
         s = self.system
