@@ -37,10 +37,24 @@ For ``Phi = X . Y`` with term Jacobians ``J_t = sign [is_point I, dAs(e_b, s)]``
   the convective parts ``Xc = sum_t sign 2 A(edot_b) s`` (``A(edot)`` the same
   polynomial evaluated at ``edot``: the second derivative of a quadratic form).
 
+Flexible bodies: a slot on a deforming frame of a flexible body (an
+:class:`~flexmbd.InterfaceFrame` or :class:`~flexmbd.NodeFrame` whose modes are not
+zero) replaces the constant ``s`` by ``y(q_f)``: ``s + U q_f`` for points (``U`` the
+frame's translation modes) and ``exp((Theta q_f)~) s`` for directions (``Theta`` its
+rotation modes; :mod:`flexmbd.flexible.rotation` gives the exact first and second
+derivatives). With ``Y_q = dy/dq_f`` the slot's Jacobian gains the modal columns
+``sign A(e) Y_q``; the Hessian ``d(Phi_q^T lam)/dq`` gains the cross terms of those
+columns, the ``(e, q_f)`` blocks ``sign [dAs(e, Y_q[:, k])^T o]_k`` (``o`` the other
+factor) and, for directions, ``sign Theta^T (sum_i mu_i d2y_i/dtheta2) Theta`` with
+``mu = A(e)^T o``; ``gamma`` gains ``2 dAs(e, y') de + A(e) y''`` (``y' = Y_q dq_f``,
+``y''`` the second directional derivative along ``Theta dq_f``) and the velocity
+``A(e) y'``. Rheonomic (driver) directions must lie on non-deforming frames.
+
 Reactions: the wrench of the constraint on the child body about its origin is
 ``-lambda (dPhi/dx)^T`` with ``x = [dphi; dr]`` its small world rotation and
 translation (``d(A s)/dphi = -(A s)~``); it is moved to the child joint-frame
-origin and expressed in child joint axes (DESIGN.md convention). A joint whose
+origin (on a flexible child: the *deformed* frame, ``frame.pose(q_f)``) and expressed in
+child joint axes (DESIGN.md convention). A joint whose
 child is the ground is reported from the parent's side with the sign flipped
 (action and reaction: the equations are invariant under a common rigid motion).
 """

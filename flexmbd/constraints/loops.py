@@ -566,6 +566,10 @@ class LoopSystem:
         extra["lambda"] = lam
         for name, (sq, _) in self.modal_slices.items():
             extra[f"modal:{name}"] = q[:, sq].copy()
+        if self._flexible and nt:
+            from ..recursive.flexible import flexible_extras
+
+            extra.update(flexible_extras(self.tree, q))
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,

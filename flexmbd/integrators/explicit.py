@@ -213,8 +213,10 @@ def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=No
 
 
 def _results(system, t, y, tau_f, meta, safe=False):
-    """Results with qdd, reactions, energies (and momentum for floating systems); the
-    modal coordinates of every flexible body in ``extra["modal:<body>"]``."""
+    """Results with qdd, reactions, energies (and momentum for floating systems); for
+    every flexible body its modal coordinates (``extra["modal:<body>"]``), floating-frame
+    pose (``position:``/``orientation:``) and deformed interface frames
+    (``interface:<body>.<name>``, origin and Euler parameters, world)."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -238,6 +240,10 @@ def _results(system, t, y, tau_f, meta, safe=False):
     extra = {}
     for name, (sq, _) in getattr(system, "modal_slices", {}).items():
         extra[f"modal:{name}"] = q[:, sq].copy()
+    if getattr(system, "_flex", None) is not None and nt:
+        from ..recursive.flexible import flexible_extras
+
+        extra.update(flexible_extras(system, q))
     if system._floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)

@@ -765,19 +765,20 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
                     x[6 + j] = SC[c, j]
             else:
                 x[c] = 1.0
-            # forward substitution L y = x  -> row c of B^T (stored in G rows as scratch)
-            for i in range(mm):
+            # forward substitution L y = x (a unit column c >= 6 starts at row c)
+            i0 = 0 if c < 6 else c
+            for i in range(i0, mm):
                 s = x[i]
-                for m in range(i):
+                for m in range(i0, i):
                     s -= Mb[i, m] * x[m]
                 x[i] = s / Mb[i, i]
             for i in range(mm):
                 Bm[3 + c, i] = x[i]
-        # G = B^T B with B[:, c] = Bm[3 + c]
+        # G = B^T B with B[:, c] = Bm[3 + c] (zero above row c for c >= 6)
         for i in range(mm):
             for j in range(i + 1):
                 s = 0.0
-                for m in range(mm):
+                for m in range(i if i >= 6 else 0, mm):
                     s += Bm[3 + i, m] * Bm[3 + j, m]
                 G[i, j] = s
                 G[j, i] = s
@@ -1409,6 +1410,12 @@ def forward_dynamics(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm,
     else:
         set_modal_rhs(Ia, Fi, Fm)
         solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+    # modal equivalent control forces into the F_T row (reported with the joints')
+    N = Ia.shape[1] - 1
+    for k in range(1, N + 1):
+        mv = Fi[F_MV, k]
+        for j in range(Fi[F_NF, k]):
+            Jv[J_FT, mv + j] = Fm[k, FM_TF, j]
     reversed_frames(Ia, R3, P3)
     reactions_into(Ia, Vv, R3, P3, reac)
     return status

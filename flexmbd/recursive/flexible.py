@@ -490,3 +490,49 @@ class FlexTree:
         t = np.asarray(tau)[idx]
         if t.any():
             self.Fm[rows, FK.FM_QAPP, cols] += t
+
+
+def flexible_extras(system, q):
+    """Results extras of the flexible bodies over a history ``q`` (nt, nq) of a recursive
+    tree ``system``: ``position:B`` / ``orientation:B`` (floating frame, world; Euler
+    parameters scalar first, sign-continuous) and ``interface:B.NAME`` (nt, 7): origin and
+    Euler parameters of every deformed interface frame (world)."""
+    from ..spatial import rot_to_quat
+
+    fl = system._flex
+    if fl is None:
+        return {}
+    q = np.atleast_2d(np.asarray(q, float))
+    nt = q.shape[0]
+    labels = fl.flex_labels
+    R = {k: np.empty((nt, 3, 3)) for k in labels}
+    r = {k: np.empty((nt, 3)) for k in labels}
+    zero = np.zeros(system.nv)
+    for i in range(nt):
+        system._kinematics(q[i], zero)
+        for k in labels:
+            R[k][i], r[k][i] = fl.body_pose(k, system._R3[K.R_W, k], system._P3[K.P_W, k])
+
+    def quats(Rs):
+        e = np.array([rot_to_quat(x) for x in Rs])
+        for i in range(1, len(e)):
+            if e[i] @ e[i - 1] < 0:
+                e[i] = -e[i]
+        return e
+
+    out = {}
+    for k in labels:
+        b = system._body_of[k]
+        sq = system.modal_slices[b.name][0]
+        out[f"position:{b.name}"] = r[k]
+        out[f"orientation:{b.name}"] = quats(R[k])
+        for name in b.reduced.interface_names:
+            fr = b.interface(name)
+            pos = np.empty((nt, 3))
+            rot = np.empty((nt, 3, 3))
+            for i in range(nt):
+                Rf, pf = fr.pose(q[i, sq])
+                pos[i] = r[k][i] + R[k][i] @ pf
+                rot[i] = R[k][i] @ Rf
+            out[f"interface:{b.name}.{name}"] = np.concatenate([pos, quats(rot)], axis=1)
+    return out
