@@ -211,6 +211,28 @@ def main(argv=None):
         else:
             lines.append(f"| {r['modes']} | {r['ours']:.3f} | {r['iters']:.2f} | - | - | - | - "
                          f"| - | - |")
+    lines.append("")
+    lines.append("Reading:")
+    lines.append("")
+    lines.append("- Newton: 2.0 corrections per step with the exact Jacobian (our tol 1e-8 on the "
+                 "scaled residual; Exudyn full Newton, tol 1e-10).")
+    lines.append("- Tip agreement: the ~5e-6 m difference is a modelling difference of the peer, "
+                 "not of the integrators: with the gravity moment taken about the *undeformed* "
+                 "centre of mass (our model patched that way, column 'Exudyn's gravity') the "
+                 "difference to Exudyn's interface-marker model drops to ~1e-8 m, and shrinks "
+                 "like h^2 with the step (9e-8, 2.5e-8, 6.6e-9 m over 0.2 s at dt = 1e-3, 5e-4, "
+                 "2.5e-4). Exudyn's mass-proportional load on `ObjectFFRFreducedOrder` evidently "
+                 "misses the moment of the deformation's mass shift, `int rho u dV x g`; flexmbd "
+                 "applies the exact distributed gravity (invariants `St`). Exudyn's two joint "
+                 "models differ from each other by ~1e-6 m (node model vs marker model); the "
+                 "marker model is the one that matches.")
+    lines.append("- Geometric stiffening is switched off in these runs (Exudyn has none); with it "
+                 "(flexmbd's default) the tip moves by a further ~1e-7 m.")
+    lines.append("- Cost: flexmbd's step loop runs in the compiled engine "
+                 "(`flexmbd/absolute/engine.py`: whole generalized-alpha loop, exact dense KKT "
+                 "Jacobian, LAPACK solve); its cost grows mildly with the modes (P-tensor "
+                 "contractions ~9 n^2 per term), Exudyn's much faster (its marker evaluates the "
+                 "25 interface nodes through the mode shapes).")
     lines.append("<!-- flexible:end -->")
     text = "\n".join(lines)
     print(text)
