@@ -1,0 +1,486 @@
+"""Flexible slider-crank: Simeon's benchmark (Test Set for IVP solvers, problem ``crank``).
+
+The mechanism (B. Simeon, *Modelling a flexible slider crank mechanism by a mixed
+system of DAEs and PDEs*, Math. Modelling of Systems 2, 1996; the Test Set for IVP
+solvers problem ``crank``): a crank of length 0.15 m turning at a constant 150 rad/s
+(prescribed), an elastic steel connecting rod of length 0.30 m with a square
+8 mm x 8 mm cross-section (E = 2e11 Pa, nu = 0.3, rho = 7870 kg/m^3, 0.151104 kg),
+and a slider of 0.075552 kg on a straight guide through the crank pivot; no
+gravity, no damping. Figure of merit: the rod's lateral midpoint deflection.
+
+Three models of the same mechanism, all in flexmbd's absolute formulation
+(generalized-alpha, compiled Newton engine):
+
+1. **The Test Set's reduced model entered as modal data** (:func:`beam_reduced`,
+   ``testset=True``): two lateral sine modes ``sin(k pi x/L)`` and a quadratic
+   longitudinal element (two nodes, at L/2 and L) in the rod frame (origin at the
+   crank pin, x axis through the slider pin), i.e. the four elastic coordinates
+   ``q1..q4`` of ``crank.f``; its modal invariants (St, S, P of the floating frame)
+   are the exact integrals of these shape functions over the bar, written into a
+   :class:`flexmbd.fem.ReducedBody` by hand. Started from the Test Set's initial
+   values (``TESTSET_INIT``, "close to smooth motion"), its state at t = 0.1 s is
+   compared with the published reference solution (``TESTSET_SOLUTION``, from the
+   Test Set's ``crank`` problem files). Note: the Test Set's elastic mass matrix
+   has the longitudinal block ``rho A L [[8, 1], [1, 2]]``, while its own quadratic
+   shape functions (whose stiffness ``EA/L [[16/3, -8/3], [-8/3, 7/3]]`` and
+   coupling vectors it uses) give ``rho A L/15 [[8, 1], [1, 2]]``; the published
+   numbers belong to the factor-15 mass, so ``testset=True`` reproduces it.
+2. **Beam-theory modal model** (``beam_reduced(n_lateral, testset=False)``): the
+   same construction with the consistent longitudinal mass and any number of
+   lateral sine modes.
+3. **The meshed rod** (``meshes/rod_simeon_hex27.vtu``, 30 quadratic hexahedra, see
+   ``examples/make_simeon_rod.py``) reduced by a mode strategy (default
+   Craig-Bampton with the two end faces as rigid interfaces ``A`` and ``B``), the
+   joints on the interface frames.
+
+An independent check integrates Simeon's planar equations of motion (rod angle,
+slider position, modal coordinates; index-1 form with scipy's DOP853) with the
+same modal data: :func:`planar_reference`.
+
+Joints: crank-ground revolute (driven by a :class:`~flexmbd.constraints.JointDriver`
+at 150 rad/s), crank-rod *spherical* at A, rod-slider *universal* at B (axes: rod z,
+slider y), slider-ground prismatic. Revolutes at A and B would make the planar loop
+over-constrained in 3-D (three redundant equations): the absolute solver copes (QR
+row selection) but only on its generic sparse path, ~20 times slower than the
+compiled engine, which needs independent joint equations; the spherical/universal
+pair has the same planar motion and none. The universal joint at B is marked as the
+cut joint so that the spanning tree places the rod from its frame origin at A (the
+initial joint state is built through the undeformed joint frames).
+
+Midpoint deflection: the distance of the deformed rod axis at x = L/2 from the
+chord through the joint centres A and B (positive towards the rod frame's +y), the
+Test Set's ``q1`` for its model, and frame-independent for every mode set.
+
+Run ``python examples/flexible_slider_crank.py``; writes
+``examples/out/flexible_slider_crank.png`` and ``.md``. ``main(t_end=0.02, ...)``
+are the small settings of the tests.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+import flexmbd as fm
+
+HERE = Path(__file__).resolve().parent
+MESH = HERE.parent / "meshes" / "rod_simeon_hex27.vtu"
+
+# -- data of the Test Set problem `crank` (SI units) ---------------------------------------
+M1, M2, M3 = 0.36, 0.151104, 0.075552          # crank, rod, slider mass (kg)
+L1, L2 = 0.15, 0.30                            # crank and rod length (m)
+J1, J2 = 0.002727, 0.0045339259                # crank about its pivot, rod about A (kg m^2)
+E, NU, RHO = 0.20e12, 0.30, 7870.0             # rod material
+BB, HH = 0.008, 0.008                          # rod cross-section: width (z), height (y) (m)
+OMEGA = 150.0                                  # crank speed (rad/s)
+TESTSET_AXIAL_MASS_FACTOR = 15.0               # see the module docstring
+
+# Test Set initial values ("close to smooth motion", consistent for linear stiffness and no
+# damping): positions (phi1, phi2, x3, q1..q4) and velocities, in the Test Set's order.
+TESTSET_INIT = np.array([
+    0.0, 0.0, 0.450016933, 0.0, 0.0, 0.103339863e-04, 0.169327969e-04,
+    150.0, -74.9957670, -0.268938672e-05, 0.444896105, 0.463434311e-02, -0.178591076e-05,
+    -0.268938672e-05])
+# published reference solution at t = 0.1 s (positions and velocities, same order)
+TESTSET_T_END = 0.1
+TESTSET_SOLUTION = np.array([
+    1.500000000000000e+01, -3.311734987910881e-01, 1.697373326718410e-01,
+    1.893192460247178e-04, 2.375751865617931e-05, -5.323907988763734e-06,
+    -8.363283141616840e-06,
+    1.500000000000000e+02, 6.025346682645789e+01, -8.753116989887888e+00,
+    -3.005536801092212e-02, -5.500488291932075e-03, 4.978243404809343e-04,
+    1.104933470696396e-03])
+TESTSET_LABELS = ("phi1", "phi2", "x3", "q1", "q2", "q3", "q4")
+
+
+def rigid_start(n_modes=0):
+    """Initial values on the rigid-body trajectory (undeformed rod at rest in its frame):
+    phi1 = phi2 = 0, x3 = L1 + L2, phi1' = 150, phi2' = -75 rad/s (the Test Set's
+    alternative start, "leading to strong oscillations"), in the layout of TESTSET_INIT
+    for ``n_modes`` elastic coordinates."""
+    y = np.zeros(2 * (3 + n_modes))
+    y[2] = L1 + L2
+    y[3 + n_modes] = OMEGA
+    y[4 + n_modes] = -OMEGA * L1 / L2
+    return y
+
+
+# -- modal data of the beam model ----------------------------------------------------------
+def _beam_shapes(xi, n_lateral, axial):
+    """Mode shapes (len(xi), 3, m) at xi = x/L: lateral sines (y), then the quadratic
+    longitudinal element's two shape functions (x) with nodes at L/2 and L."""
+    z = np.zeros_like(xi)
+    cols = [np.stack([z, np.sin(k * np.pi * xi), z], -1) for k in range(1, n_lateral + 1)]
+    if axial:
+        cols.append(np.stack([4 * xi * (1 - xi), z, z], -1))
+        cols.append(np.stack([xi * (2 * xi - 1), z, z], -1))
+    return np.stack(cols, -1)
+
+
+def beam_reduced(n_lateral=2, axial=True, testset=True, n_nodes=61):
+    """The rod as modal data: a :class:`flexmbd.fem.ReducedBody` built by hand.
+
+    ``n_lateral`` sine modes (pinned-pinned bending in the mechanism plane) plus, with
+    ``axial``, the quadratic longitudinal element; ``testset=True`` uses the Test Set's
+    longitudinal mass (factor 15, module docstring). The rod frame has its origin at
+    the crank pin A and its x axis through the slider pin B (every mode vanishes at A,
+    the lateral ones at B too). Invariants are the exact integrals over the bar (64-point
+    Gauss rule along the axis, the section analytically: the modes do not vary over
+    it). Interfaces ``A`` and ``B`` are the axis nodes at x = 0 and x = L (frames that
+    translate with the node); ``n_nodes`` axis nodes carry the modes for
+    reconstruction (node ``(n_nodes - 1) // 2`` is the midpoint).
+    """
+    from flexmbd.fem import ReducedBody
+
+    xg, wg = np.polynomial.legendre.leggauss(64)
+    xi, w = 0.5 * (xg + 1.0), 0.5 * wg
+    Phi = _beam_shapes(xi, n_lateral, axial)           # (np, 3, m)
+    m = Phi.shape[2]
+    mass = RHO * BB * HH * L2
+    mw = mass * w                                       # mass per Gauss point
+    St = np.einsum("p,pjk->jk", mw, Phi)
+    S = np.zeros((3, 3, m))                             # int rho x0_i Phi_j: only x0 = x varies
+    S[0] = np.einsum("p,p,pjk->jk", mw, L2 * xi, Phi)
+    P = np.einsum("p,pik,pjl->ijkl", mw, Phi, Phi)
+    if axial and testset:
+        P[0, 0, n_lateral:, n_lateral:] *= TESTSET_AXIAL_MASS_FACTOR
+    E0 = np.diag([mass * L2 ** 2 / 3, mass * HH ** 2 / 12, mass * BB ** 2 / 12])
+    K = np.zeros((m, m))
+    EI = E * BB * HH ** 3 / 12                          # bending in the plane (about z)
+    for k in range(1, n_lateral + 1):
+        K[k - 1, k - 1] = EI * (k * np.pi / L2) ** 4 * L2 / 2
+    if axial:
+        K[n_lateral:, n_lateral:] = E * BB * HH / L2 * np.array([[16 / 3, -8 / 3],
+                                                                  [-8 / 3, 7 / 3]])
+    xn = np.linspace(0.0, 1.0, n_nodes)
+    nodes = np.stack([L2 * xn, 0 * xn, 0 * xn], -1)
+    modes = _beam_shapes(xn, n_lateral, axial).reshape(-1, m)
+    itf = np.zeros((2, 6, m))
+    itf[0, 3:] = modes[0:3]
+    itf[1, 3:] = modes[3 * (n_nodes - 1): 3 * n_nodes]
+    M_ff = P[0, 0] + P[1, 1] + P[2, 2]
+    lam = np.linalg.eigvals(np.linalg.solve(M_ff, K)).real
+    kinds = ["lateral"] * n_lateral + ["longitudinal"] * (2 if axial else 0)
+    labels = [f"sin({k} pi x/L)" for k in range(1, n_lateral + 1)]
+    labels += ["u(L/2)", "u(L)"] if axial else []
+    what = "Test Set crank" if testset else "beam theory"
+    return ReducedBody(
+        name="rod", strategy=f"{what}: {n_lateral} lateral sine modes"
+        + (" + quadratic longitudinal element" if axial else ""),
+        frame="origin at the crank pin A, x axis through the slider pin B",
+        support="clamped", reference="A", cell_type="beam", material_name="steel",
+        material=[E, NU, RHO], nodes=nodes, modes=modes, mode_kind=kinds, mode_label=labels,
+        mode_mix=[""] * m, frequencies=np.sort(np.sqrt(np.abs(lam))) / (2 * np.pi),
+        mode_frequencies=np.sqrt(np.diag(K) / np.diag(M_ff)) / (2 * np.pi),
+        mass=mass, first_moment=np.array([mass * L2 / 2, 0.0, 0.0]), second_moment=E0,
+        inertia_origin=np.trace(E0) * np.eye(3) - E0, com=np.array([L2 / 2, 0.0, 0.0]),
+        St=St, Sij=S, Pij=P, M_ff=M_ff, K_ff=K, D_ff=np.zeros((m, m)),
+        interface_names=["A", "B"], interface_kinds=["nodes", "nodes"],
+        interface_origins=np.array([[0.0, 0.0, 0.0], [L2, 0.0, 0.0]]),
+        interface_nodes=np.array([0, n_nodes - 1]), interface_offsets=np.array([0, 1, 2]),
+        interface_modes=itf, notes=[f"{what} modal data entered directly (no mesh)"])
+
+
+# -- independent check: Simeon's planar equations -------------------------------------------
+def planar_reference(rb, y0, t_eval, rtol=1e-10, atol=1e-13):
+    """Integrate the planar slider-crank with the modal data of ``rb`` (a beam_reduced body).
+
+    Coordinates ``p = (phi1, phi2, x3)`` (crank angle, rod angle, slider position) and the
+    modal coordinates ``q``; the equations of Simeon's model written with the floating-
+    frame invariants (first moment ``Sb = c + St q``, ``Jz = E_xx + E_yy``, the modal
+    mass ``P_xx + P_yy`` and the Coriolis coupling ``P_xy - P_yx``), the constraints
+    ``phi1 = OMEGA t``, slider pin (the last node, which may move in the rod frame) on the
+    guide (y = 0) and at ``x3``, imposed at acceleration level (index 1), integrated by
+    ``scipy.integrate.solve_ivp`` (DOP853). The rod frame must have its origin at the
+    crank pin (every mode vanishes there); its orientation is free (chord or tangent).
+    Returns ``(t, y)`` with y (nt, 6 + 2m) in the layout of ``TESTSET_INIT``.
+    """
+    from scipy.integrate import solve_ivp
+
+    m = rb.n_modes
+    St, S, P, K, D = rb.St, rb.Sij, rb.Pij, rb.K_ff, rb.D_ff
+    Mqq = P[0, 0] + P[1, 1]
+    Bq = P[0, 1] - P[1, 0]                      # Coriolis coupling (antisymmetric)
+    Sz = S[0, 0] + S[1, 1]                      # d Jz / dq / 2
+    Wz = S[0, 1] - S[1, 0]                      # rotation-modal mass coupling
+    cx, cy = rb.first_moment[0], rb.first_moment[1]
+    Jz0 = rb.second_moment[0, 0] + rb.second_moment[1, 1]
+    uB, vB = rb.modes[-3], rb.modes[-2]         # slider pin (last node) per mode: axial, lateral
+    n = 3 + m
+
+    def rhs(t, y):
+        p1, p2, _ = y[:3]
+        q, v1, v2, qd = y[3:n], y[n], y[n + 1], y[n + 3:]
+        s12, c12 = np.sin(p1 - p2), np.cos(p1 - p2)
+        Sbx, Sby = cx + St[0] @ q, cy + St[1] @ q
+        M = np.zeros((n, n))
+        M[0, 0] = J1 + M2 * L1 * L1
+        M[0, 1] = M[1, 0] = L1 * (c12 * Sbx + s12 * Sby)
+        M[1, 1] = Jz0 + 2 * Sz @ q + q @ Mqq @ q
+        M[2, 2] = M3
+        M[0, 3:] = M[3:, 0] = L1 * (-s12 * St[0] + c12 * St[1])
+        M[1, 3:] = M[3:, 1] = Wz + q @ Bq
+        M[3:, 3:] = Mqq
+        f = np.zeros(n)
+        f[0] = (-L1 * v2 * v2 * (s12 * Sbx - c12 * Sby)
+                - 2 * L1 * v2 * (c12 * St[0] + s12 * St[1]) @ qd)
+        f[1] = L1 * v1 * v1 * (s12 * Sbx - c12 * Sby) - 2 * v2 * (Sz @ qd + qd @ Mqq @ q)
+        f[3:] = (v2 * v2 * (Mqq @ q + Sz) + L1 * v1 * v1 * (c12 * St[0] + s12 * St[1])
+                 + 2 * v2 * (Bq @ qd) - K @ q - D @ qd)
+        sp1, cp1, sp2, cp2 = np.sin(p1), np.cos(p1), np.sin(y[1]), np.cos(y[1])
+        u, ud, w, wd = L2 + uB @ q, uB @ qd, vB @ q, vB @ qd   # slider pin in the rod frame
+        G = np.zeros((3, n))
+        G[0, 0], G[0, 1], G[0, 3:] = L1 * cp1, u * cp2 - w * sp2, sp2 * uB + cp2 * vB
+        G[1, 0], G[1, 1], G[1, 2] = L1 * sp1, u * sp2 + w * cp2, 1.0
+        G[1, 3:] = -cp2 * uB + sp2 * vB
+        G[2, 0] = 1.0
+        gam = np.array([
+            -L1 * sp1 * v1 * v1 - (u * sp2 + w * cp2) * v2 * v2 + 2 * v2 * (cp2 * ud - sp2 * wd),
+            L1 * cp1 * v1 * v1 + (u * cp2 - w * sp2) * v2 * v2 + 2 * v2 * (sp2 * ud + cp2 * wd),
+            0.0])
+        A = np.zeros((n + 3, n + 3))
+        A[:n, :n], A[:n, n:], A[n:, :n] = M, G.T, G
+        acc = np.linalg.solve(A, np.concatenate([f, -gam]))[:n]
+        return np.concatenate([y[n:], acc])
+
+    t_eval = np.asarray(t_eval, float)
+    sol = solve_ivp(rhs, (0.0, t_eval[-1]), np.asarray(y0, float), method="DOP853",
+                    t_eval=t_eval, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"planar_reference: {sol.message}")
+    return sol.t, sol.y.T
+
+
+def planar_midpoint(rb, y):
+    """Midpoint deflection history (from the chord A-B) of a :func:`planar_reference` run."""
+    m = rb.n_modes
+    mid = (rb.n_nodes - 1) // 2
+    q = y[:, 3:3 + m]
+    pm = rb.nodes[mid, :2] + q @ rb.modes[3 * mid: 3 * mid + 2].T     # rod frame, A at 0
+    pb = rb.nodes[-1, :2] + q @ rb.modes[-3:-1].T
+    return (pb[:, 0] * pm[:, 1] - pb[:, 1] * pm[:, 0]) / np.linalg.norm(pb, axis=1)
+
+
+# -- the meshed rod ------------------------------------------------------------------------
+def rod_material():
+    return fm.Material(E=E, nu=NU, rho=RHO, name="steel (Test Set crank)")
+
+
+def rod_interfaces():
+    """The end faces as selectors: A at x = 0 (crank pin), B at x = L2 (slider pin)."""
+    return {"A": fm.fem.Plane((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)),
+            "B": fm.fem.Plane((L2, 0.0, 0.0), (1.0, 0.0, 0.0))}
+
+
+def fe_rod(modes=None, stiffening=False, mesh=MESH, name="rod", **reduce_options):
+    """The meshed rod as a lazily reduced :class:`flexmbd.FlexibleBody`.
+
+    ``modes``: a mode strategy (default ``fm.CraigBampton(4, interfaces=rod_interfaces())``,
+    10 modes); the end faces are always passed as rigid interfaces ``A`` and ``B`` so that
+    every strategy gets the joint frames. ``stiffening`` switches the geometric stiffening
+    (and the unit K_G computation of the reduction) on.
+    """
+    if modes is None:
+        modes = fm.CraigBampton(4, interfaces=rod_interfaces())
+    opts = {"interfaces": rod_interfaces(), "geometric": bool(stiffening),
+            "stress_modes": False}
+    opts.update(reduce_options)
+    if not Path(mesh).exists():  # regenerate the shipped mesh
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("make_simeon_rod",
+                                                      HERE / "make_simeon_rod.py")
+        gen = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gen)
+        gen.write(mesh)
+    return fm.FlexibleBody.from_mesh(str(mesh), rod_material(), modes, reduce_options=opts,
+                                     geometric_stiffening=bool(stiffening), name=name)
+
+
+# -- the mechanism ---------------------------------------------------------------------------
+def build(rod, y0=None):
+    """The slider-crank with flexible body ``rod`` (interfaces ``A`` and ``B``).
+
+    ``y0``: initial values in the layout of ``TESTSET_INIT`` (positions, velocities; the
+    rod's modal part only when ``rod`` is the Test Set/beam model, whose coordinates
+    they are); default: :func:`rigid_start`.
+    """
+    from flexmbd.constraints import JointDriver
+    from flexmbd.spatial import rotation_matrix
+
+    y0 = rigid_start(0) if y0 is None else np.asarray(y0, float)
+    ne = len(y0) // 2 - 3
+    if not isinstance(rod, fm.FlexibleBody):  # modal data: y0 may hold its coordinates
+        q0, qd0 = (y0[3:3 + ne], y0[6 + ne:]) if ne else (None, None)
+        rod = fm.FlexibleBody(rod, q0=q0, qd0=qd0, geometric_stiffening=False)
+    elif ne:
+        raise ValueError("build: give modal initial values through the FlexibleBody (q0, qd0)")
+    p1, p2, x3 = y0[:3]
+    v1, v2, x3d = y0[3 + ne: 6 + ne]
+    m = fm.Model("flexible_slider_crank")
+    Izc = J1 - M1 * (L1 / 2) ** 2                    # crank inertia about its centre of mass
+    m.crank = fm.RigidBody(M1, inertia=(1e-6, Izc, Izc), com=(L1 / 2, 0.0, 0.0))
+    m.rod = rod
+    m.slider = fm.RigidBody(M3, inertia=(1e-6, 1e-6, 1e-6))
+    m.j_crank = fm.Revolute(m.ground, m.crank, axis=(0, 0, 1), q0=[p1], qd0=[v1])
+    m.j_a = fm.Spherical(m.crank, m.rod, parent_frame=(L1, 0.0, 0.0),
+                         child_frame=m.rod.interface("A"),
+                         q0=rotation_matrix((0, 0, 1), p2 - p1), qd0=[0.0, 0.0, v2 - v1])
+    m.j_b = fm.Universal(m.rod, m.slider, axis1=(0, 0, 1), axis2=(0, 1, 0),
+                         parent_frame=m.rod.interface("B"), q0=[-p2, 0.0], qd0=[-v2, 0.0],
+                         cut=True)
+    m.j_guide = fm.Prismatic(m.ground, m.slider, axis=(1, 0, 0), q0=[x3], qd0=[x3d])
+    m.drive = JointDriver.constant_speed(m.j_crank, OMEGA, start=p1)
+    return m
+
+
+def simulate(model, t_end, dt=2.5e-5, rho_inf=0.9, tol=1e-10):
+    """Generalized-alpha run; returns ``(results, cpu seconds)``."""
+    s = model.compile("absolute")
+    cpu = time.process_time()
+    res = s.simulate(t_end, dt=dt, integrator="generalized-alpha", rho_inf=rho_inf, tol=tol,
+                     energy=False)
+    return res, time.process_time() - cpu
+
+
+def midpoint_deflection(model, res):
+    """Lateral deflection (nt,) of the rod's midpoint from the chord A-B (m)."""
+    rod = model.rod
+    a = rod.interface("A").trajectory(res)
+    b = rod.interface("B").trajectory(res)
+    mid = rod.point((L2 / 2, 0.0, 0.0))
+    if abs(mid.position[0] - L2 / 2) > 1e-9 or np.abs(mid.position[1:]).max() > 1e-9:
+        raise ValueError("the rod has no node on its axis at x = L/2")
+    pm = mid.trajectory(res)
+    chord = (b - a) / np.linalg.norm(b - a, axis=1, keepdims=True)
+    normal = np.cross([0.0, 0.0, 1.0], chord)
+    return np.einsum("ti,ti->t", pm - a, normal)
+
+
+def testset_check(dt=2.5e-5, t_end=TESTSET_T_END):
+    """Test Set data in flexmbd from TESTSET_INIT; positions at ``t_end`` (7,), results."""
+    rb = beam_reduced(2, testset=True)
+    model = build(rb, TESTSET_INIT)
+    res, cpu = simulate(model, t_end, dt)
+    R = fm.results.quat_to_rot_batch(res.extra["orientation:rod"])
+    Rc = fm.results.quat_to_rot_batch(res.extra["orientation:crank"])
+    phi1 = np.unwrap(np.arctan2(Rc[:, 1, 0], Rc[:, 0, 0]))
+    phi2 = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+    x3 = res.extra["position:slider"][:, 0]
+    q = res.body("rod").modal
+    y = np.column_stack([phi1, phi2, x3, q])
+    return y[-1], {"model": model, "results": res, "cpu": cpu, "history": y,
+                   "deflection": midpoint_deflection(model, res)}
+
+
+def main(t_end=0.1, dt=2.5e-5, fe_modes=None, n_lateral=4, reference=True, plot=True,
+         outdir=None, stiffening_run=True):
+    """Run the Test Set check and the meshed-rod comparison; print and write a summary."""
+    out = {}
+    # 1. the Test Set's reduced model as modal data, against the published solution
+    yT, ts = testset_check(dt, TESTSET_T_END)
+    rel = (yT - TESTSET_SOLUTION[:7]) / np.abs(TESTSET_SOLUTION[:7])
+    out["testset"] = {"y": yT, "rel_err": rel, "cpu": ts["cpu"], **ts}
+    lines = ["# Flexible slider-crank (Test Set `crank`, B. Simeon)", "",
+             f"## 1. Test Set modal data in flexmbd vs the published solution at t = "
+             f"{TESTSET_T_END} s", "",
+             f"generalized-alpha rho_inf = 0.9, dt = {dt:g} s, CPU {ts['cpu']:.2f} s", "",
+             "| quantity | flexmbd | Test Set reference | rel. error |", "|---|---|---|---|"]
+    for k, lab in enumerate(TESTSET_LABELS):
+        lines.append(f"| {lab} | {yT[k]:.10e} | {TESTSET_SOLUTION[k]:.10e} | {rel[k]:.2e} |")
+    if reference:
+        tic = time.process_time()
+        t_r, y_r = planar_reference(beam_reduced(2, testset=True), TESTSET_INIT,
+                                    ts["results"].t)
+        out["testset"]["planar"] = (t_r, y_r)
+        d_ref = planar_midpoint(beam_reduced(2, testset=True), y_r)
+        err = np.abs(ts["deflection"] - d_ref).max() / np.abs(d_ref).max()
+        lines += ["", f"Independent planar integration of the same data (DOP853, rtol 1e-10, "
+                  f"{time.process_time() - tic:.1f} s): q1(0.1) = {y_r[-1, 3]:.10e} (rel. "
+                  f"{(y_r[-1, 3] - TESTSET_SOLUTION[3]) / TESTSET_SOLUTION[3]:.1e}); largest "
+                  f"midpoint-deflection difference over the run {err:.2e} of its peak."]
+        out["testset"]["history_err"] = err
+
+    # 2. the meshed rod vs the beam-theory modal model, both from the rigid-body start
+    rod = fe_rod(fe_modes, stiffening=False)
+    tic = time.process_time()
+    rb_fe = rod.reduced
+    t_red = time.process_time() - tic
+    fe_model = build(rod)
+    res_fe, cpu_fe = simulate(fe_model, t_end, dt)
+    d_fe = midpoint_deflection(fe_model, res_fe)
+    beam = beam_reduced(n_lateral, testset=False)
+    bm = build(beam)
+    res_b, cpu_b = simulate(bm, t_end, dt)
+    d_b = midpoint_deflection(bm, res_b)
+    t = res_fe.t
+    amp_fe, amp_b = np.abs(d_fe).max(), np.abs(d_b).max()
+    diff = np.abs(d_fe - d_b).max() / amp_b
+    rms = np.sqrt(np.mean((d_fe - d_b) ** 2)) / np.sqrt(np.mean(d_b ** 2))
+    out["fe"] = {"t": t, "d": d_fe, "amp": amp_fe, "cpu": cpu_fe, "reduction_cpu": t_red,
+                 "reduced": rb_fe, "results": res_fe, "model": fe_model}
+    out["beam"] = {"t": t, "d": d_b, "amp": amp_b, "cpu": cpu_b, "reduced": beam}
+    out["fe_vs_beam"] = {"amp_ratio": amp_fe / amp_b, "max_diff": diff, "rms_diff": rms}
+    lines += ["", f"## 2. Meshed rod vs beam-theory modal model (rigid-body start, {t_end} s)",
+              "", f"- meshed rod: {rb_fe.n_modes} modes ({rb_fe.strategy}), {rb_fe.n_nodes} "
+              f"nodes, reduction {t_red:.2f} s CPU, simulation {cpu_fe:.2f} s CPU; lowest "
+              f"reduced frequencies {np.round(rb_fe.frequencies[:4], 1).tolist()} Hz",
+              f"- beam model: {beam.n_modes} coordinates ({beam.strategy}), simulation "
+              f"{cpu_b:.2f} s CPU",
+              f"- peak midpoint deflection: meshed {amp_fe * 1e3:.4f} mm, beam "
+              f"{amp_b * 1e3:.4f} mm (ratio {amp_fe / amp_b:.4f})",
+              f"- history difference: max {diff:.3f}, RMS {rms:.3f} (relative to the beam "
+              "model's peak / RMS)"]
+    if reference:
+        _, y_b = planar_reference(beam, rigid_start(beam.n_modes), t)
+        d_pb = planar_midpoint(beam, y_b)
+        e_pb = np.abs(d_pb - d_b).max() / amp_b
+        out["beam"]["planar_err"] = e_pb
+        lines.append(f"- beam model, flexmbd vs independent planar integration: max "
+                     f"difference {e_pb:.2e} of the peak")
+    if stiffening_run:
+        rod_s = fe_rod(fe_modes, stiffening=True, name="rod")
+        ms = build(rod_s)
+        res_s, cpu_s = simulate(ms, t_end, dt)
+        d_s = midpoint_deflection(ms, res_s)
+        out["fe_stiffened"] = {"d": d_s, "amp": np.abs(d_s).max(), "cpu": cpu_s}
+        lines.append(f"- meshed rod with geometric stiffening: peak "
+                     f"{np.abs(d_s).max() * 1e3:.4f} mm ({np.abs(d_s).max() / amp_fe - 1:+.2%} "
+                     f"vs without), simulation {cpu_s:.2f} s CPU")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out["text"] = text
+    outdir = Path(outdir or HERE / "out")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        outdir.mkdir(parents=True, exist_ok=True)
+        fig, ax = plt.subplots(2, 1, figsize=(9, 7))
+        rt = ts["results"].t
+        ax[0].plot(rt, ts["deflection"] * 1e3, label="Test Set modal data in flexmbd")
+        if reference:
+            ax[0].plot(rt, d_ref * 1e3, "--", label="independent planar integration")
+        ax[0].plot([TESTSET_T_END], [TESTSET_SOLUTION[3] * 1e3], "k*", ms=10,
+                   label="published q1(0.1)")
+        ax[0].set_title("Test Set crank: start close to smooth motion")
+        ax[1].plot(t, d_fe * 1e3, label=f"meshed rod, {rb_fe.n_modes} modes")
+        ax[1].plot(t, d_b * 1e3, "--", label=f"beam model, {n_lateral} sine modes + axial")
+        if stiffening_run:
+            ax[1].plot(t, out["fe_stiffened"]["d"] * 1e3, ":", label="meshed rod, stiffened")
+        ax[1].set_title("start on the rigid-body trajectory")
+        for a in ax:
+            a.set_xlabel("t [s]")
+            a.set_ylabel("midpoint deflection [mm]")
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(outdir / "flexible_slider_crank.png", dpi=110)
+        plt.close(fig)
+        (outdir / "flexible_slider_crank.md").write_text(text)
+    return out
+
+
+if __name__ == "__main__":
+    main()
