@@ -40,6 +40,13 @@ only child, dense slot, reaction row, diagonal-W flag.
 ``P3`` (NP, N+1, 3): per-body matrices/vectors (indices below).
 ``T`` float (NT, 6, 6) scratch. ``Dn`` float (nd, nd + 1): dense system and rhs.
 ``J`` float (4, nv): tau, F_T, b, qdd.
+The float arrays are views of one buffer (:func:`buffer_layout`); ``Ib`` (int 1-d)
+packs a header (``IB_*``), ``I`` and ``S`` for the single-state entry point
+:func:`qdd_reactions`, whose few arguments keep numba's dispatch cheap.
+
+The kernels run without numba's reference counting (``_nrt=False``): they never
+allocate, and the atomic increments and decrements NRT emits for every array view
+they take cost more than the arithmetic (the whole pass ran 1.6-1.9x slower).
 """
 
 import numpy as np
@@ -79,6 +86,9 @@ T_R, T_3, T_Q, T_1, T_2 = range(5)
 NT = 5
 # jv rows
 J_TAU, J_FT, J_B, J_QDD = range(4)
+# header of the packed int buffer: N + 1, gravity flag, nq, nv, reaction rows; then I, S
+IB_N1, IB_GRAV, IB_NQ, IB_NV, IB_NJ = range(5)
+IB_HEAD = 5
 
 
 def pack_schedule(sched):
@@ -270,7 +280,7 @@ def _lsolve6_cols(Lm, B, X, transpose_b):
         X[i, 5] = x5 * inv
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _chol(A, n):
     for j in range(n):
         s = A[j, j]
@@ -288,7 +298,7 @@ def _chol(A, n):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _chol_solve(A, n, col):
     for i in range(n):
         s = A[i, col]
@@ -516,7 +526,7 @@ def _subTmul5_sym(A, C):
 # ---------------------------------------------------------------- kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
     """Relative poses, H, W (general joints), joint bias, body twists and joint
     relative twists S v; world poses only with ``world`` (the dynamics needs none)."""
@@ -620,7 +630,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 vel[i] += s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
     """Newton-Euler pass at zero joint acceleration (the nonlinear terms b of eq. 4).
 
@@ -725,7 +735,7 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
 # ---------------------------------------------------------------- CFA: factor
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
     """Assemble the blocks of A (eq. 32-38) and eliminate them: chains by
     odd-even reduction, then the dense node system (Cholesky). Returns 0, the
@@ -929,7 +939,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
 # ---------------------------------------------------------------- CFA: solve
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     """Given F_T (row J_FT, orthonormal speeds): constraint forces f = W F_S
     (eq. 29 via the factorization), equivalent forces F, linear accelerations V̇
@@ -1076,7 +1086,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
 # ---------------------------------------------------------------- reactions
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reactions_into(Ia, Vv, R3, P3, out):
     """Physical joint reactions = F (equivalent) + fb (bias), for the declared joints.
 
@@ -1110,7 +1120,7 @@ def reactions_into(Ia, Vv, R3, P3, out):
                 out[r, 3 + i] = R[i, 0] * f0 + R[i, 1] * f1 + R[i, 2] * f2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reversed_frames(Ia, R3, P3):
     """Pose (R_D, P_D) of the declared child frame in e_k, for reversed joints."""
     N = Ia.shape[1] - 1
@@ -1136,7 +1146,7 @@ def reversed_frames(Ia, R3, P3):
 # ---------------------------------------------------------------- drivers
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac):
     """Full serialized CFA: kinematics, F_T, factor, solve, reactions. Returns status."""
     kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
@@ -1150,7 +1160,7 @@ def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, r
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def body_accelerations(Ia, Vv, R3, P3, out):
     """True accelerations of every body-frame origin after a forward-dynamics pass:
     ``out[k] = [alpha; a_origin]`` in world axes (spatial acceleration of e_k is
@@ -1182,7 +1192,7 @@ def body_accelerations(Ia, Vv, R3, P3, out):
             out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau, reac):
     """Recursive Newton-Euler: tau = M qdd + b (uses the tree kinematics)."""
     N = Ia.shape[1] - 1
@@ -1244,7 +1254,7 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
     reactions_into(Ia, Vv, R3, P3, reac)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def solve_columns(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, Jv, cols, out):
     """``M^-1 cols`` with one factorization (cols already in orthonormal speeds)."""
     nv = cols.shape[0]
@@ -1263,7 +1273,7 @@ def solve_columns(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, Jv, cols, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def qdot_all(Ia, Vv, q, v, out):
     """Coordinate rates of every joint."""
     N = Ia.shape[1] - 1
@@ -1274,7 +1284,7 @@ def qdot_all(Ia, Vv, q, v, out):
                    out[qo:qo + Ia[I_NQ, k]])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, _nrt=False, parallel=True)
 def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TAU, grav,
                                   use_grav, QDD, REAC, status, FEXT, FS, ACC, FTo, extra):
     """Batch split into one contiguous chunk per workspace copy (leading axis of the
@@ -1360,14 +1370,44 @@ def _views(Ia, buf):
     return Mm, Vv, R3, P3, Tt, Dn, Jv, grav
 
 
-@njit(cache=True)
-def forward_dynamics_packed(Ia, Sa, buf, q, v, tau, use_grav, qdd_out, reac_out):
-    """Single state with the packed workspace (few arguments: low call overhead)."""
+def pack_ints(Ia, Sa, nq, nv, nj):
+    """``(Ib, Ia, Sa)``: the int buffer of :func:`qdd_reactions` (header, copies of
+    ``Ia`` and ``Sa``) and views of its ``Ia`` and ``Sa`` parts."""
+    head = np.zeros(IB_HEAD, np.int64)
+    head[IB_N1], head[IB_NQ], head[IB_NV], head[IB_NJ] = Ia.shape[1], nq, nv, nj
+    Ib = np.concatenate([head, np.ravel(Ia), Sa]).astype(np.int64)
+    o = IB_HEAD + Ia.size
+    return Ib, Ib[IB_HEAD:o].reshape(Ia.shape), Ib[o:]
+
+
+@njit(cache=True, inline="always")
+def unpack_ints(Ib):
+    """Views ``(Ia, Sa)`` of the packed int buffer."""
+    n1 = Ib[IB_N1]
+    o = IB_HEAD + NI * n1
+    return Ib[IB_HEAD:o].reshape((NI, n1)), Ib[o:]
+
+
+@njit("int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
+      "float64[::1], float64[:, ::1])", cache=True, _nrt=False)
+def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out):
+    """Single state with the packed workspaces: ``qdd`` and every reaction.
+
+    Returns 0, the status of :func:`forward_dynamics`, or -3 if an array has the
+    wrong size. The explicit signature lets the dispatcher reject other array types
+    (TypeError) instead of compiling for them: the caller converts and retries.
+    """
+    Ia, Sa = unpack_ints(Ib)
+    nv = Ib[IB_NV]
+    if (q.shape[0] != Ib[IB_NQ] or v.shape[0] != nv or tau.shape[0] < nv
+            or qdd_out.shape[0] != nv or reac_out.shape[0] != Ib[IB_NJ]
+            or reac_out.shape[1] != 6):
+        return -3
     Mm, Vv, R3, P3, Tt, Dn, Jv, grav = _views(Ia, buf)
-    nv = qdd_out.shape[0]
     for i in range(nv):
         Jv[J_TAU, i] = tau[i]
-    st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac_out)
+    st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, Ib[IB_GRAV] != 0,
+                          reac_out)
     for i in range(nv):
         qdd_out[i] = Jv[J_QDD, i]
     return st

@@ -357,7 +357,11 @@ class RecursiveSystem:
         self._floating = any(isinstance(j, Free) and Ia[I_PARENT, k] == 0
                              for k, j in enumerate(self._tree_joint) if k > 0)
         self._revision = None
+        self._lean = None
         self._alloc()
+        # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
+        self._Ib, self._Ia, self._Sa = K.pack_ints(self._Ia, self._Sa, self.nq, self.nv,
+                                                   len(self.joint_names))
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
             from .flexible import FlexTree
@@ -510,9 +514,14 @@ class RecursiveSystem:
         self._gbuf[:] = grav
         self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
+        self._Ib[K.IB_GRAV] = int(self._use_grav)
         if self._flex is not None:
             self._flex.refresh()
         self._revision = self.model.revision
+        # lean path of qdd_and_reactions / _raw_accel: no Python work per call
+        lean = (self._flex is None and not self._joint_forces and not self._generic
+                and self.algorithm == "serialized")
+        self._lean = self._revision if lean else None
 
     # ------------------------------------------------------------------ basics
     def q0(self):
@@ -768,10 +777,31 @@ class RecursiveSystem:
         Same numbers as :meth:`forward_dynamics` without the result object (for
         control loops and benchmarks).
         """
+        if self._lean == self.model.revision:
+            # fast path: float64 contiguous arrays go straight to the compiled entry
+            # point (it checks their sizes); anything else raises TypeError there and
+            # takes the general path below, which converts, checks and reports
+            qdd = np.empty(self.nv)
+            reac = np.empty(self._reac.shape)
+            try:
+                if K.qdd_reactions(self._Ib, self._buf, q, qd,
+                                   self._zero_tau if tau is None else tau, qdd, reac) == 0:
+                    return qdd, reac
+            except TypeError:
+                pass
         return self._raw_accel(q, qd, tau, t, reactions=True)
 
     def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
         """Lean single-state forward dynamics for integrators: returns qdd (new array)."""
+        if self._lean == self.model.revision and not reactions:
+            qdd = np.empty(self.nv)
+            try:
+                if K.qdd_reactions(self._Ib, self._buf, q, qd,
+                                   self._zero_tau if tau is None else tau, qdd,
+                                   self._reac) == 0:
+                    return qdd
+            except TypeError:
+                pass
         if self._revision != self.model.revision:
             self._refresh()
         if self._flex is not None:
@@ -792,19 +822,15 @@ class RecursiveSystem:
             tau = tv
         elif tau is None:
             tau = self._zero_tau
-        if not (type(q) is np.ndarray and q.dtype == np.float64 and q.flags.c_contiguous):
-            q = np.ascontiguousarray(q, dtype=float)
-        if not (type(qd) is np.ndarray and qd.dtype == np.float64 and qd.flags.c_contiguous):
-            qd = np.ascontiguousarray(qd, dtype=float)
-        if not (type(tau) is np.ndarray and tau.dtype == np.float64 and tau.flags.c_contiguous):
-            tau = np.ascontiguousarray(tau, dtype=float)
-        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tau.shape[0] < self.nv:
+        # writable contiguous float64 copies (the entry point's signature)
+        q, qd, tau = (np.array(x, dtype=float) for x in (q, qd, tau))
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tau.ndim != 1 or (
+                tau.shape[0] < self.nv):
             raise ModelError(f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
                              f"{q.shape}, {qd.shape}, {tau.shape}")
         qdd = np.empty(self.nv)
-        reac = np.empty((len(self.joint_names), 6))
-        st = K.forward_dynamics_packed(self._Ia, self._Sa, self._buf, q, qd, tau, self._use_grav,
-                                       qdd, reac)
+        reac = np.empty(self._reac.shape)
+        st = K.qdd_reactions(self._Ib, self._buf, q, qd, tau, qdd, reac)
         if applied:
             self._Vv[V_FEXT] = 0.0
         if st != 0:
@@ -982,7 +1008,7 @@ class RecursiveSystem:
         Rw, rw, vel = self._kin(q, qd)
         Im = self._Mm[M_I]
         e = float(0.5 * np.einsum("ki,kij,kj->", vel[1:], Im[1:], vel[1:]))
-        for k, u, inv, qk in self._flex_speeds(q, qd):
+        for _k, u, inv, qk in self._flex_speeds(q, qd):
             from ..flexible.ffr import kinetic_energy
 
             e += float(kinetic_energy(inv, qk, u))

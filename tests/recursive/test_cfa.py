@@ -324,3 +324,27 @@ def test_lean_and_threaded_batches_equal_forward_dynamics():
         assert np.array_equal(qdd, ref.qdd) and np.array_equal(reac, ref.reactions)
     qdd, reac = s.qdd_and_reactions(Q[3], V[3], T[3])
     assert np.array_equal(qdd, ref.qdd[3]) and np.array_equal(reac, ref.reactions[3])
+
+
+def test_lean_call_converts_other_inputs_and_checks_sizes():
+    """The compiled entry point takes float64 contiguous arrays only; anything else
+    (lists, read-only, strided, other dtypes) goes through the converting path."""
+    s = chain(4).compile("recursive")
+    q, qd, tau = np.random.default_rng(1).normal(size=(3, 4))
+    ref = s.qdd_and_reactions(q, qd, tau)
+    frozen = q.copy()
+    frozen.flags.writeable = False
+    strided = np.stack([qd, qd], axis=1)[:, 0]
+    for args in [(list(q), list(qd), list(tau)), (frozen, strided, np.broadcast_to(tau, (4,))),
+                 (q.astype(np.float32).astype(np.float64), qd, tau.astype(np.float32))]:
+        qdd, reac = s.qdd_and_reactions(*args)
+        assert np.allclose(qdd, ref[0], rtol=1e-6) and np.allclose(reac, ref[1], rtol=1e-6)
+    assert np.array_equal(s.qdd_and_reactions(list(q), qd, tau)[0], ref[0])
+    assert np.array_equal(s._raw_accel(q, qd, tau), ref[0])
+    assert np.array_equal(s.qdd_and_reactions(q, qd)[0], s.forward_dynamics(q, qd).qdd)
+    for bad in [(np.zeros(5), qd, tau), (q, qd[:3], tau), (q, qd, np.zeros(3)),
+                (np.stack([q, q], axis=1), qd, tau)]:
+        with pytest.raises(ModelError, match="state sizes"):
+            s.qdd_and_reactions(*bad)
+        with pytest.raises(ModelError, match="state sizes"):
+            s._raw_accel(*bad)
