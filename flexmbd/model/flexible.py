@@ -31,6 +31,26 @@ keep ``extra["modal:NAME"]`` and ``extra["interface:NAME.ITF"]`` (world pose of 
 interface frame, ``(nt, 7)``). Nodal fields on demand: :meth:`FlexibleBody.displacements`
 and :meth:`FlexibleBody.stresses` of ``res.body(name).modal``; world paths of frames:
 ``body.point(xyz).trajectory(res)``.
+
+Choice of frame
+---------------
+The modal coordinates are linear in the floating frame, so the frame is part of the
+model. Without geometric stiffening a linear floating-frame model depends on the frame
+as soon as axial forces matter: in Simeon's slider-crank (``examples/
+flexible_slider_crank.py``, rod at 150 rad/s) the mean-axis and chord-frame models
+agree with each other, while the frame clamped at the pinned end (a Craig-Bampton
+``frame="interface"`` basis) deflects 20 % more, because the joint force at the far
+end then acts on a chord that rotates with the deformation (a spurious string
+stiffness ``F / L``). Geometric stiffening removes the difference and brings the
+meshed rod to a nonlinear reference within ~1 %. The stiffening stress is computed from
+the frame's inertia loads (unit K_G states) and the joint wrenches, which is exact only
+when the frame follows the body's mean rigid motion: use a free-free basis (mean
+axes: ``NormalModes``, ``StaticCorrection``/``RitzVectors`` without ``fixed``,
+``CraigBampton(..., frame="mean-axis")``) for fast, strongly vibrating bodies. A frame
+clamped at a *pinned* interface carries the body's vibration in its angular
+acceleration; its inertia-load stress is then not the body's and the stiffened model
+can become unstable (the slider-crank rod does, within 8 ms). A frame clamped where
+the body is driven or built in (a hub, a clamped root) is the right one.
 """
 
 import hashlib
