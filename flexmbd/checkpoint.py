@@ -8,6 +8,14 @@ the integrator's complete state, and turns a failure into a
 the checkpoint file when one is given). :func:`resume` continues a checkpointed run
 so that the result is **bit-identical** to an uninterrupted run.
 
+Every integrator of flexmbd follows the contract (explicit RK4 / RK45 / DOP853 of
+the recursive formulation, trees and closed loops; Newmark, HHT and
+generalized-alpha of the absolute formulation, the compiled engine included), so ::
+
+    res = m.simulate(2.0, dt=1e-3, integrator="rk4", checkpoint="run.h5", every=500)
+    res = fm.resume("run.h5")            # same process: continues where it stopped
+    res = fm.resume("run.h5", model=m)   # new process: the model built as before
+
 Stepper contract
 ----------------
 An integrator object handed to :func:`run` provides:
@@ -21,7 +29,8 @@ An integrator object handed to :func:`run` provides:
     The state to record at the current time: a dict with ``"q"``, ``"qd"`` and
     optionally ``"qdd"``, ``"reactions"`` (n_joints, 6), ``"energy:K"``,
     ``"stats:K"`` and ``"extra:K"`` (e.g. ``"modal:rod"``, ``"position:crank"``);
-    the same keys at every call.
+    the same keys at every call. ``qdd`` and ``reactions`` not sampled are NaN in
+    the recorded rows.
 ``header()``
     ``{"coordinates": [(owner, label)...], "speeds": [...], "joint_names": [...],
     "meta": {...}}`` (JSON-serializable) describing the columns.
@@ -39,8 +48,37 @@ An integrator object handed to :func:`run` provides:
 ``spec()`` (optional)
     ``{"factory": "package.module:callable", "kwargs": {...}}``: how :func:`resume`
     rebuilds the integrator without help (``callable(**kwargs)`` returns a fresh
-    stepper). Without it, pass the stepper to :func:`resume` yourself (for a model:
-    compile it again and create the integrator with the same options).
+    stepper). With ``"needs_model": True`` the factory is also given the model
+    (``callable(model=..., **kwargs)``), the one passed to :func:`resume` or the
+    live model of the run in this process. Without a spec, pass the stepper to
+    :func:`resume` yourself.
+
+Optional extensions (used by the integrators of flexmbd):
+
+``done``
+    True when the stepper reached its end (fixed-step schemes end on their last
+    whole step); without it the run ends when ``t`` reaches ``t_end``.
+``set_t_end(t_end)``
+    Called by :func:`run` with the requested end time (a stepper that cannot
+    change its end raises :class:`~flexmbd.errors.FlexmbdError`).
+``advance(n)``
+    Take up to ``n`` steps at once (``None``: all that remain) and return
+    ``(rows, error)``: ``rows`` a dict ``{"t": (k,), key: (k, ...)}`` with the sample
+    keys of the ``k`` steps completed, ``error`` None or the exception that stopped
+    the block after them (the stepper then stays at its last good step). Used
+    instead of ``step``/``sample`` for compiled step loops (they run in blocks that
+    end on the checkpoints); ``n_total`` (optional) is the number of steps of the
+    whole run, for the progress bar.
+``checks_finite``
+    True when ``step`` itself raises on non-finite coordinates and speeds (the
+    driver then skips its own check).
+``finalize(results, failed=False)``
+    Turn the recorded rows (the whole run, or everything up to a failure) into the
+    Results returned to the user: quantities computed after the run from the
+    recorded states (accelerations, reactions and energies of the explicit
+    integrators, sign-continuous orientations, integrated works). It is called on
+    the complete history, so those quantities are the same as in an
+    uninterrupted run.
 
 Checkpoint file
 ---------------
@@ -48,20 +86,24 @@ A results HDF5 file (see :mod:`flexmbd.results`, time series resizable) plus a
 group ``/checkpoint`` with the integrator ``state`` (datasets, nested groups), and
 attributes ``n_samples`` (rows belonging to that state), ``n_steps``, ``t``,
 ``t_end``, ``every``, ``record_every``, ``status`` (``running``, ``finished`` or
-``failed``), ``error`` and ``spec``. ``Results.load("run.h5")`` reads it as results
-(after a failure: every sample up to the failure); :func:`resume` cuts the rows
-back to ``n_samples`` and restarts from the saved state, the last good one.
+``failed``), ``error``, ``spec`` and ``run_id``. While running, the root holds the
+recorded rows; when a stepper with ``finalize`` finishes or fails, the rows move to
+``/checkpoint/rows`` and the root holds the finalized results. ``Results.load(
+"run.h5")`` reads the root (after a failure: every sample up to the failure);
+:func:`resume` moves the rows back, cuts them to ``n_samples`` and restarts from
+the saved state, the last good one.
 """
 
 import importlib
 import json
+import uuid
 from pathlib import Path
 
 import numpy as np
 
 from .errors import FlexmbdError, SolverError
 from .progress import progress as _progress
-from .results import Results, h5_append, h5_read, h5_truncate, h5_write
+from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
 
 __all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state"]
 
@@ -77,38 +119,73 @@ class Recorder:
         self._data = {}
         self.n = 0
 
-    def add(self, t, sample):
-        row = {"t": np.float64(t)}
-        row.update(sample)
-        if not self._data:
-            for k, v in row.items():
-                v = np.asarray(v)
-                dtype = np.float64 if k in _FLOAT_KEYS or k.startswith("energy:") else v.dtype
-                self._data[k] = np.empty((16,) + v.shape, dtype=dtype)
-        elif row.keys() != self._data.keys():
-            raise FlexmbdError(
-                f"the integrator's sample keys changed: {sorted(row)} vs {sorted(self._data)}"
-            )
+    def _allocate(self, row, n):
         for k, v in row.items():
-            buf = self._data[k]
-            if self.n == len(buf):
-                buf = np.concatenate([buf, np.empty_like(buf)])
-                self._data[k] = buf
-            buf[self.n] = v
-        self.n += 1
+            v = np.asarray(v)
+            dtype = np.float64 if k in _FLOAT_KEYS or k.startswith("energy:") else v.dtype
+            self._data[k] = np.empty((max(n, 16),) + v.shape, dtype=dtype)
+
+    def _grow(self, n_more):
+        need = self.n + n_more
+        for k, buf in self._data.items():
+            if need > len(buf):
+                new = np.empty((max(need, 2 * len(buf)),) + buf.shape[1:], dtype=buf.dtype)
+                new[:self.n] = buf[:self.n]
+                self._data[k] = new
+
+    def add(self, t, sample):
+        data = self._data
+        if not data:
+            row = {"t": np.float64(t)}
+            row.update(sample)
+            self._allocate(row, 16)
+            data = self._data
+        elif len(sample) + 1 != len(data) or not all(k in data for k in sample):
+            raise FlexmbdError(
+                f"the integrator's sample keys changed: {sorted(sample)} vs {sorted(data)}"
+            )
+        n = self.n
+        if n == len(data["t"]):
+            self._grow(1)
+            data = self._data
+        data["t"][n] = t
+        for k, v in sample.items():
+            data[k][n] = v
+        self.n = n + 1
+
+    def add_block(self, rows):
+        """Append ``k`` samples at once: ``rows = {"t": (k,), key: (k, ...)}``."""
+        k = len(rows["t"])
+        if not k:
+            return
+        if not self._data:
+            self._allocate({key: np.asarray(v)[0] for key, v in rows.items()}, k)
+        elif rows.keys() != self._data.keys():
+            raise FlexmbdError(
+                f"the integrator's sample keys changed: {sorted(rows)} vs {sorted(self._data)}"
+            )
+        self._grow(k)
+        for key, v in rows.items():
+            self._data[key][self.n: self.n + k] = v
+        self.n += k
 
     def results(self):
-        """Results of the samples recorded so far (copies)."""
+        """Results of the samples recorded so far (copies); unsampled qdd/reactions are NaN."""
         h = self.header
         d = {k: v[:self.n].copy() for k, v in self._data.items()}
         nt = self.n
         nq, nv = len(h.get("coordinates", ())), len(h.get("speeds", ()))
+        nj = len(h.get("joint_names", ()))
         grab = lambda prefix: {k[len(prefix):]: v for k, v in d.items() if k.startswith(prefix)}
+        qdd = d.get("qdd")
+        reac = d.get("reactions")
         return Results(
             d.get("t", np.zeros(0)), d.get("q", np.zeros((nt, nq))),
-            d.get("qd", np.zeros((nt, nv))), d.get("qdd"),
+            d.get("qd", np.zeros((nt, nv))),
+            np.full((nt, nv), np.nan) if qdd is None else qdd,
             coordinates=h.get("coordinates", ()), speeds=h.get("speeds", ()),
-            joint_names=h.get("joint_names", ()), reactions=d.get("reactions"),
+            joint_names=h.get("joint_names", ()),
+            reactions=np.full((nt, nj, 6), np.nan) if reac is None else reac,
             energy=grab("energy:"), stats=grab("stats:"), extra=grab("extra:"),
             meta=h.get("meta", {}),
         )
@@ -173,6 +250,36 @@ def _h5py():
     return h5py
 
 
+_ROWS = "checkpoint/rows"
+
+
+def _stash_rows(f):
+    """Move the recorded rows from the root to ``/checkpoint/rows`` (links only, no copy)."""
+    rows = f.require_group(_ROWS)
+    rows.attrs["flexmbd_header"] = f.attrs["flexmbd_header"]
+    for name in _TIME_SERIES + _GROUPS + ("geometry",):
+        if name in f:
+            f.move(name, f"{_ROWS}/{name}")
+
+
+def _unstash_rows(f):
+    """Undo :func:`_stash_rows`: drop the finalized results, rows back at the root."""
+    if _ROWS not in f:
+        return
+    for name in _TIME_SERIES + _GROUPS + ("geometry",):
+        if name in f:
+            del f[name]
+    rows = f[_ROWS]
+    f.attrs["flexmbd_header"] = rows.attrs["flexmbd_header"]
+    for name in list(rows.keys()):
+        f.move(f"{_ROWS}/{name}", name)
+    del f[_ROWS]
+
+
+def _rows_group(f):
+    return f[_ROWS] if _ROWS in f else f
+
+
 class _Checkpoint:
     """Open checkpoint file: appends samples and replaces the saved state."""
 
@@ -182,32 +289,51 @@ class _Checkpoint:
         self.fresh = fresh
         self.meta = meta
         self.initialized = not fresh
+        if fresh and self.path.exists():
+            self.path.unlink()               # a new run replaces an old file
 
     def write(self, rec, stepper, n_steps, status="running", error=None, save=True):
-        with self.h5py.File(self.path, "w" if not self.initialized else "a") as f:
-            if not self.initialized:
-                h5_write(f, rec.results(), resizable=True)
-                self.initialized = True
-            elif rec.n:
-                h5_append(f, rec.results())
-            rec.clear()
-            cp = f.require_group("checkpoint")
-            if save:
-                if "state" in cp:
-                    del cp["state"]
-                save_state(cp.create_group("state"), stepper.state_dict())
-                cp.attrs["n_samples"] = f["t"].shape[0]
-                cp.attrs["n_steps"] = n_steps
-                cp.attrs["t"] = float(stepper.t)
-            for k, v in self.meta.items():
-                cp.attrs[k] = v
-            cp.attrs["status"] = status
-            cp.attrs["error"] = "" if error is None else str(error)
+        try:
+            with self.h5py.File(self.path, "w" if not self.initialized else "a") as f:
+                if not self.initialized:
+                    h5_write(f, rec.results(), resizable=True)
+                    self.initialized = True
+                elif rec.n:
+                    h5_append(f, rec.results())
+                rec.clear()
+                cp = f.require_group("checkpoint")
+                if save:
+                    if "state" in cp:
+                        del cp["state"]
+                    save_state(cp.create_group("state"), stepper.state_dict())
+                    cp.attrs["n_samples"] = f["t"].shape[0]
+                    cp.attrs["n_steps"] = n_steps
+                    cp.attrs["t"] = float(stepper.t)
+                for k, v in self.meta.items():
+                    cp.attrs[k] = v
+                cp.attrs["status"] = status
+                cp.attrs["error"] = "" if error is None else str(error)
+                f.flush()
+        except OSError as err:
+            raise FlexmbdError(
+                f"cannot write the checkpoint file {str(self.path)!r}: {err}; check the "
+                f"directory and the free disk space (or run without checkpoint=)") from err
+
+    def rows(self):
+        """Every recorded row in the file."""
+        with self.h5py.File(self.path, "r") as f:
+            return h5_read(_rows_group(f))
+
+    def write_final(self, res):
+        """Store the finalized results at the root (the rows move to ``/checkpoint/rows``)."""
+        with self.h5py.File(self.path, "a") as f:
+            _stash_rows(f)
+            h5_write(f, res)
             f.flush()
 
 
 def read_checkpoint(path):
-    """``(results up to the saved state, state dict, attributes)`` of a checkpoint file."""
+    """``(recorded rows up to the saved state, state dict, attributes)`` of a checkpoint file."""
     h5py = _h5py()
     path = Path(path)
     if not path.exists():
@@ -220,14 +346,25 @@ def read_checkpoint(path):
             )
         cp = f["checkpoint"]
         attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in cp.attrs.items()}
-        res = h5_read(f, stop=int(attrs["n_samples"]))
+        res = h5_read(_rows_group(f), stop=int(attrs["n_samples"]))
         return res, load_state(cp["state"]), attrs
+
+
+# -- live runs of this process (resume without rebuilding the model) -------------------
+_LIVE = {}
+
+
+def _live_key(path):
+    return str(Path(path).resolve())
 
 
 # -- driver ----------------------------------------------------------------------------
 def _spec(stepper):
     spec = getattr(stepper, "spec", None)
     return json.dumps(spec() if callable(spec) else None)
+
+
+_BAR = "{desc}: {percentage:3.0f} %|{bar}| {n:.4g}/{total:.4g} s [{elapsed}<{remaining}]"
 
 
 def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=None,
@@ -247,14 +384,18 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
     record_every : int
         Record one sample every this many steps (the first and last always).
     progress : bool or None
-        Progress bar (None: automatic, see :mod:`flexmbd.progress`).
+        Progress bar over simulated time (None: automatic, see
+        :mod:`flexmbd.progress`; then shown only once a run lasts a second).
 
     Raises :class:`SolverError` with ``.partial`` (Results up to the failure) and
     ``.time`` when a step fails or produces non-finite coordinates; the partial
-    results are also appended to the checkpoint file, whose saved state stays the
+    results are also written to the checkpoint file, whose saved state stays the
     last good one.
     """
     t_end = float(t_end)
+    set_end = getattr(stepper, "set_t_end", None)
+    if set_end is not None:
+        set_end(t_end)
     record_every = max(int(record_every), 1)
     # checkpoints fall on recorded steps: the samples do not depend on ``every``
     every = -(-max(int(every), 1) // record_every) * record_every
@@ -268,46 +409,86 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
         prior, n_steps = _resume
     cp = None
     if checkpoint is not None:
-        cp = _Checkpoint(checkpoint, fresh=_resume is None,
-                         meta={"t_end": t_end, "every": every, "record_every": record_every,
-                               "spec": _spec(stepper)})
+        meta = {"t_end": t_end, "every": every, "record_every": record_every,
+                "spec": _spec(stepper)}
+        if _resume is None:
+            meta["run_id"] = uuid.uuid4().hex
+        cp = _Checkpoint(checkpoint, fresh=_resume is None, meta=meta)
         if _resume is None:
             cp.write(rec, stepper, n_steps)
+            _LIVE[_live_key(checkpoint)] = (meta["run_id"], stepper)
     tol = 1e-12 * max(abs(t_end), 1.0)
+    has_done = hasattr(stepper, "done")
+    checked = bool(getattr(stepper, "checks_finite", False))
+    block = getattr(stepper, "advance", None)
     t0 = float(stepper.t)
     last_recorded = True
+    show = cp is None and block is not None
     with _progress(total=max(t_end - t0, 0.0), desc=desc or type(stepper).__name__,
-                   enabled=progress, unit="s",
-                   bar_format="{l_bar}{bar}| {n:.4g}/{total:.4g} s [{elapsed}<{remaining}]"
-                   ) as bar:
-        while stepper.t < t_end - tol:
+                   enabled=progress, unit="s", delay=1.0 if progress is None else 0.0,
+                   bar_format=_BAR) as bar:
+        chunk = None
+        if show and not _is_null(bar):
+            total = getattr(stepper, "n_total", None)
+            chunk = max(1, int(total) // 100) if total else every
+        while not (stepper.done if has_done else stepper.t >= t_end - tol):
             t_before = float(stepper.t)
-            try:
-                stepper.step()
-                sample = stepper.sample()
-                if not (np.all(np.isfinite(sample["q"])) and np.all(np.isfinite(sample["qd"]))):
-                    raise SolverError(
-                        f"non-finite coordinates or speeds after the step from t = {t_before:.9g}"
-                        f" s (the step size may be too large or the model unstable)",
-                        time=t_before,
-                    )
-            except Exception as err:  # noqa: BLE001 - every failure keeps the partial results
-                raise _failure(err, rec, prior, cp, stepper, n_steps, t_before) from (
-                    None if isinstance(err, SolverError) else err)
-            n_steps += 1
-            last_recorded = n_steps % record_every == 0
-            if last_recorded:
-                rec.add(stepper.t, sample)
+            if block is not None:
+                n = every - n_steps % every if cp is not None else chunk
+                try:
+                    rows, err = block(n)
+                except Exception as exc:  # noqa: BLE001 - every failure keeps the results
+                    rows, err = None, exc
+                k = 0 if rows is None else len(rows["t"])
+                if k:
+                    steps = n_steps + 1 + np.arange(k)
+                    keep = steps % record_every == 0
+                    rec.add_block(rows if keep.all() else {key: v[keep] for key, v in
+                                                           rows.items()})
+                    last_recorded = bool(keep[-1])
+                    n_steps += k
+                if err is not None:
+                    t_fail = float(stepper.t) if k else t_before
+                    raise _failure(err, rec, prior, cp, stepper, n_steps, t_fail) from (
+                        None if isinstance(err, SolverError) else err)
+            else:
+                try:
+                    stepper.step()
+                    sample = stepper.sample()
+                    if not checked and not (np.all(np.isfinite(sample["q"]))
+                            and np.all(np.isfinite(sample["qd"]))):
+                        raise SolverError(
+                            f"non-finite coordinates or speeds after the step from t = "
+                            f"{t_before:.9g} s (the step size may be too large or the model "
+                            f"unstable)", time=t_before,
+                        )
+                except Exception as err:  # noqa: BLE001 - every failure keeps the results
+                    raise _failure(err, rec, prior, cp, stepper, n_steps, t_before) from (
+                        None if isinstance(err, SolverError) else err)
+                n_steps += 1
+                last_recorded = n_steps % record_every == 0
+                if last_recorded:
+                    rec.add(stepper.t, sample)
             if cp is not None and n_steps % every == 0:
                 cp.write(rec, stepper, n_steps)
             bar.update(float(stepper.t) - t_before)
         if not last_recorded:
             rec.add(stepper.t, stepper.sample())
-        if cp is not None:
-            cp.write(rec, stepper, n_steps, status="finished")
-            res, _, _ = read_checkpoint(cp.path)
-            return res
-    return Results.concatenate([prior, rec.results()]) if prior is not None else rec.results()
+    finalize = getattr(stepper, "finalize", None)
+    if cp is not None:
+        cp.write(rec, stepper, n_steps, status="finished")
+        rows = cp.rows()
+        if finalize is None:
+            return rows
+        res = finalize(rows)
+        cp.write_final(res)
+        return res
+    rows = Results.concatenate([prior, rec.results()]) if prior is not None else rec.results()
+    return rows if finalize is None else finalize(rows)
+
+
+def _is_null(bar):
+    return type(bar).__name__ == "NullBar"
 
 
 def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
@@ -315,48 +496,112 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
     if cp is not None:
         try:
             cp.write(rec, stepper, n_steps, status="failed", error=err, save=False)
-            h5py = _h5py()
-            with h5py.File(cp.path, "r") as f:
-                partial = h5_read(f)
+            partial = cp.rows()
         except Exception:  # noqa: BLE001 - never hide the original failure
             pass
     elif prior is not None:
         partial = Results.concatenate([prior, partial])
+    finalize = getattr(stepper, "finalize", None)
+    if finalize is not None:
+        try:
+            partial = finalize(partial, failed=True)
+            if cp is not None:
+                cp.write_final(partial)
+        except Exception:  # noqa: BLE001 - keep the recorded rows
+            pass
+    where = f" (partial results written to {str(cp.path)!r})" if cp is not None else ""
     if isinstance(err, SolverError):
         err.partial = partial
         err.time = t_fail if err.time is None else err.time
+        if where and err.args:
+            err.args = (str(err.args[0]) + where,) + err.args[1:]
         return err
     return SolverError(
-        f"integration failed at t = {t_fail:.9g} s: {type(err).__name__}: {err}"
-        + (f" (partial results written to {str(cp.path)!r})" if cp is not None else ""),
+        f"integration failed at t = {t_fail:.9g} s: {type(err).__name__}: {err}{where}",
         partial=partial, time=t_fail,
     )
 
 
-def resume(path, stepper=None, *, t_end=None, every=None, progress=None):
+def resume(path, stepper=None, *, model=None, t_end=None, every=None, progress=None,
+           **options):
     """Continue a checkpointed run to its ``t_end`` (or a new one); return all Results.
 
-    ``stepper``: a fresh integrator for the same system and options; when omitted it
-    is rebuilt from the ``spec()`` stored in the file. The continuation is
-    bit-identical to an uninterrupted run, and the file keeps being checkpointed.
+    Parameters
+    ----------
+    path : str or Path
+        Checkpoint file written by a run with ``checkpoint=path``.
+    stepper : optional
+        A fresh integrator for the same system and options (contract above).
+    model : flexmbd.Model, optional
+        For runs started by ``Model.simulate`` / ``System.simulate``: the model built
+        as for the original run (a new process). In the process that started the
+        run it may be omitted: the run's own integrator is reused.
+    t_end : float, optional
+        A new end time (fixed-step integrators; s).
+    every : int, optional
+        New checkpoint interval (steps).
+    options
+        Functions of the original run that a file cannot hold (``tau=...``,
+        ``callback=...``) when rebuilding from ``model``.
+
+    The continuation is bit-identical to an uninterrupted run, and the file keeps
+    being checkpointed. Raises :class:`~flexmbd.errors.FlexmbdError` when the file,
+    the model or the integrator do not match.
     """
     res, state, attrs = read_checkpoint(path)
     if stepper is None:
-        spec = json.loads(attrs.get("spec") or "null")
-        if not spec:
-            raise FlexmbdError(
-                f"{str(path)!r} does not say how to rebuild its integrator (no spec()); pass "
-                f"resume(path, stepper) with an integrator built for the same system and options"
-            )
-        module, _, name = spec["factory"].partition(":")
-        factory = importlib.import_module(module)
-        for part in name.split("."):
-            factory = getattr(factory, part)
-        stepper = factory(**spec.get("kwargs", {}))
+        stepper = _rebuild(path, attrs, model, options)
+    elif model is not None or options:
+        raise FlexmbdError("resume: pass either a stepper or a model (with options), not both")
+    _check_header(path, res, stepper)
     stepper.load_state_dict(state)
     with _h5py().File(path, "a") as f:
+        _unstash_rows(f)
         h5_truncate(f, int(attrs["n_samples"]))
+    _LIVE[_live_key(path)] = (attrs.get("run_id"), stepper)
     return run(stepper, attrs["t_end"] if t_end is None else t_end, checkpoint=path,
                every=attrs["every"] if every is None else every,
                record_every=attrs["record_every"], progress=progress,
                _resume=(res, int(attrs["n_steps"])))
+
+
+def _rebuild(path, attrs, model, options):
+    spec = json.loads(attrs.get("spec") or "null")
+    if not spec:
+        raise FlexmbdError(
+            f"{str(path)!r} does not say how to rebuild its integrator (no spec()); pass "
+            f"resume(path, stepper) with an integrator built for the same system and options"
+        )
+    if spec.get("needs_model") and model is None:
+        live = _LIVE.get(_live_key(path))
+        if live is not None and live[0] == attrs.get("run_id") and not options:
+            return live[1]
+        raise FlexmbdError(
+            f"{str(path)!r} was written by a run of model {spec.get('model')!r} that is not "
+            f"alive in this process: build the model as for that run and pass it, "
+            f"fm.resume({str(path)!r}, model=m)"
+        )
+    module, _, name = spec["factory"].partition(":")
+    factory = importlib.import_module(module)
+    for part in name.split("."):
+        factory = getattr(factory, part)
+    kwargs = dict(spec.get("kwargs", {}))
+    if spec.get("needs_model"):
+        kwargs["model"] = model
+        kwargs["overrides"] = options
+    elif options:
+        raise FlexmbdError(f"resume: unexpected options {sorted(options)} for this integrator")
+    return factory(**kwargs)
+
+
+def _check_header(path, res, stepper):
+    h = stepper.header()
+    for key, have in (("coordinates", res.coordinates), ("speeds", res.speeds),
+                      ("joint_names", res.joint_names)):
+        want = [tuple(x) if isinstance(x, (list, tuple)) else x for x in h.get(key, ())]
+        if list(have) != want:
+            raise FlexmbdError(
+                f"resume: the integrator's {key} differ from those in {str(path)!r} "
+                f"({len(want)} vs {len(have)}); rebuild the model exactly as for the "
+                f"checkpointed run"
+            )

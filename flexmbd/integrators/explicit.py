@@ -24,15 +24,15 @@ raises :class:`~flexmbd.errors.SolverError` carrying the results up to the last
 good sample (``err.partial``) and the time (``err.time``).
 """
 
-import sys
 import time as _time
 
 import numpy as np
 
+from ..checkpoint import run
 from ..errors import FlexmbdError, ModelError, SolverError
 from ..results import Results
 
-__all__ = ["rk4", "simulate_recursive"]
+__all__ = ["rk4", "simulate_recursive", "ExplicitStepper", "TreeStepper", "tree_stepper"]
 
 
 def _tau_function(tau, nv):
@@ -65,26 +65,411 @@ def rk4(f, t0, y0, h, n_steps, callback=None):
     return y
 
 
-class _Progress:
-    def __init__(self, enabled, t0, t1):
-        self.enabled, self.t0, self.t1 = enabled, t0, t1
-        self.next = 0.1
-        self.start = _time.perf_counter()
+# -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
+_SOLVER_STATE = ("t", "y", "t_old", "y_old", "f", "h_abs", "h_previous", "nfev", "njev", "nlu",
+                 "status")
+_SOLVER_ARRAYS = ("K", "K_extended")  # restored in place (K is a view of K_extended)
+_CALLABLE = "__callable__"
 
-    def __call__(self, t):
-        if not self.enabled:
+
+def solver_state(solver):
+    """Dynamic state of a scipy ``RK23``/``RK45``/``DOP853`` solver (exact copies)."""
+    out = {}
+    for k in _SOLVER_STATE:
+        v = getattr(solver, k)
+        out[k] = v.copy() if isinstance(v, np.ndarray) and v.ndim else v
+    for k in _SOLVER_ARRAYS:
+        if hasattr(solver, k):
+            out[k] = getattr(solver, k).copy()
+    return out
+
+
+def load_solver_state(solver, state):
+    """Restore :func:`solver_state` into a solver built with the same function and options."""
+    for k in _SOLVER_STATE:
+        v = state[k]
+        setattr(solver, k, np.array(v) if isinstance(v, np.ndarray) and v.ndim else v)
+    for k in _SOLVER_ARRAYS:
+        if k in state:
+            getattr(solver, k)[...] = state[k]
+
+
+def json_options(options):
+    """Options of a run as JSON values (arrays as lists, functions marked, q0/qd0 dropped:
+    a resumed run starts from the saved state)."""
+    out = {}
+    for k, v in options.items():
+        if k in ("q0", "qd0", "checkpoint", "every", "progress"):
+            continue
+        if callable(v):
+            out[k] = _CALLABLE
+        elif isinstance(v, np.ndarray):
+            out[k] = v.tolist()
+        elif isinstance(v, np.generic):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def restore_options(options, overrides, what):
+    """Inverse of :func:`json_options`: functions come from ``overrides`` (named in the error)."""
+    opts = dict(options)
+    opts.update(overrides)
+    missing = [k for k, v in opts.items() if isinstance(v, str) and v == _CALLABLE]
+    if missing:
+        raise FlexmbdError(
+            f"{what}: the checkpointed run used functions for {missing}, which a file cannot "
+            f"hold; pass them again: fm.resume(path, model=m, "
+            + ", ".join(f"{k}=..." for k in missing) + ")")
+    return opts
+
+
+class ExplicitStepper:
+    """One explicit integration of ``y' = f(t, y)``, ``y = [q; qd]``, following the
+    stepper contract of :mod:`flexmbd.checkpoint` (bit-identical resume).
+
+    ``integrator="rk4"``: a step is one output interval ``dt`` made of ``substeps`` RK4
+    steps. Adaptive (``"rk45"``, ``"dop853"``, ``"rk23"``; scipy's embedded pairs): with
+    output times (``t_eval``, or every ``dt``) a step advances to the next output time
+    (dense output, as many solver steps as needed), otherwise it is one solver step.
+    The state saved at a checkpoint is the solver's complete state (step size, stage
+    derivatives, counters), so a resumed run takes exactly the same steps.
+
+    Subclasses give the system: :meth:`_f` (the right-hand side), the hooks after a
+    step and :meth:`finalize` (accelerations, reactions and energies at the samples,
+    computed after the run in one pass, as without a checkpoint).
+    """
+
+    n_out_rule = "round"     # how rk4 counts its output intervals (see _n_out)
+    checks_finite = True
+    t_eval_tol = 1e-9        # relative tolerance of the last output time
+
+    def __init__(self, system, t_end, dt=None, integrator="rk4", t0=0.0, rtol=1e-8,
+                 atol=1e-10, t_eval=None, method=None, substeps=1, max_step=np.inf):
+        integrator = (integrator or "rk4").lower()
+        self.system = system
+        self.integrator = integrator
+        self.t0 = float(t0)
+        self.t_end = float(t_end)
+        self.dt = None if dt is None else float(dt)
+        self.substeps = int(substeps)
+        self.rtol, self.atol, self.max_step = rtol, atol, max_step
+        self.method = method
+        self.adaptive = integrator != "rk4"
+        self.nq, self.nv = system.nq, system.nv
+        self.t = self.t0
+        self.y = None
+        self.i = 0                 # rk4: output intervals done; adaptive: samples done
+        self.n_steps = 0           # adaptive: solver steps
+        self.wall = 0.0
+        self.solver = None
+        self._dense = None
+        if self.adaptive:
+            self.t_eval = self._output_times(t_eval)
+        else:
+            self.h = self.dt / self.substeps
+            self.n_out = self._n_out()
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _n_out(self):
+        t0, t_end, dt = self.t0, self.t_end, self.dt
+        if self.n_out_rule == "floor":
+            return int(np.floor((t_end - t0) / dt + 1e-9))
+        n_out = int(round((t_end - t0) / dt))
+        if abs(t0 + n_out * dt - t_end) > 1e-9 * max(1.0, abs(t_end)):
+            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
+        return n_out
+
+    def _output_times(self, t_eval):
+        t0, t_end, dt = self.t0, self.t_end, self.dt
+        if t_eval is None and dt is not None:
+            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
+            t_eval = t0 + dt * np.arange(1, n_out + 1)
+            if t_eval.size == 0 or t_eval[-1] < t_end - self.t_eval_tol * max(1.0, t_end):
+                t_eval = np.append(t_eval, t_end)
+        elif t_eval is not None:
+            t_eval = np.asarray(t_eval, dtype=float)
+            t_eval = t_eval[t_eval > t0]
+        return t_eval
+
+    def _solver_class(self):
+        from scipy import integrate as si
+
+        name = self.method or {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[
+            self.integrator]
+        return name, getattr(si, name)
+
+    def _make_solver(self, y0):
+        _, cls = self._solver_class()
+        kw = {} if self.max_step is None else {"max_step": self.max_step}
+        return cls(self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw)
+
+    def start(self, y0):
+        """Initial state ``y0 = [q0; qd0]`` (consistent, normalized)."""
+        self.y = np.asarray(y0, dtype=float)
+        self.t = self.t0
+        if self.adaptive:
+            try:
+                self.solver = self._make_solver(self.y)
+            except FlexmbdError as err:
+                raise SolverError(f"{err} at t = {self.t0:.6g} s", time=self.t0) from err
+        return self
+
+    # -- hooks of the system ---------------------------------------------------------------
+    def _f(self, t, y):
+        raise NotImplementedError
+
+    def _rk4_callback(self):
+        return None
+
+    def _after_rk4(self, y):
+        return y
+
+    def _after_solver_step(self, solver):
+        pass
+
+    def _dense_sample(self, y):
+        return y
+
+    def _fail(self, msg, t_fail):
+        return SolverError(f"{msg} at t = {t_fail:.6g} s; the results up to the last good "
+                           "sample are in err.partial", time=t_fail)
+
+    # -- contract --------------------------------------------------------------------------
+    @property
+    def done(self):
+        if not self.adaptive:
+            return self.i >= self.n_out
+        if self.t_eval is None:
+            return self.solver.status != "running"
+        return self.i >= self.t_eval.size or (self.solver.status != "running"
+                                              and self.t_eval[self.i] > self.solver.t + 1e-12)
+
+    def set_t_end(self, t_end):
+        if abs(float(t_end) - self.t_end) <= 1e-12 * max(1.0, abs(self.t_end)):
             return
-        frac = (t - self.t0) / max(self.t1 - self.t0, 1e-300)
-        if frac >= self.next - 1e-12:
-            el = _time.perf_counter() - self.start
-            print(f"  t = {t:.4g} s ({100 * frac:.0f} %), {el:.1f} s elapsed", file=sys.stderr)
-            while self.next <= frac + 1e-12:
-                self.next += 0.1
+        if self.adaptive:
+            raise FlexmbdError(
+                f"an adaptive run ({self.integrator}) cannot change its end time "
+                f"({self.t_end:.6g} s) on resume: its last step is fitted to it; start a new run")
+        self.t_end = float(t_end)
+        self.n_out = self._n_out()
+
+    def step(self):
+        tic = _time.perf_counter()
+        if self.adaptive:
+            self._step_adaptive()
+        else:
+            t_start = self.t0 + self.i * self.dt
+            try:
+                y = rk4(self._f, t_start, self.y, self.h, self.substeps,
+                        callback=self._rk4_callback())
+            except FlexmbdError as err:
+                raise self._fail(str(err), t_start) from err
+            y = self._after_rk4(y)
+            if not np.all(np.isfinite(y)):
+                raise self._fail("non-finite state", t_start + self.dt)
+            self.y = y
+            self.i += 1
+            self.t = self.t0 + self.i * self.dt
+        self.wall += _time.perf_counter() - tic
+
+    def _solver_step(self):
+        s = self.solver
+        try:
+            msg = s.step()
+        except FlexmbdError as err:
+            raise self._fail(str(err), float(s.t)) from err
+        if s.status == "failed":
+            raise self._fail(f"adaptive stepper failed ({msg})", float(s.t))
+        self.n_steps += 1
+        self._dense = None
+        self._after_solver_step(s)
+        if not np.all(np.isfinite(s.y)):
+            raise self._fail("non-finite state", float(s.t))
+
+    def _step_adaptive(self):
+        s = self.solver
+        if self.t_eval is None:
+            self._solver_step()
+            self.t = s.t
+            self.y = s.y.copy()
+            self.i += 1
+            return
+        te = self.t_eval[self.i]
+        while not te <= s.t + 1e-12:
+            if s.status != "running":
+                raise self._fail("the solver ended before the output time", float(s.t))
+            self._solver_step()
+        if self._dense is None:
+            self._dense = s.dense_output()
+        self.y = self._dense_sample(self._dense(te))
+        self.t = float(te)
+        self.i += 1
+
+    def sample(self):
+        return {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
+
+    @property
+    def n_total(self):
+        if not self.adaptive:
+            return self.n_out
+        return None if self.t_eval is None else self.t_eval.size
+
+    def advance(self, n=None):
+        """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
+        ts, ys = [], []
+        err = None
+        try:
+            while not self.done and (n is None or len(ts) < n):
+                self.step()
+                ts.append(self.t)
+                ys.append(self.y.copy())
+        except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
+            err = exc
+        Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
+        return {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}, err
+
+    def header(self):
+        s = self.system
+        return {"coordinates": s.coordinates, "speeds": s.speeds,
+                "joint_names": s.joint_names, "meta": self.meta()}
+
+    def meta(self):
+        s = self.system
+        meta = {"formulation": "recursive", "integrator": self.integrator,
+                "model": s.model.name, "algorithm": s.algorithm}
+        if self.adaptive:
+            meta.update(rtol=self.rtol, atol=self.atol, method=self._solver_class()[0],
+                        steps=self.n_steps)
+        else:
+            meta["dt"] = self.dt
+        return meta
+
+    def state_dict(self):
+        st = {"t": self.t, "y": self.y.copy(), "i": self.i, "n_steps": self.n_steps,
+              "wall": self.wall, "t_end": self.t_end}
+        if self.adaptive:
+            st["solver"] = solver_state(self.solver)
+        extra = self._extra_state()
+        if extra:
+            st["system"] = extra
+        return st
+
+    def load_state_dict(self, st):
+        self.t, self.i, self.n_steps, self.wall = st["t"], st["i"], st["n_steps"], st["wall"]
+        self.y = np.array(st["y"], dtype=float)
+        if self.adaptive:
+            if abs(st["t_end"] - self.t_end) > 1e-12 * max(1.0, abs(self.t_end)):
+                raise FlexmbdError("the adaptive run's end time differs from the checkpoint's")
+            if self.solver is None:
+                self.solver = self._make_solver(np.array(st["solver"]["y"], dtype=float))
+            load_solver_state(self.solver, st["solver"])
+            self._dense = None
+        self._load_extra_state(st.get("system", {}))
+
+    def _extra_state(self):
+        return {}
+
+    def _load_extra_state(self, st):
+        pass
+
+    def spec(self):
+        return {"factory": "flexmbd.integrators.explicit:rebuild", "needs_model": True,
+                "model": self.system.model.name, "kwargs": self.rebuild_kwargs()}
+
+    def rebuild_kwargs(self):
+        raise NotImplementedError
+
+    def finalize(self, results, failed=False):
+        raise NotImplementedError
+
+
+class TreeStepper(ExplicitStepper):
+    """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
+    quaternion coordinates renormalized after every step and at every dense sample."""
+
+    def __init__(self, system, t_end, dt=None, integrator="rk4", tau=None, _options=None,
+                 **kw):
+        super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
+        self.tau_f = _tau_function(tau, system.nv)
+        self._raw = system._raw_accel
+        self._options = _options or {}
+
+    def _f(self, t, y):
+        nq = self.nq
+        qq, vv = y[:nq], y[nq:]
+        acc = self._raw(qq, vv, self.tau_f(t, qq, vv), t)
+        return np.concatenate([self.system.qdot(qq, vv), acc])
+
+    def _after_rk4(self, y):
+        y[:self.nq] = self.system.normalize(y[:self.nq])
+        return y
+
+    def _after_solver_step(self, s):
+        s.y[:self.nq] = self.system.normalize(s.y[:self.nq])
+
+    def _dense_sample(self, y):
+        y[:self.nq] = self.system.normalize(y[:self.nq])
+        return y
+
+    def rebuild_kwargs(self):
+        return {"formulation": "recursive", "compile": {"algorithm": self.system.algorithm},
+                "options": self._options}
+
+    def finalize(self, results, failed=False):
+        meta = self.meta()
+        meta["wall_time"] = self.wall
+        y = np.concatenate([results.q, results.qd], axis=1)
+        return _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
+
+
+def rebuild(model, formulation, compile, options, overrides):
+    """A fresh explicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`."""
+    system = model.compile(formulation, **compile)
+    opts = restore_options(options, overrides, f"model {model.name!r}")
+    if hasattr(system, "stepper"):          # closed loops
+        return system.stepper(initial=False, **opts)
+    return tree_stepper(system, initial=False, **opts)
+
+
+def tree_stepper(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
+                 rtol=1e-8, atol=1e-10, t_eval=None, method=None, substeps=1, tau=None,
+                 max_step=np.inf, initial=True):
+    """The :class:`TreeStepper` of :func:`simulate_recursive` (options checked)."""
+    options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
+                   t_eval=t_eval, method=method, substeps=substeps, tau=tau, max_step=max_step)
+    integrator = (integrator or "rk4").lower()
+    if integrator not in ("rk4", "rk45", "dop853", "rk23"):
+        raise ModelError(f"integrator {integrator!r} is not explicit; use 'rk4', 'rk45' or "
+                         "'dop853' (implicit ones use formulation='absolute')")
+    if integrator == "rk4" and (dt is None or dt <= 0):
+        raise ModelError("integrator 'rk4' needs a step dt > 0")
+    if t_end <= t0:
+        raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    st = TreeStepper(system, t_end, dt=dt, integrator=integrator, tau=tau, t0=t0, rtol=rtol,
+                     atol=atol, t_eval=t_eval, method=method, substeps=substeps,
+                     max_step=max_step, _options=json_options(options))
+    if integrator == "rk4":
+        wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
+        if wmax * dt / int(substeps) > 2.8:
+            import warnings
+
+            warnings.warn(
+                f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
+                f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
+                "dt (or use substeps / integrator='rk45'), or drop high modes", stacklevel=4)
+    if initial:
+        q = system.q0() if q0 is None else np.asarray(q0, dtype=float)
+        qd = system.qd0() if qd0 is None else np.asarray(qd0, dtype=float)
+        st.start(np.concatenate([system.normalize(q), qd]))
+    return st
 
 
 def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                        rtol=1e-8, atol=1e-10, t_eval=None, method=None, substeps=1, tau=None,
-                       progress=False, max_step=np.inf):
+                       progress=None, max_step=np.inf, checkpoint=None, every=100):
     """Integrate a :class:`~flexmbd.recursive.RecursiveSystem` and return Results.
 
     Parameters
@@ -103,113 +488,17 @@ def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=No
         Output times (adaptive only; default every ``dt``, or the accepted steps).
     tau : array_like or callable ``tau(t, q, qd)``, optional
         Joint forces along the speeds (added to the model's JointForce elements).
-    progress : bool
-        Print progress to standard error.
+    progress : bool or None
+        Progress bar on standard error (None: automatic, :mod:`flexmbd.progress`).
+    checkpoint : path, optional
+        HDF5 checkpoint file written every ``every`` output samples (see
+        :mod:`flexmbd.checkpoint`; continue with ``fm.resume(path)``).
     """
-    integrator = (integrator or "rk4").lower()
-    if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-        raise ModelError(f"integrator {integrator!r} is not explicit; use 'rk4', 'rk45' or "
-                         "'dop853' (implicit ones use formulation='absolute')")
-    if integrator == "rk4" and (dt is None or dt <= 0):
-        raise ModelError("integrator 'rk4' needs a step dt > 0")
-    if t_end <= t0:
-        raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    nq, nv = system.nq, system.nv
-    q = system.q0() if q0 is None else np.asarray(q0, dtype=float)
-    qd = system.qd0() if qd0 is None else np.asarray(qd0, dtype=float)
-    q = system.normalize(q)
-    tau_f = _tau_function(tau, nv)
-    raw = system._raw_accel
-
-    def f(t, y):
-        qq, vv = y[:nq], y[nq:]
-        acc = raw(qq, vv, tau_f(t, qq, vv), t)
-        return np.concatenate([system.qdot(qq, vv), acc])
-
-    prog = _Progress(progress, t0, t_end)
-    ts, ys = [t0], [np.concatenate([q, qd])]
-    meta = {"formulation": "recursive", "integrator": integrator, "model": system.model.name,
-            "algorithm": system.algorithm}
-
-    def fail(msg, t_fail):
-        partial = _results(system, np.array(ts), np.array(ys), tau_f, meta, safe=True)
-        return SolverError(f"{msg} at t = {t_fail:.6g} s; results up to t = {ts[-1]:.6g} s are in "
-                           "err.partial", partial=partial, time=t_fail)
-
-    wall = _time.perf_counter()
-    if integrator == "rk4":
-        wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
-        if wmax * dt / int(substeps) > 2.8:
-            import warnings
-
-            warnings.warn(
-                f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
-                f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
-                "dt (or use substeps / integrator='rk45'), or drop high modes", stacklevel=3)
-        n_out = int(round((t_end - t0) / dt))
-        if abs(t0 + n_out * dt - t_end) > 1e-9 * max(1.0, abs(t_end)):
-            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-        h = dt / int(substeps)
-        y = ys[0]
-        for i in range(n_out):
-            t_start = t0 + i * dt
-            try:
-                y = rk4(f, t_start, y, h, int(substeps))
-            except FlexmbdError as err:
-                raise fail(str(err), t_start) from err
-            y[:nq] = system.normalize(y[:nq])
-            if not np.all(np.isfinite(y)):
-                raise fail("non-finite state", t_start + dt)
-            ts.append(t0 + (i + 1) * dt)
-            ys.append(y.copy())
-            prog(ts[-1])
-        meta["dt"] = dt
-    else:
-        from scipy import integrate as si
-
-        name = method or {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[integrator]
-        cls = getattr(si, name)
-        if t_eval is None and dt is not None:
-            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-            t_eval = t0 + dt * np.arange(1, n_out + 1)
-            if t_eval.size == 0 or t_eval[-1] < t_end - 1e-9 * max(1.0, t_end):
-                t_eval = np.append(t_eval, t_end)
-        elif t_eval is not None:
-            t_eval = np.asarray(t_eval, dtype=float)
-            t_eval = t_eval[t_eval > t0]
-        try:
-            stepper = cls(f, t0, ys[0], t_end, rtol=rtol, atol=atol, max_step=max_step)
-        except FlexmbdError as err:
-            raise fail(str(err), t0) from err
-        n_steps = 0
-        ie = 0
-        while stepper.status == "running":
-            try:
-                msg = stepper.step()
-            except FlexmbdError as err:
-                raise fail(str(err), stepper.t) from err
-            if stepper.status == "failed":
-                raise fail(f"adaptive stepper failed ({msg})", stepper.t)
-            n_steps += 1
-            stepper.y[:nq] = system.normalize(stepper.y[:nq])
-            if not np.all(np.isfinite(stepper.y)):
-                raise fail("non-finite state", stepper.t)
-            if t_eval is None:
-                ts.append(stepper.t)
-                ys.append(stepper.y.copy())
-            else:
-                dense = None
-                while ie < t_eval.size and t_eval[ie] <= stepper.t + 1e-12:
-                    dense = dense or stepper.dense_output()
-                    yy = dense(t_eval[ie])
-                    yy[:nq] = system.normalize(yy[:nq])
-                    ts.append(float(t_eval[ie]))
-                    ys.append(yy)
-                    ie += 1
-            prog(stepper.t)
-        meta.update(rtol=rtol, atol=atol, method=name, steps=n_steps)
-    meta["wall_time"] = _time.perf_counter() - wall
-    return _results(system, np.array(ts), np.array(ys), tau_f, meta)
+    st = tree_stepper(system, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
+                      rtol=rtol, atol=atol, t_eval=t_eval, method=method, substeps=substeps,
+                      tau=tau, max_step=max_step)
+    return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
+               desc=f"{st.integrator} {system.model.name}")
 
 
 def _results(system, t, y, tau_f, meta, safe=False):
