@@ -51,11 +51,10 @@ or use the absolute formulation.
 
 from __future__ import annotations
 
-import time as _time
-
 import numpy as np
 
-from ..errors import FlexmbdError, ModelError, SolverError
+from ..errors import FlexmbdError, ModelError
+from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
 from ..results import Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, cut_coordinates, joint_force_on_cut
@@ -380,7 +379,7 @@ class LoopSystem:
     # -- simulation --------------------------------------------------------------------
     def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                  rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
-                 t_eval=None, substeps=1, progress=False):
+                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100):
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -390,8 +389,29 @@ class LoopSystem:
         required for the adaptive ones). ``method`` overrides the constraint method
         for this run (``"qr"``, ``"baumgarte"`` with α = 1/h, β = √2/h, h the
         integration step, ``"moore-penrose"``, ``"none"``). ``tau`` joint forces
-        (array or ``tau(t, q, qd)``).
+        (array or ``tau(t, q, qd)``). ``progress``: progress bar (None: automatic).
+        ``checkpoint``: HDF5 file written every ``every`` output samples with the
+        integrator's and the projector's state (:mod:`flexmbd.checkpoint`; continue
+        with ``fm.resume(path)``, bit-identical).
         """
+        from ..checkpoint import run
+
+        st = self.stepper(t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
+                          rtol=rtol, atol=atol, projection=projection, method=method, tau=tau,
+                          t_eval=t_eval, substeps=substeps)
+        return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
+                   desc=f"{st.integrator} {self.model.name}")
+
+    def stepper(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
+                rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
+                t_eval=None, substeps=1, initial=True):
+        """The integrator of :meth:`simulate` as a stepper (:mod:`flexmbd.checkpoint`);
+        ``initial=False`` leaves the state to ``load_state_dict``."""
+        from ..integrators.explicit import json_options
+
+        options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
+                       projection=projection, method=method, tau=tau, t_eval=t_eval,
+                       substeps=substeps)
         integrator = (integrator or "rk4").lower()
         if integrator not in ("rk4", "rk45", "dop853", "rk23"):
             raise ModelError(f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
@@ -413,120 +433,23 @@ class LoopSystem:
             warnings.warn(
                 f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
                 f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
-                "integrator='rk45'), or drop high modes", stacklevel=2)
+                "integrator='rk45'), or drop high modes", stacklevel=3)
         opts = dict(self._options)
         if method is not None:
             opts["method"] = method
         if opts["method"] == "baumgarte" and opts["h"] is None:
             opts["h"] = h if h is not None else 1e-3
         P = Projector(self.constraints, **opts)
-        nq, nv = self.nq, self.nv
-        if q0 is None and qd0 is None:
-            q, qd = self.initial_state(t=t0)
-        else:
-            q, qd = self.initial_state(q0, qd0, t=t0)
-        tau_f = _tau_function(tau, nv)
-        use_proj = P.method in ("qr", "moore-penrose")
-
-        def f(t, y):
-            qq, vv = y[:nq], y[nq:]
-            if projection == "rhs" and use_proj:
-                qq, vv = P.correct(qq, vv, t)
-            acc, _ = self.accelerations(qq, vv, tau_f(t, qq, vv), t, P)
-            return np.concatenate([self.tree.qdot(qq, vv), acc])
-
-        ts, ys = [t0], [np.concatenate([q, qd])]
-        meta = {"formulation": "recursive", "integrator": integrator, "model": self.model.name,
-                "algorithm": self.algorithm, "constraint_method": P.method,
-                "projection": projection if use_proj else "none", "rank_rtol": P.rtol,
-                "tangent_projection": P.tangent_projection,
-                "constraint_names": self.constraint_names,
-                "cut_joints": [c.name for c in self.constraints.cuts]}
-        if P.method == "baumgarte":
-            meta.update(baumgarte_alpha=P.alpha, baumgarte_beta=P.beta)
-
-        def fail(msg, t_fail):
-            partial = self._results(np.array(ts), np.array(ys), tau_f, meta, P, safe=True)
-            return SolverError(f"{msg} at t = {t_fail:.6g} s; results up to t = {ts[-1]:.6g} s "
-                               "are in err.partial", partial=partial, time=t_fail)
-
-        wall = _time.perf_counter()
-        cpu = [0.0]
-        if not adaptive:
-            from ..integrators.explicit import rk4
-
-            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-
-            def after_step(i, t, y):
-                y[:nq] = self.tree.normalize(y[:nq])
-                if projection == "step" and use_proj:
-                    qq, vv = P.correct(y[:nq], y[nq:], t)
-                    return np.concatenate([qq, vv])
-                return y
-
-            y = ys[0]
-            for i in range(n_out):
-                ta = t0 + i * dt
-                try:
-                    y = rk4(f, ta, y, h, int(substeps), callback=after_step)
-                except FlexmbdError as err:
-                    raise fail(str(err), ta) from err
-                if not np.all(np.isfinite(y)):
-                    raise fail("non-finite state", ta + dt)
-                ts.append(t0 + (i + 1) * dt)
-                ys.append(y.copy())
-                cpu.append(_time.perf_counter() - wall)
-                if progress:
-                    print(f"  t = {ts[-1]:.4g} s", flush=True)
-            meta["dt"] = dt
-        else:
-            from scipy import integrate as si
-
-            name = {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[integrator]
-            if t_eval is None and dt is not None:
-                n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-                t_eval = t0 + dt * np.arange(1, n_out + 1)
-                if t_eval.size == 0 or t_eval[-1] < t_end - 1e-12 * max(1.0, t_end):
-                    t_eval = np.append(t_eval, t_end)
-            elif t_eval is not None:
-                t_eval = np.asarray(t_eval, dtype=float)
-                t_eval = t_eval[t_eval > t0]
-            stepper = getattr(si, name)(f, t0, ys[0], t_end, rtol=rtol, atol=atol)
-            ie, n_steps = 0, 0
-            while stepper.status == "running":
-                try:
-                    msg = stepper.step()
-                except FlexmbdError as err:
-                    raise fail(str(err), stepper.t) from err
-                if stepper.status == "failed":
-                    raise fail(f"adaptive stepper failed ({msg})", stepper.t)
-                n_steps += 1
-                if not np.all(np.isfinite(stepper.y)):
-                    raise fail("non-finite state", stepper.t)
-                if t_eval is None:
-                    ts.append(stepper.t)
-                    ys.append(stepper.y.copy())
-                else:
-                    dense = None
-                    while ie < t_eval.size and t_eval[ie] <= stepper.t + 1e-12:
-                        dense = dense or stepper.dense_output()
-                        ts.append(float(t_eval[ie]))
-                        ys.append(dense(t_eval[ie]))
-                        cpu.append(_time.perf_counter() - wall)
-                        ie += 1
-            meta.update(rtol=rtol, atol=atol, method=name, steps=n_steps)
-            # the reported states are the corrected ones (the stepper's drift off the manifold
-            # never enters the equations of motion)
-            for i in range(1, len(ys)):
-                yy = ys[i]
-                yy[:nq] = self.tree.normalize(yy[:nq])
-                if use_proj:
-                    qq, vv = P.correct(yy[:nq], yy[nq:], ts[i])
-                    ys[i] = np.concatenate([qq, vv])
-        meta["wall_time"] = _time.perf_counter() - wall
-        res = self._results(np.array(ts), np.array(ys), tau_f, meta, P)
-        res.stats["cpu_time"] = np.array(cpu[: len(ts)] + [cpu[-1]] * (len(ts) - len(cpu)))
-        return res
+        st = _LoopStepper(self, P, projection, tau, t_end, dt=dt, integrator=integrator, t0=t0,
+                          rtol=rtol, atol=atol, t_eval=t_eval, substeps=substeps)
+        st.options = json_options(options)
+        if initial:
+            if q0 is None and qd0 is None:
+                q, qd = self.initial_state(t=t0)
+            else:
+                q, qd = self.initial_state(q0, qd0, t=t0)
+            st.start(np.concatenate([q, qd]))
+        return st
 
     def _results(self, t, y, tau_f, meta, P, safe=False):
         nq, nv, m = self.nq, self.nv, self.constraints.m
@@ -594,6 +517,152 @@ def _tau_function(tau, nv):
     if arr.shape != (nv,):
         raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
     return lambda t, q, qd: arr
+
+
+class _LoopStepper(ExplicitStepper):
+    """Explicit integration of a :class:`LoopSystem` (stepper contract of
+    :mod:`flexmbd.checkpoint`): RK4 with the position and velocity correction after
+    every substep, or an adaptive pair with the correction inside every evaluation;
+    the projector's memory (regular rank, last weak directions, selected rows) is part
+    of the saved state."""
+
+    n_out_rule = "floor"
+    t_eval_tol = 1e-12
+    record_wall = True
+
+    def __init__(self, system, P, projection, tau, t_end, **kw):
+        super().__init__(system, t_end, **kw)
+        self.P = P
+        self.projection = projection
+        self.use_proj = P.method in ("qr", "moore-penrose")
+        self.tau_f = _tau_function(tau, system.nv)
+        self.options = {}
+
+    def _f(self, t, y):
+        nq = self.nq
+        qq, vv = y[:nq], y[nq:]
+        if self.projection == "rhs" and self.use_proj:
+            qq, vv = self.P.correct(qq, vv, t)
+        acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
+        return np.concatenate([self.system.tree.qdot(qq, vv), acc])
+
+    def _rk4_callback(self):
+        nq, tree, P = self.nq, self.system.tree, self.P
+        correct = self.projection == "step" and self.use_proj
+
+        def after_step(i, t, y):
+            y[:nq] = tree.normalize(y[:nq])
+            if correct:
+                qq, vv = P.correct(y[:nq], y[nq:], t)
+                return np.concatenate([qq, vv])
+            return y
+
+        return after_step
+
+    def meta(self):
+        s, P = self.system, self.P
+        meta = {"formulation": "recursive", "integrator": self.integrator, "model": s.model.name,
+                "algorithm": s.algorithm, "constraint_method": P.method,
+                "projection": self.projection if self.use_proj else "none", "rank_rtol": P.rtol,
+                "tangent_projection": P.tangent_projection,
+                "constraint_names": s.constraint_names,
+                "cut_joints": [c.name for c in s.constraints.cuts]}
+        if P.method == "baumgarte":
+            meta.update(baumgarte_alpha=P.alpha, baumgarte_beta=P.beta)
+        if self.adaptive:
+            meta.update(rtol=self.rtol, atol=self.atol, method=self._solver_class()[0],
+                        steps=self.n_steps)
+        else:
+            meta["dt"] = self.dt
+        return meta
+
+    def _extra_state(self):
+        return {"projector": projector_state(self.P)}
+
+    def _load_extra_state(self, st):
+        load_projector_state(self.P, st["projector"])
+
+    def rebuild_kwargs(self):
+        s = self.system
+        return {"formulation": "recursive", "compile": {"algorithm": s.algorithm, **s._options},
+                "options": self.options}
+
+    def finalize(self, results, failed=False):
+        s, P, nq = self.system, self.P, self.nq
+        t = results.t
+        y = np.concatenate([results.q, results.qd], axis=1)
+        if self.adaptive:
+            # the reported states are the corrected ones (the stepper's drift off the
+            # manifold never enters the equations of motion)
+            for i in range(1, len(y)):
+                yy = y[i]
+                yy[:nq] = s.tree.normalize(yy[:nq])
+                if self.use_proj:
+                    qq, vv = P.correct(yy[:nq], yy[nq:], t[i])
+                    y[i] = np.concatenate([qq, vv])
+        meta = self.meta()
+        meta["wall_time"] = self.wall
+        res = s._results(t, y, self.tau_f, meta, P, safe=failed)
+        res.stats["cpu_time"] = results.stats["cpu_time"]
+        return res
+
+
+def _basis_state(b):
+    st = {k: getattr(b, k) for k in ("J", "Q", "R", "perm", "diag")}
+    st.update(rank=int(b.rank), regular_rank=int(b.regular_rank), rtol=float(b.rtol),
+              Qw_override=b.Qw_override)
+    return st
+
+
+def _basis_load(st):
+    from .projection import QRBasis
+
+    return QRBasis(np.array(st["J"]), np.array(st["Q"]), np.array(st["R"]),
+                   np.array(st["perm"]), int(st["rank"]), int(st["regular_rank"]),
+                   np.array(st["diag"]), float(st["rtol"]),
+                   None if st["Qw_override"] is None else np.array(st["Qw_override"]))
+
+
+def projector_state(P):
+    """The memory of a :class:`~flexmbd.constraints.projection.Projector` that later steps
+    depend on (regular rank, last weak directions, the cached and the selected QR bases,
+    the last info), as a checkpoint state dict."""
+    st = {"regular_rank": P.regular_rank, "last_weak": P._last_weak,
+          "info": {k: getattr(P.info, k) for k in ("rank", "regular_rank", "n_weak",
+                                                    "discarded", "newton_iterations",
+                                                    "position_violation",
+                                                    "velocity_violation")}}
+    if P._basis_cache is not None:
+        (shape, jbytes, rr, update), b = P._basis_cache
+        st["cache"] = {"J": np.frombuffer(jbytes, dtype=float).reshape(shape).copy(),
+                       "regular_rank": rr, "update": bool(update), "basis": _basis_state(b)}
+    if P._sel_basis is not None:
+        same = P._basis_cache is not None and P._sel_basis is P._basis_cache[1]
+        st["selected"] = {"same_as_cache": same,
+                          "basis": None if same else _basis_state(P._sel_basis)}
+    return st
+
+
+def load_projector_state(P, st):
+    """Restore :func:`projector_state` into a projector built with the same options."""
+    rr = st["regular_rank"]
+    P.regular_rank = None if rr is None else int(rr)
+    P._last_weak = None if st["last_weak"] is None else np.array(st["last_weak"])
+    P._last_J = None
+    for k, v in st["info"].items():
+        setattr(P.info, k, v)
+    P._basis_cache = None
+    if "cache" in st:
+        c = st["cache"]
+        J = np.ascontiguousarray(c["J"], dtype=float)
+        crr = c["regular_rank"]
+        P._basis_cache = ((J.shape, J.tobytes(), None if crr is None else int(crr),
+                           bool(c["update"])), _basis_load(c["basis"]))
+    P._sel_basis = None
+    if "selected" in st:
+        sel = st["selected"]
+        P._sel_basis = (P._basis_cache[1] if sel["same_as_cache"]
+                        else _basis_load(sel["basis"]))
 
 
 # ---------------------------------------------------------------- flexible bodies on loops
@@ -736,7 +805,7 @@ class _FlexCutConstraints(CutJointConstraints):
             bodies = set()
             for c in self.cuts:
                 bodies.update((id(c.P), id(c.C)))
-                for (j, _rev, outb), _s in c.path:
+                for (j, _rev, _outb), _s in c.path:
                     if j.name in self._vsl:
                         sl = self._vsl[j.name]
                         idx.update(range(sl.start, sl.stop))

@@ -143,6 +143,7 @@ class ExplicitStepper:
 
     n_out_rule = "round"     # how rk4 counts its output intervals (see _n_out)
     checks_finite = True
+    record_wall = False      # sample stats["cpu_time"]: integration wall time so far (s)
     t_eval_tol = 1e-9        # relative tolerance of the last output time
 
     def __init__(self, system, t_end, dt=None, integrator="rk4", t0=0.0, rtol=1e-8,
@@ -309,7 +310,10 @@ class ExplicitStepper:
         self.i += 1
 
     def sample(self):
-        return {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
+        out = {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
+        if self.record_wall:
+            out["stats:cpu_time"] = self.wall
+        return out
 
     @property
     def n_total(self):
@@ -319,17 +323,21 @@ class ExplicitStepper:
 
     def advance(self, n=None):
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
-        ts, ys = [], []
+        ts, ys, ws = [], [], []
         err = None
         try:
             while not self.done and (n is None or len(ts) < n):
                 self.step()
                 ts.append(self.t)
                 ys.append(self.y.copy())
+                ws.append(self.wall)
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
         Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
-        return {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}, err
+        rows = {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}
+        if self.record_wall:
+            rows["stats:cpu_time"] = np.array(ws, dtype=float)
+        return rows, err
 
     def header(self):
         s = self.system
