@@ -523,6 +523,101 @@ def _subTmul5_sym(A, C):
             C[i, 4] -= ai * a4
 
 
+# ---- LDL^T block elimination of the rigid kernels (n = 5 or 6, literal at every call
+# site). A factored block holds the unit lower factor L below its diagonal, 1/D on the
+# diagonal and L D (scratch) above it: no square roots, one division per pivot (the
+# pivots form the longest dependency chain of the factorization). With Y = L^-1 C:
+# C^T A^-1 C = Y^T D^-1 Y; the eliminated right-hand sides keep D^-1 L^-1 b.
+
+
+@njit(cache=True, inline="always")
+def _ldl(A, n):
+    """In-place LDL^T of A[:n,:n] (lower part read). False if not positive definite."""
+    for j in range(n):
+        for i in range(j, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[k, j]
+            A[j, i] = s                      # (L D)[i, j], kept above the diagonal
+        d = A[j, j]
+        if not d > 0.0:
+            return False
+        inv = 1.0 / d
+        A[j, j] = inv
+        for i in range(j + 1, n):
+            A[i, j] = A[j, i] * inv
+    return True
+
+
+@njit(cache=True, inline="always")
+def _unit_lsolve_cols(Lm, B, X, transpose_b, n):
+    """X[:n,:n] = L^-1 B (or L^-1 B^T), L unit lower."""
+    for i in range(n):
+        for c in range(n):
+            X[i, c] = B[c, i] if transpose_b else B[i, c]
+        for k in range(i):
+            lik = Lm[i, k]
+            for c in range(n):
+                X[i, c] -= lik * X[k, c]
+
+
+@njit(cache=True, inline="always")
+def _sub_ydy(Y, Lm, C, n):
+    """C[:n,:n] -= Y^T D^-1 Y (D^-1 on the diagonal of Lm)."""
+    for k in range(n):
+        dk = Lm[k, k]
+        for i in range(n):
+            a = Y[k, i] * dk
+            for j in range(n):
+                C[i, j] -= a * Y[k, j]
+
+
+@njit(cache=True, inline="always")
+def _neg_ydz(Y, Z, Lm, C, n):
+    """C[:n,:n] = -Y^T D^-1 Z."""
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = 0.0
+    for k in range(n):
+        dk = Lm[k, k]
+        for i in range(n):
+            a = Y[k, i] * dk
+            for j in range(n):
+                C[i, j] -= a * Z[k, j]
+
+
+@njit(cache=True, inline="always")
+def _ldl_forward(Lm, x, n):
+    """x[:n] <- D^-1 L^-1 x."""
+    for i in range(n):
+        t = x[i]
+        for k in range(i):
+            t -= Lm[i, k] * x[k]
+        x[i] = t
+    for i in range(n):
+        x[i] *= Lm[i, i]
+
+
+@njit(cache=True, inline="always")
+def _ldl_back(Lm, x, n):
+    """x[:n] <- L^-T x."""
+    for i in range(n - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, n):
+            t -= Lm[k, i] * x[k]
+        x[i] = t
+
+
+@njit(cache=True, inline="always")
+def _sub_dyx(Y, x, Lm, z, n):
+    """z[:n] -= D^-1 Y x."""
+    for a in range(n):
+        t = 0.0
+        for b in range(n):
+            t += Y[a, b] * x[b]
+        z[a] -= Lm[a, a] * t
+
+
 # ---------------------------------------------------------------- kinematics
 
 
@@ -854,27 +949,27 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         r = Sa[base + 3 * s_ + 2]
         Ai = A[i]
         if _step_five(Ia, i, l, r):
-            if not _chol_n(Ai, 5):
+            if not _ldl(Ai, 5):
                 return i
             if l >= 0:
-                _lsolve5_cols(Ai, Cr[l], YL[i], True)   # L^-1 C_il, C_il = Cr[l]^T
-                _subTmul5_sym(YL[i], A[l])
+                _unit_lsolve_cols(Ai, Cr[l], YL[i], True, 5)   # L^-1 C_il, C_il = Cr[l]^T
+                _sub_ydy(YL[i], Ai, A[l], 5)
             if r >= 0:
-                _lsolve5_cols(Ai, Cr[i], YR[i], False)  # L^-1 C_ir
-                _subTmul5_sym(YR[i], A[r])
+                _unit_lsolve_cols(Ai, Cr[i], YR[i], False, 5)  # L^-1 C_ir
+                _sub_ydy(YR[i], Ai, A[r], 5)
                 if l >= 0:
-                    _matTmul5(YL[i], YR[i], Cr[l], -1.0)
+                    _neg_ydz(YL[i], YR[i], Ai, Cr[l], 5)
         else:
-            if not _chol_n(Ai, 6):
+            if not _ldl(Ai, 6):
                 return i
             if l >= 0:
-                _lsolve6_cols(Ai, Cr[l], YL[i], True)
-                _subTmul6_sym(YL[i], A[l])
+                _unit_lsolve_cols(Ai, Cr[l], YL[i], True, 6)
+                _sub_ydy(YL[i], Ai, A[l], 6)
             if r >= 0:
-                _lsolve6_cols(Ai, Cr[i], YR[i], False)
-                _subTmul6_sym(YR[i], A[r])
+                _unit_lsolve_cols(Ai, Cr[i], YR[i], False, 6)
+                _sub_ydy(YR[i], Ai, A[r], 6)
                 if l >= 0:
-                    _matTmul6(YL[i], YR[i], Cr[l], -1.0)
+                    _neg_ydz(YL[i], YR[i], Ai, Cr[l], 6)
     # dense node system
     nd = Sa[1]
     nl = Sa[2]
@@ -996,13 +1091,13 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         r = Sa[base + 3 * s_ + 2]
         z = bx[i]
         if _step_five(Ia, i, l, r):
-            _lsolve_n(A[i], z, 5)
+            _ldl_forward(A[i], z, 5)
             if l >= 0:
                 _subTvec_n(YL[i], z, bx[l], 5)
             if r >= 0:
                 _subTvec_n(YR[i], z, bx[r], 5)
         else:
-            _lsolve_n(A[i], z, 6)
+            _ldl_forward(A[i], z, 6)
             if l >= 0:
                 _subTvec_n(YL[i], z, bx[l], 6)
             if r >= 0:
@@ -1030,16 +1125,16 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         z = bx[i]
         if _step_five(Ia, i, l, r):
             if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 5)
+                _sub_dyx(YL[i], bx[l], A[i], z, 5)
             if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 5)
-            _ltsolve_n(A[i], z, 5)
+                _sub_dyx(YR[i], bx[r], A[i], z, 5)
+            _ldl_back(A[i], z, 5)
         else:
             if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 6)
+                _sub_dyx(YL[i], bx[l], A[i], z, 6)
             if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 6)
-            _ltsolve_n(A[i], z, 6)
+                _sub_dyx(YR[i], bx[r], A[i], z, 6)
+            _ldl_back(A[i], z, 6)
     # back to natural order: f_k = W F_S (6-vector, e_k axes)
     for k in range(1, N + 1):
         for a in range(6):

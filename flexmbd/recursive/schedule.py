@@ -20,6 +20,14 @@ and the last unknown of a chain with no node -- is the small dense system
 ``Ā_node F_S,node = X̄_node`` of eq. (41-44); the chain unknowns follow by back
 substitution (eq. 44, second line).
 
+With ``order="sequential"`` each chain is instead eliminated one joint after the
+other from a free end (a leaf, or the root when only the root end is free; top
+down between two boundaries): a joint then has one neighbour left when it is
+eliminated -- half the work of odd-even reduction, no fill coupling -- except
+between two boundaries, where the coupling to the upper boundary moves along.
+The dependency chain is as long as the chain (odd-even: log2 of it), which the
+lockstep batch kernels hide by working on many states at once.
+
 The schedule depends on the topology only and is computed once per System.
 """
 
@@ -62,8 +70,14 @@ class Schedule:
     levels: int
 
 
-def build_schedule(parent):
-    """Schedule for the tree given by ``parent`` (labels, ``parent[k] < k``, ``parent[0] = -1``)."""
+def build_schedule(parent, order="odd-even"):
+    """Schedule for the tree given by ``parent`` (labels, ``parent[k] < k``, ``parent[0] = -1``).
+
+    ``order``: ``"odd-even"`` (the paper's reduction of the chains) or ``"sequential"``
+    (see the module docstring).
+    """
+    if order not in ("odd-even", "sequential"):
+        raise ValueError(f"order must be 'odd-even' or 'sequential', got {order!r}")
     parent = np.asarray(parent, dtype=np.int64)
     n = parent.size - 1
     children = [[] for _ in range(n + 1)]
@@ -107,6 +121,27 @@ def build_schedule(parent):
                 break
             cur = c
         lev = 0
+        if order == "sequential":
+            top, bottom = bool(protected) and seq[0] in protected, seq[-1] in protected
+            inner = seq[int(top):len(seq) - int(bottom)]
+            if not bottom:
+                # from the leaf up: the left neighbour (or the upper boundary) remains
+                for i in range(len(inner) - 1, 0 if not top else -1, -1):
+                    steps.append((inner[i], inner[i - 1] if i > 0 else seq[0], -1))
+                seq = [seq[0]]
+            else:
+                # top down: the upper boundary (if any) and the next joint remain
+                nxt = inner[1:] + [seq[-1]]
+                for i, k_ in enumerate(inner):
+                    steps.append((k_, seq[0] if top else -1, nxt[i]))
+                seq = ([seq[0]] if top else []) + [seq[-1]]
+            lev = len(inner) - (0 if (top or bottom) else 1)
+            if len(seq) == 1 and not (top or bottom):
+                dense.append(seq[0])  # the root joint survives a chain without nodes
+            levels = max(levels, lev)
+            for a, b in zip(seq[:-1], seq[1:], strict=False):
+                links.append((a, b))
+            continue
         while True:
             free = [x for x in seq if x not in protected]
             if not free:

@@ -254,6 +254,40 @@ def test_schedule_of_a_chain_is_odd_even_reduction():
     assert np.all((first[:, 2] == first[:, 0] + 1) | (first[:, 2] == -1))
 
 
+def test_sequential_schedule_one_neighbour_per_step():
+    n = 37
+    parent = np.arange(-1, n)
+    sch = build_schedule(parent, order="sequential")
+    assert sch.dense.tolist() == [1] and sch.steps[:, 0].tolist() == list(range(n, 1, -1))
+    assert np.all(sch.steps[:, 1] == sch.steps[:, 0] - 1) and np.all(sch.steps[:, 2] == -1)
+    # chains between node-related joints: top down, the upper boundary stays the left
+    # neighbour; chains below nodes: from the leaf up
+    m = star_with_chains()
+    s = m.compile("recursive")
+    seq, oe = s.schedule, build_schedule(s._Ia[0], order="odd-even")
+    assert sorted(seq.steps[:, 0]) == sorted(oe.steps[:, 0])
+    assert seq.dense.tolist() == oe.dense.tolist()
+    for i, l, r in seq.steps:
+        assert l < 0 or r < 0 or s.topology.parent[r] == i
+
+
+@pytest.mark.parametrize("seed,n,floating", [(3, 8, True), (7, 20, False)])
+def test_odd_even_and_sequential_elimination_agree(seed, n, floating):
+    """Rigid trees eliminate their chains sequentially; the kernels take either order."""
+    from flexmbd.recursive import _kernels as K
+
+    m = random_tree(seed, n, floating=floating)
+    s = m.compile("recursive")
+    q, qd, tau = random_state(s, seed)
+    qdd, reac = s.qdd_and_reactions(q, qd, tau)
+    oe = K.pack_schedule(build_schedule(s._Ia[0], order="odd-even"))
+    Ib = K.pack_ints(s._Ia, oe, s.nq, s.nv, len(s.joint_names))[0]
+    Ib[K.IB_GRAV] = s._Ib[K.IB_GRAV]
+    qdd2, reac2 = np.empty(s.nv), np.empty_like(reac)
+    assert K.qdd_reactions(Ib, s._buf, q, qd, tau, qdd2, reac2) == 0
+    assert rel(qdd2, qdd) < TOL and rel(reac2, reac) < TOL
+
+
 # ------------------------------------------------------------------ bad input
 
 
