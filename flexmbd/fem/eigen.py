@@ -456,6 +456,8 @@ def eigsh_shift_invert(K, M, k, sigma=0.0, factor=None, backend="auto", tol=None
         machine precision).
     """
     n = K.shape[0]
+    if k == 0:  # e.g. a Craig-Bampton set of constraint modes only (Guyan)
+        return np.zeros(0), np.zeros((n, 0))
     if method == "auto":
         method = "dense" if (k >= n - 1 or n <= DENSE_MAX) else EIGEN_METHOD
     if method == "dense" or k >= n - 1:

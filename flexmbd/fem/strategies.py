@@ -357,6 +357,9 @@ class CraigBampton(Strategy):
                             "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
         if frame not in ("interface", "mean-axis"):
             raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
+        if int(n_modes) < 0:
+            raise MeshError(f"CraigBampton: n_modes={n_modes} fixed-interface modes; give 0 "
+                            "(constraint modes only) or more")
         self.n_modes, self.interfaces = int(n_modes), interfaces
         self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
         self.origins, self.orthonormalize = origins, orthonormalize

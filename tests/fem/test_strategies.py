@@ -6,6 +6,7 @@ import scipy.sparse.linalg as spla
 from fem_helpers import beam_hex1, end
 
 import flexmbd.fem as F
+from flexmbd.errors import MeshError
 from flexmbd.fem.strategies import _Clamped
 
 
@@ -69,6 +70,23 @@ def test_craig_bampton_rigid_reproduces_rigid_interface_static(model):
     Kh = (Th.T @ model.K @ Th).tocsc()
     u = Th @ spla.spsolve(Kh, Th.T @ Fv)
     assert np.linalg.norm(ur - u) <= 1e-9 * np.linalg.norm(u)
+
+
+def test_craig_bampton_with_constraint_modes_only_is_guyan(model):
+    """n_modes = 0: the constraint modes alone (Guyan's static condensation) reproduce the
+    interface static responses exactly, like the full set; a negative count is refused."""
+    A, B = end(0), end(1)
+    guyan = build(model, F.CraigBampton(0, {"A": A, "B": B}))
+    full = build(model, F.CraigBampton(3, {"A": A, "B": B}))
+    assert guyan.mode_kind == ["constraint"] * 6
+    _, _, nodes, _ = guyan.interface("B")
+    from flexmbd.fem.interfaces import Interface
+    Fv = Interface("B", nodes, "rigid", model.fe.nodes[nodes]).load([1.0, -2.0, 3.0, 10.0, 20.0,
+                                                                      30.0], model.n_dofs)
+    ug, uf = reduced_static(model, guyan.modes, Fv), reduced_static(model, full.modes, Fv)
+    assert np.linalg.norm(ug - uf) <= 1e-9 * np.linalg.norm(uf)
+    with pytest.raises(MeshError, match="n_modes=-1"):
+        F.CraigBampton(-1, {"A": A})
 
 
 def test_craig_bampton_distributing_and_mean_axis(model):
