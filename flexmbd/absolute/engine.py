@@ -186,7 +186,8 @@ def _dAs(e, s):
 
 @njit(cache=True)
 def _Smat(mu, s):
-    """Hessian of mu . A(e) s: [[2 mu.s, 2 (s x mu)^T], [2 (s x mu), 2 (mu s^T + s mu^T) - 2 mu.s I]]."""
+    """Hessian of mu . A(e) s:
+    [[2 mu.s, 2 (s x mu)^T], [2 (s x mu), 2 (mu s^T + s mu^T) - 2 mu.s I]]."""
     ms = mu[0] * s[0] + mu[1] * s[1] + mu[2] * s[2]
     S = np.empty((4, 4))
     S[0, 0] = 2 * ms
@@ -210,6 +211,121 @@ def _dAtr(e, x):
     """d(A(e)^T x)/de (3, 4)."""
     z = _mv(_TE(x), e)
     return _mm(_G(e), _TE(x)) - _G(z)
+
+
+# -- allocation-free variants (write into the caller's arrays; bitwise equal to the above)
+@njit(cache=True)
+def _A_to(e, A):
+    """Polynomial rotation matrix into ``A`` (see :func:`_A`)."""
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
+    A[0, 0] = d + 2 * e1 * e1
+    A[1, 1] = d + 2 * e2 * e2
+    A[2, 2] = d + 2 * e3 * e3
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
+
+
+@njit(cache=True)
+def _G_to(e, c, G):
+    """``c G(e)`` into ``G`` (3, 4)."""
+    e0, e1, e2, e3 = c * e[0], c * e[1], c * e[2], c * e[3]
+    G[0, 0], G[0, 1], G[0, 2], G[0, 3] = -e1, e0, e3, -e2
+    G[1, 0], G[1, 1], G[1, 2], G[1, 3] = -e2, -e3, e0, e1
+    G[2, 0], G[2, 1], G[2, 2], G[2, 3] = -e3, e2, -e1, e0
+
+
+@njit(cache=True)
+def _dAtr_to(e, x, out):
+    """``d(A(e)^T x)/de`` (3, 4) into ``out``: ``G(e) TE(x) - G(TE(x) e)`` (:func:`_dAtr`)."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    T = ((0.0, -x0, -x1, -x2), (x0, 0.0, -x2, x1), (x1, x2, 0.0, -x0), (x2, -x1, x0, 0.0))
+    Gt = ((-e[1], e[0], e[3], -e[2]), (-e[2], -e[3], e[0], e[1]), (-e[3], e[2], -e[1], e[0]))
+    z0 = T[0][1] * e[1] + T[0][2] * e[2] + T[0][3] * e[3]
+    z1 = T[1][0] * e[0] + T[1][2] * e[2] + T[1][3] * e[3]
+    z2 = T[2][0] * e[0] + T[2][1] * e[1] + T[2][3] * e[3]
+    z3 = T[3][0] * e[0] + T[3][1] * e[1] + T[3][2] * e[2]
+    Gz = ((-z1, z0, z3, -z2), (-z2, -z3, z0, z1), (-z3, z2, -z1, z0))
+    for i in range(3):
+        gi = Gt[i]
+        for j in range(4):
+            out[i, j] = (gi[0] * T[0][j] + gi[1] * T[1][j] + gi[2] * T[2][j]
+                         + gi[3] * T[3][j]) - Gz[i][j]
+
+
+@njit(cache=True)
+def _dAs_to(e, s, c, out):
+    """``c d(A(e) s)/de`` (3, 4) into ``out`` (see :func:`_dAs`)."""
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    s0, s1, s2 = s[0], s[1], s[2]
+    es = e1 * s0 + e2 * s1 + e3 * s2
+    out[0, 0] = c * (2 * (e0 * s0 + e2 * s2 - e3 * s1))
+    out[1, 0] = c * (2 * (e0 * s1 + e3 * s0 - e1 * s2))
+    out[2, 0] = c * (2 * (e0 * s2 + e1 * s1 - e2 * s0))
+    out[0, 1] = c * (2 * es)
+    out[0, 2] = c * (2 * (e1 * s1 - s0 * e2) + 2 * e0 * s2)
+    out[0, 3] = c * (2 * (e1 * s2 - s0 * e3) - 2 * e0 * s1)
+    out[1, 1] = c * (2 * (e2 * s0 - s1 * e1) - 2 * e0 * s2)
+    out[1, 2] = c * (2 * es)
+    out[1, 3] = c * (2 * (e2 * s2 - s1 * e3) + 2 * e0 * s0)
+    out[2, 1] = c * (2 * (e3 * s0 - s2 * e1) + 2 * e0 * s1)
+    out[2, 2] = c * (2 * (e3 * s1 - s2 * e2) - 2 * e0 * s0)
+    out[2, 3] = c * (2 * es)
+
+
+@njit(cache=True)
+def _TG_to(x, c, out):
+    """``out = c TG(x)`` (4, 4)."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = 0.0, c * -x0, c * -x1, c * -x2
+    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = c * x0, 0.0, c * x2, c * -x1
+    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = c * x1, c * -x2, 0.0, c * x0
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = c * x2, c * x1, c * -x0, 0.0
+
+
+@njit(cache=True)
+def _TG_add(x, c, Out, r0, c0):
+    """``Out[r0:r0+4, c0:c0+4] += c TG(x)`` (see :func:`_T`)."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    Out[r0, c0 + 1] += c * -x0
+    Out[r0, c0 + 2] += c * -x1
+    Out[r0, c0 + 3] += c * -x2
+    Out[r0 + 1, c0] += c * x0
+    Out[r0 + 1, c0 + 2] += c * x2
+    Out[r0 + 1, c0 + 3] += c * -x1
+    Out[r0 + 2, c0] += c * x1
+    Out[r0 + 2, c0 + 1] += c * -x2
+    Out[r0 + 2, c0 + 3] += c * x0
+    Out[r0 + 3, c0] += c * x2
+    Out[r0 + 3, c0 + 1] += c * x1
+    Out[r0 + 3, c0 + 2] += c * -x0
+
+
+@njit(cache=True)
+def _Smat_add(mu, s, c, H, r0):
+    """``H[r0:r0+4, r0:r0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`_Smat`)."""
+    ms = mu[0] * s[0] + mu[1] * s[1] + mu[2] * s[2]
+    c0 = s[1] * mu[2] - s[2] * mu[1]
+    c1 = s[2] * mu[0] - s[0] * mu[2]
+    c2 = s[0] * mu[1] - s[1] * mu[0]
+    H[r0, r0] += c * (2 * ms)
+    H[r0, r0 + 1] += c * (2 * c0)
+    H[r0 + 1, r0] += c * (2 * c0)
+    H[r0, r0 + 2] += c * (2 * c1)
+    H[r0 + 2, r0] += c * (2 * c1)
+    H[r0, r0 + 3] += c * (2 * c2)
+    H[r0 + 3, r0] += c * (2 * c2)
+    for i in range(3):
+        for j in range(3):
+            v = 2 * (mu[i] * s[j] + s[i] * mu[j])
+            if i == j:
+                v -= 2 * ms
+            H[r0 + 1 + i, r0 + 1 + j] += c * v
+
 
 
 # -- rigid body inertia (port of inertia.BodyInertia.residual) ---------------------------
@@ -255,12 +371,23 @@ def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
 def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
                 e, qf, ed, qfd, rdd, edd, qfdd, R, M, K, D, derivatives):
     n = qf.shape[0]
-    A = _A(e)
-    G = _G(e)
-    w = 2.0 * _mv(G, ed)
-    al = 2.0 * _mv(G, edd)
-    a = _tv(A, rdd)
-    gb = _tv(A, g)
+    N6 = 6 + n
+    m33 = np.empty((8, 3, 3))  # A, J, Gm, W, W2, Wa, dJ, scratch
+    A, J, Gm, W, W2, Wa, dJ = m33[0], m33[1], m33[2], m33[3], m33[4], m33[5], m33[6]
+    v3 = np.empty((12, 3))
+    w, al, a, gb, Sbar, Jw, Stqd, Fw, Fv, col, dJw, t3 = (v3[0], v3[1], v3[2], v3[3], v3[4],
+                                                          v3[5], v3[6], v3[7], v3[8], v3[9],
+                                                          v3[10], v3[11])
+    m34 = np.empty((5, 3, 4))
+    G2, Gd, Gdd, dA1, dA2 = m34[0], m34[1], m34[2], m34[3], m34[4]
+    _A_to(e, A)
+    _G_to(e, 2.0, G2)
+    for i in range(3):
+        w[i] = G2[i, 0] * ed[0] + G2[i, 1] * ed[1] + G2[i, 2] * ed[2] + G2[i, 3] * ed[3]
+        al[i] = G2[i, 0] * edd[0] + G2[i, 1] * edd[1] + G2[i, 2] * edd[2] + G2[i, 3] * edd[3]
+    for i in range(3):
+        a[i] = A[0, i] * rdd[0] + A[1, i] * rdd[1] + A[2, i] * rdd[2]
+        gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
     # invariant contractions: Y[a,b,k] = S[b,a,k] + P[a,b,k,:] q ; Z = P[a,b,k,:] qd
     Y = np.empty((3, 3, n))
     Z = np.empty((3, 3, n))
@@ -274,22 +401,29 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
                     zz += P[i, j, k, l] * qfd[l]
                 Y[i, j, k] = y
                 Z[i, j, k] = zz
-    Sbar = cv + _mv(St, qf)
+    for i in range(3):
+        v = 0.0
+        vd = 0.0
+        for l in range(n):
+            v += St[i, l] * qf[l]
+            vd += St[i, l] * qfd[l]
+        Sbar[i] = cv[i] + v
+        Stqd[i] = vd
     # E = int rho s s^T = E0 + Sq + Sq^T + Pqq;  Sq[i,j] = S[i,j,:] q ; Pqq[i,j] = q P_ij q
-    # with Y: sum_k Y[i,j,k] q_k = int rho u_i s_j = Sq^T + Pqq  ->  E = E0 + Sq + that
-    Ev = E0.copy()
+    # with Y: sum_k Y[i,j,k] q_k = int rho u_i s_j = Sq^T + Pqq  ->  E = E0 + Sq + that;
+    # J = tr(E) I - E
     for i in range(3):
         for j in range(3):
             v = 0.0
             for k in range(n):
                 v += S[i, j, k] * qf[k] + Y[i, j, k] * qf[k]
-            Ev[i, j] += v
-    trE = Ev[0, 0] + Ev[1, 1] + Ev[2, 2]
-    J = -Ev
+            J[i, j] = E0[i, j] + v
+    trE = J[0, 0] + J[1, 1] + J[2, 2]
     for i in range(3):
+        for j in range(3):
+            J[i, j] = -J[i, j]
         J[i, i] += trE
-    # Mwf[a, l] = eps_abc (S_bc l + q^T P_bc[:, l]) = eps_abc Y[c, b, l]... use A_bcl = int s_b Phi_c^l
-    # int rho s_b Phi_c^(l) = Y[c, b, l]
+    # int rho s_b Phi_c^(l) = Y[c, b, l]:  Mwf[a, l] = eps_abc Y[c, b, l]
     Mwf = np.empty((3, n))
     for l in range(n):
         Mwf[0, l] = Y[2, 1, l] - Y[1, 2, l]
@@ -297,92 +431,168 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
         Mwf[2, l] = Y[1, 0, l] - Y[0, 1, l]
     Mff = np.zeros((n, n))
     for i in range(3):
-        Mff += P[i, i]
+        for k in range(n):
+            for l in range(n):
+                Mff[k, l] += P[i, i, k, l]
     # G = int rho s u'^T = sum_k Y[:, :, k]^T qd_k
-    Gm = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            Gm[i, j] = 0.0
     for k in range(n):
         for i in range(3):
             for j in range(3):
                 Gm[i, j] += Y[j, i, k] * qfd[k]
     trG = Gm[0, 0] + Gm[1, 1] + Gm[2, 2]
-    W = _skew(w)
-    W2 = _mm(W, W)
-    Jw = _mv(J, w)
-    Stqd = _mv(St, qfd)
-    F = np.zeros(6 + n)
-    # M [al; a; qdd]
-    Fw = _mv(J, al) + _cross(Sbar, a) + _mv(Mwf, qfdd)
-    Fv = _cross(al, Sbar) + mass * a + _mv(St, qfdd)
-    Ff = _tv(Mwf, al) + _tv(St, a) + _mv(Mff, qfdd)
-    Fw += _cross(w, Jw) + 2.0 * (w * trG - _tv(Gm, w))
-    Fv += _cross(w, _cross(w, Sbar)) + 2.0 * _cross(w, Stqd)
+    W[0, 0], W[0, 1], W[0, 2] = 0.0, -w[2], w[1]
+    W[1, 0], W[1, 1], W[1, 2] = w[2], 0.0, -w[0]
+    W[2, 0], W[2, 1], W[2, 2] = -w[1], w[0], 0.0
+    for i in range(3):
+        for j in range(3):
+            v = 0.0
+            for l in range(3):
+                if W[i, l] != 0.0:
+                    v += W[i, l] * W[l, j]
+            W2[i, j] = v
+        Jw[i] = J[i, 0] * w[0] + J[i, 1] * w[1] + J[i, 2] * w[2]
+    # F_w = J al + Sbar x a + Mwf qdd + w x J w + 2 (w tr G - G^T w)
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        mq = 0.0
+        for l in range(n):
+            mq += Mwf[i, l] * qfdd[l]
+        jal = J[i, 0] * al[0] + J[i, 1] * al[1] + J[i, 2] * al[2]
+        gtw = Gm[0, i] * w[0] + Gm[1, i] * w[1] + Gm[2, i] * w[2]
+        Fw[i] = ((jal + (Sbar[i1] * a[i2] - Sbar[i2] * a[i1])) + mq
+                 + ((w[i1] * Jw[i2] - w[i2] * Jw[i1]) + 2.0 * (w[i] * trG - gtw)))
+    # F_v = al x Sbar + m a + St qdd + w x (w x Sbar) + 2 w x St qd
+    for i in range(3):
+        t3[i] = w[(i + 1) % 3] * Sbar[(i + 2) % 3] - w[(i + 2) % 3] * Sbar[(i + 1) % 3]
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        sq = 0.0
+        for l in range(n):
+            sq += St[i, l] * qfdd[l]
+        Fv[i] = (((al[i1] * Sbar[i2] - al[i2] * Sbar[i1]) + mass * a[i]) + sq
+                 + ((w[i1] * t3[i2] - w[i2] * t3[i1])
+                    + 2.0 * (w[i1] * Stqd[i2] - w[i2] * Stqd[i1])))
+    # F_f = Mwf^T al + St^T a + Mff qdd + (W^2 : Y_k + 2 W : Z_k) + K q + D qd (+ K_G q)
+    Ff = np.empty(n)
     for k in range(n):
+        mq = 0.0
+        kq = 0.0
+        dq = 0.0
+        for l in range(n):
+            mq += Mff[k, l] * qfdd[l]
+            kq += Kff[k, l] * qf[l]
+            dq += Dff[k, l] * qfd[l]
         v = 0.0
         for i in range(3):
             for j in range(3):
                 v += W2[i, j] * Y[i, j, k] + 2.0 * W[i, j] * Z[i, j, k]
-        Ff[k] += v
-    Ff += _mv(Kff, qf) + _mv(Dff, qfd)
+        Ff[k] = ((((Mwf[0, k] * al[0] + Mwf[1, k] * al[1] + Mwf[2, k] * al[2])
+                   + (St[0, k] * a[0] + St[1, k] * a[1] + St[2, k] * a[2])) + mq) + v
+                 + (kq + dq))
     if stiff:
-        p = np.empty(6)
-        p[0], p[1], p[2] = w[0] * w[0], w[1] * w[1], w[2] * w[2]
-        p[3], p[4], p[5] = w[0] * w[1], w[1] * w[2], w[0] * w[2]
         KG = Kitf.copy()
         for i in range(n):
             for j in range(n):
                 v = 0.0
-                for k in range(6):
-                    v += p[k] * Kw[k, i, j]
+                v += w[0] * w[0] * Kw[0, i, j]
+                v += w[1] * w[1] * Kw[1, i, j]
+                v += w[2] * w[2] * Kw[2, i, j]
+                v += w[0] * w[1] * Kw[3, i, j]
+                v += w[1] * w[2] * Kw[4, i, j]
+                v += w[0] * w[2] * Kw[5, i, j]
                 for k in range(3):
                     v += al[k] * Kal[k, i, j] + (a[k] - gb[k]) * Ka[k, i, j]
                 KG[i, j] += v
-        Ff += _mv(KG, qf)
-    F[:3] = Fw
-    F[3:6] = Fv
-    F[6:] = Ff
-    R[:3] = _mv(A, Fv)
-    R[3:7] = 2.0 * _tv(G, Fw)
-    R[7:] = Ff
+        for i in range(n):
+            v = 0.0
+            for j in range(n):
+                v += KG[i, j] * qf[j]
+            Ff[i] += v
+    for i in range(3):
+        R[i] = A[i, 0] * Fv[0] + A[i, 1] * Fv[1] + A[i, 2] * Fv[2]
+    for j in range(4):
+        R[3 + j] = G2[0, j] * Fw[0] + G2[1, j] * Fw[1] + G2[2, j] * Fw[2]
+    for k in range(n):
+        R[7 + k] = Ff[k]
     if not derivatives:
         return
-    N6 = 6 + n
-    # mass matrix (body axes) columns: al (0:3), a (3:6), qdd (6:)
-    Mb = np.zeros((N6, N6))
-    Mb[:3, :3] = J
-    Sb = _skew(Sbar)
-    Mb[:3, 3:6] = Sb
-    Mb[3:6, :3] = Sb.T
+    # -- derivatives (body axes): columns al (0:3), a (3:6), qdd (6:) of the mass matrix
+    Fal = np.zeros((N6, 3))
+    Fa = np.zeros((N6, 3))
+    Fqdd = np.empty((N6, n))
     for i in range(3):
-        Mb[3 + i, 3 + i] = mass
-    Mb[:3, 6:] = Mwf
-    Mb[6:, :3] = Mwf.T
-    Mb[3:6, 6:] = St
-    Mb[6:, 3:6] = St.T
-    Mb[6:, 6:] = Mff
-    Fq = np.zeros((N6, n))
-    Fqd = np.zeros((N6, n))
-    Fwd = np.zeros((N6, 3))
-    Fwd[:3] = _mm(W, J) - _skew(Jw)
+        for j in range(3):
+            Fal[i, j] = J[i, j]
+    Fal[3, 1], Fal[3, 2] = Sbar[2], -Sbar[1]   # Sbar~^T
+    Fal[4, 0], Fal[4, 2] = -Sbar[2], Sbar[0]
+    Fal[5, 0], Fal[5, 1] = Sbar[1], -Sbar[0]
+    Fa[0, 1], Fa[0, 2] = -Sbar[2], Sbar[1]     # Sbar~
+    Fa[1, 0], Fa[1, 2] = Sbar[2], -Sbar[0]
+    Fa[2, 0], Fa[2, 1] = -Sbar[1], Sbar[0]
+    for i in range(3):
+        Fa[3 + i, i] = mass
+    for l in range(n):
+        for i in range(3):
+            Fqdd[i, l] = Mwf[i, l]
+            Fqdd[3 + i, l] = St[i, l]
+            Fal[6 + l, i] = Mwf[i, l]
+            Fa[6 + l, i] = St[i, l]
+        for k in range(n):
+            Fqdd[6 + k, l] = Mff[k, l]
+    Fq = np.empty((N6, n))
+    Fqd = np.empty((N6, n))
+    Fwd = np.empty((N6, 3))
+    # dF_w/dw = W J - (J w)~ + 2 (tr G I - G^T)
+    for i in range(3):
+        for j in range(3):
+            v = 0.0
+            for l in range(3):
+                if W[i, l] != 0.0:
+                    v += W[i, l] * J[l, j]
+            Fwd[i, j] = v
+    Fwd[0, 1] += Jw[2]
+    Fwd[0, 2] -= Jw[1]
+    Fwd[1, 0] -= Jw[2]
+    Fwd[1, 2] += Jw[0]
+    Fwd[2, 0] += Jw[1]
+    Fwd[2, 1] -= Jw[0]
+    for i in range(3):
+        for j in range(3):
+            Fwd[i, j] += 2.0 * ((trG if i == j else 0.0) - Gm[j, i])
+    # dF_v/dw = w Sbar^T - 2 Sbar w^T + (w.Sbar) I - 2 (St qd)~
     wS = w[0] * Sbar[0] + w[1] * Sbar[1] + w[2] * Sbar[2]
-    Fwd[3:6] = np.outer(w, Sbar) - 2.0 * np.outer(Sbar, w)
     for i in range(3):
+        for j in range(3):
+            Fwd[3 + i, j] = w[i] * Sbar[j] - 2.0 * (Sbar[i] * w[j])
         Fwd[3 + i, i] += wS
-    trY = np.empty(n)
+    Fwd[3, 1] -= 2.0 * -Stqd[2]
+    Fwd[3, 2] -= 2.0 * Stqd[1]
+    Fwd[4, 0] -= 2.0 * Stqd[2]
+    Fwd[4, 2] -= 2.0 * -Stqd[0]
+    Fwd[5, 0] -= 2.0 * -Stqd[1]
+    Fwd[5, 1] -= 2.0 * Stqd[0]
+    for i in range(3):
+        for j in range(3):
+            Wa[i, j] = W2[i, j]
+    Wa[0, 1] -= -al[2]
+    Wa[0, 2] -= al[1]
+    Wa[1, 0] -= al[2]
+    Wa[1, 2] -= -al[0]
+    Wa[2, 0] -= -al[1]
+    Wa[2, 1] -= al[0]
     for k in range(n):
-        trY[k] = Y[0, 0, k] + Y[1, 1, k] + Y[2, 2, k]
-    trZ = np.empty(n)
-    for k in range(n):
-        trZ[k] = Z[0, 0, k] + Z[1, 1, k] + Z[2, 2, k]
-    alx = _skew(al)
-    dJ = np.empty((3, 3))
-    col = np.empty(3)
-    dJw = np.empty(3)
-    for k in range(n):
+        trY = Y[0, 0, k] + Y[1, 1, k] + Y[2, 2, k]
+        trZ = Z[0, 0, k] + Z[1, 1, k] + Z[2, 2, k]
         # dJ_k = 2 tr(Y_k) I - Y_k - Y_k^T
         for i in range(3):
             for j in range(3):
                 dJ[i, j] = -Y[i, j, k] - Y[j, i, k]
-            dJ[i, i] += 2.0 * trY[k]
+            dJ[i, i] += 2.0 * trY
         s0, s1, s2 = St[0, k], St[1, k], St[2, k]
         for i in range(3):
             col[i] = dJ[i, 0] * al[0] + dJ[i, 1] * al[1] + dJ[i, 2] * al[2]
@@ -402,7 +612,7 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
         col[2] += w[0] * dJw[1] - w[1] * dJw[0]
         for i in range(3):
             zw = Z[0, i, k] * w[0] + Z[1, i, k] * w[1] + Z[2, i, k] * w[2]
-            Fq[i, k] = col[i] + 2.0 * (w[i] * trZ[k] - zw)
+            Fq[i, k] = col[i] + 2.0 * (w[i] * trZ - zw)
         # F_v: alpha x St_k + w x (w x St_k)
         ws0 = w[1] * s2 - w[2] * s1
         ws1 = w[2] * s0 - w[0] * s2
@@ -413,39 +623,45 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
         # dF_w/dqd_k = 2 (w tr Y_k - Y_k w)
         for i in range(3):
             yw = Y[i, 0, k] * w[0] + Y[i, 1, k] * w[1] + Y[i, 2, k] * w[2]
-            Fqd[i, k] = 2.0 * (w[i] * trY[k] - yw)
+            Fqd[i, k] = 2.0 * (w[i] * trY - yw)
         # dF_f,k/dw = (Y_k + Y_k^T - 2 tr Y_k I) w - 2 axial(Z_k)
         for i in range(3):
-            v = -2.0 * trY[k] * w[i]
+            v = -2.0 * trY * w[i]
             for j in range(3):
                 v += (Y[i, j, k] + Y[j, i, k]) * w[j]
             Fwd[6 + k, i] = v
         Fwd[6 + k, 0] -= 2.0 * (Z[1, 2, k] - Z[2, 1, k])
         Fwd[6 + k, 1] -= 2.0 * (Z[2, 0, k] - Z[0, 2, k])
         Fwd[6 + k, 2] -= 2.0 * (Z[0, 1, k] - Z[1, 0, k])
-    Fqd[3:6] = 2.0 * _mm(W, St)
-    Wa = W2 - alx
-    for l in range(n):
-        for k in range(n):
+        # dF_v/dqd = 2 W St
+        for i in range(3):
             v = 0.0
-            vd = 0.0
-            for i in range(3):
-                for j in range(3):
-                    v += Wa[i, j] * P[i, j, k, l]
-                    vd += W[i, j] * P[i, j, k, l]
-            Fq[6 + l, k] = v
-            Fqd[6 + k, l] = 2.0 * vd
-    Fw2 = 2.0 * (trG * np.eye(3) - Gm.T)
-    Fwd[:3] += Fw2
-    Fwd[3:6] -= 2.0 * _skew(Stqd)
-    Fal = Mb[:, :3].copy()
-    Fa = Mb[:, 3:6].copy()
-    Fqdd = Mb[:, 6:].copy()
+            for l in range(3):
+                if W[i, l] != 0.0:
+                    v += W[i, l] * St[l, k]
+            Fqd[3 + i, k] = 2.0 * v
+    # modal rows: dF_f,l/dq_k = (W^2 - al~) : P_..kl ;  dF_f,k/dqd_l = 2 W : P_..kl
+    # (accumulated over (i, j) in the same order as a per-entry sum; contiguous in l)
+    T1 = np.zeros((n, n))
+    T2 = np.zeros((n, n))
+    for i in range(3):
+        for j in range(3):
+            wa = Wa[i, j]
+            wd = W[i, j]
+            for k in range(n):
+                for l in range(n):
+                    p = P[i, j, k, l]
+                    T1[k, l] += wa * p
+                    T2[k, l] += wd * p
+    for k in range(n):
+        for l in range(n):
+            Fq[6 + l, k] = T1[k, l] + Kff[l, k]
+            Fqd[6 + k, l] = 2.0 * T2[k, l] + Dff[k, l]
     Fg = np.zeros((N6, 3))
-    Fq[6:] += Kff
-    Fqd[6:] += Dff
     if stiff:
-        Fq[6:] += KG
+        for i in range(n):
+            for j in range(n):
+                Fq[6 + i, j] += KG[i, j]
         # d(K_G q)/dw = sum_k (Kw_k q) dp_k/dw
         kq = np.zeros((6, n))
         for k in range(6):
@@ -454,32 +670,50 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
                 for j in range(n):
                     v += Kw[k, i, j] * qf[j]
                 kq[k, i] = v
-        dp = np.zeros((6, 3))
-        dp[0, 0], dp[1, 1], dp[2, 2] = 2 * w[0], 2 * w[1], 2 * w[2]
-        dp[3, 0], dp[3, 1] = w[1], w[0]
-        dp[4, 1], dp[4, 2] = w[2], w[1]
-        dp[5, 0], dp[5, 2] = w[2], w[0]
-        Fwd[6:] += _mm(kq.T, dp)
+        for i in range(n):
+            Fwd[6 + i, 0] += kq[0, i] * (2 * w[0]) + kq[3, i] * w[1] + kq[5, i] * w[2]
+            Fwd[6 + i, 1] += kq[1, i] * (2 * w[1]) + kq[3, i] * w[0] + kq[4, i] * w[2]
+            Fwd[6 + i, 2] += kq[2, i] * (2 * w[2]) + kq[4, i] * w[1] + kq[5, i] * w[0]
         for k in range(3):
-            gal = _mv(Kal[k], qf)
-            ga = _mv(Ka[k], qf)
-            Fal[6:, k] += gal
-            Fa[6:, k] += ga
-            Fg[6:, k] -= ga
-    G2 = 2.0 * G
+            for i in range(n):
+                gal = 0.0
+                ga = 0.0
+                for j in range(n):
+                    gal += Kal[k, i, j] * qf[j]
+                    ga += Ka[k, i, j] * qf[j]
+                Fal[6 + i, k] += gal
+                Fa[6 + i, k] += ga
+                Fg[6 + i, k] -= ga
     buf = np.empty((7 + n, max(n, 4)))
+    none = np.empty((0, 0))
     _out_into(A, G2, Fa, A.T, M, 0, buf)
     _out_into(A, G2, Fal, G2, M, 3, buf)
-    _out_into(A, G2, Fqdd, np.empty((0, 0)), M, 7, buf)
+    _out_into(A, G2, Fqdd, none, M, 7, buf)
     _out_into(A, G2, Fwd, G2, D, 3, buf)
-    _out_into(A, G2, Fqd, np.empty((0, 0)), D, 7, buf)
-    dFe = _mm(Fwd, -2.0 * _G(ed)) + _mm(Fal, -2.0 * _G(edd)) + _mm(Fa, _dAtr(e, rdd))
+    _out_into(A, G2, Fqd, none, D, 7, buf)
+    # dF/de = Fw' (-2 G(ed)) + Fal (-2 G(edd)) + Fa dA^T rdd/de (+ Fg dA^T g/de)
+    _G_to(ed, -2.0, Gd)
+    _G_to(edd, -2.0, Gdd)
+    _dAtr_to(e, rdd, dA1)
     if stiff:
-        dFe += _mm(Fg, _dAtr(e, g))
-    _out_into(A, G2, dFe, np.empty((0, 0)), K, 3, buf)
-    K[:3, 3:7] += _dAs(e, F[3:6])
-    K[3:7, 3:7] += 2.0 * _TG(F[:3])
-    _out_into(A, G2, Fq, np.empty((0, 0)), K, 7, buf)
+        _dAtr_to(e, g, dA2)
+    dFe = np.empty((N6, 4))
+    for i in range(N6):
+        for j in range(4):
+            x1 = Fwd[i, 0] * Gd[0, j] + Fwd[i, 1] * Gd[1, j] + Fwd[i, 2] * Gd[2, j]
+            x2 = Fal[i, 0] * Gdd[0, j] + Fal[i, 1] * Gdd[1, j] + Fal[i, 2] * Gdd[2, j]
+            x3 = Fa[i, 0] * dA1[0, j] + Fa[i, 1] * dA1[1, j] + Fa[i, 2] * dA1[2, j]
+            v = (x1 + x2) + x3
+            if stiff:
+                v += Fg[i, 0] * dA2[0, j] + Fg[i, 1] * dA2[1, j] + Fg[i, 2] * dA2[2, j]
+            dFe[i, j] = v
+    _out_into(A, G2, dFe, none, K, 3, buf)
+    _dAs_to(e, Fv, 1.0, dA1)
+    for i in range(3):
+        for j in range(4):
+            K[i, 3 + j] += dA1[i, j]
+    _TG_add(Fw, 2.0, K, 3, 3)
+    _out_into(A, G2, Fq, none, K, 7, buf)
 
 
 @njit(cache=True)
@@ -520,32 +754,75 @@ def _out_rows(A, G2, X):
 
 
 @njit(cache=True)
-def _flex_gravity(mass, cv, St, g, e, qf, Q, Kq):
-    """Distributed gravity (port of FlexibleSet.gravity): adds Q (7+n), dQ/dq (7+n, 7+n)."""
+def _flex_gravity(mass, cv, St, g, e, qf, Q, Kq, jac):
+    """Distributed gravity (port of FlexibleSet.gravity): adds Q (7+n) and, with ``jac``,
+    dQ/dq (7+n, 7+n)."""
     n = qf.shape[0]
-    A = _A(e)
-    G = _G(e)
-    gb = _tv(A, g)
-    Sbar = cv + _mv(St, qf)
-    Qw = _cross(Sbar, gb)
-    Qv = mass * gb
-    Qf = _tv(St, gb)
-    Q[:3] += _mv(A, Qv)
-    Q[3:7] += 2.0 * _tv(G, Qw)
-    Q[7:] += Qf
-    dAtr = _dAtr(e, g)
-    # dQg/dg (body) = [Sbar~; m I; St^T]
-    Sb = _skew(Sbar)
-    dQe_w = _mm(Sb, dAtr)
-    dQe_v = mass * dAtr
-    dQe_f = _mm(St.T, dAtr)
-    Kq[:3, 3:7] += _mm(A, dQe_v) + _dAs(e, Qv)
-    Kq[3:7, 3:7] += 2.0 * _mm(G.T, dQe_w) + 2.0 * _TG(Qw)
-    Kq[7:, 3:7] += dQe_f
-    # dQg/dq: [St_k x gb; 0; 0]
+    A = np.empty((3, 3))
+    m34 = np.empty((4, 3, 4))
+    G, dAtr, T, dS = m34[0], m34[1], m34[2], m34[3]
+    TGw = np.empty((4, 4))
+    v3 = np.empty((5, 3))
+    gb, Sbar, Qw, Qv, c = v3[0], v3[1], v3[2], v3[3], v3[4]
+    _A_to(e, A)
+    _G_to(e, 1.0, G)
+    for i in range(3):
+        gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
+    for i in range(3):
+        v = 0.0
+        for l in range(n):
+            v += St[i, l] * qf[l]
+        Sbar[i] = cv[i] + v
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        Qw[i] = Sbar[i1] * gb[i2] - Sbar[i2] * gb[i1]
+        Qv[i] = mass * gb[i]
+    for i in range(3):
+        Q[i] += A[i, 0] * Qv[0] + A[i, 1] * Qv[1] + A[i, 2] * Qv[2]
+    for j in range(4):
+        Q[3 + j] += 2.0 * (G[0, j] * Qw[0] + G[1, j] * Qw[1] + G[2, j] * Qw[2])
     for k in range(n):
-        col = _cross(St[:, k].copy(), gb)
-        Kq[3:7, 7 + k] += 2.0 * _tv(G, col)
+        Q[7 + k] += St[0, k] * gb[0] + St[1, k] * gb[1] + St[2, k] * gb[2]
+    if not jac:
+        return
+    # dQg/dg (body axes) = [Sbar~; m I; St^T], through d(A^T g)/de; rows [r; e; f]
+    _dAtr_to(e, g, dAtr)
+    for j in range(4):
+        T[0, j] = -Sbar[2] * dAtr[1, j] + Sbar[1] * dAtr[2, j]
+        T[1, j] = Sbar[2] * dAtr[0, j] - Sbar[0] * dAtr[2, j]
+        T[2, j] = -Sbar[1] * dAtr[0, j] + Sbar[0] * dAtr[1, j]
+    _dAs_to(e, Qv, 1.0, dS)
+    _TG_to(Qw, 2.0, TGw)
+    for i in range(3):
+        for j in range(4):
+            v = 0.0
+            for l in range(3):
+                if A[i, l] != 0.0:
+                    v += A[i, l] * (mass * dAtr[l, j])
+            Kq[i, 3 + j] += v + dS[i, j]
+    for a in range(4):
+        for j in range(4):
+            v = 0.0
+            for l in range(3):
+                if G[l, a] != 0.0:
+                    v += G[l, a] * T[l, j]
+            Kq[3 + a, 3 + j] += 2.0 * v + TGw[a, j]
+    for k in range(n):
+        for j in range(4):
+            v = 0.0
+            for l in range(3):
+                if St[l, k] != 0.0:
+                    v += St[l, k] * dAtr[l, j]
+            Kq[7 + k, 3 + j] += v
+    # dQg/dq_f: [St_k x gb; 0; 0]
+    for k in range(n):
+        for i in range(3):
+            i1 = (i + 1) % 3
+            i2 = (i + 2) % 3
+            c[i] = St[i1, k] * gb[i2] - St[i2, k] * gb[i1]
+        for j in range(4):
+            Kq[3 + j, 7 + k] += 2.0 * (G[0, j] * c[0] + G[1, j] * c[1] + G[2, j] * c[2])
 
 
 @njit(cache=True)
@@ -593,13 +870,16 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
     nmax = 1
     for f in range(fs_n.shape[0]):
         nmax = max(nmax, fs_n[f])
-    vals = np.zeros((4, 3))
-    ys = np.zeros((4, 3))
+    v3 = np.zeros((14, 3))
+    vals = v3[0:4]
+    ys = v3[4:8]
+    X, Y, mu, jc = v3[8], v3[9], v3[10], v3[11]
     Jq = np.zeros((4, 3, nmax))
     Hs = np.zeros((4, 3, 3, 3))
     fid = np.empty(4, np.int64)
     Ab = np.zeros((4, 3, 3))
     dA = np.zeros((4, 3, 4))
+    Bj = np.empty((3, 4))
     ncol = np.zeros(4, np.int64)
     cols = np.zeros((4, 7 + nmax), np.int64)
     Jfull = np.zeros((4, 3, 7 + nmax))
@@ -611,20 +891,18 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
             sgk = sg[p, k]
             if bk >= 0:
                 e = q[7 * bk + 3: 7 * bk + 7]
-                Ab[k] = _A(e)
+                _A_to(e, Ab[k])
                 ptk = pt[p, k]
                 for i in range(3):
                     vals[k, i] = sgk * (Ab[k, i, 0] * ys[k, 0] + Ab[k, i, 1] * ys[k, 1]
                                         + Ab[k, i, 2] * ys[k, 2] + ptk * q[7 * bk + i])
-                D4 = _dAs(e, ys[k])
-                for i in range(3):
-                    for j in range(4):
-                        dA[k, i, j] = sgk * D4[i, j]
+                _dAs_to(e, ys[k], sgk, dA[k])
             else:
                 for i in range(3):
                     vals[k, i] = sgk * ys[k, i]
-        X = vals[0] + vals[1]
-        Y = vals[2] + vals[3]
+        for i in range(3):
+            X[i] = vals[0, i] + vals[1, i]
+            Y[i] = vals[2, i] + vals[3, i]
         phi[p] = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2] - target[p]
         for k in range(4):
             bk = b[p, k]
@@ -639,9 +917,14 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
             f = fid[k]
             if f >= 0:
                 n = fs_n[f]
-                AJ = sg[p, k] * _mm(Ab[k], Jq[k, :, :n])
                 for j in range(n):
-                    Pq[p, fs_col0[f] + j] += AJ[0, j] * o[0] + AJ[1, j] * o[1] + AJ[2, j] * o[2]
+                    for r in range(3):
+                        v = 0.0
+                        for l in range(3):
+                            if Ab[k, r, l] != 0.0:
+                                v += Ab[k, r, l] * Jq[k, l, j]
+                        jc[r] = sg[p, k] * v
+                    Pq[p, fs_col0[f] + j] += jc[0] * o[0] + jc[1] * o[1] + jc[2] * o[2]
         if not hessian:
             continue
         lp = lam[p]
@@ -692,9 +975,8 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
                 continue
             o = Y if k < 2 else X
             e = q[7 * bk + 3: 7 * bk + 7]
-            Sm = (lp * sg[p, k]) * _Smat(o, ys[k])
             c3 = 7 * bk + 3
-            H[c3:c3 + 4, c3:c3 + 4] += Sm
+            _Smat_add(o, ys[k], lp * sg[p, k], H, c3)
             f = fid[k]
             if f < 0:
                 continue
@@ -702,13 +984,16 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
             cf = fs_col0[f]
             sgl = lp * sg[p, k]
             for j in range(n):
-                Bj = _dAs(e, Jq[k, :, j].copy())
+                for r in range(3):
+                    jc[r] = Jq[k, r, j]
+                _dAs_to(e, jc, 1.0, Bj)
                 for i4 in range(4):
                     v = sgl * (Bj[0, i4] * o[0] + Bj[1, i4] * o[1] + Bj[2, i4] * o[2])
                     H[c3 + i4, cf + j] += v
                     H[cf + j, c3 + i4] += v
             if not fs_point[f]:
-                mu = _tv(Ab[k], o)
+                for i in range(3):
+                    mu[i] = Ab[k, 0, i] * o[0] + Ab[k, 1, i] * o[1] + Ab[k, 2, i] * o[2]
                 Hm = np.zeros((3, 3))
                 for i in range(3):
                     Hm += mu[i] * Hs[k, i]
@@ -823,7 +1108,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
         Kgf = np.zeros((N, N))
         if has_g:
             Qf = np.zeros(N)
-            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0: c0 + nf], Qf, Kgf)
+            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0: c0 + nf], Qf, Kgf, jac)
             for a in range(N):
                 Q[idx[a]] += Qf[a]
         if jac:
@@ -925,7 +1210,6 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant)."""
     nt = times.shape[0]
-    n = q.shape[0]
     bp = be * (1 - af) / (1 - am)
     gp = ga * (1 - af) / (1 - am)
     bh2 = bp * h * h
@@ -1282,7 +1566,8 @@ class Engine:
                        *self._args(), self.nj)
 
     def project(self, q, qd, t):
-        """Mass-orthogonal velocity projection on ``Phi_q qd = nu`` (as statics.project_velocities)."""
+        """Mass-orthogonal velocity projection on ``Phi_q qd = nu``
+        (as statics.project_velocities)."""
         s = self.system
         n, nc = s.n, s.nc
         stiff = self.f_stiff
