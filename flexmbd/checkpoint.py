@@ -169,10 +169,11 @@ class Recorder:
             self._data[key][self.n: self.n + k] = v
         self.n += k
 
-    def results(self):
-        """Results of the samples recorded so far (copies); unsampled qdd/reactions are NaN."""
+    def results(self, copy=True):
+        """Results of the samples recorded so far (copies, or views of the buffers with
+        ``copy=False``); unsampled qdd/reactions are NaN."""
         h = self.header
-        d = {k: v[:self.n].copy() for k, v in self._data.items()}
+        d = {k: (v[:self.n].copy() if copy else v[:self.n]) for k, v in self._data.items()}
         nt = self.n
         nq, nv = len(h.get("coordinates", ())), len(h.get("speeds", ()))
         nj = len(h.get("joint_names", ()))
@@ -483,7 +484,9 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
         res = finalize(rows)
         cp.write_final(res)
         return res
-    rows = Results.concatenate([prior, rec.results()]) if prior is not None else rec.results()
+    rows = rec.results(copy=False)          # the recorder ends here: its buffers are the rows
+    if prior is not None:
+        rows = Results.concatenate([prior, rows])
     return rows if finalize is None else finalize(rows)
 
 

@@ -91,7 +91,7 @@ import time as _time
 import numpy as np
 
 from ..constraints.redundancy import KKTSolver
-from ..errors import ConvergenceError, ModelError
+from ..errors import ConvergenceError, FlexmbdError, ModelError
 from ..results import Results
 
 __all__ = ["Scheme", "newmark", "hht", "generalized_alpha", "integrate"]
@@ -168,7 +168,7 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, for
 def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None, alpha=None,
               rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, q0=None, qd0=None,
               form=None, energy=True, gauge=True, project_velocities="auto", callback=None,
-              engine="auto"):
+              engine="auto", checkpoint=None, every=100, progress=None):
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``
@@ -178,105 +178,219 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     scheme has no numerical dissipation, ``gamma' = 1/2``). ``engine``: "auto" (default)
     runs the Newton iterations in the compiled engine (:mod:`flexmbd.absolute.engine`)
     when the model allows it, False always uses the generic sparse path.
+    ``checkpoint``: HDF5 file written every ``every`` steps with the integrator's
+    complete state (:mod:`flexmbd.checkpoint`; the compiled step loop then runs in
+    blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical).
+    ``progress``: progress bar (None: automatic, :mod:`flexmbd.progress`).
     """
-    from ..absolute.statics import consistent_initial_conditions
+    from ..checkpoint import run
 
-    sch = make_scheme(integrator, beta, gamma, alpha, rho_inf, form)
-    h = float(dt)
-    if not h > 0:
-        raise ModelError(f"time step must be positive, got {dt!r}")
-    nsteps = int(round((t_end - t0) / h))
-    if nsteps < 1:
-        raise ModelError(f"t_end={t_end} gives no step of dt={dt} from t0={t0}")
-    system.refresh()
-    n, nc = system.n, system.nc
-    # redundant joint equations are removed from the Newton system by QR row selection
-    kkt = KKTSolver(n)
-    if q0 is None and qd0 is None:
-        q, qd, qdd, lam = system.initial_conditions(t0=t0)
-    else:
-        qi = system.q0() if q0 is None else np.asarray(q0, float)
-        qdi = system.qd0() if qd0 is None else np.asarray(qd0, float)
-        q, qd, qdd, lam = consistent_initial_conditions(system, qi, qdi, t=t0)
-    if hasattr(system, "update_interface_loads"):  # lagged loads of the geometric stiffening
-        system.update_interface_loads(q, lam, t0)
-    a = qdd.copy()
-    nt = nsteps + 1
-    Tq = np.zeros((nt, n))
-    Tqd = np.zeros((nt, n))
-    Tqdd = np.zeros((nt, n))
-    Tlam = np.zeros((nt, nc))
-    reac = np.zeros((nt, len(system.joints), 6))
-    iters = np.zeros(nt, dtype=np.int64)
-    resid = np.zeros(nt)
-    hist = np.full((nt, max_iter + 1), np.nan)
-    viol = np.zeros(nt)
-    wall = np.zeros(nt)
-    meter = None
-    if energy:
-        from ..absolute.energy import EnergyAccumulator
+    st = implicit_stepper(system, t_end, dt, integrator, beta=beta, gamma=gamma, alpha=alpha,
+                          rho_inf=rho_inf, tol=tol, rtol=rtol, max_iter=max_iter, t0=t0, q0=q0,
+                          qd0=qd0, form=form, energy=energy, gauge=gauge,
+                          project_velocities=project_velocities, callback=callback,
+                          engine=engine)
+    return run(st, st.t_end, checkpoint=checkpoint, every=every, progress=progress,
+               desc=f"{st.sch.name} {system.model.name}")
 
-        meter = EnergyAccumulator(system.energy_meter(), nt)
-    times = t0 + h * np.arange(nt)
-    nj = system.constraints.n_joint_rows
 
-    def store(i, q, qd, qdd, lam, t):
-        Tq[i], Tqd[i], Tqdd[i], Tlam[i] = q, qd, qdd, lam
-        reac[i] = system.reactions(q, qd, lam, t)
-        phi = system.constraint(q, t)
-        viol[i] = float(np.abs(phi[:nj]).max()) if nj else 0.0
-        if meter is not None:
-            meter.record(i, q, qd, t, h)
+def implicit_stepper(system, t_end, dt, integrator="newmark", *, q0=None, qd0=None,
+                     initial=True, **options):
+    """The :class:`ImplicitStepper` of :func:`integrate` (``initial=False``: the state is
+    left to ``load_state_dict``)."""
+    from .explicit import json_options
 
-    def store_fast(i, q, qd, qdd, lam):
-        Tq[i], Tqd[i], Tqdd[i], Tlam[i] = q, qd, qdd, lam
-        reac[i] = eng.reactions(q, lam)
+    st = ImplicitStepper(system, t_end, dt, integrator, **options)
+    st.options = json_options(dict(t_end=t_end, dt=dt, integrator=integrator, **options))
+    if initial:
+        st.start(q0, qd0)
+    return st
 
-    store(0, q, qd, qdd, lam, t0)
-    bp, gp = sch.beta_p, sch.gamma_p
-    am, af, ah = sch.alpha_m, sch.alpha_f, sch.hht_alpha
-    cM = 1.0 / (1.0 + ah)
-    # HHT memory: (Phi_q^T lam - Q)_n; at t0 equals -R_0 (equations of motion)
-    mem = None
-    hhtw = ah != 0.0
-    if hhtw:
-        T0 = system.dae_terms(q, qd, qdd, lam, t0, jacobian=False, split=True)
-        mem = _to_wrenches(system, q, T0.Rv + T0.PtL - T0.Q)
-    sc = 1.0 / (bp * h * h)
-    if project_velocities == "auto":
-        project = abs(gp - 0.5) < 1e-12
-    else:
-        project = bool(project_velocities)
-    eng = None
-    if engine and not hhtw and hasattr(system, "flexible"):
+
+def rebuild(model, formulation, compile, options, overrides):
+    """A fresh implicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`."""
+    from .explicit import restore_options
+
+    system = model.compile(formulation, **compile)
+    opts = restore_options(options, overrides, f"model {model.name!r}")
+    return implicit_stepper(system, initial=False, **opts)
+
+
+class ImplicitStepper:
+    """Fixed-step Newmark / HHT / generalized-alpha integration of an absolute system,
+    following the stepper contract of :mod:`flexmbd.checkpoint` (bit-identical resume).
+
+    Three modes, chosen at the start: ``"generic"`` (sparse Newton in Python, any
+    model), ``"engine"`` (Newton iterations in the compiled engine, the step loop in
+    Python: lagged interface loads, velocity projection or a callback) and
+    ``"compiled"`` (the whole step loop in the engine; :meth:`advance` runs blocks of
+    steps). The state holds the scheme's variables ``(q, qd, qdd, a, lam)``, the HHT
+    memory, the QR row selection, the energy integrals, the joint-angle references and
+    the lagged interface loads of the system.
+    """
+
+    checks_finite = False
+
+    def __init__(self, system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
+                 alpha=None, rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, form=None,
+                 energy=True, gauge=True, project_velocities="auto", callback=None,
+                 engine="auto"):
+        self.sch = sch = make_scheme(integrator, beta, gamma, alpha, rho_inf, form)
+        h = float(dt)
+        if not h > 0:
+            raise ModelError(f"time step must be positive, got {dt!r}")
+        self.system = system
+        self.h, self.t0 = h, float(t0)
+        self.t_end = float(t_end)
+        self.nsteps = self._count(self.t_end)
+        system.refresh()
+        self.n, self.nc = system.n, system.nc
+        # redundant joint equations are removed from the Newton system by QR row selection
+        self.kkt = KKTSolver(self.n)
+        self.tol, self.rtol, self.max_iter = tol, rtol, int(max_iter)
+        self.energy, self.gauge, self.callback = energy, gauge, callback
+        self.engine_option = engine
+        self.hhtw = sch.hht_alpha != 0.0
+        gp = sch.gamma_p
+        self.project = (abs(gp - 0.5) < 1e-12 if project_velocities == "auto"
+                        else bool(project_velocities))
+        self.nj = system.constraints.n_joint_rows
+        self.i = 0
+        self.wall = 0.0
+        self.mode = None
+        self.eng = None
+        self.meter = None
+        self.mem = None
+        self.options = {}
+        self._a_block = None
+
+    def _count(self, t_end):
+        nsteps = int(round((t_end - self.t0) / self.h))
+        if nsteps < 1:
+            raise ModelError(f"t_end={t_end} gives no step of dt={self.h} from t0={self.t0}")
+        return nsteps
+
+    @property
+    def t(self):
+        return self.t0 + self.h * self.i
+
+    @property
+    def done(self):
+        return self.i >= self.nsteps
+
+    @property
+    def n_total(self):
+        return self.nsteps
+
+    def set_t_end(self, t_end):
+        t_end = float(t_end)
+        if t_end != self.t_end:
+            nsteps = self._count(t_end)
+            if nsteps < self.i:
+                raise FlexmbdError(f"t_end={t_end} lies before the run's current time "
+                                   f"{self.t:.6g} s")
+            self.t_end, self.nsteps = t_end, nsteps
+
+    # -- start ------------------------------------------------------------------------------
+    def start(self, q0=None, qd0=None):
+        """Consistent initial state (the joints' values, or ``q0``/``qd0``) and its sample."""
+        from ..absolute.statics import consistent_initial_conditions
+
+        system, t0 = self.system, self.t0
+        if q0 is None and qd0 is None:
+            q, qd, qdd, lam = system.initial_conditions(t0=t0)
+        else:
+            qi = system.q0() if q0 is None else np.asarray(q0, float)
+            qdi = system.qd0() if qd0 is None else np.asarray(qd0, float)
+            q, qd, qdd, lam = consistent_initial_conditions(system, qi, qdi, t=t0)
+        if hasattr(system, "update_interface_loads"):  # lagged loads of the geometric stiffening
+            system.update_interface_loads(q, lam, t0)
+        self.q, self.qd, self.qdd, self.lam = q, qd, qdd, lam
+        self.a = qdd.copy()
+        self.i = 0
+        if self.energy:
+            from ..absolute.energy import EnergyAccumulator
+
+            self.meter = EnergyAccumulator(system.energy_meter(), 1)
+        self.mode = self._choose_mode(q)
+        phi = system.constraint(q, t0)
+        viol = float(np.abs(phi[:self.nj]).max()) if self.nj else 0.0
+        if self.mode == "generic":
+            reac = system.reactions(q, qd, lam, t0)
+        else:
+            self.eng.refresh_interface_loads()
+            reac = self.eng.reactions(q, lam)
+        self._row = self._make_row(reac, 0, 0.0, np.full(self.max_iter + 1, np.nan), viol, 0.0)
+        if self.hhtw:
+            T0 = system.dae_terms(q, qd, qdd, lam, t0, jacobian=False, split=True)
+            self.mem = _to_wrenches(system, q, T0.Rv + T0.PtL - T0.Q)
+        return self
+
+    def _choose_mode(self, q):
+        system, engine = self.system, self.engine_option
+        if not (engine and not self.hhtw and hasattr(system, "flexible")):
+            return "generic"
         from ..absolute.engine import Engine
 
-        use = engine is True or (engine == "auto" and Engine.supports(system, sch))
+        use = engine is True or (engine == "auto" and Engine.supports(system, self.sch))
         if use and engine == "auto":
             # redundant joint equations need the generic path's QR row selection
-            P = system.constraint_jacobian(q, t0).toarray()
-            use = np.linalg.matrix_rank(P) == nc
-        if use:
-            eng = system.engine()
-            eng.refresh_interface_loads()
-            if meter is not None:  # energies of the engine's models: after the run, batched
-                meter = _BatchEnergy(eng, nt)
-            reac[0] = eng.reactions(q, lam)
+            P = system.constraint_jacobian(q, self.t0).toarray()
+            use = np.linalg.matrix_rank(P) == self.nc
+        if not use:
+            return "generic"
+        self.eng = system.engine()
+        self.meter = None          # energies of the engine's models: after the run, batched
+        if not (self.eng.itf_lagged or self.project or self.callback is not None):
+            return "compiled"
+        return "engine"
 
-    def results(stop):
-        if isinstance(meter, _BatchEnergy):
-            meter.compute(Tq[:stop], Tqd[:stop], h)
-        return _results(system, sch, h, times[:stop], Tq[:stop], Tqd[:stop], Tqdd[:stop],
-                        Tlam[:stop], reac[:stop], iters[:stop], resid[:stop], hist[:stop],
-                        viol[:stop], wall[:stop], meter, stop, tol, rtol)
+    def _make_row(self, reac, k, resid, hist, viol, wall):
+        row = {"q": self.q, "qd": self.qd, "qdd": self.qdd, "reactions": reac,
+               "extra:lambda": self.lam, "stats:newton_iterations": np.int64(k),
+               "stats:residual": resid, "stats:residual_norms": hist,
+               "stats:constraint_violation": viol, "stats:step_time": wall}
+        if self.meter is not None:
+            self.meter.record(0, self.q, self.qd, self.t, self.h)
+            for key, v in self.meter.arr.items():
+                row[f"energy:{key}"] = float(v[0])
+        return row
 
-    if eng is not None:
-        return _integrate_engine(system, eng, sch, h, times, q, qd, qdd, lam, a, Tq, Tqd, Tqdd,
-                                 Tlam, reac, iters, resid, hist, viol, wall, store_fast, results,
-                                 tol, rtol, max_iter, project, gauge, callback)
+    # -- contract ---------------------------------------------------------------------------
+    def sample(self):
+        return self._row
 
-    for i in range(1, nt):
-        t1 = times[i]
+    def header(self):
+        s = self.system
+        meta = {"model": s.model.name, "formulation": "absolute", "integrator": self.sch.name,
+                "dt": self.h, "tol": self.tol, "rtol": self.rtol, **self.sch.as_dict()}
+        return {"coordinates": s.coordinates, "speeds": s.speeds, "joint_names": s.joint_names,
+                "meta": meta}
+
+    def _fail(self, i, t1, k, resid):
+        return ConvergenceError(
+            f"{self.sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
+            f"iterations; residual {resid:.3e} > tol {self.tol:.1e} + rtol*scale. Reduce dt, "
+            f"loosen tol, or check the force-element Jacobians", time=float(t1))
+
+    def step(self):
+        if self.mode == "generic":
+            self._step_generic()
+        else:
+            self._step_engine()
+
+    def _step_generic(self):
+        system, sch, h = self.system, self.sch, self.h
+        n, nc, tol, rtol, max_iter = self.n, self.nc, self.tol, self.rtol, self.max_iter
+        q, qd, qdd, a, lam = self.q, self.qd, self.qdd, self.a, self.lam
+        bp, gp = sch.beta_p, sch.gamma_p
+        am, af, ah = sch.alpha_m, sch.alpha_f, sch.hht_alpha
+        cM = 1.0 / (1.0 + ah)
+        hhtw, mem = self.hhtw, self.mem
+        sc = 1.0 / (bp * h * h)
+        i = self.i + 1
+        t1 = self.t0 + h * i
+        hist = np.full(max_iter + 1, np.nan)
         tic = _time.perf_counter()
         # predictors (the qdd-independent parts of the updates)
         a_part = (af * qdd - am * a) / (1 - am)
@@ -301,7 +415,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             nr = float(np.linalg.norm(res))
             if scale is None:
                 scale = float(np.linalg.norm(T.Q))
-            hist[i, k] = nr
+            hist[k] = nr
             if not np.isfinite(nr):
                 break
             floor = 2.2e-16 * (np.linalg.norm(cM * T.R) + np.linalg.norm(T.PtL) + float(
@@ -320,7 +434,7 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             else:
                 A = system.iteration_matrix(T, 1.0, bp * h * h, gp * h, bp * h * h, gp * h)
             try:
-                dx = kkt.factor(A).solve(-res)
+                dx = self.kkt.factor(A).solve(-res)
             except RuntimeError:
                 break
             x_qdd += dx[:n]
@@ -328,99 +442,254 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
             tiny = bool(np.linalg.norm(dx[:n]) <= 1e-13 * (1.0 + np.linalg.norm(x_qdd))
                         and np.linalg.norm(dx[n:]) <= 1e-13 * (1.0 + np.linalg.norm(x_lam)))
         if not converged:
-            part = results(i)
-            raise ConvergenceError(
-                f"{sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
-                f"iterations; residual {hist[i, k]:.3e} > tol {tol:.1e} + rtol*scale. Reduce dt, "
-                f"loosen tol, or check the force-element Jacobians", partial=part, time=float(t1))
+            raise self._fail(i, t1, k, hist[k])
         a_new = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
         q = q_pred + bp * h * h * x_qdd
         qd = v_pred + gp * h * x_qdd
-        if project:
+        if self.project:
             qd = _project_velocities(system, q, qd, t1)
-        elif gauge:
+        elif self.gauge:
             qd = _remove_gauge(system, q, qd)
-        a, qdd, lam = a_new, x_qdd, x_lam
+        self.a, self.qdd, self.lam, self.q, self.qd = a_new, x_qdd, x_lam, q, qd
         if hhtw:
-            mem = _to_wrenches(system, q, T.Rv + T.PtL - T.Q)
-        iters[i] = k
-        resid[i] = hist[i, k]
-        system.accept(q, qd, lam, t1)
-        wall[i] = _time.perf_counter() - tic
-        store(i, q, qd, qdd, lam, t1)
-        if callback is not None:
-            callback(t1, q, qd)
-    return results(nt)
+            self.mem = _to_wrenches(system, q, T.Rv + T.PtL - T.Q)
+        system.accept(q, qd, x_lam, t1)
+        wall = _time.perf_counter() - tic
+        self.i = i
+        phi = system.constraint(q, t1)
+        viol = float(np.abs(phi[:self.nj]).max()) if self.nj else 0.0
+        self._row = self._make_row(system.reactions(q, qd, x_lam, t1), k, hist[k], hist, viol,
+                                   wall)
+        self.wall += wall
+        if self.callback is not None:
+            self.callback(t1, q, qd)
 
-
-def _integrate_engine(system, eng, sch, h, times, q, qd, qdd, lam, a, Tq, Tqd, Tqdd, Tlam,
-                      reac, iters, resid, hist, viol, wall, store, results, tol, rtol, max_iter,
-                      project, gauge, callback):
-    """The step loop of :func:`integrate` with the Newton iterations in the compiled engine."""
-    bp, gp = sch.beta_p, sch.gamma_p
-    am, af = sch.alpha_m, sch.alpha_f
-    be, ga = sch.beta, sch.gamma
-    bh2, gh, sc = bp * h * h, gp * h, 1.0 / (bp * h * h)
-    lagged = eng.itf_lagged
-    t_clock = _time.perf_counter
-    if not (lagged or project or callback is not None):
-        # the whole loop compiled (no Python work between steps)
-        tic = t_clock()
-        failed = eng.run(q, qd, qdd, a, lam, times, h, sch, tol, rtol, max_iter, gauge, Tq, Tqd,
-                         Tqdd, Tlam, reac, iters, resid, hist, viol)
-        stop = failed if failed else len(times)
-        wall[1:stop] = (t_clock() - tic) / max(stop - 1, 1)
-        if failed:
-            part = results(failed)
-            k = iters[failed]
-            raise ConvergenceError(
-                f"{sch.name}: Newton did not converge at t = {times[failed]:.6g} s (step "
-                f"{failed}) in {k} iterations; residual {hist[failed, k]:.3e} > tol {tol:.1e} + "
-                f"rtol*scale. Reduce dt, loosen tol, or check the force-element Jacobians",
-                partial=part, time=float(times[failed]))
-        return results(len(times))
-    for i in range(1, len(times)):
-        t1 = float(times[i])
-        tic = t_clock()
+    def _step_engine(self):
+        system, sch, h, eng = self.system, self.sch, self.h, self.eng
+        bp, gp = sch.beta_p, sch.gamma_p
+        am, af = sch.alpha_m, sch.alpha_f
+        be, ga = sch.beta, sch.gamma
+        bh2, gh, sc = bp * h * h, gp * h, 1.0 / (bp * h * h)
+        q, qd, qdd, a, lam = self.q, self.qd, self.qdd, self.a, self.lam
+        i = self.i + 1
+        t1 = float(self.t0 + h * i)
+        hist = np.full(self.max_iter + 1, np.nan)
+        tic = _time.perf_counter()
         a_part = (af * qdd - am * a) / (1 - am)
         q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
         v_pred = qd + h * (1 - ga) * a + h * ga * a_part
         x_qdd = qdd.copy()
         x_lam = lam.copy()
         try:
-            status, k, vi = eng.newton(q_pred, v_pred, x_qdd, x_lam, t1, bh2, gh, sc, tol, rtol,
-                                       max_iter, hist[i])
+            status, k, vi = eng.newton(q_pred, v_pred, x_qdd, x_lam, t1, bh2, gh, sc, self.tol,
+                                       self.rtol, self.max_iter, hist)
         except np.linalg.LinAlgError:
-            part = results(i)
             raise ConvergenceError(
                 f"{sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}) in the compiled "
                 f"engine (redundant or singular joint equations?); run with engine=False to use "
-                f"the generic path with QR row selection", partial=part, time=t1) from None
+                f"the generic path with QR row selection", time=t1) from None
         if status != 1:
-            part = results(i)
-            raise ConvergenceError(
-                f"{sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
-                f"iterations; residual {hist[i, k]:.3e} > tol {tol:.1e} + rtol*scale. Reduce dt, "
-                f"loosen tol, or check the force-element Jacobians", partial=part, time=t1)
+            raise self._fail(i, t1, k, hist[k])
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
         q = q_pred + bh2 * x_qdd
         qd = v_pred + gh * x_qdd
-        if project:
+        if self.project:
             qd = eng.project(q, qd, t1)
-        elif gauge:
+        elif self.gauge:
             qd = _remove_gauge(system, q, qd)
-        qdd, lam = x_qdd, x_lam
-        iters[i] = k
-        resid[i] = hist[i, k]
-        viol[i] = vi
-        if lagged:
-            system.accept(q, qd, lam, t1)
+        self.a, self.qdd, self.lam, self.q, self.qd = a, x_qdd, x_lam, q, qd
+        if eng.itf_lagged:
+            system.accept(q, qd, x_lam, t1)
             eng.refresh_interface_loads()
-        wall[i] = t_clock() - tic
-        store(i, q, qd, qdd, lam)
-        if callback is not None:
-            callback(t1, q, qd)
-    return results(len(times))
+        wall = _time.perf_counter() - tic
+        self.i = i
+        self._row = self._make_row(eng.reactions(q, x_lam), k, hist[k], hist, vi, wall)
+        self.wall += wall
+        if self.callback is not None:
+            self.callback(t1, q, qd)
+
+    def advance(self, n=None):
+        """Steps in blocks: the compiled loop of the engine (other modes: one step at a time)."""
+        if self.mode != "compiled":
+            return self._advance_steps(n)
+        self._settle()
+        i0 = self.i
+        i1 = self.nsteps if n is None else min(self.nsteps, i0 + int(n))
+        k = i1 - i0
+        nn, nc = self.n, self.nc
+        times = self.t0 + self.h * np.arange(i0, i1 + 1)
+        Tq, Tqd, Tqdd = np.zeros((k + 1, nn)), np.zeros((k + 1, nn)), np.zeros((k + 1, nn))
+        Tlam = np.zeros((k + 1, nc))
+        reac = np.zeros((k + 1, len(self.system.joints), 6))
+        iters = np.zeros(k + 1, dtype=np.int64)
+        resid = np.zeros(k + 1)
+        hist = np.full((k + 1, self.max_iter + 1), np.nan)
+        viol = np.zeros(k + 1)
+        tic = _time.perf_counter()
+        failed = self.eng.run(self.q, self.qd, self.qdd, self.a, self.lam, times, self.h,
+                              self.sch, self.tol, self.rtol, self.max_iter, self.gauge, Tq, Tqd,
+                              Tqdd, Tlam, reac, iters, resid, hist, viol)
+        stop = failed if failed else k + 1
+        elapsed = _time.perf_counter() - tic
+        wall = np.full(stop - 1, elapsed / max(stop - 1, 1))
+        rows = {"t": times[1:stop], "q": Tq[1:stop], "qd": Tqd[1:stop], "qdd": Tqdd[1:stop],
+                "reactions": reac[1:stop], "extra:lambda": Tlam[1:stop],
+                "stats:newton_iterations": iters[1:stop], "stats:residual": resid[1:stop],
+                "stats:residual_norms": hist[1:stop], "stats:constraint_violation": viol[1:stop],
+                "stats:step_time": wall}
+        if stop > 1:
+            # the engine does not return its acceleration variable a: it follows from the
+            # block's qdd by the same recursion, computed when needed (next block, state)
+            self._a_block = (self.a, self.qdd, Tqdd[1:stop])
+            self.q, self.qd = Tq[stop - 1].copy(), Tqd[stop - 1].copy()
+            self.qdd, self.lam = Tqdd[stop - 1].copy(), Tlam[stop - 1].copy()
+            self.i = i0 + stop - 1
+            self._row = {key: v[-1] for key, v in rows.items() if key != "t"}
+        self.wall += elapsed
+        err = None
+        if failed:
+            kf = iters[failed]
+            err = self._fail(i0 + failed, times[failed], kf, hist[failed, kf])
+        return rows, err
+
+    def _settle(self):
+        """The generalized-alpha variable ``a`` after a compiled block (engine recursion)."""
+        if self._a_block is None:
+            return
+        a, qdd, block = self._a_block
+        am, af = self.sch.alpha_m, self.sch.alpha_f
+        for x in block:
+            a = ((1 - af) * x + af * qdd - am * a) / (1 - am)
+            qdd = x
+        self.a = np.array(a)
+        self._a_block = None
+
+    def _advance_steps(self, n):
+        rows = []
+        ts = []
+        err = None
+        try:
+            while not self.done and (n is None or len(ts) < n):
+                self.step()
+                ts.append(self.t)
+                rows.append(self._row)
+        except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
+            err = exc
+        if not rows:
+            return {"t": np.zeros(0)}, err
+        out = {"t": np.array(ts, dtype=float)}
+        for key in rows[0]:
+            out[key] = np.array([r[key] for r in rows])
+        return out, err
+
+    # -- state ------------------------------------------------------------------------------
+    def state_dict(self):
+        self._settle()
+        st = {"i": self.i, "mode": self.mode, "t_end": self.t_end, "wall": self.wall,
+              "q": self.q.copy(), "qd": self.qd.copy(), "qdd": self.qdd.copy(),
+              "a": self.a.copy(), "lam": self.lam.copy(),
+              "row": {k.replace(":", "__"): v for k, v in self._row.items()},
+              "kkt": {"keep": self.kkt.keep, "independent": self.kkt.independent,
+                      "discarded": self.kkt.discarded},
+              "system": _system_state(self.system)}
+        if self.mem is not None:
+            st["hht_memory"] = {"wrenches": self.mem[0].copy(), "modal": self.mem[1].copy()}
+        if self.meter is not None:
+            m = self.meter
+            st["energy"] = {"E0": m.E0, "W": dict(m.W),
+                            "prev": None if m.prev is None else dict(m.prev)}
+        return st
+
+    def load_state_dict(self, st):
+        self._a_block = None
+        self.i, self.wall = int(st["i"]), st["wall"]
+        self.t_end = st["t_end"]
+        self.nsteps = self._count(self.t_end)
+        arr = lambda k: np.array(st[k], dtype=float)
+        self.q, self.qd, self.qdd, self.a, self.lam = (arr("q"), arr("qd"), arr("qdd"),
+                                                       arr("a"), arr("lam"))
+        mode = st["mode"]
+        if mode == "generic":
+            self.mode, self.eng = mode, None
+        else:
+            self.eng = self.system.engine()
+            self.mode = mode
+        self.meter = None
+        if "energy" in st:
+            from ..absolute.energy import EnergyAccumulator
+
+            m = EnergyAccumulator(self.system.energy_meter(), 1)
+            e = st["energy"]
+            m.E0, m.W = e["E0"], dict(e["W"])
+            m.prev = None if e["prev"] is None else dict(e["prev"])
+            self.meter = m
+        self.mem = None
+        if "hht_memory" in st:
+            hm = st["hht_memory"]
+            self.mem = (np.array(hm["wrenches"]), np.array(hm["modal"]))
+        k = st["kkt"]
+        self.kkt.keep, self.kkt.independent, self.kkt.discarded = (
+            k["keep"], k["independent"], k["discarded"])
+        self._row = {key.replace("__", ":", 1): v for key, v in st["row"].items()}
+        _load_system_state(self.system, st["system"])
+        if self.eng is not None:
+            self.eng.refresh_interface_loads()
+
+    def spec(self):
+        return {"factory": "flexmbd.integrators.implicit:rebuild", "needs_model": True,
+                "model": self.system.model.name,
+                "kwargs": {"formulation": "absolute",
+                           "compile": {"jacobian": self.system.jacobian_mode},
+                           "options": self.options}}
+
+    # -- results ----------------------------------------------------------------------------
+    def finalize(self, results, failed=False):
+        r = results
+        nt = len(r.t)
+        meter = None
+        if self.energy and self.mode == "generic":
+            meter = _Energies(dict(r.energy))
+        elif self.energy:
+            meter = _BatchEnergy(self.eng, nt)
+            meter.compute(r.q, r.qd, self.h)
+        st = r.stats
+        return _results(self.system, self.sch, self.h, r.t, r.q, r.qd, r.qdd, r.extra["lambda"],
+                        r.reactions, st["newton_iterations"], st["residual"],
+                        st["residual_norms"], st["constraint_violation"], st["step_time"], meter,
+                        nt, self.tol, self.rtol)
+
+
+class _Energies:
+    def __init__(self, arr):
+        self.arr = arr
+
+
+def _system_state(system):
+    """What an absolute system remembers between steps: joint-angle references of the joint
+    forces, lagged interface loads of the flexible bodies, stateful force elements."""
+    st = {"jf": {str(k): jm.q_ref.copy() for k, jm in enumerate(getattr(system, "_jf", ()))}}
+    flex = getattr(system, "flexible", None)
+    if flex is not None:
+        st["flex"] = {str(k): {"itf_load": d.itf_load.copy(), "K_itf": d.K_itf.copy()}
+                      for k, d in enumerate(flex.flex)}
+    forces = {f.name: f.state_dict() for f in system.model.forces()
+              if callable(getattr(f, "state_dict", None))}
+    if forces:
+        st["forces"] = forces
+    return st
+
+
+def _load_system_state(system, st):
+    for k, jm in enumerate(getattr(system, "_jf", ())):
+        jm.q_ref = np.array(st["jf"][str(k)], dtype=float)
+    flex = getattr(system, "flexible", None)
+    if flex is not None:
+        for k, d in enumerate(flex.flex):
+            d.itf_load = np.array(st["flex"][str(k)]["itf_load"], dtype=float)
+            d.K_itf = np.array(st["flex"][str(k)]["K_itf"], dtype=float)
+    for f in system.model.forces():
+        if f.name in st.get("forces", {}):
+            f.load_state_dict(st["forces"][f.name])
 
 
 class _BatchEnergy:
