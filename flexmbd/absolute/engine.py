@@ -886,8 +886,13 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
     for p in range(npm):
         for k in range(4):
             bk = b[p, k]
-            fid[k] = _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q,
-                             ys[k], Jq[k], Hs[k])
+            if fs_index[p, k] < 0:  # rigid slot (inline: a call costs more than the copy)
+                fid[k] = -1
+                for i in range(3):
+                    ys[k, i] = s[p, k, i]
+            else:
+                fid[k] = _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q,
+                                 ys[k], Jq[k], Hs[k])
             sgk = sg[p, k]
             if bk >= 0:
                 e = q[7 * bk + 3: 7 * bk + 7]
@@ -1273,29 +1278,43 @@ def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X
     Rn = np.empty((nb, 3, 3))
     for i in range(nb):
         e = q[7 * i + 3: 7 * i + 7]
-        Rn[i] = _A(e) / (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3])
+        n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
+        _A_to(e, Rn[i])
+        for a in range(3):
+            for c in range(3):
+                Rn[i, a, c] /= n2
     N = np.zeros((nj, 3))
     F = np.zeros((nj, 3))
     nmax = 1
     for f in range(fs_n.shape[0]):
         nmax = max(nmax, fs_n[f])
-    y = np.zeros(3)
+    v3 = np.zeros((16, 3))
+    y, X, Y, pC, nC, d3 = v3[0], v3[1], v3[2], v3[3], v3[4], v3[5]
+    As = v3[8:12]
+    vals = v3[12:16]
+    FC = np.empty((3, 3))
     Jq = np.zeros((3, nmax))
     Hy = np.zeros((3, 3, 3))
-    As = np.zeros((4, 3))
-    vals = np.zeros((4, 3))
     for p in range(npm):
         for k in range(4):
-            _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy)
-            bk = b[p, k]
-            if bk >= 0:
-                As[k] = _mv(Rn[bk], y)
-                vals[k] = sg[p, k] * (As[k] + pt[p, k] * q[7 * bk: 7 * bk + 3])
+            if fs_index[p, k] < 0:
+                for i in range(3):
+                    y[i] = s[p, k, i]
             else:
-                As[k] = y
-                vals[k] = sg[p, k] * y
-        X = vals[0] + vals[1]
-        Y = vals[2] + vals[3]
+                _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy)
+            bk = b[p, k]
+            sgk = sg[p, k]
+            if bk >= 0:
+                for i in range(3):
+                    As[k, i] = Rn[bk, i, 0] * y[0] + Rn[bk, i, 1] * y[1] + Rn[bk, i, 2] * y[2]
+                    vals[k, i] = sgk * (As[k, i] + pt[p, k] * q[7 * bk + i])
+            else:
+                for i in range(3):
+                    As[k, i] = y[i]
+                    vals[k, i] = sgk * y[i]
+        for i in range(3):
+            X[i] = vals[0, i] + vals[1, i]
+            Y[i] = vals[2, i] + vals[3, i]
         side = r_side[p]
         lamp = lam[p] * r_sgn[p]
         j = r_joint[p]
@@ -1303,9 +1322,11 @@ def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X
             if b[p, k] != side or b[p, k] < 0:
                 continue
             o = Y if k < 2 else X
-            dr = sg[p, k] * _cross(As[k], o)
             for i in range(3):
-                N[j, i] -= lamp * dr[i]
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                dr = sg[p, k] * (As[k, i1] * o[i2] - As[k, i2] * o[i1])
+                N[j, i] -= lamp * dr
                 F[j, i] -= lamp * sg[p, k] * pt[p, k] * o[i]
     for j in range(nj):
         jb = r_child[j]
@@ -1329,18 +1350,30 @@ def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X
                     Rd[:, c] = ys
                 CC = _mm(Rd, r_CC[j])
                 sC = r_sC[j] + _mv(Md[3:], qf)
-        if jb >= 0:
-            Rc = Rn[jb]
-            rc = q[7 * jb: 7 * jb + 3]
-        else:
-            Rc = np.eye(3)
-            rc = np.zeros(3)
-        FC = _mm(Rc, CC)
-        pC = rc + _mv(Rc, sC)
-        origin = q[7 * sd: 7 * sd + 3] if sd >= 0 else np.zeros(3)
-        nC = N[j] - _cross(pC - origin, F[j])
-        out[j, :3] = _tv(FC, nC)
-        out[j, 3:] = _tv(FC, F[j])
+        # child joint frame in the world: FC = Rc CC at pC = rc + Rc sC (ground: Rc = I)
+        for a in range(3):
+            for c in range(3):
+                if jb >= 0:
+                    v = 0.0
+                    for l in range(3):
+                        if Rn[jb, a, l] != 0.0:
+                            v += Rn[jb, a, l] * CC[l, c]
+                    FC[a, c] = v
+                else:
+                    FC[a, c] = CC[a, c]
+            if jb >= 0:
+                pC[a] = q[7 * jb + a] + (Rn[jb, a, 0] * sC[0] + Rn[jb, a, 1] * sC[1]
+                                         + Rn[jb, a, 2] * sC[2])
+            else:
+                pC[a] = sC[a]
+            d3[a] = pC[a] - (q[7 * sd + a] if sd >= 0 else 0.0)
+        for a in range(3):
+            a1 = (a + 1) % 3
+            a2 = (a + 2) % 3
+            nC[a] = N[j, a] - (d3[a1] * F[j, a2] - d3[a2] * F[j, a1])
+        for a in range(3):
+            out[j, a] = FC[0, a] * nC[0] + FC[1, a] * nC[1] + FC[2, a] * nC[2]
+            out[j, 3 + a] = FC[0, a] * F[j, 0] + FC[1, a] * F[j, 1] + FC[2, a] * F[j, 2]
 
 
 @njit(cache=True)

@@ -1242,9 +1242,10 @@ def reversed_frames(Ia, R3, P3):
 
 
 @njit(cache=True, _nrt=False)
-def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac):
-    """Full serialized CFA: kinematics, F_T, factor, solve, reactions. Returns status."""
-    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
+def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, reac, world):
+    """Full serialized CFA: kinematics, F_T, factor, solve, reactions. Returns status.
+    World poses (R_W, P_W) only with ``world`` (accelerations and reactions need none)."""
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world)
     bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv)
     st = factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
     if st != 0:
@@ -1406,7 +1407,7 @@ def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TA
                     for i in range(6):
                         Vv[V_FEXT, k, i] = FEXT[s, k, i]
             st = forward_dynamics(Ia, Sa, Mt[c], Vv, R3t[c], P3t[c], Tt[c], Dt[c], Q[s], V[s],
-                                  Jv, grav, use_grav, REAC[s])
+                                  Jv, grav, use_grav, REAC[s], extra)
             if st != 0:
                 status[c, 0] = s
                 status[c, 1] = st
@@ -1502,7 +1503,7 @@ def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out):
     for i in range(nv):
         Jv[J_TAU, i] = tau[i]
     st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, Ib[IB_GRAV] != 0,
-                          reac_out)
+                          reac_out, False)
     for i in range(nv):
         qdd_out[i] = Jv[J_QDD, i]
     return st
