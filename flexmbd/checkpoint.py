@@ -96,6 +96,7 @@ the saved state, the last good one.
 
 import importlib
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -105,7 +106,8 @@ from .errors import FlexmbdError, SolverError
 from .progress import progress as _progress
 from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
 
-__all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state"]
+__all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state",
+           "start_failure"]
 
 
 # -- sample recorder ------------------------------------------------------------------
@@ -425,8 +427,10 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
     t0 = float(stepper.t)
     last_recorded = True
     show = cp is None and block is not None
+    # an automatic bar (a terminal) waits a second: short runs stay quiet
+    auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
     with _progress(total=max(t_end - t0, 0.0), desc=desc or type(stepper).__name__,
-                   enabled=progress, unit="s", delay=1.0 if progress is None else 0.0,
+                   enabled=progress, unit="s", delay=1.0 if auto else 0.0,
                    bar_format=_BAR) as bar:
         chunk = None
         if show and not _is_null(bar):
@@ -460,8 +464,9 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
                             and np.all(np.isfinite(sample["qd"]))):
                         raise SolverError(
                             f"non-finite coordinates or speeds after the step from t = "
-                            f"{t_before:.9g} s (the step size may be too large or the model "
-                            f"unstable)", time=t_before,
+                            f"{t_before:.9g} s to {float(stepper.t):.9g} s (the step size may "
+                            f"be too large or the model unstable: reduce the step)",
+                            time=float(stepper.t),
                         )
                 except Exception as err:  # noqa: BLE001 - every failure keeps the results
                     raise _failure(err, rec, prior, cp, stepper, n_steps, t_before) from (
@@ -488,6 +493,25 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
     if prior is not None:
         rows = Results.concatenate([prior, rows])
     return rows if finalize is None else finalize(rows)
+
+
+def start_failure(err, checkpoint):
+    """``err`` (a :class:`SolverError` raised while an integrator starts, before
+    :func:`run`: e.g. a singular system at the initial state) with its partial results
+    written to the ``checkpoint`` file, when both are given. That file holds results but
+    no integrator state (:func:`resume` says so)."""
+    if checkpoint is not None and getattr(err, "partial", None) is not None:
+        try:
+            path = Path(checkpoint)
+            if path.exists():
+                path.unlink()
+            err.partial.save(path, format="h5")
+        except Exception:  # noqa: BLE001 - never hide the original failure
+            return err
+        if err.args:
+            err.args = (f"{err.args[0]} (partial results written to {str(path)!r})",) + \
+                err.args[1:]
+    return err
 
 
 def _is_null(bar):
@@ -520,7 +544,8 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
             err.args = (str(err.args[0]) + where,) + err.args[1:]
         return err
     return SolverError(
-        f"integration failed at t = {t_fail:.9g} s: {type(err).__name__}: {err}{where}",
+        f"integration failed after t = {t_fail:.9g} s (the last good state): "
+        f"{type(err).__name__}: {err}{where}",
         partial=partial, time=t_fail,
     )
 
@@ -562,10 +587,19 @@ def resume(path, stepper=None, *, model=None, t_end=None, every=None, progress=N
         _unstash_rows(f)
         h5_truncate(f, int(attrs["n_samples"]))
     _LIVE[_live_key(path)] = (attrs.get("run_id"), stepper)
-    return run(stepper, attrs["t_end"] if t_end is None else t_end, checkpoint=path,
-               every=attrs["every"] if every is None else every,
-               record_every=attrs["record_every"], progress=progress,
-               _resume=(res, int(attrs["n_steps"])))
+    system = getattr(stepper, "system", None)
+    try:
+        out = run(stepper, attrs["t_end"] if t_end is None else t_end, checkpoint=path,
+                  every=attrs["every"] if every is None else every,
+                  record_every=attrs["record_every"], progress=progress,
+                  _resume=(res, int(attrs["n_steps"])))
+    except SolverError as err:
+        if system is not None and err.partial is not None:
+            err.partial.system = system
+        raise
+    if system is not None:
+        out.system = system      # body poses on request, as Model.simulate
+    return out
 
 
 def _rebuild(path, attrs, model, options):

@@ -23,8 +23,11 @@ class MeshError(FlexmbdError, ValueError):
 class SolverError(FlexmbdError, RuntimeError):
     """A solver failed (Newton divergence, singular system, NaN).
 
-    ``partial`` holds the results computed up to the failure (or None), and
-    ``time`` the simulation time at which it failed.
+    ``partial`` holds the results computed up to the failure (or None): every sample
+    up to the last good step. ``time`` is the simulation time at which it failed: the
+    end of the step that could not be taken (Newton did not converge there, or the
+    state became non-finite on the way); for a failure outside a step (e.g. the
+    initial state) the time of that state.
     """
 
     def __init__(self, message, partial=None, time=None):

@@ -151,7 +151,8 @@ def test_failure_raises_with_partial_results_and_writes_them(tmp_path):
         run(Toy(blow_up_at=0.5), 1.0)
     err = info.value
     assert "non-finite" in str(err) and 0.5 <= err.time < 0.6
-    assert err.partial.t[-1] == pytest.approx(err.time) and len(err.partial) > 10
+    # err.time: the end of the step that failed; the partial results end at its start
+    assert 0.5 <= err.partial.t[-1] < err.time and len(err.partial) > 10
 
     path = tmp_path / "fail.h5"
     with pytest.raises(SolverError) as info:

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..errors import ConvergenceError, ModelError
+from ..errors import ConvergenceError, ModelError, SolverError
 
 __all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual",
            "project_velocities"]
@@ -186,9 +186,53 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
             f"equations cannot be closed from the joints' q0 (|Phi| = {np.linalg.norm(phi):.3e}; "
             f"largest violations at {worst}); give q0 values that (nearly) close the loops"
         )
-    qd = project_velocities(system, q, qd, t)
-    fd = system.forward_dynamics(q, qd, t)
+    try:
+        qd = project_velocities(system, q, qd, t)
+        fd = system.forward_dynamics(q, qd, t)
+    except SolverError as err:
+        raise singular_motion_error(system, q, qd, t, err) from None
     return q, qd, fd.qdd, fd.lam
+
+
+def singular_motion_error(system, q, qd, t, err):
+    """A :class:`SolverError` for a singular ``[M Phi_q^T; Phi_q 0]`` at ``(q, t)`` that
+    names the bodies moving without mass or inertia and the joints that leave them free
+    (from the null space of the dense matrix, systems up to 3000 unknowns), with the
+    state as one-sample partial results."""
+    from ..results import Results
+
+    n, nc = system.n, system.nc
+    what = ""
+    if n + nc <= 3000:
+        M = system.mass_matrix(q).toarray()
+        pr, pc, pv = system.constraints.evaluate(q, t=t)[1]
+        P = np.zeros((nc, n))
+        np.add.at(P, (pr, pc), pv)
+        A = np.block([[M, P.T], [P, np.zeros((nc, nc))]])
+        _, sv, vt = np.linalg.svd(A)
+        null = vt[sv <= 1e-12 * max(sv[0], 1.0)][:, :n]
+        if null.size:
+            w = np.abs(null).max(axis=0)
+            coords = [system.coordinates[i] for i in np.flatnonzero(w > 0.1 * w.max())]
+            bodies = list(dict.fromkeys(owner for owner, _ in coords))
+            joints = [j.name for j in system.joints
+                      if j.parent.name in bodies or j.child.name in bodies]
+            labels = ", ".join(f"{o}.{lbl}" for o, lbl in coords)
+            what = (f": {' and '.join(repr(b) for b in bodies)} can move "
+                    f"({labels}) without mass or inertia"
+                    + (f", left free by joint(s) {', '.join(repr(j) for j in joints)}"
+                       if joints else "")
+                    + "; give every body mass and inertia about every axis its joints leave "
+                    "free (a small sphere instead of a point mass) or constrain that motion")
+    if not what:
+        what = f" ({err}); a body may lack mass or inertia in a direction its joints leave free"
+    partial = Results(np.array([float(t)]), np.asarray(q, float)[None],
+                      np.asarray(qd, float)[None], np.full((1, system.n), np.nan),
+                      coordinates=system.coordinates, speeds=system.speeds,
+                      joint_names=system.joint_names,
+                      meta={"model": system.model.name, "formulation": "absolute"})
+    return SolverError(f"model {system.model.name!r}: the equations of motion are singular at "
+                       f"t = {float(t):.6g} s{what}", partial=partial, time=float(t))
 
 
 def project_velocities(system, q, qd, t=0.0):

@@ -585,7 +585,7 @@ class _LoopStepper(ExplicitStepper):
     def rebuild_kwargs(self):
         s = self.system
         return {"formulation": "recursive", "compile": {"algorithm": s.algorithm, **s._options},
-                "options": self.options}
+                "options": self.options, "kind": "loop"}
 
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq

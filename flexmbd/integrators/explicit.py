@@ -233,9 +233,13 @@ class ExplicitStepper:
     def _dense_sample(self, y):
         return y
 
-    def _fail(self, msg, t_fail):
-        return SolverError(f"{msg} at t = {t_fail:.6g} s; the results up to the last good "
-                           "sample are in err.partial", time=t_fail)
+    def _fail(self, msg, t_start, t_end):
+        """The error of the step from ``t_start`` (the last good state) to ``t_end``:
+        ``err.time`` is ``t_end``, the time the integration could not reach (as for a
+        Newton failure of the implicit integrators)."""
+        return SolverError(f"{msg}: the step from t = {t_start:.6g} s to {t_end:.6g} s failed; "
+                           "the results up to the last good sample are in err.partial",
+                           time=t_end)
 
     # -- contract --------------------------------------------------------------------------
     @property
@@ -267,10 +271,12 @@ class ExplicitStepper:
                 y = rk4(self._f, t_start, self.y, self.h, self.substeps,
                         callback=self._rk4_callback())
             except FlexmbdError as err:
-                raise self._fail(str(err), t_start) from err
+                raise self._fail(str(err), t_start, t_start + self.dt) from err
             y = self._after_rk4(y)
             if not np.all(np.isfinite(y)):
-                raise self._fail("non-finite state", t_start + self.dt)
+                raise self._fail("non-finite state (a step beyond the stability limit of the "
+                                 "stiffest mode, or an unstable model: reduce dt)", t_start,
+                                 t_start + self.dt)
             self.y = y
             self.i += 1
             self.t = self.t0 + self.i * self.dt
@@ -281,14 +287,17 @@ class ExplicitStepper:
         try:
             msg = s.step()
         except FlexmbdError as err:
-            raise self._fail(str(err), float(s.t)) from err
+            # the step attempted from s.t (its size at most h_abs)
+            raise self._fail(str(err), float(s.t), float(s.t + s.direction * s.h_abs)) from err
         if s.status == "failed":
-            raise self._fail(f"adaptive stepper failed ({msg})", float(s.t))
+            raise self._fail(f"adaptive stepper failed ({msg}; tighten the model or loosen "
+                             "rtol/atol)", float(s.t), float(s.t))
         self.n_steps += 1
         self._dense = None
         self._after_solver_step(s)
         if not np.all(np.isfinite(s.y)):
-            raise self._fail("non-finite state", float(s.t))
+            raise self._fail("non-finite state (an unstable model, or forces returning NaN)",
+                             float(s.t_old), float(s.t))
 
     def _step_adaptive(self):
         s = self.solver
@@ -301,7 +310,8 @@ class ExplicitStepper:
         te = self.t_eval[self.i]
         while not te <= s.t + 1e-12:
             if s.status != "running":
-                raise self._fail("the solver ended before the output time", float(s.t))
+                raise self._fail("the solver ended before the output time", float(s.t),
+                                 float(te))
             self._solver_step()
         if self._dense is None:
             self._dense = s.dense_output()
@@ -424,7 +434,7 @@ class TreeStepper(ExplicitStepper):
 
     def rebuild_kwargs(self):
         return {"formulation": "recursive", "compile": {"algorithm": self.system.algorithm},
-                "options": self._options}
+                "options": self._options, "kind": "tree"}
 
     def finalize(self, results, failed=False):
         meta = self.meta()
@@ -433,8 +443,19 @@ class TreeStepper(ExplicitStepper):
         return _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
 
 
-def rebuild(model, formulation, compile, options, overrides):
-    """A fresh explicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`."""
+def rebuild(model, formulation, compile, options, overrides, kind=None):
+    """A fresh explicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`;
+    ``kind``: ``"tree"`` or ``"loop"``, the system of the checkpointed run (a model of
+    the other kind has other coordinates and options: refused before compiling)."""
+    from ..constraints.loops import needs_loops
+
+    if kind is not None and (kind == "loop") != bool(needs_loops(model)):
+        have = "closed loops or drivers" if kind == "tree" else "no closed loop or driver"
+        was = "a tree" if kind == "tree" else "closed loops"
+        raise FlexmbdError(
+            f"resume: the model's coordinates differ from the checkpointed run's: that run "
+            f"integrated {was}, model {model.name!r} has {have}; build the model exactly as "
+            f"for the checkpointed run")
     system = model.compile(formulation, **compile)
     opts = restore_options(options, overrides, f"model {model.name!r}")
     if hasattr(system, "stepper"):          # closed loops
@@ -523,7 +544,8 @@ def _results(system, t, y, tau_f, meta, safe=False):
         if v is not None:
             tau[i] = v
     try:
-        fd = system.forward_dynamics(q, qd, tau, t=t) if nt else None
+        with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):
+            fd = system.forward_dynamics(q, qd, tau, t=t) if nt else None
         qdd = fd.qdd if nt else np.zeros((0, nv))
         reac = fd.reactions if nt else np.zeros((0, len(system.joint_names), 6))
     except FlexmbdError:

@@ -91,7 +91,7 @@ import time as _time
 import numpy as np
 
 from ..constraints.redundancy import KKTSolver
-from ..errors import ConvergenceError, FlexmbdError, ModelError
+from ..errors import ConvergenceError, FlexmbdError, ModelError, SolverError
 from ..results import Results
 
 __all__ = ["Scheme", "newmark", "hht", "generalized_alpha", "integrate"]
@@ -183,13 +183,17 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical).
     ``progress``: progress bar (None: automatic, :mod:`flexmbd.progress`).
     """
-    from ..checkpoint import run
+    from ..checkpoint import run, start_failure
 
-    st = implicit_stepper(system, t_end, dt, integrator, beta=beta, gamma=gamma, alpha=alpha,
-                          rho_inf=rho_inf, tol=tol, rtol=rtol, max_iter=max_iter, t0=t0, q0=q0,
-                          qd0=qd0, form=form, energy=energy, gauge=gauge,
-                          project_velocities=project_velocities, callback=callback,
-                          engine=engine)
+    try:
+        st = implicit_stepper(system, t_end, dt, integrator, beta=beta, gamma=gamma,
+                              alpha=alpha, rho_inf=rho_inf, tol=tol, rtol=rtol,
+                              max_iter=max_iter, t0=t0, q0=q0, qd0=qd0, form=form,
+                              energy=energy, gauge=gauge,
+                              project_velocities=project_velocities, callback=callback,
+                              engine=engine)
+    except SolverError as err:              # e.g. singular at the initial state
+        raise start_failure(err, checkpoint) from None
     return run(st, st.t_end, checkpoint=checkpoint, every=every, progress=progress,
                desc=f"{st.sch.name} {system.model.name}")
 

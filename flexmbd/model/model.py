@@ -13,7 +13,7 @@ import io
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, SolverError
 from .block import Block
 from .bodies import Body, Frame, Ground
 from .forces import ForceElement
@@ -193,12 +193,21 @@ class Model(Block):
             )
         return compile_system(self, **options)
 
-    def simulate(self, t_end, dt=None, integrator=None, formulation=None, **options):
+    def simulate(self, t_end, dt=None, integrator=None, formulation=None, *, checkpoint=None,
+                 every=100, progress=None, **options):
         """Compile and integrate from the joints' initial values to ``t_end`` (s).
 
         ``integrator``: ``"rk4"`` or ``"rk45"`` (explicit, recursive formulation by
         default), ``"newmark"``, ``"hht"`` or ``"generalized-alpha"`` (implicit,
-        absolute formulation by default). Returns :class:`~flexmbd.results.Results`.
+        absolute formulation by default). ``dt``: step or output interval (s).
+        ``checkpoint``: an HDF5 file that receives the results and the integrator's
+        complete state every ``every`` steps (output samples); ``fm.resume(path)``
+        continues the run bit-identically (pass ``model=`` in a new process; see
+        :mod:`flexmbd.checkpoint`). ``progress``: progress bar (None: on a terminal,
+        for runs longer than a second; ``FLEXMBD_PROGRESS=0`` silences it).
+        A failed run raises :class:`~flexmbd.errors.SolverError` with the partial
+        results (``err.partial``, also written to the checkpoint file). Returns
+        :class:`~flexmbd.results.Results`.
         """
         implicit = {"newmark", "hht", "generalized-alpha", "generalized_alpha", "genalpha"}
         if integrator is None:
@@ -206,7 +215,15 @@ class Model(Block):
         if formulation is None:
             formulation = "absolute" if integrator in implicit else "recursive"
         system = self.compile(formulation)
-        res = system.simulate(t_end, dt=dt, integrator=integrator, **options)
+        if checkpoint is not None:
+            options.update(checkpoint=checkpoint, every=every)
+        try:
+            res = system.simulate(t_end, dt=dt, integrator=integrator, progress=progress,
+                                  **options)
+        except SolverError as err:
+            if err.partial is not None:
+                err.partial.system = system
+            raise
         res.system = system  # lets res.body(name).position compute poses on request
         return res
 

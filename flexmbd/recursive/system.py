@@ -872,6 +872,14 @@ class RecursiveSystem:
         return (qdd, reac) if reactions else qdd
 
     def _raise_factor(self, st, q):
+        if not np.all(np.isfinite(q)):
+            # not a singular inertia: the state itself blew up before this evaluation
+            raise SolverError(
+                f"non-finite coordinates reached the forward dynamics (q = "
+                f"{np.round(q, 6).tolist()}): the state blew up, e.g. an explicit step beyond "
+                "the stability limit of the stiffest mode, a force returning NaN or an "
+                "unstable model; reduce dt (or use integrator='rk45' or an implicit one), or "
+                "check the applied forces")
         if st == -2:
             raise SolverError(
                 f"the geometric-stiffening fixed point did not converge at q = "
