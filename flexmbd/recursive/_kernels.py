@@ -69,8 +69,8 @@ I_SIZE = 19     # column 0: max(nv, 1), then row I_SIZE + 1: 6 * max(n_dense, 1)
 NI = 21
 # matrices
 (M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC, M_C0,
- M_K0) = range(16)
-NM = 16
+ M_K0, M_C0P, M_K0P, M_GP) = range(19)
+NM = 19
 # vectors
 (V_CJ, V_VEL, V_AB, V_FB, V_FE, V_AF, V_BX, V_FEXT, V_MASK, V_PRM, V_PRM2, V_MC, V_T6,
  V_VJ, V_G, V_SV) = range(16)
@@ -563,12 +563,14 @@ def _unit_lsolve_cols(Lm, B, X, transpose_b, n):
 
 @njit(cache=True, inline="always")
 def _sub_ydy(Y, Lm, C, n):
-    """C[:n,:n] -= Y^T D^-1 Y (D^-1 on the diagonal of Lm)."""
+    """C[:n,:n] -= Y^T D^-1 Y on and below the diagonal (the upper part of a block is
+    never read after its assembly: :func:`_ldl`, the dense system and its Cholesky
+    factorization read lower triangles)."""
     for k in range(n):
         dk = Lm[k, k]
         for i in range(n):
             a = Y[k, i] * dk
-            for j in range(n):
+            for j in range(i + 1):
                 C[i, j] -= a * Y[k, j]
 
 
@@ -830,6 +832,51 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
 # ---------------------------------------------------------------- CFA: factor
 
 
+@njit(cache=True, inline="always")
+def _revolute_link(cq, sq, GP, K0P, C0P, Ak, Cp, T):
+    """Blocks of a revolute chain link in the permuted order (see :func:`factor`):
+    ``Ak[:5, :5] = GP + R^T K0P R`` (identity row/column 5), ``Cp = C0P R`` with
+    R = Rz' permuted (rotations of the index pairs (0, 1) and (2, 3))."""
+    # T = K0P R (5x5)
+    for i in range(5):
+        k0 = K0P[i, 0]
+        k1 = K0P[i, 1]
+        k2 = K0P[i, 2]
+        k3 = K0P[i, 3]
+        T[i, 0] = cq * k0 + sq * k1
+        T[i, 1] = cq * k1 - sq * k0
+        T[i, 2] = cq * k2 + sq * k3
+        T[i, 3] = cq * k3 - sq * k2
+        T[i, 4] = K0P[i, 4]
+    # Ak = GP + R^T T (lower triangle read by the elimination; rows written whole)
+    for j in range(5):
+        t0 = T[0, j]
+        t1 = T[1, j]
+        t2 = T[2, j]
+        t3 = T[3, j]
+        Ak[0, j] = GP[0, j] + cq * t0 + sq * t1
+        Ak[1, j] = GP[1, j] + cq * t1 - sq * t0
+        Ak[2, j] = GP[2, j] + cq * t2 + sq * t3
+        Ak[3, j] = GP[3, j] + cq * t3 - sq * t2
+        Ak[4, j] = GP[4, j] + T[4, j]
+        Ak[5, j] = 0.0
+        Ak[j, 5] = 0.0
+    Ak[5, 5] = 1.0
+    # D_k = C0P R (column 5 of C0P is zero: the motion direction of joint k)
+    for i in range(6):
+        c0 = C0P[i, 0]
+        c1 = C0P[i, 1]
+        c2 = C0P[i, 2]
+        c3 = C0P[i, 3]
+        Cp[i, 0] = cq * c0 + sq * c1
+        Cp[i, 1] = cq * c1 - sq * c0
+        Cp[i, 2] = cq * c2 + sq * c3
+        Cp[i, 3] = cq * c3 - sq * c2
+        Cp[i, 4] = C0P[i, 4]
+        Cp[i, 5] = 0.0
+
+
+
 @njit(cache=True, _nrt=False)
 def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
     """Assemble the blocks of A (eq. 32-38) and eliminate them: chains by
@@ -845,6 +892,19 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         pk = Ia[I_PARENT, k]
         Ak = A[k]
         Gk = Mm[M_G, k]
+        if (pk > 0 and Ia[I_JT, k] == REVOLUTE and Ia[I_DIAG, k] and Ia[I_DIAG, pk]
+                and Ia[I_ONE, pk] == k):
+            # chain link: revolute joint k, only child of a body with a diagonal joint.
+            # Ã_k and D_k straight in the elimination order (constraint directions
+            # first) from constants permuted once: GP = G_k[pk, pk], K0P = K0[pk, pk],
+            # C0P = -(P_p C0 P_k)[pp, pk] (pp, pk: the joints' orders). The joint
+            # rotation Rz' = diag(Rz, Rz) commutes with P_k and acts on the index pairs
+            # (0, 1) and (2, 3) of the permuted order (index 4, linear z, and 5, the
+            # motion direction, are fixed):
+            #   Ã_k[:5, :5] = GP + Rz'^T K0P Rz',  D_k = C0P Rz'  (stored in Cr[pk]).
+            _revolute_link(Vv[V_PRM2, k, 0], Vv[V_PRM2, k, 1], Mm[M_GP, k], Mm[M_K0P, k],
+                           Mm[M_C0P, k], Ak, Cr[pk], T1)
+            continue
         if pk > 0 and Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
             # revolute: Phi_k = Phi0_k Rz' (Rz' = diag(Rz, Rz)); with the constants
             # C0 = G_p Phi0 and K0 = Phi0^T G_p Phi0:  Y = C0 Rz',  Phi^T G_p Phi = Rz'^T K0 Rz'

@@ -474,6 +474,7 @@ class RecursiveSystem:
                 Mm[M_I, k], Mm[M_G, k] = 0.0, np.eye(6)
                 Vv[V_MC, k] = 0.0
                 Mm[M_C0, k] = Mm[M_K0, k] = 0.0
+                Mm[K.M_C0P, k] = Mm[K.M_K0P, k] = Mm[K.M_GP, k] = 0.0
                 continue
             m = float(b.mass)
             c = Rf.T @ (b.com_vector - pf)
@@ -500,6 +501,13 @@ class RecursiveSystem:
                                        [-p0[1], p0[0], 0]]) @ R0
                 Mm[M_C0, k] = Mm[M_G, p] @ X0
                 Mm[M_K0, k] = X0.T @ Mm[M_C0, k]
+                # the same, permuted into the elimination order for chain links (the
+                # revolute joint k and its parent's joint with diagonal projectors)
+                pp, pk = Ia[I_PERM:I_PERM + 6, p], Ia[I_PERM:I_PERM + 6, k]
+                Mm[K.M_GP, k] = Mm[M_G, k][np.ix_(pk, pk)]
+                Mm[K.M_K0P, k] = Mm[M_K0, k][np.ix_(pk, pk)]
+                Mm[K.M_C0P, k] = -(Vv[V_MASK, p][:, None] * Mm[M_C0, k]
+                                   * Vv[V_MASK, k][None, :])[np.ix_(pp, pk)]
             assert nvk == len(self._UNIT_H.get(code, (0, 0)))
         # force elements
         grav = np.zeros(3)
