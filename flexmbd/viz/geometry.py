@@ -30,7 +30,7 @@ from ..errors import FlexmbdError
 __all__ = [
     "BodyGeometry", "deformed_points", "modal_displacement", "von_mises", "deformed_mesh",
     "inertia_box", "body_geometry", "reduced_body_geometry", "write_vtk_series",
-    "MESHIO_TO_VTK", "VTK_TO_MESHIO",
+    "MESHIO_TO_VTK", "VTK_TO_MESHIO", "rigid_fit", "anchored_frame_data",
 ]
 
 # meshio cell type -> VTK cell type id (the linear and quadratic types we meet)
@@ -424,7 +424,11 @@ def reduced_body_geometry(rb):
         stress = stress.reshape(-1, stress.shape[-1])
     # the Rayleigh quotient of each mode (flexmbd.fem: mode_frequencies) labels that mode
     freqs = _nonempty(_first_attr(rb, ("mode_frequencies", "frequencies", "freqs")))
-    return BodyGeometry(nodes, cells, modes, stress, freqs)
+    extras = {}
+    inodes = _nonempty(_first_attr(rb, ("interface_nodes",)))
+    if inodes is not None:      # where the joints attach: magnified shapes stay on them
+        extras["anchor_nodes"] = np.unique(np.asarray(inodes, dtype=np.int64))
+    return BodyGeometry(nodes, cells, modes, stress, freqs, extras=extras)
 
 
 def _nonempty(a):
@@ -488,6 +492,48 @@ def frame_data(results, geoms, i, scale=1.0):
         q = None if modal is None or not g.flexible else modal[i]
         u = scale * g.displacement(q) @ R.T
         out[name] = (g.points(q, R, r, scale), u, g.von_mises(q))
+    return out
+
+
+def rigid_fit(X, P, R=None, tie=1e-3):
+    """Rigid map ``x -> c + Rf (x - cx)`` that best fits points ``X`` (m, 3, body
+    axes) onto ``P`` (m, 3, world) in least squares (Kabsch); a rotation left free by
+    the points (collinear, fewer than three) follows ``R`` (the body frame: three
+    pseudo-points weighted ``tie``). Returns ``(Rf, cx, c)``."""
+    X = np.asarray(X, float)
+    P = np.asarray(P, float)
+    cx, c = X.mean(axis=0), P.mean(axis=0)
+    H = (X - cx).T @ (P - c)
+    if R is not None:
+        size = max(float(np.ptp(X, axis=0).max()), 1e-12)
+        H = H + tie * size ** 2 * len(X) * np.asarray(R, float).T
+    U, _, Vt = np.linalg.svd(H)
+    d = np.sign(np.linalg.det(Vt.T @ U.T)) or 1.0
+    Rf = Vt.T @ np.diag([1.0, 1.0, d]) @ U.T
+    return Rf, cx, c
+
+
+def anchored_frame_data(results, geoms, i, scale):
+    """As :func:`frame_data`, with the magnified deformation of a flexible body taken
+    about the rigid placement that best fits its interface nodes (``anchor_nodes``:
+    where the joints attach), so that a drawing magnified ``scale`` times keeps the
+    body on its joints. The displacement returned (for colours) is the true one
+    relative to that placement, not magnified."""
+    out = frame_data(results, geoms, i, 1.0)
+    for name, g in geoms.items():
+        anchors = g.extras.get("anchor_nodes")
+        x, u, vm = out[name]
+        if not g.flexible or anchors is None or not len(anchors):
+            if scale != 1:
+                out[name] = frame_data(results, {name: g}, i, scale)[name]
+                out[name] = (out[name][0], out[name][1] / scale, vm)
+            continue
+        R, _ = body_pose_at(results, name, i)
+        anchors = np.asarray(anchors, dtype=np.int64)
+        Rf, cx, c = rigid_fit(g.nodes[anchors], x[anchors], R)
+        base = c + (g.nodes - cx) @ Rf.T
+        rel = x - base
+        out[name] = (base + scale * rel, rel, vm)
     return out
 
 

@@ -12,7 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FlexmbdError
-from .geometry import BodyGeometry, body_geometry, frame_data, reduced_body_geometry
+from .geometry import (
+    BodyGeometry,
+    anchored_frame_data,
+    body_geometry,
+    frame_data,
+    reduced_body_geometry,
+)
 from .headless import configure, has_display
 
 __all__ = ["show", "animate", "plot_mode", "animate_mode", "FrameWriter"]
@@ -85,14 +91,24 @@ class FrameWriter:
 class _Scene:
     """Bodies (geometry) with a way to place them at frame ``i``."""
 
-    def __init__(self, geoms, results=None, static_poses=None):
+    def __init__(self, geoms, results=None, static_poses=None, about="interfaces"):
         self.geoms = geoms
         self.results = results
         self.static = static_poses or {}
+        if about not in ("interfaces", "frame"):
+            raise FlexmbdError(f"about={about!r}: use 'interfaces' or 'frame'")
+        self.about = about
 
     def data(self, i, scale):
+        """Per body: drawn points (deformation magnified by ``scale``), the true
+        (unmagnified) displacement for the colours, von Mises stress."""
         if self.results is not None:
-            return frame_data(self.results, self.geoms, i, scale)
+            if self.about == "interfaces":
+                return anchored_frame_data(self.results, self.geoms, i, scale)
+            d = frame_data(self.results, self.geoms, i, scale)
+            if scale not in (0, 1):
+                d = {k: (x, u / scale, vm) for k, (x, u, vm) in d.items()}
+            return d
         out = {}
         for name, g in self.geoms.items():
             R, r = self.static.get(name, (np.eye(3), np.zeros(3)))
@@ -119,9 +135,12 @@ def _scene_of_model(model, glyphs=True):
     return _Scene(geoms, static_poses=poses), world
 
 
-def _scene_of_results(res, model=None):
+def _scene_of_results(res, model=None, about="interfaces"):
     from ..results import attach_geometry, attach_tree_poses
 
+    if model is None and not res.geometry:
+        # results of Model.simulate know their system, and it its model
+        model = getattr(getattr(res, "system", None), "model", None)
     if model is not None:
         res = res.take(slice(None))   # new dicts (array views): leave the caller's untouched
     if not res.geometry and model is not None:
@@ -141,7 +160,7 @@ def _scene_of_results(res, model=None):
                       f"pass model=... or fill them with flexmbd.results.attach_body_poses",
                       stacklevel=3)
     geoms = {b: BodyGeometry.from_arrays(d) for b, d in res.geometry.items()}
-    return _Scene(geoms, results=res)
+    return _Scene(geoms, results=res, about=about)
 
 
 def _add_bodies(p, scene, data, field, clim, cmap, show_edges):
@@ -183,6 +202,11 @@ def _update_bodies(scene, actors, data):
         mesh.Modified()
 
 
+def _scale_note(scale):
+    """Label suffix that says the drawn deformation is magnified (colours are not)."""
+    return "" if scale == 1 else f"  (deformation drawn x {scale:g})"
+
+
 def _bounds(datas):
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
@@ -198,13 +222,15 @@ def _bounds(datas):
     return [lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]]
 
 
-def _set_view(p, view, bounds):
+def _set_view(p, view, bounds, zoom=1.0):
     views = {"iso": p.view_isometric, "xy": p.view_xy, "xz": p.view_xz, "yz": p.view_yz,
              "yx": p.view_yx, "zx": p.view_zx, "zy": p.view_zy}
     if view not in views:
         raise FlexmbdError(f"unknown view {view!r}; use one of {sorted(views)}")
     views[view](render=False)
     p.reset_camera(render=False, bounds=bounds)
+    if zoom != 1.0:
+        p.camera.zoom(float(zoom))
 
 
 def _field_arg(field):
@@ -271,7 +297,8 @@ def _finish(p, file, off_screen):
 # -- public -------------------------------------------------------------------------------
 def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
          joints=True, frames=False, glyphs=True, view="iso", window_size=(800, 600),
-         cmap="viridis", show_edges=False, off_screen=None):
+         cmap="viridis", show_edges=False, off_screen=None, zoom=1.0, clim=None,
+         about="interfaces"):
     """Draw a model (initial configuration) or results at time ``t``.
 
     Parameters
@@ -287,11 +314,24 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
     model : Model, optional
         For results without stored geometry/poses, and to draw joints.
     field : "displacement", "von_mises" or None
-        Colouring of flexible bodies.
+        Colouring of flexible bodies (the true displacement magnitude, whatever
+        ``scale``).
+    scale : float
+        Magnification of the drawn deformation (noted in the label when not 1).
+    about : "interfaces" or "frame"
+        Results: the deformation drawn and coloured is taken relative to the rigid
+        placement that best fits the body's interface nodes (where its joints attach:
+        a magnified body stays on its joints), or to its floating frame (mean axes,
+        an attached interface...; a magnified body may then drift off its joints).
+        Bodies without interfaces always use their frame.
     joints, frames : bool
         Draw joint markers (a model is needed) and body frame triads.
     view : str
         ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"``...
+    zoom : float
+        Camera zoom after framing every body (> 1 fills more of the image).
+    clim : (float, float), optional
+        Colour range (default: that of the drawn field).
 
     Returns the image ``(h, w, 3)`` when rendered off-screen, else None.
     """
@@ -300,10 +340,10 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
     world = None
     label = None
     if _is_results(obj):
-        scene = _scene_of_results(obj, model)
+        scene = _scene_of_results(obj, model, about)
         i = obj.index_at(t)
         data = scene.data(i, scale)
-        label = f"t = {obj.t[i]:.4f} s"
+        label = f"t = {obj.t[i]:.4f} s{_scale_note(scale)}"
         poses = [frame_pose(scene.results, b, i) for b in scene.geoms]
         if model is not None and joints:
             world = _tree_world(model, obj, i)
@@ -318,7 +358,8 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
         data = scene.data(0, scale)
         poses = [(np.eye(3), np.zeros(3))]
     p = _plotter(window_size, off_screen)
-    clim = _field_range(scene, [data], field) if field else None
+    if clim is None and field:
+        clim = _field_range(scene, [data], field)
     _add_bodies(p, scene, data, field, clim, cmap, show_edges)
     bounds = _bounds([data])
     size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
@@ -328,7 +369,7 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
         _frame_triads(p, poses, 2 * size)
     if label:
         p.add_text(label, position="upper_left", font_size=12, color="black")
-    _set_view(p, view, bounds)
+    _set_view(p, view, bounds, zoom)
     return _finish(p, file, off_screen)
 
 
@@ -354,21 +395,25 @@ def frame_pose(results, body, i):
 
 def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=20,
             stride=None, max_frames=200, view="iso", window_size=(640, 480), cmap="viridis",
-            clim=None, show_edges=False):
+            clim=None, show_edges=False, zoom=1.0, about="interfaces"):
     """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
 
     Flexible bodies are drawn as their full deformed meshes, reconstructed from the
     body poses (``position:B``/``orientation:B`` extras) and modal coordinates
-    (``modal:B``), magnified by ``scale`` and coloured by ``field``
-    (``"displacement"`` magnitude or ``"von_mises"`` from stress modes) on one colour
-    range for the whole animation (``clim`` to override); rigid bodies move along.
+    (``modal:B``), magnified by ``scale`` (noted in the label) and coloured by
+    ``field`` (the true ``"displacement"`` magnitude or ``"von_mises"`` from stress
+    modes) on one colour range for the whole animation (``clim`` to override); rigid
+    bodies move along. ``about``: the deformation drawn and coloured is relative to the
+    rigid placement that best fits each body's interface nodes (``"interfaces"``: a
+    magnified body stays on its joints) or to its floating frame (``"frame"``); see
+    :func:`show`. ``zoom`` > 1 fills more of the image.
     ``stride`` picks every n-th sample (default: at most ``max_frames`` frames).
     The camera is fixed and frames the whole motion. Returns the number of frames.
     """
     if not _is_results(results):
         raise FlexmbdError("animate: give a flexmbd Results object (see fm.viz.show for models)")
     field = _field_arg(field)
-    scene = _scene_of_results(results, model)
+    scene = _scene_of_results(results, model, about)
     nt = len(results.t)
     if nt == 0:
         raise FlexmbdError("animate: the results are empty")
@@ -380,14 +425,15 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
         clim = _field_range(scene, datas, field)
     p = _plotter(window_size, True)
     actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
-    text = p.add_text(f"t = {results.t[idx[0]]:.4f} s", position="upper_left", font_size=12,
-                      color="black")
-    _set_view(p, view, _bounds(datas))
+    note = _scale_note(scale)
+    text = p.add_text(f"t = {results.t[idx[0]]:.4f} s{note}", position="upper_left",
+                      font_size=12, color="black")
+    _set_view(p, view, _bounds(datas), zoom)
     try:
         with FrameWriter(file, fps) as w:
             for i, data in zip(idx, datas):
                 _update_bodies(scene, actors, data)
-                _set_text(text, f"t = {results.t[i]:.4f} s")
+                _set_text(text, f"t = {results.t[i]:.4f} s{note}")
                 p.render()
                 w.append(p.screenshot(return_img=True))
             n = len(w)

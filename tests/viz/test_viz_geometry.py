@@ -142,3 +142,44 @@ def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
     assert body_geometry(b).n_cells > 100                          # the visual wins
     b.visual = None
     assert body_geometry(b).cells["hexahedron"].shape == (1, 8)    # else the inertia box
+
+
+def test_magnified_shapes_stay_on_their_interfaces():
+    """anchored_frame_data: the deformation is magnified about the rigid placement that
+    best fits the interface nodes (both beam ends here), so that the magnified beam keeps
+    its ends where the joints are; colours get the true (unmagnified) displacement."""
+    from flexmbd.viz.demo import swinging_beam_results
+    from flexmbd.viz.geometry import anchored_frame_data, frame_data, rigid_fit
+
+    # the fit recovers a rigid map exactly, and follows the body frame where it is free
+    rng = np.random.default_rng(1)
+    R = rotation_matrix(np.array([1.0, -2.0, 0.5]) / np.sqrt(5.25), 1.1)
+    X = rng.normal(size=(6, 3))
+    Rf, cx, c = rigid_fit(X, 0.3 + X @ R.T, R)
+    np.testing.assert_allclose(c + (X - cx) @ Rf.T, 0.3 + X @ R.T, atol=1e-12)
+    line = np.outer(np.arange(3.0), [1.0, 0, 0])                 # collinear points
+    np.testing.assert_allclose(rigid_fit(line, line @ R.T, R)[0], R, atol=1e-12)
+
+    res = swinging_beam_results(nt=6)
+    res.extra["modal:beam"][:, 1] = 0.0          # bending only (a stretch moves the ends)
+    g = BodyGeometry.from_arrays(res.geometry["beam"])
+    x = g.nodes[:, 0]
+    faces = [x == 0.0, x == x.max()]
+    g.extras["anchor_nodes"] = np.flatnonzero(faces[0] | faces[1])
+    geoms = {"beam": g}
+    i = 4
+    plain = frame_data(res, geoms, i)["beam"]
+    same = anchored_frame_data(res, geoms, i, 1.0)["beam"]
+    np.testing.assert_allclose(same[0], plain[0], atol=1e-14)    # scale 1: the true shape
+    big = anchored_frame_data(res, geoms, i, 20.0)["beam"]
+    framed = frame_data(res, geoms, i, 20.0)["beam"]
+    off = lambda d, f: np.linalg.norm(d[0][f].mean(0) - plain[0][f].mean(0))
+    mid = np.abs(x - x.max() / 2) < 1e-9
+    # the end centres stay near their joints, the middle bows out 20 times its deflection
+    bow = off(big, mid)
+    assert bow > 0.01 and max(off(big, f) for f in faces) < 0.1 * bow
+    # magnified about the body frame (clamped at x = 0) the free end flies off instead
+    assert off(framed, faces[1]) > 2 * bow
+    # colours: the true displacement relative to the fitted placement (scale-free)
+    np.testing.assert_allclose(big[1], same[1], atol=1e-14)
+    np.testing.assert_allclose(big[0] - same[0], 19.0 * same[1], atol=1e-12)
