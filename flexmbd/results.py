@@ -405,11 +405,20 @@ class Results:
         0 elsewhere) and cell data ``body_id`` (index into the ``bodies`` list, written
         as a comment in the .pvd) and ``von_mises`` (per cell: cell stress modes, or the
         mean of the nodal values). ParaView opens the .pvd as an animation.
+        Results of ``Model.simulate`` without stored geometry take it (and the body
+        poses) from their model, leaving these results unchanged.
         Returns the list of written ``.vtu`` paths. Needs meshio.
         """
         from .viz.geometry import write_vtk_series
 
-        return write_vtk_series(self, path, stride=stride, scale=scale, bodies=bodies)
+        res = self
+        model = getattr(getattr(self, "system", None), "model", None)
+        if not self.geometry and model is not None:
+            res = self.take(slice(None))        # new dicts: the caller's stay as they are
+            attach_geometry(res, model)
+            if any(f"position:{b}" not in res.extra for b in res.geometry):
+                attach_tree_poses(res, model)
+        return write_vtk_series(res, path, stride=stride, scale=scale, bodies=bodies)
 
     def plot(self, *columns, file=None, ax=None, title=None):
         """Plot time histories with matplotlib; returns the Figure.

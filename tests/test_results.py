@@ -117,6 +117,21 @@ def test_vtk_series_holds_the_deformed_meshes(tmp_path):
     assert (body_id == 0).sum() == g.n_cells and (body_id == 1).sum() == 1
 
 
+def test_vtk_series_of_simulated_results_takes_the_model(tmp_path):
+    """Results of Model.simulate write VTK without attach_geometry: meshes and poses
+    come from their model (the results themselves stay as they were)."""
+    meshio = pytest.importorskip("meshio")
+    m = fm.Model("pendulum")
+    m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
+    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.3])
+    m.g = fm.Gravity((0, -9.81, 0))
+    res = m.simulate(0.05, dt=0.01, integrator="rk4")
+    files = res.to_vtk(tmp_path / "p.pvd")
+    assert len(files) == 6 and res.geometry == {}
+    first, last = meshio.read(files[0]), meshio.read(files[-1])
+    assert len(first.points) > 0 and not np.allclose(first.points, last.points)  # it swings
+
+
 def test_vtk_series_needs_geometry(tmp_path):
     res = swinging_beam_results(nt=2)
     res.geometry.clear()

@@ -37,6 +37,20 @@ def modes_study(n):
     return {"f_sum": float(sum(range(1, n + 1)))}
 
 
+def pendulum(length, mass):
+    """A real flexmbd model: a rod pendulum released at 0.5 rad."""
+    import flexmbd as fm
+
+    m = fm.Model("pendulum")
+    m.rod = fm.RigidBody.rod(mass, length, origin="end", radius=0.01)
+    m.hinge = fm.Revolute(m.ground, m.rod, axis=(0, 0, 1), q0=[0.5])
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+
+
+PENDULUM_RUN = {"t_end": 0.3, "dt": 1e-3, "integrator": "rk4"}
+
+
 def test_case_expansion():
     assert cases({"a": [1, 2], "b": ["x", "y"], "c": 3}) == [
         {"a": 1, "b": "x", "c": 3}, {"a": 1, "b": "y", "c": 3},
@@ -84,6 +98,16 @@ def test_dask_cluster_gives_the_serial_table():
         table = sweep(oscillator, grid, client=client, summarize=peak_summary)
         recorded = sweep(flaky, {"omega": [1.0], "zeta": [0.9, 0.1]}, client=client,
                          errors="record")
+        # model factories: every case compiled and simulated on the workers
+        models = {"length": [0.5, 1.0], "mass": [1.0, 2.0]}
+        remote = sweep(pendulum, models, client=client, simulate=PENDULUM_RUN)
     cols = ["omega", "zeta", "x_end", "x_min"]
     pd.testing.assert_frame_equal(table[cols], serial[cols])
     assert recorded["error"].notna().tolist() == [True, False]
+    local = sweep(pendulum, models, simulate=PENDULUM_RUN)
+    cols = [c for c in local.columns if c != "wall_time"]
+    pd.testing.assert_frame_equal(remote[cols], local[cols])     # same bits
+    # physics: the swing does not depend on the mass; a shorter pendulum swings faster
+    q = remote["q:hinge:angle"].to_numpy()
+    assert q[0] == pytest.approx(q[1], rel=1e-12) and q[2] == pytest.approx(q[3], rel=1e-12)
+    assert q[0] < q[2] < 0.5

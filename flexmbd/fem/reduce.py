@@ -1,11 +1,13 @@
 """`reduce`: mesh + material + strategy -> `ReducedBody`."""
 
+import os
 import time
 
 import numpy as np
 import scipy.linalg as sla
 
 from ..errors import MeshError
+from ..progress import progress as _progress
 from ._threads import with_fem_threads
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
@@ -49,7 +51,7 @@ def finish_modeset(model, ms, orthonormalize):
 @with_fem_threads
 def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kind="rigid",
            orthonormalize=None, lumped=False, rayleigh=None, zeta=None, stress_modes=True,
-           geometric=True, name=None, backend="auto", model=None):
+           geometric=True, name=None, backend="auto", model=None, progress=None):
     """Reduce a finite-element body to a few modes.
 
     Parameters
@@ -75,6 +77,10 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         Compute stress modes and unit geometric-stiffness matrices.
     model : FEModel, optional
         Reuse an assembled model (mesh and material are then ignored).
+    progress : bool or None
+        Progress bar over the stages (assembly, modes, invariants, stress modes,
+        geometric stiffness); None: automatic (:mod:`flexmbd.progress`; on a terminal,
+        once the reduction lasts a second; ``FLEXMBD_PROGRESS=0`` silences it).
 
     Returns
     -------
@@ -83,69 +89,84 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     if strategy is None:
         raise MeshError("reduce: no strategy given; e.g. strategy=fm.NormalModes(8)")
     strategy = as_strategy(strategy)
-    if model is None:
-        model = FEModel(mesh, material, lumped=lumped, backend=backend)
-    timings = dict(model.timings)
-    t0 = time.perf_counter()
-    extra = model.interfaces(interfaces, interface_kind) if interfaces else {}
-    ms = strategy.build(model, extra)
-    ortho = strategy.orthonormalize if orthonormalize is None else orthonormalize
-    finish_modeset(model, ms, ortho)
-    timings["modes"] = time.perf_counter() - t0
-    timings.update({f"modes.{k}": v for k, v in getattr(ms, "timings", {}).items()})
-    Phi = ms.Phi
-    t0 = time.perf_counter()
-    inv = inertia_invariants(model.Ms, model.K, model.fe.nodes, Phi)
-    M_ff, K_ff = inv["M_ff"], inv["K_ff"]
-    lam_r, X = sla.eigh(K_ff, M_ff)
-    mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
-    m = Phi.shape[1]
-    D_ff = np.zeros((m, m))
-    damping = np.zeros(2)
-    zeta_arr = np.zeros((0,))
-    if zeta is not None:
-        zeta_arr = np.broadcast_to(np.asarray(zeta, float), (m,)).copy()
-        Y = M_ff @ X  # D = M X diag(2 zeta w) X^T M
-        D_ff = Y @ np.diag(2 * zeta_arr * np.sqrt(np.maximum(lam_r, 0))) @ Y.T
-    elif rayleigh is not None:
-        damping = np.asarray(rayleigh, float)
-        D_ff = damping[0] * M_ff + damping[1] * K_ff
-    itfs = ms.interfaces
-    names = list(itfs)
-    offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
-    if_nodes = np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
-    if_modes = np.stack([itfs[k].frame_motion(Phi) for k in names]) if names \
-        else np.zeros((0, 6, m))
-    if_orig = np.array([itfs[k].origin for k in names]).reshape(-1, 3)
-    timings["invariants"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stress = model.assembler.nodal_stress(Phi) if stress_modes else np.zeros((0, 6, m))
-    timings["stress_modes"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    if geometric:
-        kg_tim = {}
-        kg, kg_names, _ = unit_geometric_stiffness(model, ms, kg_tim)
-        timings.update({f"geometric.{k}": v for k, v in kg_tim.items()})
-        conv = ("clamped at the body frame's support (reference interface or fixed nodes); "
-                "reference-interface wrenches are its reactions" if ms.support == "clamped"
-                else "inertia relief on the free body (exact for loads in equilibrium)")
-    else:
-        kg, kg_names, conv = np.zeros((0, m, m)), [], ""
-    timings["geometric"] = time.perf_counter() - t0
-    mat = model.material
-    fe = model.fe
-    return ReducedBody(
-        name=name or str(fe.source), strategy=ms.strategy, frame=ms.frame, support=ms.support,
-        reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat.name,
-        kg_convention=conv, material=[mat.E, mat.nu, mat.rho],
-        nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,
-        mode_kind=ms.kinds, mode_label=ms.labels, mode_mix=ms.mix,
-        frequencies=_hz(lam_r), mode_frequencies=mode_f,
-        mass=inv["mass"], first_moment=inv["first_moment"], second_moment=inv["second_moment"],
-        inertia_origin=inv["inertia_origin"], com=inv["com"], inertia_com=inv["inertia_com"],
-        St=inv["St"], Sij=inv["Sij"], Pij=inv["Pij"], M_ff=M_ff, K_ff=K_ff, D_ff=D_ff,
-        damping=damping, zeta=zeta_arr,
-        interface_names=names, interface_kinds=[itfs[k].kind for k in names],
-        interface_origins=if_orig, interface_nodes=if_nodes, interface_offsets=offsets,
-        interface_modes=if_modes, stress_modes=stress, kg_unit=kg, kg_names=kg_names,
-        notes=ms.notes, timings=timings)
+    label = name or (os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike))
+                     else "body")
+    auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
+    with _progress(total=5, desc=f"reduce {label}", enabled=progress, unit="stage",
+                   delay=1.0 if auto else 0.0) as bar:
+        bar.set_description(f"reduce {label}: assembly")
+        if model is None:
+            model = FEModel(mesh, material, lumped=lumped, backend=backend)
+        bar.update(1)
+        bar.set_description(f"reduce {label}: modes")
+        timings = dict(model.timings)
+        t0 = time.perf_counter()
+        extra = model.interfaces(interfaces, interface_kind) if interfaces else {}
+        ms = strategy.build(model, extra)
+        ortho = strategy.orthonormalize if orthonormalize is None else orthonormalize
+        finish_modeset(model, ms, ortho)
+        timings["modes"] = time.perf_counter() - t0
+        timings.update({f"modes.{k}": v for k, v in getattr(ms, "timings", {}).items()})
+        Phi = ms.Phi
+        bar.update(1)
+        bar.set_description(f"reduce {label}: invariants")
+        t0 = time.perf_counter()
+        inv = inertia_invariants(model.Ms, model.K, model.fe.nodes, Phi)
+        M_ff, K_ff = inv["M_ff"], inv["K_ff"]
+        lam_r, X = sla.eigh(K_ff, M_ff)
+        mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
+        m = Phi.shape[1]
+        D_ff = np.zeros((m, m))
+        damping = np.zeros(2)
+        zeta_arr = np.zeros((0,))
+        if zeta is not None:
+            zeta_arr = np.broadcast_to(np.asarray(zeta, float), (m,)).copy()
+            Y = M_ff @ X  # D = M X diag(2 zeta w) X^T M
+            D_ff = Y @ np.diag(2 * zeta_arr * np.sqrt(np.maximum(lam_r, 0))) @ Y.T
+        elif rayleigh is not None:
+            damping = np.asarray(rayleigh, float)
+            D_ff = damping[0] * M_ff + damping[1] * K_ff
+        itfs = ms.interfaces
+        names = list(itfs)
+        offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
+        if_nodes = np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
+        if_modes = np.stack([itfs[k].frame_motion(Phi) for k in names]) if names \
+            else np.zeros((0, 6, m))
+        if_orig = np.array([itfs[k].origin for k in names]).reshape(-1, 3)
+        timings["invariants"] = time.perf_counter() - t0
+        bar.update(1)
+        bar.set_description(f"reduce {label}: stress modes")
+        t0 = time.perf_counter()
+        stress = model.assembler.nodal_stress(Phi) if stress_modes else np.zeros((0, 6, m))
+        timings["stress_modes"] = time.perf_counter() - t0
+        bar.update(1)
+        bar.set_description(f"reduce {label}: geometric stiffness")
+        t0 = time.perf_counter()
+        if geometric:
+            kg_tim = {}
+            kg, kg_names, _ = unit_geometric_stiffness(model, ms, kg_tim)
+            timings.update({f"geometric.{k}": v for k, v in kg_tim.items()})
+            conv = ("clamped at the body frame's support (reference interface or fixed nodes); "
+                    "reference-interface wrenches are its reactions" if ms.support == "clamped"
+                    else "inertia relief on the free body (exact for loads in equilibrium)")
+        else:
+            kg, kg_names, conv = np.zeros((0, m, m)), [], ""
+        timings["geometric"] = time.perf_counter() - t0
+        bar.update(1)
+        mat = model.material
+        fe = model.fe
+        return ReducedBody(
+            name=name or str(fe.source), strategy=ms.strategy, frame=ms.frame, support=ms.support,
+            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat.name,
+            kg_convention=conv, material=[mat.E, mat.nu, mat.rho],
+            nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,
+            mode_kind=ms.kinds, mode_label=ms.labels, mode_mix=ms.mix,
+            frequencies=_hz(lam_r), mode_frequencies=mode_f,
+            mass=inv["mass"], first_moment=inv["first_moment"], second_moment=inv["second_moment"],
+            inertia_origin=inv["inertia_origin"], com=inv["com"], inertia_com=inv["inertia_com"],
+            St=inv["St"], Sij=inv["Sij"], Pij=inv["Pij"], M_ff=M_ff, K_ff=K_ff, D_ff=D_ff,
+            damping=damping, zeta=zeta_arr,
+            interface_names=names, interface_kinds=[itfs[k].kind for k in names],
+            interface_origins=if_orig, interface_nodes=if_nodes, interface_offsets=offsets,
+            interface_modes=if_modes, stress_modes=stress, kg_unit=kg, kg_names=kg_names,
+            notes=ms.notes, timings=timings)

@@ -154,3 +154,15 @@ def test_modal_damping(model):
     assert np.allclose(np.diag(rb.D_ff), 2 * 0.02 * w, rtol=1e-8)
     rr = build(model, F.NormalModes(3, fixed=end(0)), rayleigh=(1.0, 1e-4))
     assert np.allclose(rr.D_ff, rr.M_ff + 1e-4 * rr.K_ff)
+
+
+def test_reduction_progress_bar_names_the_stages(model, monkeypatch, capsys):
+    """A progress bar over the reduction stages on request (tests are quiet otherwise)."""
+    pytest.importorskip("tqdm")
+    monkeypatch.setenv("FLEXMBD_PROGRESS", "1")
+    build(model, F.NormalModes(3), name="beam")
+    err = capsys.readouterr().err
+    assert "reduce beam" in err and "5/5" in err
+    monkeypatch.setenv("FLEXMBD_PROGRESS", "0")
+    build(model, F.NormalModes(3), name="beam")
+    assert capsys.readouterr().err == ""

@@ -156,3 +156,32 @@ def test_gallery_flexible_beam(gl, tmp_path):
     q = res.body("beam").modal[3]
     np.testing.assert_allclose(g.von_mises(q), body.von_mises(q), rtol=1e-12)
     assert (tmp_path / "beam_swing" / "beam_swing.pvd").exists()
+
+
+def test_mode_plots_for_every_reduction_strategy(gl, tmp_path):
+    """plot_mode/animate_mode on real reduced bodies of every strategy: mode number,
+    frequency and kind in the label, a drawn and coloured mesh."""
+    pytest.importorskip("skfem")
+    import skfem
+
+    from flexmbd.viz.render import _mode_info
+
+    mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3),
+                                      np.linspace(0, 0.05, 3))
+    steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
+    end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))
+    tip = fm.fem.PointLoad(end(1.0), force=(0.0, 1.0, 0.0))
+    strategies = {"normal": fm.NormalModes(3, fixed=end(0.0)),
+                  "static-correction": fm.StaticCorrection(2, [tip], fixed=end(0.0)),
+                  "fixed-interface": fm.CraigBampton(2, {"A": end(0.0), "B": end(1.0)}),
+                  "ritz": fm.RitzVectors(3, tip, fixed=end(0.0))}
+    for kind, strategy in strategies.items():
+        rb = fm.fem.reduce(mesh, steel, strategy, stress_modes=False, geometric=False,
+                           name=kind)
+        label = _mode_info(rb, 1)[2]
+        assert label.startswith("mode 1: ") and f" Hz ({rb.mode_kind[0]})" in label, label
+        assert any(kind in k.lower() for k in rb.mode_kind), (kind, rb.mode_kind)
+        img = fm.viz.plot_mode(rb, 1, file=tmp_path / f"{kind}.png", window_size=SMALL)
+        assert drawn_share(img) > 0.02 and viridis_values(img).max() > 0.8, kind
+    n = fm.viz.animate_mode(rb, 2, tmp_path / "ritz2.gif", n_frames=4, window_size=SMALL)
+    assert n == 4 and len(iio.imread(tmp_path / "ritz2.gif", index=None)) == 4
