@@ -1147,36 +1147,50 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
 
 
 @njit(cache=True)
-def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
             nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P,
             f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
             cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
-    -1 non-finite residual; ``x_qdd``, ``x_lam`` are updated in place."""
+    -1 non-finite residual; ``x_qdd``, ``x_lam`` are updated in place.
+
+    ``k_guess`` (the previous step's number of corrections; < 1: none): at that iteration
+    the residual is evaluated first without the Newton matrix, which is only needed if the
+    test fails (then the terms are evaluated again with it; the residual is the same to
+    the bit). A converging step thus skips the matrix it would not use."""
     n = q_pred.shape[0]
     nc = x_lam.shape[0]
     r = np.zeros(n)
     phi = np.zeros(nc)
     A = np.zeros((n + nc, n + nc))
     res = np.zeros(n + nc)
+    q1 = np.empty(n)
+    v1 = np.empty(n)
     scale = -1.0
     tiny = False
     # non-literal arguments: the same compiled specialization as Engine.terms
     one = bh2 / bh2
-    jac = n > 0
     for k in range(max_iter + 1):
-        q1 = q_pred + bh2 * x_qdd
-        v1 = v_pred + gh * x_qdd
+        for i in range(n):
+            q1[i] = q_pred[i] + bh2 * x_qdd[i]
+            v1[i] = v_pred[i] + gh * x_qdd[i]
+        jac = k != k_guess
         norms = _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0,
                               f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw,
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
                               one, bh2, gh, bh2, gh, r, phi, A, jac)
-        res[:n] = r
-        res[n:] = sc * phi
-        nr = np.sqrt((res * res).sum())
+        nr = 0.0
+        for i in range(n):
+            res[i] = r[i]
+            nr += r[i] * r[i]
+        for i in range(nc):
+            v = sc * phi[i]
+            res[n + i] = v
+            nr += v * v
+        nr = np.sqrt(nr)
         hist[k] = nr
         if scale < 0.0:
             scale = norms[2]
@@ -1193,6 +1207,12 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             return 1, k, viol
         if k == max_iter:
             return 0, k, viol
+        if not jac:  # the guess was wrong: the same terms again, now with the matrix
+            _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
+                          f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw, f_Kal,
+                          f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt, ctarget,
+                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, one, bh2, gh, bh2,
+                          gh, r, phi, A, True)
         dx = np.linalg.solve(A, -res)
         x_qdd += dx[:n]
         x_lam += dx[n:]
@@ -1221,6 +1241,7 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
     gh = gp * h
     sc = 1.0 / bh2
     timed = S_all.shape[0] > 1
+    k_prev = -1
     for i in range(1, nt):
         a_part = (af * qdd - am * a) / (1 - am)
         q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
@@ -1234,14 +1255,15 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
             cs_i = cs
             tg_i = ctarget
         status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
-                                hist[i], nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass,
-                                f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka,
-                                f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg, cpt, tg_i,
-                                fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
+                                hist[i], k_prev, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
+                                f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw,
+                                f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg,
+                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
         iters[i] = k
         resid[i] = hist[i, k]
         if status != 1:
             return i
+        k_prev = k
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
         q = q_pred + bh2 * x_qdd
         qd = v_pred + gh * x_qdd
@@ -1544,6 +1566,7 @@ class Engine:
         self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]
                                     ).astype(np.int64)[:-1]
         self.n_joints = len(cs.joints)
+        self.k_prev = -1  # corrections of the last converged step (Newton's guess)
 
     @staticmethod
     def supports(system, scheme=None):
@@ -1595,8 +1618,10 @@ class Engine:
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
         self.cs.set_time(t)
-        return _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
-                       *self._args(), self.nj)
+        out = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+                      self.k_prev, *self._args(), self.nj)
+        self.k_prev = out[1] if out[0] == 1 else -1
+        return out
 
     def project(self, q, qd, t):
         """Mass-orthogonal velocity projection on ``Phi_q qd = nu``
