@@ -564,6 +564,37 @@ def _unit_lsolve_cols(Lm, B, X, transpose_b, n):
 
 
 @njit(cache=True, inline="always")
+def _unit_lsolve5_cols(Lm, B, X, transpose_b):
+    """:func:`_unit_lsolve_cols` for n = 5, a row of X in scalar accumulators (one
+    store per entry)."""
+    for i in range(5):
+        if transpose_b:
+            x0 = B[0, i]
+            x1 = B[1, i]
+            x2 = B[2, i]
+            x3 = B[3, i]
+            x4 = B[4, i]
+        else:
+            x0 = B[i, 0]
+            x1 = B[i, 1]
+            x2 = B[i, 2]
+            x3 = B[i, 3]
+            x4 = B[i, 4]
+        for k in range(i):
+            lik = Lm[i, k]
+            x0 -= lik * X[k, 0]
+            x1 -= lik * X[k, 1]
+            x2 -= lik * X[k, 2]
+            x3 -= lik * X[k, 3]
+            x4 -= lik * X[k, 4]
+        X[i, 0] = x0
+        X[i, 1] = x1
+        X[i, 2] = x2
+        X[i, 3] = x3
+        X[i, 4] = x4
+
+
+@njit(cache=True, inline="always")
 def _sub_ydy(Y, Lm, C, n):
     """C[:n,:n] -= Y^T D^-1 Y on and below the diagonal (the upper part of a block is
     never read after its assembly: :func:`_ldl`, the dense system and its Cholesky
@@ -574,6 +605,97 @@ def _sub_ydy(Y, Lm, C, n):
             a = Y[k, i] * dk
             for j in range(i + 1):
                 C[i, j] -= a * Y[k, j]
+
+
+@njit(cache=True, inline="always")
+def _sub_ydy5(Y, Lm, C):
+    """:func:`_sub_ydy` for n = 5 with every operand in a local (in a loop, a store to C
+    may alias Y for the compiler: each product would reload and store)."""
+    d0 = Lm[0, 0]
+    y00 = Y[0, 0]
+    y01 = Y[0, 1]
+    y02 = Y[0, 2]
+    y03 = Y[0, 3]
+    y04 = Y[0, 4]
+    z00 = d0 * y00
+    z01 = d0 * y01
+    z02 = d0 * y02
+    z03 = d0 * y03
+    z04 = d0 * y04
+    d1 = Lm[1, 1]
+    y10 = Y[1, 0]
+    y11 = Y[1, 1]
+    y12 = Y[1, 2]
+    y13 = Y[1, 3]
+    y14 = Y[1, 4]
+    z10 = d1 * y10
+    z11 = d1 * y11
+    z12 = d1 * y12
+    z13 = d1 * y13
+    z14 = d1 * y14
+    d2 = Lm[2, 2]
+    y20 = Y[2, 0]
+    y21 = Y[2, 1]
+    y22 = Y[2, 2]
+    y23 = Y[2, 3]
+    y24 = Y[2, 4]
+    z20 = d2 * y20
+    z21 = d2 * y21
+    z22 = d2 * y22
+    z23 = d2 * y23
+    z24 = d2 * y24
+    d3 = Lm[3, 3]
+    y30 = Y[3, 0]
+    y31 = Y[3, 1]
+    y32 = Y[3, 2]
+    y33 = Y[3, 3]
+    y34 = Y[3, 4]
+    z30 = d3 * y30
+    z31 = d3 * y31
+    z32 = d3 * y32
+    z33 = d3 * y33
+    z34 = d3 * y34
+    d4 = Lm[4, 4]
+    y40 = Y[4, 0]
+    y41 = Y[4, 1]
+    y42 = Y[4, 2]
+    y43 = Y[4, 3]
+    y44 = Y[4, 4]
+    z40 = d4 * y40
+    z41 = d4 * y41
+    z42 = d4 * y42
+    z43 = d4 * y43
+    z44 = d4 * y44
+    c00 = z00 * y00 + z10 * y10 + z20 * y20 + z30 * y30 + z40 * y40
+    c10 = z01 * y00 + z11 * y10 + z21 * y20 + z31 * y30 + z41 * y40
+    c11 = z01 * y01 + z11 * y11 + z21 * y21 + z31 * y31 + z41 * y41
+    c20 = z02 * y00 + z12 * y10 + z22 * y20 + z32 * y30 + z42 * y40
+    c21 = z02 * y01 + z12 * y11 + z22 * y21 + z32 * y31 + z42 * y41
+    c22 = z02 * y02 + z12 * y12 + z22 * y22 + z32 * y32 + z42 * y42
+    c30 = z03 * y00 + z13 * y10 + z23 * y20 + z33 * y30 + z43 * y40
+    c31 = z03 * y01 + z13 * y11 + z23 * y21 + z33 * y31 + z43 * y41
+    c32 = z03 * y02 + z13 * y12 + z23 * y22 + z33 * y32 + z43 * y42
+    c33 = z03 * y03 + z13 * y13 + z23 * y23 + z33 * y33 + z43 * y43
+    c40 = z04 * y00 + z14 * y10 + z24 * y20 + z34 * y30 + z44 * y40
+    c41 = z04 * y01 + z14 * y11 + z24 * y21 + z34 * y31 + z44 * y41
+    c42 = z04 * y02 + z14 * y12 + z24 * y22 + z34 * y32 + z44 * y42
+    c43 = z04 * y03 + z14 * y13 + z24 * y23 + z34 * y33 + z44 * y43
+    c44 = z04 * y04 + z14 * y14 + z24 * y24 + z34 * y34 + z44 * y44
+    C[0, 0] -= c00
+    C[1, 0] -= c10
+    C[1, 1] -= c11
+    C[2, 0] -= c20
+    C[2, 1] -= c21
+    C[2, 2] -= c22
+    C[3, 0] -= c30
+    C[3, 1] -= c31
+    C[3, 2] -= c32
+    C[3, 3] -= c33
+    C[4, 0] -= c40
+    C[4, 1] -= c41
+    C[4, 2] -= c42
+    C[4, 3] -= c43
+    C[4, 4] -= c44
 
 
 @njit(cache=True, inline="always")
@@ -600,11 +722,19 @@ def _eliminate(A, Cr, YL, YR, i, l, r, n):
     if not _ldl(Ai, n):
         return False
     if l >= 0:
-        _unit_lsolve_cols(Ai, Cr[l], YL[i], True, n)   # Y = L^-1 C_il
-        _sub_ydy(YL[i], Ai, A[l], n)
+        if n == 5:
+            _unit_lsolve5_cols(Ai, Cr[l], YL[i], True)  # Y = L^-1 C_il
+            _sub_ydy5(YL[i], Ai, A[l])
+        else:
+            _unit_lsolve_cols(Ai, Cr[l], YL[i], True, n)
+            _sub_ydy(YL[i], Ai, A[l], n)
     if r >= 0:
-        _unit_lsolve_cols(Ai, Cr[i], YR[i], False, n)  # L^-1 C_ir
-        _sub_ydy(YR[i], Ai, A[r], n)
+        if n == 5:
+            _unit_lsolve5_cols(Ai, Cr[i], YR[i], False)  # L^-1 C_ir
+            _sub_ydy5(YR[i], Ai, A[r])
+        else:
+            _unit_lsolve_cols(Ai, Cr[i], YR[i], False, n)
+            _sub_ydy(YR[i], Ai, A[r], n)
         if l >= 0:
             _neg_ydz(YL[i], YR[i], Ai, Cr[l], n)
     return True
@@ -1137,7 +1267,15 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         _matvec6(Mm[M_G, k], t6, af[k])
         pk = Ia[I_PARENT, k]
         if pk > 0:
-            _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
+            if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+                # e = F_T about the local z axis: Phi e = [R e_z F_T; 0]
+                Rk = R3[R_REL, k]
+                f = FT[o]
+                af[pk, 0] -= Rk[0, 2] * f
+                af[pk, 1] -= Rk[1, 2] * f
+                af[pk, 2] -= Rk[2, 2] * f
+            else:
+                _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
     # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]

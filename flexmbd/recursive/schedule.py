@@ -24,7 +24,9 @@ With ``order="sequential"`` each chain is instead eliminated one joint after the
 other from a free end (a leaf, or the root when only the root end is free; top
 down between two boundaries): a joint then has one neighbour left when it is
 eliminated -- half the work of odd-even reduction, no fill coupling -- except
-between two boundaries, where the coupling to the upper boundary moves along.
+between two boundaries, where the coupling to the upper boundary moves along. A
+chain free at both ends (an unbranched tree) is eliminated from both ends at once
+towards a middle joint, which survives: two independent sequences, alternated.
 The dependency chain is as long as the chain (odd-even: log2 of it), which the
 lockstep batch kernels hide by working on many states at once.
 
@@ -124,6 +126,22 @@ def build_schedule(parent, order="odd-even"):
         if order == "sequential":
             top, bottom = bool(protected) and seq[0] in protected, seq[-1] in protected
             inner = seq[int(top):len(seq) - int(bottom)]
+            if not (top or bottom) and len(inner) >= 3:
+                # both ends free (an unbranched tree): from both ends towards a middle
+                # joint m, which survives; the two sequences of steps alternate, so
+                # that their dependency chains (each step waits for the previous one's
+                # update of its neighbour) overlap on an out-of-order core -- the same
+                # work, half the chain
+                m = (len(inner) - 1) // 2
+                down = [(inner[t], -1, inner[t + 1]) for t in range(m)]
+                up = [(inner[b], inner[b - 1], -1) for b in range(len(inner) - 1, m, -1)]
+                for t in range(len(up)):
+                    steps.append(up[t])
+                    if t < len(down):
+                        steps.append(down[t])
+                dense.append(inner[m])
+                levels = max(levels, len(up))
+                continue
             if not bottom:
                 # from the leaf up: the left neighbour (or the upper boundary) remains
                 for i in range(len(inner) - 1, 0 if not top else -1, -1):

@@ -258,8 +258,16 @@ def test_sequential_schedule_one_neighbour_per_step():
     n = 37
     parent = np.arange(-1, n)
     sch = build_schedule(parent, order="sequential")
-    assert sch.dense.tolist() == [1] and sch.steps[:, 0].tolist() == list(range(n, 1, -1))
-    assert np.all(sch.steps[:, 1] == sch.steps[:, 0] - 1) and np.all(sch.steps[:, 2] == -1)
+    # an unbranched chain: from both ends towards the middle joint m, which survives;
+    # leaf-up steps (left neighbour) alternate with top-down steps (right neighbour)
+    m = (n - 1) // 2 + 1
+    assert sch.dense.tolist() == [m]
+    up = sch.steps[sch.steps[:, 2] == -1]
+    down = sch.steps[sch.steps[:, 1] == -1]
+    assert len(up) + len(down) == len(sch.steps) == n - 1
+    assert up[:, 0].tolist() == list(range(n, m, -1)) and np.all(up[:, 1] == up[:, 0] - 1)
+    assert down[:, 0].tolist() == list(range(1, m)) and np.all(down[:, 2] == down[:, 0] + 1)
+    assert sch.steps[0].tolist() == [n, n - 1, -1] and sch.steps[1].tolist() == [1, -1, 2]
     # chains between node-related joints: top down, the upper boundary stays the left
     # neighbour; chains below nodes: from the leaf up
     m = star_with_chains()
