@@ -27,7 +27,7 @@ def end(x):
     return F.Plane((x, 0, 0), (1, 0, 0))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_beam(n_modes=3, kind="cb", nx=8, ny=2, tip="rigid", hex2=False, rayleigh=None,
                E=STEEL["E"]):
     """A reduced steel beam 1.0 x 0.05 x 0.05 (interfaces A at x=0, B at x=L)."""

@@ -10,7 +10,6 @@
 import copy
 
 import numpy as np
-import pytest
 import scipy.linalg as sla
 from flex_helpers import STEEL, beam_mesh, end, small_beam
 

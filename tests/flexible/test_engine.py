@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from flex_helpers import small_beam
 from test_absolute_jacobians import random_state
 
