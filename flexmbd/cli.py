@@ -7,7 +7,8 @@ Examples::
     flexmbd info beam.npz                      # mode table, frequencies, interfaces
     flexmbd compare-modes meshes/beam_hex.msh --modes 8 --fixed A --load B:0,1000,0 \\
         --strategies normal,craig-bampton,ritz -o table.csv
-    flexmbd simulate my_model.py -o run.h5 --t-end 1 --dt 1e-3
+    flexmbd simulate my_model.py -o run.h5 --t-end 1 --dt 1e-3 --checkpoint cp.h5
+    flexmbd simulate my_model.py -o run.h5 --resume cp.h5   # after an interruption
     flexmbd render run.h5 -o run.mp4 --scale 50 --field von_mises
     flexmbd probe-gl                            # can this machine render off-screen?
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FlexmbdError
+from .errors import FlexmbdError, SolverError
 
 __all__ = ["main", "build_parser", "parse_selector"]
 
@@ -264,14 +265,28 @@ def cmd_simulate(args):
                 f"{args.script}: define `results` (a flexmbd Results), `model` (a Model), or a "
                 f"function main()/build() returning one of them"
             )
-        if args.t_end is None:
+        if args.t_end is None and not args.resume:
             raise FlexmbdError("simulating a model needs --t-end (and usually --dt)")
         opts = {}
         if args.integrator:
             opts["integrator"] = args.integrator
         if args.formulation:
             opts["formulation"] = args.formulation
-        res = model.simulate(args.t_end, dt=args.dt, **opts)
+        if args.checkpoint:
+            opts.update(checkpoint=args.checkpoint, every=args.every)
+        try:
+            if args.resume:
+                from .checkpoint import resume
+
+                res = resume(args.resume, model=model, t_end=args.t_end)
+            else:
+                res = model.simulate(args.t_end, dt=args.dt, **opts)
+        except SolverError as err:  # keep what was computed, then report the failure
+            if err.partial is not None:
+                path = err.partial.save(args.output)
+                print(f"partial results up to t = {err.partial.t[-1]:.6g} s written to {path}",
+                      file=sys.stderr)
+            raise
     if not isinstance(res, Results):
         raise FlexmbdError(f"{args.script}: `results` is a {type(res).__name__}, not Results")
     if model is not None and not res.geometry and not args.no_geometry:
@@ -391,6 +406,13 @@ def build_parser():
     s.add_argument("--integrator", help="rk4, rk45, newmark, hht, generalized-alpha")
     s.add_argument("--formulation", choices=("recursive", "absolute"))
     s.add_argument("--no-geometry", action="store_true", help="do not store body meshes")
+    s.add_argument("--checkpoint", help="HDF5 checkpoint file (resume with fm.resume(path, "
+                   "model=...))")
+    s.add_argument("--every", type=int, default=100,
+                   help="checkpoint every N output samples (default 100)")
+    s.add_argument("--resume", metavar="CHECKPOINT",
+                   help="continue an interrupted run of this script's model from its "
+                   "checkpoint file (bit-identical to an uninterrupted run)")
     s.set_defaults(func=cmd_simulate)
 
     v = sub.add_parser("render", help="render results to .gif/.mp4 (or a .png snapshot)")

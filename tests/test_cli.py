@@ -100,25 +100,70 @@ def test_simulate_saves_the_results_a_script_makes(tmp_path, capsys):
     assert "swinging_beam" in text and "beam (117 nodes, 2 modes)" in text
 
 
+PENDULUM_SCRIPT = """
+import flexmbd as fm
+
+def build():
+    m = fm.Model("pendulum")
+    m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
+    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.5])
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+"""
+
+
 def test_simulate_a_model_script(tmp_path):
     pytest.importorskip("flexmbd.integrators.implicit")
     script = tmp_path / "pendulum.py"
-    script.write_text(textwrap.dedent("""
-        import flexmbd as fm
-
-        def build():
-            m = fm.Model("pendulum")
-            m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
-            m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.5])
-            m.g = fm.Gravity((0, -9.81, 0))
-            return m
-    """))
+    script.write_text(PENDULUM_SCRIPT)
     out = tmp_path / "p.npz"
     assert main(["simulate", str(script), "-o", str(out), "--t-end", "0.2", "--dt", "0.01",
                  "--integrator", "newmark"]) == 0
     res = Results.load(out)
     assert res.t[-1] == pytest.approx(0.2) and "link" in res.geometry
     assert res.body("link").position.shape == (21, 3)
+
+
+def test_simulate_checkpoint_and_resume(tmp_path):
+    """A run checkpointed to 0.2 s and resumed by the CLI to 0.4 s equals a 0.4 s run."""
+    script = tmp_path / "pendulum.py"
+    script.write_text(PENDULUM_SCRIPT)
+    cp = tmp_path / "cp.h5"
+    common = ["--dt", "0.01", "--integrator", "rk4", "--no-geometry"]
+    assert main(["simulate", str(script), "-o", str(tmp_path / "a.npz"), "--t-end", "0.2",
+                 "--checkpoint", str(cp), "--every", "5", *common]) == 0
+    assert main(["simulate", str(script), "-o", str(tmp_path / "b.npz"), "--resume", str(cp),
+                 "--t-end", "0.4"]) == 0
+    assert main(["simulate", str(script), "-o", str(tmp_path / "c.npz"), "--t-end", "0.4",
+                 *common]) == 0
+    resumed, direct = Results.load(tmp_path / "b.npz"), Results.load(tmp_path / "c.npz")
+    assert resumed.t[-1] == pytest.approx(0.4)
+    for name in ("t", "q", "qd", "qdd", "reactions"):
+        assert np.array_equal(getattr(resumed, name), getattr(direct, name)), name
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_simulate_failure_keeps_the_partial_results(tmp_path, capsys):
+    """An explicit step far beyond the stability limit of a stiff spring fails; the CLI
+    saves the results up to the failure and exits with status 2."""
+    script = tmp_path / "stiff.py"
+    script.write_text(textwrap.dedent("""
+        import flexmbd as fm
+
+        def build():
+            m = fm.Model("stiff")
+            m.mass = fm.RigidBody.box(1.0, (0.1, 0.1, 0.1))
+            m.slide = fm.Prismatic(m.ground, m.mass, axis=(1, 0, 0), q0=[0.01])
+            m.spring = fm.JointForce(m.slide, lambda t, q, qd: -1e8 * q)
+            return m
+    """))
+    out = tmp_path / "partial.npz"
+    assert main(["simulate", str(script), "-o", str(out), "--t-end", "1.0", "--dt", "0.01",
+                 "--integrator", "rk4", "--no-geometry"]) == 2
+    err = capsys.readouterr().err
+    assert "partial results" in err and "error" in err
+    res = Results.load(out)
+    assert 0 < res.t[-1] < 1.0 and np.all(np.isfinite(res.q))
 
 
 def test_render_gif_and_png(tmp_path, gl):
