@@ -518,6 +518,19 @@ def _is_null(bar):
     return type(bar).__name__ == "NullBar"
 
 
+def _model_hint(stepper):
+    """Advice on the model of a failed run (flexible bodies stiffened in clamped frames)."""
+    model = getattr(getattr(stepper, "system", None), "model", None)
+    if model is None:
+        return ""
+    from .model.flexible import stiffening_hint
+
+    try:
+        return stiffening_hint(model)
+    except Exception:  # noqa: BLE001 - advice must never hide the failure
+        return ""
+
+
 def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
     partial = rec.results()
     if cp is not None:
@@ -537,6 +550,9 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
         except Exception:  # noqa: BLE001 - keep the recorded rows
             pass
     where = f" (partial results written to {str(cp.path)!r})" if cp is not None else ""
+    hint = _model_hint(stepper)
+    if hint:
+        where += f". Note: {hint}"
     if isinstance(err, SolverError):
         err.partial = partial
         err.time = t_fail if err.time is None else err.time

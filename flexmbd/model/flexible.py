@@ -63,7 +63,7 @@ from ..errors import ModelError
 from .bodies import Body, Frame
 from .component import Component
 
-__all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame"]
+__all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame", "stiffening_hint"]
 
 
 class FlexibleBody(Body):
@@ -387,3 +387,21 @@ def _cache_key(mesh, material, strategy, opts):
     h.update(repr(strategy).encode())
     h.update(json.dumps(opts, sort_keys=True, default=repr).encode())
     return "cache-key:" + h.hexdigest()
+
+
+def stiffening_hint(model):
+    """Advice for a failed run of ``model``: the names of its flexible bodies that are
+    stiffened in a clamped (interface) frame, a combination that can turn unstable in a
+    fast mechanism (module docs, 'Choice of frame'); "" when there are none."""
+    names = [b.name for b in model.component_objects(FlexibleBody)
+             if b.geometric_stiffening and b._reduced is not None
+             and str(b._reduced.support) == "clamped" and b._reduced.kg_unit.shape[0]]
+    if not names:
+        return ""
+    many = len(names) > 1
+    return (f"flexible bod{'ies' if many else 'y'} {', '.join(map(repr, names))} "
+            f"use{'' if many else 's'} geometric stiffening in a frame clamped at an "
+            "interface; if that interface is pinned and the body vibrates fast, this can "
+            "be unstable: reduce it in mean axes (CraigBampton(..., frame='mean-axis'), "
+            "NormalModes, ...) or pass geometric_stiffening=False (FlexibleBody docs, "
+            "'Choice of frame')")
