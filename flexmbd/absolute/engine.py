@@ -368,7 +368,7 @@ def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
 
 # -- flexible body (port of ffr.inertia_terms and flexible.FlexibleSet.body_residual) ----
 @njit(cache=True)
-def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
+def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
                 e, qf, ed, qfd, rdd, edd, qfdd, R, M, K, D, derivatives):
     n = qf.shape[0]
     N6 = 6 + n
@@ -389,18 +389,20 @@ def _flex_block(mass, cv, E0, St, S, P, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
         a[i] = A[0, i] * rdd[0] + A[1, i] * rdd[1] + A[2, i] * rdd[2]
         gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
     # invariant contractions: Y[a,b,k] = S[b,a,k] + P[a,b,k,:] q ; Z = P[a,b,k,:] qd
+    # (column updates over k with Pt: the sums of the per-entry loop, in its order)
     Y = np.empty((3, 3, n))
-    Z = np.empty((3, 3, n))
+    Z = np.zeros((3, 3, n))
     for i in range(3):
         for j in range(3):
             for k in range(n):
-                y = S[j, i, k]
-                zz = 0.0
-                for l in range(n):
-                    y += P[i, j, k, l] * qf[l]
-                    zz += P[i, j, k, l] * qfd[l]
-                Y[i, j, k] = y
-                Z[i, j, k] = zz
+                Y[i, j, k] = S[j, i, k]
+            for l in range(n):
+                ql = qf[l]
+                qdl = qfd[l]
+                for k in range(n):
+                    p = Pt[i, j, l, k]
+                    Y[i, j, k] += p * ql
+                    Z[i, j, k] += p * qdl
     for i in range(3):
         v = 0.0
         vd = 0.0
@@ -1037,7 +1039,7 @@ def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
 # -- whole-system terms ---------------------------------------------------------------------
 @njit(cache=True)
 def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
-                  f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff,
+                  f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff,
                   f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
                   cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
                   aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac):
@@ -1093,6 +1095,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
         St = f_St[f_o1[k]: f_o1[k] + 3 * nf].reshape(3, nf)
         S = f_S[f_o2[k]: f_o2[k] + 9 * nf].reshape(3, 3, nf)
         P = f_P[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+        Pt = f_Pt[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
         o = f_o3[k] // 9
         Kff = f_K[o: o + nf * nf].reshape(nf, nf)
         Dff = f_D[o: o + nf * nf].reshape(nf, nf)
@@ -1105,7 +1108,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
         Kf = np.zeros((N, N))
         Df = np.zeros((N, N))
         e = q[c7 + 3: c7 + 7]
-        _flex_block(f_mass[k], f_c[k], f_E0[k], St, S, P, Kff, Dff, f_stiff[k], Kw, Kal, Ka,
+        _flex_block(f_mass[k], f_c[k], f_E0[k], St, S, P, Pt, Kff, Dff, f_stiff[k], Kw, Kal, Ka,
                     Kitf, g, e, q[c0: c0 + nf], qd[c7 + 3: c7 + 7], qd[c0: c0 + nf],
                     qdd[c7: c7 + 3], qdd[c7 + 3: c7 + 7], qdd[c0: c0 + nf], Rf, Mf, Kf, Df, jac)
         for a in range(N):
@@ -1148,7 +1151,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
 
 @njit(cache=True)
 def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
-            nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P,
+            nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
             f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
             cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
@@ -1178,7 +1181,7 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             v1[i] = v_pred[i] + gh * x_qdd[i]
         jac = k != k_guess
         norms = _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0,
-                              f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw,
+                              f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
                               one, bh2, gh, bh2, gh, r, phi, A, jac)
@@ -1209,7 +1212,7 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             return 0, k, viol
         if not jac:  # the guess was wrong: the same terms again, now with the matrix
             _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
-                          f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw, f_Kal,
+                          f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw, f_Kal,
                           f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt, ctarget,
                           fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, one, bh2, gh, bh2,
                           gh, r, phi, A, True)
@@ -1226,7 +1229,7 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
 @njit(cache=True)
 def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_all, T_all,
          Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol,
-         nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P,
+         nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
          f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
          cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj,
          r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
@@ -1256,7 +1259,7 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
             tg_i = ctarget
         status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
                                 hist[i], k_prev, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
-                                f_mass, f_c, f_E0, f_St, f_S, f_P, f_K, f_D, f_stiff, f_Kw,
+                                f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                                 f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg,
                                 cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
         iters[i] = k
@@ -1525,6 +1528,9 @@ class Engine:
         self.f_St = cat([d.inv.St for d in fl])
         self.f_S = cat([d.inv.S for d in fl])
         self.f_P = cat([d.inv.P for d in fl])
+        # P with its mode indices swapped (Pt[a, b, l, k] = P[a, b, k, l]): the contractions
+        # P q run as vectorizable column updates, summed in the same order
+        self.f_Pt = cat([np.swapaxes(d.inv.P, 2, 3) for d in fl])
         self.f_K = cat([d.K for d in fl])
         self.f_D = cat([d.D for d in fl])
         self.f_stiff = np.array([d.stiffening for d in fl], np.bool_)
@@ -1599,9 +1605,10 @@ class Engine:
         cs = self.cs
         return (self.nb, self.rm, self.rc, self.rJ, self.isflex, self.f_body, self.f_col0,
                 self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S, self.f_P,
-                self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka, self.f_Kitf,
-                self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg, cs.pt, cs.target,
-                self.fs_index, self.fs_col0, self.fs_n, self.fs_point, self.fs_X, self.fs_off)
+                self.f_Pt, self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka,
+                self.f_Kitf, self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg,
+                cs.pt, cs.target, self.fs_index, self.fs_col0, self.fs_n, self.fs_point,
+                self.fs_X, self.fs_off)
 
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
