@@ -215,6 +215,11 @@ def main(argv=None):
     exp_dense = fit_exponent(list(t_dense), list(t_dense.values()))
     pin_ns = [n for n in ser_ns if "pin" in chains[n][1]]
     exp_pin = fit_exponent(pin_ns, [chains[n][1]["pin"] for n in pin_ns])
+    # straight-line fits t = fixed + N * per body over the chains both codes ran: the
+    # fixed part is mostly the Python call, the slope the compiled arithmetic
+    lin_ns = [n for n in sizes if "pin" in chains[n][1]]
+    lin_ours = np.polyfit(lin_ns, [chains[n][1]["ours"] for n in lin_ns], 1)
+    lin_pin = np.polyfit(lin_ns, [chains[n][1]["pin"] for n in lin_ns], 1)
 
     # --- batched: 10,000 states of a 20-link chain
     nb = 2000 if args.quick else 10000
@@ -295,6 +300,11 @@ def main(argv=None):
         f"- general (dense) CFA, eq. 4-29, N = {min(t_gen)}..{max(t_gen)}: {exp_gen:.2f}",
         f"- dense mass-matrix method (M by Newton-Euler columns + Cholesky), "
         f"N = {min(t_dense)}..{max(t_dense)}: {exp_dense:.2f}",
+        "",
+        f"Straight-line fits, time = fixed + N x per body (chains N = {lin_ns[0]}..{lin_ns[-1]}):"
+        f" flexmbd {lin_ours[1] * 1e6:.2f} us + {lin_ours[0] * 1e9:.0f} ns/body; Pinocchio "
+        f"aba+rnea {lin_pin[1] * 1e6:.2f} us + {lin_pin[0] * 1e9:.0f} ns/body (the fixed part "
+        "is mostly the Python call: wrapper, argument checks, new result arrays).",
         "",
         "| N | serialized CFA [us] | general CFA [us] | dense mass matrix [us] |",
         "|---:|---:|---:|---:|",

@@ -72,7 +72,6 @@ from ..model.joints import (
 from ..spatial import spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
-from ._kernels import qdd_reactions as _qdd_reactions
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -108,6 +107,7 @@ from ._kernels import (
     V_PRM,
     V_VEL,
 )
+from ._kernels import qdd_reactions as _qdd_reactions
 from .schedule import build_schedule
 
 __all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]
