@@ -1037,7 +1037,14 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
         sv = Vv[V_SV, k]
         _m2c(Rk, prel, Vv[V_VEL, pk], vel)
         Hk = Mm[M_H, k]
-        if Ia[I_REV, k]:
+        if Ia[I_DIAG, k] and jt == REVOLUTE:
+            # S v = v e_z (angular)
+            vz = vk[0]
+            for i in range(6):
+                sv[i] = 0.0
+            sv[2] = vz
+            vel[2] += vz
+        elif Ia[I_REV, k]:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -1085,12 +1092,31 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         vj = Vv[V_SV, k]
         c = Vv[V_CJ, k]
         a = ab[k]
-        a[0] += c[0] + w[1] * vj[2] - w[2] * vj[1]
-        a[1] += c[1] + w[2] * vj[0] - w[0] * vj[2]
-        a[2] += c[2] + w[0] * vj[1] - w[1] * vj[0]
-        a[3] += c[3] + w[1] * vj[5] - w[2] * vj[4] + w[4] * vj[2] - w[5] * vj[1]
-        a[4] += c[4] + w[2] * vj[3] - w[0] * vj[5] + w[5] * vj[0] - w[3] * vj[2]
-        a[5] += c[5] + w[0] * vj[4] - w[1] * vj[3] + w[3] * vj[1] - w[4] * vj[0]
+        # operands in locals (a store to a may alias them for the compiler)
+        w0 = w[0]
+        w1 = w[1]
+        w2 = w[2]
+        w3 = w[3]
+        w4 = w[4]
+        w5 = w[5]
+        s0 = vj[0]
+        s1 = vj[1]
+        s2 = vj[2]
+        s3 = vj[3]
+        s4 = vj[4]
+        s5 = vj[5]
+        a0 = a[0] + (c[0] + w1 * s2 - w2 * s1)
+        a1 = a[1] + (c[1] + w2 * s0 - w0 * s2)
+        a2 = a[2] + (c[2] + w0 * s1 - w1 * s0)
+        a3 = a[3] + (c[3] + w1 * s5 - w2 * s4 + w4 * s2 - w5 * s1)
+        a4 = a[4] + (c[4] + w2 * s3 - w0 * s5 + w5 * s0 - w3 * s2)
+        a5 = a[5] + (c[5] + w0 * s4 - w1 * s3 + w3 * s1 - w4 * s0)
+        a[0] = a0
+        a[1] = a1
+        a[2] = a2
+        a[3] = a3
+        a[4] = a4
+        a[5] = a5
         # I a and the momentum h = I w with I = [[J_O, m c~], [-m c~, m 1]]
         # (J_O the 3x3 block, mc = m c and m in V_MC)
         Ik = Mm[M_I, k]
@@ -1105,12 +1131,18 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         h4 = t6[4]
         h5 = t6[5]
         fe = fext[k]
-        f[0] += w[1] * h2 - w[2] * h1 + w[4] * h5 - w[5] * h4 - fe[0]
-        f[1] += w[2] * h0 - w[0] * h2 + w[5] * h3 - w[3] * h5 - fe[1]
-        f[2] += w[0] * h1 - w[1] * h0 + w[3] * h4 - w[4] * h3 - fe[2]
-        f[3] += w[1] * h5 - w[2] * h4 - fe[3]
-        f[4] += w[2] * h3 - w[0] * h5 - fe[4]
-        f[5] += w[0] * h4 - w[1] * h3 - fe[5]
+        q0 = f[0] + (w1 * h2 - w2 * h1 + w4 * h5 - w5 * h4 - fe[0])
+        q1 = f[1] + (w2 * h0 - w0 * h2 + w5 * h3 - w3 * h5 - fe[1])
+        q2 = f[2] + (w0 * h1 - w1 * h0 + w3 * h4 - w4 * h3 - fe[2])
+        q3 = f[3] + (w1 * h5 - w2 * h4 - fe[3])
+        q4 = f[4] + (w2 * h3 - w0 * h5 - fe[4])
+        q5 = f[5] + (w0 * h4 - w1 * h3 - fe[5])
+        f[0] = q0
+        f[1] = q1
+        f[2] = q2
+        f[3] = q3
+        f[4] = q4
+        f[5] = q5
         if use_grav:
             # gravity in e_k axes, propagated: g_k = Rrel^T g_p (g_0 = grav)
             gp = Vv[V_G, pk]
@@ -1437,28 +1469,36 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         for i in range(6):
             af[k, i] = 0.0
     for k in range(N, 0, -1):
-        Hk = Mm[M_H, k]
         o = Ia[I_VO, k]
-        n_v = Ia[I_NV, k]
         e = Fe[k]
+        ak = af[k]
+        pk = Ia[I_PARENT, k]
+        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+            # e = F_T about the local z axis; Phi e = [R e_z F_T; 0]
+            f = FT[o]
+            for i in range(6):
+                e[i] = 0.0
+                t6[i] = ak[i]
+            e[2] = f
+            t6[2] = ak[2] + f
+            _matvec6(Mm[M_G, k], t6, ak)
+            if pk > 0:
+                Rk = R3[R_REL, k]
+                af[pk, 0] -= Rk[0, 2] * f
+                af[pk, 1] -= Rk[1, 2] * f
+                af[pk, 2] -= Rk[2, 2] * f
+            continue
+        Hk = Mm[M_H, k]
+        n_v = Ia[I_NV, k]
         for i in range(6):
             s = 0.0
             for j in range(n_v):
                 s += Hk[i, j] * FT[o + j]
             e[i] = s
-            t6[i] = af[k, i] + s
-        _matvec6(Mm[M_G, k], t6, af[k])
-        pk = Ia[I_PARENT, k]
+            t6[i] = ak[i] + s
+        _matvec6(Mm[M_G, k], t6, ak)
         if pk > 0:
-            if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
-                # e = F_T about the local z axis: Phi e = [R e_z F_T; 0]
-                Rk = R3[R_REL, k]
-                f = FT[o]
-                af[pk, 0] -= Rk[0, 2] * f
-                af[pk, 1] -= Rk[1, 2] * f
-                af[pk, 2] -= Rk[2, 2] * f
-            else:
-                _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
+            _f2p_add(R3[R_REL, k], P3[P_REL, k], e, af[pk], -1.0)
     # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
@@ -1469,9 +1509,16 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
-        for a in range(6):
-            bx[k, a] = tv[Ia[I_PERM + a, k]]
+        if Ia[I_DIAG, k]:
+            # P_k a 0/1 mask: projection and reordering in one pass
+            mask = Vv[V_MASK, k]
+            for a in range(6):
+                i = Ia[I_PERM + a, k]
+                bx[k, a] = -mask[i] * t6[i]
+        else:
+            _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
+            for a in range(6):
+                bx[k, a] = tv[Ia[I_PERM + a, k]]
     # elimination of the right-hand sides (same schedule)
     ns = Sa[0]
     base = 5
@@ -1546,15 +1593,41 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             af[k, i] = 0.0
     for k in range(N, 0, -1):
         F = Fe[k]
-        for i in range(6):
-            F[i] += bx[k, i]
-            t6[i] = af[k, i] + F[i]
-        _matvec6(Mm[M_G, k], t6, af[k])
+        b = bx[k]
+        ak = af[k]
+        f0 = F[0] + b[0]
+        f1 = F[1] + b[1]
+        f2 = F[2] + b[2]
+        f3 = F[3] + b[3]
+        f4 = F[4] + b[4]
+        f5 = F[5] + b[5]
+        t6[0] = ak[0] + f0
+        t6[1] = ak[1] + f1
+        t6[2] = ak[2] + f2
+        t6[3] = ak[3] + f3
+        t6[4] = ak[4] + f4
+        t6[5] = ak[5] + f5
+        F[0] = f0
+        F[1] = f1
+        F[2] = f2
+        F[3] = f3
+        F[4] = f4
+        F[5] = f5
+        _matvec6(Mm[M_G, k], t6, ak)
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
+        o = Ia[I_VO, k]
+        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+            # H = e_z (angular): only the z component of V̇_k - Phi^T V̇_p
+            s = af[k, 2]
+            if pk > 0:
+                Rk = R3[R_REL, k]
+                s -= Rk[0, 2] * af[pk, 0] + Rk[1, 2] * af[pk, 1] + Rk[2, 2] * af[pk, 2]
+            qdd[o] = s
+            continue
         if pk > 0:
             _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
             for i in range(6):
@@ -1563,7 +1636,6 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             for i in range(6):
                 t6[i] = af[k, i]
         Hk = Mm[M_H, k]
-        o = Ia[I_VO, k]
         n_v = Ia[I_NV, k]
         for j in range(n_v):
             qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
