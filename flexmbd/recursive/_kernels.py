@@ -1202,30 +1202,40 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
 @njit(cache=True, inline="always")
 def _revolute_link(cq, sq, GP, K0P, C0P, Ak, Cp, T):
     """Blocks of a revolute chain link in the permuted order (see :func:`factor`):
-    ``Ak[:5, :5] = GP + R^T K0P R`` (identity row/column 5), ``Cp = C0P R`` with
-    R = Rz' permuted (rotations of the index pairs (0, 1) and (2, 3))."""
-    # T = K0P R (5x5)
-    for i in range(5):
-        k0 = K0P[i, 0]
-        k1 = K0P[i, 1]
-        k2 = K0P[i, 2]
-        k3 = K0P[i, 3]
-        T[i, 0] = cq * k0 + sq * k1
-        T[i, 1] = cq * k1 - sq * k0
-        T[i, 2] = cq * k2 + sq * k3
-        T[i, 3] = cq * k3 - sq * k2
-        T[i, 4] = K0P[i, 4]
-    # Ak = GP + R^T T (lower triangle read by the elimination; rows written whole)
+    ``Ak[:5, :5] = GP + R^T K0P R`` on and below the diagonal (the part the
+    elimination reads; identity row/column 5), ``Cp = C0P R`` with R = Rz' permuted
+    (rotations of the index pairs (0, 1) and (2, 3)). Column by column in locals:
+    stores are the bottleneck here."""
     for j in range(5):
-        t0 = T[0, j]
-        t1 = T[1, j]
-        t2 = T[2, j]
-        t3 = T[3, j]
-        Ak[0, j] = GP[0, j] + cq * t0 + sq * t1
-        Ak[1, j] = GP[1, j] + cq * t1 - sq * t0
-        Ak[2, j] = GP[2, j] + cq * t2 + sq * t3
-        Ak[3, j] = GP[3, j] + cq * t3 - sq * t2
-        Ak[4, j] = GP[4, j] + T[4, j]
+        # column j of T = K0P R
+        if j == 0 or j == 2:
+            t0 = cq * K0P[0, j] + sq * K0P[0, j + 1]
+            t1 = cq * K0P[1, j] + sq * K0P[1, j + 1]
+            t2 = cq * K0P[2, j] + sq * K0P[2, j + 1]
+            t3 = cq * K0P[3, j] + sq * K0P[3, j + 1]
+            t4 = cq * K0P[4, j] + sq * K0P[4, j + 1]
+        elif j == 1 or j == 3:
+            t0 = cq * K0P[0, j] - sq * K0P[0, j - 1]
+            t1 = cq * K0P[1, j] - sq * K0P[1, j - 1]
+            t2 = cq * K0P[2, j] - sq * K0P[2, j - 1]
+            t3 = cq * K0P[3, j] - sq * K0P[3, j - 1]
+            t4 = cq * K0P[4, j] - sq * K0P[4, j - 1]
+        else:
+            t0 = K0P[0, 4]
+            t1 = K0P[1, 4]
+            t2 = K0P[2, 4]
+            t3 = K0P[3, 4]
+            t4 = K0P[4, 4]
+        # rows i >= j of R^T T
+        if j == 0:
+            Ak[0, 0] = GP[0, 0] + cq * t0 + sq * t1
+        if j <= 1:
+            Ak[1, j] = GP[1, j] + cq * t1 - sq * t0
+        if j <= 2:
+            Ak[2, j] = GP[2, j] + cq * t2 + sq * t3
+        if j <= 3:
+            Ak[3, j] = GP[3, j] + cq * t3 - sq * t2
+        Ak[4, j] = GP[4, j] + t4
         Ak[5, j] = 0.0
         Ak[j, 5] = 0.0
     Ak[5, 5] = 1.0
@@ -1235,13 +1245,13 @@ def _revolute_link(cq, sq, GP, K0P, C0P, Ak, Cp, T):
         c1 = C0P[i, 1]
         c2 = C0P[i, 2]
         c3 = C0P[i, 3]
+        c4 = C0P[i, 4]
         Cp[i, 0] = cq * c0 + sq * c1
         Cp[i, 1] = cq * c1 - sq * c0
         Cp[i, 2] = cq * c2 + sq * c3
         Cp[i, 3] = cq * c3 - sq * c2
-        Cp[i, 4] = C0P[i, 4]
+        Cp[i, 4] = c4
         Cp[i, 5] = 0.0
-
 
 
 @njit(cache=True, _nrt=False)
