@@ -221,6 +221,14 @@ def _inertia_times(Ik, mc, x, out):
 
 
 @njit(cache=True, inline="always")
+def _matvec6_vals(M, x0, x1, x2, x3, x4, x5, out):
+    """out = M x for x given as six values (no scratch vector stored and reloaded)."""
+    for i in range(6):
+        out[i] = (M[i, 0] * x0 + M[i, 1] * x1 + M[i, 2] * x2 + M[i, 3] * x3
+                  + M[i, 4] * x4 + M[i, 5] * x5)
+
+
+@njit(cache=True, inline="always")
 def _matmul6(A, B, C):
     """C = A B (6x6)."""
     for i in range(6):
@@ -1484,14 +1492,10 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         ak = af[k]
         pk = Ia[I_PARENT, k]
         if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
-            # e = F_T about the local z axis; Phi e = [R e_z F_T; 0]
+            # e = F_T about the local z axis (not stored: the pass of eq. 28 adds it);
+            # Phi e = [R e_z F_T; 0]
             f = FT[o]
-            for i in range(6):
-                e[i] = 0.0
-                t6[i] = ak[i]
-            e[2] = f
-            t6[2] = ak[2] + f
-            _matvec6(Mm[M_G, k], t6, ak)
+            _matvec6_vals(Mm[M_G, k], ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
             if pk > 0:
                 Rk = R3[R_REL, k]
                 af[pk, 0] -= Rk[0, 2] * f
@@ -1605,25 +1609,28 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         F = Fe[k]
         b = bx[k]
         ak = af[k]
-        f0 = F[0] + b[0]
-        f1 = F[1] + b[1]
-        f2 = F[2] + b[2]
-        f3 = F[3] + b[3]
-        f4 = F[4] + b[4]
-        f5 = F[5] + b[5]
-        t6[0] = ak[0] + f0
-        t6[1] = ak[1] + f1
-        t6[2] = ak[2] + f2
-        t6[3] = ak[3] + f3
-        t6[4] = ak[4] + f4
-        t6[5] = ak[5] + f5
+        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+            f0 = b[0]
+            f1 = b[1]
+            f2 = FT[Ia[I_VO, k]] + b[2]
+            f3 = b[3]
+            f4 = b[4]
+            f5 = b[5]
+        else:
+            f0 = F[0] + b[0]
+            f1 = F[1] + b[1]
+            f2 = F[2] + b[2]
+            f3 = F[3] + b[3]
+            f4 = F[4] + b[4]
+            f5 = F[5] + b[5]
         F[0] = f0
         F[1] = f1
         F[2] = f2
         F[3] = f3
         F[4] = f4
         F[5] = f5
-        _matvec6(Mm[M_G, k], t6, ak)
+        _matvec6_vals(Mm[M_G, k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4,
+                      ak[5] + f5, ak)
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
