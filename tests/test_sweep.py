@@ -1,5 +1,8 @@
 """Sweeps: case expansion, serial tables, errors, and the same table from a Dask cluster."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -88,13 +91,19 @@ def test_dict_factories_and_errors():
 
 
 def test_dask_cluster_gives_the_serial_table():
+    """Two worker *processes* (as on a real cluster): the factories travel by value
+    (this test module is not importable in the workers) and flexmbd is imported there."""
     distributed = pytest.importorskip("distributed")
+    cloudpickle = pytest.importorskip("cloudpickle")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     grid = {"omega": [2.0, 5.0, 9.0], "zeta": [0.0, 0.2]}
     serial = sweep(oscillator, grid, summarize=peak_summary)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
+        pids = set(client.run(os.getpid).values())
+        assert len(pids) == 2 and os.getpid() not in pids
         table = sweep(oscillator, grid, client=client, summarize=peak_summary)
         recorded = sweep(flaky, {"omega": [1.0], "zeta": [0.9, 0.1]}, client=client,
                          errors="record")
