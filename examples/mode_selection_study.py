@@ -110,6 +110,15 @@ def run(modes, t_end, dt, stiffening=True):
             "simulation": cpu, "n_modes": rb.n_modes, "frequencies": rb.frequencies}
 
 
+def _table(rows, strategies, mode_counts, cell):
+    """Markdown table: one row per mode count, one column per strategy (``cell(row)``)."""
+    lines = ["| modes | " + " | ".join(strategies) + " |", "|---:|" + "---:|" * len(strategies)]
+    for m in mode_counts:
+        cells = ["-" if (kind, m) not in rows else cell(rows[(kind, m)]) for kind in strategies]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
          reference_modes=REFERENCE_MODES, chain_segments=20, chain_dt=2.5e-5, plot=True,
          outdir=None):
@@ -154,23 +163,10 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
         lines.append(f"- reference vs the rigid-segment chain ({chain_segments} segments, "
                      f"geometrically exact, dt = {chain_dt:g} s): {out['chain_check']:.3f} of "
                      "the peak")
-    lines += ["", "| modes | " + " | ".join(strategies) + " |",
-              "|---:|" + "---:|" * len(strategies)]
-    for m in mode_counts:
-        cells = []
-        for kind in strategies:
-            r = out["rows"].get((kind, m))
-            cells.append("-" if r is None else f"{r['err']:.2e}")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    lines += ["", "CPU time [s], reduction + simulation:", "",
-              "| modes | " + " | ".join(strategies) + " |",
-              "|---:|" + "---:|" * len(strategies)]
-    for m in mode_counts:
-        cells = []
-        for kind in strategies:
-            r = out["rows"].get((kind, m))
-            cells.append("-" if r is None else f"{r['reduction']:.2f} + {r['simulation']:.2f}")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += [""] + _table(out["rows"], strategies, mode_counts, lambda r: f"{r['err']:.2e}")
+    lines += ["", "CPU time [s], reduction + simulation:", ""]
+    lines += _table(out["rows"], strategies, mode_counts,
+                    lambda r: f"{r['reduction']:.2f} + {r['simulation']:.2f}")
     cpus = [r["simulation"] for r in out["rows"].values()]
     lines += ["", f"Simulation CPU spans {min(cpus):.2f}-{max(cpus):.2f} s over all bases: with "
               "so few modal coordinates the step cost is the mechanism's (joints, Newton "
