@@ -561,19 +561,14 @@ class _LoopStepper(ExplicitStepper):
 
     def meta(self):
         s, P = self.system, self.P
-        meta = {"formulation": "recursive", "integrator": self.integrator, "model": s.model.name,
-                "algorithm": s.algorithm, "constraint_method": P.method,
-                "projection": self.projection if self.use_proj else "none", "rank_rtol": P.rtol,
-                "tangent_projection": P.tangent_projection,
-                "constraint_names": s.constraint_names,
-                "cut_joints": [c.name for c in s.constraints.cuts]}
+        meta = super().meta()
+        meta.update(constraint_method=P.method,
+                    projection=self.projection if self.use_proj else "none", rank_rtol=P.rtol,
+                    tangent_projection=P.tangent_projection,
+                    constraint_names=s.constraint_names,
+                    cut_joints=[c.name for c in s.constraints.cuts])
         if P.method == "baumgarte":
             meta.update(baumgarte_alpha=P.alpha, baumgarte_beta=P.beta)
-        if self.adaptive:
-            meta.update(rtol=self.rtol, atol=self.atol, method=self._solver_class()[0],
-                        steps=self.n_steps)
-        else:
-            meta["dt"] = self.dt
         return meta
 
     def _extra_state(self):
