@@ -123,18 +123,8 @@ def _TE(a):
 @njit(cache=True)
 def _A(e):
     """Polynomial rotation matrix (e0^2 - ev.ev) I + 2 ev ev^T + 2 e0 ev~ (= E G^T)."""
-    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
-    d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
     A = np.empty((3, 3))
-    A[0, 0] = d + 2 * e1 * e1
-    A[1, 1] = d + 2 * e2 * e2
-    A[2, 2] = d + 2 * e3 * e3
-    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    _A_to(e, A)
     return A
 
 
