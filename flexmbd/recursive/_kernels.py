@@ -1179,8 +1179,14 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
             _f2p_add(R3[R_REL, k], P3[P_REL, k], fb[k], fb[pk], 1.0)
         n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
-        Hk = Mm[M_H, k]
         f = fb[k]
+        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+            # b = H^T fb = the moment about the local z axis
+            bz = f[2]
+            bvec[o] = bz
+            FT[o] = tau[o] - bz
+            continue
+        Hk = Mm[M_H, k]
         for j in range(n_v):
             t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
                      + Hk[4, j] * f[4] + Hk[5, j] * f[5])
