@@ -4,12 +4,14 @@
 
 1. A display (``DISPLAY``/``WAYLAND_DISPLAY``) or a user-set
    ``VTK_DEFAULT_OPENGL_WINDOW`` is respected as is.
-2. Otherwise the default backend (EGL on Mesa images) is probed in a child process
-   (:mod:`flexmbd.viz._probe`); if it fails and ``libOSMesa`` is found, the probe is
-   repeated with ``VTK_DEFAULT_OPENGL_WINDOW=vtkOSOpenGLRenderWindow`` and, when that
-   works, the variable is set in this process (it is never set when OSMesa is absent:
-   that would break rendering). With no display, OSMesa present and no libEGL, the
-   OSMesa probe goes first.
+2. Otherwise, with libEGL present, ``VTK_DEFAULT_OPENGL_WINDOW=vtkEGLRenderWindow``
+   is probed first in a child process (:mod:`flexmbd.viz._probe`; the default backend
+   would try X first and warn), then the default backend; if that fails and
+   ``libOSMesa`` is found, the probe is repeated with
+   ``VTK_DEFAULT_OPENGL_WINDOW=vtkOSOpenGLRenderWindow``. A variable is set in this
+   process only when its probe rendered (OSMesa's never when OSMesa is absent: that
+   would break rendering). With no display, OSMesa present and no libEGL, the OSMesa
+   probe goes first.
 3. If nothing renders, :class:`RenderingUnavailable` is raised, telling the user to
    run ``scripts/install_system_deps.sh`` (libosmesa6 / libegl1 libgl1-mesa-dri).
 
@@ -29,6 +31,7 @@ __all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available
            "egl_available", "run_probe"]
 
 _OSMESA_WINDOW = "vtkOSOpenGLRenderWindow"
+_EGL_WINDOW = "vtkEGLRenderWindow"
 _STATE = {"result": None}
 
 
@@ -81,10 +84,15 @@ def configure():
         _STATE["result"] = (True, inherited[3:] or "not probed")
         return _STATE["result"][1]
     attempts = [None]
-    if not has_display() and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ and osmesa_available():
+    headless = not has_display() and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ
+    if headless and osmesa_available():
         osmesa = {"VTK_DEFAULT_OPENGL_WINDOW": _OSMESA_WINDOW}
         # without EGL the default backend would only crash: try OSMesa first then
         attempts = [osmesa, None] if not egl_available() else [None, osmesa]
+    if headless and egl_available():
+        # EGL by name first: the default backend tries X before falling back to EGL and
+        # prints a "bad X server connection" warning on every render window
+        attempts.insert(0, {"VTK_DEFAULT_OPENGL_WINDOW": _EGL_WINDOW})
     reasons = []
     for overrides in attempts:
         ok, msg = run_probe(overrides)
@@ -93,7 +101,8 @@ def configure():
             os.environ["FLEXMBD_GL_PROBED"] = f"ok:{msg}"
             _STATE["result"] = (True, msg)
             return msg
-        reasons.append(f"{'default backend' if not overrides else _OSMESA_WINDOW}: {msg}")
+        name = overrides["VTK_DEFAULT_OPENGL_WINDOW"] if overrides else "default backend"
+        reasons.append(f"{name}: {msg}")
     text = (
         "3D rendering is not possible on this machine: " + "; ".join(reasons)
         + ". Install an off-screen OpenGL library with `bash scripts/install_system_deps.sh` "

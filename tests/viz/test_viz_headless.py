@@ -4,6 +4,8 @@ import pytest
 
 from flexmbd.viz import headless
 
+EGL = {"VTK_DEFAULT_OPENGL_WINDOW": "vtkEGLRenderWindow"}
+
 
 def test_probe_reports_success_or_a_reason():
     ok, msg = headless.run_probe()
@@ -40,13 +42,15 @@ def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
     monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
 
+    osmesa = {"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}
+
     def fake(overrides=None):
         calls.append(overrides)
-        return (overrides is not None, "vtkOSOpenGLRenderWindow" if overrides else "no EGL")
+        return (overrides == osmesa, "vtkOSOpenGLRenderWindow" if overrides else "no EGL")
 
     monkeypatch.setattr(headless, "run_probe", fake)
     assert headless.configure() == "vtkOSOpenGLRenderWindow"
-    assert calls == [None, {"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}]
+    assert calls == [EGL, None, osmesa]
     import os
 
     assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkOSOpenGLRenderWindow"
@@ -57,8 +61,28 @@ def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
     calls.clear()
     with pytest.raises(headless.RenderingUnavailable):
         headless.configure()
-    assert calls == [None]                               # never forced without OSMesa
+    assert calls == [EGL, None]                          # never forced without OSMesa
     assert "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ
+
+
+def test_egl_by_name_first_when_headless(monkeypatch):
+    """No display and libEGL: the EGL window is asked for by name (the default backend
+    would try X first and warn), and kept when its probe renders."""
+    import os
+
+    monkeypatch.setitem(headless._STATE, "result", None)
+    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
+                "VTK_DEFAULT_OPENGL_WINDOW"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(headless, "osmesa_available", lambda: False)
+    monkeypatch.setattr(headless, "egl_available", lambda: True)
+    calls = []
+    monkeypatch.setattr(headless, "run_probe",
+                        lambda overrides=None: calls.append(overrides) or (True, "egl"))
+    headless.configure()
+    assert calls == [EGL]
+    assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkEGLRenderWindow"
 
 
 def test_osmesa_goes_first_when_there_is_no_egl(monkeypatch):
