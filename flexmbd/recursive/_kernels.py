@@ -25,11 +25,21 @@ whose axes are frame axes) the paper's blocks become
 ``W_k^T Ã_k W_k`` is the paper's ``A_k``; fixed sizes let the compiler unroll
 every product. Blocks are stored with the constraint directions first (a
 per-joint reordering), so a single-dof joint's blocks are eliminated with 5x5
-kernels; the Cholesky factors of the eliminated blocks keep the reciprocals of
-their pivots on the diagonal (the solves multiply instead of divide). Chains are
-reduced by block odd-even (cyclic) reduction following a schedule computed once
-from the topology (:mod:`.schedule`); node unknowns and the last survivor of each
-chain form a small dense system (eq. 41-44).
+kernels; the eliminated blocks are factored as LDL^T with the reciprocals of the
+pivots on the diagonal (the solves multiply instead of divide). Chains are
+eliminated following a schedule computed once from the topology
+(:mod:`.schedule`): the paper's odd-even (cyclic) reduction, or, for rigid trees,
+one joint after the other from the free ends (unbranched trees from both ends at
+once); node unknowns and the last survivor of each chain form a small dense system
+(eq. 41-44). A revolute joint that is the only child of a joint with a diagonal
+projector (a chain link) has its blocks assembled straight in the elimination
+order from constants permuted once (:func:`_revolute_link`).
+
+Numba emits no aliasing information: for the compiler a store to any array may
+change any other, so a loop that stores while it reads reloads its operands after
+every store. The hot helpers therefore read their operands into locals first and
+store once (the 5x5 elimination kernels are written out for that reason, with the
+same operations in the same order as their loop forms).
 
 Data layout (few packed arrays keep the call overhead small):
 
