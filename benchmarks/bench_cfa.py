@@ -40,7 +40,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread: the dense reference methods (general CFA, mass matrix) otherwise jump
+# by 10-100x at the sizes where OpenBLAS starts threads on a shared 2-core machine, and
+# the compiled kernels and Pinocchio use no BLAS threads either
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
