@@ -62,6 +62,11 @@ class EnergyMeter:
             out["spring"] += sp_
             out["p_damper"] += pd
             out["p_actuator"] += pa
+        for fs in getattr(s, "_flex_sda", ()):
+            sp_, pd, pa = fs.energies(t, np.asarray(q, float), np.asarray(qd, float))
+            out["spring"] += sp_
+            out["p_damper"] += pd
+            out["p_actuator"] += pa
         for f in s._other:
             if isinstance(f, Gravity):
                 out["gravity"] += f.potential(t, st)

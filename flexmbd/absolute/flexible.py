@@ -69,7 +69,7 @@ from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
 from ..flexible.ffr import mass_matrix as ffr_mass_matrix
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
 
-__all__ = ["FlexibleSet", "OMEGA_PRODUCTS"]
+__all__ = ["FlexibleSet", "FlexSDA", "OMEGA_PRODUCTS"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 
@@ -139,7 +139,8 @@ class _FlexData:
         self.K_itf = np.zeros((n, n))
 
     def set_interface_loads(self, loads):
-        """``loads``: dict interface name -> wrench [m; f] (body axes) applied by the surroundings."""
+        """``loads``: dict interface name -> wrench [m; f] (body axes) applied by the
+        surroundings."""
         v = np.zeros(len(self.Kitf))
         for k, nm in enumerate(self.itf_names):
             if nm in loads:
@@ -319,7 +320,7 @@ class FlexibleSet:
             N = 7 + n
             dQe = Qgg @ _dAtr(e, g)
 
-            def out(X):
+            def out(X, A=A, G=G):
                 return np.concatenate([A @ X[3:6], 2.0 * G.T @ X[:3], X[6:]])
 
             K = np.zeros((N, N))
@@ -454,3 +455,173 @@ class FlexPointForce:
                                                        @ q[7 * i + 3: 7 * i + 7])
         vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + A @ (self.U @ qd[d.col0: d.col0 + d.n])
         return float(f @ vP)
+
+
+class FlexSDA:
+    """A :class:`~flexmbd.SpringDamperActuator` with an end at a deforming frame.
+
+    Each end ``b`` (``i``, ``j``) is the point ``P_b = r_b + A_b s_b``, ``s_b = s0 + U_b q_f``
+    (``U_b`` the frame's translation modes; empty for a rigid end or a point fixed in
+    the floating frame; ``P_b`` the fixed point for a ground end). With the end's
+    coordinates ``z_b = (r_b, e_b, q_fb)`` and (unit ``e``, ``dphi = 2 E de``)::
+
+        G_b = dP_b/dz_b = dv_P/dzd_b = [I, -rho~ 2E, A U],     rho = A s,
+        v_P = rd + w x rho + A U q_fd,   w = 2 E(e) ed,
+        V_b = dv_P/dz_b = [0, rho~ 2E(ed) - w~ rho~ 2E - (A U q_fd)~ 2E, w~ A U].
+
+    ``d = P_j - P_i`` (end signs ``sd = (-1, +1)``), ``l = |d|``, ``u = d / l``,
+    ``ldot = u . dd``, ``f = k (l - l0) + c ldot + fa(t)``, ``g = f u``; end ``a`` gets the
+    world force ``F_a = sF_a g`` with ``sF = (+1, -1)`` and the generalized force
+    ``Q_a = G_a^T F_a`` (as :class:`FlexPointForce`). Exact Jacobians
+    (``P = I - u u^T``)::
+
+        df/dz_b  = sd_b [(k u + c P dd / l)^T G_b + c u^T V_b]
+        dg/dz_b  = u df/dz_b + sd_b (f / l) P G_b
+        dQ_a/dz_b  = sF_a G_a^T dg/dz_b + delta_ab K_geo(F_a)
+        dQ_a/dzd_b = sF_a sd_b c G_a^T u u^T G_b
+
+    ``K_geo(F)`` is the derivative of ``G^T`` for a fixed world force, the world-force
+    Jacobian of :class:`FlexPointForce`. Returned as COO triplets of ``dQ/dq`` and
+    ``dQ/dqd`` (the convention of ``AbsoluteSystem.generalized_forces``).
+    """
+
+    def __init__(self, element, index, by_index):
+        from ..model.bodies import Ground
+
+        self.el = element
+        self.ends = []
+        deform = {end: fr for end, _, fr in element.deforming_ends()}
+        for end, body, point in ((0, element.body_i, element.point_i),
+                                 (1, element.body_j, element.point_j)):
+            if isinstance(body, Ground):
+                self.ends.append(None)
+                continue
+            i = index[id(body)]
+            fr = deform.get(end)
+            d = by_index.get(i)
+            if fr is not None and d is not None:
+                U = np.asarray(fr.modes, float)[3:]
+                s0 = np.asarray(fr.position, float)
+                cols = np.arange(d.col0, d.col0 + d.n)
+            else:
+                U = np.zeros((3, 0))
+                s0 = np.asarray(point, float)
+                cols = np.zeros(0, dtype=np.int64)
+            idx = np.concatenate([7 * i + np.arange(7), cols]).astype(np.int64)
+            self.ends.append((i, s0, U, cols, idx))
+        self.points = (np.asarray(element.point_i, float), np.asarray(element.point_j, float))
+
+    def _end(self, k, q, qd):
+        """Point, velocity, ``G``, ``V``, arm ``rho`` and ``(A, E, A U)`` of end ``k``."""
+        e_ = self.ends[k]
+        if e_ is None:
+            z = np.zeros(3)
+            return self.points[k], z, None, None, None, None
+        i, s0, U, cols, idx = e_
+        e = q[7 * i + 3: 7 * i + 7]
+        ed = qd[7 * i + 3: 7 * i + 7]
+        A = Apoly(e) / float(e @ e)
+        E2 = 2.0 * Emat(e)
+        rho = A @ (s0 + U @ q[cols])
+        AU = A @ U
+        w = E2 @ ed
+        vf = AU @ qd[cols]
+        vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + vf
+        from ..spatial import skew
+
+        Rs = skew(rho)
+        n = 7 + len(cols)
+        G = np.zeros((3, n))
+        G[:, :3] = np.eye(3)
+        G[:, 3:7] = -Rs @ E2
+        G[:, 7:] = AU
+        V = np.zeros((3, n))
+        Ws = skew(w)
+        V[:, 3:7] = Rs @ (2.0 * Emat(ed)) - Ws @ Rs @ E2 - skew(vf) @ E2
+        V[:, 7:] = Ws @ AU
+        return q[7 * i: 7 * i + 3] + rho, vP, G, V, rho, (E2, AU)
+
+    def kinematics(self, q, qd):
+        """``(d, dd, l, ends)`` with ``ends`` the per-end tuples of :meth:`_end`."""
+        ends = [self._end(k, q, qd) for k in range(2)]
+        d = ends[1][0] - ends[0][0]
+        length = float(np.linalg.norm(d))
+        if length < 1e-12:
+            from ..errors import ModelError
+
+            raise ModelError(f"SpringDamperActuator {self.el.name!r}: the attachment points "
+                             f"coincide (length 0); the line of action is undefined")
+        return d, ends[1][1] - ends[0][1], length, ends
+
+    def length(self, q):
+        """Current length ``l`` (m) with the deformed attachment points."""
+        return self.kinematics(q, np.zeros_like(q))[2]
+
+    def evaluate(self, t, q, qd, Q, jacobian=False):
+        """Add ``Q``; with ``jacobian`` return the triplets ``(dQ/dq, dQ/dqd)``."""
+        el = self.el
+        d, dd, length, ends = self.kinematics(q, qd)
+        u = d / length
+        ldot = float(u @ dd)
+        k, c = el.k, el.c
+        f = k * (length - el.free_length()) + c * ldot + el._fa(t)
+        g = f * u
+        sF, sd = (1.0, -1.0), (-1.0, 1.0)
+        for a in range(2):
+            if self.ends[a] is not None:
+                Q[self.ends[a][4]] += ends[a][2].T @ (sF[a] * g)
+        if not jacobian:
+            return None
+        from ..spatial import skew
+
+        P = np.eye(3) - np.outer(u, u)
+        a_vec = k * u + (c / length) * (P @ dd)
+        dg = {}
+        for b in range(2):
+            if self.ends[b] is None:
+                continue
+            G, V = ends[b][2], ends[b][3]
+            df = sd[b] * (a_vec @ G + c * (u @ V))
+            dg[b] = np.outer(u, df) + sd[b] * (f / length) * (P @ G)
+        Kr, Kc, Kv, Cr, Cc, Cv = [], [], [], [], [], []
+        for a in range(2):
+            if self.ends[a] is None:
+                continue
+            Ga, idx_a = ends[a][2], self.ends[a][4]
+            for b in range(2):
+                if self.ends[b] is None:
+                    continue
+                Gb, idx_b = ends[b][2], self.ends[b][4]
+                K = sF[a] * (Ga.T @ dg[b])
+                C = (sF[a] * sd[b] * c) * np.outer(Ga.T @ u, u @ Gb)
+                if a == b:
+                    F = sF[a] * g
+                    rho = ends[a][4]
+                    E2, AU = ends[a][5]
+                    Fs = skew(F)
+                    K[3:7, 3:7] += 2.0 * TE(np.cross(rho, F)) + E2.T @ Fs @ skew(rho) @ E2
+                    K[3:7, 7:] += -E2.T @ Fs @ AU
+                    K[7:, 3:7] += AU.T @ Fs @ E2
+                Kr.append(np.repeat(idx_a, len(idx_b)))
+                Kc.append(np.tile(idx_b, len(idx_a)))
+                Kv.append(K.ravel())
+                Cr.append(Kr[-1])
+                Cc.append(Kc[-1])
+                Cv.append(C.ravel())
+        cat = np.concatenate
+        return (cat(Kr), cat(Kc), cat(Kv)), (cat(Cr), cat(Cc), cat(Cv))
+
+    def energies(self, t, q, qd):
+        """``(spring potential, damper power >= 0, actuator power)``."""
+        el = self.el
+        d, dd, length, _ = self.kinematics(q, qd)
+        ldot = float(d @ dd) / length
+        e = length - el.free_length()
+        return 0.5 * el.k * e * e, el.c * ldot * ldot, -el._fa(t) * ldot
+
+    def tension_at(self, t, q, qd):
+        """Force along the line ``f`` (N, positive in tension) and the unit vector ``u``."""
+        el = self.el
+        d, dd, length, _ = self.kinematics(q, qd)
+        u = d / length
+        return el.k * (length - el.free_length()) + el.c * float(u @ dd) + el._fa(t), u

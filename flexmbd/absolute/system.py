@@ -5,7 +5,8 @@ declaration order), then the modal coordinates of every flexible body
 (``modal_slices[name]``, labels ``q1..qn``). Flexible bodies: :mod:`.flexible`
 (floating-frame inertia, elastic and damping forces, distributed gravity, geometric
 stiffening); joints and point loads at their deforming interface / node frames:
-:mod:`.constraints` (``_FlexSlot``) and :class:`.flexible.FlexPointForce`. The
+:mod:`.constraints` (``_FlexSlot``), :class:`.flexible.FlexPointForce` and
+:class:`.flexible.FlexSDA` (spring-damper-actuators with an end there). The
 integrators run models of rigid and flexible bodies, joints, drivers and gravity in
 the compiled engine (:mod:`.engine`), everything else through the generic terms below.
 
@@ -36,7 +37,6 @@ reports it: the total wrench transmitted through the joint.
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
 from ..model.bodies import Ground, RigidBody
@@ -44,6 +44,7 @@ from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
+from .flexible import FlexibleSet
 from .forces import (
     BodyState,
     GravityBatch,
@@ -53,7 +54,6 @@ from .forces import (
     map_te_terms,
     map_wrenches,
 )
-from .flexible import FlexibleSet
 from .inertia import BodyInertia
 from .quaternion import Emat, normalized_rot
 
@@ -163,8 +163,15 @@ class AbsoluteSystem:
         self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
         from ..model.sda import SpringDamperActuator
+        from .flexible import FlexSDA
 
-        self._sda = [f for f in self.forces if type(f) is SpringDamperActuator]
+        sdas = [f for f in self.forces if type(f) is SpringDamperActuator]
+        # SDAs with an end at a deforming frame of a flexible body: exact, element by element
+        self._flex_sda = [FlexSDA(f, self.index, self.flexible.by_index) for f in sdas
+                          if any(self.index[id(b)] in self.flexible.by_index
+                                 for _, b, _ in f.deforming_ends())]
+        flex_sda = {id(x.el) for x in self._flex_sda}
+        self._sda = [f for f in sdas if id(f) not in flex_sda]
         self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None
         grav = [f for f in self.forces if type(f) is Gravity]
         self._grav_elements = grav
@@ -192,6 +199,9 @@ class AbsoluteSystem:
         self._q_tree, self._qd_tree = q, qd
         # free lengths of SDAs default to the initial length
         st = BodyState(self.index, q, qd)
+        for fs in self._flex_sda:
+            if fs.el.l0 is None:
+                fs.el.l0 = fs.length(q)
         for f in self._other + self._sda:
             if getattr(f, "l0", 0.0) is None and hasattr(f, "free_length"):
                 f.free_length(st)
@@ -244,7 +254,8 @@ class AbsoluteSystem:
         return q, qd
 
     def modal(self, q, name):
-        """Modal coordinates of flexible body ``name`` in ``q`` (also works on (nt, n) histories)."""
+        """Modal coordinates of flexible body ``name`` in ``q`` (also works on (nt, n)
+        histories)."""
         try:
             sl = self.modal_slices[name]
         except KeyError:
@@ -330,6 +341,13 @@ class AbsoluteSystem:
             trip = fp.evaluate(t, q, Q, jacobian=use_jac)
             if use_jac:
                 extra_K.append(trip)
+        extra_D = []
+        for fs in self._flex_sda:
+            inc = use_jac and (fs.el.has_jacobian or not exclude_jacobian)
+            trips = fs.evaluate(t, q, np.asarray(qd, float), Q, jacobian=inc)
+            if inc:
+                extra_K.append(trips[0])
+                extra_D.append(trips[1])
         if self._sda_batch is not None:
             inc = None if exclude_jacobian else np.ones(len(self._sda), dtype=bool)
             blk = self._sda_batch.evaluate(t, st, Q, nacc, jacobian=use_jac, include=inc)
@@ -381,6 +399,8 @@ class AbsoluteSystem:
             KQ, DQ = map_blocks([], [], None, None, st)
         te = map_te_terms(nacc, self.nb)
         KQ = tuple(np.concatenate(x) for x in zip(KQ, te, *extra_K))
+        if extra_D:
+            DQ = tuple(np.concatenate(x) for x in zip(DQ, *extra_D))
         return Q, KQ, DQ
 
     def dae_terms(self, q, qd, qdd, lam, t=0.0, jacobian=True, split=False):
@@ -517,15 +537,17 @@ class AbsoluteSystem:
             for jm in self._jf:
                 jm.accept(st)
         if lam is not None:
-            self.update_interface_loads(q, lam, t)
+            self.update_interface_loads(q, lam, t, qd=qd)
 
-    def update_interface_loads(self, q, lam, t=0.0):
+    def update_interface_loads(self, q, lam, t=0.0, qd=None):
         """Set the (lagged) interface wrenches of the geometric stiffening from multipliers.
 
         For every flexible body with stiffening and unit matrices for non-reference
         interfaces: the wrench ``[m; f]`` (body axes, about the interface frame origin)
         that each joint attached through an :class:`~flexmbd.InterfaceFrame` applies
-        to the body, from the joint reactions at ``(q, lam)``.
+        to the body, from the joint reactions at ``(q, lam)``, plus the point loads and
+        spring-damper-actuator forces at interface frames (SDA damping with ``qd``; at
+        rest when None).
         """
         flex = [d for d in self.flexible.flex if d.itf_names]
         if not flex:
@@ -571,6 +593,17 @@ class AbsoluteSystem:
                 if fp.d is d and name in d.itf_names:
                     f_w = fp.force(t, q)[0]
                     w = np.concatenate([np.zeros(3), R.T @ f_w])
+                    loads[name] = loads.get(name, 0.0) + w
+            for fs in self._flex_sda:
+                for a, sF in ((0, 1.0), (1, -1.0)):
+                    fr = (fs.el.frame_i, fs.el.frame_j)[a]
+                    name = getattr(fr, "interface_name", None)
+                    e_ = fs.ends[a]
+                    if e_ is None or e_[0] != d.index or name not in d.itf_names:
+                        continue
+                    f, u = fs.tension_at(t, q, np.zeros_like(q) if qd is None
+                                         else np.asarray(qd, float))
+                    w = np.concatenate([np.zeros(3), R.T @ (sF * f * u)])
                     loads[name] = loads.get(name, 0.0) + w
             d.set_interface_loads(loads)
 

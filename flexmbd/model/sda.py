@@ -54,6 +54,19 @@ with ``X_b = dx_b/dq`` the body's small-displacement Jacobian (equal to
 ``J_b`` for the joint types whose ``qdot = v``) and ``dV_b/dq = (dJ_b/dq) qd``.
 The last two terms are formulation geometry, identical for every element.
 
+Ends at deforming frames of flexible bodies
+-------------------------------------------
+An end may be given as a frame of its body instead of a point. A frame of a rigid
+body (or a plain :class:`~flexmbd.Frame`) stands for its origin, fixed in the body
+frame. An interface or node frame of a :class:`~flexmbd.FlexibleBody`
+(``body.interface("B")``, ``body.node(i)``, ``body.point(xyz)``) moves with the
+deformation: ``P = r + A (s0 + U q_f)`` with ``U`` the frame's translation modes, and
+the element does work on the modal coordinates (``Q_f = U^T A^T F``). The absolute
+formulation applies such ends exactly, with exact Jacobians
+(:class:`flexmbd.absolute.flexible.FlexSDA`); the recursive formulation refuses them
+at compile (:class:`~flexmbd.errors.ModelError`). The body-level :meth:`wrenches` and
+:meth:`jacobians` below use the frame's undeformed position.
+
 Energy bookkeeping
 ------------------
 ``potential`` is the spring energy ``k (l - l0)^2 / 2``; the damper dissipates
@@ -65,7 +78,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..spatial import skew
-from .bodies import Body, Ground
+from .bodies import Body, Frame, Ground
 from .forces import ForceElement
 
 __all__ = ["SpringDamperActuator"]
@@ -78,8 +91,12 @@ class SpringDamperActuator(ForceElement):
     ----------
     body_i, body_j : Body
         The two bodies (one may be ``m.ground``).
-    point_i, point_j : array_like
-        Attachment points in the body frames (m).
+    point_i, point_j : array_like or Frame
+        Attachment points (m) in the body frames (fixed in the floating frame of a
+        flexible body), or frames of ``body_i`` / ``body_j``: a frame of a rigid body
+        stands for its origin; an interface or node frame of a flexible body
+        (``m.beam.interface("B")``, ``m.beam.node(i)``, ``m.beam.point(xyz)``) moves
+        with the deformation (module docstring; absolute formulation only).
     k : float
         Stiffness (N/m), ``>= 0``.
     c : float
@@ -113,6 +130,8 @@ class SpringDamperActuator(ForceElement):
             raise ModelError(f"{owner}: both ends are on the ground")
         self.body_i = body_i
         self.body_j = body_j
+        self.frame_i = self._frame(point_i, body_i, "point_i", "body_i")
+        self.frame_j = self._frame(point_j, body_j, "point_j", "body_j")
         self.point_i = self._point(point_i, "point_i")
         self.point_j = self._point(point_j, "point_j")
         for what, v in (("k", k), ("c", c)):
@@ -128,8 +147,32 @@ class SpringDamperActuator(ForceElement):
         self.fa = fa
         self.exact_jacobian = bool(exact_jacobian)
 
+    def _frame(self, p, body, what, role):
+        """The deforming frame given for one end (None for a point or a fixed frame)."""
+        if not isinstance(p, Frame):
+            return None
+        if p.body is not body:
+            label = f" {self.name!r}" if self.name else ""
+            raise ModelError(
+                f"SpringDamperActuator{label}: {what} is a frame of body {p.body.name!r} but "
+                f"{role} is {body.name!r}; pass a frame of {body.name!r} (e.g. "
+                f"{body.name}.interface(...) / .point(...) on a flexible body) or a point "
+                f"(3 coordinates, m, in the frame of {body.name!r})")
+        return p if hasattr(p, "modes") and hasattr(p, "pose") else None
+
+    def deforming_ends(self):
+        """``(end, body, frame)`` for each end at a frame that moves with the deformation of
+        a flexible body (``end`` 0 for ``i``, 1 for ``j``); empty for a rigid-point SDA."""
+        out = []
+        for end, body, fr in ((0, self.body_i, self.frame_i), (1, self.body_j, self.frame_j)):
+            if fr is not None and np.any(np.asarray(fr.modes, float)[3:]):
+                out.append((end, body, fr))
+        return out
+
     @staticmethod
     def _point(p, what):
+        if isinstance(p, Frame):
+            p = p.position
         a = np.asarray(p, dtype=float)
         if a.shape != (3,) or not np.all(np.isfinite(a)):
             raise ModelError(f"SpringDamperActuator: {what} must be 3 coordinates (m), got {p!r}")
