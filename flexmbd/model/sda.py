@@ -63,9 +63,10 @@ frame. An interface or node frame of a :class:`~flexmbd.FlexibleBody`
 deformation: ``P = r + A (s0 + U q_f)`` with ``U`` the frame's translation modes, and
 the element does work on the modal coordinates (``Q_f = U^T A^T F``). The absolute
 formulation applies such ends exactly, with exact Jacobians
-(:class:`flexmbd.absolute.flexible.FlexSDA`); the recursive formulation refuses them
-at compile (:class:`~flexmbd.errors.ModelError`). The body-level :meth:`wrenches` and
-:meth:`jacobians` below use the frame's undeformed position.
+(:class:`flexmbd.absolute.flexible.FlexSDA`); the recursive formulation applies them
+as body wrenches plus modal forces ``U^T f_b`` (explicit integrators need no Jacobian).
+The body-level :meth:`wrenches` and :meth:`jacobians` below use the frame's undeformed
+position; the formulations do not call them for deforming ends.
 
 Energy bookkeeping
 ------------------

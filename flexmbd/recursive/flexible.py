@@ -428,12 +428,18 @@ class FlexTree:
         fext[k, 3:] += fb
         self.Fm[k, FK.FM_QAPP, :nk] += S.T @ wF
 
-    def point_force(self, fe, t, q, state, fext):
+    def point_force(self, fe, t, q, state, fext, qd=None):
         """A PointForce at a deforming frame of a flexible body: its wrench about the body
         origin (body axes) into ``fext`` and its modal force ``U^T f_b`` into the applied
-        modal forces; an element with ``frame_wrenches`` (cut-joint wrenches of the loop
+        modal forces; a SpringDamperActuator with an end at a deforming frame (needs the
+        speeds ``qd``); an element with ``frame_wrenches`` (cut-joint wrenches of the loop
         layer) through the frames that carry them. Returns False for any other element."""
         from ..model.forces import PointForce
+        from ..model.sda import SpringDamperActuator
+
+        if type(fe) is SpringDamperActuator and fe.deforming_ends():
+            self._sda(fe, t, q, qd, state, fext)
+            return True
 
         if hasattr(fe, "frame_wrenches"):
             s = self.system
@@ -469,6 +475,61 @@ class FlexTree:
         fext[k, 3:] += fb
         self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
         return True
+
+    def _sda_end(self, body, point, frame, q, qd, state):
+        """World point and velocity of an SDA end, with its body-axes position and
+        translation modes (None for a point fixed in its body frame)."""
+        s = self.system
+        if body is s.model.ground:
+            return np.asarray(point, float), np.zeros(3), None, None
+        R, r = state.pose(body)
+        w, v = state.twist(body)
+        md = _frame_modes(frame, body) if frame is not None else None
+        if md is None:
+            sp, U, vrel = np.asarray(point, float), None, np.zeros(3)
+        else:
+            sq, sv = s.modal_slices[body.name]
+            U = md[1]
+            sp = np.asarray(frame.position, float) + U @ q[sq]
+            vrel = R @ (U @ qd[sv])
+        rho = R @ sp
+        return r + rho, v + np.cross(w, rho) + vrel, sp, U
+
+    def _sda(self, fe, t, q, qd, state, fext):
+        """A SpringDamperActuator with an end at a deforming frame: the points follow the
+        deformation, ``P = r + R (s0 + U q)``, ``v_P = v + w x R s + R U qd``; the tension
+        ``f = k (l - l0) + c ldot + fa(t)`` acts along the line (end i pulled towards j);
+        on a flexible end its wrench about the body origin and the modal force
+        ``U^T f_b``, on a rigid end the wrench about its e_k origin. ``l0`` (when not
+        given) is the length at the first evaluation, as for rigid-point SDAs."""
+        s = self.system
+        Pi, vi, spi, Ui = self._sda_end(fe.body_i, fe.point_i, fe.frame_i, q, qd, state)
+        Pj, vj, spj, Uj = self._sda_end(fe.body_j, fe.point_j, fe.frame_j, q, qd, state)
+        d = Pj - Pi
+        length = float(np.linalg.norm(d))
+        if length < 1e-12:
+            raise ModelError(f"SpringDamperActuator {fe.name!r}: the attachment points "
+                             f"coincide (length 0); the line of action is undefined")
+        u = d / length
+        if fe.l0 is None:
+            fe.l0 = length
+        f = fe.k * (length - fe.l0) + fe.c * float(u @ (vj - vi)) + fe._fa(t)
+        for body, P, sp, U, F in ((fe.body_i, Pi, spi, Ui, f * u),
+                                  (fe.body_j, Pj, spj, Uj, -f * u)):
+            if body is s.model.ground:
+                continue
+            k = s._label_of[id(body)]
+            if k in self.flex_labels:
+                R, _ = state.pose(body)
+                fb = R.T @ F
+                fext[k, :3] += np.cross(sp, fb)
+                fext[k, 3:] += fb
+                if U is not None:
+                    self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
+            else:
+                Rw, rw = state._Rw[k], state._rw[k]
+                fext[k, :3] += Rw.T @ np.cross(P - rw, F)
+                fext[k, 3:] += Rw.T @ F
 
     def clear_applied(self):
         self.Fm[:, FK.FM_QAPP] = 0.0

@@ -69,6 +69,7 @@ from ..model.joints import (
     Spherical,
     Universal,
 )
+from ..model.sda import SpringDamperActuator
 from ..spatial import spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
@@ -524,7 +525,7 @@ class RecursiveSystem:
                 self._joint_forces.append(f)
             else:
                 ends = f.deforming_ends() if hasattr(f, "deforming_ends") else ()
-                if ends:
+                if ends and type(f) is not SpringDamperActuator:
                     where = ", ".join(f"{fr._short()}" for _, _, fr in ends)
                     raise ModelError(
                         f"{type(f).__name__} {f.name!r}: an end at a frame that moves with the "
@@ -622,7 +623,8 @@ class RecursiveSystem:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
             for fe in self._generic:
-                special = self._flex is not None and self._flex.point_force(fe, t, q, state, fext)
+                special = (self._flex is not None
+                           and self._flex.point_force(fe, t, q, state, fext, qd))
                 if special:
                     continue
                 for body, w in fe.wrenches(t, state):

@@ -6,7 +6,10 @@
   deflection is the full finite-element deflection under the SDA's force;
 * a pinned beam swinging on an SDA: total energy (with the SDA potential) conserved to
   the integrator's order without damping, decreasing with damping;
-* the clear errors: a frame of another body, and the recursive formulation.
+* the clear error for a frame of another body.
+
+The recursive formulation's SDAs at deforming frames are checked against the absolute one in
+``tests/recursive/test_flexible_cfa.py``.
 """
 
 import numpy as np
@@ -188,14 +191,3 @@ def test_frame_of_another_body_is_a_clear_error():
                                   (1, 1, 1), k=1.0)
     assert np.allclose(m.s.point_i, (0.1, 0.2, 0.0)) and not m.s.deforming_ends()
 
-
-def test_recursive_formulation_refuses_deforming_ends():
-    m = fm.Model("rec")
-    m.beam = fm.FlexibleBody(small_beam(3, "cb"))
-    m.j = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0,
-                      child_frame=m.beam.interface("A"))
-    m.s = fm.SpringDamperActuator(m.beam, m.beam.interface("B"), m.ground, (1.0, 0.6, 0.1),
-                                  k=2e4)
-    with pytest.raises(ModelError, match=r"SpringDamperActuator 's'.*formulation=\"absolute\""):
-        m.compile("recursive")
-    m.compile("absolute")
