@@ -428,7 +428,7 @@ class ConstraintSet:
         rows = [self.jac_rows, self.norm_rows]
         cols = [self.jac_cols, self.norm_cols]
         data = [vals[self.live].ravel(), e.ravel()]
-        for fs, y, Yq, _ in fl.items:
+        for fs, _y, Yq, _ in fl.items:
             # d(slot)/dq_f = sg A(e_b) dy/dq_f
             Ab = Apoly(e[fs.b])
             rows.append(np.full(fs.n, fs.p))
@@ -571,7 +571,7 @@ class ConstraintSet:
         vel = (self.sg * self.pt)[..., None] * rdb + np.einsum("pkij,pkj->pki", dA, edb)
         conv = 2.0 * self.sg[..., None] * np.einsum("pkij,pkj->pki", Apoly(edb), fl.s)
         conv = np.where(live[..., None], conv, 0.0)
-        for fs, y, Yq, Hy in fl.items:
+        for fs, _y, Yq, Hy in fl.items:
             # y(q_f) moves: d/dt (A y) = dAs(e, y) de + A y',  y' = Yq dq_f;
             # d2/dt2 adds 2 dAs(e, y') de + A y'' (y'' = theta'^T Hy theta' for directions)
             b, p, k = fs.b, fs.p, fs.k

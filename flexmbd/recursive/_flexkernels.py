@@ -113,7 +113,7 @@ from ._kernels import (
     reactions_into,
     reversed_frames,
 )
-from ._nbjoints import PRISMATIC, REVOLUTE, joint_kinematics, reverse_joint
+from ._nbjoints import joint_kinematics, reverse_joint
 
 # ---- int rows of Fi (NFI, N+1)
 (F_NF, F_MQ, F_MV, F_FX, F_ODEF, F_IDEF, F_STIFF, F_IOUT, F_IIN) = range(9)

@@ -48,7 +48,7 @@ def test_example_model_against_absolute():
     rng = np.random.default_rng(7)
     q = rec.normalize(rec.q0() + 0.4 * rng.normal(size=rec.nq))
     qd = 0.5 * rng.normal(size=rec.nv)
-    for name, (sq, sv) in rec.modal_slices.items():
+    for _name, (sq, sv) in rec.modal_slices.items():
         q[sq] = 1e-4 * rng.normal(size=sq.stop - sq.start)
         qd[sv] = 1e-2 * rng.normal(size=sv.stop - sv.start)
     fr = rec.forward_dynamics(q, qd)
