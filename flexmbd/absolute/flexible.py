@@ -545,13 +545,7 @@ class FlexSDA:
         """``(d, dd, l, ends)`` with ``ends`` the per-end tuples of :meth:`_end`."""
         ends = [self._end(k, q, qd) for k in range(2)]
         d = ends[1][0] - ends[0][0]
-        length = float(np.linalg.norm(d))
-        if length < 1e-12:
-            from ..errors import ModelError
-
-            raise ModelError(f"SpringDamperActuator {self.el.name!r}: the attachment points "
-                             f"coincide (length 0); the line of action is undefined")
-        return d, ends[1][1] - ends[0][1], length, ends
+        return d, ends[1][1] - ends[0][1], self.el.line_length(d), ends
 
     def length(self, q):
         """Current length ``l`` (m) with the deformed attachment points."""
@@ -564,7 +558,7 @@ class FlexSDA:
         u = d / length
         ldot = float(u @ dd)
         k, c = el.k, el.c
-        f = k * (length - el.free_length()) + c * ldot + el._fa(t)
+        f = el.line_force(t, length, ldot)
         g = f * u
         sF, sd = (1.0, -1.0), (-1.0, 1.0)
         for a in range(2):
@@ -624,4 +618,4 @@ class FlexSDA:
         el = self.el
         d, dd, length, _ = self.kinematics(q, qd)
         u = d / length
-        return el.k * (length - el.free_length()) + el.c * float(u @ dd) + el._fa(t), u
+        return el.line_force(t, length, float(u @ dd)), u

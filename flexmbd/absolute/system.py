@@ -168,8 +168,7 @@ class AbsoluteSystem:
         sdas = [f for f in self.forces if type(f) is SpringDamperActuator]
         # SDAs with an end at a deforming frame of a flexible body: exact, element by element
         self._flex_sda = [FlexSDA(f, self.index, self.flexible.by_index) for f in sdas
-                          if any(self.index[id(b)] in self.flexible.by_index
-                                 for _, b, _ in f.deforming_ends())]
+                          if f.deforming_ends()]
         flex_sda = {id(x.el) for x in self._flex_sda}
         self._sda = [f for f in sdas if id(f) not in flex_sda]
         self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None

@@ -97,7 +97,7 @@ class SpringDamperActuator(ForceElement):
         flexible body), or frames of ``body_i`` / ``body_j``: a frame of a rigid body
         stands for its origin; an interface or node frame of a flexible body
         (``m.beam.interface("B")``, ``m.beam.node(i)``, ``m.beam.point(xyz)``) moves
-        with the deformation (module docstring; absolute formulation only).
+        with the deformation (module docstring).
     k : float
         Stiffness (N/m), ``>= 0``.
     c : float
@@ -200,17 +200,29 @@ class SpringDamperActuator(ForceElement):
         Pi, rho_i, wi, vPi = self._end(state, self.body_i, self.point_i)
         Pj, rho_j, wj, vPj = self._end(state, self.body_j, self.point_j)
         d = Pj - Pi
+        length = self.line_length(d)
+        dd = vPj - vPi
+        return d, dd, length, rho_i, rho_j, wi, wj
+
+    def _fa(self, t):
+        return float(self.fa(t)) if callable(self.fa) else float(self.fa)
+
+    def line_length(self, d):
+        """Length ``l = |d|`` (m) of the line ``d = P_j - P_i`` (world); a ModelError when
+        the attachment points coincide (no line of action)."""
         length = float(np.linalg.norm(d))
         if length < 1e-12:
             raise ModelError(
                 f"SpringDamperActuator {self.name!r}: the attachment points coincide (length 0); "
                 f"the line of action is undefined"
             )
-        dd = vPj - vPi
-        return d, dd, length, rho_i, rho_j, wi, wj
+        return length
 
-    def _fa(self, t):
-        return float(self.fa(t)) if callable(self.fa) else float(self.fa)
+    def line_force(self, t, length, ldot, state=None):
+        """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)
+        at length ``l`` (m) and rate ``ldot`` (m/s); ``state`` fixes a missing ``l0`` (see
+        :meth:`free_length`)."""
+        return self.k * (length - self.free_length(state)) + self.c * ldot + self._fa(t)
 
     def free_length(self, state=None):
         """``l0``; fixed from ``state`` (the initial configuration) on first use when None."""
@@ -233,15 +245,13 @@ class SpringDamperActuator(ForceElement):
     def tension(self, t, state):
         """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)."""
         d, dd, length = self._kin(state)[:3]
-        ldot = float(d @ dd) / length
-        return self.k * (length - self.free_length(state)) + self.c * ldot + self._fa(t)
+        return self.line_force(t, length, float(d @ dd) / length, state)
 
     # -- force-element interface ------------------------------------------------------
     def wrenches(self, t, state):
         d, dd, length, rho_i, rho_j, _, _ = self._kin(state)
         u = d / length
-        f = self.k * (length - self.free_length(state)) + self.c * (u @ dd) + self._fa(t)
-        g = f * u
+        g = self.line_force(t, length, u @ dd, state) * u
         out = []
         if not isinstance(self.body_i, Ground):
             out.append((self.body_i, np.concatenate([np.cross(rho_i, g), g])))
@@ -253,7 +263,7 @@ class SpringDamperActuator(ForceElement):
         d, dd, length, rho_i, rho_j, wi, wj = self._kin(state)
         u = d / length
         ldot = float(u @ dd)
-        f = self.k * (length - self.free_length(state)) + self.c * ldot + self._fa(t)
+        f = self.line_force(t, length, ldot, state)
         g = f * u
         P = np.eye(3) - np.outer(u, u)
         dg_dd = self.k * np.outer(u, u) + (self.c / length) * np.outer(u, P @ dd) + (f / length) * P

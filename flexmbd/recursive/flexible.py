@@ -164,7 +164,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
 from ..model.flexible import FlexibleBody, _DeformingFrame
 from . import _flexkernels as FK
 from . import _kernels as K
@@ -506,14 +505,11 @@ class FlexTree:
         Pi, vi, spi, Ui = self._sda_end(fe.body_i, fe.point_i, fe.frame_i, q, qd, state)
         Pj, vj, spj, Uj = self._sda_end(fe.body_j, fe.point_j, fe.frame_j, q, qd, state)
         d = Pj - Pi
-        length = float(np.linalg.norm(d))
-        if length < 1e-12:
-            raise ModelError(f"SpringDamperActuator {fe.name!r}: the attachment points "
-                             f"coincide (length 0); the line of action is undefined")
+        length = fe.line_length(d)
         u = d / length
         if fe.l0 is None:
             fe.l0 = length
-        f = fe.k * (length - fe.l0) + fe.c * float(u @ (vj - vi)) + fe._fa(t)
+        f = fe.line_force(t, length, float(u @ (vj - vi)))
         for body, P, sp, U, F in ((fe.body_i, Pi, spi, Ui, f * u),
                                   (fe.body_j, Pj, spj, Uj, -f * u)):
             if body is s.model.ground:

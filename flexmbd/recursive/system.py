@@ -69,7 +69,6 @@ from ..model.joints import (
     Spherical,
     Universal,
 )
-from ..model.sda import SpringDamperActuator
 from ..spatial import spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
@@ -524,14 +523,6 @@ class RecursiveSystem:
                     raise ModelError(f"JointForce {f.name!r} acts on a joint not in the tree")
                 self._joint_forces.append(f)
             else:
-                ends = f.deforming_ends() if hasattr(f, "deforming_ends") else ()
-                if ends and type(f) is not SpringDamperActuator:
-                    where = ", ".join(f"{fr._short()}" for _, _, fr in ends)
-                    raise ModelError(
-                        f"{type(f).__name__} {f.name!r}: an end at a frame that moves with the "
-                        f"deformation ({where}) is not supported by the recursive formulation; "
-                        f"compile with formulation=\"absolute\" (exact forces and Jacobians), or "
-                        f"attach the end by a point (3 coordinates) fixed in the floating frame")
                 self._generic.append(f)
         self._gbuf[:] = grav
         self._gravity = self._gbuf
