@@ -7,6 +7,15 @@ from flexmbd.viz import headless
 EGL = {"VTK_DEFAULT_OPENGL_WINDOW": "vtkEGLRenderWindow"}
 
 
+def _headless_machine(monkeypatch):
+    """No display, no user GL setting, no earlier probe in this process or its parent."""
+    monkeypatch.setitem(headless._STATE, "result", None)
+    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
+                "VTK_DEFAULT_OPENGL_WINDOW"):
+        monkeypatch.setenv(var, "")     # records the original state for the undo
+        monkeypatch.delenv(var)
+
+
 def test_probe_reports_success_or_a_reason():
     ok, msg = headless.run_probe()
     assert isinstance(ok, bool) and msg
@@ -33,11 +42,7 @@ def test_configure_raises_with_the_fix_when_nothing_renders(monkeypatch):
 
 
 def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
-    monkeypatch.setitem(headless._STATE, "result", None)
-    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
-                "VTK_DEFAULT_OPENGL_WINDOW"):
-        monkeypatch.setenv(var, "")     # records the original state for the undo
-        monkeypatch.delenv(var)
+    _headless_machine(monkeypatch)
     monkeypatch.setattr(headless, "osmesa_available", lambda: True)
     monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
@@ -70,11 +75,7 @@ def test_egl_by_name_first_when_headless(monkeypatch):
     would try X first and warn), and kept when its probe renders."""
     import os
 
-    monkeypatch.setitem(headless._STATE, "result", None)
-    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
-                "VTK_DEFAULT_OPENGL_WINDOW"):
-        monkeypatch.setenv(var, "")
-        monkeypatch.delenv(var)
+    _headless_machine(monkeypatch)
     monkeypatch.setattr(headless, "osmesa_available", lambda: False)
     monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
@@ -86,11 +87,7 @@ def test_egl_by_name_first_when_headless(monkeypatch):
 
 
 def test_osmesa_goes_first_when_there_is_no_egl(monkeypatch):
-    monkeypatch.setitem(headless._STATE, "result", None)
-    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
-                "VTK_DEFAULT_OPENGL_WINDOW"):
-        monkeypatch.setenv(var, "")
-        monkeypatch.delenv(var)
+    _headless_machine(monkeypatch)
     monkeypatch.setattr(headless, "osmesa_available", lambda: True)
     monkeypatch.setattr(headless, "egl_available", lambda: False)
     calls = []
