@@ -377,9 +377,10 @@ class LoopSystem:
         return LoopDynamics(self, qdd, reac, lam, info, fd)
 
     # -- simulation --------------------------------------------------------------------
-    def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
+    def simulate(self, t_end, dt=None, integrator=None, q0=None, qd0=None, t0=0.0,
                  rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
-                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100):
+                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100,
+                 **unknown):
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -392,10 +393,17 @@ class LoopSystem:
         (array or ``tau(t, q, qd)``). ``progress``: progress bar (None: automatic).
         ``checkpoint``: HDF5 file written every ``every`` output samples with the
         integrator's and the projector's state (:mod:`flexmbd.checkpoint`; continue
-        with ``fm.resume(path)``, bit-identical).
+        with ``fm.resume(path)``, bit-identical). Unknown options raise
+        :class:`~flexmbd.errors.ModelError` listing the valid ones.
         """
         from ..checkpoint import run
+        from ..integrators.registry import check_options, check_times, resolve
 
+        where = f"model {self.model.name!r} (recursive, closed loops): simulate"
+        check_options(unknown, self.simulate, where, exclude=("unknown",))
+        spec, _ = resolve(integrator, "recursive", dt)
+        check_times(t_end, dt, spec, where, t0=t0, every=every)
+        integrator = spec.name
         st = self.stepper(t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
                           rtol=rtol, atol=atol, projection=projection, method=method, tau=tau,
                           t_eval=t_eval, substeps=substeps)
