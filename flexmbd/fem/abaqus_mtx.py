@@ -119,7 +119,7 @@ def read_mtx(path, model=None, *, units=None, kind="matrix", sym_rtol=1e-6):
         n_glob = int(max(r.max(), c.max()))
         if model is not None:
             n_lab = len(model.deck_labels)
-            per = next((d for d in (3, 6) if n_glob <= d * n_lab and n_glob > d * n_lab - d), None)
+            per = next((d for d in (3, 6) if n_glob <= d * n_lab), None)
             if per is None:
                 i = int(np.argmax(np.maximum(r, c)))
                 raise MeshError(
@@ -197,6 +197,15 @@ def read_mtx(path, model=None, *, units=None, kind="matrix", sym_rtol=1e-6):
                        np.concatenate([val, val[off]]))
     A = sp.coo_matrix((val, (rr, cc)), shape=(size, size)).tocsr()
     A.sum_duplicates()
+    if model is not None:  # a mass or stiffness of the mesh has every diagonal entry
+        missing = np.nonzero(A.diagonal() == 0)[0]
+        if len(missing):
+            lab = model.labels[missing[0] // 3]
+            raise MeshError(
+                f"{path}: no diagonal entry for {len(missing)} DOF(s) of the mesh of "
+                f"{model.source!r}, e.g. direction {missing[0] % 3 + 1} of node {lab[1]}"
+                f"{' of instance ' + repr(lab[0]) if lab[0] else ''}; the matrix does not fit "
+                "the mesh (another model, or a reduced/constrained matrix?)")
     if upper and lower:
         asym = abs(A - A.T)
         mx = asym.max() if asym.nnz else 0.0
