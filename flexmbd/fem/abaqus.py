@@ -8,8 +8,9 @@ file written by Abaqus/CAE or by hand:
   part or directly in the instance);
 - ``*Node``, ``*Element`` of the solid types C3D4, C3D10 (M/H/...), C3D8
   (R/I/H/...), C3D20 (R/H), C3D6, C3D15 (see `flexmbd.fem.abaqus_elements`;
-  scikit-fem assembles C3D4, C3D10 and C3D8 — C3D20 and wedges raise
-  `MeshError` when the mesh is built);
+  scikit-fem assembles C3D4, C3D10 and C3D8; C3D20 with ``c3d20="hex27"``
+  (completed to 27-node hexahedra of the same geometry), else `MeshError`;
+  wedges raise `MeshError` when the mesh is built);
 - ``*Nset``/``*Elset`` with ``generate``, set references, ``instance=`` and
   instance-qualified labels (``Part-1-1.17``); ``*Surface`` on element faces
   (``S1``..``S6``) or on nodes — each set and surface becomes a named node set
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import MeshError
-from .abaqus_elements import face_nodes
+from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
 from .material import Material
 from .units import check_magnitudes, unit_system
@@ -173,6 +174,7 @@ class _Reader(DeckParser):
             labels.append((None, lab))
             points.append(np.array([self.assembly.nodes[lab]], float))
         points = np.concatenate(points) if points else np.zeros((0, 3))
+        deck_labels = list(labels)
         if not len(points):
             raise MeshError(f"{self.path}: no *Node data; not a mesh deck")
         # elements
@@ -276,7 +278,18 @@ class _Reader(DeckParser):
                 sections.append((elset, _ci(self.materials_raw, mat)))
         # mesh through meshio -> scikit-fem (compacting nodes not used by elements)
         import meshio
-        m = meshio.Mesh(points, [(kinds[0], conn)])
+        cell = kinds[0]
+        if cell == "hexahedron20" and self.c3d20 == "hex27":
+            n0 = len(points)
+            points, conn = hex20_to_hex27(points, conn)
+            labels = labels + [(None, -(k + 1)) for k in range(len(points) - n0)]
+            cell = "hexahedron27"
+        elif cell == "hexahedron20":
+            raise MeshError(f"{ewhere[0]}: C3D20 (20-node hexahedra, meshio 'hexahedron20') are "
+                            "not supported by scikit-fem; pass c3d20='hex27' to complete them "
+                            "to 27-node hexahedra (same geometry; generated nodes get negative "
+                            "labels), or remesh with 27-node or 8-node hexahedra")
+        m = meshio.Mesh(points, [(cell, conn)])
         try:
             fe, file2sk = _from_meshio_mapped(m, self.path)
         except MeshError as exc:
@@ -293,7 +306,7 @@ class _Reader(DeckParser):
         # skfem keeps the element order of the cells it was given
         return AbaqusModel(mesh=fe, labels=sk_labels, materials=materials, sections=sections,
                            element_sets=element_sets, surfaces=surfaces, units=us,
-                           source=self.path, deck_labels=labels)
+                           source=self.path, deck_labels=deck_labels)
 
     def _surface_nodes(self, name, stype, items, cont, iname, node_of, elem_of, cells, conn):
         out = []
@@ -356,7 +369,7 @@ class _Reader(DeckParser):
         return out
 
 
-def read_abaqus(path, units="SI"):
+def read_abaqus(path, units="SI", c3d20=None):
     """Read an Abaqus input deck into an `AbaqusModel` (mesh, sets, material).
 
     Parameters
@@ -369,6 +382,11 @@ def read_abaqus(path, units="SI"):
         Coordinates, densities and moduli are converted to SI; a material
         outside the range of engineering solids after conversion raises a
         `UnitsWarning` naming the file and line.
+    c3d20 : None | "hex27"
+        C3D20 elements: None raises `MeshError` (scikit-fem has no 20-node
+        hexahedron); ``"hex27"`` completes them to 27-node hexahedra with the
+        same geometry (`flexmbd.fem.abaqus_elements.hex20_to_hex27`; generated
+        nodes get negative labels) — flexmbd's own assembly, not Abaqus' matrices.
 
     Returns
     -------
@@ -389,4 +407,8 @@ def read_abaqus(path, units="SI"):
     ...                      fm.CraigBampton(8, interfaces={"left": "BCleft"}))
     """
     us = unit_system(units, f"Abaqus deck {str(path)!r}")
-    return _Reader(path, us).run().build()
+    if c3d20 not in (None, "hex27"):
+        raise MeshError(f"read_abaqus: c3d20={c3d20!r}; use None or 'hex27'")
+    reader = _Reader(path, us)
+    reader.c3d20 = c3d20
+    return reader.run().build()

@@ -9,7 +9,9 @@ face when both ends of their edge do.
 
 import re
 
-__all__ = ["ELEMENTS", "element_info", "face_nodes"]
+import numpy as np
+
+__all__ = ["ELEMENTS", "element_info", "face_nodes", "hex20_to_hex27"]
 
 # family -> (meshio cell type, number of nodes, allowed suffixes)
 ELEMENTS = {
@@ -57,3 +59,42 @@ def face_nodes(cell, face):
     corners = faces[face - 1]
     mids = [k for k, (a, b) in _EDGES.get(cell, {}).items() if a in corners and b in corners]
     return [c - 1 for c in corners] + [k - 1 for k in sorted(mids)]
+
+
+# VTK / meshio hexahedron27 face-centre nodes 20..25: faces x-, x+, y-, y+, z-, z+ (corners)
+_HEX27_FACES = ((0, 3, 7, 4), (1, 2, 6, 5), (0, 1, 5, 4), (3, 2, 6, 7), (0, 1, 2, 3), (4, 5, 6, 7))
+_HEX20_EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5),
+                (2, 6), (3, 7))  # mid-nodes 8..19
+
+
+def hex20_to_hex27(points, conn):
+    """Complete 20-node serendipity hexahedra (C3D20) to 27-node Lagrange hexahedra.
+
+    The face-centre and centre nodes are placed where the serendipity geometry puts
+    those points (face centre: ``-1/4 sum corners + 1/2 sum mid-edges`` of the face;
+    centre: ``-1/4 sum corners + 1/4 sum mid-edges``), so the geometry is unchanged;
+    face nodes are shared between neighbours.  The 27-node element interpolates
+    displacements with the full triquadratic space (a superset of the serendipity
+    one): flexmbd assembles it, not Abaqus' C3D20 itself.
+
+    Returns ``(points (n + k, 3), conn27 (e, 27))``; old nodes keep their numbers.
+    """
+    points = np.asarray(points, float)
+    conn = np.asarray(conn, np.int64)
+    new, key_of = [], {}
+    conn27 = np.empty((len(conn), 27), np.int64)
+    conn27[:, :20] = conn
+    edge_of = {frozenset(e): 8 + k for k, e in enumerate(_HEX20_EDGES)}
+    for e, c in enumerate(conn):
+        for f, face in enumerate(_HEX27_FACES):
+            key = tuple(sorted(c[list(face)]))
+            j = key_of.get(key)
+            if j is None:
+                mids = [edge_of[frozenset((face[i], face[(i + 1) % 4]))] for i in range(4)]
+                x = -0.25 * points[c[list(face)]].sum(axis=0) + 0.5 * points[c[mids]].sum(axis=0)
+                j = key_of[key] = len(points) + len(new)
+                new.append(x)
+            conn27[e, 20 + f] = j
+        conn27[e, 26] = len(points) + len(new)
+        new.append(-0.25 * points[c[:8]].sum(axis=0) + 0.25 * points[c[8:20]].sum(axis=0))
+    return np.vstack([points] + ([np.array(new)] if new else [])), conn27

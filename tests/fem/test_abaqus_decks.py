@@ -268,3 +268,35 @@ def test_matrices_that_do_not_fit_the_mesh(tmp_path):
         F.reduce(fe, (K[:-3, :-3], K[:-3, :-3]), fm.NormalModes(2))
     with pytest.raises(MeshError, match="both M and K"):
         F.reduce(fe, None, fm.NormalModes(2), M=K)
+
+
+def test_c3d20_completed_to_hex27(tmp_path):
+    """A C3D20 deck read with c3d20='hex27' is the 27-node mesh of the same geometry:
+    the same frequencies as scikit-fem's own MeshHex2 (affine elements, so the face and
+    centre nodes land exactly where the Lagrange mesh has them)."""
+    m = skfem.MeshHex2.from_mesh(skfem.MeshHex1.init_tensor(
+        np.linspace(0, 0.4, 5), np.linspace(0, 0.04, 2), np.linspace(0, 0.03, 2)))
+    mio = to_meshio(m)
+    x, c27 = np.asarray(mio.points), mio.cells[0].data
+    used = np.unique(c27[:, :20])
+    label = {int(n): i + 1 for i, n in enumerate(used)}
+    lines = ["*Node"] + [f"{label[int(n)]}, {x[n, 0]:.17g}, {x[n, 1]:.17g}, {x[n, 2]:.17g}"
+                         for n in used]
+    lines += ["*Element, type=C3D20R, elset=all"]
+    for e, c in enumerate(c27[:, :20]):
+        ids = [str(label[int(n)]) for n in c]
+        lines += [f"{e + 1}, " + ", ".join(ids[:15]) + ",", ", ".join(ids[15:])]
+    lines += ["*Nset, nset=root", ", ".join(str(label[int(n)]) for n in used
+                                            if x[n, 0] == 0.0)]
+    p = write(tmp_path, "\n".join(lines) + "\n", "c3d20.inp")
+    deck = F.read_abaqus(p, c3d20="hex27")
+    fe = deck.mesh
+    assert fe.cell_type == "hexahedron27" and fe.n_nodes == m.doflocs.shape[1]
+    assert sum(1 for lab in deck.labels if lab[1] < 0) == m.doflocs.shape[1] - len(used)
+    assert len(fe.node_sets["root"]) == 8  # the given nodes of the x = 0 face
+    steel = F.Material(E=2.1e11, nu=0.3, rho=7850.0)
+    a = F.reduce(fe, steel, fm.NormalModes(4), stress_modes=False, geometric=False)
+    b = F.reduce(m, steel, fm.NormalModes(4), stress_modes=False, geometric=False)
+    np.testing.assert_allclose(a.frequencies, b.frequencies, rtol=1e-10)
+    with pytest.raises(MeshError, match="c3d20"):
+        F.read_abaqus(p, c3d20="wedge")
