@@ -55,3 +55,77 @@ def test_abaqus_rotor_example(tmp_path):
     err = np.abs(F[sl, :2] - rotor.mass * a[sl, :2]).max() / np.abs(F[sl, :2]).max()
     assert err < 0.05  # finite differences of sampled positions (measured 2.7 %)
     assert np.isfinite(cpu) and cpu > 0
+
+
+def _exudyn_bearing_positions(d, steps, h):
+    """Exudyn's own model of the performance test (FEMinterface + ObjectFFRFreducedOrder,
+    CartesianSpringDamper bearings): world positions (steps + 1, 3) of the mean of each
+    end face."""
+    import exudyn as exu
+    from exudyn.FEM import FEMinterface, ObjectFFRFreducedOrderInterface
+    from exudyn.itemInterface import (
+        CartesianSpringDamper,
+        MarkerBodyPosition,
+        MarkerSuperElementPosition,
+        ObjectGround,
+        SensorMarker,
+    )
+
+    SC = exu.SystemContainer()
+    mbs = SC.AddSystem()
+    fem = FEMinterface()
+    fem.ImportFromAbaqusInputFile(str(d / "rotorDiscTest.inp"), typeName="Instance",
+                                  name="rotor-1")
+    fem.ReadMassMatrixFromAbaqus(str(d / "rotorDiscTestMASS1.mtx"))
+    fem.ReadStiffnessMatrixFromAbaqus(str(d / "rotorDiscTestSTIF1.mtx"))
+    fem.ScaleStiffnessMatrix(1e-2)
+    fem.AddNodeMass(fem.GetNodeAtPoint(point=[0.0, 0.19598444, 0.15]), 0.1)
+    fem.ComputeEigenmodes(8, excludeRigidBodyModes=6, useSparseSolver=False)
+    cms = ObjectFFRFreducedOrderInterface(fem)
+    obj = cms.AddObjectFFRFreducedOrder(mbs, positionRef=[0, 0, 0], initialVelocity=[0, 0, 0],
+                                        initialAngularVelocity=[0, 0, 100 * np.pi])
+    ground = mbs.AddObject(ObjectGround())
+    k = 2e8
+    sensors = []
+    for p, stiff in (([0, 0, 0], [k, k, k]), ([0, 0, 0.5], [k, k, 0])):
+        nodes = fem.GetNodesInPlane(p, [0, 0, 1])
+        ms = mbs.AddMarker(MarkerSuperElementPosition(
+            bodyNumber=obj["oFFRFreducedOrder"], meshNodeNumbers=np.array(nodes),
+            weightingFactors=np.ones(len(nodes)) / len(nodes)))
+        mg = mbs.AddMarker(MarkerBodyPosition(bodyNumber=ground, localPosition=p))
+        mbs.AddObject(CartesianSpringDamper(markerNumbers=[ms, mg], stiffness=stiff,
+                                            damping=[0.01 * k] * 3))
+        sensors.append(mbs.AddSensor(SensorMarker(
+            markerNumber=ms, storeInternal=True,
+            outputVariableType=exu.OutputVariableType.Position)))
+    mbs.Assemble()
+    ss = exu.SimulationSettings()
+    ss.timeIntegration.numberOfSteps = steps
+    ss.timeIntegration.endTime = steps * h
+    ss.timeIntegration.generalizedAlpha.spectralRadius = 0.5
+    ss.timeIntegration.verboseMode = 0
+    ss.solutionSettings.writeSolutionToFile = False
+    ss.solutionSettings.sensorsWritePeriod = h
+    exu.SolveDynamic(mbs, ss)
+    return [np.asarray(mbs.GetSensorStoredData(s))[:, 1:] for s in sensors]
+
+
+def test_abaqus_rotor_against_exudyn():
+    """Exudyn's own model of the same test, same files: the radial motion of both bearing
+    faces agrees within 1 % of its peak over 300 steps (measured 0.34 % left, 0.28 %
+    right). The axial motion (micrometres, driven by the spinning disc's Poisson
+    contraction) does not agree: left face peak 0.7 um here vs 5.6 um in Exudyn, right
+    21.8 vs 9.4 um — not yet explained (the bearings are modelled differently: three
+    line springs per face here, a Cartesian spring-damper there); not asserted."""
+    pytest.importorskip("exudyn")
+    d = rotor_dir()
+    ex = load()
+    steps, h = 300, 1e-4
+    model, res, rotor, _ = ex.main(steps=steps, h=h, directory=d, plot=False)
+    ref = _exudyn_bearing_positions(d, steps, h)
+    for side, b in zip(("left", "right"), ref):
+        a = model.rotor.interface(side).trajectory(res)
+        assert a.shape == b.shape
+        peak = np.abs(b[:, :2]).max()
+        assert peak > 1e-6  # the unbalance moves the bearings by micrometres
+        assert np.abs(a[:, :2] - b[:, :2]).max() < 0.01 * peak
