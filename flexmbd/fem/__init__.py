@@ -6,6 +6,8 @@ unit geometric stiffness) <-> ``.npz``.  `compare_modes` ranks strategies
 against the full finite-element model.
 """
 
+from .abaqus import AbaqusModel, read_abaqus
+from .abaqus_mtx import read_mtx
 from .compare import compare_modes
 from .interfaces import Interface
 from .material import Material
@@ -15,9 +17,11 @@ from .reduce import reduce
 from .reduced import ReducedBody
 from .selectors import Box, Cylinder, Nearest, Nodes, NodeSet, Plane, Sphere
 from .strategies import CraigBampton, NormalModes, PointLoad, RitzVectors, StaticCorrection
+from .units import UnitsWarning
 
 __all__ = [
     "Material", "NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "PointLoad",
     "compare_modes", "reduce", "ReducedBody", "FEModel", "FEMesh", "read_mesh", "Interface",
     "Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes",
+    "read_abaqus", "read_mtx", "AbaqusModel", "UnitsWarning",
 ]

@@ -153,6 +153,9 @@ def read_mesh(source, node_sets=None, check=True):
 
 def _from_file(path):
     import meshio
+    if path.suffix.lower() == ".inp" and path.exists():  # sets, surfaces, instances, lines
+        from .abaqus import read_abaqus
+        return read_abaqus(path).mesh
     if not path.exists():
         raise MeshError(f"mesh file {str(path)!r} does not exist; check the path "
                         f"(working directory: {Path.cwd()})")
@@ -165,6 +168,11 @@ def _from_file(path):
 
 
 def _from_meshio(m, source):
+    return _from_meshio_mapped(m, source)[0]
+
+
+def _from_meshio_mapped(m, source):
+    """(FEMesh, file2sk): the mesh and the scikit-fem node of each meshio point (-1: unused)."""
     import skfem
     from skfem.io.meshio import from_meshio
 
@@ -210,7 +218,7 @@ def _from_meshio(m, source):
                             "(duplicate or coincident nodes?)")
         file2sk[used] = idx
     sets = _named_sets(m, file2sk)
-    return FEMesh(skm, sets, source)
+    return FEMesh(skm, sets, source), file2sk
 
 
 def _named_sets(m, file2sk):

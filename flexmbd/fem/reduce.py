@@ -51,14 +51,23 @@ def finish_modeset(model, ms, orthonormalize):
 @with_fem_threads
 def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kind="rigid",
            orthonormalize=None, lumped=False, rayleigh=None, zeta=None, stress_modes=True,
-           geometric=True, name=None, backend="auto", model=None, progress=None):
+           geometric=True, name=None, backend="auto", model=None, progress=None,
+           M=None, K=None):
     """Reduce a finite-element body to a few modes.
 
     Parameters
     ----------
     mesh : path | meshio.Mesh | skfem mesh | FEMesh
-    material : Material
+    material : Material or (M, K)
+        The material flexmbd assembles the matrices with, or the mass (kg) and
+        stiffness (N/m) matrices themselves (sparse, 3n x 3n, node-interleaved
+        order of the mesh nodes), e.g. read from another FE code; see also ``M``, ``K``.
     strategy : NormalModes | StaticCorrection | CraigBampton | RitzVectors
+    M, K : sparse (3n, 3n), optional
+        Given mass and stiffness (instead of assembling them); ``material`` may
+        then still be given for stress modes and geometric stiffness, which are
+        skipped without it (the matrices do not define stresses).  Invariants
+        come from the given M (`FEModel.from_matrices`).
     interfaces : dict name -> selector, optional
         Interfaces for mode shapes at frames and unit interface loads (Craig-Bampton
         brings its own; these are added).
@@ -95,8 +104,20 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     with _progress(total=5, desc=f"reduce {label}", enabled=progress, unit="stage",
                    delay=1.0 if auto else 0.0) as bar:
         bar.set_description(f"reduce {label}: assembly")
-        if model is None:
+        if isinstance(material, (tuple, list)) and len(material) == 2 and M is None:
+            (M, K), material = material, None
+        if (M is None) != (K is None):
+            raise MeshError("reduce: give both M and K (mass and stiffness matrices)")
+        if model is None and M is not None:
+            model = FEModel.from_matrices(mesh, M, K, material=material, backend=backend)
+        elif model is None:
             model = FEModel(mesh, material, lumped=lumped, backend=backend)
+        if model.assembler is None and (stress_modes or geometric):
+            stress_modes = geometric = False
+            skipped = ("stress modes and geometric stiffness skipped: the body was reduced "
+                       "from given matrices without a material")
+        else:
+            skipped = None
         bar.update(1)
         bar.set_description(f"reduce {label}: modes")
         timings = dict(model.timings)
@@ -155,10 +176,15 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         bar.update(1)
         mat = model.material
         fe = model.fe
+        notes = list(ms.notes) + ([skipped] if skipped else [])
+        if mat is None:
+            mat_name, mat_vals = "given matrices", [np.nan, np.nan, np.nan]
+        else:
+            mat_name, mat_vals = mat.name, [mat.E, mat.nu, mat.rho]
         return ReducedBody(
             name=name or str(fe.source), strategy=ms.strategy, frame=ms.frame, support=ms.support,
-            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat.name,
-            kg_convention=conv, material=[mat.E, mat.nu, mat.rho],
+            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat_name,
+            kg_convention=conv, material=mat_vals,
             nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,
             mode_kind=ms.kinds, mode_label=ms.labels, mode_mix=ms.mix,
             frequencies=_hz(lam_r), mode_frequencies=mode_f,
@@ -169,4 +195,4 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
             interface_names=names, interface_kinds=[itfs[k].kind for k in names],
             interface_origins=if_orig, interface_nodes=if_nodes, interface_offsets=offsets,
             interface_modes=if_modes, stress_modes=stress, kg_unit=kg, kg_names=kg_names,
-            notes=ms.notes, timings=timings)
+            notes=notes, timings=timings)
