@@ -6,6 +6,7 @@ unit geometric stiffness) <-> ``.npz``.  `compare_modes` ranks strategies
 against the full finite-element model.
 """
 
+from . import nastran  # noqa: F401  (fm.fem.nastran.read_bdf, read_op4, read_dmig, ...)
 from .compare import compare_modes
 from .interfaces import Interface
 from .material import Material

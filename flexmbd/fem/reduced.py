@@ -72,6 +72,16 @@ class ReducedBody:
         if fields:
             raise TypeError(f"ReducedBody: unknown fields {sorted(fields)}")
 
+    @classmethod
+    def from_matrices(cls, nodes, modes, M=None, K=None, **options):
+        """A body from a reduced model given directly: mode shapes at nodes, mass and
+        stiffness (full or reduced), interfaces, damping, invariants (SI units).
+
+        See `flexmbd.fem.from_matrices.reduced_from_matrices` for every option.
+        """
+        from .from_matrices import reduced_from_matrices
+        return reduced_from_matrices(nodes, modes, M, K, **options)
+
     # -- sizes and views -------------------------------------------------------------------
     @property
     def n_modes(self):
