@@ -208,3 +208,64 @@ def test_dmig_symmetric_triangles_and_errors(tmp_path):
     p.write_text("DMIG    KY      3       1               1       1       2.0\n")
     with pytest.raises(MeshError, match=r"line 1.*before its header"):
         N.read_dmig(p)
+
+
+def test_craig_bampton_superelement_output(tmp_path):
+    """A CB reduction in Nastran's a-set form (boundary grid DOFs + modal SPOINTs), computed
+    here with dense linear algebra, written as DMIG (MAAX, KAAX) and OP4 (PHIG, MGG), read
+    back into a ReducedBody: invariants equal those of the basis on flexmbd's own mass,
+    six rigid modes at ~0 Hz, the elastic ones above the full model's."""
+    import scipy.linalg as sla
+    import skfem
+
+    fe = F.read_mesh(skfem.MeshHex1.init_tensor(np.linspace(0, 1, 9), np.linspace(0, .1, 3),
+                                                np.linspace(0, .1, 3)))
+    x = fe.nodes
+    ends = {"A": np.nonzero(x[:, 0] < 1e-9)[0], "B": np.nonzero(x[:, 0] > 1 - 1e-9)[0]}
+    N.write_bdf(tmp_path / "se.bdf", fe, STEEL, node_sets=ends)
+    deck = N.read_bdf(tmp_path / "se.bdf")
+    model = F.FEModel(deck.mesh, deck.material)
+    K, M = model.K.toarray(), model.M.toarray()
+    K, M = (K + K.T) / 2, (M + M.T) / 2
+    bnodes = np.sort(np.concatenate([deck.mesh.node_sets["A"], deck.mesh.node_sets["B"]]))
+    # a-set order: boundary grids by id, components 1-3, then the modal SPOINTs
+    bnodes = bnodes[np.argsort(deck.grid_ids[bnodes])]
+    b = (3 * bnodes[:, None] + np.arange(3)).ravel()
+    i = np.setdiff1d(np.arange(3 * fe.n_nodes), b)
+    nq = 6
+    lam, Xi = sla.eigh(K[np.ix_(i, i)], M[np.ix_(i, i)], subset_by_index=[0, nq - 1])
+    Psi = np.zeros((3 * fe.n_nodes, len(b) + nq))
+    Psi[b, np.arange(len(b))] = 1.0
+    Psi[np.ix_(i, np.arange(len(b)))] = -np.linalg.solve(K[np.ix_(i, i)], K[np.ix_(i, b)])
+    Psi[np.ix_(i, len(b) + np.arange(nq))] = Xi
+    Maa, Kaa = Psi.T @ M @ Psi, Psi.T @ K @ Psi
+    Maa, Kaa = (Maa + Maa.T) / 2, (Kaa + Kaa.T) / 2
+    labels = np.vstack([N.node_dof_labels(deck.grid_ids[bnodes]),
+                        np.column_stack([900001 + np.arange(nq), np.zeros(nq, int)])])
+    N.write_dmig(tmp_path / "se.pch", "MAAX", Maa, labels)
+    N.write_dmig(tmp_path / "se.pch", "KAAX", Kaa, labels, mode="a")
+    order = np.argsort(deck.grid_ids)  # g-set rows: ascending GRID id
+    rows = (3 * order[:, None] + np.arange(3)).ravel()
+    N.write_op4(tmp_path / "se.op4", {"PHIG": Psi[rows],
+                                      "MGG": sp.csr_matrix(M[np.ix_(rows, rows)])}, sparse="bigmat")
+    dm, op = N.read_dmig(tmp_path / "se.pch"), N.read_op4(tmp_path / "se.op4")
+    assert np.array_equal(dm["MAAX"].rows, labels)
+    # the OP4 MGG is in g-set order (ascending GRID id): back to the mesh's order
+    Mg = sp.csr_matrix(op["MGG"].toarray()[np.ix_(np.argsort(rows), np.argsort(rows))])
+    body = N.craig_bampton_body(deck, op["PHIG"], dm["MAAX"], dm["KAAX"], mgg=Mg)
+    from flexmbd.fem.invariants import inertia_invariants
+
+    ref = inertia_invariants(model.Ms, model.K, deck.mesh.nodes, Psi)
+    assert body.mass == pytest.approx(7850.0 * 0.01, rel=1e-12)
+    for k in ("first_moment", "second_moment", "St", "Sij", "Pij"):
+        np.testing.assert_allclose(getattr(body, k), ref[k], rtol=0,
+                                   atol=1e-12 * np.abs(ref[k]).max())
+    assert body.interface_names == ["ASET"] and len(body.interface("ASET")[2]) == len(bnodes)
+    f = body.frequencies
+    assert np.abs(f[:6]).max() < 1e-3 * f[6]  # constraint modes span the rigid motion
+    full = np.sqrt(np.abs(sla.eigh(K, M, eigvals_only=True, subset_by_index=[6, 9]))) / 2 / np.pi
+    assert np.all(f[6:10] >= full * (1 - 1e-9))  # Rayleigh-Ritz: upper bounds
+    assert np.all(f[6:8] < full[:2] * 1.01)  # first bending pair within 1 % (0.56 %)
+    # a basis of another size does not fit the matrices
+    with pytest.raises(MeshError, match="do not fit"):
+        N.craig_bampton_body(deck, op["PHIG"][:, :-1], dm["MAAX"], dm["KAAX"], mgg=Mg)
