@@ -99,3 +99,21 @@ def test_bad_input_names_the_argument(native):
     with pytest.raises(MeshError, match="frame"):
         F.ReducedBody.from_matrices(x, Phi, M, K, interfaces={"A": [0, 1]},
                                     interface_kind="rigid")
+
+
+def test_hdf5_schema_round_trip_and_version_check(native, tmp_path):
+    h5py = pytest.importorskip("h5py")
+    _, rb = native
+    rb.save(tmp_path / "b.h5")
+    back = F.ReducedBody.load(tmp_path / "b.h5")
+    for k in _INV + ("modes", "nodes", "interface_modes", "stress_modes", "D_ff"):
+        assert np.array_equal(getattr(back, k), getattr(rb, k)), k
+    assert back.mode_kind == rb.mode_kind and back.interface_names == rb.interface_names
+    assert back.name == rb.name and back.mass == rb.mass
+    with h5py.File(tmp_path / "b.h5", "a") as f:
+        f.attrs["schema"] = "flexmbd.reduced/0"
+    with pytest.raises(MeshError, match="schema"):
+        F.ReducedBody.load(tmp_path / "b.h5")
+    np.savez(tmp_path / "old.npz", schema=np.array("flexmbd.reduced/0"))
+    with pytest.raises(MeshError, match="schema"):
+        F.ReducedBody.load(tmp_path / "old.npz")

@@ -8,7 +8,7 @@ from fem_helpers import beam_hex1, end
 import flexmbd.fem as F
 from flexmbd.fem.geometric import omega_matrices
 from flexmbd.fem.invariants import rigid_inertia
-from flexmbd.fem.sid import read_sid, sid_terms, write_sid
+from flexmbd.fem.sid import read_sid, sid_terms
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def case(steel):
 
 def test_sid_reads_back_exactly(case, tmp_path):
     _, rb = case
-    write_sid(rb, tmp_path / "b.SID_FEM", nodes=[5])
+    rb.to_sid(tmp_path / "b.SID_FEM", nodes=[5])
     got = read_sid(tmp_path / "b.SID_FEM")
     ref = sid_terms(rb, nodes=[5])
     assert got["mass"] == rb.mass and len(got["labels"]) == rb.n_modes
