@@ -16,9 +16,10 @@ from .reduce import reduce
 from .reduced import ReducedBody
 from .selectors import Box, Cylinder, Nearest, Nodes, NodeSet, Plane, Sphere
 from .strategies import CraigBampton, NormalModes, PointLoad, RitzVectors, StaticCorrection
+from .stress_history import stress_history
 
 __all__ = [
     "Material", "NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "PointLoad",
     "compare_modes", "reduce", "ReducedBody", "FEModel", "FEMesh", "read_mesh", "Interface",
-    "Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes",
+    "Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes", "stress_history",
 ]

@@ -135,9 +135,9 @@ class ReducedBody:
         return self.stress_modes @ np.asarray(q, float)
 
     def von_mises(self, q):
-        s = self.stress(q)
-        return np.sqrt(0.5 * ((s[:, 0] - s[:, 1]) ** 2 + (s[:, 1] - s[:, 2]) ** 2
-                              + (s[:, 2] - s[:, 0]) ** 2) + 3 * (s[:, 3:] ** 2).sum(axis=1))
+        """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
+        from .stress_history import von_mises
+        return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
     def geometric_stiffness(self, omega=(0, 0, 0), alpha=(0, 0, 0), a=(0, 0, 0),
