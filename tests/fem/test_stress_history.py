@@ -101,3 +101,27 @@ def test_bad_requests(case):
     no_stress = F.ReducedBody.from_matrices(rb.nodes, rb.modes, model.M, model.K)
     with pytest.raises(MeshError, match="stress modes"):
         stress_history(res, no_stress, name="beam")
+
+
+def test_flexible_body_of_a_simulated_model():
+    """The model path: a FlexibleBody's run gives the same stresses as FlexibleBody.stresses."""
+    from pathlib import Path
+
+    import flexmbd as fm
+
+    mesh = Path(__file__).resolve().parents[2] / "meshes" / "beam_hex.msh"
+    steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
+    beam = fm.fem.reduce(mesh, steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam",
+                         geometric=False)
+    p = fm.Model("flexible_pendulum")
+    p.beam = fm.FlexibleBody(beam)
+    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
+                          child_frame=p.beam.interface("A"))
+    p.g = fm.Gravity((0, -9.81, 0))
+    run = p.simulate(t_end=0.01, dt=1e-3, integrator="generalized-alpha")
+    nodes = beam.interface("A")[2][:4]
+    h = fm.fem.stress_history(run, p.beam, nodes=nodes)
+    ref = p.beam.stresses(run.body("beam").modal)[:, nodes]
+    assert np.abs(ref).max() > 0
+    np.testing.assert_allclose(h.stress, ref, rtol=1e-13, atol=0)
+    assert h.locations[0] == f"node {nodes[0]}"
