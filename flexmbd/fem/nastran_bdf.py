@@ -222,6 +222,9 @@ def read_bdf(path, ignore=()):
                 c.int(k) for k in range(2, 2 + len(c.fields), 2) if c.field(k))
         elif c.name == "SPC1":
             sets.setdefault(f"SPC1_{c.int(2)}", []).extend(_thru(c, c.fields[2:]))
+        elif c.name.startswith("CORD"):
+            raise MeshError(f"{c.where()}: coordinate system card {c.name} is not supported; "
+                            "define it with CORD2R, CORD2C or CORD2S")
         elif c.name.startswith("C") or c.name in _OTHER_ELEMENTS:
             raise MeshError(f"{c.where()}: element card {c.name} is not supported (solid CTETRA, "
                             f"CHEXA, CPENTA only); remove it or pass ignore=({c.name!r},)")

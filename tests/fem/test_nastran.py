@@ -115,6 +115,8 @@ _CUBE += "PSOLID,1,1\nMAT1,1,2.1e11,,0.3,7850.\n"
     ("CPENTA,1,1,1,2,3,5,6,7\n", 11, "wedge"),
     ("CHEXA,1,1,1,2,3,4,5,6,7,99\n", 11, "GRID 99"),
     ("CHEXA,1,7,1,2,3,4,5,6,7,8\n", 11, "property 7"),
+    ("CORD1R,3,1,2,3\n", 11, "CORD1R"),
+    ("RBE2,9,1,123456,2\n", 11, "RBE2.*ignore"),
 ])
 def test_malformed_decks_name_file_and_line(tmp_path, body, line, what):
     extra = "".join(f"GRID,{k},,{k}.,0.,0.\n" for k in range(9, 21)) if "20" in body else ""
@@ -269,3 +271,10 @@ def test_craig_bampton_superelement_output(tmp_path):
     # a basis of another size does not fit the matrices
     with pytest.raises(MeshError, match="do not fit"):
         N.craig_bampton_body(deck, op["PHIG"][:, :-1], dm["MAAX"], dm["KAAX"], mgg=Mg)
+
+
+def test_ignored_cards_are_skipped(tmp_path):
+    p = _deck(tmp_path, _CUBE + "CHEXA,1,1,1,2,3,4,5,6,7,8\nRBE2,9,1,123456,2\nCONM2,10,2,,1.0\n")
+    deck = N.read_bdf(p, ignore=("RBE2", "CONM2"))
+    assert deck.mesh.n_elements == 1 and deck.mesh.n_nodes == 8
+    assert deck.material.rho == 7850.0
