@@ -159,6 +159,9 @@ def _from_file(path):
     if not path.exists():
         raise MeshError(f"mesh file {str(path)!r} does not exist; check the path "
                         f"(working directory: {Path.cwd()})")
+    if path.suffix.lower() in (".bdf", ".nas"):  # our reader keeps the sets (SET1, ASET)
+        from .nastran_bdf import read_bdf
+        return read_bdf(path).mesh
     try:
         m = meshio.read(str(path))
     except Exception as exc:  # meshio raises many kinds of errors

@@ -9,6 +9,8 @@ import scipy.linalg as sla
 from ..errors import MeshError
 from ..progress import progress as _progress
 from ._threads import with_fem_threads
+from .from_matrices import hz as _hz
+from .from_matrices import modal_damping
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
@@ -16,10 +18,6 @@ from .reduced import ReducedBody
 from .strategies import as_strategy, rayleigh_ritz
 
 __all__ = ["reduce", "finish_modeset"]
-
-
-def _hz(lam):
-    return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
 
 
 def finish_modeset(model, ms, orthonormalize):
@@ -134,19 +132,10 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         t0 = time.perf_counter()
         inv = inertia_invariants(model.Ms, model.K, model.fe.nodes, Phi)
         M_ff, K_ff = inv["M_ff"], inv["K_ff"]
-        lam_r, X = sla.eigh(K_ff, M_ff)
+        lam_r = sla.eigh(K_ff, M_ff, eigvals_only=True)
         mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
         m = Phi.shape[1]
-        D_ff = np.zeros((m, m))
-        damping = np.zeros(2)
-        zeta_arr = np.zeros((0,))
-        if zeta is not None:
-            zeta_arr = np.broadcast_to(np.asarray(zeta, float), (m,)).copy()
-            Y = M_ff @ X  # D = M X diag(2 zeta w) X^T M
-            D_ff = Y @ np.diag(2 * zeta_arr * np.sqrt(np.maximum(lam_r, 0))) @ Y.T
-        elif rayleigh is not None:
-            damping = np.asarray(rayleigh, float)
-            D_ff = damping[0] * M_ff + damping[1] * K_ff
+        D_ff, damping, zeta_arr = modal_damping(M_ff, K_ff, rayleigh, zeta)
         itfs = ms.interfaces
         names = list(itfs)
         offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)

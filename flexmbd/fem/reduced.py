@@ -1,7 +1,7 @@
-"""`ReducedBody`: a reduced flexible body and its ``.npz`` file.
+"""`ReducedBody`: a reduced flexible body and its ``.npz`` (or HDF5) file.
 
-npz schema, version ``flexmbd.reduced/1`` (all arrays; strings as numpy str arrays)
--------------------------------------------------------------------------------------
+npz / HDF5 schema, version ``flexmbd.reduced/1`` (strings as numpy str arrays / HDF5 strings)
+------------------------------------------------------------------------------------------
 ==========================  ===============  =============================================
 key                         shape            meaning
 ==========================  ===============  =============================================
@@ -53,6 +53,28 @@ _STRLISTS = ("mode_kind", "mode_label", "mode_mix", "interface_names", "interfac
              "kg_names", "notes")
 
 
+def _is_h5(path):
+    return str(path).lower().endswith((".h5", ".hdf5"))
+
+
+def _h5py(path):
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - h5py is an optional extra
+        raise MeshError(f"{path}: HDF5 files need h5py: pip install 'flexmbd[io]'") from err
+    return h5py
+
+
+def _h5_array(ds):
+    v = ds[()]
+    if isinstance(v, bytes):
+        return np.array(v.decode())
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OS":
+        return np.array([x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()],
+                        dtype=str).reshape(v.shape)
+    return np.asarray(v)
+
+
 class ReducedBody:
     """A flexible body reduced to a few modes; all floating-frame data in arrays.
 
@@ -71,6 +93,16 @@ class ReducedBody:
         self.timings = dict(fields.pop("timings", {}))
         if fields:
             raise TypeError(f"ReducedBody: unknown fields {sorted(fields)}")
+
+    @classmethod
+    def from_matrices(cls, nodes, modes, M=None, K=None, **options):
+        """A body from a reduced model given directly: mode shapes at nodes, mass and
+        stiffness (full or reduced), interfaces, damping, invariants (SI units).
+
+        See `flexmbd.fem.from_matrices.reduced_from_matrices` for every option.
+        """
+        from .from_matrices import reduced_from_matrices
+        return reduced_from_matrices(nodes, modes, M, K, **options)
 
     # -- sizes and views -------------------------------------------------------------------
     @property
@@ -103,9 +135,9 @@ class ReducedBody:
         return self.stress_modes @ np.asarray(q, float)
 
     def von_mises(self, q):
-        s = self.stress(q)
-        return np.sqrt(0.5 * ((s[:, 0] - s[:, 1]) ** 2 + (s[:, 1] - s[:, 2]) ** 2
-                              + (s[:, 2] - s[:, 0]) ** 2) + 3 * (s[:, 3:] ** 2).sum(axis=1))
+        """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
+        from .stress_history import von_mises
+        return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
     def geometric_stiffness(self, omega=(0, 0, 0), alpha=(0, 0, 0), a=(0, 0, 0),
@@ -175,7 +207,9 @@ class ReducedBody:
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path):
-        """Write the body to one ``.npz`` file (schema `SCHEMA`)."""
+        """Write the body to one file (schema `SCHEMA`): ``.h5``/``.hdf5`` as HDF5 (one dataset
+        per key of the table above, the schema also as the file attribute ``schema``; needs
+        h5py), anything else as ``.npz``."""
         data = {"schema": np.array(SCHEMA), "mass": np.array(self.mass),
                 "material": self.material,
                 "timings_keys": np.array(list(self.timings), dtype=str),
@@ -186,23 +220,48 @@ class ReducedBody:
             data[k] = np.array(getattr(self, k))
         for k in _STRLISTS:
             data[k] = np.array(getattr(self, k), dtype=str)
+        if _is_h5(path):
+            h5py = _h5py(path)
+            with h5py.File(path, "w") as f:
+                f.attrs["schema"] = SCHEMA
+                for k, v in data.items():
+                    if v.dtype.kind == "U":
+                        f.create_dataset(k, data=v.astype(object), dtype=h5py.string_dtype())
+                    else:
+                        f.create_dataset(k, data=v)
+            return
         np.savez_compressed(path, **data)
+
+    def to_sid(self, path, nodes=()):
+        """Export as FEMBS standard input data text (`flexmbd.fem.sid.write_sid`)."""
+        from .sid import write_sid
+        write_sid(self, path, nodes)
 
     @classmethod
     def load(cls, path):
-        """Read a body written by `save`; checks the schema version."""
+        """Read a body written by `save` (``.npz`` or HDF5); checks the schema version."""
+        if _is_h5(path):
+            h5py = _h5py(path)
+            with h5py.File(path, "r") as f:
+                z = {k: _h5_array(f[k]) for k in f.keys()}
+                z["schema"] = np.array(str(f.attrs.get("schema", "?")))
+            return cls._from_store(path, z)
         with np.load(path, allow_pickle=False) as z:
-            schema = str(z["schema"]) if "schema" in z else "?"
-            if schema != SCHEMA:
-                raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
-                                "with this flexmbd version")
-            fields = {k: z[k] for k in _ARRAYS}
-            fields.update({k: str(z[k]) for k in _STRINGS})
-            fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
-            fields["mass"] = float(z["mass"])
-            fields["material"] = z["material"]
-            fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
-                                         z["timings_values"].tolist()))
+            return cls._from_store(path, z)
+
+    @classmethod
+    def _from_store(cls, path, z):
+        schema = str(z["schema"]) if "schema" in z else "?"
+        if schema != SCHEMA:
+            raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
+                            "with this flexmbd version")
+        fields = {k: z[k] for k in _ARRAYS}
+        fields.update({k: str(z[k]) for k in _STRINGS})
+        fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
+        fields["mass"] = float(z["mass"])
+        fields["material"] = z["material"]
+        fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
+                                     z["timings_values"].tolist()))
         return cls(**fields)
 
     # invariants as a dict, for the multibody side
