@@ -2,13 +2,15 @@
 
 import os
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 
-from ..errors import MeshError
+from ..errors import MeshError, UnitsWarning
 from ..progress import progress as _progress
 from ._threads import with_fem_threads
+from .eigen import check_backend
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
@@ -20,6 +22,55 @@ __all__ = ["reduce", "finish_modeset"]
 
 def _hz(lam):
     return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
+
+
+# Largest plausible extent of one flexible body with a steel-like material (m): beyond
+# it a mesh in millimetres (1000x too large) is the likelier explanation.
+MAX_PLAUSIBLE_SIZE = 100.0
+
+
+def check_units(fe, material):
+    """Warn (`UnitsWarning`) if the mesh size and the SI material do not go together.
+
+    flexmbd works in SI (m, kg, s, Pa).  A mesh whose bounding box exceeds
+    `MAX_PLAUSIBLE_SIZE` metres with a solid's SI density (> 100 kg/m^3) is most
+    likely in millimetres: its frequencies come out 1000x too low.  The check warns
+    and goes on; scale such a mesh first (``meshio_mesh.points *= 1e-3``, or
+    ``skfem_mesh.scaled(1e-3)``).
+    """
+    lo, hi = fe.bounding_box()
+    extent = float(np.max(hi - lo))
+    if extent > MAX_PLAUSIBLE_SIZE and material.rho > 100.0:
+        warnings.warn(
+            f"mesh {fe.source!r} is {extent:.4g} m across (bounding box "
+            f"{np.round(lo, 4).tolist()} .. {np.round(hi, 4).tolist()}) with material "
+            f"{material.name!r} (rho={material.rho:g} kg/m^3, E={material.E:g} Pa) in SI "
+            "units; if the mesh is in millimetres its frequencies come out 1000x too low: "
+            "scale the coordinates to metres first (meshio: mesh.points *= 1e-3; scikit-fem: "
+            "mesh.scaled(1e-3))", UnitsWarning, stacklevel=3)
+
+
+def _check_damping(zeta, rayleigh):
+    """Validated (zeta array or None, rayleigh (2,) or None); MeshError naming the input."""
+    if zeta is not None:
+        try:
+            z = np.asarray(zeta, float)
+        except (TypeError, ValueError):
+            raise MeshError(f"reduce: zeta={zeta!r} must be damping ratios (numbers)") from None
+        if z.ndim > 1 or z.size == 0 or not np.isfinite(z).all() or (z < 0).any():
+            raise MeshError(f"reduce: zeta={zeta!r} must be finite damping ratios >= 0 (one "
+                            "for all modes or one per mode), e.g. zeta=0.02")
+        zeta = z
+    if rayleigh is not None:
+        try:
+            r = np.asarray(rayleigh, float)
+        except (TypeError, ValueError):
+            r = np.zeros(0)
+        if r.shape != (2,) or not np.isfinite(r).all() or (r < 0).any():
+            raise MeshError(f"reduce: rayleigh={rayleigh!r} must be (alpha, beta), finite and "
+                            ">= 0: D = alpha M + beta K (alpha in 1/s, beta in s)")
+        rayleigh = r
+    return zeta, rayleigh
 
 
 def finish_modeset(model, ms, orthonormalize):
@@ -89,6 +140,8 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     if strategy is None:
         raise MeshError("reduce: no strategy given; e.g. strategy=fm.NormalModes(8)")
     strategy = as_strategy(strategy)
+    zeta, rayleigh = _check_damping(zeta, rayleigh)
+    check_backend(backend)
     label = name or (os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike))
                      else "body")
     auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
@@ -97,6 +150,7 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         bar.set_description(f"reduce {label}: assembly")
         if model is None:
             model = FEModel(mesh, material, lumped=lumped, backend=backend)
+        check_units(model.fe, model.material)
         bar.update(1)
         bar.set_description(f"reduce {label}: modes")
         timings = dict(model.timings)
@@ -120,7 +174,10 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         damping = np.zeros(2)
         zeta_arr = np.zeros((0,))
         if zeta is not None:
-            zeta_arr = np.broadcast_to(np.asarray(zeta, float), (m,)).copy()
+            if zeta.size not in (1, m):
+                raise MeshError(f"reduce: zeta has {zeta.size} damping ratios; the body has {m} "
+                                "modes: give one ratio for all or one per mode")
+            zeta_arr = np.broadcast_to(zeta.ravel(), (m,)).copy()
             Y = M_ff @ X  # D = M X diag(2 zeta w) X^T M
             D_ff = Y @ np.diag(2 * zeta_arr * np.sqrt(np.maximum(lam_r, 0))) @ Y.T
         elif rayleigh is not None:
