@@ -6,7 +6,7 @@ import numpy as np
 
 from ._threads import with_fem_threads
 from .assembly import Assembler, check_node_coverage
-from .eigen import RelievedSolver, check_backend, SPDFactor, add_on_pattern, free_shift, rigid_modes
+from .eigen import RelievedSolver, SPDFactor, add_on_pattern, check_backend, free_shift, rigid_modes
 from .interfaces import make_interfaces
 from .material import check_material
 from .mesh import FEMesh, check_connected, read_mesh

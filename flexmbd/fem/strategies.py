@@ -138,7 +138,7 @@ def resolve_loads(model, loads, interfaces, where):
                 F = np.asarray(item, float)
             except (TypeError, ValueError):
                 F = np.zeros(0)
-            if F.ndim not in (1, 2):
+            if F.ndim not in (1, 2) or F.size == 0:
                 raise MeshError(f"{where}: load {item!r} is not an interface name, a PointLoad "
                                 "or an array of nodal forces (3n,) / (3n, m)")
             F = F.reshape(F.shape[0], -1)
