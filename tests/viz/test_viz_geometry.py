@@ -119,6 +119,7 @@ def test_quaternion_batches_are_continuous_and_inverse():
 
 def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
     import pyvista as pv
+
     from flexmbd.viz.geometry import body_geometry, visual_geometry
 
     R = rotation_matrix(np.array([0, 0, 1.0]), np.pi / 2)

@@ -130,9 +130,10 @@ def test_animate_rejects_bad_input(gl, tmp_path):
 
 def test_gallery_flexible_beam(gl, tmp_path):
     """The gallery example end to end on a real Craig-Bampton body (flexmbd.fem)."""
-    import flexmbd.fem  # noqa: F401
     import importlib.util
     from pathlib import Path
+
+    import flexmbd.fem  # noqa: F401
 
     path = Path(__file__).resolve().parents[2] / "examples" / "gallery_flexible_beam.py"
     spec = importlib.util.spec_from_file_location("gallery_flexible_beam", path)
