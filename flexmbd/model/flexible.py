@@ -173,10 +173,12 @@ class FlexibleBody(Body):
         n = self.n_modes
         if spec is None:
             return np.zeros(n)
-        v = np.atleast_1d(np.asarray(spec, dtype=float))
-        if v.shape != (n,):
+        from .component import as_floats
+
+        v = np.atleast_1d(as_floats(spec))
+        if v.shape != (n,) or not np.all(np.isfinite(v)):
             raise ModelError(f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
-                             f"values, got {v.shape}")
+                             f"values (finite), got {spec!r}")
         return v
 
     def interface_modes(self, name):
@@ -292,7 +294,15 @@ class FlexibleBody(Body):
         d2 = ((nodes - x) ** 2).sum(axis=1)
         i = int(np.argmin(d2))
         dist = float(np.sqrt(d2[i]))
-        limit = self._element_size() if tol is None else float(tol)
+        if tol is None:
+            limit = self._element_size()
+        else:
+            from .component import is_real
+
+            if not is_real(tol) or tol < 0:
+                raise ModelError(f"FlexibleBody {self.local_name!r}: point tol={tol!r} must be "
+                                 "a distance >= 0 (m)")
+            limit = float(tol)
         if dist > limit:
             lo, hi = nodes.min(axis=0), nodes.max(axis=0)
             raise ModelError(

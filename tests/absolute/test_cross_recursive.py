@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from abs_helpers import all_joints_model  # noqa: E402
+from abs_helpers import all_joints_model
 
 import flexmbd as fm
-import flexmbd.recursive  # noqa: E402,F401  (a required part: fail, never skip)
+import flexmbd.recursive  # noqa: F401  (a required part: fail, never skip)
 
 
 def _compare(m, rng, t=0.2, n_states=3):
