@@ -308,7 +308,8 @@ class StaticCorrection(Strategy):
     """
 
     def __init__(self, n_normal, loads, fixed=None, orthonormalize=True):
-        self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal")
+        # 0 normal modes: the static correction modes alone
+        self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal", minimum=0)
         self.loads, self.fixed = loads, fixed
         self.orthonormalize = orthonormalize
 

@@ -199,8 +199,11 @@ REDUCTION = [
          check=lambda s: s.n == 3),
     Case("static-fraction", lambda t: F.StaticCorrection(2.5, loads="A"), MeshError,
          ("StaticCorrection", "2.5")),
-    Case("static-zero", lambda t: F.StaticCorrection(0, loads="A"), MeshError,
-         ("StaticCorrection", "0")),
+    Case("static-negative", lambda t: F.StaticCorrection(-1, loads="A"), MeshError,
+         ("StaticCorrection", "-1")),
+    Case("static-zero-normal-modes", lambda t: mc.reduce(strategy=F.StaticCorrection(
+        0, loads=np.ones(84)), geometric=False), None,
+        check=lambda rb: _n(rb) == 1 and rb.mode_kind == ["static-correction"]),
     Case("ritz-zero", lambda t: F.RitzVectors(0, load="A"), MeshError, ("RitzVectors", "0")),
     Case("ritz-fraction", lambda t: F.RitzVectors(1.5, load="A"), MeshError,
          ("RitzVectors", "1.5")),
