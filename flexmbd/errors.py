@@ -38,3 +38,11 @@ class SolverError(FlexmbdError, RuntimeError):
 
 class ConvergenceError(SolverError):
     """Newton iterations did not converge within the allowed iterations."""
+
+
+class UnitsWarning(UserWarning):
+    """Input whose size or magnitude suggests a unit mix-up (flexmbd works in SI).
+
+    E.g. a mesh hundreds of metres across with a steel-like material (a mesh in
+    millimetres), or a material whose wave speed sqrt(E/rho) no solid reaches.
+    """

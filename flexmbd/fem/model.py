@@ -6,10 +6,10 @@ import numpy as np
 
 from ._threads import with_fem_threads
 from .assembly import Assembler, check_node_coverage
-from .eigen import RelievedSolver, SPDFactor, add_on_pattern, free_shift, rigid_modes
+from .eigen import RelievedSolver, SPDFactor, add_on_pattern, check_backend, free_shift, rigid_modes
 from .interfaces import make_interfaces
 from .material import check_material
-from .mesh import FEMesh, read_mesh
+from .mesh import FEMesh, check_connected, read_mesh
 
 __all__ = ["FEModel"]
 
@@ -39,7 +39,8 @@ class FEModel:
         self.fe = mesh if isinstance(mesh, FEMesh) else read_mesh(mesh)
         self.material = check_material(material, f"mesh {self.fe.source!r}")
         check_node_coverage(self.fe)
-        self.lumped, self.backend = lumped, backend
+        check_connected(self.fe)
+        self.lumped, self.backend = lumped, check_backend(backend)
         self.assembler = Assembler(self.fe, self.material)
         t1 = time.perf_counter()
         self.K = self.assembler.stiffness(bbar=bbar)

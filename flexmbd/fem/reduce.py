@@ -2,13 +2,15 @@
 
 import os
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 
-from ..errors import MeshError
+from ..errors import MeshError, UnitsWarning
 from ..progress import progress as _progress
 from ._threads import with_fem_threads
+from .eigen import check_backend
 from .from_matrices import hz as _hz
 from .from_matrices import modal_damping
 from .geometric import unit_geometric_stiffness
@@ -18,6 +20,55 @@ from .reduced import ReducedBody
 from .strategies import as_strategy, rayleigh_ritz
 
 __all__ = ["reduce", "finish_modeset"]
+
+
+# Largest plausible extent of one flexible body with a steel-like material (m): beyond
+# it a mesh in millimetres (1000x too large) is the likelier explanation.
+MAX_PLAUSIBLE_SIZE = 100.0
+
+
+def check_units(fe, material):
+    """Warn (`UnitsWarning`) if the mesh size and the SI material do not go together.
+
+    flexmbd works in SI (m, kg, s, Pa).  A mesh whose bounding box exceeds
+    `MAX_PLAUSIBLE_SIZE` metres with a solid's SI density (> 100 kg/m^3) is most
+    likely in millimetres: its frequencies come out 1000x too low.  The check warns
+    and goes on; scale such a mesh first (``meshio_mesh.points *= 1e-3``, or
+    ``skfem_mesh.scaled(1e-3)``).
+    """
+    lo, hi = fe.bounding_box()
+    extent = float(np.max(hi - lo))
+    if extent > MAX_PLAUSIBLE_SIZE and material.rho > 100.0:
+        warnings.warn(
+            f"mesh {fe.source!r} is {extent:.4g} m across (bounding box "
+            f"{np.round(lo, 4).tolist()} .. {np.round(hi, 4).tolist()}) with material "
+            f"{material.name!r} (rho={material.rho:g} kg/m^3, E={material.E:g} Pa) in SI "
+            "units; if the mesh is in millimetres its frequencies come out 1000x too low: "
+            "scale the coordinates to metres first (meshio: mesh.points *= 1e-3; scikit-fem: "
+            "mesh.scaled(1e-3))", UnitsWarning, stacklevel=3)
+
+
+def _check_damping(zeta, rayleigh):
+    """Validated (zeta array or None, rayleigh (2,) or None); MeshError naming the input."""
+    if zeta is not None:
+        try:
+            z = np.asarray(zeta, float)
+        except (TypeError, ValueError):
+            raise MeshError(f"reduce: zeta={zeta!r} must be damping ratios (numbers)") from None
+        if z.ndim > 1 or z.size == 0 or not np.isfinite(z).all() or (z < 0).any():
+            raise MeshError(f"reduce: zeta={zeta!r} must be finite damping ratios >= 0 (one "
+                            "for all modes or one per mode), e.g. zeta=0.02")
+        zeta = z
+    if rayleigh is not None:
+        try:
+            r = np.asarray(rayleigh, float)
+        except (TypeError, ValueError):
+            r = np.zeros(0)
+        if r.shape != (2,) or not np.isfinite(r).all() or (r < 0).any():
+            raise MeshError(f"reduce: rayleigh={rayleigh!r} must be (alpha, beta), finite and "
+                            ">= 0: D = alpha M + beta K (alpha in 1/s, beta in s)")
+        rayleigh = r
+    return zeta, rayleigh
 
 
 def finish_modeset(model, ms, orthonormalize):
@@ -96,6 +147,8 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     if strategy is None:
         raise MeshError("reduce: no strategy given; e.g. strategy=fm.NormalModes(8)")
     strategy = as_strategy(strategy)
+    zeta, rayleigh = _check_damping(zeta, rayleigh)
+    check_backend(backend)
     label = name or (os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike))
                      else "body")
     auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
@@ -116,6 +169,8 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
                        "from given matrices without a material")
         else:
             skipped = None
+        if model.material is not None:
+            check_units(model.fe, model.material)
         bar.update(1)
         bar.set_description(f"reduce {label}: modes")
         timings = dict(model.timings)
@@ -135,6 +190,9 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         lam_r = sla.eigh(K_ff, M_ff, eigvals_only=True)
         mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
         m = Phi.shape[1]
+        if zeta is not None and zeta.size not in (1, m):
+            raise MeshError(f"reduce: zeta has {zeta.size} damping ratios; the body has {m} "
+                            "modes: give one ratio for all or one per mode")
         D_ff, damping, zeta_arr = modal_damping(M_ff, K_ff, rayleigh, zeta)
         itfs = ms.interfaces
         names = list(itfs)

@@ -21,13 +21,9 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from ..errors import MeshError
+from ..errors import MeshError, UnitsWarning
 
 __all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes"]
-
-
-class UnitsWarning(UserWarning):
-    """Imported data whose magnitudes do not fit the declared unit system."""
 
 
 @dataclass(frozen=True)

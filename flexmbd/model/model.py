@@ -34,6 +34,8 @@ class Model(Block):
         return object.__new__(cls)
 
     def __init__(self, name="model", *, doc=None):
+        if not isinstance(name, str) or not name.strip():
+            raise ModelError(f"Model: name must be a non-empty string, got {name!r}")
         super().__init__(name=name, doc=doc)
         object.__setattr__(self, "_revision", 0)
         object.__setattr__(self, "_topology_cache", None)
@@ -45,6 +47,12 @@ class Model(Block):
     @property
     def name(self):
         return self._name
+
+    def __setattr__(self, key, value):
+        if key == "ground" and "ground" in self.__dict__.get("_components", {}):
+            raise ModelError(f"model {self._name!r}: 'ground' is the model's inertial body and "
+                             "cannot be replaced; give the new component another name")
+        super().__setattr__(key, value)
 
     def model(self):
         return self
