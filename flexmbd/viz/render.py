@@ -315,6 +315,18 @@ def _decorate(p, bounds, up, gravity, axes, ground):
     p.reset_camera_clipping_range()
 
 
+def _axes_overlay(p):
+    """Pixels of the axes triad ``(mask, values)``: the triad is an overlay that does
+    not change while the camera stays, so an animation renders it once and pastes it
+    (its own viewport would cost a second render pass every frame)."""
+    with_axes = np.array(p.screenshot(return_img=True))
+    p.hide_axes()
+    p.render()
+    without = np.asarray(p.screenshot(return_img=True))
+    mask = np.any(with_axes != without, axis=-1)
+    return mask, with_axes[mask]
+
+
 def _sample_points(data, n=400):
     """At most ``n`` points of every body of one frame (for the principal axes)."""
     out = []
@@ -374,8 +386,18 @@ def _frame_triads(p, poses, size):
             p.add_mesh(pv.Line(r, r + size * R[:, k]), color=c, line_width=3)
 
 
+def _label(p, text):
+    """A black label in the upper left corner (a plain text actor: a corner annotation
+    searches its font size again whenever its text changes, ~17 ms a frame)."""
+    w, h = p.window_size
+    size = max(6, int(round(7.3 * (np.sqrt(w * h) / 277.0) ** 0.4)))
+    actor = p.add_text(text, position=(5, h - 5), font_size=size, color="black")
+    actor.prop.justification_vertical = "top"
+    return actor
+
+
 def _set_text(actor, text):
-    """Change a label made by ``add_text(position="upper_left")``."""
+    """Change a label made by :func:`_label` (or a corner annotation)."""
     if hasattr(actor, "SetInput"):
         actor.SetInput(text)
     else:  # vtkCornerAnnotation: corner 2 is upper left
@@ -440,7 +462,7 @@ def plotter(obj, t=None, *, model=None, field="displacement", scale=1.0, joints=
     if frames:
         _frame_triads(p, poses, 2 * size)
     if label:
-        p.add_text(label, position="upper_left", font_size=12, color="black")
+        _label(p, label)
     points = _sample_points(data) if motion is None else np.vstack([motion,
                                                                     _sample_points(data)])
     up = _set_view(p, view, bounds, zoom, points, gravity)
@@ -577,10 +599,10 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
     try:
         actors = _add_bodies(p, scene, data, field, clim, cmap, show_edges)
         note = _scale_note(scale)
-        text = p.add_text(f"t = {results.t[idx[0]]:.4f} s{note}", position="upper_left",
-                          font_size=12, color="black")
+        text = _label(p, f"t = {results.t[idx[0]]:.4f} s{note}")
         up = _set_view(p, view, bounds, zoom, np.vstack(motion), gravity)
         _decorate(p, bounds, up, gravity, axes, ground)
+        overlay = _axes_overlay(p) if axes else None
         with FrameWriter(file, fps) as w:
             for k, i in enumerate(idx):
                 if k:
@@ -588,7 +610,11 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
                 _update_bodies(scene, actors, data)
                 _set_text(text, f"t = {results.t[i]:.4f} s{note}")
                 p.render()
-                w.append(p.screenshot(return_img=True))
+                img = p.screenshot(return_img=True)
+                if overlay is not None:
+                    img = np.array(img)
+                    img[overlay[0]] = overlay[1]
+                w.append(img)
             n = len(w)
     finally:
         p.close()
@@ -648,7 +674,7 @@ def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
                 cmap, show_edges)
     if undeformed:
         p.add_mesh(g.to_pyvista(), style="wireframe", color="gray", opacity=0.4)
-    p.add_text(label, position="upper_left", font_size=12, color="black")
+    _label(p, label)
     both = [data, {"b": (g.nodes, None, None)}]
     _set_view(p, view, _bounds(both), points=np.vstack([_sample_points(d) for d in both]))
     return _finish(p, file, off_screen)
@@ -673,7 +699,7 @@ def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_f
     clim = _field_range(scene, datas, field) if field else None
     p = _plotter(window_size, True, anti_aliasing=False)
     actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
-    text = p.add_text(label, position="upper_left", font_size=12, color="black")
+    text = _label(p, label)
     _set_view(p, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
                                                          for d in datas]))
     try:
