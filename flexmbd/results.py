@@ -425,8 +425,12 @@ class Results:
                    energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
                    meta=header["meta"], geometry=geometry)
 
-    def to_vtk(self, path, stride=1, scale=1.0, bodies=None):
+    def to_vtk(self, path, stride=None, scale=1.0, bodies=None, max_frames=200):
         """Write a VTK time series: ``path`` (``.pvd``) plus one ``.vtu`` per frame.
+
+        Frames are every ``stride``-th sample (default: the smallest stride that
+        gives at most ``max_frames`` frames, first sample included; ``stride=1``
+        writes every sample).
 
         Every frame merges the bodies that have geometry (see :func:`attach_geometry`)
         into one unstructured grid at their world pose, with point data
@@ -448,6 +452,8 @@ class Results:
             attach_geometry(res, model)
             if any(f"position:{b}" not in res.extra for b in res.geometry):
                 attach_tree_poses(res, model)
+        if stride is None:
+            stride = max(1, -(-len(self.t) // max(int(max_frames), 1)))
         return write_vtk_series(res, path, stride=stride, scale=scale, bodies=bodies)
 
     def plot(self, *columns, file=None, ax=None, title=None):
