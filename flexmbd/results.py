@@ -690,7 +690,9 @@ def attach_geometry(results, model, bodies=None, glyphs=True):
     :class:`~flexmbd.viz.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
     visual dicts. Flexible bodies of a model give their finite-element mesh and
     modes; rigid bodies their visuals or, with ``glyphs=True``, a box with the body's
-    mass and principal moments of inertia. Returns ``results``.
+    mass and principal moments of inertia. A model's gravity (m/s^2, world axes) goes
+    to ``results.meta["gravity"]``, so that views of a saved file put it down.
+    Returns ``results``.
     """
     from .viz.geometry import body_geometry, reduced_body_geometry, visual_geometry
 
@@ -708,4 +710,9 @@ def attach_geometry(results, model, bodies=None, glyphs=True):
         g = body_geometry(b, glyph=glyphs)
         if g is not None:
             results.geometry[b.name] = g.to_arrays()
+    from .viz.camera import gravity_of
+
+    g = gravity_of(model)
+    if g is not None and "gravity" not in results.meta:   # views put -gravity up
+        results.meta["gravity"] = [float(v) for v in g]
     return results
