@@ -165,5 +165,18 @@ def main(t_end=0.03, rtol=1e-12, atol=1e-14, outdir=None, plot=True):
     return res, got, worst
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(rtol=1e-9, atol=1e-11)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -75,5 +75,18 @@ def main(small=False, out=HERE / "out"):
     return res, written
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(small=True)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -212,5 +212,19 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
     return out
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24,
+             chain_segments=0)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

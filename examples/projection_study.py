@@ -133,5 +133,18 @@ def main(four_bar_t_end=10.0, four_bar_dt=1e-3, andrews_t_end=0.03, andrews_dt=2
     return rows
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(four_bar_t_end=0.1, andrews_t_end=0.0005)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -209,5 +209,18 @@ def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0
     return out
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=3.0, dt=2e-2, n_segments=8)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())
