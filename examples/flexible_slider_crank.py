@@ -68,6 +68,10 @@ Test Set's ``q1`` for its model, and frame-independent for every mode set.
 Run ``python examples/flexible_slider_crank.py``; writes
 ``examples/out/flexible_slider_crank.png`` and ``.md``. ``main(t_end=0.02, ...)``
 are the small settings of the tests.
+
+CPU time at defaults: not measured to the end here (minutes); with ``--quick`` (the tests' small
+settings, ``QUICK``): not measured here (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time

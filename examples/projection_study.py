@@ -19,6 +19,10 @@ drive torque) and the CPU time. Output: a table (``projection_study.md``) and
 plots (``projection_study_<mechanism>.png``) in examples/out/.
 
 Run: ``python examples/projection_study.py``.
+
+CPU time at defaults: not measured to the end here (minutes); with ``--quick`` (the tests' small
+settings, ``QUICK``): not measured here (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import importlib.util

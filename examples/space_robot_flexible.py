@@ -22,6 +22,10 @@ each sample. The rigid reference has the same links with the flexible bars' rigi
 inertia, so the difference is the flexibility alone.
 
 Run: ``python examples/space_robot_flexible.py`` (writes PNG plots to ``examples/out/``).
+
+CPU time at defaults: not measured to the end here (minutes); with ``--quick`` (the tests' small
+settings, ``QUICK``): not measured here (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import sys
