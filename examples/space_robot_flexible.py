@@ -23,8 +23,8 @@ inertia, so the difference is the flexibility alone.
 
 Run: ``python examples/space_robot_flexible.py`` (writes PNG plots to ``examples/out/``).
 
-CPU time at defaults: more than 20 s (stopped after 200 s wall on the loaded machine); with ``--quick`` (the tests' small
-settings, ``QUICK``): more than 20 s (stopped after 200 s wall on the loaded machine) (2-core machine shared by other jobs, November 2026,
+CPU time at defaults: more than 20 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): more than 20 s (run stopped early on the loaded machine) (2-core machine shared by other jobs, November 2026,
 first run without compiled-kernel cache excluded).
 """
 
