@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FlexmbdError
+from .camera import auto_view, gravity_of
 from .geometry import (
     BodyGeometry,
     anchored_frame_data,
@@ -19,7 +20,6 @@ from .geometry import (
     frame_data,
     reduced_body_geometry,
 )
-from .camera import auto_view, gravity_of
 from .headless import configure, has_display
 
 __all__ = ["show", "plotter", "animate", "plot_mode", "animate_mode", "FrameWriter"]
