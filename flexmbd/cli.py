@@ -460,7 +460,7 @@ def build_parser():
     v.add_argument("--fps", type=int, default=20)
     v.add_argument("--stride", type=int, help="use every n-th sample")
     v.add_argument("--max-frames", type=int, default=200)
-    v.add_argument("--view", default="iso", help="iso, xy, xz, yz, ...")
+    v.add_argument("--view", default="auto", help="auto (up = -gravity), iso, xy, xz, yz, ...")
     v.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels")
     v.add_argument("--time", type=float, help="snapshot time for image outputs (s)")
     v.set_defaults(func=cmd_render)
