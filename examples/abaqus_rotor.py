@@ -1,7 +1,7 @@
 """A rotor from Abaqus spinning on two bearing springs (Exudyn's perfObjectFFRFreducedOrder).
 
 The model of Exudyn's performance test, built from the real Abaqus/CAE 2019 export in
-``../shared/data/abaqus_rotor`` (input deck and the ``*MATRIX GENERATE`` mass and
+``fm.data.abaqus_rotor()`` (shipped with flexmbd; input deck and the ``*MATRIX GENERATE`` mass and
 stiffness files):
 
 - the rotor (shaft 0.1 x 0.1 x 0.5 m, disc of radius 0.196 m at z = 0.1 .. 0.15 m;
@@ -24,8 +24,8 @@ stiffness files):
 Measured (2-core machine shared with other jobs): 8 modes 104.38, 104.62 (the unbalance
 splits the pair), 187.8, 212.3, 224.2, 237.8, 284.0, 284.2 Hz; the absolute formulation
 takes ~2 Newton iterations per step and 16.9 s CPU per 1,000 steps (the flexible-end
-spring-dampers run on the generic, uncompiled path), so the full 20,000 steps take
-about 5-6 min of CPU; in the first 0.1 s the bearing forces peak at 4.3 kN (left) and
+spring-dampers run on the generic, uncompiled path), so the CPU time at defaults
+(20,000 steps) is about 5-6 min, with ``--quick`` (200 steps) about 4 s; in the first 0.1 s the bearing forces peak at 4.3 kN (left) and
 2.1 kN (right) — the start transient around the rotating unbalance force m e w^2 =
 1.93 kN — and the rim deflects up to 0.50 mm (centrifugal growth of the softened disc
 plus bending).
@@ -37,7 +37,6 @@ Run: ``python examples/abaqus_rotor.py [--quick] [--data DIR]``.
 """
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -56,15 +55,15 @@ ARM = 1.0  # m, distance of each spring's ground point
 
 
 def data_dir(path=None):
-    """The abaqus_rotor directory (``../shared/data`` beside the repository by default)."""
-    for c in ([Path(path)] if path else []) + (
-            [Path(os.environ["FLEXMBD_SHARED"]) / "data" / "abaqus_rotor"]
-            if os.environ.get("FLEXMBD_SHARED") else []) + [
-            HERE.parent / ".." / "shared" / "data" / "abaqus_rotor"]:
-        if (c / "rotorDiscTest.inp").exists():
-            return c.resolve()
-    raise fm.MeshError("Abaqus rotor data not found: pass --data DIR (the directory with "
-                       "rotorDiscTest.inp) or set FLEXMBD_SHARED")
+    """The abaqus_rotor directory: ``path`` if given, else the copy shipped with flexmbd
+    (``fm.data.abaqus_rotor()``)."""
+    if path:
+        c = Path(path)
+        if not (c / "rotorDiscTest.inp").exists():
+            raise fm.MeshError(f"Abaqus rotor data not found in {str(c)!r}: --data must be "
+                               "the directory with rotorDiscTest.inp and the .mtx files")
+        return c.resolve()
+    return Path(fm.data.abaqus_rotor()["inp"]).parent
 
 
 def reduced_rotor(directory=None, n_modes=8, stiffness_scale=1e-2, unbalance=UNBALANCE):
@@ -156,12 +155,23 @@ def _plot(model, rotor, res):
     print(f"wrote {out / 'abaqus_rotor.png'}")
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="200 steps instead of 20,000")
+QUICK = dict(steps=200)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
     ap.add_argument("--data", help="directory with rotorDiscTest.inp and the .mtx files")
-    args = ap.parse_args()
-    model, res, rotor, cpu = main(steps=200 if args.quick else 20000, directory=args.data)
+    args = ap.parse_args(argv)
+    out = dict(QUICK) if args.quick else {}
+    if args.data:
+        out["directory"] = args.data
+    return out
+
+
+if __name__ == "__main__":
+    model, res, rotor, cpu = main(**settings())
     print("free-free frequencies (Hz):", np.round(rotor.frequencies, 2))
     fl, fr = bearing_forces(model, res, "left"), bearing_forces(model, res, "right")
     print(f"{len(res.t) - 1} steps: CPU {cpu:.2f} s; peak bearing force left "

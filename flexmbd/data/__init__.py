@@ -19,13 +19,17 @@ Meshes (SI units, metres; named node sets become interfaces):
   quadratic hexahedra (the flagship's rod).
 
 ``meshes/generate.py`` in the repository regenerates the gmsh meshes.
+
+:func:`abaqus_rotor` gives the files of a real Abaqus/CAE 2019 export (a steel rotor
+disc of C3D8 hexahedra: input deck and ``*MATRIX GENERATE`` mass and stiffness
+matrices; from Exudyn's test data, BSD licence in ``abaqus_rotor/LICENSE-EXUDYN.txt``).
 """
 
 from pathlib import Path
 
 from ..errors import MeshError
 
-__all__ = ["mesh", "meshes"]
+__all__ = ["mesh", "meshes", "abaqus_rotor"]
 
 _DIR = Path(__file__).resolve().parent / "meshes"
 _SUFFIXES = (".msh", ".vtu", ".inp", ".vtk", ".xdmf")
@@ -49,3 +53,15 @@ def mesh(name):
             return str(p)
     raise MeshError(f"no shipped mesh named {name!r}; available: {', '.join(meshes())} "
                     f"(or give the path of your own mesh file)")
+
+
+def abaqus_rotor():
+    """Paths (str) of the shipped Abaqus rotor export: ``{"inp", "mass", "stiffness"}``.
+
+    The deck is in SI units (m, kg, s); the matrices use 3 DOFs per node (115 nodes),
+    the mass matrix lumped. Read them with :func:`flexmbd.fem.read_abaqus` and
+    :func:`flexmbd.fem.read_mtx`.
+    """
+    d = Path(__file__).resolve().parent / "abaqus_rotor"
+    return {"inp": str(d / "rotorDiscTest.inp"), "mass": str(d / "rotorDiscTestMASS1.mtx"),
+            "stiffness": str(d / "rotorDiscTestSTIF1.mtx")}
