@@ -38,3 +38,8 @@ class SolverError(FlexmbdError, RuntimeError):
 
 class ConvergenceError(SolverError):
     """Newton iterations did not converge within the allowed iterations."""
+
+
+class PhysicsWarning(UserWarning):
+    """A run shows physically meaningless behaviour but goes on (e.g. a runaway of a
+    flexible body with ``FLEXMBD_RUNAWAY=warn``, see :mod:`flexmbd.monitor`)."""
