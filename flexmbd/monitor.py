@@ -68,8 +68,8 @@ class GrowthMonitor:
         else:
             tree = getattr(system, "tree", system)              # LoopSystem -> its tree
             slices = getattr(tree, "modal_slices", {}) or {}
-            body_of = getattr(tree, "_body_of", {}) or {}
-            by_name = {b.name: b for b in body_of.values()}
+            body_of = getattr(tree, "_body_of", None) or []
+            by_name = {b.name: b for b in body_of if getattr(b, "reduced", None) is not None}
             for name, (sq, _) in slices.items():
                 if name in by_name:
                     entries.append((by_name[name], np.arange(sq.start, sq.stop)))
