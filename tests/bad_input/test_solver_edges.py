@@ -175,5 +175,5 @@ def test_explicit_runaway_is_caught_too():
     s = m.compile("recursive")
     w = s.tree.max_modal_frequency()
     with pytest.warns(UserWarning), pytest.raises(fm.errors.SolverError) as info:
-        s.simulate(5.0, dt=4.0 / w, integrator="rk4", progress=False)
+        s.simulate(20.0, dt=4.0 / w, integrator="rk4", progress=False)
     assert info.value.partial is not None
