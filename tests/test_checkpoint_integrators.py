@@ -313,10 +313,13 @@ def test_newton_divergence_with_a_too_large_step(tmp_path):
 def test_explicit_step_beyond_the_stability_limit_fails_cleanly(tmp_path):
     path = tmp_path / "unstable.h5"
     with pytest.warns(UserWarning, match="stability limit"):
-        with pytest.raises(SolverError, match="non-finite") as info:
+        with pytest.raises(SolverError) as info:
             flexible_pendulum().simulate(0.5, dt=2e-3, integrator="rk4", checkpoint=path,
                                          every=10)
     err = info.value
+    # whichever check stops it first (the runaway check, a non-finite state, a singular
+    # matrix), the error advises a smaller step and keeps the results so far
+    assert "reduce" in str(err) and "step" in str(err)
     assert err.partial.t[-1] == pytest.approx(err.time - 2e-3) and len(err.partial) > 2
     assert np.isfinite(err.partial.q).all()
     assert Results.load(path).equals(err.partial)
