@@ -31,7 +31,9 @@ Result (``main()``: 6 modes, dt = 0.01 s, 20 segments): the stiffened tip deflec
 reaches -0.5745 m at t = 6.8 s (reference -0.5730 m), returns and oscillates by a few
 millimetres after the spin-up; largest difference to the reference 0.3 % of the peak.
 Without stiffening the deflection runs away once the spin exceeds the first bending
-frequency (|w| ~ 1e21 m at t = 20 s).
+frequency (it would reach |w| ~ 1e21 m at t = 20 s): flexmbd stops such a run with a
+:class:`~flexmbd.errors.SolverError` once the elastic displacement exceeds the beam's
+length (:mod:`flexmbd.monitor`); the results up to then are kept and plotted.
 
 Writes ``out/spin_up_beam.png`` (both flexible runs and the reference).
 Run: ``python examples/spin_up_beam.py``; ``main(t_end=..., n_segments=...)`` small for tests.
@@ -145,7 +147,9 @@ def run_flexible(reduced, stiffening, t_end, dt, rho_inf):
     try:
         res = m.simulate(t_end, dt=dt, integrator="generalized-alpha", rho_inf=rho_inf)
         failed = None
-    except fm.errors.ConvergenceError as err:  # the unstiffened beam runs away
+    except fm.errors.SolverError as err:
+        # the unstiffened beam runs away: the run stops once the elastic displacement
+        # exceeds the beam's own size (flexmbd.monitor), the results so far are kept
         res, failed = err.partial, err.time
     return m, res, failed
 
@@ -168,7 +172,9 @@ def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0
         print(f"{key:>11}: {len(res.t) - 1} steps in {time.perf_counter() - tic:.2f} s, Newton "
               f"{it.mean():.2f}/step, tip deflection max |w| = {np.abs(w).max():.4f} m"
               + (f", final w = {w[-1]:.4f} m" if failed is None else
-                 f"; Newton failed at t = {failed:.2f} s (deflection ran away)"))
+                 f"; stopped at t = {failed:.2f} s (deflection ran away beyond the beam's "
+                 f"length)"))
+        out[f"{key}_failed"] = failed
     if reference:
         tic = time.perf_counter()
         mc = chain_model(n_segments)

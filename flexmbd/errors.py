@@ -46,3 +46,8 @@ class UnitsWarning(UserWarning):
     E.g. a mesh hundreds of metres across with a steel-like material (a mesh in
     millimetres), or a material whose wave speed sqrt(E/rho) no solid reaches.
     """
+
+
+class PhysicsWarning(UserWarning):
+    """A run shows physically meaningless behaviour but goes on (e.g. a runaway of a
+    flexible body with ``FLEXMBD_RUNAWAY=warn``, see :mod:`flexmbd.monitor`)."""

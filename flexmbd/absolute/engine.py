@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from ..flexible.rotation import exp_jets
+from ..integrators.convergence import newton_converged
 
 __all__ = ["Engine", "MAX_DENSE"]
 
@@ -1175,15 +1176,17 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
                               one, bh2, gh, bh2, gh, r, phi, A, jac)
-        nr = 0.0
+        nrf = 0.0
         for i in range(n):
             res[i] = r[i]
-            nr += r[i] * r[i]
+            nrf += r[i] * r[i]
+        nphi = 0.0
         for i in range(nc):
-            v = sc * phi[i]
-            res[n + i] = v
-            nr += v * v
-        nr = np.sqrt(nr)
+            res[n + i] = sc * phi[i]
+            nphi += phi[i] * phi[i]
+        nrf = np.sqrt(nrf)
+        nphi = np.sqrt(nphi)
+        nr = np.sqrt(nrf * nrf + (sc * nphi) * (sc * nphi))
         hist[k] = nr
         if scale < 0.0:
             scale = norms[2]
@@ -1195,8 +1198,10 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
         qmax = 1.0
         for i in range(n):
             qmax = max(qmax, abs(q1[i]))
-        floor = 2.2e-16 * (norms[0] + norms[1] + norms[2] + sc * np.sqrt(nc) * qmax)
-        if nr <= tol + rtol * scale or tiny or nr <= 10.0 * floor:
+        # one rule with the generic path (integrators.convergence): force and constraint
+        # rows each against their own round-off floor
+        if tiny or newton_converged(nrf, nphi, sc, tol + rtol * scale,
+                                    norms[0] + norms[1] + norms[2], nc, qmax) > 0:
             return 1, k, viol
         if k == max_iter:
             return 0, k, viol

@@ -567,6 +567,21 @@ class _LoopStepper(ExplicitStepper):
 
         return after_step
 
+    def _stall_hint(self, s):
+        """Name the singular configuration of the loops at the solver's state (rank of the
+        constraint Jacobian against its regular rank, the joint of the weakest direction)."""
+        nq = self.nq
+        try:
+            q, t = s.y[:nq], float(s.t)
+            desc = singularity(self.system, q, t, self.P)
+        except Exception:  # noqa: BLE001 - advice must never hide the failure
+            desc = ""
+        return (f"{desc}Where the constraint Jacobian loses rank, the projected right-hand "
+                "side changes abruptly and the error estimate cannot be met at a tight atol. "
+                "Remedies: loosen atol (e.g. 1e-8), or use integrator='rk4' with a fixed dt "
+                "(projection='step', position and velocity correction after every step), or "
+                "start away from the singular configuration")
+
     def meta(self):
         s, P = self.system, self.P
         meta = super().meta()
@@ -878,3 +893,33 @@ def _pair_frames(c, Rc_, pc, F):
     f = Rc_ @ F[3:]
     j = c.joint
     return [(j.child, pc, n, f, j.child_frame), (j.parent, pc, -n, -f, j.parent_frame)]
+
+
+def singularity(system, q, t, projector):
+    """A sentence on the rank of the loop constraints of ``system`` at ``(q, t)``: the
+    numerical rank of the constraint Jacobian (relative threshold of ``projector``)
+    against the regular rank, and the cut joint or driver whose rows carry the weakest
+    direction (largest share of the left singular vector)."""
+    c = system.constraints
+    J = np.asarray(c.jacobian(q, t), float)
+    if J.size == 0:
+        return ""
+    U, d, _ = np.linalg.svd(J, full_matrices=False)
+    rtol = getattr(projector, "rtol", DEFAULT_RTOL)
+    rank = int(np.sum(d > rtol * d[0])) if d[0] > 0 else 0
+    regular = max(int(getattr(projector, "regular_rank", 0) or 0), rank)
+    k = min(max(regular, 1), len(d)) - 1          # the weakest direction of the regular set
+    u = np.abs(U[:, k])
+    names = []
+    for cut in c.cuts:
+        names.append((float(np.sum(u[cut.rows] ** 2)), f"cut joint {cut.name!r}"))
+    for i, dr in enumerate(c.drivers):
+        r = c.n_cut_rows + i
+        names.append((float(u[r] ** 2), f"driver {dr.name!r}"))
+    where = max(names)[1] if names else "the loop equations"
+    ratio = d[k] / d[0] if d[0] > 0 else 0.0
+    state = (f"rank {rank} of its regular rank {regular} (deficiency {regular - rank})"
+             if rank < regular else f"rank {rank}, nearly singular")
+    return (f"Singular configuration: the {J.shape[0]} loop equations' Jacobian has {state}, "
+            f"smallest relevant singular value {ratio:.1e} of the largest, weakest direction "
+            f"in {where}. ")

@@ -22,6 +22,15 @@ Accelerations and joint reactions at the samples are evaluated afterwards in one
 batched call. A failure (non-finite state, singular system, stepper failure)
 raises :class:`~flexmbd.errors.SolverError` carrying the results up to the last
 good sample (``err.partial``) and the time (``err.time``).
+
+Stalls: an adaptive stepper whose step size collapses (typically at a singular
+configuration of a closed loop with a tight ``atol``, where the projected
+right-hand side changes abruptly) is stopped with a :class:`SolverError` when its
+step stays below ``STALL_H_FLOOR`` (1e-12) of the run's span for 20 steps, or when at
+the pace of the last ``STALL_WINDOW`` (200) steps it would need more than
+``STALL_STEPS`` (1e6) further steps; closed-loop systems name the singular cut joint
+and the rank of the constraint Jacobian. Runaways of flexible bodies are checked
+between blocks of samples (:mod:`flexmbd.monitor`).
 """
 
 import time as _time
@@ -30,6 +39,7 @@ import numpy as np
 
 from ..checkpoint import run
 from ..errors import FlexmbdError, ModelError, SolverError
+from ..monitor import BLOCK_STEPS, GrowthMonitor
 from ..results import Results
 
 __all__ = ["rk4", "simulate_recursive", "ExplicitStepper", "TreeStepper", "tree_stepper"]
@@ -63,6 +73,12 @@ def rk4(f, t0, y0, h, n_steps, callback=None):
             if r is not None:
                 y = r
     return y
+
+
+# stall detection of the adaptive steppers (ExplicitStepper._check_progress)
+STALL_WINDOW = 200        # solver steps per pace check
+STALL_STEPS = 1e6         # more steps than this still needed at the current pace: a stall
+STALL_H_FLOOR = 1e-12     # step sizes below this fraction of the run's span
 
 
 # -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
@@ -166,6 +182,8 @@ class ExplicitStepper:
         self.wall = 0.0
         self.solver = None
         self._dense = None
+        self._monitor = False      # runaway check (flexmbd.monitor), built on first use
+        self._window = None        # stall detection: (step, t) at the window start, low steps
         if self.adaptive:
             self.t_eval = self._output_times(t_eval)
         else:
@@ -299,6 +317,45 @@ class ExplicitStepper:
         if not np.all(np.isfinite(s.y)):
             raise self._fail("non-finite state (an unstable model, or forces returning NaN)",
                              float(s.t_old), float(s.t))
+        self._check_progress(s)
+
+    def _check_progress(self, s):
+        """Stall detection of the adaptive stepper (cheap: a comparison per step, a pace
+        check every ``STALL_WINDOW`` steps). Fails when the step size stays below
+        ``STALL_H_FLOOR`` times the run's span for ``STALL_WINDOW // 10`` steps in a row, or
+        when at the pace of the last window the run would need more than ``STALL_STEPS``
+        further steps."""
+        span = abs(self.t_end - self.t0)
+        if self._window is None:
+            self._window = (self.n_steps - 1, float(s.t_old), 0)
+        n0, t_w, low = self._window
+        low = low + 1 if s.h_abs < STALL_H_FLOOR * span else 0
+        self._window = (n0, t_w, low)
+        why = None
+        if low >= STALL_WINDOW // 10:
+            why = (f"its step size stayed below {STALL_H_FLOOR:g} of the run's span for "
+                   f"{low} steps")
+        elif self.n_steps - n0 >= STALL_WINDOW:
+            pace = (float(s.t) - t_w) / (self.n_steps - n0)
+            left = abs(self.t_end - float(s.t))
+            if left > 0 and (pace <= 0 or left / pace > STALL_STEPS):
+                need = "never" if pace <= 0 else f"~{left / pace:.2g} more steps"
+                why = (f"the last {self.n_steps - n0} steps advanced {float(s.t) - t_w:.3g} s "
+                       f"(at this pace it would take {need} to reach t_end = "
+                       f"{self.t_end:g} s)")
+            self._window = (self.n_steps, float(s.t), 0)
+        if why is not None:
+            name = self._solver_class()[0]
+            msg = (f"{name} stalled at t = {float(s.t):.6g} s after {self.n_steps} steps and "
+                   f"{s.nfev} evaluations: {why}; step size {s.h_abs:.3g} s (rtol={self.rtol:g}, "
+                   f"atol={self.atol:g}). {self._stall_hint(s)}")
+            raise SolverError(msg + "; the results up to the last good sample are in "
+                              "err.partial", time=float(s.t))
+
+    def _stall_hint(self, s):
+        """Cause and remedy of a stall (subclasses add what they know about the system)."""
+        return ("Remedies: loosen atol/rtol, use the fixed-step integrator='rk4', or an implicit "
+                "integrator (formulation='absolute') for stiff models")
 
     def _step_adaptive(self):
         s = self.solver
@@ -336,14 +393,22 @@ class ExplicitStepper:
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
         ts, ys, ws = [], [], []
         err = None
+        n = BLOCK_STEPS if n is None else n     # the runaway check runs between blocks
         try:
-            while not self.done and (n is None or len(ts) < n):
+            while not self.done and len(ts) < n:
                 self.step()
                 ts.append(self.t)
                 ys.append(self.y.copy())
                 ws.append(self.wall)
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
+        if ts:
+            if self._monitor is False:
+                self._monitor = GrowthMonitor.for_system(self.system)
+            if self._monitor is not None:
+                j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, :self.nq])
+                if runaway is not None:
+                    ts, ys, ws, err = ts[:j], ys[:j], ws[:j], runaway
         Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
         rows = {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}
         if self.record_wall:

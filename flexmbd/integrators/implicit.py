@@ -54,9 +54,13 @@ applied forces at the start of the step). The initial guess is the previous
 step's ``(qdd, lam)`` (as in the seed paper). ``iterations`` counts Newton
 corrections (linear solves) per step; counting residual evaluations instead (the
 paper's convention, it seems) adds one. A residual within 10 times its
-round-off floor (``eps`` times the force terms plus ``eps |q| / (beta' h^2)`` for the
-scaled constraints) or a correction below round-off also ends the iteration: the
-residual of an over-tight ``tol`` cannot drop further in floating point.
+round-off floor or a correction below round-off also ends the iteration: the
+residual of an over-tight ``tol`` cannot drop further in floating point. The force
+rows and the constraint rows are judged each against its own floor (``eps`` times the
+force terms; ``eps`` times the position scale, independent of ``h``), so that no step
+is accepted uncorrected unless both parts are truly satisfied
+(:mod:`flexmbd.integrators.convergence`; the compiled engine uses the same rule).
+``stats["newton_iterations"] == 0`` marks a step accepted without a correction.
 
 Euler-parameter gauge: the rates' component along ``e`` changes neither the
 angular velocity (``w = 2 E(e) de``, ``E(e) e = 0``) nor any force; it is fixed by
@@ -92,7 +96,9 @@ import numpy as np
 
 from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, FlexmbdError, ModelError, SolverError
+from ..monitor import BLOCK_STEPS, GrowthMonitor
 from ..results import Results
+from .convergence import newton_converged
 
 __all__ = ["Scheme", "newmark", "hht", "generalized_alpha", "integrate"]
 
@@ -267,6 +273,7 @@ class ImplicitStepper:
         self.mem = None
         self.options = {}
         self._a_block = None
+        self._monitor = False          # built on first use (flexmbd.monitor)
 
     def _count(self, t_end):
         nsteps = int(round((t_end - self.t0) / self.h))
@@ -416,16 +423,19 @@ class ImplicitStepper:
             else:
                 r1 = T.R + T.PtL - T.Q
             res = np.concatenate([r1, sc * T.phi])
-            nr = float(np.linalg.norm(res))
+            nrf = float(np.linalg.norm(r1))
+            nphi = float(np.linalg.norm(T.phi))
+            nr = float(np.hypot(nrf, sc * nphi))
             if scale is None:
                 scale = float(np.linalg.norm(T.Q))
             hist[k] = nr
             if not np.isfinite(nr):
                 break
-            floor = 2.2e-16 * (np.linalg.norm(cM * T.R) + np.linalg.norm(T.PtL) + float(
-                np.linalg.norm(T.Q)) + sc * np.sqrt(nc) * max(1.0, float(np.abs(q1).max())))
-            if nr <= tol + rtol * scale or tiny or nr <= 10.0 * floor:
-                # round-off floor: the residual cannot drop further in floating point
+            size = float(np.linalg.norm(cM * T.R) + np.linalg.norm(T.PtL) + np.linalg.norm(T.Q))
+            # the tolerance, or force and constraint rows each within their own round-off
+            # floor (integrators.convergence, the rule of the compiled engine too)
+            if tiny or newton_converged(nrf, nphi, sc, tol + rtol * scale, size, nc,
+                                        max(1.0, float(np.abs(q1).max()))) > 0:
                 converged = True
                 break
             if k == max_iter:
@@ -518,7 +528,8 @@ class ImplicitStepper:
             return self._advance_steps(n)
         self._settle()
         i0 = self.i
-        i1 = self.nsteps if n is None else min(self.nsteps, i0 + int(n))
+        # blocks of at most BLOCK_STEPS: the runaway check (flexmbd.monitor) runs between them
+        i1 = min(self.nsteps, i0 + (BLOCK_STEPS if n is None else int(n)))
         k = i1 - i0
         nn, nc = self.n, self.nc
         times = self.t0 + self.h * np.arange(i0, i1 + 1)
@@ -534,6 +545,11 @@ class ImplicitStepper:
                               self.sch, self.tol, self.rtol, self.max_iter, self.gauge, Tq, Tqd,
                               Tqdd, Tlam, reac, iters, resid, hist, viol)
         stop = failed if failed else k + 1
+        runaway = None
+        if stop > 1:
+            j, runaway = self._check_growth(times[1:stop], Tq[1:stop])
+            if runaway is not None:
+                stop = 1 + j
         elapsed = _time.perf_counter() - tic
         wall = np.full(stop - 1, elapsed / max(stop - 1, 1))
         rows = {"t": times[1:stop], "q": Tq[1:stop], "qd": Tqd[1:stop], "qdd": Tqdd[1:stop],
@@ -550,11 +566,20 @@ class ImplicitStepper:
             self.i = i0 + stop - 1
             self._row = {key: v[-1] for key, v in rows.items() if key != "t"}
         self.wall += elapsed
-        err = None
-        if failed:
+        err = runaway
+        if failed and err is None:
             kf = iters[failed]
             err = self._fail(i0 + failed, times[failed], kf, hist[failed, kf])
         return rows, err
+
+    def _check_growth(self, t, q):
+        """Runaway check of a block of samples (:mod:`flexmbd.monitor`): ``(index of the
+        first sample beyond the bound, SolverError)`` or ``(None, None)``."""
+        if self._monitor is False:
+            self._monitor = GrowthMonitor.for_system(self.system)
+        if self._monitor is None:
+            return None, None
+        return self._monitor.check(t, q)
 
     def _settle(self):
         """The generalized-alpha variable ``a`` after a compiled block (engine recursion)."""
@@ -572,8 +597,9 @@ class ImplicitStepper:
         rows = []
         ts = []
         err = None
+        n = BLOCK_STEPS if n is None else n
         try:
-            while not self.done and (n is None or len(ts) < n):
+            while not self.done and len(ts) < n:
                 self.step()
                 ts.append(self.t)
                 rows.append(self._row)
@@ -581,6 +607,11 @@ class ImplicitStepper:
             err = exc
         if not rows:
             return {"t": np.zeros(0)}, err
+        j, runaway = self._check_growth(np.array(ts), np.array([r["q"] for r in rows]))
+        if runaway is not None:
+            rows, ts, err = rows[:j], ts[:j], runaway
+            if not rows:
+                return {"t": np.zeros(0)}, err
         out = {"t": np.array(ts, dtype=float)}
         for key in rows[0]:
             out[key] = np.array([r[key] for r in rows])

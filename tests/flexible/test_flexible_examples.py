@@ -46,7 +46,10 @@ def test_spin_up_stiffening_bounds_the_deflection():
     # published behaviour: ~ -0.57 m during the spin-up, back to a few cm at t = 14 s
     assert 0.5 < np.abs(w).max() < 0.65 and abs(w[-1]) < 0.05
     tu, wu = out["unstiffened"]
-    assert np.abs(wu[-1]) > 1e3  # runs away above the first bending frequency
+    # runs away above the first bending frequency: stopped (flexmbd.monitor) once the
+    # deflection exceeds the beam's length, the results up to then kept
+    assert out["unstiffened_failed"] is not None and out["stiffened_failed"] is None
+    assert 1.0 < np.abs(wu[-1]) <= 10.01 and tu[-1] < 14.0
     assert np.abs(wu[tu < 5]).max() < 0.6  # ... but not during the slow start
 
 

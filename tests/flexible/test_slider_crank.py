@@ -29,8 +29,9 @@ def study(tmp_path_factory):
 def test_testset_data_converge_to_the_published_solution(study):
     mod, out, _, _ = study
     tc = out["testset"]
-    # positions: the crank is driven exactly; rod angle and slider to 1e-7 at dt = 1e-5
-    assert tc["rel_err"][-1, 0] == 0.0
+    # positions: the crank is driven exactly (the reference's phi1 = 15.000000000000104
+    # carries its own 7e-15); rod angle and slider to 1e-7 at dt = 1e-5
+    assert abs(tc["rel_err"][-1, 0]) < 1e-13
     assert np.abs(tc["rel_err"][-1, 1:3]).max() < 1e-7
     # the lateral modal coordinates converge with the integrator's order 2 ...
     assert np.all((tc["order"][3:5] > 1.8) & (tc["order"][3:5] < 2.2))
