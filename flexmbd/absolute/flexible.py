@@ -67,6 +67,7 @@ import numpy as np
 
 from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
 from ..flexible.ffr import mass_matrix as ffr_mass_matrix
+from ..flexible.mean_axis import centrifugal_resultant, rigid_fit
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
 
 __all__ = ["FlexibleSet", "FlexSDA", "OMEGA_PRODUCTS"]
@@ -135,6 +136,8 @@ class _FlexData:
         else:
             self.itf_names = []
             self.Kitf = np.zeros((0, n, n))
+        # M_rr0^-1 and the rigid fit of the modes (mean-axis load parameters)
+        self.fit = rigid_fit(inv)
         self.itf_load = np.zeros(len(self.Kitf))  # lagged interface wrench components
         self.K_itf = np.zeros((n, n))
 
@@ -203,9 +206,14 @@ class FlexibleSet:
         F = F.copy()
         F[6:] += d.K @ qf + d.D @ qfd
         if d.stiffening:
-            p = _omega_products(w)
-            KG = (np.tensordot(p, d.Kw, axes=1) + np.tensordot(al, d.Kal, axes=1)
-                  + np.tensordot(a - gb, d.Ka, axes=1) + d.K_itf)
+            # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis)
+            Minv, Gam = d.fit
+            wp = w + Gam[:3] @ qfd
+            Cr, dC = centrifugal_resultant(inv, wp, derivative=True)
+            X = Minv @ (F[:6] - Cr)
+            KG = (np.tensordot(_omega_products(wp), d.Kw, axes=1)
+                  + np.tensordot(X[:3], d.Kal, axes=1)
+                  + np.tensordot(X[3:] - gb, d.Ka, axes=1) + d.K_itf)
             F[6:] += KG @ qf
         R = np.concatenate([A @ F[3:6], 2.0 * G.T @ F[:3], F[6:]])
         if not derivatives:
@@ -221,12 +229,17 @@ class FlexibleSet:
         Fq[6:] += d.K
         Fqd[6:] += d.D
         if d.stiffening:
-            Fq[6:] += KG
-            Fw[6:] += np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(w)
-            Gal = np.einsum("kij,j->ik", d.Kal, qf)
+            # f_G = K_G(p) q with p from (w_p, M_rr0^-1 (F_r - C(w_p))): chain rule through
+            # the inertia resultant F_r (rows :6, untouched by stiffening)
             Ga = np.einsum("kij,j->ik", d.Ka, qf)
-            Fal[6:] += Gal
-            Fa[6:] += Ga
+            H = np.hstack([np.einsum("kij,j->ik", d.Kal, qf), Ga]) @ Minv
+            B = np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(wp) - H @ dC
+            Fq[6:] += KG + H @ Fq[:6]
+            Fqd[6:] += H @ Fqd[:6] + B @ Gam[:3]
+            Fw[6:] += H @ Fw[:6] + B
+            Fal[6:] += H @ Fal[:6]
+            Fa[6:] += H @ Fa[:6]
+            Fqdd[6:] += H @ Fqdd[:6]
             Fg[6:] -= Ga
 
         def out(X):  # rows [w; v; f] of body-axes derivatives -> rows [r; e; f]
