@@ -41,9 +41,11 @@ Geometric stiffening (dynamic stiffening, review eq. 19-21)
 ``K_G(p) = sum_k p_k K_k`` with the unit matrices of the reduction
 (:mod:`flexmbd.fem.geometric`) and the load parameters, all in body axes:
 
-* the six angular-velocity products ``w_i w_j`` of the *current* ``w``;
-* the angular acceleration ``alpha`` and the origin acceleration minus gravity
-  ``a - g_b`` of the *current* step (unknowns of the Newton iteration);
+* the six products ``w_i w_j`` of the mean-axis angular velocity ``w_p = w + Gamma_w dq_f``
+  and the mean-axis accelerations ``[alpha_p; a_p] = M_rr0^-1 (F_r - C(w_p))``
+  (``a_p - g_b`` for the origin), with ``F_r`` the *current* inertia resultant (first six
+  rows of ``F_in``, unknowns of the Newton iteration): :mod:`flexmbd.flexible.mean_axis`,
+  which makes the stiffening the same in every body frame;
 * the wrenches the surroundings apply at the body's non-reference interfaces
   (joint reactions through interface frames), **lagged by one step**: taken from the
   reactions of the last accepted step (:meth:`FlexibleSet.set_interface_loads`; the
@@ -51,9 +53,11 @@ Geometric stiffening (dynamic stiffening, review eq. 19-21)
   wrenches of a Craig-Bampton body are the support reactions of the unit stress
   states and do not enter.
 
-The current-state loads enter the Newton matrix exactly: ``d(K_G q)/dw`` through
-``dp/dw``, ``d(K_G q)/d(alpha, a)`` in the acceleration block and
-``d(K_G q)/de`` through ``da/de`` and ``dg_b/de``; the lagged interface wrenches are
+The current-state loads enter the Newton matrix exactly, by the chain rule through
+``F_r`` (whose partial derivatives ``inertia_terms`` returns) and ``w_p``:
+``d(K_G q) = K_G dq + H (dF_r - dC/dw dw_p) + (Kw q) dp/dw dw_p`` with
+``H = [Kal q, Ka q] M_rr0^-1``, so the modal accelerations and rates enter too
+(mean_axis docs); ``dg_b/de`` through ``-Ka q``; the lagged interface wrenches are
 constants within a step. ``FlexibleBody(geometric_stiffening=False)`` (or a reduced
 body without unit matrices) switches the term off for that body.
 
