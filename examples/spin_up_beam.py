@@ -17,8 +17,9 @@ The final spin (6 rad/s) is above the first bending frequency (3.80 rad/s). With
 the linear floating-frame model alone the centrifugal *softening* of the modal
 equations wins and the tip deflection grows without bound; with geometric
 stiffening (unit K_G matrices weighted by the current w_i w_j, alpha and
-acceleration: ``FlexibleBody(geometric_stiffening=True)``, the default) it stays
-small and settles.
+acceleration of the beam's mean axes, :mod:`flexmbd.flexible.mean_axis`, although
+the body frame is the hub: ``FlexibleBody(geometric_stiffening=True)``, the default)
+it stays small and settles.
 
 Reference (computed here, geometrically nonlinear): a planar chain of rigid segments
 ("finite segment method") with rotational springs k = EI / l at hinges placed at the
