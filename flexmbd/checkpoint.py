@@ -519,7 +519,7 @@ def _is_null(bar):
 
 
 def _model_hint(stepper):
-    """Advice on the model of a failed run (flexible bodies stiffened in clamped frames)."""
+    """Advice on the model of a failed run (geometrically stiffened flexible bodies)."""
     model = getattr(getattr(stepper, "system", None), "model", None)
     if model is None:
         return ""

@@ -357,6 +357,100 @@ def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
     D[3:7, 3:7] = 4.0 * _mm(_mm(Gt, Lw), G)
 
 
+# -- mean-axis load parameters of geometric stiffening (flexmbd.flexible.mean_axis) ---------
+@njit(cache=True)
+def _mean_axis_fit(mass, c, E0, S, St, Mi, Gw):
+    """``Mi = M_rr0^-1`` (6, 6) and the rotation rows ``Gw`` (3, n) of the rigid fit
+    ``Gamma = M_rr0^-1 M_rf0`` (Gauss-Jordan with partial pivoting on [M_rr0 | I | M_rf0])."""
+    n = St.shape[1]
+    W = np.zeros((6, 12 + n))
+    tr = E0[0, 0] + E0[1, 1] + E0[2, 2]
+    for i in range(3):
+        for j in range(3):
+            W[i, j] = -E0[i, j]
+        W[i, i] += tr
+        W[3 + i, 3 + i] = mass
+    # M_wv = c~, M_vw = c~^T
+    W[0, 4], W[0, 5], W[1, 3], W[1, 5], W[2, 3], W[2, 4] = -c[2], c[1], c[2], -c[0], -c[1], c[0]
+    for i in range(3):
+        for j in range(3):
+            W[3 + j, i] = W[i, 3 + j]
+    for i in range(6):
+        W[i, 6 + i] = 1.0
+    for l in range(n):
+        W[0, 12 + l] = S[1, 2, l] - S[2, 1, l]
+        W[1, 12 + l] = S[2, 0, l] - S[0, 2, l]
+        W[2, 12 + l] = S[0, 1, l] - S[1, 0, l]
+        for i in range(3):
+            W[3 + i, 12 + l] = St[i, l]
+    m = 12 + n
+    for col in range(6):
+        piv = col
+        for r in range(col + 1, 6):
+            if abs(W[r, col]) > abs(W[piv, col]):
+                piv = r
+        if piv != col:
+            for j in range(m):
+                t = W[col, j]
+                W[col, j] = W[piv, j]
+                W[piv, j] = t
+        d = 1.0 / W[col, col]
+        for j in range(m):
+            W[col, j] *= d
+        for r in range(6):
+            if r != col:
+                f = W[r, col]
+                if f != 0.0:
+                    for j in range(m):
+                        W[r, j] -= f * W[col, j]
+    for i in range(6):
+        for j in range(6):
+            Mi[i, j] = W[i, 6 + j]
+    for i in range(3):
+        for l in range(n):
+            Gw[i, l] = W[i, 12 + l]
+
+
+@njit(cache=True)
+def _centrifugal(J0, c, w, out):
+    """``out = [w x J0 w; w x (w x c)]``."""
+    j0 = J0[0, 0] * w[0] + J0[0, 1] * w[1] + J0[0, 2] * w[2]
+    j1 = J0[1, 0] * w[0] + J0[1, 1] * w[1] + J0[1, 2] * w[2]
+    j2 = J0[2, 0] * w[0] + J0[2, 1] * w[1] + J0[2, 2] * w[2]
+    out[0] = w[1] * j2 - w[2] * j1
+    out[1] = w[2] * j0 - w[0] * j2
+    out[2] = w[0] * j1 - w[1] * j0
+    x0 = w[1] * c[2] - w[2] * c[1]
+    x1 = w[2] * c[0] - w[0] * c[2]
+    x2 = w[0] * c[1] - w[1] * c[0]
+    out[3] = w[1] * x2 - w[2] * x1
+    out[4] = w[2] * x0 - w[0] * x2
+    out[5] = w[0] * x1 - w[1] * x0
+
+
+@njit(cache=True)
+def _centrifugal_dw(J0, c, w, dC):
+    """``dC/dw`` (6, 3) of :func:`_centrifugal`: ``[W J0 - (J0 w)~; (w.c) I + w c^T - 2 c w^T]``."""
+    Jw = np.empty(3)
+    for i in range(3):
+        Jw[i] = J0[i, 0] * w[0] + J0[i, 1] * w[1] + J0[i, 2] * w[2]
+    for j in range(3):
+        dC[0, j] = w[1] * J0[2, j] - w[2] * J0[1, j]
+        dC[1, j] = w[2] * J0[0, j] - w[0] * J0[2, j]
+        dC[2, j] = w[0] * J0[1, j] - w[1] * J0[0, j]
+    dC[0, 1] += Jw[2]
+    dC[0, 2] -= Jw[1]
+    dC[1, 0] -= Jw[2]
+    dC[1, 2] += Jw[0]
+    dC[2, 0] += Jw[1]
+    dC[2, 1] -= Jw[0]
+    wc = w[0] * c[0] + w[1] * c[1] + w[2] * c[2]
+    for i in range(3):
+        for j in range(3):
+            dC[3 + i, j] = w[i] * c[j] - 2.0 * c[i] * w[j]
+        dC[3 + i, i] += wc
+
+
 # -- flexible body (port of ffr.inertia_terms and flexible.FlexibleSet.body_residual) ----
 @njit(cache=True)
 def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
@@ -488,18 +582,51 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
                    + (St[0, k] * a[0] + St[1, k] * a[1] + St[2, k] * a[2])) + mq) + v
                  + (kq + dq))
     if stiff:
+        # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis):
+        # w_p = w + Gamma_w qd, [al_p; a_p] = M_rr0^-1 ([Fw; Fv] - C(w_p))
+        Mi = np.empty((6, 6))
+        Gw = np.empty((3, n))
+        _mean_axis_fit(mass, cv, E0, S, St, Mi, Gw)
+        wp = np.empty(3)
+        for i in range(3):
+            v = w[i]
+            for l in range(n):
+                v += Gw[i, l] * qfd[l]
+            wp[i] = v
+        J0 = np.empty((3, 3))
+        trE0 = E0[0, 0] + E0[1, 1] + E0[2, 2]
+        for i in range(3):
+            for j in range(3):
+                J0[i, j] = -E0[i, j]
+            J0[i, i] += trE0
+        Cr = np.empty(6)
+        _centrifugal(J0, cv, wp, Cr)
+        Xr = np.empty(6)
+        for i in range(3):
+            Xr[i] = Fw[i] - Cr[i]
+            Xr[3 + i] = Fv[i] - Cr[3 + i]
+        alp = np.empty(3)
+        ap = np.empty(3)
+        for i in range(3):
+            v1 = 0.0
+            v2 = 0.0
+            for j in range(6):
+                v1 += Mi[i, j] * Xr[j]
+                v2 += Mi[3 + i, j] * Xr[j]
+            alp[i] = v1
+            ap[i] = v2 - gb[i]
         KG = Kitf.copy()
         for i in range(n):
             for j in range(n):
                 v = 0.0
-                v += w[0] * w[0] * Kw[0, i, j]
-                v += w[1] * w[1] * Kw[1, i, j]
-                v += w[2] * w[2] * Kw[2, i, j]
-                v += w[0] * w[1] * Kw[3, i, j]
-                v += w[1] * w[2] * Kw[4, i, j]
-                v += w[0] * w[2] * Kw[5, i, j]
+                v += wp[0] * wp[0] * Kw[0, i, j]
+                v += wp[1] * wp[1] * Kw[1, i, j]
+                v += wp[2] * wp[2] * Kw[2, i, j]
+                v += wp[0] * wp[1] * Kw[3, i, j]
+                v += wp[1] * wp[2] * Kw[4, i, j]
+                v += wp[0] * wp[2] * Kw[5, i, j]
                 for k in range(3):
-                    v += al[k] * Kal[k, i, j] + (a[k] - gb[k]) * Ka[k, i, j]
+                    v += alp[k] * Kal[k, i, j] + ap[k] * Ka[k, i, j]
                 KG[i, j] += v
         for i in range(n):
             v = 0.0
@@ -652,10 +779,9 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
             Fqd[6 + k, l] = 2.0 * T2[k, l] + Dff[k, l]
     Fg = np.zeros((N6, 3))
     if stiff:
-        for i in range(n):
-            for j in range(n):
-                Fq[6 + i, j] += KG[i, j]
-        # d(K_G q)/dw = sum_k (Kw_k q) dp_k/dw
+        # f_G = K_G(p) q; chain rule through the inertia resultant (rows :6, which the
+        # stiffening does not touch): d f_G = K_G dq + H (dF_r - dC dw_p) + KwQ dw_p,
+        # H = [Kal q, Ka q] M_rr0^-1 (n x 6), dw_p = dw + Gamma_w dqd
         kq = np.zeros((6, n))
         for k in range(6):
             for i in range(n):
@@ -663,10 +789,7 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
                 for j in range(n):
                     v += Kw[k, i, j] * qf[j]
                 kq[k, i] = v
-        for i in range(n):
-            Fwd[6 + i, 0] += kq[0, i] * (2 * w[0]) + kq[3, i] * w[1] + kq[5, i] * w[2]
-            Fwd[6 + i, 1] += kq[1, i] * (2 * w[1]) + kq[3, i] * w[0] + kq[4, i] * w[2]
-            Fwd[6 + i, 2] += kq[2, i] * (2 * w[2]) + kq[4, i] * w[1] + kq[5, i] * w[0]
+        G6 = np.empty((n, 6))
         for k in range(3):
             for i in range(n):
                 gal = 0.0
@@ -674,9 +797,55 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
                 for j in range(n):
                     gal += Kal[k, i, j] * qf[j]
                     ga += Ka[k, i, j] * qf[j]
-                Fal[6 + i, k] += gal
-                Fa[6 + i, k] += ga
+                G6[i, k] = gal
+                G6[i, 3 + k] = ga
                 Fg[6 + i, k] -= ga
+        Hs = np.zeros((n, 6))
+        for i in range(n):
+            for r in range(6):
+                v = 0.0
+                for j in range(6):
+                    v += G6[i, j] * Mi[j, r]
+                Hs[i, r] = v
+        dC = np.empty((6, 3))
+        _centrifugal_dw(J0, cv, wp, dC)
+        Bw = np.empty((n, 3))
+        for i in range(n):
+            Bw[i, 0] = kq[0, i] * (2 * wp[0]) + kq[3, i] * wp[1] + kq[5, i] * wp[2]
+            Bw[i, 1] = kq[1, i] * (2 * wp[1]) + kq[3, i] * wp[0] + kq[4, i] * wp[2]
+            Bw[i, 2] = kq[2, i] * (2 * wp[2]) + kq[4, i] * wp[1] + kq[5, i] * wp[0]
+            for c in range(3):
+                v = 0.0
+                for r in range(6):
+                    v -= Hs[i, r] * dC[r, c]
+                Bw[i, c] += v
+        for i in range(n):
+            for j in range(n):
+                v = KG[i, j]
+                vd = 0.0
+                vdd = 0.0
+                for r in range(6):
+                    h = Hs[i, r]
+                    v += h * Fq[r, j]
+                    vd += h * Fqd[r, j]
+                    vdd += h * Fqdd[r, j]
+                for c in range(3):
+                    vd += Bw[i, c] * Gw[c, j]
+                Fq[6 + i, j] += v
+                Fqd[6 + i, j] += vd
+                Fqdd[6 + i, j] += vdd
+            for c in range(3):
+                v1 = Bw[i, c]
+                v2 = 0.0
+                v3 = 0.0
+                for r in range(6):
+                    h = Hs[i, r]
+                    v1 += h * Fwd[r, c]
+                    v2 += h * Fal[r, c]
+                    v3 += h * Fa[r, c]
+                Fwd[6 + i, c] += v1
+                Fal[6 + i, c] += v2
+                Fa[6 + i, c] += v3
     buf = np.empty((7 + n, max(n, 4)))
     none = np.empty((0, 0))
     _out_into(A, G2, Fa, A.T, M, 0, buf)

@@ -41,9 +41,11 @@ Geometric stiffening (dynamic stiffening, review eq. 19-21)
 ``K_G(p) = sum_k p_k K_k`` with the unit matrices of the reduction
 (:mod:`flexmbd.fem.geometric`) and the load parameters, all in body axes:
 
-* the six angular-velocity products ``w_i w_j`` of the *current* ``w``;
-* the angular acceleration ``alpha`` and the origin acceleration minus gravity
-  ``a - g_b`` of the *current* step (unknowns of the Newton iteration);
+* the six products ``w_i w_j`` of the mean-axis angular velocity ``w_p = w + Gamma_w dq_f``
+  and the mean-axis accelerations ``[alpha_p; a_p] = M_rr0^-1 (F_r - C(w_p))``
+  (``a_p - g_b`` for the origin), with ``F_r`` the *current* inertia resultant (first six
+  rows of ``F_in``, unknowns of the Newton iteration): :mod:`flexmbd.flexible.mean_axis`,
+  which makes the stiffening the same in every body frame;
 * the wrenches the surroundings apply at the body's non-reference interfaces
   (joint reactions through interface frames), **lagged by one step**: taken from the
   reactions of the last accepted step (:meth:`FlexibleSet.set_interface_loads`; the
@@ -51,9 +53,11 @@ Geometric stiffening (dynamic stiffening, review eq. 19-21)
   wrenches of a Craig-Bampton body are the support reactions of the unit stress
   states and do not enter.
 
-The current-state loads enter the Newton matrix exactly: ``d(K_G q)/dw`` through
-``dp/dw``, ``d(K_G q)/d(alpha, a)`` in the acceleration block and
-``d(K_G q)/de`` through ``da/de`` and ``dg_b/de``; the lagged interface wrenches are
+The current-state loads enter the Newton matrix exactly, by the chain rule through
+``F_r`` (whose partial derivatives ``inertia_terms`` returns) and ``w_p``:
+``d(K_G q) = K_G dq + H (dF_r - dC/dw dw_p) + (Kw q) dp/dw dw_p`` with
+``H = [Kal q, Ka q] M_rr0^-1``, so the modal accelerations and rates enter too
+(mean_axis docs); ``dg_b/de`` through ``-Ka q``; the lagged interface wrenches are
 constants within a step. ``FlexibleBody(geometric_stiffening=False)`` (or a reduced
 body without unit matrices) switches the term off for that body.
 
@@ -67,6 +71,7 @@ import numpy as np
 
 from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
 from ..flexible.ffr import mass_matrix as ffr_mass_matrix
+from ..flexible.mean_axis import centrifugal_resultant, rigid_fit
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
 
 __all__ = ["FlexibleSet", "FlexSDA", "OMEGA_PRODUCTS"]
@@ -135,6 +140,8 @@ class _FlexData:
         else:
             self.itf_names = []
             self.Kitf = np.zeros((0, n, n))
+        # M_rr0^-1 and the rigid fit of the modes (mean-axis load parameters)
+        self.fit = rigid_fit(inv)
         self.itf_load = np.zeros(len(self.Kitf))  # lagged interface wrench components
         self.K_itf = np.zeros((n, n))
 
@@ -203,9 +210,14 @@ class FlexibleSet:
         F = F.copy()
         F[6:] += d.K @ qf + d.D @ qfd
         if d.stiffening:
-            p = _omega_products(w)
-            KG = (np.tensordot(p, d.Kw, axes=1) + np.tensordot(al, d.Kal, axes=1)
-                  + np.tensordot(a - gb, d.Ka, axes=1) + d.K_itf)
+            # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis)
+            Minv, Gam = d.fit
+            wp = w + Gam[:3] @ qfd
+            Cr, dC = centrifugal_resultant(inv, wp, derivative=True)
+            X = Minv @ (F[:6] - Cr)
+            KG = (np.tensordot(_omega_products(wp), d.Kw, axes=1)
+                  + np.tensordot(X[:3], d.Kal, axes=1)
+                  + np.tensordot(X[3:] - gb, d.Ka, axes=1) + d.K_itf)
             F[6:] += KG @ qf
         R = np.concatenate([A @ F[3:6], 2.0 * G.T @ F[:3], F[6:]])
         if not derivatives:
@@ -221,12 +233,17 @@ class FlexibleSet:
         Fq[6:] += d.K
         Fqd[6:] += d.D
         if d.stiffening:
-            Fq[6:] += KG
-            Fw[6:] += np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(w)
-            Gal = np.einsum("kij,j->ik", d.Kal, qf)
+            # f_G = K_G(p) q with p from (w_p, M_rr0^-1 (F_r - C(w_p))): chain rule through
+            # the inertia resultant F_r (rows :6, untouched by stiffening)
             Ga = np.einsum("kij,j->ik", d.Ka, qf)
-            Fal[6:] += Gal
-            Fa[6:] += Ga
+            H = np.hstack([np.einsum("kij,j->ik", d.Kal, qf), Ga]) @ Minv
+            B = np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(wp) - H @ dC
+            Fq[6:] += KG + H @ Fq[:6]
+            Fqd[6:] += H @ Fqd[:6] + B @ Gam[:3]
+            Fw[6:] += H @ Fw[:6] + B
+            Fal[6:] += H @ Fal[:6]
+            Fa[6:] += H @ Fa[:6]
+            Fqdd[6:] += H @ Fqdd[:6]
             Fg[6:] -= Ga
 
         def out(X):  # rows [w; v; f] of body-axes derivatives -> rows [r; e; f]

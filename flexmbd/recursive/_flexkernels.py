@@ -120,10 +120,17 @@ from ._nbjoints import joint_kinematics, reverse_joint
 NFI = 9
 # ---- float workspace rows of Fw (N+1, NW, 6)
 (W_VB, W_ABB, W_VP, W_FEB, W_VBD) = range(5)
-NW = 5
+# stiffened bodies (mean-axis load parameters, flexmbd.flexible.mean_axis): W_WP mean angular
+# velocity w_p (first 3), W_HR inertia-resultant velocity terms h_r - C(w_p), W_MR.. the six
+# rows of M_rr(q), W_MI.. the six rows of M_rr0^-1 (constant, set by FlexTree.refresh)
+W_WP, W_HR, W_MR, W_MI = 5, 6, 7, 13
+NW = 19
 # ---- modal vectors Fm (N+1, NFM, nmax)
 (FM_UDF, FM_RHO, FM_TF, FM_ZF, FM_KGQ, FM_TF0, FM_QAPP, FM_KW, FM_T1) = range(9)
-NFM = 9
+# stiffened bodies: FM_MF.. the six rows of M_rf(q), FM_GW.. the rotation rows of the rigid
+# fit Gamma = M_rr0^-1 M_rf0 (constant, set by FlexTree.refresh)
+FM_MF, FM_GW = 9, 15
+NFM = 18
 # ---- frame constants Fc (N+1, 2, 3, 4 + 2 nmax): [R0 | p0 | Theta | U] for the out (0) and
 # in (1) frame of label k; frame states Ft (N+1, 2, 3, 4) [R | p] and Fs (N+1, 2, 6, nmax + 1)
 # [S | sigma]
@@ -721,6 +728,8 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
         Vb = Fw[k, W_VB]
         mm = 6 + nk
         ffr_terms(Im, St, Si, Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], gb, Mb, Bm[0], A3)
+        if Fi[F_STIFF, k]:
+            _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qdk, gb, Mb, Bm[0])
         # beta_b = M [a_b; 0] + h - Qg - Q_ext + [0; K q + D qd]
         ab = Fw[k, W_ABB]
         bb = Bm[1]
@@ -1266,6 +1275,53 @@ def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
 
 
 @njit(cache=True)
+def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
+    """Store what the mean-axis load parameters of body k need from the bias pass: the
+    rows of ``M_rr(q)``, ``M_rf(q)``, ``w_p = w + Gamma_w qd`` and ``h_r - C(w_p)`` (``hg``:
+    ``h - Q_gravity`` of :func:`ffr_terms`; ``M`` before its factorization)."""
+    for i in range(6):
+        for j in range(6):
+            Fw[k, W_MR + i, j] = M[i, j]
+        for j in range(nk):
+            Fm[k, FM_MF + i, j] = M[i, 6 + j]
+    Vb = Fw[k, W_VB]
+    wp = Fw[k, W_WP]
+    for i in range(3):
+        s = Vb[i]
+        for j in range(nk):
+            s += Fm[k, FM_GW + i, j] * qd[j]
+        wp[i] = s
+    # h_r = (h - Q_g)_r + [Sbar x g_b; m g_b]  (Sbar from M_wv = Sbar~)
+    m = Im[fx, 0]
+    c0 = M[2, 4]
+    c1 = M[0, 5]
+    c2 = M[1, 3]
+    hr = Fw[k, W_HR]
+    hr[0] = hg[0] + (c1 * gb[2] - c2 * gb[1])
+    hr[1] = hg[1] + (c2 * gb[0] - c0 * gb[2])
+    hr[2] = hg[2] + (c0 * gb[1] - c1 * gb[0])
+    for i in range(3):
+        hr[3 + i] = hg[3 + i] + m * gb[i]
+    # - C(w_p) = -[w_p x J0 w_p; w_p x (w_p x c)]
+    tr = Im[fx, 4] + Im[fx, 8] + Im[fx, 12]
+    jw = np.empty(3)
+    for i in range(3):
+        s = tr * wp[i]
+        for j in range(3):
+            s -= Im[fx, 4 + 3 * i + j] * wp[j]
+        jw[i] = s
+    hr[0] -= wp[1] * jw[2] - wp[2] * jw[1]
+    hr[1] -= wp[2] * jw[0] - wp[0] * jw[2]
+    hr[2] -= wp[0] * jw[1] - wp[1] * jw[0]
+    x0 = wp[1] * Im[fx, 3] - wp[2] * Im[fx, 2]
+    x1 = wp[2] * Im[fx, 1] - wp[0] * Im[fx, 3]
+    x2 = wp[0] * Im[fx, 2] - wp[1] * Im[fx, 1]
+    hr[3] -= wp[1] * x2 - wp[2] * x1
+    hr[4] -= wp[2] * x0 - wp[0] * x2
+    hr[5] -= wp[0] * x1 - wp[1] * x0
+
+
+@njit(cache=True)
 def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
     """Modal stiffening forces ``K_G(p) q`` (FM_KGQ) for the current solution: angular
     velocity products, body-frame angular acceleration and origin acceleration minus
@@ -1282,25 +1338,42 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
         if not Fi[F_STIFF, k]:
             continue
         nk = Fi[F_NF, k]
-        Vb = Fw[k, W_VB]
         kq = Fm[k, FM_KW]
         if initial:
             for i in range(6):
                 acc[i] = Fw[k, W_ABB, i]
         else:
             _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, acc)
-        w0 = Vb[0]
-        w1 = Vb[1]
-        w2 = Vb[2]
-        # a = dv/dt + w x v - g_b
+        # mean-axis parameters (flexmbd.flexible.mean_axis): w_p, and
+        # [al_p; a_p] = M_rr0^-1 (M_rr acc + M_rf qdd + h_r - C(w_p)); a-parameter a_p - g_b
+        wp = Fw[k, W_WP]
+        w0 = wp[0]
+        w1 = wp[1]
+        w2 = wp[2]
+        hr = Fw[k, W_HR]
+        ud = Fm[k, FM_UDF]
+        X = Fw[0, W_VP]
+        for i in range(6):
+            s = hr[i]
+            Mr = Fw[k, W_MR + i]
+            for j in range(6):
+                s += Mr[j] * acc[j]
+            if not initial:
+                Mf = Fm[k, FM_MF + i]
+                for j in range(nk):
+                    s += Mf[j] * ud[j]
+            X[i] = s
+        for i in range(6):
+            s = 0.0
+            Mi = Fw[k, W_MI + i]
+            for j in range(6):
+                s += Mi[j] * X[j]
+            acc[i] = s
         RC = Ft[k, FR_OUT, :, 0:3]
         gk = Vv[V_G, k]
-        a0 = acc[3] + w1 * Vb[5] - w2 * Vb[4] - (RC[0, 0] * gk[0] + RC[0, 1] * gk[1]
-                                                 + RC[0, 2] * gk[2])
-        a1 = acc[4] + w2 * Vb[3] - w0 * Vb[5] - (RC[1, 0] * gk[0] + RC[1, 1] * gk[1]
-                                                 + RC[1, 2] * gk[2])
-        a2 = acc[5] + w0 * Vb[4] - w1 * Vb[3] - (RC[2, 0] * gk[0] + RC[2, 1] * gk[1]
-                                                 + RC[2, 2] * gk[2])
+        a0 = acc[3] - (RC[0, 0] * gk[0] + RC[0, 1] * gk[1] + RC[0, 2] * gk[2])
+        a1 = acc[4] - (RC[1, 0] * gk[0] + RC[1, 1] * gk[1] + RC[1, 2] * gk[2])
+        a2 = acc[5] - (RC[2, 0] * gk[0] + RC[2, 1] * gk[1] + RC[2, 2] * gk[2])
         K = KQ[k]
         for j in range(nk):
             kq[j] = (w0 * w0 * K[0, j] + w1 * w1 * K[1, j] + w2 * w2 * K[2, j]

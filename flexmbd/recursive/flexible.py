@@ -143,9 +143,12 @@ follows from ``dV_C/dt = du'[r] + a_C``:
 
 7. Geometric stiffening
 -----------------------
-``K_G(p) q`` with the load parameters of :mod:`flexmbd.fem.geometric`: products of
-the body's angular velocity, its angular acceleration and origin acceleration
-minus gravity (body axes), and the wrenches applied at the stiffened interfaces
+``K_G(p) q`` with the load parameters of :mod:`flexmbd.fem.geometric` taken from
+mean-axis kinematics (:mod:`flexmbd.flexible.mean_axis`, the same as the absolute
+formulation): products of the mean angular velocity ``w + Gamma_w qd``, the mean angular
+and origin accelerations ``M_rr0^-1 (M_rr(q) dV_b/dt + M_rf(q) qdd + h_r - C(w_p))``
+(origin acceleration minus gravity; ``M_rr, M_rf, h_r`` stored by the bias pass, the
+accelerations of the current iterate), and the wrenches applied at the stiffened interfaces
 (joints attached through :class:`~flexmbd.model.flexible.InterfaceFrame`; the
 Craig-Bampton reference interface has zero unit matrices). The acceleration and
 interface-load terms depend on the solution: they would make ``M'`` unsymmetric.
@@ -164,6 +167,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..flexible.mean_axis import rigid_fit
 from ..model.flexible import FlexibleBody, _DeformingFrame
 from . import _flexkernels as FK
 from . import _kernels as K
@@ -334,6 +338,11 @@ class FlexTree:
                              for c in ("mx", "my", "mz", "fx", "fy", "fz")]
                 self.KG[fx] = 0.0
                 self.KG[fx, :len(mats), :nk, :nk] = np.stack(mats)
+                # mean-axis load parameters (flexmbd.flexible.mean_axis)
+                Minv, Gam = rigid_fit(inv)
+                self.Fw[k, FK.W_MI:FK.W_MI + 6] = Minv
+                self.Fm[k, FK.FM_GW:FK.FM_GW + 3] = 0.0
+                self.Fm[k, FK.FM_GW:FK.FM_GW + 3, :nk] = Gam[:3]
         self.any_stiff = bool(np.any(Fi[FK.F_STIFF]))
         # frames
         for k in range(1, n + 1):
