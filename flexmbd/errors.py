@@ -38,3 +38,8 @@ class SolverError(FlexmbdError, RuntimeError):
 
 class ConvergenceError(SolverError):
     """Newton iterations did not converge within the allowed iterations."""
+
+
+class FileError(FlexmbdError, OSError):
+    """A file cannot be read or written: missing, a directory, unwritable, in use by
+    another run, already holding saved work, or not a (complete) flexmbd file."""

@@ -379,7 +379,8 @@ class LoopSystem:
     # -- simulation --------------------------------------------------------------------
     def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                  rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
-                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100):
+                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100,
+                 overwrite=False):
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -392,15 +393,19 @@ class LoopSystem:
         (array or ``tau(t, q, qd)``). ``progress``: progress bar (None: automatic).
         ``checkpoint``: HDF5 file written every ``every`` output samples with the
         integrator's and the projector's state (:mod:`flexmbd.checkpoint`; continue
-        with ``fm.resume(path)``, bit-identical).
+        with ``fm.resume(path)``, bit-identical); an existing file is refused unless
+        ``overwrite=True``.
         """
-        from ..checkpoint import run
+        from ..checkpoint import check_checkpoint, run
+
+        if checkpoint is not None:
+            check_checkpoint(checkpoint, overwrite)      # before any work
 
         st = self.stepper(t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
                           rtol=rtol, atol=atol, projection=projection, method=method, tau=tau,
                           t_eval=t_eval, substeps=substeps)
         return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
-                   desc=f"{st.integrator} {self.model.name}")
+                   desc=f"{st.integrator} {self.model.name}", overwrite=overwrite)
 
     def stepper(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                 rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
