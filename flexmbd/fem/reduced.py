@@ -190,20 +190,50 @@ class ReducedBody:
 
     @classmethod
     def load(cls, path):
-        """Read a body written by `save`; checks the schema version."""
-        with np.load(path, allow_pickle=False) as z:
-            schema = str(z["schema"]) if "schema" in z else "?"
-            if schema != SCHEMA:
-                raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
-                                "with this flexmbd version")
-            fields = {k: z[k] for k in _ARRAYS}
-            fields.update({k: str(z[k]) for k in _STRINGS})
-            fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
-            fields["mass"] = float(z["mass"])
-            fields["material"] = z["material"]
-            fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
-                                         z["timings_values"].tolist()))
-        return cls(**fields)
+        """Read a body written by `save`; checks the schema version.
+
+        A missing, empty, truncated or foreign file raises
+        :class:`~flexmbd.errors.FileError` naming it; another schema version
+        :class:`~flexmbd.errors.MeshError`.
+        """
+        from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
+
+        path = check_readable(path, "reduced body file")
+        hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
+                "body.npz`")
+        kind = sniff(path)
+        if kind != "npz":
+            if kind == "hdf5":
+                hint = "it is an HDF5 file (results?): load it with flexmbd.Results.load"
+            raise read_failure(path, "reduced body file", ValueError(kind), hint)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if "schema" not in z.files:
+                    if "__header__" in z.files:
+                        hint = "it is a results file: load it with flexmbd.Results.load"
+                    raise KeyError("schema")
+                schema = str(z["schema"])
+                if schema != SCHEMA:
+                    raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run "
+                                    "reduce() with this flexmbd version")
+                fields = {k: z[k] for k in _ARRAYS}
+                fields.update({k: str(z[k]) for k in _STRINGS})
+                fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
+                fields["mass"] = float(z["mass"])
+                fields["material"] = z["material"]
+                fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
+                                             z["timings_values"].tolist()))
+            body = cls(**fields)
+            m, n = body.modes.shape[1], 3 * body.n_nodes
+            if (body.modes.shape[0] != n or len(body.frequencies) != m
+                    or body.M_ff.shape != (m, m) or body.K_ff.shape != (m, m)):
+                raise ValueError(f"inconsistent arrays (modes {body.modes.shape} for "
+                                 f"{body.n_nodes} nodes, M_ff {body.M_ff.shape})")
+            return body
+        except MeshError:
+            raise
+        except READ_ERRORS as err:
+            raise read_failure(path, "reduced body file", err, hint) from None
 
     # invariants as a dict, for the multibody side
     def invariants(self):
