@@ -158,16 +158,21 @@ def read_failure(path, what, err, hint):
     ``hint`` says how to get a good file (e.g. "write it with Results.save").
     """
     kind = sniff(path)
+    text = str(err)
     if isinstance(err, KeyError):
         reason = f"entry {err.args[0]!r} is missing: it was not written by flexmbd as a {what}"
-    elif isinstance(err, ValueError) and "pickle" in str(err).lower():
+    elif isinstance(err, ValueError) and text in _KIND:
+        reason = f"it is {_KIND[kind]}, not the format of a {what}"
+    elif isinstance(err, ValueError) and "pickle" in text.lower():
         reason = "it holds pickled Python objects, which flexmbd never writes (and never loads)"
-    elif isinstance(err, (EOFError, zipfile.BadZipFile)) or "truncat" in str(err).lower():
+    elif isinstance(err, (EOFError, zipfile.BadZipFile)) or "truncat" in text.lower():
         reason = "the file is truncated or damaged (an interrupted copy or download?)"
     elif kind in ("empty", "unknown", "directory"):
         reason = f"the file is {_KIND[kind]}"
+    elif kind == "hdf5" and isinstance(err, OSError):
+        reason = f"the HDF5 structure is damaged or truncated (h5py: {text})"
     else:
-        reason = f"{type(err).__name__}: {err}"
+        reason = f"{type(err).__name__}: {text}"
     return FileError(f"cannot read {_q(path)} as a {what} ({_KIND[kind]}): {reason}; {hint}")
 
 

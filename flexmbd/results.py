@@ -372,7 +372,8 @@ class Results:
         else:
             fmt = {"hdf5": "h5"}.get(format, format)
         if fmt not in ("h5", "npz"):
-            raise FlexmbdError(f"Results.save: unknown format {format!r}; use 'npz' or 'h5'")
+            raise FlexmbdError(f"Results.save({str(path)!r}): unknown format {format!r}; use "
+                               f"'npz' or 'h5'")
         arrays = self._arrays()            # refuses reserved names before touching files
         with atomic_write(path, "results file") as tmp:
             if fmt == "h5":
