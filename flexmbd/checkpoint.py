@@ -91,7 +91,21 @@ recorded rows; when a stepper with ``finalize`` finishes or fails, the rows move
 ``/checkpoint/rows`` and the root holds the finalized results. ``Results.load(
 "run.h5")`` reads the root (after a failure: every sample up to the failure);
 :func:`resume` moves the rows back, cuts them to ``n_samples`` and restarts from
-the saved state, the last good one.
+the saved state, the last good one. ``/checkpoint/model_fingerprint`` (JSON text)
+holds :func:`flexmbd.fingerprint.model_fingerprint` of the run's model, when the
+stepper has one (``stepper.system.model``).
+
+Safety of the file
+------------------
+A new run checks the path before any work (:func:`check_checkpoint`): a directory,
+a missing or read-only directory, or an existing file are refused (an existing file
+is replaced only with ``overwrite=True``, and then only once the new run's first
+checkpoint is complete: it is written next to the path and moved over it). While a
+run or a resume lasts it holds ``<path>.lock`` (:class:`flexmbd.fileio.FileLock`):
+a second process using the same path is refused before it opens the file. The lock
+dies with its process, so a killed run can be resumed at once. :func:`resume`
+refuses a model whose parameters differ from the checkpointed run's
+(``allow_model_change=True`` to continue anyway).
 """
 
 import importlib
@@ -103,8 +117,15 @@ from pathlib import Path
 import numpy as np
 
 from .errors import FileError, FlexmbdError, SolverError
-from .fileio import READ_ERRORS, FileLock, atomic_write, check_readable, check_writable, sniff
-from .fileio import read_failure
+from .fileio import (
+    READ_ERRORS,
+    FileLock,
+    atomic_write,
+    check_readable,
+    check_writable,
+    read_failure,
+    sniff,
+)
 from .progress import progress as _progress
 from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
 

@@ -249,10 +249,16 @@ def cmd_compare(args):
     if args.output:
         if not hasattr(table, "to_csv"):
             raise FlexmbdError("writing the table needs pandas: pip install 'flexmbd[io]'")
-        table.to_csv(args.output, index=False)
+        from .fileio import atomic_write
+
+        with atomic_write(args.output, "table file") as tmp:
+            table.to_csv(tmp, index=False)
         print(f"wrote {args.output}")
     if fig is not None:
-        fig.savefig(args.figure, dpi=110)
+        from .fileio import atomic_write
+
+        with atomic_write(args.figure, "figure file") as tmp:
+            fig.savefig(tmp, dpi=110)
         print(f"wrote {args.figure}")
     return 0
 

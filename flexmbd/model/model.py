@@ -204,7 +204,8 @@ class Model(Block):
         complete state every ``every`` steps (output samples); ``fm.resume(path)``
         continues the run bit-identically (pass ``model=`` in a new process; see
         :mod:`flexmbd.checkpoint`); an existing checkpoint file is refused unless
-        ``overwrite=True`` (checked, with the directory, before any work). ``progress``: progress bar (None: on a terminal,
+        ``overwrite=True`` (checked, with the directory, before any work).
+        ``progress``: progress bar (None: on a terminal,
         for runs longer than a second; ``FLEXMBD_PROGRESS=0`` silences it).
         A failed run raises :class:`~flexmbd.errors.SolverError` with the partial
         results (``err.partial``, also written to the checkpoint file). Returns

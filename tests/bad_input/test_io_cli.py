@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import io_cases as C
 import numpy as np
 import pytest
 
-import io_cases as C
 from flexmbd.checkpoint import read_checkpoint, resume, run
 from flexmbd.cli import main
-from flexmbd.errors import FileError, FlexmbdError, MeshError, ModelError
+from flexmbd.errors import FileError, FlexmbdError, ModelError
 from flexmbd.results import Results
 
 ROOT = Path(__file__).resolve().parents[2]
