@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import tempfile
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -82,12 +83,6 @@ def check_readable(path, what="file"):
     return path
 
 
-def _default_mode():
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 @contextlib.contextmanager
 def atomic_write(path, what="output file"):
     """Context manager: yield a temporary path next to ``path``; move it over ``path``
@@ -96,14 +91,15 @@ def atomic_write(path, what="output file"):
     An :class:`OSError` of the write (disk full...) becomes a :class:`FileError`.
     """
     path = check_writable(path, what)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
-                               dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
+    try:       # created like any new file (mode 0o666 less the umask), never an old one
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    except OSError as err:
+        raise FileError(f"cannot write the {what} {_q(path)}: {err}") from None
     try:
         yield tmp
-        mode = path.stat().st_mode & 0o777 if path.exists() else _default_mode()
-        os.chmod(tmp, mode)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)      # keep the old file's mode
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -401,3 +401,34 @@ def test_nu_zero_and_E_given_are_kept(tmp_path, capsys):
                  "--E", "7e10", "--no-geometric", "--no-stress", "-o", str(out)]) == 0
     assert capsys.readouterr().out.strip().endswith(f"wrote {out}")
     np.testing.assert_array_equal(ReducedBody.load(out).material, [7e10, 0.0, 7850.0])
+
+
+# -- help: plain text, a description per command, the script contract, the columns --------
+COMMANDS = ("reduce", "compare-modes", "info", "simulate", "render", "probe-gl")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_is_plain_text_with_a_description(capsys, command):
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "::"):
+        assert markup not in text, (command, markup)
+    description = text.split("\n\n")[1]            # after the usage block
+    assert not description.startswith(("positional", "options")), command
+
+
+def test_simulate_help_states_the_script_contract(capsys):
+    main(["simulate", "--help"])
+    text = capsys.readouterr().out
+    for name in ("results", "model", "main()", "build()", "__main__", "--resume",
+                 "--overwrite"):
+        assert name in text
+
+
+def test_compare_modes_help_explains_every_column(capsys):
+    pytest.importorskip("flexmbd.fem")
+    main(["compare-modes", "--help"])
+    text = capsys.readouterr().out
+    for column in ("freq_err_max", "static_err", "trunc_load", "trunc_static",
+                   "transient_err", "time_s", "n_modes"):
+        assert f"\n  {column}" in text, column
