@@ -165,6 +165,9 @@ def read_failure(path, what, err, hint):
         reason = "the file is truncated or damaged (an interrupted copy or download?)"
     elif kind in ("empty", "unknown", "directory"):
         reason = f"the file is {_KIND[kind]}"
+    elif kind == "hdf5" and isinstance(err, OSError) and "lock" in text.lower():
+        reason = ("another process has it open for writing (HDF5 file lock): try again "
+                  "when that write is done")
     elif kind == "hdf5" and isinstance(err, OSError):
         reason = f"the HDF5 structure is damaged or truncated (h5py: {text})"
     else:
