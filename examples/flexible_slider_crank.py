@@ -17,7 +17,7 @@ Three models of the same mechanism, all in flexmbd's absolute formulation
    crank pin, x axis through the slider pin), i.e. the four elastic coordinates
    ``q1..q4`` of ``crank.f``; its modal invariants (St, S, P of the floating frame)
    are the exact integrals of these shape functions over the bar, written into a
-   :class:`flexmbd.fem.ReducedBody` by hand. Started from the Test Set's initial
+   :meth:`flexmbd.fem.ReducedBody.from_matrices`. Started from the Test Set's initial
    values (``TESTSET_INIT``, "close to smooth motion"), its state at t = 0.1 s is
    compared with the published reference solution (``TESTSET_SOLUTION``, from the
    Test Set's ``crank`` problem files). Note: the Test Set's elastic mass matrix
@@ -132,7 +132,7 @@ def _beam_shapes(xi, n_lateral, axial):
 
 
 def beam_reduced(n_lateral=2, axial=True, testset=True, n_nodes=61):
-    """The rod as modal data: a :class:`flexmbd.fem.ReducedBody` built by hand.
+    """The rod as modal data: a :class:`flexmbd.fem.ReducedBody` from its matrices.
 
     ``n_lateral`` sine modes (pinned-pinned bending in the mechanism plane) plus, with
     ``axial``, the quadratic longitudinal element; ``testset=True`` uses the Test Set's
@@ -158,7 +158,6 @@ def beam_reduced(n_lateral=2, axial=True, testset=True, n_nodes=61):
     P = np.einsum("p,pik,pjl->ijkl", mw, Phi, Phi)
     if axial and testset:
         P[0, 0, n_lateral:, n_lateral:] *= TESTSET_AXIAL_MASS_FACTOR
-    E0 = np.diag([mass * L2 ** 2 / 3, mass * HH ** 2 / 12, mass * BB ** 2 / 12])
     K = np.zeros((m, m))
     EI = E * BB * HH ** 3 / 12                          # bending in the plane (about z)
     for k in range(1, n_lateral + 1):
@@ -167,32 +166,21 @@ def beam_reduced(n_lateral=2, axial=True, testset=True, n_nodes=61):
         K[n_lateral:, n_lateral:] = E * BB * HH / L2 * np.array([[16 / 3, -8 / 3],
                                                                   [-8 / 3, 7 / 3]])
     xn = np.linspace(0.0, 1.0, n_nodes)
-    nodes = np.stack([L2 * xn, 0 * xn, 0 * xn], -1)
-    modes = _beam_shapes(xn, n_lateral, axial).reshape(-1, m)
-    itf = np.zeros((2, 6, m))
-    itf[0, 3:] = modes[0:3]
-    itf[1, 3:] = modes[3 * (n_nodes - 1): 3 * n_nodes]
-    M_ff = P[0, 0] + P[1, 1] + P[2, 2]
-    lam = np.linalg.eigvals(np.linalg.solve(M_ff, K)).real
-    kinds = ["lateral"] * n_lateral + ["longitudinal"] * (2 if axial else 0)
-    labels = [f"sin({k} pi x/L)" for k in range(1, n_lateral + 1)]
-    labels += ["u(L/2)", "u(L)"] if axial else []
     what = "Test Set crank" if testset else "beam theory"
-    return ReducedBody(
-        name="rod", strategy=f"{what}: {n_lateral} lateral sine modes"
+    return ReducedBody.from_matrices(
+        np.stack([L2 * xn, 0 * xn, 0 * xn], -1), _beam_shapes(xn, n_lateral, axial), K=K,
+        invariants=dict(mass=mass, first_moment=[mass * L2 / 2, 0.0, 0.0], St=St, Sij=S, Pij=P,
+                        second_moment=np.diag([mass * L2 ** 2 / 3, mass * HH ** 2 / 12,
+                                               mass * BB ** 2 / 12])),
+        interfaces={"A": [0], "B": [n_nodes - 1]}, interface_kind="nodes", name="rod",
+        support="clamped", reference="A", cell_type="beam", material=[E, NU, RHO],
+        material_name="steel", frame="origin at the crank pin A, x axis through the slider pin B",
+        mode_kind=["lateral"] * n_lateral + ["longitudinal"] * (2 if axial else 0),
+        mode_label=[f"sin({k} pi x/L)" for k in range(1, n_lateral + 1)]
+        + (["u(L/2)", "u(L)"] if axial else []),
+        strategy=f"{what}: {n_lateral} lateral sine modes"
         + (" + quadratic longitudinal element" if axial else ""),
-        frame="origin at the crank pin A, x axis through the slider pin B",
-        support="clamped", reference="A", cell_type="beam", material_name="steel",
-        material=[E, NU, RHO], nodes=nodes, modes=modes, mode_kind=kinds, mode_label=labels,
-        mode_mix=[""] * m, frequencies=np.sort(np.sqrt(np.abs(lam))) / (2 * np.pi),
-        mode_frequencies=np.sqrt(np.diag(K) / np.diag(M_ff)) / (2 * np.pi),
-        mass=mass, first_moment=np.array([mass * L2 / 2, 0.0, 0.0]), second_moment=E0,
-        inertia_origin=np.trace(E0) * np.eye(3) - E0, com=np.array([L2 / 2, 0.0, 0.0]),
-        St=St, Sij=S, Pij=P, M_ff=M_ff, K_ff=K, D_ff=np.zeros((m, m)),
-        interface_names=["A", "B"], interface_kinds=["nodes", "nodes"],
-        interface_origins=np.array([[0.0, 0.0, 0.0], [L2, 0.0, 0.0]]),
-        interface_nodes=np.array([0, n_nodes - 1]), interface_offsets=np.array([0, 1, 2]),
-        interface_modes=itf, notes=[f"{what} modal data entered directly (no mesh)"])
+        notes=[f"{what} modal data entered directly (no mesh)"])
 
 
 # -- independent check: Simeon's planar equations -------------------------------------------

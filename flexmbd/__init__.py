@@ -60,6 +60,7 @@ _LAZY = {
     "compare_modes": ("flexmbd.fem", "compare_modes"),
     "SpringDamperActuator": ("flexmbd.model.sda", "SpringDamperActuator"),
     "FlexibleBody": ("flexmbd.model.flexible", "FlexibleBody"),
+    "JointDriver": ("flexmbd.constraints", "JointDriver"),
     "resume": ("flexmbd.checkpoint", "resume"),
     "sweep": ("flexmbd.sweep", "sweep"),
 }

@@ -4,6 +4,8 @@ Examples:
 
     flexmbd reduce meshes/beam_hex.msh --strategy craig-bampton --modes 8 \\
         --interface A=A --interface B=B -o beam.npz
+    flexmbd reduce rotor.inp --mass rotorMASS1.mtx --stiffness rotorSTIF1.mtx \\
+        --strategy normal --modes 8 -o rotor.npz     # Abaqus deck and matrices
     flexmbd info beam.npz                      # mode table, frequencies, interfaces
     flexmbd compare-modes meshes/beam_hex.msh --modes 8 --fixed A --load B:0,1000,0 \\
         --strategies normal,craig-bampton,ritz -o table.csv
@@ -196,7 +198,8 @@ def cmd_reduce(args):
     strategy = _strategy(args.strategy, args.modes, interfaces, fixed, load,
                          args.interface_kind)
     extra = None if args.strategy == "craig-bampton" else (interfaces or None)
-    body = F.reduce(args.mesh, _material(args), strategy, interfaces=extra,
+    mesh, material, M, K = _reduce_inputs(args)
+    body = F.reduce(mesh, material, strategy, interfaces=extra, M=M, K=K,
                     interface_kind=args.interface_kind, stress_modes=not args.no_stress,
                     geometric=not args.no_geometric, name=args.name or Path(args.mesh).stem)
     out = Path(args.output)
@@ -207,6 +210,35 @@ def cmd_reduce(args):
     body.info()
     print(f"wrote {out}")
     return 0
+
+
+def _reduce_inputs(args):
+    """(mesh, material, M, K) of `flexmbd reduce`: an Abaqus deck brings its mesh, sets and
+    material (``--E/--nu/--rho`` override it), ``--mass/--stiffness`` its .mtx matrices."""
+    import flexmbd.fem as F
+
+    mats = (args.mass, args.stiffness)
+    if Path(args.mesh).suffix.lower() != ".inp":
+        if any(mats):
+            raise FlexmbdError("--mass/--stiffness (.mtx) need the Abaqus deck (.inp) they "
+                               "belong to as the mesh")
+        return args.mesh, _material(args), None, None
+    deck = F.read_abaqus(args.mesh, units=args.units)
+    try:
+        mat = deck.material
+        material = F.Material(E=args.E or mat.E, nu=args.nu or mat.nu, rho=args.rho or mat.rho,
+                              name=mat.name)
+    except FlexmbdError:
+        material = _material(args) if (args.E or args.nu or args.rho) else None
+    if any(mats) and not all(mats):
+        raise FlexmbdError("give both --mass and --stiffness (.mtx), or neither")
+    if not any(mats):
+        if material is None:
+            raise FlexmbdError(f"{args.mesh}: no single material in the deck; give --E --nu --rho")
+        return deck.mesh, material, None, None
+    M = F.read_mtx(args.mass, deck, kind="mass")
+    K = F.read_mtx(args.stiffness, deck, kind="stiffness")
+    return deck.mesh, material, M, K
 
 
 def cmd_compare(args):
@@ -614,6 +646,10 @@ def build_parser():
     r.add_argument("--strategy", default="craig-bampton", choices=STRATEGIES,
                    help="mode strategy (default craig-bampton)")
     _fem_options(r)
+    r.add_argument("--mass", metavar="MTX", help="Abaqus mass matrix (.mtx) of the .inp deck")
+    r.add_argument("--stiffness", metavar="MTX", help="Abaqus stiffness matrix (.mtx)")
+    r.add_argument("--units", default="SI", help="unit system of an .inp deck and its .mtx "
+                   "files: SI, mm-t-s, mm-kg-ms, mm-kg-s (converted to SI)")
     r.add_argument("--no-stress", action="store_true", help="skip stress modes")
     r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")
     r.add_argument("--name", help="body name (default: mesh file stem)")

@@ -43,3 +43,11 @@ class ConvergenceError(SolverError):
 class FileError(FlexmbdError, OSError):
     """A file cannot be read or written: missing, a directory, unwritable, in use by
     another run, already holding saved work, or not a (complete) flexmbd file."""
+
+
+class UnitsWarning(UserWarning):
+    """Input whose size or magnitude suggests a unit mix-up (flexmbd works in SI).
+
+    E.g. a mesh hundreds of metres across with a steel-like material (a mesh in
+    millimetres), or a material whose wave speed sqrt(E/rho) no solid reaches.
+    """

@@ -51,6 +51,19 @@ def _floats(text, n, where):
     return v
 
 
+def _float(text, where, default=None):
+    """One number from an attribute value; ModelError naming ``where`` otherwise."""
+    if text is None and default is not None:
+        return float(default)
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise ModelError(f"URDF {where}: expected a number, got {text!r}") from None
+    if not np.isfinite(v):
+        raise ModelError(f"URDF {where}: expected a finite number, got {text!r}")
+    return v
+
+
 def _origin(el, where):
     o = None if el is None else el.find("origin")
     if o is None:
@@ -68,13 +81,16 @@ def _inertial(link):
     mass_el = inert.find("mass")
     if mass_el is None:
         raise ModelError(f"URDF link {name!r}: <inertial> without <mass>")
-    mass = float(mass_el.get("value"))
+    mass = _float(mass_el.get("value"), f"link {name!r} mass")
+    if mass < 0:
+        raise ModelError(f"URDF link {name!r}: mass {mass} kg is negative; give a mass >= 0 "
+                         "(0 for a massless link)")
     c, R = _origin(inert, f"link {name!r} inertial")
     i = inert.find("inertia")
     if i is None:
         J = np.zeros((3, 3))
     else:
-        g = lambda k: float(i.get(k, "0"))
+        g = lambda k: _float(i.get(k), f"link {name!r} inertia {k}", default=0.0)
         J = np.array([[g("ixx"), g("ixy"), g("ixz")],
                       [g("ixy"), g("iyy"), g("iyz")],
                       [g("ixz"), g("iyz"), g("izz")]])
@@ -98,9 +114,10 @@ def _visuals(link, base_dir):
         elif g.tag == "box":
             item["size"] = _floats(g.get("size"), 3, "box size")
         elif g.tag == "cylinder":
-            item["radius"], item["length"] = float(g.get("radius")), float(g.get("length"))
+            item["radius"] = _float(g.get("radius"), "cylinder radius")
+            item["length"] = _float(g.get("length"), "cylinder length")
         elif g.tag == "sphere":
-            item["radius"] = float(g.get("radius"))
+            item["radius"] = _float(g.get("radius"), "sphere radius")
         out.append(item)
     return out
 
@@ -113,7 +130,10 @@ def model_from_urdf(path, name=None, floating=False):
     text = str(path)
     base_dir = None
     if text.lstrip().startswith("<"):
-        root = ET.fromstring(text)
+        try:
+            root = ET.fromstring(text)
+        except ET.ParseError as err:
+            raise ModelError(f"URDF text is not valid XML: {err}") from None
     else:
         p = Path(path)
         if not p.exists():
@@ -126,7 +146,16 @@ def model_from_urdf(path, name=None, floating=False):
     if root.tag != "robot":
         raise ModelError(f"URDF: root element must be <robot>, got <{root.tag}>")
 
-    links = {lk.get("name"): lk for lk in root.findall("link")}
+    links = {}
+    for lk in root.findall("link"):
+        ln = lk.get("name")
+        if not ln:
+            raise ModelError("URDF: a <link> has no name attribute")
+        if ln in links:
+            raise ModelError(f"URDF: link name {ln!r} is defined twice; link names must be unique")
+        links[ln] = lk
+    if not links:
+        raise ModelError("URDF: the robot has no <link>")
     joints = root.findall("joint")
     parent_of = {}
     for j in joints:
@@ -175,7 +204,10 @@ def model_from_urdf(path, name=None, floating=False):
         if data is None or data[0] <= 0.0:
             return None
         mass, c, J = data
-        b = RigidBody(mass, J, c, visual=_visuals(links[ln], base_dir) or None)
+        try:
+            b = RigidBody(mass, J, c, visual=_visuals(links[ln], base_dir) or None)
+        except ModelError as err:
+            raise ModelError(f"URDF link {ln!r}: {err}") from None
         setattr(m, ln, b)
         bodies[ln] = b
         return b

@@ -312,11 +312,15 @@ def test_newton_divergence_with_a_too_large_step(tmp_path):
 
 def test_explicit_step_beyond_the_stability_limit_fails_cleanly(tmp_path):
     path = tmp_path / "unstable.h5"
+    # which failure is met first (a non-finite state, or a mass block that is no longer
+    # positive definite) depends on round-off; what matters is the class, the partial
+    # results and the advice
     with pytest.warns(UserWarning, match="stability limit"):
-        with pytest.raises(SolverError, match="non-finite") as info:
+        with pytest.raises(SolverError) as info:
             flexible_pendulum().simulate(0.5, dt=2e-3, integrator="rk4", checkpoint=path,
                                          every=10)
     err = info.value
+    assert "stability limit" in str(err) and "reduce dt" in str(err)
     assert err.partial.t[-1] == pytest.approx(err.time - 2e-3) and len(err.partial) > 2
     assert np.isfinite(err.partial.q).all()
     assert Results.load(path).equals(err.partial)

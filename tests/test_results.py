@@ -94,7 +94,7 @@ def test_slice_take_concatenate():
 
 
 def test_vtk_series_holds_the_deformed_meshes(tmp_path):
-    meshio = pytest.importorskip("meshio")
+    import meshio
     res = swinging_beam_results(nt=6)
     files = res.to_vtk(tmp_path / "out" / "run.pvd", stride=2, scale=2.0)
     assert len(files) == 3
@@ -120,7 +120,7 @@ def test_vtk_series_holds_the_deformed_meshes(tmp_path):
 def test_vtk_series_of_simulated_results_takes_the_model(tmp_path):
     """Results of Model.simulate write VTK without attach_geometry: meshes and poses
     come from their model (the results themselves stay as they were)."""
-    meshio = pytest.importorskip("meshio")
+    import meshio
     m = fm.Model("pendulum")
     m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
     m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.3])

@@ -629,18 +629,23 @@ class AbsoluteSystem:
         self.refresh()
         return static_equilibrium(self, self.q0() if q is None else q, t=t, **options)
 
-    def simulate(self, t_end, dt=None, integrator="newmark", **options):
-        """Integrate from the consistent initial state with an implicit integrator.
+    def simulate(self, t_end, dt=None, integrator=None, **options):
+        """Integrate from the consistent initial state to ``t_end`` (s) with step ``dt`` (s).
 
-        ``integrator``: ``"newmark"`` (options ``beta``, ``gamma``), ``"hht"``
-        (``alpha`` in [-1/3, 0]) or ``"generalized-alpha"`` (``rho_inf``); see
-        :mod:`flexmbd.integrators.implicit` for the Newton options.
+        ``integrator``: ``"generalized-alpha"`` (default; ``rho_inf``), ``"newmark"``
+        (``beta``, ``gamma``) or ``"hht"`` (``alpha`` in [-1/3, 0]); names are
+        case-insensitive. See :func:`flexmbd.integrators.implicit.integrate` for the
+        Newton options; unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.implicit import integrate
+        from ..integrators.registry import check_options, check_times, resolve
 
-        if dt is None:
-            raise ModelError("the implicit integrators need a step: simulate(t_end, dt=...)")
-        return integrate(self, t_end, dt, integrator, **options)
+        where = f"model {self.model.name!r} (absolute): simulate"
+        spec, _ = resolve(integrator, "absolute", dt)
+        check_options(options, integrate, where)
+        check_times(t_end, dt, spec, where, t0=options.get("t0", 0.0),
+                    every=options.get("every"))
+        return integrate(self, t_end, dt, spec.name, **options)
 
     def normalize(self, q):
         """Euler parameters scaled to unit length (coordinates (7nb,))."""

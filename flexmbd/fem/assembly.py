@@ -241,16 +241,34 @@ class Assembler:
         return K
 
     # -- matrices ---------------------------------------------------------------------------
-    def stiffness(self):
-        """Global stiffness K (3n x 3n, CSR, sorted indices, full 3x3 node blocks)."""
+    def stiffness(self, bbar=False):
+        """Global stiffness K (3n x 3n, CSR, sorted indices, full 3x3 node blocks).
+
+        ``bbar=True``: mean-dilatation B-bar (Hughes 1980) for linear cells — the
+        volumetric strain is replaced by its element average, ``K = K_dev +
+        kappa V g g^T`` with ``g_a = (1/V) int grad N_a dV`` and ``kappa = lam +
+        2 mu / 3``; the deviatoric part is fully integrated.  This is Abaqus' C3D8
+        ("selectively reduced integration") and cures volumetric locking; on
+        linear tetrahedra it equals the standard matrix.
+        """
         lam, mu = self.material.lam, self.material.mu
+        if bbar and self.fe.cell_type not in ("hexahedron", "tetra"):
+            raise MeshError(f"mesh {self.fe.source!r}: B-bar (mean dilatation) is for linear "
+                            f"cells (C3D8, C3D4), not {self.fe.cell_type}")
+        kappa = lam + 2.0 * mu / 3.0
         _, indices, _ = self.pattern()
         blocks = np.zeros((len(indices), 3, 3))
         for a, b in self.ranges():
             wd, G, _ = self.geometry(a, b)
             # H[e, a, b, i, j] = sum_q w |J| dN_a/dx_i dN_b/dx_j
             H = np.einsum("eqai,eqbj->eabij", G, G * wd[:, :, None, None], optimize=True)
-            Ke = lam * H
+            if bbar:  # lam div div -> -2mu/3 div div (deviatoric) + kappa V g g^T (mean)
+                gV = np.einsum("eq,eqai->eai", wd, G)  # V g_a
+                gV /= np.sqrt(wd.sum(axis=1))[:, None, None]  # sqrt(V) g_a
+                Ke = (lam - kappa) * H
+                Ke += kappa * np.einsum("eai,ebj->eabij", gV, gV)
+            else:
+                Ke = lam * H
             Ke += mu * H.swapaxes(-1, -2)
             tr = np.einsum("eabii->eab", H)
             for i in range(3):
@@ -259,7 +277,17 @@ class Assembler:
         return self._block_csr(blocks)
 
     def scalar_mass(self, lumped=False):
-        """Scalar mass M_s (n x n): consistent, or HRZ-lumped diagonal if ``lumped``."""
+        """Scalar mass M_s (n x n): consistent, or a lumped diagonal.
+
+        ``lumped``: False (consistent), True or ``"hrz"`` (HRZ: element diagonal
+        scaled to the element mass), ``"row-sum"`` (``int rho N_a dV``; Abaqus'
+        lumping of linear elements; not for quadratic cells, whose corner masses
+        it makes negative).
+        """
+        if lumped not in (False, True, "hrz", "row-sum"):
+            raise MeshError(f"lumped={lumped!r}: use False, True / 'hrz' or 'row-sum'")
+        if lumped == "row-sum":
+            return sp.diags(np.asarray(self.scalar_mass(False).sum(axis=1)).ravel()).tocsr()
         rho = self.material.rho
         _, indices, _ = self.pattern()
         data = np.zeros(len(indices))

@@ -44,7 +44,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..errors import SolverError
+from ..errors import MeshError, SolverError
 from ._threads import fem_threads
 
 __all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense", "free_shift",
@@ -76,6 +76,15 @@ def available_backends():
         for b in _ORDER:
             _AVAILABLE[b] = b == "superlu" or _have(b)
     return [b for b in _ORDER if _AVAILABLE[b]]
+
+
+def check_backend(backend):
+    """MeshError unless ``backend`` names a factorization backend flexmbd knows."""
+    known = ("auto", *_ORDER, "dense")
+    if not isinstance(backend, str) or backend not in known:
+        raise MeshError(f"backend={backend!r} is not a factorization backend; use one of "
+                        f"{', '.join(repr(b) for b in known)}")
+    return backend
 
 
 def resolve_backend(backend, n):

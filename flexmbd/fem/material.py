@@ -1,12 +1,16 @@
 """Isotropic linear-elastic material with density (SI units)."""
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MeshError
+from ..errors import MeshError, UnitsWarning
 
 __all__ = ["Material"]
+
+# sqrt(E/rho) of the stiffest light solids (beryllium, diamond) is 1.2-1.3e4 m/s
+MAX_WAVE_SPEED = 2.0e4
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class Material:
     def __post_init__(self):
         for key in ("E", "nu", "rho"):
             value = getattr(self, key)
+            if isinstance(value, (bool, np.bool_)):
+                raise MeshError(f"Material {self.name!r}: {key}={value!r} is not a number")
             try:
                 value = float(value)
             except (TypeError, ValueError):
@@ -58,6 +64,14 @@ class Material:
             raise MeshError(
                 f"Material {self.name!r}: density rho={self.rho} must be > 0 (kg/m^3); "
                 "did you give it in t/mm^3 or g/cm^3?")
+        c = np.sqrt(self.E / self.rho)
+        if c > MAX_WAVE_SPEED:
+            warnings.warn(
+                f"Material {self.name!r}: E={self.E:g} Pa and rho={self.rho:g} kg/m^3 give a "
+                f"wave speed sqrt(E/rho) = {c:.3g} m/s, faster than any solid (about "
+                f"{MAX_WAVE_SPEED:g} m/s at most); flexmbd works in SI: were they given in "
+                "N-mm-t units (MPa, t/mm^3)? steel is E=2.1e11 Pa, rho=7850 kg/m^3",
+                UnitsWarning, stacklevel=3)
 
     @property
     def lam(self):

@@ -145,7 +145,16 @@ def read_mesh(source, node_sets=None, check=True):
             fe = _from_meshio(source, "meshio")
     if node_sets:
         for k, v in node_sets.items():
-            fe.node_sets[k] = np.unique(np.asarray(v, dtype=np.int64))
+            try:
+                ids = np.unique(np.asarray(v, dtype=np.int64))
+            except (TypeError, ValueError):
+                raise MeshError(f"mesh {fe.source!r}: node set {k!r} must be node numbers "
+                                f"(integers), got {v!r}") from None
+            if len(ids) and (ids[0] < 0 or ids[-1] >= fe.n_nodes):
+                raise MeshError(f"mesh {fe.source!r}: node set {k!r} has node numbers outside "
+                                f"0..{fe.n_nodes - 1}, e.g. "
+                                f"{ids[(ids < 0) | (ids >= fe.n_nodes)][:5].tolist()}")
+            fe.node_sets[k] = ids
     if check:
         check_elements(fe)
     return fe
@@ -153,18 +162,29 @@ def read_mesh(source, node_sets=None, check=True):
 
 def _from_file(path):
     import meshio
+    if path.suffix.lower() == ".inp" and path.exists():  # sets, surfaces, instances, lines
+        from .abaqus import read_abaqus
+        return read_abaqus(path).mesh
     if not path.exists():
         raise MeshError(f"mesh file {str(path)!r} does not exist; check the path "
                         f"(working directory: {Path.cwd()})")
+    if path.suffix.lower() in (".bdf", ".nas"):  # our reader keeps the sets (SET1, ASET)
+        from .nastran_bdf import read_bdf
+        return read_bdf(path).mesh
     try:
         m = meshio.read(str(path))
-    except Exception as exc:  # meshio raises many kinds of errors
+    except (Exception, SystemExit) as exc:  # meshio raises many kinds (gmsh: sys.exit)
         raise MeshError(f"mesh file {str(path)!r}: meshio could not read it ({exc}); "
                         "export it as gmsh .msh, .vtu or Abaqus .inp") from exc
     return _from_meshio(m, str(path))
 
 
 def _from_meshio(m, source):
+    return _from_meshio_mapped(m, source)[0]
+
+
+def _from_meshio_mapped(m, source):
+    """(FEMesh, file2sk): the mesh and the scikit-fem node of each meshio point (-1: unused)."""
     import skfem
     from skfem.io.meshio import from_meshio
 
@@ -183,8 +203,18 @@ def _from_meshio(m, source):
     ctype = vol[0]
     conn = np.concatenate([c.data for c in m.cells if c.type == ctype]).astype(np.int64)
     points = np.asarray(m.points, dtype=float)
-    if points.shape[1] == 2:
+    if points.ndim != 2 or points.shape[1] == 2:
         raise MeshError(f"mesh {source!r} is two-dimensional; a volume mesh is needed")
+    if conn.size == 0:
+        raise MeshError(f"mesh {source!r} has no {ctype} cells (an empty cell block); "
+                        "mesh the volume (gmsh: Mesh 3) and export it again")
+    if conn.min() < 0 or conn.max() >= len(points):
+        bad = np.unique(conn[(conn < 0) | (conn >= len(points))])
+        raise MeshError(f"mesh {source!r}: the {ctype} cells refer to node numbers "
+                        f"{bad[:5].tolist()} but the mesh has {len(points)} points (0.."
+                        f"{len(points) - 1}); the file is truncated or its connectivity is "
+                        "corrupt: export it again")
+    check_finite_points(points[np.unique(conn), :3], source)
     used = np.unique(conn)
     # compact: drop points not used by the volume cells (geometry points, orphans)
     newidx = -np.ones(len(points), dtype=np.int64)
@@ -210,7 +240,7 @@ def _from_meshio(m, source):
                             "(duplicate or coincident nodes?)")
         file2sk[used] = idx
     sets = _named_sets(m, file2sk)
-    return FEMesh(skm, sets, source)
+    return FEMesh(skm, sets, source), file2sk
 
 
 def _named_sets(m, file2sk):
@@ -263,6 +293,40 @@ def _skfem_named_sets(skm):
     return sets
 
 
+def check_finite_points(points, source):
+    """MeshError naming the first nodes whose coordinates are NaN or infinite."""
+    bad = np.nonzero(~np.isfinite(points).all(axis=1))[0]
+    if len(bad):
+        raise MeshError(f"mesh {source!r}: {len(bad)} node(s) with non-finite (NaN or inf) "
+                        f"coordinates, e.g. nodes {bad[:5].tolist()}; fix the mesh file or its "
+                        "export")
+
+
+def check_connected(fe):
+    """MeshError if the mesh falls into several parts that share no node.
+
+    Each part would move as a rigid body of its own (extra zero-frequency modes that no
+    eigen solver or floating frame can handle). Duplicate, unmerged nodes at the
+    seams of an assembly are the usual cause (gmsh: ``Coherence``).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    conn = np.asarray(fe.mesh.t)  # vertex connectivity (n_vertices_per_cell, n_cells)
+    nv, ne = conn.shape[1], conn.shape[0]
+    rows = np.repeat(np.arange(nv), ne)
+    inc = sp.csr_matrix((np.ones(rows.size), (rows, conn.T.ravel())),
+                        shape=(nv, fe.mesh.p.shape[1]))
+    _, labels = connected_components(inc.T @ inc, directed=False)
+    parts, sizes = np.unique(labels[np.unique(conn)], return_counts=True)  # vertices only
+    count = len(parts)
+    if count > 1:
+        raise MeshError(
+            f"mesh {fe.source!r} is not connected: it has {count} separate parts (vertices per "
+            f"part: {sorted(sizes.tolist(), reverse=True)[:6]}) that share no node; merge "
+            "duplicate nodes at the seams (gmsh: Coherence) or model each part as its own "
+            "body joined by a Fixed joint")
+
+
 def check_elements(fe):
     """Raise MeshError for inverted, degenerate or tangled elements.
 
@@ -278,12 +342,22 @@ def check_elements(fe):
     import skfem
     m = fe.mesh
     elem = m.elem()
+    if fe.n_elements == 0 or fe.n_nodes == 0:
+        raise MeshError(f"mesh {fe.source!r} has no elements; mesh the volume (gmsh: Mesh 3)")
+    check_finite_points(fe.nodes, fe.source)
     X, _ = skfem.quadrature.get_quadrature(m.refdom, 2)
-    with np.errstate(all="ignore"):  # degenerate elements divide by zero in the mapping
-        det = m.mapping().detDF(X)  # (n_elements, n_points)
+    # and at the element corners: a hexahedron collapsed along an edge keeps a positive
+    # Jacobian inside but has none at its corners, where stresses are recovered
+    X = np.hstack([X, np.asarray(type(m).init_refdom().p, dtype=float)])
+    try:
+        with np.errstate(all="ignore"):  # degenerate elements divide by zero in the mapping
+            det = m.mapping().detDF(X)  # (n_elements, n_points)
+    except Exception as exc:  # isoparametric mappings raise "Zero Jacobian determinant"
+        raise MeshError(
+            f"mesh {fe.source!r}: degenerate element(s) with zero volume (scikit-fem: {exc}); "
+            "check for flattened or collapsed elements (all nodes in one plane, coincident "
+            "nodes) and remesh or fix them") from None
     vol_scale = np.abs(det).max() if det.size else 1.0
-    if not np.isfinite(det).all():
-        raise MeshError(f"mesh {fe.source!r}: non-finite node coordinates")
     tiny = 1e-12 * vol_scale
     pos = (det > tiny).all(axis=1)
     neg = (det < -tiny).all(axis=1)

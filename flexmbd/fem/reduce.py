@@ -2,13 +2,17 @@
 
 import os
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 
-from ..errors import MeshError
+from ..errors import MeshError, UnitsWarning
 from ..progress import progress as _progress
 from ._threads import with_fem_threads
+from .eigen import check_backend
+from .from_matrices import hz as _hz
+from .from_matrices import modal_damping
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
@@ -18,8 +22,53 @@ from .strategies import as_strategy, rayleigh_ritz
 __all__ = ["reduce", "finish_modeset"]
 
 
-def _hz(lam):
-    return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
+# Largest plausible extent of one flexible body with a steel-like material (m): beyond
+# it a mesh in millimetres (1000x too large) is the likelier explanation.
+MAX_PLAUSIBLE_SIZE = 100.0
+
+
+def check_units(fe, material):
+    """Warn (`UnitsWarning`) if the mesh size and the SI material do not go together.
+
+    flexmbd works in SI (m, kg, s, Pa).  A mesh whose bounding box exceeds
+    `MAX_PLAUSIBLE_SIZE` metres with a solid's SI density (> 100 kg/m^3) is most
+    likely in millimetres: its frequencies come out 1000x too low.  The check warns
+    and goes on; scale such a mesh first (``meshio_mesh.points *= 1e-3``, or
+    ``skfem_mesh.scaled(1e-3)``).
+    """
+    lo, hi = fe.bounding_box()
+    extent = float(np.max(hi - lo))
+    if extent > MAX_PLAUSIBLE_SIZE and material.rho > 100.0:
+        warnings.warn(
+            f"mesh {fe.source!r} is {extent:.4g} m across (bounding box "
+            f"{np.round(lo, 4).tolist()} .. {np.round(hi, 4).tolist()}) with material "
+            f"{material.name!r} (rho={material.rho:g} kg/m^3, E={material.E:g} Pa) in SI "
+            "units; if the mesh is in millimetres its frequencies come out 1000x too low: "
+            "scale the coordinates to metres first (meshio: mesh.points *= 1e-3; scikit-fem: "
+            "mesh.scaled(1e-3))", UnitsWarning, stacklevel=3)
+
+
+def _check_damping(zeta, rayleigh):
+    """Validated (zeta array or None, rayleigh (2,) or None); MeshError naming the input."""
+    if zeta is not None:
+        try:
+            z = np.asarray(zeta, float)
+        except (TypeError, ValueError):
+            raise MeshError(f"reduce: zeta={zeta!r} must be damping ratios (numbers)") from None
+        if z.ndim > 1 or z.size == 0 or not np.isfinite(z).all() or (z < 0).any():
+            raise MeshError(f"reduce: zeta={zeta!r} must be finite damping ratios >= 0 (one "
+                            "for all modes or one per mode), e.g. zeta=0.02")
+        zeta = z
+    if rayleigh is not None:
+        try:
+            r = np.asarray(rayleigh, float)
+        except (TypeError, ValueError):
+            r = np.zeros(0)
+        if r.shape != (2,) or not np.isfinite(r).all() or (r < 0).any():
+            raise MeshError(f"reduce: rayleigh={rayleigh!r} must be (alpha, beta), finite and "
+                            ">= 0: D = alpha M + beta K (alpha in 1/s, beta in s)")
+        rayleigh = r
+    return zeta, rayleigh
 
 
 def finish_modeset(model, ms, orthonormalize):
@@ -51,14 +100,23 @@ def finish_modeset(model, ms, orthonormalize):
 @with_fem_threads
 def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kind="rigid",
            orthonormalize=None, lumped=False, rayleigh=None, zeta=None, stress_modes=True,
-           geometric=True, name=None, backend="auto", model=None, progress=None):
+           geometric=True, name=None, backend="auto", model=None, progress=None,
+           M=None, K=None):
     """Reduce a finite-element body to a few modes.
 
     Parameters
     ----------
     mesh : path | meshio.Mesh | skfem mesh | FEMesh
-    material : Material
+    material : Material or (M, K)
+        The material flexmbd assembles the matrices with, or the mass (kg) and
+        stiffness (N/m) matrices themselves (sparse, 3n x 3n, node-interleaved
+        order of the mesh nodes), e.g. read from another FE code; see also ``M``, ``K``.
     strategy : NormalModes | StaticCorrection | CraigBampton | RitzVectors
+    M, K : sparse (3n, 3n), optional
+        Given mass and stiffness (instead of assembling them); ``material`` may
+        then still be given for stress modes and geometric stiffness, which are
+        skipped without it (the matrices do not define stresses).  Invariants
+        come from the given M (`FEModel.from_matrices`).
     interfaces : dict name -> selector, optional
         Interfaces for mode shapes at frames and unit interface loads (Craig-Bampton
         brings its own; these are added).
@@ -89,14 +147,30 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
     if strategy is None:
         raise MeshError("reduce: no strategy given; e.g. strategy=fm.NormalModes(8)")
     strategy = as_strategy(strategy)
+    zeta, rayleigh = _check_damping(zeta, rayleigh)
+    check_backend(backend)
     label = name or (os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike))
                      else "body")
     auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
     with _progress(total=5, desc=f"reduce {label}", enabled=progress, unit="stage",
                    delay=1.0 if auto else 0.0) as bar:
         bar.set_description(f"reduce {label}: assembly")
-        if model is None:
+        if isinstance(material, (tuple, list)) and len(material) == 2 and M is None:
+            (M, K), material = material, None
+        if (M is None) != (K is None):
+            raise MeshError("reduce: give both M and K (mass and stiffness matrices)")
+        if model is None and M is not None:
+            model = FEModel.from_matrices(mesh, M, K, material=material, backend=backend)
+        elif model is None:
             model = FEModel(mesh, material, lumped=lumped, backend=backend)
+        if model.assembler is None and (stress_modes or geometric):
+            stress_modes = geometric = False
+            skipped = ("stress modes and geometric stiffness skipped: the body was reduced "
+                       "from given matrices without a material")
+        else:
+            skipped = None
+        if model.material is not None:
+            check_units(model.fe, model.material)
         bar.update(1)
         bar.set_description(f"reduce {label}: modes")
         timings = dict(model.timings)
@@ -113,19 +187,13 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         t0 = time.perf_counter()
         inv = inertia_invariants(model.Ms, model.K, model.fe.nodes, Phi)
         M_ff, K_ff = inv["M_ff"], inv["K_ff"]
-        lam_r, X = sla.eigh(K_ff, M_ff)
+        lam_r = sla.eigh(K_ff, M_ff, eigvals_only=True)
         mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
         m = Phi.shape[1]
-        D_ff = np.zeros((m, m))
-        damping = np.zeros(2)
-        zeta_arr = np.zeros((0,))
-        if zeta is not None:
-            zeta_arr = np.broadcast_to(np.asarray(zeta, float), (m,)).copy()
-            Y = M_ff @ X  # D = M X diag(2 zeta w) X^T M
-            D_ff = Y @ np.diag(2 * zeta_arr * np.sqrt(np.maximum(lam_r, 0))) @ Y.T
-        elif rayleigh is not None:
-            damping = np.asarray(rayleigh, float)
-            D_ff = damping[0] * M_ff + damping[1] * K_ff
+        if zeta is not None and zeta.size not in (1, m):
+            raise MeshError(f"reduce: zeta has {zeta.size} damping ratios; the body has {m} "
+                            "modes: give one ratio for all or one per mode")
+        D_ff, damping, zeta_arr = modal_damping(M_ff, K_ff, rayleigh, zeta)
         itfs = ms.interfaces
         names = list(itfs)
         offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
@@ -155,10 +223,15 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
         bar.update(1)
         mat = model.material
         fe = model.fe
+        notes = list(ms.notes) + ([skipped] if skipped else [])
+        if mat is None:
+            mat_name, mat_vals = "given matrices", [np.nan, np.nan, np.nan]
+        else:
+            mat_name, mat_vals = mat.name, [mat.E, mat.nu, mat.rho]
         return ReducedBody(
             name=name or str(fe.source), strategy=ms.strategy, frame=ms.frame, support=ms.support,
-            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat.name,
-            kg_convention=conv, material=[mat.E, mat.nu, mat.rho],
+            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat_name,
+            kg_convention=conv, material=mat_vals,
             nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,
             mode_kind=ms.kinds, mode_label=ms.labels, mode_mix=ms.mix,
             frequencies=_hz(lam_r), mode_frequencies=mode_f,
@@ -169,4 +242,4 @@ def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kin
             interface_names=names, interface_kinds=[itfs[k].kind for k in names],
             interface_origins=if_orig, interface_nodes=if_nodes, interface_offsets=offsets,
             interface_modes=if_modes, stress_modes=stress, kg_unit=kg, kg_names=kg_names,
-            notes=ms.notes, timings=timings)
+            notes=notes, timings=timings)

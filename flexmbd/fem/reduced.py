@@ -1,7 +1,7 @@
-"""`ReducedBody`: a reduced flexible body and its ``.npz`` file.
+"""`ReducedBody`: a reduced flexible body and its ``.npz`` (or HDF5) file.
 
-npz schema, version ``flexmbd.reduced/1`` (all arrays; strings as numpy str arrays)
--------------------------------------------------------------------------------------
+npz / HDF5 schema, version ``flexmbd.reduced/1`` (strings as numpy str arrays / HDF5 strings)
+------------------------------------------------------------------------------------------
 ==========================  ===============  =============================================
 key                         shape            meaning
 ==========================  ===============  =============================================
@@ -53,6 +53,28 @@ _STRLISTS = ("mode_kind", "mode_label", "mode_mix", "interface_names", "interfac
              "kg_names", "notes")
 
 
+def _is_h5(path):
+    return str(path).lower().endswith((".h5", ".hdf5"))
+
+
+def _h5py(path):
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - h5py is an optional extra
+        raise MeshError(f"{path}: HDF5 files need h5py: pip install 'flexmbd[io]'") from err
+    return h5py
+
+
+def _h5_array(ds):
+    v = ds[()]
+    if isinstance(v, bytes):
+        return np.array(v.decode())
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OS":
+        return np.array([x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()],
+                        dtype=str).reshape(v.shape)
+    return np.asarray(v)
+
+
 class ReducedBody:
     """A flexible body reduced to a few modes; all floating-frame data in arrays.
 
@@ -71,6 +93,16 @@ class ReducedBody:
         self.timings = dict(fields.pop("timings", {}))
         if fields:
             raise TypeError(f"ReducedBody: unknown fields {sorted(fields)}")
+
+    @classmethod
+    def from_matrices(cls, nodes, modes, M=None, K=None, **options):
+        """A body from a reduced model given directly: mode shapes at nodes, mass and
+        stiffness (full or reduced), interfaces, damping, invariants (SI units).
+
+        See `flexmbd.fem.from_matrices.reduced_from_matrices` for every option.
+        """
+        from .from_matrices import reduced_from_matrices
+        return reduced_from_matrices(nodes, modes, M, K, **options)
 
     # -- sizes and views -------------------------------------------------------------------
     @property
@@ -103,9 +135,9 @@ class ReducedBody:
         return self.stress_modes @ np.asarray(q, float)
 
     def von_mises(self, q):
-        s = self.stress(q)
-        return np.sqrt(0.5 * ((s[:, 0] - s[:, 1]) ** 2 + (s[:, 1] - s[:, 2]) ** 2
-                              + (s[:, 2] - s[:, 0]) ** 2) + 3 * (s[:, 3:] ** 2).sum(axis=1))
+        """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
+        from .stress_history import von_mises
+        return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
     def geometric_stiffness(self, omega=(0, 0, 0), alpha=(0, 0, 0), a=(0, 0, 0),
@@ -175,7 +207,9 @@ class ReducedBody:
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path):
-        """Write the body to one ``.npz`` file (schema `SCHEMA`)."""
+        """Write the body to one file (schema `SCHEMA`): ``.h5``/``.hdf5`` as HDF5 (one dataset
+        per key of the table above, the schema also as the file attribute ``schema``; needs
+        h5py), anything else as ``.npz``."""
         data = {"schema": np.array(SCHEMA), "mass": np.array(self.mass),
                 "material": self.material,
                 "timings_keys": np.array(list(self.timings), dtype=str),
@@ -186,54 +220,83 @@ class ReducedBody:
             data[k] = np.array(getattr(self, k))
         for k in _STRLISTS:
             data[k] = np.array(getattr(self, k), dtype=str)
+        if _is_h5(path):
+            h5py = _h5py(path)
+            with h5py.File(path, "w") as f:
+                f.attrs["schema"] = SCHEMA
+                for k, v in data.items():
+                    if v.dtype.kind == "U":
+                        f.create_dataset(k, data=v.astype(object), dtype=h5py.string_dtype())
+                    else:
+                        f.create_dataset(k, data=v)
+            return
         np.savez_compressed(path, **data)
+
+    def to_sid(self, path, nodes=()):
+        """Export as FEMBS standard input data text (`flexmbd.fem.sid.write_sid`)."""
+        from .sid import write_sid
+        write_sid(self, path, nodes)
 
     @classmethod
     def load(cls, path):
-        """Read a body written by `save`; checks the schema version.
+        """Read a body written by `save` (``.npz`` or HDF5); checks the schema version.
 
-        A missing, empty, truncated or foreign file raises
-        :class:`~flexmbd.errors.FileError` naming it; another schema version
-        :class:`~flexmbd.errors.MeshError`.
+        The format is recognized by content. A missing, empty, truncated or foreign
+        file raises :class:`~flexmbd.errors.FileError` naming it; another schema
+        version :class:`~flexmbd.errors.MeshError`.
         """
+        from ..errors import FlexmbdError
         from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
 
         path = check_readable(path, "reduced body file")
         hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
                 "body.npz`")
         kind = sniff(path)
-        if kind != "npz":
-            if kind == "hdf5":
-                hint = "it is an HDF5 file (results?): load it with flexmbd.Results.load"
+        if kind not in ("npz", "hdf5"):
             raise read_failure(path, "reduced body file", ValueError(kind), hint)
         try:
-            with np.load(path, allow_pickle=False) as z:
-                if "schema" not in z.files:
-                    if "__header__" in z.files:
-                        hint = "it is a results file: load it with flexmbd.Results.load"
-                    raise KeyError("schema")
-                schema = str(z["schema"])
-                if schema != SCHEMA:
-                    raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run "
-                                    "reduce() with this flexmbd version")
-                fields = {k: z[k] for k in _ARRAYS}
-                fields.update({k: str(z[k]) for k in _STRINGS})
-                fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
-                fields["mass"] = float(z["mass"])
-                fields["material"] = z["material"]
-                fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
-                                             z["timings_values"].tolist()))
-            body = cls(**fields)
+            if kind == "hdf5":
+                h5py = _h5py(path)
+                with h5py.File(path, "r") as f:
+                    if "schema" not in f.attrs:
+                        if "flexmbd_header" in f.attrs:
+                            hint = "it is a results file: load it with flexmbd.Results.load"
+                        raise KeyError("schema")
+                    z = {k: _h5_array(f[k]) for k in f.keys()}
+                    z["schema"] = np.array(str(f.attrs["schema"]))
+                body = cls._from_store(path, z)
+            else:
+                with np.load(path, allow_pickle=False) as z:
+                    if "schema" not in z.files:
+                        if "__header__" in z.files:
+                            hint = "it is a results file: load it with flexmbd.Results.load"
+                        raise KeyError("schema")
+                    body = cls._from_store(path, z)
             m, n = body.modes.shape[1], 3 * body.n_nodes
             if (body.modes.shape[0] != n or len(body.frequencies) != m
                     or body.M_ff.shape != (m, m) or body.K_ff.shape != (m, m)):
                 raise ValueError(f"inconsistent arrays (modes {body.modes.shape} for "
                                  f"{body.n_nodes} nodes, M_ff {body.M_ff.shape})")
             return body
-        except MeshError:
+        except FlexmbdError:
             raise
         except READ_ERRORS as err:
             raise read_failure(path, "reduced body file", err, hint) from None
+
+    @classmethod
+    def _from_store(cls, path, z):
+        schema = str(z["schema"]) if "schema" in z else "?"
+        if schema != SCHEMA:
+            raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
+                            "with this flexmbd version")
+        fields = {k: z[k] for k in _ARRAYS}
+        fields.update({k: str(z[k]) for k in _STRINGS})
+        fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
+        fields["mass"] = float(z["mass"])
+        fields["material"] = z["material"]
+        fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
+                                     z["timings_values"].tolist()))
+        return cls(**fields)
 
     # invariants as a dict, for the multibody side
     def invariants(self):

@@ -24,6 +24,35 @@ from ..errors import MeshError
 __all__ = ["Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes", "select"]
 
 
+def _vec3(value, what, unit=False):
+    """``value`` as a finite 3-vector (unit length if ``unit``); MeshError naming ``what``."""
+    try:
+        v = np.asarray(value, float)
+    except (TypeError, ValueError):
+        v = np.zeros(0)
+    if v.shape != (3,) or not np.isfinite(v).all():
+        raise MeshError(f"{what}={value!r} must be three finite numbers (x, y, z) in metres")
+    if unit:
+        n = np.linalg.norm(v)
+        if n == 0.0:
+            raise MeshError(f"{what}={value!r} is the zero vector; give a direction")
+        v = v / n
+    return v
+
+
+def _positive(value, what, allow_none=False):
+    if value is None and allow_none:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        f = float("nan")
+    if isinstance(value, bool) or not np.isfinite(f) or f < 0 or (f == 0 and not allow_none):
+        raise MeshError(f"{what}={value!r} must be a finite number "
+                        f"{'>= 0' if allow_none else '> 0'} (metres)")
+    return f
+
+
 class Selector:
     def __call__(self, fe):
         raise NotImplementedError
@@ -53,10 +82,9 @@ class Plane(Selector):
     """Nodes within ``tol`` of the plane through ``point`` with normal ``normal``."""
 
     def __init__(self, point, normal, tol=None):
-        self.point = np.asarray(point, float)
-        n = np.asarray(normal, float)
-        self.normal = n / np.linalg.norm(n)
-        self.tol = tol
+        self.point = _vec3(point, "Plane: point")
+        self.normal = _vec3(normal, "Plane: normal", unit=True)
+        self.tol = _positive(tol, "Plane: tol", allow_none=True)
 
     def __call__(self, fe):
         d = (fe.nodes - self.point) @ self.normal
@@ -70,7 +98,11 @@ class Box(Selector):
     """Nodes inside the axis-aligned box [lo, hi] (inclusive, widened by ``tol``)."""
 
     def __init__(self, lo, hi, tol=None):
-        self.lo, self.hi, self.tol = np.asarray(lo, float), np.asarray(hi, float), tol
+        self.lo, self.hi = _vec3(lo, "Box: lo"), _vec3(hi, "Box: hi")
+        if (self.lo > self.hi).any():
+            raise MeshError(f"Box: lo={self.lo.tolist()} exceeds hi={self.hi.tolist()} in some "
+                            "coordinate; give the lower corner first")
+        self.tol = _positive(tol, "Box: tol", allow_none=True)
 
     def __call__(self, fe):
         t = self._tol(fe)
@@ -98,10 +130,11 @@ class Cylinder(Selector):
     """
 
     def __init__(self, point, axis, radius, tol=None, surface=True, length=None):
-        self.point = np.asarray(point, float)
-        a = np.asarray(axis, float)
-        self.axis = a / np.linalg.norm(a)
-        self.radius, self.tol, self.surface, self.length = float(radius), tol, surface, length
+        self.point = _vec3(point, "Cylinder: point")
+        self.axis = _vec3(axis, "Cylinder: axis", unit=True)
+        self.radius = _positive(radius, "Cylinder: radius")
+        self.tol = _positive(tol, "Cylinder: tol", allow_none=True)
+        self.surface, self.length = surface, length
 
     def __call__(self, fe):
         t = self._tol(fe)
@@ -122,7 +155,8 @@ class Sphere(Selector):
     """Nodes within ``radius`` of ``center``."""
 
     def __init__(self, center, radius):
-        self.center, self.radius, self.tol = np.asarray(center, float), float(radius), None
+        self.center = _vec3(center, "Sphere: center")
+        self.radius, self.tol = _positive(radius, "Sphere: radius"), None
 
     def __call__(self, fe):
         return np.nonzero(np.linalg.norm(fe.nodes - self.center, axis=1) <= self.radius)[0]
@@ -135,7 +169,10 @@ class Nearest(Selector):
     """The ``n`` nodes nearest to ``point``."""
 
     def __init__(self, point, n=1):
-        self.point, self.n = np.asarray(point, float), int(n)
+        self.point = _vec3(point, "Nearest: point")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise MeshError(f"Nearest: n={n!r} must be a whole number of nodes >= 1")
+        self.n = int(n)
 
     def __call__(self, fe):
         d = np.linalg.norm(fe.nodes - self.point, axis=1)
@@ -165,7 +202,12 @@ class Nodes(Selector):
     """Explicit scikit-fem node numbers."""
 
     def __init__(self, ids):
-        self.ids = np.unique(np.asarray(ids, dtype=np.int64).ravel())
+        a = np.asarray(ids)
+        if a.dtype.kind not in "iu" and not (a.size == 0 or (a.dtype.kind == "f"
+                                                            and np.all(a == np.round(a)))):
+            raise MeshError(f"Nodes: {ids!r} must be node numbers (integers); for a named set "
+                            "give its name, for a region a selector such as Plane or Box")
+        self.ids = np.unique(a.astype(np.int64).ravel())
 
     def __call__(self, fe):
         if len(self.ids) and (self.ids.min() < 0 or self.ids.max() >= fe.n_nodes):

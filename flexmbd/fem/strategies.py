@@ -39,6 +39,34 @@ __all__ = ["NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "Mo
 _FRAME_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
 
 
+def mode_count(value, what, minimum=1):
+    """``value`` as a whole number >= ``minimum``; MeshError naming ``what`` otherwise.
+
+    Accepts ints, numpy integers and integral floats (8.0); refuses bools, strings,
+    NaN, fractions (2.5 would silently become 2) and counts below ``minimum``.
+    """
+    ok = isinstance(value, (int, np.integer, float, np.floating)) and \
+        not isinstance(value, (bool, np.bool_))
+    if ok:
+        f = float(value)
+        ok = np.isfinite(f) and f == int(f)
+    if not ok:
+        raise MeshError(f"{what}={value!r} must be a whole number (an int such as 8)")
+    n = int(value)
+    if n < minimum:
+        raise MeshError(f"{what}={n} must be >= {minimum}")
+    return n
+
+
+def check_mode_count(n, available, what, model, fix):
+    """MeshError before any eigen solve if ``n`` modes exceed the ``available`` DOFs."""
+    if n > available:
+        raise MeshError(
+            f"{what}={n} asks for more modes than mesh {model.fe.source!r} can give: it has "
+            f"{model.n_dofs} DOFs, {available} available for these modes ({fix}); ask for "
+            f"at most {available}, typically far fewer (a few dozen), or refine the mesh")
+
+
 class ModeSet:
     """Result of a strategy: mode shapes (3n x m) in the body frame and bookkeeping."""
 
@@ -106,11 +134,20 @@ def resolve_loads(model, loads, interfaces, where):
             cols.append(F)
             labels += lab
         else:
-            F = np.asarray(item, float)
+            try:
+                F = np.asarray(item, float)
+            except (TypeError, ValueError):
+                F = np.zeros(0)
+            if F.ndim not in (1, 2) or F.size == 0:
+                raise MeshError(f"{where}: load {item!r} is not an interface name, a PointLoad "
+                                "or an array of nodal forces (3n,) / (3n, m)")
             F = F.reshape(F.shape[0], -1)
             if F.shape[0] != model.n_dofs:
                 raise MeshError(f"{where}: load array has {F.shape[0]} rows; the mesh has "
                                 f"{model.n_dofs} DOFs (3 per node, node-interleaved)")
+            if not np.isfinite(F).all():
+                raise MeshError(f"{where}: load array {k + 1} has non-finite (NaN or inf) "
+                                "entries; give finite forces (N)")
             cols.append(F)
             labels += [f"F{k + 1}.{j}" for j in range(F.shape[1])] if F.shape[1] > 1 \
                 else [f"F{k + 1}"]
@@ -164,6 +201,10 @@ class _Clamped:
         mask = np.ones(n, bool)
         mask[fixed] = False
         self.free = np.nonzero(mask)[0]
+        if len(self.free) == 0:
+            raise MeshError(f"fixed nodes of mesh {model.fe.source!r}: every one of its "
+                            f"{model.fe.n_nodes} nodes is fixed, nothing is left to deform; "
+                            "select only the supported face (e.g. fm.fem.Plane(...))")
         self.n = n
         self.Kff = model.K[self.free][:, self.free]
         self.Mff = model.M[self.free][:, self.free]
@@ -196,7 +237,10 @@ class Strategy:
 
     def _normal(self, model, n, fixed_nodes):
         """Normal modes (free-free, rigid modes removed, or clamped) and the static solver."""
+        where = f"{type(self).__name__}: {'n' if isinstance(self, NormalModes) else 'n_normal'}"
         if fixed_nodes is None:
+            check_mode_count(n, model.n_dofs - 6, where, model,
+                             "minus the 6 rigid-body modes of the free body")
             sigma, factor, relieved = model.free_solver()
             lam, V = eigsh_shift_invert(model.K, model.M, n + 6, sigma, factor)
             zero = np.abs(lam) < 1e-4 * abs(sigma) + 1e-12 * abs(lam).max()
@@ -210,6 +254,8 @@ class Strategy:
             V = V / np.sqrt(np.einsum("ij,ij->j", V, model.M @ V))
             return lam[6:], V, relieved.solve, "free"
         cl = _Clamped(model, fixed_nodes)
+        check_mode_count(n, len(cl.free), where, model,
+                         f"{len(fixed_nodes)} fixed nodes remove {3 * len(fixed_nodes)}")
         lam, V = cl.eig(n)
         return lam, V, cl.solve, "clamped"
 
@@ -232,9 +278,8 @@ class NormalModes(Strategy):
     """
 
     def __init__(self, n, fixed=None, orthonormalize=False):
-        if int(n) < 1:
-            raise MeshError(f"NormalModes: n={n} must be >= 1")
-        self.n, self.fixed, self.orthonormalize = int(n), fixed, orthonormalize
+        self.n = mode_count(n, "NormalModes: n")
+        self.fixed, self.orthonormalize = fixed, orthonormalize
 
     def __repr__(self):
         return f"NormalModes(n={self.n}, fixed={self.fixed!r})"
@@ -263,7 +308,9 @@ class StaticCorrection(Strategy):
     """
 
     def __init__(self, n_normal, loads, fixed=None, orthonormalize=True):
-        self.n_normal, self.loads, self.fixed = int(n_normal), loads, fixed
+        # 0 normal modes: the static correction modes alone
+        self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal", minimum=0)
+        self.loads, self.fixed = loads, fixed
         self.orthonormalize = orthonormalize
 
     def __repr__(self):
@@ -298,7 +345,8 @@ class RitzVectors(Strategy):
     """
 
     def __init__(self, n, load, fixed=None, orthonormalize=False):
-        self.n, self.load, self.fixed = int(n), load, fixed
+        self.n = mode_count(n, "RitzVectors: n")
+        self.load, self.fixed = load, fixed
         self.orthonormalize = orthonormalize
 
     def __repr__(self):
@@ -312,6 +360,9 @@ class RitzVectors(Strategy):
         else:
             static, support = _Clamped(model, fixed).solve, "clamped"
         F, labels = resolve_loads(model, self.load, interfaces or {}, "RitzVectors")
+        available = model.n_dofs - 6 if fixed is None else model.n_dofs - 3 * len(fixed)
+        check_mode_count(self.n, available, "RitzVectors: n", model,
+                         "minus the 6 rigid-body modes" if fixed is None else "minus fixed DOFs")
         X = static(F)
         Q = np.zeros((model.n_dofs, 0))
         blocks = 0
@@ -357,10 +408,11 @@ class CraigBampton(Strategy):
                             "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
         if frame not in ("interface", "mean-axis"):
             raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
-        if int(n_modes) < 0:
-            raise MeshError(f"CraigBampton: n_modes={n_modes} fixed-interface modes; give 0 "
-                            "(constraint modes only) or more")
-        self.n_modes, self.interfaces = int(n_modes), interfaces
+        n_modes = mode_count(n_modes, "CraigBampton: n_modes", minimum=0)
+        if not isinstance(interfaces, dict):
+            raise MeshError(f"CraigBampton: interfaces must be a dict name -> selector, got "
+                            f"{type(interfaces).__name__}; e.g. interfaces={{'A': 'A'}}")
+        self.n_modes, self.interfaces = n_modes, interfaces
         self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
         self.origins, self.orthonormalize = origins, orthonormalize
 
@@ -378,6 +430,12 @@ class CraigBampton(Strategy):
         K, M = model.K, model.M
         tim, t0 = {}, time.perf_counter()
         T, n_i, slices = interface_transform(model.n_dofs, itfs)
+        if n_i == 0:
+            raise MeshError(f"CraigBampton: the interfaces {list(itfs)} take every node of mesh "
+                            f"{model.fe.source!r}; nothing is left inside to deform; select "
+                            "only the connection faces")
+        check_mode_count(self.n_modes, n_i, "CraigBampton: n_modes", model,
+                         f"{model.n_dofs - n_i} belong to the interfaces")
         Ti, Tb = T[:, :n_i].tocsc(), T[:, n_i:].tocsc()
         KTb = K @ Tb
         if Ti.nnz == n_i:

@@ -237,8 +237,9 @@ class ExplicitStepper:
         """The error of the step from ``t_start`` (the last good state) to ``t_end``:
         ``err.time`` is ``t_end``, the time the integration could not reach (as for a
         Newton failure of the implicit integrators)."""
+        note = getattr(self, "stability_note", "")  # RK4 above its stability limit
         return SolverError(f"{msg}: the step from t = {t_start:.6g} s to {t_end:.6g} s failed; "
-                           "the results up to the last good sample are in err.partial",
+                           f"the results up to the last good sample are in err.partial{note}",
                            time=t_end)
 
     # -- contract --------------------------------------------------------------------------
@@ -489,6 +490,9 @@ def tree_stepper(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0
                 f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
                 f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
                 "dt (or use substeps / integrator='rk45'), or drop high modes", stacklevel=4)
+            st.stability_note = (f"; the RK4 step {dt / int(substeps):.3g} s is above the "
+                                 f"stability limit {2.8 / wmax:.3g} s of the stiffest mode: "
+                                 "reduce dt (or use substeps / integrator='rk45')")
     if initial:
         q = system.q0() if q0 is None else np.asarray(q0, dtype=float)
         qd = system.qd0() if qd0 is None else np.asarray(qd0, dtype=float)

@@ -10,7 +10,7 @@ arm twice: ``m.left = fm.Block(rule=arm, mount=m.f1)``; an indexed block
 import warnings
 
 from ..errors import ModelError
-from .component import Component, IndexedComponent
+from .component import Component, IndexedComponent, call_rule
 
 __all__ = ["Block"]
 
@@ -24,6 +24,9 @@ class Block(Component):
         object.__setattr__(self, "_components", {})
         object.__setattr__(self, "_members", [])
         super().__init__(name=name, doc=doc)
+        if rule is not None and not callable(rule):
+            raise ModelError(f"Block(rule=...): rule must be a function rule(block, **kw), got "
+                             f"{type(rule).__name__}")
         object.__setattr__(self, "_rule", rule)
         object.__setattr__(self, "_rule_kwargs", rule_kwargs)
 
@@ -65,7 +68,7 @@ class Block(Component):
         else:
             self._register_member(value)
             if isinstance(value, Block) and value._rule is not None:
-                value._rule(value, **value._rule_kwargs)
+                call_rule(value._rule, (value,), value._rule_kwargs, f"rule of block {key!r}")
         self._touch()
 
     def _register_member(self, comp):

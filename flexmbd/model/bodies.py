@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..spatial import is_rotation, rotvec_to_rot, spatial_inertia
-from .component import Component
+from .component import Component, as_floats, is_real
 
 __all__ = ["Body", "Ground", "RigidBody", "Frame", "as_frame"]
 
@@ -36,7 +36,7 @@ class Ground(Body):
 def _as_inertia(inertia, owner):
     if inertia is None:
         return np.zeros((3, 3))
-    J = np.asarray(inertia, dtype=float)
+    J = as_floats(inertia)
     if J.shape == (3,):
         J = np.diag(J)
     if J.shape == (6,):  # Ixx Iyy Izz Ixy Ixz Iyz
@@ -106,9 +106,9 @@ class RigidBody(Body):
         """Check mass, centre of mass and inertia; raise :class:`ModelError` naming the body."""
         owner = f"rigid body {self.local_name!r}"
         m = self.mass
-        if not np.isscalar(m) or not np.isfinite(m) or m <= 0:
+        if not is_real(m) or m <= 0:
             raise ModelError(f"{owner}: mass must be a positive number of kg, got {m!r}")
-        c = np.asarray(self.com, dtype=float)
+        c = as_floats(self.com)
         if c.shape != (3,) or not np.all(np.isfinite(c)):
             raise ModelError(f"{owner}: com must be 3 finite coordinates (m), got {self.com!r}")
         check_inertia(_as_inertia(self.inertia, owner), owner)
@@ -194,7 +194,10 @@ def _axis_index(axis):
 def _as_rotation(rotation, owner):
     if rotation is None:
         return np.eye(3)
-    R = np.asarray(rotation, dtype=float)
+    R = as_floats(rotation)
+    if not np.all(np.isfinite(R)):
+        raise ModelError(f"{owner}: rotation {rotation!r} must be finite numbers: a 3x3 rotation "
+                         "matrix, a rotation vector (3) or unit Euler parameters (4)")
     if R.shape == (3,):  # rotation vector
         return rotvec_to_rot(R)
     if R.shape == (4,):
@@ -225,7 +228,7 @@ class Frame(Component):
         super().__init__(name=name, doc=doc)
         if not isinstance(body, Body):
             raise ModelError(f"Frame: the first argument must be a body, got {type(body).__name__}")
-        p = np.asarray(position, dtype=float)
+        p = as_floats(position)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ModelError(f"Frame on {body.local_name!r}: position must be 3 numbers (m)")
         self.body = body

@@ -11,7 +11,39 @@ import weakref
 
 from ..errors import ModelError
 
-__all__ = ["Component", "IndexedComponent"]
+__all__ = ["Component", "IndexedComponent", "as_floats", "is_real"]
+
+
+def as_floats(value):
+    """``np.asarray(value, float)``, or a NaN scalar when ``value`` is not numeric.
+
+    Validators then refuse it with their own message naming the input, instead of
+    numpy's "could not convert string to float". Booleans are not numbers here.
+    """
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return np.array(np.nan)
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return np.array(np.nan)
+    if a.dtype == object:
+        return np.array(np.nan)
+    return a
+
+
+def is_real(value):
+    """True for a finite real scalar (int or float, numpy included; not bool)."""
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        return False
+    return bool(np.isfinite(value))
+
+
+_NO_RULE = object()  # sentinel: no rule= keyword given
 
 
 class Component:
@@ -25,8 +57,11 @@ class Component:
     kind = "component"
     _frozen_attrs = ("_name", "_parent_ref", "_index")
 
-    def __new__(cls, *args, rule=None, **kwargs):
-        if rule is not None:
+    def __new__(cls, *args, rule=_NO_RULE, **kwargs):
+        if rule is None:
+            raise ModelError(f"{cls.__name__}(..., rule=None): give the rule function "
+                             "rule(block, i) of an indexed component, or leave rule out")
+        if rule is not _NO_RULE:
             if len(args) != 1:
                 raise ModelError(
                     f"{cls.__name__}(index, rule=...): give exactly one index set "
@@ -96,6 +131,18 @@ class Component:
         return f"<{type(self).__name__} {self.local_name}>"
 
 
+def call_rule(rule, args, kwargs, where):
+    """``rule(*args, **kwargs)``; an exception other than a flexmbd error becomes a
+    ModelError naming ``where`` (the original stays chained as its cause)."""
+    from ..errors import FlexmbdError
+    try:
+        return rule(*args, **kwargs)
+    except FlexmbdError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"{where} failed: {type(exc).__name__}: {exc}") from exc
+
+
 class IndexedComponent:
     """A family of components of one class indexed by a set, built by a rule.
 
@@ -108,7 +155,25 @@ class IndexedComponent:
 
     def __init__(self, cls, index, rule, kwargs):
         self.ctype = cls
-        self.index_set = list(index)
+        try:
+            self.index_set = list(index)
+        except TypeError:
+            raise ModelError(f"{cls.__name__}(index, rule=...): the index set must be iterable "
+                             f"(e.g. range(6) or a list of labels), got {index!r}") from None
+        seen = set()
+        for i in self.index_set:
+            try:
+                dup = i in seen
+                seen.add(i)
+            except TypeError:
+                raise ModelError(f"{cls.__name__}(index, rule=...): index {i!r} is not hashable; "
+                                 "use numbers, strings or tuples") from None
+            if dup:
+                raise ModelError(f"{cls.__name__}(index, rule=...): index {i!r} appears twice in "
+                                 f"the index set {self.index_set!r}; indices must be unique")
+        if not callable(rule):
+            raise ModelError(f"{cls.__name__}(index, rule=...): rule must be a function "
+                             f"rule(block, i), got {type(rule).__name__}")
         self.rule = rule
         self.rule_kwargs = kwargs
         self._data = {}
@@ -137,7 +202,8 @@ class IndexedComponent:
     def construct(self, block):
         """Call the rule for every index (done by the block at assignment)."""
         for i in self.index_set:
-            member = self.rule(block, i, **self.rule_kwargs)
+            member = call_rule(self.rule, (block, i), self.rule_kwargs,
+                               f"rule of {self._name!r} for index {i!r}")
             if member is None:
                 continue
             if not isinstance(member, self.ctype):
@@ -149,7 +215,8 @@ class IndexedComponent:
             self._data[i] = member
             block._register_member(member)
             if getattr(member, "_rule", None) is not None:  # an indexed Block member
-                member._rule(member, **member._rule_kwargs)
+                call_rule(member._rule, (member,), member._rule_kwargs,
+                          f"rule of {self._name!r} for index {i!r}")
 
     def __getitem__(self, i):
         try:

@@ -115,6 +115,7 @@ class FlexibleBody(Body):
 
     def _set_reduced(self, reduced):
         self.__dict__.pop("_itf_modes", None)
+        self.__dict__.pop("_hmax", None)
         if isinstance(reduced, (str, Path)):
             from ..fem import ReducedBody
 
@@ -172,10 +173,12 @@ class FlexibleBody(Body):
         n = self.n_modes
         if spec is None:
             return np.zeros(n)
-        v = np.atleast_1d(np.asarray(spec, dtype=float))
-        if v.shape != (n,):
+        from .component import as_floats
+
+        v = np.atleast_1d(as_floats(spec))
+        if v.shape != (n,) or not np.all(np.isfinite(v)):
             raise ModelError(f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
-                             f"values, got {v.shape}")
+                             f"values (finite), got {spec!r}")
         return v
 
     def interface_modes(self, name):
@@ -265,13 +268,64 @@ class FlexibleBody(Body):
 
     def node(self, index, rotation=None):
         """Frame at mesh node ``index`` (translates with the node)."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise ModelError(f"FlexibleBody {self.local_name!r}: node index {index!r} must be an "
+                             "int (a node number); for a position use body.point((x, y, z))")
+        if self._reduced is not None and not 0 <= index < len(self._reduced.nodes):
+            raise ModelError(f"FlexibleBody {self.local_name!r}: node {index} is not a node of "
+                             f"the mesh (0..{len(self._reduced.nodes) - 1})")
         return NodeFrame(self, int(index), rotation)
 
-    def point(self, xyz, rotation=None):
-        """Frame at the mesh node nearest to ``xyz`` (m, body frame)."""
-        nodes = self.reduced.nodes
-        i = int(np.argmin(((nodes - np.asarray(xyz, float)) ** 2).sum(axis=1)))
+    def point(self, xyz, rotation=None, tol=None):
+        """Frame at the mesh node nearest to ``xyz`` (m, body frame).
+
+        ModelError if no node lies within ``tol`` (m; default: the largest element
+        diameter, the farthest any point of the mesh can be from its nearest node):
+        a point off the body (wrong units, wrong frame) is refused, not snapped.
+        """
+        try:
+            x = np.asarray(xyz, float)
+        except (TypeError, ValueError):
+            x = np.zeros(0)
+        if x.shape != (3,) or not np.isfinite(x).all():
+            raise ModelError(f"FlexibleBody {self.local_name!r}: point {xyz!r} must be three "
+                             "finite coordinates (m, body frame)")
+        nodes = np.asarray(self.reduced.nodes, float)
+        d2 = ((nodes - x) ** 2).sum(axis=1)
+        i = int(np.argmin(d2))
+        dist = float(np.sqrt(d2[i]))
+        if tol is None:
+            limit = self._element_size()
+        else:
+            from .component import is_real
+
+            if not is_real(tol) or tol < 0:
+                raise ModelError(f"FlexibleBody {self.local_name!r}: point tol={tol!r} must be "
+                                 "a distance >= 0 (m)")
+            limit = float(tol)
+        if dist > limit:
+            lo, hi = nodes.min(axis=0), nodes.max(axis=0)
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: point {x.tolist()} is {dist:.4g} m from the "
+                f"nearest mesh node {i} at {np.round(nodes[i], 6).tolist()} (tolerance "
+                f"{limit:.3g} m); the mesh spans {np.round(lo, 6).tolist()} .. "
+                f"{np.round(hi, 6).tolist()} m in body axes: check the coordinates, their "
+                "units and frame (body frame of the reduction), or pass tol=")
         return NodeFrame(self, i, rotation)
+
+    def _element_size(self):
+        """Largest element diameter (m) of the mesh (cached)."""
+        if "_hmax" not in self.__dict__:
+            rb = self.reduced
+            nodes = np.asarray(rb.nodes, float)
+            cells = np.asarray(rb.cells, dtype=np.int64)
+            if cells.ndim == 2 and cells.size:
+                x = nodes[cells]  # (n_cells, n_loc, 3)
+                h = float(np.linalg.norm(x.max(axis=1) - x.min(axis=1), axis=1).max())
+            else:
+                h = 1e-6 * float(np.linalg.norm(np.ptp(nodes, axis=0)))
+            self.__dict__["_hmax"] = h
+        return self.__dict__["_hmax"]
 
     def validate(self):
         if self._reduced is None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ModelError
 from ..spatial import skew
 from .bodies import Body, Frame, Ground
-from .component import Component
+from .component import Component, as_floats
 from .joints import Joint
 
 __all__ = ["ForceElement", "Gravity", "PointForce", "PointTorque", "JointForce"]
@@ -33,7 +33,7 @@ def _vector_function(value, owner, what):
     """Constant 3-vector or callable ``f(t)`` -> callable returning a 3-array."""
     if callable(value):
         return lambda t: np.asarray(value(t), dtype=float)
-    v = np.asarray(value, dtype=float)
+    v = as_floats(value)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise ModelError(f"{owner}: {what} must be 3 numbers or a function of time, got {value!r}")
     return lambda t: v
@@ -71,7 +71,7 @@ class Gravity(ForceElement):
 
     def __init__(self, g=(0.0, 0.0, -9.81), *, name=None, doc=None):
         super().__init__(name=name, doc=doc)
-        g = np.asarray(g, dtype=float)
+        g = as_floats(g)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ModelError(f"Gravity: g must be 3 numbers (m/s^2), got {g!r}")
         self.g = g
@@ -142,7 +142,11 @@ class PointForce(ForceElement):
                                  f"on {body.name!r}")
             self.attachment = point
             point = point.position
-        self.point = np.asarray(point, dtype=float)
+        p = as_floats(point)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ModelError(f"{owner}: point must be 3 finite coordinates (m, body frame), "
+                             f"got {point!r}")
+        self.point = p
         self.force = _vector_function(force, owner, "force")
         self.frame = frame
 
@@ -221,10 +225,11 @@ class JointForce(ForceElement):
         if callable(force):
             self._f = force
         else:
-            f = np.atleast_1d(np.asarray(force, dtype=float))
-            if f.shape != (joint.nv,):
+            f = np.atleast_1d(as_floats(force))
+            if f.shape != (joint.nv,) or not np.all(np.isfinite(f)):
                 raise ModelError(
-                    f"JointForce on {joint.local_name!r}: give {joint.nv} values, got {f.tolist()}"
+                    f"JointForce on {joint.local_name!r}: give {joint.nv} values (finite, N or "
+                    f"N m) or a function f(t, q, qd), got {force!r}"
                 )
             self._f = lambda t, q, qd: f
         self.dfdq = dfdq

@@ -47,7 +47,7 @@ from ..spatial import (
     skew,
 )
 from .bodies import Body, as_frame
-from .component import Component
+from .component import Component, as_floats
 
 __all__ = [
     "Joint",
@@ -63,7 +63,7 @@ __all__ = [
 
 
 def _unit(axis, owner):
-    a = np.asarray(axis, dtype=float)
+    a = as_floats(axis)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise ModelError(f"{owner}: axis must be 3 numbers, got {axis!r}")
     n = np.linalg.norm(a)
@@ -135,7 +135,7 @@ class Joint(Component):
         return np.zeros(self.nq)
 
     def _check_q(self, q):
-        q = np.atleast_1d(np.asarray(q, dtype=float))
+        q = np.atleast_1d(as_floats(q))
         if q.shape != (self.nq,) or not np.all(np.isfinite(q)):
             raise ModelError(
                 f"joint {self.local_name!r} ({type(self).__name__}): q0 must have {self.nq} "
@@ -144,7 +144,7 @@ class Joint(Component):
         return self.normalize(q)
 
     def _check_v(self, v):
-        v = np.atleast_1d(np.asarray(v, dtype=float))
+        v = np.atleast_1d(as_floats(v))
         if v.shape != (self.nv,) or not np.all(np.isfinite(v)):
             raise ModelError(
                 f"joint {self.local_name!r} ({type(self).__name__}): qd0 must have {self.nv} "

@@ -34,6 +34,8 @@ class Model(Block):
         return object.__new__(cls)
 
     def __init__(self, name="model", *, doc=None):
+        if not isinstance(name, str) or not name.strip():
+            raise ModelError(f"Model: name must be a non-empty string, got {name!r}")
         super().__init__(name=name, doc=doc)
         object.__setattr__(self, "_revision", 0)
         object.__setattr__(self, "_topology_cache", None)
@@ -45,6 +47,12 @@ class Model(Block):
     @property
     def name(self):
         return self._name
+
+    def __setattr__(self, key, value):
+        if key == "ground" and "ground" in self.__dict__.get("_components", {}):
+            raise ModelError(f"model {self._name!r}: 'ground' is the model's inertial body and "
+                             "cannot be replaced; give the new component another name")
+        super().__setattr__(key, value)
 
     def model(self):
         return self
@@ -197,9 +205,14 @@ class Model(Block):
                  every=100, overwrite=False, progress=None, **options):
         """Compile and integrate from the joints' initial values to ``t_end`` (s).
 
-        ``integrator``: ``"rk4"`` or ``"rk45"`` (explicit, recursive formulation by
-        default), ``"newmark"``, ``"hht"`` or ``"generalized-alpha"`` (implicit,
-        absolute formulation by default). ``dt``: step or output interval (s).
+        ``integrator``: ``"rk4"``, ``"rk45"``, ``"dop853"`` or ``"rk23"`` (explicit,
+        recursive formulation), ``"newmark"``, ``"hht"`` or ``"generalized-alpha"``
+        (implicit, absolute formulation); names are case-insensitive. Either of
+        ``integrator`` and ``formulation`` follows from the other when omitted (default
+        ``"rk4"`` with ``dt``, ``"rk45"`` without; ``"generalized-alpha"`` for
+        ``formulation="absolute"``): :mod:`flexmbd.integrators.registry`. ``dt``: step or
+        output interval (s). Unknown options raise :class:`~flexmbd.errors.ModelError`
+        listing the valid ones.
         ``checkpoint``: an HDF5 file that receives the results and the integrator's
         complete state every ``every`` steps (output samples); ``fm.resume(path)``
         continues the run bit-identically (pass ``model=`` in a new process; see
@@ -211,11 +224,12 @@ class Model(Block):
         results (``err.partial``, also written to the checkpoint file). Returns
         :class:`~flexmbd.results.Results`.
         """
-        implicit = {"newmark", "hht", "generalized-alpha", "generalized_alpha", "genalpha"}
-        if integrator is None:
-            integrator = "rk45" if dt is None else "rk4"
-        if formulation is None:
-            formulation = "absolute" if integrator in implicit else "recursive"
+        from ..integrators.registry import check_times, resolve
+
+        spec, formulation = resolve(integrator, formulation, dt)
+        check_times(t_end, dt, spec, f"model {self.name!r}: simulate",
+                    t0=options.get("t0", 0.0), every=every)
+        integrator = spec.name
         if checkpoint is not None:
             from ..checkpoint import check_checkpoint
 

@@ -80,6 +80,7 @@ import numpy as np
 from ..errors import ModelError
 from ..spatial import skew
 from .bodies import Body, Frame, Ground
+from .component import as_floats, is_real
 from .forces import ForceElement
 
 __all__ = ["SpringDamperActuator"]
@@ -136,14 +137,14 @@ class SpringDamperActuator(ForceElement):
         self.point_i = self._point(point_i, "point_i")
         self.point_j = self._point(point_j, "point_j")
         for what, v in (("k", k), ("c", c)):
-            if not np.isscalar(v) or not np.isfinite(v) or v < 0:
+            if not is_real(v) or v < 0:
                 raise ModelError(f"{owner}: {what} must be a non-negative number, got {v!r}")
         self.k = float(k)
         self.c = float(c)
-        if l0 is not None and (not np.isscalar(l0) or not np.isfinite(l0) or l0 < 0):
+        if l0 is not None and (not is_real(l0) or l0 < 0):
             raise ModelError(f"{owner}: l0 must be a non-negative length (m) or None, got {l0!r}")
         self.l0 = None if l0 is None else float(l0)
-        if not callable(fa) and (not np.isscalar(fa) or not np.isfinite(fa)):
+        if not callable(fa) and not is_real(fa):
             raise ModelError(f"{owner}: fa must be a number (N) or a function of time")
         self.fa = fa
         self.exact_jacobian = bool(exact_jacobian)
@@ -174,7 +175,7 @@ class SpringDamperActuator(ForceElement):
     def _point(p, what):
         if isinstance(p, Frame):
             p = p.position
-        a = np.asarray(p, dtype=float)
+        a = as_floats(p)
         if a.shape != (3,) or not np.all(np.isfinite(a)):
             raise ModelError(f"SpringDamperActuator: {what} must be 3 coordinates (m), got {p!r}")
         return a

@@ -1120,13 +1120,20 @@ class RecursiveSystem:
             q[..., o:o + 4] /= np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
         return q
 
-    def simulate(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0, **options):
-        """Integrate from ``(q0, qd0)`` (default: the joints' initial values) to ``t_end``.
+    def simulate(self, t_end, dt=None, integrator=None, q0=None, qd0=None, t0=0.0, **options):
+        """Integrate from ``(q0, qd0)`` (default: the joints' initial values) to ``t_end`` (s).
 
-        See :func:`flexmbd.integrators.explicit.simulate_recursive` for the options
-        (``rtol``, ``atol``, ``t_eval``, ``method``, ``progress``, ``tau``).
+        ``integrator``: ``"rk4"`` (default with ``dt``), ``"rk45"`` (default without),
+        ``"dop853"``, ``"rk23"``. See :func:`flexmbd.integrators.explicit.simulate_recursive`
+        for the options (``rtol``, ``atol``, ``t_eval``, ``method``, ``progress``, ``tau``,
+        ``checkpoint``, ``every``); unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.explicit import simulate_recursive
+        from ..integrators.registry import check_options, check_times, resolve
 
-        return simulate_recursive(self, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0,
+        where = f"model {self.model.name!r} (recursive): simulate"
+        spec, _ = resolve(integrator, "recursive", dt)
+        check_options(options, simulate_recursive, where)
+        check_times(t_end, dt, spec, where, t0=t0, every=options.get("every"))
+        return simulate_recursive(self, t_end, dt=dt, integrator=spec.name, q0=q0, qd0=qd0,
                                   t0=t0, **options)

@@ -241,6 +241,23 @@ def _field_arg(field):
     return field
 
 
+def _check_field(scene, field, where):
+    """FlexmbdError if ``field="von_mises"`` is asked of flexible bodies without stress modes.
+
+    Without them the stress is not known, and a zero field would be drawn as if it were.
+    """
+    if field != "von_mises":
+        return
+    missing = [name for name, g in scene.geoms.items() if g.flexible and g.stress_modes is None]
+    if missing:
+        raise FlexmbdError(
+            f"{where}: field='von_mises' but flexible bod{'ies' if len(missing) > 1 else 'y'} "
+            f"{', '.join(map(repr, missing))} {'were' if len(missing) > 1 else 'was'} reduced "
+            "without stress modes, so the stress is unknown; reduce with "
+            "fm.fem.reduce(..., stress_modes=True) (the default) or draw "
+            "field='displacement'")
+
+
 def _field_range(scene, datas, field):
     vals = []
     for data in datas:
@@ -357,6 +374,7 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
         scene = _Scene({"body": g})
         data = scene.data(0, scale)
         poses = [(np.eye(3), np.zeros(3))]
+    _check_field(scene, field, "show")
     p = _plotter(window_size, off_screen)
     if clim is None and field:
         clim = _field_range(scene, [data], field)
@@ -414,6 +432,7 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
         raise FlexmbdError("animate: give a flexmbd Results object (see fm.viz.show for models)")
     field = _field_arg(field)
     scene = _scene_of_results(results, model, about)
+    _check_field(scene, field, "animate")
     nt = len(results.t)
     if nt == 0:
         raise FlexmbdError("animate: the results are empty")
@@ -488,6 +507,7 @@ def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
     s = _auto_scale(g, k, scale)
     off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
     scene = _Scene({"body": g}, results=None)
+    _check_field(scene, field, "plot_mode")
     q = _mode_q(g, k, 1.0)
     data = {"body": (g.points(q, scale=s), s * g.displacement(q), s * g.von_mises(q))}
     p = _plotter(window_size, off_screen)
@@ -511,6 +531,7 @@ def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_f
     g, k, label = _mode_info(reduced_body, k)
     s = _auto_scale(g, k, scale)
     scene = _Scene({"body": g})
+    _check_field(scene, field, "animate_mode")
     datas = []
     for i in range(int(n_frames)):
         q = _mode_q(g, k, np.sin(2.0 * np.pi * i / n_frames))

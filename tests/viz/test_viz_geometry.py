@@ -90,7 +90,7 @@ def test_arrays_round_trip_and_validation():
 
 
 def test_adapter_reads_a_scikit_fem_mesh_in_vtk_order():
-    skfem = pytest.importorskip("skfem")
+    import skfem
     mesh = skfem.MeshHex.init_tensor(np.linspace(0, 1, 3), np.linspace(0, 0.2, 2),
                                      np.linspace(0, 0.1, 2))
 
@@ -118,7 +118,8 @@ def test_quaternion_batches_are_continuous_and_inverse():
 
 
 def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
-    pv = pytest.importorskip("pyvista")
+    import pyvista as pv
+
     from flexmbd.viz.geometry import body_geometry, visual_geometry
 
     R = rotation_matrix(np.array([0, 0, 1.0]), np.pi / 2)

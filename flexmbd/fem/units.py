@@ -1,0 +1,130 @@
+"""Consistent unit systems of imported finite-element data, converted to SI.
+
+Abaqus, Nastran and friends have no units: a deck is written in one consistent
+system chosen by the engineer.  ``mm-t-s`` (mm, tonne, s; N, MPa, t/mm^3) is
+the usual choice for mechanical parts, SI (m, kg, s; N, Pa, kg/m^3) the
+other.  Every importer takes ``units=`` explicitly and converts to SI; a
+material whose SI density or modulus is outside the range of engineering
+solids raises a `UnitsWarning` that names the file and the likely system.
+
+==========  ======  ======  =====  ========  ========  ===========
+system      length  mass    time   force     stress    density
+==========  ======  ======  =====  ========  ========  ===========
+SI          m       kg      s      N         Pa        kg/m^3
+mm-t-s      mm      t       s      N         MPa       t/mm^3
+mm-kg-ms    mm      kg      ms     kN        GPa       kg/mm^3
+mm-kg-s     mm      kg      s      mN        kPa       kg/mm^3
+==========  ======  ======  =====  ========  ========  ===========
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+from ..errors import MeshError, UnitsWarning
+
+__all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes"]
+
+
+@dataclass(frozen=True)
+class UnitSystem:
+    """A consistent unit system: SI value of one unit of length, mass and time."""
+
+    name: str
+    length: float  # m
+    mass: float  # kg
+    time: float  # s
+
+    @property
+    def force(self):
+        """SI value (N) of one force unit."""
+        return self.mass * self.length / self.time ** 2
+
+    @property
+    def stress(self):
+        """SI value (Pa) of one stress unit."""
+        return self.force / self.length ** 2
+
+    @property
+    def density(self):
+        """SI value (kg/m^3) of one density unit."""
+        return self.mass / self.length ** 3
+
+    @property
+    def stiffness(self):
+        """SI value (N/m) of one translational stiffness-matrix unit (force/length)."""
+        return self.force / self.length
+
+
+UNIT_SYSTEMS = {
+    "SI": UnitSystem("SI", 1.0, 1.0, 1.0),
+    "mm-t-s": UnitSystem("mm-t-s", 1e-3, 1e3, 1.0),
+    "mm-kg-ms": UnitSystem("mm-kg-ms", 1e-3, 1.0, 1e-3),
+    "mm-kg-s": UnitSystem("mm-kg-s", 1e-3, 1.0, 1.0),
+}
+_ALIASES = {"si": "SI", "m-kg-s": "SI", "mks": "SI", "mm-t-s": "mm-t-s", "mm-ton-s": "mm-t-s",
+            "n-mm-t": "mm-t-s", "mm-kg-ms": "mm-kg-ms", "mm-kg-s": "mm-kg-s"}
+
+# SI ranges of engineering solids (foams ... tungsten; gels ... diamond)
+RHO_RANGE = (5.0, 2.5e4)  # kg/m^3
+E_RANGE = (1e4, 1.5e12)  # Pa
+
+
+def unit_system(units, where="import"):
+    """The `UnitSystem` named ``units`` (or ``units`` itself); MeshError if unknown."""
+    if isinstance(units, UnitSystem):
+        return units
+    key = _ALIASES.get(str(units).strip().lower().replace("_", "-").replace(" ", ""))
+    if key is None:
+        raise MeshError(f"{where}: unknown unit system {units!r}; use one of "
+                        f"{sorted(UNIT_SYSTEMS)} (the system the file was written in)")
+    return UNIT_SYSTEMS[key]
+
+
+def _likely(rho_raw, E_raw):
+    """Name of the unit system in which raw (file) values look like a real solid."""
+    for name, us in UNIT_SYSTEMS.items():
+        rho, E = rho_raw * us.density, E_raw * us.stress
+        if RHO_RANGE[0] <= rho <= RHO_RANGE[1] and E_RANGE[0] <= E <= E_RANGE[1]:
+            return name
+    return None
+
+
+def check_magnitudes(where, name, rho_si, E_si, units):
+    """Warn (`UnitsWarning`) if SI density or modulus is outside the range of solids.
+
+    Parameters
+    ----------
+    where : str
+        File (and line) the values come from, for the message.
+    name : str
+        Material name.
+    rho_si, E_si : float
+        Density (kg/m^3) and Young's modulus (Pa) after conversion; None if absent.
+    units : UnitSystem
+        The declared system.
+
+    Returns
+    -------
+    bool
+        True if the values look plausible.
+    """
+    bad = []
+    if rho_si is not None and not RHO_RANGE[0] <= rho_si <= RHO_RANGE[1]:
+        bad.append(f"density {rho_si:.4g} kg/m^3")
+    if E_si is not None and not E_RANGE[0] <= E_si <= E_RANGE[1]:
+        bad.append(f"Young's modulus {E_si:.4g} Pa")
+    if not bad:
+        return True
+    hint = ""
+    if rho_si is not None and E_si is not None and rho_si > 0 and E_si > 0:
+        guess = _likely(rho_si / units.density, E_si / units.stress)
+        if guess is not None and guess != units.name:
+            hint = f"; the file's values fit units={guess!r}"
+        c = math.sqrt(E_si / rho_si)
+        bad.append(f"sound speed sqrt(E/rho) {c:.4g} m/s (solids: ~50..18000)")
+    warnings.warn(f"{where}: material {name!r} read with units={units.name!r} has "
+                  f"{', '.join(bad)}, outside the range of engineering solids{hint}; "
+                  "pass the unit system the file was written in",
+                  UnitsWarning, stacklevel=3)
+    return False
