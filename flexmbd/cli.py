@@ -191,7 +191,10 @@ def cmd_reduce(args):
     import flexmbd.fem as F
 
     _input(args.mesh, "mesh file")
-    _output(args.output, (".npz",), "reduced body file")
+    for option, path in (("--mass", args.mass), ("--stiffness", args.stiffness)):
+        if path:
+            _input(path, f"{option} matrix file")
+    _output(args.output, (".npz", ".h5", ".hdf5"), "reduced body file")
     interfaces = _interfaces(args.interface)
     fixed = parse_selector(args.fixed) if args.fixed else None
     load = _load(args.load) if args.load else None
@@ -226,10 +229,12 @@ def _reduce_inputs(args):
     deck = F.read_abaqus(args.mesh, units=args.units)
     try:
         mat = deck.material
-        material = F.Material(E=args.E or mat.E, nu=args.nu or mat.nu, rho=args.rho or mat.rho,
-                              name=mat.name)
+        pick = lambda given, deck_value: deck_value if given is None else given
+        material = F.Material(E=pick(args.E, mat.E), nu=pick(args.nu, mat.nu),
+                              rho=pick(args.rho, mat.rho), name=mat.name)
     except FlexmbdError:
-        material = _material(args) if (args.E or args.nu or args.rho) else None
+        given = any(v is not None for v in (args.E, args.nu, args.rho))
+        material = _material(args) if given else None
     if any(mats) and not all(mats):
         raise FlexmbdError("give both --mass and --stiffness (.mtx), or neither")
     if not any(mats):
@@ -298,6 +303,16 @@ def cmd_compare(args):
 def _is_reduced_body(path):
     import zipfile
 
+    from .fileio import sniff
+
+    if sniff(path) == "hdf5":
+        try:
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                return str(f.attrs.get("schema", "")).startswith("flexmbd.reduced")
+        except (ImportError, OSError):
+            return False
     try:
         with np.load(path, allow_pickle=False) as z:
             return "schema" in z.files and str(z["schema"]).startswith("flexmbd.reduced")
@@ -518,12 +533,14 @@ _SELECTORS = """Node selectors (--interface NAME=SEL, --fixed SEL, --load SEL:fx
 a node-set name from the mesh file (gmsh physical group, Abaqus set), or
 plane:x,y,z:nx,ny,nz, box:x0,y0,z0:x1,y1,z1, sphere:x,y,z:r, nearest:x,y,z."""
 
-REDUCE_HELP = f"""Reduce a finite-element mesh to a flexible body and write it as .npz.
+REDUCE_HELP = f"""Reduce a finite-element mesh to a flexible body and write it (.npz or .h5).
 
 The mesh (gmsh .msh, or any format meshio reads) is assembled with the material
-(--material, or --E/--nu/--rho), reduced with the mode strategy and saved with its
-modes, modal invariants, stress modes and geometric stiffness. `flexmbd info` prints
-the mode table of the written file.
+(--material, or --E/--nu/--rho); an Abaqus deck (.inp) brings its mesh, node sets
+and material, and with --mass/--stiffness its exported matrices (.mtx). It is
+reduced with the mode strategy and saved with its modes, modal invariants, stress
+modes and geometric stiffness. `flexmbd info` prints the mode table of the written
+file.
 
 Strategies: normal (free-free or --fixed normal modes), static-correction (normal
 modes plus the static response to the interface or --load loads), craig-bampton
@@ -642,7 +659,7 @@ def build_parser():
 
     r = sub.add_parser("reduce", help="reduce a mesh to a flexible body (.npz)",
                        description=REDUCE_HELP, formatter_class=_RAW)
-    r.add_argument("mesh", help="mesh file (gmsh .msh or another meshio format)")
+    r.add_argument("mesh", help="mesh file (gmsh .msh, Abaqus .inp or another meshio format)")
     r.add_argument("--strategy", default="craig-bampton", choices=STRATEGIES,
                    help="mode strategy (default craig-bampton)")
     _fem_options(r)
@@ -653,7 +670,7 @@ def build_parser():
     r.add_argument("--no-stress", action="store_true", help="skip stress modes")
     r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")
     r.add_argument("--name", help="body name (default: mesh file stem)")
-    r.add_argument("-o", "--output", required=True, help="output file (.npz)")
+    r.add_argument("-o", "--output", required=True, help="output file (.npz, or .h5 for HDF5)")
     r.set_defaults(func=cmd_reduce)
 
     c = sub.add_parser("compare-modes", help="compare mode sets with the full FE model",

@@ -432,3 +432,18 @@ def test_compare_modes_help_explains_every_column(capsys):
     for column in ("freq_err_max", "static_err", "trunc_load", "trunc_static",
                    "transient_err", "time_s", "n_modes"):
         assert f"\n  {column}" in text, column
+
+
+def test_reduced_body_in_hdf5_is_written_and_described(tmp_path, capsys):
+    """reduce -o body.h5 writes HDF5 (atomically, through a temporary .h5 file) and
+    `flexmbd info` recognizes it as a reduced body."""
+    from flexmbd.fem import ReducedBody
+
+    out = tmp_path / "b.h5"
+    assert main(["reduce", str(BEAM), "--strategy", "normal", "--modes", "2",
+                 "--no-geometric", "--no-stress", "-o", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89HDF" and ReducedBody.load(out).n_modes == 2
+    capsys.readouterr()
+    assert main(["info", str(out)]) == 0
+    assert "2 modes" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.h5"]
