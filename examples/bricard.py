@@ -19,6 +19,10 @@ joint angles): the QR projection finds rank 4 and discards one equation, by
 itself, at every step -- the real mobility is 5 - 4 = 1.
 
 Run: ``python examples/bricard.py`` (10 s; plot in examples/out/).
+
+CPU time at defaults: more than 42 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): 5.3 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time
@@ -123,5 +127,18 @@ def main(t_end=10.0, dt=2e-3, outdir=None, plot=True):
     return res, drift
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=0.6, dt=2e-3)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -68,6 +68,10 @@ Test Set's ``q1`` for its model, and frame-independent for every mode set.
 Run ``python examples/flexible_slider_crank.py``; writes
 ``examples/out/flexible_slider_crank.png`` and ``.md``. ``main(t_end=0.02, ...)``
 are the small settings of the tests.
+
+CPU time at defaults: not measured to the end here (minutes); with ``--quick`` (the tests' small
+settings, ``QUICK``): 32 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time
@@ -609,5 +613,18 @@ def main(t_end=0.1, dt=2.5e-5, testset_dts=(4e-5, 2e-5, 1e-5), n_segments=(20, 4
     return out
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20))
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -35,6 +35,10 @@ sets.
 
 Run ``python examples/mode_selection_study.py``; writes ``examples/out/
 mode_selection.png`` and ``.md``. ``main(t_end=..., mode_counts=...)`` small for tests.
+
+CPU time at defaults: more than 26 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): 11 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time
@@ -212,5 +216,19 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
     return out
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24,
+             chain_segments=0)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

@@ -17,6 +17,10 @@ motion) and the couplers translate, so
 ``[(N + 1) m L^2 / 3 + N m L^2] theta'' = -[(N + 1) m g L / 2 + N m g L] cos(theta)``.
 
 Run: ``python examples/n_four_bar.py`` (N = 40, 20 s; plot in examples/out/).
+
+CPU time at defaults: more than 16 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): 9.1 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time
@@ -114,5 +118,18 @@ def main(N=40, t_end=20.0, dt=2e-3, outdir=None, plot=True):
     return res, e
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(N=4, t_end=1.1)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

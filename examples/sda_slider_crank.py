@@ -26,6 +26,10 @@ static equilibrium with and without the SDA Jacobian. ``main()`` writes the
 tables (Markdown) and a plot to ``examples/out/``.
 
 Run: ``python examples/sda_slider_crank.py``.
+
+CPU time at defaults: more than 12 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): 5.8 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import os
@@ -152,5 +156,18 @@ def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1
     return {"k": k_runs, "c": c_runs, "static": statics, "table": text}
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(k_values=(1e2, 1e4, 1e6), c_values=(1e1, 1e4), steps=15, static_k=(2e4,))
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    print(main()["table"])
+    print(main(**settings())["table"])

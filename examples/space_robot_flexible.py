@@ -22,6 +22,10 @@ each sample. The rigid reference has the same links with the flexible bars' rigi
 inertia, so the difference is the flexibility alone.
 
 Run: ``python examples/space_robot_flexible.py`` (writes PNG plots to ``examples/out/``).
+
+CPU time at defaults: more than 20 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): more than 20 s (run stopped early on the loaded machine) (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import sys
@@ -214,5 +218,18 @@ def main(t_end=10.0, dt=2e-3, substeps=4, out="examples/out", show=True):
     return res_f, res_r
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=0.1)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

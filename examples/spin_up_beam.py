@@ -35,6 +35,10 @@ frequency (|w| ~ 1e21 m at t = 20 s).
 
 Writes ``out/spin_up_beam.png`` (both flexible runs and the reference).
 Run: ``python examples/spin_up_beam.py``; ``main(t_end=..., n_segments=...)`` small for tests.
+
+CPU time at defaults: more than 13 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
+settings, ``QUICK``): 8.5 s (2-core machine shared by other jobs, November 2026,
+first run without compiled-kernel cache excluded).
 """
 
 import time
@@ -209,5 +213,18 @@ def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0
     return out
 
 
+# --quick: the small settings the tests use (seconds instead of minutes)
+QUICK = dict(t_end=3.0, dt=2e-2, n_segments=8)
+
+
+def settings(argv=None):
+    """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    return dict(QUICK) if ap.parse_args(argv).quick else {}
+
+
 if __name__ == "__main__":
-    main()
+    main(**settings())

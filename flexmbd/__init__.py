@@ -51,6 +51,7 @@ _LAZY = {
     "constraints": ("flexmbd.constraints", None),
     "kinematics": ("flexmbd.kinematics", None),
     "urdf": ("flexmbd.urdf", None),
+    "data": ("flexmbd.data", None),
     "Results": ("flexmbd.results", "Results"),
     "Material": ("flexmbd.fem", "Material"),
     "NormalModes": ("flexmbd.fem", "NormalModes"),

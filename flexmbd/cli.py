@@ -736,7 +736,7 @@ def build_parser():
     v.add_argument("--stride", type=positive_int, help="use every n-th sample")
     v.add_argument("--max-frames", type=positive_int, default=200,
                    help="at most this many frames (default 200)")
-    v.add_argument("--view", default="iso", help="iso, xy, xz, yz, ...")
+    v.add_argument("--view", default="auto", help="auto (up = -gravity), iso, xy, xz, yz, ...")
     v.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels")
     v.add_argument("--time", type=finite_float, help="snapshot time for image outputs (s)")
     v.set_defaults(func=cmd_render)

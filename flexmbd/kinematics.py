@@ -6,7 +6,8 @@ formulation, viewers, tests). The solvers have their own compiled kernels.
 
 import numpy as np
 
-__all__ = ["joint_pose", "tree_poses", "relative_pose", "pose_inverse", "pose_compose"]
+__all__ = ["joint_pose", "tree_poses", "relative_pose", "pose_inverse", "pose_compose",
+           "rotation_matrices", "joint_transforms", "tree_poses_batch"]
 
 
 def pose_compose(a, b):
@@ -55,4 +56,93 @@ def tree_poses(model, q=None):
         rev = bool(topo.reversed[k - 1])
         inboard = j.child if rev else j.parent
         poses[body] = pose_compose(poses[inboard], relative_pose(j, qj, rev))
+    return poses
+
+
+# -- whole histories at once (viewers, output of runs) ---------------------------------
+def rotation_matrices(axis, angles):
+    """Rotations (nt, 3, 3) by ``angles`` (nt,) rad about one ``axis`` (Rodrigues), the
+    arithmetic of :func:`flexmbd.spatial.rotation_matrix` applied to every sample."""
+    from .spatial import skew
+
+    a = np.asarray(axis, dtype=float)
+    a = a / np.linalg.norm(a)
+    K = skew(a)
+    th = np.asarray(angles, dtype=float)[:, None, None]
+    return np.eye(3) + np.sin(th) * K + (1.0 - np.cos(th)) * (K @ K)
+
+
+def _quat_rotations(E):
+    from .results import quat_to_rot_batch
+
+    return quat_to_rot_batch(E)
+
+
+def joint_transforms(joint, Q):
+    """``joint.transform`` of every row of ``Q`` (nt, nq): ``R`` (nt, 3, 3), ``p`` (nt, 3).
+
+    Vectorized for the joint types of :mod:`flexmbd.model.joints`; any other joint
+    type is evaluated sample by sample.
+    """
+    from .model import joints as J
+
+    Q = np.asarray(Q, dtype=float).reshape(len(Q), -1)
+    nt = len(Q)
+    zero, eye = np.zeros((nt, 3)), np.broadcast_to(np.eye(3), (nt, 3, 3)).copy()
+    kind = type(joint)
+    if kind is J.Revolute:
+        return rotation_matrices(joint.axis, Q[:, 0]), zero
+    if kind is J.Prismatic:
+        return eye, joint.axis * Q[:, :1]
+    if kind is J.Cylindrical:
+        return rotation_matrices(joint.axis, Q[:, 0]), joint.axis * Q[:, 1:2]
+    if kind is J.Universal:
+        return (rotation_matrices(joint.axis1, Q[:, 0])
+                @ rotation_matrices(joint.axis2, Q[:, 1])), zero
+    if kind is J.Spherical:
+        return _quat_rotations(Q), zero
+    if kind is J.Planar:
+        return (rotation_matrices(joint.normal, Q[:, 2]),
+                Q[:, :1] * joint.u1 + Q[:, 1:2] * joint.u2)
+    if kind is J.Fixed:
+        return eye, zero
+    if kind is J.Free:
+        return _quat_rotations(Q[:, 3:]), Q[:, :3].copy()
+    R, p = np.empty((nt, 3, 3)), np.empty((nt, 3))
+    for i in range(nt):
+        R[i], p[i] = joint.transform(Q[i])
+    return R, p
+
+
+def _compose(a, b):
+    """Batched :func:`pose_compose`; either pose may be a single (3, 3), (3,) pose."""
+    Ra, pa = a
+    Rb, pb = b
+    return Ra @ Rb, pa + np.einsum("...ij,...j->...i", Ra, pb)
+
+
+def tree_poses_batch(model, Q, nt):
+    """World poses ``{body: (R (nt, 3, 3), r (nt, 3))}`` for ``nt`` samples at once.
+
+    ``Q`` maps joints to coordinate histories (nt, nq); joints not in ``Q`` stay at
+    their ``q0``. Same poses as :func:`tree_poses` sample by sample (to round-off).
+    """
+    topo = model.topology()
+    joints = model.joints()
+    bodies = model.bodies()
+    poses = {model.ground: (np.broadcast_to(np.eye(3), (nt, 3, 3)), np.zeros((nt, 3)))}
+    for label in range(1, topo.n_bodies + 1):
+        body = bodies[int(topo.original_body[label]) - 1]
+        k = int(topo.tree_joint[label])
+        j = joints[k - 1]
+        qj = Q.get(j) if j in Q else np.broadcast_to(j.q0, (nt, j.nq))
+        pf, cf = j.parent_frame, j.child_frame
+        rel = _compose(_compose((pf.rotation, pf.position), joint_transforms(j, qj)),
+                       pose_inverse((cf.rotation, cf.position)))
+        if bool(topo.reversed[k - 1]):
+            Rt = np.swapaxes(rel[0], -1, -2)
+            rel = (Rt, -np.einsum("...ij,...j->...i", Rt, rel[1]))
+        rev = bool(topo.reversed[k - 1])
+        inboard = j.child if rev else j.parent
+        poses[body] = _compose(poses[inboard], rel)
     return poses

@@ -154,17 +154,47 @@ def quat_to_rot_batch(e):
 def rot_to_quat_batch(R, continuous=True):
     """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
 
-    With ``continuous=True`` the sign of each quaternion is chosen to stay close to
-    the previous one (no jumps between ``e`` and ``-e``), starting with ``e0 >= 0``.
+    Shepperd's method of :func:`flexmbd.spatial.rot_to_quat` on every sample at once
+    (same branch per sample, ``e0 >= 0``). With ``continuous=True`` the sign of each
+    quaternion is then chosen to stay close to the previous one (no jumps between
+    ``e`` and ``-e``).
     """
-    from .spatial import rot_to_quat
-
     R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
-    E = np.array([rot_to_quat(Ri) for Ri in R]).reshape(-1, 4)
-    if continuous:
-        for k in range(1, len(E)):
-            if E[k] @ E[k - 1] < 0:
-                E[k] = -E[k]
+    n = len(R)
+    tr = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
+    k = np.argmax(np.column_stack([tr, R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]]), axis=1)
+    E = np.empty((n, 4))
+    s0 = k == 0
+    if s0.any():
+        Rs = R[s0]
+        e0 = 0.5 * np.sqrt(1.0 + tr[s0])
+        E[s0, 0] = e0
+        E[s0, 1] = (Rs[:, 2, 1] - Rs[:, 1, 2]) / (4 * e0)
+        E[s0, 2] = (Rs[:, 0, 2] - Rs[:, 2, 0]) / (4 * e0)
+        E[s0, 3] = (Rs[:, 1, 0] - Rs[:, 0, 1]) / (4 * e0)
+    for i in range(3):
+        sel = k == i + 1
+        if not sel.any():
+            continue
+        j, m = (i + 1) % 3, (i + 2) % 3
+        Rs = R[sel]
+        ei = 0.5 * np.sqrt(1.0 + 2 * Rs[:, i, i] - tr[sel])
+        E[sel, 1 + i] = ei
+        E[sel, 0] = (Rs[:, m, j] - Rs[:, j, m]) / (4 * ei)
+        E[sel, 1 + j] = (Rs[:, j, i] + Rs[:, i, j]) / (4 * ei)
+        E[sel, 1 + m] = (Rs[:, m, i] + Rs[:, i, m]) / (4 * ei)
+    E[E[:, 0] < 0] *= -1.0
+    E /= np.sqrt(np.einsum("ij,ij->i", E, E))[:, None]
+    if continuous and n > 1:
+        # flip where the running sign product says so (the sequential rule, vectorized)
+        dots = np.einsum("ij,ij->i", E[1:], E[:-1])
+        if np.any(dots == 0.0):       # a half-turn between samples: the rule as written
+            for i in range(1, n):
+                if E[i] @ E[i - 1] < 0:
+                    E[i] = -E[i]
+        else:
+            sign = np.concatenate([[1.0], np.where(np.cumsum(dots < 0) % 2, -1.0, 1.0)])
+            E *= sign[:, None]
     return E
 
 
@@ -450,8 +480,12 @@ class Results:
                    energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
                    meta=header["meta"], geometry=geometry)
 
-    def to_vtk(self, path, stride=1, scale=1.0, bodies=None):
+    def to_vtk(self, path, stride=None, scale=1.0, bodies=None, max_frames=200):
         """Write a VTK time series: ``path`` (``.pvd``) plus one ``.vtu`` per frame.
+
+        Frames are every ``stride``-th sample (default: the smallest stride that
+        gives at most ``max_frames`` frames, first sample included; ``stride=1``
+        writes every sample).
 
         Every frame merges the bodies that have geometry (see :func:`attach_geometry`)
         into one unstructured grid at their world pose, with point data
@@ -473,6 +507,8 @@ class Results:
             attach_geometry(res, model)
             if any(f"position:{b}" not in res.extra for b in res.geometry):
                 attach_tree_poses(res, model)
+        if stride is None:
+            stride = max(1, -(-len(self.t) // max(int(max_frames), 1)))
         return write_vtk_series(res, path, stride=stride, scale=scale, bodies=bodies)
 
     def plot(self, *columns, file=None, ax=None, title=None):
@@ -686,30 +722,26 @@ def _name(b):
 
 
 def attach_tree_poses(results, model):
-    """Fill body poses from joint coordinates with :func:`flexmbd.kinematics.tree_poses`.
+    """Fill body poses from joint coordinates with :func:`flexmbd.kinematics.tree_poses_batch`.
 
     For results whose coordinates are owned by joints (the recursive formulation of
-    a tree or the tree part of a closed loop); a plain-Python loop over samples,
-    meant for viewing and tests. Returns ``results``.
+    a tree or the tree part of a closed loop); the whole history at once (the same
+    poses as :func:`flexmbd.kinematics.tree_poses` sample by sample, to round-off).
+    Returns ``results``.
     """
-    from .kinematics import tree_poses
+    from .kinematics import tree_poses_batch
 
     cols = {}
     for j in model.joints():
         idx = [i for i, (owner, _) in enumerate(results.coordinates) if owner == j.name]
         if len(idx) == j.nq and j.nq:
             cols[j] = idx
-    bodies = model.bodies()
     nt = len(results.t)
-    pos = {b.name: np.empty((nt, 3)) for b in bodies}
-    rot = {b.name: np.empty((nt, 3, 3)) for b in bodies}
-    for i in range(nt):
-        poses = tree_poses(model, {j: results.q[i, idx] for j, idx in cols.items()})
-        for b in bodies:
-            rot[b.name][i], pos[b.name][i] = poses[b]
-    for b in bodies:
-        results.extra[f"position:{b.name}"] = pos[b.name]
-        results.extra[f"orientation:{b.name}"] = rot_to_quat_batch(rot[b.name])
+    poses = tree_poses_batch(model, {j: results.q[:, idx] for j, idx in cols.items()}, nt)
+    for b in model.bodies():
+        R, r = poses[b]
+        results.extra[f"position:{b.name}"] = np.array(np.broadcast_to(r, (nt, 3)), dtype=float)
+        results.extra[f"orientation:{b.name}"] = rot_to_quat_batch(np.broadcast_to(R, (nt, 3, 3)))
     return results
 
 
@@ -721,7 +753,9 @@ def attach_geometry(results, model, bodies=None, glyphs=True):
     :class:`~flexmbd.viz.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
     visual dicts. Flexible bodies of a model give their finite-element mesh and
     modes; rigid bodies their visuals or, with ``glyphs=True``, a box with the body's
-    mass and principal moments of inertia. Returns ``results``.
+    mass and principal moments of inertia. A model's gravity (m/s^2, world axes) goes
+    to ``results.meta["gravity"]``, so that views of a saved file put it down.
+    Returns ``results``.
     """
     from .viz.geometry import body_geometry, reduced_body_geometry, visual_geometry
 
@@ -739,4 +773,9 @@ def attach_geometry(results, model, bodies=None, glyphs=True):
         g = body_geometry(b, glyph=glyphs)
         if g is not None:
             results.geometry[b.name] = g.to_arrays()
+    from .viz.camera import gravity_of
+
+    g = gravity_of(model)
+    if g is not None and "gravity" not in results.meta:   # views put -gravity up
+        results.meta["gravity"] = [float(v) for v in g]
     return results

@@ -112,17 +112,108 @@ def test_flagship_agrees_with_the_validated_slider_crank():
     assert np.abs(d - d_ref).max() < 1e-6 * np.abs(d_ref).max()
 
 
-def test_readme_example_runs_and_both_formulations_agree():
-    """The README's fifteen lines run, and CFA (RK4) and absolute (generalized-alpha) agree."""
+# -- every example: a --quick option and its run time at defaults ------------------------
+SCRIPTS = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem != "make_simeon_rod")
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_example_has_quick_settings_and_states_its_cpu_time(name):
+    """``--quick`` gives the small settings the tests use (keyword arguments of main);
+    the module docstring states the CPU time at defaults and with --quick."""
+    import inspect
     import re
 
+    mod = load(name)
+    params = inspect.signature(mod.main).parameters
+    assert set(mod.QUICK) <= set(params), f"{name}: QUICK names unknown main() arguments"
+    assert mod.settings(["--quick"]) == mod.QUICK and mod.settings([]) == {}
+    with pytest.raises(SystemExit):            # a mistyped option is refused, not ignored
+        mod.settings(["--quik"])
+    doc = mod.__doc__
+    assert re.search(r"CPU time.*defaults", doc, re.S | re.I), f"{name}: no CPU time stated"
+    assert "--quick" in doc
+
+
+@pytest.mark.slow
+def test_four_bar_quick_runs_as_a_script(tmp_path):
+    """The command line of an example: ``python examples/four_bar.py --quick`` runs the
+    singular-configuration study at its small settings and prints the force error."""
+    env = dict(os.environ, FLEXMBD_PROGRESS="0", MPLBACKEND="Agg",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(EXAMPLES / "four_bar.py"), "--quick"],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    import re
+
+    err = [float(x) for x in re.findall(r"cut-joint force error vs 1-dof reference: (\S+) N",
+                                        out.stdout)]
+    # with the tangent projection the cut force follows the 1-dof reference (Wang et al.
+    # 2025, Fig. 5); without it the accelerations drift after the singular configuration
+    assert len(err) == 2 and err[0] < 1e-8 and err[1] > 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_example_runs_quick_as_a_script(name, tmp_path):
+    env = dict(os.environ, FLEXMBD_PROGRESS="0", MPLBACKEND="Agg",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--quick"],
+                         capture_output=True, text=True, timeout=1800, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+# -- README: every python block runs as written, each in its own empty directory --------
+def readme_blocks():
+    """``[(section heading, code)]`` of every python block of the README."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    out = []
+    for m in re.finditer(r"```python\n(.*?)```", text, re.S):
+        heads = re.findall(r"^## (.+)$", text[:m.start()], re.M)
+        out.append((heads[-1] if heads else "", m.group(1)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def readme(tmp_path_factory):
+    """Run every README python block in a fresh temporary working directory (not the
+    repository): ``{heading: (namespace, directory)}``. Without off-screen rendering
+    the animations are skipped (the rest runs)."""
+    import flexmbd.viz
+    from flexmbd.viz.headless import RenderingUnavailable, configure
+
+    out = {}
+    cwd = os.getcwd()
+    with pytest.MonkeyPatch.context() as mp:
+        try:
+            configure()
+        except RenderingUnavailable:
+            mp.setattr(flexmbd.viz, "animate", lambda *a, **k: 0, raising=False)
+        for k, (heading, code) in enumerate(readme_blocks()):
+            where = tmp_path_factory.mktemp(f"readme{k}")
+            ns = {}
+            os.chdir(where)
+            try:
+                with redirect_stdout(io.StringIO()):
+                    exec(compile(code, f"README.md ({heading})", "exec"), ns)
+            finally:
+                os.chdir(cwd)
+            out[heading] = (ns, where)
+    return out
+
+
+def test_every_readme_python_block_runs_in_a_temporary_directory(readme):
+    assert list(readme) == [h for h, _ in readme_blocks()]
+    assert {"Fifteen lines", "A flexible body", "Everyday use"} <= set(readme)
+    assert not (ROOT / "pendulum.gif").exists() and not (ROOT / "run.h5").exists()
+
+
+def test_readme_example_runs_and_both_formulations_agree(readme):
+    """The README's fifteen lines run, and CFA (RK4) and absolute (generalized-alpha) agree."""
     import numpy as np
 
-    text = (EXAMPLES.parent / "README.md").read_text()
-    code = re.search(r"## Fifteen lines\s+```python\n(.*?)```", text, re.S).group(1)
-    ns = {}
-    with redirect_stdout(io.StringIO()):
-        exec(compile(code, "README.md", "exec"), ns)
+    ns, _ = readme["Fifteen lines"]
     res, res2 = ns["res"], ns["res2"]
     # the pendulum swings: the elbow moves far from its initial angle
     assert np.ptp(res.joint("elbow").q) > 0.5
@@ -133,37 +224,12 @@ def test_readme_example_runs_and_both_formulations_agree():
     assert np.abs(r1 - r2).max() < 1e-4 * np.abs(r1).max()
 
 
-def test_readme_flexible_body_block(tmp_path, monkeypatch):
-    """The README's flexible-body block runs from the repository root; the pendulum
-    swings and bends, and the GIF is written (skipped without off-screen rendering)."""
-    import re
-
+def test_readme_flexible_body_block(readme):
+    """The README's flexible-body block runs outside the repository (the mesh comes
+    with the package); the pendulum swings and bends, and the GIF is written."""
     import numpy as np
 
-    from flexmbd.viz.headless import RenderingUnavailable, configure
-
-    text = (EXAMPLES.parent / "README.md").read_text()
-    code = re.search(r"## A flexible body\s+```python\n(.*?)```", text, re.S).group(1)
-    import importlib.util
-
-    try:
-        configure()
-        # GIF writing needs imageio, an optional extra ('viz'); without it the block's
-        # physics still runs and is checked, the animation line is left out
-        drawable = importlib.util.find_spec("imageio") is not None
-    except RenderingUnavailable:
-        drawable = False
-    if not drawable:
-        code = code.replace('fm.viz.animate(run, "pendulum.gif"', "(lambda *a, **k: None)(run")
-    monkeypatch.chdir(EXAMPLES.parent)
-    ns = {}
-    gif = EXAMPLES.parent / "pendulum.gif"
-    try:
-        with redirect_stdout(io.StringIO()):
-            exec(compile(code.replace('"pendulum.gif"', repr(str(tmp_path / "p.gif"))),
-                         "README.md", "exec"), ns)
-    finally:
-        assert not gif.exists()
+    ns, where = readme["A flexible body"]
     run, tip = ns["run"], ns["tip"]
     # released horizontally: the tip falls by tens of centimetres in 0.5 s ...
     assert tip[0, 1] - tip[:, 1].min() > 0.2
@@ -173,3 +239,46 @@ def test_readme_flexible_body_block(tmp_path, monkeypatch):
     # are stiffer in bending (44.05 Hz)
     f = ns["beam"].frequencies
     assert f[0] == pytest.approx(f[1], rel=1e-9) and 41.78 < f[0] < 1.06 * 41.78
+    if _renders():
+        assert (where / "pendulum.gif").stat().st_size > 10_000
+
+
+def test_readme_everyday_block(readme):
+    """Files, VTK frames (at most 200 by default), checkpoint/resume and a sweep."""
+    import numpy as np
+
+    import flexmbd as fm
+
+    ns, where = readme["Everyday use"]
+    assert fm.Results.load(where / "run.h5").equals(fm.Results.load(where / "run.h5"))
+    first = fm.Results.load(where / "run.h5")
+    assert len(first.t) == 1001
+    # 1001 samples -> stride 6 -> 167 frames, the first sample included
+    vtus = sorted((where / "out").glob("run_*.vtu"))
+    assert len(vtus) == 167
+    pvd = (where / "out" / "run.pvd").read_text()
+    assert pvd.count("<DataSet") == 167 and 'timestep="0.0"' in pvd
+    if _renders():
+        assert (where / "run.gif").stat().st_size > 10_000
+    # the resumed checkpointed run is complete to t = 2 s
+    res = ns["res"]
+    assert res.t[-1] == pytest.approx(2.0) and len(res.t) == 2001
+    # a free pendulum (k = 0) conserves energy under generalized-alpha to O(dt^2)
+    e = res.energy.get("total")
+    if e is not None:
+        assert np.ptp(e) < 1e-2 * np.abs(first.energy["kinetic"]).max()
+    # the sweep: 4 cases, one row each; the spring changes the motion
+    table = ns["table"]
+    assert len(table) == 4 and set(table["length"]) == {0.5, 1.0}
+    q_end = table.set_index(["length", "k"])["q:hinge:angle"]
+    assert abs(q_end[(1.0, 1.0)] - q_end[(1.0, 10.0)]) > 1e-3
+
+
+def _renders():
+    from flexmbd.viz.headless import RenderingUnavailable, configure
+
+    try:
+        configure()
+        return True
+    except RenderingUnavailable:
+        return False

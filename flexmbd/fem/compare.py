@@ -220,11 +220,13 @@ def _figure(rows, f_full):
     x = np.arange(len(keys))
     w = 0.8 / max(len(red), 1)
     for i, r in enumerate(red):
-        ax2.bar(x + i * w, [max(r[k], 1e-16) for k in keys], w, label=r["strategy"][:30])
+        ax2.bar(x + i * w, [max(r[k], 1e-16) for k in keys], w,
+                label=f"{r['strategy'][:40]} ({r['n_modes']})")
     ax2.set_yscale("log")
     ax2.set_xticks(x + 0.4 - w / 2)
     ax2.set_xticklabels(keys, fontsize=8)
     ax2.set_ylabel("relative error")
     ax2.grid(True, axis="y", alpha=0.3)
+    ax2.legend(fontsize=7)                        # every panel says which bar is which
     fig.tight_layout()
     return fig

@@ -1,7 +1,7 @@
 """3D views with PyVista: models, results, mode shapes and animations.
 
 >>> import flexmbd as fm                                   # doctest: +SKIP
->>> fm.viz.show(model, file="model.png")                   # doctest: +SKIP
+>>> fm.viz.show(model, file="model.png")   # up = -gravity      # doctest: +SKIP
 >>> fm.viz.animate(res, "run.gif", scale=50, field="von_mises")   # doctest: +SKIP
 >>> fm.viz.plot_mode(body, 1, file="mode1.png")            # doctest: +SKIP
 
@@ -16,12 +16,12 @@ import importlib
 __all__ = [
     "show", "animate", "plot_mode", "animate_mode", "deformed_mesh", "deformed_points",
     "BodyGeometry", "body_geometry", "reduced_body_geometry", "inertia_box", "von_mises",
-    "RenderingUnavailable", "configure", "FrameWriter",
+    "RenderingUnavailable", "configure", "FrameWriter", "plotter", "auto_view", "gravity_of",
 ]
 
 _WHERE = {
     "show": "render", "animate": "render", "plot_mode": "render", "animate_mode": "render",
-    "FrameWriter": "render",
+    "FrameWriter": "render", "plotter": "render", "auto_view": "camera", "gravity_of": "camera",
     "deformed_mesh": "geometry", "deformed_points": "geometry", "BodyGeometry": "geometry",
     "body_geometry": "geometry", "reduced_body_geometry": "geometry",
     "inertia_box": "geometry", "von_mises": "geometry",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FlexmbdError
+from .camera import auto_view, gravity_of
 from .geometry import (
     BodyGeometry,
     anchored_frame_data,
@@ -21,46 +22,58 @@ from .geometry import (
 )
 from .headless import configure, has_display
 
-__all__ = ["show", "animate", "plot_mode", "animate_mode", "FrameWriter"]
+__all__ = ["show", "plotter", "animate", "plot_mode", "animate_mode", "FrameWriter"]
 
 BACKGROUND = "white"
 _PALETTE = ["#a0a8b4", "#b4aca0", "#a8b4a4", "#b0a4b0", "#b4b0a0", "#a4b0b0", "#aaaaaa"]  # pale
 _FIELDS = ("displacement", "von_mises")
+GROUND_COLOR = "#ececec"          # the faint ground plane (unlit, below the mechanism)
+AXES_COLOR = "#505050"            # the axes triad (grey: kept apart from the colour map)
 
 
 # -- plotter and writer ----------------------------------------------------------------
-def _plotter(window_size, off_screen):
+def _plotter(window_size, off_screen, anti_aliasing=True):
     configure()
     import pyvista as pv
 
     p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
     p.set_background(BACKGROUND)
+    if not anti_aliasing:      # animations: multisampling doubles the software-GL cost
+        p.disable_anti_aliasing()
     return p
 
 
 class FrameWriter:
-    """Write frames to ``.gif`` (imageio) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames.
+    """Write frames to ``.gif`` (Pillow) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames.
 
-    A GIF stores identical consecutive frames once with their durations added
-    (Pillow does this), so it may hold fewer frames than were appended; the views
-    here always change a label between frames.
+    Frames are encoded as they come: an MP4 streams them to ffmpeg; a GIF frame is
+    reduced to its own 256-colour palette at once (Pillow's fast octree quantizer,
+    a few milliseconds per frame) and the palette frames are written at
+    :meth:`close`. A GIF stores identical consecutive frames once with their
+    durations added (Pillow does this), so it may hold fewer frames than were
+    appended; the views here always change a label between frames.
     """
 
     def __init__(self, path, fps=20):
         self.path = Path(path)
+        self.fps = float(fps)
         suffix = self.path.suffix.lower()
-        try:
-            import imageio.v2 as imageio
-        except ImportError as err:  # pragma: no cover - optional extra
-            raise FlexmbdError("animations need imageio: pip install 'flexmbd[viz]'") from err
+        self._gif = None
+        self._w = None
         if suffix == ".gif":
-            self._w = imageio.get_writer(self.path, mode="I", duration=1000.0 / fps, loop=0)
+            try:
+                from PIL import Image  # noqa: F401  (imageio's own dependency)
+            except ImportError as err:  # pragma: no cover - optional extra
+                raise FlexmbdError("GIF animations need Pillow: pip install 'flexmbd[viz]'") \
+                    from err
+            self._gif = []
         elif suffix in (".mp4", ".mov", ".avi", ".mkv"):
             try:
+                import imageio.v2 as imageio
                 import imageio_ffmpeg  # noqa: F401
             except ImportError as err:  # pragma: no cover - optional extra
                 raise FlexmbdError(
-                    "video files need imageio-ffmpeg: pip install 'flexmbd[viz]'"
+                    "video files need imageio and imageio-ffmpeg: pip install 'flexmbd[viz]'"
                 ) from err
             self._w = imageio.get_writer(self.path, fps=fps, codec="libx264", quality=7,
                                          macro_block_size=16, pixelformat="yuv420p")
@@ -71,11 +84,27 @@ class FrameWriter:
         self.n = 0
 
     def append(self, image):
-        self._w.append_data(np.asarray(image))
+        """Add one ``(h, w, 3)`` (or RGBA) uint8 frame."""
+        image = np.ascontiguousarray(np.asarray(image)[..., :3], dtype=np.uint8)
+        if self._gif is not None:
+            from PIL import Image
+
+            self._gif.append(Image.fromarray(image).quantize(
+                256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE))
+        else:
+            self._w.append_data(image)
         self.n += 1
 
     def close(self):
-        self._w.close()
+        """Finish the file (a GIF is written here)."""
+        if self._gif is not None:
+            frames, self._gif = self._gif, None
+            if frames:
+                frames[0].save(self.path, save_all=True, append_images=frames[1:],
+                               duration=1000.0 / self.fps, loop=0)
+        elif self._w is not None:
+            self._w.close()
+            self._w = None
 
     def __len__(self):
         return self.n
@@ -207,14 +236,19 @@ def _scale_note(scale):
     return "" if scale == 1 else f"  (deformation drawn x {scale:g})"
 
 
-def _bounds(datas):
-    lo = np.full(3, np.inf)
-    hi = np.full(3, -np.inf)
-    for data in datas:
-        for x, _, _ in data.values():
-            if len(x):
-                lo = np.minimum(lo, x.min(axis=0))
-                hi = np.maximum(hi, x.max(axis=0))
+def _extent(data, lo=None, hi=None):
+    """Smallest and largest coordinates (3,), (3,) of a frame's points (grown from lo, hi)."""
+    lo = np.full(3, np.inf) if lo is None else lo
+    hi = np.full(3, -np.inf) if hi is None else hi
+    for x, _, _ in data.values():
+        if len(x):
+            lo = np.minimum(lo, x.min(axis=0))
+            hi = np.maximum(hi, x.max(axis=0))
+    return lo, hi
+
+
+def _padded(lo, hi):
+    """VTK bounds ``[x0, x1, y0, y1, z0, z1]`` of the extent with a 5 % margin."""
     if not np.all(np.isfinite(lo)):
         lo, hi = -np.ones(3), np.ones(3)
     pad = 0.05 * max(np.linalg.norm(hi - lo), 1e-9)
@@ -222,15 +256,84 @@ def _bounds(datas):
     return [lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]]
 
 
-def _set_view(p, view, bounds, zoom=1.0):
-    views = {"iso": p.view_isometric, "xy": p.view_xy, "xz": p.view_xz, "yz": p.view_yz,
-             "yx": p.view_yx, "zx": p.view_zx, "zy": p.view_zy}
-    if view not in views:
-        raise FlexmbdError(f"unknown view {view!r}; use one of {sorted(views)}")
-    views[view](render=False)
+def _bounds(datas):
+    lo = hi = None
+    for data in datas:
+        lo, hi = _extent(data, lo, hi)
+    return _padded(lo, hi)
+
+
+VIEWS = ("auto", "iso", "xy", "xz", "yz", "yx", "zx", "zy")
+
+
+def _set_view(p, view, bounds, zoom=1.0, points=None, gravity=None):
+    """Point the camera; ``"auto"`` (see :mod:`flexmbd.viz.camera`) puts ``-gravity`` up
+    and looks at the plane of motion of ``points``. Returns the screen's up vector."""
+    if view not in VIEWS:
+        raise FlexmbdError(f"unknown view {view!r}; use one of {list(VIEWS)}")
+    if view == "auto":
+        pts = np.reshape(bounds, (3, 2)).T if points is None else points
+        toward, up = auto_view(pts, gravity)
+        lo, hi = np.asarray(bounds[::2]), np.asarray(bounds[1::2])
+        centre = 0.5 * (lo + hi)
+        dist = max(float(np.linalg.norm(hi - lo)), 1e-9)
+        p.camera.focal_point = tuple(centre)
+        p.camera.position = tuple(centre + dist * toward)
+        p.camera.up = tuple(up)
+    else:
+        getattr(p, f"view_{'isometric' if view == 'iso' else view}")(render=False)
     p.reset_camera(render=False, bounds=bounds)
     if zoom != 1.0:
         p.camera.zoom(float(zoom))
+    return np.asarray(p.camera.up, dtype=float)
+
+
+def _ground(p, bounds, up):
+    """A faint square plane perpendicular to ``up`` just below ``bounds``."""
+    import pyvista as pv
+
+    lo, hi = np.asarray(bounds[::2]), np.asarray(bounds[1::2])
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                        for z in (lo[2], hi[2])])
+    h = corners @ up
+    size = max(float(np.linalg.norm(hi - lo)), 1e-9)
+    centre = 0.5 * (lo + hi)
+    centre = centre - (centre @ up - h.min()) * up
+    plane = pv.Plane(center=centre, direction=up, i_size=1.6 * size, j_size=1.6 * size,
+                     i_resolution=8, j_resolution=8)
+    p.add_mesh(plane, color=GROUND_COLOR, lighting=False, show_edges=True,
+               edge_color="#dddddd", pickable=False, name="ground")
+
+
+def _decorate(p, bounds, up, gravity, axes, ground):
+    """Axes triad (lower left) and, with gravity, the ground below the mechanism."""
+    if ground if ground is not None else gravity is not None:
+        _ground(p, bounds, up if gravity is None else -gravity / np.linalg.norm(gravity))
+    if axes:
+        p.add_axes(interactive=False, line_width=2, color=AXES_COLOR, x_color=AXES_COLOR,
+                   y_color=AXES_COLOR, z_color=AXES_COLOR)
+    p.reset_camera_clipping_range()
+
+
+def _axes_overlay(p):
+    """Pixels of the axes triad ``(mask, values)``: the triad is an overlay that does
+    not change while the camera stays, so an animation renders it once and pastes it
+    (its own viewport would cost a second render pass every frame)."""
+    with_axes = np.array(p.screenshot(return_img=True))
+    p.hide_axes()
+    p.render()
+    without = np.asarray(p.screenshot(return_img=True))
+    mask = np.any(with_axes != without, axis=-1)
+    return mask, with_axes[mask]
+
+
+def _sample_points(data, n=400):
+    """At most ``n`` points of every body of one frame (for the principal axes)."""
+    out = []
+    for x, _, _ in data.values():
+        if len(x):
+            out.append(x[:: max(1, len(x) // n)])
+    return np.vstack(out) if out else np.zeros((0, 3))
 
 
 def _field_arg(field):
@@ -258,15 +361,21 @@ def _check_field(scene, field, where):
             "field='displacement'")
 
 
+def _field_max(scene, data, field):
+    """Largest value of ``field`` on the flexible bodies of one frame (None: none)."""
+    vmax = None
+    for name, (_x, u, vm) in data.items():
+        if scene.geoms[name].flexible:
+            v = np.linalg.norm(u, axis=1) if field == "displacement" else vm
+            vmax = max(vmax or 0.0, float(v.max()) if v.size else 0.0)
+    return vmax
+
+
 def _field_range(scene, datas, field):
-    vals = []
-    for data in datas:
-        for name, (_x, u, vm) in data.items():
-            if scene.geoms[name].flexible:
-                vals.append(np.linalg.norm(u, axis=1) if field == "displacement" else vm)
+    vals = [m for m in (_field_max(scene, d, field) for d in datas) if m is not None]
     if not vals:
         return None
-    vmax = float(max(v.max() for v in vals if v.size)) if any(v.size for v in vals) else 0.0
+    vmax = max(vals)
     return [0.0, vmax if vmax > 0 else 1.0]
 
 
@@ -294,8 +403,18 @@ def _frame_triads(p, poses, size):
             p.add_mesh(pv.Line(r, r + size * R[:, k]), color=c, line_width=3)
 
 
+def _label(p, text):
+    """A black label in the upper left corner (a plain text actor: a corner annotation
+    searches its font size again whenever its text changes, ~17 ms a frame)."""
+    w, h = p.window_size
+    size = max(6, int(round(7.3 * (np.sqrt(w * h) / 277.0) ** 0.4)))
+    actor = p.add_text(text, position=(5, h - 5), font_size=size, color="black")
+    actor.prop.justification_vertical = "top"
+    return actor
+
+
 def _set_text(actor, text):
-    """Change a label made by ``add_text(position="upper_left")``."""
+    """Change a label made by :func:`_label` (or a corner annotation)."""
     if hasattr(actor, "SetInput"):
         actor.SetInput(text)
     else:  # vtkCornerAnnotation: corner 2 is upper left
@@ -312,10 +431,67 @@ def _finish(p, file, off_screen):
 
 
 # -- public -------------------------------------------------------------------------------
+def plotter(obj, t=None, *, model=None, field="displacement", scale=1.0, joints=True,
+            frames=False, glyphs=True, view="auto", window_size=(800, 600), cmap="viridis",
+            show_edges=False, off_screen=True, zoom=1.0, clim=None, about="interfaces",
+            axes=True, ground=None):
+    """A ``pyvista.Plotter`` holding the drawing of :func:`show`, not yet rendered.
+
+    Add your own actors, move the camera (``p.camera``), then ``p.show()`` or
+    ``p.screenshot(file)``. Arguments as :func:`show`.
+    """
+    field = _field_arg(field)
+    world = None
+    label = None
+    if _is_results(obj):
+        scene = _scene_of_results(obj, model, about)
+        i = obj.index_at(t)
+        data = scene.data(i, scale)
+        label = f"t = {obj.t[i]:.4f} s{_scale_note(scale)}"
+        poses = [frame_pose(scene.results, b, i) for b in scene.geoms]
+        if model is not None and joints:
+            world = _tree_world(model, obj, i)
+        gravity = gravity_of(model) if model is not None else gravity_of(obj)
+        # the plane of motion from a dozen samples of the whole run
+        ks = np.unique(np.linspace(0, len(obj.t) - 1, 12).astype(int))
+        motion = np.vstack([_sample_points(scene.data(k, scale), 100) for k in ks])
+    elif hasattr(obj, "bodies") and hasattr(obj, "joints"):
+        model = obj
+        scene, world = _scene_of_model(obj, glyphs)
+        data = scene.data(0, scale)
+        poses = [scene.static[b] for b in scene.geoms]
+        gravity = gravity_of(obj)
+        motion = None
+    else:
+        g = reduced_body_geometry(obj)
+        scene = _Scene({"body": g})
+        data = scene.data(0, scale)
+        poses = [(np.eye(3), np.zeros(3))]
+        gravity, motion = None, None
+    _check_field(scene, field, "show")
+    p = _plotter(window_size, off_screen)
+    if clim is None and field:
+        clim = _field_range(scene, [data], field)
+    _add_bodies(p, scene, data, field, clim, cmap, show_edges)
+    bounds = _bounds([data])
+    size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
+    if joints and world is not None and model is not None:
+        _joint_markers(p, model, world, size)
+    if frames:
+        _frame_triads(p, poses, 2 * size)
+    if label:
+        _label(p, label)
+    points = _sample_points(data) if motion is None else np.vstack([motion,
+                                                                    _sample_points(data)])
+    up = _set_view(p, view, bounds, zoom, points, gravity)
+    _decorate(p, bounds, up, gravity, axes, ground)
+    return p
+
+
 def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
-         joints=True, frames=False, glyphs=True, view="iso", window_size=(800, 600),
+         joints=True, frames=False, glyphs=True, view="auto", window_size=(800, 600),
          cmap="viridis", show_edges=False, off_screen=None, zoom=1.0, clim=None,
-         about="interfaces"):
+         about="interfaces", axes=True, ground=None):
     """Draw a model (initial configuration) or results at time ``t``.
 
     Parameters
@@ -344,50 +520,29 @@ def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
     joints, frames : bool
         Draw joint markers (a model is needed) and body frame triads.
     view : str
-        ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"``...
+        ``"auto"`` (default): up on the screen is opposite to the model's gravity
+        (without gravity, the middle principal axis of the drawn points) and the
+        camera faces the plane of motion, slightly from the side and above (see
+        :mod:`flexmbd.viz.camera`). Fixed views: ``"iso"`` (z up), ``"xy"``,
+        ``"xz"``, ``"yz"``...
     zoom : float
         Camera zoom after framing every body (> 1 fills more of the image).
     clim : (float, float), optional
         Colour range (default: that of the drawn field).
+    axes : bool
+        Draw the world axes triad in the lower left corner.
+    ground : bool, optional
+        Draw a faint ground plane perpendicular to gravity below the mechanism
+        (default: when the model has gravity).
 
     Returns the image ``(h, w, 3)`` when rendered off-screen, else None.
+    :func:`plotter` gives the same drawing as a PyVista plotter.
     """
-    field = _field_arg(field)
     off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
-    world = None
-    label = None
-    if _is_results(obj):
-        scene = _scene_of_results(obj, model, about)
-        i = obj.index_at(t)
-        data = scene.data(i, scale)
-        label = f"t = {obj.t[i]:.4f} s{_scale_note(scale)}"
-        poses = [frame_pose(scene.results, b, i) for b in scene.geoms]
-        if model is not None and joints:
-            world = _tree_world(model, obj, i)
-    elif hasattr(obj, "bodies") and hasattr(obj, "joints"):
-        model = obj
-        scene, world = _scene_of_model(obj, glyphs)
-        data = scene.data(0, scale)
-        poses = [scene.static[b] for b in scene.geoms]
-    else:
-        g = reduced_body_geometry(obj)
-        scene = _Scene({"body": g})
-        data = scene.data(0, scale)
-        poses = [(np.eye(3), np.zeros(3))]
-    _check_field(scene, field, "show")
-    p = _plotter(window_size, off_screen)
-    if clim is None and field:
-        clim = _field_range(scene, [data], field)
-    _add_bodies(p, scene, data, field, clim, cmap, show_edges)
-    bounds = _bounds([data])
-    size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
-    if joints and world is not None and model is not None:
-        _joint_markers(p, model, world, size)
-    if frames:
-        _frame_triads(p, poses, 2 * size)
-    if label:
-        p.add_text(label, position="upper_left", font_size=12, color="black")
-    _set_view(p, view, bounds, zoom)
+    p = plotter(obj, t, model=model, field=field, scale=scale, joints=joints, frames=frames,
+                glyphs=glyphs, view=view, window_size=window_size, cmap=cmap,
+                show_edges=show_edges, off_screen=off_screen, zoom=zoom, clim=clim,
+                about=about, axes=axes, ground=ground)
     return _finish(p, file, off_screen)
 
 
@@ -412,8 +567,9 @@ def frame_pose(results, body, i):
 
 
 def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=20,
-            stride=None, max_frames=200, view="iso", window_size=(640, 480), cmap="viridis",
-            clim=None, show_edges=False, zoom=1.0, about="interfaces"):
+            stride=None, max_frames=200, view="auto", window_size=(640, 480), cmap="viridis",
+            clim=None, show_edges=False, zoom=1.0, about="interfaces", axes=True,
+            ground=None):
     """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
 
     Flexible bodies are drawn as their full deformed meshes, reconstructed from the
@@ -424,9 +580,14 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
     bodies move along. ``about``: the deformation drawn and coloured is relative to the
     rigid placement that best fits each body's interface nodes (``"interfaces"``: a
     magnified body stays on its joints) or to its floating frame (``"frame"``); see
-    :func:`show`. ``zoom`` > 1 fills more of the image.
+    :func:`show`, also for ``view`` (default ``"auto"``: up opposite to gravity),
+    ``axes`` and ``ground``. ``zoom`` > 1 fills more of the image.
     ``stride`` picks every n-th sample (default: at most ``max_frames`` frames).
     The camera is fixed and frames the whole motion. Returns the number of frames.
+
+    The scene is built once; every frame moves the mesh points and colours in place
+    and goes to the file as it is rendered (without multisampling, which doubles the
+    cost of software rendering).
     """
     if not _is_results(results):
         raise FlexmbdError("animate: give a flexmbd Results object (see fm.viz.show for models)")
@@ -438,23 +599,41 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
         raise FlexmbdError("animate: the results are empty")
     if stride is None:
         stride = max(1, int(np.ceil(nt / max_frames)))
-    idx = list(range(0, nt, int(stride)))
-    datas = [scene.data(i, scale) for i in idx]
+    idx = list(range(0, nt, max(int(stride), 1)))
+    # first pass: extent, colour range and plane of motion (frames are not kept: a
+    # large mesh times hundreds of frames would not fit in memory)
+    lo, hi, fmax, motion = None, None, 0.0, []
+    for i in idx:
+        data = scene.data(i, scale)
+        lo, hi = _extent(data, lo, hi)
+        if clim is None and field:
+            fmax = max(fmax, _field_max(scene, data, field) or 0.0)
+        motion.append(_sample_points(data, max(20, 4000 // len(idx))))
+    bounds = _padded(lo, hi)
     if clim is None and field:
-        clim = _field_range(scene, datas, field)
-    p = _plotter(window_size, True)
-    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
-    note = _scale_note(scale)
-    text = p.add_text(f"t = {results.t[idx[0]]:.4f} s{note}", position="upper_left",
-                      font_size=12, color="black")
-    _set_view(p, view, _bounds(datas), zoom)
+        clim = [0.0, fmax if fmax > 0 else 1.0]
+    gravity = gravity_of(model) if model is not None else gravity_of(results)
+    data = scene.data(idx[0], scale)
+    p = _plotter(window_size, True, anti_aliasing=False)
     try:
+        actors = _add_bodies(p, scene, data, field, clim, cmap, show_edges)
+        note = _scale_note(scale)
+        text = _label(p, f"t = {results.t[idx[0]]:.4f} s{note}")
+        up = _set_view(p, view, bounds, zoom, np.vstack(motion), gravity)
+        _decorate(p, bounds, up, gravity, axes, ground)
+        overlay = _axes_overlay(p) if axes else None
         with FrameWriter(file, fps) as w:
-            for i, data in zip(idx, datas):
+            for k, i in enumerate(idx):
+                if k:
+                    data = scene.data(i, scale)
                 _update_bodies(scene, actors, data)
                 _set_text(text, f"t = {results.t[i]:.4f} s{note}")
                 p.render()
-                w.append(p.screenshot(return_img=True))
+                img = p.screenshot(return_img=True)
+                if overlay is not None:
+                    img = np.array(img)
+                    img[overlay[0]] = overlay[1]
+                w.append(img)
             n = len(w)
     finally:
         p.close()
@@ -494,7 +673,7 @@ def _mode_q(g, k, amplitude):
 
 
 def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
-              undeformed=True, view="iso", window_size=(800, 600), cmap="viridis",
+              undeformed=True, view="auto", window_size=(800, 600), cmap="viridis",
               show_edges=True, off_screen=None):
     """Draw mode number ``k`` (1-based, as in ``ReducedBody.info()``) with its frequency.
 
@@ -515,13 +694,14 @@ def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
                 cmap, show_edges)
     if undeformed:
         p.add_mesh(g.to_pyvista(), style="wireframe", color="gray", opacity=0.4)
-    p.add_text(label, position="upper_left", font_size=12, color="black")
-    _set_view(p, view, _bounds([data, {"b": (g.nodes, None, None)}]))
+    _label(p, label)
+    both = [data, {"b": (g.nodes, None, None)}]
+    _set_view(p, view, _bounds(both), points=np.vstack([_sample_points(d) for d in both]))
     return _finish(p, file, off_screen)
 
 
 def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_frames=24,
-                 fps=12, view="iso", window_size=(640, 480), cmap="viridis",
+                 fps=12, view="auto", window_size=(640, 480), cmap="viridis",
                  show_edges=True):
     """Animate mode number ``k`` (1-based) over one period of ``sin`` into ``file``.
 
@@ -538,10 +718,11 @@ def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_f
         datas.append({"body": (g.points(q, scale=s), s * g.displacement(q),
                                s * g.von_mises(q))})
     clim = _field_range(scene, datas, field) if field else None
-    p = _plotter(window_size, True)
+    p = _plotter(window_size, True, anti_aliasing=False)
     actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
-    text = p.add_text(label, position="upper_left", font_size=12, color="black")
-    _set_view(p, view, _bounds(datas))
+    text = _label(p, label)
+    _set_view(p, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
+                                                         for d in datas]))
     try:
         with FrameWriter(file, fps) as w:
             for i, data in enumerate(datas):
