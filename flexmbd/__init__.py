@@ -9,6 +9,7 @@ and PyVista views. See README.md for a tour.
 from . import errors, spatial, topology
 from .errors import (
     ConvergenceError,
+    FileError,
     FlexmbdError,
     MeshError,
     ModelError,
@@ -85,6 +86,7 @@ def __dir__():
 __all__ = [
     "errors", "spatial", "topology",
     "FlexmbdError", "ModelError", "TopologyError", "MeshError", "SolverError", "ConvergenceError",
+    "FileError",
     "Model", "Block", "Body", "RigidBody", "Frame", "Joint", "Revolute", "Prismatic",
     "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "ForceElement",
     "Gravity", "PointForce", "PointTorque", "JointForce", *_LAZY,

@@ -91,7 +91,21 @@ recorded rows; when a stepper with ``finalize`` finishes or fails, the rows move
 ``/checkpoint/rows`` and the root holds the finalized results. ``Results.load(
 "run.h5")`` reads the root (after a failure: every sample up to the failure);
 :func:`resume` moves the rows back, cuts them to ``n_samples`` and restarts from
-the saved state, the last good one.
+the saved state, the last good one. ``/checkpoint/model_fingerprint`` (JSON text)
+holds :func:`flexmbd.fingerprint.model_fingerprint` of the run's model, when the
+stepper has one (``stepper.system.model``).
+
+Safety of the file
+------------------
+A new run checks the path before any work (:func:`check_checkpoint`): a directory,
+a missing or read-only directory, or an existing file are refused (an existing file
+is replaced only with ``overwrite=True``, and then only once the new run's first
+checkpoint is complete: it is written next to the path and moved over it). While a
+run or a resume lasts it holds ``<path>.lock`` (:class:`flexmbd.fileio.FileLock`):
+a second process using the same path is refused before it opens the file. The lock
+dies with its process, so a killed run can be resumed at once. :func:`resume`
+refuses a model whose parameters differ from the checkpointed run's
+(``allow_model_change=True`` to continue anyway).
 """
 
 import importlib
@@ -102,12 +116,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FlexmbdError, SolverError
+from .errors import FileError, FlexmbdError, SolverError
+from .fileio import (
+    READ_ERRORS,
+    FileLock,
+    atomic_write,
+    check_readable,
+    check_writable,
+    read_failure,
+    sniff,
+)
 from .progress import progress as _progress
 from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
 
 __all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state",
-           "start_failure"]
+           "start_failure", "check_checkpoint"]
 
 
 # -- sample recorder ------------------------------------------------------------------
@@ -286,41 +309,55 @@ def _rows_group(f):
 class _Checkpoint:
     """Open checkpoint file: appends samples and replaces the saved state."""
 
-    def __init__(self, path, fresh, meta):
+    def __init__(self, path, fresh, meta, fingerprint=None):
         self.path = Path(path)
         self.h5py = _h5py()
         self.fresh = fresh
         self.meta = meta
+        self.fingerprint = fingerprint      # written with the first state (JSON text)
         self.initialized = not fresh
-        if fresh and self.path.exists():
-            self.path.unlink()               # a new run replaces an old file
 
     def write(self, rec, stepper, n_steps, status="running", error=None, save=True):
-        try:
-            with self.h5py.File(self.path, "w" if not self.initialized else "a") as f:
-                if not self.initialized:
+        if not self.initialized:
+            # the first write builds the whole file next to the target and then moves it
+            # over the path: an old file (overwrite=True) is replaced only by a complete one
+            with atomic_write(self.path, "checkpoint file") as tmp:
+                with self.h5py.File(tmp, "w") as f:
                     h5_write(f, rec.results(), resizable=True)
-                    self.initialized = True
-                elif rec.n:
+                    self._write_state(f, rec, stepper, n_steps, status, error, save)
+            self.initialized = True
+            return
+        try:
+            with self.h5py.File(self.path, "a") as f:
+                if rec.n:
                     h5_append(f, rec.results())
-                rec.clear()
-                cp = f.require_group("checkpoint")
-                if save:
-                    if "state" in cp:
-                        del cp["state"]
-                    save_state(cp.create_group("state"), stepper.state_dict())
-                    cp.attrs["n_samples"] = f["t"].shape[0]
-                    cp.attrs["n_steps"] = n_steps
-                    cp.attrs["t"] = float(stepper.t)
-                for k, v in self.meta.items():
-                    cp.attrs[k] = v
-                cp.attrs["status"] = status
-                cp.attrs["error"] = "" if error is None else str(error)
-                f.flush()
+                self._write_state(f, rec, stepper, n_steps, status, error, save)
         except OSError as err:
-            raise FlexmbdError(
+            raise FileError(
                 f"cannot write the checkpoint file {str(self.path)!r}: {err}; check the "
                 f"directory and the free disk space (or run without checkpoint=)") from err
+
+    def _write_state(self, f, rec, stepper, n_steps, status, error, save):
+        """The rows are in ``f``: clear the recorder, store state and attributes."""
+        rec.clear()
+        cp = f.require_group("checkpoint")
+        if save:
+            if "state" in cp:
+                del cp["state"]
+            save_state(cp.create_group("state"), stepper.state_dict())
+            cp.attrs["n_samples"] = f["t"].shape[0]
+            cp.attrs["n_steps"] = n_steps
+            cp.attrs["t"] = float(stepper.t)
+        for k, v in self.meta.items():
+            cp.attrs[k] = v
+        if self.fingerprint is not None:
+            if "model_fingerprint" in cp:
+                del cp["model_fingerprint"]
+            cp.create_dataset("model_fingerprint", data=np.bytes_(self.fingerprint.encode()))
+            self.fingerprint = None
+        cp.attrs["status"] = status
+        cp.attrs["error"] = "" if error is None else str(error)
+        f.flush()
 
     def rows(self):
         """Every recorded row in the file."""
@@ -335,22 +372,90 @@ class _Checkpoint:
             f.flush()
 
 
+_CP_HINT = ("a checkpoint file is written by simulate(..., checkpoint=path) or "
+            "`flexmbd simulate --checkpoint path`")
+
+
 def read_checkpoint(path):
-    """``(recorded rows up to the saved state, state dict, attributes)`` of a checkpoint file."""
+    """``(recorded rows up to the saved state, state dict, attributes)`` of a checkpoint file.
+
+    Raises :class:`~flexmbd.errors.FileError` naming the file when it is missing, not
+    HDF5, truncated or holds no integrator state.
+    """
+    path = check_readable(path, "checkpoint file")
+    kind = sniff(path)
+    if kind != "hdf5":
+        raise read_failure(path, "checkpoint file", ValueError(kind), _CP_HINT)
     h5py = _h5py()
-    path = Path(path)
-    if not path.exists():
-        raise FlexmbdError(f"checkpoint file {str(path)!r} does not exist")
-    with h5py.File(path, "r") as f:
-        if "checkpoint" not in f or "state" not in f["checkpoint"]:
-            raise FlexmbdError(
-                f"{str(path)!r} holds no integrator state: it is not a checkpoint written by "
-                f"flexmbd.checkpoint.run (or the run failed before its first checkpoint)"
-            )
-        cp = f["checkpoint"]
-        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in cp.attrs.items()}
-        res = h5_read(_rows_group(f), stop=int(attrs["n_samples"]))
-        return res, load_state(cp["state"]), attrs
+    try:
+        with h5py.File(path, "r") as f:
+            if "checkpoint" not in f or "state" not in f["checkpoint"]:
+                raise FileError(
+                    f"{str(path)!r} holds no integrator state: it is not a checkpoint written "
+                    f"by flexmbd.checkpoint.run (or the run failed before its first "
+                    f"checkpoint); {_CP_HINT}")
+            cp = f["checkpoint"]
+            attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in cp.attrs.items()}
+            for key in ("n_samples", "n_steps", "t_end", "every", "record_every"):
+                if key not in attrs:
+                    raise KeyError(key)
+            res = h5_read(_rows_group(f), stop=int(attrs["n_samples"]))
+            state = load_state(cp["state"])
+            if "model_fingerprint" in cp:
+                attrs["model_fingerprint"] = json.loads(cp["model_fingerprint"][()].decode())
+    except FlexmbdError:
+        raise
+    except READ_ERRORS as err:
+        raise read_failure(path, "checkpoint file", err, _CP_HINT) from None
+    return res, state, attrs
+
+
+def _describe(path):
+    """One phrase on what an existing checkpoint file holds (best effort)."""
+    try:
+        with _h5py().File(path, "r") as f:
+            a = f["checkpoint"].attrs
+            return (f"a {a['status']} run saved at t = {float(a['t']):.6g} s of "
+                    f"{float(a['t_end']):.6g} s")
+    except Exception:  # noqa: BLE001 - only a description
+        return "a file"
+
+
+def check_checkpoint(path, overwrite=False):
+    """Refuse, before any work, a ``checkpoint=`` path that a new run cannot use.
+
+    Raises :class:`~flexmbd.errors.FileError` when the path is a directory, its
+    directory is missing or not writable, another run holds it (``<path>.lock``), or a
+    file is already there and ``overwrite`` is false (saved work is never deleted
+    silently: resume it with :func:`resume`, or pass ``overwrite=True``). Returns
+    ``Path(path)``.
+    """
+    path = check_writable(path, "checkpoint file")
+    with FileLock(path):                     # busy: another process runs on this file
+        pass
+    if path.exists() and not overwrite:
+        raise FileError(
+            f"the checkpoint file {str(path)!r} already exists ({_describe(path)}); nothing "
+            f"was changed. Continue that run with fm.resume({str(path)!r}, model=m) (CLI: "
+            f"--resume {path}), or replace it with overwrite=True (CLI: --overwrite), or "
+            f"choose another path")
+    return path
+
+
+def _model_of(stepper):
+    return getattr(getattr(stepper, "system", None), "model", None)
+
+
+def _fingerprint(stepper):
+    model = _model_of(stepper)
+    if model is None or not hasattr(model, "component_objects"):
+        return None
+    from .fingerprint import model_fingerprint
+
+    try:
+        return json.dumps(model_fingerprint(model), sort_keys=True)
+    except Exception:  # noqa: BLE001 - a fingerprint must never stop a run
+        return None
 
 
 # -- live runs of this process (resume without rebuilding the model) -------------------
@@ -371,7 +476,7 @@ _BAR = "{desc}: {percentage:3.0f} %|{bar}| {n:.4g}/{total:.4g} s [{elapsed}<{rem
 
 
 def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=None,
-        desc=None, _resume=None):
+        desc=None, overwrite=False, _resume=None):
     """Step ``stepper`` until ``t_end``; return :class:`~flexmbd.results.Results`.
 
     Parameters
@@ -389,12 +494,26 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
     progress : bool or None
         Progress bar over simulated time (None: automatic, see
         :mod:`flexmbd.progress`; then shown only once a run lasts a second).
+    overwrite : bool
+        Replace an existing ``checkpoint`` file (without it an existing file is refused
+        with :class:`~flexmbd.errors.FileError`: resume it instead). The old file stays
+        until the new run's first checkpoint is complete.
 
     Raises :class:`SolverError` with ``.partial`` (Results up to the failure) and
     ``.time`` when a step fails or produces non-finite coordinates; the partial
     results are also written to the checkpoint file, whose saved state stays the
-    last good one.
+    last good one. The checkpoint file is locked (``<checkpoint>.lock``) while the
+    run lasts: a second run on the same file is refused before it touches it.
     """
+    if checkpoint is None:
+        return _run(stepper, t_end, None, every, record_every, progress, desc, _resume)
+    with FileLock(checkpoint):
+        if _resume is None:
+            check_checkpoint(checkpoint, overwrite)
+        return _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resume)
+
+
+def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resume):
     t_end = float(t_end)
     set_end = getattr(stepper, "set_t_end", None)
     if set_end is not None:
@@ -416,7 +535,8 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
                 "spec": _spec(stepper)}
         if _resume is None:
             meta["run_id"] = uuid.uuid4().hex
-        cp = _Checkpoint(checkpoint, fresh=_resume is None, meta=meta)
+        cp = _Checkpoint(checkpoint, fresh=_resume is None, meta=meta,
+                         fingerprint=_fingerprint(stepper))
         if _resume is None:
             cp.write(rec, stepper, n_steps)
             _LIVE[_live_key(checkpoint)] = (meta["run_id"], stepper)
@@ -495,17 +615,19 @@ def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=
     return rows if finalize is None else finalize(rows)
 
 
-def start_failure(err, checkpoint):
+def start_failure(err, checkpoint, overwrite=False):
     """``err`` (a :class:`SolverError` raised while an integrator starts, before
     :func:`run`: e.g. a singular system at the initial state) with its partial results
     written to the ``checkpoint`` file, when both are given. That file holds results but
-    no integrator state (:func:`resume` says so)."""
+    no integrator state (:func:`resume` says so). An existing file is replaced only with
+    ``overwrite`` (atomically), never while another run holds it."""
     if checkpoint is not None and getattr(err, "partial", None) is not None:
         try:
             path = Path(checkpoint)
-            if path.exists():
-                path.unlink()
-            err.partial.save(path, format="h5")
+            with FileLock(path):
+                if path.exists() and not overwrite:
+                    return err
+                err.partial.save(path, format="h5")
         except Exception:  # noqa: BLE001 - never hide the original failure
             return err
         if err.args:
@@ -567,7 +689,7 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
 
 
 def resume(path, stepper=None, *, model=None, t_end=None, every=None, progress=None,
-           **options):
+           allow_model_change=False, **options):
     """Continue a checkpointed run to its ``t_end`` (or a new one); return all Results.
 
     Parameters
@@ -584,24 +706,45 @@ def resume(path, stepper=None, *, model=None, t_end=None, every=None, progress=N
         A new end time (fixed-step integrators; s).
     every : int, optional
         New checkpoint interval (steps).
+    allow_model_change : bool
+        Continue even though the model's parameters differ from those of the
+        checkpointed run (its fingerprint, :mod:`flexmbd.fingerprint`); the quantities
+        computed after the run (energies, reactions) of the whole history then come
+        from the new model. Without it such a model is refused.
     options
         Functions of the original run that a file cannot hold (``tau=...``,
         ``callback=...``) when rebuilding from ``model``.
 
     The continuation is bit-identical to an uninterrupted run, and the file keeps
-    being checkpointed. Raises :class:`~flexmbd.errors.FlexmbdError` when the file,
-    the model or the integrator do not match.
+    being checkpointed. Raises :class:`~flexmbd.errors.FileError` when the file is
+    missing, damaged or in use by another run, :class:`~flexmbd.errors.ModelError`
+    when the model's parameters differ from the checkpointed run's, and
+    :class:`~flexmbd.errors.FlexmbdError` when the model or the integrator do not
+    match.
     """
+    path = check_readable(path, "checkpoint file")
+    with FileLock(path):
+        return _resume(path, stepper, model, t_end, every, progress, allow_model_change,
+                       options)
+
+
+def _resume(path, stepper, model, t_end, every, progress, allow_model_change, options):
     res, state, attrs = read_checkpoint(path)
     if stepper is None:
         stepper = _rebuild(path, attrs, model, options)
     elif model is not None or options:
         raise FlexmbdError("resume: pass either a stepper or a model (with options), not both")
     _check_header(path, res, stepper)
+    if not allow_model_change:
+        _check_fingerprint(path, attrs, stepper)
     stepper.load_state_dict(state)
-    with _h5py().File(path, "a") as f:
-        _unstash_rows(f)
-        h5_truncate(f, int(attrs["n_samples"]))
+    try:
+        with _h5py().File(path, "a") as f:
+            _unstash_rows(f)
+            h5_truncate(f, int(attrs["n_samples"]))
+    except OSError as err:
+        raise FileError(f"cannot continue the checkpoint file {str(path)!r}: {err}; it must "
+                        f"be writable (permissions, free disk space)") from err
     _LIVE[_live_key(path)] = (attrs.get("run_id"), stepper)
     system = getattr(stepper, "system", None)
     try:
@@ -645,6 +788,26 @@ def _rebuild(path, attrs, model, options):
     elif options:
         raise FlexmbdError(f"resume: unexpected options {sorted(options)} for this integrator")
     return factory(**kwargs)
+
+
+def _check_fingerprint(path, attrs, stepper):
+    """Refuse a model whose parameters differ from those of the checkpointed run."""
+    old = attrs.get("model_fingerprint")
+    new = _fingerprint(stepper)
+    if old is None or new is None:
+        return
+    new = json.loads(new)
+    if old.get("digest") == new.get("digest"):
+        return
+    from .errors import ModelError
+    from .fingerprint import fingerprint_difference
+
+    what = ", ".join(fingerprint_difference(old, new)) or "its parameters"
+    raise ModelError(
+        f"resume: model {_model_of(stepper).name!r} differs from the model of the run "
+        f"checkpointed in {str(path)!r} ({what}); build it exactly as for that run, or pass "
+        f"allow_model_change=True (CLI: --allow-model-change) to continue with this model "
+        f"(energies and reactions of the whole run are then recomputed with it)")
 
 
 def _check_header(path, res, stepper):

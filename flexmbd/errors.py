@@ -40,6 +40,11 @@ class ConvergenceError(SolverError):
     """Newton iterations did not converge within the allowed iterations."""
 
 
+class FileError(FlexmbdError, OSError):
+    """A file cannot be read or written: missing, a directory, unwritable, in use by
+    another run, already holding saved work, or not a (complete) flexmbd file."""
+
+
 class UnitsWarning(UserWarning):
     """Input whose size or magnitude suggests a unit mix-up (flexmbd works in SI).
 

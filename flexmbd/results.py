@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FlexmbdError
+from .errors import FileError, FlexmbdError
+from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sniff
 
 __all__ = ["Results", "JointHistory", "BodyHistory", "attach_body_poses", "attach_tree_poses",
            "attach_geometry"]
@@ -376,40 +377,94 @@ class Results:
         return arrays
 
     def save(self, path, format=None):
-        """Save to ``.npz`` or HDF5 (``.h5``/``.hdf5``, or ``format="h5"``).
+        """Save to ``.npz`` or HDF5 (``.h5``/``.hdf5``); returns the path written.
 
-        Both round-trip exactly with :meth:`load`. Returns the path.
+        The format comes from the extension; ``format="npz"`` or ``"h5"`` writes
+        exactly the named file in that format whatever its extension. Any other
+        extension without ``format`` is refused (:class:`~flexmbd.errors.FileError`).
+        The directory is checked before writing; the file is written to a temporary
+        file next to it and moved over ``path`` when complete, so an existing file is
+        replaced only by a complete one. Both formats round-trip exactly with
+        :meth:`load`.
         """
         path = Path(path)
-        fmt = format or ("h5" if path.suffix.lower() in HDF5_SUFFIXES else "npz")
-        if fmt in ("h5", "hdf5"):
-            h5py = _h5py()
-            with h5py.File(path, "w") as f:
-                h5_write(f, self)
-        elif fmt == "npz":
-            header = json.dumps(self._header(), default=str)
-            np.savez(path, __header__=np.array(header), **self._arrays())
-            if path.suffix != ".npz":  # numpy appends .npz
-                path = path.with_name(path.name + ".npz")
+        suffix = path.suffix.lower()
+        if format is None:
+            if suffix in HDF5_SUFFIXES:
+                fmt = "h5"
+            elif suffix == ".npz":
+                fmt = "npz"
+            else:
+                raise FileError(
+                    f"Results.save: cannot tell the format of {str(path)!r} from its extension "
+                    f"{suffix or '(none)'!r}; name the file .npz or .h5, or pass format='npz' "
+                    f"or 'h5' to write exactly that file")
         else:
-            raise FlexmbdError(f"Results.save: unknown format {fmt!r}; use 'npz' or 'h5'")
+            fmt = {"hdf5": "h5"}.get(format, format)
+        if fmt not in ("h5", "npz"):
+            raise FlexmbdError(f"Results.save({str(path)!r}): unknown format {format!r}; use "
+                               f"'npz' or 'h5'")
+        arrays = self._arrays()            # refuses reserved names before touching files
+        with atomic_write(path, "results file") as tmp:
+            if fmt == "h5":
+                h5py = _h5py()
+                with h5py.File(tmp, "w") as f:
+                    h5_write(f, self)
+            else:
+                header = json.dumps(self._header(), default=str)
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, __header__=np.array(header), **arrays)
         return path
 
     @classmethod
     def load(cls, path):
-        """Load results written by :meth:`save` (npz or HDF5, by content) or a checkpoint file."""
-        path = Path(path)
-        if not path.exists():
-            raise FlexmbdError(f"results file {str(path)!r} does not exist")
-        with open(path, "rb") as fh:
-            magic = fh.read(8)
-        if magic == b"\x89HDF\r\n\x1a\n":
-            h5py = _h5py()
-            with h5py.File(path, "r") as f:
-                return h5_read(f)
-        with np.load(path, allow_pickle=False) as z:
-            header = json.loads(str(z["__header__"]))
-            return cls._from_arrays(header, {k: z[k] for k in z.files if k != "__header__"})
+        """Load results written by :meth:`save` (npz or HDF5, by content) or a checkpoint file.
+
+        A missing, empty, truncated or foreign file raises
+        :class:`~flexmbd.errors.FileError` naming it.
+        """
+        path = check_readable(path, "results file")
+        kind = sniff(path)
+        hint = ("flexmbd results are written by Results.save or `flexmbd simulate -o` "
+                "(.npz or .h5) and checkpoint files by simulate(checkpoint=...)")
+        if kind not in ("hdf5", "npz"):
+            raise read_failure(path, "results file", ValueError(kind), hint)
+        try:
+            if kind == "hdf5":
+                h5py = _h5py()
+                with h5py.File(path, "r") as f:
+                    if "flexmbd_header" not in f.attrs:
+                        raise KeyError("flexmbd_header")
+                    res = h5_read(f)
+            else:
+                with np.load(path, allow_pickle=False) as z:
+                    if "__header__" not in z.files:
+                        raise KeyError("__header__")
+                    header = json.loads(str(z["__header__"]))
+                    res = cls._from_arrays(header, {k: z[k] for k in z.files
+                                                    if k != "__header__"})
+        except FlexmbdError:
+            raise
+        except READ_ERRORS as err:
+            if kind == "npz" and isinstance(err, KeyError) and _is_reduced(path):
+                hint = "it is a reduced flexible body: load it with flexmbd.fem.ReducedBody.load"
+            raise read_failure(path, "results file", err, hint) from None
+        res._check_lengths(path)
+        return res
+
+    def _check_lengths(self, path):
+        nt = len(self.t)
+        series = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd,
+                  "reactions": self.reactions}
+        series.update({f"energy:{k}": v for k, v in self.energy.items()})
+        series.update({f"stats:{k}": v for k, v in self.stats.items()})
+        series.update({f"extra:{k}": v for k, v in self.extra.items()})
+        bad = [k for k, v in series.items() if v.ndim == 0 or v.shape[0] != nt]
+        if self.t.ndim != 1 or bad:
+            raise FileError(
+                f"cannot read {str(path)!r} as a results file: its arrays are inconsistent "
+                f"({', '.join(bad) or 't'} do not match the {nt} samples of t); the file is "
+                f"damaged or was not written by flexmbd")
 
     @classmethod
     def _from_arrays(cls, header, arrays):
@@ -507,6 +562,14 @@ class Results:
         if file is not None:
             fig.savefig(file)
         return fig
+
+
+def _is_reduced(path):
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "schema" in z.files and str(z["schema"]).startswith("flexmbd.reduced")
+    except READ_ERRORS:
+        return False
 
 
 def _has_display():

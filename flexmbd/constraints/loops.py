@@ -380,7 +380,7 @@ class LoopSystem:
     def simulate(self, t_end, dt=None, integrator=None, q0=None, qd0=None, t0=0.0,
                  rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
                  t_eval=None, substeps=1, progress=None, checkpoint=None, every=100,
-                 **unknown):
+                 overwrite=False, **unknown):
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -393,10 +393,11 @@ class LoopSystem:
         (array or ``tau(t, q, qd)``). ``progress``: progress bar (None: automatic).
         ``checkpoint``: HDF5 file written every ``every`` output samples with the
         integrator's and the projector's state (:mod:`flexmbd.checkpoint`; continue
-        with ``fm.resume(path)``, bit-identical). Unknown options raise
-        :class:`~flexmbd.errors.ModelError` listing the valid ones.
+        with ``fm.resume(path)``, bit-identical); an existing file is refused unless
+        ``overwrite=True``. Unknown options raise :class:`~flexmbd.errors.ModelError`
+        listing the valid ones.
         """
-        from ..checkpoint import run
+        from ..checkpoint import check_checkpoint, run
         from ..integrators.registry import check_options, check_times, resolve
 
         where = f"model {self.model.name!r} (recursive, closed loops): simulate"
@@ -404,11 +405,13 @@ class LoopSystem:
         spec, _ = resolve(integrator, "recursive", dt)
         check_times(t_end, dt, spec, where, t0=t0, every=every)
         integrator = spec.name
+        if checkpoint is not None:
+            check_checkpoint(checkpoint, overwrite)      # before any work
         st = self.stepper(t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
                           rtol=rtol, atol=atol, projection=projection, method=method, tau=tau,
                           t_eval=t_eval, substeps=substeps)
         return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
-                   desc=f"{st.integrator} {self.model.name}")
+                   desc=f"{st.integrator} {self.model.name}", overwrite=overwrite)
 
     def stepper(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                 rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,

@@ -239,15 +239,49 @@ class ReducedBody:
 
     @classmethod
     def load(cls, path):
-        """Read a body written by `save` (``.npz`` or HDF5); checks the schema version."""
-        if _is_h5(path):
-            h5py = _h5py(path)
-            with h5py.File(path, "r") as f:
-                z = {k: _h5_array(f[k]) for k in f.keys()}
-                z["schema"] = np.array(str(f.attrs.get("schema", "?")))
-            return cls._from_store(path, z)
-        with np.load(path, allow_pickle=False) as z:
-            return cls._from_store(path, z)
+        """Read a body written by `save` (``.npz`` or HDF5); checks the schema version.
+
+        The format is recognized by content. A missing, empty, truncated or foreign
+        file raises :class:`~flexmbd.errors.FileError` naming it; another schema
+        version :class:`~flexmbd.errors.MeshError`.
+        """
+        from ..errors import FlexmbdError
+        from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
+
+        path = check_readable(path, "reduced body file")
+        hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
+                "body.npz`")
+        kind = sniff(path)
+        if kind not in ("npz", "hdf5"):
+            raise read_failure(path, "reduced body file", ValueError(kind), hint)
+        try:
+            if kind == "hdf5":
+                h5py = _h5py(path)
+                with h5py.File(path, "r") as f:
+                    if "schema" not in f.attrs:
+                        if "flexmbd_header" in f.attrs:
+                            hint = "it is a results file: load it with flexmbd.Results.load"
+                        raise KeyError("schema")
+                    z = {k: _h5_array(f[k]) for k in f.keys()}
+                    z["schema"] = np.array(str(f.attrs["schema"]))
+                body = cls._from_store(path, z)
+            else:
+                with np.load(path, allow_pickle=False) as z:
+                    if "schema" not in z.files:
+                        if "__header__" in z.files:
+                            hint = "it is a results file: load it with flexmbd.Results.load"
+                        raise KeyError("schema")
+                    body = cls._from_store(path, z)
+            m, n = body.modes.shape[1], 3 * body.n_nodes
+            if (body.modes.shape[0] != n or len(body.frequencies) != m
+                    or body.M_ff.shape != (m, m) or body.K_ff.shape != (m, m)):
+                raise ValueError(f"inconsistent arrays (modes {body.modes.shape} for "
+                                 f"{body.n_nodes} nodes, M_ff {body.M_ff.shape})")
+            return body
+        except FlexmbdError:
+            raise
+        except READ_ERRORS as err:
+            raise read_failure(path, "reduced body file", err, hint) from None
 
     @classmethod
     def _from_store(cls, path, z):

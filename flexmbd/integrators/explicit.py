@@ -115,7 +115,7 @@ def json_options(options):
     a resumed run starts from the saved state)."""
     out = {}
     for k, v in options.items():
-        if k in ("q0", "qd0", "checkpoint", "every", "progress"):
+        if k in ("q0", "qd0", "checkpoint", "every", "progress", "overwrite"):
             continue
         if callable(v):
             out[k] = _CALLABLE
@@ -567,7 +567,8 @@ def tree_stepper(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0
 
 def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
                        rtol=1e-8, atol=1e-10, t_eval=None, method=None, substeps=1, tau=None,
-                       progress=None, max_step=np.inf, checkpoint=None, every=100):
+                       progress=None, max_step=np.inf, checkpoint=None, every=100,
+                       overwrite=False):
     """Integrate a :class:`~flexmbd.recursive.RecursiveSystem` and return Results.
 
     Parameters
@@ -590,13 +591,18 @@ def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=No
         Progress bar on standard error (None: automatic, :mod:`flexmbd.progress`).
     checkpoint : path, optional
         HDF5 checkpoint file written every ``every`` output samples (see
-        :mod:`flexmbd.checkpoint`; continue with ``fm.resume(path)``).
+        :mod:`flexmbd.checkpoint`; continue with ``fm.resume(path)``); an existing file
+        is refused unless ``overwrite=True``.
     """
+    if checkpoint is not None:
+        from ..checkpoint import check_checkpoint
+
+        check_checkpoint(checkpoint, overwrite)          # before any work
     st = tree_stepper(system, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
                       rtol=rtol, atol=atol, t_eval=t_eval, method=method, substeps=substeps,
                       tau=tau, max_step=max_step)
     return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
-               desc=f"{st.integrator} {system.model.name}")
+               desc=f"{st.integrator} {system.model.name}", overwrite=overwrite)
 
 
 def _results(system, t, y, tau_f, meta, safe=False):

@@ -174,7 +174,7 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, for
 def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None, alpha=None,
               rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, q0=None, qd0=None,
               form=None, energy=True, gauge=True, project_velocities="auto", callback=None,
-              engine="auto", checkpoint=None, every=100, progress=None):
+              engine="auto", checkpoint=None, every=100, progress=None, overwrite=False):
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``
@@ -186,11 +186,14 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
     when the model allows it, False always uses the generic sparse path.
     ``checkpoint``: HDF5 file written every ``every`` steps with the integrator's
     complete state (:mod:`flexmbd.checkpoint`; the compiled step loop then runs in
-    blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical).
+    blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical; an
+    existing file is refused unless ``overwrite=True``).
     ``progress``: progress bar (None: automatic, :mod:`flexmbd.progress`).
     """
-    from ..checkpoint import run, start_failure
+    from ..checkpoint import check_checkpoint, run, start_failure
 
+    if checkpoint is not None:
+        check_checkpoint(checkpoint, overwrite)          # before any work
     try:
         st = implicit_stepper(system, t_end, dt, integrator, beta=beta, gamma=gamma,
                               alpha=alpha, rho_inf=rho_inf, tol=tol, rtol=rtol,
@@ -199,9 +202,9 @@ def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
                               project_velocities=project_velocities, callback=callback,
                               engine=engine)
     except SolverError as err:              # e.g. singular at the initial state
-        raise start_failure(err, checkpoint) from None
+        raise start_failure(err, checkpoint, overwrite) from None
     return run(st, st.t_end, checkpoint=checkpoint, every=every, progress=progress,
-               desc=f"{st.sch.name} {system.model.name}")
+               desc=f"{st.sch.name} {system.model.name}", overwrite=overwrite)
 
 
 def implicit_stepper(system, t_end, dt, integrator="newmark", *, q0=None, qd0=None,

@@ -202,7 +202,7 @@ class Model(Block):
         return compile_system(self, **options)
 
     def simulate(self, t_end, dt=None, integrator=None, formulation=None, *, checkpoint=None,
-                 every=100, progress=None, **options):
+                 every=100, overwrite=False, progress=None, **options):
         """Compile and integrate from the joints' initial values to ``t_end`` (s).
 
         ``integrator``: ``"rk4"``, ``"rk45"``, ``"dop853"`` or ``"rk23"`` (explicit,
@@ -216,7 +216,9 @@ class Model(Block):
         ``checkpoint``: an HDF5 file that receives the results and the integrator's
         complete state every ``every`` steps (output samples); ``fm.resume(path)``
         continues the run bit-identically (pass ``model=`` in a new process; see
-        :mod:`flexmbd.checkpoint`). ``progress``: progress bar (None: on a terminal,
+        :mod:`flexmbd.checkpoint`); an existing checkpoint file is refused unless
+        ``overwrite=True`` (checked, with the directory, before any work).
+        ``progress``: progress bar (None: on a terminal,
         for runs longer than a second; ``FLEXMBD_PROGRESS=0`` silences it).
         A failed run raises :class:`~flexmbd.errors.SolverError` with the partial
         results (``err.partial``, also written to the checkpoint file). Returns
@@ -227,10 +229,13 @@ class Model(Block):
         spec, formulation = resolve(integrator, formulation, dt)
         check_times(t_end, dt, spec, f"model {self.name!r}: simulate",
                     t0=options.get("t0", 0.0), every=every)
-        system = self.compile(formulation)
         integrator = spec.name
         if checkpoint is not None:
-            options.update(checkpoint=checkpoint, every=every)
+            from ..checkpoint import check_checkpoint
+
+            check_checkpoint(checkpoint, overwrite)      # before any work
+            options.update(checkpoint=checkpoint, every=every, overwrite=overwrite)
+        system = self.compile(formulation)
         try:
             res = system.simulate(t_end, dt=dt, integrator=integrator, progress=progress,
                                   **options)
