@@ -1,5 +1,7 @@
 """The real Abaqus/CAE 2019 rotor export: deck, matrices, flexmbd assembly, frequencies, Exudyn."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -164,3 +166,13 @@ def test_exudyn_fem_interface_agrees(rotor):
     rb = F.reduce(deck.mesh, (M, K), fm.NormalModes(8))
     np.testing.assert_allclose(np.asarray(fem.GetEigenFrequenciesHz()), rb.frequencies,
                                rtol=1e-8)
+
+
+def test_shipped_rotor_is_the_shared_export():
+    """The package's copy of the Abaqus export equals the original in ../shared/data (when
+    the repository sits beside it, as in CI)."""
+    shared = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "abaqus_rotor"
+    if not shared.exists():
+        pytest.skip("../shared/data is not beside this checkout")
+    for name in ("rotorDiscTest.inp", "rotorDiscTestMASS1.mtx", "rotorDiscTestSTIF1.mtx"):
+        assert (rotor_dir() / name).read_bytes() == (shared / name).read_bytes()
