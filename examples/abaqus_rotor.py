@@ -1,8 +1,8 @@
 """A rotor from Abaqus spinning on two bearing springs (Exudyn's perfObjectFFRFreducedOrder).
 
 The model of Exudyn's performance test, built from the real Abaqus/CAE 2019 export in
-``fm.data.abaqus_rotor()`` (shipped with flexmbd; input deck and the ``*MATRIX GENERATE`` mass and
-stiffness files):
+``fm.data.abaqus_rotor()`` (shipped with flexmbd; input deck and the ``*MATRIX GENERATE``
+mass and stiffness files):
 
 - the rotor (shaft 0.1 x 0.1 x 0.5 m, disc of radius 0.196 m at z = 0.1 .. 0.15 m;
   48 C3D8, steel, 78.0 kg) read with `fm.fem.read_abaqus`, its Abaqus matrices with
@@ -25,7 +25,8 @@ Measured (2-core machine shared with other jobs): 8 modes 104.38, 104.62 (the un
 splits the pair), 187.8, 212.3, 224.2, 237.8, 284.0, 284.2 Hz; the absolute formulation
 takes ~2 Newton iterations per step and 16.9 s CPU per 1,000 steps (the flexible-end
 spring-dampers run on the generic, uncompiled path), so the CPU time at defaults
-(20,000 steps) is about 5-6 min, with ``--quick`` (200 steps) about 4 s; in the first 0.1 s the bearing forces peak at 4.3 kN (left) and
+(20,000 steps) is about 5-6 min, with ``--quick`` (200 steps) about 4 s; in the first
+0.1 s the bearing forces peak at 4.3 kN (left) and
 2.1 kN (right) — the start transient around the rotating unbalance force m e w^2 =
 1.93 kN — and the rim deflects up to 0.50 mm (centrifugal growth of the softened disc
 plus bending).
