@@ -216,19 +216,29 @@ def cmd_reduce(args):
 
 
 def _reduce_inputs(args):
-    """(mesh, material, M, K) of `flexmbd reduce`: an Abaqus deck brings its mesh, sets and
-    material (``--E/--nu/--rho`` override it), ``--mass/--stiffness`` its .mtx matrices."""
+    """(mesh, material, M, K) of `flexmbd reduce`: an Abaqus deck (.inp) or Nastran bulk
+    data (.bdf, .nas) brings its mesh, sets and material (``--E/--nu/--rho`` override it),
+    ``--mass/--stiffness`` an Abaqus deck's .mtx matrices."""
     import flexmbd.fem as F
 
     mats = (args.mass, args.stiffness)
-    if Path(args.mesh).suffix.lower() != ".inp":
+    suffix = Path(args.mesh).suffix.lower()
+    if suffix not in (".inp", ".bdf", ".nas"):
         if any(mats):
             raise FlexmbdError("--mass/--stiffness (.mtx) need the Abaqus deck (.inp) they "
                                "belong to as the mesh")
         return args.mesh, _material(args), None, None
-    deck = F.read_abaqus(args.mesh, units=args.units)
+    if suffix != ".inp":                     # Nastran bulk data: mesh, sets and MAT1
+        if any(mats):
+            raise FlexmbdError("--mass/--stiffness are Abaqus .mtx files; for Nastran "
+                               "matrices use fm.fem.nastran.read_op4/read_dmig in Python")
+        deck = F.nastran.read_bdf(args.mesh)
+    else:
+        deck = F.read_abaqus(args.mesh, units=args.units)
     try:
         mat = deck.material
+        if mat is None:
+            raise FlexmbdError(f"{args.mesh}: no material in the deck")
         pick = lambda given, deck_value: deck_value if given is None else given
         material = F.Material(E=pick(args.E, mat.E), nu=pick(args.nu, mat.nu),
                               rho=pick(args.rho, mat.rho), name=mat.name)

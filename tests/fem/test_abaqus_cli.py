@@ -40,3 +40,30 @@ def test_reduce_abaqus_deck_and_matrices(tmp_path, capsys):
     assert main(["reduce", str(tmp_path / "none.inp"), "--strategy", "normal",
                  "-o", str(out)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_reduce_nastran_deck_uses_its_material(tmp_path, capsys):
+    """`flexmbd reduce x.bdf`: mesh, sets and the MAT1 of the deck, as the Python API."""
+    steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
+    fe = F.read_mesh(fm.data.mesh("beam_hex"))
+    bdf = tmp_path / "beam.bdf"
+    F.nastran.write_bdf(bdf, fe, material=steel)
+    out = tmp_path / "beam.npz"
+    assert main(["reduce", str(bdf), "--strategy", "normal", "--modes", "4",
+                 "--no-geometric", "--no-stress", "-o", str(out)]) == 0
+    api = F.reduce(fm.data.mesh("beam_hex"), steel, fm.NormalModes(4), geometric=False,
+                   stress_modes=False)
+    np.testing.assert_allclose(F.ReducedBody.load(out).frequencies, api.frequencies,
+                               rtol=1e-8)
+    # --E overrides the deck's modulus: frequencies scale with sqrt(E)
+    assert main(["reduce", str(bdf), "--strategy", "normal", "--modes", "4", "--E", "8.4e11",
+                 "--no-geometric", "--no-stress", "-o", str(out)]) == 0
+    np.testing.assert_allclose(F.ReducedBody.load(out).frequencies, 2 * api.frequencies,
+                               rtol=1e-8)
+    capsys.readouterr()
+    for name in ("m.mtx", "k.mtx"):
+        (tmp_path / name).write_text("1,1,1.0\n")
+    assert main(["reduce", str(bdf), "--mass", str(tmp_path / "m.mtx"),
+                 "--stiffness", str(tmp_path / "k.mtx"),
+                 "--strategy", "normal", "-o", str(out)]) == 2
+    assert "Nastran" in capsys.readouterr().err
