@@ -44,6 +44,18 @@ NAMESPACES = [
 ]
 
 
+# Modules whose docstrings carry the derivations the theory pages cite; their functions
+# that no namespace exports are documented on the module's page.
+MODULES = [
+    "flexmbd.recursive.general", "flexmbd.recursive.schedule", "flexmbd.recursive.flexible",
+    "flexmbd.constraints.projection", "flexmbd.constraints.cut", "flexmbd.constraints.loops",
+    "flexmbd.model.sda", "flexmbd.absolute.forces", "flexmbd.absolute.system",
+    "flexmbd.fem.strategies", "flexmbd.fem.interfaces", "flexmbd.fem.invariants",
+    "flexmbd.fem.geometric", "flexmbd.fem.compare", "flexmbd.fem.eigen",
+    "flexmbd.flexible.ffr", "flexmbd.flexible.rotation",
+]
+
+
 def public_names(modname):
     """``[(name, object)]`` of a module's public names (``__all__``, else its classes)."""
     mod = importlib.import_module(modname)
@@ -92,8 +104,31 @@ def write_api_pages(out):
         lines += [f"   {n}" for n in entries]
         lines.append("")
         count += len(entries)
+    lines += ["Modules", "-------", "",
+              "The modules whose docstrings carry the derivations cited by the",
+              ":doc:`/theory/index` pages, with their remaining functions.", "",
+              ".. toctree::", "   :maxdepth: 1", ""]
+    (out / "modules").mkdir(exist_ok=True)
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        members = [n for n, o in vars(mod).items()
+                   if not n.startswith("_") and (inspect.isfunction(o) or inspect.isclass(o))
+                   and getattr(o, "__module__", None) == modname and id(o) not in seen]
+        seen.update(id(getattr(mod, n)) for n in members)
+        page = [f"{modname}", "=" * len(modname), "", f".. automodule:: {modname}"]
+        if members:
+            page.append(f"   :members: {', '.join(members)}")
+        page.append("")
+        _write(out / "modules" / f"{modname}.rst", "\n".join(page))
+        lines.append(f"   modules/{modname}")
+        count += len(members)
+    lines.append("")
     text = "\n".join(lines)
-    path = out / "index.rst"
+    _write(out / "index.rst", text)
+    return count
+
+
+def _write(path, text):
+    """Write only when changed (Sphinx then rebuilds only what changed)."""
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
-    return count

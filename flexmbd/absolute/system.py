@@ -22,7 +22,7 @@ assembled sparse (scipy.sparse) from per-body and per-equation blocks, so a
 Newton iteration on a chain costs O(N).
 
 Multiplier signs: the constraint force on the bodies is ``-Phi_q^T lam``.
-Reactions (``.reactions``, ``.reaction(name)``) follow DESIGN.md: the wrench the
+Reactions (``.reactions``, ``.reaction(name)``) follow docs/design/conventions.rst: the wrench the
 parent exerts on the child at the child joint-frame origin in child joint-frame
 axes, ``[n; f]``.
 

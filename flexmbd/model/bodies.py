@@ -1,6 +1,6 @@
 """Bodies and frames: ground, rigid bodies with shape helpers, frames (markers).
 
-Inertia convention (DESIGN.md): mass (kg), centre of mass ``com`` (m) in the body
+Inertia convention (docs/design/conventions.rst): mass (kg), centre of mass ``com`` (m) in the body
 frame, 3x3 inertia ``inertia`` (kg m^2) about the centre of mass in body axes.
 """
 

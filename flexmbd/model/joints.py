@@ -9,7 +9,7 @@ orthonormal columns (as the CFA requires, Liu-Hu-Zhang 2016, section 1).
 ``W = constraint_subspace(q)`` is its orthonormal complement. At ``q = neutral``
 the two frames coincide.
 
-Joint reaction convention (DESIGN.md): the wrench the parent exerts on the child
+Joint reaction convention (docs/design/conventions.rst): the wrench the parent exerts on the child
 through the joint, at the child-frame origin, in child-frame axes, ``[n; f]``.
 
 Per joint type:

@@ -137,7 +137,7 @@ the two passes of :func:`._flexkernels.solve`).
 -----------------------------------
 The reaction of joint ``k`` is ``F_k = F_k^eq + fb_k`` at the origin of ``e_k`` in its
 axes -- the *deformed* child joint frame -- rotated to the declared child frame
-(DESIGN.md convention, as the rigid kernels). The floating frame's acceleration
+(docs/design/conventions.rst, as the rigid kernels). The floating frame's acceleration
 follows from ``dV_C/dt = du'[r] + a_C``:
 ``dV_b/dt = Phi_C^-T (dV_C/dt - V_C x^ (S_C qd) - sigma_C - S_C qdd)``.
 

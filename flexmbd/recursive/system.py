@@ -13,7 +13,7 @@ Constraint Force Algorithm (Liu, Hu, Zhang 2016):
 * ``algorithm="general"``: the readable dense reference of eq. (4-29)
   (:mod:`flexmbd.recursive.general`).
 
-Reactions follow DESIGN.md: the wrench the joint's declared parent exerts on its
+Reactions follow docs/design/conventions.rst: the wrench the joint's declared parent exerts on its
 declared child through the joint, at the child joint-frame origin, in child
 joint-frame axes, ``[n; f]``. It is the CFA's equivalent interbody force
 ``F = H F_T + W F_S`` plus the velocity-product (bias) part of the Newton-Euler
