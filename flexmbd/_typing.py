@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -15,5 +15,5 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = ["Array", "ArrayLike", "Pose", "Wrench"]
 
 Array = NDArray[np.float64]
-Pose = Tuple[Array, Array]
+Pose = tuple[Array, Array]
 Wrench = NDArray[Any]
