@@ -25,8 +25,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE / "_ext"))
 os.environ.setdefault("FLEXMBD_PROGRESS", "0")
 
-import flexmbd  # noqa: E402
 from apigen import write_api_pages  # noqa: E402
+
+import flexmbd  # noqa: E402
 
 project = "flexmbd"
 author = "the flexmbd developers"
@@ -84,10 +85,11 @@ if _run_gallery:
         print(f"flexmbd docs: no 3-D pictures in the gallery: {err}")
     else:
         import pyvista
+        from gallery_files import OpenPlotterScraper
 
         pyvista.OFF_SCREEN = True
         pyvista.BUILDING_GALLERY = True
-        _scrapers.append(pyvista.Scraper())
+        _scrapers.append(OpenPlotterScraper())
     from gallery_files import FileScraper
 
     _scrapers.insert(0, FileScraper())

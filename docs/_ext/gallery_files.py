@@ -64,3 +64,28 @@ def pictures(directory, pattern="*"):
                    if p.suffix.lower() in (".png", ".gif", ".jpg"))
     show_files(*files)
     return [p.name for p in files]
+
+
+class OpenPlotterScraper:
+    """PyVista's scraper for the plotters a block leaves open.
+
+    flexmbd's own rendering functions close their plotters once the picture is saved
+    (those pictures reach the page through :func:`show_files`); PyVista's scraper would
+    try to screenshot them again, so closed plotters are dropped before it runs.
+    """
+
+    def __init__(self):
+        import pyvista
+
+        self._scraper = pyvista.Scraper()
+
+    def __repr__(self):
+        return "OpenPlotterScraper"
+
+    def __call__(self, block, block_vars, gallery_conf):
+        import pyvista
+
+        plotters = pyvista.plotting.plotter._ALL_PLOTTERS
+        for key in [k for k, p in plotters.items() if getattr(p, "_closed", False)]:
+            del plotters[key]
+        return self._scraper(block, block_vars, gallery_conf)
