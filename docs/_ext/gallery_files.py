@@ -71,7 +71,8 @@ class OpenPlotterScraper:
 
     flexmbd's own rendering functions close their plotters once the picture is saved
     (those pictures reach the page through :func:`show_files`); PyVista's scraper would
-    try to screenshot them again, so closed plotters are dropped before it runs.
+    try to screenshot them again, so closed plotters without a last image (the ones
+    ``Plotter.show()`` keeps for the gallery) are dropped before it runs.
     """
 
     def __init__(self):
@@ -86,6 +87,7 @@ class OpenPlotterScraper:
         import pyvista
 
         plotters = pyvista.plotting.plotter._ALL_PLOTTERS
-        for key in [k for k, p in plotters.items() if getattr(p, "_closed", False)]:
+        for key in [k for k, p in plotters.items()
+                    if getattr(p, "_closed", False) and getattr(p, "last_image", None) is None]:
             del plotters[key]
         return self._scraper(block, block_vars, gallery_conf)

@@ -117,8 +117,12 @@ def _coo(parts, shape):
 class AbsoluteSystem:
     """A model compiled to absolute (body) coordinates.
 
-    Parameters (``model.compile("absolute", **options)``)
-    ------------------------------------------------------
+    Built by ``model.compile("absolute", **options)``; the options are the parameters.
+
+    Parameters
+    ----------
+    model : Model
+        The model (validated; its topology is not needed: every joint is a constraint).
     jacobian : {"exact", "no-forces"}
         ``"exact"`` (default) puts every force element's exact Jacobian into the
         Newton matrix except those of elements with ``has_jacobian`` False (e.g. a

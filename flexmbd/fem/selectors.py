@@ -94,7 +94,7 @@ class Cylinder(Selector):
     tol : float, optional
         Radial tolerance for ``surface=True``.
     surface : bool
-        True: |r - radius| <= tol (a bore); False: r <= radius + tol.
+        True: ``abs(r - radius) <= tol`` (a bore); False: ``r <= radius + tol``.
     length : (float, float), optional
         Axial range (along ``axis`` from ``point``).
     """

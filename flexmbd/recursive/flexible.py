@@ -152,7 +152,7 @@ interface-load terms depend on the solution: they would make ``M'`` unsymmetric.
 They are kept on the right-hand side (a modal force) and iterated to a fixed point
 with the *current* accelerations and reactions -- only the two solve passes are
 repeated, the factorization is reused. The contraction factor is of the order
-of the strain (|K_G q| / |M qdd| ~ deformation / length), so a few iterations
+of the strain (``|K_G q| / |M qdd|`` ~ deformation / length), so a few iterations
 reach round-off. The absolute formulation takes the same inertia loads at the
 current step and the interface wrenches from the previous step (lagged); both
 converge to the same equations when its lagged loads are updated to the current
