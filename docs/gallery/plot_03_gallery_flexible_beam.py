@@ -39,7 +39,8 @@ grid = fm.viz.deformed_mesh(body.nodes, body.cells, body.cell_type, body.modes, 
                             scale=0.1 / np.abs(body.modes[:, 0]).max(),
                             stress_modes=body.stress_modes.reshape(-1, body.n_modes))
 plotter = pv.Plotter(window_size=(640, 360))
-plotter.add_mesh(grid, scalars="von_mises", show_edges=True, cmap="viridis")
+plotter.add_mesh(grid, scalars="von_mises", show_edges=True, cmap="viridis",
+                 scalar_bar_args={"title": "von Mises stress per unit q1 (Pa)"})
 plotter.add_axes()
 plotter.view_isometric()
 plotter.show()

@@ -3,8 +3,8 @@ N four-bar mechanisms in series
 ===============================
 
 The IFToMM benchmark A02: N parallelograms sharing their cranks, all singular at
-once whenever the cranks pass the horizontal. Here: N = 5 for 2 s (the full example:
-N = 40 for 20 s).
+once whenever the cranks pass the horizontal. Here: N = 4 for 1.1 s (the full
+example: N = 40 for 20 s).
 
 The full script is ``examples/n_four_bar.py`` (its source is at the end of this page);
 run it with ``python examples/n_four_bar.py``.
@@ -20,7 +20,7 @@ from gallery_files import load_example, pictures, show_files  # noqa: F401 (docs
 
 ex = load_example("n_four_bar")
 OUT = Path(tempfile.mkdtemp())
-out = ex.main(N=5, t_end=2.0, dt=2e-3, outdir=OUT, plot=True)
+out = ex.main(N=4, t_end=1.1, dt=2e-3, outdir=OUT, plot=True)
 pictures(OUT)
 
 # %%
