@@ -65,7 +65,6 @@ default_role = "py:obj"
 write_api_pages(HERE / "api")
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
