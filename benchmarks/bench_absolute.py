@@ -1,6 +1,6 @@
 """Benchmark of the absolute formulation with implicit integration (seed 002).
 
-* the seed slider-crank (SEEDS.md, ``examples/sda_slider_crank.py``): wall time per
+* the seed slider-crank (docs/theory/sda.rst, ``examples/sda_slider_crank.py``): wall time per
   step and Newton corrections, exact vs left-out SDA Jacobian;
 * a 50-body chain with spring-damper-actuators (revolute joints about z, rods of
   1 kg and 0.5 m, gravity, an SDA between every pair of neighbouring rods, k = 5e3

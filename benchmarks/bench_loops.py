@@ -189,7 +189,8 @@ def report(rows, exps):
               "Below a few hundred bodies both are dominated by fixed per-call costs (Python "
               "orchestration, sparse assembly), hence exponents below 1; the recursive side's "
               "per-body work (CFA solves, loop kinematics) is compiled and O(N). The growing "
-              "`agree` column is the conditioning of long chains (cf. FACTS.md: compare "
+              "`agree` column is the conditioning of long chains (cf. docs/design/facts.rst: "
+              "compare "
               "residuals there): the recursive result satisfies the Newton-Euler equations of "
               "every body with all reported reactions to ~2e-11 and the cut-joint acceleration "
               "equations to ~1e-13 at N = 200.", END]

@@ -1,7 +1,7 @@
 """Slider-crank with a spring-damper-actuator: Newton iterations with and without its Jacobian.
 
 Reproduces example 1 of Kan, Peng & Chen (2017), *Rigid body system dynamic with
-the accurate Jacobian matrix of spring-damper-actuator* (SEEDS.md):
+the accurate Jacobian matrix of spring-damper-actuator* (docs/theory/sda.rst):
 
 * crank and connecting rod: 2 m, 50 kg, transverse inertia 15 kg m^2, axial
   0.02 kg m^2; slider 1 kg, inertia 1 kg m^2; revolute joints crank-ground,

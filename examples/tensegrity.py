@@ -1,6 +1,6 @@
 """Form-finding of a two-stage class-1 tensegrity by dynamic relaxation (SDA cables).
 
-Example 2 of Kan, Peng & Chen (2017) (SEEDS.md): 6 bars (rigid bodies, 0.3 kg,
+Example 2 of Kan, Peng & Chen (2017) (docs/theory/sda.rst): 6 bars (rigid bodies, 0.3 kg,
 transverse inertia 0.1 kg m^2, axial 0.01 kg m^2), 21 cables modelled as
 spring-damper-actuators (k = 200 N/m, c = 10 N s/m, no actuator force), no
 supports; Newmark alpha = 0.3, delta = 0.6 (our beta, gamma), dt = 0.01 s.

@@ -4,26 +4,36 @@ Used to place bodies from joint coordinates (initial conditions of the absolute
 formulation, viewers, tests). The solvers have their own compiled kernels.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+from ._typing import ArrayLike, Pose
+
+if TYPE_CHECKING:
+    from .model import Body, Joint, Model
 
 __all__ = ["joint_pose", "tree_poses", "relative_pose", "pose_inverse", "pose_compose",
            "rotation_matrices", "joint_transforms", "tree_poses_batch"]
 
 
-def pose_compose(a, b):
+def pose_compose(a: Pose, b: Pose) -> Pose:
     """``a * b`` for poses ``(R, p)`` (frame b given in frame a)."""
     Ra, pa = a
     Rb, pb = b
     return Ra @ Rb, pa + Ra @ pb
 
 
-def pose_inverse(a):
+def pose_inverse(a: Pose) -> Pose:
     """Inverse of the pose ``(R, p)``."""
     R, p = a
     return R.T, -R.T @ p
 
 
-def joint_pose(joint, q):
+def joint_pose(joint: Joint, q: ArrayLike) -> Pose:
     """Pose of the child *body* frame in the parent *body* frame for joint coordinates ``q``."""
     pf, cf = joint.parent_frame, joint.child_frame
     return pose_compose(
@@ -32,13 +42,13 @@ def joint_pose(joint, q):
     )
 
 
-def relative_pose(joint, q, reversed_=False):
+def relative_pose(joint: Joint, q: ArrayLike, reversed_: bool = False) -> Pose:
     """Pose of the outboard body in the inboard body frame (handles reversed joints)."""
     P = joint_pose(joint, q)
     return pose_inverse(P) if reversed_ else P
 
 
-def tree_poses(model, q=None):
+def tree_poses(model: Model, q: Mapping[Joint, ArrayLike] | None = None) -> dict[Body, Pose]:
     """World poses ``{body: (R, r)}`` of every body from tree-joint coordinates.
 
     ``q`` maps joints to coordinates (default: each joint's ``q0``). Cut joints are

@@ -36,14 +36,23 @@ and the JSON header as the root attribute ``flexmbd_header``; a checkpoint file
 ``/checkpoint`` group, so it loads as Results too.
 """
 
+from __future__ import annotations
+
 import fnmatch
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._typing import Array, ArrayLike
 from .errors import FileError, FlexmbdError
 from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sniff
+
+if TYPE_CHECKING:
+    from .model import Model
 
 __all__ = ["Results", "JointHistory", "BodyHistory", "attach_body_poses", "attach_tree_poses",
            "attach_geometry"]
@@ -55,7 +64,7 @@ HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 class JointHistory:
     """Named view of one joint's time histories (``res.joint("j1").q``)."""
 
-    def __init__(self, res, name):
+    def __init__(self, res: Results, name: str) -> None:
         self._res = res
         self.name = name
 
@@ -66,22 +75,22 @@ class JointHistory:
         return cols
 
     @property
-    def q(self):
+    def q(self) -> Array:
         """Coordinates (nt, nq_joint)."""
         return self._res.q[:, self._cols(self._res.coordinates)]
 
     @property
-    def qd(self):
+    def qd(self) -> Array:
         """Speeds (nt, nv_joint)."""
         return self._res.qd[:, self._cols(self._res.speeds)]
 
     @property
-    def qdd(self):
+    def qdd(self) -> Array:
         """Speed rates (nt, nv_joint)."""
         return self._res.qdd[:, self._cols(self._res.speeds)]
 
     @property
-    def reaction(self):
+    def reaction(self) -> Array:
         """Reaction wrench history (nt, 6)."""
         return self._res.reaction(self.name)
 
@@ -89,12 +98,12 @@ class JointHistory:
 class BodyHistory:
     """Named view of one body's time histories (``res.body("rod").modal``)."""
 
-    def __init__(self, res, name):
+    def __init__(self, res: Results, name: str) -> None:
         self._res = res
         self.name = name
 
     @property
-    def modal(self):
+    def modal(self) -> Array:
         """Modal coordinates (nt, n_modes) of a flexible body."""
         try:
             return self._res.extra[f"modal:{self.name}"]
@@ -114,17 +123,17 @@ class BodyHistory:
             ) from None
 
     @property
-    def position(self):
+    def position(self) -> Array:
         """World position of the body frame origin (nt, 3), when stored."""
         return self._extra("position", _POSE_HINT)
 
     @property
-    def orientation(self):
+    def orientation(self) -> Array:
         """Euler parameters of the body frame (nt, 4), when stored."""
         return self._extra("orientation", _POSE_HINT)
 
     @property
-    def rotation(self):
+    def rotation(self) -> Array:
         """Rotation matrices body -> world (nt, 3, 3), from :attr:`orientation`."""
         return quat_to_rot_batch(self.orientation)
 
@@ -133,7 +142,7 @@ _POSE_HINT = ("fill it with flexmbd.results.attach_body_poses(res, system) "
               "(or attach_tree_poses(res, model) for joint coordinates of a tree)")
 
 
-def quat_to_rot_batch(e):
+def quat_to_rot_batch(e: ArrayLike) -> Array:
     """Rotation matrices (..., 3, 3) of Euler parameters (..., 4), scalar first (normalized)."""
     e = np.asarray(e, dtype=float)
     e = e / np.linalg.norm(e, axis=-1, keepdims=True)
@@ -151,7 +160,7 @@ def quat_to_rot_batch(e):
     return R
 
 
-def rot_to_quat_batch(R, continuous=True):
+def rot_to_quat_batch(R: ArrayLike, continuous: bool = True) -> Array:
     """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
 
     Shepperd's method of :func:`flexmbd.spatial.rot_to_quat` on every sample at once
@@ -201,9 +210,15 @@ def rot_to_quat_batch(R, continuous=True):
 class Results:
     """Time histories of a simulation (see the module docstring)."""
 
-    def __init__(self, t, q, qd, qdd=None, *, coordinates=(), speeds=(), joint_names=(),
-                 reactions=None, energy=None, stats=None, extra=None, meta=None,
-                 geometry=None):
+    def __init__(self, t: ArrayLike, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike | None = None,
+                 *, coordinates: Iterable[tuple[str, str]] = (),
+                 speeds: Iterable[tuple[str, str]] = (), joint_names: Iterable[str] = (),
+                 reactions: ArrayLike | None = None,
+                 energy: Mapping[str, ArrayLike] | None = None,
+                 stats: Mapping[str, ArrayLike] | None = None,
+                 extra: Mapping[str, ArrayLike] | None = None,
+                 meta: Mapping[str, Any] | None = None,
+                 geometry: Mapping[str, Mapping[str, ArrayLike]] | None = None) -> None:
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
         self.qd = np.asarray(qd, dtype=float)
@@ -230,15 +245,15 @@ class Results:
                 f"{self.q.shape[1] if self.q.ndim == 2 else 0} coordinates>")
 
     # -- named access -----------------------------------------------------------------
-    def joint(self, name):
+    def joint(self, name: str) -> JointHistory:
         """:class:`JointHistory` of joint ``name``."""
         return JointHistory(self, name)
 
-    def body(self, name):
+    def body(self, name: str) -> BodyHistory:
         """:class:`BodyHistory` of body ``name``."""
         return BodyHistory(self, name)
 
-    def reaction(self, name):
+    def reaction(self, name: str) -> Array:
         """Reaction wrench history (nt, 6) of joint ``name``, ``[n; f]`` in child joint axes."""
         try:
             k = self.joint_names.index(name)
@@ -248,7 +263,7 @@ class Results:
             ) from None
         return self.reactions[:, k, :]
 
-    def slice(self, stop):
+    def slice(self, stop: int) -> Results:
         """Results truncated to the first ``stop`` samples (used for partial results)."""
         return Results(
             self.t[:stop], self.q[:stop], self.qd[:stop], self.qdd[:stop],
@@ -260,7 +275,7 @@ class Results:
             geometry=self.geometry,
         )
 
-    def take(self, index):
+    def take(self, index: ArrayLike) -> Results:
         """Results at the samples ``index`` (slice, integer array or boolean mask)."""
         return Results(
             self.t[index], self.q[index], self.qd[index], self.qdd[index],
@@ -273,7 +288,7 @@ class Results:
         )
 
     @classmethod
-    def concatenate(cls, parts):
+    def concatenate(cls, parts: Sequence[Results]) -> Results:
         """One Results from consecutive pieces with the same columns (header of the first)."""
         parts = [p for p in parts if p is not None]
         if not parts:
@@ -290,7 +305,7 @@ class Results:
             meta=first.meta, geometry=first.geometry,
         )
 
-    def index_at(self, t):
+    def index_at(self, t: float | None) -> int:
         """Index of the sample nearest to time ``t`` (s); ``None`` gives the last one."""
         if len(self.t) == 0:
             raise FlexmbdError("these results are empty")
@@ -298,7 +313,7 @@ class Results:
             return len(self.t) - 1
         return int(np.argmin(np.abs(self.t - float(t))))
 
-    def body_names(self):
+    def body_names(self) -> list[str]:
         """Bodies with stored poses, modal coordinates or geometry (first-seen order)."""
         names = []
         for k in list(self.extra) + [f"geometry:{b}" for b in self.geometry]:
@@ -307,7 +322,7 @@ class Results:
                 names.append(body)
         return names
 
-    def equals(self, other):
+    def equals(self, other: Results) -> bool:
         """True when ``other`` holds exactly the same arrays, names and meta (bitwise)."""
         def same(a, b):
             a, b = np.asarray(a), np.asarray(b)
@@ -330,7 +345,7 @@ class Results:
                 and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry))
 
     # -- export -----------------------------------------------------------------------
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Flat dict ``column name -> (nt,) array``."""
         cols = {"t": self.t}
         for i, (owner, lab) in enumerate(self.coordinates):
@@ -349,7 +364,7 @@ class Results:
                 cols[f"stats:{k}"] = v
         return cols
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> Any:
         """A pandas DataFrame indexed by time (needs pandas)."""
         try:
             import pandas as pd
@@ -376,7 +391,7 @@ class Results:
             arrays.update({f"geometry__{b}__{k}": v for k, v in g.items()})
         return arrays
 
-    def save(self, path, format=None):
+    def save(self, path: str | PathLike, format: str | None = None) -> Path:
         """Save to ``.npz`` or HDF5 (``.h5``/``.hdf5``); returns the path written.
 
         The format comes from the extension; ``format="npz"`` or ``"h5"`` writes
@@ -417,7 +432,7 @@ class Results:
         return path
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | PathLike) -> Results:
         """Load results written by :meth:`save` (npz or HDF5, by content) or a checkpoint file.
 
         A missing, empty, truncated or foreign file raises
@@ -480,7 +495,8 @@ class Results:
                    energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
                    meta=header["meta"], geometry=geometry)
 
-    def to_vtk(self, path, stride=None, scale=1.0, bodies=None, max_frames=200):
+    def to_vtk(self, path: str | PathLike, stride: int | None = None, scale: float = 1.0,
+               bodies: Iterable[str] | None = None, max_frames: int = 200) -> list[Path]:
         """Write a VTK time series: ``path`` (``.pvd``) plus one ``.vtu`` per frame.
 
         Frames are every ``stride``-th sample (default: the smallest stride that
@@ -511,7 +527,8 @@ class Results:
             stride = max(1, -(-len(self.t) // max(int(max_frames), 1)))
         return write_vtk_series(res, path, stride=stride, scale=scale, bodies=bodies)
 
-    def plot(self, *columns, file=None, ax=None, title=None):
+    def plot(self, *columns: str, file: str | PathLike | None = None, ax: Any = None,
+             title: str | None = None) -> Any:
         """Plot time histories with matplotlib; returns the Figure.
 
         ``columns`` are :meth:`to_dict` column names or shell patterns
@@ -678,7 +695,8 @@ def h5_read(group, stop=None):
 
 
 # -- filling body poses and geometry ----------------------------------------------------
-def attach_body_poses(results, system, bodies=None):
+def attach_body_poses(results: Results, system: Any,
+                      bodies: Iterable[str] | None = None) -> Results:
     """Fill ``extra["position:B"]`` and ``extra["orientation:B"]`` from a compiled System.
 
     Uses ``system.body_states(q, qd) -> {body name: (R, r, w_world, v_world)}``. The
@@ -721,7 +739,7 @@ def _name(b):
     return b if isinstance(b, str) else b.name
 
 
-def attach_tree_poses(results, model):
+def attach_tree_poses(results: Results, model: Model) -> Results:
     """Fill body poses from joint coordinates with :func:`flexmbd.kinematics.tree_poses_batch`.
 
     For results whose coordinates are owned by joints (the recursive formulation of
@@ -745,7 +763,8 @@ def attach_tree_poses(results, model):
     return results
 
 
-def attach_geometry(results, model, bodies=None, glyphs=True):
+def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None = None,
+                    glyphs: bool = True) -> Results:
     """Store what to draw for every body in ``results.geometry`` (see the module doc).
 
     ``model`` is a :class:`~flexmbd.model.Model` or a dict ``body name -> source``

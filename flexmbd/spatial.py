@@ -1,6 +1,6 @@
 """Spatial algebra: skew matrices, rigid shifts, rotations, spatial inertia.
 
-Conventions (DESIGN.md, CFA paper Liu-Hu-Zhang 2016, eq. 1-3):
+Conventions (docs/design/conventions.rst, CFA paper Liu-Hu-Zhang 2016, eq. 1-3):
 
 * spatial vectors are ``[angular; linear]``: a twist ``V = [w; v]`` and a wrench
   ``F = [n; f]`` (moment first);
@@ -15,7 +15,11 @@ Every function is plain numpy on single vectors/matrices; the hot loops of the
 solvers have their own compiled kernels.
 """
 
+from __future__ import annotations
+
 import numpy as np
+
+from ._typing import Array, ArrayLike
 
 __all__ = [
     "skew",
@@ -40,18 +44,18 @@ __all__ = [
 ]
 
 
-def skew(p):
+def skew(p: ArrayLike) -> Array:
     """Cross-product matrix ``p~`` with ``skew(p) @ x == np.cross(p, x)``."""
     x, y, z = p
     return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
-def unskew(S):
+def unskew(S: ArrayLike) -> Array:
     """Vector of a (skew) matrix: inverse of :func:`skew` (uses the skew part)."""
     return 0.5 * np.array([S[2, 1] - S[1, 2], S[0, 2] - S[2, 0], S[1, 0] - S[0, 1]])
 
 
-def shift(p):
+def shift(p: ArrayLike) -> Array:
     """Rigid shift ``P̂ = [[U, p~], [0, U]]`` of the CFA paper (eq. 1).
 
     With ``p`` the vector from point B to point A (same body, same axes), a wrench
@@ -63,7 +67,7 @@ def shift(p):
     return P
 
 
-def motion_transform(R, p):
+def motion_transform(R: ArrayLike, p: ArrayLike) -> Array:
     """6x6 map of twists from frame B to frame A.
 
     Frame A has orientation ``R`` (A axes -> B axes) and origin ``p`` in B
@@ -78,7 +82,7 @@ def motion_transform(R, p):
     return X
 
 
-def force_transform(R, p):
+def force_transform(R: ArrayLike, p: ArrayLike) -> Array:
     """6x6 map of wrenches from frame A to frame B (dual of :func:`motion_transform`).
 
     ``F_B = force_transform(R, p) @ F_A`` with ``F = [n; f]``; it equals
@@ -87,7 +91,7 @@ def force_transform(R, p):
     return motion_transform(R, p).T
 
 
-def rotation_matrix(axis, angle):
+def rotation_matrix(axis: ArrayLike, angle: float) -> Array:
     """Rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
     a = np.asarray(axis, dtype=float)
     a = a / np.linalg.norm(a)
@@ -95,7 +99,7 @@ def rotation_matrix(axis, angle):
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
-def quat_to_rot(e):
+def quat_to_rot(e: ArrayLike) -> Array:
     """Rotation matrix of the Euler parameters ``e = (e0, e1, e2, e3)`` (normalized first)."""
     e = np.asarray(e, dtype=float)
     e0, e1, e2, e3 = e / np.linalg.norm(e)
@@ -108,7 +112,7 @@ def quat_to_rot(e):
     )
 
 
-def rot_to_quat(R):
+def rot_to_quat(R: ArrayLike) -> Array:
     """Euler parameters of a rotation matrix (Shepperd's method), with ``e0 >= 0``."""
     R = np.asarray(R, dtype=float)
     tr = np.trace(R)
@@ -134,19 +138,19 @@ def rot_to_quat(R):
     return e / np.linalg.norm(e)
 
 
-def quat_multiply(a, b):
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> Array:
     """Hamilton product ``a * b`` (scalar first): ``R(a*b) = R(a) @ R(b)``."""
     a0, av = a[0], np.asarray(a[1:])
     b0, bv = b[0], np.asarray(b[1:])
     return np.concatenate(([a0 * b0 - av @ bv], a0 * bv + b0 * av + np.cross(av, bv)))
 
 
-def quat_conjugate(e):
+def quat_conjugate(e: ArrayLike) -> Array:
     """Conjugate (inverse for unit quaternions)."""
     return np.array([e[0], -e[1], -e[2], -e[3]])
 
 
-def quat_from_rotvec(phi):
+def quat_from_rotvec(phi: ArrayLike) -> Array:
     """Euler parameters of the rotation vector ``phi`` (axis * angle, rad)."""
     phi = np.asarray(phi, dtype=float)
     th = np.linalg.norm(phi)
@@ -161,7 +165,7 @@ def quat_from_rotvec(phi):
     return e / np.linalg.norm(e)
 
 
-def quat_to_rotvec(e):
+def quat_to_rotvec(e: ArrayLike) -> Array:
     """Rotation vector (angle in [0, pi]) of Euler parameters."""
     e = np.asarray(e, dtype=float)
     e = e / np.linalg.norm(e)
@@ -175,17 +179,17 @@ def quat_to_rotvec(e):
     return (th / s) * v
 
 
-def rotvec_to_rot(phi):
+def rotvec_to_rot(phi: ArrayLike) -> Array:
     """Rotation matrix of a rotation vector (Rodrigues)."""
     return quat_to_rot(quat_from_rotvec(phi))
 
 
-def rot_to_rotvec(R):
+def rot_to_rotvec(R: ArrayLike) -> Array:
     """Rotation vector of a rotation matrix."""
     return quat_to_rotvec(rot_to_quat(R))
 
 
-def quat_rate_matrix(e):
+def quat_rate_matrix(e: ArrayLike) -> Array:
     """4x3 matrix ``G`` with ``de/dt = G @ w`` for the body-frame angular velocity ``w``.
 
     ``G = 0.5 * [[-e1, -e2, -e3], [e0, -e3, e2], [e3, e0, -e1], [-e2, e1, e0]]``,
@@ -195,7 +199,7 @@ def quat_rate_matrix(e):
     return 0.5 * np.array([[-e1, -e2, -e3], [e0, -e3, e2], [e3, e0, -e1], [-e2, e1, e0]])
 
 
-def quat_integrate(e, w, dt):
+def quat_integrate(e: ArrayLike, w: ArrayLike, dt: float) -> Array:
     """Advance Euler parameters by a constant body-frame angular velocity ``w`` over ``dt``.
 
     Exact exponential update ``e <- e * exp(w dt / 2)``; the result is unit norm.
@@ -203,7 +207,7 @@ def quat_integrate(e, w, dt):
     return quat_multiply(e, quat_from_rotvec(np.asarray(w) * dt))
 
 
-def spatial_inertia(mass, com, inertia_com):
+def spatial_inertia(mass: float, com: ArrayLike, inertia_com: ArrayLike) -> Array:
     """6x6 spatial inertia about the frame origin, ``[angular; linear]`` ordering.
 
     ``mass`` in kg, ``com`` (m) the centre of mass in the frame, ``inertia_com``
@@ -221,7 +225,7 @@ def spatial_inertia(mass, com, inertia_com):
     return I
 
 
-def is_rotation(R, tol=1e-9):
+def is_rotation(R: ArrayLike, tol: float = 1e-9) -> bool:
     """True if ``R`` is a proper orthonormal 3x3 matrix within ``tol``."""
     R = np.asarray(R, dtype=float)
     return (
@@ -231,7 +235,7 @@ def is_rotation(R, tol=1e-9):
     )
 
 
-def orthonormal_complement(H):
+def orthonormal_complement(H: ArrayLike) -> Array:
     """Orthonormal basis ``W`` (6 x (6-k)) of the complement of the columns of ``H`` (6 x k).
 
     ``H`` must have orthonormal columns; then ``H.T @ W = 0`` and ``W.T @ W = U``

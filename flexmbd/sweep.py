@@ -21,18 +21,25 @@ be picklable: module-level functions, not lambdas, for process-based workers); t
 table is the same as a serial run's, in the order of the cases.
 """
 
+from __future__ import annotations
+
 import itertools
 import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import FlexmbdError
 from .progress import progress as _progress
 
+if TYPE_CHECKING:
+    from .results import Results
+
 __all__ = ["sweep", "cases", "default_summary"]
 
 
-def cases(parameters):
+def cases(parameters: Any) -> list[dict[str, Any]]:
     """List of ``{name: value}`` dicts from a grid dict, a list of dicts or a DataFrame.
 
     A dict of sequences is expanded as a Cartesian product (first name varies slowest);
@@ -55,7 +62,7 @@ def cases(parameters):
     return out
 
 
-def default_summary(res):
+def default_summary(res: Results) -> dict[str, float]:
     """Final time, final coordinates and energies, peak joint reaction forces and moments."""
     out = {"t_end": float(res.t[-1]) if len(res.t) else np.nan, "n_samples": len(res.t)}
     if not len(res.t):
@@ -101,8 +108,11 @@ def _run_case(factory, case, simulate, summarize, keep):
     return summary, (res if keep else None), err, time.perf_counter() - tic
 
 
-def sweep(model_factory, parameters, client=None, *, simulate=None, summarize=None,
-          keep_results=False, errors="raise", progress=None):
+def sweep(model_factory: Callable[..., Any], parameters: Any, client: Any = None, *,
+          simulate: Mapping[str, Any] | None = None,
+          summarize: Callable[[Results], Mapping[str, float]] | None = None,
+          keep_results: bool = False, errors: str = "raise",
+          progress: bool | None = None) -> Any:
     """Run ``model_factory`` over parameter cases; return one pandas DataFrame.
 
     Parameters

@@ -26,9 +26,12 @@ joint imposing no constraint equation, weight 0).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from flexmbd.errors import TopologyError
 
@@ -124,12 +127,13 @@ class Topology:
         lines += ["    " + row for row in matrix.splitlines()]
         return "\n".join(lines)
 
-    def pprint(self, stream=None):
+    def pprint(self, stream: TextIO | None = None) -> None:
         """Print :meth:`__str__` to ``stream`` (default: standard output)."""
         print(self, file=stream)
 
 
-def analyze(incidence, weights=None, forced_cuts=()):
+def analyze(incidence: ArrayLike, weights: Sequence[float] | None = None,
+            forced_cuts: Iterable[int] = ()) -> Topology:
     """Select cut joints and label bodies and joints regularly.
 
     Parameters
@@ -235,7 +239,7 @@ def analyze(incidence, weights=None, forced_cuts=()):
     )
 
 
-def connectivity_history(incidence):
+def connectivity_history(incidence: ArrayLike) -> list[NDArray[np.int_]]:
     """Dynamic connectivity matrices S_1..S_nj of the paper (eq. 2, Fig. 2).
 
     Joints are added in their original order. ``S[i, j] = 1`` if bodies i and j

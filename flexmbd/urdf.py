@@ -22,11 +22,15 @@ without mass (no ``<inertial>``) must hang on a ``fixed`` joint: it becomes a
 frame of the body it is welded to, and joints below it attach there.
 """
 
+from __future__ import annotations
+
 import xml.etree.ElementTree as ET
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
+from ._typing import Array, ArrayLike
 from .errors import ModelError
 from .model import Fixed, Frame, Free, Model, Planar, Prismatic, Revolute, RigidBody
 from .spatial import rotation_matrix
@@ -34,7 +38,7 @@ from .spatial import rotation_matrix
 __all__ = ["model_from_urdf", "rpy_to_rot"]
 
 
-def rpy_to_rot(rpy):
+def rpy_to_rot(rpy: ArrayLike) -> Array:
     """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix: ``Rz(y) Ry(p) Rx(r)``."""
     r, p, y = rpy
     return (rotation_matrix((0, 0, 1), y) @ rotation_matrix((0, 1, 0), p)
@@ -125,7 +129,8 @@ def _visuals(link, base_dir):
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
 
-def model_from_urdf(path, name=None, floating=False):
+def model_from_urdf(path: str | PathLike, name: str | None = None,
+                    floating: bool = False) -> Model:
     """Build a :class:`Model` from a URDF file path or XML string (see module docstring)."""
     text = str(path)
     base_dir = None

@@ -1,7 +1,7 @@
 """Regenerate the shipped meshes with gmsh (``pip install gmsh``).
 
 Run from the repository root: ``python meshes/generate.py``.  gmsh needs a
-few GL/X libraries even headless (see FACTS: libglu1-mesa libgl1 libxcursor1
+few GL/X libraries even headless (see docs/design/facts.rst: libglu1-mesa libgl1 libxcursor1
 libxft2 libxinerama1 libgomp1 libopengl0); the meshes are shipped so users
 never need it.
 

@@ -54,7 +54,7 @@ Reactions: the wrench of the constraint on the child body about its origin is
 ``-lambda (dPhi/dx)^T`` with ``x = [dphi; dr]`` its small world rotation and
 translation (``d(A s)/dphi = -(A s)~``); it is moved to the child joint-frame
 origin (on a flexible child: the *deformed* frame, ``frame.pose(q_f)``) and expressed in
-child joint axes (DESIGN.md convention). A joint whose
+child joint axes (docs/design/conventions.rst). A joint whose
 child is the ground is reported from the parent's side with the sign flipped
 (action and reaction: the equations are invariant under a common rigid motion).
 """

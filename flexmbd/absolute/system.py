@@ -22,7 +22,7 @@ assembled sparse (scipy.sparse) from per-body and per-equation blocks, so a
 Newton iteration on a chain costs O(N).
 
 Multiplier signs: the constraint force on the bodies is ``-Phi_q^T lam``.
-Reactions (``.reactions``, ``.reaction(name)``) follow DESIGN.md: the wrench the
+Reactions (``.reactions``, ``.reaction(name)``) follow docs/design/conventions.rst: the wrench the
 parent exerts on the child at the child joint-frame origin in child joint-frame
 axes, ``[n; f]``.
 
@@ -35,9 +35,14 @@ force ``H tau`` (its part along the motion subspace), as the recursive solver
 reports it: the total wrench transmitted through the joint.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 
+from .._typing import Array, ArrayLike
 from ..errors import ModelError, SolverError
 from ..model.bodies import Ground, RigidBody
 from ..model.flexible import FlexibleBody
@@ -56,6 +61,11 @@ from .forces import (
 )
 from .inertia import BodyInertia
 from .quaternion import Emat, normalized_rot
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..results import Results
+    from .statics import StaticResult
 
 __all__ = ["AbsoluteSystem", "DynamicsResult", "DAETerms", "compile_system"]
 
@@ -76,11 +86,11 @@ class DynamicsResult:
         self.lam = lam
         self.reactions = reactions
 
-    def reaction(self, name):
+    def reaction(self, name: str) -> Array:
         """Reaction wrench ``[n; f]`` of joint ``name`` (parent on child, child joint frame)."""
         return self.reactions[self._system._joint_pos(name)]
 
-    def body_acceleration(self, name):
+    def body_acceleration(self, name: str) -> tuple[Array, Array]:
         """``(alpha_world, a_origin_world)`` of body ``name``."""
         k = self._system._body_pos(name)
         e = self.q[7 * k + 3: 7 * k + 7]
@@ -107,8 +117,12 @@ def _coo(parts, shape):
 class AbsoluteSystem:
     """A model compiled to absolute (body) coordinates.
 
-    Parameters (``model.compile("absolute", **options)``)
-    ------------------------------------------------------
+    Built by ``model.compile("absolute", **options)``; the options are the parameters.
+
+    Parameters
+    ----------
+    model : Model
+        The model (validated; its topology is not needed: every joint is a constraint).
     jacobian : {"exact", "no-forces"}
         ``"exact"`` (default) puts every force element's exact Jacobian into the
         Newton matrix except those of elements with ``has_jacobian`` False (e.g. a
@@ -118,7 +132,7 @@ class AbsoluteSystem:
 
     formulation = "absolute"
 
-    def __init__(self, model, jacobian="exact"):
+    def __init__(self, model: Model, jacobian: str = "exact") -> None:
         if jacobian not in ("exact", "no-forces"):
             raise ModelError(
                 f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}")
@@ -233,7 +247,8 @@ class AbsoluteSystem:
             raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
 
     # -- states -----------------------------------------------------------------------
-    def body_states(self, q, qd):
+    def body_states(self, q: ArrayLike,
+                    qd: ArrayLike) -> dict[str, tuple[Array, Array, Array, Array]]:
         """``{body name: (R, r, w_world, v_world)}`` (``v`` of the body-frame origin)."""
         st = BodyState(self.index, q, qd)
         return {b.name: (st.R[i].copy(), st.r[i].copy(), st.w[i].copy(), st.v[i].copy())
@@ -252,7 +267,7 @@ class AbsoluteSystem:
             qd[d.col0: d.col0 + d.n] = d.body.qd0
         return q, qd
 
-    def modal(self, q, name):
+    def modal(self, q: ArrayLike, name: str) -> Array:
         """Modal coordinates of flexible body ``name`` in ``q`` (also works on (nt, n)
         histories)."""
         try:
@@ -262,13 +277,14 @@ class AbsoluteSystem:
                              f"bodies: {list(self.modal_slices)}") from None
         return np.asarray(q)[..., sl]
 
-    def gravity_vector(self):
+    def gravity_vector(self) -> Array | None:
         """Sum of the models' uniform gravity vectors (m/s^2, world), or None."""
         if not self._grav_elements:
             return None
         return sum(np.asarray(e.g, dtype=float) for e in self._grav_elements)
 
-    def initial_conditions(self, tol=1e-12, t0=0.0):
+    def initial_conditions(self, tol: float = 1e-12,
+                           t0: float = 0.0) -> tuple[Array, Array, Array, Array]:
         """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached)."""
         self.refresh()
         if self._ic is None or self._ic[0] != t0:
@@ -278,11 +294,11 @@ class AbsoluteSystem:
                                                           tol=tol, t=t0))
         return tuple(x.copy() for x in self._ic[1])
 
-    def q0(self):
+    def q0(self) -> Array:
         """Consistent initial coordinates."""
         return self.initial_conditions()[0]
 
-    def qd0(self):
+    def qd0(self) -> Array:
         """Consistent initial coordinate rates."""
         return self.initial_conditions()[1]
 
@@ -297,23 +313,23 @@ class AbsoluteSystem:
             trip.append(self.flexible.mass_triplets(q, stiffening))
         return tuple(np.concatenate(x) for x in zip(*trip))
 
-    def mass_matrix(self, q):
+    def mass_matrix(self, q: ArrayLike) -> sp.spmatrix:
         """Sparse (symmetric) mass matrix (n x n)."""
         self.refresh()
         return _coo([self.mass_triplets(q)], (self.n, self.n))
 
-    def constraint(self, q, t=0.0):
+    def constraint(self, q: ArrayLike, t: float = 0.0) -> Array:
         """``Phi(q, t)`` (nc,): joint equations, driver equations, then normalizations."""
         self.refresh()
         return self.constraints.evaluate(np.asarray(q, float), jacobian=False, t=t)
 
-    def constraint_jacobian(self, q, t=0.0):
+    def constraint_jacobian(self, q: ArrayLike, t: float = 0.0) -> sp.spmatrix:
         """Sparse ``Phi_q`` (nc x 7nb)."""
         self.refresh()
         _, trip = self.constraints.evaluate(np.asarray(q, float), t=t)
         return _coo([trip], (self.nc, self.n))
 
-    def constraint_velocity_rhs(self, q, t=0.0):
+    def constraint_velocity_rhs(self, q: ArrayLike, t: float = 0.0) -> Array:
         """``nu = -dPhi/dt``: velocity equations ``Phi_q qd = nu`` (zero without drivers)."""
         self.refresh()
         return -self.constraints.phi_t(np.asarray(q, float), t)
@@ -488,7 +504,7 @@ class AbsoluteSystem:
         return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
 
     # -- dynamics ---------------------------------------------------------------------
-    def forward_dynamics(self, q, qd, t=0.0):
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0) -> DynamicsResult:
         """Accelerations, multipliers and joint reactions at ``(q, qd, t)``.
 
         Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``. Joint
@@ -514,7 +530,7 @@ class AbsoluteSystem:
         qdd, lam = x[:n], x[n:]
         return DynamicsResult(self, q, qd, qdd, lam, self.reactions(q, qd, lam, t))
 
-    def reactions(self, q, qd, lam, t=0.0):
+    def reactions(self, q: ArrayLike, qd: ArrayLike, lam: ArrayLike, t: float = 0.0) -> Array:
         """Joint reactions (n_joints, 6) from the multipliers (plus applied joint forces)."""
         out = self.constraints.reactions(np.asarray(q, float), lam, t)
         if self._jf:
@@ -524,7 +540,7 @@ class AbsoluteSystem:
                 out[k] += H @ jm.el.generalized_force(t, q_j, v_j)
         return out
 
-    def driver_forces(self, lam):
+    def driver_forces(self, lam: ArrayLike) -> Array:
         """Drive force/torque of every driver along its coordinate (``-lam`` of its row)."""
         return {d.name: -float(lam[r]) for d, r in zip(self.drivers, self.constraints.driver_rows)}
 
@@ -607,7 +623,7 @@ class AbsoluteSystem:
             d.set_interface_loads(loads)
 
     # -- energies ---------------------------------------------------------------------
-    def kinetic_energy(self, q, qd):
+    def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         """Total kinetic energy (J)."""
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         out = float(self.inertia.kinetic_energy(q, qd).sum())
@@ -622,14 +638,16 @@ class AbsoluteSystem:
         return EnergyMeter(self)
 
     # -- statics and simulation -------------------------------------------------------
-    def static_equilibrium(self, q=None, t=0.0, **options):
+    def static_equilibrium(self, q: ArrayLike | None = None, t: float = 0.0,
+                           **options: Any) -> StaticResult:
         """Static equilibrium from ``q`` (default: the initial configuration), :mod:`.statics`."""
         from .statics import static_equilibrium
 
         self.refresh()
         return static_equilibrium(self, self.q0() if q is None else q, t=t, **options)
 
-    def simulate(self, t_end, dt=None, integrator=None, **options):
+    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
+                 **options: Any) -> Results:
         """Integrate from the consistent initial state to ``t_end`` (s) with step ``dt`` (s).
 
         ``integrator``: ``"generalized-alpha"`` (default; ``rho_inf``), ``"newmark"``
@@ -647,14 +665,14 @@ class AbsoluteSystem:
                     every=options.get("every"))
         return integrate(self, t_end, dt, spec.name, **options)
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         """Euler parameters scaled to unit length (coordinates (7nb,))."""
         q = np.array(q, dtype=float)
         b = q[: self.n_rigid].reshape(-1, 7)
         b[:, 3:] /= np.linalg.norm(b[:, 3:], axis=1, keepdims=True)
         return q
 
-    def rotation(self, q, name):
+    def rotation(self, q: ArrayLike, name: str) -> Array:
         """Rotation matrix of body ``name`` at ``q``."""
         k = self._body_pos(name)
         return normalized_rot(np.asarray(q, float)[7 * k + 3: 7 * k + 7])

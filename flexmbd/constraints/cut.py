@@ -46,8 +46,9 @@ whose rows are exactly ``[I 0]`` at ``R = I``.) On the constraint manifold the
 translational rows are ``[0, e^T]`` and the rotational rows are the joint's
 constraint-moment directions, so the multipliers are the cut joint's
 constraint-force components: its reaction (wrench of the parent on the child at
-the child-frame origin in child axes, the DESIGN.md convention) is ``D^T λ``, plus
-any applied force along the joint's own motion directions.
+the child-frame origin in child axes, the convention of
+docs/design/conventions.rst) is ``D^T λ``, plus any applied force along the
+joint's own motion directions.
 
 The generalized constraint force ``J^T λ = J_rel^T D^T λ`` is the wrench
 ``D^T λ`` acting on C at the child-frame origin and its opposite acting on P at

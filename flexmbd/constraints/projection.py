@@ -65,6 +65,7 @@ Alternatives (Yu & Hong 1998, section 5)
   ``α = 1/h``, ``β = √2/h``: ``J v̇ = γ - 2α (J v + Φ_t) - β² Φ``;
 * Moore-Penrose minimum-norm coordinate projection (eq. 35-39):
   ``Δq = -J^+ Φ``, ``Δv = -J^+ (J v + Φ_t)``.
+
 Both use the full Jacobian with minimum-norm (pseudo-inverse) solves, as
 classically done, so redundant constraints do not make them fail.
 

@@ -13,8 +13,10 @@ Tolerances default to 1e-6 of the mesh bounding-box diagonal.
 >>> import skfem
 >>> from flexmbd.fem.mesh import read_mesh
 >>> fe = read_mesh(skfem.MeshHex1.init_tensor([0, .5, 1], [0, 1], [0, 1]))
->>> Plane((0, 0, 0), (1, 0, 0))(fe).tolist()
-[0, 1, 2, 3]
+>>> Plane((0, 0, 0), (1, 0, 0))(fe).tolist()    # the four nodes at x = 0
+[0, 1, 6, 7]
+>>> fe.mesh.p[:, [0, 1, 6, 7]].T.tolist()          # scikit-fem numbers y fastest, z slowest
+[[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
 """
 
 import numpy as np
@@ -124,7 +126,7 @@ class Cylinder(Selector):
     tol : float, optional
         Radial tolerance for ``surface=True``.
     surface : bool
-        True: |r - radius| <= tol (a bore); False: r <= radius + tol.
+        True: ``abs(r - radius) <= tol`` (a bore); False: ``r <= radius + tol``.
     length : (float, float), optional
         Axial range (along ``axis`` from ``point``).
     """

@@ -7,8 +7,9 @@ convention (used for the unit geometric-stiffness load cases).
 
 Floating-frame conventions
 --------------------------
-free-free bases (``NormalModes(n)``, ``StaticCorrection(..., fixed=None)``,
-``RitzVectors(..., fixed=None)``, ``CraigBampton(..., frame="mean-axis")``)
+free-free bases
+    (``NormalModes(n)``, ``StaticCorrection(..., fixed=None)``,
+    ``RitzVectors(..., fixed=None)``, ``CraigBampton(..., frame="mean-axis")``)
     *mean axes*: every mode is M-orthogonal to the six rigid-body modes, i.e.
     ``int rho u dV = 0`` and ``int rho x0 x u dV = 0``.  Static shapes use
     inertia relief (the load minus its rigid-body d'Alembert part).

@@ -219,12 +219,15 @@ def kinetic_energy(inv, q, u):
 #
 # (W = w~, W2 = W W, G = int rho s u'^T = sum_k Y_k^T q'_k). Partial derivatives:
 #
-#   dJ/dq_k = 2 tr(Y_k) I - Y_k - Y_k^T,  dSbar/dq_k = St_k,  dMwf[a, l]/dq_k = eps_abc P[b, c, k, l]
-#   dF_w/dq_k = dJ_k (alpha + ...) ... (see inertia_terms), dF_f/dq [l, k] = sum_ab (W2 - alpha~)_ab P[a, b, k, l]
+#   dJ/dq_k = 2 tr(Y_k) I - Y_k - Y_k^T,  dSbar/dq_k = St_k,
+#   dMwf[a, l]/dq_k = eps_abc P[b, c, k, l]
+#   dF_w/dq_k = dJ_k (alpha + ...) ... (see inertia_terms),
+#   dF_f/dq [l, k] = sum_ab (W2 - alpha~)_ab P[a, b, k, l]
 #   dF_w/dw  = W J - (J w)~ + 2 (tr G I - G^T)
 #   dF_v/dw  = (w . Sbar) I + w Sbar^T - 2 Sbar w^T - 2 (St q')~
 #   dF_f,k/dw = (Y_k + Y_k^T - 2 tr Y_k I) w - 2 axial(Z_k),  axial(Z)_c = eps_cab Z_ab
-#   dF_w/dq'_l = 2 (w tr Y_l - Y_l w),  dF_v/dq' = 2 W St,  dF_f/dq' [k, l] = 2 sum_ab W_ab P[a, b, k, l]
+#   dF_w/dq'_l = 2 (w tr Y_l - Y_l w),  dF_v/dq' = 2 W St,
+#   dF_f/dq' [k, l] = 2 sum_ab W_ab P[a, b, k, l]
 #   dF/d(alpha, a, q'') = M(q)
 
 

@@ -35,7 +35,10 @@ __all__ = ["ab_functions", "exp_jets", "exp_apply", "exp_rotation"]
 
 @njit(cache=True)
 def ab_functions(tau):
-    """``(a, a', a'', b, b', b'')`` of ``a = sin t / t``, ``b = (1 - cos t)/t^2``, ``' = d/dtau``."""
+    """``(a, a', a'', b, b', b'')`` of ``a = sin t / t``, ``b = (1 - cos t)/t^2``.
+
+    Primes are derivatives with respect to ``tau``.
+    """
     if tau < 4.0:
         a = 0.0
         a1 = 0.0

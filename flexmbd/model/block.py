@@ -7,7 +7,11 @@ arm twice: ``m.left = fm.Block(rule=arm, mount=m.f1)``; an indexed block
 ``fm.Block(range(2), rule=f)`` calls ``f(block, i)`` for each index.
 """
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ModelError
 from .component import Component, IndexedComponent, call_rule
@@ -20,7 +24,8 @@ class Block(Component):
 
     kind = "block"
 
-    def __init__(self, *, rule=None, name=None, doc=None, **rule_kwargs):
+    def __init__(self, *, rule: Callable[..., Any] | None = None, name: str | None = None,
+                 doc: str | None = None, **rule_kwargs: Any) -> None:
         object.__setattr__(self, "_components", {})
         object.__setattr__(self, "_members", [])
         super().__init__(name=name, doc=doc)
@@ -89,7 +94,8 @@ class Block(Component):
             object.__setattr__(root, "_revision", root._revision + 1)
 
     # -- queries ----------------------------------------------------------------------
-    def component_objects(self, ctype=Component, descend_into=True):
+    def component_objects(self, ctype: type = Component,
+                          descend_into: bool = True) -> list[Any]:
         """Components of class ``ctype`` in declaration order (sub-blocks included)."""
         out = []
         for c in self._members:
@@ -99,7 +105,7 @@ class Block(Component):
                 out.extend(c.component_objects(ctype, True))
         return out
 
-    def find(self, name):
+    def find(self, name: str) -> Component:
         """Component with the full dotted ``name`` (e.g. ``"left.link[2]"``)."""
         for c in self.component_objects(Component):
             if c.name == name:

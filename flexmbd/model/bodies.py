@@ -1,11 +1,16 @@
 """Bodies and frames: ground, rigid bodies with shape helpers, frames (markers).
 
-Inertia convention (DESIGN.md): mass (kg), centre of mass ``com`` (m) in the body
+Inertia convention (docs/design/conventions.rst): mass (kg), centre of mass ``com`` (m) in the body
 frame, 3x3 inertia ``inertia`` (kg m^2) about the centre of mass in body axes.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from .._typing import Array, ArrayLike
 from ..errors import ModelError
 from ..spatial import is_rotation, rotvec_to_rot, spatial_inertia
 from .component import Component, as_floats, is_real
@@ -18,7 +23,8 @@ class Body(Component):
 
     kind = "body"
 
-    def frame(self, position=(0.0, 0.0, 0.0), rotation=None, name=None):
+    def frame(self, position: ArrayLike = (0.0, 0.0, 0.0), rotation: ArrayLike | None = None,
+              name: str | None = None) -> Frame:
         """A :class:`Frame` fixed on this body at ``position`` (m, body frame)."""
         return Frame(self, position, rotation, name=name)
 
@@ -26,7 +32,7 @@ class Body(Component):
 class Ground(Body):
     """The inertial reference body (body 0); every model has one as ``m.ground``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(name="ground")
 
     def _short(self):
@@ -50,7 +56,7 @@ def _as_inertia(inertia, owner):
     return J
 
 
-def check_inertia(J, owner, rtol=1e-9):
+def check_inertia(J: Array, owner: str, rtol: float = 1e-9) -> None:
     """Raise :class:`ModelError` unless ``J`` is symmetric PSD and obeys the triangle inequality."""
     scale = max(np.abs(J).max(), 1e-300)
     if not np.allclose(J, J.T, atol=rtol * scale):
@@ -93,8 +99,9 @@ class RigidBody(Body):
     (6, 6)
     """
 
-    def __init__(self, mass, inertia=None, com=(0.0, 0.0, 0.0), *, visual=None, name=None,
-                 doc=None):
+    def __init__(self, mass: float, inertia: ArrayLike | None = None,
+                 com: ArrayLike = (0.0, 0.0, 0.0), *, visual: Any = None, name: str | None = None,
+                 doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         self.mass = mass
         self.inertia = inertia
@@ -114,16 +121,16 @@ class RigidBody(Body):
         check_inertia(_as_inertia(self.inertia, owner), owner)
 
     @property
-    def inertia_matrix(self):
+    def inertia_matrix(self) -> Array:
         """3x3 inertia about the centre of mass in body axes (kg m^2)."""
         return _as_inertia(self.inertia, f"rigid body {self.local_name!r}")
 
     @property
-    def com_vector(self):
+    def com_vector(self) -> Array:
         """Centre of mass in the body frame as an array (m)."""
         return np.asarray(self.com, dtype=float)
 
-    def spatial_inertia(self):
+    def spatial_inertia(self) -> Array:
         """6x6 spatial inertia about the body-frame origin, ``[angular; linear]``."""
         return spatial_inertia(float(self.mass), self.com_vector, self.inertia_matrix)
 
@@ -132,7 +139,8 @@ class RigidBody(Body):
 
     # -- shape helpers ----------------------------------------------------------------
     @classmethod
-    def rod(cls, mass, length, axis="x", radius=0.0, origin="center", **kw):
+    def rod(cls, mass: float, length: float, axis: str = "x", radius: float = 0.0,
+            origin: str = "center", **kw: Any) -> RigidBody:
         """Slender rod (solid cylinder of ``radius``) along ``axis``.
 
         ``origin="center"`` puts the body frame at the centre of mass,
@@ -151,14 +159,15 @@ class RigidBody(Body):
         return cls(mass, J, com, **kw)
 
     @classmethod
-    def box(cls, mass, size, **kw):
+    def box(cls, mass: float, size: ArrayLike, **kw: Any) -> RigidBody:
         """Solid box with edge lengths ``size = (a, b, c)`` (m), frame at the centre."""
         a, b, c = size
         J = mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
         return cls(mass, J, (0.0, 0.0, 0.0), **kw)
 
     @classmethod
-    def cylinder(cls, mass, radius, length, axis="z", **kw):
+    def cylinder(cls, mass: float, radius: float, length: float, axis: str = "z",
+                 **kw: Any) -> RigidBody:
         """Solid circular cylinder along ``axis``, frame at the centre."""
         ax = _axis_index(axis)
         J = np.full(3, mass * (3 * radius**2 + length**2) / 12.0)
@@ -166,12 +175,13 @@ class RigidBody(Body):
         return cls(mass, J, (0.0, 0.0, 0.0), **kw)
 
     @classmethod
-    def sphere(cls, mass, radius, **kw):
+    def sphere(cls, mass: float, radius: float, **kw: Any) -> RigidBody:
         """Solid sphere, frame at the centre."""
         return cls(mass, np.full(3, 0.4 * mass * radius**2), (0.0, 0.0, 0.0), **kw)
 
     @classmethod
-    def hexagonal_prism(cls, mass, side, length, axis="z", **kw):
+    def hexagonal_prism(cls, mass: float, side: float, length: float, axis: str = "z",
+                        **kw: Any) -> RigidBody:
         """Solid regular hexagonal prism (hexagon ``side`` a, ``length`` along ``axis``).
 
         Axial moment ``5/12 m a^2``; transverse ``m (5 a^2 / 24 + L^2 / 12)`` (the
@@ -224,7 +234,9 @@ class Frame(Component):
 
     kind = "frame"
 
-    def __init__(self, body, position=(0.0, 0.0, 0.0), rotation=None, *, name=None, doc=None):
+    def __init__(self, body: Body, position: ArrayLike = (0.0, 0.0, 0.0),
+                 rotation: ArrayLike | None = None, *, name: str | None = None,
+                 doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(body, Body):
             raise ModelError(f"Frame: the first argument must be a body, got {type(body).__name__}")
@@ -239,7 +251,7 @@ class Frame(Component):
         return f"Frame on {self.body.name} at {np.round(self.position, 6).tolist()}"
 
 
-def as_frame(spec, body, owner):
+def as_frame(spec: Any, body: Body, owner: str) -> Frame:
     """Interpret a frame specification attached to ``body``.
 
     ``spec`` is a :class:`Frame` on ``body``, None (body origin), a 3-vector

@@ -7,9 +7,17 @@ A component learns its name when it is assigned as an attribute of a
 component is assigned (``m.links = fm.RigidBody(range(6), rule=f)``).
 """
 
+from __future__ import annotations
+
 import weakref
+from collections.abc import ItemsView, KeysView, ValuesView
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:
+    from .block import Block
+    from .model import Model
 
 __all__ = ["Component", "IndexedComponent", "as_floats", "is_real"]
 
@@ -70,7 +78,7 @@ class Component:
             return IndexedComponent(cls, args[0], rule, kwargs)
         return super().__new__(cls)
 
-    def __init__(self, *, name=None, doc=None):
+    def __init__(self, *, name: str | None = None, doc: str | None = None) -> None:
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_parent_ref", None)
         object.__setattr__(self, "_index", None)
@@ -78,24 +86,24 @@ class Component:
 
     # -- naming -----------------------------------------------------------------------
     @property
-    def local_name(self):
+    def local_name(self) -> str:
         """Name inside the owning block (``"link[2]"``), or a placeholder if unnamed."""
         return self._name if self._name is not None else f"<unnamed {type(self).__name__}>"
 
     @property
-    def name(self):
+    def name(self) -> str:
         """Full dotted name from the model root (``"left_arm.link[2]"``)."""
         parent = self.parent_block()
         if parent is None or parent.parent_block() is None:
             return self.local_name
         return f"{parent.name}.{self.local_name}"
 
-    def parent_block(self):
+    def parent_block(self) -> Block | None:
         """The block (or model) this component is registered in, or None."""
         ref = self._parent_ref
         return ref() if ref is not None else None
 
-    def model(self):
+    def model(self) -> Model | None:
         """The root :class:`~flexmbd.model.model.Model`, or None when unregistered."""
         b = self.parent_block()
         while b is not None and b.parent_block() is not None:
@@ -199,7 +207,7 @@ class IndexedComponent:
     def _detach(self):
         self._parent_ref = None
 
-    def construct(self, block):
+    def construct(self, block: Block) -> None:
         """Call the rule for every index (done by the block at assignment)."""
         for i in self.index_set:
             member = call_rule(self.rule, (block, i), self.rule_kwargs,
@@ -232,13 +240,13 @@ class IndexedComponent:
     def __len__(self):
         return len(self._data)
 
-    def keys(self):
+    def keys(self) -> KeysView[Any]:
         return self._data.keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Component]:
         return self._data.values()
 
-    def items(self):
+    def items(self) -> ItemsView[Any, Component]:
         return self._data.items()
 
     def __repr__(self):

@@ -18,8 +18,14 @@ recursive: joint Jacobians), so an element's physics and Jacobians are written
 once. Joint-space elements (:class:`JointForce`) act on joint speeds directly.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from .._typing import Array, ArrayLike
 from ..errors import ModelError
 from ..spatial import skew
 from .bodies import Body, Frame, Ground
@@ -46,17 +52,17 @@ class ForceElement(Component):
     #: True when :meth:`jacobians` returns exact derivatives
     has_jacobian = False
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         """Bodies this element acts on."""
         return ()
 
-    def wrenches(self, t, state):
+    def wrenches(self, t: float, state: Any) -> Any:
         return []
 
-    def jacobians(self, t, state):
+    def jacobians(self, t: float, state: Any) -> Any:
         return None
 
-    def potential(self, t, state):
+    def potential(self, t: float, state: Any) -> float:
         return 0.0
 
 
@@ -69,7 +75,8 @@ class Gravity(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, g=(0.0, 0.0, -9.81), *, name=None, doc=None):
+    def __init__(self, g: ArrayLike = (0.0, 0.0, -9.81), *, name: str | None = None,
+                 doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         g = as_floats(g)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
@@ -82,10 +89,10 @@ class Gravity(ForceElement):
         m = self.model()
         return [] if m is None else [b for b in m.bodies() if isinstance(b, RigidBody)]
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return tuple(self._rigid_bodies())
 
-    def wrenches(self, t, state):
+    def wrenches(self, t: float, state: Any) -> Any:
         out = []
         for b in self._rigid_bodies():
             R, _ = state.pose(b)
@@ -93,7 +100,7 @@ class Gravity(ForceElement):
             out.append((b, np.concatenate([np.cross(R @ b.com_vector, f), f])))
         return out
 
-    def jacobians(self, t, state):
+    def jacobians(self, t: float, state: Any) -> Any:
         out = []
         for b in self._rigid_bodies():
             R, _ = state.pose(b)
@@ -102,7 +109,7 @@ class Gravity(ForceElement):
             out.append((b, b, K, np.zeros((6, 6))))
         return out
 
-    def potential(self, t, state):
+    def potential(self, t: float, state: Any) -> float:
         e = 0.0
         for b in self._rigid_bodies():
             R, r = state.pose(b)
@@ -126,8 +133,9 @@ class PointForce(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, body, point=(0.0, 0.0, 0.0), force=(0.0, 0.0, 0.0), *, frame="world",
-                 name=None, doc=None):
+    def __init__(self, body: Body, point: ArrayLike | Frame = (0.0, 0.0, 0.0),
+                 force: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0), *,
+                 frame: str = "world", name: str | None = None, doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         owner = "PointForce"
         if not isinstance(body, Body) or isinstance(body, Ground):
@@ -150,7 +158,7 @@ class PointForce(ForceElement):
         self.force = _vector_function(force, owner, "force")
         self.frame = frame
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
     def _world(self, t, state):
@@ -158,11 +166,11 @@ class PointForce(ForceElement):
         f = self.force(t)
         return R, R @ self.point, (R @ f if self.frame == "body" else f)
 
-    def wrenches(self, t, state):
+    def wrenches(self, t: float, state: Any) -> Any:
         _, rp, f = self._world(t, state)
         return [(self.body, np.concatenate([np.cross(rp, f), f]))]
 
-    def jacobians(self, t, state):
+    def jacobians(self, t: float, state: Any) -> Any:
         _, rp, f = self._world(t, state)
         K = np.zeros((6, 6))
         if self.frame == "world":
@@ -178,7 +186,9 @@ class PointTorque(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, body, torque=(0.0, 0.0, 0.0), *, frame="world", name=None, doc=None):
+    def __init__(self, body: Body,
+                 torque: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0), *,
+                 frame: str = "world", name: str | None = None, doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(body, Body) or isinstance(body, Ground):
             raise ModelError(f"PointTorque: body must be a non-ground body, got {body!r}")
@@ -188,7 +198,7 @@ class PointTorque(ForceElement):
         self.torque = _vector_function(torque, "PointTorque", "torque")
         self.frame = frame
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
     def _n(self, t, state):
@@ -198,10 +208,10 @@ class PointTorque(ForceElement):
             n = R @ n
         return n
 
-    def wrenches(self, t, state):
+    def wrenches(self, t: float, state: Any) -> Any:
         return [(self.body, np.concatenate([self._n(t, state), np.zeros(3)]))]
 
-    def jacobians(self, t, state):
+    def jacobians(self, t: float, state: Any) -> Any:
         K = np.zeros((6, 6))
         if self.frame == "body":
             K[:3, :3] = -skew(self._n(t, state))
@@ -217,7 +227,10 @@ class JointForce(ForceElement):
     nv x nv) for implicit integrators.
     """
 
-    def __init__(self, joint, force, *, dfdq=None, dfdqd=None, name=None, doc=None):
+    def __init__(self, joint: Joint, force: Callable[..., ArrayLike], *,
+                 dfdq: Callable[..., ArrayLike] | None = None,
+                 dfdqd: Callable[..., ArrayLike] | None = None, name: str | None = None,
+                 doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
@@ -236,11 +249,12 @@ class JointForce(ForceElement):
         self.dfdqd = dfdqd
         self.has_jacobian = not callable(force) or (dfdq is not None and dfdqd is not None)
 
-    def generalized_force(self, t, q, qd):
+    def generalized_force(self, t: float, q: ArrayLike, qd: ArrayLike) -> Array:
         """Force along the joint speeds (N or N m), shape (nv,)."""
         return np.atleast_1d(np.asarray(self._f(t, q, qd), dtype=float))
 
-    def generalized_jacobians(self, t, q, qd):
+    def generalized_jacobians(self, t: float, q: ArrayLike,
+                              qd: ArrayLike) -> tuple[Array, Array]:
         """``(df/dq, df/dqd)`` for the joint's own coordinates; zeros for a constant force."""
         nv, nq = self.joint.nv, self.joint.nq
         if self.dfdq is not None:

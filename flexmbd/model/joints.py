@@ -9,7 +9,7 @@ orthonormal columns (as the CFA requires, Liu-Hu-Zhang 2016, section 1).
 ``W = constraint_subspace(q)`` is its orthonormal complement. At ``q = neutral``
 the two frames coincide.
 
-Joint reaction convention (DESIGN.md): the wrench the parent exerts on the child
+Joint reaction convention (docs/design/conventions.rst): the wrench the parent exerts on the child
 through the joint, at the child-frame origin, in child-frame axes, ``[n; f]``.
 
 Per joint type:
@@ -30,8 +30,13 @@ Free         7    6   position (m) and Euler parameters of the child frame in th
 ========== ==== ==== ==================================================================
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
+from .._typing import Array, ArrayLike, Pose
 from ..errors import ModelError
 from ..spatial import (
     orthonormal_complement,
@@ -104,8 +109,10 @@ class Joint(Component):
     coordinate_labels = ()
     speed_labels = ()
 
-    def __init__(self, parent, child, *, parent_frame=None, child_frame=None, q0=None,
-                 qd0=None, cut=False, name=None, doc=None):
+    def __init__(self, parent: Body, child: Body, *, parent_frame: Any = None,
+                 child_frame: Any = None, q0: ArrayLike | None = None,
+                 qd0: ArrayLike | None = None, cut: bool = False, name: str | None = None,
+                 doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         owner = f"{type(self).__name__} joint"
         for role, b in (("parent", parent), ("child", child)):
@@ -126,11 +133,11 @@ class Joint(Component):
 
     # -- values -----------------------------------------------------------------------
     @property
-    def n_constraints(self):
+    def n_constraints(self) -> int:
         """Number of constraint equations (6 - nv)."""
         return 6 - self.nv
 
-    def neutral(self):
+    def neutral(self) -> Array:
         """Coordinates at which the child frame coincides with the parent frame."""
         return np.zeros(self.nq)
 
@@ -152,36 +159,36 @@ class Joint(Component):
             )
         return v
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         """Project coordinates on their manifold (unit quaternions); identity otherwise."""
         return np.asarray(q, dtype=float)
 
     # -- kinematics -------------------------------------------------------------------
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         """``(R, p)``: child frame orientation and origin in parent-frame coordinates."""
         raise NotImplementedError
 
-    def motion_subspace(self, q):
+    def motion_subspace(self, q: ArrayLike) -> Array:
         """``H`` (6 x nv): relative twist of the child frame in child axes is ``H @ v``."""
         raise NotImplementedError
 
-    def constraint_subspace(self, q):
+    def constraint_subspace(self, q: ArrayLike) -> Array:
         """``W`` (6 x (6-nv)): orthonormal complement of ``H``."""
         return orthonormal_complement(self.motion_subspace(q))
 
-    def bias_acceleration(self, q, v):
+    def bias_acceleration(self, q: ArrayLike, v: ArrayLike) -> Array:
         """``dH/dt @ v`` in child axes: the velocity-product part of the relative acceleration."""
         return np.zeros(6)
 
-    def qdot(self, q, v):
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         """Coordinate rates ``dq/dt`` for speeds ``v`` (differ from v for Spherical/Planar/Free)."""
         return np.asarray(v, dtype=float).copy()
 
-    def integrate(self, q, v, dt):
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         """Coordinates after constant speeds ``v`` for ``dt`` (exact on the manifold)."""
         return np.asarray(q, dtype=float) + dt * self.qdot(q, v)
 
-    def difference(self, q0, q1):
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         """Speeds ``v`` with ``integrate(q0, v, 1) == q1`` (inverse of :meth:`integrate`)."""
         return np.asarray(q1, dtype=float) - np.asarray(q0, dtype=float)
 
@@ -192,10 +199,10 @@ class Joint(Component):
 class _ConstantSubspaceJoint(Joint):
     """Joints whose ``H`` is constant in child axes."""
 
-    def motion_subspace(self, q=None):
+    def motion_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._H
 
-    def constraint_subspace(self, q=None):
+    def constraint_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._W
 
     def _set_subspace(self, H):
@@ -210,12 +217,13 @@ class Revolute(_ConstantSubspaceJoint):
     coordinate_labels = ("angle",)
     speed_labels = ("rate",)
 
-    def __init__(self, parent, child, axis=(0.0, 0.0, 1.0), **kw):
+    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
+                 **kw: Any) -> None:
         self.axis = _unit(axis, "Revolute joint")
         self._set_subspace(np.concatenate([self.axis, np.zeros(3)]))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return rotation_matrix(self.axis, q[0]), np.zeros(3)
 
 
@@ -226,12 +234,13 @@ class Prismatic(_ConstantSubspaceJoint):
     coordinate_labels = ("displacement",)
     speed_labels = ("velocity",)
 
-    def __init__(self, parent, child, axis=(1.0, 0.0, 0.0), **kw):
+    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (1.0, 0.0, 0.0),
+                 **kw: Any) -> None:
         self.axis = _unit(axis, "Prismatic joint")
         self._set_subspace(np.concatenate([np.zeros(3), self.axis]))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return np.eye(3), self.axis * q[0]
 
 
@@ -242,7 +251,8 @@ class Cylindrical(_ConstantSubspaceJoint):
     coordinate_labels = ("angle", "displacement")
     speed_labels = ("rate", "velocity")
 
-    def __init__(self, parent, child, axis=(0.0, 0.0, 1.0), **kw):
+    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
+                 **kw: Any) -> None:
         self.axis = _unit(axis, "Cylindrical joint")
         H = np.zeros((6, 2))
         H[:3, 0] = self.axis
@@ -250,7 +260,7 @@ class Cylindrical(_ConstantSubspaceJoint):
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return rotation_matrix(self.axis, q[0]), self.axis * q[1]
 
 
@@ -264,7 +274,8 @@ class Universal(Joint):
     coordinate_labels = ("angle1", "angle2")
     speed_labels = ("rate1", "rate2")
 
-    def __init__(self, parent, child, axis1=(1.0, 0.0, 0.0), axis2=(0.0, 1.0, 0.0), **kw):
+    def __init__(self, parent: Body, child: Body, axis1: ArrayLike = (1.0, 0.0, 0.0),
+                 axis2: ArrayLike = (0.0, 1.0, 0.0), **kw: Any) -> None:
         self.axis1 = _unit(axis1, "Universal joint")
         self.axis2 = _unit(axis2, "Universal joint")
         if abs(self.axis1 @ self.axis2) > 1e-9:
@@ -274,19 +285,19 @@ class Universal(Joint):
             )
         super().__init__(parent, child, **kw)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return rotation_matrix(self.axis1, q[0]) @ rotation_matrix(self.axis2, q[1]), np.zeros(3)
 
     def _a1_child(self, q):
         return rotation_matrix(self.axis2, q[1]).T @ self.axis1
 
-    def motion_subspace(self, q):
+    def motion_subspace(self, q: ArrayLike) -> Array:
         H = np.zeros((6, 2))
         H[:3, 0] = self._a1_child(q)
         H[:3, 1] = self.axis2
         return H
 
-    def bias_acceleration(self, q, v):
+    def bias_acceleration(self, q: ArrayLike, v: ArrayLike) -> Array:
         c = np.zeros(6)
         c[:3] = v[0] * v[1] * np.cross(self._a1_child(q), self.axis2)
         return c
@@ -301,35 +312,35 @@ class Spherical(Joint):
     _H = np.vstack([np.eye(3), np.zeros((3, 3))])
     _W = np.vstack([np.zeros((3, 3)), np.eye(3)])
 
-    def __init__(self, parent, child, **kw):
+    def __init__(self, parent: Body, child: Body, **kw: Any) -> None:
         q0 = kw.get("q0")
         if q0 is not None and np.shape(q0) == (3, 3):
             kw["q0"] = rot_to_quat(q0)
         super().__init__(parent, child, **kw)
 
-    def neutral(self):
+    def neutral(self) -> Array:
         return np.array([1.0, 0.0, 0.0, 0.0])
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         q = np.asarray(q, dtype=float)
         return q / np.linalg.norm(q)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return quat_to_rot(q), np.zeros(3)
 
-    def motion_subspace(self, q=None):
+    def motion_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._H
 
-    def constraint_subspace(self, q=None):
+    def constraint_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._W
 
-    def qdot(self, q, v):
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         return quat_rate_matrix(q) @ v
 
-    def integrate(self, q, v, dt):
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         return quat_integrate(q, v, dt)
 
-    def difference(self, q0, q1):
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         return quat_to_rotvec(quat_multiply(quat_conjugate(q0), q1))
 
 
@@ -347,7 +358,8 @@ class Planar(_ConstantSubspaceJoint):
     coordinate_labels = ("x", "y", "angle")
     speed_labels = ("rate", "v1", "v2")
 
-    def __init__(self, parent, child, normal=(0.0, 0.0, 1.0), **kw):
+    def __init__(self, parent: Body, child: Body, normal: ArrayLike = (0.0, 0.0, 1.0),
+                 **kw: Any) -> None:
         self.normal = _unit(normal, "Planar joint")
         for k in range(3):
             if abs(abs(self.normal[k]) - 1.0) < 1e-12:
@@ -363,14 +375,14 @@ class Planar(_ConstantSubspaceJoint):
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return rotation_matrix(self.normal, q[2]), q[0] * self.u1 + q[1] * self.u2
 
-    def qdot(self, q, v):
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         c, s = np.cos(q[2]), np.sin(q[2])
         return np.array([c * v[1] - s * v[2], s * v[1] + c * v[2], v[0]])
 
-    def integrate(self, q, v, dt):
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         # exact for constant body-frame speeds (SE(2) exponential)
         th = v[0] * dt
         a, b = v[1] * dt, v[2] * dt
@@ -383,7 +395,7 @@ class Planar(_ConstantSubspaceJoint):
         c, s = np.cos(q[2]), np.sin(q[2])
         return np.array([q[0] + c * dx - s * dy, q[1] + s * dx + c * dy, q[2] + th])
 
-    def difference(self, q0, q1):
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         th = q1[2] - q0[2]
         c, s = np.cos(q0[2]), np.sin(q0[2])
         dx = c * (q1[0] - q0[0]) + s * (q1[1] - q0[1])
@@ -403,11 +415,11 @@ class Fixed(_ConstantSubspaceJoint):
 
     nq = nv = 0
 
-    def __init__(self, parent, child, **kw):
+    def __init__(self, parent: Body, child: Body, **kw: Any) -> None:
         self._set_subspace(np.zeros((6, 0)))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q=None):
+    def transform(self, q: ArrayLike | None = None) -> Pose:
         return np.eye(3), np.zeros(3)
 
 
@@ -423,7 +435,7 @@ class Free(_ConstantSubspaceJoint):
     coordinate_labels = ("x", "y", "z", "e0", "e1", "e2", "e3")
     speed_labels = ("wx", "wy", "wz", "vx", "vy", "vz")
 
-    def __init__(self, parent, child, **kw):
+    def __init__(self, parent: Body, child: Body, **kw: Any) -> None:
         q0 = kw.get("q0")
         if isinstance(q0, tuple) and len(q0) == 2:
             p, R = q0
@@ -433,29 +445,29 @@ class Free(_ConstantSubspaceJoint):
         self._set_subspace(np.eye(6))
         super().__init__(parent, child, **kw)
 
-    def neutral(self):
+    def neutral(self) -> Array:
         return np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         q = np.array(q, dtype=float)
         q[3:] /= np.linalg.norm(q[3:])
         return q
 
-    def transform(self, q):
+    def transform(self, q: ArrayLike) -> Pose:
         return quat_to_rot(q[3:]), np.asarray(q[:3], dtype=float)
 
-    def qdot(self, q, v):
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         R = quat_to_rot(q[3:])
         return np.concatenate([R @ v[3:], quat_rate_matrix(q[3:]) @ v[:3]])
 
-    def integrate(self, q, v, dt):
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         # SE(3) exponential for a constant body twist
         w, u = np.asarray(v[:3]) * dt, np.asarray(v[3:]) * dt
         R = quat_to_rot(q[3:])
         e = quat_multiply(q[3:], quat_from_rotvec(w))
         return np.concatenate([q[:3] + R @ (_se3_left_jacobian(w) @ u), e / np.linalg.norm(e)])
 
-    def difference(self, q0, q1):
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         e = quat_multiply(quat_conjugate(q0[3:]), q1[3:])
         w = quat_to_rotvec(e)
         dp = quat_to_rot(q0[3:]).T @ (np.asarray(q1[:3]) - np.asarray(q0[:3]))

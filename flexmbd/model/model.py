@@ -9,15 +9,24 @@
 ['link']
 """
 
+from __future__ import annotations
+
 import io
+from os import PathLike
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ModelError, SolverError
 from .block import Block
 from .bodies import Body, Frame, Ground
 from .forces import ForceElement
 from .joints import Joint
+
+if TYPE_CHECKING:
+    from ..results import Results
+    from ..topology import Topology
 
 __all__ = ["Model"]
 
@@ -33,7 +42,7 @@ class Model(Block):
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
 
-    def __init__(self, name="model", *, doc=None):
+    def __init__(self, name: str = "model", *, doc: str | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelError(f"Model: name must be a non-empty string, got {name!r}")
         super().__init__(name=name, doc=doc)
@@ -45,7 +54,7 @@ class Model(Block):
         object.__setattr__(self, "ground", g)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._name
 
     def __setattr__(self, key, value):
@@ -54,32 +63,32 @@ class Model(Block):
                              "cannot be replaced; give the new component another name")
         super().__setattr__(key, value)
 
-    def model(self):
+    def model(self) -> Model:
         return self
 
     @property
-    def revision(self):
+    def revision(self) -> int:
         """Counter bumped by every structural or parameter change."""
         return self._revision
 
     # -- component lists (declaration order) ------------------------------------------
-    def bodies(self):
+    def bodies(self) -> list[Body]:
         """Non-ground bodies in declaration order."""
         return [b for b in self.component_objects(Body) if not isinstance(b, Ground)]
 
-    def joints(self):
+    def joints(self) -> list[Joint]:
         """Joints in declaration order."""
         return self.component_objects(Joint)
 
-    def forces(self):
+    def forces(self) -> list[ForceElement]:
         """Force elements in declaration order."""
         return self.component_objects(ForceElement)
 
-    def frames(self):
+    def frames(self) -> list[Frame]:
         """Named frames in declaration order."""
         return self.component_objects(Frame)
 
-    def joint(self, name):
+    def joint(self, name: str) -> Joint:
         """The joint with full name ``name``."""
         for j in self.joints():
             if j.name == name:
@@ -88,7 +97,7 @@ class Model(Block):
             f"model {self.name!r} has no joint {name!r}; joints: {[j.name for j in self.joints()]}"
         )
 
-    def body(self, name):
+    def body(self, name: str) -> Body:
         """The body with full name ``name`` (``"ground"`` included)."""
         if name == "ground":
             return self.ground
@@ -100,7 +109,7 @@ class Model(Block):
         )
 
     # -- validation and topology -------------------------------------------------------
-    def validate(self):
+    def validate(self) -> None:
         """Check names, references and connectivity; raise :class:`ModelError` naming it."""
         bodies = self.bodies()
         known = {id(b) for b in bodies} | {id(self.ground)}
@@ -152,7 +161,7 @@ class Model(Block):
                 f"connect them with a joint (use fm.Free(m.ground, body) for a floating body)"
             )
 
-    def incidence(self):
+    def incidence(self) -> NDArray[np.int_]:
         """2 x n_j joint-body incidence (1-based bodies in declaration order, 0 = ground)."""
         index = {id(self.ground): 0}
         index.update({id(b): i + 1 for i, b in enumerate(self.bodies())})
@@ -163,7 +172,7 @@ class Model(Block):
             J[1, k] = index[id(j.child)]
         return J
 
-    def topology(self):
+    def topology(self) -> Topology:
         """The resolved :class:`~flexmbd.topology.Topology` (cut joints, regular labels).
 
         Loops are cut preferably at joints adding the fewest constraint equations
@@ -182,13 +191,13 @@ class Model(Block):
         object.__setattr__(self, "_topology_cache", (key, t))
         return t
 
-    def cut_joints(self):
+    def cut_joints(self) -> list[Joint]:
         """Joints the topology cut to open the loops."""
         joints = self.joints()
         return [joints[k - 1] for k in self.topology().cut_joints]
 
     # -- compile and simulate ---------------------------------------------------------
-    def compile(self, formulation="recursive", **options):
+    def compile(self, formulation: str = "recursive", **options: Any) -> Any:
         """Build a System: ``"recursive"`` (joint coordinates, CFA) or ``"absolute"`` (DAE)."""
         self.validate()
         if formulation == "recursive":
@@ -201,8 +210,10 @@ class Model(Block):
             )
         return compile_system(self, **options)
 
-    def simulate(self, t_end, dt=None, integrator=None, formulation=None, *, checkpoint=None,
-                 every=100, overwrite=False, progress=None, **options):
+    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
+                 formulation: str | None = None, *, checkpoint: str | PathLike | None = None,
+                 every: int = 100, overwrite: bool = False, progress: bool | None = None,
+                 **options: Any) -> Results:
         """Compile and integrate from the joints' initial values to ``t_end`` (s).
 
         ``integrator``: ``"rk4"``, ``"rk45"``, ``"dop853"`` or ``"rk23"`` (explicit,
@@ -247,7 +258,7 @@ class Model(Block):
         return res
 
     # -- display ----------------------------------------------------------------------
-    def pprint(self, file=None):
+    def pprint(self, file: TextIO | None = None) -> None:
         """Print a readable summary: bodies, joints, forces and the resolved topology."""
         out = io.StringIO()
         bodies, joints, forces = self.bodies(), self.joints(), self.forces()
@@ -282,7 +293,8 @@ class Model(Block):
         return buf.getvalue()
 
     @classmethod
-    def from_urdf(cls, path, name=None, floating=False):
+    def from_urdf(cls, path: str | PathLike, name: str | None = None,
+                  floating: bool = False) -> Model:
         """Build a rigid tree from a URDF file (see :mod:`flexmbd.urdf`)."""
         from ..urdf import model_from_urdf
 

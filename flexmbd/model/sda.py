@@ -75,8 +75,14 @@ Energy bookkeeping
 (:meth:`damper_power`, :meth:`actuator_power`).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from .._typing import ArrayLike
 from ..errors import ModelError
 from ..spatial import skew
 from .bodies import Body, Frame, Ground
@@ -118,8 +124,10 @@ class SpringDamperActuator(ForceElement):
     tension. See the module docstring for the derivation of the Jacobians.
     """
 
-    def __init__(self, body_i, point_i, body_j, point_j, k, c=0.0, l0=None, fa=0.0, *,
-                 exact_jacobian=True, name=None, doc=None):
+    def __init__(self, body_i: Body, point_i: ArrayLike | Frame, body_j: Body,
+                 point_j: ArrayLike | Frame, k: float, c: float = 0.0, l0: float | None = None,
+                 fa: float | Callable[[float], float] = 0.0, *, exact_jacobian: bool = True,
+                 name: str | None = None, doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         owner = "SpringDamperActuator"
         for role, b in (("body_i", body_i), ("body_j", body_j)):
@@ -162,7 +170,7 @@ class SpringDamperActuator(ForceElement):
                 f"(3 coordinates, m, in the frame of {body.name!r})")
         return p if hasattr(p, "modes") and hasattr(p, "pose") else None
 
-    def deforming_ends(self):
+    def deforming_ends(self) -> list[Any]:
         """``(end, body, frame)`` for each end at a frame that moves with the deformation of
         a flexible body (``end`` 0 for ``i``, 1 for ``j``); empty for a rigid-point SDA."""
         out = []
@@ -182,10 +190,10 @@ class SpringDamperActuator(ForceElement):
 
     # the integrators read has_jacobian: the switch removes the element from the matrix
     @property
-    def has_jacobian(self):
+    def has_jacobian(self) -> bool:
         return self.exact_jacobian
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return tuple(b for b in (self.body_i, self.body_j) if not isinstance(b, Ground))
 
     # -- geometry ---------------------------------------------------------------------
@@ -225,7 +233,7 @@ class SpringDamperActuator(ForceElement):
         :meth:`free_length`)."""
         return self.k * (length - self.free_length(state)) + self.c * ldot + self._fa(t)
 
-    def free_length(self, state=None):
+    def free_length(self, state: Any = None) -> float:
         """``l0``; fixed from ``state`` (the initial configuration) on first use when None."""
         if self.l0 is None:
             if state is None:
@@ -234,22 +242,22 @@ class SpringDamperActuator(ForceElement):
             self.l0 = self.length(state)
         return self.l0
 
-    def length(self, state):
+    def length(self, state: Any) -> float:
         """Current length ``l`` (m)."""
         return self._kin(state)[2]
 
-    def length_rate(self, state):
+    def length_rate(self, state: Any) -> float:
         """``dl/dt`` (m/s)."""
         d, dd, length = self._kin(state)[:3]
         return float(d @ dd) / length
 
-    def tension(self, t, state):
+    def tension(self, t: float, state: Any) -> float:
         """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)."""
         d, dd, length = self._kin(state)[:3]
         return self.line_force(t, length, float(d @ dd) / length, state)
 
     # -- force-element interface ------------------------------------------------------
-    def wrenches(self, t, state):
+    def wrenches(self, t: float, state: Any) -> Any:
         d, dd, length, rho_i, rho_j, _, _ = self._kin(state)
         u = d / length
         g = self.line_force(t, length, u @ dd, state) * u
@@ -260,7 +268,7 @@ class SpringDamperActuator(ForceElement):
             out.append((self.body_j, np.concatenate([-np.cross(rho_j, g), -g])))
         return out
 
-    def jacobians(self, t, state):
+    def jacobians(self, t: float, state: Any) -> Any:
         d, dd, length, rho_i, rho_j, wi, wj = self._kin(state)
         u = d / length
         ldot = float(u @ dd)
@@ -293,16 +301,16 @@ class SpringDamperActuator(ForceElement):
                 out.append((body, other, K, C))
         return out
 
-    def potential(self, t, state):
+    def potential(self, t: float, state: Any) -> float:
         e = self.length(state) - self.free_length(state)
         return 0.5 * self.k * e * e
 
-    def damper_power(self, t, state):
+    def damper_power(self, t: float, state: Any) -> float:
         """Power dissipated by the damper, ``c ldot^2`` (W, >= 0)."""
         ld = self.length_rate(state)
         return self.c * ld * ld
 
-    def actuator_power(self, t, state):
+    def actuator_power(self, t: float, state: Any) -> float:
         """Power the actuator delivers to the bodies, ``-fa(t) ldot`` (W)."""
         return -self._fa(t) * self.length_rate(state)
 

@@ -311,7 +311,8 @@ def _m2c_inv(R, p, y, out):
 @njit(cache=True, inline="always")
 def _f2p_inv(R, p, w, out):
     """Inverse of :func:`_f2p`: the wrench at the frame (R, p) (frame axes) equivalent to the
-    wrench ``w`` at the parent origin (parent axes): ``f = R^T w_f``, ``n = R^T (w_n - p x w_f)``."""
+    wrench ``w`` at the parent origin (parent axes):
+    ``f = R^T w_f``, ``n = R^T (w_n - p x w_f)``."""
     m0 = w[0] - (p[1] * w[5] - p[2] * w[4])
     m1 = w[1] - (p[2] * w[3] - p[0] * w[5])
     m2 = w[2] - (p[0] * w[4] - p[1] * w[3])
@@ -1396,9 +1397,12 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
                 K = KQ[k]
                 kq = Fm[k, FM_KW]
                 for c in range(2):
-                    x0 = RC[0, 0] * wld[3 * c] + RC[0, 1] * wld[3 * c + 1] + RC[0, 2] * wld[3 * c + 2]
-                    x1 = RC[1, 0] * wld[3 * c] + RC[1, 1] * wld[3 * c + 1] + RC[1, 2] * wld[3 * c + 2]
-                    x2 = RC[2, 0] * wld[3 * c] + RC[2, 1] * wld[3 * c + 1] + RC[2, 2] * wld[3 * c + 2]
+                    u0 = wld[3 * c]
+                    u1 = wld[3 * c + 1]
+                    u2 = wld[3 * c + 2]
+                    x0 = RC[0, 0] * u0 + RC[0, 1] * u1 + RC[0, 2] * u2
+                    x1 = RC[1, 0] * u0 + RC[1, 1] * u1 + RC[1, 2] * u2
+                    x2 = RC[2, 0] * u0 + RC[2, 1] * u1 + RC[2, 2] * u2
                     b = 12 + 6 * io + 3 * c
                     for j in range(Fi[F_NF, k]):
                         kq[j] += x0 * K[b, j] + x1 * K[b + 1, j] + x2 * K[b + 2, j]

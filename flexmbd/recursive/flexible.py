@@ -137,7 +137,7 @@ the two passes of :func:`._flexkernels.solve`).
 -----------------------------------
 The reaction of joint ``k`` is ``F_k = F_k^eq + fb_k`` at the origin of ``e_k`` in its
 axes -- the *deformed* child joint frame -- rotated to the declared child frame
-(DESIGN.md convention, as the rigid kernels). The floating frame's acceleration
+(docs/design/conventions.rst, as the rigid kernels). The floating frame's acceleration
 follows from ``dV_C/dt = du'[r] + a_C``:
 ``dV_b/dt = Phi_C^-T (dV_C/dt - V_C x^ (S_C qd) - sigma_C - S_C qdd)``.
 
@@ -155,7 +155,7 @@ interface-load terms depend on the solution: they would make ``M'`` unsymmetric.
 They are kept on the right-hand side (a modal force) and iterated to a fixed point
 with the *current* accelerations and reactions -- only the two solve passes are
 repeated, the factorization is reused. The contraction factor is of the order
-of the strain (|K_G q| / |M qdd| ~ deformation / length), so a few iterations
+of the strain (``|K_G q| / |M qdd|`` ~ deformation / length), so a few iterations
 reach round-off. The absolute formulation takes the same inertia loads at the
 current step and the interface wrenches from the previous step (lagged); both
 converge to the same equations when its lagged loads are updated to the current

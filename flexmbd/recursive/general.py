@@ -207,8 +207,8 @@ def general_flexible(system, q, qd, tau):
             dense_solve()
             change = FK.stiffening_forces(Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm,
                                           fl.KQ, 0, False)
-            scale = max(float(np.abs(fl.Fm[:, FK.FM_TF0]).max() + np.abs(fl.Fm[:, FK.FM_KGQ]).max()),
-                        1e-300)
+            scale = max(float(np.abs(fl.Fm[:, FK.FM_TF0]).max()
+                              + np.abs(fl.Fm[:, FK.FM_KGQ]).max()), 1e-300)
             if change <= 1e-13 * scale:
                 break
         else:

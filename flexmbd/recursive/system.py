@@ -13,7 +13,7 @@ Constraint Force Algorithm (Liu, Hu, Zhang 2016):
 * ``algorithm="general"``: the readable dense reference of eq. (4-29)
   (:mod:`flexmbd.recursive.general`).
 
-Reactions follow DESIGN.md: the wrench the joint's declared parent exerts on its
+Reactions follow docs/design/conventions.rst: the wrench the joint's declared parent exerts on its
 declared child through the joint, at the child joint-frame origin, in child
 joint-frame axes, ``[n; f]``. It is the CFA's equivalent interbody force
 ``F = H F_T + W F_S`` plus the velocity-product (bias) part of the Newton-Euler
@@ -53,8 +53,11 @@ Explicit integration must resolve the highest modal frequency
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from .._typing import Array, ArrayLike
 from ..errors import ModelError, SolverError
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
@@ -109,6 +112,10 @@ from ._kernels import (
 )
 from ._kernels import qdd_reactions as _qdd_reactions
 from .schedule import build_schedule
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..results import Results
 
 __all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]
 
@@ -182,11 +189,11 @@ class ForwardDynamics:
         self._q = q
         self._qd = qd
 
-    def reaction(self, name):
+    def reaction(self, name: str) -> Array:
         """Reaction wrench ``[n; f]`` (6,) or (n, 6) of joint ``name``."""
         return self.reactions[..., self._sys._joint_index(name), :]
 
-    def body_acceleration(self, name):
+    def body_acceleration(self, name: str) -> tuple[Array, Array]:
         """``(alpha_world, a_origin_world)`` of body ``name``: angular acceleration and
         the acceleration of the body-frame origin, world axes (3,) or (n, 3)."""
         return self._sys._body_acceleration(name, self._q, self._qd, self._acc)
@@ -257,7 +264,7 @@ class RecursiveSystem:
 
     formulation = "recursive"
 
-    def __init__(self, model, algorithm="serialized"):
+    def __init__(self, model: Model, algorithm: str = "serialized") -> None:
         if algorithm not in ("serialized", "general"):
             raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
         self.model = model
@@ -537,7 +544,7 @@ class RecursiveSystem:
         self._lean = self._revision if lean else None
 
     # ------------------------------------------------------------------ basics
-    def q0(self):
+    def q0(self) -> Array:
         """Initial coordinates from the joints' ``q0``."""
         q = np.zeros(self.nq)
         for j in self._tree_joint[1:]:
@@ -547,7 +554,7 @@ class RecursiveSystem:
                 q[self.modal_slices[b.name][0]] = b.q0
         return q
 
-    def qd0(self):
+    def qd0(self) -> Array:
         """Initial speeds from the joints' ``qd0``."""
         v = np.zeros(self.nv)
         for j in self._tree_joint[1:]:
@@ -557,7 +564,7 @@ class RecursiveSystem:
                 v[self.modal_slices[b.name][1]] = b.qd0
         return v
 
-    def modal(self, q, name):
+    def modal(self, q: ArrayLike, name: str) -> Array:
         """Modal coordinates (or speeds, for a speed vector) of flexible body ``name`` in
         ``q`` (also (nt, n) histories)."""
         if name not in self.modal_slices:
@@ -632,7 +639,8 @@ class RecursiveSystem:
                     fext[k, 3:] += Rw[k].T @ w[3:]
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q, qd, tau=None, t=0.0, algorithm=None):
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                         t: float = 0.0, algorithm: str | None = None) -> ForwardDynamics:
         """Joint accelerations and every joint reaction for the state ``(q, qd)``.
 
         ``q`` (nq,) or (n, nq), ``qd`` (nv,) or (n, nv), ``tau`` joint forces along
@@ -730,7 +738,8 @@ class RecursiveSystem:
             fext[:] = 0.0
         fl.clear_applied()
 
-    def forward_dynamics_arrays(self, Q, V, TAU=None, threads=1):
+    def forward_dynamics_arrays(self, Q: ArrayLike, V: ArrayLike, TAU: ArrayLike | None = None,
+                                threads: int = 1) -> tuple[Array, Array]:
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
         For throughput: one compiled loop over the states (no Python work per
@@ -792,7 +801,8 @@ class RecursiveSystem:
             self._tws_key = key
         return self._tws
 
-    def qdd_and_reactions(self, q, qd, tau=None, t=0.0):
+    def qdd_and_reactions(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                          t: float = 0.0) -> tuple[Array, Array]:
         """Lean single-state call: ``(qdd (nv,), reactions (n_joints, 6))`` as new arrays.
 
         Same numbers as :meth:`forward_dynamics` without the result object (for
@@ -924,7 +934,7 @@ class RecursiveSystem:
         k = self._label(name)
         return acc[..., k, :3].copy(), acc[..., k, 3:].copy()
 
-    def solve_mass(self, q, rhs):
+    def solve_mass(self, q: ArrayLike, rhs: ArrayLike) -> Array:
         """``M(q)^-1 rhs`` by the CFA (one factorization, O(N) per column).
 
         ``rhs`` (nv,) or (nv, m). A building block for cut-joint constraints:
@@ -954,7 +964,8 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return out.reshape(rhs.shape)
 
-    def inverse_dynamics(self, q, qd, qdd, t=0.0, forces=True):
+    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, t: float = 0.0,
+                         forces: bool = True) -> Array:
         """Joint forces ``tau`` (nv,) that produce ``qdd``: ``M qdd + b(q, qd)``.
 
         ``b`` includes gravity and the force elements (JointForce elements are
@@ -996,7 +1007,7 @@ class RecursiveSystem:
             self._use_grav, self._generic, self._joint_forces = use, gen, jf
         return tau, reac
 
-    def mass_matrix(self, q):
+    def mass_matrix(self, q: ArrayLike) -> Array:
         """Joint-space mass matrix (nv x nv) by Newton-Euler columns (for tests; with
         flexible bodies the inverse of the CFA's ``M^-1`` columns)."""
         self._refresh()
@@ -1019,7 +1030,8 @@ class RecursiveSystem:
         q, qd = self._check_state(q, qd)
         return self._kinematics(q, qd)
 
-    def body_states(self, q, qd=None):
+    def body_states(self, q: ArrayLike,
+                    qd: ArrayLike | None = None) -> dict[str, tuple[Array, Array, Array, Array]]:
         """``{body_name: (R, r, w_world, v_origin_world)}`` of every body."""
         qd = np.zeros(self.nv) if qd is None else qd
         Rw, rw, vel = self._kin(q, qd)
@@ -1032,7 +1044,7 @@ class RecursiveSystem:
             out[b.name] = (R, r, w, v)
         return out
 
-    def kinetic_energy(self, q, qd):
+    def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         """Kinetic energy (J)."""
         Rw, rw, vel = self._kin(q, qd)
         Im = self._Mm[M_I]
@@ -1056,7 +1068,7 @@ class RecursiveSystem:
             out.append((k, u, b.invariants(), np.asarray(q)[sq]))
         return out
 
-    def potential_energy(self, q, t=0.0):
+    def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
         """Gravity plus the force elements' potentials (J)."""
         Rw, rw, vel = self._kin(q, np.zeros(self.nv))
         mc = self._Vv[V_MC]
@@ -1073,7 +1085,7 @@ class RecursiveSystem:
                 e += float(fe.potential(t, st))
         return float(e)
 
-    def momentum(self, q, qd):
+    def momentum(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
         """``(linear, angular)`` momentum in world axes; angular about the world origin."""
         Rw, rw, vel = self._kin(q, qd)
         h = np.einsum("kij,kj->ki", self._Mm[M_I, 1:], vel[1:])
@@ -1090,7 +1102,7 @@ class RecursiveSystem:
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
 
-    def max_modal_frequency(self):
+    def max_modal_frequency(self) -> float:
         """Highest modal circular frequency (rad/s) of the flexible bodies' ``(K, M_ff)``
         (0 without flexible bodies): explicit steps need ``dt`` well below
         ``2.8 / max_modal_frequency()`` (RK4's stability limit)."""
@@ -1104,7 +1116,7 @@ class RecursiveSystem:
         return w
 
     # ------------------------------------------------------------------ integration
-    def qdot(self, q, qd):
+    def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         """Coordinate rates for speeds (quaternion rates for Spherical/Free)."""
         out = np.empty(self.nq)
         K.qdot_all(self._Ia, self._Vv, np.ascontiguousarray(q, dtype=float),
@@ -1113,14 +1125,16 @@ class RecursiveSystem:
             out[sq] = qd[sv]
         return out
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         """Project quaternion coordinates on unit norm (returns a copy)."""
         q = np.array(q, dtype=float)
         for o in self._quat_offsets:
             q[..., o:o + 4] /= np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
         return q
 
-    def simulate(self, t_end, dt=None, integrator=None, q0=None, qd0=None, t0=0.0, **options):
+    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
+                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
+                 **options: Any) -> Results:
         """Integrate from ``(q0, qd0)`` (default: the joints' initial values) to ``t_end`` (s).
 
         ``integrator``: ``"rk4"`` (default with ``dt``), ``"rk45"`` (default without),

@@ -1,7 +1,7 @@
 """Off-screen rendering probe, run in a child process (``python -m flexmbd.viz._probe``).
 
 VTK links no GL library and loads one at run time; with none present it
-segfaults instead of raising (FACTS.md). So the parent never tries rendering
+segfaults instead of raising (docs/design/facts.rst). So the parent never tries rendering
 first: it runs this module in a subprocess, and a crash there only costs the child.
 
 The child renders a sphere into a 64 x 64 off-screen window and checks that

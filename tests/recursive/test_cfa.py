@@ -1,6 +1,6 @@
 """CFA (general and serialized) against an independent RNEA/CRBA oracle.
 
-Oracle 3 of DESIGN.md: the paper validates its CFA against a recursive
+Oracle 3 of docs/design/oracles.rst: the paper validates its CFA against a recursive
 algorithm to 1e-12; tests/recursive/oracle.py is written from Featherstone's
 equations in world coordinates, sharing no code with the CFA kernels.
 """

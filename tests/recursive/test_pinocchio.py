@@ -2,7 +2,7 @@
 
 pin's ``data.f[i]`` after ``rnea(q, v, a)`` is the wrench of the parent on body i
 through joint i, in joint frame i about its origin, ordered [linear; angular]
-(FACTS.md); ours is [angular; linear] in the child joint frame.
+(docs/design/facts.rst); ours is [angular; linear] in the child joint frame.
 """
 
 import numpy as np
