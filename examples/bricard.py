@@ -20,10 +20,9 @@ itself, at every step -- the real mobility is 5 - 4 = 1.
 
 Run: ``python examples/bricard.py`` (10 s; plot in examples/out/).
 
-CPU time at defaults: more than 42 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
-settings, ``QUICK``): 5.3 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
-"""
+CPU time at defaults: more than 42 s (run stopped early on the loaded machine); with
+``--quick`` (the tests' small settings, ``QUICK``): 5.3 s (2-core machine shared by
+other jobs, November 2026, first run without compiled-kernel cache excluded)."""
 
 import time
 from pathlib import Path

@@ -18,10 +18,9 @@ motion) and the couplers translate, so
 
 Run: ``python examples/n_four_bar.py`` (N = 40, 20 s; plot in examples/out/).
 
-CPU time at defaults: more than 16 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
-settings, ``QUICK``): 9.1 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
-"""
+CPU time at defaults: more than 16 s (run stopped early on the loaded machine); with
+``--quick`` (the tests' small settings, ``QUICK``): 9.1 s (2-core machine shared by
+other jobs, November 2026, first run without compiled-kernel cache excluded)."""
 
 import time
 from pathlib import Path

@@ -20,10 +20,9 @@ plots (``projection_study_<mechanism>.png``) in examples/out/.
 
 Run: ``python examples/projection_study.py``.
 
-CPU time at defaults: more than 25 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
-settings, ``QUICK``): 9.9 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
-"""
+CPU time at defaults: more than 25 s (run stopped early on the loaded machine); with
+``--quick`` (the tests' small settings, ``QUICK``): 9.9 s (2-core machine shared by
+other jobs, November 2026, first run without compiled-kernel cache excluded)."""
 
 import importlib.util
 import time

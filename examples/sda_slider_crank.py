@@ -27,10 +27,9 @@ tables (Markdown) and a plot to ``examples/out/``.
 
 Run: ``python examples/sda_slider_crank.py``.
 
-CPU time at defaults: more than 12 s (run stopped early on the loaded machine); with ``--quick`` (the tests' small
-settings, ``QUICK``): 5.8 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
-"""
+CPU time at defaults: more than 12 s (run stopped early on the loaded machine); with
+``--quick`` (the tests' small settings, ``QUICK``): 5.8 s (2-core machine shared by
+other jobs, November 2026, first run without compiled-kernel cache excluded)."""
 
 import os
 import time
