@@ -459,7 +459,8 @@ def with_testset_pi(rb):
     of the data with the exact pi differs from the reference at t = 0.1 s by -1.8e-7
     (q1) and 1.0e-7 (q2) relative, with the Test Set's pi by 2.0e-8 and 3.1e-8: the
     exact pi would hide the integrator's convergence below dt ~ 1e-6 s. With the Test
-    Set's value flexmbd converges to the reference at second order down to dt = 2.5e-7 s (errors in q1 of
+    Set's value flexmbd converges to the reference at second order down to
+    dt = 2.5e-7 s (errors in q1 of
     5.1e-8, 1.3e-8, 8.6e-9 at dt = 6.25e-7, 3.125e-7, 2.5e-7 s; the Richardson
     extrapolation of the last two meets the reference to 4e-10 in q1 and 5e-10 in q2).
     """
