@@ -38,6 +38,10 @@ from .model import (
     Universal,
 )
 
+# fm.sweep is the function; imported here so that importing the module flexmbd.sweep later
+# (e.g. ``from flexmbd.sweep import cases``) does not replace the attribute with the module
+from .sweep import sweep  # noqa: E402
+
 __version__ = "0.1.0"
 
 # Names whose modules are imported on first use (scikit-fem, PyVista and the solvers
@@ -63,7 +67,6 @@ _LAZY = {
     "FlexibleBody": ("flexmbd.model.flexible", "FlexibleBody"),
     "JointDriver": ("flexmbd.constraints", "JointDriver"),
     "resume": ("flexmbd.checkpoint", "resume"),
-    "sweep": ("flexmbd.sweep", "sweep"),
 }
 
 
@@ -89,5 +92,5 @@ __all__ = [
     "FileError",
     "Model", "Block", "Body", "RigidBody", "Frame", "Joint", "Revolute", "Prismatic",
     "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "ForceElement",
-    "Gravity", "PointForce", "PointTorque", "JointForce", *_LAZY,
+    "Gravity", "PointForce", "PointTorque", "JointForce", "sweep", *_LAZY,
 ]
