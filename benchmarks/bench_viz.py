@@ -124,7 +124,9 @@ def write(rows, best, a):
         "1,025-node hex beam) animated with `scale=50` and the defaults (`max_frames=200`: "
         "167 frames, 640 x 480 GIF, colour = displacement). Each tree runs in a fresh "
         "process; the time is that of the `animate` call alone, set-up included (PyVista "
-        "import, GL probe, scene), CPU of the process and its children. Best of "
+        "import, GL probe -- \"now\" finds its verdict in the user cache after the "
+        "first run, \"before\" runs the probe child every time --, scene), CPU of the "
+        "process and its children. Best of "
         f"{a.repeat} interleaved runs (all listed).",
         "",
         f"- Command: `python benchmarks/bench_viz.py --base /tmp/base --write` "
