@@ -140,10 +140,11 @@ def write(rows, best, a):
         "|---|---:|---:|---:|---:|---|---:|",
     ]
     for n, b in best.items():
+        runs = ", ".join(format(r["cpu"], ".2f") for r in rows[n])
         label = f"before ({BASELINE})" if n == "before" else "now"
         lines.append(f"| {label} | {b['frames']} | {b['cpu']:.2f} | {b['wall']:.2f} | "
                      f"{1000 * b['cpu'] / b['frames']:.1f} | "
-                     f"{', '.join('%.2f' % r['cpu'] for r in rows[n])} | "
+                     f"{runs} | "
                      f"{b['bytes'] / 1e6:.2f} |")
     if "before" in best:
         lines += ["", f"Speed-up: **{best['before']['cpu'] / best['now']['cpu']:.1f}x** CPU, "

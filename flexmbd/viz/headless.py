@@ -55,7 +55,7 @@ def has_display():
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find_library(name):
     return ctypes.util.find_library(name)   # runs ldconfig: once per process
 
