@@ -18,9 +18,21 @@
 The outcome is cached in the process and exported as ``FLEXMBD_GL_PROBED`` so child
 processes (sweeps, tests) skip the probe. ``FLEXMBD_GL_PROBE=0`` skips it entirely
 (for machines known to render).
+
+A successful probe is also remembered across processes in
+``$FLEXMBD_CACHE_DIR`` (default ``$XDG_CACHE_HOME/flexmbd`` or ``~/.cache/flexmbd``),
+file ``gl-probe.json``, under a key made of the Python executable, the VTK version,
+the GL libraries found (libEGL, libOSMesa) and the environment variables that choose
+or change the GL backend: the next process with the same key skips the probe child
+(~0.5 s CPU). Failures are never remembered (installing a library takes effect at
+once). ``FLEXMBD_GL_PROBE_CACHE=0`` turns the file off; delete it after removing GL
+drivers by hand.
 """
 
 import ctypes.util
+import functools
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -43,14 +55,85 @@ def has_display():
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+@functools.cache
+def _find_library(name):
+    return ctypes.util.find_library(name)   # runs ldconfig: once per process
+
+
 def osmesa_available():
     """True when a libOSMesa shared library can be found."""
-    return ctypes.util.find_library("OSMesa") is not None
+    return _find_library("OSMesa") is not None
 
 
 def egl_available():
     """True when a libEGL shared library can be found."""
-    return ctypes.util.find_library("EGL") is not None
+    return _find_library("EGL") is not None
+
+
+# variables that choose the GL backend or change what Mesa/VTK load
+_KEY_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW", "LD_LIBRARY_PATH",
+             "LIBGL_ALWAYS_SOFTWARE", "GALLIUM_DRIVER", "MESA_LOADER_DRIVER_OVERRIDE",
+             "EGL_PLATFORM", "__EGL_VENDOR_LIBRARY_FILENAMES", "LIBGL_DRIVERS_PATH")
+
+
+def _cache_file():
+    """Path of the cross-process verdict file, or None when caching is off."""
+    if os.environ.get("FLEXMBD_GL_PROBE_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("FLEXMBD_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        root = os.path.join(base, "flexmbd")
+    return os.path.join(root, "gl-probe.json")
+
+
+def _cache_key(attempts):
+    """Hash of everything the probe's verdict depends on (see the module doc)."""
+    try:
+        from importlib.metadata import version
+
+        vtk = version("vtk")
+    except Exception:  # noqa: BLE001 - a VTK built from source has no metadata
+        vtk = "unknown"
+    parts = [sys.executable, sys.version, vtk, repr(attempts),
+             repr([_find_library("EGL"), _find_library("OSMesa")])]
+    parts += [f"{v}={os.environ.get(v)}" for v in _KEY_VARS]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def _cache_read(key):
+    path = _cache_file()
+    try:
+        with open(path) as f:
+            entry = json.load(f).get(key)
+    except (TypeError, OSError, ValueError, AttributeError):
+        return None
+    if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+        return entry
+    return None
+
+
+def _cache_write(key, overrides, msg):
+    """Remember a success (best effort: an unwritable cache only costs the next probe)."""
+    path = _cache_file()
+    if path is None:
+        return
+    try:
+        try:
+            with open(path) as f:
+                data = json.load(f)
+            data = data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            data = {}
+        data[key] = {"overrides": overrides or {}, "message": msg}
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def run_probe(env_overrides=None, timeout=120):
@@ -93,10 +176,18 @@ def configure():
         # EGL by name first: the default backend tries X before falling back to EGL and
         # prints a "bad X server connection" warning on every render window
         attempts.insert(0, {"VTK_DEFAULT_OPENGL_WINDOW": _EGL_WINDOW})
+    key = _cache_key(attempts)
+    hit = _cache_read(key)
+    if hit is not None and (hit["overrides"] or None) in attempts:
+        os.environ.update(hit["overrides"])
+        os.environ["FLEXMBD_GL_PROBED"] = f"ok:{hit['message']}"
+        _STATE["result"] = (True, hit["message"])
+        return hit["message"]
     reasons = []
     for overrides in attempts:
         ok, msg = run_probe(overrides)
         if ok:
+            _cache_write(key, overrides, msg)
             os.environ.update(overrides or {})
             os.environ["FLEXMBD_GL_PROBED"] = f"ok:{msg}"
             _STATE["result"] = (True, msg)

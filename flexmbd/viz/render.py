@@ -192,27 +192,75 @@ def _scene_of_results(res, model=None, about="interfaces"):
     return _Scene(geoms, results=res, about=about)
 
 
-def _add_bodies(p, scene, data, field, clim, cmap, show_edges):
-    """Add one actor per body; return ``{name: (mesh, field or None)}``."""
+_LINEAR_CELLS = {"vertex", "line", "triangle", "quad", "polygon", "tetra", "hexahedron",
+                 "wedge", "pyramid"}
+
+
+def _outer_surface(g, mesh):
+    """The outer surface of a linear volume mesh and its original point and cell ids.
+
+    An animation moves only these points: the mapper of a volume mesh would extract its
+    surface again every frame. Quadratic meshes (curved faces) are drawn whole: None.
+    """
+    if not set(g.cells) <= _LINEAR_CELLS or mesh.n_cells == 0:
+        return None
+    import pyvista as pv
+    from vtkmodules.vtkFiltersGeometry import vtkDataSetSurfaceFilter
+
+    f = vtkDataSetSurfaceFilter()
+    f.SetInputData(mesh)
+    f.PassThroughPointIdsOn()
+    f.PassThroughCellIdsOn()
+    f.SetNonlinearSubdivisionLevel(0)
+    f.Update()
+    surf = pv.wrap(f.GetOutput())
+    pid = np.asarray(surf.point_data["vtkOriginalPointIds"]).copy()
+    cid = np.asarray(surf.cell_data["vtkOriginalCellIds"]).copy()
+    return surf, pid, cid
+
+
+class _Drawn:
+    """A body's drawn mesh: the whole grid, or its outer surface (point/cell ids)."""
+
+    def __init__(self, mesh, field, pid=None, cid=None):
+        self.mesh, self.field, self.pid, self.cid = mesh, field, pid, cid
+
+    def points(self, x):
+        return x if self.pid is None else x[self.pid]
+
+    def cells(self, v):
+        return v if self.cid is None else v[self.cid]
+
+
+def _add_bodies(p, scene, data, field, clim, cmap, show_edges, surface=False):
+    """Add one actor per body; return ``{name: _Drawn}``. ``surface``: draw the outer
+    surface of linear volume meshes (cheaper to update; the same picture)."""
     actors = {}
     for k, (name, g) in enumerate(scene.geoms.items()):
         x, u, vm = data[name]
         mesh = g.to_pyvista(x)
+        drawn = _Drawn(mesh, None)
+        outer = _outer_surface(g, mesh) if surface else None
+        if outer is not None:
+            drawn = _Drawn(outer[0], None, outer[1], outer[2])
+            mesh = drawn.mesh
         color = _PALETTE[k % len(_PALETTE)] if g.color is None else g.color
         if field is not None and g.flexible:
             if field == "displacement":
-                mesh.point_data["displacement"] = np.linalg.norm(u, axis=1)
+                mesh.point_data["displacement"] = drawn.points(np.linalg.norm(u, axis=1))
+            elif g.stress_on_cells:
+                mesh.cell_data["von_mises"] = drawn.cells(vm)
             else:
-                (mesh.cell_data if g.stress_on_cells else mesh.point_data)["von_mises"] = vm
+                mesh.point_data["von_mises"] = drawn.points(vm)
             p.add_mesh(mesh, scalars=field, cmap=cmap, clim=clim, show_edges=show_edges,
                        scalar_bar_args={"title": _FIELD_TITLES[field], "color": "black",
                                         "vertical": False, "position_x": 0.25,
                                         "position_y": 0.03, "width": 0.5, "height": 0.08,
                                         "fmt": "%.3g"})
-            actors[name] = (mesh, field)
+            drawn.field = field
         else:
             p.add_mesh(mesh, color=color, show_edges=show_edges and g.flexible)
-            actors[name] = (mesh, None)
+        actors[name] = drawn
     return actors
 
 
@@ -220,15 +268,17 @@ _FIELD_TITLES = {"displacement": "displacement [m]", "von_mises": "von Mises [Pa
 
 
 def _update_bodies(scene, actors, data):
-    for name, (mesh, field) in actors.items():
+    for name, d in actors.items():
         x, u, vm = data[name]
-        mesh.points = x
-        if field == "displacement":
-            mesh.point_data["displacement"] = np.linalg.norm(u, axis=1)
-        elif field == "von_mises":
-            target = mesh.cell_data if scene.geoms[name].stress_on_cells else mesh.point_data
-            target["von_mises"] = vm
-        mesh.Modified()
+        d.mesh.points = d.points(x)
+        if d.field == "displacement":
+            d.mesh.point_data["displacement"] = np.linalg.norm(d.points(u), axis=1)
+        elif d.field == "von_mises":
+            if scene.geoms[name].stress_on_cells:
+                d.mesh.cell_data["von_mises"] = d.cells(vm)
+            else:
+                d.mesh.point_data["von_mises"] = d.points(vm)
+        d.mesh.Modified()
 
 
 def _scale_note(scale):
@@ -616,7 +666,7 @@ def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=2
     data = scene.data(idx[0], scale)
     p = _plotter(window_size, True, anti_aliasing=False)
     try:
-        actors = _add_bodies(p, scene, data, field, clim, cmap, show_edges)
+        actors = _add_bodies(p, scene, data, field, clim, cmap, show_edges, surface=True)
         note = _scale_note(scale)
         text = _label(p, f"t = {results.t[idx[0]]:.4f} s{note}")
         up = _set_view(p, view, bounds, zoom, np.vstack(motion), gravity)
@@ -719,7 +769,7 @@ def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_f
                                s * g.von_mises(q))})
     clim = _field_range(scene, datas, field) if field else None
     p = _plotter(window_size, True, anti_aliasing=False)
-    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges)
+    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges, surface=True)
     text = _label(p, label)
     _set_view(p, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
                                                          for d in datas]))

@@ -26,3 +26,9 @@ def gl():
 
     os.environ["FLEXMBD_GL_PROBED"] = "ok:" + out.stdout.split("ok", 1)[-1].strip()
     return out.stdout.strip()
+
+
+@pytest.fixture(autouse=True)
+def _private_gl_cache(tmp_path, monkeypatch):
+    """Each test gets its own (empty) cache of GL probe verdicts."""
+    monkeypatch.setenv("FLEXMBD_CACHE_DIR", str(tmp_path / "flexmbd-cache"))

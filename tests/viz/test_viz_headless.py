@@ -95,3 +95,67 @@ def test_osmesa_goes_first_when_there_is_no_egl(monkeypatch):
                         lambda overrides=None: calls.append(overrides) or (True, "osmesa"))
     headless.configure()
     assert calls == [{"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}]
+
+
+def test_a_success_is_remembered_across_processes_and_a_failure_is_not(monkeypatch):
+    import os
+
+    _headless_machine(monkeypatch)
+    monkeypatch.setattr(headless, "osmesa_available", lambda: False)
+    monkeypatch.setattr(headless, "egl_available", lambda: True)
+    calls = []
+    verdict = {"ok": False}
+
+    def fake(overrides=None):
+        calls.append(overrides)
+        return (verdict["ok"], "vtkEGLRenderWindow" if verdict["ok"] else "no GL")
+
+    monkeypatch.setattr(headless, "run_probe", fake)
+    with pytest.raises(headless.RenderingUnavailable):
+        headless.configure()
+    assert calls == [EGL, None]
+    # a "new process": the failure was not stored, so the probe runs again
+    _headless_machine(monkeypatch)
+    verdict["ok"] = True
+    calls.clear()
+    assert headless.configure() == "vtkEGLRenderWindow"
+    assert calls == [EGL]
+    assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkEGLRenderWindow"
+    # next "process" with the same libraries and variables: no probe, same backend set
+    _headless_machine(monkeypatch)
+    calls.clear()
+    assert headless.configure() == "vtkEGLRenderWindow"
+    assert calls == []
+    assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkEGLRenderWindow"
+    assert os.environ["FLEXMBD_GL_PROBED"] == "ok:vtkEGLRenderWindow"
+    # anything the verdict depends on changes (here the driver variable): probe again
+    _headless_machine(monkeypatch)
+    monkeypatch.setenv("LIBGL_ALWAYS_SOFTWARE", "1")
+    assert headless.configure() == "vtkEGLRenderWindow"
+    assert calls == [EGL]
+    # and the cache can be turned off
+    _headless_machine(monkeypatch)
+    monkeypatch.setenv("FLEXMBD_GL_PROBE_CACHE", "0")
+    calls.clear()
+    headless.configure()
+    assert calls == [EGL]
+
+
+def test_an_unreadable_or_unwritable_cache_only_costs_a_probe(monkeypatch, tmp_path):
+    _headless_machine(monkeypatch)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("FLEXMBD_CACHE_DIR", str(blocker / "sub"))
+    monkeypatch.setattr(headless, "osmesa_available", lambda: False)
+    monkeypatch.setattr(headless, "egl_available", lambda: True)
+    calls = []
+    monkeypatch.setattr(headless, "run_probe",
+                        lambda overrides=None: (calls.append(overrides), (True, "w"))[1])
+    assert headless.configure() == "w"
+    _headless_machine(monkeypatch)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "gl-probe.json").write_text("{not json")
+    monkeypatch.setenv("FLEXMBD_CACHE_DIR", str(cache))
+    assert headless.configure() == "w"
+    assert calls == [EGL, EGL]
