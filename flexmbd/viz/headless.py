@@ -20,12 +20,18 @@ processes (sweeps, tests) skip the probe. ``FLEXMBD_GL_PROBE=0`` skips it entire
 (for machines known to render).
 """
 
+from __future__ import annotations
+
 import ctypes.util
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import FlexmbdError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available",
            "egl_available", "run_probe"]
@@ -39,21 +45,22 @@ class RenderingUnavailable(FlexmbdError, RuntimeError):
     """Off-screen rendering is impossible here (no usable OpenGL library)."""
 
 
-def has_display():
+def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def osmesa_available():
+def osmesa_available() -> bool:
     """True when a libOSMesa shared library can be found."""
     return ctypes.util.find_library("OSMesa") is not None
 
 
-def egl_available():
+def egl_available() -> bool:
     """True when a libEGL shared library can be found."""
     return ctypes.util.find_library("EGL") is not None
 
 
-def run_probe(env_overrides=None, timeout=120):
+def run_probe(env_overrides: Mapping[str, str] | None = None,
+              timeout: float = 120) -> tuple[bool, str]:
     """Run the probe in a child process; return ``(ok, message)``."""
     env = dict(os.environ)
     env.update(env_overrides or {})
@@ -72,7 +79,7 @@ def run_probe(env_overrides=None, timeout=120):
     return False, why
 
 
-def configure():
+def configure() -> str:
     """Make off-screen rendering safe in this process, or raise :class:`RenderingUnavailable`."""
     if _STATE["result"] is not None:
         ok, msg = _STATE["result"]
