@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    from .._typing import Array, ArrayLike, StrPath
+    from .._typing import Array, ArrayLike
     from .material import Material
 
 __all__ = ["compare_modes", "LoadCase"]
@@ -112,7 +112,7 @@ def _newmark(K, M, F, g, dt, solve=None):
 @with_fem_threads
 def compare_modes(mesh: Any, material: Material | None,
                   strategies: Sequence[Any] | Mapping[str, Any], load_case: LoadCase | None, *,
-                  n_freq: int = 6, figure: StrPath | bool | None = False,
+                  n_freq: int = 6, figure: bool = False,
                   names: Sequence[str] | None = None, model: FEModel | None = None,
                   as_frame: bool = True) -> Any:
     """Compare mode-set strategies against the full finite-element model.

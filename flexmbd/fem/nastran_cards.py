@@ -17,6 +17,7 @@ from ..errors import MeshError
 
 if TYPE_CHECKING:
     import builtins
+    from typing import Any
 
     from .._typing import StrPath
 
@@ -96,7 +97,7 @@ def _split(line):
     return head, [line[8 + width * i: 8 + width * (i + 1)] for i in range(count)], large
 
 
-def read_cards(path: StrPath, section: str = "bulk") -> list[Card] | list[tuple[int, str]]:
+def read_cards(path: StrPath, section: str = "bulk") -> list[Any]:
     """Cards of a Nastran input file (list of `Card`).
 
     ``section="bulk"``: the bulk data (after ``BEGIN BULK`` if present, else

@@ -443,7 +443,7 @@ def _finish(p, file, off_screen):
 # -- public -------------------------------------------------------------------------------
 def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
             field: str | None = "displacement", scale: float = 1.0, joints: bool = True,
-            frames: bool = False, glyphs: bool = True, view: str | ArrayLike | None = "auto",
+            frames: bool = False, glyphs: bool = True, view: str = "auto",
             window_size: tuple[int, int] = (800, 600), cmap: str = "viridis",
             show_edges: bool = False, off_screen: bool = True, zoom: float = 1.0,
             clim: tuple[float, float] | None = None, about: str | None = "interfaces",
@@ -504,7 +504,7 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
 def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
          model: Model | None = None, field: str | None = "displacement", scale: float = 1.0,
          joints: bool = True, frames: bool = False, glyphs: bool = True,
-         view: str | ArrayLike | None = "auto", window_size: tuple[int, int] = (800, 600),
+         view: str = "auto", window_size: tuple[int, int] = (800, 600),
          cmap: str = "viridis", show_edges: bool = False, off_screen: bool | None = None,
          zoom: float = 1.0, clim: tuple[float, float] | None = None,
          about: str | None = "interfaces", axes: bool = True, ground: bool | None = None) -> Any:
@@ -584,7 +584,7 @@ def frame_pose(results, body, i):
 
 def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | None = "displacement",
             *, model: Model | None = None, fps: float = 20, stride: int | None = None,
-            max_frames: int | None = 200, view: str | ArrayLike | None = "auto",
+            max_frames: int | None = 200, view: str = "auto",
             window_size: tuple[int, int] = (640, 480), cmap: str = "viridis",
             clim: tuple[float, float] | None = None, show_edges: bool = False, zoom: float = 1.0,
             about: str | None = "interfaces", axes: bool = True, ground: bool | None = None) -> int:
@@ -692,7 +692,7 @@ def _mode_q(g, k, amplitude):
 
 def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: float | None = None,
               field: str | None = "displacement", *, undeformed: bool = True,
-              view: str | ArrayLike | None = "auto", window_size: tuple[int, int] = (800, 600),
+              view: str = "auto", window_size: tuple[int, int] = (800, 600),
               cmap: str = "viridis", show_edges: bool = True,
               off_screen: bool | None = None) -> Any:
     """Draw mode number ``k`` (1-based, as in ``ReducedBody.info()``) with its frequency.
@@ -722,7 +722,7 @@ def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: flo
 
 def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None = None,
                  field: str | None = "displacement", *, n_frames: int = 24, fps: float = 12,
-                 view: str | ArrayLike | None = "auto", window_size: tuple[int, int] = (640, 480),
+                 view: str = "auto", window_size: tuple[int, int] = (640, 480),
                  cmap: str = "viridis", show_edges: bool = True) -> int:
     """Animate mode number ``k`` (1-based) over one period of ``sin`` into ``file``.
 
