@@ -446,7 +446,7 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
             frames: bool = False, glyphs: bool = True, view: str = "auto",
             window_size: tuple[int, int] = (800, 600), cmap: str = "viridis",
             show_edges: bool = False, off_screen: bool = True, zoom: float = 1.0,
-            clim: tuple[float, float] | None = None, about: str | None = "interfaces",
+            clim: tuple[float, float] | None = None, about: str = "interfaces",
             axes: bool = True, ground: bool | None = None) -> Any:
     """A ``pyvista.Plotter`` holding the drawing of :func:`show`, not yet rendered.
 
@@ -507,7 +507,7 @@ def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
          view: str = "auto", window_size: tuple[int, int] = (800, 600),
          cmap: str = "viridis", show_edges: bool = False, off_screen: bool | None = None,
          zoom: float = 1.0, clim: tuple[float, float] | None = None,
-         about: str | None = "interfaces", axes: bool = True, ground: bool | None = None) -> Any:
+         about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> Any:
     """Draw a model (initial configuration) or results at time ``t``.
 
     Parameters
@@ -587,7 +587,7 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
             max_frames: int | None = 200, view: str = "auto",
             window_size: tuple[int, int] = (640, 480), cmap: str = "viridis",
             clim: tuple[float, float] | None = None, show_edges: bool = False, zoom: float = 1.0,
-            about: str | None = "interfaces", axes: bool = True, ground: bool | None = None) -> int:
+            about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> int:
     """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
 
     Flexible bodies are drawn as their full deformed meshes, reconstructed from the
