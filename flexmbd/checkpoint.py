@@ -108,11 +108,14 @@ refuses a model whose parameters differ from the checkpointed run's
 (``allow_model_change=True`` to continue anyway).
 """
 
+from __future__ import annotations
+
 import importlib
 import json
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -129,6 +132,12 @@ from .fileio import (
 from .progress import progress as _progress
 from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._typing import StrPath
+    from .model import Model
+
 __all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state",
            "start_failure", "check_checkpoint"]
 
@@ -139,7 +148,7 @@ _FLOAT_KEYS = ("t", "q", "qd", "qdd", "reactions")
 class Recorder:
     """Collects samples into growing numpy arrays (amortized doubling) -> Results."""
 
-    def __init__(self, header):
+    def __init__(self, header: dict[str, Any]) -> None:
         self.header = dict(header)
         self._data = {}
         self.n = 0
@@ -158,7 +167,7 @@ class Recorder:
                 new[:self.n] = buf[:self.n]
                 self._data[k] = new
 
-    def add(self, t, sample):
+    def add(self, t: float, sample: dict[str, Any]) -> None:
         data = self._data
         if not data:
             row = {"t": np.float64(t)}
@@ -178,7 +187,7 @@ class Recorder:
             data[k][n] = v
         self.n = n + 1
 
-    def add_block(self, rows):
+    def add_block(self, rows: dict[str, Any]) -> None:
         """Append ``k`` samples at once: ``rows = {"t": (k,), key: (k, ...)}``."""
         k = len(rows["t"])
         if not k:
@@ -194,7 +203,7 @@ class Recorder:
             self._data[key][self.n: self.n + k] = v
         self.n += k
 
-    def results(self, copy=True):
+    def results(self, copy: bool = True) -> Results:
         """Results of the samples recorded so far (copies, or views of the buffers with
         ``copy=False``); unsampled qdd/reactions are NaN."""
         h = self.header
@@ -216,12 +225,12 @@ class Recorder:
             meta=h.get("meta", {}),
         )
 
-    def clear(self):
+    def clear(self) -> None:
         self.n = 0
 
 
 # -- state (nested dicts) in HDF5 -------------------------------------------------------
-def save_state(group, state):
+def save_state(group: Any, state: dict[str, Any]) -> None:
     """Write a (nested) state dict into an h5py group: arrays/numbers as datasets."""
     for k, v in state.items():
         k = str(k)
@@ -244,7 +253,7 @@ def save_state(group, state):
             ds.attrs["py_type"] = type(v).__name__ if np.isscalar(v) else "ndarray"
 
 
-def load_state(group):
+def load_state(group: Any) -> dict[str, Any]:
     """Inverse of :func:`save_state` (Python ints/floats/bools come back as such)."""
     out = {}
     for k, v in group.attrs.items():
@@ -376,7 +385,7 @@ _CP_HINT = ("a checkpoint file is written by simulate(..., checkpoint=path) or "
             "`flexmbd simulate --checkpoint path`")
 
 
-def read_checkpoint(path):
+def read_checkpoint(path: StrPath) -> tuple[Results, dict[str, Any], dict[str, Any]]:
     """``(recorded rows up to the saved state, state dict, attributes)`` of a checkpoint file.
 
     Raises :class:`~flexmbd.errors.FileError` naming the file when it is missing, not
@@ -421,7 +430,7 @@ def _describe(path):
         return "a file"
 
 
-def check_checkpoint(path, overwrite=False):
+def check_checkpoint(path: StrPath, overwrite: bool = False) -> Path:
     """Refuse, before any work, a ``checkpoint=`` path that a new run cannot use.
 
     Raises :class:`~flexmbd.errors.FileError` when the path is a directory, its
@@ -475,8 +484,9 @@ def _spec(stepper):
 _BAR = "{desc}: {percentage:3.0f} %|{bar}| {n:.4g}/{total:.4g} s [{elapsed}<{remaining}]"
 
 
-def run(stepper, t_end, *, checkpoint=None, every=100, record_every=1, progress=None,
-        desc=None, overwrite=False, _resume=None):
+def run(stepper: Any, t_end: float, *, checkpoint: StrPath | None = None, every: int = 100,
+        record_every: int = 1, progress: bool | None = None, desc: str | None = None,
+        overwrite: bool = False, _resume: Any = None) -> Results:
     """Step ``stepper`` until ``t_end``; return :class:`~flexmbd.results.Results`.
 
     Parameters
@@ -615,7 +625,8 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
     return rows if finalize is None else finalize(rows)
 
 
-def start_failure(err, checkpoint, overwrite=False):
+def start_failure(err: BaseException, checkpoint: StrPath | None,
+                  overwrite: bool = False) -> BaseException:
     """``err`` (a :class:`SolverError` raised while an integrator starts, before
     :func:`run`: e.g. a singular system at the initial state) with its partial results
     written to the ``checkpoint`` file, when both are given. That file holds results but
@@ -688,8 +699,9 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
     )
 
 
-def resume(path, stepper=None, *, model=None, t_end=None, every=None, progress=None,
-           allow_model_change=False, **options):
+def resume(path: StrPath, stepper: Any | None = None, *, model: Model | None = None,
+           t_end: float | None = None, every: int | None = None, progress: bool | None = None,
+           allow_model_change: bool = False, **options: Any) -> Results:
     """Continue a checkpointed run to its ``t_end`` (or a new one); return all Results.
 
     Parameters

@@ -3,6 +3,13 @@
 Every error names the component it concerns and says how to fix the input.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class FlexmbdError(Exception):
     """Base class of every error raised by flexmbd."""
@@ -30,7 +37,7 @@ class SolverError(FlexmbdError, RuntimeError):
     initial state) the time of that state.
     """
 
-    def __init__(self, message, partial=None, time=None):
+    def __init__(self, message: str, partial: Any | None = None, time: float | None = None) -> None:
         super().__init__(message)
         self.partial = partial
         self.time = time

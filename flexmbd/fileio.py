@@ -17,6 +17,8 @@ No path of flexmbd may lose a file the user already has:
   that names the file, says what it is (:func:`sniff`) and what to do.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
@@ -24,8 +26,14 @@ import tempfile
 import uuid
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import FileError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ._typing import StrPath
 
 __all__ = ["check_writable", "check_readable", "atomic_write", "FileLock", "sniff",
            "read_failure", "READ_ERRORS"]
@@ -41,7 +49,7 @@ def _q(path):
     return repr(str(path))
 
 
-def check_writable(path, what="output file"):
+def check_writable(path: StrPath, what: str = "output file") -> Path:
     """Refuse (:class:`FileError`) a ``path`` that cannot be created or replaced.
 
     The directory must exist, be a directory and accept a new file (tried by creating
@@ -70,7 +78,7 @@ def check_writable(path, what="output file"):
     return path
 
 
-def check_readable(path, what="file"):
+def check_readable(path: StrPath, what: str = "file") -> Path:
     """Refuse (:class:`FileError`) a missing ``path``, a directory, an unreadable file."""
     path = Path(path)
     if not path.exists():
@@ -84,7 +92,7 @@ def check_readable(path, what="file"):
 
 
 @contextlib.contextmanager
-def atomic_write(path, what="output file"):
+def atomic_write(path: StrPath, what: str = "output file") -> Iterator[Path]:
     """Context manager: yield a temporary path next to ``path``; move it over ``path``
     when the block ends without error (the old file stays until then), delete it
     otherwise. The temporary file has ``path``'s suffix (numpy does not rename it).
@@ -121,7 +129,7 @@ def _remove(path):
         os.unlink(path)
 
 
-def sniff(path):
+def sniff(path: StrPath) -> str:
     """``"hdf5"``, ``"npz"``, ``"empty"``, ``"directory"``, ``"missing"`` or
     ``"unknown"``: what the file is, from its first bytes."""
     path = Path(path)
@@ -148,7 +156,7 @@ _KIND = {"hdf5": "an HDF5 file", "npz": "an npz (zip) archive", "empty": "empty 
          "missing": "missing"}
 
 
-def read_failure(path, what, err, hint):
+def read_failure(path: StrPath, what: str, err: BaseException, hint: str) -> FileError:
     """A :class:`FileError` for ``err`` raised while reading ``path`` as ``what``.
 
     ``hint`` says how to get a good file (e.g. "write it with Results.save").
@@ -187,7 +195,7 @@ class FileLock:
 
     _held = {}                              # lock path -> [file descriptor, depth]
 
-    def __init__(self, path, what="checkpoint file"):
+    def __init__(self, path: StrPath, what: str = "checkpoint file") -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.what = what
@@ -195,7 +203,7 @@ class FileLock:
     def _key(self):
         return str(self.lock_path.resolve())
 
-    def acquire(self):
+    def acquire(self) -> FileLock:
         key = self._key()
         if key in FileLock._held:
             FileLock._held[key][1] += 1
@@ -249,7 +257,7 @@ class FileLock:
         except FileExistsError:
             raise self._busy() from None
 
-    def release(self):
+    def release(self) -> None:
         key = self._key()
         entry = FileLock._held.get(key)
         if entry is None:

@@ -14,11 +14,20 @@ constants, default arguments and the values captured in closures. Globals a func
 reads are not seen: a change of such a global is not detected.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import types
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .model import Model
 
 __all__ = ["model_fingerprint", "fingerprint_difference"]
 
@@ -109,7 +118,7 @@ def _digest(value):
     return h.hexdigest()[:16]
 
 
-def model_fingerprint(model):
+def model_fingerprint(model: Model) -> dict[str, Any]:
     """``{"digest": hex, "parts": {component name: {attribute: hex}}}`` of ``model``.
 
     Equal for models built the same way (in any process); different when any
@@ -126,7 +135,8 @@ def model_fingerprint(model):
     return {"digest": digest, "parts": parts}
 
 
-def fingerprint_difference(old, new, limit=6):
+def fingerprint_difference(old: Mapping[str, Any] | None, new: Mapping[str, Any],
+                           limit: int = 6) -> list[str]:
     """Readable list of what differs between two fingerprints (``"link.mass"``,
     ``"spring (removed)"``...), at most ``limit`` entries."""
     a, b = old.get("parts", {}), new.get("parts", {})

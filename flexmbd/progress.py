@@ -16,9 +16,16 @@ terminal. Tests and CI are therefore quiet by default. Without tqdm installed th
 bar is a silent no-op object with the same methods.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["progress", "progress_enabled", "NullBar"]
 
@@ -26,7 +33,7 @@ _OFF = {"0", "false", "off", "no", ""}
 _ON = {"1", "true", "on", "yes"}
 
 
-def progress_enabled(enabled=None):
+def progress_enabled(enabled: bool | None = None) -> bool:
     """Whether a bar should be drawn (see the module docstring for the rule)."""
     if enabled is not None:
         return bool(enabled)
@@ -46,26 +53,27 @@ def progress_enabled(enabled=None):
 class NullBar:
     """A bar that draws nothing: ``update``, ``set_postfix``, ``set_description``, ``close``."""
 
-    def __init__(self, total=None, desc=None):
+    def __init__(self, total: float | None = None, desc: str | None = None) -> None:
         self.total = total
         self.desc = desc
         self.n = 0
 
-    def update(self, n=1):
+    def update(self, n: float = 1) -> None:
         self.n += n
 
-    def set_postfix(self, *args, **kwargs):
+    def set_postfix(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def set_description(self, desc=None, refresh=True):
+    def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
         self.desc = desc
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
 @contextlib.contextmanager
-def progress(total=None, desc=None, enabled=None, unit="it", **kwargs):
+def progress(total: float | None = None, desc: str | None = None, enabled: bool | None = None,
+             unit: str = "it", **kwargs: Any) -> Iterator[Any]:
     """Context manager yielding a tqdm bar (or a :class:`NullBar` when quiet).
 
     Parameters

@@ -66,6 +66,8 @@ the drive needs, reported as the motion-direction part of that joint's reaction.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import ModelError
@@ -84,6 +86,12 @@ from ..model.joints import (
     Universal,
 )
 from ..spatial import rot_to_quat
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
 
 __all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
            "joint_force_on_cut"]
@@ -104,7 +112,7 @@ _E = np.eye(3)
 _NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
 
 
-def constraint_rows(joint):
+def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
     """The cut equations of ``joint``.
 
     Returns ``(translational e-vectors, rotational (f, g) pairs, labels)``.
@@ -135,7 +143,7 @@ def constraint_rows(joint):
     )
 
 
-def cut_coordinates(joint, R, d):
+def cut_coordinates(joint: Joint, R: ArrayLike, d: ArrayLike) -> Array:
     """Joint coordinates of a cut joint from its relative pose (on the constraint manifold)."""
     if isinstance(joint, Revolute):
         u1, u2 = _perp(joint.axis)
@@ -191,8 +199,10 @@ class JointDriver(Component):
 
     kind = "driver"
 
-    def __init__(self, joint, position, velocity=None, acceleration=None, coordinate=0, *,
-                 name=None, doc=None):
+    def __init__(self, joint: Joint, position: Callable[[float], float],
+                 velocity: Callable[[float], float] | None = None,
+                 acceleration: Callable[[float], float] | None = None, coordinate: int = 0, *,
+                 name: str | None = None, doc: str | None = None) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(joint, Joint):
             raise ModelError(f"JointDriver: first argument must be a joint, got {joint!r}")
@@ -216,7 +226,8 @@ class JointDriver(Component):
             lambda t: (position(t + h) - 2 * position(t) + position(t - h)) / (h * h))
 
     @classmethod
-    def constant_speed(cls, joint, speed, start=None, coordinate=0, **kw):
+    def constant_speed(cls, joint: Joint, speed: float, start: float | None = None,
+                       coordinate: int = 0, **kw: Any) -> JointDriver:
         """Drive ``joint`` at constant ``speed`` from ``start`` (default: its ``q0``)."""
         q0 = float(joint.q0[coordinate] if start is None else start)
         w = float(speed)
@@ -270,7 +281,8 @@ class CutJointConstraints:
     reversed tree joint); summed along the two paths of the cut joint.
     """
 
-    def __init__(self, tree, cut_joints, drivers=(), topology=None):
+    def __init__(self, tree: Any, cut_joints: Sequence[Joint],
+                 drivers: Sequence[JointDriver] | None = (), topology: Any | None = None) -> None:
         self.tree = tree
         model = tree.model
         self.ground = model.ground
@@ -340,22 +352,22 @@ class CutJointConstraints:
         return out
 
     # -- interface of projection.Constraints ---------------------------------------------
-    def phi(self, q, t=0.0):
+    def phi(self, q: ArrayLike, t: float = 0.0) -> Array:
         return self._eval(q, None, t)["phi"]
 
-    def jacobian(self, q, t=0.0):
+    def jacobian(self, q: ArrayLike, t: float = 0.0) -> Array:
         return self._eval(q, None, t)["J"]
 
-    def phi_t(self, q, t=0.0):
+    def phi_t(self, q: ArrayLike, t: float = 0.0) -> Array:
         out = np.zeros(self.m)
         for i, d in enumerate(self.drivers):
             out[self.n_cut_rows + i] = -float(d.velocity(t))
         return out
 
-    def gamma(self, q, v, t=0.0):
+    def gamma(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Array:
         return self._eval(q, v, t)["gamma"]
 
-    def retract(self, q, dv):
+    def retract(self, q: ArrayLike, dv: ArrayLike) -> Array:
         q = np.array(q, dtype=float)
         q[self._lin_q] += dv[self._lin_v]
         for j, qs, vs in self._special:
@@ -363,7 +375,7 @@ class CutJointConstraints:
         return q
 
     # -- evaluation ----------------------------------------------------------------------
-    def relative(self, q, v=None, t=0.0):
+    def relative(self, q: ArrayLike, v: ArrayLike | None = None, t: float = 0.0) -> Any:
         """Per cut joint: ``(R, d, V_rel, D, R_c, p_c)`` at ``(q, v)`` (V_rel None without v)."""
         return self._eval(q, v, t)["rel"]
 
@@ -672,7 +684,8 @@ class CutWrenches(ForceElement):
         return out
 
 
-def joint_force_on_cut(cut, jf, t, R, d, Vrel):
+def joint_force_on_cut(cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike,
+                       Vrel: ArrayLike) -> Array:
     """Wrench (child axes at child origin) of a JointForce acting on a cut joint."""
     j = cut.joint
     qj = cut_coordinates(j, R, d)

@@ -51,6 +51,8 @@ or use the absolute formulation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import FlexmbdError, ModelError
@@ -60,15 +62,22 @@ from ..results import Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, cut_coordinates, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array, ArrayLike, StrPath
+    from ..model import Joint, Model
+    from .projection import ProjectionInfo
+
 __all__ = ["LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
 
 
-def needs_loops(model):
+def needs_loops(model: Model) -> bool:
     """True when ``model`` has cut joints or joint drivers (it needs a :class:`LoopSystem`)."""
     return bool(model.topology().cut_joints) or bool(model.component_objects(JointDriver))
 
 
-def compile_loops(model, **options):
+def compile_loops(model: Model, **options: Any) -> LoopSystem:
     """A :class:`LoopSystem` of ``model`` (recursive formulation with cut joints/drivers)."""
     return LoopSystem(model, **options)
 
@@ -125,7 +134,8 @@ class LoopDynamics:
     (m,) mask, ``tree`` (the tree solver's :class:`~flexmbd.recursive.ForwardDynamics`).
     """
 
-    def __init__(self, system, qdd, reactions, lam, info, tree_fd):
+    def __init__(self, system: LoopSystem, qdd: Array, reactions: Array, lam: Array,
+                 info: ProjectionInfo, tree_fd: Any) -> None:
         self._sys = system
         self.qdd = qdd
         self.reactions = reactions
@@ -136,11 +146,11 @@ class LoopDynamics:
         self.discarded = info.discarded.copy()
         self.tree = tree_fd
 
-    def reaction(self, name):
+    def reaction(self, name: Joint | str) -> Array:
         """Reaction wrench ``[n; f]`` (6,) of joint ``name`` (tree or cut joint)."""
         return self.reactions[self._sys._joint_index(name)]
 
-    def multipliers(self, joint):
+    def multipliers(self, joint: Joint | str) -> Array:
         """The multipliers of one cut joint (or driver) by name."""
         return self.lam[self._sys._rows(joint)]
 
@@ -169,8 +179,9 @@ class LoopSystem:
 
     formulation = "recursive"
 
-    def __init__(self, model, algorithm="serialized", method="qr", rtol=DEFAULT_RTOL,
-                 tangent_projection=True, position_tol=1e-13, max_newton=5, h=None):
+    def __init__(self, model: Model, algorithm: str = "serialized", method: str = "qr",
+                 rtol: float = DEFAULT_RTOL, tangent_projection: bool = True,
+                 position_tol: float = 1e-13, max_newton: int = 5, h: float | None = None) -> None:
         from ..recursive.system import RecursiveSystem
 
         if method not in METHODS:
@@ -236,36 +247,37 @@ class LoopSystem:
     def _pair(self, c, Rc_, pc, F):
         return _pair_frames(c, Rc_, pc, F) if self._flexible else _pair(c, Rc_, pc, F)
 
-    def modal(self, q, name):
+    def modal(self, q: ArrayLike, name: str) -> Array:
         """Modal coordinates (or speeds) of flexible body ``name`` (see the tree's ``modal``)."""
         return self.tree.modal(q, name)
 
     # -- pass-through to the tree ------------------------------------------------------
-    def solve_mass(self, q, rhs):
+    def solve_mass(self, q: ArrayLike, rhs: ArrayLike) -> Array:
         """``M(q)^-1 rhs`` by the tree's CFA."""
         return self.tree.solve_mass(q, rhs)
 
-    def body_states(self, q, qd=None):
+    def body_states(self, q: ArrayLike, qd: ArrayLike | None = None) -> Any:
         return self.tree.body_states(q, qd)
 
-    def kinetic_energy(self, q, qd):
+    def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)
 
-    def potential_energy(self, q, t=0.0):
+    def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
         self._wrench_element.current = []
         return self.tree.potential_energy(q, t)
 
-    def qdot(self, q, qd):
+    def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         return self.tree.qdot(q, qd)
 
-    def normalize(self, q):
+    def normalize(self, q: ArrayLike) -> Array:
         return self.tree.normalize(q)
 
-    def mass_matrix(self, q):
+    def mass_matrix(self, q: ArrayLike) -> Array:
         return self.tree.mass_matrix(q)
 
     # -- initial state -----------------------------------------------------------------
-    def initial_state(self, q=None, qd=None, t=0.0, tol=1e-12, max_iter=50):
+    def initial_state(self, q: ArrayLike | None = None, qd: ArrayLike | None = None, t: float = 0.0,
+                      tol: float = 1e-12, max_iter: int = 50) -> tuple[Array, Array]:
         """Assembled ``(q, qd)``: the joints' ``q0``/``qd0`` corrected onto the constraints.
 
         Raises :class:`~flexmbd.errors.ModelError` naming the violated cut joints if
@@ -287,18 +299,19 @@ class LoopSystem:
         qd = P.correct_velocities(q, qd, t)
         return q, qd
 
-    def q0(self):
+    def q0(self) -> Array:
         if self._ic is None or self._ic[0] != self.model.revision:
             self._ic = (self.model.revision, self.initial_state())
         return self._ic[1][0].copy()
 
-    def qd0(self):
+    def qd0(self) -> Array:
         if self._ic is None or self._ic[0] != self.model.revision:
             self._ic = (self.model.revision, self.initial_state())
         return self._ic[1][1].copy()
 
     # -- dynamics ----------------------------------------------------------------------
-    def project(self, q, qd, t=0.0, projector=None):
+    def project(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
+                projector: Projector | None = None) -> tuple[Array, Array]:
         """Position then velocity correction of a state (no-op for Baumgarte/none)."""
         P = projector or self.projector
         return P.correct(q, qd, t)
@@ -322,7 +335,8 @@ class LoopSystem:
             return raw(q, qd, tau, t)
         return self.tree.forward_dynamics(q, qd, tau, t).qdd
 
-    def accelerations(self, q, qd, tau=None, t=0.0, projector=None):
+    def accelerations(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None, t: float = 0.0,
+                      projector: Projector | None = None) -> tuple[Array, Array]:
         """``(qdd, lam)``: constrained accelerations and multipliers (no reactions)."""
         P = projector or self.projector
         q = np.asarray(q, dtype=float)
@@ -336,7 +350,9 @@ class LoopSystem:
             return vf, np.zeros(0)
         return P.accelerations(q, qd, t, vf, lambda X: self.tree.solve_mass(q, X))
 
-    def forward_dynamics(self, q, qd, tau=None, t=0.0, projector=None):
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None,
+                         t: float | ArrayLike = 0.0,
+                         projector: Projector | None = None) -> LoopDynamics | list[LoopDynamics]:
         """Accelerations, multipliers and every joint reaction at ``(q, qd, t)``.
 
         ``q``, ``qd`` may also be batches (n, nq), (n, nv) (then ``t`` may be an
@@ -377,10 +393,12 @@ class LoopSystem:
         return LoopDynamics(self, qdd, reac, lam, info, fd)
 
     # -- simulation --------------------------------------------------------------------
-    def simulate(self, t_end, dt=None, integrator=None, q0=None, qd0=None, t0=0.0,
-                 rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
-                 t_eval=None, substeps=1, progress=None, checkpoint=None, every=100,
-                 overwrite=False, **unknown):
+    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
+                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
+                 rtol: float = 1e-8, atol: float = 1e-10, projection: str | None = None,
+                 method: str | None = None, tau: Any | None = None, t_eval: ArrayLike | None = None,
+                 substeps: int = 1, progress: bool | None = None, checkpoint: StrPath | None = None,
+                 every: int = 100, overwrite: bool = False, **unknown: Any) -> Results:
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -413,9 +431,11 @@ class LoopSystem:
         return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
                    desc=f"{st.integrator} {self.model.name}", overwrite=overwrite)
 
-    def stepper(self, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
-                rtol=1e-8, atol=1e-10, projection=None, method=None, tau=None,
-                t_eval=None, substeps=1, initial=True):
+    def stepper(self, t_end: float, dt: float | None = None, integrator: str = "rk4",
+                q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
+                rtol: float = 1e-8, atol: float = 1e-10, projection: str | None = None,
+                method: str | None = None, tau: Any | None = None, t_eval: ArrayLike | None = None,
+                substeps: int = 1, initial: bool = True) -> Any:
         """The integrator of :meth:`simulate` as a stepper (:mod:`flexmbd.checkpoint`);
         ``initial=False`` leaves the state to ``load_state_dict``."""
         from ..integrators.explicit import json_options

@@ -80,12 +80,21 @@ classically done, so redundant constraints do not make them fail.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import lapack as _lapack
 
 from ..errors import SolverError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import Array, ArrayLike
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -126,7 +135,12 @@ class Constraints:
         A label per row, used when reporting discarded equations.
     """
 
-    def __init__(self, phi, jacobian, phi_t=None, gamma=None, retract=None, names=None):
+    def __init__(self, phi: Callable[[Array, float], ArrayLike],
+                 jacobian: Callable[[Array, float], ArrayLike],
+                 phi_t: Callable[[Array, float], ArrayLike] | None = None,
+                 gamma: Callable[[Array, Array, float], ArrayLike] | None = None,
+                 retract: Callable[[Array, Array], Array] | None = None,
+                 names: Sequence[str] | None = None) -> None:
         self._phi = phi
         self._jac = jacobian
         self._phi_t = phi_t
@@ -134,18 +148,18 @@ class Constraints:
         self._retract = retract
         self.names = None if names is None else list(names)
 
-    def phi(self, q, t=0.0):
+    def phi(self, q: ArrayLike, t: float = 0.0) -> Array:
         return np.atleast_1d(np.asarray(self._phi(q, t), dtype=float))
 
-    def jacobian(self, q, t=0.0):
+    def jacobian(self, q: ArrayLike, t: float = 0.0) -> Array:
         return np.atleast_2d(np.asarray(self._jac(q, t), dtype=float))
 
-    def phi_t(self, q, t=0.0):
+    def phi_t(self, q: ArrayLike, t: float = 0.0) -> Array:
         if self._phi_t is None:
             return np.zeros(self.jacobian(q, t).shape[0])
         return np.atleast_1d(np.asarray(self._phi_t(q, t), dtype=float))
 
-    def gamma(self, q, v, t=0.0):
+    def gamma(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Array:
         if self._gamma is not None:
             return np.atleast_1d(np.asarray(self._gamma(q, v, t), dtype=float))
         h = 1e-6
@@ -153,7 +167,7 @@ class Constraints:
             self.retract(q, s * v), t + s)
         return -(f(h) - f(-h)) / (2 * h)
 
-    def retract(self, q, dv):
+    def retract(self, q: ArrayLike, dv: ArrayLike) -> Array:
         if self._retract is None:
             return np.asarray(q, dtype=float) + dv
         return self._retract(q, dv)
@@ -197,53 +211,53 @@ class QRBasis:
     Qw_override: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def m(self):
+    def m(self) -> int:
         return self.J.shape[0]
 
     @property
-    def n(self):
+    def n(self) -> int:
         return self.J.shape[1]
 
     @property
-    def Qn(self):
+    def Qn(self) -> Array:
         return self.Q[:, : self.rank]
 
     @property
-    def Qw(self):
+    def Qw(self) -> Array:
         if self.Qw_override is not None:
             return self.Qw_override
         return self.Q[:, self.rank: self.regular_rank]
 
     @property
-    def independent(self):
+    def independent(self) -> NDArray[np.intp]:
         return np.sort(self.perm[: self.rank])
 
     @property
-    def weak(self):
+    def weak(self) -> NDArray[np.intp]:
         return np.sort(self.perm[self.rank: self.regular_rank])
 
     @property
-    def discarded(self):
+    def discarded(self) -> NDArray[np.intp]:
         return np.sort(self.perm[self.rank:])
 
     @property
-    def n_weak(self):
+    def n_weak(self) -> int:
         return self.regular_rank - self.rank
 
-    def discarded_mask(self):
+    def discarded_mask(self) -> NDArray[np.bool_]:
         """Boolean (m,) mask of the discarded rows."""
         mask = np.zeros(self.m, dtype=bool)
         mask[self.perm[self.rank:]] = True
         return mask
 
-    def normal_components(self, rhs, k=None):
+    def normal_components(self, rhs: ArrayLike, k: int | None = None) -> Array:
         """``R_kk^-T P_k^T rhs``: components along ``Q[:, :k]`` of ``x`` with ``J x = rhs``."""
         k = self.rank if k is None else k
         if k == 0:
             return np.zeros(0)
         return _tri_solve(self.R[:k, :k], np.asarray(rhs, dtype=float)[self.perm[:k]], 1)
 
-    def multipliers(self, mu):
+    def multipliers(self, mu: ArrayLike) -> Array:
         """Row multipliers ``λ`` (original order) with ``J^T λ = Q[:, :k] mu``, zero on the rest."""
         k = len(mu)
         lam = np.zeros(self.m)
@@ -251,7 +265,7 @@ class QRBasis:
             lam[self.perm[:k]] = _tri_solve(self.R[:k, :k], np.asarray(mu, dtype=float), 0)
         return lam
 
-    def tangent(self, k=None):
+    def tangent(self, k: int | None = None) -> Array:
         """Orthonormal tangent basis ``Q_t`` (nv, nv - k) (complement of ``Q[:, :k]``)."""
         k = self.regular_rank if k is None else k
         if k == 0:
@@ -264,7 +278,8 @@ class QRBasis:
         return Qf[:, k:]
 
 
-def qr_basis(J, rtol=DEFAULT_RTOL, regular_rank=None, atol=1e-300):
+def qr_basis(J: ArrayLike, rtol: float = DEFAULT_RTOL, regular_rank: int | None = None,
+             atol: float = 1e-300) -> QRBasis:
     """:class:`QRBasis` of the Jacobian ``J`` (m x nv) by column-pivoted QR of ``J^T``.
 
     ``rtol`` is the relative rank threshold (``|R_kk| <= rtol |R_11|`` is zero);
@@ -352,9 +367,10 @@ class Projector:
         whenever the last corrected state had weak (near-singular) directions.
     """
 
-    def __init__(self, constraints, method="qr", rtol=DEFAULT_RTOL, tangent_projection=True,
-                 position_tol=1e-13, velocity_tol=0.0, max_newton=5, h=None,
-                 baumgarte=None, fast_rows=True):
+    def __init__(self, constraints: Any, method: str = "qr", rtol: float = DEFAULT_RTOL,
+                 tangent_projection: bool = True, position_tol: float = 1e-13,
+                 velocity_tol: float = 0.0, max_newton: int = 5, h: float | None = None,
+                 baumgarte: tuple[float, float] | None = None, fast_rows: bool = True) -> None:
         if method not in METHODS:
             raise ValueError(f"Projector: method must be one of {METHODS}, got {method!r}")
         self.c = constraints
@@ -383,7 +399,8 @@ class Projector:
         self.info = ProjectionInfo()
 
     # -- bases ------------------------------------------------------------------------
-    def basis(self, q, t=0.0, J=None, update=True):
+    def basis(self, q: ArrayLike, t: float = 0.0, J: ArrayLike | None = None,
+              update: bool = True) -> QRBasis:
         """:class:`QRBasis` at ``(q, t)``.
 
         ``update=True`` (states on the constraint manifold: after the position
@@ -447,7 +464,7 @@ class Projector:
         return b.Qn.T
 
     # -- corrections ------------------------------------------------------------------
-    def correct_positions(self, q, t=0.0):
+    def correct_positions(self, q: ArrayLike, t: float = 0.0) -> Array:
         """Newton iterations in the normal space (eq. 25-27); returns the corrected ``q``.
 
         Iterates until the Newton step is below ``position_tol`` (max-norm, in the
@@ -488,7 +505,8 @@ class Projector:
             self.info.position_violation = _norm(phi)
         return q
 
-    def correct_velocities(self, q, v, t=0.0, basis=None):
+    def correct_velocities(self, q: ArrayLike, v: ArrayLike, t: float = 0.0,
+                           basis: QRBasis | None = None) -> Array:
         """Velocity correction (eq. 28-29, or minimum norm); returns the corrected ``v``."""
         v = np.asarray(v, dtype=float)
         J = self.c.jacobian(q, t) if basis is None else basis.J
@@ -511,7 +529,7 @@ class Projector:
         self.info.velocity_violation = _norm(J @ v + self.c.phi_t(q, t))
         return v
 
-    def correct(self, q, v, t=0.0):
+    def correct(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> tuple[Array, Array]:
         """Positions then velocities, as done before forming the equations of motion."""
         self._last_J = None
         q = self.correct_positions(q, t)
@@ -522,7 +540,9 @@ class Projector:
         return q, v
 
     # -- accelerations ----------------------------------------------------------------
-    def accelerations(self, q, v, t, vdot_free, minv, basis=None):
+    def accelerations(self, q: ArrayLike, v: ArrayLike, t: float, vdot_free: Array,
+                      minv: Callable[[Array], Array],
+                      basis: QRBasis | None = None) -> tuple[Array, Array]:
         """Constrained accelerations from the unconstrained ones and ``M^-1`` products.
 
         ``vdot_free = M^-1 F`` (nv,), ``minv(X)`` returns ``M^-1 X`` for an
@@ -586,7 +606,8 @@ class Projector:
             mu_full = mu
         return vdot, b.multipliers(mu_full)
 
-    def accelerations_tangent(self, q, v, t, M, F, basis=None):
+    def accelerations_tangent(self, q: ArrayLike, v: ArrayLike, t: float, M: ArrayLike,
+                              F: ArrayLike, basis: QRBasis | None = None) -> tuple[Array, Array]:
         """Accelerations by the tangent-space equations of motion (eq. 21-23), dense ``M``.
 
         Returns ``(vdot, lam)`` like :meth:`accelerations`.

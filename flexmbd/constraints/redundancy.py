@@ -22,12 +22,17 @@ the reduced matrix becomes singular too (the rank changed) or when
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import SolverError
 from .projection import DEFAULT_RTOL, qr_basis
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["KKTSolver", "kkt_factor"]
 
@@ -55,14 +60,14 @@ class KKTSolver:
     current selection (None while the full matrix factors).
     """
 
-    def __init__(self, n, rtol=DEFAULT_RTOL):
+    def __init__(self, n: int, rtol: float = DEFAULT_RTOL) -> None:
         self.n = int(n)
         self.rtol = float(rtol)
         self.keep = None
         self.independent = None
         self.discarded = None
 
-    def reset(self):
+    def reset(self) -> None:
         self.keep = self.independent = self.discarded = None
 
     def _select(self, A):
@@ -73,7 +78,7 @@ class KKTSolver:
         self.discarded = b.discarded
         self.keep = np.concatenate([np.arange(n), n + self.independent])
 
-    def factor(self, A):
+    def factor(self, A: Any) -> Any:
         A = sp.csc_matrix(A)
         if self.keep is None:
             try:
@@ -94,6 +99,6 @@ class KKTSolver:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def kkt_factor(A, n, rtol=DEFAULT_RTOL):
+def kkt_factor(A: Any, n: int, rtol: float = DEFAULT_RTOL) -> Any:
     """One-off :meth:`KKTSolver.factor` of ``A`` (first ``n`` unknowns are coordinates)."""
     return KKTSolver(n, rtol).factor(A)

@@ -25,6 +25,8 @@ disc of C3D8 hexahedra: input deck and ``*MATRIX GENERATE`` mass and stiffness
 matrices; from Exudyn's test data, BSD licence in ``abaqus_rotor/LICENSE-EXUDYN.txt``).
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 
 from ..errors import MeshError
@@ -35,12 +37,12 @@ _DIR = Path(__file__).resolve().parent / "meshes"
 _SUFFIXES = (".msh", ".vtu", ".inp", ".vtk", ".xdmf")
 
 
-def meshes():
+def meshes() -> list[str]:
     """Names of the shipped meshes (sorted), for :func:`mesh`."""
     return sorted(p.stem for p in _DIR.iterdir() if p.suffix in _SUFFIXES)
 
 
-def mesh(name):
+def mesh(name: str) -> str:
     """Path (str) of the shipped mesh ``name`` (with or without its file suffix).
 
     The path can be given wherever a mesh file is read (``fm.fem.reduce``,
@@ -55,7 +57,7 @@ def mesh(name):
                     f"(or give the path of your own mesh file)")
 
 
-def abaqus_rotor():
+def abaqus_rotor() -> dict[str, str]:
     """Paths (str) of the shipped Abaqus rotor export: ``{"inp", "mass", "stiffness"}``.
 
     The deck is in SI units (m, kg, s); the matrices use 3 DOFs per node (115 nodes),

@@ -35,8 +35,11 @@ materials and line numbers; this reader hands meshio only the final points and
 cells, to reuse the scikit-fem conversion of `flexmbd.fem.mesh`.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +48,11 @@ from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
 from .material import Material
 from .units import check_magnitudes, unit_system
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from .._typing import StrPath
 
 __all__ = ["AbaqusModel", "read_abaqus"]
 
@@ -87,7 +95,7 @@ class AbaqusModel:
     deck_labels: list = field(default_factory=list)
 
     @property
-    def material(self):
+    def material(self) -> Material:
         """The material of the solid sections (one material per body), as an `fm.Material`."""
         used = list(dict.fromkeys(m for _, m in self.sections))
         if not used:
@@ -106,10 +114,10 @@ class AbaqusModel:
         return mat
 
     @property
-    def node_sets(self):
+    def node_sets(self) -> dict[str, NDArray[np.int64]]:
         return self.mesh.node_sets
 
-    def node_index(self):
+    def node_index(self) -> dict[int, int]:
         """dict (instance, label) -> mesh node number."""
         return {k: i for i, k in enumerate(self.labels)}
 
@@ -369,7 +377,7 @@ class _Reader(DeckParser):
         return out
 
 
-def read_abaqus(path, units="SI", c3d20=None):
+def read_abaqus(path: StrPath, units: str = "SI", c3d20: str | None = None) -> AbaqusModel:
     """Read an Abaqus input deck into an `AbaqusModel` (mesh, sets, material).
 
     Parameters

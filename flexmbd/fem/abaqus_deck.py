@@ -8,10 +8,16 @@ single spaces (``*Solid Section`` -> ``SOLID SECTION``); parameter names are
 upper-cased, values keep their case.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    from .._typing import StrPath
 
 __all__ = ["Block", "read_blocks", "where"]
 
@@ -27,20 +33,20 @@ class Block:
     rows: list = field(default_factory=list)  # list of list[str] (fields, stripped)
     row_lines: list = field(default_factory=list)  # (file, line) of each row
 
-    def param(self, name, default=None):
+    def param(self, name: str, default: str | None = None) -> str | None:
         return self.params.get(name.upper(), default)
 
-    def flag(self, name):
+    def flag(self, name: str) -> bool:
         return name.upper() in self.params
 
-    def where(self, i=None):
+    def where(self, i: int | None = None) -> str:
         """'file:line' of the keyword or of data row ``i``."""
         if i is None:
             return where(self.file, self.line)
         return where(*self.row_lines[i])
 
 
-def where(file, line):
+def where(file: StrPath, line: int) -> str:
     return f"{file}:{line}"
 
 
@@ -76,7 +82,7 @@ def _params(text, file, line):
     return keyword, params
 
 
-def read_blocks(path):
+def read_blocks(path: StrPath) -> list[Block]:
     """Keyword `Block` list of the deck at ``path`` (includes expanded)."""
     blocks = []
     stack = [iter(_read_lines(path))]

@@ -7,9 +7,17 @@ taken as is.  Face numbers ``S1 .. S6`` follow the Abaqus element library
 face when both ends of their edge do.
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from .._typing import Array
 
 __all__ = ["ELEMENTS", "element_info", "face_nodes", "hex20_to_hex27"]
 
@@ -40,7 +48,7 @@ _LINEAR = {"tetra10": "tetra", "hexahedron20": "hexahedron", "wedge15": "wedge"}
 _PATTERN = re.compile(r"^(C3D(?:4|6|8|10|15|20))([A-Z]*)$")
 
 
-def element_info(etype):
+def element_info(etype: str) -> tuple[str, int] | None:
     """(meshio cell type, node count) of an Abaqus element type, or None if unsupported."""
     m = _PATTERN.match(etype.upper())
     if not m or m.group(1) not in ELEMENTS:
@@ -49,7 +57,7 @@ def element_info(etype):
     return (cell, n) if m.group(2) in suffixes else None
 
 
-def face_nodes(cell, face):
+def face_nodes(cell: str, face: int) -> list[int] | None:
     """0-based local node indices of face ``face`` (1-based, 'S<face>') of a meshio cell type;
     None if the element has no such face."""
     lin = _LINEAR.get(cell, cell)
@@ -67,7 +75,7 @@ _HEX20_EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), 
                 (2, 6), (3, 7))  # mid-nodes 8..19
 
 
-def hex20_to_hex27(points, conn):
+def hex20_to_hex27(points: Array, conn: NDArray[np.int64]) -> tuple[Array, NDArray[np.int64]]:
     """Complete 20-node serendipity hexahedra (C3D20) to 27-node Lagrange hexahedra.
 
     The face-centre and centre nodes are placed where the serendipity geometry puts

@@ -18,14 +18,21 @@ that the mesh does not have.  Results are in flexmbd's node-interleaved DOF
 order ``3*i + k`` of the mesh nodes ``i`` and in SI units.
 """
 
+from __future__ import annotations
+
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import MeshError
 from .units import unit_system
+
+if TYPE_CHECKING:
+    from .._typing import StrPath
+    from .abaqus import AbaqusModel
 
 __all__ = ["read_mtx"]
 
@@ -76,7 +83,8 @@ def _integers(path, vals, nos, what):
     return vals.astype(np.int64)
 
 
-def read_mtx(path, model=None, *, units=None, kind="matrix", sym_rtol=1e-6):
+def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | None = None,
+             kind: str = "matrix", sym_rtol: float = 1e-6) -> sp.csr_matrix:
     """Read an Abaqus ``.mtx`` matrix into a symmetric scipy CSR matrix (SI).
 
     Parameters

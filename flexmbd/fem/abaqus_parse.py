@@ -8,13 +8,20 @@ with the ``file:line`` of each item for error messages.  `flexmbd.fem.abaqus`
 turns this into a mesh.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import MeshError
 from .abaqus_deck import read_blocks
 from .abaqus_elements import element_info
+
+if TYPE_CHECKING:
+    from .._typing import StrPath
+    from .abaqus_deck import Block
 
 __all__ = ["DeckParser"]
 
@@ -76,7 +83,7 @@ def _float(text, blk, i, what):
 class DeckParser:
     """Keyword handlers (``kw_<KEYWORD>``) filling containers; `run` parses a deck."""
 
-    def __init__(self, path, units):
+    def __init__(self, path: StrPath, units: str) -> None:
         self.path = str(path)
         self.units = units
         self.top = _Container("")
@@ -91,7 +98,7 @@ class DeckParser:
         self.cur_mat = None
 
     # ----------------------------------------------------------------- keyword dispatch
-    def run(self):
+    def run(self) -> DeckParser:
         blocks = read_blocks(self.path)
         if not blocks:
             raise MeshError(f"{self.path}: no keywords; not an Abaqus input deck")
@@ -108,24 +115,24 @@ class DeckParser:
                 handler(blk)
         return self
 
-    def kw_PART(self, blk):
+    def kw_PART(self, blk: Block) -> None:
         name = blk.param("NAME")
         if not isinstance(name, str):
             raise MeshError(f"{blk.where()}: *Part needs NAME=")
         self.cur = self.parts.setdefault(name, _Container(name))
 
-    def kw_END_PART(self, blk):
+    def kw_END_PART(self, blk: Block) -> None:
         self.cur = self.top
 
-    def kw_ASSEMBLY(self, blk):
+    def kw_ASSEMBLY(self, blk: Block) -> None:
         self.in_assembly = True
         self.cur = self.assembly
 
-    def kw_END_ASSEMBLY(self, blk):
+    def kw_END_ASSEMBLY(self, blk: Block) -> None:
         self.in_assembly = False
         self.cur = self.top
 
-    def kw_INSTANCE(self, blk):
+    def kw_INSTANCE(self, blk: Block) -> None:
         name, part = blk.param("NAME"), blk.param("PART")
         if not isinstance(name, str) or not isinstance(part, str):
             raise MeshError(f"{blk.where()}: *Instance needs NAME= and PART=")
@@ -146,11 +153,11 @@ class DeckParser:
         self.cur_inst = inst
         self.cur = inst.own
 
-    def kw_END_INSTANCE(self, blk):
+    def kw_END_INSTANCE(self, blk: Block) -> None:
         self.cur_inst = None
         self.cur = self.assembly
 
-    def kw_NODE(self, blk):
+    def kw_NODE(self, blk: Block) -> None:
         c = self.cur
         labels = []
         for i, r in enumerate(blk.rows):
@@ -170,7 +177,7 @@ class DeckParser:
         if isinstance(nset, str):
             c.nsets.setdefault(nset, []).extend((None, lab) for lab in labels)
 
-    def kw_ELEMENT(self, blk):
+    def kw_ELEMENT(self, blk: Block) -> None:
         etype = blk.param("TYPE")
         if not isinstance(etype, str):
             raise MeshError(f"{blk.where()}: *Element needs TYPE=")
@@ -249,7 +256,7 @@ class DeckParser:
                 out += [(inst if m[0] is None else m[0], m[1]) for m in table[key]]
         return out
 
-    def kw_NSET(self, blk):
+    def kw_NSET(self, blk: Block) -> None:
         name = blk.param("NSET")
         if not isinstance(name, str):
             raise MeshError(f"{blk.where()}: *Nset needs NSET=")
@@ -258,7 +265,7 @@ class DeckParser:
         if blk.flag("INTERNAL"):
             self.cur.internal.add(name)
 
-    def kw_ELSET(self, blk):
+    def kw_ELSET(self, blk: Block) -> None:
         name = blk.param("ELSET")
         if not isinstance(name, str):
             raise MeshError(f"{blk.where()}: *Elset needs ELSET=")
@@ -267,7 +274,7 @@ class DeckParser:
         if blk.flag("INTERNAL"):
             self.cur.internal.add(name)
 
-    def kw_SURFACE(self, blk):
+    def kw_SURFACE(self, blk: Block) -> None:
         name = blk.param("NAME")
         if not isinstance(name, str):
             raise MeshError(f"{blk.where()}: *Surface needs NAME=")
@@ -282,13 +289,13 @@ class DeckParser:
             items.append((r[0], r[1].upper() if len(r) > 1 and r[1] else "", blk.where(i)))
         self.cur.surfaces[name] = (stype, items, blk.where())
 
-    def kw_SOLID_SECTION(self, blk):
+    def kw_SOLID_SECTION(self, blk: Block) -> None:
         elset, mat = blk.param("ELSET"), blk.param("MATERIAL")
         if not isinstance(elset, str) or not isinstance(mat, str):
             raise MeshError(f"{blk.where()}: *Solid Section needs ELSET= and MATERIAL=")
         self.cur.sections.append((elset, mat, blk.where()))
 
-    def kw_MATERIAL(self, blk):
+    def kw_MATERIAL(self, blk: Block) -> None:
         name = blk.param("NAME")
         if not isinstance(name, str):
             raise MeshError(f"{blk.where()}: *Material needs NAME=")
@@ -302,11 +309,11 @@ class DeckParser:
                             "line")
         return [_float(v, blk, 0, what) for v in blk.rows[0][:n]], blk.where(0)
 
-    def kw_DENSITY(self, blk):
+    def kw_DENSITY(self, blk: Block) -> None:
         (rho,), w = self._material_row(blk, 1, "the density")
         self.cur_mat["rho"] = (rho, w)
 
-    def kw_ELASTIC(self, blk):
+    def kw_ELASTIC(self, blk: Block) -> None:
         etype = str(blk.param("TYPE", "ISOTROPIC")).upper()
         if etype != "ISOTROPIC":
             self.cur_mat["aniso"] = (etype, blk.where())

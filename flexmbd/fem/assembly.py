@@ -25,10 +25,24 @@ Quadrature orders (exact for affine elements): tet4 2, tet10 4, hex8 3 (2x2x2
 Gauss), hex27 5 (3x3x3 Gauss).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import Array
+    from .material import Material
+    from .mesh import FEMesh
 
 __all__ = ["Assembler", "INTORDER", "elasticity_form", "mass_form", "geometric_form",
            "reference_basis", "element_geometry"]
@@ -38,7 +52,7 @@ _VOIGT = ((0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1))  # xx yy zz yz xz xy
 _VOIGT_OF = ((0, 5, 4), (5, 1, 3), (4, 3, 2))  # Voigt index of (i, j)
 
 
-def elasticity_form(lam, mu):
+def elasticity_form(lam: float, mu: float) -> Any:
     """The lean scikit-fem BilinearForm of isotropic elasticity (reference path)."""
     from skfem import BilinearForm
     from skfem.helpers import ddot, div, sym_grad
@@ -49,7 +63,7 @@ def elasticity_form(lam, mu):
     return a
 
 
-def mass_form(rho):
+def mass_form(rho: float) -> Any:
     """Scalar consistent-mass BilinearForm (reference path)."""
     from skfem import BilinearForm
 
@@ -59,7 +73,7 @@ def mass_form(rho):
     return m
 
 
-def geometric_form(sigma):
+def geometric_form(sigma: Array) -> Any:
     """Scalar geometric-stiffness form ``sigma_ij d_i u d_j v`` for a constant stress (3x3)."""
     from skfem import BilinearForm
     s = np.asarray(sigma, float)
@@ -71,7 +85,7 @@ def geometric_form(sigma):
     return g
 
 
-def reference_basis(elem, X):
+def reference_basis(elem: Any, X: Array) -> tuple[Array, Array]:
     """Values (nloc, nq) and reference gradients (nloc, 3, nq) of ``elem`` at points X (3, nq)."""
     vals, grads = [], []
     for a in range(elem.doflocs.shape[0]):
@@ -81,7 +95,7 @@ def reference_basis(elem, X):
     return np.array(vals, float), np.array(grads, float)
 
 
-def element_geometry(xe, dN):
+def element_geometry(xe: Array, dN: Array) -> tuple[Array, Array]:
     """Isoparametric geometry of a batch of elements.
 
     Parameters
@@ -126,7 +140,7 @@ class Assembler:
         Element-matrix entries (elements x nloc^2 x 9) per chunk; bounds memory.
     """
 
-    def __init__(self, fe, material, chunk=1_000_000):
+    def __init__(self, fe: FEMesh, material: Material, chunk: int = 1_000_000) -> None:
         self.fe = fe
         self.material = material
         self.mesh = fe.mesh
@@ -155,18 +169,19 @@ class Assembler:
             self._ref[key] = (np.asarray(w, float), N, dN)
         return self._ref[key]
 
-    def ranges(self, per_chunk=None):
+    def ranges(self, per_chunk: int | None = None) -> Iterator[tuple[int, int]]:
         step = per_chunk or self.elements_per_chunk
         for start in range(0, self.nel, step):
             yield start, min(start + step, self.nel)
 
-    def geometry(self, start, stop, quadrature=None):
+    def geometry(self, start: int, stop: int,
+                 quadrature: Any | None = None) -> tuple[Array, Array, Array]:
         """(wdet (ne, nq), G (ne, nq, nloc, 3), N (nloc, nq)) for elements start:stop."""
         w, N, dN = self._reference(quadrature)
         det, G = element_geometry(self.x[self.elements[start:stop]], dN)
         return np.abs(det) * w, G, N
 
-    def chunks(self, quadrature=None):
+    def chunks(self, quadrature: Any | None = None) -> Iterator[Any]:
         """Yield (elements, G, N, w): gradients (nloc,3,ne,nq), values (nloc,ne,nq), weights.
 
         The layout of scikit-fem's ``CellBasis`` (kept for callers of the old interface).
@@ -178,7 +193,7 @@ class Assembler:
                    np.broadcast_to(N[:, None, :], (self.nloc, ne, N.shape[1])), wd)
 
     # -- global pattern ---------------------------------------------------------------------
-    def pattern(self):
+    def pattern(self) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int32]]:
         """(indptr, indices, pos): scalar CSR pattern and element-entry positions in it.
 
         ``pos[e, a * nloc + b]`` is the position of the (node a, node b) entry of
@@ -194,7 +209,7 @@ class Assembler:
             self._pattern = (indptr, indices, pos.astype(np.int32).reshape(self.nel, -1))
         return self._pattern
 
-    def scatter_add(self, out, start, stop, X):
+    def scatter_add(self, out: Array, start: int, stop: int, X: Array) -> Array:
         """out[pattern] += element entries X (ne * nloc^2, ...) of elements start:stop.
 
         Only the window of pattern positions the chunk touches is updated (with a
@@ -241,7 +256,7 @@ class Assembler:
         return K
 
     # -- matrices ---------------------------------------------------------------------------
-    def stiffness(self, bbar=False):
+    def stiffness(self, bbar: bool = False) -> sp.csr_matrix:
         """Global stiffness K (3n x 3n, CSR, sorted indices, full 3x3 node blocks).
 
         ``bbar=True``: mean-dilatation B-bar (Hughes 1980) for linear cells — the
@@ -276,7 +291,7 @@ class Assembler:
             self.scatter_add(blocks, a, b, Ke.reshape(-1, 9))
         return self._block_csr(blocks)
 
-    def scalar_mass(self, lumped=False):
+    def scalar_mass(self, lumped: bool = False) -> sp.csr_matrix:
         """Scalar mass M_s (n x n): consistent, or a lumped diagonal.
 
         ``lumped``: False (consistent), True or ``"hrz"`` (HRZ: element diagonal
@@ -311,7 +326,7 @@ class Assembler:
         return self._scalar_csr(data)
 
     @staticmethod
-    def vector_mass(Ms):
+    def vector_mass(Ms: sp.spmatrix) -> sp.csr_matrix:
         """M = M_s (x) I3 in node-interleaved order (CSR, sorted indices)."""
         Ms = sp.csr_matrix(Ms)
         Ms.sort_indices()
@@ -353,7 +368,7 @@ class Assembler:
                 out[:, :, c] = mu * (gu[:, :, i, j] + gu[:, :, j, i])
         return out
 
-    def stress_at_points(self, U, idx, G):
+    def stress_at_points(self, U: Array, idx: NDArray[np.int64], G: Array) -> Array:
         """Cauchy stress (k, ne, nq, 3, 3) of displacement columns U (3n, k) on a chunk.
 
         ``G`` in the ``chunks()`` layout (nloc, 3, ne, nq); ``idx`` consecutive elements.
@@ -366,7 +381,7 @@ class Assembler:
             sig[:, :, :, i, j] = sig[:, :, :, j, i] = np.moveaxis(sv[:, :, c], -1, 0)
         return sig
 
-    def geometric_element_data(self, U, a, b):
+    def geometric_element_data(self, U: Array, a: int, b: int) -> Array:
         """Element geometric stiffness entries (ne * nloc^2, k) of the stress states of U.
 
         ``Kg_e[a, b] = sum_q w |J| sigma_ij dN_a/dx_i dN_b/dx_j`` for elements a:b,
@@ -389,7 +404,7 @@ class Assembler:
                        B.reshape(ne, nq * 6, nl * nl))  # (ne, k, (a, b))
         return Kg.transpose(0, 2, 1).reshape(ne * nl * nl, k)
 
-    def geometric_data(self, U):
+    def geometric_data(self, U: Array) -> Array:
         """Scalar geometric-stiffness data (nnz_s, k) on the node pattern for columns U.
 
         Columns of U that are exactly zero (loads carried by the support) are skipped.
@@ -411,7 +426,7 @@ class Assembler:
         data[:, live] = out
         return data
 
-    def geometric_scalar(self, U):
+    def geometric_scalar(self, U: Array) -> list[sp.csr_matrix]:
         """Scalar geometric stiffness (n x n) of the stress states of displacement columns U.
 
         ``K_G = K_g (x) I3`` with ``K_g[a, b] = int sigma_ij dN_a/dx_i dN_b/dx_j dV``.
@@ -420,7 +435,7 @@ class Assembler:
         data = self.geometric_data(U)
         return [self._scalar_csr(np.ascontiguousarray(data[:, k])) for k in range(data.shape[1])]
 
-    def geometric_scalar_from_stress(self, sigma):
+    def geometric_scalar_from_stress(self, sigma: Array) -> sp.csr_matrix:
         """Scalar K_g for a constant (3x3) Cauchy stress on the whole mesh."""
         s = np.asarray(sigma, float)
         _, indices, _ = self.pattern()
@@ -431,7 +446,7 @@ class Assembler:
             self.scatter_add(data, a, b, Ke.ravel())
         return self._scalar_csr(data)
 
-    def nodal_stress(self, U):
+    def nodal_stress(self, U: Array) -> Array:
         """Stress modes: Voigt stress (xx, yy, zz, yz, xz, xy) at nodes, shape (n_nodes, 6, k).
 
         Evaluated at the element nodes and averaged over the elements sharing a node.
@@ -455,7 +470,7 @@ class Assembler:
             out += S @ sv.reshape(len(nodes), 6 * k)
         return (out / np.maximum(count, 1)[:, None]).reshape(self.n_nodes, 6, k)
 
-    def volume(self):
+    def volume(self) -> float:
         return float(sum(self.geometry(a, b)[0].sum() for a, b in self.ranges()))
 
 

@@ -24,7 +24,10 @@ Measures (per strategy):
 - ``time_s``: wall time of building the basis (factorizations included).
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -37,6 +40,13 @@ from .model import FEModel
 from .reduce import finish_modeset
 from .selectors import select
 from .strategies import PointLoad, _Clamped, as_strategy, resolve_loads
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
+    from .material import Material
 
 __all__ = ["compare_modes", "LoadCase"]
 
@@ -61,13 +71,14 @@ class LoadCase:
         Extra interfaces passed to every strategy (for loads given by name).
     """
 
-    def __init__(self, fixed, load, pulse="half-sine", duration=None, t_end=None, n_steps=400,
-                 interfaces=None):
+    def __init__(self, fixed: Any, load: Any, pulse: str | Callable[[Array], Array] = "half-sine",
+                 duration: float | None = None, t_end: float | None = None, n_steps: int = 400,
+                 interfaces: Any | None = None) -> None:
         self.fixed, self.load, self.pulse = fixed, load, pulse
         self.duration, self.t_end, self.n_steps = duration, t_end, int(n_steps)
         self.interfaces = interfaces
 
-    def g(self, t, T1):
+    def g(self, t: ArrayLike, T1: float) -> Array:
         if callable(self.pulse):
             return self.pulse(t)
         d = self.duration or 0.5 * T1
@@ -99,8 +110,11 @@ def _newmark(K, M, F, g, dt, solve=None):
 
 
 @with_fem_threads
-def compare_modes(mesh, material, strategies, load_case, *, n_freq=6, figure=False,
-                  names=None, model=None, as_frame=True):
+def compare_modes(mesh: Any, material: Material | None,
+                  strategies: Sequence[Any] | Mapping[str, Any], load_case: LoadCase | None, *,
+                  n_freq: int = 6, figure: bool = False,
+                  names: Sequence[str] | None = None, model: FEModel | None = None,
+                  as_frame: bool = True) -> Any:
     """Compare mode-set strategies against the full finite-element model.
 
     Returns a pandas DataFrame (or a list of dicts if pandas is missing or

@@ -35,9 +35,12 @@ absolute small shift such as -10 makes the factor numerically singular for
 stiff models; the tests check the fast path against dense references.)
 """
 
+from __future__ import annotations
+
 import os
 import zlib
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -46,6 +49,11 @@ import scipy.sparse.linalg as spla
 
 from ..errors import MeshError, SolverError
 from ._threads import fem_threads
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
 
 __all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense", "free_shift",
            "rigid_modes", "RelievedSolver", "available_backends", "resolve_backend", "DENSE_MAX",
@@ -70,7 +78,7 @@ def _have(module):
 _AVAILABLE = {}
 
 
-def available_backends():
+def available_backends() -> list[str]:
     """Sparse backends importable here, best first (``"superlu"`` always)."""
     if not _AVAILABLE:
         for b in _ORDER:
@@ -87,7 +95,7 @@ def check_backend(backend):
     return backend
 
 
-def resolve_backend(backend, n):
+def resolve_backend(backend: str, n: int | None) -> str:
     """The concrete backend ``"auto"`` stands for at size ``n`` (others unchanged)."""
     if backend != "auto":
         return backend
@@ -157,7 +165,8 @@ def _lower_csc(A):
     return L
 
 
-def add_on_pattern(A, B, alpha=1.0, beta=1.0):
+def add_on_pattern(A: sp.csr_matrix, B: sp.csr_matrix, alpha: float = 1.0,
+                   beta: float = 1.0) -> sp.csr_matrix:
     """``alpha A + beta B`` (CSR) on the union of the *stored* patterns, zeros kept.
 
     scipy's ``A + B`` drops entries that happen to be zero, which changes the
@@ -195,7 +204,8 @@ class SPDFactor:
         CHOLMOD symbolic analysis (reusable for matrices of the same pattern).
     """
 
-    def __init__(self, A, backend="auto", name="matrix", symbolic=None):
+    def __init__(self, A: Any, backend: str = "auto", name: str = "matrix",
+                 symbolic: Any | None = None) -> None:
         if not sp.issparse(A):
             A = sp.csc_matrix(A)
         n = A.shape[0]
@@ -259,7 +269,7 @@ class SPDFactor:
                               "not positive definite — is the body constrained against "
                               "rigid-body motion?") from exc
 
-    def refactor(self, A, name=None):
+    def refactor(self, A: Any, name: str | None = None) -> SPDFactor:
         """A new `SPDFactor` of ``A`` (same pattern) reusing this one's symbolic analysis.
 
         For backends without a separate symbolic phase this is a fresh factorization.
@@ -275,7 +285,7 @@ class SPDFactor:
         indptr, indices = self._pattern
         return np.array_equal(indptr, L.indptr) and np.array_equal(indices, L.indices)
 
-    def solve(self, B):
+    def solve(self, B: Array) -> Array:
         """Solve A X = B for a vector or a (n, k) block."""
         B = np.asarray(B, dtype=np.float64)
         if self.backend == "dense":
@@ -294,12 +304,12 @@ class SPDFactor:
             raise SolverError(f"{self.name}: solve produced non-finite values (singular matrix?)")
         return X
 
-    def operator(self):
+    def operator(self) -> spla.LinearOperator:
         return spla.LinearOperator((self.n, self.n), matvec=self.solve, matmat=self.solve,
                                    dtype=np.float64)
 
 
-def free_shift(K, M):
+def free_shift(K: Any, M: Any) -> float:
     """Negative shift for free-free problems, relative to the top of the spectrum."""
     dk, dm = K.diagonal(), M.diagonal()
     ok = dm > 0
@@ -307,7 +317,7 @@ def free_shift(K, M):
     return -1e-8 * lam_top
 
 
-def eigh_dense(K, M, k, skip=0):
+def eigh_dense(K: Any, M: Any, k: int | None, skip: int = 0) -> tuple[Array, Array]:
     """Reference: the lowest ``k`` eigenpairs (after ``skip``) with LAPACK."""
     Kd = K.toarray() if sp.issparse(K) else np.asarray(K)
     Md = M.toarray() if sp.issparse(M) else np.asarray(M)
@@ -372,8 +382,9 @@ class _Columns:
         return self.a[:, :self.m]
 
 
-def block_shift_invert(K, M, k, factor, sigma=0.0, block=None, tol=1e-10, max_blocks=None,
-                       seed=12345, name="K"):
+def block_shift_invert(K: Any, M: Any, k: int, factor: SPDFactor, sigma: float = 0.0,
+                       block: int | None = None, tol: float = 1e-10, max_blocks: int | None = None,
+                       seed: int = 12345, name: str = "K") -> tuple[Array, Array, dict[str, Any]]:
     """Lowest ``k`` eigenpairs of K x = lam M x by block shift-invert Lanczos (Rayleigh-Ritz).
 
     The Krylov space of ``OP = (K - sigma M)^-1 M`` is built ``block`` vectors
@@ -449,8 +460,9 @@ def block_shift_invert(K, M, k, factor, sigma=0.0, block=None, tol=1e-10, max_bl
 EIGEN_METHOD = "block"  # "block" | "arpack": sparse eigen method of `eigsh_shift_invert`
 
 
-def eigsh_shift_invert(K, M, k, sigma=0.0, factor=None, backend="auto", tol=None, name="K",
-                       method="auto"):
+def eigsh_shift_invert(K: Any, M: Any, k: int, sigma: float = 0.0, factor: SPDFactor | None = None,
+                       backend: str = "auto", tol: float | None = None, name: str = "K",
+                       method: str = "auto") -> tuple[Array, Array]:
     """Lowest ``k`` eigenpairs of K x = lam M x by shift-invert.
 
     Returns eigenvalues ascending and M-normalized eigenvectors (columns).
@@ -496,7 +508,7 @@ def eigsh_shift_invert(K, M, k, sigma=0.0, factor=None, backend="auto", tol=None
     return lam, V
 
 
-def rigid_modes(nodes, origin=(0.0, 0.0, 0.0)):
+def rigid_modes(nodes: ArrayLike, origin: ArrayLike | None = (0.0, 0.0, 0.0)) -> Array:
     """Rigid-body modes (3n x 6), columns [rotation x, y, z; translation x, y, z].
 
     ``u = t + theta x (x - origin)`` — the package's [angular; linear] order.
@@ -521,20 +533,21 @@ class RelievedSolver:
     iterative refinement; converges like ``|sigma| / lam_7`` per iteration.
     """
 
-    def __init__(self, K, M, R, factor, name="body"):
+    def __init__(self, K: Any, M: Any, R: Array, factor: SPDFactor | None,
+                 name: str = "body") -> None:
         self.K, self.M, self.R, self.factor, self.name = K, M, R, factor, name
         self.MR = M @ R
         self.A = R.T @ self.MR
 
-    def project(self, U):
+    def project(self, U: Array) -> Array:
         """Remove rigid content M-orthogonally: U - R (R^T M R)^-1 R^T M U."""
         return U - self.R @ np.linalg.solve(self.A, self.MR.T @ U)
 
-    def relieve(self, F):
+    def relieve(self, F: Array) -> Array:
         """Self-equilibrated part of the load F (inertia relief)."""
         return F - self.MR @ np.linalg.solve(self.A, self.R.T @ F)
 
-    def solve(self, F, tol=1e-12, maxit=40):
+    def solve(self, F: Array, tol: float = 1e-12, maxit: int = 40) -> Array:
         F = np.asarray(F, float)
         one = F.ndim == 1
         F = F.reshape(len(F), -1)

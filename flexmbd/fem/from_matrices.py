@@ -23,6 +23,10 @@ What is computed from what
   modal ratios ``zeta`` of the reduced eigenmodes.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -31,19 +35,28 @@ from ..errors import ModelError
 from .interfaces import Interface
 from .invariants import inertia_invariants
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
+    from .material import Material
+    from .reduced import ReducedBody
+
 __all__ = ["reduced_from_matrices", "modal_damping", "hz"]
 
 _INERTIA_KEYS = ("mass", "first_moment", "second_moment", "St", "Sij", "Pij")
 _INVARIANT_KEYS = _INERTIA_KEYS + ("M_ff", "K_ff", "D_ff")
 
 
-def hz(lam):
+def hz(lam: ArrayLike) -> Array:
     """Frequencies (Hz) of eigenvalues ``lam`` (rad^2/s^2); negative ones keep their sign."""
     lam = np.asarray(lam, float)
     return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
 
 
-def modal_damping(M_ff, K_ff, rayleigh=None, zeta=None):
+def modal_damping(M_ff: Array, K_ff: Array, rayleigh: tuple[float, float] | None = None,
+                  zeta: float | ArrayLike | None = None) -> tuple[Array, Array, Array]:
     """Modal damping ``(D_ff, rayleigh (2,), zeta (m,) or empty)``.
 
     ``zeta`` (scalar or per reduced eigenmode) gives ``D = M X diag(2 zeta w) X^T M``
@@ -212,12 +225,22 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
     return inv
 
 
-def reduced_from_matrices(nodes, modes, M=None, K=None, *, interfaces=None,
-                          interface_kind="nodes", origins=None, damping=None, rayleigh=None,
-                          zeta=None, invariants=None, nodal_mass=None, stress_modes=None,
-                          cells=None, cell_type="", name="body", strategy="given matrices",
-                          frame="", support="free", reference="", mode_kind=None,
-                          mode_label=None, material=None, material_name="", notes=()):
+def reduced_from_matrices(nodes: ArrayLike, modes: ArrayLike, M: Any | None = None,
+                          K: Any | None = None, *, interfaces: Any | None = None,
+                          interface_kind: str = "nodes",
+                          origins: Mapping[str, ArrayLike] | None = None,
+                          damping: ArrayLike | None = None,
+                          rayleigh: tuple[float, float] | None = None,
+                          zeta: float | ArrayLike | None = None,
+                          invariants: Mapping[str, Any] | None = None,
+                          nodal_mass: ArrayLike | None = None,
+                          stress_modes: ArrayLike | None = None, cells: Any | None = None,
+                          cell_type: str = "", name: str = "body", strategy: str = "given matrices",
+                          frame: str = "", support: str = "free", reference: str = "",
+                          mode_kind: str | Sequence[str] | None = None,
+                          mode_label: str | Sequence[str] | None = None,
+                          material: Material | None = None, material_name: str = "",
+                          notes: Sequence[str] = ()) -> ReducedBody:
     """Build a `ReducedBody` from a reduced model given directly (SI units).
 
     Parameters

@@ -26,10 +26,22 @@ Body forces are applied as consistent nodal loads ``M b(x_nodes)`` — exact
 because ``b`` is linear in ``x0``.
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .._typing import Array
+    from .assembly import Assembler
+    from .interfaces import Interface
+    from .model import FEModel
 
 __all__ = ["OMEGA_PRODUCTS", "unit_load_vectors", "unit_geometric_stiffness", "project_scalar",
            "project_pattern_data"]
@@ -52,7 +64,7 @@ def omega_matrices():
     return out
 
 
-def unit_load_vectors(model, interfaces):
+def unit_load_vectors(model: FEModel, interfaces: Sequence[Interface]) -> tuple[Array, list[str]]:
     """Full-space unit load vectors (3n x L) and their names."""
     x = model.fe.nodes
     n = len(x)
@@ -81,7 +93,7 @@ def unit_load_vectors(model, interfaces):
     return np.hstack(cols), names
 
 
-def project_scalar(Kg, Phi):
+def project_scalar(Kg: sp.spmatrix, Phi: Array) -> Array:
     """Phi^T (Kg (x) I3) Phi for a scalar (n_nodes x n_nodes) matrix Kg."""
     m = Phi.shape[1]
     P = Phi.reshape(-1, 3 * m)  # node-major: columns (component, mode)
@@ -92,7 +104,7 @@ def project_scalar(Kg, Phi):
     return 0.5 * (out + out.T)
 
 
-def project_pattern_data(assembler, data, Phi):
+def project_pattern_data(assembler: Assembler, data: Array, Phi: Array) -> Array:
     """Projections ``Phi^T (K_g (x) I3) Phi`` (k, m, m) of scalar matrices given by their
     data (nnz_s, k) on the assembler's node pattern — no n x n matrix is formed twice."""
     indptr, indices, _ = assembler.pattern()
@@ -105,7 +117,9 @@ def project_pattern_data(assembler, data, Phi):
     return out
 
 
-def unit_geometric_stiffness(model, modeset, timings=None):
+def unit_geometric_stiffness(
+    model: FEModel, modeset: Any, timings: dict[str, float] | None = None,
+) -> tuple[Array, list[str], Array]:
     """Projected unit K_G matrices, shape (L, m, m), their names and the static states.
 
     All unit load cases are solved together (one multi-right-hand-side solve

@@ -13,6 +13,10 @@ and three kinds of coupling (``kind``):
 Generalized vectors follow the package convention [angular; linear].
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -20,6 +24,13 @@ import scipy.sparse as sp
 from ..errors import MeshError
 from .eigen import rigid_modes
 from .selectors import as_selector, select
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
+    from .mesh import FEMesh
 
 __all__ = ["Interface", "make_interfaces", "interface_transform", "KINDS"]
 
@@ -29,7 +40,8 @@ KINDS = ("rigid", "distributing", "nodes")
 class Interface:
     """A named interface: nodes, coupling kind and frame origin."""
 
-    def __init__(self, name, nodes, kind, x_nodes, origin=None, selector=None):
+    def __init__(self, name: str, nodes: ArrayLike, kind: str, x_nodes: ArrayLike,
+                 origin: ArrayLike | None = None, selector: Any | None = None) -> None:
         if kind not in KINDS:
             raise MeshError(f"interface {name!r}: unknown interface_kind {kind!r}; "
                             f"use one of {KINDS}")
@@ -51,26 +63,27 @@ class Interface:
         self.dofs = (3 * self.nodes[:, None] + np.arange(3)).ravel()
 
     @property
-    def n_dofs(self):
+    def n_dofs(self) -> int:
         return 6 if self.kind in ("rigid", "distributing") else len(self.dofs)
 
-    def load(self, wrench, n_dofs):
+    def load(self, wrench: ArrayLike, n_dofs: int) -> Array:
         """Full-space nodal force vector(s) of wrench(es) ``[moment; force]`` (6,) or (6, m)."""
         w = np.asarray(wrench, float)
         F = np.zeros((n_dofs,) + w.shape[1:])
         F[self.dofs] = self.W.T @ w
         return F
 
-    def frame_motion(self, U):
+    def frame_motion(self, U: Array) -> Array:
         """Frame motion [rotation; translation] (6, m) of displacement columns U (3n, m)."""
         return self.W @ U[self.dofs]
 
-    def describe(self):
+    def describe(self) -> str:
         return (f"{self.name}: {self.kind}, {len(self.nodes)} nodes, "
                 f"origin {np.round(self.origin, 6).tolist()}")
 
 
-def make_interfaces(fe, spec, kind="rigid", origins=None):
+def make_interfaces(fe: FEMesh, spec: Any, kind: str = "rigid",
+                    origins: Mapping[str, ArrayLike] | None = None) -> dict[str, Interface]:
     """Build `Interface` objects from ``{name: selector}`` (ordered)."""
     out = {}
     spec = spec or {}
@@ -94,7 +107,8 @@ def make_interfaces(fe, spec, kind="rigid", origins=None):
     return out
 
 
-def interface_transform(n_dofs, interfaces, fixed_dofs=()):
+def interface_transform(n_dofs: int, interfaces: Sequence[Interface],
+                        fixed_dofs: ArrayLike | None = ()) -> tuple[Any, int, dict[str, Array]]:
     """Transformation u = T z from reduced to full DOFs for CB partitioning.
 
     ``z = [z_i; z_b]``: interior DOFs first (every full DOF that is neither

@@ -22,12 +22,21 @@ because the undeformed position ``x0`` is interpolated exactly by the
 isoparametric shape functions.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array
 
 __all__ = ["inertia_invariants", "rigid_inertia"]
 
 
-def rigid_inertia(Ms, nodes):
+def rigid_inertia(Ms: Any, nodes: Array) -> tuple[float, Array, Array, Array, Array, Array]:
     """mass, first moment, second moment, inertia about origin, com, inertia about com."""
     x = np.asarray(nodes, float)
     X = np.column_stack([np.ones(len(x)), x])
@@ -40,7 +49,7 @@ def rigid_inertia(Ms, nodes):
     return m, c, J0, I_o, com, I_c
 
 
-def inertia_invariants(Ms, K, nodes, Phi):
+def inertia_invariants(Ms: Any, K: Any, nodes: Array, Phi: Array) -> dict[str, Any]:
     """All invariants as a dict (see the module docstring)."""
     m, c, J0, I_o, com, I_c = rigid_inertia(Ms, nodes)
     x = np.asarray(nodes, float)

@@ -1,11 +1,19 @@
 """Isotropic linear-elastic material with density (SI units)."""
 
+from __future__ import annotations
+
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import MeshError, UnitsWarning
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array
 
 __all__ = ["Material"]
 
@@ -74,16 +82,16 @@ class Material:
                 UnitsWarning, stacklevel=3)
 
     @property
-    def lam(self):
+    def lam(self) -> float:
         """First Lamé parameter (Pa)."""
         return self.E * self.nu / ((1.0 + self.nu) * (1.0 - 2.0 * self.nu))
 
     @property
-    def mu(self):
+    def mu(self) -> float:
         """Shear modulus (Pa)."""
         return self.E / (2.0 * (1.0 + self.nu))
 
-    def elasticity_matrix(self):
+    def elasticity_matrix(self) -> Array:
         """6x6 Voigt matrix, order (xx, yy, zz, yz, xz, xy), engineering shear strains."""
         lam, mu = self.lam, self.mu
         C = np.zeros((6, 6))
@@ -92,7 +100,7 @@ class Material:
         C[[3, 4, 5], [3, 4, 5]] = mu
         return C
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"E": self.E, "nu": self.nu, "rho": self.rho, "name": self.name}
 
 

@@ -11,12 +11,23 @@ Supported cells: ``tetra`` (tet4), ``tetra10``, ``hexahedron`` (hex8) and
 supported by scikit-fem's importer and raises `MeshError`.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import Array
 
 __all__ = ["FEMesh", "read_mesh", "SUPPORTED_CELLS"]
 
@@ -54,7 +65,7 @@ class FEMesh:
     source: str = "skfem"
 
     @property
-    def cell_type(self):
+    def cell_type(self) -> str:
         """meshio name of the cell type ('tetra', 'tetra10', 'hexahedron', 'hexahedron27')."""
         import skfem
         for cls, name in ((skfem.MeshTet2, "tetra10"), (skfem.MeshHex2, "hexahedron27"),
@@ -65,46 +76,46 @@ class FEMesh:
                         f"{type(self.mesh).__name__}")
 
     @property
-    def nodes(self):
+    def nodes(self) -> Array:
         """Node coordinates, shape (n_nodes, 3), scikit-fem node order."""
         return self.mesh.doflocs.T
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
         return self.mesh.doflocs.shape[1]
 
     @property
-    def n_dofs(self):
+    def n_dofs(self) -> int:
         return 3 * self.n_nodes
 
     @property
-    def n_elements(self):
+    def n_elements(self) -> int:
         return self.mesh.t.shape[1]
 
     @property
-    def element_nodes(self):
+    def element_nodes(self) -> NDArray[np.int64]:
         """Element connectivity over all element nodes, shape (n_elements, n_loc), skfem order."""
         return self.mesh.dofs.element_dofs.T
 
-    def meshio_cells(self):
+    def meshio_cells(self) -> NDArray[np.int64]:
         """Connectivity in meshio/VTK node order (for writing and viewing deformed shapes)."""
         from skfem.io.meshio import to_meshio
         return to_meshio(self.mesh, encode_cell_data=False).cells[0].data
 
-    def to_meshio(self, point_data=None):
+    def to_meshio(self, point_data: dict[str, Any] | None = None) -> Any:
         """meshio.Mesh through scikit-fem's own converter (keeps hex node order right)."""
         from skfem.io.meshio import to_meshio
         return to_meshio(self.mesh, point_data=point_data, encode_cell_data=False)
 
-    def bounding_box(self):
+    def bounding_box(self) -> tuple[Array, Array]:
         x = self.nodes
         return x.min(axis=0), x.max(axis=0)
 
-    def size(self):
+    def size(self) -> float:
         lo, hi = self.bounding_box()
         return float(np.linalg.norm(hi - lo))
 
-    def select(self, selector, name="selection"):
+    def select(self, selector: Any, name: str | None = "selection") -> NDArray[np.int64]:
         """Node numbers picked by ``selector`` (see `flexmbd.fem.selectors`)."""
         from .selectors import select
         return select(self, selector, name)
@@ -114,7 +125,8 @@ class FEMesh:
                 f"sets={sorted(self.node_sets)}, source={self.source!r})")
 
 
-def read_mesh(source, node_sets=None, check=True):
+def read_mesh(source: Any, node_sets: Mapping[str, Any] | None = None,
+              check: bool = True) -> FEMesh:
     """Read a volume mesh into an `FEMesh`.
 
     Parameters

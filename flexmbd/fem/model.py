@@ -1,6 +1,9 @@
 """The full finite-element model of one body: mesh, material, K, M and cached solvers."""
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,6 +13,16 @@ from .eigen import RelievedSolver, SPDFactor, add_on_pattern, check_backend, fre
 from .interfaces import make_interfaces
 from .material import check_material
 from .mesh import FEMesh, check_connected, read_mesh
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import Array, ArrayLike
+    from .interfaces import Interface
+    from .material import Material
 
 __all__ = ["FEModel"]
 
@@ -34,7 +47,8 @@ class FEModel:
     """
 
     @with_fem_threads
-    def __init__(self, mesh, material, lumped=False, backend="auto", bbar=False):
+    def __init__(self, mesh: Any, material: Material, lumped: bool = False,
+                 backend: str | None = "auto", bbar: bool = False) -> None:
         t0 = time.perf_counter()
         self.fe = mesh if isinstance(mesh, FEMesh) else read_mesh(mesh)
         self.material = check_material(material, f"mesh {self.fe.source!r}")
@@ -51,7 +65,8 @@ class FEModel:
         self._R = None
 
     @classmethod
-    def from_matrices(cls, mesh, M, K, material=None, backend="auto"):
+    def from_matrices(cls, mesh: Any, M: Any, K: Any, material: Material | None = None,
+                      backend: str | None = "auto") -> FEModel:
         """A model whose mass and stiffness come from elsewhere (another FE code).
 
         Parameters
@@ -128,17 +143,17 @@ class FEModel:
         return self
 
     @property
-    def n_dofs(self):
+    def n_dofs(self) -> int:
         return self.K.shape[0]
 
     @property
-    def R(self):
+    def R(self) -> Array:
         """Rigid-body modes about the mesh origin, [rotations; translations]."""
         if self._R is None:
             self._R = rigid_modes(self.fe.nodes)
         return self._R
 
-    def free_solver(self):
+    def free_solver(self) -> Any:
         """(sigma, factor of K - sigma M, RelievedSolver) for free-free problems (cached)."""
         if self._free is None:
             t0 = time.perf_counter()
@@ -150,9 +165,10 @@ class FEModel:
             self.timings["factor_free"] = time.perf_counter() - t0
         return self._free
 
-    def interfaces(self, spec, kind="rigid", origins=None):
+    def interfaces(self, spec: Any, kind: str = "rigid",
+                   origins: Mapping[str, ArrayLike] | None = None) -> dict[str, Interface]:
         return make_interfaces(self.fe, spec, kind, origins)
 
-    def dofs_of(self, nodes):
+    def dofs_of(self, nodes: ArrayLike) -> NDArray[np.int64]:
         nodes = np.asarray(nodes, dtype=np.int64)
         return (3 * nodes[:, None] + np.arange(3)).ravel()

@@ -12,6 +12,10 @@ Binary OP2 is not read: pyNastran (the maintained reader) requires numpy < 2,
 which conflicts with this package's stack; export matrices as OP4 text or DMIG.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -19,17 +23,25 @@ from ..errors import MeshError
 from .nastran_bdf import BDFModel, read_bdf, write_bdf
 from .nastran_matrices import DMIGMatrix, read_dmig, read_op4, write_dmig, write_op4
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import ArrayLike
+    from .reduced import ReducedBody
+
 __all__ = ["read_bdf", "write_bdf", "BDFModel", "read_op4", "write_op4", "read_dmig",
            "write_dmig", "DMIGMatrix", "node_dof_matrix", "node_dof_labels", "craig_bampton_body"]
 
 
-def node_dof_labels(grid_ids):
+def node_dof_labels(grid_ids: ArrayLike) -> NDArray[np.int64]:
     """(3n, 2) labels (grid, component 1-3) of the translational DOFs, node-interleaved."""
     g = np.asarray(grid_ids, dtype=np.int64)
     return np.column_stack([np.repeat(g, 3), np.tile([1, 2, 3], len(g))])
 
 
-def node_dof_matrix(dmig, grid_ids, source="DMIG"):
+def node_dof_matrix(dmig: DMIGMatrix, grid_ids: ArrayLike, source: str = "DMIG") -> sp.csr_matrix:
     """The square DMIG matrix on the translational DOFs of ``grid_ids`` (3n x 3n CSR).
 
     Rows/columns follow ``grid_ids`` (e.g. `BDFModel.grid_ids`, the mesh's node
@@ -73,8 +85,10 @@ def _rows_in_mesh_order(phi, grid_ids, what):
     return A[rank].reshape(3 * n, -1)
 
 
-def craig_bampton_body(deck, phi, maa, kaa, *, mgg=None, nodal_mass=None, interfaces=None,
-                       interface_kind=None, name=None, **options):
+def craig_bampton_body(deck: BDFModel | None, phi: Any, maa: Any, kaa: Any, *,
+                       mgg: Any | None = None, nodal_mass: Any | None = None,
+                       interfaces: Any | None = None, interface_kind: str | None = None,
+                       name: str | None = None, **options: Any) -> ReducedBody:
     """`ReducedBody` of a Nastran Craig-Bampton (superelement / ASET) reduction.
 
     Parameters

@@ -13,7 +13,10 @@ cards (shells, beams, rigid elements ``RBE2``/``RBE3``, ``CONM2``) raise
 `MeshError` naming file and line unless listed in ``ignore``.
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +24,14 @@ from ..errors import MeshError
 from .material import Material
 from .mesh import _UNSUPPORTED_HINT, _from_meshio, check_elements
 from .nastran_cards import nastran_int, read_cards
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from numpy.typing import NDArray
+
+    from .._typing import ArrayLike, StrPath
+    from .mesh import FEMesh
 
 __all__ = ["read_bdf", "write_bdf", "BDFModel"]
 
@@ -49,10 +60,11 @@ class BDFModel:
         Nastran GRID id of each mesh node (scikit-fem order).
     """
 
-    def __init__(self, mesh, material, grid_ids):
+    def __init__(self, mesh: FEMesh, material: Material | None,
+                 grid_ids: NDArray[np.int64]) -> None:
         self.mesh, self.material, self.grid_ids = mesh, material, grid_ids
 
-    def nodes_of(self, grids):
+    def nodes_of(self, grids: ArrayLike) -> NDArray[np.int64]:
         """Mesh node numbers of Nastran GRID ids (MeshError for ids not in the mesh)."""
         grids = np.asarray(grids, dtype=np.int64)
         order = np.argsort(self.grid_ids)
@@ -156,7 +168,7 @@ def _case_sets(path):
     return sets
 
 
-def read_bdf(path, ignore=()):
+def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
     """Read the solid mesh, node sets and material of a Nastran bulk-data file.
 
     Parameters
@@ -291,7 +303,8 @@ def read_bdf(path, ignore=()):
     return BDFModel(fe, material, gid_sorted[used][near])
 
 
-def write_bdf(path, mesh, material=None, node_sets=None, title="flexmbd"):
+def write_bdf(path: StrPath | None, mesh: FEMesh, material: Material | None = None,
+              node_sets: Mapping[str, ArrayLike] | None = None, title: str = "flexmbd") -> str:
     """Write an `FEMesh` (tetra, tetra10 or hexahedron) as Nastran bulk data (large field).
 
     GRID ids are node number + 1, element ids element number + 1, one ``PSOLID 1``

@@ -7,10 +7,19 @@ Numbers follow Nastran's conventions: ``1.-3`` and ``7.85-9`` have an implied
 ``E``, ``D`` is a double-precision exponent.
 """
 
+from __future__ import annotations
+
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    import builtins
+    from typing import Any
+
+    from .._typing import StrPath
 
 __all__ = ["Card", "read_cards", "nastran_float", "nastran_int"]
 
@@ -22,18 +31,18 @@ class Card:
 
     __slots__ = ("name", "fields", "source", "line")
 
-    def __init__(self, name, fields, source, line):
+    def __init__(self, name: str, fields: list[str], source: str, line: int) -> None:
         self.name, self.fields, self.source, self.line = name, fields, source, line
 
-    def where(self):
+    def where(self) -> str:
         return f"{self.source}, line {self.line} ({self.name})"
 
-    def field(self, i):
+    def field(self, i: int) -> str:
         """Field ``i`` in Nastran numbering (2 = first data field), stripped; '' if absent."""
         k = i - 2
         return self.fields[k].strip() if 0 <= k < len(self.fields) else ""
 
-    def int(self, i, default=None):
+    def int(self, i: builtins.int, default: builtins.int | None = None) -> builtins.int | None:
         s = self.field(i)
         if not s:
             if default is None:
@@ -41,7 +50,8 @@ class Card:
             return default
         return nastran_int(s, self)
 
-    def float(self, i, default=None):
+    def float(self, i: builtins.int,
+              default: builtins.float | None = None) -> builtins.float | None:
         s = self.field(i)
         if not s:
             if default is None:
@@ -50,7 +60,7 @@ class Card:
         return nastran_float(s, self)
 
 
-def nastran_int(s, card=None):
+def nastran_int(s: str, card: Card | None = None) -> int:
     try:
         return int(s)
     except ValueError:
@@ -58,7 +68,7 @@ def nastran_int(s, card=None):
         raise MeshError(f"{where}: {s!r} is not an integer") from None
 
 
-def nastran_float(s, card=None):
+def nastran_float(s: str, card: Card | None = None) -> float:
     t = s.strip().upper().replace("D", "E")
     try:
         return float(t)
@@ -87,7 +97,7 @@ def _split(line):
     return head, [line[8 + width * i: 8 + width * (i + 1)] for i in range(count)], large
 
 
-def read_cards(path, section="bulk"):
+def read_cards(path: StrPath, section: str = "bulk") -> list[Any]:
     """Cards of a Nastran input file (list of `Card`).
 
     ``section="bulk"``: the bulk data (after ``BEGIN BULK`` if present, else

@@ -23,14 +23,25 @@ triangle: it is mirrored (both triangles must then agree).  Rows and columns are
 labelled by (grid, component) and sorted by grid then component.
 """
 
+from __future__ import annotations
+
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import MeshError
 from .nastran_cards import nastran_float, nastran_int, read_cards
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import ArrayLike, StrPath
 
 __all__ = ["read_op4", "write_op4", "read_dmig", "write_dmig", "DMIGMatrix"]
 
@@ -55,7 +66,7 @@ def _values(lines, k, n, perline, width, path, name):
     return v, k + nl
 
 
-def read_op4(path):
+def read_op4(path: StrPath) -> dict[str, Any]:
     """Matrices of a text OP4 file: dict name -> scipy CSC matrix (float64), in file order.
 
     Raises
@@ -145,7 +156,8 @@ def read_op4(path):
     return out
 
 
-def write_op4(path, matrices, sparse=False, digits=16):
+def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
+              digits: int = 16) -> None:
     """Write real matrices (dict name -> dense or sparse) to a text OP4 file.
 
     ``sparse=False``: dense columns (zero runs at the ends trimmed);
@@ -194,14 +206,15 @@ class DMIGMatrix:
     """A DMIG matrix: ``matrix`` (CSC), ``rows``/``cols`` (k, 2) (grid, component) labels,
     ``form`` (1 square, 2 rectangular, 6 symmetric) and ``name``."""
 
-    def __init__(self, name, matrix, rows, cols, form):
+    def __init__(self, name: str, matrix: Any, rows: NDArray[np.int64], cols: NDArray[np.int64],
+                 form: int | None) -> None:
         self.name, self.matrix, self.rows, self.cols, self.form = name, matrix, rows, cols, form
 
     def __repr__(self):
         return f"DMIGMatrix({self.name!r}, {self.matrix.shape}, form={self.form})"
 
 
-def read_dmig(path):
+def read_dmig(path: StrPath) -> dict[str, DMIGMatrix]:
     """DMIG matrices of a punch or bulk-data file: dict name -> `DMIGMatrix`.
 
     Square and symmetric matrices share one sorted (grid, component) labelling
@@ -268,7 +281,9 @@ def read_dmig(path):
     return out
 
 
-def write_dmig(path, name, matrix, labels, col_labels=None, symmetric=None, mode="w"):
+def write_dmig(path: StrPath, name: str, matrix: Any, labels: ArrayLike,
+               col_labels: ArrayLike | None = None, symmetric: bool | None = None,
+               mode: str = "w") -> None:
     """Write one real matrix as DMIG cards (large field, double precision, as in a punch file).
 
     ``labels`` (k, 2): (grid, component) of each row; ``col_labels`` defaults to

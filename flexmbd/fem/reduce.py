@@ -1,8 +1,11 @@
 """`reduce`: mesh + material + strategy -> `ReducedBody`."""
 
+from __future__ import annotations
+
 import os
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
@@ -18,6 +21,12 @@ from .invariants import inertia_invariants
 from .model import FEModel
 from .reduced import ReducedBody
 from .strategies import as_strategy, rayleigh_ritz
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import ArrayLike
+    from .material import Material
 
 __all__ = ["reduce", "finish_modeset"]
 
@@ -71,7 +80,7 @@ def _check_damping(zeta, rayleigh):
     return zeta, rayleigh
 
 
-def finish_modeset(model, ms, orthonormalize):
+def finish_modeset(model: FEModel, ms: Any, orthonormalize: bool) -> Any:
     """Optionally M-orthonormalize and re-diagonalize a mode set in place (review eq. 4-6)."""
     if not orthonormalize:
         return ms
@@ -98,10 +107,13 @@ def finish_modeset(model, ms, orthonormalize):
 
 
 @with_fem_threads
-def reduce(mesh, material=None, strategy=None, *, interfaces=None, interface_kind="rigid",
-           orthonormalize=None, lumped=False, rayleigh=None, zeta=None, stress_modes=True,
-           geometric=True, name=None, backend="auto", model=None, progress=None,
-           M=None, K=None):
+def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = None, *,
+           interfaces: Any | None = None, interface_kind: str = "rigid",
+           orthonormalize: bool | None = None, lumped: bool = False,
+           rayleigh: tuple[float, float] | None = None, zeta: float | ArrayLike | None = None,
+           stress_modes: bool = True, geometric: bool = True, name: str | None = None,
+           backend: str | None = "auto", model: FEModel | None = None, progress: bool | None = None,
+           M: Any | None = None, K: Any | None = None) -> ReducedBody:
     """Reduce a finite-element body to a few modes.
 
     Parameters

@@ -19,9 +19,21 @@ Tolerances default to 1e-6 of the mesh bounding-box diagonal.
 [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import ArrayLike
+    from .mesh import FEMesh
 
 __all__ = ["Plane", "Box", "Cylinder", "Sphere", "Nearest", "NodeSet", "Nodes", "select"]
 
@@ -56,7 +68,7 @@ def _positive(value, what, allow_none=False):
 
 
 class Selector:
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         raise NotImplementedError
 
     def __or__(self, other):
@@ -83,12 +95,12 @@ class _Combine(Selector):
 class Plane(Selector):
     """Nodes within ``tol`` of the plane through ``point`` with normal ``normal``."""
 
-    def __init__(self, point, normal, tol=None):
+    def __init__(self, point: ArrayLike, normal: ArrayLike, tol: float | None = None) -> None:
         self.point = _vec3(point, "Plane: point")
         self.normal = _vec3(normal, "Plane: normal", unit=True)
         self.tol = _positive(tol, "Plane: tol", allow_none=True)
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         d = (fe.nodes - self.point) @ self.normal
         return np.nonzero(np.abs(d) <= self._tol(fe))[0]
 
@@ -99,14 +111,14 @@ class Plane(Selector):
 class Box(Selector):
     """Nodes inside the axis-aligned box [lo, hi] (inclusive, widened by ``tol``)."""
 
-    def __init__(self, lo, hi, tol=None):
+    def __init__(self, lo: ArrayLike, hi: ArrayLike, tol: float | None = None) -> None:
         self.lo, self.hi = _vec3(lo, "Box: lo"), _vec3(hi, "Box: hi")
         if (self.lo > self.hi).any():
             raise MeshError(f"Box: lo={self.lo.tolist()} exceeds hi={self.hi.tolist()} in some "
                             "coordinate; give the lower corner first")
         self.tol = _positive(tol, "Box: tol", allow_none=True)
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         t = self._tol(fe)
         x = fe.nodes
         return np.nonzero(((x >= self.lo - t) & (x <= self.hi + t)).all(axis=1))[0]
@@ -131,14 +143,15 @@ class Cylinder(Selector):
         Axial range (along ``axis`` from ``point``).
     """
 
-    def __init__(self, point, axis, radius, tol=None, surface=True, length=None):
+    def __init__(self, point: ArrayLike, axis: ArrayLike, radius: float, tol: float | None = None,
+                 surface: bool = True, length: float | None = None) -> None:
         self.point = _vec3(point, "Cylinder: point")
         self.axis = _vec3(axis, "Cylinder: axis", unit=True)
         self.radius = _positive(radius, "Cylinder: radius")
         self.tol = _positive(tol, "Cylinder: tol", allow_none=True)
         self.surface, self.length = surface, length
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         t = self._tol(fe)
         d = fe.nodes - self.point
         s = d @ self.axis
@@ -156,11 +169,11 @@ class Cylinder(Selector):
 class Sphere(Selector):
     """Nodes within ``radius`` of ``center``."""
 
-    def __init__(self, center, radius):
+    def __init__(self, center: ArrayLike, radius: float) -> None:
         self.center = _vec3(center, "Sphere: center")
         self.radius, self.tol = _positive(radius, "Sphere: radius"), None
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         return np.nonzero(np.linalg.norm(fe.nodes - self.center, axis=1) <= self.radius)[0]
 
     def __repr__(self):
@@ -170,13 +183,13 @@ class Sphere(Selector):
 class Nearest(Selector):
     """The ``n`` nodes nearest to ``point``."""
 
-    def __init__(self, point, n=1):
+    def __init__(self, point: ArrayLike, n: int = 1) -> None:
         self.point = _vec3(point, "Nearest: point")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise MeshError(f"Nearest: n={n!r} must be a whole number of nodes >= 1")
         self.n = int(n)
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
         d = np.linalg.norm(fe.nodes - self.point, axis=1)
         return np.sort(np.argsort(d, kind="stable")[: self.n])
 
@@ -187,10 +200,10 @@ class Nearest(Selector):
 class NodeSet(Selector):
     """A named node set of the mesh (gmsh physical group, Abaqus NSET/ELSET, ...)."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.int64]:
         if self.name not in fe.node_sets:
             raise MeshError(f"node set {self.name!r} is not in mesh {fe.source!r}; "
                             f"available sets: {sorted(fe.node_sets) or 'none'}")
@@ -203,7 +216,7 @@ class NodeSet(Selector):
 class Nodes(Selector):
     """Explicit scikit-fem node numbers."""
 
-    def __init__(self, ids):
+    def __init__(self, ids: ArrayLike) -> None:
         a = np.asarray(ids)
         if a.dtype.kind not in "iu" and not (a.size == 0 or (a.dtype.kind == "f"
                                                             and np.all(a == np.round(a)))):
@@ -211,7 +224,7 @@ class Nodes(Selector):
                             "give its name, for a region a selector such as Plane or Box")
         self.ids = np.unique(a.astype(np.int64).ravel())
 
-    def __call__(self, fe):
+    def __call__(self, fe: FEMesh) -> NDArray[np.int64]:
         if len(self.ids) and (self.ids.min() < 0 or self.ids.max() >= fe.n_nodes):
             raise MeshError(f"node numbers out of range 0..{fe.n_nodes - 1}: "
                             f"{self.ids[(self.ids < 0) | (self.ids >= fe.n_nodes)][:5].tolist()}")
@@ -248,7 +261,7 @@ def _nodes(fe, obj):
     return np.unique(np.asarray(as_selector(obj)(fe), dtype=np.int64))
 
 
-def select(fe, selector, name="selection"):
+def select(fe: FEMesh, selector: Any, name: str | None = "selection") -> NDArray[np.int64]:
     """Node numbers selected by ``selector``; MeshError naming ``name`` if none."""
     ids = _nodes(fe, selector)
     if len(ids) == 0:

@@ -40,10 +40,20 @@ second-order terms, stress modes. The sign conventions are this module's
 reading of the public description and have not been checked against Simpack.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import MeshError
 from .geometric import omega_matrices
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import ArrayLike, StrPath
+    from .reduced import ReducedBody
 
 __all__ = ["write_sid", "read_sid", "sid_terms"]
 
@@ -56,7 +66,7 @@ def _skew(v):
     return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
 
-def sid_terms(rb, nodes=()):
+def sid_terms(rb: ReducedBody, nodes: ArrayLike | None = ()) -> dict[str, Any]:
     """The SID Taylor expansions of ``rb`` as a dict name -> (M0, M1 or None, structure),
     plus ``"nodes"``: list of (label, {origin, phi, psi, AP}) (see the module table)."""
     m = rb.n_modes
@@ -121,7 +131,7 @@ def _taylor(name, M0, M1, structure, m):
     return out
 
 
-def write_sid(rb, path, nodes=()):
+def write_sid(rb: ReducedBody, path: StrPath, nodes: ArrayLike | None = ()) -> None:
     """Write ``rb`` as a FEMBS SID text file (subset and conventions: module docstring).
 
     Parameters
@@ -155,7 +165,7 @@ def write_sid(rb, path, nodes=()):
         f.write("\n".join(out) + "\n")
 
 
-def read_sid(path):
+def read_sid(path: StrPath) -> dict[str, Any]:
     """Parse a SID text file written by `write_sid`: dict with ``mass``, ``labels``,
     each Taylor term name -> (M0, M1 or None) and ``nodes`` (list of such dicts).
     Symmetric terms are filled from their triangle."""

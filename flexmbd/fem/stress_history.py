@@ -10,11 +10,20 @@ the mean of the element's nodal values (the stress modes are nodal, averaged ove
 the elements sharing a node).
 """
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import MeshError
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array, ArrayLike, StrPath
+    from ..results import Results
 
 __all__ = ["stress_history", "StressHistory", "von_mises"]
 
@@ -22,7 +31,7 @@ COMPONENTS = ("sxx", "syy", "szz", "syz", "sxz", "sxy")
 STRAINS = ("exx", "eyy", "ezz", "gyz", "gxz", "gxy")
 
 
-def von_mises(s):
+def von_mises(s: ArrayLike) -> Array:
     """Von Mises equivalent stress of Voigt stresses ``s`` (..., 6) (normal components first)."""
     s = np.asarray(s, float)
     return np.sqrt(0.5 * ((s[..., 0] - s[..., 1]) ** 2 + (s[..., 1] - s[..., 2]) ** 2
@@ -52,7 +61,8 @@ class StressHistory:
         The modal coordinates used.
     """
 
-    def __init__(self, t, locations, stress, strain, modal, body):
+    def __init__(self, t: Array, locations: list[Any], stress: Array, strain: Array | None,
+                 modal: Array, body: Any) -> None:
         self.t, self.locations = t, locations
         self.stress, self.strain, self.modal, self.body = stress, strain, modal, body
         self.von_mises = von_mises(stress)
@@ -61,7 +71,7 @@ class StressHistory:
         return (f"StressHistory({self.body.name!r}, {len(self.locations)} locations, "
                 f"{len(self.t)} samples)")
 
-    def envelope(self):
+    def envelope(self) -> dict[str, dict[str, Any]]:
         """Per location and quantity (the six stresses and von Mises): max, min and when.
 
         Returns a dict ``quantity -> dict(max, t_max, min, t_min)`` of (k,) arrays
@@ -76,7 +86,7 @@ class StressHistory:
                          "t_min": self.t[imin]}
         return out
 
-    def table(self, strain=True):
+    def table(self, strain: bool = True) -> tuple[list[str], Array]:
         """(header, data (nt, columns)): ``t`` then, per location, stresses, von Mises and
         (with ``strain``) strains."""
         cols, data = ["t"], [self.t[:, None]]
@@ -89,14 +99,14 @@ class StressHistory:
                 data.append(self.strain[:, j])
         return cols, np.hstack(data)
 
-    def to_csv(self, path, strain=True):
+    def to_csv(self, path: StrPath, strain: bool = True) -> Path:
         """Write the histories as CSV (one row per sample; header from `table`); full precision.
         Returns the path."""
         cols, data = self.table(strain)
         np.savetxt(path, data, delimiter=",", header=",".join(cols), comments="", fmt="%.17g")
         return Path(path)
 
-    def to_hdf5(self, path):
+    def to_hdf5(self, path: StrPath) -> Path:
         """Write ``t, locations, stress, strain, von_mises, modal`` and ``envelope/<quantity>/
         {max,t_max,min,t_min}`` to an HDF5 file (needs h5py). Returns the path."""
         try:
@@ -117,7 +127,7 @@ class StressHistory:
                     gq.create_dataset(k, data=v)
         return Path(path)
 
-    def to_vtk(self, prefix, stride=1):
+    def to_vtk(self, prefix: StrPath, stride: int = 1) -> list[Path]:
         """Point fields on the whole mesh: ``PREFIX_0000.vtu`` ... (``stress`` (n, 6) and
         ``von_mises``, every ``stride``-th sample), a ``PREFIX.pvd`` collection with the
         times, and ``PREFIX_envelope.vtu`` (max / min von Mises and the time of the
@@ -159,7 +169,8 @@ class StressHistory:
         return files + [env, pvd]
 
 
-def stress_history(results, body, nodes=None, elements=None, name=None):
+def stress_history(results: Results, body: Any, nodes: ArrayLike | None = None,
+                   elements: ArrayLike | None = None, name: str | None = None) -> StressHistory:
     """Stress/strain histories of a flexible body over a run (modal stress recovery).
 
     Parameters

@@ -17,6 +17,8 @@ mm-kg-s     mm      kg      s      mN        kPa       kg/mm^3
 ==========  ======  ======  =====  ========  ========  ===========
 """
 
+from __future__ import annotations
+
 import math
 import warnings
 from dataclasses import dataclass
@@ -36,22 +38,22 @@ class UnitSystem:
     time: float  # s
 
     @property
-    def force(self):
+    def force(self) -> float:
         """SI value (N) of one force unit."""
         return self.mass * self.length / self.time ** 2
 
     @property
-    def stress(self):
+    def stress(self) -> float:
         """SI value (Pa) of one stress unit."""
         return self.force / self.length ** 2
 
     @property
-    def density(self):
+    def density(self) -> float:
         """SI value (kg/m^3) of one density unit."""
         return self.mass / self.length ** 3
 
     @property
-    def stiffness(self):
+    def stiffness(self) -> float:
         """SI value (N/m) of one translational stiffness-matrix unit (force/length)."""
         return self.force / self.length
 
@@ -70,7 +72,7 @@ RHO_RANGE = (5.0, 2.5e4)  # kg/m^3
 E_RANGE = (1e4, 1.5e12)  # Pa
 
 
-def unit_system(units, where="import"):
+def unit_system(units: str | UnitSystem, where: str = "import") -> UnitSystem:
     """The `UnitSystem` named ``units`` (or ``units`` itself); MeshError if unknown."""
     if isinstance(units, UnitSystem):
         return units
@@ -90,7 +92,8 @@ def _likely(rho_raw, E_raw):
     return None
 
 
-def check_magnitudes(where, name, rho_si, E_si, units):
+def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | None,
+                     units: str | UnitSystem) -> bool:
     """Warn (`UnitsWarning`) if SI density or modulus is outside the range of solids.
 
     Parameters

@@ -57,12 +57,20 @@ its frame origin. This module is shared by the absolute and recursive
 formulations; they map :math:`u` to their own coordinates.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ModelError
 from ..spatial import skew
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
 
 __all__ = ["ModalInvariants", "mass_matrix", "velocity_forces", "gravity_forces",
            "kinetic_energy", "second_moments", "inertia_terms", "gravity_terms"]
@@ -91,15 +99,15 @@ class ModalInvariants:
     D: np.ndarray
 
     @property
-    def n_modes(self):
+    def n_modes(self) -> int:
         return self.St.shape[1]
 
     @property
-    def Mff(self):
+    def Mff(self) -> Array:
         """Modal mass matrix (n x n)."""
         return self.P[0, 0] + self.P[1, 1] + self.P[2, 2]
 
-    def validate(self, owner="flexible body"):
+    def validate(self, owner: str = "flexible body") -> None:
         n = self.n_modes
         shapes = {"c": (3,), "E0": (3, 3), "St": (3, n), "S": (3, 3, n), "P": (3, 3, n, n),
                   "K": (n, n), "D": (n, n)}
@@ -111,7 +119,8 @@ class ModalInvariants:
             raise ModelError(f"{owner}: mass must be positive, got {self.mass}")
 
     @classmethod
-    def from_particles(cls, m, x0, phi, K=None, D=None):
+    def from_particles(cls, m: ArrayLike, x0: ArrayLike, phi: ArrayLike, K: ArrayLike | None = None,
+                       D: ArrayLike | None = None) -> ModalInvariants:
         """Invariants of point masses ``m`` (N,) at ``x0`` (N, 3) with modes ``phi`` (N, 3, n).
 
         A discrete body: exact for lumped-mass models and used to test the
@@ -133,14 +142,14 @@ class ModalInvariants:
         )
 
 
-def second_moments(inv, q):
+def second_moments(inv: ModalInvariants, q: Array) -> tuple[Array, Array]:
     """Deformed first moment ``S̄`` (3,) and second moments ``E`` (3, 3) at modal coordinates q."""
     Sq = inv.S @ q  # (3, 3): Sq[i, j] = ∫ρ x0_i u_j
     E = inv.E0 + Sq + Sq.T + np.einsum("k,ijkl,l->ij", q, inv.P, q)
     return inv.c + inv.St @ q, E
 
 
-def mass_matrix(inv, q):
+def mass_matrix(inv: ModalInvariants, q: Array) -> Array:
     """Body mass matrix (6+n) for speeds ``(ω, v, q̇)`` in body axes."""
     n = inv.n_modes
     Sbar, E = second_moments(inv, q)
@@ -161,7 +170,7 @@ def mass_matrix(inv, q):
     return M
 
 
-def velocity_forces(inv, q, u):
+def velocity_forces(inv: ModalInvariants, q: Array, u: Array) -> Array:
     """Quadratic velocity vector ``h`` (6+n) for speeds ``u = (ω, v, q̇)`` in body axes."""
     n = inv.n_modes
     w, v, qd = u[:3], u[3:6], u[6:]
@@ -186,7 +195,7 @@ def velocity_forces(inv, q, u):
     return h
 
 
-def gravity_forces(inv, q, g_body):
+def gravity_forces(inv: ModalInvariants, q: Array, g_body: Array) -> Array:
     """Generalized gravity force (6+n) for gravity ``g_body`` (m/s^2) in body axes."""
     n = inv.n_modes
     Sbar = inv.c + inv.St @ q
@@ -198,7 +207,7 @@ def gravity_forces(inv, q, g_body):
     return Q
 
 
-def kinetic_energy(inv, q, u):
+def kinetic_energy(inv: ModalInvariants, q: Array, u: Array) -> float:
     """Kinetic energy ½ uᵀ M(q) u (J)."""
     return 0.5 * u @ mass_matrix(inv, q) @ u
 
@@ -236,7 +245,8 @@ def _axial_eps(Z):
     return np.stack([Z[1, 2] - Z[2, 1], Z[2, 0] - Z[0, 2], Z[0, 1] - Z[1, 0]])
 
 
-def inertia_terms(inv, q, qd, w, alpha, a, qdd, derivatives=True):
+def inertia_terms(inv: ModalInvariants, q: Array, qd: Array, w: Array, alpha: Array, a: Array,
+                  qdd: Array, derivatives: bool = True) -> Any:
     """Inertia forces ``F`` (6+n) in body axes and their exact partial derivatives.
 
     ``F = M(q) [alpha; a; qdd] + h(q, (w, 0, qd))`` with ``w``, ``alpha`` the angular
@@ -303,7 +313,7 @@ def inertia_terms(inv, q, qd, w, alpha, a, qdd, derivatives=True):
     return F, M, F_q, F_qd, F_w
 
 
-def gravity_terms(inv, q, g_body):
+def gravity_terms(inv: ModalInvariants, q: Array, g_body: Array) -> tuple[Array, Array, Array]:
     """Gravity force ``Qg`` (6+n) and its derivatives ``dQg/dq`` (6+n x n), ``dQg/dg`` (6+n x 3)."""
     n = inv.n_modes
     Q = gravity_forces(inv, q, g_body)

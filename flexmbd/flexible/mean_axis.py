@@ -82,14 +82,22 @@ In particular ``d f_G / d(alpha, a, qdd) = H M_r(q)`` (the modal accelerations n
 the stiffening force: the coupling the frame's vibration used to carry).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..spatial import skew
 
+if TYPE_CHECKING:
+    from .._typing import Array
+    from .ffr import ModalInvariants
+
 __all__ = ["rigid_mass0", "rigid_fit", "mean_axis_parameters", "centrifugal_resultant"]
 
 
-def rigid_mass0(inv):
+def rigid_mass0(inv: ModalInvariants) -> Array:
     """Rigid block ``M_rr0`` (6, 6) of the FFR mass matrix at ``q = 0`` (speeds ``[w; v]``,
     body axes, about the body origin; kg m^2, kg m, kg)."""
     M = np.zeros((6, 6))
@@ -101,7 +109,7 @@ def rigid_mass0(inv):
     return M
 
 
-def rigid_fit(inv):
+def rigid_fit(inv: ModalInvariants) -> tuple[Array, Array]:
     """``(Minv, Gamma)``: ``M_rr0^-1`` (6, 6) and the rigid fit ``Gamma = M_rr0^-1 M_rf0``
     (6, n) of the modes (rotation rows first; dimensionless per unit modal coordinate for
     the rotation, m for the translation)."""
@@ -117,7 +125,8 @@ def rigid_fit(inv):
     return Minv, Minv @ Mrf
 
 
-def centrifugal_resultant(inv, w, derivative=False):
+def centrifugal_resultant(inv: ModalInvariants, w: Array,
+                          derivative: bool = False) -> Array | tuple[Array, Array]:
     """``C(w) = [w x J0 w; w x (w x c)]`` (6,) and, with ``derivative``, ``dC/dw`` (6, 3)."""
     w = np.asarray(w, float)
     J0 = rigid_mass0(inv)[:3, :3]
@@ -132,7 +141,9 @@ def centrifugal_resultant(inv, w, derivative=False):
     return C, dC
 
 
-def mean_axis_parameters(inv, qd, w, F_r, g_b=None, fit=None):
+def mean_axis_parameters(inv: ModalInvariants, qd: Array, w: Array, F_r: Array,
+                         g_b: Array | None = None,
+                         fit: tuple[Array, Array] | None = None) -> tuple[Array, Array, Array]:
     """Load parameters of geometric stiffening from mean-axis kinematics (module docs).
 
     Parameters

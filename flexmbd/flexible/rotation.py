@@ -25,10 +25,16 @@ written as plain loops so that the compiled kernels of the absolute formulation 
 the same code (``numba``).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
+
+if TYPE_CHECKING:
+    from .._typing import Array, ArrayLike
 
 __all__ = ["ab_functions", "exp_jets", "exp_apply", "exp_rotation"]
 
@@ -147,7 +153,7 @@ def exp_jets(theta, s, y, Jy, Hy):
                 Hy[i, j, k] = h
 
 
-def exp_rotation(theta):
+def exp_rotation(theta: ArrayLike) -> Array:
     """Rotation matrix ``exp(theta~)`` (3, 3) (numpy helper)."""
     theta = np.asarray(theta, float)
     R = np.empty((3, 3))

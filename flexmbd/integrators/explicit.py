@@ -33,7 +33,10 @@ and the rank of the constraint Jacobian. Runaways of flexible bodies are checked
 between blocks of samples (:mod:`flexmbd.monitor`).
 """
 
+from __future__ import annotations
+
 import time as _time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +44,12 @@ from ..checkpoint import run
 from ..errors import FlexmbdError, ModelError, SolverError
 from ..monitor import BLOCK_STEPS, GrowthMonitor
 from ..results import Results
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._typing import Array, ArrayLike, StrPath
 
 __all__ = ["rk4", "simulate_recursive", "ExplicitStepper", "TreeStepper", "tree_stepper"]
 
@@ -56,7 +65,8 @@ def _tau_function(tau, nv):
     return lambda t, q, qd: arr
 
 
-def rk4(f, t0, y0, h, n_steps, callback=None):
+def rk4(f: Callable[[float, Array], Array], t0: float, y0: ArrayLike, h: float, n_steps: int,
+        callback: Callable[[int, float, Array], Any] | None = None) -> Array:
     """Classical fixed-step RK4 for ``dy/dt = f(t, y)``; ``callback(i, t, y)`` after each step
     may return a replacement ``y`` (projection). Returns the final ``y``."""
     y = np.asarray(y0, dtype=float).copy()
@@ -162,8 +172,10 @@ class ExplicitStepper:
     record_wall = False      # sample stats["cpu_time"]: integration wall time so far (s)
     t_eval_tol = 1e-9        # relative tolerance of the last output time
 
-    def __init__(self, system, t_end, dt=None, integrator="rk4", t0=0.0, rtol=1e-8,
-                 atol=1e-10, t_eval=None, method=None, substeps=1, max_step=np.inf):
+    def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
+                 t0: float = 0.0, rtol: float = 1e-8, atol: float = 1e-10,
+                 t_eval: ArrayLike | None = None, method: str | None = None, substeps: int = 1,
+                 max_step: float = np.inf) -> None:
         integrator = (integrator or "rk4").lower()
         self.system = system
         self.integrator = integrator
@@ -224,7 +236,7 @@ class ExplicitStepper:
         kw = {} if self.max_step is None else {"max_step": self.max_step}
         return cls(self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw)
 
-    def start(self, y0):
+    def start(self, y0: ArrayLike) -> ExplicitStepper:
         """Initial state ``y0 = [q0; qd0]`` (consistent, normalized)."""
         self.y = np.asarray(y0, dtype=float)
         self.t = self.t0
@@ -262,7 +274,7 @@ class ExplicitStepper:
 
     # -- contract --------------------------------------------------------------------------
     @property
-    def done(self):
+    def done(self) -> bool:
         if not self.adaptive:
             return self.i >= self.n_out
         if self.t_eval is None:
@@ -270,7 +282,7 @@ class ExplicitStepper:
         return self.i >= self.t_eval.size or (self.solver.status != "running"
                                               and self.t_eval[self.i] > self.solver.t + 1e-12)
 
-    def set_t_end(self, t_end):
+    def set_t_end(self, t_end: float) -> None:
         if abs(float(t_end) - self.t_end) <= 1e-12 * max(1.0, abs(self.t_end)):
             return
         if self.adaptive:
@@ -280,7 +292,7 @@ class ExplicitStepper:
         self.t_end = float(t_end)
         self.n_out = self._n_out()
 
-    def step(self):
+    def step(self) -> None:
         tic = _time.perf_counter()
         if self.adaptive:
             self._step_adaptive()
@@ -377,19 +389,19 @@ class ExplicitStepper:
         self.t = float(te)
         self.i += 1
 
-    def sample(self):
+    def sample(self) -> dict[str, Any]:
         out = {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
         if self.record_wall:
             out["stats:cpu_time"] = self.wall
         return out
 
     @property
-    def n_total(self):
+    def n_total(self) -> int | None:
         if not self.adaptive:
             return self.n_out
         return None if self.t_eval is None else self.t_eval.size
 
-    def advance(self, n=None):
+    def advance(self, n: int | None = None) -> tuple[dict[str, Any], BaseException | None]:
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
         ts, ys, ws = [], [], []
         err = None
@@ -415,12 +427,12 @@ class ExplicitStepper:
             rows["stats:cpu_time"] = np.array(ws, dtype=float)
         return rows, err
 
-    def header(self):
+    def header(self) -> dict[str, Any]:
         s = self.system
         return {"coordinates": s.coordinates, "speeds": s.speeds,
                 "joint_names": s.joint_names, "meta": self.meta()}
 
-    def meta(self):
+    def meta(self) -> dict[str, Any]:
         s = self.system
         meta = {"formulation": "recursive", "integrator": self.integrator,
                 "model": s.model.name, "algorithm": s.algorithm}
@@ -431,7 +443,7 @@ class ExplicitStepper:
             meta["dt"] = self.dt
         return meta
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         st = {"t": self.t, "y": self.y.copy(), "i": self.i, "n_steps": self.n_steps,
               "wall": self.wall, "t_end": self.t_end}
         if self.adaptive:
@@ -441,7 +453,7 @@ class ExplicitStepper:
             st["system"] = extra
         return st
 
-    def load_state_dict(self, st):
+    def load_state_dict(self, st: dict[str, Any]) -> None:
         self.t, self.i, self.n_steps, self.wall = st["t"], st["i"], st["n_steps"], st["wall"]
         self.y = np.array(st["y"], dtype=float)
         if self.adaptive:
@@ -459,14 +471,14 @@ class ExplicitStepper:
     def _load_extra_state(self, st):
         pass
 
-    def spec(self):
+    def spec(self) -> dict[str, Any]:
         return {"factory": "flexmbd.integrators.explicit:rebuild", "needs_model": True,
                 "model": self.system.model.name, "kwargs": self.rebuild_kwargs()}
 
-    def rebuild_kwargs(self):
+    def rebuild_kwargs(self) -> dict[str, Any] | None:
         raise NotImplementedError
 
-    def finalize(self, results, failed=False):
+    def finalize(self, results: Results, failed: bool = False) -> Results | None:
         raise NotImplementedError
 
 
@@ -474,8 +486,8 @@ class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
     quaternion coordinates renormalized after every step and at every dense sample."""
 
-    def __init__(self, system, t_end, dt=None, integrator="rk4", tau=None, _options=None,
-                 **kw):
+    def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
+                 tau: Any | None = None, _options: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
         self.tau_f = _tau_function(tau, system.nv)
         self._raw = system._raw_accel
@@ -498,11 +510,11 @@ class TreeStepper(ExplicitStepper):
         y[:self.nq] = self.system.normalize(y[:self.nq])
         return y
 
-    def rebuild_kwargs(self):
+    def rebuild_kwargs(self) -> dict[str, Any]:
         return {"formulation": "recursive", "compile": {"algorithm": self.system.algorithm},
                 "options": self._options, "kind": "tree"}
 
-    def finalize(self, results, failed=False):
+    def finalize(self, results: Results, failed: bool = False) -> Results:
         meta = self.meta()
         meta["wall_time"] = self.wall
         y = np.concatenate([results.q, results.qd], axis=1)
@@ -529,9 +541,11 @@ def rebuild(model, formulation, compile, options, overrides, kind=None):
     return tree_stepper(system, initial=False, **opts)
 
 
-def tree_stepper(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
-                 rtol=1e-8, atol=1e-10, t_eval=None, method=None, substeps=1, tau=None,
-                 max_step=np.inf, initial=True):
+def tree_stepper(system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
+                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
+                 rtol: float = 1e-8, atol: float = 1e-10, t_eval: ArrayLike | None = None,
+                 method: str | None = None, substeps: int = 1, tau: Any | None = None,
+                 max_step: float = np.inf, initial: bool = True) -> TreeStepper:
     """The :class:`TreeStepper` of :func:`simulate_recursive` (options checked)."""
     options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
                    t_eval=t_eval, method=method, substeps=substeps, tau=tau, max_step=max_step)
@@ -565,10 +579,13 @@ def tree_stepper(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0
     return st
 
 
-def simulate_recursive(system, t_end, dt=None, integrator="rk4", q0=None, qd0=None, t0=0.0,
-                       rtol=1e-8, atol=1e-10, t_eval=None, method=None, substeps=1, tau=None,
-                       progress=None, max_step=np.inf, checkpoint=None, every=100,
-                       overwrite=False):
+def simulate_recursive(system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
+                       q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
+                       rtol: float = 1e-8, atol: float = 1e-10, t_eval: ArrayLike | None = None,
+                       method: str | None = None, substeps: int = 1, tau: Any | None = None,
+                       progress: bool | None = None, max_step: float = np.inf,
+                       checkpoint: StrPath | None = None, every: int = 100,
+                       overwrite: bool = False) -> Results:
     """Integrate a :class:`~flexmbd.recursive.RecursiveSystem` and return Results.
 
     Parameters

@@ -90,7 +90,10 @@ Results: ``stats["newton_iterations"]``, ``stats["residual"]`` (final norm),
 last accepted step) and ``time``.
 """
 
+from __future__ import annotations
+
 import time as _time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -100,13 +103,20 @@ from ..monitor import BLOCK_STEPS, GrowthMonitor
 from ..results import Results
 from .convergence import newton_converged
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._typing import ArrayLike, StrPath
+
 __all__ = ["Scheme", "newmark", "hht", "generalized_alpha", "integrate"]
 
 
 class Scheme:
     """Parameters of one implicit scheme (see the module docstring)."""
 
-    def __init__(self, name, beta, gamma, alpha_m=0.0, alpha_f=0.0, hht_alpha=0.0):
+    def __init__(self, name: str, beta: float, gamma: float, alpha_m: float = 0.0,
+                 alpha_f: float = 0.0, hht_alpha: float = 0.0) -> None:
         self.name = name
         self.beta = float(beta)
         self.gamma = float(gamma)
@@ -115,26 +125,26 @@ class Scheme:
         self.hht_alpha = float(hht_alpha)
 
     @property
-    def beta_p(self):
+    def beta_p(self) -> float:
         return self.beta * (1 - self.alpha_f) / (1 - self.alpha_m)
 
     @property
-    def gamma_p(self):
+    def gamma_p(self) -> float:
         return self.gamma * (1 - self.alpha_f) / (1 - self.alpha_m)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"scheme": self.name, "beta": self.beta, "gamma": self.gamma,
                 "alpha_m": self.alpha_m, "alpha_f": self.alpha_f, "hht_alpha": self.hht_alpha}
 
 
-def newmark(beta=0.25, gamma=0.5):
+def newmark(beta: float = 0.25, gamma: float = 0.5) -> Scheme:
     """Newmark scheme (``beta``, ``gamma``) = the seed paper's (alpha, delta)."""
     if not (0 < beta <= 0.5 and 0 <= gamma <= 1):
         raise ModelError(f"Newmark: need 0 < beta <= 1/2 and 0 <= gamma <= 1, got {beta}, {gamma}")
     return Scheme("newmark", beta, gamma)
 
 
-def hht(alpha=-0.05, form="acceleration"):
+def hht(alpha: float = -0.05, form: str = "acceleration") -> Scheme:
     """HHT-alpha with ``alpha`` in [-1/3, 0]; ``form`` "acceleration" (default) or "force"."""
     if not (-1.0 / 3.0 <= alpha <= 0.0):
         raise ModelError(f"HHT: alpha must lie in [-1/3, 0], got {alpha}")
@@ -146,7 +156,7 @@ def hht(alpha=-0.05, form="acceleration"):
     raise ModelError(f"HHT: form must be 'acceleration' or 'force', got {form!r}")
 
 
-def generalized_alpha(rho_inf=0.8):
+def generalized_alpha(rho_inf: float = 0.8) -> Scheme:
     """Generalized-alpha with spectral radius at infinity ``rho_inf`` in [0, 1]."""
     if not (0.0 <= rho_inf <= 1.0):
         raise ModelError(f"generalized-alpha: rho_inf must lie in [0, 1], got {rho_inf}")
@@ -171,10 +181,15 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, for
     )
 
 
-def integrate(system, t_end, dt, integrator="newmark", *, beta=None, gamma=None, alpha=None,
-              rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, q0=None, qd0=None,
-              form=None, energy=True, gauge=True, project_velocities="auto", callback=None,
-              engine="auto", checkpoint=None, every=100, progress=None, overwrite=False):
+def integrate(system: Any, t_end: float, dt: float, integrator: str | Scheme = "newmark", *,
+              beta: float | None = None, gamma: float | None = None, alpha: float | None = None,
+              rho_inf: float | None = None, tol: float = 1e-8, rtol: float = 0.0,
+              max_iter: int = 25, t0: float = 0.0, q0: ArrayLike | None = None,
+              qd0: ArrayLike | None = None, form: str | None = None, energy: bool = True,
+              gauge: bool = True, project_velocities: str | bool = "auto",
+              callback: Callable[..., Any] | None = None, engine: str = "auto",
+              checkpoint: StrPath | None = None, every: int = 100, progress: bool | None = None,
+              overwrite: bool = False) -> Results:
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``

@@ -22,8 +22,13 @@ import inspect
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from typing import Any
 
 #: Largest number of steps (or output intervals) a run may ask for; beyond it a typo in
 #: ``dt`` is far more likely than a deliberate run, and the results would not fit memory.
@@ -75,12 +80,12 @@ _BY_NAME = {_key(a): i for i in INTEGRATORS for a in (i.name, *i.aliases)}
 _FORMULATION = {_key(a): f for f, aliases in FORMULATIONS.items() for a in (f, *aliases)}
 
 
-def valid_pairs():
+def valid_pairs() -> list[tuple[str, str]]:
     """``[(formulation, integrator name), ...]`` of every pair that is offered."""
     return [(f, i.name) for i in INTEGRATORS for f in i.formulations]
 
 
-def integrator(name) -> Integrator:
+def integrator(name: str) -> Integrator:
     """The :class:`Integrator` called ``name`` (case-insensitive, aliases accepted)."""
     if isinstance(name, Integrator):
         return name
@@ -91,7 +96,7 @@ def integrator(name) -> Integrator:
     return found
 
 
-def formulation(name) -> str:
+def formulation(name: str) -> str:
     """The canonical formulation name (``"recursive"`` or ``"absolute"``) of ``name``."""
     found = _FORMULATION.get(_key(name)) if isinstance(name, str) else None
     if found is None:
@@ -100,7 +105,8 @@ def formulation(name) -> str:
     return found
 
 
-def resolve(integrator_name=None, formulation_name=None, dt=None):
+def resolve(integrator_name: str | None = None, formulation_name: str | None = None,
+            dt: float | None = None) -> tuple[Integrator, str]:
     """``(Integrator, formulation)`` for the arguments of a ``simulate`` call.
 
     The missing one follows from the other (see the module docstring); a pair that is
@@ -128,7 +134,8 @@ def resolve(integrator_name=None, formulation_name=None, dt=None):
 _POSITIONAL = {"self", "system", "t_end", "dt", "integrator", "formulation"}
 
 
-def check_options(options, target, where, *, exclude=()):
+def check_options(options: Mapping[str, Any], target: Callable[..., Any], where: str, *,
+                  exclude: Iterable[str] = ()) -> None:
     """Reject keyword ``options`` that ``target`` (the function that receives them) does
     not take, with a :class:`~flexmbd.errors.ModelError` listing the valid ones."""
     params = inspect.signature(target).parameters
@@ -151,7 +158,8 @@ def _number(value, name, where):
     return value
 
 
-def check_times(t_end, dt, spec, where, *, t0=0.0, every=None):
+def check_times(t_end: float, dt: float | None, spec: Any, where: str, *, t0: float = 0.0,
+                every: int | None = None) -> None:
     """Check ``t_end``, ``dt`` (s), ``every`` of a run of integrator ``spec`` before any work.
 
     ``dt`` must be positive, at most ``t_end - t0`` and give at most :data:`MAX_STEPS`

@@ -109,7 +109,7 @@ class RigidBody(Body):
         self.visual = visual
         self.validate()
 
-    def validate(self):
+    def validate(self) -> None:
         """Check mass, centre of mass and inertia; raise :class:`ModelError` naming the body."""
         owner = f"rigid body {self.local_name!r}"
         m = self.mass

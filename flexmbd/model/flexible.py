@@ -68,15 +68,29 @@ frame where the body is driven or built in, like a hub) for fast, strongly vibra
 bodies.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ModelError
 from .bodies import Body, Frame
 from .component import Component
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .._typing import Array, ArrayLike, Pose, StrPath
+    from ..fem.material import Material
+    from ..fem.reduced import ReducedBody
+    from ..flexible.ffr import ModalInvariants
+    from ..results import Results
+    from . import Model
 
 __all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame", "stiffening_hint"]
 
@@ -95,8 +109,9 @@ class FlexibleBody(Body):
         the reduced body has it (default True).
     """
 
-    def __init__(self, reduced=None, *, q0=None, qd0=None, geometric_stiffening=True, name=None,
-                 doc=None, _lazy=None):
+    def __init__(self, reduced: ReducedBody | StrPath | None = None, *, q0: ArrayLike | None = None,
+                 qd0: ArrayLike | None = None, geometric_stiffening: bool = True,
+                 name: str | None = None, doc: str | None = None, _lazy: Any = None) -> None:
         super().__init__(name=name, doc=doc)
         object.__setattr__(self, "_reduced", None)
         object.__setattr__(self, "_lazy", _lazy)
@@ -111,12 +126,14 @@ class FlexibleBody(Body):
 
     # -- construction -----------------------------------------------------------------
     @classmethod
-    def from_reduced(cls, reduced, **kw):
+    def from_reduced(cls, reduced: ReducedBody | StrPath, **kw: Any) -> FlexibleBody:
         """From a :class:`ReducedBody` or the path of its ``.npz`` file."""
         return cls(reduced, **kw)
 
     @classmethod
-    def from_mesh(cls, mesh, material, modes, *, cache=None, reduce_options=None, **kw):
+    def from_mesh(cls, mesh: Any, material: Material | None, modes: Any, *,
+                  cache: StrPath | None = None, reduce_options: dict[str, Any] | None = None,
+                  **kw: Any) -> FlexibleBody:
         """Reduce ``mesh`` with ``material`` and the mode strategy ``modes`` on first use.
 
         ``reduce_options`` are passed to :func:`flexmbd.fem.reduce` (``interfaces``,
@@ -143,7 +160,7 @@ class FlexibleBody(Body):
         object.__setattr__(self, "_inv", None)
 
     @property
-    def reduced(self):
+    def reduced(self) -> ReducedBody:
         """The :class:`ReducedBody` (reduced now if built lazily)."""
         if self._reduced is None:
             self._set_reduced(self._reduce())
@@ -166,21 +183,21 @@ class FlexibleBody(Body):
 
     # -- data for the formulations ----------------------------------------------------
     @property
-    def n_modes(self):
+    def n_modes(self) -> int:
         return self.reduced.n_modes
 
     @property
-    def mass(self):
+    def mass(self) -> float:
         """Total mass (kg)."""
         return float(self.reduced.mass)
 
     @property
-    def q0(self):
+    def q0(self) -> Array:
         """Initial modal coordinates."""
         return self._modal(self._q0_spec, "q0")
 
     @property
-    def qd0(self):
+    def qd0(self) -> Array:
         """Initial modal rates."""
         return self._modal(self._qd0_spec, "qd0")
 
@@ -196,7 +213,7 @@ class FlexibleBody(Body):
                              f"values (finite), got {spec!r}")
         return v
 
-    def interface_modes(self, name):
+    def interface_modes(self, name: str) -> Array:
         """Frame motion ``[rotation; translation]`` (6, n) of interface ``name`` per unit mode.
 
         Fitted here, by least squares with unit weights, to the mode shapes at the
@@ -228,13 +245,13 @@ class FlexibleBody(Body):
             cache[name] = (fit, sign)
         return cache[name][0]
 
-    def interface_convention(self, name):
+    def interface_convention(self, name: str) -> str:
         """+1 if the reduction stored interface rotations as ``u = theta x r``, -1 if with
         the opposite sign (then its unit interface-moment loads are flipped too)."""
         self.interface_modes(name)
         return self.__dict__["_itf_modes"][name][1]
 
-    def invariants(self):
+    def invariants(self) -> ModalInvariants:
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
         if self._inv is None:
             from ..flexible import ModalInvariants
@@ -249,14 +266,14 @@ class FlexibleBody(Body):
             object.__setattr__(self, "_inv", inv)
         return self._inv
 
-    def displacements(self, modal):
+    def displacements(self, modal: ArrayLike) -> Array:
         """Nodal displacements (..., n_nodes, 3) in body axes for modal coordinates (..., n)
         (e.g. ``res.body(name).modal``): reconstruction through the reduced body's modes."""
         modal = np.asarray(modal, float)
         U = modal @ np.asarray(self.reduced.modes, float).T
         return U.reshape(modal.shape[:-1] + (-1, 3))
 
-    def stresses(self, modal):
+    def stresses(self, modal: ArrayLike) -> Array:
         """Voigt nodal stresses (..., n_nodes, 6) for modal coordinates (..., n)."""
         modal = np.asarray(modal, float)
         S = np.asarray(self.reduced.stress_modes, float)
@@ -265,7 +282,8 @@ class FlexibleBody(Body):
                              f"modes (reduce(..., stress_modes=True))")
         return np.einsum("nkm,...m->...nk", S, modal)
 
-    def geometric_stiffness(self, omega, alpha, a, interface_forces=None):
+    def geometric_stiffness(self, omega: ArrayLike, alpha: ArrayLike, a: ArrayLike,
+                            interface_forces: Mapping[str, ArrayLike] | None = None) -> Array:
         """Modal geometric stiffness (n x n) for the current inertia and interface loads.
 
         Zero when ``geometric_stiffening`` is off or the reduced body has no unit
@@ -277,11 +295,11 @@ class FlexibleBody(Body):
         return rb.geometric_stiffness(omega, alpha, a, interface_forces)
 
     # -- attachment frames ------------------------------------------------------------
-    def interface(self, name, rotation=None):
+    def interface(self, name: str, rotation: ArrayLike | None = None) -> InterfaceFrame:
         """Frame at interface ``name`` moving with the interface mode shapes."""
         return InterfaceFrame(self, name, rotation)
 
-    def node(self, index, rotation=None):
+    def node(self, index: int, rotation: ArrayLike | None = None) -> NodeFrame:
         """Frame at mesh node ``index`` (translates with the node)."""
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
             raise ModelError(f"FlexibleBody {self.local_name!r}: node index {index!r} must be an "
@@ -291,7 +309,8 @@ class FlexibleBody(Body):
                              f"the mesh (0..{len(self._reduced.nodes) - 1})")
         return NodeFrame(self, int(index), rotation)
 
-    def point(self, xyz, rotation=None, tol=None):
+    def point(self, xyz: ArrayLike, rotation: ArrayLike | None = None,
+              tol: float | None = None) -> NodeFrame:
         """Frame at the mesh node nearest to ``xyz`` (m, body frame).
 
         ModelError if no node lies within ``tol`` (m; default: the largest element
@@ -342,7 +361,7 @@ class FlexibleBody(Body):
             self.__dict__["_hmax"] = h
         return self.__dict__["_hmax"]
 
-    def validate(self):
+    def validate(self) -> None:
         if self._reduced is None:
             return  # checked when reduced
         self.invariants()
@@ -361,7 +380,8 @@ class FlexibleBody(Body):
 class _DeformingFrame(Frame):
     """A frame on a flexible body whose pose follows modal coordinates linearly."""
 
-    def __init__(self, body, rotation, *, name=None):
+    def __init__(self, body: FlexibleBody, rotation: ArrayLike | None, *,
+                 name: str | None = None) -> None:
         Component.__init__(self, name=name)
         if not isinstance(body, FlexibleBody):
             raise ModelError(f"{type(self).__name__}: body must be a FlexibleBody")
@@ -371,10 +391,10 @@ class _DeformingFrame(Frame):
         object.__setattr__(self, "_rot", _as_rotation(rotation, f"frame on {body.local_name!r}"))
 
     @property
-    def rotation(self):
+    def rotation(self) -> Array:
         return self._rot
 
-    def trajectory(self, results):
+    def trajectory(self, results: Results) -> Array:
         """World positions (nt, 3) of the deformed frame origin over a :class:`Results`
         history (needs ``position:``, ``orientation:`` and ``modal:`` extras of the body)."""
         from ..results import quat_to_rot_batch
@@ -389,7 +409,7 @@ class _DeformingFrame(Frame):
         p = self.position + qf @ self.modes[3:].T
         return r + np.einsum("tij,tj->ti", R, p)
 
-    def pose(self, q):
+    def pose(self, q: ArrayLike) -> Pose:
         """``(R, p)`` of the deformed frame in body axes for modal coordinates ``q``.
 
         Rotation by the exponential map of the modal rotation ``modes[:3] @ q``.
@@ -403,18 +423,19 @@ class _DeformingFrame(Frame):
 class InterfaceFrame(_DeformingFrame):
     """Frame of a reduced body's interface: origin and modes from the reduction."""
 
-    def __init__(self, body, interface, rotation=None, *, name=None):
+    def __init__(self, body: FlexibleBody, interface: str, rotation: ArrayLike | None = None, *,
+                 name: str | None = None) -> None:
         super().__init__(body, rotation, name=name)
         object.__setattr__(self, "interface_name", str(interface))
         if body._reduced is not None:
             body.reduced.interface(interface)  # raises a clear error for unknown names
 
     @property
-    def position(self):
+    def position(self) -> Array:
         return np.asarray(self.body.reduced.interface(self.interface_name)[1], float)
 
     @property
-    def modes(self):
+    def modes(self) -> Array:
         """(6, n) rotation and translation of the frame per unit modal coordinate
         (:meth:`FlexibleBody.interface_modes`)."""
         return self.body.interface_modes(self.interface_name)
@@ -426,12 +447,13 @@ class InterfaceFrame(_DeformingFrame):
 class NodeFrame(_DeformingFrame):
     """Frame at a mesh node: translates with the node, rotates with the body frame."""
 
-    def __init__(self, body, index, rotation=None, *, name=None):
+    def __init__(self, body: FlexibleBody, index: int, rotation: ArrayLike | None = None, *,
+                 name: str | None = None) -> None:
         super().__init__(body, rotation, name=name)
         object.__setattr__(self, "node_index", int(index))
 
     @property
-    def position(self):
+    def position(self) -> Array:
         nodes = self.body.reduced.nodes
         if not 0 <= self.node_index < len(nodes):
             raise ModelError(f"node {self.node_index} is not a node of {self.body.name!r} "
@@ -439,7 +461,7 @@ class NodeFrame(_DeformingFrame):
         return np.asarray(nodes[self.node_index], float)
 
     @property
-    def modes(self):
+    def modes(self) -> Array:
         i = self.node_index
         Phi = self.body.reduced.modes
         out = np.zeros((6, Phi.shape[1]))
@@ -462,7 +484,7 @@ def _cache_key(mesh, material, strategy, opts):
     return "cache-key:" + h.hexdigest()
 
 
-def stiffening_hint(model):
+def stiffening_hint(model: Model) -> str:
     """Advice for a failed run of ``model`` with geometrically stiffened flexible bodies:
     their names and how to tell whether stiffening is involved; "" when there are none.
 

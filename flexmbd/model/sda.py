@@ -216,7 +216,7 @@ class SpringDamperActuator(ForceElement):
     def _fa(self, t):
         return float(self.fa(t)) if callable(self.fa) else float(self.fa)
 
-    def line_length(self, d):
+    def line_length(self, d: ArrayLike) -> float:
         """Length ``l = |d|`` (m) of the line ``d = P_j - P_i`` (world); a ModelError when
         the attachment points coincide (no line of action)."""
         length = float(np.linalg.norm(d))
@@ -227,7 +227,8 @@ class SpringDamperActuator(ForceElement):
             )
         return length
 
-    def line_force(self, t, length, ldot, state=None):
+    def line_force(self, t: float, length: float, ldot: float,
+                   state: ArrayLike | None = None) -> float:
         """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)
         at length ``l`` (m) and rate ``ldot`` (m/s); ``state`` fixes a missing ``l0`` (see
         :meth:`free_length`)."""

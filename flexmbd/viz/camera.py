@@ -16,12 +16,21 @@ horizontal (its normal along ``up``) the camera looks down on it from
 camera sits on the side of the normal's largest positive world component.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import Array, ArrayLike
 
 __all__ = ["gravity_of", "auto_view"]
 
 
-def gravity_of(obj):
+def gravity_of(obj: Any) -> Array | None:
     """Gravity vector (3,) in m/s^2, world axes, of a model or results, or None.
 
     A :class:`~flexmbd.model.Model` sums its :class:`~flexmbd.Gravity` elements;
@@ -55,7 +64,8 @@ def _canonical_sign(v):
     return v if v[k] >= 0 else -v
 
 
-def auto_view(points, gravity=None, azimuth=20.0, elevation=15.0, elevation_top=35.0):
+def auto_view(points: ArrayLike, gravity: ArrayLike | None = None, azimuth: float = 20.0,
+              elevation: float = 15.0, elevation_top: float = 35.0) -> tuple[Array, Array]:
     """Camera direction and up vector for drawing ``points`` (m, 3 world positions).
 
     Parameters

@@ -8,14 +8,22 @@ kinematics (prescribed, not simulated): they exercise drawing, animation,
 files and round trips, nothing else.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .geometry import BodyGeometry
 
+if TYPE_CHECKING:
+    from ..results import Results
+
 __all__ = ["beam_geometry", "swinging_beam_results"]
 
 
-def beam_geometry(length=1.0, height=0.1, width=0.1, n=(12, 2, 2), E=2.1e11):
+def beam_geometry(length: float = 1.0, height: float = 0.1, width: float = 0.1,
+                  n: tuple[int, int, int] = (12, 2, 2), E: float = 2.1e11) -> BodyGeometry:
     """Hexahedral beam along x (from 0 to ``length``) with two modes and stress modes.
 
     Mode 0: bending ``u_y = 0.1 L (x / L)^2`` (curvature ``0.2 / L``), stress
@@ -47,7 +55,7 @@ def beam_geometry(length=1.0, height=0.1, width=0.1, n=(12, 2, 2), E=2.1e11):
                         frequencies=np.array([10.0, 100.0]))
 
 
-def swinging_beam_results(nt=16, t_end=1.0, amplitude=0.6):
+def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0.6) -> Results:
     """Results of the beam swinging about z at the origin, bending more and more.
 
     Body ``beam``: angle ``amplitude sin(2 pi t / t_end)``, modal coordinates

@@ -19,13 +19,23 @@ Sources: :func:`reduced_body_geometry` (any reduced flexible body, adapter below
 with the body's mass and principal inertia).
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import FlexmbdError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from .._typing import Array, ArrayLike, StrPath
+    from ..results import Results
 
 __all__ = [
     "BodyGeometry", "deformed_points", "modal_displacement", "von_mises", "deformed_mesh",
@@ -112,34 +122,35 @@ class BodyGeometry:
 
     # -- properties ----------------------------------------------------------------------
     @property
-    def n_modes(self):
+    def n_modes(self) -> int:
         return 0 if self.modes is None else self.modes.shape[1]
 
     @property
-    def n_cells(self):
+    def n_cells(self) -> int:
         return sum(len(c) for c in self.cells.values())
 
     @property
-    def flexible(self):
+    def flexible(self) -> bool:
         return self.n_modes > 0
 
     @property
-    def stress_on_cells(self):
+    def stress_on_cells(self) -> bool:
         """True when stress modes are given per cell rather than per node."""
         return (self.stress_modes is not None
                 and self.stress_modes.shape[0] == 6 * self.n_cells
                 and self.stress_modes.shape[0] != 6 * len(self.nodes))
 
     # -- kinematics ----------------------------------------------------------------------
-    def displacement(self, q):
+    def displacement(self, q: ArrayLike | None) -> Array:
         """Elastic displacement (n, 3) in body axes for modal coordinates ``q``."""
         return modal_displacement(self.modes, q, len(self.nodes))
 
-    def points(self, q=None, R=None, r=None, scale=1.0):
+    def points(self, q: ArrayLike | None = None, R: ArrayLike | None = None,
+               r: ArrayLike | None = None, scale: float = 1.0) -> Array:
         """World node positions (n, 3) for pose ``(R, r)`` and modal coordinates ``q``."""
         return deformed_points(self.nodes, self.modes, q, R, r, scale)
 
-    def von_mises(self, q):
+    def von_mises(self, q: ArrayLike | None) -> Array:
         """Von Mises stress per node (or cell) for modal coordinates ``q`` (zeros if none)."""
         if self.stress_modes is None or q is None:
             n = self.n_cells if self.stress_on_cells else len(self.nodes)
@@ -147,7 +158,7 @@ class BodyGeometry:
         return von_mises(self.stress_modes, q)
 
     # -- conversions ---------------------------------------------------------------------
-    def to_arrays(self):
+    def to_arrays(self) -> dict[str, Any]:
         """Flat ``dict str -> array`` (the Results ``geometry`` entry)."""
         out = {"nodes": self.nodes}
         out.update({f"cells:{k}": v for k, v in self.cells.items()})
@@ -159,14 +170,14 @@ class BodyGeometry:
         return out
 
     @classmethod
-    def from_arrays(cls, d):
+    def from_arrays(cls, d: Mapping[str, Any]) -> BodyGeometry:
         """Inverse of :meth:`to_arrays`."""
         cells = {k[6:]: v for k, v in d.items() if k.startswith("cells:")}
         extras = {k[6:]: v for k, v in d.items() if k.startswith("extra:")}
         return cls(d["nodes"], cells, d.get("modes"), d.get("stress_modes"),
                    d.get("frequencies"), d.get("color"), extras)
 
-    def to_pyvista(self, points=None):
+    def to_pyvista(self, points: ArrayLike | None = None) -> Any:
         """A ``pyvista.UnstructuredGrid`` (points default to the undeformed nodes)."""
         import pyvista as pv
 
@@ -176,7 +187,7 @@ class BodyGeometry:
 
 
 # -- numerics --------------------------------------------------------------------------
-def modal_displacement(Phi, q, n_nodes):
+def modal_displacement(Phi: ArrayLike | None, q: ArrayLike | None, n_nodes: int) -> Array:
     """``(Phi @ q).reshape(n_nodes, 3)``; zeros when ``Phi`` or ``q`` is None."""
     if Phi is None or q is None or np.size(q) == 0:
         return np.zeros((n_nodes, 3))
@@ -188,7 +199,9 @@ def modal_displacement(Phi, q, n_nodes):
     return (Phi @ q).reshape(n_nodes, 3)
 
 
-def deformed_points(nodes, Phi, q, R=None, r=None, scale=1.0):
+def deformed_points(nodes: ArrayLike, Phi: ArrayLike | None, q: ArrayLike | None,
+                    R: ArrayLike | None = None, r: ArrayLike | None = None,
+                    scale: float = 1.0) -> Array:
     """World positions ``r + R (X + scale * Phi q)`` of the nodes (n, 3)."""
     X = np.asarray(nodes, dtype=float).reshape(-1, 3)
     x = X + scale * modal_displacement(None if Phi is None else np.asarray(Phi), q, len(X))
@@ -199,7 +212,7 @@ def deformed_points(nodes, Phi, q, R=None, r=None, scale=1.0):
     return x
 
 
-def von_mises(stress_modes, q):
+def von_mises(stress_modes: ArrayLike, q: ArrayLike) -> Array:
     """Von Mises stress of ``sigma = stress_modes @ q`` (Voigt, normal components first)."""
     s = (np.asarray(stress_modes) @ np.asarray(q, dtype=float)).reshape(-1, 6)
     sxx, syy, szz = s[:, 0], s[:, 1], s[:, 2]
@@ -207,8 +220,10 @@ def von_mises(stress_modes, q):
                    + 3.0 * (s[:, 3] ** 2 + s[:, 4] ** 2 + s[:, 5] ** 2))
 
 
-def deformed_mesh(nodes, cells, cell_type=None, Phi=None, q=None, R=None, r=None, scale=1.0,
-                  stress_modes=None):
+def deformed_mesh(nodes: ArrayLike, cells: Any, cell_type: str | None = None,
+                  Phi: ArrayLike | None = None, q: ArrayLike | None = None,
+                  R: ArrayLike | None = None, r: ArrayLike | None = None, scale: float = 1.0,
+                  stress_modes: ArrayLike | None = None) -> Any:
     """Deformed full mesh of a reduced flexible body as a ``pyvista.UnstructuredGrid``.
 
     Parameters
@@ -252,7 +267,8 @@ def deformed_mesh(nodes, cells, cell_type=None, Phi=None, q=None, R=None, r=None
 
 
 # -- rigid bodies: glyphs and visuals ----------------------------------------------------
-def inertia_box(mass, inertia, com=(0.0, 0.0, 0.0), min_ratio=0.06, density=7850.0):
+def inertia_box(mass: float, inertia: ArrayLike, com: ArrayLike = (0.0, 0.0, 0.0),
+                min_ratio: float = 0.06, density: float = 7850.0) -> BodyGeometry:
     """Hexahedron with the mass and principal inertia of a rigid body (body frame).
 
     Edge lengths of the homogeneous box with moments ``I1, I2, I3``:
@@ -375,7 +391,7 @@ def _first_attr(obj, names):
     return None
 
 
-def reduced_body_geometry(rb):
+def reduced_body_geometry(rb: Any) -> BodyGeometry:
     """BodyGeometry of a reduced flexible body (adapter to :mod:`flexmbd.fem`).
 
     Accepts a :class:`BodyGeometry`, or any object or dict exposing
@@ -450,7 +466,7 @@ def _mesh_parts(mesh):
     raise FlexmbdError(f"unknown mesh type {type(mesh).__name__}")
 
 
-def body_geometry(body, glyph=True):
+def body_geometry(body: Any, glyph: bool = True) -> BodyGeometry | None:
     """BodyGeometry of a model body: flexible mesh + modes, rigid visual, or glyph box.
 
     A flexible body is recognized by a ``reduced`` or ``reduced_body`` attribute (or
@@ -495,7 +511,8 @@ def frame_data(results, geoms, i, scale=1.0):
     return out
 
 
-def rigid_fit(X, P, R=None, tie=1e-3):
+def rigid_fit(X: ArrayLike, P: ArrayLike, R: ArrayLike | None = None,
+              tie: float = 1e-3) -> tuple[Array, Array, Array]:
     """Rigid map ``x -> c + Rf (x - cx)`` that best fits points ``X`` (m, 3, body
     axes) onto ``P`` (m, 3, world) in least squares (Kabsch); a rotation left free by
     the points (collinear, fewer than three) follows ``R`` (the body frame: three
@@ -513,7 +530,8 @@ def rigid_fit(X, P, R=None, tie=1e-3):
     return Rf, cx, c
 
 
-def anchored_frame_data(results, geoms, i, scale):
+def anchored_frame_data(results: Results, geoms: Mapping[str, BodyGeometry], i: int,
+                        scale: float) -> dict[str, Any]:
     """As :func:`frame_data`, with the magnified deformation of a flexible body taken
     about the rigid placement that best fits its interface nodes (``anchor_nodes``:
     where the joints attach), so that a drawing magnified ``scale`` times keeps the
@@ -537,7 +555,8 @@ def anchored_frame_data(results, geoms, i, scale):
     return out
 
 
-def write_vtk_series(results, path, stride=1, scale=1.0, bodies=None):
+def write_vtk_series(results: Results, path: StrPath, stride: int = 1, scale: float = 1.0,
+                     bodies: Sequence[str] | None = None) -> list[Path]:
     """Implementation of :meth:`flexmbd.results.Results.to_vtk`."""
     import meshio
 

@@ -29,6 +29,8 @@ once). ``FLEXMBD_GL_PROBE_CACHE=0`` turns the file off; delete it after removing
 drivers by hand.
 """
 
+from __future__ import annotations
+
 import ctypes.util
 import functools
 import hashlib
@@ -36,8 +38,12 @@ import json
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import FlexmbdError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available",
            "egl_available", "run_probe"]
@@ -51,7 +57,7 @@ class RenderingUnavailable(FlexmbdError, RuntimeError):
     """Off-screen rendering is impossible here (no usable OpenGL library)."""
 
 
-def has_display():
+def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
@@ -60,12 +66,12 @@ def _find_library(name):
     return ctypes.util.find_library(name)   # runs ldconfig: once per process
 
 
-def osmesa_available():
+def osmesa_available() -> bool:
     """True when a libOSMesa shared library can be found."""
     return _find_library("OSMesa") is not None
 
 
-def egl_available():
+def egl_available() -> bool:
     """True when a libEGL shared library can be found."""
     return _find_library("EGL") is not None
 
@@ -136,7 +142,8 @@ def _cache_write(key, overrides, msg):
         pass
 
 
-def run_probe(env_overrides=None, timeout=120):
+def run_probe(env_overrides: Mapping[str, str] | None = None,
+              timeout: float = 120) -> tuple[bool, str]:
     """Run the probe in a child process; return ``(ok, message)``."""
     env = dict(os.environ)
     env.update(env_overrides or {})
@@ -155,7 +162,7 @@ def run_probe(env_overrides=None, timeout=120):
     return False, why
 
 
-def configure():
+def configure() -> str:
     """Make off-screen rendering safe in this process, or raise :class:`RenderingUnavailable`."""
     if _STATE["result"] is not None:
         ok, msg = _STATE["result"]

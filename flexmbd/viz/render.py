@@ -7,7 +7,10 @@ instead of letting VTK crash). Images are returned as ``(height, width, 3)`` uin
 arrays, so they can be checked or post-processed.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +24,13 @@ from .geometry import (
     reduced_body_geometry,
 )
 from .headless import configure, has_display
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._typing import ArrayLike, StrPath
+    from ..model import Model
+    from ..results import Results
 
 __all__ = ["show", "plotter", "animate", "plot_mode", "animate_mode", "FrameWriter"]
 
@@ -54,7 +64,7 @@ class FrameWriter:
     appended; the views here always change a label between frames.
     """
 
-    def __init__(self, path, fps=20):
+    def __init__(self, path: StrPath, fps: float = 20) -> None:
         self.path = Path(path)
         self.fps = float(fps)
         suffix = self.path.suffix.lower()
@@ -83,7 +93,7 @@ class FrameWriter:
             )
         self.n = 0
 
-    def append(self, image):
+    def append(self, image: ArrayLike) -> None:
         """Add one ``(h, w, 3)`` (or RGBA) uint8 frame."""
         image = np.ascontiguousarray(np.asarray(image)[..., :3], dtype=np.uint8)
         if self._gif is not None:
@@ -95,7 +105,7 @@ class FrameWriter:
             self._w.append_data(image)
         self.n += 1
 
-    def close(self):
+    def close(self) -> None:
         """Finish the file (a GIF is written here)."""
         if self._gif is not None:
             frames, self._gif = self._gif, None
@@ -481,10 +491,13 @@ def _finish(p, file, off_screen):
 
 
 # -- public -------------------------------------------------------------------------------
-def plotter(obj, t=None, *, model=None, field="displacement", scale=1.0, joints=True,
-            frames=False, glyphs=True, view="auto", window_size=(800, 600), cmap="viridis",
-            show_edges=False, off_screen=True, zoom=1.0, clim=None, about="interfaces",
-            axes=True, ground=None):
+def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
+            field: str | None = "displacement", scale: float = 1.0, joints: bool = True,
+            frames: bool = False, glyphs: bool = True, view: str = "auto",
+            window_size: tuple[int, int] = (800, 600), cmap: str = "viridis",
+            show_edges: bool = False, off_screen: bool = True, zoom: float = 1.0,
+            clim: tuple[float, float] | None = None, about: str = "interfaces",
+            axes: bool = True, ground: bool | None = None) -> Any:
     """A ``pyvista.Plotter`` holding the drawing of :func:`show`, not yet rendered.
 
     Add your own actors, move the camera (``p.camera``), then ``p.show()`` or
@@ -538,10 +551,13 @@ def plotter(obj, t=None, *, model=None, field="displacement", scale=1.0, joints=
     return p
 
 
-def show(obj, t=None, file=None, *, model=None, field="displacement", scale=1.0,
-         joints=True, frames=False, glyphs=True, view="auto", window_size=(800, 600),
-         cmap="viridis", show_edges=False, off_screen=None, zoom=1.0, clim=None,
-         about="interfaces", axes=True, ground=None):
+def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
+         model: Model | None = None, field: str | None = "displacement", scale: float = 1.0,
+         joints: bool = True, frames: bool = False, glyphs: bool = True,
+         view: str = "auto", window_size: tuple[int, int] = (800, 600),
+         cmap: str = "viridis", show_edges: bool = False, off_screen: bool | None = None,
+         zoom: float = 1.0, clim: tuple[float, float] | None = None,
+         about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> Any:
     """Draw a model (initial configuration) or results at time ``t``.
 
     Parameters
@@ -616,10 +632,12 @@ def frame_pose(results, body, i):
     return body_pose_at(results, body, i)
 
 
-def animate(results, file, scale=1.0, field="displacement", *, model=None, fps=20,
-            stride=None, max_frames=200, view="auto", window_size=(640, 480), cmap="viridis",
-            clim=None, show_edges=False, zoom=1.0, about="interfaces", axes=True,
-            ground=None):
+def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | None = "displacement",
+            *, model: Model | None = None, fps: float = 20, stride: int | None = None,
+            max_frames: int | None = 200, view: str = "auto",
+            window_size: tuple[int, int] = (640, 480), cmap: str = "viridis",
+            clim: tuple[float, float] | None = None, show_edges: bool = False, zoom: float = 1.0,
+            about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> int:
     """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
 
     Flexible bodies are drawn as their full deformed meshes, reconstructed from the
@@ -722,9 +740,11 @@ def _mode_q(g, k, amplitude):
     return q
 
 
-def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
-              undeformed=True, view="auto", window_size=(800, 600), cmap="viridis",
-              show_edges=True, off_screen=None):
+def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: float | None = None,
+              field: str | None = "displacement", *, undeformed: bool = True,
+              view: str = "auto", window_size: tuple[int, int] = (800, 600),
+              cmap: str = "viridis", show_edges: bool = True,
+              off_screen: bool | None = None) -> Any:
     """Draw mode number ``k`` (1-based, as in ``ReducedBody.info()``) with its frequency.
 
     ``scale`` multiplies the mode shape (default: largest displacement = 10 % of the
@@ -750,9 +770,10 @@ def plot_mode(reduced_body, k, file=None, scale=None, field="displacement", *,
     return _finish(p, file, off_screen)
 
 
-def animate_mode(reduced_body, k, file, scale=None, field="displacement", *, n_frames=24,
-                 fps=12, view="auto", window_size=(640, 480), cmap="viridis",
-                 show_edges=True):
+def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None = None,
+                 field: str | None = "displacement", *, n_frames: int = 24, fps: float = 12,
+                 view: str = "auto", window_size: tuple[int, int] = (640, 480),
+                 cmap: str = "viridis", show_edges: bool = True) -> int:
     """Animate mode number ``k`` (1-based) over one period of ``sin`` into ``file``.
 
     Returns the number of frames written.
