@@ -381,8 +381,8 @@ class StaticCorrection(Strategy):
     def __init__(self, n_normal=None, loads=None, fixed=None, orthonormalize=True, *,
                  n_total=None):
         if loads is None:
-            raise MeshError("StaticCorrection: no loads given; give loads=, e.g. loads=['B'] (an interface) "
-                            "or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))")
+            raise MeshError("StaticCorrection: no loads given; give loads=, e.g. loads=['B'] "
+                            "(an interface) or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))")
         self.loads, self.fixed = loads, fixed
         self.orthonormalize = orthonormalize
         n_static = load_columns(loads)
