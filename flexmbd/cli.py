@@ -159,30 +159,24 @@ def _material(args):
 
 
 def _strategy(name, n, interfaces, fixed, load, kind):
+    """The strategy of ``--strategy name`` with ``--modes n`` modes in total."""
     import flexmbd.fem as F
 
     if name == "normal":
-        return F.NormalModes(n, fixed=fixed)
+        return F.NormalModes(n_modes=n, fixed=fixed)
     if name == "craig-bampton":
         if not interfaces:
             raise FlexmbdError("craig-bampton needs interfaces: --interface NAME=SELECTOR")
-        n_fixed = n - 6 * (len(interfaces) - 1)
-        if n_fixed < 0:
-            raise FlexmbdError(
-                f"--modes {n} is fewer than the {6 * (len(interfaces) - 1)} constraint modes of "
-                f"{len(interfaces)} rigid interfaces (the first is the body frame)"
-            )
-        return F.CraigBampton(n_fixed, interfaces, kind)
+        return F.CraigBampton(n_total=n, interfaces=interfaces, interface_kind=kind)
     if name == "static-correction":
         loads = list(interfaces) or ([load] if load is not None else None)
         if not loads:
             raise FlexmbdError("static-correction needs --interface or --load for its loads")
-        n_loads = 6 * len(interfaces) if interfaces else 1
-        return F.StaticCorrection(max(n - n_loads, 1), loads, fixed=fixed)
+        return F.StaticCorrection(n_total=n, loads=loads, fixed=fixed)
     if name == "ritz":
         if load is None:
             raise FlexmbdError("ritz needs a load: --load SELECTOR:fx,fy,fz")
-        return F.RitzVectors(n, load, fixed=fixed)
+        return F.RitzVectors(n_vectors=n, load=load, fixed=fixed)
     raise FlexmbdError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")
 
 
@@ -554,8 +548,16 @@ file.
 
 Strategies: normal (free-free or --fixed normal modes), static-correction (normal
 modes plus the static response to the interface or --load loads), craig-bampton
-(constraint modes of the rigid interfaces plus fixed-interface modes; --modes counts
-both), ritz (load-dependent Ritz vectors of --load).
+(constraint modes of the interfaces plus fixed-interface modes), ritz
+(load-dependent Ritz vectors of --load).
+
+--modes N is the total number of modes for every strategy, as in the API's
+describe(): craig-bampton gets N minus its constraint modes as fixed-interface
+modes (6 per rigid/distributing interface besides the first, the body frame;
+3 per node of a nodes interface, the first one minus 6), i.e.
+CraigBampton(n_total=N, ...); static-correction gets N minus its static modes
+(6 per interface, 1 for --load) as normal modes, StaticCorrection(n_total=N, ...).
+An N below the constraint or static modes is refused with the number needed.
 
 {_SELECTORS}
 """
@@ -652,7 +654,8 @@ def _fem_options(p):
     p.add_argument("--load", metavar="SEL:fx,fy,fz", help="point load (N) on the selected "
                    "nodes (Ritz vectors, static correction, compare-modes)")
     p.add_argument("--modes", type=positive_int, default=8, metavar="N",
-                   help="number of modes, at least 1 (default 8)")
+                   help="total number of modes, at least 1 (default 8); for craig-bampton "
+                   "and static-correction it includes the constraint / static modes")
     p.add_argument("--material", default="steel", help=f"one of {sorted(set(MATERIALS))} "
                    "(default steel)")
     p.add_argument("--E", type=finite_float, help="Young's modulus (Pa), overrides --material")

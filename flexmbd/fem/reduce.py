@@ -241,7 +241,8 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
         else:
             mat_name, mat_vals = mat.name, [mat.E, mat.nu, mat.rho]
         return ReducedBody(
-            name=name or str(fe.source), strategy=ms.strategy, frame=ms.frame, support=ms.support,
+            name=name or str(fe.source), strategy=ms.strategy, mode_count=ms.description,
+            frame=ms.frame, support=ms.support,
             reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat_name,
             kg_convention=conv, material=mat_vals,
             nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,

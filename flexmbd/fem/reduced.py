@@ -7,6 +7,9 @@ key                         shape            meaning
 ==========================  ===============  =============================================
 schema                      ()               "flexmbd.reduced/1"
 name, strategy, frame       ()               body name, strategy repr, frame convention
+mode_count                  ()               the mode count as text, e.g. "8 fixed-interface
+                                             + 6 constraint = 14 modes" (optional: files
+                                             without it count ``mode_kind``)
 support                     ()               "free" (mean axes) or "clamped"
 reference                   ()               reference interface name or ""
 material                    (3,) + name      E, nu, rho; ``material_name``
@@ -39,6 +42,7 @@ Missing optional arrays (stress modes, K_G) are stored with a leading 0 dimensio
 import numpy as np
 
 from ..errors import MeshError
+from .modecount import count_text_from_kinds
 
 __all__ = ["ReducedBody", "SCHEMA"]
 
@@ -48,7 +52,7 @@ _ARRAYS = ("nodes", "cells", "modes", "frequencies", "mode_frequencies", "first_
            "M_ff", "K_ff", "D_ff", "damping", "zeta", "interface_origins", "interface_nodes",
            "interface_offsets", "interface_modes", "stress_modes", "kg_unit")
 _STRINGS = ("name", "strategy", "frame", "support", "reference", "cell_type", "material_name",
-            "kg_convention")
+            "kg_convention", "mode_count")
 _STRLISTS = ("mode_kind", "mode_label", "mode_mix", "interface_names", "interface_kinds",
              "kg_names", "notes")
 
@@ -107,7 +111,20 @@ class ReducedBody:
     # -- sizes and views -------------------------------------------------------------------
     @property
     def n_modes(self):
+        """Total number of modes (columns of ``modes``), every kind included."""
         return self.modes.shape[1]
+
+    def n_total(self):
+        """Total number of modes, as `Strategy.n_total` (same as ``n_modes``)."""
+        return self.n_modes
+
+    def describe(self):
+        """The mode count as text, e.g. "8 fixed-interface + 6 constraint = 14 modes".
+
+        The strategy's parts before any re-diagonalization (stored as ``mode_count``);
+        a body without it (given matrices, older files) counts ``mode_kind``.
+        """
+        return self.mode_count or count_text_from_kinds(self.mode_kind)
 
     @property
     def n_nodes(self):
@@ -178,6 +195,7 @@ class ReducedBody:
         """Print (and return) the mode table, frame convention and interface list."""
         lines = [f"ReducedBody {self.name!r}: {self.n_modes} modes, {self.n_nodes} nodes "
                  f"({self.cell_type}), mass {self.mass:.6g} kg",
+                 f"  modes    : {self.describe()}",
                  f"  strategy : {self.strategy}",
                  f"  frame    : {self.frame}",
                  f"  K_G      : {self.kg_convention or 'not computed'}",
@@ -202,7 +220,7 @@ class ReducedBody:
         return text
 
     def __repr__(self):
-        return (f"ReducedBody({self.name!r}, {self.n_modes} modes, mass={self.mass:.6g}, "
+        return (f"ReducedBody({self.name!r}, {self.describe()}, mass={self.mass:.6g}, "
                 f"interfaces={self.interface_names})")
 
     # -- persistence -----------------------------------------------------------------------
@@ -290,7 +308,7 @@ class ReducedBody:
             raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
                             "with this flexmbd version")
         fields = {k: z[k] for k in _ARRAYS}
-        fields.update({k: str(z[k]) for k in _STRINGS})
+        fields.update({k: str(z[k]) for k in _STRINGS if k in z or k != "mode_count"})
         fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
         fields["mass"] = float(z["mass"])
         fields["material"] = z["material"]

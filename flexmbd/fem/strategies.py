@@ -5,10 +5,18 @@ returns a `ModeSet` — full-space mode shapes, their kinds and labels, the
 floating-frame convention, and the static solver whose supports match that
 convention (used for the unit geometric-stiffness load cases).
 
+Mode counts (`flexmbd.fem.modecount`): each strategy names its parts —
+``NormalModes(n_modes)``, ``StaticCorrection(n_normal, loads)``,
+``CraigBampton(n_fixed, interfaces)``, ``RitzVectors(n_vectors, load)`` — and
+``n_total(model=None)`` / ``describe(model=None)`` give the total, e.g.
+"8 fixed-interface + 6 constraint = 14 modes".  ``StaticCorrection`` and
+``CraigBampton`` also take ``n_total=`` (keyword) instead, the meaning of
+``flexmbd reduce --modes``.
+
 Floating-frame conventions
 --------------------------
 free-free bases
-    (``NormalModes(n)``, ``StaticCorrection(..., fixed=None)``,
+    (``NormalModes(n_modes)``, ``StaticCorrection(..., fixed=None)``,
     ``RitzVectors(..., fixed=None)``, ``CraigBampton(..., frame="mean-axis")``)
     *mean axes*: every mode is M-orthogonal to the six rigid-body modes, i.e.
     ``int rho u dV = 0`` and ``int rho x0 x u dV = 0``.  Static shapes use
@@ -32,31 +40,16 @@ import scipy.sparse as sp
 from ..errors import MeshError, SolverError
 from .eigen import SPDFactor, eigsh_shift_invert
 from .interfaces import Interface, interface_transform
+from .modecount import count_text, count_text_from_kinds, whole_count
 from .selectors import as_selector, select
 
 __all__ = ["NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "ModeSet",
-           "PointLoad", "Strategy"]
+           "PointLoad", "Strategy", "load_columns", "constraint_count"]
 
 _FRAME_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
 
 
-def mode_count(value, what, minimum=1):
-    """``value`` as a whole number >= ``minimum``; MeshError naming ``what`` otherwise.
-
-    Accepts ints, numpy integers and integral floats (8.0); refuses bools, strings,
-    NaN, fractions (2.5 would silently become 2) and counts below ``minimum``.
-    """
-    ok = isinstance(value, (int, np.integer, float, np.floating)) and \
-        not isinstance(value, (bool, np.bool_))
-    if ok:
-        f = float(value)
-        ok = np.isfinite(f) and f == int(f)
-    if not ok:
-        raise MeshError(f"{what}={value!r} must be a whole number (an int such as 8)")
-    n = int(value)
-    if n < minimum:
-        raise MeshError(f"{what}={n} must be >= {minimum}")
-    return n
+mode_count = whole_count  # the count check, shared with modecount.py
 
 
 def check_mode_count(n, available, what, model, fix):
@@ -69,15 +62,20 @@ def check_mode_count(n, available, what, model, fix):
 
 
 class ModeSet:
-    """Result of a strategy: mode shapes (3n x m) in the body frame and bookkeeping."""
+    """Result of a strategy: mode shapes (3n x m) in the body frame and bookkeeping.
+
+    ``description`` is the mode count as text ("8 fixed-interface + 6 constraint = 14
+    modes"), taken before any re-diagonalization; default from ``kinds``.
+    """
 
     def __init__(self, Phi, kinds, labels, frame, support, static, reference=None,
-                 interfaces=None, strategy="", notes=()):
+                 interfaces=None, strategy="", notes=(), description=None):
         self.Phi = np.asarray(Phi, float)
         self.kinds, self.labels = list(kinds), list(labels)
         self.frame, self.support, self.static = frame, support, static
         self.reference, self.interfaces = reference, dict(interfaces or {})
         self.strategy, self.notes = strategy, list(notes)
+        self.description = description or count_text_from_kinds(self.kinds)
         self.mix = [""] * self.Phi.shape[1]
         self.timings = {}  # cost of the strategy's steps (s), merged into ReducedBody.timings
 
@@ -153,6 +151,34 @@ def resolve_loads(model, loads, interfaces, where):
             labels += [f"F{k + 1}.{j}" for j in range(F.shape[1])] if F.shape[1] > 1 \
                 else [f"F{k + 1}"]
     return np.hstack(cols), labels
+
+
+def load_columns(loads):
+    """Number of load vectors in a load specification (see `resolve_loads`), no mesh needed.
+
+    An interface name or a `PointLoad` without force and moment: its 6 unit wrenches; a
+    `PointLoad` with force or moment: 1; an array (3n,) / (3n, m): 1 / m.
+    """
+    if loads is None:
+        return 0
+    if isinstance(loads, (str, PointLoad, np.ndarray)):
+        loads = [loads]
+    if isinstance(loads, dict):
+        loads = [v if isinstance(v, PointLoad) else PointLoad(v, name=k)
+                 for k, v in loads.items()]
+    n = 0
+    for item in loads:
+        if isinstance(item, str):
+            n += 6
+        elif isinstance(item, PointLoad):
+            n += 6 if item.force is None and item.moment is None else 1
+        else:
+            try:
+                shape = np.shape(np.asarray(item, float))
+            except (TypeError, ValueError):
+                shape = ()
+            n += int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return n
 
 
 def m_gram_schmidt(V, M, basis=None, tol=1e-8):
@@ -238,7 +264,8 @@ class Strategy:
 
     def _normal(self, model, n, fixed_nodes):
         """Normal modes (free-free, rigid modes removed, or clamped) and the static solver."""
-        where = f"{type(self).__name__}: {'n' if isinstance(self, NormalModes) else 'n_normal'}"
+        where = f"{type(self).__name__}: " + \
+            ("n_modes" if isinstance(self, NormalModes) else "n_normal")
         if fixed_nodes is None:
             check_mode_count(n, model.n_dofs - 6, where, model,
                              "minus the 6 rigid-body modes of the free body")
@@ -267,29 +294,58 @@ class Strategy:
                     "(int rho u dV = 0, int rho x0 x u dV = 0); static shapes by inertia relief")
         return "attached to the fixed nodes: every mode is zero there (clamped basis)"
 
-    def describe(self):
-        return repr(self)
+    def n_total(self, model=None):
+        """Total number of modes of the basis: the one meaning of a mode count.
+
+        ``model`` (`FEModel`) is needed only where the count depends on the mesh
+        (Craig-Bampton with ``"nodes"`` interfaces).
+        """
+        return sum(n for n, _ in self._parts(model))
+
+    def describe(self, model=None):
+        """The mode count as text, e.g. "8 fixed-interface + 6 constraint = 14 modes"."""
+        return count_text(self._parts(model), self._n_loads())
+
+    def _n_loads(self):
+        return None
 
 
 class NormalModes(Strategy):
-    """The ``n`` lowest normal modes, free-free (rigid modes removed) or with ``fixed`` nodes.
+    """The ``n_modes`` lowest normal modes, free-free (rigid modes removed) or clamped.
 
-    >>> NormalModes(8)
-    NormalModes(n=8, fixed=None)
+    Parameters
+    ----------
+    n_modes : int
+        Number of modes (>= 1), the total of the basis (first positional argument).
+    fixed : selector, optional
+        Clamped basis; default free-free (mean axes, inertia relief).
+
+    >>> NormalModes(n_modes=8)
+    NormalModes(n_modes=8, fixed=None)
+    >>> NormalModes(8).describe()
+    '8 normal modes'
     """
 
-    def __init__(self, n, fixed=None, orthonormalize=False):
-        self.n = mode_count(n, "NormalModes: n")
+    def __init__(self, n_modes, fixed=None, orthonormalize=False):
+        self.n_modes = mode_count(n_modes, "NormalModes: n_modes")
         self.fixed, self.orthonormalize = fixed, orthonormalize
 
+    @property
+    def n(self):
+        """Alias of ``n_modes`` (the name before the count had one meaning)."""
+        return self.n_modes
+
+    def _parts(self, model=None):
+        return [(self.n_modes, "normal")]
+
     def __repr__(self):
-        return f"NormalModes(n={self.n}, fixed={self.fixed!r})"
+        return f"NormalModes(n_modes={self.n_modes}, fixed={self.fixed!r})"
 
     def build(self, model, interfaces=None):
-        lam, V, static, support = self._normal(model, self.n, self._fixed_nodes(model))
+        lam, V, static, support = self._normal(model, self.n_modes, self._fixed_nodes(model))
         return ModeSet(V, ["normal"] * V.shape[1], [f"normal {i + 1}" for i in range(V.shape[1])],
                        self._frame_text(support), support, static,
-                       interfaces=interfaces, strategy=repr(self))
+                       interfaces=interfaces, strategy=repr(self), description=self.describe())
 
 
 class StaticCorrection(Strategy):
@@ -300,19 +356,54 @@ class StaticCorrection(Strategy):
     review after eq. 3) and, with ``orthonormalize=True`` (default), the whole
     set is re-diagonalized by the reduced eigenproblem (eq. 4-6).
 
+    The total is ``n_normal`` plus one static mode per load vector (6 per interface
+    name or wrench-free `PointLoad`, 1 per `PointLoad` with a force or moment, m per
+    (3n, m) array); a static shape already in the span of the others is dropped and
+    the build notes it.
+
     Parameters
     ----------
     n_normal : int
+        Number of normal modes (>= 0; first positional argument).
     loads : interface name, `PointLoad`, array (3n,) / (3n, m), or a list of them
     fixed : selector, optional
         Clamped basis; default free-free (mean axes, inertia relief).
+    n_total : int, optional (keyword only)
+        The total instead of ``n_normal``: ``n_normal = n_total - static modes``
+        (what ``flexmbd reduce --modes`` means).
+
+    >>> StaticCorrection(n_normal=6, loads=[PointLoad("tip", force=(0, 1, 0)),
+    ...                                     PointLoad("tip", force=(0, 0, 1)),
+    ...                                     PointLoad("mid", force=(0, 1, 0)),
+    ...                                     PointLoad("mid", force=(0, 0, 1))]).describe()
+    '6 normal + 4 static-correction = 10 modes'
     """
 
-    def __init__(self, n_normal, loads, fixed=None, orthonormalize=True):
-        # 0 normal modes: the static correction modes alone
-        self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal", minimum=0)
+    def __init__(self, n_normal=None, loads=None, fixed=None, orthonormalize=True, *,
+                 n_total=None):
+        if loads is None:
+            raise MeshError("StaticCorrection: no loads given; give loads=, e.g. loads=['B'] "
+                            "(an interface) or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))")
         self.loads, self.fixed = loads, fixed
         self.orthonormalize = orthonormalize
+        n_static = load_columns(loads)
+        if (n_normal is None) == (n_total is None):
+            raise MeshError("StaticCorrection: give exactly one of n_normal (normal modes) and "
+                            "n_total (normal + static-correction modes)")
+        if n_total is not None:
+            n_total = mode_count(n_total, "StaticCorrection: n_total")
+            if n_total < n_static:
+                raise MeshError(
+                    f"StaticCorrection: n_total={n_total} is fewer than the {n_static} "
+                    f"static-correction modes of loads {loads!r}; ask for at least {n_static} "
+                    "(the rest are normal modes) or give fewer loads")
+            n_normal = n_total - n_static
+        # 0 normal modes: the static correction modes alone
+        self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal", minimum=0)
+        self.n_static = n_static
+
+    def _parts(self, model=None):
+        return [(self.n_normal, "normal"), (self.n_static, "static-correction")]
 
     def __repr__(self):
         return (f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, "
@@ -332,8 +423,10 @@ class StaticCorrection(Strategy):
         kinds = ["normal"] * V.shape[1] + ["static-correction"] * Q.shape[1]
         labs = [f"normal {i + 1}" for i in range(V.shape[1])]
         labs += [f"static {labels[j]}" for j in kept]
+        text = count_text([(V.shape[1], "normal"), (Q.shape[1], "static-correction")])
         return ModeSet(Phi, kinds, labs, self._frame_text(support), support, static,
-                       interfaces=interfaces, strategy=repr(self), notes=notes)
+                       interfaces=interfaces, strategy=repr(self), notes=notes,
+                       description=text)
 
 
 class RitzVectors(Strategy):
@@ -343,15 +436,38 @@ class RitzVectors(Strategy):
     M-orthogonalized (Gram-Schmidt, twice) against the previous vectors and
     M-normalized.  A load with several columns gives block Ritz vectors.
     Free-free: inertia relief and mean axes; ``fixed``: clamped.
+
+    Parameters
+    ----------
+    n_vectors : int
+        Number of Ritz vectors (>= 1), the total of the basis (first positional argument).
+    load : interface name, `PointLoad`, array (3n,) / (3n, m), or a list of them
+    fixed : selector, optional
+        Clamped basis; default free-free.
+
+    >>> RitzVectors(n_vectors=8, load=["A"]).describe()
+    '8 Ritz vectors (6 loads)'
     """
 
-    def __init__(self, n, load, fixed=None, orthonormalize=False):
-        self.n = mode_count(n, "RitzVectors: n")
+    def __init__(self, n_vectors, load, fixed=None, orthonormalize=False):
+        self.n_vectors = mode_count(n_vectors, "RitzVectors: n_vectors")
         self.load, self.fixed = load, fixed
         self.orthonormalize = orthonormalize
 
+    @property
+    def n(self):
+        """Alias of ``n_vectors`` (the name before the count had one meaning)."""
+        return self.n_vectors
+
+    def _parts(self, model=None):
+        return [(self.n_vectors, "Ritz")]
+
+    def _n_loads(self):
+        return load_columns(self.load)
+
     def __repr__(self):
-        return f"RitzVectors(n={self.n}, load={self.load!r}, fixed={self.fixed!r})"
+        return (f"RitzVectors(n_vectors={self.n_vectors}, load={self.load!r}, "
+                f"fixed={self.fixed!r})")
 
     def build(self, model, interfaces=None):
         fixed = self._fixed_nodes(model)
@@ -362,64 +478,145 @@ class RitzVectors(Strategy):
             static, support = _Clamped(model, fixed).solve, "clamped"
         F, labels = resolve_loads(model, self.load, interfaces or {}, "RitzVectors")
         available = model.n_dofs - 6 if fixed is None else model.n_dofs - 3 * len(fixed)
-        check_mode_count(self.n, available, "RitzVectors: n", model,
+        check_mode_count(self.n_vectors, available, "RitzVectors: n_vectors", model,
                          "minus the 6 rigid-body modes" if fixed is None else "minus fixed DOFs")
         X = static(F)
         Q = np.zeros((model.n_dofs, 0))
         blocks = 0
-        while Q.shape[1] < self.n:
+        while Q.shape[1] < self.n_vectors:
             Qn, kept = m_gram_schmidt(X, model.M, basis=Q)
             if Qn.shape[1] == 0:
                 break
-            Q = np.hstack([Q, Qn[:, : self.n - Q.shape[1]]])
+            Q = np.hstack([Q, Qn[:, : self.n_vectors - Q.shape[1]]])
             blocks += 1
             X = static(model.M @ Qn)
-        if Q.shape[1] < self.n:
+        if Q.shape[1] < self.n_vectors:
             raise SolverError(f"RitzVectors: only {Q.shape[1]} independent vectors from loads "
                               f"{labels}; ask for fewer")
         labs = [f"Ritz {i + 1}" for i in range(Q.shape[1])]
         return ModeSet(Q, ["Ritz"] * Q.shape[1], labs, self._frame_text(support), support,
-                       static, interfaces=interfaces, strategy=repr(self))
+                       static, interfaces=interfaces, strategy=repr(self),
+                       description=count_text([(Q.shape[1], "Ritz")], F.shape[1]))
+
+
+def constraint_count(itfs, ref):
+    """Number of Craig-Bampton constraint modes kept for the interfaces ``itfs``.
+
+    6 per rigid/distributing interface and 3 per node of a ``"nodes"`` interface, except
+    the reference ``ref``: its 6 rigid-body motions are the body frame's and are dropped
+    (a ``"nodes"`` reference keeps its node motions with zero least-squares rigid part).
+    """
+    n = 0
+    for name, itf in itfs.items():
+        if itf.kind == "nodes":
+            n += sla.null_space(itf.W).shape[1] if name == ref else 3 * len(itf.nodes)
+        elif name != ref:
+            n += 6
+    return n
 
 
 class CraigBampton(Strategy):
     """Craig-Bampton: fixed-interface normal modes plus interface constraint modes.
 
+    The total is ``n_fixed`` plus the constraint modes, which follow from the
+    interfaces: 6 per rigid/distributing interface besides the reference (whose 6
+    rigid-body motions are the body frame's), 3 per node of a ``"nodes"`` interface
+    (the reference one minus its 6 rigid motions); see `n_constraint`, `describe`.
+
     Parameters
     ----------
-    n_modes : int
-        Number of fixed-interface normal modes.
+    n_fixed : int
+        Number of fixed-interface normal modes (>= 0; first positional argument;
+        0 = the constraint modes alone, Guyan).
     interfaces : dict name -> selector (ordered)
     interface_kind : "rigid" | "distributing" | "nodes", or dict name -> kind
     reference : str, optional
         Interface whose frame is the body frame (default: the first).
     frame : "interface" | "mean-axis"
         ``"interface"``: the reference interface's 6 rigid-body constraint modes
-        are dropped, the body frame is attached to it.  ``"mean-axis"``: all
-        constraint modes are kept and every mode is M-orthogonalized against the
-        rigid-body modes (the set still spans the same deformations).
+        are dropped, the body frame is attached to it.  ``"mean-axis"``: every
+        mode is M-orthogonalized against the rigid-body modes (the reference's
+        constraint modes are dropped as dependent; the set spans the same
+        deformations).
     origins : dict name -> (3,), optional
         Interface frame origins (default: centroid of the interface nodes).
+    n_total : int, optional (keyword only)
+        The total instead of ``n_fixed``: ``n_fixed = n_total - constraint modes``
+        (what ``flexmbd reduce --modes`` means); fewer than the constraint modes is
+        refused with the number the interfaces need.
+
+    >>> cb = CraigBampton(n_fixed=8, interfaces={"A": "A", "B": "B"})
+    >>> cb.describe()
+    '8 fixed-interface + 6 constraint = 14 modes'
+    >>> CraigBampton(n_total=14, interfaces={"A": "A", "B": "B"}).n_fixed
+    8
     """
 
-    def __init__(self, n_modes, interfaces, interface_kind="rigid", reference=None,
-                 frame="interface", origins=None, orthonormalize=False):
+    def __init__(self, n_fixed=None, interfaces=None, interface_kind="rigid", reference=None,
+                 frame="interface", origins=None, orthonormalize=False, *, n_total=None):
         if not interfaces:
             raise MeshError("CraigBampton: give at least one interface, "
                             "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
         if frame not in ("interface", "mean-axis"):
             raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
-        n_modes = mode_count(n_modes, "CraigBampton: n_modes", minimum=0)
+        if (n_fixed is None) == (n_total is None):
+            raise MeshError("CraigBampton: give exactly one of n_fixed (fixed-interface modes) "
+                            "and n_total (fixed-interface + constraint modes)")
         if not isinstance(interfaces, dict):
             raise MeshError(f"CraigBampton: interfaces must be a dict name -> selector, got "
                             f"{type(interfaces).__name__}; e.g. interfaces={{'A': 'A'}}")
-        self.n_modes, self.interfaces = n_modes, interfaces
+        self.interfaces = interfaces
         self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
         self.origins, self.orthonormalize = origins, orthonormalize
+        self.n_fixed = None if n_fixed is None else \
+            mode_count(n_fixed, "CraigBampton: n_fixed", minimum=0)
+        self.n_total_given = None if n_total is None else \
+            mode_count(n_total, "CraigBampton: n_total")
+        if n_total is not None and not self._needs_mesh():
+            self.n_fixed = self._fixed_from_total(self.n_constraint())
+
+    def _kind(self, name):
+        k = self.interface_kind
+        return k.get(name, "rigid") if isinstance(k, dict) else k
+
+    def _needs_mesh(self):
+        return any(self._kind(nm) == "nodes" for nm in self.interfaces)
+
+    def _ref(self):
+        return self.reference or next(iter(self.interfaces))
+
+    def n_constraint(self, model=None):
+        """Number of constraint modes (see the class docstring); ``"nodes"`` interfaces
+        need the `FEModel` ``model`` (their node counts)."""
+        if not self._needs_mesh():
+            return 6 * sum(1 for nm in self.interfaces if nm != self._ref())
+        if model is None:
+            raise MeshError("CraigBampton: the constraint modes of 'nodes' interfaces are 3 per "
+                            "node; pass the FE model (n_constraint(model), n_total(model), "
+                            "describe(model)) to count them")
+        itfs = model.interfaces(self.interfaces, self.interface_kind, self.origins)
+        return constraint_count(itfs, self._ref())
+
+    def _fixed_from_total(self, n_c):
+        n_fixed = self.n_total_given - n_c
+        if n_fixed < 0:
+            raise MeshError(
+                f"CraigBampton: n_total={self.n_total_given} is fewer than the {n_c} constraint "
+                f"modes the interfaces {list(self.interfaces)} need (reference "
+                f"{self._ref()!r} is the body frame); ask for at least {n_c} modes, or use "
+                "fewer interfaces")
+        return n_fixed
+
+    def _parts(self, model=None):
+        n_c = self.n_constraint(model)
+        n_fixed = self.n_fixed if self.n_fixed is not None else self._fixed_from_total(n_c)
+        return [(n_fixed, "fixed-interface"), (n_c, "constraint")]
 
     def __repr__(self):
         names = list(self.interfaces)
-        return (f"CraigBampton(n_modes={self.n_modes}, interfaces={names}, "
+        count = (f"n_fixed={self.n_fixed}" if self.n_total_given is None
+                 else f"n_total={self.n_total_given}")
+        return (f"CraigBampton({count}, interfaces={names}, "
                 f"interface_kind={self.interface_kind!r}, frame={self.frame!r})")
 
     def build(self, model, interfaces=None):
@@ -435,7 +632,9 @@ class CraigBampton(Strategy):
             raise MeshError(f"CraigBampton: the interfaces {list(itfs)} take every node of mesh "
                             f"{model.fe.source!r}; nothing is left inside to deform; select "
                             "only the connection faces")
-        check_mode_count(self.n_modes, n_i, "CraigBampton: n_modes", model,
+        n_c = constraint_count(itfs, ref)
+        n_fixed = self.n_fixed if self.n_fixed is not None else self._fixed_from_total(n_c)
+        check_mode_count(n_fixed, n_i, "CraigBampton: n_fixed", model,
                          f"{model.n_dofs - n_i} belong to the interfaces")
         Ti, Tb = T[:, :n_i].tocsc(), T[:, n_i:].tocsc()
         KTb = K @ Tb
@@ -456,7 +655,7 @@ class CraigBampton(Strategy):
         tim["factor"], t0 = time.perf_counter() - t0, time.perf_counter()
         Psi_i = -factor.solve(Kib)
         tim["constraint_modes"], t0 = time.perf_counter() - t0, time.perf_counter()
-        lam, Vi = eigsh_shift_invert(Kii, Mii, self.n_modes, 0.0, factor)
+        lam, Vi = eigsh_shift_invert(Kii, Mii, n_fixed, 0.0, factor)
         tim["eigen"], t0 = time.perf_counter() - t0, time.perf_counter()
         Phi_fixed = Ti @ Vi
         Psi = Ti @ Psi_i + Tb.toarray()
@@ -532,8 +731,10 @@ class CraigBampton(Strategy):
             static, support = relieved.solve, "free"
         all_itfs = dict(itfs)
         all_itfs.update(extra)
+        text = count_text([(Vi.shape[1], "fixed-interface"), (Phi.shape[1] - Vi.shape[1],
+                                                               "constraint")])
         ms = ModeSet(Phi, kinds, labels, frame, support, static, reference=ref,
-                     interfaces=all_itfs, strategy=repr(self))
+                     interfaces=all_itfs, strategy=repr(self), description=text)
         ms.fixed_interface_lam = lam
         tim["assemble_basis"] = time.perf_counter() - t0
         ms.timings = tim

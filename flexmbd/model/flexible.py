@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import FlexmbdError, ModelError
 from .bodies import Body, Frame
 from .component import Component
 
@@ -368,12 +368,17 @@ class FlexibleBody(Body):
 
     def _short(self):
         if self._reduced is None:
-            return "FlexibleBody (not reduced yet)"
+            strategy = self._lazy[2] if self._lazy else None
+            try:   # the count without the mesh (nodes interfaces need it: not shown)
+                plan = f": {strategy.describe()}" if hasattr(strategy, "describe") else ""
+            except FlexmbdError:
+                plan = ""
+            return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
         stiff = ("geometric stiffening from mean-axis loads"
                  if self.geometric_stiffening and rb.kg_unit.shape[0] else
                  "no geometric stiffening")
-        return (f"FlexibleBody m={self.mass:.6g} kg, {self.n_modes} modes "
+        return (f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
                 f"({rb.strategy}), frame: {rb.frame}, {stiff}")
 
 

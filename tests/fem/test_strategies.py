@@ -85,7 +85,7 @@ def test_craig_bampton_with_constraint_modes_only_is_guyan(model):
                                                                       30.0], model.n_dofs)
     ug, uf = reduced_static(model, guyan.modes, Fv), reduced_static(model, full.modes, Fv)
     assert np.linalg.norm(ug - uf) <= 1e-9 * np.linalg.norm(uf)
-    with pytest.raises(MeshError, match="n_modes=-1"):
+    with pytest.raises(MeshError, match="n_fixed=-1"):
         F.CraigBampton(-1, {"A": A})
 
 
