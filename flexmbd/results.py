@@ -45,8 +45,8 @@ import numpy as np
 from .errors import FileError, FlexmbdError
 from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sniff
 
-__all__ = ["Results", "JointHistory", "BodyHistory", "attach_body_poses", "attach_tree_poses",
-           "attach_geometry"]
+__all__ = ["Results", "JointHistory", "BodyHistory", "Energies", "ENERGY_FIELDS",
+           "attach_body_poses", "attach_tree_poses", "attach_geometry", "complete"]
 
 SCHEMA = 1
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -59,31 +59,76 @@ class JointHistory:
         self._res = res
         self.name = name
 
-    def _cols(self, table):
+    def _get(self, kind, table, values):
         cols = [i for i, (owner, _) in enumerate(table) if owner == self.name]
-        if not cols:
-            raise FlexmbdError(f"joint {self.name!r} has no coordinates in these results")
-        return cols
+        if cols:
+            return values[:, cols]
+        key = f"joint:{self.name}:{kind}"
+        res = self._res
+        if key not in res.extra and getattr(res, "system", None) is not None:
+            from .joint_states import fill_joint_states
+
+            fill_joint_states(res, res.system)
+        if key in res.extra:
+            return res.extra[key]
+        raise FlexmbdError(
+            f"joint {self.name!r} has no coordinates in these results; joints: "
+            f"{res.joint_names}")
 
     @property
     def q(self):
-        """Coordinates (nt, nq_joint)."""
-        return self._res.q[:, self._cols(self._res.coordinates)]
+        """Coordinates (nt, nq_joint); angles (rad) continuous along time."""
+        return self._get("q", self._res.coordinates, self._res.q)
 
     @property
     def qd(self):
-        """Speeds (nt, nv_joint)."""
-        return self._res.qd[:, self._cols(self._res.speeds)]
+        """Speeds (nt, nv_joint): the relative twist of the child frame on the joint's
+        motion subspace (rad/s, m/s)."""
+        return self._get("qd", self._res.speeds, self._res.qd)
 
     @property
     def qdd(self):
         """Speed rates (nt, nv_joint)."""
-        return self._res.qdd[:, self._cols(self._res.speeds)]
+        return self._get("qdd", self._res.speeds, self._res.qdd)
 
     @property
     def reaction(self):
         """Reaction wrench history (nt, 6)."""
         return self._res.reaction(self.name)
+
+
+#: The energies every Results answers (J; works accumulated from t0), see
+#: :class:`Energies`: ``kinetic``; ``potential = gravity + spring`` (``spring``: springs
+#: and strain energy); ``total = kinetic + potential``; ``damper_work`` (dissipated),
+#: ``actuator_work``, ``external_work`` (delivered) and ``numerical_dissipation`` (the
+#: balance's remainder). A formulation that does not compute one gives ``None``.
+ENERGY_FIELDS = ("kinetic", "potential", "gravity", "spring", "total", "damper_work",
+                 "actuator_work", "external_work", "numerical_dissipation")
+
+
+class Energies:
+    """Energy histories with fixed fields (:data:`ENERGY_FIELDS`), ``None`` when absent
+    (``res.energies.kinetic``, ``res.energies["gravity"]``)."""
+
+    def __init__(self, res):
+        self._res = res
+
+    def __getitem__(self, name):
+        if name not in ENERGY_FIELDS:
+            raise FlexmbdError(f"no energy field {name!r}; fields: {list(ENERGY_FIELDS)}")
+        return self._res.energy.get(name)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except FlexmbdError as err:
+            raise AttributeError(str(err)) from None
+
+    def available(self):
+        """The fields these results hold."""
+        return [k for k in ENERGY_FIELDS if k in self._res.energy]
 
 
 class BodyHistory:
@@ -237,6 +282,11 @@ class Results:
     def body(self, name):
         """:class:`BodyHistory` of body ``name``."""
         return BodyHistory(self, name)
+
+    @property
+    def energies(self):
+        """:class:`Energies`: fixed energy fields, ``None`` when not computed."""
+        return Energies(self)
 
     def reaction(self, name):
         """Reaction wrench history (nt, 6) of joint ``name``, ``[n; f]`` in child joint axes."""
@@ -678,6 +728,24 @@ def h5_read(group, stop=None):
 
 
 # -- filling body poses and geometry ----------------------------------------------------
+def complete(results, system):
+    """The one finishing step of every run (all formulations and integrators).
+
+    Attaches ``system`` (``results.system``: body poses on request), fills the joint
+    coordinates, speeds and rates of the joints that are not columns of the results
+    (:func:`flexmbd.joint_states.fill_joint_states`) and the potential/total energies
+    from their parts when missing. Returns ``results``.
+    """
+    if results is None or system is None:
+        return results
+    results.system = system
+    if getattr(system, "model", None) is not None and hasattr(system, "body_states"):
+        from .joint_states import fill_joint_states
+
+        fill_joint_states(results, system)
+    return results
+
+
 def attach_body_poses(results, system, bodies=None):
     """Fill ``extra["position:B"]`` and ``extra["orientation:B"]`` from a compiled System.
 
