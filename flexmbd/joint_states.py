@@ -25,7 +25,7 @@ reads them.
 import numpy as np
 
 from .constraints.cut import cut_coordinates
-from .model.joints import Cylindrical, Free, Planar, Revolute, Spherical, Universal
+from .model.joints import Cylindrical, Free, Planar, Prismatic, Revolute, Spherical, Universal
 
 __all__ = ["fill_joint_states", "angle_columns"]
 
@@ -54,6 +54,8 @@ def _modal(system, q, qd, name):
 def _body_motion(system, q, qd):
     """``{body name: (R (nt,3,3), r (nt,3), w (nt,3), v (nt,3))}`` world, origin velocity."""
     nt = len(q)
+    if hasattr(system, "body_motion"):            # a whole history at once
+        return system.body_motion(q, qd)
     out = {}
     for i in range(nt):
         for name, st in system.body_states(q[i], qd[i]).items():
@@ -119,10 +121,27 @@ def _speeds(joint, qj, V):
     return V @ np.linalg.pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
 
 
+def _angle_about(axis, Rrel):
+    """Rotation angles (nt,) of ``Rrel`` about ``axis`` (rotations about that axis)."""
+    a = np.asarray(axis, float)
+    u1 = np.cross(a, np.eye(3)[int(np.argmin(np.abs(a)))])
+    u1 /= np.linalg.norm(u1)
+    u2 = np.cross(a, u1)
+    Ru1 = Rrel @ u1
+    return np.arctan2(Ru1 @ u2, Ru1 @ u1)
+
+
 def _coordinates(joint, Rrel, d):
     nt = len(Rrel)
-    q = np.array([cut_coordinates(joint, Rrel[i], d[i]) for i in range(nt)]).reshape(
-        nt, joint.nq)
+    if isinstance(joint, Revolute):                   # vectorized forms of cut_coordinates
+        q = _angle_about(joint.axis, Rrel)[:, None]
+    elif isinstance(joint, Cylindrical):
+        q = np.column_stack([_angle_about(joint.axis, Rrel), d @ joint.axis])
+    elif isinstance(joint, Prismatic):
+        q = (d @ joint.axis)[:, None]
+    else:
+        q = np.array([cut_coordinates(joint, Rrel[i], d[i]) for i in range(nt)]).reshape(
+            nt, joint.nq)
     for c in angle_columns(joint):
         if nt:
             q0 = float(joint.q0[c])

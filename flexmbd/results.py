@@ -731,18 +731,24 @@ def h5_read(group, stop=None):
 def complete(results, system):
     """The one finishing step of every run (all formulations and integrators).
 
-    Attaches ``system`` (``results.system``: body poses on request), fills the joint
-    coordinates, speeds and rates of the joints that are not columns of the results
-    (:func:`flexmbd.joint_states.fill_joint_states`) and the potential/total energies
-    from their parts when missing. Returns ``results``.
+    Attaches ``system`` (``results.system``: body poses and joint histories on
+    request) and fills the coordinates, speeds and rates of the cut joints of closed
+    loops (:func:`flexmbd.joint_states.fill_joint_states`; in the absolute formulation
+    every joint's are filled on the first ``res.joint(name)`` request, all at once).
+    Returns ``results``.
     """
     if results is None or system is None:
         return results
     results.system = system
-    if getattr(system, "model", None) is not None and hasattr(system, "body_states"):
-        from .joint_states import fill_joint_states
+    model = getattr(system, "model", None)
+    if model is not None and hasattr(system, "body_states"):
+        owners = {o for o, _ in results.coordinates}
+        if any(j.name in owners for j in model.joints()):
+            # joint coordinates: only the cut joints are missing, filled now (saved with
+            # the results); the absolute formulation's are filled on first request
+            from .joint_states import fill_joint_states
 
-        fill_joint_states(results, system)
+            fill_joint_states(results, system)
     return results
 
 
