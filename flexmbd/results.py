@@ -17,7 +17,18 @@ objects):
 * ``extra``: dict of time series whose first axis is time; conventions
   ``"position:BODY"`` (nt, 3) world position of the body frame origin,
   ``"orientation:BODY"`` (nt, 4) its Euler parameters (scalar first),
-  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body;
+  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body,
+  ``"joint:JOINT:q|qd|qdd"`` coordinates, speeds and rates of a joint that owns no
+  columns of ``q`` (cut joints; every joint of the absolute formulation), filled by
+  :func:`complete` / on request (:mod:`flexmbd.joint_states`);
+
+Named access is the same in every formulation: ``res.joint(name).q/.qd/.qdd/.reaction``
+(every joint, cut joints included, continuous angles), ``res.body(name).position/
+.orientation/.modal`` (poses computed on request from ``res.system``, which every run
+attaches), ``res.energies.kinetic`` etc. (:data:`ENERGY_FIELDS`, ``None`` when the
+formulation does not compute it) and ``res.stats`` (recursive: ``rhs_evaluations``,
+``step_size``, closed loops also ranks and violations; absolute: ``newton_iterations``,
+``residual``, ``constraint_violation``...);
 * ``geometry``: dict ``body name -> dict of arrays`` describing what to draw
   (not a time series; see :class:`flexmbd.viz.geometry.BodyGeometry`): ``nodes``
   (n, 3) in the body frame, ``cells:<meshio cell type>`` connectivity blocks,

@@ -23,13 +23,14 @@ REF = ("recursive", "dop853")
 
 
 def flexible_pendulum():
+    """The README's flexible pendulum, small: the hinge on the deforming interface A."""
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
     beam = fm.fem.reduce(fm.data.mesh("beam_hex"), steel,
-                         fm.NormalModes(4), name="beam")
+                         fm.CraigBampton(2, interfaces={"A": "A"}), name="beam")
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(beam)
     p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=(0.0, 0.025, 0.025), q0=[-0.3])
+                          child_frame=p.beam.interface("A"))
     p.g = fm.Gravity((0, -9.81, 0))
     return p
 
@@ -82,15 +83,17 @@ def _check_shape(model, res):
         assert np.all(res.stats["step_size"][1:] > 0)
 
 
-def _agree(model, runs, tol_q, tol_r, tol_x):
+def _agree(model, runs, tol_q, tol_r, tol_x, tol_qd=None, tol_qdd=None):
     ref = runs[REF]
+    tol_qd = 50 * tol_q if tol_qd is None else tol_qd
+    tol_qdd = 500 * tol_q if tol_qdd is None else tol_qdd
     for key, res in runs.items():
         _check_shape(model, res)
         for j in model.joints():
             a, b = res.joint(j.name), ref.joint(j.name)
             assert np.abs(a.q[-1] - b.q[-1]).max() < tol_q, (key, j.name)
-            assert np.abs(a.qd[-1] - b.qd[-1]).max() < 50 * tol_q, (key, j.name)
-            assert np.abs(a.qdd[-1] - b.qdd[-1]).max() < 500 * tol_q, (key, j.name)
+            assert np.abs(a.qd[-1] - b.qd[-1]).max() < tol_qd, (key, j.name)
+            assert np.abs(a.qdd[-1] - b.qdd[-1]).max() < tol_qdd, (key, j.name)
             assert np.abs(a.reaction[-1] - b.reaction[-1]).max() < tol_r, (key, j.name)
         for bdy in model.bodies():
             d = res.body(bdy.name).position[-1] - ref.body(bdy.name).position[-1]
@@ -113,6 +116,19 @@ def test_four_bar_cut_joint_in_every_pair(four_bar_runs):
         k = np.round(s / (2 * np.pi))
         assert np.abs(s - 2 * np.pi * k).max() < 1e-6
         assert np.all(k == k[0])
+
+
+def test_cut_joint_history_is_saved(four_bar_runs, tmp_path):
+    model, runs = four_bar_runs
+    res = runs[("recursive", "rk4")]
+    owners = {o for o, _ in res.coordinates}
+    cut = [j.name for j in model.joints() if j.name not in owners]
+    assert cut, "the four-bar has a cut joint in the recursive formulation"
+    res.save(tmp_path / "run.h5")
+    back = fm.Results.load(tmp_path / "run.h5")             # no system: read from the file
+    for name in cut:
+        np.testing.assert_array_equal(back.joint(name).q, res.joint(name).q)
+        np.testing.assert_array_equal(back.joint(name).qd, res.joint(name).qd)
 
 
 def test_system_simulate_gives_body_poses_and_joints():
@@ -146,10 +162,20 @@ def test_angles_are_continuous_past_pi():
     assert b.joint("hinge").qd[-1, 0] == pytest.approx(w[2], abs=1e-12)
 
 
-@pytest.mark.slow
 def test_flexible_pendulum_in_every_pair():
     model = flexible_pendulum()
     runs = _run_all(flexible_pendulum, 0.02, 1e-4)
+    n = model.beam.n_modes
     for res in runs.values():
-        assert res.body("beam").modal.shape == (len(res.t), 4)
-    _agree(model, runs, tol_q=1e-4, tol_r=5e-1, tol_x=1e-4)
+        assert res.body("beam").modal.shape == (len(res.t), n)
+        d = res.body("beam").modal[-1] - runs[REF].body("beam").modal[-1]
+        assert np.abs(d).max() < 5e-6                     # measured 1.9e-6 (implicit)
+    # Angles, positions and modal coordinates agree closely (measured: 7e-7 rad, 2e-8 m).
+    # Speeds, rates and reactions of the implicit schemes differ more (measured 1.5e-3
+    # rad/s, 1.9 rad/s^2 of 45, 1.6 N of 24 N at t = 0.02 s): at dt = 1e-4 they do not
+    # resolve the stiff constraint (interface) modes, whose coordinates times their
+    # stiffness make the hinge force; the three implicit schemes agree with each other.
+    ref = runs[REF].joint("hinge")
+    _agree(model, runs, tol_q=5e-6, tol_x=1e-7, tol_qd=5e-3,
+           tol_qdd=0.1 * np.abs(ref.qdd[-1]).max(),
+           tol_r=0.1 * np.abs(ref.reaction[-1]).max())
