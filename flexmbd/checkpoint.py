@@ -616,13 +616,20 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
         rows = cp.rows()
         if finalize is None:
             return rows
-        res = finalize(rows)
+        res = _complete(finalize(rows), stepper)
         cp.write_final(res)
         return res
     rows = rec.results(copy=False)          # the recorder ends here: its buffers are the rows
     if prior is not None:
         rows = Results.concatenate([prior, rows])
-    return rows if finalize is None else finalize(rows)
+    return rows if finalize is None else _complete(finalize(rows), stepper)
+
+
+def _complete(res, stepper):
+    """The finishing step of every formulation (:func:`flexmbd.results.complete`)."""
+    from .results import complete
+
+    return complete(res, getattr(stepper, "system", None))
 
 
 def start_failure(err: BaseException, checkpoint: StrPath | None,
@@ -678,6 +685,10 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
     if finalize is not None:
         try:
             partial = finalize(partial, failed=True)
+            try:
+                partial = _complete(partial, stepper)
+            except Exception:  # noqa: BLE001 - joint histories are extras of a failure
+                pass
             if cp is not None:
                 cp.write_final(partial)
         except Exception:  # noqa: BLE001 - keep the recorded rows

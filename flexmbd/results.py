@@ -17,7 +17,18 @@ objects):
 * ``extra``: dict of time series whose first axis is time; conventions
   ``"position:BODY"`` (nt, 3) world position of the body frame origin,
   ``"orientation:BODY"`` (nt, 4) its Euler parameters (scalar first),
-  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body;
+  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body,
+  ``"joint:JOINT:q|qd|qdd"`` coordinates, speeds and rates of a joint that owns no
+  columns of ``q`` (cut joints; every joint of the absolute formulation), filled by
+  :func:`complete` / on request (:mod:`flexmbd.joint_states`);
+
+Named access is the same in every formulation: ``res.joint(name).q/.qd/.qdd/.reaction``
+(every joint, cut joints included, continuous angles), ``res.body(name).position/
+.orientation/.modal`` (poses computed on request from ``res.system``, which every run
+attaches), ``res.energies.kinetic`` etc. (:data:`ENERGY_FIELDS`, ``None`` when the
+formulation does not compute it) and ``res.stats`` (recursive: ``rhs_evaluations``,
+``step_size``, closed loops also ranks and violations; absolute: ``newton_iterations``,
+``residual``, ``constraint_violation``...);
 * ``geometry``: dict ``body name -> dict of arrays`` describing what to draw
   (not a time series; see :class:`flexmbd.viz.geometry.BodyGeometry`): ``nodes``
   (n, 3) in the body frame, ``cells:<meshio cell type>`` connectivity blocks,
@@ -54,8 +65,8 @@ from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sni
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["Results", "JointHistory", "BodyHistory", "attach_body_poses", "attach_tree_poses",
-           "attach_geometry"]
+__all__ = ["Results", "JointHistory", "BodyHistory", "Energies", "ENERGY_FIELDS",
+           "attach_body_poses", "attach_tree_poses", "attach_geometry", "complete"]
 
 SCHEMA = 1
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -68,31 +79,76 @@ class JointHistory:
         self._res = res
         self.name = name
 
-    def _cols(self, table):
+    def _get(self, kind, table, values):
         cols = [i for i, (owner, _) in enumerate(table) if owner == self.name]
-        if not cols:
-            raise FlexmbdError(f"joint {self.name!r} has no coordinates in these results")
-        return cols
+        if cols:
+            return values[:, cols]
+        key = f"joint:{self.name}:{kind}"
+        res = self._res
+        if key not in res.extra and getattr(res, "system", None) is not None:
+            from .joint_states import fill_joint_states
+
+            fill_joint_states(res, res.system)
+        if key in res.extra:
+            return res.extra[key]
+        raise FlexmbdError(
+            f"joint {self.name!r} has no coordinates in these results; joints: "
+            f"{res.joint_names}")
 
     @property
     def q(self) -> Array:
-        """Coordinates (nt, nq_joint)."""
-        return self._res.q[:, self._cols(self._res.coordinates)]
+        """Coordinates (nt, nq_joint); angles (rad) continuous along time."""
+        return self._get("q", self._res.coordinates, self._res.q)
 
     @property
     def qd(self) -> Array:
-        """Speeds (nt, nv_joint)."""
-        return self._res.qd[:, self._cols(self._res.speeds)]
+        """Speeds (nt, nv_joint): the relative twist of the child frame on the joint's
+        motion subspace (rad/s, m/s)."""
+        return self._get("qd", self._res.speeds, self._res.qd)
 
     @property
     def qdd(self) -> Array:
         """Speed rates (nt, nv_joint)."""
-        return self._res.qdd[:, self._cols(self._res.speeds)]
+        return self._get("qdd", self._res.speeds, self._res.qdd)
 
     @property
     def reaction(self) -> Array:
         """Reaction wrench history (nt, 6)."""
         return self._res.reaction(self.name)
+
+
+#: The energies every Results answers (J; works accumulated from t0), see
+#: :class:`Energies`: ``kinetic``; ``potential = gravity + spring`` (``spring``: springs
+#: and strain energy); ``total = kinetic + potential``; ``damper_work`` (dissipated),
+#: ``actuator_work``, ``external_work`` (delivered) and ``numerical_dissipation`` (the
+#: balance's remainder). A formulation that does not compute one gives ``None``.
+ENERGY_FIELDS = ("kinetic", "potential", "gravity", "spring", "total", "damper_work",
+                 "actuator_work", "external_work", "numerical_dissipation")
+
+
+class Energies:
+    """Energy histories with fixed fields (:data:`ENERGY_FIELDS`), ``None`` when absent
+    (``res.energies.kinetic``, ``res.energies["gravity"]``)."""
+
+    def __init__(self, res: Results) -> None:
+        self._res = res
+
+    def __getitem__(self, name: str) -> Array | None:
+        if name not in ENERGY_FIELDS:
+            raise FlexmbdError(f"no energy field {name!r}; fields: {list(ENERGY_FIELDS)}")
+        return self._res.energy.get(name)
+
+    def __getattr__(self, name: str) -> Array | None:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except FlexmbdError as err:
+            raise AttributeError(str(err)) from None
+
+    def available(self) -> list[str]:
+        """The fields these results hold."""
+        return [k for k in ENERGY_FIELDS if k in self._res.energy]
 
 
 class BodyHistory:
@@ -252,6 +308,11 @@ class Results:
     def body(self, name: str) -> BodyHistory:
         """:class:`BodyHistory` of body ``name``."""
         return BodyHistory(self, name)
+
+    @property
+    def energies(self) -> Energies:
+        """:class:`Energies`: fixed energy fields, ``None`` when not computed."""
+        return Energies(self)
 
     def reaction(self, name: str) -> Array:
         """Reaction wrench history (nt, 6) of joint ``name``, ``[n; f]`` in child joint axes."""
@@ -695,6 +756,30 @@ def h5_read(group, stop=None):
 
 
 # -- filling body poses and geometry ----------------------------------------------------
+def complete(results: Results | None, system: Any) -> Results | None:
+    """The one finishing step of every run (all formulations and integrators).
+
+    Attaches ``system`` (``results.system``: body poses and joint histories on
+    request) and fills the coordinates, speeds and rates of the cut joints of closed
+    loops (:func:`flexmbd.joint_states.fill_joint_states`; in the absolute formulation
+    every joint's are filled on the first ``res.joint(name)`` request, all at once).
+    Returns ``results``.
+    """
+    if results is None or system is None:
+        return results
+    results.system = system
+    model = getattr(system, "model", None)
+    if model is not None and hasattr(system, "body_states"):
+        owners = {o for o, _ in results.coordinates}
+        if any(j.name in owners for j in model.joints()):
+            # joint coordinates: only the cut joints are missing, filled now (saved with
+            # the results); the absolute formulation's are filled on first request
+            from .joint_states import fill_joint_states
+
+            fill_joint_states(results, system)
+    return results
+
+
 def attach_body_poses(results: Results, system: Any,
                       bodies: Iterable[str] | None = None) -> Results:
     """Fill ``extra["position:B"]`` and ``extra["orientation:B"]`` from a compiled System.

@@ -254,6 +254,17 @@ class AbsoluteSystem:
         return {b.name: (st.R[i].copy(), st.r[i].copy(), st.w[i].copy(), st.v[i].copy())
                 for i, b in enumerate(self.bodies)}
 
+    def body_motion(self, q, qd):
+        """:meth:`body_states` of a whole history at once: ``{body name: (R (nt, 3, 3),
+        r (nt, 3), w_world (nt, 3), v_world (nt, 3))}`` for ``q``, ``qd`` (nt, n)."""
+        q = np.atleast_2d(np.asarray(q, float))
+        qd = np.atleast_2d(np.asarray(qd, float))
+        nt, nb = len(q), len(self.bodies)
+        st = BodyState(range(nt * nb), q[:, : 7 * nb].reshape(-1), qd[:, : 7 * nb].reshape(-1))
+        R = st.R.reshape(nt, nb, 3, 3)
+        r, w, v = (a.reshape(nt, nb, 3) for a in (st.r, st.w, st.v))
+        return {b.name: (R[:, i], r[:, i], w[:, i], v[:, i]) for i, b in enumerate(self.bodies)}
+
     def state_from_bodies(self, states):
         """``(q, qd)`` from ``{body name: (R, r, w, v)}`` (inverse of :meth:`body_states`)."""
         q = np.zeros(self.n)

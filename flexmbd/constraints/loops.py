@@ -31,7 +31,8 @@ weak (tangent-projected) directions, a boolean mask of discarded equations
 (``stats["discarded"]``, (nt, m), column order ``meta["constraint_names"]``), the
 position and velocity violations and the integration wall time so far
 (``stats["cpu_time"]``, s); ``extra["lambda"]`` the multipliers,
-``extra["cut:<joint>"]`` the cut joints' own coordinates and
+the cut joints' own coordinates are ``res.joint(name).q`` (continuous angles; filled
+by :func:`flexmbd.results.complete`) and
 ``extra["driver:<name>"]`` the drive forces.
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
@@ -59,7 +60,7 @@ from ..errors import FlexmbdError, ModelError
 from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
 from ..results import Results
-from .cut import CutJointConstraints, CutWrenches, JointDriver, cut_coordinates, joint_force_on_cut
+from .cut import CutJointConstraints, CutWrenches, JointDriver, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
 
 if TYPE_CHECKING:
@@ -493,15 +494,13 @@ class LoopSystem:
         stats["discarded"] = np.zeros((nt, m), dtype=bool)
         stats["position_violation"] = np.zeros(nt)
         stats["velocity_violation"] = np.zeros(nt)
-        extra = {f"cut:{c.name}": np.zeros((nt, c.joint.nq)) for c in self.constraints.cuts}
+        extra = {}
         for i in range(nt):
             phi = self.constraints.phi(q[i], t[i])
             J = self.constraints.jacobian(q[i], t[i])
             stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
             stats["velocity_violation"][i] = np.abs(
                 J @ qd[i] + self.constraints.phi_t(q[i], t[i])).max(initial=0.0)
-            for c, rel in zip(self.constraints.cuts, self.constraints.relative(q[i], None, t[i])):
-                extra[f"cut:{c.name}"][i] = cut_coordinates(c.joint, rel[0], rel[1])
             if m and P.method in ("qr",):
                 P.basis(q[i], t[i], J=J)               # a corrected state: rows and rank
             try:
@@ -644,7 +643,8 @@ class _LoopStepper(ExplicitStepper):
         meta = self.meta()
         meta["wall_time"] = self.wall
         res = s._results(t, y, self.tau_f, meta, P, safe=failed)
-        res.stats["cpu_time"] = results.stats["cpu_time"]
+        for k, v in results.stats.items():       # cpu_time, rhs evaluations, step sizes
+            res.stats[k] = v
         return res
 
 

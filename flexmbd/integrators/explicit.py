@@ -389,10 +389,20 @@ class ExplicitStepper:
         self.t = float(te)
         self.i += 1
 
+    def _counters(self):
+        """Solver statistics at the current sample: right-hand-side evaluations so far
+        and the last step size (s)."""
+        if not self.adaptive:
+            return 4 * self.substeps * self.i, self.h
+        s = self.solver
+        h = getattr(s, "step_size", None)
+        return int(getattr(s, "nfev", 0)), np.nan if h is None else float(h)
+
     def sample(self) -> dict[str, Any]:
         out = {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
         if self.record_wall:
             out["stats:cpu_time"] = self.wall
+        out["stats:rhs_evaluations"], out["stats:step_size"] = self._counters()
         return out
 
     @property
@@ -403,7 +413,7 @@ class ExplicitStepper:
 
     def advance(self, n: int | None = None) -> tuple[dict[str, Any], BaseException | None]:
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
-        ts, ys, ws = [], [], []
+        ts, ys, ws, cs = [], [], [], []
         err = None
         n = BLOCK_STEPS if n is None else n     # the runaway check runs between blocks
         try:
@@ -412,6 +422,7 @@ class ExplicitStepper:
                 ts.append(self.t)
                 ys.append(self.y.copy())
                 ws.append(self.wall)
+                cs.append(self._counters())
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
         if ts:
@@ -420,11 +431,14 @@ class ExplicitStepper:
             if self._monitor is not None:
                 j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, :self.nq])
                 if runaway is not None:
-                    ts, ys, ws, err = ts[:j], ys[:j], ws[:j], runaway
+                    ts, ys, ws, cs, err = ts[:j], ys[:j], ws[:j], cs[:j], runaway
         Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
         rows = {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}
         if self.record_wall:
             rows["stats:cpu_time"] = np.array(ws, dtype=float)
+        C = np.array(cs, dtype=float).reshape(len(cs), 2)
+        rows["stats:rhs_evaluations"] = C[:, 0].astype(np.int64)
+        rows["stats:step_size"] = C[:, 1]
         return rows, err
 
     def header(self) -> dict[str, Any]:
@@ -518,7 +532,9 @@ class TreeStepper(ExplicitStepper):
         meta = self.meta()
         meta["wall_time"] = self.wall
         y = np.concatenate([results.q, results.qd], axis=1)
-        return _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
+        res = _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
+        res.stats.update(results.stats)          # rhs evaluations, step sizes
+        return res
 
 
 def rebuild(model, formulation, compile, options, overrides, kind=None):
