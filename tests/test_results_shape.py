@@ -11,12 +11,11 @@ derivative of the joint coordinates, and angles are continuous across +-pi.
 
 import numpy as np
 import pytest
+from test_registry import double_pendulum, four_bar
 
 import flexmbd as fm
 from flexmbd.integrators import registry
 from flexmbd.results import ENERGY_FIELDS
-
-from test_registry import double_pendulum, four_bar
 
 PAIRS = registry.valid_pairs()
 REF = ("recursive", "dop853")
