@@ -26,6 +26,7 @@ from .geometry import (
 from .headless import configure, has_display
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from .._typing import ArrayLike, StrPath
@@ -41,27 +42,37 @@ GROUND_COLOR = "#ececec"          # the faint ground plane (unlit, below the mec
 AXES_COLOR = "#505050"            # the axes triad (grey: kept apart from the colour map)
 
 
-# -- plotter and writer ----------------------------------------------------------------
-def _plotter(window_size, off_screen, anti_aliasing=True):
+# -- stage and writer ------------------------------------------------------------------
+def _stage(window_size, off_screen=True, anti_aliasing=True):
+    """A :class:`~flexmbd.viz.stage.Stage`: off-screen and VTK only, or on the window of
+    an interactive ``pyvista.Plotter`` (``off_screen=False``)."""
     configure()
+    from .stage import Stage
+
+    if off_screen:
+        s = Stage(window_size, BACKGROUND)
+        if anti_aliasing:      # stills; animations skip it (doubles the software-GL cost)
+            s.window.SetMultiSamples(4)
+        return s
     import pyvista as pv
 
-    p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
+    p = pv.Plotter(off_screen=False, window_size=list(window_size))
     p.set_background(BACKGROUND)
-    if not anti_aliasing:      # animations: multisampling doubles the software-GL cost
-        p.disable_anti_aliasing()
-    return p
+    return Stage.of_plotter(p)
 
 
 class FrameWriter:
     """Write frames to ``.gif`` (Pillow) or ``.mp4`` (imageio-ffmpeg); ``len()`` = frames.
 
     Frames are encoded as they come: an MP4 streams them to ffmpeg; a GIF frame is
-    reduced to its own 256-colour palette at once (Pillow's fast octree quantizer,
-    a few milliseconds per frame) and the palette frames are written at
-    :meth:`close`. A GIF stores identical consecutive frames once with their
-    durations added (Pillow does this), so it may hold fewer frames than were
-    appended; the views here always change a label between frames.
+    mapped at once to 256 colours and the palette frames are written at
+    :meth:`close`. With :meth:`set_palette` (what :func:`animate` does, from a few
+    frames spread over the run) every frame uses that one palette: about 1 ms a
+    frame to map and little to encode, since Pillow then stores only the
+    rectangle that changed. Without it each frame gets its own palette (Pillow's
+    fast octree, a few milliseconds). A GIF stores identical consecutive frames
+    once with their durations added (Pillow does this), so it may hold fewer
+    frames than were appended; the views here always change a label between frames.
     """
 
     def __init__(self, path: StrPath, fps: float = 20) -> None:
@@ -77,6 +88,7 @@ class FrameWriter:
                 raise FlexmbdError("GIF animations need Pillow: pip install 'flexmbd[viz]'") \
                     from err
             self._gif = []
+            self._palette = None
         elif suffix in (".mp4", ".mov", ".avi", ".mkv"):
             try:
                 import imageio.v2 as imageio
@@ -93,14 +105,32 @@ class FrameWriter:
             )
         self.n = 0
 
+    def set_palette(self, samples: Sequence[ArrayLike]) -> None:
+        """Use one 256-colour palette, made from the sample frames, for every GIF frame.
+
+        ``samples``: ``(h, w, 3)`` uint8 images showing the colours to expect
+        (frames spread over the animation). Ignored for videos.
+        """
+        if self._gif is None or not len(samples):
+            return
+        from PIL import Image
+
+        tile = np.vstack([np.asarray(x)[..., :3] for x in samples])
+        self._palette = Image.fromarray(np.ascontiguousarray(tile, dtype=np.uint8)).quantize(
+            256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+
     def append(self, image: ArrayLike) -> None:
         """Add one ``(h, w, 3)`` (or RGBA) uint8 frame."""
         image = np.ascontiguousarray(np.asarray(image)[..., :3], dtype=np.uint8)
         if self._gif is not None:
             from PIL import Image
 
-            self._gif.append(Image.fromarray(image).quantize(
-                256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE))
+            im = Image.fromarray(image)
+            if self._palette is not None:
+                self._gif.append(im.quantize(palette=self._palette, dither=Image.Dither.NONE))
+            else:
+                self._gif.append(im.quantize(256, method=Image.Quantize.FASTOCTREE,
+                                             dither=Image.Dither.NONE))
         else:
             self._w.append_data(image)
         self.n += 1
@@ -202,75 +232,38 @@ def _scene_of_results(res, model=None, about="interfaces"):
     return _Scene(geoms, results=res, about=about)
 
 
-_LINEAR_CELLS = {"vertex", "line", "triangle", "quad", "polygon", "tetra", "hexahedron",
-                 "wedge", "pyramid"}
-
-
-def _outer_surface(g, mesh):
-    """The outer surface of a linear volume mesh and its original point and cell ids.
-
-    An animation moves only these points: the mapper of a volume mesh would extract its
-    surface again every frame. Quadratic meshes (curved faces) are drawn whole: None.
-    """
-    if not set(g.cells) <= _LINEAR_CELLS or mesh.n_cells == 0:
-        return None
-    import pyvista as pv
-    from vtkmodules.vtkFiltersGeometry import vtkDataSetSurfaceFilter
-
-    f = vtkDataSetSurfaceFilter()
-    f.SetInputData(mesh)
-    f.PassThroughPointIdsOn()
-    f.PassThroughCellIdsOn()
-    f.SetNonlinearSubdivisionLevel(0)
-    f.Update()
-    surf = pv.wrap(f.GetOutput())
-    pid = np.asarray(surf.point_data["vtkOriginalPointIds"]).copy()
-    cid = np.asarray(surf.cell_data["vtkOriginalCellIds"]).copy()
-    return surf, pid, cid
-
-
 class _Drawn:
-    """A body's drawn mesh: the whole grid, or its outer surface (point/cell ids)."""
+    """A body's drawn mesh (:class:`~flexmbd.viz.stage.MeshActor`) and its coloured field."""
 
-    def __init__(self, mesh, field, pid=None, cid=None):
-        self.mesh, self.field, self.pid, self.cid = mesh, field, pid, cid
-
-    def points(self, x):
-        return x if self.pid is None else x[self.pid]
-
-    def cells(self, v):
-        return v if self.cid is None else v[self.cid]
+    def __init__(self, mesh, field):
+        self.mesh, self.field = mesh, field
 
 
-def _add_bodies(p, scene, data, field, clim, cmap, show_edges, surface=False):
-    """Add one actor per body; return ``{name: _Drawn}``. ``surface``: draw the outer
-    surface of linear volume meshes (cheaper to update; the same picture)."""
-    actors = {}
+def _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=False):
+    """Add one actor per body (and one colour bar); return ``{name: _Drawn}``.
+    ``surface``: draw the outer surface of linear volume meshes (cheaper to move; the
+    same picture)."""
+    from .stage import lookup_table, mesh_actor, scalar_bar
+
+    actors, lut = {}, None
     for k, (name, g) in enumerate(scene.geoms.items()):
         x, u, vm = data[name]
-        mesh = g.to_pyvista(x)
-        drawn = _Drawn(mesh, None)
-        outer = _outer_surface(g, mesh) if surface else None
-        if outer is not None:
-            drawn = _Drawn(outer[0], None, outer[1], outer[2])
-            mesh = drawn.mesh
         color = _PALETTE[k % len(_PALETTE)] if g.color is None else g.color
         if field is not None and g.flexible:
-            if field == "displacement":
-                mesh.point_data["displacement"] = drawn.points(np.linalg.norm(u, axis=1))
-            elif g.stress_on_cells:
-                mesh.cell_data["von_mises"] = drawn.cells(vm)
-            else:
-                mesh.point_data["von_mises"] = drawn.points(vm)
-            p.add_mesh(mesh, scalars=field, cmap=cmap, clim=clim, show_edges=show_edges,
-                       scalar_bar_args={"title": _FIELD_TITLES[field], "color": "black",
-                                        "vertical": False, "position_x": 0.25,
-                                        "position_y": 0.03, "width": 0.5, "height": 0.08,
-                                        "fmt": "%.3g"})
-            drawn.field = field
+            if lut is None:
+                lut = lookup_table(cmap, clim)
+            on_cells = field == "von_mises" and g.stress_on_cells
+            values = np.linalg.norm(u, axis=1) if field == "displacement" else vm
+            m = mesh_actor(g.cells, x, field=field, values=values, on_cells=on_cells, lut=lut,
+                           show_edges=show_edges, surface=surface)
+            actors[name] = _Drawn(m, field)
         else:
-            p.add_mesh(mesh, color=color, show_edges=show_edges and g.flexible)
-        actors[name] = drawn
+            m = mesh_actor(g.cells, x, color=color, show_edges=show_edges and g.flexible,
+                           surface=surface)
+            actors[name] = _Drawn(m, None)
+        st.add(m.actor)
+    if lut is not None:
+        st.add(scalar_bar(lut, _FIELD_TITLES[field]))
     return actors
 
 
@@ -278,17 +271,14 @@ _FIELD_TITLES = {"displacement": "displacement [m]", "von_mises": "von Mises [Pa
 
 
 def _update_bodies(scene, actors, data):
+    """Move every body's points (and colours) to those of ``data``, in place."""
     for name, d in actors.items():
         x, u, vm = data[name]
-        d.mesh.points = d.points(x)
+        d.mesh.set_points(x)
         if d.field == "displacement":
-            d.mesh.point_data["displacement"] = np.linalg.norm(d.points(u), axis=1)
+            d.mesh.set_values(np.linalg.norm(u, axis=1))
         elif d.field == "von_mises":
-            if scene.geoms[name].stress_on_cells:
-                d.mesh.cell_data["von_mises"] = d.cells(vm)
-            else:
-                d.mesh.point_data["von_mises"] = d.points(vm)
-        d.mesh.Modified()
+            d.mesh.set_values(vm)
 
 
 def _scale_note(scale):
@@ -324,9 +314,14 @@ def _bounds(datas):
 
 
 VIEWS = ("auto", "iso", "xy", "xz", "yz", "yx", "zx", "zy")
+# fixed views: direction from the focal point to the camera, and the screen's up
+_FIXED = {"iso": ((1, 1, 1), (0, 0, 1)), "xy": ((0, 0, 1), (0, 1, 0)),
+          "yx": ((0, 0, -1), (1, 0, 0)), "xz": ((0, -1, 0), (0, 0, 1)),
+          "zx": ((0, 1, 0), (1, 0, 0)), "yz": ((1, 0, 0), (0, 0, 1)),
+          "zy": ((-1, 0, 0), (0, 1, 0))}
 
 
-def _set_view(p, view, bounds, zoom=1.0, points=None, gravity=None):
+def _set_view(st, view, bounds, zoom=1.0, points=None, gravity=None):
     """Point the camera; ``"auto"`` (see :mod:`flexmbd.viz.camera`) puts ``-gravity`` up
     and looks at the plane of motion of ``points``. Returns the screen's up vector."""
     if view not in VIEWS:
@@ -334,55 +329,36 @@ def _set_view(p, view, bounds, zoom=1.0, points=None, gravity=None):
     if view == "auto":
         pts = np.reshape(bounds, (3, 2)).T if points is None else points
         toward, up = auto_view(pts, gravity)
-        lo, hi = np.asarray(bounds[::2]), np.asarray(bounds[1::2])
-        centre = 0.5 * (lo + hi)
-        dist = max(float(np.linalg.norm(hi - lo)), 1e-9)
-        p.camera.focal_point = tuple(centre)
-        p.camera.position = tuple(centre + dist * toward)
-        p.camera.up = tuple(up)
     else:
-        getattr(p, f"view_{'isometric' if view == 'iso' else view}")(render=False)
-    p.reset_camera(render=False, bounds=bounds)
-    if zoom != 1.0:
-        p.camera.zoom(float(zoom))
-    return np.asarray(p.camera.up, dtype=float)
-
-
-def _ground(p, bounds, up):
-    """A faint square plane perpendicular to ``up`` just below ``bounds``."""
-    import pyvista as pv
-
+        toward, up = (np.asarray(v, dtype=float) for v in _FIXED[view])
+        toward = toward / np.linalg.norm(toward)
     lo, hi = np.asarray(bounds[::2]), np.asarray(bounds[1::2])
-    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
-                        for z in (lo[2], hi[2])])
-    h = corners @ up
-    size = max(float(np.linalg.norm(hi - lo)), 1e-9)
     centre = 0.5 * (lo + hi)
-    centre = centre - (centre @ up - h.min()) * up
-    plane = pv.Plane(center=centre, direction=up, i_size=1.6 * size, j_size=1.6 * size,
-                     i_resolution=8, j_resolution=8)
-    p.add_mesh(plane, color=GROUND_COLOR, lighting=False, show_edges=True,
-               edge_color="#dddddd", pickable=False, name="ground")
+    dist = max(float(np.linalg.norm(hi - lo)), 1e-9)
+    return st.look(centre, centre + dist * toward, up, bounds, zoom)
 
 
-def _decorate(p, bounds, up, gravity, axes, ground):
+def _decorate(st, bounds, up, gravity, axes, ground):
     """Axes triad (lower left) and, with gravity, the ground below the mechanism."""
+    from .stage import ground_actor
+
     if ground if ground is not None else gravity is not None:
-        _ground(p, bounds, up if gravity is None else -gravity / np.linalg.norm(gravity))
+        st.add(ground_actor(bounds, up if gravity is None else -gravity / np.linalg.norm(gravity),
+                            GROUND_COLOR))
     if axes:
-        p.add_axes(interactive=False, line_width=2, color=AXES_COLOR, x_color=AXES_COLOR,
-                   y_color=AXES_COLOR, z_color=AXES_COLOR)
-    p.reset_camera_clipping_range()
+        st.add_axes(AXES_COLOR)
+    st.renderer.ResetCameraClippingRange()
 
 
-def _axes_overlay(p):
+def _axes_overlay(st):
     """Pixels of the axes triad ``(mask, values)``: the triad is an overlay that does
     not change while the camera stays, so an animation renders it once and pastes it
     (its own viewport would cost a second render pass every frame)."""
-    with_axes = np.array(p.screenshot(return_img=True))
-    p.hide_axes()
-    p.render()
-    without = np.asarray(p.screenshot(return_img=True))
+    st.render()
+    with_axes = st.image()
+    st.remove_axes()
+    st.render()
+    without = st.image()
     mask = np.any(with_axes != without, axis=-1)
     return mask, with_axes[mask]
 
@@ -439,55 +415,65 @@ def _field_range(scene, datas, field):
     return [0.0, vmax if vmax > 0 else 1.0]
 
 
-def _joint_markers(p, model, world, size):
+def _joint_markers(st, model, world, size):
     """Small spheres at joint origins and axis cylinders for joints with an ``axis``."""
-    import pyvista as pv
+    from .stage import cylinder_actor, sphere_actor
 
     for j in model.joints():
         Rp, rp = world[j.parent]
         pf = j.parent_frame
         origin = rp + Rp @ pf.position
-        p.add_mesh(pv.Sphere(radius=1.5 * size, center=origin), color="#d04040")
+        st.add(sphere_actor(origin, 1.5 * size, "#d04040"))
         axis = getattr(j, "axis", None)
         if axis is not None:
             d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
-            p.add_mesh(pv.Cylinder(center=origin, direction=d, radius=0.5 * size,
-                                   height=5.0 * size), color="#d04040")
+            st.add(cylinder_actor(origin, d, 0.5 * size, 5.0 * size, "#d04040"))
 
 
-def _frame_triads(p, poses, size):
-    import pyvista as pv
+def _frame_triads(st, poses, size):
+    from .stage import line_actor
 
     for R, r in poses:
         for k, c in enumerate(("red", "green", "blue")):
-            p.add_mesh(pv.Line(r, r + size * R[:, k]), color=c, line_width=3)
+            st.add(line_actor(r, r + size * R[:, k], c, 3.0))
 
 
-def _label(p, text):
+def _label(st, text):
     """A black label in the upper left corner (a plain text actor: a corner annotation
     searches its font size again whenever its text changes, ~17 ms a frame)."""
-    w, h = p.window_size
-    size = max(6, int(round(7.3 * (np.sqrt(w * h) / 277.0) ** 0.4)))
-    actor = p.add_text(text, position=(5, h - 5), font_size=size, color="black")
-    actor.prop.justification_vertical = "top"
-    return actor
+    from .stage import text_actor
+
+    return st.add(text_actor(text, st.window_size, "black"))
 
 
 def _set_text(actor, text):
-    """Change a label made by :func:`_label` (or a corner annotation)."""
-    if hasattr(actor, "SetInput"):
-        actor.SetInput(text)
-    else:  # vtkCornerAnnotation: corner 2 is upper left
-        actor.SetText(2, text)
+    """Change a label made by :func:`_label`."""
+    actor.SetInput(text)
 
 
-def _finish(p, file, off_screen):
+def _finish(st, file, off_screen):
+    """Render off-screen: the image (saved to ``file`` if given); else show interactively."""
     if off_screen:
-        img = p.screenshot(None if file is None else str(file), return_img=True)
-        p.close()
-        return np.asarray(img)
-    p.show()
+        try:
+            st.render()
+            img = st.image()
+            if file is not None:
+                _save_image(img, file)
+        finally:
+            st.close()
+        return img
+    st.plotter.show()
     return None
+
+
+def _save_image(img, file):
+    from PIL import Image
+
+    try:
+        Image.fromarray(img).save(str(file))
+    except (ValueError, KeyError) as err:     # unknown suffix
+        raise FlexmbdError(f"cannot write image {str(file)!r} ({err}); use .png or .jpg") \
+            from err
 
 
 # -- public -------------------------------------------------------------------------------
@@ -501,8 +487,30 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
     """A ``pyvista.Plotter`` holding the drawing of :func:`show`, not yet rendered.
 
     Add your own actors, move the camera (``p.camera``), then ``p.show()`` or
-    ``p.screenshot(file)``. Arguments as :func:`show`.
+    ``p.screenshot(file)``. Arguments as :func:`show`. The drawing is the same
+    VTK scene :func:`show` renders (:mod:`flexmbd.viz.stage`), put on the
+    plotter's window.
     """
+    configure()
+    import pyvista as pv
+
+    from .stage import Stage
+
+    p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
+    p.set_background(BACKGROUND)
+    st = Stage.of_plotter(p)
+    _draw(st, obj, t, model=model, field=field, scale=scale, joints=joints, frames=frames,
+          glyphs=glyphs, view=view, cmap=cmap, show_edges=show_edges, zoom=zoom, clim=clim,
+          about=about, axes=axes, ground=ground)
+    p.renderer.camera_set = True      # keep our camera on the first render
+    p._flexmbd_stage = st             # the triad follows the camera while the plotter lives
+    return p
+
+
+def _draw(st, obj, t=None, *, model=None, field="displacement", scale=1.0, joints=True,
+          frames=False, glyphs=True, view="auto", cmap="viridis", show_edges=False,
+          zoom=1.0, clim=None, about="interfaces", axes=True, ground=None):
+    """Draw :func:`show`'s picture of ``obj`` on the stage ``st`` (not rendered)."""
     field = _field_arg(field)
     world = None
     label = None
@@ -532,23 +540,21 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
         poses = [(np.eye(3), np.zeros(3))]
         gravity, motion = None, None
     _check_field(scene, field, "show")
-    p = _plotter(window_size, off_screen)
     if clim is None and field:
         clim = _field_range(scene, [data], field)
-    _add_bodies(p, scene, data, field, clim, cmap, show_edges)
+    _add_bodies(st, scene, data, field, clim, cmap, show_edges)
     bounds = _bounds([data])
     size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
     if joints and world is not None and model is not None:
-        _joint_markers(p, model, world, size)
+        _joint_markers(st, model, world, size)
     if frames:
-        _frame_triads(p, poses, 2 * size)
+        _frame_triads(st, poses, 2 * size)
     if label:
-        _label(p, label)
+        _label(st, label)
     points = _sample_points(data) if motion is None else np.vstack([motion,
                                                                     _sample_points(data)])
-    up = _set_view(p, view, bounds, zoom, points, gravity)
-    _decorate(p, bounds, up, gravity, axes, ground)
-    return p
+    up = _set_view(st, view, bounds, zoom, points, gravity)
+    _decorate(st, bounds, up, gravity, axes, ground)
 
 
 def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
@@ -569,7 +575,7 @@ def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
     t : float, optional
         Time of the results snapshot (nearest sample; default the last).
     file : str or Path, optional
-        Save a PNG (any image type VTK writes). Off-screen when given.
+        Save a PNG (or JPEG, TIFF, BMP by suffix). Off-screen when given.
     model : Model, optional
         For results without stored geometry/poses, and to draw joints.
     field : "displacement", "von_mises" or None
@@ -605,11 +611,23 @@ def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
     :func:`plotter` gives the same drawing as a PyVista plotter.
     """
     off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
-    p = plotter(obj, t, model=model, field=field, scale=scale, joints=joints, frames=frames,
-                glyphs=glyphs, view=view, window_size=window_size, cmap=cmap,
-                show_edges=show_edges, off_screen=off_screen, zoom=zoom, clim=clim,
-                about=about, axes=axes, ground=ground)
-    return _finish(p, file, off_screen)
+    field = _field_arg(field)
+    if not off_screen:
+        p = plotter(obj, t, model=model, field=field, scale=scale, joints=joints,
+                    frames=frames, glyphs=glyphs, view=view, window_size=window_size,
+                    cmap=cmap, show_edges=show_edges, off_screen=False, zoom=zoom, clim=clim,
+                    about=about, axes=axes, ground=ground)
+        p.show()
+        return None
+    st = _stage(window_size)
+    try:
+        _draw(st, obj, t, model=model, field=field, scale=scale, joints=joints,
+              frames=frames, glyphs=glyphs, view=view, cmap=cmap, show_edges=show_edges,
+              zoom=zoom, clim=clim, about=about, axes=axes, ground=ground)
+    except BaseException:
+        st.close()
+        raise
+    return _finish(st, file, True)
 
 
 def _tree_world(model, res, i):
@@ -653,9 +671,11 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     ``stride`` picks every n-th sample (default: at most ``max_frames`` frames).
     The camera is fixed and frames the whole motion. Returns the number of frames.
 
-    The scene is built once; every frame moves the mesh points and colours in place
-    and goes to the file as it is rendered (without multisampling, which doubles the
-    cost of software rendering).
+    The scene is built once, in VTK directly (:mod:`flexmbd.viz.stage`); every frame
+    moves the mesh points and colours in place and goes to the file as it is
+    rendered (without multisampling, which doubles the cost of software rendering).
+    A GIF uses one 256-colour palette made from five frames spread over the run
+    (the first, the last, the one with the largest field value...).
     """
     if not _is_results(results):
         raise FlexmbdError("animate: give a flexmbd Results object (see fm.viz.show for models)")
@@ -670,42 +690,57 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     idx = list(range(0, nt, max(int(stride), 1)))
     # first pass: extent, colour range and plane of motion (frames are not kept: a
     # large mesh times hundreds of frames would not fit in memory)
-    lo, hi, fmax, motion = None, None, 0.0, []
+    lo, hi, fmax, motion, peak, fpeak = None, None, 0.0, [], None, -1.0
     for i in idx:
         data = scene.data(i, scale)
         lo, hi = _extent(data, lo, hi)
-        if clim is None and field:
-            fmax = max(fmax, _field_max(scene, data, field) or 0.0)
+        if field:
+            fi = _field_max(scene, data, field) or 0.0
+            fmax = max(fmax, fi)
+            if fi > fpeak:
+                peak, fpeak = i, fi
         motion.append(_sample_points(data, max(20, 4000 // len(idx))))
     bounds = _padded(lo, hi)
     if clim is None and field:
         clim = [0.0, fmax if fmax > 0 else 1.0]
     gravity = gravity_of(model) if model is not None else gravity_of(results)
     data = scene.data(idx[0], scale)
-    p = _plotter(window_size, True, anti_aliasing=False)
+    st = _stage(window_size, anti_aliasing=False)
     try:
-        actors = _add_bodies(p, scene, data, field, clim, cmap, show_edges, surface=True)
+        actors = _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=True)
         note = _scale_note(scale)
-        text = _label(p, f"t = {results.t[idx[0]]:.4f} s{note}")
-        up = _set_view(p, view, bounds, zoom, np.vstack(motion), gravity)
-        _decorate(p, bounds, up, gravity, axes, ground)
-        overlay = _axes_overlay(p) if axes else None
+        text = _label(st, f"t = {results.t[idx[0]]:.4f} s{note}")
+        up = _set_view(st, view, bounds, zoom, np.vstack(motion), gravity)
+        _decorate(st, bounds, up, gravity, axes, ground)
+        overlay = _axes_overlay(st) if axes else None
+
+        def frame(i, data=None):
+            _update_bodies(scene, actors, scene.data(i, scale) if data is None else data)
+            _set_text(text, f"t = {results.t[i]:.4f} s{note}")
+            st.render()
+            img = st.image()
+            if overlay is not None:
+                img[overlay[0]] = overlay[1]
+            return img
+
         with FrameWriter(file, fps) as w:
+            if w.path.suffix.lower() == ".gif":
+                w.set_palette([frame(i) for i in _palette_frames(idx, peak)])
             for k, i in enumerate(idx):
-                if k:
-                    data = scene.data(i, scale)
-                _update_bodies(scene, actors, data)
-                _set_text(text, f"t = {results.t[i]:.4f} s{note}")
-                p.render()
-                img = p.screenshot(return_img=True)
-                if overlay is not None:
-                    img = np.array(img)
-                    img[overlay[0]] = overlay[1]
-                w.append(img)
+                w.append(frame(i, data if k == 0 else None))
             n = len(w)
     finally:
-        p.close()
+        st.close()
     return n
+
+
+def _palette_frames(idx, peak):
+    """Sample indices whose colours make an animation's GIF palette: the first, the
+    last, three between, and the one with the largest field value (``peak``)."""
+    picks = {idx[int(round(f * (len(idx) - 1)))] for f in (0.0, 0.25, 0.5, 0.75, 1.0)}
+    if peak is not None:
+        picks.add(peak)
+    return sorted(picks)
 
 
 def _mode_info(rb, k):
@@ -759,15 +794,24 @@ def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: flo
     _check_field(scene, field, "plot_mode")
     q = _mode_q(g, k, 1.0)
     data = {"body": (g.points(q, scale=s), s * g.displacement(q), s * g.von_mises(q))}
-    p = _plotter(window_size, off_screen)
-    _add_bodies(p, scene, data, field, _field_range(scene, [data], field) if field else None,
-                cmap, show_edges)
-    if undeformed:
-        p.add_mesh(g.to_pyvista(), style="wireframe", color="gray", opacity=0.4)
-    _label(p, label)
-    both = [data, {"b": (g.nodes, None, None)}]
-    _set_view(p, view, _bounds(both), points=np.vstack([_sample_points(d) for d in both]))
-    return _finish(p, file, off_screen)
+    st = _stage(window_size, off_screen)
+    try:
+        _add_bodies(st, scene, data, field,
+                    _field_range(scene, [data], field) if field else None, cmap, show_edges)
+        if undeformed:
+            from .stage import mesh_actor
+
+            st.add(mesh_actor(g.cells, g.nodes, color="gray", wireframe=True,
+                              opacity=0.4).actor)
+        _label(st, label)
+        both = [data, {"b": (g.nodes, None, None)}]
+        _set_view(st, view, _bounds(both), points=np.vstack([_sample_points(d) for d in both]))
+    except BaseException:
+        st.close()
+        raise
+    if st.plotter is not None:
+        st.plotter.renderer.camera_set = True
+    return _finish(st, file, off_screen)
 
 
 def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None = None,
@@ -789,19 +833,27 @@ def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None =
         datas.append({"body": (g.points(q, scale=s), s * g.displacement(q),
                                s * g.von_mises(q))})
     clim = _field_range(scene, datas, field) if field else None
-    p = _plotter(window_size, True, anti_aliasing=False)
-    actors = _add_bodies(p, scene, datas[0], field, clim, cmap, show_edges, surface=True)
-    text = _label(p, label)
-    _set_view(p, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
-                                                         for d in datas]))
+    st = _stage(window_size, anti_aliasing=False)
     try:
+        actors = _add_bodies(st, scene, datas[0], field, clim, cmap, show_edges, surface=True)
+        text = _label(st, label)
+        _set_view(st, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
+                                                              for d in datas]))
+
+        def frame(i):
+            _update_bodies(scene, actors, datas[i])
+            _set_text(text, f"{label}, phase {360 * i // n_frames} deg")
+            st.render()
+            return st.image()
+
         with FrameWriter(file, fps) as w:
-            for i, data in enumerate(datas):
-                _update_bodies(scene, actors, data)
-                _set_text(text, f"{label}, phase {360 * i // n_frames} deg")
-                p.render()
-                w.append(p.screenshot(return_img=True))
+            if w.path.suffix.lower() == ".gif":
+                # quarter periods: undeformed, both extremes (all colours)
+                w.set_palette([frame(i) for i in sorted({0, len(datas) // 4,
+                                                         (3 * len(datas)) // 4})])
+            for i in range(len(datas)):
+                w.append(frame(i))
             n = len(w)
     finally:
-        p.close()
+        st.close()
     return n
