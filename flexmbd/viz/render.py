@@ -240,7 +240,8 @@ class _Drawn:
 
 
 def _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=False):
-    """Add one actor per body (and one colour bar); return ``{name: _Drawn}``.
+    """Add one actor per body (and one colour bar); return ``({name: _Drawn}, bar)``
+    (``bar`` None without a coloured field).
     ``surface``: draw the outer surface of linear volume meshes (cheaper to move; the
     same picture)."""
     from .stage import lookup_table, mesh_actor, scalar_bar
@@ -262,11 +263,11 @@ def _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=False):
                            surface=surface)
             actors[name] = _Drawn(m, None)
         st.add(m.actor)
-    if lut is not None:
-        st.add(scalar_bar(lut, _FIELD_TITLES[field]))
-    return actors
+    bar = None if lut is None else st.add(scalar_bar(lut, _FIELD_TITLES[field]))
+    return actors, bar
 
 
+_KEEP_BYTES = 256 * 2**20    # animate: frames kept between its two passes (bytes)
 _FIELD_TITLES = {"displacement": "displacement [m]", "von_mises": "von Mises [Pa]"}
 
 
@@ -339,28 +340,24 @@ def _set_view(st, view, bounds, zoom=1.0, points=None, gravity=None):
 
 
 def _decorate(st, bounds, up, gravity, axes, ground):
-    """Axes triad (lower left) and, with gravity, the ground below the mechanism."""
+    """Axes triad (lower left) and, with gravity, the ground below the mechanism.
+
+    Returns the ground actor when the camera sees it from above (then nothing
+    inside ``bounds`` can be hidden by it), else None."""
     from .stage import ground_actor
 
+    seen = None
     if ground if ground is not None else gravity is not None:
-        st.add(ground_actor(bounds, up if gravity is None else -gravity / np.linalg.norm(gravity),
-                            GROUND_COLOR))
+        normal = up if gravity is None else -gravity / np.linalg.norm(gravity)
+        g = st.add(ground_actor(bounds, normal, GROUND_COLOR))
+        corners = np.array([[x, y, z] for x in bounds[0:2] for y in bounds[2:4]
+                            for z in bounds[4:6]])
+        if np.asarray(st.camera.GetPosition()) @ normal > (corners @ normal).min():
+            seen = g
     if axes:
         st.add_axes(AXES_COLOR)
     st.renderer.ResetCameraClippingRange()
-
-
-def _axes_overlay(st):
-    """Pixels of the axes triad ``(mask, values)``: the triad is an overlay that does
-    not change while the camera stays, so an animation renders it once and pastes it
-    (its own viewport would cost a second render pass every frame)."""
-    st.render()
-    with_axes = st.image()
-    st.remove_axes()
-    st.render()
-    without = st.image()
-    mask = np.any(with_axes != without, axis=-1)
-    return mask, with_axes[mask]
+    return seen
 
 
 def _sample_points(data, n=400):
@@ -688,11 +685,17 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     if stride is None:
         stride = max(1, int(np.ceil(nt / max_frames)))
     idx = list(range(0, nt, max(int(stride), 1)))
-    # first pass: extent, colour range and plane of motion (frames are not kept: a
-    # large mesh times hundreds of frames would not fit in memory)
+    # first pass: extent, colour range and plane of motion; the frames are kept for
+    # the second when they fit in _KEEP_BYTES (a large mesh times hundreds of frames
+    # would not fit in memory: they are computed again then)
     lo, hi, fmax, motion, peak, fpeak = None, None, 0.0, [], None, -1.0
+    per_frame = 8 * sum(7 * len(g.nodes) + (g.n_cells if g.stress_on_cells else 0)
+                        for g in scene.geoms.values())
+    kept = {} if per_frame * len(idx) <= _KEEP_BYTES else None
     for i in idx:
         data = scene.data(i, scale)
+        if kept is not None:
+            kept[i] = data
         lo, hi = _extent(data, lo, hi)
         if field:
             fi = _field_max(scene, data, field) or 0.0
@@ -704,30 +707,31 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     if clim is None and field:
         clim = [0.0, fmax if fmax > 0 else 1.0]
     gravity = gravity_of(model) if model is not None else gravity_of(results)
-    data = scene.data(idx[0], scale)
+    data = kept[idx[0]] if kept else scene.data(idx[0], scale)
     st = _stage(window_size, anti_aliasing=False)
     try:
-        actors = _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=True)
+        actors, bar = _add_bodies(st, scene, data, field, clim, cmap, show_edges,
+                                  surface=True)
         note = _scale_note(scale)
         text = _label(st, f"t = {results.t[idx[0]]:.4f} s{note}")
         up = _set_view(st, view, bounds, zoom, np.vstack(motion), gravity)
-        _decorate(st, bounds, up, gravity, axes, ground)
-        overlay = _axes_overlay(st) if axes else None
+        below = _decorate(st, bounds, up, gravity, axes, ground)
+        # still layers (ground, colour bar, triad) are rendered once, not every frame
+        st.bake(behind=[below] if below is not None else [],
+                above=[bar] if bar is not None else [])
 
-        def frame(i, data=None):
-            _update_bodies(scene, actors, scene.data(i, scale) if data is None else data)
+        def frame(i, again=False):
+            d = None if kept is None else (kept.get(i) if again else kept.pop(i, None))
+            _update_bodies(scene, actors, scene.data(i, scale) if d is None else d)
             _set_text(text, f"t = {results.t[i]:.4f} s{note}")
             st.render()
-            img = st.image()
-            if overlay is not None:
-                img[overlay[0]] = overlay[1]
-            return img
+            return st.image()
 
         with FrameWriter(file, fps) as w:
             if w.path.suffix.lower() == ".gif":
-                w.set_palette([frame(i) for i in _palette_frames(idx, peak)])
-            for k, i in enumerate(idx):
-                w.append(frame(i, data if k == 0 else None))
+                w.set_palette([frame(i, again=True) for i in _palette_frames(idx, peak)])
+            for i in idx:
+                w.append(frame(i))
             n = len(w)
     finally:
         st.close()
@@ -835,10 +839,12 @@ def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None =
     clim = _field_range(scene, datas, field) if field else None
     st = _stage(window_size, anti_aliasing=False)
     try:
-        actors = _add_bodies(st, scene, datas[0], field, clim, cmap, show_edges, surface=True)
+        actors, bar = _add_bodies(st, scene, datas[0], field, clim, cmap, show_edges,
+                                  surface=True)
         text = _label(st, label)
         _set_view(st, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
                                                               for d in datas]))
+        st.bake(above=[bar] if bar is not None else [])
 
         def frame(i):
             _update_bodies(scene, actors, datas[i])

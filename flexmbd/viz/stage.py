@@ -419,6 +419,7 @@ class Stage:
             self.window = core.vtkRenderWindow()
             self.window.SetOffScreenRendering(1)
             self.window.SetMultiSamples(0)
+            self.window.SetAlphaBitPlanes(1)    # for bake(): what was drawn, per pixel
             self.window.SetSize(int(window_size[0]), int(window_size[1]))
             self.renderer = core.vtkRenderer()
             self.renderer.SetBackground(rgb(background))
@@ -431,6 +432,7 @@ class Stage:
         self.window_size = (int(window_size[0]), int(window_size[1]))
         self._axes = None
         self._observer = None
+        self._baked = None
 
     @classmethod
     def of_plotter(cls, plotter: Any) -> Stage:
@@ -516,15 +518,73 @@ class Stage:
     def render(self) -> None:
         self.window.Render()
 
-    def image(self) -> Array:
-        """The rendered picture ``(height, width, 3)`` uint8, top row first (a copy)."""
+    def _read(self, rgba=False):
+        """The frame buffer ``(h * w, 3 or 4)`` uint8, bottom row first (OpenGL's order)."""
         from vtkmodules.util.numpy_support import vtk_to_numpy
         from vtkmodules.vtkCommonCore import vtkUnsignedCharArray
 
         w, h = self.window.GetSize()
         buf = vtkUnsignedCharArray()
-        self.window.GetPixelData(0, 0, w - 1, h - 1, 0, buf, 0)
-        return vtk_to_numpy(buf).reshape(h, w, 3)[::-1].copy()
+        if rgba:
+            self.window.GetRGBACharPixelData(0, 0, w - 1, h - 1, 0, buf, 0)
+        else:
+            self.window.GetPixelData(0, 0, w - 1, h - 1, 0, buf, 0)
+        return vtk_to_numpy(buf).reshape(w * h, 4 if rgba else 3)
+
+    def _upright(self, flat):
+        w, h = self.window.GetSize()
+        return np.ascontiguousarray(flat.reshape(h, w, 3)[::-1])
+
+    def image(self) -> Array:
+        """The rendered picture ``(height, width, 3)`` uint8, top row first (a copy),
+        with the layers of :meth:`bake` put back."""
+        if self._baked is None:
+            return self._upright(self._read())
+        back, idx, values = self._baked
+        frame = self._read(rgba=True)
+        drawn = np.flatnonzero(frame[:, 3])
+        img = back.copy()
+        img[drawn] = frame[drawn, :3]
+        img[idx] = values
+        return self._upright(img)
+
+    def bake(self, behind: Sequence[Any] = (), above: Sequence[Any] = ()) -> None:
+        """Render still props once and leave only what moves to be rendered per frame.
+
+        For a camera that stays (an animation). ``behind``: props that no other
+        prop can hide from this camera (the ground, seen from above it) become a
+        background picture; ``above``: 2-D overlays (the colour bar) and the axes
+        triad become a layer pasted on top. Both leave the scene; :meth:`image`
+        puts them back, so the pictures are those of the full scene (the overlays'
+        anti-aliased rims keep what was below them at baking). Owned stages only.
+        """
+        if self.plotter is not None or self._baked is not None:
+            return
+        ren = self.renderer
+        self.render()
+        full = self._read().copy()          # bottom row first, as every layer here
+        for prop in above:
+            prop.VisibilityOff()
+        if self._axes is not None:
+            self._axes.DrawOff()
+        self.render()
+        bare = self._read().copy()
+        changed = np.flatnonzero(np.any(full != bare, axis=-1))
+        values = full[changed]
+        props = ren.GetViewProps()
+        shown = [props.GetItemAsObject(k) for k in range(props.GetNumberOfItems())]
+        shown = [x for x in shown if x.GetVisibility() and all(x is not b for b in behind)]
+        for prop in shown:
+            prop.VisibilityOff()
+        self.render()
+        back = self._read().copy()
+        for prop in shown:
+            prop.VisibilityOn()
+        for prop in (*behind, *above):
+            ren.RemoveViewProp(prop)
+        self.remove_axes()
+        ren.SetBackgroundAlpha(0.0)
+        self._baked = (back, changed, values)
 
     def save(self, path: Any) -> None:
         """Write the rendered picture (PNG, or JPEG/TIFF/BMP by suffix) with Pillow."""
