@@ -82,16 +82,22 @@ _KEY_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW", "LD_LIBR
              "EGL_PLATFORM", "__EGL_VENDOR_LIBRARY_FILENAMES", "LIBGL_DRIVERS_PATH")
 
 
-def _cache_file():
-    """Path of the cross-process verdict file, or None when caching is off."""
-    if os.environ.get("FLEXMBD_GL_PROBE_CACHE", "1") == "0":
-        return None
+def cache_dir() -> str:
+    """The user cache directory of flexmbd (``$FLEXMBD_CACHE_DIR``, default
+    ``$XDG_CACHE_HOME/flexmbd`` or ``~/.cache/flexmbd``); it may not exist yet."""
     root = os.environ.get("FLEXMBD_CACHE_DIR")
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                 ".cache")
         root = os.path.join(base, "flexmbd")
-    return os.path.join(root, "gl-probe.json")
+    return root
+
+
+def _cache_file():
+    """Path of the cross-process verdict file, or None when caching is off."""
+    if os.environ.get("FLEXMBD_GL_PROBE_CACHE", "1") == "0":
+        return None
+    return os.path.join(cache_dir(), "gl-probe.json")
 
 
 def _cache_key(attempts):
