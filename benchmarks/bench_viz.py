@@ -5,8 +5,9 @@ Craig-Bampton modes, revolute joint at face A, gravity -9.81 y, 0.5 s at dt = 1e
 with generalized-alpha: 501 samples) animated with ``scale=50`` and the default
 ``max_frames=200`` (stride 3: 167 frames, 640 x 480 GIF). Each tree runs in its own
 child process (``PYTHONPATH`` = the tree): the child builds and simulates the model,
-then times the ``animate`` call alone -- set-up included (importing PyVista, the GL
-probe, building the scene) -- as CPU time of the process plus its children
+then times the ``animate`` call alone -- set-up included (importing VTK, or PyVista
+for the old tree, the GL probe, building the scene) -- as CPU time of the process plus
+its children
 (``resource.getrusage``) and wall time. The numba kernels of the simulation are
 compiled (and cached) by a warm-up child first.
 
@@ -123,9 +124,10 @@ def write(rows, best, a):
         "The README's flexible pendulum (0.5 s, 501 samples, 8 Craig-Bampton modes on the "
         "1,025-node hex beam) animated with `scale=50` and the defaults (`max_frames=200`: "
         "167 frames, 640 x 480 GIF, colour = displacement). Each tree runs in a fresh "
-        "process; the time is that of the `animate` call alone, set-up included (PyVista "
-        "import, GL probe -- \"now\" finds its verdict in the user cache after the "
-        "first run, \"before\" runs the probe child every time --, scene), CPU of the "
+        "process; the time is that of the `animate` call alone, set-up included (VTK "
+        "import -- PyVista with matplotlib for \"before\" --, GL probe -- \"now\" finds "
+        "its verdict and the colour table in the user cache after the first run, "
+        "\"before\" runs the probe child every time --, scene), CPU of the "
         "process and its children. Best of "
         f"{a.repeat} interleaved runs (all listed).",
         "",
