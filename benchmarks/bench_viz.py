@@ -12,8 +12,8 @@ its children
 compiled (and cached) by a warm-up child first.
 
 Run: ``python benchmarks/bench_viz.py --base /tmp/base`` with ``/tmp/base`` a
-worktree of the old commit (``git worktree add /tmp/base 562cc95``); ``--write``
-puts the table into ``benchmarks/RESULTS.md``.
+copy of the old commit (``mkdir /tmp/base && git archive 562cc95 | tar -x -C /tmp/base``,
+or a worktree); ``--write`` puts the table into ``benchmarks/RESULTS.md``.
 """
 
 import argparse
@@ -132,7 +132,7 @@ def write(rows, best, a):
         f"{a.repeat} interleaved runs (all listed).",
         "",
         f"- Command: `python benchmarks/bench_viz.py --base /tmp/base --write` "
-        f"(`git worktree add /tmp/base {BASELINE}`)",
+        f"(`/tmp/base`: `git archive {BASELINE} | tar -x -C /tmp/base`)",
         f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
         f"numpy {np.__version__}, nproc {os.cpu_count()} (shared with other sessions)",
         f"- Date: {time.strftime('%Y-%m-%d')}",

@@ -1,4 +1,5 @@
-"""3D views with PyVista: models, results, mode shapes and animations.
+"""3D views (VTK; PyVista plotters for interactive use): models, results, mode shapes
+and animations.
 
 >>> import flexmbd as fm                                   # doctest: +SKIP
 >>> fm.viz.show(model, file="model.png")   # up = -gravity      # doctest: +SKIP
@@ -8,7 +9,10 @@
 Rendering functions configure VTK for headless machines first
 (:mod:`flexmbd.viz.headless`) and raise :class:`RenderingUnavailable` with the fix
 instead of crashing when no OpenGL library is usable. The geometry helpers
-(:mod:`flexmbd.viz.geometry`) need only numpy. PyVista is imported on first use.
+(:mod:`flexmbd.viz.geometry`) need only numpy. Every picture is one VTK scene
+(:mod:`flexmbd.viz.stage`): off-screen stills and animations render it with VTK alone,
+:func:`plotter` and interactive :func:`show` put it on a ``pyvista.Plotter``. VTK and
+PyVista are imported on first use.
 """
 
 import importlib

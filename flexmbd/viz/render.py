@@ -1,4 +1,9 @@
-"""PyVista views: snapshots, mode shapes and animations of models and results.
+"""Views of models and results: snapshots, mode shapes and animations.
+
+The picture is described once, as the VTK actors of :mod:`flexmbd.viz.stage`
+(bodies, colour bar, label, joint markers, ground, axes triad) placed by
+:func:`_draw`; off-screen it is rendered with VTK alone (no ``pyvista.plotting``,
+no matplotlib.pyplot), on screen and in :func:`plotter` on a ``pyvista.Plotter``.
 
 Every function works headless: rendering is off-screen whenever a ``file`` is
 given or no display exists, after :func:`flexmbd.viz.headless.configure` made sure
