@@ -500,12 +500,15 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
 
     p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
     p.set_background(BACKGROUND)
-    st = Stage.of_plotter(p)
-    _draw(st, obj, t, model=model, field=field, scale=scale, joints=joints, frames=frames,
-          glyphs=glyphs, view=view, cmap=cmap, show_edges=show_edges, zoom=zoom, clim=clim,
-          about=about, axes=axes, ground=ground)
+    try:
+        _draw(Stage.of_plotter(p), obj, t, model=model, field=field, scale=scale,
+              joints=joints, frames=frames, glyphs=glyphs, view=view, cmap=cmap,
+              show_edges=show_edges, zoom=zoom, clim=clim, about=about, axes=axes,
+              ground=ground)
+    except BaseException:
+        p.close()
+        raise
     p.renderer.camera_set = True      # keep our camera on the first render
-    p._flexmbd_stage = st             # the triad follows the camera while the plotter lives
     return p
 
 
