@@ -249,7 +249,8 @@ def _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=False):
     (``bar`` None without a coloured field).
     ``surface``: draw the outer surface of linear volume meshes (cheaper to move; the
     same picture)."""
-    from .stage import lookup_table, mesh_actor, scalar_bar
+    from .actors import mesh_actor, scalar_bar
+    from .colors import lookup_table
 
     actors, lut = {}, None
     for k, (name, g) in enumerate(scene.geoms.items()):
@@ -349,7 +350,7 @@ def _decorate(st, bounds, up, gravity, axes, ground):
 
     Returns the ground actor when the camera sees it from above (then nothing
     inside ``bounds`` can be hidden by it), else None."""
-    from .stage import ground_actor
+    from .actors import ground_actor
 
     seen = None
     if ground if ground is not None else gravity is not None:
@@ -419,7 +420,7 @@ def _field_range(scene, datas, field):
 
 def _joint_markers(st, model, world, size):
     """Small spheres at joint origins and axis cylinders for joints with an ``axis``."""
-    from .stage import cylinder_actor, sphere_actor
+    from .actors import cylinder_actor, sphere_actor
 
     for j in model.joints():
         Rp, rp = world[j.parent]
@@ -433,7 +434,7 @@ def _joint_markers(st, model, world, size):
 
 
 def _frame_triads(st, poses, size):
-    from .stage import line_actor
+    from .actors import line_actor
 
     for R, r in poses:
         for k, c in enumerate(("red", "green", "blue")):
@@ -443,7 +444,7 @@ def _frame_triads(st, poses, size):
 def _label(st, text):
     """A black label in the upper left corner (a plain text actor: a corner annotation
     searches its font size again whenever its text changes, ~17 ms a frame)."""
-    from .stage import text_actor
+    from .actors import text_actor
 
     return st.add(text_actor(text, st.window_size, "black"))
 
@@ -811,7 +812,7 @@ def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: flo
         _add_bodies(st, scene, data, field,
                     _field_range(scene, [data], field) if field else None, cmap, show_edges)
         if undeformed:
-            from .stage import mesh_actor
+            from .actors import mesh_actor
 
             st.add(mesh_actor(g.cells, g.nodes, color="gray", wireframe=True,
                               opacity=0.4).actor)

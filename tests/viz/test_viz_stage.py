@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from flexmbd.viz import render
+from flexmbd.viz.actors import mesh_actor, scalar_bar
+from flexmbd.viz.colors import colormap_table, lookup_table
 from flexmbd.viz.demo import beam_geometry
-from flexmbd.viz.stage import colormap_table, lookup_table, mesh_actor, scalar_bar
 
 SMALL = (320, 240)
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def test_colour_table_is_matplotlibs_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEXMBD_CACHE_DIR", str(tmp_path))
     want = np.round(255 * colormaps["viridis"](np.linspace(0, 1, 256))).astype(np.uint8)
     code = ("import sys, numpy as np\n"
-            "from flexmbd.viz.stage import colormap_table\n"
+            "from flexmbd.viz.colors import colormap_table\n"
             "t = colormap_table('viridis', 256)\n"
             "print('mpl' if 'matplotlib' in sys.modules else 'none', "
             "','.join(map(str, t.ravel())))\n")
