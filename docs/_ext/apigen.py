@@ -37,7 +37,7 @@ NAMESPACES = [
     ("flexmbd.kinematics", "Kinematics", "Joint and tree poses."),
     ("flexmbd.topology", "Topology", "Cut joints, spanning tree and regular labels."),
     ("flexmbd.urdf", "URDF import", "Rigid trees from robotics tools."),
-    ("flexmbd.viz", "Visualization", "PyVista views and animations."),
+    ("flexmbd.viz", "Visualization", "Views and animations (VTK; PyVista plotters)."),
     ("flexmbd.viz.headless", "Headless rendering", "Choosing a GL backend off-screen."),
     ("flexmbd.progress", "Progress bars", "tqdm bars and when they are drawn."),
     ("flexmbd.cli", "Command line", "The ``flexmbd`` command."),
