@@ -435,6 +435,14 @@ class FlexTree:
         fext[k, :3] += RF @ wF[:3] + np.cross(pF, fb)
         fext[k, 3:] += fb
         self.Fm[k, FK.FM_QAPP, :nk] += S.T @ wF
+        nm_ = getattr(frame, "interface_name", None)
+        if nm_ is not None and nm_ in self.itf.get(k, ()):
+            # a wrench through a stiffened interface (a cut joint's): it loads the unit
+            # stress state of that interface like a tree joint's reaction (stiffening_forces)
+            wb = np.concatenate([RF @ wF[:3], fb])  # body axes, about the frame origin
+            b0 = 12 + 6 * self.itf[k].index(nm_)
+            KGw = np.tensordot(wb, self.KG[self.fx_of[k], b0:b0 + 6, :nk, :nk], axes=1)
+            self.Fm[k, FK.FM_QAPP, :nk] -= KGw @ np.asarray(q)[sq]
 
     def point_force(self, fe, t, q, state, fext, qd=None):
         """A PointForce at a deforming frame of a flexible body: its wrench about the body
