@@ -375,11 +375,31 @@ class FlexibleBody(Body):
                 plan = ""
             return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
-        stiff = ("geometric stiffening from mean-axis loads"
-                 if self.geometric_stiffening and rb.kg_unit.shape[0] else
+        on = bool(self.geometric_stiffening and rb.kg_unit.shape[0])
+        stiff = ("geometric stiffening from mean-axis loads" if on else
                  "no geometric stiffening")
         return (f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
-                f"({rb.strategy}), frame: {rb.frame}, {stiff}")
+                f"({rb.strategy}), frame: {rb.frame}, {stiff}{self._frame_note(on)}")
+
+    def _frame_note(self, stiffened):
+        """For a stiffened body whose frame is clamped at an interface that a joint lets
+        rotate: the joint's name and the advice of the module docs ('Choice of frame')."""
+        rb = self.reduced
+        ref = str(rb.reference or "")
+        model = self.model()
+        if not stiffened or not ref or model is None:
+            return ""
+        pins = []
+        for j in model.joints():
+            for fr in (j.parent_frame, j.child_frame):
+                if (isinstance(fr, InterfaceFrame) and fr.body is self
+                        and fr.interface_name == ref and _rotates(j)):
+                    pins.append(j.name)
+        if not pins:
+            return ""
+        return (f"; frame clamped at an interface pinned by {', '.join(pins)}: prefer "
+                "frame='mean-axis' for fast mechanisms (stiffening in this frame: 2.0 % "
+                "against 1.1 % on the slider-crank rod; FlexibleBody docs, 'Choice of frame')")
 
 
 class _DeformingFrame(Frame):
@@ -487,6 +507,13 @@ def _cache_key(mesh, material, strategy, opts):
     h.update(repr(strategy).encode())
     h.update(json.dumps(opts, sort_keys=True, default=repr).encode())
     return "cache-key:" + h.hexdigest()
+
+
+def _rotates(joint):
+    """True when ``joint`` lets its frames rotate relative to each other (a pin)."""
+    from .joints import Fixed, Prismatic
+
+    return not isinstance(joint, (Fixed, Prismatic)) and int(getattr(joint, "nv", 0)) > 0
 
 
 def stiffening_hint(model: Model) -> str:
