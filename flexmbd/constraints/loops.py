@@ -43,11 +43,16 @@ pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics
 speeds of the joints and flexible bodies on the loop, in Python: a few ms per
 evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
 through that frame and load the modes (``extra["modal:<body>"]`` keeps the modal
-histories). Geometric stiffening inside a loop is approximate: the tree solver's
-stiffening loads come from the unconstrained tree solution (inertia loads and tree-joint
-wrenches; not the cut-joint wrenches, and the constraint correction uses the mass
-matrix without the load-dependent coupling) -- switch it off for exact loop dynamics
-or use the absolute formulation.
+histories). Geometric stiffening inside a loop is loop-aware: the stiffening loads of a
+body (mean-axis inertia loads from its accelerations, wrenches at its stiffened
+interfaces) must be those of the *constrained* motion, including the cut-joint wrench at
+an interface. :meth:`LoopSystem.accelerations` therefore solves the tree again with the
+cut-joint wrenches of the current multipliers applied (they enter the interface loads
+through :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the
+multipliers by the projection until the accelerations settle (``_loop_stiffening``: a
+fixed point, or the affine solve where it does not contract). The result equals the
+absolute formulation's with its interface loads at the current reactions
+(tests/recursive/test_flexible_loops.py).
 """
 
 from __future__ import annotations

@@ -159,8 +159,11 @@ of the strain (``|K_G q| / |M qdd|`` ~ deformation / length), so a few iteration
 reach round-off. The absolute formulation takes the same inertia loads at the
 current step and the interface wrenches from the previous step (lagged); both
 converge to the same equations when its lagged loads are updated to the current
-ones (tests/recursive/test_flexible_cfa.py). ``FlexibleBody(geometric_stiffening=False)``
-switches the term off per body.
+ones (tests/recursive/test_flexible_cfa.py). A wrench applied through a stiffened
+interface frame by the loop layer (a cut joint's, :meth:`FlexTree.frame_wrench`) loads that
+interface's unit stress state like a tree joint's reaction (a constant modal force within
+the tree solve); the loop layer iterates the multipliers (:mod:`flexmbd.constraints.loops`).
+``FlexibleBody(geometric_stiffening=False)`` switches the term off per body.
 """
 
 from __future__ import annotations
