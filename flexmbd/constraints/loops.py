@@ -382,13 +382,13 @@ class LoopSystem:
         """
         scale = 1.0 + float(np.abs(qdd).max())
         base = self._applied_cut(q, qd, t)
-        rel = self.constraints.relative(q, qd, t)
         r0 = self.constraints.n_cut_rows
         Jd = self.constraints.jacobian(q, t)[r0:] if len(self.constraints.drivers) else None
         tau0 = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
 
         def g(lam):
             items = list(base)
+            rel = self.constraints.relative(q, qd, t)
             for c, (_R, _d, _V, D, Rc_, pc) in zip(self.constraints.cuts, rel):
                 items += self._pair(c, Rc_, pc, D.T @ lam[c.rows])
             tau_k = tau0 if Jd is None else tau0 + Jd.T @ lam[r0:]
