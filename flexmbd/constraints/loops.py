@@ -43,11 +43,16 @@ pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics
 speeds of the joints and flexible bodies on the loop, in Python: a few ms per
 evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
 through that frame and load the modes (``extra["modal:<body>"]`` keeps the modal
-histories). Geometric stiffening inside a loop is approximate: the tree solver's
-stiffening loads come from the unconstrained tree solution (inertia loads and tree-joint
-wrenches; not the cut-joint wrenches, and the constraint correction uses the mass
-matrix without the load-dependent coupling) -- switch it off for exact loop dynamics
-or use the absolute formulation.
+histories). Geometric stiffening inside a loop is loop-aware: the stiffening loads of a
+body (mean-axis inertia loads from its accelerations, wrenches at its stiffened
+interfaces) must be those of the *constrained* motion, including the cut-joint wrench at
+an interface. :meth:`LoopSystem.accelerations` therefore solves the tree again with the
+cut-joint wrenches of the current multipliers applied (they enter the interface loads
+through :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the
+multipliers by the projection until the accelerations settle (``_loop_stiffening``: a
+fixed point, or the affine solve where it does not contract). The result equals the
+absolute formulation's with its interface loads at the current reactions
+(tests/recursive/test_flexible_loops.py).
 """
 
 from __future__ import annotations
@@ -349,7 +354,80 @@ class LoopSystem:
             self._wrench_element.current = []
         if self.constraints.m == 0:
             return vf, np.zeros(0)
-        return P.accelerations(q, qd, t, vf, lambda X: self.tree.solve_mass(q, X))
+        minv = _cached_minv(lambda X: self.tree.solve_mass(q, X))
+        qdd, lam = P.accelerations(q, qd, t, vf, minv)
+        if self._stiff_loop:
+            qdd, lam = self._loop_stiffening(q, qd, tau, t, P, minv, qdd, lam)
+        return qdd, lam
+
+    @property
+    def _stiff_loop(self):
+        fl = getattr(self.tree, "_flex", None)
+        return bool(self._flexible and fl is not None and fl.any_stiff)
+
+    def _loop_stiffening(self, q, qd, tau, t, P, minv, qdd, lam, tol=1e-10, max_iter=8):
+        """Loop-aware geometric stiffening: the tree solver's stiffening loads (mean-axis
+        inertia loads from the body accelerations, interface wrenches) must see the
+        cut-joint wrenches and the constrained accelerations.
+
+        ``g(lam)``: the tree solved with the cut-joint wrenches of ``lam`` applied (its
+        stiffening loads then use those wrenches and its own accelerations), projected on
+        the constraints, gives the multiplier correction ``dlam``; the loop-aware solution
+        is ``g(lam) = 0``. ``g`` is affine in ``lam`` (the stiffening forces are linear in the
+        loads). Fixed-point steps ``lam += g(lam)`` contract with a factor of the order of
+        the strain; where a cut joint constrains the flexible body through its stiff
+        directions (the out-of-plane rows of a planar loop closed by a universal joint)
+        the multipliers are large and the iteration need not contract: then ``g`` is
+        solved as the affine map it is (its columns from one evaluation per active row).
+        """
+        scale = 1.0 + float(np.abs(qdd).max())
+        base = self._applied_cut(q, qd, t)
+        r0 = self.constraints.n_cut_rows
+        Jd = self.constraints.jacobian(q, t)[r0:] if len(self.constraints.drivers) else None
+        tau0 = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
+
+        def g(lam):
+            items = list(base)
+            rel = self.constraints.relative(q, qd, t)
+            for c, (_R, _d, _V, D, Rc_, pc) in zip(self.constraints.cuts, rel):
+                items += self._pair(c, Rc_, pc, D.T @ lam[c.rows])
+            tau_k = tau0 if Jd is None else tau0 + Jd.T @ lam[r0:]
+            self._wrench_element.current = items
+            try:
+                v = np.array(self._free(q, qd, tau_k, t), dtype=float)
+            finally:
+                self._wrench_element.current = []
+            return P.accelerations(q, qd, t, v, minv)
+
+        change_prev = np.inf
+        for _ in range(max_iter):
+            qdd_new, dlam = g(lam)
+            change = float(np.abs(qdd_new - qdd).max())
+            if change <= tol * scale:
+                return qdd_new, lam + dlam
+            if change > 0.5 * change_prev:
+                break
+            lam, qdd, change_prev = lam + dlam, qdd_new, change
+        else:
+            qdd, dlam = g(lam)
+        # affine solve of g(lam) = 0 on the active rows (Newton with exact columns)
+        act = np.flatnonzero(dlam != 0.0) if np.any(dlam) else np.arange(len(lam))
+        for _ in range(3):
+            h = 1e-3 * (1.0 + float(np.abs(lam).max()))
+            G = np.empty((len(act), len(act)))
+            for j, i in enumerate(act):
+                e = lam.copy()
+                e[i] += h
+                G[:, j] = (g(e)[1][act] - dlam[act]) / h
+            step = np.linalg.lstsq(G, -dlam[act], rcond=None)[0]
+            lam = lam.copy()
+            lam[act] += step
+            qdd_new, dlam = g(lam)
+            change = float(np.abs(qdd_new - qdd).max())
+            qdd = qdd_new
+            if change <= tol * scale:
+                break
+        return qdd, lam + dlam
 
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None,
                          t: float | ArrayLike = 0.0,
@@ -529,6 +607,23 @@ class LoopSystem:
                        joint_names=self.joint_names, reactions=reac,
                        energy={"kinetic": ke, "potential": pe, "total": ke + pe},
                        stats=stats, extra=extra, meta=meta)
+
+
+def _cached_minv(minv):
+    """``minv`` that returns the last columns again for the same right-hand side (the
+    loop-stiffening iteration projects with the same constraint rows at one state)."""
+    memo = {}
+
+    def f(X):
+        X = np.asarray(X, dtype=float)
+        key = memo.get("X")
+        if key is not None and key.shape == X.shape and np.array_equal(key, X):
+            return memo["Y"]
+        Y = minv(X)
+        memo["X"], memo["Y"] = X.copy(), Y
+        return Y
+
+    return f
 
 
 def _pair(c, Rc_, pc, F):

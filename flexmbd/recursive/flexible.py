@@ -159,8 +159,11 @@ of the strain (``|K_G q| / |M qdd|`` ~ deformation / length), so a few iteration
 reach round-off. The absolute formulation takes the same inertia loads at the
 current step and the interface wrenches from the previous step (lagged); both
 converge to the same equations when its lagged loads are updated to the current
-ones (tests/recursive/test_flexible_cfa.py). ``FlexibleBody(geometric_stiffening=False)``
-switches the term off per body.
+ones (tests/recursive/test_flexible_cfa.py). A wrench applied through a stiffened
+interface frame by the loop layer (a cut joint's, :meth:`FlexTree.frame_wrench`) loads that
+interface's unit stress state like a tree joint's reaction (a constant modal force within
+the tree solve); the loop layer iterates the multipliers (:mod:`flexmbd.constraints.loops`).
+``FlexibleBody(geometric_stiffening=False)`` switches the term off per body.
 """
 
 from __future__ import annotations
@@ -435,6 +438,14 @@ class FlexTree:
         fext[k, :3] += RF @ wF[:3] + np.cross(pF, fb)
         fext[k, 3:] += fb
         self.Fm[k, FK.FM_QAPP, :nk] += S.T @ wF
+        nm_ = getattr(frame, "interface_name", None)
+        if nm_ is not None and nm_ in self.itf.get(k, ()):
+            # a wrench through a stiffened interface (a cut joint's): it loads the unit
+            # stress state of that interface like a tree joint's reaction (stiffening_forces)
+            wb = np.concatenate([RF @ wF[:3], fb])  # body axes, about the frame origin
+            b0 = 12 + 6 * self.itf[k].index(nm_)
+            KGw = np.tensordot(wb, self.KG[self.fx_of[k], b0:b0 + 6, :nk, :nk], axes=1)
+            self.Fm[k, FK.FM_QAPP, :nk] -= KGw @ np.asarray(q)[sq]
 
     def point_force(self, fe, t, q, state, fext, qd=None):
         """A PointForce at a deforming frame of a flexible body: its wrench about the body
