@@ -47,7 +47,7 @@ from ..errors import MeshError
 from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
 from .material import Material
-from .units import check_magnitudes, unit_system
+from .units import material_from_file, unit_system
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -367,11 +367,9 @@ class _Reader(DeckParser):
                 continue  # reported if a section uses it (AbaqusModel.material)
             if "rho" not in d or "E" not in d:
                 continue
-            rho = d["rho"][0] * us.density
-            E = d["E"][0] * us.stress
-            check_magnitudes(f"{self.path}:{d['where'].rsplit(':', 1)[-1]}", name, rho, E, us)
             try:
-                out[name] = Material(E=E, nu=d["nu"][0], rho=rho, name=name)
+                out[name] = material_from_file(f"{self.path}:{d['where'].rsplit(':', 1)[-1]}",
+                                               name, d["E"][0], d["nu"][0], d["rho"][0], us)
             except MeshError as exc:
                 raise MeshError(f"{d['E'][1]}: {exc}") from exc
         return out
