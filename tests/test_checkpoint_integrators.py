@@ -11,6 +11,7 @@ only columns allowed to differ.
 import numpy as np
 import pytest
 import skfem
+from models import double_pendulum
 
 import flexmbd as fm
 import flexmbd.checkpoint as cpm
@@ -59,14 +60,8 @@ def assert_same(a, b):
 
 # ---------------------------------------------------------------- models
 def pendulum():
-    """A spatial double pendulum (rigid tree, two revolutes)."""
-    m = fm.Model("double_pendulum")
-    m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.shoulder = fm.Revolute(m.ground, m.upper, axis=(0, 0, 1), q0=[-np.pi / 4])
-    m.elbow = fm.Revolute(m.upper, m.lower, parent_frame=(1.0, 0, 0), axis=(0.2, 0.3, 1.0))
-    m.g = fm.Gravity((0, -9.81, 0))
-    return m
+    """A spatial double pendulum (rigid tree, two revolutes; the elbow axis tilted)."""
+    return double_pendulum(elbow_axis=(0.2, 0.3, 1.0))
 
 
 def four_bar():

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import FlexmbdError
+from ..fem.stress_history import von_mises as equivalent_stress
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -213,11 +214,10 @@ def deformed_points(nodes: ArrayLike, Phi: ArrayLike | None, q: ArrayLike | None
 
 
 def von_mises(stress_modes: ArrayLike, q: ArrayLike) -> Array:
-    """Von Mises stress of ``sigma = stress_modes @ q`` (Voigt, normal components first)."""
+    """Von Mises stress (Pa) of ``sigma = stress_modes @ q`` (Voigt, normal components
+    first), one value per row of six (:func:`flexmbd.fem.stress_history.von_mises`)."""
     s = (np.asarray(stress_modes) @ np.asarray(q, dtype=float)).reshape(-1, 6)
-    sxx, syy, szz = s[:, 0], s[:, 1], s[:, 2]
-    return np.sqrt(0.5 * ((sxx - syy) ** 2 + (syy - szz) ** 2 + (szz - sxx) ** 2)
-                   + 3.0 * (s[:, 3] ** 2 + s[:, 4] ** 2 + s[:, 5] ** 2))
+    return equivalent_stress(s)
 
 
 def deformed_mesh(nodes: ArrayLike, cells: Any, cell_type: str | None = None,
