@@ -430,8 +430,8 @@ def chain_midpoint(model, res):
     n = model.n_segments
 
     def point(body, offset):
-        R = fm.results.quat_to_rot_batch(res.extra[f"orientation:{body}"])
-        return res.extra[f"position:{body}"] + R @ np.asarray(offset, float)
+        R = fm.results.quat_to_rot_batch(res.body(body).orientation)
+        return res.body(body).position + R @ np.asarray(offset, float)
 
     a = point("s1", (0.0, 0.0, 0.0))
     b = point(f"s{n}", (L2 / n, 0.0, 0.0))
@@ -482,11 +482,11 @@ def testset_run(dt=2.5e-5, t_end=TESTSET_T_END):
     rb = with_testset_pi(beam_reduced(2, testset=True))
     model = build(rb, TESTSET_INIT)
     res, cpu = simulate(model, t_end, dt)
-    Rr = fm.results.quat_to_rot_batch(res.extra["orientation:rod"])
-    Rc = fm.results.quat_to_rot_batch(res.extra["orientation:crank"])
+    Rr = fm.results.quat_to_rot_batch(res.body("rod").orientation)
+    Rc = fm.results.quat_to_rot_batch(res.body("crank").orientation)
     phi1 = np.unwrap(np.arctan2(Rc[:, 1, 0], Rc[:, 0, 0]))
     phi2 = np.unwrap(np.arctan2(Rr[:, 1, 0], Rr[:, 0, 0]))
-    x3 = res.extra["position:slider"][:, 0]
+    x3 = res.body("slider").position[:, 0]
     y = np.column_stack([phi1, phi2, x3, res.body("rod").modal])
     return y[-1], {"model": model, "results": res, "cpu": cpu, "history": y,
                    "deflection": midpoint_deflection(model, res)}

@@ -28,7 +28,8 @@ An integrator object handed to :func:`run` provides:
 ``sample()``
     The state to record at the current time: a dict with ``"q"``, ``"qd"`` and
     optionally ``"qdd"``, ``"reactions"`` (n_joints, 6), ``"energy:K"``,
-    ``"stats:K"`` and ``"extra:K"`` (e.g. ``"modal:rod"``, ``"position:crank"``);
+    ``"stats:K"`` and ``"extra:K"`` (e.g. ``"extra:lambda"``; ``"extra:modal:rod"``,
+    ``"extra:position:crank"`` fill the typed :class:`~flexmbd.results.BodySeries`);
     the same keys at every call. ``qdd`` and ``reactions`` not sampled are NaN in
     the recorded rows.
 ``header()``

@@ -16,7 +16,7 @@ for frames that deform), and then
   directional difference of the speed map in state space, at
   ``(q +/- eps dq/dt, qd +/- eps qdd)`` (exact to O(eps^2)).
 
-:func:`fill_joint_states` fills ``results.extra["joint:NAME:q|qd|qdd"]`` for every
+:func:`fill_joint_states` fills ``results.joint_series[NAME]`` for every
 joint whose coordinates are not columns of the results (the joints of the absolute
 formulation, cut joints of closed loops); :class:`flexmbd.results.JointHistory`
 reads them.
@@ -26,6 +26,7 @@ import numpy as np
 
 from .constraints.cut import cut_coordinates
 from .model.joints import Cylindrical, Free, Planar, Prismatic, Revolute, Spherical, Universal
+from .results import JointSeries
 
 __all__ = ["fill_joint_states", "angle_columns"]
 
@@ -178,7 +179,7 @@ def _states(system, q, qd, joints, with_q=True):
 
 
 def fill_joint_states(results, system, joints=None):
-    """Fill ``results.extra["joint:NAME:q"]`` (nt, nq), ``":qd"`` and ``":qdd"`` (nt, nv).
+    """Fill ``results.joint_series[NAME]``: ``q`` (nt, nq), ``qd`` and ``qdd`` (nt, nv).
 
     For every joint of ``system.model`` (or ``joints``) whose coordinates are not
     columns of ``results`` (see the module docstring). Returns ``results``.
@@ -213,7 +214,5 @@ def fill_joint_states(results, system, joints=None):
             Vm = V - _EPS * Vd
             a = (_speeds(j, qa, Va) - _speeds(j, qm, Vm)) / (2 * _EPS)
         a[~ok] = np.nan
-        results.extra[f"joint:{j.name}:q"] = qj
-        results.extra[f"joint:{j.name}:qd"] = v
-        results.extra[f"joint:{j.name}:qdd"] = a
+        results.joint_series[j.name] = JointSeries(qj, v, a)
     return results

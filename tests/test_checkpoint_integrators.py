@@ -241,7 +241,7 @@ def test_flexible_body_recursive_and_absolute_resume(tmp_path, monkeypatch):
     # (hinge angle + 9 Craig-Bampton modes: 3 fixed-interface, 6 constraint modes of B)
     sim = dict(t_end=0.02, dt=1e-3, integrator="rk45")
     ref = flexible_pendulum().simulate(tau=Kill(np.inf, 10), **sim)
-    assert ref.extra["modal:beam"].shape == (21, 9) and np.ptp(ref.extra["modal:beam"]) > 0
+    assert ref.body("beam").modal.shape == (21, 9) and np.ptp(ref.body("beam").modal) > 0
     path = tmp_path / "flex_rec.h5"
     interrupted(flexible_pendulum, path, 6, 0.0133, 10, **sim)
     assert_same(fm.resume(path), ref)
@@ -250,7 +250,7 @@ def test_flexible_body_recursive_and_absolute_resume(tmp_path, monkeypatch):
 
     sim = dict(t_end=0.06, dt=1e-3, integrator="generalized-alpha")
     ref = flexible_pendulum().simulate(**sim)
-    assert "interface:beam.B" in ref.extra and ref.energy["spring"].max() > 0
+    assert "B" in ref.body("beam").interfaces and ref.energy["spring"].max() > 0
     real, calls = Engine.run, {"n": 0}
 
     def killing_run(self, *a, **kw):
@@ -392,7 +392,7 @@ def test_flagship_flexible_loop_with_stiffening_resumes(tmp_path):
     spec.loader.exec_module(flag)
     sim = dict(t_end=0.004, dt=5e-5, integrator="generalized-alpha", rho_inf=0.9)
     ref = flag.build().simulate(callback=lambda t, q, qd: None, **sim)
-    assert np.ptp(ref.extra["modal:rod"]) > 0
+    assert np.ptp(ref.body("rod").modal) > 0
 
     def kill(t, q, qd):
         if abs(t - 0.00262) < 2e-5:

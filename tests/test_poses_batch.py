@@ -98,8 +98,8 @@ def test_attach_tree_poses_of_a_run_matches_the_per_sample_path():
         r_ref = np.empty((len(res.t), 3))
         for i in range(len(res.t)):
             R_ref[i], r_ref[i] = tree_poses(m, {j: res.q[i, c] for j, c in cols.items()})[b]
-        assert np.array_equal(out.extra[f"position:{b.name}"], r_ref)
-        E = out.extra[f"orientation:{b.name}"]
+        assert np.array_equal(out.body(b.name).position, r_ref)
+        E = out.body(b.name).orientation
         assert np.abs(E - _sequential_quats(R_ref)).max() <= 4e-16
     # the lower body hangs below the shoulder at -45 deg: y of its frame origin < 0
-    assert out.extra["position:lower"][0, 1] < -0.7
+    assert out.body("lower").position[0, 1] < -0.7

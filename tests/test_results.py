@@ -105,8 +105,8 @@ def test_vtk_series_holds_the_deformed_meshes(tmp_path):
     g = beam_geometry()
     last = meshio.read(files[-1])
     i = 4
-    R = quat_to_rot_batch(res.extra["orientation:beam"][i])
-    q = res.extra["modal:beam"][i]
+    R = quat_to_rot_batch(res.body("beam").orientation[i])
+    q = res.body("beam").modal[i]
     expected = g.points(q, R, np.zeros(3), scale=2.0)
     n = len(g.nodes)
     np.testing.assert_allclose(last.points[:n], expected, atol=1e-12)
@@ -210,7 +210,9 @@ def test_attach_body_poses_from_a_system(batched):
     sys_ = FakeSystem(m, batched)
     res = attach_body_poses(chain_results(), sys_)
     ref = attach_tree_poses(chain_results(), m)
-    for key in ("position:a", "position:b", "orientation:a", "orientation:b"):
-        np.testing.assert_allclose(res.extra[key], ref.extra[key], atol=1e-14)
-    assert "position:ground" not in res.extra
+    for b in "ab":
+        for kind in ("position", "orientation"):
+            np.testing.assert_allclose(getattr(res.body_series[b], kind),
+                                       getattr(ref.body_series[b], kind), atol=1e-14)
+    assert "ground" not in res.body_series and not res.extra
     assert sys_.calls == (1 if batched else 1 + 5)

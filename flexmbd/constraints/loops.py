@@ -42,7 +42,7 @@ deforming frame (interface or node) is evaluated on the deformed frame: its rela
 pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics at unit
 speeds of the joints and flexible bodies on the loop, in Python: a few ms per
 evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
-through that frame and load the modes (``extra["modal:<body>"]`` keeps the modal
+through that frame and load the modes (``body_series[<body>].modal`` keeps the modal
 histories). Geometric stiffening inside a loop is approximate: the tree solver's
 stiffening loads come from the unconstrained tree solution (inertia loads and tree-joint
 wrenches; not the cut-joint wrenches, and the constraint correction uses the mass
@@ -59,7 +59,7 @@ import numpy as np
 from ..errors import FlexmbdError, ModelError
 from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
-from ..results import Results
+from ..results import BodySeries, Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
 
@@ -517,18 +517,18 @@ class LoopSystem:
         ke = np.array([self.kinetic_energy(q[i], qd[i]) for i in range(nt)])
         pe = np.array([self.potential_energy(q[i], t[i]) for i in range(nt)])
         extra["lambda"] = lam
-        for name, (sq, _) in self.modal_slices.items():
-            extra[f"modal:{name}"] = q[:, sq].copy()
+        bodies = {name: BodySeries(modal=q[:, sq].copy())
+                  for name, (sq, _) in self.modal_slices.items()}
         if self._flexible and nt:
-            from ..recursive.flexible import flexible_extras
+            from ..recursive.flexible import flexible_series
 
-            extra.update(flexible_extras(self.tree, q))
+            bodies.update(flexible_series(self.tree, q))
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
                        joint_names=self.joint_names, reactions=reac,
                        energy={"kinetic": ke, "potential": pe, "total": ke + pe},
-                       stats=stats, extra=extra, meta=meta)
+                       stats=stats, extra=extra, meta=meta, bodies=bodies)
 
 
 def _pair(c, Rc_, pc, F):

@@ -401,16 +401,16 @@ class _DeformingFrame(Frame):
 
     def trajectory(self, results: Results) -> Array:
         """World positions (nt, 3) of the deformed frame origin over a :class:`Results`
-        history (needs ``position:``, ``orientation:`` and ``modal:`` extras of the body)."""
+        history (needs the body's ``position``, ``orientation`` and ``modal`` series)."""
         from ..results import quat_to_rot_batch
 
         name = self.body.name
-        try:
-            r = results.extra[f"position:{name}"]
-            R = quat_to_rot_batch(results.extra[f"orientation:{name}"])
-            qf = results.extra[f"modal:{name}"]
-        except KeyError:
-            raise ModelError(f"results have no pose/modal history of body {name!r}") from None
+        series = results.body_series.get(name)
+        if series is None or any(v is None for v in (series.position, series.orientation,
+                                                      series.modal)):
+            raise ModelError(f"results have no pose/modal history of body {name!r}")
+        r, qf = series.position, series.modal
+        R = quat_to_rot_batch(series.orientation)
         p = self.position + qf @ self.modes[3:].T
         return r + np.einsum("tij,tj->ti", R, p)
 

@@ -492,8 +492,9 @@ def body_pose_at(results, name, i):
     """``(R, r)`` of body ``name`` at sample ``i`` (identity when not stored)."""
     from ..results import quat_to_rot_batch
 
-    pos = results.extra.get(f"position:{name}")
-    ori = results.extra.get(f"orientation:{name}")
+    series = results.body_series.get(name)
+    pos = None if series is None else series.position
+    ori = None if series is None else series.orientation
     R = np.eye(3) if ori is None else quat_to_rot_batch(ori[i])
     r = np.zeros(3) if pos is None else np.asarray(pos[i], dtype=float)
     return R, r
@@ -504,7 +505,8 @@ def frame_data(results, geoms, i, scale=1.0):
     out = {}
     for name, g in geoms.items():
         R, r = body_pose_at(results, name, i)
-        modal = results.extra.get(f"modal:{name}")
+        series = results.body_series.get(name)
+        modal = None if series is None else series.modal
         q = None if modal is None or not g.flexible else modal[i]
         u = scale * g.displacement(q) @ R.T
         out[name] = (g.points(q, R, r, scale), u, g.von_mises(q))

@@ -89,7 +89,7 @@ def test_units_warning_names_file(tmp_path):
     p = write(tmp_path, assembly_deck())
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        F.read_abaqus(p).material  # mm-t-s values read as SI
+        _ = F.read_abaqus(p).material  # mm-t-s values read as SI
     units = [w for w in rec if issubclass(w.category, F.UnitsWarning)]
     assert len(units) == 1        # one check (fem.units), not one per layer
     assert "deck.inp" in str(units[0].message) and "mm-t-s" in str(units[0].message)

@@ -44,9 +44,9 @@ def test_frozen_modes_reproduce_the_rigid_body():
         opts = dict(dt=dt, integrator="generalized-alpha", rho_inf=0.8)
         rf = flex.simulate(0.2, **opts)
         rr = rigid.simulate(0.2, **opts)
-        assert np.abs(rf.extra["modal:beam"]).max() < 1e-8
+        assert np.abs(rf.body("beam").modal).max() < 1e-8
         # the deformed tip interface stays on the rigid tip to the frozen deflection
-        assert np.abs(rf.extra["interface:beam.B"][:, :3] - _rigid_tip(rf)).max() < 1e-8
+        assert np.abs(rf.body("beam").interfaces["B"][:, :3] - _rigid_tip(rf)).max() < 1e-8
         # the released beam starts undeformed: its stiff modes ring (amplitude ~ sag, but
         # accelerations and reactions O(1)) until the scheme's dissipation (rho_inf = 0.8) has
         # removed them; compare the reactions after that transient
@@ -59,8 +59,8 @@ def test_frozen_modes_reproduce_the_rigid_body():
 
 
 def _rigid_tip(res):
-    R = quat_to_rot_batch(res.extra["orientation:beam"])
-    return res.extra["position:beam"] + R @ np.array([1.0, 0.025, 0.025])
+    R = quat_to_rot_batch(res.body("beam").orientation)
+    return res.body("beam").position + R @ np.array([1.0, 0.025, 0.025])
 
 
 def _momenta(s, q, qd):
@@ -185,7 +185,7 @@ def test_pinned_beam_frequency_matches_fe():
     period = 1.0 / f_fe
     h = period / 60
     res = m.simulate(3.2 * period, dt=h, integrator="generalized-alpha", rho_inf=1.0)
-    R = quat_to_rot_batch(res.extra["orientation:beam"])
+    R = quat_to_rot_batch(res.body("beam").orientation)
     ang = np.arctan2(R[:, 1, 0], R[:, 0, 0])
     y = ang - 0.5 * (ang.max() + ang.min())
     t = res.t
