@@ -826,6 +826,8 @@ def _h5py():
 # -- HDF5 layout (shared with flexmbd.checkpoint) -------------------------------------
 _TIME_SERIES = ("t", "q", "qd", "qdd", "reactions")
 _GROUPS = ("energy", "stats", "extra")
+#: every entry :func:`h5_write` puts into a group (schema 2)
+H5_ENTRIES = _TIME_SERIES + _GROUPS + ("bodies", "joints", "geometry")
 
 
 def _h5_dataset(group, name, value, resizable):

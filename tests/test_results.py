@@ -2,6 +2,7 @@
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,9 @@ import flexmbd as fm
 from flexmbd.errors import FlexmbdError
 from flexmbd.kinematics import tree_poses
 from flexmbd.results import (
+    SCHEMA,
+    BodySeries,
+    JointSeries,
     Results,
     attach_body_poses,
     attach_geometry,
@@ -216,3 +220,62 @@ def test_attach_body_poses_from_a_system(batched):
                                        getattr(ref.body_series[b], kind), atol=1e-14)
     assert "ground" not in res.body_series and not res.extra
     assert sys_.calls == (1 if batched else 1 + 5)
+
+
+# -- file format: schema 2, and schema-1 files (written by the code before it) ----------
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".h5"])
+def test_schema1_files_load_into_typed_series(suffix, tmp_path):
+    """Files written before schema 2 (histories as ``extra`` keys ``"position:B"``,
+    ``"joint:J:q"``...) load into ``body_series`` / ``joint_series``; ``extra`` keeps
+    the rest; saved again they are schema 2 and round-trip exactly."""
+    if suffix == ".h5":
+        pytest.importorskip("h5py")
+    res = Results.load(DATA / f"results_schema1{suffix}")
+    t = np.linspace(0.0, 0.4, 5)
+    th = 0.3 * np.sin(t)
+    assert sorted(res.extra) == ["driver:d", "lambda"]
+    beam = res.body("beam")
+    np.testing.assert_array_equal(beam.position, np.column_stack([t, 2 * t, 0 * t]))
+    np.testing.assert_array_equal(beam.modal, np.column_stack([t, t ** 2]))
+    np.testing.assert_allclose(beam.rotation[:, :2, :2],
+                               [[[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]] for a in th],
+                               atol=1e-15)
+    assert list(beam.interfaces) == ["A"] and beam.interfaces["A"].shape == (5, 7)
+    cut = res.joint("cut")                         # a joint with no columns of q
+    np.testing.assert_array_equal(cut.q[:, 0], -th)
+    np.testing.assert_array_equal(cut.qd[:, 0], -0.3 * np.cos(t))
+    np.testing.assert_array_equal(res.joint("hinge").q[:, 0], th)
+    assert res.body_names() == ["beam"]
+    back = Results.load(res.save(tmp_path / f"again{suffix}"))
+    assert back.equals(res) and back.extra.keys() == res.extra.keys()
+    header = (json.loads(str(np.load(tmp_path / "again.npz")["__header__"])) if suffix == ".npz"
+              else None)
+    assert header is None or header["schema"] == SCHEMA == 2
+
+
+def test_typed_series_slice_take_concatenate_and_save(tmp_path):
+    t = np.linspace(0.0, 1.0, 6)
+    res = Results(t, t[:, None], t[:, None], coordinates=[("j", "x")], speeds=[("j", "v")],
+                  bodies={"b": BodySeries(position=np.outer(t, [1, 2, 3]),
+                                          modal=t[:, None] ** 2,
+                                          interfaces={"A": np.outer(t, np.arange(7.0))})},
+                  joints={"k": JointSeries(-t[:, None], t[:, None], 0 * t[:, None])},
+                  extra={"user": 3 * t})
+    assert res.extra.keys() == {"user"}
+    part = res.slice(3)
+    np.testing.assert_array_equal(part.body("b").position, res.body("b").position[:3])
+    np.testing.assert_array_equal(part.joint("k").q, -t[:3, None])
+    both = Results.concatenate([res.slice(3), res.take(slice(3, None))])
+    assert both.equals(res)
+    for name in ("r.npz", "r.h5"):
+        if name.endswith(".h5"):
+            pytest.importorskip("h5py")
+        assert Results.load(res.save(tmp_path / name)).equals(res)
+    with pytest.raises(FlexmbdError, match="no orientation history"):
+        _ = res.body("b").orientation                # not stored, no system to compute it
+    bad = Results(t, t[:, None], t[:, None], bodies={"a__b": BodySeries(modal=t[:, None])})
+    with pytest.raises(FlexmbdError, match="reserves"):
+        bad.save(tmp_path / "bad.npz")
