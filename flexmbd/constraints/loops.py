@@ -59,6 +59,7 @@ import numpy as np
 from ..errors import FlexmbdError, ModelError
 from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
+from ..recursive.energy import energy_histories
 from ..results import BodySeries, Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
@@ -266,6 +267,12 @@ class LoopSystem:
     def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
         self._wrench_element.current = []
         return self.tree.potential_energy(q, t)
+
+    def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
+        """``{"gravity", "spring"}`` (J) of the tree
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.potential_energies`)."""
+        self._wrench_element.current = []
+        return self.tree.potential_energies(q, t)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         return self.tree.qdot(q, qd)
@@ -514,8 +521,7 @@ class LoopSystem:
             stats["n_weak"][i] = fd.n_weak
             if m:
                 stats["discarded"][i] = fd.discarded
-        ke = np.array([self.kinetic_energy(q[i], qd[i]) for i in range(nt)])
-        pe = np.array([self.potential_energy(q[i], t[i]) for i in range(nt)])
+        energy = energy_histories(self, t, q, qd)
         extra["lambda"] = lam
         bodies = {name: BodySeries(modal=q[:, sq].copy())
                   for name, (sq, _) in self.modal_slices.items()}
@@ -527,7 +533,7 @@ class LoopSystem:
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
                        joint_names=self.joint_names, reactions=reac,
-                       energy={"kinetic": ke, "potential": pe, "total": ke + pe},
+                       energy=energy,
                        stats=stats, extra=extra, meta=meta, bodies=bodies)
 
 

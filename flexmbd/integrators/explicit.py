@@ -43,6 +43,7 @@ import numpy as np
 from ..checkpoint import run
 from ..errors import FlexmbdError, ModelError, SolverError
 from ..monitor import BLOCK_STEPS, GrowthMonitor
+from ..recursive.energy import energy_histories
 from ..results import BodySeries, Results
 
 if TYPE_CHECKING:
@@ -661,9 +662,7 @@ def _results(system, t, y, tau_f, meta, safe=False):
             raise
         qdd = np.full((nt, nv), np.nan)
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
-    ke = np.array([system.kinetic_energy(q[i], qd[i]) for i in range(nt)])
-    pe = np.array([system.potential_energy(q[i], t[i]) for i in range(nt)])
-    energy = {"kinetic": ke, "potential": pe, "total": ke + pe}
+    energy = energy_histories(system, t, q, qd)
     extra = {}
     bodies = {name: BodySeries(modal=q[:, sq].copy())
               for name, (sq, _) in getattr(system, "modal_slices", {}).items()}

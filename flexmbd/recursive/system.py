@@ -1069,21 +1069,30 @@ class RecursiveSystem:
         return out
 
     def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
-        """Gravity plus the force elements' potentials (J)."""
+        """Gravity plus the force elements' potentials plus strain energy (J)."""
+        e = self.potential_energies(q, t)
+        return e["gravity"] + e["spring"]
+
+    def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
+        """``{"gravity": ..., "spring": ...}`` (J), the definitions of
+        :class:`flexmbd.absolute.energy.EnergyMeter`: ``gravity`` the potential of uniform
+        gravity, ``spring`` the force elements' potentials (SDA springs
+        ``k (l - l0)^2 / 2``) plus the flexible bodies' strain energy ``q_f^T K q_f / 2``."""
         Rw, rw, vel = self._kin(q, np.zeros(self.nv))
         mc = self._Vv[V_MC]
-        e = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
+        g = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
                    + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
+        spring = 0.0
         for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
             R, r = self._flex.body_pose(k, Rw[k], rw[k])
             Sbar = inv.c + inv.St @ qk
-            e -= float(self._gravity @ (inv.mass * r + R @ Sbar))
-            e += 0.5 * float(qk @ inv.K @ qk)        # strain energy
+            g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
+            spring += 0.5 * float(qk @ inv.K @ qk)        # strain energy
         if self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
-                e += float(fe.potential(t, st))
-        return float(e)
+                spring += float(fe.potential(t, st))
+        return {"gravity": float(g), "spring": float(spring)}
 
     def momentum(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
         """``(linear, angular)`` momentum in world axes; angular about the world origin."""
