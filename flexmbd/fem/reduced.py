@@ -1,11 +1,11 @@
 """`ReducedBody`: a reduced flexible body and its ``.npz`` (or HDF5) file.
 
-npz / HDF5 schema, version ``flexmbd.reduced/1`` (strings as numpy str arrays / HDF5 strings)
+npz / HDF5 schema, version ``flexmbd.reduced/2`` (strings as numpy str arrays / HDF5 strings)
 ------------------------------------------------------------------------------------------
 ==========================  ===============  =============================================
 key                         shape            meaning
 ==========================  ===============  =============================================
-schema                      ()               "flexmbd.reduced/1"
+schema                      ()               "flexmbd.reduced/2"
 name, strategy, frame       ()               body name, strategy repr, frame convention
 mode_count                  ()               the mode count as text, e.g. "8 fixed-interface
                                              + 6 constraint = 14 modes" (optional: files
@@ -28,7 +28,9 @@ damping                     (2,) + zeta      Rayleigh (alpha, beta); ``zeta`` (m
 interface_names, _kinds     (k,)             interfaces in order
 interface_origins           (k, 3)           frame origins (body axes)
 interface_nodes, _offsets   (sum,), (k+1,)   node numbers of each interface (CSR-like)
-interface_modes             (k, 6, m)        frame motion [rotation; translation] per mode
+interface_modes             (k, 6, m)        frame motion [rotation; translation] per mode:
+                                             least-squares rigid fit at the interface
+                                             nodes, ``u = t + theta x (x - origin)``
 stress_modes                (n, 6, m)        Voigt stress (xx,yy,zz,yz,xz,xy) per unit mode
 kg_names                    (L,)             unit-load names (see flexmbd.fem.geometric)
 kg_unit                     (L, m, m)        projected unit geometric stiffness
@@ -37,6 +39,14 @@ timings_keys, _values       (t,)             cost of each step (s)
 notes                       (q,)             remarks printed by info()
 ==========================  ===============  =============================================
 Missing optional arrays (stress modes, K_G) are stored with a leading 0 dimension.
+
+Sign convention (one, everywhere): an interface's rotation ``theta`` moves its nodes by
+``theta x (x - origin)``, and an interface moment ``m`` does work ``m . theta``; the
+unit geometric stiffness ``kg_unit`` of the load ``"NAME.mx"`` belongs to a positive
+moment about x in that sense. Files of schema ``flexmbd.reduced/1`` stored the
+rotations with the opposite sign (``u = (x - origin) x theta``); :meth:`ReducedBody.load`
+converts them (rotation rows of ``interface_modes`` and the interface-moment
+``kg_unit`` negated).
 """
 
 import numpy as np
@@ -46,7 +56,8 @@ from .modecount import count_text_from_kinds
 
 __all__ = ["ReducedBody", "SCHEMA"]
 
-SCHEMA = "flexmbd.reduced/1"
+SCHEMA = "flexmbd.reduced/2"
+_OLD_SCHEMAS = ("flexmbd.reduced/1",)
 _ARRAYS = ("nodes", "cells", "modes", "frequencies", "mode_frequencies", "first_moment",
            "second_moment", "inertia_origin", "com", "inertia_com", "St", "Sij", "Pij",
            "M_ff", "K_ff", "D_ff", "damping", "zeta", "interface_origins", "interface_nodes",
@@ -304,10 +315,18 @@ class ReducedBody:
     @classmethod
     def _from_store(cls, path, z):
         schema = str(z["schema"]) if "schema" in z else "?"
-        if schema != SCHEMA:
+        if schema != SCHEMA and schema not in _OLD_SCHEMAS:
             raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
                             "with this flexmbd version")
         fields = {k: z[k] for k in _ARRAYS}
+        if schema == "flexmbd.reduced/1":      # rotations stored as u = r x theta
+            fields["interface_modes"] = np.array(fields["interface_modes"], float)
+            fields["interface_modes"][:, :3] *= -1.0
+            moments = [i for i, n in enumerate(z["kg_names"])
+                       if str(n).rpartition(".")[2] in ("mx", "my", "mz")]
+            if moments:
+                fields["kg_unit"] = np.array(fields["kg_unit"], float)
+                fields["kg_unit"][moments] *= -1.0
         fields.update({k: str(z[k]) for k in _STRINGS if k in z or k != "mode_count"})
         fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
         fields["mass"] = float(z["mass"])

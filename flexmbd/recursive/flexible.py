@@ -333,9 +333,7 @@ class FlexTree:
                         + [unit(f"alpha{i + 1}") for i in range(3)]
                         + [unit(f"a{i + 1}") for i in range(3)])
                 for nm_ in self.itf[k]:
-                    conv = b.interface_convention(nm_)
-                    mats += [unit(f"{nm_}.{c}") * (conv if c[0] == "m" else 1.0)
-                             for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+                    mats += [unit(f"{nm_}.{c}") for c in ("mx", "my", "mz", "fx", "fy", "fz")]
                 self.KG[fx] = 0.0
                 self.KG[fx, :len(mats), :nk, :nk] = np.stack(mats)
                 # mean-axis load parameters (flexmbd.flexible.mean_axis)
