@@ -177,7 +177,7 @@ class FlexibleBody(Body):
                 return rb
         rb = reduce(mesh, material, strategy, name=self._name, **opts)
         if cache is not None:
-            rb.notes = list(rb.notes) + [key]
+            rb = rb.replace(notes=(*rb.notes, key))
             rb.save(cache)
         return rb
 

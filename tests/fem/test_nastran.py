@@ -262,7 +262,7 @@ def test_craig_bampton_superelement_output(tmp_path):
     for k in ("first_moment", "second_moment", "St", "Sij", "Pij"):
         np.testing.assert_allclose(getattr(body, k), ref[k], rtol=0,
                                    atol=1e-12 * np.abs(ref[k]).max())
-    assert body.interface_names == ["ASET"] and len(body.interface("ASET")[2]) == len(bnodes)
+    assert body.interface_names == ("ASET",) and len(body.interface("ASET")[2]) == len(bnodes)
     f = body.frequencies
     assert np.abs(f[:6]).max() < 1e-3 * f[6]  # constraint modes span the rigid motion
     full = np.sqrt(np.abs(sla.eigh(K, M, eigvals_only=True, subset_by_index=[6, 9]))) / 2 / np.pi
