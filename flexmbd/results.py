@@ -703,6 +703,10 @@ class Results:
                 out.setdefault(owner, {})[key] = v
             return out
 
+        schema = int(header.get("schema", 1))
+        if schema > SCHEMA:
+            raise FileError(f"results file of schema {schema}; this flexmbd reads schemas 1 to "
+                            f"{SCHEMA}: upgrade flexmbd to read it")
         # schema 1 kept the body and joint histories in extra: split_legacy_extra reads them
         return cls(arrays["t"], arrays["q"], arrays["qd"], arrays["qdd"],
                    coordinates=header["coordinates"], speeds=header["speeds"],

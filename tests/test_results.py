@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flexmbd as fm
-from flexmbd.errors import FlexmbdError
+from flexmbd.errors import FileError, FlexmbdError
 from flexmbd.kinematics import tree_poses
 from flexmbd.results import (
     SCHEMA,
@@ -279,3 +279,16 @@ def test_typed_series_slice_take_concatenate_and_save(tmp_path):
     bad = Results(t, t[:, None], t[:, None], bodies={"a__b": BodySeries(modal=t[:, None])})
     with pytest.raises(FlexmbdError, match="reserves"):
         bad.save(tmp_path / "bad.npz")
+
+
+def test_a_newer_schema_is_refused_by_name(tmp_path):
+    t = np.zeros(2)
+    path = Results(t, t[:, None], t[:, None]).save(tmp_path / "r.npz")
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(str(arrays["__header__"]))
+    header["schema"] = SCHEMA + 1
+    arrays["__header__"] = np.array(json.dumps(header))
+    np.savez(path, **arrays)
+    with pytest.raises(FileError, match=f"schema {SCHEMA + 1}.*upgrade"):
+        Results.load(path)
