@@ -268,6 +268,14 @@ class LoopSystem:
         self._wrench_element.current = []
         return self.tree.potential_energy(q, t)
 
+    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
+               tau: ArrayLike | None = None) -> dict[str, float] | None:
+        """Powers (W) of the tree's elements
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.powers`); the ideal loop
+        constraints do no work (drivers' work shows in ``numerical_dissipation``)."""
+        self._wrench_element.current = []
+        return self.tree.powers(q, qd, t, tau)
+
     def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
         """``{"gravity", "spring"}`` (J) of the tree
         (:meth:`flexmbd.recursive.system.RecursiveSystem.potential_energies`)."""
@@ -521,7 +529,10 @@ class LoopSystem:
             stats["n_weak"][i] = fd.n_weak
             if m:
                 stats["discarded"][i] = fd.discarded
-        energy = energy_histories(self, t, q, qd)
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        tau = (None if all(x is None for x in taus) else
+               np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float))
+        energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
         bodies = {name: BodySeries(modal=q[:, sq].copy())
                   for name, (sq, _) in self.modal_slices.items()}

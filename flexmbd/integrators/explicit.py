@@ -662,7 +662,7 @@ def _results(system, t, y, tau_f, meta, safe=False):
             raise
         qdd = np.full((nt, nv), np.nan)
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
-    energy = energy_histories(system, t, q, qd)
+    energy = energy_histories(system, t, q, qd, tau)
     extra = {}
     bodies = {name: BodySeries(modal=q[:, sq].copy())
               for name, (sq, _) in getattr(system, "modal_slices", {}).items()}

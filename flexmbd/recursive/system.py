@@ -1073,6 +1073,40 @@ class RecursiveSystem:
         e = self.potential_energies(q, t)
         return e["gravity"] + e["spring"]
 
+    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
+               tau: ArrayLike | None = None) -> dict[str, float] | None:
+        """``{"p_damper", "p_actuator", "p_external"}`` (W) at one state, the definitions
+        of :class:`flexmbd.absolute.energy.EnergyMeter`: dissipated by SDA dampers
+        (``c ldot^2``) and modal damping (``dq_f^T D dq_f``); delivered by SDA actuators,
+        JointForce elements and the applied joint forces ``tau`` (``tau . qd``); delivered
+        by other force elements (``sum F_b . V_b``). ``None`` when force elements act on
+        flexible bodies (their loads at deforming frames are not summed here)."""
+        if self._flex is not None and self._generic:
+            return None
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        out = {"p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
+        for f in self._joint_forces:
+            vj = qd[self._vslice[f.joint.name]]
+            out["p_actuator"] += float(
+                f.generalized_force(t, q[self._qslice[f.joint.name]], vj) @ vj)
+        if tau is not None:
+            out["p_actuator"] += float(np.asarray(tau, float) @ qd)
+        Rw, rw, vel = self._kin(q, qd)
+        for _, u, inv, _ in self._flex_speeds(q, qd):
+            out["p_damper"] += float(u[6:] @ inv.D @ u[6:])
+        if self._generic:
+            st = _State(self, Rw.copy(), rw.copy(), vel.copy())
+            for fe in self._generic:
+                if hasattr(fe, "damper_power"):
+                    out["p_damper"] += float(fe.damper_power(t, st))
+                    out["p_actuator"] += float(fe.actuator_power(t, st))
+                    continue
+                for body, w in fe.wrenches(t, st):
+                    if body is not self.model.ground:
+                        om, v = st.twist(body)
+                        out["p_external"] += float(w[:3] @ om + w[3:] @ v)
+        return out
+
     def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
         """``{"gravity": ..., "spring": ...}`` (J), the definitions of
         :class:`flexmbd.absolute.energy.EnergyMeter`: ``gravity`` the potential of uniform
