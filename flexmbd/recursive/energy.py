@@ -50,10 +50,12 @@ def energy_histories(system: Any, t: Array, q: Array, qd: Array,
     if any(p is None for p in powers):
         return out
     h = np.diff(np.asarray(t, float))
-    for key, name in (("p_damper", "damper_work"), ("p_actuator", "actuator_work"),
-                      ("p_external", "external_work")):
-        p = np.array([x[key] for x in powers])
-        out[name] = np.concatenate([[0.0], np.cumsum(0.5 * h * (p[1:] + p[:-1]))])
-    out["numerical_dissipation"] = (out["total"][0] + out["actuator_work"]
-                                    + out["external_work"] - out["damper_work"] - out["total"])
+    with np.errstate(invalid="ignore", over="ignore"):     # NaN samples of a failed run
+        for key, name in (("p_damper", "damper_work"), ("p_actuator", "actuator_work"),
+                          ("p_external", "external_work")):
+            p = np.array([x[key] for x in powers])
+            out[name] = np.concatenate([[0.0], np.cumsum(0.5 * h * (p[1:] + p[:-1]))])
+        out["numerical_dissipation"] = (out["total"][0] + out["actuator_work"]
+                                        + out["external_work"] - out["damper_work"]
+                                        - out["total"])
     return out
