@@ -113,7 +113,7 @@ def bearing_forces(model, res, side):
 def deflection(rotor, res, xyz):
     """Elastic displacement (nt, 3) of the node nearest ``xyz`` in body axes (m)."""
     i = int(np.argmin(np.linalg.norm(rotor.nodes - np.asarray(xyz), axis=1)))
-    q = res.extra["modal:rotor"]
+    q = res.body("rotor").modal
     return q @ rotor.modes[3 * i: 3 * i + 3].T
 
 

@@ -55,8 +55,8 @@ def tip_trajectory(model, res):
     """World position of the tip node (nt, 3) and its deflection from the rigid position."""
     tip = model.beam.point(TIP)
     p = tip.trajectory(res)
-    R = fm.results.quat_to_rot_batch(res.extra["orientation:beam"])
-    rigid = res.extra["position:beam"] + R @ tip.position
+    R = fm.results.quat_to_rot_batch(res.body("beam").orientation)
+    rigid = res.body("beam").position + R @ tip.position
     return p, p - rigid
 
 
@@ -99,7 +99,7 @@ def main(t_end=1.0, dt=1e-3, n_modes=8, rho_inf=0.8, plot=True, outdir=None, mes
         ax[0].set_xlabel("tip x [m]")
         ax[0].set_ylabel("tip y [m]")
         ax[0].set_title("tip trajectory")
-        R = fm.results.quat_to_rot_batch(res.extra["orientation:beam"])
+        R = fm.results.quat_to_rot_batch(res.body("beam").orientation)
         local = np.einsum("tji,tj->ti", R, defl)  # body axes
         ax[1].plot(res.t, local[:, 1] * 1e3, label="transverse (body y)")
         ax[1].plot(res.t, local[:, 0] * 1e3, label="axial (body x)")

@@ -430,8 +430,8 @@ def chain_midpoint(model, res):
     n = model.n_segments
 
     def point(body, offset):
-        R = fm.results.quat_to_rot_batch(res.extra[f"orientation:{body}"])
-        return res.extra[f"position:{body}"] + R @ np.asarray(offset, float)
+        R = fm.results.quat_to_rot_batch(res.body(body).orientation)
+        return res.body(body).position + R @ np.asarray(offset, float)
 
     a = point("s1", (0.0, 0.0, 0.0))
     b = point(f"s{n}", (L2 / n, 0.0, 0.0))
@@ -453,7 +453,7 @@ def with_testset_pi(rb):
     evaluated as the Test Set does, with ``PI = 3.1415927`` in the closed-form integrals
     of crank.f (lateral stiffness ``PI**4``, first moments ``2/PI``, ``L/PI``,
     ``-L/(2 PI)``, the axial-lateral couplings ``16/PI**3``, ``8/PI**3 - 1/PI``,
-    ``1/(2 PI)``); modified in place and returned.
+    ``1/(2 PI)``); returns the changed copy.
 
     Why: the independent planar integration (:func:`planar_reference`, rtol 1e-12)
     of the data with the exact pi differs from the reference at t = 0.1 s by -1.8e-7
@@ -465,15 +465,16 @@ def with_testset_pi(rb):
     extrapolation of the last two meets the reference to 4e-10 in q1 and 5e-10 in q2).
     """
     r = np.pi / TESTSET_PI
-    rb.K_ff[:2, :2] /= r ** 4
-    rb.St[1, :2] *= r
-    rb.Sij[0, 1, :2] *= r
+    K, St, Sij, Pij = (np.array(a) for a in (rb.K_ff, rb.St, rb.Sij, rb.Pij))
+    K[:2, :2] /= r ** 4
+    St[1, :2] *= r
+    Sij[0, 1, :2] *= r
     f = lambda p: 8.0 / p ** 3 - 1.0 / p                          # noqa: E731
     scale = {(0, 2): r ** 3, (0, 3): f(TESTSET_PI) / f(np.pi), (1, 3): r, (1, 2): 1.0}
     for (lat, ax), c in scale.items():          # P_xy (axial x, lateral y) and P_yx
-        rb.Pij[0, 1, ax, lat] *= c
-        rb.Pij[1, 0, lat, ax] *= c
-    return rb
+        Pij[0, 1, ax, lat] *= c
+        Pij[1, 0, lat, ax] *= c
+    return rb.replace(K_ff=K, St=St, Sij=Sij, Pij=Pij)
 
 
 def testset_run(dt=2.5e-5, t_end=TESTSET_T_END):
@@ -482,11 +483,11 @@ def testset_run(dt=2.5e-5, t_end=TESTSET_T_END):
     rb = with_testset_pi(beam_reduced(2, testset=True))
     model = build(rb, TESTSET_INIT)
     res, cpu = simulate(model, t_end, dt)
-    Rr = fm.results.quat_to_rot_batch(res.extra["orientation:rod"])
-    Rc = fm.results.quat_to_rot_batch(res.extra["orientation:crank"])
+    Rr = fm.results.quat_to_rot_batch(res.body("rod").orientation)
+    Rc = fm.results.quat_to_rot_batch(res.body("crank").orientation)
     phi1 = np.unwrap(np.arctan2(Rc[:, 1, 0], Rc[:, 0, 0]))
     phi2 = np.unwrap(np.arctan2(Rr[:, 1, 0], Rr[:, 0, 0]))
-    x3 = res.extra["position:slider"][:, 0]
+    x3 = res.body("slider").position[:, 0]
     y = np.column_stack([phi1, phi2, x3, res.body("rod").modal])
     return y[-1], {"model": model, "results": res, "cpu": cpu, "history": y,
                    "deflection": midpoint_deflection(model, res)}

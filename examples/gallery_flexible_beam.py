@@ -36,7 +36,7 @@ def reduce_beam():
 
 def swing(body, nt=40, t_end=1.0, tip_force=2.0e3):
     """Results of the beam swinging +-0.5 rad about z while a tip load bends it."""
-    from flexmbd.results import Results, attach_geometry, rot_to_quat_batch
+    from flexmbd.results import BodySeries, Results, attach_geometry, rot_to_quat_batch
     from flexmbd.spatial import rotation_matrix
 
     t = np.linspace(0.0, t_end, nt)
@@ -49,8 +49,8 @@ def swing(body, nt=40, t_end=1.0, tip_force=2.0e3):
     modal = np.outer(-np.sin(2 * np.pi * t / t_end), q_unit)    # load lags the swing
     res = Results(t, theta[:, None], np.gradient(theta, t)[:, None],
                   coordinates=[("hinge", "angle")], speeds=[("hinge", "rate")],
-                  extra={"position:beam": np.zeros((nt, 3)),
-                         "orientation:beam": rot_to_quat_batch(R), "modal:beam": modal},
+                  bodies={"beam": BodySeries(position=np.zeros((nt, 3)),
+                                             orientation=rot_to_quat_batch(R), modal=modal)},
                   meta={"model": "swinging_beam", "prescribed": True})
     return attach_geometry(res, {"beam": body})
 

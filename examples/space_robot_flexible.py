@@ -115,7 +115,7 @@ def tip_deflection(res, name, rb):
     body axes (nt, 3)."""
     body = fm.FlexibleBody(rb)
     U = body.interface_modes("B")[3:]
-    return res.extra[f"modal:{name}"] @ U.T
+    return res.body(name).modal @ U.T
 
 
 def plot(flex, rigid, rb, out):

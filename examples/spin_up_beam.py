@@ -123,8 +123,8 @@ def chain_model(n_segments=20):
 
 
 def _hub_frame(res, body):
-    R = fm.results.quat_to_rot_batch(res.extra[f"orientation:{body}"])
-    return res.extra[f"position:{body}"], R
+    R = fm.results.quat_to_rot_batch(res.body(body).orientation)
+    return res.body(body).position, R
 
 
 def flexible_tip_deflection(model, res):

@@ -28,7 +28,8 @@ An integrator object handed to :func:`run` provides:
 ``sample()``
     The state to record at the current time: a dict with ``"q"``, ``"qd"`` and
     optionally ``"qdd"``, ``"reactions"`` (n_joints, 6), ``"energy:K"``,
-    ``"stats:K"`` and ``"extra:K"`` (e.g. ``"modal:rod"``, ``"position:crank"``);
+    ``"stats:K"`` and ``"extra:K"`` (e.g. ``"extra:lambda"``; ``"extra:modal:rod"``,
+    ``"extra:position:crank"`` fill the typed :class:`~flexmbd.results.BodySeries`);
     the same keys at every call. ``qdd`` and ``reactions`` not sampled are NaN in
     the recorded rows.
 ``header()``
@@ -130,7 +131,7 @@ from .fileio import (
     sniff,
 )
 from .progress import progress as _progress
-from .results import _GROUPS, _TIME_SERIES, Results, h5_append, h5_read, h5_truncate, h5_write
+from .results import H5_ENTRIES, Results, h5_append, h5_read, h5_truncate, h5_write
 
 if TYPE_CHECKING:
     from typing import Any
@@ -292,7 +293,7 @@ def _stash_rows(f):
     """Move the recorded rows from the root to ``/checkpoint/rows`` (links only, no copy)."""
     rows = f.require_group(_ROWS)
     rows.attrs["flexmbd_header"] = f.attrs["flexmbd_header"]
-    for name in _TIME_SERIES + _GROUPS + ("geometry",):
+    for name in H5_ENTRIES:
         if name in f:
             f.move(name, f"{_ROWS}/{name}")
 
@@ -301,7 +302,7 @@ def _unstash_rows(f):
     """Undo :func:`_stash_rows`: drop the finalized results, rows back at the root."""
     if _ROWS not in f:
         return
-    for name in _TIME_SERIES + _GROUPS + ("geometry",):
+    for name in H5_ENTRIES:
         if name in f:
             del f[name]
     rows = f[_ROWS]

@@ -339,6 +339,11 @@ def results_summary(res):
             f"{k} {v[0]:.6g} -> {v[-1]:.6g}" for k, v in res.energy.items() if len(v)))
     if res.stats:
         lines.append("  stats: " + ", ".join(res.stats))
+    if res.body_series:
+        lines.append("  bodies: " + ", ".join(
+            f"{b} ({', '.join(s.arrays())})" for b, s in res.body_series.items()))
+    if res.joint_series:
+        lines.append("  joint histories: " + ", ".join(res.joint_series))
     if res.extra:
         lines.append("  extra: " + ", ".join(res.extra))
     if res.geometry:
@@ -465,7 +470,7 @@ def cmd_simulate(args):
             attach_geometry(res, model)
         except FlexmbdError as err:  # drawing data is a convenience: keep the run
             print(f"note: no geometry stored ({err})", file=sys.stderr)
-    if model is not None and any(f"position:{b}" not in res.extra for b in res.geometry):
+    if model is not None and not res.has_poses(res.geometry):
         _attach_poses(res, model)
     path = res.save(args.output)
     print(results_summary(res))

@@ -12,11 +12,22 @@ for frames that deform), and then
   joint's motion subspace: ``V = [R_C^T (w_C - w_P); R_C^T (v_C - v_P - w_P x (p_C - p_P))]``
   (child axes, the convention of :meth:`flexmbd.model.joints.Joint.motion_subspace`),
   ``v = H^+ V``;
-* rates ``qdd``: the time derivative of ``v`` along the trajectory, a central
-  directional difference of the speed map in state space, at
-  ``(q +/- eps dq/dt, qd +/- eps qdd)`` (exact to O(eps^2)).
+* rates ``qdd`` = the projection of the time derivative of that relative twist:
+  ``qdd = H^+ (dV/dt - c(q, v))`` (``c`` the joint's bias acceleration, non-zero for
+  joints whose ``H`` turns with ``q``), with
+  ``dV/dt = [R_C^T (a_C - a_P - w_C x (w_C - w_P)); R_C^T (u' - w_C x u)]``,
+  ``u = v_C - v_P - w_P x d``, ``u' = a_C - a_P - alpha_P x d - w_P x (v_C - v_P)``,
+  exact from the bodies' accelerations when the System gives them
+  (``system.body_accelerations(q, qd, qdd)``, the absolute formulation); otherwise
+  (the cut joints of the recursive formulation) ``dV/dt`` is a central directional
+  difference of the twist map in state space, at ``(q +/- eps dq/dt, qd +/- eps qdd)``
+  (O(eps^2)).
 
-:func:`fill_joint_states` fills ``results.extra["joint:NAME:q|qd|qdd"]`` for every
+Frames that deform with a flexible body (interface frames) move with the modal
+coordinates: origin ``p0 + X_t q_f`` and rotation ``exp(X_r q_f) R0``, whose angular
+velocity and acceleration follow exactly from the left Jacobian of SO(3).
+
+:func:`fill_joint_states` fills ``results.joint_series[NAME]`` for every
 joint whose coordinates are not columns of the results (the joints of the absolute
 formulation, cut joints of closed loops); :class:`flexmbd.results.JointHistory`
 reads them.
@@ -26,6 +37,7 @@ import numpy as np
 
 from .constraints.cut import cut_coordinates
 from .model.joints import Cylindrical, Free, Planar, Prismatic, Revolute, Spherical, Universal
+from .results import JointSeries
 
 __all__ = ["fill_joint_states", "angle_columns"]
 
@@ -43,12 +55,13 @@ def angle_columns(joint):
     return []
 
 
-def _modal(system, q, qd, name):
+def _modal(system, q, qd, name, qdd=None):
+    """Modal coordinates, speeds (and rates) of flexible body ``name`` over a history."""
     sl = getattr(system, "modal_slices", {}).get(name)
     if sl is None:
-        return None, None
+        return None
     sq, sv = sl if isinstance(sl, tuple) else (sl, sl)
-    return q[:, sq], qd[:, sv]
+    return q[:, sq], qd[:, sv], (None if qdd is None else qdd[:, sv])
 
 
 def _body_motion(system, q, qd):
@@ -68,48 +81,100 @@ def _body_motion(system, q, qd):
     return out
 
 
-def _frame_motion(frame, body, motion, modal, nt):
-    """World pose and twist of ``frame`` on ``body``: ``(R, p, w, v)`` (nt, ...)."""
+def _exp_rates(theta, dtheta, ddtheta):
+    """Angular velocity and acceleration (nt, 3) of ``exp(skew(theta))``, spatial axes:
+    ``w = J_l(theta) theta'`` and its time derivative (exact, J_l the left Jacobian)."""
+    t = np.linalg.norm(theta, axis=1)
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    a = np.where(small, 0.5 - t**2 / 24, (1 - np.cos(ts)) / ts**2)
+    b = np.where(small, 1 / 6 - t**2 / 120, (ts - np.sin(ts)) / ts**3)
+    # a'(t)/t and b'(t)/t (their series below 1e-4 rad)
+    da = np.where(small, -1 / 12 + t**2 / 180, (ts * np.sin(ts) - 2 * (1 - np.cos(ts))) / ts**4)
+    db = np.where(small, -1 / 60 + t**2 / 1260,
+                  ((1 - np.cos(ts)) / ts**3 - 3 * (ts - np.sin(ts)) / ts**4) / ts)
+    c1 = np.cross(theta, dtheta)
+    c2 = np.cross(theta, c1)
+    w = dtheta + a[:, None] * c1 + b[:, None] * c2
+    if ddtheta is None:
+        return w, None
+    td = np.einsum("ti,ti->t", theta, dtheta)            # t t' = theta . theta'
+    e1 = np.cross(theta, ddtheta)
+    al = (ddtheta + a[:, None] * e1 + b[:, None] * np.cross(theta, e1)
+          + (da * td)[:, None] * c1 + (db * td)[:, None] * c2
+          + b[:, None] * np.cross(dtheta, c1))
+    return w, al
+
+
+def _frame_motion(frame, body, motion, modal, nt, accel=None):
+    """World pose, twist (and acceleration) of ``frame`` on ``body``:
+    ``(R, p, w, v, alpha, a)`` (nt, ...); ``alpha, a`` are None without ``accel``
+    (``{body name: (alpha, a_origin)}``, world)."""
     if body.name == "ground" or body.name not in motion:
         R = np.broadcast_to(frame.rotation, (nt, 3, 3))
         p = np.broadcast_to(frame.position, (nt, 3))
         z = np.zeros((nt, 3))
-        return R, p, z, z
+        return R, p, z, z, z, z
     Rb, rb, wb, vb = motion[body.name]
-    qf, qfd = modal.get(body.name, (None, None))
+    qf, qfd, qfdd = modal.get(body.name, (None, None, None))
     if hasattr(frame, "pose") and qf is not None and np.any(frame.modes):
-        Rf = np.empty((nt, 3, 3))
-        pf = np.empty((nt, 3))
-        wf = np.empty((nt, 3))
-        vf = np.empty((nt, 3))
-        for i in range(nt):
-            Rf[i], pf[i] = frame.pose(qf[i])
-            Ra, pa = frame.pose(qf[i] + _EPS * qfd[i])
-            Rm, pm = frame.pose(qf[i] - _EPS * qfd[i])
-            W = (Ra - Rm) / (2 * _EPS) @ Rf[i].T
-            wf[i] = 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
-            vf[i] = (pa - pm) / (2 * _EPS)
+        X = np.asarray(frame.modes, float)
+        theta, pf = qf @ X[:3].T, frame.position + qf @ X[3:].T
+        Rf = rotvec_batch(theta) @ frame.rotation
+        wf, alf = _exp_rates(theta, qfd @ X[:3].T, None if qfdd is None else qfdd @ X[:3].T)
+        vf = qfd @ X[3:].T
+        af = None if qfdd is None else qfdd @ X[3:].T
     else:
         Rf = np.broadcast_to(frame.rotation, (nt, 3, 3))
         pf = np.broadcast_to(frame.position, (nt, 3))
-        wf = vf = np.zeros((nt, 3))
+        wf = vf = alf = af = np.zeros((nt, 3))
     R = Rb @ Rf
     s = np.einsum("tij,tj->ti", Rb, pf)
     p = rb + s
-    w = wb + np.einsum("tij,tj->ti", Rb, wf)
-    v = vb + np.cross(wb, s) + np.einsum("tij,tj->ti", Rb, vf)
-    return R, p, w, v
+    wfw, vfw = np.einsum("tij,tj->ti", Rb, wf), np.einsum("tij,tj->ti", Rb, vf)
+    w = wb + wfw
+    v = vb + np.cross(wb, s) + vfw
+    if accel is None or af is None:
+        return R, p, w, v, None, None
+    alb, ab = accel[body.name]
+    alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + np.cross(wb, wfw)
+    a = (ab + np.cross(alb, s) + np.cross(wb, np.cross(wb, s)) + 2 * np.cross(wb, vfw)
+         + np.einsum("tij,tj->ti", Rb, af))
+    return R, p, w, v, alpha, a
 
 
-def _relative(joint, motion, modal, nt):
-    RP, pP, wP, vP = _frame_motion(joint.parent_frame, joint.parent, motion, modal, nt)
-    RC, pC, wC, vC = _frame_motion(joint.child_frame, joint.child, motion, modal, nt)
+def rotvec_batch(theta):
+    """Rotation matrices (nt, 3, 3) ``exp(skew(theta))`` of rotation vectors (nt, 3)."""
+    t = np.linalg.norm(theta, axis=1)
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    s = np.where(small, 1 - t**2 / 6, np.sin(ts) / ts)
+    c = np.where(small, 0.5 - t**2 / 24, (1 - np.cos(ts)) / ts**2)
+    K = np.zeros((len(theta), 3, 3))
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -theta[:, 2], theta[:, 1], -theta[:, 0]
+    K -= np.transpose(K, (0, 2, 1))
+    return np.eye(3) + s[:, None, None] * K + c[:, None, None] * (K @ K)
+
+
+def _relative(joint, motion, modal, nt, accel=None):
+    """Relative pose ``(Rrel, d)`` in parent-frame axes, relative twist ``V`` and (with
+    ``accel``) its time derivative ``Vd`` in child-frame axes (module docstring)."""
+    RP, pP, wP, vP, alP, aP = _frame_motion(joint.parent_frame, joint.parent, motion, modal,
+                                            nt, accel)
+    RC, pC, wC, vC, alC, aC = _frame_motion(joint.child_frame, joint.child, motion, modal,
+                                            nt, accel)
     Rrel = np.einsum("tji,tjk->tik", RP, RC)
     dp = pC - pP
     d = np.einsum("tji,tj->ti", RP, dp)
-    V = np.concatenate([np.einsum("tji,tj->ti", RC, wC - wP),
-                        np.einsum("tji,tj->ti", RC, vC - vP - np.cross(wP, dp))], axis=1)
-    return Rrel, d, V
+    Om, u = wC - wP, vC - vP - np.cross(wP, dp)
+    child = lambda x: np.einsum("tji,tj->ti", RC, x)
+    V = np.concatenate([child(Om), child(u)], axis=1)
+    if alP is None or alC is None:
+        return Rrel, d, V, None
+    ud = aC - aP - np.cross(alP, dp) - np.cross(wP, vC - vP)
+    Vd = np.concatenate([child(alC - alP - np.cross(wC, Om)), child(ud - np.cross(wC, u))],
+                        axis=1)
+    return Rrel, d, V, Vd
 
 
 def _speeds(joint, qj, V):
@@ -160,25 +225,40 @@ def _coordinates(joint, Rrel, d):
     return q
 
 
-def _states(system, q, qd, joints, with_q=True):
+def _states(system, q, qd, joints, with_q=True, qdd=None):
+    """``{joint name: (q_joint or None, V, Vd or None)}`` over a history; ``Vd`` exact when
+    ``qdd`` is given and the System gives body accelerations."""
     nt = len(q)
     motion = _body_motion(system, q, qd)
+    accel = None
+    if qdd is not None and hasattr(system, "body_accelerations"):
+        accel = system.body_accelerations(q, qd, qdd)
     modal = {}
     for j in joints:
         for b in (j.parent, j.child):
-            mq, mv = _modal(system, q, qd, b.name)
-            if mq is not None:
-                modal[b.name] = (mq, mv)
+            m = _modal(system, q, qd, b.name, qdd)
+            if m is not None:
+                modal[b.name] = m
     out = {}
     for j in joints:
-        Rrel, d, V = _relative(j, motion, modal, nt)
+        Rrel, d, V, Vd = _relative(j, motion, modal, nt, accel)
         qj = _coordinates(j, Rrel, d) if with_q else None
-        out[j.name] = (qj, V)
+        out[j.name] = (qj, V, Vd)
     return out
 
 
+def _rates(joint, qj, v, Vd):
+    """``qdd = H^+ (Vd - c(q, v))`` (nt, nv): joint rates from the twist's derivative."""
+    bias = getattr(joint, "bias_acceleration", None)
+    if isinstance(joint, Universal) and bias is not None:
+        return np.array([np.linalg.lstsq(joint.motion_subspace(qj[i]),
+                                         Vd[i] - bias(qj[i], v[i]), rcond=None)[0]
+                         for i in range(len(Vd))]).reshape(len(Vd), joint.nv)
+    return _speeds(joint, qj, Vd)
+
+
 def fill_joint_states(results, system, joints=None):
-    """Fill ``results.extra["joint:NAME:q"]`` (nt, nq), ``":qd"`` and ``":qdd"`` (nt, nv).
+    """Fill ``results.joint_series[NAME]``: ``q`` (nt, nq), ``qd`` and ``qdd`` (nt, nv).
 
     For every joint of ``system.model`` (or ``joints``) whose coordinates are not
     columns of ``results`` (see the module docstring). Returns ``results``.
@@ -193,27 +273,21 @@ def fill_joint_states(results, system, joints=None):
     if not joints or nt == 0:
         return results
     q, qd, qdd = results.q, results.qd, results.qdd
-    qdot = getattr(system, "qdot", None)
-    dq = np.array([qdot(q[i], qd[i]) for i in range(nt)]) if qdot is not None else qd
-    now = _states(system, q, qd, joints)
     ok = np.all(np.isfinite(qdd), axis=1)
     qdd0 = np.where(ok[:, None], qdd, 0.0)
-    plus = _states(system, q + _EPS * dq, qd + _EPS * qdd0, joints, with_q=False)
-    minus = _states(system, q - _EPS * dq, qd - _EPS * qdd0, joints, with_q=False)
+    now = _states(system, q, qd, joints, qdd=qdd0)
+    if any(Vd is None for _, _, Vd in now.values()):
+        # no body accelerations from this System: the twist's derivative by differences
+        qdot = getattr(system, "qdot", None)
+        dq = np.array([qdot(q[i], qd[i]) for i in range(nt)]) if qdot is not None else qd
+        plus = _states(system, q + _EPS * dq, qd + _EPS * qdd0, joints, with_q=False)
+        minus = _states(system, q - _EPS * dq, qd - _EPS * qdd0, joints, with_q=False)
+        now = {n: (qj, V, (plus[n][1] - minus[n][1]) / (2 * _EPS))
+               for n, (qj, V, _) in now.items()}
     for j in joints:
-        qj, V = now[j.name]
-        Vd = (plus[j.name][1] - minus[j.name][1]) / (2 * _EPS)
+        qj, V, Vd = now[j.name]
         v = _speeds(j, qj, V)
-        # d/dt (H^+ V) with H constant in child axes; Universal: H(q) changes (lstsq)
-        a = _speeds(j, qj, Vd)
-        if isinstance(j, Universal):
-            qa = qj + _EPS * v
-            qm = qj - _EPS * v
-            Va = V + _EPS * Vd
-            Vm = V - _EPS * Vd
-            a = (_speeds(j, qa, Va) - _speeds(j, qm, Vm)) / (2 * _EPS)
+        a = _rates(j, qj, v, Vd)
         a[~ok] = np.nan
-        results.extra[f"joint:{j.name}:q"] = qj
-        results.extra[f"joint:{j.name}:qd"] = v
-        results.extra[f"joint:{j.name}:qdd"] = a
+        results.joint_series[j.name] = JointSeries(qj, v, a)
     return results

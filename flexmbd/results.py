@@ -14,13 +14,17 @@ objects):
 * ``stats``: dict of (nt,) arrays (Newton iterations, residual norms, constraint
   violations, rank, ...);
 * ``meta``: dict of scalars/strings (formulation, integrator, dt, model name);
-* ``extra``: dict of time series whose first axis is time; conventions
-  ``"position:BODY"`` (nt, 3) world position of the body frame origin,
-  ``"orientation:BODY"`` (nt, 4) its Euler parameters (scalar first),
-  ``"modal:BODY"`` (nt, n_modes) modal coordinates of a flexible body,
-  ``"joint:JOINT:q|qd|qdd"`` coordinates, speeds and rates of a joint that owns no
-  columns of ``q`` (cut joints; every joint of the absolute formulation), filled by
-  :func:`complete` / on request (:mod:`flexmbd.joint_states`);
+* ``body_series``: dict ``body name ->`` :class:`BodySeries` (``position`` (nt, 3) world
+  position of the body frame origin, ``orientation`` (nt, 4) its Euler parameters
+  (scalar first), ``modal`` (nt, n_modes) modal coordinates of a flexible body,
+  ``interfaces`` ``{name: (nt, 7)}`` world origin and Euler parameters of its deformed
+  interface frames);
+* ``joint_series``: dict ``joint name ->`` :class:`JointSeries` (``q`` (nt, nq), ``qd``
+  and ``qdd`` (nt, nv)) of every joint that owns no columns of ``q`` (cut joints; every
+  joint of the absolute formulation), filled by :func:`complete` / on request
+  (:func:`flexmbd.joint_states.fill_joint_states`);
+* ``extra``: dict of other time series (first axis time): multipliers ``lambda``,
+  ``driver:NAME`` drive forces, momenta, user data.
 
 Named access is the same in every formulation: ``res.joint(name).q/.qd/.qdd/.reaction``
 (every joint, cut joints included, continuous angles), ``res.body(name).position/
@@ -38,11 +42,17 @@ formulation does not compute it) and ``res.stats`` (recursive: ``rhs_evaluations
 
 Files: :meth:`Results.save` writes ``.npz`` (default) or HDF5 (``.h5``, ``.hdf5``);
 both round-trip exactly (same arrays, dtypes, names and meta). Layout of the npz
-(schema 1): arrays ``t q qd qdd reactions``, ``energy__K``, ``stats__K``,
-``extra__K``, ``geometry__BODY__K`` and a JSON ``__header__`` (coordinates,
-speeds, joint names, meta). The HDF5 file holds the same arrays as datasets
-``/t /q /qd /qdd /reactions``, groups ``/energy /stats /extra /geometry/BODY``
-and the JSON header as the root attribute ``flexmbd_header``; a checkpoint file
+(schema 2): arrays ``t q qd qdd reactions``, ``energy__K``, ``stats__K``,
+``extra__K``, ``body__BODY__position|orientation|modal``,
+``body__BODY__interface__NAME``, ``joint__JOINT__q|qd|qdd``, ``geometry__BODY__K``
+and a JSON ``__header__`` (schema, coordinates, speeds, joint names, meta). The HDF5
+file holds the same arrays as datasets ``/t /q /qd /qdd /reactions``, groups
+``/energy /stats /extra``, ``/bodies/BODY`` (datasets ``position`` ...,
+``interface__NAME``), ``/joints/JOINT`` and ``/geometry/BODY`` and the JSON header
+as the root attribute ``flexmbd_header``. Files of schema 1 (the histories as
+``extra`` keys ``"position:BODY"``, ``"orientation:BODY"``, ``"modal:BODY"``,
+``"interface:BODY.NAME"``, ``"joint:JOINT:q|qd|qdd"``) load into the same fields
+(:func:`split_legacy_extra`); a checkpoint file
 (:mod:`flexmbd.checkpoint`) is such a file with time-resizable datasets plus a
 ``/checkpoint`` group, so it loads as Results too.
 """
@@ -52,6 +62,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,10 +77,117 @@ if TYPE_CHECKING:
     from .model import Model
 
 __all__ = ["Results", "JointHistory", "BodyHistory", "Energies", "ENERGY_FIELDS",
+           "BodySeries", "JointSeries", "split_legacy_extra",
            "attach_body_poses", "attach_tree_poses", "attach_geometry", "complete"]
 
-SCHEMA = 1
+SCHEMA = 2
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
+
+
+@dataclass
+class BodySeries:
+    """Time histories of one body (first axis time, ``None`` when not stored).
+
+    Attributes
+    ----------
+    position : (nt, 3) array or None
+        World position of the body frame origin (m).
+    orientation : (nt, 4) array or None
+        Euler parameters body -> world, scalar first, sign-continuous.
+    modal : (nt, n_modes) array or None
+        Modal coordinates of a flexible body.
+    interfaces : dict of (nt, 7) arrays
+        Interface name -> world origin (m) and Euler parameters of the deformed
+        interface frame.
+    """
+
+    position: Array | None = None
+    orientation: Array | None = None
+    modal: Array | None = None
+    interfaces: dict[str, Array] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, Array]:
+        """Every stored history by its file name (``position``, ``interface__NAME``...)."""
+        out = {k: getattr(self, k) for k in _BODY_KEYS if getattr(self, k) is not None}
+        out.update({f"interface__{k}": v for k, v in self.interfaces.items()})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, ArrayLike]) -> BodySeries:
+        """Inverse of :meth:`arrays`."""
+        b = cls(**{k: np.asarray(arrays[k]) for k in _BODY_KEYS if k in arrays})
+        b.interfaces = {k[len("interface__"):]: np.asarray(v) for k, v in arrays.items()
+                        if k.startswith("interface__")}
+        return b
+
+    def map(self, f: Any) -> BodySeries:
+        """A new BodySeries with ``f(array)`` applied to every history (e.g. a time slice)."""
+        return BodySeries.from_arrays({k: f(v) for k, v in self.arrays().items()})
+
+
+@dataclass
+class JointSeries:
+    """Coordinates ``q`` (nt, nq), speeds ``qd`` and rates ``qdd`` (nt, nv) of one joint
+    that owns no columns of ``Results.q`` (see :mod:`flexmbd.joint_states`)."""
+
+    q: Array
+    qd: Array
+    qdd: Array
+
+    def arrays(self) -> dict[str, Array]:
+        """``{"q": ..., "qd": ..., "qdd": ...}``."""
+        return {"q": self.q, "qd": self.qd, "qdd": self.qdd}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, ArrayLike]) -> JointSeries:
+        """Inverse of :meth:`arrays`."""
+        return cls(*(np.asarray(arrays[k]) for k in _JOINT_KEYS))
+
+    def map(self, f: Any) -> JointSeries:
+        """A new JointSeries with ``f(array)`` applied to ``q``, ``qd`` and ``qdd``."""
+        return JointSeries(f(self.q), f(self.qd), f(self.qdd))
+
+
+_BODY_KEYS = ("position", "orientation", "modal")
+_JOINT_KEYS = ("q", "qd", "qdd")
+
+
+def split_legacy_extra(extra: Mapping[str, ArrayLike]) -> tuple[
+        dict[str, Array], dict[str, BodySeries], dict[str, JointSeries]]:
+    """Split ``extra`` keys of the schema-1 layout into typed series.
+
+    ``"position:B"``, ``"orientation:B"``, ``"modal:B"`` and ``"interface:B.NAME"`` go to
+    :class:`BodySeries` of body ``B``, ``"joint:J:q|qd|qdd"`` to :class:`JointSeries` of
+    joint ``J`` (complete triples only); the rest stays ``extra``. Returns
+    ``(extra, bodies, joints)``. Reads files written before schema 2 and samples of
+    steppers that still name their histories so.
+    """
+    rest: dict[str, Array] = {}
+    bodies: dict[str, dict[str, Array]] = {}
+    joints: dict[str, dict[str, Array]] = {}
+    for k, v in extra.items():
+        kind, _, name = k.partition(":")
+        if kind in _BODY_KEYS and name:
+            bodies.setdefault(name, {})[kind] = np.asarray(v)
+        elif kind == "interface" and "." in name:
+            body, _, itf = name.partition(".")
+            bodies.setdefault(body, {})[f"interface__{itf}"] = np.asarray(v)
+        elif kind == "joint" and name.rpartition(":")[2] in _JOINT_KEYS:
+            jname, _, what = name.rpartition(":")
+            joints.setdefault(jname, {})[what] = np.asarray(v)
+        else:
+            rest[k] = np.asarray(v)
+    out_j = {}
+    for j, d in joints.items():
+        if all(k in d for k in _JOINT_KEYS):
+            out_j[j] = JointSeries.from_arrays(d)
+        else:
+            rest.update({f"joint:{j}:{k}": v for k, v in d.items()})
+    return rest, {b: BodySeries.from_arrays(d) for b, d in bodies.items()}, out_j
+
+
+def _as_series(cls, d):
+    return {k: (v if isinstance(v, cls) else cls.from_arrays(v)) for k, v in (d or {}).items()}
 
 
 class JointHistory:
@@ -83,14 +201,13 @@ class JointHistory:
         cols = [i for i, (owner, _) in enumerate(table) if owner == self.name]
         if cols:
             return values[:, cols]
-        key = f"joint:{self.name}:{kind}"
         res = self._res
-        if key not in res.extra and getattr(res, "system", None) is not None:
+        if self.name not in res.joint_series and getattr(res, "system", None) is not None:
             from .joint_states import fill_joint_states
 
             fill_joint_states(res, res.system)
-        if key in res.extra:
-            return res.extra[key]
+        if self.name in res.joint_series:
+            return getattr(res.joint_series[self.name], kind)
         raise FlexmbdError(
             f"joint {self.name!r} has no coordinates in these results; joints: "
             f"{res.joint_names}")
@@ -158,35 +275,40 @@ class BodyHistory:
         self._res = res
         self.name = name
 
+    def _series(self, kind, hint):
+        res = self._res
+        b = res.body_series.get(self.name)
+        system = getattr(res, "system", None)
+        if (b is None or getattr(b, kind) is None) and kind in ("position", "orientation") \
+                and system is not None:
+            attach_body_poses(res, system)  # computed on first request
+            b = res.body_series.get(self.name)
+        value = None if b is None else getattr(b, kind)
+        if value is None:
+            raise FlexmbdError(
+                f"body {self.name!r} has no {kind} history in these results; {hint}")
+        return value
+
     @property
     def modal(self) -> Array:
         """Modal coordinates (nt, n_modes) of a flexible body."""
-        try:
-            return self._res.extra[f"modal:{self.name}"]
-        except KeyError:
-            raise FlexmbdError(f"body {self.name!r} has no modal coordinates") from None
-
-    def _extra(self, kind, hint):
-        key = f"{kind}:{self.name}"
-        system = getattr(self._res, "system", None)
-        if key not in self._res.extra and kind in ("position", "orientation") and system:
-            attach_body_poses(self._res, system)  # computed on first request
-        try:
-            return self._res.extra[f"{kind}:{self.name}"]
-        except KeyError:
-            raise FlexmbdError(
-                f"body {self.name!r} has no {kind} history in these results; {hint}"
-            ) from None
+        return self._series("modal", "it is not a flexible body of this run")
 
     @property
     def position(self) -> Array:
-        """World position of the body frame origin (nt, 3), when stored."""
-        return self._extra("position", _POSE_HINT)
+        """World position of the body frame origin (nt, 3), m."""
+        return self._series("position", _POSE_HINT)
 
     @property
     def orientation(self) -> Array:
-        """Euler parameters of the body frame (nt, 4), when stored."""
-        return self._extra("orientation", _POSE_HINT)
+        """Euler parameters of the body frame (nt, 4), scalar first."""
+        return self._series("orientation", _POSE_HINT)
+
+    @property
+    def interfaces(self) -> dict[str, Array]:
+        """Deformed interface frames: name -> (nt, 7) world origin and Euler parameters."""
+        b = self._res.body_series.get(self.name)
+        return {} if b is None else b.interfaces
 
     @property
     def rotation(self) -> Array:
@@ -274,7 +396,10 @@ class Results:
                  stats: Mapping[str, ArrayLike] | None = None,
                  extra: Mapping[str, ArrayLike] | None = None,
                  meta: Mapping[str, Any] | None = None,
-                 geometry: Mapping[str, Mapping[str, ArrayLike]] | None = None) -> None:
+                 geometry: Mapping[str, Mapping[str, ArrayLike]] | None = None,
+                 bodies: Mapping[str, BodySeries | Mapping[str, ArrayLike]] | None = None,
+                 joints: Mapping[str, JointSeries | Mapping[str, ArrayLike]] | None = None,
+                 ) -> None:
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
         self.qd = np.asarray(qd, dtype=float)
@@ -287,7 +412,12 @@ class Results:
                           else np.asarray(reactions, dtype=float))
         self.energy = {k: np.asarray(v, dtype=float) for k, v in (energy or {}).items()}
         self.stats = {k: np.asarray(v) for k, v in (stats or {}).items()}
-        self.extra = {k: np.asarray(v) for k, v in (extra or {}).items()}
+        extra, legacy_bodies, legacy_joints = split_legacy_extra(extra or {})
+        self.extra = extra
+        self.body_series: dict[str, BodySeries] = {**legacy_bodies,
+                                                    **_as_series(BodySeries, bodies)}
+        self.joint_series: dict[str, JointSeries] = {**legacy_joints,
+                                                      **_as_series(JointSeries, joints)}
         self.meta = dict(meta or {})
         self.geometry = {b: {k: np.asarray(v) for k, v in g.items()}
                          for b, g in (geometry or {}).items()}
@@ -334,6 +464,8 @@ class Results:
             stats={k: v[:stop] for k, v in self.stats.items()},
             extra={k: v[:stop] for k, v in self.extra.items()}, meta=self.meta,
             geometry=self.geometry,
+            bodies={k: b.map(lambda v: v[:stop]) for k, b in self.body_series.items()},
+            joints={k: j.map(lambda v: v[:stop]) for k, j in self.joint_series.items()},
         )
 
     def take(self, index: ArrayLike) -> Results:
@@ -346,6 +478,8 @@ class Results:
             stats={k: v[index] for k, v in self.stats.items()},
             extra={k: v[index] for k, v in self.extra.items()}, meta=self.meta,
             geometry=self.geometry,
+            bodies={k: b.map(lambda v: v[index]) for k, b in self.body_series.items()},
+            joints={k: j.map(lambda v: v[index]) for k, j in self.joint_series.items()},
         )
 
     @classmethod
@@ -364,6 +498,14 @@ class Results:
             stats={k: cat(lambda p, k=k: p.stats[k]) for k in first.stats},
             extra={k: cat(lambda p, k=k: p.extra[k]) for k in first.extra},
             meta=first.meta, geometry=first.geometry,
+            bodies={b: BodySeries.from_arrays({k: cat(lambda p, b=b, k=k: p.body_series[b]
+                                                      .arrays()[k])
+                                               for k in s.arrays()})
+                    for b, s in first.body_series.items()
+                    if all(b in p.body_series for p in parts)},
+            joints={j: JointSeries(*(cat(lambda p, j=j, k=k: getattr(p.joint_series[j], k))
+                                     for k in _JOINT_KEYS))
+                    for j in first.joint_series if all(j in p.joint_series for p in parts)},
         )
 
     def index_at(self, t: float | None) -> int:
@@ -376,12 +518,7 @@ class Results:
 
     def body_names(self) -> list[str]:
         """Bodies with stored poses, modal coordinates or geometry (first-seen order)."""
-        names = []
-        for k in list(self.extra) + [f"geometry:{b}" for b in self.geometry]:
-            kind, _, body = k.partition(":")
-            if kind in ("position", "orientation", "modal", "geometry") and body not in names:
-                names.append(body)
-        return names
+        return list(dict.fromkeys(list(self.body_series) + list(self.geometry)))
 
     def equals(self, other: Results) -> bool:
         """True when ``other`` holds exactly the same arrays, names and meta (bitwise)."""
@@ -402,6 +539,7 @@ class Results:
                 == json.dumps(other.meta, sort_keys=True, default=str)
                 and same_dict(self.energy, other.energy) and same_dict(self.stats, other.stats)
                 and same_dict(self.extra, other.extra)
+                and same_dict(self._series_arrays(), other._series_arrays())
                 and self.geometry.keys() == other.geometry.keys()
                 and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry))
 
@@ -435,6 +573,15 @@ class Results:
         t = cols.pop("t")
         return pd.DataFrame(cols, index=pd.Index(t, name="t"))
 
+    def _series_arrays(self):
+        """Typed histories under their npz names (``body__B__K``, ``joint__J__K``)."""
+        out = {}
+        for b, series in self.body_series.items():
+            out.update({f"body__{b}__{k}": v for k, v in series.arrays().items()})
+        for j, series in self.joint_series.items():
+            out.update({f"joint__{j}__{k}": v for k, v in series.arrays().items()})
+        return out
+
     def _header(self):
         return {"schema": SCHEMA, "coordinates": self.coordinates, "speeds": self.speeds,
                 "joint_names": self.joint_names, "meta": self.meta}
@@ -446,9 +593,11 @@ class Results:
         arrays.update({f"energy__{k}": v for k, v in self.energy.items()})
         arrays.update({f"stats__{k}": v for k, v in self.stats.items()})
         arrays.update({f"extra__{k}": v for k, v in self.extra.items()})
-        for b, g in self.geometry.items():
+        for b in list(self.geometry) + list(self.body_series) + list(self.joint_series):
             if "__" in b:
-                raise FlexmbdError(f"body name {b!r} contains '__', which the file format reserves")
+                raise FlexmbdError(f"name {b!r} contains '__', which the file format reserves")
+        arrays.update(self._series_arrays())
+        for b, g in self.geometry.items():
             arrays.update({f"geometry__{b}__{k}": v for k, v in g.items()})
         return arrays
 
@@ -535,6 +684,7 @@ class Results:
         series.update({f"energy:{k}": v for k, v in self.energy.items()})
         series.update({f"stats:{k}": v for k, v in self.stats.items()})
         series.update({f"extra:{k}": v for k, v in self.extra.items()})
+        series.update(self._series_arrays())
         bad = [k for k, v in series.items() if v.ndim == 0 or v.shape[0] != nt]
         if self.t.ndim != 1 or bad:
             raise FileError(
@@ -546,15 +696,28 @@ class Results:
     def _from_arrays(cls, header, arrays):
         pick = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items()
                                if k.startswith(prefix)}
-        geometry = {}
-        for k, v in pick("geometry__").items():
-            body, _, key = k.partition("__")
-            geometry.setdefault(body, {})[key] = v
+        def nested(prefix):
+            out = {}
+            for k, v in pick(prefix).items():
+                owner, _, key = k.partition("__")
+                out.setdefault(owner, {})[key] = v
+            return out
+
+        schema = int(header.get("schema", 1))
+        if schema > SCHEMA:
+            raise FileError(f"results file of schema {schema}; this flexmbd reads schemas 1 to "
+                            f"{SCHEMA}: upgrade flexmbd to read it")
+        # schema 1 kept the body and joint histories in extra: split_legacy_extra reads them
         return cls(arrays["t"], arrays["q"], arrays["qd"], arrays["qdd"],
                    coordinates=header["coordinates"], speeds=header["speeds"],
                    joint_names=header["joint_names"], reactions=arrays["reactions"],
                    energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
-                   meta=header["meta"], geometry=geometry)
+                   meta=header["meta"], geometry=nested("geometry__"),
+                   bodies=nested("body__"), joints=nested("joint__"))
+
+    def has_poses(self, bodies: Iterable[str]) -> bool:
+        """True when every body of ``bodies`` has a stored position history."""
+        return all(self.body_series.get(b, BodySeries()).position is not None for b in bodies)
 
     def to_vtk(self, path: str | PathLike, stride: int | None = None, scale: float = 1.0,
                bodies: Iterable[str] | None = None, max_frames: int = 200) -> list[Path]:
@@ -582,7 +745,7 @@ class Results:
         if not self.geometry and model is not None:
             res = self.take(slice(None))        # new dicts: the caller's stay as they are
             attach_geometry(res, model)
-            if any(f"position:{b}" not in res.extra for b in res.geometry):
+            if not res.has_poses(res.geometry):
                 attach_tree_poses(res, model)
         if stride is None:
             stride = max(1, -(-len(self.t) // max(int(max_frames), 1)))
@@ -667,6 +830,8 @@ def _h5py():
 # -- HDF5 layout (shared with flexmbd.checkpoint) -------------------------------------
 _TIME_SERIES = ("t", "q", "qd", "qdd", "reactions")
 _GROUPS = ("energy", "stats", "extra")
+#: every entry :func:`h5_write` puts into a group (schema 2)
+H5_ENTRIES = _TIME_SERIES + _GROUPS + ("bodies", "joints", "geometry")
 
 
 def _h5_dataset(group, name, value, resizable):
@@ -700,11 +865,24 @@ def h5_write(group, res, resizable=False):
         g = group.create_group(gname)
         for k, v in getattr(res, gname).items():
             _h5_dataset(g, k, v, resizable)
+    for gname, table in (("bodies", res.body_series), ("joints", res.joint_series)):
+        g = group.create_group(gname)
+        for owner, series in table.items():
+            go = g.create_group(owner)
+            for k, v in series.arrays().items():
+                _h5_dataset(go, k, v, resizable)
     geo = group.create_group("geometry")
     for b, d in res.geometry.items():
         gb = geo.create_group(b)
         for k, v in d.items():
             _h5_dataset(gb, k, v, False)
+
+
+def _h5_series(res):
+    """``{(group, owner): {key: array}}`` of the typed histories of ``res``."""
+    out = {("bodies", b): s.arrays() for b, s in res.body_series.items()}
+    out.update({("joints", j): s.arrays() for j, s in res.joint_series.items()})
+    return out
 
 
 def h5_append(group, res):
@@ -728,6 +906,16 @@ def h5_append(group, res):
             )
         for k, v in d.items():
             grow(group[gname][k], v)
+    series = _h5_series(res)
+    stored = {(g, o): set(group[g][o].keys()) for g in ("bodies", "joints") if g in group
+              for o in group[g]}
+    if {k: set(v) for k, v in series.items()} != stored:
+        raise FlexmbdError(
+            f"cannot append results: body/joint histories {sorted(series)} differ from the "
+            f"file's {sorted(stored)}")
+    for (g, owner), d in series.items():
+        for k, v in d.items():
+            grow(group[g][owner][k], v)
 
 
 def h5_truncate(group, n):
@@ -735,6 +923,9 @@ def h5_truncate(group, n):
     dsets = [group[name] for name in _TIME_SERIES]
     for gname in _GROUPS:
         dsets += [group[gname][k] for k in group[gname]]
+    for gname in ("bodies", "joints"):
+        for owner in group.get(gname, {}):
+            dsets += [group[gname][owner][k] for k in group[gname][owner]]
     for ds in dsets:
         ds.resize(n, axis=0)
 
@@ -748,6 +939,10 @@ def h5_read(group, stop=None):
     for gname in _GROUPS:
         for k in group[gname]:
             arrays[f"{gname}__{k}"] = read(group[gname][k])
+    for gname, prefix in (("bodies", "body"), ("joints", "joint")):
+        for owner in group.get(gname, {}):
+            for k in group[gname][owner]:
+                arrays[f"{prefix}__{owner}__{k}"] = read(group[gname][owner][k])
     if "geometry" in group:
         for b in group["geometry"]:
             for k in group["geometry"][b]:
@@ -782,7 +977,7 @@ def complete(results: Results | None, system: Any) -> Results | None:
 
 def attach_body_poses(results: Results, system: Any,
                       bodies: Iterable[str] | None = None) -> Results:
-    """Fill ``extra["position:B"]`` and ``extra["orientation:B"]`` from a compiled System.
+    """Fill ``body_series[B].position`` and ``.orientation`` from a compiled System.
 
     Uses ``system.body_states(q, qd) -> {body name: (R, r, w_world, v_world)}``. The
     whole history is passed at once first (a System that accepts batches returns
@@ -815,9 +1010,13 @@ def attach_body_poses(results: Results, system: Any,
     for name in R_all:
         if name == "ground" or (keep is not None and name not in keep):
             continue
-        results.extra[f"position:{name}"] = r_all[name]
-        results.extra[f"orientation:{name}"] = rot_to_quat_batch(R_all[name])
+        _set_pose(results, name, r_all[name], rot_to_quat_batch(R_all[name]))
     return results
+
+
+def _set_pose(results, name, position, orientation):
+    b = results.body_series.setdefault(name, BodySeries())
+    b.position, b.orientation = position, orientation
 
 
 def _name(b):
@@ -843,8 +1042,8 @@ def attach_tree_poses(results: Results, model: Model) -> Results:
     poses = tree_poses_batch(model, {j: results.q[:, idx] for j, idx in cols.items()}, nt)
     for b in model.bodies():
         R, r = poses[b]
-        results.extra[f"position:{b.name}"] = np.array(np.broadcast_to(r, (nt, 3)), dtype=float)
-        results.extra[f"orientation:{b.name}"] = rot_to_quat_batch(np.broadcast_to(R, (nt, 3, 3)))
+        _set_pose(results, b.name, np.array(np.broadcast_to(r, (nt, 3)), dtype=float),
+                  rot_to_quat_batch(np.broadcast_to(R, (nt, 3, 3))))
     return results
 
 

@@ -11,6 +11,7 @@ only columns allowed to differ.
 import numpy as np
 import pytest
 import skfem
+from models import double_pendulum
 
 import flexmbd as fm
 import flexmbd.checkpoint as cpm
@@ -59,14 +60,8 @@ def assert_same(a, b):
 
 # ---------------------------------------------------------------- models
 def pendulum():
-    """A spatial double pendulum (rigid tree, two revolutes)."""
-    m = fm.Model("double_pendulum")
-    m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.shoulder = fm.Revolute(m.ground, m.upper, axis=(0, 0, 1), q0=[-np.pi / 4])
-    m.elbow = fm.Revolute(m.upper, m.lower, parent_frame=(1.0, 0, 0), axis=(0.2, 0.3, 1.0))
-    m.g = fm.Gravity((0, -9.81, 0))
-    return m
+    """A spatial double pendulum (rigid tree, two revolutes; the elbow axis tilted)."""
+    return double_pendulum(elbow_axis=(0.2, 0.3, 1.0))
 
 
 def four_bar():
@@ -246,7 +241,7 @@ def test_flexible_body_recursive_and_absolute_resume(tmp_path, monkeypatch):
     # (hinge angle + 9 Craig-Bampton modes: 3 fixed-interface, 6 constraint modes of B)
     sim = dict(t_end=0.02, dt=1e-3, integrator="rk45")
     ref = flexible_pendulum().simulate(tau=Kill(np.inf, 10), **sim)
-    assert ref.extra["modal:beam"].shape == (21, 9) and np.ptp(ref.extra["modal:beam"]) > 0
+    assert ref.body("beam").modal.shape == (21, 9) and np.ptp(ref.body("beam").modal) > 0
     path = tmp_path / "flex_rec.h5"
     interrupted(flexible_pendulum, path, 6, 0.0133, 10, **sim)
     assert_same(fm.resume(path), ref)
@@ -255,7 +250,7 @@ def test_flexible_body_recursive_and_absolute_resume(tmp_path, monkeypatch):
 
     sim = dict(t_end=0.06, dt=1e-3, integrator="generalized-alpha")
     ref = flexible_pendulum().simulate(**sim)
-    assert "interface:beam.B" in ref.extra and ref.energy["spring"].max() > 0
+    assert "B" in ref.body("beam").interfaces and ref.energy["spring"].max() > 0
     real, calls = Engine.run, {"n": 0}
 
     def killing_run(self, *a, **kw):
@@ -397,7 +392,7 @@ def test_flagship_flexible_loop_with_stiffening_resumes(tmp_path):
     spec.loader.exec_module(flag)
     sim = dict(t_end=0.004, dt=5e-5, integrator="generalized-alpha", rho_inf=0.9)
     ref = flag.build().simulate(callback=lambda t, q, qd: None, **sim)
-    assert np.ptp(ref.extra["modal:rod"]) > 0
+    assert np.ptp(ref.body("rod").modal) > 0
 
     def kill(t, q, qd):
         if abs(t - 0.00262) < 2e-5:

@@ -39,15 +39,15 @@ def test_abaqus_rotor_example(tmp_path):
     # the unbalance splits the first bending pair (104.6 Hz without it)
     assert rotor.frequencies[0] < rotor.frequencies[1]
     # the spin is kept (the bearings are on the axis: no torque about z)
-    e = res.extra["orientation:rotor"]  # Euler parameters and their rates (absolute coords)
+    e = res.body("rotor").orientation  # Euler parameters and their rates (absolute coords)
     cols = [k for k, (owner, lab) in enumerate(res.speeds) if owner == "rotor"][3:7]
     ed = res.qd[:, cols]
     wz = 2 * (e[:, 0] * ed[:, 3] - e[:, 3] * ed[:, 0] + e[:, 1] * ed[:, 2] - e[:, 2] * ed[:, 1])
     np.testing.assert_allclose(wz, ex.SPIN, rtol=1e-4)
     # Newton: the bearing springs are the only external forces, sum F = m a_com (x, y)
-    com = res.extra["position:rotor"]  # body-frame origin; add the rotating com offset
-    R = fm.results.quat_to_rot_batch(res.extra["orientation:rotor"])
-    q = res.extra["modal:rotor"]
+    com = res.body("rotor").position  # body-frame origin; add the rotating com offset
+    R = fm.results.quat_to_rot_batch(res.body("rotor").orientation)
+    q = res.body("rotor").modal
     c = np.einsum("tij,tj->ti", R, rotor.com + (q @ rotor.St.T) / rotor.mass) + com
     a = np.gradient(np.gradient(c, res.t, axis=0), res.t, axis=0)
     F = ex.bearing_forces(model, res, "left") + ex.bearing_forces(model, res, "right")

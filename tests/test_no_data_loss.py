@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from models import Oscillator, pendulum
 
 from flexmbd.checkpoint import read_checkpoint, resume, run
 from flexmbd.cli import main
@@ -19,140 +20,122 @@ from flexmbd.errors import FileError, ModelError
 from flexmbd.results import Results
 
 h5py = pytest.importorskip("h5py")
-ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 
-# a process that checkpoints a slow oscillator run (each step sleeps) and signals when
+# a process that checkpoints a slow oscillator run (each step waits) and signals when
 # its first checkpoint is on disk; it finishes once the file "go" exists
 HOLDER = textwrap.dedent("""
     import sys, time, pathlib
-    import numpy as np
     from flexmbd.checkpoint import run
+    sys.path.insert(0, sys.argv[4])
+    from models import Oscillator
 
     cp, go, started = (pathlib.Path(a) for a in sys.argv[1:4])
 
-    class Slow:
-        def __init__(self):
-            self.t, self.x, self.v, self.h = 0.0, 1.0, 0.0, 0.01
+    class Slow(Oscillator):
         def step(self):
             if self.t > 0.05:
                 started.write_text("yes")
                 while not go.exists():
                     time.sleep(0.02)
-            self.v -= self.h * self.x
-            self.x += self.h * self.v
-            self.t += self.h
-        def sample(self):
-            return {"q": np.array([self.x]), "qd": np.array([self.v])}
-        def header(self):
-            return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [],
-                    "meta": {}}
-        def state_dict(self):
-            return {"t": self.t, "x": self.x, "v": self.v}
-        def load_state_dict(self, s):
-            self.t, self.x, self.v = s["t"], s["x"], s["v"]
+            super().step()
 
     res = run(Slow(), 0.5, checkpoint=cp, every=2)
     print(len(res))
 """)
 
 
-class Osc:
-    def __init__(self, h=0.01, x=1.0):
-        self.t, self.x, self.v, self.h = 0.0, x, 0.0, h
-
-    def step(self):
-        self.v -= self.h * self.x
-        self.x += self.h * self.v
-        self.t += self.h
-
-    def sample(self):
-        return {"q": np.array([self.x]), "qd": np.array([self.v])}
-
-    def header(self):
-        return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [],
-                "meta": {}}
-
-    def state_dict(self):
-        return {"t": self.t, "x": self.x, "v": self.v}
-
-    def load_state_dict(self, s):
-        self.t, self.x, self.v = s["t"], s["x"], s["v"]
-
-
 def _digest(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _start_holder(tmp_path):
+@pytest.fixture
+def holder(tmp_path):
+    """A second process running a checkpointed :class:`Oscillator` (``HOLDER``), stopped
+    after its first checkpoint: ``(process, checkpoint path, go file)``; always ended."""
     cp, go, started = tmp_path / "shared.h5", tmp_path / "go", tmp_path / "started"
     script = tmp_path / "holder.py"
     script.write_text(HOLDER)
-    proc = subprocess.Popen([sys.executable, str(script), str(cp), str(go), str(started)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, str(script), str(cp), str(go), str(started),
+                             str(TESTS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "FLEXMBD_PROGRESS": "0"})
-    deadline = time.time() + 120
-    while not started.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "the first process did not start"
-        time.sleep(0.05)
-    return proc, cp, go
-
-
-def test_a_second_process_cannot_touch_the_first_ones_checkpoint(tmp_path):
-    proc, cp, go = _start_holder(tmp_path)
     try:
-        before = _digest(cp)
-        for overwrite in (False, True):
-            with pytest.raises(FileError, match="in use by another run") as info:
-                run(Osc(), 0.2, checkpoint=cp, every=5, overwrite=overwrite)
-            assert str(proc.pid) in str(info.value)            # names the holder
-        with pytest.raises(FileError, match="in use"):
-            resume(cp, Osc())
-        assert _digest(cp) == before                           # not even opened for writing
+        deadline = time.time() + 120
+        while not started.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() < deadline, "the first process did not start"
+            time.sleep(0.05)
+        yield proc, cp, go
     finally:
-        go.write_text("go")
-        out, err = proc.communicate(timeout=120)
+        if proc.poll() is None:
+            go.write_text("go")
+            try:
+                proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """A finished checkpointed oscillator run: ``(checkpoint path, its sha256)``."""
+    cp = tmp_path / "run.h5"
+    run(Oscillator(), 0.3, checkpoint=cp, every=5)
+    return cp, _digest(cp)
+
+
+def test_a_second_process_cannot_touch_the_first_ones_checkpoint(holder):
+    proc, cp, go = holder
+    before = _digest(cp)
+    for overwrite in (False, True):
+        with pytest.raises(FileError, match="in use by another run") as info:
+            run(Oscillator(), 0.2, checkpoint=cp, every=5, overwrite=overwrite)
+        assert str(proc.pid) in str(info.value)            # names the holder
+    with pytest.raises(FileError, match="in use"):
+        resume(cp, Oscillator())
+    assert _digest(cp) == before                           # not even opened for writing
+    go.write_text("go")
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err                           # the first run finished
     res = Results.load(cp)
     assert int(out) == len(res) == 51 and res.t[-1] == pytest.approx(0.5)
     assert read_checkpoint(cp)[2]["status"] == "finished"
-    assert not (tmp_path / "shared.h5.lock").exists()          # released on exit
+    assert not (cp.parent / "shared.h5.lock").exists()         # released on exit
 
 
-def test_a_killed_run_leaves_no_lock_that_blocks_its_resume(tmp_path):
-    proc, cp, go = _start_holder(tmp_path)
+def test_a_killed_run_leaves_no_lock_that_blocks_its_resume(holder):
+    proc, cp, _ = holder
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
-    assert (tmp_path / "shared.h5.lock").exists()              # the stale lock file...
+    assert (cp.parent / "shared.h5.lock").exists()             # the stale lock file...
     saved = read_checkpoint(cp)[2]["n_steps"]
-    res = resume(cp, Osc(), t_end=0.5)                          # ...is taken over
+    res = resume(cp, Oscillator(), t_end=0.5)                          # ...is taken over
     assert res.t[-1] == pytest.approx(0.5) and saved >= 4
-    ref = run(Osc(), 0.5)
+    ref = run(Oscillator(), 0.5)
     np.testing.assert_array_equal(res.q, ref.q)                # and the resume is exact
 
 
-def test_rerunning_without_resume_keeps_the_saved_work(tmp_path):
-    cp = tmp_path / "run.h5"
-    run(Osc(), 0.3, checkpoint=cp, every=5)
-    before = _digest(cp)
+def test_rerunning_without_resume_keeps_the_saved_work(saved):
+    cp, before = saved
     with pytest.raises(FileError) as info:
-        run(Osc(), 0.3, checkpoint=cp, every=5)
+        run(Oscillator(), 0.3, checkpoint=cp, every=5)
     msg = str(info.value)
     assert "run.h5" in msg and "resume" in msg and "overwrite=True" in msg
     assert _digest(cp) == before
     # overwrite=True replaces it, and only with a complete new file
-    res = run(Osc(x=2.0), 0.3, checkpoint=cp, every=5, overwrite=True)
+    res = run(Oscillator(x=2.0), 0.3, checkpoint=cp, every=5, overwrite=True)
     assert Results.load(cp).equals(res) and res.q[0, 0] == 2.0
 
 
-def test_an_overwrite_that_fails_before_its_first_checkpoint_keeps_the_old_file(tmp_path):
-    class BadState(Osc):
+def test_an_overwrite_that_fails_before_its_first_checkpoint_keeps_the_old_file(saved,
+                                                                                tmp_path):
+    class BadState(Oscillator):
         def state_dict(self):
             raise RuntimeError("state not serializable")
 
-    cp = tmp_path / "run.h5"
-    run(Osc(), 0.3, checkpoint=cp, every=5)
-    before = _digest(cp)
+    cp, before = saved
     with pytest.raises(RuntimeError):
         run(BadState(), 0.3, checkpoint=cp, every=5, overwrite=True)
     assert _digest(cp) == before
@@ -200,22 +183,17 @@ def test_read_only_directory_is_refused(tmp_path):
         with pytest.raises(FileError, match="not writable"):
             Results(t, t[:, None], t[:, None]).save(ro / "r.h5")
         with pytest.raises(FileError, match="not writable"):
-            run(Osc(), 0.1, checkpoint=ro / "cp.h5")
+            run(Oscillator(), 0.1, checkpoint=ro / "cp.h5")
     finally:
         ro.chmod(0o700)
 
 
 def test_cli_rerun_with_the_same_checkpoint_refuses_then_resumes(tmp_path, capsys):
     script = tmp_path / "pendulum.py"
-    script.write_text(textwrap.dedent("""
-        import flexmbd as fm
-
-        def build():
-            m = fm.Model("pendulum")
-            m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
-            m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.5])
-            m.g = fm.Gravity((0, -9.81, 0))
-            return m
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from models import pendulum as build
     """))
     cp = tmp_path / "cp.h5"
     common = ["--dt", "0.01", "--integrator", "rk4", "--no-geometry"]
@@ -233,14 +211,7 @@ def test_cli_rerun_with_the_same_checkpoint_refuses_then_resumes(tmp_path, capsy
 
 
 def test_resume_with_other_parameters_is_refused_unless_allowed(tmp_path):
-    import flexmbd as fm
-
-    def build(mass):
-        m = fm.Model("pendulum")
-        m.link = fm.RigidBody.rod(mass, 1.0, origin="end", radius=0.02)
-        m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.5])
-        m.g = fm.Gravity((0, -9.81, 0))
-        return m
+    build = pendulum
 
     cp = tmp_path / "run.h5"
     build(1.0).simulate(0.1, dt=0.01, integrator="rk4", checkpoint=cp, every=3)

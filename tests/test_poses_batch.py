@@ -7,6 +7,7 @@ oracle, to round-off.
 """
 
 import numpy as np
+from models import double_pendulum
 
 import flexmbd as fm
 from flexmbd.kinematics import tree_poses, tree_poses_batch
@@ -86,12 +87,7 @@ def test_tree_poses_batch_matches_tree_poses_for_every_joint_type():
 def test_attach_tree_poses_of_a_run_matches_the_per_sample_path():
     """A short run of the README's double pendulum: the poses attached at once equal
     tree kinematics sample by sample (positions bitwise, Euler parameters to 1e-16)."""
-    m = fm.Model("double_pendulum")
-    m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.shoulder = fm.Revolute(m.ground, m.upper, axis=(0, 0, 1), q0=[-np.pi / 4])
-    m.elbow = fm.Revolute(m.upper, m.lower, parent_frame=(1.0, 0, 0))
-    m.g = fm.Gravity((0, -9.81, 0))
+    m = double_pendulum()
     res = m.simulate(t_end=0.2, dt=1e-3, integrator="rk4")
     out = attach_tree_poses(Results(res.t, res.q, res.qd, coordinates=res.coordinates,
                                     speeds=res.speeds), m)
@@ -102,8 +98,8 @@ def test_attach_tree_poses_of_a_run_matches_the_per_sample_path():
         r_ref = np.empty((len(res.t), 3))
         for i in range(len(res.t)):
             R_ref[i], r_ref[i] = tree_poses(m, {j: res.q[i, c] for j, c in cols.items()})[b]
-        assert np.array_equal(out.extra[f"position:{b.name}"], r_ref)
-        E = out.extra[f"orientation:{b.name}"]
+        assert np.array_equal(out.body(b.name).position, r_ref)
+        E = out.body(b.name).orientation
         assert np.abs(E - _sequential_quats(R_ref)).max() <= 4e-16
     # the lower body hangs below the shoulder at -45 deg: y of its frame origin < 0
-    assert out.extra["position:lower"][0, 1] < -0.7
+    assert out.body("lower").position[0, 1] < -0.7

@@ -5,34 +5,10 @@ import time
 
 import numpy as np
 import pytest
+from models import double_pendulum, four_bar
 
 import flexmbd as fm
 from flexmbd.integrators import registry
-
-
-def double_pendulum():
-    m = fm.Model("double_pendulum")
-    m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.shoulder = fm.Revolute(m.ground, m.upper, axis=(0, 0, 1), q0=[-np.pi / 4])
-    m.elbow = fm.Revolute(m.upper, m.lower, parent_frame=(1.0, 0, 0))
-    m.g = fm.Gravity((0, -9.81, 0))
-    return m
-
-
-def four_bar():
-    """Planar four-bar (a closed loop: the recursive formulation runs a LoopSystem)."""
-    m = fm.Model("four_bar")
-    m.crank = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.coupler = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.rocker = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-    m.a = fm.Revolute(m.ground, m.crank, q0=[np.pi / 2])
-    m.b = fm.Revolute(m.crank, m.coupler, parent_frame=(1.0, 0, 0), q0=[-np.pi / 2])
-    m.c = fm.Revolute(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-np.pi / 2])
-    m.d = fm.Revolute(m.rocker, m.ground, parent_frame=(1.0, 0, 0),
-                      child_frame=(1.0, 0, 0))
-    m.g = fm.Gravity((0, -9.81, 0))
-    return m
 
 
 @pytest.mark.parametrize("name, canonical", [

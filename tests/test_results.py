@@ -2,14 +2,18 @@
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flexmbd as fm
-from flexmbd.errors import FlexmbdError
+from flexmbd.errors import FileError, FlexmbdError
 from flexmbd.kinematics import tree_poses
 from flexmbd.results import (
+    SCHEMA,
+    BodySeries,
+    JointSeries,
     Results,
     attach_body_poses,
     attach_geometry,
@@ -105,8 +109,8 @@ def test_vtk_series_holds_the_deformed_meshes(tmp_path):
     g = beam_geometry()
     last = meshio.read(files[-1])
     i = 4
-    R = quat_to_rot_batch(res.extra["orientation:beam"][i])
-    q = res.extra["modal:beam"][i]
+    R = quat_to_rot_batch(res.body("beam").orientation[i])
+    q = res.body("beam").modal[i]
     expected = g.points(q, R, np.zeros(3), scale=2.0)
     n = len(g.nodes)
     np.testing.assert_allclose(last.points[:n], expected, atol=1e-12)
@@ -210,7 +214,81 @@ def test_attach_body_poses_from_a_system(batched):
     sys_ = FakeSystem(m, batched)
     res = attach_body_poses(chain_results(), sys_)
     ref = attach_tree_poses(chain_results(), m)
-    for key in ("position:a", "position:b", "orientation:a", "orientation:b"):
-        np.testing.assert_allclose(res.extra[key], ref.extra[key], atol=1e-14)
-    assert "position:ground" not in res.extra
+    for b in "ab":
+        for kind in ("position", "orientation"):
+            np.testing.assert_allclose(getattr(res.body_series[b], kind),
+                                       getattr(ref.body_series[b], kind), atol=1e-14)
+    assert "ground" not in res.body_series and not res.extra
     assert sys_.calls == (1 if batched else 1 + 5)
+
+
+# -- file format: schema 2, and schema-1 files (written by the code before it) ----------
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".h5"])
+def test_schema1_files_load_into_typed_series(suffix, tmp_path):
+    """Files written before schema 2 (histories as ``extra`` keys ``"position:B"``,
+    ``"joint:J:q"``...) load into ``body_series`` / ``joint_series``; ``extra`` keeps
+    the rest; saved again they are schema 2 and round-trip exactly."""
+    if suffix == ".h5":
+        pytest.importorskip("h5py")
+    res = Results.load(DATA / f"results_schema1{suffix}")
+    t = np.linspace(0.0, 0.4, 5)
+    th = 0.3 * np.sin(t)
+    assert sorted(res.extra) == ["driver:d", "lambda"]
+    beam = res.body("beam")
+    np.testing.assert_array_equal(beam.position, np.column_stack([t, 2 * t, 0 * t]))
+    np.testing.assert_array_equal(beam.modal, np.column_stack([t, t ** 2]))
+    np.testing.assert_allclose(beam.rotation[:, :2, :2],
+                               [[[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]] for a in th],
+                               atol=1e-15)
+    assert list(beam.interfaces) == ["A"] and beam.interfaces["A"].shape == (5, 7)
+    cut = res.joint("cut")                         # a joint with no columns of q
+    np.testing.assert_array_equal(cut.q[:, 0], -th)
+    np.testing.assert_array_equal(cut.qd[:, 0], -0.3 * np.cos(t))
+    np.testing.assert_array_equal(res.joint("hinge").q[:, 0], th)
+    assert res.body_names() == ["beam"]
+    back = Results.load(res.save(tmp_path / f"again{suffix}"))
+    assert back.equals(res) and back.extra.keys() == res.extra.keys()
+    header = (json.loads(str(np.load(tmp_path / "again.npz")["__header__"])) if suffix == ".npz"
+              else None)
+    assert header is None or header["schema"] == SCHEMA == 2
+
+
+def test_typed_series_slice_take_concatenate_and_save(tmp_path):
+    t = np.linspace(0.0, 1.0, 6)
+    res = Results(t, t[:, None], t[:, None], coordinates=[("j", "x")], speeds=[("j", "v")],
+                  bodies={"b": BodySeries(position=np.outer(t, [1, 2, 3]),
+                                          modal=t[:, None] ** 2,
+                                          interfaces={"A": np.outer(t, np.arange(7.0))})},
+                  joints={"k": JointSeries(-t[:, None], t[:, None], 0 * t[:, None])},
+                  extra={"user": 3 * t})
+    assert res.extra.keys() == {"user"}
+    part = res.slice(3)
+    np.testing.assert_array_equal(part.body("b").position, res.body("b").position[:3])
+    np.testing.assert_array_equal(part.joint("k").q, -t[:3, None])
+    both = Results.concatenate([res.slice(3), res.take(slice(3, None))])
+    assert both.equals(res)
+    for name in ("r.npz", "r.h5"):
+        if name.endswith(".h5"):
+            pytest.importorskip("h5py")
+        assert Results.load(res.save(tmp_path / name)).equals(res)
+    with pytest.raises(FlexmbdError, match="no orientation history"):
+        _ = res.body("b").orientation                # not stored, no system to compute it
+    bad = Results(t, t[:, None], t[:, None], bodies={"a__b": BodySeries(modal=t[:, None])})
+    with pytest.raises(FlexmbdError, match="reserves"):
+        bad.save(tmp_path / "bad.npz")
+
+
+def test_a_newer_schema_is_refused_by_name(tmp_path):
+    t = np.zeros(2)
+    path = Results(t, t[:, None], t[:, None]).save(tmp_path / "r.npz")
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(str(arrays["__header__"]))
+    header["schema"] = SCHEMA + 1
+    arrays["__header__"] = np.array(json.dumps(header))
+    np.savez(path, **arrays)
+    with pytest.raises(FileError, match=f"schema {SCHEMA + 1}.*upgrade"):
+        Results.load(path)

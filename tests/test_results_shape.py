@@ -11,7 +11,7 @@ derivative of the joint coordinates, and angles are continuous across +-pi.
 
 import numpy as np
 import pytest
-from test_registry import double_pendulum, four_bar
+from models import double_pendulum, flexible_pendulum, four_bar
 
 import flexmbd as fm
 from flexmbd.integrators import registry
@@ -19,19 +19,6 @@ from flexmbd.results import ENERGY_FIELDS
 
 PAIRS = registry.valid_pairs()
 REF = ("recursive", "dop853")
-
-
-def flexible_pendulum():
-    """The README's flexible pendulum, small: the hinge on the deforming interface A."""
-    steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
-    beam = fm.fem.reduce(fm.data.mesh("beam_hex"), steel,
-                         fm.CraigBampton(2, interfaces={"A": "A"}), name="beam")
-    p = fm.Model("flexible_pendulum")
-    p.beam = fm.FlexibleBody(beam)
-    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=p.beam.interface("A"))
-    p.g = fm.Gravity((0, -9.81, 0))
-    return p
 
 
 def _run_all(build, t_end, dt, **kw):

@@ -132,10 +132,7 @@ class _FlexData:
             self.itf_names = [nm for nm in rb.interface_names
                               if any(np.any(unit(f"{nm}.{c}")) for c in comps)]
             comps = ("mx", "my", "mz", "fx", "fy", "fz")
-            # moment units follow the stored rotation convention of the reduction
-            self.Kitf = (np.stack([unit(f"{nm}.{c}") * (body.interface_convention(nm)
-                                                        if c[0] == "m" else 1.0)
-                                   for nm in self.itf_names for c in comps])
+            self.Kitf = (np.stack([unit(f"{nm}.{c}") for nm in self.itf_names for c in comps])
                          if self.itf_names else np.zeros((0, n, n)))
         else:
             self.itf_names = []

@@ -265,6 +265,19 @@ class AbsoluteSystem:
         r, w, v = (a.reshape(nt, nb, 3) for a in (st.r, st.w, st.v))
         return {b.name: (R[:, i], r[:, i], w[:, i], v[:, i]) for i, b in enumerate(self.bodies)}
 
+    def body_accelerations(self, q: ArrayLike, qd: ArrayLike,
+                           qdd: ArrayLike) -> dict[str, tuple[Array, Array]]:
+        """``{body name: (alpha_world (nt, 3), a_origin_world (nt, 3))}`` of a history
+        ``q, qd, qdd`` (nt, n): ``alpha = 2 E(e) e''`` (``E(e') e' = 0``) and ``r''``."""
+        q = np.atleast_2d(np.asarray(q, float))
+        qdd = np.atleast_2d(np.asarray(qdd, float))
+        nt, nb = len(q), len(self.bodies)
+        e = q[:, : 7 * nb].reshape(nt * nb, 7)[:, 3:]
+        ab = qdd[:, : 7 * nb].reshape(nt, nb, 7)
+        alpha = 2.0 * np.einsum("bij,bj->bi", Emat(e), ab[..., 3:].reshape(-1, 4))
+        alpha = alpha.reshape(nt, nb, 3)
+        return {b.name: (alpha[:, i], ab[:, i, :3]) for i, b in enumerate(self.bodies)}
+
     def state_from_bodies(self, states):
         """``(q, qd)`` from ``{body name: (R, r, w, v)}`` (inverse of :meth:`body_states`)."""
         q = np.zeros(self.n)

@@ -42,7 +42,7 @@ deforming frame (interface or node) is evaluated on the deformed frame: its rela
 pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics at unit
 speeds of the joints and flexible bodies on the loop, in Python: a few ms per
 evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
-through that frame and load the modes (``extra["modal:<body>"]`` keeps the modal
+through that frame and load the modes (``body_series[<body>].modal`` keeps the modal
 histories). Geometric stiffening inside a loop is loop-aware: the stiffening loads of a
 body (mean-axis inertia loads from its accelerations, wrenches at its stiffened
 interfaces) must be those of the *constrained* motion, including the cut-joint wrench at
@@ -64,7 +64,8 @@ import numpy as np
 from ..errors import FlexmbdError, ModelError
 from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
-from ..results import Results
+from ..recursive.energy import energy_histories
+from ..results import BodySeries, Results
 from .cut import CutJointConstraints, CutWrenches, JointDriver, joint_force_on_cut
 from .projection import DEFAULT_RTOL, METHODS, Projector
 
@@ -271,6 +272,20 @@ class LoopSystem:
     def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
         self._wrench_element.current = []
         return self.tree.potential_energy(q, t)
+
+    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
+               tau: ArrayLike | None = None) -> dict[str, float] | None:
+        """Powers (W) of the tree's elements
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.powers`); the ideal loop
+        constraints do no work (drivers' work shows in ``numerical_dissipation``)."""
+        self._wrench_element.current = []
+        return self.tree.powers(q, qd, t, tau)
+
+    def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
+        """``{"gravity", "spring"}`` (J) of the tree
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.potential_energies`)."""
+        self._wrench_element.current = []
+        return self.tree.potential_energies(q, t)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         return self.tree.qdot(q, qd)
@@ -592,21 +607,23 @@ class LoopSystem:
             stats["n_weak"][i] = fd.n_weak
             if m:
                 stats["discarded"][i] = fd.discarded
-        ke = np.array([self.kinetic_energy(q[i], qd[i]) for i in range(nt)])
-        pe = np.array([self.potential_energy(q[i], t[i]) for i in range(nt)])
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        tau = (None if all(x is None for x in taus) else
+               np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float))
+        energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
-        for name, (sq, _) in self.modal_slices.items():
-            extra[f"modal:{name}"] = q[:, sq].copy()
+        bodies = {name: BodySeries(modal=q[:, sq].copy())
+                  for name, (sq, _) in self.modal_slices.items()}
         if self._flexible and nt:
-            from ..recursive.flexible import flexible_extras
+            from ..recursive.flexible import flexible_series
 
-            extra.update(flexible_extras(self.tree, q))
+            bodies.update(flexible_series(self.tree, q))
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
                        joint_names=self.joint_names, reactions=reac,
-                       energy={"kinetic": ke, "potential": pe, "total": ke + pe},
-                       stats=stats, extra=extra, meta=meta)
+                       energy=energy,
+                       stats=stats, extra=extra, meta=meta, bodies=bodies)
 
 
 def _cached_minv(minv):

@@ -47,7 +47,7 @@ from ..errors import MeshError
 from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
 from .material import Material
-from .units import check_magnitudes, unit_system
+from .units import material_from_file, unit_system
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -209,25 +209,18 @@ class _Reader(DeckParser):
         # sets -> global
         nsets, esets, internal = {}, {}, set()
 
-        def glob_nodes(members, scope, w, name):
+        def glob(kind, members, scope, w, name):
+            """Global (0-based) indices of a set's ``(instance, label)`` members."""
+            table = node_of if kind == "node" else elem_of
             out = []
             for inst, lab in members:
                 key = (inst if inst is not None else scope, lab)
-                if key not in node_of:
-                    raise MeshError(f"{w}: node set {name!r} lists node {lab} "
-                                    f"{'of instance ' + repr(key[0]) if key[0] else ''} "
-                                    "which is not defined")
-                out.append(node_of[key])
-            return out
-
-        def glob_elems(members, scope, w, name):
-            out = []
-            for inst, lab in members:
-                key = (inst if inst is not None else scope, lab)
-                if key not in elem_of:
-                    raise MeshError(f"{w}: element set {name!r} lists element {lab} which "
-                                    "is not a solid element of the mesh")
-                out.append(elem_of[key])
+                if key not in table:
+                    what = (f"node {lab} {'of instance ' + repr(key[0]) if key[0] else ''} "
+                            "which is not defined" if kind == "node" else
+                            f"element {lab} which is not a solid element of the mesh")
+                    raise MeshError(f"{w}: {kind} set {name!r} lists {what}")
+                out.append(table[key])
             return out
 
         assembly_names = {k.upper() for k in list(self.assembly.nsets) + list(self.assembly.elsets)
@@ -247,14 +240,13 @@ class _Reader(DeckParser):
                               or name.upper() not in assembly_names):
                     table[name] = value
             for name, members in cont.nsets.items():
-                put(nsets, name, glob_nodes(members, iname,
-                                            cont.set_where.get(("node", name), self.path), name))
+                put(nsets, name, glob("node", members, iname,
+                                      cont.set_where.get(("node", name), self.path), name))
                 if name in cont.internal:
                     internal.update({prefix + name, name})
             for name, members in cont.elsets.items():
-                put(esets, name, glob_elems(members, iname,
-                                            cont.set_where.get(("element", name), self.path),
-                                            name))
+                put(esets, name, glob("element", members, iname,
+                                      cont.set_where.get(("element", name), self.path), name))
                 if name in cont.internal:
                     internal.update({prefix + name, name})
             for name, (stype, items, _) in cont.surfaces.items():
@@ -367,11 +359,9 @@ class _Reader(DeckParser):
                 continue  # reported if a section uses it (AbaqusModel.material)
             if "rho" not in d or "E" not in d:
                 continue
-            rho = d["rho"][0] * us.density
-            E = d["E"][0] * us.stress
-            check_magnitudes(f"{self.path}:{d['where'].rsplit(':', 1)[-1]}", name, rho, E, us)
             try:
-                out[name] = Material(E=E, nu=d["nu"][0], rho=rho, name=name)
+                out[name] = material_from_file(f"{self.path}:{d['where'].rsplit(':', 1)[-1]}",
+                                               name, d["E"][0], d["nu"][0], d["rho"][0], us)
             except MeshError as exc:
                 raise MeshError(f"{d['E'][1]}: {exc}") from exc
         return out

@@ -516,10 +516,10 @@ def rigid_modes(nodes: ArrayLike, origin: ArrayLike | None = (0.0, 0.0, 0.0)) ->
     r = np.asarray(nodes, float) - np.asarray(origin, float)
     n = len(r)
     R = np.zeros((n, 3, 6))
-    # theta x r for unit theta_j
-    R[:, 1, 0], R[:, 2, 0] = r[:, 2], -r[:, 1]
-    R[:, 0, 1], R[:, 2, 1] = -r[:, 2], r[:, 0]
-    R[:, 0, 2], R[:, 1, 2] = r[:, 1], -r[:, 0]
+    # theta x r for unit theta_j (e_x x r = (0, -r_z, r_y), ...)
+    R[:, 1, 0], R[:, 2, 0] = -r[:, 2], r[:, 1]
+    R[:, 0, 1], R[:, 2, 1] = r[:, 2], -r[:, 0]
+    R[:, 0, 2], R[:, 1, 2] = -r[:, 1], r[:, 0]
     R[:, 0, 3] = R[:, 1, 4] = R[:, 2, 5] = 1.0
     return R.reshape(3 * n, 6)
 

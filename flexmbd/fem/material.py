@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import MeshError, UnitsWarning
+from ..errors import MeshError
+from .units import MAX_WAVE_SPEED, check_magnitudes  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Material"]
 
-# sqrt(E/rho) of the stiffest light solids (beryllium, diamond) is 1.2-1.3e4 m/s
-MAX_WAVE_SPEED = 2.0e4
 
 
 @dataclass(frozen=True)
@@ -72,14 +70,7 @@ class Material:
             raise MeshError(
                 f"Material {self.name!r}: density rho={self.rho} must be > 0 (kg/m^3); "
                 "did you give it in t/mm^3 or g/cm^3?")
-        c = np.sqrt(self.E / self.rho)
-        if c > MAX_WAVE_SPEED:
-            warnings.warn(
-                f"Material {self.name!r}: E={self.E:g} Pa and rho={self.rho:g} kg/m^3 give a "
-                f"wave speed sqrt(E/rho) = {c:.3g} m/s, faster than any solid (about "
-                f"{MAX_WAVE_SPEED:g} m/s at most); flexmbd works in SI: were they given in "
-                "N-mm-t units (MPa, t/mm^3)? steel is E=2.1e11 Pa, rho=7850 kg/m^3",
-                UnitsWarning, stacklevel=3)
+        check_magnitudes(f"Material {self.name!r}", self.name, self.rho, self.E)
 
     @property
     def lam(self) -> float:

@@ -24,6 +24,7 @@ from ..errors import MeshError
 from .material import Material
 from .mesh import _UNSUPPORTED_HINT, _from_meshio, check_elements
 from .nastran_cards import nastran_int, read_cards
+from .units import material_from_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -280,7 +281,7 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
         if not (E > 0 and -1 < nu < 0.5 and rho > 0):
             raise MeshError(f"{mc.where()}: MAT1 needs E > 0, -1 < nu < 0.5 and RHO > 0 (got E={E}"
                             f", nu={nu}, rho={rho}); a dynamic model needs the density")
-        material = Material(E=E, nu=nu, rho=rho, name=f"MAT1 {mids[0]}")
+        material = material_from_file(mc.where(), f"MAT1 {mids[0]}", E, nu, rho)
     import meshio
 
     used = np.unique(conn)

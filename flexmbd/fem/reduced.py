@@ -1,11 +1,11 @@
 """`ReducedBody`: a reduced flexible body and its ``.npz`` (or HDF5) file.
 
-npz / HDF5 schema, version ``flexmbd.reduced/1`` (strings as numpy str arrays / HDF5 strings)
+npz / HDF5 schema, version ``flexmbd.reduced/2`` (strings as numpy str arrays / HDF5 strings)
 ------------------------------------------------------------------------------------------
 ==========================  ===============  =============================================
 key                         shape            meaning
 ==========================  ===============  =============================================
-schema                      ()               "flexmbd.reduced/1"
+schema                      ()               "flexmbd.reduced/2"
 name, strategy, frame       ()               body name, strategy repr, frame convention
 mode_count                  ()               the mode count as text, e.g. "8 fixed-interface
                                              + 6 constraint = 14 modes" (optional: files
@@ -28,7 +28,9 @@ damping                     (2,) + zeta      Rayleigh (alpha, beta); ``zeta`` (m
 interface_names, _kinds     (k,)             interfaces in order
 interface_origins           (k, 3)           frame origins (body axes)
 interface_nodes, _offsets   (sum,), (k+1,)   node numbers of each interface (CSR-like)
-interface_modes             (k, 6, m)        frame motion [rotation; translation] per mode
+interface_modes             (k, 6, m)        frame motion [rotation; translation] per mode:
+                                             least-squares rigid fit at the interface
+                                             nodes, ``u = t + theta x (x - origin)``
 stress_modes                (n, 6, m)        Voigt stress (xx,yy,zz,yz,xz,xy) per unit mode
 kg_names                    (L,)             unit-load names (see flexmbd.fem.geometric)
 kg_unit                     (L, m, m)        projected unit geometric stiffness
@@ -37,16 +39,35 @@ timings_keys, _values       (t,)             cost of each step (s)
 notes                       (q,)             remarks printed by info()
 ==========================  ===============  =============================================
 Missing optional arrays (stress modes, K_G) are stored with a leading 0 dimension.
+
+Sign convention (one, everywhere): an interface's rotation ``theta`` moves its nodes by
+``theta x (x - origin)``, and an interface moment ``m`` does work ``m . theta``; the
+unit geometric stiffness ``kg_unit`` of the load ``"NAME.mx"`` belongs to a positive
+moment about x in that sense. Files of schema ``flexmbd.reduced/1`` stored the
+rotations with the opposite sign (``u = (x - origin) x theta``); :meth:`ReducedBody.load`
+converts them (rotation rows of ``interface_modes`` and the interface-moment
+``kg_unit`` negated).
 """
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import MeshError
 from .modecount import count_text_from_kinds
 
+if TYPE_CHECKING:
+    from .._typing import Array, ArrayLike, StrPath
+
 __all__ = ["ReducedBody", "SCHEMA"]
 
-SCHEMA = "flexmbd.reduced/1"
+SCHEMA = "flexmbd.reduced/2"
+_OLD_SCHEMAS = ("flexmbd.reduced/1",)
 _ARRAYS = ("nodes", "cells", "modes", "frequencies", "mode_frequencies", "first_moment",
            "second_moment", "inertia_origin", "com", "inertia_com", "St", "Sij", "Pij",
            "M_ff", "K_ff", "D_ff", "damping", "zeta", "interface_origins", "interface_nodes",
@@ -79,27 +100,94 @@ def _h5_array(ds):
     return np.asarray(v)
 
 
-class ReducedBody:
-    """A flexible body reduced to a few modes; all floating-frame data in arrays.
+def _empty() -> Array:
+    return np.zeros((0,))
 
-    Build it with `flexmbd.fem.reduce`; see the module docstring for the fields.
+
+def _frozen(value: Any) -> Array:
+    """A read-only view of ``value`` as an array (the caller's array stays writable)."""
+    v = np.asarray(value).view()
+    v.flags.writeable = False
+    return v
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ReducedBody:
+    """A flexible body reduced to a few modes: a typed, frozen value.
+
+    Build it with `flexmbd.fem.reduce` or, from matrices and mode shapes computed
+    elsewhere, with :meth:`from_matrices`; :meth:`replace` gives a changed copy. The
+    fields are the keys of the file table in the module docstring (SI units, body
+    axes): the basis (``nodes``, ``cells``, ``modes``, ``mode_kind`` ...), the
+    invariants (``mass``, ``first_moment`` ... ``M_ff``, ``K_ff``, ``D_ff``), the
+    interfaces (``interface_names``, ``interface_modes`` in the one sign convention
+    of the module docstring ...), ``stress_modes`` and the unit geometric stiffness
+    (``kg_names``, ``kg_unit``). Arrays are read-only; name lists are tuples.
     """
 
-    def __init__(self, **fields):
+    mass: float
+    material: Array
+    nodes: Array = field(default_factory=_empty)
+    cells: Array = field(default_factory=_empty)
+    modes: Array = field(default_factory=_empty)
+    frequencies: Array = field(default_factory=_empty)
+    mode_frequencies: Array = field(default_factory=_empty)
+    first_moment: Array = field(default_factory=_empty)
+    second_moment: Array = field(default_factory=_empty)
+    inertia_origin: Array = field(default_factory=_empty)
+    com: Array = field(default_factory=_empty)
+    inertia_com: Array = field(default_factory=_empty)
+    St: Array = field(default_factory=_empty)
+    Sij: Array = field(default_factory=_empty)
+    Pij: Array = field(default_factory=_empty)
+    M_ff: Array = field(default_factory=_empty)
+    K_ff: Array = field(default_factory=_empty)
+    D_ff: Array = field(default_factory=_empty)
+    damping: Array = field(default_factory=_empty)
+    zeta: Array = field(default_factory=_empty)
+    interface_origins: Array = field(default_factory=_empty)
+    interface_nodes: Array = field(default_factory=_empty)
+    interface_offsets: Array = field(default_factory=_empty)
+    interface_modes: Array = field(default_factory=_empty)
+    stress_modes: Array = field(default_factory=_empty)
+    kg_unit: Array = field(default_factory=_empty)
+    name: str = ""
+    strategy: str = ""
+    frame: str = ""
+    support: str = ""
+    reference: str = ""
+    cell_type: str = ""
+    material_name: str = ""
+    kg_convention: str = ""
+    mode_count: str = ""
+    mode_kind: tuple[str, ...] = ()
+    mode_label: tuple[str, ...] = ()
+    mode_mix: tuple[str, ...] = ()
+    interface_names: tuple[str, ...] = ()
+    interface_kinds: tuple[str, ...] = ()
+    kg_names: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        put = lambda k, v: object.__setattr__(self, k, v)          # noqa: E731
         for k in _ARRAYS:
-            setattr(self, k, np.asarray(fields.pop(k, np.zeros((0,)))))
+            put(k, _frozen(getattr(self, k)))
         for k in _STRINGS:
-            setattr(self, k, str(fields.pop(k, "")))
+            put(k, str(getattr(self, k)))
         for k in _STRLISTS:
-            setattr(self, k, [str(s) for s in fields.pop(k, [])])
-        self.mass = float(fields.pop("mass"))
-        self.material = np.asarray(fields.pop("material"), float)
-        self.timings = dict(fields.pop("timings", {}))
-        if fields:
-            raise TypeError(f"ReducedBody: unknown fields {sorted(fields)}")
+            put(k, tuple(str(x) for x in getattr(self, k)))
+        put("mass", float(self.mass))
+        put("material", _frozen(np.asarray(self.material, float)))
+        put("timings", dict(self.timings))
+
+    def replace(self, **changes: Any) -> ReducedBody:
+        """A copy with the given fields changed (``rb.replace(K_ff=100 * rb.K_ff)``)."""
+        return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_matrices(cls, nodes, modes, M=None, K=None, **options):
+    def from_matrices(cls, nodes: ArrayLike, modes: ArrayLike, M: Any = None, K: Any = None,
+                      **options: Any) -> ReducedBody:
         """A body from a reduced model given directly: mode shapes at nodes, mass and
         stiffness (full or reduced), interfaces, damping, invariants (SI units).
 
@@ -110,15 +198,15 @@ class ReducedBody:
 
     # -- sizes and views -------------------------------------------------------------------
     @property
-    def n_modes(self):
+    def n_modes(self) -> int:
         """Total number of modes (columns of ``modes``), every kind included."""
         return self.modes.shape[1]
 
-    def n_total(self):
+    def n_total(self) -> int:
         """Total number of modes, as `Strategy.n_total` (same as ``n_modes``)."""
         return self.n_modes
 
-    def describe(self):
+    def describe(self) -> str:
         """The mode count as text, e.g. "8 fixed-interface + 6 constraint = 14 modes".
 
         The strategy's parts before any re-diagonalization (stored as ``mode_count``);
@@ -127,11 +215,13 @@ class ReducedBody:
         return self.mode_count or count_text_from_kinds(self.mode_kind)
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
+        """Number of finite-element nodes."""
         return self.nodes.shape[0]
 
-    def interface(self, name):
-        """(kind, origin, nodes, modes (6, m)) of an interface."""
+    def interface(self, name: str) -> tuple[str, Array, Array, Array]:
+        """``(kind, origin (3,) m, nodes, modes (6, m))`` of interface ``name``; ``modes``
+        ``[rotation; translation]`` per unit modal coordinate, ``u = t + theta x r``."""
         if name not in self.interface_names:
             raise MeshError(f"body {self.name!r}: no interface {name!r}; interfaces: "
                             f"{self.interface_names}")
@@ -140,25 +230,26 @@ class ReducedBody:
         return (self.interface_kinds[k], self.interface_origins[k],
                 self.interface_nodes[o[k]:o[k + 1]], self.interface_modes[k])
 
-    def displacement(self, q):
+    def displacement(self, q: ArrayLike) -> Array:
         """Nodal displacements (n, 3) for modal coordinates q (m,)."""
         return (self.modes @ np.asarray(q, float)).reshape(-1, 3)
 
-    def stress(self, q):
+    def stress(self, q: ArrayLike) -> Array:
         """Voigt nodal stress (n, 6) for modal coordinates q."""
         if self.stress_modes.shape[0] == 0:
             raise MeshError(f"body {self.name!r} was reduced without stress modes "
                             "(reduce(..., stress_modes=True))")
         return self.stress_modes @ np.asarray(q, float)
 
-    def von_mises(self, q):
+    def von_mises(self, q: ArrayLike) -> Array:
         """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
         from .stress_history import von_mises
         return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
-    def geometric_stiffness(self, omega=(0, 0, 0), alpha=(0, 0, 0), a=(0, 0, 0),
-                            interface_forces=None):
+    def geometric_stiffness(self, omega: ArrayLike = (0, 0, 0), alpha: ArrayLike = (0, 0, 0),
+                            a: ArrayLike = (0, 0, 0),
+                            interface_forces: Mapping[str, ArrayLike] | None = None) -> Array:
         """Load-weighted sum of the unit geometric stiffness matrices (m x m).
 
         Parameters
@@ -191,7 +282,7 @@ class ReducedBody:
         return np.tensordot(weights, self.kg_unit, axes=1)
 
     # -- report ----------------------------------------------------------------------------
-    def info(self, file=None):
+    def info(self, file: IO[str] | None = None) -> str:
         """Print (and return) the mode table, frame convention and interface list."""
         lines = [f"ReducedBody {self.name!r}: {self.n_modes} modes, {self.n_nodes} nodes "
                  f"({self.cell_type}), mass {self.mass:.6g} kg",
@@ -219,12 +310,12 @@ class ReducedBody:
         print(text, file=file)
         return text
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ReducedBody({self.name!r}, {self.describe()}, mass={self.mass:.6g}, "
                 f"interfaces={self.interface_names})")
 
     # -- persistence -----------------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: StrPath) -> None:
         """Write the body to one file (schema `SCHEMA`): ``.h5``/``.hdf5`` as HDF5 (one dataset
         per key of the table above, the schema also as the file attribute ``schema``; needs
         h5py), anything else as ``.npz``."""
@@ -250,13 +341,13 @@ class ReducedBody:
             return
         np.savez_compressed(path, **data)
 
-    def to_sid(self, path, nodes=()):
+    def to_sid(self, path: StrPath, nodes: Sequence[int] = ()) -> None:
         """Export as FEMBS standard input data text (`flexmbd.fem.sid.write_sid`)."""
         from .sid import write_sid
         write_sid(self, path, nodes)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: StrPath) -> ReducedBody:
         """Read a body written by `save` (``.npz`` or HDF5); checks the schema version.
 
         The format is recognized by content. A missing, empty, truncated or foreign
@@ -304,10 +395,18 @@ class ReducedBody:
     @classmethod
     def _from_store(cls, path, z):
         schema = str(z["schema"]) if "schema" in z else "?"
-        if schema != SCHEMA:
+        if schema != SCHEMA and schema not in _OLD_SCHEMAS:
             raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
                             "with this flexmbd version")
         fields = {k: z[k] for k in _ARRAYS}
+        if schema == "flexmbd.reduced/1":      # rotations stored as u = r x theta
+            fields["interface_modes"] = np.array(fields["interface_modes"], float)
+            fields["interface_modes"][:, :3] *= -1.0
+            moments = [i for i, n in enumerate(z["kg_names"])
+                       if str(n).rpartition(".")[2] in ("mx", "my", "mz")]
+            if moments:
+                fields["kg_unit"] = np.array(fields["kg_unit"], float)
+                fields["kg_unit"][moments] *= -1.0
         fields.update({k: str(z[k]) for k in _STRINGS if k in z or k != "mode_count"})
         fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
         fields["mass"] = float(z["mass"])
@@ -316,8 +415,9 @@ class ReducedBody:
                                      z["timings_values"].tolist()))
         return cls(**fields)
 
-    # invariants as a dict, for the multibody side
-    def invariants(self):
+    def invariants(self) -> dict[str, Any]:
+        """The floating-frame invariants by name (``mass`` kg, ``first_moment`` ...,
+        ``M_ff``, ``K_ff``, ``D_ff``), for the multibody side."""
         keys = ("first_moment", "second_moment", "inertia_origin", "com", "inertia_com", "St",
                 "Sij", "Pij", "M_ff", "K_ff", "D_ff")
         d = {k: getattr(self, k) for k in keys}

@@ -31,7 +31,10 @@ clamped bases (``fixed=selector``)
     mode leaves the reference frame fixed.  `ReducedBody.info` prints this.
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -42,6 +45,14 @@ from .eigen import SPDFactor, eigsh_shift_invert
 from .interfaces import Interface, interface_transform
 from .modecount import count_text, count_text_from_kinds, whole_count
 from .selectors import as_selector, select
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .._typing import Array, ArrayLike
+    from .model import FEModel
+
+    Loads = Any  # interface names, PointLoad objects, selectors or {name: load}
 
 __all__ = ["NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "ModeSet",
            "PointLoad", "Strategy", "load_columns", "constraint_count"]
@@ -87,12 +98,14 @@ class PointLoad:
     given, the six unit wrenches (moments x, y, z; forces x, y, z).
     """
 
-    def __init__(self, selector, force=None, moment=None, name=None):
+    def __init__(self, selector: Any, force: ArrayLike | None = None,
+                 moment: ArrayLike | None = None, name: str | None = None) -> None:
         self.selector, self.name = selector, name
         self.force = None if force is None else np.asarray(force, float)
         self.moment = None if moment is None else np.asarray(moment, float)
 
-    def vectors(self, model, name):
+    def vectors(self, model: FEModel, name: str) -> tuple[Array, list[str]]:
+        """Full-space nodal force vectors (3n, k) (N) of the load and their labels."""
         nodes = select(model.fe, self.selector, f"load {name!r}")
         itf = Interface(name, nodes, "nodes", model.fe.nodes[nodes])
         if self.force is None and self.moment is None:
@@ -294,7 +307,7 @@ class Strategy:
                     "(int rho u dV = 0, int rho x0 x u dV = 0); static shapes by inertia relief")
         return "attached to the fixed nodes: every mode is zero there (clamped basis)"
 
-    def n_total(self, model=None):
+    def n_total(self, model: FEModel | None = None) -> int:
         """Total number of modes of the basis: the one meaning of a mode count.
 
         ``model`` (`FEModel`) is needed only where the count depends on the mesh
@@ -302,7 +315,7 @@ class Strategy:
         """
         return sum(n for n, _ in self._parts(model))
 
-    def describe(self, model=None):
+    def describe(self, model: FEModel | None = None) -> str:
         """The mode count as text, e.g. "8 fixed-interface + 6 constraint = 14 modes"."""
         return count_text(self._parts(model), self._n_loads())
 
@@ -326,12 +339,12 @@ class NormalModes(Strategy):
     '8 normal modes'
     """
 
-    def __init__(self, n_modes, fixed=None, orthonormalize=False):
+    def __init__(self, n_modes: int, fixed: Any = None, orthonormalize: bool = False) -> None:
         self.n_modes = mode_count(n_modes, "NormalModes: n_modes")
         self.fixed, self.orthonormalize = fixed, orthonormalize
 
     @property
-    def n(self):
+    def n(self) -> int:
         """Alias of ``n_modes`` (the name before the count had one meaning)."""
         return self.n_modes
 
@@ -341,7 +354,11 @@ class NormalModes(Strategy):
     def __repr__(self):
         return f"NormalModes(n_modes={self.n_modes}, fixed={self.fixed!r})"
 
-    def build(self, model, interfaces=None):
+    def build(self, model: FEModel,
+              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
+        finite-element ``model`` with the given interfaces (body frame per the module
+        docstring)."""
         lam, V, static, support = self._normal(model, self.n_modes, self._fixed_nodes(model))
         return ModeSet(V, ["normal"] * V.shape[1], [f"normal {i + 1}" for i in range(V.shape[1])],
                        self._frame_text(support), support, static,
@@ -379,8 +396,8 @@ class StaticCorrection(Strategy):
     '6 normal + 4 static-correction = 10 modes'
     """
 
-    def __init__(self, n_normal=None, loads=None, fixed=None, orthonormalize=True, *,
-                 n_total=None):
+    def __init__(self, n_normal: int | None = None, loads: Loads = None, fixed: Any = None,
+                 orthonormalize: bool = True, *, n_total: int | None = None) -> None:
         if loads is None:
             raise MeshError("StaticCorrection: no loads given; give loads=, e.g. loads=['B'] "
                             "(an interface) or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))")
@@ -409,7 +426,11 @@ class StaticCorrection(Strategy):
         return (f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, "
                 f"fixed={self.fixed!r})")
 
-    def build(self, model, interfaces=None):
+    def build(self, model: FEModel,
+              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
+        finite-element ``model`` with the given interfaces (body frame per the module
+        docstring)."""
         fixed = self._fixed_nodes(model)
         lam, V, static, support = self._normal(model, self.n_normal, fixed)
         F, labels = resolve_loads(model, self.loads, interfaces or {}, "StaticCorrection")
@@ -449,13 +470,14 @@ class RitzVectors(Strategy):
     '8 Ritz vectors (6 loads)'
     """
 
-    def __init__(self, n_vectors, load, fixed=None, orthonormalize=False):
+    def __init__(self, n_vectors: int, load: Loads, fixed: Any = None,
+                 orthonormalize: bool = False) -> None:
         self.n_vectors = mode_count(n_vectors, "RitzVectors: n_vectors")
         self.load, self.fixed = load, fixed
         self.orthonormalize = orthonormalize
 
     @property
-    def n(self):
+    def n(self) -> int:
         """Alias of ``n_vectors`` (the name before the count had one meaning)."""
         return self.n_vectors
 
@@ -469,7 +491,11 @@ class RitzVectors(Strategy):
         return (f"RitzVectors(n_vectors={self.n_vectors}, load={self.load!r}, "
                 f"fixed={self.fixed!r})")
 
-    def build(self, model, interfaces=None):
+    def build(self, model: FEModel,
+              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
+        finite-element ``model`` with the given interfaces (body frame per the module
+        docstring)."""
         fixed = self._fixed_nodes(model)
         if fixed is None:
             _, _, relieved = model.free_solver()
@@ -552,8 +578,10 @@ class CraigBampton(Strategy):
     8
     """
 
-    def __init__(self, n_fixed=None, interfaces=None, interface_kind="rigid", reference=None,
-                 frame="interface", origins=None, orthonormalize=False, *, n_total=None):
+    def __init__(self, n_fixed: int | None = None, interfaces: Mapping[str, Any] | None = None,
+                 interface_kind: str | Mapping[str, str] = "rigid", reference: str | None = None,
+                 frame: str = "interface", origins: Mapping[str, ArrayLike] | None = None,
+                 orthonormalize: bool = False, *, n_total: int | None = None) -> None:
         if not interfaces:
             raise MeshError("CraigBampton: give at least one interface, "
                             "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
@@ -585,7 +613,7 @@ class CraigBampton(Strategy):
     def _ref(self):
         return self.reference or next(iter(self.interfaces))
 
-    def n_constraint(self, model=None):
+    def n_constraint(self, model: FEModel | None = None) -> int:
         """Number of constraint modes (see the class docstring); ``"nodes"`` interfaces
         need the `FEModel` ``model`` (their node counts)."""
         if not self._needs_mesh():
@@ -619,7 +647,11 @@ class CraigBampton(Strategy):
         return (f"CraigBampton({count}, interfaces={names}, "
                 f"interface_kind={self.interface_kind!r}, frame={self.frame!r})")
 
-    def build(self, model, interfaces=None):
+    def build(self, model: FEModel,
+              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
+        finite-element ``model`` with the given interfaces (body frame per the module
+        docstring)."""
         itfs = model.interfaces(self.interfaces, self.interface_kind, self.origins)
         extra = {k: v for k, v in (interfaces or {}).items() if k not in itfs}
         ref = self.reference or next(iter(itfs))

@@ -4,8 +4,9 @@ Abaqus, Nastran and friends have no units: a deck is written in one consistent
 system chosen by the engineer.  ``mm-t-s`` (mm, tonne, s; N, MPa, t/mm^3) is
 the usual choice for mechanical parts, SI (m, kg, s; N, Pa, kg/m^3) the
 other.  Every importer takes ``units=`` explicitly and converts to SI; a
-material whose SI density or modulus is outside the range of engineering
-solids raises a `UnitsWarning` that names the file and the likely system.
+material whose SI density, modulus or wave speed is outside the range of
+engineering solids raises one `UnitsWarning` (:func:`check_magnitudes`, the
+check `Material` runs too) that names the file and the likely system.
 
 ==========  ======  ======  =====  ========  ========  ===========
 system      length  mass    time   force     stress    density
@@ -21,11 +22,17 @@ from __future__ import annotations
 
 import math
 import warnings
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import MeshError, UnitsWarning
 
-__all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes"]
+if TYPE_CHECKING:
+    from .material import Material
+
+__all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes",
+           "material_from_file", "MAX_WAVE_SPEED"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ _ALIASES = {"si": "SI", "m-kg-s": "SI", "mks": "SI", "mm-t-s": "mm-t-s", "mm-ton
 # SI ranges of engineering solids (foams ... tungsten; gels ... diamond)
 RHO_RANGE = (5.0, 2.5e4)  # kg/m^3
 E_RANGE = (1e4, 1.5e12)  # Pa
+# sqrt(E/rho) of the stiffest light solids (beryllium, diamond) is 1.2-1.3e4 m/s
+MAX_WAVE_SPEED = 2.0e4  # m/s
 
 
 def unit_system(units: str | UnitSystem, where: str = "import") -> UnitSystem:
@@ -93,41 +102,93 @@ def _likely(rho_raw, E_raw):
 
 
 def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | None,
-                     units: str | UnitSystem) -> bool:
-    """Warn (`UnitsWarning`) if SI density or modulus is outside the range of solids.
+                     units: str | UnitSystem = "SI") -> bool:
+    """Warn (`UnitsWarning`) once if a material does not look like an engineering solid.
+
+    The one plausibility check of material data, called by
+    :class:`flexmbd.fem.Material` and (through :func:`material_from_file`) by every
+    importer. Implausible: SI density outside `RHO_RANGE`, modulus outside `E_RANGE`
+    or a wave speed ``sqrt(E/rho)`` above `MAX_WAVE_SPEED`.
 
     Parameters
     ----------
     where : str
-        File (and line) the values come from, for the message.
+        File (and line) or component the values come from, for the message.
     name : str
         Material name.
     rho_si, E_si : float
         Density (kg/m^3) and Young's modulus (Pa) after conversion; None if absent.
-    units : UnitSystem
-        The declared system.
+    units : str | UnitSystem
+        The declared system the raw values were written in (``"SI"`` for values
+        given directly); used to name the system the values fit instead.
 
     Returns
     -------
     bool
-        True if the values look plausible.
+        True if the values look plausible (or were checked already, see
+        :func:`material_from_file`).
     """
+    if _CHECKED.get():
+        return True
+    units = unit_system(units, where)
     bad = []
     if rho_si is not None and not RHO_RANGE[0] <= rho_si <= RHO_RANGE[1]:
         bad.append(f"density {rho_si:.4g} kg/m^3")
     if E_si is not None and not E_RANGE[0] <= E_si <= E_RANGE[1]:
         bad.append(f"Young's modulus {E_si:.4g} Pa")
+    c = (math.sqrt(E_si / rho_si) if rho_si is not None and E_si is not None
+         and rho_si > 0 and E_si > 0 else None)
+    if c is not None and c > MAX_WAVE_SPEED:
+        bad.append(f"wave speed sqrt(E/rho) {c:.4g} m/s (solids: at most about "
+                   f"{MAX_WAVE_SPEED:g})")
     if not bad:
         return True
     hint = ""
-    if rho_si is not None and E_si is not None and rho_si > 0 and E_si > 0:
+    if c is not None:
         guess = _likely(rho_si / units.density, E_si / units.stress)
         if guess is not None and guess != units.name:
-            hint = f"; the file's values fit units={guess!r}"
-        c = math.sqrt(E_si / rho_si)
-        bad.append(f"sound speed sqrt(E/rho) {c:.4g} m/s (solids: ~50..18000)")
+            hint = f"; the values fit units={guess!r} (E in {_STRESS[guess]})"
+        if not any(b.startswith("wave speed") for b in bad):
+            bad.append(f"wave speed sqrt(E/rho) {c:.4g} m/s (solids: ~50..18000)")
     warnings.warn(f"{where}: material {name!r} read with units={units.name!r} has "
                   f"{', '.join(bad)}, outside the range of engineering solids{hint}; "
-                  "pass the unit system the file was written in",
-                  UnitsWarning, stacklevel=3)
+                  "flexmbd works in SI (steel: E=2.1e11 Pa, rho=7850 kg/m^3): pass the "
+                  "unit system the values were written in", UnitsWarning, stacklevel=3)
     return False
+
+
+_STRESS = {"SI": "Pa", "mm-t-s": "MPa", "mm-kg-ms": "GPa", "mm-kg-s": "kPa"}
+_CHECKED: ContextVar[bool] = ContextVar("flexmbd_units_checked", default=False)
+
+
+def material_from_file(where: str, name: str, E_raw: float, nu: float, rho_raw: float,
+                       units: str | UnitSystem = "SI") -> Material:
+    """The `Material` of raw file values (``units``) converted to SI, checked once.
+
+    Every importer builds its materials here: :func:`check_magnitudes` runs once,
+    naming the file and line (``where``) and the unit system the values fit, and the
+    `Material` constructor does not repeat the check, so a deck in wrong units gives
+    one `UnitsWarning` per material.
+
+    Parameters
+    ----------
+    where : str
+        ``path:line`` of the material definition.
+    name : str
+        Material name.
+    E_raw, nu, rho_raw : float
+        Young's modulus (stress unit of ``units``), Poisson's ratio and density
+        (density unit of ``units``) as written in the file.
+    units : str | UnitSystem
+        The system the file is written in.
+    """
+    from .material import Material  # material.py calls check_magnitudes (import cycle)
+
+    us = unit_system(units, where)
+    E, rho = E_raw * us.stress, rho_raw * us.density
+    check_magnitudes(where, name, rho, E, us)
+    token = _CHECKED.set(True)
+    try:
+        return Material(E=E, nu=nu, rho=rho, name=name)
+    finally:
+        _CHECKED.reset(token)

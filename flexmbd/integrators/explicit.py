@@ -43,7 +43,8 @@ import numpy as np
 from ..checkpoint import run
 from ..errors import FlexmbdError, ModelError, SolverError
 from ..monitor import BLOCK_STEPS, GrowthMonitor
-from ..results import Results
+from ..recursive.energy import energy_histories
+from ..results import BodySeries, Results
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -640,9 +641,9 @@ def simulate_recursive(system: Any, t_end: float, dt: float | None = None, integ
 
 def _results(system, t, y, tau_f, meta, safe=False):
     """Results with qdd, reactions, energies (and momentum for floating systems); for
-    every flexible body its modal coordinates (``extra["modal:<body>"]``), floating-frame
-    pose (``position:``/``orientation:``) and deformed interface frames
-    (``interface:<body>.<name>``, origin and Euler parameters, world)."""
+    every flexible body its :class:`~flexmbd.results.BodySeries`: modal coordinates,
+    floating-frame pose and deformed interface frames (origin and Euler parameters,
+    world)."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -661,20 +662,18 @@ def _results(system, t, y, tau_f, meta, safe=False):
             raise
         qdd = np.full((nt, nv), np.nan)
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
-    ke = np.array([system.kinetic_energy(q[i], qd[i]) for i in range(nt)])
-    pe = np.array([system.potential_energy(q[i], t[i]) for i in range(nt)])
-    energy = {"kinetic": ke, "potential": pe, "total": ke + pe}
+    energy = energy_histories(system, t, q, qd, tau)
     extra = {}
-    for name, (sq, _) in getattr(system, "modal_slices", {}).items():
-        extra[f"modal:{name}"] = q[:, sq].copy()
+    bodies = {name: BodySeries(modal=q[:, sq].copy())
+              for name, (sq, _) in getattr(system, "modal_slices", {}).items()}
     if getattr(system, "_flex", None) is not None and nt:
-        from ..recursive.flexible import flexible_extras
+        from ..recursive.flexible import flexible_series
 
-        extra.update(flexible_extras(system, q))
+        bodies.update(flexible_series(system, q))
     if system._floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
         extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
     return Results(t, q, qd, qdd, coordinates=system.coordinates, speeds=system.speeds,
                    joint_names=system.joint_names, reactions=reac, energy=energy, extra=extra,
-                   meta=meta)
+                   meta=meta, bodies=bodies)

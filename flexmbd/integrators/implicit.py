@@ -84,7 +84,7 @@ Results: ``stats["newton_iterations"]``, ``stats["residual"]`` (final norm),
 ``stats["residual_norms"]`` (nt, max_iter + 1; NaN-padded history per step),
 ``stats["constraint_violation"]`` (max |Phi| of the joint equations),
 ``stats["step_time"]`` (s of wall time per step), ``extra["lambda"]``,
-``extra["position:<body>"]``, ``extra["orientation:<body>"]``; energies as in
+``body_series[<body>]`` (pose, modal coordinates, interface frames); energies as in
 :mod:`flexmbd.absolute.energy`. A Newton failure raises
 :class:`~flexmbd.errors.ConvergenceError` with ``partial`` (the results up to the
 last accepted step) and ``time``.
@@ -100,7 +100,7 @@ import numpy as np
 from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, FlexmbdError, ModelError, SolverError
 from ..monitor import BLOCK_STEPS, GrowthMonitor
-from ..results import Results
+from ..results import BodySeries, Results
 from .convergence import newton_converged
 
 if TYPE_CHECKING:
@@ -832,7 +832,7 @@ def _remove_gauge(system, q, qd):
 def interface_motions(system, q):
     """World poses of the interface frames of the flexible bodies over a history ``q`` (nt, n).
 
-    ``{"interface:BODY.NAME": (nt, 7)}`` with the deformed frame origin (m) and its Euler
+    ``{(BODY, NAME): (nt, 7)}`` with the deformed frame origin (m) and its Euler
     parameters (scalar first, sign-continuous), both world: the frame rotates by the
     exponential map of its rotation modes times the modal coordinates (vectorized).
     """
@@ -865,7 +865,7 @@ def interface_motions(system, q):
             quat = quat * np.cumprod(flips)[:, None]
             if quat[0, 0] < 0:
                 quat = -quat
-            out[f"interface:{d.body.name}.{name}"] = np.concatenate([pos, quat], axis=1)
+            out[(d.body.name, name)] = np.concatenate([pos, quat], axis=1)
     return out
 
 
@@ -882,14 +882,15 @@ def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol,
     extra = {"lambda": lam}
     for d, r in zip(system.drivers, system.constraints.driver_rows):
         extra[f"driver:{d.name}"] = -lam[:, r]
-    for i, b in enumerate(system.bodies):
-        extra[f"position:{b.name}"] = q[:, 7 * i: 7 * i + 3]
-        extra[f"orientation:{b.name}"] = q[:, 7 * i + 3: 7 * i + 7]
+    bodies = {b.name: BodySeries(position=q[:, 7 * i: 7 * i + 3],
+                                 orientation=q[:, 7 * i + 3: 7 * i + 7])
+              for i, b in enumerate(system.bodies)}
     flex = getattr(system, "flexible", None)
     if flex is not None:
         for d in flex.flex:
-            extra[f"modal:{d.body.name}"] = q[:, d.col0: d.col0 + d.n]
-        extra.update(interface_motions(system, q))
+            bodies[d.body.name].modal = q[:, d.col0: d.col0 + d.n]
+        for (name, itf), pose in interface_motions(system, q).items():
+            bodies[name].interfaces[itf] = pose
     energy = {k: v[:stop] for k, v in meter.arr.items()} if meter is not None else {}
     meta = {"model": system.model.name, "formulation": "absolute", "integrator": sch.name,
             "dt": h, "tol": tol, "rtol": rtol, **sch.as_dict()}
@@ -897,4 +898,4 @@ def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol,
                    joint_names=system.joint_names, reactions=reac, energy=energy,
                    stats={"newton_iterations": iters, "residual": resid, "residual_norms": hist,
                           "constraint_violation": viol, "step_time": wall},
-                   extra=extra, meta=meta)
+                   extra=extra, meta=meta, bodies=bodies)

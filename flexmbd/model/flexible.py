@@ -20,14 +20,15 @@ Joints and force elements attach to
 (``cache="body.npz"`` also keeps it on disk and reuses it when the inputs match).
 
 Deforming frames: an interface frame's motion per unit modal coordinate
-(:meth:`FlexibleBody.interface_modes`) is the least-squares rigid fit of the mode
-shapes at its nodes (exact for rigid interfaces); it rotates by the exponential map
+(:meth:`FlexibleBody.interface_modes`) is the one the reduction stored: the
+least-squares rigid fit of the mode shapes at its nodes (exact for rigid interfaces),
+rotations with ``u = t + theta x r``; it rotates by the exponential map
 of ``modes[:3] @ q`` (:mod:`flexmbd.flexible.rotation`). A node frame translates with
 its node and keeps the body-frame axes.
 
 Formulations: the absolute one (:mod:`flexmbd.absolute.flexible`) handles flexible
 bodies, joints at their frames and :class:`~flexmbd.PointForce` loads at them; results
-keep ``extra["modal:NAME"]`` and ``extra["interface:NAME.ITF"]`` (world pose of every
+keep ``res.body(NAME).modal`` and ``res.body(NAME).interfaces[ITF]`` (world pose of every
 interface frame, ``(nt, 7)``). Nodal fields on demand: :meth:`FlexibleBody.displacements`
 and :meth:`FlexibleBody.stresses` of ``res.body(name).modal``; world paths of frames:
 ``body.point(xyz).trajectory(res)``.
@@ -156,7 +157,6 @@ class FlexibleBody(Body):
         return cls(None, _lazy=(mesh, material, modes, cache, dict(reduce_options or {})), **kw)
 
     def _set_reduced(self, reduced):
-        self.__dict__.pop("_itf_modes", None)
         self.__dict__.pop("_hmax", None)
         if isinstance(reduced, (str, Path)):
             from ..fem import ReducedBody
@@ -187,7 +187,7 @@ class FlexibleBody(Body):
                 return rb
         rb = reduce(mesh, material, strategy, name=self._name, **opts)
         if cache is not None:
-            rb.notes = list(rb.notes) + [key]
+            rb = rb.replace(notes=(*rb.notes, key))
             rb.save(cache)
         return rb
 
@@ -226,40 +226,12 @@ class FlexibleBody(Body):
     def interface_modes(self, name: str) -> Array:
         """Frame motion ``[rotation; translation]`` (6, n) of interface ``name`` per unit mode.
 
-        Fitted here, by least squares with unit weights, to the mode shapes at the
-        interface nodes: ``u_a = t + theta x (x_a - origin)`` (exact for rigid
-        interfaces; the distributing / nodes read-out of the reduction otherwise).
-        This is independent of the sign convention with which a reduction stored its
-        ``interface_modes`` (see :meth:`interface_convention`). Cached.
+        The reduction's own (``ReducedBody.interface(name)``): the least-squares rigid
+        fit of the mode shapes at the interface nodes, ``u_a = t + theta x (x_a -
+        origin)`` (exact for rigid interfaces), the one convention of
+        :mod:`flexmbd.fem.reduced`.
         """
-        cache = self.__dict__.setdefault("_itf_modes", {})
-        if name not in cache:
-            rb = self.reduced
-            _, origin, nodes, stored = rb.interface(name)
-            r = np.asarray(rb.nodes, float)[nodes] - np.asarray(origin, float)
-            G = np.zeros((len(nodes), 3, 6))
-            # theta x r for unit theta_j, then unit translations
-            G[:, 1, 0], G[:, 2, 0] = -r[:, 2], r[:, 1]
-            G[:, 0, 1], G[:, 2, 1] = r[:, 2], -r[:, 0]
-            G[:, 0, 2], G[:, 1, 2] = -r[:, 1], r[:, 0]
-            G[:, 0, 3] = G[:, 1, 4] = G[:, 2, 5] = 1.0
-            G = G.reshape(-1, 6)
-            dofs = (3 * np.asarray(nodes)[:, None] + np.arange(3)).ravel()
-            U = np.asarray(rb.modes, float)[dofs]
-            fit = np.linalg.lstsq(G, U, rcond=None)[0]
-            stored = np.asarray(stored, float)
-            sign = 1.0
-            if np.abs(fit[:3]).max() > 0 and np.abs(stored[:3]).max() > 0:
-                sign = 1.0 if (np.abs(stored[:3] - fit[:3]).max()
-                               <= np.abs(stored[:3] + fit[:3]).max()) else -1.0
-            cache[name] = (fit, sign)
-        return cache[name][0]
-
-    def interface_convention(self, name: str) -> str:
-        """+1 if the reduction stored interface rotations as ``u = theta x r``, -1 if with
-        the opposite sign (then its unit interface-moment loads are flipped too)."""
-        self.interface_modes(name)
-        return self.__dict__["_itf_modes"][name][1]
+        return np.asarray(self.reduced.interface(name)[3], float)
 
     def invariants(self) -> ModalInvariants:
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
@@ -431,16 +403,16 @@ class _DeformingFrame(Frame):
 
     def trajectory(self, results: Results) -> Array:
         """World positions (nt, 3) of the deformed frame origin over a :class:`Results`
-        history (needs ``position:``, ``orientation:`` and ``modal:`` extras of the body)."""
+        history (needs the body's ``position``, ``orientation`` and ``modal`` series)."""
         from ..results import quat_to_rot_batch
 
         name = self.body.name
-        try:
-            r = results.extra[f"position:{name}"]
-            R = quat_to_rot_batch(results.extra[f"orientation:{name}"])
-            qf = results.extra[f"modal:{name}"]
-        except KeyError:
-            raise ModelError(f"results have no pose/modal history of body {name!r}") from None
+        series = results.body_series.get(name)
+        if series is None or any(v is None for v in (series.position, series.orientation,
+                                                      series.modal)):
+            raise ModelError(f"results have no pose/modal history of body {name!r}")
+        r, qf = series.position, series.modal
+        R = quat_to_rot_batch(series.orientation)
         p = self.position + qf @ self.modes[3:].T
         return r + np.einsum("tij,tj->ti", R, p)
 

@@ -336,9 +336,7 @@ class FlexTree:
                         + [unit(f"alpha{i + 1}") for i in range(3)]
                         + [unit(f"a{i + 1}") for i in range(3)])
                 for nm_ in self.itf[k]:
-                    conv = b.interface_convention(nm_)
-                    mats += [unit(f"{nm_}.{c}") * (conv if c[0] == "m" else 1.0)
-                             for c in ("mx", "my", "mz", "fx", "fy", "fz")]
+                    mats += [unit(f"{nm_}.{c}") for c in ("mx", "my", "mz", "fx", "fy", "fz")]
                 self.KG[fx] = 0.0
                 self.KG[fx, :len(mats), :nk, :nk] = np.stack(mats)
                 # mean-axis load parameters (flexmbd.flexible.mean_axis)
@@ -569,11 +567,13 @@ class FlexTree:
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
 
-def flexible_extras(system, q):
-    """Results extras of the flexible bodies over a history ``q`` (nt, nq) of a recursive
-    tree ``system``: ``position:B`` / ``orientation:B`` (floating frame, world; Euler
-    parameters scalar first, sign-continuous) and ``interface:B.NAME`` (nt, 7): origin and
-    Euler parameters of every deformed interface frame (world)."""
+def flexible_series(system, q):
+    """:class:`~flexmbd.results.BodySeries` of the flexible bodies over a history ``q``
+    (nt, nq) of a recursive tree ``system``: ``position`` / ``orientation`` (floating
+    frame, world; Euler parameters scalar first, sign-continuous), ``modal`` and
+    ``interfaces[NAME]`` (nt, 7): origin and Euler parameters of every deformed interface
+    frame (world)."""
+    from ..results import BodySeries
     from ..spatial import rot_to_quat
 
     fl = system._flex
@@ -601,8 +601,8 @@ def flexible_extras(system, q):
     for k in labels:
         b = system._body_of[k]
         sq = system.modal_slices[b.name][0]
-        out[f"position:{b.name}"] = r[k]
-        out[f"orientation:{b.name}"] = quats(R[k])
+        series = out[b.name] = BodySeries(position=r[k], orientation=quats(R[k]),
+                                          modal=q[:, sq].copy())
         for name in b.reduced.interface_names:
             fr = b.interface(name)
             pos = np.empty((nt, 3))
@@ -611,5 +611,5 @@ def flexible_extras(system, q):
                 Rf, pf = fr.pose(q[i, sq])
                 pos[i] = r[k][i] + R[k][i] @ pf
                 rot[i] = R[k][i] @ Rf
-            out[f"interface:{b.name}.{name}"] = np.concatenate([pos, quats(rot)], axis=1)
+            series.interfaces[name] = np.concatenate([pos, quats(rot)], axis=1)
     return out

@@ -1069,21 +1069,64 @@ class RecursiveSystem:
         return out
 
     def potential_energy(self, q: ArrayLike, t: float = 0.0) -> float:
-        """Gravity plus the force elements' potentials (J)."""
-        Rw, rw, vel = self._kin(q, np.zeros(self.nv))
-        mc = self._Vv[V_MC]
-        e = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
-                   + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
-        for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
-            R, r = self._flex.body_pose(k, Rw[k], rw[k])
-            Sbar = inv.c + inv.St @ qk
-            e -= float(self._gravity @ (inv.mass * r + R @ Sbar))
-            e += 0.5 * float(qk @ inv.K @ qk)        # strain energy
+        """Gravity plus the force elements' potentials plus strain energy (J)."""
+        e = self.potential_energies(q, t)
+        return e["gravity"] + e["spring"]
+
+    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
+               tau: ArrayLike | None = None) -> dict[str, float] | None:
+        """``{"p_damper", "p_actuator", "p_external"}`` (W) at one state, the definitions
+        of :class:`flexmbd.absolute.energy.EnergyMeter`: dissipated by SDA dampers
+        (``c ldot^2``) and modal damping (``dq_f^T D dq_f``); delivered by SDA actuators,
+        JointForce elements and the applied joint forces ``tau`` (``tau . qd``); delivered
+        by other force elements (``sum F_b . V_b``). ``None`` when force elements act on
+        flexible bodies (their loads at deforming frames are not summed here)."""
+        if self._flex is not None and self._generic:
+            return None
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        out = {"p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
+        for f in self._joint_forces:
+            vj = qd[self._vslice[f.joint.name]]
+            out["p_actuator"] += float(
+                f.generalized_force(t, q[self._qslice[f.joint.name]], vj) @ vj)
+        if tau is not None:
+            out["p_actuator"] += float(np.asarray(tau, float) @ qd)
+        Rw, rw, vel = self._kin(q, qd)
+        for _, u, inv, _ in self._flex_speeds(q, qd):
+            out["p_damper"] += float(u[6:] @ inv.D @ u[6:])
         if self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
-                e += float(fe.potential(t, st))
-        return float(e)
+                if hasattr(fe, "damper_power"):
+                    out["p_damper"] += float(fe.damper_power(t, st))
+                    out["p_actuator"] += float(fe.actuator_power(t, st))
+                    continue
+                for body, w in fe.wrenches(t, st):
+                    if body is not self.model.ground:
+                        om, v = st.twist(body)
+                        out["p_external"] += float(w[:3] @ om + w[3:] @ v)
+        return out
+
+    def potential_energies(self, q: ArrayLike, t: float = 0.0) -> dict[str, float]:
+        """``{"gravity": ..., "spring": ...}`` (J), the definitions of
+        :class:`flexmbd.absolute.energy.EnergyMeter`: ``gravity`` the potential of uniform
+        gravity, ``spring`` the force elements' potentials (SDA springs
+        ``k (l - l0)^2 / 2``) plus the flexible bodies' strain energy ``q_f^T K q_f / 2``."""
+        Rw, rw, vel = self._kin(q, np.zeros(self.nv))
+        mc = self._Vv[V_MC]
+        g = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
+                   + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
+        spring = 0.0
+        for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
+            R, r = self._flex.body_pose(k, Rw[k], rw[k])
+            Sbar = inv.c + inv.St @ qk
+            g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
+            spring += 0.5 * float(qk @ inv.K @ qk)        # strain energy
+        if self._generic:
+            st = _State(self, Rw.copy(), rw.copy(), vel.copy())
+            for fe in self._generic:
+                spring += float(fe.potential(t, st))
+        return {"gravity": float(g), "spring": float(spring)}
 
     def momentum(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
         """``(linear, angular)`` momentum in world axes; angular about the world origin."""

@@ -63,7 +63,7 @@ def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0
     Joint coordinates ``hinge`` and ``slide``; poses, modal coordinates and
     geometry are stored, so the results can be drawn and exported as they are.
     """
-    from ..results import Results, rot_to_quat_batch
+    from ..results import BodySeries, Results, rot_to_quat_batch
 
     t = np.linspace(0.0, t_end, nt)
     th = amplitude * np.sin(2 * np.pi * t / t_end)
@@ -85,11 +85,10 @@ def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0
         reactions=np.zeros((nt, 2, 6)),
         energy={"kinetic": 0.5 * thd**2},
         stats={"newton_iterations": np.full(nt, 2, dtype=np.int64)},
-        extra={"position:beam": np.zeros((nt, 3)),
-               "orientation:beam": rot_to_quat_batch(R),
-               "modal:beam": np.column_stack([t / t_end, np.zeros(nt)]),
-               "position:box": np.column_stack([s, np.full(nt, -0.5), np.zeros(nt)]),
-               "orientation:box": np.tile([1.0, 0.0, 0.0, 0.0], (nt, 1))},
+        bodies={"beam": BodySeries(position=np.zeros((nt, 3)), orientation=rot_to_quat_batch(R),
+                                   modal=np.column_stack([t / t_end, np.zeros(nt)])),
+                "box": BodySeries(position=np.column_stack([s, np.full(nt, -0.5), np.zeros(nt)]),
+                                  orientation=np.tile([1.0, 0.0, 0.0, 0.0], (nt, 1)))},
         meta={"model": "swinging_beam", "synthetic": True},
         geometry={"beam": beam_geometry().to_arrays(), "box": box.to_arrays()},
     )

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import FlexmbdError
+from ..fem.stress_history import von_mises as equivalent_stress
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -213,11 +214,10 @@ def deformed_points(nodes: ArrayLike, Phi: ArrayLike | None, q: ArrayLike | None
 
 
 def von_mises(stress_modes: ArrayLike, q: ArrayLike) -> Array:
-    """Von Mises stress of ``sigma = stress_modes @ q`` (Voigt, normal components first)."""
+    """Von Mises stress (Pa) of ``sigma = stress_modes @ q`` (Voigt, normal components
+    first), one value per row of six (:func:`flexmbd.fem.stress_history.von_mises`)."""
     s = (np.asarray(stress_modes) @ np.asarray(q, dtype=float)).reshape(-1, 6)
-    sxx, syy, szz = s[:, 0], s[:, 1], s[:, 2]
-    return np.sqrt(0.5 * ((sxx - syy) ** 2 + (syy - szz) ** 2 + (szz - sxx) ** 2)
-                   + 3.0 * (s[:, 3] ** 2 + s[:, 4] ** 2 + s[:, 5] ** 2))
+    return equivalent_stress(s)
 
 
 def deformed_mesh(nodes: ArrayLike, cells: Any, cell_type: str | None = None,
@@ -492,8 +492,9 @@ def body_pose_at(results, name, i):
     """``(R, r)`` of body ``name`` at sample ``i`` (identity when not stored)."""
     from ..results import quat_to_rot_batch
 
-    pos = results.extra.get(f"position:{name}")
-    ori = results.extra.get(f"orientation:{name}")
+    series = results.body_series.get(name)
+    pos = None if series is None else series.position
+    ori = None if series is None else series.orientation
     R = np.eye(3) if ori is None else quat_to_rot_batch(ori[i])
     r = np.zeros(3) if pos is None else np.asarray(pos[i], dtype=float)
     return R, r
@@ -504,7 +505,8 @@ def frame_data(results, geoms, i, scale=1.0):
     out = {}
     for name, g in geoms.items():
         R, r = body_pose_at(results, name, i)
-        modal = results.extra.get(f"modal:{name}")
+        series = results.body_series.get(name)
+        modal = None if series is None else series.modal
         q = None if modal is None or not g.flexible else modal[i]
         u = scale * g.displacement(q) @ R.T
         out[name] = (g.points(q, R, r, scale), u, g.von_mises(q))

@@ -224,7 +224,7 @@ def _scene_of_results(res, model=None, about="interfaces"):
             "these results carry no body geometry; call flexmbd.results.attach_geometry(res, "
             "model) or pass model=..."
         )
-    missing = [b for b in res.geometry if f"position:{b}" not in res.extra]
+    missing = [b for b in res.geometry if not res.has_poses([b])]
     if missing and model is not None:
         attach_tree_poses(res, model)
     elif missing:

@@ -126,7 +126,7 @@ def test_interfaces_by_set_name(rotor):
     left = F.NodeSet("BCleft") | F.Plane((0, 0, 0), (0, 0, 1))
     rb = F.reduce(deck.mesh, (M, K), fm.CraigBampton(4, interfaces={"left": left}))
     names = rb.interface_names
-    assert names == ["left"]
+    assert names == ("left",)
     assert len(rb.interface_nodes) == 9  # the 3x3 end face, BCleft at its centre
     with pytest.raises(fm.MeshError, match="BCmissing"):
         F.reduce(deck.mesh, (M, K), fm.CraigBampton(4, interfaces={"x": "BCmissing"}))

@@ -87,9 +87,16 @@ def test_instances_sets_surfaces_units(tmp_path):
 
 def test_units_warning_names_file(tmp_path):
     p = write(tmp_path, assembly_deck())
-    with pytest.warns(F.UnitsWarning, match="deck.inp") as rec:
-        F.read_abaqus(p)  # mm-t-s values read as SI
-    assert "mm-t-s" in str(rec[0].message)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        _ = F.read_abaqus(p).material  # mm-t-s values read as SI
+    units = [w for w in rec if issubclass(w.category, F.UnitsWarning)]
+    assert len(units) == 1        # one check (fem.units), not one per layer
+    assert "deck.inp" in str(units[0].message) and "mm-t-s" in str(units[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", F.UnitsWarning)
+        mat = F.read_abaqus(p, units="mm-t-s").material   # the right system: quiet
+    assert mat.rho == pytest.approx(2700.0) and mat.E == pytest.approx(7e10)
     with pytest.raises(MeshError, match="unknown unit system"):
         F.read_abaqus(p, units="furlong")
 

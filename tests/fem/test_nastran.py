@@ -262,7 +262,7 @@ def test_craig_bampton_superelement_output(tmp_path):
     for k in ("first_moment", "second_moment", "St", "Sij", "Pij"):
         np.testing.assert_allclose(getattr(body, k), ref[k], rtol=0,
                                    atol=1e-12 * np.abs(ref[k]).max())
-    assert body.interface_names == ["ASET"] and len(body.interface("ASET")[2]) == len(bnodes)
+    assert body.interface_names == ("ASET",) and len(body.interface("ASET")[2]) == len(bnodes)
     f = body.frequencies
     assert np.abs(f[:6]).max() < 1e-3 * f[6]  # constraint modes span the rigid motion
     full = np.sqrt(np.abs(sla.eigh(K, M, eigvals_only=True, subset_by_index=[6, 9]))) / 2 / np.pi
@@ -278,3 +278,21 @@ def test_ignored_cards_are_skipped(tmp_path):
     deck = N.read_bdf(p, ignore=("RBE2", "CONM2"))
     assert deck.mesh.n_elements == 1 and deck.mesh.n_nodes == 8
     assert deck.material.rho == 7850.0
+
+
+def test_deck_in_mm_t_mpa_warns_once_naming_file(tmp_path):
+    """A MAT1 in N-mm-t values (MPa, t/mm^3) read as SI: one UnitsWarning (the single
+    check of fem.units), naming the file and line and the system the values fit."""
+    import warnings
+
+    text = _CUBE.replace("MAT1,1,2.1e11,,0.3,7850.", "MAT1,1,2.1e5,,0.3,7.85e-9")
+    text += "CHEXA,1,1,1,2,3,4,5,6,7,8\n"
+    p = _deck(tmp_path, text)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        deck = N.read_bdf(p)
+    units = [w for w in rec if issubclass(w.category, F.UnitsWarning)]
+    assert len(units) == 1
+    msg = str(units[0].message)
+    assert f"{p}, line 11 (MAT1)" in msg and "mm-t-s" in msg
+    assert deck.material.E == 2.1e5       # read as given (SI): the warning says so

@@ -8,7 +8,7 @@ from fem_helpers import NU, E, beam_hex1, end
 import flexmbd.fem as F
 from flexmbd.errors import MeshError
 from flexmbd.fem.stress_history import stress_history, von_mises
-from flexmbd.results import Results
+from flexmbd.results import BodySeries, Results
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def case(steel):
     t = np.linspace(0.0, 1.0, 101)
     lam = np.sin(2 * np.pi * t)
     Q = lam[:, None] * q_static
-    res = Results(t, np.zeros((101, 0)), np.zeros((101, 0)), extra={"modal:beam": Q})
+    res = Results(t, np.zeros((101, 0)), np.zeros((101, 0)), bodies={"beam": BodySeries(modal=Q)})
     return model, rb, sigma, lam, res
 
 

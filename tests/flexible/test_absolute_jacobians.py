@@ -83,9 +83,11 @@ def test_newton_jacobian_blocks(system, seed):
     D = _dense(T.Din, (n, n)) - _dense(T.DQ, (n, n))
     M = _dense(T.M, (n, n))
     Kfd = central_jacobian(lambda x: residual(s, x, qd, qdd, lam, 0.3), q)
-    Dfd = central_jacobian(lambda x: residual(s, q, x, qdd, lam, 0.3), qd)
-    # the residual is linear in qdd: a unit step is exact and keeps the round-off of the
-    # large stiffness terms (eps |R| / h) out of the comparison
+    # the residual is a polynomial of degree 2 in qd (damping; quadratic velocity and
+    # centrifugal stiffening terms) and linear in qdd: the fourth-order difference is
+    # exact for them at any step, and a unit step keeps the round-off of the large
+    # stiffness terms (eps |R| / h, ~1e-7 of the damping block at h = 1e-4) out
+    Dfd = central_jacobian(lambda x: residual(s, q, x, qdd, lam, 0.3), qd, h=1.0)
     Mfd = central_jacobian(lambda x: residual(s, q, qd, x, lam, 0.3), qdd, h=1.0)
     # blockwise: modal stiffness (1e5..1e8) and reference blocks have very different scales
     r, f = slice(0, s.n_rigid), slice(s.n_rigid, n)

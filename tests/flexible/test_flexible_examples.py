@@ -26,7 +26,7 @@ def test_flexible_pendulum_small(tmp_path):
     assert "Newton corrections per step" in buf.getvalue()
     assert (tmp_path / "flexible_pendulum.png").exists()
     assert res.stats["newton_iterations"][1:].max() <= 3
-    assert res.extra["modal:beam"].shape == (51, 4)
+    assert res.body("beam").modal.shape == (51, 4)
     # released horizontally: the tip falls like the rigid pendulum, plus a small sag
     assert out["tip"][-1][1] < 0.025 - 1e-2 and 1e-7 < np.abs(out["deflection"]).max() < 1e-4
     E = res.energy["total"]

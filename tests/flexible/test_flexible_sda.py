@@ -167,7 +167,7 @@ def test_energy_balance_of_a_beam_on_an_sda():
     for dt in (4e-4, 2e-4):
         res = _swing(0.0, dt)
         E = res.energy["total"]
-        assert np.abs(res.extra["modal:beam"]).max() > 1e-6  # the modes respond
+        assert np.abs(res.body("beam").modal).max() > 1e-6  # the modes respond
         assert res.energy["spring"].max() > 1.0  # the SDA potential is counted
         drift.append(np.abs(E - E[0]).max() / E[0])
     # second order: ~1e-5 and ~3.4e-6 (ratio ~3)

@@ -131,6 +131,6 @@ def test_flexible_loop_simulation_energy_and_constraints():
         E = res.energy["total"]
         drift.append(np.abs(E - E[0]).max() / np.abs(E).max())
         assert res.stats["position_violation"].max() < 1e-12
-        assert res.extra["modal:coupler"].shape == (len(res.t), 3)
-        assert np.ptp(res.extra["modal:coupler"]) > 1e-4
+        assert res.body("coupler").modal.shape == (len(res.t), 3)
+        assert np.ptp(res.body("coupler").modal) > 1e-4
     assert drift[1] < 1e-3 and drift[1] < drift[0] / 8, drift
