@@ -39,9 +39,10 @@ manifold, i.e. at consistent configurations) and exact ``dv/dx``, ``dv/dV``.
 
 import numpy as np
 
+from ..joint_types import speeds_from_twist, wrench_from_force
 from ..model.bodies import Ground
 from ..model.forces import JointForce
-from ..spatial import quat_to_rotvec, rot_to_quat, skew
+from ..spatial import skew
 from .quaternion import TE, Emat, normalized_rot
 
 __all__ = ["BodyState", "map_wrenches", "map_jacobians", "JointForceMap"]
@@ -165,60 +166,15 @@ class JointForceMap:
         Vrel = np.concatenate([FC.T @ (wj - wi),
                                FC.T @ (vj + np.cross(wj, pC - rj) - vi - np.cross(wi, pC - ri))])
         H = self.joint.motion_subspace(q)
-        v = H.T @ Vrel
+        v = speeds_from_twist(H, Vrel)
         return q, v, H, Vrel, (FP, pP, ri, wi, vi, FC, pC, rj, wj, vj)
 
     def _coordinates(self, Rrel, prel):
-        """Joint coordinates from the relative pose (exact on consistent configurations)."""
-        from ..model.joints import (
-            Cylindrical,
-            Fixed,
-            Free,
-            Planar,
-            Prismatic,
-            Revolute,
-            Spherical,
-            Universal,
-        )
+        """Joint coordinates from the relative pose, angles on the branch of ``q_ref``
+        (:func:`flexmbd.joint_types.joint_coordinates`)."""
+        from ..joint_types import joint_coordinates
 
-        j = self.joint
-        ref = self.q_ref
-
-        def angle(axis, R, ref_angle):
-            phi = quat_to_rotvec(rot_to_quat(R))
-            th = float(axis @ phi)
-            return ref_angle + (th - ref_angle + np.pi) % (2 * np.pi) - np.pi
-
-        if isinstance(j, Revolute):
-            return np.array([angle(j.axis, Rrel, ref[0])])
-        if isinstance(j, Prismatic):
-            return np.array([j.axis @ prel])
-        if isinstance(j, Cylindrical):
-            return np.array([angle(j.axis, Rrel, ref[0]), j.axis @ prel])
-        if isinstance(j, Universal):
-            # R = Rot(a1, q0) Rot(a2, q1): a2 fixed by the second rotation
-            a1, a2 = j.axis1, j.axis2
-            a3 = np.cross(a1, a2)
-            y = Rrel @ a2  # = Rot(a1, q0) a2
-            q0 = np.arctan2(y @ a3, y @ a2)
-            x = Rrel.T @ a1  # = Rot(a2, -q1) a1
-            q1 = np.arctan2(-(x @ np.cross(a2, a1)), x @ a1)
-            q0 = ref[0] + (q0 - ref[0] + np.pi) % (2 * np.pi) - np.pi
-            q1 = ref[1] + (q1 - ref[1] + np.pi) % (2 * np.pi) - np.pi
-            return np.array([q0, q1])
-        if isinstance(j, Spherical):
-            e = rot_to_quat(Rrel)
-            return e if e @ ref >= 0 else -e
-        if isinstance(j, Planar):
-            th = angle(j.normal, Rrel, ref[2])
-            return np.array([j.u1 @ prel, j.u2 @ prel, th])
-        if isinstance(j, Free):
-            e = rot_to_quat(Rrel)
-            e = e if e @ ref[3:] >= 0 else -e
-            return np.concatenate([prel, e])
-        if isinstance(j, Fixed):
-            return np.zeros(0)
-        return np.asarray(ref, dtype=float)  # pragma: no cover
+        return joint_coordinates(self.joint, Rrel, prel, self.q_ref)
 
     def accept(self, st):
         """Update the unwrapping reference after an accepted step."""
@@ -227,7 +183,7 @@ class JointForceMap:
     def wrenches(self, t, st):
         q, v, H, _, fr = self.relative(st)
         tau = self.el.generalized_force(t, q, v)
-        return self._wrenches_from(H @ tau, fr), q, v, tau
+        return self._wrenches_from(wrench_from_force(H, tau), fr), q, v, tau
 
     def _wrenches_from(self, Fc, fr):
         FP, pP, ri, wi, vi, FC, pC, rj, wj, vj = fr

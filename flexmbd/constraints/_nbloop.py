@@ -12,7 +12,8 @@ one pass from ground outwards computes
   ``s [X (c_j) + V_B x (X H v)]`` (``V_B``: twist of the body carrying the joint's
   child frame).
 
-Joint kinematics follow :mod:`flexmbd.model.joints` exactly (same coordinates,
+Joint kinematics (codes and parameters of :mod:`flexmbd.joint_types`) follow
+:mod:`flexmbd.model.joints` exactly (same coordinates,
 speeds, motion subspaces and bias terms); the Python implementation in
 :mod:`flexmbd.constraints.cut` is the reference they are tested against.
 """
@@ -20,39 +21,27 @@ speeds, motion subspaces and bias terms); the Python implementation in
 import numpy as np
 from numba import njit
 
-FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
+from .._nbrotation import axis_rot, quat_rot
+from ..joint_types import (
+    CYLINDRICAL,
+    FREE,
+    PLANAR,
+    PRISMATIC,
+    REVOLUTE,
+    SCREW,
+    SPHERICAL,
+    UNIVERSAL,
+)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rot(a, th, R):
-    c = np.cos(th)
-    s = np.sin(th)
-    t = 1.0 - c
-    x, y, z = a[0], a[1], a[2]
-    R[0, 0] = c + t * x * x
-    R[0, 1] = t * x * y - s * z
-    R[0, 2] = t * x * z + s * y
-    R[1, 0] = t * x * y + s * z
-    R[1, 1] = c + t * y * y
-    R[1, 2] = t * y * z - s * x
-    R[2, 0] = t * x * z - s * y
-    R[2, 1] = t * y * z + s * x
-    R[2, 2] = c + t * z * z
+    axis_rot(a[0], a[1], a[2], th, R)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _quat(e, R):
-    n = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3])
-    e0, e1, e2, e3 = e[0] / n, e[1] / n, e[2] / n, e[3] / n
-    R[0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
-    R[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    R[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    R[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    R[1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
-    R[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    R[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    R[2, 1] = 2 * (e2 * e3 + e0 * e1)
-    R[2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+    quat_rot(e[0], e[1], e[2], e[3], R)
 
 
 @njit(cache=True)
@@ -82,6 +71,13 @@ def joint_terms(code, prm, q, v, R, p, H, c):
         for i in range(3):
             p[i] = a[i] * q[0]
         H[3:6, 0] = a
+    elif code == SCREW:
+        # H = [a; h a] (not unit: the twist is H v with v the angle rate), prm[3] = h
+        _rot(a, q[0], R)
+        for i in range(3):
+            p[i] = a[i] * prm[3] * q[0]
+            H[i, 0] = a[i]
+            H[3 + i, 0] = prm[3] * a[i]
     elif code == CYLINDRICAL:
         _rot(a, q[0], R)
         for i in range(3):

@@ -453,6 +453,21 @@ def _joint_markers(p, model, world, size):
             d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
             p.add_mesh(pv.Cylinder(center=origin, direction=d, radius=0.5 * size,
                                    height=5.0 * size), color="#d04040")
+            if getattr(j, "pitch", None) is not None:     # a Screw: its thread as a helix
+                p.add_mesh(pv.lines_from_points(_helix(origin, d, size)), color="#d04040",
+                           line_width=2)
+
+
+def _helix(origin, d, size, turns=3, n=90):
+    """Points (n, 3) of a helix of radius ``size`` and ``turns`` turns around the unit
+    direction ``d``, centred on ``origin`` over the length of a joint's axis cylinder."""
+    from ..joint_types import perp_basis
+
+    u1, u2 = perp_basis(d / np.linalg.norm(d))
+    t = np.linspace(0.0, 2 * np.pi * turns, n)
+    s = np.linspace(-2.5 * size, 2.5 * size, n)
+    return (origin + size * (np.cos(t)[:, None] * u1 + np.sin(t)[:, None] * u2)
+            + s[:, None] * d / np.linalg.norm(d))
 
 
 def _frame_triads(p, poses, size):
