@@ -157,3 +157,25 @@ def test_coupling_bad_input():
         fm.GearCoupling(m.s, m.rc, ratio=0.0)
     with pytest.raises(ModelError, match="pitch"):
         fm.Screw(m.ground, m.b, pitch=float("nan"))
+
+
+@pytest.mark.parametrize("formulation", ["recursive", "absolute"])
+def test_screw_joint_force(formulation):
+    """A generalized force T on the screw angle (virtual work T dtheta) and a spring:
+    ``(I + m h^2) theta'' = T - k theta``, from rest at theta = 0."""
+    T, k = 0.4, 3.0
+    m = fm.Model("screw_drive")
+    m.nut = fm.RigidBody(mass=M, inertia=np.diag([0.01, 0.02, IZ]))
+    m.s = fm.Screw(m.ground, m.nut, axis=(1, 0, 0), pitch=-PITCH)
+    m.f = fm.JointForce(m.s, lambda t, q, v: np.array([T - k * q[0]]),
+                        dfdq=lambda t, q, v: np.array([[-k]]),
+                        dfdqd=lambda t, q, v: np.zeros((1, 1)))
+    Ieff = 0.01 + M * H * H                       # axial inertia about x: 0.01
+    w = np.sqrt(k / Ieff)
+    res = _run(m, formulation, 0.5)
+    exact = T / k * (1 - np.cos(w * res.t))
+    tol = 1e-8 if formulation == "recursive" else 2e-4     # rk4: 3e-9; alpha: O(dt^2)
+    assert np.max(np.abs(res.joint("s").q[:, 0] - exact)) < tol * np.max(np.abs(exact))
+    # the nut advances along -x for a positive turn (negative pitch)
+    R, p = m.s.transform(res.joint("s").q[-1])
+    assert p[0] == pytest.approx(-H * res.joint("s").q[-1, 0], rel=1e-14)

@@ -205,7 +205,11 @@ class JointForceMap:
         q, v, H, Vrel, fr = self.relative(st)
         FP, pP, ri, wi, vi, FC, pC, rj, wj, vj = fr
         tau = self.el.generalized_force(t, q, v)
-        Fc = H @ tau
+        # speeds v = Hp V and wrench Hw tau (H^T and H for the orthonormal H of every type
+        # but the Screw, whose single column [a; h a] has length^2 1 + h^2)
+        n2 = np.einsum("ij,ij->j", H, H)
+        Hp, Hw = H.T / n2[:, None], H / n2
+        Fc = Hw @ tau
         n, f = FC @ Fc[:3], FC @ Fc[3:]
         ends = {}
         if self.jb is not None:
@@ -262,15 +266,15 @@ class JointForceMap:
                 dHdq[:, :, m] = (j.motion_subspace(qp) - j.motion_subspace(qm)) / (2 * hq)
             for k, (_, _) in ends.items():
                 X = Xj if k == "j" else -Xi
-                dq = Qmap @ H.T @ X  # nq x 6
-                dv = H.T @ dV_dx[k] + np.einsum("anm,a->nm", dHdq, Vrel) @ dq
+                dq = Qmap @ Hp @ X  # nq x 6
+                dv = Hp @ dV_dx[k] + np.einsum("anm,a->nm", dHdq, Vrel) @ dq
                 dtau_dx = dfdq @ dq + dfdqd @ dv
-                dtau_dV = dfdqd @ (H.T @ X)
-                dFc_x = H @ dtau_dx + np.einsum("anm,n->am", dHdq, tau) @ dq
+                dtau_dV = dfdqd @ (Hp @ X)
+                dFc_x = Hw @ dtau_dx + np.einsum("anm,n->am", dHdq, tau) @ dq
                 dn[k] += FC @ dFc_x[:3]
                 df[k] += FC @ dFc_x[3:]
-                Cn[k] += FC @ (H @ dtau_dV)[:3]
-                Cf[k] += FC @ (H @ dtau_dV)[3:]
+                Cn[k] += FC @ (Hw @ dtau_dV)[:3]
+                Cf[k] += FC @ (Hw @ dtau_dV)[3:]
         out = []
         for a_key, (a, ra) in ends.items():
             sgn = 1.0 if a_key == "j" else -1.0

@@ -63,7 +63,6 @@ from ..joint_types import joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
-from ..model.joints import Free
 from ..spatial import orthonormal_complement, spatial_inertia
 from . import _kernels as K
 from . import _nbjoints as J
@@ -337,8 +336,8 @@ class RecursiveSystem:
         self._jt, self._rev = Ia[I_JT], Ia[I_REV]
         self._quat_offsets = [int(Ia[I_QO, k]) + (3 if Ia[I_JT, k] == J.FREE else 0)
                               for k in range(1, n + 1) if Ia[I_JT, k] in (J.SPHERICAL, J.FREE)]
-        self._floating = any(isinstance(j, Free) and Ia[I_PARENT, k] == 0
-                             for k, j in enumerate(self._tree_joint) if k > 0)
+        self._floating = any(Ia[I_JT, k] == J.FREE and Ia[I_PARENT, k] == 0
+                             for k in range(1, n + 1))
         self._revision = None
         self._lean = None
         self._alloc()
