@@ -2,7 +2,7 @@
 
 A joint type is described once here (plain numpy, below :mod:`flexmbd.model` and the
 formulations): its integer code (the branch of the compiled kinematics,
-:func:`flexmbd.recursive._nbjoints.joint_kinematics`), ``nq``/``nv``, which
+:func:`flexmbd._nbjoints.joint_kinematics`), ``nq``/``nv``, which
 coordinates are angles or quaternions, its constraint rows in the joint frames,
 its packed parameters and its coordinates from a relative pose. The joint classes of
 :mod:`flexmbd.model.joints` point to their entry (``Joint.joint_type``); the
@@ -44,7 +44,12 @@ import numpy as np
 
 from ._typing import Array
 from .errors import ModelError
-from .spatial import quat_to_rot_batch, rot_to_quat_batch, rotation_matrices
+from .spatial import (
+    orthonormal_complement,
+    quat_to_rot_batch,
+    rot_to_quat_batch,
+    rotation_matrices,
+)
 
 __all__ = [
     "JointType",
@@ -74,6 +79,13 @@ def perp_basis(a: Any) -> tuple[Array, Array]:
     u1 /= np.linalg.norm(u1)
     return u1, np.cross(a, u1)
 
+
+# motion directions (rows of [w; v]) of the types whose H is a set of unit vectors in
+# the aligned frames
+UNIT_DIRECTIONS = {
+    FIXED: (), REVOLUTE: (2,), PRISMATIC: (5,), CYLINDRICAL: (2, 5), SPHERICAL: (0, 1, 2),
+    PLANAR: (2, 3, 4), FREE: (0, 1, 2, 3, 4, 5),
+}
 
 _E = np.eye(3)
 _NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
@@ -146,6 +158,39 @@ class JointType:
         if self.code == PLANAR:
             return np.column_stack([joint.u1, joint.u2, joint.normal])
         return np.eye(3)
+
+    def compiled(self, joint: Any, unit: bool = True) -> tuple[Array, Array, Array, Array]:
+        """Constants of the compiled kinematics in the aligned frames ``Ra`` (3, 3):
+        ``(Ra, prm (9,), Hc (6, 6), Wc (6, 6))``.
+
+        ``Hc``'s first ``nv`` columns hold the constant motion directions (unit vectors;
+        Universal: its second axis, the first is computed from ``q``), ``Wc``'s first
+        ``6 - nv`` columns their orthonormal complement. A Screw's column is
+        ``[e_z; h e_z]``, divided by ``sqrt(1 + h^2)`` when ``unit`` (the tree solver
+        then works with the speed ``sqrt(1 + h^2) v``); ``prm[3] = h``. Universal:
+        ``prm = (axis1, axis2)``.
+        """
+        Ra = self.aligned_frame(joint)
+        prm = np.zeros(9)
+        Hc = np.zeros((6, 6))
+        Wc = np.zeros((6, 6))
+        if self.code == UNIVERSAL:
+            prm[:3], prm[3:6] = joint.axis1, joint.axis2
+            Hc[:3, 1] = joint.axis2
+            Wc[3:, 1:4] = np.eye(3)
+        elif self.code == SCREW:
+            h = float(joint.h)
+            prm[3] = h
+            col = np.array([0.0, 0.0, 1.0, 0.0, 0.0, h])
+            Hc[:, 0] = col / np.hypot(1.0, h) if unit else col
+            Wc[:, :5] = orthonormal_complement(col[:, None])
+        else:
+            motion = UNIT_DIRECTIONS[self.code]
+            for c, i in enumerate(motion):
+                Hc[i, c] = 1.0
+            for c, i in enumerate(i for i in range(6) if i not in motion):
+                Wc[i, c] = 1.0
+        return Ra, prm, Hc, Wc
 
     def screw_lead(self, joint: Any) -> float:
         """Advance per radian ``h`` (m/rad) of a Screw; 0 for every other type."""

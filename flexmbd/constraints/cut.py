@@ -468,6 +468,7 @@ class CutJointConstraints:
         self._li = {id(b): i for i, b in enumerate(bodies)}
         self._li[id(self.ground)] = -1
         A = dict(inb=np.zeros(n, np.int64), code=np.zeros(n, np.int64), prm=np.zeros((n, 9)),
+                 Hc=np.zeros((n, 6, 6)), Wc=np.zeros((n, 6, 6)),
                  rev=np.zeros(n, np.bool_), Fp=np.zeros((n, 3, 3)), fp=np.zeros((n, 3)),
                  Fc=np.zeros((n, 3, 3)), fc=np.zeros((n, 3)), qo=np.zeros(n, np.int64),
                  nq=np.zeros(n, np.int64), vo=np.zeros(n, np.int64), nv=np.zeros(n, np.int64))
@@ -476,10 +477,11 @@ class CutJointConstraints:
             A["inb"][i] = self._li[id(pb)]
             jt = joint_type(j)
             A["code"][i] = jt.code
-            A["prm"][i] = jt.params(j)
+            Ra, A["prm"][i], A["Hc"][i], A["Wc"][i] = jt.compiled(j, unit=False)
             A["rev"][i] = rev
-            A["Fp"][i], A["fp"][i] = j.parent_frame.rotation, j.parent_frame.position
-            A["Fc"][i], A["fc"][i] = j.child_frame.rotation, j.child_frame.position
+            # aligned joint frames (the compiled kinematics' own)
+            A["Fp"][i], A["fp"][i] = j.parent_frame.rotation @ Ra, j.parent_frame.position
+            A["Fc"][i], A["fc"][i] = j.child_frame.rotation @ Ra, j.child_frame.position
             if j.name in self._qsl:
                 A["qo"][i], A["nq"][i] = self._qsl[j.name].start, j.nq
                 A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
@@ -513,7 +515,8 @@ class CutJointConstraints:
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
         A, O = self._arr, self._out
         qq = np.ascontiguousarray(q)
-        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["rev"], A["Fp"], A["fp"], A["Fc"],
+        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["Hc"], A["Wc"], A["rev"], A["Fp"],
+                           A["fp"], A["Fc"],
                            A["fc"], A["qo"], A["nq"], A["vo"], A["nv"], qq, vv, with_v, O["Rb"],
                            O["rb"], O["wb"], O["vOb"], O["Wc"], O["Lc"], O["oc"], O["bias"])
         m, nv = self.m, self._nv

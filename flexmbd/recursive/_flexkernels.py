@@ -28,6 +28,7 @@ invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
 import numpy as np
 from numba import njit
 
+from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -113,7 +114,6 @@ from ._kernels import (
     reactions_into,
     reversed_frames,
 )
-from ._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
 
 # ---- int rows of Fi (NFI, N+1)
 (F_NF, F_MQ, F_MV, F_FX, F_ODEF, F_IDEF, F_STIFF, F_IOUT, F_IIN) = range(9)

@@ -64,7 +64,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._nbjoints import (
+from .._nbjoints import (
     FIXED,
     PRISMATIC,
     REVOLUTE,

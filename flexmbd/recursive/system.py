@@ -57,15 +57,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _nbjoints as J
 from .._typing import Array, ArrayLike
 from ..errors import ModelError, SolverError
-from ..joint_types import joint_type
+from ..joint_types import UNIT_DIRECTIONS, joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
-from ..spatial import orthonormal_complement, spatial_inertia
+from ..spatial import spatial_inertia
 from . import _kernels as K
-from . import _nbjoints as J
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -378,10 +378,7 @@ class RecursiveSystem:
         """Rotation of the joint frames making the joint axis (plane normal) local z."""
         return joint_type(j).aligned_frame(j)
 
-    _UNIT_H = {
-        J.REVOLUTE: (2,), J.PRISMATIC: (5,), J.CYLINDRICAL: (2, 5), J.SPHERICAL: (0, 1, 2),
-        J.PLANAR: (2, 3, 4), J.FREE: (0, 1, 2, 3, 4, 5), J.FIXED: (),
-    }
+    _UNIT_H = UNIT_DIRECTIONS
 
     def _refresh(self):
         """(Re-)read joint frames, axes and inertias when the model revision changed."""
@@ -417,27 +414,11 @@ class RecursiveSystem:
             R3[R_0, k] = Rep.T @ in_f.rotation @ Ra
             P3[P_0, k] = Rep.T @ (in_f.position - pep)
             nvk = j.nv
-            Hc = np.zeros((6, 6))
-            Wc = np.zeros((6, 6))
+            _, prm, Hc, Wc = joint_type(j).compiled(j)
+            Vv[V_PRM, k] = prm[:6]
             mask = np.ones(6)
-            if code == J.UNIVERSAL:
-                Vv[V_PRM, k, :3], Vv[V_PRM, k, 3:6] = j.axis1, j.axis2
-                Hc[:3, 1] = j.axis2
-                Wc[3:, 1:4] = np.eye(3)
-            elif code == J.SCREW:
-                # H = [e_z; h e_z] / sqrt(1 + h^2) in the aligned frame; prm[3] = h (m/rad)
-                h = float(j.h)
-                Vv[V_PRM, k, 3] = h
-                Hc[2, 0], Hc[5, 0] = 1.0 / np.hypot(1.0, h), h / np.hypot(1.0, h)
-                Wc[:, :5] = orthonormal_complement(Hc[:, :1])
-            else:
-                cols = self._UNIT_H[code]
-                for c, i in enumerate(cols):
-                    Hc[i, c] = 1.0
-                    mask[i] = 0.0
-                w = [i for i in range(6) if mask[i]]
-                for c, i in enumerate(w):
-                    Wc[i, c] = 1.0
+            for i in self._UNIT_H.get(code, ()):
+                mask[i] = 0.0
             Mm[M_HC, k], Mm[M_WC, k] = Hc, Wc
             Mm[M_H, k] = Hc
             Vv[V_MASK, k] = mask
