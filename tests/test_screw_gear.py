@@ -179,3 +179,18 @@ def test_screw_joint_force(formulation):
     # the nut advances along -x for a positive turn (negative pitch)
     R, p = m.s.transform(res.joint("s").q[-1])
     assert p[0] == pytest.approx(-H * res.joint("s").q[-1, 0], rel=1e-14)
+
+
+def test_viewer_draws_screw_thread():
+    """The viewer's screw marker: a helix of radius ``size`` about the joint axis, over
+    the length of the axis cylinder (5 size)."""
+    from flexmbd.viz.render import _helix
+
+    d = np.array([0.0, 1.0, 1.0]) / np.sqrt(2)
+    o = np.array([0.1, 0.2, 0.3])
+    P = _helix(o, d, 0.01)
+    rel = P - o
+    along = rel @ d
+    radial = np.linalg.norm(rel - np.outer(along, d), axis=1)
+    assert np.allclose(radial, 0.01, rtol=1e-12)
+    assert along.min() == pytest.approx(-0.025) and along.max() == pytest.approx(0.025)
