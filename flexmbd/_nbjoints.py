@@ -48,6 +48,10 @@ __all__ = ["joint_kinematics", "reverse_joint", "joint_qdot", "scale_screw"]
 def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
     """Declared-direction kinematics of one joint in its *aligned* frames.
 
+    Deliberately unrolled (the allocation-free style of DESIGN.md "Performance"): the
+    ``Rz(q)`` writes repeated in the Revolute, Cylindrical, Screw and Planar branches
+    are kept inline on purpose.
+
     The tree frames are the joint frames rotated so that the joint axis is the
     local z axis (Revolute, Prismatic, Cylindrical; the plane normal for Planar,
     with its in-plane axes as x, y). Writes the child-frame pose in the parent
