@@ -34,6 +34,7 @@ from .model import (
     Prismatic,
     Revolute,
     RigidBody,
+    Screw,
     Spherical,
     Universal,
 )
@@ -66,6 +67,7 @@ _LAZY = {
     "SpringDamperActuator": ("flexmbd.model.sda", "SpringDamperActuator"),
     "FlexibleBody": ("flexmbd.model.flexible", "FlexibleBody"),
     "JointDriver": ("flexmbd.constraints", "JointDriver"),
+    "GearCoupling": ("flexmbd.constraints", "GearCoupling"),
     "resume": ("flexmbd.checkpoint", "resume"),
 }
 
@@ -91,6 +93,6 @@ __all__ = [
     "FlexmbdError", "ModelError", "TopologyError", "MeshError", "SolverError", "ConvergenceError",
     "FileError",
     "Model", "Block", "Body", "RigidBody", "Frame", "Joint", "Revolute", "Prismatic",
-    "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "ForceElement",
+    "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "Screw", "ForceElement",
     "Gravity", "PointForce", "PointTorque", "JointForce", "sweep", *_LAZY,
 ]

@@ -5,9 +5,9 @@ the bodies' (``system.body_states``, plus the modal coordinates of flexible bodi
 for frames that deform), and then
 
 * coordinates ``q`` from the relative pose ``R = R_P^T R_C``,
-  ``d = R_P^T (p_C - p_P)`` (:func:`flexmbd.constraints.cut.cut_coordinates`);
-  angles are unwrapped along time (continuous, starting on the branch of the joint's
-  ``q0``), quaternions kept sign-continuous;
+  ``d = R_P^T (p_C - p_P)`` (:func:`flexmbd.joint_types.joint_coordinates`, the one
+  map of every formulation); angles are unwrapped along time (continuous, starting on
+  the branch of the joint's ``q0``), quaternions kept sign-continuous;
 * speeds ``v`` = the projection of the relative twist of the child frame on the
   joint's motion subspace: ``V = [R_C^T (w_C - w_P); R_C^T (v_C - v_P - w_P x (p_C - p_P))]``
   (child axes, the convention of :meth:`flexmbd.model.joints.Joint.motion_subspace`),
@@ -35,8 +35,7 @@ reads them.
 
 import numpy as np
 
-from .constraints.cut import cut_coordinates
-from .model.joints import Cylindrical, Free, Planar, Prismatic, Revolute, Spherical, Universal
+from .joint_types import UNIVERSAL, joint_coordinates, joint_type
 from .results import JointSeries
 
 __all__ = ["fill_joint_states", "angle_columns"]
@@ -46,13 +45,7 @@ _EPS = 1e-6
 
 def angle_columns(joint):
     """Indices of the joint coordinates that are angles (rad), unwrapped along time."""
-    if isinstance(joint, (Revolute, Cylindrical)):
-        return [0]
-    if isinstance(joint, Universal):
-        return [0, 1]
-    if isinstance(joint, Planar):
-        return [2]
-    return []
+    return list(joint_type(joint).angles)
 
 
 def _modal(system, q, qd, name, qdd=None):
@@ -180,49 +173,14 @@ def _relative(joint, motion, modal, nt, accel=None):
 def _speeds(joint, qj, V):
     if joint.nv == 0:
         return np.zeros((len(V), 0))
-    if isinstance(joint, (Universal,)):
+    if joint_type(joint).code == UNIVERSAL:        # H(q) changes with q
         return np.array([np.linalg.lstsq(joint.motion_subspace(qj[i]), V[i], rcond=None)[0]
                          for i in range(len(V))])
     return V @ np.linalg.pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
 
 
-def _angle_about(axis, Rrel):
-    """Rotation angles (nt,) of ``Rrel`` about ``axis`` (rotations about that axis)."""
-    a = np.asarray(axis, float)
-    u1 = np.cross(a, np.eye(3)[int(np.argmin(np.abs(a)))])
-    u1 /= np.linalg.norm(u1)
-    u2 = np.cross(a, u1)
-    Ru1 = Rrel @ u1
-    return np.arctan2(Ru1 @ u2, Ru1 @ u1)
-
-
 def _coordinates(joint, Rrel, d):
-    nt = len(Rrel)
-    if isinstance(joint, Revolute):                   # vectorized forms of cut_coordinates
-        q = _angle_about(joint.axis, Rrel)[:, None]
-    elif isinstance(joint, Cylindrical):
-        q = np.column_stack([_angle_about(joint.axis, Rrel), d @ joint.axis])
-    elif isinstance(joint, Prismatic):
-        q = (d @ joint.axis)[:, None]
-    else:
-        q = np.array([cut_coordinates(joint, Rrel[i], d[i]) for i in range(nt)]).reshape(
-            nt, joint.nq)
-    for c in angle_columns(joint):
-        if nt:
-            q0 = float(joint.q0[c])
-            q[0, c] += 2 * np.pi * np.round((q0 - q[0, c]) / (2 * np.pi))
-            q[:, c] = np.unwrap(q[:, c])
-    quat = slice(0, 4) if isinstance(joint, Spherical) else (
-        slice(3, 7) if isinstance(joint, Free) else None)
-    if quat is not None and nt:
-        e = q[:, quat]
-        sign = np.concatenate([[1.0], np.sign(np.einsum("ti,ti->t", e[1:], e[:-1]))])
-        sign[sign == 0] = 1.0
-        e = e * np.cumprod(sign)[:, None]
-        if e[0] @ joint.q0[quat] < 0:
-            e = -e
-        q[:, quat] = e
-    return q
+    return joint_coordinates(joint, Rrel, d)
 
 
 def _states(system, q, qd, joints, with_q=True, qdd=None):
@@ -250,7 +208,7 @@ def _states(system, q, qd, joints, with_q=True, qdd=None):
 def _rates(joint, qj, v, Vd):
     """``qdd = H^+ (Vd - c(q, v))`` (nt, nv): joint rates from the twist's derivative."""
     bias = getattr(joint, "bias_acceleration", None)
-    if isinstance(joint, Universal) and bias is not None:
+    if joint_type(joint).code == UNIVERSAL and bias is not None:
         return np.array([np.linalg.lstsq(joint.motion_subspace(qj[i]),
                                          Vd[i] - bias(qj[i], v[i]), rcond=None)[0]
                          for i in range(len(Vd))]).reshape(len(Vd), joint.nv)

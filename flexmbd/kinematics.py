@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._typing import ArrayLike, Pose
+from .spatial import rotation_matrices  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from .model import Body, Joint, Model
@@ -70,58 +71,13 @@ def tree_poses(model: Model, q: Mapping[Joint, ArrayLike] | None = None) -> dict
 
 
 # -- whole histories at once (viewers, output of runs) ---------------------------------
-def rotation_matrices(axis, angles):
-    """Rotations (nt, 3, 3) by ``angles`` (nt,) rad about one ``axis`` (Rodrigues), the
-    arithmetic of :func:`flexmbd.spatial.rotation_matrix` applied to every sample."""
-    from .spatial import skew
-
-    a = np.asarray(axis, dtype=float)
-    a = a / np.linalg.norm(a)
-    K = skew(a)
-    th = np.asarray(angles, dtype=float)[:, None, None]
-    return np.eye(3) + np.sin(th) * K + (1.0 - np.cos(th)) * (K @ K)
-
-
-def _quat_rotations(E):
-    from .results import quat_to_rot_batch
-
-    return quat_to_rot_batch(E)
-
-
 def joint_transforms(joint, Q):
-    """``joint.transform`` of every row of ``Q`` (nt, nq): ``R`` (nt, 3, 3), ``p`` (nt, 3).
-
-    Vectorized for the joint types of :mod:`flexmbd.model.joints`; any other joint
-    type is evaluated sample by sample.
-    """
-    from .model import joints as J
+    """``joint.transform`` of every row of ``Q`` (nt, nq): ``R`` (nt, 3, 3), ``p`` (nt, 3)
+    (the joint type's batched transform, :mod:`flexmbd.joint_types`)."""
+    from .joint_types import joint_type
 
     Q = np.asarray(Q, dtype=float).reshape(len(Q), -1)
-    nt = len(Q)
-    zero, eye = np.zeros((nt, 3)), np.broadcast_to(np.eye(3), (nt, 3, 3)).copy()
-    kind = type(joint)
-    if kind is J.Revolute:
-        return rotation_matrices(joint.axis, Q[:, 0]), zero
-    if kind is J.Prismatic:
-        return eye, joint.axis * Q[:, :1]
-    if kind is J.Cylindrical:
-        return rotation_matrices(joint.axis, Q[:, 0]), joint.axis * Q[:, 1:2]
-    if kind is J.Universal:
-        return (rotation_matrices(joint.axis1, Q[:, 0])
-                @ rotation_matrices(joint.axis2, Q[:, 1])), zero
-    if kind is J.Spherical:
-        return _quat_rotations(Q), zero
-    if kind is J.Planar:
-        return (rotation_matrices(joint.normal, Q[:, 2]),
-                Q[:, :1] * joint.u1 + Q[:, 1:2] * joint.u2)
-    if kind is J.Fixed:
-        return eye, zero
-    if kind is J.Free:
-        return _quat_rotations(Q[:, 3:]), Q[:, :3].copy()
-    R, p = np.empty((nt, 3, 3)), np.empty((nt, 3))
-    for i in range(nt):
-        R[i], p[i] = joint.transform(Q[i])
-    return R, p
+    return joint_type(joint).transforms(joint, Q)
 
 
 def _compose(a, b):

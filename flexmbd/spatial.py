@@ -11,8 +11,9 @@ Conventions (docs/design/conventions.rst, CFA paper Liu-Hu-Zhang 2016, eq. 1-3):
 * Euler parameters (unit quaternions) are scalar first ``(e0, e1, e2, e3)`` and
   ``rotation(e)`` maps frame coordinates to parent coordinates: ``x_parent = R x``.
 
-Every function is plain numpy on single vectors/matrices; the hot loops of the
-solvers have their own compiled kernels.
+This is the one rotation module of the package (numpy): single values and batches
+(``*_batch``, ``rotation_matrices``); the compiled kernels use the numba versions of
+:mod:`flexmbd._nbrotation`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ __all__ = [
     "unskew",
     "shift",
     "rotation_matrix",
+    "rotation_matrices",
     "motion_transform",
     "force_transform",
     "quat_to_rot",
+    "quat_to_rot_batch",
+    "rot_to_quat_batch",
     "rot_to_quat",
     "quat_multiply",
     "quat_conjugate",
@@ -93,49 +97,26 @@ def force_transform(R: ArrayLike, p: ArrayLike) -> Array:
 
 def rotation_matrix(axis: ArrayLike, angle: float) -> Array:
     """Rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    return rotation_matrices(axis, np.array([angle], dtype=float))[0]
+
+
+def rotation_matrices(axis: ArrayLike, angles: ArrayLike) -> Array:
+    """Rotations (nt, 3, 3) by ``angles`` (nt,) rad about one ``axis`` (Rodrigues)."""
     a = np.asarray(axis, dtype=float)
     a = a / np.linalg.norm(a)
     K = skew(a)
-    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+    th = np.asarray(angles, dtype=float)[:, None, None]
+    return np.eye(3) + np.sin(th) * K + (1.0 - np.cos(th)) * (K @ K)
 
 
 def quat_to_rot(e: ArrayLike) -> Array:
     """Rotation matrix of the Euler parameters ``e = (e0, e1, e2, e3)`` (normalized first)."""
-    e = np.asarray(e, dtype=float)
-    e0, e1, e2, e3 = e / np.linalg.norm(e)
-    return np.array(
-        [
-            [1 - 2 * (e2 * e2 + e3 * e3), 2 * (e1 * e2 - e0 * e3), 2 * (e1 * e3 + e0 * e2)],
-            [2 * (e1 * e2 + e0 * e3), 1 - 2 * (e1 * e1 + e3 * e3), 2 * (e2 * e3 - e0 * e1)],
-            [2 * (e1 * e3 - e0 * e2), 2 * (e2 * e3 + e0 * e1), 1 - 2 * (e1 * e1 + e2 * e2)],
-        ]
-    )
+    return quat_to_rot_batch(e)
 
 
 def rot_to_quat(R: ArrayLike) -> Array:
     """Euler parameters of a rotation matrix (Shepperd's method), with ``e0 >= 0``."""
-    R = np.asarray(R, dtype=float)
-    tr = np.trace(R)
-    cands = np.array([tr, R[0, 0], R[1, 1], R[2, 2]])
-    k = int(np.argmax(cands))
-    if k == 0:
-        e0 = 0.5 * np.sqrt(1.0 + tr)
-        e = np.array(
-            [e0, (R[2, 1] - R[1, 2]) / (4 * e0), (R[0, 2] - R[2, 0]) / (4 * e0),
-             (R[1, 0] - R[0, 1]) / (4 * e0)]
-        )
-    else:
-        i = k - 1
-        j, m = (i + 1) % 3, (i + 2) % 3
-        ei = 0.5 * np.sqrt(1.0 + 2 * R[i, i] - tr)
-        e = np.empty(4)
-        e[1 + i] = ei
-        e[0] = (R[m, j] - R[j, m]) / (4 * ei)
-        e[1 + j] = (R[j, i] + R[i, j]) / (4 * ei)
-        e[1 + m] = (R[m, i] + R[i, m]) / (4 * ei)
-    if e[0] < 0:
-        e = -e
-    return e / np.linalg.norm(e)
+    return rot_to_quat_batch(R, continuous=False)[0]
 
 
 def quat_multiply(a: ArrayLike, b: ArrayLike) -> Array:
@@ -258,3 +239,68 @@ def orthonormal_complement(H: ArrayLike) -> Array:
     idx = np.argmax(np.abs(Q2), axis=0)
     Q2 = Q2 * np.sign(Q2[idx, np.arange(Q2.shape[1])])
     return Q2
+
+
+def quat_to_rot_batch(e: ArrayLike) -> Array:
+    """Rotation matrices (..., 3, 3) of Euler parameters (..., 4), scalar first (normalized)."""
+    e = np.asarray(e, dtype=float)
+    e = e / np.linalg.norm(e, axis=-1, keepdims=True)
+    e0, e1, e2, e3 = np.moveaxis(e, -1, 0)
+    R = np.empty(e.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
+    R[..., 0, 1] = 2 * (e1 * e2 - e0 * e3)
+    R[..., 0, 2] = 2 * (e1 * e3 + e0 * e2)
+    R[..., 1, 0] = 2 * (e1 * e2 + e0 * e3)
+    R[..., 1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
+    R[..., 1, 2] = 2 * (e2 * e3 - e0 * e1)
+    R[..., 2, 0] = 2 * (e1 * e3 - e0 * e2)
+    R[..., 2, 1] = 2 * (e2 * e3 + e0 * e1)
+    R[..., 2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+    return R
+
+
+def rot_to_quat_batch(R: ArrayLike, continuous: bool = True) -> Array:
+    """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
+
+    Shepperd's method of :func:`flexmbd.spatial.rot_to_quat` on every sample at once
+    (same branch per sample, ``e0 >= 0``). With ``continuous=True`` the sign of each
+    quaternion is then chosen to stay close to the previous one (no jumps between
+    ``e`` and ``-e``).
+    """
+    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
+    n = len(R)
+    tr = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
+    k = np.argmax(np.column_stack([tr, R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]]), axis=1)
+    E = np.empty((n, 4))
+    s0 = k == 0
+    if s0.any():
+        Rs = R[s0]
+        e0 = 0.5 * np.sqrt(1.0 + tr[s0])
+        E[s0, 0] = e0
+        E[s0, 1] = (Rs[:, 2, 1] - Rs[:, 1, 2]) / (4 * e0)
+        E[s0, 2] = (Rs[:, 0, 2] - Rs[:, 2, 0]) / (4 * e0)
+        E[s0, 3] = (Rs[:, 1, 0] - Rs[:, 0, 1]) / (4 * e0)
+    for i in range(3):
+        sel = k == i + 1
+        if not sel.any():
+            continue
+        j, m = (i + 1) % 3, (i + 2) % 3
+        Rs = R[sel]
+        ei = 0.5 * np.sqrt(1.0 + 2 * Rs[:, i, i] - tr[sel])
+        E[sel, 1 + i] = ei
+        E[sel, 0] = (Rs[:, m, j] - Rs[:, j, m]) / (4 * ei)
+        E[sel, 1 + j] = (Rs[:, j, i] + Rs[:, i, j]) / (4 * ei)
+        E[sel, 1 + m] = (Rs[:, m, i] + Rs[:, i, m]) / (4 * ei)
+    E[E[:, 0] < 0] *= -1.0
+    E /= np.sqrt(np.einsum("ij,ij->i", E, E))[:, None]
+    if continuous and n > 1:
+        # flip where the running sign product says so (the sequential rule, vectorized)
+        dots = np.einsum("ij,ij->i", E[1:], E[:-1])
+        if np.any(dots == 0.0):       # a half-turn between samples: the rule as written
+            for i in range(1, n):
+                if E[i] @ E[i - 1] < 0:
+                    E[i] = -E[i]
+        else:
+            sign = np.concatenate([[1.0], np.where(np.cumsum(dots < 0) % 2, -1.0, 1.0)])
+            E *= sign[:, None]
+    return E

@@ -34,6 +34,8 @@ NAMESPACES = [
     ("flexmbd.checkpoint", "Checkpoints", "Runs that write checkpoints and resume."),
     ("flexmbd.sweep", "Sweeps", "Parameter studies, serial or on dask."),
     ("flexmbd.spatial", "Spatial algebra", "Rotations, quaternions and 6-D transforms."),
+    ("flexmbd.joint_types", "Joint types", "The table of joint types every formulation "
+     "reads."),
     ("flexmbd.kinematics", "Kinematics", "Joint and tree poses."),
     ("flexmbd.topology", "Topology", "Cut joints, spanning tree and regular labels."),
     ("flexmbd.urdf", "URDF import", "Rigid trees from robotics tools."),

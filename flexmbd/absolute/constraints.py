@@ -62,31 +62,13 @@ child is the ground is reported from the parent's side with the sign flipped
 import numpy as np
 
 from ..errors import ModelError
+from ..joint_types import CYLINDRICAL, PLANAR, PRISMATIC, SCREW, UNIVERSAL, joint_type, perp_basis
 from ..model.bodies import Ground
-from ..model.joints import (
-    Cylindrical,
-    Fixed,
-    Free,
-    Planar,
-    Prismatic,
-    Revolute,
-    Spherical,
-    Universal,
-)
 from .quaternion import Apoly, Smat, cross_b, dAs, normalized_rot, skew_b
 
 __all__ = ["ConstraintSet", "joint_primitives"]
 
 _GROUND = -1
-
-
-def _perp(a):
-    k = int(np.argmin(np.abs(a)))
-    e = np.zeros(3)
-    e[k] = 1.0
-    u1 = cross_b(a, e)
-    u1 /= np.linalg.norm(u1)
-    return u1, cross_b(a, u1)
 
 
 class _Prim:
@@ -114,7 +96,11 @@ class _Prim:
 def joint_primitives(joint, ib, jb):
     """Primitive equations of ``joint`` between body indices ``ib`` (parent) and ``jb`` (child).
 
-    Index -1 is the ground. Returns a list of :class:`_Prim`.
+    Index -1 is the ground. Returns a list of :class:`_Prim`, written from the joint
+    table's rows (:meth:`flexmbd.joint_types.JointType.rows`): three constrained
+    translations as the world-axis rows of a spherical joint, followed by the rotation
+    pairs; otherwise the first two rotation pairs, the translations, then the others.
+    A Screw's coupling of angle and advance is a coordinate equation (:class:`_CoordRow`).
     """
     pf, cf = joint.parent_frame, joint.child_frame
     sP, CP = pf.position, pf.rotation
@@ -131,41 +117,43 @@ def joint_primitives(joint, ib, jb):
 
     d = [point(jb, sC, 1.0, cf), point(ib, sP, -1.0, pf)]
     eye = np.eye(3)
-    sph = [_Prim(d, [(_GROUND, eye[k], 1.0, False)]) for k in range(3)]
-    if isinstance(joint, Free):
-        return []
-    if isinstance(joint, Spherical):
-        return sph
-    if isinstance(joint, Revolute):
-        u1, u2 = _perp(joint.axis)
-        return sph + [_Prim([dirP(u1)], [dirC(joint.axis)]), _Prim([dirP(u2)], [dirC(joint.axis)])]
-    if isinstance(joint, Universal):
-        return sph + [_Prim([dirP(joint.axis1)], [dirC(joint.axis2)])]
-    if isinstance(joint, (Cylindrical, Prismatic)):
-        a = joint.axis
-        u1, u2 = _perp(a)
-        out = [_Prim([dirP(u1)], [dirC(a)]), _Prim([dirP(u2)], [dirC(a)]),
-               _Prim([dirP(u1)], d), _Prim([dirP(u2)], d)]
-        if isinstance(joint, Prismatic):
-            out.append(_Prim([dirP(u1)], [dirC(u2)]))
-        return out
-    if isinstance(joint, Planar):
-        n, u1, u2 = joint.normal, joint.u1, joint.u2
-        return [_Prim([dirP(u1)], [dirC(n)]), _Prim([dirP(u2)], [dirC(n)]), _Prim([dirP(n)], d)]
-    if isinstance(joint, Fixed):
-        return sph + [_Prim([dirP(eye[0])], [dirC(eye[1])]), _Prim([dirP(eye[1])], [dirC(eye[2])]),
-                      _Prim([dirP(eye[2])], [dirC(eye[0])])]
-    raise ModelError(
-        f"joint {joint.name!r}: type {type(joint).__name__} has no constraint equations in the "
-        f"absolute formulation (supported: Revolute, Prismatic, Cylindrical, Universal, Spherical, "
-        f"Planar, Fixed, Free)"
-    )
+    trans, rots, _ = joint_type(joint, "absolute").rows(joint)
+    rot = [_Prim([dirP(f)], [dirC(g)]) for f, g in rots]
+    if len(trans) == 3:
+        return [_Prim(d, [(_GROUND, eye[k], 1.0, False)]) for k in range(3)] + rot
+    return rot[:2] + [_Prim([dirP(e)], d) for e in trans] + rot[2:]
 
 
-def _angle_basis(axis):
-    """``u1, u2`` with a rotation by ``theta`` about ``axis`` taking u1 to ``cos u1 + sin u2``."""
-    u1, _ = _perp(axis)
-    return u1, np.cross(axis, u1)
+def coordinate_kind(joint, k):
+    """``"shift"`` (m) or ``"angle"`` (rad): the kind of coordinate ``k`` of ``joint``."""
+    code = joint_type(joint).code
+    return "shift" if code == PRISMATIC or (code == CYLINDRICAL and k == 1) else "angle"
+
+
+def coordinate_primitives(joint, kind, ib, jb):
+    """A joint coordinate as primitives: ``"angle"``: ``[x, y]`` with ``x = cos q``,
+    ``y = sin q`` (``(F_P u1).(F_C u1)``, ``(F_P u2).(F_C u1)``, ``u1, u2`` completing the
+    axis); ``"shift"``: ``[x]`` with ``x = (F_P a).(p_C - p_P)`` (m)."""
+    pf, cf = joint.parent_frame, joint.child_frame
+    if kind == "shift":
+        d = [(jb, cf.position, 1.0, True, cf), (ib, pf.position, -1.0, True, pf)]
+        return [_Prim([(ib, pf.rotation @ joint.axis, 1.0, False, pf)], d)]
+    u1, u2 = perp_basis(joint.axis)
+    c1 = (jb, cf.rotation @ u1, 1.0, False, cf)
+    return [_Prim([(ib, pf.rotation @ u1, 1.0, False, pf)], [c1]),
+            _Prim([(ib, pf.rotation @ u2, 1.0, False, pf)], [c1])]
+
+
+class _CoordRow:
+    """One equation linear in joint coordinates: ``sum_i c_i q_i - const = 0``.
+
+    ``terms``: ``(c, kind, aux prim indices, joint index, axis in child joint axes,
+    reference angle slot)``. A Screw: ``shift - h angle``; a GearCoupling:
+    ``(q_b - q_b0) - ratio (q_a - q_a0)``.
+    """
+
+    def __init__(self, terms, const):
+        self.terms, self.const = terms, float(const)
 
 
 def driver_primitive(driver, ib, jb):
@@ -191,15 +179,14 @@ def driver_primitive(driver, ib, jb):
     def shift(a):
         return _Prim([(ib, CP @ a, 1.0, False, pf)], d), "shift", None
 
-    if isinstance(j, Revolute) or (isinstance(j, Cylindrical) and k == 0):
-        return angle_on_parent(*_angle_basis(j.axis))
-    if isinstance(j, Prismatic) or (isinstance(j, Cylindrical) and k == 1):
+    code = joint_type(j).code
+    if code in (PRISMATIC,) or (code == CYLINDRICAL and k == 1):
         return shift(j.axis)
-    if isinstance(j, Planar):
+    if code == PLANAR:
         if k == 2:
             return angle_on_parent(j.u1, j.u2)
         return shift(j.u1 if k == 0 else j.u2)
-    if isinstance(j, Universal):
+    if code == UNIVERSAL:
         a1, a2 = j.axis1, j.axis2
         a3 = np.cross(a1, a2)
         if k == 0:  # child's a2 seen from the parent: cos q0 a2 + sin q0 a3
@@ -208,6 +195,8 @@ def driver_primitive(driver, ib, jb):
         _rigid_time_slot(driver, cf)
         return (_Prim([(ib, CP @ a1, 1.0, False, pf)], [(jb, zero, 1.0, False, cf)]), "angle",
                 (2, CC, a1, a3))
+    if k in joint_type(j).drivable:   # Revolute, Cylindrical angle, Screw
+        return angle_on_parent(*perp_basis(j.axis))
     raise ModelError(
         f"driver {driver.name!r}: joints of type {type(j).__name__} cannot be driven here"
     )
@@ -281,7 +270,7 @@ class ConstraintSet:
     ``(x, y, z, e0, e1, e2, e3)``.
     """
 
-    def __init__(self, joints, body_index, drivers=(), flex_cols=None):
+    def __init__(self, joints, body_index, drivers=(), flex_cols=None, _prims=None):
         self.joints = list(joints)
         self.drivers = list(drivers)
         self.nb = nb = len({v for v in body_index.values()})
@@ -292,18 +281,27 @@ class ConstraintSet:
             ib = -1 if isinstance(j.parent, Ground) else body_index[id(j.parent)]
             jb = -1 if isinstance(j.child, Ground) else body_index[id(j.child)]
             p = joint_primitives(j, ib, jb)
-            if len(p) != j.n_constraints:  # pragma: no cover - library consistency
+            if len(p) + (joint_type(j).code == SCREW) != j.n_constraints:  # pragma: no cover
                 raise ModelError(
                     f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}")
             prims += p
             self.joint_rows.append(slice(rows, rows + len(p)))
             self.joint_ends.append((ib, jb))
             rows += len(p)
+        if _prims is not None:          # an auxiliary set of primitives (coordinate equations)
+            prims, rows = list(_prims), len(_prims)
         self._angle, self._shift, self.driver_rows, self.driver_joint = [], [], [], []
+        coupled = []
         for drv in self.drivers:
-            if drv.joint not in self.joints:
-                raise ModelError(f"driver {drv.name!r}: its joint is not in the model")
+            for j in (drv.joint, getattr(drv, "joint_a", drv.joint)):
+                if j not in self.joints:
+                    raise ModelError(f"driver {drv.name!r}: its joint is not in the model")
             k = self.joints.index(drv.joint)
+            if hasattr(drv, "joint_a"):        # a GearCoupling: a coordinate equation below
+                coupled.append((len(self.driver_rows), drv))
+                self.driver_rows.append(-1)
+                self.driver_joint.append(k)
+                continue
             ib, jb = self.joint_ends[k]
             prim, kind, data = driver_primitive(drv, ib, jb)
             prims.append(prim)
@@ -311,10 +309,39 @@ class ConstraintSet:
             self.driver_rows.append(rows)
             self.driver_joint.append(k)
             rows += 1
+        # coordinate equations (Screw, GearCoupling) after the primitive rows
+        self.coord_rows, aux, self._aref = [], [], []
+
+        def term(c, j, k, kind=None):
+            kk = self.joints.index(j)
+            kind = kind or coordinate_kind(j, k)
+            ps = coordinate_primitives(j, kind, *self.joint_ends[kk])
+            idx = list(range(len(aux), len(aux) + len(ps)))
+            aux.extend(ps)
+            slot = -1
+            if kind == "angle":
+                slot = len(self._aref)
+                self._aref.append(float(j.q0[k]))
+            return (float(c), kind, idx, kk, np.asarray(j.axis, float), slot)
+
+        for j in self.joints:
+            if joint_type(j).code == SCREW:
+                self.coord_rows.append(_CoordRow([term(1.0, j, 0, "shift"),
+                                                  term(-j.h, j, 0, "angle")], 0.0))
+        for i, drv in coupled:
+            ja, ca, jb_, cb = drv.joint_a, drv.coordinate_a, drv.joint, drv.coordinate
+            self.driver_rows[i] = rows + len(self.coord_rows)
+            self.coord_rows.append(_CoordRow(
+                [term(1.0, jb_, cb), term(-drv.ratio, ja, ca)],
+                float(jb_.q0[cb]) - drv.ratio * float(ja.q0[ca])))
+        self._aref = np.array(self._aref, dtype=float)
+        self._aux = (ConstraintSet([], body_index, (), flex_cols, _prims=aux) if aux else None)
+        rows += len(self.coord_rows)
         self.n_joint_rows = rows
         self.n = rows + nb
         npm = len(prims)
         self.np = npm
+        self.ncr = len(self.coord_rows)
         # slot arrays: (np, 4) with slots 0,1 = X and 2,3 = Y
         self.b = np.full((npm, 4), -1, dtype=np.int64)
         self.s = np.zeros((npm, 4, 3))
@@ -395,6 +422,75 @@ class ConstraintSet:
         self.normh_rows = (7 * np.arange(nb)[:, None, None] + c4[:, None]).repeat(4, 2).ravel()
         self.normh_cols = (7 * np.arange(nb)[:, None, None] + c4[None, :]).repeat(4, 1).ravel()
 
+    # -- coordinate equations (Screw, GearCoupling) --------------------------------------
+    def _coords(self, q, qd=None, update=True):
+        """Values, dense gradients (ncr, n_q) and, with ``qd``, gamma of the coordinate rows.
+
+        A coordinate is a primitive ``x`` (shift) or ``theta = atan2(y, x)`` of two
+        (angle; on the branch nearest the last value, which ``update`` advances), with
+        ``dtheta = (x dy - y dx) / r^2`` and
+        ``gamma_theta = (x gamma_y - y gamma_x) / r^2 + 2 (x y' - y x')(x x' + y y') / r^4``.
+        Returns ``(phi, G, gamma, parts)``; ``parts`` per angle term ``(x, y, gx, gy)``.
+        """
+        aux = self._aux
+        nq = len(q)
+        pa, (r, c, v) = aux.evaluate(q)
+        na = aux.np
+        Ga = np.zeros((na, nq))
+        keep = r < na
+        np.add.at(Ga, (r[keep], c[keep]), v[keep])
+        ga = aux.gamma(q, qd)[:na] if qd is not None else None
+        phi = np.zeros(self.ncr)
+        G = np.zeros((self.ncr, nq))
+        gam = np.zeros(self.ncr)
+        parts = []
+        for i, row in enumerate(self.coord_rows):
+            phi[i] = -row.const
+            for coef, kind, idx, _kk, _a, slot in row.terms:
+                if kind == "shift":
+                    k = idx[0]
+                    phi[i] += coef * pa[k]
+                    G[i] += coef * Ga[k]
+                    if qd is not None:
+                        gam[i] += coef * ga[k]
+                    continue
+                kx, ky = idx
+                x, y = pa[kx], pa[ky]
+                r2 = x * x + y * y
+                ref = self._aref[slot]
+                th = ref + (np.arctan2(y, x) - ref + np.pi) % (2 * np.pi) - np.pi
+                if update:
+                    self._aref[slot] = th
+                phi[i] += coef * th
+                G[i] += coef * (x * Ga[ky] - y * Ga[kx]) / r2
+                if qd is not None:
+                    xd, yd = Ga[kx] @ qd, Ga[ky] @ qd
+                    gam[i] += coef * ((x * ga[ky] - y * ga[kx]) / r2
+                                      + 2 * (x * yd - y * xd) * (x * xd + y * yd) / r2**2)
+                parts.append((i, coef, kx, ky, x, y, r2))
+        return phi, G, gam, (Ga, parts)
+
+    def _coord_hessian(self, q, mu):
+        """Dense ``sum_i mu_i d2(phi_i)/dq2`` of the coordinate rows (exact)."""
+        aux = self._aux
+        _, _, _, (Ga, parts) = self._coords(q, update=False)
+        la = np.zeros(aux.n)
+        Hd = np.zeros((len(q), len(q)))
+        for i, row in enumerate(self.coord_rows):
+            for coef, kind, idx, _kk, _a, _slot in row.terms:
+                if kind == "shift":
+                    la[idx[0]] += mu[i] * coef
+        for i, coef, kx, ky, x, y, r2 in parts:
+            w = mu[i] * coef
+            la[ky] += w * x / r2
+            la[kx] -= w * y / r2
+            gx, gy = Ga[kx], Ga[ky]
+            Hd -= w * ((x * x - y * y) * (np.outer(gx, gy) + np.outer(gy, gx))
+                       + 2 * x * y * (np.outer(gy, gy) - np.outer(gx, gx))) / r2**2
+        hr, hc, hv = aux.hessian_lambda(q, la)
+        np.add.at(Hd, (hr, hc), hv)
+        return Hd
+
     # -- evaluation -------------------------------------------------------------------
     def _slots(self, r, e, s=None):
         """Values (np,4,3) and e-derivatives (np,4,3,4) of every slot term."""
@@ -417,7 +513,11 @@ class ConstraintSet:
         val, dA, _ = self._slots(r, e, fl.s)
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
+        cphi = G = None
+        if self.ncr:
+            cphi, G, _, _ = self._coords(q)
         phi = np.concatenate([np.einsum("pi,pi->p", X, Y) - self.target,
+                              np.zeros(0) if cphi is None else cphi,
                               0.5 * (np.einsum("bi,bi->b", e, e) - 1)])
         if not jacobian:
             return phi
@@ -428,6 +528,11 @@ class ConstraintSet:
         rows = [self.jac_rows, self.norm_rows]
         cols = [self.jac_cols, self.norm_cols]
         data = [vals[self.live].ravel(), e.ravel()]
+        if G is not None:
+            cr, cc = np.nonzero(G)
+            rows.append(self.np + cr)
+            cols.append(cc)
+            data.append(G[cr, cc])
         for fs, _y, Yq, _ in fl.items:
             # d(slot)/dq_f = sg A(e_b) dy/dq_f
             Ab = Apoly(e[fs.b])
@@ -455,11 +560,17 @@ class ConstraintSet:
         other = np.stack([Y, Y, X, X], axis=1)
         S = Smat(other, fl.s) * (lp[:, None] * self.sg)[..., None, None]
         sval = S[self.live].ravel()
-        ln = lam[self.np:]
+        ln = lam[self.n_joint_rows:]
         nval = (ln[:, None, None] * np.eye(4)).ravel()
         rows = [self.hx_rows, self.hs_rows, self.normh_rows]
         cols = [self.hx_cols, self.hs_cols, self.normh_cols]
         vals = [cval, cval, sval, nval]
+        if self.ncr:
+            Hd = self._coord_hessian(q, lam[self.np:self.n_joint_rows])
+            hr, hc = np.nonzero(Hd)
+            rows.append(hr)
+            cols.append(hc)
+            vals.append(Hd[hr, hc])
         if fl.items:
             self._flex_hessian(fl, e, J, other, lp, rows, cols, vals)
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
@@ -594,7 +705,8 @@ class ConstraintSet:
             phi_tt = dot(Xtt, Y) + 2.0 * dot(Xt, Yt) + dot(X, Ytt) - self.target_tt
             phi_tq = dot(Xtq, Y) + dot(Xt, Yd) + dot(Xd, Yt) + dot(X, Ytq)
             g = g - phi_tt - 2.0 * phi_tq
-        return np.concatenate([g, -np.einsum("bi,bi->b", ed, ed)])
+        cg = self._coords(q, qd)[2] if self.ncr else np.zeros(0)
+        return np.concatenate([g, cg, -np.einsum("bi,bi->b", ed, ed)])
 
     # -- reactions --------------------------------------------------------------------
     def reactions(self, q, lam, t=0.0):
@@ -645,6 +757,12 @@ class ConstraintSet:
         out = np.zeros((nj, 6))
         out[:, :3] = np.einsum("jba,jb->ja", FC, nC)
         out[:, 3:] = np.einsum("jba,jb->ja", FC, F)
+        # coordinate rows: -lam c dq/dx of each coordinate, a moment (angle) or a force
+        # (shift) along the axis at the child joint origin, child joint axes
+        for i, row in enumerate(self.coord_rows):
+            li = lam[self.np + i]
+            for coef, kind, _idx, kk, a, _slot in row.terms:
+                out[kk, 3 * (kind == "shift"):3 * (kind == "shift") + 3] -= li * coef * a
         return out
 
     def _reaction_data(self, flex_cols=None):
@@ -668,6 +786,8 @@ class ConstraintSet:
             if jb >= 0 and jb in (flex_cols or {}) and hasattr(cf, "pose") and np.any(cf.modes):
                 deforming.append((k, cf, flex_cols[jb], cf.modes.shape[1]))
         for row, k in zip(self.driver_rows, self.driver_joint):
+            if row >= self.np:           # a coupling: a coordinate row (see reactions)
+                continue
             ib, jb = self.joint_ends[k]
             sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
             joint[row], side[row], sgn[row] = k, sb, sg

@@ -1745,6 +1745,8 @@ class Engine:
 
         if system.n + system.nc > MAX_DENSE:
             return False
+        if getattr(system.constraints, "ncr", 0):   # Screw / GearCoupling rows: generic path
+            return False
         if any(type(f) is not Gravity for f in system.forces):
             return False
         if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:

@@ -39,9 +39,10 @@ manifold, i.e. at consistent configurations) and exact ``dv/dx``, ``dv/dV``.
 
 import numpy as np
 
+from ..joint_types import speeds_from_twist, wrench_from_force
 from ..model.bodies import Ground
 from ..model.forces import JointForce
-from ..spatial import quat_to_rotvec, rot_to_quat, skew
+from ..spatial import skew
 from .quaternion import TE, Emat, normalized_rot
 
 __all__ = ["BodyState", "map_wrenches", "map_jacobians", "JointForceMap"]
@@ -165,60 +166,15 @@ class JointForceMap:
         Vrel = np.concatenate([FC.T @ (wj - wi),
                                FC.T @ (vj + np.cross(wj, pC - rj) - vi - np.cross(wi, pC - ri))])
         H = self.joint.motion_subspace(q)
-        v = H.T @ Vrel
+        v = speeds_from_twist(H, Vrel)
         return q, v, H, Vrel, (FP, pP, ri, wi, vi, FC, pC, rj, wj, vj)
 
     def _coordinates(self, Rrel, prel):
-        """Joint coordinates from the relative pose (exact on consistent configurations)."""
-        from ..model.joints import (
-            Cylindrical,
-            Fixed,
-            Free,
-            Planar,
-            Prismatic,
-            Revolute,
-            Spherical,
-            Universal,
-        )
+        """Joint coordinates from the relative pose, angles on the branch of ``q_ref``
+        (:func:`flexmbd.joint_types.joint_coordinates`)."""
+        from ..joint_types import joint_coordinates
 
-        j = self.joint
-        ref = self.q_ref
-
-        def angle(axis, R, ref_angle):
-            phi = quat_to_rotvec(rot_to_quat(R))
-            th = float(axis @ phi)
-            return ref_angle + (th - ref_angle + np.pi) % (2 * np.pi) - np.pi
-
-        if isinstance(j, Revolute):
-            return np.array([angle(j.axis, Rrel, ref[0])])
-        if isinstance(j, Prismatic):
-            return np.array([j.axis @ prel])
-        if isinstance(j, Cylindrical):
-            return np.array([angle(j.axis, Rrel, ref[0]), j.axis @ prel])
-        if isinstance(j, Universal):
-            # R = Rot(a1, q0) Rot(a2, q1): a2 fixed by the second rotation
-            a1, a2 = j.axis1, j.axis2
-            a3 = np.cross(a1, a2)
-            y = Rrel @ a2  # = Rot(a1, q0) a2
-            q0 = np.arctan2(y @ a3, y @ a2)
-            x = Rrel.T @ a1  # = Rot(a2, -q1) a1
-            q1 = np.arctan2(-(x @ np.cross(a2, a1)), x @ a1)
-            q0 = ref[0] + (q0 - ref[0] + np.pi) % (2 * np.pi) - np.pi
-            q1 = ref[1] + (q1 - ref[1] + np.pi) % (2 * np.pi) - np.pi
-            return np.array([q0, q1])
-        if isinstance(j, Spherical):
-            e = rot_to_quat(Rrel)
-            return e if e @ ref >= 0 else -e
-        if isinstance(j, Planar):
-            th = angle(j.normal, Rrel, ref[2])
-            return np.array([j.u1 @ prel, j.u2 @ prel, th])
-        if isinstance(j, Free):
-            e = rot_to_quat(Rrel)
-            e = e if e @ ref[3:] >= 0 else -e
-            return np.concatenate([prel, e])
-        if isinstance(j, Fixed):
-            return np.zeros(0)
-        return np.asarray(ref, dtype=float)  # pragma: no cover
+        return joint_coordinates(self.joint, Rrel, prel, self.q_ref)
 
     def accept(self, st):
         """Update the unwrapping reference after an accepted step."""
@@ -227,7 +183,7 @@ class JointForceMap:
     def wrenches(self, t, st):
         q, v, H, _, fr = self.relative(st)
         tau = self.el.generalized_force(t, q, v)
-        return self._wrenches_from(H @ tau, fr), q, v, tau
+        return self._wrenches_from(wrench_from_force(H, tau), fr), q, v, tau
 
     def _wrenches_from(self, Fc, fr):
         FP, pP, ri, wi, vi, FC, pC, rj, wj, vj = fr
@@ -249,7 +205,11 @@ class JointForceMap:
         q, v, H, Vrel, fr = self.relative(st)
         FP, pP, ri, wi, vi, FC, pC, rj, wj, vj = fr
         tau = self.el.generalized_force(t, q, v)
-        Fc = H @ tau
+        # speeds v = Hp V and wrench Hw tau (H^T and H for the orthonormal H of every type
+        # but the Screw, whose single column [a; h a] has length^2 1 + h^2)
+        n2 = np.einsum("ij,ij->j", H, H)
+        Hp, Hw = H.T / n2[:, None], H / n2
+        Fc = Hw @ tau
         n, f = FC @ Fc[:3], FC @ Fc[3:]
         ends = {}
         if self.jb is not None:
@@ -306,15 +266,15 @@ class JointForceMap:
                 dHdq[:, :, m] = (j.motion_subspace(qp) - j.motion_subspace(qm)) / (2 * hq)
             for k, (_, _) in ends.items():
                 X = Xj if k == "j" else -Xi
-                dq = Qmap @ H.T @ X  # nq x 6
-                dv = H.T @ dV_dx[k] + np.einsum("anm,a->nm", dHdq, Vrel) @ dq
+                dq = Qmap @ Hp @ X  # nq x 6
+                dv = Hp @ dV_dx[k] + np.einsum("anm,a->nm", dHdq, Vrel) @ dq
                 dtau_dx = dfdq @ dq + dfdqd @ dv
-                dtau_dV = dfdqd @ (H.T @ X)
-                dFc_x = H @ dtau_dx + np.einsum("anm,n->am", dHdq, tau) @ dq
+                dtau_dV = dfdqd @ (Hp @ X)
+                dFc_x = Hw @ dtau_dx + np.einsum("anm,n->am", dHdq, tau) @ dq
                 dn[k] += FC @ dFc_x[:3]
                 df[k] += FC @ dFc_x[3:]
-                Cn[k] += FC @ (H @ dtau_dV)[:3]
-                Cf[k] += FC @ (H @ dtau_dV)[3:]
+                Cn[k] += FC @ (Hw @ dtau_dV)[:3]
+                Cf[k] += FC @ (Hw @ dtau_dV)[3:]
         out = []
         for a_key, (a, ra) in ends.items():
             sgn = 1.0 if a_key == "j" else -1.0

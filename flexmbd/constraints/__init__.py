@@ -12,11 +12,18 @@
   selection for the saddle-point systems of the absolute formulation.
 """
 
-from .cut import CutJointConstraints, JointDriver, constraint_rows, cut_coordinates
+from .cut import (
+    CutJointConstraints,
+    GearCoupling,
+    JointDriver,
+    constraint_rows,
+    cut_coordinates,
+)
 from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
 from .redundancy import KKTSolver
 
 __all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
-           "JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
+           "JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
+           "cut_coordinates",
            "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops", "KKTSolver"]

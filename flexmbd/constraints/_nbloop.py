@@ -12,7 +12,11 @@ one pass from ground outwards computes
   ``s [X (c_j) + V_B x (X H v)]`` (``V_B``: twist of the body carrying the joint's
   child frame).
 
-Joint kinematics follow :mod:`flexmbd.model.joints` exactly (same coordinates,
+Joint kinematics are the one compiled branch,
+:func:`flexmbd._nbjoints.joint_kinematics`, in the joint's aligned frames
+(``Fp``, ``Fc`` here are the aligned joint frames; constants from
+:meth:`flexmbd.joint_types.JointType.compiled`, a Screw's column not normalized so that
+its speed is the angle rate); they follow :mod:`flexmbd.model.joints` exactly (same coordinates,
 speeds, motion subspaces and bias terms); the Python implementation in
 :mod:`flexmbd.constraints.cut` is the reference they are tested against.
 """
@@ -20,39 +24,7 @@ speeds, motion subspaces and bias terms); the Python implementation in
 import numpy as np
 from numba import njit
 
-FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
-
-
-@njit(cache=True)
-def _rot(a, th, R):
-    c = np.cos(th)
-    s = np.sin(th)
-    t = 1.0 - c
-    x, y, z = a[0], a[1], a[2]
-    R[0, 0] = c + t * x * x
-    R[0, 1] = t * x * y - s * z
-    R[0, 2] = t * x * z + s * y
-    R[1, 0] = t * x * y + s * z
-    R[1, 1] = c + t * y * y
-    R[1, 2] = t * y * z - s * x
-    R[2, 0] = t * x * z - s * y
-    R[2, 1] = t * y * z + s * x
-    R[2, 2] = c + t * z * z
-
-
-@njit(cache=True)
-def _quat(e, R):
-    n = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3])
-    e0, e1, e2, e3 = e[0] / n, e[1] / n, e[2] / n, e[3] / n
-    R[0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
-    R[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    R[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    R[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    R[1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
-    R[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    R[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    R[2, 1] = 2 * (e2 * e3 + e0 * e1)
-    R[2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+from .._nbjoints import joint_kinematics
 
 
 @njit(cache=True)
@@ -66,76 +38,15 @@ def _cross(a, b, out):
 
 
 @njit(cache=True)
-def joint_terms(code, prm, q, v, R, p, H, c):
-    """Child-frame pose ``(R, p)`` in the parent frame, ``H`` (6 x nv) and bias ``c``."""
-    for i in range(3):
-        p[i] = 0.0
-        for j in range(3):
-            R[i, j] = 1.0 if i == j else 0.0
-    H[:, :] = 0.0
-    c[:] = 0.0
-    a = prm[0:3]
-    if code == REVOLUTE:
-        _rot(a, q[0], R)
-        H[0:3, 0] = a
-    elif code == PRISMATIC:
-        for i in range(3):
-            p[i] = a[i] * q[0]
-        H[3:6, 0] = a
-    elif code == CYLINDRICAL:
-        _rot(a, q[0], R)
-        for i in range(3):
-            p[i] = a[i] * q[1]
-        H[0:3, 0] = a
-        H[3:6, 1] = a
-    elif code == UNIVERSAL:
-        a2 = prm[3:6]
-        R1 = np.empty((3, 3))
-        R2 = np.empty((3, 3))
-        _rot(a, q[0], R1)
-        _rot(a2, q[1], R2)
-        for i in range(3):
-            for j in range(3):
-                R[i, j] = R1[i, 0] * R2[0, j] + R1[i, 1] * R2[1, j] + R1[i, 2] * R2[2, j]
-        a1c = np.empty(3)
-        for i in range(3):
-            a1c[i] = R2[0, i] * a[0] + R2[1, i] * a[1] + R2[2, i] * a[2]
-        H[0:3, 0] = a1c
-        H[0:3, 1] = a2
-        t = np.empty(3)
-        _cross(a1c, a2, t)
-        for i in range(3):
-            c[i] = v[0] * v[1] * t[i]
-    elif code == SPHERICAL:
-        _quat(q, R)
-        for i in range(3):
-            H[i, i] = 1.0
-    elif code == PLANAR:
-        u1 = prm[0:3]
-        u2 = prm[3:6]
-        n = prm[6:9]
-        _rot(n, q[2], R)
-        for i in range(3):
-            p[i] = q[0] * u1[i] + q[1] * u2[i]
-        H[0:3, 0] = n
-        H[3:6, 1] = u1
-        H[3:6, 2] = u2
-    elif code == FREE:
-        _quat(q[3:7], R)
-        for i in range(3):
-            p[i] = q[i]
-        for i in range(6):
-            H[i, i] = 1.0
-
-
-@njit(cache=True)
-def loop_kinematics(inb, code, prm, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
-                    Rb, rb, wb, vOb, Wc, Lc, oc, bias):
+def loop_kinematics(inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v,
+                    with_v, Rb, rb, wb, vOb, Wc, Lc, oc, bias):
     """One pass over the loop bodies (see the module docstring); arrays written in place."""
     n = inb.shape[0]
     Rj = np.empty((3, 3))
     pj = np.empty(3)
     H = np.empty((6, 6))
+    Wj = np.empty((6, 6))
+    R2 = np.empty((3, 3))
     cj = np.empty(6)
     A = np.empty((3, 3))
     a = np.empty(3)
@@ -165,7 +76,8 @@ def loop_kinematics(inb, code, prm, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, w
             vOp[r] = 0.0 if k < 0 else vOb[k, r]
         qi = q[qo[i]:qo[i] + nq[i]]
         vi = v[vo[i]:vo[i] + nv[i]]
-        joint_terms(code[i], prm[i], qi, vi, Rj, pj, H, cj)
+        joint_kinematics(code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i],
+                         Wcst[i])
         # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
         for r in range(3):
             for s in range(3):

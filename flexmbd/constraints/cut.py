@@ -34,15 +34,20 @@ Spherical    ``s = 0``                                          3
 Revolute     ``s = 0``, ``u_k · (R a) = 0`` (k = 1, 2)          5
 Universal    ``s = 0``, ``a1 · (R a2) = 0``                     4
 Cylindrical  ``u_k · s = 0``, ``u_k · (R a) = 0``               4
-Prismatic    ``u_k · s = 0``, no rotation (3 equations)        5
+Prismatic    ``u_k · s = 0``, ``u_k · (R a) = u_1 · (R u_2) = 0``  5
+Screw        cylindrical + ``a · s - h theta = 0``               5
 Planar       ``n · s = 0``, ``u_k · (R n) = 0``                 3
 Fixed        ``s = 0``, no rotation                             6
 Free         none                                               0
 =========== ================================================ =========
 
 (``u_1, u_2`` complete the joint axis ``a`` (or the plane normal ``n``) to a
-right-handed triad; "no rotation" is ``e_3·(R e_2) = e_1·(R e_3) = e_2·(R e_1) = 0``,
-whose rows are exactly ``[I 0]`` at ``R = I``.) On the constraint manifold the
+right-handed triad (:func:`flexmbd.joint_types.perp_basis`); "no rotation" is
+``e_3·(R e_2) = e_1·(R e_3) = e_2·(R e_1) = 0``, whose rows are exactly ``[I 0]`` at
+``R = I``. The rows of every type come from the joint table, :mod:`flexmbd.joint_types`.
+The screw row ``Φ = a·s - h θ`` (``θ`` the rotation about ``a``, on the branch that
+the advance ``a·s / h`` selects) has ``D = [(a × s - h a)^T, a^T]`` and the velocity
+terms of its translational part.) On the constraint manifold the
 translational rows are ``[0, e^T]`` and the rotational rows are the joint's
 constraint-moment directions, so the multipliers are the cut joint's
 constraint-force components: its reaction (wrench of the parent on the child at
@@ -71,21 +76,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ModelError
+from ..joint_types import (
+    PLANAR,
+    SCREW,
+    joint_coordinates,
+    joint_type,
+    perp_basis,
+    speeds_from_twist,
+    wrench_from_force,
+)
 from ..kinematics import relative_pose
 from ..model.component import Component
 from ..model.forces import ForceElement
-from ..model.joints import (
-    Cylindrical,
-    Fixed,
-    Free,
-    Joint,
-    Planar,
-    Prismatic,
-    Revolute,
-    Spherical,
-    Universal,
-)
-from ..spatial import rot_to_quat
+from ..model.joints import Joint
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -93,86 +96,22 @@ if TYPE_CHECKING:
 
     from .._typing import Array, ArrayLike
 
-__all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
-           "joint_force_on_cut"]
-
-
-def _perp(a):
-    """Unit vectors completing ``a`` to a right-handed triad ``(u1, u2, a)``."""
-    a = np.asarray(a, dtype=float)
-    k = int(np.argmin(np.abs(a)))
-    e = np.zeros(3)
-    e[k] = 1.0
-    u1 = np.cross(e, a)
-    u1 /= np.linalg.norm(u1)
-    return u1, np.cross(a, u1)
-
-
-_E = np.eye(3)
-_NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
+__all__ = ["JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
+           "cut_coordinates", "joint_force_on_cut"]
 
 
 def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
-    """The cut equations of ``joint``.
-
-    Returns ``(translational e-vectors, rotational (f, g) pairs, labels)``.
-    """
-    if isinstance(joint, Free):
-        return [], [], []
-    if isinstance(joint, Spherical):
-        return list(_E), [], ["x", "y", "z"]
-    if isinstance(joint, Revolute):
-        u1, u2 = _perp(joint.axis)
-        return list(_E), [(u1, joint.axis), (u2, joint.axis)], ["x", "y", "z", "r1", "r2"]
-    if isinstance(joint, Universal):
-        return list(_E), [(joint.axis1, joint.axis2)], ["x", "y", "z", "r"]
-    if isinstance(joint, Cylindrical):
-        u1, u2 = _perp(joint.axis)
-        return [u1, u2], [(u1, joint.axis), (u2, joint.axis)], ["t1", "t2", "r1", "r2"]
-    if isinstance(joint, Prismatic):
-        u1, u2 = _perp(joint.axis)
-        return [u1, u2], list(_NO_ROT), ["t1", "t2", "rx", "ry", "rz"]
-    if isinstance(joint, Planar):
-        n = joint.normal
-        return [n], [(joint.u1, n), (joint.u2, n)], ["n", "r1", "r2"]
-    if isinstance(joint, Fixed):
-        return list(_E), list(_NO_ROT), ["x", "y", "z", "rx", "ry", "rz"]
-    raise ModelError(
-        f"joint {joint.name!r}: type {type(joint).__name__} cannot be a cut joint; use one of "
-        "Revolute, Prismatic, Cylindrical, Universal, Spherical, Planar, Fixed, Free"
-    )
+    """The cut equations of ``joint``: ``(translational e-vectors, rotational (f, g) pairs,
+    labels)`` from the joint table (:meth:`flexmbd.joint_types.JointType.rows`); a Screw
+    adds the row ``a . s - h theta`` (label ``"screw"``, :class:`_Cut`)."""
+    return joint_type(joint, "recursive").rows(joint)
 
 
-def cut_coordinates(joint: Joint, R: ArrayLike, d: ArrayLike) -> Array:
-    """Joint coordinates of a cut joint from its relative pose (on the constraint manifold)."""
-    if isinstance(joint, Revolute):
-        u1, u2 = _perp(joint.axis)
-        Ru1 = R @ u1
-        return np.array([np.arctan2(u2 @ Ru1, u1 @ Ru1)])
-    if isinstance(joint, Prismatic):
-        return np.array([joint.axis @ d])
-    if isinstance(joint, Cylindrical):
-        u1, u2 = _perp(joint.axis)
-        Ru1 = R @ u1
-        return np.array([np.arctan2(u2 @ Ru1, u1 @ Ru1), joint.axis @ d])
-    if isinstance(joint, Universal):
-        # R = Rot(a1, q0) Rot(a2, q1); a3 = a1 x a2
-        a1, a2 = joint.axis1, joint.axis2
-        a3 = np.cross(a1, a2)
-        Ra2 = R @ a2
-        q0 = np.arctan2(a3 @ Ra2, a2 @ Ra2)
-        Rta1 = R.T @ a1
-        q1 = np.arctan2(a3 @ Rta1, a1 @ Rta1)
-        return np.array([q0, q1])
-    if isinstance(joint, Spherical):
-        return rot_to_quat(R)
-    if isinstance(joint, Planar):
-        u1, u2 = joint.u1, joint.u2
-        Ru1 = R @ u1
-        return np.array([u1 @ d, u2 @ d, np.arctan2(u2 @ Ru1, u1 @ Ru1)])
-    if isinstance(joint, Free):
-        return np.concatenate([d, rot_to_quat(R)])
-    return np.zeros(0)
+def cut_coordinates(joint: Joint, R: ArrayLike, d: ArrayLike,
+                    ref: ArrayLike | None = None) -> Array:
+    """Joint coordinates of a cut joint from its relative pose (on the constraint manifold);
+    :func:`flexmbd.joint_types.joint_coordinates` (angles on the branch nearest ``ref``)."""
+    return joint_coordinates(joint, R, d, ref)
 
 
 class JointDriver(Component):
@@ -206,11 +145,11 @@ class JointDriver(Component):
         super().__init__(name=name, doc=doc)
         if not isinstance(joint, Joint):
             raise ModelError(f"JointDriver: first argument must be a joint, got {joint!r}")
-        if not isinstance(joint, (Revolute, Prismatic, Cylindrical, Universal, Planar)):
+        if not joint_type(joint).drivable:
             raise ModelError(
                 f"JointDriver on {joint.local_name!r}: {type(joint).__name__} coordinates cannot "
-                "be prescribed one by one; drive a Revolute, Prismatic, Cylindrical, Universal or "
-                "Planar joint"
+                "be prescribed one by one; drive a Revolute, Prismatic, Cylindrical, Screw, "
+                "Universal or Planar joint"
             )
         if not (0 <= int(coordinate) < joint.nq):
             raise ModelError(
@@ -238,6 +177,85 @@ class JointDriver(Component):
         return f"JointDriver on {self.joint.name}[{self.coordinate}]"
 
 
+class GearCoupling(JointDriver):
+    """Gear, belt or rack-and-pinion coupling of two joint coordinates.
+
+    The constraint ``q_b - q_b0 = ratio * (q_a - q_a0)`` between coordinate
+    ``coordinate_a`` of ``joint_a`` and ``coordinate_b`` of ``joint_b`` (``q0`` their
+    initial coordinates). For two Revolute joints (gear wheels of radii ``r_a, r_b``)
+    ``ratio = -r_a / r_b`` for an external mesh, ``+r_a / r_b`` for an internal mesh or
+    a belt; for rack and pinion (a Revolute pinion of pitch radius ``r`` driving a
+    Prismatic rack) ``ratio = r`` (m/rad), see :meth:`rack_and_pinion`.
+
+    It is a kinematic "driver" of ``joint_b`` whose target is the other joint's
+    coordinate: in the recursive formulation one more row of the loop constraints
+    (:class:`CutJointConstraints`), in the absolute formulation one coordinate
+    equation (:mod:`flexmbd.absolute.constraints`). Its multiplier, the force along
+    ``q_b`` that the coupling transmits (N m or N), is reported as
+    ``Results.extra["driver:<name>"]`` and enters the two joints' reactions as the
+    motion-direction parts: ``-lam`` on ``q_b`` and ``ratio * lam`` on ``q_a``.
+
+    Parameters
+    ----------
+    joint_a, joint_b : Joint
+        Tree joints of type Revolute, Prismatic, Cylindrical or Screw.
+    ratio : float
+        ``dq_b / dq_a`` (dimensionless, or m/rad from a rotation to a translation).
+    coordinate_a, coordinate_b : int
+        Which coordinates (default 0; 1 is the displacement of a Cylindrical joint).
+    """
+
+    kind = "coupling"
+
+    def __init__(self, joint_a: Joint, joint_b: Joint, ratio: float, coordinate_a: int = 0,
+                 coordinate_b: int = 0, *, name: str | None = None,
+                 doc: str | None = None) -> None:
+        Component.__init__(self, name=name, doc=doc)
+        for role, j, c in (("joint_a", joint_a, coordinate_a), ("joint_b", joint_b, coordinate_b)):
+            if not isinstance(j, Joint):
+                raise ModelError(f"GearCoupling: {role} must be a joint, got {j!r}")
+            if int(c) not in joint_type(j).couplable:
+                raise ModelError(
+                    f"GearCoupling: {role} {j.local_name!r} ({type(j).__name__}) coordinate "
+                    f"{c} cannot be coupled; couple a Revolute, Prismatic, Cylindrical or "
+                    f"Screw joint coordinate")
+        if joint_a is joint_b and int(coordinate_a) == int(coordinate_b):
+            raise ModelError("GearCoupling: joint_a and joint_b are the same coordinate")
+        ratio = float(ratio)
+        if not np.isfinite(ratio) or ratio == 0.0:
+            raise ModelError(f"GearCoupling: ratio must be a finite non-zero number, got {ratio}")
+        self.joint_a, self.coordinate_a = joint_a, int(coordinate_a)
+        self.joint, self.coordinate = joint_b, int(coordinate_b)
+        self.ratio = ratio
+        zero = lambda t: 0.0  # noqa: E731 - no time dependence
+        self.position = self.velocity = self.acceleration = zero
+
+    @property
+    def joint_b(self) -> Joint:
+        """The second (driven) joint."""
+        return self.joint
+
+    @classmethod
+    def rack_and_pinion(cls, pinion: Joint, rack: Joint, radius: float,
+                        **kw: Any) -> GearCoupling:
+        """Rack and pinion: the rack advances ``radius * angle`` (m) as the pinion turns.
+
+        ``pinion`` a Revolute (or Cylindrical/Screw) joint, ``rack`` a Prismatic joint,
+        ``radius`` the pitch radius of the pinion (m); the sign of ``radius`` picks the
+        direction of the rack along its axis.
+        """
+        return cls(pinion, rack, radius, **kw)
+
+    def residual(self, qa: float, qb: float) -> float:
+        """``(q_b - q_b0) - ratio (q_a - q_a0)`` (rad or m)."""
+        return (qb - float(self.joint.q0[self.coordinate])) - self.ratio * (
+            qa - float(self.joint_a.q0[self.coordinate_a]))
+
+    def _short(self):
+        return (f"GearCoupling {self.joint_a.name}[{self.coordinate_a}] -> "
+                f"{self.joint.name}[{self.coordinate}] (ratio {self.ratio:g})")
+
+
 class _Cut:
     """Static data of one cut joint: equations and the tree paths of its two bodies."""
 
@@ -246,6 +264,11 @@ class _Cut:
         self.name = joint.name
         self.P, self.C = joint.parent, joint.child
         self.trans, self.rots, labels = constraint_rows(joint)
+        self.screw = joint_type(joint).code == SCREW
+        if self.screw:
+            labels = list(labels) + ["screw"]
+            self.axis, self.h = np.asarray(joint.axis, dtype=float), float(joint.h)
+            self.u1, self.u2 = perp_basis(self.axis)
         self.labels = [f"{joint.name}:{lab}" for lab in labels]
         self.m = len(labels)
         self.rows = slice(row0, row0 + self.m)
@@ -312,10 +335,15 @@ class CutJointConstraints:
             for _j, _rev, b in self._path(c.P) + self._path(c.C):
                 loop[id(b)] = b
         self._loop_bodies = sorted(loop.values(), key=lambda b: self._label[id(b)])
-        self.compiled = True
+        # the compiled rows know no screw row: a screw cut joint takes the Python rows
+        self.compiled = not any(c.screw for c in self.cuts)
         self._build_arrays()
         self.drivers = []
         for d in drivers:
+            if isinstance(d, GearCoupling) and d.joint_a.name not in self._vsl:
+                raise ModelError(
+                    f"GearCoupling {d.name!r}: joint {d.joint_a.name!r} is a cut joint; couple "
+                    f"tree joints (mark another joint of the loop cut=True)")
             if d.joint.name not in self._vsl:
                 raise ModelError(
                     f"JointDriver {d.name!r}: joint {d.joint.name!r} is a cut joint; drive a tree "
@@ -334,7 +362,7 @@ class CutJointConstraints:
             if j.name not in self._qsl:
                 continue
             qs, vs = self._qsl[j.name], self._vsl[j.name]
-            if isinstance(j, (Revolute, Prismatic, Cylindrical, Universal)):
+            if joint_type(j).rate_is_speed:
                 lin_q += list(range(qs.start, qs.stop))
                 lin_v += list(range(vs.start, vs.stop))
             elif j.nv:
@@ -361,7 +389,8 @@ class CutJointConstraints:
     def phi_t(self, q: ArrayLike, t: float = 0.0) -> Array:
         out = np.zeros(self.m)
         for i, d in enumerate(self.drivers):
-            out[self.n_cut_rows + i] = -float(d.velocity(t))
+            if not isinstance(d, GearCoupling):
+                out[self.n_cut_rows + i] = -float(d.velocity(t))
         return out
 
     def gamma(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Array:
@@ -433,38 +462,26 @@ class CutJointConstraints:
 
     def _build_arrays(self):
         """Static arrays of the loop bodies for the compiled pass (:mod:`._nbloop`)."""
-        from . import _nbloop as nb
 
         bodies = self._loop_bodies
         n = len(bodies)
         self._li = {id(b): i for i, b in enumerate(bodies)}
         self._li[id(self.ground)] = -1
-        codes = [(Fixed, nb.FIXED), (Revolute, nb.REVOLUTE), (Prismatic, nb.PRISMATIC),
-                 (Cylindrical, nb.CYLINDRICAL), (Universal, nb.UNIVERSAL),
-                 (Spherical, nb.SPHERICAL), (Planar, nb.PLANAR), (Free, nb.FREE)]
         A = dict(inb=np.zeros(n, np.int64), code=np.zeros(n, np.int64), prm=np.zeros((n, 9)),
+                 Hc=np.zeros((n, 6, 6)), Wc=np.zeros((n, 6, 6)),
                  rev=np.zeros(n, np.bool_), Fp=np.zeros((n, 3, 3)), fp=np.zeros((n, 3)),
                  Fc=np.zeros((n, 3, 3)), fc=np.zeros((n, 3)), qo=np.zeros(n, np.int64),
                  nq=np.zeros(n, np.int64), vo=np.zeros(n, np.int64), nv=np.zeros(n, np.int64))
         for i, b in enumerate(bodies):
             j, rev, pb = self._inboard[id(b)]
             A["inb"][i] = self._li[id(pb)]
-            code = next((cd for cls, cd in codes if type(j) is cls), None)
-            if code is None:
-                code = next((cd for cls, cd in codes if isinstance(j, cls)), None)
-            if code is None:
-                self.compiled = False
-                return
-            A["code"][i] = code
-            if code in (nb.REVOLUTE, nb.PRISMATIC, nb.CYLINDRICAL):
-                A["prm"][i, :3] = j.axis
-            elif code == nb.UNIVERSAL:
-                A["prm"][i, :3], A["prm"][i, 3:6] = j.axis1, j.axis2
-            elif code == nb.PLANAR:
-                A["prm"][i, :3], A["prm"][i, 3:6], A["prm"][i, 6:] = j.u1, j.u2, j.normal
+            jt = joint_type(j)
+            A["code"][i] = jt.code
+            Ra, A["prm"][i], A["Hc"][i], A["Wc"][i] = jt.compiled(j, unit=False)
             A["rev"][i] = rev
-            A["Fp"][i], A["fp"][i] = j.parent_frame.rotation, j.parent_frame.position
-            A["Fc"][i], A["fc"][i] = j.child_frame.rotation, j.child_frame.position
+            # aligned joint frames (the compiled kinematics' own)
+            A["Fp"][i], A["fp"][i] = j.parent_frame.rotation @ Ra, j.parent_frame.position
+            A["Fc"][i], A["fc"][i] = j.child_frame.rotation @ Ra, j.child_frame.position
             if j.name in self._qsl:
                 A["qo"][i], A["nq"][i] = self._qsl[j.name].start, j.nq
                 A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
@@ -498,7 +515,8 @@ class CutJointConstraints:
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
         A, O = self._arr, self._out
         qq = np.ascontiguousarray(q)
-        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["rev"], A["Fp"], A["fp"], A["Fc"],
+        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["Hc"], A["Wc"], A["rev"], A["Fp"],
+                           A["fp"], A["Fc"],
                            A["fc"], A["qo"], A["nq"], A["vo"], A["nv"], qq, vv, with_v, O["Rb"],
                            O["rb"], O["wb"], O["vOb"], O["Wc"], O["Lc"], O["oc"], O["bias"])
         m, nv = self.m, self._nv
@@ -584,9 +602,20 @@ class CutJointConstraints:
             phi[c.rows.start:c.rows.start + nt] = c.E @ s
             D[:nt, :3] = _crossn(c.E, s)
             D[:nt, 3:] = c.E
-        if len(c.F):
-            phi[c.rows.start + nt:c.rows.stop] = np.einsum("ij,ij->i", RtF, c.G)
-            D[nt:, :3] = _crossn(c.G, RtF)
+        nr = len(c.F)
+        if nr:
+            phi[c.rows.start + nt:c.rows.start + nt + nr] = np.einsum("ij,ij->i", RtF, c.G)
+            D[nt:nt + nr, :3] = _crossn(c.G, RtF)
+        if c.screw:
+            # a . s - h theta, theta on the branch of the advance a . s / h
+            a, h = c.axis, c.h
+            Ru1 = R @ c.u1
+            th = np.arctan2(c.u2 @ Ru1, c.u1 @ Ru1)
+            if h != 0.0:
+                th += 2 * np.pi * np.round((a @ s / h - th) / (2 * np.pi))
+            phi[c.rows.stop - 1] = a @ s - h * th
+            D[-1, :3] = _cross(a, s) - h * a
+            D[-1, 3:] = a
         J[c.rows] = D @ Jrel
         Vrel = None
         if twists is not None:
@@ -604,17 +633,28 @@ class CutJointConstraints:
             du = da - _cross(wP, u_w) - _cross(wC, u_w)
             bias = np.concatenate([RcT @ dw, RcT @ du])
             gc = -(D @ bias)
+            sdot = u + _cross(s, w)
             if nt:
-                sdot = u + _cross(s, w)
                 gc[:nt] -= c.E @ _cross(sdot, w)
-            if len(c.F):
-                gc[nt:] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
+            if nr:
+                gc[nt:nt + nr] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
+            if c.screw:
+                gc[-1] -= c.axis @ _cross(sdot, w)
             gamma[c.rows] = gc
         rel.append((R, d, Vrel, D, Rc_, pc))
 
     def _driver_rows(self, q, v, t, phi, J, gamma):
         r0 = self.n_cut_rows
         for i, drv in enumerate(self.drivers):
+            if isinstance(drv, GearCoupling):
+                # q_b - q_b0 - ratio (q_a - q_a0): both coordinates with dq/dt = v
+                (ja, ca), (jb, cb) = (drv.joint_a, drv.coordinate_a), (drv.joint, drv.coordinate)
+                qa, qb = q[self._qsl[ja.name]][ca], q[self._qsl[jb.name]][cb]
+                phi[r0 + i] = drv.residual(qa, qb)
+                J[r0 + i, self._vsl[jb.name].start + cb] += 1.0
+                J[r0 + i, self._vsl[ja.name].start + ca] -= drv.ratio
+                gamma[r0 + i] = 0.0
+                continue
             j = drv.joint
             qs, vs = self._qsl[j.name], self._vsl[j.name]
             ci = drv.coordinate
@@ -622,14 +662,14 @@ class CutJointConstraints:
             phi[r0 + i] = qj[ci] - float(drv.position(t))
             row = np.zeros(j.nv)
             g = float(drv.acceleration(t))
-            if isinstance(j, Planar) and ci < 2:
+            if joint_type(j).code == PLANAR and ci < 2:
                 cth, sth = np.cos(qj[2]), np.sin(qj[2])
                 row[1:] = (cth, -sth) if ci == 0 else (sth, cth)
                 if v is not None:
                     vj = np.asarray(v)[vs]
                     drow = np.array([0.0, -sth, -cth]) if ci == 0 else np.array([0.0, cth, -sth])
                     g -= vj[0] * (drow @ vj)
-            elif isinstance(j, Planar):
+            elif joint_type(j).code == PLANAR:
                 row[0] = 1.0
             else:
                 row[ci] = 1.0
@@ -690,6 +730,6 @@ def joint_force_on_cut(cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike,
     j = cut.joint
     qj = cut_coordinates(j, R, d)
     H = j.motion_subspace(qj)
-    vj = H.T @ Vrel
-    return H @ jf.generalized_force(t, qj, vj)
+    vj = speeds_from_twist(H, Vrel)
+    return wrench_from_force(H, jf.generalized_force(t, qj, vj))
 

@@ -12,6 +12,7 @@ from .joints import (
     Planar,
     Prismatic,
     Revolute,
+    Screw,
     Spherical,
     Universal,
 )
@@ -20,5 +21,6 @@ from .model import Model
 __all__ = [
     "Block", "Body", "Frame", "Ground", "RigidBody", "Component", "IndexedComponent",
     "ForceElement", "Gravity", "JointForce", "PointForce", "PointTorque", "Joint", "Revolute",
-    "Prismatic", "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "Model",
+    "Prismatic", "Cylindrical", "Universal", "Spherical", "Planar", "Fixed", "Free", "Screw",
+    "Model",
 ]

@@ -5,7 +5,9 @@ fixed on the child body. Its coordinates ``q`` (``nq``) describe the child frame
 relative to the parent frame; its speeds ``v`` (``nv``) are chosen so that the
 relative twist of the child frame, ``[w; v]`` in child-frame axes at the
 child-frame origin, is ``H(q) @ v`` with a motion subspace ``H`` of
-orthonormal columns (as the CFA requires, Liu-Hu-Zhang 2016, section 1).
+orthonormal columns (as the CFA requires, Liu-Hu-Zhang 2016, section 1; the Screw's
+single column ``[a; h a]`` is the exception, which the solvers scale). Each class
+points to its entry of the joint table (:mod:`flexmbd.joint_types`).
 ``W = constraint_subspace(q)`` is its orthonormal complement. At ``q = neutral``
 the two frames coincide.
 
@@ -27,6 +29,7 @@ Planar       3    3   x, y in the plane, angle about ``normal`` / angular rate a
 Fixed        0    0   -
 Free         7    6   position (m) and Euler parameters of the child frame in the
                       parent frame / twist ``[w; v]`` in child axes
+Screw        1    1   angle about ``axis`` (rad; advance ``pitch / (2 pi)`` m per rad)
 ========== ==== ==== ==================================================================
 """
 
@@ -38,6 +41,7 @@ import numpy as np
 
 from .._typing import Array, ArrayLike, Pose
 from ..errors import ModelError
+from ..joint_types import JOINT_TYPES, perp_basis
 from ..spatial import (
     orthonormal_complement,
     quat_conjugate,
@@ -64,6 +68,7 @@ __all__ = [
     "Planar",
     "Fixed",
     "Free",
+    "Screw",
 ]
 
 
@@ -75,16 +80,6 @@ def _unit(axis, owner):
     if n < 1e-12:
         raise ModelError(f"{owner}: axis has zero length; give a direction such as (0, 0, 1)")
     return a / n
-
-
-def _perp_basis(n):
-    """Two unit vectors completing ``n`` to a right-handed orthonormal triad."""
-    k = int(np.argmin(np.abs(n)))
-    e = np.zeros(3)
-    e[k] = 1.0
-    u1 = np.cross(n, e)
-    u1 /= np.linalg.norm(u1)
-    return u1, np.cross(n, u1)
 
 
 class Joint(Component):
@@ -104,6 +99,7 @@ class Joint(Component):
     """
 
     kind = "joint"
+    joint_type = None
     nq = 0
     nv = 0
     coordinate_labels = ()
@@ -165,8 +161,13 @@ class Joint(Component):
 
     # -- kinematics -------------------------------------------------------------------
     def transform(self, q: ArrayLike) -> Pose:
-        """``(R, p)``: child frame orientation and origin in parent-frame coordinates."""
-        raise NotImplementedError
+        """``(R, p)``: child frame orientation and origin in parent-frame coordinates
+        (the joint type's transform, :mod:`flexmbd.joint_types`)."""
+        if self.joint_type is None:
+            raise NotImplementedError(f"{type(self).__name__} has no entry in the joint table")
+        q = np.zeros(0) if q is None else np.asarray(q, dtype=float)
+        R, p = self.joint_type.transforms(self, q.reshape(1, self.nq))
+        return R[0], p[0]
 
     def motion_subspace(self, q: ArrayLike) -> Array:
         """``H`` (6 x nv): relative twist of the child frame in child axes is ``H @ v``."""
@@ -213,6 +214,8 @@ class _ConstantSubspaceJoint(Joint):
 class Revolute(_ConstantSubspaceJoint):
     """Rotation about ``axis`` (unit vector in the joint frames, default z)."""
 
+    joint_type = JOINT_TYPES["Revolute"]
+
     nq = nv = 1
     coordinate_labels = ("angle",)
     speed_labels = ("rate",)
@@ -223,12 +226,12 @@ class Revolute(_ConstantSubspaceJoint):
         self._set_subspace(np.concatenate([self.axis, np.zeros(3)]))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return rotation_matrix(self.axis, q[0]), np.zeros(3)
 
 
 class Prismatic(_ConstantSubspaceJoint):
     """Translation along ``axis`` (default x)."""
+
+    joint_type = JOINT_TYPES["Prismatic"]
 
     nq = nv = 1
     coordinate_labels = ("displacement",)
@@ -240,12 +243,12 @@ class Prismatic(_ConstantSubspaceJoint):
         self._set_subspace(np.concatenate([np.zeros(3), self.axis]))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return np.eye(3), self.axis * q[0]
 
 
 class Cylindrical(_ConstantSubspaceJoint):
     """Rotation about and translation along ``axis`` (default z)."""
+
+    joint_type = JOINT_TYPES["Cylindrical"]
 
     nq = nv = 2
     coordinate_labels = ("angle", "displacement")
@@ -260,8 +263,41 @@ class Cylindrical(_ConstantSubspaceJoint):
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return rotation_matrix(self.axis, q[0]), self.axis * q[1]
+
+
+class Screw(_ConstantSubspaceJoint):
+    """Helical joint: rotation ``angle`` about ``axis`` with the advance ``h * angle`` along it.
+
+    Parameters
+    ----------
+    parent, child : Body
+    axis : 3-vector
+        Screw axis in the joint frames (default z).
+    pitch : float
+        Advance of the child along ``axis`` per revolution (m/rev, the lead of the
+        thread); ``h = pitch / (2 pi)`` (m/rad) is the advance per radian. Positive:
+        right-handed (a positive rotation about ``axis`` advances along ``+axis``).
+
+    One coordinate, the angle (rad); its rate is the speed. The relative twist of the
+    child frame is ``H v`` with ``H = [axis; h axis]`` (child axes), not of unit length:
+    the recursive formulation works with ``sqrt(1 + h^2) v`` along the unit column.
+    """
+
+    joint_type = JOINT_TYPES["Screw"]
+    nq = nv = 1
+    coordinate_labels = ("angle",)
+    speed_labels = ("rate",)
+
+    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
+                 pitch: float = 0.0, **kw: Any) -> None:
+        self.axis = _unit(axis, "Screw joint")
+        pitch = float(pitch)
+        if not np.isfinite(pitch):
+            raise ModelError(f"Screw joint: pitch must be a finite number (m/rev), got {pitch!r}")
+        self.pitch = pitch
+        self.h = pitch / (2.0 * np.pi)
+        self._set_subspace(np.concatenate([self.axis, self.h * self.axis]))
+        super().__init__(parent, child, **kw)
 
 
 class Universal(Joint):
@@ -269,6 +305,8 @@ class Universal(Joint):
 
     The axes must be orthogonal. ``R = Rot(axis1, q0) @ Rot(axis2, q1)``.
     """
+
+    joint_type = JOINT_TYPES["Universal"]
 
     nq = nv = 2
     coordinate_labels = ("angle1", "angle2")
@@ -285,8 +323,6 @@ class Universal(Joint):
             )
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return rotation_matrix(self.axis1, q[0]) @ rotation_matrix(self.axis2, q[1]), np.zeros(3)
 
     def _a1_child(self, q):
         return rotation_matrix(self.axis2, q[1]).T @ self.axis1
@@ -305,6 +341,8 @@ class Universal(Joint):
 
 class Spherical(Joint):
     """Ball joint: Euler parameters ``(e0..e3)``; speeds = angular velocity in child axes."""
+
+    joint_type = JOINT_TYPES["Spherical"]
 
     nq, nv = 4, 3
     coordinate_labels = ("e0", "e1", "e2", "e3")
@@ -325,8 +363,6 @@ class Spherical(Joint):
         q = np.asarray(q, dtype=float)
         return q / np.linalg.norm(q)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return quat_to_rot(q), np.zeros(3)
 
     def motion_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._H
@@ -354,6 +390,8 @@ class Planar(_ConstantSubspaceJoint):
     ``u1, u2`` **in child axes**, so that ``H`` is constant.
     """
 
+    joint_type = JOINT_TYPES["Planar"]
+
     nq = nv = 3
     coordinate_labels = ("x", "y", "angle")
     speed_labels = ("rate", "v1", "v2")
@@ -367,7 +405,7 @@ class Planar(_ConstantSubspaceJoint):
                 self.u2 = np.cross(self.normal, self.u1)
                 break
         else:
-            self.u1, self.u2 = _perp_basis(self.normal)
+            self.u1, self.u2 = perp_basis(self.normal)
         H = np.zeros((6, 3))
         H[:3, 0] = self.normal
         H[3:, 1] = self.u1
@@ -375,8 +413,6 @@ class Planar(_ConstantSubspaceJoint):
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return rotation_matrix(self.normal, q[2]), q[0] * self.u1 + q[1] * self.u2
 
     def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         c, s = np.cos(q[2]), np.sin(q[2])
@@ -413,14 +449,14 @@ class Planar(_ConstantSubspaceJoint):
 class Fixed(_ConstantSubspaceJoint):
     """Rigid connection (no relative motion)."""
 
+    joint_type = JOINT_TYPES["Fixed"]
+
     nq = nv = 0
 
     def __init__(self, parent: Body, child: Body, **kw: Any) -> None:
         self._set_subspace(np.zeros((6, 0)))
         super().__init__(parent, child, **kw)
 
-    def transform(self, q: ArrayLike | None = None) -> Pose:
-        return np.eye(3), np.zeros(3)
 
 
 class Free(_ConstantSubspaceJoint):
@@ -430,6 +466,8 @@ class Free(_ConstantSubspaceJoint):
     ``(e0, e1, e2, e3)``; speeds: twist ``[w; v]`` of the child frame in child axes.
     ``q0`` may also be given as ``(position, rotation)``.
     """
+
+    joint_type = JOINT_TYPES["Free"]
 
     nq, nv = 7, 6
     coordinate_labels = ("x", "y", "z", "e0", "e1", "e2", "e3")
@@ -453,8 +491,6 @@ class Free(_ConstantSubspaceJoint):
         q[3:] /= np.linalg.norm(q[3:])
         return q
 
-    def transform(self, q: ArrayLike) -> Pose:
-        return quat_to_rot(q[3:]), np.asarray(q[:3], dtype=float)
 
     def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         R = quat_to_rot(q[3:])

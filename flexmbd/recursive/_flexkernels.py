@@ -28,6 +28,7 @@ invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
 import numpy as np
 from numba import njit
 
+from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -113,7 +114,6 @@ from ._kernels import (
     reactions_into,
     reversed_frames,
 )
-from ._nbjoints import joint_kinematics, reverse_joint
 
 # ---- int rows of Fi (NFI, N+1)
 (F_NF, F_MQ, F_MV, F_FX, F_ODEF, F_IDEF, F_STIFF, F_IOUT, F_IIN) = range(9)
@@ -544,6 +544,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
                          Mm[M_W, k], Vv[V_CJ, k], t3, general, Mm[M_HC, k], Mm[M_WC, k])
         if Ia[I_REV, k]:
             reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Qm, t6)
+        scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
         if general:
             Wk = Mm[M_W, k]
             Pk = Mm[M_P, k]
@@ -570,7 +571,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
         # joint relative twist S v (S = H L for reversed joints)
         sv = Vv[V_SV, k]
         Hk = Mm[M_H, k]
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -812,7 +813,7 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
         for j in range(n_v):
             t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
                      + Hk[4, j] * f[4] + Hk[5, j] * f[5])
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -1221,7 +1222,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         for j in range(n_v):
             qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
                           + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v - 1, -1, -1):
                 s = qdd[o + j]

@@ -64,13 +64,15 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._nbjoints import (
+from .._nbjoints import (
     FIXED,
     PRISMATIC,
     REVOLUTE,
+    SCREW,
     joint_kinematics,
     joint_qdot,
     reverse_joint,
+    scale_screw,
 )
 
 # int rows
@@ -1024,6 +1026,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
             if Ia[I_REV, k]:
                 reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q,
                               t6)
+            scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
             if general:
                 # projector P = W W^T
                 Wk = Mm[M_W, k]
@@ -1062,7 +1065,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 sv[i] = 0.0
             sv[2] = vz
             vel[2] += vz
-        elif Ia[I_REV, k]:
+        elif Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -1200,7 +1203,7 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         for j in range(n_v):
             t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
                      + Hk[4, j] * f[4] + Hk[5, j] * f[5])
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -1673,7 +1676,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         for j in range(n_v):
             qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
                           + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v - 1, -1, -1):
                 s = qdd[o + j]
@@ -1813,7 +1816,7 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
         _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], af[k])
         n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0
@@ -1842,7 +1845,7 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
             for i in range(6):
                 s += Hk[i, j] * Fe[k, i]
             t6[j] = s
-        if Ia[I_REV, k]:
+        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
                 s = 0.0

@@ -19,6 +19,7 @@ Newton-Euler pass as the serialized path.
 import numpy as np
 import scipy.linalg as sla
 
+from ..joint_types import SCREW
 from . import _kernels as K
 
 __all__ = ["general_cfa", "assemble"]
@@ -69,7 +70,8 @@ def general_cfa(system, q, qd, tau, fext):
     """
     Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
     n = system.n_bodies
-    nv, vo, rev = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_REV]
+    nv, vo = Ia[K.I_NV], Ia[K.I_VO]
+    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)   # speeds L v (see _nbjoints)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     K.kinematics(Ia, Mm, Vv, R3, P3, system._Tt, q, qd)
@@ -133,7 +135,8 @@ def general_flexible(system, q, qd, tau):
     Jv = system._Jv
     n = system.n_bodies
     nv = system.nv
-    nvj, vo, rev, parent = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_REV], Ia[K.I_PARENT]
+    nvj, vo, parent = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_PARENT]
+    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     Jv[:] = 0.0

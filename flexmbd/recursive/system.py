@@ -57,24 +57,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _nbjoints as J
 from .._typing import Array, ArrayLike
 from ..errors import ModelError, SolverError
+from ..joint_types import UNIT_DIRECTIONS, joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
-from ..model.joints import (
-    Cylindrical,
-    Fixed,
-    Free,
-    Planar,
-    Prismatic,
-    Revolute,
-    Spherical,
-    Universal,
-)
 from ..spatial import spatial_inertia
 from . import _kernels as K
-from . import _nbjoints as J
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -119,29 +110,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]
 
-_CODES = [
-    (Revolute, J.REVOLUTE),
-    (Prismatic, J.PRISMATIC),
-    (Cylindrical, J.CYLINDRICAL),
-    (Universal, J.UNIVERSAL),
-    (Spherical, J.SPHERICAL),
-    (Planar, J.PLANAR),
-    (Free, J.FREE),
-    (Fixed, J.FIXED),
-]
-
-
 def _code(joint):
-    for cls, code in _CODES:
-        if type(joint) is cls:
-            return code
-    for cls, code in _CODES:
-        if isinstance(joint, cls):
-            return code
-    raise ModelError(
-        f"joint {joint.name!r}: type {type(joint).__name__} is not supported by the recursive "
-        f"formulation; use one of {[c.__name__ for c, _ in _CODES]} or formulation='absolute'"
-    )
+    """The joint's code in :mod:`flexmbd.joint_types` (the branch of the compiled kinematics)."""
+    return joint_type(joint, "recursive").code
 
 
 def compile_system(model, **options):
@@ -341,7 +312,7 @@ class RecursiveSystem:
             Ia[I_NC, k] = 6 - j.nv
             Ia[I_QO, k], Ia[I_VO, k] = qoff[tj], voff[tj]
             Ia[I_JROW, k] = tj - 1
-            Ia[I_DIAG, k] = int(not Ia[I_REV, k] and Ia[I_JT, k] != J.UNIVERSAL)
+            Ia[I_DIAG, k] = int(not Ia[I_REV, k] and Ia[I_JT, k] not in (J.UNIVERSAL, J.SCREW))
             # block ordering: constraint directions first (5x5 elimination for nc = 5)
             perm = list(range(6))
             if Ia[I_DIAG, k]:
@@ -365,8 +336,8 @@ class RecursiveSystem:
         self._jt, self._rev = Ia[I_JT], Ia[I_REV]
         self._quat_offsets = [int(Ia[I_QO, k]) + (3 if Ia[I_JT, k] == J.FREE else 0)
                               for k in range(1, n + 1) if Ia[I_JT, k] in (J.SPHERICAL, J.FREE)]
-        self._floating = any(isinstance(j, Free) and Ia[I_PARENT, k] == 0
-                             for k, j in enumerate(self._tree_joint) if k > 0)
+        self._floating = any(Ia[I_JT, k] == J.FREE and Ia[I_PARENT, k] == 0
+                             for k in range(1, n + 1))
         self._revision = None
         self._lean = None
         self._alloc()
@@ -405,22 +376,9 @@ class RecursiveSystem:
     @staticmethod
     def _aligned(j, code):
         """Rotation of the joint frames making the joint axis (plane normal) local z."""
-        if code in (J.REVOLUTE, J.PRISMATIC, J.CYLINDRICAL):
-            a = np.asarray(j.axis, dtype=float)
-            k = int(np.argmin(np.abs(a)))
-            e = np.zeros(3)
-            e[k] = 1.0
-            u = np.cross(e, a)
-            u /= np.linalg.norm(u)
-            return np.column_stack([u, np.cross(a, u), a])
-        if code == J.PLANAR:
-            return np.column_stack([j.u1, j.u2, j.normal])
-        return np.eye(3)
+        return joint_type(j).aligned_frame(j)
 
-    _UNIT_H = {
-        J.REVOLUTE: (2,), J.PRISMATIC: (5,), J.CYLINDRICAL: (2, 5), J.SPHERICAL: (0, 1, 2),
-        J.PLANAR: (2, 3, 4), J.FREE: (0, 1, 2, 3, 4, 5), J.FIXED: (),
-    }
+    _UNIT_H = UNIT_DIRECTIONS
 
     def _refresh(self):
         """(Re-)read joint frames, axes and inertias when the model revision changed."""
@@ -456,21 +414,11 @@ class RecursiveSystem:
             R3[R_0, k] = Rep.T @ in_f.rotation @ Ra
             P3[P_0, k] = Rep.T @ (in_f.position - pep)
             nvk = j.nv
-            Hc = np.zeros((6, 6))
-            Wc = np.zeros((6, 6))
+            _, prm, Hc, Wc = joint_type(j).compiled(j)
+            Vv[V_PRM, k] = prm[:6]
             mask = np.ones(6)
-            if code == J.UNIVERSAL:
-                Vv[V_PRM, k, :3], Vv[V_PRM, k, 3:6] = j.axis1, j.axis2
-                Hc[:3, 1] = j.axis2
-                Wc[3:, 1:4] = np.eye(3)
-            else:
-                cols = self._UNIT_H[code]
-                for c, i in enumerate(cols):
-                    Hc[i, c] = 1.0
-                    mask[i] = 0.0
-                w = [i for i in range(6) if mask[i]]
-                for c, i in enumerate(w):
-                    Wc[i, c] = 1.0
+            for i in self._UNIT_H.get(code, ()):
+                mask[i] = 0.0
             Mm[M_HC, k], Mm[M_WC, k] = Hc, Wc
             Mm[M_H, k] = Hc
             Vv[V_MASK, k] = mask
@@ -517,7 +465,7 @@ class RecursiveSystem:
                 Mm[K.M_K0P, k] = Mm[M_K0, k][np.ix_(pk, pk)]
                 Mm[K.M_C0P, k] = -(Vv[V_MASK, p][:, None] * Mm[M_C0, k]
                                    * Vv[V_MASK, k][None, :])[np.ix_(pp, pk)]
-            assert nvk == len(self._UNIT_H.get(code, (0, 0)))
+            assert code in (J.UNIVERSAL, J.SCREW) or nvk == len(self._UNIT_H[code])
         # force elements
         grav = np.zeros(3)
         self._joint_forces, self._generic = [], []
@@ -947,8 +895,9 @@ class RecursiveSystem:
             raise ModelError(f"solve_mass: q needs {self.nq} values and rhs {self.nv} rows; got "
                              f"{q.shape}, {rhs.shape}")
         cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
-        # reversed joints work with orthonormal speeds L v: F_T' = L^-T F_T
-        rev = [k for k in range(1, self.n_bodies + 1) if self._Ia[I_REV, k] and self._Ia[I_NV, k]]
+        # reversed joints (and screws) work with orthonormal speeds L v: F_T' = L^-T F_T
+        rev = [k for k in range(1, self.n_bodies + 1)
+               if (self._Ia[I_REV, k] or self._Ia[I_JT, k] == J.SCREW) and self._Ia[I_NV, k]]
         if rev or self._flex is not None:
             self._kinematics(q, np.zeros(self.nv))
             for k in rev:

@@ -291,6 +291,20 @@ def line_actor(a: ArrayLike, b: ArrayLike, color: Any, width: float = 3.0) -> An
     return actor
 
 
+def polyline_actor(points: ArrayLike, color: Any, width: float = 2.0) -> Any:
+    """A polyline through ``points`` (n, 3) (a screw joint's thread)."""
+    from vtkmodules.vtkFiltersSources import vtkPolyLineSource
+
+    pts = np.asarray(points, dtype=float)
+    src = vtkPolyLineSource()
+    src.SetNumberOfPoints(len(pts))
+    for i, x in enumerate(pts):
+        src.SetPoint(i, *x)
+    actor = _poly_actor(src, color)
+    actor.GetProperty().SetLineWidth(float(width))
+    return actor
+
+
 def text_actor(text: str, window_size: Sequence[int], color: Any = "black") -> Any:
     """A label in the upper left corner, its font size growing slowly with the window."""
     _, _, core = _vtk()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import FlexmbdError
+from ..joint_types import perp_basis
 from .camera import auto_view, gravity_of
 from .geometry import (
     BodyGeometry,
@@ -420,7 +421,7 @@ def _field_range(scene, datas, field):
 
 def _joint_markers(st, model, world, size):
     """Small spheres at joint origins and axis cylinders for joints with an ``axis``."""
-    from .actors import cylinder_actor, sphere_actor
+    from .actors import cylinder_actor, polyline_actor, sphere_actor
 
     for j in model.joints():
         Rp, rp = world[j.parent]
@@ -431,6 +432,18 @@ def _joint_markers(st, model, world, size):
         if axis is not None:
             d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
             st.add(cylinder_actor(origin, d, 0.5 * size, 5.0 * size, "#d04040"))
+            if getattr(j, "pitch", None) is not None:     # a Screw: its thread as a helix
+                st.add(polyline_actor(_helix(origin, d, size), "#d04040", 2.0))
+
+
+def _helix(origin, d, size, turns=3, n=90):
+    """Points (n, 3) of a helix of radius ``size`` and ``turns`` turns around the unit
+    direction ``d``, centred on ``origin`` over the length of a joint's axis cylinder."""
+    u1, u2 = perp_basis(d / np.linalg.norm(d))
+    t = np.linspace(0.0, 2 * np.pi * turns, n)
+    s = np.linspace(-2.5 * size, 2.5 * size, n)
+    return (origin + size * (np.cos(t)[:, None] * u1 + np.sin(t)[:, None] * u2)
+            + s[:, None] * d / np.linalg.norm(d))
 
 
 def _frame_triads(st, poses, size):

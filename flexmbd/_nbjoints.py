@@ -9,9 +9,12 @@ tree frame ``e_k`` (the joint frame on body ``k``):
 * the velocity-product acceleration ``c`` (``d/dt`` of the relative twist minus
   ``H dv/dt``), all ``[angular; linear]``.
 
-Revolute, Prismatic, Cylindrical and Planar joints are evaluated in *aligned*
-frames (joint frames rotated so that the axis or plane normal is local z);
-their H is then a set of unit vectors and W a 0/1 mask.
+Revolute, Prismatic, Cylindrical, Screw and Planar joints are evaluated in
+*aligned* frames (joint frames rotated so that the axis or plane normal is local z,
+:meth:`flexmbd.joint_types.JointType.aligned_frame`); their H is then a set of unit
+vectors and W a 0/1 mask (Screw: ``H = [e_z; h e_z] / sqrt(1 + h^2)``, the speed
+scale ``L = sqrt(1 + h^2)`` as for reversed joints). The type codes are those of
+:mod:`flexmbd.joint_types`.
 
 A *reversed* tree joint (the topology made the declared child the inboard body)
 moves the declared parent frame relative to the declared child frame:
@@ -25,58 +28,29 @@ All functions write into caller-provided arrays (no allocation).
 import numpy as np
 from numba import njit
 
-FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
+from ._nbrotation import axis_rot, quat_rot
+from .joint_types import (  # noqa: F401 (codes re-exported for the kernels)
+    CYLINDRICAL,
+    FIXED,
+    FREE,
+    PLANAR,
+    PRISMATIC,
+    REVOLUTE,
+    SCREW,
+    SPHERICAL,
+    UNIVERSAL,
+)
 
-JOINT_CODES = {
-    "Fixed": FIXED,
-    "Revolute": REVOLUTE,
-    "Prismatic": PRISMATIC,
-    "Cylindrical": CYLINDRICAL,
-    "Universal": UNIVERSAL,
-    "Spherical": SPHERICAL,
-    "Planar": PLANAR,
-    "Free": FREE,
-}
-
-
-@njit(cache=True, inline="always")
-def axis_rot(ax, ay, az, th, R):
-    """Rodrigues rotation by ``th`` about the unit axis into R (3x3)."""
-    c = np.cos(th)
-    s = np.sin(th)
-    t = 1.0 - c
-    R[0, 0] = c + t * ax * ax
-    R[0, 1] = t * ax * ay - s * az
-    R[0, 2] = t * ax * az + s * ay
-    R[1, 0] = t * ax * ay + s * az
-    R[1, 1] = c + t * ay * ay
-    R[1, 2] = t * ay * az - s * ax
-    R[2, 0] = t * ax * az - s * ay
-    R[2, 1] = t * ay * az + s * ax
-    R[2, 2] = c + t * az * az
-
-
-@njit(cache=True, inline="always")
-def quat_rot(e0, e1, e2, e3, R):
-    n = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
-    e0 /= n
-    e1 /= n
-    e2 /= n
-    e3 /= n
-    R[0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
-    R[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    R[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    R[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    R[1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
-    R[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    R[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    R[2, 1] = 2 * (e2 * e3 + e0 * e1)
-    R[2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+__all__ = ["joint_kinematics", "reverse_joint", "joint_qdot", "scale_screw"]
 
 
 @njit(cache=True)
 def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
     """Declared-direction kinematics of one joint in its *aligned* frames.
+
+    Deliberately unrolled (the allocation-free style of DESIGN.md "Performance"): the
+    ``Rz(q)`` writes repeated in the Revolute, Cylindrical, Screw and Planar branches
+    are kept inline on purpose.
 
     The tree frames are the joint frames rotated so that the joint axis is the
     local z axis (Revolute, Prismatic, Cylindrical; the plane normal for Planar,
@@ -113,6 +87,15 @@ def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
         R[1, 0] = sq
         R[1, 1] = cq
         p[2] = q[1]
+    elif jt == SCREW:
+        # rotation th about z and advance h th along z (prm[3] = h, m/rad)
+        cq = np.cos(q[0])
+        sq = np.sin(q[0])
+        R[0, 0] = cq
+        R[0, 1] = -sq
+        R[1, 0] = sq
+        R[1, 1] = cq
+        p[2] = prm[3] * q[0]
     elif jt == UNIVERSAL:
         # R = Rot(a1, q0) Rot(a2, q1); a1 in child axes = Rot(a2, q1)^T a1
         axis_rot(prm[0], prm[1], prm[2], q[0], R)
@@ -168,6 +151,22 @@ def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
         p[0] = q[0]
         p[1] = q[1]
         p[2] = q[2]
+
+
+@njit(cache=True)
+def scale_screw(jt, rev, prm, L):
+    """Speed scale of a Screw: ``S v = H (L v)`` with the unit ``H`` of the aligned frame.
+
+    Not reversed: ``L = sqrt(1 + h^2)``; reversed: :func:`reverse_joint` built L from
+    the unit H, the declared S is ``sqrt(1 + h^2)`` times it.
+    """
+    if jt != SCREW:
+        return
+    s = np.sqrt(1.0 + prm[3] * prm[3])
+    if rev:
+        L[0, 0] *= s
+    else:
+        L[0, 0] = s
 
 
 @njit(cache=True)
