@@ -25,6 +25,7 @@ from numba import njit
 
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
+from .force_kernels import ForceTable, forces_add
 
 __all__ = ["Engine", "MAX_DENSE"]
 
@@ -1202,6 +1203,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
                   f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff,
                   f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
                   cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                  s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F,
                   aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac):
     """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
     ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
@@ -1286,6 +1288,9 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
                     if has_g:
                         v -= aK * Kgf[a, bb]
                     Amat[idx[a], idx[bb]] += v
+    # force elements (SDAs, point loads; :mod:`.force_kernels`)
+    if s_int.shape[0] + l_int.shape[0] > 0:
+        forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, aK, aD, jac)
     # constraints
     Pq = np.zeros((nc, n))
     Hm = np.zeros((n, n)) if jac else np.zeros((1, 1))
@@ -1313,7 +1318,8 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
 def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
             nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
             f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj):
+            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+            s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
@@ -1344,7 +1350,7 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
                               f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                              one, bh2, gh, bh2, gh, r, phi, A, jac)
+                              s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh, bh2, gh, r, phi, A, jac)
         nrf = 0.0
         for i in range(n):
             res[i] = r[i]
@@ -1378,7 +1384,8 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
                           f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw, f_Kal,
                           f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt, ctarget,
-                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, one, bh2, gh, bh2,
+                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                          s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh, bh2,
                           gh, r, phi, A, True)
         dx = np.linalg.solve(A, -res)
         x_qdd += dx[:n]
@@ -1395,9 +1402,10 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
          Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol,
          nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
          f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj,
+         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+         s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj,
          r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
-         d_joint, d_col0, d_n, d_modes, d_off, gauge):
+         d_joint, d_col0, d_n, d_modes, d_off, gauge, FA_all, LF_all):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant)."""
@@ -1421,11 +1429,14 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
         else:
             cs_i = cs
             tg_i = ctarget
+        fa_i = FA_all[i] if FA_all.shape[0] > 1 else FA_all[0]
+        lf_i = LF_all[i] if LF_all.shape[0] > 1 else LF_all[0]
         status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
                                 hist[i], k_prev, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
                                 f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                                 f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg,
-                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
+                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                                s_int, s_flt, s_U, fa_i, l_int, l_flt, l_U, lf_i, nj)
         iters[i] = k
         resid[i] = hist[i, k]
         if status != 1:
@@ -1736,16 +1747,24 @@ class Engine:
         self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]
                                     ).astype(np.int64)[:-1]
         self.n_joints = len(cs.joints)
+        self.ft = ForceTable(s)
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
+
+    #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
+    COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
 
     @staticmethod
     def supports(system, scheme=None):
-        """True when every force element is Gravity and the system is small enough."""
-        from ..model.forces import Gravity
+        """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
+        spring-damper-actuators with rigid or deforming ends, point forces and torques) and
+        the system is small enough (``n + nc <= MAX_DENSE``)."""
+        from ..model.forces import Gravity, PointForce, PointTorque
+        from ..model.sda import SpringDamperActuator
 
         if system.n + system.nc > MAX_DENSE:
             return False
-        if any(type(f) is not Gravity for f in system.forces):
+        ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
+        if any(type(f) not in ok for f in system.forces):
             return False
         if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:
             return False
@@ -1772,12 +1791,22 @@ class Engine:
                 self.f_Pt, self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka,
                 self.f_Kitf, self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg,
                 cs.pt, cs.target, self.fs_index, self.fs_col0, self.fs_n, self.fs_point,
-                self.fs_X, self.fs_off)
+                self.fs_X, self.fs_off, *self._ft_args())
+
+    def _ft_args(self):
+        ft = self.ft
+        return (ft.s_int, ft.s_flt, ft.s_U, ft.fa, ft.l_int, ft.l_flt, ft.l_U, ft.F)
+
+    def _set_time(self, t):
+        self.cs.set_time(t)
+        if not self.ft.empty:
+            self.ft.refresh()
+            self.ft.at(t)
 
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
         s = self.system
-        self.cs.set_time(t)
+        self._set_time(t)
         n, nc = s.n, s.nc
         r = np.zeros(n)
         phi = np.zeros(nc)
@@ -1788,7 +1817,7 @@ class Engine:
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
-        self.cs.set_time(t)
+        self._set_time(t)
         out = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
                       self.k_prev, *self._args(), self.nj)
         self.k_prev = out[1] if out[0] == 1 else -1
@@ -1840,13 +1869,18 @@ class Engine:
             S_all = np.empty((1,) + cs.s.shape)
             T_all = np.empty((1, len(cs.target)))
         r = self.r
+        ft = self.ft
+        if not ft.empty:
+            ft.refresh()
+        FA_all, LF_all = ft.tabulate(times)
         return _run(np.array(q, float), np.array(qd, float), np.array(qdd, float),
                     np.array(a, float), np.array(lam, float), np.asarray(times, float),
                     float(h), scheme.beta, scheme.gamma, scheme.alpha_m, scheme.alpha_f,
                     float(tol), float(rtol), int(max_iter), S_all, T_all, Tq, Tqd, Tqdd, Tlam,
                     reac, iters, resid, hist, viol, *self._args(), self.nj, r["joint"],
                     r["side"], r["sgn"], r["child"], r["side_body"], r["CC"], r["sC"],
-                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge))
+                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge),
+                    FA_all, LF_all)
 
     def reactions(self, q, lam):
         cs = self.cs
