@@ -25,7 +25,7 @@ from numba import njit
 
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
-from .force_kernels import ForceTable, forces_add
+from .force_kernels import ForceTable, force_energies, forces_add
 
 __all__ = ["Engine", "MAX_DENSE"]
 
@@ -1848,6 +1848,18 @@ class Engine:
                   np.ascontiguousarray(s.inertia.Jc, float), self.isflex, self.f_body,
                   self.f_col0, self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S,
                   self.f_P, self.f_K, self.f_D, self.f_o1, self.f_o2, self.f_o3, g, out)
+        return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
+
+    def force_energies(self, times, Q, Qd):
+        """``(spring, damper power, actuator power, external power)`` of the compiled force
+        elements (SDAs, point loads) over a history (:func:`.force_kernels.force_energies`)."""
+        ft = self.ft
+        out = np.zeros((len(Q), 4))
+        if not ft.empty:
+            ft.refresh()
+            FA, LF = ft.tabulate(np.asarray(times, float))
+            force_energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), ft.s_int,
+                           ft.s_flt, ft.s_U, FA, ft.l_int, ft.l_flt, ft.l_U, LF, out)
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
     def run(self, q, qd, qdd, a, lam, times, h, scheme, tol, rtol, max_iter, gauge, Tq, Tqd, Tqdd,

@@ -144,3 +144,44 @@ def test_force_jacobians_equal_central_differences(system, seed):
     # central differences with h = 1e-6: round-off eps |Q| / h ~ 1e-7 of the damping entries
     assert errK < 1e-6
     assert errD < 1e-6
+
+
+def test_simulation_equals_generic_path(system):
+    """Whole runs: the compiled engine and the generic path (its oracle) give the same
+    trajectories to the Newton tolerance, and the same energy balance (spring energy,
+    damper, actuator and external works)."""
+    rigid = system.model.name == "sda_slider_crank"
+    opts = (dict(integrator="newmark", beta=0.25, gamma=0.5, dt=0.01) if rigid
+            else dict(integrator="generalized-alpha", rho_inf=0.8, dt=1e-3))
+    t_end = 20 * opts["dt"]
+    fast = system.simulate(t_end, tol=1e-10, **opts)
+    ref = system.simulate(t_end, tol=1e-10, engine=False, **opts)
+    scale = np.abs(ref.q).max()
+    assert np.abs(fast.q - ref.q).max() <= 1e-8 * scale
+    assert np.abs(fast.reactions - ref.reactions).max() <= 1e-6 * np.abs(ref.reactions).max()
+    for key in ("spring", "damper_work", "actuator_work", "external_work", "total"):
+        a, b = fast.energy[key], ref.energy[key]
+        assert np.abs(a - b).max() <= 1e-7 * max(1.0, np.abs(b).max()), key
+    assert np.abs(ref.energy["external_work"]).max() > 1e-2  # the loads do work
+    assert np.abs(ref.energy["damper_work"]).max() > 1e-9
+    stats = fast.stats["newton_iterations"][1:]
+    assert np.array_equal(stats, ref.stats["newton_iterations"][1:])
+
+
+def test_exact_jacobian_switch_kept():
+    """``exact_jacobian=False`` leaves the SDA out of the engine's Newton matrix, as the
+    generic path does (the seed paper's comparison: more Newton corrections)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import sda_slider_crank as ex
+
+    its = {}
+    for exact in (True, False):
+        s = ex.build(k=1e5, exact_jacobian=exact).compile("absolute")
+        assert Engine.supports(s)
+        r = s.simulate(0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7,
+                       energy=False)
+        g = s.simulate(0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7,
+                       energy=False, engine=False)
+        assert np.array_equal(r.stats["newton_iterations"], g.stats["newton_iterations"])
+        its[exact] = r.stats["newton_iterations"][1:].mean()
+    assert its[False] > its[True]
