@@ -370,7 +370,9 @@ class ImplicitStepper:
             return "generic"
         self.eng = system.engine()
         self.meter = None          # energies of the engine's models: after the run, batched
-        if not (self.eng.itf_lagged or self.project or self.callback is not None):
+        # the compiled loop projects velocities itself (scleronomic models: no drivers)
+        project_ok = not self.project or not system.constraints.rheonomic
+        if not (self.eng.itf_lagged or not project_ok or self.callback is not None):
             return "compiled"
         return "engine"
 
@@ -561,7 +563,8 @@ class ImplicitStepper:
         tic = _time.perf_counter()
         failed = self.eng.run(self.q, self.qd, self.qdd, self.a, self.lam, times, self.h,
                               self.sch, self.tol, self.rtol, self.max_iter, self.gauge, Tq, Tqd,
-                              Tqdd, Tlam, reac, iters, resid, hist, viol)
+                              Tqdd, Tlam, reac, iters, resid, hist, viol,
+                              project=self.project)
         stop = failed if failed else k + 1
         runaway = None
         if stop > 1:

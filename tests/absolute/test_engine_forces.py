@@ -185,3 +185,28 @@ def test_exact_jacobian_switch_kept():
         assert np.array_equal(r.stats["newton_iterations"], g.stats["newton_iterations"])
         its[exact] = r.stats["newton_iterations"][1:].mean()
     assert its[False] > its[True]
+
+
+def test_rigid_block_allocation_free_equals_reference():
+    """The engine's allocation-free rigid-body block equals its reference port
+    (:func:`flexmbd.absolute.engine._rigid_block`) to round-off."""
+    from flexmbd.absolute.engine import _rigid_block, _rigid_block_to
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        m = rng.uniform(0.5, 3.0)
+        c = rng.normal(size=3)
+        B = rng.normal(size=(3, 3))
+        J = B @ B.T + np.eye(3)
+        e = rng.normal(size=4)
+        e /= np.linalg.norm(e)
+        ed, rdd, edd = rng.normal(size=4), rng.normal(size=3), rng.normal(size=4)
+        ref = [np.zeros(7), np.zeros((7, 7)), np.zeros((7, 7)), np.zeros((7, 7))]
+        out = [np.zeros(7), np.zeros((7, 7)), np.zeros((7, 7)), np.zeros((7, 7))]
+        _rigid_block(m, c, J, e, ed, rdd, edd, *ref)
+        _rigid_block_to(m, c, J, e, ed, rdd, edd, *out, np.zeros((29, 4)), True)
+        for a, b in zip(out, ref):
+            assert np.abs(a - b).max() <= 1e-13 * max(1.0, np.abs(b).max())
+        r_only = np.zeros(7)
+        _rigid_block_to(m, c, J, e, ed, rdd, edd, r_only, *out[1:], np.zeros((29, 4)), False)
+        assert np.abs(r_only - ref[0]).max() <= 1e-13 * np.abs(ref[0]).max()
