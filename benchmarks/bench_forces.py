@@ -9,8 +9,9 @@
 
 Both codes: rigid bodies in Euler parameters, the same joints, SpringDamper connectors,
 Newmark beta = 1/4, gamma = 1/2 (index 3), dt = 0.01 s, Newton tolerance 1e-7 (flexmbd:
-scaled residual; Exudyn: relative and absolute), full Newton, no velocity projection (flexmbd's default for gamma = 1/2 projects the
-velocities after each step; Exudyn does not, so both run without). Exudyn runs
+scaled residual; Exudyn: relative and absolute), full Newton, no velocity projection
+(flexmbd's default for gamma = 1/2 projects the velocities after each step; Exudyn does
+not, so both run without). Exudyn runs
 its dense and its sparse (Eigen) linear solver; the faster is reported. CPU time
 (``time.process_time``) of the whole time integration (initial conditions excluded, no
 energy bookkeeping, no file output), best of ``REPEAT`` runs.
@@ -264,8 +265,8 @@ def main(write=True):
              "Rigid bodies in Euler parameters, SDAs as Exudyn `SpringDamper` connectors, "
              "Newmark beta = 1/4, gamma = 1/2, index 3, dt = 0.01 s, Newton tol 1e-7, full "
              "Newton; CPU time of the time integration per step, best of "
-             f"{REPEAT} (flexmbd also projects the velocities each step; Exudyn: the faster "
-             "of its dense and sparse solvers; both without velocity projection). `engine`: the model runs in flexmbd's "
+             f"{REPEAT} (Exudyn: the faster of its dense and sparse solvers; both without "
+             "velocity projection). `engine`: the model runs in flexmbd's "
              "compiled engine (dense KKT solve, `n + nc <= MAX_DENSE = 400`); larger models "
              "run the generic sparse path. Position difference: max over bodies and steps "
              "of the body reference points, flexmbd - Exudyn. The Python user force element "

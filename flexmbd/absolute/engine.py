@@ -395,9 +395,12 @@ def _rigid_block_to(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
     j0 = J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
     j1 = J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
     j2 = J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
-    N0 = (J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2) + (w1 * j2 - w2 * j1) + m * (c1 * t2 - c2 * t1)
-    N1 = (J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2) + (w2 * j0 - w0 * j2) + m * (c2 * t0 - c0 * t2)
-    N2 = (J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2) + (w0 * j1 - w1 * j0) + m * (c0 * t1 - c1 * t0)
+    N0 = ((J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2) + (w1 * j2 - w2 * j1)
+          + m * (c1 * t2 - c2 * t1))
+    N1 = ((J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2) + (w2 * j0 - w0 * j2)
+          + m * (c2 * t0 - c0 * t2))
+    N2 = ((J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2) + (w0 * j1 - w1 * j0)
+          + m * (c0 * t1 - c1 * t0))
     for i in range(3):
         R[i] = m * (rdd[i] + (A[i, 0] * u0 + A[i, 1] * u1 + A[i, 2] * u2))
     for j in range(4):
@@ -1483,7 +1486,8 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
                               f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                              s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh, bh2, gh, r, phi, A, jac)
+                              s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh,
+                              bh2, gh, r, phi, A, jac)
         nrf = 0.0
         for i in range(n):
             res[i] = r[i]
