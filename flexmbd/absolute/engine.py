@@ -3,7 +3,9 @@ r"""Compiled Newton engine of the absolute formulation for small and mid-size sy
 The generic path of :class:`~flexmbd.absolute.system.AbsoluteSystem` assembles every
 term from vectorized numpy pieces into sparse matrices (exact, any size, any force
 element). For the models that make up most flexible-multibody runs — rigid and
-flexible bodies, any joint (drivers included), uniform gravity — this module runs
+flexible bodies, any joint (drivers included), uniform gravity, spring-damper-actuators
+(rigid and deforming ends) and point forces and torques (:mod:`.force_kernels`) — this
+module runs
 the whole Newton iteration of one implicit step in compiled code (numba, allocation
 light, dense LAPACK solve): the same equations, the same exact Jacobians, the same
 convergence test as :func:`flexmbd.integrators.implicit.integrate`. Its kernels are
@@ -12,9 +14,15 @@ line-by-line ports of the numpy reference (:mod:`.inertia`, :mod:`.flexible`,
 tested against it (``tests/flexible/test_engine.py``: residuals and Newton matrices
 equal to round-off on random states).
 
-Used by the integrators when :func:`Engine.supports` says so (no force elements but
-:class:`~flexmbd.Gravity`, no HHT force form, ``n + nc`` up to ``MAX_DENSE``);
-``integrate(..., engine=False)`` forces the generic path.
+Used by the integrators when :func:`Engine.supports` says so (every force element one of
+:attr:`Engine.COMPILED_FORCES`, no HHT force form, ``n + nc`` up to ``MAX_DENSE``);
+``integrate(..., engine=False)`` forces the generic path. Other force elements
+(:class:`~flexmbd.JointForce`, user :class:`~flexmbd.model.forces.ForceElement`
+subclasses written in Python) keep the whole model on the generic path: that is the
+Python callback path for user force laws, measured at 6.5 ms per step on the seed
+slider-crank (one SDA) where the compiled engine takes tens of microseconds
+(``benchmarks/bench_forces.py``). The compiled loop (:meth:`Engine.run`) also projects
+the velocities after each step when asked (scleronomic models).
 
 Data layout: bodies in system order, the rigid block ``7 nb`` first, then the modal
 coordinates; flexible-body invariants concatenated in flat arrays with offsets.
@@ -25,6 +33,7 @@ from numba import njit
 
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
+from .force_kernels import ForceTable, force_energies, forces_add
 
 __all__ = ["Engine", "MAX_DENSE"]
 
@@ -355,6 +364,133 @@ def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
     K[3:7, 3:7] = 2.0 * _TG(N) + 2.0 * _mm(Gt, _mm(J, da_de) + _mm(Lw, dw_de) + m * _mm(C, dAtr_de))
     D[:3, 3:7] = 2.0 * m * _mm(_mm(A, Dw), G)
     D[3:7, 3:7] = 4.0 * _mm(_mm(Gt, Lw), G)
+
+
+@njit(cache=True)
+def _rigid_block_to(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
+    """Allocation-free :func:`_rigid_block` (same formulas, explicit loops) writing into
+    ``R``, ``M``, ``K``, ``D`` (7, 7; only the entries :func:`_rigid_block` sets, the
+    others are left as they are); ``ws`` (29, 4) scratch; ``jac`` False: ``R`` only."""
+    A = ws[0:3, 0:3]
+    G = ws[3:6, :]
+    _A_to(e, A)
+    _G_to(e, 1.0, G)
+    w0 = 2.0 * (G[0, 0] * ed[0] + G[0, 1] * ed[1] + G[0, 2] * ed[2] + G[0, 3] * ed[3])
+    w1 = 2.0 * (G[1, 0] * ed[0] + G[1, 1] * ed[1] + G[1, 2] * ed[2] + G[1, 3] * ed[3])
+    w2 = 2.0 * (G[2, 0] * ed[0] + G[2, 1] * ed[1] + G[2, 2] * ed[2] + G[2, 3] * ed[3])
+    a0 = 2.0 * (G[0, 0] * edd[0] + G[0, 1] * edd[1] + G[0, 2] * edd[2] + G[0, 3] * edd[3])
+    a1 = 2.0 * (G[1, 0] * edd[0] + G[1, 1] * edd[1] + G[1, 2] * edd[2] + G[1, 3] * edd[3])
+    a2 = 2.0 * (G[2, 0] * edd[0] + G[2, 1] * edd[1] + G[2, 2] * edd[2] + G[2, 3] * edd[3])
+    c0, c1, c2 = c[0], c[1], c[2]
+    # wc = w x c, u = a x c + w x wc
+    x0 = w1 * c2 - w2 * c1
+    x1 = w2 * c0 - w0 * c2
+    x2 = w0 * c1 - w1 * c0
+    u0 = (a1 * c2 - a2 * c1) + (w1 * x2 - w2 * x1)
+    u1 = (a2 * c0 - a0 * c2) + (w2 * x0 - w0 * x2)
+    u2 = (a0 * c1 - a1 * c0) + (w0 * x1 - w1 * x0)
+    t0 = A[0, 0] * rdd[0] + A[1, 0] * rdd[1] + A[2, 0] * rdd[2]
+    t1 = A[0, 1] * rdd[0] + A[1, 1] * rdd[1] + A[2, 1] * rdd[2]
+    t2 = A[0, 2] * rdd[0] + A[1, 2] * rdd[1] + A[2, 2] * rdd[2]
+    j0 = J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
+    j1 = J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
+    j2 = J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
+    N0 = ((J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2) + (w1 * j2 - w2 * j1)
+          + m * (c1 * t2 - c2 * t1))
+    N1 = ((J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2) + (w2 * j0 - w0 * j2)
+          + m * (c2 * t0 - c0 * t2))
+    N2 = ((J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2) + (w0 * j1 - w1 * j0)
+          + m * (c0 * t1 - c1 * t0))
+    for i in range(3):
+        R[i] = m * (rdd[i] + (A[i, 0] * u0 + A[i, 1] * u1 + A[i, 2] * u2))
+    for j in range(4):
+        R[3 + j] = 2.0 * (G[0, j] * N0 + G[1, j] * N1 + G[2, j] * N2)
+    if not jac:
+        return
+    Cm = ws[6:9, 0:3]   # c~
+    Dw = ws[9:12, 0:3]  # (w.c) I + w c^T - 2 c w^T
+    Lw = ws[12:15, 0:3]  # W J - (J w)~
+    T1 = ws[15:18, :]   # scratch 3x4
+    T2 = ws[18:21, :]   # scratch 3x4
+    T3 = ws[21:24, :]   # scratch 3x4
+    Cm[0, 0], Cm[0, 1], Cm[0, 2] = 0.0, -c2, c1
+    Cm[1, 0], Cm[1, 1], Cm[1, 2] = c2, 0.0, -c0
+    Cm[2, 0], Cm[2, 1], Cm[2, 2] = -c1, c0, 0.0
+    wv = (w0, w1, w2)
+    cv = (c0, c1, c2)
+    wdc = w0 * c0 + w1 * c1 + w2 * c2
+    for i in range(3):
+        for j in range(3):
+            Dw[i, j] = wv[i] * cv[j] - 2.0 * (cv[i] * wv[j])
+        Dw[i, i] += wdc
+    # Lw = W J - (Jw)~  (W J: rows w x J[:, j])
+    for j in range(3):
+        Lw[0, j] = w1 * J[2, j] - w2 * J[1, j]
+        Lw[1, j] = w2 * J[0, j] - w0 * J[2, j]
+        Lw[2, j] = w0 * J[1, j] - w1 * J[0, j]
+    Lw[0, 1] -= -j2
+    Lw[0, 2] -= j1
+    Lw[1, 0] -= j2
+    Lw[1, 2] -= -j0
+    Lw[2, 0] -= -j1
+    Lw[2, 1] -= j0
+    for i in range(3):
+        M[i, i] = m
+    # Mre = -2 m A C G ; T1 = C G
+    for i in range(3):
+        for j in range(4):
+            T1[i, j] = Cm[i, 0] * G[0, j] + Cm[i, 1] * G[1, j] + Cm[i, 2] * G[2, j]
+    for i in range(3):
+        for j in range(4):
+            v = -2.0 * m * (A[i, 0] * T1[0, j] + A[i, 1] * T1[1, j] + A[i, 2] * T1[2, j])
+            M[i, 3 + j] = v
+            M[3 + j, i] = v
+    # M_ee = 4 G^T J G ; T1 = J G
+    for i in range(3):
+        for j in range(4):
+            T1[i, j] = J[i, 0] * G[0, j] + J[i, 1] * G[1, j] + J[i, 2] * G[2, j]
+    for a in range(4):
+        for j in range(4):
+            M[3 + a, 3 + j] = 4.0 * (G[0, a] * T1[0, j] + G[1, a] * T1[1, j] + G[2, a] * T1[2, j])
+    # dw_de = -2 G(ed) -> T2 ; da_de = -2 G(edd) -> T3
+    _G_to(ed, -2.0, T2)
+    _G_to(edd, -2.0, T3)
+    # K_re = m (dAs(e, u) + A (-C da_de + Dw dw_de))
+    uu = ws[24, 0:3]
+    uu[0], uu[1], uu[2] = u0, u1, u2
+    _dAs_to(e, uu, 1.0, T1)
+    for i in range(3):
+        for j in range(4):
+            y = 0.0
+            for l in range(3):
+                y += A[i, l] * ((-(Cm[l, 0] * T3[0, j] + Cm[l, 1] * T3[1, j] + Cm[l, 2] * T3[2, j]))
+                                + (Dw[l, 0] * T2[0, j] + Dw[l, 1] * T2[1, j] + Dw[l, 2] * T2[2, j]))
+            K[i, 3 + j] = m * (T1[i, j] + y)
+    # K_ee = 2 TG(N) + 2 G^T (J da_de + Lw dw_de + m C dAtr_de)
+    T4 = ws[26:29, :]
+    _dAtr_to(e, rdd, T4)
+    for i in range(3):
+        for j in range(4):
+            T1[i, j] = ((J[i, 0] * T3[0, j] + J[i, 1] * T3[1, j] + J[i, 2] * T3[2, j])
+                        + (Lw[i, 0] * T2[0, j] + Lw[i, 1] * T2[1, j] + Lw[i, 2] * T2[2, j])
+                        + m * (Cm[i, 0] * T4[0, j] + Cm[i, 1] * T4[1, j] + Cm[i, 2] * T4[2, j]))
+    for a in range(4):
+        for j in range(4):
+            K[3 + a, 3 + j] = 2.0 * (G[0, a] * T1[0, j] + G[1, a] * T1[1, j] + G[2, a] * T1[2, j])
+    NN = ws[25, 0:3]
+    NN[0], NN[1], NN[2] = N0, N1, N2
+    _TG_add(NN, 2.0, K, 3, 3)
+    # D_re = 2 m A Dw G ; D_ee = 4 G^T Lw G
+    for i in range(3):
+        for j in range(4):
+            T2[i, j] = Dw[i, 0] * G[0, j] + Dw[i, 1] * G[1, j] + Dw[i, 2] * G[2, j]
+            T3[i, j] = Lw[i, 0] * G[0, j] + Lw[i, 1] * G[1, j] + Lw[i, 2] * G[2, j]
+    for i in range(3):
+        for j in range(4):
+            D[i, 3 + j] = 2.0 * m * (A[i, 0] * T2[0, j] + A[i, 1] * T2[1, j] + A[i, 2] * T2[2, j])
+    for a in range(4):
+        for j in range(4):
+            D[3 + a, 3 + j] = 4.0 * (G[0, a] * T3[0, j] + G[1, a] * T3[1, j] + G[2, a] * T3[2, j])
 
 
 # -- mean-axis load parameters of geometric stiffening (flexmbd.flexible.mean_axis) ---------
@@ -1202,6 +1338,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
                   f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff,
                   f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
                   cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                  s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F,
                   aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac):
     """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
     ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
@@ -1218,6 +1355,7 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
     Db = np.zeros((7, 7))
     Kg7 = np.zeros((7, 7))
     Qb = np.zeros(7)
+    ws_rb = np.zeros((29, 4))
     for i in range(nb):
         if isflex[i] >= 0:
             continue
@@ -1226,8 +1364,8 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
         Mb[:, :] = 0.0
         Kb[:, :] = 0.0
         Db[:, :] = 0.0
-        _rigid_block(rm[i], rc[i], rJ[i], e, qd[c7 + 3: c7 + 7], qdd[c7: c7 + 3],
-                     qdd[c7 + 3: c7 + 7], Rb, Mb, Kb, Db)
+        _rigid_block_to(rm[i], rc[i], rJ[i], e, qd[c7 + 3: c7 + 7], qdd[c7: c7 + 3],
+                        qdd[c7 + 3: c7 + 7], Rb, Mb, Kb, Db, ws_rb, jac)
         R[c7: c7 + 7] += Rb
         if has_g:
             Kg7[:, :] = 0.0
@@ -1286,6 +1424,9 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
                     if has_g:
                         v -= aK * Kgf[a, bb]
                     Amat[idx[a], idx[bb]] += v
+    # force elements (SDAs, point loads; :mod:`.force_kernels`)
+    if s_int.shape[0] + l_int.shape[0] > 0:
+        forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, aK, aD, jac)
     # constraints
     Pq = np.zeros((nc, n))
     Hm = np.zeros((n, n)) if jac else np.zeros((1, 1))
@@ -1313,7 +1454,8 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
 def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
             nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
             f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj):
+            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+            s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
@@ -1344,7 +1486,8 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
                               f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                               f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
                               ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                              one, bh2, gh, bh2, gh, r, phi, A, jac)
+                              s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh,
+                              bh2, gh, r, phi, A, jac)
         nrf = 0.0
         for i in range(n):
             res[i] = r[i]
@@ -1378,7 +1521,8 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
                           f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw, f_Kal,
                           f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt, ctarget,
-                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, one, bh2, gh, bh2,
+                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                          s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh, bh2,
                           gh, r, phi, A, True)
         dx = np.linalg.solve(A, -res)
         x_qdd += dx[:n]
@@ -1395,9 +1539,10 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
          Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol,
          nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
          f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj,
+         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+         s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj,
          r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
-         d_joint, d_col0, d_n, d_modes, d_off, gauge):
+         d_joint, d_col0, d_n, d_modes, d_off, gauge, FA_all, LF_all, project):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant)."""
@@ -1409,6 +1554,16 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
     sc = 1.0 / bh2
     timed = S_all.shape[0] > 1
     k_prev = -1
+    n = q.shape[0]
+    nc = lam.shape[0]
+    if project:  # scratch of the velocity projection (the mass matrix: no stiffening)
+        no_stiff = np.zeros_like(f_stiff)
+        zn = np.zeros(n)
+        zc = np.zeros(nc)
+        r_p = np.zeros(n)
+        phi_p = np.zeros(nc)
+        A_p = np.zeros((n + nc, n + nc))
+        rhs = np.zeros(n + nc)
     for i in range(1, nt):
         a_part = (af * qdd - am * a) / (1 - am)
         q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
@@ -1421,11 +1576,14 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
         else:
             cs_i = cs
             tg_i = ctarget
+        fa_i = FA_all[i] if FA_all.shape[0] > 1 else FA_all[0]
+        lf_i = LF_all[i] if LF_all.shape[0] > 1 else LF_all[0]
         status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
                                 hist[i], k_prev, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
                                 f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
                                 f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg,
-                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, nj)
+                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
+                                s_int, s_flt, s_U, fa_i, l_int, l_flt, l_U, lf_i, nj)
         iters[i] = k
         resid[i] = hist[i, k]
         if status != 1:
@@ -1434,7 +1592,22 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
         q = q_pred + bh2 * x_qdd
         qd = v_pred + gh * x_qdd
-        if gauge:  # Euler-parameter rates without their component along e
+        if project:
+            # mass-orthogonal projection on Phi_q qd = 0 (scleronomic; Engine.project)
+            _system_terms(q, zn, zn, zc, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass,
+                          f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, no_stiff, f_Kw, f_Kal, f_Ka,
+                          f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg, cpt, tg_i, fs_index,
+                          fs_col0, fs_n, fs_point, fs_X, fs_off, s_int, s_flt, s_U, fa_i, l_int,
+                          l_flt, l_U, lf_i, 1.0, 0.0, 0.0, 0.0, 0.0, r_p, phi_p, A_p, True)
+            for r in range(nc):
+                v = 0.0
+                for c in range(n):
+                    v += A_p[n + r, c] * qd[c]
+                rhs[n + r] = -v
+            dx = np.linalg.solve(A_p, rhs)
+            for c in range(n):
+                qd[c] += dx[c]
+        elif gauge:  # Euler-parameter rates without their component along e
             for b in range(nb):
                 c3 = 7 * b + 3
                 ee = 0.0
@@ -1736,18 +1909,26 @@ class Engine:
         self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]
                                     ).astype(np.int64)[:-1]
         self.n_joints = len(cs.joints)
+        self.ft = ForceTable(s)
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
+
+    #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
+    COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
 
     @staticmethod
     def supports(system, scheme=None):
-        """True when every force element is Gravity and the system is small enough."""
-        from ..model.forces import Gravity
+        """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
+        spring-damper-actuators with rigid or deforming ends, point forces and torques) and
+        the system is small enough (``n + nc <= MAX_DENSE``)."""
+        from ..model.forces import Gravity, PointForce, PointTorque
+        from ..model.sda import SpringDamperActuator
 
         if system.n + system.nc > MAX_DENSE:
             return False
         if getattr(system.constraints, "ncr", 0):   # Screw / GearCoupling rows: generic path
             return False
-        if any(type(f) is not Gravity for f in system.forces):
+        ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
+        if any(type(f) not in ok for f in system.forces):
             return False
         if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:
             return False
@@ -1774,12 +1955,22 @@ class Engine:
                 self.f_Pt, self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka,
                 self.f_Kitf, self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg,
                 cs.pt, cs.target, self.fs_index, self.fs_col0, self.fs_n, self.fs_point,
-                self.fs_X, self.fs_off)
+                self.fs_X, self.fs_off, *self._ft_args())
+
+    def _ft_args(self):
+        ft = self.ft
+        return (ft.s_int, ft.s_flt, ft.s_U, ft.fa, ft.l_int, ft.l_flt, ft.l_U, ft.F)
+
+    def _set_time(self, t):
+        self.cs.set_time(t)
+        if not self.ft.empty:
+            self.ft.refresh()
+            self.ft.at(t)
 
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
         s = self.system
-        self.cs.set_time(t)
+        self._set_time(t)
         n, nc = s.n, s.nc
         r = np.zeros(n)
         phi = np.zeros(nc)
@@ -1790,7 +1981,7 @@ class Engine:
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
-        self.cs.set_time(t)
+        self._set_time(t)
         out = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
                       self.k_prev, *self._args(), self.nj)
         self.k_prev = out[1] if out[0] == 1 else -1
@@ -1823,9 +2014,24 @@ class Engine:
                   self.f_P, self.f_K, self.f_D, self.f_o1, self.f_o2, self.f_o3, g, out)
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
+    def force_energies(self, times, Q, Qd):
+        """``(spring, damper power, actuator power, external power)`` of the compiled force
+        elements (SDAs, point loads) over a history (:func:`.force_kernels.force_energies`)."""
+        ft = self.ft
+        out = np.zeros((len(Q), 4))
+        if not ft.empty:
+            ft.refresh()
+            FA, LF = ft.tabulate(np.asarray(times, float))
+            force_energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), ft.s_int,
+                           ft.s_flt, ft.s_U, FA, ft.l_int, ft.l_flt, ft.l_U, LF, out)
+        return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
+
     def run(self, q, qd, qdd, a, lam, times, h, scheme, tol, rtol, max_iter, gauge, Tq, Tqd, Tqdd,
-            Tlam, reac, iters, resid, hist, viol):
+            Tlam, reac, iters, resid, hist, viol, project=False):
         """All steps of an integration in compiled code; returns the first failed step or 0.
+
+        ``project``: mass-orthogonal velocity projection after each step (as
+        :meth:`project`; scleronomic models only, ``cs.rheonomic`` False).
 
         Drivers: their time-dependent slot vectors and targets are tabulated per step
         first (``JointDriver`` functions are Python callables)."""
@@ -1842,13 +2048,18 @@ class Engine:
             S_all = np.empty((1,) + cs.s.shape)
             T_all = np.empty((1, len(cs.target)))
         r = self.r
+        ft = self.ft
+        if not ft.empty:
+            ft.refresh()
+        FA_all, LF_all = ft.tabulate(times)
         return _run(np.array(q, float), np.array(qd, float), np.array(qdd, float),
                     np.array(a, float), np.array(lam, float), np.asarray(times, float),
                     float(h), scheme.beta, scheme.gamma, scheme.alpha_m, scheme.alpha_f,
                     float(tol), float(rtol), int(max_iter), S_all, T_all, Tq, Tqd, Tqdd, Tlam,
                     reac, iters, resid, hist, viol, *self._args(), self.nj, r["joint"],
                     r["side"], r["sgn"], r["child"], r["side_body"], r["CC"], r["sC"],
-                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge))
+                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge),
+                    FA_all, LF_all, bool(project))
 
     def reactions(self, q, lam):
         cs = self.cs

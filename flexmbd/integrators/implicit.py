@@ -370,7 +370,9 @@ class ImplicitStepper:
             return "generic"
         self.eng = system.engine()
         self.meter = None          # energies of the engine's models: after the run, batched
-        if not (self.eng.itf_lagged or self.project or self.callback is not None):
+        # the compiled loop projects velocities itself (scleronomic models: no drivers)
+        project_ok = not self.project or not system.constraints.rheonomic
+        if not (self.eng.itf_lagged or not project_ok or self.callback is not None):
             return "compiled"
         return "engine"
 
@@ -561,7 +563,8 @@ class ImplicitStepper:
         tic = _time.perf_counter()
         failed = self.eng.run(self.q, self.qd, self.qdd, self.a, self.lam, times, self.h,
                               self.sch, self.tol, self.rtol, self.max_iter, self.gauge, Tq, Tqd,
-                              Tqdd, Tlam, reac, iters, resid, hist, viol)
+                              Tqdd, Tlam, reac, iters, resid, hist, viol,
+                              project=self.project)
         stop = failed if failed else k + 1
         runaway = None
         if stop > 1:
@@ -704,7 +707,7 @@ class ImplicitStepper:
             meter = _Energies(dict(r.energy))
         elif self.energy:
             meter = _BatchEnergy(self.eng, nt)
-            meter.compute(r.q, r.qd, self.h)
+            meter.compute(r.q, r.qd, self.h, r.t)
         st = r.stats
         return _results(self.system, self.sch, self.h, r.t, r.q, r.qd, r.qdd, r.extra["lambda"],
                         r.reactions, st["newton_iterations"], st["residual"],
@@ -746,7 +749,8 @@ def _load_system_state(system, st):
 
 
 class _BatchEnergy:
-    """Energies of an engine-run model (gravity, rigid and flexible bodies) after the run."""
+    """Energies of an engine-run model (gravity, rigid and flexible bodies, SDAs, point
+    loads) after the run."""
 
     def __init__(self, eng, nt):
         from ..absolute.energy import EnergyMeter
@@ -754,12 +758,16 @@ class _BatchEnergy:
         self.eng = eng
         self.arr = {k: np.zeros(nt) for k in EnergyMeter.KEYS}
 
-    def compute(self, Q, Qd, h):
+    def compute(self, Q, Qd, h, t=None):
         from ..absolute.energy import EnergyMeter
 
         meter = EnergyMeter(self.eng.system)
         kin, grav, spring, pd = self.eng.energies(Q, Qd)
         nt = len(Q)
+        t = h * np.arange(nt) if t is None else t
+        sp_f, pd_f, pa, pe = self.eng.force_energies(t, Q, Qd)  # SDAs and point loads
+        spring = spring + sp_f
+        pd = pd + pd_f
         arr = self.arr
         for k in arr:
             arr[k] = arr[k][:nt]
@@ -772,9 +780,14 @@ class _BatchEnergy:
         if nt > 1:
             w[1:] = np.cumsum(0.5 * h * (pd[1:] + pd[:-1]))
         arr["damper_work"][:] = w
-        arr["actuator_work"][:] = 0.0
-        arr["external_work"][:] = 0.0
-        arr["numerical_dissipation"][:] = arr["total"][0] - w - arr["total"]
+        wa = np.zeros(nt)
+        we = np.zeros(nt)
+        if nt > 1:
+            wa[1:] = np.cumsum(0.5 * h * (pa[1:] + pa[:-1]))
+            we[1:] = np.cumsum(0.5 * h * (pe[1:] + pe[:-1]))
+        arr["actuator_work"][:] = wa
+        arr["external_work"][:] = we
+        arr["numerical_dissipation"][:] = arr["total"][0] + wa + we - w - arr["total"]
         del meter
 
 

@@ -38,11 +38,20 @@ __all__ = ["ForceElement", "Gravity", "PointForce", "PointTorque", "JointForce"]
 def _vector_function(value, owner, what):
     """Constant 3-vector or callable ``f(t)`` -> callable returning a 3-array."""
     if callable(value):
-        return lambda t: np.asarray(value(t), dtype=float)
+        def fun(t):
+            return np.asarray(value(t), dtype=float)
+
+        fun.constant = False
+        return fun
     v = as_floats(value)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise ModelError(f"{owner}: {what} must be 3 numbers or a function of time, got {value!r}")
-    return lambda t: v
+
+    def const(t):
+        return v
+
+    const.constant = True  # the compiled engine evaluates it once, not per step
+    return const
 
 
 class ForceElement(Component):

@@ -1,0 +1,317 @@
+"""Force elements in the compiled absolute engine vs Exudyn (issue 13 item 1).
+
+* the seed 002 slider-crank (``examples/sda_slider_crank.py``: revolute, spherical,
+  universal and prismatic joints, one SDA k = 2e4 N/m between the link centres, 1 kN on
+  the slider);
+* chains of N rods (revolute joints about z, 1 kg, 0.5 m, gravity, an SDA k = 5e3 N/m,
+  c = 20 N s/m between every pair of neighbours; ``bench_absolute.chain``), N = 10, 25,
+  50, 100.
+
+Both codes: rigid bodies in Euler parameters, the same joints, SpringDamper connectors,
+Newmark beta = 1/4, gamma = 1/2 (index 3), dt = 0.01 s, Newton tolerance 1e-7 (flexmbd:
+scaled residual; Exudyn: relative and absolute), full Newton, no velocity projection
+(flexmbd's default for gamma = 1/2 projects the velocities after each step; Exudyn does
+not, so both run without). Exudyn runs
+its dense and its sparse (Eigen) linear solver; the faster is reported. CPU time
+(``time.process_time``) of the whole time integration (initial conditions excluded, no
+energy bookkeeping, no file output), best of ``REPEAT`` runs.
+
+Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`` (writes the forces
+section of benchmarks/RESULTS.md; ``--no-write`` to only print).
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
+
+DT = 0.01
+TOL = 1e-7
+REPEAT = 3
+
+
+def run_flexmbd(model, steps):
+    """CPU s per step, corrections per step, body positions (nt, nb, 3), engine mode."""
+    from flexmbd.absolute.engine import Engine
+
+    s = model.compile("absolute")
+    s.initial_conditions()
+    kw = dict(dt=DT, integrator="newmark", beta=0.25, gamma=0.5, tol=TOL, max_iter=50,
+              energy=False, project_velocities=False)
+    s.simulate(3 * DT, **kw)  # compiled kernels loaded
+    best = np.inf
+    for _ in range(REPEAT):
+        c = time.process_time()
+        res = s.simulate(steps * DT, **kw)
+        best = min(best, time.process_time() - c)
+    pos = np.stack([s.body_states(q, qd)[b.name][1] for q, qd in zip(res.q, res.qd)
+                    for b in s.bodies]).reshape(len(res.q), s.nb, 3)
+    return {"cpu": best / steps, "iters": float(res.stats["newton_iterations"][1:].mean()),
+            "pos": pos, "engine": Engine.supports(s), "n": s.n + s.nc}
+
+
+def exudyn_model(model):
+    """The same rigid-body model in Exudyn, from flexmbd's consistent initial state."""
+    import exudyn as exu
+    from exudyn.utilities import RigidBodyInertia
+
+    import flexmbd as fm
+
+    s = model.compile("absolute")
+    q, qd, _, _ = s.initial_conditions()
+    st = s.body_states(q, qd)
+    SC = exu.SystemContainer()
+    mbs = SC.AddSystem()
+    g = [0.0, 0.0, 0.0]
+    for f in model.forces():
+        if isinstance(f, fm.Gravity):
+            g = list(f.g)
+    idx = {}
+    for b in s.bodies:
+        R, r, w, v = st[b.name]
+        inert = RigidBodyInertia(mass=float(b.mass), inertiaTensor=np.asarray(b.inertia_matrix),
+                                 com=list(b.com_vector), inertiaTensorAtCOM=True)
+        idx[id(b)] = mbs.CreateRigidBody(referencePosition=list(r), referenceRotationMatrix=R,
+                                         initialVelocity=list(v),
+                                         initialAngularVelocity=list(w), inertia=inert,
+                                         gravity=g)
+    ground = mbs.CreateGround()
+
+    def num(b):
+        return idx.get(id(b), ground)
+
+    def world(b, p):
+        if isinstance(b, fm.model.bodies.Ground):
+            return np.asarray(p, float)
+        R, r, _, _ = st[b.name]
+        return r + R @ np.asarray(p, float)
+
+    for j in s.joints:
+        pf = j.parent_frame
+        pos = world(j.parent, pf.position)
+        Rp = np.eye(3) if isinstance(j.parent, fm.model.bodies.Ground) else st[j.parent.name][0]
+        Fp = Rp @ pf.rotation
+        nums = [num(j.parent), num(j.child)]
+        if isinstance(j, fm.Revolute):
+            mbs.CreateRevoluteJoint(itemNumbers=nums, position=list(pos), axis=list(Fp @ j.axis))
+        elif isinstance(j, fm.Spherical):
+            mbs.CreateSphericalJoint(itemNumbers=nums, position=list(pos))
+        elif isinstance(j, fm.Prismatic):
+            mbs.CreatePrismaticJoint(itemNumbers=nums, position=list(pos),
+                                     axis=list(Fp @ j.axis))
+        elif isinstance(j, fm.Universal):
+            a1, a2 = Fp @ j.axis1, Fp @ j.axis2
+            a3 = np.cross(a1, a2)
+            mbs.CreateGenericJoint(itemNumbers=nums, position=list(pos),
+                                   rotationMatrixAxes=np.column_stack([a3, a1, a2]),
+                                   constrainedAxes=[1, 1, 1, 1, 0, 0])
+        else:  # pragma: no cover
+            raise NotImplementedError(type(j).__name__)
+    for f in model.forces():
+        if isinstance(f, fm.SpringDamperActuator):
+            mbs.CreateSpringDamper(itemNumbers=[num(f.body_i), num(f.body_j)],
+                                   localPosition0=list(f.point_i),
+                                   localPosition1=list(f.point_j), referenceLength=f.l0,
+                                   stiffness=f.k, damping=f.c)
+        elif isinstance(f, fm.PointForce):
+            mbs.CreateForce(itemNumber=num(f.body), loadVector=list(f.force(0.0)),
+                            localPosition=list(f.point), bodyFixed=f.frame == "body")
+    mbs.Assemble()
+    return exu, mbs, idx, [num(b) for b in s.bodies]
+
+
+def run_exudyn(model, steps):
+    best = np.inf
+    out = None
+    for solver in ("EXUdense", "EigenSparse"):
+        for _ in range(REPEAT):
+            exu, mbs, idx, order = exudyn_model(model)
+            sim = exu.SimulationSettings()
+            ti = sim.timeIntegration
+            ti.numberOfSteps = steps
+            ti.endTime = steps * DT
+            ga = ti.generalizedAlpha
+            ga.useNewmark = True
+            ga.newmarkBeta = 0.25
+            ga.newmarkGamma = 0.5
+            ga.useIndex2Constraints = False
+            ga.computeInitialAccelerations = True
+            ti.newton.useModifiedNewton = False
+            ti.newton.relativeTolerance = TOL
+            ti.newton.absoluteTolerance = TOL
+            ti.verboseMode = 0
+            sim.linearSolver.solverType = getattr(exu.LinearSolverType, solver)
+            sim.solution.file.write = False
+            sim.solution.sensors.writePeriod = DT
+            sim.show.computationTime = False
+            sens = [mbs.AddSensor(exu.utilities.SensorBody(
+                bodyNumber=b, storeInternal=True,
+                outputVariableType=exu.OutputVariableType.Position)) for b in order]
+            mbs.Assemble()
+            c = time.process_time()
+            mbs.SolveDynamic(sim, storeSolver=True)
+            cpu = time.process_time() - c
+            if cpu < best:
+                best = cpu
+                pos = np.stack([mbs.GetSensorStoredData(k)[:, 1:4] for k in sens], axis=1)
+                it = mbs.sys["dynamicSolver"].it.newtonStepsCount / steps
+                out = {"solver": solver, "pos": pos, "iters": it}
+    out["cpu"] = best / steps
+    return out
+
+
+def user_force_model():
+    """The slider-crank with its SDA as a user force element written in Python (a
+    subclass: the engine does not know it, so the model runs the generic path, calling the
+    element's Python ``wrenches``/``jacobians`` at every Newton iteration)."""
+    import sda_slider_crank as sc
+
+    import flexmbd as fm
+
+    class UserSpring(fm.SpringDamperActuator):
+        """A user force law in Python (here the SDA's own law)."""
+
+    m = sc.build(2e4, 0.0)
+    old = m.sda
+    del m.sda
+    m.user = UserSpring(old.body_i, old.point_i, old.body_j, old.point_j, k=old.k, c=old.c)
+    return m
+
+
+def compare(model, steps):
+    a = run_flexmbd(model, steps)
+    b = run_exudyn(model, steps)
+    n = min(len(a["pos"]), len(b["pos"]))
+    diff = float(np.abs(a["pos"][:n] - b["pos"][:n]).max())
+    return {"ours": a, "exu": b, "diff": diff}
+
+
+def rotor(steps=20000, generic_steps=200):
+    """``examples/abaqus_rotor.py`` (Exudyn's perfObjectFFRFreducedOrder): CPU s of flexmbd's
+    run (compiled engine), of the generic path (``engine=False``, per 1,000 steps from
+    ``generic_steps``) and of Exudyn's own model's ``SolveDynamic`` (the model of
+    ``tests/test_example_abaqus_rotor.py``), and the radial bearing-face difference."""
+    import importlib.util
+    from pathlib import Path
+
+    import exudyn as exu
+
+    root = Path(HERE).parent
+    spec = importlib.util.spec_from_file_location("abaqus_rotor",
+                                                  root / "examples" / "abaqus_rotor.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    rb = ex.reduced_rotor()
+    kw = dict(dt=1e-4, integrator="generalized-alpha", rho_inf=0.5, rtol=1e-10)
+    m = ex.build(rb)
+    m.simulate(t_end=5e-4, **kw)
+    c = time.process_time()
+    res = m.simulate(t_end=steps * 1e-4, **kw)
+    ours = time.process_time() - c
+    m2 = ex.build(rb)
+    c = time.process_time()
+    m2.simulate(t_end=generic_steps * 1e-4, engine=False, **kw)
+    generic = (time.process_time() - c) / generic_steps * 1000
+    sys.path.insert(0, str(root / "tests"))
+    import test_example_abaqus_rotor as T
+
+    orig = exu.SolveDynamic
+    cpu = {}
+
+    def timed(*a, **k):
+        c0 = time.process_time()
+        out = orig(*a, **k)
+        cpu["t"] = time.process_time() - c0
+        return out
+
+    exu.SolveDynamic = timed
+    try:
+        ref = T._exudyn_bearing_positions(Path(ex.data_dir()), steps, 1e-4)
+    finally:
+        exu.SolveDynamic = orig
+    diff = max(np.abs(m.rotor.interface(s_).trajectory(res)[:, :2] - b[:, :2]).max()
+               / np.abs(b[:, :2]).max() for s_, b in zip(("left", "right"), ref))
+    return {"steps": steps, "ours": ours, "generic_per_1000": generic, "exu": cpu["t"],
+            "diff": diff}
+
+
+def main(write=True):
+    import bench_absolute as ba
+    import exudyn
+    import sda_slider_crank as sc
+
+    rows = [("seed 002 slider-crank, 1 SDA", compare(sc.build(2e4, 0.0), 300)),
+            ("same, SDA as a Python user force element", compare(user_force_model(), 30))]
+    sizes = (10, 25, 50, 100)
+    chains = []
+    for n in sizes:
+        r = compare(ba.chain(n), 100 if n <= 50 else 40)
+        chains.append((n, r))
+        rows.append((f"chain, {n} bodies, {n - 1} SDAs", r))
+    p_ours = np.polyfit(np.log(sizes), np.log([r["ours"]["cpu"] for _, r in chains]), 1)[0]
+    p_exu = np.polyfit(np.log(sizes), np.log([r["exu"]["cpu"] for _, r in chains]), 1)[0]
+    lines = ["<!-- forces:start -->",
+             "## Force elements in the compiled engine vs Exudyn (issue 13 item 1)", "",
+             "Rigid bodies in Euler parameters, SDAs as Exudyn `SpringDamper` connectors, "
+             "Newmark beta = 1/4, gamma = 1/2, index 3, dt = 0.01 s, Newton tol 1e-7, full "
+             "Newton; CPU time of the time integration per step, best of "
+             f"{REPEAT} (Exudyn: the faster of its dense and sparse solvers; both without "
+             "velocity projection). `engine`: the model runs in flexmbd's "
+             "compiled engine (dense KKT solve, `n + nc <= MAX_DENSE = 400`); larger models "
+             "run the generic sparse path. Position difference: max over bodies and steps "
+             "of the body reference points, flexmbd - Exudyn. The Python user force element "
+             "row is the documented callback path for force laws the engine does not "
+             "compile: the model leaves the engine.", "",
+             "- Command: `OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`",
+             f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
+             f"Exudyn {exudyn.__version__}, nproc {os.cpu_count()}, load average at start "
+             f"{os.getloadavg()[0]:.1f} (shared machine)",
+             f"- Date: {time.strftime('%Y-%m-%d')}", "",
+             "| model | unknowns | flexmbd us/step | path | corrections | Exudyn us/step | "
+             "Exudyn solver | corrections | ratio flexmbd/Exudyn | position diff (m) |",
+             "|---|---:|---:|---|---:|---:|---|---:|---:|---:|"]
+    for name, r in rows:
+        a, b = r["ours"], r["exu"]
+        lines.append(f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | "
+                     f"{'engine' if a['engine'] else 'generic'} | {a['iters']:.2f} | "
+                     f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {b['iters']:.2f} | "
+                     f"{a['cpu'] / b['cpu']:.2f} | {r['diff']:.1e} |")
+    rt = rotor()
+    lines += ["", f"Abaqus rotor (`examples/abaqus_rotor.py`, Exudyn's perfObjectFFRFreducedOrder: "
+              f"8 modes, 5 spring-dampers at the deforming bearing faces, generalized-alpha "
+              f"rho_inf = 0.5, h = 1e-4 s, {rt['steps']} steps): flexmbd "
+              f"{rt['ours']:.2f} s CPU ({rt['ours'] / rt['steps'] * 1000:.3f} s per 1,000 "
+              f"steps; the generic path: {rt['generic_per_1000']:.1f} s per 1,000 steps), "
+              f"Exudyn's own model (`SolveDynamic`) {rt['exu']:.2f} s: ratio "
+              f"{rt['ours'] / rt['exu']:.2f}; bearing-face radial motion agrees within "
+              f"{100 * rt['diff']:.2f} % of its peak."]
+    lines += ["", f"Growth with the number of bodies N = {', '.join(map(str, sizes))} "
+              f"(time per step ~ N^p): flexmbd p = {p_ours:.2f}, Exudyn p = {p_exu:.2f}.",
+              "<!-- forces:end -->"]
+    text = "\n".join(lines)
+    print(text)
+    if write:
+        path = os.path.join(HERE, "RESULTS.md")
+        old = open(path).read()
+        if "<!-- forces:start -->" in old:
+            a_, b_ = old.index("<!-- forces:start -->"), old.index("<!-- forces:end -->")
+            new = old[:a_] + text + old[b_ + len("<!-- forces:end -->"):]
+        else:
+            new = old.rstrip("\n") + "\n\n" + text + "\n"
+        with open(path, "w") as fh:
+            fh.write(new)
+    return rows
+
+
+if __name__ == "__main__":
+    main(write="--no-write" not in sys.argv)

@@ -1,0 +1,657 @@
+r"""Force elements of the compiled absolute engine: tables and numba kernels.
+
+The compiled Newton engine (:mod:`.engine`) evaluates these elements inside its step,
+with their exact Jacobians in the Newton matrix:
+
+* :class:`~flexmbd.SpringDamperActuator` with rigid ends, ground ends and ends at
+  deforming frames of flexible bodies (interface, node or point frames whose position
+  moves with the modal coordinates);
+* :class:`~flexmbd.PointForce` and :class:`~flexmbd.PointTorque` in world or body axes,
+  at body points or deforming frames;
+* uniform :class:`~flexmbd.Gravity` (in :mod:`.engine` itself).
+
+Every attachment is one point ``P = r + A (s0 + U q_f)`` of a body (``U`` the frame's
+translation modes, 3 x 0 for a rigid point; ``P = s0`` on the ground). Its coordinate
+Jacobian and the velocity derivative, for ``z = (r, e, q_f)`` (``dphi = 2 E de``)::
+
+    G = dP/dz = d(vP)/d(zd) = [I, -rho~ 2E, A U],     rho = A (s0 + U q_f),
+    V = d(vP)/dz = [0, rho~ 2E(ed) - w~ rho~ 2E - (A U q_fd)~ 2E, w~ A U],   w = 2 E ed.
+
+Spring-damper-actuator (the derivation of :class:`.flexible.FlexSDA`, ends ``a``, ``b``
+with signs ``sF = (+1, -1)`` of the end forces and ``sd = (-1, +1)`` in ``d = P_j - P_i``;
+``u = d/l``, ``P = I - u u^T``, ``f = k (l - l0) + c ldot + f_a(t)``, ``g = f u``)::
+
+    Q_a = sF_a G_a^T g,
+    dQ_a/dz_b  = sF_a G_a^T [u df_b + sd_b (f/l) P G_b] + delta_ab K_geo(sF_a g),
+    df_b = sd_b [(k u + c P dd / l)^T G_b + c u^T V_b],
+    dQ_a/dzd_b = sF_a sd_b c (G_a^T u)(u^T G_b),
+
+with ``K_geo(F)`` the derivative of ``G^T F`` at fixed world force ``F``::
+
+    K_geo[e, e] = 2 TE(rho x F) + 2E^T F~ rho~ 2E,  K_geo[e, f] = -2E^T F~ A U,
+    K_geo[f, e] = (A U)^T F~ 2E.
+
+Point loads: world force ``f_w``, body-axes force ``f_b`` (``f = f_w + A f_b``), world
+torque ``n_w`` and body-axes torque ``n_b`` (``n = n_w + A n_b``)::
+
+    Q_r = f,  Q_e = 2E^T (rho x f + n),  Q_f = U^T A^T f,
+    world force: K_geo(f_w);   body force: dQ_r/de = -f~ 2E,
+                 dQ_e/de = 2 TE(rho x f) - 2E^T (rho x f)~ 2E,  dQ_e/dq_f = -2E^T A f_b~ U,
+    world torque: dQ_e/de = 2 TE(n_w);   body torque: 2 TE(A n_b) - 2E^T (A n_b)~ 2E.
+
+These are the formulas of the generic path (:mod:`.forces`, :mod:`.flexible`), which
+stays the test oracle (``tests/absolute/test_engine_forces.py``: residuals and Newton
+matrices equal to round-off, Jacobians equal to central differences).
+
+Time functions (``fa(t)`` of an SDA, ``force(t)``/``torque(t)`` of a load) are Python
+callables of time only: the engine evaluates them once per step (tabulated per block of
+steps in the compiled loop), never inside a Newton iteration.
+
+A coincident pair of SDA attachment points (length 0, no line of action) makes the
+residual non-finite: the engine's step fails (``ConvergenceError``) where the generic path
+raises a :class:`~flexmbd.errors.ModelError`.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = ["ForceTable", "forces_add", "force_energies"]
+
+# integer columns of the SDA table: body, modal count, first modal column, offset in U
+_SB, _SN, _SC, _SO = 0, 2, 4, 6
+# integer columns of the load table
+_LB, _LN, _LC, _LO = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
+    """Point ``P``, velocity ``vP`` and (with ``G`` rows) ``G``, ``V`` (3, 7 + nf) of one
+    attachment; ``rho``, ``A U`` (3, nf), ``2E`` (3, 4) and ``w`` for the geometric terms.
+    Ground (``b < 0``): ``P = s0``, ``vP = 0``."""
+    if b < 0:
+        for i in range(3):
+            P[i] = s0[i]
+            vP[i] = 0.0
+        return
+    c7 = 7 * b
+    e0, e1, e2, e3 = q[c7 + 3], q[c7 + 4], q[c7 + 5], q[c7 + 6]
+    n2 = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+    d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
+    A = np.empty((3, 3))
+    A[0, 0] = (d + 2 * e1 * e1) / n2
+    A[1, 1] = (d + 2 * e2 * e2) / n2
+    A[2, 2] = (d + 2 * e3 * e3) / n2
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3) / n2
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3) / n2
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2) / n2
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2) / n2
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1) / n2
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1) / n2
+    # 2 E(e) and 2 E(ed)
+    E2[0, 0], E2[0, 1], E2[0, 2], E2[0, 3] = -2 * e1, 2 * e0, -2 * e3, 2 * e2
+    E2[1, 0], E2[1, 1], E2[1, 2], E2[1, 3] = -2 * e2, 2 * e3, 2 * e0, -2 * e1
+    E2[2, 0], E2[2, 1], E2[2, 2], E2[2, 3] = -2 * e3, -2 * e2, 2 * e1, 2 * e0
+    d0, d1, d2, d3 = qd[c7 + 3], qd[c7 + 4], qd[c7 + 5], qd[c7 + 6]
+    Ed = np.empty((3, 4))
+    Ed[0, 0], Ed[0, 1], Ed[0, 2], Ed[0, 3] = -2 * d1, 2 * d0, -2 * d3, 2 * d2
+    Ed[1, 0], Ed[1, 1], Ed[1, 2], Ed[1, 3] = -2 * d2, 2 * d3, 2 * d0, -2 * d1
+    Ed[2, 0], Ed[2, 1], Ed[2, 2], Ed[2, 3] = -2 * d3, -2 * d2, 2 * d1, 2 * d0
+    s = np.empty(3)
+    for i in range(3):
+        v = s0[i]
+        for l in range(nf):
+            v += U[i, l] * q[col0 + l]
+        s[i] = v
+    vf = np.zeros(3)
+    for i in range(3):
+        rho[i] = A[i, 0] * s[0] + A[i, 1] * s[1] + A[i, 2] * s[2]
+        w[i] = E2[i, 0] * d0 + E2[i, 1] * d1 + E2[i, 2] * d2 + E2[i, 3] * d3
+        for l in range(nf):
+            v = A[i, 0] * U[0, l] + A[i, 1] * U[1, l] + A[i, 2] * U[2, l]
+            AU[i, l] = v
+            vf[i] += v * qd[col0 + l]
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        P[i] = q[c7 + i] + rho[i]
+        vP[i] = qd[c7 + i] + (w[i1] * rho[i2] - w[i2] * rho[i1]) + vf[i]
+    if G.shape[0] == 0:
+        return
+    # G = [I, -rho~ 2E, A U];  V = [0, rho~ 2E(ed) - w~ rho~ 2E - vf~ 2E, w~ A U]
+    Rs = np.empty((3, 3))
+    Rs[0, 0], Rs[0, 1], Rs[0, 2] = 0.0, -rho[2], rho[1]
+    Rs[1, 0], Rs[1, 1], Rs[1, 2] = rho[2], 0.0, -rho[0]
+    Rs[2, 0], Rs[2, 1], Rs[2, 2] = -rho[1], rho[0], 0.0
+    # W~ Rs + vf~ : the matrix multiplying 2E in V
+    WR = np.empty((3, 3))
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        for j in range(3):
+            WR[i, j] = w[i1] * Rs[i2, j] - w[i2] * Rs[i1, j]
+    WR[0, 1] -= vf[2]
+    WR[0, 2] += vf[1]
+    WR[1, 0] += vf[2]
+    WR[1, 2] -= vf[0]
+    WR[2, 0] -= vf[1]
+    WR[2, 1] += vf[0]
+    for i in range(3):
+        for j in range(3):
+            G[i, j] = 1.0 if i == j else 0.0
+            V[i, j] = 0.0
+        for j in range(4):
+            g = 0.0
+            v = 0.0
+            for l in range(3):
+                g -= Rs[i, l] * E2[l, j]
+                v += Rs[i, l] * Ed[l, j] - WR[i, l] * E2[l, j]
+            G[i, 3 + j] = g
+            V[i, 3 + j] = v
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        for l in range(nf):
+            G[i, 7 + l] = AU[i, l]
+            V[i, 7 + l] = w[i1] * AU[i2, l] - w[i2] * AU[i1, l]
+
+
+@njit(cache=True)
+def _geo_add(F, rho, E2, AU, nf, c, K):
+    """``K += c K_geo(F)``: derivative of ``G^T F`` at fixed world force ``F`` (rows and
+    columns ``z = (r, e, q_f)`` of one attachment)."""
+    n0 = rho[1] * F[2] - rho[2] * F[1]
+    n1 = rho[2] * F[0] - rho[0] * F[2]
+    n2 = rho[0] * F[1] - rho[1] * F[0]
+    _TE_add(n0, n1, n2, 2.0 * c, K)
+    # F~ rho~ = rho F^T - (F.rho) I
+    Fr = F[0] * rho[0] + F[1] * rho[1] + F[2] * rho[2]
+    M = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = rho[i] * F[j]
+        M[i, i] -= Fr
+    _sandwich_add(E2, M, c, K)
+    if nf == 0:
+        return
+    for l in range(nf):
+        # F~ (A U)_l
+        x0 = F[1] * AU[2, l] - F[2] * AU[1, l]
+        x1 = F[2] * AU[0, l] - F[0] * AU[2, l]
+        x2 = F[0] * AU[1, l] - F[1] * AU[0, l]
+        for j in range(4):
+            v = E2[0, j] * x0 + E2[1, j] * x1 + E2[2, j] * x2
+            K[3 + j, 7 + l] -= c * v
+            # (A U)^T F~ 2E = -(F~ A U)^T 2E
+            K[7 + l, 3 + j] -= c * v
+
+
+@njit(cache=True)
+def _TE_add(x, y, z, c, K):
+    """``K[3:7, 3:7] += c TE((x, y, z))`` with ``E(e)^T a = TE(a) e``."""
+    K[3, 4] -= c * x
+    K[3, 5] -= c * y
+    K[3, 6] -= c * z
+    K[4, 3] += c * x
+    K[4, 5] -= c * z
+    K[4, 6] += c * y
+    K[5, 3] += c * y
+    K[5, 4] += c * z
+    K[5, 6] -= c * x
+    K[6, 3] += c * z
+    K[6, 4] -= c * y
+    K[6, 5] += c * x
+
+
+@njit(cache=True)
+def _sandwich_add(E2, M, c, K):
+    """``K[3:7, 3:7] += c (2E)^T M (2E)``."""
+    for j in range(4):
+        for a in range(4):
+            v = 0.0
+            for i in range(3):
+                ea = E2[i, a]
+                if ea != 0.0:
+                    mj = M[i, 0] * E2[0, j] + M[i, 1] * E2[1, j] + M[i, 2] * E2[2, j]
+                    v += ea * mj
+            K[3 + a, 3 + j] += c * v
+
+
+@njit(cache=True)
+def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, aK, aD, jac):
+    """Add the generalized forces of the SDAs and point loads to ``Q`` (n) and, with
+    ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat`` (the engine's Newton matrix).
+
+    ``s_int`` (m, 9): per end (``i``, ``j``) body (-1 ground), modal count, first modal
+    column, offset in ``s_U``; then 1 when the element's Jacobian enters the matrix.
+    ``s_flt`` (m, 9): ``s0_i``, ``s0_j`` (m, body frame; world for a ground end), ``k``,
+    ``c``, ``l0``. ``s_fa`` (m,): actuator forces at this step. ``l_int`` (p, 7): body,
+    modal count, first modal column, offset in ``l_U``, force in body axes, torque in body
+    axes, Jacobian flag; ``l_flt`` (p, 3): ``s0``; ``l_F`` (p, 6): force and torque."""
+    m = s_int.shape[0]
+    p = l_int.shape[0]
+    nmax = 0
+    for e in range(m):
+        nmax = max(nmax, s_int[e, _SN], s_int[e, _SN + 1])
+    for e in range(p):
+        nmax = max(nmax, l_int[e, _LN])
+    N = 7 + nmax
+    P = np.empty((2, 3))
+    vP = np.empty((2, 3))
+    G = np.zeros((2, 3, N)) if jac else np.zeros((2, 0, N))
+    V = np.zeros((2, 3, N)) if jac else np.zeros((2, 0, N))
+    rho = np.zeros((2, 3))
+    AU = np.zeros((2, 3, max(nmax, 1)))
+    E2 = np.zeros((2, 3, 4))
+    w = np.zeros((2, 3))
+    idx = np.empty((2, N), np.int64)
+    dg = np.empty((2, 3, N))
+    K = np.zeros((N, N))
+    Gu = np.empty(N)
+    uG = np.empty(N)
+    d = np.empty(3)
+    dd = np.empty(3)
+    u = np.empty(3)
+    F = np.empty(3)
+    sF = (1.0, -1.0)
+    sd = (-1.0, 1.0)
+    for el in range(m):
+        for k in range(2):
+            b = s_int[el, _SB + k]
+            nf = s_int[el, _SN + k]
+            o = s_int[el, _SO + k]
+            Ue = s_U[o: o + 3 * nf].reshape(3, nf)
+            _end_kin(b, s_flt[el, 3 * k: 3 * k + 3], nf, s_int[el, _SC + k], Ue, q, qd, P[k],
+                     vP[k], G[k], V[k], rho[k], AU[k], E2[k], w[k])
+            if b >= 0:
+                for i in range(7):
+                    idx[k, i] = 7 * b + i
+                for i in range(nf):
+                    idx[k, 7 + i] = s_int[el, _SC + k] + i
+        ll = 0.0
+        ld = 0.0
+        for i in range(3):
+            d[i] = P[1, i] - P[0, i]
+            dd[i] = vP[1, i] - vP[0, i]
+            ll += d[i] * d[i]
+        length = np.sqrt(ll)
+        if length < 1e-12:
+            Q[0] = np.nan
+            return
+        for i in range(3):
+            u[i] = d[i] / length
+            ld += u[i] * dd[i]
+        kk, cc, l0 = s_flt[el, 6], s_flt[el, 7], s_flt[el, 8]
+        f = kk * (length - l0) + cc * ld + s_fa[el]
+        use_jac = jac and s_int[el, 8] != 0
+        for a in range(2):
+            if s_int[el, _SB + a] < 0:
+                continue
+            if not use_jac:
+                _Gt_add_nojac(s_int[el, _SB + a], s_int[el, _SN + a], s_int[el, _SC + a],
+                              rho[a], AU[a], E2[a], sF[a] * f, u, Q)
+                continue
+            na = 7 + s_int[el, _SN + a]
+            for i in range(na):
+                Q[idx[a, i]] += sF[a] * f * (G[a, 0, i] * u[0] + G[a, 1, i] * u[1]
+                                             + G[a, 2, i] * u[2])
+        if not use_jac:
+            continue
+        # dg_b = u df_b + sd_b (f/l) P G_b ; P = I - u u^T
+        Pdd = np.empty(3)
+        udd = u[0] * dd[0] + u[1] * dd[1] + u[2] * dd[2]
+        for i in range(3):
+            Pdd[i] = dd[i] - u[i] * udd
+        fl = f / length
+        for b in range(2):
+            if s_int[el, _SB + b] < 0:
+                continue
+            nb_ = 7 + s_int[el, _SN + b]
+            for j in range(nb_):
+                g0, g1, g2 = G[b, 0, j], G[b, 1, j], G[b, 2, j]
+                ug = u[0] * g0 + u[1] * g1 + u[2] * g2
+                uv = u[0] * V[b, 0, j] + u[1] * V[b, 1, j] + u[2] * V[b, 2, j]
+                df = sd[b] * (kk * ug + (cc / length) * (Pdd[0] * g0 + Pdd[1] * g1 + Pdd[2] * g2)
+                              + cc * uv)
+                dg[b, 0, j] = u[0] * df + sd[b] * fl * (g0 - u[0] * ug)
+                dg[b, 1, j] = u[1] * df + sd[b] * fl * (g1 - u[1] * ug)
+                dg[b, 2, j] = u[2] * df + sd[b] * fl * (g2 - u[2] * ug)
+        for a in range(2):
+            if s_int[el, _SB + a] < 0:
+                continue
+            na = 7 + s_int[el, _SN + a]
+            for i in range(na):
+                Gu[i] = G[a, 0, i] * u[0] + G[a, 1, i] * u[1] + G[a, 2, i] * u[2]
+            for b in range(2):
+                if s_int[el, _SB + b] < 0:
+                    continue
+                nb_ = 7 + s_int[el, _SN + b]
+                for j in range(nb_):
+                    uG[j] = u[0] * G[b, 0, j] + u[1] * G[b, 1, j] + u[2] * G[b, 2, j]
+                for i in range(na):
+                    for j in range(nb_):
+                        K[i, j] = sF[a] * (G[a, 0, i] * dg[b, 0, j] + G[a, 1, i] * dg[b, 1, j]
+                                           + G[a, 2, i] * dg[b, 2, j])
+                if a == b:
+                    for i in range(3):
+                        F[i] = sF[a] * f * u[i]
+                    _geo_add(F, rho[a], E2[a], AU[a], s_int[el, _SN + a], 1.0, K)
+                cd = sF[a] * sd[b] * cc
+                for i in range(na):
+                    ri = idx[a, i]
+                    for j in range(nb_):
+                        Amat[ri, idx[b, j]] -= aK * K[i, j] + aD * (cd * Gu[i] * uG[j])
+    # point loads
+    for el in range(p):
+        b = l_int[el, _LB]
+        nf = l_int[el, _LN]
+        c0 = l_int[el, _LC]
+        o = l_int[el, _LO]
+        Ue = l_U[o: o + 3 * nf].reshape(3, nf)
+        _end_kin(b, l_flt[el], nf, c0, Ue, q, qd, P[0], vP[0], G[0, :0], V[0, :0], rho[0],
+                 AU[0], E2[0], w[0])
+        fbody = l_int[el, 4] != 0
+        tbody = l_int[el, 5] != 0
+        # world force and torque: A from rho's body (rebuilt from E2 and e)
+        c7 = 7 * b
+        e = q[c7 + 3: c7 + 7]
+        A = _rot(e)
+        fv = np.empty(3)
+        nv = np.empty(3)
+        for i in range(3):
+            if fbody:
+                fv[i] = A[i, 0] * l_F[el, 0] + A[i, 1] * l_F[el, 1] + A[i, 2] * l_F[el, 2]
+            else:
+                fv[i] = l_F[el, i]
+            if tbody:
+                nv[i] = A[i, 0] * l_F[el, 3] + A[i, 1] * l_F[el, 4] + A[i, 2] * l_F[el, 5]
+            else:
+                nv[i] = l_F[el, 3 + i]
+        r0 = rho[0]
+        mom = np.empty(3)
+        for i in range(3):
+            i1 = (i + 1) % 3
+            i2 = (i + 2) % 3
+            mom[i] = r0[i1] * fv[i2] - r0[i2] * fv[i1] + nv[i]
+            Q[c7 + i] += fv[i]
+        for j in range(4):
+            Q[c7 + 3 + j] += E2[0, 0, j] * mom[0] + E2[0, 1, j] * mom[1] + E2[0, 2, j] * mom[2]
+        for l in range(nf):
+            Q[c0 + l] += AU[0, 0, l] * fv[0] + AU[0, 1, l] * fv[1] + AU[0, 2, l] * fv[2]
+        if not (jac and l_int[el, 6] != 0):
+            continue
+        Nl = 7 + nf
+        for i in range(Nl):
+            for j in range(Nl):
+                K[i, j] = 0.0
+        if fbody:
+            # dQ_r/de = -f~ 2E ; dQ_e/de = 2 TE(n) - 2E^T n~ 2E (n = rho x f);
+            # dQ_e/dq_f = -2E^T A f_b~ U
+            for i in range(3):
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                for j in range(4):
+                    K[i, 3 + j] -= fv[i1] * E2[0, i2, j] - fv[i2] * E2[0, i1, j]
+            n0 = mom[0] - nv[0]
+            n1 = mom[1] - nv[1]
+            n2 = mom[2] - nv[2]
+            _TE_add(n0, n1, n2, 2.0, K)
+            Mn = np.zeros((3, 3))
+            Mn[0, 1], Mn[0, 2], Mn[1, 0] = -n2, n1, n2
+            Mn[1, 2], Mn[2, 0], Mn[2, 1] = -n0, -n1, n0
+            _sandwich_add(E2[0], Mn, -1.0, K)
+            fb = l_F[el, 0:3]
+            for l in range(nf):
+                # (f_b~ U)_l, then A, then 2E^T
+                x0 = fb[1] * Ue[2, l] - fb[2] * Ue[1, l]
+                x1 = fb[2] * Ue[0, l] - fb[0] * Ue[2, l]
+                x2 = fb[0] * Ue[1, l] - fb[1] * Ue[0, l]
+                y0 = A[0, 0] * x0 + A[0, 1] * x1 + A[0, 2] * x2
+                y1 = A[1, 0] * x0 + A[1, 1] * x1 + A[1, 2] * x2
+                y2 = A[2, 0] * x0 + A[2, 1] * x1 + A[2, 2] * x2
+                for j in range(4):
+                    K[3 + j, 7 + l] -= E2[0, 0, j] * y0 + E2[0, 1, j] * y1 + E2[0, 2, j] * y2
+        else:
+            _geo_add(fv, r0, E2[0], AU[0], nf, 1.0, K)
+        _TE_add(nv[0], nv[1], nv[2], 2.0, K)
+        if tbody:
+            Mn = np.zeros((3, 3))
+            Mn[0, 1], Mn[0, 2], Mn[1, 0] = -nv[2], nv[1], nv[2]
+            Mn[1, 2], Mn[2, 0], Mn[2, 1] = -nv[0], -nv[1], nv[0]
+            _sandwich_add(E2[0], Mn, -1.0, K)
+        for i in range(Nl):
+            ri = c7 + i if i < 7 else c0 + i - 7
+            for j in range(Nl):
+                cj = c7 + j if j < 7 else c0 + j - 7
+                Amat[ri, cj] -= aK * K[i, j]
+
+
+@njit(cache=True)
+def _Gt_add_nojac(b, nf, c0, rho, AU, E2, s, u, Q):
+    """``Q[z] += G^T (s u)`` without forming ``G`` (the residual-only evaluation)."""
+    c7 = 7 * b
+    F0, F1, F2 = s * u[0], s * u[1], s * u[2]
+    Q[c7] += F0
+    Q[c7 + 1] += F1
+    Q[c7 + 2] += F2
+    n0 = rho[1] * F2 - rho[2] * F1
+    n1 = rho[2] * F0 - rho[0] * F2
+    n2 = rho[0] * F1 - rho[1] * F0
+    for j in range(4):
+        Q[c7 + 3 + j] += E2[0, j] * n0 + E2[1, j] * n1 + E2[2, j] * n2
+    for l in range(nf):
+        Q[c0 + l] += AU[0, l] * F0 + AU[1, l] * F1 + AU[2, l] * F2
+
+
+@njit(cache=True)
+def _rot(e):
+    """Rotation matrix of the normalized Euler parameters ``e``."""
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    n2 = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+    d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
+    A = np.empty((3, 3))
+    A[0, 0] = (d + 2 * e1 * e1) / n2
+    A[1, 1] = (d + 2 * e2 * e2) / n2
+    A[2, 2] = (d + 2 * e3 * e3) / n2
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3) / n2
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3) / n2
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2) / n2
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2) / n2
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1) / n2
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1) / n2
+    return A
+
+
+@njit(cache=True)
+def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
+    """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
+    ``-f_a ldot`` and the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4).
+    ``FA`` (nt or 1, m) and ``LF`` (nt or 1, p, 6): the time functions per sample."""
+    nt = Q.shape[0]
+    m = s_int.shape[0]
+    p = l_int.shape[0]
+    nmax = 1
+    for e in range(m):
+        nmax = max(nmax, s_int[e, _SN], s_int[e, _SN + 1])
+    for e in range(p):
+        nmax = max(nmax, l_int[e, _LN])
+    P = np.empty((2, 3))
+    vP = np.empty((2, 3))
+    G0 = np.zeros((0, 7))
+    rho = np.zeros(3)
+    AU = np.zeros((3, nmax))
+    E2 = np.zeros((3, 4))
+    w = np.zeros(3)
+    for t in range(nt):
+        q = Q[t]
+        qd = Qd[t]
+        tf = t if FA.shape[0] > 1 else 0
+        tl = t if LF.shape[0] > 1 else 0
+        sp = 0.0
+        pdmp = 0.0
+        pact = 0.0
+        pext = 0.0
+        for el in range(m):
+            for k in range(2):
+                nf = s_int[el, _SN + k]
+                o = s_int[el, _SO + k]
+                _end_kin(s_int[el, _SB + k], s_flt[el, 3 * k: 3 * k + 3], nf,
+                         s_int[el, _SC + k], s_U[o: o + 3 * nf].reshape(3, nf), q, qd, P[k],
+                         vP[k], G0, G0, rho, AU, E2, w)
+            ll = 0.0
+            dl = 0.0
+            for i in range(3):
+                di = P[1, i] - P[0, i]
+                ll += di * di
+                dl += di * (vP[1, i] - vP[0, i])
+            length = np.sqrt(ll)
+            ldot = dl / length
+            x = length - s_flt[el, 8]
+            sp += 0.5 * s_flt[el, 6] * x * x
+            pdmp += s_flt[el, 7] * ldot * ldot
+            pact -= FA[tf, el] * ldot
+        for el in range(p):
+            b = l_int[el, _LB]
+            nf = l_int[el, _LN]
+            o = l_int[el, _LO]
+            _end_kin(b, l_flt[el], nf, l_int[el, _LC], l_U[o: o + 3 * nf].reshape(3, nf), q,
+                     qd, P[0], vP[0], G0, G0, rho, AU, E2, w)
+            A = _rot(q[7 * b + 3: 7 * b + 7])
+            for i in range(3):
+                fi = 0.0
+                ni = 0.0
+                for j in range(3):
+                    fi += A[i, j] * LF[tl, el, j]
+                    ni += A[i, j] * LF[tl, el, 3 + j]
+                if l_int[el, 4] == 0:
+                    fi = LF[tl, el, i]
+                if l_int[el, 5] == 0:
+                    ni = LF[tl, el, 3 + i]
+                pext += fi * vP[0, i] + ni * w[i]
+        out[t, 0] = sp
+        out[t, 1] = pdmp
+        out[t, 2] = pact
+        out[t, 3] = pext
+
+
+class ForceTable:
+    """The force elements of an absolute system as the engine's flat arrays.
+
+    Built from :class:`~flexmbd.absolute.system.AbsoluteSystem`'s element lists (rigid
+    SDAs, :class:`.flexible.FlexSDA`, point forces and torques incl. those at deforming
+    frames). Parameters (``k``, ``c``, ``l0``, the Jacobian switch) are re-read by
+    :meth:`refresh`; time functions are tabulated by :meth:`at` / :meth:`tabulate`.
+    """
+
+    def __init__(self, system):
+        from ..model.forces import PointForce, PointTorque
+
+        s = system
+        self.system = s
+        self.exact = s.jacobian_mode == "exact"
+        ends = []  # per SDA: ((body, s0, U) for i and j, element)
+        for f in s._sda:
+            ee = []
+            for body, pt in ((f.body_i, f.point_i), (f.body_j, f.point_j)):
+                b = s.index.get(id(body), -1)
+                ee.append((b, np.asarray(pt, float), np.zeros((3, 0)), 0))
+            ends.append((ee, f))
+        for fs in s._flex_sda:
+            ee = []
+            for k, pt in enumerate(fs.points):
+                x = fs.ends[k]
+                if x is None:
+                    ee.append((-1, np.asarray(pt, float), np.zeros((3, 0)), 0))
+                else:
+                    i, s0, U, cols, _ = x
+                    ee.append((i, np.asarray(s0, float), np.asarray(U, float),
+                               int(cols[0]) if len(cols) else 0))
+            ends.append((ee, fs.el))
+        self.sda = [el for _, el in ends]
+        m = len(ends)
+        self.s_int = np.zeros((m, 9), np.int64)
+        self.s_flt = np.zeros((m, 9))
+        Us = []
+        o = 0
+        for r, (ee, _) in enumerate(ends):
+            for k, (b, s0, U, c0) in enumerate(ee):
+                nf = U.shape[1]
+                self.s_int[r, [_SB + k, _SN + k, _SC + k, _SO + k]] = (b, nf, c0, o)
+                self.s_flt[r, 3 * k: 3 * k + 3] = s0
+                Us.append(U.ravel())
+                o += U.size
+        self.s_U = np.ascontiguousarray(np.concatenate(Us)) if Us else np.zeros(0)
+        # point loads
+        flex_pf = {id(x.el): x for x in s._flex_pf}
+        loads = [f for f in s.forces if type(f) in (PointForce, PointTorque)]
+        self.loads = loads
+        p = len(loads)
+        self.l_int = np.zeros((p, 7), np.int64)
+        self.l_flt = np.zeros((p, 3))
+        Ul = []
+        o = 0
+        for r, f in enumerate(loads):
+            b = s.index[id(f.body)]
+            U = np.zeros((3, 0))
+            c0 = 0
+            if id(f) in flex_pf:
+                x = flex_pf[id(f)]
+                U, c0 = np.asarray(x.U, float), x.d.col0
+                self.l_flt[r] = x.s0
+            elif type(f) is PointForce:
+                self.l_flt[r] = f.point
+            self.l_int[r] = (b, U.shape[1], c0, o, type(f) is PointForce and f.frame == "body",
+                             type(f) is PointTorque and f.frame == "body",
+                             self.exact and f.has_jacobian)
+            Ul.append(U.ravel())
+            o += U.size
+        self.l_U = np.ascontiguousarray(np.concatenate(Ul)) if Ul else np.zeros(0)
+        self.refresh()
+        self.fa = self._fa(0.0)
+        self.F = self._loads(0.0)
+
+    @property
+    def empty(self):
+        return len(self.sda) == 0 and len(self.loads) == 0
+
+    def refresh(self):
+        """Re-read the mutable element parameters (``k``, ``c``, ``l0``, Jacobian switch)."""
+        for r, el in enumerate(self.sda):
+            self.s_flt[r, 6] = el.k
+            self.s_flt[r, 7] = el.c
+            self.s_flt[r, 8] = el.free_length()
+            self.s_int[r, 8] = self.exact and el.has_jacobian
+
+    def _fa(self, t):
+        return np.array([e._fa(t) for e in self.sda], float)
+
+    def _loads(self, t):
+        from ..model.forces import PointForce
+
+        F = np.zeros((len(self.loads), 6))
+        for r, f in enumerate(self.loads):
+            if type(f) is PointForce:
+                F[r, :3] = f.force(t)
+            else:
+                F[r, 3:] = f.torque(t)
+        return F
+
+    def at(self, t):
+        """Time functions at ``t``: ``(fa (m,), F (p, 6))`` (kept in :attr:`fa`, :attr:`F`)."""
+        if self.sda:
+            self.fa = self._fa(t)
+        if self.loads:
+            self.F = self._loads(t)
+        return self.fa, self.F
+
+    def tabulate(self, times):
+        """``(FA (nt or 1, m), LF (nt or 1, p, 6))`` over ``times`` (first axis 1: constant)."""
+        from ..model.forces import PointForce
+
+        timed_a = any(callable(e.fa) for e in self.sda)
+        FA = (np.array([self._fa(t) for t in times]) if timed_a
+              else self._fa(times[0] if len(times) else 0.0)[None])
+        timed_l = any(not getattr(f.force if type(f) is PointForce else f.torque, "constant",
+                                  False) for f in self.loads)
+        LF = (np.array([self._loads(t) for t in times]) if timed_l and len(times)
+              else self._loads(times[0] if len(times) else 0.0)[None])
+        return (np.ascontiguousarray(FA.reshape(len(FA), len(self.sda))),
+                np.ascontiguousarray(LF.reshape(len(LF), len(self.loads), 6)))
