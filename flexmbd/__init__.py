@@ -54,7 +54,7 @@ _LAZY = {
     "integrators": ("flexmbd.integrators", None),
     "constraints": ("flexmbd.constraints", None),
     "kinematics": ("flexmbd.kinematics", None),
-    "urdf": ("flexmbd.urdf", None),
+    "urdf": ("flexmbd.model.urdf", None),
     "data": ("flexmbd.data", None),
     "Results": ("flexmbd.results", "Results"),
     "Material": ("flexmbd.fem", "Material"),

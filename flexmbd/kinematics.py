@@ -83,7 +83,7 @@ def rotation_matrices(axis, angles):
 
 
 def _quat_rotations(E):
-    from .results import quat_to_rot_batch
+    from .spatial import quat_to_rot_batch
 
     return quat_to_rot_batch(E)
 

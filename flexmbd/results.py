@@ -30,7 +30,7 @@ formulation does not compute it) and ``res.stats`` (recursive: ``rhs_evaluations
 ``step_size``, closed loops also ranks and violations; absolute: ``newton_iterations``,
 ``residual``, ``constraint_violation``...);
 * ``geometry``: dict ``body name -> dict of arrays`` describing what to draw
-  (not a time series; see :class:`flexmbd.viz.geometry.BodyGeometry`): ``nodes``
+  (not a time series; see :class:`flexmbd.geometry.BodyGeometry`): ``nodes``
   (n, 3) in the body frame, ``cells:<meshio cell type>`` connectivity blocks,
   optionally ``modes`` (3 n, n_modes, node-interleaved), ``stress_modes`` and
   ``frequencies``. Filled by :func:`attach_geometry`; it lets a saved file be
@@ -61,6 +61,16 @@ import numpy as np
 from ._typing import Array, ArrayLike
 from .errors import FileError, FlexmbdError
 from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sniff
+from .geometry import (
+    body_geometry,
+    gravity_of,
+    reduced_body_geometry,
+    visual_geometry,
+    write_vtk_series,
+)
+from .joint_states import fill_joint_states
+from .kinematics import tree_poses_batch
+from .spatial import quat_to_rot_batch, rot_to_quat_batch  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from .model import Model
@@ -86,8 +96,6 @@ class JointHistory:
         key = f"joint:{self.name}:{kind}"
         res = self._res
         if key not in res.extra and getattr(res, "system", None) is not None:
-            from .joint_states import fill_joint_states
-
             fill_joint_states(res, res.system)
         if key in res.extra:
             return res.extra[key]
@@ -196,71 +204,6 @@ class BodyHistory:
 
 _POSE_HINT = ("fill it with flexmbd.results.attach_body_poses(res, system) "
               "(or attach_tree_poses(res, model) for joint coordinates of a tree)")
-
-
-def quat_to_rot_batch(e: ArrayLike) -> Array:
-    """Rotation matrices (..., 3, 3) of Euler parameters (..., 4), scalar first (normalized)."""
-    e = np.asarray(e, dtype=float)
-    e = e / np.linalg.norm(e, axis=-1, keepdims=True)
-    e0, e1, e2, e3 = np.moveaxis(e, -1, 0)
-    R = np.empty(e.shape[:-1] + (3, 3))
-    R[..., 0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
-    R[..., 0, 1] = 2 * (e1 * e2 - e0 * e3)
-    R[..., 0, 2] = 2 * (e1 * e3 + e0 * e2)
-    R[..., 1, 0] = 2 * (e1 * e2 + e0 * e3)
-    R[..., 1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
-    R[..., 1, 2] = 2 * (e2 * e3 - e0 * e1)
-    R[..., 2, 0] = 2 * (e1 * e3 - e0 * e2)
-    R[..., 2, 1] = 2 * (e2 * e3 + e0 * e1)
-    R[..., 2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
-    return R
-
-
-def rot_to_quat_batch(R: ArrayLike, continuous: bool = True) -> Array:
-    """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
-
-    Shepperd's method of :func:`flexmbd.spatial.rot_to_quat` on every sample at once
-    (same branch per sample, ``e0 >= 0``). With ``continuous=True`` the sign of each
-    quaternion is then chosen to stay close to the previous one (no jumps between
-    ``e`` and ``-e``).
-    """
-    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
-    n = len(R)
-    tr = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
-    k = np.argmax(np.column_stack([tr, R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]]), axis=1)
-    E = np.empty((n, 4))
-    s0 = k == 0
-    if s0.any():
-        Rs = R[s0]
-        e0 = 0.5 * np.sqrt(1.0 + tr[s0])
-        E[s0, 0] = e0
-        E[s0, 1] = (Rs[:, 2, 1] - Rs[:, 1, 2]) / (4 * e0)
-        E[s0, 2] = (Rs[:, 0, 2] - Rs[:, 2, 0]) / (4 * e0)
-        E[s0, 3] = (Rs[:, 1, 0] - Rs[:, 0, 1]) / (4 * e0)
-    for i in range(3):
-        sel = k == i + 1
-        if not sel.any():
-            continue
-        j, m = (i + 1) % 3, (i + 2) % 3
-        Rs = R[sel]
-        ei = 0.5 * np.sqrt(1.0 + 2 * Rs[:, i, i] - tr[sel])
-        E[sel, 1 + i] = ei
-        E[sel, 0] = (Rs[:, m, j] - Rs[:, j, m]) / (4 * ei)
-        E[sel, 1 + j] = (Rs[:, j, i] + Rs[:, i, j]) / (4 * ei)
-        E[sel, 1 + m] = (Rs[:, m, i] + Rs[:, i, m]) / (4 * ei)
-    E[E[:, 0] < 0] *= -1.0
-    E /= np.sqrt(np.einsum("ij,ij->i", E, E))[:, None]
-    if continuous and n > 1:
-        # flip where the running sign product says so (the sequential rule, vectorized)
-        dots = np.einsum("ij,ij->i", E[1:], E[:-1])
-        if np.any(dots == 0.0):       # a half-turn between samples: the rule as written
-            for i in range(1, n):
-                if E[i] @ E[i - 1] < 0:
-                    E[i] = -E[i]
-        else:
-            sign = np.concatenate([[1.0], np.where(np.cumsum(dots < 0) % 2, -1.0, 1.0)])
-            E *= sign[:, None]
-    return E
 
 
 class Results:
@@ -575,8 +518,6 @@ class Results:
         poses) from their model, leaving these results unchanged.
         Returns the list of written ``.vtu`` paths. Needs meshio.
         """
-        from .viz.geometry import write_vtk_series
-
         res = self
         model = getattr(getattr(self, "system", None), "model", None)
         if not self.geometry and model is not None:
@@ -774,7 +715,6 @@ def complete(results: Results | None, system: Any) -> Results | None:
         if any(j.name in owners for j in model.joints()):
             # joint coordinates: only the cut joints are missing, filled now (saved with
             # the results); the absolute formulation's are filled on first request
-            from .joint_states import fill_joint_states
 
             fill_joint_states(results, system)
     return results
@@ -832,8 +772,6 @@ def attach_tree_poses(results: Results, model: Model) -> Results:
     poses as :func:`flexmbd.kinematics.tree_poses` sample by sample, to round-off).
     Returns ``results``.
     """
-    from .kinematics import tree_poses_batch
-
     cols = {}
     for j in model.joints():
         idx = [i for i, (owner, _) in enumerate(results.coordinates) if owner == j.name]
@@ -854,15 +792,13 @@ def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None =
 
     ``model`` is a :class:`~flexmbd.model.Model` or a dict ``body name -> source``
     where a source is a reduced flexible body (:class:`flexmbd.fem.ReducedBody`), a
-    :class:`~flexmbd.viz.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
+    :class:`~flexmbd.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
     visual dicts. Flexible bodies of a model give their finite-element mesh and
     modes; rigid bodies their visuals or, with ``glyphs=True``, a box with the body's
     mass and principal moments of inertia. A model's gravity (m/s^2, world axes) goes
     to ``results.meta["gravity"]``, so that views of a saved file put it down.
     Returns ``results``.
     """
-    from .viz.geometry import body_geometry, reduced_body_geometry, visual_geometry
-
     if isinstance(model, dict):
         for name, src in model.items():
             if bodies is not None and name not in bodies:
@@ -877,8 +813,6 @@ def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None =
         g = body_geometry(b, glyph=glyphs)
         if g is not None:
             results.geometry[b.name] = g.to_arrays()
-    from .viz.camera import gravity_of
-
     g = gravity_of(model)
     if g is not None and "gravity" not in results.meta:   # views put -gravity up
         results.meta["gravity"] = [float(v) for v in g]

@@ -30,6 +30,8 @@ __all__ = [
     "force_transform",
     "quat_to_rot",
     "rot_to_quat",
+    "quat_to_rot_batch",
+    "rot_to_quat_batch",
     "quat_multiply",
     "quat_conjugate",
     "quat_from_rotvec",
@@ -258,3 +260,68 @@ def orthonormal_complement(H: ArrayLike) -> Array:
     idx = np.argmax(np.abs(Q2), axis=0)
     Q2 = Q2 * np.sign(Q2[idx, np.arange(Q2.shape[1])])
     return Q2
+
+
+def quat_to_rot_batch(e: ArrayLike) -> Array:
+    """Rotation matrices (..., 3, 3) of Euler parameters (..., 4), scalar first (normalized)."""
+    e = np.asarray(e, dtype=float)
+    e = e / np.linalg.norm(e, axis=-1, keepdims=True)
+    e0, e1, e2, e3 = np.moveaxis(e, -1, 0)
+    R = np.empty(e.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (e2 * e2 + e3 * e3)
+    R[..., 0, 1] = 2 * (e1 * e2 - e0 * e3)
+    R[..., 0, 2] = 2 * (e1 * e3 + e0 * e2)
+    R[..., 1, 0] = 2 * (e1 * e2 + e0 * e3)
+    R[..., 1, 1] = 1 - 2 * (e1 * e1 + e3 * e3)
+    R[..., 1, 2] = 2 * (e2 * e3 - e0 * e1)
+    R[..., 2, 0] = 2 * (e1 * e3 - e0 * e2)
+    R[..., 2, 1] = 2 * (e2 * e3 + e0 * e1)
+    R[..., 2, 2] = 1 - 2 * (e1 * e1 + e2 * e2)
+    return R
+
+
+def rot_to_quat_batch(R: ArrayLike, continuous: bool = True) -> Array:
+    """Euler parameters (nt, 4) of rotation matrices (nt, 3, 3).
+
+    Shepperd's method of :func:`flexmbd.spatial.rot_to_quat` on every sample at once
+    (same branch per sample, ``e0 >= 0``). With ``continuous=True`` the sign of each
+    quaternion is then chosen to stay close to the previous one (no jumps between
+    ``e`` and ``-e``).
+    """
+    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
+    n = len(R)
+    tr = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
+    k = np.argmax(np.column_stack([tr, R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]]), axis=1)
+    E = np.empty((n, 4))
+    s0 = k == 0
+    if s0.any():
+        Rs = R[s0]
+        e0 = 0.5 * np.sqrt(1.0 + tr[s0])
+        E[s0, 0] = e0
+        E[s0, 1] = (Rs[:, 2, 1] - Rs[:, 1, 2]) / (4 * e0)
+        E[s0, 2] = (Rs[:, 0, 2] - Rs[:, 2, 0]) / (4 * e0)
+        E[s0, 3] = (Rs[:, 1, 0] - Rs[:, 0, 1]) / (4 * e0)
+    for i in range(3):
+        sel = k == i + 1
+        if not sel.any():
+            continue
+        j, m = (i + 1) % 3, (i + 2) % 3
+        Rs = R[sel]
+        ei = 0.5 * np.sqrt(1.0 + 2 * Rs[:, i, i] - tr[sel])
+        E[sel, 1 + i] = ei
+        E[sel, 0] = (Rs[:, m, j] - Rs[:, j, m]) / (4 * ei)
+        E[sel, 1 + j] = (Rs[:, j, i] + Rs[:, i, j]) / (4 * ei)
+        E[sel, 1 + m] = (Rs[:, m, i] + Rs[:, i, m]) / (4 * ei)
+    E[E[:, 0] < 0] *= -1.0
+    E /= np.sqrt(np.einsum("ij,ij->i", E, E))[:, None]
+    if continuous and n > 1:
+        # flip where the running sign product says so (the sequential rule, vectorized)
+        dots = np.einsum("ij,ij->i", E[1:], E[:-1])
+        if np.any(dots == 0.0):       # a half-turn between samples: the rule as written
+            for i in range(1, n):
+                if E[i] @ E[i - 1] < 0:
+                    E[i] = -E[i]
+        else:
+            sign = np.concatenate([[1.0], np.where(np.cumsum(dots < 0) % 2, -1.0, 1.0)])
+            E *= sign[:, None]
+    return E

@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from .._typing import Array, ArrayLike
 
 __all__ = ["JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
-           "joint_force_on_cut"]
+           "joint_force_on_cut", "needs_loops"]
 
 
 def _perp(a):
@@ -693,3 +693,8 @@ def joint_force_on_cut(cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike,
     vj = H.T @ Vrel
     return H @ jf.generalized_force(t, qj, vj)
 
+
+def needs_loops(model: Any) -> bool:
+    """True when ``model`` has cut joints or joint drivers: the recursive formulation then
+    compiles to a :class:`flexmbd.recursive.LoopSystem` (tree plus cut-joint constraints)."""
+    return bool(model.topology().cut_joints) or bool(model.component_objects(JointDriver))

@@ -47,6 +47,7 @@ from ..errors import MeshError
 from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
 from .material import Material
+from .mesh import _from_meshio_mapped
 from .units import check_magnitudes, unit_system
 
 if TYPE_CHECKING:
@@ -162,8 +163,6 @@ class _Reader(DeckParser):
         return out
 
     def build(self):
-        from .mesh import _from_meshio_mapped
-
         scopes = self._scopes()
         labels, points, node_of = [], [], {}
         for iname, cont, inst in scopes:

@@ -41,8 +41,12 @@ Missing optional arrays (stress modes, K_G) are stored with a leading 0 dimensio
 
 import numpy as np
 
-from ..errors import MeshError
+from ..errors import FlexmbdError, MeshError
+from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
+from .from_matrices import reduced_from_matrices
 from .modecount import count_text_from_kinds
+from .sid import write_sid
+from .stress_history import von_mises
 
 __all__ = ["ReducedBody", "SCHEMA"]
 
@@ -105,8 +109,7 @@ class ReducedBody:
 
         See `flexmbd.fem.from_matrices.reduced_from_matrices` for every option.
         """
-        from .from_matrices import reduced_from_matrices
-        return reduced_from_matrices(nodes, modes, M, K, **options)
+        return reduced_from_matrices(cls, nodes, modes, M, K, **options)
 
     # -- sizes and views -------------------------------------------------------------------
     @property
@@ -153,7 +156,6 @@ class ReducedBody:
 
     def von_mises(self, q):
         """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
-        from .stress_history import von_mises
         return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
@@ -252,7 +254,6 @@ class ReducedBody:
 
     def to_sid(self, path, nodes=()):
         """Export as FEMBS standard input data text (`flexmbd.fem.sid.write_sid`)."""
-        from .sid import write_sid
         write_sid(self, path, nodes)
 
     @classmethod
@@ -263,9 +264,6 @@ class ReducedBody:
         file raises :class:`~flexmbd.errors.FileError` naming it; another schema
         version :class:`~flexmbd.errors.MeshError`.
         """
-        from ..errors import FlexmbdError
-        from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
-
         path = check_readable(path, "reduced body file")
         hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
                 "body.npz`")

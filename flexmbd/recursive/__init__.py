@@ -1,6 +1,7 @@
 """Recursive formulation: joint coordinates of the spanning tree (plus the modal
 coordinates of flexible bodies), solved by the Constraint Force Algorithm (Liu, Hu,
-Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`).
+Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`), and
+closed loops on top of the tree solver (:class:`LoopSystem`, :mod:`flexmbd.recursive.loops`).
 
 >>> import flexmbd as fm
 >>> m = fm.Model("pendulum")
@@ -13,7 +14,10 @@ Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`).
 -14.7139
 """
 
+from .compile import compile_system
+from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .schedule import Schedule, build_schedule
-from .system import ForwardDynamics, RecursiveSystem, compile_system
+from .system import ForwardDynamics, RecursiveSystem
 
-__all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule"]
+__all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule",
+           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
