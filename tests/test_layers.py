@@ -238,6 +238,15 @@ def test_contract_kept_by_the_ast_graph(cid):
     assert bad == [], f"contract {c['name']!r} broken by {bad}"
 
 
+def test_every_module_has_a_layer():
+    """A new top-level module or package gets a place in the layers (and so is checked)."""
+    names = [n.strip() for layer in contracts()["layers"]["layers"]
+             for n in layer.replace(":", "|").split("|")]
+    loose = sorted({m for m in modules() if m != "flexmbd" and _owner(m, names) is None
+                    and not any(n.startswith(m + ".") for n in names)})
+    assert loose == [], f"modules in no layer of pyproject.toml [tool.importlinter]: {loose}"
+
+
 def test_ignored_imports_are_calls_inside_functions():
     """Each exception of the layers contract is an upward call made inside a function
     (a documented convenience method such as ``Model.compile``), never a module-level

@@ -54,7 +54,6 @@ from ..model.sda import SpringDamperActuator
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
 from .energy import EnergyMeter
-from .engine import Engine
 from .flexible import FlexibleSet, FlexPointForce, FlexSDA
 from .forces import (
     BodyState,
@@ -229,6 +228,8 @@ class AbsoluteSystem:
     def engine(self):
         """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""
         if getattr(self, "_engine", None) is None or self._engine[0] is not self.constraints:
+            from .engine import Engine  # lazy: the numba kernels load on first use
+
             self._engine = (self.constraints, Engine(self))
         return self._engine[1]
 

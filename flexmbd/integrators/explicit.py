@@ -44,7 +44,7 @@ from ..constraints.cut import needs_loops
 from ..errors import FlexmbdError, ModelError
 from ..recursive.flexible import flexible_extras
 from ..results import Results
-from .stepper import ExplicitStepper, _tau_function, json_options, restore_options, rk4
+from .stepper import ExplicitStepper, json_options, restore_options, rk4, tau_function
 
 if TYPE_CHECKING:
     from typing import Any
@@ -61,7 +61,7 @@ class TreeStepper(ExplicitStepper):
     def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
                  tau: Any | None = None, _options: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
-        self.tau_f = _tau_function(tau, system.nv)
+        self.tau_f = tau_function(tau, system.nv)
         self._raw = system._raw_accel
         self._options = _options or {}
 

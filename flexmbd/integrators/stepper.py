@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from ..results import Results
 
 __all__ = ["rk4", "ExplicitStepper", "solver_state", "load_solver_state", "json_options",
-           "restore_options"]
+           "restore_options", "tau_function"]
 
 
-def _tau_function(tau, nv):
+def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | None]:
+    """Joint forces along the ``nv`` speeds as a function ``tau_f(t, q, qd)`` (N, N m):
+    ``tau`` None (no forces: None), a constant array (nv,) or a function of ``(t, q, qd)``."""
     if tau is None:
         return lambda t, q, qd: None
     if callable(tau):

@@ -15,9 +15,19 @@ closed loops on top of the tree solver (:class:`LoopSystem`, :mod:`flexmbd.recur
 """
 
 from .compile import compile_system
-from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .schedule import Schedule, build_schedule
 from .system import ForwardDynamics, RecursiveSystem
 
 __all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule",
            "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+
+_LOOPS = ("LoopSystem", "LoopDynamics", "compile_loops", "needs_loops")
+
+
+def __getattr__(name):
+    # the closed-loop formulation (constraints, projection, its stepper) loads on first use
+    if name in _LOOPS:
+        from . import loops
+
+        return getattr(loops, name)
+    raise AttributeError(f"module 'flexmbd.recursive' has no attribute {name!r}")

@@ -68,7 +68,7 @@ from ..constraints.cut import (
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
-from ..integrators.stepper import ExplicitStepper, json_options
+from ..integrators.stepper import ExplicitStepper, json_options, tau_function
 from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
@@ -533,17 +533,6 @@ def _pair(c, Rc_, pc, F):
     return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
 
 
-def _tau_function(tau, nv):
-    if tau is None:
-        return lambda t, q, qd: None
-    if callable(tau):
-        return lambda t, q, qd: np.asarray(tau(t, q, qd), dtype=float)
-    arr = np.asarray(tau, dtype=float)
-    if arr.shape != (nv,):
-        raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
-    return lambda t, q, qd: arr
-
-
 class _LoopStepper(ExplicitStepper):
     """Explicit integration of a :class:`LoopSystem` (stepper contract of
     :mod:`flexmbd.checkpoint`): RK4 with the position and velocity correction after
@@ -560,7 +549,7 @@ class _LoopStepper(ExplicitStepper):
         self.P = P
         self.projection = projection
         self.use_proj = P.method in ("qr", "moore-penrose")
-        self.tau_f = _tau_function(tau, system.nv)
+        self.tau_f = tau_function(tau, system.nv)
         self.options = {}
 
     def _f(self, t, y):

@@ -114,7 +114,6 @@ from ._kernels import (
     V_VEL,
 )
 from ._kernels import qdd_reactions as _qdd_reactions
-from .flexible import FlexTree
 from .general import general_cfa, general_flexible
 from .schedule import build_schedule
 
@@ -365,6 +364,8 @@ class RecursiveSystem:
                                                    len(self.joint_names))
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
+            from .flexible import FlexTree  # lazy: the flexible kernels load on first use
+
             self._flex = FlexTree(self)
         self._refresh()
 
