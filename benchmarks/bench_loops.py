@@ -10,7 +10,7 @@ Timed per size N = 10 ... 500 (best of a few repeats):
 
 * ``fd``: one forward-dynamics evaluation at the assembled state -- recursive:
   the CFA tree solver for the free accelerations, 5 O(N) ``solve_mass`` columns,
-  the cut-joint equations and the QR projection (:class:`flexmbd.constraints.LoopSystem`);
+  the cut-joint equations and the QR projection (:class:`flexmbd.recursive.LoopSystem`);
   absolute: the sparse KKT system of all 6(N+1)... body equations
   (``AbsoluteSystem.forward_dynamics``);
 * ``step``: one integration step -- recursive: RK4 with the position/velocity

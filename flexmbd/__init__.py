@@ -55,7 +55,7 @@ _LAZY = {
     "integrators": ("flexmbd.integrators", None),
     "constraints": ("flexmbd.constraints", None),
     "kinematics": ("flexmbd.kinematics", None),
-    "urdf": ("flexmbd.urdf", None),
+    "urdf": ("flexmbd.model.urdf", None),
     "data": ("flexmbd.data", None),
     "Results": ("flexmbd.results", "Results"),
     "Material": ("flexmbd.fem", "Material"),

@@ -120,7 +120,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import FileError, FlexmbdError, SolverError
+from .errors import FileError, FlexmbdError, ModelError, SolverError
 from .fileio import (
     READ_ERRORS,
     FileLock,
@@ -130,8 +130,10 @@ from .fileio import (
     read_failure,
     sniff,
 )
+from .fingerprint import fingerprint_difference, model_fingerprint
+from .model.flexible import stiffening_hint
 from .progress import progress as _progress
-from .results import H5_ENTRIES, Results, h5_append, h5_read, h5_truncate, h5_write
+from .results import H5_ENTRIES, Results, complete, h5_append, h5_read, h5_truncate, h5_write
 
 if TYPE_CHECKING:
     from typing import Any
@@ -460,7 +462,6 @@ def _fingerprint(stepper):
     model = _model_of(stepper)
     if model is None or not hasattr(model, "component_objects"):
         return None
-    from .fingerprint import model_fingerprint
 
     try:
         return json.dumps(model_fingerprint(model), sort_keys=True)
@@ -628,8 +629,6 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
 
 def _complete(res, stepper):
     """The finishing step of every formulation (:func:`flexmbd.results.complete`)."""
-    from .results import complete
-
     return complete(res, getattr(stepper, "system", None))
 
 
@@ -664,7 +663,6 @@ def _model_hint(stepper):
     model = getattr(getattr(stepper, "system", None), "model", None)
     if model is None:
         return ""
-    from .model.flexible import stiffening_hint
 
     try:
         return stiffening_hint(model)
@@ -823,9 +821,6 @@ def _check_fingerprint(path, attrs, stepper):
     new = json.loads(new)
     if old.get("digest") == new.get("digest"):
         return
-    from .errors import ModelError
-    from .fingerprint import fingerprint_difference
-
     what = ", ".join(fingerprint_difference(old, new)) or "its parameters"
     raise ModelError(
         f"resume: model {_model_of(stepper).name!r} differs from the model of the run "

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .model.component import Component
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
@@ -39,8 +41,6 @@ _MAX_DEPTH = 6
 
 def _feed(h, value, depth, seen):
     """Update hash ``h`` with a canonical description of ``value``."""
-    from .model.component import Component
-
     if depth > _MAX_DEPTH:
         h.update(b"<deep>")
         return
@@ -124,8 +124,6 @@ def model_fingerprint(model: Model) -> dict[str, Any]:
     Equal for models built the same way (in any process); different when any
     parameter of a body, frame, joint or force element differs.
     """
-    from .model.component import Component
-
     parts = {"model": {"name": _digest(model.name)}}
     for c in model.component_objects(Component):
         attrs = {k: _digest(v) for k, v in sorted(_attributes(c).items()) if k not in _SKIP}

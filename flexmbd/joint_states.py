@@ -36,7 +36,7 @@ reads them.
 import numpy as np
 
 from .joint_types import UNIVERSAL, joint_coordinates, joint_type
-from .results import JointSeries
+from .series import JointSeries
 
 __all__ = ["fill_joint_states", "angle_columns"]
 

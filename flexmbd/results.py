@@ -34,7 +34,7 @@ formulation does not compute it) and ``res.stats`` (recursive: ``rhs_evaluations
 ``step_size``, closed loops also ranks and violations; absolute: ``newton_iterations``,
 ``residual``, ``constraint_violation``...);
 * ``geometry``: dict ``body name -> dict of arrays`` describing what to draw
-  (not a time series; see :class:`flexmbd.viz.geometry.BodyGeometry`): ``nodes``
+  (not a time series; see :class:`flexmbd.geometry.BodyGeometry`): ``nodes``
   (n, 3) in the body frame, ``cells:<meshio cell type>`` connectivity blocks,
   optionally ``modes`` (3 n, n_modes, node-interleaved), ``stress_modes`` and
   ``frequencies``. Filled by :func:`attach_geometry`; it lets a saved file be
@@ -62,7 +62,6 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,6 +71,16 @@ import numpy as np
 from ._typing import Array, ArrayLike
 from .errors import FileError, FlexmbdError
 from .fileio import READ_ERRORS, atomic_write, check_readable, read_failure, sniff
+from .geometry import (
+    body_geometry,
+    gravity_of,
+    reduced_body_geometry,
+    visual_geometry,
+    write_vtk_series,
+)
+from .joint_states import fill_joint_states
+from .kinematics import tree_poses_batch
+from .series import _JOINT_KEYS, BodySeries, JointSeries, split_legacy_extra
 from .spatial import quat_to_rot_batch, rot_to_quat_batch  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
@@ -83,108 +92,6 @@ __all__ = ["Results", "JointHistory", "BodyHistory", "Energies", "ENERGY_FIELDS"
 
 SCHEMA = 2
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
-
-
-@dataclass
-class BodySeries:
-    """Time histories of one body (first axis time, ``None`` when not stored).
-
-    Attributes
-    ----------
-    position : (nt, 3) array or None
-        World position of the body frame origin (m).
-    orientation : (nt, 4) array or None
-        Euler parameters body -> world, scalar first, sign-continuous.
-    modal : (nt, n_modes) array or None
-        Modal coordinates of a flexible body.
-    interfaces : dict of (nt, 7) arrays
-        Interface name -> world origin (m) and Euler parameters of the deformed
-        interface frame.
-    """
-
-    position: Array | None = None
-    orientation: Array | None = None
-    modal: Array | None = None
-    interfaces: dict[str, Array] = field(default_factory=dict)
-
-    def arrays(self) -> dict[str, Array]:
-        """Every stored history by its file name (``position``, ``interface__NAME``...)."""
-        out = {k: getattr(self, k) for k in _BODY_KEYS if getattr(self, k) is not None}
-        out.update({f"interface__{k}": v for k, v in self.interfaces.items()})
-        return out
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, ArrayLike]) -> BodySeries:
-        """Inverse of :meth:`arrays`."""
-        b = cls(**{k: np.asarray(arrays[k]) for k in _BODY_KEYS if k in arrays})
-        b.interfaces = {k[len("interface__"):]: np.asarray(v) for k, v in arrays.items()
-                        if k.startswith("interface__")}
-        return b
-
-    def map(self, f: Any) -> BodySeries:
-        """A new BodySeries with ``f(array)`` applied to every history (e.g. a time slice)."""
-        return BodySeries.from_arrays({k: f(v) for k, v in self.arrays().items()})
-
-
-@dataclass
-class JointSeries:
-    """Coordinates ``q`` (nt, nq), speeds ``qd`` and rates ``qdd`` (nt, nv) of one joint
-    that owns no columns of ``Results.q`` (see :mod:`flexmbd.joint_states`)."""
-
-    q: Array
-    qd: Array
-    qdd: Array
-
-    def arrays(self) -> dict[str, Array]:
-        """``{"q": ..., "qd": ..., "qdd": ...}``."""
-        return {"q": self.q, "qd": self.qd, "qdd": self.qdd}
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, ArrayLike]) -> JointSeries:
-        """Inverse of :meth:`arrays`."""
-        return cls(*(np.asarray(arrays[k]) for k in _JOINT_KEYS))
-
-    def map(self, f: Any) -> JointSeries:
-        """A new JointSeries with ``f(array)`` applied to ``q``, ``qd`` and ``qdd``."""
-        return JointSeries(f(self.q), f(self.qd), f(self.qdd))
-
-
-_BODY_KEYS = ("position", "orientation", "modal")
-_JOINT_KEYS = ("q", "qd", "qdd")
-
-
-def split_legacy_extra(extra: Mapping[str, ArrayLike]) -> tuple[
-        dict[str, Array], dict[str, BodySeries], dict[str, JointSeries]]:
-    """Split ``extra`` keys of the schema-1 layout into typed series.
-
-    ``"position:B"``, ``"orientation:B"``, ``"modal:B"`` and ``"interface:B.NAME"`` go to
-    :class:`BodySeries` of body ``B``, ``"joint:J:q|qd|qdd"`` to :class:`JointSeries` of
-    joint ``J`` (complete triples only); the rest stays ``extra``. Returns
-    ``(extra, bodies, joints)``. Reads files written before schema 2 and samples of
-    steppers that still name their histories so.
-    """
-    rest: dict[str, Array] = {}
-    bodies: dict[str, dict[str, Array]] = {}
-    joints: dict[str, dict[str, Array]] = {}
-    for k, v in extra.items():
-        kind, _, name = k.partition(":")
-        if kind in _BODY_KEYS and name:
-            bodies.setdefault(name, {})[kind] = np.asarray(v)
-        elif kind == "interface" and "." in name:
-            body, _, itf = name.partition(".")
-            bodies.setdefault(body, {})[f"interface__{itf}"] = np.asarray(v)
-        elif kind == "joint" and name.rpartition(":")[2] in _JOINT_KEYS:
-            jname, _, what = name.rpartition(":")
-            joints.setdefault(jname, {})[what] = np.asarray(v)
-        else:
-            rest[k] = np.asarray(v)
-    out_j = {}
-    for j, d in joints.items():
-        if all(k in d for k in _JOINT_KEYS):
-            out_j[j] = JointSeries.from_arrays(d)
-        else:
-            rest.update({f"joint:{j}:{k}": v for k, v in d.items()})
-    return rest, {b: BodySeries.from_arrays(d) for b, d in bodies.items()}, out_j
 
 
 def _as_series(cls, d):
@@ -204,8 +111,6 @@ class JointHistory:
             return values[:, cols]
         res = self._res
         if self.name not in res.joint_series and getattr(res, "system", None) is not None:
-            from .joint_states import fill_joint_states
-
             fill_joint_states(res, res.system)
         if self.name in res.joint_series:
             return getattr(res.joint_series[self.name], kind)
@@ -674,8 +579,6 @@ class Results:
         poses) from their model, leaving these results unchanged.
         Returns the list of written ``.vtu`` paths. Needs meshio.
         """
-        from .viz.geometry import write_vtk_series
-
         res = self
         model = getattr(getattr(self, "system", None), "model", None)
         if not self.geometry and model is not None:
@@ -905,7 +808,6 @@ def complete(results: Results | None, system: Any) -> Results | None:
         if any(j.name in owners for j in model.joints()):
             # joint coordinates: only the cut joints are missing, filled now (saved with
             # the results); the absolute formulation's are filled on first request
-            from .joint_states import fill_joint_states
 
             fill_joint_states(results, system)
     return results
@@ -967,8 +869,6 @@ def attach_tree_poses(results: Results, model: Model) -> Results:
     poses as :func:`flexmbd.kinematics.tree_poses` sample by sample, to round-off).
     Returns ``results``.
     """
-    from .kinematics import tree_poses_batch
-
     cols = {}
     for j in model.joints():
         idx = [i for i, (owner, _) in enumerate(results.coordinates) if owner == j.name]
@@ -989,15 +889,13 @@ def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None =
 
     ``model`` is a :class:`~flexmbd.model.Model` or a dict ``body name -> source``
     where a source is a reduced flexible body (:class:`flexmbd.fem.ReducedBody`), a
-    :class:`~flexmbd.viz.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
+    :class:`~flexmbd.geometry.BodyGeometry`, a mesh file, a PyVista mesh or URDF
     visual dicts. Flexible bodies of a model give their finite-element mesh and
     modes; rigid bodies their visuals or, with ``glyphs=True``, a box with the body's
     mass and principal moments of inertia. A model's gravity (m/s^2, world axes) goes
     to ``results.meta["gravity"]``, so that views of a saved file put it down.
     Returns ``results``.
     """
-    from .viz.geometry import body_geometry, reduced_body_geometry, visual_geometry
-
     if isinstance(model, dict):
         for name, src in model.items():
             if bodies is not None and name not in bodies:
@@ -1012,8 +910,6 @@ def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None =
         g = body_geometry(b, glyph=glyphs)
         if g is not None:
             results.geometry[b.name] = g.to_arrays()
-    from .viz.camera import gravity_of
-
     g = gravity_of(model)
     if g is not None and "gravity" not in results.meta:   # views put -gravity up
         results.meta["gravity"] = [float(v) for v in g]

@@ -34,6 +34,8 @@ __all__ = [
     "quat_to_rot_batch",
     "rot_to_quat_batch",
     "rot_to_quat",
+    "quat_to_rot_batch",
+    "rot_to_quat_batch",
     "quat_multiply",
     "quat_conjugate",
     "quat_from_rotvec",

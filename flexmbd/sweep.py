@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import FlexmbdError
+from .model import Model
 from .progress import progress as _progress
 
 if TYPE_CHECKING:
@@ -82,7 +83,6 @@ def default_summary(res: Results) -> dict[str, float]:
 
 def _run_case(factory, case, simulate, summarize, keep):
     """One case: ``(summary, results or None, error text or None, wall time)``."""
-    from .model import Model
     from .results import Results
 
     tic = time.perf_counter()

@@ -5,7 +5,7 @@ import pytest
 
 import flexmbd as fm
 from flexmbd.kinematics import tree_poses
-from flexmbd.urdf import rpy_to_rot
+from flexmbd.model.urdf import rpy_to_rot
 
 BRANCHED = """<?xml version="1.0"?>
 <robot name="branched">

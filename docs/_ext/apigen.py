@@ -38,7 +38,7 @@ NAMESPACES = [
      "reads."),
     ("flexmbd.kinematics", "Kinematics", "Joint and tree poses."),
     ("flexmbd.topology", "Topology", "Cut joints, spanning tree and regular labels."),
-    ("flexmbd.urdf", "URDF import", "Rigid trees from robotics tools."),
+    ("flexmbd.model.urdf", "URDF import", "Rigid trees from robotics tools."),
     ("flexmbd.viz", "Visualization", "Views and animations (VTK; PyVista plotters)."),
     ("flexmbd.viz.headless", "Headless rendering", "Choosing a GL backend off-screen."),
     ("flexmbd.progress", "Progress bars", "tqdm bars and when they are drawn."),
@@ -50,7 +50,7 @@ NAMESPACES = [
 # that no namespace exports are documented on the module's page.
 MODULES = [
     "flexmbd.recursive.general", "flexmbd.recursive.schedule", "flexmbd.recursive.flexible",
-    "flexmbd.constraints.projection", "flexmbd.constraints.cut", "flexmbd.constraints.loops",
+    "flexmbd.constraints.projection", "flexmbd.constraints.cut", "flexmbd.recursive.loops",
     "flexmbd.model.sda", "flexmbd.absolute.forces", "flexmbd.absolute.system",
     "flexmbd.fem.strategies", "flexmbd.fem.interfaces", "flexmbd.fem.invariants",
     "flexmbd.fem.geometric", "flexmbd.fem.compare", "flexmbd.fem.eigen",

@@ -72,6 +72,8 @@ import numpy as np
 from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
 from ..flexible.ffr import mass_matrix as ffr_mass_matrix
 from ..flexible.mean_axis import centrifugal_resultant, rigid_fit
+from ..model.bodies import Ground
+from ..spatial import skew
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
 
 __all__ = ["FlexibleSet", "FlexSDA", "OMEGA_PRODUCTS"]
@@ -442,7 +444,6 @@ class FlexPointForce:
         Q[d.col0: d.col0 + d.n] += self.U.T @ (A.T @ f)
         if not jacobian:
             return None
-        from ..spatial import skew
 
         e = q[7 * i + 3: 7 * i + 7]
         E2 = 2.0 * E
@@ -500,8 +501,6 @@ class FlexSDA:
     """
 
     def __init__(self, element, index, by_index):
-        from ..model.bodies import Ground
-
         self.el = element
         self.ends = []
         deform = {end: fr for end, _, fr in element.deforming_ends()}
@@ -541,7 +540,6 @@ class FlexSDA:
         w = E2 @ ed
         vf = AU @ qd[cols]
         vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + vf
-        from ..spatial import skew
 
         Rs = skew(rho)
         n = 7 + len(cols)
@@ -580,7 +578,6 @@ class FlexSDA:
                 Q[self.ends[a][4]] += ends[a][2].T @ (sF[a] * g)
         if not jacobian:
             return None
-        from ..spatial import skew
 
         P = np.eye(3) - np.outer(u, u)
         a_vec = k * u + (c / length) * (P @ dd)

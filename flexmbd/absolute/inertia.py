@@ -32,6 +32,7 @@ Exact derivatives (``u = a' x c + w' x (w' x c)``,
 
 import numpy as np
 
+from ..model.bodies import RigidBody
 from .quaternion import TE, TG, Apoly, Emat, Gmat, cross_b, dAs, skew_b
 
 __all__ = ["BodyInertia"]
@@ -48,8 +49,6 @@ class BodyInertia:
         self.update(bodies)
 
     def update(self, bodies):
-        from ..model.bodies import RigidBody
-
         # flexible bodies have their own inertia terms (.flexible): zero rigid data here
         rigid = [isinstance(b, RigidBody) for b in bodies]
         self.m = np.array([float(b.mass) if r else 0.0 for b, r in zip(bodies, rigid)])

@@ -27,7 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, ModelError, SolverError
+from ..results import Results
+from .quaternion import Emat
 
 __all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual",
            "project_velocities"]
@@ -146,8 +149,6 @@ def static_residual(system, q, t=0.0):
     ``Q`` minus the least-squares constraint forces ``Phi_q^T lam``, mapped back to
     world wrenches ``[n; f]`` per body (``n = E(e) r_e / 2``); returns the 2-norm.
     """
-    from .quaternion import Emat
-
     n = system.n
     T = system.dae_terms(q, np.zeros(n), np.zeros(n), np.zeros(system.nc), t, jacobian=False)
     P = sp.csr_matrix((T.Phq[2], (T.Phq[0], T.Phq[1])), shape=(system.nc, n))
@@ -199,8 +200,6 @@ def singular_motion_error(system, q, qd, t, err):
     names the bodies moving without mass or inertia and the joints that leave them free
     (from the null space of the dense matrix, systems up to 3000 unknowns), with the
     state as one-sample partial results."""
-    from ..results import Results
-
     n, nc = system.n, system.nc
     what = ""
     if n + nc <= 3000:
@@ -266,8 +265,6 @@ def _min_norm_matrix(Phq, n, nc, weights=None):
 def _lu(A, n):
     """Factor a KKT matrix; redundant joint equations are dropped by pivoted QR
     (:class:`flexmbd.constraints.redundancy.KKTSolver`)."""
-    from ..constraints.redundancy import KKTSolver
-
     return KKTSolver(n).factor(A)
 
 

@@ -43,13 +43,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._typing import Array, ArrayLike
+from ..constraints.cut import JointDriver
+from ..constraints.redundancy import KKTSolver
 from ..errors import ModelError, SolverError
+from ..integrators.registry import check_options, check_times, resolve
 from ..model.bodies import Ground, RigidBody
 from ..model.flexible import FlexibleBody
-from ..model.forces import Gravity, JointForce
+from ..model.forces import Gravity, JointForce, PointForce
+from ..model.sda import SpringDamperActuator
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
-from .flexible import FlexibleSet
+from .energy import EnergyMeter
+from .flexible import FlexibleSet, FlexPointForce, FlexSDA
 from .forces import (
     BodyState,
     GravityBatch,
@@ -61,6 +66,7 @@ from .forces import (
 )
 from .inertia import BodyInertia
 from .quaternion import Emat, normalized_rot
+from .statics import consistent_initial_conditions, static_equilibrium
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -162,7 +168,6 @@ class AbsoluteSystem:
                                                   if isinstance(b, FlexibleBody)], self.index)
         self.n = self.n_rigid + self.flexible.n_modal
         self.modal_slices = {d.body.name: slice(d.col0, d.col0 + d.n) for d in self.flexible.flex}
-        from ..constraints.cut import JointDriver
 
         self.drivers = m.component_objects(JointDriver)
         flex_cols = {d.index: d.col0 for d in self.flexible.flex}
@@ -176,9 +181,6 @@ class AbsoluteSystem:
         self.joint_names = [j.name for j in self.joints]
         self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
-        from ..model.sda import SpringDamperActuator
-        from .flexible import FlexSDA
-
         sdas = [f for f in self.forces if type(f) is SpringDamperActuator]
         # SDAs with an end at a deforming frame of a flexible body: exact, element by element
         self._flex_sda = [FlexSDA(f, self.index, self.flexible.by_index) for f in sdas
@@ -189,9 +191,6 @@ class AbsoluteSystem:
         grav = [f for f in self.forces if type(f) is Gravity]
         self._grav_elements = grav
         self._gravity = GravityBatch(grav, self.inertia) if grav else None
-        from ..model.forces import PointForce
-        from .flexible import FlexPointForce
-
         self._flex_pf = []
         for f in self.forces:
             att = getattr(f, "attachment", None)
@@ -228,9 +227,9 @@ class AbsoluteSystem:
 
     def engine(self):
         """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""
-        from .engine import Engine
-
         if getattr(self, "_engine", None) is None or self._engine[0] is not self.constraints:
+            from .engine import Engine  # lazy: the numba kernels load on first use
+
             self._engine = (self.constraints, Engine(self))
         return self._engine[1]
 
@@ -312,8 +311,6 @@ class AbsoluteSystem:
         """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached)."""
         self.refresh()
         if self._ic is None or self._ic[0] != t0:
-            from .statics import consistent_initial_conditions
-
             self._ic = (t0, consistent_initial_conditions(self, self._q_tree, self._qd_tree,
                                                           tol=tol, t=t0))
         return tuple(x.copy() for x in self._ic[1])
@@ -657,16 +654,12 @@ class AbsoluteSystem:
 
     def energy_meter(self):
         """An :class:`~flexmbd.absolute.energy.EnergyMeter` for this system."""
-        from .energy import EnergyMeter
-
         return EnergyMeter(self)
 
     # -- statics and simulation -------------------------------------------------------
     def static_equilibrium(self, q: ArrayLike | None = None, t: float = 0.0,
                            **options: Any) -> StaticResult:
         """Static equilibrium from ``q`` (default: the initial configuration), :mod:`.statics`."""
-        from .statics import static_equilibrium
-
         self.refresh()
         return static_equilibrium(self, self.q0() if q is None else q, t=t, **options)
 
@@ -680,8 +673,6 @@ class AbsoluteSystem:
         Newton options; unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.implicit import integrate
-        from ..integrators.registry import check_options, check_times, resolve
-
         where = f"model {self.model.name!r} (absolute): simulate"
         spec, _ = resolve(integrator, "absolute", dt)
         check_options(options, integrate, where)
@@ -703,8 +694,6 @@ class AbsoluteSystem:
 
 
 def _solve(A, b, what, n):
-    from ..constraints.redundancy import KKTSolver
-
     try:
         lu = KKTSolver(n).factor(A)                  # drops redundant joint equations (QR)
     except RuntimeError as err:

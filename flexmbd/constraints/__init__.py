@@ -1,13 +1,11 @@
-"""Closed loops and constraint handling.
+"""Closed loops and constraint handling (the closed-loop recursive formulation built on
+them is :class:`flexmbd.recursive.LoopSystem`).
 
 * :mod:`~flexmbd.constraints.projection` -- QR-based independent constraints,
   normal/tangent bases, position/velocity corrections, tangent-space accelerations,
   Baumgarte and Moore-Penrose alternatives (used by every formulation);
 * :mod:`~flexmbd.constraints.cut` -- cut-joint constraint equations on tree joint
   coordinates and rheonomic joint drivers (:class:`JointDriver`);
-* :mod:`~flexmbd.constraints.loops` -- :class:`LoopSystem`, the recursive
-  formulation with closed loops (``model.compile("recursive")`` returns one when
-  the model has cut joints or drivers);
 * :mod:`~flexmbd.constraints.redundancy` -- :class:`KKTSolver`, the same QR row
   selection for the saddle-point systems of the absolute formulation.
 """
@@ -19,11 +17,9 @@ from .cut import (
     constraint_rows,
     cut_coordinates,
 )
-from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
 from .redundancy import KKTSolver
 
 __all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
            "JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
-           "cut_coordinates",
-           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops", "KKTSolver"]
+           "cut_coordinates", "KKTSolver"]

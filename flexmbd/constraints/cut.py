@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from .._typing import Array, ArrayLike
 
 __all__ = ["JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
-           "cut_coordinates", "joint_force_on_cut"]
+           "cut_coordinates", "joint_force_on_cut", "needs_loops"]
 
 
 def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
@@ -733,3 +733,8 @@ def joint_force_on_cut(cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike,
     vj = speeds_from_twist(H, Vrel)
     return wrench_from_force(H, jf.generalized_force(t, qj, vj))
 
+
+def needs_loops(model: Any) -> bool:
+    """True when ``model`` has cut joints or joint drivers: the recursive formulation then
+    compiles to a :class:`flexmbd.recursive.LoopSystem` (tree plus cut-joint constraints)."""
+    return bool(model.topology().cut_joints) or bool(model.component_objects(JointDriver))

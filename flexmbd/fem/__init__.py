@@ -12,7 +12,8 @@ from .abaqus_mtx import read_mtx
 from .compare import compare_modes
 from .interfaces import Interface
 from .material import Material
-from .mesh import FEMesh, read_mesh
+from .mesh import FEMesh
+from .meshfile import read_mesh
 from .model import FEModel
 from .reduce import reduce
 from .reduced import ReducedBody

@@ -19,6 +19,8 @@ import os
 import sys
 from contextlib import contextmanager
 
+from .backends import available_backends
+
 __all__ = ["blas_threads", "openblas_pools", "fem_threads", "with_fem_threads", "FEM_THREADS"]
 
 _SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
@@ -143,7 +145,6 @@ def fem_threads():
             _depth[0] -= 1
         return
     if FEM_THREADS is not None:
-        from .eigen import available_backends
         available_backends()  # load CHOLMOD's BLAS first so that its pool is limited too
     hp = _hugepage_switch() if NO_HUGEPAGE else None
     old_hp = hp[0]() if hp else None

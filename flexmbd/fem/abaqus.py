@@ -46,8 +46,9 @@ import numpy as np
 from ..errors import MeshError
 from .abaqus_elements import face_nodes, hex20_to_hex27
 from .abaqus_parse import DeckParser, _ci
-from .material import Material
-from .units import material_from_file, unit_system
+from .material import Material, material_from_file
+from .mesh import _from_meshio_mapped
+from .units import unit_system
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -162,8 +163,6 @@ class _Reader(DeckParser):
         return out
 
     def build(self):
-        from .mesh import _from_meshio_mapped
-
         scopes = self._scopes()
         labels, points, node_of = [], [], {}
         for iname, cont, inst in scopes:

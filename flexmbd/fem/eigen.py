@@ -49,6 +49,7 @@ import scipy.sparse.linalg as spla
 
 from ..errors import MeshError, SolverError
 from ._threads import fem_threads
+from .backends import _ORDER, _have, available_backends
 
 if TYPE_CHECKING:
     from typing import Any
@@ -61,29 +62,6 @@ __all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense"
 
 DENSE_MAX = 600  # "auto" uses dense LAPACK Cholesky up to this many rows
 METIS_MIN = 5000  # CHOLMOD orders larger matrices with METIS directly
-_ORDER = ("cholmod", "cholespy", "superlu")
-
-
-def _have(module):
-    try:
-        if module == "cholmod":
-            from sksparse.cholmod import cholesky  # noqa: F401
-        elif module == "cholespy":
-            import cholespy  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-_AVAILABLE = {}
-
-
-def available_backends() -> list[str]:
-    """Sparse backends importable here, best first (``"superlu"`` always)."""
-    if not _AVAILABLE:
-        for b in _ORDER:
-            _AVAILABLE[b] = b == "superlu" or _have(b)
-    return [b for b in _ORDER if _AVAILABLE[b]]
 
 
 def check_backend(backend):

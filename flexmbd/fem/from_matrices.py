@@ -225,8 +225,9 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
     return inv
 
 
-def reduced_from_matrices(nodes: ArrayLike, modes: ArrayLike, M: Any | None = None,
-                          K: Any | None = None, *, interfaces: Any | None = None,
+def reduced_from_matrices(cls: type[ReducedBody], nodes: ArrayLike, modes: ArrayLike,
+                          M: Any | None = None, K: Any | None = None, *,
+                          interfaces: Any | None = None,
                           interface_kind: str = "nodes",
                           origins: Mapping[str, ArrayLike] | None = None,
                           damping: ArrayLike | None = None,
@@ -241,10 +242,13 @@ def reduced_from_matrices(nodes: ArrayLike, modes: ArrayLike, M: Any | None = No
                           mode_label: str | Sequence[str] | None = None,
                           material: Material | None = None, material_name: str = "",
                           notes: Sequence[str] = ()) -> ReducedBody:
-    """Build a `ReducedBody` from a reduced model given directly (SI units).
+    """Build a ``cls`` (`ReducedBody`) from a reduced model given directly (SI units);
+    called by `ReducedBody.from_matrices`.
 
     Parameters
     ----------
+    cls : type
+        The class built (`ReducedBody`).
     nodes : (n, 3)
         Undeformed node coordinates in the body frame (m).
     modes : (3n, m) or (n, 3, m)
@@ -316,8 +320,6 @@ def reduced_from_matrices(nodes: ArrayLike, modes: ArrayLike, M: Any | None = No
     >>> round(float(rb.frequencies[0]), 4)                # sqrt(2 k / m) / 2 pi
     22.5079
     """
-    from .reduced import ReducedBody
-
     owner = f"ReducedBody.from_matrices({name!r})"
     x = np.asarray(nodes, float)
     if x.ndim != 2 or x.shape[1] != 3 or len(x) == 0:
@@ -373,7 +375,7 @@ def reduced_from_matrices(nodes: ArrayLike, modes: ArrayLike, M: Any | None = No
     mat = np.asarray(material if material is not None else [np.nan] * 3, float)
     if mat.shape != (3,):
         raise ModelError(f"{owner}: material must be (E, nu, rho), got shape {mat.shape}")
-    return ReducedBody(
+    return cls(
         name=name, strategy=strategy, frame=frame, support=support, reference=reference,
         cell_type=cell_type, material_name=material_name, material=mat, kg_convention="",
         nodes=x.copy(), cells=np.zeros((0,), int) if cells is None else np.asarray(cells),

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import MeshError
-from .units import MAX_WAVE_SPEED, check_magnitudes  # noqa: F401 (re-exported)
+from .units import _CHECKED, MAX_WAVE_SPEED, UnitSystem, check_magnitudes, unit_system  # noqa: F401
 
 if TYPE_CHECKING:
     from typing import Any
 
     from .._typing import Array
 
-__all__ = ["Material"]
+__all__ = ["Material", "material_from_file"]
 
 
 
@@ -105,3 +105,34 @@ def check_material(material, where="reduce"):
             f"{where}: material must be a flexmbd Material, got {type(material).__name__}; "
             "use fm.Material(E=2.1e11, nu=0.3, rho=7850)")
     return material
+
+
+def material_from_file(where: str, name: str, E_raw: float, nu: float, rho_raw: float,
+                       units: str | UnitSystem = "SI") -> Material:
+    """The `Material` of raw file values (``units``) converted to SI, checked once.
+
+    Every importer builds its materials here: :func:`check_magnitudes` runs once,
+    naming the file and line (``where``) and the unit system the values fit, and the
+    `Material` constructor does not repeat the check, so a deck in wrong units gives
+    one `UnitsWarning` per material.
+
+    Parameters
+    ----------
+    where : str
+        ``path:line`` of the material definition.
+    name : str
+        Material name.
+    E_raw, nu, rho_raw : float
+        Young's modulus (stress unit of ``units``), Poisson's ratio and density
+        (density unit of ``units``) as written in the file.
+    units : str | UnitSystem
+        The system the file is written in.
+    """
+    us = unit_system(units, where)
+    E, rho = E_raw * us.stress, rho_raw * us.density
+    check_magnitudes(where, name, rho, E, us)
+    token = _CHECKED.set(True)
+    try:
+        return Material(E=E, nu=nu, rho=rho, name=name)
+    finally:
+        _CHECKED.reset(token)

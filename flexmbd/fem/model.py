@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import MeshError
 from ._threads import with_fem_threads
 from .assembly import Assembler, check_node_coverage
 from .eigen import RelievedSolver, SPDFactor, add_on_pattern, check_backend, free_shift, rigid_modes
 from .interfaces import make_interfaces
 from .material import check_material
-from .mesh import FEMesh, check_connected, read_mesh
+from .mesh import FEMesh, check_connected
+from .meshfile import read_mesh
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -92,7 +94,6 @@ class FEModel:
 
         import scipy.sparse as sp
 
-        from ..errors import MeshError
 
         self = cls.__new__(cls)
         t0 = time.perf_counter()

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ..errors import MeshError
 from .nastran_bdf import BDFModel, read_bdf, write_bdf
 from .nastran_matrices import DMIGMatrix, read_dmig, read_op4, write_dmig, write_op4
+from .reduced import ReducedBody
 
 if TYPE_CHECKING:
     from typing import Any
@@ -114,8 +115,6 @@ def craig_bampton_body(deck: BDFModel | None, phi: Any, maa: Any, kaa: Any, *,
 
     Units are the deck's: SI expected.
     """
-    from .reduced import ReducedBody
-
     src = name or deck.mesh.source
     Phi = _rows_in_mesh_order(phi, deck.grid_ids, f"craig_bampton_body({src!r}): phi")
     mats = []

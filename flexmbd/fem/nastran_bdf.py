@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import MeshError
-from .material import Material
+from .material import Material, material_from_file
 from .mesh import _UNSUPPORTED_HINT, _from_meshio, check_elements
 from .nastran_cards import nastran_int, read_cards
-from .units import material_from_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -58,8 +58,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import MeshError
+from ..errors import FlexmbdError, MeshError
+from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
+from .from_matrices import reduced_from_matrices
 from .modecount import count_text_from_kinds
+from .sid import write_sid
+from .stress_history import von_mises
 
 if TYPE_CHECKING:
     from .._typing import Array, ArrayLike, StrPath
@@ -193,8 +197,7 @@ class ReducedBody:
 
         See `flexmbd.fem.from_matrices.reduced_from_matrices` for every option.
         """
-        from .from_matrices import reduced_from_matrices
-        return reduced_from_matrices(nodes, modes, M, K, **options)
+        return reduced_from_matrices(cls, nodes, modes, M, K, **options)
 
     # -- sizes and views -------------------------------------------------------------------
     @property
@@ -243,7 +246,6 @@ class ReducedBody:
 
     def von_mises(self, q: ArrayLike) -> Array:
         """Von Mises stress (n,) (Pa) at the nodes for modal coordinates q."""
-        from .stress_history import von_mises
         return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
@@ -343,7 +345,6 @@ class ReducedBody:
 
     def to_sid(self, path: StrPath, nodes: Sequence[int] = ()) -> None:
         """Export as FEMBS standard input data text (`flexmbd.fem.sid.write_sid`)."""
-        from .sid import write_sid
         write_sid(self, path, nodes)
 
     @classmethod
@@ -354,9 +355,6 @@ class ReducedBody:
         file raises :class:`~flexmbd.errors.FileError` naming it; another schema
         version :class:`~flexmbd.errors.MeshError`.
         """
-        from ..errors import FlexmbdError
-        from ..fileio import READ_ERRORS, check_readable, read_failure, sniff
-
         path = check_readable(path, "reduced body file")
         hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
                 "body.npz`")

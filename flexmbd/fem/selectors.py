@@ -11,7 +11,7 @@ numbers.  Anything accepted where a selector is expected:
 Tolerances default to 1e-6 of the mesh bounding-box diagonal.
 
 >>> import skfem
->>> from flexmbd.fem.mesh import read_mesh
+>>> from flexmbd.fem import read_mesh
 >>> fe = read_mesh(skfem.MeshHex1.init_tensor([0, .5, 1], [0, 1], [0, 1]))
 >>> Plane((0, 0, 0), (1, 0, 0))(fe).tolist()    # the four nodes at x = 0
 [0, 1, 6, 7]

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 from ..errors import MeshError, UnitsWarning
 
 if TYPE_CHECKING:
-    from .material import Material
+    pass
 
 __all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes",
-           "material_from_file", "MAX_WAVE_SPEED"]
+           "MAX_WAVE_SPEED"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
     """Warn (`UnitsWarning`) once if a material does not look like an engineering solid.
 
     The one plausibility check of material data, called by
-    :class:`flexmbd.fem.Material` and (through :func:`material_from_file`) by every
+    :class:`flexmbd.fem.Material` and (through :func:`~flexmbd.fem.material.material_from_file`) by every
     importer. Implausible: SI density outside `RHO_RANGE`, modulus outside `E_RANGE`
     or a wave speed ``sqrt(E/rho)`` above `MAX_WAVE_SPEED`.
 
@@ -126,7 +126,7 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
     -------
     bool
         True if the values look plausible (or were checked already, see
-        :func:`material_from_file`).
+        :func:`~flexmbd.fem.material.material_from_file`).
     """
     if _CHECKED.get():
         return True
@@ -159,36 +159,3 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
 
 _STRESS = {"SI": "Pa", "mm-t-s": "MPa", "mm-kg-ms": "GPa", "mm-kg-s": "kPa"}
 _CHECKED: ContextVar[bool] = ContextVar("flexmbd_units_checked", default=False)
-
-
-def material_from_file(where: str, name: str, E_raw: float, nu: float, rho_raw: float,
-                       units: str | UnitSystem = "SI") -> Material:
-    """The `Material` of raw file values (``units``) converted to SI, checked once.
-
-    Every importer builds its materials here: :func:`check_magnitudes` runs once,
-    naming the file and line (``where``) and the unit system the values fit, and the
-    `Material` constructor does not repeat the check, so a deck in wrong units gives
-    one `UnitsWarning` per material.
-
-    Parameters
-    ----------
-    where : str
-        ``path:line`` of the material definition.
-    name : str
-        Material name.
-    E_raw, nu, rho_raw : float
-        Young's modulus (stress unit of ``units``), Poisson's ratio and density
-        (density unit of ``units``) as written in the file.
-    units : str | UnitSystem
-        The system the file is written in.
-    """
-    from .material import Material  # material.py calls check_magnitudes (import cycle)
-
-    us = unit_system(units, where)
-    E, rho = E_raw * us.stress, rho_raw * us.density
-    check_magnitudes(where, name, rho, E, us)
-    token = _CHECKED.set(True)
-    try:
-        return Material(E=E, nu=nu, rho=rho, name=name)
-    finally:
-        _CHECKED.reset(token)

@@ -35,466 +35,24 @@ between blocks of samples (:mod:`flexmbd.monitor`).
 
 from __future__ import annotations
 
-import time as _time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checkpoint import run
-from ..errors import FlexmbdError, ModelError, SolverError
-from ..monitor import BLOCK_STEPS, GrowthMonitor
+from ..checkpoint import check_checkpoint, run
+from ..constraints.cut import needs_loops
+from ..errors import FlexmbdError, ModelError
 from ..recursive.energy import energy_histories
+from ..recursive.flexible import flexible_series
 from ..results import BodySeries, Results
+from .stepper import ExplicitStepper, json_options, restore_options, rk4, tau_function
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    from .._typing import Array, ArrayLike, StrPath
+    from .._typing import ArrayLike, StrPath
 
 __all__ = ["rk4", "simulate_recursive", "ExplicitStepper", "TreeStepper", "tree_stepper"]
-
-
-def _tau_function(tau, nv):
-    if tau is None:
-        return lambda t, q, qd: None
-    if callable(tau):
-        return lambda t, q, qd: np.asarray(tau(t, q, qd), dtype=float)
-    arr = np.asarray(tau, dtype=float)
-    if arr.shape != (nv,):
-        raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
-    return lambda t, q, qd: arr
-
-
-def rk4(f: Callable[[float, Array], Array], t0: float, y0: ArrayLike, h: float, n_steps: int,
-        callback: Callable[[int, float, Array], Any] | None = None) -> Array:
-    """Classical fixed-step RK4 for ``dy/dt = f(t, y)``; ``callback(i, t, y)`` after each step
-    may return a replacement ``y`` (projection). Returns the final ``y``."""
-    y = np.asarray(y0, dtype=float).copy()
-    t = t0
-    for i in range(n_steps):
-        k1 = f(t, y)
-        k2 = f(t + 0.5 * h, y + 0.5 * h * k1)
-        k3 = f(t + 0.5 * h, y + 0.5 * h * k2)
-        k4 = f(t + h, y + h * k3)
-        y = y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-        t = t0 + (i + 1) * h
-        if callback is not None:
-            r = callback(i, t, y)
-            if r is not None:
-                y = r
-    return y
-
-
-# stall detection of the adaptive steppers (ExplicitStepper._check_progress)
-STALL_WINDOW = 200        # solver steps per pace check
-STALL_STEPS = 1e6         # more steps than this still needed at the current pace: a stall
-STALL_H_FLOOR = 1e-12     # step sizes below this fraction of the run's span
-
-
-# -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
-_SOLVER_STATE = ("t", "y", "t_old", "y_old", "f", "h_abs", "h_previous", "nfev", "njev", "nlu",
-                 "status")
-_SOLVER_ARRAYS = ("K", "K_extended")  # restored in place (K is a view of K_extended)
-_CALLABLE = "__callable__"
-
-
-def solver_state(solver):
-    """Dynamic state of a scipy ``RK23``/``RK45``/``DOP853`` solver (exact copies)."""
-    out = {}
-    for k in _SOLVER_STATE:
-        v = getattr(solver, k)
-        out[k] = v.copy() if isinstance(v, np.ndarray) and v.ndim else v
-    for k in _SOLVER_ARRAYS:
-        if hasattr(solver, k):
-            out[k] = getattr(solver, k).copy()
-    return out
-
-
-def load_solver_state(solver, state):
-    """Restore :func:`solver_state` into a solver built with the same function and options."""
-    for k in _SOLVER_STATE:
-        v = state[k]
-        setattr(solver, k, np.array(v) if isinstance(v, np.ndarray) and v.ndim else v)
-    for k in _SOLVER_ARRAYS:
-        if k in state:
-            getattr(solver, k)[...] = state[k]
-
-
-def json_options(options):
-    """Options of a run as JSON values (arrays as lists, functions marked, q0/qd0 dropped:
-    a resumed run starts from the saved state)."""
-    out = {}
-    for k, v in options.items():
-        if k in ("q0", "qd0", "checkpoint", "every", "progress", "overwrite"):
-            continue
-        if callable(v):
-            out[k] = _CALLABLE
-        elif isinstance(v, np.ndarray):
-            out[k] = v.tolist()
-        elif isinstance(v, np.generic):
-            out[k] = v.item()
-        else:
-            out[k] = v
-    return out
-
-
-def restore_options(options, overrides, what):
-    """Inverse of :func:`json_options`: functions come from ``overrides`` (named in the error)."""
-    opts = dict(options)
-    opts.update(overrides)
-    missing = [k for k, v in opts.items() if isinstance(v, str) and v == _CALLABLE]
-    if missing:
-        raise FlexmbdError(
-            f"{what}: the checkpointed run used functions for {missing}, which a file cannot "
-            f"hold; pass them again: fm.resume(path, model=m, "
-            + ", ".join(f"{k}=..." for k in missing) + ")")
-    return opts
-
-
-class ExplicitStepper:
-    """One explicit integration of ``y' = f(t, y)``, ``y = [q; qd]``, following the
-    stepper contract of :mod:`flexmbd.checkpoint` (bit-identical resume).
-
-    ``integrator="rk4"``: a step is one output interval ``dt`` made of ``substeps`` RK4
-    steps. Adaptive (``"rk45"``, ``"dop853"``, ``"rk23"``; scipy's embedded pairs): with
-    output times (``t_eval``, or every ``dt``) a step advances to the next output time
-    (dense output, as many solver steps as needed), otherwise it is one solver step.
-    The state saved at a checkpoint is the solver's complete state (step size, stage
-    derivatives, counters), so a resumed run takes exactly the same steps.
-
-    Subclasses give the system: :meth:`_f` (the right-hand side), the hooks after a
-    step and :meth:`finalize` (accelerations, reactions and energies at the samples,
-    computed after the run in one pass, as without a checkpoint).
-    """
-
-    n_out_rule = "round"     # how rk4 counts its output intervals (see _n_out)
-    checks_finite = True
-    record_wall = False      # sample stats["cpu_time"]: integration wall time so far (s)
-    t_eval_tol = 1e-9        # relative tolerance of the last output time
-
-    def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                 t0: float = 0.0, rtol: float = 1e-8, atol: float = 1e-10,
-                 t_eval: ArrayLike | None = None, method: str | None = None, substeps: int = 1,
-                 max_step: float = np.inf) -> None:
-        integrator = (integrator or "rk4").lower()
-        self.system = system
-        self.integrator = integrator
-        self.t0 = float(t0)
-        self.t_end = float(t_end)
-        self.dt = None if dt is None else float(dt)
-        self.substeps = int(substeps)
-        self.rtol, self.atol, self.max_step = rtol, atol, max_step
-        self.method = method
-        self.adaptive = integrator != "rk4"
-        self.nq, self.nv = system.nq, system.nv
-        self.t = self.t0
-        self.y = None
-        self.i = 0                 # rk4: output intervals done; adaptive: samples done
-        self.n_steps = 0           # adaptive: solver steps
-        self.wall = 0.0
-        self.solver = None
-        self._dense = None
-        self._monitor = False      # runaway check (flexmbd.monitor), built on first use
-        self._window = None        # stall detection: (step, t) at the window start, low steps
-        if self.adaptive:
-            self.t_eval = self._output_times(t_eval)
-        else:
-            self.h = self.dt / self.substeps
-            self.n_out = self._n_out()
-
-    # -- set-up ---------------------------------------------------------------------------
-    def _n_out(self):
-        t0, t_end, dt = self.t0, self.t_end, self.dt
-        if self.n_out_rule == "floor":
-            return int(np.floor((t_end - t0) / dt + 1e-9))
-        n_out = int(round((t_end - t0) / dt))
-        if abs(t0 + n_out * dt - t_end) > 1e-9 * max(1.0, abs(t_end)):
-            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-        return n_out
-
-    def _output_times(self, t_eval):
-        t0, t_end, dt = self.t0, self.t_end, self.dt
-        if t_eval is None and dt is not None:
-            n_out = int(np.floor((t_end - t0) / dt + 1e-9))
-            t_eval = t0 + dt * np.arange(1, n_out + 1)
-            if t_eval.size == 0 or t_eval[-1] < t_end - self.t_eval_tol * max(1.0, t_end):
-                t_eval = np.append(t_eval, t_end)
-        elif t_eval is not None:
-            t_eval = np.asarray(t_eval, dtype=float)
-            t_eval = t_eval[t_eval > t0]
-        return t_eval
-
-    def _solver_class(self):
-        from scipy import integrate as si
-
-        name = self.method or {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[
-            self.integrator]
-        return name, getattr(si, name)
-
-    def _make_solver(self, y0):
-        _, cls = self._solver_class()
-        kw = {} if self.max_step is None else {"max_step": self.max_step}
-        return cls(self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw)
-
-    def start(self, y0: ArrayLike) -> ExplicitStepper:
-        """Initial state ``y0 = [q0; qd0]`` (consistent, normalized)."""
-        self.y = np.asarray(y0, dtype=float)
-        self.t = self.t0
-        if self.adaptive:
-            try:
-                self.solver = self._make_solver(self.y)
-            except FlexmbdError as err:
-                raise SolverError(f"{err} at t = {self.t0:.6g} s", time=self.t0) from err
-        return self
-
-    # -- hooks of the system ---------------------------------------------------------------
-    def _f(self, t, y):
-        raise NotImplementedError
-
-    def _rk4_callback(self):
-        return None
-
-    def _after_rk4(self, y):
-        return y
-
-    def _after_solver_step(self, solver):
-        pass
-
-    def _dense_sample(self, y):
-        return y
-
-    def _fail(self, msg, t_start, t_end):
-        """The error of the step from ``t_start`` (the last good state) to ``t_end``:
-        ``err.time`` is ``t_end``, the time the integration could not reach (as for a
-        Newton failure of the implicit integrators)."""
-        note = getattr(self, "stability_note", "")  # RK4 above its stability limit
-        return SolverError(f"{msg}: the step from t = {t_start:.6g} s to {t_end:.6g} s failed; "
-                           f"the results up to the last good sample are in err.partial{note}",
-                           time=t_end)
-
-    # -- contract --------------------------------------------------------------------------
-    @property
-    def done(self) -> bool:
-        if not self.adaptive:
-            return self.i >= self.n_out
-        if self.t_eval is None:
-            return self.solver.status != "running"
-        return self.i >= self.t_eval.size or (self.solver.status != "running"
-                                              and self.t_eval[self.i] > self.solver.t + 1e-12)
-
-    def set_t_end(self, t_end: float) -> None:
-        if abs(float(t_end) - self.t_end) <= 1e-12 * max(1.0, abs(self.t_end)):
-            return
-        if self.adaptive:
-            raise FlexmbdError(
-                f"an adaptive run ({self.integrator}) cannot change its end time "
-                f"({self.t_end:.6g} s) on resume: its last step is fitted to it; start a new run")
-        self.t_end = float(t_end)
-        self.n_out = self._n_out()
-
-    def step(self) -> None:
-        tic = _time.perf_counter()
-        if self.adaptive:
-            self._step_adaptive()
-        else:
-            t_start = self.t0 + self.i * self.dt
-            try:
-                y = rk4(self._f, t_start, self.y, self.h, self.substeps,
-                        callback=self._rk4_callback())
-            except FlexmbdError as err:
-                raise self._fail(str(err), t_start, t_start + self.dt) from err
-            y = self._after_rk4(y)
-            if not np.all(np.isfinite(y)):
-                raise self._fail("non-finite state (a step beyond the stability limit of the "
-                                 "stiffest mode, or an unstable model: reduce dt)", t_start,
-                                 t_start + self.dt)
-            self.y = y
-            self.i += 1
-            self.t = self.t0 + self.i * self.dt
-        self.wall += _time.perf_counter() - tic
-
-    def _solver_step(self):
-        s = self.solver
-        try:
-            msg = s.step()
-        except FlexmbdError as err:
-            # the step attempted from s.t (its size at most h_abs)
-            raise self._fail(str(err), float(s.t), float(s.t + s.direction * s.h_abs)) from err
-        if s.status == "failed":
-            raise self._fail(f"adaptive stepper failed ({msg}; tighten the model or loosen "
-                             "rtol/atol)", float(s.t), float(s.t))
-        self.n_steps += 1
-        self._dense = None
-        self._after_solver_step(s)
-        if not np.all(np.isfinite(s.y)):
-            raise self._fail("non-finite state (an unstable model, or forces returning NaN)",
-                             float(s.t_old), float(s.t))
-        self._check_progress(s)
-
-    def _check_progress(self, s):
-        """Stall detection of the adaptive stepper (cheap: a comparison per step, a pace
-        check every ``STALL_WINDOW`` steps). Fails when the step size stays below
-        ``STALL_H_FLOOR`` times the run's span for ``STALL_WINDOW // 10`` steps in a row, or
-        when at the pace of the last window the run would need more than ``STALL_STEPS``
-        further steps."""
-        span = abs(self.t_end - self.t0)
-        if self._window is None:
-            self._window = (self.n_steps - 1, float(s.t_old), 0)
-        n0, t_w, low = self._window
-        low = low + 1 if s.h_abs < STALL_H_FLOOR * span else 0
-        self._window = (n0, t_w, low)
-        why = None
-        if low >= STALL_WINDOW // 10:
-            why = (f"its step size stayed below {STALL_H_FLOOR:g} of the run's span for "
-                   f"{low} steps")
-        elif self.n_steps - n0 >= STALL_WINDOW:
-            pace = (float(s.t) - t_w) / (self.n_steps - n0)
-            left = abs(self.t_end - float(s.t))
-            if left > 0 and (pace <= 0 or left / pace > STALL_STEPS):
-                need = "never" if pace <= 0 else f"~{left / pace:.2g} more steps"
-                why = (f"the last {self.n_steps - n0} steps advanced {float(s.t) - t_w:.3g} s "
-                       f"(at this pace it would take {need} to reach t_end = "
-                       f"{self.t_end:g} s)")
-            self._window = (self.n_steps, float(s.t), 0)
-        if why is not None:
-            name = self._solver_class()[0]
-            msg = (f"{name} stalled at t = {float(s.t):.6g} s after {self.n_steps} steps and "
-                   f"{s.nfev} evaluations: {why}; step size {s.h_abs:.3g} s (rtol={self.rtol:g}, "
-                   f"atol={self.atol:g}). {self._stall_hint(s)}")
-            raise SolverError(msg + "; the results up to the last good sample are in "
-                              "err.partial", time=float(s.t))
-
-    def _stall_hint(self, s):
-        """Cause and remedy of a stall (subclasses add what they know about the system)."""
-        return ("Remedies: loosen atol/rtol, use the fixed-step integrator='rk4', or an implicit "
-                "integrator (formulation='absolute') for stiff models")
-
-    def _step_adaptive(self):
-        s = self.solver
-        if self.t_eval is None:
-            self._solver_step()
-            self.t = s.t
-            self.y = s.y.copy()
-            self.i += 1
-            return
-        te = self.t_eval[self.i]
-        while not te <= s.t + 1e-12:
-            if s.status != "running":
-                raise self._fail("the solver ended before the output time", float(s.t),
-                                 float(te))
-            self._solver_step()
-        if self._dense is None:
-            self._dense = s.dense_output()
-        self.y = self._dense_sample(self._dense(te))
-        self.t = float(te)
-        self.i += 1
-
-    def _counters(self):
-        """Solver statistics at the current sample: right-hand-side evaluations so far
-        and the last step size (s)."""
-        if not self.adaptive:
-            return 4 * self.substeps * self.i, self.h
-        s = self.solver
-        h = getattr(s, "step_size", None)
-        return int(getattr(s, "nfev", 0)), np.nan if h is None else float(h)
-
-    def sample(self) -> dict[str, Any]:
-        out = {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
-        if self.record_wall:
-            out["stats:cpu_time"] = self.wall
-        out["stats:rhs_evaluations"], out["stats:step_size"] = self._counters()
-        return out
-
-    @property
-    def n_total(self) -> int | None:
-        if not self.adaptive:
-            return self.n_out
-        return None if self.t_eval is None else self.t_eval.size
-
-    def advance(self, n: int | None = None) -> tuple[dict[str, Any], BaseException | None]:
-        """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
-        ts, ys, ws, cs = [], [], [], []
-        err = None
-        n = BLOCK_STEPS if n is None else n     # the runaway check runs between blocks
-        try:
-            while not self.done and len(ts) < n:
-                self.step()
-                ts.append(self.t)
-                ys.append(self.y.copy())
-                ws.append(self.wall)
-                cs.append(self._counters())
-        except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
-            err = exc
-        if ts:
-            if self._monitor is False:
-                self._monitor = GrowthMonitor.for_system(self.system)
-            if self._monitor is not None:
-                j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, :self.nq])
-                if runaway is not None:
-                    ts, ys, ws, cs, err = ts[:j], ys[:j], ws[:j], cs[:j], runaway
-        Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
-        rows = {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}
-        if self.record_wall:
-            rows["stats:cpu_time"] = np.array(ws, dtype=float)
-        C = np.array(cs, dtype=float).reshape(len(cs), 2)
-        rows["stats:rhs_evaluations"] = C[:, 0].astype(np.int64)
-        rows["stats:step_size"] = C[:, 1]
-        return rows, err
-
-    def header(self) -> dict[str, Any]:
-        s = self.system
-        return {"coordinates": s.coordinates, "speeds": s.speeds,
-                "joint_names": s.joint_names, "meta": self.meta()}
-
-    def meta(self) -> dict[str, Any]:
-        s = self.system
-        meta = {"formulation": "recursive", "integrator": self.integrator,
-                "model": s.model.name, "algorithm": s.algorithm}
-        if self.adaptive:
-            meta.update(rtol=self.rtol, atol=self.atol, method=self._solver_class()[0],
-                        steps=self.n_steps)
-        else:
-            meta["dt"] = self.dt
-        return meta
-
-    def state_dict(self) -> dict[str, Any]:
-        st = {"t": self.t, "y": self.y.copy(), "i": self.i, "n_steps": self.n_steps,
-              "wall": self.wall, "t_end": self.t_end}
-        if self.adaptive:
-            st["solver"] = solver_state(self.solver)
-        extra = self._extra_state()
-        if extra:
-            st["system"] = extra
-        return st
-
-    def load_state_dict(self, st: dict[str, Any]) -> None:
-        self.t, self.i, self.n_steps, self.wall = st["t"], st["i"], st["n_steps"], st["wall"]
-        self.y = np.array(st["y"], dtype=float)
-        if self.adaptive:
-            if abs(st["t_end"] - self.t_end) > 1e-12 * max(1.0, abs(self.t_end)):
-                raise FlexmbdError("the adaptive run's end time differs from the checkpoint's")
-            if self.solver is None:
-                self.solver = self._make_solver(np.array(st["solver"]["y"], dtype=float))
-            load_solver_state(self.solver, st["solver"])
-            self._dense = None
-        self._load_extra_state(st.get("system", {}))
-
-    def _extra_state(self):
-        return {}
-
-    def _load_extra_state(self, st):
-        pass
-
-    def spec(self) -> dict[str, Any]:
-        return {"factory": "flexmbd.integrators.explicit:rebuild", "needs_model": True,
-                "model": self.system.model.name, "kwargs": self.rebuild_kwargs()}
-
-    def rebuild_kwargs(self) -> dict[str, Any] | None:
-        raise NotImplementedError
-
-    def finalize(self, results: Results, failed: bool = False) -> Results | None:
-        raise NotImplementedError
 
 
 class TreeStepper(ExplicitStepper):
@@ -504,7 +62,7 @@ class TreeStepper(ExplicitStepper):
     def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
                  tau: Any | None = None, _options: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
-        self.tau_f = _tau_function(tau, system.nv)
+        self.tau_f = tau_function(tau, system.nv)
         self._raw = system._raw_accel
         self._options = _options or {}
 
@@ -542,8 +100,6 @@ def rebuild(model, formulation, compile, options, overrides, kind=None):
     """A fresh explicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`;
     ``kind``: ``"tree"`` or ``"loop"``, the system of the checkpointed run (a model of
     the other kind has other coordinates and options: refused before compiling)."""
-    from ..constraints.loops import needs_loops
-
     if kind is not None and (kind == "loop") != bool(needs_loops(model)):
         have = "closed loops or drivers" if kind == "tree" else "no closed loop or driver"
         was = "a tree" if kind == "tree" else "closed loops"
@@ -629,8 +185,6 @@ def simulate_recursive(system: Any, t_end: float, dt: float | None = None, integ
         is refused unless ``overwrite=True``.
     """
     if checkpoint is not None:
-        from ..checkpoint import check_checkpoint
-
         check_checkpoint(checkpoint, overwrite)          # before any work
     st = tree_stepper(system, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
                       rtol=rtol, atol=atol, t_eval=t_eval, method=method, substeps=substeps,
@@ -667,8 +221,6 @@ def _results(system, t, y, tau_f, meta, safe=False):
     bodies = {name: BodySeries(modal=q[:, sq].copy())
               for name, (sq, _) in getattr(system, "modal_slices", {}).items()}
     if getattr(system, "_flex", None) is not None and nt:
-        from ..recursive.flexible import flexible_series
-
         bodies.update(flexible_series(system, q))
     if system._floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]

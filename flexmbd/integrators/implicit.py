@@ -97,11 +97,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..absolute.energy import EnergyAccumulator, EnergyMeter
+from ..absolute.engine import Engine
+from ..absolute.forces import map_te_terms
+from ..absolute.quaternion import Apoly, Emat
+from ..absolute.statics import consistent_initial_conditions, project_velocities
+from ..checkpoint import check_checkpoint, run, start_failure
 from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, FlexmbdError, ModelError, SolverError
 from ..monitor import BLOCK_STEPS, GrowthMonitor
 from ..results import BodySeries, Results
+from ..spatial import rot_to_quat
 from .convergence import newton_converged
+from .stepper import json_options, restore_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -205,8 +213,6 @@ def integrate(system: Any, t_end: float, dt: float, integrator: str | Scheme = "
     existing file is refused unless ``overwrite=True``).
     ``progress``: progress bar (None: automatic, :mod:`flexmbd.progress`).
     """
-    from ..checkpoint import check_checkpoint, run, start_failure
-
     if checkpoint is not None:
         check_checkpoint(checkpoint, overwrite)          # before any work
     try:
@@ -226,8 +232,6 @@ def implicit_stepper(system, t_end, dt, integrator="newmark", *, q0=None, qd0=No
                      initial=True, **options):
     """The :class:`ImplicitStepper` of :func:`integrate` (``initial=False``: the state is
     left to ``load_state_dict``)."""
-    from .explicit import json_options
-
     st = ImplicitStepper(system, t_end, dt, integrator, **options)
     st.options = json_options(dict(t_end=t_end, dt=dt, integrator=integrator, **options))
     if initial:
@@ -237,8 +241,6 @@ def implicit_stepper(system, t_end, dt, integrator="newmark", *, q0=None, qd0=No
 
 def rebuild(model, formulation, compile, options, overrides):
     """A fresh implicit stepper of ``model`` for :func:`flexmbd.checkpoint.resume`."""
-    from .explicit import restore_options
-
     system = model.compile(formulation, **compile)
     opts = restore_options(options, overrides, f"model {model.name!r}")
     return implicit_stepper(system, initial=False, **opts)
@@ -323,8 +325,6 @@ class ImplicitStepper:
     # -- start ------------------------------------------------------------------------------
     def start(self, q0=None, qd0=None):
         """Consistent initial state (the joints' values, or ``q0``/``qd0``) and its sample."""
-        from ..absolute.statics import consistent_initial_conditions
-
         system, t0 = self.system, self.t0
         if q0 is None and qd0 is None:
             q, qd, qdd, lam = system.initial_conditions(t0=t0)
@@ -338,8 +338,6 @@ class ImplicitStepper:
         self.a = qdd.copy()
         self.i = 0
         if self.energy:
-            from ..absolute.energy import EnergyAccumulator
-
             self.meter = EnergyAccumulator(system.energy_meter(), 1)
         self.mode = self._choose_mode(q)
         phi = system.constraint(q, t0)
@@ -359,7 +357,6 @@ class ImplicitStepper:
         system, engine = self.system, self.engine_option
         if not (engine and not self.hhtw and hasattr(system, "flexible")):
             return "generic"
-        from ..absolute.engine import Engine
 
         use = engine is True or (engine == "auto" and Engine.supports(system, self.sch))
         if use and engine == "auto":
@@ -672,8 +669,6 @@ class ImplicitStepper:
             self.mode = mode
         self.meter = None
         if "energy" in st:
-            from ..absolute.energy import EnergyAccumulator
-
             m = EnergyAccumulator(self.system.energy_meter(), 1)
             e = st["energy"]
             m.E0, m.W = e["E0"], dict(e["W"])
@@ -753,14 +748,10 @@ class _BatchEnergy:
     loads) after the run."""
 
     def __init__(self, eng, nt):
-        from ..absolute.energy import EnergyMeter
-
         self.eng = eng
         self.arr = {k: np.zeros(nt) for k in EnergyMeter.KEYS}
 
     def compute(self, Q, Qd, h, t=None):
-        from ..absolute.energy import EnergyMeter
-
         meter = EnergyMeter(self.eng.system)
         kin, grav, spring, pd = self.eng.energies(Q, Qd)
         nt = len(Q)
@@ -793,8 +784,6 @@ class _BatchEnergy:
 
 def _to_wrenches(system, q, F):
     """Generalized forces (7nb,) -> body forces and world moments (nb, 6) = [f; E(e) F_e / 2]."""
-    from ..absolute.quaternion import Emat
-
     nb = system.nb
     e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
     Fb = F[: 7 * nb].reshape(nb, 7)
@@ -804,8 +793,6 @@ def _to_wrenches(system, q, F):
 
 def _from_wrenches(system, q, W):
     """Body wrenches (nb, 6) -> generalized forces [f; 2 E(e)^T n] (7nb,)."""
-    from ..absolute.quaternion import Emat
-
     nb = system.nb
     W, Wf = W
     e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
@@ -816,16 +803,12 @@ def _from_wrenches(system, q, W):
 
 def _memory_jacobian(system, W, coef):
     """COO triplets of ``coef * d(2 E(e)^T n)/de = coef * 2 TE(n)`` on the (e, e) blocks."""
-    from ..absolute.forces import map_te_terms
-
     r, c, v = map_te_terms(W[0][:, 3:], system.nb)
     return [(r, c, coef * v)]
 
 
 def _project_velocities(system, q, qd, t):
     """Mass-orthogonal velocity projection (:func:`flexmbd.absolute.statics.project_velocities`)."""
-    from ..absolute.statics import project_velocities
-
     try:
         return project_velocities(system, q, qd, t)
     except Exception:  # singular: keep the step, remove the gauge only
@@ -849,9 +832,6 @@ def interface_motions(system, q):
     parameters (scalar first, sign-continuous), both world: the frame rotates by the
     exponential map of its rotation modes times the modal coordinates (vectorized).
     """
-    from ..absolute.quaternion import Apoly
-    from ..spatial import rot_to_quat
-
     out = {}
     q = np.atleast_2d(q)
     for d in system.flexible.flex:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._typing import Array, ArrayLike
 from ..errors import ModelError
-from ..spatial import is_rotation, rotvec_to_rot, spatial_inertia
+from ..spatial import is_rotation, quat_to_rot, rotvec_to_rot, spatial_inertia
 from .component import Component, as_floats, is_real
 
 __all__ = ["Body", "Ground", "RigidBody", "Frame", "as_frame"]
@@ -211,8 +211,6 @@ def _as_rotation(rotation, owner):
     if R.shape == (3,):  # rotation vector
         return rotvec_to_rot(R)
     if R.shape == (4,):
-        from ..spatial import quat_to_rot
-
         if abs(np.linalg.norm(R) - 1.0) > 1e-9:
             raise ModelError(f"{owner}: Euler parameters must have unit norm, got {R.tolist()}")
         return quat_to_rot(R)

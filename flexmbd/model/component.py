@@ -13,7 +13,7 @@ import weakref
 from collections.abc import ItemsView, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelError
+from ..errors import FlexmbdError, ModelError
 
 if TYPE_CHECKING:
     from .block import Block
@@ -142,7 +142,6 @@ class Component:
 def call_rule(rule, args, kwargs, where):
     """``rule(*args, **kwargs)``; an exception other than a flexmbd error becomes a
     ModelError naming ``where`` (the original stays chained as its cause)."""
-    from ..errors import FlexmbdError
     try:
         return rule(*args, **kwargs)
     except FlexmbdError:

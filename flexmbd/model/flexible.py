@@ -46,7 +46,7 @@ stiffness ``F / L``). Geometric stiffening removes most of the difference and br
 meshed rod to a nonlinear reference within ~1 % (absolute formulation, 0.01 s: mean-axis
 Craig-Bampton 1.1 %, normal modes 0.7 %, static-correction modes and Ritz vectors 0.8 %;
 the recursive formulation, whose stiffening loads include the cut joint's wrench
-(:mod:`flexmbd.constraints.loops`), 1.2 %, 0.7 % and 0.8 %).
+(:mod:`flexmbd.recursive.loops`), 1.2 %, 0.7 % and 0.8 %).
 
 The stiffening stress is weighted by load parameters taken from *mean-axis*
 (Tisserand) kinematics of the body's current state, not from the frame's own motion
@@ -89,8 +89,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import FlexmbdError, ModelError
-from .bodies import Body, Frame
-from .component import Component
+from ..flexible import ModalInvariants
+from ..spatial import quat_to_rot_batch, rotvec_to_rot
+from .bodies import Body, Frame, _as_rotation
+from .component import Component, as_floats, is_real
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -215,7 +217,6 @@ class FlexibleBody(Body):
         n = self.n_modes
         if spec is None:
             return np.zeros(n)
-        from .component import as_floats
 
         v = np.atleast_1d(as_floats(spec))
         if v.shape != (n,) or not np.all(np.isfinite(v)):
@@ -236,8 +237,6 @@ class FlexibleBody(Body):
     def invariants(self) -> ModalInvariants:
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
         if self._inv is None:
-            from ..flexible import ModalInvariants
-
             rb = self.reduced
             inv = ModalInvariants(mass=float(rb.mass), c=np.asarray(rb.first_moment, float),
                                   E0=np.asarray(rb.second_moment, float),
@@ -313,8 +312,6 @@ class FlexibleBody(Body):
         if tol is None:
             limit = self._element_size()
         else:
-            from .component import is_real
-
             if not is_real(tol) or tol < 0:
                 raise ModelError(f"FlexibleBody {self.local_name!r}: point tol={tol!r} must be "
                                  "a distance >= 0 (m)")
@@ -392,7 +389,6 @@ class _DeformingFrame(Frame):
         Component.__init__(self, name=name)
         if not isinstance(body, FlexibleBody):
             raise ModelError(f"{type(self).__name__}: body must be a FlexibleBody")
-        from .bodies import _as_rotation
 
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "_rot", _as_rotation(rotation, f"frame on {body.local_name!r}"))
@@ -404,8 +400,6 @@ class _DeformingFrame(Frame):
     def trajectory(self, results: Results) -> Array:
         """World positions (nt, 3) of the deformed frame origin over a :class:`Results`
         history (needs the body's ``position``, ``orientation`` and ``modal`` series)."""
-        from ..results import quat_to_rot_batch
-
         name = self.body.name
         series = results.body_series.get(name)
         if series is None or any(v is None for v in (series.position, series.orientation,
@@ -421,8 +415,6 @@ class _DeformingFrame(Frame):
 
         Rotation by the exponential map of the modal rotation ``modes[:3] @ q``.
         """
-        from ..spatial import rotvec_to_rot
-
         d = self.modes @ np.asarray(q, float)
         return rotvec_to_rot(d[:3]) @ self._rot, self.position + d[3:]
 

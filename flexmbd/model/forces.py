@@ -28,7 +28,7 @@ import numpy as np
 from .._typing import Array, ArrayLike
 from ..errors import ModelError
 from ..spatial import skew
-from .bodies import Body, Frame, Ground
+from .bodies import Body, Frame, Ground, RigidBody
 from .component import Component, as_floats
 from .joints import Joint
 
@@ -93,8 +93,6 @@ class Gravity(ForceElement):
         self.g = g
 
     def _rigid_bodies(self):
-        from .bodies import RigidBody
-
         m = self.model()
         return [] if m is None else [b for b in m.bodies() if isinstance(b, RigidBody)]
 

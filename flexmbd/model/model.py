@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import topology as topo
 from ..errors import ModelError, SolverError
 from .block import Block
 from .bodies import Body, Frame, Ground
@@ -178,8 +179,6 @@ class Model(Block):
         Loops are cut preferably at joints adding the fewest constraint equations
         (a spherical before a revolute) and at joints marked ``cut=True``.
         """
-        from .. import topology as topo
-
         key = self._revision
         if self._topology_cache is not None and self._topology_cache[0] == key:
             return self._topology_cache[1]
@@ -295,10 +294,10 @@ class Model(Block):
     @classmethod
     def from_urdf(cls, path: str | PathLike, name: str | None = None,
                   floating: bool = False) -> Model:
-        """Build a rigid tree from a URDF file (see :mod:`flexmbd.urdf`)."""
-        from ..urdf import model_from_urdf
+        """Build a rigid tree from a URDF file (see :mod:`flexmbd.model.urdf`)."""
+        from .urdf import model_from_urdf  # lazy: xml parsing only when asked for
 
-        return model_from_urdf(path, name=name, floating=floating)
+        return model_from_urdf(cls, path, name=name, floating=floating)
 
 
 def _topology_text(model, t):

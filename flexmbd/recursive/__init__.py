@@ -1,6 +1,7 @@
 """Recursive formulation: joint coordinates of the spanning tree (plus the modal
 coordinates of flexible bodies), solved by the Constraint Force Algorithm (Liu, Hu,
-Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`).
+Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`), and
+closed loops on top of the tree solver (:class:`LoopSystem`, :mod:`flexmbd.recursive.loops`).
 
 >>> import flexmbd as fm
 >>> m = fm.Model("pendulum")
@@ -13,7 +14,20 @@ Zhang 2016; extended to flexible bodies in :mod:`flexmbd.recursive.flexible`).
 -14.7139
 """
 
+from .compile import compile_system
 from .schedule import Schedule, build_schedule
-from .system import ForwardDynamics, RecursiveSystem, compile_system
+from .system import ForwardDynamics, RecursiveSystem
 
-__all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule"]
+__all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule",
+           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+
+_LOOPS = ("LoopSystem", "LoopDynamics", "compile_loops", "needs_loops")
+
+
+def __getattr__(name):
+    # the closed-loop formulation (constraints, projection, its stepper) loads on first use
+    if name in _LOOPS:
+        from . import loops
+
+        return getattr(loops, name)
+    raise AttributeError(f"module 'flexmbd.recursive' has no attribute {name!r}")

@@ -172,6 +172,10 @@ import numpy as np
 
 from ..flexible.mean_axis import rigid_fit
 from ..model.flexible import FlexibleBody, _DeformingFrame
+from ..model.forces import PointForce
+from ..model.sda import SpringDamperActuator
+from ..series import BodySeries
+from ..spatial import rot_to_quat
 from . import _flexkernels as FK
 from . import _kernels as K
 
@@ -451,9 +455,6 @@ class FlexTree:
         modal forces; a SpringDamperActuator with an end at a deforming frame (needs the
         speeds ``qd``); an element with ``frame_wrenches`` (cut-joint wrenches of the loop
         layer) through the frames that carry them. Returns False for any other element."""
-        from ..model.forces import PointForce
-        from ..model.sda import SpringDamperActuator
-
         if type(fe) is SpringDamperActuator and fe.deforming_ends():
             self._sda(fe, t, q, qd, state, fext)
             return True
@@ -573,9 +574,6 @@ def flexible_series(system, q):
     frame, world; Euler parameters scalar first, sign-continuous), ``modal`` and
     ``interfaces[NAME]`` (nt, 7): origin and Euler parameters of every deformed interface
     frame (world)."""
-    from ..results import BodySeries
-    from ..spatial import rot_to_quat
-
     fl = system._flex
     if fl is None:
         return {}

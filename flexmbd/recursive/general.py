@@ -128,7 +128,7 @@ def general_flexible(system, q, qd, tau):
     by dense factorizations. Geometric stiffening: the same fixed point as the kernels.
     Returns ``(qdd, reactions, W F_S per label, body accelerations, F_T)``.
     """
-    from . import _flexkernels as FK
+    from . import _flexkernels as FK  # lazy: the flexible kernels load on first use
 
     fl = system._flex
     Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3

@@ -31,9 +31,10 @@ Decisions (see also the kernels' docstring):
   axial inertia, a point mass) is rejected with a ModelError naming the body
   (give it a small inertia about every axis); no NaN ever comes out.
 * Closed loops: ``RecursiveSystem`` itself rejects cut joints; ``compile_system``
-  hands such models to the closed-loop layer, which builds on
-  :meth:`RecursiveSystem.solve_mass` (``M^-1`` products by the CFA, O(N) per
-  column), :meth:`inverse_dynamics` (``b = M 0 + b``) and :meth:`body_states`.
+  (:mod:`flexmbd.recursive.compile`) hands such models to
+  :mod:`flexmbd.recursive.loops`, which builds on :meth:`RecursiveSystem.solve_mass`
+  (``M^-1`` products by the CFA, O(N) per column), :meth:`inverse_dynamics`
+  (``b = M 0 + b``) and :meth:`body_states`.
 * Model parameters are re-read (cheaply, no rebuild) whenever ``model.revision``
   changed.
 
@@ -60,6 +61,8 @@ import numpy as np
 from .. import _nbjoints as J
 from .._typing import Array, ArrayLike
 from ..errors import ModelError, SolverError
+from ..flexible.ffr import kinetic_energy, mass_matrix
+from ..integrators.registry import check_options, check_times, resolve
 from ..joint_types import UNIT_DIRECTIONS, joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
@@ -102,32 +105,18 @@ from ._kernels import (
     V_VEL,
 )
 from ._kernels import qdd_reactions as _qdd_reactions
+from .general import general_cfa, general_flexible
 from .schedule import build_schedule
 
 if TYPE_CHECKING:
     from ..model import Model
     from ..results import Results
 
-__all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]
+__all__ = ["RecursiveSystem", "ForwardDynamics"]
 
 def _code(joint):
     """The joint's code in :mod:`flexmbd.joint_types` (the branch of the compiled kinematics)."""
     return joint_type(joint, "recursive").code
-
-
-def compile_system(model, **options):
-    """Compile a tree model into a :class:`RecursiveSystem` (see its docstring).
-
-    A model with closed loops (cut joints) or joint drivers compiles to a
-    :class:`flexmbd.constraints.loops.LoopSystem` (the tree plus cut-joint constraints).
-    """
-    from ..constraints.loops import needs_loops
-
-    if needs_loops(model):
-        from ..constraints.loops import LoopSystem
-
-        return LoopSystem(model, **options)
-    return RecursiveSystem(model, **options)
 
 
 class ForwardDynamics:
@@ -223,7 +212,7 @@ class RecursiveSystem:
     ------
     ModelError
         For closed loops (cut joints: ``model.compile("recursive")`` hands those to
-        :class:`flexmbd.constraints.loops.LoopSystem`, which wraps this tree solver),
+        :class:`flexmbd.recursive.loops.LoopSystem`, which wraps this tree solver),
         unsupported joint types, and bodies with a singular spatial
         inertia (the CFA inverts every body's inertia: give point masses and rods a
         small inertia about every axis).
@@ -248,7 +237,7 @@ class RecursiveSystem:
             raise ModelError(
                 f"model {model.name!r} has closed loops (cut joints {names}); RecursiveSystem is "
                 "the tree solver: closed loops need the cut-joint constraint equations "
-                "(model.compile('recursive') builds a flexmbd.constraints LoopSystem on top of "
+                "(model.compile('recursive') builds a flexmbd.recursive LoopSystem on top of "
                 "this solver), or use formulation='absolute'"
             )
         for b in bodies:
@@ -346,7 +335,7 @@ class RecursiveSystem:
                                                    len(self.joint_names))
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
-            from .flexible import FlexTree
+            from .flexible import FlexTree  # lazy: the flexible kernels load on first use
 
             self._flex = FlexTree(self)
         self._refresh()
@@ -623,8 +612,6 @@ class RecursiveSystem:
         if self._flex is not None:
             self._flex_forward(Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs)
         elif algorithm == "general":
-            from .general import general_cfa
-
             for s in range(ns):
                 QDD[s, :self.nv], REAC[s], FS[s], ACC[s], FTs[s, :self.nv] = general_cfa(
                     self, Q[s], V[s], TAU[s, :self.nv], FEXT[s if has_fext else 0])
@@ -670,8 +657,6 @@ class RecursiveSystem:
                 self._applied(ts[s], q, v, tau, fext)
             fl.add_modal_tau(tau[:nv])
             if algorithm == "general":
-                from .general import general_flexible
-
                 QDD[s, :nv], REAC[s], FS[s], ACC[s], FTs[s, :nv] = general_flexible(
                     self, q, v, tau[:nv])
             else:
@@ -793,8 +778,6 @@ class RecursiveSystem:
             if applied:
                 self._applied(t, q, qd, tv, self._Vv[V_FEXT])
             if self.algorithm == "general":
-                from .general import general_cfa
-
                 out = general_cfa(self, q, qd, tv[:self.nv], self._Vv[V_FEXT].copy())
                 self._Vv[V_FEXT] = 0.0
                 return (out[0], out[1]) if reactions else out[0]
@@ -834,8 +817,6 @@ class RecursiveSystem:
         fl.add_modal_tau(tv[:self.nv])
         reac = np.empty((len(self.joint_names), 6))
         if self.algorithm == "general":
-            from .general import general_flexible
-
             qdd, reac = general_flexible(self, q, qd, tv[:self.nv])[:2]
             st = 0
         else:
@@ -999,8 +980,6 @@ class RecursiveSystem:
         Im = self._Mm[M_I]
         e = float(0.5 * np.einsum("ki,kij,kj->", vel[1:], Im[1:], vel[1:]))
         for _k, u, inv, qk in self._flex_speeds(q, qd):
-            from ..flexible.ffr import kinetic_energy
-
             e += float(kinetic_energy(inv, qk, u))
         return e
 
@@ -1085,8 +1064,6 @@ class RecursiveSystem:
         ang = np.einsum("kij,kj->ki", Rw[1:], h[:, :3]) + np.cross(rw[1:], p)
         p, ang = p.sum(axis=0), ang.sum(axis=0)
         for k, u, inv, qk in self._flex_speeds(q, qd):
-            from ..flexible.ffr import mass_matrix
-
             R, r = self._flex.body_pose(k, Rw[k], rw[k])
             Mu = mass_matrix(inv, qk) @ u
             pk = R @ Mu[3:6]
@@ -1135,8 +1112,6 @@ class RecursiveSystem:
         ``checkpoint``, ``every``); unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.explicit import simulate_recursive
-        from ..integrators.registry import check_options, check_times, resolve
-
         where = f"model {self.model.name!r} (recursive): simulate"
         spec, _ = resolve(integrator, "recursive", dt)
         check_options(options, simulate_recursive, where)

@@ -9,7 +9,7 @@ and animations.
 Rendering functions configure VTK for headless machines first
 (:mod:`flexmbd.viz.headless`) and raise :class:`RenderingUnavailable` with the fix
 instead of crashing when no OpenGL library is usable. The geometry helpers
-(:mod:`flexmbd.viz.geometry`) need only numpy. Every picture is one VTK scene
+(:mod:`flexmbd.geometry`) need only numpy. Every picture is one VTK scene
 (:mod:`flexmbd.viz.stage`): off-screen stills and animations render it with VTK alone,
 :func:`plotter` and interactive :func:`show` put it on a ``pyvista.Plotter``. VTK and
 PyVista are imported on first use.
@@ -26,9 +26,11 @@ __all__ = [
 _WHERE = {
     "show": "render", "animate": "render", "plot_mode": "render", "animate_mode": "render",
     "FrameWriter": "render", "plotter": "render", "auto_view": "camera", "gravity_of": "camera",
-    "deformed_mesh": "geometry", "deformed_points": "geometry", "BodyGeometry": "geometry",
-    "body_geometry": "geometry", "reduced_body_geometry": "geometry",
-    "inertia_box": "geometry", "von_mises": "geometry",
+    # numpy-only geometry lives below the results (flexmbd.geometry), re-exported here
+    "deformed_mesh": "flexmbd.geometry", "deformed_points": "flexmbd.geometry",
+    "BodyGeometry": "flexmbd.geometry", "body_geometry": "flexmbd.geometry",
+    "reduced_body_geometry": "flexmbd.geometry", "inertia_box": "flexmbd.geometry",
+    "von_mises": "flexmbd.geometry",
     "RenderingUnavailable": "headless", "configure": "headless",
 }
 
@@ -38,7 +40,8 @@ def __getattr__(name):
         module = _WHERE[name]
     except KeyError:
         raise AttributeError(f"module 'flexmbd.viz' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    module = module if "." in module else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -57,7 +57,7 @@ def unstructured_grid(cells: dict, points: ArrayLike) -> Any:
     from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
     from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkUnstructuredGrid
 
-    from .geometry import MESHIO_TO_VTK
+    from ..geometry import MESHIO_TO_VTK
 
     types, offsets, conn, start = [], [np.zeros(1, dtype=np.int64)], [], 0
     for name, c in cells.items():

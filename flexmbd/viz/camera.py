@@ -22,40 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..geometry import gravity_of
+
 if TYPE_CHECKING:
-    from typing import Any
 
     from .._typing import Array, ArrayLike
 
 __all__ = ["gravity_of", "auto_view"]
-
-
-def gravity_of(obj: Any) -> Array | None:
-    """Gravity vector (3,) in m/s^2, world axes, of a model or results, or None.
-
-    A :class:`~flexmbd.model.Model` sums its :class:`~flexmbd.Gravity` elements;
-    results use ``meta["gravity"]`` (stored by
-    :func:`flexmbd.results.attach_geometry`) or the model of the system that made
-    them. None when there is no gravity (or it is zero).
-    """
-    if obj is None:
-        return None
-    forces = getattr(obj, "forces", None)
-    if callable(forces) and hasattr(obj, "bodies"):
-        from ..model.forces import Gravity
-
-        gs = [np.asarray(f.g, dtype=float) for f in forces() if isinstance(f, Gravity)]
-        g = np.sum(gs, axis=0) if gs else None
-    else:
-        meta = getattr(obj, "meta", None) or {}
-        g = meta.get("gravity")
-        if g is None:
-            model = getattr(getattr(obj, "system", None), "model", None)
-            return gravity_of(model) if model is not None else None
-        g = np.asarray(g, dtype=float)
-    if g is None or g.shape != (3,) or not np.all(np.isfinite(g)) or not np.any(g):
-        return None
-    return g
 
 
 def _canonical_sign(v):

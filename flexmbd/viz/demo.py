@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .geometry import BodyGeometry
+from ..geometry import BodyGeometry
 
 if TYPE_CHECKING:
     from ..results import Results

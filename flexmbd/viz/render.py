@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import FlexmbdError
-from ..joint_types import perp_basis
-from .camera import auto_view, gravity_of
-from .geometry import (
+from ..geometry import (
     BodyGeometry,
     anchored_frame_data,
     body_geometry,
     frame_data,
     reduced_body_geometry,
 )
+from ..joint_types import perp_basis
+from .camera import auto_view, gravity_of
 from .headless import configure, has_display
 
 if TYPE_CHECKING:
@@ -664,7 +664,7 @@ def _tree_world(model, res, i):
 
 
 def frame_pose(results, body, i):
-    from .geometry import body_pose_at
+    from ..geometry import body_pose_at
 
     return body_pose_at(results, body, i)
 

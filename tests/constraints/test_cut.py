@@ -11,7 +11,7 @@ import pytest
 
 import flexmbd as fm
 from flexmbd.constraints.cut import JointDriver, constraint_rows
-from flexmbd.constraints.loops import LoopSystem
+from flexmbd.recursive.loops import LoopSystem
 from flexmbd.spatial import rotvec_to_rot
 
 CUT_TYPES = {

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 
 from flexmbd.errors import FlexmbdError
-from flexmbd.results import quat_to_rot_batch, rot_to_quat_batch
-from flexmbd.spatial import rotation_matrix
-from flexmbd.viz.demo import beam_geometry
-from flexmbd.viz.geometry import (
+from flexmbd.geometry import (
     BodyGeometry,
     deformed_points,
     inertia_box,
     reduced_body_geometry,
     von_mises,
 )
+from flexmbd.results import quat_to_rot_batch, rot_to_quat_batch
+from flexmbd.spatial import rotation_matrix
+from flexmbd.viz.demo import beam_geometry
 
 
 def test_deformed_points_is_pose_times_modal_sum():
@@ -120,7 +120,7 @@ def test_quaternion_batches_are_continuous_and_inverse():
 def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
     import pyvista as pv
 
-    from flexmbd.viz.geometry import body_geometry, visual_geometry
+    from flexmbd.geometry import body_geometry, visual_geometry
 
     R = rotation_matrix(np.array([0, 0, 1.0]), np.pi / 2)
     box = visual_geometry({"type": "box", "size": (0.4, 0.2, 0.1), "position": (1, 2, 3),
@@ -149,8 +149,8 @@ def test_magnified_shapes_stay_on_their_interfaces():
     """anchored_frame_data: the deformation is magnified about the rigid placement that
     best fits the interface nodes (both beam ends here), so that the magnified beam keeps
     its ends where the joints are; colours get the true (unmagnified) displacement."""
+    from flexmbd.geometry import anchored_frame_data, frame_data, rigid_fit
     from flexmbd.viz.demo import swinging_beam_results
-    from flexmbd.viz.geometry import anchored_frame_data, frame_data, rigid_fit
 
     # the fit recovers a rigid map exactly, and follows the body frame where it is free
     rng = np.random.default_rng(1)

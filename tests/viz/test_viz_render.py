@@ -150,7 +150,7 @@ def test_gallery_flexible_beam(gl, tmp_path):
     top = [np.percentile(viridis_values(f), 99) for f in swing]
     assert top[0] < 0.1 and max(top) > 0.7
     # the stored stress modes reproduce ReducedBody.von_mises through the geometry
-    from flexmbd.viz.geometry import BodyGeometry
+    from flexmbd.geometry import BodyGeometry
 
     body = mod.reduce_beam()
     g = BodyGeometry.from_arrays(res.geometry["beam"])

@@ -61,27 +61,36 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import topology as topo
+from ..checkpoint import check_checkpoint, run
+from ..constraints.cut import (
+    CutJointConstraints,
+    CutWrenches,
+    JointDriver,
+    joint_force_on_cut,
+    needs_loops,
+)
+from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
 from ..errors import FlexmbdError, ModelError
-from ..integrators.explicit import ExplicitStepper
+from ..integrators.registry import check_options, check_times, resolve
+from ..integrators.stepper import ExplicitStepper, json_options, tau_function
+from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
-from ..recursive.energy import energy_histories
-from ..results import BodySeries, Results
-from .cut import CutJointConstraints, CutWrenches, JointDriver, joint_force_on_cut
-from .projection import DEFAULT_RTOL, METHODS, Projector
+from ..results import Results
+from ..series import BodySeries
+from . import _kernels as K
+from .energy import energy_histories
+from .flexible import flexible_series, frame_motion
+from .system import RecursiveSystem
 
 if TYPE_CHECKING:
     from typing import Any
 
     from .._typing import Array, ArrayLike, StrPath
+    from ..constraints.projection import ProjectionInfo
     from ..model import Joint, Model
-    from .projection import ProjectionInfo
 
 __all__ = ["LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
-
-
-def needs_loops(model: Model) -> bool:
-    """True when ``model`` has cut joints or joint drivers (it needs a :class:`LoopSystem`)."""
-    return bool(model.topology().cut_joints) or bool(model.component_objects(JointDriver))
 
 
 def compile_loops(model: Model, **options: Any) -> LoopSystem:
@@ -116,8 +125,6 @@ class _TreeView:
         return out + [self._wrenches]
 
     def topology(self):
-        from .. import topology as topo
-
         rev = self._model.revision
         if self._topo is not None and self._topo[0] == rev:
             return self._topo[1]
@@ -189,16 +196,12 @@ class LoopSystem:
     def __init__(self, model: Model, algorithm: str = "serialized", method: str = "qr",
                  rtol: float = DEFAULT_RTOL, tangent_projection: bool = True,
                  position_tol: float = 1e-13, max_newton: int = 5, h: float | None = None) -> None:
-        from ..recursive.system import RecursiveSystem
-
         if method not in METHODS:
             raise ModelError(f"LoopSystem: method must be one of {METHODS}, got {method!r}")
         self.model = model
         model.validate()
         self.cut_joints = model.cut_joints()
         self.drivers = [d for d in model.component_objects(JointDriver)]
-        from ..model.flexible import FlexibleBody
-
         self._flexible = any(isinstance(b, FlexibleBody) for b in model.bodies())
         self._wrench_element = _FlexCutWrenches() if self._flexible else CutWrenches()
         self.view = _TreeView(model, self.cut_joints, self._wrench_element)
@@ -509,9 +512,6 @@ class LoopSystem:
         ``overwrite=True``. Unknown options raise :class:`~flexmbd.errors.ModelError`
         listing the valid ones.
         """
-        from ..checkpoint import check_checkpoint, run
-        from ..integrators.registry import check_options, check_times, resolve
-
         where = f"model {self.model.name!r} (recursive, closed loops): simulate"
         check_options(unknown, self.simulate, where, exclude=("unknown",))
         spec, _ = resolve(integrator, "recursive", dt)
@@ -532,8 +532,6 @@ class LoopSystem:
                 substeps: int = 1, initial: bool = True) -> Any:
         """The integrator of :meth:`simulate` as a stepper (:mod:`flexmbd.checkpoint`);
         ``initial=False`` leaves the state to ``load_state_dict``."""
-        from ..integrators.explicit import json_options
-
         options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
                        projection=projection, method=method, tau=tau, t_eval=t_eval,
                        substeps=substeps)
@@ -615,8 +613,6 @@ class LoopSystem:
         bodies = {name: BodySeries(modal=q[:, sq].copy())
                   for name, (sq, _) in self.modal_slices.items()}
         if self._flexible and nt:
-            from ..recursive.flexible import flexible_series
-
             bodies.update(flexible_series(self.tree, q))
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
@@ -650,17 +646,6 @@ def _pair(c, Rc_, pc, F):
     return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
 
 
-def _tau_function(tau, nv):
-    if tau is None:
-        return lambda t, q, qd: None
-    if callable(tau):
-        return lambda t, q, qd: np.asarray(tau(t, q, qd), dtype=float)
-    arr = np.asarray(tau, dtype=float)
-    if arr.shape != (nv,):
-        raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
-    return lambda t, q, qd: arr
-
-
 class _LoopStepper(ExplicitStepper):
     """Explicit integration of a :class:`LoopSystem` (stepper contract of
     :mod:`flexmbd.checkpoint`): RK4 with the position and velocity correction after
@@ -677,7 +662,7 @@ class _LoopStepper(ExplicitStepper):
         self.P = P
         self.projection = projection
         self.use_proj = P.method in ("qr", "moore-penrose")
-        self.tau_f = _tau_function(tau, system.nv)
+        self.tau_f = tau_function(tau, system.nv)
         self.options = {}
 
     def _f(self, t, y):
@@ -768,8 +753,6 @@ def _basis_state(b):
 
 
 def _basis_load(st):
-    from .projection import QRBasis
-
     return QRBasis(np.array(st["J"]), np.array(st["Q"]), np.array(st["R"]),
                    np.array(st["perm"]), int(st["rank"]), int(st["regular_rank"]),
                    np.array(st["diag"]), float(st["rtol"]),
@@ -836,9 +819,6 @@ class _FrameGeometry:
     section 1); on a rigid body it moves with the body."""
 
     def __init__(self, tree, body, frame, q):
-        from ..recursive import _kernels as K
-        from ..recursive.flexible import frame_motion
-
         self.tree, self.ground, self.flex = tree, body is tree.model.ground, False
         if self.ground:
             self.R, self.p = frame.rotation, np.asarray(frame.position, float)
@@ -865,9 +845,6 @@ class _FrameGeometry:
     def motion(self, v, bias=True):
         """``(w, vO, alpha, aO)`` world spatial twist and (with ``bias``) bias acceleration
         for the speeds ``v`` the tree kinematics last ran with."""
-        from ..recursive import _kernels as K
-        from ..recursive.flexible import frame_motion
-
         z3 = np.zeros(3)
         if self.ground:
             return z3, z3, z3, z3

@@ -28,20 +28,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import FlexmbdError
-from ..fem.stress_history import von_mises as equivalent_stress
+from .errors import FlexmbdError
+from .fem.stress_history import von_mises as equivalent_stress
+from .model.forces import Gravity
+from .spatial import quat_to_rot_batch
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from .._typing import Array, ArrayLike, StrPath
-    from ..results import Results
+    from ._typing import Array, ArrayLike, StrPath
+    from .results import Results
 
 __all__ = [
     "BodyGeometry", "deformed_points", "modal_displacement", "von_mises", "deformed_mesh",
     "inertia_box", "body_geometry", "reduced_body_geometry", "write_vtk_series",
-    "MESHIO_TO_VTK", "VTK_TO_MESHIO", "rigid_fit", "anchored_frame_data",
+    "MESHIO_TO_VTK", "VTK_TO_MESHIO", "rigid_fit", "anchored_frame_data", "gravity_of",
 ]
 
 # meshio cell type -> VTK cell type id (the linear and quadratic types we meet)
@@ -490,8 +492,6 @@ def body_geometry(body: Any, glyph: bool = True) -> BodyGeometry | None:
 # -- VTK time series ----------------------------------------------------------------------
 def body_pose_at(results, name, i):
     """``(R, r)`` of body ``name`` at sample ``i`` (identity when not stored)."""
-    from ..results import quat_to_rot_batch
-
     series = results.body_series.get(name)
     pos = None if series is None else series.position
     ori = None if series is None else series.orientation
@@ -613,3 +613,29 @@ def write_vtk_series(results: Results, path: StrPath, stride: int = 1, scale: fl
         "  <Collection>\n" + "\n".join(entries) + "\n  </Collection>\n</VTKFile>\n"
     )
     return files
+
+
+def gravity_of(obj: Any) -> Array | None:
+    """Gravity vector (3,) in m/s^2, world axes, of a model or results, or None.
+
+    A :class:`~flexmbd.model.Model` sums its :class:`~flexmbd.Gravity` elements;
+    results use ``meta["gravity"]`` (stored by
+    :func:`flexmbd.results.attach_geometry`) or the model of the system that made
+    them. None when there is no gravity (or it is zero).
+    """
+    if obj is None:
+        return None
+    forces = getattr(obj, "forces", None)
+    if callable(forces) and hasattr(obj, "bodies"):
+        gs = [np.asarray(f.g, dtype=float) for f in forces() if isinstance(f, Gravity)]
+        g = np.sum(gs, axis=0) if gs else None
+    else:
+        meta = getattr(obj, "meta", None) or {}
+        g = meta.get("gravity")
+        if g is None:
+            model = getattr(getattr(obj, "system", None), "model", None)
+            return gravity_of(model) if model is not None else None
+        g = np.asarray(g, dtype=float)
+    if g is None or g.shape != (3,) or not np.all(np.isfinite(g)) or not np.any(g):
+        return None
+    return g

@@ -27,13 +27,18 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._typing import Array, ArrayLike
-from .errors import ModelError
-from .model import Fixed, Frame, Free, Model, Planar, Prismatic, Revolute, RigidBody
-from .spatial import rotation_matrix
+from .._typing import Array, ArrayLike
+from ..errors import ModelError
+from ..spatial import rotation_matrix
+from .bodies import Frame, RigidBody
+from .joints import Fixed, Free, Planar, Prismatic, Revolute
+
+if TYPE_CHECKING:
+    from .model import Model
 
 __all__ = ["model_from_urdf", "rpy_to_rot"]
 
@@ -129,9 +134,10 @@ def _visuals(link, base_dir):
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
 
-def model_from_urdf(path: str | PathLike, name: str | None = None,
+def model_from_urdf(model_class: type[Model], path: str | PathLike, name: str | None = None,
                     floating: bool = False) -> Model:
-    """Build a :class:`Model` from a URDF file path or XML string (see module docstring)."""
+    """Build a ``model_class`` (:class:`~flexmbd.Model`) from a URDF file path or XML string
+    (see the module docstring); called by :meth:`flexmbd.Model.from_urdf`."""
     text = str(path)
     base_dir = None
     if text.lstrip().startswith("<"):
@@ -197,7 +203,7 @@ def model_from_urdf(path: str | PathLike, name: str | None = None,
             seen.add(cur)
             cur = parent_of[cur][1]
 
-    m = Model(name or root.get("name", "urdf"))
+    m = model_class(name or root.get("name", "urdf"))
     bodies = {}
     lumped = {}  # massless link -> (host body, pose of the link in the host frame)
     children = {ln: [] for ln in links}
