@@ -108,7 +108,8 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
     The one plausibility check of material data, called by
     :class:`flexmbd.fem.Material` and (through
     :func:`~flexmbd.fem.material.material_from_file`) by every importer. Implausible:
-    SI density outside `RHO_RANGE`, modulus outside `E_RANGE` or a wave speed ``sqrt(E/rho)`` above `MAX_WAVE_SPEED`.
+    SI density outside `RHO_RANGE`, modulus outside `E_RANGE` or a wave speed
+    ``sqrt(E/rho)`` above `MAX_WAVE_SPEED`.
 
     Parameters
     ----------
