@@ -13,10 +13,10 @@
 """
 
 from .cut import CutJointConstraints, JointDriver, constraint_rows, cut_coordinates
-from .loops import LoopDynamics, LoopSystem, compile_loops, needs_loops
+from .loops import LoopSystem, compile_loops, needs_loops
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
 from .redundancy import KKTSolver
 
 __all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
            "JointDriver", "CutJointConstraints", "constraint_rows", "cut_coordinates",
-           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops", "KKTSolver"]
+           "LoopSystem", "compile_loops", "needs_loops", "KKTSolver"]

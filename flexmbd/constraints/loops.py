@@ -52,10 +52,12 @@ or use the absolute formulation.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..dynamics import CoordinateLayout, ForwardDynamics
 from ..errors import FlexmbdError, ModelError
 from ..integrators.explicit import ExplicitStepper
 from ..model.forces import JointForce
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
     from ..model import Joint, Model
     from .projection import ProjectionInfo
 
-__all__ = ["LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+__all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 
 
 def needs_loops(model: Model) -> bool:
@@ -124,36 +126,6 @@ class _TreeView:
         t = topo.analyze(J, weights=[j.n_constraints for j in joints])
         object.__setattr__(self, "_topo", (rev, t))
         return t
-
-
-class LoopDynamics:
-    """Result of :meth:`LoopSystem.forward_dynamics` (one state).
-
-    Attributes: ``qdd`` (nv,), ``reactions`` (n_joints, 6) of every joint (tree and
-    cut, declaration order), ``lam`` (m,) multipliers (cut-joint rows then drivers,
-    order of ``system.constraint_names``), ``rank``, ``regular_rank``, ``discarded``
-    (m,) mask, ``tree`` (the tree solver's :class:`~flexmbd.recursive.ForwardDynamics`).
-    """
-
-    def __init__(self, system: LoopSystem, qdd: Array, reactions: Array, lam: Array,
-                 info: ProjectionInfo, tree_fd: Any) -> None:
-        self._sys = system
-        self.qdd = qdd
-        self.reactions = reactions
-        self.lam = lam
-        self.rank = info.rank
-        self.regular_rank = info.regular_rank
-        self.n_weak = info.n_weak
-        self.discarded = info.discarded.copy()
-        self.tree = tree_fd
-
-    def reaction(self, name: Joint | str) -> Array:
-        """Reaction wrench ``[n; f]`` (6,) of joint ``name`` (tree or cut joint)."""
-        return self.reactions[self._sys._joint_index(name)]
-
-    def multipliers(self, joint: Joint | str) -> Array:
-        """The multipliers of one cut joint (or driver) by name."""
-        return self.lam[self._sys._rows(joint)]
 
 
 class LoopSystem:
@@ -211,11 +183,15 @@ class LoopSystem:
         self.joint_names = [j.name for j in model.joints()]
         self._jindex = {n: i for i, n in enumerate(self.joint_names)}
         self._tree_rows = np.array([self._jindex[n] for n in self.tree.joint_names], dtype=int)
+        tl = self.tree.layout
+        self.layout = CoordinateLayout.build(
+            "recursive", self.nq, self.nv, self.coordinates, self.speeds, self.joint_names,
+            tl.body_names, joints=tl.joints, modal=tl.modal)
         self._cut_jf = {}
         for f in model.forces():
             if isinstance(f, JointForce) and f.joint in self.cut_joints:
                 self._cut_jf.setdefault(f.joint.name, []).append(f)
-        self._floating = self.tree._floating
+        self.floating = self.tree.floating
         self._ic = None
 
     def _make_projector(self, h=None):
@@ -227,11 +203,9 @@ class LoopSystem:
         return Projector(self.constraints, **o)
 
     # -- names -------------------------------------------------------------------------
-    def _joint_index(self, name):
-        try:
-            return self._jindex[name]
-        except KeyError:
-            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
+    def multipliers(self, lam: ArrayLike, joint: Joint | str) -> Array:
+        """The entries of ``lam`` (a result's ``.lam``) of one cut joint or driver."""
+        return np.asarray(lam)[..., self._rows(joint)]
 
     def _rows(self, name):
         name = getattr(name, "name", name)
@@ -331,10 +305,7 @@ class LoopSystem:
 
     def _free(self, q, qd, tau, t):
         """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
-        raw = getattr(self.tree, "_raw_accel", None)
-        if raw is not None:
-            return raw(q, qd, tau, t)
-        return self.tree.forward_dynamics(q, qd, tau, t).qdd
+        return self.tree.qdd(q, qd, tau, t)
 
     def accelerations(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None, t: float = 0.0,
                       projector: Projector | None = None) -> tuple[Array, Array]:
@@ -351,25 +322,25 @@ class LoopSystem:
             return vf, np.zeros(0)
         return P.accelerations(q, qd, t, vf, lambda X: self.tree.solve_mass(q, X))
 
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None,
-                         t: float | ArrayLike = 0.0,
-                         projector: Projector | None = None) -> LoopDynamics | list[LoopDynamics]:
-        """Accelerations, multipliers and every joint reaction at ``(q, qd, t)``.
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                         t: float = 0.0, projector: Projector | None = None) -> ForwardDynamics:
+        """Accelerations, multipliers and every joint reaction (tree and cut) at one state.
 
-        ``q``, ``qd`` may also be batches (n, nq), (n, nv) (then ``t`` may be an
-        array); a batch returns a list of :class:`LoopDynamics`.
+        ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) joint forces along the tree speeds,
+        ``t`` (s). Returns a :class:`~flexmbd.dynamics.ForwardDynamics` with ``lam``
+        (cut-joint rows then drivers, ``constraint_names``), ``projection`` (rank,
+        discarded rows) and ``tree`` (the tree solution with the cut-joint wrenches
+        applied). Many states: :meth:`forward_dynamics_batch`.
         """
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
-        if q.ndim == 2:
-            ts = np.broadcast_to(np.asarray(t, dtype=float), (q.shape[0],))
-            taus = [None] * q.shape[0] if tau is None else np.broadcast_to(
-                np.asarray(tau, dtype=float), (q.shape[0], self.nv))
-            return [self.forward_dynamics(q[i], qd[i], taus[i], ts[i], projector)
-                    for i in range(q.shape[0])]
+        if q.ndim != 1 or qd.ndim != 1:
+            raise ModelError(
+                f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
+                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many")
         P = projector or self.projector
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = P.info
+        info = replace(P.info, discarded=P.info.discarded.copy())
         reac = np.zeros((len(self.joint_names), 6))
         items = self._applied_cut(q, qd, t)                   # applied cut-joint forces
         tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
@@ -391,7 +362,33 @@ class LoopSystem:
         finally:
             self._wrench_element.current = []
         reac[self._tree_rows] = fd.reactions[: len(self._tree_rows)]
-        return LoopDynamics(self, qdd, reac, lam, info, fd)
+        return ForwardDynamics(qdd, reac, fd.body_accelerations, self.layout, lam,
+                               projection=info, tree=fd)
+
+    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
+                               t: float | ArrayLike = 0.0,
+                               projector: Projector | None = None) -> ForwardDynamics:
+        """:meth:`forward_dynamics` of many states ``Q`` (n, nq), ``QD`` (n, nv), ``TAU``
+        (n, nv) / (nv,) / None, ``t`` scalar or (n,): one
+        :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis
+        (``projection`` and ``tree``: lists, one per state)."""
+        Q = np.atleast_2d(np.asarray(Q, dtype=float))
+        QD = np.atleast_2d(np.asarray(QD, dtype=float))
+        n = Q.shape[0]
+        if QD.shape[0] != n:
+            raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
+        ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
+        taus = [None] * n if TAU is None else np.broadcast_to(np.asarray(TAU, dtype=float),
+                                                               (n, self.nv))
+        out = [self.forward_dynamics(Q[i], QD[i], taus[i], ts[i], projector) for i in range(n)]
+        m = len(self.constraint_names)
+        return ForwardDynamics(
+            np.array([f.qdd for f in out]).reshape(n, self.nv),
+            np.array([f.reactions for f in out]).reshape(n, len(self.joint_names), 6),
+            np.array([f.body_accelerations for f in out]).reshape(
+                n, len(self.layout.body_names), 6),
+            self.layout, np.array([f.lam for f in out]).reshape(n, m),
+            projection=[f.projection for f in out], tree=[f.tree for f in out])
 
     # -- simulation --------------------------------------------------------------------
     def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
@@ -853,7 +850,7 @@ class _FlexCutConstraints(CutJointConstraints):
                     bodies.update((id(j.parent), id(j.child)))
             for b in tree._bodies:
                 if id(b) in bodies and b.name in tree.modal_slices:
-                    sl = tree.modal_slices[b.name][1]
+                    sl = tree.modal_slices[b.name].v
                     idx.update(range(sl.start, sl.stop))
             self._pspeeds = sorted(idx)
         return self._pspeeds

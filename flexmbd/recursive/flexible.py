@@ -424,7 +424,7 @@ class FlexTree:
         ``[Phi_F w_F; S_F^T w_F]`` -- its body part into ``fext`` (body axes, about the
         body origin), its modal part into the applied modal forces."""
         s = self.system
-        sq = s.modal_slices[body.name][0]
+        sq = s.modal_slices[body.name].q
         nk = self.nf[k]
         RF, pF, S, _ = frame_motion(frame, body, np.asarray(q)[sq], np.zeros(nk))
         Rb, rb = self.body_pose(k, s._R3[K.R_W, k], s._P3[K.P_W, k])
@@ -474,7 +474,7 @@ class FlexTree:
             return False
         U = md[1]
         b = fe.body
-        qk = q[s.modal_slices[b.name][0]]
+        qk = q[s.modal_slices[b.name].q]
         R, _ = state.pose(b)
         f = np.asarray(fe.force(t), float)
         fb = f if fe.frame == "body" else R.T @ f
@@ -546,7 +546,7 @@ class FlexTree:
             s = self.system
             rows, cols, idx = [], [], []
             for k in self.flex_labels:
-                sl = s.modal_slices[s._body_of[k].name][1]
+                sl = s.modal_slices[s._body_of[k].name].v
                 rows += [k] * self.nf[k]
                 cols += list(range(self.nf[k]))
                 idx += list(range(sl.start, sl.stop))
@@ -589,7 +589,7 @@ def flexible_extras(system, q):
     out = {}
     for k in labels:
         b = system._body_of[k]
-        sq = system.modal_slices[b.name][0]
+        sq = system.modal_slices[b.name].q
         out[f"position:{b.name}"] = r[k]
         out[f"orientation:{b.name}"] = quats(R[k])
         for name in b.reduced.interface_names:
