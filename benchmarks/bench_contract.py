@@ -76,8 +76,9 @@ def urdf_case(n, rng, rounds):
 
     xml = chain_urdf(n)
     m = fm.Model.from_urdf(xml)
-    s = m.compile("recursive")
     pm = pin.buildModelFromXML(xml)
+    m.gravity = fm.Gravity(tuple(pm.gravity.linear))       # Pinocchio's default gravity
+    s = m.compile("recursive")
     pd = pm.createData()
     names = [j.name for j in m.joints() if j.nv]
     assert s.nv == pm.nv == n

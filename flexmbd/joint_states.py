@@ -44,11 +44,11 @@ def angle_columns(joint):
 
 
 def _modal(system, q, qd, name):
-    sl = getattr(system, "modal_slices", {}).get(name)
+    layout = getattr(system, "layout", None)
+    sl = None if layout is None else layout.modal.get(name)
     if sl is None:
         return None, None
-    sq, sv = sl if isinstance(sl, tuple) else (sl, sl)
-    return q[:, sq], qd[:, sv]
+    return q[:, sl.q], qd[:, sl.v]
 
 
 def _body_motion(system, q, qd):

@@ -37,7 +37,7 @@ reports it: the total wrench transmitted through the joint.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -83,6 +83,25 @@ class DAETerms:
     ``phi`` constraints; COO triplets ``M``, ``Kin`` (dR/dq), ``Din`` (dR/dqd),
     ``Phq`` (Phi_q), ``H`` (d(Phi_q^T lam)/dq), ``KQ`` (dQ/dq), ``DQ`` (dQ/dqd).
     """
+
+
+class ForceTerms(NamedTuple):
+    """Groups of force elements of an :class:`AbsoluteSystem` (``system.force_terms``).
+
+    ``gravity``: the batched uniform gravity of the rigid bodies (or None);
+    ``gravity_elements``: the Gravity elements; ``sda_batch``: the batched rigid-end
+    spring-damper-actuators (or None); ``flex_sda`` / ``flex_point_forces``: elements
+    with an end at a deforming frame; ``joint_forces``: JointForce maps (``.el`` the
+    element, ``.q_ref`` the unwrapping reference); ``other``: every other element.
+    """
+
+    gravity: Any
+    gravity_elements: tuple
+    sda_batch: Any
+    flex_sda: tuple
+    flex_point_forces: tuple
+    joint_forces: tuple
+    other: tuple
 
 
 class _TauForce:
@@ -227,6 +246,14 @@ class AbsoluteSystem:
         """Re-read the model's parameters if it changed since the last call."""
         if self.model.revision != self._rev:
             self._build()
+
+    @property
+    def force_terms(self) -> ForceTerms:
+        """The force elements as this system evaluates them (read-only view; rebuilt
+        with the system): see :class:`ForceTerms`."""
+        return ForceTerms(self._gravity, tuple(self._grav_elements), self._sda_batch,
+                          tuple(self._flex_sda), tuple(self._flex_pf), tuple(self._jf),
+                          tuple(self._other))
 
     def engine(self):
         """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""

@@ -70,7 +70,6 @@ if TYPE_CHECKING:
 
     from .._typing import Array, ArrayLike, StrPath
     from ..model import Joint, Model
-    from .projection import ProjectionInfo
 
 __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 
@@ -201,6 +200,12 @@ class LoopSystem:
         if o["method"] == "baumgarte" and o["h"] is None:
             o["h"] = 1e-3
         return Projector(self.constraints, **o)
+
+    @property
+    def compile_options(self) -> dict:
+        """The constraint options this system was compiled with (a copy): ``method``,
+        ``rtol``, ``tangent_projection``, ``position_tol``, ``max_newton``, ``h``."""
+        return dict(self._options)
 
     # -- names -------------------------------------------------------------------------
     def multipliers(self, lam: ArrayLike, joint: Joint | str) -> Array:
@@ -480,7 +485,11 @@ class LoopSystem:
             st.start(np.concatenate([q, qd]))
         return st
 
-    def _results(self, t, y, tau_f, meta, P, safe=False):
+    def results_from(self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector,
+                     safe: bool = False) -> Results:
+        """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
+        (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
+        re-evaluated per sample; ``safe``: failures leave NaN rows)."""
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
@@ -621,7 +630,8 @@ class _LoopStepper(ExplicitStepper):
 
     def rebuild_kwargs(self):
         s = self.system
-        return {"formulation": "recursive", "compile": {"algorithm": s.algorithm, **s._options},
+        return {"formulation": "recursive",
+                "compile": {"algorithm": s.algorithm, **s.compile_options},
                 "options": self.options, "kind": "loop"}
 
     def finalize(self, results, failed=False):
@@ -639,7 +649,7 @@ class _LoopStepper(ExplicitStepper):
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
-        res = s._results(t, y, self.tau_f, meta, P, safe=failed)
+        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed)
         for k, v in results.stats.items():       # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
@@ -728,12 +738,12 @@ class _FrameGeometry:
         if self.ground:
             self.R, self.p = frame.rotation, np.asarray(frame.position, float)
             return
-        k = tree._label_of[id(body)]
+        k = tree.label(body)
         self.k = k
-        fl = tree._flex
+        fl = tree.flex
         if fl is not None and k in fl.flex_labels:
             self.flex = True
-            Rb, rb = fl.body_pose(k, tree._R3[K.R_W, k], tree._P3[K.P_W, k])
+            Rb, rb = fl.body_pose(k, tree.arrays.R3[K.R_W, k], tree.arrays.P3[K.P_W, k])
             self.sq, self.sv = tree.modal_slices[body.name]
             self.body, self.frame = body, frame
             self.q = np.asarray(q)[self.sq].copy()
@@ -741,8 +751,8 @@ class _FrameGeometry:
                                                        np.zeros(len(self.q)))
             self.R, self.p = Rb @ self.RF, rb + Rb @ self.pF
         else:
-            Rf, pf = tree._frame[k]
-            Rk, rk = tree._R3[K.R_W, k], tree._P3[K.P_W, k]
+            Rf, pf = tree.joint_frame(k)
+            Rk, rk = tree.arrays.R3[K.R_W, k], tree.arrays.P3[K.P_W, k]
             self.R = Rk @ Rf.T @ frame.rotation
             self.p = rk + Rk @ (Rf.T @ (np.asarray(frame.position, float) - pf))
             self.Re, self.pe = Rk.T @ self.R, Rk.T @ (self.p - rk)
@@ -758,7 +768,7 @@ class _FrameGeometry:
             return z3, z3, z3, z3
         tree, k = self.tree, self.k
         if self.flex:
-            fl = tree._flex
+            fl = tree.flex
             qd = np.asarray(v)[self.sv]
             Sq = self.S @ qd
             V = _m2c(self.RF, self.pF, fl.Fw[k, 0]) + Sq
@@ -766,9 +776,9 @@ class _FrameGeometry:
                 sig = frame_motion(self.frame, self.body, self.q, qd)[3]
                 a = _m2c(self.RF, self.pF, fl.Fw[k, 1]) + _crm(V, Sq) + sig
         else:
-            V = _m2c(self.Re, self.pe, tree._Vv[K.V_VEL, k])
+            V = _m2c(self.Re, self.pe, tree.arrays.Vv[K.V_VEL, k])
             if bias:
-                a = _m2c(self.Re, self.pe, tree._Vv[K.V_AB, k])
+                a = _m2c(self.Re, self.pe, tree.arrays.Vv[K.V_AB, k])
         R, p = self.R, self.p
         w, vo = R @ V[:3], R @ V[3:]
         vO = vo - _cx(w, p)
@@ -848,7 +858,7 @@ class _FlexCutConstraints(CutJointConstraints):
                         sl = self._vsl[j.name]
                         idx.update(range(sl.start, sl.stop))
                     bodies.update((id(j.parent), id(j.child)))
-            for b in tree._bodies:
+            for b in tree.label_bodies[1:]:
                 if id(b) in bodies and b.name in tree.modal_slices:
                     sl = tree.modal_slices[b.name].v
                     idx.update(range(sl.start, sl.stop))
@@ -865,7 +875,7 @@ class _FlexCutConstraints(CutJointConstraints):
         nv = self._nv
         vv = np.zeros(nv) if v is None else np.asarray(v, dtype=float)
         ends = [((c.P, c.joint.parent_frame), (c.C, c.joint.child_frame)) for c in self.cuts]
-        tree._kinematics(q, vv)
+        tree.kinematics(q, vv)
         geo = [[_FrameGeometry(tree, b, fr, q) for b, fr in pair] for pair in ends]
         state = [[(g.R, g.p) + g.motion(vv, bias=v is not None) for g in pair] for pair in geo]
         # Jacobian of the frames' spatial twists (world origin): the tree kinematics at unit
@@ -875,7 +885,7 @@ class _FlexCutConstraints(CutJointConstraints):
         for i in self._path_speeds():
             e[:] = 0.0
             e[i] = 1.0
-            tree._kinematics(q, e)
+            tree.kinematics(q, e)
             for ci, pair in enumerate(geo):
                 for s_, g in enumerate(pair):
                     w, vO, _, _ = g.motion(e, bias=False)
@@ -897,7 +907,7 @@ class _FlexCutConstraints(CutJointConstraints):
             self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
                            None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
         self._driver_rows(q, v, t, phi, J, gamma)
-        tree._kinematics(q, vv)
+        tree.kinematics(q, vv)
         self._key = key
         self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
         return self._cache

@@ -53,7 +53,7 @@ Explicit integration must resolve the highest modal frequency
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -129,7 +129,8 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..results import Results
 
-__all__ = ["RecursiveSystem", "ForwardDynamics", "compile_system"]  # ForwardDynamics: flexmbd.dynamics
+# ForwardDynamics is defined in flexmbd.dynamics (shared by every formulation)
+__all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays", "compile_system"]
 
 _CODES = [
     (Revolute, J.REVOLUTE),
@@ -171,6 +172,52 @@ def compile_system(model, **options):
     return RecursiveSystem(model, **options)
 
 
+class TreeArrays(NamedTuple):
+    """The compiled description (``Ia``, ``Sa``: integer tables of the tree and the
+    elimination schedule) and the workspace views (``Mm``, ``Vv``, ``R3``, ``P3``,
+    ``Tt``, ``Dn``, ``Jv``, ``gravity``) of a :class:`RecursiveSystem`, the arguments of
+    the free algorithms (:mod:`._kernels`, :mod:`.general`, :mod:`.flexible`). Layouts:
+    the row constants of :mod:`._kernels`."""
+
+    Ia: Array
+    Sa: Array
+    Mm: Array
+    Vv: Array
+    R3: Array
+    P3: Array
+    Tt: Array
+    Dn: Array
+    Jv: Array
+    gravity: Array
+
+
+class _RigidOps:
+    """The rigid-tree kernels behind the interface :class:`~.flexible.FlexTree` offers
+    for flexible trees (kinematics, ``M^-1`` columns, refresh, special point forces), so
+    that :class:`RecursiveSystem` calls ``self._ops`` instead of branching on the body
+    kinds."""
+
+    flex_labels = ()
+
+    def __init__(self, system):
+        self.arrays = system.arrays
+
+    def refresh(self):
+        pass
+
+    def kinematics(self, q, v, world=True):
+        a = self.arrays
+        K.kinematics(a.Ia, a.Mm, a.Vv, a.R3, a.P3, a.Tt, q, v, world)
+
+    def solve_columns(self, q, cols, out):
+        a = self.arrays
+        return K.solve_columns(a.Ia, a.Sa, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, q, a.Jv, cols,
+                               out)
+
+    def point_force(self, fe, t, q, state, fext, qd=None):
+        return False
+
+
 class _State:
     """Body poses/twists for force elements (``state.pose(body)``, ``state.twist(body)``).
 
@@ -181,30 +228,39 @@ class _State:
         self._sys = system
         self._Rw, self._rw, self._vel = Rw, rw, vel
         self._flex = {}
-        fl = system._flex
+        fl = system.flex
         if fl is not None:
             for k in fl.flex_labels:
                 R, r = fl.body_pose(k, Rw[k], rw[k])
                 Vb = fl.body_speeds(k)
                 self._flex[k] = (R, r, R @ Vb[:3], R @ Vb[3:])
 
+    @property
+    def frames(self):
+        """``(R_world, r_world)`` of the tree frames e_k (per label) at this state."""
+        return self._Rw, self._rw
+
+    def is_flexible(self, k):
+        """True when label ``k`` is a flexible body (its pose is its floating frame)."""
+        return k in self._flex
+
     def pose(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.eye(3), np.zeros(3)
-        k = s._label_of[id(body)]
+        k = s.label(body)
         if k in self._flex:
             return self._flex[k][0].copy(), self._flex[k][1].copy()
-        return s._body_pose(k, self._Rw[k], self._rw[k])
+        return s.body_pose(k, self._Rw[k], self._rw[k])
 
     def twist(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.zeros(3), np.zeros(3)
-        k = s._label_of[id(body)]
+        k = s.label(body)
         if k in self._flex:
             return self._flex[k][2].copy(), self._flex[k][3].copy()
-        R, r = s._body_pose(k, self._Rw[k], self._rw[k])
+        R, r = s.body_pose(k, self._Rw[k], self._rw[k])
         Rk = self._Rw[k]
         w = Rk @ self._vel[k, :3]
         v = Rk @ self._vel[k, 3:] + np.cross(w, r - self._rw[k])
@@ -277,11 +333,10 @@ class RecursiveSystem:
             self.coordinates += [(j.name, lab) for lab in j.coordinate_labels]
             self.speeds += [(j.name, lab) for lab in j.speed_labels]
         # modal coordinates of flexible bodies (declaration order) after the joints
-        self._modal_q0, self._modal_v0, self.modal_slices = {}, {}, {}
+        self.modal_slices = {}
         for b in bodies:
             if isinstance(b, FlexibleBody):
                 nm = b.n_modes
-                self._modal_q0[b.name], self._modal_v0[b.name] = nq, nv
                 self.modal_slices[b.name] = ModalSlice(b.name, slice(nq, nq + nm),
                                                        slice(nv, nv + nm))
                 self.coordinates += [(b.name, f"q{i + 1}") for i in range(nm)]
@@ -342,6 +397,8 @@ class RecursiveSystem:
             Ia[I_DSLOT, k] = slot
         self._Ia = Ia
         self._body_row = body_row
+        self._label_bodies = tuple(self._body_of)
+        self._label_joints = tuple(self._tree_joint)
         self._Sa = K.pack_schedule(sched)
         self._n_dense = len(sched.dense)
         self._jt, self._rev = Ia[I_JT], Ia[I_REV]
@@ -355,11 +412,15 @@ class RecursiveSystem:
         # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
         self._Ib, self._Ia, self._Sa = K.pack_ints(self._Ia, self._Sa, self.nq, self.nv,
                                                    len(self.joint_names))
+        self.arrays = TreeArrays(self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3,
+                                 self._Tt, self._Dn, self._Jv, self._gbuf)
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
             from .flexible import FlexTree
 
             self._flex = FlexTree(self)
+        # the tree kernels, rigid or flexible, behind one interface
+        self._ops = self._flex if self._flex is not None else _RigidOps(self)
         self._refresh()
 
     # ------------------------------------------------------------------ setup
@@ -381,9 +442,6 @@ class RecursiveSystem:
         self._reac_shape = self._reac.shape
         self._acc_shape = (len(self._bodies), 6)
         self._zero_tau = np.zeros(nv1)
-
-    def _args(self):
-        return (self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn)
 
     @staticmethod
     def _aligned(j, code):
@@ -518,8 +576,7 @@ class RecursiveSystem:
         self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
         self._Ib[K.IB_GRAV] = int(self._use_grav)
-        if self._flex is not None:
-            self._flex.refresh()
+        self._ops.refresh()
         self._revision = self.model.revision
         # lean path of qdd_and_reactions / _raw_accel: no Python work per call
         lean = (self._flex is None and not self._joint_forces and not self._generic
@@ -532,6 +589,41 @@ class RecursiveSystem:
         """True when a Free joint connects a body to the ground (a free-floating system:
         momentum is kept without external forces)."""
         return self._floating
+
+    @property
+    def use_gravity(self) -> bool:
+        """True when the model has a non-zero uniform gravity (``arrays.gravity``)."""
+        return self._use_grav
+
+    @property
+    def label_bodies(self) -> tuple:
+        """The body of every tree label (index 0: None, the ground; labels are the
+        topology's regular numbering)."""
+        return self._label_bodies
+
+    @property
+    def label_joints(self) -> tuple:
+        """The tree joint whose outboard body has each label (index 0: None)."""
+        return self._label_joints
+
+    def label(self, body: Any) -> int | None:
+        """Tree label of ``body`` (None for the ground or a body not in this system)."""
+        return self._label_of.get(id(body))
+
+    def joint_frame(self, k: int) -> tuple[Array, Array]:
+        """``(R, p)``: the tree frame e_k of label ``k`` (the inboard joint frame on the
+        body, aligned so the joint axis is local z) in body-k coordinates."""
+        return self._frame[k]
+
+    def kinematics(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array, Array]:
+        """Tree kinematics at ``(q, qd)`` into the workspace; returns views
+        ``(R_world (n+1, 3, 3), r_world (n+1, 3), twist (n+1, 6))`` of the frames e_k."""
+        return self._kinematics(q, qd)
+
+    def raise_status(self, status: int, q: ArrayLike) -> None:
+        """Raise the :class:`~flexmbd.errors.SolverError` of a failed kernel ``status``
+        at ``q`` (it names the joint or body)."""
+        self._raise_factor(status, q)
 
     @property
     def flex(self) -> Any:
@@ -547,7 +639,7 @@ class RecursiveSystem:
             q[self._qslice[j.name]] = j.q0
         for b in self._bodies:
             if b.name in self.modal_slices:
-                q[self.modal_slices[b.name][0]] = b.q0
+                q[self.modal_slices[b.name].q] = b.q0
         return q
 
     def qd0(self) -> Array:
@@ -557,7 +649,7 @@ class RecursiveSystem:
             v[self._vslice[j.name]] = j.qd0
         for b in self._bodies:
             if b.name in self.modal_slices:
-                v[self.modal_slices[b.name][1]] = b.qd0
+                v[self.modal_slices[b.name].v] = b.qd0
         return v
 
     def modal(self, q: ArrayLike, name: str) -> Array:
@@ -570,7 +662,9 @@ class RecursiveSystem:
         sq, sv = self.modal_slices[name]
         return q[..., sq] if q.shape[-1] == self.nq else q[..., sv]
 
-    def _body_pose(self, k, Rk, rk):
+    def body_pose(self, k: int, Rk: Array, rk: Array) -> tuple[Array, Array]:
+        """``(R, r)`` of the body frame of label ``k`` (world) from the pose ``(Rk, rk)``
+        of its tree frame e_k."""
         Rf, pf = self._frame[k]
         R = Rk @ Rf.T
         return R, rk - R @ pf
@@ -587,10 +681,7 @@ class RecursiveSystem:
     def _kinematics(self, q, qd):
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
-        if self._flex is not None:
-            self._flex.kinematics(q, qd)
-        else:
-            K.kinematics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, q, qd)
+        self._ops.kinematics(q, qd)
         return self._R3[R_W], self._P3[P_W], self._Vv[V_VEL]
 
     def _applied(self, t, q, qd, tau, fext):
@@ -605,16 +696,14 @@ class RecursiveSystem:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
             for fe in self._generic:
-                special = (self._flex is not None
-                           and self._flex.point_force(fe, t, q, state, fext, qd))
-                if special:
+                if self._ops.point_force(fe, t, q, state, fext, qd):
                     continue
                 for body, w in fe.wrenches(t, state):
                     if body is self.model.ground:
                         continue
                     k = self._label_of[id(body)]
                     R, r = state.pose(body)
-                    if k in state._flex:
+                    if state.is_flexible(k):
                         fext[k, :3] += R.T @ w[:3]
                         fext[k, 3:] += R.T @ w[3:]
                         continue
@@ -1045,10 +1134,7 @@ class RecursiveSystem:
                 sl = slice(self._Ia[I_VO, k], self._Ia[I_VO, k] + nvk)
                 cols[sl] = np.linalg.solve(self._Mm[M_L, k, :nvk, :nvk].T, cols[sl])
         out = np.empty_like(cols)
-        if self._flex is not None:
-            st = self._flex.solve_columns(q, cols, out)
-        else:
-            st = K.solve_columns(*self._args(), q, self._Jv, cols, out)
+        st = self._ops.solve_columns(q, cols, out)
         if st != 0:
             self._raise_factor(st, q)
         return out.reshape(rhs.shape)
@@ -1147,10 +1233,8 @@ class RecursiveSystem:
     def _flex_speeds(self, q, qd):
         """(label, body-frame speeds (w, v, qd), invariants, modal q) of the flexible bodies
         (after the kinematics of the state)."""
-        if self._flex is None:
-            return []
         out = []
-        for k in self._flex.flex_labels:
+        for k in self._ops.flex_labels:
             b = self._body_of[k]
             sq, sv = self.modal_slices[b.name]
             u = np.concatenate([self._flex.body_speeds(k), np.asarray(qd)[sv]])
