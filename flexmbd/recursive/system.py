@@ -3,9 +3,11 @@
 ``m.compile("recursive")`` returns a :class:`RecursiveSystem`. Coordinates are
 the joints' own coordinates (``joint.q``, quaternions scalar first), in the
 declaration order of the joints; speeds likewise (``joint.v``: angular velocity
-in child axes for Spherical/Free, etc.). ``forward_dynamics`` returns the joint
-accelerations and the reaction wrench of every joint, computed together by the
-Constraint Force Algorithm (Liu, Hu, Zhang 2016):
+in child axes for Spherical/Free, etc.; names and slices in ``system.layout``).
+``forward_dynamics`` (one state; many: ``forward_dynamics_batch``) returns the System
+contract's :class:`~flexmbd.dynamics.ForwardDynamics`: the joint accelerations, the
+reaction wrench of every joint and every body's acceleration, computed together by the
+Constraint Force Algorithm (Liu, Hu, Zhang 2016) in one compiled call:
 
 * ``algorithm="serialized"`` (default): compiled O(N) kernels
   (:mod:`flexmbd.recursive._kernels`), odd-even reduction of chains plus a small
