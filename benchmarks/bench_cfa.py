@@ -154,7 +154,7 @@ def cold_compile_time():
             "from tests.recursive.models import chain; import numpy as np;"
             "t = time.perf_counter(); s = chain(3).compile('recursive');"
             "s.qdd_and_reactions(np.zeros(3), np.zeros(3));"
-            "s.forward_dynamics(np.zeros((2, 3)), np.zeros((2, 3)));"
+            "s.forward_dynamics_batch(np.zeros((2, 3)), np.zeros((2, 3)));"
             "print(time.perf_counter() - t)").replace("%r", repr(str(ROOT)))
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
@@ -182,7 +182,7 @@ def main(argv=None):
     t_first = time.perf_counter()
     s3 = chain(3).compile("recursive")
     s3.qdd_and_reactions(np.zeros(3), np.zeros(3))
-    s3.forward_dynamics(np.zeros((2, 3)), np.zeros((2, 3)))
+    s3.forward_dynamics_batch(np.zeros((2, 3)), np.zeros((2, 3)))
     warm = time.perf_counter() - t_first
     cold = None if args.no_cold else cold_compile_time()
 
@@ -425,7 +425,7 @@ def flexible_main(args):
             ab = m.compile("absolute")
             Q, QD = ab.state_from_bodies(s.body_states(q, qd))
             for name, (sq, sv) in s.modal_slices.items():
-                Q[ab.modal_slices[name]], QD[ab.modal_slices[name]] = q[sq], qd[sv]
+                Q[ab.modal_slices[name].q], QD[ab.modal_slices[name].q] = q[sq], qd[sv]
             r["abs"] = best_time(lambda ab=ab, Q=Q, QD=QD: ab.forward_dynamics(Q, QD),
                                  budget=1.0, repeats=3)
             fa = ab.forward_dynamics(Q, QD)

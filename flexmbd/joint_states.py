@@ -50,11 +50,11 @@ def angle_columns(joint):
 
 def _modal(system, q, qd, name, qdd=None):
     """Modal coordinates, speeds (and rates) of flexible body ``name`` over a history."""
-    sl = getattr(system, "modal_slices", {}).get(name)
+    layout = getattr(system, "layout", None)
+    sl = None if layout is None else layout.modal.get(name)
     if sl is None:
         return None
-    sq, sv = sl if isinstance(sl, tuple) else (sl, sl)
-    return q[:, sq], qd[:, sv], (None if qdd is None else qdd[:, sv])
+    return q[:, sl.q], qd[:, sl.v], (None if qdd is None else qdd[:, sl.v])
 
 
 def _body_motion(system, q, qd):

@@ -61,18 +61,13 @@ class GrowthMonitor:
         """The monitor of an absolute, recursive or closed-loop system (None: nothing to
         watch, i.e. no flexible body with node data)."""
         entries = []
-        flex = getattr(system, "flexible", None)
-        if flex is not None and hasattr(flex, "flex"):          # absolute formulation
-            for d in flex.flex:
-                entries.append((d.body, np.arange(d.col0, d.col0 + d.n)))
-        else:
-            tree = getattr(system, "tree", system)              # LoopSystem -> its tree
-            slices = getattr(tree, "modal_slices", {}) or {}
-            body_of = getattr(tree, "_body_of", None) or []
-            by_name = {b.name: b for b in body_of if getattr(b, "reduced", None) is not None}
-            for name, (sq, _) in slices.items():
+        layout = getattr(system, "layout", None)
+        if layout is not None and layout.modal:
+            by_name = {b.name: b for b in system.model.bodies()
+                       if getattr(b, "reduced", None) is not None}
+            for name, sl in layout.modal.items():
                 if name in by_name:
-                    entries.append((by_name[name], np.arange(sq.start, sq.stop)))
+                    entries.append((by_name[name], np.arange(sl.q.start, sl.q.stop)))
         bodies = []
         for body, cols in entries:
             w = _watch(body.reduced)

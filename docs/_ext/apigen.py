@@ -20,6 +20,8 @@ NAMESPACES = [
      "reduction strategies and the reduced body."),
     ("flexmbd.flexible", "Floating-frame terms", "Mass matrix, velocity and gravity forces "
      "of a floating-frame body from its modal invariants."),
+    ("flexmbd.dynamics", "System contract", "Coordinate layout and forward-dynamics result "
+     "shared by every formulation."),
     ("flexmbd.recursive", "Recursive formulation", "Joint coordinates and the Constraint "
      "Force Algorithm."),
     ("flexmbd.absolute", "Absolute formulation", "Body coordinates, all joints as "

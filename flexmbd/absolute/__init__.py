@@ -16,7 +16,7 @@ from .statics import (
            static_equilibrium,
            static_residual,
 )
-from .system import AbsoluteSystem, DynamicsResult, compile_system
+from .system import AbsoluteSystem, ForwardDynamics, compile_system
 
-__all__ = ["compile_system", "AbsoluteSystem", "DynamicsResult", "StaticResult",
+__all__ = ["compile_system", "AbsoluteSystem", "ForwardDynamics", "StaticResult",
            "static_equilibrium", "consistent_initial_conditions", "static_residual"]

@@ -44,30 +44,31 @@ class EnergyMeter:
     def state(self, q, qd, t):
         """Dict of energies (J) and powers (W) at one state."""
         s = self.system
+        ft = s.force_terms
         st = BodyState(s.index, q, qd)
         out = {"kinetic": s.kinetic_energy(q, qd), "gravity": 0.0, "spring": 0.0,
                "p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
-        if s._gravity is not None:
-            out["gravity"] += s._gravity.potential(st)
+        if ft.gravity is not None:
+            out["gravity"] += ft.gravity.potential(st)
         fl = s.flexible
         if fl.flex:
             q = np.asarray(q, float)
             qd = np.asarray(qd, float)
-            if s._grav_elements:
+            if ft.gravity_elements:
                 out["gravity"] += fl.gravity_potential(q, s.gravity_vector())
             out["spring"] += fl.strain_energy(q)
             out["p_damper"] += fl.damping_power(qd)
-        if s._sda_batch is not None:
-            sp_, pd, pa = s._sda_batch.energies(t, st)
+        if ft.sda_batch is not None:
+            sp_, pd, pa = ft.sda_batch.energies(t, st)
             out["spring"] += sp_
             out["p_damper"] += pd
             out["p_actuator"] += pa
-        for fs in getattr(s, "_flex_sda", ()):
+        for fs in ft.flex_sda:
             sp_, pd, pa = fs.energies(t, np.asarray(q, float), np.asarray(qd, float))
             out["spring"] += sp_
             out["p_damper"] += pd
             out["p_actuator"] += pa
-        for f in s._other:
+        for f in ft.other:
             if isinstance(f, Gravity):
                 out["gravity"] += f.potential(t, st)
             elif hasattr(f, "damper_power"):
@@ -79,9 +80,9 @@ class EnergyMeter:
                 for body, F in f.wrenches(t, st):
                     w, v = st.twist(body)
                     out["p_external"] += float(F[:3] @ w + F[3:] @ v)
-        for jm in s._jf:
+        for jm in ft.joint_forces:
             out["p_actuator"] += jm.power(t, st)
-        for fp in getattr(s, "_flex_pf", ()):
+        for fp in ft.flex_point_forces:
             out["p_external"] += fp.power(t, np.asarray(q, float), np.asarray(qd, float))
         out["potential"] = out["gravity"] + out["spring"]
         out["total"] = out["kinetic"] + out["potential"]

@@ -185,6 +185,11 @@ class JointForceMap:
         tau = self.el.generalized_force(t, q, v)
         return self._wrenches_from(wrench_from_force(H, tau), fr), q, v, tau
 
+    def wrenches_from(self, Fc, fr):
+        """Body wrenches ``[(body index, [n; f] world, about the body origin)]`` of the joint
+        wrench ``Fc`` (child joint-frame axes, parent on child) at frame data ``fr``."""
+        return self._wrenches_from(Fc, fr)
+
     def _wrenches_from(self, Fc, fr):
         FP, pP, ri, wi, vi, FC, pC, rj, wj, vj = fr
         n = FC @ Fc[:3]

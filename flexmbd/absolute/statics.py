@@ -55,7 +55,7 @@ class StaticResult:
         return float(self.residual_norms[-1])
 
     def reaction(self, name):
-        return self.reactions[self._system._joint_pos(name)]
+        return self.reactions[self._system.layout.joint_row(name)]
 
     def __repr__(self):
         state = "converged" if self.converged else "NOT converged"
@@ -189,7 +189,7 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
         )
     try:
         qd = project_velocities(system, q, qd, t)
-        fd = system.forward_dynamics(q, qd, t)
+        fd = system.forward_dynamics(q, qd, t=t)
     except SolverError as err:
         raise singular_motion_error(system, q, qd, t, err) from None
     return q, qd, fd.qdd, fd.lam

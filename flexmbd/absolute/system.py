@@ -37,7 +37,7 @@ reports it: the total wrench transmitted through the joint.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from .._typing import Array, ArrayLike
 from ..constraints.cut import JointDriver
 from ..constraints.redundancy import KKTSolver
+from ..dynamics import BodySlice, CoordinateLayout, ForwardDynamics, ModalSlice
 from ..errors import ModelError, SolverError
 from ..integrators.registry import check_options, check_times, resolve
 from ..model.bodies import Ground, RigidBody
@@ -73,35 +74,12 @@ if TYPE_CHECKING:
     from ..results import Results
     from .statics import StaticResult
 
-__all__ = ["AbsoluteSystem", "DynamicsResult", "DAETerms", "compile_system"]
+__all__ = ["AbsoluteSystem", "ForwardDynamics", "DAETerms", "compile_system"]
 
 
 def compile_system(model, **options):
     """Build an :class:`AbsoluteSystem` of ``model`` (``model.compile("absolute")``)."""
     return AbsoluteSystem(model, **options)
-
-
-class DynamicsResult:
-    """Result of :meth:`AbsoluteSystem.forward_dynamics`."""
-
-    def __init__(self, system, q, qd, qdd, lam, reactions):
-        self._system = system
-        self.q = q
-        self.qd = qd
-        self.qdd = qdd
-        self.lam = lam
-        self.reactions = reactions
-
-    def reaction(self, name: str) -> Array:
-        """Reaction wrench ``[n; f]`` of joint ``name`` (parent on child, child joint frame)."""
-        return self.reactions[self._system._joint_pos(name)]
-
-    def body_acceleration(self, name: str) -> tuple[Array, Array]:
-        """``(alpha_world, a_origin_world)`` of body ``name``."""
-        k = self._system._body_pos(name)
-        e = self.q[7 * k + 3: 7 * k + 7]
-        edd = self.qdd[7 * k + 3: 7 * k + 7]
-        return 2.0 * Emat(e) @ edd, self.qdd[7 * k: 7 * k + 3].copy()
 
 
 class DAETerms:
@@ -111,6 +89,33 @@ class DAETerms:
     ``phi`` constraints; COO triplets ``M``, ``Kin`` (dR/dq), ``Din`` (dR/dqd),
     ``Phq`` (Phi_q), ``H`` (d(Phi_q^T lam)/dq), ``KQ`` (dQ/dq), ``DQ`` (dQ/dqd).
     """
+
+
+class ForceTerms(NamedTuple):
+    """Groups of force elements of an :class:`AbsoluteSystem` (``system.force_terms``).
+
+    ``gravity``: the batched uniform gravity of the rigid bodies (or None);
+    ``gravity_elements``: the Gravity elements; ``sda_batch``: the batched rigid-end
+    spring-damper-actuators (or None); ``flex_sda`` / ``flex_point_forces``: elements
+    with an end at a deforming frame; ``joint_forces``: JointForce maps (``.el`` the
+    element, ``.q_ref`` the unwrapping reference); ``other``: every other element.
+    """
+
+    gravity: Any
+    gravity_elements: tuple
+    sda_batch: Any
+    flex_sda: tuple
+    flex_point_forces: tuple
+    joint_forces: tuple
+    other: tuple
+
+
+class _TauForce:
+    """A joint force given as an array (the ``tau`` of :meth:`AbsoluteSystem.forward_dynamics`),
+    in the shape :class:`~flexmbd.absolute.forces.JointForceMap` maps."""
+
+    def __init__(self, joint):
+        self.joint = joint
 
 
 def _coo(parts, shape):
@@ -167,7 +172,9 @@ class AbsoluteSystem:
         self.flexible = FlexibleSet(self.bodies, [b for b in self.bodies
                                                   if isinstance(b, FlexibleBody)], self.index)
         self.n = self.n_rigid + self.flexible.n_modal
-        self.modal_slices = {d.body.name: slice(d.col0, d.col0 + d.n) for d in self.flexible.flex}
+        self.modal_slices = {d.body.name: ModalSlice(d.body.name, slice(d.col0, d.col0 + d.n),
+                                                     slice(d.col0, d.col0 + d.n))
+                             for d in self.flexible.flex}
 
         self.drivers = m.component_objects(JointDriver)
         flex_cols = {d.index: d.col0 for d in self.flexible.flex}
@@ -179,6 +186,20 @@ class AbsoluteSystem:
             self.coordinates += [(d.body.name, f"q{k + 1}") for k in range(d.n)]
             self.speeds += [(d.body.name, f"q{k + 1}d") for k in range(d.n)]
         self.joint_names = [j.name for j in self.joints]
+        self.layout = CoordinateLayout.build(
+            "absolute", self.n, self.n, self.coordinates, self.speeds, self.joint_names,
+            [b.name for b in self.bodies],
+            bodies={b.name: BodySlice(b.name, slice(7 * i, 7 * i + 7), slice(7 * i, 7 * i + 7))
+                    for i, b in enumerate(self.bodies)},
+            modal=self.modal_slices)
+        # tau of forward_dynamics: joint forces along every joint's speeds (declaration
+        # order), then generalized modal forces
+        self._tau_slices, o = [], 0
+        for j in self.joints:
+            self._tau_slices.append(slice(o, o + j.nv))
+            o += j.nv
+        self.n_tau = o + self.flexible.n_modal
+        self._tau_maps = None
         self._jf = [JointForceMap(f, self.index) for f in self.forces if isinstance(f, JointForce)]
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
         sdas = [f for f in self.forces if type(f) is SpringDamperActuator]
@@ -225,6 +246,14 @@ class AbsoluteSystem:
         if self.model.revision != self._rev:
             self._build()
 
+    @property
+    def force_terms(self) -> ForceTerms:
+        """The force elements as this system evaluates them (read-only view; rebuilt
+        with the system): see :class:`ForceTerms`."""
+        return ForceTerms(self._gravity, tuple(self._grav_elements), self._sda_batch,
+                          tuple(self._flex_sda), tuple(self._flex_pf), tuple(self._jf),
+                          tuple(self._other))
+
     def engine(self):
         """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""
         if getattr(self, "_engine", None) is None or self._engine[0] is not self.constraints:
@@ -232,18 +261,6 @@ class AbsoluteSystem:
 
             self._engine = (self.constraints, Engine(self))
         return self._engine[1]
-
-    def _body_pos(self, name):
-        for i, b in enumerate(self.bodies):
-            if b.name == name:
-                return i
-        raise ModelError(f"no body {name!r}; bodies: {[b.name for b in self.bodies]}")
-
-    def _joint_pos(self, name):
-        try:
-            return self.joint_names.index(name)
-        except ValueError:
-            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
 
     # -- states -----------------------------------------------------------------------
     def body_states(self, q: ArrayLike,
@@ -298,7 +315,7 @@ class AbsoluteSystem:
         except KeyError:
             raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
                              f"bodies: {list(self.modal_slices)}") from None
-        return np.asarray(q)[..., sl]
+        return np.asarray(q)[..., sl.q]
 
     def gravity_vector(self) -> Array | None:
         """Sum of the models' uniform gravity vectors (m/s^2, world), or None."""
@@ -525,20 +542,32 @@ class AbsoluteSystem:
         return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
 
     # -- dynamics ---------------------------------------------------------------------
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0) -> DynamicsResult:
-        """Accelerations, multipliers and joint reactions at ``(q, qd, t)``.
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                         t: float = 0.0) -> ForwardDynamics:
+        """Accelerations, multipliers and joint reactions at one state ``(q, qd, t)``.
 
-        Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q - R(q, qd, 0); gamma]``. Joint
-        forces enter through :class:`~flexmbd.JointForce` elements (there is no ``tau``
-        argument: the absolute coordinates have no joint speeds).
+        ``q``, ``qd`` (n,) in this system's coordinates (7 per body, then modal);
+        ``tau`` (``n_tau``,) optional joint forces along every joint's speeds (joints in
+        declaration order, ``joint.nv`` entries each, as a :class:`~flexmbd.JointForce`
+        would apply them; N m or N), followed by generalized modal forces of the
+        flexible bodies (declaration order). For a tree model without cut joints this is
+        the recursive formulation's ``tau`` layout. ``t`` (s) time of the force elements.
+
+        Solves ``[M Phi_q^T; Phi_q 0] [qdd; lam] = [Q + Q_tau - R(q, qd, 0); gamma]``.
+        Returns a :class:`~flexmbd.dynamics.ForwardDynamics` (``lam`` every constraint
+        row; reactions include the applied joint forces ``H tau``).
         """
         if np.ndim(t) != 0:
             raise ModelError(
-                "absolute forward_dynamics(q, qd, t): t must be a scalar time; joint forces go "
-                "through fm.JointForce elements (this formulation has no tau argument)")
+                "absolute forward_dynamics(q, qd, tau=None, t=0.0): t must be a scalar time "
+                "(many states: forward_dynamics_batch)")
         self.refresh()
         q = np.asarray(q, float)
         qd = np.asarray(qd, float)
+        if q.shape != (self.n,) or qd.shape != (self.n,):
+            raise ModelError(
+                f"absolute forward_dynamics takes one state: q and qd with {self.n} values; got "
+                f"{q.shape}, {qd.shape} (many states: forward_dynamics_batch)")
         T = self.dae_terms(q, qd, np.zeros(self.n), np.zeros(self.nc), t, jacobian=False)
         Mtrip = self.mass_triplets(q, stiffening=True)
         pr, pc, pv = T.Phq
@@ -546,10 +575,77 @@ class AbsoluteSystem:
         A = sp.csc_matrix((np.concatenate([Mtrip[2], pv, pv]),
                            (np.concatenate([Mtrip[0], pr + n, pc]),
                             np.concatenate([Mtrip[1], pc, pr + n]))), shape=(n + nc, n + nc))
-        rhs = np.concatenate([T.Q - T.R, self.constraints.gamma(q, qd, t)])
+        Qt, tau_j = self._tau_forces(q, qd, tau)
+        rhs = np.concatenate([T.Q + Qt - T.R, self.constraints.gamma(q, qd, t)])
         x = _solve(A, rhs, "forward dynamics", n)
         qdd, lam = x[:n], x[n:]
-        return DynamicsResult(self, q, qd, qdd, lam, self.reactions(q, qd, lam, t))
+        reac = self.reactions(q, qd, lam, t)
+        for k, F in tau_j:
+            reac[k] += F
+        return ForwardDynamics(qdd, reac, self._body_accelerations(q, qdd), self.layout,
+                               lam)
+
+    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
+                               t: float | ArrayLike = 0.0) -> ForwardDynamics:
+        """:meth:`forward_dynamics` of many states ``Q``, ``QD`` (n, self.n), ``TAU``
+        (n, n_tau) / (n_tau,) / None, ``t`` scalar or (n,): one
+        :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis."""
+        Q = np.atleast_2d(np.asarray(Q, dtype=float))
+        QD = np.atleast_2d(np.asarray(QD, dtype=float))
+        ns = Q.shape[0]
+        if QD.shape[0] != ns:
+            raise ModelError(f"batch sizes of Q ({ns}) and QD ({QD.shape[0]}) differ")
+        ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
+        taus = [None] * ns if TAU is None else np.broadcast_to(
+            np.asarray(TAU, dtype=float), (ns, self.n_tau))
+        out = [self.forward_dynamics(Q[i], QD[i], taus[i], float(ts[i])) for i in range(ns)]
+        return ForwardDynamics(
+            np.array([f.qdd for f in out]).reshape(ns, self.n),
+            np.array([f.reactions for f in out]).reshape(ns, len(self.joints), 6),
+            np.array([f.body_accelerations for f in out]).reshape(ns, self.nb, 6),
+            self.layout, np.array([f.lam for f in out]).reshape(ns, self.nc))
+
+    def _tau_forces(self, q, qd, tau):
+        """Generalized forces (n,) of ``tau`` (see :meth:`forward_dynamics`) and the
+        applied joint wrenches ``[(joint row, H tau_j)]`` that belong to the reactions."""
+        Q = np.zeros(self.n)
+        if tau is None:
+            return Q, []
+        tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self.n_tau,):
+            raise ModelError(
+                f"absolute forward_dynamics: tau needs {self.n_tau} values (the speeds of "
+                f"every joint in declaration order, then the modal forces); got {tau.shape}")
+        if self._tau_maps is None:
+            self._tau_maps = [JointForceMap(_TauForce(j), self.index) for j in self.joints]
+        st = BodyState(self.index, q, qd)
+        Qb = Q[: self.n_rigid].reshape(-1, 7)
+        applied = []
+        for k, (jm, sl) in enumerate(zip(self._tau_maps, self._tau_slices)):
+            tj = tau[sl]
+            if not np.any(tj):
+                continue
+            _, _, H, _, fr = jm.relative(st)
+            Fc = H @ tj
+            for b, F in jm.wrenches_from(Fc, fr):
+                Qb[b, :3] += F[3:]
+                Qb[b, 3:] += 2.0 * st.E[b].T @ F[:3]
+            applied.append((k, Fc))
+        o = self.n_tau - self.flexible.n_modal
+        if self.flexible.n_modal:
+            Q[self.n_rigid:] += tau[o:]
+        return Q, applied
+
+    def _body_accelerations(self, q, qdd):
+        """``[alpha; a_origin]`` (nb, 6), world axes, from the Euler-parameter rates."""
+        b = q[: self.n_rigid].reshape(-1, 7)
+        bdd = qdd[: self.n_rigid].reshape(-1, 7)
+        out = np.empty((self.nb, 6))
+        for k in range(self.nb):
+            # alpha = 2 E(e) edd (+ 2 E(ed) ed, which vanishes identically)
+            out[k, :3] = 2.0 * Emat(b[k, 3:]) @ bdd[k, 3:]
+            out[k, 3:] = bdd[k, :3]
+        return out
 
     def reactions(self, q: ArrayLike, qd: ArrayLike, lam: ArrayLike, t: float = 0.0) -> Array:
         """Joint reactions (n_joints, 6) from the multipliers (plus applied joint forces)."""
@@ -689,7 +785,7 @@ class AbsoluteSystem:
 
     def rotation(self, q: ArrayLike, name: str) -> Array:
         """Rotation matrix of body ``name`` at ``q``."""
-        k = self._body_pos(name)
+        k = self.layout.body_row(name)
         return normalized_rot(np.asarray(q, float)[7 * k + 3: 7 * k + 7])
 
 

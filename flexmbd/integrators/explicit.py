@@ -63,7 +63,7 @@ class TreeStepper(ExplicitStepper):
                  tau: Any | None = None, _options: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
         self.tau_f = tau_function(tau, system.nv)
-        self._raw = system._raw_accel
+        self._raw = system.qdd
         self._options = _options or {}
 
     def _f(self, t, y):
@@ -208,7 +208,7 @@ def _results(system, t, y, tau_f, meta, safe=False):
             tau[i] = v
     try:
         with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):
-            fd = system.forward_dynamics(q, qd, tau, t=t) if nt else None
+            fd = system.forward_dynamics_batch(q, qd, tau, t=t) if nt else None
         qdd = fd.qdd if nt else np.zeros((0, nv))
         reac = fd.reactions if nt else np.zeros((0, len(system.joint_names), 6))
     except FlexmbdError:
@@ -220,9 +220,9 @@ def _results(system, t, y, tau_f, meta, safe=False):
     extra = {}
     bodies = {name: BodySeries(modal=q[:, sq].copy())
               for name, (sq, _) in getattr(system, "modal_slices", {}).items()}
-    if getattr(system, "_flex", None) is not None and nt:
+    if getattr(system, "flex", None) is not None and nt:
         bodies.update(flexible_series(system, q))
-    if system._floating:
+    if system.floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
         extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)

@@ -718,7 +718,7 @@ class _Energies:
 def _system_state(system):
     """What an absolute system remembers between steps: joint-angle references of the joint
     forces, lagged interface loads of the flexible bodies, stateful force elements."""
-    st = {"jf": {str(k): jm.q_ref.copy() for k, jm in enumerate(getattr(system, "_jf", ()))}}
+    st = {"jf": {str(k): jm.q_ref.copy() for k, jm in enumerate(_joint_force_maps(system))}}
     flex = getattr(system, "flexible", None)
     if flex is not None:
         st["flex"] = {str(k): {"itf_load": d.itf_load.copy(), "K_itf": d.K_itf.copy()}
@@ -731,7 +731,7 @@ def _system_state(system):
 
 
 def _load_system_state(system, st):
-    for k, jm in enumerate(getattr(system, "_jf", ())):
+    for k, jm in enumerate(_joint_force_maps(system)):
         jm.q_ref = np.array(st["jf"][str(k)], dtype=float)
     flex = getattr(system, "flexible", None)
     if flex is not None:
@@ -892,3 +892,9 @@ def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol,
                    stats={"newton_iterations": iters, "residual": resid, "residual_norms": hist,
                           "constraint_violation": viol, "step_time": wall},
                    extra=extra, meta=meta, bodies=bodies)
+
+
+def _joint_force_maps(system):
+    """The JointForce maps of an absolute system (empty for other systems)."""
+    terms = getattr(system, "force_terms", None)
+    return terms.joint_forces if terms is not None else ()

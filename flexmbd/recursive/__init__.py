@@ -19,9 +19,9 @@ from .schedule import Schedule, build_schedule
 from .system import ForwardDynamics, RecursiveSystem
 
 __all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule",
-           "LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+           "LoopSystem", "compile_loops", "needs_loops"]
 
-_LOOPS = ("LoopSystem", "LoopDynamics", "compile_loops", "needs_loops")
+_LOOPS = ("LoopSystem", "compile_loops", "needs_loops")
 
 
 def __getattr__(name):

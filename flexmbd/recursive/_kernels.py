@@ -1765,6 +1765,34 @@ def forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, use_grav, r
     return 0
 
 
+@njit(cache=True, inline="always")
+def _body_acceleration(Vv, R3, P3, k, out):
+    """``out = [alpha; a_origin]`` (world axes) of the body of label k (see
+    :func:`body_accelerations`)."""
+    w = Vv[V_VEL, k]
+    al = Vv[V_AF, k]
+    ab = Vv[V_AB, k]
+    d = P3[P_B, k]
+    ax = al[0] + ab[0]
+    ay = al[1] + ab[1]
+    az = al[2] + ab[2]
+    # a_O = v̇ + w x v
+    lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
+    ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
+    lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
+    # + alpha x d + w x (w x d)
+    cx = w[1] * d[2] - w[2] * d[1]
+    cy = w[2] * d[0] - w[0] * d[2]
+    cz = w[0] * d[1] - w[1] * d[0]
+    lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
+    ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
+    lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
+    Rw = R3[R_W, k]
+    for i in range(3):
+        out[i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
+        out[3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+
+
 @njit(cache=True, _nrt=False)
 def body_accelerations(Ia, Vv, R3, P3, out):
     """True accelerations of every body-frame origin after a forward-dynamics pass:
@@ -1773,28 +1801,7 @@ def body_accelerations(Ia, Vv, R3, P3, out):
     O_k, then shifted to the body origin ``d`` (e_k axes))."""
     N = Ia.shape[1] - 1
     for k in range(1, N + 1):
-        w = Vv[V_VEL, k]
-        al = Vv[V_AF, k]
-        ab = Vv[V_AB, k]
-        d = P3[P_B, k]
-        ax = al[0] + ab[0]
-        ay = al[1] + ab[1]
-        az = al[2] + ab[2]
-        # a_O = v̇ + w x v
-        lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
-        ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
-        lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
-        # + alpha x d + w x (w x d)
-        cx = w[1] * d[2] - w[2] * d[1]
-        cy = w[2] * d[0] - w[0] * d[2]
-        cz = w[0] * d[1] - w[1] * d[0]
-        lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
-        ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
-        lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
-        Rw = R3[R_W, k]
-        for i in range(3):
-            out[k, i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
-            out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+        _body_acceleration(Vv, R3, P3, k, out[k])
 
 
 @njit(cache=True, _nrt=False)
@@ -2045,26 +2052,68 @@ def qdd_reactions_batch(Ib, buf, Q, V, TAU, QDD, REAC, status):
             QDD[s, i] = Jv[J_QDD, i]
 
 
+@njit(cache=True, _nrt=False)
+def constraint_forces_into(Ia, Vv, R3, out):
+    """The constraint part ``W F_S`` of every tree joint's equivalent interbody force
+    (``V_BX`` after a solve), rotated from the aligned axes of e_k to the joint-frame
+    axes of the outboard body (rows ``I_JROW``)."""
+    N = Ia.shape[1] - 1
+    fs = Vv[V_BX]
+    for k in range(1, N + 1):
+        r = Ia[I_JROW, k]
+        R = R3[R_A, k]
+        for i in range(3):
+            out[r, i] = R[i, 0] * fs[k, 0] + R[i, 1] * fs[k, 1] + R[i, 2] * fs[k, 2]
+            out[r, 3 + i] = R[i, 0] * fs[k, 3] + R[i, 1] * fs[k, 4] + R[i, 2] * fs[k, 5]
+
+
 @njit("int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
-      "float64[::1], float64[:, ::1])", cache=True, _nrt=False)
-def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out):
+      "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], "
+      "int64[::1])", cache=True, _nrt=False)
+def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out, acc_out, fs_out, ft_out, body_row):
     """Single state with the packed workspaces: ``qdd`` and every reaction.
 
-    Returns 0, the status of :func:`forward_dynamics`, or -3 if an array has the
-    wrong size. The explicit signature lets the dispatcher reject other array types
-    (TypeError) instead of compiling for them: the caller converts and retries.
+    With ``acc_out`` of ``len(body_row) - 1`` rows (else pass empty arrays) also the
+    body accelerations (``acc_out[body_row[k]]``, :func:`body_accelerations`): the
+    result of ``forward_dynamics`` for the price of the world poses. With ``fs_out`` of
+    n_joints rows also the constraint forces ``W F_S`` per joint
+    (:func:`constraint_forces_into`) and the equivalent control forces (``ft_out``, nv).
+
+    Returns 0, the status of :func:`forward_dynamics`, -3 if an array has the wrong
+    size or -4 for non-finite accelerations (checked with ``acc_out`` only). The
+    explicit signature lets the dispatcher reject other array types (TypeError)
+    instead of compiling for them: the caller converts and retries.
     """
     Ia, Sa = unpack_ints(Ib)
     nv = Ib[IB_NV]
+    n1 = Ib[IB_N1]
+    full = acc_out.shape[0] > 0
+    cfa = fs_out.shape[0] > 0
     if (q.shape[0] != Ib[IB_NQ] or v.shape[0] != nv or tau.shape[0] < nv
             or qdd_out.shape[0] != nv or reac_out.shape[0] != Ib[IB_NJ]
             or reac_out.shape[1] != 6):
+        return -3
+    if full and (body_row.shape[0] != n1 or acc_out.shape[1] != 6):
+        return -3
+    if cfa and (ft_out.shape[0] < nv or fs_out.shape[0] != Ib[IB_NJ] or fs_out.shape[1] != 6):
         return -3
     Mm, Vv, R3, P3, Tt, Dn, Jv, grav = _views(Ia, buf)
     for i in range(nv):
         Jv[J_TAU, i] = tau[i]
     st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, Ib[IB_GRAV] != 0,
-                          reac_out, False)
+                          reac_out, full)
     for i in range(nv):
         qdd_out[i] = Jv[J_QDD, i]
+    if st != 0:
+        return st
+    if full:
+        for i in range(nv):
+            if not np.isfinite(qdd_out[i]):
+                return -4
+        for k in range(1, n1):
+            _body_acceleration(Vv, R3, P3, k, acc_out[body_row[k]])
+    if cfa:
+        for i in range(nv):
+            ft_out[i] = Jv[J_FT, i]
+        constraint_forces_into(Ia, Vv, R3, fs_out)
     return st

@@ -228,17 +228,17 @@ class FlexTree:
         n = s.n_bodies
         self.system = s
         self.flex_labels = [k for k in range(1, n + 1)
-                            if isinstance(s._body_of[k], FlexibleBody)]
+                            if isinstance(s.label_bodies[k], FlexibleBody)]
         nf = [0] * (n + 1)
         for k in self.flex_labels:
-            nf[k] = s._body_of[k].n_modes
+            nf[k] = s.label_bodies[k].n_modes
         self.nf = nf
         self.nmax = max(max(nf), 1)
         # flexible bodies sharing a reduced body (and stiffening switch) share their constants
         self.fx_of = {}
         keys = {}
         for k in self.flex_labels:
-            b = s._body_of[k]
+            b = s.label_bodies[k]
             key = (id(b.reduced), bool(b.geometric_stiffening))
             self.fx_of[k] = keys.setdefault(key, len(keys))
         self.nfx = len(keys)
@@ -246,7 +246,7 @@ class FlexTree:
         self.itf = {}
         nitf = 0
         for k in self.flex_labels:
-            self.itf[k] = self._stiff_interfaces(s._body_of[k])
+            self.itf[k] = self._stiff_interfaces(s.label_bodies[k])
             nitf = max(nitf, len(self.itf[k]))
         self.nitf = nitf
         self._alloc()
@@ -306,16 +306,16 @@ class FlexTree:
         Fi[FK.F_IIN] = -1
         Fi[FK.F_FX] = -1
         Fc[:] = 0.0
-        mq0, mv0 = s._modal_q0, s._modal_v0
+        modal = s.modal_slices
         for k in self.flex_labels:
             fx = self.fx_of[k]
-            b = s._body_of[k]
+            b = s.label_bodies[k]
             nk = b.n_modes
             inv = b.invariants()
             Fi[FK.F_NF, k] = nk
             Fi[FK.F_FX, k] = fx
-            Fi[FK.F_MQ, k] = mq0[b.name]
-            Fi[FK.F_MV, k] = mv0[b.name]
+            Fi[FK.F_MQ, k] = modal[b.name].q.start
+            Fi[FK.F_MV, k] = modal[b.name].v.start
             self.Im[fx, 0] = inv.mass
             self.Im[fx, 1:4] = inv.c
             self.Im[fx, 4:13] = np.asarray(inv.E0, float).ravel()
@@ -351,16 +351,16 @@ class FlexTree:
         self.any_stiff = bool(np.any(Fi[FK.F_STIFF]))
         # frames
         for k in range(1, n + 1):
-            j = s._tree_joint[k]
-            rev = bool(s._Ia[K.I_REV, k])
+            j = s.label_joints[k]
+            rev = bool(s.arrays.Ia[K.I_REV, k])
             out_f = j.parent_frame if rev else j.child_frame
             in_f = j.child_frame if rev else j.parent_frame
             p = int(s.topology.parent[k])
-            Ra = s._R3[K.R_A, k]
+            Ra = s.arrays.R3[K.R_A, k]
             for side, fr, lab in ((FK.FR_OUT, out_f, k), (FK.FR_IN, in_f, p)):
                 Fc[k, side, :, 0:3] = fr.rotation @ Ra
                 Fc[k, side, :, 3] = np.asarray(fr.position, float)
-                body = s._body_of[lab] if lab > 0 else None
+                body = s.label_bodies[lab] if lab > 0 else None
                 md = _frame_modes(fr, body) if lab > 0 else None
                 if md is not None:
                     nl = self.nf[lab]
@@ -384,29 +384,30 @@ class FlexTree:
     def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
         """One state through the serialized kernels; returns the kernel status."""
         s = self.system
-        Jv = s._Jv
+        a = s.arrays
+        Jv = a.Jv
         Jv[K.J_TAU, :] = 0.0
         Jv[K.J_TAU, :len(tau)] = tau
         return FK.forward_dynamics(
-            s._Ia, s._Sa, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, s._Dn, Jv, self.Fc,
+            a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, Jv, self.Fc,
             self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
             self.Si, self.Pi, self.KD, self.KG, self.KQ, self.Mb, self.Bm, self.A3, q, v,
-            s._gravity, s._use_grav, reac, self.any_stiff, tol, max_iter, self.info)
+            a.gravity, s.use_gravity, reac, self.any_stiff, tol, max_iter, self.info)
 
     def kinematics(self, q, v, world=True):
-        s = self.system
-        FK.kinematics(s._Ia, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, self.Fc, self.Ft,
+        a = self.system.arrays
+        FK.kinematics(a.Ia, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, self.Fc, self.Ft,
                       self.Fs, self.Fw, self.PsiT, q, v, world)
 
     def body_accelerations(self, out):
-        s = self.system
-        FK.body_accelerations(s._Ia, self.Fi, s._Vv, s._R3, s._P3, self.Ft, self.Fs, self.Fw,
+        a = self.system.arrays
+        FK.body_accelerations(a.Ia, self.Fi, a.Vv, a.R3, a.P3, self.Ft, self.Fs, self.Fw,
                               self.Fm, out)
 
     def solve_columns(self, q, cols, out):
-        s = self.system
+        a = self.system.arrays
         return FK.solve_columns(
-            s._Ia, s._Sa, self.Fi, s._Mm, s._Vv, s._R3, s._P3, s._Tt, s._Dn, s._Jv, self.Fc,
+            a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, a.Jv, self.Fc,
             self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
             self.Si, self.Pi, self.KD, self.Mb, self.Bm, self.A3, q, cols, out)
 
@@ -429,10 +430,10 @@ class FlexTree:
         ``[Phi_F w_F; S_F^T w_F]`` -- its body part into ``fext`` (body axes, about the
         body origin), its modal part into the applied modal forces."""
         s = self.system
-        sq = s.modal_slices[body.name][0]
+        sq = s.modal_slices[body.name].q
         nk = self.nf[k]
         RF, pF, S, _ = frame_motion(frame, body, np.asarray(q)[sq], np.zeros(nk))
-        Rb, rb = self.body_pose(k, s._R3[K.R_W, k], s._P3[K.P_W, k])
+        Rb, rb = self.body_pose(k, s.arrays.R3[K.R_W, k], s.arrays.P3[K.P_W, k])
         pw = rb + Rb @ pF
         nF = np.asarray(n, float) + np.cross(np.asarray(point, float) - pw, f)
         wF = np.concatenate([RF.T @ (Rb.T @ nF), RF.T @ (Rb.T @ f)])
@@ -464,11 +465,11 @@ class FlexTree:
             for body, point, n, f, frame in fe.frame_wrenches(t, state):
                 if body is s.model.ground:
                     continue
-                k = s._label_of[id(body)]
+                k = s.label(body)
                 if k in self.flex_labels:
                     self.frame_wrench(k, body, frame, q, point, n, f, fext)
                 else:
-                    Rw, rw = s._R3[K.R_W, k], s._P3[K.P_W, k]
+                    Rw, rw = s.arrays.R3[K.R_W, k], s.arrays.P3[K.P_W, k]
                     n_o = np.asarray(n, float) + np.cross(np.asarray(point, float) - rw, f)
                     fext[k, :3] += Rw.T @ n_o
                     fext[k, 3:] += Rw.T @ np.asarray(f, float)
@@ -476,7 +477,7 @@ class FlexTree:
         if type(fe) is not PointForce or fe.attachment is None:
             return False
         s = self.system
-        k = s._label_of.get(id(fe.body))
+        k = s.label(fe.body)
         if k is None or k not in self.flex_labels:
             return False
         md = _frame_modes(fe.attachment, fe.body)
@@ -484,7 +485,7 @@ class FlexTree:
             return False
         U = md[1]
         b = fe.body
-        qk = q[s.modal_slices[b.name][0]]
+        qk = q[s.modal_slices[b.name].q]
         R, _ = state.pose(b)
         f = np.asarray(fe.force(t), float)
         fb = f if fe.frame == "body" else R.T @ f
@@ -533,7 +534,7 @@ class FlexTree:
                                   (fe.body_j, Pj, spj, Uj, -f * u)):
             if body is s.model.ground:
                 continue
-            k = s._label_of[id(body)]
+            k = s.label(body)
             if k in self.flex_labels:
                 R, _ = state.pose(body)
                 fb = R.T @ F
@@ -542,7 +543,7 @@ class FlexTree:
                 if U is not None:
                     self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
             else:
-                Rw, rw = state._Rw[k], state._rw[k]
+                Rw, rw = state.frames[0][k], state.frames[1][k]
                 fext[k, :3] += Rw.T @ np.cross(P - rw, F)
                 fext[k, 3:] += Rw.T @ F
 
@@ -556,7 +557,7 @@ class FlexTree:
             s = self.system
             rows, cols, idx = [], [], []
             for k in self.flex_labels:
-                sl = s.modal_slices[s._body_of[k].name][1]
+                sl = s.modal_slices[s.label_bodies[k].name].v
                 rows += [k] * self.nf[k]
                 cols += list(range(self.nf[k]))
                 idx += list(range(sl.start, sl.stop))
@@ -574,7 +575,7 @@ def flexible_series(system, q):
     frame, world; Euler parameters scalar first, sign-continuous), ``modal`` and
     ``interfaces[NAME]`` (nt, 7): origin and Euler parameters of every deformed interface
     frame (world)."""
-    fl = system._flex
+    fl = system.flex
     if fl is None:
         return {}
     q = np.atleast_2d(np.asarray(q, float))
@@ -584,9 +585,10 @@ def flexible_series(system, q):
     r = {k: np.empty((nt, 3)) for k in labels}
     zero = np.zeros(system.nv)
     for i in range(nt):
-        system._kinematics(q[i], zero)
+        system.kinematics(q[i], zero)
         for k in labels:
-            R[k][i], r[k][i] = fl.body_pose(k, system._R3[K.R_W, k], system._P3[K.P_W, k])
+            R[k][i], r[k][i] = fl.body_pose(k, system.arrays.R3[K.R_W, k],
+                                            system.arrays.P3[K.P_W, k])
 
     def quats(Rs):
         e = np.array([rot_to_quat(x) for x in Rs])
@@ -597,8 +599,8 @@ def flexible_series(system, q):
 
     out = {}
     for k in labels:
-        b = system._body_of[k]
-        sq = system.modal_slices[b.name][0]
+        b = system.label_bodies[k]
+        sq = system.modal_slices[b.name].q
         series = out[b.name] = BodySeries(position=r[k], orientation=quats(R[k]),
                                           modal=q[:, sq].copy())
         for name in b.reduced.interface_names:

@@ -37,7 +37,8 @@ def _phi(R, p):
 
 def assemble(system):
     """Dense ``P, H, W, I^-1`` for the current kinematics in the workspace."""
-    Ia, Mm, R3, P3 = system._Ia, system._Mm, system._R3, system._P3
+    arr = system.arrays
+    Ia, Mm, R3, P3 = arr.Ia, arr.Mm, arr.R3, arr.P3
     parent, nv, nc = Ia[K.I_PARENT], Ia[K.I_NV], Ia[K.I_NC]
     n = system.n_bodies
     P = np.eye(6 * n)
@@ -68,17 +69,18 @@ def general_cfa(system, q, qd, tau, fext):
     [alpha; a] in world axes per label (N+1, 6), F_T)``
     with the conventions of :class:`~flexmbd.recursive.system.ForwardDynamics`.
     """
-    Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
+    arr = system.arrays
+    Ia, Mm, Vv, R3, P3 = arr.Ia, arr.Mm, arr.Vv, arr.R3, arr.P3
     n = system.n_bodies
     nv, vo = Ia[K.I_NV], Ia[K.I_VO]
     rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)   # speeds L v (see _nbjoints)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
-    K.kinematics(Ia, Mm, Vv, R3, P3, system._Tt, q, qd)
+    K.kinematics(Ia, Mm, Vv, R3, P3, system.arrays.Tt, q, qd)
     Jv = np.zeros((4, max(system.nv, 1)))
     Jv[K.J_TAU, :system.nv] = tau
     Vv[K.V_FEXT] = fext
-    K.bias_forces(Ia, Mm, Vv, R3, P3, system._gravity, system._use_grav, Jv)
+    K.bias_forces(Ia, Mm, Vv, R3, P3, system.arrays.gravity, system.use_gravity, Jv)
     Vv[K.V_FEXT] = 0.0
     FT = Jv[K.J_FT]
     P, H, W, Ginv, hcol, wcol = assemble(system)
@@ -130,9 +132,10 @@ def general_flexible(system, q, qd, tau):
     """
     from . import _flexkernels as FK  # lazy: the flexible kernels load on first use
 
-    fl = system._flex
-    Ia, Mm, Vv, R3, P3 = system._Ia, system._Mm, system._Vv, system._R3, system._P3
-    Jv = system._Jv
+    fl = system.flex
+    arr = system.arrays
+    Ia, Mm, Vv, R3, P3 = arr.Ia, arr.Mm, arr.Vv, arr.R3, arr.P3
+    Jv = system.arrays.Jv
     n = system.n_bodies
     nv = system.nv
     nvj, vo, parent = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_PARENT]
@@ -141,13 +144,13 @@ def general_flexible(system, q, qd, tau):
     qd = np.ascontiguousarray(qd, dtype=float)
     Jv[:] = 0.0
     Jv[K.J_TAU, :nv] = tau
-    FK.kinematics(Ia, fl.Fi, Mm, Vv, R3, P3, system._Tt, fl.Fc, fl.Ft, fl.Fs, fl.Fw, fl.PsiT,
+    FK.kinematics(Ia, fl.Fi, Mm, Vv, R3, P3, system.arrays.Tt, fl.Fc, fl.Ft, fl.Fs, fl.Fw, fl.PsiT,
                   q, qd, True)
     st = FK.bias_forces(Ia, fl.Fi, Mm, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.PsiT, fl.Gp,
                         fl.Im, fl.St, fl.Si, fl.Pi, fl.KD, fl.Mb, fl.Bm, fl.A3, q, qd,
-                        system._gravity, system._use_grav, Jv)
+                        system.arrays.gravity, system.use_gravity, Jv)
     if st != 0:
-        system._raise_factor(st, q)
+        system.raise_status(st, q)
     nf = fl.nf
     m = [6 + nf[k] for k in range(n + 1)]
     ro = np.concatenate([[0], np.cumsum(m[1:])])
@@ -215,7 +218,7 @@ def general_flexible(system, q, qd, tau):
             if change <= 1e-13 * scale:
                 break
         else:
-            system._raise_factor(-2, q)
+            system.raise_status(-2, q)
     fs, Qdd = dense_solve()
     qdd = np.zeros(nv)
     FS = np.zeros((n + 1, 6))

@@ -57,6 +57,7 @@ absolute formulation's with its interface loads at the current reactions
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,6 +72,7 @@ from ..constraints.cut import (
     needs_loops,
 )
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
+from ..dynamics import CoordinateLayout, ForwardDynamics
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
 from ..integrators.stepper import ExplicitStepper, json_options, tau_function
@@ -87,10 +89,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .._typing import Array, ArrayLike, StrPath
-    from ..constraints.projection import ProjectionInfo
     from ..model import Joint, Model
 
-__all__ = ["LoopSystem", "LoopDynamics", "compile_loops", "needs_loops"]
+__all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 
 
 def compile_loops(model: Model, **options: Any) -> LoopSystem:
@@ -137,36 +138,6 @@ class _TreeView:
         t = topo.analyze(J, weights=[j.n_constraints for j in joints])
         object.__setattr__(self, "_topo", (rev, t))
         return t
-
-
-class LoopDynamics:
-    """Result of :meth:`LoopSystem.forward_dynamics` (one state).
-
-    Attributes: ``qdd`` (nv,), ``reactions`` (n_joints, 6) of every joint (tree and
-    cut, declaration order), ``lam`` (m,) multipliers (cut-joint rows then drivers,
-    order of ``system.constraint_names``), ``rank``, ``regular_rank``, ``discarded``
-    (m,) mask, ``tree`` (the tree solver's :class:`~flexmbd.recursive.ForwardDynamics`).
-    """
-
-    def __init__(self, system: LoopSystem, qdd: Array, reactions: Array, lam: Array,
-                 info: ProjectionInfo, tree_fd: Any) -> None:
-        self._sys = system
-        self.qdd = qdd
-        self.reactions = reactions
-        self.lam = lam
-        self.rank = info.rank
-        self.regular_rank = info.regular_rank
-        self.n_weak = info.n_weak
-        self.discarded = info.discarded.copy()
-        self.tree = tree_fd
-
-    def reaction(self, name: Joint | str) -> Array:
-        """Reaction wrench ``[n; f]`` (6,) of joint ``name`` (tree or cut joint)."""
-        return self.reactions[self._sys._joint_index(name)]
-
-    def multipliers(self, joint: Joint | str) -> Array:
-        """The multipliers of one cut joint (or driver) by name."""
-        return self.lam[self._sys._rows(joint)]
 
 
 class LoopSystem:
@@ -220,11 +191,15 @@ class LoopSystem:
         self.joint_names = [j.name for j in model.joints()]
         self._jindex = {n: i for i, n in enumerate(self.joint_names)}
         self._tree_rows = np.array([self._jindex[n] for n in self.tree.joint_names], dtype=int)
+        tl = self.tree.layout
+        self.layout = CoordinateLayout.build(
+            "recursive", self.nq, self.nv, self.coordinates, self.speeds, self.joint_names,
+            tl.body_names, joints=tl.joints, modal=tl.modal)
         self._cut_jf = {}
         for f in model.forces():
             if isinstance(f, JointForce) and f.joint in self.cut_joints:
                 self._cut_jf.setdefault(f.joint.name, []).append(f)
-        self._floating = self.tree._floating
+        self.floating = self.tree.floating
         self._ic = None
 
     def _make_projector(self, h=None):
@@ -235,12 +210,16 @@ class LoopSystem:
             o["h"] = 1e-3
         return Projector(self.constraints, **o)
 
+    @property
+    def compile_options(self) -> dict:
+        """The constraint options this system was compiled with (a copy): ``method``,
+        ``rtol``, ``tangent_projection``, ``position_tol``, ``max_newton``, ``h``."""
+        return dict(self._options)
+
     # -- names -------------------------------------------------------------------------
-    def _joint_index(self, name):
-        try:
-            return self._jindex[name]
-        except KeyError:
-            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
+    def multipliers(self, lam: ArrayLike, joint: Joint | str) -> Array:
+        """The entries of ``lam`` (a result's ``.lam``) of one cut joint or driver."""
+        return np.asarray(lam)[..., self._rows(joint)]
 
     def _rows(self, name):
         name = getattr(name, "name", name)
@@ -354,10 +333,7 @@ class LoopSystem:
 
     def _free(self, q, qd, tau, t):
         """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
-        raw = getattr(self.tree, "_raw_accel", None)
-        if raw is not None:
-            return raw(q, qd, tau, t)
-        return self.tree.forward_dynamics(q, qd, tau, t).qdd
+        return self.tree.qdd(q, qd, tau, t)
 
     def accelerations(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None, t: float = 0.0,
                       projector: Projector | None = None) -> tuple[Array, Array]:
@@ -447,25 +423,25 @@ class LoopSystem:
                 break
         return qdd, lam + dlam
 
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None,
-                         t: float | ArrayLike = 0.0,
-                         projector: Projector | None = None) -> LoopDynamics | list[LoopDynamics]:
-        """Accelerations, multipliers and every joint reaction at ``(q, qd, t)``.
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                         t: float = 0.0, projector: Projector | None = None) -> ForwardDynamics:
+        """Accelerations, multipliers and every joint reaction (tree and cut) at one state.
 
-        ``q``, ``qd`` may also be batches (n, nq), (n, nv) (then ``t`` may be an
-        array); a batch returns a list of :class:`LoopDynamics`.
+        ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) joint forces along the tree speeds,
+        ``t`` (s). Returns a :class:`~flexmbd.dynamics.ForwardDynamics` with ``lam``
+        (cut-joint rows then drivers, ``constraint_names``), ``projection`` (rank,
+        discarded rows) and ``tree`` (the tree solution with the cut-joint wrenches
+        applied). Many states: :meth:`forward_dynamics_batch`.
         """
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
-        if q.ndim == 2:
-            ts = np.broadcast_to(np.asarray(t, dtype=float), (q.shape[0],))
-            taus = [None] * q.shape[0] if tau is None else np.broadcast_to(
-                np.asarray(tau, dtype=float), (q.shape[0], self.nv))
-            return [self.forward_dynamics(q[i], qd[i], taus[i], ts[i], projector)
-                    for i in range(q.shape[0])]
+        if q.ndim != 1 or qd.ndim != 1:
+            raise ModelError(
+                f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
+                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many")
         P = projector or self.projector
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = P.info
+        info = replace(P.info, discarded=P.info.discarded.copy())
         reac = np.zeros((len(self.joint_names), 6))
         items = self._applied_cut(q, qd, t)                   # applied cut-joint forces
         tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
@@ -487,7 +463,33 @@ class LoopSystem:
         finally:
             self._wrench_element.current = []
         reac[self._tree_rows] = fd.reactions[: len(self._tree_rows)]
-        return LoopDynamics(self, qdd, reac, lam, info, fd)
+        return ForwardDynamics(qdd, reac, fd.body_accelerations, self.layout, lam,
+                               projection=info, tree=fd)
+
+    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
+                               t: float | ArrayLike = 0.0,
+                               projector: Projector | None = None) -> ForwardDynamics:
+        """:meth:`forward_dynamics` of many states ``Q`` (n, nq), ``QD`` (n, nv), ``TAU``
+        (n, nv) / (nv,) / None, ``t`` scalar or (n,): one
+        :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis
+        (``projection`` and ``tree``: lists, one per state)."""
+        Q = np.atleast_2d(np.asarray(Q, dtype=float))
+        QD = np.atleast_2d(np.asarray(QD, dtype=float))
+        n = Q.shape[0]
+        if QD.shape[0] != n:
+            raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
+        ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
+        taus = [None] * n if TAU is None else np.broadcast_to(np.asarray(TAU, dtype=float),
+                                                               (n, self.nv))
+        out = [self.forward_dynamics(Q[i], QD[i], taus[i], ts[i], projector) for i in range(n)]
+        m = len(self.constraint_names)
+        return ForwardDynamics(
+            np.array([f.qdd for f in out]).reshape(n, self.nv),
+            np.array([f.reactions for f in out]).reshape(n, len(self.joint_names), 6),
+            np.array([f.body_accelerations for f in out]).reshape(
+                n, len(self.layout.body_names), 6),
+            self.layout, np.array([f.lam for f in out]).reshape(n, m),
+            projection=[f.projection for f in out], tree=[f.tree for f in out])
 
     # -- simulation --------------------------------------------------------------------
     def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
@@ -574,7 +576,11 @@ class LoopSystem:
             st.start(np.concatenate([q, qd]))
         return st
 
-    def _results(self, t, y, tau_f, meta, P, safe=False):
+    def results_from(self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector,
+                     safe: bool = False) -> Results:
+        """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
+        (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
+        re-evaluated per sample; ``safe``: failures leave NaN rows)."""
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
@@ -721,7 +727,8 @@ class _LoopStepper(ExplicitStepper):
 
     def rebuild_kwargs(self):
         s = self.system
-        return {"formulation": "recursive", "compile": {"algorithm": s.algorithm, **s._options},
+        return {"formulation": "recursive",
+                "compile": {"algorithm": s.algorithm, **s.compile_options},
                 "options": self.options, "kind": "loop"}
 
     def finalize(self, results, failed=False):
@@ -739,7 +746,7 @@ class _LoopStepper(ExplicitStepper):
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
-        res = s._results(t, y, self.tau_f, meta, P, safe=failed)
+        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed)
         for k, v in results.stats.items():       # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
@@ -823,12 +830,12 @@ class _FrameGeometry:
         if self.ground:
             self.R, self.p = frame.rotation, np.asarray(frame.position, float)
             return
-        k = tree._label_of[id(body)]
+        k = tree.label(body)
         self.k = k
-        fl = tree._flex
+        fl = tree.flex
         if fl is not None and k in fl.flex_labels:
             self.flex = True
-            Rb, rb = fl.body_pose(k, tree._R3[K.R_W, k], tree._P3[K.P_W, k])
+            Rb, rb = fl.body_pose(k, tree.arrays.R3[K.R_W, k], tree.arrays.P3[K.P_W, k])
             self.sq, self.sv = tree.modal_slices[body.name]
             self.body, self.frame = body, frame
             self.q = np.asarray(q)[self.sq].copy()
@@ -836,8 +843,8 @@ class _FrameGeometry:
                                                        np.zeros(len(self.q)))
             self.R, self.p = Rb @ self.RF, rb + Rb @ self.pF
         else:
-            Rf, pf = tree._frame[k]
-            Rk, rk = tree._R3[K.R_W, k], tree._P3[K.P_W, k]
+            Rf, pf = tree.joint_frame(k)
+            Rk, rk = tree.arrays.R3[K.R_W, k], tree.arrays.P3[K.P_W, k]
             self.R = Rk @ Rf.T @ frame.rotation
             self.p = rk + Rk @ (Rf.T @ (np.asarray(frame.position, float) - pf))
             self.Re, self.pe = Rk.T @ self.R, Rk.T @ (self.p - rk)
@@ -850,7 +857,7 @@ class _FrameGeometry:
             return z3, z3, z3, z3
         tree, k = self.tree, self.k
         if self.flex:
-            fl = tree._flex
+            fl = tree.flex
             qd = np.asarray(v)[self.sv]
             Sq = self.S @ qd
             V = _m2c(self.RF, self.pF, fl.Fw[k, 0]) + Sq
@@ -858,9 +865,9 @@ class _FrameGeometry:
                 sig = frame_motion(self.frame, self.body, self.q, qd)[3]
                 a = _m2c(self.RF, self.pF, fl.Fw[k, 1]) + _crm(V, Sq) + sig
         else:
-            V = _m2c(self.Re, self.pe, tree._Vv[K.V_VEL, k])
+            V = _m2c(self.Re, self.pe, tree.arrays.Vv[K.V_VEL, k])
             if bias:
-                a = _m2c(self.Re, self.pe, tree._Vv[K.V_AB, k])
+                a = _m2c(self.Re, self.pe, tree.arrays.Vv[K.V_AB, k])
         R, p = self.R, self.p
         w, vo = R @ V[:3], R @ V[3:]
         vO = vo - _cx(w, p)
@@ -940,9 +947,9 @@ class _FlexCutConstraints(CutJointConstraints):
                         sl = self._vsl[j.name]
                         idx.update(range(sl.start, sl.stop))
                     bodies.update((id(j.parent), id(j.child)))
-            for b in tree._bodies:
+            for b in tree.label_bodies[1:]:
                 if id(b) in bodies and b.name in tree.modal_slices:
-                    sl = tree.modal_slices[b.name][1]
+                    sl = tree.modal_slices[b.name].v
                     idx.update(range(sl.start, sl.stop))
             self._pspeeds = sorted(idx)
         return self._pspeeds
@@ -957,7 +964,7 @@ class _FlexCutConstraints(CutJointConstraints):
         nv = self._nv
         vv = np.zeros(nv) if v is None else np.asarray(v, dtype=float)
         ends = [((c.P, c.joint.parent_frame), (c.C, c.joint.child_frame)) for c in self.cuts]
-        tree._kinematics(q, vv)
+        tree.kinematics(q, vv)
         geo = [[_FrameGeometry(tree, b, fr, q) for b, fr in pair] for pair in ends]
         state = [[(g.R, g.p) + g.motion(vv, bias=v is not None) for g in pair] for pair in geo]
         # Jacobian of the frames' spatial twists (world origin): the tree kinematics at unit
@@ -967,7 +974,7 @@ class _FlexCutConstraints(CutJointConstraints):
         for i in self._path_speeds():
             e[:] = 0.0
             e[i] = 1.0
-            tree._kinematics(q, e)
+            tree.kinematics(q, e)
             for ci, pair in enumerate(geo):
                 for s_, g in enumerate(pair):
                     w, vO, _, _ = g.motion(e, bias=False)
@@ -989,7 +996,7 @@ class _FlexCutConstraints(CutJointConstraints):
             self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
                            None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
         self._driver_rows(q, v, t, phi, J, gamma)
-        tree._kinematics(q, vv)
+        tree.kinematics(q, vv)
         self._key = key
         self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
         return self._cache

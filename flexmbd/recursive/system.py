@@ -3,9 +3,11 @@
 ``m.compile("recursive")`` returns a :class:`RecursiveSystem`. Coordinates are
 the joints' own coordinates (``joint.q``, quaternions scalar first), in the
 declaration order of the joints; speeds likewise (``joint.v``: angular velocity
-in child axes for Spherical/Free, etc.). ``forward_dynamics`` returns the joint
-accelerations and the reaction wrench of every joint, computed together by the
-Constraint Force Algorithm (Liu, Hu, Zhang 2016):
+in child axes for Spherical/Free, etc.; names and slices in ``system.layout``).
+``forward_dynamics`` (one state; many: ``forward_dynamics_batch``) returns the System
+contract's :class:`~flexmbd.dynamics.ForwardDynamics`: the joint accelerations, the
+reaction wrench of every joint and every body's acceleration, computed together by the
+Constraint Force Algorithm (Liu, Hu, Zhang 2016) in one compiled call:
 
 * ``algorithm="serialized"`` (default): compiled O(N) kernels
   (:mod:`flexmbd.recursive._kernels`), odd-even reduction of chains plus a small
@@ -54,12 +56,19 @@ Explicit integration must resolve the highest modal frequency
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from .. import _nbjoints as J
 from .._typing import Array, ArrayLike
+from ..dynamics import (
+    CoordinateLayout,
+    ForwardDynamics,
+    JointSlice,
+    ModalSlice,
+    forward_dynamics_result,
+)
 from ..errors import ModelError, SolverError
 from ..flexible.ffr import kinetic_energy, mass_matrix
 from ..integrators.registry import check_options, check_times, resolve
@@ -108,55 +117,66 @@ from ._kernels import qdd_reactions as _qdd_reactions
 from .general import general_cfa, general_flexible
 from .schedule import build_schedule
 
+_NO_LAM = np.zeros(0)
+_NO_LAM.flags.writeable = False
+# empty extras of the compiled single-state entry point (qdd and reactions only)
+_E2, _E1, _EI = np.zeros((0, 6)), np.zeros(0), np.zeros(0, np.int64)
+
 if TYPE_CHECKING:
     from ..model import Model
     from ..results import Results
 
-__all__ = ["RecursiveSystem", "ForwardDynamics"]
+__all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays"]
 
 def _code(joint):
     """The joint's code in :mod:`flexmbd.joint_types` (the branch of the compiled kinematics)."""
     return joint_type(joint, "recursive").code
 
 
-class ForwardDynamics:
-    """Result of :meth:`RecursiveSystem.forward_dynamics` (single state or batch).
+class TreeArrays(NamedTuple):
+    """The compiled description (``Ia``, ``Sa``: integer tables of the tree and the
+    elimination schedule) and the workspace views (``Mm``, ``Vv``, ``R3``, ``P3``,
+    ``Tt``, ``Dn``, ``Jv``, ``gravity``) of a :class:`RecursiveSystem`, the arguments of
+    the free algorithms (:mod:`._kernels`, :mod:`.general`, :mod:`.flexible`). Layouts:
+    the row constants of :mod:`._kernels`."""
 
-    Attributes
-    ----------
-    qdd : ndarray (nv,) or (n, nv)
-        Joint accelerations (order of ``system.speeds``).
-    reactions : ndarray (n_joints, 6) or (n, n_joints, 6)
-        Reaction wrench of every joint (order of ``system.joint_names``), ``[n; f]``.
-    constraint_forces : ndarray (n_joints, 6) or (n, n_joints, 6)
-        The constraint part ``W F_S`` of the CFA's equivalent interbody force
-        (eq. 5; ``F_S`` are the unknowns of eq. 29), ``[n; f]`` in the joint-frame
-        axes of the outboard body (the declared child frame; the declared parent
-        frame for a joint the topology reversed), at that frame's origin.
-    equivalent_control_force : ndarray (nv,) or (n, nv)
-        ``F_T = tau - b`` (eq. 4) in the joints' speeds (for a reversed joint with
-        a non-orthonormal relative motion subspace -- Planar, Free -- in the
-        orthonormalized speeds ``L v``).
-    """
+    Ia: Array
+    Sa: Array
+    Mm: Array
+    Vv: Array
+    R3: Array
+    P3: Array
+    Tt: Array
+    Dn: Array
+    Jv: Array
+    gravity: Array
 
-    def __init__(self, system, qdd, reactions, fs, acc, ft, q, qd):
-        self._sys = system
-        self.qdd = qdd
-        self.reactions = reactions
-        self.constraint_forces = fs
-        self.equivalent_control_force = ft
-        self._acc = acc
-        self._q = q
-        self._qd = qd
 
-    def reaction(self, name: str) -> Array:
-        """Reaction wrench ``[n; f]`` (6,) or (n, 6) of joint ``name``."""
-        return self.reactions[..., self._sys._joint_index(name), :]
+class _RigidOps:
+    """The rigid-tree kernels behind the interface :class:`~.flexible.FlexTree` offers
+    for flexible trees (kinematics, ``M^-1`` columns, refresh, special point forces), so
+    that :class:`RecursiveSystem` calls ``self._ops`` instead of branching on the body
+    kinds."""
 
-    def body_acceleration(self, name: str) -> tuple[Array, Array]:
-        """``(alpha_world, a_origin_world)`` of body ``name``: angular acceleration and
-        the acceleration of the body-frame origin, world axes (3,) or (n, 3)."""
-        return self._sys._body_acceleration(name, self._q, self._qd, self._acc)
+    flex_labels = ()
+
+    def __init__(self, system):
+        self.arrays = system.arrays
+
+    def refresh(self):
+        pass
+
+    def kinematics(self, q, v, world=True):
+        a = self.arrays
+        K.kinematics(a.Ia, a.Mm, a.Vv, a.R3, a.P3, a.Tt, q, v, world)
+
+    def solve_columns(self, q, cols, out):
+        a = self.arrays
+        return K.solve_columns(a.Ia, a.Sa, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, q, a.Jv, cols,
+                               out)
+
+    def point_force(self, fe, t, q, state, fext, qd=None):
+        return False
 
 
 class _State:
@@ -169,30 +189,39 @@ class _State:
         self._sys = system
         self._Rw, self._rw, self._vel = Rw, rw, vel
         self._flex = {}
-        fl = system._flex
+        fl = system.flex
         if fl is not None:
             for k in fl.flex_labels:
                 R, r = fl.body_pose(k, Rw[k], rw[k])
                 Vb = fl.body_speeds(k)
                 self._flex[k] = (R, r, R @ Vb[:3], R @ Vb[3:])
 
+    @property
+    def frames(self):
+        """``(R_world, r_world)`` of the tree frames e_k (per label) at this state."""
+        return self._Rw, self._rw
+
+    def is_flexible(self, k):
+        """True when label ``k`` is a flexible body (its pose is its floating frame)."""
+        return k in self._flex
+
     def pose(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.eye(3), np.zeros(3)
-        k = s._label_of[id(body)]
+        k = s.label(body)
         if k in self._flex:
             return self._flex[k][0].copy(), self._flex[k][1].copy()
-        return s._body_pose(k, self._Rw[k], self._rw[k])
+        return s.body_pose(k, self._Rw[k], self._rw[k])
 
     def twist(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.zeros(3), np.zeros(3)
-        k = s._label_of[id(body)]
+        k = s.label(body)
         if k in self._flex:
             return self._flex[k][2].copy(), self._flex[k][3].copy()
-        R, r = s._body_pose(k, self._Rw[k], self._rw[k])
+        R, r = s.body_pose(k, self._Rw[k], self._rw[k])
         Rk = self._Rw[k]
         w = Rk @ self._vel[k, :3]
         v = Rk @ self._vel[k, 3:] + np.cross(w, r - self._rw[k])
@@ -252,7 +281,6 @@ class RecursiveSystem:
         n = topo.n_bodies
         self.n_bodies = n
         self.joint_names = [j.name for j in joints]
-        self._jindex = {name: i for i, name in enumerate(self.joint_names)}
         # tree joints in declaration order define the coordinate layout
         tree = [k for k in range(1, len(joints) + 1) if k not in set(topo.cut_joints)]
         self.coordinates, self.speeds = [], []
@@ -266,12 +294,12 @@ class RecursiveSystem:
             self.coordinates += [(j.name, lab) for lab in j.coordinate_labels]
             self.speeds += [(j.name, lab) for lab in j.speed_labels]
         # modal coordinates of flexible bodies (declaration order) after the joints
-        self._modal_q0, self._modal_v0, self.modal_slices = {}, {}, {}
+        self.modal_slices = {}
         for b in bodies:
             if isinstance(b, FlexibleBody):
                 nm = b.n_modes
-                self._modal_q0[b.name], self._modal_v0[b.name] = nq, nv
-                self.modal_slices[b.name] = (slice(nq, nq + nm), slice(nv, nv + nm))
+                self.modal_slices[b.name] = ModalSlice(b.name, slice(nq, nq + nm),
+                                                       slice(nv, nv + nm))
                 self.coordinates += [(b.name, f"q{i + 1}") for i in range(nm)]
                 self.speeds += [(b.name, f"q{i + 1}d") for i in range(nm)]
                 nq += nm
@@ -281,6 +309,12 @@ class RecursiveSystem:
                         for k in tree}
         self._vslice = {joints[k - 1].name: slice(voff[k], voff[k] + joints[k - 1].nv)
                         for k in tree}
+        self.layout = CoordinateLayout.build(
+            "recursive", nq, nv, self.coordinates, self.speeds, self.joint_names,
+            [b.name for b in bodies],
+            joints={name: JointSlice(name, self._qslice[name], self._vslice[name])
+                    for name in self._qslice},
+            modal=self.modal_slices)
 
         # static arrays per label
         Ia = np.zeros((NI, n + 1), np.int64)
@@ -288,6 +322,8 @@ class RecursiveSystem:
         self._tree_joint = [None] * (n + 1)
         self._body_of = [None] * (n + 1)
         self._label_of = {}
+        body_pos = {id(b): i for i, b in enumerate(bodies)}
+        body_row = np.zeros(n + 1, np.int64)        # label -> row of layout.body_names
         for k in range(1, n + 1):
             tj = int(topo.tree_joint[k])
             j = joints[tj - 1]
@@ -295,6 +331,7 @@ class RecursiveSystem:
             b = bodies[int(topo.original_body[k]) - 1]
             self._body_of[k] = b
             self._label_of[id(b)] = k
+            body_row[k] = body_pos[id(b)]
             Ia[I_JT, k] = _code(j)
             Ia[I_REV, k] = int(bool(topo.reversed[tj - 1]))
             Ia[I_NV, k], Ia[I_NQ, k] = j.nv, j.nq
@@ -320,6 +357,9 @@ class RecursiveSystem:
         for slot, k in enumerate(sched.dense):
             Ia[I_DSLOT, k] = slot
         self._Ia = Ia
+        self._body_row = body_row
+        self._label_bodies = tuple(self._body_of)
+        self._label_joints = tuple(self._tree_joint)
         self._Sa = K.pack_schedule(sched)
         self._n_dense = len(sched.dense)
         self._jt, self._rev = Ia[I_JT], Ia[I_REV]
@@ -333,11 +373,15 @@ class RecursiveSystem:
         # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
         self._Ib, self._Ia, self._Sa = K.pack_ints(self._Ia, self._Sa, self.nq, self.nv,
                                                    len(self.joint_names))
+        self.arrays = TreeArrays(self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3,
+                                 self._Tt, self._Dn, self._Jv, self._gbuf)
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
             from .flexible import FlexTree  # lazy: the flexible kernels load on first use
 
             self._flex = FlexTree(self)
+        # the tree kernels, rigid or flexible, behind one interface
+        self._ops = self._flex if self._flex is not None else _RigidOps(self)
         self._refresh()
 
     # ------------------------------------------------------------------ setup
@@ -357,10 +401,8 @@ class RecursiveSystem:
         self._R3[R_W, 0] = np.eye(3)
         self._reac = np.zeros((len(self.joint_names), 6))
         self._reac_shape = self._reac.shape
+        self._acc_shape = (len(self._bodies), 6)
         self._zero_tau = np.zeros(nv1)
-
-    def _args(self):
-        return (self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn)
 
     @staticmethod
     def _aligned(j, code):
@@ -472,13 +514,60 @@ class RecursiveSystem:
         self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
         self._Ib[K.IB_GRAV] = int(self._use_grav)
-        if self._flex is not None:
-            self._flex.refresh()
+        self._ops.refresh()
         self._revision = self.model.revision
         # lean path of qdd_and_reactions / _raw_accel: no Python work per call
         lean = (self._flex is None and not self._joint_forces and not self._generic
                 and self.algorithm == "serialized")
         self._lean = self._revision if lean else None
+
+    # ------------------------------------------------------------------ read-only views
+    @property
+    def floating(self) -> bool:
+        """True when a Free joint connects a body to the ground (a free-floating system:
+        momentum is kept without external forces)."""
+        return self._floating
+
+    @property
+    def use_gravity(self) -> bool:
+        """True when the model has a non-zero uniform gravity (``arrays.gravity``)."""
+        return self._use_grav
+
+    @property
+    def label_bodies(self) -> tuple:
+        """The body of every tree label (index 0: None, the ground; labels are the
+        topology's regular numbering)."""
+        return self._label_bodies
+
+    @property
+    def label_joints(self) -> tuple:
+        """The tree joint whose outboard body has each label (index 0: None)."""
+        return self._label_joints
+
+    def label(self, body: Any) -> int | None:
+        """Tree label of ``body`` (None for the ground or a body not in this system)."""
+        return self._label_of.get(id(body))
+
+    def joint_frame(self, k: int) -> tuple[Array, Array]:
+        """``(R, p)``: the tree frame e_k of label ``k`` (the inboard joint frame on the
+        body, aligned so the joint axis is local z) in body-k coordinates."""
+        return self._frame[k]
+
+    def kinematics(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array, Array]:
+        """Tree kinematics at ``(q, qd)`` into the workspace; returns views
+        ``(R_world (n+1, 3, 3), r_world (n+1, 3), twist (n+1, 6))`` of the frames e_k."""
+        return self._kinematics(q, qd)
+
+    def raise_status(self, status: int, q: ArrayLike) -> None:
+        """Raise the :class:`~flexmbd.errors.SolverError` of a failed kernel ``status``
+        at ``q`` (it names the joint or body)."""
+        self._raise_factor(status, q)
+
+    @property
+    def flex(self) -> Any:
+        """The flexible-body workspace (:class:`flexmbd.recursive.flexible.FlexTree`), or
+        None for a rigid tree."""
+        return self._flex
 
     # ------------------------------------------------------------------ basics
     def q0(self) -> Array:
@@ -488,7 +577,7 @@ class RecursiveSystem:
             q[self._qslice[j.name]] = j.q0
         for b in self._bodies:
             if b.name in self.modal_slices:
-                q[self.modal_slices[b.name][0]] = b.q0
+                q[self.modal_slices[b.name].q] = b.q0
         return q
 
     def qd0(self) -> Array:
@@ -498,7 +587,7 @@ class RecursiveSystem:
             v[self._vslice[j.name]] = j.qd0
         for b in self._bodies:
             if b.name in self.modal_slices:
-                v[self.modal_slices[b.name][1]] = b.qd0
+                v[self.modal_slices[b.name].v] = b.qd0
         return v
 
     def modal(self, q: ArrayLike, name: str) -> Array:
@@ -511,19 +600,9 @@ class RecursiveSystem:
         sq, sv = self.modal_slices[name]
         return q[..., sq] if q.shape[-1] == self.nq else q[..., sv]
 
-    def _joint_index(self, name):
-        try:
-            return self._jindex[name]
-        except KeyError:
-            raise ModelError(f"no joint {name!r}; joints: {self.joint_names}") from None
-
-    def _label(self, name):
-        for k in range(1, self.n_bodies + 1):
-            if self._body_of[k].name == name:
-                return k
-        raise ModelError(f"no body {name!r}; bodies: {[b.name for b in self._bodies]}")
-
-    def _body_pose(self, k, Rk, rk):
+    def body_pose(self, k: int, Rk: Array, rk: Array) -> tuple[Array, Array]:
+        """``(R, r)`` of the body frame of label ``k`` (world) from the pose ``(Rk, rk)``
+        of its tree frame e_k."""
         Rf, pf = self._frame[k]
         R = Rk @ Rf.T
         return R, rk - R @ pf
@@ -540,10 +619,7 @@ class RecursiveSystem:
     def _kinematics(self, q, qd):
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
-        if self._flex is not None:
-            self._flex.kinematics(q, qd)
-        else:
-            K.kinematics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, q, qd)
+        self._ops.kinematics(q, qd)
         return self._R3[R_W], self._P3[P_W], self._Vv[V_VEL]
 
     def _applied(self, t, q, qd, tau, fext):
@@ -558,16 +634,14 @@ class RecursiveSystem:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
             for fe in self._generic:
-                special = (self._flex is not None
-                           and self._flex.point_force(fe, t, q, state, fext, qd))
-                if special:
+                if self._ops.point_force(fe, t, q, state, fext, qd):
                     continue
                 for body, w in fe.wrenches(t, state):
                     if body is self.model.ground:
                         continue
                     k = self._label_of[id(body)]
                     R, r = state.pose(body)
-                    if k in state._flex:
+                    if state.is_flexible(k):
                         fext[k, :3] += R.T @ w[:3]
                         fext[k, 3:] += R.T @ w[3:]
                         continue
@@ -578,28 +652,130 @@ class RecursiveSystem:
     # ------------------------------------------------------------------ dynamics
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
                          t: float = 0.0, algorithm: str | None = None) -> ForwardDynamics:
-        """Joint accelerations and every joint reaction for the state ``(q, qd)``.
+        """Joint (and modal) accelerations and every joint reaction at one state.
 
-        ``q`` (nq,) or (n, nq), ``qd`` (nv,) or (n, nv), ``tau`` joint forces along
-        the speeds (added to JointForce elements), ``t`` time for force elements.
-        A batch runs in one compiled loop. Returns :class:`ForwardDynamics`.
+        ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) joint forces along the speeds (N m or
+        N; added to the JointForce elements; modal entries are generalized modal
+        forces), ``t`` (s) the time for force elements. Returns a
+        :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
+        body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
+        """
+        if self._lean == self.model.revision and algorithm is None:
+            # fast path: float64 contiguous arrays go straight to the compiled entry
+            # point (it checks their sizes); anything else raises TypeError there and
+            # takes the general path below, which converts, checks and reports
+            qdd = np.empty(self.nv)
+            reac = np.empty(self._reac_shape)
+            acc = np.empty(self._acc_shape)
+            try:
+                st = _qdd_reactions(self._Ib, self._buf, q, qd,
+                                    self._zero_tau if tau is None else tau, qdd, reac, acc, _E2,
+                                    _E1, self._body_row)
+            except TypeError:
+                st = None
+            if st == 0:
+                return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+        self._refresh()
+        q, qd = self._check_state(q, qd)
+        if q.ndim != 1 or qd.ndim != 1:
+            raise ModelError(
+                f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
+                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many")
+        algorithm = algorithm or self.algorithm
+        if algorithm not in ("serialized", "general"):
+            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+        if self._flex is not None or algorithm == "general":
+            return self._batch(q[None], qd[None], None if tau is None else np.asarray(
+                tau, dtype=float)[None], np.asarray([t], dtype=float), algorithm, single=True)
+        # rigid tree, serialized, with force elements (or converted arrays): one compiled
+        # call on the system's workspace with the applied forces in place
+        tv = np.zeros(max(self.nv, 1))
+        if tau is not None:
+            tau = np.asarray(tau, dtype=float)
+            if tau.shape != (self.nv,):
+                raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
+            tv[:self.nv] = tau
+        q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        fext = self._Vv[V_FEXT]
+        fext[:] = 0.0
+        if self._joint_forces or self._generic:
+            self._applied(t, q, qd, tv, fext)
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac_shape)
+        acc = np.empty(self._acc_shape)
+        st = K.qdd_reactions(self._Ib, self._buf, q, qd, tv, qdd, reac, acc, _E2, _E1,
+                             self._body_row)
+        fext[:] = 0.0
+        if st == -4 and np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
+            raise SolverError("forward dynamics produced non-finite accelerations (check tau "
+                              "and the force elements for NaN/inf)")
+        if st != 0:
+            self._raise_factor(st, q)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+
+    def cfa_forces(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+                   t: float = 0.0, algorithm: str | None = None) -> tuple[Array, Array]:
+        """The CFA's internal forces at one state: ``(constraint_forces (n_joints, 6),
+        equivalent_control_force (nv,))``.
+
+        ``constraint_forces``: the constraint part ``W F_S`` of the equivalent interbody
+        force (eq. 5; ``F_S`` the unknowns of eq. 29), ``[n; f]`` in the joint-frame axes
+        of the outboard body (the declared child frame; the declared parent frame for a
+        joint the topology reversed), at that frame's origin.
+        ``equivalent_control_force``: ``F_T = tau - b`` (eq. 4) along the speeds (for a
+        reversed joint with a non-orthonormal relative motion subspace -- Planar, Free
+        -- in the orthonormalized speeds ``L v``).
         """
         self._refresh()
         q, qd = self._check_state(q, qd)
+        if q.ndim != 1 or qd.ndim != 1:
+            raise ModelError("cfa_forces takes one state")
         algorithm = algorithm or self.algorithm
-        single = q.ndim == 1
-        Q = np.ascontiguousarray(np.atleast_2d(q))
-        V = np.ascontiguousarray(np.atleast_2d(qd))
+        if algorithm not in ("serialized", "general"):
+            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+        _, fs, ft = self._batch(q[None], qd[None], None if tau is None else np.asarray(
+            tau, dtype=float)[None], np.asarray([t], dtype=float), algorithm, single=True,
+            internals=True)
+        return fs, ft
+
+    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
+                               t: float | ArrayLike = 0.0,
+                               algorithm: str | None = None) -> ForwardDynamics:
+        """:meth:`forward_dynamics` of many states in one compiled loop.
+
+        ``Q`` (n, nq), ``QD`` (n, nv), ``TAU`` (n, nv) or (nv,) (broadcast) or None,
+        ``t`` scalar or (n,). Returns one :class:`~flexmbd.dynamics.ForwardDynamics`
+        whose arrays have a leading state axis (``qdd`` (n, nv), ``reactions``
+        (n, n_joints, 6), ...). Only ``qdd`` and the reactions, fastest:
+        :meth:`forward_dynamics_arrays`.
+        """
+        self._refresh()
+        Q, QD = self._check_state(Q, QD)
+        if Q.ndim != 2 or QD.ndim != 2:
+            raise ModelError(f"forward_dynamics_batch takes Q (n, {self.nq}) and QD "
+                             f"(n, {self.nv}); got {Q.shape}, {QD.shape}")
+        algorithm = algorithm or self.algorithm
+        if algorithm not in ("serialized", "general"):
+            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+        ts = np.broadcast_to(np.asarray(t, dtype=float), (Q.shape[0],))
+        return self._batch(Q, QD, TAU, ts, algorithm, single=False)
+
+    def _batch(self, Q, V, tau, ts, algorithm, single, internals=False):
+        Q = np.ascontiguousarray(Q)
+        V = np.ascontiguousarray(V)
         ns = Q.shape[0]
         if V.shape[0] != ns:
             raise ModelError(f"batch sizes of q ({ns}) and qd ({V.shape[0]}) differ")
         nv1 = max(self.nv, 1)
         TAU = np.zeros((ns, nv1))
         if tau is not None:
-            TAU[:, :self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (ns, self.nv))
+            try:
+                TAU[:, :self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (ns, self.nv))
+            except ValueError:
+                raise ModelError(f"tau needs {self.nv} values per state (the speeds); got "
+                                 f"{np.shape(tau)}") from None
         has_fext = bool(self._generic)
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
-        ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
         if (self._joint_forces or self._generic) and self._flex is None:
             for s in range(ns):
                 self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
@@ -631,15 +807,16 @@ class RecursiveSystem:
         for k in range(1, self.n_bodies + 1):
             FSj[:, rows[k], :3] = FS[:, k, :3] @ Ra[k].T
             FSj[:, rows[k], 3:] = FS[:, k, 3:] @ Ra[k].T
-        out = ForwardDynamics(self, QDD[:, :self.nv], REAC, FSj, ACC, FTs[:, :self.nv], Q, V)
-        if single:
-            out.qdd, out.reactions = out.qdd[0], out.reactions[0]
-            out.constraint_forces = out.constraint_forces[0]
-            out.equivalent_control_force = out.equivalent_control_force[0]
-            out._acc, out._q, out._qd = ACC[0], Q[0], V[0]
-        if not np.all(np.isfinite(out.qdd)):
+        # body accelerations from label order to the layout's body order
+        ACCb = np.zeros((ns, len(self._bodies), 6))
+        ACCb[:, self._body_row[1:]] = ACC[:, 1:]
+        qdd, ft = QDD[:, :self.nv], FTs[:, :self.nv]
+        if not np.all(np.isfinite(qdd)):
             raise SolverError("forward dynamics produced non-finite accelerations")
-        return out
+        if single:
+            out = ForwardDynamics(qdd[0], REAC[0], ACCb[0], self.layout, _NO_LAM)
+            return (out, FSj[0], ft[0]) if internals else out
+        return ForwardDynamics(qdd, REAC, ACCb, self.layout, np.zeros((ns, 0)))
 
     def _flex_forward(self, Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs):
         """Systems with flexible bodies: one state at a time through the flexible kernels
@@ -684,7 +861,7 @@ class RecursiveSystem:
         """
         self._refresh()
         if self._generic or self._joint_forces or self._flex is not None:
-            fd = self.forward_dynamics(Q, V, TAU)
+            fd = self.forward_dynamics_batch(Q, V, TAU)
             return fd.qdd, fd.reactions
         Q = np.ascontiguousarray(Q, dtype=float)
         V = np.ascontiguousarray(V, dtype=float)
@@ -741,7 +918,7 @@ class RecursiveSystem:
         Same numbers as :meth:`forward_dynamics` without the result object (for
         control loops and benchmarks).
         """
-        if self._lean == self.model._revision:   # (the attribute: a property costs 40 ns)
+        if self._lean == self.model.revision:
             # fast path: float64 contiguous arrays go straight to the compiled entry
             # point (it checks their sizes); anything else raises TypeError there and
             # takes the general path below, which converts, checks and reports
@@ -749,20 +926,27 @@ class RecursiveSystem:
             reac = np.empty(self._reac_shape)
             try:
                 if _qdd_reactions(self._Ib, self._buf, q, qd,
-                                  self._zero_tau if tau is None else tau, qdd, reac) == 0:
+                                  self._zero_tau if tau is None else tau, qdd, reac, _E2, _E2,
+                                  _E1, _EI) == 0:
                     return qdd, reac
             except TypeError:
                 pass
         return self._raw_accel(q, qd, tau, t, reactions=True)
 
+    def qdd(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
+            t: float = 0.0) -> Array:
+        """Accelerations only (nv,), a new array: the lean call the integrators make
+        (same numbers as :meth:`forward_dynamics`)."""
+        return self._raw_accel(q, qd, tau, t)
+
     def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
         """Lean single-state forward dynamics for integrators: returns qdd (new array)."""
-        if self._lean == self.model._revision and not reactions:
+        if self._lean == self.model.revision and not reactions:
             qdd = np.empty(self.nv)
             try:
                 if _qdd_reactions(self._Ib, self._buf, q, qd,
                                    self._zero_tau if tau is None else tau, qdd,
-                                   self._reac) == 0:
+                                   self._reac, _E2, _E2, _E1, _EI) == 0:
                     return qdd
             except TypeError:
                 pass
@@ -792,7 +976,7 @@ class RecursiveSystem:
                              f"{q.shape}, {qd.shape}, {tau.shape}")
         qdd = np.empty(self.nv)
         reac = np.empty(self._reac.shape)
-        st = K.qdd_reactions(self._Ib, self._buf, q, qd, tau, qdd, reac)
+        st = K.qdd_reactions(self._Ib, self._buf, q, qd, tau, qdd, reac, _E2, _E2, _E1, _EI)
         if applied:
             self._Vv[V_FEXT] = 0.0
         if st != 0:
@@ -858,11 +1042,6 @@ class RecursiveSystem:
         raise SolverError("the dense node system of the CFA is not positive definite "
                           f"at q = {np.round(q, 6).tolist()}")
 
-    def _body_acceleration(self, name, q, qd, acc):
-        """``acc``: per-label world accelerations of the body origins (from the kernels)."""
-        k = self._label(name)
-        return acc[..., k, :3].copy(), acc[..., k, 3:].copy()
-
     def solve_mass(self, q: ArrayLike, rhs: ArrayLike) -> Array:
         """``M(q)^-1 rhs`` by the CFA (one factorization, O(N) per column).
 
@@ -886,10 +1065,7 @@ class RecursiveSystem:
                 sl = slice(self._Ia[I_VO, k], self._Ia[I_VO, k] + nvk)
                 cols[sl] = np.linalg.solve(self._Mm[M_L, k, :nvk, :nvk].T, cols[sl])
         out = np.empty_like(cols)
-        if self._flex is not None:
-            st = self._flex.solve_columns(q, cols, out)
-        else:
-            st = K.solve_columns(*self._args(), q, self._Jv, cols, out)
+        st = self._ops.solve_columns(q, cols, out)
         if st != 0:
             self._raise_factor(st, q)
         return out.reshape(rhs.shape)
@@ -986,10 +1162,8 @@ class RecursiveSystem:
     def _flex_speeds(self, q, qd):
         """(label, body-frame speeds (w, v, qd), invariants, modal q) of the flexible bodies
         (after the kinematics of the state)."""
-        if self._flex is None:
-            return []
         out = []
-        for k in self._flex.flex_labels:
+        for k in self._ops.flex_labels:
             b = self._body_of[k]
             sq, sv = self.modal_slices[b.name]
             u = np.concatenate([self._flex.body_speeds(k), np.asarray(qd)[sv]])

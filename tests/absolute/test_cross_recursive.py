@@ -100,7 +100,7 @@ def test_driver_against_recursive_loops():
     q, qd = rec.q0(), rec.qd0()
     fr = rec.forward_dynamics(q, qd, t=0.0)
     Q, QD = ab.state_from_bodies(rec.body_states(q, qd))
-    fa = ab.forward_dynamics(Q, QD, 0.0)
+    fa = ab.forward_dynamics(Q, QD, t=0.0)
     for j in m.joints():
         assert np.allclose(fr.reaction(j.name), fa.reaction(j.name), atol=1e-9)
     assert abs(float(fr.lam[-1]) - ab.driver_forces(fa.lam)["drive"]) < 1e-9

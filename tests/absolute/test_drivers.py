@@ -87,7 +87,7 @@ def test_driven_pendulum_torque_and_motion():
     # exact at a consistent state through forward dynamics
     t = 0.41
     q, qd, qdd, lam = s.initial_conditions(t0=t)
-    fd = s.forward_dynamics(q, qd, t)
+    fd = s.forward_dynamics(q, qd, t=t)
     ref_t = (Iz + mass * c * c) * fdd(t) + mass * 9.81 * c * np.cos(f(t))
     assert abs(s.driver_forces(fd.lam)["drive"] - ref_t) < 1e-9
     assert abs(fd.body_acceleration("link")[0][2] - fdd(t)) < 1e-9

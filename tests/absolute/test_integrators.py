@@ -125,7 +125,7 @@ def test_stats_results_and_reactions():
     assert res.body("link").position.shape == (21, 3)
     assert res.meta["formulation"] == "absolute" and res.meta["integrator"] == "newmark"
     # reactions along the run equal those of forward dynamics at the same states
-    fd = s.forward_dynamics(res.q[-1], res.qd[-1], res.t[-1])
+    fd = s.forward_dynamics(res.q[-1], res.qd[-1], t=res.t[-1])
     assert np.allclose(fd.reaction("hinge"), res.reaction("hinge")[-1], rtol=1e-6, atol=1e-6)
 
 

@@ -156,8 +156,8 @@ def _random_state(rec, rng, scale_q):
 def _absolute_state(ab, rec, q, qd):
     Q, QD = ab.state_from_bodies(rec.body_states(q, qd))
     for name, (sq, sv) in rec.modal_slices.items():
-        Q[ab.modal_slices[name]] = q[sq]
-        QD[ab.modal_slices[name]] = qd[sv]
+        Q[ab.modal_slices[name].q] = q[sq]
+        QD[ab.modal_slices[name].q] = qd[sv]
     return Q, QD
 
 
@@ -179,7 +179,7 @@ def compare(m, rng, n_states=2, scale_q=1e-3, current_interface_loads=False):
         fg = gen.forward_dynamics(q, qd)
         worst["general"] = max(worst["general"], _rel(fr.qdd, fg.qdd),
                                _rel(fr.reactions, fg.reactions),
-                               _rel(fr.constraint_forces, fg.constraint_forces))
+                               _rel(rec.cfa_forces(q, qd)[0], gen.cfa_forces(q, qd)[0]))
         Q, QD = _absolute_state(ab, rec, q, qd)
         assert np.abs(ab.constraint(Q)).max() < 1e-12
         fa = ab.forward_dynamics(Q, QD)

@@ -54,7 +54,7 @@ def test_example_model_against_absolute():
     fr = rec.forward_dynamics(q, qd)
     Q, QD = ab.state_from_bodies(rec.body_states(q, qd))
     for name, (sq, sv) in rec.modal_slices.items():
-        Q[ab.modal_slices[name]], QD[ab.modal_slices[name]] = q[sq], qd[sv]
+        Q[ab.modal_slices[name].q], QD[ab.modal_slices[name].q] = q[sq], qd[sv]
     fa = ab.forward_dynamics(Q, QD)
     scale = 1.0 + np.abs(fr.reactions).max()
     assert np.abs(fr.reactions - np.array([fa.reaction(n) for n in rec.joint_names])).max() \
