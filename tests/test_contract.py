@@ -196,8 +196,7 @@ ALLOWED = {
     ("fem/_threads.py", "_core"), ("fem/_threads.py", "_get_madvise_hugepage"),
     ("fem/_threads.py", "_set_madvise_hugepage"), ("recursive/_kernels.py", "_getvalue"),
     ("fem/compare.py", "_free"), ("absolute/constraints.py", "_short"),
-    ("absolute/engine.py", "_react"), ("absolute/forces.py", "_fa"),
-    ("absolute/flexible.py", "_fa"), ("constraints/cut.py", "_path"),
+    ("absolute/engine.py", "_react"), ("constraints/cut.py", "_path"),
     ("results.py", "_check_lengths"), ("results.py", "_header"),
 }
 SELF = {"self", "cls"}

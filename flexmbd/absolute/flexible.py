@@ -622,7 +622,7 @@ class FlexSDA:
         d, dd, length, _ = self.kinematics(q, qd)
         ldot = float(d @ dd) / length
         e = length - el.free_length()
-        return 0.5 * el.k * e * e, el.c * ldot * ldot, -el._fa(t) * ldot
+        return 0.5 * el.k * e * e, el.c * ldot * ldot, -el.actuator_force(t) * ldot
 
     def tension_at(self, t, q, qd):
         """Force along the line ``f`` (N, positive in tension) and the unit vector ``u``."""

@@ -548,13 +548,14 @@ class ForceTable:
         self.system = s
         self.exact = s.jacobian_mode == "exact"
         ends = []  # per SDA: ((body, s0, U) for i and j, element)
-        for f in s._sda:
+        terms = s.force_terms
+        for f in (terms.sda_batch.el if terms.sda_batch is not None else ()):
             ee = []
             for body, pt in ((f.body_i, f.point_i), (f.body_j, f.point_j)):
                 b = s.index.get(id(body), -1)
                 ee.append((b, np.asarray(pt, float), np.zeros((3, 0)), 0))
             ends.append((ee, f))
-        for fs in s._flex_sda:
+        for fs in terms.flex_sda:
             ee = []
             for k, pt in enumerate(fs.points):
                 x = fs.ends[k]
@@ -580,7 +581,7 @@ class ForceTable:
                 o += U.size
         self.s_U = np.ascontiguousarray(np.concatenate(Us)) if Us else np.zeros(0)
         # point loads
-        flex_pf = {id(x.el): x for x in s._flex_pf}
+        flex_pf = {id(x.el): x for x in terms.flex_point_forces}
         loads = [f for f in s.forces if type(f) in (PointForce, PointTorque)]
         self.loads = loads
         p = len(loads)
@@ -621,7 +622,7 @@ class ForceTable:
             self.s_int[r, 8] = self.exact and el.has_jacobian
 
     def _fa(self, t):
-        return np.array([e._fa(t) for e in self.sda], float)
+        return np.array([e.actuator_force(t) for e in self.sda], float)
 
     def _loads(self, t):
         from ..model.forces import PointForce

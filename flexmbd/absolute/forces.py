@@ -350,7 +350,7 @@ class SDABatch:
         k = np.array([e.k for e in el])
         c = np.array([e.c for e in el])
         l0 = np.array([e.free_length(st) for e in el])
-        fa = np.array([e._fa(t) for e in el])
+        fa = np.array([e.actuator_force(t) for e in el])
         jac = np.array([e.has_jacobian for e in el], dtype=bool)
         pts = np.stack([np.array([e.point_i for e in el]), np.array([e.point_j for e in el])], 1)
         return k, c, l0, fa, jac, pts

@@ -213,7 +213,9 @@ class SpringDamperActuator(ForceElement):
         dd = vPj - vPi
         return d, dd, length, rho_i, rho_j, wi, wj
 
-    def _fa(self, t):
+    def actuator_force(self, t: float) -> float:
+        """Actuator force ``fa(t)`` (N, positive = tension) at time ``t`` (s), the third
+        term of the line force ``f = k (l - l0) + c ldot + fa(t)``."""
         return float(self.fa(t)) if callable(self.fa) else float(self.fa)
 
     def line_length(self, d: ArrayLike) -> float:
@@ -232,7 +234,8 @@ class SpringDamperActuator(ForceElement):
         """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)
         at length ``l`` (m) and rate ``ldot`` (m/s); ``state`` fixes a missing ``l0`` (see
         :meth:`free_length`)."""
-        return self.k * (length - self.free_length(state)) + self.c * ldot + self._fa(t)
+        return (self.k * (length - self.free_length(state)) + self.c * ldot
+                + self.actuator_force(t))
 
     def free_length(self, state: Any = None) -> float:
         """``l0``; fixed from ``state`` (the initial configuration) on first use when None."""
@@ -313,7 +316,7 @@ class SpringDamperActuator(ForceElement):
 
     def actuator_power(self, t: float, state: Any) -> float:
         """Power the actuator delivers to the bodies, ``-fa(t) ldot`` (W)."""
-        return -self._fa(t) * self.length_rate(state)
+        return -self.actuator_force(t) * self.length_rate(state)
 
     def _short(self):
         bi = self.body_i.name

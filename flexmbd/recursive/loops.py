@@ -356,7 +356,7 @@ class LoopSystem:
 
     @property
     def _stiff_loop(self):
-        fl = getattr(self.tree, "_flex", None)
+        fl = getattr(self.tree, "flex", None)
         return bool(self._flexible and fl is not None and fl.any_stiff)
 
     def _loop_stiffening(self, q, qd, tau, t, P, minv, qdd, lam, tol=1e-10, max_iter=8):
