@@ -25,7 +25,7 @@ Measured (2-core machine shared with other jobs): 8 modes 104.38, 104.62 (the un
 splits the pair), 187.8, 212.3, 224.2, 237.8, 284.0, 284.2 Hz; the absolute formulation
 takes 2 Newton iterations per step in the compiled engine (the flexible-end
 spring-dampers are compiled force elements, :mod:`flexmbd.absolute.force_kernels`):
-1.0 s CPU for the 20,000 steps at defaults, against 4.2 s for Exudyn's own model's
+CPU time at defaults: 1.0 s for the 20,000 steps, against 4.2 s for Exudyn's own model's
 ``SolveDynamic`` in the same run (the generic path before took 12-17 s per 1,000 steps);
 the bearing faces' radial motion agrees with Exudyn's within 0.34 % of its peak. In the first
 0.1 s the bearing forces peak at 4.3 kN (left) and

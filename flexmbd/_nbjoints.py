@@ -48,7 +48,7 @@ __all__ = ["joint_kinematics", "reverse_joint", "joint_qdot", "scale_screw"]
 def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
     """Declared-direction kinematics of one joint in its *aligned* frames.
 
-    Deliberately unrolled (the allocation-free style of DESIGN.md "Performance"): the
+    Deliberately unrolled (allocation-free, see docs/design/architecture.rst): the
     ``Rz(q)`` writes repeated in the Revolute, Cylindrical, Screw and Planar branches
     are kept inline on purpose.
 
