@@ -21,16 +21,12 @@ def _cols(table, name):
     return [i for i, (o, _) in enumerate(table) if o == name]
 
 
-def _slice(sl, k=0):
-    return sl[k] if isinstance(sl, tuple) else sl
-
-
 def _joint_states_at(model, q, qd):
     rec, ab = model.compile("recursive"), model.compile("absolute")
     qa, qda = ab.state_from_bodies(rec.body_states(q, qd))
     for name, sl in rec.modal_slices.items():           # deformation: the same modal state
-        qa[_slice(ab.modal_slices[name])] = q[_slice(sl, 0)]
-        qda[_slice(ab.modal_slices[name])] = qd[_slice(sl, 1)]
+        qa[ab.modal_slices[name].q] = q[sl.q]
+        qda[ab.modal_slices[name].v] = qd[sl.v]
     fa, fr = ab.forward_dynamics(qa, qda), rec.forward_dynamics(q, qd)
     res = Results([0.0], qa[None], qda[None], fa.qdd[None], coordinates=ab.coordinates,
                   speeds=ab.speeds, joint_names=ab.joint_names, reactions=fa.reactions[None])
