@@ -70,7 +70,8 @@ def measure(m, s, t_end, dt, noise, seed=0):
     return res, y, y + sigma * rng.standard_normal(y.shape), sigma
 
 
-def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee=False):
+def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee=False,
+         options=None):
     import pyomo.environ as pe
 
     from flexmbd.pyomo.collocation import Trajectory
@@ -98,7 +99,7 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
             obj += ((val - float(meas)) / float(sg)) ** 2
     tr.m.obj = pe.Objective(expr=obj / tr.N)
     wall = time.perf_counter()
-    tr.solve(tee=tee)
+    tr.solve(tee=tee, options=options)
     wall = time.perf_counter() - wall
     est = {"zeta": zeta.value, "c": c.value}
     err = {k: (est[k] - TRUE[k]) / TRUE[k] for k in TRUE}

@@ -180,7 +180,11 @@ class Trajectory:
             return True
 
         solver = pe.SolverFactory("cyipopt", intermediate_callback=cb)
-        opts = {"tol": 1e-8, "max_iter": 200, "print_level": 5 if tee else 0}
+        # no Hessian from the grey box: IPOPT runs limited-memory quasi-Newton, whose dual
+        # infeasibility stalls near 1e-5 once the objective has converged; "acceptable"
+        # (three iterations below acceptable_tol) ends there
+        opts = {"tol": 1e-7, "acceptable_tol": 1e-4, "acceptable_iter": 3, "max_iter": 300,
+                "print_level": 5 if tee else 0}
         opts.update(options or {})
         solver.config.options.update(opts)
         cpu = time.process_time()
@@ -189,7 +193,7 @@ class Trajectory:
         self.iterations = max(its) if its else None
         self.status = str(res.solver.termination_condition)
         self.message = str(res.solver.message)
-        if self.status != "optimal":
+        if self.status != "optimal" and "acceptable" not in self.message.lower():
             raise SolverError(f"IPOPT did not converge on the trajectory NLP: {self.message} "
                               f"after {self.iterations} iterations")
         for p in self.params:
