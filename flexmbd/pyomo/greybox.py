@@ -82,4 +82,22 @@ class DynamicsGreyBox(ExternalGreyBoxModel):
         return self._eval()[0]
 
     def evaluate_jacobian_equality_constraints(self):
-        return sp.coo_matrix(self._eval()[1])
+        # PyNumero needs one sparsity pattern for all evaluations: the first Jacobian's
+        # (explicit zeros kept); later ones are mapped onto it
+        J = sp.coo_matrix(self._eval()[1])
+        ncol = J.shape[1]
+        key = J.row.astype(np.int64) * ncol + J.col
+        if getattr(self, "_pattern", None) is None:
+            order = np.argsort(key)
+            self._pattern = (key[order], J.row[order], J.col[order])
+            return sp.coo_matrix((J.data[order], (J.row[order], J.col[order])), shape=J.shape)
+        pk, pr, pc = self._pattern
+        pos = np.searchsorted(pk, key)
+        pos = np.minimum(pos, len(pk) - 1)
+        inside = pk[pos] == key
+        if not np.all(inside | (J.data == 0.0)):
+            raise RuntimeError("flexmbd.pyomo: the residual Jacobian gained entries outside "
+                               "its first sparsity pattern")
+        vals = np.zeros(len(pk))
+        np.add.at(vals, pos[inside], J.data[inside])
+        return sp.coo_matrix((vals, (pr, pc)), shape=J.shape)

@@ -171,18 +171,17 @@ class NodeResiduals:
                     self._set_inputs(uj)
                     Qj = self.system.generalized_forces(q[k], v[k], self.times[k])
                     d = -(Qj - Q0)
-                    nz = np.flatnonzero(d)
-                    rows.append(R0 + nz)
-                    cols.append(np.full(nz.size, C0 + 3 * n + nc + j))
-                    vals.append(d[nz])
+                    rows.append(R0 + np.arange(n))      # dense column: a fixed pattern
+                    cols.append(np.full(n, C0 + 3 * n + nc + j))
+                    vals.append(d)
                 self._set_inputs(u[k])
         r = np.concatenate(rs)
         if self.np:
             Jp = self.parameter_jacobian(X, r)
-            nz_r, nz_c = np.nonzero(Jp)
-            rows.append(nz_r)
-            cols.append(self.N * nx + nz_c)
-            vals.append(Jp[nz_r, nz_c])
+            pr, pc = np.indices(Jp.shape)               # dense columns: a fixed pattern
+            rows.append(pr.ravel())
+            cols.append(self.N * nx + pc.ravel())
+            vals.append(Jp.ravel())
         J = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                           shape=(self.N * nr, self.N * nx + self.np))
         J.sum_duplicates()
