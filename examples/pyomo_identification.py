@@ -15,6 +15,11 @@ Prints the recovered values and their errors, IPOPT's iterations and CPU time; w
 ``out/pyomo_identification.png`` (measured and fitted tip deflection).
 
 Run: ``python examples/pyomo_identification.py`` (``--quick``: the tests' settings).
+
+CPU time at defaults (0.6 s, 120 nodes, 3962 NLP variables): 9 IPOPT iterations, 6.7 s
+CPU in the solve (26 s wall, 2-core machine shared by other jobs, November 2026);
+recovered zeta_1 = 0.01991 (-0.44 %), c = 0.05004 (+0.09 %). With ``--quick`` (0.3 s,
+60 nodes): 15 iterations, 7.0 s CPU; zeta_1 -0.38 %, c -0.21 %.
 Needs ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
 """
 
