@@ -17,6 +17,15 @@ the residual tip vibration amplitude (largest transverse tip deflection after 1 
 the hub angle at 1 s of each; ``out/pyomo_slew.png`` shows torques and tip deflections.
 
 Run: ``python examples/pyomo_slew.py`` (``--quick``: the tests' settings).
+
+Status (November 2026): the NLP builds and its starting point (the simulated cycloidal
+slew) is feasible to 2e-3, but IPOPT with the limited-memory Hessian (the grey-box block
+gives no second derivatives) does not converge: after reaching a near-optimal point in
+about ten iterations it takes huge steps and wanders (tried: effort weights 1e-4 and
+1e-2, adaptive mu, 30-vector history, objective scaling). The script then prints the
+bang-bang and cycloidal rows only, after ``max_iter = 100`` iterations. CPU time at
+defaults: not measured (see the status); with ``--quick`` about 5 min wall on the
+shared 2-core machine, mostly the 100 IPOPT iterations.
 Needs ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
 """
 
@@ -26,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.errors import SolverError
 
 HERE = Path(__file__).resolve().parent
 STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
@@ -93,7 +103,7 @@ def simulate(m, s, u, dt, t_coast=1.0):
     return res.t, ang, defl
 
 
-def optimize(m, s, rb, dt, ubb, effort=1e-4, tee=False, options=None):
+def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
     """The optimal torque on the Newmark nodes: (Trajectory, u at the nodes)."""
     import pyomo.environ as pe
 
@@ -114,7 +124,7 @@ def optimize(m, s, rb, dt, ubb, effort=1e-4, tee=False, options=None):
     for k in range(1, N + 1):
         x[f"u[{k - 1},0]"].value = float(cyc(k * dt)[0])
     qN, vN = tr.q(N), tr.v(N)
-    e0, e3 = qN[7 * bi + 3], qN[7 * bi + 6]
+    e3 = qN[7 * bi + 6]
     tr.m.final_angle = pe.Constraint(expr=e3 == np.sin(THETA / 2))
     tr.m.final_rate = pe.Constraint(expr=vN[7 * bi + 6] == 0.0)
     K = np.asarray(rb.K_ff, float)
@@ -138,15 +148,24 @@ def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None):
     I = rigid_inertia(rb)
     ubb, bang, cyc = profiles(I)
     wall = time.perf_counter()
-    tr, u_opt, e_opt = optimize(m, s, rb, dt, ubb, tee=tee, options=options)
+    opts = {"max_iter": 100}
+    opts.update(options or {})
+    cases = [("bang-bang", bang), ("cycloidal", cyc)]
+    tr = failure = None
+    try:
+        tr, u_opt, e_opt = optimize(m, s, rb, dt, ubb, tee=tee, options=opts)
+    except SolverError as err:
+        failure = str(err)
     wall = time.perf_counter() - wall
-    tn = tr.times
+    if tr is not None:
+        tn = tr.times
 
-    def opt(t):
-        return np.array([np.interp(t, tn, u_opt) if t <= T else 0.0])
+        def opt(t):
+            return np.array([np.interp(t, tn, u_opt) if t <= T else 0.0])
 
+        cases.insert(0, ("optimized", opt))
     rows = {}
-    for name, u in (("optimized", opt), ("bang-bang", bang), ("cycloidal", cyc)):
+    for name, u in cases:
         t, ang, defl = simulate(m, s, u, dt)
         after = t > T + 1e-9
         rows[name] = {"amplitude": float(np.abs(defl[after]).max()),
@@ -156,8 +175,11 @@ def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None):
     print(f"flexible slew: hub + strip ({rb.n_modes} modes, f = "
           f"{', '.join(f'{f:.1f}' for f in rb.frequencies)} Hz clamped), rigid inertia "
           f"{I:.3f} kg m^2, bang-bang torque {ubb:.3f} N m, bounds +-{U_MAX * ubb:.3f} N m")
-    print(f"IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
-          f"{tr.N} nodes of {dt:g} s; residual modal energy at 1 s {e_opt:.3e} J")
+    if tr is not None:
+        print(f"IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
+              f"{tr.N} nodes of {dt:g} s; residual modal energy at 1 s {e_opt:.3e} J")
+    else:
+        print(f"optimized profile: none ({failure}; {wall:.1f} s wall)")
     print(f"{'profile':<11} {'peak torque [N m]':>18} {'angle at 1 s [deg]':>19} "
           f"{'residual tip amplitude [mm]':>28}")
     for name, r in rows.items():
@@ -185,8 +207,7 @@ def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None):
         fig.tight_layout()
         fig.savefig(out / "pyomo_slew.png", dpi=110)
         plt.close(fig)
-    return {"rows": rows, "iterations": tr.iterations, "cpu": tr.cpu, "energy": e_opt,
-            "trajectory": tr}
+    return {"rows": rows, "trajectory": tr, "failure": failure}
 
 
 # --quick: the small settings the tests use

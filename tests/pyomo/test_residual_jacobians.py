@@ -136,6 +136,6 @@ def test_errors_name_the_fix(strip):
     with pytest.raises(ModelError, match="lb <= ub"):
         P.beam.zeta[0].free(bounds=(1.0, 0.0))
     with pytest.raises(ModelError, match="offers"):
-        P.beam.nothing
+        _ = P.beam.nothing
     with pytest.raises(ModelError, match="finite"):
         P.fric.c.value = float("nan")
