@@ -122,7 +122,7 @@ class Shooting:
         (with ``time``) when Newton fails at a step.
         """
         s, n = self.system, self.res.n
-        nc, nu, np_, nz = self.res.nc, self.res.nu, self.np, self.nz
+        nc, nu, nz = self.res.nc, self.res.nu, self.nz
         if p is not None:
             self.res.set_parameters(p)
         theta = np.zeros(self.ntheta) if theta is None else np.asarray(theta, float)
@@ -155,7 +155,7 @@ class Shooting:
             vp = V[k] + h * (1 - g) * A[k]
             U[k + 1], du = self._u(t1, theta)
             a, lam = A[k].copy(), L[k].copy()
-            for it in range(1, self.max_iter + 1):
+            for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
                 r, J = self._jac(t1, qp + b * h * h * a, vp + g * h * a, a, lam, U[k + 1], False)
                 Mt = self._matrix(J)
                 lu = spla.splu((sp.diags(rs) @ Mt).tocsc())
