@@ -88,3 +88,17 @@ def test_design_example_lowers_the_peak_bearing_force_to_a_stationary_optimum(tm
         q = np.clip(p + dp, 0.0, None)
         F, _ = ex.bearing_force(sh, q, sensitivities=False)
         assert np.linalg.norm(F, axis=1).max() >= out["peak_opt"] * (1 - 1e-6)
+
+
+def test_slew_by_shooting_leaves_less_vibration_than_cycloidal_and_bang_bang(tmp_path):
+    import pyomo_slew as ex
+
+    out = ex.main(**ex.QUICK, outdir=tmp_path)
+    rows = out["rows"]
+    assert out["failure"] is None and "optimized" in rows
+    opt, cyc, bang = rows["optimized"], rows["cycloidal"], rows["bang-bang"]
+    assert abs(opt["angle"] - 90.0) < 1e-3                       # rest to rest, 90 degrees
+    assert opt["peak_torque"] <= ex.U_MAX * out["u_bb"] * (1 + 1e-9)  # torque bound
+    assert opt["amplitude"] < 0.01 * cyc["amplitude"]
+    assert cyc["amplitude"] < 0.1 * bang["amplitude"]
+    assert (tmp_path / "pyomo_slew.png").stat().st_size > 10_000
