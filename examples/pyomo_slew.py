@@ -43,7 +43,7 @@ cycloidal  8.370              89.907              5.941
 
 With ``--quick`` (dt = 0.025 s): 7 iterations, 4.1 s CPU; amplitudes 1.4e-7 mm
 (optimized), 38.87 mm (bang-bang), 1.818 mm (cycloidal).
-Needs ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
+The IPOPT route needs ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
 """
 
 import time
