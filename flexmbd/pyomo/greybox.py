@@ -28,7 +28,7 @@ from pyomo.contrib.pynumero.interfaces.external_grey_box import (  # noqa: E402
     ExternalGreyBoxModel,
 )
 
-__all__ = ["DynamicsGreyBox"]
+__all__ = ["DynamicsGreyBox", "ShootingGreyBox"]
 
 
 class DynamicsGreyBox(ExternalGreyBoxModel):
@@ -101,3 +101,54 @@ class DynamicsGreyBox(ExternalGreyBoxModel):
         vals = np.zeros(len(pk))
         np.add.at(vals, pos[inside], J.data[inside])
         return sp.coo_matrix((vals, (pr, pc)), shape=J.shape)
+
+
+class ShootingGreyBox(ExternalGreyBoxModel):
+    """PyNumero grey-box model of a simulated trajectory: outputs with exact derivatives.
+
+    Inputs: the free parameters' names, then ``"theta[i]"`` (the input-profile
+    coefficients) of a :class:`~flexmbd.pyomo.shooting.Shooting`. Outputs: ``outputs(sh,
+    result) -> (y (ny,), dy/dz (ny, nz))`` of one simulation with sensitivities (e.g.
+    marker positions, joint forces at chosen times), named ``output_names`` (default
+    ``"y[i]"``). Every evaluation at new inputs is one simulation; the route for long
+    horizons and ``parmest``-style identification with few parameters.
+    """
+
+    def __init__(self, shooting, outputs, ny, output_names=None):
+        self.sh = shooting
+        self.fun = outputs
+        self._inputs = ([p.name for p in shooting.params]
+                        + [f"theta[{i}]" for i in range(shooting.ntheta)])
+        self._outputs = list(output_names or [f"y[{i}]" for i in range(ny)])
+        self._z = None
+        self._cache = None
+        self.n_simulations = 0
+
+    def input_names(self):
+        return self._inputs
+
+    def equality_constraint_names(self):
+        return []
+
+    def output_names(self):
+        return self._outputs
+
+    def set_input_values(self, input_values):
+        self._z = np.asarray(input_values, float).copy()
+
+    def _eval(self):
+        if self._cache is None or not np.array_equal(self._cache[0], self._z):
+            npar = self.sh.np
+            res = self.sh.simulate(self._z[:npar], self._z[npar:])
+            y, dy = self.fun(self.sh, res)
+            self.n_simulations += 1
+            self._cache = (self._z.copy(), np.asarray(y, float), np.asarray(dy, float))
+        return self._cache[1], self._cache[2]
+
+    def evaluate_outputs(self):
+        return self._eval()[0]
+
+    def evaluate_jacobian_outputs(self):
+        dy = self._eval()[1]
+        r, c = np.indices(dy.shape)             # dense: one fixed pattern
+        return sp.coo_matrix((dy.ravel(), (r.ravel(), c.ravel())), shape=dy.shape)
