@@ -24,6 +24,9 @@ def test_without_pyomo_parameters_work_and_greybox_names_the_extra():
         q, qd, qdd, lam = s.initial_conditions()
         r, J = res.evaluate(res.join(q[None], qd[None], qdd[None], lam[None]), [2.0])
         assert np.abs(r).max() < 1e-9, r          # the consistent state solves the residual
+        from flexmbd.pyomo.shooting import Shooting
+        sim = Shooting(s, 0.04, 0.01, P.free_parameters()).simulate([2.0])
+        assert sim.dq.shape == (5, s.n, 1) and np.abs(sim.q[-1] - q).max() > 1e-4
         try:
             import flexmbd.pyomo.greybox
         except FlexmbdError as err:
