@@ -24,7 +24,8 @@ Prints the optimum, the peak bearing force at the seed's values (k = 2e4 N/m, c 
 at the optimum, SLSQP's iterations and the CPU time; writes ``out/pyomo_design.png``
 (bearing force history at the seed's values and at the optimum).
 
-Results (2-core machine shared by other jobs, November 2026): at defaults the optimum is
+CPU time at defaults: 34 s (2-core machine shared by other jobs, November 2026). Results:
+at defaults the optimum is
 ``k = 0``, ``c = 5000 N s/m`` (the upper bound): peak bearing force 2040.7 N (seed) ->
 1008.4 N (-50.6 %), 14 SLSQP iterations, 17 simulations with sensitivities, 34 s CPU. The
 damper makes the swing quasi-static, the spring only adds load; the remaining peak is the
