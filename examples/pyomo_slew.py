@@ -31,7 +31,8 @@ and wanders (tried: effort weights 1e-4 and 1e-2, adaptive mu, 30-vector history
 objective scaling).
 
 CPU time at defaults (dt = 0.01 s, 8 sine terms; 2-core machine shared by other jobs,
-November 2026): 12.2 s in 7 SLSQP iterations (18.6 s wall for the script's optimization); residual modal energy 2.2e-21 J;
+November 2026): 12.2 s in 7 SLSQP iterations (18.6 s wall for the optimization);
+residual modal energy at 1 s 2.2e-21 J;
 
 =========  =================  ==================  ===========================
 profile    peak torque [N m]  angle at 1 s [deg]  residual tip amplitude [mm]
