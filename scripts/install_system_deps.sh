@@ -5,7 +5,9 @@
 #    drivers and OSMesa are installed when neither EGL nor OSMesa is found;
 #  * SuiteSparse headers and OpenBLAS, so that pip can build scikit-sparse (CHOLMOD,
 #    supernodal with OpenBLAS: the fast sparse Cholesky of the FEM reductions). Without
-#    them flexmbd falls back to cholespy (slower, still correct).
+#    them flexmbd falls back to cholespy (slower, still correct);
+#  * Ipopt and the AMPL solver library for the optional flexmbd.pyomo (cyipopt builds
+#    against coinor-libipopt-dev; python -m flexmbd.pyomo.build_asl against libamplsolver).
 # Idempotent; installs only what is missing. Never fails the set-up: flexmbd runs without
 # either (viz raises a clear error; the FEM uses the fallback solver).
 set -uo pipefail
@@ -22,9 +24,12 @@ fi
 if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
     missing+=(libopenblas0-pthread)
 fi
+for pkg in coinor-libipopt-dev libamplsolver-dev pkg-config g++; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "install_system_deps: GL, SuiteSparse and OpenBLAS are present"
+    echo "install_system_deps: GL, SuiteSparse, OpenBLAS and Ipopt are present"
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then

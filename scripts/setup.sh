@@ -10,4 +10,8 @@ python -m pip install -q -e ".[all]"
 # cholespy wheel as fallback (pyproject extra "fast").
 python -m pip install -q -e ".[fast]" \
     || echo "setup: scikit-sparse did not build; the FEM uses cholespy instead" >&2
+# flexmbd.pyomo (extra "pyomo"): Pyomo, cyipopt (a source build against the system Ipopt) and
+# PyNumero's ASL library compiled against the system libamplsolver; optional like "fast"
+{ python -m pip install -q -e ".[pyomo]" && python -m flexmbd.pyomo.build_asl; } \
+    || echo "setup: the pyomo extra did not install; flexmbd.pyomo is unavailable" >&2
 python examples/flagship.py

@@ -431,7 +431,7 @@ class AbsoluteSystem:
                     Cs.append(np.asarray(C, float)[None])
         for jm in self._jf:
             w, _, _, _ = jm.wrenches(t, st)
-            Qb = Q.reshape(-1, 7)
+            Qb = Q[: self.n_rigid].reshape(-1, 7)
             for k, F in w:
                 Qb[k, :3] += F[3:]
                 Qb[k, 3:] += 2.0 * st.E[k].T @ F[:3]

@@ -1,0 +1,104 @@
+"""Shooting sensitivities (flexmbd.pyomo.shooting) against finite differences of whole
+simulations: parameters of the seed's slider-crank SDA, torque-profile coefficients of a
+pendulum with a viscous bearing. Runs without Pyomo."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import flexmbd as fm
+import flexmbd.pyomo as fmo
+from flexmbd.pyomo.shooting import Shooting
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+
+def _fd(fun, z, j, rel=1e-3):
+    """Central difference of a whole simulation output along z[j] (the outputs are smooth;
+    1e-3 relative keeps the Newton tolerance's noise below the truncation error)."""
+    e = rel * max(abs(z[j]), 1.0)
+    zp, zm = np.array(z, float), np.array(z, float)
+    zp[j] += e
+    zm[j] -= e
+    return (fun(zp) - fun(zm)) / (2 * e)
+
+
+def test_slider_crank_sda_parameter_sensitivities_match_finite_differences():
+    from sda_slider_crank import build
+
+    m = build(k=2e4, c=1e2)
+    P = fmo.parameters(m)
+    P.sda.k.free(bounds=(0.0, 1e6))
+    P.sda.c.free(bounds=(0.0, 1e4))
+    sh = Shooting(m.compile("absolute"), 0.2, 0.01, P.free_parameters())
+    z0 = np.array([2e4, 1e2])
+    res = sh.simulate(z0)
+    F, dF = sh.joint_force(res, "j_crank")
+    assert np.all(res.iterations <= 5)
+    for j in range(2):
+        fd = _fd(lambda z: sh.joint_force(sh.simulate(z, sensitivities=False), "j_crank")[0],
+                 z0, j)
+        assert np.max(np.abs(fd - dF[:, :, j])) < 1e-6 * np.max(np.abs(fd))
+        fdq = _fd(lambda z: sh.simulate(z, sensitivities=False).q, z0, j)
+        assert np.max(np.abs(fdq - res.dq[:, :, j])) < 1e-6 * np.max(np.abs(fdq))
+
+
+def test_pendulum_torque_profile_and_friction_sensitivities_match_finite_differences():
+    m = fm.Model("p")
+    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
+    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
+    m.g = fm.Gravity((0, -9.81, 0))
+    m.tau = fmo.JointInput(m.hinge)
+    m.fric = fmo.ViscousBearing(m.hinge, c=0.3)
+    P = fmo.parameters(m)
+    P.fric.c.free(bounds=(0.0, 1.0))
+
+    def profile(t, th):                       # tau = th0 sin(pi t) + th1 sin(2 pi t)
+        b = np.array([np.sin(np.pi * t), np.sin(2 * np.pi * t)])
+        return np.array([b @ th]), b[None, :]
+
+    sh = Shooting(m.compile("absolute"), 0.5, 0.01, P.free_parameters(), [m.tau], profile,
+                  ntheta=2)
+    z0 = np.array([0.3, 4.0, -2.0])
+
+    def tip(z):
+        r = sh.simulate(z[:1], z[1:], sensitivities=False)
+        return r.q[:, 3:7]                     # the link's Euler parameters (-)
+
+    res = sh.simulate(z0[:1], z0[1:])
+    assert np.ptp(res.q[:, 6]) > 0.05          # it swings
+    for j in range(3):
+        fd = _fd(tip, z0, j)
+        assert np.max(np.abs(fd - res.dq[:, 3:7, j])) < 1e-6 * np.max(np.abs(fd))
+
+
+def test_design_example_lowers_the_peak_bearing_force_to_a_stationary_optimum(tmp_path):
+    import pyomo_design as ex
+
+    out = ex.main(**ex.QUICK, outdir=tmp_path)
+    assert out["success"]
+    # the optimum's peak is the simulated peak (not just the bound variable) and is lower
+    assert out["peak_opt"] < 0.6 * out["peak_seed"]
+    assert (tmp_path / "pyomo_design.png").stat().st_size > 10_000
+    # no better design nearby: the peak at perturbed feasible designs is not lower
+    sh = ex.peak_problem(**ex.QUICK)
+    p = np.array([out["k"], out["c"]])
+    for dp in ([1e3, 0.0], [0.0, 100.0], [0.0, -100.0]):
+        q = np.clip(p + dp, 0.0, None)
+        F, _ = ex.bearing_force(sh, q, sensitivities=False)
+        assert np.linalg.norm(F, axis=1).max() >= out["peak_opt"] * (1 - 1e-6)
+
+
+def test_slew_by_shooting_leaves_less_vibration_than_cycloidal_and_bang_bang(tmp_path):
+    import pyomo_slew as ex
+
+    out = ex.main(**ex.QUICK, outdir=tmp_path)
+    rows = out["rows"]
+    assert out["failure"] is None and "optimized" in rows
+    opt, cyc, bang = rows["optimized"], rows["cycloidal"], rows["bang-bang"]
+    assert abs(opt["angle"] - 90.0) < 1e-3                       # rest to rest, 90 degrees
+    assert opt["peak_torque"] <= ex.U_MAX * out["u_bb"] * (1 + 1e-9)  # torque bound
+    assert opt["amplitude"] < 0.01 * cyc["amplitude"]
+    assert cyc["amplitude"] < 0.1 * bang["amplitude"]
+    assert (tmp_path / "pyomo_slew.png").stat().st_size > 10_000
