@@ -93,7 +93,7 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
                     initial=(res.q, res.qd, res.qdd, res.extra["lambda"]))
     tip = m.beam.point((L, 0.0, 0.0))
     phi = np.asarray(tip.modes, float)[4]
-    sl = s.modal_slices["beam"]
+    sl = s.modal_slices["beam"].q
     obj = 0
     for k in range(1, tr.N + 1):
         px, py, _ = tr.point(k, tip)

@@ -137,7 +137,7 @@ def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
                     initial=(res.q, res.qd, res.qdd, res.extra["lambda"]))
     N = tr.N
     bi = [b.name for b in s.bodies].index("hub")
-    sl = s.modal_slices["beam"]
+    sl = s.modal_slices["beam"].q
     x = tr.m.gb.inputs
     for k in range(1, N + 1):
         x[f"u[{k - 1},0]"].value = float(cyc(k * dt)[0])
@@ -184,7 +184,7 @@ def optimize_shooting(m, s, rb, dt, ubb, n_terms=6, maxiter=60):
 
     sh = Shooting(s, T, dt, inputs=[m.torque], profile=profile, ntheta=n_terms, tol=1e-10)
     bi = [b.name for b in s.bodies].index("hub")
-    sl = s.modal_slices["beam"]
+    sl = s.modal_slices["beam"].q
     K = np.asarray(rb.K_ff, float)
     M = np.asarray(rb.M_ff, float)
     sc = 1.0 / (0.5 * ubb * 1e-3)          # energy scale: J per (half a mJ per N m)

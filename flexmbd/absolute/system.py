@@ -323,11 +323,12 @@ class AbsoluteSystem:
             return None
         return sum(np.asarray(e.g, dtype=float) for e in self._grav_elements)
 
-    def initial_conditions(self, tol: float = 1e-12,
-                           t0: float = 0.0) -> tuple[Array, Array, Array, Array]:
-        """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached)."""
+    def initial_conditions(self, tol: float = 1e-12, t0: float = 0.0,
+                           fresh: bool = False) -> tuple[Array, Array, Array, Array]:
+        """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached;
+        ``fresh=True`` recomputes them, e.g. after inputs at ``t0`` changed)."""
         self.refresh()
-        if self._ic is None or self._ic[0] != t0:
+        if fresh or self._ic is None or self._ic[0] != t0:
             self._ic = (t0, consistent_initial_conditions(self, self._q_tree, self._qd_tree,
                                                           tol=tol, t=t0))
         return tuple(x.copy() for x in self._ic[1])

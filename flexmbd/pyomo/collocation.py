@@ -158,7 +158,7 @@ class Trajectory:
         G = [[-e1, e0, e3, -e2], [-e2, -e3, e0, e1], [-e3, e2, -e1, e0]]
         x = [float(c) for c in np.asarray(frame.position, float)]
         if body.name in s.modal_slices:
-            sl = s.modal_slices[body.name]
+            sl = s.modal_slices[body.name].q
             qf = q[sl]
             modes = np.asarray(frame.modes, float)[3:]
             x = [x[i] + sum(float(modes[i, j]) * qf[j] for j in range(len(qf))

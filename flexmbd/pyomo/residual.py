@@ -112,7 +112,7 @@ class NodeResiduals:
                 par.value = val
         self.system.refresh()
 
-    def _set_inputs(self, u):
+    def set_inputs(self, u):
         i = 0
         for inp in self.inputs:
             inp.set_value(u[i:i + inp.joint.nv])
@@ -121,7 +121,7 @@ class NodeResiduals:
     # -- evaluation -----------------------------------------------------------------------
     def _node(self, k, q, v, a, lam, u, jacobian):
         s = self.system
-        self._set_inputs(u)
+        self.set_inputs(u)
         T = s.dae_terms(q, v, a, lam, self.times[k], jacobian=jacobian)
         F = T.R - T.Q + T.PtL
         return np.concatenate([F, T.phi]), T
@@ -168,13 +168,13 @@ class NodeResiduals:
                 for j in range(self.nu):
                     uj = u[k].copy()
                     uj[j] += 1.0
-                    self._set_inputs(uj)
+                    self.set_inputs(uj)
                     Qj = self.system.generalized_forces(q[k], v[k], self.times[k])
                     d = -(Qj - Q0)
                     rows.append(R0 + np.arange(n))      # dense column: a fixed pattern
                     cols.append(np.full(n, C0 + 3 * n + nc + j))
                     vals.append(d)
-                self._set_inputs(u[k])
+                self.set_inputs(u[k])
         r = np.concatenate(rs)
         if self.np:
             Jp = self.parameter_jacobian(X, r)

@@ -129,9 +129,8 @@ class Shooting:
         N, h, b, g = self.N, self.h, self.beta, self.gamma
         U = np.zeros((N + 1, nu))
         U[0], du0 = self._u(0.0, theta)
-        self.res._set_inputs(U[0])          # the initial accelerations see u(0)
-        s._ic = None
-        q0, v0, a0, l0 = s.initial_conditions()
+        self.res.set_inputs(U[0])           # the initial accelerations see u(0)
+        q0, v0, a0, l0 = s.initial_conditions(fresh=True)
         Q, V, A, L = (np.zeros((N + 1, m)) for m in (n, n, n, nc))
         Q[0], V[0], A[0], L[0] = q0, v0, a0, l0
         sens = sensitivities and nz > 0
@@ -214,10 +213,10 @@ class Shooting:
         ``body``: the body's name (default the joint's child).
         """
         s = self.system
-        k = s._joint_pos(joint)
+        k = s.layout.joint_row(joint)
         j = s.joints[k]
         name = body or j.child.name
-        i = s._body_pos(name)
+        i = s.layout.body_row(name)
         rows = s.constraints.joint_rows[k]
         cols = slice(7 * i, 7 * i + 3)
         N = len(result.t)

@@ -109,7 +109,7 @@ def test_modal_parameters_change_the_dynamics_as_declared(strip):
     s = m.compile("absolute")
     P = fmo.parameters(m)
     q, qd, qdd, lam = s.initial_conditions()
-    sl = s.modal_slices["beam"]
+    sl = s.modal_slices["beam"].q
     qd = qd.copy()
     qd[sl] = [1.0, -0.5, 0.2]
     res = fmo.NodeResiduals(s, [0.0])
