@@ -114,7 +114,7 @@ def simulate(m, s, u, dt, t_coast=1.0):
     res = s.simulate(T + t_coast, dt=dt, integrator="newmark", beta=0.25, gamma=0.5,
                      project_velocities=False, gauge=False, tol=1e-10, progress=False)
     m.torque.set_value([0.0])
-    e = res.extra["orientation:hub"]
+    e = res.body_series["hub"].orientation
     ang = 2 * np.arctan2(e[:, 3], e[:, 0])
     tip = m.beam.point((L, 0.0, 0.0))
     defl = res.body("beam").modal @ np.asarray(tip.modes, float)[4]
