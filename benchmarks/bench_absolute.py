@@ -37,8 +37,13 @@ def chain(n, k=5e3, c=20.0, exact=True):
         setattr(m, f"b{i}", b)
         setattr(m, f"j{i}", fm.Revolute(prev, b, parent_frame=pf, q0=[0.3 if i == 0 else 0.05]))
         if i:
-            setattr(m, f"s{i}", fm.SpringDamperActuator(prev, (0.25, 0.1, 0), b, (0.25, 0.1, 0),
-                                                         k=k, c=c, exact_jacobian=exact))
+            setattr(
+                m,
+                f"s{i}",
+                fm.SpringDamperActuator(
+                    prev, (0.25, 0.1, 0), b, (0.25, 0.1, 0), k=k, c=c, exact_jacobian=exact
+                ),
+            )
         prev, pf = b, (0.5, 0.0, 0.0)
     m.g = fm.Gravity((0, -9.81, 0))
     return m
@@ -49,18 +54,24 @@ def run(model, steps, dt=0.01, **kw):
     s.initial_conditions()
     tic = time.perf_counter()
     try:
-        res = s.simulate(steps * dt, dt=dt, integrator="newmark", tol=1e-7, max_iter=200,
-                         energy=False, **kw)
+        res = s.simulate(
+            steps * dt, dt=dt, integrator="newmark", tol=1e-7, max_iter=200, energy=False, **kw
+        )
         failed = None
     except fm.ConvergenceError as err:
         res, failed = err.partial, err.time
     wall = time.perf_counter() - tic
     it = res.stats["newton_iterations"][1:]
     st = res.stats["step_time"][1:]
-    return {"iters": float(it.mean()) if len(it) else float("nan"),
-            "step": float(np.median(st)) if len(st) else float("nan"),
-            "per_iter": float(np.median(st / np.maximum(it, 1))) if len(st) else float("nan"),
-            "wall": wall, "failed": failed, "n": s.n, "nc": s.nc}
+    return {
+        "iters": float(it.mean()) if len(it) else float("nan"),
+        "step": float(np.median(st)) if len(st) else float("nan"),
+        "per_iter": float(np.median(st / np.maximum(it, 1))) if len(st) else float("nan"),
+        "wall": wall,
+        "failed": failed,
+        "n": s.n,
+        "nc": s.nc,
+    }
 
 
 def main(write=True):
@@ -81,19 +92,24 @@ def main(write=True):
     p_step_big = np.polyfit(np.log(sizes[2:]), np.log([r["step"] for r in scal[2:]]), 1)[0]
     import scipy
 
-    lines = ["<!-- absolute:start -->",
-             "## Absolute formulation, implicit integration (seed 002)", "",
-             "Index-3 DAE in body coordinates (position + Euler parameters), Newmark "
-             "beta=1/4 gamma=1/2 (velocity projection after each step), dt = 0.01 s, Newton "
-             "tol 1e-7 on the scaled residual, exact sparse Jacobian; times are medians of "
-             "the per-step wall times. No peer runs this formulation here: absolute times.", "",
-             "- Command: `python benchmarks/bench_absolute.py`",
-             f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
-             f"{np.__version__}, scipy {scipy.__version__}, nproc {os.cpu_count()}, "
-             f"load average at start {os.getloadavg()[0]:.1f} (shared machine)",
-             f"- Date: {time.strftime('%Y-%m-%d')}", "",
-             "| model | SDA | corrections/step exact | without SDA Jacobian | ms/step exact | "
-             "without |", "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "<!-- absolute:start -->",
+        "## Absolute formulation, implicit integration (seed 002)",
+        "",
+        "Index-3 DAE in body coordinates (position + Euler parameters), Newmark "
+        "beta=1/4 gamma=1/2 (velocity projection after each step), dt = 0.01 s, Newton "
+        "tol 1e-7 on the scaled residual, exact sparse Jacobian; times are medians of "
+        "the per-step wall times. No peer runs this formulation here: absolute times.",
+        "",
+        "- Command: `python benchmarks/bench_absolute.py`",
+        f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
+        f"{np.__version__}, scipy {scipy.__version__}, nproc {os.cpu_count()}, "
+        f"load average at start {os.getloadavg()[0]:.1f} (shared machine)",
+        f"- Date: {time.strftime('%Y-%m-%d')}",
+        "",
+        "| model | SDA | corrections/step exact | without SDA Jacobian | ms/step exact | without |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
 
     def cell(r, key, fmt):
         if r["failed"] is not None:
@@ -101,19 +117,30 @@ def main(write=True):
         return fmt.format(r[key])
 
     for name, par, a, b in rows:
-        lines.append(f"| {name} | {par} | {cell(a, 'iters', '{:.2f}')} | "
-                     f"{cell(b, 'iters', '{:.2f}')} | {a['step'] * 1e3:.2f} | "
-                     f"{b['step'] * 1e3:.2f} |")
-    lines += ["", "Scaling on the chain (exact Jacobian, 30 steps):", "",
-              "| bodies | unknowns (q + lambda) | corrections/step | ms/step | ms/correction |",
-              "|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {name} | {par} | {cell(a, 'iters', '{:.2f}')} | "
+            f"{cell(b, 'iters', '{:.2f}')} | {a['step'] * 1e3:.2f} | "
+            f"{b['step'] * 1e3:.2f} |"
+        )
+    lines += [
+        "",
+        "Scaling on the chain (exact Jacobian, 30 steps):",
+        "",
+        "| bodies | unknowns (q + lambda) | corrections/step | ms/step | ms/correction |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for n, r in zip(sizes, scal):
-        lines.append(f"| {n} | {r['n'] + r['nc']} | {r['iters']:.2f} | {r['step'] * 1e3:.2f} | "
-                     f"{r['per_iter'] * 1e3:.2f} |")
-    lines += ["", f"Fitted exponent (time ~ N^p), N = 10..200: p = {p_step:.2f} per step, "
-              f"{p_iter:.2f} per Newton correction; N = 50..200: p = {p_step_big:.2f} per step "
-              f"(below 50 bodies the fixed Python/numpy overhead per call dominates).",
-              "<!-- absolute:end -->"]
+        lines.append(
+            f"| {n} | {r['n'] + r['nc']} | {r['iters']:.2f} | {r['step'] * 1e3:.2f} | "
+            f"{r['per_iter'] * 1e3:.2f} |"
+        )
+    lines += [
+        "",
+        f"Fitted exponent (time ~ N^p), N = 10..200: p = {p_step:.2f} per step, "
+        f"{p_iter:.2f} per Newton correction; N = 50..200: p = {p_step_big:.2f} per step "
+        f"(below 50 bodies the fixed Python/numpy overhead per call dominates).",
+        "<!-- absolute:end -->",
+    ]
     text = "\n".join(lines)
     print(text)
     if write:
@@ -121,7 +148,7 @@ def main(write=True):
         old = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
         if "<!-- absolute:start -->" in old:
             a_, b_ = old.index("<!-- absolute:start -->"), old.index("<!-- absolute:end -->")
-            new = old[:a_] + text + old[b_ + len("<!-- absolute:end -->"):]
+            new = old[:a_] + text + old[b_ + len("<!-- absolute:end -->") :]
         else:
             new = old.rstrip("\n") + "\n\n" + text + "\n"
         with open(path, "w") as fh:

@@ -86,8 +86,9 @@ def best_time(f, budget=0.25, repeats=7):
 def load_space_robot():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("space_robot", ROOT / "examples" /
-                                                  "space_robot.py")
+    spec = importlib.util.spec_from_file_location(
+        "space_robot", ROOT / "examples" / "space_robot.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.build()
@@ -126,8 +127,9 @@ def case(model, rng, pin_ok=True):
         out["pin"] = best_time(pinf)
         a = pin.aba(pm, pd, qp, vp, tp)
         pin.rnea(pm, pd, qp, vp, a)
-        f = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear])
-                      for i in range(1, pm.njoints)])
+        f = np.array(
+            [np.concatenate([pd.f[i].angular, pd.f[i].linear]) for i in range(1, pm.njoints)]
+        )
         out["err_qdd"] = np.linalg.norm(qdd - v_from_pin(maps, a)) / np.linalg.norm(qdd)
         out["err_f"] = np.linalg.norm(reac - f) / np.linalg.norm(f)
         del pd, pm
@@ -150,16 +152,19 @@ def fit_exponent(ns, ts):
 
 def cold_compile_time():
     """First call in a fresh process with an empty numba cache (full compilation)."""
-    code = ("import time, sys; sys.path.insert(0, %r);"
-            "from tests.recursive.models import chain; import numpy as np;"
-            "t = time.perf_counter(); s = chain(3).compile('recursive');"
-            "s.qdd_and_reactions(np.zeros(3), np.zeros(3));"
-            "s.forward_dynamics_batch(np.zeros((2, 3)), np.zeros((2, 3)));"
-            "print(time.perf_counter() - t)").replace("%r", repr(str(ROOT)))
+    code = (
+        "import time, sys; sys.path.insert(0, %r);"
+        "from tests.recursive.models import chain; import numpy as np;"
+        "t = time.perf_counter(); s = chain(3).compile('recursive');"
+        "s.qdd_and_reactions(np.zeros(3), np.zeros(3));"
+        "s.forward_dynamics_batch(np.zeros((2, 3)), np.zeros((2, 3)));"
+        "print(time.perf_counter() - t)"
+    ).replace("%r", repr(str(ROOT)))
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -169,8 +174,11 @@ def main(argv=None):
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
     ap.add_argument("--pin-max", type=int, default=300)
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
-    ap.add_argument("--flexible", action="store_true",
-                    help="only the flexible-body CFA benchmark (its block of the cfa section)")
+    ap.add_argument(
+        "--flexible",
+        action="store_true",
+        help="only the flexible-body CFA benchmark (its block of the cfa section)",
+    )
     args = ap.parse_args(argv)
     if args.flexible:
         return flexible_main(args)
@@ -197,8 +205,11 @@ def main(argv=None):
         s, r = case(chain(n), rng, pin_ok=n <= args.pin_max)
         chains[n] = (s, r)
         rows.append((f"revolute chain N = {n}", r))
-        print(f"  per call N={n}: ours {r['ours'] * 1e6:.1f} us"
-              + (f", pin {r['pin'] * 1e6:.1f} us" if "pin" in r else ""), file=sys.stderr)
+        print(
+            f"  per call N={n}: ours {r['ours'] * 1e6:.1f} us"
+            + (f", pin {r['pin'] * 1e6:.1f} us" if "pin" in r else ""),
+            file=sys.stderr,
+        )
 
     # --- scaling: serialized vs general CFA vs dense mass matrix
     gen_sizes = [n for n in sizes if 10 <= n <= (100 if args.quick else 200)]
@@ -209,12 +220,16 @@ def main(argv=None):
         q, qd, tau = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
         if n in gen_sizes:
             t_gen[n] = best_time(
-                lambda s=s, q=q, qd=qd, tau=tau: s.forward_dynamics(q, qd, tau,
-                                                                    algorithm="general"),
-                budget=0.5, repeats=3)
+                lambda s=s, q=q, qd=qd, tau=tau: s.forward_dynamics(
+                    q, qd, tau, algorithm="general"
+                ),
+                budget=0.5,
+                repeats=3,
+            )
         if n in dense_sizes:
-            t_dense[n] = best_time(lambda s=s, q=q, qd=qd, tau=tau: dense_method(s, q, qd, tau),
-                                   budget=0.5, repeats=3)
+            t_dense[n] = best_time(
+                lambda s=s, q=q, qd=qd, tau=tau: dense_method(s, q, qd, tau), budget=0.5, repeats=3
+            )
     ser_ns = [n for n in sizes if n >= 10]
     exp_ser = fit_exponent(ser_ns, [chains[n][1]["ours"] for n in ser_ns])
     exp_gen = fit_exponent(list(t_gen), list(t_gen.values()))
@@ -286,19 +301,24 @@ def main(argv=None):
         f"- Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__},"
         f" pin {pin.__version__}; date {today}",
         f"- Numba compile: cold (empty cache) {cold:.1f} s; warm start (cached kernels) "
-        f"{warm:.2f} s" if cold is not None else
-        f"- Numba compile: warm start (cached kernels) {warm:.2f} s (cold not measured)",
+        f"{warm:.2f} s"
+        if cold is not None
+        else f"- Numba compile: warm start (cached kernels) {warm:.2f} s (cold not measured)",
         "",
         "| case | nv | flexmbd [us] | pin aba+rnea [us] | ratio | max rel. diff qdd / forces |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for name, r in rows:
         if "pin" in r:
-            lines.append(f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | {r['pin'] * 1e6:.1f} | "
-                         f"{r['ours'] / r['pin']:.2f} | {r['err_qdd']:.1e} / {r['err_f']:.1e} |")
+            lines.append(
+                f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | {r['pin'] * 1e6:.1f} | "
+                f"{r['ours'] / r['pin']:.2f} | {r['err_qdd']:.1e} / {r['err_f']:.1e} |"
+            )
         else:
-            lines.append(f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | n/a (pin createData "
-                         "memory ~N^3) | | |")
+            lines.append(
+                f"| {name} | {r['nv']} | {r['ours'] * 1e6:.1f} | n/a (pin createData "
+                "memory ~N^3) | | |"
+            )
     lines += [
         "",
         "Scaling (revolute chains, fitted exponent of time vs N):",
@@ -349,11 +369,11 @@ def main(argv=None):
         path = ROOT / "benchmarks" / "RESULTS.md"
         old = path.read_text() if path.exists() else "# Benchmark results\n"
         flex = ""
-        if FSTART in old and FEND in old:   # keep the flexible block of an earlier run
-            flex = "\n\n" + old[old.index(FSTART):old.index(FEND) + len(FEND)]
+        if FSTART in old and FEND in old:  # keep the flexible block of an earlier run
+            flex = "\n\n" + old[old.index(FSTART) : old.index(FEND) + len(FEND)]
         block = f"{START}\n{text}{flex}\n{END}"
         if START in old and END in old:
-            new = old[:old.index(START)] + block + old[old.index(END) + len(END):]
+            new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
         else:
             new = old.rstrip("\n") + "\n\n" + block + "\n"
         path.write_text(new)
@@ -375,8 +395,17 @@ def flexible_chain(n, stiff=False):
     for i in range(n):
         b = fm.FlexibleBody(rb, geometric_stiffening=stiff)
         setattr(m, f"b{i}", b)
-        setattr(m, f"j{i}", fm.Revolute(prev, b, axis=(0, 0, 1) if i % 2 == 0 else (0, 1, 0),
-                                        parent_frame=pf, child_frame=b.interface("A")))
+        setattr(
+            m,
+            f"j{i}",
+            fm.Revolute(
+                prev,
+                b,
+                axis=(0, 0, 1) if i % 2 == 0 else (0, 1, 0),
+                parent_frame=pf,
+                child_frame=b.interface("A"),
+            ),
+        )
         prev, pf = b, b.interface("B")
     m.g = fm.Gravity((0, -9.81, 0))
     return m
@@ -399,8 +428,9 @@ def flexible_main(args):
     abs_max = 50 if args.quick else 200
     gen_max = 20 if args.quick else 50
     t_first = time.perf_counter()
-    flexible_chain(2).compile("recursive").qdd_and_reactions(*_flex_state(
-        flexible_chain(2).compile("recursive"), rng))
+    flexible_chain(2).compile("recursive").qdd_and_reactions(
+        *_flex_state(flexible_chain(2).compile("recursive"), rng)
+    )
     warm = time.perf_counter() - t_first
     rows = []
     for n in sizes:
@@ -416,28 +446,37 @@ def flexible_main(args):
         qdd, reac = s.qdd_and_reactions(q, qd)
         if n <= gen_max:
             sg = m.compile("recursive", algorithm="general")
-            r["general"] = best_time(lambda sg=sg, q=q, qd=qd: sg.qdd_and_reactions(q, qd),
-                                     budget=0.5, repeats=3)
+            r["general"] = best_time(
+                lambda sg=sg, q=q, qd=qd: sg.qdd_and_reactions(q, qd), budget=0.5, repeats=3
+            )
             qg, rg = sg.qdd_and_reactions(q, qd)
-            r["err_gen"] = max(np.abs(qg - qdd).max() / np.abs(qdd).max(),
-                               np.abs(rg - reac).max() / np.abs(reac).max())
+            r["err_gen"] = max(
+                np.abs(qg - qdd).max() / np.abs(qdd).max(),
+                np.abs(rg - reac).max() / np.abs(reac).max(),
+            )
         if n <= abs_max:
             ab = m.compile("absolute")
             Q, QD = ab.state_from_bodies(s.body_states(q, qd))
             for name, (sq, sv) in s.modal_slices.items():
                 Q[ab.modal_slices[name].q], QD[ab.modal_slices[name].q] = q[sq], qd[sv]
-            r["abs"] = best_time(lambda ab=ab, Q=Q, QD=QD: ab.forward_dynamics(Q, QD),
-                                 budget=1.0, repeats=3)
+            r["abs"] = best_time(
+                lambda ab=ab, Q=Q, QD=QD: ab.forward_dynamics(Q, QD), budget=1.0, repeats=3
+            )
             fa = ab.forward_dynamics(Q, QD)
             ra = np.array([fa.reaction(nm) for nm in s.joint_names])
             qm = np.concatenate([qdd[sv] for _, sv in s.modal_slices.values()])
             qa = np.concatenate([ab.modal(fa.qdd, nm) for nm in s.modal_slices])
-            r["err_abs"] = max(np.abs(ra - reac).max() / np.abs(reac).max(),
-                               np.abs(qa - qm).max() / np.abs(qm).max())
+            r["err_abs"] = max(
+                np.abs(ra - reac).max() / np.abs(reac).max(),
+                np.abs(qa - qm).max() / np.abs(qm).max(),
+            )
         rows.append(r)
-        print(f"  flexible chain N={n}: ours {r['ours'] * 1e6:.0f} us, stiffened "
-              f"{r['stiff'] * 1e6:.0f} us" + (f", absolute {r['abs'] * 1e3:.1f} ms"
-                                            if "abs" in r else ""), file=sys.stderr)
+        print(
+            f"  flexible chain N={n}: ours {r['ours'] * 1e6:.0f} us, stiffened "
+            f"{r['stiff'] * 1e6:.0f} us"
+            + (f", absolute {r['abs'] * 1e3:.1f} ms" if "abs" in r else ""),
+            file=sys.stderr,
+        )
     ns = [r["n"] for r in rows]
     e_ours = fit_exponent(ns, [r["ours"] for r in rows])
     e_stiff = fit_exponent(ns, [r["stiff"] for r in rows])
@@ -474,9 +513,11 @@ def flexible_main(args):
         a = f"{r['abs'] * 1e3:.1f}" if "abs" in r else "-"
         ratio = f"{r['abs'] / r['ours']:.0f}x" if "abs" in r else "-"
         err = f"{r['err_abs']:.1e}" if "abs" in r else "-"
-        lines.append(f"| {r['n']} | {r['nv']} | {r['ours'] * 1e6:.0f} | "
-                     f"{r['ours'] * 1e6 / r['n']:.1f} | {r['stiff'] * 1e6:.0f} ({r['iters']}) | "
-                     f"{g} | {a} | {ratio} | {err} |")
+        lines.append(
+            f"| {r['n']} | {r['nv']} | {r['ours'] * 1e6:.0f} | "
+            f"{r['ours'] * 1e6 / r['n']:.1f} | {r['stiff'] * 1e6:.0f} ({r['iters']}) | "
+            f"{g} | {a} | {ratio} | {err} |"
+        )
     lines += [
         "",
         "Fitted exponents of time vs N:",
@@ -495,9 +536,9 @@ def flexible_main(args):
         path = ROOT / "benchmarks" / "RESULTS.md"
         old = path.read_text()
         if FSTART in old and FEND in old:
-            new = old[:old.index(FSTART)] + text + old[old.index(FEND) + len(FEND):]
+            new = old[: old.index(FSTART)] + text + old[old.index(FEND) + len(FEND) :]
         elif END in old:
-            new = old[:old.index(END)].rstrip("\n") + "\n\n" + text + "\n" + old[old.index(END):]
+            new = old[: old.index(END)].rstrip("\n") + "\n\n" + text + "\n" + old[old.index(END) :]
         else:
             new = old.rstrip("\n") + "\n\n" + f"{START}\n{text}\n{END}" + "\n"
         path.write_text(new)

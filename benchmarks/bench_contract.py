@@ -48,23 +48,28 @@ def chain_urdf(n):
     """URDF text of an n-link serial chain on a fixed base: revolute joints about x, y, z
     in turn, joint origins offset and tilted, centres of mass off the link axes."""
     axes = ["0 0 1", "0 1 0", "1 0 0"]
-    out = ['<?xml version="1.0"?>', f'<robot name="chain{n}">',
-           '  <link name="base"><inertial><mass value="2.0"/><origin xyz="0 0 0.05"/>'
-           '<inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>'
-           '</link>']
+    out = [
+        '<?xml version="1.0"?>',
+        f'<robot name="chain{n}">',
+        '  <link name="base"><inertial><mass value="2.0"/><origin xyz="0 0 0.05"/>'
+        '<inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>'
+        "</link>",
+    ]
     for i in range(1, n + 1):
         m = 1.0 + 0.05 * i
         out.append(
             f'  <link name="l{i}"><inertial><origin xyz="0.02 0.01 0.15" rpy="0.1 0 0.2"/>'
             f'<mass value="{m:.3f}"/><inertia ixx="{0.01 * m:.5f}" ixy="0.0002" ixz="0" '
-            f'iyy="{0.012 * m:.5f}" iyz="0.0001" izz="{0.004 * m:.5f}"/></inertial></link>')
+            f'iyy="{0.012 * m:.5f}" iyz="0.0001" izz="{0.004 * m:.5f}"/></inertial></link>'
+        )
         parent = "base" if i == 1 else f"l{i - 1}"
         z = 0.1 if i == 1 else 0.3
         out.append(
             f'  <joint name="j{i}" type="revolute"><parent link="{parent}"/>'
             f'<child link="l{i}"/><origin xyz="0.01 0 {z}" rpy="0.05 -0.03 0.1"/>'
             f'<axis xyz="{axes[i % 3]}"/>'
-            '<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>')
+            '<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>'
+        )
     out.append("</robot>")
     return "\n".join(out)
 
@@ -77,7 +82,7 @@ def urdf_case(n, rng, rounds):
     xml = chain_urdf(n)
     m = fm.Model.from_urdf(xml)
     pm = pin.buildModelFromXML(xml)
-    m.gravity = fm.Gravity(tuple(pm.gravity.linear))       # Pinocchio's default gravity
+    m.gravity = fm.Gravity(tuple(pm.gravity.linear))  # Pinocchio's default gravity
     s = m.compile("recursive")
     pd = pm.createData()
     names = [j.name for j in m.joints() if j.nv]
@@ -111,10 +116,11 @@ def urdf_case(n, rng, rounds):
     Q, QD = ab.state_from_bodies(s.body_states(q, qd))
     fa = ab.forward_dynamics(Q, QD, tau)
     t["abs"] = best_time(lambda: ab.forward_dynamics(Q, QD, tau), budget=0.5, repeats=3)
-    err_abs = max(np.abs(fa.reaction(nm) - fd.reaction(nm)).max() for nm in names) / np.abs(
-        f).max()
-    err_acc = np.abs(fa.body_accelerations - fd.body_accelerations).max() / np.abs(
-        fd.body_accelerations).max()
+    err_abs = max(np.abs(fa.reaction(nm) - fd.reaction(nm)).max() for nm in names) / np.abs(f).max()
+    err_acc = (
+        np.abs(fa.body_accelerations - fd.body_accelerations).max()
+        / np.abs(fd.body_accelerations).max()
+    )
     return dict(nv=n, err_qdd=err_qdd, err_f=err_f, err_abs=err_abs, err_acc=err_acc, **t)
 
 
@@ -138,8 +144,7 @@ def robot_case(rng, rounds):
     fd = s.forward_dynamics(q, qd, tau)
     a = pin.aba(pm, pd, qp, vp, tp)
     pin.rnea(pm, pd, qp, vp, a)
-    f = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear])
-                  for i in range(1, pm.njoints)])
+    f = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear]) for i in range(1, pm.njoints)])
     err_qdd = np.linalg.norm(fd.qdd - v_from_pin(maps, a)) / np.linalg.norm(fd.qdd)
     err_f = np.linalg.norm(fd.reactions - f) / np.linalg.norm(f)
     calls = {
@@ -169,8 +174,10 @@ def main(argv=None):
     import pinocchio as pin
 
     rng = np.random.default_rng(0)
-    rows = [("20-link URDF chain", urdf_case(20, rng, args.rounds)),
-            ("space robot (13 bodies, floating)", robot_case(rng, args.rounds))]
+    rows = [
+        ("20-link URDF chain", urdf_case(20, rng, args.rounds)),
+        ("space robot (13 bodies, floating)", robot_case(rng, args.rounds)),
+    ]
     load = os.getloadavg()
     lines = [
         "## The documented call: `forward_dynamics` vs Pinocchio",
@@ -195,7 +202,8 @@ def main(argv=None):
         lines.append(
             f"| {name} | {r['nv']} | {r['fd'] * 1e6:.1f} | {r['lean'] * 1e6:.1f} | "
             f"{r['pin'] * 1e6:.1f} | {r['fd'] / r['lean']:.2f} | **{r['fd'] / r['pin']:.2f}** | "
-            f"{r['err_qdd']:.1e} / {r['err_f']:.1e} |")
+            f"{r['err_qdd']:.1e} / {r['err_f']:.1e} |"
+        )
     u = rows[0][1]
     lines += [
         "",
@@ -212,7 +220,7 @@ def main(argv=None):
         old = path.read_text() if path.exists() else "# Benchmark results\n"
         block = f"{START}\n{text}\n{END}"
         if START in old and END in old:
-            new = old[:old.index(START)] + block + old[old.index(END) + len(END):]
+            new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
         else:
             new = old.rstrip("\n") + "\n\n" + block + "\n"
         path.write_text(new)

@@ -59,12 +59,13 @@ assembly 6.44 s, CB 8 + invariants + stress 119.6 s (factorization of K_ii 45-96
 
 
 def peak_gib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def beam(nx, ny):
-    return skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, nx + 1), np.linspace(0, 0.05, ny + 1),
-                                      np.linspace(0, 0.05, ny + 1))
+    return skfem.MeshHex1.init_tensor(
+        np.linspace(0, 1.0, nx + 1), np.linspace(0, 0.05, ny + 1), np.linspace(0, 0.05, ny + 1)
+    )
 
 
 def interfaces():
@@ -84,14 +85,24 @@ def run_flexmbd(mesh):
     cpu = time.process_time() - c0
     tm = dict(rb.timings)
     core = t_asm + tm["modes"] + tm["invariants"]
-    row = {"asm": t_asm, "modes": tm["modes"], "inv": tm["invariants"],
-           "stress": tm["stress_modes"], "kg": tm["geometric"], "core": core, "total": wall,
-           "cpu": cpu, "load": (load0 + os.getloadavg()[0]) / 2,
-           "factor": tm.get("modes.factor", np.nan), "eigen": tm.get("modes.eigen", np.nan),
-           "kg_static": tm.get("geometric.static", np.nan),
-           "kg_assemble": tm.get("geometric.assemble", np.nan),
-           "kg_project": tm.get("geometric.project", np.nan),
-           "f_cb": np.sort(rb.frequencies)[:4], "n_kg": rb.kg_unit.shape[0]}
+    row = {
+        "asm": t_asm,
+        "modes": tm["modes"],
+        "inv": tm["invariants"],
+        "stress": tm["stress_modes"],
+        "kg": tm["geometric"],
+        "core": core,
+        "total": wall,
+        "cpu": cpu,
+        "load": (load0 + os.getloadavg()[0]) / 2,
+        "factor": tm.get("modes.factor", np.nan),
+        "eigen": tm.get("modes.eigen", np.nan),
+        "kg_static": tm.get("geometric.static", np.nan),
+        "kg_assemble": tm.get("geometric.assemble", np.nan),
+        "kg_project": tm.get("geometric.project", np.nan),
+        "f_cb": np.sort(rb.frequencies)[:4],
+        "n_kg": rb.kg_unit.shape[0],
+    }
     return model, rb, row
 
 
@@ -99,20 +110,21 @@ def run_normal(model):
     SYMBOLIC_CACHE.clear()
     model._free = None
     t0 = time.perf_counter()
-    rb = F.reduce(None, strategy=F.NormalModes(8), model=model, geometric=False,
-                  stress_modes=False)
+    rb = F.reduce(None, strategy=F.NormalModes(8), model=model, geometric=False, stress_modes=False)
     return time.perf_counter() - t0, rb.frequencies
 
 
 def exudyn_cb(nodes, K, M, nodesA, nodesB):
     from exudyn.FEM import FEMinterface
+
     fem = FEMinterface()
     fem.nodes = {"Position": np.asarray(nodes).copy()}
     fem.massMatrix = M.tocsr()
     fem.stiffnessMatrix = K.tocsr()
     t0 = time.perf_counter()
-    fem.ComputeHurtyCraigBamptonModes(boundaryNodesList=[list(nodesA), list(nodesB)],
-                                      nEigenModes=8, useSparseSolver=True)
+    fem.ComputeHurtyCraigBamptonModes(
+        boundaryNodesList=[list(nodesA), list(nodesB)], nEigenModes=8, useSparseSolver=True
+    )
     t_cb = time.perf_counter() - t0
     Phi = np.asarray(fem.modeBasis["matrix"])
     Kr, Mr = Phi.T @ (K @ Phi), Phi.T @ (M @ Phi)
@@ -122,6 +134,7 @@ def exudyn_cb(nodes, K, M, nodesA, nodesB):
 
 def exudyn_eig(nodes, K, M):
     from exudyn.FEM import FEMinterface
+
     fem = FEMinterface()
     fem.nodes = {"Position": np.asarray(nodes).copy()}
     fem.massMatrix, fem.stiffnessMatrix = M.tocsr(), K.tocsr()
@@ -143,13 +156,27 @@ def run_peer_subprocess(model, nodesA, nodesB, timeout):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "km.npz"
         K, M = model.K.tocsr(), model.M.tocsr()
-        np.savez(path, K_data=K.data, K_indices=K.indices, K_indptr=K.indptr, M_data=M.data,
-                 M_indices=M.indices, M_indptr=M.indptr, shape=np.array(K.shape),
-                 nodes=model.fe.nodes, nodesA=nodesA, nodesB=nodesB)
+        np.savez(
+            path,
+            K_data=K.data,
+            K_indices=K.indices,
+            K_indptr=K.indptr,
+            M_data=M.data,
+            M_indices=M.indices,
+            M_indptr=M.indptr,
+            shape=np.array(K.shape),
+            nodes=model.fe.nodes,
+            nodesA=nodesA,
+            nodesB=nodesB,
+        )
         t0 = time.perf_counter()
         try:
-            r = subprocess.run([sys.executable, __file__, "--peer-worker", str(path)],
-                               capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(
+                [sys.executable, __file__, "--peer-worker", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return {"peer_stopped": time.perf_counter() - t0}
         for line in r.stdout.splitlines():
@@ -170,20 +197,24 @@ def machine_info():
         pass
     try:
         import sksparse
+
         sks = getattr(sksparse, "__version__", None)
         if sks is None:
             from importlib.metadata import version
+
             sks = version("scikit-sparse")
     except Exception:
         sks = "not installed"
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     pools = sorted({Path(p).name for p in _threads.openblas_pools()})
-    return (f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB; Python "
-            f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-            f"scikit-fem {skfem.__version__}, scikit-sparse {sks}; factorization backend "
-            f"`{available_backends()[0]}` (auto order: {' > '.join(available_backends())}); "
-            f"OpenBLAS pools {', '.join(pools)} limited to {_threads.FEM_THREADS} thread(s) "
-            f"inside flexmbd.fem")
+    return (
+        f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB; Python "
+        f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"scikit-fem {skfem.__version__}, scikit-sparse {sks}; factorization backend "
+        f"`{available_backends()[0]}` (auto order: {' > '.join(available_backends())}); "
+        f"OpenBLAS pools {', '.join(pools)} limited to {_threads.FEM_THREADS} thread(s) "
+        f"inside flexmbd.fem"
+    )
 
 
 def main():
@@ -193,8 +224,12 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the small case")
     ap.add_argument("--repeats-large", type=int, default=1)
-    ap.add_argument("--peer-timeout", type=float, default=300.0,
-                    help="time limit (s) of the Exudyn run at the large size")
+    ap.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=300.0,
+        help="time limit (s) of the Exudyn run at the large size",
+    )
     ap.add_argument("--peer-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peer_worker:
@@ -209,8 +244,11 @@ def main():
         for _ in range(reps):
             model, rb, row = run_flexmbd(mesh)
             runs.append(row)
-            print(f"flexmbd {model.n_dofs} DOF: " + ", ".join(
-                f"{k} {v:.3f}" for k, v in row.items() if np.isscalar(v)), flush=True)
+            print(
+                f"flexmbd {model.n_dofs} DOF: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if np.isscalar(v)),
+                flush=True,
+            )
         best = dict(min(runs, key=lambda r: r["total"]))
         best["totals"] = [r["total"] for r in runs]
         best["loads"] = [r["load"] for r in runs]
@@ -273,12 +311,15 @@ def table(rows, args):
             f"{_f(r['kg'])} ({_f(r['kg_static'])} / {_f(r['kg_assemble'])} / "
             f"{_f(r['kg_project'])}) | **{_f(r['total'])}** ({_f(r['cpu'])}) | {peer} | "
             f"{_f(r['nm'])} | {_f(r.get('peer_eig'))} | {r['mem']:.2f} | "
-            f"{', '.join(f'{x:.1f}' for x in r['loads'])} |")
+            f"{', '.join(f'{x:.1f}' for x in r['loads'])} |"
+        )
     lines.append("")
     for r in rows:
         if len(r["totals"]) > 1:
-            lines.append(f"- {r['dof']:,} DOF: totals of the {len(r['totals'])} runs "
-                         f"{', '.join(f'{x:.2f}' for x in r['totals'])} s.")
+            lines.append(
+                f"- {r['dof']:,} DOF: totals of the {len(r['totals'])} runs "
+                f"{', '.join(f'{x:.2f}' for x in r['totals'])} s."
+            )
     lines.append("")
     lines.append("Frequencies (Hz) of the reduced models, first four:")
     lines.append("")
@@ -298,7 +339,7 @@ def write_section(text):
     old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     block = f"{START}\n## FEM reduction (flexmbd.fem vs Exudyn FEMinterface)\n\n{text}\n{END}"
     if START in old and END in old:
-        new = old[:old.index(START)] + block + old[old.index(END) + len(END):]
+        new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
     RESULTS.write_text(new)

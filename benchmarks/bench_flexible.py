@@ -81,8 +81,9 @@ def fe_models():
 
 
 def reduce(model, n_modes):
-    return fm.fem.reduce(None, strategy=fm.CraigBampton(n_modes, interfaces={"A": "A"}),
-                         model=model, name="beam")
+    return fm.fem.reduce(
+        None, strategy=fm.CraigBampton(n_modes, interfaces={"A": "A"}), model=model, name="beam"
+    )
 
 
 def tip_trajectory(m, res, shift):
@@ -100,8 +101,11 @@ def run_flexmbd(rb, t_end, dt, rho_inf, repeat, shift=None, stiffening=False, ga
         c = time.process_time()
         res = s.simulate(t_end, **kw)
         best = min(best, time.process_time() - c)
-    return {"cpu": best, "tip": tip_trajectory(m, res, shift),
-            "iters": float(res.stats["newton_iterations"][1:].mean())}
+    return {
+        "cpu": best,
+        "tip": tip_trajectory(m, res, shift),
+        "iters": float(res.stats["newton_iterations"][1:].mean()),
+    }
 
 
 def run_flexmbd_exudyn_gravity(rb, t_end, dt, rho_inf):
@@ -125,15 +129,15 @@ def run_flexmbd_exudyn_gravity(rb, t_end, dt, rho_inf):
     AF.gravity_terms = undeformed_moment
     try:
         m = fp.build(rb, stiffening=False)
-        res = m.compile("absolute").simulate(t_end, dt=dt, integrator="generalized-alpha",
-                                             rho_inf=rho_inf, engine=False)
+        res = m.compile("absolute").simulate(
+            t_end, dt=dt, integrator="generalized-alpha", rho_inf=rho_inf, engine=False
+        )
     finally:
         AF.gravity_terms = orig
     return tip_trajectory(m, res, np.zeros(3))
 
 
-def run_exudyn(rb, model, t_end, dt, rho_inf, repeat, variant="marker", gravity="mass",
-               tol=1e-10):
+def run_exudyn(rb, model, t_end, dt, rho_inf, repeat, variant="marker", gravity="mass", tol=1e-10):
     """Exudyn's ObjectFFRFreducedOrder on our M, K and modes; ``variant`` the joint model
     ("marker"/"node"), ``gravity`` "mass" (``gravity=``) or "exact" (mass-weighted marker)."""
     import exudyn as exu
@@ -167,26 +171,40 @@ def run_exudyn(rb, model, t_end, dt, rho_inf, repeat, variant="marker", gravity=
     for _ in range(repeat):
         SC = exu.SystemContainer()
         mbs = SC.AddSystem()
-        obj = cms.AddObjectFFRFreducedOrder(mbs, positionRef=list(shift),
-                                            gravity=list(G) if gravity == "mass" else [0, 0, 0])
+        obj = cms.AddObjectFFRFreducedOrder(
+            mbs, positionRef=list(shift), gravity=list(G) if gravity == "mass" else [0, 0, 0]
+        )
         body = obj["oFFRFreducedOrder"]
         if gravity == "exact":
-            mC = mbs.AddMarker(MarkerSuperElementPosition(
-                bodyNumber=body, meshNodeNumbers=np.arange(N), weightingFactors=m_i / m_i.sum()))
+            mC = mbs.AddMarker(
+                MarkerSuperElementPosition(
+                    bodyNumber=body, meshNodeNumbers=np.arange(N), weightingFactors=m_i / m_i.sum()
+                )
+            )
             mbs.AddLoad(LoadForceVector(markerNumber=mC, loadVector=list(m_i.sum() * G)))
         ground = mbs.AddObject(ObjectGround(referencePosition=[0, 0, 0]))
         mG = mbs.AddMarker(MarkerBodyRigid(bodyNumber=ground, localPosition=list(fp.A0)))
         if variant == "marker":
             nA = np.asarray(rb.interface("A")[2])
-            mA = mbs.AddMarker(MarkerSuperElementRigid(
-                bodyNumber=body, meshNodeNumbers=nA,
-                weightingFactors=np.ones(len(nA)) / len(nA), offset=[0, 0, 0]))
+            mA = mbs.AddMarker(
+                MarkerSuperElementRigid(
+                    bodyNumber=body,
+                    meshNodeNumbers=nA,
+                    weightingFactors=np.ones(len(nA)) / len(nA),
+                    offset=[0, 0, 0],
+                )
+            )
         else:
             mA = mbs.AddMarker(MarkerNodeRigid(nodeNumber=obj["nRigidBody"]))
         mbs.AddObject(GenericJoint(markerNumbers=[mG, mA], constrainedAxes=[1, 1, 1, 1, 1, 0]))
-        sens = mbs.AddSensor(SensorSuperElement(bodyNumber=body, meshNodeNumber=tip,
-                                                storeInternal=True,
-                                                outputVariableType=exu.OutputVariableType.Position))
+        sens = mbs.AddSensor(
+            SensorSuperElement(
+                bodyNumber=body,
+                meshNodeNumber=tip,
+                storeInternal=True,
+                outputVariableType=exu.OutputVariableType.Position,
+            )
+        )
         mbs.Assemble()
         sim = exu.SimulationSettings()
         ti = sim.timeIntegration
@@ -272,22 +290,29 @@ def table(rows, args, study, load, conv=None):
         "(`node`, mesh shifted so that the frame is at the hinge; compared with flexmbd on the "
         "same shifted mesh); gravity by `gravity=` (mass-proportional load) or `exact` "
         "(mass-weighted `MarkerSuperElementPosition` on all 1025 nodes + `LoadForceVector`, "
-        "see the reading).")
+        "see the reading)."
+    )
     L.append("")
     L.append("- Command: `python benchmarks/bench_flexible.py --write`")
-    L.append(f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
-             f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; "
-             f"shared machine); exudyn {exv}, numba {numba.__version__}; date "
-             f"{time.strftime('%Y-%m-%d')}")
+    L.append(
+        f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
+        f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; "
+        f"shared machine); exudyn {exv}, numba {numba.__version__}; date "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     L.append("")
     peer = "marker/mass" in rows[0]
-    L.append("Time (CPU s for 1000 steps; ratio = flexmbd / Exudyn; Newton iterations per step "
-             "in brackets):")
+    L.append(
+        "Time (CPU s for 1000 steps; ratio = flexmbd / Exudyn; Newton iterations per step "
+        "in brackets):"
+    )
     L.append("")
     if peer:
-        L.append("| modes | flexmbd [s] | per step [us] | Exudyn marker, gravity= [s] | ratio | "
-                 "Exudyn node, gravity= [s] | ratio | Exudyn marker, exact [s] | "
-                 "Exudyn node, exact [s] |")
+        L.append(
+            "| modes | flexmbd [s] | per step [us] | Exudyn marker, gravity= [s] | ratio | "
+            "Exudyn node, gravity= [s] | ratio | Exudyn marker, exact [s] | "
+            "Exudyn node, exact [s] |"
+        )
         L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             L.append(
@@ -297,43 +322,57 @@ def table(rows, args, study, load, conv=None):
                 f"{r['node/mass']:.3f} ({r['node/mass_it']:.2f}) | "
                 f"{r['ours'] / r['node/mass']:.2f} | "
                 f"{r['marker/exact']:.3f} ({r['marker/exact_it']:.2f}) | "
-                f"{r['node/exact']:.3f} ({r['node/exact_it']:.2f}) |")
+                f"{r['node/exact']:.3f} ({r['node/exact_it']:.2f}) |"
+            )
         L.append("")
         L.append("Tip agreement (max |tip_flexmbd - tip_Exudyn| over the run, m):")
         L.append("")
-        L.append("| modes | marker, exact | node, exact | marker, exact (flexmbd gauge=False) | "
-                 "node, exact (flexmbd gauge=False) | marker, gravity= | node, gravity= | "
-                 "flexmbd with Exudyn's gravity vs marker, gravity= |")
+        L.append(
+            "| modes | marker, exact | node, exact | marker, exact (flexmbd gauge=False) | "
+            "node, exact (flexmbd gauge=False) | marker, gravity= | node, gravity= | "
+            "flexmbd with Exudyn's gravity vs marker, gravity= |"
+        )
         L.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            L.append(f"| {r['modes']} | {r['marker/exact_diff']:.1e} | "
-                     f"{r['node/exact_diff']:.1e} | {r['marker/exact_same']:.1e} | "
-                     f"{r['node/exact_same']:.1e} | {r['marker/mass_diff']:.1e} | "
-                     f"{r['node/mass_diff']:.1e} | {r['compat']:.1e} |")
+            L.append(
+                f"| {r['modes']} | {r['marker/exact_diff']:.1e} | "
+                f"{r['node/exact_diff']:.1e} | {r['marker/exact_same']:.1e} | "
+                f"{r['node/exact_same']:.1e} | {r['marker/mass_diff']:.1e} | "
+                f"{r['node/mass_diff']:.1e} | {r['compat']:.1e} |"
+            )
     else:
         L.append("| modes | flexmbd [s] | per step [us] |")
         L.append("|---:|---:|---:|")
         for r in rows:
-            L.append(f"| {r['modes']} | {r['ours']:.3f} ({r['iters']:.2f}) | "
-                     f"{r['ours'] * 1e3:.0f} |")
+            L.append(
+                f"| {r['modes']} | {r['ours']:.3f} ({r['iters']:.2f}) | {r['ours'] * 1e3:.0f} |"
+            )
     if conv:
         L.append("")
-        L.append("Convergence in dt (8 modes, Exudyn's interface-marker model; max tip difference "
-                 "over the run, m; the last two columns compare each code with itself at dt/2):")
+        L.append(
+            "Convergence in dt (8 modes, Exudyn's interface-marker model; max tip difference "
+            "over the run, m; the last two columns compare each code with itself at dt/2):"
+        )
         L.append("")
-        L.append("| dt | flexmbd - Exudyn exact | flexmbd (gauge=False) - Exudyn exact | "
-                 "flexmbd - Exudyn gravity= | flexmbd: dt vs dt/2 | Exudyn exact: dt vs dt/2 |")
+        L.append(
+            "| dt | flexmbd - Exudyn exact | flexmbd (gauge=False) - Exudyn exact | "
+            "flexmbd - Exudyn gravity= | flexmbd: dt vs dt/2 | Exudyn exact: dt vs dt/2 |"
+        )
         L.append("|---:|---:|---:|---:|---:|---:|")
         for r in conv:
             so = f"{r['self_ours']:.1e}" if "self_ours" in r else "-"
             se = f"{r['self_ex']:.1e}" if "self_ex" in r else "-"
-            L.append(f"| {r['dt']:g} | {r['on']:.1e} | {r['off']:.1e} | {r['mass']:.1e} | {so} | "
-                     f"{se} |")
+            L.append(
+                f"| {r['dt']:g} | {r['on']:.1e} | {r['off']:.1e} | {r['mass']:.1e} | {so} | {se} |"
+            )
     if study:
         L.append("")
-        L.append("Floating-frame placement (flexmbd only, 8 modes): tip difference between the "
-                 "frame at the mesh origin and the frame at the hinge, "
-                 + ", ".join(f"{d:.1e} m at dt = {h:g}" for h, d in study) + ".")
+        L.append(
+            "Floating-frame placement (flexmbd only, 8 modes): tip difference between the "
+            "frame at the mesh origin and the frame at the hinge, "
+            + ", ".join(f"{d:.1e} m at dt = {h:g}" for h, d in study)
+            + "."
+        )
     L.append("")
     L.append("Reading:")
     L.append("")
@@ -441,14 +480,24 @@ def main(argv=None):
             ref = {"marker": ours["tip"], "node": hinge}
             # Exudyn's scheme keeps the Euler-parameter rates' gauge component: flexmbd
             # with gauge=False runs the same discrete equations
-            same = {"marker": run_flexmbd(rb, args.t_end, args.dt, args.rho_inf, 1,
-                                          gauge=False)["tip"],
-                    "node": run_flexmbd(rb_h, args.t_end, args.dt, args.rho_inf, 1, shift=A0,
-                                        gauge=False)["tip"]}
+            same = {
+                "marker": run_flexmbd(rb, args.t_end, args.dt, args.rho_inf, 1, gauge=False)["tip"],
+                "node": run_flexmbd(
+                    rb_h, args.t_end, args.dt, args.rho_inf, 1, shift=A0, gauge=False
+                )["tip"],
+            }
             for variant in ("marker", "node"):
                 for gravity in ("mass", "exact"):
-                    ex = run_exudyn(rb, models[0], args.t_end, args.dt, args.rho_inf,
-                                    args.repeat, variant, gravity)
+                    ex = run_exudyn(
+                        rb,
+                        models[0],
+                        args.t_end,
+                        args.dt,
+                        args.rho_inf,
+                        args.repeat,
+                        variant,
+                        gravity,
+                    )
                     key = f"{variant}/{gravity}"
                     row[key] = ex["cpu"]
                     row[key + "_it"] = ex["iters"]
@@ -456,11 +505,21 @@ def main(argv=None):
                     row[key + "_same"] = diff(ex["tip"], same[variant])
                     if key == "marker/mass":
                         tip_mass = ex["tip"]
-            row["compat"] = diff(tip_mass, run_flexmbd_exudyn_gravity(rb, args.t_end, args.dt,
-                                                                      args.rho_inf))
+            row["compat"] = diff(
+                tip_mass, run_flexmbd_exudyn_gravity(rb, args.t_end, args.dt, args.rho_inf)
+            )
         rows.append(row)
-        print({k: (round(v, 4) if k.endswith(("_it", "s", "mass", "exact")) and
-                   isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+        print(
+            {
+                k: (
+                    round(v, 4)
+                    if k.endswith(("_it", "s", "mass", "exact")) and isinstance(v, float)
+                    else v
+                )
+                for k, v in row.items()
+            },
+            flush=True,
+        )
     study = None if args.no_study else frame_study(models, args.rho_inf)
     conv = None if (args.no_study or args.no_peer) else dt_study(models, args.rho_inf)
     text = table(rows, args, study, (load0, os.getloadavg()[0]), conv)

@@ -46,18 +46,32 @@ def run_flexmbd(model, steps):
 
     s = model.compile("absolute")
     s.initial_conditions()
-    kw = dict(dt=DT, integrator="newmark", beta=0.25, gamma=0.5, tol=TOL, max_iter=50,
-              energy=False, project_velocities=False)
+    kw = dict(
+        dt=DT,
+        integrator="newmark",
+        beta=0.25,
+        gamma=0.5,
+        tol=TOL,
+        max_iter=50,
+        energy=False,
+        project_velocities=False,
+    )
     s.simulate(3 * DT, **kw)  # compiled kernels loaded
     best = np.inf
     for _ in range(REPEAT):
         c = time.process_time()
         res = s.simulate(steps * DT, **kw)
         best = min(best, time.process_time() - c)
-    pos = np.stack([s.body_states(q, qd)[b.name][1] for q, qd in zip(res.q, res.qd)
-                    for b in s.bodies]).reshape(len(res.q), s.nb, 3)
-    return {"cpu": best / steps, "iters": float(res.stats["newton_iterations"][1:].mean()),
-            "pos": pos, "engine": Engine.supports(s), "n": s.n + s.nc}
+    pos = np.stack(
+        [s.body_states(q, qd)[b.name][1] for q, qd in zip(res.q, res.qd) for b in s.bodies]
+    ).reshape(len(res.q), s.nb, 3)
+    return {
+        "cpu": best / steps,
+        "iters": float(res.stats["newton_iterations"][1:].mean()),
+        "pos": pos,
+        "engine": Engine.supports(s),
+        "n": s.n + s.nc,
+    }
 
 
 def exudyn_model(model):
@@ -79,12 +93,20 @@ def exudyn_model(model):
     idx = {}
     for b in s.bodies:
         R, r, w, v = st[b.name]
-        inert = RigidBodyInertia(mass=float(b.mass), inertiaTensor=np.asarray(b.inertia_matrix),
-                                 com=list(b.com_vector), inertiaTensorAtCOM=True)
-        idx[id(b)] = mbs.CreateRigidBody(referencePosition=list(r), referenceRotationMatrix=R,
-                                         initialVelocity=list(v),
-                                         initialAngularVelocity=list(w), inertia=inert,
-                                         gravity=g)
+        inert = RigidBodyInertia(
+            mass=float(b.mass),
+            inertiaTensor=np.asarray(b.inertia_matrix),
+            com=list(b.com_vector),
+            inertiaTensorAtCOM=True,
+        )
+        idx[id(b)] = mbs.CreateRigidBody(
+            referencePosition=list(r),
+            referenceRotationMatrix=R,
+            initialVelocity=list(v),
+            initialAngularVelocity=list(w),
+            inertia=inert,
+            gravity=g,
+        )
     ground = mbs.CreateGround()
 
     def num(b):
@@ -107,25 +129,35 @@ def exudyn_model(model):
         elif isinstance(j, fm.Spherical):
             mbs.CreateSphericalJoint(itemNumbers=nums, position=list(pos))
         elif isinstance(j, fm.Prismatic):
-            mbs.CreatePrismaticJoint(itemNumbers=nums, position=list(pos),
-                                     axis=list(Fp @ j.axis))
+            mbs.CreatePrismaticJoint(itemNumbers=nums, position=list(pos), axis=list(Fp @ j.axis))
         elif isinstance(j, fm.Universal):
             a1, a2 = Fp @ j.axis1, Fp @ j.axis2
             a3 = np.cross(a1, a2)
-            mbs.CreateGenericJoint(itemNumbers=nums, position=list(pos),
-                                   rotationMatrixAxes=np.column_stack([a3, a1, a2]),
-                                   constrainedAxes=[1, 1, 1, 1, 0, 0])
+            mbs.CreateGenericJoint(
+                itemNumbers=nums,
+                position=list(pos),
+                rotationMatrixAxes=np.column_stack([a3, a1, a2]),
+                constrainedAxes=[1, 1, 1, 1, 0, 0],
+            )
         else:  # pragma: no cover
             raise NotImplementedError(type(j).__name__)
     for f in model.forces():
         if isinstance(f, fm.SpringDamperActuator):
-            mbs.CreateSpringDamper(itemNumbers=[num(f.body_i), num(f.body_j)],
-                                   localPosition0=list(f.point_i),
-                                   localPosition1=list(f.point_j), referenceLength=f.l0,
-                                   stiffness=f.k, damping=f.c)
+            mbs.CreateSpringDamper(
+                itemNumbers=[num(f.body_i), num(f.body_j)],
+                localPosition0=list(f.point_i),
+                localPosition1=list(f.point_j),
+                referenceLength=f.l0,
+                stiffness=f.k,
+                damping=f.c,
+            )
         elif isinstance(f, fm.PointForce):
-            mbs.CreateForce(itemNumber=num(f.body), loadVector=list(f.force(0.0)),
-                            localPosition=list(f.point), bodyFixed=f.frame == "body")
+            mbs.CreateForce(
+                itemNumber=num(f.body),
+                loadVector=list(f.force(0.0)),
+                localPosition=list(f.point),
+                bodyFixed=f.frame == "body",
+            )
     mbs.Assemble()
     return exu, mbs, idx, [num(b) for b in s.bodies]
 
@@ -154,9 +186,16 @@ def run_exudyn(model, steps):
             sim.solution.file.write = False
             sim.solution.sensors.writePeriod = DT
             sim.show.computationTime = False
-            sens = [mbs.AddSensor(exu.utilities.SensorBody(
-                bodyNumber=b, storeInternal=True,
-                outputVariableType=exu.OutputVariableType.Position)) for b in order]
+            sens = [
+                mbs.AddSensor(
+                    exu.utilities.SensorBody(
+                        bodyNumber=b,
+                        storeInternal=True,
+                        outputVariableType=exu.OutputVariableType.Position,
+                    )
+                )
+                for b in order
+            ]
             mbs.Assemble()
             c = time.process_time()
             mbs.SolveDynamic(sim, storeSolver=True)
@@ -207,8 +246,9 @@ def rotor(steps=20000, generic_steps=200):
     import exudyn as exu
 
     root = Path(HERE).parent
-    spec = importlib.util.spec_from_file_location("abaqus_rotor",
-                                                  root / "examples" / "abaqus_rotor.py")
+    spec = importlib.util.spec_from_file_location(
+        "abaqus_rotor", root / "examples" / "abaqus_rotor.py"
+    )
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
     rb = ex.reduced_rotor()
@@ -239,10 +279,18 @@ def rotor(steps=20000, generic_steps=200):
         ref = T._exudyn_bearing_positions(Path(ex.data_dir()), steps, 1e-4)
     finally:
         exu.SolveDynamic = orig
-    diff = max(np.abs(m.rotor.interface(s_).trajectory(res)[:, :2] - b[:, :2]).max()
-               / np.abs(b[:, :2]).max() for s_, b in zip(("left", "right"), ref))
-    return {"steps": steps, "ours": ours, "generic_per_1000": generic, "exu": cpu["t"],
-            "diff": diff}
+    diff = max(
+        np.abs(m.rotor.interface(s_).trajectory(res)[:, :2] - b[:, :2]).max()
+        / np.abs(b[:, :2]).max()
+        for s_, b in zip(("left", "right"), ref)
+    )
+    return {
+        "steps": steps,
+        "ours": ours,
+        "generic_per_1000": generic,
+        "exu": cpu["t"],
+        "diff": diff,
+    }
 
 
 def main(write=True):
@@ -250,8 +298,10 @@ def main(write=True):
     import exudyn
     import sda_slider_crank as sc
 
-    rows = [("seed 002 slider-crank, 1 SDA", compare(sc.build(2e4, 0.0), 300)),
-            ("same, SDA as a Python user force element", compare(user_force_model(), 30))]
+    rows = [
+        ("seed 002 slider-crank, 1 SDA", compare(sc.build(2e4, 0.0), 300)),
+        ("same, SDA as a Python user force element", compare(user_force_model(), 30)),
+    ]
     sizes = (10, 25, 50, 100)
     chains = []
     for n in sizes:
@@ -260,44 +310,57 @@ def main(write=True):
         rows.append((f"chain, {n} bodies, {n - 1} SDAs", r))
     p_ours = np.polyfit(np.log(sizes), np.log([r["ours"]["cpu"] for _, r in chains]), 1)[0]
     p_exu = np.polyfit(np.log(sizes), np.log([r["exu"]["cpu"] for _, r in chains]), 1)[0]
-    lines = ["<!-- forces:start -->",
-             "## Force elements in the compiled engine vs Exudyn (issue 13 item 1)", "",
-             "Rigid bodies in Euler parameters, SDAs as Exudyn `SpringDamper` connectors, "
-             "Newmark beta = 1/4, gamma = 1/2, index 3, dt = 0.01 s, Newton tol 1e-7, full "
-             "Newton; CPU time of the time integration per step, best of "
-             f"{REPEAT} (Exudyn: the faster of its dense and sparse solvers; both without "
-             "velocity projection). `engine`: the model runs in flexmbd's "
-             "compiled engine (dense KKT solve, `n + nc <= MAX_DENSE = 400`); larger models "
-             "run the generic sparse path. Position difference: max over bodies and steps "
-             "of the body reference points, flexmbd - Exudyn. The Python user force element "
-             "row is the documented callback path for force laws the engine does not "
-             "compile: the model leaves the engine.", "",
-             "- Command: `OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`",
-             f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
-             f"Exudyn {exudyn.__version__}, nproc {os.cpu_count()}, load average at start "
-             f"{os.getloadavg()[0]:.1f} (shared machine)",
-             f"- Date: {time.strftime('%Y-%m-%d')}", "",
-             "| model | unknowns | flexmbd us/step | path | corrections | Exudyn us/step | "
-             "Exudyn solver | corrections | ratio flexmbd/Exudyn | position diff (m) |",
-             "|---|---:|---:|---|---:|---:|---|---:|---:|---:|"]
+    lines = [
+        "<!-- forces:start -->",
+        "## Force elements in the compiled engine vs Exudyn (issue 13 item 1)",
+        "",
+        "Rigid bodies in Euler parameters, SDAs as Exudyn `SpringDamper` connectors, "
+        "Newmark beta = 1/4, gamma = 1/2, index 3, dt = 0.01 s, Newton tol 1e-7, full "
+        "Newton; CPU time of the time integration per step, best of "
+        f"{REPEAT} (Exudyn: the faster of its dense and sparse solvers; both without "
+        "velocity projection). `engine`: the model runs in flexmbd's "
+        "compiled engine (dense KKT solve, `n + nc <= MAX_DENSE = 400`); larger models "
+        "run the generic sparse path. Position difference: max over bodies and steps "
+        "of the body reference points, flexmbd - Exudyn. The Python user force element "
+        "row is the documented callback path for force laws the engine does not "
+        "compile: the model leaves the engine.",
+        "",
+        "- Command: `OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`",
+        f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
+        f"Exudyn {exudyn.__version__}, nproc {os.cpu_count()}, load average at start "
+        f"{os.getloadavg()[0]:.1f} (shared machine)",
+        f"- Date: {time.strftime('%Y-%m-%d')}",
+        "",
+        "| model | unknowns | flexmbd us/step | path | corrections | Exudyn us/step | "
+        "Exudyn solver | corrections | ratio flexmbd/Exudyn | position diff (m) |",
+        "|---|---:|---:|---|---:|---:|---|---:|---:|---:|",
+    ]
     for name, r in rows:
         a, b = r["ours"], r["exu"]
-        lines.append(f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | "
-                     f"{'engine' if a['engine'] else 'generic'} | {a['iters']:.2f} | "
-                     f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {b['iters']:.2f} | "
-                     f"{a['cpu'] / b['cpu']:.2f} | {r['diff']:.1e} |")
+        lines.append(
+            f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | "
+            f"{'engine' if a['engine'] else 'generic'} | {a['iters']:.2f} | "
+            f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {b['iters']:.2f} | "
+            f"{a['cpu'] / b['cpu']:.2f} | {r['diff']:.1e} |"
+        )
     rt = rotor()
-    lines += ["", f"Abaqus rotor (`examples/abaqus_rotor.py`, Exudyn's perfObjectFFRFreducedOrder: "
-              f"8 modes, 5 spring-dampers at the deforming bearing faces, generalized-alpha "
-              f"rho_inf = 0.5, h = 1e-4 s, {rt['steps']} steps): flexmbd "
-              f"{rt['ours']:.2f} s CPU ({rt['ours'] / rt['steps'] * 1000:.3f} s per 1,000 "
-              f"steps; the generic path: {rt['generic_per_1000']:.1f} s per 1,000 steps), "
-              f"Exudyn's own model (`SolveDynamic`) {rt['exu']:.2f} s: ratio "
-              f"{rt['ours'] / rt['exu']:.2f}; bearing-face radial motion agrees within "
-              f"{100 * rt['diff']:.2f} % of its peak."]
-    lines += ["", f"Growth with the number of bodies N = {', '.join(map(str, sizes))} "
-              f"(time per step ~ N^p): flexmbd p = {p_ours:.2f}, Exudyn p = {p_exu:.2f}.",
-              "<!-- forces:end -->"]
+    lines += [
+        "",
+        f"Abaqus rotor (`examples/abaqus_rotor.py`, Exudyn's perfObjectFFRFreducedOrder: "
+        f"8 modes, 5 spring-dampers at the deforming bearing faces, generalized-alpha "
+        f"rho_inf = 0.5, h = 1e-4 s, {rt['steps']} steps): flexmbd "
+        f"{rt['ours']:.2f} s CPU ({rt['ours'] / rt['steps'] * 1000:.3f} s per 1,000 "
+        f"steps; the generic path: {rt['generic_per_1000']:.1f} s per 1,000 steps), "
+        f"Exudyn's own model (`SolveDynamic`) {rt['exu']:.2f} s: ratio "
+        f"{rt['ours'] / rt['exu']:.2f}; bearing-face radial motion agrees within "
+        f"{100 * rt['diff']:.2f} % of its peak.",
+    ]
+    lines += [
+        "",
+        f"Growth with the number of bodies N = {', '.join(map(str, sizes))} "
+        f"(time per step ~ N^p): flexmbd p = {p_ours:.2f}, Exudyn p = {p_exu:.2f}.",
+        "<!-- forces:end -->",
+    ]
     text = "\n".join(lines)
     print(text)
     if write:
@@ -305,7 +368,7 @@ def main(write=True):
         old = open(path).read()
         if "<!-- forces:start -->" in old:
             a_, b_ = old.index("<!-- forces:start -->"), old.index("<!-- forces:end -->")
-            new = old[:a_] + text + old[b_ + len("<!-- forces:end -->"):]
+            new = old[:a_] + text + old[b_ + len("<!-- forces:end -->") :]
         else:
             new = old.rstrip("\n") + "\n\n" + text + "\n"
         with open(path, "w") as fh:

@@ -56,15 +56,16 @@ def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
         u = (P[i + 1] - P[i]) / L
         Rb = np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]])
         frames.append((Rb, P[i]))
-    M.rod = fm.RigidBody(range(N), rule=lambda blk, i: fm.RigidBody(
-        mass=m, inertia=(Ja, Jt, Jt), com=(L / 2, 0, 0)))
+    M.rod = fm.RigidBody(
+        range(N), rule=lambda blk, i: fm.RigidBody(mass=m, inertia=(Ja, Jt, Jt), com=(L / 2, 0, 0))
+    )
     # joint k at vertex P_k with a tilted axis (world), expressed in each body's axes
     axes = []
     for _ in range(n):
         a = np.array([0, 0, 1.0]) + tilt * rng.standard_normal(3)
         axes.append(a / np.linalg.norm(a))
 
-    def frame_on(i, k):            # joint k's frame on rod i (joint frame axes = world axes)
+    def frame_on(i, k):  # joint k's frame on rod i (joint frame axes = world axes)
         Rb, o = frames[i]
         return (Rb.T @ (P[k] - o), Rb.T)
 
@@ -73,8 +74,9 @@ def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
         child = blk.ground if k == N else blk.rod[k]
         pf = (P[k], np.eye(3)) if k == 0 else frame_on(k - 1, k)
         cf = (P[k], np.eye(3)) if k == N else frame_on(k, k)
-        return fm.Revolute(parent, child, axis=axes[k], parent_frame=pf, child_frame=cf,
-                           cut=(k == N))
+        return fm.Revolute(
+            parent, child, axis=axes[k], parent_frame=pf, child_frame=cf, cut=(k == N)
+        )
 
     M.j = fm.Revolute(range(n), rule=joint)
     M.g = fm.Gravity((0.0, -9.81, 0.0))
@@ -101,22 +103,27 @@ def time_size(N, repeats=3, steps=3, dt=1e-3):
     out["m"] = len(S.constraint_names)
 
     def rec_fd():
-        S.constraints._key = None                            # no cached constraint values
+        S.constraints._key = None  # no cached constraint values
         S.accelerations(q, qd)
 
     out["rec_fd"] = best_of(rec_fd, repeats)
-    S.simulate(dt, dt=dt)                                    # warm up
+    S.simulate(dt, dt=dt)  # warm up
     # integration loop only (meta["wall_time"]), not the output post-processing
-    out["rec_step"] = min(S.simulate(steps * dt, dt=dt).meta["wall_time"]
-                          for _ in range(repeats)) / steps
+    out["rec_step"] = (
+        min(S.simulate(steps * dt, dt=dt).meta["wall_time"] for _ in range(repeats)) / steps
+    )
     # absolute
     try:
         A = model.compile("absolute")
         qa, qda = A.state_from_bodies(S.body_states(q, qd))
         fa = A.forward_dynamics(qa, qda)
         out["abs_fd"] = best_of(lambda: A.forward_dynamics(qa, qda), repeats)
-        out["abs_step"] = min(float(np.mean(A.simulate(steps * dt, dt=dt, integrator="newmark")
-                                            .stats["step_time"][1:])) for _ in range(repeats))
+        out["abs_step"] = min(
+            float(
+                np.mean(A.simulate(steps * dt, dt=dt, integrator="newmark").stats["step_time"][1:])
+            )
+            for _ in range(repeats)
+        )
         # the two formulations agree on the accelerations of the bodies
         err = 0.0
         for b in model.bodies():
@@ -143,20 +150,24 @@ def main(sizes=SIZES, repeats=3, write=False):
     for N in sizes:
         r = time_size(N, repeats)
         rows.append(r)
-        print(f"N={N:4d}  cut rank {r['rank']}/{r['m']}  recursive fd {1e3 * r['rec_fd']:8.2f} ms "
-              f"step {1e3 * r['rec_step']:8.2f} ms | absolute fd {1e3 * r['abs_fd']:8.2f} ms "
-              f"step {1e3 * r['abs_step']:8.2f} ms | agree {r['agree']:.1e}", flush=True)
+        print(
+            f"N={N:4d}  cut rank {r['rank']}/{r['m']}  recursive fd {1e3 * r['rec_fd']:8.2f} ms "
+            f"step {1e3 * r['rec_step']:8.2f} ms | absolute fd {1e3 * r['abs_fd']:8.2f} ms "
+            f"step {1e3 * r['abs_step']:8.2f} ms | agree {r['agree']:.1e}",
+            flush=True,
+        )
         if "abs_error" in r:
             print("   absolute:", r["abs_error"])
     Ns = [r["N"] for r in rows]
-    exps = {k: slope(Ns, [r[k] for r in rows]) for k in ("rec_fd", "rec_step", "abs_fd",
-                                                          "abs_step")}
+    exps = {
+        k: slope(Ns, [r[k] for r in rows]) for k in ("rec_fd", "rec_step", "abs_fd", "abs_step")
+    }
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
     text = report(rows, exps)
     if write:
         old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
         if START in old and END in old:
-            new = old[:old.index(START)] + text + old[old.index(END) + len(END):]
+            new = old[: old.index(START)] + text + old[old.index(END) + len(END) :]
         else:
             new = old.rstrip("\n") + "\n\n" + text + "\n"
         RESULTS.write_text(new)
@@ -166,34 +177,46 @@ def main(sizes=SIZES, repeats=3, write=False):
 def report(rows, exps):
     import numpy
 
-    lines = [START, "## Closed loops: ring of N bodies, recursive + cut joint vs absolute", "",
-             "A ring of N rods with tilted revolute axes closing through the ground (one loop, "
-             "5 cut equations, no redundancy). `fd`: one forward-dynamics evaluation "
-             "(accelerations and multipliers); `step`: one integration step (recursive: RK4 "
-             "+ QR position/velocity projection; absolute: Newmark 1/4, 1/2 with Newton, "
-             "dt = 1e-3 s). Best of 3; times in ms. `agree`: max difference of the body "
-             "accelerations of the two formulations.", "",
-             f"- Command: `{COMMAND}`",
-             f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
-             f"{numpy.__version__}, nproc {os.cpu_count()} (shared machine: timings are noisy)",
-             f"- Date: {datetime.date.today().isoformat()}", "",
-             "| N | cut rank | recursive fd | recursive step | absolute fd | absolute step | "
-             "agree |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        START,
+        "## Closed loops: ring of N bodies, recursive + cut joint vs absolute",
+        "",
+        "A ring of N rods with tilted revolute axes closing through the ground (one loop, "
+        "5 cut equations, no redundancy). `fd`: one forward-dynamics evaluation "
+        "(accelerations and multipliers); `step`: one integration step (recursive: RK4 "
+        "+ QR position/velocity projection; absolute: Newmark 1/4, 1/2 with Newton, "
+        "dt = 1e-3 s). Best of 3; times in ms. `agree`: max difference of the body "
+        "accelerations of the two formulations.",
+        "",
+        f"- Command: `{COMMAND}`",
+        f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
+        f"{numpy.__version__}, nproc {os.cpu_count()} (shared machine: timings are noisy)",
+        f"- Date: {datetime.date.today().isoformat()}",
+        "",
+        "| N | cut rank | recursive fd | recursive step | absolute fd | absolute step | agree |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['N']} | {r['rank']}/{r['m']} | {1e3 * r['rec_fd']:.2f} | "
-                     f"{1e3 * r['rec_step']:.2f} | {1e3 * r['abs_fd']:.2f} | "
-                     f"{1e3 * r['abs_step']:.2f} | {r['agree']:.1e} |")
-    lines += ["", "Growth exponents (slope of log time over log N): "
-              + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in exps.items()),
-              "",
-              "Below a few hundred bodies both are dominated by fixed per-call costs (Python "
-              "orchestration, sparse assembly), hence exponents below 1; the recursive side's "
-              "per-body work (CFA solves, loop kinematics) is compiled and O(N). The growing "
-              "`agree` column is the conditioning of long chains (cf. docs/design/facts.rst: "
-              "compare "
-              "residuals there): the recursive result satisfies the Newton-Euler equations of "
-              "every body with all reported reactions to ~2e-11 and the cut-joint acceleration "
-              "equations to ~1e-13 at N = 200.", END]
+        lines.append(
+            f"| {r['N']} | {r['rank']}/{r['m']} | {1e3 * r['rec_fd']:.2f} | "
+            f"{1e3 * r['rec_step']:.2f} | {1e3 * r['abs_fd']:.2f} | "
+            f"{1e3 * r['abs_step']:.2f} | {r['agree']:.1e} |"
+        )
+    lines += [
+        "",
+        "Growth exponents (slope of log time over log N): "
+        + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in exps.items()),
+        "",
+        "Below a few hundred bodies both are dominated by fixed per-call costs (Python "
+        "orchestration, sparse assembly), hence exponents below 1; the recursive side's "
+        "per-body work (CFA solves, loop kinematics) is compiled and O(N). The growing "
+        "`agree` column is the conditioning of long chains (cf. docs/design/facts.rst: "
+        "compare "
+        "residuals there): the recursive result satisfies the Newton-Euler equations of "
+        "every body with all reported reactions to ~2e-11 and the cut-joint acceleration "
+        "equations to ~1e-13 at N = 200.",
+        END,
+    ]
     return "\n".join(lines)
 
 

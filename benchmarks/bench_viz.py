@@ -43,26 +43,39 @@ def child(tree, out, t_end=0.5, scale=50.0):
     import flexmbd as fm
 
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
-    beam = fm.fem.reduce(str(Path(tree) / "meshes" / "beam_hex.msh"), steel,
-                         fm.CraigBampton(8, interfaces={"A": "A"}), name="beam")
+    beam = fm.fem.reduce(
+        str(Path(tree) / "meshes" / "beam_hex.msh"),
+        steel,
+        fm.CraigBampton(8, interfaces={"A": "A"}),
+        name="beam",
+    )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(beam)
-    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=p.beam.interface("A"))
+    p.hinge = fm.Revolute(
+        p.ground,
+        p.beam,
+        axis=(0, 0, 1),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=p.beam.interface("A"),
+    )
     p.g = fm.Gravity((0, -9.81, 0))
     run = p.simulate(t_end=t_end, dt=1e-3, integrator="generalized-alpha")
-    loaded = sorted(m for m in ("pyvista", "vtk", "vtkmodules", "matplotlib")
-                    if m in sys.modules)
+    loaded = sorted(m for m in ("pyvista", "vtk", "vtkmodules", "matplotlib") if m in sys.modules)
     cpu, wall = _cpu(), time.perf_counter()
     n = fm.viz.animate(run, out, scale=scale)
     cpu, wall = _cpu() - cpu, time.perf_counter() - wall
-    return {"frames": int(n), "cpu": cpu, "wall": wall, "bytes": Path(out).stat().st_size,
-            "preloaded": loaded, "file": fm.__file__}
+    return {
+        "frames": int(n),
+        "cpu": cpu,
+        "wall": wall,
+        "bytes": Path(out).stat().st_size,
+        "preloaded": loaded,
+        "file": fm.__file__,
+    }
 
 
 def run_child(tree, out):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FLEXMBD_GL_PROBED", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if k not in ("FLEXMBD_GL_PROBED", "PYTHONPATH")}
     env["PYTHONPATH"] = str(tree)
     env["FLEXMBD_PROGRESS"] = "0"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(tree), "--out", out]
@@ -70,7 +83,7 @@ def run_child(tree, out):
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("bench-viz ")]
     if r.returncode or not lines:
         raise SystemExit(f"child for {tree} failed:\n{r.stdout}\n{r.stderr}")
-    return json.loads(lines[-1][len("bench-viz "):])
+    return json.loads(lines[-1][len("bench-viz ") :])
 
 
 def _load():
@@ -95,22 +108,29 @@ def main(argv=None):
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, tree in trees:
-            run_child(tree, str(Path(tmp) / f"warm_{name}.gif"))   # numba caches
+            run_child(tree, str(Path(tmp) / f"warm_{name}.gif"))  # numba caches
         for k in range(a.repeat):
-            for name, tree in trees:      # interleaved: both see the same load
+            for name, tree in trees:  # interleaved: both see the same load
                 r = run_child(tree, str(Path(tmp) / f"{name}_{k}.gif"))
                 r["load"] = _load()
                 rows.setdefault(name, []).append(r)
-                print(f"{name:6s} run {k}: {r['frames']} frames, CPU {r['cpu']:.2f} s, "
-                      f"wall {r['wall']:.2f} s, {r['bytes'] / 1e6:.2f} MB, "
-                      f"load {r['load']:.1f}", flush=True)
+                print(
+                    f"{name:6s} run {k}: {r['frames']} frames, CPU {r['cpu']:.2f} s, "
+                    f"wall {r['wall']:.2f} s, {r['bytes'] / 1e6:.2f} MB, "
+                    f"load {r['load']:.1f}",
+                    flush=True,
+                )
     best = {n: min(rs, key=lambda r: r["cpu"]) for n, rs in rows.items()}
     for n, b in best.items():
-        print(f"best {n}: CPU {b['cpu']:.2f} s, wall {b['wall']:.2f} s "
-              f"({1000 * b['cpu'] / b['frames']:.1f} ms CPU per frame incl. set-up)")
+        print(
+            f"best {n}: CPU {b['cpu']:.2f} s, wall {b['wall']:.2f} s "
+            f"({1000 * b['cpu'] / b['frames']:.1f} ms CPU per frame incl. set-up)"
+        )
     if "before" in best:
-        print(f"speed-up (CPU): {best['before']['cpu'] / best['now']['cpu']:.1f}x, "
-              f"(wall): {best['before']['wall'] / best['now']['wall']:.1f}x")
+        print(
+            f"speed-up (CPU): {best['before']['cpu'] / best['now']['cpu']:.1f}x, "
+            f"(wall): {best['before']['wall'] / best['now']['wall']:.1f}x"
+        )
     if a.write:
         write(rows, best, a)
 
@@ -125,9 +145,9 @@ def write(rows, best, a):
         "1,025-node hex beam) animated with `scale=50` and the defaults (`max_frames=200`: "
         "167 frames, 640 x 480 GIF, colour = displacement). Each tree runs in a fresh "
         "process; the time is that of the `animate` call alone, set-up included (VTK "
-        "import -- PyVista with matplotlib for \"before\" --, GL probe -- \"now\" finds "
+        'import -- PyVista with matplotlib for "before" --, GL probe -- "now" finds '
         "its verdict and the colour table in the user cache after the first run, "
-        "\"before\" runs the probe child every time --, scene), CPU of the "
+        '"before" runs the probe child every time --, scene), CPU of the '
         "process and its children. Best of "
         f"{a.repeat} interleaved runs (all listed).",
         "",
@@ -144,13 +164,18 @@ def write(rows, best, a):
     for n, b in best.items():
         runs = ", ".join(format(r["cpu"], ".2f") for r in rows[n])
         label = f"before ({BASELINE})" if n == "before" else "now"
-        lines.append(f"| {label} | {b['frames']} | {b['cpu']:.2f} | {b['wall']:.2f} | "
-                     f"{1000 * b['cpu'] / b['frames']:.1f} | "
-                     f"{runs} | "
-                     f"{b['bytes'] / 1e6:.2f} |")
+        lines.append(
+            f"| {label} | {b['frames']} | {b['cpu']:.2f} | {b['wall']:.2f} | "
+            f"{1000 * b['cpu'] / b['frames']:.1f} | "
+            f"{runs} | "
+            f"{b['bytes'] / 1e6:.2f} |"
+        )
     if "before" in best:
-        lines += ["", f"Speed-up: **{best['before']['cpu'] / best['now']['cpu']:.1f}x** CPU, "
-                  f"{best['before']['wall'] / best['now']['wall']:.1f}x wall."]
+        lines += [
+            "",
+            f"Speed-up: **{best['before']['cpu'] / best['now']['cpu']:.1f}x** CPU, "
+            f"{best['before']['wall'] / best['now']['wall']:.1f}x wall.",
+        ]
     block = "\n".join(["<!-- viz:start -->", *lines, "<!-- viz:end -->"])
     path = HERE / "RESULTS.md"
     text = path.read_text()

@@ -79,8 +79,8 @@ if _run_gallery:
     from flexmbd.viz.headless import RenderingUnavailable, configure
 
     try:
-        configure()                       # headless GL backend, before VTK is loaded
-    except RenderingUnavailable as err:   # the gallery still builds, without 3-D pictures
+        configure()  # headless GL backend, before VTK is loaded
+    except RenderingUnavailable as err:  # the gallery still builds, without 3-D pictures
         print(f"flexmbd docs: no 3-D pictures in the gallery: {err}")
     else:
         import pyvista

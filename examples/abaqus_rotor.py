@@ -63,8 +63,10 @@ def data_dir(path=None):
     if path:
         c = Path(path)
         if not (c / "rotorDiscTest.inp").exists():
-            raise fm.MeshError(f"Abaqus rotor data not found in {str(c)!r}: --data must be "
-                               "the directory with rotorDiscTest.inp and the .mtx files")
+            raise fm.MeshError(
+                f"Abaqus rotor data not found in {str(c)!r}: --data must be "
+                "the directory with rotorDiscTest.inp and the .mtx files"
+            )
         return c.resolve()
     return Path(fm.data.abaqus_rotor()["inp"]).parent
 
@@ -79,10 +81,18 @@ def reduced_rotor(directory=None, n_modes=8, stiffness_scale=1e-2, unbalance=UNB
     i = int(np.argmin(np.linalg.norm(x - np.asarray(RIM), axis=1)))
     for k in range(3):  # a point mass moves with the node in every direction
         M[3 * i + k, 3 * i + k] += unbalance
-    bearings = {"left": fm.fem.Plane((0, 0, 0), (0, 0, 1)),
-                "right": fm.fem.Plane((0, 0, 0.5), (0, 0, 1))}
-    return fm.fem.reduce(deck.mesh, (M.tocsr(), stiffness_scale * K), fm.NormalModes(n_modes),
-                         interfaces=bearings, interface_kind="distributing", name="rotor")
+    bearings = {
+        "left": fm.fem.Plane((0, 0, 0), (0, 0, 1)),
+        "right": fm.fem.Plane((0, 0, 0.5), (0, 0, 1)),
+    }
+    return fm.fem.reduce(
+        deck.mesh,
+        (M.tocsr(), stiffness_scale * K),
+        fm.NormalModes(n_modes),
+        interfaces=bearings,
+        interface_kind="distributing",
+        name="rotor",
+    )
 
 
 def build(rotor):
@@ -96,8 +106,13 @@ def build(rotor):
         origin = np.asarray(itf.position, float)
         for a in dirs:
             ground_point = origin + ARM * np.asarray(axes[a], float)
-            setattr(m, f"{side}_{a}", fm.SpringDamperActuator(
-                m.ground, ground_point, m.rotor, itf, k=K_BEARING, c=D_BEARING, l0=ARM))
+            setattr(
+                m,
+                f"{side}_{a}",
+                fm.SpringDamperActuator(
+                    m.ground, ground_point, m.rotor, itf, k=K_BEARING, c=D_BEARING, l0=ARM
+                ),
+            )
     return m
 
 
@@ -116,7 +131,7 @@ def deflection(rotor, res, xyz):
     """Elastic displacement (nt, 3) of the node nearest ``xyz`` in body axes (m)."""
     i = int(np.argmin(np.linalg.norm(rotor.nodes - np.asarray(xyz), axis=1)))
     q = res.body("rotor").modal
-    return q @ rotor.modes[3 * i: 3 * i + 3].T
+    return q @ rotor.modes[3 * i : 3 * i + 3].T
 
 
 def main(steps=20000, h=1e-4, directory=None, plot=True):
@@ -127,8 +142,9 @@ def main(steps=20000, h=1e-4, directory=None, plot=True):
     # Newton tolerance relative to the applied forces (kN): the 2e8 N/m bearing springs,
     # 1 m long, carry a force round-off of k eps L ~ 4e-8 N, above the default absolute
     # tol of 1e-8 N
-    res = model.simulate(t_end=steps * h, dt=h, integrator="generalized-alpha", rho_inf=0.5,
-                         rtol=1e-10)
+    res = model.simulate(
+        t_end=steps * h, dt=h, integrator="generalized-alpha", rho_inf=0.5, rtol=1e-10
+    )
     cpu = time.process_time() - cpu
     if plot:
         _plot(model, rotor, res)
@@ -137,6 +153,7 @@ def main(steps=20000, h=1e-4, directory=None, plot=True):
 
 def _plot(model, rotor, res):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -181,5 +198,7 @@ if __name__ == "__main__":
     model, res, rotor, cpu = main(**settings())
     print("free-free frequencies (Hz):", np.round(rotor.frequencies, 2))
     fl, fr = bearing_forces(model, res, "left"), bearing_forces(model, res, "right")
-    print(f"{len(res.t) - 1} steps: CPU {cpu:.2f} s; peak bearing force left "
-          f"{np.abs(fl[:, :2]).max():.4g} N, right {np.abs(fr[:, :2]).max():.4g} N")
+    print(
+        f"{len(res.t) - 1} steps: CPU {cpu:.2f} s; peak bearing force left "
+        f"{np.abs(fl[:, :2]).max():.4g} N, right {np.abs(fr[:, :2]).max():.4g} N"
+    )

@@ -48,10 +48,9 @@ import numpy as np
 import flexmbd as fm
 
 # data (Hairer & Wanner II, VII.7; Test Set "andrews")
-M = dict(m1=.04325, m2=.00365, m3=.02373, m4=.00706, m5=.07050, m6=.00706, m7=.05498)
-I = dict(i1=2.194e-6, i2=4.410e-7, i3=5.255e-6, i4=5.667e-7, i5=1.169e-5, i6=5.667e-7,
-         i7=1.912e-5)
-xa, ya, xb, yb, xc, yc = -.06934, -.00227, -.03635, .03273, .014, .072
+M = dict(m1=0.04325, m2=0.00365, m3=0.02373, m4=0.00706, m5=0.07050, m6=0.00706, m7=0.05498)
+I = dict(i1=2.194e-6, i2=4.410e-7, i3=5.255e-6, i4=5.667e-7, i5=1.169e-5, i6=5.667e-7, i7=1.912e-5)
+xa, ya, xb, yb, xc, yc = -0.06934, -0.00227, -0.03635, 0.03273, 0.014, 0.072
 d, da, e, ea, rr, ra = 28e-3, 115e-4, 2e-2, 1421e-5, 7e-3, 92e-5
 ss, sa, sb, sc, sd = 35e-3, 1874e-5, 1043e-5, 18e-3, 2e-2
 ta, tb, u, ua, ub = 2308e-5, 916e-5, 4e-2, 1228e-5, 449e-5
@@ -59,15 +58,25 @@ zf, zt, fa = 2e-2, 4e-2, 1421e-5
 mom, c0, lo = 0.033, 4530.0, 0.07785
 
 ANGLES = ("beta", "theta", "gamma", "phi", "delta", "Omega", "epsilon")
-Q0 = dict(beta=-0.0617138900142764496358948458001, theta=0.0,
-          gamma=0.455279819163070380255912382449, phi=0.222668390165885884674473185609,
-          delta=0.487364979543842550225598953530, Omega=-0.222668390165885884674473185609,
-          epsilon=1.23054744454982119249735015568)
+Q0 = dict(
+    beta=-0.0617138900142764496358948458001,
+    theta=0.0,
+    gamma=0.455279819163070380255912382449,
+    phi=0.222668390165885884674473185609,
+    delta=0.487364979543842550225598953530,
+    Omega=-0.222668390165885884674473185609,
+    epsilon=1.23054744454982119249735015568,
+)
 #: Test Set reference solution at t = 0.03 s
-REFERENCE = dict(beta=0.1581077119629904e+2, theta=-0.1575637105984298e+2,
-                 gamma=0.4082224013073101e-1, phi=-0.5347301163226948,
-                 delta=0.5244099658805304, Omega=0.5347301163226948,
-                 epsilon=0.1048080741042263e+1)
+REFERENCE = dict(
+    beta=0.1581077119629904e2,
+    theta=-0.1575637105984298e2,
+    gamma=0.4082224013073101e-1,
+    phi=-0.5347301163226948,
+    delta=0.5244099658805304,
+    Omega=0.5347301163226948,
+    epsilon=0.1048080741042263e1,
+)
 
 
 def _body(k, com):
@@ -92,18 +101,19 @@ def build():
     m.gamma = fm.Revolute(m.ground, m.K3, axis=z, parent_frame=(xb, yb, 0), q0=[Q0["gamma"]])
     m.delta = fm.Revolute(m.ground, m.K5, axis=z, parent_frame=(xa, ya, 0), q0=[Q0["delta"]])
     m.phi = fm.Revolute(m.K5, m.K4, axis=z, parent_frame=(zt, 0, 0), q0=[Q0["phi"]])
-    m.epsilon = fm.Revolute(m.ground, m.K7, axis=z, parent_frame=(xa, ya, 0),
-                            q0=[Q0["epsilon"]])
+    m.epsilon = fm.Revolute(m.ground, m.K7, axis=z, parent_frame=(xa, ya, 0), q0=[Q0["epsilon"]])
     m.Omega = fm.Revolute(m.K7, m.K6, axis=z, parent_frame=(0, -u, 0), q0=[Q0["Omega"]])
     # the common point E closes three loops
-    m.E3 = fm.Revolute(m.K2, m.K3, axis=z, parent_frame=(-d, 0, 0), child_frame=(0, -ss, 0),
-                       cut=True)
-    m.E4 = fm.Revolute(m.K2, m.K4, axis=z, parent_frame=(-d, 0, 0), child_frame=(0, -e, 0),
-                       cut=True)
-    m.E6 = fm.Revolute(m.K2, m.K6, axis=z, parent_frame=(-d, 0, 0), child_frame=(zf, 0, 0),
-                       cut=True)
-    m.spring = fm.SpringDamperActuator(m.ground, (xc, yc, 0.0), m.K3, (sd, -sc, 0.0), k=c0,
-                                       l0=lo)
+    m.E3 = fm.Revolute(
+        m.K2, m.K3, axis=z, parent_frame=(-d, 0, 0), child_frame=(0, -ss, 0), cut=True
+    )
+    m.E4 = fm.Revolute(
+        m.K2, m.K4, axis=z, parent_frame=(-d, 0, 0), child_frame=(0, -e, 0), cut=True
+    )
+    m.E6 = fm.Revolute(
+        m.K2, m.K6, axis=z, parent_frame=(-d, 0, 0), child_frame=(zf, 0, 0), cut=True
+    )
+    m.spring = fm.SpringDamperActuator(m.ground, (xc, yc, 0.0), m.K3, (sd, -sc, 0.0), k=c0, l0=lo)
     m.drive = fm.JointForce(m.beta, [mom])
     return m
 
@@ -112,8 +122,7 @@ def simulate(t_end=0.03, rtol=1e-12, atol=1e-14, n_out=30, integrator="dop853", 
     """Integrate from the Test Set's initial state; returns Results."""
     m = build()
     system = m.compile("recursive", **options)
-    return system.simulate(t_end, dt=t_end / n_out, integrator=integrator, rtol=rtol,
-                           atol=atol)
+    return system.simulate(t_end, dt=t_end / n_out, integrator=integrator, rtol=rtol, atol=atol)
 
 
 def angles(res, i=-1):
@@ -132,10 +141,14 @@ def main(t_end=0.03, rtol=1e-12, atol=1e-14, outdir=None, plot=True):
     res = simulate(t_end, rtol=rtol, atol=atol)
     wall = time.perf_counter() - tic
     got = angles(res)
-    print(f"Andrews' squeezer, t = {t_end} s, DOP853 rtol={rtol:g}, "
-          f"{res.meta.get('steps')} steps, {wall:.1f} s")
-    print(f"rank of the 15 cut equations: {sorted(set(res.stats['rank'].tolist()))} "
-          f"(discarded {int(res.stats['discarded'][-1].sum())})")
+    print(
+        f"Andrews' squeezer, t = {t_end} s, DOP853 rtol={rtol:g}, "
+        f"{res.meta.get('steps')} steps, {wall:.1f} s"
+    )
+    print(
+        f"rank of the 15 cut equations: {sorted(set(res.stats['rank'].tolist()))} "
+        f"(discarded {int(res.stats['discarded'][-1].sum())})"
+    )
     worst = np.inf
     if abs(t_end - 0.03) < 1e-15:
         print(f"{'angle':>8} {'flexmbd':>22} {'Test Set reference':>22} {'digits':>7}")
@@ -144,8 +157,10 @@ def main(t_end=0.03, rtol=1e-12, atol=1e-14, outdir=None, plot=True):
             worst = min(worst, dg)
             print(f"{a:>8} {got[a]:22.15e} {REFERENCE[a]:22.15e} {dg:7.2f}")
         print(f"matching significant digits (worst angle): {worst:.2f}")
-    print(f"max position violation {res.stats['position_violation'].max():.2e}, "
-          f"velocity violation {res.stats['velocity_violation'].max():.2e}")
+    print(
+        f"max position violation {res.stats['position_violation'].max():.2e}, "
+        f"velocity violation {res.stats['velocity_violation'].max():.2e}"
+    )
     if plot:
         import matplotlib
 

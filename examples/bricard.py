@@ -56,22 +56,34 @@ def build(L=1.0, m=1.0, b=0.1):
     for i in range(5):
         u = V[i + 1] - V[i]
         R.append(_frame_along(u / np.linalg.norm(u)))
-        setattr(M, f"rod{i + 1}", fm.RigidBody(mass=m, inertia=(Ja, Jt, Jt),
-                                             com=(L / 2, 0, 0)))
+        setattr(M, f"rod{i + 1}", fm.RigidBody(mass=m, inertia=(Ja, Jt, Jt), com=(L / 2, 0, 0)))
     rods = [getattr(M, f"rod{i + 1}") for i in range(5)]
+
     # joint k at vertex V_k: its frame is aligned with the world axes (axis given in
     # world = joint-frame coordinates); on a rod the frame is placed in body axes
-    def on(i, k):                      # frame of vertex k on rod i (rod i spans V_i..V_i+1)
+    def on(i, k):  # frame of vertex k on rod i (rod i spans V_i..V_i+1)
         Ri = R[i]
         return (Ri.T @ (V[k] - V[i]), Ri.T)
 
-    M.j1 = fm.Revolute(M.ground, rods[0], axis=AXES[0], parent_frame=(V[0], np.eye(3)),
-                       child_frame=on(0, 0))
+    M.j1 = fm.Revolute(
+        M.ground, rods[0], axis=AXES[0], parent_frame=(V[0], np.eye(3)), child_frame=on(0, 0)
+    )
     for k in range(1, 5):
-        setattr(M, f"j{k + 1}", fm.Revolute(rods[k - 1], rods[k], axis=AXES[k],
-                                            parent_frame=on(k - 1, k), child_frame=on(k, k)))
-    M.j6 = fm.Revolute(rods[4], M.ground, axis=AXES[5], parent_frame=on(4, 5),
-                       child_frame=(V[5], np.eye(3)), cut=True)
+        setattr(
+            M,
+            f"j{k + 1}",
+            fm.Revolute(
+                rods[k - 1], rods[k], axis=AXES[k], parent_frame=on(k - 1, k), child_frame=on(k, k)
+            ),
+        )
+    M.j6 = fm.Revolute(
+        rods[4],
+        M.ground,
+        axis=AXES[5],
+        parent_frame=on(4, 5),
+        child_frame=(V[5], np.eye(3)),
+        cut=True,
+    )
     M.g = fm.Gravity((0.0, -9.81, 0.0))
     return M
 
@@ -89,13 +101,19 @@ def main(t_end=10.0, dt=2e-3, outdir=None, plot=True):
     drift = np.abs(E - E[0]).max()
     p3 = None
     print(f"Bricard mechanism, {t_end:g} s, RK4 dt={dt:g}, {wall:.1f} s wall")
-    print(f"  rank of the 5 cut equations: {sorted(set(res.stats['rank'].tolist()))} "
-          f"(discarded per step: {sorted(set(res.stats['discarded'].sum(axis=1).tolist()))}); "
-          f"mobility 5 - rank = 1 while Grübler gives 0")
-    print(f"  energy: initial {E[0]:.6f} J, max |E - E0| = {drift:.2e} J; kinetic energy "
-          f"reached {res.energy['kinetic'].max():.3f} J")
-    print(f"  constraint violation: position {res.stats['position_violation'].max():.1e}, "
-          f"velocity {res.stats['velocity_violation'].max():.1e}")
+    print(
+        f"  rank of the 5 cut equations: {sorted(set(res.stats['rank'].tolist()))} "
+        f"(discarded per step: {sorted(set(res.stats['discarded'].sum(axis=1).tolist()))}); "
+        f"mobility 5 - rank = 1 while Grübler gives 0"
+    )
+    print(
+        f"  energy: initial {E[0]:.6f} J, max |E - E0| = {drift:.2e} J; kinetic energy "
+        f"reached {res.energy['kinetic'].max():.3f} J"
+    )
+    print(
+        f"  constraint violation: position {res.stats['position_violation'].max():.1e}, "
+        f"velocity {res.stats['velocity_violation'].max():.1e}"
+    )
     if plot:
         import matplotlib
 

@@ -28,9 +28,11 @@ R1, R2, LEN = 0.025, 0.012, 0.20  # bore radii and centre distance of the shippe
 def small_rod():
     """A coarse rod-like bar of quadratic tetrahedra with two bores (pure scikit-fem)."""
     import skfem
+
     # a flat bar 0.25 x 0.05 x 0.02 with the bores approximated by node selections
-    m = skfem.MeshTet1.init_tensor(np.linspace(-0.03, 0.22, 16), np.linspace(-0.025, 0.025, 4),
-                                   np.linspace(0, 0.02, 3))
+    m = skfem.MeshTet1.init_tensor(
+        np.linspace(-0.03, 0.22, 16), np.linspace(-0.025, 0.025, 4), np.linspace(0, 0.02, 3)
+    )
     return skfem.MeshTet2.from_mesh(m)
 
 
@@ -61,8 +63,16 @@ def main(small=False, n=8, write=True):
     table, fig = F.compare_modes(mesh, steel, strategies, lc, n_freq=6, figure=True)
     if write:
         OUT.mkdir(exist_ok=True)
-        cols = ["strategy", "n_modes", "freq_err_max", "static_err", "trunc_load",
-                "trunc_static", "transient_err", "time_s"]
+        cols = [
+            "strategy",
+            "n_modes",
+            "freq_err_max",
+            "static_err",
+            "trunc_load",
+            "trunc_static",
+            "transient_err",
+            "time_s",
+        ]
         tab = table[cols] if hasattr(table, "to_markdown") else table
         name = "connecting_rod_small" if small else "connecting_rod"
         if hasattr(tab, "to_csv"):
@@ -70,6 +80,7 @@ def main(small=False, n=8, write=True):
             (OUT / f"{name}.md").write_text(_markdown(tab))
         fig.savefig(OUT / f"{name}.png", dpi=110)
     import matplotlib.pyplot as plt
+
     plt.close(fig)
     return table
 
@@ -98,7 +109,20 @@ def settings(argv=None):
 
 if __name__ == "__main__":
     import pandas as pd
+
     pd.set_option("display.width", 200)
     t = main(**settings())
-    print(t[["strategy", "n_modes", "freq_err_max", "static_err", "trunc_load", "trunc_static",
-             "transient_err", "time_s"]].to_string())
+    print(
+        t[
+            [
+                "strategy",
+                "n_modes",
+                "freq_err_max",
+                "static_err",
+                "trunc_load",
+                "trunc_static",
+                "transient_err",
+                "time_s",
+            ]
+        ].to_string()
+    )

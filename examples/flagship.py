@@ -33,28 +33,44 @@ from flexmbd.spatial import rotation_matrix
 
 HERE = Path(__file__).resolve().parent
 MESH = HERE.parent / "meshes" / "rod_simeon_hex27.vtu"
-OMEGA = 150.0                      # crank speed (rad/s)
-L1, L2 = 0.15, 0.30                # crank and rod length (m)
+OMEGA = 150.0  # crank speed (rad/s)
+L1, L2 = 0.15, 0.30  # crank and rod length (m)
 
 
 def build():
     """The slider-crank as an ``fm.Model`` (SI units; the mechanism moves in the xy plane)."""
-    ends = {"A": fm.fem.Plane((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)),     # crank pin
-            "B": fm.fem.Plane((L2, 0.0, 0.0), (1.0, 0.0, 0.0))}      # slider pin
+    ends = {
+        "A": fm.fem.Plane((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)),  # crank pin
+        "B": fm.fem.Plane((L2, 0.0, 0.0), (1.0, 0.0, 0.0)),
+    }  # slider pin
     steel = fm.Material(E=2.0e11, nu=0.3, rho=7870.0, name="steel")
     m = fm.Model("flexible_slider_crank")
     m.crank = fm.RigidBody.rod(0.36, L1, origin="end", radius=0.006)
     m.rod = fm.FlexibleBody.from_mesh(
-        str(MESH), steel, fm.CraigBampton(4, interfaces=ends, frame="mean-axis"),
-        reduce_options={"interfaces": ends, "stress_modes": False})
+        str(MESH),
+        steel,
+        fm.CraigBampton(4, interfaces=ends, frame="mean-axis"),
+        reduce_options={"interfaces": ends, "stress_modes": False},
+    )
     m.slider = fm.RigidBody.box(0.075552, (0.03, 0.02, 0.02))
-    w_rod = -OMEGA * L1 / L2       # rod angular speed at the start (rigid-body motion)
+    w_rod = -OMEGA * L1 / L2  # rod angular speed at the start (rigid-body motion)
     m.j_crank = fm.Revolute(m.ground, m.crank, axis=(0, 0, 1), qd0=[OMEGA])
-    m.j_a = fm.Spherical(m.crank, m.rod, parent_frame=(L1, 0.0, 0.0),
-                         child_frame=m.rod.interface("A"), q0=rotation_matrix((0, 0, 1), 0.0),
-                         qd0=[0.0, 0.0, w_rod - OMEGA])
-    m.j_b = fm.Universal(m.rod, m.slider, axis1=(0, 0, 1), axis2=(0, 1, 0),
-                         parent_frame=m.rod.interface("B"), qd0=[-w_rod, 0.0])
+    m.j_a = fm.Spherical(
+        m.crank,
+        m.rod,
+        parent_frame=(L1, 0.0, 0.0),
+        child_frame=m.rod.interface("A"),
+        q0=rotation_matrix((0, 0, 1), 0.0),
+        qd0=[0.0, 0.0, w_rod - OMEGA],
+    )
+    m.j_b = fm.Universal(
+        m.rod,
+        m.slider,
+        axis1=(0, 0, 1),
+        axis2=(0, 1, 0),
+        parent_frame=m.rod.interface("B"),
+        qd0=[-w_rod, 0.0],
+    )
     m.j_guide = fm.Prismatic(m.ground, m.slider, axis=(1, 0, 0), q0=[L1 + L2])
     m.drive = JointDriver.constant_speed(m.j_crank, OMEGA)
     return m
@@ -69,8 +85,7 @@ def midpoint_deflection(m, res):
     return np.einsum("ti,ti->t", mid - a, np.cross([0.0, 0.0, 1.0], chord))
 
 
-def main(t_end=2 * np.pi / OMEGA, dt=5e-5, frames=42, scale=30.0, gif=None, png=None,
-         render=True):
+def main(t_end=2 * np.pi / OMEGA, dt=5e-5, frames=42, scale=30.0, gif=None, png=None, render=True):
     """Build, print, simulate ``t_end`` (s; default one crank revolution) and render.
 
     Returns a dict: ``model``, ``results``, ``deflection`` (midpoint, m), ``cpu`` (s of
@@ -80,24 +95,33 @@ def main(t_end=2 * np.pi / OMEGA, dt=5e-5, frames=42, scale=30.0, gif=None, png=
     gif = Path(gif) if gif is not None else out_dir / "flagship.gif"
     png = Path(png) if png is not None else out_dir / "flagship.png"
     m = build()
-    rb = m.rod.reduced                           # mesh -> modes now: pprint lists them
+    rb = m.rod.reduced  # mesh -> modes now: pprint lists them
     m.pprint()
     cpu = time.process_time()
     res = m.simulate(t_end, dt=dt, integrator="generalized-alpha", rho_inf=0.9, energy=False)
     cpu = time.process_time() - cpu
     d = midpoint_deflection(m, res)
 
-    print(f"\n{rb.n_modes} rod modes ({rb.frequencies[0]:.0f}-{rb.frequencies[-1]:.0f} Hz); "
-          f"{len(res.t) - 1} generalized-alpha steps to t = {res.t[-1]:.4f} s in {cpu:.2f} s "
-          f"CPU; peak rod midpoint deflection {np.abs(d).max() * 1e3:.3f} mm")
-    out = {"model": m, "results": res, "deflection": d, "cpu": cpu, "gif": gif, "png": png,
-           "frames": 0}
+    print(
+        f"\n{rb.n_modes} rod modes ({rb.frequencies[0]:.0f}-{rb.frequencies[-1]:.0f} Hz); "
+        f"{len(res.t) - 1} generalized-alpha steps to t = {res.t[-1]:.4f} s in {cpu:.2f} s "
+        f"CPU; peak rod midpoint deflection {np.abs(d).max() * 1e3:.3f} mm"
+    )
+    out = {
+        "model": m,
+        "results": res,
+        "deflection": d,
+        "cpu": cpu,
+        "gif": gif,
+        "png": png,
+        "frames": 0,
+    }
     if render:
         gif.parent.mkdir(parents=True, exist_ok=True)
         png.parent.mkdir(parents=True, exist_ok=True)
         look = dict(scale=scale, view="xy", zoom=1.8, window_size=(640, 400))
         out["frames"] = fm.viz.animate(res, gif, max_frames=frames, fps=15, **look)
-        k = int(np.argmax(np.abs(d)))           # the still: the largest deflection
+        k = int(np.argmax(np.abs(d)))  # the still: the largest deflection
         fm.viz.show(res, t=res.t[k], file=png, model=m, joints=False, **look)
         print(f"wrote {gif} ({out['frames']} frames, deformation drawn x {scale:g}) and {png}")
     return out

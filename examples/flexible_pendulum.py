@@ -45,8 +45,9 @@ def reduced_beam(n_modes=8, mesh=MESH):
 def build(reduced, stiffening=True):
     m = fm.Model("flexible_pendulum")
     m.beam = fm.FlexibleBody(reduced, geometric_stiffening=stiffening)
-    m.hinge = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0,
-                          child_frame=m.beam.interface("A"))
+    m.hinge = fm.Revolute(
+        m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0, child_frame=m.beam.interface("A")
+    )
     m.g = fm.Gravity((0.0, -9.81, 0.0))
     return m
 
@@ -75,16 +76,24 @@ def main(t_end=1.0, dt=1e-3, n_modes=8, rho_inf=0.8, plot=True, outdir=None, mes
     E = res.energy
     every = max(1, len(res.t) // 50)
     vm = max(float(rb.von_mises(q).max()) for q in res.body("beam").modal[::every])
-    print(f"flexible pendulum: {rb.n_modes} Craig-Bampton modes (f1 = {rb.frequencies[0]:.2f} Hz), "
-          f"{len(res.t) - 1} steps of {dt:g} s, reduction {t_red:.2f} s, simulation {wall:.2f} s "
-          f"wall / {cpu:.2f} s CPU")
-    print(f"Newton corrections per step: mean {it.mean():.2f}, max {it.max()} "
-          f"(generalized-alpha rho_inf = {rho_inf})")
-    print(f"tip at t = {res.t[-1]:.3f} s: {np.round(p[-1], 6).tolist()} m; largest tip deflection "
-          f"{np.abs(defl).max() * 1e3:.3f} mm; largest von Mises stress {vm / 1e6:.2f} MPa")
-    print(f"energy: total {E['total'][0]:.6f} -> {E['total'][-1]:.6f} J, numerical dissipation "
-          f"{E['numerical_dissipation'][-1]:.3e} J; max constraint violation "
-          f"{res.stats['constraint_violation'].max():.1e}")
+    print(
+        f"flexible pendulum: {rb.n_modes} Craig-Bampton modes (f1 = {rb.frequencies[0]:.2f} Hz), "
+        f"{len(res.t) - 1} steps of {dt:g} s, reduction {t_red:.2f} s, simulation {wall:.2f} s "
+        f"wall / {cpu:.2f} s CPU"
+    )
+    print(
+        f"Newton corrections per step: mean {it.mean():.2f}, max {it.max()} "
+        f"(generalized-alpha rho_inf = {rho_inf})"
+    )
+    print(
+        f"tip at t = {res.t[-1]:.3f} s: {np.round(p[-1], 6).tolist()} m; largest tip deflection "
+        f"{np.abs(defl).max() * 1e3:.3f} mm; largest von Mises stress {vm / 1e6:.2f} MPa"
+    )
+    print(
+        f"energy: total {E['total'][0]:.6f} -> {E['total'][-1]:.6f} J, numerical dissipation "
+        f"{E['numerical_dissipation'][-1]:.3e} J; max constraint violation "
+        f"{res.stats['constraint_violation'].max():.1e}"
+    )
     if plot:
         import matplotlib
 
@@ -109,8 +118,16 @@ def main(t_end=1.0, dt=1e-3, n_modes=8, rho_inf=0.8, plot=True, outdir=None, mes
         fig.tight_layout()
         fig.savefig(out / "flexible_pendulum.png", dpi=110)
         plt.close(fig)
-    return {"model": m, "system": s, "results": res, "tip": p, "deflection": defl,
-            "wall": wall, "cpu": cpu, "reduced": rb}
+    return {
+        "model": m,
+        "system": s,
+        "results": res,
+        "tip": p,
+        "deflection": defl,
+        "wall": wall,
+        "cpu": cpu,
+        "reduced": rb,
+    }
 
 
 # --quick: the small settings the tests use (seconds instead of minutes)

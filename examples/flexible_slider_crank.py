@@ -85,20 +85,34 @@ HERE = Path(__file__).resolve().parent
 MESH = HERE.parent / "meshes" / "rod_simeon_hex27.vtu"
 
 # -- data of the Test Set problem `crank` (SI units) ---------------------------------------
-M1, M2, M3 = 0.36, 0.151104, 0.075552          # crank, rod, slider mass (kg)
-L1, L2 = 0.15, 0.30                            # crank and rod length (m)
-J1, J2 = 0.002727, 0.0045339259                # crank about its pivot, rod about A (kg m^2)
-E, NU, RHO = 0.20e12, 0.30, 7870.0             # rod material
-BB, HH = 0.008, 0.008                          # rod cross-section: width (z), height (y) (m)
-OMEGA = 150.0                                  # crank speed (rad/s)
-TESTSET_AXIAL_MASS_FACTOR = 15.0               # see the module docstring
+M1, M2, M3 = 0.36, 0.151104, 0.075552  # crank, rod, slider mass (kg)
+L1, L2 = 0.15, 0.30  # crank and rod length (m)
+J1, J2 = 0.002727, 0.0045339259  # crank about its pivot, rod about A (kg m^2)
+E, NU, RHO = 0.20e12, 0.30, 7870.0  # rod material
+BB, HH = 0.008, 0.008  # rod cross-section: width (z), height (y) (m)
+OMEGA = 150.0  # crank speed (rad/s)
+TESTSET_AXIAL_MASS_FACTOR = 15.0  # see the module docstring
 
 # Test Set initial values ("close to smooth motion", consistent for linear stiffness and no
 # damping): positions (phi1, phi2, x3, q1..q4) and velocities, in the Test Set's order.
-TESTSET_INIT = np.array([
-    0.0, 0.0, 0.450016933, 0.0, 0.0, 0.103339863e-04, 0.169327969e-04,
-    150.0, -74.9957670, -0.268938672e-05, 0.444896105, 0.463434311e-02, -0.178591076e-05,
-    -0.268938672e-05])
+TESTSET_INIT = np.array(
+    [
+        0.0,
+        0.0,
+        0.450016933,
+        0.0,
+        0.0,
+        0.103339863e-04,
+        0.169327969e-04,
+        150.0,
+        -74.9957670,
+        -0.268938672e-05,
+        0.444896105,
+        0.463434311e-02,
+        -0.178591076e-05,
+        -0.268938672e-05,
+    ]
+)
 # Reference solution at t = 0.1 s (positions and velocities, same order): the current
 # Test Set's crank.f (Test Set for IVP Solvers, F. Mazzia, C. Magherini, F. Iavernaro,
 # University of Bari, release 2.3/2.4; file revision "crank.F,v 1.2 2006/10/02"),
@@ -109,13 +123,24 @@ TESTSET_INIT = np.array([
 # SOLN) differs from it by up to 3.6e-6 relative in the positions (q4) and 8.3e-4 in
 # the velocities (dq3/dt).
 TESTSET_T_END = 0.1
-TESTSET_SOLUTION = np.array([
-    0.1500000000000104e+02, -0.3311734988256260e+00, 0.1697373328427860e+00,
-    0.1893192899613509e-03, 0.2375751249879174e-04, -0.5323896770569702e-05,
-    -0.8363313279112129e-05,
-    0.1500000000000000e+03, 0.6025346755138369e+02, -0.8753116326670527e+01,
-    -0.3005541400289738e-01, -0.5500431812571696e-02, 0.4974111734266989e-03,
-    0.1105560003626645e-02])
+TESTSET_SOLUTION = np.array(
+    [
+        0.1500000000000104e02,
+        -0.3311734988256260e00,
+        0.1697373328427860e00,
+        0.1893192899613509e-03,
+        0.2375751249879174e-04,
+        -0.5323896770569702e-05,
+        -0.8363313279112129e-05,
+        0.1500000000000000e03,
+        0.6025346755138369e02,
+        -0.8753116326670527e01,
+        -0.3005541400289738e-01,
+        -0.5500431812571696e-02,
+        0.4974111734266989e-03,
+        0.1105560003626645e-02,
+    ]
+)
 TESTSET_LABELS = ("phi1", "phi2", "x3", "q1", "q2", "q3", "q4")
 
 
@@ -160,39 +185,52 @@ def beam_reduced(n_lateral=2, axial=True, testset=True, n_nodes=61):
 
     xg, wg = np.polynomial.legendre.leggauss(64)
     xi, w = 0.5 * (xg + 1.0), 0.5 * wg
-    Phi = _beam_shapes(xi, n_lateral, axial)           # (np, 3, m)
+    Phi = _beam_shapes(xi, n_lateral, axial)  # (np, 3, m)
     m = Phi.shape[2]
     mass = RHO * BB * HH * L2
-    mw = mass * w                                       # mass per Gauss point
+    mw = mass * w  # mass per Gauss point
     St = np.einsum("p,pjk->jk", mw, Phi)
-    S = np.zeros((3, 3, m))                             # int rho x0_i Phi_j: only x0 = x varies
+    S = np.zeros((3, 3, m))  # int rho x0_i Phi_j: only x0 = x varies
     S[0] = np.einsum("p,p,pjk->jk", mw, L2 * xi, Phi)
     P = np.einsum("p,pik,pjl->ijkl", mw, Phi, Phi)
     if axial and testset:
         P[0, 0, n_lateral:, n_lateral:] *= TESTSET_AXIAL_MASS_FACTOR
     K = np.zeros((m, m))
-    EI = E * BB * HH ** 3 / 12                          # bending in the plane (about z)
+    EI = E * BB * HH**3 / 12  # bending in the plane (about z)
     for k in range(1, n_lateral + 1):
         K[k - 1, k - 1] = EI * (k * np.pi / L2) ** 4 * L2 / 2
     if axial:
-        K[n_lateral:, n_lateral:] = E * BB * HH / L2 * np.array([[16 / 3, -8 / 3],
-                                                                  [-8 / 3, 7 / 3]])
+        K[n_lateral:, n_lateral:] = E * BB * HH / L2 * np.array([[16 / 3, -8 / 3], [-8 / 3, 7 / 3]])
     xn = np.linspace(0.0, 1.0, n_nodes)
     what = "Test Set crank" if testset else "beam theory"
     return ReducedBody.from_matrices(
-        np.stack([L2 * xn, 0 * xn, 0 * xn], -1), _beam_shapes(xn, n_lateral, axial), K=K,
-        invariants=dict(mass=mass, first_moment=[mass * L2 / 2, 0.0, 0.0], St=St, Sij=S, Pij=P,
-                        second_moment=np.diag([mass * L2 ** 2 / 3, mass * HH ** 2 / 12,
-                                               mass * BB ** 2 / 12])),
-        interfaces={"A": [0], "B": [n_nodes - 1]}, interface_kind="nodes", name="rod",
-        support="clamped", reference="A", cell_type="beam", material=[E, NU, RHO],
-        material_name="steel", frame="origin at the crank pin A, x axis through the slider pin B",
+        np.stack([L2 * xn, 0 * xn, 0 * xn], -1),
+        _beam_shapes(xn, n_lateral, axial),
+        K=K,
+        invariants=dict(
+            mass=mass,
+            first_moment=[mass * L2 / 2, 0.0, 0.0],
+            St=St,
+            Sij=S,
+            Pij=P,
+            second_moment=np.diag([mass * L2**2 / 3, mass * HH**2 / 12, mass * BB**2 / 12]),
+        ),
+        interfaces={"A": [0], "B": [n_nodes - 1]},
+        interface_kind="nodes",
+        name="rod",
+        support="clamped",
+        reference="A",
+        cell_type="beam",
+        material=[E, NU, RHO],
+        material_name="steel",
+        frame="origin at the crank pin A, x axis through the slider pin B",
         mode_kind=["lateral"] * n_lateral + ["longitudinal"] * (2 if axial else 0),
         mode_label=[f"sin({k} pi x/L)" for k in range(1, n_lateral + 1)]
         + (["u(L/2)", "u(L)"] if axial else []),
         strategy=f"{what}: {n_lateral} lateral sine modes"
         + (" + quadratic longitudinal element" if axial else ""),
-        notes=[f"{what} modal data entered directly (no mesh)"])
+        notes=[f"{what} modal data entered directly (no mesh)"],
+    )
 
 
 # -- independent check: Simeon's planar equations -------------------------------------------
@@ -214,17 +252,17 @@ def planar_reference(rb, y0, t_eval, rtol=1e-10, atol=1e-13):
     m = rb.n_modes
     St, S, P, K, D = rb.St, rb.Sij, rb.Pij, rb.K_ff, rb.D_ff
     Mqq = P[0, 0] + P[1, 1]
-    Bq = P[0, 1] - P[1, 0]                      # Coriolis coupling (antisymmetric)
-    Sz = S[0, 0] + S[1, 1]                      # d Jz / dq / 2
-    Wz = S[0, 1] - S[1, 0]                      # rotation-modal mass coupling
+    Bq = P[0, 1] - P[1, 0]  # Coriolis coupling (antisymmetric)
+    Sz = S[0, 0] + S[1, 1]  # d Jz / dq / 2
+    Wz = S[0, 1] - S[1, 0]  # rotation-modal mass coupling
     cx, cy = rb.first_moment[0], rb.first_moment[1]
     Jz0 = rb.second_moment[0, 0] + rb.second_moment[1, 1]
-    uB, vB = rb.modes[-3], rb.modes[-2]         # slider pin (last node) per mode: axial, lateral
+    uB, vB = rb.modes[-3], rb.modes[-2]  # slider pin (last node) per mode: axial, lateral
     n = 3 + m
 
     def rhs(t, y):
         p1, p2, _ = y[:3]
-        q, v1, v2, qd = y[3:n], y[n], y[n + 1], y[n + 3:]
+        q, v1, v2, qd = y[3:n], y[n], y[n + 1], y[n + 3 :]
         s12, c12 = np.sin(p1 - p2), np.cos(p1 - p2)
         Sbx, Sby = cx + St[0] @ q, cy + St[1] @ q
         M = np.zeros((n, n))
@@ -236,30 +274,48 @@ def planar_reference(rb, y0, t_eval, rtol=1e-10, atol=1e-13):
         M[1, 3:] = M[3:, 1] = Wz + q @ Bq
         M[3:, 3:] = Mqq
         f = np.zeros(n)
-        f[0] = (-L1 * v2 * v2 * (s12 * Sbx - c12 * Sby)
-                - 2 * L1 * v2 * (c12 * St[0] + s12 * St[1]) @ qd)
+        f[0] = (
+            -L1 * v2 * v2 * (s12 * Sbx - c12 * Sby) - 2 * L1 * v2 * (c12 * St[0] + s12 * St[1]) @ qd
+        )
         f[1] = L1 * v1 * v1 * (s12 * Sbx - c12 * Sby) - 2 * v2 * (Sz @ qd + qd @ Mqq @ q)
-        f[3:] = (v2 * v2 * (Mqq @ q + Sz) + L1 * v1 * v1 * (c12 * St[0] + s12 * St[1])
-                 + 2 * v2 * (Bq @ qd) - K @ q - D @ qd)
+        f[3:] = (
+            v2 * v2 * (Mqq @ q + Sz)
+            + L1 * v1 * v1 * (c12 * St[0] + s12 * St[1])
+            + 2 * v2 * (Bq @ qd)
+            - K @ q
+            - D @ qd
+        )
         sp1, cp1, sp2, cp2 = np.sin(p1), np.cos(p1), np.sin(y[1]), np.cos(y[1])
-        u, ud, w, wd = L2 + uB @ q, uB @ qd, vB @ q, vB @ qd   # slider pin in the rod frame
+        u, ud, w, wd = L2 + uB @ q, uB @ qd, vB @ q, vB @ qd  # slider pin in the rod frame
         G = np.zeros((3, n))
         G[0, 0], G[0, 1], G[0, 3:] = L1 * cp1, u * cp2 - w * sp2, sp2 * uB + cp2 * vB
         G[1, 0], G[1, 1], G[1, 2] = L1 * sp1, u * sp2 + w * cp2, 1.0
         G[1, 3:] = -cp2 * uB + sp2 * vB
         G[2, 0] = 1.0
-        gam = np.array([
-            -L1 * sp1 * v1 * v1 - (u * sp2 + w * cp2) * v2 * v2 + 2 * v2 * (cp2 * ud - sp2 * wd),
-            L1 * cp1 * v1 * v1 + (u * cp2 - w * sp2) * v2 * v2 + 2 * v2 * (sp2 * ud + cp2 * wd),
-            0.0])
+        gam = np.array(
+            [
+                -L1 * sp1 * v1 * v1
+                - (u * sp2 + w * cp2) * v2 * v2
+                + 2 * v2 * (cp2 * ud - sp2 * wd),
+                L1 * cp1 * v1 * v1 + (u * cp2 - w * sp2) * v2 * v2 + 2 * v2 * (sp2 * ud + cp2 * wd),
+                0.0,
+            ]
+        )
         A = np.zeros((n + 3, n + 3))
         A[:n, :n], A[:n, n:], A[n:, :n] = M, G.T, G
         acc = np.linalg.solve(A, np.concatenate([f, -gam]))[:n]
         return np.concatenate([y[n:], acc])
 
     t_eval = np.asarray(t_eval, float)
-    sol = solve_ivp(rhs, (0.0, t_eval[-1]), np.asarray(y0, float), method="DOP853",
-                    t_eval=t_eval, rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs,
+        (0.0, t_eval[-1]),
+        np.asarray(y0, float),
+        method="DOP853",
+        t_eval=t_eval,
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:
         raise RuntimeError(f"planar_reference: {sol.message}")
     return sol.t, sol.y.T
@@ -269,8 +325,8 @@ def planar_midpoint(rb, y):
     """Midpoint deflection history (from the chord A-B) of a :func:`planar_reference` run."""
     m = rb.n_modes
     mid = (rb.n_nodes - 1) // 2
-    q = y[:, 3:3 + m]
-    pm = rb.nodes[mid, :2] + q @ rb.modes[3 * mid: 3 * mid + 2].T     # rod frame, A at 0
+    q = y[:, 3 : 3 + m]
+    pm = rb.nodes[mid, :2] + q @ rb.modes[3 * mid : 3 * mid + 2].T  # rod frame, A at 0
     pb = rb.nodes[-1, :2] + q @ rb.modes[-3:-1].T
     return (pb[:, 0] * pm[:, 1] - pb[:, 1] * pm[:, 0]) / np.linalg.norm(pb, axis=1)
 
@@ -282,12 +338,13 @@ def rod_material():
 
 def rod_interfaces():
     """The end faces as selectors: A at x = 0 (crank pin), B at x = L2 (slider pin)."""
-    return {"A": fm.fem.Plane((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)),
-            "B": fm.fem.Plane((L2, 0.0, 0.0), (1.0, 0.0, 0.0))}
+    return {
+        "A": fm.fem.Plane((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)),
+        "B": fm.fem.Plane((L2, 0.0, 0.0), (1.0, 0.0, 0.0)),
+    }
 
 
-def fe_rod(modes=None, stiffening=True, mesh=MESH, name="rod", material=None,
-           **reduce_options):
+def fe_rod(modes=None, stiffening=True, mesh=MESH, name="rod", material=None, **reduce_options):
     """The meshed rod as a lazily reduced :class:`flexmbd.FlexibleBody`.
 
     ``modes``: a mode strategy (default ``fm.CraigBampton(4, interfaces=rod_interfaces(),
@@ -298,20 +355,26 @@ def fe_rod(modes=None, stiffening=True, mesh=MESH, name="rod", material=None,
     """
     if modes is None:
         modes = fm.CraigBampton(4, interfaces=rod_interfaces(), frame="mean-axis")
-    opts = {"interfaces": rod_interfaces(), "geometric": bool(stiffening),
-            "stress_modes": False}
+    opts = {"interfaces": rod_interfaces(), "geometric": bool(stiffening), "stress_modes": False}
     opts.update(reduce_options)
     if not Path(mesh).exists():  # regenerate the shipped mesh
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location("make_simeon_rod",
-                                                      HERE / "make_simeon_rod.py")
+        spec = importlib.util.spec_from_file_location(
+            "make_simeon_rod", HERE / "make_simeon_rod.py"
+        )
         gen = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(gen)
         gen.write(mesh)
     material = rod_material() if material is None else material
-    return fm.FlexibleBody.from_mesh(str(mesh), material, modes, reduce_options=opts,
-                                     geometric_stiffening=bool(stiffening), name=name)
+    return fm.FlexibleBody.from_mesh(
+        str(mesh),
+        material,
+        modes,
+        reduce_options=opts,
+        geometric_stiffening=bool(stiffening),
+        name=name,
+    )
 
 
 # -- the mechanism ---------------------------------------------------------------------------
@@ -328,31 +391,42 @@ def build(rod, y0=None):
     y0 = rigid_start(0) if y0 is None else np.asarray(y0, float)
     ne = len(y0) // 2 - 3
     if not isinstance(rod, fm.FlexibleBody):  # modal data: y0 may hold its coordinates
-        q0, qd0 = (y0[3:3 + ne], y0[6 + ne:]) if ne else (None, None)
+        q0, qd0 = (y0[3 : 3 + ne], y0[6 + ne :]) if ne else (None, None)
         rod = fm.FlexibleBody(rod, q0=q0, qd0=qd0, geometric_stiffening=False)
     elif ne:
         raise ValueError("build: give modal initial values through the FlexibleBody (q0, qd0)")
     p1, p2, x3 = y0[:3]
-    v1, v2, x3d = y0[3 + ne: 6 + ne]
+    v1, v2, x3d = y0[3 + ne : 6 + ne]
     m = fm.Model("flexible_slider_crank")
-    Izc = J1 - M1 * (L1 / 2) ** 2                    # crank inertia about its centre of mass
+    Izc = J1 - M1 * (L1 / 2) ** 2  # crank inertia about its centre of mass
     m.crank = fm.RigidBody(M1, inertia=(1e-6, Izc, Izc), com=(L1 / 2, 0.0, 0.0))
     m.rod = rod
     m.slider = fm.RigidBody(M3, inertia=(1e-6, 1e-6, 1e-6))
     m.j_crank = fm.Revolute(m.ground, m.crank, axis=(0, 0, 1), q0=[p1], qd0=[v1])
-    m.j_a = fm.Spherical(m.crank, m.rod, parent_frame=(L1, 0.0, 0.0),
-                         child_frame=m.rod.interface("A"),
-                         q0=rotation_matrix((0, 0, 1), p2 - p1), qd0=[0.0, 0.0, v2 - v1])
-    m.j_b = fm.Universal(m.rod, m.slider, axis1=(0, 0, 1), axis2=(0, 1, 0),
-                         parent_frame=m.rod.interface("B"), q0=[-p2, 0.0], qd0=[-v2, 0.0],
-                         cut=True)
+    m.j_a = fm.Spherical(
+        m.crank,
+        m.rod,
+        parent_frame=(L1, 0.0, 0.0),
+        child_frame=m.rod.interface("A"),
+        q0=rotation_matrix((0, 0, 1), p2 - p1),
+        qd0=[0.0, 0.0, v2 - v1],
+    )
+    m.j_b = fm.Universal(
+        m.rod,
+        m.slider,
+        axis1=(0, 0, 1),
+        axis2=(0, 1, 0),
+        parent_frame=m.rod.interface("B"),
+        q0=[-p2, 0.0],
+        qd0=[-v2, 0.0],
+        cut=True,
+    )
     m.j_guide = fm.Prismatic(m.ground, m.slider, axis=(1, 0, 0), q0=[x3], qd0=[x3d])
     m.drive = JointDriver.constant_speed(m.j_crank, OMEGA, start=p1)
     return m
 
 
-def simulate(model, t_end, dt=2.5e-5, rho_inf=0.9, tol=1e-10, formulation="absolute",
-             substeps=4):
+def simulate(model, t_end, dt=2.5e-5, rho_inf=0.9, tol=1e-10, formulation="absolute", substeps=4):
     """Generalized-alpha run (absolute formulation) or RK4 with ``substeps`` steps per
     output step ``dt`` (recursive formulation: closed loop on the CFA tree); returns
     ``(results, cpu seconds)``."""
@@ -361,8 +435,9 @@ def simulate(model, t_end, dt=2.5e-5, rho_inf=0.9, tol=1e-10, formulation="absol
     if formulation == "recursive":
         res = s.simulate(t_end, dt=dt, integrator="rk4", substeps=substeps)
     else:
-        res = s.simulate(t_end, dt=dt, integrator="generalized-alpha", rho_inf=rho_inf,
-                         tol=tol, energy=False)
+        res = s.simulate(
+            t_end, dt=dt, integrator="generalized-alpha", rho_inf=rho_inf, tol=tol, energy=False
+        )
     return res, time.process_time() - cpu
 
 
@@ -393,7 +468,7 @@ def chain_model(n_segments=20):
     if n_segments < 2 or n_segments % 2:
         raise ValueError("chain_model: n_segments must be even and >= 2")
     ell = L2 / n_segments
-    k = E * BB * HH ** 3 / 12 / ell
+    k = E * BB * HH**3 / 12 / ell
     mass = M2 / n_segments
     w2 = -OMEGA * L1 / L2
     m = fm.Model("slider_crank_chain")
@@ -402,22 +477,44 @@ def chain_model(n_segments=20):
     m.j_crank = fm.Revolute(m.ground, m.crank, axis=(0, 0, 1), qd0=[OMEGA])
     prev = m.crank
     for i in range(1, n_segments + 1):
-        seg = fm.RigidBody(mass, (mass * (BB ** 2 + HH ** 2) / 12, mass * (ell ** 2 + BB ** 2) / 12,
-                                  mass * (ell ** 2 + HH ** 2) / 12), com=(ell / 2, 0.0, 0.0))
+        seg = fm.RigidBody(
+            mass,
+            (
+                mass * (BB**2 + HH**2) / 12,
+                mass * (ell**2 + BB**2) / 12,
+                mass * (ell**2 + HH**2) / 12,
+            ),
+            com=(ell / 2, 0.0, 0.0),
+        )
         setattr(m, f"s{i}", seg)
         if i == 1:
-            joint = fm.Spherical(m.crank, seg, parent_frame=(L1, 0.0, 0.0),
-                                 qd0=[0.0, 0.0, w2 - OMEGA])
+            joint = fm.Spherical(
+                m.crank, seg, parent_frame=(L1, 0.0, 0.0), qd0=[0.0, 0.0, w2 - OMEGA]
+            )
         else:
             joint = fm.Revolute(prev, seg, axis=(0, 0, 1), parent_frame=(ell, 0.0, 0.0))
-            setattr(m, f"k{i}", fm.JointForce(joint, lambda t, q, qd, k=k: -k * q,
-                                              dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
-                                              dfdqd=lambda t, q, qd: np.zeros((1, 1))))
+            setattr(
+                m,
+                f"k{i}",
+                fm.JointForce(
+                    joint,
+                    lambda t, q, qd, k=k: -k * q,
+                    dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
+                    dfdqd=lambda t, q, qd: np.zeros((1, 1)),
+                ),
+            )
         setattr(m, f"j{i}", joint)
         prev = seg
     m.slider = fm.RigidBody(M3, inertia=(1e-6, 1e-6, 1e-6))
-    m.j_b = fm.Universal(prev, m.slider, axis1=(0, 0, 1), axis2=(0, 1, 0),
-                         parent_frame=(ell, 0.0, 0.0), qd0=[-w2, 0.0], cut=True)
+    m.j_b = fm.Universal(
+        prev,
+        m.slider,
+        axis1=(0, 0, 1),
+        axis2=(0, 1, 0),
+        parent_frame=(ell, 0.0, 0.0),
+        qd0=[-w2, 0.0],
+        cut=True,
+    )
     m.j_guide = fm.Prismatic(m.ground, m.slider, axis=(1, 0, 0), q0=[L1 + L2])
     m.drive = JointDriver.constant_speed(m.j_crank, OMEGA, start=0.0)
     m.n_segments = n_segments
@@ -445,7 +542,7 @@ def _deflection(a, b, mid):
 
 
 # -- runs ------------------------------------------------------------------------------------
-TESTSET_PI = 3.1415927                         # crank.f's PARAMETER PI
+TESTSET_PI = 3.1415927  # crank.f's PARAMETER PI
 
 
 def with_testset_pi(rb):
@@ -466,12 +563,12 @@ def with_testset_pi(rb):
     """
     r = np.pi / TESTSET_PI
     K, St, Sij, Pij = (np.array(a) for a in (rb.K_ff, rb.St, rb.Sij, rb.Pij))
-    K[:2, :2] /= r ** 4
+    K[:2, :2] /= r**4
     St[1, :2] *= r
     Sij[0, 1, :2] *= r
-    f = lambda p: 8.0 / p ** 3 - 1.0 / p                          # noqa: E731
-    scale = {(0, 2): r ** 3, (0, 3): f(TESTSET_PI) / f(np.pi), (1, 3): r, (1, 2): 1.0}
-    for (lat, ax), c in scale.items():          # P_xy (axial x, lateral y) and P_yx
+    f = lambda p: 8.0 / p**3 - 1.0 / p  # noqa: E731
+    scale = {(0, 2): r**3, (0, 3): f(TESTSET_PI) / f(np.pi), (1, 3): r, (1, 2): 1.0}
+    for (lat, ax), c in scale.items():  # P_xy (axial x, lateral y) and P_yx
         Pij[0, 1, ax, lat] *= c
         Pij[1, 0, lat, ax] *= c
     return rb.replace(K_ff=K, St=St, Sij=Sij, Pij=Pij)
@@ -489,8 +586,13 @@ def testset_run(dt=2.5e-5, t_end=TESTSET_T_END):
     phi2 = np.unwrap(np.arctan2(Rr[:, 1, 0], Rr[:, 0, 0]))
     x3 = res.body("slider").position[:, 0]
     y = np.column_stack([phi1, phi2, x3, res.body("rod").modal])
-    return y[-1], {"model": model, "results": res, "cpu": cpu, "history": y,
-                   "deflection": midpoint_deflection(model, res)}
+    return y[-1], {
+        "model": model,
+        "results": res,
+        "cpu": cpu,
+        "history": y,
+        "deflection": midpoint_deflection(model, res),
+    }
 
 
 def testset_convergence(dts=(4e-5, 2e-5, 1e-5)):
@@ -514,15 +616,27 @@ def testset_convergence(dts=(4e-5, 2e-5, 1e-5)):
     err = (ys - ref) / scale
     dts_a = np.asarray(dts, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        orders = (np.log(np.abs(ys[:-1] - ref) / np.abs(ys[1:] - ref))
-                  / np.log(dts_a[:-1] / dts_a[1:])[:, None])
+        orders = (
+            np.log(np.abs(ys[:-1] - ref) / np.abs(ys[1:] - ref))
+            / np.log(dts_a[:-1] / dts_a[1:])[:, None]
+        )
     r = dts[-2] / dts[-1]
-    rich = ys[-1] + (ys[-1] - ys[-2]) / (r ** 2 - 1.0)
-    unc = np.array([int(np.count_nonzero(x["results"].stats["newton_iterations"][1:] == 0))
-                    for x in runs])
-    return {"dt": dts_a, "y": ys, "rel_err": err, "orders": orders, "order": orders[-1],
-            "uncorrected": unc, "richardson": rich, "richardson_err": (rich - ref) / scale,
-            "cpu": [x["cpu"] for x in runs], "last": runs[-1]}
+    rich = ys[-1] + (ys[-1] - ys[-2]) / (r**2 - 1.0)
+    unc = np.array(
+        [int(np.count_nonzero(x["results"].stats["newton_iterations"][1:] == 0)) for x in runs]
+    )
+    return {
+        "dt": dts_a,
+        "y": ys,
+        "rel_err": err,
+        "orders": orders,
+        "order": orders[-1],
+        "uncorrected": unc,
+        "richardson": rich,
+        "richardson_err": (rich - ref) / scale,
+        "cpu": [x["cpu"] for x in runs],
+        "last": runs[-1],
+    }
 
 
 def rod_study(t_end=0.1, dt=2.5e-5, n_segments=(20, 40), n_lateral=4, fe_modes=None):
@@ -563,8 +677,13 @@ def rod_study(t_end=0.1, dt=2.5e-5, n_segments=(20, 40), n_lateral=4, fe_modes=N
         res, cpu = simulate(model, t_end, dt)
         d = midpoint_deflection(model, res)
         rb = rod.reduced if isinstance(rod, fm.FlexibleBody) else rod
-        models[name] = {"d": d, "cpu": cpu, "peak": np.abs(d).max(), "reduced": rb,
-                        "max_err": np.abs(d - ref).max() / peak}
+        models[name] = {
+            "d": d,
+            "cpu": cpu,
+            "peak": np.abs(d).max(),
+            "reduced": rb,
+            "max_err": np.abs(d - ref).max() / peak,
+        }
     for n in ns:
         chains[n]["max_err"] = np.abs(chains[n]["d"] - ref).max() / peak
         chains[n]["peak"] = np.abs(chains[n]["d"]).max()
@@ -575,12 +694,20 @@ def pin_forces():
     """The in-plane unit forces at the pins A and B (x: along the rod, y: lateral), spread
     over the end faces (load vectors of the static-correction and Ritz bases)."""
     itf = rod_interfaces()
-    return [fm.fem.PointLoad(itf[p], force=f, name=f"{p}.f{c}")
-            for p in ("A", "B") for c, f in (("x", (1.0, 0.0, 0.0)), ("y", (0.0, 1.0, 0.0)))]
+    return [
+        fm.fem.PointLoad(itf[p], force=f, name=f"{p}.f{c}")
+        for p in ("A", "B")
+        for c, f in (("x", (1.0, 0.0, 0.0)), ("y", (0.0, 1.0, 0.0)))
+    ]
 
 
-FRAME_BASES = ("Craig-Bampton, frame clamped at A", "Craig-Bampton, mean axes",
-               "normal modes", "normal + static correction", "Ritz vectors")
+FRAME_BASES = (
+    "Craig-Bampton, frame clamped at A",
+    "Craig-Bampton, mean axes",
+    "normal modes",
+    "normal + static correction",
+    "Ritz vectors",
+)
 
 
 def basis(kind, n_modes=10):
@@ -599,8 +726,15 @@ def basis(kind, n_modes=10):
     raise ValueError(f"basis: unknown kind {kind!r}")
 
 
-def frame_study(t_end=0.01, dt=2.5e-5, n_segments=(10, 20), bases=FRAME_BASES,
-                formulations=("absolute", "recursive"), substeps=4, n_modes=10):
+def frame_study(
+    t_end=0.01,
+    dt=2.5e-5,
+    n_segments=(10, 20),
+    bases=FRAME_BASES,
+    formulations=("absolute", "recursive"),
+    substeps=4,
+    n_modes=10,
+):
     """Geometric stiffening in every frame: the stiffened meshed rod in each basis of
     ``bases`` (frames: clamped at the pinned end A, or mean axes) and each formulation
     against the chain reference (Richardson over ``n_segments``).
@@ -627,36 +761,58 @@ def frame_study(t_end=0.01, dt=2.5e-5, n_segments=(10, 20), bases=FRAME_BASES,
             res, cpu = simulate(model, t_end, dt, formulation=form, substeps=substeps)
             d = midpoint_deflection(model, res)
             it = res.stats.get("newton_iterations") if hasattr(res, "stats") else None
-            rows[(kind, form)] = {"d": d, "cpu": cpu, "max_err": np.abs(d - ref).max() / peak,
-                                  "newton": (float(np.mean(it)) if it is not None and len(it)
-                                             else None)}
+            rows[(kind, form)] = {
+                "d": d,
+                "cpu": cpu,
+                "max_err": np.abs(d - ref).max() / peak,
+                "newton": (float(np.mean(it)) if it is not None and len(it) else None),
+            }
     return {"reference": ref, "peak": peak, "rows": rows}
 
 
-def main(t_end=0.1, dt=2.5e-5, testset_dts=(4e-5, 2e-5, 1e-5), n_segments=(20, 40),
-         n_lateral=4, fe_modes=None, reference=True, plot=True, outdir=None):
+def main(
+    t_end=0.1,
+    dt=2.5e-5,
+    testset_dts=(4e-5, 2e-5, 1e-5),
+    n_segments=(20, 40),
+    n_lateral=4,
+    fe_modes=None,
+    reference=True,
+    plot=True,
+    outdir=None,
+):
     """Run the Test Set check and the meshed-rod study; print and write a summary."""
     out = {}
     # 1. the Test Set's reduced model as modal data, against the published solution
     tc = testset_convergence(testset_dts)
     out["testset"] = tc
-    lines = ["# Flexible slider-crank (Test Set `crank`, B. Simeon)", "",
-             f"## 1. Test Set modal data in flexmbd vs the published solution at t = "
-             f"{TESTSET_T_END} s", "",
-             "generalized-alpha rho_inf = 0.9; relative errors at each step, observed order "
-             "of the last two, Richardson extrapolation (order 2); reference: the Test Set's "
-             "crank.f (MEBDFI, tolerances 1e-14)", "",
-             "| quantity | " + " | ".join(f"dt = {h:g} s" for h in tc["dt"])
-             + " | order | Richardson | published |",
-             "|---|" + "---|" * (len(tc["dt"]) + 3)]
+    lines = [
+        "# Flexible slider-crank (Test Set `crank`, B. Simeon)",
+        "",
+        f"## 1. Test Set modal data in flexmbd vs the published solution at t = {TESTSET_T_END} s",
+        "",
+        "generalized-alpha rho_inf = 0.9; relative errors at each step, observed order "
+        "of the last two, Richardson extrapolation (order 2); reference: the Test Set's "
+        "crank.f (MEBDFI, tolerances 1e-14)",
+        "",
+        "| quantity | "
+        + " | ".join(f"dt = {h:g} s" for h in tc["dt"])
+        + " | order | Richardson | published |",
+        "|---|" + "---|" * (len(tc["dt"]) + 3),
+    ]
     for k, lab in enumerate(TESTSET_LABELS):
         errs = " | ".join(f"{e:.2e}" for e in tc["rel_err"][:, k])
         order = "-" if not np.isfinite(tc["order"][k]) else f"{tc['order'][k]:.2f}"
-        lines.append(f"| {lab} | {errs} | {order} | {tc['richardson_err'][k]:.1e} | "
-                     f"{TESTSET_SOLUTION[k]:.10e} |")
-    lines += ["", "CPU per run: " + ", ".join(f"{c:.2f} s" for c in tc["cpu"]),
-              "Steps accepted without a Newton correction: "
-              + ", ".join(str(int(u)) for u in tc["uncorrected"])]
+        lines.append(
+            f"| {lab} | {errs} | {order} | {tc['richardson_err'][k]:.1e} | "
+            f"{TESTSET_SOLUTION[k]:.10e} |"
+        )
+    lines += [
+        "",
+        "CPU per run: " + ", ".join(f"{c:.2f} s" for c in tc["cpu"]),
+        "Steps accepted without a Newton correction: "
+        + ", ".join(str(int(u)) for u in tc["uncorrected"]),
+    ]
     last = tc["last"]
     if reference:
         tic = time.process_time()
@@ -665,39 +821,57 @@ def main(t_end=0.1, dt=2.5e-5, testset_dts=(4e-5, 2e-5, 1e-5), n_segments=(20, 4
         d_ref = planar_midpoint(rb2, y_r)
         err = np.abs(last["deflection"] - d_ref).max() / np.abs(d_ref).max()
         out["testset"].update(planar=(t_r, y_r), planar_deflection=d_ref, history_err=err)
-        lines += ["", f"Independent planar integration of the same data (DOP853, rtol 1e-10, "
-                  f"{time.process_time() - tic:.1f} s): q1(0.1) = {y_r[-1, 3]:.10e} (rel. "
-                  f"{(y_r[-1, 3] - TESTSET_SOLUTION[3]) / TESTSET_SOLUTION[3]:.1e}); largest "
-                  f"midpoint-deflection difference to flexmbd at dt = {tc['dt'][-1]:g} s over "
-                  f"the run: {err:.2e} of its peak."]
+        lines += [
+            "",
+            f"Independent planar integration of the same data (DOP853, rtol 1e-10, "
+            f"{time.process_time() - tic:.1f} s): q1(0.1) = {y_r[-1, 3]:.10e} (rel. "
+            f"{(y_r[-1, 3] - TESTSET_SOLUTION[3]) / TESTSET_SOLUTION[3]:.1e}); largest "
+            f"midpoint-deflection difference to flexmbd at dt = {tc['dt'][-1]:g} s over "
+            f"the run: {err:.2e} of its peak.",
+        ]
 
     # 2. the meshed rod against a geometrically nonlinear reference
     st = rod_study(t_end, dt, n_segments, n_lateral, fe_modes)
     out["rod"] = st
     ns = sorted(st["chains"])
-    lines += ["", f"## 2. Meshed rod from the rigid-body start ({t_end} s, dt = {dt:g} s)", "",
-              "Reference: rigid-segment chain (geometrically exact, axially rigid), "
-              + (f"Richardson-extrapolated from n = {ns[-2]} and {ns[-1]} segments"
-                 if len(ns) > 1 else f"n = {ns[0]} segments")
-              + f"; its peak midpoint deflection {st['peak'] * 1e3:.4f} mm.", "",
-              "| model | peak [mm] | max deviation from the reference / its peak | CPU [s] |",
-              "|---|---:|---:|---:|"]
+    lines += [
+        "",
+        f"## 2. Meshed rod from the rigid-body start ({t_end} s, dt = {dt:g} s)",
+        "",
+        "Reference: rigid-segment chain (geometrically exact, axially rigid), "
+        + (
+            f"Richardson-extrapolated from n = {ns[-2]} and {ns[-1]} segments"
+            if len(ns) > 1
+            else f"n = {ns[0]} segments"
+        )
+        + f"; its peak midpoint deflection {st['peak'] * 1e3:.4f} mm.",
+        "",
+        "| model | peak [mm] | max deviation from the reference / its peak | CPU [s] |",
+        "|---|---:|---:|---:|",
+    ]
     for n in ns:
         c = st["chains"][n]
-        lines.append(f"| chain of {n} rigid segments | {c['peak'] * 1e3:.4f} | "
-                     f"{c['max_err']:.4f} | {c['cpu']:.2f} |")
+        lines.append(
+            f"| chain of {n} rigid segments | {c['peak'] * 1e3:.4f} | "
+            f"{c['max_err']:.4f} | {c['cpu']:.2f} |"
+        )
     for name, r in st["models"].items():
-        lines.append(f"| {name} ({r['reduced'].n_modes} modes) | {r['peak'] * 1e3:.4f} | "
-                     f"{r['max_err']:.4f} | {r['cpu']:.2f} |")
-    lines += ["", "Reading: linear floating-frame models depend on the frame once the axial "
-              "force matters (the Test Set's model is one of them): the mean-axis and chord-frame "
-              "models agree with each other, the frame attached at the pinned end A does not. "
-              "With geometric stiffening (unit K_G scaled by the current inertia loads and the "
-              "joint forces) the meshed rod follows the nonlinear reference.",
-              "Stiffening takes its inertia loads from the rod's mean-axis motion in every "
-              "frame (flexmbd.flexible.mean_axis); the tangent frame at A still carries the "
-              "vibration in its own motion and needs a smaller step (see the FlexibleBody "
-              "docs, 'Choice of frame', and frame_study())."]
+        lines.append(
+            f"| {name} ({r['reduced'].n_modes} modes) | {r['peak'] * 1e3:.4f} | "
+            f"{r['max_err']:.4f} | {r['cpu']:.2f} |"
+        )
+    lines += [
+        "",
+        "Reading: linear floating-frame models depend on the frame once the axial "
+        "force matters (the Test Set's model is one of them): the mean-axis and chord-frame "
+        "models agree with each other, the frame attached at the pinned end A does not. "
+        "With geometric stiffening (unit K_G scaled by the current inertia loads and the "
+        "joint forces) the meshed rod follows the nonlinear reference.",
+        "Stiffening takes its inertia loads from the rod's mean-axis motion in every "
+        "frame (flexmbd.flexible.mean_axis); the tangent frame at A still carries the "
+        "vibration in its own motion and needs a smaller step (see the FlexibleBody "
+        "docs, 'Choice of frame', and frame_study()).",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     out["text"] = text
@@ -713,10 +887,15 @@ def main(t_end=0.1, dt=2.5e-5, testset_dts=(4e-5, 2e-5, 1e-5), n_segments=(20, 4
         rt = last["results"].t
         ax[0].plot(rt, last["deflection"] * 1e3, label="Test Set modal data in flexmbd")
         if reference:
-            ax[0].plot(rt, out["testset"]["planar_deflection"] * 1e3, "--",
-                       label="independent planar integration")
-        ax[0].plot([TESTSET_T_END], [TESTSET_SOLUTION[3] * 1e3], "k*", ms=10,
-                   label="published q1(0.1)")
+            ax[0].plot(
+                rt,
+                out["testset"]["planar_deflection"] * 1e3,
+                "--",
+                label="independent planar integration",
+            )
+        ax[0].plot(
+            [TESTSET_T_END], [TESTSET_SOLUTION[3] * 1e3], "k*", ms=10, label="published q1(0.1)"
+        )
         ax[0].set_title("Test Set crank: start close to smooth motion")
         ax[1].plot(st["t"], st["reference"] * 1e3, "k", lw=2, label="nonlinear reference")
         for name, r in st["models"].items():

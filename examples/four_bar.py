@@ -76,7 +76,7 @@ G = 9.81
 def build(L=1.0, m=1.0, theta0=np.pi / 4):
     """The four-bar: joints j1 (ground-bar1), j2 (bar1-bar2), j3 (ground-bar3), j4 (cut)."""
     M = fm.Model("four_bar")
-    inertia = (1e-6, m * L * L / 12, m * L * L / 12)    # slender bars; only Izz matters
+    inertia = (1e-6, m * L * L / 12, m * L * L / 12)  # slender bars; only Izz matters
     M.bar1 = fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))
     M.bar2 = fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))
     M.bar3 = fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))
@@ -91,8 +91,15 @@ def build(L=1.0, m=1.0, theta0=np.pi / 4):
 def reference(t, L=1.0, m=1.0, theta0=np.pi / 4):
     """One-degree-of-freedom reference: theta, theta', theta'' and G (world, N) at times ``t``."""
     t = np.asarray(t, dtype=float)
-    sol = solve_ivp(lambda _, y: [y[1], -1.2 * G / L * np.cos(y[0])], (0.0, float(t[-1])),
-                    [theta0, 0.0], t_eval=t, method="DOP853", rtol=1e-13, atol=1e-14)
+    sol = solve_ivp(
+        lambda _, y: [y[1], -1.2 * G / L * np.cos(y[0])],
+        (0.0, float(t[-1])),
+        [theta0, 0.0],
+        t_eval=t,
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+    )
     th, thd = sol.y
     s, c = np.sin(th), np.cos(th)
     gy = 0.5 * m * (1.2 * G * c**2 + L * thd**2 * s - G)
@@ -102,7 +109,7 @@ def reference(t, L=1.0, m=1.0, theta0=np.pi / 4):
 
 def cut_force(res):
     """Force of the coupler on the rocker at the cut joint, world axes (nt, 2)."""
-    F = res.reaction("j4")[:, 3:5]              # rocker (bar3) axes
+    F = res.reaction("j4")[:, 3:5]  # rocker (bar3) axes
     a = res.joint("j3").q[:, 0]
     c, s = np.cos(a), np.sin(a)
     return np.column_stack([c * F[:, 0] - s * F[:, 1], s * F[:, 0] + c * F[:, 1]])
@@ -120,15 +127,20 @@ def errors(res, window=1e-2):
     err = np.abs(cut_force(res) - g_ref).max(axis=1)
     far = np.abs(np.sin(th)) >= window
     qdd = res.qdd
-    a_ref = np.column_stack([thdd, -thdd, thdd])     # j1, j2 (relative), j3
-    return dict(force=err.max(), force_regular=err[far].max(),
-                angle=np.abs(res.joint("j1").q[:, 0] - th).max(),
-                coupler=np.abs(res.joint("j1").q[:, 0] + res.joint("j2").q[:, 0]).max(),
-                acceleration=np.abs(qdd - a_ref).max(),
-                position_violation=res.stats["position_violation"].max(),
-                velocity_violation=res.stats["velocity_violation"].max(),
-                singular_samples=int(np.count_nonzero(res.stats["rank"] < 2)),
-                error_history=err, t=res.t, theta=th)
+    a_ref = np.column_stack([thdd, -thdd, thdd])  # j1, j2 (relative), j3
+    return dict(
+        force=err.max(),
+        force_regular=err[far].max(),
+        angle=np.abs(res.joint("j1").q[:, 0] - th).max(),
+        coupler=np.abs(res.joint("j1").q[:, 0] + res.joint("j2").q[:, 0]).max(),
+        acceleration=np.abs(qdd - a_ref).max(),
+        position_violation=res.stats["position_violation"].max(),
+        velocity_violation=res.stats["velocity_violation"].max(),
+        singular_samples=int(np.count_nonzero(res.stats["rank"] < 2)),
+        error_history=err,
+        t=res.t,
+        theta=th,
+    )
 
 
 OMEGA = 124.8
@@ -143,16 +155,25 @@ def build_spatial(L=0.5, m=1.0, w=OMEGA):
     for name in ("bar1", "bar2", "bar3"):
         setattr(M, name, fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0)))
     z, x = (0, 0, 1), (1, 0, 0)
-    flip = np.diag([-1.0, -1.0, 1.0])                  # Rz(pi)
+    flip = np.diag([-1.0, -1.0, 1.0])  # Rz(pi)
     M.j1 = fm.Revolute(M.ground, M.bar1, axis=z, q0=[np.pi / 2])
-    M.j2 = fm.Universal(M.bar1, M.bar2, axis1=z, axis2=x, parent_frame=(L, 0, 0),
-                        q0=[-np.pi / 2, 0.0])
+    M.j2 = fm.Universal(
+        M.bar1, M.bar2, axis1=z, axis2=x, parent_frame=(L, 0, 0), q0=[-np.pi / 2, 0.0]
+    )
     # bar3's body x axis points from the coupler down to D; the joint's child frame is
     # turned by pi about z so that alpha4 is the paper's angle
-    M.j3 = fm.Universal(M.bar2, M.bar3, axis1=z, axis2=x, parent_frame=(L, 0, 0),
-                        child_frame=((0, 0, 0), flip), q0=[-1.5 * np.pi, 0.0])
-    M.j4 = fm.Revolute(M.ground, M.bar3, axis=z, parent_frame=(L, 0, 0),
-                       child_frame=(L, 0, 0), cut=True)
+    M.j3 = fm.Universal(
+        M.bar2,
+        M.bar3,
+        axis1=z,
+        axis2=x,
+        parent_frame=(L, 0, 0),
+        child_frame=((0, 0, 0), flip),
+        q0=[-1.5 * np.pi, 0.0],
+    )
+    M.j4 = fm.Revolute(
+        M.ground, M.bar3, axis=z, parent_frame=(L, 0, 0), child_frame=(L, 0, 0), cut=True
+    )
     M.drive = JointDriver.constant_speed(M.j1, -w)
     return M
 
@@ -175,13 +196,17 @@ def simulate_spatial(t_end=0.1, dt=1e-4, rtol=3e-2, **kw):
 def spatial_errors(res, window=1e-2):
     alpha, reac = spatial_reference(res.t)
     a1 = res.joint("j1").q[:, 0]
-    flat = np.abs(np.cos(a1)) < window                 # |sin theta| < window (theta = a1 - pi/2)
+    flat = np.abs(np.cos(a1)) < window  # |sin theta| < window (theta = a1 - pi/2)
     err = np.abs(res.reaction("j4") - reac).max(axis=1)
-    return dict(coordinates=np.abs(res.q - alpha).max(), reaction=err[~flat].max(),
-                reaction_all=err.max(), drive_torque=np.abs(res.extra["driver:drive"]).max(),
-                ranks=sorted(set(res.stats["rank"].tolist())),
-                redundant_cut=sorted(set((5 - (res.stats["rank"] - 1)).tolist())),
-                position_violation=res.stats["position_violation"].max())
+    return dict(
+        coordinates=np.abs(res.q - alpha).max(),
+        reaction=err[~flat].max(),
+        reaction_all=err.max(),
+        drive_torque=np.abs(res.extra["driver:drive"]).max(),
+        ranks=sorted(set(res.stats["rank"].tolist())),
+        redundant_cut=sorted(set((5 - (res.stats["rank"] - 1)).tolist())),
+        position_violation=res.stats["position_violation"].max(),
+    )
 
 
 def main(t_end=10.0, dt=1e-3, rtol=3e-2, outdir=None, plot=True, spatial_t_end=0.1):
@@ -189,14 +214,20 @@ def main(t_end=10.0, dt=1e-3, rtol=3e-2, outdir=None, plot=True, spatial_t_end=0
         tic = time.perf_counter()
         res = simulate_spatial(spatial_t_end)
         e = spatial_errors(res)
-        print(f"spatial four-bar, crank at {OMEGA} rad/s, {spatial_t_end} s "
-              f"({time.perf_counter() - tic:.1f} s wall):")
-        print(f"  coordinates vs eq. 33: {e['coordinates']:.2e} rad; cut reaction vs analytic "
-              f"(m L w^2 = {0.5 * OMEGA**2:.2f} N): {e['reaction']:.2e} N away from the flat "
-              f"configurations, {e['reaction_all']:.2e} N overall; drive torque "
-              f"{e['drive_torque']:.1e} N m")
-        print(f"  rank of the 5 cut + 1 drive equations: {e['ranks']} "
-              f"(redundant cut equations: {e['redundant_cut']})")
+        print(
+            f"spatial four-bar, crank at {OMEGA} rad/s, {spatial_t_end} s "
+            f"({time.perf_counter() - tic:.1f} s wall):"
+        )
+        print(
+            f"  coordinates vs eq. 33: {e['coordinates']:.2e} rad; cut reaction vs analytic "
+            f"(m L w^2 = {0.5 * OMEGA**2:.2f} N): {e['reaction']:.2e} N away from the flat "
+            f"configurations, {e['reaction_all']:.2e} N overall; drive torque "
+            f"{e['drive_torque']:.1e} N m"
+        )
+        print(
+            f"  rank of the 5 cut + 1 drive equations: {e['ranks']} "
+            f"(redundant cut equations: {e['redundant_cut']})"
+        )
     out = {}
     for tp in (True, False):
         tic = time.perf_counter()
@@ -206,15 +237,23 @@ def main(t_end=10.0, dt=1e-3, rtol=3e-2, outdir=None, plot=True, spatial_t_end=0
         e["res"] = res
         out[tp] = e
         label = "with" if tp else "WITHOUT"
-        print(f"{label} tangent projection (rtol={rtol:g}, RK4 dt={dt:g}, {t_end:g} s, "
-              f"{e['wall']:.1f} s wall):")
-        print(f"  cut-joint force error vs 1-dof reference: {e['force_regular']:.2e} N "
-              f"(|sin theta| >= 1e-2), {e['force']:.2e} N (all samples)")
-        print(f"  angle error {e['angle']:.2e} rad, coupler rotation {e['coupler']:.2e} rad, "
-              f"acceleration error {e['acceleration']:.2e} rad/s^2")
-        print(f"  constraint violation: position {e['position_violation']:.1e}, velocity "
-              f"{e['velocity_violation']:.1e}; samples in the singular window: "
-              f"{e['singular_samples']}")
+        print(
+            f"{label} tangent projection (rtol={rtol:g}, RK4 dt={dt:g}, {t_end:g} s, "
+            f"{e['wall']:.1f} s wall):"
+        )
+        print(
+            f"  cut-joint force error vs 1-dof reference: {e['force_regular']:.2e} N "
+            f"(|sin theta| >= 1e-2), {e['force']:.2e} N (all samples)"
+        )
+        print(
+            f"  angle error {e['angle']:.2e} rad, coupler rotation {e['coupler']:.2e} rad, "
+            f"acceleration error {e['acceleration']:.2e} rad/s^2"
+        )
+        print(
+            f"  constraint violation: position {e['position_violation']:.1e}, velocity "
+            f"{e['velocity_violation']:.1e}; samples in the singular window: "
+            f"{e['singular_samples']}"
+        )
     if plot:
         import matplotlib
 
@@ -230,8 +269,9 @@ def main(t_end=10.0, dt=1e-3, rtol=3e-2, outdir=None, plot=True, spatial_t_end=0
             lab = "tangent projection" if tp else "no tangent projection"
             axes[0].plot(out[tp]["t"], F[:, 0], style, label=lab)
             axes[1].plot(out[tp]["t"], F[:, 1], style, label=lab)
-            axes[2].semilogy(out[tp]["t"], np.maximum(out[tp]["error_history"], 1e-16), style,
-                             label=lab)
+            axes[2].semilogy(
+                out[tp]["t"], np.maximum(out[tp]["error_history"], 1e-16), style, label=lab
+            )
         axes[0].plot(out[True]["t"], g_ref[:, 0], ":k", label="1-dof reference")
         axes[1].plot(out[True]["t"], g_ref[:, 1], ":k")
         axes[0].set_ylabel("G_x [N]")

@@ -29,9 +29,13 @@ def reduce_beam():
     import flexmbd.fem as F
 
     steel = F.Material(E=2.1e11, nu=0.3, rho=7850.0, name="steel")
-    return F.reduce(str(MESH), steel, F.CraigBampton(4, {"A": F.NodeSet("A"),
-                                                         "B": F.NodeSet("B")}),
-                    geometric=False, name="beam")
+    return F.reduce(
+        str(MESH),
+        steel,
+        F.CraigBampton(4, {"A": F.NodeSet("A"), "B": F.NodeSet("B")}),
+        geometric=False,
+        name="beam",
+    )
 
 
 def swing(body, nt=40, t_end=1.0, tip_force=2.0e3):
@@ -44,14 +48,22 @@ def swing(body, nt=40, t_end=1.0, tip_force=2.0e3):
     R = np.array([rotation_matrix(np.array([0.0, 0.0, 1.0]), a) for a in theta])
     _, _, tip_nodes, _ = body.interface("B")
     F = np.zeros(3 * body.n_nodes)
-    F[3 * tip_nodes + 1] = tip_force / len(tip_nodes)            # lateral (y) load at B
-    q_unit = np.linalg.solve(body.K_ff, body.modes.T @ F)       # quasi-static response
-    modal = np.outer(-np.sin(2 * np.pi * t / t_end), q_unit)    # load lags the swing
-    res = Results(t, theta[:, None], np.gradient(theta, t)[:, None],
-                  coordinates=[("hinge", "angle")], speeds=[("hinge", "rate")],
-                  bodies={"beam": BodySeries(position=np.zeros((nt, 3)),
-                                             orientation=rot_to_quat_batch(R), modal=modal)},
-                  meta={"model": "swinging_beam", "prescribed": True})
+    F[3 * tip_nodes + 1] = tip_force / len(tip_nodes)  # lateral (y) load at B
+    q_unit = np.linalg.solve(body.K_ff, body.modes.T @ F)  # quasi-static response
+    modal = np.outer(-np.sin(2 * np.pi * t / t_end), q_unit)  # load lags the swing
+    res = Results(
+        t,
+        theta[:, None],
+        np.gradient(theta, t)[:, None],
+        coordinates=[("hinge", "angle")],
+        speeds=[("hinge", "rate")],
+        bodies={
+            "beam": BodySeries(
+                position=np.zeros((nt, 3)), orientation=rot_to_quat_batch(R), modal=modal
+            )
+        },
+        meta={"model": "swinging_beam", "prescribed": True},
+    )
     return attach_geometry(res, {"beam": body})
 
 
@@ -67,11 +79,13 @@ def main(small=False, out=HERE / "out"):
     for k in (1, 2, 3):
         fm.viz.plot_mode(body, k, file=out / f"beam_mode{k}.png", window_size=size)
         written.append(out / f"beam_mode{k}.png")
-    fm.viz.animate_mode(body, 1, out / "beam_mode1.gif", n_frames=8 if small else 24,
-                        window_size=size)
+    fm.viz.animate_mode(
+        body, 1, out / "beam_mode1.gif", n_frames=8 if small else 24, window_size=size
+    )
     res = swing(body, nt=8 if small else 40)
-    fm.viz.animate(res, out / "beam_swing.gif", scale=20.0, field="von_mises", view="xy",
-                   window_size=size)
+    fm.viz.animate(
+        res, out / "beam_swing.gif", scale=20.0, field="von_mises", view="xy", window_size=size
+    )
     res.to_vtk(out / "beam_swing" / "beam_swing.pvd", stride=4 if small else 1)
     written += [out / "beam_mode1.gif", out / "beam_swing.gif"]
     for p in written:

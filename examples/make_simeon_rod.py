@@ -28,9 +28,11 @@ def rod_mesh(nx=30, ny=1, nz=1):
     """The rod as a scikit-fem ``MeshHex2`` (quadratic hexahedra)."""
     import skfem
 
-    m1 = skfem.MeshHex1.init_tensor(np.linspace(0.0, LENGTH, nx + 1),
-                                    np.linspace(-HEIGHT / 2, HEIGHT / 2, ny + 1),
-                                    np.linspace(-WIDTH / 2, WIDTH / 2, nz + 1))
+    m1 = skfem.MeshHex1.init_tensor(
+        np.linspace(0.0, LENGTH, nx + 1),
+        np.linspace(-HEIGHT / 2, HEIGHT / 2, ny + 1),
+        np.linspace(-WIDTH / 2, WIDTH / 2, nz + 1),
+    )
     return skfem.MeshHex2.from_mesh(m1)
 
 

@@ -48,7 +48,7 @@ import numpy as np
 import flexmbd as fm
 
 HERE = Path(__file__).resolve().parent
-REFERENCE_MODES = 48                    # fixed-interface modes of the reference (54 in all)
+REFERENCE_MODES = 48  # fixed-interface modes of the reference (54 in all)
 MODE_COUNTS = (2, 4, 6, 8, 10, 12, 16)
 DT = 6.25e-6
 
@@ -56,8 +56,9 @@ DT = 6.25e-6
 def _crank():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("flexible_slider_crank",
-                                                  HERE / "flexible_slider_crank.py")
+    spec = importlib.util.spec_from_file_location(
+        "flexible_slider_crank", HERE / "flexible_slider_crank.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -70,14 +71,18 @@ def pin_forces():
     """The in-plane unit forces at the pins A and B (x: along the rod, y: lateral), spread
     over the end faces."""
     itf = sc.rod_interfaces()
-    return [fm.fem.PointLoad(itf[p], force=f, name=f"{p}.f{c}")
-            for p in ("A", "B") for c, f in (("x", (1.0, 0.0, 0.0)), ("y", (0.0, 1.0, 0.0)))]
+    return [
+        fm.fem.PointLoad(itf[p], force=f, name=f"{p}.f{c}")
+        for p in ("A", "B")
+        for c, f in (("x", (1.0, 0.0, 0.0)), ("y", (0.0, 1.0, 0.0)))
+    ]
 
 
 def craig_bampton(n_fixed, kind="distributing"):
     """Craig-Bampton in mean axes on the end faces A and B (``kind`` of interface)."""
-    return fm.CraigBampton(n_fixed, interfaces=sc.rod_interfaces(), interface_kind=kind,
-                           frame="mean-axis")
+    return fm.CraigBampton(
+        n_fixed, interfaces=sc.rod_interfaces(), interface_kind=kind, frame="mean-axis"
+    )
 
 
 def strategy(kind, m):
@@ -97,8 +102,13 @@ def strategy(kind, m):
 
 
 RIGID_CB = "Craig-Bampton, rigid faces*"
-STRATEGIES = ("normal modes", "normal + static correction", "Craig-Bampton", "Ritz vectors",
-              RIGID_CB)
+STRATEGIES = (
+    "normal modes",
+    "normal + static correction",
+    "Craig-Bampton",
+    "Ritz vectors",
+    RIGID_CB,
+)
 
 
 def run(modes, t_end, dt, stiffening=True):
@@ -109,8 +119,14 @@ def run(modes, t_end, dt, stiffening=True):
     t_red = time.process_time() - tic
     model = sc.build(rod)
     res, cpu = sc.simulate(model, t_end, dt)
-    return {"t": res.t, "d": sc.midpoint_deflection(model, res), "reduction": t_red,
-            "simulation": cpu, "n_modes": rb.n_modes, "frequencies": rb.frequencies}
+    return {
+        "t": res.t,
+        "d": sc.midpoint_deflection(model, res),
+        "reduction": t_red,
+        "simulation": cpu,
+        "n_modes": rb.n_modes,
+        "frequencies": rb.frequencies,
+    }
 
 
 def _table(rows, strategies, mode_counts, cell):
@@ -122,9 +138,17 @@ def _table(rows, strategies, mode_counts, cell):
     return lines
 
 
-def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
-         reference_modes=REFERENCE_MODES, chain_segments=20, chain_dt=2.5e-5, plot=True,
-         outdir=None):
+def main(
+    t_end=0.05,
+    dt=DT,
+    mode_counts=MODE_COUNTS,
+    strategies=STRATEGIES,
+    reference_modes=REFERENCE_MODES,
+    chain_segments=20,
+    chain_dt=2.5e-5,
+    plot=True,
+    outdir=None,
+):
     """Run the study; print and write the tables (and plot). Returns a dict with the
     reference, its checks and ``rows[(strategy, m)] = {"err", "reduction", "simulation",
     ...}``; errors relative to the reference's peak midpoint deflection."""
@@ -134,8 +158,13 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
     n_alt = ref["n_modes"] - 4
     alt = run(fm.StaticCorrection(n_alt, pin_forces()), t_end, dt)
     rigid = run(craig_bampton(reference_modes, "rigid"), t_end, dt)
-    out = {"reference": ref, "peak": peak, "reference_check": dev(alt["d"]),
-           "rigid_faces": dev(rigid["d"]), "rows": {}}
+    out = {
+        "reference": ref,
+        "peak": peak,
+        "reference_check": dev(alt["d"]),
+        "rigid_faces": dev(rigid["d"]),
+        "rows": {},
+    }
     if chain_segments:
         mc = sc.chain_model(chain_segments)
         res, _ = sc.simulate(mc, t_end, chain_dt)
@@ -151,29 +180,42 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
             own = rigid["d"] if kind == RIGID_CB else ref["d"]
             r["err"] = float(np.abs(r["d"] - own).max() / peak)
             out["rows"][(kind, m)] = r
-    lines = ["# Mode-selection study: flexible slider-crank (Simeon), meshed rod", "",
-             f"Midpoint deflection over {t_end} s (dt = {dt:g} s, generalized-alpha, geometric "
-             "stiffening on, all bases in mean axes, joints on distributing end faces). Error = "
-             f"largest deviation from the reference / its peak ({peak * 1e3:.4f} mm); "
-             f"reference: Craig-Bampton with {reference_modes} fixed-interface modes "
-             f"({ref['n_modes']} coordinates).", "",
-             f"- reference vs static correction with {n_alt} normal modes + 4 static modes: "
-             f"{out['reference_check']:.1e} of the peak",
-             f"- Craig-Bampton with rigid end faces ({rigid['n_modes']} coordinates; a stiffer "
-             f"rod): {out['rigid_faces']:.1e} of the peak; *its column is measured against "
-             "this rigid-face limit"]
+    lines = [
+        "# Mode-selection study: flexible slider-crank (Simeon), meshed rod",
+        "",
+        f"Midpoint deflection over {t_end} s (dt = {dt:g} s, generalized-alpha, geometric "
+        "stiffening on, all bases in mean axes, joints on distributing end faces). Error = "
+        f"largest deviation from the reference / its peak ({peak * 1e3:.4f} mm); "
+        f"reference: Craig-Bampton with {reference_modes} fixed-interface modes "
+        f"({ref['n_modes']} coordinates).",
+        "",
+        f"- reference vs static correction with {n_alt} normal modes + 4 static modes: "
+        f"{out['reference_check']:.1e} of the peak",
+        f"- Craig-Bampton with rigid end faces ({rigid['n_modes']} coordinates; a stiffer "
+        f"rod): {out['rigid_faces']:.1e} of the peak; *its column is measured against "
+        "this rigid-face limit",
+    ]
     if chain_segments:
-        lines.append(f"- reference vs the rigid-segment chain ({chain_segments} segments, "
-                     f"geometrically exact, dt = {chain_dt:g} s): {out['chain_check']:.3f} of "
-                     "the peak")
+        lines.append(
+            f"- reference vs the rigid-segment chain ({chain_segments} segments, "
+            f"geometrically exact, dt = {chain_dt:g} s): {out['chain_check']:.3f} of "
+            "the peak"
+        )
     lines += [""] + _table(out["rows"], strategies, mode_counts, lambda r: f"{r['err']:.2e}")
     lines += ["", "CPU time [s], reduction + simulation:", ""]
-    lines += _table(out["rows"], strategies, mode_counts,
-                    lambda r: f"{r['reduction']:.2f} + {r['simulation']:.2f}")
+    lines += _table(
+        out["rows"],
+        strategies,
+        mode_counts,
+        lambda r: f"{r['reduction']:.2f} + {r['simulation']:.2f}",
+    )
     cpus = [r["simulation"] for r in out["rows"].values()]
-    lines += ["", f"Simulation CPU spans {min(cpus):.2f}-{max(cpus):.2f} s over all bases: with "
-              "so few modal coordinates the step cost is the mechanism's (joints, Newton "
-              "iterations), so accuracy per coordinate decides the choice."]
+    lines += [
+        "",
+        f"Simulation CPU spans {min(cpus):.2f}-{max(cpus):.2f} s over all bases: with "
+        "so few modal coordinates the step cost is the mechanism's (joints, Newton "
+        "iterations), so accuracy per coordinate decides the choice.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     out["text"] = text
@@ -216,8 +258,7 @@ def main(t_end=0.05, dt=DT, mode_counts=MODE_COUNTS, strategies=STRATEGIES,
 
 
 # --quick: the small settings the tests use (seconds instead of minutes)
-QUICK = dict(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24,
-             chain_segments=0)
+QUICK = dict(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24, chain_segments=0)
 
 
 def settings(argv=None):

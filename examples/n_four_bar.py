@@ -37,18 +37,31 @@ def build(N=40, L=1.0, m=1.0, w0=1.0):
     """The mechanism: cranks ``crank[0..N]``, couplers ``coupler[1..N]``."""
     M = fm.Model(f"n_four_bar_{N}")
     inertia = (1e-6, m * L * L / 12, m * L * L / 12)
-    M.crank = fm.RigidBody(range(N + 1), rule=lambda b, i: fm.RigidBody(
-        mass=m, inertia=inertia, com=(L / 2, 0, 0)))
-    M.coupler = fm.RigidBody(range(1, N + 1), rule=lambda b, i: fm.RigidBody(
-        mass=m, inertia=inertia, com=(L / 2, 0, 0)))
-    M.pivot = fm.Revolute(range(N + 1), rule=lambda b, i: fm.Revolute(
-        b.ground, b.crank[i], parent_frame=(i * L, 0, 0), q0=[np.pi / 2],
-        qd0=[w0]))
+    M.crank = fm.RigidBody(
+        range(N + 1), rule=lambda b, i: fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))
+    )
+    M.coupler = fm.RigidBody(
+        range(1, N + 1), rule=lambda b, i: fm.RigidBody(mass=m, inertia=inertia, com=(L / 2, 0, 0))
+    )
+    M.pivot = fm.Revolute(
+        range(N + 1),
+        rule=lambda b, i: fm.Revolute(
+            b.ground, b.crank[i], parent_frame=(i * L, 0, 0), q0=[np.pi / 2], qd0=[w0]
+        ),
+    )
     # coupler i hangs from the tip of crank i-1 (tree) and closes the loop at crank i
-    M.left = fm.Revolute(range(1, N + 1), rule=lambda b, i: fm.Revolute(
-        b.crank[i - 1], b.coupler[i], parent_frame=(L, 0, 0), q0=[-np.pi / 2], qd0=[-w0]))
-    M.right = fm.Revolute(range(1, N + 1), rule=lambda b, i: fm.Revolute(
-        b.coupler[i], b.crank[i], parent_frame=(L, 0, 0), child_frame=(L, 0, 0), cut=True))
+    M.left = fm.Revolute(
+        range(1, N + 1),
+        rule=lambda b, i: fm.Revolute(
+            b.crank[i - 1], b.coupler[i], parent_frame=(L, 0, 0), q0=[-np.pi / 2], qd0=[-w0]
+        ),
+    )
+    M.right = fm.Revolute(
+        range(1, N + 1),
+        rule=lambda b, i: fm.Revolute(
+            b.coupler[i], b.crank[i], parent_frame=(L, 0, 0), child_frame=(L, 0, 0), cut=True
+        ),
+    )
     M.g = fm.Gravity((0.0, -G, 0.0))
     return M
 
@@ -57,8 +70,15 @@ def reference(t, N=40, L=1.0, m=1.0, w0=1.0):
     """theta(t), theta'(t) of the cranks from the one-degree-of-freedom model."""
     Meff = (N + 1) * m * L * L / 3 + N * m * L * L
     K = ((N + 1) * m * G * L / 2 + N * m * G * L) / Meff
-    sol = solve_ivp(lambda _, y: [y[1], -K * np.cos(y[0])], (0.0, float(np.max(t))),
-                    [np.pi / 2, w0], t_eval=t, method="DOP853", rtol=1e-12, atol=1e-13)
+    sol = solve_ivp(
+        lambda _, y: [y[1], -K * np.cos(y[0])],
+        (0.0, float(np.max(t))),
+        [np.pi / 2, w0],
+        t_eval=t,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-13,
+    )
     return sol.y[0], sol.y[1]
 
 
@@ -72,11 +92,14 @@ def errors(res, N):
     th, thd = reference(res.t, N)
     cr = np.column_stack([res.joint(f"pivot[{i}]").q[:, 0] for i in range(N + 1)])
     E = res.energy["total"]
-    return dict(angle=np.abs(cr - th[:, None]).max(), energy=np.abs(E - E[0]).max(),
-                ranks=sorted(set(res.stats["rank"].tolist())),
-                discarded=sorted(set(res.stats["discarded"].sum(axis=1).tolist())),
-                position_violation=res.stats["position_violation"].max(),
-                crossings=int(np.count_nonzero(np.diff(np.sign(np.cos(th[res.t > 0.01]))))))
+    return dict(
+        angle=np.abs(cr - th[:, None]).max(),
+        energy=np.abs(E - E[0]).max(),
+        ranks=sorted(set(res.stats["rank"].tolist())),
+        discarded=sorted(set(res.stats["discarded"].sum(axis=1).tolist())),
+        position_violation=res.stats["position_violation"].max(),
+        crossings=int(np.count_nonzero(np.diff(np.sign(np.cos(th[res.t > 0.01]))))),
+    )
 
 
 def main(N=40, t_end=20.0, dt=2e-3, outdir=None, plot=True):
@@ -84,13 +107,19 @@ def main(N=40, t_end=20.0, dt=2e-3, outdir=None, plot=True):
     res = simulate(N, t_end, dt)
     wall = time.perf_counter() - tic
     e = errors(res, N)
-    print(f"N-four-bar, N = {N} ({2 * N + 1} bodies, {N} cut joints, {5 * N} cut equations), "
-          f"{t_end:g} s, RK4 dt={dt:g}: {wall:.1f} s wall")
-    print(f"  crank angle error vs 1-dof reference: {e['angle']:.2e} rad; energy drift "
-          f"{e['energy']:.2e} J; {e['crossings']} passes through the singular (horizontal) "
-          f"configuration")
-    print(f"  rank: {e['ranks']} (discarded equations per sample: {e['discarded']}); "
-          f"position violation {e['position_violation']:.1e}")
+    print(
+        f"N-four-bar, N = {N} ({2 * N + 1} bodies, {N} cut joints, {5 * N} cut equations), "
+        f"{t_end:g} s, RK4 dt={dt:g}: {wall:.1f} s wall"
+    )
+    print(
+        f"  crank angle error vs 1-dof reference: {e['angle']:.2e} rad; energy drift "
+        f"{e['energy']:.2e} J; {e['crossings']} passes through the singular (horizontal) "
+        f"configuration"
+    )
+    print(
+        f"  rank: {e['ranks']} (discarded equations per sample: {e['discarded']}); "
+        f"position violation {e['position_violation']:.1e}"
+    )
     if plot:
         import matplotlib
 

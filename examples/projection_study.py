@@ -45,7 +45,7 @@ def _energy_error(res, mech, mod):
     E = res.energy["total"]
     if mech == "andrews":
         beta = res.joint("beta").q[:, 0]
-        E = E - mod.mom * (beta - beta[0])          # work of the drive torque
+        E = E - mod.mom * (beta - beta[0])  # work of the drive torque
     return E - E[0]
 
 
@@ -59,23 +59,41 @@ def run(mech, method, t_end, dt):
     res = system.simulate(t_end, dt=dt, integrator="rk4")
     wall = time.perf_counter() - tic
     dE = _energy_error(res, mech, mod)
-    out = dict(mechanism=mech, method=method, t_end=t_end, dt=dt, wall=wall,
-               cpu_per_step=res.meta["wall_time"] / max(len(res.t) - 1, 1),
-               position=float(res.stats["position_violation"].max()),
-               velocity=float(res.stats["velocity_violation"].max()),
-               energy=float(np.abs(dE).max()), res=res, dE=dE)
+    out = dict(
+        mechanism=mech,
+        method=method,
+        t_end=t_end,
+        dt=dt,
+        wall=wall,
+        cpu_per_step=res.meta["wall_time"] / max(len(res.t) - 1, 1),
+        position=float(res.stats["position_violation"].max()),
+        velocity=float(res.stats["velocity_violation"].max()),
+        energy=float(np.abs(dE).max()),
+        res=res,
+        dE=dE,
+    )
     if mech == "four_bar":
         th = mod.reference(res.t)[0]
         out["state"] = float(np.abs(res.joint("j1").q[:, 0] - th).max())
     else:
         got = mod.angles(res)
-        out["state"] = (float(max(abs(got[a] - mod.REFERENCE[a]) for a in mod.ANGLES))
-                        if abs(t_end - 0.03) < 1e-15 else float("nan"))
+        out["state"] = (
+            float(max(abs(got[a] - mod.REFERENCE[a]) for a in mod.ANGLES))
+            if abs(t_end - 0.03) < 1e-15
+            else float("nan")
+        )
     return res, out
 
 
-def main(four_bar_t_end=10.0, four_bar_dt=1e-3, andrews_t_end=0.03, andrews_dt=2e-5,
-         methods=METHODS, outdir=None, plot=True):
+def main(
+    four_bar_t_end=10.0,
+    four_bar_dt=1e-3,
+    andrews_t_end=0.03,
+    andrews_dt=2e-5,
+    methods=METHODS,
+    outdir=None,
+    plot=True,
+):
     path = Path(outdir or HERE / "out")
     path.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -88,22 +106,34 @@ def main(four_bar_t_end=10.0, four_bar_dt=1e-3, andrews_t_end=0.03, andrews_dt=2
             res, out = run(mech, method, t_end, dt)
             runs[mech, method] = out
             rows.append(out)
-            print(f"{mech:9s} {method:14s} |Phi| {out['position']:9.2e}  |Phi'| "
-                  f"{out['velocity']:9.2e}  |dE| {out['energy']:9.2e}  state err "
-                  f"{out['state']:9.2e}  {out['wall']:6.1f} s")
-    ref_note = {"four_bar": "crank angle vs the 1-dof reference (rad)",
-                "andrews": "largest angle error vs the Test Set at 0.03 s (rad)"}
-    lines = ["# Constraint handling: QR projection vs Baumgarte vs Moore-Penrose", "",
-             "Fixed-step RK4; maxima over the run. Energy error: four-bar total energy; "
-             "Andrews total energy minus the drive torque's work. State error: "
-             + "; ".join(f"{k}: {v}" for k, v in ref_note.items()) + ".", "",
-             "| mechanism | method | t_end [s] | dt [s] | max position violation | "
-             "max velocity violation | max energy error [J] | state error | CPU [s] | "
-             "CPU per step [ms] |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            print(
+                f"{mech:9s} {method:14s} |Phi| {out['position']:9.2e}  |Phi'| "
+                f"{out['velocity']:9.2e}  |dE| {out['energy']:9.2e}  state err "
+                f"{out['state']:9.2e}  {out['wall']:6.1f} s"
+            )
+    ref_note = {
+        "four_bar": "crank angle vs the 1-dof reference (rad)",
+        "andrews": "largest angle error vs the Test Set at 0.03 s (rad)",
+    }
+    lines = [
+        "# Constraint handling: QR projection vs Baumgarte vs Moore-Penrose",
+        "",
+        "Fixed-step RK4; maxima over the run. Energy error: four-bar total energy; "
+        "Andrews total energy minus the drive torque's work. State error: "
+        + "; ".join(f"{k}: {v}" for k, v in ref_note.items())
+        + ".",
+        "",
+        "| mechanism | method | t_end [s] | dt [s] | max position violation | "
+        "max velocity violation | max energy error [J] | state error | CPU [s] | "
+        "CPU per step [ms] |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for o in rows:
-        lines.append(f"| {o['mechanism']} | {o['method']} | {o['t_end']:g} | {o['dt']:g} | "
-                     f"{o['position']:.2e} | {o['velocity']:.2e} | {o['energy']:.2e} | "
-                     f"{o['state']:.2e} | {o['wall']:.2f} | {1e3 * o['cpu_per_step']:.2f} |")
+        lines.append(
+            f"| {o['mechanism']} | {o['method']} | {o['t_end']:g} | {o['dt']:g} | "
+            f"{o['position']:.2e} | {o['velocity']:.2e} | {o['energy']:.2e} | "
+            f"{o['state']:.2e} | {o['wall']:.2f} | {1e3 * o['cpu_per_step']:.2f} |"
+        )
     (path / "projection_study.md").write_text("\n".join(lines) + "\n")
     if plot:
         import matplotlib

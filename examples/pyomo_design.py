@@ -50,8 +50,8 @@ sys.path.insert(0, str(HERE))
 
 SEED = {"k": 2e4, "c": 0.0}
 BOUNDS = {"k": (0.0, 1e5), "c": (0.0, 5e3)}
-SCALE = np.array([1e4, 1e3])           # k in 1e4 N/m, c in 1e3 N s/m
-FSCALE = 1e6                           # |F|^2 in 1e6 N^2
+SCALE = np.array([1e4, 1e3])  # k in 1e4 N/m, c in 1e3 N s/m
+FSCALE = 1e6  # |F|^2 in 1e6 N^2
 
 
 def peak_problem(t_end=1.0, dt=0.01):
@@ -95,23 +95,42 @@ def main(t_end=1.0, dt=0.01, outdir=None, plot=True, maxiter=50):
     F0, _ = bearing_force(sh, np.array([SEED["k"], SEED["c"]]), sensitivities=False)
     peak0 = float(np.linalg.norm(F0, axis=1).max())
     x0 = np.array([SEED["k"], SEED["c"]]) / SCALE
-    x0 = np.r_[x0, 1.01 * peak0 ** 2 / FSCALE]
+    x0 = np.r_[x0, 1.01 * peak0**2 / FSCALE]
     bounds = [(lo / s, hi / s) for (lo, hi), s in zip(BOUNDS.values(), SCALE)] + [(0, None)]
     tic = time.process_time()
-    sol = minimize(lambda x: x[2], x0, jac=lambda x: np.r_[0.0, 0.0, 1.0], method="SLSQP",
-                   bounds=bounds, constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
-                   options={"maxiter": maxiter, "ftol": 1e-9})
+    sol = minimize(
+        lambda x: x[2],
+        x0,
+        jac=lambda x: np.r_[0.0, 0.0, 1.0],
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+        options={"maxiter": maxiter, "ftol": 1e-9},
+    )
     cpu = time.process_time() - tic
     p_opt = sol.x[:2] * SCALE
     F1, _ = bearing_force(sh, p_opt, sensitivities=False)
     peak1 = float(np.linalg.norm(F1, axis=1).max())
-    out = {"k": float(p_opt[0]), "c": float(p_opt[1]), "peak_seed": peak0, "peak_opt": peak1,
-           "reduction": 1 - peak1 / peak0, "iterations": int(sol.nit), "success": bool(sol.success),
-           "message": sol.message, "cpu": cpu, "t": sh.t, "F_seed": F0, "F_opt": F1}
+    out = {
+        "k": float(p_opt[0]),
+        "c": float(p_opt[1]),
+        "peak_seed": peak0,
+        "peak_opt": peak1,
+        "reduction": 1 - peak1 / peak0,
+        "iterations": int(sol.nit),
+        "success": bool(sol.success),
+        "message": sol.message,
+        "cpu": cpu,
+        "t": sh.t,
+        "F_seed": F0,
+        "F_opt": F1,
+    }
     print(f"optimum k = {p_opt[0]:.6g} N/m, c = {p_opt[1]:.6g} N s/m ({sol.message})")
-    print(f"peak crank-bearing force: seed {peak0:.1f} N -> optimum {peak1:.1f} N "
-          f"({100 * out['reduction']:.1f} % lower); {sol.nit} SLSQP iterations, "
-          f"{sol.nfev} simulations with sensitivities, {cpu:.1f} s CPU")
+    print(
+        f"peak crank-bearing force: seed {peak0:.1f} N -> optimum {peak1:.1f} N "
+        f"({100 * out['reduction']:.1f} % lower); {sol.nit} SLSQP iterations, "
+        f"{sol.nfev} simulations with sensitivities, {cpu:.1f} s CPU"
+    )
     if plot:
         import matplotlib
 
@@ -121,10 +140,16 @@ def main(t_end=1.0, dt=0.01, outdir=None, plot=True, maxiter=50):
         od = Path(outdir or HERE / "out")
         od.mkdir(parents=True, exist_ok=True)
         fig, ax = plt.subplots(figsize=(8, 3.8))
-        ax.plot(sh.t, np.linalg.norm(F0, axis=1),
-                label=f"seed: k = {SEED['k']:.0f} N/m, c = {SEED['c']:.0f} N s/m")
-        ax.plot(sh.t, np.linalg.norm(F1, axis=1),
-                label=f"optimum: k = {p_opt[0]:.0f} N/m, c = {p_opt[1]:.0f} N s/m")
+        ax.plot(
+            sh.t,
+            np.linalg.norm(F0, axis=1),
+            label=f"seed: k = {SEED['k']:.0f} N/m, c = {SEED['c']:.0f} N s/m",
+        )
+        ax.plot(
+            sh.t,
+            np.linalg.norm(F1, axis=1),
+            label=f"optimum: k = {p_opt[0]:.0f} N/m, c = {p_opt[1]:.0f} N s/m",
+        )
         ax.set_xlabel("t [s]")
         ax.set_ylabel("crank bearing force |F| [N]")
         ax.legend()

@@ -41,11 +41,17 @@ def reduced_strip(n_modes=2, nx=10):
     """The strip, reduced (interface A = the x = 0 face, rigid)."""
     import skfem
 
-    mesh = skfem.MeshHex2.from_mesh(skfem.MeshHex1.init_tensor(
-        np.linspace(0.0, L, nx + 1), np.linspace(-H / 2, H / 2, 2), np.linspace(-W / 2, W / 2, 2)))
+    mesh = skfem.MeshHex2.from_mesh(
+        skfem.MeshHex1.init_tensor(
+            np.linspace(0.0, L, nx + 1),
+            np.linspace(-H / 2, H / 2, 2),
+            np.linspace(-W / 2, W / 2, 2),
+        )
+    )
     strategy = fm.CraigBampton(n_modes, interfaces={"A": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
-    return fm.fem.reduce(mesh, fm.Material(**STEEL), strategy, name="strip", geometric=False,
-                         zeta=0.0)
+    return fm.fem.reduce(
+        mesh, fm.Material(**STEEL), strategy, name="strip", geometric=False, zeta=0.0
+    )
 
 
 def build(rb):
@@ -64,19 +70,29 @@ def build(rb):
 
 def measure(m, s, t_end, dt, noise, seed=0):
     """Simulated tip signals (N+1, 3) [x, y, deflection] and their noisy copy."""
-    res = s.simulate(t_end, dt=dt, integrator="newmark", beta=0.25, gamma=0.5,
-                     project_velocities=False, gauge=False, tol=1e-12, progress=False)
+    res = s.simulate(
+        t_end,
+        dt=dt,
+        integrator="newmark",
+        beta=0.25,
+        gamma=0.5,
+        project_velocities=False,
+        gauge=False,
+        tol=1e-12,
+        progress=False,
+    )
     tip = m.beam.point((L, 0.0, 0.0))
     p = tip.trajectory(res)
     defl = res.body("beam").modal @ np.asarray(tip.modes, float)[4]
     y = np.column_stack([p[:, 0], p[:, 1], defl])
     rng = np.random.default_rng(seed)
-    sigma = noise * np.sqrt((y ** 2).mean(axis=0))
+    sigma = noise * np.sqrt((y**2).mean(axis=0))
     return res, y, y + sigma * rng.standard_normal(y.shape), sigma
 
 
-def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee=False,
-         options=None):
+def main(
+    t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None
+):
     import pyomo.environ as pe
 
     from flexmbd.pyomo.collocation import Trajectory
@@ -89,8 +105,9 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
     zeta, c = P.beam.zeta[0], P.bearing.c
     zeta.free(bounds=(0.0, 0.5), value=GUESS["zeta"])
     c.free(bounds=(0.0, 2.0), value=GUESS["c"])
-    tr = Trajectory(s, t_end, dt, params=[zeta, c],
-                    initial=(res.q, res.qd, res.qdd, res.extra["lambda"]))
+    tr = Trajectory(
+        s, t_end, dt, params=[zeta, c], initial=(res.q, res.qd, res.qdd, res.extra["lambda"])
+    )
     tip = m.beam.point((L, 0.0, 0.0))
     phi = np.asarray(tip.modes, float)[4]
     sl = s.modal_slices["beam"].q
@@ -99,8 +116,11 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
         px, py, _ = tr.point(k, tip)
         qf = tr.q(k)[sl]
         d = sum(float(phi[j]) * qf[j] for j in range(len(qf)))
-        for val, meas, sg in ((px, y_meas[k, 0], sigma[0]), (py, y_meas[k, 1], sigma[1]),
-                              (d, y_meas[k, 2], sigma[2])):
+        for val, meas, sg in (
+            (px, y_meas[k, 0], sigma[0]),
+            (py, y_meas[k, 1], sigma[1]),
+            (d, y_meas[k, 2], sigma[2]),
+        ):
             obj += ((val - float(meas)) / float(sg)) ** 2
     tr.m.obj = pe.Objective(expr=obj / tr.N)
     wall = time.perf_counter()
@@ -108,16 +128,24 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
     wall = time.perf_counter() - wall
     est = {"zeta": zeta.value, "c": c.value}
     err = {k: (est[k] - TRUE[k]) / TRUE[k] for k in TRUE}
-    print(f"flexible pendulum identification: {rb.n_modes} modes (f = "
-          f"{', '.join(f'{f:.1f}' for f in rb.frequencies)} Hz, Craig-Bampton), "
-          f"{tr.N} Newmark nodes of {dt:g} s, noise {noise * 100:g} % RMS")
-    print(f"  zeta_1: true {TRUE['zeta']:.4f}  start {GUESS['zeta']:.4f}  "
-          f"estimate {est['zeta']:.5f}  error {err['zeta'] * 100:+.2f} %")
-    print(f"  c     : true {TRUE['c']:.4f}  start {GUESS['c']:.4f}  "
-          f"estimate {est['c']:.5f}  error {err['c'] * 100:+.2f} % (N m s/rad)")
-    print(f"  IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
-          f"{tr.m.gb.get_external_model().n_evaluations} grey-box Jacobians; "
-          f"NLP {tr.res.N * tr.res.nx + tr.res.np} variables")
+    print(
+        f"flexible pendulum identification: {rb.n_modes} modes (f = "
+        f"{', '.join(f'{f:.1f}' for f in rb.frequencies)} Hz, Craig-Bampton), "
+        f"{tr.N} Newmark nodes of {dt:g} s, noise {noise * 100:g} % RMS"
+    )
+    print(
+        f"  zeta_1: true {TRUE['zeta']:.4f}  start {GUESS['zeta']:.4f}  "
+        f"estimate {est['zeta']:.5f}  error {err['zeta'] * 100:+.2f} %"
+    )
+    print(
+        f"  c     : true {TRUE['c']:.4f}  start {GUESS['c']:.4f}  "
+        f"estimate {est['c']:.5f}  error {err['c'] * 100:+.2f} % (N m s/rad)"
+    )
+    print(
+        f"  IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
+        f"{tr.m.gb.get_external_model().n_evaluations} grey-box Jacobians; "
+        f"NLP {tr.res.N * tr.res.nx + tr.res.np} variables"
+    )
     _, qs, *_ = tr.values()
     fit = qs[:, sl] @ phi
     if plot:
@@ -130,16 +158,24 @@ def main(t_end=0.6, dt=0.005, noise=0.01, n_modes=2, plot=True, outdir=None, tee
         out.mkdir(parents=True, exist_ok=True)
         fig, ax = plt.subplots(figsize=(8, 3.8))
         ax.plot(tr.times, y_meas[:, 2] * 1e3, ".", ms=3, label="measured (1 % noise)")
-        ax.plot(tr.times, fit * 1e3, label=f"fitted: zeta_1 = {est['zeta']:.4f}, "
-                                          f"c = {est['c']:.4f}")
+        ax.plot(
+            tr.times, fit * 1e3, label=f"fitted: zeta_1 = {est['zeta']:.4f}, c = {est['c']:.4f}"
+        )
         ax.set_xlabel("t [s]")
         ax.set_ylabel("tip deflection (body y) [mm]")
         ax.legend()
         fig.tight_layout()
         fig.savefig(out / "pyomo_identification.png", dpi=110)
         plt.close(fig)
-    return {"estimate": est, "error": err, "iterations": tr.iterations, "cpu": tr.cpu,
-            "trajectory": tr, "measured": y_meas, "true_signals": y_true}
+    return {
+        "estimate": est,
+        "error": err,
+        "iterations": tr.iterations,
+        "cpu": tr.cpu,
+        "trajectory": tr,
+        "measured": y_meas,
+        "true_signals": y_true,
+    }
 
 
 # --quick: the small settings the tests use

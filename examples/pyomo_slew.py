@@ -60,15 +60,20 @@ STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
 L, H, W = 1.0, 0.005, 0.02
 R_HUB, I_HUB = 0.1, 0.5
 THETA, T = np.pi / 2, 1.0
-U_MAX = 2.0          # torque bound, in units of the bang-bang torque
+U_MAX = 2.0  # torque bound, in units of the bang-bang torque
 
 
 def reduced_strip(n_modes=2, nx=10):
     """The strip, reduced (interface A = the x = 0 face, rigid)."""
     import skfem
 
-    mesh = skfem.MeshHex2.from_mesh(skfem.MeshHex1.init_tensor(
-        np.linspace(0.0, L, nx + 1), np.linspace(-H / 2, H / 2, 2), np.linspace(-W / 2, W / 2, 2)))
+    mesh = skfem.MeshHex2.from_mesh(
+        skfem.MeshHex1.init_tensor(
+            np.linspace(0.0, L, nx + 1),
+            np.linspace(-H / 2, H / 2, 2),
+            np.linspace(-W / 2, W / 2, 2),
+        )
+    )
     strategy = fm.CraigBampton(n_modes, interfaces={"A": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
     return fm.fem.reduce(mesh, fm.Material(**STEEL), strategy, name="strip", geometric=False)
 
@@ -81,8 +86,9 @@ def build(rb):
     m.hub = fm.RigidBody(mass=5.0, inertia=np.diag([0.5, 0.5, I_HUB]))
     m.hinge = fm.Revolute(m.ground, m.hub, axis=(0, 0, 1))
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
-    m.clamp = fm.Fixed(m.hub, m.beam, parent_frame=(R_HUB, 0.0, 0.0),
-                       child_frame=m.beam.interface("A"))
+    m.clamp = fm.Fixed(
+        m.hub, m.beam, parent_frame=(R_HUB, 0.0, 0.0), child_frame=m.beam.interface("A")
+    )
     m.torque = fmo.JointInput(m.hinge)
     return m
 
@@ -96,14 +102,15 @@ def rigid_inertia(rb):
 
 def profiles(I):
     """Bang-bang and cycloidal torques u(t) (N m) of the rigid arm."""
-    ubb = 4 * THETA * I / T ** 2
+    ubb = 4 * THETA * I / T**2
 
     def bang(t):
         return np.array([ubb if t < T / 2 else (-ubb if t <= T else 0.0)])
 
     def cyc(t):
-        return np.array([I * THETA * 2 * np.pi / T ** 2 * np.sin(2 * np.pi * t / T)
-                         if t <= T else 0.0])
+        return np.array(
+            [I * THETA * 2 * np.pi / T**2 * np.sin(2 * np.pi * t / T) if t <= T else 0.0]
+        )
 
     return ubb, bang, cyc
 
@@ -111,8 +118,17 @@ def profiles(I):
 def simulate(m, s, u, dt, t_coast=1.0):
     """Slew + coast with torque profile ``u(t)``: (t, hub angle, tip deflection)."""
     m.torque.set_profile(u)
-    res = s.simulate(T + t_coast, dt=dt, integrator="newmark", beta=0.25, gamma=0.5,
-                     project_velocities=False, gauge=False, tol=1e-10, progress=False)
+    res = s.simulate(
+        T + t_coast,
+        dt=dt,
+        integrator="newmark",
+        beta=0.25,
+        gamma=0.5,
+        project_velocities=False,
+        gauge=False,
+        tol=1e-10,
+        progress=False,
+    )
     m.torque.set_value([0.0])
     e = res.body_series["hub"].orientation
     ang = 2 * np.arctan2(e[:, 3], e[:, 0])
@@ -130,11 +146,26 @@ def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
     # initial guess: the flexible arm driven by the cycloidal torque (simulated)
     _, _, cyc = profiles(rigid_inertia(rb))
     m.torque.set_profile(cyc)
-    res = s.simulate(T, dt=dt, integrator="newmark", beta=0.25, gamma=0.5,
-                     project_velocities=False, gauge=False, tol=1e-10, progress=False)
+    res = s.simulate(
+        T,
+        dt=dt,
+        integrator="newmark",
+        beta=0.25,
+        gamma=0.5,
+        project_velocities=False,
+        gauge=False,
+        tol=1e-10,
+        progress=False,
+    )
     m.torque.set_value([0.0])
-    tr = Trajectory(s, T, dt, inputs=[m.torque], u_bounds=(-U_MAX * ubb, U_MAX * ubb),
-                    initial=(res.q, res.qd, res.qdd, res.extra["lambda"]))
+    tr = Trajectory(
+        s,
+        T,
+        dt,
+        inputs=[m.torque],
+        u_bounds=(-U_MAX * ubb, U_MAX * ubb),
+        initial=(res.q, res.qd, res.qdd, res.extra["lambda"]),
+    )
     N = tr.N
     bi = [b.name for b in s.bodies].index("hub")
     sl = s.modal_slices["beam"].q
@@ -149,13 +180,14 @@ def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
     M = np.asarray(rb.M_ff, float)
     qf, vf = qN[sl], vN[sl]
     nm = len(qf)
-    energy = 0.5 * sum(K[i, j] * qf[i] * qf[j] + M[i, j] * vf[i] * vf[j]
-                       for i in range(nm) for j in range(nm))
-    work = sum(tr.u(k)[0] ** 2 for k in range(1, N + 1)) * dt / ubb ** 2
+    energy = 0.5 * sum(
+        K[i, j] * qf[i] * qf[j] + M[i, j] * vf[i] * vf[j] for i in range(nm) for j in range(nm)
+    )
+    work = sum(tr.u(k)[0] ** 2 for k in range(1, N + 1)) * dt / ubb**2
     tr.m.obj = pe.Objective(expr=energy + effort * work)
     tr.solve(tee=tee, options=options)
     _, q, v, a, lam, u = tr.values()
-    u[0] = 0.0          # node 0: the consistent initial state at u = 0
+    u[0] = 0.0  # node 0: the consistent initial state at u = 0
     return tr, u[:, 0], float(pe.value(energy))
 
 
@@ -187,7 +219,7 @@ def optimize_shooting(m, s, rb, dt, ubb, n_terms=6, maxiter=60):
     sl = s.modal_slices["beam"].q
     K = np.asarray(rb.K_ff, float)
     M = np.asarray(rb.M_ff, float)
-    sc = 1.0 / (0.5 * ubb * 1e-3)          # energy scale: J per (half a mJ per N m)
+    sc = 1.0 / (0.5 * ubb * 1e-3)  # energy scale: J per (half a mJ per N m)
     cache = {}
 
     def run(th):
@@ -215,12 +247,23 @@ def optimize_shooting(m, s, rb, dt, ubb, n_terms=6, maxiter=60):
     B = np.array([basis(t) for t in sh.t])
     uc = np.array([cyc(t)[0] for t in sh.t])
     umax = U_MAX * ubb
-    cons = [{"type": "eq", "fun": final, "jac": final_jac},
-            {"type": "ineq", "fun": lambda th: np.r_[umax - uc - B @ th, umax + uc + B @ th],
-             "jac": lambda th: np.vstack([-B, B])}]
+    cons = [
+        {"type": "eq", "fun": final, "jac": final_jac},
+        {
+            "type": "ineq",
+            "fun": lambda th: np.r_[umax - uc - B @ th, umax + uc + B @ th],
+            "jac": lambda th: np.vstack([-B, B]),
+        },
+    ]
     tic = time.process_time()
-    sol = minimize(energy, np.zeros(n_terms), jac=True, method="SLSQP", constraints=cons,
-                   options={"maxiter": maxiter, "ftol": 1e-12})
+    sol = minimize(
+        energy,
+        np.zeros(n_terms),
+        jac=True,
+        method="SLSQP",
+        constraints=cons,
+        options={"maxiter": maxiter, "ftol": 1e-12},
+    )
     cpu = time.process_time() - tic
     th = sol.x
 
@@ -230,8 +273,9 @@ def optimize_shooting(m, s, rb, dt, ubb, n_terms=6, maxiter=60):
     return u, energy(th)[0] / sc, sol, cpu
 
 
-def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None,
-         route="shooting", n_terms=8):
+def main(
+    dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None, route="shooting", n_terms=8
+):
     """Optimize (``route="shooting"``: SLSQP with shooting gradients; ``"ipopt"``: the
     grey-box NLP, not converging) and compare with bang-bang and cycloidal; return rows."""
     rb = reduced_strip(n_modes)
@@ -268,27 +312,41 @@ def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None,
     for name, u in cases:
         t, ang, defl = simulate(m, s, u, dt)
         after = t > T + 1e-9
-        rows[name] = {"amplitude": float(np.abs(defl[after]).max()),
-                      "angle": float(np.degrees(np.interp(T, t, ang))),
-                      "peak_torque": float(max(abs(u(tt)[0]) for tt in np.linspace(0, T, 201))),
-                      "t": t, "defl": defl, "u": np.array([u(tt)[0] for tt in t])}
-    print(f"flexible slew: hub + strip ({rb.n_modes} modes, f = "
-          f"{', '.join(f'{f:.1f}' for f in rb.frequencies)} Hz clamped), rigid inertia "
-          f"{I:.3f} kg m^2, bang-bang torque {ubb:.3f} N m, bounds +-{U_MAX * ubb:.3f} N m")
+        rows[name] = {
+            "amplitude": float(np.abs(defl[after]).max()),
+            "angle": float(np.degrees(np.interp(T, t, ang))),
+            "peak_torque": float(max(abs(u(tt)[0]) for tt in np.linspace(0, T, 201))),
+            "t": t,
+            "defl": defl,
+            "u": np.array([u(tt)[0] for tt in t]),
+        }
+    print(
+        f"flexible slew: hub + strip ({rb.n_modes} modes, f = "
+        f"{', '.join(f'{f:.1f}' for f in rb.frequencies)} Hz clamped), rigid inertia "
+        f"{I:.3f} kg m^2, bang-bang torque {ubb:.3f} N m, bounds +-{U_MAX * ubb:.3f} N m"
+    )
     if sol is not None and sol.success:
-        print(f"SLSQP (shooting, {n_terms} sine terms): {sol.nit} iterations, {cpu:.1f} s CPU "
-              f"({wall:.1f} s wall), {int(round(T / dt))} steps of {dt:g} s; residual modal "
-              f"energy at 1 s {e_opt:.3e} J")
+        print(
+            f"SLSQP (shooting, {n_terms} sine terms): {sol.nit} iterations, {cpu:.1f} s CPU "
+            f"({wall:.1f} s wall), {int(round(T / dt))} steps of {dt:g} s; residual modal "
+            f"energy at 1 s {e_opt:.3e} J"
+        )
     elif tr is not None:
-        print(f"IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
-              f"{tr.N} nodes of {dt:g} s; residual modal energy at 1 s {e_opt:.3e} J")
+        print(
+            f"IPOPT: {tr.iterations} iterations, {tr.cpu:.1f} s CPU ({wall:.1f} s wall), "
+            f"{tr.N} nodes of {dt:g} s; residual modal energy at 1 s {e_opt:.3e} J"
+        )
     else:
         print(f"optimized profile: none ({failure}; {wall:.1f} s wall)")
-    print(f"{'profile':<11} {'peak torque [N m]':>18} {'angle at 1 s [deg]':>19} "
-          f"{'residual tip amplitude [mm]':>28}")
+    print(
+        f"{'profile':<11} {'peak torque [N m]':>18} {'angle at 1 s [deg]':>19} "
+        f"{'residual tip amplitude [mm]':>28}"
+    )
     for name, r in rows.items():
-        print(f"{name:<11} {r['peak_torque']:>18.3f} {r['angle']:>19.3f} "
-              f"{r['amplitude'] * 1e3:>28.4f}")
+        print(
+            f"{name:<11} {r['peak_torque']:>18.3f} {r['angle']:>19.3f} "
+            f"{r['amplitude'] * 1e3:>28.4f}"
+        )
     if plot:
         import matplotlib
 
@@ -311,9 +369,14 @@ def main(dt=0.01, n_modes=2, plot=True, outdir=None, tee=False, options=None,
         fig.tight_layout()
         fig.savefig(out / "pyomo_slew.png", dpi=110)
         plt.close(fig)
-    return {"rows": rows, "trajectory": tr, "failure": failure, "u_bb": ubb,
-            "iterations": None if sol is None else int(sol.nit),
-            "cpu": cpu if sol is not None else (tr.cpu if tr is not None else None)}
+    return {
+        "rows": rows,
+        "trajectory": tr,
+        "failure": failure,
+        "u_bb": ubb,
+        "iterations": None if sol is None else int(sol.nit),
+        "cpu": cpu if sol is not None else (tr.cpu if tr is not None else None),
+    }
 
 
 # --quick: the small settings the tests use

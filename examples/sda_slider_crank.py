@@ -52,14 +52,26 @@ def build(k=2e4, c=0.0, fa=0.0, exact_jacobian=True, theta0=THETA0):
     m.j_crank = fm.Revolute(m.ground, m.crank, child_frame=(-1.0, 0, 0), q0=[theta0])
     # spherical + universal on the rod: a planar loop of revolutes in 3-D has 3 redundant
     # equations; this classical spatial modelling has none and the same motion
-    m.j_rod = fm.Spherical(m.crank, m.rod, parent_frame=(1.0, 0, 0), child_frame=(-1.0, 0, 0),
-                           q0=rotation_matrix((0, 0, 1), -2 * theta0))
-    m.j_slider = fm.Universal(m.rod, m.slider, axis1=(0, 0, 1), axis2=(0, 1, 0),
-                              parent_frame=(1.0, 0, 0), q0=[theta0, 0.0])
+    m.j_rod = fm.Spherical(
+        m.crank,
+        m.rod,
+        parent_frame=(1.0, 0, 0),
+        child_frame=(-1.0, 0, 0),
+        q0=rotation_matrix((0, 0, 1), -2 * theta0),
+    )
+    m.j_slider = fm.Universal(
+        m.rod,
+        m.slider,
+        axis1=(0, 0, 1),
+        axis2=(0, 1, 0),
+        parent_frame=(1.0, 0, 0),
+        q0=[theta0, 0.0],
+    )
     m.j_guide = fm.Prismatic(m.ground, m.slider, axis=(1, 0, 0), q0=[4 * np.cos(theta0)])
     m.push = fm.PointForce(m.slider, (0, 0, 0), (1000.0, 0, 0))
-    m.sda = fm.SpringDamperActuator(m.crank, (0, 0, 0), m.rod, (0, 0, 0), k=k, c=c, fa=fa,
-                                    exact_jacobian=exact_jacobian)
+    m.sda = fm.SpringDamperActuator(
+        m.crank, (0, 0, 0), m.rod, (0, 0, 0), k=k, c=c, fa=fa, exact_jacobian=exact_jacobian
+    )
     return m
 
 
@@ -69,17 +81,32 @@ def run(k, c, exact_jacobian, steps=100, dt=0.01, tol=1e-7, max_iter=100):
     s = m.compile("absolute")
     tic = time.perf_counter()
     try:
-        res = s.simulate(steps * dt, dt=dt, integrator="newmark", beta=0.25, gamma=0.5, tol=tol,
-                         max_iter=max_iter, energy=False)
+        res = s.simulate(
+            steps * dt,
+            dt=dt,
+            integrator="newmark",
+            beta=0.25,
+            gamma=0.5,
+            tol=tol,
+            max_iter=max_iter,
+            energy=False,
+        )
         failed = None
     except fm.ConvergenceError as err:
         res, failed = err.partial, err.time
     wall = time.perf_counter() - tic
     it = res.stats["newton_iterations"][1:]
-    return {"k": k, "c": c, "exact": exact_jacobian, "iterations": it,
-            "mean": float(it.mean()) if len(it) else float("nan"),
-            "max": int(it.max()) if len(it) else 0, "failed_at": failed, "wall": wall,
-            "steps": len(it)}
+    return {
+        "k": k,
+        "c": c,
+        "exact": exact_jacobian,
+        "iterations": it,
+        "mean": float(it.mean()) if len(it) else float("nan"),
+        "max": int(it.max()) if len(it) else 0,
+        "failed_at": failed,
+        "wall": wall,
+        "steps": len(it),
+    }
 
 
 def static(k, exact_jacobian, max_iter=50):
@@ -88,9 +115,16 @@ def static(k, exact_jacobian, max_iter=50):
     s = m.compile("absolute")
     r = s.static_equilibrium(max_iter=max_iter, tol=1e-7, raise_on_failure=False)
     l = m.sda.length(fm.absolute.forces.BodyState(s.index, r.q, np.zeros(s.n)))
-    return {"k": k, "exact": exact_jacobian, "converged": r.converged, "iterations": r.iterations,
-            "residual": r.residual, "length": l, "theory": m.sda.l0 + 2000.0 / k,
-            "reason": r.reason}
+    return {
+        "k": k,
+        "exact": exact_jacobian,
+        "converged": r.converged,
+        "iterations": r.iterations,
+        "residual": r.residual,
+        "length": l,
+        "theory": m.sda.l0 + 2000.0 / k,
+        "reason": r.reason,
+    }
 
 
 def _cell(r):
@@ -99,35 +133,57 @@ def _cell(r):
     return f"{r['mean']:.2f} (max {r['max']})"
 
 
-def main(out_dir=None, k_values=(1e2, 1e3, 1e4, 1e5, 1e6), c_values=(1e1, 1e2, 1e3, 1e4),
-         steps=100, static_k=(2e4, 1e5), plot=True):
+def main(
+    out_dir=None,
+    k_values=(1e2, 1e3, 1e4, 1e5, 1e6),
+    c_values=(1e1, 1e2, 1e3, 1e4),
+    steps=100,
+    static_k=(2e4, 1e5),
+    plot=True,
+):
     """Run the studies; write ``sda_slider_crank.md`` (and ``.png``) to ``out_dir``; return data."""
     out_dir = out_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
     os.makedirs(out_dir, exist_ok=True)
     k_runs = [(run(k, 0.0, True, steps), run(k, 0.0, False, steps)) for k in k_values]
     c_runs = [(run(2e4, c, True, steps), run(2e4, c, False, steps)) for c in c_values]
     statics = [(static(k, True), static(k, False)) for k in static_k]
-    lines = ["# Slider-crank with an SDA: mean Newton iterations per step", "",
-             f"Newmark beta=0.25 gamma=0.5, dt=0.01 s, {steps} steps, tol 1e-7 (residual 2-norm).",
-             "Iterations = Newton corrections (linear solves) per step; counting residual",
-             "evaluations (the paper's convention, apparently) adds one to every entry.", "",
-             "| k (N/m), c = 0 | with SDA Jacobian | without | wall with / without (s) |",
-             "|---|---|---|---|"]
+    lines = [
+        "# Slider-crank with an SDA: mean Newton iterations per step",
+        "",
+        f"Newmark beta=0.25 gamma=0.5, dt=0.01 s, {steps} steps, tol 1e-7 (residual 2-norm).",
+        "Iterations = Newton corrections (linear solves) per step; counting residual",
+        "evaluations (the paper's convention, apparently) adds one to every entry.",
+        "",
+        "| k (N/m), c = 0 | with SDA Jacobian | without | wall with / without (s) |",
+        "|---|---|---|---|",
+    ]
     for a, b in k_runs:
-        lines.append(f"| {a['k']:.0e} | {_cell(a)} | {_cell(b)} | "
-                     f"{a['wall']:.2f} / {b['wall']:.2f} |")
-    lines += ["", "| c (N s/m), k = 2e4 | with SDA Jacobian | without | wall with / without (s) |",
-              "|---|---|---|---|"]
+        lines.append(
+            f"| {a['k']:.0e} | {_cell(a)} | {_cell(b)} | {a['wall']:.2f} / {b['wall']:.2f} |"
+        )
+    lines += [
+        "",
+        "| c (N s/m), k = 2e4 | with SDA Jacobian | without | wall with / without (s) |",
+        "|---|---|---|---|",
+    ]
     for a, b in c_runs:
-        lines.append(f"| {a['c']:.0e} | {_cell(a)} | {_cell(b)} | "
-                     f"{a['wall']:.2f} / {b['wall']:.2f} |")
-    lines += ["", "Static equilibrium (Newton from the initial configuration, tol 1e-7):", "",
-              "| k (N/m) | with SDA Jacobian | without | SDA length / theory l0 + 2F/k (m) |",
-              "|---|---|---|---|"]
+        lines.append(
+            f"| {a['c']:.0e} | {_cell(a)} | {_cell(b)} | {a['wall']:.2f} / {b['wall']:.2f} |"
+        )
+    lines += [
+        "",
+        "Static equilibrium (Newton from the initial configuration, tol 1e-7):",
+        "",
+        "| k (N/m) | with SDA Jacobian | without | SDA length / theory l0 + 2F/k (m) |",
+        "|---|---|---|---|",
+    ]
     for a, b in statics:
         fa_ = f"converged in {a['iterations']}" if a["converged"] else "no convergence"
-        fb_ = (f"converged in {b['iterations']}" if b["converged"]
-               else f"no convergence: {b['reason']} (residual {b['residual']:.1e})")
+        fb_ = (
+            f"converged in {b['iterations']}"
+            if b["converged"]
+            else f"no convergence: {b['reason']} (residual {b['residual']:.1e})"
+        )
         lines.append(f"| {a['k']:.0e} | {fa_} | {fb_} | {a['length']:.6f} / {a['theory']:.6f} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "sda_slider_crank.md"), "w") as fh:

@@ -54,18 +54,27 @@ def torque(amplitude):
 
 def arm(b, mount, sign=1.0):
     """Rule of one six-link arm hanging off the frame ``mount`` (a Block rule)."""
-    b.link = fm.RigidBody(range(6), rule=lambda blk, i: fm.RigidBody.rod(
-        MASSES[i], LENGTHS[i], axis="x", radius=0.05, origin="end"))
+    b.link = fm.RigidBody(
+        range(6),
+        rule=lambda blk, i: fm.RigidBody.rod(
+            MASSES[i], LENGTHS[i], axis="x", radius=0.05, origin="end"
+        ),
+    )
 
     def joint(blk, i):
         if i == 0:
             return fm.Revolute(mount.body, blk.link[0], axis=AXES[0], parent_frame=mount)
-        return fm.Revolute(blk.link[i - 1], blk.link[i], axis=AXES[i],
-                           parent_frame=(LENGTHS[i - 1], 0.0, 0.0))
+        return fm.Revolute(
+            blk.link[i - 1], blk.link[i], axis=AXES[i], parent_frame=(LENGTHS[i - 1], 0.0, 0.0)
+        )
 
     b.joint = fm.Revolute(range(6), rule=joint)
-    b.drive = fm.JointForce(range(6), rule=lambda blk, i: fm.JointForce(
-        blk.joint[i], torque((sign if i == 0 else 1.0) * AMPLITUDES[i])))
+    b.drive = fm.JointForce(
+        range(6),
+        rule=lambda blk, i: fm.JointForce(
+            blk.joint[i], torque((sign if i == 0 else 1.0) * AMPLITUDES[i])
+        ),
+    )
 
 
 def build():
@@ -147,14 +156,24 @@ def main(t_end=10.0, dt=0.002, out="examples/out", show=True):
     # scales: the momentum one arm alone carries (it is cancelled by the base)
     states = [system.body_states(q, qd) for q, qd in zip(res.q[::50], res.qd[::50])]
     arm = [b for b in m.bodies() if b.name.startswith("arm1")]
-    p_arm = max(np.linalg.norm(sum(
-        b.mass * (st[b.name][3] + np.cross(st[b.name][2], st[b.name][0] @ b.com_vector))
-        for b in arm)) for st in states)
-    print(f"simulated {t_end} s at dt = {dt} s in {res.meta['wall_time']:.2f} s "
-          f"({len(res.t) - 1} RK4 steps, 4 CFA evaluations each)")
-    print(f"momentum check (zero at rest, no external load): max |p| = "
-          f"{np.abs(lin).max():.3e} kg m/s (arm 1 alone carries up to {p_arm:.3g} kg m/s), "
-          f"max |h_O| = {np.abs(ang).max():.3e} kg m^2/s")
+    p_arm = max(
+        np.linalg.norm(
+            sum(
+                b.mass * (st[b.name][3] + np.cross(st[b.name][2], st[b.name][0] @ b.com_vector))
+                for b in arm
+            )
+        )
+        for st in states
+    )
+    print(
+        f"simulated {t_end} s at dt = {dt} s in {res.meta['wall_time']:.2f} s "
+        f"({len(res.t) - 1} RK4 steps, 4 CFA evaluations each)"
+    )
+    print(
+        f"momentum check (zero at rest, no external load): max |p| = "
+        f"{np.abs(lin).max():.3e} kg m/s (arm 1 alone carries up to {p_arm:.3g} kg m/s), "
+        f"max |h_O| = {np.abs(ang).max():.3e} kg m^2/s"
+    )
     files = plot(res, out) if out is not None else []
     for f in files:
         print(f"wrote {f}")

@@ -39,8 +39,8 @@ import space_robot as sr  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
 
-FLEX_LINKS = (1, 2)            # arm-1 links made flexible (0-based: links 2 and 3)
-SECTION = 0.05                 # m, square bar
+FLEX_LINKS = (1, 2)  # arm-1 links made flexible (0-based: links 2 and 3)
+SECTION = 0.05  # m, square bar
 MATERIAL = dict(E=2.1e10, nu=0.3, rho=7850.0)
 N_MODES = 4
 ZETA = 0.02
@@ -51,12 +51,19 @@ def reduced_link(length=0.8, nx=16, n_modes=N_MODES):
     import skfem
 
     h = SECTION / 2
-    mesh = skfem.MeshHex1.init_tensor(np.linspace(0.0, length, nx + 1), np.linspace(-h, h, 3),
-                                      np.linspace(-h, h, 3))
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0.0, length, nx + 1), np.linspace(-h, h, 3), np.linspace(-h, h, 3)
+    )
     strategy = fm.CraigBampton(n_modes, interfaces={"A": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
-    return fm.fem.reduce(mesh, fm.Material(**MATERIAL), strategy, name="flex_link",
-                         interfaces={"B": fm.fem.Plane((length, 0, 0), (1, 0, 0))},
-                         zeta=np.full(n_modes, ZETA), geometric=False)
+    return fm.fem.reduce(
+        mesh,
+        fm.Material(**MATERIAL),
+        strategy,
+        name="flex_link",
+        interfaces={"B": fm.fem.Plane((length, 0, 0), (1, 0, 0))},
+        zeta=np.full(n_modes, ZETA),
+        geometric=False,
+    )
 
 
 def arm(b, mount, sign=1.0, flexible=(), rb=None):
@@ -69,9 +76,10 @@ def arm(b, mount, sign=1.0, flexible=(), rb=None):
         elif rb is not None and i in FLEX_LINKS and sign > 0:
             links.append(fm.RigidBody(rb.mass, rb.inertia_com, com=rb.com))
         else:
-            links.append(fm.RigidBody.rod(sr.MASSES[i], sr.LENGTHS[i], axis="x", radius=0.05,
-                                          origin="end"))
-    for i, body in enumerate(links):         # rigid and flexible: one component each
+            links.append(
+                fm.RigidBody.rod(sr.MASSES[i], sr.LENGTHS[i], axis="x", radius=0.05, origin="end")
+            )
+    for i, body in enumerate(links):  # rigid and flexible: one component each
         setattr(b, f"link{i}", body)
 
     def frames(i):
@@ -91,8 +99,12 @@ def arm(b, mount, sign=1.0, flexible=(), rb=None):
         return fm.Revolute(parent, links[i], axis=sr.AXES[i], parent_frame=pf, **kw)
 
     b.joint = fm.Revolute(range(6), rule=joint)
-    b.drive = fm.JointForce(range(6), rule=lambda blk, i: fm.JointForce(
-        blk.joint[i], sr.torque((sign if i == 0 else 1.0) * sr.AMPLITUDES[i])))
+    b.drive = fm.JointForce(
+        range(6),
+        rule=lambda blk, i: fm.JointForce(
+            blk.joint[i], sr.torque((sign if i == 0 else 1.0) * sr.AMPLITUDES[i])
+        ),
+    )
 
 
 def build(flexible=True, rb=None):
@@ -104,8 +116,9 @@ def build(flexible=True, rb=None):
     m.float = fm.Free(m.ground, m.base)
     m.mount1 = m.base.frame((0.7, 0.0, 0.0))
     m.mount2 = m.base.frame((-0.7, 0.0, 0.0), rotation=(0.0, 0.0, np.pi))
-    m.arm1 = fm.Block(rule=lambda b, mount: arm(b, mount, 1.0, FLEX_LINKS if flexible else (),
-                                                rb), mount=m.mount1)
+    m.arm1 = fm.Block(
+        rule=lambda b, mount: arm(b, mount, 1.0, FLEX_LINKS if flexible else (), rb), mount=m.mount1
+    )
     m.arm2 = fm.Block(rule=arm, mount=m.mount2, sign=-1.0)
     return m
 
@@ -138,8 +151,7 @@ def plot(flex, rigid, rb, out):
         axs[1, 0].plot(t, rf[:, i], c, lw=0.8, label=f"n{lab} flexible")
         axs[0, 1].plot(t, rf[:, 3 + i] - rr[:, 3 + i], c, lw=0.8, label=f"f{lab}")
         axs[1, 1].plot(t, rf[:, i] - rr[:, i], c, lw=0.8, label=f"n{lab}")
-    axs[0, 0].set(ylabel="force (N)",
-                  title="Reaction on arm-1 link 1 (joint frame)")
+    axs[0, 0].set(ylabel="force (N)", title="Reaction on arm-1 link 1 (joint frame)")
     axs[1, 0].set(xlabel="t (s)", ylabel="moment (N m)")
     axs[0, 1].set(ylabel="force (N)", title="flexible - rigid")
     axs[1, 1].set(xlabel="t (s)", ylabel="moment (N m)")
@@ -171,8 +183,11 @@ def plot(flex, rigid, rb, out):
         a_r = np.degrees(rigid.joint(f"arm1.joint[{i}]").q[:, 0])
         ax.plot(t, a_r, f"C{i}", ls="--", lw=1.0)
         ax.plot(t, a_f, f"C{i}", lw=0.8, label=f"joint {i + 1}")
-    ax.set(xlabel="t (s)", ylabel="angle (deg)",
-           title="Arm-1 joint angles (solid: flexible links, dashed: rigid)")
+    ax.set(
+        xlabel="t (s)",
+        ylabel="angle (deg)",
+        title="Arm-1 joint angles (solid: flexible links, dashed: rigid)",
+    )
     ax.legend(ncol=3)
     ax.grid(True)
     fig.tight_layout()
@@ -193,25 +208,33 @@ def main(t_end=10.0, dt=2e-3, substeps=4, out="examples/out", show=True):
     sf = flex_model.compile("recursive")
     sr_ = rigid_model.compile("recursive")
     wmax = sf.max_modal_frequency()
-    print(f"flexible links: {rb.n_modes} Craig-Bampton modes, {rb.mass:.3f} kg each, modal "
-          f"frequencies {np.round(rb.frequencies, 1).tolist()} Hz; RK4 step {dt / substeps:.2g} s"
-          f" (stability limit {2.8 / wmax:.2g} s)")
+    print(
+        f"flexible links: {rb.n_modes} Craig-Bampton modes, {rb.mass:.3f} kg each, modal "
+        f"frequencies {np.round(rb.frequencies, 1).tolist()} Hz; RK4 step {dt / substeps:.2g} s"
+        f" (stability limit {2.8 / wmax:.2g} s)"
+    )
     res_f = sf.simulate(t_end, dt=dt, integrator="rk4", substeps=substeps)
     res_r = sr_.simulate(t_end, dt=dt, integrator="rk4", substeps=substeps)
     rf, rr = res_f.reaction("arm1.joint[0]"), res_r.reaction("arm1.joint[0]")
     scale = np.abs(rr).max(axis=0)
     diff = np.abs(rf - rr).max(axis=0)
-    print(f"simulated {t_end} s: flexible {res_f.meta['wall_time']:.2f} s, rigid "
-          f"{res_r.meta['wall_time']:.2f} s wall time ({len(res_f.t) - 1} samples, "
-          f"{substeps} RK4 steps each)")
-    print("reaction on arm-1 link 1, max |flexible - rigid| / max |rigid| per component "
-          "[nx ny nz fx fy fz]: " + " ".join(f"{x:.3g}" for x in diff / scale))
+    print(
+        f"simulated {t_end} s: flexible {res_f.meta['wall_time']:.2f} s, rigid "
+        f"{res_r.meta['wall_time']:.2f} s wall time ({len(res_f.t) - 1} samples, "
+        f"{substeps} RK4 steps each)"
+    )
+    print(
+        "reaction on arm-1 link 1, max |flexible - rigid| / max |rigid| per component "
+        "[nx ny nz fx fy fz]: " + " ".join(f"{x:.3g}" for x in diff / scale)
+    )
     for i in FLEX_LINKS:
         d = tip_deflection(res_f, f"arm1.link{i}", rb)
         print(f"flexible link {i + 1}: max tip deflection {1e3 * np.abs(d).max():.3f} mm")
     lin, ang = res_f.extra["momentum_linear"], res_f.extra["momentum_angular"]
-    print(f"momentum check (zero at rest, no external load): max |p| = {np.abs(lin).max():.3e} "
-          f"kg m/s, max |h_O| = {np.abs(ang).max():.3e} kg m^2/s")
+    print(
+        f"momentum check (zero at rest, no external load): max |p| = {np.abs(lin).max():.3e} "
+        f"kg m/s, max |h_O| = {np.abs(ang).max():.3e} kg m^2/s"
+    )
     files = plot(res_f, res_r, rb, out) if out is not None else []
     for f in files:
         print(f"wrote {f}")

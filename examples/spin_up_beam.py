@@ -61,8 +61,11 @@ E_MOD, RHO = EA / AREA, RHO_A / AREA
 
 def theta(t):
     if t <= 15.0:
-        return 6.0 / 15.0 * (0.5 * t * t + (15.0 / (2 * np.pi)) ** 2
-                             * (np.cos(2 * np.pi * t / 15.0) - 1.0))
+        return (
+            6.0
+            / 15.0
+            * (0.5 * t * t + (15.0 / (2 * np.pi)) ** 2 * (np.cos(2 * np.pi * t / 15.0) - 1.0))
+        )
     return 6.0 * t - 45.0
 
 
@@ -81,8 +84,9 @@ def theta_dd(t):
 def reduced_beam(n_modes=6, nx=40):
     import skfem
 
-    m = skfem.MeshHex1.init_tensor(np.linspace(0, L, nx + 1), np.linspace(-H / 2, H / 2, 2),
-                                   np.linspace(-H / 2, H / 2, 2))
+    m = skfem.MeshHex1.init_tensor(
+        np.linspace(0, L, nx + 1), np.linspace(-H / 2, H / 2, 2), np.linspace(-H / 2, H / 2, 2)
+    )
     mesh = skfem.MeshHex2.from_mesh(m)
     strat = fm.CraigBampton(n_modes, interfaces={"hub": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
     return fm.fem.reduce(mesh, fm.Material(E=E_MOD, nu=0.0, rho=RHO), strat, name="beam")
@@ -109,14 +113,21 @@ def chain_model(n_segments=20):
         x0 = (i - 0.5) * ell
         length = ell if i < n_segments else 0.5 * ell
         mass = RHO_A * length
-        Jz = mass * (length ** 2 + H ** 2) / 12.0
+        Jz = mass * (length**2 + H**2) / 12.0
         seg = fm.RigidBody(mass, (mass * H * H / 6.0, Jz, Jz), com=(0.5 * length, 0.0, 0.0))
         setattr(m, f"s{i}", seg)
         joint = fm.Revolute(prev, seg, axis=(0, 0, 1), parent_frame=(x0 - x_prev, 0.0, 0.0))
         setattr(m, f"j{i}", joint)
-        setattr(m, f"k{i}", fm.JointForce(joint, lambda t, q, qd, k=k: -k * q,
-                                          dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
-                                          dfdqd=lambda t, q, qd: np.zeros((1, 1))))
+        setattr(
+            m,
+            f"k{i}",
+            fm.JointForce(
+                joint,
+                lambda t, q, qd, k=k: -k * q,
+                dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
+                dfdqd=lambda t, q, qd: np.zeros((1, 1)),
+            ),
+        )
         prev, x_prev = seg, x0
     m.n_segments = n_segments
     return m
@@ -155,13 +166,24 @@ def run_flexible(reduced, stiffening, t_end, dt, rho_inf):
     return m, res, failed
 
 
-def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0.8, plot=True,
-         outdir=None, reference=True):
+def main(
+    t_end=20.0,
+    dt=5e-3,
+    n_modes=6,
+    n_segments=20,
+    dt_chain=None,
+    rho_inf=0.8,
+    plot=True,
+    outdir=None,
+    reference=True,
+):
     tic = time.perf_counter()
     rb = reduced_beam(n_modes)
-    print(f"spin-up beam: {rb.n_modes} Craig-Bampton modes, f = "
-          f"{np.round(rb.frequencies[:4], 4).tolist()} Hz, reduction "
-          f"{time.perf_counter() - tic:.2f} s")
+    print(
+        f"spin-up beam: {rb.n_modes} Craig-Bampton modes, f = "
+        f"{np.round(rb.frequencies[:4], 4).tolist()} Hz, reduction "
+        f"{time.perf_counter() - tic:.2f} s"
+    )
     out = {}
     for stiff in (True, False):
         tic = time.perf_counter()
@@ -170,21 +192,27 @@ def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0
         key = "stiffened" if stiff else "unstiffened"
         out[key] = (res.t, w)
         it = res.stats["newton_iterations"][1:]
-        print(f"{key:>11}: {len(res.t) - 1} steps in {time.perf_counter() - tic:.2f} s, Newton "
-              f"{it.mean():.2f}/step, tip deflection max |w| = {np.abs(w).max():.4f} m"
-              + (f", final w = {w[-1]:.4f} m" if failed is None else
-                 f"; stopped at t = {failed:.2f} s (deflection ran away beyond the beam's "
-                 f"length)"))
+        print(
+            f"{key:>11}: {len(res.t) - 1} steps in {time.perf_counter() - tic:.2f} s, Newton "
+            f"{it.mean():.2f}/step, tip deflection max |w| = {np.abs(w).max():.4f} m"
+            + (
+                f", final w = {w[-1]:.4f} m"
+                if failed is None
+                else f"; stopped at t = {failed:.2f} s (deflection ran away beyond the beam's "
+                f"length)"
+            )
+        )
         out[f"{key}_failed"] = failed
     if reference:
         tic = time.perf_counter()
         mc = chain_model(n_segments)
-        res = mc.simulate(t_end, dt=dt_chain or dt, integrator="generalized-alpha",
-                          rho_inf=rho_inf)
+        res = mc.simulate(t_end, dt=dt_chain or dt, integrator="generalized-alpha", rho_inf=rho_inf)
         wc = chain_tip_deflection(mc, res)
         out["reference"] = (res.t, wc)
-        print(f"  reference: {n_segments} rigid segments, {len(res.t) - 1} steps in "
-              f"{time.perf_counter() - tic:.2f} s, max |w| = {np.abs(wc).max():.4f} m")
+        print(
+            f"  reference: {n_segments} rigid segments, {len(res.t) - 1} steps in "
+            f"{time.perf_counter() - tic:.2f} s, max |w| = {np.abs(wc).max():.4f} m"
+        )
         t_s, w_s = out["stiffened"]
         wi = np.interp(res.t, t_s, w_s)
         err = np.abs(wi - wc).max() / np.abs(wc).max()
@@ -206,10 +234,18 @@ def main(t_end=20.0, dt=5e-3, n_modes=6, n_segments=20, dt_chain=None, rho_inf=0
         ax[0].set_ylabel("tip deflection [m]")
         ax[0].set_title("with geometric stiffening")
         ax[0].legend()
-        ax[1].semilogy(out["unstiffened"][0], np.abs(out["unstiffened"][1]) + 1e-6, color="C3",
-                       label="no stiffening (linear FFR)")
-        ax[1].semilogy(out["stiffened"][0], np.abs(out["stiffened"][1]) + 1e-6, color="C0",
-                       label="with geometric stiffening")
+        ax[1].semilogy(
+            out["unstiffened"][0],
+            np.abs(out["unstiffened"][1]) + 1e-6,
+            color="C3",
+            label="no stiffening (linear FFR)",
+        )
+        ax[1].semilogy(
+            out["stiffened"][0],
+            np.abs(out["stiffened"][1]) + 1e-6,
+            color="C0",
+            label="with geometric stiffening",
+        )
         ax[1].set_xlabel("t [s]")
         ax[1].set_ylabel("|tip deflection| [m]")
         ax[1].set_title("runaway without stiffening")

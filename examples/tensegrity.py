@@ -86,8 +86,10 @@ def geometry(R=RADIUS, L=BAR_LENGTH, twist=TWIST, rot2=STAGE_ROTATION, overlap=O
 
     z2 = h - overlap
     bars = [(node(120 * i, 0.0), node(120 * i + twist, h)) for i in range(3)]
-    bars += [(node(120 * i + twist + rot2, z2), node(120 * i + 2 * twist + rot2, z2 + h))
-             for i in range(3)]
+    bars += [
+        (node(120 * i + twist + rot2, z2), node(120 * i + 2 * twist + rot2, z2 + h))
+        for i in range(3)
+    ]
     return bars
 
 
@@ -123,9 +125,20 @@ def build(k=200.0, c=10.0, kappa=KAPPA, exact_jacobian=True):
 
     for j, (_, n1, n2) in enumerate(cable_layout()):
         p1, p2 = bars[n1[0]][n1[1]], bars[n2[0]][n2[1]]
-        setattr(m, f"cable{j}", fm.SpringDamperActuator(
-            bodies[n1[0]], end(n1), bodies[n2[0]], end(n2), k=k, c=c,
-            l0=kappa * np.linalg.norm(p2 - p1), exact_jacobian=exact_jacobian))
+        setattr(
+            m,
+            f"cable{j}",
+            fm.SpringDamperActuator(
+                bodies[n1[0]],
+                end(n1),
+                bodies[n2[0]],
+                end(n2),
+                k=k,
+                c=c,
+                l0=kappa * np.linalg.norm(p2 - p1),
+                exact_jacobian=exact_jacobian,
+            ),
+        )
     return m
 
 
@@ -138,8 +151,10 @@ def member_forces(system, model, q):
     comp = np.zeros(6)
     bodies = model.bodies()
     for f, T in zip(cables, tension):
-        for body, pt, other, opt in ((f.body_i, f.point_i, f.body_j, f.point_j),
-                                     (f.body_j, f.point_j, f.body_i, f.point_i)):
+        for body, pt, other, opt in (
+            (f.body_i, f.point_i, f.body_j, f.point_j),
+            (f.body_j, f.point_j, f.body_i, f.point_i),
+        ):
             b = bodies.index(body)
             if pt[0] > 0:
                 continue  # only the start end (x < 0)
@@ -160,8 +175,16 @@ def newton_table(k=200.0, c=10.0, steps=100):
         failed = None
         with np.errstate(all="ignore"):
             try:
-                res = s.simulate(steps * 0.01, dt=0.01, integrator="newmark", beta=0.3, gamma=0.6,
-                                 tol=1e-7, max_iter=200, energy=False)
+                res = s.simulate(
+                    steps * 0.01,
+                    dt=0.01,
+                    integrator="newmark",
+                    beta=0.3,
+                    gamma=0.6,
+                    tol=1e-7,
+                    max_iter=200,
+                    energy=False,
+                )
                 it = res.stats["newton_iterations"][1:]
             except fm.ConvergenceError as err:
                 it = err.partial.stats["newton_iterations"][1:]
@@ -189,20 +212,25 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
     tension, compression = member_forces(s, m, st.q)
     layout = cable_layout()
     iters = newton_table(steps=table_steps) if table_steps else {}
-    lines = ["# Two-stage class-1 tensegrity: form-finding by dynamic relaxation", "",
-             f"Newmark beta=0.3 gamma=0.6, dt={dt} s, {len(res.t) - 1} steps "
-             f"({wall:.1f} s wall, mean {res.stats['newton_iterations'][1:].mean():.2f} "
-             f"Newton corrections per step); k=200 N/m, c=10 N s/m, free length = "
-             f"{KAPPA} x initial length.", "",
-             f"- kinetic energy at the end of the relaxation: {res.energy['kinetic'][-1]:.3e} J",
-             f"- static residual after the relaxation: {r_dr:.3e}; after the static Newton "
-             f"polish ({st.iterations} iterations): {r_final:.3e}",
-             f"- centroid drift during the relaxation: {drift:.2e} m",
-             f"- algorithmic dissipation / damper work at the end: "
-             f"{res.energy['numerical_dissipation'][-1]:.4f} J / "
-             f"{res.energy['damper_work'][-1]:.4f} J",
-             ""]
+    lines = [
+        "# Two-stage class-1 tensegrity: form-finding by dynamic relaxation",
+        "",
+        f"Newmark beta=0.3 gamma=0.6, dt={dt} s, {len(res.t) - 1} steps "
+        f"({wall:.1f} s wall, mean {res.stats['newton_iterations'][1:].mean():.2f} "
+        f"Newton corrections per step); k=200 N/m, c=10 N s/m, free length = "
+        f"{KAPPA} x initial length.",
+        "",
+        f"- kinetic energy at the end of the relaxation: {res.energy['kinetic'][-1]:.3e} J",
+        f"- static residual after the relaxation: {r_dr:.3e}; after the static Newton "
+        f"polish ({st.iterations} iterations): {r_final:.3e}",
+        f"- centroid drift during the relaxation: {drift:.2e} m",
+        f"- algorithmic dissipation / damper work at the end: "
+        f"{res.energy['numerical_dissipation'][-1]:.4f} J / "
+        f"{res.energy['damper_work'][-1]:.4f} J",
+        "",
+    ]
     if iters:
+
         def cell(v):
             if v[2] is not None and not np.isfinite(v[0]):
                 return "Newton diverges in the first step"
@@ -210,11 +238,15 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
                 return f"Newton diverges at t = {v[2]:.2f} s ({v[0]:.2f} before)"
             return f"{v[0]:.2f}"
 
-        lines += [f"Mean Newton corrections, first {table_steps} steps (tol 1e-7, at most 200):",
-                  "", "| Jacobian | mean iterations | wall (s) |", "|---|---|---|",
-                  f"| exact (with SDA dQ/dq, dQ/dqd) | {cell(iters[True])} | "
-                  f"{iters[True][1]:.2f} |",
-                  f"| without SDA Jacobians | {cell(iters[False])} | {iters[False][1]:.2f} |", ""]
+        lines += [
+            f"Mean Newton corrections, first {table_steps} steps (tol 1e-7, at most 200):",
+            "",
+            "| Jacobian | mean iterations | wall (s) |",
+            "|---|---|---|",
+            f"| exact (with SDA dQ/dq, dQ/dqd) | {cell(iters[True])} | {iters[True][1]:.2f} |",
+            f"| without SDA Jacobians | {cell(iters[False])} | {iters[False][1]:.2f} |",
+            "",
+        ]
     lines += ["| cable | group | ends (bar, end) | tension (N) |", "|---|---|---|---|"]
     for j, ((grp, n1, n2), T) in enumerate(zip(layout, tension)):
         lines.append(f"| {j} | {grp} | {n1} - {n2} | {T:.4f} |")
@@ -245,9 +277,17 @@ def main(out_dir=None, t_end=20.0, dt=0.01, plot=True, table_steps=100):
         fig.tight_layout()
         fig.savefig(os.path.join(out_dir, "tensegrity.png"), dpi=120)
         plt.close(fig)
-    return {"results": res, "static": st, "residual_relaxation": r_dr, "residual": r_final,
-            "tension": tension, "compression": compression, "centroid_drift": drift,
-            "iterations": iters, "table": text}
+    return {
+        "results": res,
+        "static": st,
+        "residual_relaxation": r_dr,
+        "residual": r_final,
+        "tension": tension,
+        "compression": compression,
+        "centroid_drift": drift,
+        "iterations": iters,
+        "table": text,
+    }
 
 
 # --quick: the small settings the tests use (seconds instead of minutes)

@@ -308,12 +308,21 @@ def joint_qdot(jt, q, v, out):
             x = v[3]
             y = v[4]
             z = v[5]
-            out[0] = ((1 - 2 * (a2 * a2 + a3 * a3)) * x + 2 * (a1 * a2 - a0 * a3) * y
-                      + 2 * (a1 * a3 + a0 * a2) * z)
-            out[1] = (2 * (a1 * a2 + a0 * a3) * x + (1 - 2 * (a1 * a1 + a3 * a3)) * y
-                      + 2 * (a2 * a3 - a0 * a1) * z)
-            out[2] = (2 * (a1 * a3 - a0 * a2) * x + 2 * (a2 * a3 + a0 * a1) * y
-                      + (1 - 2 * (a1 * a1 + a2 * a2)) * z)
+            out[0] = (
+                (1 - 2 * (a2 * a2 + a3 * a3)) * x
+                + 2 * (a1 * a2 - a0 * a3) * y
+                + 2 * (a1 * a3 + a0 * a2) * z
+            )
+            out[1] = (
+                2 * (a1 * a2 + a0 * a3) * x
+                + (1 - 2 * (a1 * a1 + a3 * a3)) * y
+                + 2 * (a2 * a3 - a0 * a1) * z
+            )
+            out[2] = (
+                2 * (a1 * a3 - a0 * a2) * x
+                + 2 * (a2 * a3 + a0 * a1) * y
+                + (1 - 2 * (a1 * a1 + a2 * a2)) * z
+            )
     elif jt == PLANAR:
         cc = np.cos(q[2])
         s = np.sin(q[2])

@@ -141,12 +141,21 @@ if TYPE_CHECKING:
     from ._typing import StrPath
     from .model import Model
 
-__all__ = ["run", "resume", "Recorder", "read_checkpoint", "save_state", "load_state",
-           "start_failure", "check_checkpoint"]
+__all__ = [
+    "run",
+    "resume",
+    "Recorder",
+    "read_checkpoint",
+    "save_state",
+    "load_state",
+    "start_failure",
+    "check_checkpoint",
+]
 
 
 # -- sample recorder ------------------------------------------------------------------
 _FLOAT_KEYS = ("t", "q", "qd", "qdd", "reactions")
+
 
 class Recorder:
     """Collects samples into growing numpy arrays (amortized doubling) -> Results."""
@@ -167,7 +176,7 @@ class Recorder:
         for k, buf in self._data.items():
             if need > len(buf):
                 new = np.empty((max(need, 2 * len(buf)),) + buf.shape[1:], dtype=buf.dtype)
-                new[:self.n] = buf[:self.n]
+                new[: self.n] = buf[: self.n]
                 self._data[k] = new
 
     def add(self, t: float, sample: dict[str, Any]) -> None:
@@ -203,28 +212,32 @@ class Recorder:
             )
         self._grow(k)
         for key, v in rows.items():
-            self._data[key][self.n: self.n + k] = v
+            self._data[key][self.n : self.n + k] = v
         self.n += k
 
     def results(self, copy: bool = True) -> Results:
         """Results of the samples recorded so far (copies, or views of the buffers with
         ``copy=False``); unsampled qdd/reactions are NaN."""
         h = self.header
-        d = {k: (v[:self.n].copy() if copy else v[:self.n]) for k, v in self._data.items()}
+        d = {k: (v[: self.n].copy() if copy else v[: self.n]) for k, v in self._data.items()}
         nt = self.n
         nq, nv = len(h.get("coordinates", ())), len(h.get("speeds", ()))
         nj = len(h.get("joint_names", ()))
-        grab = lambda prefix: {k[len(prefix):]: v for k, v in d.items() if k.startswith(prefix)}
+        grab = lambda prefix: {k[len(prefix) :]: v for k, v in d.items() if k.startswith(prefix)}
         qdd = d.get("qdd")
         reac = d.get("reactions")
         return Results(
-            d.get("t", np.zeros(0)), d.get("q", np.zeros((nt, nq))),
+            d.get("t", np.zeros(0)),
+            d.get("q", np.zeros((nt, nq))),
             d.get("qd", np.zeros((nt, nv))),
             np.full((nt, nv), np.nan) if qdd is None else qdd,
-            coordinates=h.get("coordinates", ()), speeds=h.get("speeds", ()),
+            coordinates=h.get("coordinates", ()),
+            speeds=h.get("speeds", ()),
             joint_names=h.get("joint_names", ()),
             reactions=np.full((nt, nj, 6), np.nan) if reac is None else reac,
-            energy=grab("energy:"), stats=grab("stats:"), extra=grab("extra:"),
+            energy=grab("energy:"),
+            stats=grab("stats:"),
+            extra=grab("extra:"),
             meta=h.get("meta", {}),
         )
 
@@ -243,8 +256,8 @@ def save_state(group: Any, state: dict[str, Any]) -> None:
             group.attrs[k] = v
         elif v is None:
             group.attrs[k] = "__none__"
-        elif isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
-            group.attrs[k] = f"__int__{v}"      # e.g. 128-bit random generator states
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+            group.attrs[k] = f"__int__{v}"  # e.g. 128-bit random generator states
         else:
             a = np.asarray(v)
             if a.dtype == object:
@@ -326,7 +339,7 @@ class _Checkpoint:
         self.h5py = _h5py()
         self.fresh = fresh
         self.meta = meta
-        self.fingerprint = fingerprint      # written with the first state (JSON text)
+        self.fingerprint = fingerprint  # written with the first state (JSON text)
         self.initialized = not fresh
 
     def write(self, rec, stepper, n_steps, status="running", error=None, save=True):
@@ -347,7 +360,8 @@ class _Checkpoint:
         except OSError as err:
             raise FileError(
                 f"cannot write the checkpoint file {str(self.path)!r}: {err}; check the "
-                f"directory and the free disk space (or run without checkpoint=)") from err
+                f"directory and the free disk space (or run without checkpoint=)"
+            ) from err
 
     def _write_state(self, f, rec, stepper, n_steps, status, error, save):
         """The rows are in ``f``: clear the recorder, store state and attributes."""
@@ -384,8 +398,10 @@ class _Checkpoint:
             f.flush()
 
 
-_CP_HINT = ("a checkpoint file is written by simulate(..., checkpoint=path) or "
-            "`flexmbd simulate --checkpoint path`")
+_CP_HINT = (
+    "a checkpoint file is written by simulate(..., checkpoint=path) or "
+    "`flexmbd simulate --checkpoint path`"
+)
 
 
 def read_checkpoint(path: StrPath) -> tuple[Results, dict[str, Any], dict[str, Any]]:
@@ -405,7 +421,8 @@ def read_checkpoint(path: StrPath) -> tuple[Results, dict[str, Any], dict[str, A
                 raise FileError(
                     f"{str(path)!r} holds no integrator state: it is not a checkpoint written "
                     f"by flexmbd.checkpoint.run (or the run failed before its first "
-                    f"checkpoint); {_CP_HINT}")
+                    f"checkpoint); {_CP_HINT}"
+                )
             cp = f["checkpoint"]
             attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in cp.attrs.items()}
             for key in ("n_samples", "n_steps", "t_end", "every", "record_every"):
@@ -427,8 +444,10 @@ def _describe(path):
     try:
         with _h5py().File(path, "r") as f:
             a = f["checkpoint"].attrs
-            return (f"a {a['status']} run saved at t = {float(a['t']):.6g} s of "
-                    f"{float(a['t_end']):.6g} s")
+            return (
+                f"a {a['status']} run saved at t = {float(a['t']):.6g} s of "
+                f"{float(a['t_end']):.6g} s"
+            )
     except Exception:  # noqa: BLE001 - only a description
         return "a file"
 
@@ -443,14 +462,15 @@ def check_checkpoint(path: StrPath, overwrite: bool = False) -> Path:
     ``Path(path)``.
     """
     path = check_writable(path, "checkpoint file")
-    with FileLock(path):                     # busy: another process runs on this file
+    with FileLock(path):  # busy: another process runs on this file
         pass
     if path.exists() and not overwrite:
         raise FileError(
             f"the checkpoint file {str(path)!r} already exists ({_describe(path)}); nothing "
             f"was changed. Continue that run with fm.resume({str(path)!r}, model=m) (CLI: "
             f"--resume {path}), or replace it with overwrite=True (CLI: --overwrite), or "
-            f"choose another path")
+            f"choose another path"
+        )
     return path
 
 
@@ -486,9 +506,18 @@ def _spec(stepper):
 _BAR = "{desc}: {percentage:3.0f} %|{bar}| {n:.4g}/{total:.4g} s [{elapsed}<{remaining}]"
 
 
-def run(stepper: Any, t_end: float, *, checkpoint: StrPath | None = None, every: int = 100,
-        record_every: int = 1, progress: bool | None = None, desc: str | None = None,
-        overwrite: bool = False, _resume: Any = None) -> Results:
+def run(
+    stepper: Any,
+    t_end: float,
+    *,
+    checkpoint: StrPath | None = None,
+    every: int = 100,
+    record_every: int = 1,
+    progress: bool | None = None,
+    desc: str | None = None,
+    overwrite: bool = False,
+    _resume: Any = None,
+) -> Results:
     """Step ``stepper`` until ``t_end``; return :class:`~flexmbd.results.Results`.
 
     Parameters
@@ -543,12 +572,17 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
         prior, n_steps = _resume
     cp = None
     if checkpoint is not None:
-        meta = {"t_end": t_end, "every": every, "record_every": record_every,
-                "spec": _spec(stepper)}
+        meta = {
+            "t_end": t_end,
+            "every": every,
+            "record_every": record_every,
+            "spec": _spec(stepper),
+        }
         if _resume is None:
             meta["run_id"] = uuid.uuid4().hex
-        cp = _Checkpoint(checkpoint, fresh=_resume is None, meta=meta,
-                         fingerprint=_fingerprint(stepper))
+        cp = _Checkpoint(
+            checkpoint, fresh=_resume is None, meta=meta, fingerprint=_fingerprint(stepper)
+        )
         if _resume is None:
             cp.write(rec, stepper, n_steps)
             _LIVE[_live_key(checkpoint)] = (meta["run_id"], stepper)
@@ -561,9 +595,14 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
     show = cp is None and block is not None
     # an automatic bar (a terminal) waits a second: short runs stay quiet
     auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
-    with _progress(total=max(t_end - t0, 0.0), desc=desc or type(stepper).__name__,
-                   enabled=progress, unit="s", delay=1.0 if auto else 0.0,
-                   bar_format=_BAR) as bar:
+    with _progress(
+        total=max(t_end - t0, 0.0),
+        desc=desc or type(stepper).__name__,
+        enabled=progress,
+        unit="s",
+        delay=1.0 if auto else 0.0,
+        bar_format=_BAR,
+    ) as bar:
         chunk = None
         if show and not _is_null(bar):
             total = getattr(stepper, "n_total", None)
@@ -580,20 +619,21 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
                 if k:
                     steps = n_steps + 1 + np.arange(k)
                     keep = steps % record_every == 0
-                    rec.add_block(rows if keep.all() else {key: v[keep] for key, v in
-                                                           rows.items()})
+                    rec.add_block(rows if keep.all() else {key: v[keep] for key, v in rows.items()})
                     last_recorded = bool(keep[-1])
                     n_steps += k
                 if err is not None:
                     t_fail = float(stepper.t) if k else t_before
                     raise _failure(err, rec, prior, cp, stepper, n_steps, t_fail) from (
-                        None if isinstance(err, SolverError) else err)
+                        None if isinstance(err, SolverError) else err
+                    )
             else:
                 try:
                     stepper.step()
                     sample = stepper.sample()
-                    if not checked and not (np.all(np.isfinite(sample["q"]))
-                            and np.all(np.isfinite(sample["qd"]))):
+                    if not checked and not (
+                        np.all(np.isfinite(sample["q"])) and np.all(np.isfinite(sample["qd"]))
+                    ):
                         raise SolverError(
                             f"non-finite coordinates or speeds after the step from t = "
                             f"{t_before:.9g} s to {float(stepper.t):.9g} s (the step size may "
@@ -602,7 +642,8 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
                         )
                 except Exception as err:  # noqa: BLE001 - every failure keeps the results
                     raise _failure(err, rec, prior, cp, stepper, n_steps, t_before) from (
-                        None if isinstance(err, SolverError) else err)
+                        None if isinstance(err, SolverError) else err
+                    )
                 n_steps += 1
                 last_recorded = n_steps % record_every == 0
                 if last_recorded:
@@ -621,7 +662,7 @@ def _run(stepper, t_end, checkpoint, every, record_every, progress, desc, _resum
         res = _complete(finalize(rows), stepper)
         cp.write_final(res)
         return res
-    rows = rec.results(copy=False)          # the recorder ends here: its buffers are the rows
+    rows = rec.results(copy=False)  # the recorder ends here: its buffers are the rows
     if prior is not None:
         rows = Results.concatenate([prior, rows])
     return rows if finalize is None else _complete(finalize(rows), stepper)
@@ -632,8 +673,9 @@ def _complete(res, stepper):
     return complete(res, getattr(stepper, "system", None))
 
 
-def start_failure(err: BaseException, checkpoint: StrPath | None,
-                  overwrite: bool = False) -> BaseException:
+def start_failure(
+    err: BaseException, checkpoint: StrPath | None, overwrite: bool = False
+) -> BaseException:
     """``err`` (a :class:`SolverError` raised while an integrator starts, before
     :func:`run`: e.g. a singular system at the initial state) with its partial results
     written to the ``checkpoint`` file, when both are given. That file holds results but
@@ -649,8 +691,7 @@ def start_failure(err: BaseException, checkpoint: StrPath | None,
         except Exception:  # noqa: BLE001 - never hide the original failure
             return err
         if err.args:
-            err.args = (f"{err.args[0]} (partial results written to {str(path)!r})",) + \
-                err.args[1:]
+            err.args = (f"{err.args[0]} (partial results written to {str(path)!r})",) + err.args[1:]
     return err
 
 
@@ -705,13 +746,22 @@ def _failure(err, rec, prior, cp, stepper, n_steps, t_fail):
     return SolverError(
         f"integration failed after t = {t_fail:.9g} s (the last good state): "
         f"{type(err).__name__}: {err}{where}",
-        partial=partial, time=t_fail,
+        partial=partial,
+        time=t_fail,
     )
 
 
-def resume(path: StrPath, stepper: Any | None = None, *, model: Model | None = None,
-           t_end: float | None = None, every: int | None = None, progress: bool | None = None,
-           allow_model_change: bool = False, **options: Any) -> Results:
+def resume(
+    path: StrPath,
+    stepper: Any | None = None,
+    *,
+    model: Model | None = None,
+    t_end: float | None = None,
+    every: int | None = None,
+    progress: bool | None = None,
+    allow_model_change: bool = False,
+    **options: Any,
+) -> Results:
     """Continue a checkpointed run to its ``t_end`` (or a new one); return all Results.
 
     Parameters
@@ -746,8 +796,7 @@ def resume(path: StrPath, stepper: Any | None = None, *, model: Model | None = N
     """
     path = check_readable(path, "checkpoint file")
     with FileLock(path):
-        return _resume(path, stepper, model, t_end, every, progress, allow_model_change,
-                       options)
+        return _resume(path, stepper, model, t_end, every, progress, allow_model_change, options)
 
 
 def _resume(path, stepper, model, t_end, every, progress, allow_model_change, options):
@@ -765,21 +814,28 @@ def _resume(path, stepper, model, t_end, every, progress, allow_model_change, op
             _unstash_rows(f)
             h5_truncate(f, int(attrs["n_samples"]))
     except OSError as err:
-        raise FileError(f"cannot continue the checkpoint file {str(path)!r}: {err}; it must "
-                        f"be writable (permissions, free disk space)") from err
+        raise FileError(
+            f"cannot continue the checkpoint file {str(path)!r}: {err}; it must "
+            f"be writable (permissions, free disk space)"
+        ) from err
     _LIVE[_live_key(path)] = (attrs.get("run_id"), stepper)
     system = getattr(stepper, "system", None)
     try:
-        out = run(stepper, attrs["t_end"] if t_end is None else t_end, checkpoint=path,
-                  every=attrs["every"] if every is None else every,
-                  record_every=attrs["record_every"], progress=progress,
-                  _resume=(res, int(attrs["n_steps"])))
+        out = run(
+            stepper,
+            attrs["t_end"] if t_end is None else t_end,
+            checkpoint=path,
+            every=attrs["every"] if every is None else every,
+            record_every=attrs["record_every"],
+            progress=progress,
+            _resume=(res, int(attrs["n_steps"])),
+        )
     except SolverError as err:
         if system is not None and err.partial is not None:
             err.partial.system = system
         raise
     if system is not None:
-        out.system = system      # body poses on request, as Model.simulate
+        out.system = system  # body poses on request, as Model.simulate
     return out
 
 
@@ -826,13 +882,17 @@ def _check_fingerprint(path, attrs, stepper):
         f"resume: model {_model_of(stepper).name!r} differs from the model of the run "
         f"checkpointed in {str(path)!r} ({what}); build it exactly as for that run, or pass "
         f"allow_model_change=True (CLI: --allow-model-change) to continue with this model "
-        f"(energies and reactions of the whole run are then recomputed with it)")
+        f"(energies and reactions of the whole run are then recomputed with it)"
+    )
 
 
 def _check_header(path, res, stepper):
     h = stepper.header()
-    for key, have in (("coordinates", res.coordinates), ("speeds", res.speeds),
-                      ("joint_names", res.joint_names)):
+    for key, have in (
+        ("coordinates", res.coordinates),
+        ("speeds", res.speeds),
+        ("joint_names", res.joint_names),
+    ):
         want = [tuple(x) if isinstance(x, (list, tuple)) else x for x in h.get(key, ())]
         if list(have) != want:
             raise FlexmbdError(

@@ -35,8 +35,12 @@ from .errors import FileError, FlexmbdError, SolverError
 __all__ = ["main", "build_parser", "parse_selector"]
 
 STRATEGIES = ("normal", "static-correction", "craig-bampton", "ritz")
-MATERIALS = {"steel": (2.1e11, 0.3, 7850.0), "aluminium": (7.0e10, 0.33, 2700.0),
-             "aluminum": (7.0e10, 0.33, 2700.0), "titanium": (1.1e11, 0.34, 4500.0)}
+MATERIALS = {
+    "steel": (2.1e11, 0.3, 7850.0),
+    "aluminium": (7.0e10, 0.33, 2700.0),
+    "aluminum": (7.0e10, 0.33, 2700.0),
+    "titanium": (1.1e11, 0.34, 4500.0),
+}
 
 
 # -- argument types (argparse converters: a plain message, exit status 2) ----------------
@@ -89,8 +93,10 @@ def _output(path, suffixes, what, option="-o"):
 
     path = Path(path)
     if suffixes and path.suffix.lower() not in suffixes:
-        raise FileError(f"{option} {str(path)!r}: the {what} must end in "
-                        f"{', '.join(suffixes)} (got {path.suffix or 'no extension'!r})")
+        raise FileError(
+            f"{option} {str(path)!r}: the {what} must end in "
+            f"{', '.join(suffixes)} (got {path.suffix or 'no extension'!r})"
+        )
     return check_writable(path, what)
 
 
@@ -129,8 +135,10 @@ def _interfaces(items):
     for item in items or []:
         name, eq, sel = item.partition("=")
         if not eq or not name:
-            raise FlexmbdError(f"--interface {item!r}: write NAME=SELECTOR (e.g. "
-                               f"A=plane:0,0,0:1,0,0 or A=A for the mesh's node set A)")
+            raise FlexmbdError(
+                f"--interface {item!r}: write NAME=SELECTOR (e.g. "
+                f"A=plane:0,0,0:1,0,0 or A=A for the mesh's node set A)"
+            )
         out[name] = parse_selector(sel)
     return out
 
@@ -148,14 +156,16 @@ def _material(args):
     import flexmbd.fem as F
 
     if args.material not in MATERIALS:
-        raise FlexmbdError(f"unknown material {args.material!r}; use one of {sorted(MATERIALS)} "
-                           f"or give --E --nu --rho")
+        raise FlexmbdError(
+            f"unknown material {args.material!r}; use one of {sorted(MATERIALS)} "
+            f"or give --E --nu --rho"
+        )
     E, nu, rho = MATERIALS[args.material]
-    given = {k: v for k, v in (("E", args.E), ("nu", args.nu), ("rho", args.rho))
-             if v is not None}
+    given = {k: v for k, v in (("E", args.E), ("nu", args.nu), ("rho", args.rho)) if v is not None}
     name = args.material + "".join(f", {k}={v:g}" for k, v in given.items())
-    return F.Material(E=given.get("E", E), nu=given.get("nu", nu), rho=given.get("rho", rho),
-                      name=name)
+    return F.Material(
+        E=given.get("E", E), nu=given.get("nu", nu), rho=given.get("rho", rho), name=name
+    )
 
 
 def _strategy(name, n, interfaces, fixed, load, kind):
@@ -192,17 +202,25 @@ def cmd_reduce(args):
     interfaces = _interfaces(args.interface)
     fixed = parse_selector(args.fixed) if args.fixed else None
     load = _load(args.load) if args.load else None
-    strategy = _strategy(args.strategy, args.modes, interfaces, fixed, load,
-                         args.interface_kind)
+    strategy = _strategy(args.strategy, args.modes, interfaces, fixed, load, args.interface_kind)
     extra = None if args.strategy == "craig-bampton" else (interfaces or None)
     mesh, material, M, K = _reduce_inputs(args)
-    body = F.reduce(mesh, material, strategy, interfaces=extra, M=M, K=K,
-                    interface_kind=args.interface_kind, stress_modes=not args.no_stress,
-                    geometric=not args.no_geometric, name=args.name or Path(args.mesh).stem)
+    body = F.reduce(
+        mesh,
+        material,
+        strategy,
+        interfaces=extra,
+        M=M,
+        K=K,
+        interface_kind=args.interface_kind,
+        stress_modes=not args.no_stress,
+        geometric=not args.no_geometric,
+        name=args.name or Path(args.mesh).stem,
+    )
     out = Path(args.output)
     from .fileio import atomic_write
 
-    with atomic_write(out, "reduced body file") as tmp:   # the old file stays until done
+    with atomic_write(out, "reduced body file") as tmp:  # the old file stays until done
         body.save(tmp)
     body.info()
     print(f"wrote {out}")
@@ -219,13 +237,16 @@ def _reduce_inputs(args):
     suffix = Path(args.mesh).suffix.lower()
     if suffix not in (".inp", ".bdf", ".nas"):
         if any(mats):
-            raise FlexmbdError("--mass/--stiffness (.mtx) need the Abaqus deck (.inp) they "
-                               "belong to as the mesh")
+            raise FlexmbdError(
+                "--mass/--stiffness (.mtx) need the Abaqus deck (.inp) they belong to as the mesh"
+            )
         return args.mesh, _material(args), None, None
-    if suffix != ".inp":                     # Nastran bulk data: mesh, sets and MAT1
+    if suffix != ".inp":  # Nastran bulk data: mesh, sets and MAT1
         if any(mats):
-            raise FlexmbdError("--mass/--stiffness are Abaqus .mtx files; for Nastran "
-                               "matrices use fm.fem.nastran.read_op4/read_dmig in Python")
+            raise FlexmbdError(
+                "--mass/--stiffness are Abaqus .mtx files; for Nastran "
+                "matrices use fm.fem.nastran.read_op4/read_dmig in Python"
+            )
         deck = F.nastran.read_bdf(args.mesh)
     else:
         deck = F.read_abaqus(args.mesh, units=args.units)
@@ -234,8 +255,12 @@ def _reduce_inputs(args):
         if mat is None:
             raise FlexmbdError(f"{args.mesh}: no material in the deck")
         pick = lambda given, deck_value: deck_value if given is None else given
-        material = F.Material(E=pick(args.E, mat.E), nu=pick(args.nu, mat.nu),
-                              rho=pick(args.rho, mat.rho), name=mat.name)
+        material = F.Material(
+            E=pick(args.E, mat.E),
+            nu=pick(args.nu, mat.nu),
+            rho=pick(args.rho, mat.rho),
+            name=mat.name,
+        )
     except FlexmbdError:
         given = any(v is not None for v in (args.E, args.nu, args.rho))
         material = _material(args) if given else None
@@ -258,31 +283,40 @@ def cmd_compare(args):
     if args.output:
         _output(args.output, (".csv",), "table file")
     if args.figure:
-        _output(args.figure, (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps"), "figure file",
-                "--figure")
+        _output(
+            args.figure,
+            (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps"),
+            "figure file",
+            "--figure",
+        )
     if not args.fixed or not args.load:
-        raise FlexmbdError("compare-modes needs the reference clamp and load: --fixed SEL "
-                           "--load SEL:fx,fy,fz")
+        raise FlexmbdError(
+            "compare-modes needs the reference clamp and load: --fixed SEL --load SEL:fx,fy,fz"
+        )
     interfaces = _interfaces(args.interface)
     fixed = parse_selector(args.fixed)
     load = _load(args.load)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     strategies = {}
     for name in names:
-        if name == "craig-bampton":   # interfaces at the clamp and the load by default
+        if name == "craig-bampton":  # interfaces at the clamp and the load by default
             itf, fx = interfaces or {"clamp": fixed, "load": load.selector}, None
         else:
             itf, fx = interfaces, fixed
-        strategies[f"{name}({args.modes})"] = _strategy(name, args.modes, itf, fx, load,
-                                                         args.interface_kind)
+        strategies[f"{name}({args.modes})"] = _strategy(
+            name, args.modes, itf, fx, load, args.interface_kind
+        )
     lc = LoadCase(fixed=fixed, load=load, n_steps=args.steps, interfaces=interfaces or None)
-    out = F.compare_modes(args.mesh, _material(args), strategies, lc, n_freq=args.n_freq,
-                          figure=bool(args.figure))
+    out = F.compare_modes(
+        args.mesh, _material(args), strategies, lc, n_freq=args.n_freq, figure=bool(args.figure)
+    )
     table, fig = out if args.figure else (out, None)
     if hasattr(table, "to_string"):
-        scalar = [c for c in table.columns
-                  if not isinstance(table[c].iloc[0], (list, tuple, np.ndarray, str))
-                  or c == "strategy"]
+        scalar = [
+            c
+            for c in table.columns
+            if not isinstance(table[c].iloc[0], (list, tuple, np.ndarray, str)) or c == "strategy"
+        ]
         print(table[scalar].to_string(index=False))
     else:
         for row in table:
@@ -329,30 +363,38 @@ def results_summary(res):
     lines = [repr(res)]
     if res.meta:
         lines.append("  meta: " + ", ".join(f"{k}={v}" for k, v in res.meta.items()))
-    lines.append(f"  coordinates ({len(res.coordinates)}): "
-                 + ", ".join(f"{o}:{lab}" for o, lab in res.coordinates[:12])
-                 + (" ..." if len(res.coordinates) > 12 else ""))
+    lines.append(
+        f"  coordinates ({len(res.coordinates)}): "
+        + ", ".join(f"{o}:{lab}" for o, lab in res.coordinates[:12])
+        + (" ..." if len(res.coordinates) > 12 else "")
+    )
     if res.joint_names:
         lines.append(f"  joints with reactions: {', '.join(res.joint_names)}")
     if res.energy:
-        lines.append("  energy: " + ", ".join(
-            f"{k} {v[0]:.6g} -> {v[-1]:.6g}" for k, v in res.energy.items() if len(v)))
+        lines.append(
+            "  energy: "
+            + ", ".join(f"{k} {v[0]:.6g} -> {v[-1]:.6g}" for k, v in res.energy.items() if len(v))
+        )
     if res.stats:
         lines.append("  stats: " + ", ".join(res.stats))
     if res.body_series:
-        lines.append("  bodies: " + ", ".join(
-            f"{b} ({', '.join(s.arrays())})" for b, s in res.body_series.items()))
+        lines.append(
+            "  bodies: "
+            + ", ".join(f"{b} ({', '.join(s.arrays())})" for b, s in res.body_series.items())
+        )
     if res.joint_series:
         lines.append("  joint histories: " + ", ".join(res.joint_series))
     if res.extra:
         lines.append("  extra: " + ", ".join(res.extra))
     if res.geometry:
+
         def describe(g):
             modes = f", {g['modes'].shape[1]} modes" if "modes" in g else ""
             return f"{len(g['nodes'])} nodes{modes}"
 
-        lines.append("  geometry: " + ", ".join(
-            f"{b} ({describe(g)})" for b, g in res.geometry.items()))
+        lines.append(
+            "  geometry: " + ", ".join(f"{b} ({describe(g)})" for b, g in res.geometry.items())
+        )
     return "\n".join(lines)
 
 
@@ -381,8 +423,9 @@ def _load_script(path):
     except BaseException as err:  # noqa: BLE001 - the script's own error, in one line
         if isinstance(err, SystemExit) and not err.code:
             raise FlexmbdError(f"script {str(path)!r} exited before defining a model") from err
-        raise FlexmbdError(f"script {str(path)!r} failed: {_where(err, path)}"
-                           f"{type(err).__name__}: {err}") from err
+        raise FlexmbdError(
+            f"script {str(path)!r} failed: {_where(err, path)}{type(err).__name__}: {err}"
+        ) from err
     finally:
         sys.path.pop(0)
 
@@ -409,14 +452,18 @@ def _check_simulate_files(args):
     if args.resume:
         _input(args.resume, "checkpoint file")
         if cp and Path(cp).resolve() != Path(args.resume).resolve():
-            raise FileError("--checkpoint and --resume name different files: a resumed run "
-                            "continues its own checkpoint file (give only --resume)")
+            raise FileError(
+                "--checkpoint and --resume name different files: a resumed run "
+                "continues its own checkpoint file (give only --resume)"
+            )
         cp = args.resume
     elif cp:
         check_checkpoint(cp, overwrite=args.overwrite)
     if cp and out.resolve() == Path(cp).resolve():
-        raise FileError(f"-o {str(out)!r} is also the checkpoint file: writing the results "
-                        f"there would replace the saved integrator state; choose another -o")
+        raise FileError(
+            f"-o {str(out)!r} is also the checkpoint file: writing the results "
+            f"there would replace the saved integrator state; choose another -o"
+        )
 
 
 def cmd_simulate(args):
@@ -453,15 +500,21 @@ def cmd_simulate(args):
             if args.resume:
                 from .checkpoint import resume
 
-                res = resume(args.resume, model=model, t_end=args.t_end,
-                             allow_model_change=args.allow_model_change)
+                res = resume(
+                    args.resume,
+                    model=model,
+                    t_end=args.t_end,
+                    allow_model_change=args.allow_model_change,
+                )
             else:
                 res = model.simulate(args.t_end, dt=args.dt, **opts)
         except SolverError as err:  # keep what was computed, then report the failure
             if err.partial is not None:
                 path = err.partial.save(args.output)
-                print(f"partial results up to t = {err.partial.t[-1]:.6g} s written to {path}",
-                      file=sys.stderr)
+                print(
+                    f"partial results up to t = {err.partial.t[-1]:.6g} s written to {path}",
+                    file=sys.stderr,
+                )
             raise
     if not isinstance(res, Results):
         raise FlexmbdError(f"{args.script}: `results` is a {type(res).__name__}, not Results")
@@ -512,12 +565,28 @@ def cmd_render(args):
     res = Results.load(args.results)
     field = None if args.field == "none" else args.field
     if out.suffix.lower() in IMAGE_SUFFIXES:
-        viz.show(res, t=args.time, file=out, field=field, scale=args.scale, view=args.view,
-                 window_size=size)
+        viz.show(
+            res,
+            t=args.time,
+            file=out,
+            field=field,
+            scale=args.scale,
+            view=args.view,
+            window_size=size,
+        )
         print(f"wrote {out}")
         return 0
-    n = viz.animate(res, out, scale=args.scale, field=field, fps=args.fps, stride=args.stride,
-                    max_frames=args.max_frames, view=args.view, window_size=size)
+    n = viz.animate(
+        res,
+        out,
+        scale=args.scale,
+        field=field,
+        fps=args.fps,
+        stride=args.stride,
+        max_frames=args.max_frames,
+        view=args.view,
+        window_size=size,
+    )
     print(f"wrote {out} ({n} frames)")
     return 0
 
@@ -649,20 +718,37 @@ OSMesa or run under xvfb).
 
 
 def _fem_options(p):
-    p.add_argument("--interface", action="append", metavar="NAME=SEL",
-                   help="interface NAME selected by SEL (repeatable)")
-    p.add_argument("--interface-kind", default="rigid",
-                   choices=("rigid", "distributing", "nodes"),
-                   help="how an interface moves: rigid (RBE2-like), distributing "
-                   "(RBE3-like) or nodes (every node's DOFs); default rigid")
+    p.add_argument(
+        "--interface",
+        action="append",
+        metavar="NAME=SEL",
+        help="interface NAME selected by SEL (repeatable)",
+    )
+    p.add_argument(
+        "--interface-kind",
+        default="rigid",
+        choices=("rigid", "distributing", "nodes"),
+        help="how an interface moves: rigid (RBE2-like), distributing "
+        "(RBE3-like) or nodes (every node's DOFs); default rigid",
+    )
     p.add_argument("--fixed", metavar="SEL", help="clamped nodes")
-    p.add_argument("--load", metavar="SEL:fx,fy,fz", help="point load (N) on the selected "
-                   "nodes (Ritz vectors, static correction, compare-modes)")
-    p.add_argument("--modes", type=positive_int, default=8, metavar="N",
-                   help="total number of modes, at least 1 (default 8); for craig-bampton "
-                   "and static-correction it includes the constraint / static modes")
-    p.add_argument("--material", default="steel", help=f"one of {sorted(set(MATERIALS))} "
-                   "(default steel)")
+    p.add_argument(
+        "--load",
+        metavar="SEL:fx,fy,fz",
+        help="point load (N) on the selected "
+        "nodes (Ritz vectors, static correction, compare-modes)",
+    )
+    p.add_argument(
+        "--modes",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="total number of modes, at least 1 (default 8); for craig-bampton "
+        "and static-correction it includes the constraint / static modes",
+    )
+    p.add_argument(
+        "--material", default="steel", help=f"one of {sorted(set(MATERIALS))} (default steel)"
+    )
     p.add_argument("--E", type=finite_float, help="Young's modulus (Pa), overrides --material")
     p.add_argument("--nu", type=finite_float, help="Poisson's ratio, overrides --material")
     p.add_argument("--rho", type=finite_float, help="density (kg/m^3), overrides --material")
@@ -670,97 +756,187 @@ def _fem_options(p):
 
 def build_parser():
     """The ``argparse`` parser of the ``flexmbd`` command (one sub-parser per command)."""
-    p = _Parser(prog="flexmbd", description="flexmbd: flexible multibody dynamics",
-                epilog=(__doc__ or "").split("Node selectors")[0].partition("\n")[2].strip(),
-                formatter_class=_RAW)
+    p = _Parser(
+        prog="flexmbd",
+        description="flexmbd: flexible multibody dynamics",
+        epilog=(__doc__ or "").split("Node selectors")[0].partition("\n")[2].strip(),
+        formatter_class=_RAW,
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("reduce", help="reduce a mesh to a flexible body (.npz)",
-                       description=REDUCE_HELP, formatter_class=_RAW)
+    r = sub.add_parser(
+        "reduce",
+        help="reduce a mesh to a flexible body (.npz)",
+        description=REDUCE_HELP,
+        formatter_class=_RAW,
+    )
     r.add_argument("mesh", help="mesh file (gmsh .msh, Abaqus .inp or another meshio format)")
-    r.add_argument("--strategy", default="craig-bampton", choices=STRATEGIES,
-                   help="mode strategy (default craig-bampton)")
+    r.add_argument(
+        "--strategy",
+        default="craig-bampton",
+        choices=STRATEGIES,
+        help="mode strategy (default craig-bampton)",
+    )
     _fem_options(r)
     r.add_argument("--mass", metavar="MTX", help="Abaqus mass matrix (.mtx) of the .inp deck")
     r.add_argument("--stiffness", metavar="MTX", help="Abaqus stiffness matrix (.mtx)")
-    r.add_argument("--units", default="SI", help="unit system of an .inp deck and its .mtx "
-                   "files: SI, mm-t-s, mm-kg-ms, mm-kg-s (converted to SI)")
+    r.add_argument(
+        "--units",
+        default="SI",
+        help="unit system of an .inp deck and its .mtx "
+        "files: SI, mm-t-s, mm-kg-ms, mm-kg-s (converted to SI)",
+    )
     r.add_argument("--no-stress", action="store_true", help="skip stress modes")
     r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")
     r.add_argument("--name", help="body name (default: mesh file stem)")
     r.add_argument("-o", "--output", required=True, help="output file (.npz, or .h5 for HDF5)")
     r.set_defaults(func=cmd_reduce)
 
-    c = sub.add_parser("compare-modes", help="compare mode sets with the full FE model",
-                       description=COMPARE_HELP, formatter_class=_RAW)
+    c = sub.add_parser(
+        "compare-modes",
+        help="compare mode sets with the full FE model",
+        description=COMPARE_HELP,
+        formatter_class=_RAW,
+    )
     c.add_argument("mesh", help="mesh file (gmsh .msh or another meshio format)")
-    c.add_argument("--strategies", default="normal,craig-bampton,ritz",
-                   help=f"comma-separated subset of {', '.join(STRATEGIES)}")
+    c.add_argument(
+        "--strategies",
+        default="normal,craig-bampton,ritz",
+        help=f"comma-separated subset of {', '.join(STRATEGIES)}",
+    )
     _fem_options(c)
-    c.add_argument("--n-freq", type=positive_int, default=6, metavar="N",
-                   help="clamped eigenfrequencies compared (default 6)")
-    c.add_argument("--steps", type=positive_int, default=200, metavar="N",
-                   help="Newmark steps of the transient comparison (default 200)")
+    c.add_argument(
+        "--n-freq",
+        type=positive_int,
+        default=6,
+        metavar="N",
+        help="clamped eigenfrequencies compared (default 6)",
+    )
+    c.add_argument(
+        "--steps",
+        type=positive_int,
+        default=200,
+        metavar="N",
+        help="Newmark steps of the transient comparison (default 200)",
+    )
     c.add_argument("-o", "--output", help="table as CSV (.csv)")
     c.add_argument("--figure", help="figure file (.png, .pdf, .svg)")
     c.set_defaults(func=cmd_compare)
 
-    i = sub.add_parser("info", help="describe a reduced body (.npz) or results (.h5/.npz)",
-                       description=INFO_HELP, formatter_class=_RAW)
+    i = sub.add_parser(
+        "info",
+        help="describe a reduced body (.npz) or results (.h5/.npz)",
+        description=INFO_HELP,
+        formatter_class=_RAW,
+    )
     i.add_argument("file", help="a reduced body, results or checkpoint file")
     i.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("simulate", help="run a model script and save its results",
-                       description=SIMULATE_HELP, formatter_class=_RAW)
-    s.add_argument("script", help="Python file defining results, model, or "
-                   "main()/build()/make_model() (see above)")
-    s.add_argument("-o", "--output", default="results.h5",
-                   help="results file, .h5 or .npz (default results.h5; replaced when the "
-                   "run is complete)")
-    s.add_argument("--t-end", type=positive_float, metavar="SECONDS",
-                   help="end time (s) when the script gives a model")
-    s.add_argument("--dt", type=positive_float, metavar="SECONDS",
-                   help="time step or output interval (s)")
-    s.add_argument("--integrator", help="rk4, rk45, dop853 (recursive formulation); newmark, "
-                   "hht, generalized-alpha (absolute formulation)")
-    s.add_argument("--formulation", choices=("recursive", "absolute"),
-                   help="default: recursive for explicit, absolute for implicit integrators")
+    s = sub.add_parser(
+        "simulate",
+        help="run a model script and save its results",
+        description=SIMULATE_HELP,
+        formatter_class=_RAW,
+    )
+    s.add_argument(
+        "script",
+        help="Python file defining results, model, or main()/build()/make_model() (see above)",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        default="results.h5",
+        help="results file, .h5 or .npz (default results.h5; replaced when the run is complete)",
+    )
+    s.add_argument(
+        "--t-end",
+        type=positive_float,
+        metavar="SECONDS",
+        help="end time (s) when the script gives a model",
+    )
+    s.add_argument(
+        "--dt", type=positive_float, metavar="SECONDS", help="time step or output interval (s)"
+    )
+    s.add_argument(
+        "--integrator",
+        help="rk4, rk45, dop853 (recursive formulation); newmark, "
+        "hht, generalized-alpha (absolute formulation)",
+    )
+    s.add_argument(
+        "--formulation",
+        choices=("recursive", "absolute"),
+        help="default: recursive for explicit, absolute for implicit integrators",
+    )
     s.add_argument("--no-geometry", action="store_true", help="do not store body meshes")
-    s.add_argument("--checkpoint", metavar="FILE.h5",
-                   help="HDF5 checkpoint file written during the run (continue it with "
-                   "--resume FILE.h5)")
-    s.add_argument("--every", type=positive_int, default=100, metavar="N",
-                   help="checkpoint every N steps (default 100)")
-    s.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --checkpoint file (default: refuse)")
-    s.add_argument("--resume", metavar="CHECKPOINT",
-                   help="continue an interrupted run of this script's model from its "
-                   "checkpoint file (bit-identical to an uninterrupted run)")
-    s.add_argument("--allow-model-change", action="store_true",
-                   help="with --resume: continue although the model's parameters differ "
-                   "from the checkpointed run's")
+    s.add_argument(
+        "--checkpoint",
+        metavar="FILE.h5",
+        help="HDF5 checkpoint file written during the run (continue it with --resume FILE.h5)",
+    )
+    s.add_argument(
+        "--every",
+        type=positive_int,
+        default=100,
+        metavar="N",
+        help="checkpoint every N steps (default 100)",
+    )
+    s.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --checkpoint file (default: refuse)",
+    )
+    s.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue an interrupted run of this script's model from its "
+        "checkpoint file (bit-identical to an uninterrupted run)",
+    )
+    s.add_argument(
+        "--allow-model-change",
+        action="store_true",
+        help="with --resume: continue although the model's parameters differ "
+        "from the checkpointed run's",
+    )
     s.set_defaults(func=cmd_simulate)
 
-    v = sub.add_parser("render", help="render results to .gif/.mp4 (or a .png snapshot)",
-                       description=RENDER_HELP, formatter_class=_RAW)
+    v = sub.add_parser(
+        "render",
+        help="render results to .gif/.mp4 (or a .png snapshot)",
+        description=RENDER_HELP,
+        formatter_class=_RAW,
+    )
     v.add_argument("results", help="results file (.h5 or .npz) with geometry")
-    v.add_argument("-o", "--output", required=True,
-                   help="animation (.gif, .mp4) or picture (.png, .jpg)")
-    v.add_argument("--scale", type=finite_float, default=1.0,
-                   help="deformation magnification (default 1)")
-    v.add_argument("--field", default="displacement",
-                   choices=("displacement", "von_mises", "none"), help="colour field")
+    v.add_argument(
+        "-o", "--output", required=True, help="animation (.gif, .mp4) or picture (.png, .jpg)"
+    )
+    v.add_argument(
+        "--scale", type=finite_float, default=1.0, help="deformation magnification (default 1)"
+    )
+    v.add_argument(
+        "--field",
+        default="displacement",
+        choices=("displacement", "von_mises", "none"),
+        help="colour field",
+    )
     v.add_argument("--fps", type=positive_int, default=20, help="frames per second")
     v.add_argument("--stride", type=positive_int, help="use every n-th sample")
-    v.add_argument("--max-frames", type=positive_int, default=200,
-                   help="at most this many frames (default 200)")
+    v.add_argument(
+        "--max-frames",
+        type=positive_int,
+        default=200,
+        help="at most this many frames (default 200)",
+    )
     v.add_argument("--view", default="auto", help="auto (up = -gravity), iso, xy, xz, yz, ...")
     v.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels")
     v.add_argument("--time", type=finite_float, help="snapshot time for image outputs (s)")
     v.set_defaults(func=cmd_render)
 
-    g = sub.add_parser("probe-gl", help="check that off-screen 3D rendering works here",
-                       description=PROBE_HELP, formatter_class=_RAW)
+    g = sub.add_parser(
+        "probe-gl",
+        help="check that off-screen 3D rendering works here",
+        description=PROBE_HELP,
+        formatter_class=_RAW,
+    )
     g.set_defaults(func=cmd_probe)
     return p
 
@@ -774,7 +950,7 @@ def main(argv=None):
     """
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as exc:               # --help (0) or a bad argument (2)
+    except SystemExit as exc:  # --help (0) or a bad argument (2)
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return args.func(args)
@@ -787,9 +963,11 @@ def main(argv=None):
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
         if os.environ.get("FLEXMBD_TRACEBACK"):
             raise
-        print(f"flexmbd {args.command}: error: {type(err).__name__}: {err} (an unexpected "
-              f"error: please report it; FLEXMBD_TRACEBACK=1 shows where it happened)",
-              file=sys.stderr)
+        print(
+            f"flexmbd {args.command}: error: {type(err).__name__}: {err} (an unexpected "
+            f"error: please report it; FLEXMBD_TRACEBACK=1 shows where it happened)",
+            file=sys.stderr,
+        )
         return 2
 
 

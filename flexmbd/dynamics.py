@@ -30,8 +30,14 @@ import numpy as np
 from ._typing import Array
 from .errors import ModelError
 
-__all__ = ["ModalSlice", "JointSlice", "BodySlice", "CoordinateLayout", "ForwardDynamics",
-           "forward_dynamics_result"]
+__all__ = [
+    "ModalSlice",
+    "JointSlice",
+    "BodySlice",
+    "CoordinateLayout",
+    "ForwardDynamics",
+    "forward_dynamics_result",
+]
 
 _EMPTY = MappingProxyType({})
 
@@ -123,12 +129,32 @@ class CoordinateLayout:
     modal: Mapping[str, ModalSlice] = field(default_factory=lambda: _EMPTY)
 
     @classmethod
-    def build(cls, formulation: str, nq: int, nv: int, coordinates, speeds, joint_names,
-              body_names, joints=None, bodies=None, modal=None) -> CoordinateLayout:
+    def build(
+        cls,
+        formulation: str,
+        nq: int,
+        nv: int,
+        coordinates,
+        speeds,
+        joint_names,
+        body_names,
+        joints=None,
+        bodies=None,
+        modal=None,
+    ) -> CoordinateLayout:
         """A layout from plain lists/dicts (copied into immutable containers)."""
-        return cls(formulation, int(nq), int(nv), tuple(map(tuple, coordinates)),
-                   tuple(map(tuple, speeds)), tuple(joint_names), tuple(body_names),
-                   _frozen(joints), _frozen(bodies), _frozen(modal))
+        return cls(
+            formulation,
+            int(nq),
+            int(nv),
+            tuple(map(tuple, coordinates)),
+            tuple(map(tuple, speeds)),
+            tuple(joint_names),
+            tuple(body_names),
+            _frozen(joints),
+            _frozen(bodies),
+            _frozen(modal),
+        )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_jrow", {n: i for i, n in enumerate(self.joint_names)})
@@ -156,8 +182,10 @@ class CoordinateLayout:
         try:
             return self.modal[name]
         except KeyError:
-            raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
-                             f"bodies: {list(self.modal)}") from None
+            raise ModelError(
+                f"body {name!r} is not a flexible body of this system; flexible "
+                f"bodies: {list(self.modal)}"
+            ) from None
 
     def modal_coordinates(self, x: Any, name: Any) -> Array:
         """Modal coordinates (``x`` of length nq) or speeds/accelerations (length nv) of
@@ -256,8 +284,9 @@ class ForwardDynamics:
 _new = object.__new__
 
 
-def forward_dynamics_result(qdd: Array, reactions: Array, body_accelerations: Array,
-                            layout: CoordinateLayout, lam: Array) -> ForwardDynamics:
+def forward_dynamics_result(
+    qdd: Array, reactions: Array, body_accelerations: Array, layout: CoordinateLayout, lam: Array
+) -> ForwardDynamics:
     """A :class:`ForwardDynamics` built without the dataclass ``__init__`` (same fields,
     same frozen instance; ``projection`` and ``tree`` None): for the single-state hot
     paths, where the generated frozen ``__init__`` costs a tenth of a 20-body call."""

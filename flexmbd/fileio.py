@@ -35,14 +35,31 @@ if TYPE_CHECKING:
 
     from ._typing import StrPath
 
-__all__ = ["check_writable", "check_readable", "atomic_write", "FileLock", "sniff",
-           "read_failure", "READ_ERRORS"]
+__all__ = [
+    "check_writable",
+    "check_readable",
+    "atomic_write",
+    "FileLock",
+    "sniff",
+    "read_failure",
+    "READ_ERRORS",
+]
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 #: exceptions that reading a damaged or foreign file can raise (turned into FileError)
-READ_ERRORS = (OSError, EOFError, KeyError, ValueError, TypeError, IndexError,
-               zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, AttributeError)
+READ_ERRORS = (
+    OSError,
+    EOFError,
+    KeyError,
+    ValueError,
+    TypeError,
+    IndexError,
+    zipfile.BadZipFile,
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    AttributeError,
+)
 
 
 def _q(path):
@@ -58,23 +75,30 @@ def check_writable(path: StrPath, what: str = "output file") -> Path:
     """
     path = Path(path)
     if path.is_dir():
-        raise FileError(f"the {what} {_q(path)} is a directory; give a file name "
-                        f"(e.g. {_q(path / 'run.h5')})")
+        raise FileError(
+            f"the {what} {_q(path)} is a directory; give a file name (e.g. {_q(path / 'run.h5')})"
+        )
     parent = path.parent
     if not parent.exists():
-        raise FileError(f"cannot write the {what} {_q(path)}: directory {_q(parent)} does "
-                        f"not exist; create it first (mkdir -p) or choose another path")
+        raise FileError(
+            f"cannot write the {what} {_q(path)}: directory {_q(parent)} does "
+            f"not exist; create it first (mkdir -p) or choose another path"
+        )
     if not parent.is_dir():
-        raise FileError(f"cannot write the {what} {_q(path)}: {_q(parent)} is a file, not "
-                        f"a directory; choose another path")
+        raise FileError(
+            f"cannot write the {what} {_q(path)}: {_q(parent)} is a file, not "
+            f"a directory; choose another path"
+        )
     try:
         fd, probe = tempfile.mkstemp(prefix=".flexmbd-probe-", dir=parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise FileError(f"cannot write the {what} {_q(path)}: directory {_q(parent)} is not "
-                        f"writable ({err.strerror or err}); choose another directory or "
-                        f"change its permissions") from None
+        raise FileError(
+            f"cannot write the {what} {_q(path)}: directory {_q(parent)} is not "
+            f"writable ({err.strerror or err}); choose another directory or "
+            f"change its permissions"
+        ) from None
     return path
 
 
@@ -82,8 +106,10 @@ def check_readable(path: StrPath, what: str = "file") -> Path:
     """Refuse (:class:`FileError`) a missing ``path``, a directory, an unreadable file."""
     path = Path(path)
     if not path.exists():
-        raise FileError(f"the {what} {_q(path)} does not exist (check the path and the "
-                        f"working directory {_q(Path.cwd())})")
+        raise FileError(
+            f"the {what} {_q(path)} does not exist (check the path and the "
+            f"working directory {_q(Path.cwd())})"
+        )
     if path.is_dir():
         raise FileError(f"the {what} {_q(path)} is a directory, not a file")
     if not os.access(path, os.R_OK):
@@ -100,14 +126,14 @@ def atomic_write(path: StrPath, what: str = "output file") -> Iterator[Path]:
     """
     path = check_writable(path, what)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
-    try:       # created like any new file (mode 0o666 less the umask), never an old one
+    try:  # created like any new file (mode 0o666 less the umask), never an old one
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     except OSError as err:
         raise FileError(f"cannot write the {what} {_q(path)}: {err}") from None
     try:
         yield tmp
         if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)      # keep the old file's mode
+            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep the old file's mode
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -116,9 +142,11 @@ def atomic_write(path: StrPath, what: str = "output file") -> Iterator[Path]:
         raise
     except OSError as err:
         _remove(tmp)
-        raise FileError(f"cannot write the {what} {_q(path)}: {err}; check the free disk "
-                        f"space and the directory (the previous file, if any, is "
-                        f"unchanged)") from err
+        raise FileError(
+            f"cannot write the {what} {_q(path)}: {err}; check the free disk "
+            f"space and the directory (the previous file, if any, is "
+            f"unchanged)"
+        ) from err
     except BaseException:
         _remove(tmp)
         raise
@@ -151,9 +179,14 @@ def sniff(path: StrPath) -> str:
     return "unknown"
 
 
-_KIND = {"hdf5": "an HDF5 file", "npz": "an npz (zip) archive", "empty": "empty (0 bytes)",
-         "unknown": "neither HDF5 nor npz", "directory": "a directory",
-         "missing": "missing"}
+_KIND = {
+    "hdf5": "an HDF5 file",
+    "npz": "an npz (zip) archive",
+    "empty": "empty (0 bytes)",
+    "unknown": "neither HDF5 nor npz",
+    "directory": "a directory",
+    "missing": "missing",
+}
 
 
 def read_failure(path: StrPath, what: str, err: BaseException, hint: str) -> FileError:
@@ -174,8 +207,10 @@ def read_failure(path: StrPath, what: str, err: BaseException, hint: str) -> Fil
     elif kind in ("empty", "unknown", "directory"):
         reason = f"the file is {_KIND[kind]}"
     elif kind == "hdf5" and isinstance(err, OSError) and "lock" in text.lower():
-        reason = ("another process has it open for writing (HDF5 file lock): try again "
-                  "when that write is done")
+        reason = (
+            "another process has it open for writing (HDF5 file lock): try again "
+            "when that write is done"
+        )
     elif kind == "hdf5" and isinstance(err, OSError):
         reason = f"the HDF5 structure is damaged or truncated (h5py: {text})"
     else:
@@ -193,7 +228,7 @@ class FileLock:
     holds the owner's PID.
     """
 
-    _held = {}                              # lock path -> [file descriptor, depth]
+    _held = {}  # lock path -> [file descriptor, depth]
 
     def __init__(self, path: StrPath, what: str = "checkpoint file") -> None:
         self.path = Path(path)
@@ -210,7 +245,7 @@ class FileLock:
             return self
         try:
             import fcntl
-        except ImportError:                 # pragma: no cover - Windows
+        except ImportError:  # pragma: no cover - Windows
             fd = self._acquire_exclusive()
         else:
             fd = self._acquire_flock(fcntl)
@@ -227,15 +262,17 @@ class FileLock:
         return FileError(
             f"the {self.what} {_q(self.path)} is in use by another run (process {pid}, lock "
             f"{_q(self.lock_path)}): wait for that run to end, or choose another path; its "
-            f"file is left untouched")
+            f"file is left untouched"
+        )
 
     def _acquire_flock(self, fcntl):
         for _ in range(10):
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as err:
-                raise FileError(f"cannot create the lock file {_q(self.lock_path)} of the "
-                                f"{self.what}: {err}") from None
+                raise FileError(
+                    f"cannot create the lock file {_q(self.lock_path)} of the {self.what}: {err}"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -249,9 +286,9 @@ class FileLock:
             if same:
                 return fd
             os.close(fd)
-        raise self._busy()                  # pragma: no cover - a race ten times over
+        raise self._busy()  # pragma: no cover - a race ten times over
 
-    def _acquire_exclusive(self):          # pragma: no cover - Windows
+    def _acquire_exclusive(self):  # pragma: no cover - Windows
         try:
             return os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
@@ -266,7 +303,7 @@ class FileLock:
         if entry[1] > 0:
             return
         del FileLock._held[key]
-        _remove(self.lock_path)             # first remove, then unlock (see acquire)
+        _remove(self.lock_path)  # first remove, then unlock (see acquire)
         os.close(entry[0])
 
     def __enter__(self):

@@ -34,8 +34,20 @@ if TYPE_CHECKING:
 __all__ = ["model_fingerprint", "fingerprint_difference"]
 
 # names, documentation, caches filled on use (same model, other values), wall times
-_SKIP = {"_parent_ref", "_name", "_index", "doc", "_topology_cache", "_revision",
-         "_components", "_members", "_inv", "_itf_modes", "_lazy", "timings"}
+_SKIP = {
+    "_parent_ref",
+    "_name",
+    "_index",
+    "doc",
+    "_topology_cache",
+    "_revision",
+    "_components",
+    "_members",
+    "_inv",
+    "_itf_modes",
+    "_lazy",
+    "timings",
+}
 _MAX_DEPTH = 6
 
 
@@ -56,7 +68,7 @@ def _feed(h, value, depth, seen):
         else:
             h.update(np.ascontiguousarray(value).tobytes())
     elif isinstance(value, Component) and value._name is not None:
-        h.update(f"ref:{value.name}".encode())        # registered: by name
+        h.update(f"ref:{value.name}".encode())  # registered: by name
     elif isinstance(value, (list, tuple)):
         h.update(f"{type(value).__name__}{len(value)}".encode())
         for v in value:
@@ -101,14 +113,13 @@ def _feed_function(h, fn, depth, seen):
     code = fn.__code__
     h.update(f"fn:{fn.__qualname__}".encode())
     h.update(code.co_code)
-    _feed(h, tuple(c for c in code.co_consts if not isinstance(c, types.CodeType)),
-          depth + 1, seen)
+    _feed(h, tuple(c for c in code.co_consts if not isinstance(c, types.CodeType)), depth + 1, seen)
     _feed(h, tuple(code.co_names), depth + 1, seen)
     _feed(h, fn.__defaults__, depth + 1, seen)
     for cell in fn.__closure__ or ():
         try:
             _feed(h, cell.cell_contents, depth + 1, seen)
-        except ValueError:                  # an empty cell
+        except ValueError:  # an empty cell
             h.update(b"<empty cell>")
 
 
@@ -133,8 +144,9 @@ def model_fingerprint(model: Model) -> dict[str, Any]:
     return {"digest": digest, "parts": parts}
 
 
-def fingerprint_difference(old: Mapping[str, Any] | None, new: Mapping[str, Any],
-                           limit: int = 6) -> list[str]:
+def fingerprint_difference(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], limit: int = 6
+) -> list[str]:
     """Readable list of what differs between two fingerprints (``"link.mass"``,
     ``"spring (removed)"``...), at most ``limit`` entries."""
     a, b = old.get("parts", {}), new.get("parts", {})

@@ -41,29 +41,72 @@ if TYPE_CHECKING:
     from .results import Results
 
 __all__ = [
-    "BodyGeometry", "deformed_points", "modal_displacement", "von_mises", "deformed_mesh",
-    "inertia_box", "body_geometry", "reduced_body_geometry", "write_vtk_series",
-    "MESHIO_TO_VTK", "VTK_TO_MESHIO", "rigid_fit", "anchored_frame_data", "gravity_of",
+    "BodyGeometry",
+    "deformed_points",
+    "modal_displacement",
+    "von_mises",
+    "deformed_mesh",
+    "inertia_box",
+    "body_geometry",
+    "reduced_body_geometry",
+    "write_vtk_series",
+    "MESHIO_TO_VTK",
+    "VTK_TO_MESHIO",
+    "rigid_fit",
+    "anchored_frame_data",
+    "gravity_of",
 ]
 
 # meshio cell type -> VTK cell type id (the linear and quadratic types we meet)
 MESHIO_TO_VTK = {
-    "vertex": 1, "line": 3, "triangle": 5, "polygon": 7, "quad": 9, "tetra": 10,
-    "hexahedron": 12, "wedge": 13, "pyramid": 14, "line3": 21, "triangle6": 22,
-    "quad8": 23, "tetra10": 24, "hexahedron20": 25, "quad9": 28, "hexahedron27": 29,
+    "vertex": 1,
+    "line": 3,
+    "triangle": 5,
+    "polygon": 7,
+    "quad": 9,
+    "tetra": 10,
+    "hexahedron": 12,
+    "wedge": 13,
+    "pyramid": 14,
+    "line3": 21,
+    "triangle6": 22,
+    "quad8": 23,
+    "tetra10": 24,
+    "hexahedron20": 25,
+    "quad9": 28,
+    "hexahedron27": 29,
 }
 VTK_TO_MESHIO = {v: k for k, v in MESHIO_TO_VTK.items()}
-_NODES_PER_CELL = {"vertex": 1, "line": 2, "triangle": 3, "quad": 4, "tetra": 4,
-                   "hexahedron": 8, "wedge": 6, "pyramid": 5, "line3": 3, "triangle6": 6,
-                   "quad8": 8, "tetra10": 10, "hexahedron20": 20, "quad9": 9,
-                   "hexahedron27": 27}
+_NODES_PER_CELL = {
+    "vertex": 1,
+    "line": 2,
+    "triangle": 3,
+    "quad": 4,
+    "tetra": 4,
+    "hexahedron": 8,
+    "wedge": 6,
+    "pyramid": 5,
+    "line3": 3,
+    "triangle6": 6,
+    "quad8": 8,
+    "tetra10": 10,
+    "hexahedron20": 20,
+    "quad9": 9,
+    "hexahedron27": 27,
+}
 
 
 def _cell_name(cell_type):
     if isinstance(cell_type, str):
-        name = {"tet": "tetra", "hex": "hexahedron", "tri": "triangle", "tetra4": "tetra",
-                "hexahedron8": "hexahedron", "triangle3": "triangle", "quad4": "quad"}.get(
-            cell_type, cell_type)
+        name = {
+            "tet": "tetra",
+            "hex": "hexahedron",
+            "tri": "triangle",
+            "tetra4": "tetra",
+            "hexahedron8": "hexahedron",
+            "triangle3": "triangle",
+            "quad4": "quad",
+        }.get(cell_type, cell_type)
         if name in MESHIO_TO_VTK:
             return name
     elif int(cell_type) in VTK_TO_MESHIO:
@@ -139,17 +182,24 @@ class BodyGeometry:
     @property
     def stress_on_cells(self) -> bool:
         """True when stress modes are given per cell rather than per node."""
-        return (self.stress_modes is not None
-                and self.stress_modes.shape[0] == 6 * self.n_cells
-                and self.stress_modes.shape[0] != 6 * len(self.nodes))
+        return (
+            self.stress_modes is not None
+            and self.stress_modes.shape[0] == 6 * self.n_cells
+            and self.stress_modes.shape[0] != 6 * len(self.nodes)
+        )
 
     # -- kinematics ----------------------------------------------------------------------
     def displacement(self, q: ArrayLike | None) -> Array:
         """Elastic displacement (n, 3) in body axes for modal coordinates ``q``."""
         return modal_displacement(self.modes, q, len(self.nodes))
 
-    def points(self, q: ArrayLike | None = None, R: ArrayLike | None = None,
-               r: ArrayLike | None = None, scale: float = 1.0) -> Array:
+    def points(
+        self,
+        q: ArrayLike | None = None,
+        R: ArrayLike | None = None,
+        r: ArrayLike | None = None,
+        scale: float = 1.0,
+    ) -> Array:
         """World node positions (n, 3) for pose ``(R, r)`` and modal coordinates ``q``."""
         return deformed_points(self.nodes, self.modes, q, R, r, scale)
 
@@ -177,8 +227,15 @@ class BodyGeometry:
         """Inverse of :meth:`to_arrays`."""
         cells = {k[6:]: v for k, v in d.items() if k.startswith("cells:")}
         extras = {k[6:]: v for k, v in d.items() if k.startswith("extra:")}
-        return cls(d["nodes"], cells, d.get("modes"), d.get("stress_modes"),
-                   d.get("frequencies"), d.get("color"), extras)
+        return cls(
+            d["nodes"],
+            cells,
+            d.get("modes"),
+            d.get("stress_modes"),
+            d.get("frequencies"),
+            d.get("color"),
+            extras,
+        )
 
     def to_pyvista(self, points: ArrayLike | None = None) -> Any:
         """A ``pyvista.UnstructuredGrid`` (points default to the undeformed nodes)."""
@@ -196,15 +253,18 @@ def modal_displacement(Phi: ArrayLike | None, q: ArrayLike | None, n_nodes: int)
         return np.zeros((n_nodes, 3))
     q = np.asarray(q, dtype=float)
     if Phi.shape[1] != q.shape[-1]:
-        raise FlexmbdError(
-            f"{q.shape[-1]} modal coordinates given for {Phi.shape[1]} mode shapes"
-        )
+        raise FlexmbdError(f"{q.shape[-1]} modal coordinates given for {Phi.shape[1]} mode shapes")
     return (Phi @ q).reshape(n_nodes, 3)
 
 
-def deformed_points(nodes: ArrayLike, Phi: ArrayLike | None, q: ArrayLike | None,
-                    R: ArrayLike | None = None, r: ArrayLike | None = None,
-                    scale: float = 1.0) -> Array:
+def deformed_points(
+    nodes: ArrayLike,
+    Phi: ArrayLike | None,
+    q: ArrayLike | None,
+    R: ArrayLike | None = None,
+    r: ArrayLike | None = None,
+    scale: float = 1.0,
+) -> Array:
     """World positions ``r + R (X + scale * Phi q)`` of the nodes (n, 3)."""
     X = np.asarray(nodes, dtype=float).reshape(-1, 3)
     x = X + scale * modal_displacement(None if Phi is None else np.asarray(Phi), q, len(X))
@@ -222,10 +282,17 @@ def von_mises(stress_modes: ArrayLike, q: ArrayLike) -> Array:
     return equivalent_stress(s)
 
 
-def deformed_mesh(nodes: ArrayLike, cells: Any, cell_type: str | None = None,
-                  Phi: ArrayLike | None = None, q: ArrayLike | None = None,
-                  R: ArrayLike | None = None, r: ArrayLike | None = None, scale: float = 1.0,
-                  stress_modes: ArrayLike | None = None) -> Any:
+def deformed_mesh(
+    nodes: ArrayLike,
+    cells: Any,
+    cell_type: str | None = None,
+    Phi: ArrayLike | None = None,
+    q: ArrayLike | None = None,
+    R: ArrayLike | None = None,
+    r: ArrayLike | None = None,
+    scale: float = 1.0,
+    stress_modes: ArrayLike | None = None,
+) -> Any:
     """Deformed full mesh of a reduced flexible body as a ``pyvista.UnstructuredGrid``.
 
     Parameters
@@ -269,8 +336,13 @@ def deformed_mesh(nodes: ArrayLike, cells: Any, cell_type: str | None = None,
 
 
 # -- rigid bodies: glyphs and visuals ----------------------------------------------------
-def inertia_box(mass: float, inertia: ArrayLike, com: ArrayLike = (0.0, 0.0, 0.0),
-                min_ratio: float = 0.06, density: float = 7850.0) -> BodyGeometry:
+def inertia_box(
+    mass: float,
+    inertia: ArrayLike,
+    com: ArrayLike = (0.0, 0.0, 0.0),
+    min_ratio: float = 0.06,
+    density: float = 7850.0,
+) -> BodyGeometry:
     """Hexahedron with the mass and principal inertia of a rigid body (body frame).
 
     Edge lengths of the homogeneous box with moments ``I1, I2, I3``:
@@ -291,8 +363,22 @@ def inertia_box(mass: float, inertia: ArrayLike, com: ArrayLike = (0.0, 0.0, 0.0
     if np.linalg.det(V) < 0:
         V[:, 2] = -V[:, 2]
     h = 0.5 * edges
-    corners = np.array([[-1, -1, -1], [1, -1, -1], [1, 1, -1], [-1, 1, -1],
-                        [-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1]], dtype=float) * h
+    corners = (
+        np.array(
+            [
+                [-1, -1, -1],
+                [1, -1, -1],
+                [1, 1, -1],
+                [-1, 1, -1],
+                [-1, -1, 1],
+                [1, -1, 1],
+                [1, 1, 1],
+                [-1, 1, 1],
+            ],
+            dtype=float,
+        )
+        * h
+    )
     nodes = corners @ V.T + np.asarray(com, dtype=float)
     return BodyGeometry(nodes, {"hexahedron": np.arange(8)[None, :]})
 
@@ -313,8 +399,9 @@ def _from_pyvista(mesh):
 def _read_mesh_file(path, scale=(1.0, 1.0, 1.0)):
     path = str(path)
     if path.startswith("package://"):
-        raise FlexmbdError(f"cannot resolve visual {path!r}: ROS package paths are not supported; "
-                           f"give a file path")
+        raise FlexmbdError(
+            f"cannot resolve visual {path!r}: ROS package paths are not supported; give a file path"
+        )
     if not os.path.exists(path):
         raise FlexmbdError(f"visual mesh file {path!r} does not exist")
     import pyvista as pv
@@ -331,11 +418,13 @@ def _urdf_shape(item):
     if kind == "box":
         g = _from_pyvista(pv.Box(bounds=np.ravel([(-s / 2, s / 2) for s in item["size"]])))
     elif kind == "cylinder":  # URDF cylinders lie along z
-        g = _from_pyvista(pv.Cylinder(radius=item["radius"], height=item["length"],
-                                      direction=(0, 0, 1), resolution=24).triangulate())
+        g = _from_pyvista(
+            pv.Cylinder(
+                radius=item["radius"], height=item["length"], direction=(0, 0, 1), resolution=24
+            ).triangulate()
+        )
     elif kind == "sphere":
-        g = _from_pyvista(pv.Sphere(radius=item["radius"], theta_resolution=16,
-                                    phi_resolution=12))
+        g = _from_pyvista(pv.Sphere(radius=item["radius"], theta_resolution=16, phi_resolution=12))
     elif kind == "mesh":
         g = _read_mesh_file(item["filename"], item.get("scale", (1.0, 1.0, 1.0)))
     else:
@@ -438,13 +527,13 @@ def reduced_body_geometry(rb: Any) -> BodyGeometry:
         nodes = nodes.T
     modes = _nonempty(_first_attr(rb, ("modes", "Phi", "mode_shapes", "phi")))
     stress = _nonempty(_first_attr(rb, ("stress_modes", "Psi")))
-    if stress is not None and stress.ndim == 3:   # (n, 6, m) as flexmbd.fem stores them
+    if stress is not None and stress.ndim == 3:  # (n, 6, m) as flexmbd.fem stores them
         stress = stress.reshape(-1, stress.shape[-1])
     # the Rayleigh quotient of each mode (flexmbd.fem: mode_frequencies) labels that mode
     freqs = _nonempty(_first_attr(rb, ("mode_frequencies", "frequencies", "freqs")))
     extras = {}
     inodes = _nonempty(_first_attr(rb, ("interface_nodes",)))
-    if inodes is not None:      # where the joints attach: magnified shapes stay on them
+    if inodes is not None:  # where the joints attach: magnified shapes stay on them
         extras["anchor_nodes"] = np.unique(np.asarray(inodes, dtype=np.int64))
     return BodyGeometry(nodes, cells, modes, stress, freqs, extras=extras)
 
@@ -513,8 +602,9 @@ def frame_data(results, geoms, i, scale=1.0):
     return out
 
 
-def rigid_fit(X: ArrayLike, P: ArrayLike, R: ArrayLike | None = None,
-              tie: float = 1e-3) -> tuple[Array, Array, Array]:
+def rigid_fit(
+    X: ArrayLike, P: ArrayLike, R: ArrayLike | None = None, tie: float = 1e-3
+) -> tuple[Array, Array, Array]:
     """Rigid map ``x -> c + Rf (x - cx)`` that best fits points ``X`` (m, 3, body
     axes) onto ``P`` (m, 3, world) in least squares (Kabsch); a rotation left free by
     the points (collinear, fewer than three) follows ``R`` (the body frame: three
@@ -525,15 +615,16 @@ def rigid_fit(X: ArrayLike, P: ArrayLike, R: ArrayLike | None = None,
     H = (X - cx).T @ (P - c)
     if R is not None:
         size = max(float(np.ptp(X, axis=0).max()), 1e-12)
-        H = H + tie * size ** 2 * len(X) * np.asarray(R, float).T
+        H = H + tie * size**2 * len(X) * np.asarray(R, float).T
     U, _, Vt = np.linalg.svd(H)
     d = np.sign(np.linalg.det(Vt.T @ U.T)) or 1.0
     Rf = Vt.T @ np.diag([1.0, 1.0, d]) @ U.T
     return Rf, cx, c
 
 
-def anchored_frame_data(results: Results, geoms: Mapping[str, BodyGeometry], i: int,
-                        scale: float) -> dict[str, Any]:
+def anchored_frame_data(
+    results: Results, geoms: Mapping[str, BodyGeometry], i: int, scale: float
+) -> dict[str, Any]:
     """As :func:`frame_data`, with the magnified deformation of a flexible body taken
     about the rigid placement that best fits its interface nodes (``anchor_nodes``:
     where the joints attach), so that a drawing magnified ``scale`` times keeps the
@@ -557,8 +648,13 @@ def anchored_frame_data(results: Results, geoms: Mapping[str, BodyGeometry], i: 
     return out
 
 
-def write_vtk_series(results: Results, path: StrPath, stride: int = 1, scale: float = 1.0,
-                     bodies: Sequence[str] | None = None) -> list[Path]:
+def write_vtk_series(
+    results: Results,
+    path: StrPath,
+    stride: int = 1,
+    scale: float = 1.0,
+    bodies: Sequence[str] | None = None,
+) -> list[Path]:
     """Implementation of :meth:`flexmbd.results.Results.to_vtk`."""
     import meshio
 
@@ -591,20 +687,29 @@ def write_vtk_series(results: Results, path: StrPath, stride: int = 1, scale: fl
             for ct, conn in g.cells.items():
                 cells.append((ct, conn + off))
                 body_id.append(np.full(len(conn), b, dtype=np.int32))
-                vm_cell.append(vm[c0:c0 + len(conn)] if g.stress_on_cells
-                               else vm[conn].mean(axis=1))
+                vm_cell.append(
+                    vm[c0 : c0 + len(conn)] if g.stress_on_cells else vm[conn].mean(axis=1)
+                )
                 c0 += len(conn)
             off += len(x)
         disp = np.vstack(disp)
-        point_data = {"displacement": disp,
-                      "displacement_magnitude": np.linalg.norm(disp, axis=1),
-                      "von_mises": np.concatenate(vm_pt)}
+        point_data = {
+            "displacement": disp,
+            "displacement_magnitude": np.linalg.norm(disp, axis=1),
+            "von_mises": np.concatenate(vm_pt),
+        }
         fn = path.with_name(f"{stem}_{frame:05d}.vtu")
-        meshio.write_points_cells(fn, np.vstack(pts), cells, point_data=point_data,
-                                  cell_data={"body_id": body_id, "von_mises": vm_cell})
+        meshio.write_points_cells(
+            fn,
+            np.vstack(pts),
+            cells,
+            point_data=point_data,
+            cell_data={"body_id": body_id, "von_mises": vm_cell},
+        )
         files.append(fn)
-        entries.append(f'    <DataSet timestep="{float(results.t[i])!r}" group="" part="0" '
-                       f'file="{fn.name}"/>')
+        entries.append(
+            f'    <DataSet timestep="{float(results.t[i])!r}" group="" part="0" file="{fn.name}"/>'
+        )
     body_list = ", ".join(f"{k}={n}" for k, n in enumerate(names))
     path.write_text(
         '<?xml version="1.0"?>\n'

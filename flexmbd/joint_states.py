@@ -60,15 +60,19 @@ def _modal(system, q, qd, name, qdd=None):
 def _body_motion(system, q, qd):
     """``{body name: (R (nt,3,3), r (nt,3), w (nt,3), v (nt,3))}`` world, origin velocity."""
     nt = len(q)
-    if hasattr(system, "body_motion"):            # a whole history at once
+    if hasattr(system, "body_motion"):  # a whole history at once
         return system.body_motion(q, qd)
     out = {}
     for i in range(nt):
         for name, st in system.body_states(q[i], qd[i]).items():
             name = name if isinstance(name, str) else name.name
             if name not in out:
-                out[name] = (np.empty((nt, 3, 3)), np.empty((nt, 3)), np.empty((nt, 3)),
-                             np.empty((nt, 3)))
+                out[name] = (
+                    np.empty((nt, 3, 3)),
+                    np.empty((nt, 3)),
+                    np.empty((nt, 3)),
+                    np.empty((nt, 3)),
+                )
             for k in range(4):
                 out[name][k][i] = st[k]
     return out
@@ -84,18 +88,26 @@ def _exp_rates(theta, dtheta, ddtheta):
     b = np.where(small, 1 / 6 - t**2 / 120, (ts - np.sin(ts)) / ts**3)
     # a'(t)/t and b'(t)/t (their series below 1e-4 rad)
     da = np.where(small, -1 / 12 + t**2 / 180, (ts * np.sin(ts) - 2 * (1 - np.cos(ts))) / ts**4)
-    db = np.where(small, -1 / 60 + t**2 / 1260,
-                  ((1 - np.cos(ts)) / ts**3 - 3 * (ts - np.sin(ts)) / ts**4) / ts)
+    db = np.where(
+        small,
+        -1 / 60 + t**2 / 1260,
+        ((1 - np.cos(ts)) / ts**3 - 3 * (ts - np.sin(ts)) / ts**4) / ts,
+    )
     c1 = np.cross(theta, dtheta)
     c2 = np.cross(theta, c1)
     w = dtheta + a[:, None] * c1 + b[:, None] * c2
     if ddtheta is None:
         return w, None
-    td = np.einsum("ti,ti->t", theta, dtheta)            # t t' = theta . theta'
+    td = np.einsum("ti,ti->t", theta, dtheta)  # t t' = theta . theta'
     e1 = np.cross(theta, ddtheta)
-    al = (ddtheta + a[:, None] * e1 + b[:, None] * np.cross(theta, e1)
-          + (da * td)[:, None] * c1 + (db * td)[:, None] * c2
-          + b[:, None] * np.cross(dtheta, c1))
+    al = (
+        ddtheta
+        + a[:, None] * e1
+        + b[:, None] * np.cross(theta, e1)
+        + (da * td)[:, None] * c1
+        + (db * td)[:, None] * c2
+        + b[:, None] * np.cross(dtheta, c1)
+    )
     return w, al
 
 
@@ -131,8 +143,13 @@ def _frame_motion(frame, body, motion, modal, nt, accel=None):
         return R, p, w, v, None, None
     alb, ab = accel[body.name]
     alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + np.cross(wb, wfw)
-    a = (ab + np.cross(alb, s) + np.cross(wb, np.cross(wb, s)) + 2 * np.cross(wb, vfw)
-         + np.einsum("tij,tj->ti", Rb, af))
+    a = (
+        ab
+        + np.cross(alb, s)
+        + np.cross(wb, np.cross(wb, s))
+        + 2 * np.cross(wb, vfw)
+        + np.einsum("tij,tj->ti", Rb, af)
+    )
     return R, p, w, v, alpha, a
 
 
@@ -152,10 +169,12 @@ def rotvec_batch(theta):
 def _relative(joint, motion, modal, nt, accel=None):
     """Relative pose ``(Rrel, d)`` in parent-frame axes, relative twist ``V`` and (with
     ``accel``) its time derivative ``Vd`` in child-frame axes (module docstring)."""
-    RP, pP, wP, vP, alP, aP = _frame_motion(joint.parent_frame, joint.parent, motion, modal,
-                                            nt, accel)
-    RC, pC, wC, vC, alC, aC = _frame_motion(joint.child_frame, joint.child, motion, modal,
-                                            nt, accel)
+    RP, pP, wP, vP, alP, aP = _frame_motion(
+        joint.parent_frame, joint.parent, motion, modal, nt, accel
+    )
+    RC, pC, wC, vC, alC, aC = _frame_motion(
+        joint.child_frame, joint.child, motion, modal, nt, accel
+    )
     Rrel = np.einsum("tji,tjk->tik", RP, RC)
     dp = pC - pP
     d = np.einsum("tji,tj->ti", RP, dp)
@@ -165,17 +184,20 @@ def _relative(joint, motion, modal, nt, accel=None):
     if alP is None or alC is None:
         return Rrel, d, V, None
     ud = aC - aP - np.cross(alP, dp) - np.cross(wP, vC - vP)
-    Vd = np.concatenate([child(alC - alP - np.cross(wC, Om)), child(ud - np.cross(wC, u))],
-                        axis=1)
+    Vd = np.concatenate([child(alC - alP - np.cross(wC, Om)), child(ud - np.cross(wC, u))], axis=1)
     return Rrel, d, V, Vd
 
 
 def _speeds(joint, qj, V):
     if joint.nv == 0:
         return np.zeros((len(V), 0))
-    if joint_type(joint).code == UNIVERSAL:        # H(q) changes with q
-        return np.array([np.linalg.lstsq(joint.motion_subspace(qj[i]), V[i], rcond=None)[0]
-                         for i in range(len(V))])
+    if joint_type(joint).code == UNIVERSAL:  # H(q) changes with q
+        return np.array(
+            [
+                np.linalg.lstsq(joint.motion_subspace(qj[i]), V[i], rcond=None)[0]
+                for i in range(len(V))
+            ]
+        )
     return V @ np.linalg.pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
 
 
@@ -209,9 +231,14 @@ def _rates(joint, qj, v, Vd):
     """``qdd = H^+ (Vd - c(q, v))`` (nt, nv): joint rates from the twist's derivative."""
     bias = getattr(joint, "bias_acceleration", None)
     if joint_type(joint).code == UNIVERSAL and bias is not None:
-        return np.array([np.linalg.lstsq(joint.motion_subspace(qj[i]),
-                                         Vd[i] - bias(qj[i], v[i]), rcond=None)[0]
-                         for i in range(len(Vd))]).reshape(len(Vd), joint.nv)
+        return np.array(
+            [
+                np.linalg.lstsq(
+                    joint.motion_subspace(qj[i]), Vd[i] - bias(qj[i], v[i]), rcond=None
+                )[0]
+                for i in range(len(Vd))
+            ]
+        ).reshape(len(Vd), joint.nv)
     return _speeds(joint, qj, Vd)
 
 
@@ -225,8 +252,7 @@ def fill_joint_states(results, system, joints=None):
     if model is None or not hasattr(system, "body_states"):
         return results
     owners = {o for o, _ in results.coordinates}
-    joints = [j for j in (model.joints() if joints is None else joints)
-              if j.name not in owners]
+    joints = [j for j in (model.joints() if joints is None else joints) if j.name not in owners]
     nt = len(results.t)
     if not joints or nt == 0:
         return results
@@ -240,8 +266,7 @@ def fill_joint_states(results, system, joints=None):
         dq = np.array([qdot(q[i], qd[i]) for i in range(nt)]) if qdot is not None else qd
         plus = _states(system, q + _EPS * dq, qd + _EPS * qdd0, joints, with_q=False)
         minus = _states(system, q - _EPS * dq, qd - _EPS * qdd0, joints, with_q=False)
-        now = {n: (qj, V, (plus[n][1] - minus[n][1]) / (2 * _EPS))
-               for n, (qj, V, _) in now.items()}
+        now = {n: (qj, V, (plus[n][1] - minus[n][1]) / (2 * _EPS)) for n, (qj, V, _) in now.items()}
     for j in joints:
         qj, V, Vd = now[j.name]
         v = _speeds(j, qj, V)

@@ -59,8 +59,15 @@ __all__ = [
     "joint_coordinates",
     "speeds_from_twist",
     "wrench_from_force",
-    "FIXED", "REVOLUTE", "PRISMATIC", "CYLINDRICAL", "UNIVERSAL", "SPHERICAL", "PLANAR",
-    "FREE", "SCREW",
+    "FIXED",
+    "REVOLUTE",
+    "PRISMATIC",
+    "CYLINDRICAL",
+    "UNIVERSAL",
+    "SPHERICAL",
+    "PLANAR",
+    "FREE",
+    "SCREW",
 ]
 
 # the codes of the compiled kinematics branch (one table: never write them again elsewhere)
@@ -83,12 +90,17 @@ def perp_basis(a: Any) -> tuple[Array, Array]:
 # motion directions (rows of [w; v]) of the types whose H is a set of unit vectors in
 # the aligned frames
 UNIT_DIRECTIONS = {
-    FIXED: (), REVOLUTE: (2,), PRISMATIC: (5,), CYLINDRICAL: (2, 5), SPHERICAL: (0, 1, 2),
-    PLANAR: (2, 3, 4), FREE: (0, 1, 2, 3, 4, 5),
+    FIXED: (),
+    REVOLUTE: (2,),
+    PRISMATIC: (5,),
+    CYLINDRICAL: (2, 5),
+    SPHERICAL: (0, 1, 2),
+    PLANAR: (2, 3, 4),
+    FREE: (0, 1, 2, 3, 4, 5),
 }
 
 _E = np.eye(3)
-_NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]   # (f, g): f . R g
+_NO_ROT = [(_E[2], _E[1]), (_E[0], _E[2]), (_E[1], _E[0])]  # (f, g): f . R g
 
 
 @dataclass(frozen=True)
@@ -315,8 +327,10 @@ def _t_cylindrical(j, Q):
 
 
 def _t_universal(j, Q):
-    return (rotation_matrices(j.axis1, Q[:, 0]) @ rotation_matrices(j.axis2, Q[:, 1]),
-            np.zeros((len(Q), 3)))
+    return (
+        rotation_matrices(j.axis1, Q[:, 0]) @ rotation_matrices(j.axis2, Q[:, 1]),
+        np.zeros((len(Q), 3)),
+    )
 
 
 def _t_spherical(j, Q):
@@ -335,28 +349,54 @@ def _t_screw(j, Q):
     return rotation_matrices(j.axis, Q[:, 0]), j.axis * (j.h * Q[:, :1])
 
 
-_TRANSFORMS = {FIXED: _t_fixed, REVOLUTE: _t_revolute, PRISMATIC: _t_prismatic,
-               CYLINDRICAL: _t_cylindrical, UNIVERSAL: _t_universal, SPHERICAL: _t_spherical,
-               PLANAR: _t_planar, FREE: _t_free, SCREW: _t_screw}
-_ROWS = {FIXED: _r_fixed, REVOLUTE: _r_revolute, PRISMATIC: _r_prismatic,
-         CYLINDRICAL: _r_cylindrical, UNIVERSAL: _r_universal, SPHERICAL: _r_spherical,
-         PLANAR: _r_planar, FREE: _r_free, SCREW: _r_cylindrical}
-_COORDS = {FIXED: _c_fixed, REVOLUTE: _c_revolute, PRISMATIC: _c_prismatic,
-           CYLINDRICAL: _c_cylindrical, UNIVERSAL: _c_universal, SPHERICAL: _c_spherical,
-           PLANAR: _c_planar, FREE: _c_free, SCREW: _c_screw}
+_TRANSFORMS = {
+    FIXED: _t_fixed,
+    REVOLUTE: _t_revolute,
+    PRISMATIC: _t_prismatic,
+    CYLINDRICAL: _t_cylindrical,
+    UNIVERSAL: _t_universal,
+    SPHERICAL: _t_spherical,
+    PLANAR: _t_planar,
+    FREE: _t_free,
+    SCREW: _t_screw,
+}
+_ROWS = {
+    FIXED: _r_fixed,
+    REVOLUTE: _r_revolute,
+    PRISMATIC: _r_prismatic,
+    CYLINDRICAL: _r_cylindrical,
+    UNIVERSAL: _r_universal,
+    SPHERICAL: _r_spherical,
+    PLANAR: _r_planar,
+    FREE: _r_free,
+    SCREW: _r_cylindrical,
+}
+_COORDS = {
+    FIXED: _c_fixed,
+    REVOLUTE: _c_revolute,
+    PRISMATIC: _c_prismatic,
+    CYLINDRICAL: _c_cylindrical,
+    UNIVERSAL: _c_universal,
+    SPHERICAL: _c_spherical,
+    PLANAR: _c_planar,
+    FREE: _c_free,
+    SCREW: _c_screw,
+}
 
-JOINT_TYPES: dict[str, JointType] = {t.name: t for t in (
-    JointType("Fixed", FIXED, 0, 0),
-    JointType("Revolute", REVOLUTE, 1, 1, angles=(0,), drivable=(0,), couplable=(0,)),
-    JointType("Prismatic", PRISMATIC, 1, 1, drivable=(0,), couplable=(0,)),
-    JointType("Cylindrical", CYLINDRICAL, 2, 2, angles=(0,), drivable=(0, 1),
-              couplable=(0, 1)),
-    JointType("Universal", UNIVERSAL, 2, 2, angles=(0, 1), drivable=(0, 1)),
-    JointType("Spherical", SPHERICAL, 4, 3, quat=0, rate_is_speed=False),
-    JointType("Planar", PLANAR, 3, 3, angles=(2,), rate_is_speed=False, drivable=(0, 1, 2)),
-    JointType("Free", FREE, 7, 6, quat=3, rate_is_speed=False),
-    JointType("Screw", SCREW, 1, 1, angles=(0,), drivable=(0,), couplable=(0,)),
-)}
+JOINT_TYPES: dict[str, JointType] = {
+    t.name: t
+    for t in (
+        JointType("Fixed", FIXED, 0, 0),
+        JointType("Revolute", REVOLUTE, 1, 1, angles=(0,), drivable=(0,), couplable=(0,)),
+        JointType("Prismatic", PRISMATIC, 1, 1, drivable=(0,), couplable=(0,)),
+        JointType("Cylindrical", CYLINDRICAL, 2, 2, angles=(0,), drivable=(0, 1), couplable=(0, 1)),
+        JointType("Universal", UNIVERSAL, 2, 2, angles=(0, 1), drivable=(0, 1)),
+        JointType("Spherical", SPHERICAL, 4, 3, quat=0, rate_is_speed=False),
+        JointType("Planar", PLANAR, 3, 3, angles=(2,), rate_is_speed=False, drivable=(0, 1, 2)),
+        JointType("Free", FREE, 7, 6, quat=3, rate_is_speed=False),
+        JointType("Screw", SCREW, 1, 1, angles=(0,), drivable=(0,), couplable=(0,)),
+    )
+}
 """Every joint type by class name."""
 
 BY_CODE: list[JointType] = sorted(JOINT_TYPES.values(), key=lambda t: t.code)
@@ -369,7 +409,8 @@ def joint_type(joint: Any, formulation: str | None = None) -> JointType:
         where = f" in the {formulation} formulation" if formulation else ""
         raise ModelError(
             f"joint {getattr(joint, 'name', joint)!r}: type {type(joint).__name__} is not in the "
-            f"joint table{where}; use one of {sorted(JOINT_TYPES)}")
+            f"joint table{where}; use one of {sorted(JOINT_TYPES)}"
+        )
     return t
 
 
@@ -405,7 +446,7 @@ def joint_coordinates(joint: Any, R: Any, d: Any, ref: Any = None) -> Array:
     if nt:
         for c in t.angles:
             if t.code == SCREW and joint.h != 0.0:
-                continue            # the advance along the axis already fixed the turn
+                continue  # the advance along the axis already fixed the turn
             q[0, c] += 2 * np.pi * np.round((ref[c] - q[0, c]) / (2 * np.pi))
             q[:, c] = np.unwrap(q[:, c])
         if t.quat >= 0:

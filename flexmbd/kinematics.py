@@ -17,8 +17,16 @@ from .spatial import rotation_matrices  # noqa: F401 (re-exported)
 if TYPE_CHECKING:
     from .model import Body, Joint, Model
 
-__all__ = ["joint_pose", "tree_poses", "relative_pose", "pose_inverse", "pose_compose",
-           "rotation_matrices", "joint_transforms", "tree_poses_batch"]
+__all__ = [
+    "joint_pose",
+    "tree_poses",
+    "relative_pose",
+    "pose_inverse",
+    "pose_compose",
+    "rotation_matrices",
+    "joint_transforms",
+    "tree_poses_batch",
+]
 
 
 def pose_compose(a: Pose, b: Pose) -> Pose:
@@ -103,8 +111,10 @@ def tree_poses_batch(model, Q, nt):
         j = joints[k - 1]
         qj = Q.get(j) if j in Q else np.broadcast_to(j.q0, (nt, j.nq))
         pf, cf = j.parent_frame, j.child_frame
-        rel = _compose(_compose((pf.rotation, pf.position), joint_transforms(j, qj)),
-                       pose_inverse((cf.rotation, cf.position)))
+        rel = _compose(
+            _compose((pf.rotation, pf.position), joint_transforms(j, qj)),
+            pose_inverse((cf.rotation, cf.position)),
+        )
         if bool(topo.reversed[k - 1]):
             Rt = np.swapaxes(rel[0], -1, -2)
             rel = (Rt, -np.einsum("...ij,...j->...i", Rt, rel[1]))

@@ -40,7 +40,7 @@ from .errors import PhysicsWarning, SolverError
 
 __all__ = ["GrowthMonitor", "BLOCK_STEPS"]
 
-BLOCK_STEPS = 2000   # largest block of compiled steps between two checks
+BLOCK_STEPS = 2000  # largest block of compiled steps between two checks
 
 
 class GrowthMonitor:
@@ -63,8 +63,9 @@ class GrowthMonitor:
         entries = []
         layout = getattr(system, "layout", None)
         if layout is not None and layout.modal:
-            by_name = {b.name: b for b in system.model.bodies()
-                       if getattr(b, "reduced", None) is not None}
+            by_name = {
+                b.name: b for b in system.model.bodies() if getattr(b, "reduced", None) is not None
+            }
             for name, sl in layout.modal.items():
                 if name in by_name:
                     entries.append((by_name[name], np.arange(sl.q.start, sl.q.stop)))
@@ -72,8 +73,15 @@ class GrowthMonitor:
         for body, cols in entries:
             w = _watch(body.reduced)
             if w is not None:
-                bodies.append((body.name, cols, w[0], w[1],
-                               bool(getattr(body, "geometric_stiffening", False))))
+                bodies.append(
+                    (
+                        body.name,
+                        cols,
+                        w[0],
+                        w[1],
+                        bool(getattr(body, "geometric_stiffening", False)),
+                    )
+                )
         if not bodies:
             return None
         return cls(bodies)
@@ -89,7 +97,7 @@ class GrowthMonitor:
         for name, cols, X, size, stiff in self.bodies:
             qm = q[:, cols]
             disp = np.sqrt((np.einsum("tm,kim->tki", qm, X) ** 2).sum(axis=2)).max(axis=1)
-            bad = ~(disp <= size)                   # NaN counts as beyond the bound
+            bad = ~(disp <= size)  # NaN counts as beyond the bound
             if not bad.any():
                 continue
             i = int(np.argmax(bad))
@@ -118,7 +126,7 @@ def _watch(rb):
     if not size > 0:
         return None
     U = np.asarray(modes, float).reshape(len(nodes), 3, -1)
-    peak = np.sqrt((U ** 2).sum(axis=1)).argmax(axis=0)            # node where each mode peaks
+    peak = np.sqrt((U**2).sum(axis=1)).argmax(axis=0)  # node where each mode peaks
     extra = np.asarray(getattr(rb, "interface_nodes", []), dtype=int).ravel()
     extra = extra[(extra >= 0) & (extra < len(nodes))]
     watch = np.unique(np.concatenate([peak, extra]))
@@ -126,14 +134,19 @@ def _watch(rb):
 
 
 def _message(name, t, disp, size, stiff):
-    advice = ("switch geometric stiffening on (FlexibleBody(..., geometric_stiffening=True)): "
-              "a linear floating-frame body spun or loaded axially beyond its first bending "
-              "frequency or buckling load softens without bound; "
-              if not stiff else "")
-    return (f"runaway: the elastic displacement of flexible body '{name}' reached {disp:.3g} m "
-            f"at t = {t:.6g} s, more than the body's own size ({size:.3g} m); the floating-frame "
-            f"model (small elastic deformation) no longer describes the motion. Remedies: "
-            f"{advice}reduce the step (a step beyond the stability limit of the stiffest mode "
-            f"grows without bound), check the loads and their units. The results up to the "
-            f"last sample within bounds are in err.partial (FLEXMBD_RUNAWAY=warn: warn and "
-            f"continue instead)")
+    advice = (
+        "switch geometric stiffening on (FlexibleBody(..., geometric_stiffening=True)): "
+        "a linear floating-frame body spun or loaded axially beyond its first bending "
+        "frequency or buckling load softens without bound; "
+        if not stiff
+        else ""
+    )
+    return (
+        f"runaway: the elastic displacement of flexible body '{name}' reached {disp:.3g} m "
+        f"at t = {t:.6g} s, more than the body's own size ({size:.3g} m); the floating-frame "
+        f"model (small elastic deformation) no longer describes the motion. Remedies: "
+        f"{advice}reduce the step (a step beyond the stability limit of the stiffest mode "
+        f"grows without bound), check the loads and their units. The results up to the "
+        f"last sample within bounds are in err.partial (FLEXMBD_RUNAWAY=warn: warn and "
+        f"continue instead)"
+    )

@@ -72,8 +72,13 @@ class NullBar:
 
 
 @contextlib.contextmanager
-def progress(total: float | None = None, desc: str | None = None, enabled: bool | None = None,
-             unit: str = "it", **kwargs: Any) -> Iterator[Any]:
+def progress(
+    total: float | None = None,
+    desc: str | None = None,
+    enabled: bool | None = None,
+    unit: str = "it",
+    **kwargs: Any,
+) -> Iterator[Any]:
     """Context manager yielding a tqdm bar (or a :class:`NullBar` when quiet).
 
     Parameters

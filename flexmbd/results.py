@@ -86,9 +86,20 @@ from .spatial import quat_to_rot_batch, rot_to_quat_batch  # noqa: F401 (re-expo
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["Results", "JointHistory", "BodyHistory", "Energies", "ENERGY_FIELDS",
-           "BodySeries", "JointSeries", "split_legacy_extra",
-           "attach_body_poses", "attach_tree_poses", "attach_geometry", "complete"]
+__all__ = [
+    "Results",
+    "JointHistory",
+    "BodyHistory",
+    "Energies",
+    "ENERGY_FIELDS",
+    "BodySeries",
+    "JointSeries",
+    "split_legacy_extra",
+    "attach_body_poses",
+    "attach_tree_poses",
+    "attach_geometry",
+    "complete",
+]
 
 SCHEMA = 2
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -115,8 +126,8 @@ class JointHistory:
         if self.name in res.joint_series:
             return getattr(res.joint_series[self.name], kind)
         raise FlexmbdError(
-            f"joint {self.name!r} has no coordinates in these results; joints: "
-            f"{res.joint_names}")
+            f"joint {self.name!r} has no coordinates in these results; joints: {res.joint_names}"
+        )
 
     @property
     def q(self) -> Array:
@@ -145,8 +156,17 @@ class JointHistory:
 #: and strain energy); ``total = kinetic + potential``; ``damper_work`` (dissipated),
 #: ``actuator_work``, ``external_work`` (delivered) and ``numerical_dissipation`` (the
 #: balance's remainder). A formulation that does not compute one gives ``None``.
-ENERGY_FIELDS = ("kinetic", "potential", "gravity", "spring", "total", "damper_work",
-                 "actuator_work", "external_work", "numerical_dissipation")
+ENERGY_FIELDS = (
+    "kinetic",
+    "potential",
+    "gravity",
+    "spring",
+    "total",
+    "damper_work",
+    "actuator_work",
+    "external_work",
+    "numerical_dissipation",
+)
 
 
 class Energies:
@@ -185,14 +205,16 @@ class BodyHistory:
         res = self._res
         b = res.body_series.get(self.name)
         system = getattr(res, "system", None)
-        if (b is None or getattr(b, kind) is None) and kind in ("position", "orientation") \
-                and system is not None:
+        if (
+            (b is None or getattr(b, kind) is None)
+            and kind in ("position", "orientation")
+            and system is not None
+        ):
             attach_body_poses(res, system)  # computed on first request
             b = res.body_series.get(self.name)
         value = None if b is None else getattr(b, kind)
         if value is None:
-            raise FlexmbdError(
-                f"body {self.name!r} has no {kind} history in these results; {hint}")
+            raise FlexmbdError(f"body {self.name!r} has no {kind} history in these results; {hint}")
         return value
 
     @property
@@ -222,25 +244,34 @@ class BodyHistory:
         return quat_to_rot_batch(self.orientation)
 
 
-_POSE_HINT = ("fill it with flexmbd.results.attach_body_poses(res, system) "
-              "(or attach_tree_poses(res, model) for joint coordinates of a tree)")
+_POSE_HINT = (
+    "fill it with flexmbd.results.attach_body_poses(res, system) "
+    "(or attach_tree_poses(res, model) for joint coordinates of a tree)"
+)
 
 
 class Results:
     """Time histories of a simulation (see the module docstring)."""
 
-    def __init__(self, t: ArrayLike, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike | None = None,
-                 *, coordinates: Iterable[tuple[str, str]] = (),
-                 speeds: Iterable[tuple[str, str]] = (), joint_names: Iterable[str] = (),
-                 reactions: ArrayLike | None = None,
-                 energy: Mapping[str, ArrayLike] | None = None,
-                 stats: Mapping[str, ArrayLike] | None = None,
-                 extra: Mapping[str, ArrayLike] | None = None,
-                 meta: Mapping[str, Any] | None = None,
-                 geometry: Mapping[str, Mapping[str, ArrayLike]] | None = None,
-                 bodies: Mapping[str, BodySeries | Mapping[str, ArrayLike]] | None = None,
-                 joints: Mapping[str, JointSeries | Mapping[str, ArrayLike]] | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        t: ArrayLike,
+        q: ArrayLike,
+        qd: ArrayLike,
+        qdd: ArrayLike | None = None,
+        *,
+        coordinates: Iterable[tuple[str, str]] = (),
+        speeds: Iterable[tuple[str, str]] = (),
+        joint_names: Iterable[str] = (),
+        reactions: ArrayLike | None = None,
+        energy: Mapping[str, ArrayLike] | None = None,
+        stats: Mapping[str, ArrayLike] | None = None,
+        extra: Mapping[str, ArrayLike] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        geometry: Mapping[str, Mapping[str, ArrayLike]] | None = None,
+        bodies: Mapping[str, BodySeries | Mapping[str, ArrayLike]] | None = None,
+        joints: Mapping[str, JointSeries | Mapping[str, ArrayLike]] | None = None,
+    ) -> None:
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
         self.qd = np.asarray(qd, dtype=float)
@@ -249,27 +280,37 @@ class Results:
         self.speeds = [tuple(c) for c in speeds]
         self.joint_names = list(joint_names)
         nt = len(self.t)
-        self.reactions = (np.zeros((nt, len(self.joint_names), 6)) if reactions is None
-                          else np.asarray(reactions, dtype=float))
+        self.reactions = (
+            np.zeros((nt, len(self.joint_names), 6))
+            if reactions is None
+            else np.asarray(reactions, dtype=float)
+        )
         self.energy = {k: np.asarray(v, dtype=float) for k, v in (energy or {}).items()}
         self.stats = {k: np.asarray(v) for k, v in (stats or {}).items()}
         extra, legacy_bodies, legacy_joints = split_legacy_extra(extra or {})
         self.extra = extra
-        self.body_series: dict[str, BodySeries] = {**legacy_bodies,
-                                                    **_as_series(BodySeries, bodies)}
-        self.joint_series: dict[str, JointSeries] = {**legacy_joints,
-                                                      **_as_series(JointSeries, joints)}
+        self.body_series: dict[str, BodySeries] = {
+            **legacy_bodies,
+            **_as_series(BodySeries, bodies),
+        }
+        self.joint_series: dict[str, JointSeries] = {
+            **legacy_joints,
+            **_as_series(JointSeries, joints),
+        }
         self.meta = dict(meta or {})
-        self.geometry = {b: {k: np.asarray(v) for k, v in g.items()}
-                         for b, g in (geometry or {}).items()}
+        self.geometry = {
+            b: {k: np.asarray(v) for k, v in g.items()} for b, g in (geometry or {}).items()
+        }
 
     def __len__(self):
         return len(self.t)
 
     def __repr__(self):
         span = f"t = {self.t[0]:.6g} .. {self.t[-1]:.6g} s" if len(self.t) else "empty"
-        return (f"<Results {self.meta.get('model', '')} {span}, {len(self.t)} samples, "
-                f"{self.q.shape[1] if self.q.ndim == 2 else 0} coordinates>")
+        return (
+            f"<Results {self.meta.get('model', '')} {span}, {len(self.t)} samples, "
+            f"{self.q.shape[1] if self.q.ndim == 2 else 0} coordinates>"
+        )
 
     # -- named access -----------------------------------------------------------------
     def joint(self, name: str) -> JointHistory:
@@ -298,12 +339,18 @@ class Results:
     def slice(self, stop: int) -> Results:
         """Results truncated to the first ``stop`` samples (used for partial results)."""
         return Results(
-            self.t[:stop], self.q[:stop], self.qd[:stop], self.qdd[:stop],
-            coordinates=self.coordinates, speeds=self.speeds, joint_names=self.joint_names,
+            self.t[:stop],
+            self.q[:stop],
+            self.qd[:stop],
+            self.qdd[:stop],
+            coordinates=self.coordinates,
+            speeds=self.speeds,
+            joint_names=self.joint_names,
             reactions=self.reactions[:stop],
             energy={k: v[:stop] for k, v in self.energy.items()},
             stats={k: v[:stop] for k, v in self.stats.items()},
-            extra={k: v[:stop] for k, v in self.extra.items()}, meta=self.meta,
+            extra={k: v[:stop] for k, v in self.extra.items()},
+            meta=self.meta,
             geometry=self.geometry,
             bodies={k: b.map(lambda v: v[:stop]) for k, b in self.body_series.items()},
             joints={k: j.map(lambda v: v[:stop]) for k, j in self.joint_series.items()},
@@ -312,12 +359,18 @@ class Results:
     def take(self, index: ArrayLike) -> Results:
         """Results at the samples ``index`` (slice, integer array or boolean mask)."""
         return Results(
-            self.t[index], self.q[index], self.qd[index], self.qdd[index],
-            coordinates=self.coordinates, speeds=self.speeds, joint_names=self.joint_names,
+            self.t[index],
+            self.q[index],
+            self.qd[index],
+            self.qdd[index],
+            coordinates=self.coordinates,
+            speeds=self.speeds,
+            joint_names=self.joint_names,
             reactions=self.reactions[index],
             energy={k: v[index] for k, v in self.energy.items()},
             stats={k: v[index] for k, v in self.stats.items()},
-            extra={k: v[index] for k, v in self.extra.items()}, meta=self.meta,
+            extra={k: v[index] for k, v in self.extra.items()},
+            meta=self.meta,
             geometry=self.geometry,
             bodies={k: b.map(lambda v: v[index]) for k, b in self.body_series.items()},
             joints={k: j.map(lambda v: v[index]) for k, j in self.joint_series.items()},
@@ -332,21 +385,33 @@ class Results:
         first = parts[0]
         cat = lambda get: np.concatenate([get(p) for p in parts], axis=0)
         return cls(
-            cat(lambda p: p.t), cat(lambda p: p.q), cat(lambda p: p.qd), cat(lambda p: p.qdd),
-            coordinates=first.coordinates, speeds=first.speeds, joint_names=first.joint_names,
+            cat(lambda p: p.t),
+            cat(lambda p: p.q),
+            cat(lambda p: p.qd),
+            cat(lambda p: p.qdd),
+            coordinates=first.coordinates,
+            speeds=first.speeds,
+            joint_names=first.joint_names,
             reactions=cat(lambda p: p.reactions),
             energy={k: cat(lambda p, k=k: p.energy[k]) for k in first.energy},
             stats={k: cat(lambda p, k=k: p.stats[k]) for k in first.stats},
             extra={k: cat(lambda p, k=k: p.extra[k]) for k in first.extra},
-            meta=first.meta, geometry=first.geometry,
-            bodies={b: BodySeries.from_arrays({k: cat(lambda p, b=b, k=k: p.body_series[b]
-                                                      .arrays()[k])
-                                               for k in s.arrays()})
-                    for b, s in first.body_series.items()
-                    if all(b in p.body_series for p in parts)},
-            joints={j: JointSeries(*(cat(lambda p, j=j, k=k: getattr(p.joint_series[j], k))
-                                     for k in _JOINT_KEYS))
-                    for j in first.joint_series if all(j in p.joint_series for p in parts)},
+            meta=first.meta,
+            geometry=first.geometry,
+            bodies={
+                b: BodySeries.from_arrays(
+                    {k: cat(lambda p, b=b, k=k: p.body_series[b].arrays()[k]) for k in s.arrays()}
+                )
+                for b, s in first.body_series.items()
+                if all(b in p.body_series for p in parts)
+            },
+            joints={
+                j: JointSeries(
+                    *(cat(lambda p, j=j, k=k: getattr(p.joint_series[j], k)) for k in _JOINT_KEYS)
+                )
+                for j in first.joint_series
+                if all(j in p.joint_series for p in parts)
+            },
         )
 
     def index_at(self, t: float | None) -> int:
@@ -363,26 +428,36 @@ class Results:
 
     def equals(self, other: Results) -> bool:
         """True when ``other`` holds exactly the same arrays, names and meta (bitwise)."""
+
         def same(a, b):
             a, b = np.asarray(a), np.asarray(b)
-            return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
-                a, b, equal_nan=a.dtype.kind in "fc")
+            return (
+                a.dtype == b.dtype
+                and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+            )
 
         def same_dict(a, b):
             return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
 
-        return (isinstance(other, Results)
-                and all(same(getattr(self, n), getattr(other, n))
-                        for n in ("t", "q", "qd", "qdd", "reactions"))
-                and self.coordinates == other.coordinates and self.speeds == other.speeds
-                and self.joint_names == other.joint_names
-                and json.dumps(self.meta, sort_keys=True, default=str)
-                == json.dumps(other.meta, sort_keys=True, default=str)
-                and same_dict(self.energy, other.energy) and same_dict(self.stats, other.stats)
-                and same_dict(self.extra, other.extra)
-                and same_dict(self._series_arrays(), other._series_arrays())
-                and self.geometry.keys() == other.geometry.keys()
-                and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry))
+        return (
+            isinstance(other, Results)
+            and all(
+                same(getattr(self, n), getattr(other, n))
+                for n in ("t", "q", "qd", "qdd", "reactions")
+            )
+            and self.coordinates == other.coordinates
+            and self.speeds == other.speeds
+            and self.joint_names == other.joint_names
+            and json.dumps(self.meta, sort_keys=True, default=str)
+            == json.dumps(other.meta, sort_keys=True, default=str)
+            and same_dict(self.energy, other.energy)
+            and same_dict(self.stats, other.stats)
+            and same_dict(self.extra, other.extra)
+            and same_dict(self._series_arrays(), other._series_arrays())
+            and self.geometry.keys() == other.geometry.keys()
+            and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry)
+        )
 
     # -- export -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -424,13 +499,23 @@ class Results:
         return out
 
     def _header(self):
-        return {"schema": SCHEMA, "coordinates": self.coordinates, "speeds": self.speeds,
-                "joint_names": self.joint_names, "meta": self.meta}
+        return {
+            "schema": SCHEMA,
+            "coordinates": self.coordinates,
+            "speeds": self.speeds,
+            "joint_names": self.joint_names,
+            "meta": self.meta,
+        }
 
     def _arrays(self):
         """Every array under its npz name (the npz schema, also used for HDF5)."""
-        arrays = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd,
-                  "reactions": self.reactions}
+        arrays = {
+            "t": self.t,
+            "q": self.q,
+            "qd": self.qd,
+            "qdd": self.qdd,
+            "reactions": self.reactions,
+        }
         arrays.update({f"energy__{k}": v for k, v in self.energy.items()})
         arrays.update({f"stats__{k}": v for k, v in self.stats.items()})
         arrays.update({f"extra__{k}": v for k, v in self.extra.items()})
@@ -464,13 +549,15 @@ class Results:
                 raise FileError(
                     f"Results.save: cannot tell the format of {str(path)!r} from its extension "
                     f"{suffix or '(none)'!r}; name the file .npz or .h5, or pass format='npz' "
-                    f"or 'h5' to write exactly that file")
+                    f"or 'h5' to write exactly that file"
+                )
         else:
             fmt = {"hdf5": "h5"}.get(format, format)
         if fmt not in ("h5", "npz"):
-            raise FlexmbdError(f"Results.save({str(path)!r}): unknown format {format!r}; use "
-                               f"'npz' or 'h5'")
-        arrays = self._arrays()            # refuses reserved names before touching files
+            raise FlexmbdError(
+                f"Results.save({str(path)!r}): unknown format {format!r}; use 'npz' or 'h5'"
+            )
+        arrays = self._arrays()  # refuses reserved names before touching files
         with atomic_write(path, "results file") as tmp:
             if fmt == "h5":
                 h5py = _h5py()
@@ -491,8 +578,10 @@ class Results:
         """
         path = check_readable(path, "results file")
         kind = sniff(path)
-        hint = ("flexmbd results are written by Results.save or `flexmbd simulate -o` "
-                "(.npz or .h5) and checkpoint files by simulate(checkpoint=...)")
+        hint = (
+            "flexmbd results are written by Results.save or `flexmbd simulate -o` "
+            "(.npz or .h5) and checkpoint files by simulate(checkpoint=...)"
+        )
         if kind not in ("hdf5", "npz"):
             raise read_failure(path, "results file", ValueError(kind), hint)
         try:
@@ -507,8 +596,7 @@ class Results:
                     if "__header__" not in z.files:
                         raise KeyError("__header__")
                     header = json.loads(str(z["__header__"]))
-                    res = cls._from_arrays(header, {k: z[k] for k in z.files
-                                                    if k != "__header__"})
+                    res = cls._from_arrays(header, {k: z[k] for k in z.files if k != "__header__"})
         except FlexmbdError:
             raise
         except READ_ERRORS as err:
@@ -520,8 +608,13 @@ class Results:
 
     def _check_lengths(self, path):
         nt = len(self.t)
-        series = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd,
-                  "reactions": self.reactions}
+        series = {
+            "t": self.t,
+            "q": self.q,
+            "qd": self.qd,
+            "qdd": self.qdd,
+            "reactions": self.reactions,
+        }
         series.update({f"energy:{k}": v for k, v in self.energy.items()})
         series.update({f"stats:{k}": v for k, v in self.stats.items()})
         series.update({f"extra:{k}": v for k, v in self.extra.items()})
@@ -531,12 +624,15 @@ class Results:
             raise FileError(
                 f"cannot read {str(path)!r} as a results file: its arrays are inconsistent "
                 f"({', '.join(bad) or 't'} do not match the {nt} samples of t); the file is "
-                f"damaged or was not written by flexmbd")
+                f"damaged or was not written by flexmbd"
+            )
 
     @classmethod
     def _from_arrays(cls, header, arrays):
-        pick = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items()
-                               if k.startswith(prefix)}
+        pick = lambda prefix: {
+            k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)
+        }
+
         def nested(prefix):
             out = {}
             for k, v in pick(prefix).items():
@@ -546,22 +642,41 @@ class Results:
 
         schema = int(header.get("schema", 1))
         if schema > SCHEMA:
-            raise FileError(f"results file of schema {schema}; this flexmbd reads schemas 1 to "
-                            f"{SCHEMA}: upgrade flexmbd to read it")
+            raise FileError(
+                f"results file of schema {schema}; this flexmbd reads schemas 1 to "
+                f"{SCHEMA}: upgrade flexmbd to read it"
+            )
         # schema 1 kept the body and joint histories in extra: split_legacy_extra reads them
-        return cls(arrays["t"], arrays["q"], arrays["qd"], arrays["qdd"],
-                   coordinates=header["coordinates"], speeds=header["speeds"],
-                   joint_names=header["joint_names"], reactions=arrays["reactions"],
-                   energy=pick("energy__"), stats=pick("stats__"), extra=pick("extra__"),
-                   meta=header["meta"], geometry=nested("geometry__"),
-                   bodies=nested("body__"), joints=nested("joint__"))
+        return cls(
+            arrays["t"],
+            arrays["q"],
+            arrays["qd"],
+            arrays["qdd"],
+            coordinates=header["coordinates"],
+            speeds=header["speeds"],
+            joint_names=header["joint_names"],
+            reactions=arrays["reactions"],
+            energy=pick("energy__"),
+            stats=pick("stats__"),
+            extra=pick("extra__"),
+            meta=header["meta"],
+            geometry=nested("geometry__"),
+            bodies=nested("body__"),
+            joints=nested("joint__"),
+        )
 
     def has_poses(self, bodies: Iterable[str]) -> bool:
         """True when every body of ``bodies`` has a stored position history."""
         return all(self.body_series.get(b, BodySeries()).position is not None for b in bodies)
 
-    def to_vtk(self, path: str | PathLike, stride: int | None = None, scale: float = 1.0,
-               bodies: Iterable[str] | None = None, max_frames: int = 200) -> list[Path]:
+    def to_vtk(
+        self,
+        path: str | PathLike,
+        stride: int | None = None,
+        scale: float = 1.0,
+        bodies: Iterable[str] | None = None,
+        max_frames: int = 200,
+    ) -> list[Path]:
         """Write a VTK time series: ``path`` (``.pvd``) plus one ``.vtu`` per frame.
 
         Frames are every ``stride``-th sample (default: the smallest stride that
@@ -582,7 +697,7 @@ class Results:
         res = self
         model = getattr(getattr(self, "system", None), "model", None)
         if not self.geometry and model is not None:
-            res = self.take(slice(None))        # new dicts: the caller's stay as they are
+            res = self.take(slice(None))  # new dicts: the caller's stay as they are
             attach_geometry(res, model)
             if not res.has_poses(res.geometry):
                 attach_tree_poses(res, model)
@@ -590,8 +705,13 @@ class Results:
             stride = max(1, -(-len(self.t) // max(int(max_frames), 1)))
         return write_vtk_series(res, path, stride=stride, scale=scale, bodies=bodies)
 
-    def plot(self, *columns: str, file: str | PathLike | None = None, ax: Any = None,
-             title: str | None = None) -> Any:
+    def plot(
+        self,
+        *columns: str,
+        file: str | PathLike | None = None,
+        ax: Any = None,
+        title: str | None = None,
+    ) -> Any:
         """Plot time histories with matplotlib; returns the Figure.
 
         ``columns`` are :meth:`to_dict` column names or shell patterns
@@ -619,14 +739,16 @@ class Results:
                 )
             groups.append((pat, names))
         if ax is None:
-            fig, axes = plt.subplots(len(groups), 1, sharex=True, squeeze=False,
-                                     figsize=(7, 2.4 * len(groups) + 0.6))
+            fig, axes = plt.subplots(
+                len(groups), 1, sharex=True, squeeze=False, figsize=(7, 2.4 * len(groups) + 0.6)
+            )
             axes = axes[:, 0]
         else:
             axes = np.atleast_1d(ax)
             if len(axes) != len(groups):
-                raise FlexmbdError(f"Results.plot: {len(groups)} column groups but "
-                                   f"{len(axes)} axes given")
+                raise FlexmbdError(
+                    f"Results.plot: {len(groups)} column groups but {len(axes)} axes given"
+                )
             fig = axes[0].figure
         for a, (pat, names) in zip(axes, groups):
             for c in names:
@@ -680,8 +802,7 @@ def _h5_dataset(group, name, value, resizable):
         attrs["numpy_unicode"] = value.dtype.itemsize // 4
         value = np.char.encode(value, "utf-8")
     if resizable and value.ndim >= 1:
-        ds = group.create_dataset(name, data=value, maxshape=(None,) + value.shape[1:],
-                                  chunks=True)
+        ds = group.create_dataset(name, data=value, maxshape=(None,) + value.shape[1:], chunks=True)
     else:
         ds = group.create_dataset(name, data=value)
     ds.attrs.update(attrs)
@@ -726,6 +847,7 @@ def _h5_series(res):
 
 def h5_append(group, res):
     """Append the samples of ``res`` to the resizable time series written by :func:`h5_write`."""
+
     def grow(ds, v):
         v = np.asarray(v)
         if "numpy_unicode" in ds.attrs:
@@ -746,12 +868,17 @@ def h5_append(group, res):
         for k, v in d.items():
             grow(group[gname][k], v)
     series = _h5_series(res)
-    stored = {(g, o): set(group[g][o].keys()) for g in ("bodies", "joints") if g in group
-              for o in group[g]}
+    stored = {
+        (g, o): set(group[g][o].keys())
+        for g in ("bodies", "joints")
+        if g in group
+        for o in group[g]
+    }
     if {k: set(v) for k, v in series.items()} != stored:
         raise FlexmbdError(
             f"cannot append results: body/joint histories {sorted(series)} differ from the "
-            f"file's {sorted(stored)}")
+            f"file's {sorted(stored)}"
+        )
     for (g, owner), d in series.items():
         for k, v in d.items():
             grow(group[g][owner][k], v)
@@ -813,8 +940,9 @@ def complete(results: Results | None, system: Any) -> Results | None:
     return results
 
 
-def attach_body_poses(results: Results, system: Any,
-                      bodies: Iterable[str] | None = None) -> Results:
+def attach_body_poses(
+    results: Results, system: Any, bodies: Iterable[str] | None = None
+) -> Results:
     """Fill ``body_series[B].position`` and ``.orientation`` from a compiled System.
 
     Uses ``system.body_states(q, qd) -> {body name: (R, r, w_world, v_world)}``. The
@@ -878,13 +1006,18 @@ def attach_tree_poses(results: Results, model: Model) -> Results:
     poses = tree_poses_batch(model, {j: results.q[:, idx] for j, idx in cols.items()}, nt)
     for b in model.bodies():
         R, r = poses[b]
-        _set_pose(results, b.name, np.array(np.broadcast_to(r, (nt, 3)), dtype=float),
-                  rot_to_quat_batch(np.broadcast_to(R, (nt, 3, 3))))
+        _set_pose(
+            results,
+            b.name,
+            np.array(np.broadcast_to(r, (nt, 3)), dtype=float),
+            rot_to_quat_batch(np.broadcast_to(R, (nt, 3, 3))),
+        )
     return results
 
 
-def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None = None,
-                    glyphs: bool = True) -> Results:
+def attach_geometry(
+    results: Results, model: Any, bodies: Iterable[str] | None = None, glyphs: bool = True
+) -> Results:
     """Store what to draw for every body in ``results.geometry`` (see the module doc).
 
     ``model`` is a :class:`~flexmbd.model.Model` or a dict ``body name -> source``
@@ -911,6 +1044,6 @@ def attach_geometry(results: Results, model: Any, bodies: Iterable[str] | None =
         if g is not None:
             results.geometry[b.name] = g.to_arrays()
     g = gravity_of(model)
-    if g is not None and "gravity" not in results.meta:   # views put -gravity up
+    if g is not None and "gravity" not in results.meta:  # views put -gravity up
         results.meta["gravity"] = [float(v) for v in g]
     return results

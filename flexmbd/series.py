@@ -50,8 +50,11 @@ class BodySeries:
     def from_arrays(cls, arrays: Mapping[str, ArrayLike]) -> BodySeries:
         """Inverse of :meth:`arrays`."""
         b = cls(**{k: np.asarray(arrays[k]) for k in _BODY_KEYS if k in arrays})
-        b.interfaces = {k[len("interface__"):]: np.asarray(v) for k, v in arrays.items()
-                        if k.startswith("interface__")}
+        b.interfaces = {
+            k[len("interface__") :]: np.asarray(v)
+            for k, v in arrays.items()
+            if k.startswith("interface__")
+        }
         return b
 
     def map(self, f: Any) -> BodySeries:
@@ -86,8 +89,9 @@ _BODY_KEYS = ("position", "orientation", "modal")
 _JOINT_KEYS = ("q", "qd", "qdd")
 
 
-def split_legacy_extra(extra: Mapping[str, ArrayLike]) -> tuple[
-        dict[str, Array], dict[str, BodySeries], dict[str, JointSeries]]:
+def split_legacy_extra(
+    extra: Mapping[str, ArrayLike],
+) -> tuple[dict[str, Array], dict[str, BodySeries], dict[str, JointSeries]]:
     """Split ``extra`` keys of the schema-1 layout into typed series.
 
     ``"position:B"``, ``"orientation:B"``, ``"modal:B"`` and ``"interface:B.NAME"`` go to

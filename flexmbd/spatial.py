@@ -298,7 +298,7 @@ def rot_to_quat_batch(R: ArrayLike, continuous: bool = True) -> Array:
     if continuous and n > 1:
         # flip where the running sign product says so (the sequential rule, vectorized)
         dots = np.einsum("ij,ij->i", E[1:], E[:-1])
-        if np.any(dots == 0.0):       # a half-turn between samples: the rule as written
+        if np.any(dots == 0.0):  # a half-turn between samples: the rule as written
             for i in range(1, n):
                 if E[i] @ E[i - 1] < 0:
                     E[i] = -E[i]

@@ -53,13 +53,17 @@ def cases(parameters: Any) -> list[dict[str, Any]]:
         return [dict(r) for r in parameters.to_dict(orient="records")]
     if isinstance(parameters, dict):
         names = list(parameters)
-        values = [v if isinstance(v, (list, tuple, np.ndarray, range)) else [v]
-                  for v in parameters.values()]
+        values = [
+            v if isinstance(v, (list, tuple, np.ndarray, range)) else [v]
+            for v in parameters.values()
+        ]
         return [dict(zip(names, combo)) for combo in itertools.product(*values)]
     out = list(parameters)
     if not all(isinstance(c, dict) for c in out):
-        raise FlexmbdError("sweep parameters: give a dict of value lists (grid), a list of dicts "
-                           "(one per case) or a pandas DataFrame (one row per case)")
+        raise FlexmbdError(
+            "sweep parameters: give a dict of value lists (grid), a list of dicts "
+            "(one per case) or a pandas DataFrame (one row per case)"
+        )
     return out
 
 
@@ -108,11 +112,17 @@ def _run_case(factory, case, simulate, summarize, keep):
     return summary, (res if keep else None), err, time.perf_counter() - tic
 
 
-def sweep(model_factory: Callable[..., Any], parameters: Any, client: Any = None, *,
-          simulate: Mapping[str, Any] | None = None,
-          summarize: Callable[[Results], Mapping[str, float]] | None = None,
-          keep_results: bool = False, errors: str = "raise",
-          progress: bool | None = None) -> Any:
+def sweep(
+    model_factory: Callable[..., Any],
+    parameters: Any,
+    client: Any = None,
+    *,
+    simulate: Mapping[str, Any] | None = None,
+    summarize: Callable[[Results], Mapping[str, float]] | None = None,
+    keep_results: bool = False,
+    errors: str = "raise",
+    progress: bool | None = None,
+) -> Any:
     """Run ``model_factory`` over parameter cases; return one pandas DataFrame.
 
     Parameters
@@ -156,8 +166,12 @@ def sweep(model_factory: Callable[..., Any], parameters: Any, client: Any = None
         else:
             from dask.distributed import as_completed
 
-            futures = [client.submit(_run_case, model_factory, case, simulate, summarize,
-                                     keep_results, pure=False) for case in todo]
+            futures = [
+                client.submit(
+                    _run_case, model_factory, case, simulate, summarize, keep_results, pure=False
+                )
+                for case in todo
+            ]
             index = {f.key: i for i, f in enumerate(futures)}
             for fut in as_completed(futures):
                 outs[index[fut.key]] = fut.result()

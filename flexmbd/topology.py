@@ -132,8 +132,9 @@ class Topology:
         print(self, file=stream)
 
 
-def analyze(incidence: ArrayLike, weights: Sequence[float] | None = None,
-            forced_cuts: Iterable[int] = ()) -> Topology:
+def analyze(
+    incidence: ArrayLike, weights: Sequence[float] | None = None, forced_cuts: Iterable[int] = ()
+) -> Topology:
     """Select cut joints and label bodies and joints regularly.
 
     Parameters

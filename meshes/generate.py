@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 def _start(name):
     import gmsh
+
     gmsh.initialize()
     gmsh.option.setNumber("General.Terminal", 0)
     gmsh.model.add(name)
@@ -110,14 +111,20 @@ def plate(nx=20, ny=15, a=0.4, b=0.3, t=0.01):
     import numpy as np
     import skfem
     from skfem.io.meshio import to_meshio
-    m = skfem.MeshHex1.init_tensor(np.linspace(0, a, nx + 1), np.linspace(0, b, ny + 1),
-                                   np.linspace(0, t, 2))
+
+    m = skfem.MeshHex1.init_tensor(
+        np.linspace(0, a, nx + 1), np.linspace(0, b, ny + 1), np.linspace(0, t, 2)
+    )
     mio = to_meshio(m, encode_cell_data=False)  # scikit-fem's converter keeps hex order right
     x = mio.points
-    mio = meshio.Mesh(x, mio.cells, point_sets={
-        "EDGE_X0": np.nonzero(np.abs(x[:, 0]) < 1e-9)[0],
-        "CORNER": np.nonzero((np.abs(x[:, 0] - a) < 1e-9) & (np.abs(x[:, 1] - b) < 1e-9))[0],
-    })
+    mio = meshio.Mesh(
+        x,
+        mio.cells,
+        point_sets={
+            "EDGE_X0": np.nonzero(np.abs(x[:, 0]) < 1e-9)[0],
+            "CORNER": np.nonzero((np.abs(x[:, 0] - a) < 1e-9) & (np.abs(x[:, 1] - b) < 1e-9))[0],
+        },
+    )
     out = HERE / "plate_hex.inp"
     meshio.write(str(out), mio, file_format="abaqus")
     return out

@@ -34,8 +34,7 @@ def four_bar():
     m.a = fm.Revolute(m.ground, m.crank, q0=[np.pi / 2])
     m.b = fm.Revolute(m.crank, m.coupler, parent_frame=(1.0, 0, 0), q0=[-np.pi / 2])
     m.c = fm.Revolute(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-np.pi / 2])
-    m.d = fm.Revolute(m.rocker, m.ground, parent_frame=(1.0, 0, 0),
-                      child_frame=(1.0, 0, 0))
+    m.d = fm.Revolute(m.rocker, m.ground, parent_frame=(1.0, 0, 0), child_frame=(1.0, 0, 0))
     m.g = fm.Gravity((0, -9.81, 0))
     return m
 
@@ -48,12 +47,18 @@ def flexible_pendulum():
     modes + 6 constraint modes of interface A) hinged on the deforming interface A."""
     if "beam" not in _REDUCED:
         steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
-        _REDUCED["beam"] = fm.fem.reduce(fm.data.mesh("beam_hex"), steel,
-                                         fm.CraigBampton(2, interfaces={"A": "A"}), name="beam")
+        _REDUCED["beam"] = fm.fem.reduce(
+            fm.data.mesh("beam_hex"), steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam"
+        )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(_REDUCED["beam"])
-    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=p.beam.interface("A"))
+    p.hinge = fm.Revolute(
+        p.ground,
+        p.beam,
+        axis=(0, 0, 1),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=p.beam.interface("A"),
+    )
     p.g = fm.Gravity((0, -9.81, 0))
     return p
 
@@ -83,8 +88,7 @@ class Oscillator:
         return {"q": np.array([self.x]), "qd": np.array([self.v])}
 
     def header(self):
-        return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [],
-                "meta": {}}
+        return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [], "meta": {}}
 
     def state_dict(self):
         return {"t": self.t, "x": self.x, "v": self.v}

@@ -40,7 +40,7 @@ class Toy:
 
     def step(self):
         if self.blow_up_at is not None and self.t >= self.blow_up_at:
-            self.y = self.y * np.nan                      # a diverging step
+            self.y = self.y * np.nan  # a diverging step
         while True:
             h, t, y = self.h, self.t, self.y
             k1 = self.fsal if self.fsal is not None else self.f(t, y)
@@ -55,24 +55,39 @@ class Toy:
                 break
             self.n_rejected += 1
         self.t, self.y, self.fsal = t + h, y3, k4
-        if self.rng.random() < 0.05:                       # forcing jumps at random
+        if self.rng.random() < 0.05:  # forcing jumps at random
             self.force = self.rng.normal()
             self.fsal = None
 
     def sample(self):
         x, v = self.y
-        return {"q": self.y[:1], "qd": self.y[1:], "qdd": self.f(self.t, self.y)[1:],
-                "energy:total": 0.5 * v * v + 0.5 * self.k * x * x + 0.25 * self.a * x**4,
-                "stats:rejected": np.int64(self.n_rejected), "extra:force": self.force}
+        return {
+            "q": self.y[:1],
+            "qd": self.y[1:],
+            "qdd": self.f(self.t, self.y)[1:],
+            "energy:total": 0.5 * v * v + 0.5 * self.k * x * x + 0.25 * self.a * x**4,
+            "stats:rejected": np.int64(self.n_rejected),
+            "extra:force": self.force,
+        }
 
     def header(self):
-        return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [],
-                "meta": {"model": "duffing", "integrator": "bs23"}}
+        return {
+            "coordinates": [("x", "x")],
+            "speeds": [("x", "v")],
+            "joint_names": [],
+            "meta": {"model": "duffing", "integrator": "bs23"},
+        }
 
     def state_dict(self):
-        return {"t": self.t, "y": self.y.copy(), "h": self.h, "force": self.force,
-                "fsal": self.fsal, "n_rejected": self.n_rejected,
-                "rng": self.rng.bit_generator.state}
+        return {
+            "t": self.t,
+            "y": self.y.copy(),
+            "h": self.h,
+            "force": self.force,
+            "fsal": self.fsal,
+            "n_rejected": self.n_rejected,
+            "rng": self.rng.bit_generator.state,
+        }
 
     def load_state_dict(self, s):
         self.t, self.y, self.h, self.force = s["t"], np.array(s["y"]), s["h"], s["force"]
@@ -115,14 +130,14 @@ def test_resume_is_bit_identical(tmp_path):
     partial, state, attrs = read_checkpoint(path)
     assert attrs["status"] == "running" and attrs["n_steps"] == 300
     assert len(partial) == 301
-    with h5py.File(path, "r") as f:       # samples beyond the state are cut on resume
+    with h5py.File(path, "r") as f:  # samples beyond the state are cut on resume
         assert f["t"].shape[0] == 301
     res = resume(path, Toy(seed=3))
     for name in ("t", "q", "qd", "qdd"):
         np.testing.assert_array_equal(getattr(res, name), getattr(ref, name))
     np.testing.assert_array_equal(res.energy["total"], ref.energy["total"])
     np.testing.assert_array_equal(res.stats["rejected"], ref.stats["rejected"])
-    assert Results.load(path).equals(res)          # the file holds the whole run
+    assert Results.load(path).equals(res)  # the file holds the whole run
     assert read_checkpoint(path)[2]["status"] == "finished"
 
 
@@ -130,7 +145,7 @@ def test_resume_rebuilds_the_integrator_from_its_spec_and_extends(tmp_path):
     ref = run(Toy(seed=5), 1.5)
     path = tmp_path / "run.h5"
     run(Toy(seed=5), 1.0, checkpoint=path, every=7)
-    res = resume(path, t_end=1.5)                  # no stepper: spec() rebuilds it
+    res = resume(path, t_end=1.5)  # no stepper: spec() rebuilds it
     np.testing.assert_array_equal(res.t, ref.t)
     np.testing.assert_array_equal(res.q, ref.q)
 
@@ -140,7 +155,7 @@ def test_resume_with_sparse_recording(tmp_path):
     path = tmp_path / "run.h5"
     with pytest.raises(Interrupted):
         run(Killer(kill_after=150, seed=7), 1.0, checkpoint=path, every=10, record_every=4)
-    assert read_checkpoint(path)[2]["every"] == 12      # a multiple of record_every
+    assert read_checkpoint(path)[2]["every"] == 12  # a multiple of record_every
     res = resume(path, Toy(seed=7))
     np.testing.assert_array_equal(res.t, ref.t)
     np.testing.assert_array_equal(res.qd, ref.qd)
@@ -158,7 +173,7 @@ def test_failure_raises_with_partial_results_and_writes_them(tmp_path):
     with pytest.raises(SolverError) as info:
         run(Toy(blow_up_at=0.5), 1.0, checkpoint=path, every=20)
     on_disk = Results.load(path)
-    assert on_disk.equals(info.value.partial)      # everything up to the failure
+    assert on_disk.equals(info.value.partial)  # everything up to the failure
     _, state, attrs = read_checkpoint(path)
     assert attrs["status"] == "failed" and "non-finite" in attrs["error"]
     assert np.all(np.isfinite(state["y"])) and attrs["n_samples"] <= len(on_disk)
@@ -178,8 +193,13 @@ def test_exceptions_of_other_kinds_are_wrapped():
 
 
 def test_nested_state_round_trip(tmp_path):
-    state = {"a": 1, "b": 2.5, "c": np.arange(3.0), "d": {"e": "x", "f": None, "g": True},
-             "rng": np.random.default_rng(1).bit_generator.state}
+    state = {
+        "a": 1,
+        "b": 2.5,
+        "c": np.arange(3.0),
+        "d": {"e": "x", "f": None, "g": True},
+        "rng": np.random.default_rng(1).bit_generator.state,
+    }
     with h5py.File(tmp_path / "s.h5", "w") as f:
         save_state(f.create_group("s"), state)
     with h5py.File(tmp_path / "s.h5", "r") as f:

@@ -85,12 +85,14 @@ def beam():
     """A reduced steel beam 1.0 x 0.05 x 0.05 m (8 x 2 x 2 hexes), Craig-Bampton, 3 modes,
     interfaces A (x = 0) and B (x = 1)."""
     if "rb" not in _BEAM:
-        mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3),
-                                          np.linspace(0, 0.05, 3))
+        mesh = skfem.MeshHex1.init_tensor(
+            np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3), np.linspace(0, 0.05, 3)
+        )
         end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))
         strat = fm.CraigBampton(3, interfaces={"A": end(0.0), "B": end(1.0)})
-        _BEAM["rb"] = fm.fem.reduce(mesh, fm.Material(E=2.1e11, nu=0.3, rho=7850.0), strat,
-                                    name="beam")
+        _BEAM["rb"] = fm.fem.reduce(
+            mesh, fm.Material(E=2.1e11, nu=0.3, rho=7850.0), strat, name="beam"
+        )
     return _BEAM["rb"]
 
 
@@ -98,8 +100,9 @@ def flexible_pendulum():
     """A flexible beam on a revolute with a rigid tip mass, under gravity."""
     m = fm.Model("flexible_pendulum")
     m.beam = fm.FlexibleBody(beam(), geometric_stiffening=False)
-    m.hinge = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), child_frame=m.beam.interface("A"),
-                          q0=[-0.3])
+    m.hinge = fm.Revolute(
+        m.ground, m.beam, axis=(0, 0, 1), child_frame=m.beam.interface("A"), q0=[-0.3]
+    )
     m.tip = fm.RigidBody(2.0, (0.01, 0.02, 0.03), com=(0.1, 0, 0))
     m.weld = fm.Fixed(m.beam, m.tip, parent_frame=m.beam.interface("B"))
     m.g = fm.Gravity((0, -9.81, 0))
@@ -121,21 +124,25 @@ def test_rigid_tree_rk4_resume_is_bit_identical(tmp_path):
     interrupted(pendulum, path, 40, 0.2371, 2, **sim)
     rows, state, attrs = read_checkpoint(path)
     assert attrs["status"] == "running" and attrs["n_steps"] == 200 and len(rows) == 201
-    part = Results.load(path)                  # a running file: the rows of the last checkpoint
+    part = Results.load(path)  # a running file: the rows of the last checkpoint
     assert len(part) == 201 and np.isnan(part.qdd).all() and np.array_equal(part.q, ref.q[:201])
-    res = fm.resume(path)                      # the live run of this process
+    res = fm.resume(path)  # the live run of this process
     assert_same(res, ref)
-    assert Results.load(path).equals(res)      # the file holds the finalized results
+    assert Results.load(path).equals(res)  # the file holds the finalized results
     assert read_checkpoint(path)[2]["status"] == "finished"
-    assert res.body("lower").position.shape == (501, 3)   # poses on request, as simulate
+    assert res.body("lower").position.shape == (501, 3)  # poses on request, as simulate
 
 
 def test_uninterrupted_checkpointed_runs_equal_plain_runs(tmp_path):
-    for i, sim in enumerate([dict(t_end=0.3, dt=1e-3, integrator="rk4"),
-                             dict(t_end=0.3, dt=0.01, integrator="rk45"),
-                             dict(t_end=0.3, dt=1e-3, integrator="generalized-alpha"),
-                             dict(t_end=0.1, dt=1e-3, integrator="hht", form="force"),
-                             dict(t_end=0.2, dt=1e-3, integrator="newmark")]):
+    for i, sim in enumerate(
+        [
+            dict(t_end=0.3, dt=1e-3, integrator="rk4"),
+            dict(t_end=0.3, dt=0.01, integrator="rk45"),
+            dict(t_end=0.3, dt=1e-3, integrator="generalized-alpha"),
+            dict(t_end=0.1, dt=1e-3, integrator="hht", form="force"),
+            dict(t_end=0.2, dt=1e-3, integrator="newmark"),
+        ]
+    ):
         ref = pendulum().simulate(**sim)
         res = pendulum().simulate(checkpoint=tmp_path / f"r{i}.h5", every=7, **sim)
         assert_same(res, ref)
@@ -152,7 +159,7 @@ def test_rigid_tree_rk45_resume_rebuilds_the_model(tmp_path):
     with pytest.raises(FlexmbdError, match="model=m"):
         fm.resume(path)
     with pytest.raises(FlexmbdError, match="tau"):
-        fm.resume(path, model=pendulum())            # the function must be given again
+        fm.resume(path, model=pendulum())  # the function must be given again
     with pytest.raises(FlexmbdError, match="coordinates differ"):
         fm.resume(path, model=four_bar(), tau=Kill(np.inf, 2))
     with pytest.raises(FlexmbdError, match="cannot change its end"):
@@ -275,8 +282,7 @@ def test_force_turning_nan_keeps_partial_results_in_the_file(tmp_path):
 
     path = tmp_path / "nan.h5"
     with pytest.raises(SolverError) as info:
-        pendulum().simulate(0.5, dt=1e-3, integrator="rk4", tau=tau, checkpoint=path,
-                            every=50)
+        pendulum().simulate(0.5, dt=1e-3, integrator="rk4", tau=tau, checkpoint=path, every=50)
     err = info.value
     # the step from 0.120 s to 0.121 s fails (err.time: the time it could not reach)
     assert err.time == pytest.approx(0.121) and err.partial.t[-1] == pytest.approx(0.120)
@@ -285,7 +291,7 @@ def test_force_turning_nan_keeps_partial_results_in_the_file(tmp_path):
     on_disk = Results.load(path)
     assert on_disk.equals(err.partial) and len(on_disk) == 121
     _, state, attrs = read_checkpoint(path)
-    assert attrs["status"] == "failed" and attrs["n_steps"] == 100   # last good checkpoint
+    assert attrs["status"] == "failed" and attrs["n_steps"] == 100  # last good checkpoint
     assert np.isfinite(state["y"]).all()
     # the same failure without a checkpoint
     with pytest.raises(SolverError) as info:
@@ -296,8 +302,9 @@ def test_force_turning_nan_keeps_partial_results_in_the_file(tmp_path):
 def test_newton_divergence_with_a_too_large_step(tmp_path):
     path = tmp_path / "newton.h5"
     with pytest.raises(ConvergenceError, match="Newton did not converge") as info:
-        pendulum().simulate(2.0, dt=0.25, integrator="newmark", max_iter=3, checkpoint=path,
-                            every=2)
+        pendulum().simulate(
+            2.0, dt=0.25, integrator="newmark", max_iter=3, checkpoint=path, every=2
+        )
     err = info.value
     # the failed step was to reach err.time; the partial results end one step before
     assert err.partial.t[-1] == pytest.approx(err.time - 0.25) and len(err.partial) >= 1
@@ -312,8 +319,7 @@ def test_explicit_step_beyond_the_stability_limit_fails_cleanly(tmp_path):
     # results and the advice
     with pytest.warns(UserWarning, match="stability limit"):
         with pytest.raises(SolverError) as info:
-            flexible_pendulum().simulate(0.5, dt=2e-3, integrator="rk4", checkpoint=path,
-                                         every=10)
+            flexible_pendulum().simulate(0.5, dt=2e-3, integrator="rk4", checkpoint=path, every=10)
     err = info.value
     # whichever check stops it first (the runaway check, a non-finite state, a singular
     # matrix), the error advises a smaller step and keeps the results so far
@@ -326,6 +332,7 @@ def test_explicit_step_beyond_the_stability_limit_fails_cleanly(tmp_path):
 
 def test_singular_system_names_the_body_and_the_joint(tmp_path):
     """A point mass on a spherical joint: its rotations have no inertia."""
+
     def point_on_ball():
         m = fm.Model("singular")
         m.dot = fm.RigidBody(1.0, (0.0, 0.0, 0.0))
@@ -338,10 +345,12 @@ def test_singular_system_names_the_body_and_the_joint(tmp_path):
         point_on_ball().simulate(0.1, dt=1e-3, integrator="rk4")
     # the absolute formulation meets a singular system at the initial state
     path = tmp_path / "singular.h5"
-    with pytest.raises(SolverError, match=r"'dot' can move \(dot.e1, dot.e2, dot.e3\).*"
-                                          r"joint\(s\) 'ball'.*point mass") as info:
-        point_on_ball().simulate(0.1, dt=1e-3, integrator="generalized-alpha",
-                                 checkpoint=path)
+    with pytest.raises(
+        SolverError,
+        match=r"'dot' can move \(dot.e1, dot.e2, dot.e3\).*"
+        r"joint\(s\) 'ball'.*point mass",
+    ) as info:
+        point_on_ball().simulate(0.1, dt=1e-3, integrator="generalized-alpha", checkpoint=path)
     err = info.value
     assert err.time == 0.0 and len(err.partial) == 1 and str(path) in str(err)
     assert np.isnan(err.partial.qdd).all() and err.partial.system is not None
@@ -387,7 +396,8 @@ def test_flagship_flexible_loop_with_stiffening_resumes(tmp_path):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "flagship", Path(__file__).resolve().parents[1] / "examples" / "flagship.py")
+        "flagship", Path(__file__).resolve().parents[1] / "examples" / "flagship.py"
+    )
     flag = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(flag)
     sim = dict(t_end=0.004, dt=5e-5, integrator="generalized-alpha", rho_inf=0.9)

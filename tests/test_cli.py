@@ -19,15 +19,20 @@ BEAM = ROOT / "meshes" / "beam_hex.msh"
 
 @pytest.fixture(scope="module")
 def gl():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0:
         pytest.skip(f"off-screen rendering unavailable: {out.stdout.strip()[-200:]}")
 
 
 def test_entry_point_help():
-    out = subprocess.run([sys.executable, "-m", "flexmbd.cli", "--help"], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "flexmbd.cli", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0
     for cmd in ("reduce", "compare-modes", "info", "simulate", "render", "probe-gl"):
         assert cmd in out.stdout
@@ -35,6 +40,7 @@ def test_entry_point_help():
 
 def test_selectors():
     import flexmbd.fem as F
+
     assert isinstance(parse_selector("plane:0,0,0:1,0,0"), F.Plane)
     assert isinstance(parse_selector("box:0,0,0:1,1,1"), F.Box)
     assert isinstance(parse_selector("sphere:0,0,0:0.1"), F.Sphere)
@@ -46,14 +52,33 @@ def test_selectors():
 
 def test_reduce_and_info_match_the_api(tmp_path, capsys):
     import flexmbd.fem as F
+
     out = tmp_path / "beam.npz"
-    rc = main(["reduce", str(BEAM), "--strategy", "craig-bampton", "--modes", "10",
-               "--interface", "A=A", "--interface", "B=B", "--no-geometric", "-o", str(out)])
+    rc = main(
+        [
+            "reduce",
+            str(BEAM),
+            "--strategy",
+            "craig-bampton",
+            "--modes",
+            "10",
+            "--interface",
+            "A=A",
+            "--interface",
+            "B=B",
+            "--no-geometric",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     body = F.ReducedBody.load(out)
-    api = F.reduce(str(BEAM), F.Material(E=2.1e11, nu=0.3, rho=7850.0),
-                   F.CraigBampton(4, {"A": F.NodeSet("A"), "B": F.NodeSet("B")}),
-                   geometric=False)
+    api = F.reduce(
+        str(BEAM),
+        F.Material(E=2.1e11, nu=0.3, rho=7850.0),
+        F.CraigBampton(4, {"A": F.NodeSet("A"), "B": F.NodeSet("B")}),
+        geometric=False,
+    )
     assert body.n_modes == 10 and body.interface_names == ("A", "B")
     np.testing.assert_allclose(body.frequencies, api.frequencies, rtol=1e-10)
     capsys.readouterr()
@@ -65,16 +90,34 @@ def test_reduce_and_info_match_the_api(tmp_path, capsys):
 
 def test_compare_modes_table(tmp_path, capsys):
     import flexmbd.fem  # noqa: F401
+
     pd = pytest.importorskip("pandas")
     csv = tmp_path / "t.csv"
-    rc = main(["compare-modes", str(BEAM), "--modes", "8", "--fixed", "A", "--load",
-               "B:0,1000,0", "--strategies", "normal,ritz", "--steps", "20", "--n-freq", "3",
-               "-o", str(csv)])
+    rc = main(
+        [
+            "compare-modes",
+            str(BEAM),
+            "--modes",
+            "8",
+            "--fixed",
+            "A",
+            "--load",
+            "B:0,1000,0",
+            "--strategies",
+            "normal,ritz",
+            "--steps",
+            "20",
+            "--n-freq",
+            "3",
+            "-o",
+            str(csv),
+        ]
+    )
     assert rc == 0
     table = pd.read_csv(csv)
     assert list(table["strategy"])[:2] == ["normal(8)", "ritz(8)"]
     ritz = table[table["strategy"] == "ritz(8)"].iloc[0]
-    assert ritz["static_err"] < 1e-6          # the load's own Ritz vector: exact statics
+    assert ritz["static_err"] < 1e-6  # the load's own Ritz vector: exact statics
     assert "ritz(8)" in capsys.readouterr().out
 
 
@@ -87,10 +130,12 @@ def test_errors_exit_2_with_a_message(tmp_path, capsys):
 
 def test_simulate_saves_the_results_a_script_makes(tmp_path, capsys):
     script = tmp_path / "demo.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         from flexmbd.viz.demo import swinging_beam_results
         results = swinging_beam_results(nt=5)
-    """))
+    """)
+    )
     out = tmp_path / "run.h5"
     assert main(["simulate", str(script), "-o", str(out)]) == 0
     assert Results.load(out).equals(swinging_beam_results(nt=5))
@@ -114,11 +159,27 @@ def build():
 
 def test_simulate_a_model_script(tmp_path):
     import flexmbd.integrators.implicit  # noqa: F401
+
     script = tmp_path / "pendulum.py"
     script.write_text(PENDULUM_SCRIPT)
     out = tmp_path / "p.npz"
-    assert main(["simulate", str(script), "-o", str(out), "--t-end", "0.2", "--dt", "0.01",
-                 "--integrator", "newmark"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(out),
+                "--t-end",
+                "0.2",
+                "--dt",
+                "0.01",
+                "--integrator",
+                "newmark",
+            ]
+        )
+        == 0
+    )
     res = Results.load(out)
     assert res.t[-1] == pytest.approx(0.2) and "link" in res.geometry
     assert res.body("link").position.shape == (21, 3)
@@ -130,12 +191,43 @@ def test_simulate_checkpoint_and_resume(tmp_path):
     script.write_text(PENDULUM_SCRIPT)
     cp = tmp_path / "cp.h5"
     common = ["--dt", "0.01", "--integrator", "rk4", "--no-geometry"]
-    assert main(["simulate", str(script), "-o", str(tmp_path / "a.npz"), "--t-end", "0.2",
-                 "--checkpoint", str(cp), "--every", "5", *common]) == 0
-    assert main(["simulate", str(script), "-o", str(tmp_path / "b.npz"), "--resume", str(cp),
-                 "--t-end", "0.4"]) == 0
-    assert main(["simulate", str(script), "-o", str(tmp_path / "c.npz"), "--t-end", "0.4",
-                 *common]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(tmp_path / "a.npz"),
+                "--t-end",
+                "0.2",
+                "--checkpoint",
+                str(cp),
+                "--every",
+                "5",
+                *common,
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(tmp_path / "b.npz"),
+                "--resume",
+                str(cp),
+                "--t-end",
+                "0.4",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["simulate", str(script), "-o", str(tmp_path / "c.npz"), "--t-end", "0.4", *common])
+        == 0
+    )
     resumed, direct = Results.load(tmp_path / "b.npz"), Results.load(tmp_path / "c.npz")
     assert resumed.t[-1] == pytest.approx(0.4)
     for name in ("t", "q", "qd", "qdd", "reactions"):
@@ -147,7 +239,8 @@ def test_simulate_failure_keeps_the_partial_results(tmp_path, capsys):
     """An explicit step far beyond the stability limit of a stiff spring fails; the CLI
     saves the results up to the failure and exits with status 2."""
     script = tmp_path / "stiff.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import flexmbd as fm
 
         def build():
@@ -156,10 +249,27 @@ def test_simulate_failure_keeps_the_partial_results(tmp_path, capsys):
             m.slide = fm.Prismatic(m.ground, m.mass, axis=(1, 0, 0), q0=[0.01])
             m.spring = fm.JointForce(m.slide, lambda t, q, qd: -1e8 * q)
             return m
-    """))
+    """)
+    )
     out = tmp_path / "partial.npz"
-    assert main(["simulate", str(script), "-o", str(out), "--t-end", "1.0", "--dt", "0.01",
-                 "--integrator", "rk4", "--no-geometry"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(out),
+                "--t-end",
+                "1.0",
+                "--dt",
+                "0.01",
+                "--integrator",
+                "rk4",
+                "--no-geometry",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "partial results" in err and "error" in err
     res = Results.load(out)
@@ -169,19 +279,48 @@ def test_simulate_failure_keeps_the_partial_results(tmp_path, capsys):
 def test_render_gif_and_png(tmp_path, gl):
     iio = pytest.importorskip("imageio.v3")
     path = swinging_beam_results(nt=6).save(tmp_path / "run.h5")
-    assert main(["render", str(path), "-o", str(tmp_path / "run.gif"), "--size", "160x120",
-                 "--view", "xy"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                str(path),
+                "-o",
+                str(tmp_path / "run.gif"),
+                "--size",
+                "160x120",
+                "--view",
+                "xy",
+            ]
+        )
+        == 0
+    )
     frames = iio.imread(tmp_path / "run.gif", index=None)
     assert frames.shape == (6, 120, 160, 3)
-    assert main(["render", str(path), "-o", str(tmp_path / "snap.png"), "--size", "160x120",
-                 "--time", "0.5", "--field", "none"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                str(path),
+                "-o",
+                str(tmp_path / "snap.png"),
+                "--size",
+                "160x120",
+                "--time",
+                "0.5",
+                "--field",
+                "none",
+            ]
+        )
+        == 0
+    )
     img = iio.imread(tmp_path / "snap.png")
     assert (np.abs(img[..., :3].astype(int) - 255).max(axis=-1) > 8).mean() > 0.01
 
 
 def test_simulate_adds_poses_to_joint_coordinate_results(tmp_path):
     script = tmp_path / "hand.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import numpy as np
         import flexmbd as fm
         from flexmbd.results import Results
@@ -192,10 +331,11 @@ def test_simulate_adds_poses_to_joint_coordinate_results(tmp_path):
         t = np.linspace(0, 1, 4)
         results = Results(t, t[:, None], np.ones((4, 1)), coordinates=[("hinge", "angle")],
                           speeds=[("hinge", "rate")], joint_names=["hinge"])
-    """))
+    """)
+    )
     out = tmp_path / "hand.h5"
     assert main(["simulate", str(script), "-o", str(out)]) == 0
     res = Results.load(out)
     R = res.body("link").rotation
-    np.testing.assert_allclose(R[:, 0, 0], np.cos(res.t), atol=1e-14)   # rotated by q
+    np.testing.assert_allclose(R[:, 0, 0], np.cos(res.t), atol=1e-14)  # rotated by q
     assert "link" in res.geometry

@@ -89,8 +89,12 @@ def test_loop_and_absolute_agree_by_joint_name():
     # planar loop: redundant out-of-plane rows make the individual reactions
     # non-unique; the in-plane parts (fx, fy, nz) are determined
     for j in m.joints():
-        np.testing.assert_allclose(fl.reaction(j.name)[[2, 3, 4]],
-                                   fa.reaction(j.name)[[2, 3, 4]], atol=1e-7, err_msg=j.name)
+        np.testing.assert_allclose(
+            fl.reaction(j.name)[[2, 3, 4]],
+            fa.reaction(j.name)[[2, 3, 4]],
+            atol=1e-7,
+            err_msg=j.name,
+        )
 
 
 @pytest.mark.parametrize("kind", ["tree", "absolute", "loop"])
@@ -100,12 +104,14 @@ def test_batch_call_equals_single_calls(kind):
     s = m.compile("absolute" if kind == "absolute" else "recursive")
     if kind == "absolute":
         rec = m.compile("recursive")
-        states = [_absolute_state(s, rec, rng.normal(size=2), rng.normal(size=2))
-                  for _ in range(3)]
+        states = [_absolute_state(s, rec, rng.normal(size=2), rng.normal(size=2)) for _ in range(3)]
         taus = rng.normal(size=(3, s.n_tau))
     else:
-        states = [(s.q0(), s.qd0()) for _ in range(3)] if kind == "loop" else [
-            (rng.normal(size=2), rng.normal(size=2)) for _ in range(3)]
+        states = (
+            [(s.q0(), s.qd0()) for _ in range(3)]
+            if kind == "loop"
+            else [(rng.normal(size=2), rng.normal(size=2)) for _ in range(3)]
+        )
         taus = rng.normal(size=(3, s.nv))
     Q = np.array([x[0] for x in states])
     QD = np.array([x[1] for x in states])
@@ -115,8 +121,9 @@ def test_batch_call_equals_single_calls(kind):
         fi = s.forward_dynamics(Q[i], QD[i], taus[i], t=0.1)
         np.testing.assert_allclose(fb.qdd[i], fi.qdd, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(fb.reactions[i], fi.reactions, rtol=1e-13, atol=1e-12)
-        np.testing.assert_allclose(fb.body_accelerations[i], fi.body_accelerations,
-                                   rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(
+            fb.body_accelerations[i], fi.body_accelerations, rtol=1e-13, atol=1e-12
+        )
 
 
 def test_single_state_call_is_the_compiled_entry_point():
@@ -131,8 +138,9 @@ def test_single_state_call_is_the_compiled_entry_point():
     qdd, reac = s.qdd_and_reactions(q, qd, tau)
     assert np.array_equal(fd.qdd, qdd) and np.array_equal(fd.reactions, reac)
     fb = s.forward_dynamics_batch(q[None], qd[None], tau[None])
-    np.testing.assert_allclose(fd.body_accelerations, fb.body_accelerations[0], rtol=1e-14,
-                               atol=1e-13)
+    np.testing.assert_allclose(
+        fd.body_accelerations, fb.body_accelerations[0], rtol=1e-14, atol=1e-13
+    )
     # the general (dense) algorithm: same contract, same numbers
     fg = s.forward_dynamics(q, qd, tau, algorithm="general")
     np.testing.assert_allclose(fg.body_accelerations, fd.body_accelerations, atol=1e-10)
@@ -153,12 +161,18 @@ def test_one_state_only_and_clear_size_errors():
 
 def test_one_layout_object_for_modal_coordinates():
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
-    beam = fm.fem.reduce(fm.data.mesh("beam_hex"), steel,
-                         fm.CraigBampton(2, interfaces={"A": "A"}), name="beam")
+    beam = fm.fem.reduce(
+        fm.data.mesh("beam_hex"), steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam"
+    )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(beam)
-    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=p.beam.interface("A"))
+    p.hinge = fm.Revolute(
+        p.ground,
+        p.beam,
+        axis=(0, 0, 1),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=p.beam.interface("A"),
+    )
     p.g = fm.Gravity((0, -9.81, 0))
     rec, ab = p.compile("recursive"), p.compile("absolute")
     n = p.beam.n_modes
@@ -167,14 +181,16 @@ def test_one_layout_object_for_modal_coordinates():
         assert isinstance(sl, ModalSlice) and sl.n == n and s.modal_slices["beam"] is sl
         assert sl.q == slice(q0, q0 + n)
         assert [s.layout.coordinates[i] for i in range(sl.q.start, sl.q.stop)] == [
-            ("beam", f"q{i + 1}") for i in range(n)]
-        sq, sv = sl                                   # unpacks as (coordinates, speeds)
+            ("beam", f"q{i + 1}") for i in range(n)
+        ]
+        sq, sv = sl  # unpacks as (coordinates, speeds)
         assert sq == sl.q and sv == sl.v
     q = rec.q0()
     q[rec.layout.modal["beam"].q] = np.arange(1, n + 1) * 1e-6
     fd = rec.forward_dynamics(q, rec.qd0())
-    np.testing.assert_array_equal(fd.modal_accelerations["beam"],
-                                  fd.qdd[rec.layout.modal["beam"].v])
+    np.testing.assert_array_equal(
+        fd.modal_accelerations["beam"], fd.qdd[rec.layout.modal["beam"].v]
+    )
     np.testing.assert_array_equal(rec.modal(q, "beam"), np.arange(1, n + 1) * 1e-6)
     assert set(rec.layout.joints) == {"hinge"} and not rec.layout.bodies
     assert set(ab.layout.bodies) == {"beam"} and not ab.layout.joints
@@ -186,19 +202,31 @@ def test_one_layout_object_for_modal_coordinates():
 # numba's private API, and the code other branches are rewriting (the absolute engine,
 # SDA force laws, cut joints, the results' file readers).
 ALLOWED = {
-    ("model/model.py", "_attach"), ("model/model.py", "_short"),
-    ("model/component.py", "_touch"), ("model/component.py", "_register_member"),
-    ("model/component.py", "_rule"), ("model/component.py", "_rule_kwargs"),
+    ("model/model.py", "_attach"),
+    ("model/model.py", "_short"),
+    ("model/component.py", "_touch"),
+    ("model/component.py", "_register_member"),
+    ("model/component.py", "_rule"),
+    ("model/component.py", "_rule_kwargs"),
     ("model/component.py", "_attach"),
-    ("model/block.py", "_attach"), ("model/block.py", "_rule"), ("model/block.py", "_detach"),
-    ("model/block.py", "_rule_kwargs"), ("model/block.py", "_revision"),
-    ("model/flexible.py", "_reduced"), ("fingerprint.py", "_name"),
-    ("fem/_threads.py", "_core"), ("fem/_threads.py", "_get_madvise_hugepage"),
-    ("fem/_threads.py", "_set_madvise_hugepage"), ("recursive/_kernels.py", "_getvalue"),
-    ("fem/compare.py", "_free"), ("absolute/constraints.py", "_short"),
-    ("absolute/engine.py", "_react"), ("constraints/cut.py", "_path"),
-    ("results.py", "_check_lengths"), ("results.py", "_header"),
-    ("results.py", "_series_arrays"),   # Results.__eq__ reads the other Results
+    ("model/block.py", "_attach"),
+    ("model/block.py", "_rule"),
+    ("model/block.py", "_detach"),
+    ("model/block.py", "_rule_kwargs"),
+    ("model/block.py", "_revision"),
+    ("model/flexible.py", "_reduced"),
+    ("fingerprint.py", "_name"),
+    ("fem/_threads.py", "_core"),
+    ("fem/_threads.py", "_get_madvise_hugepage"),
+    ("fem/_threads.py", "_set_madvise_hugepage"),
+    ("recursive/_kernels.py", "_getvalue"),
+    ("fem/compare.py", "_free"),
+    ("absolute/constraints.py", "_short"),
+    ("absolute/engine.py", "_react"),
+    ("constraints/cut.py", "_path"),
+    ("results.py", "_check_lengths"),
+    ("results.py", "_header"),
+    ("results.py", "_series_arrays"),  # Results.__eq__ reads the other Results
 }
 SELF = {"self", "cls"}
 
@@ -213,20 +241,28 @@ def _private_reads(path):
             imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
     out = set()
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                and not node.attr.startswith("__")):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             v = node.value
-            if isinstance(v, ast.Name) and (v.id in SELF or v.id in imported
-                                            or not v.id[0].islower()):
+            if isinstance(v, ast.Name) and (
+                v.id in SELF or v.id in imported or not v.id[0].islower()
+            ):
                 continue
             out.add(node.attr)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-                and node.args[1].value.startswith("_")
-                and not node.args[1].value.startswith("__")
-                and not (isinstance(node.args[0], ast.Name) and node.args[0].id in SELF)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+            and not (isinstance(node.args[0], ast.Name) and node.args[0].id in SELF)
+        ):
             out.add(node.args[1].value)
     return out
 

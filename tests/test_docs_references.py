@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted(p for d in ("flexmbd", "examples", "benchmarks", "scripts", "meshes", "tests")
-                 for p in (ROOT / d).rglob("*.py") if p.name != Path(__file__).name)
+SOURCES = sorted(
+    p
+    for d in ("flexmbd", "examples", "benchmarks", "scripts", "meshes", "tests")
+    for p in (ROOT / d).rglob("*.py")
+    if p.name != Path(__file__).name
+)
 DOC_PATH = re.compile(r"\bdocs/[\w/.-]+\.(?:rst|md)\b")
-MD_NAME = re.compile(r"\b([A-Z][A-Z_]+)\.md\b")          # README.md, RESULTS.md, ...
+MD_NAME = re.compile(r"\b([A-Z][A-Z_]+)\.md\b")  # README.md, RESULTS.md, ...
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -33,7 +37,6 @@ def test_the_design_pages_docstrings_cite_exist():
     cited = set()
     for p in SOURCES:
         cited.update(DOC_PATH.findall(p.read_text(encoding="utf-8")))
-    assert "docs/design/conventions.rst" in cited      # the reaction convention is cited
+    assert "docs/design/conventions.rst" in cited  # the reaction convention is cited
     for ref in cited:
         assert (ROOT / ref).is_file(), ref
-

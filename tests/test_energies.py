@@ -20,15 +20,23 @@ FIELDS = ("kinetic", "gravity", "spring", "potential", "total")
 
 def _sda_pendulum():
     m = double_pendulum(elbow_axis=(0.2, 0.3, 1.0))
-    m.s = fm.SpringDamperActuator(m.ground, (0.5, 0.5, 0.1), m.lower, (0.6, 0.05, 0.0),
-                                  k=40.0, c=3.0, l0=0.9, fa=2.5)
+    m.s = fm.SpringDamperActuator(
+        m.ground, (0.5, 0.5, 0.1), m.lower, (0.6, 0.05, 0.0), k=40.0, c=3.0, l0=0.9, fa=2.5
+    )
     return m
 
 
 def _sda_flexible():
     p = flexible_pendulum()
-    p.s = fm.SpringDamperActuator(p.beam, fm.Frame(p.beam, (1.0, 0.025, 0.025)), p.ground,
-                                  (1.2, -0.3, 0.05), k=2e3, c=5.0, l0=0.2)
+    p.s = fm.SpringDamperActuator(
+        p.beam,
+        fm.Frame(p.beam, (1.0, 0.025, 0.025)),
+        p.ground,
+        (1.2, -0.3, 0.05),
+        k=2e3,
+        c=5.0,
+        l0=0.2,
+    )
     return p
 
 
@@ -41,7 +49,7 @@ def test_recursive_energies_equal_absolute_at_the_same_state(build):
     q = q0 + 0.02 * rng.standard_normal(rec.nq)
     q[:1] += 0.5
     qd = rng.standard_normal(rec.nv) * np.where(np.arange(rec.nv) < 2, 1.5, 0.05)
-    for sl in rec.modal_slices.values():                 # a visibly deformed beam
+    for sl in rec.modal_slices.values():  # a visibly deformed beam
         q[sl.q] = 1e-3 * rng.standard_normal(q[sl.q].shape)
     qa, qda = ab.state_from_bodies(rec.body_states(q, qd))
     for name, sl in rec.modal_slices.items():
@@ -57,9 +65,10 @@ def test_recursive_energies_equal_absolute_at_the_same_state(build):
 def test_every_pair_fills_gravity_and_spring():
     """The same fields in both formulations over a short run of the SDA pendulum; the
     recursive runs agree with the absolute ones within the integrators' errors."""
-    runs = {pair: _sda_pendulum().simulate(0.05, dt=1e-3, integrator=pair[1],
-                                           formulation=pair[0])
-            for pair in registry.valid_pairs()}
+    runs = {
+        pair: _sda_pendulum().simulate(0.05, dt=1e-3, integrator=pair[1], formulation=pair[0])
+        for pair in registry.valid_pairs()
+    }
     ref = runs[("recursive", "dop853")].energies
     for pair, res in runs.items():
         e = res.energies
@@ -77,18 +86,25 @@ def test_works_agree_across_formulations_and_close_the_balance():
     """The SDA pendulum (damper, actuator, spring) with a JointForce and a point force:
     every formulation reports the same works (the trapezoidal rule over the samples,
     dt = 1e-3) within 0.2 %, and the energy balance closes at second order."""
+
     def build():
         m = _sda_pendulum()
         m.t2 = fm.JointForce(m.elbow, lambda t, q, qd: np.array([-2.0 * q[0] - 0.3 * qd[0]]))
         m.push = fm.PointForce(m.upper, (0.5, 0.0, 0.0), force=(1.0, 1.5, 0.0))
         return m
 
-    runs = {pair: build().simulate(0.1, dt=1e-3, integrator=pair[1], formulation=pair[0])
-            for pair in (("recursive", "rk4"), ("recursive", "dop853"),
-                         ("absolute", "generalized-alpha"), ("absolute", "newmark"))}
+    runs = {
+        pair: build().simulate(0.1, dt=1e-3, integrator=pair[1], formulation=pair[0])
+        for pair in (
+            ("recursive", "rk4"),
+            ("recursive", "dop853"),
+            ("absolute", "generalized-alpha"),
+            ("absolute", "newmark"),
+        )
+    }
     ref = runs[("recursive", "dop853")].energies
     for k in WORKS[:3]:
-        assert abs(ref[k][-1]) > 1e-3, k                  # every work is at play
+        assert abs(ref[k][-1]) > 1e-3, k  # every work is at play
     for pair, res in runs.items():
         e = res.energies
         for k in WORKS:

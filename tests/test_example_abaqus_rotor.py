@@ -16,8 +16,9 @@ import flexmbd as fm  # noqa: E402
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("abaqus_rotor",
-                                                  ROOT / "examples" / "abaqus_rotor.py")
+    spec = importlib.util.spec_from_file_location(
+        "abaqus_rotor", ROOT / "examples" / "abaqus_rotor.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -32,7 +33,7 @@ def test_abaqus_rotor_example(tmp_path):
     K = 1e-2 * fm.fem.read_mtx(d / "rotorDiscTestSTIF1.mtx", deck, kind="stiffness")
     M = fm.fem.read_mtx(d / "rotorDiscTestMASS1.mtx", deck, kind="mass").toarray()
     i = int(np.argmin(np.linalg.norm(deck.mesh.nodes - np.asarray(ex.RIM), axis=1)))
-    M[3 * i: 3 * i + 3, 3 * i: 3 * i + 3] += 0.1 * np.eye(3)
+    M[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] += 0.1 * np.eye(3)
     lam = sla.eigh(K.toarray(), M, eigvals_only=True)[6:14]
     np.testing.assert_allclose(rotor.frequencies, np.sqrt(lam) / (2 * np.pi), rtol=1e-9)
     assert rotor.mass == pytest.approx(M.trace() / 3, rel=1e-14)
@@ -74,30 +75,44 @@ def _exudyn_bearing_positions(d, steps, h):
     SC = exu.SystemContainer()
     mbs = SC.AddSystem()
     fem = FEMinterface()
-    fem.ImportFromAbaqusInputFile(str(d / "rotorDiscTest.inp"), typeName="Instance",
-                                  name="rotor-1")
+    fem.ImportFromAbaqusInputFile(str(d / "rotorDiscTest.inp"), typeName="Instance", name="rotor-1")
     fem.ReadMassMatrixFromAbaqus(str(d / "rotorDiscTestMASS1.mtx"))
     fem.ReadStiffnessMatrixFromAbaqus(str(d / "rotorDiscTestSTIF1.mtx"))
     fem.ScaleStiffnessMatrix(1e-2)
     fem.AddNodeMass(fem.GetNodeAtPoint(point=[0.0, 0.19598444, 0.15]), 0.1)
     fem.ComputeEigenmodes(8, excludeRigidBodyModes=6, useSparseSolver=False)
     cms = ObjectFFRFreducedOrderInterface(fem)
-    obj = cms.AddObjectFFRFreducedOrder(mbs, positionRef=[0, 0, 0], initialVelocity=[0, 0, 0],
-                                        initialAngularVelocity=[0, 0, 100 * np.pi])
+    obj = cms.AddObjectFFRFreducedOrder(
+        mbs,
+        positionRef=[0, 0, 0],
+        initialVelocity=[0, 0, 0],
+        initialAngularVelocity=[0, 0, 100 * np.pi],
+    )
     ground = mbs.AddObject(ObjectGround())
     k = 2e8
     sensors = []
     for p, stiff in (([0, 0, 0], [k, k, k]), ([0, 0, 0.5], [k, k, 0])):
         nodes = fem.GetNodesInPlane(p, [0, 0, 1])
-        ms = mbs.AddMarker(MarkerSuperElementPosition(
-            bodyNumber=obj["oFFRFreducedOrder"], meshNodeNumbers=np.array(nodes),
-            weightingFactors=np.ones(len(nodes)) / len(nodes)))
+        ms = mbs.AddMarker(
+            MarkerSuperElementPosition(
+                bodyNumber=obj["oFFRFreducedOrder"],
+                meshNodeNumbers=np.array(nodes),
+                weightingFactors=np.ones(len(nodes)) / len(nodes),
+            )
+        )
         mg = mbs.AddMarker(MarkerBodyPosition(bodyNumber=ground, localPosition=p))
-        mbs.AddObject(CartesianSpringDamper(markerNumbers=[ms, mg], stiffness=stiff,
-                                            damping=[0.01 * k] * 3))
-        sensors.append(mbs.AddSensor(SensorMarker(
-            markerNumber=ms, storeInternal=True,
-            outputVariableType=exu.OutputVariableType.Position)))
+        mbs.AddObject(
+            CartesianSpringDamper(markerNumbers=[ms, mg], stiffness=stiff, damping=[0.01 * k] * 3)
+        )
+        sensors.append(
+            mbs.AddSensor(
+                SensorMarker(
+                    markerNumber=ms,
+                    storeInternal=True,
+                    outputVariableType=exu.OutputVariableType.Position,
+                )
+            )
+        )
     mbs.Assemble()
     ss = exu.SimulationSettings()
     ss.timeIntegration.numberOfSteps = steps

@@ -33,8 +33,12 @@ def _viz_images():
 def gl():
     """Off-screen rendering works here (probed in a child process: VTK segfaults
     instead of raising without a GL library); skip otherwise."""
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0:
         pytest.skip(f"off-screen rendering unavailable (probe exit {out.returncode})")
     os.environ["FLEXMBD_GL_PROBED"] = "ok:" + out.stdout.split("ok", 1)[-1].strip()
@@ -67,9 +71,9 @@ def test_flagship_flexible_slider_crank_renders_a_gif(gl, tmp_path):
     assert min(shares) > 0.02
     # colour-map values of the rod (the label above and the colour bar below cut off)
     top = [np.percentile(_viridis(mechanism(f)), 99) for f in frames]
-    assert top[0] < 0.1 and max(top) > 0.6          # undeformed at t = 0, then bending
+    assert top[0] < 0.1 and max(top) > 0.6  # undeformed at t = 0, then bending
     masks = [img.body_mask(mechanism(f)) for f in frames]
-    assert (masks[0] ^ masks[4]).mean() > 0.01      # the mechanism moved
+    assert (masks[0] ^ masks[4]).mean() > 0.01  # the mechanism moved
     still = iio.imread(png)
     assert img.drawn_share(still) > 0.02 and len(img.colored(mechanism(still))) > 500
 
@@ -77,7 +81,7 @@ def test_flagship_flexible_slider_crank_renders_a_gif(gl, tmp_path):
 def mechanism(frame):
     """The picture without the time label (top 8 %) and the colour bar (bottom 20 %)."""
     h = frame.shape[0]
-    return frame[int(0.08 * h):int(0.8 * h)]
+    return frame[int(0.08 * h) : int(0.8 * h)]
 
 
 def _viridis(region):
@@ -127,7 +131,7 @@ def test_example_has_quick_settings_and_states_its_cpu_time(name):
     params = inspect.signature(mod.main).parameters
     assert set(mod.QUICK) <= set(params), f"{name}: QUICK names unknown main() arguments"
     assert mod.settings(["--quick"]) == mod.QUICK and mod.settings([]) == {}
-    with pytest.raises(SystemExit):            # a mistyped option is refused, not ignored
+    with pytest.raises(SystemExit):  # a mistyped option is refused, not ignored
         mod.settings(["--quik"])
     doc = mod.__doc__
     assert re.search(r"CPU time.*defaults", doc, re.S | re.I), f"{name}: no CPU time stated"
@@ -138,15 +142,27 @@ def test_example_has_quick_settings_and_states_its_cpu_time(name):
 def test_four_bar_quick_runs_as_a_script(tmp_path):
     """The command line of an example: ``python examples/four_bar.py --quick`` runs the
     singular-configuration study at its small settings and prints the force error."""
-    env = dict(os.environ, FLEXMBD_PROGRESS="0", MPLBACKEND="Agg",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, str(EXAMPLES / "four_bar.py"), "--quick"],
-                         capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    env = dict(
+        os.environ,
+        FLEXMBD_PROGRESS="0",
+        MPLBACKEND="Agg",
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "four_bar.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     import re
 
-    err = [float(x) for x in re.findall(r"cut-joint force error vs 1-dof reference: (\S+) N",
-                                        out.stdout)]
+    err = [
+        float(x)
+        for x in re.findall(r"cut-joint force error vs 1-dof reference: (\S+) N", out.stdout)
+    ]
     # with the tangent projection the cut force follows the 1-dof reference (Wang et al.
     # 2025, Fig. 5); without it the accelerations drift after the singular configuration
     assert len(err) == 2 and err[0] < 1e-8 and err[1] > 1.0
@@ -155,10 +171,20 @@ def test_four_bar_quick_runs_as_a_script(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_every_example_runs_quick_as_a_script(name, tmp_path):
-    env = dict(os.environ, FLEXMBD_PROGRESS="0", MPLBACKEND="Agg",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--quick"],
-                         capture_output=True, text=True, timeout=1800, cwd=tmp_path, env=env)
+    env = dict(
+        os.environ,
+        FLEXMBD_PROGRESS="0",
+        MPLBACKEND="Agg",
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=tmp_path,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
 
 
@@ -170,7 +196,7 @@ def readme_blocks():
     text = (ROOT / "README.md").read_text()
     out = []
     for m in re.finditer(r"```python\n(.*?)```", text, re.S):
-        heads = re.findall(r"^## (.+)$", text[:m.start()], re.M)
+        heads = re.findall(r"^## (.+)$", text[: m.start()], re.M)
         out.append((heads[-1] if heads else "", m.group(1)))
     return out
 

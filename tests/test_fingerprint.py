@@ -35,21 +35,34 @@ build = namespace["build"]
 
 def test_same_model_in_another_process_has_the_same_fingerprint(tmp_path):
     script = tmp_path / "fp.py"
-    script.write_text(BUILD + textwrap.dedent("""
+    script.write_text(
+        BUILD
+        + textwrap.dedent("""
         import json
         from flexmbd.fingerprint import model_fingerprint
         print(json.dumps(model_fingerprint(build())))
-    """))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """)
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == model_fingerprint(build())
 
 
-@pytest.mark.parametrize("change, where", [
-    (dict(mass=2.0), "link.mass"), (dict(k=6.0), "spring._f"), (dict(g=-1.62), "g.g"),
-    (dict(q0=0.4), "hinge.q0"),
-])
+@pytest.mark.parametrize(
+    "change, where",
+    [
+        (dict(mass=2.0), "link.mass"),
+        (dict(k=6.0), "spring._f"),
+        (dict(g=-1.62), "g.g"),
+        (dict(q0=0.4), "hinge.q0"),
+    ],
+)
 def test_a_changed_parameter_is_named(change, where):
     diff = fingerprint_difference(model_fingerprint(build()), model_fingerprint(build(**change)))
     assert where in diff

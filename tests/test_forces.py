@@ -70,8 +70,9 @@ def test_wrench_jacobians_match_central_differences(name):
             for k in range(6):
                 dx = np.zeros(6)
                 dx[k] = h
-                fd[:, k] = (total(el, t, st.perturbed(bj, dx), bi)
-                            - total(el, t, st.perturbed(bj, -dx), bi)) / (2 * h)
+                fd[:, k] = (
+                    total(el, t, st.perturbed(bj, dx), bi) - total(el, t, st.perturbed(bj, -dx), bi)
+                ) / (2 * h)
             exact = K.get((bi, bj), np.zeros((6, 6)))
             assert np.allclose(exact, fd, atol=1e-7 * max(1.0, np.abs(fd).max()))
 
@@ -80,7 +81,7 @@ def test_point_force_wrench_is_moment_about_origin():
     m = model_with_forces()
     st = random_state(m)
     R, _ = st.pose(m.a)
-    (_, F), = m.fw.wrenches(0.0, st)
+    ((_, F),) = m.fw.wrenches(0.0, st)
     assert np.allclose(F[:3], np.cross(R @ [0.5, 0.1, -0.2], [1.0, 2.0, 3.0]))
 
 
@@ -93,7 +94,7 @@ def test_gravity_potential_gradient_is_minus_the_force():
         for k in range(6):
             dx = np.zeros(6)
             dx[k] = h
-            dV = (m.g.potential(0, st.perturbed(b, dx)) - m.g.potential(0, st.perturbed(b, -dx)))
+            dV = m.g.potential(0, st.perturbed(b, dx)) - m.g.potential(0, st.perturbed(b, -dx))
             assert np.isclose(-dV / (2 * h), F[k], atol=1e-6)
 
 
@@ -104,7 +105,11 @@ def test_joint_force_constant_and_callable():
     dq, dqd = jf.generalized_jacobians(0, np.zeros(4), np.zeros(3))
     assert dq.shape == (3, 4) and not dq.any() and dqd.shape == (3, 3)
     k = 5.0
-    sd = fm.JointForce(m.ja, lambda t, q, qd: -k * qd, dfdq=lambda t, q, qd: np.zeros((6, 7)),
-                       dfdqd=lambda t, q, qd: -k * np.eye(6))
+    sd = fm.JointForce(
+        m.ja,
+        lambda t, q, qd: -k * qd,
+        dfdq=lambda t, q, qd: np.zeros((6, 7)),
+        dfdqd=lambda t, q, qd: -k * np.eye(6),
+    )
     assert sd.has_jacobian
     assert np.allclose(sd.generalized_force(0, None, np.ones(6)), -5.0)

@@ -24,27 +24,38 @@ def _cols(table, name):
 def _joint_states_at(model, q, qd):
     rec, ab = model.compile("recursive"), model.compile("absolute")
     qa, qda = ab.state_from_bodies(rec.body_states(q, qd))
-    for name, sl in rec.modal_slices.items():           # deformation: the same modal state
+    for name, sl in rec.modal_slices.items():  # deformation: the same modal state
         qa[ab.modal_slices[name].q] = q[sl.q]
         qda[ab.modal_slices[name].v] = qd[sl.v]
     fa, fr = ab.forward_dynamics(qa, qda), rec.forward_dynamics(q, qd)
-    res = Results([0.0], qa[None], qda[None], fa.qdd[None], coordinates=ab.coordinates,
-                  speeds=ab.speeds, joint_names=ab.joint_names, reactions=fa.reactions[None])
+    res = Results(
+        [0.0],
+        qa[None],
+        qda[None],
+        fa.qdd[None],
+        coordinates=ab.coordinates,
+        speeds=ab.speeds,
+        joint_names=ab.joint_names,
+        reactions=fa.reactions[None],
+    )
     res.system = ab
     return rec, res, fr
 
 
-@pytest.mark.parametrize("build, tol", [
-    # measured 1.2e-14 (elbow) and 2.6e-16 (hinge on the deforming interface A); the
-    # central difference of the twist map it replaces gave 1e-11 and 3e-14
-    (lambda: double_pendulum(elbow_axis=(0.2, 0.3, 1.0)), 1e-13),
-    (flexible_pendulum, 1e-13),
-])
+@pytest.mark.parametrize(
+    "build, tol",
+    [
+        # measured 1.2e-14 (elbow) and 2.6e-16 (hinge on the deforming interface A); the
+        # central difference of the twist map it replaces gave 1e-11 and 3e-14
+        (lambda: double_pendulum(elbow_axis=(0.2, 0.3, 1.0)), 1e-13),
+        (flexible_pendulum, 1e-13),
+    ],
+)
 def test_absolute_joint_rates_equal_recursive_accelerations(build, tol):
     model = build()
     rec = model.compile("recursive")
     rng = np.random.default_rng(3)
-    q0 = rec.q0() if callable(rec.q0) else rec.q0       # flexible systems: a method
+    q0 = rec.q0() if callable(rec.q0) else rec.q0  # flexible systems: a method
     q = q0 + 0.01 * rng.standard_normal(rec.nq)
     q[:1] += 0.4
     qd = rng.standard_normal(rec.nv) * np.where(np.arange(rec.nv) < 2, 1.5, 0.05)
@@ -66,7 +77,7 @@ def test_exponential_map_rates_are_exact(amp):
     t0, h = 0.3, 1e-3
 
     def th(t):
-        return amp * np.array([np.sin(t), np.cos(2 * t), t ** 2])
+        return amp * np.array([np.sin(t), np.cos(2 * t), t**2])
 
     def dth(t):
         return amp * np.array([np.cos(t), -2 * np.sin(2 * t), 2 * t])

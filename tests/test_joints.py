@@ -23,8 +23,16 @@ def make(kind):
     return kind(a, b)
 
 
-KINDS = [fm.Revolute, fm.Prismatic, fm.Cylindrical, fm.Universal, fm.Spherical, fm.Planar,
-         fm.Fixed, fm.Free]
+KINDS = [
+    fm.Revolute,
+    fm.Prismatic,
+    fm.Cylindrical,
+    fm.Universal,
+    fm.Spherical,
+    fm.Planar,
+    fm.Fixed,
+    fm.Free,
+]
 
 
 def random_q(j):
@@ -78,7 +86,7 @@ def test_bias_acceleration_is_Hdot_v(kind):
     q, v = random_q(j), rng.normal(size=j.nv)
     h = 1e-6
     # dH/dt v along the motion q(t) = integrate(q, v, t)
-    dH = (j.motion_subspace(j.integrate(q, v, h)) - j.motion_subspace(j.integrate(q, v, -h)))
+    dH = j.motion_subspace(j.integrate(q, v, h)) - j.motion_subspace(j.integrate(q, v, -h))
     assert np.allclose(dH @ v / (2 * h), j.bias_acceleration(q, v), atol=1e-8)
 
 

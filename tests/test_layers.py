@@ -193,9 +193,13 @@ def layer_violations(edges, layers, ignore=()):
 def forbidden_violations(edges, contract):
     """Imports from ``source_modules`` into ``forbidden_modules`` (minus ``ignore_imports``)."""
     src, dst = contract["source_modules"], contract["forbidden_modules"]
-    return [(a, b) for a, targets in edges.items() if _owner(a, src)
-            for b in sorted(targets)
-            if _owner(b, dst) and not _ignored((a, b), contract.get("ignore_imports", ()))]
+    return [
+        (a, b)
+        for a, targets in edges.items()
+        if _owner(a, src)
+        for b in sorted(targets)
+        if _owner(b, dst) and not _ignored((a, b), contract.get("ignore_imports", ()))
+    ]
 
 
 # -- synthetic graphs: the checks catch a wrong import -------------------------------------
@@ -209,12 +213,17 @@ def test_cycles_finds_a_planted_cycle():
 
 
 def test_layer_check_flags_a_wrong_import():
-    good = {"p.viz": {"p.model"}, "p.integrators.x": {"p.recursive.s", "p.errors"},
-            "p.recursive.s": {"p.model.m"}, "p.model.m": {"p.errors"}, "p.errors": set()}
+    good = {
+        "p.viz": {"p.model"},
+        "p.integrators.x": {"p.recursive.s", "p.errors"},
+        "p.recursive.s": {"p.model.m"},
+        "p.model.m": {"p.errors"},
+        "p.errors": set(),
+    }
     assert layer_violations(good, LAYERS) == []
-    wrong = {**good, "p.model.m": {"p.errors", "p.viz"}}        # model imports viz
+    wrong = {**good, "p.model.m": {"p.errors", "p.viz"}}  # model imports viz
     assert layer_violations(wrong, LAYERS) == [("p.model.m", "p.viz")]
-    sibling = {**good, "p.absolute": {"p.recursive.s"}}          # independent siblings
+    sibling = {**good, "p.absolute": {"p.recursive.s"}}  # independent siblings
     assert layer_violations(sibling, LAYERS) == [("p.absolute", "p.recursive.s")]
     assert layer_violations(wrong, LAYERS, ignore=["p.model.m -> p.viz"]) == []
     forbidden = {"source_modules": ["p.model"], "forbidden_modules": ["p.viz"]}
@@ -240,10 +249,20 @@ def test_contract_kept_by_the_ast_graph(cid):
 
 def test_every_module_has_a_layer():
     """A new top-level module or package gets a place in the layers (and so is checked)."""
-    names = [n.strip() for layer in contracts()["layers"]["layers"]
-             for n in layer.replace(":", "|").split("|")]
-    loose = sorted({m for m in modules() if m != "flexmbd" and _owner(m, names) is None
-                    and not any(n.startswith(m + ".") for n in names)})
+    names = [
+        n.strip()
+        for layer in contracts()["layers"]["layers"]
+        for n in layer.replace(":", "|").split("|")
+    ]
+    loose = sorted(
+        {
+            m
+            for m in modules()
+            if m != "flexmbd"
+            and _owner(m, names) is None
+            and not any(n.startswith(m + ".") for n in names)
+        }
+    )
     assert loose == [], f"modules in no layer of pyproject.toml [tool.importlinter]: {loose}"
 
 
@@ -256,19 +275,30 @@ def test_ignored_imports_are_calls_inside_functions():
     top_level = {(a, b) for a, ts in edges.items() for b in ts} - in_function
     for c in contracts().values():
         for rule in c.get("ignore_imports", ()):
-            used = [e for e in edges.items() for e in [(e[0], b) for b in e[1]]
-                    if _ignored(e, [rule])]
+            used = [
+                e for e in edges.items() for e in [(e[0], b) for b in e[1]] if _ignored(e, [rule])
+            ]
             assert used, f"contract {c['id']!r}: ignore_imports {rule!r} matches no import"
             assert not [e for e in used if e in top_level], (
-                f"contract {c['id']!r}: {rule!r} is a module-level import")
+                f"contract {c['id']!r}: {rule!r} is a module-level import"
+            )
 
 
 def _lint(cwd, env=None):
-    return subprocess.run([sys.executable, "-c",
-                           "import sys; from importlinter.cli import lint_imports; "
-                           "sys.exit(lint_imports(config_filename='pyproject.toml', "
-                           "no_cache=True))"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', "
+            "no_cache=True))",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_import_linter_contracts_are_kept():
@@ -283,13 +313,16 @@ def test_import_linter_fails_on_a_wrong_import(tmp_path):
     """A copy of the package with ``flexmbd.fem.mesh`` importing the viewer inside a
     function: import-linter reports the layers, viz and fem contracts broken."""
     pytest.importorskip("importlinter")
-    shutil.copytree(PACKAGE, tmp_path / "flexmbd",
-                    ignore=shutil.ignore_patterns("__pycache__", "data"))
+    shutil.copytree(
+        PACKAGE, tmp_path / "flexmbd", ignore=shutil.ignore_patterns("__pycache__", "data")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     mesh = tmp_path / "flexmbd" / "fem" / "mesh.py"
-    mesh.write_text(mesh.read_text(encoding="utf-8")
-                    + "\n\ndef _show(fe):\n    from ..viz import render\n    return render\n",
-                    encoding="utf-8")
+    mesh.write_text(
+        mesh.read_text(encoding="utf-8")
+        + "\n\ndef _show(fe):\n    from ..viz import render\n    return render\n",
+        encoding="utf-8",
+    )
     (tmp_path / "flexmbd" / "data").mkdir()
     (tmp_path / "flexmbd" / "data" / "__init__.py").write_text("", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
@@ -299,7 +332,8 @@ def test_import_linter_fails_on_a_wrong_import(tmp_path):
     edges, _ = import_graph(tmp_path / "flexmbd")
     c = contracts(tmp_path / "pyproject.toml")
     assert ("flexmbd.fem.mesh", "flexmbd.viz.render") in layer_violations(
-        edges, c["layers"]["layers"], c["layers"].get("ignore_imports", ()))
+        edges, c["layers"]["layers"], c["layers"].get("ignore_imports", ())
+    )
 
 
 if __name__ == "__main__":
@@ -308,8 +342,11 @@ if __name__ == "__main__":
     print(f"import statements of flexmbd modules inside functions: {len(stmts)}")
     print("cycles (imports inside functions included):", cycles(edges) or "none")
     for cid, c in contracts().items():
-        bad = (layer_violations(edges, c["layers"]) if c["type"] == "layers"
-               else forbidden_violations(edges, {**c, "ignore_imports": ()}))
+        bad = (
+            layer_violations(edges, c["layers"])
+            if c["type"] == "layers"
+            else forbidden_violations(edges, {**c, "ignore_imports": ()})
+        )
         print(f"contract {cid}: {len(bad)} imports against it before ignore_imports")
         for a, b in bad:
             print(f"    {a} -> {b}")

@@ -15,12 +15,19 @@ def two_arm_space_robot():
     m.float = fm.Free(m.ground, m.base)
 
     def arm(b, mount):
-        b.links = fm.RigidBody(range(6), rule=lambda blk, i: fm.RigidBody.rod(
-            5.0, 0.5, axis="x", radius=0.03, origin="end"))
-        b.joints = fm.Revolute(range(6), rule=lambda blk, i: fm.Revolute(
-            mount.body if i == 0 else blk.links[i - 1], blk.links[i],
-            axis=(0, 0, 1) if i % 2 == 0 else (0, 1, 0),
-            parent_frame=mount if i == 0 else (0.5, 0, 0)))
+        b.links = fm.RigidBody(
+            range(6),
+            rule=lambda blk, i: fm.RigidBody.rod(5.0, 0.5, axis="x", radius=0.03, origin="end"),
+        )
+        b.joints = fm.Revolute(
+            range(6),
+            rule=lambda blk, i: fm.Revolute(
+                mount.body if i == 0 else blk.links[i - 1],
+                blk.links[i],
+                axis=(0, 0, 1) if i % 2 == 0 else (0, 1, 0),
+                parent_frame=mount if i == 0 else (0.5, 0, 0),
+            ),
+        )
 
     m.arm1 = fm.Block(rule=arm, mount=fm.Frame(m.base, (0.8, 0, 0.3)))
     m.arm2 = fm.Block(rule=arm, mount=fm.Frame(m.base, (-0.8, 0, 0.3), (0, 0, np.pi)))
@@ -55,8 +62,9 @@ def test_replace_and_delete_update_the_model():
 def test_indexed_components_and_rules():
     m = fm.Model()
     m.links = fm.RigidBody(range(4), rule=lambda b, i: fm.RigidBody(1.0 + i))
-    m.joints_ = fm.Revolute(range(4), rule=lambda b, i: fm.Revolute(
-        b.ground if i == 0 else b.links[i - 1], b.links[i]))
+    m.joints_ = fm.Revolute(
+        range(4), rule=lambda b, i: fm.Revolute(b.ground if i == 0 else b.links[i - 1], b.links[i])
+    )
     assert [b.name for b in m.bodies()] == [f"links[{i}]" for i in range(4)]
     assert float(m.links[3].mass) == 4.0 and len(m.links) == 4
     assert m.topology().cut_joints == ()
@@ -80,8 +88,10 @@ def test_same_block_rule_instanced_twice_and_pprint_space_robot():
     t = m.topology()
     # regular labels: parent label < child label, leaves (arm tips) highest
     assert all(t.parent[k] < k for k in range(1, 14))
-    tips = {t.body_map[m.bodies().index(m.arm1.links[5])], t.body_map[m.bodies().index(
-        m.arm2.links[5])]}
+    tips = {
+        t.body_map[m.bodies().index(m.arm1.links[5])],
+        t.body_map[m.bodies().index(m.arm2.links[5])],
+    }
     assert tips == {12, 13}
 
 
@@ -99,7 +109,7 @@ def test_loops_are_cut_at_the_joint_adding_fewest_equations():
     m.b = fm.RigidBody(1.0, (1, 1, 1))
     m.c = fm.RigidBody(1.0, (1, 1, 1))
     m.j1 = fm.Revolute(m.ground, m.a)
-    m.s = fm.Spherical(m.a, m.b)      # 3 equations
+    m.s = fm.Spherical(m.a, m.b)  # 3 equations
     m.j3 = fm.Revolute(m.b, m.c)
     m.j4 = fm.Revolute(m.c, m.ground)  # 5 equations
     assert [j.name for j in m.cut_joints()] == ["s"]
@@ -121,15 +131,18 @@ def test_rigid_body_shape_helpers():
     assert np.isclose(s.inertia_matrix[2, 2], 2.0)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(mass=0.0), "mass must be a positive"),
-    (dict(mass=-1.0), "mass must be a positive"),
-    (dict(mass=1.0, inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), "not symmetric"),
-    (dict(mass=1.0, inertia=(-1, 1, 1)), "positive semi-definite"),
-    (dict(mass=1.0, inertia=(1, 1, 3)), "triangle inequality"),
-    (dict(mass=1.0, com=(0, 0)), "com must be 3"),
-    (dict(mass=1.0, inertia=(1, 2)), "inertia must be a 3x3"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(mass=0.0), "mass must be a positive"),
+        (dict(mass=-1.0), "mass must be a positive"),
+        (dict(mass=1.0, inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), "not symmetric"),
+        (dict(mass=1.0, inertia=(-1, 1, 1)), "positive semi-definite"),
+        (dict(mass=1.0, inertia=(1, 1, 3)), "triangle inequality"),
+        (dict(mass=1.0, com=(0, 0)), "com must be 3"),
+        (dict(mass=1.0, inertia=(1, 2)), "inertia must be a 3x3"),
+    ],
+)
 def test_bad_bodies_raise_clear_errors(kwargs, match):
     with pytest.raises(fm.ModelError, match=match):
         fm.RigidBody(**kwargs)

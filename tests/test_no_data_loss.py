@@ -57,10 +57,13 @@ def holder(tmp_path):
     cp, go, started = tmp_path / "shared.h5", tmp_path / "go", tmp_path / "started"
     script = tmp_path / "holder.py"
     script.write_text(HOLDER)
-    proc = subprocess.Popen([sys.executable, str(script), str(cp), str(go), str(started),
-                             str(TESTS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "FLEXMBD_PROGRESS": "0"})
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(cp), str(go), str(started), str(TESTS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "FLEXMBD_PROGRESS": "0"},
+    )
     try:
         deadline = time.time() + 120
         while not started.exists():
@@ -92,29 +95,29 @@ def test_a_second_process_cannot_touch_the_first_ones_checkpoint(holder):
     for overwrite in (False, True):
         with pytest.raises(FileError, match="in use by another run") as info:
             run(Oscillator(), 0.2, checkpoint=cp, every=5, overwrite=overwrite)
-        assert str(proc.pid) in str(info.value)            # names the holder
+        assert str(proc.pid) in str(info.value)  # names the holder
     with pytest.raises(FileError, match="in use"):
         resume(cp, Oscillator())
-    assert _digest(cp) == before                           # not even opened for writing
+    assert _digest(cp) == before  # not even opened for writing
     go.write_text("go")
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err                           # the first run finished
+    assert proc.returncode == 0, err  # the first run finished
     res = Results.load(cp)
     assert int(out) == len(res) == 51 and res.t[-1] == pytest.approx(0.5)
     assert read_checkpoint(cp)[2]["status"] == "finished"
-    assert not (cp.parent / "shared.h5.lock").exists()         # released on exit
+    assert not (cp.parent / "shared.h5.lock").exists()  # released on exit
 
 
 def test_a_killed_run_leaves_no_lock_that_blocks_its_resume(holder):
     proc, cp, _ = holder
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
-    assert (cp.parent / "shared.h5.lock").exists()             # the stale lock file...
+    assert (cp.parent / "shared.h5.lock").exists()  # the stale lock file...
     saved = read_checkpoint(cp)[2]["n_steps"]
-    res = resume(cp, Oscillator(), t_end=0.5)                          # ...is taken over
+    res = resume(cp, Oscillator(), t_end=0.5)  # ...is taken over
     assert res.t[-1] == pytest.approx(0.5) and saved >= 4
     ref = run(Oscillator(), 0.5)
-    np.testing.assert_array_equal(res.q, ref.q)                # and the resume is exact
+    np.testing.assert_array_equal(res.q, ref.q)  # and the resume is exact
 
 
 def test_rerunning_without_resume_keeps_the_saved_work(saved):
@@ -129,8 +132,7 @@ def test_rerunning_without_resume_keeps_the_saved_work(saved):
     assert Results.load(cp).equals(res) and res.q[0, 0] == 2.0
 
 
-def test_an_overwrite_that_fails_before_its_first_checkpoint_keeps_the_old_file(saved,
-                                                                                tmp_path):
+def test_an_overwrite_that_fails_before_its_first_checkpoint_keeps_the_old_file(saved, tmp_path):
     class BadState(Oscillator):
         def state_dict(self):
             raise RuntimeError("state not serializable")
@@ -139,7 +141,7 @@ def test_an_overwrite_that_fails_before_its_first_checkpoint_keeps_the_old_file(
     with pytest.raises(RuntimeError):
         run(BadState(), 0.3, checkpoint=cp, every=5, overwrite=True)
     assert _digest(cp) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]   # no temp, no lock
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]  # no temp, no lock
 
 
 def test_results_save_replaces_a_file_only_with_a_complete_one(tmp_path, monkeypatch):
@@ -172,8 +174,9 @@ def test_simulate_into_a_missing_directory_fails_before_the_work(tmp_path, capsy
     assert "/nonexistent/dir" in err and "does not exist" in err and not marker.exists()
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="root writes into read-only directories")
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only directories"
+)
 def test_read_only_directory_is_refused(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -190,23 +193,68 @@ def test_read_only_directory_is_refused(tmp_path):
 
 def test_cli_rerun_with_the_same_checkpoint_refuses_then_resumes(tmp_path, capsys):
     script = tmp_path / "pendulum.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(TESTS)!r})
         from models import pendulum as build
-    """))
+    """)
+    )
     cp = tmp_path / "cp.h5"
     common = ["--dt", "0.01", "--integrator", "rk4", "--no-geometry"]
-    assert main(["simulate", str(script), "-o", str(tmp_path / "a.npz"), "--t-end", "0.2",
-                 "--checkpoint", str(cp), "--every", "5", *common]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(tmp_path / "a.npz"),
+                "--t-end",
+                "0.2",
+                "--checkpoint",
+                str(cp),
+                "--every",
+                "5",
+                *common,
+            ]
+        )
+        == 0
+    )
     before = _digest(cp)
     capsys.readouterr()
-    assert main(["simulate", str(script), "-o", str(tmp_path / "b.npz"), "--t-end", "0.4",
-                 "--checkpoint", str(cp), *common]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(tmp_path / "b.npz"),
+                "--t-end",
+                "0.4",
+                "--checkpoint",
+                str(cp),
+                *common,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--resume" in err and "--overwrite" in err and _digest(cp) == before
-    assert main(["simulate", str(script), "-o", str(tmp_path / "b.npz"), "--resume", str(cp),
-                 "--t-end", "0.4"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(script),
+                "-o",
+                str(tmp_path / "b.npz"),
+                "--resume",
+                str(cp),
+                "--t-end",
+                "0.4",
+            ]
+        )
+        == 0
+    )
     assert Results.load(tmp_path / "b.npz").t[-1] == pytest.approx(0.4)
 
 
@@ -219,7 +267,7 @@ def test_resume_with_other_parameters_is_refused_unless_allowed(tmp_path):
     with pytest.raises(ModelError, match="link.mass") as info:
         resume(cp, model=build(3.0), t_end=0.2)
     assert "allow_model_change=True" in str(info.value) and _digest(cp) == before
-    same = resume(cp, model=build(1.0), t_end=0.2)              # the same model: accepted
+    same = resume(cp, model=build(1.0), t_end=0.2)  # the same model: accepted
     ref = build(1.0).simulate(0.2, dt=0.01, integrator="rk4")
     np.testing.assert_array_equal(same.q, ref.q)
     # explicitly allowed: continues with the new model, whose energies are recomputed
@@ -227,5 +275,6 @@ def test_resume_with_other_parameters_is_refused_unless_allowed(tmp_path):
     build(1.0).simulate(0.1, dt=0.01, integrator="rk4", checkpoint=cp2, every=3)
     other = resume(cp2, model=build(3.0), t_end=0.2, allow_model_change=True)
     assert other.t[-1] == pytest.approx(0.2)
-    np.testing.assert_allclose(other.energy["kinetic"][1:4] / ref.energy["kinetic"][1:4], 3.0,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        other.energy["kinetic"][1:4] / ref.energy["kinetic"][1:4], 3.0, rtol=1e-12
+    )

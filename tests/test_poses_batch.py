@@ -89,10 +89,10 @@ def test_attach_tree_poses_of_a_run_matches_the_per_sample_path():
     tree kinematics sample by sample (positions bitwise, Euler parameters to 1e-16)."""
     m = double_pendulum()
     res = m.simulate(t_end=0.2, dt=1e-3, integrator="rk4")
-    out = attach_tree_poses(Results(res.t, res.q, res.qd, coordinates=res.coordinates,
-                                    speeds=res.speeds), m)
-    cols = {j: [i for i, (o, _) in enumerate(res.coordinates) if o == j.name]
-            for j in m.joints()}
+    out = attach_tree_poses(
+        Results(res.t, res.q, res.qd, coordinates=res.coordinates, speeds=res.speeds), m
+    )
+    cols = {j: [i for i, (o, _) in enumerate(res.coordinates) if o == j.name] for j in m.joints()}
     for b in m.bodies():
         R_ref = np.empty((len(res.t), 3, 3))
         r_ref = np.empty((len(res.t), 3))

@@ -11,26 +11,41 @@ import flexmbd as fm
 from flexmbd.integrators import registry
 
 
-@pytest.mark.parametrize("name, canonical", [
-    ("rk4", "rk4"), ("RK4", "rk4"), ("RK45", "rk45"), ("dopri5", "rk45"),
-    ("DOP853", "dop853"), ("rk23", "rk23"), ("Newmark", "newmark"), ("HHT", "hht"),
-    ("hht_alpha", "hht"), ("generalized-alpha", "generalized-alpha"),
-    ("generalized_alpha", "generalized-alpha"), ("Gen-Alpha", "generalized-alpha"),
-    ("genalpha", "generalized-alpha"), (" generalized alpha ", "generalized-alpha"),
-])
+@pytest.mark.parametrize(
+    "name, canonical",
+    [
+        ("rk4", "rk4"),
+        ("RK4", "rk4"),
+        ("RK45", "rk45"),
+        ("dopri5", "rk45"),
+        ("DOP853", "dop853"),
+        ("rk23", "rk23"),
+        ("Newmark", "newmark"),
+        ("HHT", "hht"),
+        ("hht_alpha", "hht"),
+        ("generalized-alpha", "generalized-alpha"),
+        ("generalized_alpha", "generalized-alpha"),
+        ("Gen-Alpha", "generalized-alpha"),
+        ("genalpha", "generalized-alpha"),
+        (" generalized alpha ", "generalized-alpha"),
+    ],
+)
 def test_names_are_case_insensitive_with_aliases(name, canonical):
     assert registry.integrator(name).name == canonical
 
 
-@pytest.mark.parametrize("integrator, formulation, dt, expected", [
-    (None, None, 1e-3, ("rk4", "recursive")),
-    (None, None, None, ("rk45", "recursive")),
-    (None, "absolute", 1e-3, ("generalized-alpha", "absolute")),
-    (None, "Absolute", 1e-3, ("generalized-alpha", "absolute")),
-    ("HHT", None, 1e-3, ("hht", "absolute")),
-    ("newmark", "absolute", 1e-3, ("newmark", "absolute")),
-    ("dop853", "recursive", None, ("dop853", "recursive")),
-])
+@pytest.mark.parametrize(
+    "integrator, formulation, dt, expected",
+    [
+        (None, None, 1e-3, ("rk4", "recursive")),
+        (None, None, None, ("rk45", "recursive")),
+        (None, "absolute", 1e-3, ("generalized-alpha", "absolute")),
+        (None, "Absolute", 1e-3, ("generalized-alpha", "absolute")),
+        ("HHT", None, 1e-3, ("hht", "absolute")),
+        ("newmark", "absolute", 1e-3, ("newmark", "absolute")),
+        ("dop853", "recursive", None, ("dop853", "recursive")),
+    ],
+)
 def test_integrator_and_formulation_follow_each_other(integrator, formulation, dt, expected):
     spec, form = registry.resolve(integrator, formulation, dt)
     assert (spec.name, form) == expected
@@ -57,7 +72,7 @@ def test_every_offered_pair_runs_the_double_pendulum():
 
 def test_closed_loop_defaults_and_options():
     m = four_bar()
-    res = m.simulate(0.05, dt=1e-3)                     # recursive + cut joint, rk4
+    res = m.simulate(0.05, dt=1e-3)  # recursive + cut joint, rk4
     assert res.t[-1] == pytest.approx(0.05)
     with pytest.raises(fm.ModelError, match="rho_inf.*valid options.*projection"):
         m.simulate(0.05, dt=1e-3, rho_inf=0.5)
@@ -80,8 +95,8 @@ BAD_SIMULATE = [
     (dict(dt=float("nan")), "dt"),
     (dict(dt=float("inf")), "dt"),
     (dict(dt="1e-3"), "dt"),
-    (dict(dt=5.0), "dt"),                                   # longer than the run
-    (dict(dt=1e-300), "steps"),                             # would never end
+    (dict(dt=5.0), "dt"),  # longer than the run
+    (dict(dt=1e-300), "steps"),  # would never end
     (dict(dt=1e-300, integrator="generalized-alpha"), "steps"),
     (dict(dt=None, integrator="rk4"), "dt"),
     (dict(dt=None, integrator="newmark"), "dt"),
@@ -101,16 +116,16 @@ BAD_SIMULATE = [
     (dict(substeps=2, integrator="newmark"), "substeps"),
     (dict(atol=1e-6, integrator="hht"), "atol"),
     (dict(tolerance=1e-6), "tolerance"),
-    (dict(projection="rhs"), "projection"),                 # tree: no loops to project
+    (dict(projection="rhs"), "projection"),  # tree: no loops to project
     (dict(t0=float("nan")), "t0"),
     (dict(t0=2.0), "t_end"),
 ]
 
 
-@pytest.mark.parametrize("kwargs, names", BAD_SIMULATE,
-                         ids=[str(sorted(k.items())) for k, _ in BAD_SIMULATE])
-def test_bad_simulate_arguments_are_refused_before_any_work(kwargs, names, tmp_path,
-                                                            monkeypatch):
+@pytest.mark.parametrize(
+    "kwargs, names", BAD_SIMULATE, ids=[str(sorted(k.items())) for k, _ in BAD_SIMULATE]
+)
+def test_bad_simulate_arguments_are_refused_before_any_work(kwargs, names, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = dict(t_end=0.1, dt=1e-3)
     args.update(kwargs)
@@ -118,7 +133,7 @@ def test_bad_simulate_arguments_are_refused_before_any_work(kwargs, names, tmp_p
     with pytest.raises(fm.ModelError, match=names):
         double_pendulum().simulate(**args)
     assert time.process_time() - start < 5.0
-    assert not (tmp_path / "x.h5").exists()                 # nothing written
+    assert not (tmp_path / "x.h5").exists()  # nothing written
 
 
 def test_system_entry_points_check_too():
@@ -132,5 +147,5 @@ def test_system_entry_points_check_too():
         ab.simulate(0.1, dt=1.0)
     with pytest.raises(fm.ModelError, match="rk4"):
         ab.simulate(0.1, dt=1e-3, integrator="rk4")
-    res = ab.simulate(0.01, dt=1e-3)                         # default: generalized-alpha
+    res = ab.simulate(0.01, dt=1e-3)  # default: generalized-alpha
     assert res.meta["integrator"] == "generalized-alpha"

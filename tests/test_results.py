@@ -27,7 +27,7 @@ def rich_results():
     res = swinging_beam_results(nt=7)
     res.stats["rank"] = np.arange(7, dtype=np.int32)
     res.stats["violation"] = np.linspace(0, 1e-12, 7)
-    res.extra["tags"] = np.array(["a", "bb", "ccc", "d", "e", "f", "g"])   # unicode survives
+    res.extra["tags"] = np.array(["a", "bb", "ccc", "d", "e", "f", "g"])  # unicode survives
     res.meta.update({"dt": 1e-3, "integrator": "generalized-alpha", "rho_inf": 0.8})
     res.reactions = np.random.default_rng(0).normal(size=res.reactions.shape)
     return res
@@ -40,8 +40,11 @@ def test_named_access():
     np.testing.assert_array_equal(res.reaction("slide"), res.reactions[:, 1])
     assert res.body("beam").modal.shape == (7, 2)
     R = res.body("beam").rotation
-    np.testing.assert_allclose(R[:, :2, :2] @ [1, 0], np.column_stack(
-        [np.cos(res.q[:, 0]), np.sin(res.q[:, 0])]), atol=1e-14)
+    np.testing.assert_allclose(
+        R[:, :2, :2] @ [1, 0],
+        np.column_stack([np.cos(res.q[:, 0]), np.sin(res.q[:, 0])]),
+        atol=1e-14,
+    )
     assert res.body_names() == ["beam", "box"]
     with pytest.raises(FlexmbdError, match="attach_body_poses"):
         _ = res.body("nobody").position
@@ -53,8 +56,13 @@ def test_dataframe_columns():
     res = rich_results()
     df = res.to_dataframe()
     assert df.index.name == "t" and len(df) == 7
-    assert {"q:hinge:angle", "qd:slide:v", "reaction:hinge:fy", "energy:kinetic",
-            "stats:rank"} <= set(df.columns)
+    assert {
+        "q:hinge:angle",
+        "qd:slide:v",
+        "reaction:hinge:fy",
+        "energy:kinetic",
+        "stats:rank",
+    } <= set(df.columns)
     np.testing.assert_array_equal(df["reaction:hinge:fy"].to_numpy(), res.reactions[:, 0, 4])
 
 
@@ -75,11 +83,24 @@ def test_exact_round_trip(tmp_path, suffix):
 def test_loads_files_of_the_first_schema(tmp_path):
     """Files written before geometry existed (same keys, no geometry__) still load."""
     t = np.linspace(0, 1, 4)
-    header = {"schema": 1, "coordinates": [["j1", "angle"]], "speeds": [["j1", "rate"]],
-              "joint_names": ["j1"], "meta": {"model": "old"}}
-    np.savez(tmp_path / "old.npz", __header__=np.array(json.dumps(header)), t=t,
-             q=t[:, None], qd=t[:, None], qdd=t[:, None], reactions=np.zeros((4, 1, 6)),
-             energy__kinetic=t, extra__modal__x=t[:, None])
+    header = {
+        "schema": 1,
+        "coordinates": [["j1", "angle"]],
+        "speeds": [["j1", "rate"]],
+        "joint_names": ["j1"],
+        "meta": {"model": "old"},
+    }
+    np.savez(
+        tmp_path / "old.npz",
+        __header__=np.array(json.dumps(header)),
+        t=t,
+        q=t[:, None],
+        qd=t[:, None],
+        qdd=t[:, None],
+        reactions=np.zeros((4, 1, 6)),
+        energy__kinetic=t,
+        extra__modal__x=t[:, None],
+    )
     res = Results.load(tmp_path / "old.npz")
     assert res.meta["model"] == "old" and res.geometry == {}
     np.testing.assert_array_equal(res.joint("j1").q[:, 0], t)
@@ -99,6 +120,7 @@ def test_slice_take_concatenate():
 
 def test_vtk_series_holds_the_deformed_meshes(tmp_path):
     import meshio
+
     res = swinging_beam_results(nt=6)
     files = res.to_vtk(tmp_path / "out" / "run.pvd", stride=2, scale=2.0)
     assert len(files) == 3
@@ -114,8 +136,9 @@ def test_vtk_series_holds_the_deformed_meshes(tmp_path):
     expected = g.points(q, R, np.zeros(3), scale=2.0)
     n = len(g.nodes)
     np.testing.assert_allclose(last.points[:n], expected, atol=1e-12)
-    np.testing.assert_allclose(last.point_data["displacement"][:n],
-                               2.0 * g.displacement(q) @ R.T, atol=1e-12)
+    np.testing.assert_allclose(
+        last.point_data["displacement"][:n], 2.0 * g.displacement(q) @ R.T, atol=1e-12
+    )
     np.testing.assert_allclose(last.point_data["von_mises"][:n], g.von_mises(q), rtol=1e-12)
     body_id = np.concatenate(last.cell_data["body_id"])
     assert (body_id == 0).sum() == g.n_cells and (body_id == 1).sum() == 1
@@ -125,6 +148,7 @@ def test_vtk_series_of_simulated_results_takes_the_model(tmp_path):
     """Results of Model.simulate write VTK without attach_geometry: meshes and poses
     come from their model (the results themselves stay as they were)."""
     import meshio
+
     m = fm.Model("pendulum")
     m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
     m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1), q0=[0.3])
@@ -169,8 +193,14 @@ def pendulum_chain():
 def chain_results(nt=5):
     t = np.linspace(0, 1, nt)
     q = np.column_stack([np.sin(t), 2 * t])
-    return Results(t, q, np.zeros_like(q), coordinates=[("j1", "angle"), ("j2", "angle")],
-                   speeds=[("j1", "rate"), ("j2", "rate")], joint_names=["j1", "j2"])
+    return Results(
+        t,
+        q,
+        np.zeros_like(q),
+        coordinates=[("j1", "angle"), ("j2", "angle")],
+        speeds=[("j1", "rate"), ("j2", "rate")],
+        joint_names=["j1", "j2"],
+    )
 
 
 def test_tree_poses_and_geometry_from_a_model():
@@ -200,12 +230,15 @@ class FakeSystem:
             out = {}
             for i in range(len(q)):
                 for b, (R, r) in tree_poses(self.model, {j1: q[i, :1], j2: q[i, 1:]}).items():
-                    R_, r_ = out.setdefault(b.name, (np.empty((len(q), 3, 3)),
-                                                     np.empty((len(q), 3))))[:2]
+                    R_, r_ = out.setdefault(
+                        b.name, (np.empty((len(q), 3, 3)), np.empty((len(q), 3)))
+                    )[:2]
                     R_[i], r_[i] = R, r
             return {k: (R_, r_, None, None) for k, (R_, r_) in out.items()}
-        return {b.name: (R, r, np.zeros(3), np.zeros(3))
-                for b, (R, r) in tree_poses(self.model, {j1: q[:1], j2: q[1:]}).items()}
+        return {
+            b.name: (R, r, np.zeros(3), np.zeros(3))
+            for b, (R, r) in tree_poses(self.model, {j1: q[:1], j2: q[1:]}).items()
+        }
 
 
 @pytest.mark.parametrize("batched", [True, False])
@@ -216,8 +249,9 @@ def test_attach_body_poses_from_a_system(batched):
     ref = attach_tree_poses(chain_results(), m)
     for b in "ab":
         for kind in ("position", "orientation"):
-            np.testing.assert_allclose(getattr(res.body_series[b], kind),
-                                       getattr(ref.body_series[b], kind), atol=1e-14)
+            np.testing.assert_allclose(
+                getattr(res.body_series[b], kind), getattr(ref.body_series[b], kind), atol=1e-14
+            )
     assert "ground" not in res.body_series and not res.extra
     assert sys_.calls == (1 if batched else 1 + 5)
 
@@ -239,31 +273,44 @@ def test_schema1_files_load_into_typed_series(suffix, tmp_path):
     assert sorted(res.extra) == ["driver:d", "lambda"]
     beam = res.body("beam")
     np.testing.assert_array_equal(beam.position, np.column_stack([t, 2 * t, 0 * t]))
-    np.testing.assert_array_equal(beam.modal, np.column_stack([t, t ** 2]))
-    np.testing.assert_allclose(beam.rotation[:, :2, :2],
-                               [[[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]] for a in th],
-                               atol=1e-15)
+    np.testing.assert_array_equal(beam.modal, np.column_stack([t, t**2]))
+    np.testing.assert_allclose(
+        beam.rotation[:, :2, :2],
+        [[[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]] for a in th],
+        atol=1e-15,
+    )
     assert list(beam.interfaces) == ["A"] and beam.interfaces["A"].shape == (5, 7)
-    cut = res.joint("cut")                         # a joint with no columns of q
+    cut = res.joint("cut")  # a joint with no columns of q
     np.testing.assert_array_equal(cut.q[:, 0], -th)
     np.testing.assert_array_equal(cut.qd[:, 0], -0.3 * np.cos(t))
     np.testing.assert_array_equal(res.joint("hinge").q[:, 0], th)
     assert res.body_names() == ["beam"]
     back = Results.load(res.save(tmp_path / f"again{suffix}"))
     assert back.equals(res) and back.extra.keys() == res.extra.keys()
-    header = (json.loads(str(np.load(tmp_path / "again.npz")["__header__"])) if suffix == ".npz"
-              else None)
+    header = (
+        json.loads(str(np.load(tmp_path / "again.npz")["__header__"])) if suffix == ".npz" else None
+    )
     assert header is None or header["schema"] == SCHEMA == 2
 
 
 def test_typed_series_slice_take_concatenate_and_save(tmp_path):
     t = np.linspace(0.0, 1.0, 6)
-    res = Results(t, t[:, None], t[:, None], coordinates=[("j", "x")], speeds=[("j", "v")],
-                  bodies={"b": BodySeries(position=np.outer(t, [1, 2, 3]),
-                                          modal=t[:, None] ** 2,
-                                          interfaces={"A": np.outer(t, np.arange(7.0))})},
-                  joints={"k": JointSeries(-t[:, None], t[:, None], 0 * t[:, None])},
-                  extra={"user": 3 * t})
+    res = Results(
+        t,
+        t[:, None],
+        t[:, None],
+        coordinates=[("j", "x")],
+        speeds=[("j", "v")],
+        bodies={
+            "b": BodySeries(
+                position=np.outer(t, [1, 2, 3]),
+                modal=t[:, None] ** 2,
+                interfaces={"A": np.outer(t, np.arange(7.0))},
+            )
+        },
+        joints={"k": JointSeries(-t[:, None], t[:, None], 0 * t[:, None])},
+        extra={"user": 3 * t},
+    )
     assert res.extra.keys() == {"user"}
     part = res.slice(3)
     np.testing.assert_array_equal(part.body("b").position, res.body("b").position[:3])
@@ -275,7 +322,7 @@ def test_typed_series_slice_take_concatenate_and_save(tmp_path):
             pytest.importorskip("h5py")
         assert Results.load(res.save(tmp_path / name)).equals(res)
     with pytest.raises(FlexmbdError, match="no orientation history"):
-        _ = res.body("b").orientation                # not stored, no system to compute it
+        _ = res.body("b").orientation  # not stored, no system to compute it
     bad = Results(t, t[:, None], t[:, None], bodies={"a__b": BodySeries(modal=t[:, None])})
     with pytest.raises(FlexmbdError, match="reserves"):
         bad.save(tmp_path / "bad.npz")

@@ -25,8 +25,9 @@ def _run_all(build, t_end, dt, **kw):
     out = {}
     for formulation, name in PAIRS:
         opts = dict(kw.get(formulation, {}))
-        out[(formulation, name)] = build().simulate(t_end, dt=dt, integrator=name,
-                                                    formulation=formulation, **opts)
+        out[(formulation, name)] = build().simulate(
+            t_end, dt=dt, integrator=name, formulation=formulation, **opts
+        )
     return out
 
 
@@ -59,8 +60,9 @@ def _check_shape(model, res):
         assert v is None or v.shape == (nt,)
     for k in ("kinetic", "potential", "total"):
         assert res.energies[k] is not None
-    np.testing.assert_allclose(res.energies.total,
-                               res.energies.kinetic + res.energies.potential, atol=1e-12)
+    np.testing.assert_allclose(
+        res.energies.total, res.energies.kinetic + res.energies.potential, atol=1e-12
+    )
     assert res.stats, "solver statistics in every formulation"
     if res.meta["formulation"] == "absolute":
         assert np.all(res.stats["newton_iterations"][1:] >= 0)
@@ -111,7 +113,7 @@ def test_cut_joint_history_is_saved(four_bar_runs, tmp_path):
     cut = [j.name for j in model.joints() if j.name not in owners]
     assert cut, "the four-bar has a cut joint in the recursive formulation"
     res.save(tmp_path / "run.h5")
-    back = fm.Results.load(tmp_path / "run.h5")             # no system: read from the file
+    back = fm.Results.load(tmp_path / "run.h5")  # no system: read from the file
     for name in cut:
         np.testing.assert_array_equal(back.joint(name).q, res.joint(name).q)
         np.testing.assert_array_equal(back.joint(name).qd, res.joint(name).qd)
@@ -128,6 +130,7 @@ def test_system_simulate_gives_body_poses_and_joints():
 def test_angles_are_continuous_past_pi():
     """A pendulum spinning over the top: the absolute formulation's joint angle leaves
     (-pi, pi] continuously and matches the recursive formulation's."""
+
     def spinner():
         m = fm.Model("spinner")
         m.link = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
@@ -137,14 +140,14 @@ def test_angles_are_continuous_past_pi():
     a = spinner().simulate(0.5, dt=1e-3, integrator="rk4")
     b = spinner().simulate(0.5, dt=1e-3, integrator="generalized-alpha")
     qa, qb = a.joint("hinge").q[:, 0], b.joint("hinge").q[:, 0]
-    assert qa[-1] == pytest.approx(8.0, abs=1e-9)         # free spin, no gravity
+    assert qa[-1] == pytest.approx(8.0, abs=1e-9)  # free spin, no gravity
     assert qb[0] == pytest.approx(3.0, abs=1e-12)
     # generalized-alpha's phase error of a free rotation: ~2.3e-8 rad per step at dt = 1e-3
     assert np.abs(qa - qb).max() < 2e-5
     assert np.all(np.diff(qb) > 0)
     # the speed of the index-3 scheme's state (error ~2e-6 rad/s), read through the map
     np.testing.assert_allclose(b.joint("hinge").qd[:, 0], 10.0, atol=1e-5)
-    w = b.system.body_states(b.q[-1], b.qd[-1])["link"][2]      # world angular velocity
+    w = b.system.body_states(b.q[-1], b.qd[-1])["link"][2]  # world angular velocity
     assert b.joint("hinge").qd[-1, 0] == pytest.approx(w[2], abs=1e-12)
 
 
@@ -155,13 +158,19 @@ def test_flexible_pendulum_in_every_pair():
     for res in runs.values():
         assert res.body("beam").modal.shape == (len(res.t), n)
         d = res.body("beam").modal[-1] - runs[REF].body("beam").modal[-1]
-        assert np.abs(d).max() < 5e-6                     # measured 1.9e-6 (implicit)
+        assert np.abs(d).max() < 5e-6  # measured 1.9e-6 (implicit)
     # Angles, positions and modal coordinates agree closely (measured: 7e-7 rad, 2e-8 m).
     # Speeds, rates and reactions of the implicit schemes differ more (measured 1.5e-3
     # rad/s, 1.9 rad/s^2 of 45, 1.6 N of 24 N at t = 0.02 s): at dt = 1e-4 they do not
     # resolve the stiff constraint (interface) modes, whose coordinates times their
     # stiffness make the hinge force; the three implicit schemes agree with each other.
     ref = runs[REF].joint("hinge")
-    _agree(model, runs, tol_q=5e-6, tol_x=1e-7, tol_qd=5e-3,
-           tol_qdd=0.1 * np.abs(ref.qdd[-1]).max(),
-           tol_r=0.1 * np.abs(ref.reaction[-1]).max())
+    _agree(
+        model,
+        runs,
+        tol_q=5e-6,
+        tol_x=1e-7,
+        tol_qd=5e-3,
+        tol_qdd=0.1 * np.abs(ref.qdd[-1]).max(),
+        tol_r=0.1 * np.abs(ref.reaction[-1]).max(),
+    )

@@ -35,8 +35,9 @@ def _screw_model():
 
 def _run(m, formulation, t_end, dt=1e-3):
     if formulation == "absolute":
-        return m.simulate(t_end=t_end, dt=dt, formulation="absolute",
-                          integrator="generalized-alpha")
+        return m.simulate(
+            t_end=t_end, dt=dt, formulation="absolute", integrator="generalized-alpha"
+        )
     return m.simulate(t_end=t_end, dt=dt, formulation="recursive", integrator="rk4")
 
 
@@ -56,19 +57,22 @@ def test_screw_kinematics_and_table():
 @pytest.mark.parametrize("formulation", ["recursive", "absolute"])
 def test_screw_falls_as_closed_form(formulation):
     if formulation == "recursive":
-        fd = _screw_model().compile(formulation="recursive").forward_dynamics(np.zeros(1),
-                                                                             np.zeros(1))
+        fd = (
+            _screw_model()
+            .compile(formulation="recursive")
+            .forward_dynamics(np.zeros(1), np.zeros(1))
+        )
         assert fd.qdd[0] == pytest.approx(THDD, rel=1e-13)
         assert fd.reactions[0, 2] == pytest.approx(IZ * THDD, rel=1e-13)
-    t_end = 1.2                       # theta reaches -3.7 rad: past -pi, stays continuous
+    t_end = 1.2  # theta reaches -3.7 rad: past -pi, stays continuous
     res = _run(_screw_model(), formulation, t_end)
     q = res.joint("s").q[:, 0]
     exact = 0.5 * THDD * res.t**2
-    tol = 1e-10 if formulation == "recursive" else 2e-6   # rk4 exact on t^2; alpha O(dt^2)
+    tol = 1e-10 if formulation == "recursive" else 2e-6  # rk4 exact on t^2; alpha O(dt^2)
     assert np.max(np.abs(q - exact)) < tol * max(1.0, abs(exact[-1]))
     assert exact[-1] < -np.pi
     reac = res.joint("s").reaction[-1]
-    assert reac[2] == pytest.approx(IZ * THDD, rel=1e-5)            # torque about the axis
+    assert reac[2] == pytest.approx(IZ * THDD, rel=1e-5)  # torque about the axis
     assert reac[5] == pytest.approx(M * (G + H * THDD), rel=1e-5)  # axial force
 
 
@@ -110,7 +114,7 @@ def test_rack_and_pinion_closed_form(formulation):
     m.tq = fm.JointForce(m.jp, lambda t, q, v: np.array([T]))
     thdd = T / (Ip + mr * r * r)
     res = _run(m, formulation, 0.5)
-    tol = 1e-10 if formulation == "recursive" else 5e-6     # relative
+    tol = 1e-10 if formulation == "recursive" else 5e-6  # relative
     exact = 0.5 * thdd * res.t**2
     assert np.max(np.abs(res.joint("jp").q[:, 0] - exact)) < tol * exact[-1]
     assert np.max(np.abs(res.joint("jr").q[:, 0] - r * res.joint("jp").q[:, 0])) < 1e-9
@@ -167,14 +171,17 @@ def test_screw_joint_force(formulation):
     m = fm.Model("screw_drive")
     m.nut = fm.RigidBody(mass=M, inertia=np.diag([0.01, 0.02, IZ]))
     m.s = fm.Screw(m.ground, m.nut, axis=(1, 0, 0), pitch=-PITCH)
-    m.f = fm.JointForce(m.s, lambda t, q, v: np.array([T - k * q[0]]),
-                        dfdq=lambda t, q, v: np.array([[-k]]),
-                        dfdqd=lambda t, q, v: np.zeros((1, 1)))
-    Ieff = 0.01 + M * H * H                       # axial inertia about x: 0.01
+    m.f = fm.JointForce(
+        m.s,
+        lambda t, q, v: np.array([T - k * q[0]]),
+        dfdq=lambda t, q, v: np.array([[-k]]),
+        dfdqd=lambda t, q, v: np.zeros((1, 1)),
+    )
+    Ieff = 0.01 + M * H * H  # axial inertia about x: 0.01
     w = np.sqrt(k / Ieff)
     res = _run(m, formulation, 0.5)
     exact = T / k * (1 - np.cos(w * res.t))
-    tol = 1e-8 if formulation == "recursive" else 2e-4     # rk4: 3e-9; alpha: O(dt^2)
+    tol = 1e-8 if formulation == "recursive" else 2e-4  # rk4: 3e-9; alpha: O(dt^2)
     assert np.max(np.abs(res.joint("s").q[:, 0] - exact)) < tol * np.max(np.abs(exact))
     # the nut advances along -x for a positive turn (negative pitch)
     R, p = m.s.transform(res.joint("s").q[-1])

@@ -63,16 +63,16 @@ def test_quaternion_round_trips_and_products():
         phi = sp.quat_to_rotvec(e)
         assert np.allclose(sp.rotvec_to_rot(phi), R, atol=1e-13)
         e2 = sp.rot_to_quat(random_rot())
-        assert np.allclose(sp.quat_to_rot(sp.quat_multiply(e, e2)),
-                           R @ sp.quat_to_rot(e2), atol=1e-14)
+        assert np.allclose(
+            sp.quat_to_rot(sp.quat_multiply(e, e2)), R @ sp.quat_to_rot(e2), atol=1e-14
+        )
         assert np.allclose(sp.quat_multiply(e, sp.quat_conjugate(e)), [1, 0, 0, 0], atol=1e-15)
 
 
 def test_small_and_half_turn_rotation_vectors():
     for phi in (np.array([1e-10, 0, 0]), np.array([0, 0, np.pi]), np.array([0, 1e-9, 2e-9])):
         assert np.allclose(sp.quat_to_rotvec(sp.quat_from_rotvec(phi)), phi, atol=1e-14)
-    assert np.allclose(sp.rotation_matrix((0, 0, 1), np.pi / 2) @ [1, 0, 0], [0, 1, 0],
-                       atol=1e-15)
+    assert np.allclose(sp.rotation_matrix((0, 0, 1), np.pi / 2) @ [1, 0, 0], [0, 1, 0], atol=1e-15)
 
 
 def test_quaternion_rate_matrix_matches_body_angular_velocity():
@@ -83,8 +83,11 @@ def test_quaternion_rate_matrix_matches_body_angular_velocity():
     assert np.allclose(de, sp.quat_rate_matrix(e) @ w, atol=1e-9)
     # exact exponential: R(t) = R0 expm(t [w])
     t = 0.37
-    assert np.allclose(sp.quat_to_rot(sp.quat_integrate(e, w, t)),
-                       sp.quat_to_rot(e) @ sp.rotvec_to_rot(w * t), atol=1e-14)
+    assert np.allclose(
+        sp.quat_to_rot(sp.quat_integrate(e, w, t)),
+        sp.quat_to_rot(e) @ sp.rotvec_to_rot(w * t),
+        atol=1e-14,
+    )
 
 
 def test_motion_and_force_transforms_are_dual():

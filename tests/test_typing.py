@@ -14,8 +14,14 @@ import importlib
 import importlib.resources
 import inspect
 
-NAMESPACES = ["flexmbd", "flexmbd.fem", "flexmbd.viz", "flexmbd.integrators.registry",
-              "flexmbd.results", "flexmbd.checkpoint"]
+NAMESPACES = [
+    "flexmbd",
+    "flexmbd.fem",
+    "flexmbd.viz",
+    "flexmbd.integrators.registry",
+    "flexmbd.results",
+    "flexmbd.checkpoint",
+]
 
 # Modules another branch is editing while this test is written; the lead annotates
 # them after merging and then empties this list.

@@ -61,8 +61,13 @@ def test_branched_robot_structure_and_data():
     m = fm.Model.from_urdf(BRANCHED)
     assert [b.name for b in m.bodies()] == ["base", "torso", "left", "right", "slide"]
     kinds = {j.name: type(j).__name__ for j in m.joints()}
-    assert kinds == {"base_root": "Fixed", "waist": "Revolute", "shoulder_l": "Revolute",
-                     "shoulder_r": "Revolute", "slider": "Prismatic"}
+    assert kinds == {
+        "base_root": "Fixed",
+        "waist": "Revolute",
+        "shoulder_l": "Revolute",
+        "shoulder_r": "Revolute",
+        "slider": "Prismatic",
+    }
     assert m.waist.limits == {"lower": -1.5, "upper": 1.5, "effort": 50.0, "velocity": 2.0}
     # inertia rotated from the <inertial> frame into the link frame
     R = rpy_to_rot((0.3, -0.2, 0.5))
@@ -70,8 +75,9 @@ def test_branched_robot_structure_and_data():
     assert np.allclose(m.torso.inertia_matrix, R @ J @ R.T, atol=1e-15)
     # the massless 'mount' link becomes a frame on 'torso'
     assert m.shoulder_l.parent is m.torso
-    assert np.allclose(m.shoulder_l.parent_frame.position, [0, 0.15 * np.cos(0.1),
-                                                            0.4 + 0.15 * np.sin(0.1)])
+    assert np.allclose(
+        m.shoulder_l.parent_frame.position, [0, 0.15 * np.cos(0.1), 0.4 + 0.15 * np.sin(0.1)]
+    )
     assert m.base.visual[0]["type"] == "box"
     assert m.topology().cut_joints == ()
 
@@ -95,7 +101,7 @@ def test_forward_kinematics_matches_pinocchio():
                 jid = pm.getJointId(j.name)
                 jm = pm.joints[jid]
                 if jm.nq == 2:  # pin's continuous joint stores (cos, sin)
-                    qpin[jm.idx_q:jm.idx_q + 2] = np.cos(qs[j][0]), np.sin(qs[j][0])
+                    qpin[jm.idx_q : jm.idx_q + 2] = np.cos(qs[j][0]), np.sin(qs[j][0])
                 else:
                     qpin[jm.idx_q] = qs[j][0]
         pin.forwardKinematics(pm, pd, qpin)
@@ -115,19 +121,29 @@ def test_forward_kinematics_matches_pinocchio():
                 assert np.allclose(inert.lever, j.child.com_vector, atol=1e-14)
 
 
-@pytest.mark.parametrize("xml, match", [
-    ("<robot name='r'><link name='a'/><joint name='j' type='revolute'><parent link='x'/>"
-     "<child link='a'/></joint></robot>", "parent link 'x' is not defined"),
-    ("<robot name='r'><link name='a'/><link name='b'/>"
-     "<joint name='j' type='weird'><parent link='a'/><child link='b'/></joint></robot>",
-     "unknown type 'weird'"),
-    ("<robot name='r'><link name='a'><inertial><mass value='1'/></inertial></link>"
-     "<link name='b'><inertial><mass value='1'/></inertial></link>"
-     "<joint name='j1' type='fixed'><parent link='a'/><child link='b'/></joint>"
-     "<joint name='j2' type='fixed'><parent link='b'/><child link='a'/></joint></robot>",
-     "root link"),
-    ("<notrobot/>", "must be <robot>"),
-])
+@pytest.mark.parametrize(
+    "xml, match",
+    [
+        (
+            "<robot name='r'><link name='a'/><joint name='j' type='revolute'><parent link='x'/>"
+            "<child link='a'/></joint></robot>",
+            "parent link 'x' is not defined",
+        ),
+        (
+            "<robot name='r'><link name='a'/><link name='b'/>"
+            "<joint name='j' type='weird'><parent link='a'/><child link='b'/></joint></robot>",
+            "unknown type 'weird'",
+        ),
+        (
+            "<robot name='r'><link name='a'><inertial><mass value='1'/></inertial></link>"
+            "<link name='b'><inertial><mass value='1'/></inertial></link>"
+            "<joint name='j1' type='fixed'><parent link='a'/><child link='b'/></joint>"
+            "<joint name='j2' type='fixed'><parent link='b'/><child link='a'/></joint></robot>",
+            "root link",
+        ),
+        ("<notrobot/>", "must be <robot>"),
+    ],
+)
 def test_bad_urdf_raises_clear_errors(xml, match):
     with pytest.raises(fm.ModelError, match=match):
         fm.Model.from_urdf(xml)

@@ -12,32 +12,60 @@ from pathlib import Path
 
 # (namespace, heading, one-line description)
 NAMESPACES = [
-    ("flexmbd", "flexmbd", "The top-level namespace: models, bodies, joints, forces, mode "
-     "strategies, results, checkpoints and sweeps."),
+    (
+        "flexmbd",
+        "flexmbd",
+        "The top-level namespace: models, bodies, joints, forces, mode "
+        "strategies, results, checkpoints and sweeps.",
+    ),
     ("flexmbd.errors", "Errors", "The exceptions every user mistake and failed run raises."),
     ("flexmbd.model", "Modelling components", "Components beyond the top-level names."),
-    ("flexmbd.fem", "Finite elements and reduction", "Meshes, selectors, interfaces, "
-     "reduction strategies and the reduced body."),
-    ("flexmbd.flexible", "Floating-frame terms", "Mass matrix, velocity and gravity forces "
-     "of a floating-frame body from its modal invariants."),
-    ("flexmbd.dynamics", "System contract", "Coordinate layout and forward-dynamics result "
-     "shared by every formulation."),
-    ("flexmbd.recursive", "Recursive formulation", "Joint coordinates and the Constraint "
-     "Force Algorithm."),
-    ("flexmbd.absolute", "Absolute formulation", "Body coordinates, all joints as "
-     "constraints, statics."),
-    ("flexmbd.constraints", "Closed loops and projection", "Cut joints, drivers and the "
-     "projection methods."),
-    ("flexmbd.integrators.explicit", "Explicit integration", "Fixed-step and adaptive "
-     "explicit integration of the recursive formulation."),
-    ("flexmbd.integrators.implicit", "Implicit integration", "Newmark, HHT and "
-     "generalized-alpha with Newton iterations."),
+    (
+        "flexmbd.fem",
+        "Finite elements and reduction",
+        "Meshes, selectors, interfaces, reduction strategies and the reduced body.",
+    ),
+    (
+        "flexmbd.flexible",
+        "Floating-frame terms",
+        "Mass matrix, velocity and gravity forces "
+        "of a floating-frame body from its modal invariants.",
+    ),
+    (
+        "flexmbd.dynamics",
+        "System contract",
+        "Coordinate layout and forward-dynamics result shared by every formulation.",
+    ),
+    (
+        "flexmbd.recursive",
+        "Recursive formulation",
+        "Joint coordinates and the Constraint Force Algorithm.",
+    ),
+    (
+        "flexmbd.absolute",
+        "Absolute formulation",
+        "Body coordinates, all joints as constraints, statics.",
+    ),
+    (
+        "flexmbd.constraints",
+        "Closed loops and projection",
+        "Cut joints, drivers and the projection methods.",
+    ),
+    (
+        "flexmbd.integrators.explicit",
+        "Explicit integration",
+        "Fixed-step and adaptive explicit integration of the recursive formulation.",
+    ),
+    (
+        "flexmbd.integrators.implicit",
+        "Implicit integration",
+        "Newmark, HHT and generalized-alpha with Newton iterations.",
+    ),
     ("flexmbd.results", "Results", "Time histories and their export."),
     ("flexmbd.checkpoint", "Checkpoints", "Runs that write checkpoints and resume."),
     ("flexmbd.sweep", "Sweeps", "Parameter studies, serial or on dask."),
     ("flexmbd.spatial", "Spatial algebra", "Rotations, quaternions and 6-D transforms."),
-    ("flexmbd.joint_types", "Joint types", "The table of joint types every formulation "
-     "reads."),
+    ("flexmbd.joint_types", "Joint types", "The table of joint types every formulation reads."),
     ("flexmbd.kinematics", "Kinematics", "Joint and tree poses."),
     ("flexmbd.topology", "Topology", "Cut joints, spanning tree and regular labels."),
     ("flexmbd.model.urdf", "URDF import", "Rigid trees from robotics tools."),
@@ -51,12 +79,23 @@ NAMESPACES = [
 # Modules whose docstrings carry the derivations the theory pages cite; their functions
 # that no namespace exports are documented on the module's page.
 MODULES = [
-    "flexmbd.recursive.general", "flexmbd.recursive.schedule", "flexmbd.recursive.flexible",
-    "flexmbd.constraints.projection", "flexmbd.constraints.cut", "flexmbd.recursive.loops",
-    "flexmbd.model.sda", "flexmbd.absolute.forces", "flexmbd.absolute.system",
-    "flexmbd.fem.strategies", "flexmbd.fem.interfaces", "flexmbd.fem.invariants",
-    "flexmbd.fem.geometric", "flexmbd.fem.compare", "flexmbd.fem.eigen",
-    "flexmbd.flexible.ffr", "flexmbd.flexible.rotation",
+    "flexmbd.recursive.general",
+    "flexmbd.recursive.schedule",
+    "flexmbd.recursive.flexible",
+    "flexmbd.constraints.projection",
+    "flexmbd.constraints.cut",
+    "flexmbd.recursive.loops",
+    "flexmbd.model.sda",
+    "flexmbd.absolute.forces",
+    "flexmbd.absolute.system",
+    "flexmbd.fem.strategies",
+    "flexmbd.fem.interfaces",
+    "flexmbd.fem.invariants",
+    "flexmbd.fem.geometric",
+    "flexmbd.fem.compare",
+    "flexmbd.fem.eigen",
+    "flexmbd.flexible.ffr",
+    "flexmbd.flexible.rotation",
 ]
 
 
@@ -65,8 +104,11 @@ def public_names(modname):
     mod = importlib.import_module(modname)
     names = getattr(mod, "__all__", None)
     if names is None:
-        names = [n for n, o in vars(mod).items()
-                 if not n.startswith("_") and inspect.isclass(o) and o.__module__ == modname]
+        names = [
+            n
+            for n, o in vars(mod).items()
+            if not n.startswith("_") and inspect.isclass(o) and o.__module__ == modname
+        ]
     return [(n, getattr(mod, n)) for n in names]
 
 
@@ -95,29 +137,55 @@ def write_api_pages(out):
         entries = []
         for name, obj in public_names(modname):
             key = id(obj)
-            if _is_module(obj) or key in seen or isinstance(obj, (int, float, str, tuple, dict,
-                                                                   frozenset, set)):
+            if (
+                _is_module(obj)
+                or key in seen
+                or isinstance(obj, (int, float, str, tuple, dict, frozenset, set))
+            ):
                 continue
             seen.add(key)
             entries.append(name)
         if not entries:
             continue
         title = f"{heading}"
-        lines += [title, "-" * len(title), "", blurb, "", f".. currentmodule:: {modname}", "",
-                  ".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
+        lines += [
+            title,
+            "-" * len(title),
+            "",
+            blurb,
+            "",
+            f".. currentmodule:: {modname}",
+            "",
+            ".. autosummary::",
+            "   :toctree: generated",
+            "   :nosignatures:",
+            "",
+        ]
         lines += [f"   {n}" for n in entries]
         lines.append("")
         count += len(entries)
-    lines += ["Modules", "-------", "",
-              "The modules whose docstrings carry the derivations cited by the",
-              ":doc:`/theory/index` pages, with their remaining functions.", "",
-              ".. toctree::", "   :maxdepth: 1", ""]
+    lines += [
+        "Modules",
+        "-------",
+        "",
+        "The modules whose docstrings carry the derivations cited by the",
+        ":doc:`/theory/index` pages, with their remaining functions.",
+        "",
+        ".. toctree::",
+        "   :maxdepth: 1",
+        "",
+    ]
     (out / "modules").mkdir(exist_ok=True)
     for modname in MODULES:
         mod = importlib.import_module(modname)
-        members = [n for n, o in vars(mod).items()
-                   if not n.startswith("_") and (inspect.isfunction(o) or inspect.isclass(o))
-                   and getattr(o, "__module__", None) == modname and id(o) not in seen]
+        members = [
+            n
+            for n, o in vars(mod).items()
+            if not n.startswith("_")
+            and (inspect.isfunction(o) or inspect.isclass(o))
+            and getattr(o, "__module__", None) == modname
+            and id(o) not in seen
+        ]
         seen.update(id(getattr(mod, n)) for n in members)
         page = [f"{modname}", "=" * len(modname), "", f".. automodule:: {modname}"]
         if members:

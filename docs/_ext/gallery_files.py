@@ -26,7 +26,7 @@ def show_files(*paths):
 class FileScraper:
     """Scraper: copy the queued files to the gallery's image paths."""
 
-    def __repr__(self):                        # stable for sphinx's config cache
+    def __repr__(self):  # stable for sphinx's config cache
         return "FileScraper"
 
     def __call__(self, block, block_vars, gallery_conf):
@@ -50,7 +50,7 @@ def load_example(name):
     import sys
 
     path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
-    if str(path.parent) not in sys.path:          # examples import their neighbours
+    if str(path.parent) not in sys.path:  # examples import their neighbours
         sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"example_{name}", path)
     module = importlib.util.module_from_spec(spec)
@@ -60,8 +60,9 @@ def load_example(name):
 
 def pictures(directory, pattern="*"):
     """Queue every PNG and GIF file in ``directory`` (sorted by name)."""
-    files = sorted(p for p in Path(directory).glob(pattern)
-                   if p.suffix.lower() in (".png", ".gif", ".jpg"))
+    files = sorted(
+        p for p in Path(directory).glob(pattern) if p.suffix.lower() in (".png", ".gif", ".jpg")
+    )
     show_files(*files)
     return [p.name for p in files]
 
@@ -87,7 +88,10 @@ class OpenPlotterScraper:
         import pyvista
 
         plotters = pyvista.plotting.plotter._ALL_PLOTTERS
-        for key in [k for k, p in plotters.items()
-                    if getattr(p, "_closed", False) and getattr(p, "last_image", None) is None]:
+        for key in [
+            k
+            for k, p in plotters.items()
+            if getattr(p, "_closed", False) and getattr(p, "last_image", None) is None
+        ]:
             del plotters[key]
         return self._scraper(block, block_vars, gallery_conf)

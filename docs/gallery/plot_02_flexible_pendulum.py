@@ -29,8 +29,14 @@ show_files(OUT / "flexible_pendulum.png")
 # by the true displacement magnitude (m).
 import flexmbd as fm
 
-fm.viz.show(out["results"], file=OUT / "pendulum_end.png", model=out["model"], scale=200.0,
-            view="xy", window_size=(640, 400))
+fm.viz.show(
+    out["results"],
+    file=OUT / "pendulum_end.png",
+    model=out["model"],
+    scale=200.0,
+    view="xy",
+    window_size=(640, 400),
+)
 show_files(OUT / "pendulum_end.png")
 
 # %%

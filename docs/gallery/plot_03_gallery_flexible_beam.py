@@ -35,12 +35,23 @@ import flexmbd as fm
 body = ex.reduce_beam()
 q = np.zeros(body.n_modes)
 q[0] = 1.0
-grid = fm.viz.deformed_mesh(body.nodes, body.cells, body.cell_type, body.modes, q,
-                            scale=0.1 / np.abs(body.modes[:, 0]).max(),
-                            stress_modes=body.stress_modes.reshape(-1, body.n_modes))
+grid = fm.viz.deformed_mesh(
+    body.nodes,
+    body.cells,
+    body.cell_type,
+    body.modes,
+    q,
+    scale=0.1 / np.abs(body.modes[:, 0]).max(),
+    stress_modes=body.stress_modes.reshape(-1, body.n_modes),
+)
 plotter = pv.Plotter(window_size=(640, 360))
-plotter.add_mesh(grid, scalars="von_mises", show_edges=True, cmap="viridis",
-                 scalar_bar_args={"title": "von Mises stress per unit q1 (Pa)"})
+plotter.add_mesh(
+    grid,
+    scalars="von_mises",
+    show_edges=True,
+    cmap="viridis",
+    scalar_bar_args={"title": "von Mises stress per unit q1 (Pa)"},
+)
 plotter.add_axes()
 plotter.view_isometric()
 plotter.show()

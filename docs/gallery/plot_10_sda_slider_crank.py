@@ -20,8 +20,14 @@ from gallery_files import load_example, pictures, show_files  # noqa: F401 (docs
 
 ex = load_example("sda_slider_crank")
 OUT = Path(tempfile.mkdtemp())
-out = ex.main(out_dir=str(OUT), k_values=(1e2, 1e4, 1e6), c_values=(1e1, 1e4), steps=15,
-              static_k=(2e4,), plot=True)
+out = ex.main(
+    out_dir=str(OUT),
+    k_values=(1e2, 1e4, 1e6),
+    c_values=(1e1, 1e4),
+    steps=15,
+    static_k=(2e4,),
+    plot=True,
+)
 pictures(OUT)
 
 # %%

@@ -20,8 +20,14 @@ from gallery_files import load_example, pictures, show_files  # noqa: F401 (docs
 
 ex = load_example("projection_study")
 OUT = Path(tempfile.mkdtemp())
-out = ex.main(four_bar_t_end=0.3, four_bar_dt=1e-3, andrews_t_end=0.0005, andrews_dt=2e-5,
-              outdir=OUT, plot=True)
+out = ex.main(
+    four_bar_t_end=0.3,
+    four_bar_dt=1e-3,
+    andrews_t_end=0.0005,
+    andrews_dt=2e-5,
+    outdir=OUT,
+    plot=True,
+)
 pictures(OUT)
 
 # %%

@@ -21,8 +21,9 @@ from gallery_files import load_example, pictures, show_files  # noqa: F401 (docs
 
 ex = load_example("mode_selection_study")
 OUT = Path(tempfile.mkdtemp())
-out = ex.main(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24,
-              chain_segments=0, outdir=OUT)
+out = ex.main(
+    t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24, chain_segments=0, outdir=OUT
+)
 pictures(OUT)
 
 # %%

@@ -20,8 +20,7 @@ from gallery_files import load_example, pictures, show_files  # noqa: F401 (docs
 
 ex = load_example("flexible_slider_crank")
 OUT = Path(tempfile.mkdtemp())
-out = ex.main(t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20), plot=True,
-              outdir=OUT)
+out = ex.main(t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20), plot=True, outdir=OUT)
 pictures(OUT)
 
 # %%

@@ -11,12 +11,19 @@ conditions (:mod:`.statics`), and energy bookkeeping (:mod:`.energy`).
 """
 
 from .statics import (
-           StaticResult,
-           consistent_initial_conditions,
-           static_equilibrium,
-           static_residual,
+    StaticResult,
+    consistent_initial_conditions,
+    static_equilibrium,
+    static_residual,
 )
 from .system import AbsoluteSystem, ForwardDynamics, compile_system
 
-__all__ = ["compile_system", "AbsoluteSystem", "ForwardDynamics", "StaticResult",
-           "static_equilibrium", "consistent_initial_conditions", "static_residual"]
+__all__ = [
+    "compile_system",
+    "AbsoluteSystem",
+    "ForwardDynamics",
+    "StaticResult",
+    "static_equilibrium",
+    "consistent_initial_conditions",
+    "static_residual",
+]

@@ -140,8 +140,10 @@ def coordinate_primitives(joint, kind, ib, jb):
         return [_Prim([(ib, pf.rotation @ joint.axis, 1.0, False, pf)], d)]
     u1, u2 = perp_basis(joint.axis)
     c1 = (jb, cf.rotation @ u1, 1.0, False, cf)
-    return [_Prim([(ib, pf.rotation @ u1, 1.0, False, pf)], [c1]),
-            _Prim([(ib, pf.rotation @ u2, 1.0, False, pf)], [c1])]
+    return [
+        _Prim([(ib, pf.rotation @ u1, 1.0, False, pf)], [c1]),
+        _Prim([(ib, pf.rotation @ u2, 1.0, False, pf)], [c1]),
+    ]
 
 
 class _CoordRow:
@@ -193,9 +195,12 @@ def driver_primitive(driver, ib, jb):
             return angle_on_parent(a2, a3)
         # parent's a1 seen from the child: cos q1 a1 + sin q1 a3; w(t) on the child
         _rigid_time_slot(driver, cf)
-        return (_Prim([(ib, CP @ a1, 1.0, False, pf)], [(jb, zero, 1.0, False, cf)]), "angle",
-                (2, CC, a1, a3))
-    if k in joint_type(j).drivable:   # Revolute, Cylindrical angle, Screw
+        return (
+            _Prim([(ib, CP @ a1, 1.0, False, pf)], [(jb, zero, 1.0, False, cf)]),
+            "angle",
+            (2, CC, a1, a3),
+        )
+    if k in joint_type(j).drivable:  # Revolute, Cylindrical angle, Screw
         return angle_on_parent(*perp_basis(j.axis))
     raise ModelError(
         f"driver {driver.name!r}: joints of type {type(j).__name__} cannot be driven here"
@@ -218,7 +223,8 @@ def _rigid_time_slot(driver, frame):
         raise ModelError(
             f"driver {driver.name!r}: its time-dependent direction lies on a deforming frame "
             f"({frame._short()}); drive the joint from a rigid body or a non-deforming frame "
-            f"(e.g. the reference interface of a Craig-Bampton body)")
+            f"(e.g. the reference interface of a Craig-Bampton body)"
+        )
 
 
 class _FlexSlot:
@@ -246,7 +252,7 @@ class _FlexState:
 
         self.s = cs.s.copy()
         for fs in cs.fslots:
-            qf = q[fs.col0: fs.col0 + fs.n]
+            qf = q[fs.col0 : fs.col0 + fs.n]
             s0 = cs.s[fs.p, fs.k]
             if fs.point:
                 y = s0 + fs.X @ qf
@@ -283,12 +289,13 @@ class ConstraintSet:
             p = joint_primitives(j, ib, jb)
             if len(p) + (joint_type(j).code == SCREW) != j.n_constraints:  # pragma: no cover
                 raise ModelError(
-                    f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}")
+                    f"joint {j.name!r}: {len(p)} equations, expected {j.n_constraints}"
+                )
             prims += p
             self.joint_rows.append(slice(rows, rows + len(p)))
             self.joint_ends.append((ib, jb))
             rows += len(p)
-        if _prims is not None:          # an auxiliary set of primitives (coordinate equations)
+        if _prims is not None:  # an auxiliary set of primitives (coordinate equations)
             prims, rows = list(_prims), len(_prims)
         self._angle, self._shift, self.driver_rows, self.driver_joint = [], [], [], []
         coupled = []
@@ -297,7 +304,7 @@ class ConstraintSet:
                 if j not in self.joints:
                     raise ModelError(f"driver {drv.name!r}: its joint is not in the model")
             k = self.joints.index(drv.joint)
-            if hasattr(drv, "joint_a"):        # a GearCoupling: a coordinate equation below
+            if hasattr(drv, "joint_a"):  # a GearCoupling: a coordinate equation below
                 coupled.append((len(self.driver_rows), drv))
                 self.driver_rows.append(-1)
                 self.driver_joint.append(k)
@@ -326,16 +333,20 @@ class ConstraintSet:
 
         for j in self.joints:
             if joint_type(j).code == SCREW:
-                self.coord_rows.append(_CoordRow([term(1.0, j, 0, "shift"),
-                                                  term(-j.h, j, 0, "angle")], 0.0))
+                self.coord_rows.append(
+                    _CoordRow([term(1.0, j, 0, "shift"), term(-j.h, j, 0, "angle")], 0.0)
+                )
         for i, drv in coupled:
             ja, ca, jb_, cb = drv.joint_a, drv.coordinate_a, drv.joint, drv.coordinate
             self.driver_rows[i] = rows + len(self.coord_rows)
-            self.coord_rows.append(_CoordRow(
-                [term(1.0, jb_, cb), term(-drv.ratio, ja, ca)],
-                float(jb_.q0[cb]) - drv.ratio * float(ja.q0[ca])))
+            self.coord_rows.append(
+                _CoordRow(
+                    [term(1.0, jb_, cb), term(-drv.ratio, ja, ca)],
+                    float(jb_.q0[cb]) - drv.ratio * float(ja.q0[ca]),
+                )
+            )
         self._aref = np.array(self._aref, dtype=float)
-        self._aux = (ConstraintSet([], body_index, (), flex_cols, _prims=aux) if aux else None)
+        self._aux = ConstraintSet([], body_index, (), flex_cols, _prims=aux) if aux else None
         rows += len(self.coord_rows)
         self.n_joint_rows = rows
         self.n = rows + nb
@@ -403,8 +414,8 @@ class ConstraintSet:
         # Hessian cross pairs (x slot, y slot): (np, 2, 2, 7, 7)
         bx, by = bb[:, :2], bb[:, 2:]
         pair_live = live[:, :2, None] & live[:, None, 2:]
-        r = (7 * bx[:, :, None, None, None] + cols7[None, None, None, :, None])
-        c = (7 * by[:, None, :, None, None] + cols7[None, None, None, None, :])
+        r = 7 * bx[:, :, None, None, None] + cols7[None, None, None, :, None]
+        c = 7 * by[:, None, :, None, None] + cols7[None, None, None, None, :]
         r = np.broadcast_to(r, (npm, 2, 2, 7, 7))
         c = np.broadcast_to(c, (npm, 2, 2, 7, 7))
         self.pair_live = pair_live
@@ -465,8 +476,10 @@ class ConstraintSet:
                 G[i] += coef * (x * Ga[ky] - y * Ga[kx]) / r2
                 if qd is not None:
                     xd, yd = Ga[kx] @ qd, Ga[ky] @ qd
-                    gam[i] += coef * ((x * ga[ky] - y * ga[kx]) / r2
-                                      + 2 * (x * yd - y * xd) * (x * xd + y * yd) / r2**2)
+                    gam[i] += coef * (
+                        (x * ga[ky] - y * ga[kx]) / r2
+                        + 2 * (x * yd - y * xd) * (x * xd + y * yd) / r2**2
+                    )
                 parts.append((i, coef, kx, ky, x, y, r2))
         return phi, G, gam, (Ga, parts)
 
@@ -485,8 +498,14 @@ class ConstraintSet:
             la[ky] += w * x / r2
             la[kx] -= w * y / r2
             gx, gy = Ga[kx], Ga[ky]
-            Hd -= w * ((x * x - y * y) * (np.outer(gx, gy) + np.outer(gy, gx))
-                       + 2 * x * y * (np.outer(gy, gy) - np.outer(gx, gx))) / r2**2
+            Hd -= (
+                w
+                * (
+                    (x * x - y * y) * (np.outer(gx, gy) + np.outer(gy, gx))
+                    + 2 * x * y * (np.outer(gy, gy) - np.outer(gx, gx))
+                )
+                / r2**2
+            )
         hr, hc, hv = aux.hessian_lambda(q, la)
         np.add.at(Hd, (hr, hc), hv)
         return Hd
@@ -516,15 +535,20 @@ class ConstraintSet:
         cphi = G = None
         if self.ncr:
             cphi, G, _, _ = self._coords(q)
-        phi = np.concatenate([np.einsum("pi,pi->p", X, Y) - self.target,
-                              np.zeros(0) if cphi is None else cphi,
-                              0.5 * (np.einsum("bi,bi->b", e, e) - 1)])
+        phi = np.concatenate(
+            [
+                np.einsum("pi,pi->p", X, Y) - self.target,
+                np.zeros(0) if cphi is None else cphi,
+                0.5 * (np.einsum("bi,bi->b", e, e) - 1),
+            ]
+        )
         if not jacobian:
             return phi
         other = np.stack([Y, Y, X, X], axis=1)  # (np,4,3)
         jr = self.sg * self.pt  # coefficient of r_b
-        vals = np.concatenate([jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)],
-                              axis=2)
+        vals = np.concatenate(
+            [jr[..., None] * other, np.einsum("pkij,pki->pkj", dA, other)], axis=2
+        )
         rows = [self.jac_rows, self.norm_rows]
         cols = [self.jac_cols, self.norm_cols]
         data = [vals[self.live].ravel(), e.ravel()]
@@ -560,13 +584,13 @@ class ConstraintSet:
         other = np.stack([Y, Y, X, X], axis=1)
         S = Smat(other, fl.s) * (lp[:, None] * self.sg)[..., None, None]
         sval = S[self.live].ravel()
-        ln = lam[self.n_joint_rows:]
+        ln = lam[self.n_joint_rows :]
         nval = (ln[:, None, None] * np.eye(4)).ravel()
         rows = [self.hx_rows, self.hs_rows, self.normh_rows]
         cols = [self.hx_cols, self.hs_cols, self.normh_cols]
         vals = [cval, cval, sval, nval]
         if self.ncr:
-            Hd = self._coord_hessian(q, lam[self.np:self.n_joint_rows])
+            Hd = self._coord_hessian(q, lam[self.np : self.n_joint_rows])
             hr, hc = np.nonzero(Hd)
             rows.append(hr)
             cols.append(hc)
@@ -608,8 +632,11 @@ class ConstraintSet:
                     if jx is None or jy is None or (jx[2] is None and jy[2] is None):
                         continue
                     # blocks with at least one modal side: lam (Jx^T Jy + Jy^T Jx)
-                    parts = [(jx[0], jx[1], jy[2], jy[3]), (jx[2], jx[3], jy[0], jy[1]),
-                             (jx[2], jx[3], jy[2], jy[3])]
+                    parts = [
+                        (jx[0], jx[1], jy[2], jy[3]),
+                        (jx[2], jx[3], jy[0], jy[1]),
+                        (jx[2], jx[3], jy[2], jy[3]),
+                    ]
                     for ca, Ja, cb, Jb in parts:
                         if ca is None or cb is None:
                             continue
@@ -660,8 +687,7 @@ class ConstraintSet:
         X = val[:, 0] + val[:, 1]
         Y = val[:, 2] + val[:, 3]
         (Xt, Yt), _, _ = self._time_terms(r, e, np.zeros_like(e))
-        out[: self.np] = (np.einsum("pi,pi->p", Xt, Y) + np.einsum("pi,pi->p", X, Yt)
-                          - self.target_t)
+        out[: self.np] = np.einsum("pi,pi->p", Xt, Y) + np.einsum("pi,pi->p", X, Yt) - self.target_t
         return out
 
     def gamma(self, q, qd, t=0.0):
@@ -688,17 +714,20 @@ class ConstraintSet:
             b, p, k = fs.b, fs.p, fs.k
             sg = self.sg[p, k]
             Ab = Apoly(e[b])
-            yd = Yq @ qd[fs.col0: fs.col0 + fs.n]
+            yd = Yq @ qd[fs.col0 : fs.col0 + fs.n]
             vel[p, k] += sg * (Ab @ yd)
             c = 2.0 * dAs(e[b], yd) @ ed[b]
             if Hy is not None:
-                th = fs.X @ qd[fs.col0: fs.col0 + fs.n]
+                th = fs.X @ qd[fs.col0 : fs.col0 + fs.n]
                 c = c + Ab @ np.einsum("ijk,j,k->i", Hy, th, th)
             conv[p, k] += sg * c
         Xd, Yd = vel[:, 0] + vel[:, 1], vel[:, 2] + vel[:, 3]
         Xc, Yc = conv[:, 0] + conv[:, 1], conv[:, 2] + conv[:, 3]
-        g = -(2.0 * np.einsum("pi,pi->p", Xd, Yd) + np.einsum("pi,pi->p", Xc, Y)
-              + np.einsum("pi,pi->p", X, Yc))
+        g = -(
+            2.0 * np.einsum("pi,pi->p", Xd, Yd)
+            + np.einsum("pi,pi->p", Xc, Y)
+            + np.einsum("pi,pi->p", X, Yc)
+        )
         if self.rheonomic:
             (Xt, Yt), (Xtt, Ytt), (Xtq, Ytq) = self._time_terms(r, e, ed)
             dot = lambda a, b: np.einsum("pi,pi->p", a, b)
@@ -749,7 +778,7 @@ class ConstraintSet:
         if jr["deforming"]:
             CC, sC = CC.copy(), sC.copy()
             for k, fr, col0, n in jr["deforming"]:
-                CC[k], sC[k] = fr.pose(q[col0: col0 + n])
+                CC[k], sC[k] = fr.pose(q[col0 : col0 + n])
         FC = Rc @ CC
         pC = rc + np.einsum("jab,jb->ja", Rc, sC)
         origin = np.where((sd >= 0)[:, None], r[np.where(sd >= 0, sd, 0)], 0.0)
@@ -762,7 +791,7 @@ class ConstraintSet:
         for i, row in enumerate(self.coord_rows):
             li = lam[self.np + i]
             for coef, kind, _idx, kk, a, _slot in row.terms:
-                out[kk, 3 * (kind == "shift"):3 * (kind == "shift") + 3] -= li * coef * a
+                out[kk, 3 * (kind == "shift") : 3 * (kind == "shift") + 3] -= li * coef * a
         return out
 
     def _reaction_data(self, flex_cols=None):
@@ -786,13 +815,21 @@ class ConstraintSet:
             if jb >= 0 and jb in (flex_cols or {}) and hasattr(cf, "pose") and np.any(cf.modes):
                 deforming.append((k, cf, flex_cols[jb], cf.modes.shape[1]))
         for row, k in zip(self.driver_rows, self.driver_joint):
-            if row >= self.np:           # a coupling: a coordinate row (see reactions)
+            if row >= self.np:  # a coupling: a coordinate row (see reactions)
                 continue
             ib, jb = self.joint_ends[k]
             sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
             joint[row], side[row], sgn[row] = k, sb, sg
-        self._react = {"joint": joint, "side": side, "sgn": sgn, "child": child,
-                       "side_body": side_body, "CC": CC, "sC": sC, "deforming": deforming}
+        self._react = {
+            "joint": joint,
+            "side": side,
+            "sgn": sgn,
+            "child": child,
+            "side_body": side_body,
+            "CC": CC,
+            "sC": sC,
+            "deforming": deforming,
+        }
 
 
 def _split(q, nb):

@@ -74,6 +74,6 @@ def tree_state(model, bodies, index):
         i = index[id(b)]
         R, r = pose[id(b)]
         w, v = twist[id(b)]
-        q[7 * i: 7 * i + 7] = pack(R, r)
-        qd[7 * i: 7 * i + 7] = twist_to_qd(q[7 * i + 3: 7 * i + 7], w, v)
+        q[7 * i : 7 * i + 7] = pack(R, r)
+        qd[7 * i : 7 * i + 7] = twist_to_qd(q[7 * i + 3 : 7 * i + 7], w, v)
     return q, qd

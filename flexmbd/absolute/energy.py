@@ -35,8 +35,17 @@ __all__ = ["EnergyMeter"]
 class EnergyMeter:
     """Evaluates energies and powers of an :class:`~flexmbd.absolute.system.AbsoluteSystem`."""
 
-    KEYS = ("kinetic", "gravity", "spring", "potential", "total", "damper_work",
-            "actuator_work", "external_work", "numerical_dissipation")
+    KEYS = (
+        "kinetic",
+        "gravity",
+        "spring",
+        "potential",
+        "total",
+        "damper_work",
+        "actuator_work",
+        "external_work",
+        "numerical_dissipation",
+    )
 
     def __init__(self, system):
         self.system = system
@@ -46,8 +55,14 @@ class EnergyMeter:
         s = self.system
         ft = s.force_terms
         st = BodyState(s.index, q, qd)
-        out = {"kinetic": s.kinetic_energy(q, qd), "gravity": 0.0, "spring": 0.0,
-               "p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
+        out = {
+            "kinetic": s.kinetic_energy(q, qd),
+            "gravity": 0.0,
+            "spring": 0.0,
+            "p_damper": 0.0,
+            "p_actuator": 0.0,
+            "p_external": 0.0,
+        }
         if ft.gravity is not None:
             out["gravity"] += ft.gravity.potential(st)
         fl = s.flexible
@@ -114,5 +129,10 @@ class EnergyAccumulator:
             a[k][i] = s[k]
         for k, v in self.W.items():
             a[k][i] = v
-        a["numerical_dissipation"][i] = (self.E0 + self.W["actuator_work"] + self.W["external_work"]
-                                         - self.W["damper_work"] - s["total"])
+        a["numerical_dissipation"][i] = (
+            self.E0
+            + self.W["actuator_work"]
+            + self.W["external_work"]
+            - self.W["damper_work"]
+            - s["total"]
+        )

@@ -42,6 +42,7 @@ MAX_DENSE = 400
 
 # -- small algebra ------------------------------------------------------------------------
 
+
 @njit(cache=True)
 def _mm(A, B):
     """A @ B for small matrices (explicit loops: no BLAS call overhead)."""
@@ -88,6 +89,7 @@ def _dot(a, b):
     for i in range(a.shape[0]):
         v += a[i] * b[i]
     return v
+
 
 @njit(cache=True)
 def _G(e):
@@ -253,8 +255,9 @@ def _dAtr_to(e, x, out):
     for i in range(3):
         gi = Gt[i]
         for j in range(4):
-            out[i, j] = (gi[0] * T[0][j] + gi[1] * T[1][j] + gi[2] * T[2][j]
-                         + gi[3] * T[3][j]) - Gz[i][j]
+            out[i, j] = (
+                gi[0] * T[0][j] + gi[1] * T[1][j] + gi[2] * T[2][j] + gi[3] * T[3][j]
+            ) - Gz[i][j]
 
 
 @njit(cache=True)
@@ -327,7 +330,6 @@ def _Smat_add(mu, s, c, H, r0):
             H[r0 + 1 + i, r0 + 1 + j] += c * v
 
 
-
 # -- rigid body inertia (port of inertia.BodyInertia.residual) ---------------------------
 @njit(cache=True)
 def _rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D):
@@ -395,24 +397,27 @@ def _rigid_block_to(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
     j0 = J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
     j1 = J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
     j2 = J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
-    N0 = ((J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2) + (w1 * j2 - w2 * j1)
-          + m * (c1 * t2 - c2 * t1))
-    N1 = ((J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2) + (w2 * j0 - w0 * j2)
-          + m * (c2 * t0 - c0 * t2))
-    N2 = ((J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2) + (w0 * j1 - w1 * j0)
-          + m * (c0 * t1 - c1 * t0))
+    N0 = (
+        (J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2) + (w1 * j2 - w2 * j1) + m * (c1 * t2 - c2 * t1)
+    )
+    N1 = (
+        (J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2) + (w2 * j0 - w0 * j2) + m * (c2 * t0 - c0 * t2)
+    )
+    N2 = (
+        (J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2) + (w0 * j1 - w1 * j0) + m * (c0 * t1 - c1 * t0)
+    )
     for i in range(3):
         R[i] = m * (rdd[i] + (A[i, 0] * u0 + A[i, 1] * u1 + A[i, 2] * u2))
     for j in range(4):
         R[3 + j] = 2.0 * (G[0, j] * N0 + G[1, j] * N1 + G[2, j] * N2)
     if not jac:
         return
-    Cm = ws[6:9, 0:3]   # c~
+    Cm = ws[6:9, 0:3]  # c~
     Dw = ws[9:12, 0:3]  # (w.c) I + w c^T - 2 c w^T
     Lw = ws[12:15, 0:3]  # W J - (J w)~
-    T1 = ws[15:18, :]   # scratch 3x4
-    T2 = ws[18:21, :]   # scratch 3x4
-    T3 = ws[21:24, :]   # scratch 3x4
+    T1 = ws[15:18, :]  # scratch 3x4
+    T2 = ws[18:21, :]  # scratch 3x4
+    T3 = ws[21:24, :]  # scratch 3x4
     Cm[0, 0], Cm[0, 1], Cm[0, 2] = 0.0, -c2, c1
     Cm[1, 0], Cm[1, 1], Cm[1, 2] = c2, 0.0, -c0
     Cm[2, 0], Cm[2, 1], Cm[2, 2] = -c1, c0, 0.0
@@ -463,17 +468,21 @@ def _rigid_block_to(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
         for j in range(4):
             y = 0.0
             for l in range(3):
-                y += A[i, l] * ((-(Cm[l, 0] * T3[0, j] + Cm[l, 1] * T3[1, j] + Cm[l, 2] * T3[2, j]))
-                                + (Dw[l, 0] * T2[0, j] + Dw[l, 1] * T2[1, j] + Dw[l, 2] * T2[2, j]))
+                y += A[i, l] * (
+                    (-(Cm[l, 0] * T3[0, j] + Cm[l, 1] * T3[1, j] + Cm[l, 2] * T3[2, j]))
+                    + (Dw[l, 0] * T2[0, j] + Dw[l, 1] * T2[1, j] + Dw[l, 2] * T2[2, j])
+                )
             K[i, 3 + j] = m * (T1[i, j] + y)
     # K_ee = 2 TG(N) + 2 G^T (J da_de + Lw dw_de + m C dAtr_de)
     T4 = ws[26:29, :]
     _dAtr_to(e, rdd, T4)
     for i in range(3):
         for j in range(4):
-            T1[i, j] = ((J[i, 0] * T3[0, j] + J[i, 1] * T3[1, j] + J[i, 2] * T3[2, j])
-                        + (Lw[i, 0] * T2[0, j] + Lw[i, 1] * T2[1, j] + Lw[i, 2] * T2[2, j])
-                        + m * (Cm[i, 0] * T4[0, j] + Cm[i, 1] * T4[1, j] + Cm[i, 2] * T4[2, j]))
+            T1[i, j] = (
+                (J[i, 0] * T3[0, j] + J[i, 1] * T3[1, j] + J[i, 2] * T3[2, j])
+                + (Lw[i, 0] * T2[0, j] + Lw[i, 1] * T2[1, j] + Lw[i, 2] * T2[2, j])
+                + m * (Cm[i, 0] * T4[0, j] + Cm[i, 1] * T4[1, j] + Cm[i, 2] * T4[2, j])
+            )
     for a in range(4):
         for j in range(4):
             K[3 + a, 3 + j] = 2.0 * (G[0, a] * T1[0, j] + G[1, a] * T1[1, j] + G[2, a] * T1[2, j])
@@ -589,16 +598,54 @@ def _centrifugal_dw(J0, c, w, dC):
 
 # -- flexible body (port of ffr.inertia_terms and flexible.FlexibleSet.body_residual) ----
 @njit(cache=True)
-def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, g,
-                e, qf, ed, qfd, rdd, edd, qfdd, R, M, K, D, derivatives):
+def _flex_block(
+    mass,
+    cv,
+    E0,
+    St,
+    S,
+    P,
+    Pt,
+    Kff,
+    Dff,
+    stiff,
+    Kw,
+    Kal,
+    Ka,
+    Kitf,
+    g,
+    e,
+    qf,
+    ed,
+    qfd,
+    rdd,
+    edd,
+    qfdd,
+    R,
+    M,
+    K,
+    D,
+    derivatives,
+):
     n = qf.shape[0]
     N6 = 6 + n
     m33 = np.empty((8, 3, 3))  # A, J, Gm, W, W2, Wa, dJ, scratch
     A, J, Gm, W, W2, Wa, dJ = m33[0], m33[1], m33[2], m33[3], m33[4], m33[5], m33[6]
     v3 = np.empty((12, 3))
-    w, al, a, gb, Sbar, Jw, Stqd, Fw, Fv, col, dJw, t3 = (v3[0], v3[1], v3[2], v3[3], v3[4],
-                                                          v3[5], v3[6], v3[7], v3[8], v3[9],
-                                                          v3[10], v3[11])
+    w, al, a, gb, Sbar, Jw, Stqd, Fw, Fv, col, dJw, t3 = (
+        v3[0],
+        v3[1],
+        v3[2],
+        v3[3],
+        v3[4],
+        v3[5],
+        v3[6],
+        v3[7],
+        v3[8],
+        v3[9],
+        v3[10],
+        v3[11],
+    )
     m34 = np.empty((5, 3, 4))
     G2, Gd, Gdd, dA1, dA2 = m34[0], m34[1], m34[2], m34[3], m34[4]
     _A_to(e, A)
@@ -686,8 +733,11 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
             mq += Mwf[i, l] * qfdd[l]
         jal = J[i, 0] * al[0] + J[i, 1] * al[1] + J[i, 2] * al[2]
         gtw = Gm[0, i] * w[0] + Gm[1, i] * w[1] + Gm[2, i] * w[2]
-        Fw[i] = ((jal + (Sbar[i1] * a[i2] - Sbar[i2] * a[i1])) + mq
-                 + ((w[i1] * Jw[i2] - w[i2] * Jw[i1]) + 2.0 * (w[i] * trG - gtw)))
+        Fw[i] = (
+            (jal + (Sbar[i1] * a[i2] - Sbar[i2] * a[i1]))
+            + mq
+            + ((w[i1] * Jw[i2] - w[i2] * Jw[i1]) + 2.0 * (w[i] * trG - gtw))
+        )
     # F_v = al x Sbar + m a + St qdd + w x (w x Sbar) + 2 w x St qd
     for i in range(3):
         t3[i] = w[(i + 1) % 3] * Sbar[(i + 2) % 3] - w[(i + 2) % 3] * Sbar[(i + 1) % 3]
@@ -697,9 +747,11 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
         sq = 0.0
         for l in range(n):
             sq += St[i, l] * qfdd[l]
-        Fv[i] = (((al[i1] * Sbar[i2] - al[i2] * Sbar[i1]) + mass * a[i]) + sq
-                 + ((w[i1] * t3[i2] - w[i2] * t3[i1])
-                    + 2.0 * (w[i1] * Stqd[i2] - w[i2] * Stqd[i1])))
+        Fv[i] = (
+            ((al[i1] * Sbar[i2] - al[i2] * Sbar[i1]) + mass * a[i])
+            + sq
+            + ((w[i1] * t3[i2] - w[i2] * t3[i1]) + 2.0 * (w[i1] * Stqd[i2] - w[i2] * Stqd[i1]))
+        )
     # F_f = Mwf^T al + St^T a + Mff qdd + (W^2 : Y_k + 2 W : Z_k) + K q + D qd (+ K_G q)
     Ff = np.empty(n)
     for k in range(n):
@@ -714,9 +766,17 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
         for i in range(3):
             for j in range(3):
                 v += W2[i, j] * Y[i, j, k] + 2.0 * W[i, j] * Z[i, j, k]
-        Ff[k] = ((((Mwf[0, k] * al[0] + Mwf[1, k] * al[1] + Mwf[2, k] * al[2])
-                   + (St[0, k] * a[0] + St[1, k] * a[1] + St[2, k] * a[2])) + mq) + v
-                 + (kq + dq))
+        Ff[k] = (
+            (
+                (
+                    (Mwf[0, k] * al[0] + Mwf[1, k] * al[1] + Mwf[2, k] * al[2])
+                    + (St[0, k] * a[0] + St[1, k] * a[1] + St[2, k] * a[2])
+                )
+                + mq
+            )
+            + v
+            + (kq + dq)
+        )
     if stiff:
         # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis):
         # w_p = w + Gamma_w qd, [al_p; a_p] = M_rr0^-1 ([Fw; Fv] - C(w_p))
@@ -784,10 +844,10 @@ def _flex_block(mass, cv, E0, St, S, P, Pt, Kff, Dff, stiff, Kw, Kal, Ka, Kitf, 
     for i in range(3):
         for j in range(3):
             Fal[i, j] = J[i, j]
-    Fal[3, 1], Fal[3, 2] = Sbar[2], -Sbar[1]   # Sbar~^T
+    Fal[3, 1], Fal[3, 2] = Sbar[2], -Sbar[1]  # Sbar~^T
     Fal[4, 0], Fal[4, 2] = -Sbar[2], Sbar[0]
     Fal[5, 0], Fal[5, 1] = Sbar[1], -Sbar[0]
-    Fa[0, 1], Fa[0, 2] = -Sbar[2], Sbar[1]     # Sbar~
+    Fa[0, 1], Fa[0, 2] = -Sbar[2], Sbar[1]  # Sbar~
     Fa[1, 0], Fa[1, 2] = Sbar[2], -Sbar[0]
     Fa[2, 0], Fa[2, 1] = -Sbar[1], Sbar[0]
     for i in range(3):
@@ -1147,8 +1207,8 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
         y[:] = s[p, k]
         return -1
     n = fs_n[f]
-    X = fs_X[fs_off[f]: fs_off[f] + 3 * n].reshape(3, n)
-    qf = q[fs_col0[f]: fs_col0[f] + n]
+    X = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
+    qf = q[fs_col0[f] : fs_col0[f] + n]
     if fs_point[f]:
         y[:] = s[p, k] + _mv(X, qf)
         Jyq[:, :n] = X
@@ -1161,8 +1221,26 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
 
 
 @njit(cache=True)
-def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                 lam, phi, Pq, H, hessian):
+def _constraints(
+    q,
+    nb,
+    b,
+    s,
+    sg,
+    pt,
+    target,
+    fs_index,
+    fs_col0,
+    fs_n,
+    fs_point,
+    fs_X,
+    fs_off,
+    lam,
+    phi,
+    Pq,
+    H,
+    hessian,
+):
     """phi (nc), dense Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n)."""
     npm = b.shape[0]
     nmax = 1
@@ -1189,16 +1267,21 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
                 for i in range(3):
                     ys[k, i] = s[p, k, i]
             else:
-                fid[k] = _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q,
-                                 ys[k], Jq[k], Hs[k])
+                fid[k] = _slot_s(
+                    p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, ys[k], Jq[k], Hs[k]
+                )
             sgk = sg[p, k]
             if bk >= 0:
-                e = q[7 * bk + 3: 7 * bk + 7]
+                e = q[7 * bk + 3 : 7 * bk + 7]
                 _A_to(e, Ab[k])
                 ptk = pt[p, k]
                 for i in range(3):
-                    vals[k, i] = sgk * (Ab[k, i, 0] * ys[k, 0] + Ab[k, i, 1] * ys[k, 1]
-                                        + Ab[k, i, 2] * ys[k, 2] + ptk * q[7 * bk + i])
+                    vals[k, i] = sgk * (
+                        Ab[k, i, 0] * ys[k, 0]
+                        + Ab[k, i, 1] * ys[k, 1]
+                        + Ab[k, i, 2] * ys[k, 2]
+                        + ptk * q[7 * bk + i]
+                    )
                 _dAs_to(e, ys[k], sgk, dA[k])
             else:
                 for i in range(3):
@@ -1255,9 +1338,11 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
                     cols[k, 7 + j] = fs_col0[f] + j
                 for r in range(3):
                     for j in range(nf):
-                        Jfull[k, r, 7 + j] = sg[p, k] * (Ab[k, r, 0] * Jq[k, 0, j]
-                                                         + Ab[k, r, 1] * Jq[k, 1, j]
-                                                         + Ab[k, r, 2] * Jq[k, 2, j])
+                        Jfull[k, r, 7 + j] = sg[p, k] * (
+                            Ab[k, r, 0] * Jq[k, 0, j]
+                            + Ab[k, r, 1] * Jq[k, 1, j]
+                            + Ab[k, r, 2] * Jq[k, 2, j]
+                        )
         for kx in range(2):
             ncx = ncol[kx]
             for ky in range(2, 4):
@@ -1266,9 +1351,11 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
                     ci = cols[kx, i]
                     for j in range(ncy):
                         cj = cols[ky, j]
-                        v = lp * (Jfull[kx, 0, i] * Jfull[ky, 0, j]
-                                  + Jfull[kx, 1, i] * Jfull[ky, 1, j]
-                                  + Jfull[kx, 2, i] * Jfull[ky, 2, j])
+                        v = lp * (
+                            Jfull[kx, 0, i] * Jfull[ky, 0, j]
+                            + Jfull[kx, 1, i] * Jfull[ky, 1, j]
+                            + Jfull[kx, 2, i] * Jfull[ky, 2, j]
+                        )
                         H[ci, cj] += v
                         H[cj, ci] += v
         # own second derivatives
@@ -1277,7 +1364,7 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
             if bk < 0:
                 continue
             o = Y if k < 2 else X
-            e = q[7 * bk + 3: 7 * bk + 7]
+            e = q[7 * bk + 3 : 7 * bk + 7]
             c3 = 7 * bk + 3
             _Smat_add(o, ys[k], lp * sg[p, k], H, c3)
             f = fid[k]
@@ -1300,11 +1387,11 @@ def _constraints(q, nb, b, s, sg, pt, target, fs_index, fs_col0, fs_n, fs_point,
                 Hm = np.zeros((3, 3))
                 for i in range(3):
                     Hm += mu[i] * Hs[k, i]
-                Xf = fs_X[fs_off[f]: fs_off[f] + 3 * n].reshape(3, n)
-                H[cf:cf + n, cf:cf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
+                Xf = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
+                H[cf : cf + n, cf : cf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
     # normalization rows
     for i in range(nb):
-        e = q[7 * i + 3: 7 * i + 7]
+        e = q[7 * i + 3 : 7 * i + 7]
         phi[npm + i] = 0.5 * (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] - 1.0)
         for j in range(4):
             Pq[npm + i, 7 * i + 3 + j] += e[j]
@@ -1334,12 +1421,67 @@ def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
 
 # -- whole-system terms ---------------------------------------------------------------------
 @njit(cache=True)
-def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
-                  f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff,
-                  f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-                  cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                  s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F,
-                  aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac):
+def _system_terms(
+    q,
+    qd,
+    qdd,
+    lam,
+    nb,
+    rm,
+    rc,
+    rJ,
+    isflex,
+    f_body,
+    f_col0,
+    f_n,
+    f_mass,
+    f_c,
+    f_E0,
+    f_St,
+    f_S,
+    f_P,
+    f_Pt,
+    f_K,
+    f_D,
+    f_stiff,
+    f_Kw,
+    f_Kal,
+    f_Ka,
+    f_Kitf,
+    f_o1,
+    f_o2,
+    f_o3,
+    g,
+    has_g,
+    cb,
+    cs,
+    csg,
+    cpt,
+    ctarget,
+    fs_index,
+    fs_col0,
+    fs_n,
+    fs_point,
+    fs_X,
+    fs_off,
+    s_int,
+    s_flt,
+    s_U,
+    s_fa,
+    l_int,
+    l_flt,
+    l_U,
+    l_F,
+    aM,
+    aKin,
+    aDin,
+    aK,
+    aD,
+    r_out,
+    phi,
+    Amat,
+    jac,
+):
     """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
     ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
     Returns the norms (|R|, |PtL|, |Q|) used by the convergence test."""
@@ -1360,18 +1502,31 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
         if isflex[i] >= 0:
             continue
         c7 = 7 * i
-        e = q[c7 + 3: c7 + 7]
+        e = q[c7 + 3 : c7 + 7]
         Mb[:, :] = 0.0
         Kb[:, :] = 0.0
         Db[:, :] = 0.0
-        _rigid_block_to(rm[i], rc[i], rJ[i], e, qd[c7 + 3: c7 + 7], qdd[c7: c7 + 3],
-                        qdd[c7 + 3: c7 + 7], Rb, Mb, Kb, Db, ws_rb, jac)
-        R[c7: c7 + 7] += Rb
+        _rigid_block_to(
+            rm[i],
+            rc[i],
+            rJ[i],
+            e,
+            qd[c7 + 3 : c7 + 7],
+            qdd[c7 : c7 + 3],
+            qdd[c7 + 3 : c7 + 7],
+            Rb,
+            Mb,
+            Kb,
+            Db,
+            ws_rb,
+            jac,
+        )
+        R[c7 : c7 + 7] += Rb
         if has_g:
             Kg7[:, :] = 0.0
             Qb[:] = 0.0
             _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7)
-            Q[c7: c7 + 7] += Qb
+            Q[c7 : c7 + 7] += Qb
         if jac:
             for a in range(7):
                 for bb in range(7):
@@ -1390,31 +1545,57 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
             idx[j] = c7 + j
         for j in range(nf):
             idx[7 + j] = c0 + j
-        St = f_St[f_o1[k]: f_o1[k] + 3 * nf].reshape(3, nf)
-        S = f_S[f_o2[k]: f_o2[k] + 9 * nf].reshape(3, 3, nf)
-        P = f_P[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
-        Pt = f_Pt[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+        St = f_St[f_o1[k] : f_o1[k] + 3 * nf].reshape(3, nf)
+        S = f_S[f_o2[k] : f_o2[k] + 9 * nf].reshape(3, 3, nf)
+        P = f_P[f_o3[k] : f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+        Pt = f_Pt[f_o3[k] : f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
         o = f_o3[k] // 9
-        Kff = f_K[o: o + nf * nf].reshape(nf, nf)
-        Dff = f_D[o: o + nf * nf].reshape(nf, nf)
-        Kitf = f_Kitf[o: o + nf * nf].reshape(nf, nf)
-        Kw = f_Kw[6 * o: 6 * o + 6 * nf * nf].reshape(6, nf, nf)
-        Kal = f_Kal[3 * o: 3 * o + 3 * nf * nf].reshape(3, nf, nf)
-        Ka = f_Ka[3 * o: 3 * o + 3 * nf * nf].reshape(3, nf, nf)
+        Kff = f_K[o : o + nf * nf].reshape(nf, nf)
+        Dff = f_D[o : o + nf * nf].reshape(nf, nf)
+        Kitf = f_Kitf[o : o + nf * nf].reshape(nf, nf)
+        Kw = f_Kw[6 * o : 6 * o + 6 * nf * nf].reshape(6, nf, nf)
+        Kal = f_Kal[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
+        Ka = f_Ka[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
         Rf = np.zeros(N)
         Mf = np.zeros((N, N))
         Kf = np.zeros((N, N))
         Df = np.zeros((N, N))
-        e = q[c7 + 3: c7 + 7]
-        _flex_block(f_mass[k], f_c[k], f_E0[k], St, S, P, Pt, Kff, Dff, f_stiff[k], Kw, Kal, Ka,
-                    Kitf, g, e, q[c0: c0 + nf], qd[c7 + 3: c7 + 7], qd[c0: c0 + nf],
-                    qdd[c7: c7 + 3], qdd[c7 + 3: c7 + 7], qdd[c0: c0 + nf], Rf, Mf, Kf, Df, jac)
+        e = q[c7 + 3 : c7 + 7]
+        _flex_block(
+            f_mass[k],
+            f_c[k],
+            f_E0[k],
+            St,
+            S,
+            P,
+            Pt,
+            Kff,
+            Dff,
+            f_stiff[k],
+            Kw,
+            Kal,
+            Ka,
+            Kitf,
+            g,
+            e,
+            q[c0 : c0 + nf],
+            qd[c7 + 3 : c7 + 7],
+            qd[c0 : c0 + nf],
+            qdd[c7 : c7 + 3],
+            qdd[c7 + 3 : c7 + 7],
+            qdd[c0 : c0 + nf],
+            Rf,
+            Mf,
+            Kf,
+            Df,
+            jac,
+        )
         for a in range(N):
             R[idx[a]] += Rf[a]
         Kgf = np.zeros((N, N))
         if has_g:
             Qf = np.zeros(N)
-            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0: c0 + nf], Qf, Kgf, jac)
+            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0 : c0 + nf], Qf, Kgf, jac)
             for a in range(N):
                 Q[idx[a]] += Qf[a]
         if jac:
@@ -1430,8 +1611,26 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
     # constraints
     Pq = np.zeros((nc, n))
     Hm = np.zeros((n, n)) if jac else np.zeros((1, 1))
-    _constraints(q, nb, cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X,
-                 fs_off, lam, phi, Pq, Hm, jac)
+    _constraints(
+        q,
+        nb,
+        cb,
+        cs,
+        csg,
+        cpt,
+        ctarget,
+        fs_index,
+        fs_col0,
+        fs_n,
+        fs_point,
+        fs_X,
+        fs_off,
+        lam,
+        phi,
+        Pq,
+        Hm,
+        jac,
+    )
     PtL = _tv(Pq, lam)
     for a in range(n):
         r_out[a] = R[a] + PtL[a] - Q[a]
@@ -1451,11 +1650,67 @@ def _system_terms(q, qd, qdd, lam, nb, rm, rc, rJ, isflex,
 
 
 @njit(cache=True)
-def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
-            nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
-            f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-            cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-            s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj):
+def _newton(
+    q_pred,
+    v_pred,
+    x_qdd,
+    x_lam,
+    bh2,
+    gh,
+    sc,
+    tol,
+    rtol,
+    max_iter,
+    hist,
+    k_guess,
+    nb,
+    rm,
+    rc,
+    rJ,
+    isflex,
+    f_body,
+    f_col0,
+    f_n,
+    f_mass,
+    f_c,
+    f_E0,
+    f_St,
+    f_S,
+    f_P,
+    f_Pt,
+    f_K,
+    f_D,
+    f_stiff,
+    f_Kw,
+    f_Kal,
+    f_Ka,
+    f_Kitf,
+    f_o1,
+    f_o2,
+    f_o3,
+    g,
+    has_g,
+    cb,
+    cs,
+    csg,
+    cpt,
+    ctarget,
+    fs_index,
+    fs_col0,
+    fs_n,
+    fs_point,
+    fs_X,
+    fs_off,
+    s_int,
+    s_flt,
+    s_U,
+    s_fa,
+    l_int,
+    l_flt,
+    l_U,
+    l_F,
+    nj,
+):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
@@ -1482,12 +1737,67 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             q1[i] = q_pred[i] + bh2 * x_qdd[i]
             v1[i] = v_pred[i] + gh * x_qdd[i]
         jac = k != k_guess
-        norms = _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0,
-                              f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
-                              f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt,
-                              ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                              s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh,
-                              bh2, gh, r, phi, A, jac)
+        norms = _system_terms(
+            q1,
+            v1,
+            x_qdd,
+            x_lam,
+            nb,
+            rm,
+            rc,
+            rJ,
+            isflex,
+            f_body,
+            f_col0,
+            f_n,
+            f_mass,
+            f_c,
+            f_E0,
+            f_St,
+            f_S,
+            f_P,
+            f_Pt,
+            f_K,
+            f_D,
+            f_stiff,
+            f_Kw,
+            f_Kal,
+            f_Ka,
+            f_Kitf,
+            f_o1,
+            f_o2,
+            f_o3,
+            g,
+            has_g,
+            cb,
+            cs,
+            csg,
+            cpt,
+            ctarget,
+            fs_index,
+            fs_col0,
+            fs_n,
+            fs_point,
+            fs_X,
+            fs_off,
+            s_int,
+            s_flt,
+            s_U,
+            s_fa,
+            l_int,
+            l_flt,
+            l_U,
+            l_F,
+            one,
+            bh2,
+            gh,
+            bh2,
+            gh,
+            r,
+            phi,
+            A,
+            jac,
+        )
         nrf = 0.0
         for i in range(n):
             res[i] = r[i]
@@ -1512,37 +1822,180 @@ def _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist
             qmax = max(qmax, abs(q1[i]))
         # one rule with the generic path (integrators.convergence): force and constraint
         # rows each against their own round-off floor
-        if tiny or newton_converged(nrf, nphi, sc, tol + rtol * scale,
-                                    norms[0] + norms[1] + norms[2], nc, qmax) > 0:
+        if (
+            tiny
+            or newton_converged(
+                nrf, nphi, sc, tol + rtol * scale, norms[0] + norms[1] + norms[2], nc, qmax
+            )
+            > 0
+        ):
             return 1, k, viol
         if k == max_iter:
             return 0, k, viol
         if not jac:  # the guess was wrong: the same terms again, now with the matrix
-            _system_terms(q1, v1, x_qdd, x_lam, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
-                          f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw, f_Kal,
-                          f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs, csg, cpt, ctarget,
-                          fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                          s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, one, bh2, gh, bh2,
-                          gh, r, phi, A, True)
+            _system_terms(
+                q1,
+                v1,
+                x_qdd,
+                x_lam,
+                nb,
+                rm,
+                rc,
+                rJ,
+                isflex,
+                f_body,
+                f_col0,
+                f_n,
+                f_mass,
+                f_c,
+                f_E0,
+                f_St,
+                f_S,
+                f_P,
+                f_Pt,
+                f_K,
+                f_D,
+                f_stiff,
+                f_Kw,
+                f_Kal,
+                f_Ka,
+                f_Kitf,
+                f_o1,
+                f_o2,
+                f_o3,
+                g,
+                has_g,
+                cb,
+                cs,
+                csg,
+                cpt,
+                ctarget,
+                fs_index,
+                fs_col0,
+                fs_n,
+                fs_point,
+                fs_X,
+                fs_off,
+                s_int,
+                s_flt,
+                s_U,
+                s_fa,
+                l_int,
+                l_flt,
+                l_U,
+                l_F,
+                one,
+                bh2,
+                gh,
+                bh2,
+                gh,
+                r,
+                phi,
+                A,
+                True,
+            )
         dx = np.linalg.solve(A, -res)
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
         nl = np.sqrt((dx[n:] * dx[n:]).sum())
-        tiny = (nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum()))
-                and nl <= 1e-13 * (1.0 + np.sqrt((x_lam * x_lam).sum())))
+        tiny = nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum())) and nl <= 1e-13 * (
+            1.0 + np.sqrt((x_lam * x_lam).sum())
+        )
     return 0, max_iter, 0.0
 
 
 @njit(cache=True)
-def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_all, T_all,
-         Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol,
-         nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt,
-         f_K, f_D, f_stiff, f_Kw, f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g,
-         cb, cs, csg, cpt, ctarget, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-         s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, nj,
-         r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
-         d_joint, d_col0, d_n, d_modes, d_off, gauge, FA_all, LF_all, project):
+def _run(
+    q,
+    qd,
+    qdd,
+    a,
+    lam,
+    times,
+    h,
+    be,
+    ga,
+    am,
+    af,
+    tol,
+    rtol,
+    max_iter,
+    S_all,
+    T_all,
+    Tq,
+    Tqd,
+    Tqdd,
+    Tlam,
+    reac,
+    iters,
+    resid,
+    hist,
+    viol,
+    nb,
+    rm,
+    rc,
+    rJ,
+    isflex,
+    f_body,
+    f_col0,
+    f_n,
+    f_mass,
+    f_c,
+    f_E0,
+    f_St,
+    f_S,
+    f_P,
+    f_Pt,
+    f_K,
+    f_D,
+    f_stiff,
+    f_Kw,
+    f_Kal,
+    f_Ka,
+    f_Kitf,
+    f_o1,
+    f_o2,
+    f_o3,
+    g,
+    has_g,
+    cb,
+    cs,
+    csg,
+    cpt,
+    ctarget,
+    fs_index,
+    fs_col0,
+    fs_n,
+    fs_point,
+    fs_X,
+    fs_off,
+    s_int,
+    s_flt,
+    s_U,
+    s_fa,
+    l_int,
+    l_flt,
+    l_U,
+    l_F,
+    nj,
+    r_joint,
+    r_side,
+    r_sgn,
+    r_child,
+    r_side_body,
+    r_CC,
+    r_sC,
+    d_joint,
+    d_col0,
+    d_n,
+    d_modes,
+    d_off,
+    gauge,
+    FA_all,
+    LF_all,
+    project,
+):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant)."""
@@ -1578,12 +2031,67 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
             tg_i = ctarget
         fa_i = FA_all[i] if FA_all.shape[0] > 1 else FA_all[0]
         lf_i = LF_all[i] if LF_all.shape[0] > 1 else LF_all[0]
-        status, k, vi = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter,
-                                hist[i], k_prev, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n,
-                                f_mass, f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, f_stiff, f_Kw,
-                                f_Kal, f_Ka, f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg,
-                                cpt, tg_i, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-                                s_int, s_flt, s_U, fa_i, l_int, l_flt, l_U, lf_i, nj)
+        status, k, vi = _newton(
+            q_pred,
+            v_pred,
+            x_qdd,
+            x_lam,
+            bh2,
+            gh,
+            sc,
+            tol,
+            rtol,
+            max_iter,
+            hist[i],
+            k_prev,
+            nb,
+            rm,
+            rc,
+            rJ,
+            isflex,
+            f_body,
+            f_col0,
+            f_n,
+            f_mass,
+            f_c,
+            f_E0,
+            f_St,
+            f_S,
+            f_P,
+            f_Pt,
+            f_K,
+            f_D,
+            f_stiff,
+            f_Kw,
+            f_Kal,
+            f_Ka,
+            f_Kitf,
+            f_o1,
+            f_o2,
+            f_o3,
+            g,
+            has_g,
+            cb,
+            cs_i,
+            csg,
+            cpt,
+            tg_i,
+            fs_index,
+            fs_col0,
+            fs_n,
+            fs_point,
+            fs_X,
+            fs_off,
+            s_int,
+            s_flt,
+            s_U,
+            fa_i,
+            l_int,
+            l_flt,
+            l_U,
+            lf_i,
+            nj,
+        )
         iters[i] = k
         resid[i] = hist[i, k]
         if status != 1:
@@ -1594,11 +2102,67 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
         qd = v_pred + gh * x_qdd
         if project:
             # mass-orthogonal projection on Phi_q qd = 0 (scleronomic; Engine.project)
-            _system_terms(q, zn, zn, zc, nb, rm, rc, rJ, isflex, f_body, f_col0, f_n, f_mass,
-                          f_c, f_E0, f_St, f_S, f_P, f_Pt, f_K, f_D, no_stiff, f_Kw, f_Kal, f_Ka,
-                          f_Kitf, f_o1, f_o2, f_o3, g, has_g, cb, cs_i, csg, cpt, tg_i, fs_index,
-                          fs_col0, fs_n, fs_point, fs_X, fs_off, s_int, s_flt, s_U, fa_i, l_int,
-                          l_flt, l_U, lf_i, 1.0, 0.0, 0.0, 0.0, 0.0, r_p, phi_p, A_p, True)
+            _system_terms(
+                q,
+                zn,
+                zn,
+                zc,
+                nb,
+                rm,
+                rc,
+                rJ,
+                isflex,
+                f_body,
+                f_col0,
+                f_n,
+                f_mass,
+                f_c,
+                f_E0,
+                f_St,
+                f_S,
+                f_P,
+                f_Pt,
+                f_K,
+                f_D,
+                no_stiff,
+                f_Kw,
+                f_Kal,
+                f_Ka,
+                f_Kitf,
+                f_o1,
+                f_o2,
+                f_o3,
+                g,
+                has_g,
+                cb,
+                cs_i,
+                csg,
+                cpt,
+                tg_i,
+                fs_index,
+                fs_col0,
+                fs_n,
+                fs_point,
+                fs_X,
+                fs_off,
+                s_int,
+                s_flt,
+                s_U,
+                fa_i,
+                l_int,
+                l_flt,
+                l_U,
+                lf_i,
+                1.0,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                r_p,
+                phi_p,
+                A_p,
+                True,
+            )
             for r in range(nc):
                 v = 0.0
                 for c in range(n):
@@ -1624,22 +2188,72 @@ def _run(q, qd, qdd, a, lam, times, h, be, ga, am, af, tol, rtol, max_iter, S_al
         Tqd[i] = qd
         Tqdd[i] = qdd
         Tlam[i] = lam
-        _reactions(q, lam, nb, cb, cs_i, csg, cpt, fs_index, fs_col0, fs_n, fs_point, fs_X,
-                   fs_off, r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
-                   d_joint, d_col0, d_n, d_modes, d_off, reac[i])
+        _reactions(
+            q,
+            lam,
+            nb,
+            cb,
+            cs_i,
+            csg,
+            cpt,
+            fs_index,
+            fs_col0,
+            fs_n,
+            fs_point,
+            fs_X,
+            fs_off,
+            r_joint,
+            r_side,
+            r_sgn,
+            r_child,
+            r_side_body,
+            r_CC,
+            r_sC,
+            d_joint,
+            d_col0,
+            d_n,
+            d_modes,
+            d_off,
+            reac[i],
+        )
     return 0
 
 
 @njit(cache=True)
-def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off,
-               r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC,
-               d_joint, d_col0, d_n, d_modes, d_off, out):
+def _reactions(
+    q,
+    lam,
+    nb,
+    b,
+    s,
+    sg,
+    pt,
+    fs_index,
+    fs_col0,
+    fs_n,
+    fs_point,
+    fs_X,
+    fs_off,
+    r_joint,
+    r_side,
+    r_sgn,
+    r_child,
+    r_side_body,
+    r_CC,
+    r_sC,
+    d_joint,
+    d_col0,
+    d_n,
+    d_modes,
+    d_off,
+    out,
+):
     """Joint reactions (port of ConstraintSet.reactions) into ``out`` (nj, 6)."""
     npm = b.shape[0]
     nj = out.shape[0]
     Rn = np.empty((nb, 3, 3))
     for i in range(nb):
-        e = q[7 * i + 3: 7 * i + 7]
+        e = q[7 * i + 3 : 7 * i + 7]
         n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
         _A_to(e, Rn[i])
         for a in range(3):
@@ -1698,8 +2312,8 @@ def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X
         for m in range(d_joint.shape[0]):
             if d_joint[m] == j:
                 n = d_n[m]
-                Md = d_modes[d_off[m]: d_off[m] + 6 * n].reshape(6, n)
-                qf = q[d_col0[m]: d_col0[m] + n]
+                Md = d_modes[d_off[m] : d_off[m] + 6 * n].reshape(6, n)
+                qf = q[d_col0[m] : d_col0[m] + n]
                 th = _mv(Md[:3], qf)
                 Rd = np.empty((3, 3))
                 ek = np.zeros(3)
@@ -1724,8 +2338,9 @@ def _reactions(q, lam, nb, b, s, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X
                 else:
                     FC[a, c] = CC[a, c]
             if jb >= 0:
-                pC[a] = q[7 * jb + a] + (Rn[jb, a, 0] * sC[0] + Rn[jb, a, 1] * sC[1]
-                                         + Rn[jb, a, 2] * sC[2])
+                pC[a] = q[7 * jb + a] + (
+                    Rn[jb, a, 0] * sC[0] + Rn[jb, a, 1] * sC[1] + Rn[jb, a, 2] * sC[2]
+                )
             else:
                 pC[a] = sC[a]
             d3[a] = pC[a] - (q[7 * sd + a] if sd >= 0 else 0.0)
@@ -1780,8 +2395,31 @@ def _flex_mass(mass, cv, E0, St, S, P, qf):
 
 
 @njit(cache=True)
-def _energies(Q, Qd, nb, rm, rc, rJc, isflex, f_body, f_col0, f_n, f_mass, f_c, f_E0, f_St,
-              f_S, f_P, f_K, f_D, f_o1, f_o2, f_o3, g, out):
+def _energies(
+    Q,
+    Qd,
+    nb,
+    rm,
+    rc,
+    rJc,
+    isflex,
+    f_body,
+    f_col0,
+    f_n,
+    f_mass,
+    f_c,
+    f_E0,
+    f_St,
+    f_S,
+    f_P,
+    f_K,
+    f_D,
+    f_o1,
+    f_o2,
+    f_o3,
+    g,
+    out,
+):
     """Per sample: kinetic, gravity potential, strain energy, modal damping power -> out (nt, 4)."""
     nt = Q.shape[0]
     for t in range(nt):
@@ -1793,12 +2431,12 @@ def _energies(Q, Qd, nb, rm, rc, rJc, isflex, f_body, f_col0, f_n, f_mass, f_c, 
         pd = 0.0
         for i in range(nb):
             c7 = 7 * i
-            e = q[c7 + 3: c7 + 7]
+            e = q[c7 + 3 : c7 + 7]
             n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
             A = _A(e) / n2
-            w = 2.0 * _mv(_G(e), qd[c7 + 3: c7 + 7]) / n2
-            r = q[c7: c7 + 3]
-            rd = qd[c7: c7 + 3]
+            w = 2.0 * _mv(_G(e), qd[c7 + 3 : c7 + 7]) / n2
+            r = q[c7 : c7 + 3]
+            rd = qd[c7 : c7 + 3]
             k = isflex[i]
             if k < 0:
                 vc = rd + _mv(A, _cross(w, rc[i]))
@@ -1807,14 +2445,14 @@ def _energies(Q, Qd, nb, rm, rc, rJc, isflex, f_body, f_col0, f_n, f_mass, f_c, 
                 continue
             nf = f_n[k]
             c0 = f_col0[k]
-            St = f_St[f_o1[k]: f_o1[k] + 3 * nf].reshape(3, nf)
-            S = f_S[f_o2[k]: f_o2[k] + 9 * nf].reshape(3, 3, nf)
-            P = f_P[f_o3[k]: f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
+            St = f_St[f_o1[k] : f_o1[k] + 3 * nf].reshape(3, nf)
+            S = f_S[f_o2[k] : f_o2[k] + 9 * nf].reshape(3, 3, nf)
+            P = f_P[f_o3[k] : f_o3[k] + 9 * nf * nf].reshape(3, 3, nf, nf)
             o = f_o3[k] // 9
-            Kff = f_K[o: o + nf * nf].reshape(nf, nf)
-            Dff = f_D[o: o + nf * nf].reshape(nf, nf)
-            qf = q[c0: c0 + nf].copy()
-            qfd = qd[c0: c0 + nf].copy()
+            Kff = f_K[o : o + nf * nf].reshape(nf, nf)
+            Dff = f_D[o : o + nf * nf].reshape(nf, nf)
+            qf = q[c0 : c0 + nf].copy()
+            qfd = qd[c0 : c0 + nf].copy()
             u = np.empty(6 + nf)
             u[:3] = w
             u[3:6] = _tv(A, rd)
@@ -1860,8 +2498,11 @@ class Engine:
         self.f_mass = np.array([d.inv.mass for d in fl], float)
         self.f_c = np.array([d.inv.c for d in fl], float).reshape(nfb, 3)
         self.f_E0 = np.array([d.inv.E0 for d in fl], float).reshape(nfb, 3, 3)
-        cat = (lambda xs: np.ascontiguousarray(np.concatenate([np.ravel(x) for x in xs]), float)
-               if xs else np.zeros(0))
+        cat = lambda xs: (
+            np.ascontiguousarray(np.concatenate([np.ravel(x) for x in xs]), float)
+            if xs
+            else np.zeros(0)
+        )
         self.f_St = cat([d.inv.St for d in fl])
         self.f_S = cat([d.inv.S for d in fl])
         self.f_P = cat([d.inv.P for d in fl])
@@ -1896,8 +2537,9 @@ class Engine:
         self.fs_n = np.array([fs.n for fs in cs.fslots], np.int64)
         self.fs_point = np.array([fs.point for fs in cs.fslots], np.bool_)
         self.fs_X = cat([fs.X for fs in cs.fslots])
-        self.fs_off = np.concatenate([[0], np.cumsum([3 * fs.n for fs in cs.fslots])]
-                                     ).astype(np.int64)[:-1]
+        self.fs_off = np.concatenate([[0], np.cumsum([3 * fs.n for fs in cs.fslots])]).astype(
+            np.int64
+        )[:-1]
         self.nj = cs.n_joint_rows
         jr = cs._react
         self.r = {k: jr[k] for k in ("joint", "side", "sgn", "child", "side_body", "CC", "sC")}
@@ -1906,8 +2548,7 @@ class Engine:
         self.d_col0 = np.array([x[2] for x in dfm], np.int64)
         self.d_n = np.array([x[3] for x in dfm], np.int64)
         self.d_modes = cat([x[1].modes for x in dfm])
-        self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]
-                                    ).astype(np.int64)[:-1]
+        self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]).astype(np.int64)[:-1]
         self.n_joints = len(cs.joints)
         self.ft = ForceTable(s)
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
@@ -1925,7 +2566,7 @@ class Engine:
 
         if system.n + system.nc > MAX_DENSE:
             return False
-        if getattr(system.constraints, "ncr", 0):   # Screw / GearCoupling rows: generic path
+        if getattr(system.constraints, "ncr", 0):  # Screw / GearCoupling rows: generic path
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
         if any(type(f) not in ok for f in system.forces):
@@ -1939,7 +2580,7 @@ class Engine:
         o = 0
         for d in self.system.flexible.flex:
             m = d.n * d.n
-            self.f_Kitf[o: o + m] = d.K_itf.ravel()
+            self.f_Kitf[o : o + m] = d.K_itf.ravel()
             o += m
 
     def _g(self):
@@ -1950,12 +2591,47 @@ class Engine:
     def _args(self):
         g, has_g = self._g()
         cs = self.cs
-        return (self.nb, self.rm, self.rc, self.rJ, self.isflex, self.f_body, self.f_col0,
-                self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S, self.f_P,
-                self.f_Pt, self.f_K, self.f_D, self.f_stiff, self.f_Kw, self.f_Kal, self.f_Ka,
-                self.f_Kitf, self.f_o1, self.f_o2, self.f_o3, g, has_g, cs.b, cs.s, cs.sg,
-                cs.pt, cs.target, self.fs_index, self.fs_col0, self.fs_n, self.fs_point,
-                self.fs_X, self.fs_off, *self._ft_args())
+        return (
+            self.nb,
+            self.rm,
+            self.rc,
+            self.rJ,
+            self.isflex,
+            self.f_body,
+            self.f_col0,
+            self.f_n,
+            self.f_mass,
+            self.f_c,
+            self.f_E0,
+            self.f_St,
+            self.f_S,
+            self.f_P,
+            self.f_Pt,
+            self.f_K,
+            self.f_D,
+            self.f_stiff,
+            self.f_Kw,
+            self.f_Kal,
+            self.f_Ka,
+            self.f_Kitf,
+            self.f_o1,
+            self.f_o2,
+            self.f_o3,
+            g,
+            has_g,
+            cs.b,
+            cs.s,
+            cs.sg,
+            cs.pt,
+            cs.target,
+            self.fs_index,
+            self.fs_col0,
+            self.fs_n,
+            self.fs_point,
+            self.fs_X,
+            self.fs_off,
+            *self._ft_args(),
+        )
 
     def _ft_args(self):
         ft = self.ft
@@ -1975,15 +2651,39 @@ class Engine:
         r = np.zeros(n)
         phi = np.zeros(nc)
         A = np.zeros((n + nc, n + nc))
-        _system_terms(np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float),
-                      np.asarray(lam, float), *self._args(), *map(float, coefs), r, phi, A, jac)
+        _system_terms(
+            np.asarray(q, float),
+            np.asarray(qd, float),
+            np.asarray(qdd, float),
+            np.asarray(lam, float),
+            *self._args(),
+            *map(float, coefs),
+            r,
+            phi,
+            A,
+            jac,
+        )
         return r, phi, A
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
         self._set_time(t)
-        out = _newton(q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
-                      self.k_prev, *self._args(), self.nj)
+        out = _newton(
+            q_pred,
+            v_pred,
+            x_qdd,
+            x_lam,
+            bh2,
+            gh,
+            sc,
+            tol,
+            rtol,
+            max_iter,
+            hist,
+            self.k_prev,
+            *self._args(),
+            self.nj,
+        )
         self.k_prev = out[1] if out[0] == 1 else -1
         return out
 
@@ -2008,10 +2708,31 @@ class Engine:
         g, _ = self._g()
         out = np.zeros((len(Q), 4))
         s = self.system
-        _energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), self.nb, self.rm, self.rc,
-                  np.ascontiguousarray(s.inertia.Jc, float), self.isflex, self.f_body,
-                  self.f_col0, self.f_n, self.f_mass, self.f_c, self.f_E0, self.f_St, self.f_S,
-                  self.f_P, self.f_K, self.f_D, self.f_o1, self.f_o2, self.f_o3, g, out)
+        _energies(
+            np.ascontiguousarray(Q),
+            np.ascontiguousarray(Qd),
+            self.nb,
+            self.rm,
+            self.rc,
+            np.ascontiguousarray(s.inertia.Jc, float),
+            self.isflex,
+            self.f_body,
+            self.f_col0,
+            self.f_n,
+            self.f_mass,
+            self.f_c,
+            self.f_E0,
+            self.f_St,
+            self.f_S,
+            self.f_P,
+            self.f_K,
+            self.f_D,
+            self.f_o1,
+            self.f_o2,
+            self.f_o3,
+            g,
+            out,
+        )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
     def force_energies(self, times, Q, Qd):
@@ -2022,12 +2743,46 @@ class Engine:
         if not ft.empty:
             ft.refresh()
             FA, LF = ft.tabulate(np.asarray(times, float))
-            force_energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), ft.s_int,
-                           ft.s_flt, ft.s_U, FA, ft.l_int, ft.l_flt, ft.l_U, LF, out)
+            force_energies(
+                np.ascontiguousarray(Q),
+                np.ascontiguousarray(Qd),
+                ft.s_int,
+                ft.s_flt,
+                ft.s_U,
+                FA,
+                ft.l_int,
+                ft.l_flt,
+                ft.l_U,
+                LF,
+                out,
+            )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
-    def run(self, q, qd, qdd, a, lam, times, h, scheme, tol, rtol, max_iter, gauge, Tq, Tqd, Tqdd,
-            Tlam, reac, iters, resid, hist, viol, project=False):
+    def run(
+        self,
+        q,
+        qd,
+        qdd,
+        a,
+        lam,
+        times,
+        h,
+        scheme,
+        tol,
+        rtol,
+        max_iter,
+        gauge,
+        Tq,
+        Tqd,
+        Tqdd,
+        Tlam,
+        reac,
+        iters,
+        resid,
+        hist,
+        viol,
+        project=False,
+    ):
         """All steps of an integration in compiled code; returns the first failed step or 0.
 
         ``project``: mass-orthogonal velocity projection after each step (as
@@ -2052,22 +2807,82 @@ class Engine:
         if not ft.empty:
             ft.refresh()
         FA_all, LF_all = ft.tabulate(times)
-        return _run(np.array(q, float), np.array(qd, float), np.array(qdd, float),
-                    np.array(a, float), np.array(lam, float), np.asarray(times, float),
-                    float(h), scheme.beta, scheme.gamma, scheme.alpha_m, scheme.alpha_f,
-                    float(tol), float(rtol), int(max_iter), S_all, T_all, Tq, Tqd, Tqdd, Tlam,
-                    reac, iters, resid, hist, viol, *self._args(), self.nj, r["joint"],
-                    r["side"], r["sgn"], r["child"], r["side_body"], r["CC"], r["sC"],
-                    self.d_joint, self.d_col0, self.d_n, self.d_modes, self.d_off, bool(gauge),
-                    FA_all, LF_all, bool(project))
+        return _run(
+            np.array(q, float),
+            np.array(qd, float),
+            np.array(qdd, float),
+            np.array(a, float),
+            np.array(lam, float),
+            np.asarray(times, float),
+            float(h),
+            scheme.beta,
+            scheme.gamma,
+            scheme.alpha_m,
+            scheme.alpha_f,
+            float(tol),
+            float(rtol),
+            int(max_iter),
+            S_all,
+            T_all,
+            Tq,
+            Tqd,
+            Tqdd,
+            Tlam,
+            reac,
+            iters,
+            resid,
+            hist,
+            viol,
+            *self._args(),
+            self.nj,
+            r["joint"],
+            r["side"],
+            r["sgn"],
+            r["child"],
+            r["side_body"],
+            r["CC"],
+            r["sC"],
+            self.d_joint,
+            self.d_col0,
+            self.d_n,
+            self.d_modes,
+            self.d_off,
+            bool(gauge),
+            FA_all,
+            LF_all,
+            bool(project),
+        )
 
     def reactions(self, q, lam):
         cs = self.cs
         out = np.zeros((self.n_joints, 6))
         r = self.r
-        _reactions(np.asarray(q, float), np.asarray(lam, float), self.nb, cs.b, cs.s, cs.sg,
-                   cs.pt, self.fs_index, self.fs_col0, self.fs_n, self.fs_point, self.fs_X,
-                   self.fs_off, r["joint"], r["side"], r["sgn"], r["child"], r["side_body"],
-                   r["CC"], r["sC"], self.d_joint, self.d_col0, self.d_n, self.d_modes,
-                   self.d_off, out)
+        _reactions(
+            np.asarray(q, float),
+            np.asarray(lam, float),
+            self.nb,
+            cs.b,
+            cs.s,
+            cs.sg,
+            cs.pt,
+            self.fs_index,
+            self.fs_col0,
+            self.fs_n,
+            self.fs_point,
+            self.fs_X,
+            self.fs_off,
+            r["joint"],
+            r["side"],
+            r["sgn"],
+            r["child"],
+            r["side_body"],
+            r["CC"],
+            r["sC"],
+            self.d_joint,
+            self.d_col0,
+            self.d_n,
+            self.d_modes,
+            self.d_off,
+            out,
+        )
         return out

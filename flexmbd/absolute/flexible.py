@@ -90,8 +90,10 @@ def _dAtr(e, x):
 def _dp_dw(w):
     """Derivative (6, 3) of the six angular-velocity products w.r.t. ``w``."""
     w1, w2, w3 = w
-    return np.array([[2 * w1, 0, 0], [0, 2 * w2, 0], [0, 0, 2 * w3],
-                     [w2, w1, 0], [0, w3, w2], [w3, 0, w1]], dtype=float)
+    return np.array(
+        [[2 * w1, 0, 0], [0, 2 * w2, 0], [0, 0, 2 * w3], [w2, w1, 0], [0, w3, w2], [w3, 0, w1]],
+        dtype=float,
+    )
 
 
 def _omega_products(w):
@@ -131,11 +133,15 @@ class _FlexData:
             # interfaces with non-zero unit matrices (a Craig-Bampton reference interface
             # carries the support reactions of the unit states: its matrices are zero)
             comps = ("mx", "my", "mz", "fx", "fy", "fz")
-            self.itf_names = [nm for nm in rb.interface_names
-                              if any(np.any(unit(f"{nm}.{c}")) for c in comps)]
+            self.itf_names = [
+                nm for nm in rb.interface_names if any(np.any(unit(f"{nm}.{c}")) for c in comps)
+            ]
             comps = ("mx", "my", "mz", "fx", "fy", "fz")
-            self.Kitf = (np.stack([unit(f"{nm}.{c}") for nm in self.itf_names for c in comps])
-                         if self.itf_names else np.zeros((0, n, n)))
+            self.Kitf = (
+                np.stack([unit(f"{nm}.{c}") for nm in self.itf_names for c in comps])
+                if self.itf_names
+                else np.zeros((0, n, n))
+            )
         else:
             self.itf_names = []
             self.Kitf = np.zeros((0, n, n))
@@ -150,10 +156,9 @@ class _FlexData:
         v = np.zeros(len(self.Kitf))
         for k, nm in enumerate(self.itf_names):
             if nm in loads:
-                v[6 * k: 6 * k + 6] = loads[nm]
+                v[6 * k : 6 * k + 6] = loads[nm]
         self.itf_load = v
-        self.K_itf = (np.tensordot(v, self.Kitf, axes=1) if len(v)
-                      else np.zeros((self.n, self.n)))
+        self.K_itf = np.tensordot(v, self.Kitf, axes=1) if len(v) else np.zeros((self.n, self.n))
 
 
 class FlexibleSet:
@@ -181,17 +186,17 @@ class FlexibleSet:
     @staticmethod
     def _split(d, q, qd=None, qdd=None):
         i = d.index
-        e = q[7 * i + 3: 7 * i + 7]
-        qf = q[d.col0: d.col0 + d.n]
+        e = q[7 * i + 3 : 7 * i + 7]
+        qf = q[d.col0 : d.col0 + d.n]
         out = [e, qf]
         for x in (qd, qdd):
             if x is not None:
-                out += [x[7 * i: 7 * i + 3], x[7 * i + 3: 7 * i + 7], x[d.col0: d.col0 + d.n]]
+                out += [x[7 * i : 7 * i + 3], x[7 * i + 3 : 7 * i + 7], x[d.col0 : d.col0 + d.n]]
         return out
 
     def modal(self, q, d):
         """Modal coordinates of flexible body data ``d``."""
-        return q[d.col0: d.col0 + d.n]
+        return q[d.col0 : d.col0 + d.n]
 
     # -- residual and Jacobians ------------------------------------------------------
     def body_residual(self, d, q, qd, qdd, g=None, derivatives=True):
@@ -214,9 +219,12 @@ class FlexibleSet:
             wp = w + Gam[:3] @ qfd
             Cr, dC = centrifugal_resultant(inv, wp, derivative=True)
             X = Minv @ (F[:6] - Cr)
-            KG = (np.tensordot(_omega_products(wp), d.Kw, axes=1)
-                  + np.tensordot(X[:3], d.Kal, axes=1)
-                  + np.tensordot(X[3:] - gb, d.Ka, axes=1) + d.K_itf)
+            KG = (
+                np.tensordot(_omega_products(wp), d.Kw, axes=1)
+                + np.tensordot(X[:3], d.Kal, axes=1)
+                + np.tensordot(X[3:] - gb, d.Ka, axes=1)
+                + d.K_itf
+            )
             F[6:] += KG @ qf
         R = np.concatenate([A @ F[3:6], 2.0 * G.T @ F[:3], F[6:]])
         if not derivatives:
@@ -257,7 +265,7 @@ class FlexibleSet:
         D[:, 3:7] = out(Fw) @ (2.0 * G)
         D[:, 7:] = out(Fqd)
         K = np.zeros((N, N))
-        dFe = (Fw @ (-2.0 * Gmat(ed)) + Fal @ (-2.0 * Gmat(edd)) + Fa @ _dAtr(e, rdd))
+        dFe = Fw @ (-2.0 * Gmat(ed)) + Fal @ (-2.0 * Gmat(edd)) + Fa @ _dAtr(e, rdd)
         if g is not None and d.stiffening:
             dFe = dFe + Fg @ _dAtr(e, g)
         K[:, 3:7] = out(dFe)
@@ -305,8 +313,11 @@ class FlexibleSet:
         if not rows:
             z = np.zeros(0)
             return z.astype(np.int64), z.astype(np.int64), z
-        return (np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64),
-                np.concatenate(vals))
+        return (
+            np.concatenate(rows).astype(np.int64),
+            np.concatenate(cols).astype(np.int64),
+            np.concatenate(vals),
+        )
 
     def mass_block(self, d, q):
         """Symmetric mass block (7+n) of body data ``d`` in absolute coordinates."""
@@ -352,15 +363,18 @@ class FlexibleSet:
         if not rows:
             z = np.zeros(0)
             return z.astype(np.int64), z.astype(np.int64), z
-        return (np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64),
-                np.concatenate(vals))
+        return (
+            np.concatenate(rows).astype(np.int64),
+            np.concatenate(cols).astype(np.int64),
+            np.concatenate(vals),
+        )
 
     def gravity_potential(self, q, g):
         out = 0.0
         for d in self.flex:
             e, qf = self._split(d, q)
             A = Apoly(e) / float(e @ e)
-            r = q[7 * d.index: 7 * d.index + 3]
+            r = q[7 * d.index : 7 * d.index + 3]
             Sbar = d.inv.c + d.inv.St @ qf
             out -= float(g @ (d.inv.mass * r + A @ Sbar))
         return out
@@ -375,8 +389,9 @@ class FlexibleSet:
         return np.concatenate([w, A.T @ rd, qfd])
 
     def kinetic_energy(self, q, qd):
-        return sum(kinetic_energy(d.inv, self.modal(q, d), self.body_speeds(d, q, qd))
-                   for d in self.flex)
+        return sum(
+            kinetic_energy(d.inv, self.modal(q, d), self.body_speeds(d, q, qd)) for d in self.flex
+        )
 
     def strain_energy(self, q):
         return sum(0.5 * float(self.modal(q, d) @ d.K @ self.modal(q, d)) for d in self.flex)
@@ -386,7 +401,7 @@ class FlexibleSet:
 
     def world_omega(self, d, q, qd):
         i = d.index
-        e, ed = q[7 * i + 3: 7 * i + 7], qd[7 * i + 3: 7 * i + 7]
+        e, ed = q[7 * i + 3 : 7 * i + 7], qd[7 * i + 3 : 7 * i + 7]
         return 2.0 * Emat(e) @ ed
 
 
@@ -420,11 +435,11 @@ class FlexPointForce:
     def _kin(self, q):
         d = self.d
         i = d.index
-        e = q[7 * i + 3: 7 * i + 7]
+        e = q[7 * i + 3 : 7 * i + 7]
         n2 = float(e @ e)
         A = Apoly(e) / n2
         E = Emat(e)
-        qf = q[d.col0: d.col0 + d.n]
+        qf = q[d.col0 : d.col0 + d.n]
         s = self.s0 + self.U @ qf
         return e, A, E, qf, s
 
@@ -439,13 +454,13 @@ class FlexPointForce:
         i = d.index
         f, rho, A, E = self.force(t, q)
         n = np.cross(rho, f)
-        Q[7 * i: 7 * i + 3] += f
-        Q[7 * i + 3: 7 * i + 7] += 2.0 * E.T @ n
-        Q[d.col0: d.col0 + d.n] += self.U.T @ (A.T @ f)
+        Q[7 * i : 7 * i + 3] += f
+        Q[7 * i + 3 : 7 * i + 7] += 2.0 * E.T @ n
+        Q[d.col0 : d.col0 + d.n] += self.U.T @ (A.T @ f)
         if not jacobian:
             return None
 
-        e = q[7 * i + 3: 7 * i + 7]
+        e = q[7 * i + 3 : 7 * i + 7]
         E2 = 2.0 * E
         N = 7 + d.n
         K = np.zeros((N, N))
@@ -466,9 +481,13 @@ class FlexPointForce:
         d = self.d
         i = d.index
         f, rho, A, E = self.force(t, q)
-        w = 2.0 * E @ qd[7 * i + 3: 7 * i + 7] / float(q[7 * i + 3: 7 * i + 7]
-                                                       @ q[7 * i + 3: 7 * i + 7])
-        vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + A @ (self.U @ qd[d.col0: d.col0 + d.n])
+        w = (
+            2.0
+            * E
+            @ qd[7 * i + 3 : 7 * i + 7]
+            / float(q[7 * i + 3 : 7 * i + 7] @ q[7 * i + 3 : 7 * i + 7])
+        )
+        vP = qd[7 * i : 7 * i + 3] + np.cross(w, rho) + A @ (self.U @ qd[d.col0 : d.col0 + d.n])
         return float(f @ vP)
 
 
@@ -504,8 +523,10 @@ class FlexSDA:
         self.el = element
         self.ends = []
         deform = {end: fr for end, _, fr in element.deforming_ends()}
-        for end, body, point in ((0, element.body_i, element.point_i),
-                                 (1, element.body_j, element.point_j)):
+        for end, body, point in (
+            (0, element.body_i, element.point_i),
+            (1, element.body_j, element.point_j),
+        ):
             if isinstance(body, Ground):
                 self.ends.append(None)
                 continue
@@ -531,15 +552,15 @@ class FlexSDA:
             z = np.zeros(3)
             return self.points[k], z, None, None, None, None
         i, s0, U, cols, idx = e_
-        e = q[7 * i + 3: 7 * i + 7]
-        ed = qd[7 * i + 3: 7 * i + 7]
+        e = q[7 * i + 3 : 7 * i + 7]
+        ed = qd[7 * i + 3 : 7 * i + 7]
         A = Apoly(e) / float(e @ e)
         E2 = 2.0 * Emat(e)
         rho = A @ (s0 + U @ q[cols])
         AU = A @ U
         w = E2 @ ed
         vf = AU @ qd[cols]
-        vP = qd[7 * i: 7 * i + 3] + np.cross(w, rho) + vf
+        vP = qd[7 * i : 7 * i + 3] + np.cross(w, rho) + vf
 
         Rs = skew(rho)
         n = 7 + len(cols)
@@ -551,7 +572,7 @@ class FlexSDA:
         Ws = skew(w)
         V[:, 3:7] = Rs @ (2.0 * Emat(ed)) - Ws @ Rs @ E2 - skew(vf) @ E2
         V[:, 7:] = Ws @ AU
-        return q[7 * i: 7 * i + 3] + rho, vP, G, V, rho, (E2, AU)
+        return q[7 * i : 7 * i + 3] + rho, vP, G, V, rho, (E2, AU)
 
     def kinematics(self, q, qd):
         """``(d, dd, l, ends)`` with ``ends`` the per-end tuples of :meth:`_end`."""

@@ -258,9 +258,24 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             b = s_int[el, _SB + k]
             nf = s_int[el, _SN + k]
             o = s_int[el, _SO + k]
-            Ue = s_U[o: o + 3 * nf].reshape(3, nf)
-            _end_kin(b, s_flt[el, 3 * k: 3 * k + 3], nf, s_int[el, _SC + k], Ue, q, qd, P[k],
-                     vP[k], G[k], V[k], rho[k], AU[k], E2[k], w[k])
+            Ue = s_U[o : o + 3 * nf].reshape(3, nf)
+            _end_kin(
+                b,
+                s_flt[el, 3 * k : 3 * k + 3],
+                nf,
+                s_int[el, _SC + k],
+                Ue,
+                q,
+                qd,
+                P[k],
+                vP[k],
+                G[k],
+                V[k],
+                rho[k],
+                AU[k],
+                E2[k],
+                w[k],
+            )
             if b >= 0:
                 for i in range(7):
                     idx[k, i] = 7 * b + i
@@ -286,13 +301,23 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             if s_int[el, _SB + a] < 0:
                 continue
             if not use_jac:
-                _Gt_add_nojac(s_int[el, _SB + a], s_int[el, _SN + a], s_int[el, _SC + a],
-                              rho[a], AU[a], E2[a], sF[a] * f, u, Q)
+                _Gt_add_nojac(
+                    s_int[el, _SB + a],
+                    s_int[el, _SN + a],
+                    s_int[el, _SC + a],
+                    rho[a],
+                    AU[a],
+                    E2[a],
+                    sF[a] * f,
+                    u,
+                    Q,
+                )
                 continue
             na = 7 + s_int[el, _SN + a]
             for i in range(na):
-                Q[idx[a, i]] += sF[a] * f * (G[a, 0, i] * u[0] + G[a, 1, i] * u[1]
-                                             + G[a, 2, i] * u[2])
+                Q[idx[a, i]] += (
+                    sF[a] * f * (G[a, 0, i] * u[0] + G[a, 1, i] * u[1] + G[a, 2, i] * u[2])
+                )
         if not use_jac:
             continue
         # dg_b = u df_b + sd_b (f/l) P G_b ; P = I - u u^T
@@ -309,8 +334,9 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 g0, g1, g2 = G[b, 0, j], G[b, 1, j], G[b, 2, j]
                 ug = u[0] * g0 + u[1] * g1 + u[2] * g2
                 uv = u[0] * V[b, 0, j] + u[1] * V[b, 1, j] + u[2] * V[b, 2, j]
-                df = sd[b] * (kk * ug + (cc / length) * (Pdd[0] * g0 + Pdd[1] * g1 + Pdd[2] * g2)
-                              + cc * uv)
+                df = sd[b] * (
+                    kk * ug + (cc / length) * (Pdd[0] * g0 + Pdd[1] * g1 + Pdd[2] * g2) + cc * uv
+                )
                 dg[b, 0, j] = u[0] * df + sd[b] * fl * (g0 - u[0] * ug)
                 dg[b, 1, j] = u[1] * df + sd[b] * fl * (g1 - u[1] * ug)
                 dg[b, 2, j] = u[2] * df + sd[b] * fl * (g2 - u[2] * ug)
@@ -328,8 +354,11 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                     uG[j] = u[0] * G[b, 0, j] + u[1] * G[b, 1, j] + u[2] * G[b, 2, j]
                 for i in range(na):
                     for j in range(nb_):
-                        K[i, j] = sF[a] * (G[a, 0, i] * dg[b, 0, j] + G[a, 1, i] * dg[b, 1, j]
-                                           + G[a, 2, i] * dg[b, 2, j])
+                        K[i, j] = sF[a] * (
+                            G[a, 0, i] * dg[b, 0, j]
+                            + G[a, 1, i] * dg[b, 1, j]
+                            + G[a, 2, i] * dg[b, 2, j]
+                        )
                 if a == b:
                     for i in range(3):
                         F[i] = sF[a] * f * u[i]
@@ -345,14 +374,29 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
         nf = l_int[el, _LN]
         c0 = l_int[el, _LC]
         o = l_int[el, _LO]
-        Ue = l_U[o: o + 3 * nf].reshape(3, nf)
-        _end_kin(b, l_flt[el], nf, c0, Ue, q, qd, P[0], vP[0], G[0, :0], V[0, :0], rho[0],
-                 AU[0], E2[0], w[0])
+        Ue = l_U[o : o + 3 * nf].reshape(3, nf)
+        _end_kin(
+            b,
+            l_flt[el],
+            nf,
+            c0,
+            Ue,
+            q,
+            qd,
+            P[0],
+            vP[0],
+            G[0, :0],
+            V[0, :0],
+            rho[0],
+            AU[0],
+            E2[0],
+            w[0],
+        )
         fbody = l_int[el, 4] != 0
         tbody = l_int[el, 5] != 0
         # world force and torque: A from rho's body (rebuilt from E2 and e)
         c7 = 7 * b
-        e = q[c7 + 3: c7 + 7]
+        e = q[c7 + 3 : c7 + 7]
         A = _rot(e)
         fv = np.empty(3)
         nv = np.empty(3)
@@ -493,9 +537,23 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
             for k in range(2):
                 nf = s_int[el, _SN + k]
                 o = s_int[el, _SO + k]
-                _end_kin(s_int[el, _SB + k], s_flt[el, 3 * k: 3 * k + 3], nf,
-                         s_int[el, _SC + k], s_U[o: o + 3 * nf].reshape(3, nf), q, qd, P[k],
-                         vP[k], G0, G0, rho, AU, E2, w)
+                _end_kin(
+                    s_int[el, _SB + k],
+                    s_flt[el, 3 * k : 3 * k + 3],
+                    nf,
+                    s_int[el, _SC + k],
+                    s_U[o : o + 3 * nf].reshape(3, nf),
+                    q,
+                    qd,
+                    P[k],
+                    vP[k],
+                    G0,
+                    G0,
+                    rho,
+                    AU,
+                    E2,
+                    w,
+                )
             ll = 0.0
             dl = 0.0
             for i in range(3):
@@ -512,9 +570,24 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
             b = l_int[el, _LB]
             nf = l_int[el, _LN]
             o = l_int[el, _LO]
-            _end_kin(b, l_flt[el], nf, l_int[el, _LC], l_U[o: o + 3 * nf].reshape(3, nf), q,
-                     qd, P[0], vP[0], G0, G0, rho, AU, E2, w)
-            A = _rot(q[7 * b + 3: 7 * b + 7])
+            _end_kin(
+                b,
+                l_flt[el],
+                nf,
+                l_int[el, _LC],
+                l_U[o : o + 3 * nf].reshape(3, nf),
+                q,
+                qd,
+                P[0],
+                vP[0],
+                G0,
+                G0,
+                rho,
+                AU,
+                E2,
+                w,
+            )
+            A = _rot(q[7 * b + 3 : 7 * b + 7])
             for i in range(3):
                 fi = 0.0
                 ni = 0.0
@@ -549,7 +622,7 @@ class ForceTable:
         self.exact = s.jacobian_mode == "exact"
         ends = []  # per SDA: ((body, s0, U) for i and j, element)
         terms = s.force_terms
-        for f in (terms.sda_batch.el if terms.sda_batch is not None else ()):
+        for f in terms.sda_batch.el if terms.sda_batch is not None else ():
             ee = []
             for body, pt in ((f.body_i, f.point_i), (f.body_j, f.point_j)):
                 b = s.index.get(id(body), -1)
@@ -563,8 +636,14 @@ class ForceTable:
                     ee.append((-1, np.asarray(pt, float), np.zeros((3, 0)), 0))
                 else:
                     i, s0, U, cols, _ = x
-                    ee.append((i, np.asarray(s0, float), np.asarray(U, float),
-                               int(cols[0]) if len(cols) else 0))
+                    ee.append(
+                        (
+                            i,
+                            np.asarray(s0, float),
+                            np.asarray(U, float),
+                            int(cols[0]) if len(cols) else 0,
+                        )
+                    )
             ends.append((ee, fs.el))
         self.sda = [el for _, el in ends]
         m = len(ends)
@@ -576,7 +655,7 @@ class ForceTable:
             for k, (b, s0, U, c0) in enumerate(ee):
                 nf = U.shape[1]
                 self.s_int[r, [_SB + k, _SN + k, _SC + k, _SO + k]] = (b, nf, c0, o)
-                self.s_flt[r, 3 * k: 3 * k + 3] = s0
+                self.s_flt[r, 3 * k : 3 * k + 3] = s0
                 Us.append(U.ravel())
                 o += U.size
         self.s_U = np.ascontiguousarray(np.concatenate(Us)) if Us else np.zeros(0)
@@ -599,9 +678,15 @@ class ForceTable:
                 self.l_flt[r] = x.s0
             elif type(f) is PointForce:
                 self.l_flt[r] = f.point
-            self.l_int[r] = (b, U.shape[1], c0, o, type(f) is PointForce and f.frame == "body",
-                             type(f) is PointTorque and f.frame == "body",
-                             self.exact and f.has_jacobian)
+            self.l_int[r] = (
+                b,
+                U.shape[1],
+                c0,
+                o,
+                type(f) is PointForce and f.frame == "body",
+                type(f) is PointTorque and f.frame == "body",
+                self.exact and f.has_jacobian,
+            )
             Ul.append(U.ravel())
             o += U.size
         self.l_U = np.ascontiguousarray(np.concatenate(Ul)) if Ul else np.zeros(0)
@@ -648,11 +733,21 @@ class ForceTable:
         from ..model.forces import PointForce
 
         timed_a = any(callable(e.fa) for e in self.sda)
-        FA = (np.array([self._fa(t) for t in times]) if timed_a
-              else self._fa(times[0] if len(times) else 0.0)[None])
-        timed_l = any(not getattr(f.force if type(f) is PointForce else f.torque, "constant",
-                                  False) for f in self.loads)
-        LF = (np.array([self._loads(t) for t in times]) if timed_l and len(times)
-              else self._loads(times[0] if len(times) else 0.0)[None])
-        return (np.ascontiguousarray(FA.reshape(len(FA), len(self.sda))),
-                np.ascontiguousarray(LF.reshape(len(LF), len(self.loads), 6)))
+        FA = (
+            np.array([self._fa(t) for t in times])
+            if timed_a
+            else self._fa(times[0] if len(times) else 0.0)[None]
+        )
+        timed_l = any(
+            not getattr(f.force if type(f) is PointForce else f.torque, "constant", False)
+            for f in self.loads
+        )
+        LF = (
+            np.array([self._loads(t) for t in times])
+            if timed_l and len(times)
+            else self._loads(times[0] if len(times) else 0.0)[None]
+        )
+        return (
+            np.ascontiguousarray(FA.reshape(len(FA), len(self.sda))),
+            np.ascontiguousarray(LF.reshape(len(LF), len(self.loads), 6)),
+        )

@@ -163,8 +163,9 @@ class JointForceMap:
         Rrel = FP.T @ FC
         prel = FP.T @ (pC - pP)
         q = self._coordinates(Rrel, prel)
-        Vrel = np.concatenate([FC.T @ (wj - wi),
-                               FC.T @ (vj + np.cross(wj, pC - rj) - vi - np.cross(wi, pC - ri))])
+        Vrel = np.concatenate(
+            [FC.T @ (wj - wi), FC.T @ (vj + np.cross(wj, pC - rj) - vi - np.cross(wi, pC - ri))]
+        )
         H = self.joint.motion_subspace(q)
         v = speeds_from_twist(H, Vrel)
         return q, v, H, Vrel, (FP, pP, ri, wi, vi, FC, pC, rj, wj, vj)
@@ -240,8 +241,11 @@ class JointForceMap:
         dfdqd = np.asarray(dfdqd, dtype=float).reshape(j.nv, j.nv)
         if j.nv:
             nv = j.nv
-            Qmap = np.column_stack([j.qdot(q, np.eye(nv)[k]) for k in range(nv)]) if nv else \
-                np.zeros((j.nq, 0))
+            Qmap = (
+                np.column_stack([j.qdot(q, np.eye(nv)[k]) for k in range(nv)])
+                if nv
+                else np.zeros((j.nq, 0))
+            )
             Xj = np.zeros((6, 6))
             Xj[:3, :3] = FC.T
             Xj[3:, :3] = -FC.T @ skew(pC - rj)
@@ -341,9 +345,16 @@ class SDABatch:
         from ..model.bodies import Ground as _G
 
         self.el = list(elements)
-        self.ends = np.array([[-1 if isinstance(e.body_i, _G) else index[id(e.body_i)],
-                               -1 if isinstance(e.body_j, _G) else index[id(e.body_j)]]
-                              for e in self.el], dtype=np.int64).reshape(-1, 2)
+        self.ends = np.array(
+            [
+                [
+                    -1 if isinstance(e.body_i, _G) else index[id(e.body_i)],
+                    -1 if isinstance(e.body_j, _G) else index[id(e.body_j)],
+                ]
+                for e in self.el
+            ],
+            dtype=np.int64,
+        ).reshape(-1, 2)
 
     def _params(self, t, st):
         el = self.el
@@ -370,8 +381,11 @@ class SDABatch:
         d = P[:, 1] - P[:, 0]
         length = np.sqrt(np.einsum("ni,ni->n", d, d))
         ldot = np.einsum("ni,ni->n", d, vP[:, 1] - vP[:, 0]) / length
-        return (float(np.sum(0.5 * k * (length - l0) ** 2)), float(np.sum(c * ldot * ldot)),
-                float(np.sum(-fa * ldot)))
+        return (
+            float(np.sum(0.5 * k * (length - l0) ** 2)),
+            float(np.sum(c * ldot * ldot)),
+            float(np.sum(-fa * ldot)),
+        )
 
     def evaluate(self, t, st, Q, nacc=None, jacobian=False, include=None):
         """Add the generalized forces to ``Q``; return body-level blocks ``(a, b, K, C)`` arrays.
@@ -429,9 +443,11 @@ class SDABatch:
         uu = np.einsum("ni,nj->nij", u, u)
         Pn = np.eye(3) - uu
         Pdd = np.einsum("nij,nj->ni", Pn, dd)
-        dg_dd = (k[:, None, None] * uu
-                 + (c / length)[:, None, None] * np.einsum("ni,nj->nij", u, Pdd)
-                 + (f / length)[:, None, None] * Pn)
+        dg_dd = (
+            k[:, None, None] * uu
+            + (c / length)[:, None, None] * np.einsum("ni,nj->nij", u, Pdd)
+            + (f / length)[:, None, None] * Pn
+        )
         dg_ddd = c[:, None, None] * uu
         Rs = skew_b(rho)  # (n,2,3,3)
         Ws = skew_b(w)

@@ -52,10 +52,12 @@ class BodyInertia:
         # flexible bodies have their own inertia terms (.flexible): zero rigid data here
         rigid = [isinstance(b, RigidBody) for b in bodies]
         self.m = np.array([float(b.mass) if r else 0.0 for b, r in zip(bodies, rigid)])
-        self.c = np.array([b.com_vector if r else np.zeros(3)
-                           for b, r in zip(bodies, rigid)]).reshape(-1, 3)
-        Jc = np.array([b.inertia_matrix if r else np.zeros((3, 3))
-                       for b, r in zip(bodies, rigid)]).reshape(-1, 3, 3)
+        self.c = np.array(
+            [b.com_vector if r else np.zeros(3) for b, r in zip(bodies, rigid)]
+        ).reshape(-1, 3)
+        Jc = np.array(
+            [b.inertia_matrix if r else np.zeros((3, 3)) for b, r in zip(bodies, rigid)]
+        ).reshape(-1, 3, 3)
         C = skew_b(self.c)
         self.Jc = Jc
         self.J = Jc - self.m[:, None, None] * (C @ C)
@@ -141,4 +143,5 @@ class BodyInertia:
         w = 2.0 * _mv(Gmat(e), ed) / n2[:, None]
         vc = rd + _mv(A, cross_b(w, self.c))
         return 0.5 * self.m * np.einsum("bi,bi->b", vc, vc) + 0.5 * np.einsum(
-            "bi,bij,bj->b", w, self.Jc, w)
+            "bi,bij,bj->b", w, self.Jc, w
+        )

@@ -30,8 +30,18 @@ Functions take arrays with any leading batch shape: ``e`` (..., 4), 3-vectors
 
 import numpy as np
 
-__all__ = ["skew_b", "cross_b", "Emat", "Gmat", "TE", "TG", "Apoly", "dAs", "Smat",
-           "normalized_rot"]
+__all__ = [
+    "skew_b",
+    "cross_b",
+    "Emat",
+    "Gmat",
+    "TE",
+    "TG",
+    "Apoly",
+    "dAs",
+    "Smat",
+    "normalized_rot",
+]
 
 
 def cross_b(a, b):
@@ -53,16 +63,18 @@ def Emat(e):
     """``E(e) = [-ev, e0 I + ev~]`` (..., 3, 4)."""
     e = np.asarray(e, dtype=float)
     e0, e1, e2, e3 = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
-    return np.stack([-e1, e0, -e3, e2, -e2, e3, e0, -e1, -e3, -e2, e1, e0],
-                    axis=-1).reshape(e.shape[:-1] + (3, 4))
+    return np.stack([-e1, e0, -e3, e2, -e2, e3, e0, -e1, -e3, -e2, e1, e0], axis=-1).reshape(
+        e.shape[:-1] + (3, 4)
+    )
 
 
 def Gmat(e):
     """``G(e) = [-ev, e0 I - ev~]`` (..., 3, 4)."""
     e = np.asarray(e, dtype=float)
     e0, e1, e2, e3 = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
-    return np.stack([-e1, e0, e3, -e2, -e2, -e3, e0, e1, -e3, e2, -e1, e0],
-                    axis=-1).reshape(e.shape[:-1] + (3, 4))
+    return np.stack([-e1, e0, e3, -e2, -e2, -e3, e0, e1, -e3, e2, -e1, e0], axis=-1).reshape(
+        e.shape[:-1] + (3, 4)
+    )
 
 
 def _T(a, sign):
@@ -70,10 +82,9 @@ def _T(a, sign):
     x, y, z = a[..., 0], a[..., 1], a[..., 2]
     o = np.zeros_like(x)
     s = sign
-    return np.stack([o, -x, -y, -z,
-                     x, o, -s * z, s * y,
-                     y, s * z, o, -s * x,
-                     z, -s * y, s * x, o], axis=-1).reshape(a.shape[:-1] + (4, 4))
+    return np.stack(
+        [o, -x, -y, -z, x, o, -s * z, s * y, y, s * z, o, -s * x, z, -s * y, s * x, o], axis=-1
+    ).reshape(a.shape[:-1] + (4, 4))
 
 
 def TG(a):

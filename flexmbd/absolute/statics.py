@@ -32,8 +32,13 @@ from ..errors import ConvergenceError, ModelError, SolverError
 from ..results import Results
 from .quaternion import Emat
 
-__all__ = ["StaticResult", "static_equilibrium", "consistent_initial_conditions", "static_residual",
-           "project_velocities"]
+__all__ = [
+    "StaticResult",
+    "static_equilibrium",
+    "consistent_initial_conditions",
+    "static_residual",
+    "project_velocities",
+]
 
 
 class StaticResult:
@@ -59,8 +64,9 @@ class StaticResult:
 
     def __repr__(self):
         state = "converged" if self.converged else "NOT converged"
-        return (f"<StaticResult {state} in {self.iterations} iterations, "
-                f"residual {self.residual:.3e}>")
+        return (
+            f"<StaticResult {state} in {self.iterations} iterations, residual {self.residual:.3e}>"
+        )
 
 
 def _kkt(n, Phq, nc):
@@ -68,8 +74,9 @@ def _kkt(n, Phq, nc):
     return pr, pc, pv
 
 
-def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=0.0,
-                       raise_on_failure=True):
+def static_equilibrium(
+    system, q, t=0.0, tol=1e-10, max_iter=50, regularization=0.0, raise_on_failure=True
+):
     """Newton's method for the static equilibrium; returns a :class:`StaticResult`.
 
     ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``. With
@@ -139,7 +146,9 @@ def static_equilibrium(system, q, t=0.0, tol=1e-10, max_iter=50, regularization=
             f"({reason}, {solves} solves, residual {norms[-1]:.3e} > tol {tol:.1e}); a singular or "
             f"inexact Jacobian (force-element Jacobian switched off?), free rigid-body motions "
             f"(use regularization=...) or a configuration far from equilibrium",
-            partial=result, time=t)
+            partial=result,
+            time=t,
+        )
     return result
 
 
@@ -171,7 +180,7 @@ def consistent_initial_conditions(system, q, qd, tol=1e-12, max_iter=30, t=0.0):
     # modal coordinates are weighted 1e6 times the reference coordinates in the minimum-norm
     # correction: the bodies' modal initial values stay (nearly) as given
     weights = np.ones(n)
-    weights[7 * system.nb:] = 1e6
+    weights[7 * system.nb :] = 1e6
     for _ in range(max_iter):
         phi, Phq = cs.evaluate(q, t=t)
         if np.linalg.norm(phi) <= tol:
@@ -214,24 +223,39 @@ def singular_motion_error(system, q, qd, t, err):
             w = np.abs(null).max(axis=0)
             coords = [system.coordinates[i] for i in np.flatnonzero(w > 0.1 * w.max())]
             bodies = list(dict.fromkeys(owner for owner, _ in coords))
-            joints = [j.name for j in system.joints
-                      if j.parent.name in bodies or j.child.name in bodies]
+            joints = [
+                j.name for j in system.joints if j.parent.name in bodies or j.child.name in bodies
+            ]
             labels = ", ".join(f"{o}.{lbl}" for o, lbl in coords)
-            what = (f": {' and '.join(repr(b) for b in bodies)} can move "
-                    f"({labels}) without mass or inertia"
-                    + (f", left free by joint(s) {', '.join(repr(j) for j in joints)}"
-                       if joints else "")
-                    + "; give every body mass and inertia about every axis its joints leave "
-                    "free (a small sphere instead of a point mass) or constrain that motion")
+            what = (
+                f": {' and '.join(repr(b) for b in bodies)} can move "
+                f"({labels}) without mass or inertia"
+                + (
+                    f", left free by joint(s) {', '.join(repr(j) for j in joints)}"
+                    if joints
+                    else ""
+                )
+                + "; give every body mass and inertia about every axis its joints leave "
+                "free (a small sphere instead of a point mass) or constrain that motion"
+            )
     if not what:
         what = f" ({err}); a body may lack mass or inertia in a direction its joints leave free"
-    partial = Results(np.array([float(t)]), np.asarray(q, float)[None],
-                      np.asarray(qd, float)[None], np.full((1, system.n), np.nan),
-                      coordinates=system.coordinates, speeds=system.speeds,
-                      joint_names=system.joint_names,
-                      meta={"model": system.model.name, "formulation": "absolute"})
-    return SolverError(f"model {system.model.name!r}: the equations of motion are singular at "
-                       f"t = {float(t):.6g} s{what}", partial=partial, time=float(t))
+    partial = Results(
+        np.array([float(t)]),
+        np.asarray(q, float)[None],
+        np.asarray(qd, float)[None],
+        np.full((1, system.n), np.nan),
+        coordinates=system.coordinates,
+        speeds=system.speeds,
+        joint_names=system.joint_names,
+        meta={"model": system.model.name, "formulation": "absolute"},
+    )
+    return SolverError(
+        f"model {system.model.name!r}: the equations of motion are singular at "
+        f"t = {float(t):.6g} s{what}",
+        partial=partial,
+        time=float(t),
+    )
 
 
 def project_velocities(system, q, qd, t=0.0):

@@ -146,7 +146,8 @@ class AbsoluteSystem:
     def __init__(self, model: Model, jacobian: str = "exact") -> None:
         if jacobian not in ("exact", "no-forces"):
             raise ModelError(
-                f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}")
+                f"absolute system: jacobian must be 'exact' or 'no-forces', got {jacobian!r}"
+            )
         self.model = model
         self.jacobian_mode = jacobian
         self._rev = None
@@ -169,12 +170,16 @@ class AbsoluteSystem:
         self.index = {id(b): i for i, b in enumerate(self.bodies)}
         self.n_rigid = 7 * self.nb
         self.inertia = BodyInertia(self.bodies)
-        self.flexible = FlexibleSet(self.bodies, [b for b in self.bodies
-                                                  if isinstance(b, FlexibleBody)], self.index)
+        self.flexible = FlexibleSet(
+            self.bodies, [b for b in self.bodies if isinstance(b, FlexibleBody)], self.index
+        )
         self.n = self.n_rigid + self.flexible.n_modal
-        self.modal_slices = {d.body.name: ModalSlice(d.body.name, slice(d.col0, d.col0 + d.n),
-                                                     slice(d.col0, d.col0 + d.n))
-                             for d in self.flexible.flex}
+        self.modal_slices = {
+            d.body.name: ModalSlice(
+                d.body.name, slice(d.col0, d.col0 + d.n), slice(d.col0, d.col0 + d.n)
+            )
+            for d in self.flexible.flex
+        }
 
         self.drivers = m.component_objects(JointDriver)
         flex_cols = {d.index: d.col0 for d in self.flexible.flex}
@@ -187,11 +192,19 @@ class AbsoluteSystem:
             self.speeds += [(d.body.name, f"q{k + 1}d") for k in range(d.n)]
         self.joint_names = [j.name for j in self.joints]
         self.layout = CoordinateLayout.build(
-            "absolute", self.n, self.n, self.coordinates, self.speeds, self.joint_names,
+            "absolute",
+            self.n,
+            self.n,
+            self.coordinates,
+            self.speeds,
+            self.joint_names,
             [b.name for b in self.bodies],
-            bodies={b.name: BodySlice(b.name, slice(7 * i, 7 * i + 7), slice(7 * i, 7 * i + 7))
-                    for i, b in enumerate(self.bodies)},
-            modal=self.modal_slices)
+            bodies={
+                b.name: BodySlice(b.name, slice(7 * i, 7 * i + 7), slice(7 * i, 7 * i + 7))
+                for i, b in enumerate(self.bodies)
+            },
+            modal=self.modal_slices,
+        )
         # tau of forward_dynamics: joint forces along every joint's speeds (declaration
         # order), then generalized modal forces
         self._tau_slices, o = [], 0
@@ -204,8 +217,9 @@ class AbsoluteSystem:
         self._jf_joint = [self.joints.index(jm.joint) for jm in self._jf]
         sdas = [f for f in self.forces if type(f) is SpringDamperActuator]
         # SDAs with an end at a deforming frame of a flexible body: exact, element by element
-        self._flex_sda = [FlexSDA(f, self.index, self.flexible.by_index) for f in sdas
-                          if f.deforming_ends()]
+        self._flex_sda = [
+            FlexSDA(f, self.index, self.flexible.by_index) for f in sdas if f.deforming_ends()
+        ]
         flex_sda = {id(x.el) for x in self._flex_sda}
         self._sda = [f for f in sdas if id(f) not in flex_sda]
         self._sda_batch = SDABatch(self._sda, self.index) if self._sda else None
@@ -215,15 +229,26 @@ class AbsoluteSystem:
         self._flex_pf = []
         for f in self.forces:
             att = getattr(f, "attachment", None)
-            if (isinstance(f, PointForce) and att is not None and id(f.body) in self.index
-                    and self.index[id(f.body)] in self.flexible.by_index
-                    and hasattr(att, "pose") and np.any(att.modes[3:])):
-                self._flex_pf.append(FlexPointForce(f, self.flexible.by_index[
-                    self.index[id(f.body)]]))
+            if (
+                isinstance(f, PointForce)
+                and att is not None
+                and id(f.body) in self.index
+                and self.index[id(f.body)] in self.flexible.by_index
+                and hasattr(att, "pose")
+                and np.any(att.modes[3:])
+            ):
+                self._flex_pf.append(
+                    FlexPointForce(f, self.flexible.by_index[self.index[id(f.body)]])
+                )
         flex_pf = {id(x.el) for x in self._flex_pf}
-        self._other = [f for f in self.forces
-                       if not isinstance(f, JointForce) and type(f) is not SpringDamperActuator
-                       and type(f) is not Gravity and id(f) not in flex_pf]
+        self._other = [
+            f
+            for f in self.forces
+            if not isinstance(f, JointForce)
+            and type(f) is not SpringDamperActuator
+            and type(f) is not Gravity
+            and id(f) not in flex_pf
+        ]
         q, qd = tree_state(m, self.bodies, self.index)
         qf0 = [d.body.q0 for d in self.flexible.flex]
         qfd0 = [d.body.qd0 for d in self.flexible.flex]
@@ -250,9 +275,15 @@ class AbsoluteSystem:
     def force_terms(self) -> ForceTerms:
         """The force elements as this system evaluates them (read-only view; rebuilt
         with the system): see :class:`ForceTerms`."""
-        return ForceTerms(self._gravity, tuple(self._grav_elements), self._sda_batch,
-                          tuple(self._flex_sda), tuple(self._flex_pf), tuple(self._jf),
-                          tuple(self._other))
+        return ForceTerms(
+            self._gravity,
+            tuple(self._grav_elements),
+            self._sda_batch,
+            tuple(self._flex_sda),
+            tuple(self._flex_pf),
+            tuple(self._jf),
+            tuple(self._other),
+        )
 
     def engine(self):
         """The compiled Newton engine of this system (:mod:`.engine`), built once per build."""
@@ -263,12 +294,15 @@ class AbsoluteSystem:
         return self._engine[1]
 
     # -- states -----------------------------------------------------------------------
-    def body_states(self, q: ArrayLike,
-                    qd: ArrayLike) -> dict[str, tuple[Array, Array, Array, Array]]:
+    def body_states(
+        self, q: ArrayLike, qd: ArrayLike
+    ) -> dict[str, tuple[Array, Array, Array, Array]]:
         """``{body name: (R, r, w_world, v_world)}`` (``v`` of the body-frame origin)."""
         st = BodyState(self.index, q, qd)
-        return {b.name: (st.R[i].copy(), st.r[i].copy(), st.w[i].copy(), st.v[i].copy())
-                for i, b in enumerate(self.bodies)}
+        return {
+            b.name: (st.R[i].copy(), st.r[i].copy(), st.w[i].copy(), st.v[i].copy())
+            for i, b in enumerate(self.bodies)
+        }
 
     def body_motion(self, q, qd):
         """:meth:`body_states` of a whole history at once: ``{body name: (R (nt, 3, 3),
@@ -281,8 +315,9 @@ class AbsoluteSystem:
         r, w, v = (a.reshape(nt, nb, 3) for a in (st.r, st.w, st.v))
         return {b.name: (R[:, i], r[:, i], w[:, i], v[:, i]) for i, b in enumerate(self.bodies)}
 
-    def body_accelerations(self, q: ArrayLike, qd: ArrayLike,
-                           qdd: ArrayLike) -> dict[str, tuple[Array, Array]]:
+    def body_accelerations(
+        self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike
+    ) -> dict[str, tuple[Array, Array]]:
         """``{body name: (alpha_world (nt, 3), a_origin_world (nt, 3))}`` of a history
         ``q, qd, qdd`` (nt, n): ``alpha = 2 E(e) e''`` (``E(e') e' = 0``) and ``r''``."""
         q = np.atleast_2d(np.asarray(q, float))
@@ -300,11 +335,11 @@ class AbsoluteSystem:
         qd = np.zeros(self.n)
         for i, b in enumerate(self.bodies):
             R, r, w, v = states[b.name]
-            q[7 * i: 7 * i + 7] = pack(R, r)
-            qd[7 * i: 7 * i + 7] = twist_to_qd(q[7 * i + 3: 7 * i + 7], w, v)
+            q[7 * i : 7 * i + 7] = pack(R, r)
+            qd[7 * i : 7 * i + 7] = twist_to_qd(q[7 * i + 3 : 7 * i + 7], w, v)
         for d in self.flexible.flex:  # modal coordinates: the bodies' initial values
-            q[d.col0: d.col0 + d.n] = d.body.q0
-            qd[d.col0: d.col0 + d.n] = d.body.qd0
+            q[d.col0 : d.col0 + d.n] = d.body.q0
+            qd[d.col0 : d.col0 + d.n] = d.body.qd0
         return q, qd
 
     def modal(self, q: ArrayLike, name: str) -> Array:
@@ -313,8 +348,10 @@ class AbsoluteSystem:
         try:
             sl = self.modal_slices[name]
         except KeyError:
-            raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
-                             f"bodies: {list(self.modal_slices)}") from None
+            raise ModelError(
+                f"body {name!r} is not a flexible body of this system; flexible "
+                f"bodies: {list(self.modal_slices)}"
+            ) from None
         return np.asarray(q)[..., sl.q]
 
     def gravity_vector(self) -> Array | None:
@@ -323,14 +360,17 @@ class AbsoluteSystem:
             return None
         return sum(np.asarray(e.g, dtype=float) for e in self._grav_elements)
 
-    def initial_conditions(self, tol: float = 1e-12, t0: float = 0.0,
-                           fresh: bool = False) -> tuple[Array, Array, Array, Array]:
+    def initial_conditions(
+        self, tol: float = 1e-12, t0: float = 0.0, fresh: bool = False
+    ) -> tuple[Array, Array, Array, Array]:
         """Consistent ``(q, qd, qdd, lam)`` at ``t0`` from the joints' ``q0``/``qd0`` (cached;
         ``fresh=True`` recomputes them, e.g. after inputs at ``t0`` changed)."""
         self.refresh()
         if fresh or self._ic is None or self._ic[0] != t0:
-            self._ic = (t0, consistent_initial_conditions(self, self._q_tree, self._qd_tree,
-                                                          tol=tol, t=t0))
+            self._ic = (
+                t0,
+                consistent_initial_conditions(self, self._q_tree, self._qd_tree, tol=tol, t=t0),
+            )
         return tuple(x.copy() for x in self._ic[1])
 
     def q0(self) -> Array:
@@ -447,8 +487,9 @@ class AbsoluteSystem:
         if not jacobian:
             return Q
         if A:
-            KQ, DQ = map_blocks(np.concatenate(A), np.concatenate(B), np.concatenate(Ks),
-                                np.concatenate(Cs), st)
+            KQ, DQ = map_blocks(
+                np.concatenate(A), np.concatenate(B), np.concatenate(Ks), np.concatenate(Cs), st
+            )
         else:
             KQ, DQ = map_blocks([], [], None, None, st)
         te = map_te_terms(nacc, self.nb)
@@ -543,8 +584,9 @@ class AbsoluteSystem:
         return sp.csc_matrix((vals, (rows, cols)), shape=(n + nc, n + nc))
 
     # -- dynamics ---------------------------------------------------------------------
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-                         t: float = 0.0) -> ForwardDynamics:
+    def forward_dynamics(
+        self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None, t: float = 0.0
+    ) -> ForwardDynamics:
         """Accelerations, multipliers and joint reactions at one state ``(q, qd, t)``.
 
         ``q``, ``qd`` (n,) in this system's coordinates (7 per body, then modal);
@@ -561,21 +603,27 @@ class AbsoluteSystem:
         if np.ndim(t) != 0:
             raise ModelError(
                 "absolute forward_dynamics(q, qd, tau=None, t=0.0): t must be a scalar time "
-                "(many states: forward_dynamics_batch)")
+                "(many states: forward_dynamics_batch)"
+            )
         self.refresh()
         q = np.asarray(q, float)
         qd = np.asarray(qd, float)
         if q.shape != (self.n,) or qd.shape != (self.n,):
             raise ModelError(
                 f"absolute forward_dynamics takes one state: q and qd with {self.n} values; got "
-                f"{q.shape}, {qd.shape} (many states: forward_dynamics_batch)")
+                f"{q.shape}, {qd.shape} (many states: forward_dynamics_batch)"
+            )
         T = self.dae_terms(q, qd, np.zeros(self.n), np.zeros(self.nc), t, jacobian=False)
         Mtrip = self.mass_triplets(q, stiffening=True)
         pr, pc, pv = T.Phq
         n, nc = self.n, self.nc
-        A = sp.csc_matrix((np.concatenate([Mtrip[2], pv, pv]),
-                           (np.concatenate([Mtrip[0], pr + n, pc]),
-                            np.concatenate([Mtrip[1], pc, pr + n]))), shape=(n + nc, n + nc))
+        A = sp.csc_matrix(
+            (
+                np.concatenate([Mtrip[2], pv, pv]),
+                (np.concatenate([Mtrip[0], pr + n, pc]), np.concatenate([Mtrip[1], pc, pr + n])),
+            ),
+            shape=(n + nc, n + nc),
+        )
         Qt, tau_j = self._tau_forces(q, qd, tau)
         rhs = np.concatenate([T.Q + Qt - T.R, self.constraints.gamma(q, qd, t)])
         x = _solve(A, rhs, "forward dynamics", n)
@@ -583,11 +631,11 @@ class AbsoluteSystem:
         reac = self.reactions(q, qd, lam, t)
         for k, F in tau_j:
             reac[k] += F
-        return ForwardDynamics(qdd, reac, self._body_accelerations(q, qdd), self.layout,
-                               lam)
+        return ForwardDynamics(qdd, reac, self._body_accelerations(q, qdd), self.layout, lam)
 
-    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
-                               t: float | ArrayLike = 0.0) -> ForwardDynamics:
+    def forward_dynamics_batch(
+        self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None, t: float | ArrayLike = 0.0
+    ) -> ForwardDynamics:
         """:meth:`forward_dynamics` of many states ``Q``, ``QD`` (n, self.n), ``TAU``
         (n, n_tau) / (n_tau,) / None, ``t`` scalar or (n,): one
         :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis."""
@@ -597,14 +645,19 @@ class AbsoluteSystem:
         if QD.shape[0] != ns:
             raise ModelError(f"batch sizes of Q ({ns}) and QD ({QD.shape[0]}) differ")
         ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
-        taus = [None] * ns if TAU is None else np.broadcast_to(
-            np.asarray(TAU, dtype=float), (ns, self.n_tau))
+        taus = (
+            [None] * ns
+            if TAU is None
+            else np.broadcast_to(np.asarray(TAU, dtype=float), (ns, self.n_tau))
+        )
         out = [self.forward_dynamics(Q[i], QD[i], taus[i], float(ts[i])) for i in range(ns)]
         return ForwardDynamics(
             np.array([f.qdd for f in out]).reshape(ns, self.n),
             np.array([f.reactions for f in out]).reshape(ns, len(self.joints), 6),
             np.array([f.body_accelerations for f in out]).reshape(ns, self.nb, 6),
-            self.layout, np.array([f.lam for f in out]).reshape(ns, self.nc))
+            self.layout,
+            np.array([f.lam for f in out]).reshape(ns, self.nc),
+        )
 
     def _tau_forces(self, q, qd, tau):
         """Generalized forces (n,) of ``tau`` (see :meth:`forward_dynamics`) and the
@@ -616,7 +669,8 @@ class AbsoluteSystem:
         if tau.shape != (self.n_tau,):
             raise ModelError(
                 f"absolute forward_dynamics: tau needs {self.n_tau} values (the speeds of "
-                f"every joint in declaration order, then the modal forces); got {tau.shape}")
+                f"every joint in declaration order, then the modal forces); got {tau.shape}"
+            )
         if self._tau_maps is None:
             self._tau_maps = [JointForceMap(_TauForce(j), self.index) for j in self.joints]
         st = BodyState(self.index, q, qd)
@@ -634,7 +688,7 @@ class AbsoluteSystem:
             applied.append((k, Fc))
         o = self.n_tau - self.flexible.n_modal
         if self.flexible.n_modal:
-            Q[self.n_rigid:] += tau[o:]
+            Q[self.n_rigid :] += tau[o:]
         return Q, applied
 
     def _body_accelerations(self, q, qdd):
@@ -691,7 +745,7 @@ class AbsoluteSystem:
         for d in flex:
             loads = {}
             R, r = st.R[d.index], st.r[d.index]
-            qf = q[d.col0: d.col0 + d.n]
+            qf = q[d.col0 : d.col0 + d.n]
             for k, j in enumerate(self.joints):
                 for fr, sign in ((j.child_frame, 1.0), (j.parent_frame, -1.0)):
                     name = getattr(fr, "interface_name", None)
@@ -709,7 +763,7 @@ class AbsoluteSystem:
                         cf = j.child_frame
                         if hasattr(cf, "pose") and cb in [x.body for x in self.flexible.flex]:
                             dc = self.flexible.by_index[ci]
-                            Cc, sc = cf.pose(q[dc.col0: dc.col0 + dc.n])
+                            Cc, sc = cf.pose(q[dc.col0 : dc.col0 + dc.n])
                         else:
                             Cc, sc = cf.rotation, cf.position
                     FC = Rc @ Cc
@@ -734,8 +788,9 @@ class AbsoluteSystem:
                     e_ = fs.ends[a]
                     if e_ is None or e_[0] != d.index or name not in d.itf_names:
                         continue
-                    f, u = fs.tension_at(t, q, np.zeros_like(q) if qd is None
-                                         else np.asarray(qd, float))
+                    f, u = fs.tension_at(
+                        t, q, np.zeros_like(q) if qd is None else np.asarray(qd, float)
+                    )
                     w = np.concatenate([np.zeros(3), R.T @ (sF * f * u)])
                     loads[name] = loads.get(name, 0.0) + w
             d.set_interface_loads(loads)
@@ -754,14 +809,16 @@ class AbsoluteSystem:
         return EnergyMeter(self)
 
     # -- statics and simulation -------------------------------------------------------
-    def static_equilibrium(self, q: ArrayLike | None = None, t: float = 0.0,
-                           **options: Any) -> StaticResult:
+    def static_equilibrium(
+        self, q: ArrayLike | None = None, t: float = 0.0, **options: Any
+    ) -> StaticResult:
         """Static equilibrium from ``q`` (default: the initial configuration), :mod:`.statics`."""
         self.refresh()
         return static_equilibrium(self, self.q0() if q is None else q, t=t, **options)
 
-    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
-                 **options: Any) -> Results:
+    def simulate(
+        self, t_end: float, dt: float | None = None, integrator: str | None = None, **options: Any
+    ) -> Results:
         """Integrate from the consistent initial state to ``t_end`` (s) with step ``dt`` (s).
 
         ``integrator``: ``"generalized-alpha"`` (default; ``rho_inf``), ``"newmark"``
@@ -770,11 +827,11 @@ class AbsoluteSystem:
         Newton options; unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.implicit import integrate
+
         where = f"model {self.model.name!r} (absolute): simulate"
         spec, _ = resolve(integrator, "absolute", dt)
         check_options(options, integrate, where)
-        check_times(t_end, dt, spec, where, t0=options.get("t0", 0.0),
-                    every=options.get("every"))
+        check_times(t_end, dt, spec, where, t0=options.get("t0", 0.0), every=options.get("every"))
         return integrate(self, t_end, dt, spec.name, **options)
 
     def normalize(self, q: ArrayLike) -> Array:
@@ -787,12 +844,12 @@ class AbsoluteSystem:
     def rotation(self, q: ArrayLike, name: str) -> Array:
         """Rotation matrix of body ``name`` at ``q``."""
         k = self.layout.body_row(name)
-        return normalized_rot(np.asarray(q, float)[7 * k + 3: 7 * k + 7])
+        return normalized_rot(np.asarray(q, float)[7 * k + 3 : 7 * k + 7])
 
 
 def _solve(A, b, what, n):
     try:
-        lu = KKTSolver(n).factor(A)                  # drops redundant joint equations (QR)
+        lu = KKTSolver(n).factor(A)  # drops redundant joint equations (QR)
     except RuntimeError as err:
         raise SolverError(
             f"{what}: the constraint/mass matrix is singular ({err}); check for redundant joints "

@@ -20,6 +20,17 @@ from .cut import (
 from .projection import DEFAULT_RTOL, METHODS, Constraints, Projector, QRBasis, qr_basis
 from .redundancy import KKTSolver
 
-__all__ = ["DEFAULT_RTOL", "METHODS", "Constraints", "Projector", "QRBasis", "qr_basis",
-           "JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
-           "cut_coordinates", "KKTSolver"]
+__all__ = [
+    "DEFAULT_RTOL",
+    "METHODS",
+    "Constraints",
+    "Projector",
+    "QRBasis",
+    "qr_basis",
+    "JointDriver",
+    "GearCoupling",
+    "CutJointConstraints",
+    "constraint_rows",
+    "cut_coordinates",
+    "KKTSolver",
+]

@@ -38,8 +38,33 @@ def _cross(a, b, out):
 
 
 @njit(cache=True)
-def loop_kinematics(inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v,
-                    with_v, Rb, rb, wb, vOb, Wc, Lc, oc, bias):
+def loop_kinematics(
+    inb,
+    code,
+    prm,
+    Hc,
+    Wcst,
+    rev,
+    Fp,
+    fp,
+    Fc,
+    fc,
+    qo,
+    nq,
+    vo,
+    nv,
+    q,
+    v,
+    with_v,
+    Rb,
+    rb,
+    wb,
+    vOb,
+    Wc,
+    Lc,
+    oc,
+    bias,
+):
     """One pass over the loop bodies (see the module docstring); arrays written in place."""
     n = inb.shape[0]
     Rj = np.empty((3, 3))
@@ -74,10 +99,11 @@ def loop_kinematics(inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, n
             rp[r] = 0.0 if k < 0 else rb[k, r]
             wp[r] = 0.0 if k < 0 else wb[k, r]
             vOp[r] = 0.0 if k < 0 else vOb[k, r]
-        qi = q[qo[i]:qo[i] + nq[i]]
-        vi = v[vo[i]:vo[i] + nv[i]]
-        joint_kinematics(code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i],
-                         Wcst[i])
+        qi = q[qo[i] : qo[i] + nq[i]]
+        vi = v[vo[i] : vo[i] + nv[i]]
+        joint_kinematics(
+            code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
+        )
         # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
         for r in range(3):
             for s in range(3):
@@ -88,8 +114,7 @@ def loop_kinematics(inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, n
             for s in range(3):
                 Rrel[r, s] = A[r, 0] * Fc[i, s, 0] + A[r, 1] * Fc[i, s, 1] + A[r, 2] * Fc[i, s, 2]
         for r in range(3):
-            prel[r] = a[r] - (Rrel[r, 0] * fc[i, 0] + Rrel[r, 1] * fc[i, 1]
-                              + Rrel[r, 2] * fc[i, 2])
+            prel[r] = a[r] - (Rrel[r, 0] * fc[i, 0] + Rrel[r, 1] * fc[i, 1] + Rrel[r, 2] * fc[i, 2])
         if rev[i]:
             # outboard = declared parent: inverse pose
             for r in range(3):
@@ -113,17 +138,20 @@ def loop_kinematics(inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, n
             rc0[r] = rp[r] if rev[i] else rb[i, r]
         for r in range(3):
             for s in range(3):
-                Rcj[r, s] = (Rc0[r, 0] * Fc[i, 0, s] + Rc0[r, 1] * Fc[i, 1, s]
-                             + Rc0[r, 2] * Fc[i, 2, s])
+                Rcj[r, s] = (
+                    Rc0[r, 0] * Fc[i, 0, s] + Rc0[r, 1] * Fc[i, 1, s] + Rc0[r, 2] * Fc[i, 2, s]
+                )
             ocj[r] = rc0[r] + Rc0[r, 0] * fc[i, 0] + Rc0[r, 1] * fc[i, 1] + Rc0[r, 2] * fc[i, 2]
         sg = -1.0 if rev[i] else 1.0
         m = nv[i]
         for col in range(m):
             for r in range(3):
-                Wc[i, r, col] = sg * (Rcj[r, 0] * H[0, col] + Rcj[r, 1] * H[1, col]
-                                      + Rcj[r, 2] * H[2, col])
-                Lc[i, r, col] = sg * (Rcj[r, 0] * H[3, col] + Rcj[r, 1] * H[4, col]
-                                      + Rcj[r, 2] * H[5, col])
+                Wc[i, r, col] = sg * (
+                    Rcj[r, 0] * H[0, col] + Rcj[r, 1] * H[1, col] + Rcj[r, 2] * H[2, col]
+                )
+                Lc[i, r, col] = sg * (
+                    Rcj[r, 0] * H[3, col] + Rcj[r, 1] * H[4, col] + Rcj[r, 2] * H[5, col]
+                )
         for r in range(3):
             oc[i, r] = ocj[r]
         if not with_v:
@@ -184,16 +212,16 @@ def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
             jc = vo[i] + col
             for r in range(3):
                 Jrel[r, jc] += sg * (RcT[r, 0] * w0 + RcT[r, 1] * w1 + RcT[r, 2] * w2)
-                Jrel[3 + r, jc] += sg * (RcT[r, 0] * va[0] + RcT[r, 1] * va[1]
-                                         + RcT[r, 2] * va[2])
+                Jrel[3 + r, jc] += sg * (RcT[r, 0] * va[0] + RcT[r, 1] * va[1] + RcT[r, 2] * va[2])
         if with_v:
             for r in range(6):
                 bsp[r] += sg * bias[i, r]
 
 
 @njit(cache=True)
-def cut_rows(E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC,
-             phi, J, gamma, R, d, Vrel, D):
+def cut_rows(
+    E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC, phi, J, gamma, R, d, Vrel, D
+):
     """Equations of one cut joint (see :meth:`CutJointConstraints._cut_rows`), in place.
 
     ``phi`` (m,), ``J`` (m, nv), ``gamma`` (m,) are the joint's row blocks; ``R``,

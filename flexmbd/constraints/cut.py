@@ -96,8 +96,15 @@ if TYPE_CHECKING:
 
     from .._typing import Array, ArrayLike
 
-__all__ = ["JointDriver", "GearCoupling", "CutJointConstraints", "constraint_rows",
-           "cut_coordinates", "joint_force_on_cut", "needs_loops"]
+__all__ = [
+    "JointDriver",
+    "GearCoupling",
+    "CutJointConstraints",
+    "constraint_rows",
+    "cut_coordinates",
+    "joint_force_on_cut",
+    "needs_loops",
+]
 
 
 def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
@@ -107,8 +114,9 @@ def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
     return joint_type(joint, "recursive").rows(joint)
 
 
-def cut_coordinates(joint: Joint, R: ArrayLike, d: ArrayLike,
-                    ref: ArrayLike | None = None) -> Array:
+def cut_coordinates(
+    joint: Joint, R: ArrayLike, d: ArrayLike, ref: ArrayLike | None = None
+) -> Array:
     """Joint coordinates of a cut joint from its relative pose (on the constraint manifold);
     :func:`flexmbd.joint_types.joint_coordinates` (angles on the branch nearest ``ref``)."""
     return joint_coordinates(joint, R, d, ref)
@@ -138,10 +146,17 @@ class JointDriver(Component):
 
     kind = "driver"
 
-    def __init__(self, joint: Joint, position: Callable[[float], float],
-                 velocity: Callable[[float], float] | None = None,
-                 acceleration: Callable[[float], float] | None = None, coordinate: int = 0, *,
-                 name: str | None = None, doc: str | None = None) -> None:
+    def __init__(
+        self,
+        joint: Joint,
+        position: Callable[[float], float],
+        velocity: Callable[[float], float] | None = None,
+        acceleration: Callable[[float], float] | None = None,
+        coordinate: int = 0,
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(joint, Joint):
             raise ModelError(f"JointDriver: first argument must be a joint, got {joint!r}")
@@ -153,7 +168,8 @@ class JointDriver(Component):
             )
         if not (0 <= int(coordinate) < joint.nq):
             raise ModelError(
-                f"JointDriver on {joint.local_name!r}: coordinate must be 0..{joint.nq - 1}")
+                f"JointDriver on {joint.local_name!r}: coordinate must be 0..{joint.nq - 1}"
+            )
         if not callable(position):
             raise ModelError("JointDriver: position must be a function of time f(t)")
         self.joint = joint
@@ -162,16 +178,19 @@ class JointDriver(Component):
         h = 1e-5
         self.velocity = velocity or (lambda t: (position(t + h) - position(t - h)) / (2 * h))
         self.acceleration = acceleration or (
-            lambda t: (position(t + h) - 2 * position(t) + position(t - h)) / (h * h))
+            lambda t: (position(t + h) - 2 * position(t) + position(t - h)) / (h * h)
+        )
 
     @classmethod
-    def constant_speed(cls, joint: Joint, speed: float, start: float | None = None,
-                       coordinate: int = 0, **kw: Any) -> JointDriver:
+    def constant_speed(
+        cls, joint: Joint, speed: float, start: float | None = None, coordinate: int = 0, **kw: Any
+    ) -> JointDriver:
         """Drive ``joint`` at constant ``speed`` from ``start`` (default: its ``q0``)."""
         q0 = float(joint.q0[coordinate] if start is None else start)
         w = float(speed)
-        return cls(joint, lambda t: q0 + w * t, lambda t: w, lambda t: 0.0,
-                   coordinate=coordinate, **kw)
+        return cls(
+            joint, lambda t: q0 + w * t, lambda t: w, lambda t: 0.0, coordinate=coordinate, **kw
+        )
 
     def _short(self):
         return f"JointDriver on {self.joint.name}[{self.coordinate}]"
@@ -207,9 +226,17 @@ class GearCoupling(JointDriver):
 
     kind = "coupling"
 
-    def __init__(self, joint_a: Joint, joint_b: Joint, ratio: float, coordinate_a: int = 0,
-                 coordinate_b: int = 0, *, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        joint_a: Joint,
+        joint_b: Joint,
+        ratio: float,
+        coordinate_a: int = 0,
+        coordinate_b: int = 0,
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         Component.__init__(self, name=name, doc=doc)
         for role, j, c in (("joint_a", joint_a, coordinate_a), ("joint_b", joint_b, coordinate_b)):
             if not isinstance(j, Joint):
@@ -218,7 +245,8 @@ class GearCoupling(JointDriver):
                 raise ModelError(
                     f"GearCoupling: {role} {j.local_name!r} ({type(j).__name__}) coordinate "
                     f"{c} cannot be coupled; couple a Revolute, Prismatic, Cylindrical or "
-                    f"Screw joint coordinate")
+                    f"Screw joint coordinate"
+                )
         if joint_a is joint_b and int(coordinate_a) == int(coordinate_b):
             raise ModelError("GearCoupling: joint_a and joint_b are the same coordinate")
         ratio = float(ratio)
@@ -236,8 +264,7 @@ class GearCoupling(JointDriver):
         return self.joint
 
     @classmethod
-    def rack_and_pinion(cls, pinion: Joint, rack: Joint, radius: float,
-                        **kw: Any) -> GearCoupling:
+    def rack_and_pinion(cls, pinion: Joint, rack: Joint, radius: float, **kw: Any) -> GearCoupling:
         """Rack and pinion: the rack advances ``radius * angle`` (m) as the pinion turns.
 
         ``pinion`` a Revolute (or Cylindrical/Screw) joint, ``rack`` a Prismatic joint,
@@ -249,11 +276,14 @@ class GearCoupling(JointDriver):
     def residual(self, qa: float, qb: float) -> float:
         """``(q_b - q_b0) - ratio (q_a - q_a0)`` (rad or m)."""
         return (qb - float(self.joint.q0[self.coordinate])) - self.ratio * (
-            qa - float(self.joint_a.q0[self.coordinate_a]))
+            qa - float(self.joint_a.q0[self.coordinate_a])
+        )
 
     def _short(self):
-        return (f"GearCoupling {self.joint_a.name}[{self.coordinate_a}] -> "
-                f"{self.joint.name}[{self.coordinate}] (ratio {self.ratio:g})")
+        return (
+            f"GearCoupling {self.joint_a.name}[{self.coordinate_a}] -> "
+            f"{self.joint.name}[{self.coordinate}] (ratio {self.ratio:g})"
+        )
 
 
 class _Cut:
@@ -280,7 +310,8 @@ class _Cut:
         common = set(pathC) & set(pathP)
         # (tree joint, sign): + for joints moving C (not P), - for joints moving P (not C)
         self.path = [(j, 1.0) for j in pathC if j not in common] + [
-            (j, -1.0) for j in pathP if j not in common]
+            (j, -1.0) for j in pathP if j not in common
+        ]
 
 
 class CutJointConstraints:
@@ -304,8 +335,13 @@ class CutJointConstraints:
     reversed tree joint); summed along the two paths of the cut joint.
     """
 
-    def __init__(self, tree: Any, cut_joints: Sequence[Joint],
-                 drivers: Sequence[JointDriver] | None = (), topology: Any | None = None) -> None:
+    def __init__(
+        self,
+        tree: Any,
+        cut_joints: Sequence[Joint],
+        drivers: Sequence[JointDriver] | None = (),
+        topology: Any | None = None,
+    ) -> None:
         self.tree = tree
         model = tree.model
         self.ground = model.ground
@@ -343,16 +379,19 @@ class CutJointConstraints:
             if isinstance(d, GearCoupling) and d.joint_a.name not in self._vsl:
                 raise ModelError(
                     f"GearCoupling {d.name!r}: joint {d.joint_a.name!r} is a cut joint; couple "
-                    f"tree joints (mark another joint of the loop cut=True)")
+                    f"tree joints (mark another joint of the loop cut=True)"
+                )
             if d.joint.name not in self._vsl:
                 raise ModelError(
                     f"JointDriver {d.name!r}: joint {d.joint.name!r} is a cut joint; drive a tree "
-                    f"joint (mark another joint of the loop cut=True)")
+                    f"joint (mark another joint of the loop cut=True)"
+                )
             self.drivers.append(d)
         self.n_cut_rows = row
         self.m = row + len(self.drivers)
         self.names = [lab for c in self.cuts for lab in c.labels] + [
-            f"{d.name}:drive" for d in self.drivers]
+            f"{d.name}:drive" for d in self.drivers
+        ]
         self._nv = tree.nv
         self._key = None
         self._cache = {}
@@ -446,7 +485,7 @@ class CutJointConstraints:
             else:
                 vj = v[self._vsl[j.name]]
                 wj = Wc @ vj
-                uO = Lc @ vj - _cross(wj, ocj)           # relative twist at the world origin
+                uO = Lc @ vj - _cross(wj, ocj)  # relative twist at the world origin
                 w = wp + wj
                 vO = vOp + uO
                 body[id(b)] = (R, r, w, vO)
@@ -455,8 +494,7 @@ class CutJointConstraints:
                 cj = j.bias_acceleration(qj, vj)
                 cw = sg * (Rcj @ cj[:3])
                 cO = sg * (Rcj @ cj[3:]) - _cross(cw, ocj)
-                bias = np.concatenate([cw + _cross(wB, wj),
-                                       cO + _cross(wB, uO) + _cross(vB, wj)])
+                bias = np.concatenate([cw + _cross(wB, wj), cO + _cross(wB, uO) + _cross(vB, wj)])
             joint[id(j)] = (self._vsl[j.name], Wc, Lc, ocj, bias)
         return body, joint
 
@@ -467,11 +505,22 @@ class CutJointConstraints:
         n = len(bodies)
         self._li = {id(b): i for i, b in enumerate(bodies)}
         self._li[id(self.ground)] = -1
-        A = dict(inb=np.zeros(n, np.int64), code=np.zeros(n, np.int64), prm=np.zeros((n, 9)),
-                 Hc=np.zeros((n, 6, 6)), Wc=np.zeros((n, 6, 6)),
-                 rev=np.zeros(n, np.bool_), Fp=np.zeros((n, 3, 3)), fp=np.zeros((n, 3)),
-                 Fc=np.zeros((n, 3, 3)), fc=np.zeros((n, 3)), qo=np.zeros(n, np.int64),
-                 nq=np.zeros(n, np.int64), vo=np.zeros(n, np.int64), nv=np.zeros(n, np.int64))
+        A = dict(
+            inb=np.zeros(n, np.int64),
+            code=np.zeros(n, np.int64),
+            prm=np.zeros((n, 9)),
+            Hc=np.zeros((n, 6, 6)),
+            Wc=np.zeros((n, 6, 6)),
+            rev=np.zeros(n, np.bool_),
+            Fp=np.zeros((n, 3, 3)),
+            fp=np.zeros((n, 3)),
+            Fc=np.zeros((n, 3, 3)),
+            fc=np.zeros((n, 3)),
+            qo=np.zeros(n, np.int64),
+            nq=np.zeros(n, np.int64),
+            vo=np.zeros(n, np.int64),
+            nv=np.zeros(n, np.int64),
+        )
         for i, b in enumerate(bodies):
             j, rev, pb = self._inboard[id(b)]
             A["inb"][i] = self._li[id(pb)]
@@ -486,9 +535,16 @@ class CutJointConstraints:
                 A["qo"][i], A["nq"][i] = self._qsl[j.name].start, j.nq
                 A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
         self._arr = A
-        self._out = dict(Rb=np.zeros((n, 3, 3)), rb=np.zeros((n, 3)), wb=np.zeros((n, 3)),
-                         vOb=np.zeros((n, 3)), Wc=np.zeros((n, 3, 6)), Lc=np.zeros((n, 3, 6)),
-                         oc=np.zeros((n, 3)), bias=np.zeros((n, 6)))
+        self._out = dict(
+            Rb=np.zeros((n, 3, 3)),
+            rb=np.zeros((n, 3)),
+            wb=np.zeros((n, 3)),
+            vOb=np.zeros((n, 3)),
+            Wc=np.zeros((n, 3, 6)),
+            Lc=np.zeros((n, 3, 6)),
+            oc=np.zeros((n, 3)),
+            bias=np.zeros((n, 6)),
+        )
         for c in self.cuts:
             c.idx = np.array([self._li[id(outb)] for (j, _r, outb), _s in c.path], np.int64)
             c.sgn = np.array([sg for _p, sg in c.path], dtype=float)
@@ -506,8 +562,12 @@ class CutJointConstraints:
             return self._eval_py(q, v, t)
         q = np.asarray(q, dtype=float)
         key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (v is None and self._key is not None
-                                and key[0] == self._key[0] and key[2] == self._key[2]):
+        if key == self._key or (
+            v is None
+            and self._key is not None
+            and key[0] == self._key[0]
+            and key[2] == self._key[2]
+        ):
             return self._cache
         from . import _nbloop as nb
 
@@ -515,10 +575,33 @@ class CutJointConstraints:
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
         A, O = self._arr, self._out
         qq = np.ascontiguousarray(q)
-        nb.loop_kinematics(A["inb"], A["code"], A["prm"], A["Hc"], A["Wc"], A["rev"], A["Fp"],
-                           A["fp"], A["Fc"],
-                           A["fc"], A["qo"], A["nq"], A["vo"], A["nv"], qq, vv, with_v, O["Rb"],
-                           O["rb"], O["wb"], O["vOb"], O["Wc"], O["Lc"], O["oc"], O["bias"])
+        nb.loop_kinematics(
+            A["inb"],
+            A["code"],
+            A["prm"],
+            A["Hc"],
+            A["Wc"],
+            A["rev"],
+            A["Fp"],
+            A["fp"],
+            A["Fc"],
+            A["fc"],
+            A["qo"],
+            A["nq"],
+            A["vo"],
+            A["nv"],
+            qq,
+            vv,
+            with_v,
+            O["Rb"],
+            O["rb"],
+            O["wb"],
+            O["vOb"],
+            O["Wc"],
+            O["Lc"],
+            O["oc"],
+            O["bias"],
+        )
         m, nv = self.m, self._nv
         phi = np.zeros(m)
         J = np.zeros((m, nv))
@@ -534,12 +617,46 @@ class CutJointConstraints:
             pp = rP + RP @ jt.parent_frame.position
             Rc_ = RC @ jt.child_frame.rotation
             pc = rC + RC @ jt.child_frame.position
-            nb.path_terms(c.idx, c.sgn, A["vo"], A["nv"], O["Wc"], O["Lc"], O["oc"], O["bias"],
-                          pc, np.ascontiguousarray(Rc_.T), with_v, Jrel, bsp)
+            nb.path_terms(
+                c.idx,
+                c.sgn,
+                A["vo"],
+                A["nv"],
+                O["Wc"],
+                O["Lc"],
+                O["oc"],
+                O["bias"],
+                pc,
+                np.ascontiguousarray(Rc_.T),
+                with_v,
+                Jrel,
+                bsp,
+            )
             R, d, Vrel, D = np.empty((3, 3)), np.empty(3), np.empty(6), np.empty((c.m, 6))
             rows = c.rows
-            nb.cut_rows(c.E, c.F, c.G, Rp_, pp, Rc_, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC,
-                        phi[rows], J[rows], gamma[rows], R, d, Vrel, D)
+            nb.cut_rows(
+                c.E,
+                c.F,
+                c.G,
+                Rp_,
+                pp,
+                Rc_,
+                pc,
+                Jrel,
+                bsp,
+                with_v,
+                wP,
+                vOP,
+                wC,
+                vOC,
+                phi[rows],
+                J[rows],
+                gamma[rows],
+                R,
+                d,
+                Vrel,
+                D,
+            )
             rel.append((R, d, Vrel if with_v else None, D, Rc_, pc))
         self._driver_rows(q, v, t, phi, J, gamma)
         self._key = key
@@ -550,8 +667,12 @@ class CutJointConstraints:
         """Reference (plain Python) evaluation; the compiled pass must agree with it."""
         q = np.asarray(q, dtype=float)
         key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (v is None and self._key is not None
-                                and key[0] == self._key[0] and key[2] == self._key[2]):
+        if key == self._key or (
+            v is None
+            and self._key is not None
+            and key[0] == self._key[0]
+            and key[2] == self._key[2]
+        ):
             return self._cache
         if v is not None:
             v = np.asarray(v, dtype=float)
@@ -577,13 +698,25 @@ class CutJointConstraints:
                 if not j.nv:
                     continue
                 vs, Wc, Lc, ocj, bias = joint[id(j)]
-                Va = Lc - _skew(pc - ocj) @ Wc                 # w x (p_c - o) per column
+                Va = Lc - _skew(pc - ocj) @ Wc  # w x (p_c - o) per column
                 Jrel[:3, vs] += sign * (RcT @ Wc)
                 Jrel[3:, vs] += sign * (RcT @ Va)
                 if bias is not None:
                     bsp += sign * bias
-            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
-                           None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
+            self._cut_rows(
+                c,
+                Rp_,
+                pp,
+                Rc_,
+                pc,
+                Jrel,
+                bsp,
+                None if v is None else (wP, vOP, wC, vOC),
+                phi,
+                J,
+                gamma,
+                rel,
+            )
         self._driver_rows(q, v, t, phi, J, gamma)
         self._key = key
         self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
@@ -597,15 +730,15 @@ class CutJointConstraints:
         s = R.T @ d
         nt = len(c.E)
         D = np.zeros((c.m, 6))
-        RtF = c.F @ R                                  # rows R^T f
+        RtF = c.F @ R  # rows R^T f
         if nt:
-            phi[c.rows.start:c.rows.start + nt] = c.E @ s
+            phi[c.rows.start : c.rows.start + nt] = c.E @ s
             D[:nt, :3] = _crossn(c.E, s)
             D[:nt, 3:] = c.E
         nr = len(c.F)
         if nr:
-            phi[c.rows.start + nt:c.rows.start + nt + nr] = np.einsum("ij,ij->i", RtF, c.G)
-            D[nt:nt + nr, :3] = _crossn(c.G, RtF)
+            phi[c.rows.start + nt : c.rows.start + nt + nr] = np.einsum("ij,ij->i", RtF, c.G)
+            D[nt : nt + nr, :3] = _crossn(c.G, RtF)
         if c.screw:
             # a . s - h theta, theta on the branch of the advance a . s / h
             a, h = c.axis, c.h
@@ -627,8 +760,12 @@ class CutJointConstraints:
             Vrel = np.concatenate([RcT @ w_w, RcT @ u_w])
             w, u = Vrel[:3], Vrel[3:]
             dalpha = bsp[:3]
-            da = (bsp[3:] + _cross(dalpha, pc) + _cross(wC, vOC + _cross(wC, pc))
-                  - _cross(wP, vOP + _cross(wP, pc)))
+            da = (
+                bsp[3:]
+                + _cross(dalpha, pc)
+                + _cross(wC, vOC + _cross(wC, pc))
+                - _cross(wP, vOP + _cross(wP, pc))
+            )
             dw = dalpha - _cross(wC, w_w)
             du = da - _cross(wP, u_w) - _cross(wC, u_w)
             bias = np.concatenate([RcT @ dw, RcT @ du])
@@ -637,7 +774,7 @@ class CutJointConstraints:
             if nt:
                 gc[:nt] -= c.E @ _cross(sdot, w)
             if nr:
-                gc[nt:nt + nr] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
+                gc[nt : nt + nr] -= np.einsum("ij,ij->i", RtF, _crossn(w, _crossn(w, c.G)))
             if c.screw:
                 gc[-1] -= c.axis @ _cross(sdot, w)
             gamma[c.rows] = gc
@@ -679,8 +816,9 @@ class CutJointConstraints:
 
 def _cross(a, b):
     """Cross product of two 3-vectors (numpy's np.cross has a large fixed overhead)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
 
 
 def _skew(a):
@@ -724,8 +862,9 @@ class CutWrenches(ForceElement):
         return out
 
 
-def joint_force_on_cut(cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike,
-                       Vrel: ArrayLike) -> Array:
+def joint_force_on_cut(
+    cut: Any, jf: Any, t: float, R: ArrayLike, d: ArrayLike, Vrel: ArrayLike
+) -> Array:
     """Wrench (child axes at child origin) of a JointForce acting on a cut joint."""
     j = cut.joint
     qj = cut_coordinates(j, R, d)

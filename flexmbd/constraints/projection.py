@@ -135,12 +135,15 @@ class Constraints:
         A label per row, used when reporting discarded equations.
     """
 
-    def __init__(self, phi: Callable[[Array, float], ArrayLike],
-                 jacobian: Callable[[Array, float], ArrayLike],
-                 phi_t: Callable[[Array, float], ArrayLike] | None = None,
-                 gamma: Callable[[Array, Array, float], ArrayLike] | None = None,
-                 retract: Callable[[Array, Array], Array] | None = None,
-                 names: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        phi: Callable[[Array, float], ArrayLike],
+        jacobian: Callable[[Array, float], ArrayLike],
+        phi_t: Callable[[Array, float], ArrayLike] | None = None,
+        gamma: Callable[[Array, Array, float], ArrayLike] | None = None,
+        retract: Callable[[Array, Array], Array] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
         self._phi = phi
         self._jac = jacobian
         self._phi_t = phi_t
@@ -163,8 +166,10 @@ class Constraints:
         if self._gamma is not None:
             return np.atleast_1d(np.asarray(self._gamma(q, v, t), dtype=float))
         h = 1e-6
-        f = lambda s: self.jacobian(self.retract(q, s * v), t + s) @ v + self.phi_t(
-            self.retract(q, s * v), t + s)
+        f = lambda s: (
+            self.jacobian(self.retract(q, s * v), t + s) @ v
+            + self.phi_t(self.retract(q, s * v), t + s)
+        )
         return -(f(h) - f(-h)) / (2 * h)
 
     def retract(self, q: ArrayLike, dv: ArrayLike) -> Array:
@@ -226,7 +231,7 @@ class QRBasis:
     def Qw(self) -> Array:
         if self.Qw_override is not None:
             return self.Qw_override
-        return self.Q[:, self.rank: self.regular_rank]
+        return self.Q[:, self.rank : self.regular_rank]
 
     @property
     def independent(self) -> NDArray[np.intp]:
@@ -234,11 +239,11 @@ class QRBasis:
 
     @property
     def weak(self) -> NDArray[np.intp]:
-        return np.sort(self.perm[self.rank: self.regular_rank])
+        return np.sort(self.perm[self.rank : self.regular_rank])
 
     @property
     def discarded(self) -> NDArray[np.intp]:
-        return np.sort(self.perm[self.rank:])
+        return np.sort(self.perm[self.rank :])
 
     @property
     def n_weak(self) -> int:
@@ -247,7 +252,7 @@ class QRBasis:
     def discarded_mask(self) -> NDArray[np.bool_]:
         """Boolean (m,) mask of the discarded rows."""
         mask = np.zeros(self.m, dtype=bool)
-        mask[self.perm[self.rank:]] = True
+        mask[self.perm[self.rank :]] = True
         return mask
 
     def normal_components(self, rhs: ArrayLike, k: int | None = None) -> Array:
@@ -278,8 +283,9 @@ class QRBasis:
         return Qf[:, k:]
 
 
-def qr_basis(J: ArrayLike, rtol: float = DEFAULT_RTOL, regular_rank: int | None = None,
-             atol: float = 1e-300) -> QRBasis:
+def qr_basis(
+    J: ArrayLike, rtol: float = DEFAULT_RTOL, regular_rank: int | None = None, atol: float = 1e-300
+) -> QRBasis:
     """:class:`QRBasis` of the Jacobian ``J`` (m x nv) by column-pivoted QR of ``J^T``.
 
     ``rtol`` is the relative rank threshold (``|R_kk| <= rtol |R_11|`` is zero);
@@ -291,15 +297,16 @@ def qr_basis(J: ArrayLike, rtol: float = DEFAULT_RTOL, regular_rank: int | None 
     if m == 0 or n == 0:
         return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0), rtol)
     if not np.all(np.isfinite(J)):
-        raise SolverError("constraint Jacobian has non-finite entries (NaN/inf); check the "
-                          "joint coordinates and the constraint functions")
+        raise SolverError(
+            "constraint Jacobian has non-finite entries (NaN/inf); check the "
+            "joint coordinates and the constraint functions"
+        )
     # rows that vanish (e.g. the out-of-plane equations of a planar loop modelled in
     # space) are discarded before the factorization, which then works on the rest
     norms = np.abs(J).max(axis=1)
     keep = np.flatnonzero(norms > 1e-14 * max(norms.max(), atol))
     if keep.size == 0:
-        return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0),
-                       rtol)
+        return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0), rtol)
     if keep.size < m:
         Qk, Rk, pk = _pivoted_qr(J[keep].T)
         drop = np.setdiff1d(np.arange(m), keep)
@@ -367,10 +374,19 @@ class Projector:
         whenever the last corrected state had weak (near-singular) directions.
     """
 
-    def __init__(self, constraints: Any, method: str = "qr", rtol: float = DEFAULT_RTOL,
-                 tangent_projection: bool = True, position_tol: float = 1e-13,
-                 velocity_tol: float = 0.0, max_newton: int = 5, h: float | None = None,
-                 baumgarte: tuple[float, float] | None = None, fast_rows: bool = True) -> None:
+    def __init__(
+        self,
+        constraints: Any,
+        method: str = "qr",
+        rtol: float = DEFAULT_RTOL,
+        tangent_projection: bool = True,
+        position_tol: float = 1e-13,
+        velocity_tol: float = 0.0,
+        max_newton: int = 5,
+        h: float | None = None,
+        baumgarte: tuple[float, float] | None = None,
+        fast_rows: bool = True,
+    ) -> None:
         if method not in METHODS:
             raise ValueError(f"Projector: method must be one of {METHODS}, got {method!r}")
         self.c = constraints
@@ -388,8 +404,10 @@ class Projector:
         else:
             self.alpha = self.beta = None
         if method == "baumgarte" and self.alpha is None:
-            raise ValueError("Projector(method='baumgarte') needs the step size h "
-                             "(alpha = 1/h, beta = sqrt(2)/h) or baumgarte=(alpha, beta)")
+            raise ValueError(
+                "Projector(method='baumgarte') needs the step size h "
+                "(alpha = 1/h, beta = sqrt(2)/h) or baumgarte=(alpha, beta)"
+            )
         self.regular_rank = None
         self._last_weak = None
         self._last_J = None
@@ -399,8 +417,9 @@ class Projector:
         self.info = ProjectionInfo()
 
     # -- bases ------------------------------------------------------------------------
-    def basis(self, q: ArrayLike, t: float = 0.0, J: ArrayLike | None = None,
-              update: bool = True) -> QRBasis:
+    def basis(
+        self, q: ArrayLike, t: float = 0.0, J: ArrayLike | None = None, update: bool = True
+    ) -> QRBasis:
         """:class:`QRBasis` at ``(q, t)``.
 
         ``update=True`` (states on the constraint manifold: after the position
@@ -490,8 +509,11 @@ class Projector:
                 dq = -JI.T @ _spd_solve(JI @ JI.T, phi[sel])
             else:
                 b = self.basis(q, t, J=J, update=False)
-                k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
+                k = (
+                    b.regular_rank
+                    if (self.tangent_projection and b.Qw_override is None)
                     else b.rank
+                )
                 dq = -b.Q[:, :k] @ b.normal_components(phi, k)
             self.info.newton_iterations = it
             self.info.position_violation = _norm(phi)
@@ -505,8 +527,9 @@ class Projector:
             self.info.position_violation = _norm(phi)
         return q
 
-    def correct_velocities(self, q: ArrayLike, v: ArrayLike, t: float = 0.0,
-                           basis: QRBasis | None = None) -> Array:
+    def correct_velocities(
+        self, q: ArrayLike, v: ArrayLike, t: float = 0.0, basis: QRBasis | None = None
+    ) -> Array:
         """Velocity correction (eq. 28-29, or minimum norm); returns the corrected ``v``."""
         v = np.asarray(v, dtype=float)
         J = self.c.jacobian(q, t) if basis is None else basis.J
@@ -521,8 +544,7 @@ class Projector:
             # near a singular configuration the weak rows are corrected too, like the
             # positions: their normal velocity (-Phi_t_w - R_rw^T a_r) / R_ww is a ratio of
             # two small but exactly computed quantities (zero for scleronomic rows)
-            k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) \
-                else b.rank
+            k = b.regular_rank if (self.tangent_projection and b.Qw_override is None) else b.rank
             Qk = b.Q[:, :k]
             a = b.normal_components(-self.c.phi_t(q, t), k)
             v = v - Qk @ (Qk.T @ v - a)
@@ -540,9 +562,15 @@ class Projector:
         return q, v
 
     # -- accelerations ----------------------------------------------------------------
-    def accelerations(self, q: ArrayLike, v: ArrayLike, t: float, vdot_free: Array,
-                      minv: Callable[[Array], Array],
-                      basis: QRBasis | None = None) -> tuple[Array, Array]:
+    def accelerations(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        t: float,
+        vdot_free: Array,
+        minv: Callable[[Array], Array],
+        basis: QRBasis | None = None,
+    ) -> tuple[Array, Array]:
         """Constrained accelerations from the unconstrained ones and ``M^-1`` products.
 
         ``vdot_free = M^-1 F`` (nv,), ``minv(X)`` returns ``M^-1 X`` for an
@@ -577,8 +605,11 @@ class Projector:
                 return vdot, lam
         if self.method in ("baumgarte", "moore-penrose", "none"):
             if self.method == "baumgarte":
-                gamma = gamma - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t)) \
+                gamma = (
+                    gamma
+                    - 2.0 * self.alpha * (J @ v + self.c.phi_t(q, t))
                     - self.beta**2 * self.c.phi(q, t)
+                )
             Y = _minv_columns(minv, J.T)
             A = J @ Y
             lam = _lstsq(A, gamma - J @ vdot_free)
@@ -595,19 +626,27 @@ class Projector:
         A = C @ Y
         mu = _spd_solve(A, a - C @ vdot_free)
         vdot = vdot_free + Y @ mu
-        d = _spd_solve(A, a - C @ vdot)                 # one step of iterative refinement
+        d = _spd_solve(A, a - C @ vdot)  # one step of iterative refinement
         mu = mu + d
         vdot = vdot + Y @ d
         if C.shape[0] > b.rank and b.Qw_override is not None:
             # weak directions continued from the last step: express in Q[:, :r0]
-            mu_full = np.concatenate([mu[: b.rank], b.Q[:, b.rank:b.regular_rank].T
-                                      @ (b.Qw_override @ mu[b.rank:])])
+            mu_full = np.concatenate(
+                [mu[: b.rank], b.Q[:, b.rank : b.regular_rank].T @ (b.Qw_override @ mu[b.rank :])]
+            )
         else:
             mu_full = mu
         return vdot, b.multipliers(mu_full)
 
-    def accelerations_tangent(self, q: ArrayLike, v: ArrayLike, t: float, M: ArrayLike,
-                              F: ArrayLike, basis: QRBasis | None = None) -> tuple[Array, Array]:
+    def accelerations_tangent(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        t: float,
+        M: ArrayLike,
+        F: ArrayLike,
+        basis: QRBasis | None = None,
+    ) -> tuple[Array, Array]:
         """Accelerations by the tangent-space equations of motion (eq. 21-23), dense ``M``.
 
         Returns ``(vdot, lam)`` like :meth:`accelerations`.
@@ -624,14 +663,15 @@ class Projector:
         a[: b.rank] = b.normal_components(gamma)
         Qn = C.T
         Qt = _complement(Qn)
-        Mbar = Qt.T @ M @ Qt                                   # eq. 21
+        Mbar = Qt.T @ M @ Qt  # eq. 21
         Fbar = Qt.T @ (F - M @ (Qn @ a))
-        at = _spd_solve(Mbar, Fbar) if Qt.shape[1] else np.zeros(0)   # eq. 22
-        vdot = Qt @ at + Qn @ a                                # eq. 23
+        at = _spd_solve(Mbar, Fbar) if Qt.shape[1] else np.zeros(0)  # eq. 22
+        vdot = Qt @ at + Qn @ a  # eq. 23
         mu = Qn.T @ (M @ vdot - F)
         if C.shape[0] > b.rank and b.Qw_override is not None:
-            mu = np.concatenate([mu[: b.rank], b.Q[:, b.rank:b.regular_rank].T
-                                 @ (b.Qw_override @ mu[b.rank:])])
+            mu = np.concatenate(
+                [mu[: b.rank], b.Q[:, b.rank : b.regular_rank].T @ (b.Qw_override @ mu[b.rank :])]
+            )
         return vdot, b.multipliers(mu)
 
 

@@ -94,8 +94,9 @@ class KKTSolver:
                     raise SolverError(
                         f"KKT matrix singular even without the {len(self.discarded)} redundant "
                         f"constraint rows ({err}); a body may lack mass or inertia in a free "
-                        "direction") from None
-                self._select(A)                  # the rank changed: new selection
+                        "direction"
+                    ) from None
+                self._select(A)  # the rank changed: new selection
         raise AssertionError("unreachable")  # pragma: no cover
 
 

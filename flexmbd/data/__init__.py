@@ -53,8 +53,10 @@ def mesh(name: str) -> str:
     for p in sorted(_DIR.glob(f"{stem}.*")):
         if p.suffix in _SUFFIXES:
             return str(p)
-    raise MeshError(f"no shipped mesh named {name!r}; available: {', '.join(meshes())} "
-                    f"(or give the path of your own mesh file)")
+    raise MeshError(
+        f"no shipped mesh named {name!r}; available: {', '.join(meshes())} "
+        f"(or give the path of your own mesh file)"
+    )
 
 
 def abaqus_rotor() -> dict[str, str]:
@@ -65,5 +67,8 @@ def abaqus_rotor() -> dict[str, str]:
     :func:`flexmbd.fem.read_mtx`.
     """
     d = Path(__file__).resolve().parent / "abaqus_rotor"
-    return {"inp": str(d / "rotorDiscTest.inp"), "mass": str(d / "rotorDiscTestMASS1.mtx"),
-            "stiffness": str(d / "rotorDiscTestSTIF1.mtx")}
+    return {
+        "inp": str(d / "rotorDiscTest.inp"),
+        "mass": str(d / "rotorDiscTestMASS1.mtx"),
+        "stiffness": str(d / "rotorDiscTestSTIF1.mtx"),
+    }

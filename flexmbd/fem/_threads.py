@@ -23,10 +23,16 @@ from .backends import available_backends
 
 __all__ = ["blas_threads", "openblas_pools", "fem_threads", "with_fem_threads", "FEM_THREADS"]
 
-_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
-            "scipy_openblas_set_num_threads")
-_GETTERS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
-            "scipy_openblas_get_num_threads")
+_SETTERS = (
+    "openblas_set_num_threads",
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+)
+_GETTERS = (
+    "openblas_get_num_threads",
+    "scipy_openblas_get_num_threads64_",
+    "scipy_openblas_get_num_threads",
+)
 _POOLS = {}
 
 
@@ -112,6 +118,7 @@ _depth = [0]
 def _hugepage_switch():
     """numpy's (private) get/set of ``madvise(MADV_HUGEPAGE)`` for new arrays, or None."""
     import numpy as np
+
     mod = getattr(getattr(np, "_core", None), "multiarray", None)
     if mod is None:
         mod = getattr(getattr(np, "core", None), "multiarray", None)
@@ -162,8 +169,10 @@ def fem_threads():
 
 def with_fem_threads(func):
     """Decorator: run ``func`` inside `fem_threads`."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with fem_threads():
             return func(*args, **kwargs)
+
     return wrapper

@@ -106,12 +106,15 @@ class AbaqusModel:
                 f"Abaqus deck {self.source!r}: "
                 f"{'no material' if not used else 'several materials ' + str(used)} "
                 "in the solid sections; flexmbd assembles one material per body — pass "
-                "material=fm.Material(...) or split the body")
+                "material=fm.Material(...) or split the body"
+            )
         key = used[0]
         mat = self.materials.get(key) or self.materials.get(_ci(self.materials, key))
         if mat is None:
-            raise MeshError(f"Abaqus deck {self.source!r}: material {key!r} of the solid section "
-                            "has no *Density and isotropic *Elastic data")
+            raise MeshError(
+                f"Abaqus deck {self.source!r}: material {key!r} of the solid section "
+                "has no *Density and isotropic *Elastic data"
+            )
         return mat
 
     @property
@@ -123,10 +126,12 @@ class AbaqusModel:
         return {k: i for i, k in enumerate(self.labels)}
 
     def __repr__(self):
-        return (f"AbaqusModel({self.source!r}: {self.mesh.n_nodes} nodes, "
-                f"{self.mesh.n_elements} {self.mesh.cell_type} elements, "
-                f"materials {sorted(self.materials)}, node sets {sorted(self.mesh.node_sets)}, "
-                f"units {self.units.name})")
+        return (
+            f"AbaqusModel({self.source!r}: {self.mesh.n_nodes} nodes, "
+            f"{self.mesh.n_elements} {self.mesh.cell_type} elements, "
+            f"materials {sorted(self.materials)}, node sets {sorted(self.mesh.node_sets)}, "
+            f"units {self.units.name})"
+        )
 
 
 def _rotate(x, a, b, angle_deg):
@@ -156,8 +161,10 @@ class _Reader(DeckParser):
             else:
                 key = _ci(self.parts, inst.part)
                 if key is None:
-                    raise MeshError(f"{inst.where}: instance {name!r} refers to part "
-                                    f"{inst.part!r}, which is not defined")
+                    raise MeshError(
+                        f"{inst.where}: instance {name!r} refers to part "
+                        f"{inst.part!r}, which is not defined"
+                    )
                 cont = self.parts[key]
             out.append((name, cont, inst))
         return out
@@ -192,8 +199,9 @@ class _Reader(DeckParser):
                     conn.append([node_of[(iname, n)] for n in nodes])
                 except KeyError:
                     missing = [n for n in nodes if (iname, n) not in node_of]
-                    raise MeshError(f"{w}: element {lab} uses undefined node(s) "
-                                    f"{missing[:5]}") from None
+                    raise MeshError(
+                        f"{w}: element {lab} uses undefined node(s) {missing[:5]}"
+                    ) from None
                 elem_of[(iname, lab)] = len(cells)
                 cells.append(cell)
                 ewhere.append(w)
@@ -202,8 +210,10 @@ class _Reader(DeckParser):
         kinds = list(dict.fromkeys(cells))
         if len(kinds) > 1:
             i = cells.index(kinds[1])
-            raise MeshError(f"{ewhere[i]}: element cell type {kinds[1]!r} mixed with "
-                            f"{kinds[0]!r}; scikit-fem needs one element type per body")
+            raise MeshError(
+                f"{ewhere[i]}: element cell type {kinds[1]!r} mixed with "
+                f"{kinds[0]!r}; scikit-fem needs one element type per body"
+            )
         conn = np.array(conn, dtype=np.int64)
         # sets -> global
         nsets, esets, internal = {}, {}, set()
@@ -215,15 +225,22 @@ class _Reader(DeckParser):
             for inst, lab in members:
                 key = (inst if inst is not None else scope, lab)
                 if key not in table:
-                    what = (f"node {lab} {'of instance ' + repr(key[0]) if key[0] else ''} "
-                            "which is not defined" if kind == "node" else
-                            f"element {lab} which is not a solid element of the mesh")
+                    what = (
+                        f"node {lab} {'of instance ' + repr(key[0]) if key[0] else ''} "
+                        "which is not defined"
+                        if kind == "node"
+                        else f"element {lab} which is not a solid element of the mesh"
+                    )
                     raise MeshError(f"{w}: {kind} set {name!r} lists {what}")
                 out.append(table[key])
             return out
 
-        assembly_names = {k.upper() for k in list(self.assembly.nsets) + list(self.assembly.elsets)
-                          + list(self.assembly.surfaces)}
+        assembly_names = {
+            k.upper()
+            for k in list(self.assembly.nsets)
+            + list(self.assembly.elsets)
+            + list(self.assembly.surfaces)
+        }
         single = len(scopes) == 1
         containers = [(iname, cont) for iname, cont, _ in scopes]
         if self.instances:
@@ -235,25 +252,47 @@ class _Reader(DeckParser):
             def put(table, name, value, cont=cont, prefix=prefix, plain=plain, iname=iname):
                 if prefix:
                     table[prefix + name] = value
-                if plain and (cont is self.assembly or iname is None
-                              or name.upper() not in assembly_names):
+                if plain and (
+                    cont is self.assembly or iname is None or name.upper() not in assembly_names
+                ):
                     table[name] = value
+
             for name, members in cont.nsets.items():
-                put(nsets, name, glob("node", members, iname,
-                                      cont.set_where.get(("node", name), self.path), name))
+                put(
+                    nsets,
+                    name,
+                    glob(
+                        "node", members, iname, cont.set_where.get(("node", name), self.path), name
+                    ),
+                )
                 if name in cont.internal:
                     internal.update({prefix + name, name})
             for name, members in cont.elsets.items():
-                put(esets, name, glob("element", members, iname,
-                                      cont.set_where.get(("element", name), self.path), name))
+                put(
+                    esets,
+                    name,
+                    glob(
+                        "element",
+                        members,
+                        iname,
+                        cont.set_where.get(("element", name), self.path),
+                        name,
+                    ),
+                )
                 if name in cont.internal:
                     internal.update({prefix + name, name})
             for name, (stype, items, _) in cont.surfaces.items():
-                put(nsets, name, self._surface_nodes(name, stype, items, cont, iname, node_of,
-                                                     elem_of, cells, conn))
+                put(
+                    nsets,
+                    name,
+                    self._surface_nodes(
+                        name, stype, items, cont, iname, node_of, elem_of, cells, conn
+                    ),
+                )
         # element sets as node sets (nodes of their elements)
-        node_sets = {k: np.unique(np.asarray(v, np.int64)) for k, v in nsets.items()
-                     if k not in internal}
+        node_sets = {
+            k: np.unique(np.asarray(v, np.int64)) for k, v in nsets.items() if k not in internal
+        }
         element_sets = {k: np.unique(np.asarray(v, np.int64)) for k, v in esets.items()}
         for k, v in element_sets.items():
             if k in internal:
@@ -269,14 +308,18 @@ class _Reader(DeckParser):
         for _, cont in containers:
             for elset, mat, w in cont.sections:
                 if _ci(self.materials_raw, mat) is None:
-                    raise MeshError(f"{w}: *Solid Section refers to material {mat!r}, which "
-                                    f"is not defined; materials: {sorted(self.materials_raw)}")
+                    raise MeshError(
+                        f"{w}: *Solid Section refers to material {mat!r}, which "
+                        f"is not defined; materials: {sorted(self.materials_raw)}"
+                    )
                 if _ci(cont.elsets, elset) is None and _ci(self.assembly.elsets, elset) is None:
-                    raise MeshError(f"{w}: *Solid Section refers to element set {elset!r}, "
-                                    "which is not defined")
+                    raise MeshError(
+                        f"{w}: *Solid Section refers to element set {elset!r}, which is not defined"
+                    )
                 sections.append((elset, _ci(self.materials_raw, mat)))
         # mesh through meshio -> scikit-fem (compacting nodes not used by elements)
         import meshio
+
         cell = kinds[0]
         if cell == "hexahedron20" and self.c3d20 == "hex27":
             n0 = len(points)
@@ -284,10 +327,12 @@ class _Reader(DeckParser):
             labels = labels + [(None, -(k + 1)) for k in range(len(points) - n0)]
             cell = "hexahedron27"
         elif cell == "hexahedron20":
-            raise MeshError(f"{ewhere[0]}: C3D20 (20-node hexahedra, meshio 'hexahedron20') are "
-                            "not supported by scikit-fem; pass c3d20='hex27' to complete them "
-                            "to 27-node hexahedra (same geometry; generated nodes get negative "
-                            "labels), or remesh with 27-node or 8-node hexahedra")
+            raise MeshError(
+                f"{ewhere[0]}: C3D20 (20-node hexahedra, meshio 'hexahedron20') are "
+                "not supported by scikit-fem; pass c3d20='hex27' to complete them "
+                "to 27-node hexahedra (same geometry; generated nodes get negative "
+                "labels), or remesh with 27-node or 8-node hexahedra"
+            )
         m = meshio.Mesh(points, [(cell, conn)])
         try:
             fe, file2sk = _from_meshio_mapped(m, self.path)
@@ -303,9 +348,17 @@ class _Reader(DeckParser):
             sets[k] = np.unique(mapped[mapped >= 0])
         fe.node_sets.update({k: v for k, v in sets.items() if len(v)})
         # skfem keeps the element order of the cells it was given
-        return AbaqusModel(mesh=fe, labels=sk_labels, materials=materials, sections=sections,
-                           element_sets=element_sets, surfaces=surfaces, units=us,
-                           source=self.path, deck_labels=deck_labels)
+        return AbaqusModel(
+            mesh=fe,
+            labels=sk_labels,
+            materials=materials,
+            sections=sections,
+            element_sets=element_sets,
+            surfaces=surfaces,
+            units=us,
+            source=self.path,
+            deck_labels=deck_labels,
+        )
 
     def _surface_nodes(self, name, stype, items, cont, iname, node_of, elem_of, cells, conn):
         out = []
@@ -327,16 +380,19 @@ class _Reader(DeckParser):
             else:
                 members = [self._ref_label(ref, iname, w, "element")]
             if not (face.startswith("S") and face[1:].isdigit()):
-                raise MeshError(f"{w}: surface {name!r}: face {face!r} is not supported; use "
-                                "S1..S6 (element faces) or TYPE=NODE")
+                raise MeshError(
+                    f"{w}: surface {name!r}: face {face!r} is not supported; use "
+                    "S1..S6 (element faces) or TYPE=NODE"
+                )
             for k in members:
                 e = elem_of.get(k)
                 if e is None:
                     raise MeshError(f"{w}: surface {name!r}: element {k[1]} is not defined")
                 loc = face_nodes(cells[e], int(face[1:]))
                 if loc is None:
-                    raise MeshError(f"{w}: surface {name!r}: element {k[1]} ({cells[e]}) has no "
-                                    f"face {face}")
+                    raise MeshError(
+                        f"{w}: surface {name!r}: element {k[1]} ({cells[e]}) has no face {face}"
+                    )
                 out += conn[e, loc].tolist()
         return out
 
@@ -347,8 +403,9 @@ class _Reader(DeckParser):
         try:
             return (iname, int(ref))
         except ValueError:
-            raise MeshError(f"{w}: {ref!r} is neither a {kind} label nor a {kind} set defined "
-                            "above") from None
+            raise MeshError(
+                f"{w}: {ref!r} is neither a {kind} label nor a {kind} set defined above"
+            ) from None
 
     def _materials(self):
         us = self.units
@@ -359,8 +416,14 @@ class _Reader(DeckParser):
             if "rho" not in d or "E" not in d:
                 continue
             try:
-                out[name] = material_from_file(f"{self.path}:{d['where'].rsplit(':', 1)[-1]}",
-                                               name, d["E"][0], d["nu"][0], d["rho"][0], us)
+                out[name] = material_from_file(
+                    f"{self.path}:{d['where'].rsplit(':', 1)[-1]}",
+                    name,
+                    d["E"][0],
+                    d["nu"][0],
+                    d["rho"][0],
+                    us,
+                )
             except MeshError as exc:
                 raise MeshError(f"{d['E'][1]}: {exc}") from exc
         return out

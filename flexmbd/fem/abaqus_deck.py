@@ -55,8 +55,10 @@ def _read_lines(path, depth=0):
     if depth > 10:
         raise MeshError(f"{path}: *INCLUDE nested more than 10 levels (a file includes itself?)")
     if not path.exists():
-        raise MeshError(f"Abaqus input {str(path)!r} does not exist; check the path "
-                        f"(working directory: {Path.cwd()})")
+        raise MeshError(
+            f"Abaqus input {str(path)!r} does not exist; check the path "
+            f"(working directory: {Path.cwd()})"
+        )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -110,8 +112,10 @@ def read_blocks(path: StrPath) -> list[Block]:
                 continue
         else:
             if not blocks:
-                raise MeshError(f"{where(file, no)}: data line before any keyword: {s[:40]!r}; "
-                                "an Abaqus deck starts with *HEADING or another keyword")
+                raise MeshError(
+                    f"{where(file, no)}: data line before any keyword: {s[:40]!r}; "
+                    "an Abaqus deck starts with *HEADING or another keyword"
+                )
             b = blocks[-1]
             b.rows.append([f.strip() for f in s.rstrip(",").split(",")] if s != "," else [])
             b.row_lines.append((file, no))
@@ -130,6 +134,8 @@ def read_blocks(path: StrPath) -> list[Block]:
             continue
         blocks.append(Block(kw, params, file, no))
     if pending is not None:
-        raise MeshError(f"{where(pending[1], pending[2])}: keyword line ends with ',' at the "
-                        "end of the file (truncated deck?)")
+        raise MeshError(
+            f"{where(pending[1], pending[2])}: keyword line ends with ',' at the "
+            "end of the file (truncated deck?)"
+        )
     return blocks

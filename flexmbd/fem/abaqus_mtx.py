@@ -56,8 +56,10 @@ def _rows(path):
         raise MeshError(f"{path}: no matrix entries (empty file?)")
     n = len(lines[0])
     if n not in (3, 5):
-        raise MeshError(f"{path}:{nos[0]}: {n} fields per line; an Abaqus .mtx line has 3 "
-                        "(row, column, value) or 5 (node, dof, node, dof, value)")
+        raise MeshError(
+            f"{path}:{nos[0]}: {n} fields per line; an Abaqus .mtx line has 3 "
+            "(row, column, value) or 5 (node, dof, node, dof, value)"
+        )
     for fields, no in zip(lines, nos):
         if len(fields) != n:
             raise MeshError(f"{path}:{no}: {len(fields)} fields, the file's first line has {n}")
@@ -83,8 +85,14 @@ def _integers(path, vals, nos, what):
     return vals.astype(np.int64)
 
 
-def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | None = None,
-             kind: str = "matrix", sym_rtol: float = 1e-6) -> sp.csr_matrix:
+def read_mtx(
+    path: StrPath,
+    model: AbaqusModel | None = None,
+    *,
+    units: str | None = None,
+    kind: str = "matrix",
+    sym_rtol: float = 1e-6,
+) -> sp.csr_matrix:
     """Read an Abaqus ``.mtx`` matrix into a symmetric scipy CSR matrix (SI).
 
     Parameters
@@ -110,10 +118,14 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
     """
     path = Path(path)
     if not path.exists():
-        raise MeshError(f"matrix file {str(path)!r} does not exist; check the path "
-                        f"(working directory: {Path.cwd()})")
-    us = unit_system(units if units is not None else (model.units if model is not None else "SI"),
-                     f"matrix file {str(path)!r}")
+        raise MeshError(
+            f"matrix file {str(path)!r} does not exist; check the path "
+            f"(working directory: {Path.cwd()})"
+        )
+    us = unit_system(
+        units if units is not None else (model.units if model is not None else "SI"),
+        f"matrix file {str(path)!r}",
+    )
     n, lines, nos = _rows(path)
     cols = list(zip(*lines))
     val = _numbers(path, cols[-1], nos, "value")
@@ -132,7 +144,8 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
                 i = int(np.argmax(np.maximum(r, c)))
                 raise MeshError(
                     f"{path}:{nos[i]}: DOF {n_glob} does not fit the {n_lab} nodes of "
-                    f"{model.source!r} (3 or 6 DOFs per node); is this the matrix of that deck?")
+                    f"{model.source!r} (3 or 6 DOFs per node); is this the matrix of that deck?"
+                )
             node = (np.stack([r, c]) - 1) // per  # Abaqus node index (deck order)
             dof = (np.stack([r, c]) - 1) % per
         else:
@@ -143,8 +156,10 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
         dof = np.stack(dofs) - 1
         bad = np.nonzero((dof > 5).any(axis=0))[0]
         if len(bad):
-            raise MeshError(f"{path}:{nos[bad[0]]}: DOF {dof[:, bad[0]].max() + 1} is not a "
-                            "structural DOF (1-6)")
+            raise MeshError(
+                f"{path}:{nos[bad[0]]}: DOF {dof[:, bad[0]].max() + 1} is not a "
+                "structural DOF (1-6)"
+            )
         if model is not None:
             index = {k: i for i, k in enumerate(model.deck_labels)}
             insts = {k[0] for k in model.deck_labels}
@@ -161,18 +176,21 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
                             try:
                                 key = (single, int(float(tok)))
                             except ValueError:
-                                raise MeshError(f"{path}:{nos[i]}: node {tok!r} is not a "
-                                                "node label") from None
+                                raise MeshError(
+                                    f"{path}:{nos[i]}: node {tok!r} is not a node label"
+                                ) from None
                         j = index.get(key)
                         if j is None:
                             raise MeshError(
                                 f"{path}:{nos[i]}: node {tok} is not a node of "
-                                f"{model.source!r}; is this the matrix of that deck?")
+                                f"{model.source!r}; is this the matrix of that deck?"
+                            )
                         cache[tok] = j
                     node[k, i] = j
         else:
-            labs = [_integers(path, _numbers(path, cols[k], nos, "node"), nos, "node")
-                    for k in (0, 2)]
+            labs = [
+                _integers(path, _numbers(path, cols[k], nos, "node"), nos, "node") for k in (0, 2)
+            ]
             uniq, inv = np.unique(np.concatenate(labs), return_inverse=True)
             node = inv.reshape(2, -1)
     # rotational DOFs: allowed only with zero entries
@@ -182,9 +200,11 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
         scale = np.abs(val).max()
         big = nz[np.abs(val[nz]) > 1e-12 * scale] if len(nz) else nz
         if len(big):
-            raise MeshError(f"{path}:{nos[big[0]]}: entry {val[big[0]]:.4g} at a rotational DOF "
-                            "(4-6); flexmbd bodies are solid meshes with 3 DOFs per node — "
-                            "export the matrix of the solid part only")
+            raise MeshError(
+                f"{path}:{nos[big[0]]}: entry {val[big[0]]:.4g} at a rotational DOF "
+                "(4-6); flexmbd bodies are solid meshes with 3 DOFs per node — "
+                "export the matrix of the solid part only"
+            )
         keep = ~rot
         node, dof, val, nos = node[:, keep], dof[:, keep], val[keep], nos[keep]
     if model is not None:
@@ -192,8 +212,10 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
         node = sk_of[node]
         if (node < 0).any():
             i = int(np.nonzero((node < 0).any(axis=0))[0][0])
-            raise MeshError(f"{path}:{nos[i]}: entry at a node that no solid element uses; "
-                            f"the matrix does not fit the mesh of {model.source!r}")
+            raise MeshError(
+                f"{path}:{nos[i]}: entry at a node that no solid element uses; "
+                f"the matrix does not fit the mesh of {model.source!r}"
+            )
         size = 3 * n_mesh
     else:
         size = 3 * (int(node.max()) + 1)
@@ -201,8 +223,11 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
     off = rr != cc
     upper, lower = (rr < cc).any(), (rr > cc).any()
     if upper != lower:  # one triangle: mirror, diagonal once
-        rr, cc, val = (np.concatenate([rr, cc[off]]), np.concatenate([cc, rr[off]]),
-                       np.concatenate([val, val[off]]))
+        rr, cc, val = (
+            np.concatenate([rr, cc[off]]),
+            np.concatenate([cc, rr[off]]),
+            np.concatenate([val, val[off]]),
+        )
     A = sp.coo_matrix((val, (rr, cc)), shape=(size, size)).tocsr()
     A.sum_duplicates()
     if model is not None:  # a mass or stiffness of the mesh has every diagonal entry
@@ -213,14 +238,17 @@ def read_mtx(path: StrPath, model: AbaqusModel | None = None, *, units: str | No
                 f"{path}: no diagonal entry for {len(missing)} DOF(s) of the mesh of "
                 f"{model.source!r}, e.g. direction {missing[0] % 3 + 1} of node {lab[1]}"
                 f"{' of instance ' + repr(lab[0]) if lab[0] else ''}; the matrix does not fit "
-                "the mesh (another model, or a reduced/constrained matrix?)")
+                "the mesh (another model, or a reduced/constrained matrix?)"
+            )
     if upper and lower:
         asym = abs(A - A.T)
         mx = asym.max() if asym.nnz else 0.0
         ref = abs(A).max()
         if mx > sym_rtol * ref:
-            raise MeshError(f"{path}: matrix not symmetric (max |A - A^T| = {mx:.3g}, "
-                            f"max |A| = {ref:.3g}); flexmbd needs symmetric mass and stiffness")
+            raise MeshError(
+                f"{path}: matrix not symmetric (max |A - A^T| = {mx:.3g}, "
+                f"max |A| = {ref:.3g}); flexmbd needs symmetric mass and stiffness"
+            )
         A = (0.5 * (A + A.T)).tocsr()
     scale = {"stiffness": us.stiffness, "mass": us.mass, "matrix": 1.0}.get(kind)
     if scale is None:

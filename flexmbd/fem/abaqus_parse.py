@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DeckParser"]
 
+
 @dataclass
 class _Container:
     """Nodes, elements and sets of a part, an instance's own mesh or a flat deck."""
@@ -145,8 +146,10 @@ class DeckParser:
         if len(blk.rows) > 1:
             r = blk.rows[1]
             if len(r) < 7:
-                raise MeshError(f"{blk.where(1)}: instance rotation needs 7 numbers "
-                                "(point a, point b, angle in degrees)")
+                raise MeshError(
+                    f"{blk.where(1)}: instance rotation needs 7 numbers "
+                    "(point a, point b, angle in degrees)"
+                )
             v = [_float(x, blk, 1, "rotation") for x in r[:7]]
             inst.rotation = (np.array(v[:3]), np.array(v[3:6]), v[6])
         self.instances[name] = inst
@@ -162,14 +165,17 @@ class DeckParser:
         labels = []
         for i, r in enumerate(blk.rows):
             if len(r) < 3:
-                raise MeshError(f"{blk.where(i)}: a *Node line needs a label and 2-3 "
-                                f"coordinates, got {','.join(r)!r}")
+                raise MeshError(
+                    f"{blk.where(i)}: a *Node line needs a label and 2-3 "
+                    f"coordinates, got {','.join(r)!r}"
+                )
             lab = _int(r[0], blk, i, "node label")
             x = [_float(v, blk, i, "coordinate") for v in r[1:4]]
             x += [0.0] * (3 - len(x))
             if lab in c.nodes:
-                raise MeshError(f"{blk.where(i)}: node {lab} defined twice (first at "
-                                f"{c.node_where[lab]})")
+                raise MeshError(
+                    f"{blk.where(i)}: node {lab} defined twice (first at {c.node_where[lab]})"
+                )
             c.nodes[lab] = x
             c.node_where[lab] = blk.where(i)
             labels.append(lab)
@@ -186,7 +192,8 @@ class DeckParser:
             raise MeshError(
                 f"{blk.where()}: element type {etype!r} is not supported; flexmbd reads the "
                 "solid continuum elements C3D4, C3D10, C3D8, C3D20 (and their H/R/I/M "
-                "variants), C3D6, C3D15 — mesh the body with these")
+                "variants), C3D6, C3D15 — mesh the body with these"
+            )
         cell, nn = info
         c = self.cur
         labels, acc, start = [], [], 0
@@ -197,8 +204,10 @@ class DeckParser:
             if len(acc) < nn + 1:
                 continue
             if len(acc) > nn + 1:
-                raise MeshError(f"{blk.where(start)}: element of type {etype} has "
-                                f"{len(acc) - 1} nodes, expected {nn}")
+                raise MeshError(
+                    f"{blk.where(start)}: element of type {etype} has "
+                    f"{len(acc) - 1} nodes, expected {nn}"
+                )
             lab = _int(acc[0], blk, start, "element label")
             conn = [_int(v, blk, start, "node label") for v in acc[1:]]
             if lab in c.elements:
@@ -207,8 +216,10 @@ class DeckParser:
             labels.append(lab)
             acc = []
         if acc:
-            raise MeshError(f"{blk.where(start)}: element of type {etype} has {len(acc) - 1} "
-                            f"nodes, expected {nn} (truncated line?)")
+            raise MeshError(
+                f"{blk.where(start)}: element of type {etype} has {len(acc) - 1} "
+                f"nodes, expected {nn} (truncated line?)"
+            )
         elset = blk.param("ELSET")
         if isinstance(elset, str):
             c.elsets.setdefault(elset, []).extend((None, lab) for lab in labels)
@@ -218,8 +229,10 @@ class DeckParser:
         inst = blk.param("INSTANCE")
         inst = inst if isinstance(inst, str) else None
         if inst is not None and inst not in self.instances:
-            raise MeshError(f"{blk.where()}: instance {inst!r} is not defined before this set; "
-                            f"instances: {sorted(self.instances)}")
+            raise MeshError(
+                f"{blk.where()}: instance {inst!r} is not defined before this set; "
+                f"instances: {sorted(self.instances)}"
+            )
         table = self.cur.nsets if kind == "node" else self.cur.elsets
         out = []
         if blk.flag("GENERATE"):
@@ -229,8 +242,9 @@ class DeckParser:
                     raise MeshError(f"{blk.where(i)}: generate needs first, last[, step]")
                 a, b, s = vals[0], vals[1], vals[2] if len(vals) == 3 else 1
                 if s <= 0 or b < a:
-                    raise MeshError(f"{blk.where(i)}: generate {a}, {b}, {s}: need first <= "
-                                    "last and step > 0")
+                    raise MeshError(
+                        f"{blk.where(i)}: generate {a}, {b}, {s}: need first <= last and step > 0"
+                    )
                 out += [(inst, k) for k in range(a, b + 1, s)]
             return out
         for i, r in enumerate(blk.rows):
@@ -248,11 +262,12 @@ class DeckParser:
                     continue
                 key = _ci(table, tok)
                 if key is None and inst is None and self.cur is self.assembly:
-                    key = _ci(self.assembly.nsets if kind == "node" else self.assembly.elsets,
-                              tok)
+                    key = _ci(self.assembly.nsets if kind == "node" else self.assembly.elsets, tok)
                 if key is None:
-                    raise MeshError(f"{blk.where(i)}: {kind} set member {tok!r} is neither a "
-                                    f"label nor a set defined above")
+                    raise MeshError(
+                        f"{blk.where(i)}: {kind} set member {tok!r} is neither a "
+                        f"label nor a set defined above"
+                    )
                 out += [(inst if m[0] is None else m[0], m[1]) for m in table[key]]
         return out
 
@@ -280,8 +295,10 @@ class DeckParser:
             raise MeshError(f"{blk.where()}: *Surface needs NAME=")
         stype = str(blk.param("TYPE", "ELEMENT")).upper()
         if stype not in ("ELEMENT", "NODE"):
-            raise MeshError(f"{blk.where()}: *Surface TYPE={stype} is not supported (ELEMENT "
-                            "or NODE); define the interface with a node set")
+            raise MeshError(
+                f"{blk.where()}: *Surface TYPE={stype} is not supported (ELEMENT "
+                "or NODE); define the interface with a node set"
+            )
         items = []
         for i, r in enumerate(blk.rows):
             if not r or r[0] == "":
@@ -305,8 +322,7 @@ class DeckParser:
         if self.cur_mat is None:
             raise MeshError(f"{blk.where()}: *{blk.keyword.title()} outside a *Material")
         if not blk.rows or len([v for v in blk.rows[0] if v != ""]) < n:
-            raise MeshError(f"{blk.where()}: *{blk.keyword.title()} needs {what} on the next "
-                            "line")
+            raise MeshError(f"{blk.where()}: *{blk.keyword.title()} needs {what} on the next line")
         return [_float(v, blk, 0, what) for v in blk.rows[0][:n]], blk.where(0)
 
     def kw_DENSITY(self, blk: Block) -> None:

@@ -44,8 +44,15 @@ if TYPE_CHECKING:
     from .material import Material
     from .mesh import FEMesh
 
-__all__ = ["Assembler", "INTORDER", "elasticity_form", "mass_form", "geometric_form",
-           "reference_basis", "element_geometry"]
+__all__ = [
+    "Assembler",
+    "INTORDER",
+    "elasticity_form",
+    "mass_form",
+    "geometric_form",
+    "reference_basis",
+    "element_geometry",
+]
 
 INTORDER = {"tetra": 2, "tetra10": 4, "hexahedron": 3, "hexahedron27": 5}
 _VOIGT = ((0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1))  # xx yy zz yz xz xy
@@ -60,6 +67,7 @@ def elasticity_form(lam: float, mu: float) -> Any:
     @BilinearForm
     def a(u, v, w):
         return 2.0 * mu * ddot(sym_grad(u), sym_grad(v)) + lam * div(u) * div(v)
+
     return a
 
 
@@ -70,18 +78,21 @@ def mass_form(rho: float) -> Any:
     @BilinearForm
     def m(u, v, w):
         return rho * u * v
+
     return m
 
 
 def geometric_form(sigma: Array) -> Any:
     """Scalar geometric-stiffness form ``sigma_ij d_i u d_j v`` for a constant stress (3x3)."""
     from skfem import BilinearForm
+
     s = np.asarray(sigma, float)
 
     @BilinearForm
     def g(u, v, w):
         gu, gv = u.grad, v.grad
         return sum(s[i, j] * gu[i] * gv[j] for i in range(3) for j in range(3))
+
     return g
 
 
@@ -122,8 +133,10 @@ def element_geometry(xe: Array, dN: Array) -> tuple[Array, Array]:
     with np.errstate(divide="ignore", invalid="ignore"):
         r = 1.0 / det
     # invJ[d, i] = dxi_d/dx_i = adj[d, i] / det
-    inv = np.stack([np.stack([c00, c01, c02]), np.stack([c10, c11, c12]),
-                    np.stack([c20, c21, c22])]) * r  # (3d, 3i, ne, nq)
+    inv = (
+        np.stack([np.stack([c00, c01, c02]), np.stack([c10, c11, c12]), np.stack([c20, c21, c22])])
+        * r
+    )  # (3d, 3i, ne, nq)
     # G[e, q, a, i] = sum_d dN[a, d, q] invJ[d, i, e, q]
     G = np.ascontiguousarray(np.einsum("adq,dieq->eqai", dN, inv, optimize=True))
     return det, G
@@ -159,6 +172,7 @@ class Assembler:
     # -- quadrature and basis ---------------------------------------------------------------
     def _quadrature(self):
         from skfem.quadrature import get_quadrature
+
         return get_quadrature(self.mesh.refdom, self.intorder)
 
     def _reference(self, quadrature=None):
@@ -174,8 +188,9 @@ class Assembler:
         for start in range(0, self.nel, step):
             yield start, min(start + step, self.nel)
 
-    def geometry(self, start: int, stop: int,
-                 quadrature: Any | None = None) -> tuple[Array, Array, Array]:
+    def geometry(
+        self, start: int, stop: int, quadrature: Any | None = None
+    ) -> tuple[Array, Array, Array]:
         """(wdet (ne, nq), G (ne, nq, nloc, 3), N (nloc, nq)) for elements start:stop."""
         w, N, dN = self._reference(quadrature)
         det, G = element_geometry(self.x[self.elements[start:stop]], dN)
@@ -189,8 +204,12 @@ class Assembler:
         for a, b in self.ranges():
             wd, G, N = self.geometry(a, b, quadrature)
             ne = b - a
-            yield (np.arange(a, b), G.transpose(2, 3, 0, 1),
-                   np.broadcast_to(N[:, None, :], (self.nloc, ne, N.shape[1])), wd)
+            yield (
+                np.arange(a, b),
+                G.transpose(2, 3, 0, 1),
+                np.broadcast_to(N[:, None, :], (self.nloc, ne, N.shape[1])),
+                wd,
+            )
 
     # -- global pattern ---------------------------------------------------------------------
     def pattern(self) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int32]]:
@@ -244,13 +263,15 @@ class Assembler:
         base, d, kptr = self._block_layout()
         nnz = 9 * len(indices)
         ij = np.arange(3)
-        t = (base[:, None, None] + 3 * d[:, None, None] * ij[None, :, None]
-             + ij[None, None, :]).ravel()
+        t = (
+            base[:, None, None] + 3 * d[:, None, None] * ij[None, :, None] + ij[None, None, :]
+        ).ravel()
         data = np.empty(nnz)
         data[t] = blocks.ravel()
         cols = np.empty(nnz, np.int32)
-        cols[t] = np.broadcast_to((3 * indices)[:, None, None] + ij[None, None, :],
-                                  (len(indices), 3, 3)).ravel()
+        cols[t] = np.broadcast_to(
+            (3 * indices)[:, None, None] + ij[None, None, :], (len(indices), 3, 3)
+        ).ravel()
         K = sp.csr_matrix((data, cols, kptr), shape=(3 * self.n_nodes,) * 2)
         K.has_sorted_indices = True
         return K
@@ -268,8 +289,10 @@ class Assembler:
         """
         lam, mu = self.material.lam, self.material.mu
         if bbar and self.fe.cell_type not in ("hexahedron", "tetra"):
-            raise MeshError(f"mesh {self.fe.source!r}: B-bar (mean dilatation) is for linear "
-                            f"cells (C3D8, C3D4), not {self.fe.cell_type}")
+            raise MeshError(
+                f"mesh {self.fe.source!r}: B-bar (mean dilatation) is for linear "
+                f"cells (C3D8, C3D4), not {self.fe.cell_type}"
+            )
         kappa = lam + 2.0 * mu / 3.0
         _, indices, _ = self.pattern()
         blocks = np.zeros((len(indices), 3, 3))
@@ -317,8 +340,9 @@ class Assembler:
                 Me = Me.reshape(-1, nl, nl)
                 d = np.einsum("eaa->ea", Me)
                 d = d * (Me.sum(axis=(1, 2)) / d.sum(axis=1))[:, None]
-                diag += np.bincount(self.elements[a:b].ravel(), weights=d.ravel(),
-                                    minlength=self.n_nodes)
+                diag += np.bincount(
+                    self.elements[a:b].ravel(), weights=d.ravel(), minlength=self.n_nodes
+                )
             else:
                 self.scatter_add(data, a, b, Me.ravel())
         if lumped:
@@ -400,8 +424,9 @@ class Assembler:
             np.multiply(Gc[i][..., :, None], Gc[j][..., None, :], out=B[:, :, c])
             if i != j:
                 B[:, :, c] += Gc[j][..., :, None] * Gc[i][..., None, :]
-        Kg = np.matmul(sv.reshape(ne, nq * 6, k).transpose(0, 2, 1),
-                       B.reshape(ne, nq * 6, nl * nl))  # (ne, k, (a, b))
+        Kg = np.matmul(
+            sv.reshape(ne, nq * 6, k).transpose(0, 2, 1), B.reshape(ne, nq * 6, nl * nl)
+        )  # (ne, k, (a, b))
         return Kg.transpose(0, 2, 1).reshape(ne * nl * nl, k)
 
     def geometric_data(self, U: Array) -> Array:
@@ -420,7 +445,7 @@ class Assembler:
         Ul = np.ascontiguousarray(U[:, live])
         out = np.zeros((len(indices), len(live)))
         nq = len(self._reference()[0])
-        per = max(1, self.chunk // (nq * 6 * max(self.nloc ** 2, len(live))))
+        per = max(1, self.chunk // (nq * 6 * max(self.nloc**2, len(live))))
         for a, b in self.ranges(per):
             self.scatter_add(out, a, b, self.geometric_element_data(Ul, a, b))
         data[:, live] = out
@@ -465,8 +490,10 @@ class Assembler:
             _, G, _ = self.geometry(a, b, self._node_quad)
             sv = self._stress_voigt(self._grad(U, a, b, G))  # (ne, nloc points, 6, k)
             nodes = self.elements[a:b].ravel()  # point q of element e is node elements[e, q]
-            S = sp.csc_matrix((np.ones(len(nodes)), nodes, np.arange(len(nodes) + 1)),
-                              shape=(self.n_nodes, len(nodes)))
+            S = sp.csc_matrix(
+                (np.ones(len(nodes)), nodes, np.arange(len(nodes) + 1)),
+                shape=(self.n_nodes, len(nodes)),
+            )
             out += S @ sv.reshape(len(nodes), 6 * k)
         return (out / np.maximum(count, 1)[:, None]).reshape(self.n_nodes, 6, k)
 
@@ -479,5 +506,7 @@ def check_node_coverage(fe):
     used = np.zeros(fe.n_nodes, bool)
     used[np.asarray(fe.mesh.dofs.element_dofs).ravel()] = True
     if not used.all():
-        raise MeshError(f"mesh {fe.source!r}: {int((~used).sum())} node(s) belong to no element; "
-                        "remove orphan nodes")
+        raise MeshError(
+            f"mesh {fe.source!r}: {int((~used).sum())} node(s) belong to no element; "
+            "remove orphan nodes"
+        )

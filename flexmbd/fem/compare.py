@@ -71,9 +71,16 @@ class LoadCase:
         Extra interfaces passed to every strategy (for loads given by name).
     """
 
-    def __init__(self, fixed: Any, load: Any, pulse: str | Callable[[Array], Array] = "half-sine",
-                 duration: float | None = None, t_end: float | None = None, n_steps: int = 400,
-                 interfaces: Any | None = None) -> None:
+    def __init__(
+        self,
+        fixed: Any,
+        load: Any,
+        pulse: str | Callable[[Array], Array] = "half-sine",
+        duration: float | None = None,
+        t_end: float | None = None,
+        n_steps: int = 400,
+        interfaces: Any | None = None,
+    ) -> None:
         self.fixed, self.load, self.pulse = fixed, load, pulse
         self.duration, self.t_end, self.n_steps = duration, t_end, int(n_steps)
         self.interfaces = interfaces
@@ -86,13 +93,14 @@ class LoadCase:
             return np.ones_like(t)
         if self.pulse == "half-sine":
             return np.where(t <= d, np.sin(np.pi * np.minimum(t, d) / d), 0.0)
-        raise MeshError(f"LoadCase: unknown pulse {self.pulse!r}; use 'half-sine', 'step' or a "
-                        "function of t")
+        raise MeshError(
+            f"LoadCase: unknown pulse {self.pulse!r}; use 'half-sine', 'step' or a function of t"
+        )
 
 
 def _newmark(K, M, F, g, dt, solve=None):
     """Average-acceleration Newmark, zero initial state; yields u at each step."""
-    c = 4.0 / dt ** 2
+    c = 4.0 / dt**2
     if solve is None:
         Keff = K + c * M
         fac = sla.cho_factor(Keff)
@@ -110,11 +118,18 @@ def _newmark(K, M, F, g, dt, solve=None):
 
 
 @with_fem_threads
-def compare_modes(mesh: Any, material: Material | None,
-                  strategies: Sequence[Any] | Mapping[str, Any], load_case: LoadCase | None, *,
-                  n_freq: int = 6, figure: bool = False,
-                  names: Sequence[str] | None = None, model: FEModel | None = None,
-                  as_frame: bool = True) -> Any:
+def compare_modes(
+    mesh: Any,
+    material: Material | None,
+    strategies: Sequence[Any] | Mapping[str, Any],
+    load_case: LoadCase | None,
+    *,
+    n_freq: int = 6,
+    figure: bool = False,
+    names: Sequence[str] | None = None,
+    model: FEModel | None = None,
+    as_frame: bool = True,
+) -> Any:
     """Compare mode-set strategies against the full finite-element model.
 
     Returns a pandas DataFrame (or a list of dicts if pandas is missing or
@@ -177,13 +192,22 @@ def compare_modes(mesh: Any, material: Material | None,
         trunc_static = np.sqrt(abs(e @ (model.K @ e)) / (u_full @ (model.K @ u_full)))
         qs = np.array(list(_newmark(Kr, Mr, Bc.T @ F, g, dt)))
         histories.append((Bc, qs))
-        rows.append({"strategy": name, "n_modes": Phi.shape[1],
-                     "freq_err_max": float(np.nanmax(np.abs(ferr))), "freq_err": ferr,
-                     "static_err": float(static_err), "trunc_load": float(trunc_load),
-                     "trunc_static": float(trunc_static), "transient_err": np.nan,
-                     "time_s": t_build, "frame": ms.frame})
+        rows.append(
+            {
+                "strategy": name,
+                "n_modes": Phi.shape[1],
+                "freq_err_max": float(np.nanmax(np.abs(ferr))),
+                "freq_err": ferr,
+                "static_err": float(static_err),
+                "trunc_load": float(trunc_load),
+                "trunc_static": float(trunc_static),
+                "transient_err": np.nan,
+                "time_s": t_build,
+                "frame": ms.frame,
+            }
+        )
     t0 = time.perf_counter()
-    c = 4.0 / dt ** 2
+    c = 4.0 / dt**2
     # same pattern as K_ff: the symbolic analysis of the clamped factor is reused
     fac = cl.factor.refactor(add_on_pattern(cl.Kff, cl.Mff, 1.0, c), name="Newmark K_eff")
     Ff = F[free]
@@ -199,16 +223,28 @@ def compare_modes(mesh: Any, material: Material | None,
     t_full = time.perf_counter() - t0 + t_full_static
     for r in range(len(rows)):
         rows[r]["transient_err"] = float(errs[r] / umax)
-    rows.append({"strategy": "full FE (reference)", "n_modes": len(free),
-                 "freq_err_max": 0.0, "freq_err": np.zeros(n_freq), "static_err": 0.0,
-                 "trunc_load": 0.0, "trunc_static": 0.0, "transient_err": 0.0,
-                 "time_s": t_full, "frame": "clamped", "f_full": f_full})
+    rows.append(
+        {
+            "strategy": "full FE (reference)",
+            "n_modes": len(free),
+            "freq_err_max": 0.0,
+            "freq_err": np.zeros(n_freq),
+            "static_err": 0.0,
+            "trunc_load": 0.0,
+            "trunc_static": 0.0,
+            "transient_err": 0.0,
+            "time_s": t_full,
+            "frame": "clamped",
+            "f_full": f_full,
+        }
+    )
     for r in rows[:-1]:
         r["f_full"] = f_full
     table = rows
     if as_frame:
         try:
             import pandas as pd
+
             table = pd.DataFrame(rows)
         except ImportError:  # pragma: no cover
             table = rows
@@ -219,13 +255,19 @@ def compare_modes(mesh: Any, material: Material | None,
 
 def _figure(rows, f_full):
     import matplotlib
+
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     red = rows[:-1]
     for r in red:
-        ax1.semilogy(np.arange(1, len(f_full) + 1), np.abs(r["freq_err"]) + 1e-16, "o-",
-                     label=f"{r['strategy'][:40]} ({r['n_modes']})")
+        ax1.semilogy(
+            np.arange(1, len(f_full) + 1),
+            np.abs(r["freq_err"]) + 1e-16,
+            "o-",
+            label=f"{r['strategy'][:40]} ({r['n_modes']})",
+        )
     ax1.set_xlabel("clamped mode")
     ax1.set_ylabel("|relative frequency error|")
     ax1.legend(fontsize=7)
@@ -234,13 +276,17 @@ def _figure(rows, f_full):
     x = np.arange(len(keys))
     w = 0.8 / max(len(red), 1)
     for i, r in enumerate(red):
-        ax2.bar(x + i * w, [max(r[k], 1e-16) for k in keys], w,
-                label=f"{r['strategy'][:40]} ({r['n_modes']})")
+        ax2.bar(
+            x + i * w,
+            [max(r[k], 1e-16) for k in keys],
+            w,
+            label=f"{r['strategy'][:40]} ({r['n_modes']})",
+        )
     ax2.set_yscale("log")
     ax2.set_xticks(x + 0.4 - w / 2)
     ax2.set_xticklabels(keys, fontsize=8)
     ax2.set_ylabel("relative error")
     ax2.grid(True, axis="y", alpha=0.3)
-    ax2.legend(fontsize=7)                        # every panel says which bar is which
+    ax2.legend(fontsize=7)  # every panel says which bar is which
     fig.tight_layout()
     return fig

@@ -56,9 +56,19 @@ if TYPE_CHECKING:
 
     from .._typing import Array, ArrayLike
 
-__all__ = ["SPDFactor", "eigsh_shift_invert", "block_shift_invert", "eigh_dense", "free_shift",
-           "rigid_modes", "RelievedSolver", "available_backends", "resolve_backend", "DENSE_MAX",
-           "add_on_pattern"]
+__all__ = [
+    "SPDFactor",
+    "eigsh_shift_invert",
+    "block_shift_invert",
+    "eigh_dense",
+    "free_shift",
+    "rigid_modes",
+    "RelievedSolver",
+    "available_backends",
+    "resolve_backend",
+    "DENSE_MAX",
+    "add_on_pattern",
+]
 
 DENSE_MAX = 600  # "auto" uses dense LAPACK Cholesky up to this many rows
 METIS_MIN = 5000  # CHOLMOD orders larger matrices with METIS directly
@@ -68,8 +78,10 @@ def check_backend(backend):
     """MeshError unless ``backend`` names a factorization backend flexmbd knows."""
     known = ("auto", *_ORDER, "dense")
     if not isinstance(backend, str) or backend not in known:
-        raise MeshError(f"backend={backend!r} is not a factorization backend; use one of "
-                        f"{', '.join(repr(b) for b in known)}")
+        raise MeshError(
+            f"backend={backend!r} is not a factorization backend; use one of "
+            f"{', '.join(repr(b) for b in known)}"
+        )
     return backend
 
 
@@ -135,25 +147,35 @@ def _lower_csc(A):
     keep = A.indices >= major
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(major[keep], minlength=n), out=ptr[1:])
-    itype = np.int32 if ptr[-1] < 2 ** 31 - 1 else np.int64
-    L = sp.csc_matrix((A.data[keep].astype(np.float64, copy=False),
-                       A.indices[keep].astype(itype, copy=False), ptr.astype(itype)),
-                      shape=A.shape)
+    itype = np.int32 if ptr[-1] < 2**31 - 1 else np.int64
+    L = sp.csc_matrix(
+        (
+            A.data[keep].astype(np.float64, copy=False),
+            A.indices[keep].astype(itype, copy=False),
+            ptr.astype(itype),
+        ),
+        shape=A.shape,
+    )
     L.has_sorted_indices = True
     return L
 
 
-def add_on_pattern(A: sp.csr_matrix, B: sp.csr_matrix, alpha: float = 1.0,
-                   beta: float = 1.0) -> sp.csr_matrix:
+def add_on_pattern(
+    A: sp.csr_matrix, B: sp.csr_matrix, alpha: float = 1.0, beta: float = 1.0
+) -> sp.csr_matrix:
     """``alpha A + beta B`` (CSR) on the union of the *stored* patterns, zeros kept.
 
     scipy's ``A + B`` drops entries that happen to be zero, which changes the
     pattern and defeats the reuse of a symbolic factorization (`SPDFactor.refactor`).
     """
     A, B = sp.coo_matrix(A), sp.coo_matrix(B)
-    C = sp.coo_matrix((np.concatenate([alpha * A.data, beta * B.data]),
-                       (np.concatenate([A.row, B.row]), np.concatenate([A.col, B.col]))),
-                      shape=A.shape).tocsr()
+    C = sp.coo_matrix(
+        (
+            np.concatenate([alpha * A.data, beta * B.data]),
+            (np.concatenate([A.row, B.row]), np.concatenate([A.col, B.col])),
+        ),
+        shape=A.shape,
+    ).tocsr()
     C.sum_duplicates()
     return C
 
@@ -182,16 +204,19 @@ class SPDFactor:
         CHOLMOD symbolic analysis (reusable for matrices of the same pattern).
     """
 
-    def __init__(self, A: Any, backend: str = "auto", name: str = "matrix",
-                 symbolic: Any | None = None) -> None:
+    def __init__(
+        self, A: Any, backend: str = "auto", name: str = "matrix", symbolic: Any | None = None
+    ) -> None:
         if not sp.issparse(A):
             A = sp.csc_matrix(A)
         n = A.shape[0]
         self.n, self.name = n, name
         backend = resolve_backend(backend, n)
         if backend in ("cholmod", "cholespy") and not _have(backend):
-            raise SolverError(f"{name}: factorization backend {backend!r} is not installed; "
-                              f"available: {available_backends()}")
+            raise SolverError(
+                f"{name}: factorization backend {backend!r} is not installed; "
+                f"available: {available_backends()}"
+            )
         self.backend = backend
         self.symbolic = None
         if backend in ("cholespy", "superlu"):
@@ -201,28 +226,42 @@ class SPDFactor:
                 with fem_threads():
                     self._c = sla.cho_factor(A.toarray(), lower=True, check_finite=False)
             except np.linalg.LinAlgError as exc:
-                raise SolverError(f"{name}: not positive definite ({exc}); is the body "
-                                  "constrained against rigid-body motion?") from exc
+                raise SolverError(
+                    f"{name}: not positive definite ({exc}); is the body "
+                    "constrained against rigid-body motion?"
+                ) from exc
         elif backend == "cholmod":
             self._factor_cholmod(_lower_csc(A), symbolic)
         elif backend == "cholespy":
             from cholespy import CholeskySolverD, MatrixType
+
             A.sort_indices()
             d = A.diagonal()
             if not (d > 0).all():
                 raise SolverError(f"{name}: non-positive diagonal entry; the matrix is not SPD")
-            self._c = CholeskySolverD(n, A.indptr.astype(np.int32), A.indices.astype(np.int32),
-                                      np.ascontiguousarray(A.data, dtype=np.float64),
-                                      MatrixType.CSC)
+            self._c = CholeskySolverD(
+                n,
+                A.indptr.astype(np.int32),
+                A.indices.astype(np.int32),
+                np.ascontiguousarray(A.data, dtype=np.float64),
+                MatrixType.CSC,
+            )
         elif backend == "superlu":
-            self._c = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                options={"SymmetricMode": True})
+            self._c = spla.splu(
+                A,
+                permc_spec="MMD_AT_PLUS_A",
+                diag_pivot_thresh=0.0,
+                options={"SymmetricMode": True},
+            )
         else:
-            raise ValueError(f"unknown factorization backend {backend!r}; use one of "
-                             f"'auto', {', '.join(repr(b) for b in _ORDER)}, 'dense'")
+            raise ValueError(
+                f"unknown factorization backend {backend!r}; use one of "
+                f"'auto', {', '.join(repr(b) for b in _ORDER)}, 'dense'"
+            )
 
     def _factor_cholmod(self, L, symbolic):
         from sksparse.cholmod import CholmodError, analyze
+
         if symbolic is None:
             symbolic = SYMBOLIC_CACHE.get(L)
         if symbolic is None:
@@ -243,9 +282,11 @@ class SPDFactor:
             with fem_threads():
                 self._c = symbolic.cholesky(L)
         except CholmodError as exc:
-            raise SolverError(f"{self.name}: CHOLMOD factorization failed ({exc}); the matrix is "
-                              "not positive definite — is the body constrained against "
-                              "rigid-body motion?") from exc
+            raise SolverError(
+                f"{self.name}: CHOLMOD factorization failed ({exc}); the matrix is "
+                "not positive definite — is the body constrained against "
+                "rigid-body motion?"
+            ) from exc
 
     def refactor(self, A: Any, name: str | None = None) -> SPDFactor:
         """A new `SPDFactor` of ``A`` (same pattern) reusing this one's symbolic analysis.
@@ -256,7 +297,7 @@ class SPDFactor:
         if self.backend != "cholmod":
             return SPDFactor(A, self.backend, name)
         L = _lower_csc(A)
-        ok = (L.shape[0] == self.n and self._pattern_ok(L))
+        ok = L.shape[0] == self.n and self._pattern_ok(L)
         return SPDFactor(L, "cholmod", name, symbolic=self.symbolic if ok else None)
 
     def _pattern_ok(self, L):
@@ -283,8 +324,9 @@ class SPDFactor:
         return X
 
     def operator(self) -> spla.LinearOperator:
-        return spla.LinearOperator((self.n, self.n), matvec=self.solve, matmat=self.solve,
-                                   dtype=np.float64)
+        return spla.LinearOperator(
+            (self.n, self.n), matvec=self.solve, matmat=self.solve, dtype=np.float64
+        )
 
 
 def free_shift(K: Any, M: Any) -> float:
@@ -350,19 +392,28 @@ class _Columns:
         k = B.shape[1]
         if self.m + k > self.a.shape[1]:
             a = np.empty((self.a.shape[0], max(2 * self.a.shape[1], self.m + k)), order="F")
-            a[:, :self.m] = self.a[:, :self.m]
+            a[:, : self.m] = self.a[:, : self.m]
             self.a = a
-        self.a[:, self.m:self.m + k] = B
+        self.a[:, self.m : self.m + k] = B
         self.m += k
 
     @property
     def view(self):
-        return self.a[:, :self.m]
+        return self.a[:, : self.m]
 
 
-def block_shift_invert(K: Any, M: Any, k: int, factor: SPDFactor, sigma: float = 0.0,
-                       block: int | None = None, tol: float = 1e-10, max_blocks: int | None = None,
-                       seed: int = 12345, name: str = "K") -> tuple[Array, Array, dict[str, Any]]:
+def block_shift_invert(
+    K: Any,
+    M: Any,
+    k: int,
+    factor: SPDFactor,
+    sigma: float = 0.0,
+    block: int | None = None,
+    tol: float = 1e-10,
+    max_blocks: int | None = None,
+    seed: int = 12345,
+    name: str = "K",
+) -> tuple[Array, Array, dict[str, Any]]:
     """Lowest ``k`` eigenpairs of K x = lam M x by block shift-invert Lanczos (Rayleigh-Ritz).
 
     The Krylov space of ``OP = (K - sigma M)^-1 M`` is built ``block`` vectors
@@ -425,8 +476,10 @@ def block_shift_invert(K: Any, M: Any, k: int, factor: SPDFactor, sigma: float =
         if rel <= tol or V.m >= n:
             break
     else:
-        raise SolverError(f"{name}: block eigen solver did not converge for {k} modes "
-                          f"(relative residual {rel:.1e} after {it} blocks of {b})")
+        raise SolverError(
+            f"{name}: block eigen solver did not converge for {k} modes "
+            f"(relative residual {rel:.1e} after {it} blocks of {b})"
+        )
     if len(theta) < k:
         raise SolverError(f"{name}: only {len(theta)} eigenpairs found, {k} requested")
     lam = sigma + 1.0 / theta
@@ -438,9 +491,17 @@ def block_shift_invert(K: Any, M: Any, k: int, factor: SPDFactor, sigma: float =
 EIGEN_METHOD = "block"  # "block" | "arpack": sparse eigen method of `eigsh_shift_invert`
 
 
-def eigsh_shift_invert(K: Any, M: Any, k: int, sigma: float = 0.0, factor: SPDFactor | None = None,
-                       backend: str = "auto", tol: float | None = None, name: str = "K",
-                       method: str = "auto") -> tuple[Array, Array]:
+def eigsh_shift_invert(
+    K: Any,
+    M: Any,
+    k: int,
+    sigma: float = 0.0,
+    factor: SPDFactor | None = None,
+    backend: str = "auto",
+    tol: float | None = None,
+    name: str = "K",
+    method: str = "auto",
+) -> tuple[Array, Array]:
     """Lowest ``k`` eigenpairs of K x = lam M x by shift-invert.
 
     Returns eigenvalues ascending and M-normalized eigenvectors (columns).
@@ -467,17 +528,28 @@ def eigsh_shift_invert(K: Any, M: Any, k: int, sigma: float = 0.0, factor: SPDFa
             A = K - sigma * M if sigma != 0.0 else K
             factor = SPDFactor(A, backend=backend, name=name)
         if method == "block":
-            lam, V, _ = block_shift_invert(K, M, k, factor, sigma,
-                                           tol=1e-10 if tol is None else tol, name=name)
+            lam, V, _ = block_shift_invert(
+                K, M, k, factor, sigma, tol=1e-10 if tol is None else tol, name=name
+            )
             return lam, V
         if method != "arpack":
-            raise ValueError(f"unknown eigen method {method!r}; use 'auto', 'block', 'arpack' "
-                             "or 'dense'")
+            raise ValueError(
+                f"unknown eigen method {method!r}; use 'auto', 'block', 'arpack' or 'dense'"
+            )
         v0 = np.random.default_rng(12345).standard_normal(n)
         ncv = min(n, max(2 * k + 1, k + 20))
         try:
-            lam, V = spla.eigsh(K, k=k, M=M, sigma=sigma, OPinv=factor.operator(), which="LM",
-                                tol=0.0 if tol is None else tol, v0=v0, ncv=ncv)
+            lam, V = spla.eigsh(
+                K,
+                k=k,
+                M=M,
+                sigma=sigma,
+                OPinv=factor.operator(),
+                which="LM",
+                tol=0.0 if tol is None else tol,
+                v0=v0,
+                ncv=ncv,
+            )
         except spla.ArpackNoConvergence as exc:
             raise SolverError(f"{name}: eigen solver did not converge for {k} modes") from exc
     order = np.argsort(lam)
@@ -511,8 +583,9 @@ class RelievedSolver:
     iterative refinement; converges like ``|sigma| / lam_7`` per iteration.
     """
 
-    def __init__(self, K: Any, M: Any, R: Array, factor: SPDFactor | None,
-                 name: str = "body") -> None:
+    def __init__(
+        self, K: Any, M: Any, R: Array, factor: SPDFactor | None, name: str = "body"
+    ) -> None:
         self.K, self.M, self.R, self.factor, self.name = K, M, R, factor, name
         self.MR = M @ R
         self.A = R.T @ self.MR
@@ -541,11 +614,14 @@ class RelievedSolver:
                 break
             dU = self.project(self.factor.solve(r))
             U += dU
-            if (np.linalg.norm(dU, axis=0) <= tol * np.maximum(np.linalg.norm(U, axis=0),
-                                                                1e-300)).all():
+            if (
+                np.linalg.norm(dU, axis=0) <= tol * np.maximum(np.linalg.norm(U, axis=0), 1e-300)
+            ).all():
                 break
         res = np.linalg.norm(F - self.K @ U, axis=0) / scale
         if res.max() > 1e-6:
-            raise SolverError(f"{self.name}: inertia-relief static solve did not converge "
-                              f"(relative residual {res.max():.1e})")
+            raise SolverError(
+                f"{self.name}: inertia-relief static solve did not converge "
+                f"(relative residual {res.max():.1e})"
+            )
         return U[:, 0] if one else U

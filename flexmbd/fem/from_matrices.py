@@ -55,8 +55,12 @@ def hz(lam: ArrayLike) -> Array:
     return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
 
 
-def modal_damping(M_ff: Array, K_ff: Array, rayleigh: tuple[float, float] | None = None,
-                  zeta: float | ArrayLike | None = None) -> tuple[Array, Array, Array]:
+def modal_damping(
+    M_ff: Array,
+    K_ff: Array,
+    rayleigh: tuple[float, float] | None = None,
+    zeta: float | ArrayLike | None = None,
+) -> tuple[Array, Array, Array]:
     """Modal damping ``(D_ff, rayleigh (2,), zeta (m,) or empty)``.
 
     ``zeta`` (scalar or per reduced eigenmode) gives ``D = M X diag(2 zeta w) X^T M``
@@ -87,9 +91,11 @@ def _check_symmetric(name, A, owner):
     if not np.isfinite(big):
         raise ModelError(f"{owner}: {name} has non-finite entries")
     if asym > 1e-8 * max(big, 1e-300):
-        raise ModelError(f"{owner}: {name} is not symmetric (max |{name} - {name}^T| = "
-                         f"{asym:.3g} against max |{name}| = {big:.3g}); give the full symmetric "
-                         "matrix (both triangles) in consistent units")
+        raise ModelError(
+            f"{owner}: {name} is not symmetric (max |{name} - {name}^T| = "
+            f"{asym:.3g} against max |{name}| = {big:.3g}); give the full symmetric "
+            "matrix (both triangles) in consistent units"
+        )
 
 
 def _matrix(name, A, n_full, m, owner):
@@ -107,9 +113,11 @@ def _matrix(name, A, n_full, m, owner):
     elif A.shape == (m, m):
         kind = "reduced"
     else:
-        raise ModelError(f"{owner}: {name} has shape {A.shape}; expected ({n_full}, {n_full}) "
-                         f"(3 translational DOFs per node, node-interleaved) or ({m}, {m}) "
-                         "(reduced on the modes)")
+        raise ModelError(
+            f"{owner}: {name} has shape {A.shape}; expected ({n_full}, {n_full}) "
+            f"(3 translational DOFs per node, node-interleaved) or ({m}, {m}) "
+            "(reduced on the modes)"
+        )
     _check_symmetric(name, A, owner)
     return A, kind
 
@@ -126,7 +134,8 @@ def _scalar_mass(M, owner):
                 raise ModelError(
                     f"{owner}: the full mass matrix M is not a scalar mass times I3 (component "
                     f"block ({a}, {b}) differs); give M reduced on the modes together with "
-                    "invariants= or nodal_mass=")
+                    "invariants= or nodal_mass="
+                )
     return Ms
 
 
@@ -136,22 +145,28 @@ def _check_pd(name, A, owner, semi=False):
     bad = (w[0] < -1e-8 * top) if semi else (w[0] <= 1e-12 * top)
     if w.size and bad:
         what = "positive semi-definite" if semi else "positive definite"
-        raise ModelError(f"{owner}: {name} is not {what} (smallest eigenvalue {w[0]:.3g}, "
-                         f"largest {w[-1]:.3g}); check the units, the sign and that the modes are "
-                         "independent")
+        raise ModelError(
+            f"{owner}: {name} is not {what} (smallest eigenvalue {w[0]:.3g}, "
+            f"largest {w[-1]:.3g}); check the units, the sign and that the modes are "
+            "independent"
+        )
 
 
 def _as_modes(modes, n, owner):
     Phi = np.asarray(modes, float)
     if Phi.ndim == 3:
         if Phi.shape[:2] != (n, 3):
-            raise ModelError(f"{owner}: modes of shape {Phi.shape} do not fit {n} nodes; "
-                             "expected (n_nodes, 3, n_modes) or (3 n_nodes, n_modes)")
+            raise ModelError(
+                f"{owner}: modes of shape {Phi.shape} do not fit {n} nodes; "
+                "expected (n_nodes, 3, n_modes) or (3 n_nodes, n_modes)"
+            )
         Phi = Phi.reshape(3 * n, -1)
     if Phi.ndim != 2 or Phi.shape[0] != 3 * n:
-        raise ModelError(f"{owner}: modes of shape {Phi.shape} do not fit {n} nodes; expected "
-                         f"({3 * n}, n_modes) node-interleaved (x, y, z per node) or "
-                         f"({n}, 3, n_modes)")
+        raise ModelError(
+            f"{owner}: modes of shape {Phi.shape} do not fit {n} nodes; expected "
+            f"({3 * n}, n_modes) node-interleaved (x, y, z per node) or "
+            f"({n}, 3, n_modes)"
+        )
     if Phi.shape[1] == 0:
         raise ModelError(f"{owner}: modes has no columns; give at least one mode")
     if not np.isfinite(Phi).all():
@@ -165,8 +180,9 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
     given = dict(invariants or {})
     unknown = sorted(set(given) - set(_INVARIANT_KEYS))
     if unknown:
-        raise ModelError(f"{owner}: invariants has unknown keys {unknown}; known: "
-                         f"{list(_INVARIANT_KEYS)}")
+        raise ModelError(
+            f"{owner}: invariants has unknown keys {unknown}; known: {list(_INVARIANT_KEYS)}"
+        )
     inv = {}
     if mkind == "full":
         Ms = _scalar_mass(M, owner)
@@ -174,8 +190,10 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
     elif nodal_mass is not None:
         w = np.asarray(nodal_mass, float)
         if w.shape != (n,) or (w < 0).any() or not w.sum() > 0:
-            raise ModelError(f"{owner}: nodal_mass must be {n} non-negative point masses (kg) "
-                             f"with a positive sum, got shape {w.shape}")
+            raise ModelError(
+                f"{owner}: nodal_mass must be {n} non-negative point masses (kg) "
+                f"with a positive sum, got shape {w.shape}"
+            )
         inv = inertia_invariants(sp.diags(w), sp.csr_matrix((3 * n, 3 * n)), nodes, Phi)
         del inv["M_ff"]  # the reduced M given is the modal mass
     elif not all(k in given for k in _INERTIA_KEYS):
@@ -183,7 +201,8 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
         raise ModelError(
             f"{owner}: with M reduced on the modes (or no M) the inertia invariants cannot be "
             f"computed; give the full mass matrix, nodal_mass= (lumped point masses) or "
-            f"invariants= with {missing}")
+            f"invariants= with {missing}"
+        )
     inv.pop("K_ff", None)
     inv.update(given)
     m = Phi.shape[1]
@@ -201,15 +220,25 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
         inv["K_ff"] = _dense(K)
     elif "K_ff" not in inv:
         raise ModelError(f"{owner}: no stiffness; give K (full or reduced) or invariants['K_ff']")
-    shapes = {"mass": (), "first_moment": (3,), "second_moment": (3, 3), "St": (3, m),
-              "Sij": (3, 3, m), "Pij": (3, 3, m, m), "M_ff": (m, m), "K_ff": (m, m),
-              "D_ff": (m, m)}
+    shapes = {
+        "mass": (),
+        "first_moment": (3,),
+        "second_moment": (3, 3),
+        "St": (3, m),
+        "Sij": (3, 3, m),
+        "Pij": (3, 3, m, m),
+        "M_ff": (m, m),
+        "K_ff": (m, m),
+        "D_ff": (m, m),
+    }
     for k in list(inv):
         if k in shapes:
             inv[k] = np.asarray(inv[k], float)
             if inv[k].shape != shapes[k]:
-                raise ModelError(f"{owner}: invariant {k!r} has shape {inv[k].shape}, expected "
-                                 f"{shapes[k]} for {m} modes")
+                raise ModelError(
+                    f"{owner}: invariant {k!r} has shape {inv[k].shape}, expected "
+                    f"{shapes[k]} for {m} modes"
+                )
             if not np.isfinite(inv[k]).all():
                 raise ModelError(f"{owner}: invariant {k!r} has non-finite entries")
     if not inv["mass"] > 0:
@@ -220,28 +249,42 @@ def _invariants(Phi, nodes, M, mkind, K, kkind, invariants, nodal_mass, owner):
         P = inv["Pij"]
         tr = P[0, 0] + P[1, 1] + P[2, 2]
         if np.abs(tr - inv["M_ff"]).max() > 1e-8 * max(np.abs(tr).max(), 1e-300):
-            raise ModelError(f"{owner}: the reduced mass M and invariants['Pij'] disagree "
-                             "(M_ff must equal P_xx + P_yy + P_zz); check the units")
+            raise ModelError(
+                f"{owner}: the reduced mass M and invariants['Pij'] disagree "
+                "(M_ff must equal P_xx + P_yy + P_zz); check the units"
+            )
     return inv
 
 
-def reduced_from_matrices(cls: type[ReducedBody], nodes: ArrayLike, modes: ArrayLike,
-                          M: Any | None = None, K: Any | None = None, *,
-                          interfaces: Any | None = None,
-                          interface_kind: str = "nodes",
-                          origins: Mapping[str, ArrayLike] | None = None,
-                          damping: ArrayLike | None = None,
-                          rayleigh: tuple[float, float] | None = None,
-                          zeta: float | ArrayLike | None = None,
-                          invariants: Mapping[str, Any] | None = None,
-                          nodal_mass: ArrayLike | None = None,
-                          stress_modes: ArrayLike | None = None, cells: Any | None = None,
-                          cell_type: str = "", name: str = "body", strategy: str = "given matrices",
-                          frame: str = "", support: str = "free", reference: str = "",
-                          mode_kind: str | Sequence[str] | None = None,
-                          mode_label: str | Sequence[str] | None = None,
-                          material: Material | None = None, material_name: str = "",
-                          notes: Sequence[str] = ()) -> ReducedBody:
+def reduced_from_matrices(
+    cls: type[ReducedBody],
+    nodes: ArrayLike,
+    modes: ArrayLike,
+    M: Any | None = None,
+    K: Any | None = None,
+    *,
+    interfaces: Any | None = None,
+    interface_kind: str = "nodes",
+    origins: Mapping[str, ArrayLike] | None = None,
+    damping: ArrayLike | None = None,
+    rayleigh: tuple[float, float] | None = None,
+    zeta: float | ArrayLike | None = None,
+    invariants: Mapping[str, Any] | None = None,
+    nodal_mass: ArrayLike | None = None,
+    stress_modes: ArrayLike | None = None,
+    cells: Any | None = None,
+    cell_type: str = "",
+    name: str = "body",
+    strategy: str = "given matrices",
+    frame: str = "",
+    support: str = "free",
+    reference: str = "",
+    mode_kind: str | Sequence[str] | None = None,
+    mode_label: str | Sequence[str] | None = None,
+    material: Material | None = None,
+    material_name: str = "",
+    notes: Sequence[str] = (),
+) -> ReducedBody:
     """Build a ``cls`` (`ReducedBody`) from a reduced model given directly (SI units);
     called by `ReducedBody.from_matrices`.
 
@@ -362,8 +405,9 @@ def reduced_from_matrices(cls: type[ReducedBody], nodes: ArrayLike, modes: Array
         itfs[nm] = Interface(nm, idx, kind, x[idx], (origins or {}).get(nm))
     names = list(itfs)
     if reference and reference not in itfs:
-        raise ModelError(f"{owner}: reference {reference!r} is not an interface; "
-                         f"interfaces: {names}")
+        raise ModelError(
+            f"{owner}: reference {reference!r} is not an interface; interfaces: {names}"
+        )
     offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
     stress = np.zeros((0, 6, m)) if stress_modes is None else np.asarray(stress_modes, float)
     if stress.shape[0] and stress.shape != (n, 6, m):
@@ -376,19 +420,49 @@ def reduced_from_matrices(cls: type[ReducedBody], nodes: ArrayLike, modes: Array
     if mat.shape != (3,):
         raise ModelError(f"{owner}: material must be (E, nu, rho), got shape {mat.shape}")
     return cls(
-        name=name, strategy=strategy, frame=frame, support=support, reference=reference,
-        cell_type=cell_type, material_name=material_name, material=mat, kg_convention="",
-        nodes=x.copy(), cells=np.zeros((0,), int) if cells is None else np.asarray(cells),
-        modes=Phi, mode_kind=kinds, mode_label=labels, mode_mix=[""] * m,
-        frequencies=hz(lam), mode_frequencies=hz(np.diag(K_ff) / np.diag(M_ff)),
-        mass=mass, first_moment=c, second_moment=J0, inertia_origin=I_o, com=com,
-        inertia_com=I_c, St=inv["St"], Sij=inv["Sij"], Pij=inv["Pij"], M_ff=M_ff, K_ff=K_ff,
-        D_ff=D_ff, damping=ab, zeta=z, interface_names=names,
+        name=name,
+        strategy=strategy,
+        frame=frame,
+        support=support,
+        reference=reference,
+        cell_type=cell_type,
+        material_name=material_name,
+        material=mat,
+        kg_convention="",
+        nodes=x.copy(),
+        cells=np.zeros((0,), int) if cells is None else np.asarray(cells),
+        modes=Phi,
+        mode_kind=kinds,
+        mode_label=labels,
+        mode_mix=[""] * m,
+        frequencies=hz(lam),
+        mode_frequencies=hz(np.diag(K_ff) / np.diag(M_ff)),
+        mass=mass,
+        first_moment=c,
+        second_moment=J0,
+        inertia_origin=I_o,
+        com=com,
+        inertia_com=I_c,
+        St=inv["St"],
+        Sij=inv["Sij"],
+        Pij=inv["Pij"],
+        M_ff=M_ff,
+        K_ff=K_ff,
+        D_ff=D_ff,
+        damping=ab,
+        zeta=z,
+        interface_names=names,
         interface_kinds=[itfs[k].kind for k in names],
         interface_origins=np.array([itfs[k].origin for k in names]).reshape(-1, 3),
-        interface_nodes=(np.concatenate([itfs[k].nodes for k in names]) if names
-                         else np.zeros(0, int)),
+        interface_nodes=(
+            np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
+        ),
         interface_offsets=offsets,
-        interface_modes=(np.stack([itfs[k].frame_motion(Phi) for k in names]) if names
-                         else np.zeros((0, 6, m))),
-        stress_modes=stress, kg_unit=np.zeros((0, m, m)), kg_names=[], notes=list(notes))
+        interface_modes=(
+            np.stack([itfs[k].frame_motion(Phi) for k in names]) if names else np.zeros((0, 6, m))
+        ),
+        stress_modes=stress,
+        kg_unit=np.zeros((0, m, m)),
+        kg_names=[],
+        notes=list(notes),
+    )

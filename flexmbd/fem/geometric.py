@@ -43,8 +43,13 @@ if TYPE_CHECKING:
     from .interfaces import Interface
     from .model import FEModel
 
-__all__ = ["OMEGA_PRODUCTS", "unit_load_vectors", "unit_geometric_stiffness", "project_scalar",
-           "project_pattern_data"]
+__all__ = [
+    "OMEGA_PRODUCTS",
+    "unit_load_vectors",
+    "unit_geometric_stiffness",
+    "project_scalar",
+    "project_pattern_data",
+]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 _PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2))
@@ -100,7 +105,7 @@ def project_scalar(Kg: sp.spmatrix, Phi: Array) -> Array:
     KP = Kg @ P
     out = np.zeros((m, m))
     for j in range(3):
-        out += P[:, j * m:(j + 1) * m].T @ KP[:, j * m:(j + 1) * m]
+        out += P[:, j * m : (j + 1) * m].T @ KP[:, j * m : (j + 1) * m]
     return 0.5 * (out + out.T)
 
 
@@ -118,7 +123,9 @@ def project_pattern_data(assembler: Assembler, data: Array, Phi: Array) -> Array
 
 
 def unit_geometric_stiffness(
-    model: FEModel, modeset: Any, timings: dict[str, float] | None = None,
+    model: FEModel,
+    modeset: Any,
+    timings: dict[str, float] | None = None,
 ) -> tuple[Array, list[str], Array]:
     """Projected unit K_G matrices, shape (L, m, m), their names and the static states.
 

@@ -40,11 +40,19 @@ KINDS = ("rigid", "distributing", "nodes")
 class Interface:
     """A named interface: nodes, coupling kind and frame origin."""
 
-    def __init__(self, name: str, nodes: ArrayLike, kind: str, x_nodes: ArrayLike,
-                 origin: ArrayLike | None = None, selector: Any | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        nodes: ArrayLike,
+        kind: str,
+        x_nodes: ArrayLike,
+        origin: ArrayLike | None = None,
+        selector: Any | None = None,
+    ) -> None:
         if kind not in KINDS:
-            raise MeshError(f"interface {name!r}: unknown interface_kind {kind!r}; "
-                            f"use one of {KINDS}")
+            raise MeshError(
+                f"interface {name!r}: unknown interface_kind {kind!r}; use one of {KINDS}"
+            )
         self.name, self.kind, self.selector = name, kind, selector
         self.nodes = np.asarray(nodes, dtype=np.int64)
         x = np.asarray(x_nodes, float)
@@ -58,7 +66,8 @@ class Interface:
             raise MeshError(
                 f"interface {name!r}: {len(self.nodes)} node(s) do not fix a frame (they lie on "
                 "a line or are fewer than 3); a rigid or distributing interface needs >= 3 "
-                "non-collinear nodes — select more nodes or use interface_kind='nodes'")
+                "non-collinear nodes — select more nodes or use interface_kind='nodes'"
+            )
         self.W = np.linalg.solve(A, Gw.T) if s[-1] > 1e-10 * s[0] else np.linalg.pinv(self.G)
         self.dofs = (3 * self.nodes[:, None] + np.arange(3)).ravel()
 
@@ -78,12 +87,15 @@ class Interface:
         return self.W @ U[self.dofs]
 
     def describe(self) -> str:
-        return (f"{self.name}: {self.kind}, {len(self.nodes)} nodes, "
-                f"origin {np.round(self.origin, 6).tolist()}")
+        return (
+            f"{self.name}: {self.kind}, {len(self.nodes)} nodes, "
+            f"origin {np.round(self.origin, 6).tolist()}"
+        )
 
 
-def make_interfaces(fe: FEMesh, spec: Any, kind: str = "rigid",
-                    origins: Mapping[str, ArrayLike] | None = None) -> dict[str, Interface]:
+def make_interfaces(
+    fe: FEMesh, spec: Any, kind: str = "rigid", origins: Mapping[str, ArrayLike] | None = None
+) -> dict[str, Interface]:
     """Build `Interface` objects from ``{name: selector}`` (ordered)."""
     out = {}
     spec = spec or {}
@@ -99,16 +111,19 @@ def make_interfaces(fe: FEMesh, spec: Any, kind: str = "rigid",
         out[name] = Interface(name, nodes, k, fe.nodes[nodes], org, as_selector(sel))
     names = list(out)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             common = np.intersect1d(out[a].nodes, out[b].nodes)
             if len(common):
-                raise MeshError(f"interfaces {a!r} and {b!r} share {len(common)} node(s); "
-                                "make the selections disjoint")
+                raise MeshError(
+                    f"interfaces {a!r} and {b!r} share {len(common)} node(s); "
+                    "make the selections disjoint"
+                )
     return out
 
 
-def interface_transform(n_dofs: int, interfaces: Sequence[Interface],
-                        fixed_dofs: ArrayLike | None = ()) -> tuple[Any, int, dict[str, Array]]:
+def interface_transform(
+    n_dofs: int, interfaces: Sequence[Interface], fixed_dofs: ArrayLike | None = ()
+) -> tuple[Any, int, dict[str, Array]]:
     """Transformation u = T z from reduced to full DOFs for CB partitioning.
 
     ``z = [z_i; z_b]``: interior DOFs first (every full DOF that is neither
@@ -161,6 +176,7 @@ def interface_transform(n_dofs: int, interfaces: Sequence[Interface],
             rows.append(itf.dofs[m][rr.ravel()])
             cols.append(sl[cc.ravel()])
             vals.append(Wm_inv.ravel())
-    T = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(n_dofs, nb))
+    T = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_dofs, nb)
+    )
     return T, n_i, slices

@@ -61,12 +61,24 @@ def inertia_invariants(Ms: Any, K: Any, nodes: Array, Phi: Array) -> dict[str, A
     St = A[0]
     Sij = A[1:]
     # Pij[i, j] = Phi_i^T M_s Phi_j: one (3m x n) (n x 3m) product
-    Pij = (P3.reshape(len(x), 3 * nm).T @ MsP.reshape(len(x), 3 * nm)).reshape(
-        3, nm, 3, nm).transpose(0, 2, 1, 3).copy()
+    Pij = (
+        (P3.reshape(len(x), 3 * nm).T @ MsP.reshape(len(x), 3 * nm))
+        .reshape(3, nm, 3, nm)
+        .transpose(0, 2, 1, 3)
+        .copy()
+    )
     M_ff = Pij[0, 0] + Pij[1, 1] + Pij[2, 2]
     K_ff = Phi.T @ (K @ Phi)
     return {
-        "mass": float(m), "first_moment": c, "second_moment": J0, "inertia_origin": I_o,
-        "com": com, "inertia_com": I_c, "St": St, "Sij": Sij, "Pij": Pij,
-        "M_ff": 0.5 * (M_ff + M_ff.T), "K_ff": 0.5 * (K_ff + K_ff.T),
+        "mass": float(m),
+        "first_moment": c,
+        "second_moment": J0,
+        "inertia_origin": I_o,
+        "com": com,
+        "inertia_com": I_c,
+        "St": St,
+        "Sij": Sij,
+        "Pij": Pij,
+        "M_ff": 0.5 * (M_ff + M_ff.T),
+        "K_ff": 0.5 * (K_ff + K_ff.T),
     }

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["Material", "material_from_file"]
 
 
-
 @dataclass(frozen=True)
 class Material:
     """Isotropic linear-elastic material.
@@ -56,7 +55,8 @@ class Material:
             except (TypeError, ValueError):
                 raise MeshError(
                     f"Material {self.name!r}: {key}={value!r} is not a number; "
-                    "give E in Pa, nu dimensionless and rho in kg/m^3") from None
+                    "give E in Pa, nu dimensionless and rho in kg/m^3"
+                ) from None
             if not np.isfinite(value):
                 raise MeshError(f"Material {self.name!r}: {key}={value} is not finite")
             object.__setattr__(self, key, value)
@@ -65,11 +65,13 @@ class Material:
         if not -1.0 < self.nu < 0.5:
             raise MeshError(
                 f"Material {self.name!r}: Poisson's ratio nu={self.nu} must satisfy -1 < nu < 0.5 "
-                "(0.5 is incompressible and makes the stiffness singular)")
+                "(0.5 is incompressible and makes the stiffness singular)"
+            )
         if self.rho <= 0:
             raise MeshError(
                 f"Material {self.name!r}: density rho={self.rho} must be > 0 (kg/m^3); "
-                "did you give it in t/mm^3 or g/cm^3?")
+                "did you give it in t/mm^3 or g/cm^3?"
+            )
         check_magnitudes(f"Material {self.name!r}", self.name, self.rho, self.E)
 
     @property
@@ -99,16 +101,19 @@ def check_material(material, where="reduce"):
     """Return ``material`` or raise a MeshError naming the call that needs one."""
     if material is None:
         raise MeshError(
-            f"{where}: no material given; pass material=fm.Material(E=..., nu=..., rho=...)")
+            f"{where}: no material given; pass material=fm.Material(E=..., nu=..., rho=...)"
+        )
     if not isinstance(material, Material):
         raise MeshError(
             f"{where}: material must be a flexmbd Material, got {type(material).__name__}; "
-            "use fm.Material(E=2.1e11, nu=0.3, rho=7850)")
+            "use fm.Material(E=2.1e11, nu=0.3, rho=7850)"
+        )
     return material
 
 
-def material_from_file(where: str, name: str, E_raw: float, nu: float, rho_raw: float,
-                       units: str | UnitSystem = "SI") -> Material:
+def material_from_file(
+    where: str, name: str, E_raw: float, nu: float, rho_raw: float, units: str | UnitSystem = "SI"
+) -> Material:
     """The `Material` of raw file values (``units``) converted to SI, checked once.
 
     Every importer builds its materials here: :func:`check_magnitudes` runs once,

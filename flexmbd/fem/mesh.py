@@ -33,9 +33,9 @@ __all__ = ["FEMesh", "SUPPORTED_CELLS"]
 SUPPORTED_CELLS = ("tetra", "tetra10", "hexahedron", "hexahedron27")
 _UNSUPPORTED_HINT = {
     "hexahedron20": "20-node serendipity hexahedra (C3D20) are not supported by scikit-fem; "
-                    "remesh with 27-node (gmsh: Mesh.SecondOrderIncomplete=0) or 8-node hexahedra",
+    "remesh with 27-node (gmsh: Mesh.SecondOrderIncomplete=0) or 8-node hexahedra",
     "wedge": "wedge (prism) cells are not supported for elasticity here; remesh with tetrahedra "
-             "or hexahedra",
+    "or hexahedra",
     "wedge15": "quadratic wedges are not supported; remesh with tetra10",
     "pyramid": "pyramids are not supported; remesh with pure tetrahedra or hexahedra",
     "pyramid13": "pyramids are not supported; remesh with pure tetrahedra or hexahedra",
@@ -67,12 +67,18 @@ class FEMesh:
     def cell_type(self) -> str:
         """meshio name of the cell type ('tetra', 'tetra10', 'hexahedron', 'hexahedron27')."""
         import skfem
-        for cls, name in ((skfem.MeshTet2, "tetra10"), (skfem.MeshHex2, "hexahedron27"),
-                          (skfem.MeshTet1, "tetra"), (skfem.MeshHex1, "hexahedron")):
+
+        for cls, name in (
+            (skfem.MeshTet2, "tetra10"),
+            (skfem.MeshHex2, "hexahedron27"),
+            (skfem.MeshTet1, "tetra"),
+            (skfem.MeshHex1, "hexahedron"),
+        ):
             if isinstance(self.mesh, cls):
                 return name
-        raise MeshError(f"mesh from {self.source}: unsupported scikit-fem mesh "
-                        f"{type(self.mesh).__name__}")
+        raise MeshError(
+            f"mesh from {self.source}: unsupported scikit-fem mesh {type(self.mesh).__name__}"
+        )
 
     @property
     def nodes(self) -> Array:
@@ -99,11 +105,13 @@ class FEMesh:
     def meshio_cells(self) -> NDArray[np.int64]:
         """Connectivity in meshio/VTK node order (for writing and viewing deformed shapes)."""
         from skfem.io.meshio import to_meshio
+
         return to_meshio(self.mesh, encode_cell_data=False).cells[0].data
 
     def to_meshio(self, point_data: dict[str, Any] | None = None) -> Any:
         """meshio.Mesh through scikit-fem's own converter (keeps hex node order right)."""
         from skfem.io.meshio import to_meshio
+
         return to_meshio(self.mesh, point_data=point_data, encode_cell_data=False)
 
     def bounding_box(self) -> tuple[Array, Array]:
@@ -119,8 +127,10 @@ class FEMesh:
         return select(self, selector, name)
 
     def __repr__(self):
-        return (f"FEMesh({self.cell_type}, {self.n_nodes} nodes, {self.n_elements} elements, "
-                f"sets={sorted(self.node_sets)}, source={self.source!r})")
+        return (
+            f"FEMesh({self.cell_type}, {self.n_nodes} nodes, {self.n_elements} elements, "
+            f"sets={sorted(self.node_sets)}, source={self.source!r})"
+        )
 
 
 def _from_meshio(m, source):
@@ -135,29 +145,38 @@ def _from_meshio_mapped(m, source):
     types = [c.type for c in m.cells]
     vol = [t for t in dict.fromkeys(types) if t in _VOLUME_CELLS]
     if not vol:
-        raise MeshError(f"mesh {source!r} has no volume cells (found {sorted(set(types))}); "
-                        "mesh the volume (gmsh: Mesh 3) with tetrahedra or hexahedra")
+        raise MeshError(
+            f"mesh {source!r} has no volume cells (found {sorted(set(types))}); "
+            "mesh the volume (gmsh: Mesh 3) with tetrahedra or hexahedra"
+        )
     bad = [t for t in vol if t not in SUPPORTED_CELLS]
     if bad:
-        raise MeshError(f"mesh {source!r}: cell type {bad[0]!r} unsupported: "
-                        f"{_UNSUPPORTED_HINT[bad[0]]}")
+        raise MeshError(
+            f"mesh {source!r}: cell type {bad[0]!r} unsupported: {_UNSUPPORTED_HINT[bad[0]]}"
+        )
     if len(vol) > 1:
-        raise MeshError(f"mesh {source!r} mixes volume cell types {vol}; scikit-fem needs one "
-                        "cell type per mesh: remesh with a single element type")
+        raise MeshError(
+            f"mesh {source!r} mixes volume cell types {vol}; scikit-fem needs one "
+            "cell type per mesh: remesh with a single element type"
+        )
     ctype = vol[0]
     conn = np.concatenate([c.data for c in m.cells if c.type == ctype]).astype(np.int64)
     points = np.asarray(m.points, dtype=float)
     if points.ndim != 2 or points.shape[1] == 2:
         raise MeshError(f"mesh {source!r} is two-dimensional; a volume mesh is needed")
     if conn.size == 0:
-        raise MeshError(f"mesh {source!r} has no {ctype} cells (an empty cell block); "
-                        "mesh the volume (gmsh: Mesh 3) and export it again")
+        raise MeshError(
+            f"mesh {source!r} has no {ctype} cells (an empty cell block); "
+            "mesh the volume (gmsh: Mesh 3) and export it again"
+        )
     if conn.min() < 0 or conn.max() >= len(points):
         bad = np.unique(conn[(conn < 0) | (conn >= len(points))])
-        raise MeshError(f"mesh {source!r}: the {ctype} cells refer to node numbers "
-                        f"{bad[:5].tolist()} but the mesh has {len(points)} points (0.."
-                        f"{len(points) - 1}); the file is truncated or its connectivity is "
-                        "corrupt: export it again")
+        raise MeshError(
+            f"mesh {source!r}: the {ctype} cells refer to node numbers "
+            f"{bad[:5].tolist()} but the mesh has {len(points)} points (0.."
+            f"{len(points) - 1}); the file is truncated or its connectivity is "
+            "corrupt: export it again"
+        )
     check_finite_points(points[np.unique(conn), :3], source)
     used = np.unique(conn)
     # compact: drop points not used by the volume cells (geometry points, orphans)
@@ -167,8 +186,9 @@ def _from_meshio_mapped(m, source):
     try:
         skm = from_meshio(mm)
     except Exception as exc:
-        raise MeshError(f"mesh {source!r}: scikit-fem could not import the {ctype} cells "
-                        f"({exc})") from exc
+        raise MeshError(
+            f"mesh {source!r}: scikit-fem could not import the {ctype} cells ({exc})"
+        ) from exc
     if not isinstance(skm, (skfem.MeshTet1, skfem.MeshHex1)):
         raise MeshError(f"mesh {source!r}: unexpected scikit-fem mesh {type(skm).__name__}")
     # map file point numbers -> skfem node numbers (quadratic meshes are reordered)
@@ -177,11 +197,14 @@ def _from_meshio_mapped(m, source):
         file2sk[used] = np.arange(len(used))
     else:
         from scipy.spatial import cKDTree
+
         dist, idx = cKDTree(skm.doflocs.T).query(points[used, :3])
         scale = max(np.ptp(points[used, :3], axis=0).max(), 1e-300)
         if dist.max() > 1e-9 * scale:
-            raise MeshError(f"mesh {source!r}: could not match file nodes to scikit-fem nodes "
-                            "(duplicate or coincident nodes?)")
+            raise MeshError(
+                f"mesh {source!r}: could not match file nodes to scikit-fem nodes "
+                "(duplicate or coincident nodes?)"
+            )
         file2sk[used] = idx
     sets = _named_sets(m, file2sk)
     return FEMesh(skm, sets, source), file2sk
@@ -241,9 +264,11 @@ def check_finite_points(points, source):
     """MeshError naming the first nodes whose coordinates are NaN or infinite."""
     bad = np.nonzero(~np.isfinite(points).all(axis=1))[0]
     if len(bad):
-        raise MeshError(f"mesh {source!r}: {len(bad)} node(s) with non-finite (NaN or inf) "
-                        f"coordinates, e.g. nodes {bad[:5].tolist()}; fix the mesh file or its "
-                        "export")
+        raise MeshError(
+            f"mesh {source!r}: {len(bad)} node(s) with non-finite (NaN or inf) "
+            f"coordinates, e.g. nodes {bad[:5].tolist()}; fix the mesh file or its "
+            "export"
+        )
 
 
 def check_connected(fe):
@@ -255,11 +280,13 @@ def check_connected(fe):
     """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
+
     conn = np.asarray(fe.mesh.t)  # vertex connectivity (n_vertices_per_cell, n_cells)
     nv, ne = conn.shape[1], conn.shape[0]
     rows = np.repeat(np.arange(nv), ne)
-    inc = sp.csr_matrix((np.ones(rows.size), (rows, conn.T.ravel())),
-                        shape=(nv, fe.mesh.p.shape[1]))
+    inc = sp.csr_matrix(
+        (np.ones(rows.size), (rows, conn.T.ravel())), shape=(nv, fe.mesh.p.shape[1])
+    )
     _, labels = connected_components(inc.T @ inc, directed=False)
     parts, sizes = np.unique(labels[np.unique(conn)], return_counts=True)  # vertices only
     count = len(parts)
@@ -268,7 +295,8 @@ def check_connected(fe):
             f"mesh {fe.source!r} is not connected: it has {count} separate parts (vertices per "
             f"part: {sorted(sizes.tolist(), reverse=True)[:6]}) that share no node; merge "
             "duplicate nodes at the seams (gmsh: Coherence) or model each part as its own "
-            "body joined by a Fixed joint")
+            "body joined by a Fixed joint"
+        )
 
 
 def check_elements(fe):
@@ -284,6 +312,7 @@ def check_elements(fe):
     sign-changing elements are errors there.
     """
     import skfem
+
     m = fe.mesh
     elem = m.elem()
     if fe.n_elements == 0 or fe.n_nodes == 0:
@@ -300,7 +329,8 @@ def check_elements(fe):
         raise MeshError(
             f"mesh {fe.source!r}: degenerate element(s) with zero volume (scikit-fem: {exc}); "
             "check for flattened or collapsed elements (all nodes in one plane, coincident "
-            "nodes) and remesh or fix them") from None
+            "nodes) and remesh or fix them"
+        ) from None
     vol_scale = np.abs(det).max() if det.size else 1.0
     tiny = 1e-12 * vol_scale
     pos = (det > tiny).all(axis=1)
@@ -309,11 +339,16 @@ def check_elements(fe):
     if len(bad):
         raise MeshError(
             f"mesh {fe.source!r}: {len(bad)} degenerate or distorted element(s) (zero or "
-            f"sign-changing Jacobian), e.g. elements {bad[:5].tolist()}; remesh or fix them")
+            f"sign-changing Jacobian), e.g. elements {bad[:5].tolist()}; remesh or fix them"
+        )
     if pos.any() and neg.any() and fe.source != "skfem":
-        few, many = (np.nonzero(neg)[0], "positive") if pos.sum() >= neg.sum() else \
-            (np.nonzero(pos)[0], "negative")
+        few, many = (
+            (np.nonzero(neg)[0], "positive")
+            if pos.sum() >= neg.sum()
+            else (np.nonzero(pos)[0], "negative")
+        )
         raise MeshError(
             f"mesh {fe.source!r}: {len(few)} inverted element(s) (Jacobian sign opposite to the "
-            f"{many} majority), e.g. elements {few[:5].tolist()}; fix their node order or remesh")
+            f"{many} majority), e.g. elements {few[:5].tolist()}; fix their node order or remesh"
+        )
     del elem

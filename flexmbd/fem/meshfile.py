@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["read_mesh"]
 
 
-def read_mesh(source: Any, node_sets: Mapping[str, Any] | None = None,
-              check: bool = True) -> FEMesh:
+def read_mesh(
+    source: Any, node_sets: Mapping[str, Any] | None = None, check: bool = True
+) -> FEMesh:
     """Read a volume mesh into an `FEMesh`.
 
     Parameters
@@ -46,27 +47,34 @@ def read_mesh(source: Any, node_sets: Mapping[str, Any] | None = None,
         fe = _from_file(Path(source))
     else:
         import skfem
+
         if isinstance(source, skfem.Mesh):  # no meshio import (0.2 s) for scikit-fem meshes
             fe = FEMesh(source, {}, "skfem")
             _ = fe.cell_type  # raises for unsupported types
             fe.node_sets.update(_skfem_named_sets(source))
         else:
             import meshio
+
             if not isinstance(source, meshio.Mesh):
-                raise MeshError(f"mesh: cannot read a {type(source).__name__}; give a file "
-                                "path, a meshio.Mesh or a scikit-fem mesh")
+                raise MeshError(
+                    f"mesh: cannot read a {type(source).__name__}; give a file "
+                    "path, a meshio.Mesh or a scikit-fem mesh"
+                )
             fe = _from_meshio(source, "meshio")
     if node_sets:
         for k, v in node_sets.items():
             try:
                 ids = np.unique(np.asarray(v, dtype=np.int64))
             except (TypeError, ValueError):
-                raise MeshError(f"mesh {fe.source!r}: node set {k!r} must be node numbers "
-                                f"(integers), got {v!r}") from None
+                raise MeshError(
+                    f"mesh {fe.source!r}: node set {k!r} must be node numbers (integers), got {v!r}"
+                ) from None
             if len(ids) and (ids[0] < 0 or ids[-1] >= fe.n_nodes):
-                raise MeshError(f"mesh {fe.source!r}: node set {k!r} has node numbers outside "
-                                f"0..{fe.n_nodes - 1}, e.g. "
-                                f"{ids[(ids < 0) | (ids >= fe.n_nodes)][:5].tolist()}")
+                raise MeshError(
+                    f"mesh {fe.source!r}: node set {k!r} has node numbers outside "
+                    f"0..{fe.n_nodes - 1}, e.g. "
+                    f"{ids[(ids < 0) | (ids >= fe.n_nodes)][:5].tolist()}"
+                )
             fe.node_sets[k] = ids
     if check:
         check_elements(fe)
@@ -75,16 +83,21 @@ def read_mesh(source: Any, node_sets: Mapping[str, Any] | None = None,
 
 def _from_file(path):
     import meshio
+
     if path.suffix.lower() == ".inp" and path.exists():  # sets, surfaces, instances, lines
         return read_abaqus(path).mesh
     if not path.exists():
-        raise MeshError(f"mesh file {str(path)!r} does not exist; check the path "
-                        f"(working directory: {Path.cwd()})")
+        raise MeshError(
+            f"mesh file {str(path)!r} does not exist; check the path "
+            f"(working directory: {Path.cwd()})"
+        )
     if path.suffix.lower() in (".bdf", ".nas"):  # our reader keeps the sets (SET1, ASET)
         return read_bdf(path).mesh
     try:
         m = meshio.read(str(path))
     except (Exception, SystemExit) as exc:  # meshio raises many kinds (gmsh: sys.exit)
-        raise MeshError(f"mesh file {str(path)!r}: meshio could not read it ({exc}); "
-                        "export it as gmsh .msh, .vtu or Abaqus .inp") from exc
+        raise MeshError(
+            f"mesh file {str(path)!r}: meshio could not read it ({exc}); "
+            "export it as gmsh .msh, .vtu or Abaqus .inp"
+        ) from exc
     return _from_meshio(m, str(path))

@@ -24,8 +24,9 @@ def whole_count(value, what, minimum=1):
     Accepts ints, numpy integers and integral floats (8.0); refuses bools, strings,
     NaN, fractions (2.5 would silently become 2) and counts below ``minimum``.
     """
-    ok = isinstance(value, (int, np.integer, float, np.floating)) and \
-        not isinstance(value, (bool, np.bool_))
+    ok = isinstance(value, (int, np.integer, float, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
     if ok:
         f = float(value)
         ok = np.isfinite(f) and f == int(f)
@@ -54,8 +55,9 @@ def count_text(parts, n_loads=None):
         noun = _NOUN.get(kind, "mode") + ("" if n == 1 else "s")
         text = f"{n} {kind} {noun}"
     else:
-        text = " + ".join(f"{n} {k}" for n, k in parts) + \
-            f" = {total} mode{'' if total == 1 else 's'}"
+        text = (
+            " + ".join(f"{n} {k}" for n, k in parts) + f" = {total} mode{'' if total == 1 else 's'}"
+        )
     if n_loads is not None:
         text += f" ({n_loads} load{'' if n_loads == 1 else 's'})"
     return text

@@ -49,8 +49,14 @@ class FEModel:
     """
 
     @with_fem_threads
-    def __init__(self, mesh: Any, material: Material, lumped: bool = False,
-                 backend: str | None = "auto", bbar: bool = False) -> None:
+    def __init__(
+        self,
+        mesh: Any,
+        material: Material,
+        lumped: bool = False,
+        backend: str | None = "auto",
+        bbar: bool = False,
+    ) -> None:
         t0 = time.perf_counter()
         self.fe = mesh if isinstance(mesh, FEMesh) else read_mesh(mesh)
         self.material = check_material(material, f"mesh {self.fe.source!r}")
@@ -67,8 +73,14 @@ class FEModel:
         self._R = None
 
     @classmethod
-    def from_matrices(cls, mesh: Any, M: Any, K: Any, material: Material | None = None,
-                      backend: str | None = "auto") -> FEModel:
+    def from_matrices(
+        cls,
+        mesh: Any,
+        M: Any,
+        K: Any,
+        material: Material | None = None,
+        backend: str | None = "auto",
+    ) -> FEModel:
         """A model whose mass and stiffness come from elsewhere (another FE code).
 
         Parameters
@@ -94,7 +106,6 @@ class FEModel:
 
         import scipy.sparse as sp
 
-
         self = cls.__new__(cls)
         t0 = time.perf_counter()
         self.fe = mesh if isinstance(mesh, FEMesh) else read_mesh(mesh)
@@ -110,7 +121,8 @@ class FEModel:
                 raise MeshError(
                     f"{what} matrix is {A.shape[0]} x {A.shape[1]} but mesh {src!r} has "
                     f"{self.fe.n_nodes} nodes ({n} DOFs, 3 per node); give the matrices of "
-                    "this mesh in node-interleaved order")
+                    "this mesh in node-interleaved order"
+                )
             if not np.isfinite(A.data).all():
                 raise MeshError(f"{what} matrix for mesh {src!r} has non-finite entries")
             asym = abs(A - A.T)
@@ -118,8 +130,10 @@ class FEModel:
             if ref == 0.0:
                 raise MeshError(f"{what} matrix for mesh {src!r} is zero")
             if asym.nnz and asym.max() > 1e-6 * ref:
-                raise MeshError(f"{what} matrix for mesh {src!r} is not symmetric (max "
-                                f"|A - A^T| = {asym.max():.3g} of max |A| = {ref:.3g})")
+                raise MeshError(
+                    f"{what} matrix for mesh {src!r} is not symmetric (max "
+                    f"|A - A^T| = {asym.max():.3g} of max |A| = {ref:.3g})"
+                )
             A = (0.5 * (A + A.T)).tocsr()
             A.sort_indices()
             mats[what] = A
@@ -128,13 +142,18 @@ class FEModel:
         self.Ms = ((blocks[0] + blocks[1] + blocks[2]) / 3.0).tocsr()
         dev = abs(self.M - Assembler.vector_mass(self.Ms))
         if dev.nnz and dev.max() > 1e-9 * abs(self.M).max():
-            warnings.warn(f"mass matrix for mesh {src!r} couples directions or differs between "
-                          "them (max deviation from M_s (x) I3: "
-                          f"{dev.max() / abs(self.M).max():.2g} relative); the inertia "
-                          "invariants use the mean of its three direction blocks", stacklevel=3)
+            warnings.warn(
+                f"mass matrix for mesh {src!r} couples directions or differs between "
+                "them (max deviation from M_s (x) I3: "
+                f"{dev.max() / abs(self.M).max():.2g} relative); the inertia "
+                "invariants use the mean of its three direction blocks",
+                stacklevel=3,
+            )
         if (self.Ms.diagonal() < 0).any() or self.Ms.sum() <= 0:
-            raise MeshError(f"mass matrix for mesh {src!r} has negative diagonal entries or a "
-                            "non-positive total mass")
+            raise MeshError(
+                f"mass matrix for mesh {src!r} has negative diagonal entries or a "
+                "non-positive total mass"
+            )
         self.material = None if material is None else check_material(material, f"mesh {src!r}")
         self.assembler = None if material is None else Assembler(self.fe, self.material)
         self.lumped, self.backend = None, backend
@@ -159,15 +178,22 @@ class FEModel:
         if self._free is None:
             t0 = time.perf_counter()
             sigma = free_shift(self.K, self.M)
-            factor = SPDFactor(add_on_pattern(self.K, self.M, 1.0, -sigma), self.backend,
-                               name=f"K - sigma M of mesh {self.fe.source!r}")
-            self._free = (sigma, factor, RelievedSolver(self.K, self.M, self.R, factor,
-                                                        name=f"mesh {self.fe.source!r}"))
+            factor = SPDFactor(
+                add_on_pattern(self.K, self.M, 1.0, -sigma),
+                self.backend,
+                name=f"K - sigma M of mesh {self.fe.source!r}",
+            )
+            self._free = (
+                sigma,
+                factor,
+                RelievedSolver(self.K, self.M, self.R, factor, name=f"mesh {self.fe.source!r}"),
+            )
             self.timings["factor_free"] = time.perf_counter() - t0
         return self._free
 
-    def interfaces(self, spec: Any, kind: str = "rigid",
-                   origins: Mapping[str, ArrayLike] | None = None) -> dict[str, Interface]:
+    def interfaces(
+        self, spec: Any, kind: str = "rigid", origins: Mapping[str, ArrayLike] | None = None
+    ) -> dict[str, Interface]:
         return make_interfaces(self.fe, spec, kind, origins)
 
     def dofs_of(self, nodes: ArrayLike) -> NDArray[np.int64]:

@@ -36,13 +36,49 @@ if TYPE_CHECKING:
 __all__ = ["read_bdf", "write_bdf", "BDFModel"]
 
 # Nastran element -> (meshio type by node count); Nastran node order equals VTK's except CHEXA20
-_SOLIDS = {"CTETRA": {4: "tetra", 10: "tetra10"}, "CHEXA": {8: "hexahedron", 20: "hexahedron20"},
-           "CPENTA": {6: "wedge", 15: "wedge15"}}
+_SOLIDS = {
+    "CTETRA": {4: "tetra", 10: "tetra10"},
+    "CHEXA": {8: "hexahedron", 20: "hexahedron20"},
+    "CPENTA": {6: "wedge", 15: "wedge15"},
+}
 _HEX20_TO_VTK = list(range(12)) + [16, 17, 18, 19, 12, 13, 14, 15]
-_SKIPPED = {"PARAM", "EIGRL", "EIGR", "SPC", "SPCADD", "LOAD", "FORCE", "MOMENT", "GRAV",
-            "PLOAD4", "TEMP", "TEMPD", "MAT4", "EIGB", "INCLUDE", "SUPORT", "QSET1", "QSET",
-            "SPOINT", "CSET1", "CSET", "DMIG", "DTI", "NLPARM", "TSTEP", "DAREA", "TABLED1",
-            "RLOAD1", "RLOAD2", "FREQ1", "FREQ", "ECHOON", "ECHOOFF", "SESET", "SEELT"}
+_SKIPPED = {
+    "PARAM",
+    "EIGRL",
+    "EIGR",
+    "SPC",
+    "SPCADD",
+    "LOAD",
+    "FORCE",
+    "MOMENT",
+    "GRAV",
+    "PLOAD4",
+    "TEMP",
+    "TEMPD",
+    "MAT4",
+    "EIGB",
+    "INCLUDE",
+    "SUPORT",
+    "QSET1",
+    "QSET",
+    "SPOINT",
+    "CSET1",
+    "CSET",
+    "DMIG",
+    "DTI",
+    "NLPARM",
+    "TSTEP",
+    "DAREA",
+    "TABLED1",
+    "RLOAD1",
+    "RLOAD2",
+    "FREQ1",
+    "FREQ",
+    "ECHOON",
+    "ECHOOFF",
+    "SESET",
+    "SEELT",
+}
 _SET_NAME = re.compile(r"^\$\s*SET1\s+(\d+)\s*:\s*(\S+)\s*$")
 _OTHER_ELEMENTS = {"RBE1", "RBE2", "RBE3", "RBAR", "RROD", "CONM1", "CONM2", "MPC"}
 
@@ -60,8 +96,9 @@ class BDFModel:
         Nastran GRID id of each mesh node (scikit-fem order).
     """
 
-    def __init__(self, mesh: FEMesh, material: Material | None,
-                 grid_ids: NDArray[np.int64]) -> None:
+    def __init__(
+        self, mesh: FEMesh, material: Material | None, grid_ids: NDArray[np.int64]
+    ) -> None:
         self.mesh, self.material, self.grid_ids = mesh, material, grid_ids
 
     def nodes_of(self, grids: ArrayLike) -> NDArray[np.int64]:
@@ -73,8 +110,10 @@ class BDFModel:
         idx = order[pos]
         bad = self.grid_ids[idx] != grids
         if bad.any():
-            raise MeshError(f"mesh {self.mesh.source!r}: GRID ids {grids[bad][:5].tolist()} are "
-                            "not nodes of the solid mesh")
+            raise MeshError(
+                f"mesh {self.mesh.source!r}: GRID ids {grids[bad][:5].tolist()} are "
+                "not nodes of the solid mesh"
+            )
         return idx
 
     def __repr__(self):
@@ -104,8 +143,10 @@ def _coord_systems(cards):
             return done[cid]
         if cid not in raw:
             where = stack[-1].where() if stack else "deck"
-            raise MeshError(f"{where}: coordinate system {cid} is not defined (CORD2R/C/S); "
-                            "CORD1x systems are not supported")
+            raise MeshError(
+                f"{where}: coordinate system {cid} is not defined (CORD2R/C/S); "
+                "CORD1x systems are not supported"
+            )
         c = raw[cid]
         if c in stack:
             raise MeshError(f"{c.where()}: coordinate systems reference each other in a cycle")
@@ -116,8 +157,9 @@ def _coord_systems(cards):
         z = b - a
         x = (cc - a) - ((cc - a) @ z) / (z @ z) * z
         if np.linalg.norm(z) == 0 or np.linalg.norm(x) == 0:
-            raise MeshError(f"{c.where()}: points A, B, C do not define axes (coincident or "
-                            "collinear)")
+            raise MeshError(
+                f"{c.where()}: points A, B, C do not define axes (coincident or collinear)"
+            )
         z, x = z / np.linalg.norm(z), x / np.linalg.norm(x)
         done[cid] = (c.name[-1], a, np.column_stack([x, np.cross(z, x), z]))
         return done[cid]
@@ -208,13 +250,17 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
             while ids and not ids[-1]:
                 ids.pop()
             if "" in ids:
-                raise MeshError(f"{c.where()}: blank grid field inside the connectivity; "
-                                "midside nodes must be all present or all absent")
+                raise MeshError(
+                    f"{c.where()}: blank grid field inside the connectivity; "
+                    "midside nodes must be all present or all absent"
+                )
             nodes = [c.int(4 + k) for k in range(len(ids))]
             ctype = _SOLIDS[c.name].get(len(nodes))
             if ctype is None:
-                raise MeshError(f"{c.where()}: {c.name} with {len(nodes)} grids; expected "
-                                f"{sorted(_SOLIDS[c.name])}")
+                raise MeshError(
+                    f"{c.where()}: {c.name} with {len(nodes)} grids; expected "
+                    f"{sorted(_SOLIDS[c.name])}"
+                )
             elems.setdefault(ctype, []).append((c.int(2), c.int(3), nodes, c))
         elif c.name == "PSOLID":
             props[c.int(2)] = (c.int(3), c)
@@ -231,15 +277,20 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
             sets.setdefault(c.name[:4], []).extend(_thru(c, c.fields[1:]))
         elif c.name in ("ASET", "BSET"):
             sets.setdefault(c.name, []).extend(
-                c.int(k) for k in range(2, 2 + len(c.fields), 2) if c.field(k))
+                c.int(k) for k in range(2, 2 + len(c.fields), 2) if c.field(k)
+            )
         elif c.name == "SPC1":
             sets.setdefault(f"SPC1_{c.int(2)}", []).extend(_thru(c, c.fields[2:]))
         elif c.name.startswith("CORD"):
-            raise MeshError(f"{c.where()}: coordinate system card {c.name} is not supported; "
-                            "define it with CORD2R, CORD2C or CORD2S")
+            raise MeshError(
+                f"{c.where()}: coordinate system card {c.name} is not supported; "
+                "define it with CORD2R, CORD2C or CORD2S"
+            )
         elif c.name.startswith("C") or c.name in _OTHER_ELEMENTS:
-            raise MeshError(f"{c.where()}: element card {c.name} is not supported (solid CTETRA, "
-                            f"CHEXA, CPENTA only); remove it or pass ignore=({c.name!r},)")
+            raise MeshError(
+                f"{c.where()}: element card {c.name} is not supported (solid CTETRA, "
+                f"CHEXA, CPENTA only); remove it or pass ignore=({c.name!r},)"
+            )
     if not elems:
         raise MeshError(f"Nastran file {str(path)!r}: no solid elements (CTETRA, CHEXA, CPENTA)")
     for ctype, lst in elems.items():
@@ -248,13 +299,16 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
             raise MeshError(f"{c.where()}: {_UNSUPPORTED_HINT[ctype]}")
     if len(elems) > 1:
         c = list(elems.values())[1][0][3]
-        raise MeshError(f"{c.where()}: the deck mixes element types {sorted(elems)}; flexmbd "
-                        "needs one solid element type per body")
+        raise MeshError(
+            f"{c.where()}: the deck mixes element types {sorted(elems)}; flexmbd "
+            "needs one solid element type per body"
+        )
     ctype, lst = next(iter(elems.items()))
     # positions in the basic system
     gid_sorted = np.array(sorted(grids), dtype=np.int64)
-    X = np.array([_to_basic(csys(grids[g][0], (grids[g][2],)), grids[g][1])
-                  for g in gid_sorted]).reshape(-1, 3)
+    X = np.array(
+        [_to_basic(csys(grids[g][0], (grids[g][2],)), grids[g][1]) for g in gid_sorted]
+    ).reshape(-1, 3)
     row = {int(g): i for i, g in enumerate(gid_sorted)}
     conn = np.empty((len(lst), len(lst[0][2])), dtype=np.int64)
     pids = set()
@@ -274,12 +328,16 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
                 raise MeshError(f"{props[p][1].where()}: material {props[p][0]} is not a MAT1")
         vals = {mats[m][:3] for m in mids}
         if len(vals) > 1:
-            raise MeshError(f"{mats[mids[1]][3].where()}: the elements use {len(vals)} different "
-                            "materials; flexmbd bodies have one material")
+            raise MeshError(
+                f"{mats[mids[1]][3].where()}: the elements use {len(vals)} different "
+                "materials; flexmbd bodies have one material"
+            )
         E, nu, rho, mc = mats[mids[0]]
         if not (E > 0 and -1 < nu < 0.5 and rho > 0):
-            raise MeshError(f"{mc.where()}: MAT1 needs E > 0, -1 < nu < 0.5 and RHO > 0 (got E={E}"
-                            f", nu={nu}, rho={rho}); a dynamic model needs the density")
+            raise MeshError(
+                f"{mc.where()}: MAT1 needs E > 0, -1 < nu < 0.5 and RHO > 0 (got E={E}"
+                f", nu={nu}, rho={rho}); a dynamic model needs the density"
+            )
         material = material_from_file(mc.where(), f"MAT1 {mids[0]}", E, nu, rho)
     import meshio
 
@@ -299,12 +357,18 @@ def read_bdf(path: StrPath, ignore: Sequence[str] = ()) -> BDFModel:
     check_elements(fe)
     # Nastran id of each scikit-fem node (match by position, as _from_meshio does)
     from scipy.spatial import cKDTree
+
     _, near = cKDTree(X[used]).query(fe.nodes)
     return BDFModel(fe, material, gid_sorted[used][near])
 
 
-def write_bdf(path: StrPath | None, mesh: FEMesh, material: Material | None = None,
-              node_sets: Mapping[str, ArrayLike] | None = None, title: str = "flexmbd") -> str:
+def write_bdf(
+    path: StrPath | None,
+    mesh: FEMesh,
+    material: Material | None = None,
+    node_sets: Mapping[str, ArrayLike] | None = None,
+    title: str = "flexmbd",
+) -> str:
     """Write an `FEMesh` (tetra, tetra10 or hexahedron) as Nastran bulk data (large field).
 
     GRID ids are node number + 1, element ids element number + 1, one ``PSOLID 1``
@@ -315,16 +379,24 @@ def write_bdf(path: StrPath | None, mesh: FEMesh, material: Material | None = No
     fe = mesh
     name = {"tetra": "CTETRA", "tetra10": "CTETRA", "hexahedron": "CHEXA"}.get(fe.cell_type)
     if name is None:
-        raise MeshError(f"write_bdf: cell type {fe.cell_type!r} cannot be written as a Nastran "
-                        "solid (tetra, tetra10, hexahedron)")
+        raise MeshError(
+            f"write_bdf: cell type {fe.cell_type!r} cannot be written as a Nastran "
+            "solid (tetra, tetra10, hexahedron)"
+        )
     cells = fe.meshio_cells()
 
     def large(card, vals):
-        v = [f"{x:>16s}" if isinstance(x, str) else f"{x:16d}" if isinstance(x, (int, np.integer))
-             else f"{x:16.9E}" for x in vals]
+        v = [
+            f"{x:>16s}"
+            if isinstance(x, str)
+            else f"{x:16d}"
+            if isinstance(x, (int, np.integer))
+            else f"{x:16.9E}"
+            for x in vals
+        ]
         lines = []
         for k in range(0, max(len(v), 1), 4):
-            lines.append(f"{(card + '*') if k == 0 else '*':8s}" + "".join(v[k:k + 4]))
+            lines.append(f"{(card + '*') if k == 0 else '*':8s}" + "".join(v[k : k + 4]))
         return "\n".join(lines)
 
     out = [f"$ {title}", "BEGIN BULK"]
@@ -334,8 +406,9 @@ def write_bdf(path: StrPath | None, mesh: FEMesh, material: Material | None = No
         out.append(large(name, [e + 1, 1] + [int(k) + 1 for k in c]))
     out.append(large("PSOLID", [1, 1]))
     if material is not None:
-        out.append(large("MAT1", [1, float(material.E), "", float(material.nu),
-                                  float(material.rho)]))
+        out.append(
+            large("MAT1", [1, float(material.E), "", float(material.nu), float(material.rho)])
+        )
     for k, (nm, ids) in enumerate((fe.node_sets if node_sets is None else node_sets).items()):
         out.append(f"$ SET1 {k + 1}: {nm}")
         out.append(large("SET1", [k + 1] + [int(i) + 1 for i in ids]))

@@ -50,8 +50,9 @@ class Card:
             return default
         return nastran_int(s, self)
 
-    def float(self, i: builtins.int,
-              default: builtins.float | None = None) -> builtins.float | None:
+    def float(
+        self, i: builtins.int, default: builtins.float | None = None
+    ) -> builtins.float | None:
         s = self.field(i)
         if not s:
             if default is None:
@@ -87,14 +88,14 @@ def _split(line):
         head = parts[0].strip()
         large = head.endswith("*")
         count = 4 if large else 8
-        data, rest = parts[1:1 + count], parts[1 + count:]
+        data, rest = parts[1 : 1 + count], parts[1 + count :]
         if rest and rest[0].strip()[:1] in ("+", "*"):  # an explicit continuation marker
             rest = rest[1:]
         return head, data + [""] * (count - len(data)) + rest, large
     head = line[:8].strip()
     large = head.endswith("*")
     width, count = (16, 4) if large else (8, 8)
-    return head, [line[8 + width * i: 8 + width * (i + 1)] for i in range(count)], large
+    return head, [line[8 + width * i : 8 + width * (i + 1)] for i in range(count)], large
 
 
 def read_cards(path: StrPath, section: str = "bulk") -> list[Any]:
@@ -108,8 +109,14 @@ def read_cards(path: StrPath, section: str = "bulk") -> list[Any]:
     if not path.exists():
         raise MeshError(f"Nastran file {str(path)!r} does not exist")
     text = path.read_text(errors="replace").splitlines()
-    begin = next((i for i, s in enumerate(text) if s.strip().upper().startswith("BEGIN")
-                  and "BULK" in s.upper()), None)
+    begin = next(
+        (
+            i
+            for i, s in enumerate(text)
+            if s.strip().upper().startswith("BEGIN") and "BULK" in s.upper()
+        ),
+        None,
+    )
     if section == "case":
         cend = next((i for i, s in enumerate(text) if s.strip().upper() == "CEND"), -1)
         stop = begin if begin is not None else cend + 1
@@ -130,6 +137,8 @@ def read_cards(path: StrPath, section: str = "bulk") -> list[Any]:
         elif cur is not None and (head == "" or head[:1] in "+*"):
             cur.fields.extend(data)
         else:
-            raise MeshError(f"{path}, line {i + 1}: cannot read {raw.strip()[:40]!r} (not a card "
-                            "name and no card to continue)")
+            raise MeshError(
+                f"{path}, line {i + 1}: cannot read {raw.strip()[:40]!r} (not a card "
+                "name and no card to continue)"
+            )
     return cards

@@ -57,10 +57,12 @@ def _values(lines, k, n, perline, width, path, name):
     nl = (n + perline - 1) // perline
     if k + nl > len(lines):
         raise _err(path, len(lines), f"matrix {name!r}: file ends inside a column")
-    s = "".join(ln[:perline * width].ljust(perline * width) for ln in lines[k:k + nl])
+    s = "".join(ln[: perline * width].ljust(perline * width) for ln in lines[k : k + nl])
     try:
-        v = [float(s[j * width:(j + 1) * width].replace("D", "E").replace("d", "e"))
-             for j in range(n)]
+        v = [
+            float(s[j * width : (j + 1) * width].replace("D", "E").replace("d", "e"))
+            for j in range(n)
+        ]
     except ValueError:
         raise _err(path, k + 1, f"matrix {name!r}: malformed value") from None
     return v, k + nl
@@ -80,18 +82,20 @@ def read_op4(path: StrPath) -> dict[str, Any]:
         raise MeshError(f"OP4 file {str(path)!r} does not exist")
     raw = path.read_bytes()
     if b"\x00" in raw[:64]:
-        raise MeshError(f"{path}: binary OP4 is not supported; write it with "
-                        "OUTPUT4 ... FORMATTED (text)")
+        raise MeshError(
+            f"{path}: binary OP4 is not supported; write it with OUTPUT4 ... FORMATTED (text)"
+        )
     lines = raw.decode(errors="replace").splitlines()
     out, i = {}, 0
 
     def ints(k, n):
         s = lines[k]
         try:
-            return [int(s[8 * j:8 * j + 8]) for j in range(n)]
+            return [int(s[8 * j : 8 * j + 8]) for j in range(n)]
         except ValueError:
-            raise _err(path, k + 1, f"expected {n} integers in 8-character fields, got "
-                       f"{s[:8 * n]!r}") from None
+            raise _err(
+                path, k + 1, f"expected {n} integers in 8-character fields, got {s[: 8 * n]!r}"
+            ) from None
 
     while i < len(lines):
         if not lines[i].strip():
@@ -102,8 +106,12 @@ def read_op4(path: StrPath) -> dict[str, Any]:
         name = head[32:40].strip()
         m = _FMT.search(head[40:])
         if m is None or ntype not in (1, 2):
-            raise _err(path, i + 1, f"matrix {name!r}: unsupported header (type {ntype}, format "
-                       f"{head[40:].strip()!r}); real matrices with an E/D format only")
+            raise _err(
+                path,
+                i + 1,
+                f"matrix {name!r}: unsupported header (type {ntype}, format "
+                f"{head[40:].strip()!r}); real matrices with an E/D format only",
+            )
         perline, width = int(m.group(1)), int(m.group(2))
         wper = 2 if ntype == 2 else 1
         bigmat = nrow < 0
@@ -116,8 +124,7 @@ def read_op4(path: StrPath) -> dict[str, Any]:
 
         while True:
             if i >= len(lines):
-                raise _err(path, len(lines), f"matrix {name!r}: no end record (column "
-                           f"{ncol + 1})")
+                raise _err(path, len(lines), f"matrix {name!r}: no end record (column {ncol + 1})")
             icol, irow, nw = ints(i, 3)
             if icol > ncol:
                 _, i = values(i + 1, 1) if nw else (None, i + 1)
@@ -150,14 +157,14 @@ def read_op4(path: StrPath) -> dict[str, Any]:
                     vals.extend(v)
                 i = k
             if rows and (max(rows) >= nrow or min(rows) < 0):
-                raise _err(path, start, f"matrix {name!r}: row {max(rows) + 1} outside "
-                           f"1..{nrow}")
+                raise _err(path, start, f"matrix {name!r}: row {max(rows) + 1} outside 1..{nrow}")
         out[name] = sp.csc_matrix((vals, (rows, cols)), shape=(nrow, ncol))
     return out
 
 
-def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
-              digits: int = 16) -> None:
+def write_op4(
+    path: StrPath, matrices: Mapping[str, Any], sparse: bool = False, digits: int = 16
+) -> None:
     """Write real matrices (dict name -> dense or sparse) to a text OP4 file.
 
     ``sparse=False``: dense columns (zero runs at the ends trimmed);
@@ -169,7 +176,7 @@ def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
 
     def vals(v):
         for k in range(0, len(v), 3):
-            lines.append("".join(f"{x:{width}.{digits}E}" for x in v[k:k + 3]))
+            lines.append("".join(f"{x:{width}.{digits}E}" for x in v[k : k + 3]))
 
     for name, A in matrices.items():
         A = sp.csc_matrix(A, dtype=float)
@@ -177,8 +184,9 @@ def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
         sym = nrow == ncol and abs(A - A.T).max() == 0 if A.nnz else nrow == ncol
         form = 6 if sym else (1 if nrow == ncol else 2)
         big = sparse in (True, "bigmat")
-        lines.append(f"{ncol:8d}{-nrow if big else nrow:8d}{form:8d}{2:8d}{name[:8]:8s}"
-                     f"1P,3E{width}.{digits}")
+        lines.append(
+            f"{ncol:8d}{-nrow if big else nrow:8d}{form:8d}{2:8d}{name[:8]:8s}1P,3E{width}.{digits}"
+        )
         for j in range(ncol):
             col = A[:, j].toarray().ravel()
             nz = np.nonzero(col)[0]
@@ -186,7 +194,7 @@ def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
                 continue
             if not sparse:
                 lines.append(f"{j + 1:8d}{nz[0] + 1:8d}{nz[-1] - nz[0] + 1:8d}")
-                vals(col[nz[0]:nz[-1] + 1])
+                vals(col[nz[0] : nz[-1] + 1])
                 continue
             runs = np.split(nz, np.nonzero(np.diff(nz) > 1)[0] + 1)
             per = 2 if big else 1
@@ -194,8 +202,9 @@ def write_op4(path: StrPath, matrices: Mapping[str, Any], sparse: bool = False,
             lines.append(f"{j + 1:8d}{0:8d}{nw:8d}")
             for r in runs:
                 L = 2 * len(r)
-                lines.append(f"{L + 1:8d}{r[0] + 1:8d}" if big
-                             else f"{65536 * (L + 1) + r[0] + 1:12d}")
+                lines.append(
+                    f"{L + 1:8d}{r[0] + 1:8d}" if big else f"{65536 * (L + 1) + r[0] + 1:12d}"
+                )
                 vals(col[r])
         lines.append(f"{ncol + 1:8d}{1:8d}{1:8d}")
         vals([1.0])
@@ -206,8 +215,14 @@ class DMIGMatrix:
     """A DMIG matrix: ``matrix`` (CSC), ``rows``/``cols`` (k, 2) (grid, component) labels,
     ``form`` (1 square, 2 rectangular, 6 symmetric) and ``name``."""
 
-    def __init__(self, name: str, matrix: Any, rows: NDArray[np.int64], cols: NDArray[np.int64],
-                 form: int | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        matrix: Any,
+        rows: NDArray[np.int64],
+        cols: NDArray[np.int64],
+        form: int | None,
+    ) -> None:
         self.name, self.matrix, self.rows, self.cols, self.form = name, matrix, rows, cols, form
 
     def __repr__(self):
@@ -229,8 +244,9 @@ def read_dmig(path: StrPath) -> dict[str, DMIGMatrix]:
         if c.field(3) == "0":  # header: NAME 0 IFO TIN TOUT POLAR - NCOL
             tin = c.int(5, 1)
             if tin not in (1, 2):
-                raise MeshError(f"{c.where()}: DMIG {name} is complex (TIN {tin}); real "
-                                "matrices only")
+                raise MeshError(
+                    f"{c.where()}: DMIG {name} is complex (TIN {tin}); real matrices only"
+                )
             heads[name] = (c.int(4), c)
             entries[name] = []
             continue
@@ -239,13 +255,14 @@ def read_dmig(path: StrPath) -> dict[str, DMIGMatrix]:
         gj, cj = c.int(3), c.int(4, 0)
         data = [f.strip() for f in c.fields[4:]]  # (G, C, A, B) from field 6 on
         for k in range(0, len(data), 4):
-            g, ci, a = (data[k:k + 3] + ["", ""])[:3]
+            g, ci, a = (data[k : k + 3] + ["", ""])[:3]
             if not g:
                 continue
             if not a:
                 raise MeshError(f"{c.where()}: DMIG {name}: row ({g}, {ci}) has no value")
-            entries[name].append((nastran_int(g, c), nastran_int(ci or "0", c), gj, cj,
-                                  nastran_float(a, c), c))
+            entries[name].append(
+                (nastran_int(g, c), nastran_int(ci or "0", c), gj, cj, nastran_float(a, c), c)
+            )
     out = {}
     for name, (form, hc) in heads.items():
         ent = entries[name]
@@ -261,29 +278,43 @@ def read_dmig(path: StrPath) -> dict[str, DMIGMatrix]:
         for g, c_, gj, cj, a, card in ent:
             key = (ri[(g, c_)], ci[(gj, cj)])
             if key in vals and vals[key][0] != a:
-                raise MeshError(f"{card.where()}: DMIG {name}: entry ({g},{c_}),({gj},{cj}) "
-                                "given twice with different values")
+                raise MeshError(
+                    f"{card.where()}: DMIG {name}: entry ({g},{c_}),({gj},{cj}) "
+                    "given twice with different values"
+                )
             vals[key] = (a, card)
         if form == 6:
             for (r, c_), (a, card) in list(vals.items()):
                 if (c_, r) in vals:
                     if vals[(c_, r)][0] != a:
-                        raise MeshError(f"{card.where()}: DMIG {name} is symmetric (IFO 6) but "
-                                        "its two triangles differ")
+                        raise MeshError(
+                            f"{card.where()}: DMIG {name} is symmetric (IFO 6) but "
+                            "its two triangles differ"
+                        )
                 else:
                     vals[(c_, r)] = (a, card)
         r = np.array([k[0] for k in vals], dtype=np.int64)
         c_ = np.array([k[1] for k in vals], dtype=np.int64)
         v = np.array([x[0] for x in vals.values()])
-        out[name] = DMIGMatrix(name, sp.csc_matrix((v, (r, c_)), shape=(len(rl), len(cl))),
-                               np.array(rl, dtype=np.int64).reshape(-1, 2),
-                               np.array(cl, dtype=np.int64).reshape(-1, 2), form)
+        out[name] = DMIGMatrix(
+            name,
+            sp.csc_matrix((v, (r, c_)), shape=(len(rl), len(cl))),
+            np.array(rl, dtype=np.int64).reshape(-1, 2),
+            np.array(cl, dtype=np.int64).reshape(-1, 2),
+            form,
+        )
     return out
 
 
-def write_dmig(path: StrPath, name: str, matrix: Any, labels: ArrayLike,
-               col_labels: ArrayLike | None = None, symmetric: bool | None = None,
-               mode: str = "w") -> None:
+def write_dmig(
+    path: StrPath,
+    name: str,
+    matrix: Any,
+    labels: ArrayLike,
+    col_labels: ArrayLike | None = None,
+    symmetric: bool | None = None,
+    mode: str = "w",
+) -> None:
     """Write one real matrix as DMIG cards (large field, double precision, as in a punch file).
 
     ``labels`` (k, 2): (grid, component) of each row; ``col_labels`` defaults to
@@ -294,8 +325,10 @@ def write_dmig(path: StrPath, name: str, matrix: Any, labels: ArrayLike,
     rl = np.asarray(labels, dtype=np.int64).reshape(-1, 2)
     cl = rl if col_labels is None else np.asarray(col_labels, dtype=np.int64).reshape(-1, 2)
     if A.shape != (len(rl), len(cl)):
-        raise MeshError(f"write_dmig {name}: matrix {A.shape} does not fit {len(rl)} row and "
-                        f"{len(cl)} column labels")
+        raise MeshError(
+            f"write_dmig {name}: matrix {A.shape} does not fit {len(rl)} row and "
+            f"{len(cl)} column labels"
+        )
     if symmetric is None:
         symmetric = A.shape[0] == A.shape[1] and (abs(A - A.T).max() == 0 if A.nnz else True)
     form = 6 if symmetric else (1 if A.shape[0] == A.shape[1] else 9)
@@ -303,8 +336,10 @@ def write_dmig(path: StrPath, name: str, matrix: Any, labels: ArrayLike,
     def f16(x):
         return f"{x:16d}" if isinstance(x, (int, np.integer)) else f"{x:16.9E}".replace("E", "D")
 
-    out = [f"DMIG    {name:8s}{0:8d}{form:8d}{2:8d}{0:8d}{'':8s}{'':8s}"
-           f"{A.shape[1] if form == 9 else 0:8d}"]
+    out = [
+        f"DMIG    {name:8s}{0:8d}{form:8d}{2:8d}{0:8d}{'':8s}{'':8s}"
+        f"{A.shape[1] if form == 9 else 0:8d}"
+    ]
     for j in range(A.shape[1]):
         col = A[:, j].toarray().ravel()
         nz = np.nonzero(col)[0]

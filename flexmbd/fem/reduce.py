@@ -54,7 +54,10 @@ def check_units(fe, material):
             f"{material.name!r} (rho={material.rho:g} kg/m^3, E={material.E:g} Pa) in SI "
             "units; if the mesh is in millimetres its frequencies come out 1000x too low: "
             "scale the coordinates to metres first (meshio: mesh.points *= 1e-3; scikit-fem: "
-            "mesh.scaled(1e-3))", UnitsWarning, stacklevel=3)
+            "mesh.scaled(1e-3))",
+            UnitsWarning,
+            stacklevel=3,
+        )
 
 
 def _check_damping(zeta, rayleigh):
@@ -65,8 +68,10 @@ def _check_damping(zeta, rayleigh):
         except (TypeError, ValueError):
             raise MeshError(f"reduce: zeta={zeta!r} must be damping ratios (numbers)") from None
         if z.ndim > 1 or z.size == 0 or not np.isfinite(z).all() or (z < 0).any():
-            raise MeshError(f"reduce: zeta={zeta!r} must be finite damping ratios >= 0 (one "
-                            "for all modes or one per mode), e.g. zeta=0.02")
+            raise MeshError(
+                f"reduce: zeta={zeta!r} must be finite damping ratios >= 0 (one "
+                "for all modes or one per mode), e.g. zeta=0.02"
+            )
         zeta = z
     if rayleigh is not None:
         try:
@@ -74,8 +79,10 @@ def _check_damping(zeta, rayleigh):
         except (TypeError, ValueError):
             r = np.zeros(0)
         if r.shape != (2,) or not np.isfinite(r).all() or (r < 0).any():
-            raise MeshError(f"reduce: rayleigh={rayleigh!r} must be (alpha, beta), finite and "
-                            ">= 0: D = alpha M + beta K (alpha in 1/s, beta in s)")
+            raise MeshError(
+                f"reduce: rayleigh={rayleigh!r} must be (alpha, beta), finite and "
+                ">= 0: D = alpha M + beta K (alpha in 1/s, beta in s)"
+            )
         rayleigh = r
     return zeta, rayleigh
 
@@ -88,32 +95,52 @@ def finish_modeset(model: FEModel, ms: Any, orthonormalize: bool) -> Any:
     Mr = ms.Phi.T @ (model.M @ ms.Phi)
     lam, Phi, X = rayleigh_ritz(ms.Phi, model.K, model.M)
     # composition: M-weighted share of each original kind in each new mode
-    share = (X * (Mr @ X))  # (old, new), columns sum to 1
+    share = X * (Mr @ X)  # (old, new), columns sum to 1
     kinds, mix = [], []
     for j in range(X.shape[1]):
-        parts = {g: float(sum(share[i, j] for i in range(len(ms.kinds)) if ms.kinds[i] == g))
-                 for g in groups}
+        parts = {
+            g: float(sum(share[i, j] for i in range(len(ms.kinds)) if ms.kinds[i] == g))
+            for g in groups
+        }
         g = max(parts, key=lambda k: parts[k])
         kinds.append(g)
-        mix.append(", ".join(f"{k} {100 * v:.0f}%" for k, v in parts.items() if abs(v) >= 0.005)
-                   if len(groups) > 1 else "")
+        mix.append(
+            ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts.items() if abs(v) >= 0.005)
+            if len(groups) > 1
+            else ""
+        )
     ms.Phi = Phi
     ms.kinds = kinds
     ms.labels = [f"mode {j + 1}" for j in range(Phi.shape[1])]
     ms.mix = mix
-    ms.notes.append("orthonormalized: modes M-orthonormal and re-diagonalized by the reduced "
-                    "eigenproblem (review eq. 4-6)")
+    ms.notes.append(
+        "orthonormalized: modes M-orthonormal and re-diagonalized by the reduced "
+        "eigenproblem (review eq. 4-6)"
+    )
     return ms
 
 
 @with_fem_threads
-def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = None, *,
-           interfaces: Any | None = None, interface_kind: str = "rigid",
-           orthonormalize: bool | None = None, lumped: bool = False,
-           rayleigh: tuple[float, float] | None = None, zeta: float | ArrayLike | None = None,
-           stress_modes: bool = True, geometric: bool = True, name: str | None = None,
-           backend: str | None = "auto", model: FEModel | None = None, progress: bool | None = None,
-           M: Any | None = None, K: Any | None = None) -> ReducedBody:
+def reduce(
+    mesh: Any,
+    material: Material | None = None,
+    strategy: Any | None = None,
+    *,
+    interfaces: Any | None = None,
+    interface_kind: str = "rigid",
+    orthonormalize: bool | None = None,
+    lumped: bool = False,
+    rayleigh: tuple[float, float] | None = None,
+    zeta: float | ArrayLike | None = None,
+    stress_modes: bool = True,
+    geometric: bool = True,
+    name: str | None = None,
+    backend: str | None = "auto",
+    model: FEModel | None = None,
+    progress: bool | None = None,
+    M: Any | None = None,
+    K: Any | None = None,
+) -> ReducedBody:
     """Reduce a finite-element body to a few modes.
 
     Parameters
@@ -161,11 +188,13 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
     strategy = as_strategy(strategy)
     zeta, rayleigh = _check_damping(zeta, rayleigh)
     check_backend(backend)
-    label = name or (os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike))
-                     else "body")
+    label = name or (
+        os.path.basename(os.fspath(mesh)) if isinstance(mesh, (str, os.PathLike)) else "body"
+    )
     auto = progress is None and os.environ.get("FLEXMBD_PROGRESS") is None
-    with _progress(total=5, desc=f"reduce {label}", enabled=progress, unit="stage",
-                   delay=1.0 if auto else 0.0) as bar:
+    with _progress(
+        total=5, desc=f"reduce {label}", enabled=progress, unit="stage", delay=1.0 if auto else 0.0
+    ) as bar:
         bar.set_description(f"reduce {label}: assembly")
         if isinstance(material, (tuple, list)) and len(material) == 2 and M is None:
             (M, K), material = material, None
@@ -177,8 +206,10 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
             model = FEModel(mesh, material, lumped=lumped, backend=backend)
         if model.assembler is None and (stress_modes or geometric):
             stress_modes = geometric = False
-            skipped = ("stress modes and geometric stiffness skipped: the body was reduced "
-                       "from given matrices without a material")
+            skipped = (
+                "stress modes and geometric stiffness skipped: the body was reduced "
+                "from given matrices without a material"
+            )
         else:
             skipped = None
         if model.material is not None:
@@ -203,15 +234,18 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
         mode_f = _hz(np.diag(K_ff) / np.diag(M_ff))
         m = Phi.shape[1]
         if zeta is not None and zeta.size not in (1, m):
-            raise MeshError(f"reduce: zeta has {zeta.size} damping ratios; the body has {m} "
-                            "modes: give one ratio for all or one per mode")
+            raise MeshError(
+                f"reduce: zeta has {zeta.size} damping ratios; the body has {m} "
+                "modes: give one ratio for all or one per mode"
+            )
         D_ff, damping, zeta_arr = modal_damping(M_ff, K_ff, rayleigh, zeta)
         itfs = ms.interfaces
         names = list(itfs)
         offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
         if_nodes = np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
-        if_modes = np.stack([itfs[k].frame_motion(Phi) for k in names]) if names \
-            else np.zeros((0, 6, m))
+        if_modes = (
+            np.stack([itfs[k].frame_motion(Phi) for k in names]) if names else np.zeros((0, 6, m))
+        )
         if_orig = np.array([itfs[k].origin for k in names]).reshape(-1, 3)
         timings["invariants"] = time.perf_counter() - t0
         bar.update(1)
@@ -226,9 +260,12 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
             kg_tim = {}
             kg, kg_names, _ = unit_geometric_stiffness(model, ms, kg_tim)
             timings.update({f"geometric.{k}": v for k, v in kg_tim.items()})
-            conv = ("clamped at the body frame's support (reference interface or fixed nodes); "
-                    "reference-interface wrenches are its reactions" if ms.support == "clamped"
-                    else "inertia relief on the free body (exact for loads in equilibrium)")
+            conv = (
+                "clamped at the body frame's support (reference interface or fixed nodes); "
+                "reference-interface wrenches are its reactions"
+                if ms.support == "clamped"
+                else "inertia relief on the free body (exact for loads in equilibrium)"
+            )
         else:
             kg, kg_names, conv = np.zeros((0, m, m)), [], ""
         timings["geometric"] = time.perf_counter() - t0
@@ -241,18 +278,47 @@ def reduce(mesh: Any, material: Material | None = None, strategy: Any | None = N
         else:
             mat_name, mat_vals = mat.name, [mat.E, mat.nu, mat.rho]
         return ReducedBody(
-            name=name or str(fe.source), strategy=ms.strategy, mode_count=ms.description,
-            frame=ms.frame, support=ms.support,
-            reference=ms.reference or "", cell_type=fe.cell_type, material_name=mat_name,
-            kg_convention=conv, material=mat_vals,
-            nodes=fe.nodes.copy(), cells=fe.meshio_cells(), modes=Phi,
-            mode_kind=ms.kinds, mode_label=ms.labels, mode_mix=ms.mix,
-            frequencies=_hz(lam_r), mode_frequencies=mode_f,
-            mass=inv["mass"], first_moment=inv["first_moment"], second_moment=inv["second_moment"],
-            inertia_origin=inv["inertia_origin"], com=inv["com"], inertia_com=inv["inertia_com"],
-            St=inv["St"], Sij=inv["Sij"], Pij=inv["Pij"], M_ff=M_ff, K_ff=K_ff, D_ff=D_ff,
-            damping=damping, zeta=zeta_arr,
-            interface_names=names, interface_kinds=[itfs[k].kind for k in names],
-            interface_origins=if_orig, interface_nodes=if_nodes, interface_offsets=offsets,
-            interface_modes=if_modes, stress_modes=stress, kg_unit=kg, kg_names=kg_names,
-            notes=notes, timings=timings)
+            name=name or str(fe.source),
+            strategy=ms.strategy,
+            mode_count=ms.description,
+            frame=ms.frame,
+            support=ms.support,
+            reference=ms.reference or "",
+            cell_type=fe.cell_type,
+            material_name=mat_name,
+            kg_convention=conv,
+            material=mat_vals,
+            nodes=fe.nodes.copy(),
+            cells=fe.meshio_cells(),
+            modes=Phi,
+            mode_kind=ms.kinds,
+            mode_label=ms.labels,
+            mode_mix=ms.mix,
+            frequencies=_hz(lam_r),
+            mode_frequencies=mode_f,
+            mass=inv["mass"],
+            first_moment=inv["first_moment"],
+            second_moment=inv["second_moment"],
+            inertia_origin=inv["inertia_origin"],
+            com=inv["com"],
+            inertia_com=inv["inertia_com"],
+            St=inv["St"],
+            Sij=inv["Sij"],
+            Pij=inv["Pij"],
+            M_ff=M_ff,
+            K_ff=K_ff,
+            D_ff=D_ff,
+            damping=damping,
+            zeta=zeta_arr,
+            interface_names=names,
+            interface_kinds=[itfs[k].kind for k in names],
+            interface_origins=if_orig,
+            interface_nodes=if_nodes,
+            interface_offsets=offsets,
+            interface_modes=if_modes,
+            stress_modes=stress,
+            kg_unit=kg,
+            kg_names=kg_names,
+            notes=notes,
+            timings=timings,
+        )

@@ -72,14 +72,52 @@ __all__ = ["ReducedBody", "SCHEMA"]
 
 SCHEMA = "flexmbd.reduced/2"
 _OLD_SCHEMAS = ("flexmbd.reduced/1",)
-_ARRAYS = ("nodes", "cells", "modes", "frequencies", "mode_frequencies", "first_moment",
-           "second_moment", "inertia_origin", "com", "inertia_com", "St", "Sij", "Pij",
-           "M_ff", "K_ff", "D_ff", "damping", "zeta", "interface_origins", "interface_nodes",
-           "interface_offsets", "interface_modes", "stress_modes", "kg_unit")
-_STRINGS = ("name", "strategy", "frame", "support", "reference", "cell_type", "material_name",
-            "kg_convention", "mode_count")
-_STRLISTS = ("mode_kind", "mode_label", "mode_mix", "interface_names", "interface_kinds",
-             "kg_names", "notes")
+_ARRAYS = (
+    "nodes",
+    "cells",
+    "modes",
+    "frequencies",
+    "mode_frequencies",
+    "first_moment",
+    "second_moment",
+    "inertia_origin",
+    "com",
+    "inertia_com",
+    "St",
+    "Sij",
+    "Pij",
+    "M_ff",
+    "K_ff",
+    "D_ff",
+    "damping",
+    "zeta",
+    "interface_origins",
+    "interface_nodes",
+    "interface_offsets",
+    "interface_modes",
+    "stress_modes",
+    "kg_unit",
+)
+_STRINGS = (
+    "name",
+    "strategy",
+    "frame",
+    "support",
+    "reference",
+    "cell_type",
+    "material_name",
+    "kg_convention",
+    "mode_count",
+)
+_STRLISTS = (
+    "mode_kind",
+    "mode_label",
+    "mode_mix",
+    "interface_names",
+    "interface_kinds",
+    "kg_names",
+    "notes",
+)
 
 
 def _is_h5(path):
@@ -99,8 +137,9 @@ def _h5_array(ds):
     if isinstance(v, bytes):
         return np.array(v.decode())
     if isinstance(v, np.ndarray) and v.dtype.kind in "OS":
-        return np.array([x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()],
-                        dtype=str).reshape(v.shape)
+        return np.array(
+            [x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()], dtype=str
+        ).reshape(v.shape)
     return np.asarray(v)
 
 
@@ -174,7 +213,7 @@ class ReducedBody:
     timings: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        put = lambda k, v: object.__setattr__(self, k, v)          # noqa: E731
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         for k in _ARRAYS:
             put(k, _frozen(getattr(self, k)))
         for k in _STRINGS:
@@ -190,8 +229,9 @@ class ReducedBody:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_matrices(cls, nodes: ArrayLike, modes: ArrayLike, M: Any = None, K: Any = None,
-                      **options: Any) -> ReducedBody:
+    def from_matrices(
+        cls, nodes: ArrayLike, modes: ArrayLike, M: Any = None, K: Any = None, **options: Any
+    ) -> ReducedBody:
         """A body from a reduced model given directly: mode shapes at nodes, mass and
         stiffness (full or reduced), interfaces, damping, invariants (SI units).
 
@@ -226,12 +266,17 @@ class ReducedBody:
         """``(kind, origin (3,) m, nodes, modes (6, m))`` of interface ``name``; ``modes``
         ``[rotation; translation]`` per unit modal coordinate, ``u = t + theta x r``."""
         if name not in self.interface_names:
-            raise MeshError(f"body {self.name!r}: no interface {name!r}; interfaces: "
-                            f"{self.interface_names}")
+            raise MeshError(
+                f"body {self.name!r}: no interface {name!r}; interfaces: {self.interface_names}"
+            )
         k = self.interface_names.index(name)
         o = self.interface_offsets
-        return (self.interface_kinds[k], self.interface_origins[k],
-                self.interface_nodes[o[k]:o[k + 1]], self.interface_modes[k])
+        return (
+            self.interface_kinds[k],
+            self.interface_origins[k],
+            self.interface_nodes[o[k] : o[k + 1]],
+            self.interface_modes[k],
+        )
 
     def displacement(self, q: ArrayLike) -> Array:
         """Nodal displacements (n, 3) for modal coordinates q (m,)."""
@@ -240,8 +285,10 @@ class ReducedBody:
     def stress(self, q: ArrayLike) -> Array:
         """Voigt nodal stress (n, 6) for modal coordinates q."""
         if self.stress_modes.shape[0] == 0:
-            raise MeshError(f"body {self.name!r} was reduced without stress modes "
-                            "(reduce(..., stress_modes=True))")
+            raise MeshError(
+                f"body {self.name!r} was reduced without stress modes "
+                "(reduce(..., stress_modes=True))"
+            )
         return self.stress_modes @ np.asarray(q, float)
 
     def von_mises(self, q: ArrayLike) -> Array:
@@ -249,9 +296,13 @@ class ReducedBody:
         return von_mises(self.stress(q))
 
     # -- geometric stiffness ---------------------------------------------------------------
-    def geometric_stiffness(self, omega: ArrayLike = (0, 0, 0), alpha: ArrayLike = (0, 0, 0),
-                            a: ArrayLike = (0, 0, 0),
-                            interface_forces: Mapping[str, ArrayLike] | None = None) -> Array:
+    def geometric_stiffness(
+        self,
+        omega: ArrayLike = (0, 0, 0),
+        alpha: ArrayLike = (0, 0, 0),
+        a: ArrayLike = (0, 0, 0),
+        interface_forces: Mapping[str, ArrayLike] | None = None,
+    ) -> Array:
         """Load-weighted sum of the unit geometric stiffness matrices (m x m).
 
         Parameters
@@ -264,19 +315,26 @@ class ReducedBody:
             Wrenches applied to the body at the interface frames (body axes).
         """
         if self.kg_unit.shape[0] == 0:
-            raise MeshError(f"body {self.name!r} was reduced without geometric stiffness "
-                            "(reduce(..., geometric=True))")
+            raise MeshError(
+                f"body {self.name!r} was reduced without geometric stiffness "
+                "(reduce(..., geometric=True))"
+            )
         w = np.asarray(omega, float)
-        coef = dict(zip(("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3"),
-                        (w[0] * w[0], w[1] * w[1], w[2] * w[2], w[0] * w[1], w[1] * w[2],
-                         w[0] * w[2])))
+        coef = dict(
+            zip(
+                ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3"),
+                (w[0] * w[0], w[1] * w[1], w[2] * w[2], w[0] * w[1], w[1] * w[2], w[0] * w[2]),
+            )
+        )
         for i in range(3):
             coef[f"alpha{i + 1}"] = float(alpha[i])
             coef[f"a{i + 1}"] = float(a[i])
         for name, wr in (interface_forces or {}).items():
             if name not in self.interface_names:
-                raise MeshError(f"body {self.name!r}: geometric_stiffness got forces for unknown "
-                                f"interface {name!r}; interfaces: {self.interface_names}")
+                raise MeshError(
+                    f"body {self.name!r}: geometric_stiffness got forces for unknown "
+                    f"interface {name!r}; interfaces: {self.interface_names}"
+                )
             wr = np.asarray(wr, float)
             for c, v in zip(("mx", "my", "mz", "fx", "fy", "fz"), wr):
                 coef[f"{name}.{c}"] = float(v)
@@ -286,26 +344,32 @@ class ReducedBody:
     # -- report ----------------------------------------------------------------------------
     def info(self, file: IO[str] | None = None) -> str:
         """Print (and return) the mode table, frame convention and interface list."""
-        lines = [f"ReducedBody {self.name!r}: {self.n_modes} modes, {self.n_nodes} nodes "
-                 f"({self.cell_type}), mass {self.mass:.6g} kg",
-                 f"  modes    : {self.describe()}",
-                 f"  strategy : {self.strategy}",
-                 f"  frame    : {self.frame}",
-                 f"  K_G      : {self.kg_convention or 'not computed'}",
-                 "  mode  kind               label                          f_mode (Hz)  "
-                 "f_reduced (Hz)  mix"]
+        lines = [
+            f"ReducedBody {self.name!r}: {self.n_modes} modes, {self.n_nodes} nodes "
+            f"({self.cell_type}), mass {self.mass:.6g} kg",
+            f"  modes    : {self.describe()}",
+            f"  strategy : {self.strategy}",
+            f"  frame    : {self.frame}",
+            f"  K_G      : {self.kg_convention or 'not computed'}",
+            "  mode  kind               label                          f_mode (Hz)  "
+            "f_reduced (Hz)  mix",
+        ]
         for i in range(self.n_modes):
-            lines.append(f"  {i + 1:4d}  {self.mode_kind[i]:<18} {self.mode_label[i][:30]:<30} "
-                         f"{self.mode_frequencies[i]:11.4f}  {self.frequencies[i]:14.4f}  "
-                         f"{self.mode_mix[i]}")
+            lines.append(
+                f"  {i + 1:4d}  {self.mode_kind[i]:<18} {self.mode_label[i][:30]:<30} "
+                f"{self.mode_frequencies[i]:11.4f}  {self.frequencies[i]:14.4f}  "
+                f"{self.mode_mix[i]}"
+            )
         lines.append("  interfaces:")
         if not self.interface_names:
             lines.append("    (none)")
         for k, nm in enumerate(self.interface_names):
             o = self.interface_offsets
             ref = "  <- body frame (reference)" if nm == self.reference else ""
-            lines.append(f"    {nm}: {self.interface_kinds[k]}, {o[k + 1] - o[k]} nodes, origin "
-                         f"{np.round(self.interface_origins[k], 6).tolist()}{ref}")
+            lines.append(
+                f"    {nm}: {self.interface_kinds[k]}, {o[k + 1] - o[k]} nodes, origin "
+                f"{np.round(self.interface_origins[k], 6).tolist()}{ref}"
+            )
         for note in self.notes:
             lines.append(f"  note: {note}")
         text = "\n".join(lines)
@@ -313,18 +377,23 @@ class ReducedBody:
         return text
 
     def __repr__(self) -> str:
-        return (f"ReducedBody({self.name!r}, {self.describe()}, mass={self.mass:.6g}, "
-                f"interfaces={self.interface_names})")
+        return (
+            f"ReducedBody({self.name!r}, {self.describe()}, mass={self.mass:.6g}, "
+            f"interfaces={self.interface_names})"
+        )
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: StrPath) -> None:
         """Write the body to one file (schema `SCHEMA`): ``.h5``/``.hdf5`` as HDF5 (one dataset
         per key of the table above, the schema also as the file attribute ``schema``; needs
         h5py), anything else as ``.npz``."""
-        data = {"schema": np.array(SCHEMA), "mass": np.array(self.mass),
-                "material": self.material,
-                "timings_keys": np.array(list(self.timings), dtype=str),
-                "timings_values": np.array(list(self.timings.values()), dtype=float)}
+        data = {
+            "schema": np.array(SCHEMA),
+            "mass": np.array(self.mass),
+            "material": self.material,
+            "timings_keys": np.array(list(self.timings), dtype=str),
+            "timings_values": np.array(list(self.timings.values()), dtype=float),
+        }
         for k in _ARRAYS:
             data[k] = getattr(self, k)
         for k in _STRINGS:
@@ -356,8 +425,7 @@ class ReducedBody:
         version :class:`~flexmbd.errors.MeshError`.
         """
         path = check_readable(path, "reduced body file")
-        hint = ("a reduced body is written by ReducedBody.save or `flexmbd reduce -o "
-                "body.npz`")
+        hint = "a reduced body is written by ReducedBody.save or `flexmbd reduce -o body.npz`"
         kind = sniff(path)
         if kind not in ("npz", "hdf5"):
             raise read_failure(path, "reduced body file", ValueError(kind), hint)
@@ -380,10 +448,16 @@ class ReducedBody:
                         raise KeyError("schema")
                     body = cls._from_store(path, z)
             m, n = body.modes.shape[1], 3 * body.n_nodes
-            if (body.modes.shape[0] != n or len(body.frequencies) != m
-                    or body.M_ff.shape != (m, m) or body.K_ff.shape != (m, m)):
-                raise ValueError(f"inconsistent arrays (modes {body.modes.shape} for "
-                                 f"{body.n_nodes} nodes, M_ff {body.M_ff.shape})")
+            if (
+                body.modes.shape[0] != n
+                or len(body.frequencies) != m
+                or body.M_ff.shape != (m, m)
+                or body.K_ff.shape != (m, m)
+            ):
+                raise ValueError(
+                    f"inconsistent arrays (modes {body.modes.shape} for "
+                    f"{body.n_nodes} nodes, M_ff {body.M_ff.shape})"
+                )
             return body
         except FlexmbdError:
             raise
@@ -394,14 +468,19 @@ class ReducedBody:
     def _from_store(cls, path, z):
         schema = str(z["schema"]) if "schema" in z else "?"
         if schema != SCHEMA and schema not in _OLD_SCHEMAS:
-            raise MeshError(f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
-                            "with this flexmbd version")
+            raise MeshError(
+                f"{path}: schema {schema!r} is not {SCHEMA!r}; re-run reduce() "
+                "with this flexmbd version"
+            )
         fields = {k: z[k] for k in _ARRAYS}
-        if schema == "flexmbd.reduced/1":      # rotations stored as u = r x theta
+        if schema == "flexmbd.reduced/1":  # rotations stored as u = r x theta
             fields["interface_modes"] = np.array(fields["interface_modes"], float)
             fields["interface_modes"][:, :3] *= -1.0
-            moments = [i for i, n in enumerate(z["kg_names"])
-                       if str(n).rpartition(".")[2] in ("mx", "my", "mz")]
+            moments = [
+                i
+                for i, n in enumerate(z["kg_names"])
+                if str(n).rpartition(".")[2] in ("mx", "my", "mz")
+            ]
             if moments:
                 fields["kg_unit"] = np.array(fields["kg_unit"], float)
                 fields["kg_unit"][moments] *= -1.0
@@ -409,15 +488,27 @@ class ReducedBody:
         fields.update({k: [str(s) for s in z[k]] for k in _STRLISTS})
         fields["mass"] = float(z["mass"])
         fields["material"] = z["material"]
-        fields["timings"] = dict(zip([str(s) for s in z["timings_keys"]],
-                                     z["timings_values"].tolist()))
+        fields["timings"] = dict(
+            zip([str(s) for s in z["timings_keys"]], z["timings_values"].tolist())
+        )
         return cls(**fields)
 
     def invariants(self) -> dict[str, Any]:
         """The floating-frame invariants by name (``mass`` kg, ``first_moment`` ...,
         ``M_ff``, ``K_ff``, ``D_ff``), for the multibody side."""
-        keys = ("first_moment", "second_moment", "inertia_origin", "com", "inertia_com", "St",
-                "Sij", "Pij", "M_ff", "K_ff", "D_ff")
+        keys = (
+            "first_moment",
+            "second_moment",
+            "inertia_origin",
+            "com",
+            "inertia_com",
+            "St",
+            "Sij",
+            "Pij",
+            "M_ff",
+            "K_ff",
+            "D_ff",
+        )
         d = {k: getattr(self, k) for k in keys}
         d["mass"] = self.mass
         return d

@@ -62,8 +62,9 @@ def _positive(value, what, allow_none=False):
     except (TypeError, ValueError):
         f = float("nan")
     if isinstance(value, bool) or not np.isfinite(f) or f < 0 or (f == 0 and not allow_none):
-        raise MeshError(f"{what}={value!r} must be a finite number "
-                        f"{'>= 0' if allow_none else '> 0'} (metres)")
+        raise MeshError(
+            f"{what}={value!r} must be a finite number {'>= 0' if allow_none else '> 0'} (metres)"
+        )
     return f
 
 
@@ -114,8 +115,10 @@ class Box(Selector):
     def __init__(self, lo: ArrayLike, hi: ArrayLike, tol: float | None = None) -> None:
         self.lo, self.hi = _vec3(lo, "Box: lo"), _vec3(hi, "Box: hi")
         if (self.lo > self.hi).any():
-            raise MeshError(f"Box: lo={self.lo.tolist()} exceeds hi={self.hi.tolist()} in some "
-                            "coordinate; give the lower corner first")
+            raise MeshError(
+                f"Box: lo={self.lo.tolist()} exceeds hi={self.hi.tolist()} in some "
+                "coordinate; give the lower corner first"
+            )
         self.tol = _positive(tol, "Box: tol", allow_none=True)
 
     def __call__(self, fe: FEMesh) -> NDArray[np.intp]:
@@ -143,8 +146,15 @@ class Cylinder(Selector):
         Axial range (along ``axis`` from ``point``).
     """
 
-    def __init__(self, point: ArrayLike, axis: ArrayLike, radius: float, tol: float | None = None,
-                 surface: bool = True, length: float | None = None) -> None:
+    def __init__(
+        self,
+        point: ArrayLike,
+        axis: ArrayLike,
+        radius: float,
+        tol: float | None = None,
+        surface: bool = True,
+        length: float | None = None,
+    ) -> None:
         self.point = _vec3(point, "Cylinder: point")
         self.axis = _vec3(axis, "Cylinder: axis", unit=True)
         self.radius = _positive(radius, "Cylinder: radius")
@@ -162,8 +172,10 @@ class Cylinder(Selector):
         return np.nonzero(ok)[0]
 
     def __repr__(self):
-        return (f"Cylinder(point={self.point.tolist()}, axis={self.axis.tolist()}, "
-                f"radius={self.radius}, surface={self.surface})")
+        return (
+            f"Cylinder(point={self.point.tolist()}, axis={self.axis.tolist()}, "
+            f"radius={self.radius}, surface={self.surface})"
+        )
 
 
 class Sphere(Selector):
@@ -205,8 +217,10 @@ class NodeSet(Selector):
 
     def __call__(self, fe: FEMesh) -> NDArray[np.int64]:
         if self.name not in fe.node_sets:
-            raise MeshError(f"node set {self.name!r} is not in mesh {fe.source!r}; "
-                            f"available sets: {sorted(fe.node_sets) or 'none'}")
+            raise MeshError(
+                f"node set {self.name!r} is not in mesh {fe.source!r}; "
+                f"available sets: {sorted(fe.node_sets) or 'none'}"
+            )
         return np.asarray(fe.node_sets[self.name], dtype=np.int64)
 
     def __repr__(self):
@@ -218,16 +232,21 @@ class Nodes(Selector):
 
     def __init__(self, ids: ArrayLike) -> None:
         a = np.asarray(ids)
-        if a.dtype.kind not in "iu" and not (a.size == 0 or (a.dtype.kind == "f"
-                                                            and np.all(a == np.round(a)))):
-            raise MeshError(f"Nodes: {ids!r} must be node numbers (integers); for a named set "
-                            "give its name, for a region a selector such as Plane or Box")
+        if a.dtype.kind not in "iu" and not (
+            a.size == 0 or (a.dtype.kind == "f" and np.all(a == np.round(a)))
+        ):
+            raise MeshError(
+                f"Nodes: {ids!r} must be node numbers (integers); for a named set "
+                "give its name, for a region a selector such as Plane or Box"
+            )
         self.ids = np.unique(a.astype(np.int64).ravel())
 
     def __call__(self, fe: FEMesh) -> NDArray[np.int64]:
         if len(self.ids) and (self.ids.min() < 0 or self.ids.max() >= fe.n_nodes):
-            raise MeshError(f"node numbers out of range 0..{fe.n_nodes - 1}: "
-                            f"{self.ids[(self.ids < 0) | (self.ids >= fe.n_nodes)][:5].tolist()}")
+            raise MeshError(
+                f"node numbers out of range 0..{fe.n_nodes - 1}: "
+                f"{self.ids[(self.ids < 0) | (self.ids >= fe.n_nodes)][:5].tolist()}"
+            )
         return self.ids
 
     def __repr__(self):
@@ -269,5 +288,6 @@ def select(fe: FEMesh, selector: Any, name: str | None = "selection") -> NDArray
         raise MeshError(
             f"{name}: {as_selector(selector)!r} selects no nodes of mesh {fe.source!r} "
             f"(bounding box {np.round(lo, 6).tolist()} .. {np.round(hi, 6).tolist()}); check the "
-            "coordinates and units, or widen tol")
+            "coordinates and units, or widen tol"
+        )
     return ids

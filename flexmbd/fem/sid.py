@@ -74,15 +74,15 @@ def sid_terms(rb: ReducedBody, nodes: ArrayLike | None = ()) -> dict[str, Any]:
     trS = np.einsum("iik->k", S)
     I3 = np.eye(3)
     J1 = np.stack([2 * trS[k] * I3 - S[:, :, k] - S[:, :, k].T for k in range(m)], -1)
-    cross_xphi = np.einsum("iab,abk->ki", _EPS, S)              # (m, 3)
-    cross_pp = np.einsum("iab,ablk->kil", _EPS, P)              # [k, i, l] = int phi_l x phi_k
+    cross_xphi = np.einsum("iab,abk->ki", _EPS, S)  # (m, 3)
+    cross_pp = np.einsum("iab,ablk->kil", _EPS, P)  # [k, i, l] = int phi_l x phi_k
     Gr = np.hstack([-2 * (S[:, :, k].T - trS[k] * I3) for k in range(m)])
     Ge = np.zeros((m, 3 * m))
     for k in range(m):
-        Ge[:, 3 * k:3 * k + 3] = 2 * np.einsum("iab,abl->li", _EPS, P[:, :, :, k])
+        Ge[:, 3 * k : 3 * k + 3] = 2 * np.einsum("iab,abl->li", _EPS, P[:, :, :, k])
     C = omega_matrices()
-    Oe0 = np.stack([np.einsum("ab,bak->k", Ck, S) for Ck in C], -1)           # (m, 6)
-    Oe1 = np.stack([np.einsum("ab,abkl->kl", Ck, P) for Ck in C], 1)          # (m, 6, m)
+    Oe0 = np.stack([np.einsum("ab,bak->k", Ck, S) for Ck in C], -1)  # (m, 6)
+    Oe1 = np.stack([np.einsum("ab,abkl->kl", Ck, P) for Ck in C], 1)  # (m, 6, m)
     t = {
         "mdCM": (np.asarray(rb.first_moment).reshape(3, 1), St[:, None, :], 3),
         "J": (np.asarray(rb.inertia_origin), J1, 2),
@@ -102,20 +102,35 @@ def sid_terms(rb: ReducedBody, nodes: ArrayLike | None = ()) -> dict[str, Any]:
         frames.append((name, np.asarray(rb.interface_origins[k]), modes[3:], modes[:3]))
     Phi = np.asarray(rb.modes).reshape(rb.n_nodes, 3, m)
     for i in nodes:
-        frames.append((f"node {int(i)}", np.asarray(rb.nodes[int(i)]), Phi[int(i)],
-                       np.zeros((3, m))))
-    t["nodes"] = [(name, {"origin": (o.reshape(3, 1), ph[:, None, :], 3),
-                          "phi": (ph, None, 3), "psi": (ps, None, 3),
-                          "AP": (I3, np.stack([_skew(ps[:, j]) for j in range(m)], -1), 3)})
-                  for name, o, ph, ps in frames]
+        frames.append(
+            (f"node {int(i)}", np.asarray(rb.nodes[int(i)]), Phi[int(i)], np.zeros((3, m)))
+        )
+    t["nodes"] = [
+        (
+            name,
+            {
+                "origin": (o.reshape(3, 1), ph[:, None, :], 3),
+                "phi": (ph, None, 3),
+                "psi": (ps, None, 3),
+                "AP": (I3, np.stack([_skew(ps[:, j]) for j in range(m)], -1), 3),
+            },
+        )
+        for name, o, ph, ps in frames
+    ]
     return t
 
 
 def _taylor(name, M0, M1, structure, m):
     nrow, ncol = M0.shape
-    out = [name, f"    order        = {0 if M1 is None else 1}", f"    nrow         = {nrow}",
-           f"    ncol         = {ncol}", f"    nq           = {m}", "    nqn          = 0",
-           f"    structure    = {structure}"]
+    out = [
+        name,
+        f"    order        = {0 if M1 is None else 1}",
+        f"    nrow         = {nrow}",
+        f"    ncol         = {ncol}",
+        f"    nq           = {m}",
+        "    nqn          = 0",
+        f"    structure    = {structure}",
+    ]
     if structure:
         for i in range(nrow):
             for j in range(ncol):
@@ -146,10 +161,17 @@ def write_sid(rb: ReducedBody, path: StrPath, nodes: ArrayLike | None = ()) -> N
         raise MeshError(f"write_sid: body {rb.name!r} has no modes")
     m = rb.n_modes
     t = sid_terms(rb, nodes)
-    out = ["part", "new modal", "refmod", f"    mass           = {rb.mass:.17g}",
-           f"    nelastq        = {m}"]
-    out += [f"    ielastq({k + 1}) = {rb.mode_label[k] if k < len(rb.mode_label) else k + 1}"
-            for k in range(m)]
+    out = [
+        "part",
+        "new modal",
+        "refmod",
+        f"    mass           = {rb.mass:.17g}",
+        f"    nelastq        = {m}",
+    ]
+    out += [
+        f"    ielastq({k + 1}) = {rb.mode_label[k] if k < len(rb.mode_label) else k + 1}"
+        for k in range(m)
+    ]
     out += ["end refmod", "new frame"]
     for k, (name, node) in enumerate(t.pop("nodes")):
         out += [f"new node = {k + 1}", "rframe = body ref", f"$ {name}"]
@@ -158,8 +180,9 @@ def write_sid(rb: ReducedBody, path: StrPath, nodes: ArrayLike | None = ()) -> N
         out.append("end node")
     out.append("end frame")
     for key, (M0, M1, st) in t.items():
-        out += _taylor(key, np.asarray(M0, float), None if M1 is None else np.asarray(M1, float),
-                       st, m)
+        out += _taylor(
+            key, np.asarray(M0, float), None if M1 is None else np.asarray(M1, float), st, m
+        )
     out += ["end modal", "end part"]
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -186,8 +209,23 @@ def read_sid(path: StrPath) -> dict[str, Any]:
                 out["mass"] = float(s.split("=")[1])
             elif s.startswith("ielastq("):
                 out["labels"].append(s.split("=", 1)[1].strip())
-            elif s in ("origin", "phi", "psi", "AP", "mdCM", "J", "Ct", "Cr", "Me", "Gr", "Ge",
-                       "Oe", "ksigma", "Ke", "De"):
+            elif s in (
+                "origin",
+                "phi",
+                "psi",
+                "AP",
+                "mdCM",
+                "J",
+                "Ct",
+                "Cr",
+                "Me",
+                "Gr",
+                "Ge",
+                "Oe",
+                "ksigma",
+                "Ke",
+                "De",
+            ):
                 cur, hdr, M0, M1 = s, {}, None, None
             continue
         if s == f"end {cur}":
@@ -203,7 +241,7 @@ def read_sid(path: StrPath) -> dict[str, Any]:
                 M0 = np.zeros((hdr["nrow"], hdr["ncol"]))
                 M1 = np.zeros((hdr["nrow"], hdr["ncol"], hdr["nq"])) if hdr["order"] else None
             continue
-        idx = [int(x) - 1 for x in key[key.index("(") + 1:key.index(")")].split(",")]
+        idx = [int(x) - 1 for x in key[key.index("(") + 1 : key.index(")")].split(",")]
         try:
             (M0 if key.startswith("m0") else M1)[tuple(idx)] = float(val)
         except (TypeError, IndexError, ValueError):

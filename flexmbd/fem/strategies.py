@@ -54,8 +54,17 @@ if TYPE_CHECKING:
 
     Loads = Any  # interface names, PointLoad objects, selectors or {name: load}
 
-__all__ = ["NormalModes", "StaticCorrection", "CraigBampton", "RitzVectors", "ModeSet",
-           "PointLoad", "Strategy", "load_columns", "constraint_count"]
+__all__ = [
+    "NormalModes",
+    "StaticCorrection",
+    "CraigBampton",
+    "RitzVectors",
+    "ModeSet",
+    "PointLoad",
+    "Strategy",
+    "load_columns",
+    "constraint_count",
+]
 
 _FRAME_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
 
@@ -69,7 +78,8 @@ def check_mode_count(n, available, what, model, fix):
         raise MeshError(
             f"{what}={n} asks for more modes than mesh {model.fe.source!r} can give: it has "
             f"{model.n_dofs} DOFs, {available} available for these modes ({fix}); ask for "
-            f"at most {available}, typically far fewer (a few dozen), or refine the mesh")
+            f"at most {available}, typically far fewer (a few dozen), or refine the mesh"
+        )
 
 
 class ModeSet:
@@ -79,8 +89,20 @@ class ModeSet:
     modes"), taken before any re-diagonalization; default from ``kinds``.
     """
 
-    def __init__(self, Phi, kinds, labels, frame, support, static, reference=None,
-                 interfaces=None, strategy="", notes=(), description=None):
+    def __init__(
+        self,
+        Phi,
+        kinds,
+        labels,
+        frame,
+        support,
+        static,
+        reference=None,
+        interfaces=None,
+        strategy="",
+        notes=(),
+        description=None,
+    ):
         self.Phi = np.asarray(Phi, float)
         self.kinds, self.labels = list(kinds), list(labels)
         self.frame, self.support, self.static = frame, support, static
@@ -98,8 +120,13 @@ class PointLoad:
     given, the six unit wrenches (moments x, y, z; forces x, y, z).
     """
 
-    def __init__(self, selector: Any, force: ArrayLike | None = None,
-                 moment: ArrayLike | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        selector: Any,
+        force: ArrayLike | None = None,
+        moment: ArrayLike | None = None,
+        name: str | None = None,
+    ) -> None:
         self.selector, self.name = selector, name
         self.force = None if force is None else np.asarray(force, float)
         self.moment = None if moment is None else np.asarray(moment, float)
@@ -130,14 +157,17 @@ def resolve_loads(model, loads, interfaces, where):
     if isinstance(loads, (str, PointLoad, np.ndarray)):
         loads = [loads]
     if isinstance(loads, dict):
-        loads = [PointLoad(v, name=k) if not isinstance(v, PointLoad) else v
-                 for k, v in loads.items()]
+        loads = [
+            PointLoad(v, name=k) if not isinstance(v, PointLoad) else v for k, v in loads.items()
+        ]
     cols, labels = [], []
     for k, item in enumerate(loads):
         if isinstance(item, str):
             if item not in interfaces:
-                raise MeshError(f"{where}: load {item!r} is not an interface name; interfaces: "
-                                f"{sorted(interfaces) or 'none'} (pass interfaces= to reduce)")
+                raise MeshError(
+                    f"{where}: load {item!r} is not an interface name; interfaces: "
+                    f"{sorted(interfaces) or 'none'} (pass interfaces= to reduce)"
+                )
             itf = interfaces[item]
             cols.append(itf.load(np.eye(6), model.n_dofs))
             labels += [f"{item}.{c}" for c in ("mx", "my", "mz", "fx", "fy", "fz")]
@@ -151,18 +181,25 @@ def resolve_loads(model, loads, interfaces, where):
             except (TypeError, ValueError):
                 F = np.zeros(0)
             if F.ndim not in (1, 2) or F.size == 0:
-                raise MeshError(f"{where}: load {item!r} is not an interface name, a PointLoad "
-                                "or an array of nodal forces (3n,) / (3n, m)")
+                raise MeshError(
+                    f"{where}: load {item!r} is not an interface name, a PointLoad "
+                    "or an array of nodal forces (3n,) / (3n, m)"
+                )
             F = F.reshape(F.shape[0], -1)
             if F.shape[0] != model.n_dofs:
-                raise MeshError(f"{where}: load array has {F.shape[0]} rows; the mesh has "
-                                f"{model.n_dofs} DOFs (3 per node, node-interleaved)")
+                raise MeshError(
+                    f"{where}: load array has {F.shape[0]} rows; the mesh has "
+                    f"{model.n_dofs} DOFs (3 per node, node-interleaved)"
+                )
             if not np.isfinite(F).all():
-                raise MeshError(f"{where}: load array {k + 1} has non-finite (NaN or inf) "
-                                "entries; give finite forces (N)")
+                raise MeshError(
+                    f"{where}: load array {k + 1} has non-finite (NaN or inf) "
+                    "entries; give finite forces (N)"
+                )
             cols.append(F)
-            labels += [f"F{k + 1}.{j}" for j in range(F.shape[1])] if F.shape[1] > 1 \
-                else [f"F{k + 1}"]
+            labels += (
+                [f"F{k + 1}.{j}" for j in range(F.shape[1])] if F.shape[1] > 1 else [f"F{k + 1}"]
+            )
     return np.hstack(cols), labels
 
 
@@ -177,8 +214,7 @@ def load_columns(loads):
     if isinstance(loads, (str, PointLoad, np.ndarray)):
         loads = [loads]
     if isinstance(loads, dict):
-        loads = [v if isinstance(v, PointLoad) else PointLoad(v, name=k)
-                 for k, v in loads.items()]
+        loads = [v if isinstance(v, PointLoad) else PointLoad(v, name=k) for k, v in loads.items()]
     n = 0
     for item in loads:
         if isinstance(item, str):
@@ -242,9 +278,11 @@ class _Clamped:
         mask[fixed] = False
         self.free = np.nonzero(mask)[0]
         if len(self.free) == 0:
-            raise MeshError(f"fixed nodes of mesh {model.fe.source!r}: every one of its "
-                            f"{model.fe.n_nodes} nodes is fixed, nothing is left to deform; "
-                            "select only the supported face (e.g. fm.fem.Plane(...))")
+            raise MeshError(
+                f"fixed nodes of mesh {model.fe.source!r}: every one of its "
+                f"{model.fe.n_nodes} nodes is fixed, nothing is left to deform; "
+                "select only the supported face (e.g. fm.fem.Plane(...))"
+            )
         self.n = n
         self.Kff = model.K[self.free][:, self.free]
         self.Mff = model.M[self.free][:, self.free]
@@ -277,11 +315,13 @@ class Strategy:
 
     def _normal(self, model, n, fixed_nodes):
         """Normal modes (free-free, rigid modes removed, or clamped) and the static solver."""
-        where = f"{type(self).__name__}: " + \
-            ("n_modes" if isinstance(self, NormalModes) else "n_normal")
+        where = f"{type(self).__name__}: " + (
+            "n_modes" if isinstance(self, NormalModes) else "n_normal"
+        )
         if fixed_nodes is None:
-            check_mode_count(n, model.n_dofs - 6, where, model,
-                             "minus the 6 rigid-body modes of the free body")
+            check_mode_count(
+                n, model.n_dofs - 6, where, model, "minus the 6 rigid-body modes of the free body"
+            )
             sigma, factor, relieved = model.free_solver()
             lam, V = eigsh_shift_invert(model.K, model.M, n + 6, sigma, factor)
             zero = np.abs(lam) < 1e-4 * abs(sigma) + 1e-12 * abs(lam).max()
@@ -290,21 +330,29 @@ class Strategy:
                 raise MeshError(
                     f"mesh {model.fe.source!r}: expected 6 rigid-body modes, found {nz} near-zero "
                     "eigenvalues; the mesh may have disconnected parts or free nodes — check "
-                    "the mesh or constrain it with fixed=")
+                    "the mesh or constrain it with fixed="
+                )
             V = relieved.project(V[:, 6:])
             V = V / np.sqrt(np.einsum("ij,ij->j", V, model.M @ V))
             return lam[6:], V, relieved.solve, "free"
         cl = _Clamped(model, fixed_nodes)
-        check_mode_count(n, len(cl.free), where, model,
-                         f"{len(fixed_nodes)} fixed nodes remove {3 * len(fixed_nodes)}")
+        check_mode_count(
+            n,
+            len(cl.free),
+            where,
+            model,
+            f"{len(fixed_nodes)} fixed nodes remove {3 * len(fixed_nodes)}",
+        )
         lam, V = cl.eig(n)
         return lam, V, cl.solve, "clamped"
 
     @staticmethod
     def _frame_text(support):
         if support == "free":
-            return ("mean axes: modes M-orthogonal to the rigid-body modes "
-                    "(int rho u dV = 0, int rho x0 x u dV = 0); static shapes by inertia relief")
+            return (
+                "mean axes: modes M-orthogonal to the rigid-body modes "
+                "(int rho u dV = 0, int rho x0 x u dV = 0); static shapes by inertia relief"
+            )
         return "attached to the fixed nodes: every mode is zero there (clamped basis)"
 
     def n_total(self, model: FEModel | None = None) -> int:
@@ -354,15 +402,22 @@ class NormalModes(Strategy):
     def __repr__(self):
         return f"NormalModes(n_modes={self.n_modes}, fixed={self.fixed!r})"
 
-    def build(self, model: FEModel,
-              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+    def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
         """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
         finite-element ``model`` with the given interfaces (body frame per the module
         docstring)."""
         lam, V, static, support = self._normal(model, self.n_modes, self._fixed_nodes(model))
-        return ModeSet(V, ["normal"] * V.shape[1], [f"normal {i + 1}" for i in range(V.shape[1])],
-                       self._frame_text(support), support, static,
-                       interfaces=interfaces, strategy=repr(self), description=self.describe())
+        return ModeSet(
+            V,
+            ["normal"] * V.shape[1],
+            [f"normal {i + 1}" for i in range(V.shape[1])],
+            self._frame_text(support),
+            support,
+            static,
+            interfaces=interfaces,
+            strategy=repr(self),
+            description=self.describe(),
+        )
 
 
 class StaticCorrection(Strategy):
@@ -396,24 +451,36 @@ class StaticCorrection(Strategy):
     '6 normal + 4 static-correction = 10 modes'
     """
 
-    def __init__(self, n_normal: int | None = None, loads: Loads = None, fixed: Any = None,
-                 orthonormalize: bool = True, *, n_total: int | None = None) -> None:
+    def __init__(
+        self,
+        n_normal: int | None = None,
+        loads: Loads = None,
+        fixed: Any = None,
+        orthonormalize: bool = True,
+        *,
+        n_total: int | None = None,
+    ) -> None:
         if loads is None:
-            raise MeshError("StaticCorrection: no loads given; give loads=, e.g. loads=['B'] "
-                            "(an interface) or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))")
+            raise MeshError(
+                "StaticCorrection: no loads given; give loads=, e.g. loads=['B'] "
+                "(an interface) or loads=fm.fem.PointLoad(selector, force=(0, 0, 1))"
+            )
         self.loads, self.fixed = loads, fixed
         self.orthonormalize = orthonormalize
         n_static = load_columns(loads)
         if (n_normal is None) == (n_total is None):
-            raise MeshError("StaticCorrection: give exactly one of n_normal (normal modes) and "
-                            "n_total (normal + static-correction modes)")
+            raise MeshError(
+                "StaticCorrection: give exactly one of n_normal (normal modes) and "
+                "n_total (normal + static-correction modes)"
+            )
         if n_total is not None:
             n_total = mode_count(n_total, "StaticCorrection: n_total")
             if n_total < n_static:
                 raise MeshError(
                     f"StaticCorrection: n_total={n_total} is fewer than the {n_static} "
                     f"static-correction modes of loads {loads!r}; ask for at least {n_static} "
-                    "(the rest are normal modes) or give fewer loads")
+                    "(the rest are normal modes) or give fewer loads"
+                )
             n_normal = n_total - n_static
         # 0 normal modes: the static correction modes alone
         self.n_normal = mode_count(n_normal, "StaticCorrection: n_normal", minimum=0)
@@ -423,11 +490,12 @@ class StaticCorrection(Strategy):
         return [(self.n_normal, "normal"), (self.n_static, "static-correction")]
 
     def __repr__(self):
-        return (f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, "
-                f"fixed={self.fixed!r})")
+        return (
+            f"StaticCorrection(n_normal={self.n_normal}, loads={self.loads!r}, "
+            f"fixed={self.fixed!r})"
+        )
 
-    def build(self, model: FEModel,
-              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+    def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
         """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
         finite-element ``model`` with the given interfaces (body frame per the module
         docstring)."""
@@ -445,9 +513,18 @@ class StaticCorrection(Strategy):
         labs = [f"normal {i + 1}" for i in range(V.shape[1])]
         labs += [f"static {labels[j]}" for j in kept]
         text = count_text([(V.shape[1], "normal"), (Q.shape[1], "static-correction")])
-        return ModeSet(Phi, kinds, labs, self._frame_text(support), support, static,
-                       interfaces=interfaces, strategy=repr(self), notes=notes,
-                       description=text)
+        return ModeSet(
+            Phi,
+            kinds,
+            labs,
+            self._frame_text(support),
+            support,
+            static,
+            interfaces=interfaces,
+            strategy=repr(self),
+            notes=notes,
+            description=text,
+        )
 
 
 class RitzVectors(Strategy):
@@ -470,8 +547,9 @@ class RitzVectors(Strategy):
     '8 Ritz vectors (6 loads)'
     """
 
-    def __init__(self, n_vectors: int, load: Loads, fixed: Any = None,
-                 orthonormalize: bool = False) -> None:
+    def __init__(
+        self, n_vectors: int, load: Loads, fixed: Any = None, orthonormalize: bool = False
+    ) -> None:
         self.n_vectors = mode_count(n_vectors, "RitzVectors: n_vectors")
         self.load, self.fixed = load, fixed
         self.orthonormalize = orthonormalize
@@ -488,11 +566,9 @@ class RitzVectors(Strategy):
         return load_columns(self.load)
 
     def __repr__(self):
-        return (f"RitzVectors(n_vectors={self.n_vectors}, load={self.load!r}, "
-                f"fixed={self.fixed!r})")
+        return f"RitzVectors(n_vectors={self.n_vectors}, load={self.load!r}, fixed={self.fixed!r})"
 
-    def build(self, model: FEModel,
-              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+    def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
         """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
         finite-element ``model`` with the given interfaces (body frame per the module
         docstring)."""
@@ -504,8 +580,13 @@ class RitzVectors(Strategy):
             static, support = _Clamped(model, fixed).solve, "clamped"
         F, labels = resolve_loads(model, self.load, interfaces or {}, "RitzVectors")
         available = model.n_dofs - 6 if fixed is None else model.n_dofs - 3 * len(fixed)
-        check_mode_count(self.n_vectors, available, "RitzVectors: n_vectors", model,
-                         "minus the 6 rigid-body modes" if fixed is None else "minus fixed DOFs")
+        check_mode_count(
+            self.n_vectors,
+            available,
+            "RitzVectors: n_vectors",
+            model,
+            "minus the 6 rigid-body modes" if fixed is None else "minus fixed DOFs",
+        )
         X = static(F)
         Q = np.zeros((model.n_dofs, 0))
         blocks = 0
@@ -517,12 +598,22 @@ class RitzVectors(Strategy):
             blocks += 1
             X = static(model.M @ Qn)
         if Q.shape[1] < self.n_vectors:
-            raise SolverError(f"RitzVectors: only {Q.shape[1]} independent vectors from loads "
-                              f"{labels}; ask for fewer")
+            raise SolverError(
+                f"RitzVectors: only {Q.shape[1]} independent vectors from loads "
+                f"{labels}; ask for fewer"
+            )
         labs = [f"Ritz {i + 1}" for i in range(Q.shape[1])]
-        return ModeSet(Q, ["Ritz"] * Q.shape[1], labs, self._frame_text(support), support,
-                       static, interfaces=interfaces, strategy=repr(self),
-                       description=count_text([(Q.shape[1], "Ritz")], F.shape[1]))
+        return ModeSet(
+            Q,
+            ["Ritz"] * Q.shape[1],
+            labs,
+            self._frame_text(support),
+            support,
+            static,
+            interfaces=interfaces,
+            strategy=repr(self),
+            description=count_text([(Q.shape[1], "Ritz")], F.shape[1]),
+        )
 
 
 def constraint_count(itfs, ref):
@@ -578,28 +669,44 @@ class CraigBampton(Strategy):
     8
     """
 
-    def __init__(self, n_fixed: int | None = None, interfaces: Mapping[str, Any] | None = None,
-                 interface_kind: str | Mapping[str, str] = "rigid", reference: str | None = None,
-                 frame: str = "interface", origins: Mapping[str, ArrayLike] | None = None,
-                 orthonormalize: bool = False, *, n_total: int | None = None) -> None:
+    def __init__(
+        self,
+        n_fixed: int | None = None,
+        interfaces: Mapping[str, Any] | None = None,
+        interface_kind: str | Mapping[str, str] = "rigid",
+        reference: str | None = None,
+        frame: str = "interface",
+        origins: Mapping[str, ArrayLike] | None = None,
+        orthonormalize: bool = False,
+        *,
+        n_total: int | None = None,
+    ) -> None:
         if not interfaces:
-            raise MeshError("CraigBampton: give at least one interface, "
-                            "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}")
+            raise MeshError(
+                "CraigBampton: give at least one interface, "
+                "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}"
+            )
         if frame not in ("interface", "mean-axis"):
             raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
         if (n_fixed is None) == (n_total is None):
-            raise MeshError("CraigBampton: give exactly one of n_fixed (fixed-interface modes) "
-                            "and n_total (fixed-interface + constraint modes)")
+            raise MeshError(
+                "CraigBampton: give exactly one of n_fixed (fixed-interface modes) "
+                "and n_total (fixed-interface + constraint modes)"
+            )
         if not isinstance(interfaces, dict):
-            raise MeshError(f"CraigBampton: interfaces must be a dict name -> selector, got "
-                            f"{type(interfaces).__name__}; e.g. interfaces={{'A': 'A'}}")
+            raise MeshError(
+                f"CraigBampton: interfaces must be a dict name -> selector, got "
+                f"{type(interfaces).__name__}; e.g. interfaces={{'A': 'A'}}"
+            )
         self.interfaces = interfaces
         self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
         self.origins, self.orthonormalize = origins, orthonormalize
-        self.n_fixed = None if n_fixed is None else \
-            mode_count(n_fixed, "CraigBampton: n_fixed", minimum=0)
-        self.n_total_given = None if n_total is None else \
-            mode_count(n_total, "CraigBampton: n_total")
+        self.n_fixed = (
+            None if n_fixed is None else mode_count(n_fixed, "CraigBampton: n_fixed", minimum=0)
+        )
+        self.n_total_given = (
+            None if n_total is None else mode_count(n_total, "CraigBampton: n_total")
+        )
         if n_total is not None and not self._needs_mesh():
             self.n_fixed = self._fixed_from_total(self.n_constraint())
 
@@ -619,9 +726,11 @@ class CraigBampton(Strategy):
         if not self._needs_mesh():
             return 6 * sum(1 for nm in self.interfaces if nm != self._ref())
         if model is None:
-            raise MeshError("CraigBampton: the constraint modes of 'nodes' interfaces are 3 per "
-                            "node; pass the FE model (n_constraint(model), n_total(model), "
-                            "describe(model)) to count them")
+            raise MeshError(
+                "CraigBampton: the constraint modes of 'nodes' interfaces are 3 per "
+                "node; pass the FE model (n_constraint(model), n_total(model), "
+                "describe(model)) to count them"
+            )
         itfs = model.interfaces(self.interfaces, self.interface_kind, self.origins)
         return constraint_count(itfs, self._ref())
 
@@ -632,7 +741,8 @@ class CraigBampton(Strategy):
                 f"CraigBampton: n_total={self.n_total_given} is fewer than the {n_c} constraint "
                 f"modes the interfaces {list(self.interfaces)} need (reference "
                 f"{self._ref()!r} is the body frame); ask for at least {n_c} modes, or use "
-                "fewer interfaces")
+                "fewer interfaces"
+            )
         return n_fixed
 
     def _parts(self, model=None):
@@ -642,13 +752,17 @@ class CraigBampton(Strategy):
 
     def __repr__(self):
         names = list(self.interfaces)
-        count = (f"n_fixed={self.n_fixed}" if self.n_total_given is None
-                 else f"n_total={self.n_total_given}")
-        return (f"CraigBampton({count}, interfaces={names}, "
-                f"interface_kind={self.interface_kind!r}, frame={self.frame!r})")
+        count = (
+            f"n_fixed={self.n_fixed}"
+            if self.n_total_given is None
+            else f"n_total={self.n_total_given}"
+        )
+        return (
+            f"CraigBampton({count}, interfaces={names}, "
+            f"interface_kind={self.interface_kind!r}, frame={self.frame!r})"
+        )
 
-    def build(self, model: FEModel,
-              interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+    def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
         """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
         finite-element ``model`` with the given interfaces (body frame per the module
         docstring)."""
@@ -661,13 +775,20 @@ class CraigBampton(Strategy):
         tim, t0 = {}, time.perf_counter()
         T, n_i, slices = interface_transform(model.n_dofs, itfs)
         if n_i == 0:
-            raise MeshError(f"CraigBampton: the interfaces {list(itfs)} take every node of mesh "
-                            f"{model.fe.source!r}; nothing is left inside to deform; select "
-                            "only the connection faces")
+            raise MeshError(
+                f"CraigBampton: the interfaces {list(itfs)} take every node of mesh "
+                f"{model.fe.source!r}; nothing is left inside to deform; select "
+                "only the connection faces"
+            )
         n_c = constraint_count(itfs, ref)
         n_fixed = self.n_fixed if self.n_fixed is not None else self._fixed_from_total(n_c)
-        check_mode_count(n_fixed, n_i, "CraigBampton: n_fixed", model,
-                         f"{model.n_dofs - n_i} belong to the interfaces")
+        check_mode_count(
+            n_fixed,
+            n_i,
+            "CraigBampton: n_fixed",
+            model,
+            f"{model.n_dofs - n_i} belong to the interfaces",
+        )
         Ti, Tb = T[:, :n_i].tocsc(), T[:, n_i:].tocsc()
         KTb = K @ Tb
         if Ti.nnz == n_i:
@@ -708,11 +829,14 @@ class CraigBampton(Strategy):
         Bsel = np.zeros((nb, ncol))
         c0 = 0
         for pos, b in blocks:
-            Bsel[pos, c0:c0 + b.shape[1]] = b
+            Bsel[pos, c0 : c0 + b.shape[1]] = b
             c0 += b.shape[1]
 
-        cols, kinds, labels = [Phi_fixed], ["fixed-interface"] * Vi.shape[1], \
-            [f"fixed-interface {i + 1}" for i in range(Vi.shape[1])]
+        cols, kinds, labels = (
+            [Phi_fixed],
+            ["fixed-interface"] * Vi.shape[1],
+            [f"fixed-interface {i + 1}" for i in range(Vi.shape[1])],
+        )
         for name, itf in itfs.items():
             pos = slices[name] - n_i
             if itf.kind == "nodes":
@@ -749,24 +873,42 @@ class CraigBampton(Strategy):
 
         kind_ref = itfs[ref].kind
         if self.frame == "interface":
-            what = ("its 6 frame constraint modes are the rigid-body modes and are dropped"
-                    if kind_ref != "nodes" else "the 6 least-squares rigid motions of its nodes "
-                    "are dropped (its nodes still deform relative to that frame)")
-            frame = (f"attached to interface {ref!r} ({kind_ref}): {what}; every mode leaves "
-                     "that interface frame fixed")
+            what = (
+                "its 6 frame constraint modes are the rigid-body modes and are dropped"
+                if kind_ref != "nodes"
+                else "the 6 least-squares rigid motions of its nodes "
+                "are dropped (its nodes still deform relative to that frame)"
+            )
+            frame = (
+                f"attached to interface {ref!r} ({kind_ref}): {what}; every mode leaves "
+                "that interface frame fixed"
+            )
             static, support = clamped_static, "clamped"
         else:
             _, _, relieved = model.free_solver()
             Phi = relieved.project(Phi)
-            frame = ("mean axes: Craig-Bampton modes M-orthogonalized against the rigid-body "
-                     f"modes (reference interface {ref!r} constraint modes dropped as dependent)")
+            frame = (
+                "mean axes: Craig-Bampton modes M-orthogonalized against the rigid-body "
+                f"modes (reference interface {ref!r} constraint modes dropped as dependent)"
+            )
             static, support = relieved.solve, "free"
         all_itfs = dict(itfs)
         all_itfs.update(extra)
-        text = count_text([(Vi.shape[1], "fixed-interface"), (Phi.shape[1] - Vi.shape[1],
-                                                               "constraint")])
-        ms = ModeSet(Phi, kinds, labels, frame, support, static, reference=ref,
-                     interfaces=all_itfs, strategy=repr(self), description=text)
+        text = count_text(
+            [(Vi.shape[1], "fixed-interface"), (Phi.shape[1] - Vi.shape[1], "constraint")]
+        )
+        ms = ModeSet(
+            Phi,
+            kinds,
+            labels,
+            frame,
+            support,
+            static,
+            reference=ref,
+            interfaces=all_itfs,
+            strategy=repr(self),
+            description=text,
+        )
         ms.fixed_interface_lam = lam
         tim["assemble_basis"] = time.perf_counter() - t0
         ms.timings = tim
@@ -776,8 +918,10 @@ class CraigBampton(Strategy):
 def as_strategy(obj):
     if isinstance(obj, Strategy):
         return obj
-    raise MeshError(f"strategy must be NormalModes, StaticCorrection, CraigBampton or "
-                    f"RitzVectors, got {type(obj).__name__}")
+    raise MeshError(
+        f"strategy must be NormalModes, StaticCorrection, CraigBampton or "
+        f"RitzVectors, got {type(obj).__name__}"
+    )
 
 
 def sparse_selection(n, idx):

@@ -34,8 +34,15 @@ STRAINS = ("exx", "eyy", "ezz", "gyz", "gxz", "gxy")
 def von_mises(s: ArrayLike) -> Array:
     """Von Mises equivalent stress of Voigt stresses ``s`` (..., 6) (normal components first)."""
     s = np.asarray(s, float)
-    return np.sqrt(0.5 * ((s[..., 0] - s[..., 1]) ** 2 + (s[..., 1] - s[..., 2]) ** 2
-                          + (s[..., 2] - s[..., 0]) ** 2) + 3 * (s[..., 3:] ** 2).sum(-1))
+    return np.sqrt(
+        0.5
+        * (
+            (s[..., 0] - s[..., 1]) ** 2
+            + (s[..., 1] - s[..., 2]) ** 2
+            + (s[..., 2] - s[..., 0]) ** 2
+        )
+        + 3 * (s[..., 3:] ** 2).sum(-1)
+    )
 
 
 def _strain(s, E, nu):
@@ -61,15 +68,24 @@ class StressHistory:
         The modal coordinates used.
     """
 
-    def __init__(self, t: Array, locations: list[Any], stress: Array, strain: Array | None,
-                 modal: Array, body: Any) -> None:
+    def __init__(
+        self,
+        t: Array,
+        locations: list[Any],
+        stress: Array,
+        strain: Array | None,
+        modal: Array,
+        body: Any,
+    ) -> None:
         self.t, self.locations = t, locations
         self.stress, self.strain, self.modal, self.body = stress, strain, modal, body
         self.von_mises = von_mises(stress)
 
     def __repr__(self):
-        return (f"StressHistory({self.body.name!r}, {len(self.locations)} locations, "
-                f"{len(self.t)} samples)")
+        return (
+            f"StressHistory({self.body.name!r}, {len(self.locations)} locations, "
+            f"{len(self.t)} samples)"
+        )
 
     def envelope(self) -> dict[str, dict[str, Any]]:
         """Per location and quantity (the six stresses and von Mises): max, min and when.
@@ -79,11 +95,16 @@ class StressHistory:
         """
         out = {}
         for name, v in list(zip(COMPONENTS, np.moveaxis(self.stress, 2, 0))) + [
-                ("von_mises", self.von_mises)]:
+            ("von_mises", self.von_mises)
+        ]:
             imax, imin = v.argmax(0), v.argmin(0)
             k = np.arange(v.shape[1])
-            out[name] = {"max": v[imax, k], "t_max": self.t[imax], "min": v[imin, k],
-                         "t_min": self.t[imin]}
+            out[name] = {
+                "max": v[imax, k],
+                "t_max": self.t[imax],
+                "min": v[imin, k],
+                "t_min": self.t[imin],
+            }
         return out
 
     def table(self, strain: bool = True) -> tuple[list[str], Array]:
@@ -118,8 +139,9 @@ class StressHistory:
             f.attrs["units"] = "stress Pa, strain -, time s; Voigt xx yy zz yz xz xy, body axes"
             for k in ("t", "stress", "strain", "von_mises", "modal"):
                 f.create_dataset(k, data=getattr(self, k))
-            f.create_dataset("locations", data=np.array(self.locations, dtype=object),
-                             dtype=h5py.string_dtype())
+            f.create_dataset(
+                "locations", data=np.array(self.locations, dtype=object), dtype=h5py.string_dtype()
+            )
             g = f.create_group("envelope")
             for q, d in self.envelope().items():
                 gq = g.create_group(q)
@@ -136,8 +158,9 @@ class StressHistory:
 
         rb = self.body
         if rb.cells.size == 0 or not rb.cell_type or rb.cell_type == "beam":
-            raise MeshError(f"body {rb.name!r} has no volume mesh to write VTK fields on; use "
-                            "to_csv or to_hdf5")
+            raise MeshError(
+                f"body {rb.name!r} has no volume mesh to write VTK fields on; use to_csv or to_hdf5"
+            )
         prefix = Path(prefix)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         cells = [(rb.cell_type, np.asarray(rb.cells))]
@@ -155,22 +178,36 @@ class StressHistory:
             if i % stride:
                 continue
             name = prefix.with_name(f"{prefix.name}_{len(files):04d}.vtu")
-            meshio.write(name, meshio.Mesh(rb.nodes, cells, point_data={"stress": s,
-                                                                         "von_mises": vm}))
+            meshio.write(
+                name, meshio.Mesh(rb.nodes, cells, point_data={"stress": s, "von_mises": vm})
+            )
             files.append(name)
             entries.append(f'    <DataSet timestep="{self.t[i]:.17g}" file="{name.name}"/>')
         env = prefix.with_name(f"{prefix.name}_envelope.vtu")
-        meshio.write(env, meshio.Mesh(rb.nodes, cells, point_data={
-            "von_mises_max": vmax, "von_mises_min": vmin, "t_von_mises_max": tmax}))
+        meshio.write(
+            env,
+            meshio.Mesh(
+                rb.nodes,
+                cells,
+                point_data={"von_mises_max": vmax, "von_mises_min": vmin, "t_von_mises_max": tmax},
+            ),
+        )
         pvd = prefix.with_name(f"{prefix.name}.pvd")
-        pvd.write_text('<?xml version="1.0"?>\n<VTKFile type="Collection" version="0.1">\n'
-                       "  <Collection>\n" + "\n".join(entries) + "\n  </Collection>\n"
-                       "</VTKFile>\n")
+        pvd.write_text(
+            '<?xml version="1.0"?>\n<VTKFile type="Collection" version="0.1">\n'
+            "  <Collection>\n" + "\n".join(entries) + "\n  </Collection>\n"
+            "</VTKFile>\n"
+        )
         return files + [env, pvd]
 
 
-def stress_history(results: Results, body: Any, nodes: ArrayLike | None = None,
-                   elements: ArrayLike | None = None, name: str | None = None) -> StressHistory:
+def stress_history(
+    results: Results,
+    body: Any,
+    nodes: ArrayLike | None = None,
+    elements: ArrayLike | None = None,
+    name: str | None = None,
+) -> StressHistory:
     """Stress/strain histories of a flexible body over a run (modal stress recovery).
 
     Parameters
@@ -200,30 +237,36 @@ def stress_history(results: Results, body: Any, nodes: ArrayLike | None = None,
     try:
         Q = np.asarray(results.body(label).modal, float)
     except Exception as exc:
-        raise MeshError(f"stress_history: the results hold no modal coordinates of body "
-                        f"{label!r} ({exc}); pass name= with the body's name in the model"
-                        ) from None
+        raise MeshError(
+            f"stress_history: the results hold no modal coordinates of body "
+            f"{label!r} ({exc}); pass name= with the body's name in the model"
+        ) from None
     if Q.ndim != 2 or Q.shape[1] != rb.n_modes:
-        raise MeshError(f"stress_history: body {label!r} has {rb.n_modes} modes but the results "
-                        f"hold {Q.shape[-1]} modal coordinates")
+        raise MeshError(
+            f"stress_history: body {label!r} has {rb.n_modes} modes but the results "
+            f"hold {Q.shape[-1]} modal coordinates"
+        )
     S = np.asarray(rb.stress_modes, float)
     locs, rows = [], []
     if nodes is None and elements is None:
         nodes = range(rb.n_nodes)
     for i in [] if nodes is None else np.asarray(list(nodes), dtype=np.int64):
         if not 0 <= i < rb.n_nodes:
-            raise MeshError(f"stress_history: node {i} is not a node of body {label!r} "
-                            f"(0..{rb.n_nodes - 1})")
+            raise MeshError(
+                f"stress_history: node {i} is not a node of body {label!r} (0..{rb.n_nodes - 1})"
+            )
         locs.append(f"node {i}")
         rows.append(S[i])
     cells = np.asarray(rb.cells)
     for e in [] if elements is None else np.asarray(list(elements), dtype=np.int64):
         if cells.ndim != 2 or not 0 <= e < len(cells):
-            raise MeshError(f"stress_history: element {e} is not an element of body {label!r} "
-                            f"({len(cells) if cells.ndim == 2 else 0} elements)")
+            raise MeshError(
+                f"stress_history: element {e} is not an element of body {label!r} "
+                f"({len(cells) if cells.ndim == 2 else 0} elements)"
+            )
         locs.append(f"element {e}")
         rows.append(S[cells[e]].mean(axis=0))
-    Sk = np.stack(rows)                                   # (k, 6, m)
+    Sk = np.stack(rows)  # (k, 6, m)
     stress = np.einsum("kcm,tm->tkc", Sk, Q)
     E, nu = float(rb.material[0]), float(rb.material[1])
     strain = _strain(stress, E, nu) if np.isfinite(E) and E > 0 else np.full_like(stress, np.nan)

@@ -31,8 +31,14 @@ from ..errors import MeshError, UnitsWarning
 if TYPE_CHECKING:
     pass
 
-__all__ = ["UnitSystem", "UnitsWarning", "unit_system", "UNIT_SYSTEMS", "check_magnitudes",
-           "MAX_WAVE_SPEED"]
+__all__ = [
+    "UnitSystem",
+    "UnitsWarning",
+    "unit_system",
+    "UNIT_SYSTEMS",
+    "check_magnitudes",
+    "MAX_WAVE_SPEED",
+]
 
 
 @dataclass(frozen=True)
@@ -47,17 +53,17 @@ class UnitSystem:
     @property
     def force(self) -> float:
         """SI value (N) of one force unit."""
-        return self.mass * self.length / self.time ** 2
+        return self.mass * self.length / self.time**2
 
     @property
     def stress(self) -> float:
         """SI value (Pa) of one stress unit."""
-        return self.force / self.length ** 2
+        return self.force / self.length**2
 
     @property
     def density(self) -> float:
         """SI value (kg/m^3) of one density unit."""
-        return self.mass / self.length ** 3
+        return self.mass / self.length**3
 
     @property
     def stiffness(self) -> float:
@@ -71,8 +77,16 @@ UNIT_SYSTEMS = {
     "mm-kg-ms": UnitSystem("mm-kg-ms", 1e-3, 1.0, 1e-3),
     "mm-kg-s": UnitSystem("mm-kg-s", 1e-3, 1.0, 1.0),
 }
-_ALIASES = {"si": "SI", "m-kg-s": "SI", "mks": "SI", "mm-t-s": "mm-t-s", "mm-ton-s": "mm-t-s",
-            "n-mm-t": "mm-t-s", "mm-kg-ms": "mm-kg-ms", "mm-kg-s": "mm-kg-s"}
+_ALIASES = {
+    "si": "SI",
+    "m-kg-s": "SI",
+    "mks": "SI",
+    "mm-t-s": "mm-t-s",
+    "mm-ton-s": "mm-t-s",
+    "n-mm-t": "mm-t-s",
+    "mm-kg-ms": "mm-kg-ms",
+    "mm-kg-s": "mm-kg-s",
+}
 
 # SI ranges of engineering solids (foams ... tungsten; gels ... diamond)
 RHO_RANGE = (5.0, 2.5e4)  # kg/m^3
@@ -87,8 +101,10 @@ def unit_system(units: str | UnitSystem, where: str = "import") -> UnitSystem:
         return units
     key = _ALIASES.get(str(units).strip().lower().replace("_", "-").replace(" ", ""))
     if key is None:
-        raise MeshError(f"{where}: unknown unit system {units!r}; use one of "
-                        f"{sorted(UNIT_SYSTEMS)} (the system the file was written in)")
+        raise MeshError(
+            f"{where}: unknown unit system {units!r}; use one of "
+            f"{sorted(UNIT_SYSTEMS)} (the system the file was written in)"
+        )
     return UNIT_SYSTEMS[key]
 
 
@@ -101,8 +117,9 @@ def _likely(rho_raw, E_raw):
     return None
 
 
-def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | None,
-                     units: str | UnitSystem = "SI") -> bool:
+def check_magnitudes(
+    where: str, name: str, rho_si: float | None, E_si: float | None, units: str | UnitSystem = "SI"
+) -> bool:
     """Warn (`UnitsWarning`) once if a material does not look like an engineering solid.
 
     The one plausibility check of material data, called by
@@ -137,11 +154,13 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
         bad.append(f"density {rho_si:.4g} kg/m^3")
     if E_si is not None and not E_RANGE[0] <= E_si <= E_RANGE[1]:
         bad.append(f"Young's modulus {E_si:.4g} Pa")
-    c = (math.sqrt(E_si / rho_si) if rho_si is not None and E_si is not None
-         and rho_si > 0 and E_si > 0 else None)
+    c = (
+        math.sqrt(E_si / rho_si)
+        if rho_si is not None and E_si is not None and rho_si > 0 and E_si > 0
+        else None
+    )
     if c is not None and c > MAX_WAVE_SPEED:
-        bad.append(f"wave speed sqrt(E/rho) {c:.4g} m/s (solids: at most about "
-                   f"{MAX_WAVE_SPEED:g})")
+        bad.append(f"wave speed sqrt(E/rho) {c:.4g} m/s (solids: at most about {MAX_WAVE_SPEED:g})")
     if not bad:
         return True
     hint = ""
@@ -151,10 +170,14 @@ def check_magnitudes(where: str, name: str, rho_si: float | None, E_si: float | 
             hint = f"; the values fit units={guess!r} (E in {_STRESS[guess]})"
         if not any(b.startswith("wave speed") for b in bad):
             bad.append(f"wave speed sqrt(E/rho) {c:.4g} m/s (solids: ~50..18000)")
-    warnings.warn(f"{where}: material {name!r} read with units={units.name!r} has "
-                  f"{', '.join(bad)}, outside the range of engineering solids{hint}; "
-                  "flexmbd works in SI (steel: E=2.1e11 Pa, rho=7850 kg/m^3): pass the "
-                  "unit system the values were written in", UnitsWarning, stacklevel=3)
+    warnings.warn(
+        f"{where}: material {name!r} read with units={units.name!r} has "
+        f"{', '.join(bad)}, outside the range of engineering solids{hint}; "
+        "flexmbd works in SI (steel: E=2.1e11 Pa, rho=7850 kg/m^3): pass the "
+        "unit system the values were written in",
+        UnitsWarning,
+        stacklevel=3,
+    )
     return False
 
 

@@ -2,5 +2,4 @@
 
 from .ffr import ModalInvariants, gravity_forces, kinetic_energy, mass_matrix, velocity_forces
 
-__all__ = ["ModalInvariants", "mass_matrix", "velocity_forces", "gravity_forces",
-           "kinetic_energy"]
+__all__ = ["ModalInvariants", "mass_matrix", "velocity_forces", "gravity_forces", "kinetic_energy"]

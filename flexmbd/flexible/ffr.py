@@ -72,8 +72,16 @@ if TYPE_CHECKING:
 
     from .._typing import Array, ArrayLike
 
-__all__ = ["ModalInvariants", "mass_matrix", "velocity_forces", "gravity_forces",
-           "kinetic_energy", "second_moments", "inertia_terms", "gravity_terms"]
+__all__ = [
+    "ModalInvariants",
+    "mass_matrix",
+    "velocity_forces",
+    "gravity_forces",
+    "kinetic_energy",
+    "second_moments",
+    "inertia_terms",
+    "gravity_terms",
+]
 
 # Levi-Civita symbol
 _EPS = np.zeros((3, 3, 3))
@@ -109,18 +117,32 @@ class ModalInvariants:
 
     def validate(self, owner: str = "flexible body") -> None:
         n = self.n_modes
-        shapes = {"c": (3,), "E0": (3, 3), "St": (3, n), "S": (3, 3, n), "P": (3, 3, n, n),
-                  "K": (n, n), "D": (n, n)}
+        shapes = {
+            "c": (3,),
+            "E0": (3, 3),
+            "St": (3, n),
+            "S": (3, 3, n),
+            "P": (3, 3, n, n),
+            "K": (n, n),
+            "D": (n, n),
+        }
         for k, shp in shapes.items():
             if np.shape(getattr(self, k)) != shp:
-                raise ModelError(f"{owner}: invariant {k} has shape {np.shape(getattr(self, k))},"
-                                 f" expected {shp}")
+                raise ModelError(
+                    f"{owner}: invariant {k} has shape {np.shape(getattr(self, k))}, expected {shp}"
+                )
         if not self.mass > 0:
             raise ModelError(f"{owner}: mass must be positive, got {self.mass}")
 
     @classmethod
-    def from_particles(cls, m: ArrayLike, x0: ArrayLike, phi: ArrayLike, K: ArrayLike | None = None,
-                       D: ArrayLike | None = None) -> ModalInvariants:
+    def from_particles(
+        cls,
+        m: ArrayLike,
+        x0: ArrayLike,
+        phi: ArrayLike,
+        K: ArrayLike | None = None,
+        D: ArrayLike | None = None,
+    ) -> ModalInvariants:
         """Invariants of point masses ``m`` (N,) at ``x0`` (N, 3) with modes ``phi`` (N, 3, n).
 
         A discrete body: exact for lumped-mass models and used to test the
@@ -188,10 +210,12 @@ def velocity_forces(inv: ModalInvariants, q: Array, u: Array) -> Array:
         W = skew(w)
         W2 = W @ W
         # sum_ab W2_ab (S_ba + P_ab q) + 2 sum_ac W_ac P_ac q̇ + St^T (w x v)
-        h[6:] = (inv.St.T @ wxv
-                 + np.einsum("ab,bak->k", W2, inv.S)
-                 + np.einsum("ab,abkl,l->k", W2, inv.P, q)
-                 + 2.0 * np.einsum("ac,ackl,l->k", W, inv.P, qd))
+        h[6:] = (
+            inv.St.T @ wxv
+            + np.einsum("ab,bak->k", W2, inv.S)
+            + np.einsum("ab,abkl,l->k", W2, inv.P, q)
+            + 2.0 * np.einsum("ac,ackl,l->k", W, inv.P, qd)
+        )
     return h
 
 
@@ -245,8 +269,16 @@ def _axial_eps(Z):
     return np.stack([Z[1, 2] - Z[2, 1], Z[2, 0] - Z[0, 2], Z[0, 1] - Z[1, 0]])
 
 
-def inertia_terms(inv: ModalInvariants, q: Array, qd: Array, w: Array, alpha: Array, a: Array,
-                  qdd: Array, derivatives: bool = True) -> Any:
+def inertia_terms(
+    inv: ModalInvariants,
+    q: Array,
+    qd: Array,
+    w: Array,
+    alpha: Array,
+    a: Array,
+    qdd: Array,
+    derivatives: bool = True,
+) -> Any:
     """Inertia forces ``F`` (6+n) in body axes and their exact partial derivatives.
 
     ``F = M(q) [alpha; a; qdd] + h(q, (w, 0, qd))`` with ``w``, ``alpha`` the angular
@@ -295,21 +327,29 @@ def inertia_terms(inv: ModalInvariants, q: Array, qd: Array, w: Array, alpha: Ar
         dJ = 2.0 * trY[None, None, :] * eye[:, :, None] - Y - np.transpose(Y, (1, 0, 2))
         Pe = _axial_eps(inv.P)  # Pe[a, k, l] = eps_abc P[b, c, k, l]
         # F_w
-        F_q[:3] = (np.einsum("ijk,j->ik", dJ, alpha)
-                   + np.cross(inv.St.T, a).T
-                   + np.einsum("akl,l->ak", Pe, qdd)
-                   + np.cross(w[:, None].T, np.einsum("ijk,j->ki", dJ, w)).T
-                   + 2.0 * (np.outer(w, np.einsum("aak->k", Z)) - np.einsum("abk,a->bk", Z, w)))
-        F_q[3:6] = (np.cross(alpha[None, :], inv.St.T).T
-                    + np.cross(w[None, :], np.cross(w[None, :], inv.St.T)).T)
+        F_q[:3] = (
+            np.einsum("ijk,j->ik", dJ, alpha)
+            + np.cross(inv.St.T, a).T
+            + np.einsum("akl,l->ak", Pe, qdd)
+            + np.cross(w[:, None].T, np.einsum("ijk,j->ki", dJ, w)).T
+            + 2.0 * (np.outer(w, np.einsum("aak->k", Z)) - np.einsum("abk,a->bk", Z, w))
+        )
+        F_q[3:6] = (
+            np.cross(alpha[None, :], inv.St.T).T
+            + np.cross(w[None, :], np.cross(w[None, :], inv.St.T)).T
+        )
         F_q[6:] = np.einsum("ab,abkl->lk", W2 - skew(alpha), inv.P)
         F_qd[:3] = 2.0 * (np.outer(w, trY) - np.einsum("abl,b->al", Y, w))
         F_qd[3:6] = 2.0 * W @ inv.St
         F_qd[6:] = 2.0 * np.einsum("ab,abkl->kl", W, inv.P)
         F_w[:3] += 2.0 * (np.trace(G) * eye - G.T)
         F_w[3:6] -= 2.0 * skew(Stqd)
-        F_w[6:] = (np.einsum("abk,b->ka", Y, w) + np.einsum("bak,b->ka", Y, w)
-                   - 2.0 * np.outer(trY, w) - 2.0 * _axial_eps(Z).T)
+        F_w[6:] = (
+            np.einsum("abk,b->ka", Y, w)
+            + np.einsum("bak,b->ka", Y, w)
+            - 2.0 * np.outer(trY, w)
+            - 2.0 * _axial_eps(Z).T
+        )
     return F, M, F_q, F_qd, F_w
 
 

@@ -125,8 +125,9 @@ def rigid_fit(inv: ModalInvariants) -> tuple[Array, Array]:
     return Minv, Minv @ Mrf
 
 
-def centrifugal_resultant(inv: ModalInvariants, w: Array,
-                          derivative: bool = False) -> Array | tuple[Array, Array]:
+def centrifugal_resultant(
+    inv: ModalInvariants, w: Array, derivative: bool = False
+) -> Array | tuple[Array, Array]:
     """``C(w) = [w x J0 w; w x (w x c)]`` (6,) and, with ``derivative``, ``dC/dw`` (6, 3)."""
     w = np.asarray(w, float)
     J0 = rigid_mass0(inv)[:3, :3]
@@ -141,9 +142,14 @@ def centrifugal_resultant(inv: ModalInvariants, w: Array,
     return C, dC
 
 
-def mean_axis_parameters(inv: ModalInvariants, qd: Array, w: Array, F_r: Array,
-                         g_b: Array | None = None,
-                         fit: tuple[Array, Array] | None = None) -> tuple[Array, Array, Array]:
+def mean_axis_parameters(
+    inv: ModalInvariants,
+    qd: Array,
+    w: Array,
+    F_r: Array,
+    g_b: Array | None = None,
+    fit: tuple[Array, Array] | None = None,
+) -> tuple[Array, Array, Array]:
     """Load parameters of geometric stiffening from mean-axis kinematics (module docs).
 
     Parameters

@@ -57,7 +57,7 @@ def ab_functions(tau):
         fb = 0.5  # 1/(2k+2)!
         sgn = 1.0
         for k in range(20):
-            pk = tau ** k if k > 0 else 1.0
+            pk = tau**k if k > 0 else 1.0
             a += sgn * fa * pk
             b += sgn * fb * pk
             if k >= 1:
@@ -140,10 +140,14 @@ def exp_jets(theta, s, y, Jy, Hy):
             Jy[i, j] = c[i] * ga[j] + a * dc[i, j] + pi * gb[j] + b * gp[j]
         for j in range(3):
             for k in range(3):
-                h = (ga[j] * dc[i, k] + dc[i, j] * ga[k]
-                     + c[i] * 4.0 * a2 * theta[j] * theta[k]
-                     + gb[j] * gp[k] + gp[j] * gb[k]
-                     + pi * 4.0 * b2 * theta[j] * theta[k])
+                h = (
+                    ga[j] * dc[i, k]
+                    + dc[i, j] * ga[k]
+                    + c[i] * 4.0 * a2 * theta[j] * theta[k]
+                    + gb[j] * gp[k]
+                    + gp[j] * gb[k]
+                    + pi * 4.0 * b2 * theta[j] * theta[k]
+                )
                 if j == k:
                     h += c[i] * 2.0 * a1 + pi * 2.0 * b1 - 2.0 * b * s[i]
                 if j == i:

@@ -33,7 +33,7 @@ from numba import njit
 
 __all__ = ["EPS", "newton_converged"]
 
-EPS = 2.220446049250313e-16   # machine epsilon of float64
+EPS = 2.220446049250313e-16  # machine epsilon of float64
 
 
 @njit(cache=True)

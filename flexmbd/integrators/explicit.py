@@ -59,8 +59,16 @@ class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
     quaternion coordinates renormalized after every step and at every dense sample."""
 
-    def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                 tau: Any | None = None, _options: dict[str, Any] | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        system: Any,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str = "rk4",
+        tau: Any | None = None,
+        _options: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
         self.tau_f = tau_function(tau, system.nv)
         self._raw = system.qdd
@@ -73,26 +81,30 @@ class TreeStepper(ExplicitStepper):
         return np.concatenate([self.system.qdot(qq, vv), acc])
 
     def _after_rk4(self, y):
-        y[:self.nq] = self.system.normalize(y[:self.nq])
+        y[: self.nq] = self.system.normalize(y[: self.nq])
         return y
 
     def _after_solver_step(self, s):
-        s.y[:self.nq] = self.system.normalize(s.y[:self.nq])
+        s.y[: self.nq] = self.system.normalize(s.y[: self.nq])
 
     def _dense_sample(self, y):
-        y[:self.nq] = self.system.normalize(y[:self.nq])
+        y[: self.nq] = self.system.normalize(y[: self.nq])
         return y
 
     def rebuild_kwargs(self) -> dict[str, Any]:
-        return {"formulation": "recursive", "compile": {"algorithm": self.system.algorithm},
-                "options": self._options, "kind": "tree"}
+        return {
+            "formulation": "recursive",
+            "compile": {"algorithm": self.system.algorithm},
+            "options": self._options,
+            "kind": "tree",
+        }
 
     def finalize(self, results: Results, failed: bool = False) -> Results:
         meta = self.meta()
         meta["wall_time"] = self.wall
         y = np.concatenate([results.q, results.qd], axis=1)
         res = _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
-        res.stats.update(results.stats)          # rhs evaluations, step sizes
+        res.stats.update(results.stats)  # rhs evaluations, step sizes
         return res
 
 
@@ -106,33 +118,71 @@ def rebuild(model, formulation, compile, options, overrides, kind=None):
         raise FlexmbdError(
             f"resume: the model's coordinates differ from the checkpointed run's: that run "
             f"integrated {was}, model {model.name!r} has {have}; build the model exactly as "
-            f"for the checkpointed run")
+            f"for the checkpointed run"
+        )
     system = model.compile(formulation, **compile)
     opts = restore_options(options, overrides, f"model {model.name!r}")
-    if hasattr(system, "stepper"):          # closed loops
+    if hasattr(system, "stepper"):  # closed loops
         return system.stepper(initial=False, **opts)
     return tree_stepper(system, initial=False, **opts)
 
 
-def tree_stepper(system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
-                 rtol: float = 1e-8, atol: float = 1e-10, t_eval: ArrayLike | None = None,
-                 method: str | None = None, substeps: int = 1, tau: Any | None = None,
-                 max_step: float = np.inf, initial: bool = True) -> TreeStepper:
+def tree_stepper(
+    system: Any,
+    t_end: float,
+    dt: float | None = None,
+    integrator: str = "rk4",
+    q0: ArrayLike | None = None,
+    qd0: ArrayLike | None = None,
+    t0: float = 0.0,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    t_eval: ArrayLike | None = None,
+    method: str | None = None,
+    substeps: int = 1,
+    tau: Any | None = None,
+    max_step: float = np.inf,
+    initial: bool = True,
+) -> TreeStepper:
     """The :class:`TreeStepper` of :func:`simulate_recursive` (options checked)."""
-    options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
-                   t_eval=t_eval, method=method, substeps=substeps, tau=tau, max_step=max_step)
+    options = dict(
+        t_end=t_end,
+        dt=dt,
+        integrator=integrator,
+        t0=t0,
+        rtol=rtol,
+        atol=atol,
+        t_eval=t_eval,
+        method=method,
+        substeps=substeps,
+        tau=tau,
+        max_step=max_step,
+    )
     integrator = (integrator or "rk4").lower()
     if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-        raise ModelError(f"integrator {integrator!r} is not explicit; use 'rk4', 'rk45' or "
-                         "'dop853' (implicit ones use formulation='absolute')")
+        raise ModelError(
+            f"integrator {integrator!r} is not explicit; use 'rk4', 'rk45' or "
+            "'dop853' (implicit ones use formulation='absolute')"
+        )
     if integrator == "rk4" and (dt is None or dt <= 0):
         raise ModelError("integrator 'rk4' needs a step dt > 0")
     if t_end <= t0:
         raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    st = TreeStepper(system, t_end, dt=dt, integrator=integrator, tau=tau, t0=t0, rtol=rtol,
-                     atol=atol, t_eval=t_eval, method=method, substeps=substeps,
-                     max_step=max_step, _options=json_options(options))
+    st = TreeStepper(
+        system,
+        t_end,
+        dt=dt,
+        integrator=integrator,
+        tau=tau,
+        t0=t0,
+        rtol=rtol,
+        atol=atol,
+        t_eval=t_eval,
+        method=method,
+        substeps=substeps,
+        max_step=max_step,
+        _options=json_options(options),
+    )
     if integrator == "rk4":
         wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
         if wmax * dt / int(substeps) > 2.8:
@@ -141,10 +191,14 @@ def tree_stepper(system: Any, t_end: float, dt: float | None = None, integrator:
             warnings.warn(
                 f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
                 f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
-                "dt (or use substeps / integrator='rk45'), or drop high modes", stacklevel=4)
-            st.stability_note = (f"; the RK4 step {dt / int(substeps):.3g} s is above the "
-                                 f"stability limit {2.8 / wmax:.3g} s of the stiffest mode: "
-                                 "reduce dt (or use substeps / integrator='rk45')")
+                "dt (or use substeps / integrator='rk45'), or drop high modes",
+                stacklevel=4,
+            )
+            st.stability_note = (
+                f"; the RK4 step {dt / int(substeps):.3g} s is above the "
+                f"stability limit {2.8 / wmax:.3g} s of the stiffest mode: "
+                "reduce dt (or use substeps / integrator='rk45')"
+            )
     if initial:
         q = system.q0() if q0 is None else np.asarray(q0, dtype=float)
         qd = system.qd0() if qd0 is None else np.asarray(qd0, dtype=float)
@@ -152,13 +206,26 @@ def tree_stepper(system: Any, t_end: float, dt: float | None = None, integrator:
     return st
 
 
-def simulate_recursive(system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                       q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
-                       rtol: float = 1e-8, atol: float = 1e-10, t_eval: ArrayLike | None = None,
-                       method: str | None = None, substeps: int = 1, tau: Any | None = None,
-                       progress: bool | None = None, max_step: float = np.inf,
-                       checkpoint: StrPath | None = None, every: int = 100,
-                       overwrite: bool = False) -> Results:
+def simulate_recursive(
+    system: Any,
+    t_end: float,
+    dt: float | None = None,
+    integrator: str = "rk4",
+    q0: ArrayLike | None = None,
+    qd0: ArrayLike | None = None,
+    t0: float = 0.0,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    t_eval: ArrayLike | None = None,
+    method: str | None = None,
+    substeps: int = 1,
+    tau: Any | None = None,
+    progress: bool | None = None,
+    max_step: float = np.inf,
+    checkpoint: StrPath | None = None,
+    every: int = 100,
+    overwrite: bool = False,
+) -> Results:
     """Integrate a :class:`~flexmbd.recursive.RecursiveSystem` and return Results.
 
     Parameters
@@ -185,12 +252,32 @@ def simulate_recursive(system: Any, t_end: float, dt: float | None = None, integ
         is refused unless ``overwrite=True``.
     """
     if checkpoint is not None:
-        check_checkpoint(checkpoint, overwrite)          # before any work
-    st = tree_stepper(system, t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
-                      rtol=rtol, atol=atol, t_eval=t_eval, method=method, substeps=substeps,
-                      tau=tau, max_step=max_step)
-    return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
-               desc=f"{st.integrator} {system.model.name}", overwrite=overwrite)
+        check_checkpoint(checkpoint, overwrite)  # before any work
+    st = tree_stepper(
+        system,
+        t_end,
+        dt=dt,
+        integrator=integrator,
+        q0=q0,
+        qd0=qd0,
+        t0=t0,
+        rtol=rtol,
+        atol=atol,
+        t_eval=t_eval,
+        method=method,
+        substeps=substeps,
+        tau=tau,
+        max_step=max_step,
+    )
+    return run(
+        st,
+        t_end,
+        checkpoint=checkpoint,
+        every=every,
+        progress=progress,
+        desc=f"{st.integrator} {system.model.name}",
+        overwrite=overwrite,
+    )
 
 
 def _results(system, t, y, tau_f, meta, safe=False):
@@ -218,14 +305,27 @@ def _results(system, t, y, tau_f, meta, safe=False):
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
     energy = energy_histories(system, t, q, qd, tau)
     extra = {}
-    bodies = {name: BodySeries(modal=q[:, sq].copy())
-              for name, (sq, _) in getattr(system, "modal_slices", {}).items()}
+    bodies = {
+        name: BodySeries(modal=q[:, sq].copy())
+        for name, (sq, _) in getattr(system, "modal_slices", {}).items()
+    }
     if getattr(system, "flex", None) is not None and nt:
         bodies.update(flexible_series(system, q))
     if system.floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
         extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
-    return Results(t, q, qd, qdd, coordinates=system.coordinates, speeds=system.speeds,
-                   joint_names=system.joint_names, reactions=reac, energy=energy, extra=extra,
-                   meta=meta, bodies=bodies)
+    return Results(
+        t,
+        q,
+        qd,
+        qdd,
+        coordinates=system.coordinates,
+        speeds=system.speeds,
+        joint_names=system.joint_names,
+        reactions=reac,
+        energy=energy,
+        extra=extra,
+        meta=meta,
+        bodies=bodies,
+    )

@@ -123,8 +123,15 @@ __all__ = ["Scheme", "newmark", "hht", "generalized_alpha", "integrate"]
 class Scheme:
     """Parameters of one implicit scheme (see the module docstring)."""
 
-    def __init__(self, name: str, beta: float, gamma: float, alpha_m: float = 0.0,
-                 alpha_f: float = 0.0, hht_alpha: float = 0.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        beta: float,
+        gamma: float,
+        alpha_m: float = 0.0,
+        alpha_f: float = 0.0,
+        hht_alpha: float = 0.0,
+    ) -> None:
         self.name = name
         self.beta = float(beta)
         self.gamma = float(gamma)
@@ -141,8 +148,14 @@ class Scheme:
         return self.gamma * (1 - self.alpha_f) / (1 - self.alpha_m)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"scheme": self.name, "beta": self.beta, "gamma": self.gamma,
-                "alpha_m": self.alpha_m, "alpha_f": self.alpha_f, "hht_alpha": self.hht_alpha}
+        return {
+            "scheme": self.name,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "alpha_m": self.alpha_m,
+            "alpha_f": self.alpha_f,
+            "hht_alpha": self.hht_alpha,
+        }
 
 
 def newmark(beta: float = 0.25, gamma: float = 0.5) -> Scheme:
@@ -189,15 +202,33 @@ def make_scheme(integrator, beta=None, gamma=None, alpha=None, rho_inf=None, for
     )
 
 
-def integrate(system: Any, t_end: float, dt: float, integrator: str | Scheme = "newmark", *,
-              beta: float | None = None, gamma: float | None = None, alpha: float | None = None,
-              rho_inf: float | None = None, tol: float = 1e-8, rtol: float = 0.0,
-              max_iter: int = 25, t0: float = 0.0, q0: ArrayLike | None = None,
-              qd0: ArrayLike | None = None, form: str | None = None, energy: bool = True,
-              gauge: bool = True, project_velocities: str | bool = "auto",
-              callback: Callable[..., Any] | None = None, engine: str = "auto",
-              checkpoint: StrPath | None = None, every: int = 100, progress: bool | None = None,
-              overwrite: bool = False) -> Results:
+def integrate(
+    system: Any,
+    t_end: float,
+    dt: float,
+    integrator: str | Scheme = "newmark",
+    *,
+    beta: float | None = None,
+    gamma: float | None = None,
+    alpha: float | None = None,
+    rho_inf: float | None = None,
+    tol: float = 1e-8,
+    rtol: float = 0.0,
+    max_iter: int = 25,
+    t0: float = 0.0,
+    q0: ArrayLike | None = None,
+    qd0: ArrayLike | None = None,
+    form: str | None = None,
+    energy: bool = True,
+    gauge: bool = True,
+    project_velocities: str | bool = "auto",
+    callback: Callable[..., Any] | None = None,
+    engine: str = "auto",
+    checkpoint: StrPath | None = None,
+    every: int = 100,
+    progress: bool | None = None,
+    overwrite: bool = False,
+) -> Results:
     """Integrate ``system`` from ``t0`` to ``t_end`` with fixed step ``dt`` (see module docstring).
 
     ``q0``/``qd0`` override the initial state (made consistent first). ``callback``
@@ -214,22 +245,46 @@ def integrate(system: Any, t_end: float, dt: float, integrator: str | Scheme = "
     ``progress``: progress bar (None: automatic, :mod:`flexmbd.progress`).
     """
     if checkpoint is not None:
-        check_checkpoint(checkpoint, overwrite)          # before any work
+        check_checkpoint(checkpoint, overwrite)  # before any work
     try:
-        st = implicit_stepper(system, t_end, dt, integrator, beta=beta, gamma=gamma,
-                              alpha=alpha, rho_inf=rho_inf, tol=tol, rtol=rtol,
-                              max_iter=max_iter, t0=t0, q0=q0, qd0=qd0, form=form,
-                              energy=energy, gauge=gauge,
-                              project_velocities=project_velocities, callback=callback,
-                              engine=engine)
-    except SolverError as err:              # e.g. singular at the initial state
+        st = implicit_stepper(
+            system,
+            t_end,
+            dt,
+            integrator,
+            beta=beta,
+            gamma=gamma,
+            alpha=alpha,
+            rho_inf=rho_inf,
+            tol=tol,
+            rtol=rtol,
+            max_iter=max_iter,
+            t0=t0,
+            q0=q0,
+            qd0=qd0,
+            form=form,
+            energy=energy,
+            gauge=gauge,
+            project_velocities=project_velocities,
+            callback=callback,
+            engine=engine,
+        )
+    except SolverError as err:  # e.g. singular at the initial state
         raise start_failure(err, checkpoint, overwrite) from None
-    return run(st, st.t_end, checkpoint=checkpoint, every=every, progress=progress,
-               desc=f"{st.sch.name} {system.model.name}", overwrite=overwrite)
+    return run(
+        st,
+        st.t_end,
+        checkpoint=checkpoint,
+        every=every,
+        progress=progress,
+        desc=f"{st.sch.name} {system.model.name}",
+        overwrite=overwrite,
+    )
 
 
-def implicit_stepper(system, t_end, dt, integrator="newmark", *, q0=None, qd0=None,
-                     initial=True, **options):
+def implicit_stepper(
+    system, t_end, dt, integrator="newmark", *, q0=None, qd0=None, initial=True, **options
+):
     """The :class:`ImplicitStepper` of :func:`integrate` (``initial=False``: the state is
     left to ``load_state_dict``)."""
     st = ImplicitStepper(system, t_end, dt, integrator, **options)
@@ -261,10 +316,28 @@ class ImplicitStepper:
 
     checks_finite = False
 
-    def __init__(self, system, t_end, dt, integrator="newmark", *, beta=None, gamma=None,
-                 alpha=None, rho_inf=None, tol=1e-8, rtol=0.0, max_iter=25, t0=0.0, form=None,
-                 energy=True, gauge=True, project_velocities="auto", callback=None,
-                 engine="auto"):
+    def __init__(
+        self,
+        system,
+        t_end,
+        dt,
+        integrator="newmark",
+        *,
+        beta=None,
+        gamma=None,
+        alpha=None,
+        rho_inf=None,
+        tol=1e-8,
+        rtol=0.0,
+        max_iter=25,
+        t0=0.0,
+        form=None,
+        energy=True,
+        gauge=True,
+        project_velocities="auto",
+        callback=None,
+        engine="auto",
+    ):
         self.sch = sch = make_scheme(integrator, beta, gamma, alpha, rho_inf, form)
         h = float(dt)
         if not h > 0:
@@ -282,8 +355,9 @@ class ImplicitStepper:
         self.engine_option = engine
         self.hhtw = sch.hht_alpha != 0.0
         gp = sch.gamma_p
-        self.project = (abs(gp - 0.5) < 1e-12 if project_velocities == "auto"
-                        else bool(project_velocities))
+        self.project = (
+            abs(gp - 0.5) < 1e-12 if project_velocities == "auto" else bool(project_velocities)
+        )
         self.nj = system.constraints.n_joint_rows
         self.i = 0
         self.wall = 0.0
@@ -293,7 +367,7 @@ class ImplicitStepper:
         self.mem = None
         self.options = {}
         self._a_block = None
-        self._monitor = False          # built on first use (flexmbd.monitor)
+        self._monitor = False  # built on first use (flexmbd.monitor)
 
     def _count(self, t_end):
         nsteps = int(round((t_end - self.t0) / self.h))
@@ -318,8 +392,9 @@ class ImplicitStepper:
         if t_end != self.t_end:
             nsteps = self._count(t_end)
             if nsteps < self.i:
-                raise FlexmbdError(f"t_end={t_end} lies before the run's current time "
-                                   f"{self.t:.6g} s")
+                raise FlexmbdError(
+                    f"t_end={t_end} lies before the run's current time {self.t:.6g} s"
+                )
             self.t_end, self.nsteps = t_end, nsteps
 
     # -- start ------------------------------------------------------------------------------
@@ -341,7 +416,7 @@ class ImplicitStepper:
             self.meter = EnergyAccumulator(system.energy_meter(), 1)
         self.mode = self._choose_mode(q)
         phi = system.constraint(q, t0)
-        viol = float(np.abs(phi[:self.nj]).max()) if self.nj else 0.0
+        viol = float(np.abs(phi[: self.nj]).max()) if self.nj else 0.0
         if self.mode == "generic":
             reac = system.reactions(q, qd, lam, t0)
         else:
@@ -366,7 +441,7 @@ class ImplicitStepper:
         if not use:
             return "generic"
         self.eng = system.engine()
-        self.meter = None          # energies of the engine's models: after the run, batched
+        self.meter = None  # energies of the engine's models: after the run, batched
         # the compiled loop projects velocities itself (scleronomic models: no drivers)
         project_ok = not self.project or not system.constraints.rheonomic
         if not (self.eng.itf_lagged or not project_ok or self.callback is not None):
@@ -374,10 +449,18 @@ class ImplicitStepper:
         return "engine"
 
     def _make_row(self, reac, k, resid, hist, viol, wall):
-        row = {"q": self.q, "qd": self.qd, "qdd": self.qdd, "reactions": reac,
-               "extra:lambda": self.lam, "stats:newton_iterations": np.int64(k),
-               "stats:residual": resid, "stats:residual_norms": hist,
-               "stats:constraint_violation": viol, "stats:step_time": wall}
+        row = {
+            "q": self.q,
+            "qd": self.qd,
+            "qdd": self.qdd,
+            "reactions": reac,
+            "extra:lambda": self.lam,
+            "stats:newton_iterations": np.int64(k),
+            "stats:residual": resid,
+            "stats:residual_norms": hist,
+            "stats:constraint_violation": viol,
+            "stats:step_time": wall,
+        }
         if self.meter is not None:
             self.meter.record(0, self.q, self.qd, self.t, self.h)
             for key, v in self.meter.arr.items():
@@ -390,16 +473,29 @@ class ImplicitStepper:
 
     def header(self):
         s = self.system
-        meta = {"model": s.model.name, "formulation": "absolute", "integrator": self.sch.name,
-                "dt": self.h, "tol": self.tol, "rtol": self.rtol, **self.sch.as_dict()}
-        return {"coordinates": s.coordinates, "speeds": s.speeds, "joint_names": s.joint_names,
-                "meta": meta}
+        meta = {
+            "model": s.model.name,
+            "formulation": "absolute",
+            "integrator": self.sch.name,
+            "dt": self.h,
+            "tol": self.tol,
+            "rtol": self.rtol,
+            **self.sch.as_dict(),
+        }
+        return {
+            "coordinates": s.coordinates,
+            "speeds": s.speeds,
+            "joint_names": s.joint_names,
+            "meta": meta,
+        }
 
     def _fail(self, i, t1, k, resid):
         return ConvergenceError(
             f"{self.sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
             f"iterations; residual {resid:.3e} > tol {self.tol:.1e} + rtol*scale. Reduce dt, "
-            f"loosen tol, or check the force-element Jacobians", time=float(t1))
+            f"loosen tol, or check the force-element Jacobians",
+            time=float(t1),
+        )
 
     def step(self):
         if self.mode == "generic":
@@ -435,8 +531,13 @@ class ImplicitStepper:
             v1 = v_pred + gp * h * x_qdd
             T = system.dae_terms(q1, v1, x_qdd, x_lam, t1, jacobian=True, split=hhtw)
             if hhtw:
-                r1 = cM * (T.R - T.Rv) + T.Rv + T.PtL - T.Q - ah * cM * _from_wrenches(
-                    system, q1, mem)
+                r1 = (
+                    cM * (T.R - T.Rv)
+                    + T.Rv
+                    + T.PtL
+                    - T.Q
+                    - ah * cM * _from_wrenches(system, q1, mem)
+                )
             else:
                 r1 = T.R + T.PtL - T.Q
             res = np.concatenate([r1, sc * T.phi])
@@ -451,17 +552,28 @@ class ImplicitStepper:
             size = float(np.linalg.norm(cM * T.R) + np.linalg.norm(T.PtL) + np.linalg.norm(T.Q))
             # the tolerance, or force and constraint rows each within their own round-off
             # floor (integrators.convergence, the rule of the compiled engine too)
-            if tiny or newton_converged(nrf, nphi, sc, tol + rtol * scale, size, nc,
-                                        max(1.0, float(np.abs(q1).max()))) > 0:
+            if (
+                tiny
+                or newton_converged(
+                    nrf, nphi, sc, tol + rtol * scale, size, nc, max(1.0, float(np.abs(q1).max()))
+                )
+                > 0
+            ):
                 converged = True
                 break
             if k == max_iter:
                 break
             if hhtw:
-                A = system.iteration_matrix(T, cM, cM * bp * h * h, gp * h, bp * h * h, gp * h,
-                                            aKinv=(1.0 - cM) * bp * h * h,
-                                            extra=_memory_jacobian(system, mem,
-                                                                   -ah * cM * bp * h * h))
+                A = system.iteration_matrix(
+                    T,
+                    cM,
+                    cM * bp * h * h,
+                    gp * h,
+                    bp * h * h,
+                    gp * h,
+                    aKinv=(1.0 - cM) * bp * h * h,
+                    extra=_memory_jacobian(system, mem, -ah * cM * bp * h * h),
+                )
             else:
                 A = system.iteration_matrix(T, 1.0, bp * h * h, gp * h, bp * h * h, gp * h)
             try:
@@ -470,8 +582,10 @@ class ImplicitStepper:
                 break
             x_qdd += dx[:n]
             x_lam += dx[n:]
-            tiny = bool(np.linalg.norm(dx[:n]) <= 1e-13 * (1.0 + np.linalg.norm(x_qdd))
-                        and np.linalg.norm(dx[n:]) <= 1e-13 * (1.0 + np.linalg.norm(x_lam)))
+            tiny = bool(
+                np.linalg.norm(dx[:n]) <= 1e-13 * (1.0 + np.linalg.norm(x_qdd))
+                and np.linalg.norm(dx[n:]) <= 1e-13 * (1.0 + np.linalg.norm(x_lam))
+            )
         if not converged:
             raise self._fail(i, t1, k, hist[k])
         a_new = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
@@ -488,9 +602,8 @@ class ImplicitStepper:
         wall = _time.perf_counter() - tic
         self.i = i
         phi = system.constraint(q, t1)
-        viol = float(np.abs(phi[:self.nj]).max()) if self.nj else 0.0
-        self._row = self._make_row(system.reactions(q, qd, x_lam, t1), k, hist[k], hist, viol,
-                                   wall)
+        viol = float(np.abs(phi[: self.nj]).max()) if self.nj else 0.0
+        self._row = self._make_row(system.reactions(q, qd, x_lam, t1), k, hist[k], hist, viol, wall)
         self.wall += wall
         if self.callback is not None:
             self.callback(t1, q, qd)
@@ -512,13 +625,27 @@ class ImplicitStepper:
         x_qdd = qdd.copy()
         x_lam = lam.copy()
         try:
-            status, k, vi = eng.newton(q_pred, v_pred, x_qdd, x_lam, t1, bh2, gh, sc, self.tol,
-                                       self.rtol, self.max_iter, hist)
+            status, k, vi = eng.newton(
+                q_pred,
+                v_pred,
+                x_qdd,
+                x_lam,
+                t1,
+                bh2,
+                gh,
+                sc,
+                self.tol,
+                self.rtol,
+                self.max_iter,
+                hist,
+            )
         except np.linalg.LinAlgError:
             raise ConvergenceError(
                 f"{sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}) in the compiled "
                 f"engine (redundant or singular joint equations?); run with engine=False to use "
-                f"the generic path with QR row selection", time=t1) from None
+                f"the generic path with QR row selection",
+                time=t1,
+            ) from None
         if status != 1:
             raise self._fail(i, t1, k, hist[k])
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
@@ -558,10 +685,30 @@ class ImplicitStepper:
         hist = np.full((k + 1, self.max_iter + 1), np.nan)
         viol = np.zeros(k + 1)
         tic = _time.perf_counter()
-        failed = self.eng.run(self.q, self.qd, self.qdd, self.a, self.lam, times, self.h,
-                              self.sch, self.tol, self.rtol, self.max_iter, self.gauge, Tq, Tqd,
-                              Tqdd, Tlam, reac, iters, resid, hist, viol,
-                              project=self.project)
+        failed = self.eng.run(
+            self.q,
+            self.qd,
+            self.qdd,
+            self.a,
+            self.lam,
+            times,
+            self.h,
+            self.sch,
+            self.tol,
+            self.rtol,
+            self.max_iter,
+            self.gauge,
+            Tq,
+            Tqd,
+            Tqdd,
+            Tlam,
+            reac,
+            iters,
+            resid,
+            hist,
+            viol,
+            project=self.project,
+        )
         stop = failed if failed else k + 1
         runaway = None
         if stop > 1:
@@ -570,11 +717,19 @@ class ImplicitStepper:
                 stop = 1 + j
         elapsed = _time.perf_counter() - tic
         wall = np.full(stop - 1, elapsed / max(stop - 1, 1))
-        rows = {"t": times[1:stop], "q": Tq[1:stop], "qd": Tqd[1:stop], "qdd": Tqdd[1:stop],
-                "reactions": reac[1:stop], "extra:lambda": Tlam[1:stop],
-                "stats:newton_iterations": iters[1:stop], "stats:residual": resid[1:stop],
-                "stats:residual_norms": hist[1:stop], "stats:constraint_violation": viol[1:stop],
-                "stats:step_time": wall}
+        rows = {
+            "t": times[1:stop],
+            "q": Tq[1:stop],
+            "qd": Tqd[1:stop],
+            "qdd": Tqdd[1:stop],
+            "reactions": reac[1:stop],
+            "extra:lambda": Tlam[1:stop],
+            "stats:newton_iterations": iters[1:stop],
+            "stats:residual": resid[1:stop],
+            "stats:residual_norms": hist[1:stop],
+            "stats:constraint_violation": viol[1:stop],
+            "stats:step_time": wall,
+        }
         if stop > 1:
             # the engine does not return its acceleration variable a: it follows from the
             # block's qdd by the same recursion, computed when needed (next block, state)
@@ -638,19 +793,33 @@ class ImplicitStepper:
     # -- state ------------------------------------------------------------------------------
     def state_dict(self):
         self._settle()
-        st = {"i": self.i, "mode": self.mode, "t_end": self.t_end, "wall": self.wall,
-              "q": self.q.copy(), "qd": self.qd.copy(), "qdd": self.qdd.copy(),
-              "a": self.a.copy(), "lam": self.lam.copy(),
-              "row": {k.replace(":", "__"): v for k, v in self._row.items()},
-              "kkt": {"keep": self.kkt.keep, "independent": self.kkt.independent,
-                      "discarded": self.kkt.discarded},
-              "system": _system_state(self.system)}
+        st = {
+            "i": self.i,
+            "mode": self.mode,
+            "t_end": self.t_end,
+            "wall": self.wall,
+            "q": self.q.copy(),
+            "qd": self.qd.copy(),
+            "qdd": self.qdd.copy(),
+            "a": self.a.copy(),
+            "lam": self.lam.copy(),
+            "row": {k.replace(":", "__"): v for k, v in self._row.items()},
+            "kkt": {
+                "keep": self.kkt.keep,
+                "independent": self.kkt.independent,
+                "discarded": self.kkt.discarded,
+            },
+            "system": _system_state(self.system),
+        }
         if self.mem is not None:
             st["hht_memory"] = {"wrenches": self.mem[0].copy(), "modal": self.mem[1].copy()}
         if self.meter is not None:
             m = self.meter
-            st["energy"] = {"E0": m.E0, "W": dict(m.W),
-                            "prev": None if m.prev is None else dict(m.prev)}
+            st["energy"] = {
+                "E0": m.E0,
+                "W": dict(m.W),
+                "prev": None if m.prev is None else dict(m.prev),
+            }
         return st
 
     def load_state_dict(self, st):
@@ -659,8 +828,13 @@ class ImplicitStepper:
         self.t_end = st["t_end"]
         self.nsteps = self._count(self.t_end)
         arr = lambda k: np.array(st[k], dtype=float)
-        self.q, self.qd, self.qdd, self.a, self.lam = (arr("q"), arr("qd"), arr("qdd"),
-                                                       arr("a"), arr("lam"))
+        self.q, self.qd, self.qdd, self.a, self.lam = (
+            arr("q"),
+            arr("qd"),
+            arr("qdd"),
+            arr("a"),
+            arr("lam"),
+        )
         mode = st["mode"]
         if mode == "generic":
             self.mode, self.eng = mode, None
@@ -680,18 +854,26 @@ class ImplicitStepper:
             self.mem = (np.array(hm["wrenches"]), np.array(hm["modal"]))
         k = st["kkt"]
         self.kkt.keep, self.kkt.independent, self.kkt.discarded = (
-            k["keep"], k["independent"], k["discarded"])
+            k["keep"],
+            k["independent"],
+            k["discarded"],
+        )
         self._row = {key.replace("__", ":", 1): v for key, v in st["row"].items()}
         _load_system_state(self.system, st["system"])
         if self.eng is not None:
             self.eng.refresh_interface_loads()
 
     def spec(self):
-        return {"factory": "flexmbd.integrators.implicit:rebuild", "needs_model": True,
-                "model": self.system.model.name,
-                "kwargs": {"formulation": "absolute",
-                           "compile": {"jacobian": self.system.jacobian_mode},
-                           "options": self.options}}
+        return {
+            "factory": "flexmbd.integrators.implicit:rebuild",
+            "needs_model": True,
+            "model": self.system.model.name,
+            "kwargs": {
+                "formulation": "absolute",
+                "compile": {"jacobian": self.system.jacobian_mode},
+                "options": self.options,
+            },
+        }
 
     # -- results ----------------------------------------------------------------------------
     def finalize(self, results, failed=False):
@@ -704,10 +886,26 @@ class ImplicitStepper:
             meter = _BatchEnergy(self.eng, nt)
             meter.compute(r.q, r.qd, self.h, r.t)
         st = r.stats
-        return _results(self.system, self.sch, self.h, r.t, r.q, r.qd, r.qdd, r.extra["lambda"],
-                        r.reactions, st["newton_iterations"], st["residual"],
-                        st["residual_norms"], st["constraint_violation"], st["step_time"], meter,
-                        nt, self.tol, self.rtol)
+        return _results(
+            self.system,
+            self.sch,
+            self.h,
+            r.t,
+            r.q,
+            r.qd,
+            r.qdd,
+            r.extra["lambda"],
+            r.reactions,
+            st["newton_iterations"],
+            st["residual"],
+            st["residual_norms"],
+            st["constraint_violation"],
+            st["step_time"],
+            meter,
+            nt,
+            self.tol,
+            self.rtol,
+        )
 
 
 class _Energies:
@@ -721,10 +919,15 @@ def _system_state(system):
     st = {"jf": {str(k): jm.q_ref.copy() for k, jm in enumerate(_joint_force_maps(system))}}
     flex = getattr(system, "flexible", None)
     if flex is not None:
-        st["flex"] = {str(k): {"itf_load": d.itf_load.copy(), "K_itf": d.K_itf.copy()}
-                      for k, d in enumerate(flex.flex)}
-    forces = {f.name: f.state_dict() for f in system.model.forces()
-              if callable(getattr(f, "state_dict", None))}
+        st["flex"] = {
+            str(k): {"itf_load": d.itf_load.copy(), "K_itf": d.K_itf.copy()}
+            for k, d in enumerate(flex.flex)
+        }
+    forces = {
+        f.name: f.state_dict()
+        for f in system.model.forces()
+        if callable(getattr(f, "state_dict", None))
+    }
     if forces:
         st["forces"] = forces
     return st
@@ -788,7 +991,7 @@ def _to_wrenches(system, q, F):
     e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
     Fb = F[: 7 * nb].reshape(nb, 7)
     nvec = 0.5 * np.einsum("bij,bj->bi", Emat(e), Fb[:, 3:]) / np.einsum("bi,bi->b", e, e)[:, None]
-    return np.concatenate([Fb[:, :3], nvec], axis=1), F[7 * nb:].copy()
+    return np.concatenate([Fb[:, :3], nvec], axis=1), F[7 * nb :].copy()
 
 
 def _from_wrenches(system, q, W):
@@ -796,9 +999,14 @@ def _from_wrenches(system, q, W):
     nb = system.nb
     W, Wf = W
     e = q[: 7 * nb].reshape(nb, 7)[:, 3:]
-    return np.concatenate([np.concatenate([W[:, :3], 2.0 * np.einsum("bji,bj->bi", Emat(e),
-                                                                          W[:, 3:])],
-                                          axis=1).ravel(), Wf])
+    return np.concatenate(
+        [
+            np.concatenate(
+                [W[:, :3], 2.0 * np.einsum("bji,bj->bi", Emat(e), W[:, 3:])], axis=1
+            ).ravel(),
+            Wf,
+        ]
+    )
 
 
 def _memory_jacobian(system, W, coef):
@@ -837,11 +1045,11 @@ def interface_motions(system, q):
     for d in system.flexible.flex:
         rb = d.body.reduced
         i = d.index
-        e = q[:, 7 * i + 3: 7 * i + 7]
+        e = q[:, 7 * i + 3 : 7 * i + 7]
         e = e / np.linalg.norm(e, axis=1, keepdims=True)
         A = Apoly(e)
-        r = q[:, 7 * i: 7 * i + 3]
-        qf = q[:, d.col0: d.col0 + d.n]
+        r = q[:, 7 * i : 7 * i + 3]
+        qf = q[:, d.col0 : d.col0 + d.n]
         for name in rb.interface_names:
             fr = d.body.interface(name)
             X = fr.modes
@@ -849,8 +1057,7 @@ def interface_motions(system, q):
             th = qf @ X[:3].T
             t = np.linalg.norm(th, axis=1)
             half = 0.5 * t
-            k = np.where(t > 1e-8, np.sin(half) / np.where(t > 1e-8, t, 1.0),
-                         0.5 - t * t / 48.0)
+            k = np.where(t > 1e-8, np.sin(half) / np.where(t > 1e-8, t, 1.0), 0.5 - t * t / 48.0)
             qd = np.concatenate([np.cos(half)[:, None], k[:, None] * th], axis=1)
             quat = _qmul(_qmul(e, qd), rot_to_quat(fr.rotation)[None, :])
             flips = np.concatenate([[1.0], np.sign(np.einsum("ti,ti->t", quat[1:], quat[:-1]))])
@@ -866,32 +1073,61 @@ def _qmul(a, b):
     """Batched quaternion product (scalar first)."""
     a0, av = a[:, :1], a[:, 1:]
     b0, bv = b[:, :1], b[:, 1:]
-    return np.concatenate([a0 * b0 - np.sum(av * bv, axis=1, keepdims=True),
-                           a0 * bv + b0 * av + np.cross(av, bv)], axis=1)
+    return np.concatenate(
+        [a0 * b0 - np.sum(av * bv, axis=1, keepdims=True), a0 * bv + b0 * av + np.cross(av, bv)],
+        axis=1,
+    )
 
 
-def _results(system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter,
-             stop, tol, rtol):
+def _results(
+    system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter, stop, tol, rtol
+):
     extra = {"lambda": lam}
     for d, r in zip(system.drivers, system.constraints.driver_rows):
         extra[f"driver:{d.name}"] = -lam[:, r]
-    bodies = {b.name: BodySeries(position=q[:, 7 * i: 7 * i + 3],
-                                 orientation=q[:, 7 * i + 3: 7 * i + 7])
-              for i, b in enumerate(system.bodies)}
+    bodies = {
+        b.name: BodySeries(
+            position=q[:, 7 * i : 7 * i + 3], orientation=q[:, 7 * i + 3 : 7 * i + 7]
+        )
+        for i, b in enumerate(system.bodies)
+    }
     flex = getattr(system, "flexible", None)
     if flex is not None:
         for d in flex.flex:
-            bodies[d.body.name].modal = q[:, d.col0: d.col0 + d.n]
+            bodies[d.body.name].modal = q[:, d.col0 : d.col0 + d.n]
         for (name, itf), pose in interface_motions(system, q).items():
             bodies[name].interfaces[itf] = pose
     energy = {k: v[:stop] for k, v in meter.arr.items()} if meter is not None else {}
-    meta = {"model": system.model.name, "formulation": "absolute", "integrator": sch.name,
-            "dt": h, "tol": tol, "rtol": rtol, **sch.as_dict()}
-    return Results(t, q, qd, qdd, coordinates=system.coordinates, speeds=system.speeds,
-                   joint_names=system.joint_names, reactions=reac, energy=energy,
-                   stats={"newton_iterations": iters, "residual": resid, "residual_norms": hist,
-                          "constraint_violation": viol, "step_time": wall},
-                   extra=extra, meta=meta, bodies=bodies)
+    meta = {
+        "model": system.model.name,
+        "formulation": "absolute",
+        "integrator": sch.name,
+        "dt": h,
+        "tol": tol,
+        "rtol": rtol,
+        **sch.as_dict(),
+    }
+    return Results(
+        t,
+        q,
+        qd,
+        qdd,
+        coordinates=system.coordinates,
+        speeds=system.speeds,
+        joint_names=system.joint_names,
+        reactions=reac,
+        energy=energy,
+        stats={
+            "newton_iterations": iters,
+            "residual": resid,
+            "residual_norms": hist,
+            "constraint_violation": viol,
+            "step_time": wall,
+        },
+        extra=extra,
+        meta=meta,
+        bodies=bodies,
+    )
 
 
 def _joint_force_maps(system):

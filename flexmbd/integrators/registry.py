@@ -49,21 +49,62 @@ class Integrator:
 
 
 INTEGRATORS = (
-    Integrator("rk4", ("runge-kutta", "runge-kutta-4"), "explicit", ("recursive",), True,
-               "classical 4th-order Runge-Kutta, fixed step dt (s) / substeps"),
-    Integrator("rk45", ("dopri5", "dormand-prince"), "explicit", ("recursive",), False,
-               "adaptive Dormand-Prince 5(4) (scipy), tolerances rtol/atol"),
-    Integrator("dop853", ("dop8",), "explicit", ("recursive",), False,
-               "adaptive Dormand-Prince 8(5,3) (scipy), tolerances rtol/atol"),
-    Integrator("rk23", ("bogacki-shampine",), "explicit", ("recursive",), False,
-               "adaptive Bogacki-Shampine 3(2) (scipy), tolerances rtol/atol"),
-    Integrator("newmark", ("trapezoidal",), "implicit", ("absolute",), True,
-               "Newmark beta/gamma (average acceleration by default), index-3 DAE"),
-    Integrator("hht", ("hht-alpha", "hilber-hughes-taylor"), "implicit", ("absolute",), True,
-               "Hilber-Hughes-Taylor alpha in [-1/3, 0], index-3 DAE"),
-    Integrator("generalized-alpha", ("genalpha", "gen-alpha", "generalised-alpha"),
-               "implicit", ("absolute",), True,
-               "Chung-Hulbert generalized-alpha, spectral radius rho_inf, index-3 DAE"),
+    Integrator(
+        "rk4",
+        ("runge-kutta", "runge-kutta-4"),
+        "explicit",
+        ("recursive",),
+        True,
+        "classical 4th-order Runge-Kutta, fixed step dt (s) / substeps",
+    ),
+    Integrator(
+        "rk45",
+        ("dopri5", "dormand-prince"),
+        "explicit",
+        ("recursive",),
+        False,
+        "adaptive Dormand-Prince 5(4) (scipy), tolerances rtol/atol",
+    ),
+    Integrator(
+        "dop853",
+        ("dop8",),
+        "explicit",
+        ("recursive",),
+        False,
+        "adaptive Dormand-Prince 8(5,3) (scipy), tolerances rtol/atol",
+    ),
+    Integrator(
+        "rk23",
+        ("bogacki-shampine",),
+        "explicit",
+        ("recursive",),
+        False,
+        "adaptive Bogacki-Shampine 3(2) (scipy), tolerances rtol/atol",
+    ),
+    Integrator(
+        "newmark",
+        ("trapezoidal",),
+        "implicit",
+        ("absolute",),
+        True,
+        "Newmark beta/gamma (average acceleration by default), index-3 DAE",
+    ),
+    Integrator(
+        "hht",
+        ("hht-alpha", "hilber-hughes-taylor"),
+        "implicit",
+        ("absolute",),
+        True,
+        "Hilber-Hughes-Taylor alpha in [-1/3, 0], index-3 DAE",
+    ),
+    Integrator(
+        "generalized-alpha",
+        ("genalpha", "gen-alpha", "generalised-alpha"),
+        "implicit",
+        ("absolute",),
+        True,
+        "Chung-Hulbert generalized-alpha, spectral radius rho_inf, index-3 DAE",
+    ),
 )
 
 FORMULATIONS = {
@@ -100,13 +141,16 @@ def formulation(name: str) -> str:
     """The canonical formulation name (``"recursive"`` or ``"absolute"``) of ``name``."""
     found = _FORMULATION.get(_key(name)) if isinstance(name, str) else None
     if found is None:
-        raise ModelError(f"unknown formulation {name!r}; choose 'recursive' (joint "
-                         f"coordinates, CFA) or 'absolute' (body coordinates, DAE)")
+        raise ModelError(
+            f"unknown formulation {name!r}; choose 'recursive' (joint "
+            f"coordinates, CFA) or 'absolute' (body coordinates, DAE)"
+        )
     return found
 
 
-def resolve(integrator_name: str | None = None, formulation_name: str | None = None,
-            dt: float | None = None) -> tuple[Integrator, str]:
+def resolve(
+    integrator_name: str | None = None, formulation_name: str | None = None, dt: float | None = None
+) -> tuple[Integrator, str]:
     """``(Integrator, formulation)`` for the arguments of a ``simulate`` call.
 
     The missing one follows from the other (see the module docstring); a pair that is
@@ -126,7 +170,8 @@ def resolve(integrator_name: str | None = None, formulation_name: str | None = N
         raise ModelError(
             f"integrator {spec.name!r} ({spec.kind}) is not offered by the {form} formulation; "
             f"with formulation={form!r} use {offered}, or drop formulation= to run "
-            f"{spec.name!r} in the {spec.formulations[0]} formulation")
+            f"{spec.name!r} in the {spec.formulations[0]} formulation"
+        )
     return spec, form
 
 
@@ -134,19 +179,29 @@ def resolve(integrator_name: str | None = None, formulation_name: str | None = N
 _POSITIONAL = {"self", "system", "t_end", "dt", "integrator", "formulation"}
 
 
-def check_options(options: Mapping[str, Any], target: Callable[..., Any], where: str, *,
-                  exclude: Iterable[str] = ()) -> None:
+def check_options(
+    options: Mapping[str, Any],
+    target: Callable[..., Any],
+    where: str,
+    *,
+    exclude: Iterable[str] = (),
+) -> None:
     """Reject keyword ``options`` that ``target`` (the function that receives them) does
     not take, with a :class:`~flexmbd.errors.ModelError` listing the valid ones."""
     params = inspect.signature(target).parameters
     exclude = set(exclude) | _POSITIONAL
-    valid = sorted(p for p, v in params.items()
-                   if v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD) and p not in exclude)
+    valid = sorted(
+        p
+        for p, v in params.items()
+        if v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD) and p not in exclude
+    )
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ModelError(f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(map(repr, unknown))}; valid options are "
-                         f"{', '.join(valid)}")
+        raise ModelError(
+            f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; valid options are "
+            f"{', '.join(valid)}"
+        )
 
 
 def _number(value, name, where):
@@ -158,8 +213,15 @@ def _number(value, name, where):
     return value
 
 
-def check_times(t_end: float, dt: float | None, spec: Any, where: str, *, t0: float = 0.0,
-                every: int | None = None) -> None:
+def check_times(
+    t_end: float,
+    dt: float | None,
+    spec: Any,
+    where: str,
+    *,
+    t0: float = 0.0,
+    every: int | None = None,
+) -> None:
     """Check ``t_end``, ``dt`` (s), ``every`` of a run of integrator ``spec`` before any work.
 
     ``dt`` must be positive, at most ``t_end - t0`` and give at most :data:`MAX_STEPS`
@@ -168,25 +230,33 @@ def check_times(t_end: float, dt: float | None, spec: Any, where: str, *, t0: fl
     t_end = _number(t_end, "t_end", where)
     t0 = _number(t0, "t0", where)
     if t_end <= t0:
-        raise ModelError(f"{where}: t_end ({t_end} s) must be greater than the start "
-                         f"time ({t0} s)")
+        raise ModelError(f"{where}: t_end ({t_end} s) must be greater than the start time ({t0} s)")
     if dt is None:
         if spec.needs_dt:
-            raise ModelError(f"{where}: integrator {spec.name!r} needs a step: pass dt "
-                             f"(s), e.g. dt={(t_end - t0) / 1000:.3g}")
+            raise ModelError(
+                f"{where}: integrator {spec.name!r} needs a step: pass dt "
+                f"(s), e.g. dt={(t_end - t0) / 1000:.3g}"
+            )
     else:
         dt = _number(dt, "dt", where)
         if dt <= 0:
             raise ModelError(f"{where}: dt must be positive, got {dt} s")
         span = t_end - t0
         if dt > span * (1 + 1e-12):
-            raise ModelError(f"{where}: dt ({dt} s) is longer than the run ({span} s from "
-                             f"t = {t0} s); choose dt <= {span:.6g} s")
+            raise ModelError(
+                f"{where}: dt ({dt} s) is longer than the run ({span} s from "
+                f"t = {t0} s); choose dt <= {span:.6g} s"
+            )
         n = span / dt
         if n > MAX_STEPS:
-            raise ModelError(f"{where}: dt = {dt:.3g} s gives {n:.3g} steps over {span} s, "
-                             f"more than {MAX_STEPS:.0e}; choose a larger dt")
-    if every is not None and (isinstance(every, bool) or not isinstance(every, numbers.Integral)
-                              or every < 1):
-        raise ModelError(f"{where}: every must be a positive whole number of steps between "
-                         f"checkpoints, got {every!r}")
+            raise ModelError(
+                f"{where}: dt = {dt:.3g} s gives {n:.3g} steps over {span} s, "
+                f"more than {MAX_STEPS:.0e}; choose a larger dt"
+            )
+    if every is not None and (
+        isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1
+    ):
+        raise ModelError(
+            f"{where}: every must be a positive whole number of steps between "
+            f"checkpoints, got {every!r}"
+        )

@@ -26,8 +26,15 @@ if TYPE_CHECKING:
     from .._typing import Array, ArrayLike
     from ..results import Results
 
-__all__ = ["rk4", "ExplicitStepper", "solver_state", "load_solver_state", "json_options",
-           "restore_options", "tau_function"]
+__all__ = [
+    "rk4",
+    "ExplicitStepper",
+    "solver_state",
+    "load_solver_state",
+    "json_options",
+    "restore_options",
+    "tau_function",
+]
 
 
 def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | None]:
@@ -43,8 +50,14 @@ def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | N
     return lambda t, q, qd: arr
 
 
-def rk4(f: Callable[[float, Array], Array], t0: float, y0: ArrayLike, h: float, n_steps: int,
-        callback: Callable[[int, float, Array], Any] | None = None) -> Array:
+def rk4(
+    f: Callable[[float, Array], Array],
+    t0: float,
+    y0: ArrayLike,
+    h: float,
+    n_steps: int,
+    callback: Callable[[int, float, Array], Any] | None = None,
+) -> Array:
     """Classical fixed-step RK4 for ``dy/dt = f(t, y)``; ``callback(i, t, y)`` after each step
     may return a replacement ``y`` (projection). Returns the final ``y``."""
     y = np.asarray(y0, dtype=float).copy()
@@ -64,14 +77,25 @@ def rk4(f: Callable[[float, Array], Array], t0: float, y0: ArrayLike, h: float, 
 
 
 # stall detection of the adaptive steppers (ExplicitStepper._check_progress)
-STALL_WINDOW = 200        # solver steps per pace check
-STALL_STEPS = 1e6         # more steps than this still needed at the current pace: a stall
-STALL_H_FLOOR = 1e-12     # step sizes below this fraction of the run's span
+STALL_WINDOW = 200  # solver steps per pace check
+STALL_STEPS = 1e6  # more steps than this still needed at the current pace: a stall
+STALL_H_FLOOR = 1e-12  # step sizes below this fraction of the run's span
 
 
 # -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
-_SOLVER_STATE = ("t", "y", "t_old", "y_old", "f", "h_abs", "h_previous", "nfev", "njev", "nlu",
-                 "status")
+_SOLVER_STATE = (
+    "t",
+    "y",
+    "t_old",
+    "y_old",
+    "f",
+    "h_abs",
+    "h_previous",
+    "nfev",
+    "njev",
+    "nlu",
+    "status",
+)
 _SOLVER_ARRAYS = ("K", "K_extended")  # restored in place (K is a view of K_extended)
 _CALLABLE = "__callable__"
 
@@ -125,7 +149,9 @@ def restore_options(options, overrides, what):
         raise FlexmbdError(
             f"{what}: the checkpointed run used functions for {missing}, which a file cannot "
             f"hold; pass them again: fm.resume(path, model=m, "
-            + ", ".join(f"{k}=..." for k in missing) + ")")
+            + ", ".join(f"{k}=..." for k in missing)
+            + ")"
+        )
     return opts
 
 
@@ -145,15 +171,25 @@ class ExplicitStepper:
     computed after the run in one pass, as without a checkpoint).
     """
 
-    n_out_rule = "round"     # how rk4 counts its output intervals (see _n_out)
+    n_out_rule = "round"  # how rk4 counts its output intervals (see _n_out)
     checks_finite = True
-    record_wall = False      # sample stats["cpu_time"]: integration wall time so far (s)
-    t_eval_tol = 1e-9        # relative tolerance of the last output time
+    record_wall = False  # sample stats["cpu_time"]: integration wall time so far (s)
+    t_eval_tol = 1e-9  # relative tolerance of the last output time
 
-    def __init__(self, system: Any, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                 t0: float = 0.0, rtol: float = 1e-8, atol: float = 1e-10,
-                 t_eval: ArrayLike | None = None, method: str | None = None, substeps: int = 1,
-                 max_step: float = np.inf) -> None:
+    def __init__(
+        self,
+        system: Any,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str = "rk4",
+        t0: float = 0.0,
+        rtol: float = 1e-8,
+        atol: float = 1e-10,
+        t_eval: ArrayLike | None = None,
+        method: str | None = None,
+        substeps: int = 1,
+        max_step: float = np.inf,
+    ) -> None:
         integrator = (integrator or "rk4").lower()
         self.system = system
         self.integrator = integrator
@@ -167,13 +203,13 @@ class ExplicitStepper:
         self.nq, self.nv = system.nq, system.nv
         self.t = self.t0
         self.y = None
-        self.i = 0                 # rk4: output intervals done; adaptive: samples done
-        self.n_steps = 0           # adaptive: solver steps
+        self.i = 0  # rk4: output intervals done; adaptive: samples done
+        self.n_steps = 0  # adaptive: solver steps
         self.wall = 0.0
         self.solver = None
         self._dense = None
-        self._monitor = False      # runaway check (flexmbd.monitor), built on first use
-        self._window = None        # stall detection: (step, t) at the window start, low steps
+        self._monitor = False  # runaway check (flexmbd.monitor), built on first use
+        self._window = None  # stall detection: (step, t) at the window start, low steps
         if self.adaptive:
             self.t_eval = self._output_times(t_eval)
         else:
@@ -205,8 +241,7 @@ class ExplicitStepper:
     def _solver_class(self):
         from scipy import integrate as si
 
-        name = self.method or {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[
-            self.integrator]
+        name = self.method or {"rk45": "RK45", "dop853": "DOP853", "rk23": "RK23"}[self.integrator]
         return name, getattr(si, name)
 
     def _make_solver(self, y0):
@@ -246,9 +281,11 @@ class ExplicitStepper:
         ``err.time`` is ``t_end``, the time the integration could not reach (as for a
         Newton failure of the implicit integrators)."""
         note = getattr(self, "stability_note", "")  # RK4 above its stability limit
-        return SolverError(f"{msg}: the step from t = {t_start:.6g} s to {t_end:.6g} s failed; "
-                           f"the results up to the last good sample are in err.partial{note}",
-                           time=t_end)
+        return SolverError(
+            f"{msg}: the step from t = {t_start:.6g} s to {t_end:.6g} s failed; "
+            f"the results up to the last good sample are in err.partial{note}",
+            time=t_end,
+        )
 
     # -- contract --------------------------------------------------------------------------
     @property
@@ -257,8 +294,9 @@ class ExplicitStepper:
             return self.i >= self.n_out
         if self.t_eval is None:
             return self.solver.status != "running"
-        return self.i >= self.t_eval.size or (self.solver.status != "running"
-                                              and self.t_eval[self.i] > self.solver.t + 1e-12)
+        return self.i >= self.t_eval.size or (
+            self.solver.status != "running" and self.t_eval[self.i] > self.solver.t + 1e-12
+        )
 
     def set_t_end(self, t_end: float) -> None:
         if abs(float(t_end) - self.t_end) <= 1e-12 * max(1.0, abs(self.t_end)):
@@ -266,7 +304,8 @@ class ExplicitStepper:
         if self.adaptive:
             raise FlexmbdError(
                 f"an adaptive run ({self.integrator}) cannot change its end time "
-                f"({self.t_end:.6g} s) on resume: its last step is fitted to it; start a new run")
+                f"({self.t_end:.6g} s) on resume: its last step is fitted to it; start a new run"
+            )
         self.t_end = float(t_end)
         self.n_out = self._n_out()
 
@@ -277,15 +316,19 @@ class ExplicitStepper:
         else:
             t_start = self.t0 + self.i * self.dt
             try:
-                y = rk4(self._f, t_start, self.y, self.h, self.substeps,
-                        callback=self._rk4_callback())
+                y = rk4(
+                    self._f, t_start, self.y, self.h, self.substeps, callback=self._rk4_callback()
+                )
             except FlexmbdError as err:
                 raise self._fail(str(err), t_start, t_start + self.dt) from err
             y = self._after_rk4(y)
             if not np.all(np.isfinite(y)):
-                raise self._fail("non-finite state (a step beyond the stability limit of the "
-                                 "stiffest mode, or an unstable model: reduce dt)", t_start,
-                                 t_start + self.dt)
+                raise self._fail(
+                    "non-finite state (a step beyond the stability limit of the "
+                    "stiffest mode, or an unstable model: reduce dt)",
+                    t_start,
+                    t_start + self.dt,
+                )
             self.y = y
             self.i += 1
             self.t = self.t0 + self.i * self.dt
@@ -299,14 +342,20 @@ class ExplicitStepper:
             # the step attempted from s.t (its size at most h_abs)
             raise self._fail(str(err), float(s.t), float(s.t + s.direction * s.h_abs)) from err
         if s.status == "failed":
-            raise self._fail(f"adaptive stepper failed ({msg}; tighten the model or loosen "
-                             "rtol/atol)", float(s.t), float(s.t))
+            raise self._fail(
+                f"adaptive stepper failed ({msg}; tighten the model or loosen rtol/atol)",
+                float(s.t),
+                float(s.t),
+            )
         self.n_steps += 1
         self._dense = None
         self._after_solver_step(s)
         if not np.all(np.isfinite(s.y)):
-            raise self._fail("non-finite state (an unstable model, or forces returning NaN)",
-                             float(s.t_old), float(s.t))
+            raise self._fail(
+                "non-finite state (an unstable model, or forces returning NaN)",
+                float(s.t_old),
+                float(s.t),
+            )
         self._check_progress(s)
 
     def _check_progress(self, s):
@@ -323,29 +372,35 @@ class ExplicitStepper:
         self._window = (n0, t_w, low)
         why = None
         if low >= STALL_WINDOW // 10:
-            why = (f"its step size stayed below {STALL_H_FLOOR:g} of the run's span for "
-                   f"{low} steps")
+            why = f"its step size stayed below {STALL_H_FLOOR:g} of the run's span for {low} steps"
         elif self.n_steps - n0 >= STALL_WINDOW:
             pace = (float(s.t) - t_w) / (self.n_steps - n0)
             left = abs(self.t_end - float(s.t))
             if left > 0 and (pace <= 0 or left / pace > STALL_STEPS):
                 need = "never" if pace <= 0 else f"~{left / pace:.2g} more steps"
-                why = (f"the last {self.n_steps - n0} steps advanced {float(s.t) - t_w:.3g} s "
-                       f"(at this pace it would take {need} to reach t_end = "
-                       f"{self.t_end:g} s)")
+                why = (
+                    f"the last {self.n_steps - n0} steps advanced {float(s.t) - t_w:.3g} s "
+                    f"(at this pace it would take {need} to reach t_end = "
+                    f"{self.t_end:g} s)"
+                )
             self._window = (self.n_steps, float(s.t), 0)
         if why is not None:
             name = self._solver_class()[0]
-            msg = (f"{name} stalled at t = {float(s.t):.6g} s after {self.n_steps} steps and "
-                   f"{s.nfev} evaluations: {why}; step size {s.h_abs:.3g} s (rtol={self.rtol:g}, "
-                   f"atol={self.atol:g}). {self._stall_hint(s)}")
-            raise SolverError(msg + "; the results up to the last good sample are in "
-                              "err.partial", time=float(s.t))
+            msg = (
+                f"{name} stalled at t = {float(s.t):.6g} s after {self.n_steps} steps and "
+                f"{s.nfev} evaluations: {why}; step size {s.h_abs:.3g} s (rtol={self.rtol:g}, "
+                f"atol={self.atol:g}). {self._stall_hint(s)}"
+            )
+            raise SolverError(
+                msg + "; the results up to the last good sample are in err.partial", time=float(s.t)
+            )
 
     def _stall_hint(self, s):
         """Cause and remedy of a stall (subclasses add what they know about the system)."""
-        return ("Remedies: loosen atol/rtol, use the fixed-step integrator='rk4', or an implicit "
-                "integrator (formulation='absolute') for stiff models")
+        return (
+            "Remedies: loosen atol/rtol, use the fixed-step integrator='rk4', or an implicit "
+            "integrator (formulation='absolute') for stiff models"
+        )
 
     def _step_adaptive(self):
         s = self.solver
@@ -358,8 +413,7 @@ class ExplicitStepper:
         te = self.t_eval[self.i]
         while not te <= s.t + 1e-12:
             if s.status != "running":
-                raise self._fail("the solver ended before the output time", float(s.t),
-                                 float(te))
+                raise self._fail("the solver ended before the output time", float(s.t), float(te))
             self._solver_step()
         if self._dense is None:
             self._dense = s.dense_output()
@@ -377,7 +431,7 @@ class ExplicitStepper:
         return int(getattr(s, "nfev", 0)), np.nan if h is None else float(h)
 
     def sample(self) -> dict[str, Any]:
-        out = {"q": self.y[:self.nq], "qd": self.y[self.nq:]}
+        out = {"q": self.y[: self.nq], "qd": self.y[self.nq :]}
         if self.record_wall:
             out["stats:cpu_time"] = self.wall
         out["stats:rhs_evaluations"], out["stats:step_size"] = self._counters()
@@ -393,7 +447,7 @@ class ExplicitStepper:
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
         ts, ys, ws, cs = [], [], [], []
         err = None
-        n = BLOCK_STEPS if n is None else n     # the runaway check runs between blocks
+        n = BLOCK_STEPS if n is None else n  # the runaway check runs between blocks
         try:
             while not self.done and len(ts) < n:
                 self.step()
@@ -407,11 +461,11 @@ class ExplicitStepper:
             if self._monitor is False:
                 self._monitor = GrowthMonitor.for_system(self.system)
             if self._monitor is not None:
-                j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, :self.nq])
+                j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, : self.nq])
                 if runaway is not None:
                     ts, ys, ws, cs, err = ts[:j], ys[:j], ws[:j], cs[:j], runaway
         Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
-        rows = {"t": np.array(ts, dtype=float), "q": Y[:, :self.nq], "qd": Y[:, self.nq:]}
+        rows = {"t": np.array(ts, dtype=float), "q": Y[:, : self.nq], "qd": Y[:, self.nq :]}
         if self.record_wall:
             rows["stats:cpu_time"] = np.array(ws, dtype=float)
         C = np.array(cs, dtype=float).reshape(len(cs), 2)
@@ -421,23 +475,38 @@ class ExplicitStepper:
 
     def header(self) -> dict[str, Any]:
         s = self.system
-        return {"coordinates": s.coordinates, "speeds": s.speeds,
-                "joint_names": s.joint_names, "meta": self.meta()}
+        return {
+            "coordinates": s.coordinates,
+            "speeds": s.speeds,
+            "joint_names": s.joint_names,
+            "meta": self.meta(),
+        }
 
     def meta(self) -> dict[str, Any]:
         s = self.system
-        meta = {"formulation": "recursive", "integrator": self.integrator,
-                "model": s.model.name, "algorithm": s.algorithm}
+        meta = {
+            "formulation": "recursive",
+            "integrator": self.integrator,
+            "model": s.model.name,
+            "algorithm": s.algorithm,
+        }
         if self.adaptive:
-            meta.update(rtol=self.rtol, atol=self.atol, method=self._solver_class()[0],
-                        steps=self.n_steps)
+            meta.update(
+                rtol=self.rtol, atol=self.atol, method=self._solver_class()[0], steps=self.n_steps
+            )
         else:
             meta["dt"] = self.dt
         return meta
 
     def state_dict(self) -> dict[str, Any]:
-        st = {"t": self.t, "y": self.y.copy(), "i": self.i, "n_steps": self.n_steps,
-              "wall": self.wall, "t_end": self.t_end}
+        st = {
+            "t": self.t,
+            "y": self.y.copy(),
+            "i": self.i,
+            "n_steps": self.n_steps,
+            "wall": self.wall,
+            "t_end": self.t_end,
+        }
         if self.adaptive:
             st["solver"] = solver_state(self.solver)
         extra = self._extra_state()
@@ -464,8 +533,12 @@ class ExplicitStepper:
         pass
 
     def spec(self) -> dict[str, Any]:
-        return {"factory": "flexmbd.integrators.explicit:rebuild", "needs_model": True,
-                "model": self.system.model.name, "kwargs": self.rebuild_kwargs()}
+        return {
+            "factory": "flexmbd.integrators.explicit:rebuild",
+            "needs_model": True,
+            "model": self.system.model.name,
+            "kwargs": self.rebuild_kwargs(),
+        }
 
     def rebuild_kwargs(self) -> dict[str, Any] | None:
         raise NotImplementedError

@@ -24,14 +24,22 @@ class Block(Component):
 
     kind = "block"
 
-    def __init__(self, *, rule: Callable[..., Any] | None = None, name: str | None = None,
-                 doc: str | None = None, **rule_kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        rule: Callable[..., Any] | None = None,
+        name: str | None = None,
+        doc: str | None = None,
+        **rule_kwargs: Any,
+    ) -> None:
         object.__setattr__(self, "_components", {})
         object.__setattr__(self, "_members", [])
         super().__init__(name=name, doc=doc)
         if rule is not None and not callable(rule):
-            raise ModelError(f"Block(rule=...): rule must be a function rule(block, **kw), got "
-                             f"{type(rule).__name__}")
+            raise ModelError(
+                f"Block(rule=...): rule must be a function rule(block, **kw), got "
+                f"{type(rule).__name__}"
+            )
         object.__setattr__(self, "_rule", rule)
         object.__setattr__(self, "_rule_kwargs", rule_kwargs)
 
@@ -94,8 +102,7 @@ class Block(Component):
             object.__setattr__(root, "_revision", root._revision + 1)
 
     # -- queries ----------------------------------------------------------------------
-    def component_objects(self, ctype: type = Component,
-                          descend_into: bool = True) -> list[Any]:
+    def component_objects(self, ctype: type = Component, descend_into: bool = True) -> list[Any]:
         """Components of class ``ctype`` in declaration order (sub-blocks included)."""
         out = []
         for c in self._members:

@@ -23,8 +23,12 @@ class Body(Component):
 
     kind = "body"
 
-    def frame(self, position: ArrayLike = (0.0, 0.0, 0.0), rotation: ArrayLike | None = None,
-              name: str | None = None) -> Frame:
+    def frame(
+        self,
+        position: ArrayLike = (0.0, 0.0, 0.0),
+        rotation: ArrayLike | None = None,
+        name: str | None = None,
+    ) -> Frame:
         """A :class:`Frame` fixed on this body at ``position`` (m, body frame)."""
         return Frame(self, position, rotation, name=name)
 
@@ -99,9 +103,16 @@ class RigidBody(Body):
     (6, 6)
     """
 
-    def __init__(self, mass: float, inertia: ArrayLike | None = None,
-                 com: ArrayLike = (0.0, 0.0, 0.0), *, visual: Any = None, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        mass: float,
+        inertia: ArrayLike | None = None,
+        com: ArrayLike = (0.0, 0.0, 0.0),
+        *,
+        visual: Any = None,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         self.mass = mass
         self.inertia = inertia
@@ -139,8 +150,15 @@ class RigidBody(Body):
 
     # -- shape helpers ----------------------------------------------------------------
     @classmethod
-    def rod(cls, mass: float, length: float, axis: str = "x", radius: float = 0.0,
-            origin: str = "center", **kw: Any) -> RigidBody:
+    def rod(
+        cls,
+        mass: float,
+        length: float,
+        axis: str = "x",
+        radius: float = 0.0,
+        origin: str = "center",
+        **kw: Any,
+    ) -> RigidBody:
         """Slender rod (solid cylinder of ``radius``) along ``axis``.
 
         ``origin="center"`` puts the body frame at the centre of mass,
@@ -166,8 +184,9 @@ class RigidBody(Body):
         return cls(mass, J, (0.0, 0.0, 0.0), **kw)
 
     @classmethod
-    def cylinder(cls, mass: float, radius: float, length: float, axis: str = "z",
-                 **kw: Any) -> RigidBody:
+    def cylinder(
+        cls, mass: float, radius: float, length: float, axis: str = "z", **kw: Any
+    ) -> RigidBody:
         """Solid circular cylinder along ``axis``, frame at the centre."""
         ax = _axis_index(axis)
         J = np.full(3, mass * (3 * radius**2 + length**2) / 12.0)
@@ -180,8 +199,9 @@ class RigidBody(Body):
         return cls(mass, np.full(3, 0.4 * mass * radius**2), (0.0, 0.0, 0.0), **kw)
 
     @classmethod
-    def hexagonal_prism(cls, mass: float, side: float, length: float, axis: str = "z",
-                        **kw: Any) -> RigidBody:
+    def hexagonal_prism(
+        cls, mass: float, side: float, length: float, axis: str = "z", **kw: Any
+    ) -> RigidBody:
         """Solid regular hexagonal prism (hexagon ``side`` a, ``length`` along ``axis``).
 
         Axial moment ``5/12 m a^2``; transverse ``m (5 a^2 / 24 + L^2 / 12)`` (the
@@ -206,8 +226,10 @@ def _as_rotation(rotation, owner):
         return np.eye(3)
     R = as_floats(rotation)
     if not np.all(np.isfinite(R)):
-        raise ModelError(f"{owner}: rotation {rotation!r} must be finite numbers: a 3x3 rotation "
-                         "matrix, a rotation vector (3) or unit Euler parameters (4)")
+        raise ModelError(
+            f"{owner}: rotation {rotation!r} must be finite numbers: a 3x3 rotation "
+            "matrix, a rotation vector (3) or unit Euler parameters (4)"
+        )
     if R.shape == (3,):  # rotation vector
         return rotvec_to_rot(R)
     if R.shape == (4,):
@@ -232,9 +254,15 @@ class Frame(Component):
 
     kind = "frame"
 
-    def __init__(self, body: Body, position: ArrayLike = (0.0, 0.0, 0.0),
-                 rotation: ArrayLike | None = None, *, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        body: Body,
+        position: ArrayLike = (0.0, 0.0, 0.0),
+        rotation: ArrayLike | None = None,
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(body, Body):
             raise ModelError(f"Frame: the first argument must be a body, got {type(body).__name__}")

@@ -45,8 +45,9 @@ def is_real(value):
     """True for a finite real scalar (int or float, numpy included; not bool)."""
     import numpy as np
 
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
-                                                                     np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
         return False
     return bool(np.isfinite(value))
 
@@ -67,8 +68,10 @@ class Component:
 
     def __new__(cls, *args, rule=_NO_RULE, **kwargs):
         if rule is None:
-            raise ModelError(f"{cls.__name__}(..., rule=None): give the rule function "
-                             "rule(block, i) of an indexed component, or leave rule out")
+            raise ModelError(
+                f"{cls.__name__}(..., rule=None): give the rule function "
+                "rule(block, i) of an indexed component, or leave rule out"
+            )
         if rule is not _NO_RULE:
             if len(args) != 1:
                 raise ModelError(
@@ -165,22 +168,30 @@ class IndexedComponent:
         try:
             self.index_set = list(index)
         except TypeError:
-            raise ModelError(f"{cls.__name__}(index, rule=...): the index set must be iterable "
-                             f"(e.g. range(6) or a list of labels), got {index!r}") from None
+            raise ModelError(
+                f"{cls.__name__}(index, rule=...): the index set must be iterable "
+                f"(e.g. range(6) or a list of labels), got {index!r}"
+            ) from None
         seen = set()
         for i in self.index_set:
             try:
                 dup = i in seen
                 seen.add(i)
             except TypeError:
-                raise ModelError(f"{cls.__name__}(index, rule=...): index {i!r} is not hashable; "
-                                 "use numbers, strings or tuples") from None
+                raise ModelError(
+                    f"{cls.__name__}(index, rule=...): index {i!r} is not hashable; "
+                    "use numbers, strings or tuples"
+                ) from None
             if dup:
-                raise ModelError(f"{cls.__name__}(index, rule=...): index {i!r} appears twice in "
-                                 f"the index set {self.index_set!r}; indices must be unique")
+                raise ModelError(
+                    f"{cls.__name__}(index, rule=...): index {i!r} appears twice in "
+                    f"the index set {self.index_set!r}; indices must be unique"
+                )
         if not callable(rule):
-            raise ModelError(f"{cls.__name__}(index, rule=...): rule must be a function "
-                             f"rule(block, i), got {type(rule).__name__}")
+            raise ModelError(
+                f"{cls.__name__}(index, rule=...): rule must be a function "
+                f"rule(block, i), got {type(rule).__name__}"
+            )
         self.rule = rule
         self.rule_kwargs = kwargs
         self._data = {}
@@ -209,8 +220,9 @@ class IndexedComponent:
     def construct(self, block: Block) -> None:
         """Call the rule for every index (done by the block at assignment)."""
         for i in self.index_set:
-            member = call_rule(self.rule, (block, i), self.rule_kwargs,
-                               f"rule of {self._name!r} for index {i!r}")
+            member = call_rule(
+                self.rule, (block, i), self.rule_kwargs, f"rule of {self._name!r} for index {i!r}"
+            )
             if member is None:
                 continue
             if not isinstance(member, self.ctype):
@@ -222,8 +234,12 @@ class IndexedComponent:
             self._data[i] = member
             block._register_member(member)
             if getattr(member, "_rule", None) is not None:  # an indexed Block member
-                call_rule(member._rule, (member,), member._rule_kwargs,
-                          f"rule of {self._name!r} for index {i!r}")
+                call_rule(
+                    member._rule,
+                    (member,),
+                    member._rule_kwargs,
+                    f"rule of {self._name!r} for index {i!r}",
+                )
 
     def __getitem__(self, i):
         try:

@@ -122,9 +122,17 @@ class FlexibleBody(Body):
         the reduced body has it (default True).
     """
 
-    def __init__(self, reduced: ReducedBody | StrPath | None = None, *, q0: ArrayLike | None = None,
-                 qd0: ArrayLike | None = None, geometric_stiffening: bool = True,
-                 name: str | None = None, doc: str | None = None, _lazy: Any = None) -> None:
+    def __init__(
+        self,
+        reduced: ReducedBody | StrPath | None = None,
+        *,
+        q0: ArrayLike | None = None,
+        qd0: ArrayLike | None = None,
+        geometric_stiffening: bool = True,
+        name: str | None = None,
+        doc: str | None = None,
+        _lazy: Any = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         object.__setattr__(self, "_reduced", None)
         object.__setattr__(self, "_lazy", _lazy)
@@ -132,8 +140,10 @@ class FlexibleBody(Body):
         if reduced is not None:
             self._set_reduced(reduced)
         elif _lazy is None:
-            raise ModelError("FlexibleBody: give a ReducedBody (or its .npz path), or use "
-                             "FlexibleBody.from_mesh(mesh, material, modes=...)")
+            raise ModelError(
+                "FlexibleBody: give a ReducedBody (or its .npz path), or use "
+                "FlexibleBody.from_mesh(mesh, material, modes=...)"
+            )
         self.geometric_stiffening = bool(geometric_stiffening)
         self._q0_spec, self._qd0_spec = q0, qd0
 
@@ -144,9 +154,16 @@ class FlexibleBody(Body):
         return cls(reduced, **kw)
 
     @classmethod
-    def from_mesh(cls, mesh: Any, material: Material | None, modes: Any, *,
-                  cache: StrPath | None = None, reduce_options: dict[str, Any] | None = None,
-                  **kw: Any) -> FlexibleBody:
+    def from_mesh(
+        cls,
+        mesh: Any,
+        material: Material | None,
+        modes: Any,
+        *,
+        cache: StrPath | None = None,
+        reduce_options: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> FlexibleBody:
         """Reduce ``mesh`` with ``material`` and the mode strategy ``modes`` on first use.
 
         ``reduce_options`` are passed to :func:`flexmbd.fem.reduce` (``interfaces``,
@@ -154,8 +171,10 @@ class FlexibleBody(Body):
         is stored and reused while mesh file, material and strategy are unchanged.
         """
         if material is None:
-            raise ModelError("FlexibleBody.from_mesh: give a material, e.g. "
-                             "fm.Material(E=2.1e11, nu=0.3, rho=7850)")
+            raise ModelError(
+                "FlexibleBody.from_mesh: give a material, e.g. "
+                "fm.Material(E=2.1e11, nu=0.3, rho=7850)"
+            )
         return cls(None, _lazy=(mesh, material, modes, cache, dict(reduce_options or {})), **kw)
 
     def _set_reduced(self, reduced):
@@ -166,8 +185,10 @@ class FlexibleBody(Body):
             reduced = ReducedBody.load(reduced)
         for attr in ("modes", "St", "Sij", "Pij", "K_ff"):
             if not hasattr(reduced, attr):
-                raise ModelError(f"FlexibleBody {self.local_name!r}: {type(reduced).__name__} is "
-                                 f"not a ReducedBody (no {attr!r})")
+                raise ModelError(
+                    f"FlexibleBody {self.local_name!r}: {type(reduced).__name__} is "
+                    f"not a ReducedBody (no {attr!r})"
+                )
         object.__setattr__(self, "_reduced", reduced)
         object.__setattr__(self, "_inv", None)
 
@@ -220,8 +241,10 @@ class FlexibleBody(Body):
 
         v = np.atleast_1d(as_floats(spec))
         if v.shape != (n,) or not np.all(np.isfinite(v)):
-            raise ModelError(f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
-                             f"values (finite), got {spec!r}")
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: {what} must have {n} modal "
+                f"values (finite), got {spec!r}"
+            )
         return v
 
     def interface_modes(self, name: str) -> Array:
@@ -238,11 +261,16 @@ class FlexibleBody(Body):
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
         if self._inv is None:
             rb = self.reduced
-            inv = ModalInvariants(mass=float(rb.mass), c=np.asarray(rb.first_moment, float),
-                                  E0=np.asarray(rb.second_moment, float),
-                                  St=np.asarray(rb.St, float), S=np.asarray(rb.Sij, float),
-                                  P=np.asarray(rb.Pij, float), K=np.asarray(rb.K_ff, float),
-                                  D=np.asarray(rb.D_ff, float))
+            inv = ModalInvariants(
+                mass=float(rb.mass),
+                c=np.asarray(rb.first_moment, float),
+                E0=np.asarray(rb.second_moment, float),
+                St=np.asarray(rb.St, float),
+                S=np.asarray(rb.Sij, float),
+                P=np.asarray(rb.Pij, float),
+                K=np.asarray(rb.K_ff, float),
+                D=np.asarray(rb.D_ff, float),
+            )
             inv.validate(f"FlexibleBody {self.local_name!r}")
             object.__setattr__(self, "_inv", inv)
         return self._inv
@@ -259,12 +287,19 @@ class FlexibleBody(Body):
         modal = np.asarray(modal, float)
         S = np.asarray(self.reduced.stress_modes, float)
         if S.shape[0] == 0:
-            raise ModelError(f"FlexibleBody {self.local_name!r}: the reduced body has no stress "
-                             f"modes (reduce(..., stress_modes=True))")
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: the reduced body has no stress "
+                f"modes (reduce(..., stress_modes=True))"
+            )
         return np.einsum("nkm,...m->...nk", S, modal)
 
-    def geometric_stiffness(self, omega: ArrayLike, alpha: ArrayLike, a: ArrayLike,
-                            interface_forces: Mapping[str, ArrayLike] | None = None) -> Array:
+    def geometric_stiffness(
+        self,
+        omega: ArrayLike,
+        alpha: ArrayLike,
+        a: ArrayLike,
+        interface_forces: Mapping[str, ArrayLike] | None = None,
+    ) -> Array:
         """Modal geometric stiffness (n x n) for the current inertia and interface loads.
 
         Zero when ``geometric_stiffening`` is off or the reduced body has no unit
@@ -283,15 +318,20 @@ class FlexibleBody(Body):
     def node(self, index: int, rotation: ArrayLike | None = None) -> NodeFrame:
         """Frame at mesh node ``index`` (translates with the node)."""
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-            raise ModelError(f"FlexibleBody {self.local_name!r}: node index {index!r} must be an "
-                             "int (a node number); for a position use body.point((x, y, z))")
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: node index {index!r} must be an "
+                "int (a node number); for a position use body.point((x, y, z))"
+            )
         if self._reduced is not None and not 0 <= index < len(self._reduced.nodes):
-            raise ModelError(f"FlexibleBody {self.local_name!r}: node {index} is not a node of "
-                             f"the mesh (0..{len(self._reduced.nodes) - 1})")
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: node {index} is not a node of "
+                f"the mesh (0..{len(self._reduced.nodes) - 1})"
+            )
         return NodeFrame(self, int(index), rotation)
 
-    def point(self, xyz: ArrayLike, rotation: ArrayLike | None = None,
-              tol: float | None = None) -> NodeFrame:
+    def point(
+        self, xyz: ArrayLike, rotation: ArrayLike | None = None, tol: float | None = None
+    ) -> NodeFrame:
         """Frame at the mesh node nearest to ``xyz`` (m, body frame).
 
         ModelError if no node lies within ``tol`` (m; default: the largest element
@@ -303,8 +343,10 @@ class FlexibleBody(Body):
         except (TypeError, ValueError):
             x = np.zeros(0)
         if x.shape != (3,) or not np.isfinite(x).all():
-            raise ModelError(f"FlexibleBody {self.local_name!r}: point {xyz!r} must be three "
-                             "finite coordinates (m, body frame)")
+            raise ModelError(
+                f"FlexibleBody {self.local_name!r}: point {xyz!r} must be three "
+                "finite coordinates (m, body frame)"
+            )
         nodes = np.asarray(self.reduced.nodes, float)
         d2 = ((nodes - x) ** 2).sum(axis=1)
         i = int(np.argmin(d2))
@@ -313,8 +355,10 @@ class FlexibleBody(Body):
             limit = self._element_size()
         else:
             if not is_real(tol) or tol < 0:
-                raise ModelError(f"FlexibleBody {self.local_name!r}: point tol={tol!r} must be "
-                                 "a distance >= 0 (m)")
+                raise ModelError(
+                    f"FlexibleBody {self.local_name!r}: point tol={tol!r} must be "
+                    "a distance >= 0 (m)"
+                )
             limit = float(tol)
         if dist > limit:
             lo, hi = nodes.min(axis=0), nodes.max(axis=0)
@@ -323,7 +367,8 @@ class FlexibleBody(Body):
                 f"nearest mesh node {i} at {np.round(nodes[i], 6).tolist()} (tolerance "
                 f"{limit:.3g} m); the mesh spans {np.round(lo, 6).tolist()} .. "
                 f"{np.round(hi, 6).tolist()} m in body axes: check the coordinates, their "
-                "units and frame (body frame of the reduction), or pass tol=")
+                "units and frame (body frame of the reduction), or pass tol="
+            )
         return NodeFrame(self, i, rotation)
 
     def _element_size(self):
@@ -348,17 +393,18 @@ class FlexibleBody(Body):
     def _short(self):
         if self._reduced is None:
             strategy = self._lazy[2] if self._lazy else None
-            try:   # the count without the mesh (nodes interfaces need it: not shown)
+            try:  # the count without the mesh (nodes interfaces need it: not shown)
                 plan = f": {strategy.describe()}" if hasattr(strategy, "describe") else ""
             except FlexmbdError:
                 plan = ""
             return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
         on = bool(self.geometric_stiffening and rb.kg_unit.shape[0])
-        stiff = ("geometric stiffening from mean-axis loads" if on else
-                 "no geometric stiffening")
-        return (f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
-                f"({rb.strategy}), frame: {rb.frame}, {stiff}{self._frame_note(on)}")
+        stiff = "geometric stiffening from mean-axis loads" if on else "no geometric stiffening"
+        return (
+            f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
+            f"({rb.strategy}), frame: {rb.frame}, {stiff}{self._frame_note(on)}"
+        )
 
     def _frame_note(self, stiffened):
         """For a stiffened body whose frame is clamped at an interface that a joint lets
@@ -371,21 +417,28 @@ class FlexibleBody(Body):
         pins = []
         for j in model.joints():
             for fr in (j.parent_frame, j.child_frame):
-                if (isinstance(fr, InterfaceFrame) and fr.body is self
-                        and fr.interface_name == ref and _rotates(j)):
+                if (
+                    isinstance(fr, InterfaceFrame)
+                    and fr.body is self
+                    and fr.interface_name == ref
+                    and _rotates(j)
+                ):
                     pins.append(j.name)
         if not pins:
             return ""
-        return (f"; frame clamped at an interface pinned by {', '.join(pins)}: prefer "
-                "frame='mean-axis' for fast mechanisms (stiffening in this frame: 2.0 % "
-                "against 1.1 % on the slider-crank rod; FlexibleBody docs, 'Choice of frame')")
+        return (
+            f"; frame clamped at an interface pinned by {', '.join(pins)}: prefer "
+            "frame='mean-axis' for fast mechanisms (stiffening in this frame: 2.0 % "
+            "against 1.1 % on the slider-crank rod; FlexibleBody docs, 'Choice of frame')"
+        )
 
 
 class _DeformingFrame(Frame):
     """A frame on a flexible body whose pose follows modal coordinates linearly."""
 
-    def __init__(self, body: FlexibleBody, rotation: ArrayLike | None, *,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, body: FlexibleBody, rotation: ArrayLike | None, *, name: str | None = None
+    ) -> None:
         Component.__init__(self, name=name)
         if not isinstance(body, FlexibleBody):
             raise ModelError(f"{type(self).__name__}: body must be a FlexibleBody")
@@ -402,8 +455,9 @@ class _DeformingFrame(Frame):
         history (needs the body's ``position``, ``orientation`` and ``modal`` series)."""
         name = self.body.name
         series = results.body_series.get(name)
-        if series is None or any(v is None for v in (series.position, series.orientation,
-                                                      series.modal)):
+        if series is None or any(
+            v is None for v in (series.position, series.orientation, series.modal)
+        ):
             raise ModelError(f"results have no pose/modal history of body {name!r}")
         r, qf = series.position, series.modal
         R = quat_to_rot_batch(series.orientation)
@@ -422,8 +476,14 @@ class _DeformingFrame(Frame):
 class InterfaceFrame(_DeformingFrame):
     """Frame of a reduced body's interface: origin and modes from the reduction."""
 
-    def __init__(self, body: FlexibleBody, interface: str, rotation: ArrayLike | None = None, *,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        body: FlexibleBody,
+        interface: str,
+        rotation: ArrayLike | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
         super().__init__(body, rotation, name=name)
         object.__setattr__(self, "interface_name", str(interface))
         if body._reduced is not None:
@@ -446,8 +506,14 @@ class InterfaceFrame(_DeformingFrame):
 class NodeFrame(_DeformingFrame):
     """Frame at a mesh node: translates with the node, rotates with the body frame."""
 
-    def __init__(self, body: FlexibleBody, index: int, rotation: ArrayLike | None = None, *,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        body: FlexibleBody,
+        index: int,
+        rotation: ArrayLike | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
         super().__init__(body, rotation, name=name)
         object.__setattr__(self, "node_index", int(index))
 
@@ -455,8 +521,9 @@ class NodeFrame(_DeformingFrame):
     def position(self) -> Array:
         nodes = self.body.reduced.nodes
         if not 0 <= self.node_index < len(nodes):
-            raise ModelError(f"node {self.node_index} is not a node of {self.body.name!r} "
-                             f"({len(nodes)} nodes)")
+            raise ModelError(
+                f"node {self.node_index} is not a node of {self.body.name!r} ({len(nodes)} nodes)"
+            )
         return np.asarray(nodes[self.node_index], float)
 
     @property
@@ -464,7 +531,7 @@ class NodeFrame(_DeformingFrame):
         i = self.node_index
         Phi = self.body.reduced.modes
         out = np.zeros((6, Phi.shape[1]))
-        out[3:] = Phi[3 * i:3 * i + 3]
+        out[3:] = Phi[3 * i : 3 * i + 3]
         return out
 
     def _short(self):
@@ -498,14 +565,18 @@ def stiffening_hint(model: Model) -> str:
     approximate is that the interface wrenches weighting it are lagged by one step in the
     absolute formulation, which needs a step that resolves the joint forces' changes.
     """
-    names = [b.name for b in model.component_objects(FlexibleBody)
-             if b.geometric_stiffening and b._reduced is not None
-             and b._reduced.kg_unit.shape[0]]
+    names = [
+        b.name
+        for b in model.component_objects(FlexibleBody)
+        if b.geometric_stiffening and b._reduced is not None and b._reduced.kg_unit.shape[0]
+    ]
     if not names:
         return ""
     many = len(names) > 1
-    return (f"flexible bod{'ies' if many else 'y'} {', '.join(map(repr, names))} "
-            f"{'are' if many else 'is'} geometrically stiffened (load parameters from "
-            "mean-axis kinematics, interface wrenches lagged by one step); to tell whether "
-            "stiffening is involved, repeat the run with a smaller step or with "
-            "geometric_stiffening=False (FlexibleBody docs, 'Choice of frame')")
+    return (
+        f"flexible bod{'ies' if many else 'y'} {', '.join(map(repr, names))} "
+        f"{'are' if many else 'is'} geometrically stiffened (load parameters from "
+        "mean-axis kinematics, interface wrenches lagged by one step); to tell whether "
+        "stiffening is involved, repeat the run with a smaller step or with "
+        "geometric_stiffening=False (FlexibleBody docs, 'Choice of frame')"
+    )

@@ -38,6 +38,7 @@ __all__ = ["ForceElement", "Gravity", "PointForce", "PointTorque", "JointForce"]
 def _vector_function(value, owner, what):
     """Constant 3-vector or callable ``f(t)`` -> callable returning a 3-array."""
     if callable(value):
+
         def fun(t):
             return np.asarray(value(t), dtype=float)
 
@@ -84,8 +85,9 @@ class Gravity(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, g: ArrayLike = (0.0, 0.0, -9.81), *, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self, g: ArrayLike = (0.0, 0.0, -9.81), *, name: str | None = None, doc: str | None = None
+    ) -> None:
         super().__init__(name=name, doc=doc)
         g = as_floats(g)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
@@ -140,9 +142,16 @@ class PointForce(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, body: Body, point: ArrayLike | Frame = (0.0, 0.0, 0.0),
-                 force: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0), *,
-                 frame: str = "world", name: str | None = None, doc: str | None = None) -> None:
+    def __init__(
+        self,
+        body: Body,
+        point: ArrayLike | Frame = (0.0, 0.0, 0.0),
+        force: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0),
+        *,
+        frame: str = "world",
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         owner = "PointForce"
         if not isinstance(body, Body) or isinstance(body, Ground):
@@ -153,14 +162,17 @@ class PointForce(ForceElement):
         self.attachment = None
         if isinstance(point, Frame):
             if point.body is not body:
-                raise ModelError(f"{owner}: the frame is on body {point.body.name!r}, expected one "
-                                 f"on {body.name!r}")
+                raise ModelError(
+                    f"{owner}: the frame is on body {point.body.name!r}, expected one "
+                    f"on {body.name!r}"
+                )
             self.attachment = point
             point = point.position
         p = as_floats(point)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
-            raise ModelError(f"{owner}: point must be 3 finite coordinates (m, body frame), "
-                             f"got {point!r}")
+            raise ModelError(
+                f"{owner}: point must be 3 finite coordinates (m, body frame), got {point!r}"
+            )
         self.point = p
         self.force = _vector_function(force, owner, "force")
         self.frame = frame
@@ -193,9 +205,15 @@ class PointTorque(ForceElement):
 
     has_jacobian = True
 
-    def __init__(self, body: Body,
-                 torque: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0), *,
-                 frame: str = "world", name: str | None = None, doc: str | None = None) -> None:
+    def __init__(
+        self,
+        body: Body,
+        torque: ArrayLike | Callable[[float], ArrayLike] = (0.0, 0.0, 0.0),
+        *,
+        frame: str = "world",
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(body, Body) or isinstance(body, Ground):
             raise ModelError(f"PointTorque: body must be a non-ground body, got {body!r}")
@@ -234,10 +252,16 @@ class JointForce(ForceElement):
     nv x nv) for implicit integrators.
     """
 
-    def __init__(self, joint: Joint, force: Callable[..., ArrayLike], *,
-                 dfdq: Callable[..., ArrayLike] | None = None,
-                 dfdqd: Callable[..., ArrayLike] | None = None, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        joint: Joint,
+        force: Callable[..., ArrayLike],
+        *,
+        dfdq: Callable[..., ArrayLike] | None = None,
+        dfdqd: Callable[..., ArrayLike] | None = None,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
@@ -260,8 +284,7 @@ class JointForce(ForceElement):
         """Force along the joint speeds (N or N m), shape (nv,)."""
         return np.atleast_1d(np.asarray(self._f(t, q, qd), dtype=float))
 
-    def generalized_jacobians(self, t: float, q: ArrayLike,
-                              qd: ArrayLike) -> tuple[Array, Array]:
+    def generalized_jacobians(self, t: float, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
         """``(df/dq, df/dqd)`` for the joint's own coordinates; zeros for a constant force."""
         nv, nq = self.joint.nv, self.joint.nq
         if self.dfdq is not None:

@@ -105,10 +105,19 @@ class Joint(Component):
     coordinate_labels = ()
     speed_labels = ()
 
-    def __init__(self, parent: Body, child: Body, *, parent_frame: Any = None,
-                 child_frame: Any = None, q0: ArrayLike | None = None,
-                 qd0: ArrayLike | None = None, cut: bool = False, name: str | None = None,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        parent: Body,
+        child: Body,
+        *,
+        parent_frame: Any = None,
+        child_frame: Any = None,
+        q0: ArrayLike | None = None,
+        qd0: ArrayLike | None = None,
+        cut: bool = False,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         owner = f"{type(self).__name__} joint"
         for role, b in (("parent", parent), ("child", child)):
@@ -220,12 +229,12 @@ class Revolute(_ConstantSubspaceJoint):
     coordinate_labels = ("angle",)
     speed_labels = ("rate",)
 
-    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
-                 **kw: Any) -> None:
+    def __init__(
+        self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0), **kw: Any
+    ) -> None:
         self.axis = _unit(axis, "Revolute joint")
         self._set_subspace(np.concatenate([self.axis, np.zeros(3)]))
         super().__init__(parent, child, **kw)
-
 
 
 class Prismatic(_ConstantSubspaceJoint):
@@ -237,12 +246,12 @@ class Prismatic(_ConstantSubspaceJoint):
     coordinate_labels = ("displacement",)
     speed_labels = ("velocity",)
 
-    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (1.0, 0.0, 0.0),
-                 **kw: Any) -> None:
+    def __init__(
+        self, parent: Body, child: Body, axis: ArrayLike = (1.0, 0.0, 0.0), **kw: Any
+    ) -> None:
         self.axis = _unit(axis, "Prismatic joint")
         self._set_subspace(np.concatenate([np.zeros(3), self.axis]))
         super().__init__(parent, child, **kw)
-
 
 
 class Cylindrical(_ConstantSubspaceJoint):
@@ -254,15 +263,15 @@ class Cylindrical(_ConstantSubspaceJoint):
     coordinate_labels = ("angle", "displacement")
     speed_labels = ("rate", "velocity")
 
-    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
-                 **kw: Any) -> None:
+    def __init__(
+        self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0), **kw: Any
+    ) -> None:
         self.axis = _unit(axis, "Cylindrical joint")
         H = np.zeros((6, 2))
         H[:3, 0] = self.axis
         H[3:, 1] = self.axis
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
-
 
 
 class Screw(_ConstantSubspaceJoint):
@@ -288,8 +297,14 @@ class Screw(_ConstantSubspaceJoint):
     coordinate_labels = ("angle",)
     speed_labels = ("rate",)
 
-    def __init__(self, parent: Body, child: Body, axis: ArrayLike = (0.0, 0.0, 1.0),
-                 pitch: float = 0.0, **kw: Any) -> None:
+    def __init__(
+        self,
+        parent: Body,
+        child: Body,
+        axis: ArrayLike = (0.0, 0.0, 1.0),
+        pitch: float = 0.0,
+        **kw: Any,
+    ) -> None:
         self.axis = _unit(axis, "Screw joint")
         pitch = float(pitch)
         if not np.isfinite(pitch):
@@ -312,8 +327,14 @@ class Universal(Joint):
     coordinate_labels = ("angle1", "angle2")
     speed_labels = ("rate1", "rate2")
 
-    def __init__(self, parent: Body, child: Body, axis1: ArrayLike = (1.0, 0.0, 0.0),
-                 axis2: ArrayLike = (0.0, 1.0, 0.0), **kw: Any) -> None:
+    def __init__(
+        self,
+        parent: Body,
+        child: Body,
+        axis1: ArrayLike = (1.0, 0.0, 0.0),
+        axis2: ArrayLike = (0.0, 1.0, 0.0),
+        **kw: Any,
+    ) -> None:
         self.axis1 = _unit(axis1, "Universal joint")
         self.axis2 = _unit(axis2, "Universal joint")
         if abs(self.axis1 @ self.axis2) > 1e-9:
@@ -322,7 +343,6 @@ class Universal(Joint):
                 f"must be orthogonal"
             )
         super().__init__(parent, child, **kw)
-
 
     def _a1_child(self, q):
         return rotation_matrix(self.axis2, q[1]).T @ self.axis1
@@ -363,7 +383,6 @@ class Spherical(Joint):
         q = np.asarray(q, dtype=float)
         return q / np.linalg.norm(q)
 
-
     def motion_subspace(self, q: ArrayLike | None = None) -> Array:
         return self._H
 
@@ -396,8 +415,9 @@ class Planar(_ConstantSubspaceJoint):
     coordinate_labels = ("x", "y", "angle")
     speed_labels = ("rate", "v1", "v2")
 
-    def __init__(self, parent: Body, child: Body, normal: ArrayLike = (0.0, 0.0, 1.0),
-                 **kw: Any) -> None:
+    def __init__(
+        self, parent: Body, child: Body, normal: ArrayLike = (0.0, 0.0, 1.0), **kw: Any
+    ) -> None:
         self.normal = _unit(normal, "Planar joint")
         for k in range(3):
             if abs(abs(self.normal[k]) - 1.0) < 1e-12:
@@ -412,7 +432,6 @@ class Planar(_ConstantSubspaceJoint):
         H[3:, 2] = self.u2
         self._set_subspace(H)
         super().__init__(parent, child, **kw)
-
 
     def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         c, s = np.cos(q[2]), np.sin(q[2])
@@ -458,7 +477,6 @@ class Fixed(_ConstantSubspaceJoint):
         super().__init__(parent, child, **kw)
 
 
-
 class Free(_ConstantSubspaceJoint):
     """Six-degree-of-freedom joint (floating base).
 
@@ -490,7 +508,6 @@ class Free(_ConstantSubspaceJoint):
         q = np.array(q, dtype=float)
         q[3:] /= np.linalg.norm(q[3:])
         return q
-
 
     def qdot(self, q: ArrayLike, v: ArrayLike) -> Array:
         R = quat_to_rot(q[3:])

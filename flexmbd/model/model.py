@@ -60,8 +60,10 @@ class Model(Block):
 
     def __setattr__(self, key, value):
         if key == "ground" and "ground" in self.__dict__.get("_components", {}):
-            raise ModelError(f"model {self._name!r}: 'ground' is the model's inertial body and "
-                             "cannot be replaced; give the new component another name")
+            raise ModelError(
+                f"model {self._name!r}: 'ground' is the model's inertial body and "
+                "cannot be replaced; give the new component another name"
+            )
         super().__setattr__(key, value)
 
     def model(self) -> Model:
@@ -204,15 +206,22 @@ class Model(Block):
         elif formulation == "absolute":
             from ..absolute import compile_system
         else:
-            raise ModelError(
-                f"unknown formulation {formulation!r}; use 'recursive' or 'absolute'"
-            )
+            raise ModelError(f"unknown formulation {formulation!r}; use 'recursive' or 'absolute'")
         return compile_system(self, **options)
 
-    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
-                 formulation: str | None = None, *, checkpoint: str | PathLike | None = None,
-                 every: int = 100, overwrite: bool = False, progress: bool | None = None,
-                 **options: Any) -> Results:
+    def simulate(
+        self,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str | None = None,
+        formulation: str | None = None,
+        *,
+        checkpoint: str | PathLike | None = None,
+        every: int = 100,
+        overwrite: bool = False,
+        progress: bool | None = None,
+        **options: Any,
+    ) -> Results:
         """Compile and integrate from the joints' initial values to ``t_end`` (s).
 
         ``integrator``: ``"rk4"``, ``"rk45"``, ``"dop853"`` or ``"rk23"`` (explicit,
@@ -237,18 +246,23 @@ class Model(Block):
         from ..integrators.registry import check_times, resolve
 
         spec, formulation = resolve(integrator, formulation, dt)
-        check_times(t_end, dt, spec, f"model {self.name!r}: simulate",
-                    t0=options.get("t0", 0.0), every=every)
+        check_times(
+            t_end,
+            dt,
+            spec,
+            f"model {self.name!r}: simulate",
+            t0=options.get("t0", 0.0),
+            every=every,
+        )
         integrator = spec.name
         if checkpoint is not None:
             from ..checkpoint import check_checkpoint
 
-            check_checkpoint(checkpoint, overwrite)      # before any work
+            check_checkpoint(checkpoint, overwrite)  # before any work
             options.update(checkpoint=checkpoint, every=every, overwrite=overwrite)
         system = self.compile(formulation)
         try:
-            res = system.simulate(t_end, dt=dt, integrator=integrator, progress=progress,
-                                  **options)
+            res = system.simulate(t_end, dt=dt, integrator=integrator, progress=progress, **options)
         except SolverError as err:
             if err.partial is not None:
                 err.partial.system = system
@@ -261,8 +275,10 @@ class Model(Block):
         """Print a readable summary: bodies, joints, forces and the resolved topology."""
         out = io.StringIO()
         bodies, joints, forces = self.bodies(), self.joints(), self.forces()
-        out.write(f"Model {self.name!r}: {len(bodies)} bodies, {len(joints)} joints, "
-                  f"{len(forces)} force elements\n")
+        out.write(
+            f"Model {self.name!r}: {len(bodies)} bodies, {len(joints)} joints, "
+            f"{len(forces)} force elements\n"
+        )
         out.write("  Bodies:\n")
         for i, b in enumerate(bodies, 1):
             out.write(f"    {i:3d} {b.name}: {b._short()}\n")
@@ -292,8 +308,9 @@ class Model(Block):
         return buf.getvalue()
 
     @classmethod
-    def from_urdf(cls, path: str | PathLike, name: str | None = None,
-                  floating: bool = False) -> Model:
+    def from_urdf(
+        cls, path: str | PathLike, name: str | None = None, floating: bool = False
+    ) -> Model:
         """Build a rigid tree from a URDF file (see :mod:`flexmbd.model.urdf`)."""
         from .urdf import model_from_urdf  # lazy: xml parsing only when asked for
 
@@ -315,6 +332,9 @@ def _topology_text(model, t):
         p = int(t.parent[lab])
         pname = "ground" if p == 0 else bodies[int(t.original_body[p]) - 1].name
         lines.append(f"    {lab:5d}  {b.name:<25s} {pname}\n")
-    lines.append("    joint labels: " + ", ".join(
-        f"{j.name}={int(t.joint_map[k])}" for k, j in enumerate(joints)) + "\n")
+    lines.append(
+        "    joint labels: "
+        + ", ".join(f"{j.name}={int(t.joint_map[k])}" for k, j in enumerate(joints))
+        + "\n"
+    )
     return "".join(lines)

@@ -124,18 +124,31 @@ class SpringDamperActuator(ForceElement):
     tension. See the module docstring for the derivation of the Jacobians.
     """
 
-    def __init__(self, body_i: Body, point_i: ArrayLike | Frame, body_j: Body,
-                 point_j: ArrayLike | Frame, k: float, c: float = 0.0, l0: float | None = None,
-                 fa: float | Callable[[float], float] = 0.0, *, exact_jacobian: bool = True,
-                 name: str | None = None, doc: str | None = None) -> None:
+    def __init__(
+        self,
+        body_i: Body,
+        point_i: ArrayLike | Frame,
+        body_j: Body,
+        point_j: ArrayLike | Frame,
+        k: float,
+        c: float = 0.0,
+        l0: float | None = None,
+        fa: float | Callable[[float], float] = 0.0,
+        *,
+        exact_jacobian: bool = True,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> None:
         super().__init__(name=name, doc=doc)
         owner = "SpringDamperActuator"
         for role, b in (("body_i", body_i), ("body_j", body_j)):
             if not isinstance(b, Body):
                 raise ModelError(f"{owner}: {role} must be a body (or m.ground), got {b!r}")
         if body_i is body_j:
-            raise ModelError(f"{owner}: both ends are on body {body_i.local_name!r}; "
-                             f"an element inside one rigid body does nothing")
+            raise ModelError(
+                f"{owner}: both ends are on body {body_i.local_name!r}; "
+                f"an element inside one rigid body does nothing"
+            )
         if isinstance(body_i, Ground) and isinstance(body_j, Ground):
             raise ModelError(f"{owner}: both ends are on the ground")
         self.body_i = body_i
@@ -167,7 +180,8 @@ class SpringDamperActuator(ForceElement):
                 f"SpringDamperActuator{label}: {what} is a frame of body {p.body.name!r} but "
                 f"{role} is {body.name!r}; pass a frame of {body.name!r} (e.g. "
                 f"{body.name}.interface(...) / .point(...) on a flexible body) or a point "
-                f"(3 coordinates, m, in the frame of {body.name!r})")
+                f"(3 coordinates, m, in the frame of {body.name!r})"
+            )
         return p if hasattr(p, "modes") and hasattr(p, "pose") else None
 
     def deforming_ends(self) -> list[Any]:
@@ -229,20 +243,22 @@ class SpringDamperActuator(ForceElement):
             )
         return length
 
-    def line_force(self, t: float, length: float, ldot: float,
-                   state: ArrayLike | None = None) -> float:
+    def line_force(
+        self, t: float, length: float, ldot: float, state: ArrayLike | None = None
+    ) -> float:
         """Force along the line ``f = k (l - l0) + c ldot + fa(t)`` (N, positive in tension)
         at length ``l`` (m) and rate ``ldot`` (m/s); ``state`` fixes a missing ``l0`` (see
         :meth:`free_length`)."""
-        return (self.k * (length - self.free_length(state)) + self.c * ldot
-                + self.actuator_force(t))
+        return self.k * (length - self.free_length(state)) + self.c * ldot + self.actuator_force(t)
 
     def free_length(self, state: Any = None) -> float:
         """``l0``; fixed from ``state`` (the initial configuration) on first use when None."""
         if self.l0 is None:
             if state is None:
-                raise ModelError(f"SpringDamperActuator {self.name!r}: l0 not set yet; "
-                                 f"compile the model or give l0")
+                raise ModelError(
+                    f"SpringDamperActuator {self.name!r}: l0 not set yet; "
+                    f"compile the model or give l0"
+                )
             self.l0 = self.length(state)
         return self.l0
 

@@ -46,8 +46,11 @@ __all__ = ["model_from_urdf", "rpy_to_rot"]
 def rpy_to_rot(rpy: ArrayLike) -> Array:
     """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix: ``Rz(y) Ry(p) Rx(r)``."""
     r, p, y = rpy
-    return (rotation_matrix((0, 0, 1), y) @ rotation_matrix((0, 1, 0), p)
-            @ rotation_matrix((1, 0, 0), r))
+    return (
+        rotation_matrix((0, 0, 1), y)
+        @ rotation_matrix((0, 1, 0), p)
+        @ rotation_matrix((1, 0, 0), r)
+    )
 
 
 def _floats(text, n, where):
@@ -92,17 +95,23 @@ def _inertial(link):
         raise ModelError(f"URDF link {name!r}: <inertial> without <mass>")
     mass = _float(mass_el.get("value"), f"link {name!r} mass")
     if mass < 0:
-        raise ModelError(f"URDF link {name!r}: mass {mass} kg is negative; give a mass >= 0 "
-                         "(0 for a massless link)")
+        raise ModelError(
+            f"URDF link {name!r}: mass {mass} kg is negative; give a mass >= 0 "
+            "(0 for a massless link)"
+        )
     c, R = _origin(inert, f"link {name!r} inertial")
     i = inert.find("inertia")
     if i is None:
         J = np.zeros((3, 3))
     else:
         g = lambda k: _float(i.get(k), f"link {name!r} inertia {k}", default=0.0)
-        J = np.array([[g("ixx"), g("ixy"), g("ixz")],
-                      [g("ixy"), g("iyy"), g("iyz")],
-                      [g("ixz"), g("iyz"), g("izz")]])
+        J = np.array(
+            [
+                [g("ixx"), g("ixy"), g("ixz")],
+                [g("ixy"), g("iyy"), g("iyz")],
+                [g("ixz"), g("iyz"), g("izz")],
+            ]
+        )
     return mass, c, R @ J @ R.T
 
 
@@ -117,8 +126,9 @@ def _visuals(link, base_dir):
         item = {"type": g.tag, "position": xyz, "rotation": R}
         if g.tag == "mesh":
             fn = g.get("filename", "")
-            item["filename"] = str(base_dir / fn) if base_dir and not fn.startswith(
-                "package://") else fn
+            item["filename"] = (
+                str(base_dir / fn) if base_dir and not fn.startswith("package://") else fn
+            )
             item["scale"] = _floats(g.get("scale", "1 1 1"), 3, "mesh scale")
         elif g.tag == "box":
             item["size"] = _floats(g.get("size"), 3, "box size")
@@ -134,8 +144,9 @@ def _visuals(link, base_dir):
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
 
-def model_from_urdf(model_class: type[Model], path: str | PathLike, name: str | None = None,
-                    floating: bool = False) -> Model:
+def model_from_urdf(
+    model_class: type[Model], path: str | PathLike, name: str | None = None, floating: bool = False
+) -> Model:
     """Build a ``model_class`` (:class:`~flexmbd.Model`) from a URDF file path or XML string
     (see the module docstring); called by :meth:`flexmbd.Model.from_urdf`."""
     text = str(path)
@@ -255,8 +266,11 @@ def model_from_urdf(model_class: type[Model], path: str | PathLike, name: str | 
                 stack.append(cl)
                 continue
             axis_el = j.find("axis")
-            axis = (_floats(axis_el.get("xyz"), 3, f"joint {jn!r} axis") if axis_el is not None
-                    else np.array([1.0, 0.0, 0.0]))
+            axis = (
+                _floats(axis_el.get("xyz"), 3, f"joint {jn!r} axis")
+                if axis_el is not None
+                else np.array([1.0, 0.0, 0.0])
+            )
             pf = Frame(host, pp, Rp)
             kw = {"parent_frame": pf}
             if jt in ("revolute", "continuous"):

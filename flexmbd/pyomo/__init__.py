@@ -12,8 +12,15 @@ from .inputs import JointInput, ViscousBearing
 from .parameters import Parameter, ParameterSet, parameters
 from .residual import NodeResiduals
 
-__all__ = ["JointInput", "ViscousBearing", "Parameter", "ParameterSet", "parameters",
-           "NodeResiduals", "require_pyomo"]
+__all__ = [
+    "JointInput",
+    "ViscousBearing",
+    "Parameter",
+    "ParameterSet",
+    "parameters",
+    "NodeResiduals",
+    "require_pyomo",
+]
 
 
 def require_pyomo():
@@ -27,13 +34,19 @@ def require_pyomo():
         import pyomo.environ as pe
         from pyomo.contrib.pynumero.asl import AmplInterface
     except ImportError:
-        raise FlexmbdError('flexmbd.pyomo needs Pyomo: pip install "flexmbd[pyomo]" (and run '
-                           "scripts/install_system_deps.sh for Ipopt)") from None
+        raise FlexmbdError(
+            'flexmbd.pyomo needs Pyomo: pip install "flexmbd[pyomo]" (and run '
+            "scripts/install_system_deps.sh for Ipopt)"
+        ) from None
     if not AmplInterface.available():
-        raise FlexmbdError("flexmbd.pyomo: PyNumero's ASL library is missing; run "
-                           "scripts/install_pynumero.sh (builds it against the system "
-                           "libamplsolver from scripts/install_system_deps.sh)")
+        raise FlexmbdError(
+            "flexmbd.pyomo: PyNumero's ASL library is missing; run "
+            "scripts/install_pynumero.sh (builds it against the system "
+            "libamplsolver from scripts/install_system_deps.sh)"
+        )
     if not pe.SolverFactory("cyipopt").available(exception_flag=False):
-        raise FlexmbdError('flexmbd.pyomo: cyipopt is missing: pip install "flexmbd[pyomo]" '
-                           "after scripts/install_system_deps.sh (coinor-libipopt-dev)")
+        raise FlexmbdError(
+            'flexmbd.pyomo: cyipopt is missing: pip install "flexmbd[pyomo]" '
+            "after scripts/install_system_deps.sh (coinor-libipopt-dev)"
+        )
     return pe

@@ -34,13 +34,27 @@ def build(force: bool = False) -> Path | None:
     src = Path(pn.__file__).parent / "src" / "AmplInterface.cpp"
     cxx = shutil.which(os.environ.get("CXX", "g++"))
     if cxx is None or not Path(ASL_INCLUDE, "asl.h").exists() or not src.exists():
-        print("build_asl: needs g++ and libamplsolver-dev (scripts/install_system_deps.sh) "
-              f"and Pyomo's {src.name}", file=sys.stderr)
+        print(
+            "build_asl: needs g++ and libamplsolver-dev (scripts/install_system_deps.sh) "
+            f"and Pyomo's {src.name}",
+            file=sys.stderr,
+        )
         return None
     out = Path(PYOMO_CONFIG_DIR) / "lib" / "libpynumero_ASL.so"
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [cxx, "-O2", "-shared", "-fPIC", "-DBUILDING_PYNUMERO_ASL", f"-I{ASL_INCLUDE}",
-           str(src), "-o", str(out), "-lamplsolver", "-ldl"]
+    cmd = [
+        cxx,
+        "-O2",
+        "-shared",
+        "-fPIC",
+        "-DBUILDING_PYNUMERO_ASL",
+        f"-I{ASL_INCLUDE}",
+        str(src),
+        "-o",
+        str(out),
+        "-lamplsolver",
+        "-ldl",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"build_asl: compilation failed:\n{r.stderr}", file=sys.stderr)

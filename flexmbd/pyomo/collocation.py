@@ -61,8 +61,18 @@ class Trajectory:
         Newmark parameters (default: trapezoidal rule).
     """
 
-    def __init__(self, system, t_end, dt, params=(), inputs=(), u_bounds=(None, None),
-                 beta=0.25, gamma=0.5, initial=None):
+    def __init__(
+        self,
+        system,
+        t_end,
+        dt,
+        params=(),
+        inputs=(),
+        u_bounds=(None, None),
+        beta=0.25,
+        gamma=0.5,
+        initial=None,
+    ):
         N = int(round(t_end / dt))
         if N < 1:
             raise ModelError(f"Trajectory: t_end={t_end} gives no node of dt={dt}")
@@ -152,8 +162,8 @@ class Trajectory:
         body = frame.body
         bi = [b.name for b in s.bodies].index(body.name)
         q = self.q(k)
-        r = q[7 * bi: 7 * bi + 3]
-        e0, e1, e2, e3 = q[7 * bi + 3: 7 * bi + 7]
+        r = q[7 * bi : 7 * bi + 3]
+        e0, e1, e2, e3 = q[7 * bi + 3 : 7 * bi + 7]
         E = [[-e1, e0, -e3, e2], [-e2, e3, e0, -e1], [-e3, -e2, e1, e0]]
         G = [[-e1, e0, e3, -e2], [-e2, -e3, e0, e1], [-e3, e2, -e1, e0]]
         x = [float(c) for c in np.asarray(frame.position, float)]
@@ -161,8 +171,10 @@ class Trajectory:
             sl = s.modal_slices[body.name].q
             qf = q[sl]
             modes = np.asarray(frame.modes, float)[3:]
-            x = [x[i] + sum(float(modes[i, j]) * qf[j] for j in range(len(qf))
-                            if modes[i, j] != 0.0) for i in range(3)]
+            x = [
+                x[i] + sum(float(modes[i, j]) * qf[j] for j in range(len(qf)) if modes[i, j] != 0.0)
+                for i in range(3)
+            ]
         R = [[sum(E[i][m] * G[j][m] for m in range(4)) for j in range(3)] for i in range(3)]
         return [r[i] + sum(R[i][j] * x[j] for j in range(3)) for i in range(3)]
 
@@ -174,8 +186,21 @@ class Trajectory:
         """
         its = []
 
-        def cb(nlp, problem, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu, d_norm,
-               regularization_size, alpha_du, alpha_pr, ls_trials):
+        def cb(
+            nlp,
+            problem,
+            alg_mod,
+            iter_count,
+            obj_value,
+            inf_pr,
+            inf_du,
+            mu,
+            d_norm,
+            regularization_size,
+            alpha_du,
+            alpha_pr,
+            ls_trials,
+        ):
             its.append(int(iter_count))
             return True
 
@@ -183,8 +208,13 @@ class Trajectory:
         # no Hessian from the grey box: IPOPT runs limited-memory quasi-Newton, whose dual
         # infeasibility stalls near 1e-5 once the objective has converged; "acceptable"
         # (three iterations below acceptable_tol) ends there
-        opts = {"tol": 1e-7, "acceptable_tol": 1e-4, "acceptable_iter": 3, "max_iter": 300,
-                "print_level": 5 if tee else 0}
+        opts = {
+            "tol": 1e-7,
+            "acceptable_tol": 1e-4,
+            "acceptable_iter": 3,
+            "max_iter": 300,
+            "print_level": 5 if tee else 0,
+        }
         opts.update(options or {})
         solver.config.options.update(opts)
         cpu = time.process_time()
@@ -194,8 +224,10 @@ class Trajectory:
         self.status = str(res.solver.termination_condition)
         self.message = str(res.solver.message)
         if self.status != "optimal" and "acceptable" not in self.message.lower():
-            raise SolverError(f"IPOPT did not converge on the trajectory NLP: {self.message} "
-                              f"after {self.iterations} iterations")
+            raise SolverError(
+                f"IPOPT did not converge on the trajectory NLP: {self.message} "
+                f"after {self.iterations} iterations"
+            )
         for p in self.params:
             p.value = pe.value(self.m.gb.inputs[p.name])
         return self
@@ -205,8 +237,12 @@ class Trajectory:
         x = self.m.gb.inputs
         r = self.res
         out = []
-        for name, m, c in (("q", r.n, self.x0[0]), ("v", r.n, self.x0[1]),
-                           ("a", r.n, self.x0[2]), ("lam", r.nc, self.x0[3])):
+        for name, m, c in (
+            ("q", r.n, self.x0[0]),
+            ("v", r.n, self.x0[1]),
+            ("a", r.n, self.x0[2]),
+            ("lam", r.nc, self.x0[3]),
+        ):
             arr = np.empty((self.N + 1, m))
             arr[0] = c
             for k in range(1, self.N + 1):

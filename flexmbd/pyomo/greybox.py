@@ -52,8 +52,12 @@ class DynamicsGreyBox(ExternalGreyBoxModel):
             names += [f"u[{k},{j}]" for j in range(r.nu)]
         names += [p.name for p in r.params]
         self._inputs = names
-        self._eqs = [f"{w}[{k},{i}]" for k in range(r.N)
-                     for w, m in (("F", r.n), ("phi", r.nc)) for i in range(m)]
+        self._eqs = [
+            f"{w}[{k},{i}]"
+            for k in range(r.N)
+            for w, m in (("F", r.n), ("phi", r.nc))
+            for i in range(m)
+        ]
         self._z = None
         self._cache = None
         self.n_evaluations = 0
@@ -96,8 +100,10 @@ class DynamicsGreyBox(ExternalGreyBoxModel):
         pos = np.minimum(pos, len(pk) - 1)
         inside = pk[pos] == key
         if not np.all(inside | (J.data == 0.0)):
-            raise RuntimeError("flexmbd.pyomo: the residual Jacobian gained entries outside "
-                               "its first sparsity pattern")
+            raise RuntimeError(
+                "flexmbd.pyomo: the residual Jacobian gained entries outside "
+                "its first sparsity pattern"
+            )
         vals = np.zeros(len(pk))
         np.add.at(vals, pos[inside], J.data[inside])
         return sp.coo_matrix((vals, (pr, pc)), shape=J.shape)
@@ -117,8 +123,9 @@ class ShootingGreyBox(ExternalGreyBoxModel):
     def __init__(self, shooting, outputs, ny, output_names=None):
         self.sh = shooting
         self.fun = outputs
-        self._inputs = ([p.name for p in shooting.params]
-                        + [f"theta[{i}]" for i in range(shooting.ntheta)])
+        self._inputs = [p.name for p in shooting.params] + [
+            f"theta[{i}]" for i in range(shooting.ntheta)
+        ]
         self._outputs = list(output_names or [f"y[{i}]" for i in range(ny)])
         self._z = None
         self._cache = None
@@ -150,5 +157,5 @@ class ShootingGreyBox(ExternalGreyBoxModel):
 
     def evaluate_jacobian_outputs(self):
         dy = self._eval()[1]
-        r, c = np.indices(dy.shape)             # dense: one fixed pattern
+        r, c = np.indices(dy.shape)  # dense: one fixed pattern
         return sp.coo_matrix((dy.ravel(), (r.ravel(), c.ravel())), shape=dy.shape)

@@ -37,8 +37,7 @@ class JointInput(JointForce):
     """
 
     def __init__(self, joint, u=None, *, name: str | None = None, doc: str | None = None):
-        super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name,
-                         doc=doc)
+        super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name, doc=doc)
         object.__setattr__(self, "_profile", None)
         object.__setattr__(self, "_u", np.zeros(joint.nv))
         if callable(u):
@@ -54,8 +53,10 @@ class JointInput(JointForce):
         """Constant value (nv,) from now on (removes a profile); no model revision bump."""
         a = np.atleast_1d(np.asarray(u, float))
         if a.shape != (self.joint.nv,) or not np.all(np.isfinite(a)):
-            raise ModelError(f"JointInput {self.name!r}: give {self.joint.nv} finite values "
-                             f"(N or N m), got {u!r}")
+            raise ModelError(
+                f"JointInput {self.name!r}: give {self.joint.nv} finite values "
+                f"(N or N m), got {u!r}"
+            )
         object.__setattr__(self, "_profile", None)
         object.__setattr__(self, "_u", a)
 
@@ -96,15 +97,16 @@ class ViscousBearing(JointForce):
     """
 
     def __init__(self, joint, c: float, *, name: str | None = None, doc: str | None = None):
-        super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name,
-                         doc=doc)
+        super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name, doc=doc)
         try:
             c = float(c)
         except (TypeError, ValueError):
             c = float("nan")
         if not (np.isfinite(c) and c >= 0):
-            raise ModelError(f"ViscousBearing on {joint.local_name!r}: c must be a finite "
-                             "number >= 0 (N m s/rad)")
+            raise ModelError(
+                f"ViscousBearing on {joint.local_name!r}: c must be a finite "
+                "number >= 0 (N m s/rad)"
+            )
         self.c = c
 
     def _force(self, t, q, qd):

@@ -61,8 +61,14 @@ class Parameter:
         then exact from one extra evaluation; otherwise a central finite difference).
     """
 
-    def __init__(self, name: str, get: Callable[[], float], set: Callable[[float], None],
-                 units: str = "1", affine: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        get: Callable[[], float],
+        set: Callable[[float], None],
+        units: str = "1",
+        affine: bool = True,
+    ) -> None:
         self.name = name
         self._get, self._set = get, set
         self.units = units
@@ -84,12 +90,14 @@ class Parameter:
         except (TypeError, ValueError):
             x = float("nan")
         if not np.isfinite(x):
-            raise ModelError(f"parameter {self.name}: value {v!r} must be a finite number "
-                             f"({self.units})")
+            raise ModelError(
+                f"parameter {self.name}: value {v!r} must be a finite number ({self.units})"
+            )
         self._set(x)
 
-    def free(self, bounds: tuple[float | None, float | None] | None = None,
-             value: float | None = None) -> Parameter:
+    def free(
+        self, bounds: tuple[float | None, float | None] | None = None, value: float | None = None
+    ) -> Parameter:
         """Let an optimization change this parameter, within ``bounds`` (lb, ub; None = open).
 
         Reads like Pyomo's ``Var.unfix()`` with ``setlb``/``setub``; returns the parameter.
@@ -98,13 +106,16 @@ class Parameter:
             try:
                 lb, ub = bounds
             except (TypeError, ValueError):
-                raise ModelError(f"parameter {self.name}: bounds={bounds!r} must be a pair "
-                                 "(lb, ub); use None for an open side") from None
+                raise ModelError(
+                    f"parameter {self.name}: bounds={bounds!r} must be a pair "
+                    "(lb, ub); use None for an open side"
+                ) from None
             lb = None if lb is None else float(lb)
             ub = None if ub is None else float(ub)
             if lb is not None and ub is not None and not lb <= ub:
-                raise ModelError(f"parameter {self.name}: bounds ({lb}, {ub}) are empty; give "
-                                 "lb <= ub")
+                raise ModelError(
+                    f"parameter {self.name}: bounds ({lb}, {ub}) are empty; give lb <= ub"
+                )
             self.lb, self.ub = lb, ub
         if value is not None:
             self.value = value
@@ -120,8 +131,10 @@ class Parameter:
 
     def __repr__(self):
         state = "free" if self.is_free else "fixed"
-        return (f"Parameter({self.name} = {self.value:.6g} {self.units}, {state}, "
-                f"bounds=({self.lb}, {self.ub}))")
+        return (
+            f"Parameter({self.name} = {self.value:.6g} {self.units}, {state}, "
+            f"bounds=({self.lb}, {self.ub}))"
+        )
 
 
 class _ComponentParameters:
@@ -135,8 +148,10 @@ class _ComponentParameters:
         items = object.__getattribute__(self, "_items")
         if key in items:
             return items[key]
-        raise ModelError(f"component {self._name!r} has no parameter {key!r}; it offers "
-                         f"{sorted(items)} (add others with ParameterSet.add)")
+        raise ModelError(
+            f"component {self._name!r} has no parameter {key!r}; it offers "
+            f"{sorted(items)} (add others with ParameterSet.add)"
+        )
 
 
 class _Touch:
@@ -172,8 +187,12 @@ class _Modal:
             self.zeta = z.copy()
         else:  # Rayleigh or no damping: the ratios of the eigenmodes' diagonal
             D = np.asarray(rb.D_ff, float)
-            self.zeta = np.array([float(Y[:, i] @ np.linalg.solve(M, D) @ X[:, i]) / (2 * wi)
-                                  if wi > 0 else 0.0 for i, wi in enumerate(w)])
+            self.zeta = np.array(
+                [
+                    float(Y[:, i] @ np.linalg.solve(M, D) @ X[:, i]) / (2 * wi) if wi > 0 else 0.0
+                    for i, wi in enumerate(w)
+                ]
+            )
         self.K0 = K
         self.scale = 1.0
         self.touch = _Touch(body)
@@ -230,11 +249,16 @@ class ParameterSet:
                 mod = _Modal(b)
                 self._modal[b.name] = mod
                 for i in range(len(mod.zeta)):
-                    p = Parameter(f"{b.name}.zeta[{i}]", (lambda i=i, mod=mod: mod.zeta[i]),
-                                  (lambda v, i=i, mod=mod: mod.set_zeta(i, v)), units="1")
+                    p = Parameter(
+                        f"{b.name}.zeta[{i}]",
+                        (lambda i=i, mod=mod: mod.zeta[i]),
+                        (lambda v, i=i, mod=mod: mod.set_zeta(i, v)),
+                        units="1",
+                    )
                     self._register(b.name, "zeta", p, index=i)
-                p = Parameter(f"{b.name}.stiffness_scale", lambda mod=mod: mod.scale,
-                              mod.set_scale, units="1")
+                p = Parameter(
+                    f"{b.name}.stiffness_scale", lambda mod=mod: mod.scale, mod.set_scale, units="1"
+                )
                 self._register(b.name, "stiffness_scale", p)
         for f in self.model.forces():
             if type(f) is SpringDamperActuator:
@@ -249,10 +273,17 @@ class ParameterSet:
         try:
             float(val)
         except (TypeError, ValueError):
-            raise ModelError(f"{component.name}.{attr}: not a numeric attribute ({val!r}); "
-                             "only scalar numbers can be parameters") from None
-        p = Parameter(f"{component.name}.{attr}", lambda: getattr(component, attr),
-                      lambda v: setattr(component, attr, v), units=units, affine=affine)
+            raise ModelError(
+                f"{component.name}.{attr}: not a numeric attribute ({val!r}); "
+                "only scalar numbers can be parameters"
+            ) from None
+        p = Parameter(
+            f"{component.name}.{attr}",
+            lambda: getattr(component, attr),
+            lambda v: setattr(component, attr, v),
+            units=units,
+            affine=affine,
+        )
         self._register(component.name, attr, p)
         return p
 

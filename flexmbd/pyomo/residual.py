@@ -56,8 +56,10 @@ class NodeResiduals:
 
     def __init__(self, system, times, params=(), inputs=()):
         if getattr(system, "formulation", None) != "absolute":
-            raise ModelError("flexmbd.pyomo: compile the model with formulation='absolute' "
-                             "(the grey-box block uses its exact residual Jacobians)")
+            raise ModelError(
+                "flexmbd.pyomo: compile the model with formulation='absolute' "
+                "(the grey-box block uses its exact residual Jacobians)"
+            )
         self.system = system
         self.times = np.atleast_1d(np.asarray(times, float))
         self.params = list(params)
@@ -68,8 +70,8 @@ class NodeResiduals:
         self.nu = sum(i.joint.nv for i in self.inputs)
         self.np = len(self.params)
         self.N = len(self.times)
-        self.nx = 3 * self.n + self.nc + self.nu        # unknowns of one node
-        self.nr = self.n + self.nc                      # equations of one node
+        self.nx = 3 * self.n + self.nc + self.nu  # unknowns of one node
+        self.nr = self.n + self.nc  # equations of one node
 
     def _check(self):
         from ..model.flexible import FlexibleBody
@@ -80,7 +82,8 @@ class NodeResiduals:
                 raise ModelError(
                     f"flexmbd.pyomo: flexible body {b.name!r} has geometric stiffening on; its "
                     "lagged interface loads are not a function of one node's unknowns. Build it "
-                    "with FlexibleBody(..., geometric_stiffening=False)")
+                    "with FlexibleBody(..., geometric_stiffening=False)"
+                )
         if self.system.jacobian_mode != "exact":
             raise ModelError("flexmbd.pyomo: compile with jacobian='exact'")
         for f in m.forces():
@@ -88,22 +91,29 @@ class NodeResiduals:
                 raise ModelError(
                     f"flexmbd.pyomo: force element {f.name!r} has no exact Jacobian; give its "
                     "derivatives (e.g. JointForce(..., dfdq=, dfdqd=)) or use JointInput / "
-                    "ViscousBearing")
+                    "ViscousBearing"
+                )
 
     # -- layout ---------------------------------------------------------------------------
     def split(self, X):
         """``(q, v, a, lam, u)`` arrays (N, .) from the node unknowns ``X`` (N * nx,)."""
         X = np.asarray(X, float).reshape(self.N, self.nx)
         n, nc = self.n, self.nc
-        return (X[:, :n], X[:, n:2 * n], X[:, 2 * n:3 * n], X[:, 3 * n:3 * n + nc],
-                X[:, 3 * n + nc:])
+        return (
+            X[:, :n],
+            X[:, n : 2 * n],
+            X[:, 2 * n : 3 * n],
+            X[:, 3 * n : 3 * n + nc],
+            X[:, 3 * n + nc :],
+        )
 
     def join(self, q, v, a, lam, u=None):
         """Node unknowns ``X`` (N * nx,) from histories (N, .)."""
         if u is None:
             u = np.zeros((self.N, self.nu))
-        return np.concatenate([np.reshape(x, (self.N, -1)) for x in (q, v, a, lam, u)],
-                              axis=1).ravel()
+        return np.concatenate(
+            [np.reshape(x, (self.N, -1)) for x in (q, v, a, lam, u)], axis=1
+        ).ravel()
 
     def set_parameters(self, p):
         """Write the parameter values ``p`` (np,) into the model and refresh the system."""
@@ -115,7 +125,7 @@ class NodeResiduals:
     def set_inputs(self, u):
         i = 0
         for inp in self.inputs:
-            inp.set_value(u[i:i + inp.joint.nv])
+            inp.set_value(u[i : i + inp.joint.nv])
             i += inp.joint.nv
 
     # -- evaluation -----------------------------------------------------------------------
@@ -131,8 +141,9 @@ class NodeResiduals:
         if p is not None:
             self.set_parameters(p)
         q, v, a, lam, u = self.split(X)
-        return np.concatenate([self._node(k, q[k], v[k], a[k], lam[k], u[k], False)[0]
-                               for k in range(self.N)])
+        return np.concatenate(
+            [self._node(k, q[k], v[k], a[k], lam[k], u[k], False)[0] for k in range(self.N)]
+        )
 
     def evaluate(self, X, p=None):
         """``(r, J)``: residuals and the sparse Jacobian (N (n+nc) x (N nx + np)) in CSR."""
@@ -171,19 +182,21 @@ class NodeResiduals:
                     self.set_inputs(uj)
                     Qj = self.system.generalized_forces(q[k], v[k], self.times[k])
                     d = -(Qj - Q0)
-                    rows.append(R0 + np.arange(n))      # dense column: a fixed pattern
+                    rows.append(R0 + np.arange(n))  # dense column: a fixed pattern
                     cols.append(np.full(n, C0 + 3 * n + nc + j))
                     vals.append(d)
                 self.set_inputs(u[k])
         r = np.concatenate(rs)
         if self.np:
             Jp = self.parameter_jacobian(X, r)
-            pr, pc = np.indices(Jp.shape)               # dense columns: a fixed pattern
+            pr, pc = np.indices(Jp.shape)  # dense columns: a fixed pattern
             rows.append(pr.ravel())
             cols.append(self.N * nx + pc.ravel())
             vals.append(Jp.ravel())
-        J = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(self.N * nr, self.N * nx + self.np))
+        J = sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(self.N * nr, self.N * nx + self.np),
+        )
         J.sum_duplicates()
         return r, J
 

@@ -82,8 +82,20 @@ class Shooting:
         Newton iterations per step before :class:`~flexmbd.errors.ConvergenceError`.
     """
 
-    def __init__(self, system, t_end, dt, params=(), inputs=(), profile=None, ntheta=0,
-                 beta=0.25, gamma=0.5, tol=1e-11, max_iter=30):
+    def __init__(
+        self,
+        system,
+        t_end,
+        dt,
+        params=(),
+        inputs=(),
+        profile=None,
+        ntheta=0,
+        beta=0.25,
+        gamma=0.5,
+        tol=1e-11,
+        max_iter=30,
+    ):
         N = int(round(t_end / dt))
         if N < 1:
             raise ModelError(f"Shooting: t_end={t_end} gives no step of dt={dt}")
@@ -107,8 +119,7 @@ class Shooting:
         if not nu:
             return np.zeros(0), np.zeros((0, self.ntheta))
         u, du = self.profile(t, theta)
-        return (np.asarray(u, float).reshape(nu),
-                np.asarray(du, float).reshape(nu, self.ntheta))
+        return (np.asarray(u, float).reshape(nu), np.asarray(du, float).reshape(nu, self.ntheta))
 
     def _jac(self, t, q, v, a, lam, u, with_p):
         r = self.res if with_p else self.newton
@@ -129,7 +140,7 @@ class Shooting:
         N, h, b, g = self.N, self.h, self.beta, self.gamma
         U = np.zeros((N + 1, nu))
         U[0], du0 = self._u(0.0, theta)
-        self.res.set_inputs(U[0])           # the initial accelerations see u(0)
+        self.res.set_inputs(U[0])  # the initial accelerations see u(0)
         q0, v0, a0, l0 = s.initial_conditions(fresh=True)
         Q, V, A, L = (np.zeros((N + 1, m)) for m in (n, n, n, nc))
         Q[0], V[0], A[0], L[0] = q0, v0, a0, l0
@@ -140,8 +151,9 @@ class Shooting:
             # initial a, lam: [J_a J_lam; Phi_q 0] d(a, lam) = -[J_u du + J_p; 0]
             _, J = self._jac(0.0, q0, v0, a0, l0, U[0], True)
             J = J.tocsc()
-            K = sp.vstack([J[:n, 2 * n:3 * n + nc],
-                           sp.hstack([J[n:, :n], sp.csc_matrix((nc, nc))])]).tocsc()
+            K = sp.vstack(
+                [J[:n, 2 * n : 3 * n + nc], sp.hstack([J[n:, :n], sp.csc_matrix((nc, nc))])]
+            ).tocsc()
             rhs = np.zeros((n + nc, nz))
             rhs[:n] = -self._rhs_inputs_params(J, du0)[:n]
             y = spla.splu(K).solve(rhs)
@@ -166,7 +178,9 @@ class Shooting:
             else:
                 raise ConvergenceError(
                     f"Shooting: Newton did not converge at t={t1:.6g} s in {self.max_iter} "
-                    "iterations; reduce dt", time=t1)
+                    "iterations; reduce dt",
+                    time=t1,
+                )
             its[k] = it
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = qp + b * h * h * a, vp + g * h * a, a, lam
             s.accept(Q[k + 1], V[k + 1], L[k + 1], t1)
@@ -176,7 +190,7 @@ class Shooting:
                 lu = spla.splu((sp.diags(rs) @ self._matrix(J)).tocsc())
                 dqp = dQ[k] + h * dV[k] + h * h * (0.5 - b) * dA[k]
                 dvp = dV[k] + h * (1 - g) * dA[k]
-                rhs = -(J[:, :n] @ dqp + J[:, n:2 * n] @ dvp) - self._rhs_inputs_params(J, du)
+                rhs = -(J[:, :n] @ dqp + J[:, n : 2 * n] @ dvp) - self._rhs_inputs_params(J, du)
                 y = lu.solve(rs[:, None] * rhs)
                 dA[k + 1], dL[k + 1] = y[:n], y[n:]
                 dQ[k + 1] = dqp + b * h * h * y[:n]
@@ -188,8 +202,8 @@ class Shooting:
     def _matrix(self, J):
         n, nc, b, g, h = self.res.n, self.res.nc, self.beta, self.gamma, self.h
         J = J.tocsc()
-        Ja = J[:, :n] * (b * h * h) + J[:, n:2 * n] * (g * h) + J[:, 2 * n:3 * n]
-        return sp.hstack([Ja, J[:, 3 * n:3 * n + nc]]).tocsc()
+        Ja = J[:, :n] * (b * h * h) + J[:, n : 2 * n] * (g * h) + J[:, 2 * n : 3 * n]
+        return sp.hstack([Ja, J[:, 3 * n : 3 * n + nc]]).tocsc()
 
     def _rhs_inputs_params(self, J, du):
         """``J_u du/dz + J_p dp/dz`` (n + nc, nz) at one node."""
@@ -197,9 +211,9 @@ class Shooting:
         out = np.zeros((J.shape[0], self.nz))
         c0 = 3 * n + nc
         if np_:
-            out[:, :np_] = J[:, c0 + nu:c0 + nu + np_].toarray()
+            out[:, :np_] = J[:, c0 + nu : c0 + nu + np_].toarray()
         if nu and self.ntheta:
-            out[:, np_:] = J[:, c0:c0 + nu] @ du
+            out[:, np_:] = J[:, c0 : c0 + nu] @ du
         return out
 
     # -- outputs --------------------------------------------------------------------------

@@ -18,8 +18,16 @@ from .compile import compile_system
 from .schedule import Schedule, build_schedule
 from .system import ForwardDynamics, RecursiveSystem
 
-__all__ = ["compile_system", "RecursiveSystem", "ForwardDynamics", "Schedule", "build_schedule",
-           "LoopSystem", "compile_loops", "needs_loops"]
+__all__ = [
+    "compile_system",
+    "RecursiveSystem",
+    "ForwardDynamics",
+    "Schedule",
+    "build_schedule",
+    "LoopSystem",
+    "compile_loops",
+    "needs_loops",
+]
 
 _LOOPS = ("LoopSystem", "compile_loops", "needs_loops")
 

@@ -468,8 +468,11 @@ def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
         # W2 = w w^T - |w|^2 I ; W skew
         ww = w0 * w0 + w1 * w1 + w2 * w2
         for k in range(n):
-            hf = (St[fx, 0, k] * (x0 - gb[0]) + St[fx, 1, k] * (x1 - gb[1])
-                  + St[fx, 2, k] * (x2 - gb[2]))
+            hf = (
+                St[fx, 0, k] * (x0 - gb[0])
+                + St[fx, 1, k] * (x1 - gb[1])
+                + St[fx, 2, k] * (x2 - gb[2])
+            )
             # sum_ab W2_ab A[b, a, k]
             for a in range(3):
                 for b in range(3):
@@ -481,9 +484,11 @@ def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
             t = 0.0
             for l in range(n):
                 vl = qd[l]
-                t += vl * (w2 * (Pi[fx, 1, 0, k, l] - Pi[fx, 0, 1, k, l])
-                           + w1 * (Pi[fx, 0, 2, k, l] - Pi[fx, 2, 0, k, l])
-                           + w0 * (Pi[fx, 2, 1, k, l] - Pi[fx, 1, 2, k, l]))
+                t += vl * (
+                    w2 * (Pi[fx, 1, 0, k, l] - Pi[fx, 0, 1, k, l])
+                    + w1 * (Pi[fx, 0, 2, k, l] - Pi[fx, 2, 0, k, l])
+                    + w0 * (Pi[fx, 2, 1, k, l] - Pi[fx, 1, 2, k, l])
+                )
             h[6 + k] = hf + 2.0 * t
 
 
@@ -509,18 +514,18 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             nk = Fi[F_NF, k]
             o = Fi[F_MQ, k]
             ov = Fi[F_MV, k]
-            frame_state(Fc, k, FR_OUT, nk, q[o:o + nk], v[ov:ov + nk], Ft, Fs)
+            frame_state(Fc, k, FR_OUT, nk, q[o : o + nk], v[ov : ov + nk], Ft, Fs)
         if Fi[F_IDEF, k]:
             npk = Fi[F_NF, pk]
             o = Fi[F_MQ, pk]
             ov = Fi[F_MV, pk]
-            frame_state(Fc, k, FR_IN, npk, q[o:o + npk], v[ov:ov + npk], Ft, Fs)
+            frame_state(Fc, k, FR_IN, npk, q[o : o + npk], v[ov : ov + npk], Ft, Fs)
     for k in range(1, N + 1):
         n_v = Ia[I_NV, k]
         jt = Ia[I_JT, k]
         qo = Ia[I_QO, k]
         vo = Ia[I_VO, k]
-        vk = v[vo:vo + n_v]
+        vk = v[vo : vo + n_v]
         pk = Ia[I_PARENT, k]
         Rk = R3[R_REL, k]
         prel = P3[P_REL, k]
@@ -536,12 +541,29 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             for i in range(3):
                 for j in range(3):
                     A0[i, j] = RC[0, i] * RP[0, j] + RC[1, i] * RP[1, j] + RC[2, i] * RP[2, j]
-                p0[i] = (RC[0, i] * (pP[0] - pC[0]) + RC[1, i] * (pP[1] - pC[1])
-                         + RC[2, i] * (pP[2] - pC[2]))
-        qk = q[qo:qo + Ia[I_NQ, k]]
+                p0[i] = (
+                    RC[0, i] * (pP[0] - pC[0])
+                    + RC[1, i] * (pP[1] - pC[1])
+                    + RC[2, i] * (pP[2] - pC[2])
+                )
+        qk = q[qo : qo + Ia[I_NQ, k]]
         general = Ia[I_DIAG, k] == 0
-        joint_kinematics(jt, Vv[V_PRM, k], Vv[V_PRM2, k], qk, vk, tR, tp, Mm[M_H, k],
-                         Mm[M_W, k], Vv[V_CJ, k], t3, general, Mm[M_HC, k], Mm[M_WC, k])
+        joint_kinematics(
+            jt,
+            Vv[V_PRM, k],
+            Vv[V_PRM2, k],
+            qk,
+            vk,
+            tR,
+            tp,
+            Mm[M_H, k],
+            Mm[M_W, k],
+            Vv[V_CJ, k],
+            t3,
+            general,
+            Mm[M_HC, k],
+            Mm[M_WC, k],
+        )
         if Ia[I_REV, k]:
             reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Qm, t6)
         scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
@@ -564,10 +586,12 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             rwp = P3[P_W, pk]
             for i in range(3):
                 for j in range(3):
-                    R3[R_W, k, i, j] = (Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j]
-                                        + Rp[i, 2] * Rk[2, j])
-                P3[P_W, k, i] = (rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1]
-                                 + Rp[i, 2] * prel[2])
+                    R3[R_W, k, i, j] = (
+                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
+                    )
+                P3[P_W, k, i] = (
+                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+                )
         # joint relative twist S v (S = H L for reversed joints)
         sv = Vv[V_SV, k]
         Hk = Mm[M_H, k]
@@ -595,7 +619,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             # through the parent's body frame and the deforming in frame
             npk = Fi[F_NF, pk]
             mvp = Fi[F_MV, pk]
-            qdp = v[mvp:mvp + npk]
+            qdp = v[mvp : mvp + npk]
             RP = Ft[k, FR_IN, :, 0:3]
             pP = Ft[k, FR_IN, :, 3]
             SP = Fs[k, FR_IN]
@@ -636,7 +660,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             # a_b = Phi_C^-T (a - V x^ S_C qd - sigma_C)
             nk = Fi[F_NF, k]
             mv = Fi[F_MV, k]
-            qdk = v[mv:mv + nk]
+            qdk = v[mv : mv + nk]
             RC = Ft[k, FR_OUT, :, 0:3]
             pC = Ft[k, FR_OUT, :, 3]
             SC = Fs[k, FR_OUT]
@@ -653,8 +677,33 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
 
 
 @njit(cache=True)
-def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb, Bm,
-                A3, q, v, grav, use_grav, Jv):
+def bias_forces(
+    Ia,
+    Fi,
+    Mm,
+    Vv,
+    R3,
+    P3,
+    Ft,
+    Fs,
+    Fw,
+    Fm,
+    PsiT,
+    Gp,
+    Im,
+    St,
+    Si,
+    Pi,
+    KD,
+    Mb,
+    Bm,
+    A3,
+    q,
+    v,
+    grav,
+    use_grav,
+    Jv,
+):
     """Generalized bias forces (velocity products, gravity, elastic and damping forces,
     external loads) at zero joint and modal accelerations; the inverse generalized
     inertia ``Gp`` of every flexible body; ``F_T`` of the joints and the modal
@@ -717,8 +766,8 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
         fx = Fi[F_FX, k]
         mq = Fi[F_MQ, k]
         mv = Fi[F_MV, k]
-        qk = q[mq:mq + nk]
-        qdk = v[mv:mv + nk]
+        qk = q[mq : mq + nk]
+        qdk = v[mv : mv + nk]
         RC = Ft[k, FR_OUT, :, 0:3]
         pC = Ft[k, FR_OUT, :, 3]
         SC = Fs[k, FR_OUT]
@@ -740,7 +789,7 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
             for j in range(6):
                 s += Mb[i, j] * ab[j]
             bb[i] = s
-        fe = fext[k]   # external wrench about the body origin, body axes
+        fe = fext[k]  # external wrench about the body origin, body axes
         for i in range(6):
             bb[i] -= fe[i]
         for i in range(nk):
@@ -804,15 +853,27 @@ def bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi
                 rho = Fm[pk, FM_RHO]
                 f = fb[k]
                 for j in range(npk):
-                    rho[j] += (PT[0, j] * f[0] + PT[1, j] * f[1] + PT[2, j] * f[2]
-                               + PT[3, j] * f[3] + PT[4, j] * f[4] + PT[5, j] * f[5])
+                    rho[j] += (
+                        PT[0, j] * f[0]
+                        + PT[1, j] * f[1]
+                        + PT[2, j] * f[2]
+                        + PT[3, j] * f[3]
+                        + PT[4, j] * f[4]
+                        + PT[5, j] * f[5]
+                    )
         n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
         Hk = Mm[M_H, k]
         f = fb[k]
         for j in range(n_v):
-            t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
-                     + Hk[4, j] * f[4] + Hk[5, j] * f[5])
+            t6[j] = (
+                Hk[0, j] * f[0]
+                + Hk[1, j] * f[1]
+                + Hk[2, j] * f[2]
+                + Hk[3, j] * f[3]
+                + Hk[4, j] * f[4]
+                + Hk[5, j] * f[5]
+            )
         if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
@@ -892,9 +953,14 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
                 _matmul6(Mm[M_G, pk], Xk, Yk)
                 for i in range(6):
                     for j in range(i + 1):
-                        Ak[i, j] = Gk[i, j] + (Xk[0, i] * Yk[0, j] + Xk[1, i] * Yk[1, j]
-                                               + Xk[2, i] * Yk[2, j] + Xk[3, i] * Yk[3, j]
-                                               + Xk[4, i] * Yk[4, j] + Xk[5, i] * Yk[5, j])
+                        Ak[i, j] = Gk[i, j] + (
+                            Xk[0, i] * Yk[0, j]
+                            + Xk[1, i] * Yk[1, j]
+                            + Xk[2, i] * Yk[2, j]
+                            + Xk[3, i] * Yk[3, j]
+                            + Xk[4, i] * Yk[4, j]
+                            + Xk[5, i] * Yk[5, j]
+                        )
             _mirror6(Ak)
             # D_k = -P_p Y P_k -> coupling (parent, k), stored in Cr[pk] if single child
             if Ia[I_ONE, pk] == k:
@@ -1086,8 +1152,14 @@ def _apply_g(k, pk, Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, e, af, t6):
             PT = PsiT[k]
             zp = Fm[pk, FM_ZF]
             for j in range(npk):
-                zp[j] -= (PT[0, j] * e[0] + PT[1, j] * e[1] + PT[2, j] * e[2]
-                          + PT[3, j] * e[3] + PT[4, j] * e[4] + PT[5, j] * e[5])
+                zp[j] -= (
+                    PT[0, j] * e[0]
+                    + PT[1, j] * e[1]
+                    + PT[2, j] * e[2]
+                    + PT[3, j] * e[3]
+                    + PT[4, j] * e[4]
+                    + PT[5, j] * e[5]
+                )
 
 
 @njit(cache=True, inline="always")
@@ -1220,8 +1292,14 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         o = Ia[I_VO, k]
         n_v = Ia[I_NV, k]
         for j in range(n_v):
-            qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
-                          + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
+            qdd[o + j] = (
+                Hk[0, j] * t6[0]
+                + Hk[1, j] * t6[1]
+                + Hk[2, j] * t6[2]
+                + Hk[3, j] * t6[3]
+                + Hk[4, j] * t6[4]
+                + Hk[5, j] * t6[5]
+            )
         if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v - 1, -1, -1):
@@ -1378,10 +1456,20 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
         a2 = acc[5] - (RC[2, 0] * gk[0] + RC[2, 1] * gk[1] + RC[2, 2] * gk[2])
         K = KQ[k]
         for j in range(nk):
-            kq[j] = (w0 * w0 * K[0, j] + w1 * w1 * K[1, j] + w2 * w2 * K[2, j]
-                     + w0 * w1 * K[3, j] + w1 * w2 * K[4, j] + w0 * w2 * K[5, j]
-                     + acc[0] * K[6, j] + acc[1] * K[7, j] + acc[2] * K[8, j]
-                     + a0 * K[9, j] + a1 * K[10, j] + a2 * K[11, j])
+            kq[j] = (
+                w0 * w0 * K[0, j]
+                + w1 * w1 * K[1, j]
+                + w2 * w2 * K[2, j]
+                + w0 * w1 * K[3, j]
+                + w1 * w2 * K[4, j]
+                + w0 * w2 * K[5, j]
+                + acc[0] * K[6, j]
+                + acc[1] * K[7, j]
+                + acc[2] * K[8, j]
+                + a0 * K[9, j]
+                + a1 * K[10, j]
+                + a2 * K[11, j]
+            )
     if not initial:
         Fe = Vv[V_FE]
         fb = Vv[V_FB]
@@ -1423,8 +1511,14 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
                 kq = Fm[pk, FM_KW]
                 b = 12 + 6 * ii
                 for j in range(Fi[F_NF, pk]):
-                    kq[j] += (m0 * K[b, j] + m1 * K[b + 1, j] + m2 * K[b + 2, j]
-                              + f0 * K[b + 3, j] + f1 * K[b + 4, j] + f2 * K[b + 5, j])
+                    kq[j] += (
+                        m0 * K[b, j]
+                        + m1 * K[b + 1, j]
+                        + m2 * K[b + 2, j]
+                        + f0 * K[b + 3, j]
+                        + f1 * K[b + 4, j]
+                        + f2 * K[b + 5, j]
+                    )
     for k in range(1, N + 1):
         if not Fi[F_STIFF, k]:
             continue
@@ -1449,15 +1543,76 @@ def set_modal_rhs(Ia, Fi, Fm):
 
 
 @njit(cache=True)
-def forward_dynamics(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, PsiT, Gp, Zc,
-                     Im, St, Si, Pi, KD, KG, KQ, Mb, Bm, A3, q, v, grav, use_grav, reac,
-                     any_stiff, tol, max_iter, info):
+def forward_dynamics(
+    Ia,
+    Sa,
+    Fi,
+    Mm,
+    Vv,
+    R3,
+    P3,
+    Tt,
+    Dn,
+    Jv,
+    Fc,
+    Ft,
+    Fs,
+    Fw,
+    Fm,
+    PsiT,
+    Gp,
+    Zc,
+    Im,
+    St,
+    Si,
+    Pi,
+    KD,
+    KG,
+    KQ,
+    Mb,
+    Bm,
+    A3,
+    q,
+    v,
+    grav,
+    use_grav,
+    reac,
+    any_stiff,
+    tol,
+    max_iter,
+    info,
+):
     """Full serialized CFA with flexible bodies; status 0, a label (block not positive
     definite), -1 (node system) or -2 (stiffening fixed point not converged). The
     number of stiffening iterations goes to ``info[0]``."""
     kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, True)
-    st = bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb,
-                     Bm, A3, q, v, grav, use_grav, Jv)
+    st = bias_forces(
+        Ia,
+        Fi,
+        Mm,
+        Vv,
+        R3,
+        P3,
+        Ft,
+        Fs,
+        Fw,
+        Fm,
+        PsiT,
+        Gp,
+        Im,
+        St,
+        Si,
+        Pi,
+        KD,
+        Mb,
+        Bm,
+        A3,
+        q,
+        v,
+        grav,
+        use_grav,
+        Jv,
+    )
     if st != 0:
         return st
     st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)
@@ -1544,8 +1699,37 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
 
 
 @njit(cache=True)
-def solve_columns(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, PsiT, Gp, Zc,
-                  Im, St, Si, Pi, KD, Mb, Bm, A3, q, cols, out):
+def solve_columns(
+    Ia,
+    Sa,
+    Fi,
+    Mm,
+    Vv,
+    R3,
+    P3,
+    Tt,
+    Dn,
+    Jv,
+    Fc,
+    Ft,
+    Fs,
+    Fw,
+    Fm,
+    PsiT,
+    Gp,
+    Zc,
+    Im,
+    St,
+    Si,
+    Pi,
+    KD,
+    Mb,
+    Bm,
+    A3,
+    q,
+    cols,
+    out,
+):
     """``M^-1 cols`` (joint and modal speeds; reversed joints in orthonormal speeds)."""
     nv = cols.shape[0]
     N = Ia.shape[1] - 1
@@ -1554,8 +1738,33 @@ def solve_columns(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Jv, Fc, Ft, Fs, Fw, Fm, Ps
     zero = Jv[J_TAU]
     kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, zero, False)
     grav = np.zeros(3)
-    st = bias_forces(Ia, Fi, Mm, Vv, R3, P3, Ft, Fs, Fw, Fm, PsiT, Gp, Im, St, Si, Pi, KD, Mb,
-                     Bm, A3, q, zero, grav, False, Jv)
+    st = bias_forces(
+        Ia,
+        Fi,
+        Mm,
+        Vv,
+        R3,
+        P3,
+        Ft,
+        Fs,
+        Fw,
+        Fm,
+        PsiT,
+        Gp,
+        Im,
+        St,
+        Si,
+        Pi,
+        KD,
+        Mb,
+        Bm,
+        A3,
+        q,
+        zero,
+        grav,
+        False,
+        Jv,
+    )
     if st != 0:
         return st
     st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)

@@ -76,24 +76,60 @@ from .._nbjoints import (
 )
 
 # int rows
-(I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG,
- I_FIVE) = range(13)
-I_PERM = 13     # rows 13..18: permutation of the 6 directions, constraint directions first
-I_SIZE = 19     # column 0: max(nv, 1), then row I_SIZE + 1: 6 * max(n_dense, 1)
+(I_PARENT, I_JT, I_REV, I_NV, I_NC, I_QO, I_VO, I_NQ, I_ONE, I_DSLOT, I_JROW, I_DIAG, I_FIVE) = (
+    range(13)
+)
+I_PERM = 13  # rows 13..18: permutation of the 6 directions, constraint directions first
+I_SIZE = 19  # column 0: max(nv, 1), then row I_SIZE + 1: 6 * max(n_dense, 1)
 NI = 21
 # matrices
-(M_H, M_W, M_L, M_P, M_I, M_G, M_A, M_CR, M_YL, M_YR, M_X, M_Y, M_HC, M_WC, M_C0,
- M_K0, M_C0P, M_K0P, M_GP) = range(19)
+(
+    M_H,
+    M_W,
+    M_L,
+    M_P,
+    M_I,
+    M_G,
+    M_A,
+    M_CR,
+    M_YL,
+    M_YR,
+    M_X,
+    M_Y,
+    M_HC,
+    M_WC,
+    M_C0,
+    M_K0,
+    M_C0P,
+    M_K0P,
+    M_GP,
+) = range(19)
 NM = 19
 # vectors
-(V_CJ, V_VEL, V_AB, V_FB, V_FE, V_AF, V_BX, V_FEXT, V_MASK, V_PRM, V_PRM2, V_MC, V_T6,
- V_VJ, V_G, V_SV) = range(16)
+(
+    V_CJ,
+    V_VEL,
+    V_AB,
+    V_FB,
+    V_FE,
+    V_AF,
+    V_BX,
+    V_FEXT,
+    V_MASK,
+    V_PRM,
+    V_PRM2,
+    V_MC,
+    V_T6,
+    V_VJ,
+    V_G,
+    V_SV,
+) = range(16)
 NV = 16
 # 3x3
 R_REL, R_W, R_0, R_D, R_A = range(5)
 NR = 5
 # 3-vectors
-P_REL, P_W, P_0, P_D, P_B = range(5)   # P_B: body-frame origin in e_k axes
+P_REL, P_W, P_0, P_D, P_B = range(5)  # P_B: body-frame origin in e_k axes
 NP = 5
 # scratch matrices
 T_R, T_3, T_Q, T_1, T_2 = range(5)
@@ -107,10 +143,20 @@ IB_HEAD = 5
 
 def pack_schedule(sched):
     """1-d int array: [ns, nd, nl, nn, nsib, steps, dense, links, nodech, sibs]."""
-    parts = [sched.steps.ravel(), sched.dense, sched.links.ravel(), sched.node_children,
-             sched.siblings.ravel()]
-    head = [len(sched.steps), len(sched.dense), len(sched.links), len(sched.node_children),
-            len(sched.siblings)]
+    parts = [
+        sched.steps.ravel(),
+        sched.dense,
+        sched.links.ravel(),
+        sched.node_children,
+        sched.siblings.ravel(),
+    ]
+    head = [
+        len(sched.steps),
+        len(sched.dense),
+        len(sched.links),
+        len(sched.node_children),
+        len(sched.siblings),
+    ]
     return np.concatenate([np.asarray(head, np.int64)] + [np.asarray(p, np.int64) for p in parts])
 
 
@@ -206,8 +252,9 @@ def _matvec6(M, x, out):
     x4 = x[4]
     x5 = x[5]
     for i in range(6):
-        out[i] = (M[i, 0] * x0 + M[i, 1] * x1 + M[i, 2] * x2 + M[i, 3] * x3
-                  + M[i, 4] * x4 + M[i, 5] * x5)
+        out[i] = (
+            M[i, 0] * x0 + M[i, 1] * x1 + M[i, 2] * x2 + M[i, 3] * x3 + M[i, 4] * x4 + M[i, 5] * x5
+        )
 
 
 @njit(cache=True, inline="always")
@@ -236,8 +283,9 @@ def _inertia_times(Ik, mc, x, out):
 def _matvec6_vals(M, x0, x1, x2, x3, x4, x5, out):
     """out = M x for x given as six values (no scratch vector stored and reloaded)."""
     for i in range(6):
-        out[i] = (M[i, 0] * x0 + M[i, 1] * x1 + M[i, 2] * x2 + M[i, 3] * x3
-                  + M[i, 4] * x4 + M[i, 5] * x5)
+        out[i] = (
+            M[i, 0] * x0 + M[i, 1] * x1 + M[i, 2] * x2 + M[i, 3] * x3 + M[i, 4] * x4 + M[i, 5] * x5
+        )
 
 
 @njit(cache=True, inline="always")
@@ -398,8 +446,14 @@ def _proj_rows(M, k, Ia, Mm, Vv, sign):
             c4 = M[4, j]
             c5 = M[5, j]
             for i in range(6):
-                M[i, j] = sign * (P[i, 0] * c0 + P[i, 1] * c1 + P[i, 2] * c2 + P[i, 3] * c3
-                                  + P[i, 4] * c4 + P[i, 5] * c5)
+                M[i, j] = sign * (
+                    P[i, 0] * c0
+                    + P[i, 1] * c1
+                    + P[i, 2] * c2
+                    + P[i, 3] * c3
+                    + P[i, 4] * c4
+                    + P[i, 5] * c5
+                )
 
 
 @njit(cache=True, inline="always")
@@ -421,8 +475,14 @@ def _proj_cols(M, k, Ia, Mm, Vv):
             r4 = M[i, 4]
             r5 = M[i, 5]
             for j in range(6):
-                M[i, j] = (r0 * P[0, j] + r1 * P[1, j] + r2 * P[2, j] + r3 * P[3, j]
-                           + r4 * P[4, j] + r5 * P[5, j])
+                M[i, j] = (
+                    r0 * P[0, j]
+                    + r1 * P[1, j]
+                    + r2 * P[2, j]
+                    + r3 * P[3, j]
+                    + r4 * P[4, j]
+                    + r5 * P[5, j]
+                )
 
 
 @njit(cache=True, inline="always")
@@ -435,8 +495,14 @@ def _proj_vec(x, k, Ia, Mm, Vv, out, sign):
     else:
         P = Mm[M_P, k]
         for i in range(6):
-            out[i] = sign * (P[i, 0] * x[0] + P[i, 1] * x[1] + P[i, 2] * x[2] + P[i, 3] * x[3]
-                             + P[i, 4] * x[4] + P[i, 5] * x[5])
+            out[i] = sign * (
+                P[i, 0] * x[0]
+                + P[i, 1] * x[1]
+                + P[i, 2] * x[2]
+                + P[i, 3] * x[3]
+                + P[i, 4] * x[4]
+                + P[i, 5] * x[5]
+            )
 
 
 # ---- size-n block helpers (n = 5 or 6, a literal at every call site so that the
@@ -602,7 +668,7 @@ def _ldl(A, n):
             s = A[i, j]
             for k in range(j):
                 s -= A[i, k] * A[k, j]
-            A[j, i] = s                      # (L D)[i, j], kept above the diagonal
+            A[j, i] = s  # (L D)[i, j], kept above the diagonal
         d = A[j, j]
         if not d > 0.0:
             return False
@@ -990,7 +1056,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
         jt = Ia[I_JT, k]
         qo = Ia[I_QO, k]
         vo = Ia[I_VO, k]
-        vk = v[vo:vo + n_v]
+        vk = v[vo : vo + n_v]
         Rk = R3[R_REL, k]
         A0 = R3[R_0, k]
         p0 = P3[P_0, k]
@@ -1019,13 +1085,26 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                         Rk[i, j] = A0[i, j]
                     prel[i] = p0[i] + A0[i, 2] * d
         else:
-            qk = q[qo:qo + Ia[I_NQ, k]]
+            qk = q[qo : qo + Ia[I_NQ, k]]
             general = Ia[I_DIAG, k] == 0
-            joint_kinematics(jt, Vv[V_PRM, k], Vv[V_PRM2, k], qk, vk, tR, tp, Mm[M_H, k],
-                             Mm[M_W, k], Vv[V_CJ, k], t3, general, Mm[M_HC, k], Mm[M_WC, k])
+            joint_kinematics(
+                jt,
+                Vv[V_PRM, k],
+                Vv[V_PRM2, k],
+                qk,
+                vk,
+                tR,
+                tp,
+                Mm[M_H, k],
+                Mm[M_W, k],
+                Vv[V_CJ, k],
+                t3,
+                general,
+                Mm[M_HC, k],
+                Mm[M_WC, k],
+            )
             if Ia[I_REV, k]:
-                reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q,
-                              t6)
+                reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q, t6)
             scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
             if general:
                 # projector P = W W^T
@@ -1049,10 +1128,12 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
             rwp = P3[P_W, pk]
             for i in range(3):
                 for j in range(3):
-                    R3[R_W, k, i, j] = (Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j]
-                                        + Rp[i, 2] * Rk[2, j])
-                P3[P_W, k, i] = (rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1]
-                                 + Rp[i, 2] * prel[2])
+                    R3[R_W, k, i, j] = (
+                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
+                    )
+                P3[P_W, k, i] = (
+                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+                )
         # twist: v_k = Phi^T v_p + S v  (S = H L for reversed joints)
         vel = Vv[V_VEL, k]
         sv = Vv[V_SV, k]
@@ -1201,8 +1282,14 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
             continue
         Hk = Mm[M_H, k]
         for j in range(n_v):
-            t6[j] = (Hk[0, j] * f[0] + Hk[1, j] * f[1] + Hk[2, j] * f[2] + Hk[3, j] * f[3]
-                     + Hk[4, j] * f[4] + Hk[5, j] * f[5])
+            t6[j] = (
+                Hk[0, j] * f[0]
+                + Hk[1, j] * f[1]
+                + Hk[2, j] * f[2]
+                + Hk[3, j] * f[3]
+                + Hk[4, j] * f[4]
+                + Hk[5, j] * f[5]
+            )
         if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v):
@@ -1296,8 +1383,13 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         pk = Ia[I_PARENT, k]
         Ak = A[k]
         Gk = Mm[M_G, k]
-        if (pk > 0 and Ia[I_JT, k] == REVOLUTE and Ia[I_DIAG, k] and Ia[I_DIAG, pk]
-                and Ia[I_ONE, pk] == k):
+        if (
+            pk > 0
+            and Ia[I_JT, k] == REVOLUTE
+            and Ia[I_DIAG, k]
+            and Ia[I_DIAG, pk]
+            and Ia[I_ONE, pk] == k
+        ):
             # chain link: revolute joint k, only child of a body with a diagonal joint.
             # Ã_k and D_k straight in the elimination order (constraint directions
             # first) from constants permuted once: GP = G_k[pk, pk], K0P = K0[pk, pk],
@@ -1306,8 +1398,16 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             # (0, 1) and (2, 3) of the permuted order (index 4, linear z, and 5, the
             # motion direction, are fixed):
             #   Ã_k[:5, :5] = GP + Rz'^T K0P Rz',  D_k = C0P Rz'  (stored in Cr[pk]).
-            _revolute_link(Vv[V_PRM2, k, 0], Vv[V_PRM2, k, 1], Mm[M_GP, k], Mm[M_K0P, k],
-                           Mm[M_C0P, k], Ak, Cr[pk], T1)
+            _revolute_link(
+                Vv[V_PRM2, k, 0],
+                Vv[V_PRM2, k, 1],
+                Mm[M_GP, k],
+                Mm[M_K0P, k],
+                Mm[M_C0P, k],
+                Ak,
+                Cr[pk],
+                T1,
+            )
             continue
         if pk > 0 and Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
             # revolute: Phi_k = Phi0_k Rz' (Rz' = diag(Rz, Rz)); with the constants
@@ -1347,9 +1447,14 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             _matmul6(Mm[M_G, pk], Xk, Yk)
             for i in range(6):
                 for j in range(i + 1):
-                    Ak[i, j] = Gk[i, j] + (Xk[0, i] * Yk[0, j] + Xk[1, i] * Yk[1, j]
-                                           + Xk[2, i] * Yk[2, j] + Xk[3, i] * Yk[3, j]
-                                           + Xk[4, i] * Yk[4, j] + Xk[5, i] * Yk[5, j])
+                    Ak[i, j] = Gk[i, j] + (
+                        Xk[0, i] * Yk[0, j]
+                        + Xk[1, i] * Yk[1, j]
+                        + Xk[2, i] * Yk[2, j]
+                        + Xk[3, i] * Yk[3, j]
+                        + Xk[4, i] * Yk[4, j]
+                        + Xk[5, i] * Yk[5, j]
+                    )
             _mirror6(Ak)
         if pk > 0:
             Yk = Y[k]
@@ -1584,7 +1689,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     if nd == 1:
         x = Dn[:, n6]
         if Ia[I_FIVE, Sa[od]]:
-            _ldl_forward(Dn, x, 5)     # row 5 of a five-block is the identity (x[5] = 0)
+            _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
             _ldl_back(Dn, x, 5)
         else:
             _ldl_forward(Dn, x, 6)
@@ -1648,8 +1753,9 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         F[3] = f3
         F[4] = f4
         F[5] = f5
-        _matvec6_vals(Mm[M_G, k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4,
-                      ak[5] + f5, ak)
+        _matvec6_vals(
+            Mm[M_G, k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak
+        )
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
@@ -1674,8 +1780,14 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         Hk = Mm[M_H, k]
         n_v = Ia[I_NV, k]
         for j in range(n_v):
-            qdd[o + j] = (Hk[0, j] * t6[0] + Hk[1, j] * t6[1] + Hk[2, j] * t6[2]
-                          + Hk[3, j] * t6[3] + Hk[4, j] * t6[4] + Hk[5, j] * t6[5])
+            qdd[o + j] = (
+                Hk[0, j] * t6[0]
+                + Hk[1, j] * t6[1]
+                + Hk[2, j] * t6[2]
+                + Hk[3, j] * t6[3]
+                + Hk[4, j] * t6[4]
+                + Hk[5, j] * t6[5]
+            )
         if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
             Lk = Mm[M_L, k]
             for j in range(n_v - 1, -1, -1):
@@ -1741,8 +1853,11 @@ def reversed_frames(Ia, R3, P3):
                         t = Rr[0, i] * R0[0, m] + Rr[1, i] * R0[1, m] + Rr[2, i] * R0[2, m]
                         s += t * Ra[j, m]
                     R3[R_D, k, i, j] = s
-                P3[P_D, k, i] = (Rr[0, i] * (p0[0] - pr[0]) + Rr[1, i] * (p0[1] - pr[1])
-                                 + Rr[2, i] * (p0[2] - pr[2]))
+                P3[P_D, k, i] = (
+                    Rr[0, i] * (p0[0] - pr[0])
+                    + Rr[1, i] * (p0[1] - pr[1])
+                    + Rr[2, i] * (p0[2] - pr[2])
+                )
 
 
 # ---------------------------------------------------------------- drivers
@@ -1892,13 +2007,39 @@ def qdot_all(Ia, Vv, q, v, out):
     for k in range(1, N + 1):
         qo = Ia[I_QO, k]
         vo = Ia[I_VO, k]
-        joint_qdot(Ia[I_JT, k], q[qo:qo + Ia[I_NQ, k]], v[vo:vo + Ia[I_NV, k]],
-                   out[qo:qo + Ia[I_NQ, k]])
+        joint_qdot(
+            Ia[I_JT, k],
+            q[qo : qo + Ia[I_NQ, k]],
+            v[vo : vo + Ia[I_NV, k]],
+            out[qo : qo + Ia[I_NQ, k]],
+        )
 
 
 @njit(cache=True, _nrt=False, parallel=True)
-def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TAU, grav,
-                                  use_grav, QDD, REAC, status, FEXT, FS, ACC, FTo, extra):
+def forward_dynamics_qdd_parallel(
+    Ia,
+    Sa,
+    Mt,
+    Vt,
+    R3t,
+    P3t,
+    Tt,
+    Dt,
+    Jt,
+    Q,
+    V,
+    TAU,
+    grav,
+    use_grav,
+    QDD,
+    REAC,
+    status,
+    FEXT,
+    FS,
+    ACC,
+    FTo,
+    extra,
+):
     """Batch split into one contiguous chunk per workspace copy (leading axis of the
     workspace arrays), chunks run in parallel threads (one chunk: plain loop).
 
@@ -1922,8 +2063,23 @@ def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TA
                 for k in range(n1):
                     for i in range(6):
                         Vv[V_FEXT, k, i] = FEXT[s, k, i]
-            st = forward_dynamics(Ia, Sa, Mt[c], Vv, R3t[c], P3t[c], Tt[c], Dt[c], Q[s], V[s],
-                                  Jv, grav, use_grav, REAC[s], extra)
+            st = forward_dynamics(
+                Ia,
+                Sa,
+                Mt[c],
+                Vv,
+                R3t[c],
+                P3t[c],
+                Tt[c],
+                Dt[c],
+                Q[s],
+                V[s],
+                Jv,
+                grav,
+                use_grav,
+                REAC[s],
+                extra,
+            )
             if st != 0:
                 status[c, 0] = s
                 status[c, 1] = st
@@ -1948,8 +2104,16 @@ def forward_dynamics_qdd_parallel(Ia, Sa, Mt, Vt, R3t, P3t, Tt, Dt, Jt, Q, V, TA
 
 def buffer_layout(n, nd6, nv1):
     """Offsets and shapes of the views of the single float workspace buffer."""
-    shapes = [(NM, n + 1, 6, 6), (NV, n + 1, 6), (NR, n + 1, 3, 3), (NP, n + 1, 3), (NT, 6, 6),
-              (nd6, nd6 + 1), (4, nv1), (3,)]
+    shapes = [
+        (NM, n + 1, 6, 6),
+        (NV, n + 1, 6),
+        (NR, n + 1, 3, 3),
+        (NP, n + 1, 3),
+        (NT, 6, 6),
+        (nd6, nd6 + 1),
+        (4, nv1),
+        (3,),
+    ]
     out, o = [], 0
     for sh in shapes:
         size = int(np.prod(sh))
@@ -1970,19 +2134,28 @@ def _cview(typingctx, buf, offset, shape):
         src = context.make_array(sig.args[0])(context, builder, args[0])
         out = context.make_array(rtype)(context, builder)
         intp = context.get_value_type(types.intp)
-        dims = [context.cast(builder, d, t, types.intp)
-                for d, t in zip(cgutils.unpack_tuple(builder, args[2], ndim), sig.args[2])]
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
-            context.get_data_type(buf.dtype)))
+        dims = [
+            context.cast(builder, d, t, types.intp)
+            for d, t in zip(cgutils.unpack_tuple(builder, args[2], ndim), sig.args[2])
+        ]
+        itemsize = context.get_constant(
+            types.intp, context.get_abi_sizeof(context.get_data_type(buf.dtype))
+        )
         strides = [None] * ndim
         acc = itemsize
         for i in range(ndim - 1, -1, -1):
             strides[i] = acc
             acc = builder.mul(acc, dims[i])
         data = builder.gep(src.data, [context.cast(builder, args[1], sig.args[1], types.intp)])
-        context.populate_array(out, data=data, shape=cgutils.pack_array(builder, dims, intp),
-                               strides=cgutils.pack_array(builder, strides, intp),
-                               itemsize=itemsize, meminfo=src.meminfo, parent=src.parent)
+        context.populate_array(
+            out,
+            data=data,
+            shape=cgutils.pack_array(builder, dims, intp),
+            strides=cgutils.pack_array(builder, strides, intp),
+            itemsize=itemsize,
+            meminfo=src.meminfo,
+            parent=src.parent,
+        )
         return out._getvalue()
 
     return rtype(buf, offset, shape), codegen
@@ -2042,8 +2215,9 @@ def qdd_reactions_batch(Ib, buf, Q, V, TAU, QDD, REAC, status):
     for s in range(Q.shape[0]):
         for i in range(nv):
             Jv[J_TAU, i] = TAU[s, i]
-        st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav,
-                              REAC[s], False)
+        st = forward_dynamics(
+            Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, Q[s], V[s], Jv, grav, use_grav, REAC[s], False
+        )
         if st != 0:
             status[0] = s
             status[1] = st
@@ -2067,9 +2241,13 @@ def constraint_forces_into(Ia, Vv, R3, out):
             out[r, 3 + i] = R[i, 0] * fs[k, 3] + R[i, 1] * fs[k, 4] + R[i, 2] * fs[k, 5]
 
 
-@njit("int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
-      "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], "
-      "int64[::1])", cache=True, _nrt=False)
+@njit(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
+    "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], "
+    "int64[::1])",
+    cache=True,
+    _nrt=False,
+)
 def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out, acc_out, fs_out, ft_out, body_row):
     """Single state with the packed workspaces: ``qdd`` and every reaction.
 
@@ -2089,9 +2267,14 @@ def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out, acc_out, fs_out, ft_out
     n1 = Ib[IB_N1]
     full = acc_out.shape[0] > 0
     cfa = fs_out.shape[0] > 0
-    if (q.shape[0] != Ib[IB_NQ] or v.shape[0] != nv or tau.shape[0] < nv
-            or qdd_out.shape[0] != nv or reac_out.shape[0] != Ib[IB_NJ]
-            or reac_out.shape[1] != 6):
+    if (
+        q.shape[0] != Ib[IB_NQ]
+        or v.shape[0] != nv
+        or tau.shape[0] < nv
+        or qdd_out.shape[0] != nv
+        or reac_out.shape[0] != Ib[IB_NJ]
+        or reac_out.shape[1] != 6
+    ):
         return -3
     if full and (body_row.shape[0] != n1 or acc_out.shape[1] != 6):
         return -3
@@ -2100,8 +2283,9 @@ def qdd_reactions(Ib, buf, q, v, tau, qdd_out, reac_out, acc_out, fs_out, ft_out
     Mm, Vv, R3, P3, Tt, Dn, Jv, grav = _views(Ia, buf)
     for i in range(nv):
         Jv[J_TAU, i] = tau[i]
-    st = forward_dynamics(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, Ib[IB_GRAV] != 0,
-                          reac_out, full)
+    st = forward_dynamics(
+        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jv, grav, Ib[IB_GRAV] != 0, reac_out, full
+    )
     for i in range(nv):
         qdd_out[i] = Jv[J_QDD, i]
     if st != 0:

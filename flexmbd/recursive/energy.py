@@ -23,8 +23,9 @@ from .._typing import Array
 __all__ = ["energy_histories"]
 
 
-def energy_histories(system: Any, t: Array, q: Array, qd: Array,
-                     tau: Array | None = None) -> dict[str, Array]:
+def energy_histories(
+    system: Any, t: Array, q: Array, qd: Array, tau: Array | None = None
+) -> dict[str, Array]:
     """Energies (J) and works (J, from ``t[0]``) of the samples ``t`` (nt,), ``q``
     (nt, nq), ``qd`` (nt, nv), applied joint forces ``tau`` (nt, nv) or None.
 
@@ -41,21 +42,26 @@ def energy_histories(system: Any, t: Array, q: Array, qd: Array,
     grav = np.array([p["gravity"] for p in parts], dtype=float)
     spring = np.array([p["spring"] for p in parts], dtype=float)
     pe = grav + spring
-    out = {"kinetic": ke, "gravity": grav, "spring": spring, "potential": pe,
-           "total": ke + pe}
+    out = {"kinetic": ke, "gravity": grav, "spring": spring, "potential": pe, "total": ke + pe}
     if not nt or not hasattr(system, "powers"):
         return out
-    powers = [system.powers(q[i], qd[i], t[i], None if tau is None else tau[i])
-              for i in range(nt)]
+    powers = [system.powers(q[i], qd[i], t[i], None if tau is None else tau[i]) for i in range(nt)]
     if any(p is None for p in powers):
         return out
     h = np.diff(np.asarray(t, float))
-    with np.errstate(invalid="ignore", over="ignore"):     # NaN samples of a failed run
-        for key, name in (("p_damper", "damper_work"), ("p_actuator", "actuator_work"),
-                          ("p_external", "external_work")):
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN samples of a failed run
+        for key, name in (
+            ("p_damper", "damper_work"),
+            ("p_actuator", "actuator_work"),
+            ("p_external", "external_work"),
+        ):
             p = np.array([x[key] for x in powers])
             out[name] = np.concatenate([[0.0], np.cumsum(0.5 * h * (p[1:] + p[:-1]))])
-        out["numerical_dissipation"] = (out["total"][0] + out["actuator_work"]
-                                        + out["external_work"] - out["damper_work"]
-                                        - out["total"])
+        out["numerical_dissipation"] = (
+            out["total"][0]
+            + out["actuator_work"]
+            + out["external_work"]
+            - out["damper_work"]
+            - out["total"]
+        )
     return out

@@ -207,13 +207,25 @@ def frame_motion(frame, body, q, qd):
         return R0, p0, np.zeros((6, n)), np.zeros(6)
     Fc = np.zeros((1, 2, 3, 4 + 2 * n))
     Fc[0, 0, :, :3], Fc[0, 0, :, 3] = R0, p0
-    Fc[0, 0, :, 4:4 + n], Fc[0, 0, :, 4 + n:] = md
+    Fc[0, 0, :, 4 : 4 + n], Fc[0, 0, :, 4 + n :] = md
     Ft = np.zeros((1, 2, 3, 4))
     Fs = np.zeros((1, 2, 6, n + 1))
-    FK.frame_state(Fc, 0, 0, n, np.ascontiguousarray(q, dtype=float),
-                   np.ascontiguousarray(qd, dtype=float), Ft, Fs)
-    return Ft[0, 0, :, :3].copy(), Ft[0, 0, :, 3].copy(), Fs[0, 0, :, :n].copy(), \
-        Fs[0, 0, :, n].copy()
+    FK.frame_state(
+        Fc,
+        0,
+        0,
+        n,
+        np.ascontiguousarray(q, dtype=float),
+        np.ascontiguousarray(qd, dtype=float),
+        Ft,
+        Fs,
+    )
+    return (
+        Ft[0, 0, :, :3].copy(),
+        Ft[0, 0, :, 3].copy(),
+        Fs[0, 0, :, :n].copy(),
+        Fs[0, 0, :, n].copy(),
+    )
 
 
 class FlexTree:
@@ -227,8 +239,9 @@ class FlexTree:
         s = system
         n = s.n_bodies
         self.system = s
-        self.flex_labels = [k for k in range(1, n + 1)
-                            if isinstance(s.label_bodies[k], FlexibleBody)]
+        self.flex_labels = [
+            k for k in range(1, n + 1) if isinstance(s.label_bodies[k], FlexibleBody)
+        ]
         nf = [0] * (n + 1)
         for k in self.flex_labels:
             nf[k] = s.label_bodies[k].n_modes
@@ -294,7 +307,7 @@ class FlexTree:
         self.Bm = np.zeros((mm + 4, mm))
         self.A3 = np.zeros((3, 3, nm + 2))
         self.any_stiff = False
-        self.info = np.zeros(2, np.int64)   # stiffening iterations of the last call
+        self.info = np.zeros(2, np.int64)  # stiffening iterations of the last call
 
     def refresh(self):
         """(Re-)read frames, invariants and unit stiffness matrices (model revision changed)."""
@@ -336,18 +349,20 @@ class FlexTree:
                         return np.asarray(rb.kg_unit[names.index(name)], float)
                     return np.zeros((nk, nk))
 
-                mats = ([unit(x) for x in OMEGA_PRODUCTS]
-                        + [unit(f"alpha{i + 1}") for i in range(3)]
-                        + [unit(f"a{i + 1}") for i in range(3)])
+                mats = (
+                    [unit(x) for x in OMEGA_PRODUCTS]
+                    + [unit(f"alpha{i + 1}") for i in range(3)]
+                    + [unit(f"a{i + 1}") for i in range(3)]
+                )
                 for nm_ in self.itf[k]:
                     mats += [unit(f"{nm_}.{c}") for c in ("mx", "my", "mz", "fx", "fy", "fz")]
                 self.KG[fx] = 0.0
-                self.KG[fx, :len(mats), :nk, :nk] = np.stack(mats)
+                self.KG[fx, : len(mats), :nk, :nk] = np.stack(mats)
                 # mean-axis load parameters (flexmbd.flexible.mean_axis)
                 Minv, Gam = rigid_fit(inv)
-                self.Fw[k, FK.W_MI:FK.W_MI + 6] = Minv
-                self.Fm[k, FK.FM_GW:FK.FM_GW + 3] = 0.0
-                self.Fm[k, FK.FM_GW:FK.FM_GW + 3, :nk] = Gam[:3]
+                self.Fw[k, FK.W_MI : FK.W_MI + 6] = Minv
+                self.Fm[k, FK.FM_GW : FK.FM_GW + 3] = 0.0
+                self.Fm[k, FK.FM_GW : FK.FM_GW + 3, :nk] = Gam[:3]
         self.any_stiff = bool(np.any(Fi[FK.F_STIFF]))
         # frames
         for k in range(1, n + 1):
@@ -364,8 +379,8 @@ class FlexTree:
                 md = _frame_modes(fr, body) if lab > 0 else None
                 if md is not None:
                     nl = self.nf[lab]
-                    Fc[k, side, :, 4:4 + nl] = md[0]
-                    Fc[k, side, :, 4 + nl:4 + 2 * nl] = md[1]
+                    Fc[k, side, :, 4 : 4 + nl] = md[0]
+                    Fc[k, side, :, 4 + nl : 4 + 2 * nl] = md[1]
                     Fi[FK.F_ODEF if side == FK.FR_OUT else FK.F_IDEF, k] = 1
                 # undeformed state (used for non-deforming frames of flexible bodies)
                 self.Ft[k, side, :, 0:3] = Fc[k, side, :, 0:3]
@@ -378,8 +393,21 @@ class FlexTree:
 
     # -- kernel calls -----------------------------------------------------------------
     def args_state(self):
-        return (self.Fc, self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc,
-                self.Im, self.St, self.Si, self.Pi, self.KD)
+        return (
+            self.Fc,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.Fm,
+            self.PsiT,
+            self.Gp,
+            self.Zc,
+            self.Im,
+            self.St,
+            self.Si,
+            self.Pi,
+            self.KD,
+        )
 
     def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
         """One state through the serialized kernels; returns the kernel status."""
@@ -387,29 +415,106 @@ class FlexTree:
         a = s.arrays
         Jv = a.Jv
         Jv[K.J_TAU, :] = 0.0
-        Jv[K.J_TAU, :len(tau)] = tau
+        Jv[K.J_TAU, : len(tau)] = tau
         return FK.forward_dynamics(
-            a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, Jv, self.Fc,
-            self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
-            self.Si, self.Pi, self.KD, self.KG, self.KQ, self.Mb, self.Bm, self.A3, q, v,
-            a.gravity, s.use_gravity, reac, self.any_stiff, tol, max_iter, self.info)
+            a.Ia,
+            a.Sa,
+            self.Fi,
+            a.Mm,
+            a.Vv,
+            a.R3,
+            a.P3,
+            a.Tt,
+            a.Dn,
+            Jv,
+            self.Fc,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.Fm,
+            self.PsiT,
+            self.Gp,
+            self.Zc,
+            self.Im,
+            self.St,
+            self.Si,
+            self.Pi,
+            self.KD,
+            self.KG,
+            self.KQ,
+            self.Mb,
+            self.Bm,
+            self.A3,
+            q,
+            v,
+            a.gravity,
+            s.use_gravity,
+            reac,
+            self.any_stiff,
+            tol,
+            max_iter,
+            self.info,
+        )
 
     def kinematics(self, q, v, world=True):
         a = self.system.arrays
-        FK.kinematics(a.Ia, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, self.Fc, self.Ft,
-                      self.Fs, self.Fw, self.PsiT, q, v, world)
+        FK.kinematics(
+            a.Ia,
+            self.Fi,
+            a.Mm,
+            a.Vv,
+            a.R3,
+            a.P3,
+            a.Tt,
+            self.Fc,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.PsiT,
+            q,
+            v,
+            world,
+        )
 
     def body_accelerations(self, out):
         a = self.system.arrays
-        FK.body_accelerations(a.Ia, self.Fi, a.Vv, a.R3, a.P3, self.Ft, self.Fs, self.Fw,
-                              self.Fm, out)
+        FK.body_accelerations(
+            a.Ia, self.Fi, a.Vv, a.R3, a.P3, self.Ft, self.Fs, self.Fw, self.Fm, out
+        )
 
     def solve_columns(self, q, cols, out):
         a = self.system.arrays
         return FK.solve_columns(
-            a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, a.Jv, self.Fc,
-            self.Ft, self.Fs, self.Fw, self.Fm, self.PsiT, self.Gp, self.Zc, self.Im, self.St,
-            self.Si, self.Pi, self.KD, self.Mb, self.Bm, self.A3, q, cols, out)
+            a.Ia,
+            a.Sa,
+            self.Fi,
+            a.Mm,
+            a.Vv,
+            a.R3,
+            a.P3,
+            a.Tt,
+            a.Dn,
+            a.Jv,
+            self.Fc,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.Fm,
+            self.PsiT,
+            self.Gp,
+            self.Zc,
+            self.Im,
+            self.St,
+            self.Si,
+            self.Pi,
+            self.KD,
+            self.Mb,
+            self.Bm,
+            self.A3,
+            q,
+            cols,
+            out,
+        )
 
     # -- Python-level quantities (poses, energies) ------------------------------------
     def body_pose(self, k, Rk, rk):
@@ -447,7 +552,7 @@ class FlexTree:
             # stress state of that interface like a tree joint's reaction (stiffening_forces)
             wb = np.concatenate([RF @ wF[:3], fb])  # body axes, about the frame origin
             b0 = 12 + 6 * self.itf[k].index(nm_)
-            KGw = np.tensordot(wb, self.KG[self.fx_of[k], b0:b0 + 6, :nk, :nk], axes=1)
+            KGw = np.tensordot(wb, self.KG[self.fx_of[k], b0 : b0 + 6, :nk, :nk], axes=1)
             self.Fm[k, FK.FM_QAPP, :nk] -= KGw @ np.asarray(q)[sq]
 
     def point_force(self, fe, t, q, state, fext, qd=None):
@@ -492,7 +597,7 @@ class FlexTree:
         sp = np.asarray(fe.attachment.position, float) + U @ qk
         fext[k, :3] += np.cross(sp, fb)
         fext[k, 3:] += fb
-        self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
+        self.Fm[k, FK.FM_QAPP, : self.nf[k]] += U.T @ fb
         return True
 
     def _sda_end(self, body, point, frame, q, qd, state):
@@ -530,8 +635,10 @@ class FlexTree:
         if fe.l0 is None:
             fe.l0 = length
         f = fe.line_force(t, length, float(u @ (vj - vi)))
-        for body, P, sp, U, F in ((fe.body_i, Pi, spi, Ui, f * u),
-                                  (fe.body_j, Pj, spj, Uj, -f * u)):
+        for body, P, sp, U, F in (
+            (fe.body_i, Pi, spi, Ui, f * u),
+            (fe.body_j, Pj, spj, Uj, -f * u),
+        ):
             if body is s.model.ground:
                 continue
             k = s.label(body)
@@ -541,7 +648,7 @@ class FlexTree:
                 fext[k, :3] += np.cross(sp, fb)
                 fext[k, 3:] += fb
                 if U is not None:
-                    self.Fm[k, FK.FM_QAPP, :self.nf[k]] += U.T @ fb
+                    self.Fm[k, FK.FM_QAPP, : self.nf[k]] += U.T @ fb
             else:
                 Rw, rw = state.frames[0][k], state.frames[1][k]
                 fext[k, :3] += Rw.T @ np.cross(P - rw, F)
@@ -561,8 +668,11 @@ class FlexTree:
                 rows += [k] * self.nf[k]
                 cols += list(range(self.nf[k]))
                 idx += list(range(sl.start, sl.stop))
-            self._tau_idx = (np.array(rows, np.int64), np.array(cols, np.int64),
-                             np.array(idx, np.int64))
+            self._tau_idx = (
+                np.array(rows, np.int64),
+                np.array(cols, np.int64),
+                np.array(idx, np.int64),
+            )
         rows, cols, idx = self._tau_idx
         t = np.asarray(tau)[idx]
         if t.any():
@@ -587,8 +697,9 @@ def flexible_series(system, q):
     for i in range(nt):
         system.kinematics(q[i], zero)
         for k in labels:
-            R[k][i], r[k][i] = fl.body_pose(k, system.arrays.R3[K.R_W, k],
-                                            system.arrays.P3[K.P_W, k])
+            R[k][i], r[k][i] = fl.body_pose(
+                k, system.arrays.R3[K.R_W, k], system.arrays.P3[K.P_W, k]
+            )
 
     def quats(Rs):
         e = np.array([rot_to_quat(x) for x in Rs])
@@ -601,8 +712,9 @@ def flexible_series(system, q):
     for k in labels:
         b = system.label_bodies[k]
         sq = system.modal_slices[b.name].q
-        series = out[b.name] = BodySeries(position=r[k], orientation=quats(R[k]),
-                                          modal=q[:, sq].copy())
+        series = out[b.name] = BodySeries(
+            position=r[k], orientation=quats(R[k]), modal=q[:, sq].copy()
+        )
         for name in b.reduced.interface_names:
             fr = b.interface(name)
             pos = np.empty((nt, 3))

@@ -51,11 +51,11 @@ def assemble(system):
         r = slice(6 * (k - 1), 6 * k)
         p = parent[k]
         if p > 0:
-            P[6 * (p - 1):6 * p, r] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
+            P[6 * (p - 1) : 6 * p, r] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
         Ginv[r, r] = Mm[K.M_G, k]
         Wk = Mm[K.M_WC, k] if Ia[K.I_DIAG, k] else Mm[K.M_W, k]
-        H[r, ih:ih + nv[k]] = Mm[K.M_H, k, :, :nv[k]]
-        W[r, iw:iw + nc[k]] = Wk[:, :nc[k]]
+        H[r, ih : ih + nv[k]] = Mm[K.M_H, k, :, : nv[k]]
+        W[r, iw : iw + nc[k]] = Wk[:, : nc[k]]
         hcol[k], wcol[k] = ih, iw
         ih += nv[k]
         iw += nc[k]
@@ -73,12 +73,12 @@ def general_cfa(system, q, qd, tau, fext):
     Ia, Mm, Vv, R3, P3 = arr.Ia, arr.Mm, arr.Vv, arr.R3, arr.P3
     n = system.n_bodies
     nv, vo = Ia[K.I_NV], Ia[K.I_VO]
-    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)   # speeds L v (see _nbjoints)
+    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)  # speeds L v (see _nbjoints)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     K.kinematics(Ia, Mm, Vv, R3, P3, system.arrays.Tt, q, qd)
     Jv = np.zeros((4, max(system.nv, 1)))
-    Jv[K.J_TAU, :system.nv] = tau
+    Jv[K.J_TAU, : system.nv] = tau
     Vv[K.V_FEXT] = fext
     K.bias_forces(Ia, Mm, Vv, R3, P3, system.arrays.gravity, system.use_gravity, Jv)
     Vv[K.V_FEXT] = 0.0
@@ -86,35 +86,35 @@ def general_cfa(system, q, qd, tau, fext):
     P, H, W, Ginv, hcol, wcol = assemble(system)
     ft = np.zeros(H.shape[1])
     for k in range(1, n + 1):
-        ft[hcol[k]:hcol[k] + nv[k]] = FT[vo[k]:vo[k] + nv[k]]
-    PtGP = P.T @ Ginv @ P                       # P^T I^-1 P
-    A = W.T @ PtGP @ W                          # eq. (26)
+        ft[hcol[k] : hcol[k] + nv[k]] = FT[vo[k] : vo[k] + nv[k]]
+    PtGP = P.T @ Ginv @ P  # P^T I^-1 P
+    A = W.T @ PtGP @ W  # eq. (26)
     B = W.T @ PtGP @ H
     if A.shape[0]:
-        fs = sla.cho_solve(sla.cho_factor(A), -B @ ft)   # eq. (27)
+        fs = sla.cho_solve(sla.cho_factor(A), -B @ ft)  # eq. (27)
     else:
         fs = np.zeros(0)
-    F = H @ ft + W @ fs                         # eq. (22)
-    Vd = Ginv @ (P @ F)                         # P F = I V̇
-    qdd_h = H.T @ (P.T @ Vd)                    # eq. (23) / (28)
+    F = H @ ft + W @ fs  # eq. (22)
+    Vd = Ginv @ (P @ F)  # P F = I V̇
+    qdd_h = H.T @ (P.T @ Vd)  # eq. (23) / (28)
     qdd = np.zeros(system.nv)
     FS = np.zeros((n + 1, 6))
     acc = np.zeros((n + 1, 6))
     Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
     for k in range(1, n + 1):
-        x = qdd_h[hcol[k]:hcol[k] + nv[k]]
+        x = qdd_h[hcol[k] : hcol[k] + nv[k]]
         if rev[k]:
-            x = sla.solve_triangular(Mm[K.M_L, k, :nv[k], :nv[k]], x)
-        qdd[vo[k]:vo[k] + nv[k]] = x
+            x = sla.solve_triangular(Mm[K.M_L, k, : nv[k], : nv[k]], x)
+        qdd[vo[k] : vo[k] + nv[k]] = x
         FS[k] = Wf[k - 1]
-        Vv[K.V_AF, k] = Vd[6 * (k - 1):6 * k]
+        Vv[K.V_AF, k] = Vd[6 * (k - 1) : 6 * k]
     K.body_accelerations(Ia, Vv, R3, P3, acc)
     # reactions: equivalent force + bias force
     Vv[K.V_FE, 1:] = F.reshape(n, 6)
     K.reversed_frames(Ia, R3, P3)
     reac = np.zeros((len(system.joint_names), 6))
     K.reactions_into(Ia, Vv, R3, P3, reac)
-    return qdd, reac, FS, acc, FT[:system.nv].copy()
+    return qdd, reac, FS, acc, FT[: system.nv].copy()
 
 
 def general_flexible(system, q, qd, tau):
@@ -144,11 +144,50 @@ def general_flexible(system, q, qd, tau):
     qd = np.ascontiguousarray(qd, dtype=float)
     Jv[:] = 0.0
     Jv[K.J_TAU, :nv] = tau
-    FK.kinematics(Ia, fl.Fi, Mm, Vv, R3, P3, system.arrays.Tt, fl.Fc, fl.Ft, fl.Fs, fl.Fw, fl.PsiT,
-                  q, qd, True)
-    st = FK.bias_forces(Ia, fl.Fi, Mm, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.PsiT, fl.Gp,
-                        fl.Im, fl.St, fl.Si, fl.Pi, fl.KD, fl.Mb, fl.Bm, fl.A3, q, qd,
-                        system.arrays.gravity, system.use_gravity, Jv)
+    FK.kinematics(
+        Ia,
+        fl.Fi,
+        Mm,
+        Vv,
+        R3,
+        P3,
+        system.arrays.Tt,
+        fl.Fc,
+        fl.Ft,
+        fl.Fs,
+        fl.Fw,
+        fl.PsiT,
+        q,
+        qd,
+        True,
+    )
+    st = FK.bias_forces(
+        Ia,
+        fl.Fi,
+        Mm,
+        Vv,
+        R3,
+        P3,
+        fl.Ft,
+        fl.Fs,
+        fl.Fw,
+        fl.Fm,
+        fl.PsiT,
+        fl.Gp,
+        fl.Im,
+        fl.St,
+        fl.Si,
+        fl.Pi,
+        fl.KD,
+        fl.Mb,
+        fl.Bm,
+        fl.A3,
+        q,
+        qd,
+        system.arrays.gravity,
+        system.use_gravity,
+        Jv,
+    )
     if st != 0:
         system.raise_status(st, q)
     nf = fl.nf
@@ -165,20 +204,20 @@ def general_flexible(system, q, qd, tau):
     for k in range(1, n + 1):
         r0 = int(ro[k - 1])
         c = slice(6 * (k - 1), 6 * k)
-        P[r0:r0 + 6, c] = np.eye(6)
+        P[r0 : r0 + 6, c] = np.eye(6)
         p = parent[k]
         if p > 0:
             rp = int(ro[p - 1])
-            P[rp:rp + 6, c] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
-            P[rp + 6:rp + m[p], c] = -fl.PsiT[k, :, :nf[p]].T
+            P[rp : rp + 6, c] = -_phi(R3[K.R_REL, k], P3[K.P_REL, k])
+            P[rp + 6 : rp + m[p], c] = -fl.PsiT[k, :, : nf[p]].T
         if nf[k]:
-            G[r0:r0 + m[k], r0:r0 + m[k]] = fl.Gp[k, :m[k], :m[k]]
+            G[r0 : r0 + m[k], r0 : r0 + m[k]] = fl.Gp[k, : m[k], : m[k]]
         else:
-            G[r0:r0 + 6, r0:r0 + 6] = Mm[K.M_G, k]
+            G[r0 : r0 + 6, r0 : r0 + 6] = Mm[K.M_G, k]
         Wk = Mm[K.M_WC, k] if Ia[K.I_DIAG, k] else Mm[K.M_W, k]
-        H[c, ih:ih + nvj[k]] = Mm[K.M_H, k, :, :nvj[k]]
-        W[c, iw:iw + Ia[K.I_NC, k]] = Wk[:, :Ia[K.I_NC, k]]
-        ft[ih:ih + nvj[k]] = Jv[K.J_FT, vo[k]:vo[k] + nvj[k]]
+        H[c, ih : ih + nvj[k]] = Mm[K.M_H, k, :, : nvj[k]]
+        W[c, iw : iw + Ia[K.I_NC, k]] = Wk[:, : Ia[K.I_NC, k]]
+        ft[ih : ih + nvj[k]] = Jv[K.J_FT, vo[k] : vo[k] + nvj[k]]
         hcol[k] = ih
         ih += nvj[k]
         iw += Ia[K.I_NC, k]
@@ -191,8 +230,8 @@ def general_flexible(system, q, qd, tau):
         for k in range(1, n + 1):
             if nf[k]:
                 r0 = int(ro[k - 1])
-                kg = fl.Fm[k, FK.FM_KGQ, :nf[k]] if fl.Fi[FK.F_STIFF, k] else 0.0
-                tf[r0 + 6:r0 + m[k]] = fl.Fm[k, FK.FM_TF0, :nf[k]] - kg
+                kg = fl.Fm[k, FK.FM_KGQ, : nf[k]] if fl.Fi[FK.F_STIFF, k] else 0.0
+                tf[r0 + 6 : r0 + m[k]] = fl.Fm[k, FK.FM_TF0, : nf[k]] - kg
         rhs = -W.T @ (P.T @ (G @ (P @ (H @ ft) + tf)))
         fs = sla.cho_solve(Afac, rhs) if Afac is not None else np.zeros(0)
         F = H @ ft + W @ fs
@@ -201,9 +240,9 @@ def general_flexible(system, q, qd, tau):
         # write the solution where the kernels keep it (accelerations, forces)
         for k in range(1, n + 1):
             r0 = int(ro[k - 1])
-            Vv[K.V_AF, k] = ud[r0:r0 + 6]
-            fl.Fm[k, FK.FM_UDF, :nf[k]] = ud[r0 + 6:r0 + m[k]]
-            Vv[K.V_FE, k] = F[6 * (k - 1):6 * k]
+            Vv[K.V_AF, k] = ud[r0 : r0 + 6]
+            fl.Fm[k, FK.FM_UDF, : nf[k]] = ud[r0 + 6 : r0 + m[k]]
+            Vv[K.V_FE, k] = F[6 * (k - 1) : 6 * k]
         return fs, Qdd
 
     if fl.any_stiff:
@@ -211,10 +250,12 @@ def general_flexible(system, q, qd, tau):
         FK.stiffening_forces(Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.KQ, 0, True)
         for _ in range(100):
             dense_solve()
-            change = FK.stiffening_forces(Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm,
-                                          fl.KQ, 0, False)
-            scale = max(float(np.abs(fl.Fm[:, FK.FM_TF0]).max()
-                              + np.abs(fl.Fm[:, FK.FM_KGQ]).max()), 1e-300)
+            change = FK.stiffening_forces(
+                Ia, fl.Fi, Vv, R3, P3, fl.Ft, fl.Fs, fl.Fw, fl.Fm, fl.KQ, 0, False
+            )
+            scale = max(
+                float(np.abs(fl.Fm[:, FK.FM_TF0]).max() + np.abs(fl.Fm[:, FK.FM_KGQ]).max()), 1e-300
+            )
             if change <= 1e-13 * scale:
                 break
         else:
@@ -224,13 +265,13 @@ def general_flexible(system, q, qd, tau):
     FS = np.zeros((n + 1, 6))
     Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
     for k in range(1, n + 1):
-        x = Qdd[hcol[k]:hcol[k] + nvj[k]]
+        x = Qdd[hcol[k] : hcol[k] + nvj[k]]
         if rev[k]:
-            x = sla.solve_triangular(Mm[K.M_L, k, :nvj[k], :nvj[k]], x)
-        qdd[vo[k]:vo[k] + nvj[k]] = x
+            x = sla.solve_triangular(Mm[K.M_L, k, : nvj[k], : nvj[k]], x)
+        qdd[vo[k] : vo[k] + nvj[k]] = x
         if nf[k]:
             mv = fl.Fi[FK.F_MV, k]
-            qdd[mv:mv + nf[k]] = fl.Fm[k, FK.FM_UDF, :nf[k]]
+            qdd[mv : mv + nf[k]] = fl.Fm[k, FK.FM_UDF, : nf[k]]
         FS[k] = Wf[k - 1]
     acc = np.zeros((n + 1, 6))
     fl.body_accelerations(acc)

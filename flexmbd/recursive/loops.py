@@ -121,8 +121,11 @@ class _TreeView:
         return [j for j in self._model.joints() if id(j) not in self._cut_ids]
 
     def forces(self):
-        out = [f for f in self._model.forces()
-               if not (isinstance(f, JointForce) and id(f.joint) in self._cut_ids)]
+        out = [
+            f
+            for f in self._model.forces()
+            if not (isinstance(f, JointForce) and id(f.joint) in self._cut_ids)
+        ]
         return out + [self._wrenches]
 
     def topology(self):
@@ -164,9 +167,17 @@ class LoopSystem:
 
     formulation = "recursive"
 
-    def __init__(self, model: Model, algorithm: str = "serialized", method: str = "qr",
-                 rtol: float = DEFAULT_RTOL, tangent_projection: bool = True,
-                 position_tol: float = 1e-13, max_newton: int = 5, h: float | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        algorithm: str = "serialized",
+        method: str = "qr",
+        rtol: float = DEFAULT_RTOL,
+        tangent_projection: bool = True,
+        position_tol: float = 1e-13,
+        max_newton: int = 5,
+        h: float | None = None,
+    ) -> None:
         if method not in METHODS:
             raise ModelError(f"LoopSystem: method must be one of {METHODS}, got {method!r}")
         self.model = model
@@ -179,12 +190,19 @@ class LoopSystem:
         self.tree = RecursiveSystem(self.view, algorithm=algorithm)
         self.algorithm = algorithm
         cls = _FlexCutConstraints if self._flexible else CutJointConstraints
-        self.constraints = cls(self.tree, self.cut_joints, self.drivers,
-                               topology=self.view.topology())
+        self.constraints = cls(
+            self.tree, self.cut_joints, self.drivers, topology=self.view.topology()
+        )
         self.modal_slices = self.tree.modal_slices
         self.constraint_names = list(self.constraints.names)
-        self._options = dict(method=method, rtol=rtol, tangent_projection=tangent_projection,
-                             position_tol=position_tol, max_newton=max_newton, h=h)
+        self._options = dict(
+            method=method,
+            rtol=rtol,
+            tangent_projection=tangent_projection,
+            position_tol=position_tol,
+            max_newton=max_newton,
+            h=h,
+        )
         self.projector = self._make_projector(h)
         self.coordinates, self.speeds = self.tree.coordinates, self.tree.speeds
         self.nq, self.nv = self.tree.nq, self.tree.nv
@@ -193,8 +211,16 @@ class LoopSystem:
         self._tree_rows = np.array([self._jindex[n] for n in self.tree.joint_names], dtype=int)
         tl = self.tree.layout
         self.layout = CoordinateLayout.build(
-            "recursive", self.nq, self.nv, self.coordinates, self.speeds, self.joint_names,
-            tl.body_names, joints=tl.joints, modal=tl.modal)
+            "recursive",
+            self.nq,
+            self.nv,
+            self.coordinates,
+            self.speeds,
+            self.joint_names,
+            tl.body_names,
+            joints=tl.joints,
+            modal=tl.modal,
+        )
         self._cut_jf = {}
         for f in model.forces():
             if isinstance(f, JointForce) and f.joint in self.cut_joints:
@@ -230,8 +256,10 @@ class LoopSystem:
             if d.name == name or d.joint.name == name:
                 r = self.constraints.n_cut_rows + i
                 return slice(r, r + 1)
-        raise ModelError(f"{name!r} is neither a cut joint nor a driver; cut joints: "
-                         f"{[c.name for c in self.constraints.cuts]}")
+        raise ModelError(
+            f"{name!r} is neither a cut joint nor a driver; cut joints: "
+            f"{[c.name for c in self.constraints.cuts]}"
+        )
 
     def _pair(self, c, Rc_, pc, F):
         return _pair_frames(c, Rc_, pc, F) if self._flexible else _pair(c, Rc_, pc, F)
@@ -255,8 +283,9 @@ class LoopSystem:
         self._wrench_element.current = []
         return self.tree.potential_energy(q, t)
 
-    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
-               tau: ArrayLike | None = None) -> dict[str, float] | None:
+    def powers(
+        self, q: ArrayLike, qd: ArrayLike, t: float = 0.0, tau: ArrayLike | None = None
+    ) -> dict[str, float] | None:
         """Powers (W) of the tree's elements
         (:meth:`flexmbd.recursive.system.RecursiveSystem.powers`); the ideal loop
         constraints do no work (drivers' work shows in ``numerical_dissipation``)."""
@@ -279,8 +308,14 @@ class LoopSystem:
         return self.tree.mass_matrix(q)
 
     # -- initial state -----------------------------------------------------------------
-    def initial_state(self, q: ArrayLike | None = None, qd: ArrayLike | None = None, t: float = 0.0,
-                      tol: float = 1e-12, max_iter: int = 50) -> tuple[Array, Array]:
+    def initial_state(
+        self,
+        q: ArrayLike | None = None,
+        qd: ArrayLike | None = None,
+        t: float = 0.0,
+        tol: float = 1e-12,
+        max_iter: int = 50,
+    ) -> tuple[Array, Array]:
         """Assembled ``(q, qd)``: the joints' ``q0``/``qd0`` corrected onto the constraints.
 
         Raises :class:`~flexmbd.errors.ModelError` naming the violated cut joints if
@@ -288,17 +323,24 @@ class LoopSystem:
         """
         q = self.tree.q0() if q is None else np.asarray(q, dtype=float)
         qd = self.tree.qd0() if qd is None else np.asarray(qd, dtype=float)
-        P = Projector(self.constraints, rtol=self._options["rtol"], position_tol=tol * 1e-2,
-                      max_newton=max_iter, tangent_projection=False)
+        P = Projector(
+            self.constraints,
+            rtol=self._options["rtol"],
+            position_tol=tol * 1e-2,
+            max_newton=max_iter,
+            tangent_projection=False,
+        )
         q = P.correct_positions(self.tree.normalize(q), t)
         phi = self.constraints.phi(q, t)
         if np.abs(phi).max(initial=0.0) > tol * max(1.0, np.abs(q).max(initial=0.0)):
-            bad = sorted({self.constraint_names[i].split(":")[0]
-                          for i in np.flatnonzero(np.abs(phi) > tol)})
+            bad = sorted(
+                {self.constraint_names[i].split(":")[0] for i in np.flatnonzero(np.abs(phi) > tol)}
+            )
             raise ModelError(
                 f"model {self.model.name!r}: the initial configuration does not close the loops "
                 f"at {bad} (largest violation {np.abs(phi).max():.3g}); give joint q0 values "
-                f"closer to an assembled configuration")
+                f"closer to an assembled configuration"
+            )
         qd = P.correct_velocities(q, qd, t)
         return q, qd
 
@@ -313,8 +355,9 @@ class LoopSystem:
         return self._ic[1][1].copy()
 
     # -- dynamics ----------------------------------------------------------------------
-    def project(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
-                projector: Projector | None = None) -> tuple[Array, Array]:
+    def project(
+        self, q: ArrayLike, qd: ArrayLike, t: float = 0.0, projector: Projector | None = None
+    ) -> tuple[Array, Array]:
         """Position then velocity correction of a state (no-op for Baumgarte/none)."""
         P = projector or self.projector
         return P.correct(q, qd, t)
@@ -335,8 +378,14 @@ class LoopSystem:
         """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
         return self.tree.qdd(q, qd, tau, t)
 
-    def accelerations(self, q: ArrayLike, qd: ArrayLike, tau: Any | None = None, t: float = 0.0,
-                      projector: Projector | None = None) -> tuple[Array, Array]:
+    def accelerations(
+        self,
+        q: ArrayLike,
+        qd: ArrayLike,
+        tau: Any | None = None,
+        t: float = 0.0,
+        projector: Projector | None = None,
+    ) -> tuple[Array, Array]:
         """``(qdd, lam)``: constrained accelerations and multipliers (no reactions)."""
         P = projector or self.projector
         q = np.asarray(q, dtype=float)
@@ -423,8 +472,14 @@ class LoopSystem:
                 break
         return qdd, lam + dlam
 
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-                         t: float = 0.0, projector: Projector | None = None) -> ForwardDynamics:
+    def forward_dynamics(
+        self,
+        q: ArrayLike,
+        qd: ArrayLike,
+        tau: ArrayLike | None = None,
+        t: float = 0.0,
+        projector: Projector | None = None,
+    ) -> ForwardDynamics:
         """Accelerations, multipliers and every joint reaction (tree and cut) at one state.
 
         ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) joint forces along the tree speeds,
@@ -438,12 +493,13 @@ class LoopSystem:
         if q.ndim != 1 or qd.ndim != 1:
             raise ModelError(
                 f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
-                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many")
+                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
+            )
         P = projector or self.projector
         qdd, lam = self.accelerations(q, qd, tau, t, P)
         info = replace(P.info, discarded=P.info.discarded.copy())
         reac = np.zeros((len(self.joint_names), 6))
-        items = self._applied_cut(q, qd, t)                   # applied cut-joint forces
+        items = self._applied_cut(q, qd, t)  # applied cut-joint forces
         tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
         if self.constraints.m:
             rel = self.constraints.relative(q, qd, t)
@@ -463,12 +519,18 @@ class LoopSystem:
         finally:
             self._wrench_element.current = []
         reac[self._tree_rows] = fd.reactions[: len(self._tree_rows)]
-        return ForwardDynamics(qdd, reac, fd.body_accelerations, self.layout, lam,
-                               projection=info, tree=fd)
+        return ForwardDynamics(
+            qdd, reac, fd.body_accelerations, self.layout, lam, projection=info, tree=fd
+        )
 
-    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
-                               t: float | ArrayLike = 0.0,
-                               projector: Projector | None = None) -> ForwardDynamics:
+    def forward_dynamics_batch(
+        self,
+        Q: ArrayLike,
+        QD: ArrayLike,
+        TAU: ArrayLike | None = None,
+        t: float | ArrayLike = 0.0,
+        projector: Projector | None = None,
+    ) -> ForwardDynamics:
         """:meth:`forward_dynamics` of many states ``Q`` (n, nq), ``QD`` (n, nv), ``TAU``
         (n, nv) / (nv,) / None, ``t`` scalar or (n,): one
         :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis
@@ -479,25 +541,47 @@ class LoopSystem:
         if QD.shape[0] != n:
             raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
         ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
-        taus = [None] * n if TAU is None else np.broadcast_to(np.asarray(TAU, dtype=float),
-                                                               (n, self.nv))
+        taus = (
+            [None] * n
+            if TAU is None
+            else np.broadcast_to(np.asarray(TAU, dtype=float), (n, self.nv))
+        )
         out = [self.forward_dynamics(Q[i], QD[i], taus[i], ts[i], projector) for i in range(n)]
         m = len(self.constraint_names)
         return ForwardDynamics(
             np.array([f.qdd for f in out]).reshape(n, self.nv),
             np.array([f.reactions for f in out]).reshape(n, len(self.joint_names), 6),
             np.array([f.body_accelerations for f in out]).reshape(
-                n, len(self.layout.body_names), 6),
-            self.layout, np.array([f.lam for f in out]).reshape(n, m),
-            projection=[f.projection for f in out], tree=[f.tree for f in out])
+                n, len(self.layout.body_names), 6
+            ),
+            self.layout,
+            np.array([f.lam for f in out]).reshape(n, m),
+            projection=[f.projection for f in out],
+            tree=[f.tree for f in out],
+        )
 
     # -- simulation --------------------------------------------------------------------
-    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
-                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
-                 rtol: float = 1e-8, atol: float = 1e-10, projection: str | None = None,
-                 method: str | None = None, tau: Any | None = None, t_eval: ArrayLike | None = None,
-                 substeps: int = 1, progress: bool | None = None, checkpoint: StrPath | None = None,
-                 every: int = 100, overwrite: bool = False, **unknown: Any) -> Results:
+    def simulate(
+        self,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str | None = None,
+        q0: ArrayLike | None = None,
+        qd0: ArrayLike | None = None,
+        t0: float = 0.0,
+        rtol: float = 1e-8,
+        atol: float = 1e-10,
+        projection: str | None = None,
+        method: str | None = None,
+        tau: Any | None = None,
+        t_eval: ArrayLike | None = None,
+        substeps: int = 1,
+        progress: bool | None = None,
+        checkpoint: StrPath | None = None,
+        every: int = 100,
+        overwrite: bool = False,
+        **unknown: Any,
+    ) -> Results:
         """Integrate from the assembled initial state to ``t_end``; returns Results.
 
         ``integrator``: ``"rk4"`` (fixed step ``dt / substeps``, output every ``dt``)
@@ -520,27 +604,70 @@ class LoopSystem:
         check_times(t_end, dt, spec, where, t0=t0, every=every)
         integrator = spec.name
         if checkpoint is not None:
-            check_checkpoint(checkpoint, overwrite)      # before any work
-        st = self.stepper(t_end, dt=dt, integrator=integrator, q0=q0, qd0=qd0, t0=t0,
-                          rtol=rtol, atol=atol, projection=projection, method=method, tau=tau,
-                          t_eval=t_eval, substeps=substeps)
-        return run(st, t_end, checkpoint=checkpoint, every=every, progress=progress,
-                   desc=f"{st.integrator} {self.model.name}", overwrite=overwrite)
+            check_checkpoint(checkpoint, overwrite)  # before any work
+        st = self.stepper(
+            t_end,
+            dt=dt,
+            integrator=integrator,
+            q0=q0,
+            qd0=qd0,
+            t0=t0,
+            rtol=rtol,
+            atol=atol,
+            projection=projection,
+            method=method,
+            tau=tau,
+            t_eval=t_eval,
+            substeps=substeps,
+        )
+        return run(
+            st,
+            t_end,
+            checkpoint=checkpoint,
+            every=every,
+            progress=progress,
+            desc=f"{st.integrator} {self.model.name}",
+            overwrite=overwrite,
+        )
 
-    def stepper(self, t_end: float, dt: float | None = None, integrator: str = "rk4",
-                q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
-                rtol: float = 1e-8, atol: float = 1e-10, projection: str | None = None,
-                method: str | None = None, tau: Any | None = None, t_eval: ArrayLike | None = None,
-                substeps: int = 1, initial: bool = True) -> Any:
+    def stepper(
+        self,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str = "rk4",
+        q0: ArrayLike | None = None,
+        qd0: ArrayLike | None = None,
+        t0: float = 0.0,
+        rtol: float = 1e-8,
+        atol: float = 1e-10,
+        projection: str | None = None,
+        method: str | None = None,
+        tau: Any | None = None,
+        t_eval: ArrayLike | None = None,
+        substeps: int = 1,
+        initial: bool = True,
+    ) -> Any:
         """The integrator of :meth:`simulate` as a stepper (:mod:`flexmbd.checkpoint`);
         ``initial=False`` leaves the state to ``load_state_dict``."""
-        options = dict(t_end=t_end, dt=dt, integrator=integrator, t0=t0, rtol=rtol, atol=atol,
-                       projection=projection, method=method, tau=tau, t_eval=t_eval,
-                       substeps=substeps)
+        options = dict(
+            t_end=t_end,
+            dt=dt,
+            integrator=integrator,
+            t0=t0,
+            rtol=rtol,
+            atol=atol,
+            projection=projection,
+            method=method,
+            tau=tau,
+            t_eval=t_eval,
+            substeps=substeps,
+        )
         integrator = (integrator or "rk4").lower()
         if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-            raise ModelError(f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
-                             "use 'rk4', 'rk45' or 'dop853'")
+            raise ModelError(
+                f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
+                "use 'rk4', 'rk45' or 'dop853'"
+            )
         if integrator == "rk4" and (dt is None or dt <= 0):
             raise ModelError("integrator 'rk4' needs a step dt > 0")
         if t_end <= t0:
@@ -548,8 +675,10 @@ class LoopSystem:
         adaptive = integrator != "rk4"
         projection = projection or ("rhs" if adaptive else "step")
         if adaptive and projection == "step":
-            raise ModelError("adaptive integrators correct the state inside every evaluation: "
-                             "use projection='rhs'")
+            raise ModelError(
+                "adaptive integrators correct the state inside every evaluation: "
+                "use projection='rhs'"
+            )
         h = dt / int(substeps) if dt is not None else None
         wmax = self.tree.max_modal_frequency()
         if not adaptive and wmax * h > 2.8:
@@ -558,15 +687,29 @@ class LoopSystem:
             warnings.warn(
                 f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
                 f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
-                "integrator='rk45'), or drop high modes", stacklevel=3)
+                "integrator='rk45'), or drop high modes",
+                stacklevel=3,
+            )
         opts = dict(self._options)
         if method is not None:
             opts["method"] = method
         if opts["method"] == "baumgarte" and opts["h"] is None:
             opts["h"] = h if h is not None else 1e-3
         P = Projector(self.constraints, **opts)
-        st = _LoopStepper(self, P, projection, tau, t_end, dt=dt, integrator=integrator, t0=t0,
-                          rtol=rtol, atol=atol, t_eval=t_eval, substeps=substeps)
+        st = _LoopStepper(
+            self,
+            P,
+            projection,
+            tau,
+            t_end,
+            dt=dt,
+            integrator=integrator,
+            t0=t0,
+            rtol=rtol,
+            atol=atol,
+            t_eval=t_eval,
+            substeps=substeps,
+        )
         st.options = json_options(options)
         if initial:
             if q0 is None and qd0 is None:
@@ -576,8 +719,9 @@ class LoopSystem:
             st.start(np.concatenate([q, qd]))
         return st
 
-    def results_from(self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector,
-                     safe: bool = False) -> Results:
+    def results_from(
+        self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector, safe: bool = False
+    ) -> Results:
         """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
         (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
         re-evaluated per sample; ``safe``: failures leave NaN rows)."""
@@ -597,9 +741,10 @@ class LoopSystem:
             J = self.constraints.jacobian(q[i], t[i])
             stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
             stats["velocity_violation"][i] = np.abs(
-                J @ qd[i] + self.constraints.phi_t(q[i], t[i])).max(initial=0.0)
+                J @ qd[i] + self.constraints.phi_t(q[i], t[i])
+            ).max(initial=0.0)
             if m and P.method in ("qr",):
-                P.basis(q[i], t[i], J=J)               # a corrected state: rows and rank
+                P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
             try:
                 fd = self.forward_dynamics(q[i], qd[i], tau_f(t[i], q[i], qd[i]), t[i], P)
             except FlexmbdError:
@@ -612,20 +757,35 @@ class LoopSystem:
             if m:
                 stats["discarded"][i] = fd.discarded
         taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
-        tau = (None if all(x is None for x in taus) else
-               np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float))
+        tau = (
+            None
+            if all(x is None for x in taus)
+            else np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
+        )
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
-        bodies = {name: BodySeries(modal=q[:, sq].copy())
-                  for name, (sq, _) in self.modal_slices.items()}
+        bodies = {
+            name: BodySeries(modal=q[:, sq].copy()) for name, (sq, _) in self.modal_slices.items()
+        }
         if self._flexible and nt:
             bodies.update(flexible_series(self.tree, q))
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
-        return Results(t, q, qd, qdd, coordinates=self.coordinates, speeds=self.speeds,
-                       joint_names=self.joint_names, reactions=reac,
-                       energy=energy,
-                       stats=stats, extra=extra, meta=meta, bodies=bodies)
+        return Results(
+            t,
+            q,
+            qd,
+            qdd,
+            coordinates=self.coordinates,
+            speeds=self.speeds,
+            joint_names=self.joint_names,
+            reactions=reac,
+            energy=energy,
+            stats=stats,
+            extra=extra,
+            meta=meta,
+            bodies=bodies,
+        )
 
 
 def _cached_minv(minv):
@@ -701,20 +861,25 @@ class _LoopStepper(ExplicitStepper):
             desc = singularity(self.system, q, t, self.P)
         except Exception:  # noqa: BLE001 - advice must never hide the failure
             desc = ""
-        return (f"{desc}Where the constraint Jacobian loses rank, the projected right-hand "
-                "side changes abruptly and the error estimate cannot be met at a tight atol. "
-                "Remedies: loosen atol (e.g. 1e-8), or use integrator='rk4' with a fixed dt "
-                "(projection='step', position and velocity correction after every step), or "
-                "start away from the singular configuration")
+        return (
+            f"{desc}Where the constraint Jacobian loses rank, the projected right-hand "
+            "side changes abruptly and the error estimate cannot be met at a tight atol. "
+            "Remedies: loosen atol (e.g. 1e-8), or use integrator='rk4' with a fixed dt "
+            "(projection='step', position and velocity correction after every step), or "
+            "start away from the singular configuration"
+        )
 
     def meta(self):
         s, P = self.system, self.P
         meta = super().meta()
-        meta.update(constraint_method=P.method,
-                    projection=self.projection if self.use_proj else "none", rank_rtol=P.rtol,
-                    tangent_projection=P.tangent_projection,
-                    constraint_names=s.constraint_names,
-                    cut_joints=[c.name for c in s.constraints.cuts])
+        meta.update(
+            constraint_method=P.method,
+            projection=self.projection if self.use_proj else "none",
+            rank_rtol=P.rtol,
+            tangent_projection=P.tangent_projection,
+            constraint_names=s.constraint_names,
+            cut_joints=[c.name for c in s.constraints.cuts],
+        )
         if P.method == "baumgarte":
             meta.update(baumgarte_alpha=P.alpha, baumgarte_beta=P.beta)
         return meta
@@ -727,9 +892,12 @@ class _LoopStepper(ExplicitStepper):
 
     def rebuild_kwargs(self):
         s = self.system
-        return {"formulation": "recursive",
-                "compile": {"algorithm": s.algorithm, **s.compile_options},
-                "options": self.options, "kind": "loop"}
+        return {
+            "formulation": "recursive",
+            "compile": {"algorithm": s.algorithm, **s.compile_options},
+            "options": self.options,
+            "kind": "loop",
+        }
 
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq
@@ -747,42 +915,70 @@ class _LoopStepper(ExplicitStepper):
         meta = self.meta()
         meta["wall_time"] = self.wall
         res = s.results_from(t, y, self.tau_f, meta, P, safe=failed)
-        for k, v in results.stats.items():       # cpu_time, rhs evaluations, step sizes
+        for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
 
 
 def _basis_state(b):
     st = {k: getattr(b, k) for k in ("J", "Q", "R", "perm", "diag")}
-    st.update(rank=int(b.rank), regular_rank=int(b.regular_rank), rtol=float(b.rtol),
-              Qw_override=b.Qw_override)
+    st.update(
+        rank=int(b.rank),
+        regular_rank=int(b.regular_rank),
+        rtol=float(b.rtol),
+        Qw_override=b.Qw_override,
+    )
     return st
 
 
 def _basis_load(st):
-    return QRBasis(np.array(st["J"]), np.array(st["Q"]), np.array(st["R"]),
-                   np.array(st["perm"]), int(st["rank"]), int(st["regular_rank"]),
-                   np.array(st["diag"]), float(st["rtol"]),
-                   None if st["Qw_override"] is None else np.array(st["Qw_override"]))
+    return QRBasis(
+        np.array(st["J"]),
+        np.array(st["Q"]),
+        np.array(st["R"]),
+        np.array(st["perm"]),
+        int(st["rank"]),
+        int(st["regular_rank"]),
+        np.array(st["diag"]),
+        float(st["rtol"]),
+        None if st["Qw_override"] is None else np.array(st["Qw_override"]),
+    )
 
 
 def projector_state(P):
     """The memory of a :class:`~flexmbd.constraints.projection.Projector` that later steps
     depend on (regular rank, last weak directions, the cached and the selected QR bases,
     the last info), as a checkpoint state dict."""
-    st = {"regular_rank": P.regular_rank, "last_weak": P._last_weak,
-          "info": {k: getattr(P.info, k) for k in ("rank", "regular_rank", "n_weak",
-                                                    "discarded", "newton_iterations",
-                                                    "position_violation",
-                                                    "velocity_violation")}}
+    st = {
+        "regular_rank": P.regular_rank,
+        "last_weak": P._last_weak,
+        "info": {
+            k: getattr(P.info, k)
+            for k in (
+                "rank",
+                "regular_rank",
+                "n_weak",
+                "discarded",
+                "newton_iterations",
+                "position_violation",
+                "velocity_violation",
+            )
+        },
+    }
     if P._basis_cache is not None:
         (shape, jbytes, rr, update), b = P._basis_cache
-        st["cache"] = {"J": np.frombuffer(jbytes, dtype=float).reshape(shape).copy(),
-                       "regular_rank": rr, "update": bool(update), "basis": _basis_state(b)}
+        st["cache"] = {
+            "J": np.frombuffer(jbytes, dtype=float).reshape(shape).copy(),
+            "regular_rank": rr,
+            "update": bool(update),
+            "basis": _basis_state(b),
+        }
     if P._sel_basis is not None:
         same = P._basis_cache is not None and P._sel_basis is P._basis_cache[1]
-        st["selected"] = {"same_as_cache": same,
-                          "basis": None if same else _basis_state(P._sel_basis)}
+        st["selected"] = {
+            "same_as_cache": same,
+            "basis": None if same else _basis_state(P._sel_basis),
+        }
     return st
 
 
@@ -799,21 +995,23 @@ def load_projector_state(P, st):
         c = st["cache"]
         J = np.ascontiguousarray(c["J"], dtype=float)
         crr = c["regular_rank"]
-        P._basis_cache = ((J.shape, J.tobytes(), None if crr is None else int(crr),
-                           bool(c["update"])), _basis_load(c["basis"]))
+        P._basis_cache = (
+            (J.shape, J.tobytes(), None if crr is None else int(crr), bool(c["update"])),
+            _basis_load(c["basis"]),
+        )
     P._sel_basis = None
     if "selected" in st:
         sel = st["selected"]
-        P._sel_basis = (P._basis_cache[1] if sel["same_as_cache"]
-                        else _basis_load(sel["basis"]))
+        P._sel_basis = P._basis_cache[1] if sel["same_as_cache"] else _basis_load(sel["basis"])
 
 
 # ---------------------------------------------------------------- flexible bodies on loops
 
 
 def _cx(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
 
 
 class _FrameGeometry:
@@ -839,8 +1037,7 @@ class _FrameGeometry:
             self.sq, self.sv = tree.modal_slices[body.name]
             self.body, self.frame = body, frame
             self.q = np.asarray(q)[self.sq].copy()
-            self.RF, self.pF, self.S, _ = frame_motion(frame, body, self.q,
-                                                       np.zeros(len(self.q)))
+            self.RF, self.pF, self.S, _ = frame_motion(frame, body, self.q, np.zeros(len(self.q)))
             self.R, self.p = Rb @ self.RF, rb + Rb @ self.pF
         else:
             Rf, pf = tree.joint_frame(k)
@@ -874,7 +1071,7 @@ class _FrameGeometry:
         if not bias:
             return w, vO, None, None
         alpha = R @ a[:3]
-        acc = R @ (a[3:] + _cx(V[:3], V[3:]))            # classical acceleration of the origin
+        acc = R @ (a[3:] + _cx(V[:3], V[3:]))  # classical acceleration of the origin
         aO = acc - _cx(alpha, p) - _cx(w, vo)
         return w, vO, alpha, aO
 
@@ -957,8 +1154,12 @@ class _FlexCutConstraints(CutJointConstraints):
     def _eval_py(self, q, v, t):
         q = np.asarray(q, dtype=float)
         key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (v is None and self._key is not None
-                                and key[0] == self._key[0] and key[2] == self._key[2]):
+        if key == self._key or (
+            v is None
+            and self._key is not None
+            and key[0] == self._key[0]
+            and key[2] == self._key[2]
+        ):
             return self._cache
         tree = self.tree
         nv = self._nv
@@ -993,8 +1194,20 @@ class _FlexCutConstraints(CutJointConstraints):
             Jrel[:3] = RcT @ dJ[:3]
             Jrel[3:] = RcT @ (dJ[3:] - _skew_mat(pc) @ dJ[:3])
             bsp = None if v is None else np.concatenate([alC - alP, aOC - aOP])
-            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp,
-                           None if v is None else (wP, vOP, wC, vOC), phi, J, gamma, rel)
+            self._cut_rows(
+                c,
+                Rp_,
+                pp,
+                Rc_,
+                pc,
+                Jrel,
+                bsp,
+                None if v is None else (wP, vOP, wC, vOC),
+                phi,
+                J,
+                gamma,
+                rel,
+            )
         self._driver_rows(q, v, t, phi, J, gamma)
         tree.kinematics(q, vv)
         self._key = key
@@ -1027,7 +1240,7 @@ def singularity(system, q, t, projector):
     rtol = getattr(projector, "rtol", DEFAULT_RTOL)
     rank = int(np.sum(d > rtol * d[0])) if d[0] > 0 else 0
     regular = max(int(getattr(projector, "regular_rank", 0) or 0), rank)
-    k = min(max(regular, 1), len(d)) - 1          # the weakest direction of the regular set
+    k = min(max(regular, 1), len(d)) - 1  # the weakest direction of the regular set
     u = np.abs(U[:, k])
     names = []
     for cut in c.cuts:
@@ -1037,8 +1250,13 @@ def singularity(system, q, t, projector):
         names.append((float(u[r] ** 2), f"driver {dr.name!r}"))
     where = max(names)[1] if names else "the loop equations"
     ratio = d[k] / d[0] if d[0] > 0 else 0.0
-    state = (f"rank {rank} of its regular rank {regular} (deficiency {regular - rank})"
-             if rank < regular else f"rank {rank}, nearly singular")
-    return (f"Singular configuration: the {J.shape[0]} loop equations' Jacobian has {state}, "
-            f"smallest relevant singular value {ratio:.1e} of the largest, weakest direction "
-            f"in {where}. ")
+    state = (
+        f"rank {rank} of its regular rank {regular} (deficiency {regular - rank})"
+        if rank < regular
+        else f"rank {rank}, nearly singular"
+    )
+    return (
+        f"Singular configuration: the {J.shape[0]} loop equations' Jacobian has {state}, "
+        f"smallest relevant singular value {ratio:.1e} of the largest, weakest direction "
+        f"in {where}. "
+    )

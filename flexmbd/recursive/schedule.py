@@ -125,7 +125,7 @@ def build_schedule(parent, order="odd-even"):
         lev = 0
         if order == "sequential":
             top, bottom = bool(protected) and seq[0] in protected, seq[-1] in protected
-            inner = seq[int(top):len(seq) - int(bottom)]
+            inner = seq[int(top) : len(seq) - int(bottom)]
             if not (top or bottom) and len(inner) >= 3:
                 # both ends free (an unbranched tree): from both ends towards a middle
                 # joint m, which survives; the two sequences of steps alternate, so

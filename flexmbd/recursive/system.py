@@ -128,6 +128,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays"]
 
+
 def _code(joint):
     """The joint's code in :mod:`flexmbd.joint_types` (the branch of the compiled kinematics)."""
     return joint_type(joint, "recursive").code
@@ -172,8 +173,7 @@ class _RigidOps:
 
     def solve_columns(self, q, cols, out):
         a = self.arrays
-        return K.solve_columns(a.Ia, a.Sa, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, q, a.Jv, cols,
-                               out)
+        return K.solve_columns(a.Ia, a.Sa, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, q, a.Jv, cols, out)
 
     def point_force(self, fe, t, q, state, fext, qd=None):
         return False
@@ -298,23 +298,34 @@ class RecursiveSystem:
         for b in bodies:
             if isinstance(b, FlexibleBody):
                 nm = b.n_modes
-                self.modal_slices[b.name] = ModalSlice(b.name, slice(nq, nq + nm),
-                                                       slice(nv, nv + nm))
+                self.modal_slices[b.name] = ModalSlice(
+                    b.name, slice(nq, nq + nm), slice(nv, nv + nm)
+                )
                 self.coordinates += [(b.name, f"q{i + 1}") for i in range(nm)]
                 self.speeds += [(b.name, f"q{i + 1}d") for i in range(nm)]
                 nq += nm
                 nv += nm
         self.nq, self.nv = nq, nv
-        self._qslice = {joints[k - 1].name: slice(qoff[k], qoff[k] + joints[k - 1].nq)
-                        for k in tree}
-        self._vslice = {joints[k - 1].name: slice(voff[k], voff[k] + joints[k - 1].nv)
-                        for k in tree}
+        self._qslice = {
+            joints[k - 1].name: slice(qoff[k], qoff[k] + joints[k - 1].nq) for k in tree
+        }
+        self._vslice = {
+            joints[k - 1].name: slice(voff[k], voff[k] + joints[k - 1].nv) for k in tree
+        }
         self.layout = CoordinateLayout.build(
-            "recursive", nq, nv, self.coordinates, self.speeds, self.joint_names,
+            "recursive",
+            nq,
+            nv,
+            self.coordinates,
+            self.speeds,
+            self.joint_names,
             [b.name for b in bodies],
-            joints={name: JointSlice(name, self._qslice[name], self._vslice[name])
-                    for name in self._qslice},
-            modal=self.modal_slices)
+            joints={
+                name: JointSlice(name, self._qslice[name], self._vslice[name])
+                for name in self._qslice
+            },
+            modal=self.modal_slices,
+        )
 
         # static arrays per label
         Ia = np.zeros((NI, n + 1), np.int64)
@@ -323,7 +334,7 @@ class RecursiveSystem:
         self._body_of = [None] * (n + 1)
         self._label_of = {}
         body_pos = {id(b): i for i, b in enumerate(bodies)}
-        body_row = np.zeros(n + 1, np.int64)        # label -> row of layout.body_names
+        body_row = np.zeros(n + 1, np.int64)  # label -> row of layout.body_names
         for k in range(1, n + 1):
             tj = int(topo.tree_joint[k])
             j = joints[tj - 1]
@@ -344,7 +355,7 @@ class RecursiveSystem:
             if Ia[I_DIAG, k]:
                 motion = self._UNIT_H[int(Ia[I_JT, k])]
                 perm = [i for i in range(6) if i not in motion] + list(motion)
-            Ia[I_PERM:I_PERM + 6, k] = perm
+            Ia[I_PERM : I_PERM + 6, k] = perm
             Ia[I_FIVE, k] = int(bool(Ia[I_DIAG, k]) and j.nv == 1)
         # rigid trees: sequential chain elimination (half the work of odd-even reduction,
         # measured 15-20 % faster per call); the flexible kernels keep the paper's order
@@ -352,7 +363,7 @@ class RecursiveSystem:
         sched = build_schedule(Ia[I_PARENT], order="odd-even" if flexible else "sequential")
         self.schedule = sched
         Ia[I_ONE] = sched.onechild
-        Ia[I_PERM:I_PERM + 6, 0] = np.arange(6)
+        Ia[I_PERM : I_PERM + 6, 0] = np.arange(6)
         Ia[I_DSLOT] = -1
         for slot, k in enumerate(sched.dense):
             Ia[I_DSLOT, k] = slot
@@ -363,18 +374,33 @@ class RecursiveSystem:
         self._Sa = K.pack_schedule(sched)
         self._n_dense = len(sched.dense)
         self._jt, self._rev = Ia[I_JT], Ia[I_REV]
-        self._quat_offsets = [int(Ia[I_QO, k]) + (3 if Ia[I_JT, k] == J.FREE else 0)
-                              for k in range(1, n + 1) if Ia[I_JT, k] in (J.SPHERICAL, J.FREE)]
-        self._floating = any(Ia[I_JT, k] == J.FREE and Ia[I_PARENT, k] == 0
-                             for k in range(1, n + 1))
+        self._quat_offsets = [
+            int(Ia[I_QO, k]) + (3 if Ia[I_JT, k] == J.FREE else 0)
+            for k in range(1, n + 1)
+            if Ia[I_JT, k] in (J.SPHERICAL, J.FREE)
+        ]
+        self._floating = any(
+            Ia[I_JT, k] == J.FREE and Ia[I_PARENT, k] == 0 for k in range(1, n + 1)
+        )
         self._revision = None
         self._lean = None
         self._alloc()
         # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
-        self._Ib, self._Ia, self._Sa = K.pack_ints(self._Ia, self._Sa, self.nq, self.nv,
-                                                   len(self.joint_names))
-        self.arrays = TreeArrays(self._Ia, self._Sa, self._Mm, self._Vv, self._R3, self._P3,
-                                 self._Tt, self._Dn, self._Jv, self._gbuf)
+        self._Ib, self._Ia, self._Sa = K.pack_ints(
+            self._Ia, self._Sa, self.nq, self.nv, len(self.joint_names)
+        )
+        self.arrays = TreeArrays(
+            self._Ia,
+            self._Sa,
+            self._Mm,
+            self._Vv,
+            self._R3,
+            self._P3,
+            self._Tt,
+            self._Dn,
+            self._Jv,
+            self._gbuf,
+        )
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
             from .flexible import FlexTree  # lazy: the flexible kernels load on first use
@@ -395,9 +421,8 @@ class RecursiveSystem:
         self._Ia[K.I_SIZE + 1, 0] = nd6
         layout, total = K.buffer_layout(n, nd6, nv1)
         self._buf = np.zeros(total)
-        views = [self._buf[o:o + int(np.prod(sh))].reshape(sh) for o, sh in layout]
-        (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv,
-         self._gbuf) = views
+        views = [self._buf[o : o + int(np.prod(sh))].reshape(sh) for o, sh in layout]
+        (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv, self._gbuf) = views
         self._R3[R_W, 0] = np.eye(3)
         self._reac = np.zeros((len(self.joint_names), 6))
         self._reac_shape = self._reac.shape
@@ -416,16 +441,19 @@ class RecursiveSystem:
         if self._revision == self.model.revision:
             return
         joints, bodies = self.model.joints(), self.model.bodies()
-        if ([id(j) for j in joints] != [id(j) for j in self._joints]
-                or [id(b) for b in bodies] != [id(b) for b in self._bodies]
-                or self.model.topology().cut_joints != self.topology.cut_joints):
+        if (
+            [id(j) for j in joints] != [id(j) for j in self._joints]
+            or [id(b) for b in bodies] != [id(b) for b in self._bodies]
+            or self.model.topology().cut_joints != self.topology.cut_joints
+        ):
             raise ModelError(
                 f"model {self.model.name!r}: bodies or joints were added or removed since it was "
-                "compiled; compile it again (parameters of existing components may change freely)")
+                "compiled; compile it again (parameters of existing components may change freely)"
+            )
         topo = self.topology
         n = self.n_bodies
         Ia, Mm, Vv, R3, P3 = self._Ia, self._Mm, self._Vv, self._R3, self._P3
-        self._frame = [(np.eye(3), np.zeros(3))] * (n + 1)   # e_k in body k coordinates
+        self._frame = [(np.eye(3), np.zeros(3))] * (n + 1)  # e_k in body k coordinates
         Ras = [np.eye(3)] * (n + 1)
         for k in range(1, n + 1):
             j = self._tree_joint[k]
@@ -485,17 +513,19 @@ class RecursiveSystem:
                 R0, p0 = R3[R_0, k], P3[P_0, k]
                 X0 = np.zeros((6, 6))
                 X0[:3, :3] = X0[3:, 3:] = R0
-                X0[:3, 3:] = np.array([[0, -p0[2], p0[1]], [p0[2], 0, -p0[0]],
-                                       [-p0[1], p0[0], 0]]) @ R0
+                X0[:3, 3:] = (
+                    np.array([[0, -p0[2], p0[1]], [p0[2], 0, -p0[0]], [-p0[1], p0[0], 0]]) @ R0
+                )
                 Mm[M_C0, k] = Mm[M_G, p] @ X0
                 Mm[M_K0, k] = X0.T @ Mm[M_C0, k]
                 # the same, permuted into the elimination order for chain links (the
                 # revolute joint k and its parent's joint with diagonal projectors)
-                pp, pk = Ia[I_PERM:I_PERM + 6, p], Ia[I_PERM:I_PERM + 6, k]
+                pp, pk = Ia[I_PERM : I_PERM + 6, p], Ia[I_PERM : I_PERM + 6, k]
                 Mm[K.M_GP, k] = Mm[M_G, k][np.ix_(pk, pk)]
                 Mm[K.M_K0P, k] = Mm[M_K0, k][np.ix_(pk, pk)]
-                Mm[K.M_C0P, k] = -(Vv[V_MASK, p][:, None] * Mm[M_C0, k]
-                                   * Vv[V_MASK, k][None, :])[np.ix_(pp, pk)]
+                Mm[K.M_C0P, k] = -(Vv[V_MASK, p][:, None] * Mm[M_C0, k] * Vv[V_MASK, k][None, :])[
+                    np.ix_(pp, pk)
+                ]
             assert code in (J.UNIVERSAL, J.SCREW) or nvk == len(self._UNIT_H[code])
         # force elements
         grav = np.zeros(3)
@@ -517,8 +547,12 @@ class RecursiveSystem:
         self._ops.refresh()
         self._revision = self.model.revision
         # lean path of qdd_and_reactions / _raw_accel: no Python work per call
-        lean = (self._flex is None and not self._joint_forces and not self._generic
-                and self.algorithm == "serialized")
+        lean = (
+            self._flex is None
+            and not self._joint_forces
+            and not self._generic
+            and self.algorithm == "serialized"
+        )
         self._lean = self._revision if lean else None
 
     # ------------------------------------------------------------------ read-only views
@@ -594,8 +628,10 @@ class RecursiveSystem:
         """Modal coordinates (or speeds, for a speed vector) of flexible body ``name`` in
         ``q`` (also (nt, n) histories)."""
         if name not in self.modal_slices:
-            raise ModelError(f"body {name!r} is not a flexible body of this system; flexible "
-                             f"bodies: {list(self.modal_slices)}")
+            raise ModelError(
+                f"body {name!r} is not a flexible body of this system; flexible "
+                f"bodies: {list(self.modal_slices)}"
+            )
         q = np.asarray(q)
         sq, sv = self.modal_slices[name]
         return q[..., sq] if q.shape[-1] == self.nq else q[..., sv]
@@ -612,7 +648,8 @@ class RecursiveSystem:
         qd = np.asarray(qd, dtype=float)
         if q.shape[-1] != self.nq or qd.shape[-1] != self.nv:
             raise ModelError(
-                f"state sizes: q needs {self.nq} values, qd {self.nv}; got {q.shape}, {qd.shape}")
+                f"state sizes: q needs {self.nq} values, qd {self.nv}; got {q.shape}, {qd.shape}"
+            )
         return q, qd
 
     # ------------------------------------------------------------------ forces
@@ -628,8 +665,9 @@ class RecursiveSystem:
         forces at deforming frames in the flexible workspace)."""
         for f in self._joint_forces:
             name = f.joint.name
-            tau[self._vslice[name]] += f.generalized_force(t, q[self._qslice[name]],
-                                                           qd[self._vslice[name]])
+            tau[self._vslice[name]] += f.generalized_force(
+                t, q[self._qslice[name]], qd[self._vslice[name]]
+            )
         if self._generic:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
@@ -650,8 +688,14 @@ class RecursiveSystem:
                     fext[k, 3:] += Rw[k].T @ w[3:]
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-                         t: float = 0.0, algorithm: str | None = None) -> ForwardDynamics:
+    def forward_dynamics(
+        self,
+        q: ArrayLike,
+        qd: ArrayLike,
+        tau: ArrayLike | None = None,
+        t: float = 0.0,
+        algorithm: str | None = None,
+    ) -> ForwardDynamics:
         """Joint (and modal) accelerations and every joint reaction at one state.
 
         ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) joint forces along the speeds (N m or
@@ -668,9 +712,19 @@ class RecursiveSystem:
             reac = np.empty(self._reac_shape)
             acc = np.empty(self._acc_shape)
             try:
-                st = _qdd_reactions(self._Ib, self._buf, q, qd,
-                                    self._zero_tau if tau is None else tau, qdd, reac, acc, _E2,
-                                    _E1, self._body_row)
+                st = _qdd_reactions(
+                    self._Ib,
+                    self._buf,
+                    q,
+                    qd,
+                    self._zero_tau if tau is None else tau,
+                    qdd,
+                    reac,
+                    acc,
+                    _E2,
+                    _E1,
+                    self._body_row,
+                )
             except TypeError:
                 st = None
             if st == 0:
@@ -680,13 +734,20 @@ class RecursiveSystem:
         if q.ndim != 1 or qd.ndim != 1:
             raise ModelError(
                 f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
-                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many")
+                f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
+            )
         algorithm = algorithm or self.algorithm
         if algorithm not in ("serialized", "general"):
             raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
         if self._flex is not None or algorithm == "general":
-            return self._batch(q[None], qd[None], None if tau is None else np.asarray(
-                tau, dtype=float)[None], np.asarray([t], dtype=float), algorithm, single=True)
+            return self._batch(
+                q[None],
+                qd[None],
+                None if tau is None else np.asarray(tau, dtype=float)[None],
+                np.asarray([t], dtype=float),
+                algorithm,
+                single=True,
+            )
         # rigid tree, serialized, with force elements (or converted arrays): one compiled
         # call on the system's workspace with the applied forces in place
         tv = np.zeros(max(self.nv, 1))
@@ -694,7 +755,7 @@ class RecursiveSystem:
             tau = np.asarray(tau, dtype=float)
             if tau.shape != (self.nv,):
                 raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
-            tv[:self.nv] = tau
+            tv[: self.nv] = tau
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
@@ -703,18 +764,27 @@ class RecursiveSystem:
         qdd = np.empty(self.nv)
         reac = np.empty(self._reac_shape)
         acc = np.empty(self._acc_shape)
-        st = K.qdd_reactions(self._Ib, self._buf, q, qd, tv, qdd, reac, acc, _E2, _E1,
-                             self._body_row)
+        st = K.qdd_reactions(
+            self._Ib, self._buf, q, qd, tv, qdd, reac, acc, _E2, _E1, self._body_row
+        )
         fext[:] = 0.0
         if st == -4 and np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
-            raise SolverError("forward dynamics produced non-finite accelerations (check tau "
-                              "and the force elements for NaN/inf)")
+            raise SolverError(
+                "forward dynamics produced non-finite accelerations (check tau "
+                "and the force elements for NaN/inf)"
+            )
         if st != 0:
             self._raise_factor(st, q)
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
-    def cfa_forces(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-                   t: float = 0.0, algorithm: str | None = None) -> tuple[Array, Array]:
+    def cfa_forces(
+        self,
+        q: ArrayLike,
+        qd: ArrayLike,
+        tau: ArrayLike | None = None,
+        t: float = 0.0,
+        algorithm: str | None = None,
+    ) -> tuple[Array, Array]:
         """The CFA's internal forces at one state: ``(constraint_forces (n_joints, 6),
         equivalent_control_force (nv,))``.
 
@@ -733,14 +803,25 @@ class RecursiveSystem:
         algorithm = algorithm or self.algorithm
         if algorithm not in ("serialized", "general"):
             raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
-        _, fs, ft = self._batch(q[None], qd[None], None if tau is None else np.asarray(
-            tau, dtype=float)[None], np.asarray([t], dtype=float), algorithm, single=True,
-            internals=True)
+        _, fs, ft = self._batch(
+            q[None],
+            qd[None],
+            None if tau is None else np.asarray(tau, dtype=float)[None],
+            np.asarray([t], dtype=float),
+            algorithm,
+            single=True,
+            internals=True,
+        )
         return fs, ft
 
-    def forward_dynamics_batch(self, Q: ArrayLike, QD: ArrayLike, TAU: ArrayLike | None = None,
-                               t: float | ArrayLike = 0.0,
-                               algorithm: str | None = None) -> ForwardDynamics:
+    def forward_dynamics_batch(
+        self,
+        Q: ArrayLike,
+        QD: ArrayLike,
+        TAU: ArrayLike | None = None,
+        t: float | ArrayLike = 0.0,
+        algorithm: str | None = None,
+    ) -> ForwardDynamics:
         """:meth:`forward_dynamics` of many states in one compiled loop.
 
         ``Q`` (n, nq), ``QD`` (n, nv), ``TAU`` (n, nv) or (nv,) (broadcast) or None,
@@ -752,8 +833,10 @@ class RecursiveSystem:
         self._refresh()
         Q, QD = self._check_state(Q, QD)
         if Q.ndim != 2 or QD.ndim != 2:
-            raise ModelError(f"forward_dynamics_batch takes Q (n, {self.nq}) and QD "
-                             f"(n, {self.nv}); got {Q.shape}, {QD.shape}")
+            raise ModelError(
+                f"forward_dynamics_batch takes Q (n, {self.nq}) and QD "
+                f"(n, {self.nv}); got {Q.shape}, {QD.shape}"
+            )
         algorithm = algorithm or self.algorithm
         if algorithm not in ("serialized", "general"):
             raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
@@ -770,10 +853,11 @@ class RecursiveSystem:
         TAU = np.zeros((ns, nv1))
         if tau is not None:
             try:
-                TAU[:, :self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (ns, self.nv))
+                TAU[:, : self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (ns, self.nv))
             except ValueError:
-                raise ModelError(f"tau needs {self.nv} values per state (the speeds); got "
-                                 f"{np.shape(tau)}") from None
+                raise ModelError(
+                    f"tau needs {self.nv} values per state (the speeds); got {np.shape(tau)}"
+                ) from None
         has_fext = bool(self._generic)
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
         if (self._joint_forces or self._generic) and self._flex is None:
@@ -789,15 +873,31 @@ class RecursiveSystem:
             self._flex_forward(Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs)
         elif algorithm == "general":
             for s in range(ns):
-                QDD[s, :self.nv], REAC[s], FS[s], ACC[s], FTs[s, :self.nv] = general_cfa(
-                    self, Q[s], V[s], TAU[s, :self.nv], FEXT[s if has_fext else 0])
+                QDD[s, : self.nv], REAC[s], FS[s], ACC[s], FTs[s, : self.nv] = general_cfa(
+                    self, Q[s], V[s], TAU[s, : self.nv], FEXT[s if has_fext else 0]
+                )
         else:
             ws = self._thread_workspaces(1)
             status = np.full((1, 2), -1, np.int64)
             FE = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
-            K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
-                                            self._use_grav, QDD, REAC, status, FE, FS, ACC, FTs,
-                                            True)
+            K.forward_dynamics_qdd_parallel(
+                self._Ia,
+                self._Sa,
+                *ws,
+                Q,
+                V,
+                TAU,
+                self._gravity,
+                self._use_grav,
+                QDD,
+                REAC,
+                status,
+                FE,
+                FS,
+                ACC,
+                FTs,
+                True,
+            )
             if status[0, 0] >= 0:
                 self._raise_factor(int(status[0, 1]), Q[int(status[0, 0])])
         # constraint part W F_S: rotate aligned axes back to the joint frame axes
@@ -810,7 +910,7 @@ class RecursiveSystem:
         # body accelerations from label order to the layout's body order
         ACCb = np.zeros((ns, len(self._bodies), 6))
         ACCb[:, self._body_row[1:]] = ACC[:, 1:]
-        qdd, ft = QDD[:, :self.nv], FTs[:, :self.nv]
+        qdd, ft = QDD[:, : self.nv], FTs[:, : self.nv]
         if not np.all(np.isfinite(qdd)):
             raise SolverError("forward dynamics produced non-finite accelerations")
         if single:
@@ -835,7 +935,8 @@ class RecursiveSystem:
             fl.add_modal_tau(tau[:nv])
             if algorithm == "general":
                 QDD[s, :nv], REAC[s], FS[s], ACC[s], FTs[s, :nv] = general_flexible(
-                    self, q, v, tau[:nv])
+                    self, q, v, tau[:nv]
+                )
             else:
                 st = fl.forward(q, v, tau, REAC[s])
                 if st != 0:
@@ -848,8 +949,9 @@ class RecursiveSystem:
             fext[:] = 0.0
         fl.clear_applied()
 
-    def forward_dynamics_arrays(self, Q: ArrayLike, V: ArrayLike, TAU: ArrayLike | None = None,
-                                threads: int = 1) -> tuple[Array, Array]:
+    def forward_dynamics_arrays(
+        self, Q: ArrayLike, V: ArrayLike, TAU: ArrayLike | None = None, threads: int = 1
+    ) -> tuple[Array, Array]:
         """Lean batched forward dynamics: ``(qdd (n, nv), reactions (n, nj, 6))``.
 
         For throughput: one compiled loop over the states (no Python work per
@@ -868,8 +970,10 @@ class RecursiveSystem:
         ns = Q.shape[0]
         TAU = np.zeros((ns, self.nv)) if TAU is None else np.ascontiguousarray(TAU, dtype=float)
         if Q.shape != (ns, self.nq) or V.shape != (ns, self.nv) or TAU.shape != (ns, self.nv):
-            raise ModelError(f"batch shapes: Q (n, {self.nq}), V and TAU (n, {self.nv}); got "
-                             f"{Q.shape}, {V.shape}, {TAU.shape}")
+            raise ModelError(
+                f"batch shapes: Q (n, {self.nq}), V and TAU (n, {self.nv}); got "
+                f"{Q.shape}, {V.shape}, {TAU.shape}"
+            )
         QDD = np.zeros((ns, self.nv))
         REAC = np.zeros((ns, len(self.joint_names), 6))
         if threads is None:
@@ -889,9 +993,24 @@ class RecursiveSystem:
         ws = self._thread_workspaces(threads)
         status = np.full((threads, 2), -1, np.int64)
         d3, d2 = np.zeros((1, 1, 6)), np.zeros((1, 1))
-        K.forward_dynamics_qdd_parallel(self._Ia, self._Sa, *ws, Q, V, TAU, self._gravity,
-                                        self._use_grav, QDD, REAC, status, d3, d3, d3, d2,
-                                        False)
+        K.forward_dynamics_qdd_parallel(
+            self._Ia,
+            self._Sa,
+            *ws,
+            Q,
+            V,
+            TAU,
+            self._gravity,
+            self._use_grav,
+            QDD,
+            REAC,
+            status,
+            d3,
+            d3,
+            d3,
+            d2,
+            False,
+        )
         bad = status[status[:, 0] >= 0]
         if len(bad):
             self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
@@ -901,18 +1020,28 @@ class RecursiveSystem:
         """Workspace copies for ``threads`` chunks (constants included), cached; one
         thread uses the system's own workspace."""
         if threads == 1:
-            return tuple(a[None] for a in (self._Mm, self._Vv, self._R3, self._P3, self._Tt,
-                                           self._Dn, self._Jv))
+            return tuple(
+                a[None]
+                for a in (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv)
+            )
         key = (threads, self._revision)
         if getattr(self, "_tws_key", None) != key:
             rep = lambda a: np.ascontiguousarray(np.repeat(a[None], threads, axis=0))
-            self._tws = (rep(self._Mm), rep(self._Vv), rep(self._R3), rep(self._P3),
-                         rep(self._Tt), rep(self._Dn), rep(self._Jv))
+            self._tws = (
+                rep(self._Mm),
+                rep(self._Vv),
+                rep(self._R3),
+                rep(self._P3),
+                rep(self._Tt),
+                rep(self._Dn),
+                rep(self._Jv),
+            )
             self._tws_key = key
         return self._tws
 
-    def qdd_and_reactions(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-                          t: float = 0.0) -> tuple[Array, Array]:
+    def qdd_and_reactions(
+        self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None, t: float = 0.0
+    ) -> tuple[Array, Array]:
         """Lean single-state call: ``(qdd (nv,), reactions (n_joints, 6))`` as new arrays.
 
         Same numbers as :meth:`forward_dynamics` without the result object (for
@@ -925,16 +1054,30 @@ class RecursiveSystem:
             qdd = np.empty(self.nv)
             reac = np.empty(self._reac_shape)
             try:
-                if _qdd_reactions(self._Ib, self._buf, q, qd,
-                                  self._zero_tau if tau is None else tau, qdd, reac, _E2, _E2,
-                                  _E1, _EI) == 0:
+                if (
+                    _qdd_reactions(
+                        self._Ib,
+                        self._buf,
+                        q,
+                        qd,
+                        self._zero_tau if tau is None else tau,
+                        qdd,
+                        reac,
+                        _E2,
+                        _E2,
+                        _E1,
+                        _EI,
+                    )
+                    == 0
+                ):
                     return qdd, reac
             except TypeError:
                 pass
         return self._raw_accel(q, qd, tau, t, reactions=True)
 
-    def qdd(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None,
-            t: float = 0.0) -> Array:
+    def qdd(
+        self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None, t: float = 0.0
+    ) -> Array:
         """Accelerations only (nv,), a new array: the lean call the integrators make
         (same numbers as :meth:`forward_dynamics`)."""
         return self._raw_accel(q, qd, tau, t)
@@ -944,9 +1087,22 @@ class RecursiveSystem:
         if self._lean == self.model.revision and not reactions:
             qdd = np.empty(self.nv)
             try:
-                if _qdd_reactions(self._Ib, self._buf, q, qd,
-                                   self._zero_tau if tau is None else tau, qdd,
-                                   self._reac, _E2, _E2, _E1, _EI) == 0:
+                if (
+                    _qdd_reactions(
+                        self._Ib,
+                        self._buf,
+                        q,
+                        qd,
+                        self._zero_tau if tau is None else tau,
+                        qdd,
+                        self._reac,
+                        _E2,
+                        _E2,
+                        _E1,
+                        _EI,
+                    )
+                    == 0
+                ):
                     return qdd
             except TypeError:
                 pass
@@ -958,11 +1114,11 @@ class RecursiveSystem:
         if applied or self.algorithm == "general":
             tv = np.zeros(max(self.nv, 1))
             if tau is not None:
-                tv[:self.nv] = tau
+                tv[: self.nv] = tau
             if applied:
                 self._applied(t, q, qd, tv, self._Vv[V_FEXT])
             if self.algorithm == "general":
-                out = general_cfa(self, q, qd, tv[:self.nv], self._Vv[V_FEXT].copy())
+                out = general_cfa(self, q, qd, tv[: self.nv], self._Vv[V_FEXT].copy())
                 self._Vv[V_FEXT] = 0.0
                 return (out[0], out[1]) if reactions else out[0]
             tau = tv
@@ -970,10 +1126,16 @@ class RecursiveSystem:
             tau = self._zero_tau
         # writable contiguous float64 copies (the entry point's signature)
         q, qd, tau = (np.array(x, dtype=float) for x in (q, qd, tau))
-        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tau.ndim != 1 or (
-                tau.shape[0] < self.nv):
-            raise ModelError(f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
-                             f"{q.shape}, {qd.shape}, {tau.shape}")
+        if (
+            q.shape != (self.nq,)
+            or qd.shape != (self.nv,)
+            or tau.ndim != 1
+            or (tau.shape[0] < self.nv)
+        ):
+            raise ModelError(
+                f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
+                f"{q.shape}, {qd.shape}, {tau.shape}"
+            )
         qdd = np.empty(self.nv)
         reac = np.empty(self._reac.shape)
         st = K.qdd_reactions(self._Ib, self._buf, q, qd, tau, qdd, reac, _E2, _E2, _E1, _EI)
@@ -987,25 +1149,26 @@ class RecursiveSystem:
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         if q.shape != (self.nq,) or qd.shape != (self.nv,):
-            raise ModelError(f"state sizes: q needs {self.nq} values, qd {self.nv}; got "
-                             f"{q.shape}, {qd.shape}")
+            raise ModelError(
+                f"state sizes: q needs {self.nq} values, qd {self.nv}; got {q.shape}, {qd.shape}"
+            )
         fl = self._flex
         tv = np.zeros(max(self.nv, 1))
         if tau is not None:
-            tv[:self.nv] = tau
+            tv[: self.nv] = tau
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
         fl.clear_applied()
         if self._joint_forces or self._generic:
             self._applied(t, q, qd, tv, fext)
-        fl.add_modal_tau(tv[:self.nv])
+        fl.add_modal_tau(tv[: self.nv])
         reac = np.empty((len(self.joint_names), 6))
         if self.algorithm == "general":
-            qdd, reac = general_flexible(self, q, qd, tv[:self.nv])[:2]
+            qdd, reac = general_flexible(self, q, qd, tv[: self.nv])[:2]
             st = 0
         else:
             st = fl.forward(q, qd, tv, reac)
-            qdd = self._Jv[K.J_QDD, :self.nv].copy()
+            qdd = self._Jv[K.J_QDD, : self.nv].copy()
         fext[:] = 0.0
         fl.clear_applied()
         if st != 0:
@@ -1020,27 +1183,37 @@ class RecursiveSystem:
                 f"{np.round(q, 6).tolist()}): the state blew up, e.g. an explicit step beyond "
                 "the stability limit of the stiffest mode, a force returning NaN or an "
                 "unstable model; reduce dt (or use integrator='rk45' or an implicit one), or "
-                "check the applied forces")
+                "check the applied forces"
+            )
         if st == -2:
             raise SolverError(
                 f"the geometric-stiffening fixed point did not converge at q = "
                 f"{np.round(q, 6).tolist()} (loads far beyond the linear range of the modes, "
                 "or a non-physical state); switch it off with "
-                "FlexibleBody(geometric_stiffening=False) or check the state")
-        if st > 0 and self._flex is not None and self._Ia[K.I_PARENT, st] >= 0 and (
-                st in self._flex.flex_labels):
+                "FlexibleBody(geometric_stiffening=False) or check the state"
+            )
+        if (
+            st > 0
+            and self._flex is not None
+            and self._Ia[K.I_PARENT, st] >= 0
+            and (st in self._flex.flex_labels)
+        ):
             b = self._body_of[st]
             raise SolverError(
                 f"flexible body {b.name!r} (or its joint {self._tree_joint[st].name!r}): the "
                 f"generalized mass or constraint-force block is not positive definite at q = "
-                f"{np.round(q, 6).tolist()}")
+                f"{np.round(q, 6).tolist()}"
+            )
         if st > 0:
             j = self._tree_joint[st]
             raise SolverError(
                 f"constraint-force block of joint {j.name!r} is not positive definite at q = "
-                f"{np.round(q, 6).tolist()} (singular inertia or non-finite state)")
-        raise SolverError("the dense node system of the CFA is not positive definite "
-                          f"at q = {np.round(q, 6).tolist()}")
+                f"{np.round(q, 6).tolist()} (singular inertia or non-finite state)"
+            )
+        raise SolverError(
+            "the dense node system of the CFA is not positive definite "
+            f"at q = {np.round(q, 6).tolist()}"
+        )
 
     def solve_mass(self, q: ArrayLike, rhs: ArrayLike) -> Array:
         """``M(q)^-1 rhs`` by the CFA (one factorization, O(N) per column).
@@ -1052,12 +1225,17 @@ class RecursiveSystem:
         q = np.ascontiguousarray(q, dtype=float)
         rhs = np.asarray(rhs, dtype=float)
         if q.shape != (self.nq,) or rhs.shape[0] != self.nv:
-            raise ModelError(f"solve_mass: q needs {self.nq} values and rhs {self.nv} rows; got "
-                             f"{q.shape}, {rhs.shape}")
+            raise ModelError(
+                f"solve_mass: q needs {self.nq} values and rhs {self.nv} rows; got "
+                f"{q.shape}, {rhs.shape}"
+            )
         cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
         # reversed joints (and screws) work with orthonormal speeds L v: F_T' = L^-T F_T
-        rev = [k for k in range(1, self.n_bodies + 1)
-               if (self._Ia[I_REV, k] or self._Ia[I_JT, k] == J.SCREW) and self._Ia[I_NV, k]]
+        rev = [
+            k
+            for k in range(1, self.n_bodies + 1)
+            if (self._Ia[I_REV, k] or self._Ia[I_JT, k] == J.SCREW) and self._Ia[I_NV, k]
+        ]
         if rev or self._flex is not None:
             self._kinematics(q, np.zeros(self.nv))
             for k in rev:
@@ -1070,8 +1248,9 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return out.reshape(rhs.shape)
 
-    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, t: float = 0.0,
-                         forces: bool = True) -> Array:
+    def inverse_dynamics(
+        self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, t: float = 0.0, forces: bool = True
+    ) -> Array:
         """Joint forces ``tau`` (nv,) that produce ``qdd``: ``M qdd + b(q, qd)``.
 
         ``b`` includes gravity and the force elements (JointForce elements are
@@ -1092,11 +1271,24 @@ class RecursiveSystem:
             self._applied(t, q, qd, tau_app, fext)
         tau = np.zeros(max(self.nv, 1))
         reac = np.zeros((len(self.joint_names), 6))
-        K.inverse_dynamics(self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt,
-                           np.ascontiguousarray(q), np.ascontiguousarray(qd), qdd, self._Jv,
-                           self._gravity, self._use_grav and forces, tau, reac)
+        K.inverse_dynamics(
+            self._Ia,
+            self._Mm,
+            self._Vv,
+            self._R3,
+            self._P3,
+            self._Tt,
+            np.ascontiguousarray(q),
+            np.ascontiguousarray(qd),
+            qdd,
+            self._Jv,
+            self._gravity,
+            self._use_grav and forces,
+            tau,
+            reac,
+        )
         fext[:] = 0.0
-        return tau[:self.nv] - tau_app[:self.nv], reac
+        return tau[: self.nv] - tau_app[: self.nv], reac
 
     def _inverse_dynamics_flex(self, q, qd, qdd, t, forces):
         """Flexible bodies: ``tau = M (qdd - qdd(tau=0))`` with ``M`` from CFA solves (O(N^2)
@@ -1136,8 +1328,9 @@ class RecursiveSystem:
         q, qd = self._check_state(q, qd)
         return self._kinematics(q, qd)
 
-    def body_states(self, q: ArrayLike,
-                    qd: ArrayLike | None = None) -> dict[str, tuple[Array, Array, Array, Array]]:
+    def body_states(
+        self, q: ArrayLike, qd: ArrayLike | None = None
+    ) -> dict[str, tuple[Array, Array, Array, Array]]:
         """``{body_name: (R, r, w_world, v_origin_world)}`` of every body."""
         qd = np.zeros(self.nv) if qd is None else qd
         Rw, rw, vel = self._kin(q, qd)
@@ -1175,8 +1368,9 @@ class RecursiveSystem:
         e = self.potential_energies(q, t)
         return e["gravity"] + e["spring"]
 
-    def powers(self, q: ArrayLike, qd: ArrayLike, t: float = 0.0,
-               tau: ArrayLike | None = None) -> dict[str, float] | None:
+    def powers(
+        self, q: ArrayLike, qd: ArrayLike, t: float = 0.0, tau: ArrayLike | None = None
+    ) -> dict[str, float] | None:
         """``{"p_damper", "p_actuator", "p_external"}`` (W) at one state, the definitions
         of :class:`flexmbd.absolute.energy.EnergyMeter`: dissipated by SDA dampers
         (``c ldot^2``) and modal damping (``dq_f^T D dq_f``); delivered by SDA actuators,
@@ -1190,7 +1384,8 @@ class RecursiveSystem:
         for f in self._joint_forces:
             vj = qd[self._vslice[f.joint.name]]
             out["p_actuator"] += float(
-                f.generalized_force(t, q[self._qslice[f.joint.name]], vj) @ vj)
+                f.generalized_force(t, q[self._qslice[f.joint.name]], vj) @ vj
+            )
         if tau is not None:
             out["p_actuator"] += float(np.asarray(tau, float) @ qd)
         Rw, rw, vel = self._kin(q, qd)
@@ -1216,14 +1411,16 @@ class RecursiveSystem:
         ``k (l - l0)^2 / 2``) plus the flexible bodies' strain energy ``q_f^T K q_f / 2``."""
         Rw, rw, vel = self._kin(q, np.zeros(self.nv))
         mc = self._Vv[V_MC]
-        g = -float(np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
-                   + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity))
+        g = -float(
+            np.sum(mc[1:, 3] * (rw[1:] @ self._gravity))
+            + np.einsum("kij,kj,i->", Rw[1:], mc[1:, :3], self._gravity)
+        )
         spring = 0.0
         for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
             R, r = self._flex.body_pose(k, Rw[k], rw[k])
             Sbar = inv.c + inv.St @ qk
             g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
-            spring += 0.5 * float(qk @ inv.K @ qk)        # strain energy
+            spring += 0.5 * float(qk @ inv.K @ qk)  # strain energy
         if self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
@@ -1262,8 +1459,13 @@ class RecursiveSystem:
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         """Coordinate rates for speeds (quaternion rates for Spherical/Free)."""
         out = np.empty(self.nq)
-        K.qdot_all(self._Ia, self._Vv, np.ascontiguousarray(q, dtype=float),
-                   np.ascontiguousarray(qd, dtype=float), out)
+        K.qdot_all(
+            self._Ia,
+            self._Vv,
+            np.ascontiguousarray(q, dtype=float),
+            np.ascontiguousarray(qd, dtype=float),
+            out,
+        )
         for sq, sv in self.modal_slices.values():
             out[sq] = qd[sv]
         return out
@@ -1272,12 +1474,19 @@ class RecursiveSystem:
         """Project quaternion coordinates on unit norm (returns a copy)."""
         q = np.array(q, dtype=float)
         for o in self._quat_offsets:
-            q[..., o:o + 4] /= np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
+            q[..., o : o + 4] /= np.linalg.norm(q[..., o : o + 4], axis=-1, keepdims=True)
         return q
 
-    def simulate(self, t_end: float, dt: float | None = None, integrator: str | None = None,
-                 q0: ArrayLike | None = None, qd0: ArrayLike | None = None, t0: float = 0.0,
-                 **options: Any) -> Results:
+    def simulate(
+        self,
+        t_end: float,
+        dt: float | None = None,
+        integrator: str | None = None,
+        q0: ArrayLike | None = None,
+        qd0: ArrayLike | None = None,
+        t0: float = 0.0,
+        **options: Any,
+    ) -> Results:
         """Integrate from ``(q0, qd0)`` (default: the joints' initial values) to ``t_end`` (s).
 
         ``integrator``: ``"rk4"`` (default with ``dt``), ``"rk45"`` (default without),
@@ -1286,9 +1495,11 @@ class RecursiveSystem:
         ``checkpoint``, ``every``); unknown ones raise :class:`~flexmbd.errors.ModelError`.
         """
         from ..integrators.explicit import simulate_recursive
+
         where = f"model {self.model.name!r} (recursive): simulate"
         spec, _ = resolve(integrator, "recursive", dt)
         check_options(options, simulate_recursive, where)
         check_times(t_end, dt, spec, where, t0=t0, every=options.get("every"))
-        return simulate_recursive(self, t_end, dt=dt, integrator=spec.name, q0=q0, qd0=qd0,
-                                  t0=t0, **options)
+        return simulate_recursive(
+            self, t_end, dt=dt, integrator=spec.name, q0=q0, qd0=qd0, t0=t0, **options
+        )

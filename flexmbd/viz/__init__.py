@@ -18,20 +18,44 @@ PyVista are imported on first use.
 import importlib
 
 __all__ = [
-    "show", "animate", "plot_mode", "animate_mode", "deformed_mesh", "deformed_points",
-    "BodyGeometry", "body_geometry", "reduced_body_geometry", "inertia_box", "von_mises",
-    "RenderingUnavailable", "configure", "FrameWriter", "plotter", "auto_view", "gravity_of",
+    "show",
+    "animate",
+    "plot_mode",
+    "animate_mode",
+    "deformed_mesh",
+    "deformed_points",
+    "BodyGeometry",
+    "body_geometry",
+    "reduced_body_geometry",
+    "inertia_box",
+    "von_mises",
+    "RenderingUnavailable",
+    "configure",
+    "FrameWriter",
+    "plotter",
+    "auto_view",
+    "gravity_of",
 ]
 
 _WHERE = {
-    "show": "render", "animate": "render", "plot_mode": "render", "animate_mode": "render",
-    "FrameWriter": "render", "plotter": "render", "auto_view": "camera", "gravity_of": "camera",
+    "show": "render",
+    "animate": "render",
+    "plot_mode": "render",
+    "animate_mode": "render",
+    "FrameWriter": "render",
+    "plotter": "render",
+    "auto_view": "camera",
+    "gravity_of": "camera",
     # numpy-only geometry lives below the results (flexmbd.geometry), re-exported here
-    "deformed_mesh": "flexmbd.geometry", "deformed_points": "flexmbd.geometry",
-    "BodyGeometry": "flexmbd.geometry", "body_geometry": "flexmbd.geometry",
-    "reduced_body_geometry": "flexmbd.geometry", "inertia_box": "flexmbd.geometry",
+    "deformed_mesh": "flexmbd.geometry",
+    "deformed_points": "flexmbd.geometry",
+    "BodyGeometry": "flexmbd.geometry",
+    "body_geometry": "flexmbd.geometry",
+    "reduced_body_geometry": "flexmbd.geometry",
+    "inertia_box": "flexmbd.geometry",
     "von_mises": "flexmbd.geometry",
-    "RenderingUnavailable": "headless", "configure": "headless",
+    "RenderingUnavailable": "headless",
+    "configure": "headless",
 }
 
 

@@ -21,13 +21,31 @@ if TYPE_CHECKING:
 
 from .colors import rgb
 
-__all__ = ["MeshActor", "unstructured_grid", "outer_surface", "mesh_actor", "ground_actor",
-           "sphere_actor", "cylinder_actor", "line_actor", "text_actor", "scalar_bar"]
+__all__ = [
+    "MeshActor",
+    "unstructured_grid",
+    "outer_surface",
+    "mesh_actor",
+    "ground_actor",
+    "sphere_actor",
+    "cylinder_actor",
+    "line_actor",
+    "text_actor",
+    "scalar_bar",
+]
 
 # meshio names of the linear cells: their outer surface is exact (no curved faces)
-_LINEAR_CELLS = {"vertex", "line", "triangle", "quad", "polygon", "tetra", "hexahedron",
-                 "wedge", "pyramid"}
-
+_LINEAR_CELLS = {
+    "vertex",
+    "line",
+    "triangle",
+    "quad",
+    "polygon",
+    "tetra",
+    "hexahedron",
+    "wedge",
+    "pyramid",
+}
 
 
 def _vtk():
@@ -37,7 +55,6 @@ def _vtk():
     from vtkmodules import vtkCommonCore, vtkCommonDataModel, vtkRenderingCore
 
     return vtkCommonCore, vtkCommonDataModel, vtkRenderingCore
-
 
 
 def _points(x):
@@ -73,8 +90,10 @@ def unstructured_grid(cells: dict, points: ArrayLike) -> Any:
     grid.SetPoints(_points(points))
     if types:
         ca = vtkCellArray()
-        ca.SetData(numpy_to_vtkIdTypeArray(np.concatenate(offsets), deep=1),
-                   numpy_to_vtkIdTypeArray(np.concatenate(conn), deep=1))
+        ca.SetData(
+            numpy_to_vtkIdTypeArray(np.concatenate(offsets), deep=1),
+            numpy_to_vtkIdTypeArray(np.concatenate(conn), deep=1),
+        )
         grid.SetCells(numpy_to_vtk(np.concatenate(types), deep=1, array_type=3), ca)
     return grid
 
@@ -142,11 +161,20 @@ class MeshActor:
         self.data.Modified()
 
 
-def mesh_actor(cells: dict, points: ArrayLike, *, color: Any = "#aaaaaa",
-               field: str | None = None, values: ArrayLike | None = None,
-               on_cells: bool = False, lut: Any = None, show_edges: bool = False,
-               surface: bool = False, wireframe: bool = False, opacity: float = 1.0
-               ) -> MeshActor:
+def mesh_actor(
+    cells: dict,
+    points: ArrayLike,
+    *,
+    color: Any = "#aaaaaa",
+    field: str | None = None,
+    values: ArrayLike | None = None,
+    on_cells: bool = False,
+    lut: Any = None,
+    show_edges: bool = False,
+    surface: bool = False,
+    wireframe: bool = False,
+    opacity: float = 1.0,
+) -> MeshActor:
     """Actor of a mesh (meshio cell blocks on ``points`` (n, 3), world frame).
 
     ``field``/``values`` colour it through ``lut`` (per point, or per cell with
@@ -213,8 +241,9 @@ def _poly_actor(source, color, lighting=True, edges=None):
     return actor
 
 
-def ground_actor(bounds: Sequence[float], up: ArrayLike, color: Any = "#ececec",
-                 edge_color: Any = "#dddddd") -> Any:
+def ground_actor(
+    bounds: Sequence[float], up: ArrayLike, color: Any = "#ececec", edge_color: Any = "#dddddd"
+) -> Any:
     """A faint unlit square (8 x 8 panels) perpendicular to ``up`` just below ``bounds``
     (VTK order ``[x0, x1, y0, y1, z0, z1]``), 1.6 times the diagonal wide."""
     from vtkmodules.vtkFiltersSources import vtkPlaneSource
@@ -222,8 +251,9 @@ def ground_actor(bounds: Sequence[float], up: ArrayLike, color: Any = "#ececec",
     up = np.asarray(up, dtype=float)
     up = up / np.linalg.norm(up)
     lo, hi = np.asarray(bounds[::2], dtype=float), np.asarray(bounds[1::2], dtype=float)
-    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
-                        for z in (lo[2], hi[2])])
+    corners = np.array(
+        [[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+    )
     size = 1.6 * max(float(np.linalg.norm(hi - lo)), 1e-9)
     centre = 0.5 * (lo + hi)
     centre = centre - (centre @ up - (corners @ up).min()) * up
@@ -252,8 +282,9 @@ def sphere_actor(center: ArrayLike, radius: float, color: Any) -> Any:
     return _poly_actor(src, color)
 
 
-def cylinder_actor(center: ArrayLike, direction: ArrayLike, radius: float, height: float,
-                   color: Any) -> Any:
+def cylinder_actor(
+    center: ArrayLike, direction: ArrayLike, radius: float, height: float, color: Any
+) -> Any:
     """A capped cylinder of axis ``direction`` (a joint axis)."""
     from vtkmodules.vtkCommonTransforms import vtkTransform
     from vtkmodules.vtkFiltersGeneral import vtkTransformFilter
@@ -261,7 +292,7 @@ def cylinder_actor(center: ArrayLike, direction: ArrayLike, radius: float, heigh
 
     d = np.asarray(direction, dtype=float)
     d = d / np.linalg.norm(d)
-    src = vtkCylinderSource()            # along y, centred at the origin
+    src = vtkCylinderSource()  # along y, centred at the origin
     src.SetRadius(float(radius))
     src.SetHeight(float(height))
     src.SetResolution(30)
@@ -339,8 +370,11 @@ def scalar_bar(lut: Any, title: str, color: Any = "black", font_size: int = 18) 
     bar.SetAnnotationTextScaling(False)
     bar.SetTitle(title)
     c = rgb(color)
-    for prop in (bar.GetLabelTextProperty(), bar.GetTitleTextProperty(),
-                 bar.GetAnnotationTextProperty()):
+    for prop in (
+        bar.GetLabelTextProperty(),
+        bar.GetTitleTextProperty(),
+        bar.GetAnnotationTextProperty(),
+    ):
         prop.SetColor(c)
         prop.SetFontFamilyToArial()
         prop.SetFontSize(int(font_size))

@@ -25,7 +25,6 @@ import numpy as np
 from ..geometry import gravity_of
 
 if TYPE_CHECKING:
-
     from .._typing import Array, ArrayLike
 
 __all__ = ["gravity_of", "auto_view"]
@@ -37,8 +36,13 @@ def _canonical_sign(v):
     return v if v[k] >= 0 else -v
 
 
-def auto_view(points: ArrayLike, gravity: ArrayLike | None = None, azimuth: float = 20.0,
-              elevation: float = 15.0, elevation_top: float = 35.0) -> tuple[Array, Array]:
+def auto_view(
+    points: ArrayLike,
+    gravity: ArrayLike | None = None,
+    azimuth: float = 20.0,
+    elevation: float = 15.0,
+    elevation_top: float = 35.0,
+) -> tuple[Array, Array]:
     """Camera direction and up vector for drawing ``points`` (m, 3 world positions).
 
     Parameters
@@ -65,7 +69,7 @@ def auto_view(points: ArrayLike, gravity: ArrayLike | None = None, azimuth: floa
     X = X[np.all(np.isfinite(X), axis=1)]
     if len(X) >= 2:
         C = np.cov((X - X.mean(axis=0)).T)
-        _, V = np.linalg.eigh(0.5 * (C + C.T))       # ascending spread
+        _, V = np.linalg.eigh(0.5 * (C + C.T))  # ascending spread
     else:
         V = np.eye(3)[:, [2, 1, 0]]
     normal = _canonical_sign(V[:, 0])
@@ -77,7 +81,7 @@ def auto_view(points: ArrayLike, gravity: ArrayLike | None = None, azimuth: floa
     # horizontal part of the plane normal: the direction to look from
     n_h = normal - (normal @ up) * up
     el = elevation
-    if np.linalg.norm(n_h) < 0.3:            # horizontal motion: look down on it
+    if np.linalg.norm(n_h) < 0.3:  # horizontal motion: look down on it
         el = elevation_top
         # look across the longest horizontal extent
         for k in (2, 1, 0):

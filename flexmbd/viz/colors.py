@@ -20,9 +20,15 @@ if TYPE_CHECKING:
 
 __all__ = ["rgb", "colormap_table", "lookup_table"]
 
-_NAMED = {"white": (1.0, 1.0, 1.0), "black": (0.0, 0.0, 0.0), "red": (1.0, 0.0, 0.0),
-          "green": (0.0, 0.5, 0.0), "blue": (0.0, 0.0, 1.0), "gray": (0.5, 0.5, 0.5),
-          "grey": (0.5, 0.5, 0.5)}
+_NAMED = {
+    "white": (1.0, 1.0, 1.0),
+    "black": (0.0, 0.0, 0.0),
+    "red": (1.0, 0.0, 0.0),
+    "green": (0.0, 0.5, 0.0),
+    "blue": (0.0, 0.0, 1.0),
+    "gray": (0.5, 0.5, 0.5),
+    "grey": (0.5, 0.5, 0.5),
+}
 
 
 def rgb(color: Any) -> tuple[float, float, float]:
@@ -33,7 +39,7 @@ def rgb(color: Any) -> tuple[float, float, float]:
             return _NAMED[c]
         if c.startswith("#") and len(c) == 7:
             try:
-                return tuple(int(c[k:k + 2], 16) / 255.0 for k in (1, 3, 5))
+                return tuple(int(c[k : k + 2], 16) / 255.0 for k in (1, 3, 5))
             except ValueError:
                 pass
         try:
@@ -86,8 +92,10 @@ def colormap_table(cmap: str, n: int = 256) -> Array:
     try:
         cm = colormaps[cmap]
     except KeyError:
-        raise FlexmbdError(f"unknown colour map {cmap!r}; use a matplotlib name such as "
-                           f"'viridis', 'plasma' or 'coolwarm'") from None
+        raise FlexmbdError(
+            f"unknown colour map {cmap!r}; use a matplotlib name such as "
+            f"'viridis', 'plasma' or 'coolwarm'"
+        ) from None
     table = np.round(255.0 * cm(np.linspace(0.0, 1.0, int(n)))).astype(np.uint8)
     if key is not None:
         _remember(path, key, table.ravel().tolist())

@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 __all__ = ["beam_geometry", "swinging_beam_results"]
 
 
-def beam_geometry(length: float = 1.0, height: float = 0.1, width: float = 0.1,
-                  n: tuple[int, int, int] = (12, 2, 2), E: float = 2.1e11) -> BodyGeometry:
+def beam_geometry(
+    length: float = 1.0,
+    height: float = 0.1,
+    width: float = 0.1,
+    n: tuple[int, int, int] = (12, 2, 2),
+    E: float = 2.1e11,
+) -> BodyGeometry:
     """Hexahedral beam along x (from 0 to ``length``) with two modes and stress modes.
 
     Mode 0: bending ``u_y = 0.1 L (x / L)^2`` (curvature ``0.2 / L``), stress
@@ -41,9 +46,18 @@ def beam_geometry(length: float = 1.0, height: float = 0.1, width: float = 0.1,
     for i in range(nx):
         for j in range(ny):
             for k in range(nz):
-                cells.append([idx[i, j, k], idx[i + 1, j, k], idx[i + 1, j + 1, k],
-                              idx[i, j + 1, k], idx[i, j, k + 1], idx[i + 1, j, k + 1],
-                              idx[i + 1, j + 1, k + 1], idx[i, j + 1, k + 1]])
+                cells.append(
+                    [
+                        idx[i, j, k],
+                        idx[i + 1, j, k],
+                        idx[i + 1, j + 1, k],
+                        idx[i, j + 1, k],
+                        idx[i, j, k + 1],
+                        idx[i + 1, j, k + 1],
+                        idx[i + 1, j + 1, k + 1],
+                        idx[i, j + 1, k + 1],
+                    ]
+                )
     x, y = nodes[:, 0], nodes[:, 1]
     modes = np.zeros((3 * len(nodes), 2))
     modes[1::3, 0] = 0.1 * length * (x / length) ** 2
@@ -51,8 +65,9 @@ def beam_geometry(length: float = 1.0, height: float = 0.1, width: float = 0.1,
     stress = np.zeros((6 * len(nodes), 2))
     stress[0::6, 0] = -E * y * 0.2 / length
     stress[0::6, 1] = 0.05 * E
-    return BodyGeometry(nodes, {"hexahedron": np.array(cells)}, modes, stress,
-                        frequencies=np.array([10.0, 100.0]))
+    return BodyGeometry(
+        nodes, {"hexahedron": np.array(cells)}, modes, stress, frequencies=np.array([10.0, 100.0])
+    )
 
 
 def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0.6) -> Results:
@@ -74,21 +89,44 @@ def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0
     R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -sn, sn, c, 1.0
     q = np.column_stack([th, s])
     qd = np.column_stack([thd, np.full(nt, 0.3 / t_end)])
-    box = BodyGeometry(0.1 * np.array([[-1, -1, -1], [1, -1, -1], [1, 1, -1], [-1, 1, -1],
-                                       [-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1.0]]),
-                       {"hexahedron": np.arange(8)[None, :]})
+    box = BodyGeometry(
+        0.1
+        * np.array(
+            [
+                [-1, -1, -1],
+                [1, -1, -1],
+                [1, 1, -1],
+                [-1, 1, -1],
+                [-1, -1, 1],
+                [1, -1, 1],
+                [1, 1, 1],
+                [-1, 1, 1.0],
+            ]
+        ),
+        {"hexahedron": np.arange(8)[None, :]},
+    )
     return Results(
-        t, q, qd, np.zeros_like(qd),
-        coordinates=[("hinge", "angle"), ("slide", "x")], speeds=[("hinge", "rate"),
-                                                                  ("slide", "v")],
+        t,
+        q,
+        qd,
+        np.zeros_like(qd),
+        coordinates=[("hinge", "angle"), ("slide", "x")],
+        speeds=[("hinge", "rate"), ("slide", "v")],
         joint_names=["hinge", "slide"],
         reactions=np.zeros((nt, 2, 6)),
         energy={"kinetic": 0.5 * thd**2},
         stats={"newton_iterations": np.full(nt, 2, dtype=np.int64)},
-        bodies={"beam": BodySeries(position=np.zeros((nt, 3)), orientation=rot_to_quat_batch(R),
-                                   modal=np.column_stack([t / t_end, np.zeros(nt)])),
-                "box": BodySeries(position=np.column_stack([s, np.full(nt, -0.5), np.zeros(nt)]),
-                                  orientation=np.tile([1.0, 0.0, 0.0, 0.0], (nt, 1)))},
+        bodies={
+            "beam": BodySeries(
+                position=np.zeros((nt, 3)),
+                orientation=rot_to_quat_batch(R),
+                modal=np.column_stack([t / t_end, np.zeros(nt)]),
+            ),
+            "box": BodySeries(
+                position=np.column_stack([s, np.full(nt, -0.5), np.zeros(nt)]),
+                orientation=np.tile([1.0, 0.0, 0.0, 0.0], (nt, 1)),
+            ),
+        },
         meta={"model": "swinging_beam", "synthetic": True},
         geometry={"beam": beam_geometry().to_arrays(), "box": box.to_arrays()},
     )

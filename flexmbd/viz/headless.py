@@ -45,8 +45,14 @@ from ..errors import FlexmbdError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RenderingUnavailable", "configure", "has_display", "osmesa_available",
-           "egl_available", "run_probe"]
+__all__ = [
+    "RenderingUnavailable",
+    "configure",
+    "has_display",
+    "osmesa_available",
+    "egl_available",
+    "run_probe",
+]
 
 _OSMESA_WINDOW = "vtkOSOpenGLRenderWindow"
 _EGL_WINDOW = "vtkEGLRenderWindow"
@@ -63,7 +69,7 @@ def has_display() -> bool:
 
 @functools.cache
 def _find_library(name):
-    return ctypes.util.find_library(name)   # runs ldconfig: once per process
+    return ctypes.util.find_library(name)  # runs ldconfig: once per process
 
 
 def osmesa_available() -> bool:
@@ -77,9 +83,18 @@ def egl_available() -> bool:
 
 
 # variables that choose the GL backend or change what Mesa/VTK load
-_KEY_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW", "LD_LIBRARY_PATH",
-             "LIBGL_ALWAYS_SOFTWARE", "GALLIUM_DRIVER", "MESA_LOADER_DRIVER_OVERRIDE",
-             "EGL_PLATFORM", "__EGL_VENDOR_LIBRARY_FILENAMES", "LIBGL_DRIVERS_PATH")
+_KEY_VARS = (
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "VTK_DEFAULT_OPENGL_WINDOW",
+    "LD_LIBRARY_PATH",
+    "LIBGL_ALWAYS_SOFTWARE",
+    "GALLIUM_DRIVER",
+    "MESA_LOADER_DRIVER_OVERRIDE",
+    "EGL_PLATFORM",
+    "__EGL_VENDOR_LIBRARY_FILENAMES",
+    "LIBGL_DRIVERS_PATH",
+)
 
 
 def cache_dir() -> str:
@@ -87,8 +102,7 @@ def cache_dir() -> str:
     ``$XDG_CACHE_HOME/flexmbd`` or ``~/.cache/flexmbd``); it may not exist yet."""
     root = os.environ.get("FLEXMBD_CACHE_DIR")
     if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "flexmbd")
     return root
 
@@ -108,8 +122,13 @@ def _cache_key(attempts):
         vtk = version("vtk")
     except Exception:  # noqa: BLE001 - a VTK built from source has no metadata
         vtk = "unknown"
-    parts = [sys.executable, sys.version, vtk, repr(attempts),
-             repr([_find_library("EGL"), _find_library("OSMesa")])]
+    parts = [
+        sys.executable,
+        sys.version,
+        vtk,
+        repr(attempts),
+        repr([_find_library("EGL"), _find_library("OSMesa")]),
+    ]
     parts += [f"{v}={os.environ.get(v)}" for v in _KEY_VARS]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
@@ -148,14 +167,20 @@ def _cache_write(key, overrides, msg):
         pass
 
 
-def run_probe(env_overrides: Mapping[str, str] | None = None,
-              timeout: float = 120) -> tuple[bool, str]:
+def run_probe(
+    env_overrides: Mapping[str, str] | None = None, timeout: float = 120
+) -> tuple[bool, str]:
     """Run the probe in a child process; return ``(ok, message)``."""
     env = dict(os.environ)
     env.update(env_overrides or {})
     try:
-        out = subprocess.run([sys.executable, "-m", "flexmbd.viz._probe"], env=env,
-                             capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(
+            [sys.executable, "-m", "flexmbd.viz._probe"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return False, "the rendering probe timed out"
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("flexmbd-gl-probe")]
@@ -208,7 +233,8 @@ def configure() -> str:
         name = overrides["VTK_DEFAULT_OPENGL_WINDOW"] if overrides else "default backend"
         reasons.append(f"{name}: {msg}")
     text = (
-        "3D rendering is not possible on this machine: " + "; ".join(reasons)
+        "3D rendering is not possible on this machine: "
+        + "; ".join(reasons)
         + ". Install an off-screen OpenGL library with `bash scripts/install_system_deps.sh` "
         "(Debian/Ubuntu: apt-get install libosmesa6, or libegl1 libgl1-mesa-dri)"
         + ("" if has_display() else "; no display is set, so an off-screen library is needed")

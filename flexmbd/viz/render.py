@@ -44,8 +44,8 @@ __all__ = ["show", "plotter", "animate", "plot_mode", "animate_mode", "FrameWrit
 BACKGROUND = "white"
 _PALETTE = ["#a0a8b4", "#b4aca0", "#a8b4a4", "#b0a4b0", "#b4b0a0", "#a4b0b0", "#aaaaaa"]  # pale
 _FIELDS = ("displacement", "von_mises")
-GROUND_COLOR = "#ececec"          # the faint ground plane (unlit, below the mechanism)
-AXES_COLOR = "#505050"            # the axes triad (grey: kept apart from the colour map)
+GROUND_COLOR = "#ececec"  # the faint ground plane (unlit, below the mechanism)
+AXES_COLOR = "#505050"  # the axes triad (grey: kept apart from the colour map)
 
 
 # -- stage and writer ------------------------------------------------------------------
@@ -57,7 +57,7 @@ def _stage(window_size, off_screen=True, anti_aliasing=True):
 
     if off_screen:
         s = Stage(window_size, BACKGROUND)
-        if anti_aliasing:      # stills; animations skip it (doubles the software-GL cost)
+        if anti_aliasing:  # stills; animations skip it (doubles the software-GL cost)
             s.window.SetMultiSamples(4)
         return s
     import pyvista as pv
@@ -91,8 +91,9 @@ class FrameWriter:
             try:
                 from PIL import Image  # noqa: F401  (imageio's own dependency)
             except ImportError as err:  # pragma: no cover - optional extra
-                raise FlexmbdError("GIF animations need Pillow: pip install 'flexmbd[viz]'") \
-                    from err
+                raise FlexmbdError(
+                    "GIF animations need Pillow: pip install 'flexmbd[viz]'"
+                ) from err
             self._gif = []
             self._palette = None
         elif suffix in (".mp4", ".mov", ".avi", ".mkv"):
@@ -103,12 +104,16 @@ class FrameWriter:
                 raise FlexmbdError(
                     "video files need imageio and imageio-ffmpeg: pip install 'flexmbd[viz]'"
                 ) from err
-            self._w = imageio.get_writer(self.path, fps=fps, codec="libx264", quality=7,
-                                         macro_block_size=16, pixelformat="yuv420p")
-        else:
-            raise FlexmbdError(
-                f"unsupported animation file {str(self.path)!r}; use .gif or .mp4"
+            self._w = imageio.get_writer(
+                self.path,
+                fps=fps,
+                codec="libx264",
+                quality=7,
+                macro_block_size=16,
+                pixelformat="yuv420p",
             )
+        else:
+            raise FlexmbdError(f"unsupported animation file {str(self.path)!r}; use .gif or .mp4")
         self.n = 0
 
     def set_palette(self, samples: Sequence[ArrayLike]) -> None:
@@ -123,7 +128,8 @@ class FrameWriter:
 
         tile = np.vstack([np.asarray(x)[..., :3] for x in samples])
         self._palette = Image.fromarray(np.ascontiguousarray(tile, dtype=np.uint8)).quantize(
-            256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+            256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
 
     def append(self, image: ArrayLike) -> None:
         """Add one ``(h, w, 3)`` (or RGBA) uint8 frame."""
@@ -135,8 +141,9 @@ class FrameWriter:
             if self._palette is not None:
                 self._gif.append(im.quantize(palette=self._palette, dither=Image.Dither.NONE))
             else:
-                self._gif.append(im.quantize(256, method=Image.Quantize.FASTOCTREE,
-                                             dither=Image.Dither.NONE))
+                self._gif.append(
+                    im.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+                )
         else:
             self._w.append_data(image)
         self.n += 1
@@ -146,8 +153,13 @@ class FrameWriter:
         if self._gif is not None:
             frames, self._gif = self._gif, None
             if frames:
-                frames[0].save(self.path, save_all=True, append_images=frames[1:],
-                               duration=1000.0 / self.fps, loop=0)
+                frames[0].save(
+                    self.path,
+                    save_all=True,
+                    append_images=frames[1:],
+                    duration=1000.0 / self.fps,
+                    loop=0,
+                )
         elif self._w is not None:
             self._w.close()
             self._w = None
@@ -217,7 +229,7 @@ def _scene_of_results(res, model=None, about="interfaces"):
         # results of Model.simulate know their system, and it its model
         model = getattr(getattr(res, "system", None), "model", None)
     if model is not None:
-        res = res.take(slice(None))   # new dicts (array views): leave the caller's untouched
+        res = res.take(slice(None))  # new dicts (array views): leave the caller's untouched
     if not res.geometry and model is not None:
         attach_geometry(res, model)
     if not res.geometry:
@@ -231,9 +243,11 @@ def _scene_of_results(res, model=None, about="interfaces"):
     elif missing:
         import warnings
 
-        warnings.warn(f"bodies {missing} have no stored poses and are drawn at the origin; "
-                      f"pass model=... or fill them with flexmbd.results.attach_body_poses",
-                      stacklevel=3)
+        warnings.warn(
+            f"bodies {missing} have no stored poses and are drawn at the origin; "
+            f"pass model=... or fill them with flexmbd.results.attach_body_poses",
+            stacklevel=3,
+        )
     geoms = {b: BodyGeometry.from_arrays(d) for b, d in res.geometry.items()}
     return _Scene(geoms, results=res, about=about)
 
@@ -262,19 +276,28 @@ def _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=False):
                 lut = lookup_table(cmap, clim)
             on_cells = field == "von_mises" and g.stress_on_cells
             values = np.linalg.norm(u, axis=1) if field == "displacement" else vm
-            m = mesh_actor(g.cells, x, field=field, values=values, on_cells=on_cells, lut=lut,
-                           show_edges=show_edges, surface=surface)
+            m = mesh_actor(
+                g.cells,
+                x,
+                field=field,
+                values=values,
+                on_cells=on_cells,
+                lut=lut,
+                show_edges=show_edges,
+                surface=surface,
+            )
             actors[name] = _Drawn(m, field)
         else:
-            m = mesh_actor(g.cells, x, color=color, show_edges=show_edges and g.flexible,
-                           surface=surface)
+            m = mesh_actor(
+                g.cells, x, color=color, show_edges=show_edges and g.flexible, surface=surface
+            )
             actors[name] = _Drawn(m, None)
         st.add(m.actor)
     bar = None if lut is None else st.add(scalar_bar(lut, _FIELD_TITLES[field]))
     return actors, bar
 
 
-_KEEP_BYTES = 256 * 2**20    # animate: frames kept between its two passes (bytes)
+_KEEP_BYTES = 256 * 2**20  # animate: frames kept between its two passes (bytes)
 _FIELD_TITLES = {"displacement": "displacement [m]", "von_mises": "von Mises [Pa]"}
 
 
@@ -323,10 +346,15 @@ def _bounds(datas):
 
 VIEWS = ("auto", "iso", "xy", "xz", "yz", "yx", "zx", "zy")
 # fixed views: direction from the focal point to the camera, and the screen's up
-_FIXED = {"iso": ((1, 1, 1), (0, 0, 1)), "xy": ((0, 0, 1), (0, 1, 0)),
-          "yx": ((0, 0, -1), (1, 0, 0)), "xz": ((0, -1, 0), (0, 0, 1)),
-          "zx": ((0, 1, 0), (1, 0, 0)), "yz": ((1, 0, 0), (0, 0, 1)),
-          "zy": ((-1, 0, 0), (0, 1, 0))}
+_FIXED = {
+    "iso": ((1, 1, 1), (0, 0, 1)),
+    "xy": ((0, 0, 1), (0, 1, 0)),
+    "yx": ((0, 0, -1), (1, 0, 0)),
+    "xz": ((0, -1, 0), (0, 0, 1)),
+    "zx": ((0, 1, 0), (1, 0, 0)),
+    "yz": ((1, 0, 0), (0, 0, 1)),
+    "zy": ((-1, 0, 0), (0, 1, 0)),
+}
 
 
 def _set_view(st, view, bounds, zoom=1.0, points=None, gravity=None):
@@ -357,8 +385,9 @@ def _decorate(st, bounds, up, gravity, axes, ground):
     if ground if ground is not None else gravity is not None:
         normal = up if gravity is None else -gravity / np.linalg.norm(gravity)
         g = st.add(ground_actor(bounds, normal, GROUND_COLOR))
-        corners = np.array([[x, y, z] for x in bounds[0:2] for y in bounds[2:4]
-                            for z in bounds[4:6]])
+        corners = np.array(
+            [[x, y, z] for x in bounds[0:2] for y in bounds[2:4] for z in bounds[4:6]]
+        )
         if np.asarray(st.camera.GetPosition()) @ normal > (corners @ normal).min():
             seen = g
     if axes:
@@ -398,7 +427,8 @@ def _check_field(scene, field, where):
             f"{', '.join(map(repr, missing))} {'were' if len(missing) > 1 else 'was'} reduced "
             "without stress modes, so the stress is unknown; reduce with "
             "fm.fem.reduce(..., stress_modes=True) (the default) or draw "
-            "field='displacement'")
+            "field='displacement'"
+        )
 
 
 def _field_max(scene, data, field):
@@ -432,7 +462,7 @@ def _joint_markers(st, model, world, size):
         if axis is not None:
             d = Rp @ pf.rotation @ np.asarray(axis, dtype=float)
             st.add(cylinder_actor(origin, d, 0.5 * size, 5.0 * size, "#d04040"))
-            if getattr(j, "pitch", None) is not None:     # a Screw: its thread as a helix
+            if getattr(j, "pitch", None) is not None:  # a Screw: its thread as a helix
                 st.add(polyline_actor(_helix(origin, d, size), "#d04040", 2.0))
 
 
@@ -442,8 +472,11 @@ def _helix(origin, d, size, turns=3, n=90):
     u1, u2 = perp_basis(d / np.linalg.norm(d))
     t = np.linspace(0.0, 2 * np.pi * turns, n)
     s = np.linspace(-2.5 * size, 2.5 * size, n)
-    return (origin + size * (np.cos(t)[:, None] * u1 + np.sin(t)[:, None] * u2)
-            + s[:, None] * d / np.linalg.norm(d))
+    return (
+        origin
+        + size * (np.cos(t)[:, None] * u1 + np.sin(t)[:, None] * u2)
+        + s[:, None] * d / np.linalg.norm(d)
+    )
 
 
 def _frame_triads(st, poses, size):
@@ -487,19 +520,32 @@ def _save_image(img, file):
 
     try:
         Image.fromarray(img).save(str(file))
-    except (ValueError, KeyError) as err:     # unknown suffix
-        raise FlexmbdError(f"cannot write image {str(file)!r} ({err}); use .png or .jpg") \
-            from err
+    except (ValueError, KeyError) as err:  # unknown suffix
+        raise FlexmbdError(f"cannot write image {str(file)!r} ({err}); use .png or .jpg") from err
 
 
 # -- public -------------------------------------------------------------------------------
-def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
-            field: str | None = "displacement", scale: float = 1.0, joints: bool = True,
-            frames: bool = False, glyphs: bool = True, view: str = "auto",
-            window_size: tuple[int, int] = (800, 600), cmap: str = "viridis",
-            show_edges: bool = False, off_screen: bool = True, zoom: float = 1.0,
-            clim: tuple[float, float] | None = None, about: str = "interfaces",
-            axes: bool = True, ground: bool | None = None) -> Any:
+def plotter(
+    obj: Any,
+    t: float | None = None,
+    *,
+    model: Model | None = None,
+    field: str | None = "displacement",
+    scale: float = 1.0,
+    joints: bool = True,
+    frames: bool = False,
+    glyphs: bool = True,
+    view: str = "auto",
+    window_size: tuple[int, int] = (800, 600),
+    cmap: str = "viridis",
+    show_edges: bool = False,
+    off_screen: bool = True,
+    zoom: float = 1.0,
+    clim: tuple[float, float] | None = None,
+    about: str = "interfaces",
+    axes: bool = True,
+    ground: bool | None = None,
+) -> Any:
     """A ``pyvista.Plotter`` holding the drawing of :func:`show`, not yet rendered.
 
     Add your own actors, move the camera (``p.camera``), then ``p.show()`` or
@@ -515,20 +561,52 @@ def plotter(obj: Any, t: float | None = None, *, model: Model | None = None,
     p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
     p.set_background(BACKGROUND)
     try:
-        _draw(Stage.of_plotter(p), obj, t, model=model, field=field, scale=scale,
-              joints=joints, frames=frames, glyphs=glyphs, view=view, cmap=cmap,
-              show_edges=show_edges, zoom=zoom, clim=clim, about=about, axes=axes,
-              ground=ground)
+        _draw(
+            Stage.of_plotter(p),
+            obj,
+            t,
+            model=model,
+            field=field,
+            scale=scale,
+            joints=joints,
+            frames=frames,
+            glyphs=glyphs,
+            view=view,
+            cmap=cmap,
+            show_edges=show_edges,
+            zoom=zoom,
+            clim=clim,
+            about=about,
+            axes=axes,
+            ground=ground,
+        )
     except BaseException:
         p.close()
         raise
-    p.renderer.camera_set = True      # keep our camera on the first render
+    p.renderer.camera_set = True  # keep our camera on the first render
     return p
 
 
-def _draw(st, obj, t=None, *, model=None, field="displacement", scale=1.0, joints=True,
-          frames=False, glyphs=True, view="auto", cmap="viridis", show_edges=False,
-          zoom=1.0, clim=None, about="interfaces", axes=True, ground=None):
+def _draw(
+    st,
+    obj,
+    t=None,
+    *,
+    model=None,
+    field="displacement",
+    scale=1.0,
+    joints=True,
+    frames=False,
+    glyphs=True,
+    view="auto",
+    cmap="viridis",
+    show_edges=False,
+    zoom=1.0,
+    clim=None,
+    about="interfaces",
+    axes=True,
+    ground=None,
+):
     """Draw :func:`show`'s picture of ``obj`` on the stage ``st`` (not rendered)."""
     field = _field_arg(field)
     world = None
@@ -570,19 +648,33 @@ def _draw(st, obj, t=None, *, model=None, field="displacement", scale=1.0, joint
         _frame_triads(st, poses, 2 * size)
     if label:
         _label(st, label)
-    points = _sample_points(data) if motion is None else np.vstack([motion,
-                                                                    _sample_points(data)])
+    points = _sample_points(data) if motion is None else np.vstack([motion, _sample_points(data)])
     up = _set_view(st, view, bounds, zoom, points, gravity)
     _decorate(st, bounds, up, gravity, axes, ground)
 
 
-def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
-         model: Model | None = None, field: str | None = "displacement", scale: float = 1.0,
-         joints: bool = True, frames: bool = False, glyphs: bool = True,
-         view: str = "auto", window_size: tuple[int, int] = (800, 600),
-         cmap: str = "viridis", show_edges: bool = False, off_screen: bool | None = None,
-         zoom: float = 1.0, clim: tuple[float, float] | None = None,
-         about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> Any:
+def show(
+    obj: Any,
+    t: float | None = None,
+    file: StrPath | None = None,
+    *,
+    model: Model | None = None,
+    field: str | None = "displacement",
+    scale: float = 1.0,
+    joints: bool = True,
+    frames: bool = False,
+    glyphs: bool = True,
+    view: str = "auto",
+    window_size: tuple[int, int] = (800, 600),
+    cmap: str = "viridis",
+    show_edges: bool = False,
+    off_screen: bool | None = None,
+    zoom: float = 1.0,
+    clim: tuple[float, float] | None = None,
+    about: str = "interfaces",
+    axes: bool = True,
+    ground: bool | None = None,
+) -> Any:
     """Draw a model (initial configuration) or results at time ``t``.
 
     Parameters
@@ -632,17 +724,49 @@ def show(obj: Any, t: float | None = None, file: StrPath | None = None, *,
     off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
     field = _field_arg(field)
     if not off_screen:
-        p = plotter(obj, t, model=model, field=field, scale=scale, joints=joints,
-                    frames=frames, glyphs=glyphs, view=view, window_size=window_size,
-                    cmap=cmap, show_edges=show_edges, off_screen=False, zoom=zoom, clim=clim,
-                    about=about, axes=axes, ground=ground)
+        p = plotter(
+            obj,
+            t,
+            model=model,
+            field=field,
+            scale=scale,
+            joints=joints,
+            frames=frames,
+            glyphs=glyphs,
+            view=view,
+            window_size=window_size,
+            cmap=cmap,
+            show_edges=show_edges,
+            off_screen=False,
+            zoom=zoom,
+            clim=clim,
+            about=about,
+            axes=axes,
+            ground=ground,
+        )
         p.show()
         return None
     st = _stage(window_size)
     try:
-        _draw(st, obj, t, model=model, field=field, scale=scale, joints=joints,
-              frames=frames, glyphs=glyphs, view=view, cmap=cmap, show_edges=show_edges,
-              zoom=zoom, clim=clim, about=about, axes=axes, ground=ground)
+        _draw(
+            st,
+            obj,
+            t,
+            model=model,
+            field=field,
+            scale=scale,
+            joints=joints,
+            frames=frames,
+            glyphs=glyphs,
+            view=view,
+            cmap=cmap,
+            show_edges=show_edges,
+            zoom=zoom,
+            clim=clim,
+            about=about,
+            axes=axes,
+            ground=ground,
+        )
     except BaseException:
         st.close()
         raise
@@ -669,12 +793,26 @@ def frame_pose(results, body, i):
     return body_pose_at(results, body, i)
 
 
-def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | None = "displacement",
-            *, model: Model | None = None, fps: float = 20, stride: int | None = None,
-            max_frames: int | None = 200, view: str = "auto",
-            window_size: tuple[int, int] = (640, 480), cmap: str = "viridis",
-            clim: tuple[float, float] | None = None, show_edges: bool = False, zoom: float = 1.0,
-            about: str = "interfaces", axes: bool = True, ground: bool | None = None) -> int:
+def animate(
+    results: Results,
+    file: StrPath,
+    scale: float = 1.0,
+    field: str | None = "displacement",
+    *,
+    model: Model | None = None,
+    fps: float = 20,
+    stride: int | None = None,
+    max_frames: int | None = 200,
+    view: str = "auto",
+    window_size: tuple[int, int] = (640, 480),
+    cmap: str = "viridis",
+    clim: tuple[float, float] | None = None,
+    show_edges: bool = False,
+    zoom: float = 1.0,
+    about: str = "interfaces",
+    axes: bool = True,
+    ground: bool | None = None,
+) -> int:
     """Render results to ``file`` (``.gif`` or ``.mp4``) with a time label.
 
     Flexible bodies are drawn as their full deformed meshes, reconstructed from the
@@ -711,8 +849,9 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     # the second when they fit in _KEEP_BYTES (a large mesh times hundreds of frames
     # would not fit in memory: they are computed again then)
     lo, hi, fmax, motion, peak, fpeak = None, None, 0.0, [], None, -1.0
-    per_frame = 8 * sum(7 * len(g.nodes) + (g.n_cells if g.stress_on_cells else 0)
-                        for g in scene.geoms.values())
+    per_frame = 8 * sum(
+        7 * len(g.nodes) + (g.n_cells if g.stress_on_cells else 0) for g in scene.geoms.values()
+    )
     kept = {} if per_frame * len(idx) <= _KEEP_BYTES else None
     for i in idx:
         data = scene.data(i, scale)
@@ -732,15 +871,13 @@ def animate(results: Results, file: StrPath, scale: float = 1.0, field: str | No
     data = kept[idx[0]] if kept else scene.data(idx[0], scale)
     st = _stage(window_size, anti_aliasing=False)
     try:
-        actors, bar = _add_bodies(st, scene, data, field, clim, cmap, show_edges,
-                                  surface=True)
+        actors, bar = _add_bodies(st, scene, data, field, clim, cmap, show_edges, surface=True)
         note = _scale_note(scale)
         text = _label(st, f"t = {results.t[idx[0]]:.4f} s{note}")
         up = _set_view(st, view, bounds, zoom, np.vstack(motion), gravity)
         below = _decorate(st, bounds, up, gravity, axes, ground)
         # still layers (ground, colour bar, triad) are rendered once, not every frame
-        st.bake(behind=[below] if below is not None else [],
-                above=[bar] if bar is not None else [])
+        st.bake(behind=[below] if below is not None else [], above=[bar] if bar is not None else [])
 
         def frame(i, again=False):
             d = None if kept is None else (kept.get(i) if again else kept.pop(i, None))
@@ -775,8 +912,10 @@ def _mode_info(rb, k):
     if not g.flexible:
         raise FlexmbdError("this body has no mode shapes")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= g.n_modes:
-        raise FlexmbdError(f"mode number {k!r} out of range: the body has {g.n_modes} modes, "
-                           f"numbered 1..{g.n_modes} as in its info() table")
+        raise FlexmbdError(
+            f"mode number {k!r} out of range: the body has {g.n_modes} modes, "
+            f"numbered 1..{g.n_modes} as in its info() table"
+        )
     label = f"mode {k}"
     if g.frequencies is not None and len(g.frequencies) >= k:
         label += f": {g.frequencies[k - 1]:.4g} Hz"
@@ -801,11 +940,20 @@ def _mode_q(g, k, amplitude):
     return q
 
 
-def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: float | None = None,
-              field: str | None = "displacement", *, undeformed: bool = True,
-              view: str = "auto", window_size: tuple[int, int] = (800, 600),
-              cmap: str = "viridis", show_edges: bool = True,
-              off_screen: bool | None = None) -> Any:
+def plot_mode(
+    reduced_body: Any,
+    k: int,
+    file: StrPath | None = None,
+    scale: float | None = None,
+    field: str | None = "displacement",
+    *,
+    undeformed: bool = True,
+    view: str = "auto",
+    window_size: tuple[int, int] = (800, 600),
+    cmap: str = "viridis",
+    show_edges: bool = True,
+    off_screen: bool | None = None,
+) -> Any:
     """Draw mode number ``k`` (1-based, as in ``ReducedBody.info()``) with its frequency.
 
     ``scale`` multiplies the mode shape (default: largest displacement = 10 % of the
@@ -822,13 +970,19 @@ def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: flo
     data = {"body": (g.points(q, scale=s), s * g.displacement(q), s * g.von_mises(q))}
     st = _stage(window_size, off_screen)
     try:
-        _add_bodies(st, scene, data, field,
-                    _field_range(scene, [data], field) if field else None, cmap, show_edges)
+        _add_bodies(
+            st,
+            scene,
+            data,
+            field,
+            _field_range(scene, [data], field) if field else None,
+            cmap,
+            show_edges,
+        )
         if undeformed:
             from .actors import mesh_actor
 
-            st.add(mesh_actor(g.cells, g.nodes, color="gray", wireframe=True,
-                              opacity=0.4).actor)
+            st.add(mesh_actor(g.cells, g.nodes, color="gray", wireframe=True, opacity=0.4).actor)
         _label(st, label)
         both = [data, {"b": (g.nodes, None, None)}]
         _set_view(st, view, _bounds(both), points=np.vstack([_sample_points(d) for d in both]))
@@ -840,10 +994,20 @@ def plot_mode(reduced_body: Any, k: int, file: StrPath | None = None, scale: flo
     return _finish(st, file, off_screen)
 
 
-def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None = None,
-                 field: str | None = "displacement", *, n_frames: int = 24, fps: float = 12,
-                 view: str = "auto", window_size: tuple[int, int] = (640, 480),
-                 cmap: str = "viridis", show_edges: bool = True) -> int:
+def animate_mode(
+    reduced_body: Any,
+    k: int,
+    file: StrPath,
+    scale: float | None = None,
+    field: str | None = "displacement",
+    *,
+    n_frames: int = 24,
+    fps: float = 12,
+    view: str = "auto",
+    window_size: tuple[int, int] = (640, 480),
+    cmap: str = "viridis",
+    show_edges: bool = True,
+) -> int:
     """Animate mode number ``k`` (1-based) over one period of ``sin`` into ``file``.
 
     Returns the number of frames written.
@@ -856,16 +1020,15 @@ def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None =
     datas = []
     for i in range(int(n_frames)):
         q = _mode_q(g, k, np.sin(2.0 * np.pi * i / n_frames))
-        datas.append({"body": (g.points(q, scale=s), s * g.displacement(q),
-                               s * g.von_mises(q))})
+        datas.append({"body": (g.points(q, scale=s), s * g.displacement(q), s * g.von_mises(q))})
     clim = _field_range(scene, datas, field) if field else None
     st = _stage(window_size, anti_aliasing=False)
     try:
-        actors, bar = _add_bodies(st, scene, datas[0], field, clim, cmap, show_edges,
-                                  surface=True)
+        actors, bar = _add_bodies(st, scene, datas[0], field, clim, cmap, show_edges, surface=True)
         text = _label(st, label)
-        _set_view(st, view, _bounds(datas), points=np.vstack([_sample_points(d, 200)
-                                                              for d in datas]))
+        _set_view(
+            st, view, _bounds(datas), points=np.vstack([_sample_points(d, 200) for d in datas])
+        )
         st.bake(above=[bar] if bar is not None else [])
 
         def frame(i):
@@ -877,8 +1040,9 @@ def animate_mode(reduced_body: Any, k: int, file: StrPath, scale: float | None =
         with FrameWriter(file, fps) as w:
             if w.path.suffix.lower() == ".gif":
                 # quarter periods: undeformed, both extremes (all colours)
-                w.set_palette([frame(i) for i in sorted({0, len(datas) // 4,
-                                                         (3 * len(datas)) // 4})])
+                w.set_palette(
+                    [frame(i) for i in sorted({0, len(datas) // 4, (3 * len(datas)) // 4})]
+                )
             for i in range(len(datas)):
                 w.append(frame(i))
             n = len(w)

@@ -41,8 +41,15 @@ class Stage:
     on the window of a ``pyvista.Plotter`` instead.
     """
 
-    def __init__(self, window_size: Sequence[int] = (800, 600), background: Any = "white",
-                 *, _renderer: Any = None, _window: Any = None, _plotter: Any = None) -> None:
+    def __init__(
+        self,
+        window_size: Sequence[int] = (800, 600),
+        background: Any = "white",
+        *,
+        _renderer: Any = None,
+        _window: Any = None,
+        _plotter: Any = None,
+    ) -> None:
         _, _, core = _vtk()
         self.plotter = _plotter
         if _renderer is None:
@@ -51,7 +58,7 @@ class Stage:
             self.window = core.vtkRenderWindow()
             self.window.SetOffScreenRendering(1)
             self.window.SetMultiSamples(0)
-            self.window.SetAlphaBitPlanes(1)    # for bake(): what was drawn, per pixel
+            self.window.SetAlphaBitPlanes(1)  # for bake(): what was drawn, per pixel
             self.window.SetSize(int(window_size[0]), int(window_size[1]))
             self.renderer = core.vtkRenderer()
             self.renderer.SetBackground(rgb(background))
@@ -69,8 +76,12 @@ class Stage:
     @classmethod
     def of_plotter(cls, plotter: Any) -> Stage:
         """Draw on the main renderer of a ``pyvista.Plotter``."""
-        return cls(plotter.window_size, _renderer=plotter.renderer, _window=plotter.ren_win,
-                   _plotter=plotter)
+        return cls(
+            plotter.window_size,
+            _renderer=plotter.renderer,
+            _window=plotter.ren_win,
+            _plotter=plotter,
+        )
 
     @property
     def camera(self) -> Any:
@@ -91,13 +102,18 @@ class Stage:
         _, _, core = _vtk()
         c = rgb(color)
         axes = vtkAxesActor()
-        for get in ("GetXAxisShaftProperty", "GetYAxisShaftProperty", "GetZAxisShaftProperty",
-                    "GetXAxisTipProperty", "GetYAxisTipProperty", "GetZAxisTipProperty"):
+        for get in (
+            "GetXAxisShaftProperty",
+            "GetYAxisShaftProperty",
+            "GetZAxisShaftProperty",
+            "GetXAxisTipProperty",
+            "GetYAxisTipProperty",
+            "GetZAxisTipProperty",
+        ):
             prop = getattr(axes, get)()
             prop.SetColor(c)
             prop.SetLineWidth(2.0)
-        for get in ("GetXAxisCaptionActor2D", "GetYAxisCaptionActor2D",
-                    "GetZAxisCaptionActor2D"):
+        for get in ("GetXAxisCaptionActor2D", "GetYAxisCaptionActor2D", "GetZAxisCaptionActor2D"):
             tp = getattr(axes, get)().GetCaptionTextProperty()
             tp.SetColor(c)
             tp.SetShadow(False)
@@ -131,8 +147,14 @@ class Stage:
         cam.SetViewUp(*main.GetViewUp())
         self._axes.ResetCamera(-1.0, 1.0, -1.0, 1.0, -1.0, 1.0)
 
-    def look(self, focal: ArrayLike, position: ArrayLike, up: ArrayLike,
-             bounds: Sequence[float], zoom: float = 1.0) -> Array:
+    def look(
+        self,
+        focal: ArrayLike,
+        position: ArrayLike,
+        up: ArrayLike,
+        bounds: Sequence[float],
+        zoom: float = 1.0,
+    ) -> Array:
         """Camera from ``position`` toward ``focal`` with ``up``, framing ``bounds``.
 
         Returns the camera's up vector as set (VTK projects it on the screen).
@@ -194,7 +216,7 @@ class Stage:
             return
         ren = self.renderer
         self.render()
-        full = self._read().copy()          # bottom row first, as every layer here
+        full = self._read().copy()  # bottom row first, as every layer here
         for prop in above:
             prop.VisibilityOff()
         if self._axes is not None:

@@ -52,8 +52,11 @@ def all_joints_model(rng=None, sda=True, joint_force=False):
     bodies = []
     for k, make in enumerate(kinds):
         J = np.diag(rng.uniform(0.8, 1.2, 3))
-        b = fm.RigidBody(rng.uniform(0.5, 2.0), J + 0.05 * (np.ones((3, 3)) - np.eye(3)),
-                         com=rng.normal(scale=0.2, size=3))
+        b = fm.RigidBody(
+            rng.uniform(0.5, 2.0),
+            J + 0.05 * (np.ones((3, 3)) - np.eye(3)),
+            com=rng.normal(scale=0.2, size=3),
+        )
         setattr(m, f"b{k}", b)
         pf = (rng.normal(scale=0.3, size=3), rng.normal(scale=0.5, size=3))
         cf = (rng.normal(scale=0.3, size=3), rng.normal(scale=0.5, size=3))
@@ -64,21 +67,34 @@ def all_joints_model(rng=None, sda=True, joint_force=False):
     m.pf = fm.PointForce(bodies[2], (0.1, 0.2, 0.3), (1.0, -2.0, 0.5), frame="body")
     m.pt = fm.PointTorque(bodies[4], (0.3, -0.1, 0.2), frame="body")
     if sda:
-        m.sda = fm.SpringDamperActuator(bodies[1], (0.2, 0.1, 0.0), bodies[5], (0.0, -0.3, 0.1),
-                                        k=150.0, c=7.0, l0=0.4, fa=lambda t: 3.0 + t)
-        m.sda_g = fm.SpringDamperActuator(m.ground, (1.0, 1.0, 0.0), bodies[3], (0.1, 0.0, 0.2),
-                                          k=80.0, c=2.0)
+        m.sda = fm.SpringDamperActuator(
+            bodies[1],
+            (0.2, 0.1, 0.0),
+            bodies[5],
+            (0.0, -0.3, 0.1),
+            k=150.0,
+            c=7.0,
+            l0=0.4,
+            fa=lambda t: 3.0 + t,
+        )
+        m.sda_g = fm.SpringDamperActuator(
+            m.ground, (1.0, 1.0, 0.0), bodies[3], (0.1, 0.0, 0.2), k=80.0, c=2.0
+        )
     if joint_force:
-        m.jf0 = fm.JointForce(m.j0, lambda t, q, qd: np.array([-5.0 * q[0] - 0.7 * qd[0] + 1.0]),
-                              dfdq=lambda t, q, qd: np.array([[-5.0]]),
-                              dfdqd=lambda t, q, qd: np.array([[-0.7]]))
+        m.jf0 = fm.JointForce(
+            m.j0,
+            lambda t, q, qd: np.array([-5.0 * q[0] - 0.7 * qd[0] + 1.0]),
+            dfdq=lambda t, q, qd: np.array([[-5.0]]),
+            dfdqd=lambda t, q, qd: np.array([[-0.7]]),
+        )
         m.jf2 = fm.JointForce(m.j2, [0.4, -1.2])
-        m.jf3 = fm.JointForce(m.j3, lambda t, q, qd: np.array([-2.0 * q[0], -1.5 * qd[1]]),
-                              dfdq=lambda t, q, qd: np.array([[-2.0, 0.0], [0.0, 0.0]]),
-                              dfdqd=lambda t, q, qd: np.array([[0.0, 0.0], [0.0, -1.5]]))
+        m.jf3 = fm.JointForce(
+            m.j3,
+            lambda t, q, qd: np.array([-2.0 * q[0], -1.5 * qd[1]]),
+            dfdq=lambda t, q, qd: np.array([[-2.0, 0.0], [0.0, 0.0]]),
+            dfdqd=lambda t, q, qd: np.array([[0.0, 0.0], [0.0, -1.5]]),
+        )
     return m
-
-
 
 
 def newton_euler_residual(system, model, q, qd, fd, t=0.0):

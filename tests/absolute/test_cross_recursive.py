@@ -47,8 +47,11 @@ def test_branched_tree_with_floating_base():
         for k in range(3):
             b = fm.RigidBody(1.0, (0.02, 0.05, 0.05), com=(0.25, 0, 0))
             setattr(m, f"{side}{k}", b)
-            setattr(m, f"j{side}{k}", fm.Revolute(prev, b, axis=(0, 0, 1) if k % 2 else (0, 1, 0),
-                                                  parent_frame=pf))
+            setattr(
+                m,
+                f"j{side}{k}",
+                fm.Revolute(prev, b, axis=(0, 0, 1) if k % 2 else (0, 1, 0), parent_frame=pf),
+            )
             setattr(m, f"tau{side}{k}", fm.JointForce(getattr(m, f"j{side}{k}"), [0.5 * (k + 1)]))
             prev, pf = b, (0.5, 0.0, 0.0)
     m.g = fm.Gravity((0, 0, -9.81))
@@ -63,8 +66,9 @@ def test_closed_loop_slider_crank_against_recursive_loops():
     import os
     import sys
 
-    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "examples")))
+    sys.path.insert(
+        0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    )
     import sda_slider_crank as sc
 
     m = sc.build(k=2e4, c=300.0, fa=150.0)

@@ -15,8 +15,10 @@ def _driven_model(kind, coordinate):
     m.b = fm.RigidBody(2.0, (0.2, 0.25, 0.3), com=(0.1, 0, 0.1))
     pose = (np.array([0.1, 0.2, 0.3]), fm.spatial.rotvec_to_rot([0.2, 0.1, 0.3]))
     m.ja = fm.Free(m.ground, m.a, q0=pose)
-    frames = dict(parent_frame=(rng.normal(size=3), rng.normal(size=3)),
-                  child_frame=(rng.normal(size=3), rng.normal(size=3)))
+    frames = dict(
+        parent_frame=(rng.normal(size=3), rng.normal(size=3)),
+        child_frame=(rng.normal(size=3), rng.normal(size=3)),
+    )
     joint = {
         "revolute": lambda: fm.Revolute(m.a, m.b, axis=(0.2, 0.3, 1.0), **frames),
         "prismatic": lambda: fm.Prismatic(m.a, m.b, axis=(1.0, 0.2, 0.1), **frames),
@@ -25,14 +27,27 @@ def _driven_model(kind, coordinate):
         "planar": lambda: fm.Planar(m.a, m.b, normal=(0, 0, 1), **frames),
     }[kind]()
     m.jb = joint
-    m.drive = JointDriver(joint, lambda t: 0.3 + 0.5 * np.sin(2 * t),
-                          lambda t: 1.0 * np.cos(2 * t), lambda t: -2.0 * np.sin(2 * t),
-                          coordinate=coordinate)
+    m.drive = JointDriver(
+        joint,
+        lambda t: 0.3 + 0.5 * np.sin(2 * t),
+        lambda t: 1.0 * np.cos(2 * t),
+        lambda t: -2.0 * np.sin(2 * t),
+        coordinate=coordinate,
+    )
     return m
 
 
-CASES = [("revolute", 0), ("prismatic", 0), ("cylindrical", 0), ("cylindrical", 1),
-         ("universal", 0), ("universal", 1), ("planar", 0), ("planar", 1), ("planar", 2)]
+CASES = [
+    ("revolute", 0),
+    ("prismatic", 0),
+    ("cylindrical", 0),
+    ("cylindrical", 1),
+    ("universal", 0),
+    ("universal", 1),
+    ("planar", 0),
+    ("planar", 1),
+    ("planar", 2),
+]
 
 
 @pytest.mark.parametrize("kind,coordinate", CASES)
@@ -52,8 +67,11 @@ def test_driver_derivatives(kind, coordinate):
     assert np.abs(pt - fd_t).max() < 1e-8 * (1 + np.abs(fd_t).max())
     # gamma = -d2/ds2 Phi(q + s qd, t + s)
     h = 1e-4
-    d2 = (cs.evaluate(q + h * qd, False, t + h) - 2 * cs.evaluate(q, False, t)
-          + cs.evaluate(q - h * qd, False, t - h)) / h**2
+    d2 = (
+        cs.evaluate(q + h * qd, False, t + h)
+        - 2 * cs.evaluate(q, False, t)
+        + cs.evaluate(q - h * qd, False, t - h)
+    ) / h**2
     assert rel_err(cs.gamma(q, qd, t), -d2) < 1e-6
     # the driven coordinate follows f(t) at consistent states
     s2 = _driven_model(kind, coordinate)

@@ -26,10 +26,18 @@ def rigid_model():
     import sda_slider_crank as ex
 
     m = ex.build(k=2e4, c=30.0, fa=5.0)
-    m.spring2 = fm.SpringDamperActuator(m.ground, (0.3, 1.2, 0.1), m.rod, (0.5, 0.02, 0.0),
-                                        k=800.0, c=12.0, fa=lambda t: 20.0 * np.sin(3.0 * t))
-    m.f_body = fm.PointForce(m.rod, (0.4, 0.05, -0.02), lambda t: (5.0 * t, -3.0, 1.0),
-                             frame="body")
+    m.spring2 = fm.SpringDamperActuator(
+        m.ground,
+        (0.3, 1.2, 0.1),
+        m.rod,
+        (0.5, 0.02, 0.0),
+        k=800.0,
+        c=12.0,
+        fa=lambda t: 20.0 * np.sin(3.0 * t),
+    )
+    m.f_body = fm.PointForce(
+        m.rod, (0.4, 0.05, -0.02), lambda t: (5.0 * t, -3.0, 1.0), frame="body"
+    )
     m.n_world = fm.PointTorque(m.crank, (0.0, 0.0, 40.0))
     m.n_body = fm.PointTorque(m.rod, (1.0, -2.0, 30.0), frame="body")
     m.g = fm.Gravity((0.0, -9.81, 0.0))
@@ -44,16 +52,25 @@ def flexible_model():
     m = fm.Model("flex_forces")
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
     m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
-    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.0, 0.0, 1.0), parent_frame=(0, 0.025, 0.025),
-                       child_frame=m.beam.interface("A"))
-    m.j1 = fm.Spherical(m.beam, m.tip, parent_frame=m.beam.interface("B"),
-                        child_frame=(0.05, 0.0, 0.0))
-    m.s_ground = fm.SpringDamperActuator(m.ground, (1.0, 0.8, 0.3), m.beam,
-                                         m.beam.interface("B"), k=3e3, c=20.0, fa=15.0)
-    m.s_tip = fm.SpringDamperActuator(m.beam, m.beam.point((0.5, 0.05, 0.05)), m.tip,
-                                      (0.1, 0.1, 0.0), k=2e3, c=8.0)
-    m.s_rigid = fm.SpringDamperActuator(m.tip, (0.0, 0.1, 0.0), m.ground, (1.5, 0.5, 0.0),
-                                        k=500.0, c=3.0)
+    m.j0 = fm.Revolute(
+        m.ground,
+        m.beam,
+        axis=(0.0, 0.0, 1.0),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=m.beam.interface("A"),
+    )
+    m.j1 = fm.Spherical(
+        m.beam, m.tip, parent_frame=m.beam.interface("B"), child_frame=(0.05, 0.0, 0.0)
+    )
+    m.s_ground = fm.SpringDamperActuator(
+        m.ground, (1.0, 0.8, 0.3), m.beam, m.beam.interface("B"), k=3e3, c=20.0, fa=15.0
+    )
+    m.s_tip = fm.SpringDamperActuator(
+        m.beam, m.beam.point((0.5, 0.05, 0.05)), m.tip, (0.1, 0.1, 0.0), k=2e3, c=8.0
+    )
+    m.s_rigid = fm.SpringDamperActuator(
+        m.tip, (0.0, 0.1, 0.0), m.ground, (1.5, 0.5, 0.0), k=500.0, c=3.0
+    )
     m.f1 = fm.PointForce(m.beam, m.beam.interface("B"), (10.0, -20.0, 5.0))
     m.f2 = fm.PointForce(m.beam, m.beam.point((0.75, 0.0, 0.05)), (3.0, 4.0, -2.0), frame="body")
     m.f3 = fm.PointForce(m.tip, (0.02, 0.0, 0.01), (1.0, 2.0, 3.0), frame="body")
@@ -66,10 +83,10 @@ def random_state(s, rng, modal=2e-3):
     qd = rng.normal(size=s.n)
     qdd = rng.normal(size=s.n)
     for i in range(s.nb):
-        q[7 * i + 3: 7 * i + 7] /= np.linalg.norm(q[7 * i + 3: 7 * i + 7])
-    q[s.n_rigid:] *= modal
-    qd[s.n_rigid:] *= 10 * modal
-    qdd[s.n_rigid:] *= 100 * modal
+        q[7 * i + 3 : 7 * i + 7] /= np.linalg.norm(q[7 * i + 3 : 7 * i + 7])
+    q[s.n_rigid :] *= modal
+    qd[s.n_rigid :] *= 10 * modal
+    qdd[s.n_rigid :] *= 100 * modal
     lam = rng.normal(size=s.nc) * 10
     return q, qd, qdd, lam
 
@@ -151,8 +168,11 @@ def test_simulation_equals_generic_path(system):
     trajectories to the Newton tolerance, and the same energy balance (spring energy,
     damper, actuator and external works)."""
     rigid = system.model.name == "sda_slider_crank"
-    opts = (dict(integrator="newmark", beta=0.25, gamma=0.5, dt=0.01) if rigid
-            else dict(integrator="generalized-alpha", rho_inf=0.8, dt=1e-3))
+    opts = (
+        dict(integrator="newmark", beta=0.25, gamma=0.5, dt=0.01)
+        if rigid
+        else dict(integrator="generalized-alpha", rho_inf=0.8, dt=1e-3)
+    )
     t_end = 20 * opts["dt"]
     fast = system.simulate(t_end, tol=1e-10, **opts)
     ref = system.simulate(t_end, tol=1e-10, engine=False, **opts)
@@ -178,10 +198,19 @@ def test_exact_jacobian_switch_kept():
     for exact in (True, False):
         s = ex.build(k=1e5, exact_jacobian=exact).compile("absolute")
         assert Engine.supports(s)
-        r = s.simulate(0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7,
-                       energy=False)
-        g = s.simulate(0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7,
-                       energy=False, engine=False)
+        r = s.simulate(
+            0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7, energy=False
+        )
+        g = s.simulate(
+            0.2,
+            dt=0.01,
+            integrator="newmark",
+            beta=0.25,
+            gamma=0.5,
+            tol=1e-7,
+            energy=False,
+            engine=False,
+        )
         assert np.array_equal(r.stats["newton_iterations"], g.stats["newton_iterations"])
         its[exact] = r.stats["newton_iterations"][1:].mean()
     assert its[False] > its[True]

@@ -20,16 +20,24 @@ def pendulum():
 
 def reference_angle(t_end):
     I = IZ + MASS * COM**2
-    sol = solve_ivp(lambda t, y: [y[1], -MASS * 9.81 * COM * np.cos(y[0]) / I], [0, t_end],
-                    [TH0, 0.0], rtol=1e-13, atol=1e-13)
+    sol = solve_ivp(
+        lambda t, y: [y[1], -MASS * 9.81 * COM * np.cos(y[0]) / I],
+        [0, t_end],
+        [TH0, 0.0],
+        rtol=1e-13,
+        atol=1e-13,
+    )
     return sol.y[0, -1]
 
 
-@pytest.mark.parametrize("integrator,opts", [
-    ("newmark", {}),
-    ("hht", {"alpha": -0.1}),
-    ("generalized-alpha", {"rho_inf": 0.6}),
-])
+@pytest.mark.parametrize(
+    "integrator,opts",
+    [
+        ("newmark", {}),
+        ("hht", {"alpha": -0.1}),
+        ("generalized-alpha", {"rho_inf": 0.6}),
+    ],
+)
 def test_second_order_convergence(integrator, opts):
     s = pendulum().compile("absolute")
     th = reference_angle(1.0)
@@ -52,8 +60,9 @@ def test_force_weighted_hht_is_first_order_with_euler_parameters():
     for form in ("acceleration", "force"):
         e = []
         for dt in (0.02, 0.01):
-            res = s.simulate(1.0, dt=dt, integrator="hht", alpha=-0.1, form=form, tol=1e-11,
-                             energy=False)
+            res = s.simulate(
+                1.0, dt=dt, integrator="hht", alpha=-0.1, form=form, tol=1e-11, energy=False
+            )
             x = s.rotation(res.q[-1], "b")[:, 0]
             e.append(np.linalg.norm(x - [np.cos(3.0), np.sin(3.0), 0]))
         errs[form] = np.log2(e[0] / e[1])
@@ -66,8 +75,9 @@ def test_newmark_energy_drift_bounded():
     energy error bounded (no trend) and of second order in the step."""
     m = fm.Model("top")
     m.top = fm.RigidBody(1.0, (0.02, 0.02, 0.01), com=(0, 0, 0.3))
-    m.pivot = fm.Spherical(m.ground, m.top, q0=fm.spatial.quat_from_rotvec([0.5, 0.0, 0.0]),
-                           qd0=[0.0, 0.0, 40.0])
+    m.pivot = fm.Spherical(
+        m.ground, m.top, q0=fm.spatial.quat_from_rotvec([0.5, 0.0, 0.0]), qd0=[0.0, 0.0, 40.0]
+    )
     m.g = fm.Gravity((0, 0, -9.81))
     s = m.compile("absolute")
     peaks = []
@@ -89,8 +99,15 @@ def test_energy_balance_with_damper_actuator_and_load():
     m = fm.Model("balance")
     m.b = fm.RigidBody(2.0, (0.1, 0.2, 0.2), com=(0.4, 0, 0))
     m.j = fm.Revolute(m.ground, m.b, q0=[0.3])
-    m.s = fm.SpringDamperActuator(m.ground, (0.0, -1.0, 0), m.b, (0.8, 0, 0), k=300.0, c=4.0,
-                                  fa=lambda t: 20.0 * np.sin(3 * t))
+    m.s = fm.SpringDamperActuator(
+        m.ground,
+        (0.0, -1.0, 0),
+        m.b,
+        (0.8, 0, 0),
+        k=300.0,
+        c=4.0,
+        fa=lambda t: 20.0 * np.sin(3 * t),
+    )
     m.f = fm.PointForce(m.b, (0.8, 0, 0), (0, 5.0, 0))
     m.g = fm.Gravity((0, -9.81, 0))
     s = m.compile("absolute")
@@ -113,8 +130,13 @@ def test_dissipative_scheme_dissipates():
 def test_stats_results_and_reactions():
     s = pendulum().compile("absolute")
     res = s.simulate(0.2, dt=0.01, integrator="newmark", tol=1e-9)
-    for key in ("newton_iterations", "residual", "residual_norms", "constraint_violation",
-                "step_time"):
+    for key in (
+        "newton_iterations",
+        "residual",
+        "residual_norms",
+        "constraint_violation",
+        "step_time",
+    ):
         assert key in res.stats
     assert res.stats["residual_norms"].shape == (21, 26)
     it = res.stats["newton_iterations"][1:]

@@ -36,15 +36,22 @@ def test_sda_body_level_jacobians(seed):
     m.b = fm.RigidBody(1.0, (1, 1, 1))
     m.ja = fm.Free(m.ground, m.a)
     m.jb = fm.Free(m.a, m.b)
-    m.s = fm.SpringDamperActuator(m.a, rng.normal(size=3), m.b, rng.normal(size=3),
-                                  k=rng.uniform(1, 1e4), c=rng.uniform(0, 100),
-                                  l0=rng.uniform(0.1, 2),
-                                  fa=rng.normal() * 10)
+    m.s = fm.SpringDamperActuator(
+        m.a,
+        rng.normal(size=3),
+        m.b,
+        rng.normal(size=3),
+        k=rng.uniform(1, 1e4),
+        c=rng.uniform(0, 100),
+        l0=rng.uniform(0.1, 2),
+        fa=rng.normal() * 10,
+    )
     bodies = [m.a, m.b]
     P = {b: (rotvec_to_rot(rng.normal(size=3)), rng.normal(size=3)) for b in bodies}
     V = {b: (rng.normal(size=3), rng.normal(size=3)) for b in bodies}
     J = {(bi, bj): (K, C) for bi, bj, K, C in m.s.jacobians(0.0, _State(P, V))}
     for bj in bodies:
+
         def wr_x(x, bj=bj):
             P2 = dict(P)
             R, r = P[bj]
@@ -74,8 +81,9 @@ def _sda_model(rng, ground_end=False):
     m.ja = fm.Free(m.ground, m.a)
     m.jb = fm.Free(m.a, m.b)
     bi = m.ground if ground_end else m.a
-    m.s = fm.SpringDamperActuator(bi, rng.normal(size=3), m.b, rng.normal(size=3), k=500.0, c=30.0,
-                                  l0=0.3, fa=4.0)
+    m.s = fm.SpringDamperActuator(
+        bi, rng.normal(size=3), m.b, rng.normal(size=3), k=500.0, c=30.0, l0=0.3, fa=4.0
+    )
     return m
 
 
@@ -195,7 +203,7 @@ def test_joint_force_power_and_jacobians():
     # compare along directions tangent to the constraint manifold (where exactness is claimed)
     P = s.constraint_jacobian(q).toarray()
     _, _, Vt = np.linalg.svd(P)
-    N = Vt[np.linalg.matrix_rank(P):].T  # null space of Phi_q
+    N = Vt[np.linalg.matrix_rank(P) :].T  # null space of Phi_q
     Kfd = central_jacobian(lambda x: s.generalized_forces(x, qd, 0.0), q)
     assert rel_err(_dense(KQ, (s.n, s.n)) @ N, Kfd @ N) < 1e-6
     Dfd = central_jacobian(lambda x: s.generalized_forces(q, x, 0.0), qd)

@@ -38,11 +38,15 @@ def double_pendulum_model():
     m.j1 = fm.Revolute(m.ground, m.b1)
     m.j2 = fm.Revolute(m.b1, m.b2, parent_frame=(L1, 0, 0))
     m.g = fm.Gravity((0, -G, 0))
-    m.t2 = fm.JointForce(m.j2, lambda t, q, qd: np.array([-K_T * q[0] - C_T * qd[0]]),
-                         dfdq=lambda t, q, qd: np.array([[-K_T]]),
-                         dfdqd=lambda t, q, qd: np.array([[-C_T]]))
-    m.s = fm.SpringDamperActuator(m.ground, (PG[0], PG[1], 0), m.b2, (P2[0], P2[1], 0), k=KS, c=CS,
-                                  l0=L0S, fa=FA)
+    m.t2 = fm.JointForce(
+        m.j2,
+        lambda t, q, qd: np.array([-K_T * q[0] - C_T * qd[0]]),
+        dfdq=lambda t, q, qd: np.array([[-K_T]]),
+        dfdqd=lambda t, q, qd: np.array([[-C_T]]),
+    )
+    m.s = fm.SpringDamperActuator(
+        m.ground, (PG[0], PG[1], 0), m.b2, (P2[0], P2[1], 0), k=KS, c=CS, l0=L0S, fa=FA
+    )
     return m
 
 
@@ -63,8 +67,12 @@ def double_pendulum_reference(q, qd):
     # SDA: attachment point on body 2 and its Jacobian
     R2 = np.array([[np.cos(p2), -np.sin(p2)], [np.sin(p2), np.cos(p2)]])
     P = L1 * u(p1) + R2 @ P2
-    JP = np.column_stack([L1 * up(p1) + np.array([[0, -1], [1, 0]]) @ (R2 @ P2),
-                          np.array([[0, -1], [1, 0]]) @ (R2 @ P2)])
+    JP = np.column_stack(
+        [
+            L1 * up(p1) + np.array([[0, -1], [1, 0]]) @ (R2 @ P2),
+            np.array([[0, -1], [1, 0]]) @ (R2 @ P2),
+        ]
+    )
     dvec = P - PG
     length = np.linalg.norm(dvec)
     uu = dvec / length
@@ -83,8 +91,12 @@ def test_double_pendulum_against_minimal_coordinates(seed):
     p1, p2 = q[0], q[0] + q[1]
     states = {
         "b1": (rotation_matrix((0, 0, 1), p1), np.zeros(3), np.array([0, 0, qd[0]]), np.zeros(3)),
-        "b2": (rotation_matrix((0, 0, 1), p2), np.append(L1 * u(p1), 0.0),
-               np.array([0, 0, qd[0] + qd[1]]), np.append(L1 * up(p1) * qd[0], 0.0)),
+        "b2": (
+            rotation_matrix((0, 0, 1), p2),
+            np.append(L1 * u(p1), 0.0),
+            np.array([0, 0, qd[0] + qd[1]]),
+            np.append(L1 * up(p1) * qd[0], 0.0),
+        ),
     }
     Q, QD = s.state_from_bodies(states)
     assert np.abs(s.constraint(Q)).max() < 1e-14
@@ -133,12 +145,24 @@ def test_slider_crank_against_one_dof_model(th, thd):
     l0 = m.sda.l0
     Rz = lambda a: rotation_matrix((0, 0, 1), a)
     states = {
-        "crank": (Rz(th), np.array([np.cos(th), np.sin(th), 0]), np.array([0, 0, thd]),
-                  np.array([-np.sin(th), np.cos(th), 0]) * thd),
-        "rod": (Rz(-th), np.array([3 * np.cos(th), np.sin(th), 0]), np.array([0, 0, -thd]),
-                np.array([-3 * np.sin(th), np.cos(th), 0]) * thd),
-        "slider": (np.eye(3), np.array([4 * np.cos(th), 0, 0]), np.zeros(3),
-                   np.array([-4 * np.sin(th), 0, 0]) * thd),
+        "crank": (
+            Rz(th),
+            np.array([np.cos(th), np.sin(th), 0]),
+            np.array([0, 0, thd]),
+            np.array([-np.sin(th), np.cos(th), 0]) * thd,
+        ),
+        "rod": (
+            Rz(-th),
+            np.array([3 * np.cos(th), np.sin(th), 0]),
+            np.array([0, 0, -thd]),
+            np.array([-3 * np.sin(th), np.cos(th), 0]) * thd,
+        ),
+        "slider": (
+            np.eye(3),
+            np.array([4 * np.cos(th), 0, 0]),
+            np.zeros(3),
+            np.array([-4 * np.sin(th), 0, 0]) * thd,
+        ),
     }
     Q, QD = s.state_from_bodies(states)
     assert np.abs(s.constraint(Q)).max() < 1e-14

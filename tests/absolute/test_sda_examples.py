@@ -12,8 +12,14 @@ sys.path.insert(0, os.path.abspath(EXAMPLES))
 def test_slider_crank_iterations_trend(tmp_path):
     import sda_slider_crank as ex
 
-    out = ex.main(out_dir=str(tmp_path), k_values=(1e2, 1e4, 1e6), c_values=(1e1, 1e4),
-                  steps=15, static_k=(2e4,), plot=True)
+    out = ex.main(
+        out_dir=str(tmp_path),
+        k_values=(1e2, 1e4, 1e6),
+        c_values=(1e1, 1e4),
+        steps=15,
+        static_k=(2e4,),
+        plot=True,
+    )
     assert (tmp_path / "sda_slider_crank.md").exists()
     assert (tmp_path / "sda_slider_crank.png").exists()
     exact = [a for a, _ in out["k"]] + [a for a, _ in out["c"]]

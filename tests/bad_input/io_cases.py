@@ -28,12 +28,19 @@ class Oscillator:
         self.t += self.h
 
     def sample(self):
-        return {"q": np.array([self.x]), "qd": np.array([self.v]),
-                "energy:total": 0.5 * (self.x ** 2 + self.v ** 2)}
+        return {
+            "q": np.array([self.x]),
+            "qd": np.array([self.v]),
+            "energy:total": 0.5 * (self.x**2 + self.v**2),
+        }
 
     def header(self):
-        return {"coordinates": [("x", "x")], "speeds": [("x", "v")], "joint_names": [],
-                "meta": {"model": "oscillator"}}
+        return {
+            "coordinates": [("x", "x")],
+            "speeds": [("x", "v")],
+            "joint_names": [],
+            "meta": {"model": "oscillator"},
+        }
 
     def state_dict(self):
         return {"t": self.t, "x": self.x, "v": self.v}
@@ -47,9 +54,16 @@ class Oscillator:
 
 def small_results(nt=5):
     t = np.linspace(0.0, 1.0, nt)
-    return Results(t, np.c_[np.sin(t)], np.c_[np.cos(t)], coordinates=[("j", "angle")],
-                   speeds=[("j", "rate")], joint_names=["j"],
-                   energy={"kinetic": 0.5 * np.cos(t) ** 2}, meta={"model": "small"})
+    return Results(
+        t,
+        np.c_[np.sin(t)],
+        np.c_[np.cos(t)],
+        coordinates=[("j", "angle")],
+        speeds=[("j", "rate")],
+        joint_names=["j"],
+        energy={"kinetic": 0.5 * np.cos(t) ** 2},
+        meta={"model": "small"},
+    )
 
 
 def results_file(tmp, suffix=".h5"):
@@ -68,11 +82,22 @@ def reduced_file(tmp, name="body.npz"):
 
     m = 1
     body = ReducedBody(
-        nodes=np.array([[0.0, 0, 0], [1.0, 0, 0]]), cells=np.array([[0, 1]]),
-        modes=np.ones((6, m)), frequencies=np.ones(m), mode_frequencies=np.ones(m),
-        M_ff=np.eye(m), K_ff=np.eye(m), D_ff=np.zeros((m, m)), mass=1.0,
-        material=np.array([2.1e11, 0.3, 7850.0]), name="tiny", cell_type="line",
-        mode_kind=["normal"], mode_label=["bend"], mode_mix=[""])
+        nodes=np.array([[0.0, 0, 0], [1.0, 0, 0]]),
+        cells=np.array([[0, 1]]),
+        modes=np.ones((6, m)),
+        frequencies=np.ones(m),
+        mode_frequencies=np.ones(m),
+        M_ff=np.eye(m),
+        K_ff=np.eye(m),
+        D_ff=np.zeros((m, m)),
+        mass=1.0,
+        material=np.array([2.1e11, 0.3, 7850.0]),
+        name="tiny",
+        cell_type="line",
+        mode_kind=["normal"],
+        mode_label=["bend"],
+        mode_mix=[""],
+    )
     path = tmp / name
     body.save(path)
     return path
@@ -131,8 +156,9 @@ def _foreign_npz(tmp, good):
 
 def _pickled_npz(tmp, good):
     out = tmp / "pickled.npz"
-    np.savez(out, __header__=np.array([{"evil": 1}], dtype=object),
-             schema=np.array([{}], dtype=object))
+    np.savez(
+        out, __header__=np.array([{"evil": 1}], dtype=object), schema=np.array([{}], dtype=object)
+    )
     return out
 
 
@@ -157,10 +183,19 @@ def _missing_arrays_npz(tmp, good):
 
 def _inconsistent_npz(tmp, good):
     out = tmp / "inconsistent.npz"
-    header = ('{"schema": 1, "coordinates": [["j", "a"]], "speeds": [["j", "r"]], '
-              '"joint_names": [], "meta": {}}')
-    np.savez(out, __header__=np.array(header), t=np.zeros(4), q=np.zeros((3, 1)),
-             qd=np.zeros((4, 1)), qdd=np.zeros((4, 1)), reactions=np.zeros((4, 0, 6)))
+    header = (
+        '{"schema": 1, "coordinates": [["j", "a"]], "speeds": [["j", "r"]], '
+        '"joint_names": [], "meta": {}}'
+    )
+    np.savez(
+        out,
+        __header__=np.array(header),
+        t=np.zeros(4),
+        q=np.zeros((3, 1)),
+        qd=np.zeros((4, 1)),
+        qdd=np.zeros((4, 1)),
+        reactions=np.zeros((4, 0, 6)),
+    )
     return out
 
 
@@ -195,11 +230,21 @@ def _bad_shapes_body(tmp, good):
 
 
 CORRUPTIONS = {
-    "truncated": _truncated, "empty": _empty, "text": _text, "random-bytes": _random,
-    "hdf5-magic-only": _hdf5_magic_only, "zip-magic-only": _zip_magic_only,
-    "foreign-h5": _foreign_h5, "foreign-npz": _foreign_npz, "pickled-npz": _pickled_npz,
-    "npy": _npy, "bad-json-header": _bad_json_npz, "missing-arrays": _missing_arrays_npz,
-    "inconsistent-lengths": _inconsistent_npz, "directory": _directory, "missing": _missing,
+    "truncated": _truncated,
+    "empty": _empty,
+    "text": _text,
+    "random-bytes": _random,
+    "hdf5-magic-only": _hdf5_magic_only,
+    "zip-magic-only": _zip_magic_only,
+    "foreign-h5": _foreign_h5,
+    "foreign-npz": _foreign_npz,
+    "pickled-npz": _pickled_npz,
+    "npy": _npy,
+    "bad-json-header": _bad_json_npz,
+    "missing-arrays": _missing_arrays_npz,
+    "inconsistent-lengths": _inconsistent_npz,
+    "directory": _directory,
+    "missing": _missing,
     "other-kind": _other_kind,
 }
 #: corruptions only meaningful for some loaders
@@ -211,10 +256,13 @@ def script(tmp, body, name="model.py"):
     """A model script that leaves ``ran.marker`` when it runs (to see that a bad
     argument is refused before the script's work)."""
     path = tmp / name
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         import pathlib
-        pathlib.Path({str(tmp / 'ran.marker')!r}).write_text("ran")
-    """) + textwrap.dedent(body))
+        pathlib.Path({str(tmp / "ran.marker")!r}).write_text("ran")
+    """)
+        + textwrap.dedent(body)
+    )
     return path
 
 

@@ -57,15 +57,17 @@ def beam(nx=6, ny=1, length=1.0, h=0.05):
     """Hexahedral beam along x, ``length`` x ``h`` x ``h`` (m): 28 nodes for 6 x 1 x 1."""
     import skfem
 
-    return skfem.MeshHex1.init_tensor(np.linspace(0, length, nx + 1), np.linspace(0, h, ny + 1),
-                                      np.linspace(0, h, ny + 1))
+    return skfem.MeshHex1.init_tensor(
+        np.linspace(0, length, nx + 1), np.linspace(0, h, ny + 1), np.linspace(0, h, ny + 1)
+    )
 
 
 def tet_beam():
     import skfem
 
-    return skfem.MeshTet1.init_tensor(np.linspace(0, 1, 4), np.linspace(0, 0.1, 2),
-                                      np.linspace(0, 0.1, 2))
+    return skfem.MeshTet1.init_tensor(
+        np.linspace(0, 1, 4), np.linspace(0, 0.1, 2), np.linspace(0, 0.1, 2)
+    )
 
 
 def with_points(mesh, edit):
@@ -81,8 +83,10 @@ def meshio_of(mesh):
     from skfem.io.meshio import to_meshio
 
     m = to_meshio(mesh)
-    return meshio.Mesh(np.array(m.points, dtype=float, copy=True),
-                       [(c.type, np.array(c.data, copy=True)) for c in m.cells])
+    return meshio.Mesh(
+        np.array(m.points, dtype=float, copy=True),
+        [(c.type, np.array(c.data, copy=True)) for c in m.cells],
+    )
 
 
 def meshio_cells(points, cells):
@@ -117,8 +121,12 @@ def reduce(mesh=None, strategy=None, **kw):
     from flexmbd.fem import NormalModes
     from flexmbd.fem import reduce as _reduce
 
-    return _reduce(beam() if mesh is None else mesh, steel(),
-                   NormalModes(3) if strategy is None else strategy, **kw)
+    return _reduce(
+        beam() if mesh is None else mesh,
+        steel(),
+        NormalModes(3) if strategy is None else strategy,
+        **kw,
+    )
 
 
 def end(x=0.0):
@@ -128,8 +136,12 @@ def end(x=0.0):
 @functools.cache
 def reduced_beam(stress_modes=True):
     """Clamped-free Craig-Bampton beam (1 m, 28 nodes), interface 'A' at x = 0."""
-    return reduce(strategy=fm.CraigBampton(3, interfaces={"A": end(0.0)}),
-                  stress_modes=stress_modes, geometric=False, name="beam")
+    return reduce(
+        strategy=fm.CraigBampton(3, interfaces={"A": end(0.0)}),
+        stress_modes=stress_modes,
+        geometric=False,
+        name="beam",
+    )
 
 
 def flexible(stress_modes=True, **kw):
@@ -164,8 +176,10 @@ def urdf(tmp_text):
 
 
 def link(name, mass="1", extra=""):
-    return (f"<link name='{name}'><inertial><mass value='{mass}'/><inertia ixx='1' iyy='1' "
-            f"izz='1' ixy='0' ixz='0' iyz='0'/></inertial>{extra}</link>")
+    return (
+        f"<link name='{name}'><inertial><mass value='{mass}'/><inertia ixx='1' iyy='1' "
+        f"izz='1' ixy='0' ixz='0' iyz='0'/></inertial>{extra}</link>"
+    )
 
 
 def robot(*parts):
@@ -173,8 +187,10 @@ def robot(*parts):
 
 
 def revolute(parent="a", child="b", axis="0 0 1"):
-    return (f"<joint name='j' type='revolute'><parent link='{parent}'/><child link='{child}'/>"
-            f"<axis xyz='{axis}'/></joint>")
+    return (
+        f"<joint name='j' type='revolute'><parent link='{parent}'/><child link='{child}'/>"
+        f"<axis xyz='{axis}'/></joint>"
+    )
 
 
 # -- views --------------------------------------------------------------------------------

@@ -48,14 +48,23 @@ LOADERS = {
     "FlexibleBody(path)": (C.reduced_file, _flexible_body, FileError),
 }
 CLI_LOADERS = {
-    "cli-info-results": (lambda tmp: C.results_file(tmp, ".h5"),
-                         lambda p, tmp: ["info", str(p)]),
+    "cli-info-results": (lambda tmp: C.results_file(tmp, ".h5"), lambda p, tmp: ["info", str(p)]),
     "cli-info-body": (C.reduced_file, lambda p, tmp: ["info", str(p)]),
-    "cli-render": (lambda tmp: C.results_file(tmp, ".h5"),
-                   lambda p, tmp: ["render", str(p), "-o", str(tmp / "out.gif")]),
-    "cli-resume": (C.checkpoint_file,
-                   lambda p, tmp: ["simulate", str(C.pendulum_script(tmp)), "-o",
-                                   str(tmp / "out.h5"), "--resume", str(p)]),
+    "cli-render": (
+        lambda tmp: C.results_file(tmp, ".h5"),
+        lambda p, tmp: ["render", str(p), "-o", str(tmp / "out.gif")],
+    ),
+    "cli-resume": (
+        C.checkpoint_file,
+        lambda p, tmp: [
+            "simulate",
+            str(C.pendulum_script(tmp)),
+            "-o",
+            str(tmp / "out.h5"),
+            "--resume",
+            str(p),
+        ],
+    ),
 }
 
 
@@ -67,7 +76,7 @@ def _loader_cases():
             corruptions.update(C.CHECKPOINT_ONLY)
         if "Body" in lname:
             corruptions.update(C.BODY_ONLY)
-            corruptions.pop("inconsistent-lengths")     # a results-file defect
+            corruptions.pop("inconsistent-lengths")  # a results-file defect
         for cname, spoil in corruptions.items():
             cases.append(pytest.param(good, spoil, load, error, id=f"{lname}-{cname}"))
     return cases
@@ -81,16 +90,28 @@ def test_damaged_file_raises_a_named_error(tmp_path, good, spoil, load, error):
         load(path)
     assert isinstance(info.value, FlexmbdError)
     assert path.name in str(info.value)
-    assert _snapshot(path) == before                  # a failed load changes nothing
+    assert _snapshot(path) == before  # a failed load changes nothing
 
 
 def _cli_loader_cases():
-    picked = ("truncated", "empty", "random-bytes", "foreign-h5", "foreign-npz", "pickled-npz",
-              "directory", "missing", "other-kind")
-    return [pytest.param(good, C.CORRUPTIONS[c], argv, id=f"{n}-{c}")
-            for n, (good, argv) in CLI_LOADERS.items() for c in picked
-            if not (n == "cli-info-body" and c == "other-kind")      # info reads both kinds
-            and not (n == "cli-info-results" and c == "other-kind")]
+    picked = (
+        "truncated",
+        "empty",
+        "random-bytes",
+        "foreign-h5",
+        "foreign-npz",
+        "pickled-npz",
+        "directory",
+        "missing",
+        "other-kind",
+    )
+    return [
+        pytest.param(good, C.CORRUPTIONS[c], argv, id=f"{n}-{c}")
+        for n, (good, argv) in CLI_LOADERS.items()
+        for c in picked
+        if not (n == "cli-info-body" and c == "other-kind")  # info reads both kinds
+        and not (n == "cli-info-results" and c == "other-kind")
+    ]
 
 
 @pytest.mark.parametrize("good, spoil, argv", _cli_loader_cases())
@@ -102,20 +123,27 @@ def test_cli_on_a_damaged_file_exits_2_with_one_line(tmp_path, capsys, good, spo
 # -- writing: paths that cannot take the file ---------------------------------------------
 def _save(suffix, where, format=None):
     def case(tmp):
-        target = {"missing-dir": tmp / "no" / "such" / f"r{suffix}",
-                  "is-directory": _mkdir(tmp / f"dir{suffix}"),
-                  "parent-is-file": _touch(tmp / "file") / f"r{suffix}",
-                  "unknown-extension": tmp / f"r{suffix}"}[where]
+        target = {
+            "missing-dir": tmp / "no" / "such" / f"r{suffix}",
+            "is-directory": _mkdir(tmp / f"dir{suffix}"),
+            "parent-is-file": _touch(tmp / "file") / f"r{suffix}",
+            "unknown-extension": tmp / f"r{suffix}",
+        }[where]
         return (lambda: C.small_results().save(target, format=format)), target
+
     return case
 
 
 def _checkpoint_run(where):
     def case(tmp):
-        target = {"missing-dir": tmp / "no" / "cp.h5", "is-directory": _mkdir(tmp / "cpdir"),
-                  "parent-is-file": _touch(tmp / "file") / "cp.h5",
-                  "existing-file": C.checkpoint_file(tmp, "old.h5")}[where]
+        target = {
+            "missing-dir": tmp / "no" / "cp.h5",
+            "is-directory": _mkdir(tmp / "cpdir"),
+            "parent-is-file": _touch(tmp / "file") / "cp.h5",
+            "existing-file": C.checkpoint_file(tmp, "old.h5"),
+        }[where]
         return (lambda: run(C.Oscillator(), 0.1, checkpoint=target)), target
+
     return case
 
 
@@ -126,16 +154,25 @@ def _simulate(where):
         m = fm.Model("pendulum")
         m.link = fm.RigidBody.rod(1.0, 1.0, origin="end")
         m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
-        target = {"missing-dir": tmp / "no" / "cp.h5", "is-directory": _mkdir(tmp / "cpdir"),
-                  "parent-is-file": _touch(tmp / "file") / "cp.h5",
-                  "existing-file": C.checkpoint_file(tmp, "old.h5")}[where]
-        return (lambda: m.simulate(0.05, dt=0.01, integrator=INTEGRATOR[where],
-                                   checkpoint=target)), target
+        target = {
+            "missing-dir": tmp / "no" / "cp.h5",
+            "is-directory": _mkdir(tmp / "cpdir"),
+            "parent-is-file": _touch(tmp / "file") / "cp.h5",
+            "existing-file": C.checkpoint_file(tmp, "old.h5"),
+        }[where]
+        return (
+            lambda: m.simulate(0.05, dt=0.01, integrator=INTEGRATOR[where], checkpoint=target)
+        ), target
+
     return case
 
 
-INTEGRATOR = {"missing-dir": "rk4", "is-directory": "newmark", "parent-is-file": "rk45",
-              "existing-file": "newmark"}
+INTEGRATOR = {
+    "missing-dir": "rk4",
+    "is-directory": "newmark",
+    "parent-is-file": "rk45",
+    "existing-file": "newmark",
+}
 
 
 def _resume_changed_model(change):
@@ -152,25 +189,42 @@ def _resume_changed_model(change):
 
         cp = tmp / "run.h5"
         build().simulate(0.05, dt=0.01, integrator="rk4", checkpoint=cp, every=2)
-        other = {"mass": dict(mass=2.0), "gravity": dict(g=-1.62), "spring": dict(k=6.0),
-                 "axis": dict(axis=(0, 0, -1))}[change]
+        other = {
+            "mass": dict(mass=2.0),
+            "gravity": dict(g=-1.62),
+            "spring": dict(k=6.0),
+            "axis": dict(axis=(0, 0, -1)),
+        }[change]
         return (lambda: resume(cp, model=build(**other), t_end=0.1)), cp
+
     return case
 
 
 API_CASES = [
-    *[pytest.param(_save(s, w), FileError, id=f"save{s}-{w}")
-      for s in (".h5", ".npz") for w in ("missing-dir", "is-directory", "parent-is-file")],
-    *[pytest.param(_save(s, "unknown-extension"), FileError, id=f"save-extension{s or '-none'}")
-      for s in (".txt", "", ".csv")],
-    pytest.param(_save(".h5", "unknown-extension", format="mat"), FlexmbdError,
-                 id="save-unknown-format"),
-    *[pytest.param(_checkpoint_run(w), FileError, id=f"run-checkpoint-{w}")
-      for w in ("missing-dir", "is-directory", "parent-is-file", "existing-file")],
-    *[pytest.param(_simulate(w), FileError, id=f"simulate-checkpoint-{w}")
-      for w in ("missing-dir", "is-directory", "parent-is-file", "existing-file")],
-    *[pytest.param(_resume_changed_model(c), ModelError, id=f"resume-changed-{c}")
-      for c in ("mass", "gravity", "spring", "axis")],
+    *[
+        pytest.param(_save(s, w), FileError, id=f"save{s}-{w}")
+        for s in (".h5", ".npz")
+        for w in ("missing-dir", "is-directory", "parent-is-file")
+    ],
+    *[
+        pytest.param(_save(s, "unknown-extension"), FileError, id=f"save-extension{s or '-none'}")
+        for s in (".txt", "", ".csv")
+    ],
+    pytest.param(
+        _save(".h5", "unknown-extension", format="mat"), FlexmbdError, id="save-unknown-format"
+    ),
+    *[
+        pytest.param(_checkpoint_run(w), FileError, id=f"run-checkpoint-{w}")
+        for w in ("missing-dir", "is-directory", "parent-is-file", "existing-file")
+    ],
+    *[
+        pytest.param(_simulate(w), FileError, id=f"simulate-checkpoint-{w}")
+        for w in ("missing-dir", "is-directory", "parent-is-file", "existing-file")
+    ],
+    *[
+        pytest.param(_resume_changed_model(c), ModelError, id=f"resume-changed-{c}")
+        for c in ("mass", "gravity", "spring", "axis")
+    ],
 ]
 
 
@@ -182,19 +236,25 @@ def test_unusable_path_or_model_is_refused(tmp_path, make, error):
         call()
     assert str(getattr(name, "name", name)) in str(info.value)
     if before is not None:
-        assert _snapshot(name) == before                  # an existing file is untouched
-    assert not list(tmp_path.rglob("*.tmp*"))            # no temporary file left behind
+        assert _snapshot(name) == before  # an existing file is untouched
+    assert not list(tmp_path.rglob("*.tmp*"))  # no temporary file left behind
 
 
 # -- the command line: flags x bad values, paths -------------------------------------------
 def _reduce(*extra, mesh=BEAM):
-    return lambda tmp: ["reduce", str(mesh), "--strategy", "normal", "-o",
-                        str(tmp / "b.npz"), *extra]
+    return lambda tmp: [
+        "reduce",
+        str(mesh),
+        "--strategy",
+        "normal",
+        "-o",
+        str(tmp / "b.npz"),
+        *extra,
+    ]
 
 
 def _compare(*extra):
-    return lambda tmp: ["compare-modes", str(BEAM), "--fixed", "A", "--load", "B:0,1,0",
-                        *extra]
+    return lambda tmp: ["compare-modes", str(BEAM), "--fixed", "A", "--load", "B:0,1,0", *extra]
 
 
 def _render(*extra):
@@ -202,8 +262,15 @@ def _render(*extra):
 
 
 def _sim(*extra, out="r.h5"):
-    return lambda tmp: ["simulate", str(C.pendulum_script(tmp)), "-o", str(tmp / out),
-                        "--integrator", "rk4", *extra]
+    return lambda tmp: [
+        "simulate",
+        str(C.pendulum_script(tmp)),
+        "-o",
+        str(tmp / out),
+        "--integrator",
+        "rk4",
+        *extra,
+    ]
 
 
 BAD_VALUES = {
@@ -227,19 +294,28 @@ BAD_VALUES = {
     "reduce --interface A": (_reduce("--interface", "A"), "--interface"),
     "reduce --fixed plane:0,0:1,0,0": (_reduce("--fixed", "plane:0,0:1,0,0"), "plane:0,0"),
     "reduce --fixed sphere:0,0,0": (_reduce("--fixed", "sphere:0,0,0"), "sphere:0,0,0"),
-    "reduce ritz without --load": (lambda tmp: ["reduce", str(BEAM), "--strategy", "ritz",
-                                                "-o", str(tmp / "b.npz")], "ritz"),
+    "reduce ritz without --load": (
+        lambda tmp: ["reduce", str(BEAM), "--strategy", "ritz", "-o", str(tmp / "b.npz")],
+        "ritz",
+    ),
     "reduce --load B:1,2": (_reduce("--load", "B:1,2"), "--load"),
     "reduce missing mesh": (_reduce(mesh="missing.msh"), "missing.msh"),
     "reduce missing mesh (craig-bampton)": (
         lambda tmp: ["reduce", str(tmp / "missing.msh"), "-o", str(tmp / "b.npz")],
-        "missing.msh"),
-    "reduce mesh is a directory": (lambda tmp: ["reduce", str(tmp), "-o", str(tmp / "b.npz")],
-                                   str(Path("x").name)),
-    "reduce -o x.txt": (lambda tmp: ["reduce", str(BEAM), "--strategy", "normal", "-o",
-                                     str(tmp / "x.txt")], "x.txt"),
-    "reduce -o missing dir": (lambda tmp: ["reduce", str(BEAM), "--strategy", "normal", "-o",
-                                           str(tmp / "no" / "b.npz")], "no"),
+        "missing.msh",
+    ),
+    "reduce mesh is a directory": (
+        lambda tmp: ["reduce", str(tmp), "-o", str(tmp / "b.npz")],
+        str(Path("x").name),
+    ),
+    "reduce -o x.txt": (
+        lambda tmp: ["reduce", str(BEAM), "--strategy", "normal", "-o", str(tmp / "x.txt")],
+        "x.txt",
+    ),
+    "reduce -o missing dir": (
+        lambda tmp: ["reduce", str(BEAM), "--strategy", "normal", "-o", str(tmp / "no" / "b.npz")],
+        "no",
+    ),
     "compare --n-freq 0": (_compare("--n-freq", "0"), "--n-freq"),
     "compare --n-freq -1": (_compare("--n-freq", "-1"), "--n-freq"),
     "compare --steps 0": (_compare("--steps", "0"), "--steps"),
@@ -247,9 +323,13 @@ BAD_VALUES = {
     "compare without --fixed": (lambda tmp: ["compare-modes", str(BEAM)], "--fixed"),
     "compare -o x.txt": (lambda tmp: _compare("-o", str(tmp / "x.txt"))(tmp), "x.txt"),
     "compare --figure missing dir": (
-        lambda tmp: _compare("--figure", str(tmp / "no" / "f.png"))(tmp), "f.png"),
-    "compare missing mesh": (lambda tmp: ["compare-modes", "gone.msh", "--fixed", "A",
-                                          "--load", "B:0,1,0"], "gone.msh"),
+        lambda tmp: _compare("--figure", str(tmp / "no" / "f.png"))(tmp),
+        "f.png",
+    ),
+    "compare missing mesh": (
+        lambda tmp: ["compare-modes", "gone.msh", "--fixed", "A", "--load", "B:0,1,0"],
+        "gone.msh",
+    ),
     # render
     "render --fps 0": (_render("--fps", "0"), "--fps"),
     "render --fps -5": (_render("--fps", "-5"), "--fps"),
@@ -265,12 +345,18 @@ BAD_VALUES = {
     "render --size 0x0": (_render("--size", "0x0"), "--size"),
     "render --size big": (_render("--size", "big"), "--size"),
     "render --field heat": (_render("--field", "heat"), "heat"),
-    "render -o x.txt": (lambda tmp: ["render", str(C.results_file(tmp)), "-o",
-                                     str(tmp / "x.txt")], "x.txt"),
-    "render -o missing dir": (lambda tmp: ["render", str(C.results_file(tmp)), "-o",
-                                           str(tmp / "no" / "a.gif")], "a.gif"),
-    "render missing results": (lambda tmp: ["render", "gone.h5", "-o", str(tmp / "a.gif")],
-                               "gone.h5"),
+    "render -o x.txt": (
+        lambda tmp: ["render", str(C.results_file(tmp)), "-o", str(tmp / "x.txt")],
+        "x.txt",
+    ),
+    "render -o missing dir": (
+        lambda tmp: ["render", str(C.results_file(tmp)), "-o", str(tmp / "no" / "a.gif")],
+        "a.gif",
+    ),
+    "render missing results": (
+        lambda tmp: ["render", "gone.h5", "-o", str(tmp / "a.gif")],
+        "gone.h5",
+    ),
     # simulate
     "simulate --t-end 0": (_sim("--t-end", "0"), "--t-end"),
     "simulate --t-end -1": (_sim("--t-end", "-1"), "--t-end"),
@@ -283,38 +369,75 @@ BAD_VALUES = {
     "simulate --every 0": (_sim("--t-end", "1", "--every", "0"), "--every"),
     "simulate --formulation lagrange": (_sim("--formulation", "lagrange"), "lagrange"),
     "simulate missing script": (lambda tmp: ["simulate", str(tmp / "gone.py")], "gone.py"),
-    "simulate -o missing dir": (_sim("--t-end", "0.1", "--dt", "0.01",
-                                     out="nonexistent/dir/run.h5"), "run.h5"),
+    "simulate -o missing dir": (
+        _sim("--t-end", "0.1", "--dt", "0.01", out="nonexistent/dir/run.h5"),
+        "run.h5",
+    ),
     "simulate -o x.txt": (_sim("--t-end", "0.1", "--dt", "0.01", out="x.txt"), "x.txt"),
     "simulate -o no extension": (_sim("--t-end", "0.1", "--dt", "0.01", out="run"), "run"),
-    "simulate -o directory": (lambda tmp: _sim("--t-end", "0.1", out=_mkdir(tmp / "d.h5"))(
-        tmp), "d.h5"),
+    "simulate -o directory": (
+        lambda tmp: _sim("--t-end", "0.1", out=_mkdir(tmp / "d.h5"))(tmp),
+        "d.h5",
+    ),
     "simulate --checkpoint directory": (
         lambda tmp: _sim("--t-end", "0.1", "--dt", "0.01", "--checkpoint", str(tmp))(tmp),
-        str(Path("x").name)),
+        str(Path("x").name),
+    ),
     "simulate --checkpoint missing dir": (
-        lambda tmp: _sim("--t-end", "0.1", "--dt", "0.01", "--checkpoint",
-                         str(tmp / "no" / "cp.h5"))(tmp), "cp.h5"),
+        lambda tmp: _sim(
+            "--t-end", "0.1", "--dt", "0.01", "--checkpoint", str(tmp / "no" / "cp.h5")
+        )(tmp),
+        "cp.h5",
+    ),
     "simulate --checkpoint existing": (
-        lambda tmp: _sim("--t-end", "0.1", "--dt", "0.01", "--checkpoint",
-                         str(C.checkpoint_file(tmp, "keep.h5")))(tmp), "keep.h5"),
+        lambda tmp: _sim(
+            "--t-end", "0.1", "--dt", "0.01", "--checkpoint", str(C.checkpoint_file(tmp, "keep.h5"))
+        )(tmp),
+        "keep.h5",
+    ),
     "simulate -o is the checkpoint": (
-        lambda tmp: _sim("--t-end", "0.1", "--dt", "0.01", "--checkpoint",
-                         str(tmp / "same.h5"), out="same.h5")(tmp), "same.h5"),
+        lambda tmp: _sim(
+            "--t-end", "0.1", "--dt", "0.01", "--checkpoint", str(tmp / "same.h5"), out="same.h5"
+        )(tmp),
+        "same.h5",
+    ),
     "simulate --resume missing": (
-        lambda tmp: _sim("--resume", str(tmp / "gone.h5"))(tmp), "gone.h5"),
+        lambda tmp: _sim("--resume", str(tmp / "gone.h5"))(tmp),
+        "gone.h5",
+    ),
     "simulate --resume and other --checkpoint": (
-        lambda tmp: _sim("--resume", str(C.checkpoint_file(tmp, "a.h5")), "--checkpoint",
-                         str(tmp / "b.h5"))(tmp), "--checkpoint"),
+        lambda tmp: _sim(
+            "--resume", str(C.checkpoint_file(tmp, "a.h5")), "--checkpoint", str(tmp / "b.h5")
+        )(tmp),
+        "--checkpoint",
+    ),
     "simulate script raises": (
-        lambda tmp: ["simulate", str(C.script(tmp, "raise RuntimeError('boom')\n", "bad.py")),
-                     "-o", str(tmp / "r.h5")], "bad.py"),
+        lambda tmp: [
+            "simulate",
+            str(C.script(tmp, "raise RuntimeError('boom')\n", "bad.py")),
+            "-o",
+            str(tmp / "r.h5"),
+        ],
+        "bad.py",
+    ),
     "simulate script syntax error": (
-        lambda tmp: ["simulate", str(C.script(tmp, "def (:\n", "syntax.py")), "-o",
-                     str(tmp / "r.h5")], "syntax.py"),
+        lambda tmp: [
+            "simulate",
+            str(C.script(tmp, "def (:\n", "syntax.py")),
+            "-o",
+            str(tmp / "r.h5"),
+        ],
+        "syntax.py",
+    ),
     "simulate script defines nothing": (
-        lambda tmp: ["simulate", str(C.script(tmp, "x = 1\n", "empty.py")), "-o",
-                     str(tmp / "r.h5")], "empty.py"),
+        lambda tmp: [
+            "simulate",
+            str(C.script(tmp, "x = 1\n", "empty.py")),
+            "-o",
+            str(tmp / "r.h5"),
+        ],
+        "empty.py",
+    ),
     "info missing": (lambda tmp: ["info", str(tmp / "gone.npz")], "gone.npz"),
     "unknown command": (lambda tmp: ["explode"], "explode"),
 }
@@ -326,7 +449,7 @@ BEFORE_SCRIPT = [k for k in BAD_VALUES if k.startswith("simulate") and "script" 
 def test_cli_bad_value_exits_2_with_one_line(tmp_path, capsys, name):
     make, needle = BAD_VALUES[name]
     argv = make(tmp_path)
-    if needle == "x":                                    # the directory's own name
+    if needle == "x":  # the directory's own name
         needle = tmp_path.name
     _expect_cli_error(capsys, argv, needle)
     if name in BEFORE_SCRIPT:
@@ -344,12 +467,18 @@ SUBPROCESS = [
 ]
 
 
-@pytest.mark.parametrize("argv", SUBPROCESS, ids=[" ".join(a[:2]) + " " + a[-1]
-                                                 for a in SUBPROCESS])
+@pytest.mark.parametrize(
+    "argv", SUBPROCESS, ids=[" ".join(a[:2]) + " " + a[-1] for a in SUBPROCESS]
+)
 def test_cli_process_exits_2_without_traceback(tmp_path, argv):
-    out = subprocess.run([sys.executable, "-m", "flexmbd.cli", *argv], capture_output=True,
-                         text=True, timeout=120, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "flexmbd.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
@@ -386,8 +515,13 @@ def _touch(path):
 
 
 def test_the_table_covers_at_least_ninety_cases():
-    n = (len(_loader_cases()) + len(_cli_loader_cases()) + len(API_CASES) + len(BAD_VALUES)
-         + len(SUBPROCESS))
+    n = (
+        len(_loader_cases())
+        + len(_cli_loader_cases())
+        + len(API_CASES)
+        + len(BAD_VALUES)
+        + len(SUBPROCESS)
+    )
     assert n >= 90
 
 
@@ -397,8 +531,27 @@ def test_nu_zero_and_E_given_are_kept(tmp_path, capsys):
     from flexmbd.fem import ReducedBody
 
     out = tmp_path / "b.npz"
-    assert main(["reduce", str(BEAM), "--strategy", "normal", "--modes", "2", "--nu", "0",
-                 "--E", "7e10", "--no-geometric", "--no-stress", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "reduce",
+                str(BEAM),
+                "--strategy",
+                "normal",
+                "--modes",
+                "2",
+                "--nu",
+                "0",
+                "--E",
+                "7e10",
+                "--no-geometric",
+                "--no-stress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.strip().endswith(f"wrote {out}")
     np.testing.assert_array_equal(ReducedBody.load(out).material, [7e10, 0.0, 7850.0])
 
@@ -413,15 +566,14 @@ def test_help_is_plain_text_with_a_description(capsys, command):
     text = capsys.readouterr().out
     for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "::"):
         assert markup not in text, (command, markup)
-    description = text.split("\n\n")[1]            # after the usage block
+    description = text.split("\n\n")[1]  # after the usage block
     assert not description.startswith(("positional", "options")), command
 
 
 def test_simulate_help_states_the_script_contract(capsys):
     main(["simulate", "--help"])
     text = capsys.readouterr().out
-    for name in ("results", "model", "main()", "build()", "__main__", "--resume",
-                 "--overwrite"):
+    for name in ("results", "model", "main()", "build()", "__main__", "--resume", "--overwrite"):
         assert name in text
 
 
@@ -429,8 +581,15 @@ def test_compare_modes_help_explains_every_column(capsys):
     pytest.importorskip("flexmbd.fem")
     main(["compare-modes", "--help"])
     text = capsys.readouterr().out
-    for column in ("freq_err_max", "static_err", "trunc_load", "trunc_static",
-                   "transient_err", "time_s", "n_modes"):
+    for column in (
+        "freq_err_max",
+        "static_err",
+        "trunc_load",
+        "trunc_static",
+        "transient_err",
+        "time_s",
+        "n_modes",
+    ):
         assert f"\n  {column}" in text, column
 
 
@@ -440,8 +599,23 @@ def test_reduced_body_in_hdf5_is_written_and_described(tmp_path, capsys):
     from flexmbd.fem import ReducedBody
 
     out = tmp_path / "b.h5"
-    assert main(["reduce", str(BEAM), "--strategy", "normal", "--modes", "2",
-                 "--no-geometric", "--no-stress", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "reduce",
+                str(BEAM),
+                "--strategy",
+                "normal",
+                "--modes",
+                "2",
+                "--no-geometric",
+                "--no-stress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes()[:4] == b"\x89HDF" and ReducedBody.load(out).n_modes == 2
     capsys.readouterr()
     assert main(["info", str(out)]) == 0

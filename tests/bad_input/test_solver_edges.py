@@ -83,11 +83,11 @@ def test_crank_convergence_study_down_to_2_5e_7(crank):
     dts = (1e-5, 5e-6, 2.5e-6, 1.25e-6, 6.25e-7, 3.125e-7, 2.5e-7)
     tc = crank.testset_convergence(dts)
     assert tc["uncorrected"].max() == 0
-    fine = tc["orders"][4:, [1, 3, 4, 5, 6]]          # pairs from 6.25e-7 s; phi2, q1..q4
+    fine = tc["orders"][4:, [1, 3, 4, 5, 6]]  # pairs from 6.25e-7 s; phi2, q1..q4
     assert np.all((fine > 1.85) & (fine < 2.15))
     err = np.abs(tc["rel_err"][4:, 3:7])
     assert np.all(err[1:] < err[:-1])
-    assert err[-1, :2].max() < 4e-7                    # q1, q2 at dt = 2.5e-7 s
+    assert err[-1, :2].max() < 4e-7  # q1, q2 at dt = 2.5e-7 s
     # Richardson extrapolation of the two finest runs meets the reference to 2e-9 (q1, q2)
     assert np.abs(tc["richardson_err"][3:5]).max() < 2e-9
 
@@ -101,13 +101,20 @@ def test_adaptive_stall_at_the_collinear_four_bar_fails_with_advice():
     system = fb.build(theta0=0.0).compile("recursive")
     tic = time.perf_counter()
     with pytest.raises(fm.errors.SolverError) as info:
-        system.simulate(1.0, dt=1e-3, integrator="dop853", rtol=1e-10, atol=1e-13,
-                        projection="rhs", progress=False)
+        system.simulate(
+            1.0,
+            dt=1e-3,
+            integrator="dop853",
+            rtol=1e-10,
+            atol=1e-13,
+            projection="rhs",
+            progress=False,
+        )
     # bounded: measured 10,505 evaluations (88 s on a loaded 2-core machine)
     assert time.perf_counter() - tic < 600
     err = info.value
     msg = str(err)
-    assert "'j4'" in msg                        # the cut joint of the singular loop
+    assert "'j4'" in msg  # the cut joint of the singular loop
     assert "rank" in msg and "atol" in msg and "rk4" in msg
     assert err.partial is not None and err.time is not None and err.time < 0.01
     assert err.partial.t[-1] <= err.time
@@ -124,13 +131,20 @@ def test_adaptive_stall_at_the_flat_spatial_four_bar_fails_with_advice():
     fb = load("four_bar")
     system = fb.build_spatial().compile("recursive")
     with pytest.raises(fm.errors.SolverError) as info:
-        system.simulate(0.1, dt=1e-4, integrator="dop853", rtol=1e-10, atol=1e-12,
-                        projection="rhs", progress=False)
+        system.simulate(
+            0.1,
+            dt=1e-4,
+            integrator="dop853",
+            rtol=1e-10,
+            atol=1e-12,
+            projection="rhs",
+            progress=False,
+        )
     err = info.value
     assert "'j4'" in str(err) and "rk4" in str(err)
     flat = np.pi / (2 * fb.OMEGA)
     assert abs(err.time - flat) < 5e-4
-    assert err.partial.t[-1] > 0.9 * flat       # the motion up to the flat pose is kept
+    assert err.partial.t[-1] > 0.9 * flat  # the motion up to the flat pose is kept
 
 
 # -- 3. runaways --------------------------------------------------------------------------
@@ -147,14 +161,13 @@ def test_spin_up_without_stiffening_fails_with_partial_results(spin):
     mod, rb = spin
     m = mod.flexible_model(rb, stiffening=False)
     with pytest.raises(fm.errors.SolverError) as info:
-        m.simulate(20.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8,
-                   progress=False)
+        m.simulate(20.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8, progress=False)
     err = info.value
     assert "'beam'" in str(err) and "geometric_stiffening=True" in str(err)
     part = err.partial
     assert part is not None and 8.0 < err.time < 20.0
     w = mod.flexible_tip_deflection(m, part)
-    assert 1.0 < np.abs(w[-1]) <= mod.L * 1.001        # grew, but the kept samples are in bounds
+    assert 1.0 < np.abs(w[-1]) <= mod.L * 1.001  # grew, but the kept samples are in bounds
     assert np.abs(w[part.t < 5]).max() < 0.6
 
 
@@ -166,9 +179,10 @@ def test_runaway_warn_mode_keeps_running(spin, monkeypatch):
     m = mod.flexible_model(rb, stiffening=False)
     with pytest.warns(fm.errors.PhysicsWarning):
         try:
-            res = m.simulate(14.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8,
-                             progress=False)
-        except fm.errors.ConvergenceError as err:   # Newton may give up later on
+            res = m.simulate(
+                14.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8, progress=False
+            )
+        except fm.errors.ConvergenceError as err:  # Newton may give up later on
             res = err.partial
     assert np.abs(mod.flexible_tip_deflection(m, res)).max() > mod.L
 
@@ -177,8 +191,7 @@ def test_stiffened_spin_up_does_not_trigger(spin):
     """The normal (stiffened) run goes through the whole spin-up unflagged."""
     mod, rb = spin
     m = mod.flexible_model(rb, stiffening=True)
-    res = m.simulate(20.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8,
-                     progress=False)
+    res = m.simulate(20.0, dt=2e-2, integrator="generalized-alpha", rho_inf=0.8, progress=False)
     assert res.t[-1] == pytest.approx(20.0)
     assert np.abs(mod.flexible_tip_deflection(m, res)).max() < 1.0
 

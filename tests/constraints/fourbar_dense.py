@@ -24,19 +24,28 @@ def mass(q):
 def force(q, v):
     t1, t2, t3 = q
     s = m * L * L / 2 * np.sin(t1 - t2)
-    return np.array([-s * v[1] ** 2 - 1.5 * m * g * L * np.cos(t1),
-                     s * v[0] ** 2 - 0.5 * m * g * L * np.cos(t2),
-                     -0.5 * m * g * L * np.cos(t3)])
+    return np.array(
+        [
+            -s * v[1] ** 2 - 1.5 * m * g * L * np.cos(t1),
+            s * v[0] ** 2 - 0.5 * m * g * L * np.cos(t2),
+            -0.5 * m * g * L * np.cos(t3),
+        ]
+    )
 
 
 def energy(q, v):
-    return 0.5 * v @ mass(q) @ v + m * g * L * (1.5 * np.sin(q[0]) + 0.5 * np.sin(q[1])
-                                                + 0.5 * np.sin(q[2]))
+    return 0.5 * v @ mass(q) @ v + m * g * L * (
+        1.5 * np.sin(q[0]) + 0.5 * np.sin(q[1]) + 0.5 * np.sin(q[2])
+    )
 
 
 def phi(q, t):
-    return L * np.array([np.cos(q[0]) + np.cos(q[1]) - np.cos(q[2]) - 1.0,
-                         np.sin(q[0]) + np.sin(q[1]) - np.sin(q[2])])
+    return L * np.array(
+        [
+            np.cos(q[0]) + np.cos(q[1]) - np.cos(q[2]) - 1.0,
+            np.sin(q[0]) + np.sin(q[1]) - np.sin(q[2]),
+        ]
+    )
 
 
 def jac(q, t):
@@ -94,8 +103,15 @@ def reference(t, theta0=np.pi / 4):
     G_x = m c (L theta'^2 - 6/5 g s) / 2. The paper's multipliers are the force on
     bar 2 (the cut joint's child side in eq. 32), i.e. -G.
     """
-    sol = solve_ivp(lambda _, y: [y[1], -1.2 * g / L * np.cos(y[0])], (0.0, float(t[-1])),
-                    [theta0, 0.0], t_eval=t, method="DOP853", rtol=1e-13, atol=1e-14)
+    sol = solve_ivp(
+        lambda _, y: [y[1], -1.2 * g / L * np.cos(y[0])],
+        (0.0, float(t[-1])),
+        [theta0, 0.0],
+        t_eval=t,
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+    )
     th, thd = sol.y
     s, c = np.sin(th), np.cos(th)
     thdd = -1.2 * g / L * c

@@ -26,10 +26,16 @@ def test_deck_counts_sets_material(rotor):
     fe = deck.mesh
     assert (fe.n_nodes, fe.n_elements, fe.cell_type) == (115, 48, "hexahedron")
     # assembly-level sets on instance rotor-1 (Abaqus labels 78, 77, 43, 111)
-    labels = {name: [deck.labels[i] for i in fe.node_sets[name]]
-              for name in ("BCleft", "BCright", "BCrot", "NodeMiddle")}
-    assert labels == {"BCleft": [("rotor-1", 78)], "BCright": [("rotor-1", 77)],
-                      "BCrot": [("rotor-1", 43)], "NodeMiddle": [("rotor-1", 111)]}
+    labels = {
+        name: [deck.labels[i] for i in fe.node_sets[name]]
+        for name in ("BCleft", "BCright", "BCrot", "NodeMiddle")
+    }
+    assert labels == {
+        "BCleft": [("rotor-1", 78)],
+        "BCright": [("rotor-1", 77)],
+        "BCrot": [("rotor-1", 43)],
+        "NodeMiddle": [("rotor-1", 111)],
+    }
     np.testing.assert_allclose(fe.nodes[fe.node_sets["BCleft"][0]], [0, 0, 0], atol=1e-12)
     np.testing.assert_allclose(fe.nodes[fe.node_sets["BCright"][0]], [0, 0, 0.5], atol=1e-12)
     # the part set generated 1..115 and the element-face surface of all six sides
@@ -80,7 +86,7 @@ def sp_rows(A):
 
 def _independent_freqs(M, K, n):
     lam = sla.eigh(K.toarray(), M.toarray(), eigvals_only=True)
-    return np.sqrt(lam[6:6 + n]) / (2 * np.pi)  # six rigid-body modes first
+    return np.sqrt(lam[6 : 6 + n]) / (2 * np.pi)  # six rigid-body modes first
 
 
 def test_free_free_frequencies_from_abaqus_matrices(rotor):
@@ -96,12 +102,20 @@ def test_free_free_frequencies_from_abaqus_matrices(rotor):
     assert rb.material_name == "given matrices" and rb.stress_modes.shape[0] == 0
 
 
-@pytest.mark.parametrize("strategy", [
-    lambda: fm.StaticCorrection(4, [F.PointLoad("NodeMiddle", force=(1.0, 0, 0))]),
-    lambda: fm.CraigBampton(4, interfaces={"left": F.Plane((0, 0, 0), (0, 0, 1)),
-                                           "right": F.Plane((0, 0, 0.5), (0, 0, 1))}),
-    lambda: fm.RitzVectors(6, F.PointLoad("NodeMiddle", force=(1.0, 0, 0))),
-])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        lambda: fm.StaticCorrection(4, [F.PointLoad("NodeMiddle", force=(1.0, 0, 0))]),
+        lambda: fm.CraigBampton(
+            4,
+            interfaces={
+                "left": F.Plane((0, 0, 0), (0, 0, 1)),
+                "right": F.Plane((0, 0, 0.5), (0, 0, 1)),
+            },
+        ),
+        lambda: fm.RitzVectors(6, F.PointLoad("NodeMiddle", force=(1.0, 0, 0))),
+    ],
+)
 def test_every_strategy_on_given_matrices(rotor, strategy):
     """Each strategy on (mesh, M, K) equals the same strategy on flexmbd's own matching
     assembly (B-bar, row-sum mass): the matrix path changes nothing but the source."""
@@ -155,8 +169,7 @@ def test_exudyn_fem_interface_agrees(rotor):
 
     d, deck, M, K = rotor
     fem = FEMinterface()
-    fem.ImportFromAbaqusInputFile(str(d / "rotorDiscTest.inp"), typeName="Instance",
-                                  name="rotor-1")
+    fem.ImportFromAbaqusInputFile(str(d / "rotorDiscTest.inp"), typeName="Instance", name="rotor-1")
     fem.ReadMassMatrixFromAbaqus(str(d / "rotorDiscTestMASS1.mtx"))
     fem.ReadStiffnessMatrixFromAbaqus(str(d / "rotorDiscTestSTIF1.mtx"))
     np.testing.assert_array_equal(np.asarray(fem.GetNodePositionsAsArray()), deck.mesh.nodes)
@@ -164,8 +177,7 @@ def test_exudyn_fem_interface_agrees(rotor):
     assert abs(fem.GetStiffnessMatrix() - K).max() <= 1e-15 * abs(K).max()
     fem.ComputeEigenmodes(8, excludeRigidBodyModes=6, useSparseSolver=True)
     rb = F.reduce(deck.mesh, (M, K), fm.NormalModes(8))
-    np.testing.assert_allclose(np.asarray(fem.GetEigenFrequenciesHz()), rb.frequencies,
-                               rtol=1e-8)
+    np.testing.assert_allclose(np.asarray(fem.GetEigenFrequenciesHz()), rb.frequencies, rtol=1e-8)
 
 
 def test_shipped_rotor_is_the_shared_export():

@@ -16,8 +16,20 @@ from flexmbd.fem.assembly import Assembler
 from flexmbd.fem.model import FEModel
 
 # a 2 x 1 x 1 block of two C3D8 (Abaqus/VTK node order), 12 nodes, labels 1..12
-NODES = [(1, 0, 0, 0), (2, 1, 0, 0), (3, 2, 0, 0), (4, 0, 1, 0), (5, 1, 1, 0), (6, 2, 1, 0),
-         (7, 0, 0, 1), (8, 1, 0, 1), (9, 2, 0, 1), (10, 0, 1, 1), (11, 1, 1, 1), (12, 2, 1, 1)]
+NODES = [
+    (1, 0, 0, 0),
+    (2, 1, 0, 0),
+    (3, 2, 0, 0),
+    (4, 0, 1, 0),
+    (5, 1, 1, 0),
+    (6, 2, 1, 0),
+    (7, 0, 0, 1),
+    (8, 1, 0, 1),
+    (9, 2, 0, 1),
+    (10, 0, 1, 1),
+    (11, 1, 1, 1),
+    (12, 2, 1, 1),
+]
 HEXES = [(1, 1, 2, 5, 4, 7, 8, 11, 10), (2, 2, 3, 6, 5, 8, 9, 12, 11)]
 
 
@@ -30,20 +42,41 @@ def _mesh_lines():
 def assembly_deck(rotate=False):
     lines = ["*Heading", "** two instances of one part", "*Part, name=block"]
     lines += _mesh_lines()
-    lines += ["*Nset, nset=x0", "1, 4, 7, 10", "*Elset, elset=second", "2",
-              "*Surface, type=ELEMENT, name=end", "second, S4",
-              "*Solid Section, elset=all, material=alu", ",", "*End Part",
-              "*Assembly, name=Assembly", "*Instance, name=A, part=block", "*End Instance",
-              "*Instance, name=B, part=block", "0., 0., 5."]
+    lines += [
+        "*Nset, nset=x0",
+        "1, 4, 7, 10",
+        "*Elset, elset=second",
+        "2",
+        "*Surface, type=ELEMENT, name=end",
+        "second, S4",
+        "*Solid Section, elset=all, material=alu",
+        ",",
+        "*End Part",
+        "*Assembly, name=Assembly",
+        "*Instance, name=A, part=block",
+        "*End Instance",
+        "*Instance, name=B, part=block",
+        "0., 0., 5.",
+    ]
     if rotate:
         lines += ["0., 0., 5., 0., 0., 6., 90."]
-    lines += ["*End Instance",
-              "*Nset, nset=ends, instance=B, generate", "3, 12, 3",
-              "*Nset, nset=mixed", "A.1, B.1",
-              "*Nset, nset=both", "mixed, ends",
-              "*Surface, type=NODE, name=tip", "mixed, 1.0",
-              "*End Assembly",
-              "*Material, name=alu", "*Density", "2.7e-09,", "*Elastic", "70000., 0.33"]
+    lines += [
+        "*End Instance",
+        "*Nset, nset=ends, instance=B, generate",
+        "3, 12, 3",
+        "*Nset, nset=mixed",
+        "A.1, B.1",
+        "*Nset, nset=both",
+        "mixed, ends",
+        "*Surface, type=NODE, name=tip",
+        "mixed, 1.0",
+        "*End Assembly",
+        "*Material, name=alu",
+        "*Density",
+        "2.7e-09,",
+        "*Elastic",
+        "70000., 0.33",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -67,13 +100,21 @@ def test_instances_sets_surfaces_units(tmp_path):
     # instance B: translated by (0, 0, 5) mm then turned 90 deg about the z axis through it
     np.testing.assert_allclose(x[idx[("B", 3)]], [0, 2e-3, 5e-3], atol=1e-15)
     np.testing.assert_allclose(x[idx[("A", 3)]], [2e-3, 0, 0], atol=1e-15)
-    assert sorted(deck.labels[i] for i in fe.node_sets["ends"]) == \
-        [("B", 3), ("B", 6), ("B", 9), ("B", 12)]
+    assert sorted(deck.labels[i] for i in fe.node_sets["ends"]) == [
+        ("B", 3),
+        ("B", 6),
+        ("B", 9),
+        ("B", 12),
+    ]
     assert sorted(deck.labels[i] for i in fe.node_sets["mixed"]) == [("A", 1), ("B", 1)]
     assert len(fe.node_sets["both"]) == 6 and len(fe.node_sets["tip"]) == 2
     # part sets per instance; face S4 of C3D8 = nodes 2, 6, 7, 3 (local) of element 2
-    assert sorted(deck.labels[i] for i in fe.node_sets["A.end"]) == \
-        [("A", 3), ("A", 6), ("A", 9), ("A", 12)]
+    assert sorted(deck.labels[i] for i in fe.node_sets["A.end"]) == [
+        ("A", 3),
+        ("A", 6),
+        ("A", 9),
+        ("A", 12),
+    ]
     assert len(fe.node_sets["B.x0"]) == 4 and "x0" not in fe.node_sets  # two instances
     mat = deck.material
     assert (mat.E, mat.rho, mat.nu) == pytest.approx((7e10, 2700.0, 0.33), rel=1e-12)
@@ -91,11 +132,11 @@ def test_units_warning_names_file(tmp_path):
         warnings.simplefilter("always")
         _ = F.read_abaqus(p).material  # mm-t-s values read as SI
     units = [w for w in rec if issubclass(w.category, F.UnitsWarning)]
-    assert len(units) == 1        # one check (fem.units), not one per layer
+    assert len(units) == 1  # one check (fem.units), not one per layer
     assert "deck.inp" in str(units[0].message) and "mm-t-s" in str(units[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", F.UnitsWarning)
-        mat = F.read_abaqus(p, units="mm-t-s").material   # the right system: quiet
+        mat = F.read_abaqus(p, units="mm-t-s").material  # the right system: quiet
     assert mat.rho == pytest.approx(2700.0) and mat.E == pytest.approx(7e10)
     with pytest.raises(MeshError, match="unknown unit system"):
         F.read_abaqus(p, units="furlong")
@@ -104,8 +145,11 @@ def test_units_warning_names_file(tmp_path):
 def test_flat_tet10_deck_matches_meshio_path(tmp_path):
     """A flat C3D10 deck (meshio writes it) reads to the same mesh and frequencies as
     scikit-fem's own quadratic mesh; node sets survive (meshio alone loses them)."""
-    m = skfem.MeshTet2.from_mesh(skfem.MeshTet1.init_tensor(
-        np.linspace(0, 0.2, 4), np.linspace(0, 0.02, 2), np.linspace(0, 0.02, 2)))
+    m = skfem.MeshTet2.from_mesh(
+        skfem.MeshTet1.init_tensor(
+            np.linspace(0, 0.2, 4), np.linspace(0, 0.02, 2), np.linspace(0, 0.02, 2)
+        )
+    )
     mio = to_meshio(m)
     x = np.asarray(mio.points)
     mio.point_sets = {"END": np.nonzero(np.isclose(x[:, 0], 0.0))[0]}
@@ -117,8 +161,7 @@ def test_flat_tet10_deck_matches_meshio_path(tmp_path):
     deck = F.read_abaqus(p)
     assert deck.mesh.cell_type == "tetra10" and deck.mesh.n_nodes == m.doflocs.shape[1]
     np.testing.assert_allclose(np.sort(deck.mesh.nodes[deck.mesh.node_sets["END"], 0]), 0.0)
-    a = F.reduce(deck.mesh, deck.material, fm.NormalModes(4), stress_modes=False,
-                 geometric=False)
+    a = F.reduce(deck.mesh, deck.material, fm.NormalModes(4), stress_modes=False, geometric=False)
     b = F.reduce(m, deck.material, fm.NormalModes(4), stress_modes=False, geometric=False)
     np.testing.assert_allclose(a.frequencies, b.frequencies, rtol=1e-9)
 
@@ -130,15 +173,26 @@ def _block():
 
 def _deck_for(fe, tmp_path):
     """A flat C3D8 deck of an FEMesh, labels 1..n in mesh order."""
-    lines = ["*Node"] + [f"{i + 1}, {x:.17g}, {y:.17g}, {z:.17g}"
-                         for i, (x, y, z) in enumerate(fe.nodes)]
-    lines += ["*Element, type=C3D8"] + [f"{e + 1}, " + ", ".join(str(n + 1) for n in c)
-                                        for e, c in enumerate(fe.meshio_cells())]
+    lines = ["*Node"] + [
+        f"{i + 1}, {x:.17g}, {y:.17g}, {z:.17g}" for i, (x, y, z) in enumerate(fe.nodes)
+    ]
+    lines += ["*Element, type=C3D8"] + [
+        f"{e + 1}, " + ", ".join(str(n + 1) for n in c) for e, c in enumerate(fe.meshio_cells())
+    ]
     return write(tmp_path, "\n".join(lines) + "\n", "block.inp")
 
 
-@pytest.mark.parametrize("layout", ["coord-both", "coord-upper", "coord-lower-6dof",
-                                    "node-upper", "node-lower-6dof", "node-both-commas"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "coord-both",
+        "coord-upper",
+        "coord-lower-6dof",
+        "node-upper",
+        "node-lower-6dof",
+        "node-both-commas",
+    ],
+)
 def test_mtx_layouts_round_trip(tmp_path, layout):
     """Every .mtx layout reads back to the matrix that was written: one triangle mirrored
     with the diagonal once, rotational DOFs 4-6 dropped, both formats."""
@@ -151,14 +205,20 @@ def test_mtx_layouts_round_trip(tmp_path, layout):
     per = 6 if layout.endswith("6dof") else 3
     lines = []
     if layout.startswith("coord"):
-        lines = [f"{per * (i // 3) + i % 3 + 1} {per * (j // 3) + j % 3 + 1}  {x:.17e}"
-                 for i, j, x in zip(r, c, v)]
+        lines = [
+            f"{per * (i // 3) + i % 3 + 1} {per * (j // 3) + j % 3 + 1}  {x:.17e}"
+            for i, j, x in zip(r, c, v)
+        ]
         if per == 6:  # zero rotational entries as Abaqus writes for solid nodes
             lines += [f"{6 * k + 4} {6 * k + 4}  0.0" for k in range(fe.n_nodes)]
     else:
         sep = ", " if layout.endswith("commas") else " "
-        lines = [sep.join([str(i // 3 + 1), str(i % 3 + 1), str(j // 3 + 1), str(j % 3 + 1),
-                           f"{x:.17e}"]) for i, j, x in zip(r, c, v)]
+        lines = [
+            sep.join(
+                [str(i // 3 + 1), str(i % 3 + 1), str(j // 3 + 1), str(j % 3 + 1), f"{x:.17e}"]
+            )
+            for i, j, x in zip(r, c, v)
+        ]
         if per == 6:
             lines += [f"{k + 1} 5 {k + 1} 5 0.0" for k in range(fe.n_nodes)]
     p = write(tmp_path, "\n".join(lines) + "\n", "m.mtx")
@@ -168,8 +228,12 @@ def test_mtx_layouts_round_trip(tmp_path, layout):
 
 def test_mtx_units_scale(tmp_path):
     write(tmp_path, "1 1 2.0\n2 2 2.0\n", "k.mtx")
-    for kind, units, factor in (("stiffness", "mm-t-s", 1e3), ("mass", "mm-t-s", 1e3),
-                                ("stiffness", "SI", 1.0), ("matrix", "mm-t-s", 1.0)):
+    for kind, units, factor in (
+        ("stiffness", "mm-t-s", 1e3),
+        ("mass", "mm-t-s", 1e3),
+        ("stiffness", "SI", 1.0),
+        ("matrix", "mm-t-s", 1.0),
+    ):
         A = F.read_mtx(tmp_path / "k.mtx", None, kind=kind, units=units)
         assert A[0, 0] == 2.0 * factor
 
@@ -189,29 +253,45 @@ def _line_of(text, needle):
 
 BAD_DECKS = [
     ("unknown element type", _replace("type=C3D8R", "type=S4R"), "*Element, type=S4R, elset=all"),
-    ("bad element variant", _replace("type=C3D8R", "type=C3D8Q"),
-     "*Element, type=C3D8Q, elset=all"),
-    ("too few element nodes", _replace("2, 2, 3, 6, 5, 8, 9, 12, 11", "2, 2, 3, 6, 5, 8, 9, 12"),
-     "2, 2, 3, 6, 5, 8, 9, 12"),
-    ("undefined node in element", _replace("2, 2, 3, 6, 5, 8, 9, 12, 11",
-                                           "2, 2, 3, 6, 5, 8, 9, 12, 99"),
-     "2, 2, 3, 6, 5, 8, 9, 12, 99"),
+    (
+        "bad element variant",
+        _replace("type=C3D8R", "type=C3D8Q"),
+        "*Element, type=C3D8Q, elset=all",
+    ),
+    (
+        "too few element nodes",
+        _replace("2, 2, 3, 6, 5, 8, 9, 12, 11", "2, 2, 3, 6, 5, 8, 9, 12"),
+        "2, 2, 3, 6, 5, 8, 9, 12",
+    ),
+    (
+        "undefined node in element",
+        _replace("2, 2, 3, 6, 5, 8, 9, 12, 11", "2, 2, 3, 6, 5, 8, 9, 12, 99"),
+        "2, 2, 3, 6, 5, 8, 9, 12, 99",
+    ),
     ("bad coordinate", _replace("5, 1, 1, 0", "5, 1, one, 0"), "5, 1, one, 0"),
     ("short node line", _replace("5, 1, 1, 0", "5"), "5"),
     ("duplicate node", _replace("6, 2, 1, 0", "5, 2, 1, 0"), "5, 2, 1, 0"),
     ("missing set in set", _replace("mixed, ends", "mixed, nosuchset"), "mixed, nosuchset"),
-    ("undefined instance", _replace("*Nset, nset=ends, instance=B, generate",
-                                    "*Nset, nset=ends, instance=C, generate"),
-     "*Nset, nset=ends, instance=C, generate"),
+    (
+        "undefined instance",
+        _replace(
+            "*Nset, nset=ends, instance=B, generate", "*Nset, nset=ends, instance=C, generate"
+        ),
+        "*Nset, nset=ends, instance=C, generate",
+    ),
     ("bad generate", _replace("3, 12, 3", "12, 3, 3"), "12, 3, 3"),
     ("set member not a node", _replace("1, 4, 7, 10", "1, 4, 7, 99"), "*Nset, nset=x0"),
-    ("section with missing material",
-     _replace("material=alu", "material=steel"),
-     "*Solid Section, elset=all, material=steel"),
+    (
+        "section with missing material",
+        _replace("material=alu", "material=steel"),
+        "*Solid Section, elset=all, material=steel",
+    ),
     ("surface face unknown", _replace("second, S4", "second, S9"), "second, S9"),
-    ("instance of missing part", _replace("*Instance, name=A, part=block",
-                                          "*Instance, name=A, part=nopart"),
-     "*Instance, name=A, part=nopart"),
+    (
+        "instance of missing part",
+        _replace("*Instance, name=A, part=block", "*Instance, name=A, part=nopart"),
+        "*Instance, name=A, part=nopart",
+    ),
     ("data before keyword", lambda t: "1, 2, 3\n" + t, "1, 2, 3"),
     ("missing elastic data", _replace("*Elastic\n70000., 0.33", "*Elastic"), "*Elastic"),
 ]
@@ -238,13 +318,28 @@ def test_missing_file_and_c3d20(tmp_path):
     # C3D20 is parsed but scikit-fem cannot assemble serendipity hexahedra
     m = skfem.MeshHex1.init_tensor([0, 1], [0, 1], [0, 1])
     x = m.p.T
-    mids = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5),
-            (2, 6), (3, 7)]
+    mids = [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 0),
+        (4, 5),
+        (5, 6),
+        (6, 7),
+        (7, 4),
+        (0, 4),
+        (1, 5),
+        (2, 6),
+        (3, 7),
+    ]
     corners = to_meshio(m).cells[0].data[0]
     pts = list(x[corners]) + [(x[corners[a]] + x[corners[b]]) / 2 for a, b in mids]
     lines = ["*Node"] + [f"{i + 1}, {p[0]}, {p[1]}, {p[2]}" for i, p in enumerate(pts)]
-    lines += ["*Element, type=C3D20R", "1, " + ", ".join(str(i) for i in range(1, 16)) + ",",
-              ", ".join(str(i) for i in range(16, 21))]
+    lines += [
+        "*Element, type=C3D20R",
+        "1, " + ", ".join(str(i) for i in range(1, 16)) + ",",
+        ", ".join(str(i) for i in range(16, 21)),
+    ]
     p = write(tmp_path, "\n".join(lines) + "\n", "c3d20.inp")
     with pytest.raises(MeshError, match="c3d20.inp:23.*hexahedron20") as err:
         F.read_abaqus(p)
@@ -286,20 +381,23 @@ def test_c3d20_completed_to_hex27(tmp_path):
     """A C3D20 deck read with c3d20='hex27' is the 27-node mesh of the same geometry:
     the same frequencies as scikit-fem's own MeshHex2 (affine elements, so the face and
     centre nodes land exactly where the Lagrange mesh has them)."""
-    m = skfem.MeshHex2.from_mesh(skfem.MeshHex1.init_tensor(
-        np.linspace(0, 0.4, 5), np.linspace(0, 0.04, 2), np.linspace(0, 0.03, 2)))
+    m = skfem.MeshHex2.from_mesh(
+        skfem.MeshHex1.init_tensor(
+            np.linspace(0, 0.4, 5), np.linspace(0, 0.04, 2), np.linspace(0, 0.03, 2)
+        )
+    )
     mio = to_meshio(m)
     x, c27 = np.asarray(mio.points), mio.cells[0].data
     used = np.unique(c27[:, :20])
     label = {int(n): i + 1 for i, n in enumerate(used)}
-    lines = ["*Node"] + [f"{label[int(n)]}, {x[n, 0]:.17g}, {x[n, 1]:.17g}, {x[n, 2]:.17g}"
-                         for n in used]
+    lines = ["*Node"] + [
+        f"{label[int(n)]}, {x[n, 0]:.17g}, {x[n, 1]:.17g}, {x[n, 2]:.17g}" for n in used
+    ]
     lines += ["*Element, type=C3D20R, elset=all"]
     for e, c in enumerate(c27[:, :20]):
         ids = [str(label[int(n)]) for n in c]
         lines += [f"{e + 1}, " + ", ".join(ids[:15]) + ",", ", ".join(ids[15:])]
-    lines += ["*Nset, nset=root", ", ".join(str(label[int(n)]) for n in used
-                                            if x[n, 0] == 0.0)]
+    lines += ["*Nset, nset=root", ", ".join(str(label[int(n)]) for n in used if x[n, 0] == 0.0)]
     p = write(tmp_path, "\n".join(lines) + "\n", "c3d20.inp")
     deck = F.read_abaqus(p, c3d20="hex27")
     fe = deck.mesh

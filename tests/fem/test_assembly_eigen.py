@@ -13,8 +13,9 @@ from flexmbd.fem.eigen import SPDFactor, eigh_dense, eigsh_shift_invert, free_sh
 
 def meshes():
     h = beam_hex1(3, 1)
-    t = skfem.MeshTet1.init_tensor(np.linspace(0, 1, 4), np.linspace(0, .3, 2),
-                                   np.linspace(0, .2, 3))
+    t = skfem.MeshTet1.init_tensor(
+        np.linspace(0, 1, 4), np.linspace(0, 0.3, 2), np.linspace(0, 0.2, 3)
+    )
     return [h, skfem.MeshHex2.from_mesh(h), t, skfem.MeshTet2.from_mesh(t)]
 
 
@@ -48,8 +49,13 @@ def test_hex8_intorder3_is_exact(steel):
 
 
 def test_stress_of_uniform_strain(steel):
-    fe = F.read_mesh(skfem.MeshTet2.from_mesh(skfem.MeshTet1.init_tensor(
-        np.linspace(0, 1, 3), np.linspace(0, 1, 3), np.linspace(0, 1, 2))))
+    fe = F.read_mesh(
+        skfem.MeshTet2.from_mesh(
+            skfem.MeshTet1.init_tensor(
+                np.linspace(0, 1, 3), np.linspace(0, 1, 3), np.linspace(0, 1, 2)
+            )
+        )
+    )
     A = Assembler(fe, steel)
     U = np.zeros((fe.n_nodes, 3))
     U[:, 0] = 1e-3 * fe.nodes[:, 0]

@@ -9,8 +9,9 @@ from flexmbd.fem.invariants import rigid_inertia
 
 
 def clamped_f1(mesh, steel):
-    return F.reduce(mesh, steel, F.NormalModes(2, fixed=end(0)), stress_modes=False,
-                    geometric=False).frequencies[0]
+    return F.reduce(
+        mesh, steel, F.NormalModes(2, fixed=end(0)), stress_modes=False, geometric=False
+    ).frequencies[0]
 
 
 def test_cantilever_converges_quadratic_within_half_percent(steel):
@@ -35,10 +36,10 @@ def test_free_free_bending_and_six_rigid_modes(steel):
     assert f[0] < eb_free_hz()
     assert f[1] == pytest.approx(f[0], rel=1e-8)  # y/z symmetric section
     # mean axes: no rigid content
-    assert np.abs(rb.St).max() < 1e-10 * rb.mass ** 0.5
+    assert np.abs(rb.St).max() < 1e-10 * rb.mass**0.5
     S = rb.Sij  # int rho x0 x u dV = eps_kij S_ij = 0
     rot = np.array([S[1, 2] - S[2, 1], S[2, 0] - S[0, 2], S[0, 1] - S[1, 0]])
-    assert np.abs(rot).max() < 1e-10 * rb.mass ** 0.5
+    assert np.abs(rot).max() < 1e-10 * rb.mass**0.5
 
 
 @pytest.mark.parametrize("kind", ["hex8", "hex27"])

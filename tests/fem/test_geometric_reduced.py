@@ -12,29 +12,37 @@ from scipy.optimize import brentq
 import flexmbd.fem as F
 from flexmbd.errors import MeshError
 
-EI = E * H ** 4 / 12
-PCR = np.pi ** 2 * EI / (4 * L ** 2)  # cantilever, dead axial tip load
+EI = E * H**4 / 12
+PCR = np.pi**2 * EI / (4 * L**2)  # cantilever, dead axial tip load
 
 
 def cantilever_axial_hz(P):
     """First bending frequency of a cantilever under an axial dead tip load P (tension > 0)."""
+
     def det(beta):
         p = P / EI
-        s = np.sqrt(p * p + 4 * beta ** 4)
+        s = np.sqrt(p * p + 4 * beta**4)
         a, b = np.sqrt((p + s) / 2), np.sqrt((s - p) / 2)
 
         def rows(x):
             ch, sh, c, sn = np.cosh(a * x), np.sinh(a * x), np.cos(b * x), np.sin(b * x)
-            return np.array([[ch, sh, c, sn], [a * sh, a * ch, -b * sn, b * c],
-                             [a * a * ch, a * a * sh, -b * b * c, -b * b * sn],
-                             [a ** 3 * sh, a ** 3 * ch, b ** 3 * sn, -b ** 3 * c]])
+            return np.array(
+                [
+                    [ch, sh, c, sn],
+                    [a * sh, a * ch, -b * sn, b * c],
+                    [a * a * ch, a * a * sh, -b * b * c, -b * b * sn],
+                    [a**3 * sh, a**3 * ch, b**3 * sn, -(b**3) * c],
+                ]
+            )
+
         r0, rl = rows(0.0), rows(L)
         return np.linalg.det(np.array([r0[0], r0[1], rl[2], EI * rl[3] - P * rl[1]]))
+
     bs = np.linspace(0.3, 3.0, 300)
     d = [det(b) for b in bs]
     i = next(k for k in range(len(bs) - 1) if np.sign(d[k]) != np.sign(d[k + 1]))
     beta = brentq(det, bs[i], bs[i + 1])
-    return beta ** 2 * np.sqrt(EI / (RHO * H * H)) / (2 * np.pi)
+    return beta**2 * np.sqrt(EI / (RHO * H * H)) / (2 * np.pi)
 
 
 @pytest.fixture(scope="module")
@@ -82,26 +90,56 @@ def test_free_body_kg_inertia_relief_is_consistent(steel):
     mesh = beam_hex2(12, 1)
     itf = {"A": end(0), "B": end(L)}
     rb = F.reduce(mesh, steel, F.NormalModes(2), interfaces=itf, stress_modes=False)
-    Kg = rb.geometric_stiffness(interface_forces={"A": [0, 0, 0, -1e5, 0, 0],
-                                                  "B": [0, 0, 0, 1e5, 0, 0]})
+    Kg = rb.geometric_stiffness(
+        interface_forces={"A": [0, 0, 0, -1e5, 0, 0], "B": [0, 0, 0, 1e5, 0, 0]}
+    )
     assert np.all(np.diag(Kg) > 0)  # tension stiffens bending
 
 
 def test_npz_round_trip_exact(tmp_path, steel):
-    rb = F.reduce(beam_hex1(8, 1), steel, F.CraigBampton(3, {"A": end(0), "B": end(L)}),
-                  zeta=0.01, name="beam")
+    rb = F.reduce(
+        beam_hex1(8, 1),
+        steel,
+        F.CraigBampton(3, {"A": end(0), "B": end(L)}),
+        zeta=0.01,
+        name="beam",
+    )
     path = tmp_path / "beam.npz"
     rb.save(path)
     rl = F.ReducedBody.load(path)
-    for k in ("modes", "Pij", "Sij", "St", "M_ff", "K_ff", "D_ff", "kg_unit", "stress_modes",
-              "interface_modes", "nodes", "cells", "frequencies", "zeta"):
+    for k in (
+        "modes",
+        "Pij",
+        "Sij",
+        "St",
+        "M_ff",
+        "K_ff",
+        "D_ff",
+        "kg_unit",
+        "stress_modes",
+        "interface_modes",
+        "nodes",
+        "cells",
+        "frequencies",
+        "zeta",
+    ):
         assert np.array_equal(getattr(rb, k), getattr(rl, k)), k
-    for k in ("name", "frame", "strategy", "reference", "cell_type", "mode_kind", "mode_label",
-              "interface_names", "kg_names"):
+    for k in (
+        "name",
+        "frame",
+        "strategy",
+        "reference",
+        "cell_type",
+        "mode_kind",
+        "mode_label",
+        "interface_names",
+        "kg_names",
+    ):
         assert getattr(rb, k) == getattr(rl, k), k
     assert rl.mass == rb.mass
-    assert np.array_equal(rl.geometric_stiffness(omega=(1, 2, 3)),
-                          rb.geometric_stiffness(omega=(1, 2, 3)))
+    assert np.array_equal(
+        rl.geometric_stiffness(omega=(1, 2, 3)), rb.geometric_stiffness(omega=(1, 2, 3))
+    )
     bad = tmp_path / "bad.npz"
     np.savez(bad, schema=np.array("other/9"))
     with pytest.raises(MeshError, match="schema"):

@@ -15,12 +15,15 @@ from flexmbd.errors import MeshError
 MESHES = Path(__file__).resolve().parents[2] / "meshes"
 
 
-@pytest.mark.parametrize("name,cell,sets", [
-    ("beam_hex.msh", "hexahedron", {"A", "B"}),
-    ("beam_tet10.msh", "tetra10", {"A", "B"}),
-    ("rod_tet10.msh", "tetra10", {"big_bore", "small_bore"}),
-    ("plate_hex.inp", "hexahedron", {"EDGE_X0", "CORNER"}),
-])
+@pytest.mark.parametrize(
+    "name,cell,sets",
+    [
+        ("beam_hex.msh", "hexahedron", {"A", "B"}),
+        ("beam_tet10.msh", "tetra10", {"A", "B"}),
+        ("rod_tet10.msh", "tetra10", {"big_bore", "small_bore"}),
+        ("plate_hex.inp", "hexahedron", {"EDGE_X0", "CORNER"}),
+    ],
+)
 def test_shipped_meshes(name, cell, sets):
     fe = F.read_mesh(MESHES / name)
     assert fe.cell_type == cell
@@ -80,8 +83,11 @@ def test_inverted_element_rejected():
     c = mio.cells[0].data
     x = mio.points
     # orient all elements positively, then flip one
-    v = np.einsum("ij,ij->i", np.cross(x[c[:, 1]] - x[c[:, 0]], x[c[:, 2]] - x[c[:, 0]]),
-                  x[c[:, 3]] - x[c[:, 0]])
+    v = np.einsum(
+        "ij,ij->i",
+        np.cross(x[c[:, 1]] - x[c[:, 0]], x[c[:, 2]] - x[c[:, 0]]),
+        x[c[:, 3]] - x[c[:, 0]],
+    )
     c[v < 0] = c[v < 0][:, [0, 2, 1, 3]]
     F.read_mesh(meshio.Mesh(x, [("tetra", c)]))  # consistent: fine
     c[3] = c[3][[0, 2, 1, 3]]
@@ -118,8 +124,13 @@ def test_selectors():
 
 def test_empty_interface_selection_names_interface(steel):
     with pytest.raises(MeshError, match="interface 'B'.*selects no nodes"):
-        F.reduce(beam_hex1(4, 1), steel, F.CraigBampton(2, {"A": F.Plane((0, 0, 0), (1, 0, 0)),
-                                                            "B": F.Plane((2, 0, 0), (1, 0, 0))}))
+        F.reduce(
+            beam_hex1(4, 1),
+            steel,
+            F.CraigBampton(
+                2, {"A": F.Plane((0, 0, 0), (1, 0, 0)), "B": F.Plane((2, 0, 0), (1, 0, 0))}
+            ),
+        )
 
 
 def test_missing_and_bad_material():

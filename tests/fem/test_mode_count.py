@@ -27,10 +27,12 @@ def build(model, strategy, **kw):
 
 def four_loads():
     """Four independent point loads (1 load vector each): y and z at the tip and the middle."""
-    return [F.PointLoad(end(1.0), force=(0, 1, 0), name="tip_y"),
-            F.PointLoad(end(1.0), force=(0, 0, 1), name="tip_z"),
-            F.PointLoad(end(0.5), force=(0, 1, 0), name="mid_y"),
-            F.PointLoad(end(0.5), force=(0, 0, 1), name="mid_z")]
+    return [
+        F.PointLoad(end(1.0), force=(0, 1, 0), name="tip_y"),
+        F.PointLoad(end(1.0), force=(0, 0, 1), name="tip_z"),
+        F.PointLoad(end(0.5), force=(0, 1, 0), name="mid_y"),
+        F.PointLoad(end(0.5), force=(0, 0, 1), name="mid_z"),
+    ]
 
 
 def kinds(rb):
@@ -42,10 +44,16 @@ def test_describe_and_total_of_every_strategy(model):
     A, B = end(0.0), end(1.0)
     cases = [
         (F.NormalModes(n_modes=8), "8 normal modes", {"normal": 8}),
-        (F.StaticCorrection(n_normal=6, loads=four_loads(), orthonormalize=False),
-         "6 normal + 4 static-correction = 10 modes", {"normal": 6, "static-correction": 4}),
-        (F.CraigBampton(n_fixed=8, interfaces={"A": A, "B": B}),
-         "8 fixed-interface + 6 constraint = 14 modes", {"fixed-interface": 8, "constraint": 6}),
+        (
+            F.StaticCorrection(n_normal=6, loads=four_loads(), orthonormalize=False),
+            "6 normal + 4 static-correction = 10 modes",
+            {"normal": 6, "static-correction": 4},
+        ),
+        (
+            F.CraigBampton(n_fixed=8, interfaces={"A": A, "B": B}),
+            "8 fixed-interface + 6 constraint = 14 modes",
+            {"fixed-interface": 8, "constraint": 6},
+        ),
         (F.RitzVectors(n_vectors=8, load=four_loads()), "8 Ritz vectors (4 loads)", {"Ritz": 8}),
     ]
     for strategy, text, parts in cases:
@@ -73,8 +81,10 @@ def test_first_positional_argument_keeps_its_meaning(model):
     assert F.NormalModes(8).n_modes == 8 and F.RitzVectors(8, "A").n_vectors == 8
     # three rigid interfaces, a distributing one counted alike: 12 constraint modes
     three = {"A": end(0.0), "M": end(0.5), "B": end(1.0)}
-    assert F.CraigBampton(2, three, "distributing").describe() == \
-        "2 fixed-interface + 12 constraint = 14 modes"
+    assert (
+        F.CraigBampton(2, three, "distributing").describe()
+        == "2 fixed-interface + 12 constraint = 14 modes"
+    )
 
 
 def test_nodes_interfaces_count_from_the_mesh(model):
@@ -89,8 +99,9 @@ def test_nodes_interfaces_count_from_the_mesh(model):
     rb = build(model, cb)
     assert rb.n_modes == 2 + n_c and kinds(rb) == {"fixed-interface": 2, "constraint": n_c}
     assert rb.describe() == cb.describe(model)
-    by_total = F.CraigBampton(n_total=2 + n_c, interfaces={"A": end(0.0), "B": end(1.0)},
-                              interface_kind="nodes")
+    by_total = F.CraigBampton(
+        n_total=2 + n_c, interfaces={"A": end(0.0), "B": end(1.0)}, interface_kind="nodes"
+    )
     np.testing.assert_allclose(build(model, by_total).frequencies, rb.frequencies, rtol=1e-12)
 
 
@@ -100,17 +111,35 @@ def test_cli_and_api_agree(tmp_path, capsys):
     ends = {"A": F.NodeSet("A"), "B": F.NodeSet("B")}
     tip = F.PointLoad(F.NodeSet("B"), force=(0, 1000, 0))
     cases = [
-        (["--strategy", "craig-bampton", "--interface", "A=A", "--interface", "B=B"],
-         F.CraigBampton(n_fixed=8, interfaces=ends)),
+        (
+            ["--strategy", "craig-bampton", "--interface", "A=A", "--interface", "B=B"],
+            F.CraigBampton(n_fixed=8, interfaces=ends),
+        ),
         (["--strategy", "normal"], F.NormalModes(n_modes=14)),
-        (["--strategy", "static-correction", "--load", "B:0,1000,0"],
-         F.StaticCorrection(n_normal=13, loads=[tip])),
+        (
+            ["--strategy", "static-correction", "--load", "B:0,1000,0"],
+            F.StaticCorrection(n_normal=13, loads=[tip]),
+        ),
         (["--strategy", "ritz", "--load", "B:0,1000,0"], F.RitzVectors(n_vectors=14, load=tip)),
     ]
     for k, (opts, strategy) in enumerate(cases):
         out = tmp_path / f"b{k}.npz"
-        assert main(["reduce", str(BEAM), "--modes", "14", *opts, "--no-geometric",
-                     "--no-stress", "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "reduce",
+                    str(BEAM),
+                    "--modes",
+                    "14",
+                    *opts,
+                    "--no-geometric",
+                    "--no-stress",
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         cli = F.ReducedBody.load(out)
         api = F.reduce(str(BEAM), STEEL, strategy, geometric=False, stress_modes=False)
         assert cli.n_modes == api.n_modes == strategy.n_total() == 14
@@ -126,8 +155,22 @@ def test_cli_and_api_agree(tmp_path, capsys):
 
 def test_cli_too_few_modes_names_the_constraint_modes(tmp_path, capsys):
     out = tmp_path / "b.npz"
-    rc = main(["reduce", str(BEAM), "--strategy", "craig-bampton", "--modes", "4",
-               "--interface", "A=A", "--interface", "B=B", "-o", str(out)])
+    rc = main(
+        [
+            "reduce",
+            str(BEAM),
+            "--strategy",
+            "craig-bampton",
+            "--modes",
+            "4",
+            "--interface",
+            "A=A",
+            "--interface",
+            "B=B",
+            "-o",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert "6 constraint modes" in err and "at least 6" in err
@@ -138,13 +181,17 @@ def test_cli_too_few_modes_names_the_constraint_modes(tmp_path, capsys):
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", None, True])
 def test_bad_counts(bad):
     itf = {"A": "A", "B": "B"}
-    makers = [lambda: F.NormalModes(n_modes=bad),
-              lambda: F.RitzVectors(n_vectors=bad, load="A"),
-              lambda: F.StaticCorrection(n_total=bad, loads="A"),
-              lambda: F.CraigBampton(n_total=bad, interfaces=itf)]
-    if bad != 0:   # 0 normal / fixed-interface modes is allowed (static modes alone, Guyan)
-        makers += [lambda: F.StaticCorrection(n_normal=bad, loads="A"),
-                   lambda: F.CraigBampton(n_fixed=bad, interfaces=itf)]
+    makers = [
+        lambda: F.NormalModes(n_modes=bad),
+        lambda: F.RitzVectors(n_vectors=bad, load="A"),
+        lambda: F.StaticCorrection(n_total=bad, loads="A"),
+        lambda: F.CraigBampton(n_total=bad, interfaces=itf),
+    ]
+    if bad != 0:  # 0 normal / fixed-interface modes is allowed (static modes alone, Guyan)
+        makers += [
+            lambda: F.StaticCorrection(n_normal=bad, loads="A"),
+            lambda: F.CraigBampton(n_fixed=bad, interfaces=itf),
+        ]
     for make in makers:
         with pytest.raises(MeshError):
             make()
@@ -155,10 +202,12 @@ def test_one_count_only_and_too_few_static_modes():
         F.CraigBampton(4, {"A": "A"}, n_total=10)
     with pytest.raises(MeshError, match="exactly one"):
         F.StaticCorrection(loads="A")
-    with pytest.raises(MeshError, match="at least 6"):   # an interface: 6 unit wrenches
+    with pytest.raises(MeshError, match="at least 6"):  # an interface: 6 unit wrenches
         F.StaticCorrection(n_total=5, loads="A")
-    assert F.StaticCorrection(n_total=6, loads="A").describe() == \
-        "0 normal + 6 static-correction = 6 modes"
+    assert (
+        F.StaticCorrection(n_total=6, loads="A").describe()
+        == "0 normal + 6 static-correction = 6 modes"
+    )
 
 
 def test_files_without_the_stored_count_count_mode_kinds(model, tmp_path):
@@ -170,6 +219,8 @@ def test_files_without_the_stored_count_count_mode_kinds(model, tmp_path):
         old = {k: z[k] for k in z.files if k != "mode_count"}
     np.savez(tmp_path / "old.npz", **old)
     back = F.ReducedBody.load(tmp_path / "old.npz")
-    assert back.mode_count == "" and back.describe() == rb.describe() == \
-        "3 fixed-interface + 6 constraint = 9 modes"
+    assert (
+        back.mode_count == ""
+        and back.describe() == rb.describe() == "3 fixed-interface + 6 constraint = 9 modes"
+    )
     assert F.ReducedBody.load(path).describe() == rb.describe()

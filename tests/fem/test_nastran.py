@@ -21,8 +21,7 @@ STEEL = F.Material(E=2.1e11, nu=0.3, rho=7850.0)
 
 
 def _freqs(K, M, k=10):
-    lam = spla.eigsh(K.tocsc(), k, M.tocsc(), sigma=-1e3, which="LM",
-                     return_eigenvectors=False)
+    lam = spla.eigsh(K.tocsc(), k, M.tocsc(), sigma=-1e3, which="LM", return_eigenvectors=False)
     return np.sort(np.sqrt(np.abs(lam))) / (2 * np.pi)
 
 
@@ -83,18 +82,30 @@ def test_hand_written_deck(tmp_path):
     # CORD2R 5: origin (1, 2, 3), z along basic z, x along basic y (C - A = (0, 1, 0))
     x = deck.mesh.nodes[np.argsort(deck.grid_ids)]
     R = np.column_stack([[0, 1, 0], [-1, 0, 0], [0, 0, 1]])
-    local = np.array([[0, 0, 0], [0.1, 0, 0], [0, .1, 0], [.1, .1, 0], [0, 0, .1], [.1, 0, .1],
-                      [.1, .1, .1], [0, .1, .1]])
+    local = np.array(
+        [
+            [0, 0, 0],
+            [0.1, 0, 0],
+            [0, 0.1, 0],
+            [0.1, 0.1, 0],
+            [0, 0, 0.1],
+            [0.1, 0, 0.1],
+            [0.1, 0.1, 0.1],
+            [0, 0.1, 0.1],
+        ]
+    )
     np.testing.assert_allclose(x, local @ R.T + [1, 2, 3], atol=1e-15)
     assert deck.material.nu == pytest.approx(2.1e11 / (2 * 8.077e10) - 1, rel=1e-12)
     sets = {k: np.sort(deck.grid_ids[v]).tolist() for k, v in deck.mesh.node_sets.items()}
     assert sets == {"SET1_3": [5, 6, 7, 8], "ASET": [1, 2], "SET_7": [1, 3, 4, 8]}
     # the same cube built directly (basic coordinates) has the same stiffness spectrum
     import meshio
+
     fe = F.read_mesh(meshio.Mesh(local, [("hexahedron", np.array([[0, 1, 3, 2, 4, 5, 6, 7]]))]))
     a, b = F.FEModel(fe, deck.material), F.FEModel(deck.mesh, deck.material)
-    np.testing.assert_allclose(np.linalg.eigvalsh(b.K.toarray()),
-                               np.linalg.eigvalsh(a.K.toarray()), rtol=1e-10, atol=1e-3)
+    np.testing.assert_allclose(
+        np.linalg.eigvalsh(b.K.toarray()), np.linalg.eigvalsh(a.K.toarray()), rtol=1e-10, atol=1e-3
+    )
 
 
 def _deck(tmp_path, body):
@@ -103,21 +114,28 @@ def _deck(tmp_path, body):
     return p
 
 
-_CUBE = "".join(f"GRID,{i + 1},,{x},{y},{z}\n" for i, (x, y, z) in enumerate(
-    [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]))
+_CUBE = "".join(
+    f"GRID,{i + 1},,{x},{y},{z}\n"
+    for i, (x, y, z) in enumerate(
+        [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
+    )
+)
 _CUBE += "PSOLID,1,1\nMAT1,1,2.1e11,,0.3,7850.\n"
 
 
-@pytest.mark.parametrize("body, line, what", [
-    ("GRID,9,,0.,abc,0.\n", 1, "abc"),
-    ("CQUAD4,5,1,1,2,3,4\n", 11, "CQUAD4"),
-    ("CHEXA,1,1,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20\n", 11, "C3D20|serendipity"),
-    ("CPENTA,1,1,1,2,3,5,6,7\n", 11, "wedge"),
-    ("CHEXA,1,1,1,2,3,4,5,6,7,99\n", 11, "GRID 99"),
-    ("CHEXA,1,7,1,2,3,4,5,6,7,8\n", 11, "property 7"),
-    ("CORD1R,3,1,2,3\n", 11, "CORD1R"),
-    ("RBE2,9,1,123456,2\n", 11, "RBE2.*ignore"),
-])
+@pytest.mark.parametrize(
+    "body, line, what",
+    [
+        ("GRID,9,,0.,abc,0.\n", 1, "abc"),
+        ("CQUAD4,5,1,1,2,3,4\n", 11, "CQUAD4"),
+        ("CHEXA,1,1,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20\n", 11, "C3D20|serendipity"),
+        ("CPENTA,1,1,1,2,3,5,6,7\n", 11, "wedge"),
+        ("CHEXA,1,1,1,2,3,4,5,6,7,99\n", 11, "GRID 99"),
+        ("CHEXA,1,7,1,2,3,4,5,6,7,8\n", 11, "property 7"),
+        ("CORD1R,3,1,2,3\n", 11, "CORD1R"),
+        ("RBE2,9,1,123456,2\n", 11, "RBE2.*ignore"),
+    ],
+)
 def test_malformed_decks_name_file_and_line(tmp_path, body, line, what):
     extra = "".join(f"GRID,{k},,{k}.,0.,0.\n" for k in range(9, 21)) if "20" in body else ""
     text = body if body.startswith("GRID,9") else _CUBE + body + extra
@@ -143,13 +161,15 @@ def test_op4_round_trip_is_exact(tmp_path):
 
 def test_op4_hand_written_text(tmp_path):
     # 3 x 2, double precision, D exponents; column 2 sparse-free dense from row 2
-    text = ("       2       3       2       2MAT     1P,3E23.16\n"
-            "       1       1       3\n"
-            " 1.0000000000000000D+00 2.5000000000000000D-01-3.0000000000000000D+02\n"
-            "       2       2       2\n"
-            " 4.0000000000000000D+00 5.0000000000000000D+00\n"
-            "       3       1       1\n"
-            " 1.0000000000000000D+00\n")
+    text = (
+        "       2       3       2       2MAT     1P,3E23.16\n"
+        "       1       1       3\n"
+        " 1.0000000000000000D+00 2.5000000000000000D-01-3.0000000000000000D+02\n"
+        "       2       2       2\n"
+        " 4.0000000000000000D+00 5.0000000000000000D+00\n"
+        "       3       1       1\n"
+        " 1.0000000000000000D+00\n"
+    )
     (tmp_path / "h.op4").write_text(text)
     got = N.read_op4(tmp_path / "h.op4")["MAT"].toarray()
     assert np.array_equal(got, [[1.0, 0.0], [0.25, 4.0], [-300.0, 5.0]])
@@ -179,8 +199,7 @@ def test_dmig_round_trip_and_matrices_on_the_mesh(tmp_path):
     Mr = N.node_dof_matrix(got["MAAX"], ids)
     assert abs(Kr - K).max() == 0 and abs(Mr - M).max() == 0
     # a body from these matrices: free-free frequencies equal the native reduction's
-    rb = F.reduce(None, strategy=F.NormalModes(4), model=model, geometric=False,
-                  stress_modes=False)
+    rb = F.reduce(None, strategy=F.NormalModes(4), model=model, geometric=False, stress_modes=False)
     body = F.ReducedBody.from_matrices(fe.nodes, rb.modes, Mr, Kr)
     assert body.mass == pytest.approx(rb.mass, rel=1e-9)
     # ten digits of K break the free body's rigid null space at ~1e-10 |K|: 2e-6 in f
@@ -197,10 +216,12 @@ def test_dmig_round_trip_and_matrices_on_the_mesh(tmp_path):
 
 def test_dmig_symmetric_triangles_and_errors(tmp_path):
     p = tmp_path / "s.pch"
-    p.write_text("DMIG    KX      0       6       2       0                       0\n"
-                 "DMIG    KX      1       1               1       1       2.0\n"
-                 "+       2       1       -1.0\n"
-                 "DMIG    KX      2       1               2       1       3.0\n")
+    p.write_text(
+        "DMIG    KX      0       6       2       0                       0\n"
+        "DMIG    KX      1       1               1       1       2.0\n"
+        "+       2       1       -1.0\n"
+        "DMIG    KX      2       1               2       1       3.0\n"
+    )
     k = N.read_dmig(p)["KX"]
     assert np.array_equal(k.matrix.toarray(), [[2.0, -1.0], [-1.0, 3.0]])
     assert k.rows.tolist() == [[1, 1], [2, 1]]
@@ -220,8 +241,11 @@ def test_craig_bampton_superelement_output(tmp_path):
     import scipy.linalg as sla
     import skfem
 
-    fe = F.read_mesh(skfem.MeshHex1.init_tensor(np.linspace(0, 1, 9), np.linspace(0, .1, 3),
-                                                np.linspace(0, .1, 3)))
+    fe = F.read_mesh(
+        skfem.MeshHex1.init_tensor(
+            np.linspace(0, 1, 9), np.linspace(0, 0.1, 3), np.linspace(0, 0.1, 3)
+        )
+    )
     x = fe.nodes
     ends = {"A": np.nonzero(x[:, 0] < 1e-9)[0], "B": np.nonzero(x[:, 0] > 1 - 1e-9)[0]}
     N.write_bdf(tmp_path / "se.bdf", fe, STEEL, node_sets=ends)
@@ -242,14 +266,21 @@ def test_craig_bampton_superelement_output(tmp_path):
     Psi[np.ix_(i, len(b) + np.arange(nq))] = Xi
     Maa, Kaa = Psi.T @ M @ Psi, Psi.T @ K @ Psi
     Maa, Kaa = (Maa + Maa.T) / 2, (Kaa + Kaa.T) / 2
-    labels = np.vstack([N.node_dof_labels(deck.grid_ids[bnodes]),
-                        np.column_stack([900001 + np.arange(nq), np.zeros(nq, int)])])
+    labels = np.vstack(
+        [
+            N.node_dof_labels(deck.grid_ids[bnodes]),
+            np.column_stack([900001 + np.arange(nq), np.zeros(nq, int)]),
+        ]
+    )
     N.write_dmig(tmp_path / "se.pch", "MAAX", Maa, labels)
     N.write_dmig(tmp_path / "se.pch", "KAAX", Kaa, labels, mode="a")
     order = np.argsort(deck.grid_ids)  # g-set rows: ascending GRID id
     rows = (3 * order[:, None] + np.arange(3)).ravel()
-    N.write_op4(tmp_path / "se.op4", {"PHIG": Psi[rows],
-                                      "MGG": sp.csr_matrix(M[np.ix_(rows, rows)])}, sparse="bigmat")
+    N.write_op4(
+        tmp_path / "se.op4",
+        {"PHIG": Psi[rows], "MGG": sp.csr_matrix(M[np.ix_(rows, rows)])},
+        sparse="bigmat",
+    )
     dm, op = N.read_dmig(tmp_path / "se.pch"), N.read_op4(tmp_path / "se.op4")
     assert np.array_equal(dm["MAAX"].rows, labels)
     # the OP4 MGG is in g-set order (ascending GRID id): back to the mesh's order
@@ -260,8 +291,9 @@ def test_craig_bampton_superelement_output(tmp_path):
     ref = inertia_invariants(model.Ms, model.K, deck.mesh.nodes, Psi)
     assert body.mass == pytest.approx(7850.0 * 0.01, rel=1e-12)
     for k in ("first_moment", "second_moment", "St", "Sij", "Pij"):
-        np.testing.assert_allclose(getattr(body, k), ref[k], rtol=0,
-                                   atol=1e-12 * np.abs(ref[k]).max())
+        np.testing.assert_allclose(
+            getattr(body, k), ref[k], rtol=0, atol=1e-12 * np.abs(ref[k]).max()
+        )
     assert body.interface_names == ("ASET",) and len(body.interface("ASET")[2]) == len(bnodes)
     f = body.frequencies
     assert np.abs(f[:6]).max() < 1e-3 * f[6]  # constraint modes span the rigid motion
@@ -295,4 +327,4 @@ def test_deck_in_mm_t_mpa_warns_once_naming_file(tmp_path):
     assert len(units) == 1
     msg = str(units[0].message)
     assert f"{p}, line 11 (MAT1)" in msg and "mm-t-s" in msg
-    assert deck.material.E == 2.1e5       # read as given (SI): the warning says so
+    assert deck.material.E == 2.1e5  # read as given (SI): the warning says so

@@ -21,12 +21,17 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _bar():
-    mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 0.4, 5), np.linspace(0, 0.05, 2),
-                                      np.linspace(0, 0.05, 2))
-    end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))     # noqa: E731
-    return fm.fem.reduce(mesh, fm.Material(E=2.1e11, nu=0.3, rho=7850.0),
-                         fm.CraigBampton(2, interfaces={"A": end(0.0), "B": end(0.4)}),
-                         name="bar", geometric=True)
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0, 0.4, 5), np.linspace(0, 0.05, 2), np.linspace(0, 0.05, 2)
+    )
+    end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))  # noqa: E731
+    return fm.fem.reduce(
+        mesh,
+        fm.Material(E=2.1e11, nu=0.3, rho=7850.0),
+        fm.CraigBampton(2, interfaces={"A": end(0.0), "B": end(0.4)}),
+        name="bar",
+        geometric=True,
+    )
 
 
 def _fit(rb, name):
@@ -35,7 +40,7 @@ def _fit(rb, name):
     r = rb.nodes[nodes] - origin
     G = np.zeros((len(nodes), 3, 6))
     for j in range(3):
-        G[:, :, j] = np.cross(np.eye(3)[j], r)               # theta x r
+        G[:, :, j] = np.cross(np.eye(3)[j], r)  # theta x r
     G[:, 0, 3] = G[:, 1, 4] = G[:, 2, 5] = 1.0
     dofs = (3 * np.asarray(nodes)[:, None] + np.arange(3)).ravel()
     return np.linalg.lstsq(G.reshape(-1, 6), rb.modes[dofs], rcond=None)[0]
@@ -47,26 +52,29 @@ def test_schema1_reduced_body_converts_to_the_one_convention(tmp_path):
     S = np.linalg.lstsq(old.modes, new.modes, rcond=None)[0]  # new = old @ S
     np.testing.assert_allclose(np.abs(S), np.eye(new.n_modes), atol=1e-6)
     S = np.diag(np.sign(np.diag(S)))
-    assert (np.diag(S) < 0).any()          # the rotation constraint modes changed sign
+    assert (np.diag(S) < 0).any()  # the rotation constraint modes changed sign
     for rb in (old, new):
         for name in rb.interface_names:
             np.testing.assert_allclose(rb.interface(name)[3], _fit(rb, name), atol=1e-12)
     for name in ("B",):
-        np.testing.assert_allclose(old.interface(name)[3] @ S, new.interface(name)[3],
-                                   atol=1e-9)
+        np.testing.assert_allclose(old.interface(name)[3] @ S, new.interface(name)[3], atol=1e-9)
     for k, label in enumerate(new.kg_names):
         j = old.kg_names.index(label)
         ref = np.abs(new.kg_unit[k]).max()
-        np.testing.assert_allclose(S @ old.kg_unit[j] @ S, new.kg_unit[k],
-                                   atol=1e-6 * ref + 1e-12, err_msg=label)
+        np.testing.assert_allclose(
+            S @ old.kg_unit[j] @ S, new.kg_unit[k], atol=1e-6 * ref + 1e-12, err_msg=label
+        )
     # an interface moment load: the same geometric stiffness in either file
     w = {"B": [3.0, -2.0, 1.0, 0.0, 0.0, 0.0]}
-    np.testing.assert_allclose(S @ old.geometric_stiffness(interface_forces=w) @ S,
-                               new.geometric_stiffness(interface_forces=w), rtol=1e-6,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        S @ old.geometric_stiffness(interface_forces=w) @ S,
+        new.geometric_stiffness(interface_forces=w),
+        rtol=1e-6,
+        atol=1e-9,
+    )
     path = tmp_path / "bar.npz"
     new.save(path)
-    again = fm.fem.ReducedBody.load(path)                    # schema 2: unchanged
+    again = fm.fem.ReducedBody.load(path)  # schema 2: unchanged
     np.testing.assert_array_equal(again.interface_modes, new.interface_modes)
     np.testing.assert_array_equal(again.kg_unit, new.kg_unit)
     assert str(np.load(path)["schema"]) == fm.fem.reduced.SCHEMA == "flexmbd.reduced/2"

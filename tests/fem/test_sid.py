@@ -14,9 +14,13 @@ from flexmbd.fem.sid import read_sid, sid_terms
 @pytest.fixture(scope="module")
 def case(steel):
     model = F.FEModel(beam_hex1(8, 1), steel)
-    rb = F.reduce(None, strategy=F.CraigBampton(3, interfaces={"A": end(0.0), "B": end(1.0)},
-                                                frame="mean-axis"),
-                  model=model, geometric=False, rayleigh=(0.1, 1e-5))
+    rb = F.reduce(
+        None,
+        strategy=F.CraigBampton(3, interfaces={"A": end(0.0), "B": end(1.0)}, frame="mean-axis"),
+        model=model,
+        geometric=False,
+        rayleigh=(0.1, 1e-5),
+    )
     return model, rb
 
 
@@ -58,10 +62,15 @@ def test_sid_terms_against_the_full_mass(case):
     for k in range(m):
         _, cp, _, Ip, _, _ = rigid_inertia(Ms, x + h * P3[:, :, k])
         _, cm, _, Im, _, _ = rigid_inertia(Ms, x - h * P3[:, :, k])
-        np.testing.assert_allclose((cp - cm) / (2 * h), t["mdCM"][1][:, 0, k], rtol=0,
-                                   atol=1e-10 * rb.mass)
-        np.testing.assert_allclose((Ip - Im) / (2 * h), t["J"][1][:, :, k], rtol=0,
-                                   atol=1e-10 * np.abs(rb.inertia_origin).max())
+        np.testing.assert_allclose(
+            (cp - cm) / (2 * h), t["mdCM"][1][:, 0, k], rtol=0, atol=1e-10 * rb.mass
+        )
+        np.testing.assert_allclose(
+            (Ip - Im) / (2 * h),
+            t["J"][1][:, :, k],
+            rtol=0,
+            atol=1e-10 * np.abs(rb.inertia_origin).max(),
+        )
     # rotation coupling: int rho x cross phi_k = (rotation fields)^T M phi_k
     rot = np.stack([np.cross(e, x).ravel() for e in np.eye(3)], 1)
     np.testing.assert_allclose(t["Cr"][0], (rot.T @ (M @ Phi)).T, rtol=0, atol=1e-10 * scale)
@@ -69,14 +78,21 @@ def test_sid_terms_against_the_full_mass(case):
         for i, e in enumerate(np.eye(3)):
             fk = np.cross(P3[:, :, k], e).ravel()  # phi_k x e_i
             # Ge = 2 int Phi^T (phi_k x e_i);  Cr1[l, i, k] = int (phi_k x phi_l)_i
-            np.testing.assert_allclose(t["Ge"][0][:, 3 * k + i], 2 * Phi.T @ (M @ fk), rtol=0,
-                                       atol=1e-10 * scale)
-            np.testing.assert_allclose(t["Cr"][1][:, i, k], -Phi.T @ (M @ fk), rtol=0,
-                                       atol=1e-10 * scale)
+            np.testing.assert_allclose(
+                t["Ge"][0][:, 3 * k + i], 2 * Phi.T @ (M @ fk), rtol=0, atol=1e-10 * scale
+            )
+            np.testing.assert_allclose(
+                t["Cr"][1][:, i, k], -Phi.T @ (M @ fk), rtol=0, atol=1e-10 * scale
+            )
     # centrifugal: int phi_k . C^p (x + u) for the six angular-velocity products
     for p, C in enumerate(omega_matrices()):
-        np.testing.assert_allclose(t["Oe"][0][:, p], Phi.T @ (M @ (x @ C.T).ravel()), rtol=0,
-                                   atol=1e-10 * np.abs(t["Oe"][0]).max())
+        np.testing.assert_allclose(
+            t["Oe"][0][:, p],
+            Phi.T @ (M @ (x @ C.T).ravel()),
+            rtol=0,
+            atol=1e-10 * np.abs(t["Oe"][0]).max(),
+        )
         CP = np.einsum("ab,nbl->nal", C, P3).reshape(3 * n, m)
-        np.testing.assert_allclose(t["Oe"][1][:, p, :], Phi.T @ (M @ CP), rtol=0,
-                                   atol=1e-10 * scale)
+        np.testing.assert_allclose(
+            t["Oe"][1][:, p, :], Phi.T @ (M @ CP), rtol=0, atol=1e-10 * scale
+        )

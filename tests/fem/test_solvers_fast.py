@@ -112,8 +112,9 @@ def test_cholmod_symbolic_reuse(clamped):
 
 
 def test_add_on_pattern_keeps_zeros():
-    A = sp.csr_matrix((np.array([2.0, 1.0, 1.0, 3.0]), np.array([0, 1, 0, 1]),
-                       np.array([0, 2, 4])), shape=(2, 2))
+    A = sp.csr_matrix(
+        (np.array([2.0, 1.0, 1.0, 3.0]), np.array([0, 1, 0, 1]), np.array([0, 2, 4])), shape=(2, 2)
+    )
     B = sp.identity(2, format="csr")
     C = add_on_pattern(A, B, 1.0, -1.0)  # the off-diagonal stays stored
     C2 = add_on_pattern(C, -C, 1.0, 1.0)  # all zero, all stored
@@ -190,7 +191,8 @@ def test_blas_thread_limit_before_cholmod_is_loaded():
         "f = cholesky(A, mode='supernodal')\n"
         "x = f(np.ones(A.shape[0]))\n"
         "assert abs(A @ x - 1).max() < 1e-8\n"
-        "print('ok', len(openblas_pools()))\n")
+        "print('ok', len(openblas_pools()))\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith("ok")

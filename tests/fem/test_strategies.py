@@ -40,7 +40,7 @@ def test_craig_bampton_all_interface_dofs_exact_static(model):
     C = np.zeros((6, model.n_dofs))
     C[:, model.dofs_of(nodesA)] = W
     kkt = np.block([[model.K.toarray(), C.T], [C, np.zeros((6, 6))]])
-    u = np.linalg.solve(kkt, np.r_[Fv, np.zeros(6)])[:model.n_dofs]
+    u = np.linalg.solve(kkt, np.r_[Fv, np.zeros(6)])[: model.n_dofs]
     ur = reduced_static(model, rb.modes, Fv)
     assert np.linalg.norm(ur - u) <= 1e-9 * np.linalg.norm(u)
     assert "attached to interface 'A'" in rb.frame
@@ -58,11 +58,13 @@ def test_craig_bampton_rigid_reproduces_rigid_interface_static(model):
     # interface B: six frame DOFs; a wrench on its frame is reproduced exactly
     _, origin, nodes, modes_B = rb.interface("B")
     from flexmbd.fem.interfaces import Interface
+
     itf = Interface("B", nodes, "rigid", model.fe.nodes[nodes])
     Fv = itf.load([0, 0, 0, 10.0, 20.0, 30.0], model.n_dofs)
     ur = reduced_static(model, rb.modes, Fv)
     # full model with interface B rigid: solve in the CB transformed space
     from flexmbd.fem.interfaces import interface_transform
+
     itfs = model.interfaces({"A": A, "B": B})
     T, n_i, sl = interface_transform(model.n_dofs, itfs)
     keep = np.r_[np.arange(n_i), sl["B"]]
@@ -81,8 +83,10 @@ def test_craig_bampton_with_constraint_modes_only_is_guyan(model):
     assert guyan.mode_kind == ("constraint",) * 6
     _, _, nodes, _ = guyan.interface("B")
     from flexmbd.fem.interfaces import Interface
-    Fv = Interface("B", nodes, "rigid", model.fe.nodes[nodes]).load([1.0, -2.0, 3.0, 10.0, 20.0,
-                                                                      30.0], model.n_dofs)
+
+    Fv = Interface("B", nodes, "rigid", model.fe.nodes[nodes]).load(
+        [1.0, -2.0, 3.0, 10.0, 20.0, 30.0], model.n_dofs
+    )
     ug, uf = reduced_static(model, guyan.modes, Fv), reduced_static(model, full.modes, Fv)
     assert np.linalg.norm(ug - uf) <= 1e-9 * np.linalg.norm(uf)
     with pytest.raises(MeshError, match="n_fixed=-1"):
@@ -104,6 +108,7 @@ def test_static_correction_exact_for_its_unit_loads(model):
     nodesA = A(model.fe)
     rb = build(model, F.StaticCorrection(4, [F.PointLoad(B)], fixed=A))
     from flexmbd.fem.interfaces import Interface
+
     nodesB = B(model.fe)
     itf = Interface("B", nodesB, "nodes", model.fe.nodes[nodesB])
     for j in range(6):
@@ -129,9 +134,11 @@ def test_first_ritz_vector_is_normalized_static_deflection(model):
     load = F.PointLoad(B, force=(0, 1.0, 0))
     rb = build(model, F.RitzVectors(5, load, fixed=A))
     from flexmbd.fem.interfaces import Interface
+
     nodesB = B(model.fe)
-    Fv = Interface("B", nodesB, "nodes", model.fe.nodes[nodesB]).load([0, 0, 0, 0, 1, 0],
-                                                                     model.n_dofs)
+    Fv = Interface("B", nodesB, "nodes", model.fe.nodes[nodesB]).load(
+        [0, 0, 0, 0, 1, 0], model.n_dofs
+    )
     u = clamped_full(model, A(model.fe), Fv)
     u /= np.sqrt(u @ (model.M @ u))
     phi1 = rb.modes[:, 0] * np.sign(rb.modes[:, 0] @ u)

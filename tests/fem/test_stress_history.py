@@ -15,8 +15,13 @@ from flexmbd.results import BodySeries, Results
 def case(steel):
     model = F.FEModel(beam_hex1(20, 2), steel)
     tip = F.PointLoad(end(1.0), force=(0.0, 1e4, 0.0))
-    rb = F.reduce(None, strategy=F.StaticCorrection(3, loads=tip, fixed=end(0.0)), model=model,
-                  geometric=False, name="beam")
+    rb = F.reduce(
+        None,
+        strategy=F.StaticCorrection(3, loads=tip, fixed=end(0.0)),
+        model=model,
+        geometric=False,
+        name="beam",
+    )
     # full FE: the clamped static solution of the same tip load and its nodal stress
     f = tip.vectors(model, "tip")[0][:, 0]
     fixed = model.dofs_of(model.fe.select(end(0.0)))
@@ -41,11 +46,13 @@ def test_history_equals_the_full_fe_static_stress(case, tmp_path):
     h = stress_history(res, rb, nodes=nodes, elements=[0])
     assert h.stress.shape == (101, 4, 6)
     scale = np.abs(sigma).max()
-    np.testing.assert_allclose(h.stress[:, :3], lam[:, None, None] * sigma[nodes], rtol=0,
-                               atol=1e-8 * scale)
+    np.testing.assert_allclose(
+        h.stress[:, :3], lam[:, None, None] * sigma[nodes], rtol=0, atol=1e-8 * scale
+    )
     el = model.fe.meshio_cells()[0]
-    np.testing.assert_allclose(h.stress[:, 3], lam[:, None] * sigma[el].mean(0), rtol=0,
-                               atol=1e-8 * scale)
+    np.testing.assert_allclose(
+        h.stress[:, 3], lam[:, None] * sigma[el].mean(0), rtol=0, atol=1e-8 * scale
+    )
     # the root's top fibre: the bending stress peaks at t = 0.25 or 0.75 by its sign
     env = h.envelope()
     s_top = sigma[top, 0]
@@ -84,11 +91,13 @@ def test_files(case, tmp_path):
     files = h.to_vtk(tmp_path / "vtk" / "beam", stride=25)
     assert len(files) == 5 + 2  # samples 0, 25, 50, 75, 100; envelope; pvd
     m = meshio.read(files[1])  # t = 0.25: the full static stress on every node
-    np.testing.assert_allclose(m.point_data["stress"], sigma, rtol=0,
-                               atol=1e-8 * np.abs(sigma).max())
+    np.testing.assert_allclose(
+        m.point_data["stress"], sigma, rtol=0, atol=1e-8 * np.abs(sigma).max()
+    )
     env = meshio.read(files[-2])
-    np.testing.assert_allclose(env.point_data["von_mises_max"], von_mises(sigma), rtol=0,
-                               atol=1e-8 * np.abs(sigma).max())
+    np.testing.assert_allclose(
+        env.point_data["von_mises_max"], von_mises(sigma), rtol=0, atol=1e-8 * np.abs(sigma).max()
+    )
     assert np.all(env.point_data["t_von_mises_max"] == 0.25)
 
 
@@ -111,12 +120,18 @@ def test_flexible_body_of_a_simulated_model():
 
     mesh = Path(__file__).resolve().parents[2] / "meshes" / "beam_hex.msh"
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
-    beam = fm.fem.reduce(mesh, steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam",
-                         geometric=False)
+    beam = fm.fem.reduce(
+        mesh, steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam", geometric=False
+    )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(beam)
-    p.hinge = fm.Revolute(p.ground, p.beam, axis=(0, 0, 1), parent_frame=(0, 0.025, 0.025),
-                          child_frame=p.beam.interface("A"))
+    p.hinge = fm.Revolute(
+        p.ground,
+        p.beam,
+        axis=(0, 0, 1),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=p.beam.interface("A"),
+    )
     p.g = fm.Gravity((0, -9.81, 0))
     run = p.simulate(t_end=0.01, dt=1e-3, integrator="generalized-alpha")
     nodes = beam.interface("A")[2][:4]

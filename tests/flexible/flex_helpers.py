@@ -18,8 +18,9 @@ L, H = 1.0, 0.05
 
 
 def beam_mesh(nx=10, ny=2, hex2=False, length=L, h=H):
-    m = skfem.MeshHex1.init_tensor(np.linspace(0, length, nx + 1), np.linspace(0, h, ny + 1),
-                                   np.linspace(0, h, ny + 1))
+    m = skfem.MeshHex1.init_tensor(
+        np.linspace(0, length, nx + 1), np.linspace(0, h, ny + 1), np.linspace(0, h, ny + 1)
+    )
     return skfem.MeshHex2.from_mesh(m) if hex2 else m
 
 
@@ -28,19 +29,23 @@ def end(x):
 
 
 @functools.cache
-def small_beam(n_modes=3, kind="cb", nx=8, ny=2, tip="rigid", hex2=False, rayleigh=None,
-               E=STEEL["E"]):
+def small_beam(
+    n_modes=3, kind="cb", nx=8, ny=2, tip="rigid", hex2=False, rayleigh=None, E=STEEL["E"]
+):
     """A reduced steel beam 1.0 x 0.05 x 0.05 (interfaces A at x=0, B at x=L)."""
     mesh = beam_mesh(nx, ny, hex2)
     mat = fm.Material(E=E, nu=STEEL["nu"], rho=STEEL["rho"])
     if kind == "cb":
-        strat = fm.CraigBampton(n_modes, interfaces={"A": end(0.0), "B": end(L)},
-                                interface_kind={"A": "rigid", "B": tip})
+        strat = fm.CraigBampton(
+            n_modes,
+            interfaces={"A": end(0.0), "B": end(L)},
+            interface_kind={"A": "rigid", "B": tip},
+        )
         return F.reduce(mesh, mat, strat, rayleigh=rayleigh, name="beam")
     if kind == "cbA":
         strat = fm.CraigBampton(n_modes, interfaces={"A": end(0.0)})
-        return F.reduce(mesh, mat, strat, interfaces={"B": end(L)}, rayleigh=rayleigh,
-                        name="beam")
+        return F.reduce(mesh, mat, strat, interfaces={"B": end(L)}, rayleigh=rayleigh, name="beam")
     strat = fm.NormalModes(n_modes)
-    return F.reduce(mesh, mat, strat, interfaces={"A": end(0.0), "B": end(L)},
-                    rayleigh=rayleigh, name="beam")
+    return F.reduce(
+        mesh, mat, strat, interfaces={"A": end(0.0), "B": end(L)}, rayleigh=rayleigh, name="beam"
+    )

@@ -7,7 +7,6 @@
 * the small-amplitude vibration of a pinned beam has the finite-element eigenfrequency.
 """
 
-
 import numpy as np
 import scipy.linalg as sla
 from flex_helpers import STEEL, beam_mesh, end, small_beam
@@ -25,8 +24,9 @@ def _pendulum(body):
     m = fm.Model("pendulum")
     m.beam = body
     frame = body.interface("A") if isinstance(body, fm.FlexibleBody) else A0
-    m.j = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0, child_frame=frame,
-                      q0=[0.3], qd0=[-1.0])
+    m.j = fm.Revolute(
+        m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0, child_frame=frame, q0=[0.3], qd0=[-1.0]
+    )
     m.g = fm.Gravity((0, -9.81, 0))
     return m
 
@@ -65,10 +65,10 @@ def _rigid_tip(res):
 def _momenta(s, q, qd):
     d = s.flexible.flex[0]
     i = d.index
-    r = q[7 * i: 7 * i + 3]
+    r = q[7 * i : 7 * i + 3]
     R = s.rotation(q, "beam")
     u = s.flexible.body_speeds(d, q, qd)
-    Mu = ffr.mass_matrix(d.inv, q[d.col0:d.col0 + d.n]) @ u
+    Mu = ffr.mass_matrix(d.inv, q[d.col0 : d.col0 + d.n]) @ u
     p = R @ Mu[3:6]
     return p, np.cross(r, p) + R @ Mu[:3]
 
@@ -78,8 +78,9 @@ def test_free_body_conserves_momentum_and_energy():
     errs = []
     for dt in (4e-4, 2e-4):
         m = fm.Model("free")
-        m.beam = fm.FlexibleBody(rb, geometric_stiffening=False, q0=[2e-3, -1e-3, 5e-4, 1e-3],
-                                 qd0=[0.1, 0.2, -0.1, 0.05])
+        m.beam = fm.FlexibleBody(
+            rb, geometric_stiffening=False, q0=[2e-3, -1e-3, 5e-4, 1e-3], qd0=[0.1, 0.2, -0.1, 0.05]
+        )
         m.j = fm.Free(m.ground, m.beam, qd0=[3.0, -2.0, 5.0, 0.4, 0.1, -0.2])
         s = m.compile("absolute")
         res = s.simulate(0.04, dt=dt, integrator="generalized-alpha", rho_inf=1.0)
@@ -87,8 +88,9 @@ def test_free_body_conserves_momentum_and_energy():
         dp = max(np.abs(_momenta(s, q, qd)[0] - p0).max() for q, qd in zip(res.q, res.qd))
         dH = max(np.abs(_momenta(s, q, qd)[1] - H0).max() for q, qd in zip(res.q, res.qd))
         E = res.energy["total"]
-        errs.append((dp / np.linalg.norm(p0), dH / np.linalg.norm(H0),
-                     np.abs(E - E[0]).max() / E[0]))
+        errs.append(
+            (dp / np.linalg.norm(p0), dH / np.linalg.norm(H0), np.abs(E - E[0]).max() / E[0])
+        )
     (p1, h1, e1), (p2, h2, e2) = errs
     assert max(p1, h1, e1) < 2e-3
     # second order: halving the step divides the drift by ~4
@@ -98,8 +100,11 @@ def test_free_body_conserves_momentum_and_energy():
 def test_static_tip_load_equals_full_fe():
     mesh = beam_mesh(8, 2)
     mat = fm.Material(**STEEL)
-    strat = fm.CraigBampton(4, interfaces={"A": end(0.0), "B": end(1.0)},
-                            interface_kind={"A": "rigid", "B": "distributing"})
+    strat = fm.CraigBampton(
+        4,
+        interfaces={"A": end(0.0), "B": end(1.0)},
+        interface_kind={"A": "rigid", "B": "distributing"},
+    )
     rb = fm.fem.reduce(mesh, mat, strat, name="beam")
     f = np.array([150.0, -1000.0, 400.0])
     m = fm.Model("cantilever")
@@ -179,8 +184,14 @@ def test_pinned_beam_frequency_matches_fe():
     eps = 2e-4 / np.abs(u).max()
     m = fm.Model("pinned")
     m.beam = fm.FlexibleBody(rb, q0=eps * qm)
-    m.j = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0,
-                      child_frame=m.beam.interface("A"), q0=[eps * th])
+    m.j = fm.Revolute(
+        m.ground,
+        m.beam,
+        axis=(0, 0, 1),
+        parent_frame=A0,
+        child_frame=m.beam.interface("A"),
+        q0=[eps * th],
+    )
     period = 1.0 / f_fe
     h = period / 60
     res = m.simulate(3.2 * period, dt=h, integrator="generalized-alpha", rho_inf=1.0)
@@ -207,8 +218,9 @@ def test_reaction_at_a_deforming_child_frame():
     m.beam = fm.FlexibleBody(rb)
     m.block = fm.RigidBody(50.0, (0.2, 0.3, 0.4), com=(0.1, -0.05, 0.02))
     m.fix = fm.Fixed(m.ground, m.beam, parent_frame=A0, child_frame=m.beam.interface("A"))
-    m.weld = fm.Fixed(m.block, m.beam, parent_frame=(0.0, 0.0, 0.0),
-                      child_frame=m.beam.interface("B"))
+    m.weld = fm.Fixed(
+        m.block, m.beam, parent_frame=(0.0, 0.0, 0.0), child_frame=m.beam.interface("B")
+    )
     m.g = fm.Gravity((0.0, -9.81, 0.0))
     s = m.compile("absolute")
     st = s.static_equilibrium()

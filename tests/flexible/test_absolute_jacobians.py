@@ -32,13 +32,28 @@ def flexible_model(stiffening=True, damping=True):
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=stiffening)
     m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
     m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
-    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=(0, 0.025, 0.025),
-                       child_frame=m.beam.interface("A"))
-    m.j1 = fm.Revolute(m.beam, m.tip, axis=(0.3, 1.0, 0.2),
-                       parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
-                       child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)))
-    m.j2 = fm.Universal(m.beam, m.arm, axis1=(1, 0, 0), axis2=(0, 1, 0),
-                        parent_frame=m.beam.point((0.5, 0.05, 0.05)), child_frame=(0.2, 0, 0))
+    m.j0 = fm.Revolute(
+        m.ground,
+        m.beam,
+        axis=(0.2, 0.1, 1.0),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=m.beam.interface("A"),
+    )
+    m.j1 = fm.Revolute(
+        m.beam,
+        m.tip,
+        axis=(0.3, 1.0, 0.2),
+        parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
+        child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)),
+    )
+    m.j2 = fm.Universal(
+        m.beam,
+        m.arm,
+        axis1=(1, 0, 0),
+        axis2=(0, 1, 0),
+        parent_frame=m.beam.point((0.5, 0.05, 0.05)),
+        child_frame=(0.2, 0, 0),
+    )
     m.g = fm.Gravity((0.3, -9.81, 0.5))
     m.f1 = fm.PointForce(m.beam, m.beam.interface("B"), (10.0, -20.0, 5.0))
     m.f2 = fm.PointForce(m.beam, m.beam.point((0.75, 0.0, 0.05)), (3.0, 4.0, -2.0), frame="body")
@@ -50,10 +65,10 @@ def random_state(s, rng, modal=2e-3):
     qd = rng.normal(size=s.n)
     qdd = rng.normal(size=s.n)
     for i in range(s.nb):
-        q[7 * i + 3: 7 * i + 7] /= np.linalg.norm(q[7 * i + 3: 7 * i + 7])
-    q[s.n_rigid:] *= modal
-    qd[s.n_rigid:] *= 10 * modal
-    qdd[s.n_rigid:] *= 100 * modal
+        q[7 * i + 3 : 7 * i + 7] /= np.linalg.norm(q[7 * i + 3 : 7 * i + 7])
+    q[s.n_rigid :] *= modal
+    qd[s.n_rigid :] *= 10 * modal
+    qdd[s.n_rigid :] *= 100 * modal
     lam = rng.normal(size=s.nc) * 10
     return q, qd, qdd, lam
 
@@ -135,5 +150,6 @@ def test_mass_matrix_and_forward_dynamics_consistency(system):
     # forward dynamics satisfies the residual and the acceleration constraints
     fd = s.forward_dynamics(q, qd)
     r = residual(s, q, qd, fd.qdd, fd.lam)
-    assert np.abs(r).max() < 1e-8 * max(1.0, np.abs(s.dae_terms(q, qd, fd.qdd, fd.lam,
-                                                                 jacobian=False).R).max())
+    assert np.abs(r).max() < 1e-8 * max(
+        1.0, np.abs(s.dae_terms(q, qd, fd.qdd, fd.lam, jacobian=False).R).max()
+    )

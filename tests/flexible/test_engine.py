@@ -15,15 +15,31 @@ def engine_model():
     m.beam = fm.FlexibleBody(rb)
     m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
     m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
-    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=(0, 0.025, 0.025),
-                       child_frame=m.beam.interface("A"))
-    m.j1 = fm.Revolute(m.beam, m.tip, axis=(0.3, 1.0, 0.2),
-                       parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
-                       child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)))
-    m.j2 = fm.Universal(m.beam, m.arm, axis1=(1, 0, 0), axis2=(0, 1, 0),
-                        parent_frame=m.beam.point((0.5, 0.05, 0.05)), child_frame=(0.2, 0, 0))
-    m.j3 = fm.Spherical(m.ground, m.tip, parent_frame=(1.2, 0.0, 0.1),
-                        child_frame=m.tip.frame((0.0, -0.1, 0.0)))
+    m.j0 = fm.Revolute(
+        m.ground,
+        m.beam,
+        axis=(0.2, 0.1, 1.0),
+        parent_frame=(0, 0.025, 0.025),
+        child_frame=m.beam.interface("A"),
+    )
+    m.j1 = fm.Revolute(
+        m.beam,
+        m.tip,
+        axis=(0.3, 1.0, 0.2),
+        parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
+        child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)),
+    )
+    m.j2 = fm.Universal(
+        m.beam,
+        m.arm,
+        axis1=(1, 0, 0),
+        axis2=(0, 1, 0),
+        parent_frame=m.beam.point((0.5, 0.05, 0.05)),
+        child_frame=(0.2, 0, 0),
+    )
+    m.j3 = fm.Spherical(
+        m.ground, m.tip, parent_frame=(1.2, 0.0, 0.1), child_frame=m.tip.frame((0.0, -0.1, 0.0))
+    )
     m.g = fm.Gravity((0.3, -9.81, 0.5))
     return m
 
@@ -59,5 +75,6 @@ def test_engine_reactions_equal_reference(system):
     eng = Engine(s)
     rng = np.random.default_rng(4)
     q, qd, qdd, lam = random_state(s, rng)
-    assert np.allclose(eng.reactions(q, lam), s.constraints.reactions(q, lam), rtol=1e-12,
-                       atol=1e-10)
+    assert np.allclose(
+        eng.reactions(q, lam), s.constraints.reactions(q, lam), rtol=1e-12, atol=1e-10
+    )

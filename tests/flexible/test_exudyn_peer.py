@@ -30,8 +30,7 @@ def test_flexible_pendulum_tip_equals_exudyn(beam, gauge, tol):
     model, rb = beam
     t_end, dt, rho = 0.3, 1e-3, 0.8
     ours = bf.run_flexmbd(rb, t_end, dt, rho, repeat=1, gauge=gauge)
-    peer = bf.run_exudyn(rb, model, t_end, dt, rho, repeat=1, variant="marker",
-                         gravity="exact")
+    peer = bf.run_exudyn(rb, model, t_end, dt, rho, repeat=1, variant="marker", gravity="exact")
     assert ours["tip"].shape == peer["tip"].shape == (301, 3)
     # the beam swings through ~0.3 rad: the check is not trivially small
     assert np.ptp(ours["tip"][:, 1]) > 0.1

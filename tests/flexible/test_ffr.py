@@ -70,10 +70,14 @@ def test_body_equations_match_true_particle_accelerations():
 def test_rigid_limit_is_spatial_inertia():
     m, x0, phi, inv = particle_body(0)
     com = inv.c / inv.mass
-    Ic = inv.E0.trace() * np.eye(3) - inv.E0 - inv.mass * (com @ com * np.eye(3)
-                                                            - np.outer(com, com))
-    assert np.allclose(ffr.mass_matrix(inv, np.zeros(0)), sp.spatial_inertia(inv.mass, com, Ic),
-                       atol=1e-12)
+    Ic = (
+        inv.E0.trace() * np.eye(3)
+        - inv.E0
+        - inv.mass * (com @ com * np.eye(3) - np.outer(com, com))
+    )
+    assert np.allclose(
+        ffr.mass_matrix(inv, np.zeros(0)), sp.spatial_inertia(inv.mass, com, Ic), atol=1e-12
+    )
 
 
 def test_gravity_force_is_particle_sum():

@@ -15,9 +15,9 @@ STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
 @pytest.fixture(scope="module")
 def beam(tmp_path_factory):
     cache = tmp_path_factory.mktemp("fb") / "beam.npz"
-    body = fm.FlexibleBody.from_mesh(MESH, fm.Material(**STEEL),
-                                     fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}),
-                                     cache=cache)
+    body = fm.FlexibleBody.from_mesh(
+        MESH, fm.Material(**STEEL), fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}), cache=cache
+    )
     return body, cache
 
 
@@ -26,9 +26,9 @@ def test_lazy_reduction_and_disk_cache(beam):
     # in whatever order they run), with the shared cache file: whichever of the two is
     # reduced first writes the cache, and the other one reads it
     shared, cache = beam
-    body = fm.FlexibleBody.from_mesh(MESH, fm.Material(**STEEL),
-                                     fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}),
-                                     cache=cache)
+    body = fm.FlexibleBody.from_mesh(
+        MESH, fm.Material(**STEEL), fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}), cache=cache
+    )
     assert body._reduced is None and "not reduced" in body._short()
     # 4 fixed-interface modes + 6 constraint modes of B (A is the reference frame)
     assert body.n_modes == 10 and cache.exists()
@@ -56,7 +56,9 @@ def test_interface_and_node_frames_move_with_the_modes(beam):
     assert np.allclose(p, fb.position + fb.modes[3:] @ q)
     tip = body.point((1.0, 0.025, 0.025))
     assert np.allclose(tip.position, [1.0, 0.025, 0.025], atol=1e-12)
-    assert np.allclose(tip.modes[3:], body.reduced.modes[3 * tip.node_index:3 * tip.node_index + 3])
+    assert np.allclose(
+        tip.modes[3:], body.reduced.modes[3 * tip.node_index : 3 * tip.node_index + 3]
+    )
     with pytest.raises(fm.MeshError, match="no interface 'C'"):
         body.interface("C")
 

@@ -35,13 +35,22 @@ def _dense(trip, shape):
 def _add_sdas(m):
     """An SDA from interface B to the tip body, one from the arm to a mesh point of the
     beam (end j deforming), one from a node of the beam to the ground; k, c, fa nonzero."""
-    m.s1 = fm.SpringDamperActuator(m.beam, m.beam.interface("B"), m.tip, (0.1, 0.05, -0.02),
-                                   k=3e3, c=20.0, fa=15.0, l0=0.1)
-    m.s2 = fm.SpringDamperActuator(m.arm, fm.Frame(m.arm, (0.05, 0.1, 0.0)), m.beam,
-                                   m.beam.point((0.5, 0.0, 0.05)), k=2e3, c=10.0,
-                                   fa=lambda t: 5.0 + t, l0=0.05)
-    m.s3 = fm.SpringDamperActuator(m.beam, m.beam.node(3), m.ground, (0.5, 0.4, 0.1), k=1e3,
-                                   c=5.0, fa=2.0)
+    m.s1 = fm.SpringDamperActuator(
+        m.beam, m.beam.interface("B"), m.tip, (0.1, 0.05, -0.02), k=3e3, c=20.0, fa=15.0, l0=0.1
+    )
+    m.s2 = fm.SpringDamperActuator(
+        m.arm,
+        fm.Frame(m.arm, (0.05, 0.1, 0.0)),
+        m.beam,
+        m.beam.point((0.5, 0.0, 0.05)),
+        k=2e3,
+        c=10.0,
+        fa=lambda t: 5.0 + t,
+        l0=0.05,
+    )
+    m.s3 = fm.SpringDamperActuator(
+        m.beam, m.beam.node(3), m.ground, (0.5, 0.4, 0.1), k=1e3, c=5.0, fa=2.0
+    )
     return m
 
 
@@ -52,12 +61,20 @@ def sda_only_model():
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
     m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
     m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
-    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=A0,
-                       child_frame=m.beam.interface("A"))
-    m.j1 = fm.Spherical(m.beam, m.tip, parent_frame=m.beam.interface("B"),
-                        child_frame=(0.01, 0.02, 0.03))
-    m.j2 = fm.Universal(m.beam, m.arm, axis1=(1, 0, 0), axis2=(0, 1, 0),
-                        parent_frame=m.beam.point((0.5, 0.05, 0.05)), child_frame=(0.2, 0, 0))
+    m.j0 = fm.Revolute(
+        m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=A0, child_frame=m.beam.interface("A")
+    )
+    m.j1 = fm.Spherical(
+        m.beam, m.tip, parent_frame=m.beam.interface("B"), child_frame=(0.01, 0.02, 0.03)
+    )
+    m.j2 = fm.Universal(
+        m.beam,
+        m.arm,
+        axis1=(1, 0, 0),
+        axis2=(0, 1, 0),
+        parent_frame=m.beam.point((0.5, 0.05, 0.05)),
+        child_frame=(0.2, 0, 0),
+    )
     return _add_sdas(m)
 
 
@@ -119,15 +136,19 @@ def test_newton_blocks_with_sdas(seed):
 def test_static_cantilever_pulled_by_sda_equals_full_fe():
     mesh = beam_mesh(8, 2)
     mat = fm.Material(**STEEL)
-    strat = fm.CraigBampton(4, interfaces={"A": end(0.0), "B": end(1.0)},
-                            interface_kind={"A": "rigid", "B": "distributing"})
+    strat = fm.CraigBampton(
+        4,
+        interfaces={"A": end(0.0), "B": end(1.0)},
+        interface_kind={"A": "rigid", "B": "distributing"},
+    )
     rb = fm.fem.reduce(mesh, mat, strat, name="beam")
     m = fm.Model("cantilever_sda")
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
     m.fix = fm.Fixed(m.ground, m.beam, parent_frame=A0, child_frame=m.beam.interface("A"))
     anchor = np.array([1.3, -0.6, 0.2])
-    m.s = fm.SpringDamperActuator(m.beam, m.beam.interface("B"), m.ground, anchor, k=2e6,
-                                  l0=0.3, c=50.0, fa=300.0)
+    m.s = fm.SpringDamperActuator(
+        m.beam, m.beam.interface("B"), m.ground, anchor, k=2e6, l0=0.3, c=50.0, fa=300.0
+    )
     s = m.compile("absolute")
     st = s.static_equilibrium()
     qf = s.modal(st.q, "beam")
@@ -154,10 +175,18 @@ def _swing(c, dt):
     rb = small_beam(3, "cb", E=2.1e9)
     m = fm.Model("swing_sda")
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
-    m.j = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0,
-                      child_frame=m.beam.interface("A"), q0=[0.2], qd0=[-1.0])
-    m.s = fm.SpringDamperActuator(m.beam, m.beam.interface("B"), m.ground, (1.0, 0.6, 0.1),
-                                  k=2e4, c=c, l0=0.4)
+    m.j = fm.Revolute(
+        m.ground,
+        m.beam,
+        axis=(0, 0, 1),
+        parent_frame=A0,
+        child_frame=m.beam.interface("A"),
+        q0=[0.2],
+        qd0=[-1.0],
+    )
+    m.s = fm.SpringDamperActuator(
+        m.beam, m.beam.interface("B"), m.ground, (1.0, 0.6, 0.1), k=2e4, c=c, l0=0.4
+    )
     s = m.compile("absolute")
     return s.simulate(0.05, dt=dt, integrator="generalized-alpha", rho_inf=1.0)
 
@@ -187,7 +216,7 @@ def test_frame_of_another_body_is_a_clear_error():
     with pytest.raises(ModelError, match="frame of body 'beam'.*pass a frame of 'arm'"):
         fm.SpringDamperActuator(m.arm, m.beam.interface("B"), m.beam, (0, 0, 0), k=1.0)
     # a frame of a rigid body stands for its origin and uses the rigid (batched) element
-    m.s = fm.SpringDamperActuator(m.arm, fm.Frame(m.arm, (0.1, 0.2, 0.0)), m.ground,
-                                  (1, 1, 1), k=1.0)
+    m.s = fm.SpringDamperActuator(
+        m.arm, fm.Frame(m.arm, (0.1, 0.2, 0.0)), m.ground, (1, 1, 1), k=1.0
+    )
     assert np.allclose(m.s.point_i, (0.1, 0.2, 0.0)) and not m.s.deforming_ends()
-

@@ -17,8 +17,14 @@ def test_mode_selection_small(tmp_path):
     ms = load("mode_selection_study")
     buf = io.StringIO()
     with redirect_stdout(buf):
-        out = ms.main(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24,
-                      chain_segments=0, outdir=tmp_path)
+        out = ms.main(
+            t_end=0.004,
+            dt=1.25e-5,
+            mode_counts=(4, 8),
+            reference_modes=24,
+            chain_segments=0,
+            outdir=tmp_path,
+        )
     rows = out["rows"]
     assert out["reference_check"] < 1e-4
     nm4, nm8 = rows[("normal modes", 4)]["err"], rows[("normal modes", 8)]["err"]

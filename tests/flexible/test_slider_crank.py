@@ -21,8 +21,9 @@ def study(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("slider_crank")
     buf = io.StringIO()
     with redirect_stdout(buf):
-        out = mod.main(t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20), plot=True,
-                       outdir=out_dir)
+        out = mod.main(
+            t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20), plot=True, outdir=out_dir
+        )
     return mod, out, out_dir, buf.getvalue()
 
 

@@ -107,11 +107,14 @@ def test_pprint_states_frame_stiffening_and_the_pin():
 # -- the flexible pendulum: frame clamped at the hinge vs mean axes ---------------------------
 def _pendulum_tip(frame, stiffening, dt, t_end, n_modes=4):
     mod = load("flexible_pendulum")
-    rb = fm.fem.reduce(mod.MESH, fm.Material(**mod.STEEL),
-                       fm.CraigBampton(n_modes, interfaces={"A": "A"}, frame=frame), name="beam")
+    rb = fm.fem.reduce(
+        mod.MESH,
+        fm.Material(**mod.STEEL),
+        fm.CraigBampton(n_modes, interfaces={"A": "A"}, frame=frame),
+        name="beam",
+    )
     m = mod.build(rb, stiffening=stiffening)
-    res = m.compile("absolute").simulate(t_end, dt=dt, integrator="generalized-alpha",
-                                         rho_inf=0.8)
+    res = m.compile("absolute").simulate(t_end, dt=dt, integrator="generalized-alpha", rho_inf=0.8)
     return mod.tip_trajectory(m, res)[0]
 
 
@@ -181,9 +184,12 @@ def test_slider_crank_rod_stiffened_every_basis_both_formulations(formulation):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue #18: the frame clamped at the pinned end stays "
-                   "~2 % off in both formulations (not the time step, not the lagged wrenches, "
-                   "not truncation: 16 modes give 3.1 %); FlexibleBody docs, 'Choice of frame'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #18: the frame clamped at the pinned end stays "
+    "~2 % off in both formulations (not the time step, not the lagged wrenches, "
+    "not truncation: 16 modes give 3.1 %); FlexibleBody docs, 'Choice of frame'",
+)
 @pytest.mark.parametrize("formulation", ["absolute", "recursive"])
 def test_slider_crank_rod_stiffened_clamped_frame_within_target(formulation):
     kind = "Craig-Bampton, frame clamped at A"

@@ -32,8 +32,9 @@ def fd_error(res, X, p):
         Zp, Zm = Z.copy(), Z.copy()
         Zp[j] += h
         Zm[j] -= h
-        col = (res.residual(Zp[:X.size], Zp[X.size:])
-               - res.residual(Zm[:X.size], Zm[X.size:])) / (2 * h)
+        col = (
+            res.residual(Zp[: X.size], Zp[X.size :]) - res.residual(Zm[: X.size], Zm[X.size :])
+        ) / (2 * h)
         ref = max(np.linalg.norm(col), 1e-3 * scale)
         worst = max(worst, np.linalg.norm(Jd[:, j] - col) / ref)
     res.set_parameters(p)
@@ -43,9 +44,13 @@ def fd_error(res, X, p):
 def random_nodes(res, s, rng, dq):
     q0 = s.initial_conditions()[0]
     N = res.N
-    return res.join(unit(np.tile(q0, (N, 1)) + dq * rng.standard_normal((N, s.n))),
-                    rng.standard_normal((N, s.n)), rng.standard_normal((N, s.n)),
-                    rng.standard_normal((N, s.nc)), rng.standard_normal((N, res.nu)))
+    return res.join(
+        unit(np.tile(q0, (N, 1)) + dq * rng.standard_normal((N, s.n))),
+        rng.standard_normal((N, s.n)),
+        rng.standard_normal((N, s.n)),
+        rng.standard_normal((N, s.nc)),
+        rng.standard_normal((N, res.nu)),
+    )
 
 
 def test_rigid_pendulum_jacobian_matches_finite_differences():
@@ -56,8 +61,7 @@ def test_rigid_pendulum_jacobian_matches_finite_differences():
     m.g = fm.Gravity((0, -9.81, 0))
     m.fric = fmo.ViscousBearing(m.hinge, 0.3)
     m.u = fmo.JointInput(m.hinge)
-    m.spring = fm.SpringDamperActuator(m.ground, (0.5, 0.5, 0), m.link, (1.0, 0, 0), k=50.0,
-                                       c=2.0)
+    m.spring = fm.SpringDamperActuator(m.ground, (0.5, 0.5, 0), m.link, (1.0, 0, 0), k=50.0, c=2.0)
     s = m.compile("absolute")
     P = fmo.parameters(m)
     for p in (P.link.mass, P.fric.c, P.spring.k, P.spring.c):
@@ -72,11 +76,18 @@ def test_rigid_pendulum_jacobian_matches_finite_differences():
 def strip():
     import skfem
 
-    mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, 9), np.linspace(-0.01, 0.01, 2),
-                                      np.linspace(-0.01, 0.01, 2))
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0, 1.0, 9), np.linspace(-0.01, 0.01, 2), np.linspace(-0.01, 0.01, 2)
+    )
     st = fm.CraigBampton(3, interfaces={"A": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
-    return fm.fem.reduce(mesh, fm.Material(E=2.1e11, nu=0.3, rho=7850.0), st, name="strip",
-                         geometric=False, zeta=0.01)
+    return fm.fem.reduce(
+        mesh,
+        fm.Material(E=2.1e11, nu=0.3, rho=7850.0),
+        st,
+        name="strip",
+        geometric=False,
+        zeta=0.01,
+    )
 
 
 def flexible_model(rb):
@@ -96,7 +107,7 @@ def test_flexible_pendulum_jacobian_matches_finite_differences(strip):
     P = fmo.parameters(m)
     for p in (P.beam.zeta[0], P.beam.zeta[1], P.beam.stiffness_scale, P.fric.c):
         p.free()
-    assert P.beam.zeta[0].value == pytest.approx(0.01)   # read from the reduced body
+    assert P.beam.zeta[0].value == pytest.approx(0.01)  # read from the reduced body
     res = fmo.NodeResiduals(s, [0.0, 0.1], P.free_parameters(), [m.u])
     X = random_nodes(res, s, rng, 1e-3)
     p = np.array([pp.value for pp in P.free_parameters()])
@@ -113,10 +124,10 @@ def test_modal_parameters_change_the_dynamics_as_declared(strip):
     qd = qd.copy()
     qd[sl] = [1.0, -0.5, 0.2]
     res = fmo.NodeResiduals(s, [0.0])
-    F0 = res.residual(res.join(q[None], qd[None], qdd[None], lam[None]))[:s.n][sl]
-    P.beam.zeta[0].value = 0.03        # 0.01 -> 0.03
+    F0 = res.residual(res.join(q[None], qd[None], qdd[None], lam[None]))[: s.n][sl]
+    P.beam.zeta[0].value = 0.03  # 0.01 -> 0.03
     s.refresh()
-    F1 = res.residual(res.join(q[None], qd[None], qdd[None], lam[None]))[:s.n][sl]
+    F1 = res.residual(res.join(q[None], qd[None], qdd[None], lam[None]))[: s.n][sl]
     rb = strip
     import scipy.linalg as sla
 
@@ -128,7 +139,7 @@ def test_modal_parameters_change_the_dynamics_as_declared(strip):
 
 def test_errors_name_the_fix(strip):
     m = fm.Model("stiff")
-    m.beam = fm.FlexibleBody(strip)          # geometric stiffening on by default
+    m.beam = fm.FlexibleBody(strip)  # geometric stiffening on by default
     m.hinge = fm.Revolute(m.ground, m.beam, axis=(0, 0, 1), child_frame=m.beam.interface("A"))
     with pytest.raises(ModelError, match="geometric_stiffening=False"):
         fmo.NodeResiduals(m.compile("absolute"), [0.0])

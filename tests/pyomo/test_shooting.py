@@ -37,8 +37,7 @@ def test_slider_crank_sda_parameter_sensitivities_match_finite_differences():
     F, dF = sh.joint_force(res, "j_crank")
     assert np.all(res.iterations <= 5)
     for j in range(2):
-        fd = _fd(lambda z: sh.joint_force(sh.simulate(z, sensitivities=False), "j_crank")[0],
-                 z0, j)
+        fd = _fd(lambda z: sh.joint_force(sh.simulate(z, sensitivities=False), "j_crank")[0], z0, j)
         assert np.max(np.abs(fd - dF[:, :, j])) < 1e-6 * np.max(np.abs(fd))
         fdq = _fd(lambda z: sh.simulate(z, sensitivities=False).q, z0, j)
         assert np.max(np.abs(fdq - res.dq[:, :, j])) < 1e-6 * np.max(np.abs(fdq))
@@ -54,20 +53,19 @@ def test_pendulum_torque_profile_and_friction_sensitivities_match_finite_differe
     P = fmo.parameters(m)
     P.fric.c.free(bounds=(0.0, 1.0))
 
-    def profile(t, th):                       # tau = th0 sin(pi t) + th1 sin(2 pi t)
+    def profile(t, th):  # tau = th0 sin(pi t) + th1 sin(2 pi t)
         b = np.array([np.sin(np.pi * t), np.sin(2 * np.pi * t)])
         return np.array([b @ th]), b[None, :]
 
-    sh = Shooting(m.compile("absolute"), 0.5, 0.01, P.free_parameters(), [m.tau], profile,
-                  ntheta=2)
+    sh = Shooting(m.compile("absolute"), 0.5, 0.01, P.free_parameters(), [m.tau], profile, ntheta=2)
     z0 = np.array([0.3, 4.0, -2.0])
 
     def tip(z):
         r = sh.simulate(z[:1], z[1:], sensitivities=False)
-        return r.q[:, 3:7]                     # the link's Euler parameters (-)
+        return r.q[:, 3:7]  # the link's Euler parameters (-)
 
     res = sh.simulate(z0[:1], z0[1:])
-    assert np.ptp(res.q[:, 6]) > 0.05          # it swings
+    assert np.ptp(res.q[:, 6]) > 0.05  # it swings
     for j in range(3):
         fd = _fd(tip, z0, j)
         assert np.max(np.abs(fd - res.dq[:, 3:7, j])) < 1e-6 * np.max(np.abs(fd))
@@ -97,7 +95,7 @@ def test_slew_by_shooting_leaves_less_vibration_than_cycloidal_and_bang_bang(tmp
     rows = out["rows"]
     assert out["failure"] is None and "optimized" in rows
     opt, cyc, bang = rows["optimized"], rows["cycloidal"], rows["bang-bang"]
-    assert abs(opt["angle"] - 90.0) < 1e-3                       # rest to rest, 90 degrees
+    assert abs(opt["angle"] - 90.0) < 1e-3  # rest to rest, 90 degrees
     assert opt["peak_torque"] <= ex.U_MAX * out["u_bb"] * (1 + 1e-9)  # torque bound
     assert opt["amplitude"] < 0.01 * cyc["amplitude"]
     assert cyc["amplitude"] < 0.1 * bang["amplitude"]

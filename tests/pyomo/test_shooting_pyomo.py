@@ -30,9 +30,9 @@ def test_ipopt_recovers_bearing_friction_through_the_shooting_grey_box():
     P = fmo.parameters(m)
     P.fric.c.free(bounds=(0.0, 1.0))
     sh = Shooting(m.compile("absolute"), 0.6, 0.02, P.free_parameters())
-    idx = np.arange(5, 31, 5)                   # nodes of the "measurement"
+    idx = np.arange(5, 31, 5)  # nodes of the "measurement"
 
-    def outputs(sh, r):                        # e3 of the link (sin of half the angle)
+    def outputs(sh, r):  # e3 of the link (sin of half the angle)
         return r.q[idx, 6], r.dq[idx, 6, :]
 
     meas = sh.simulate([0.3], sensitivities=False).q[idx, 6]
@@ -41,7 +41,6 @@ def test_ipopt_recovers_bearing_friction_through_the_shooting_grey_box():
     c = M.sim.inputs["fric.c"]
     c.value, c.lb, c.ub = 0.1, 0.0, 1.0
     y = M.sim.outputs
-    M.obj = pe.Objective(expr=sum((y[f"y[{i}]"] - float(meas[i])) ** 2
-                                  for i in range(len(idx))))
+    M.obj = pe.Objective(expr=sum((y[f"y[{i}]"] - float(meas[i])) ** 2 for i in range(len(idx))))
     pe.SolverFactory("cyipopt").solve(M, tee=False)
     assert abs(pe.value(c) - 0.3) < 1e-5

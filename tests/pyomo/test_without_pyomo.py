@@ -33,7 +33,6 @@ def test_without_pyomo_parameters_work_and_greybox_names_the_extra():
             assert "flexmbd[pyomo]" in str(err)
             print("OK")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("OK")

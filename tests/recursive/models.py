@@ -5,8 +5,16 @@ import numpy as np
 import flexmbd as fm
 from flexmbd.spatial import rotvec_to_rot
 
-JOINT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar",
-               "fixed", "free")
+JOINT_TYPES = (
+    "revolute",
+    "prismatic",
+    "cylindrical",
+    "universal",
+    "spherical",
+    "planar",
+    "fixed",
+    "free",
+)
 
 
 def random_inertia(rng, mass, size=0.3):
@@ -48,8 +56,9 @@ def make_joint(kind, parent, child, rng, frames=True):
     raise ValueError(kind)
 
 
-def random_tree(seed, n, floating=False, types=JOINT_TYPES, reverse=0.25, gravity=True,
-                forces=False, branch=0.5):
+def random_tree(
+    seed, n, floating=False, types=JOINT_TYPES, reverse=0.25, gravity=True, forces=False, branch=0.5
+):
     """Random tree of ``n`` bodies with random frames, inertias and joint types.
 
     ``branch`` is the probability to attach a body to a random earlier body rather
@@ -101,8 +110,11 @@ def chain(n, length=0.3, mass=1.0, gravity=(0.0, 0.0, -9.81), alternate=True):
         b = fm.RigidBody(mass, (0.001, 0.01, 0.01), com=(length / 2, 0, 0))
         setattr(m, f"l{i}", b)
         axis = (0, 0, 1) if (i % 2 == 0 or not alternate) else (0, 1, 0)
-        setattr(m, f"j{i}", fm.Revolute(prev, b, axis=axis,
-                                        parent_frame=(0.0 if i == 0 else length, 0, 0)))
+        setattr(
+            m,
+            f"j{i}",
+            fm.Revolute(prev, b, axis=axis, parent_frame=(0.0 if i == 0 else length, 0, 0)),
+        )
         prev = b
     if gravity is not None:
         m.g = fm.Gravity(gravity)

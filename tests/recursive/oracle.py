@@ -59,10 +59,12 @@ class Oracle:
         self.n = topo.n_bodies
         self.parent = topo.parent
         self.tj = [None] + [self.joints[int(topo.tree_joint[k]) - 1] for k in range(1, self.n + 1)]
-        self.rev = [False] + [bool(topo.reversed[int(topo.tree_joint[k]) - 1])
-                              for k in range(1, self.n + 1)]
-        self.body = [model.ground] + [self.bodies[int(topo.original_body[k]) - 1]
-                                      for k in range(1, self.n + 1)]
+        self.rev = [False] + [
+            bool(topo.reversed[int(topo.tree_joint[k]) - 1]) for k in range(1, self.n + 1)
+        ]
+        self.body = [model.ground] + [
+            self.bodies[int(topo.original_body[k]) - 1] for k in range(1, self.n + 1)
+        ]
         self.label = {id(b): k for k, b in enumerate(self.body)}
         self.qs, self.vs = {}, {}
         nq = nv = 0
@@ -80,7 +82,7 @@ class Oracle:
         pose = [(np.eye(3), np.zeros(3))] + [None] * n
         S = [None] * (n + 1)
         vel = [np.zeros(6)] + [None] * n
-        cterm = [np.zeros(6)] + [None] * n     # S-dot qd in world coords
+        cterm = [np.zeros(6)] + [None] * n  # S-dot qd in world coords
         for k in range(1, n + 1):
             j = self.tj[k]
             qj, vj = q[self.qs[j.name]], qd[self.vs[j.name]]
@@ -92,7 +94,7 @@ class Oracle:
             if not self.rev[k]:
                 # world pose of the declared parent frame (on the inboard body)
                 Tpf = compose(pose[p], (pf.rotation, pf.position))
-                Tc = compose(Tpf, (Rt, pt))                        # child frame, world
+                Tc = compose(Tpf, (Rt, pt))  # child frame, world
                 pose[k] = compose(Tc, inverse((cf.rotation, cf.position)))
                 X = ad(*Tc)
                 S[k] = X @ H
@@ -100,7 +102,7 @@ class Oracle:
                 cterm[k] = X @ cb + crm(vel[k]) @ (S[k] @ vj)
             else:
                 Tcf = compose(pose[p], (cf.rotation, cf.position))  # declared child frame
-                Ta = compose(Tcf, inverse((Rt, pt)))               # declared parent frame
+                Ta = compose(Tcf, inverse((Rt, pt)))  # declared parent frame
                 pose[k] = compose(Ta, inverse((pf.rotation, pf.position)))
                 X = ad(*Tcf)
                 S[k] = -X @ H

@@ -22,7 +22,7 @@ def to_pinocchio(model):
     pm = pin.Model()
     jid = {id(model.ground): 0}
     frame = {id(model.ground): (np.eye(3), np.zeros(3))}
-    qmap, vmap = [], []          # per joint: (flexmbd slice, pin slice, kind)
+    qmap, vmap = [], []  # per joint: (flexmbd slice, pin slice, kind)
     iq = iv = 0
     for j in model.joints():
         pR, pp = frame[id(j.parent)]

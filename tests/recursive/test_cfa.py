@@ -22,9 +22,11 @@ def rel(a, b):
     return np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(np.linalg.norm(b), 1e-300)
 
 
-CASES = [(seed, n, floating) for seed, n in [(0, 1), (1, 2), (2, 5), (3, 8), (4, 12), (5, 16),
-                                             (6, 20), (7, 20), (8, 20)]
-         for floating in (False, True)]
+CASES = [
+    (seed, n, floating)
+    for seed, n in [(0, 1), (1, 2), (2, 5), (3, 8), (4, 12), (5, 16), (6, 20), (7, 20), (8, 20)]
+    for floating in (False, True)
+]
 
 
 @pytest.mark.parametrize("seed,n,floating", CASES)
@@ -51,8 +53,16 @@ def test_random_trees_cover_all_joint_types_and_reversals():
         m = random_tree(seed, n, floating=floating)
         kinds |= {type(j).__name__ for j in m.joints()}
         reversed_ += int(m.topology().reversed.sum())
-    assert kinds == {"Revolute", "Prismatic", "Cylindrical", "Universal", "Spherical", "Planar",
-                     "Fixed", "Free"}
+    assert kinds == {
+        "Revolute",
+        "Prismatic",
+        "Cylindrical",
+        "Universal",
+        "Spherical",
+        "Planar",
+        "Fixed",
+        "Free",
+    }
     assert reversed_ > 10
 
 
@@ -133,9 +143,9 @@ def test_newton_euler_residual_of_every_body():
     fd = s.forward_dynamics(q, qd, tau)
     states = s.body_states(q, qd)
     g = m.g.g
-    wrench = {b.name: np.zeros(6) for b in m.bodies()}    # [moment about world origin; force]
+    wrench = {b.name: np.zeros(6) for b in m.bodies()}  # [moment about world origin; force]
     for j in m.joints():
-        R, r = ((np.eye(3), np.zeros(3)) if j.child is m.ground else states[j.child.name][:2])
+        R, r = (np.eye(3), np.zeros(3)) if j.child is m.ground else states[j.child.name][:2]
         Rc = R @ j.child_frame.rotation
         pc = r + R @ j.child_frame.position
         rc = fd.reaction(j.name)
@@ -168,7 +178,7 @@ def test_static_chain_root_reaction_carries_the_weight():
     m = chain(12, gravity=(0.0, -9.81, 0.0), alternate=False)
     s = m.compile("recursive")
     q = np.zeros(12)
-    q[0] = -np.pi / 2            # hanging straight down
+    q[0] = -np.pi / 2  # hanging straight down
     fd = s.forward_dynamics(q, np.zeros(12))
     assert np.allclose(fd.qdd, 0.0, atol=1e-12)
     R = s.body_states(q)["l0"][0]
@@ -211,14 +221,15 @@ def star_with_chains(n_children=7, length=6, sub=True):
     m.f = fm.Free(m.ground, m.hub)
     for c in range(n_children):
         prev = m.hub
-        for i in range(length if c % 3 else 1):     # some single-body branches
+        for i in range(length if c % 3 else 1):  # some single-body branches
             b = fm.RigidBody(1.0 + 0.1 * i, (0.01, 0.02, 0.02), com=(0.1, 0.0, 0.0))
             setattr(m, f"c{c}_{i}", b)
             ang = 2 * np.pi * c / n_children
-            pf = ((0.3 * np.cos(ang), 0.3 * np.sin(ang), 0.0) if prev is m.hub else (0.2, 0, 0))
-            setattr(m, f"jc{c}_{i}", fm.Revolute(prev, b, axis=(0, i % 2, (i + 1) % 2),
-                                                 parent_frame=pf))
-            if sub and i == 2 and c % 2:             # a chain off a chain
+            pf = (0.3 * np.cos(ang), 0.3 * np.sin(ang), 0.0) if prev is m.hub else (0.2, 0, 0)
+            setattr(
+                m, f"jc{c}_{i}", fm.Revolute(prev, b, axis=(0, i % 2, (i + 1) % 2), parent_frame=pf)
+            )
+            if sub and i == 2 and c % 2:  # a chain off a chain
                 prev2 = b
                 for k in range(4):
                     b2 = fm.RigidBody(0.5, (0.01, 0.01, 0.01), com=(0.05, 0, 0))
@@ -248,7 +259,7 @@ def test_schedule_of_a_chain_is_odd_even_reduction():
     parent = np.arange(-1, n)
     sch = build_schedule(parent)
     assert sch.levels == int(np.ceil(np.log2(n)))
-    assert len(sch.steps) == n - 1 and sch.dense.tolist() == [1]   # one survivor
+    assert len(sch.steps) == n - 1 and sch.dense.tolist() == [1]  # one survivor
     assert sorted(sch.steps[:, 0].tolist() + [1]) == list(range(1, n + 1))
     # first level eliminates every second joint, each between its two neighbours
     first = sch.steps[: n // 2]
@@ -304,12 +315,12 @@ def test_odd_even_and_sequential_elimination_agree(seed, n, floating):
 
 def test_singular_body_inertia_is_rejected_with_its_name():
     m = fm.Model("rod")
-    m.rod = fm.RigidBody.rod(1.0, 1.0, origin="end")            # zero axial inertia
+    m.rod = fm.RigidBody.rod(1.0, 1.0, origin="end")  # zero axial inertia
     m.j = fm.Revolute(m.ground, m.rod, axis=(0, 0, 1))
     with pytest.raises(ModelError, match="'rod'.*singular"):
         m.compile("recursive")
     m2 = fm.Model("bob")
-    m2.bob = fm.RigidBody(1.0, com=(1.0, 0, 0))                  # point mass
+    m2.bob = fm.RigidBody(1.0, com=(1.0, 0, 0))  # point mass
     m2.j = fm.Revolute(m2.ground, m2.bob)
     with pytest.raises(ModelError, match="'bob'"):
         m2.compile("recursive")
@@ -323,7 +334,7 @@ def test_closed_loop_is_rejected_clearly():
     m.j2 = fm.Revolute(m.a, m.b, parent_frame=(1, 0, 0))
     m.j3 = fm.Revolute(m.b, m.ground, parent_frame=(1, 0, 0), child_frame=(2, 0, 0))
     with pytest.raises(ModelError, match="closed loops"):
-        RecursiveSystem(m)      # m.compile("recursive") hands loops to the constraint layer
+        RecursiveSystem(m)  # m.compile("recursive") hands loops to the constraint layer
 
 
 def test_parameters_are_re_read_after_a_change():
@@ -380,15 +391,22 @@ def test_lean_call_converts_other_inputs_and_checks_sizes():
     frozen = q.copy()
     frozen.flags.writeable = False
     strided = np.stack([qd, qd], axis=1)[:, 0]
-    for args in [(list(q), list(qd), list(tau)), (frozen, strided, np.broadcast_to(tau, (4,))),
-                 (q.astype(np.float32).astype(np.float64), qd, tau.astype(np.float32))]:
+    for args in [
+        (list(q), list(qd), list(tau)),
+        (frozen, strided, np.broadcast_to(tau, (4,))),
+        (q.astype(np.float32).astype(np.float64), qd, tau.astype(np.float32)),
+    ]:
         qdd, reac = s.qdd_and_reactions(*args)
         assert np.allclose(qdd, ref[0], rtol=1e-6) and np.allclose(reac, ref[1], rtol=1e-6)
     assert np.array_equal(s.qdd_and_reactions(list(q), qd, tau)[0], ref[0])
     assert np.array_equal(s._raw_accel(q, qd, tau), ref[0])
     assert np.array_equal(s.qdd_and_reactions(q, qd)[0], s.forward_dynamics(q, qd).qdd)
-    for bad in [(np.zeros(5), qd, tau), (q, qd[:3], tau), (q, qd, np.zeros(3)),
-                (np.stack([q, q], axis=1), qd, tau)]:
+    for bad in [
+        (np.zeros(5), qd, tau),
+        (q, qd[:3], tau),
+        (q, qd, np.zeros(3)),
+        (np.stack([q, q], axis=1), qd, tau),
+    ]:
         with pytest.raises(ModelError, match="state sizes"):
             s.qdd_and_reactions(*bad)
         with pytest.raises(ModelError, match="state sizes"):

@@ -35,8 +35,9 @@ def beam(n_modes=3, kind="cb", E=STEEL["E"], geometric=True):
     ``cb``: Craig-Bampton on both (A reference, rigid B: 6 constraint modes);
     ``cbA``: Craig-Bampton on A only, B read out; ``nm``: free-free normal modes.
     """
-    mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3),
-                                      np.linspace(0, 0.05, 3))
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3), np.linspace(0, 0.05, 3)
+    )
     mat = fm.Material(E=E, nu=STEEL["nu"], rho=STEEL["rho"])
     opts = dict(name="beam", geometric=geometric)
     if kind == "cb":
@@ -61,8 +62,9 @@ def chain(stiff=False, n_flex=2, rigid_tip=True, gravity=True, kind="cb"):
         b = fm.FlexibleBody(rb, geometric_stiffening=stiff)
         setattr(m, f"b{i}", b)
         ax = (0, 0, 1) if i % 2 == 0 else (0, 1, 0)
-        setattr(m, f"j{i}", fm.Revolute(prev, b, axis=ax, parent_frame=pf,
-                                        child_frame=b.interface("A")))
+        setattr(
+            m, f"j{i}", fm.Revolute(prev, b, axis=ax, parent_frame=pf, child_frame=b.interface("A"))
+        )
         prev, pf = b, b.interface("B")
     if rigid_tip:
         m.tip = fm.RigidBody(2.0, (0.01, 0.02, 0.03), com=(0.2, 0.01, 0))
@@ -79,18 +81,24 @@ def tree():
     rb = beam(3, "cb")
     m = fm.Model("flex_tree")
     m.base = fm.FlexibleBody(beam(4, "nm", E=2.1e9), geometric_stiffening=False)
-    m.float = fm.Free(m.ground, m.base, q0=(np.array([0.1, 0.2, 1.0]), np.eye(3)),
-                      qd0=[0.3, -0.2, 0.5, 0.1, 0.0, -0.2])
+    m.float = fm.Free(
+        m.ground,
+        m.base,
+        q0=(np.array([0.1, 0.2, 1.0]), np.eye(3)),
+        qd0=[0.3, -0.2, 0.5, 0.1, 0.0, -0.2],
+    )
     m.l = fm.FlexibleBody(rb, geometric_stiffening=False)
     m.r = fm.FlexibleBody(rb, geometric_stiffening=False)
-    m.jl = fm.Spherical(m.base, m.l, parent_frame=m.base.interface("B"),
-                        child_frame=m.l.interface("A"))
+    m.jl = fm.Spherical(
+        m.base, m.l, parent_frame=m.base.interface("B"), child_frame=m.l.interface("A")
+    )
     m.jr = fm.Universal(m.base, m.r, parent_frame=m.base.node(3), child_frame=m.r.interface("A"))
     m.t1 = fm.RigidBody(1.0, (0.01, 0.02, 0.03), com=(0.1, 0, 0))
     m.t2 = fm.RigidBody(1.5, (0.02, 0.02, 0.03), com=(0.1, 0.1, 0))
     m.j1 = fm.Prismatic(m.l, m.t1, axis=(1, 0, 0), parent_frame=m.l.interface("B"))
-    m.j2 = fm.Cylindrical(m.l, m.t2, axis=(0, 1, 0),
-                          parent_frame=m.l.interface("B", rotation=(0.3, 0.2, 0.1)))
+    m.j2 = fm.Cylindrical(
+        m.l, m.t2, axis=(0, 1, 0), parent_frame=m.l.interface("B", rotation=(0.3, 0.2, 0.1))
+    )
     m.g = fm.Gravity((0, -9.81, 0.5))
     return m
 
@@ -106,13 +114,20 @@ def reversed_and_loaded():
     m.mid = fm.RigidBody(3.0, (0.02, 0.03, 0.04), com=(0.1, 0.0, 0.05))
     m.b1 = fm.FlexibleBody(beam(3, "cbA"), geometric_stiffening=False)
     # declared child -> parent: reversed by the topology
-    m.j0 = fm.Revolute(m.b0, m.ground, axis=(0, 0, 1), parent_frame=m.b0.interface("A"),
-                       child_frame=A0)
-    m.j1 = fm.Universal(m.mid, m.b0, axis1=(1, 0, 0), axis2=(0, 1, 0),
-                        parent_frame=((0.0, 0.0, 0.0), np.eye(3)),
-                        child_frame=m.b0.interface("B"))
-    m.j2 = fm.Revolute(m.mid, m.b1, axis=(0, 1, 0), parent_frame=(0.2, 0.0, 0.0),
-                       child_frame=m.b1.interface("A"))
+    m.j0 = fm.Revolute(
+        m.b0, m.ground, axis=(0, 0, 1), parent_frame=m.b0.interface("A"), child_frame=A0
+    )
+    m.j1 = fm.Universal(
+        m.mid,
+        m.b0,
+        axis1=(1, 0, 0),
+        axis2=(0, 1, 0),
+        parent_frame=((0.0, 0.0, 0.0), np.eye(3)),
+        child_frame=m.b0.interface("B"),
+    )
+    m.j2 = fm.Revolute(
+        m.mid, m.b1, axis=(0, 1, 0), parent_frame=(0.2, 0.0, 0.0), child_frame=m.b1.interface("A")
+    )
     m.push = fm.PointForce(m.b1, m.b1.interface("B"), (10.0, -20.0, 5.0))
     m.push2 = fm.PointForce(m.b0, m.b0.node(7), (0.0, 3.0, 1.0), frame="body")
     m.g = fm.Gravity((0, -9.81, 0.0))
@@ -126,18 +141,29 @@ def with_sdas():
     m.beam = fm.FlexibleBody(beam(3, "cb"), geometric_stiffening=False)
     m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
     m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
-    m.j0 = fm.Revolute(m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=A0,
-                       child_frame=m.beam.interface("A"))
-    m.j1 = fm.Spherical(m.beam, m.tip, parent_frame=m.beam.interface("B"),
-                        child_frame=(0.01, 0.02, 0.03))
+    m.j0 = fm.Revolute(
+        m.ground, m.beam, axis=(0.2, 0.1, 1.0), parent_frame=A0, child_frame=m.beam.interface("A")
+    )
+    m.j1 = fm.Spherical(
+        m.beam, m.tip, parent_frame=m.beam.interface("B"), child_frame=(0.01, 0.02, 0.03)
+    )
     m.j2 = fm.Revolute(m.ground, m.arm, axis=(0, 0, 1), parent_frame=(0.3, -0.4, 0.0))
-    m.s1 = fm.SpringDamperActuator(m.beam, m.beam.interface("B"), m.tip, (0.1, 0.05, -0.02),
-                                   k=3e3, c=20.0, fa=15.0, l0=0.1)
-    m.s2 = fm.SpringDamperActuator(m.arm, (0.05, 0.1, 0.0), m.beam,
-                                   m.beam.point((0.5, 0.0, 0.05)), k=2e3, c=10.0,
-                                   fa=lambda t: 5.0 + t, l0=0.05)
-    m.s3 = fm.SpringDamperActuator(m.beam, m.beam.node(3), m.ground, (0.5, 0.4, 0.1), k=1e3,
-                                   c=5.0, fa=2.0, l0=0.3)
+    m.s1 = fm.SpringDamperActuator(
+        m.beam, m.beam.interface("B"), m.tip, (0.1, 0.05, -0.02), k=3e3, c=20.0, fa=15.0, l0=0.1
+    )
+    m.s2 = fm.SpringDamperActuator(
+        m.arm,
+        (0.05, 0.1, 0.0),
+        m.beam,
+        m.beam.point((0.5, 0.0, 0.05)),
+        k=2e3,
+        c=10.0,
+        fa=lambda t: 5.0 + t,
+        l0=0.05,
+    )
+    m.s3 = fm.SpringDamperActuator(
+        m.beam, m.beam.node(3), m.ground, (0.5, 0.4, 0.1), k=1e3, c=5.0, fa=2.0, l0=0.3
+    )
     m.g = fm.Gravity((0, -9.81, 0.0))
     return m
 
@@ -177,9 +203,12 @@ def compare(m, rng, n_states=2, scale_q=1e-3, current_interface_loads=False):
         q, qd = _random_state(rec, rng, scale_q)
         fr = rec.forward_dynamics(q, qd)
         fg = gen.forward_dynamics(q, qd)
-        worst["general"] = max(worst["general"], _rel(fr.qdd, fg.qdd),
-                               _rel(fr.reactions, fg.reactions),
-                               _rel(rec.cfa_forces(q, qd)[0], gen.cfa_forces(q, qd)[0]))
+        worst["general"] = max(
+            worst["general"],
+            _rel(fr.qdd, fg.qdd),
+            _rel(fr.reactions, fg.reactions),
+            _rel(rec.cfa_forces(q, qd)[0], gen.cfa_forces(q, qd)[0]),
+        )
         Q, QD = _absolute_state(ab, rec, q, qd)
         assert np.abs(ab.constraint(Q)).max() < 1e-12
         fa = ab.forward_dynamics(Q, QD)
@@ -197,8 +226,9 @@ def compare(m, rng, n_states=2, scale_q=1e-3, current_interface_loads=False):
             for x, y in zip(fr.body_acceleration(b.name), fa.body_acceleration(b.name)):
                 worst["acc"] = max(worst["acc"], _rel(x, y))
             if b.name in rec.modal_slices:
-                worst["modal"] = max(worst["modal"], _rel(rec.modal(fr.qdd, b.name),
-                                                          ab.modal(fa.qdd, b.name)))
+                worst["modal"] = max(
+                    worst["modal"], _rel(rec.modal(fr.qdd, b.name), ab.modal(fa.qdd, b.name))
+                )
         for j in m.joints():
             worst["reac"] = max(worst["reac"], _rel(fr.reaction(j.name), fa.reaction(j.name)))
     return worst
@@ -251,8 +281,11 @@ def test_geometric_stiffening_current_loads():
 def test_stiffening_without_interface_loads_matches_fresh_absolute():
     """A single stiffened beam whose tip carries no joint: no interface load enters, and the
     fresh absolute system (no lagged loads yet) is the same equation."""
-    _check(compare(chain(stiff=True, n_flex=1, rigid_tip=False), np.random.default_rng(5),
-                   scale_q=1e-4))
+    _check(
+        compare(
+            chain(stiff=True, n_flex=1, rigid_tip=False), np.random.default_rng(5), scale_q=1e-4
+        )
+    )
 
 
 # ---------------------------------------------------------------- limits and invariants
@@ -292,9 +325,19 @@ def test_frozen_modes_reproduce_the_rigid_model():
                 b = fm.RigidBody(rb.mass, rb.inertia_com, com=rb.com)
                 cf = A0
             setattr(m, f"b{i}", b)
-            setattr(m, f"j{i}", fm.Revolute(prev, b, axis=(0, 0, 1) if i == 0 else (0, 1, 0),
-                                            parent_frame=pf, child_frame=cf, q0=[0.4 * (i + 1)],
-                                            qd0=[1.0 - i]))
+            setattr(
+                m,
+                f"j{i}",
+                fm.Revolute(
+                    prev,
+                    b,
+                    axis=(0, 0, 1) if i == 0 else (0, 1, 0),
+                    parent_frame=pf,
+                    child_frame=cf,
+                    q0=[0.4 * (i + 1)],
+                    qd0=[1.0 - i],
+                ),
+            )
             prev, pf = b, (b.interface("B") if flexible else (1.0, 0.025, 0.025))
         m.g = fm.Gravity((0, -9.81, 0))
         return m
@@ -312,13 +355,24 @@ def test_frozen_modes_reproduce_the_rigid_model():
 
 def _free_tree():
     m = fm.Model("free_flex")
-    m.base = fm.FlexibleBody(beam(4, "nm", E=2.1e9), geometric_stiffening=False,
-                             q0=[2e-3, -1e-3, 5e-4, 1e-3], qd0=[0.1, 0.2, -0.1, 0.05])
+    m.base = fm.FlexibleBody(
+        beam(4, "nm", E=2.1e9),
+        geometric_stiffening=False,
+        q0=[2e-3, -1e-3, 5e-4, 1e-3],
+        qd0=[0.1, 0.2, -0.1, 0.05],
+    )
     m.float = fm.Free(m.ground, m.base, qd0=[1.0, -0.7, 1.5, 0.4, 0.1, -0.2])
-    m.arm = fm.FlexibleBody(beam(2, "cb", E=2.1e9), geometric_stiffening=False,
-                            q0=1e-3 * np.arange(8), qd0=np.zeros(8))
-    m.hinge = fm.Revolute(m.base, m.arm, axis=(0, 1, 1), parent_frame=m.base.interface("B"),
-                          child_frame=m.arm.interface("A"), qd0=[2.0])
+    m.arm = fm.FlexibleBody(
+        beam(2, "cb", E=2.1e9), geometric_stiffening=False, q0=1e-3 * np.arange(8), qd0=np.zeros(8)
+    )
+    m.hinge = fm.Revolute(
+        m.base,
+        m.arm,
+        axis=(0, 1, 1),
+        parent_frame=m.base.interface("B"),
+        child_frame=m.arm.interface("A"),
+        qd0=[2.0],
+    )
     return m
 
 
@@ -330,9 +384,13 @@ def test_free_flexible_tree_conserves_energy_and_momentum():
         res = s.simulate(0.02, dt=dt, integrator="rk4")
         E = res.energy["total"]
         p, h = res.extra["momentum_linear"], res.extra["momentum_angular"]
-        drift.append((np.abs(E - E[0]).max() / abs(E[0]),
-                      np.abs(p - p[0]).max() / np.abs(p[0]).max(),
-                      np.abs(h - h[0]).max() / np.abs(h[0]).max()))
+        drift.append(
+            (
+                np.abs(E - E[0]).max() / abs(E[0]),
+                np.abs(p - p[0]).max() / np.abs(p[0]).max(),
+                np.abs(h - h[0]).max() / np.abs(h[0]).max(),
+            )
+        )
         assert res.body("arm").modal.shape == (len(res.t), 8)
         assert np.ptp(res.body("base").modal) > 1e-4  # the modes move
     (e1, p1, h1), (e2, p2, h2) = drift

@@ -12,8 +12,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("space_robot_flexible",
-                                                  EXAMPLES / "space_robot_flexible.py")
+    spec = importlib.util.spec_from_file_location(
+        "space_robot_flexible", EXAMPLES / "space_robot_flexible.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -57,8 +58,10 @@ def test_example_model_against_absolute():
         Q[ab.modal_slices[name].q], QD[ab.modal_slices[name].q] = q[sq], qd[sv]
     fa = ab.forward_dynamics(Q, QD)
     scale = 1.0 + np.abs(fr.reactions).max()
-    assert np.abs(fr.reactions - np.array([fa.reaction(n) for n in rec.joint_names])).max() \
+    assert (
+        np.abs(fr.reactions - np.array([fa.reaction(n) for n in rec.joint_names])).max()
         <= 1e-9 * scale
+    )
     for b in m.bodies():
         for x, y in zip(fr.body_acceleration(b.name), fa.body_acceleration(b.name)):
             assert np.abs(x - y).max() <= 1e-9 * (1.0 + np.abs(x).max())

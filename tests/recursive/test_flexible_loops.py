@@ -17,16 +17,28 @@ def fourbar(coupler_kind="cb", closing="spherical", stiffening=False):
     m.coupler = fm.FlexibleBody(beam(3, coupler_kind), geometric_stiffening=stiffening)
     m.rocker = fm.RigidBody.rod(1.5, 0.3, axis="x", radius=0.02, origin="end")
     m.j1 = fm.Revolute(m.ground, m.crank, axis=(0, 0, 1), q0=[np.pi / 2], qd0=[2.0])
-    m.j2 = fm.Revolute(m.crank, m.coupler, axis=(0, 0, 1), parent_frame=(0.3, 0, 0),
-                       child_frame=m.coupler.interface("A"), q0=[-np.pi / 2])
-    m.j3 = fm.Revolute(m.ground, m.rocker, axis=(0, 0, 1), parent_frame=(1.0, 0, 0),
-                       q0=[np.pi / 2])
+    m.j2 = fm.Revolute(
+        m.crank,
+        m.coupler,
+        axis=(0, 0, 1),
+        parent_frame=(0.3, 0, 0),
+        child_frame=m.coupler.interface("A"),
+        q0=[-np.pi / 2],
+    )
+    m.j3 = fm.Revolute(m.ground, m.rocker, axis=(0, 0, 1), parent_frame=(1.0, 0, 0), q0=[np.pi / 2])
     if closing == "spherical":
-        m.j4 = fm.Spherical(m.coupler, m.rocker, parent_frame=m.coupler.interface("B"),
-                            child_frame=(0.3, 0, 0))
+        m.j4 = fm.Spherical(
+            m.coupler, m.rocker, parent_frame=m.coupler.interface("B"), child_frame=(0.3, 0, 0)
+        )
     else:  # a universal joint whose child frame is the deforming interface
-        m.j4 = fm.Universal(m.rocker, m.coupler, axis1=(0, 0, 1), axis2=(0, 1, 0),
-                            parent_frame=(0.3, 0, 0), child_frame=m.coupler.interface("B"))
+        m.j4 = fm.Universal(
+            m.rocker,
+            m.coupler,
+            axis1=(0, 0, 1),
+            axis2=(0, 1, 0),
+            parent_frame=(0.3, 0, 0),
+            child_frame=m.coupler.interface("B"),
+        )
     m.g = fm.Gravity((0, -9.81, 0.3))
     return m
 
@@ -72,8 +84,9 @@ def _stiffened_loop(kind, closing):
     return m, ls, q, qd, ls.forward_dynamics(q, qd)
 
 
-@pytest.mark.parametrize("kind, closing", [("cb", "spherical"), ("cb", "universal"),
-                                           ("cbA", "spherical")])
+@pytest.mark.parametrize(
+    "kind, closing", [("cb", "spherical"), ("cb", "universal"), ("cbA", "spherical")]
+)
 def test_stiffened_coupler_loop_against_absolute(kind, closing):
     """Loop-aware stiffening: the coupler's stiffening loads include the cut joint's wrench
     at its interface B and the constrained accelerations (LoopSystem fixed point); the
@@ -116,7 +129,8 @@ def test_stiffened_loop_through_stiff_directions_is_self_consistent():
     assert _rel(fr.tree.qdd, fr.qdd) <= 1e-9
     J = ls.constraints.jacobian(q)
     assert np.abs(J @ fr.qdd - ls.constraints.gamma(q, qd)).max() <= 1e-8 * (
-        1.0 + np.abs(fr.qdd).max())
+        1.0 + np.abs(fr.qdd).max()
+    )
 
 
 def test_flexible_loop_simulation_energy_and_constraints():

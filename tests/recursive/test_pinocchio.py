@@ -28,8 +28,9 @@ def compare(model, q, qd, tau):
     pin.rnea(pm, pd, qp, vp, a)
     qdd = v_from_pin(maps, a)
     err_a = np.linalg.norm(fd.qdd - qdd) / np.linalg.norm(qdd)
-    forces = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear])
-                       for i in range(1, pm.njoints)])
+    forces = np.array(
+        [np.concatenate([pd.f[i].angular, pd.f[i].linear]) for i in range(1, pm.njoints)]
+    )
     err_f = np.linalg.norm(fd.reactions - forces) / np.linalg.norm(forces)
     return err_a, err_f
 
@@ -52,8 +53,10 @@ def branched_robot(seed, floating):
         b = fm.RigidBody(mass, random_inertia(rng, mass), com=rng.normal(scale=0.2, size=3))
         setattr(m, f"b{i}", b)
         inboard = m.ground if i == 0 else bodies[rng.integers(max(0, i - 3), i)]
-        kw = dict(parent_frame=(rng.normal(scale=0.4, size=3), rng.normal(size=3)),
-                  child_frame=(rng.normal(scale=0.2, size=3), rng.normal(size=3)))
+        kw = dict(
+            parent_frame=(rng.normal(scale=0.4, size=3), rng.normal(size=3)),
+            child_frame=(rng.normal(scale=0.2, size=3), rng.normal(size=3)),
+        )
         if i == 0 and floating:
             j = fm.Free(inboard, b, **kw)
         else:
@@ -74,7 +77,7 @@ def branched_robot(seed, floating):
 def test_branched_robot_matches_pinocchio(seed, floating):
     m = branched_robot(seed, floating)
     s = m.compile("recursive")
-    assert len(s.schedule.node_children) > 0       # really branched
+    assert len(s.schedule.node_children) > 0  # really branched
     rng = np.random.default_rng(seed)
     q = s.normalize(rng.normal(size=s.nq))
     ea, ef = compare(m, q, rng.normal(size=s.nv), rng.normal(size=s.nv))
@@ -106,6 +109,7 @@ def test_space_robot_matches_pinocchio():
     pin.rnea(pm, pd, q_to_pin(maps, q), v_to_pin(maps, qd), a)
     qdd = v_from_pin(maps, a)
     assert np.linalg.norm(fd.qdd - qdd) / np.linalg.norm(qdd) < TOL
-    forces = np.array([np.concatenate([pd.f[i].angular, pd.f[i].linear])
-                       for i in range(1, pm.njoints)])
+    forces = np.array(
+        [np.concatenate([pd.f[i].angular, pd.f[i].linear]) for i in range(1, pm.njoints)]
+    )
     assert np.linalg.norm(fd.reactions - forces) / np.linalg.norm(forces) < TOL

@@ -38,7 +38,7 @@ def test_rk4_energy_drift_is_fourth_order():
         res = s.simulate(1.0, dt=dt, integrator="rk4", q0=q0, qd0=np.zeros(4))
         e = res.energy["total"]
         drift.append(np.abs(e - e[0]).max())
-    assert drift[1] < drift[0] / 10          # ~16 for fourth order
+    assert drift[1] < drift[0] / 10  # ~16 for fourth order
     assert res.qdd.shape == (501, 4) and res.reactions.shape == (501, 4, 6)
 
 
@@ -64,7 +64,7 @@ def test_failure_raises_solver_error_with_partial_results():
         s.simulate(0.2, dt=0.01, integrator="rk4", tau=tau)
     err = info.value
     assert err.partial is not None and err.partial.t[-1] == pytest.approx(0.05)
-    assert err.time == pytest.approx(0.06)       # the end of the step that failed
+    assert err.time == pytest.approx(0.06)  # the end of the step that failed
     with pytest.raises(ModelError, match="newmark.*not offered.*rk4"):
         s.simulate(0.1, dt=0.01, integrator="newmark")
 
@@ -87,7 +87,7 @@ def test_space_robot_example(tmp_path):
     assert len(list(tmp_path.glob("*.png"))) == 3
     assert np.abs(res.extra["momentum_linear"]).max() < 1e-8
     assert np.abs(res.extra["momentum_angular"]).max() < 1e-8
-    assert np.abs(res.joint("arm1.joint[0]").q).max() > 1e-6      # the arms moved
+    assert np.abs(res.joint("arm1.joint[0]").q).max() > 1e-6  # the arms moved
     # general CFA = serialized CFA on the robot (the paper's 1e-12 check)
     s = res_system = mod.build().compile("recursive")
     fd = res_system.forward_dynamics(res.q[-1], res.qd[-1], t=res.t[-1])
@@ -98,8 +98,9 @@ def test_space_robot_example(tmp_path):
 
 def test_t_eval_progress_and_constant_tau(capsys):
     s = chain(2).compile("recursive")
-    res = s.simulate(0.3, integrator="dop853", t_eval=[0.1, 0.2, 0.3], tau=[0.5, -0.2],
-                     progress=True)
+    res = s.simulate(
+        0.3, integrator="dop853", t_eval=[0.1, 0.2, 0.3], tau=[0.5, -0.2], progress=True
+    )
     assert np.allclose(res.t, [0.0, 0.1, 0.2, 0.3])
     assert "100 %" in capsys.readouterr().err
     fd = s.forward_dynamics(res.q[2], res.qd[2], [0.5, -0.2])

@@ -16,11 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def gl():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gl_probe.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0:
-        pytest.skip(f"off-screen rendering unavailable (probe exit {out.returncode}): "
-                    f"{out.stdout.strip()[-300:]}")
+        pytest.skip(
+            f"off-screen rendering unavailable (probe exit {out.returncode}): "
+            f"{out.stdout.strip()[-300:]}"
+        )
     # children of this process (and flexmbd.viz.headless here) trust this probe
     import os
 

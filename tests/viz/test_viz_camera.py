@@ -27,8 +27,9 @@ def pendulum(g=(0.0, -9.81, 0.0), q0=-np.pi / 2 + 0.4):
 # -- numbers only ---------------------------------------------------------------------
 def test_auto_view_up_is_minus_gravity_and_looks_at_the_plane_of_motion():
     rng = np.random.default_rng(0)
-    pts = np.column_stack([rng.uniform(-1, 1, 200), rng.uniform(-1, 0, 200),
-                           rng.uniform(-0.01, 0.01, 200)])        # motion in the xy plane
+    pts = np.column_stack(
+        [rng.uniform(-1, 1, 200), rng.uniform(-1, 0, 200), rng.uniform(-0.01, 0.01, 200)]
+    )  # motion in the xy plane
     for g in [(0, -9.81, 0), (0, 0, -9.81), (3.0, -4.0, 0.0)]:
         toward, up = auto_view(pts, np.array(g, float))
         assert np.allclose(up, -np.asarray(g) / np.linalg.norm(g), atol=1e-15)
@@ -48,9 +49,15 @@ def test_gravity_of_models_and_results():
     assert np.array_equal(gravity_of(pendulum()), [0, -9.81, 0])
     assert gravity_of(pendulum(g=None)) is None
     m = pendulum(g=(0, 0, -9.81))
-    res = Results([0.0], [[0.1]], [[0.0]], coordinates=[("hinge", "angle")],
-                  speeds=[("hinge", "rate")], joint_names=["hinge"])
-    attach_geometry(res, m)                    # stored with the drawing data
+    res = Results(
+        [0.0],
+        [[0.1]],
+        [[0.0]],
+        coordinates=[("hinge", "angle")],
+        speeds=[("hinge", "rate")],
+        joint_names=["hinge"],
+    )
+    attach_geometry(res, m)  # stored with the drawing data
     assert res.meta["gravity"] == [0.0, 0.0, -9.81]
     assert np.array_equal(gravity_of(res), [0, 0, -9.81])
 
@@ -87,15 +94,15 @@ def test_hanging_pendulum_bob_is_below_its_pivot_in_the_image(gl, g):
     m = fm.Model("pendulum")
     m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.03)
     axis = (0, 0, 1) if g[1] else (0, 1, 0)
-    q0 = -np.pi / 2 + 0.4 if g[1] else np.pi / 2 - 0.4   # rod x-axis towards -y or -z
+    q0 = -np.pi / 2 + 0.4 if g[1] else np.pi / 2 - 0.4  # rod x-axis towards -y or -z
     m.hinge = fm.Revolute(m.ground, m.link, axis=axis, q0=[q0])
     m.g = fm.Gravity(g)
     img = fm.viz.show(m, window_size=SMALL, axes=False, ground=False)
     rows, cols = np.nonzero(_red(img))
     pivot = np.array([rows.mean(), cols.mean()])
     r, c = np.nonzero(_body(img))
-    far = np.argmax((r - pivot[0]) ** 2 + (c - pivot[1]) ** 2)   # the bob: farthest pixel
-    drop = r[far] - pivot[0]                  # image rows grow downwards
+    far = np.argmax((r - pivot[0]) ** 2 + (c - pivot[1]) ** 2)  # the bob: farthest pixel
+    drop = r[far] - pivot[0]  # image rows grow downwards
     assert drop > 0.25 * SMALL[1]
     # 23 deg from the vertical: the bob is much further down than sideways
     assert abs(c[far] - pivot[1]) < drop
@@ -108,15 +115,20 @@ def test_falling_pendulum_goes_down_in_the_animation(gl, tmp_path):
     m = pendulum(q0=0.0)
     t = np.linspace(0.0, 1.0, 6)
     q = np.linspace(0.0, -np.pi / 2, 6)[:, None]
-    res = Results(t, q, np.zeros_like(q), coordinates=[("hinge", "angle")],
-                  speeds=[("hinge", "rate")], joint_names=["hinge"])
+    res = Results(
+        t,
+        q,
+        np.zeros_like(q),
+        coordinates=[("hinge", "angle")],
+        speeds=[("hinge", "rate")],
+        joint_names=["hinge"],
+    )
     attach_tree_poses(res, m)
     attach_geometry(res, m)
-    n = fm.viz.animate(res, tmp_path / "fall.gif", window_size=SMALL, ground=False,
-                       axes=False)
+    n = fm.viz.animate(res, tmp_path / "fall.gif", window_size=SMALL, ground=False, axes=False)
     assert n == 6
     frames = iio.imread(tmp_path / "fall.gif", index=None)[..., :3]
-    top = int(0.1 * SMALL[1])                   # below the time label
+    top = int(0.1 * SMALL[1])  # below the time label
     lowest = [np.nonzero(_body(f[top:]))[0].max() for f in frames]
     assert all(b >= a for a, b in zip(lowest, lowest[1:])) and lowest[2] > lowest[0]
     assert lowest[-1] - lowest[0] > 0.3 * SMALL[1]
@@ -128,9 +140,11 @@ def test_default_view_draws_ground_and_triad(gl):
     m = pendulum()
     full = fm.viz.show(m, window_size=SMALL)
     bare = fm.viz.show(m, window_size=SMALL, axes=False, ground=False)
-    ground = (np.abs(full.astype(int) - [236, 236, 236]).max(axis=-1) <= 3)
-    assert ground.mean() > 0.05 and (np.abs(bare.astype(int) - [236, 236, 236])
-                                     .max(axis=-1) <= 3).mean() < 0.01
+    ground = np.abs(full.astype(int) - [236, 236, 236]).max(axis=-1) <= 3
+    assert (
+        ground.mean() > 0.05
+        and (np.abs(bare.astype(int) - [236, 236, 236]).max(axis=-1) <= 3).mean() < 0.01
+    )
     corner = (slice(int(0.75 * SMALL[1]), None), slice(0, int(0.25 * SMALL[0])))
     grey = lambda im: (np.abs(im[corner].astype(int) - 80).max(axis=-1) < 40).sum()
     assert grey(full) > 20 and grey(bare) == 0

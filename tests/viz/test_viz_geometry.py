@@ -25,7 +25,7 @@ def test_deformed_points_is_pose_times_modal_sum():
     x = deformed_points(g.nodes, g.modes, q, R, r, scale=3.0)
     # node by node: r + R (X + 3 (q0 phi0 + q1 phi1))
     for n in (0, 17, len(g.nodes) - 1):
-        u = 3.0 * (q[0] * g.modes[3 * n:3 * n + 3, 0] + q[1] * g.modes[3 * n:3 * n + 3, 1])
+        u = 3.0 * (q[0] * g.modes[3 * n : 3 * n + 3, 0] + q[1] * g.modes[3 * n : 3 * n + 3, 1])
         np.testing.assert_allclose(x[n], r + R @ (g.nodes[n] + u), atol=1e-14)
     # no modal coordinates: a rigid placement preserves distances
     x0 = deformed_points(g.nodes, g.modes, None, R, r)
@@ -52,8 +52,17 @@ def test_inertia_box_reproduces_mass_properties():
     Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     edges = np.array([0.6, 0.2, 0.1])
     m = 3.0
-    moments = m / 12 * np.array([edges[1] ** 2 + edges[2] ** 2, edges[0] ** 2 + edges[2] ** 2,
-                                 edges[0] ** 2 + edges[1] ** 2])
+    moments = (
+        m
+        / 12
+        * np.array(
+            [
+                edges[1] ** 2 + edges[2] ** 2,
+                edges[0] ** 2 + edges[2] ** 2,
+                edges[0] ** 2 + edges[1] ** 2,
+            ]
+        )
+    )
     J = Q @ np.diag(moments) @ Q.T
     com = np.array([0.1, 0.2, -0.3])
     box = inertia_box(m, J, com)
@@ -70,7 +79,7 @@ def test_inertia_box_reproduces_mass_properties():
 def test_inertia_box_of_point_mass_and_slender_rod_is_visible():
     cube = inertia_box(7850.0, np.zeros((3, 3)))
     assert np.ptp(cube.nodes, axis=0) == pytest.approx([1.0, 1.0, 1.0])
-    rod = inertia_box(1.0, [0.0, 1 / 12, 1 / 12])   # 1 m rod along x, zero radius
+    rod = inertia_box(1.0, [0.0, 1 / 12, 1 / 12])  # 1 m rod along x, zero radius
     ext = np.ptp(rod.nodes, axis=0)
     assert ext[0] == pytest.approx(1.0) and ext[1] == pytest.approx(0.06)
 
@@ -91,8 +100,10 @@ def test_arrays_round_trip_and_validation():
 
 def test_adapter_reads_a_scikit_fem_mesh_in_vtk_order():
     import skfem
-    mesh = skfem.MeshHex.init_tensor(np.linspace(0, 1, 3), np.linspace(0, 0.2, 2),
-                                     np.linspace(0, 0.1, 2))
+
+    mesh = skfem.MeshHex.init_tensor(
+        np.linspace(0, 1, 3), np.linspace(0, 0.2, 2), np.linspace(0, 0.1, 2)
+    )
 
     class Reduced:  # attribute names an FE reduction may use
         pass
@@ -104,13 +115,13 @@ def test_adapter_reads_a_scikit_fem_mesh_in_vtk_order():
     g = reduced_body_geometry(rb)
     grid = g.to_pyvista()
     vols = grid.compute_cell_sizes(length=False, area=False)["Volume"]
-    np.testing.assert_allclose(vols.sum(), 0.02, rtol=1e-12)   # not twisted
+    np.testing.assert_allclose(vols.sum(), 0.02, rtol=1e-12)  # not twisted
     assert np.all(vols > 0)
     assert g.n_modes == 1 and g.frequencies[0] == 12.5
 
 
 def test_quaternion_batches_are_continuous_and_inverse():
-    ang = np.linspace(0, 4 * np.pi, 50)   # two turns: e0 changes sign along the way
+    ang = np.linspace(0, 4 * np.pi, 50)  # two turns: e0 changes sign along the way
     R = np.array([rotation_matrix(np.array([0, 0, 1.0]), a) for a in ang])
     E = rot_to_quat_batch(R)
     assert np.all(np.einsum("ij,ij->i", E[1:], E[:-1]) > 0)
@@ -123,26 +134,30 @@ def test_visuals_urdf_shapes_and_mesh_files(tmp_path):
     from flexmbd.geometry import body_geometry, visual_geometry
 
     R = rotation_matrix(np.array([0, 0, 1.0]), np.pi / 2)
-    box = visual_geometry({"type": "box", "size": (0.4, 0.2, 0.1), "position": (1, 2, 3),
-                           "rotation": R})
+    box = visual_geometry(
+        {"type": "box", "size": (0.4, 0.2, 0.1), "position": (1, 2, 3), "rotation": R}
+    )
     np.testing.assert_allclose(np.ptp(box.nodes, axis=0), [0.2, 0.4, 0.1], atol=1e-12)
     np.testing.assert_allclose(box.nodes.mean(axis=0), [1, 2, 3], atol=1e-12)
     cyl = visual_geometry({"type": "cylinder", "radius": 0.1, "length": 0.5})
-    assert np.ptp(cyl.nodes[:, 2]) == pytest.approx(0.5)          # URDF cylinders along z
+    assert np.ptp(cyl.nodes[:, 2]) == pytest.approx(0.5)  # URDF cylinders along z
     pv.Sphere(radius=0.3).save(tmp_path / "ball.stl")
-    both = visual_geometry([{"type": "sphere", "radius": 0.05},
-                            {"type": "mesh", "filename": str(tmp_path / "ball.stl"),
-                             "scale": (2, 2, 2)}])
-    assert np.ptp(both.nodes[:, 0]) == pytest.approx(1.2, rel=1e-2)   # tessellated sphere
+    both = visual_geometry(
+        [
+            {"type": "sphere", "radius": 0.05},
+            {"type": "mesh", "filename": str(tmp_path / "ball.stl"), "scale": (2, 2, 2)},
+        ]
+    )
+    assert np.ptp(both.nodes[:, 0]) == pytest.approx(1.2, rel=1e-2)  # tessellated sphere
     with pytest.raises(FlexmbdError, match="does not exist"):
         visual_geometry(str(tmp_path / "missing.stl"))
 
     import flexmbd as fm
 
     b = fm.RigidBody.box(1.0, (0.4, 0.2, 0.1), visual=str(tmp_path / "ball.stl"))
-    assert body_geometry(b).n_cells > 100                          # the visual wins
+    assert body_geometry(b).n_cells > 100  # the visual wins
     b.visual = None
-    assert body_geometry(b).cells["hexahedron"].shape == (1, 8)    # else the inertia box
+    assert body_geometry(b).cells["hexahedron"].shape == (1, 8)  # else the inertia box
 
 
 def test_magnified_shapes_stay_on_their_interfaces():
@@ -158,11 +173,11 @@ def test_magnified_shapes_stay_on_their_interfaces():
     X = rng.normal(size=(6, 3))
     Rf, cx, c = rigid_fit(X, 0.3 + X @ R.T, R)
     np.testing.assert_allclose(c + (X - cx) @ Rf.T, 0.3 + X @ R.T, atol=1e-12)
-    line = np.outer(np.arange(3.0), [1.0, 0, 0])                 # collinear points
+    line = np.outer(np.arange(3.0), [1.0, 0, 0])  # collinear points
     np.testing.assert_allclose(rigid_fit(line, line @ R.T, R)[0], R, atol=1e-12)
 
     res = swinging_beam_results(nt=6)
-    res.body("beam").modal[:, 1] = 0.0          # bending only (a stretch moves the ends)
+    res.body("beam").modal[:, 1] = 0.0  # bending only (a stretch moves the ends)
     g = BodyGeometry.from_arrays(res.geometry["beam"])
     x = g.nodes[:, 0]
     faces = [x == 0.0, x == x.max()]
@@ -171,7 +186,7 @@ def test_magnified_shapes_stay_on_their_interfaces():
     i = 4
     plain = frame_data(res, geoms, i)["beam"]
     same = anchored_frame_data(res, geoms, i, 1.0)["beam"]
-    np.testing.assert_allclose(same[0], plain[0], atol=1e-14)    # scale 1: the true shape
+    np.testing.assert_allclose(same[0], plain[0], atol=1e-14)  # scale 1: the true shape
     big = anchored_frame_data(res, geoms, i, 20.0)["beam"]
     framed = frame_data(res, geoms, i, 20.0)["beam"]
     off = lambda d, f: np.linalg.norm(d[0][f].mean(0) - plain[0][f].mean(0))

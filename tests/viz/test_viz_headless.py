@@ -10,9 +10,14 @@ EGL = {"VTK_DEFAULT_OPENGL_WINDOW": "vtkEGLRenderWindow"}
 def _headless_machine(monkeypatch):
     """No display, no user GL setting, no earlier probe in this process or its parent."""
     monkeypatch.setitem(headless._STATE, "result", None)
-    for var in ("FLEXMBD_GL_PROBED", "FLEXMBD_GL_PROBE", "DISPLAY", "WAYLAND_DISPLAY",
-                "VTK_DEFAULT_OPENGL_WINDOW"):
-        monkeypatch.setenv(var, "")     # records the original state for the undo
+    for var in (
+        "FLEXMBD_GL_PROBED",
+        "FLEXMBD_GL_PROBE",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "VTK_DEFAULT_OPENGL_WINDOW",
+    ):
+        monkeypatch.setenv(var, "")  # records the original state for the undo
         monkeypatch.delenv(var)
 
 
@@ -37,7 +42,7 @@ def test_configure_raises_with_the_fix_when_nothing_renders(monkeypatch):
     monkeypatch.setattr(headless, "run_probe", lambda overrides=None: (False, "died"))
     with pytest.raises(headless.RenderingUnavailable, match="install_system_deps.sh"):
         headless.configure()
-    with pytest.raises(headless.RenderingUnavailable):   # cached: no second probe
+    with pytest.raises(headless.RenderingUnavailable):  # cached: no second probe
         headless.configure()
 
 
@@ -66,7 +71,7 @@ def test_configure_sets_osmesa_only_when_it_is_the_one_that_works(monkeypatch):
     calls.clear()
     with pytest.raises(headless.RenderingUnavailable):
         headless.configure()
-    assert calls == [EGL, None]                          # never forced without OSMesa
+    assert calls == [EGL, None]  # never forced without OSMesa
     assert "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ
 
 
@@ -79,8 +84,9 @@ def test_egl_by_name_first_when_headless(monkeypatch):
     monkeypatch.setattr(headless, "osmesa_available", lambda: False)
     monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
-    monkeypatch.setattr(headless, "run_probe",
-                        lambda overrides=None: calls.append(overrides) or (True, "egl"))
+    monkeypatch.setattr(
+        headless, "run_probe", lambda overrides=None: calls.append(overrides) or (True, "egl")
+    )
     headless.configure()
     assert calls == [EGL]
     assert os.environ["VTK_DEFAULT_OPENGL_WINDOW"] == "vtkEGLRenderWindow"
@@ -91,8 +97,9 @@ def test_osmesa_goes_first_when_there_is_no_egl(monkeypatch):
     monkeypatch.setattr(headless, "osmesa_available", lambda: True)
     monkeypatch.setattr(headless, "egl_available", lambda: False)
     calls = []
-    monkeypatch.setattr(headless, "run_probe",
-                        lambda overrides=None: calls.append(overrides) or (True, "osmesa"))
+    monkeypatch.setattr(
+        headless, "run_probe", lambda overrides=None: calls.append(overrides) or (True, "osmesa")
+    )
     headless.configure()
     assert calls == [{"VTK_DEFAULT_OPENGL_WINDOW": "vtkOSOpenGLRenderWindow"}]
 
@@ -149,8 +156,9 @@ def test_an_unreadable_or_unwritable_cache_only_costs_a_probe(monkeypatch, tmp_p
     monkeypatch.setattr(headless, "osmesa_available", lambda: False)
     monkeypatch.setattr(headless, "egl_available", lambda: True)
     calls = []
-    monkeypatch.setattr(headless, "run_probe",
-                        lambda overrides=None: (calls.append(overrides), (True, "w"))[1])
+    monkeypatch.setattr(
+        headless, "run_probe", lambda overrides=None: (calls.append(overrides), (True, "w"))[1]
+    )
     assert headless.configure() == "w"
     _headless_machine(monkeypatch)
     cache = tmp_path / "cache"

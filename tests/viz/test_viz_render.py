@@ -32,30 +32,44 @@ def test_show_model_draws_glyphs_and_joints(gl, tmp_path):
     assert (tmp_path / "m.png").stat().st_size > 1000
     assert drawn_share(img) > 0.01
     with_joint_red = ((img[..., 0] > 150) & (img[..., 1] < 90) & (img[..., 2] < 90)).mean()
-    assert with_joint_red > 0.0005                     # the red joint marker is visible
+    assert with_joint_red > 0.0005  # the red joint marker is visible
     no_joints = fm.viz.show(m, window_size=SMALL, view="xy", joints=False)
-    assert ((no_joints[..., 0] > 150) & (no_joints[..., 1] < 90)
-            & (no_joints[..., 2] < 90)).mean() < with_joint_red
+    assert (
+        (no_joints[..., 0] > 150) & (no_joints[..., 1] < 90) & (no_joints[..., 2] < 90)
+    ).mean() < with_joint_red
 
 
 def test_show_results_follows_the_motion(gl):
     m = pendulum()
     t = np.linspace(0, 1, 5)
     q = np.linspace(-1.0, 1.0, 5)[:, None]
-    res = Results(t, q, np.zeros_like(q), coordinates=[("hinge", "angle")],
-                  speeds=[("hinge", "rate")], joint_names=["hinge"])
+    res = Results(
+        t,
+        q,
+        np.zeros_like(q),
+        coordinates=[("hinge", "angle")],
+        speeds=[("hinge", "rate")],
+        joint_names=["hinge"],
+    )
     attach_tree_poses(res, m)
     attach_geometry(res, m)
     a = body_mask(fm.viz.show(res, t=0.0, window_size=SMALL, view="xy", joints=False))
     b = body_mask(fm.viz.show(res, t=1.0, window_size=SMALL, view="xy", joints=False))
     assert a.mean() > 0.005 and b.mean() > 0.005
     overlap = (a & b).sum() / max(a.sum(), 1)
-    assert overlap < 0.5                       # the rod moved (+-1 rad) between snapshots
+    assert overlap < 0.5  # the rod moved (+-1 rad) between snapshots
     # joint coordinates only: the model places the bodies, the results stay untouched
-    bare = Results(t, q, np.zeros_like(q), coordinates=[("hinge", "angle")],
-                   speeds=[("hinge", "rate")], joint_names=["hinge"])
-    c = body_mask(fm.viz.show(bare, t=1.0, model=m, window_size=SMALL, view="xy",
-                              joints=False, frames=True))
+    bare = Results(
+        t,
+        q,
+        np.zeros_like(q),
+        coordinates=[("hinge", "angle")],
+        speeds=[("hinge", "rate")],
+        joint_names=["hinge"],
+    )
+    c = body_mask(
+        fm.viz.show(bare, t=1.0, model=m, window_size=SMALL, view="xy", joints=False, frames=True)
+    )
     assert (c & b).sum() / b.sum() > 0.8
     assert bare.extra == {} and bare.geometry == {}
 
@@ -80,8 +94,11 @@ def test_mp4_von_mises(gl, tmp_path):
     res = swinging_beam_results(nt=8)
     n = fm.viz.animate(res, tmp_path / "run.mp4", field="von_mises", window_size=SMALL)
     assert n == 8
-    frames = iio.imread(tmp_path / "run.mp4", index=None, plugin="pyav") if _has_pyav() \
+    frames = (
+        iio.imread(tmp_path / "run.mp4", index=None, plugin="pyav")
+        if _has_pyav()
         else _ffmpeg_frames(tmp_path / "run.mp4")
+    )
     assert len(frames) == 8
     assert drawn_share(frames[-1], tol=30) > 0.01
     top = [np.percentile(viridis_values(f), 99) for f in frames]
@@ -107,7 +124,7 @@ def test_plot_mode_and_animate_mode(gl, tmp_path):
     g = beam_geometry()
     img = fm.viz.plot_mode(g, 1, file=tmp_path / "mode1.png", window_size=SMALL)
     assert drawn_share(img) > 0.02
-    assert viridis_values(img).max() > 0.9          # the tip reaches the top colour
+    assert viridis_values(img).max() > 0.9  # the tip reaches the top colour
     n = fm.viz.animate_mode(g, 2, tmp_path / "mode2.gif", n_frames=6, window_size=SMALL)
     frames = iio.imread(tmp_path / "mode2.gif", index=None)
     assert n == 6 and len(frames) == 6
@@ -166,18 +183,20 @@ def test_mode_plots_for_every_reduction_strategy(gl, tmp_path):
 
     from flexmbd.viz.render import _mode_info
 
-    mesh = skfem.MeshHex1.init_tensor(np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3),
-                                      np.linspace(0, 0.05, 3))
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3), np.linspace(0, 0.05, 3)
+    )
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
     end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))
     tip = fm.fem.PointLoad(end(1.0), force=(0.0, 1.0, 0.0))
-    strategies = {"normal": fm.NormalModes(3, fixed=end(0.0)),
-                  "static-correction": fm.StaticCorrection(2, [tip], fixed=end(0.0)),
-                  "fixed-interface": fm.CraigBampton(2, {"A": end(0.0), "B": end(1.0)}),
-                  "ritz": fm.RitzVectors(3, tip, fixed=end(0.0))}
+    strategies = {
+        "normal": fm.NormalModes(3, fixed=end(0.0)),
+        "static-correction": fm.StaticCorrection(2, [tip], fixed=end(0.0)),
+        "fixed-interface": fm.CraigBampton(2, {"A": end(0.0), "B": end(1.0)}),
+        "ritz": fm.RitzVectors(3, tip, fixed=end(0.0)),
+    }
     for kind, strategy in strategies.items():
-        rb = fm.fem.reduce(mesh, steel, strategy, stress_modes=False, geometric=False,
-                           name=kind)
+        rb = fm.fem.reduce(mesh, steel, strategy, stress_modes=False, geometric=False, name=kind)
         label = _mode_info(rb, 1)[2]
         assert label.startswith("mode 1: ") and f" Hz ({rb.mode_kind[0]})" in label, label
         assert any(kind in k.lower() for k in rb.mode_kind), (kind, rb.mode_kind)

@@ -27,8 +27,9 @@ def _beam_stage(q):
     st = render._stage(SMALL, anti_aliasing=False)
     x, u = g.points(q, scale=1.0), g.displacement(q)
     lut = lookup_table("viridis", (0.0, 0.1))
-    m = mesh_actor(g.cells, x, field="displacement", values=np.linalg.norm(u, axis=1),
-                   lut=lut, surface=True)
+    m = mesh_actor(
+        g.cells, x, field="displacement", values=np.linalg.norm(u, axis=1), lut=lut, surface=True
+    )
     st.add(m.actor)
     bar = st.add(scalar_bar(lut, "displacement [m]"))
     render._label(st, "t = 0.5000 s")
@@ -41,7 +42,7 @@ def _beam_stage(q):
 def test_baked_layers_give_the_pixels_of_the_full_scene(gl):
     st, m, g, bar, ground = _beam_stage([1.0, 0.0])
     try:
-        assert ground is not None          # seen from above: it can be baked
+        assert ground is not None  # seen from above: it can be baked
         st.render()
         full = st.image()
         st.bake(behind=[ground], above=[bar])
@@ -67,7 +68,7 @@ def test_baked_layers_give_the_pixels_of_the_full_scene(gl):
     differ = np.any(moved != again, axis=-1)
     assert differ.sum() <= 10, differ.sum()
     moved_pixels = np.any(moved != full, axis=-1).sum()
-    assert moved_pixels > 500                   # the beam did move and change colour
+    assert moved_pixels > 500  # the beam did move and change colour
 
 
 def test_colour_table_is_matplotlibs_and_is_cached(tmp_path, monkeypatch):
@@ -75,18 +76,25 @@ def test_colour_table_is_matplotlibs_and_is_cached(tmp_path, monkeypatch):
 
     monkeypatch.setenv("FLEXMBD_CACHE_DIR", str(tmp_path))
     want = np.round(255 * colormaps["viridis"](np.linspace(0, 1, 256))).astype(np.uint8)
-    code = ("import sys, numpy as np\n"
-            "from flexmbd.viz.colors import colormap_table\n"
-            "t = colormap_table('viridis', 256)\n"
-            "print('mpl' if 'matplotlib' in sys.modules else 'none', "
-            "','.join(map(str, t.ravel())))\n")
+    code = (
+        "import sys, numpy as np\n"
+        "from flexmbd.viz.colors import colormap_table\n"
+        "t = colormap_table('viridis', 256)\n"
+        "print('mpl' if 'matplotlib' in sys.modules else 'none', "
+        "','.join(map(str, t.ravel())))\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    outs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.split() for _ in range(2)]
-    assert outs[0][0] == "mpl" and outs[1][0] == "none"    # the 2nd process reads the cache
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert outs[0][0] == "mpl" and outs[1][0] == "none"  # the 2nd process reads the cache
     for _, values in outs:
-        np.testing.assert_array_equal(np.array(values.split(","), dtype=np.uint8).reshape(
-            256, 4), want)
+        np.testing.assert_array_equal(
+            np.array(values.split(","), dtype=np.uint8).reshape(256, 4), want
+        )
     assert len(json.loads((tmp_path / "colormaps.json").read_text())) == 1
     # in a process that imported matplotlib the table is asked of it (custom maps)
     np.testing.assert_array_equal(colormap_table("viridis"), want)
@@ -100,16 +108,23 @@ def test_unknown_colour_map_is_a_flexmbd_error():
 
 
 def test_animate_imports_neither_pyvista_plotting_nor_pyplot(gl, tmp_path):
-    code = ("import sys\n"
-            "import flexmbd as fm\n"
-            "from flexmbd.viz.demo import swinging_beam_results\n"
-            f"n = fm.viz.animate(swinging_beam_results(nt=4), {str(tmp_path / 'a.gif')!r}, "
-            "window_size=(160, 120))\n"
-            "print(n, sorted(m for m in ('pyvista.plotting', 'matplotlib.pyplot', "
-            "'pyvista') if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        "import flexmbd as fm\n"
+        "from flexmbd.viz.demo import swinging_beam_results\n"
+        f"n = fm.viz.animate(swinging_beam_results(nt=4), {str(tmp_path / 'a.gif')!r}, "
+        "window_size=(160, 120))\n"
+        "print(n, sorted(m for m in ('pyvista.plotting', 'matplotlib.pyplot', "
+        "'pyvista') if m in sys.modules))\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT), FLEXMBD_PROGRESS="0")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert out == "4 []"
 
 

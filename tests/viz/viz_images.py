@@ -17,7 +17,7 @@ def body_mask(img, tol=8):
 def scene(img):
     """The image without the label (top 10 %) and the horizontal colour bar (bottom 30 %)."""
     h = np.asarray(img).shape[0]
-    return np.asarray(img)[int(0.1 * h):int(0.7 * h)]
+    return np.asarray(img)[int(0.1 * h) : int(0.7 * h)]
 
 
 def colored(img, min_saturation=40):
