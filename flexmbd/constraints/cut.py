@@ -27,19 +27,19 @@ Two kinds of scalar equations, with their exact derivatives along ``V_rel``:
 * rotational ``Φ = f · (R g)`` with ``f`` fixed in parent axes and ``g`` in child
   axes: ``D = [(g × R^T f)^T, 0]`` and ``d²Φ/dt² = D dV_rel/dt + (R^T f) · (w × (w × g))``.
 
-=========== ================================================ =========
-joint        equations                                          count
-=========== ================================================ =========
-Spherical    ``s = 0``                                          3
-Revolute     ``s = 0``, ``u_k · (R a) = 0`` (k = 1, 2)          5
-Universal    ``s = 0``, ``a1 · (R a2) = 0``                     4
-Cylindrical  ``u_k · s = 0``, ``u_k · (R a) = 0``               4
-Prismatic    ``u_k · s = 0``, ``u_k · (R a) = u_1 · (R u_2) = 0``  5
-Screw        cylindrical + ``a · s - h theta = 0``               5
-Planar       ``n · s = 0``, ``u_k · (R n) = 0``                 3
-Fixed        ``s = 0``, no rotation                             6
-Free         none                                               0
-=========== ================================================ =========
+=========== ====================================================== ======
+joint       equations                                              count
+=========== ====================================================== ======
+Spherical   ``s = 0``                                              3
+Revolute    ``s = 0``, ``u_k · (R a) = 0`` (k = 1, 2)              5
+Universal   ``s = 0``, ``a1 · (R a2) = 0``                         4
+Cylindrical ``u_k · s = 0``, ``u_k · (R a) = 0``                   4
+Prismatic   ``u_k · s = 0``, ``u_k · (R a) = u_1 · (R u_2) = 0``   5
+Screw       cylindrical + ``a · s - h theta = 0``                  5
+Planar      ``n · s = 0``, ``u_k · (R n) = 0``                     3
+Fixed       ``s = 0``, no rotation                                 6
+Free        none                                                   0
+=========== ====================================================== ======
 
 (``u_1, u_2`` complete the joint axis ``a`` (or the plane normal ``n``) to a
 right-handed triad (:func:`flexmbd.joint_types.perp_basis`); "no rotation" is
@@ -110,7 +110,7 @@ __all__ = [
 def constraint_rows(joint: Joint) -> tuple[list[Any], list[Any], list[str]]:
     """The cut equations of ``joint``: ``(translational e-vectors, rotational (f, g) pairs,
     labels)`` from the joint table (:meth:`flexmbd.joint_types.JointType.rows`); a Screw
-    adds the row ``a . s - h theta`` (label ``"screw"``, :class:`_Cut`)."""
+    adds the row ``a·s - h theta`` (label ``"screw"``, :class:`_Cut`)."""
     return joint_type(joint, "recursive").rows(joint)
 
 
