@@ -29,6 +29,7 @@ import scipy.sparse.linalg as spla
 
 from ..constraints.redundancy import KKTSolver
 from ..errors import ConvergenceError, ModelError, SolverError
+from ..integrators.convergence import newton_converged
 from ..results import Results
 from .quaternion import Emat
 
@@ -79,7 +80,8 @@ def static_equilibrium(
 ):
     """Newton's method for the static equilibrium; returns a :class:`StaticResult`.
 
-    ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``. With
+    ``tol`` bounds the 2-norm of ``[Phi_q^T lam - Q; Phi]``, or each part is within its
+    round-off floor (:mod:`flexmbd.integrators.convergence`, unit scaling). With
     ``regularization = mu > 0`` the iteration is Levenberg-Marquardt: ``mu I`` is
     added to the coordinate block, a step is accepted only if it lowers the
     residual norm (``mu`` is then divided by 3, otherwise multiplied by 10 and the
@@ -104,11 +106,19 @@ def static_equilibrium(
         res = np.concatenate([T.R + T.PtL - T.Q, T.phi])
         return T, res, float(np.linalg.norm(res))
 
+    def converged(q, T, res):
+        # the implicit integrators' rule with unit scaling: within tol, or force and
+        # constraint rows each at their own round-off floor (stiff springs: k eps L)
+        size = sum(float(np.linalg.norm(x)) for x in (T.R, T.PtL, T.Q))
+        qs = max(1.0, float(np.abs(q).max())) if n else 1.0
+        r, phi = float(np.linalg.norm(res[:n])), float(np.linalg.norm(res[n:]))
+        return newton_converged(r, phi, 1.0, tol, size, nc, qs) > 0
+
     T, res, nr = evaluate(q, lam)
     norms = [nr]
     solves = 0
     reason = "iteration limit"
-    while np.isfinite(nr) and nr > tol and solves < max_iter:
+    while np.isfinite(nr) and not converged(q, T, res) and solves < max_iter:
         A = system.iteration_matrix(T, 0.0, 1.0, 0.0, 1.0, 0.0)
         if mu:
             A = A + sp.diags(np.concatenate([np.full(n, mu), np.zeros(nc)]), format="csc")
@@ -133,7 +143,7 @@ def static_equilibrium(
         if mu:
             mu /= 3.0
         norms.append(nr)
-    if nr <= tol:
+    if np.isfinite(nr) and converged(q, T, res):
         r = StaticResult(system, q, lam, norms, True, t)
         r.iterations = solves
         return r

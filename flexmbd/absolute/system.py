@@ -141,6 +141,7 @@ class AbsoluteSystem:
         ``"no-forces"`` leaves all force-element Jacobians out.
     """
 
+    #: Name of the formulation, as ``Model.compile`` and ``simulate`` take it.
     formulation = "absolute"
 
     def __init__(self, model: Model, jacobian: str = "exact") -> None:

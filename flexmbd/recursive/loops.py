@@ -165,6 +165,7 @@ class LoopSystem:
         :meth:`simulate` from ``dt`` when not given).
     """
 
+    #: Name of the formulation, as ``Model.compile`` and ``simulate`` take it.
     formulation = "recursive"
 
     def __init__(

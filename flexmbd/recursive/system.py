@@ -251,6 +251,7 @@ class RecursiveSystem:
     A system owns its workspaces: use one system per thread.
     """
 
+    #: Name of the formulation, as ``Model.compile`` and ``simulate`` take it.
     formulation = "recursive"
 
     def __init__(self, model: Model, algorithm: str = "serialized") -> None:
