@@ -1376,7 +1376,7 @@ class RecursiveSystem:
         of :class:`flexmbd.absolute.energy.EnergyMeter`: dissipated by SDA dampers
         (``c ldot^2``) and modal damping (``dq_f^T D dq_f``); delivered by SDA actuators,
         JointForce elements and the applied joint forces ``tau`` (``tau^T qd``); delivered
-        by other force elements (``sum F_b . V_b``). ``None`` when force elements act on
+        by other force elements (``sum F_b^T V_b``). ``None`` when force elements act on
         flexible bodies (their loads at deforming frames are not summed here)."""
         if self._flex is not None and self._generic:
             return None
