@@ -41,8 +41,9 @@ COMMAND = "python benchmarks/bench_loops.py --write"
 SIZES = (10, 20, 50, 100, 200, 500)
 
 
-def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
-    """The ring model: rods ``rod[0..N-1]``, joints ``j[0..N]`` (``j[N]`` closes the loop)."""
+def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3, closed=True):
+    """The ring model: rods ``rod[0..N-1]``, joints ``j[0..N]`` (``j[N]`` closes the loop;
+    ``closed=False``: without it, the open chain of the same bodies -- the tree)."""
     rng = np.random.default_rng(seed)
     n = N + 1
     R = L / (2 * np.sin(np.pi / n))
@@ -78,7 +79,7 @@ def ring(N, L=1.0, m=1.0, b=0.1, tilt=0.3, seed=3):
             parent, child, axis=axes[k], parent_frame=pf, child_frame=cf, cut=(k == N)
         )
 
-    M.j = fm.Revolute(range(n), rule=joint)
+    M.j = fm.Revolute(range(n if closed else N), rule=joint)
     M.g = fm.Gravity((0.0, -9.81, 0.0))
     return M
 

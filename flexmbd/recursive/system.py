@@ -1443,6 +1443,27 @@ class RecursiveSystem:
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
 
+    def packed_rigid(self, ignore: tuple = ()) -> tuple[Array, Array] | None:
+        """``(Ib, buf)``, the packed model ints and the float workspace of the compiled
+        single-state entry point, when one compiled call gives this tree's dynamics:
+        rigid bodies, the serialized solver, gravity the only load (force elements in
+        ``ignore`` excepted: the caller applies them), no reversed joint or screw (whose
+        ``M^-1`` columns need a change of speeds). Otherwise None. The workspace is this
+        system's own: one thread at a time."""
+        self._refresh()
+        if (
+            self._flex is not None
+            or self.algorithm != "serialized"
+            or self._joint_forces
+            or any(all(f is not g for g in ignore) for f in self._generic)
+        ):
+            return None
+        Ia = self._Ia
+        for k in range(1, self.n_bodies + 1):
+            if Ia[I_NV, k] and (Ia[I_REV, k] or Ia[I_JT, k] == J.SCREW):
+                return None
+        return self._Ib, self._buf
+
     def max_modal_frequency(self) -> float:
         """Highest modal circular frequency (rad/s) of the flexible bodies' ``(K, M_ff)``
         (0 without flexible bodies): explicit steps need ``dt`` well below

@@ -1,0 +1,312 @@
+"""Compiled closed loops on a rigid tree (numba): the projected forward dynamics and the
+position / velocity correction of :class:`flexmbd.recursive.loops.LoopSystem` in one call
+each, for regular configurations.
+
+Both take the tree's packed model and workspace (``Ib``, ``buf``:
+:func:`flexmbd.recursive._kernels.qdd_reactions`), the cut joints' arguments
+(:meth:`flexmbd.constraints.cut.CutJointConstraints.compiled_args`, evaluated by
+:func:`flexmbd.constraints._nbloop.cuts_eval`) and ``sel``, the independent rows that the
+last pivoted QR of the projector found at a corrected state
+(:class:`flexmbd.constraints.projection.Projector`, ``fast_rows``). They solve the same
+equations as the projector's fast path (Cholesky factorizations of ``J_I J_I^T`` and
+``J_I M^-1 J_I^T``, one step of iterative refinement) with the tree solver's ``M^-1``
+columns, so a loop costs a few tree solves and no Python.
+
+The correction also checks that the selection still describes the constraints at the
+corrected state: ``J_I J_I^T`` well conditioned (its Cholesky pivots above ``guard``
+times the rank threshold) and every other row in the span of ``J_I`` (residual below
+``rtol / guard`` of the largest pivot). Otherwise it returns a nonzero status and the
+caller takes the projector's QR path (singular configurations, rank changes).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..constraints._nbloop import cuts_eval
+from . import _kernels as K
+
+#: status codes: the QR path must decide (selection no longer valid), the tree solver
+#: failed, a factorization of the constraint rows failed
+NEEDS_QR, TREE_FAILED, SINGULAR_ROWS = 1, 2, 3
+
+
+@njit(cache=True)
+def _chol(A, k):
+    """In-place Cholesky ``A = L L^T`` (lower triangle); returns min and max pivot, or
+    (-1, -1) if ``A`` is not positive definite."""
+    lo, hi = np.inf, 0.0
+    for j in range(k):
+        s = A[j, j]
+        for p in range(j):
+            s -= A[j, p] * A[j, p]
+        if not s > 0.0:
+            return -1.0, -1.0
+        d = np.sqrt(s)
+        A[j, j] = d
+        lo, hi = min(lo, d), max(hi, d)
+        for i in range(j + 1, k):
+            s = A[i, j]
+            for p in range(j):
+                s -= A[i, p] * A[j, p]
+            A[i, j] = s / d
+    return lo, hi
+
+
+@njit(cache=True)
+def _chol_solve(L, b, k):
+    """Solve ``L L^T x = b`` in place."""
+    for i in range(k):
+        s = b[i]
+        for p in range(i):
+            s -= L[i, p] * b[p]
+        b[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for p in range(i + 1, k):
+            s -= L[p, i] * b[p]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _gram(J, sel, A):
+    """``A = J_I J_I^T`` of the rows ``sel``."""
+    k = sel.shape[0]
+    nv = J.shape[1]
+    for a in range(k):
+        for b in range(a + 1):
+            s = 0.0
+            for j in range(nv):
+                s += J[sel[a], j] * J[sel[b], j]
+            A[a, b] = s
+            A[b, a] = s
+
+
+@njit(cache=True)
+def _min_norm_step(J, sel, L, rhs, out):
+    """``out = J_I^T (J_I J_I^T)^-1 rhs_I`` with the factor ``L`` of :func:`_gram`."""
+    k = sel.shape[0]
+    x = np.empty(k)
+    for a in range(k):
+        x[a] = rhs[sel[a]]
+    _chol_solve(L, x, k)
+    for j in range(J.shape[1]):
+        s = 0.0
+        for a in range(k):
+            s += J[sel[a], j] * x[a]
+        out[j] = s
+
+
+@njit(cache=True)
+def _rows_in_span(J, sel, L, tol):
+    """Every row of ``J`` outside ``sel`` within ``tol`` (2-norm) of the span of ``J_I``."""
+    k = sel.shape[0]
+    m, nv = J.shape
+    insel = np.zeros(m, np.bool_)
+    for a in range(k):
+        insel[sel[a]] = True
+    x = np.empty(k)
+    for r in range(m):
+        if insel[r]:
+            continue
+        for a in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += J[sel[a], j] * J[r, j]
+            x[a] = s
+        _chol_solve(L, x, k)
+        res = 0.0
+        for j in range(nv):
+            s = J[r, j]
+            for a in range(k):
+                s -= J[sel[a], j] * x[a]
+            res += s * s
+        if np.sqrt(res) > tol:
+            return False
+    return True
+
+
+@njit(cache=True)
+def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
+    """Position (normal-space Newton, minimum-norm steps on the rows ``sel``) then
+    velocity correction of ``(q, v)`` in place (cut joints only, ``q += dv``
+    retraction, scleronomic rows). Returns 0, or :data:`NEEDS_QR` (``q``, ``v`` then
+    unchanged: the caller corrects with the QR)."""
+    nv = v.shape[0]
+    k = sel.shape[0]
+    q0 = q.copy()
+    A = np.empty((k, k))
+    dq = np.empty(nv)
+    _eval(cargs, q, v, False, phi, J, gamma)
+    converged = False
+    for _ in range(max_newton):
+        _gram(J, sel, A)
+        lo, hi = _chol(A, k)
+        if lo < 0.0 or lo < guard * rtol * hi:
+            q[:] = q0
+            return NEEDS_QR
+        _min_norm_step(J, sel, A, phi, dq)
+        step = 0.0
+        for j in range(nv):
+            q[j] -= dq[j]
+            step = max(step, abs(dq[j]))
+        if step <= tol:
+            converged = True
+            break  # the Jacobian from before this step serves the velocities
+        _eval(cargs, q, v, False, phi, J, gamma)
+    if not converged:
+        _eval(cargs, q, v, False, phi, J, gamma)
+        _gram(J, sel, A)
+        lo, hi = _chol(A, k)
+        if lo < 0.0 or lo < guard * rtol * hi:
+            q[:] = q0
+            return NEEDS_QR
+    if not _rows_in_span(J, sel, A, rtol * hi / guard):
+        q[:] = q0
+        return NEEDS_QR
+    # velocities: v -= J_I^T (J_I J_I^T)^-1 J_I v
+    Jv = np.zeros(J.shape[0])
+    for a in range(k):
+        s = 0.0
+        for j in range(nv):
+            s += J[sel[a], j] * v[j]
+        Jv[sel[a]] = s
+    _min_norm_step(J, sel, A, Jv, dq)
+    for j in range(nv):
+        v[j] -= dq[j]
+    return 0
+
+
+@njit(cache=True)
+def _eval(cargs, q, v, with_v, phi, J, gamma):
+    (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
+     Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G) = cargs  # fmt: skip
+    cuts_eval(
+        inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
+        Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+        q, v, with_v, phi, J, gamma,
+    )  # fmt: skip
+
+
+# The tree solver's passes on the packed workspace. Without NRT, like the entry points of
+# _kernels: the workspace views share the buffer's memory without reference counting.
+@njit(cache=True, _nrt=False)
+def _tree_free(Ib, buf, q, v, tau, qdd, reac):
+    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau``."""
+    Ia, Sa = K.unpack_ints(Ib)
+    nv = Ib[K.IB_NV]
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    st = K.forward_dynamics(
+        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
+    )
+    for i in range(nv):
+        qdd[i] = Jw[K.J_QDD, i]
+    return st
+
+
+@njit(cache=True, _nrt=False)
+def _tree_columns(Ib, buf, cols, out):
+    """``out = M^-1 cols`` by the factorization of the last :func:`_tree_free` (the
+    solve reads only the equivalent control force ``F_T``; the speeds are orthonormal:
+    no reversed joint, no screw)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = cols.shape[0]
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jw[K.J_FT, i] = cols[i, c]
+        K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
+        for i in range(nv):
+            out[i, c] = Jw[K.J_QDD, i]
+
+
+@njit(cache=True)
+def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    """Constrained accelerations ``qdd`` (nv,) and multipliers ``lam`` (m,) at ``(q, v)``
+    with joint forces ``tau``: the tree's free accelerations, the cut rows, ``M^-1 J_I^T``
+    by the tree solver and the Cholesky solve of ``J_I M^-1 J_I^T`` with one refinement
+    step (the projector's fast path). Returns 0, :data:`TREE_FAILED` or
+    :data:`SINGULAR_ROWS`."""
+    nv = Ib[K.IB_NV]
+    if _tree_free(Ib, buf, q, v, tau, qdd, reac) != 0:
+        return TREE_FAILED
+    _eval(cargs, q, v, True, phi, J, gamma)
+    k = sel.shape[0]
+    cols = np.empty((nv, k))
+    for a in range(k):
+        for j in range(nv):
+            cols[j, a] = J[sel[a], j]
+    Y = np.empty((nv, k))
+    _tree_columns(Ib, buf, cols, Y)
+    A = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += cols[j, a] * Y[j, b]
+            A[a, b] = s
+    for a in range(k):  # symmetric part (as the projector's factorization sees it)
+        for b in range(a):
+            s = 0.5 * (A[a, b] + A[b, a])
+            A[a, b] = s
+            A[b, a] = s
+    lo, _ = _chol(A, k)
+    if lo < 0.0:
+        return SINGULAR_ROWS
+    lam_i = np.zeros(k)
+    r = np.empty(k)
+    for _it in range(2):  # solve, then one step of iterative refinement
+        for a in range(k):
+            s = gamma[sel[a]]
+            for j in range(nv):
+                s -= cols[j, a] * qdd[j]
+            r[a] = s
+        _chol_solve(A, r, k)
+        for a in range(k):
+            lam_i[a] += r[a]
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Y[j, a] * r[a]
+            qdd[j] += s
+    lam[:] = 0.0
+    for a in range(k):
+        lam[sel[a]] = lam_i[a]
+    return 0
+
+
+@njit(cache=True)
+def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
+    """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
+    :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
+
+    ``ws = (phi, J, gamma)`` workspaces. Returns 0 (``y`` is the corrected state),
+    :data:`NEEDS_QR` (``y`` is the uncorrected RK4 result: the caller corrects it with
+    the QR) or the failure of a stage (``y`` unchanged: the caller takes the Python
+    path)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    m = phi.shape[0]
+    lam = np.empty(m)
+    ks = np.empty((4, 2 * nv))
+    yy = np.empty(2 * nv)
+    acc = np.empty(nv)
+    cs = (0.0, 0.5, 0.5, 1.0)
+    for s in range(4):
+        if s == 0:
+            yy[:] = y
+        else:
+            for i in range(2 * nv):
+                yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+        st = loop_accelerations(
+            Ib, buf, cargs, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+        )
+        if st != 0:
+            return st
+        for i in range(nv):
+            ks[s, i] = yy[nv + i]
+            ks[s, nv + i] = acc[i]
+    for i in range(2 * nv):
+        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    return loop_correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma)
