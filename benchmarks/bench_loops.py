@@ -93,7 +93,7 @@ def best_of(f, repeats):
     return min(times)
 
 
-def time_size(N, repeats=3, steps=3, dt=1e-3):
+def time_size(N, repeats=3, steps=3, dt=1e-3, rsteps=30):
     model = ring(N)
     out = {"N": N}
     # recursive + cut joints
@@ -108,10 +108,21 @@ def time_size(N, repeats=3, steps=3, dt=1e-3):
         S.accelerations(q, qd)
 
     out["rec_fd"] = best_of(rec_fd, repeats)
-    S.simulate(dt, dt=dt)  # warm up
+    out["rec_fd_c"] = best_of(lambda: S.accelerations(q, qd, compiled=True), repeats)
+    S.simulate(3 * dt, dt=dt)  # warm up
     # integration loop only (meta["wall_time"]), not the output post-processing
     out["rec_step"] = (
-        min(S.simulate(steps * dt, dt=dt).meta["wall_time"] for _ in range(repeats)) / steps
+        min(S.simulate(rsteps * dt, dt=dt).meta["wall_time"] for _ in range(repeats)) / rsteps
+    )
+    # the tree: the same bodies without the cut joint, the same RK4 stepper
+    T = ring(N, closed=False).compile("recursive")
+    T.simulate(3 * dt, dt=dt, integrator="rk4")
+    out["tree_step"] = (
+        min(
+            T.simulate(rsteps * dt, dt=dt, integrator="rk4").meta["wall_time"]
+            for _ in range(repeats)
+        )
+        / rsteps
     )
     # absolute
     try:
@@ -152,8 +163,10 @@ def main(sizes=SIZES, repeats=3, write=False):
         r = time_size(N, repeats)
         rows.append(r)
         print(
-            f"N={N:4d}  cut rank {r['rank']}/{r['m']}  recursive fd {1e3 * r['rec_fd']:8.2f} ms "
-            f"step {1e3 * r['rec_step']:8.2f} ms | absolute fd {1e3 * r['abs_fd']:8.2f} ms "
+            f"N={N:4d}  cut rank {r['rank']}/{r['m']}  tree step {1e3 * r['tree_step']:8.3f} ms "
+            f"| recursive fd {1e3 * r['rec_fd']:8.3f} ms compiled {1e3 * r['rec_fd_c']:8.3f} ms "
+            f"step {1e3 * r['rec_step']:8.3f} ms ({r['rec_step'] / r['tree_step']:.2f} x tree) "
+            f"| absolute fd {1e3 * r['abs_fd']:8.2f} ms "
             f"step {1e3 * r['abs_step']:8.2f} ms | agree {r['agree']:.1e}",
             flush=True,
         )
@@ -161,7 +174,8 @@ def main(sizes=SIZES, repeats=3, write=False):
             print("   absolute:", r["abs_error"])
     Ns = [r["N"] for r in rows]
     exps = {
-        k: slope(Ns, [r[k] for r in rows]) for k in ("rec_fd", "rec_step", "abs_fd", "abs_step")
+        k: slope(Ns, [r[k] for r in rows])
+        for k in ("tree_step", "rec_fd", "rec_fd_c", "rec_step", "abs_fd", "abs_step")
     }
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
     text = report(rows, exps)

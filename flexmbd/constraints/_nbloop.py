@@ -382,6 +382,9 @@ def cuts_eval(
     E,
     F,
     G,
+    Dall,
+    Rcs,
+    pcs,
     q,
     v,
     with_v,
@@ -397,7 +400,9 @@ def cuts_eval(
     rotation rows, first path entry, path length, first E row, first F/G row)`` (loop
     index -1: ground), ``cF[c, 0|1]``, ``cf[c, 0|1]`` the parent / child joint frame on
     P / C; ``pidx``, ``psgn`` the packed paths, ``E``, ``F``, ``G`` the packed row
-    constants. ``phi``, ``J``, ``gamma`` (cut rows first) are written in place.
+    constants. ``phi``, ``J``, ``gamma`` (cut rows first) are written in place, and per
+    cut joint its constraint directions ``D`` (rows of ``Dall``, child axes at the child
+    frame origin) and the world pose ``(Rcs[c], pcs[c])`` of its child frame.
     """
     loop_kinematics(
         inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
@@ -428,7 +433,9 @@ def cuts_eval(
             with_v, Jrel, bsp,
         )  # fmt: skip
         m = nt + nr
-        D = np.empty((m, 6))
+        D = Dall[r0 : r0 + m]
+        Rcs[c] = Rc
+        pcs[c] = pc
         wP = z3 if iP < 0 else wb[iP]
         vOP = z3 if iP < 0 else vOb[iP]
         wC = z3 if iC < 0 else wb[iC]

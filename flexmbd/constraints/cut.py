@@ -557,6 +557,7 @@ class CutJointConstraints:
         cF = np.zeros((nc, 2, 3, 3))
         cf = np.zeros((nc, 2, 3))
         po = eo = go = 0
+        self.n_rows_cut = sum(c.m for c in self.cuts)
         for i, c in enumerate(self.cuts):
             nt, nr = len(c.E), len(c.F)
             cI[i] = (
@@ -584,6 +585,9 @@ class CutJointConstraints:
             np.ascontiguousarray(cat([c.E for c in self.cuts] + [z3])),
             np.ascontiguousarray(cat([c.F for c in self.cuts] + [z3])),
             np.ascontiguousarray(cat([c.G for c in self.cuts] + [z3])),
+            np.zeros((self.n_rows_cut, 6)),  # workspaces: D rows, child frame poses
+            np.zeros((nc, 3, 3)),
+            np.zeros((nc, 3)),
         )
 
     @property
@@ -600,7 +604,8 @@ class CutJointConstraints:
 
     def compiled_args(self) -> tuple:
         """The leading arguments of :func:`._nbloop.cuts_eval` (loop-body constants, their
-        workspaces and the packed cut joints; the arrays are this object's own, reused)."""
+        workspaces, the packed cut joints and their output workspaces; the arrays are this
+        object's own, reused)."""
         A, O = self._arr, self._out
         return (
             *(A[k] for k in ("inb", "code", "prm", "Hc", "Wc", "rev", "Fp", "fp", "Fc", "fc")),

@@ -179,11 +179,12 @@ def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
 @njit(cache=True)
 def _eval(cargs, q, v, with_v, phi, J, gamma):
     (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
-     Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G) = cargs  # fmt: skip
+     Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+     Dall, Rcs, pcs) = cargs  # fmt: skip
     cuts_eval(
         inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
         Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
-        q, v, with_v, phi, J, gamma,
+        Dall, Rcs, pcs, q, v, with_v, phi, J, gamma,
     )  # fmt: skip
 
 
@@ -310,3 +311,87 @@ def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, 
     for i in range(2 * nv):
         y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
     return loop_correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma)
+
+
+@njit(cache=True, _nrt=False)
+def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row):
+    """The tree's forward dynamics with the cut-joint wrenches ``D^T lam`` applied to the
+    two bodies of each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground) at the child
+    frame origin: tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each
+    cut joint's wrench ``cutF[c]`` (child axes at the child frame origin). Returns the
+    tree solver's status."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = Ib[K.IB_NV]
+    n1 = Ib[K.IB_N1]
+    K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
+    fext = Vv[K.V_FEXT]
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for c in range(cI.shape[0]):
+        r0 = cI[c, 2]
+        m = cI[c, 3] + cI[c, 4]
+        for i in range(6):
+            s = 0.0
+            for a in range(m):
+                s += Dall[r0 + a, i] * lam[r0 + a]
+            cutF[c, i] = s
+        Rc = Rcs[c]
+        pc = pcs[c]
+        F = cutF[c]
+        n0 = Rc[0, 0] * F[0] + Rc[0, 1] * F[1] + Rc[0, 2] * F[2]
+        n1_ = Rc[1, 0] * F[0] + Rc[1, 1] * F[1] + Rc[1, 2] * F[2]
+        n2 = Rc[2, 0] * F[0] + Rc[2, 1] * F[1] + Rc[2, 2] * F[2]
+        f0 = Rc[0, 0] * F[3] + Rc[0, 1] * F[4] + Rc[0, 2] * F[5]
+        f1 = Rc[1, 0] * F[3] + Rc[1, 1] * F[4] + Rc[1, 2] * F[5]
+        f2 = Rc[2, 0] * F[3] + Rc[2, 1] * F[4] + Rc[2, 2] * F[5]
+        for side in range(2):
+            k = clab[c, side]
+            if k == 0:
+                continue
+            sg = 1.0 if side == 1 else -1.0  # the child gets +F, the parent -F
+            Rk = R3[K.R_W, k]
+            rk = P3[K.P_W, k]
+            d0, d1, d2 = pc[0] - rk[0], pc[1] - rk[1], pc[2] - rk[2]
+            m0 = sg * (n0 + d1 * f2 - d2 * f1)
+            m1 = sg * (n1_ + d2 * f0 - d0 * f2)
+            m2 = sg * (n2 + d0 * f1 - d1 * f0)
+            for i in range(3):
+                fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
+                fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    st = K.forward_dynamics(
+        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, True
+    )
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    if st != 0:
+        return st
+    for k in range(1, n1):
+        K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
+    return 0
+
+
+@njit(cache=True)
+def loop_forward_dynamics(
+    Ib, buf, cargs, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc, body_row, cutF
+):
+    """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
+    (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
+    joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
+    :data:`TREE_FAILED`."""
+    st = loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    if st != 0:
+        return st
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    if (
+        _tree_with_cuts(
+            Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+        )
+        != 0
+    ):
+        return TREE_FAILED
+    return 0

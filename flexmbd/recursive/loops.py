@@ -73,7 +73,7 @@ from ..constraints.cut import (
     needs_loops,
 )
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
-from ..dynamics import CoordinateLayout, ForwardDynamics
+from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
 from ..integrators.stepper import ExplicitStepper, json_options, rk4, tau_function
@@ -285,6 +285,11 @@ class LoopSystem:
     def body_states(self, q: ArrayLike, qd: ArrayLike | None = None) -> Any:
         return self.tree.body_states(q, qd)
 
+    def body_motion(self, q: ArrayLike, qd: ArrayLike) -> dict[str, tuple[Array, ...]]:
+        """World poses and twists of every body over a history (the tree's
+        :meth:`~flexmbd.recursive.system.RecursiveSystem.body_motion`)."""
+        return self.tree.body_motion(q, qd)
+
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)
 
@@ -405,7 +410,17 @@ class LoopSystem:
         ):
             packed = self.tree.packed_rigid(ignore=(self._wrench_element,))
             if packed is not None:
-                out = (*packed, c.compiled_args())
+                Ib, buf, self._body_row = packed
+                out = (Ib, buf, c.compiled_args())
+                ground = self.model.ground
+                self._clab = np.array(
+                    [
+                        [0 if b is ground else self.tree.label(b) for b in (cut.P, cut.C)]
+                        for cut in c.cuts
+                    ],
+                    dtype=np.int64,
+                )
+                self._cut_rows_reac = np.array([self._jindex[cut.name] for cut in c.cuts])
                 m = c.m
                 self._ws = (np.zeros(m), np.zeros((m, self.nv)), np.zeros(m))
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
@@ -420,6 +435,36 @@ class LoopSystem:
         if c is None:
             return None
         return (*c, self._zero_tau, self._ws, self._reac_ws)
+
+    def _compiled_forward_dynamics(self, q, qd, tau, P):
+        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
+            return None
+        m, nt = self.constraints.m, len(self.tree.joint_names)
+        qdd, lam = np.empty(self.nv), np.empty(m)
+        reac_t = np.empty((nt, 6))
+        acc = np.empty((len(self.layout.body_names), 6))
+        cutF = np.empty((len(self.constraints.cuts), 6))
+        st = _NL.loop_forward_dynamics(
+            c[0], c[1], c[2], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
+            self._body_row, cutF,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        P.selection_used()
+        info = replace(P.info, discarded=P.info.discarded.copy())
+        reac = np.zeros((len(self.joint_names), 6))
+        reac[self._tree_rows] = reac_t
+        reac[self._cut_rows_reac] = cutF
+        tree = forward_dynamics_result(qdd, reac_t, acc, self.tree.layout, np.zeros(0))
+        return ForwardDynamics(qdd, reac, acc, self.layout, lam, projection=info, tree=tree)
 
     def _compiled_accelerations(self, q, qd, tau, P):
         """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
@@ -465,12 +510,19 @@ class LoopSystem:
         tau: Any | None = None,
         t: float = 0.0,
         projector: Projector | None = None,
+        compiled: bool = False,
     ) -> tuple[Array, Array]:
-        """``(qdd, lam)``: constrained accelerations and multipliers (no reactions)."""
+        """``(qdd, lam)``: constrained accelerations and multipliers (no reactions).
+
+        ``compiled=True``: one compiled call (:func:`._nbloops.loop_accelerations`) where
+        it applies (rigid tree, gravity, a regular configuration after a correction);
+        the same equations, agreeing to round-off (the adaptive integrators keep the
+        Python path, whose error control at singular configurations is tested)."""
         P = projector or self.projector
-        fast = self._compiled_accelerations(q, qd, tau, P)
-        if fast is not None:
-            return fast
+        if compiled:
+            fast = self._compiled_accelerations(q, qd, tau, P)
+            if fast is not None:
+                return fast
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         self._wrench_element.current = self._applied_cut(q, qd, t)
@@ -579,6 +631,9 @@ class LoopSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             )
         P = projector or self.projector
+        fast = self._compiled_forward_dynamics(q, qd, tau, P)
+        if fast is not None:
+            return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
         info = replace(P.info, discarded=P.info.discarded.copy())
         reac = np.zeros((len(self.joint_names), 6))
@@ -926,7 +981,9 @@ class _LoopStepper(ExplicitStepper):
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
-            qq, vv = self.system.project(qq, vv, t, self.P)
+            # the QR at every evaluation: an adaptive step's error control must see the
+            # rank changes (a stall at a singular configuration is reported, not crossed)
+            qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
 
