@@ -12,11 +12,12 @@ equations as the projector's fast path (Cholesky factorizations of ``J_I J_I^T``
 ``J_I M^-1 J_I^T``, one step of iterative refinement) with the tree solver's ``M^-1``
 columns, so a loop costs a few tree solves and no Python.
 
-The correction also checks that the selection still describes the constraints at the
-corrected state: ``J_I J_I^T`` well conditioned (its Cholesky pivots above ``guard``
-times the rank threshold) and every other row in the span of ``J_I`` (residual below
-``rtol / guard`` of the largest pivot). Otherwise it returns a nonzero status and the
-caller takes the projector's QR path (singular configurations, rank changes).
+The correction also checks that the selection still is the one the projector's pivoted
+QR would make at the corrected state, with a margin: the pivoted Cholesky of ``J J^T``
+(whose pivots are the QR's ``|R_kk|``) picks the same rows, the last of them above
+``guard`` times the rank threshold and the next below it divided by ``guard``.
+Otherwise it returns a nonzero status and the caller takes the projector's QR path
+(near singular configurations, rank changes, another choice of rows).
 """
 
 import numpy as np
@@ -97,30 +98,57 @@ def _min_norm_step(J, sel, L, rhs, out):
 
 
 @njit(cache=True)
-def _rows_in_span(J, sel, L, tol):
-    """Every row of ``J`` outside ``sel`` within ``tol`` (2-norm) of the span of ``J_I``."""
-    k = sel.shape[0]
+def _same_rank_decision(J, sel, rtol, guard):
+    """Whether the projector's pivoted QR of ``J^T`` would select the rows ``sel`` with a
+    clear margin: the pivoted Cholesky of ``J J^T`` (its pivots are the QR's ``|R_kk|``)
+    picks the rows of ``sel``, its ``k``-th pivot is above ``guard rtol |R_11|`` and the
+    next one below ``rtol |R_11| / guard`` (``k = len(sel)``)."""
     m, nv = J.shape
-    insel = np.zeros(m, np.bool_)
-    for a in range(k):
-        insel[sel[a]] = True
-    x = np.empty(k)
-    for r in range(m):
-        if insel[r]:
-            continue
-        for a in range(k):
+    k = sel.shape[0]
+    A = np.empty((m, m))
+    for a in range(m):
+        for b in range(a + 1):
             s = 0.0
             for j in range(nv):
-                s += J[sel[a], j] * J[r, j]
-            x[a] = s
-        _chol_solve(L, x, k)
-        res = 0.0
-        for j in range(nv):
-            s = J[r, j]
-            for a in range(k):
-                s -= J[sel[a], j] * x[a]
-            res += s * s
-        if np.sqrt(res) > tol:
+                s += J[a, j] * J[b, j]
+            A[a, b] = s
+            A[b, a] = s
+    piv = np.arange(m)
+    used = np.zeros(m, np.bool_)
+    d = np.empty(m)
+    for a in range(m):
+        d[a] = A[a, a]
+    r11 = 0.0
+    for step in range(min(k + 1, m)):
+        best, bi = -1.0, -1
+        for a in range(m):
+            if not used[a] and d[a] > best:
+                best, bi = d[a], a
+        p = np.sqrt(max(best, 0.0))
+        if step == 0:
+            r11 = p
+            if r11 <= 0.0:
+                return False
+        if step == k:
+            return p <= rtol * r11 / guard
+        if p < guard * rtol * r11:
+            return False
+        used[bi] = True
+        piv[step] = bi
+        # eliminate row bi: A <- A - a a^T / A_bb over the remaining rows
+        for a in range(m):
+            if used[a]:
+                continue
+            f = A[a, bi] / best
+            for b in range(m):
+                if not used[b]:
+                    A[a, b] -= f * A[bi, b]
+            d[a] = A[a, a]
+        insel = False
+        for t in range(k):
+            if sel[t] == bi:
+                insel = True
+        if not insel:
             return False
     return True
 
@@ -141,7 +169,7 @@ def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
     for _ in range(max_newton):
         _gram(J, sel, A)
         lo, hi = _chol(A, k)
-        if lo < 0.0 or lo < guard * rtol * hi:
+        if lo <= 0.0:
             q[:] = q0
             return NEEDS_QR
         _min_norm_step(J, sel, A, phi, dq)
@@ -157,10 +185,11 @@ def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
         _eval(cargs, q, v, False, phi, J, gamma)
         _gram(J, sel, A)
         lo, hi = _chol(A, k)
-        if lo < 0.0 or lo < guard * rtol * hi:
+        if lo <= 0.0:
             q[:] = q0
             return NEEDS_QR
-    if not _rows_in_span(J, sel, A, rtol * hi / guard):
+    # the rank and rows the QR would find at the corrected state, with a margin
+    if not _same_rank_decision(J, sel, rtol, guard):
         q[:] = q0
         return NEEDS_QR
     # velocities: v -= J_I^T (J_I J_I^T)^-1 J_I v
@@ -395,3 +424,23 @@ def loop_forward_dynamics(
     ):
         return TREE_FAILED
     return 0
+
+
+@njit(cache=True)
+def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
+    """Constraint violations of an output sample, ``viol = (max |phi|, max |J v|)``
+    (cut joints: scleronomic rows), and whether the projector's QR would select ``sel``
+    there with a margin (:func:`_same_rank_decision`)."""
+    _eval(cargs, q, v, False, phi, J, gamma)
+    m, nv = J.shape
+    a = 0.0
+    b = 0.0
+    for r in range(m):
+        a = max(a, abs(phi[r]))
+        s = 0.0
+        for j in range(nv):
+            s += J[r, j] * v[j]
+        b = max(b, abs(s))
+    viol[0] = a
+    viol[1] = b
+    return _same_rank_decision(J, sel, rtol, guard)

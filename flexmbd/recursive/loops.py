@@ -95,9 +95,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 
-#: the compiled correction hands over to the QR where the selected rows' Gram matrix has a
-#: pivot ratio below _GUARD times the rank threshold (or another row leaves their span)
-_GUARD = 100.0
+#: the compiled correction hands over to the QR where the pivoted QR's rank decision is
+#: within a factor _GUARD of the rank threshold (or it would choose other rows)
+_GUARD = 4.0
 
 
 def compile_loops(model: Model, **options: Any) -> LoopSystem:
@@ -435,6 +435,22 @@ class LoopSystem:
         if c is None:
             return None
         return (*c, self._zero_tau, self._ws, self._reac_ws)
+
+    def _compiled_sample(self, q, qd, tau, P, viol):
+        """An output sample by the compiled loop: violations into ``viol`` and the forward
+        dynamics, where the QR at this state would select the projector's rows with a
+        margin (then its rank statistics are those rows'); else None."""
+        c = self._compiled()
+        sel = P.selection() if c is not None and P.method == "qr" else None
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
+        if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
+            return None
+        return self._compiled_forward_dynamics(q, qd, tau, P)
 
     def _compiled_forward_dynamics(self, q, qd, tau, P):
         """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
@@ -874,7 +890,16 @@ class LoopSystem:
         stats["position_violation"] = np.zeros(nt)
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
+        viol = np.zeros(2)
         for i in range(nt):
+            fd = self._compiled_sample(q[i], qd[i], tau_f(t[i], q[i], qd[i]), P, viol)
+            if fd is not None:
+                stats["position_violation"][i], stats["velocity_violation"][i] = viol
+                qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+                stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
+                stats["n_weak"][i] = fd.n_weak
+                stats["discarded"][i] = fd.discarded
+                continue
             phi = self.constraints.phi(q[i], t[i])
             J = self.constraints.jacobian(q[i], t[i])
             stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
