@@ -35,6 +35,18 @@ the cut joints' own coordinates are ``res.joint(name).q`` (continuous angles; fi
 by :func:`flexmbd.results.complete`) and
 ``extra["driver:<name>"]`` the drive forces.
 
+Compiled loops (rigid trees whose only load is gravity, cut joints without applied
+forces, no driver, coordinates with ``dq/dt = v``): between two QRs of a regular
+configuration the projector's fast path -- the rows the last QR selected, Cholesky
+solves of ``J_I M^-1 J_I^T`` and ``J_I J_I^T`` -- runs in one compiled call
+(:mod:`flexmbd.recursive._nbloops`): :meth:`LoopSystem.forward_dynamics` (with every
+reaction: the cut-joint wrenches go into the tree pass), the position and velocity
+correction (:meth:`LoopSystem.project`), a whole RK4 step with ``projection="step"`` and
+constant ``tau``, and the output samples. Each checks that the pivoted QR at the
+corrected state would choose the same rows with a margin; otherwise the Python path with
+its QR decides (singular configurations, rank changes). The adaptive integrators keep
+the QR at every evaluation (their error control must see the rank changes).
+
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
 the position correction like the joint coordinates). A cut joint attached to a
