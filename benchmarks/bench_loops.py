@@ -249,10 +249,27 @@ def report(rows, exps):
         "Growth exponents (slope of log time over log N): "
         + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in exps.items()),
         "",
+        summary(rows, exps),
+        "",
         NOTES,
         END,
     ]
     return "\n".join(lines)
+
+
+def summary(rows, exps):
+    """The issue-13 targets against this run."""
+    ratio = [r["rec_step"] / r["tree_step"] for r in rows]
+    ok = [r["N"] for r, x in zip(rows, ratio) if x <= 3.0]
+    out_ratio = [r["rec_out"] / r["rec_step"] for r in rows]
+    return (
+        f"Issue 13 targets: loop step / tree step {min(ratio):.1f} to {max(ratio):.1f} "
+        f"(target <= 3: met for N in {ok or 'none'}); growth exponent of the loop step "
+        f"{exps['rec_step']:.2f} (target <= 1.1). Before the compiled loop (2026-11-22, "
+        "wall time): 1.74 ms per step at N = 10 and 9.04 ms at N = 500. Output: a sample "
+        f"after every step costs {min(out_ratio):.1f} to {max(out_ratio):.1f} steps "
+        "(target: sampling adds <= 10 % to a run -- not met when every step is a sample)."
+    )
 
 
 NOTES = (
