@@ -116,3 +116,32 @@ def test_body_motion_is_body_states_over_a_history():
         for name, st in s.body_states(res.q[i], res.qd[i]).items():
             for a, b in zip(motion[name], st):
                 np.testing.assert_allclose(a[i], b, rtol=0, atol=1e-14)
+
+
+def test_the_compiled_rank_check_follows_the_pivoted_qr():
+    """The compiled correction keeps its rows only where the projector's pivoted QR would
+    choose the same rows with a margin: full rank, a redundant row, a weak direction."""
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _same_rank_decision
+
+    rng = np.random.default_rng(7)
+    rtol, guard = 1e-6, 4.0
+    J = rng.standard_normal((5, 8))
+    b = qr_basis(J, rtol)
+    sel = np.sort(b.perm[: b.rank]).astype(np.int64)
+    assert b.rank == 5 and _same_rank_decision(J, sel, rtol, guard)
+    # a redundant row: rank 4, the QR's four rows kept, all five refused
+    Jr = J.copy()
+    Jr[4] = 0.3 * J[0] - 2.0 * J[2]
+    b = qr_basis(Jr, rtol)
+    sel4 = np.sort(b.perm[: b.rank]).astype(np.int64)
+    assert b.rank == 4 and _same_rank_decision(Jr, sel4, rtol, guard)
+    assert not _same_rank_decision(Jr, np.arange(5, dtype=np.int64), rtol, guard)
+    # other rows than the QR's: refused
+    other = np.setdiff1d(np.arange(5), sel4)[:1]
+    assert not _same_rank_decision(Jr, np.sort(np.r_[sel4[1:], other]), rtol, guard)
+    # a direction just above the threshold (within the margin): refused, the QR decides
+    Jw = Jr.copy()
+    Jw[4] += 2.0 * rtol * np.abs(J).max() * rng.standard_normal(8)
+    assert not _same_rank_decision(Jw, np.arange(5, dtype=np.int64), rtol, guard)
+    assert not _same_rank_decision(Jw, sel4, rtol, guard)
