@@ -91,6 +91,8 @@ def loop_kinematics(
     rc0 = np.empty(3)
     wB = np.empty(3)
     vB = np.empty(3)
+    cw = np.empty(3)
+    cl = np.empty(3)
     for i in range(n):
         k = inb[i]
         for r in range(3):
@@ -175,8 +177,6 @@ def loop_kinematics(
             wB[r] = wp[r] if rev[i] else wb[i, r]
             vB[r] = vOp[r] if rev[i] else vOb[i, r]
         # X c_j (signed) at the world origin
-        cw = np.empty(3)
-        cl = np.empty(3)
         for r in range(3):
             cw[r] = sg * (Rcj[r, 0] * cj[0] + Rcj[r, 1] * cj[1] + Rcj[r, 2] * cj[2])
             cl[r] = sg * (Rcj[r, 0] * cj[3] + Rcj[r, 1] * cj[4] + Rcj[r, 2] * cj[5])
@@ -332,3 +332,116 @@ def cut_rows(
         _cross(w, G[k], t1)
         _cross(w, t1, t2)
         gamma[nt + k] -= RtF[k, 0] * t2[0] + RtF[k, 1] * t2[1] + RtF[k, 2] * t2[2]
+
+
+@njit(cache=True)
+def _frame_of(i, F, f, Rb, rb, R, p):
+    """World pose ``(R, p)`` of the frame ``(F, f)`` (body axes) of loop body ``i``
+    (``i < 0``: ground)."""
+    for r in range(3):
+        for s in range(3):
+            if i < 0:
+                R[r, s] = F[r, s]
+            else:
+                R[r, s] = Rb[i, r, 0] * F[0, s] + Rb[i, r, 1] * F[1, s] + Rb[i, r, 2] * F[2, s]
+        if i < 0:
+            p[r] = f[r]
+        else:
+            p[r] = rb[i, r] + Rb[i, r, 0] * f[0] + Rb[i, r, 1] * f[1] + Rb[i, r, 2] * f[2]
+
+
+@njit(cache=True)
+def cuts_eval(
+    inb,
+    code,
+    prm,
+    Hc,
+    Wcst,
+    rev,
+    Fp,
+    fp,
+    Fc,
+    fc,
+    qo,
+    nq,
+    vo,
+    nv,
+    Rb,
+    rb,
+    wb,
+    vOb,
+    Wc,
+    Lc,
+    oc,
+    bias,
+    cI,
+    cF,
+    cf,
+    pidx,
+    psgn,
+    E,
+    F,
+    G,
+    Dall,
+    Rcs,
+    pcs,
+    q,
+    v,
+    with_v,
+    phi,
+    J,
+    gamma,
+):
+    """Rows of every cut joint at ``(q, v)``: :func:`loop_kinematics`, then per cut joint
+    :func:`path_terms` and :func:`cut_rows` (the loop of
+    :meth:`flexmbd.constraints.cut.CutJointConstraints._eval` in one call).
+
+    Per cut joint ``c``: ``cI[c] = (loop index of P, of C, first row, translation rows,
+    rotation rows, first path entry, path length, first E row, first F/G row)`` (loop
+    index -1: ground), ``cF[c, 0|1]``, ``cf[c, 0|1]`` the parent / child joint frame on
+    P / C; ``pidx``, ``psgn`` the packed paths, ``E``, ``F``, ``G`` the packed row
+    constants. ``phi``, ``J``, ``gamma`` (cut rows first) are written in place, and per
+    cut joint its constraint directions ``D`` (rows of ``Dall``, child axes at the child
+    frame origin) and the world pose ``(Rcs[c], pcs[c])`` of its child frame.
+    """
+    loop_kinematics(
+        inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
+        Rb, rb, wb, vOb, Wc, Lc, oc, bias,
+    )  # fmt: skip
+    nvt = J.shape[1]
+    Jrel = np.empty((6, nvt))
+    bsp = np.empty(6)
+    Rp = np.empty((3, 3))
+    pp = np.empty(3)
+    Rc = np.empty((3, 3))
+    pc = np.empty(3)
+    RcT = np.empty((3, 3))
+    R = np.empty((3, 3))
+    d = np.empty(3)
+    Vrel = np.empty(6)
+    z3 = np.zeros(3)
+    for c in range(cI.shape[0]):
+        iP, iC, r0, nt, nr = cI[c, 0], cI[c, 1], cI[c, 2], cI[c, 3], cI[c, 4]
+        po, pl, eo, go = cI[c, 5], cI[c, 6], cI[c, 7], cI[c, 8]
+        _frame_of(iP, cF[c, 0], cf[c, 0], Rb, rb, Rp, pp)
+        _frame_of(iC, cF[c, 1], cf[c, 1], Rb, rb, Rc, pc)
+        for r in range(3):
+            for s in range(3):
+                RcT[r, s] = Rc[s, r]
+        path_terms(
+            pidx[po : po + pl], psgn[po : po + pl], vo, nv, Wc, Lc, oc, bias, pc, RcT,
+            with_v, Jrel, bsp,
+        )  # fmt: skip
+        m = nt + nr
+        D = Dall[r0 : r0 + m]
+        Rcs[c] = Rc
+        pcs[c] = pc
+        wP = z3 if iP < 0 else wb[iP]
+        vOP = z3 if iP < 0 else vOb[iP]
+        wC = z3 if iC < 0 else wb[iC]
+        vOC = z3 if iC < 0 else vOb[iC]
+        cut_rows(
+            E[eo : eo + nt], F[go : go + nr], G[go : go + nr], Rp, pp, Rc, pc, Jrel, bsp,
+            with_v, wP, vOP, wC, vOC, phi[r0 : r0 + m], J[r0 : r0 + m], gamma[r0 : r0 + m],
+            R, d, Vrel, D,
+        )  # fmt: skip

@@ -548,6 +548,71 @@ class CutJointConstraints:
         for c in self.cuts:
             c.idx = np.array([self._li[id(outb)] for (j, _r, outb), _s in c.path], np.int64)
             c.sgn = np.array([sg for _p, sg in c.path], dtype=float)
+        self._pack_cuts()
+
+    def _pack_cuts(self):
+        """Per-cut constants of :func:`._nbloop.cuts_eval` (every cut joint in one call)."""
+        nc = len(self.cuts)
+        cI = np.zeros((nc, 9), np.int64)
+        cF = np.zeros((nc, 2, 3, 3))
+        cf = np.zeros((nc, 2, 3))
+        po = eo = go = 0
+        self.n_rows_cut = sum(c.m for c in self.cuts)
+        for i, c in enumerate(self.cuts):
+            nt, nr = len(c.E), len(c.F)
+            cI[i] = (
+                self._li[id(c.P)],
+                self._li[id(c.C)],
+                c.rows.start,
+                nt,
+                nr,
+                po,
+                len(c.idx),
+                eo,
+                go,
+            )
+            po, eo, go = po + len(c.idx), eo + nt, go + nr
+            for s_, fr in enumerate((c.joint.parent_frame, c.joint.child_frame)):
+                cF[i, s_], cf[i, s_] = fr.rotation, fr.position
+        cat = np.concatenate
+        z3 = np.zeros((0, 3))
+        self._packed = (
+            cI,
+            cF,
+            cf,
+            cat([c.idx for c in self.cuts] + [np.zeros(0, np.int64)]),
+            cat([c.sgn for c in self.cuts] + [np.zeros(0)]),
+            np.ascontiguousarray(cat([c.E for c in self.cuts] + [z3])),
+            np.ascontiguousarray(cat([c.F for c in self.cuts] + [z3])),
+            np.ascontiguousarray(cat([c.G for c in self.cuts] + [z3])),
+            np.zeros((self.n_rows_cut, 6)),  # workspaces: D rows, child frame poses
+            np.zeros((nc, 3, 3)),
+            np.zeros((nc, 3)),
+        )
+
+    @property
+    def compiled_rows(self) -> bool:
+        """Whether :meth:`compiled_args` describes every row (compiled cut joints, no
+        driver) and the retraction is ``q += dv`` (every coordinate rate is its speed)."""
+        return (
+            self.compiled
+            and not self.drivers
+            and not self._special
+            and len(self._lin_q) == len(self._lin_v) == self._nv
+            and np.array_equal(self._lin_q, self._lin_v)
+        )
+
+    def compiled_args(self) -> tuple:
+        """The leading arguments of :func:`._nbloop.cuts_eval` (loop-body constants, their
+        workspaces, the packed cut joints and their output workspaces; the arrays are this
+        object's own, reused)."""
+        A, O = self._arr, self._out
+        return (
+            *(A[k] for k in ("inb", "code", "prm", "Hc", "Wc", "rev", "Fp", "fp", "Fc", "fc")),
+            *(A[k] for k in ("qo", "nq", "vo", "nv")),
+            *(O[k] for k in ("Rb", "rb", "wb", "vOb", "Wc", "Lc", "oc", "bias")),
+            *self._packed,
+        )
 
     def _body_state(self, body):
         i = self._li[id(body)]

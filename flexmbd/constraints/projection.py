@@ -470,6 +470,18 @@ class Projector:
             return None
         return b.perm[: b.rank]
 
+    def selection(self) -> NDArray[np.intp] | None:
+        """The independent rows (pivot order) of the last corrected state when it was
+        regular and ``fast_rows`` is on (method ``"qr"``), else None: the rows a compiled
+        loop solves with, as :meth:`accelerations` does between two QRs."""
+        sel = self._selection() if self.method == "qr" else None
+        return None if sel is None else np.ascontiguousarray(sel, dtype=np.int64)
+
+    def selection_used(self) -> None:
+        """Record in :attr:`info` that an evaluation used :meth:`selection` (rank and
+        discarded rows of the basis it came from), as :meth:`accelerations` does."""
+        self._set_info(self._sel_basis)
+
     def _set_info(self, b):
         self.info.rank = b.rank
         self.info.regular_rank = max(self.regular_rank or 0, b.rank)

@@ -35,6 +35,18 @@ the cut joints' own coordinates are ``res.joint(name).q`` (continuous angles; fi
 by :func:`flexmbd.results.complete`) and
 ``extra["driver:<name>"]`` the drive forces.
 
+Compiled loops (rigid trees whose only load is gravity, cut joints without applied
+forces, no driver, coordinates with ``dq/dt = v``): between two QRs of a regular
+configuration the projector's fast path -- the rows the last QR selected, Cholesky
+solves of ``J_I M^-1 J_I^T`` and ``J_I J_I^T`` -- runs in one compiled call
+(:mod:`flexmbd.recursive._nbloops`): :meth:`LoopSystem.forward_dynamics` (with every
+reaction: the cut-joint wrenches go into the tree pass), the position and velocity
+correction (:meth:`LoopSystem.project`), a whole RK4 step with ``projection="step"`` and
+constant ``tau``, and the output samples. Each checks that the pivoted QR at the
+corrected state would choose the same rows with a margin; otherwise the Python path with
+its QR decides (singular configurations, rank changes). The adaptive integrators keep
+the QR at every evaluation (their error control must see the rank changes).
+
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
 the position correction like the joint coordinates). A cut joint attached to a
@@ -57,6 +69,7 @@ absolute formulation's with its interface loads at the current reactions
 
 from __future__ import annotations
 
+import time as _time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -72,15 +85,16 @@ from ..constraints.cut import (
     needs_loops,
 )
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
-from ..dynamics import CoordinateLayout, ForwardDynamics
+from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
-from ..integrators.stepper import ExplicitStepper, json_options, tau_function
+from ..integrators.stepper import ExplicitStepper, json_options, rk4, tau_function
 from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
 from ..series import BodySeries
 from . import _kernels as K
+from . import _nbloops as _NL
 from .energy import energy_histories
 from .flexible import flexible_series, frame_motion
 from .system import RecursiveSystem
@@ -92,6 +106,10 @@ if TYPE_CHECKING:
     from ..model import Joint, Model
 
 __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
+
+#: the compiled correction hands over to the QR where the pivoted QR's rank decision is
+#: within a factor _GUARD of the rank threshold (or it would choose other rows)
+_GUARD = 4.0
 
 
 def compile_loops(model: Model, **options: Any) -> LoopSystem:
@@ -228,6 +246,8 @@ class LoopSystem:
                 self._cut_jf.setdefault(f.joint.name, []).append(f)
         self.floating = self.tree.floating
         self._ic = None
+        self._comp = None
+        self._zero_tau = np.zeros(self.nv)
 
     def _make_projector(self, h=None):
         o = dict(self._options)
@@ -276,6 +296,11 @@ class LoopSystem:
 
     def body_states(self, q: ArrayLike, qd: ArrayLike | None = None) -> Any:
         return self.tree.body_states(q, qd)
+
+    def body_motion(self, q: ArrayLike, qd: ArrayLike) -> dict[str, tuple[Array, ...]]:
+        """World poses and twists of every body over a history (the tree's
+        :meth:`~flexmbd.recursive.system.RecursiveSystem.body_motion`)."""
+        return self.tree.body_motion(q, qd)
 
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)
@@ -359,9 +384,136 @@ class LoopSystem:
     def project(
         self, q: ArrayLike, qd: ArrayLike, t: float = 0.0, projector: Projector | None = None
     ) -> tuple[Array, Array]:
-        """Position then velocity correction of a state (no-op for Baumgarte/none)."""
+        """Position then velocity correction of a state (no-op for Baumgarte/none).
+
+        Between two QRs of a regular configuration the compiled correction
+        (:func:`._nbloops.loop_correct`) does the projector's Newton and velocity steps on
+        the rows it selected; where the selection does not hold (rank changes, singular
+        configurations) the projector's QR path decides."""
         P = projector or self.projector
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is not None:
+            q = np.array(q, dtype=float)
+            qd = np.array(qd, dtype=float)
+            ws = self._ws
+            st = _NL.loop_correct(
+                c[2], q, qd, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, *ws
+            )
+            if st == 0:
+                return q, qd
         return P.correct(q, qd, t)
+
+    def _compiled(self):
+        """``(Ib, buf, cut arguments)`` when the compiled loop applies (rigid tree with
+        gravity only, cut joints without applied forces, no driver, ``q += dv``), else
+        None; rebuilt when the model changes."""
+        rev = self.model.revision
+        if self._comp is not None and self._comp[0] == rev:
+            return self._comp[1]
+        out = None
+        c = self.constraints
+        if (
+            not self._flexible
+            and not self._cut_jf
+            and c.m
+            and c.compiled_rows
+            and self.tree.nq == self.tree.nv
+        ):
+            packed = self.tree.packed_rigid(ignore=(self._wrench_element,))
+            if packed is not None:
+                Ib, buf, self._body_row = packed
+                out = (Ib, buf, c.compiled_args())
+                ground = self.model.ground
+                self._clab = np.array(
+                    [
+                        [0 if b is ground else self.tree.label(b) for b in (cut.P, cut.C)]
+                        for cut in c.cuts
+                    ],
+                    dtype=np.int64,
+                )
+                self._cut_rows_reac = np.array([self._jindex[cut.name] for cut in c.cuts])
+                m = c.m
+                self._ws = (np.zeros(m), np.zeros((m, self.nv)), np.zeros(m))
+                self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
+        self._comp = (rev, out)
+        return out
+
+    def compiled_rk4(self) -> tuple | None:
+        """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
+        ``(Ib, buf, cut arguments, zero joint forces, (phi, J, gamma) workspaces,
+        reaction workspace)``."""
+        c = self._compiled()
+        if c is None:
+            return None
+        return (*c, self._zero_tau, self._ws, self._reac_ws)
+
+    def _compiled_sample(self, q, qd, tau, P, viol):
+        """An output sample by the compiled loop: violations into ``viol`` and the forward
+        dynamics, where the QR at this state would select the projector's rows with a
+        margin (then its rank statistics are those rows'); else None."""
+        c = self._compiled()
+        sel = P.selection() if c is not None and P.method == "qr" else None
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
+        if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
+            return None
+        return self._compiled_forward_dynamics(q, qd, tau, P)
+
+    def _compiled_forward_dynamics(self, q, qd, tau, P):
+        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
+            return None
+        m, nt = self.constraints.m, len(self.tree.joint_names)
+        qdd, lam = np.empty(self.nv), np.empty(m)
+        reac_t = np.empty((nt, 6))
+        acc = np.empty((len(self.layout.body_names), 6))
+        cutF = np.empty((len(self.constraints.cuts), 6))
+        st = _NL.loop_forward_dynamics(
+            c[0], c[1], c[2], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
+            self._body_row, cutF,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        P.selection_used()
+        info = replace(P.info, discarded=P.info.discarded.copy())
+        reac = np.zeros((len(self.joint_names), 6))
+        reac[self._tree_rows] = reac_t
+        reac[self._cut_rows_reac] = cutF
+        tree = forward_dynamics_result(qdd, reac_t, acc, self.tree.layout, np.zeros(0))
+        return ForwardDynamics(qdd, reac, acc, self.layout, lam, projection=info, tree=tree)
+
+    def _compiled_accelerations(self, q, qd, tau, P):
+        """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
+            return None
+        qdd = np.empty(self.nv)
+        lam = np.empty(self.constraints.m)
+        st = _NL.loop_accelerations(
+            c[0], c[1], c[2], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
+        )
+        if st != 0:
+            return None
+        P.selection_used()
+        return qdd, lam
 
     def _applied_cut(self, q, qd, t):
         """Applied JointForce wrenches of cut joints as (body, point, n, f) items."""
@@ -386,9 +538,19 @@ class LoopSystem:
         tau: Any | None = None,
         t: float = 0.0,
         projector: Projector | None = None,
+        compiled: bool = False,
     ) -> tuple[Array, Array]:
-        """``(qdd, lam)``: constrained accelerations and multipliers (no reactions)."""
+        """``(qdd, lam)``: constrained accelerations and multipliers (no reactions).
+
+        ``compiled=True``: one compiled call (:func:`._nbloops.loop_accelerations`) where
+        it applies (rigid tree, gravity, a regular configuration after a correction);
+        the same equations, agreeing to round-off (the adaptive integrators keep the
+        Python path, whose error control at singular configurations is tested)."""
         P = projector or self.projector
+        if compiled:
+            fast = self._compiled_accelerations(q, qd, tau, P)
+            if fast is not None:
+                return fast
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         self._wrench_element.current = self._applied_cut(q, qd, t)
@@ -497,6 +659,9 @@ class LoopSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             )
         P = projector or self.projector
+        fast = self._compiled_forward_dynamics(q, qd, tau, P)
+        if fast is not None:
+            return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
         info = replace(P.info, discarded=P.info.discarded.copy())
         reac = np.zeros((len(self.joint_names), 6))
@@ -737,7 +902,16 @@ class LoopSystem:
         stats["position_violation"] = np.zeros(nt)
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
+        viol = np.zeros(2)
         for i in range(nt):
+            fd = self._compiled_sample(q[i], qd[i], tau_f(t[i], q[i], qd[i]), P, viol)
+            if fd is not None:
+                stats["position_violation"][i], stats["velocity_violation"][i] = viol
+                qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+                stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
+                stats["n_weak"][i] = fd.n_weak
+                stats["discarded"][i] = fd.discarded
+                continue
             phi = self.constraints.phi(q[i], t[i])
             J = self.constraints.jacobian(q[i], t[i])
             stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
@@ -831,23 +1005,83 @@ class _LoopStepper(ExplicitStepper):
         self.use_proj = P.method in ("qr", "moore-penrose")
         self.tau_f = tau_function(tau, system.nv)
         self.options = {}
+        # the compiled RK4 steps: constant joint forces, projection after every step
+        self._tau = None if tau is None or callable(tau) else np.array(tau, dtype=float)
+        self._fast_rk4 = (
+            not self.adaptive
+            and (tau is None or not callable(tau))
+            and self.projection == "step"
+            and P.method == "qr"
+        )
 
     def _f(self, t, y):
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
+            # the QR at every evaluation: an adaptive step's error control must see the
+            # rank changes (a stall at a singular configuration is reported, not crossed)
             qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
 
+    def step(self):
+        """One output interval; RK4 with projection after every step runs its substeps by
+        the compiled loop (:func:`._nbloops.loop_rk4_step`) while the configuration stays
+        regular and ``tau`` is None or constant, else the generic path."""
+        c = self.system.compiled_rk4() if self._fast_rk4 else None
+        if c is None or self.P.selection() is None:
+            return super().step()
+        tic = _time.perf_counter()
+        t_start = self.t0 + self.i * self.dt
+        try:
+            y = self._fast_substeps(c, t_start, np.array(self.y, dtype=float))
+        except FlexmbdError as err:
+            raise self._fail(str(err), t_start, t_start + self.dt) from err
+        if not np.all(np.isfinite(y)):
+            raise self._fail(
+                "non-finite state (a step beyond the stability limit of the stiffest mode, "
+                "or an unstable model: reduce dt)",
+                t_start,
+                t_start + self.dt,
+            )
+        self.y = y
+        self.i += 1
+        self.t = self.t0 + self.i * self.dt
+        self.wall += _time.perf_counter() - tic
+
+    def _fast_substeps(self, c, t_start, y):
+        """The substeps of one output interval from ``y``: compiled while the projector's
+        selection holds; a step it hands back is corrected by the QR (``NEEDS_QR``) or
+        redone by the generic path (a failed stage)."""
+        P, nq = self.P, self.nq
+        tau = c[3] if self._tau is None else self._tau
+        for sub in range(self.substeps):
+            t = t_start + sub * self.h
+            sel = P.selection()
+            st = -1
+            if sel is not None:
+                st = _NL.loop_rk4_step(
+                    c[0], c[1], c[2], y, self.h, tau, sel, P.position_tol, P.max_newton,
+                    P.rtol, _GUARD, c[4], c[5],
+                )  # fmt: skip
+            if st == 0:
+                continue
+            if st == _NL.NEEDS_QR:
+                q, v = P.correct(y[:nq], y[nq:], t + self.h)
+                y = np.concatenate([q, v])
+            else:  # the generic step from the same state
+                y = rk4(self._f, t, y, self.h, 1, callback=self._rk4_callback())
+        return y
+
     def _rk4_callback(self):
-        nq, tree, P = self.nq, self.system.tree, self.P
+        nq, system, P = self.nq, self.system, self.P
+        tree = system.tree
         correct = self.projection == "step" and self.use_proj
 
         def after_step(i, t, y):
             y[:nq] = tree.normalize(y[:nq])
             if correct:
-                qq, vv = P.correct(y[:nq], y[nq:], t)
+                qq, vv = system.project(y[:nq], y[nq:], t, P)
                 return np.concatenate([qq, vv])
             return y
 

@@ -228,6 +228,9 @@ class _State:
         return w, v
 
 
+_MOTION = ((3, 3), (3,), (3,), (3,))
+
+
 class RecursiveSystem:
     """A tree model in joint coordinates; forward/inverse dynamics by the CFA.
 
@@ -385,6 +388,7 @@ class RecursiveSystem:
         )
         self._revision = None
         self._lean = None
+        self._motion_memo = None
         self._alloc()
         # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
         self._Ib, self._Ia, self._Sa = K.pack_ints(
@@ -1344,6 +1348,50 @@ class RecursiveSystem:
             out[b.name] = (R, r, w, v)
         return out
 
+    def body_motion(self, q: ArrayLike, qd: ArrayLike) -> dict[str, tuple[Array, ...]]:
+        """``{body name: (R (nt, 3, 3), r (nt, 3), w (nt, 3), v (nt, 3))}`` over a history
+        ``q`` (nt, nq), ``qd`` (nt, nv): world pose, angular velocity and the velocity of
+        the body point at the world origin (world axes), as :meth:`body_states` per state.
+        The tree kinematics runs per state; the frame changes over the history at once."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        memo = self._motion_memo  # the joint states ask for the same history repeatedly
+        if (
+            memo is not None
+            and memo[0] == self.model.revision
+            and np.array_equal(memo[1], q)
+            and np.array_equal(memo[2], qd)
+        ):
+            return {k: tuple(a.copy() for a in v) for k, v in memo[3].items()}
+        out = self._body_motion(q, qd)
+        self._motion_memo = (self.model.revision, q.copy(), qd.copy(), out)
+        return {k: tuple(a.copy() for a in v) for k, v in out.items()}
+
+    def _body_motion(self, q, qd):
+        nt, n = len(q), self.n_bodies
+        if self._flex is not None:  # the floating frames: per state
+            out = {b.name: tuple(np.empty((nt, *s)) for s in _MOTION) for b in self._bodies}
+            for i in range(nt):
+                for name, st in self.body_states(q[i], qd[i]).items():
+                    for a, x in zip(out[name], st):
+                        a[i] = x
+            return out
+        Rw = np.empty((nt, n + 1, 3, 3))
+        rw = np.empty((nt, n + 1, 3))
+        vel = np.empty((nt, n + 1, 6))
+        for i in range(nt):
+            Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
+        out = {}
+        for k in range(1, n + 1):
+            Rf, pf = self._frame[k]
+            Rk, rk = Rw[:, k], rw[:, k]
+            R = Rk @ Rf.T
+            r = rk - R @ pf
+            w = np.einsum("tij,tj->ti", Rk, vel[:, k, :3])
+            v = np.einsum("tij,tj->ti", Rk, vel[:, k, 3:]) + np.cross(w, r - rk)
+            out[self._body_of[k].name] = (R, r, w, v)
+        return out
+
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         """Kinetic energy (J)."""
         Rw, rw, vel = self._kin(q, qd)
@@ -1442,6 +1490,28 @@ class RecursiveSystem:
             p = p + pk
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
+
+    def packed_rigid(self, ignore: tuple = ()) -> tuple[Array, Array, Array] | None:
+        """``(Ib, buf, body_row)``, the packed model ints, the float workspace of the
+        compiled single-state entry point and the row of each label's body in
+        ``layout.body_names``, when one compiled call gives this tree's dynamics:
+        rigid bodies, the serialized solver, gravity the only load (force elements in
+        ``ignore`` excepted: the caller applies them), no reversed joint or screw (whose
+        ``M^-1`` columns need a change of speeds). Otherwise None. The workspace is this
+        system's own: one thread at a time."""
+        self._refresh()
+        if (
+            self._flex is not None
+            or self.algorithm != "serialized"
+            or self._joint_forces
+            or any(all(f is not g for g in ignore) for f in self._generic)
+        ):
+            return None
+        Ia = self._Ia
+        for k in range(1, self.n_bodies + 1):
+            if Ia[I_NV, k] and (Ia[I_REV, k] or Ia[I_JT, k] == J.SCREW):
+                return None
+        return self._Ib, self._buf, self._body_row
 
     def max_modal_frequency(self) -> float:
         """Highest modal circular frequency (rad/s) of the flexible bodies' ``(K, M_ff)``

@@ -1,0 +1,446 @@
+"""Compiled closed loops on a rigid tree (numba): the projected forward dynamics and the
+position / velocity correction of :class:`flexmbd.recursive.loops.LoopSystem` in one call
+each, for regular configurations.
+
+Both take the tree's packed model and workspace (``Ib``, ``buf``:
+:func:`flexmbd.recursive._kernels.qdd_reactions`), the cut joints' arguments
+(:meth:`flexmbd.constraints.cut.CutJointConstraints.compiled_args`, evaluated by
+:func:`flexmbd.constraints._nbloop.cuts_eval`) and ``sel``, the independent rows that the
+last pivoted QR of the projector found at a corrected state
+(:class:`flexmbd.constraints.projection.Projector`, ``fast_rows``). They solve the same
+equations as the projector's fast path (Cholesky factorizations of ``J_I J_I^T`` and
+``J_I M^-1 J_I^T``, one step of iterative refinement) with the tree solver's ``M^-1``
+columns, so a loop costs a few tree solves and no Python.
+
+The correction also checks that the selection still is the one the projector's pivoted
+QR would make at the corrected state, with a margin: the pivoted Cholesky of ``J J^T``
+(whose pivots are the QR's ``|R_kk|``) picks the same rows, the last of them above
+``guard`` times the rank threshold and the next below it divided by ``guard``.
+Otherwise it returns a nonzero status and the caller takes the projector's QR path
+(near singular configurations, rank changes, another choice of rows).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..constraints._nbloop import cuts_eval
+from . import _kernels as K
+
+#: status codes: the QR path must decide (selection no longer valid), the tree solver
+#: failed, a factorization of the constraint rows failed
+NEEDS_QR, TREE_FAILED, SINGULAR_ROWS = 1, 2, 3
+
+
+@njit(cache=True)
+def _chol(A, k):
+    """In-place Cholesky ``A = L L^T`` (lower triangle); returns min and max pivot, or
+    (-1, -1) if ``A`` is not positive definite."""
+    lo, hi = np.inf, 0.0
+    for j in range(k):
+        s = A[j, j]
+        for p in range(j):
+            s -= A[j, p] * A[j, p]
+        if not s > 0.0:
+            return -1.0, -1.0
+        d = np.sqrt(s)
+        A[j, j] = d
+        lo, hi = min(lo, d), max(hi, d)
+        for i in range(j + 1, k):
+            s = A[i, j]
+            for p in range(j):
+                s -= A[i, p] * A[j, p]
+            A[i, j] = s / d
+    return lo, hi
+
+
+@njit(cache=True)
+def _chol_solve(L, b, k):
+    """Solve ``L L^T x = b`` in place."""
+    for i in range(k):
+        s = b[i]
+        for p in range(i):
+            s -= L[i, p] * b[p]
+        b[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for p in range(i + 1, k):
+            s -= L[p, i] * b[p]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _gram(J, sel, A):
+    """``A = J_I J_I^T`` of the rows ``sel``."""
+    k = sel.shape[0]
+    nv = J.shape[1]
+    for a in range(k):
+        for b in range(a + 1):
+            s = 0.0
+            for j in range(nv):
+                s += J[sel[a], j] * J[sel[b], j]
+            A[a, b] = s
+            A[b, a] = s
+
+
+@njit(cache=True)
+def _min_norm_step(J, sel, L, rhs, out):
+    """``out = J_I^T (J_I J_I^T)^-1 rhs_I`` with the factor ``L`` of :func:`_gram`."""
+    k = sel.shape[0]
+    x = np.empty(k)
+    for a in range(k):
+        x[a] = rhs[sel[a]]
+    _chol_solve(L, x, k)
+    for j in range(J.shape[1]):
+        s = 0.0
+        for a in range(k):
+            s += J[sel[a], j] * x[a]
+        out[j] = s
+
+
+@njit(cache=True)
+def _same_rank_decision(J, sel, rtol, guard):
+    """Whether the projector's pivoted QR of ``J^T`` would select the rows ``sel`` with a
+    clear margin: the pivoted Cholesky of ``J J^T`` (its pivots are the QR's ``|R_kk|``)
+    picks the rows of ``sel``, its ``k``-th pivot is above ``guard rtol |R_11|`` and the
+    next one below ``rtol |R_11| / guard`` (``k = len(sel)``)."""
+    m, nv = J.shape
+    k = sel.shape[0]
+    A = np.empty((m, m))
+    for a in range(m):
+        for b in range(a + 1):
+            s = 0.0
+            for j in range(nv):
+                s += J[a, j] * J[b, j]
+            A[a, b] = s
+            A[b, a] = s
+    piv = np.arange(m)
+    used = np.zeros(m, np.bool_)
+    d = np.empty(m)
+    for a in range(m):
+        d[a] = A[a, a]
+    r11 = 0.0
+    for step in range(min(k + 1, m)):
+        best, bi = -1.0, -1
+        for a in range(m):
+            if not used[a] and d[a] > best:
+                best, bi = d[a], a
+        p = np.sqrt(max(best, 0.0))
+        if step == 0:
+            r11 = p
+            if r11 <= 0.0:
+                return False
+        if step == k:
+            return p <= rtol * r11 / guard
+        if p < guard * rtol * r11:
+            return False
+        used[bi] = True
+        piv[step] = bi
+        # eliminate row bi: A <- A - a a^T / A_bb over the remaining rows
+        for a in range(m):
+            if used[a]:
+                continue
+            f = A[a, bi] / best
+            for b in range(m):
+                if not used[b]:
+                    A[a, b] -= f * A[bi, b]
+            d[a] = A[a, a]
+        insel = False
+        for t in range(k):
+            if sel[t] == bi:
+                insel = True
+        if not insel:
+            return False
+    return True
+
+
+@njit(cache=True)
+def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
+    """Position (normal-space Newton, minimum-norm steps on the rows ``sel``) then
+    velocity correction of ``(q, v)`` in place (cut joints only, ``q += dv``
+    retraction, scleronomic rows). Returns 0, or :data:`NEEDS_QR` (``q``, ``v`` then
+    unchanged: the caller corrects with the QR)."""
+    nv = v.shape[0]
+    k = sel.shape[0]
+    q0 = q.copy()
+    A = np.empty((k, k))
+    dq = np.empty(nv)
+    _eval(cargs, q, v, False, phi, J, gamma)
+    converged = False
+    for _ in range(max_newton):
+        _gram(J, sel, A)
+        lo, hi = _chol(A, k)
+        if lo <= 0.0:
+            q[:] = q0
+            return NEEDS_QR
+        _min_norm_step(J, sel, A, phi, dq)
+        step = 0.0
+        for j in range(nv):
+            q[j] -= dq[j]
+            step = max(step, abs(dq[j]))
+        if step <= tol:
+            converged = True
+            break  # the Jacobian from before this step serves the velocities
+        _eval(cargs, q, v, False, phi, J, gamma)
+    if not converged:
+        _eval(cargs, q, v, False, phi, J, gamma)
+        _gram(J, sel, A)
+        lo, hi = _chol(A, k)
+        if lo <= 0.0:
+            q[:] = q0
+            return NEEDS_QR
+    # the rank and rows the QR would find at the corrected state, with a margin
+    if not _same_rank_decision(J, sel, rtol, guard):
+        q[:] = q0
+        return NEEDS_QR
+    # velocities: v -= J_I^T (J_I J_I^T)^-1 J_I v
+    Jv = np.zeros(J.shape[0])
+    for a in range(k):
+        s = 0.0
+        for j in range(nv):
+            s += J[sel[a], j] * v[j]
+        Jv[sel[a]] = s
+    _min_norm_step(J, sel, A, Jv, dq)
+    for j in range(nv):
+        v[j] -= dq[j]
+    return 0
+
+
+@njit(cache=True)
+def _eval(cargs, q, v, with_v, phi, J, gamma):
+    (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
+     Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+     Dall, Rcs, pcs) = cargs  # fmt: skip
+    cuts_eval(
+        inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
+        Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+        Dall, Rcs, pcs, q, v, with_v, phi, J, gamma,
+    )  # fmt: skip
+
+
+# The tree solver's passes on the packed workspace. Without NRT, like the entry points of
+# _kernels: the workspace views share the buffer's memory without reference counting.
+@njit(cache=True, _nrt=False)
+def _tree_free(Ib, buf, q, v, tau, qdd, reac):
+    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau``."""
+    Ia, Sa = K.unpack_ints(Ib)
+    nv = Ib[K.IB_NV]
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    st = K.forward_dynamics(
+        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
+    )
+    for i in range(nv):
+        qdd[i] = Jw[K.J_QDD, i]
+    return st
+
+
+@njit(cache=True, _nrt=False)
+def _tree_columns(Ib, buf, cols, out):
+    """``out = M^-1 cols`` by the factorization of the last :func:`_tree_free` (the
+    solve reads only the equivalent control force ``F_T``; the speeds are orthonormal:
+    no reversed joint, no screw)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = cols.shape[0]
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jw[K.J_FT, i] = cols[i, c]
+        K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
+        for i in range(nv):
+            out[i, c] = Jw[K.J_QDD, i]
+
+
+@njit(cache=True)
+def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    """Constrained accelerations ``qdd`` (nv,) and multipliers ``lam`` (m,) at ``(q, v)``
+    with joint forces ``tau``: the tree's free accelerations, the cut rows, ``M^-1 J_I^T``
+    by the tree solver and the Cholesky solve of ``J_I M^-1 J_I^T`` with one refinement
+    step (the projector's fast path). Returns 0, :data:`TREE_FAILED` or
+    :data:`SINGULAR_ROWS`."""
+    nv = Ib[K.IB_NV]
+    if _tree_free(Ib, buf, q, v, tau, qdd, reac) != 0:
+        return TREE_FAILED
+    _eval(cargs, q, v, True, phi, J, gamma)
+    k = sel.shape[0]
+    cols = np.empty((nv, k))
+    for a in range(k):
+        for j in range(nv):
+            cols[j, a] = J[sel[a], j]
+    Y = np.empty((nv, k))
+    _tree_columns(Ib, buf, cols, Y)
+    A = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += cols[j, a] * Y[j, b]
+            A[a, b] = s
+    for a in range(k):  # symmetric part (as the projector's factorization sees it)
+        for b in range(a):
+            s = 0.5 * (A[a, b] + A[b, a])
+            A[a, b] = s
+            A[b, a] = s
+    lo, _ = _chol(A, k)
+    if lo < 0.0:
+        return SINGULAR_ROWS
+    lam_i = np.zeros(k)
+    r = np.empty(k)
+    for _it in range(2):  # solve, then one step of iterative refinement
+        for a in range(k):
+            s = gamma[sel[a]]
+            for j in range(nv):
+                s -= cols[j, a] * qdd[j]
+            r[a] = s
+        _chol_solve(A, r, k)
+        for a in range(k):
+            lam_i[a] += r[a]
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Y[j, a] * r[a]
+            qdd[j] += s
+    lam[:] = 0.0
+    for a in range(k):
+        lam[sel[a]] = lam_i[a]
+    return 0
+
+
+@njit(cache=True)
+def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
+    """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
+    :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
+
+    ``ws = (phi, J, gamma)`` workspaces. Returns 0 (``y`` is the corrected state),
+    :data:`NEEDS_QR` (``y`` is the uncorrected RK4 result: the caller corrects it with
+    the QR) or the failure of a stage (``y`` unchanged: the caller takes the Python
+    path)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    m = phi.shape[0]
+    lam = np.empty(m)
+    ks = np.empty((4, 2 * nv))
+    yy = np.empty(2 * nv)
+    acc = np.empty(nv)
+    cs = (0.0, 0.5, 0.5, 1.0)
+    for s in range(4):
+        if s == 0:
+            yy[:] = y
+        else:
+            for i in range(2 * nv):
+                yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+        st = loop_accelerations(
+            Ib, buf, cargs, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+        )
+        if st != 0:
+            return st
+        for i in range(nv):
+            ks[s, i] = yy[nv + i]
+            ks[s, nv + i] = acc[i]
+    for i in range(2 * nv):
+        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    return loop_correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma)
+
+
+@njit(cache=True, _nrt=False)
+def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row):
+    """The tree's forward dynamics with the cut-joint wrenches ``D^T lam`` applied to the
+    two bodies of each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground) at the child
+    frame origin: tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each
+    cut joint's wrench ``cutF[c]`` (child axes at the child frame origin). Returns the
+    tree solver's status."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = Ib[K.IB_NV]
+    n1 = Ib[K.IB_N1]
+    K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
+    fext = Vv[K.V_FEXT]
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for c in range(cI.shape[0]):
+        r0 = cI[c, 2]
+        m = cI[c, 3] + cI[c, 4]
+        for i in range(6):
+            s = 0.0
+            for a in range(m):
+                s += Dall[r0 + a, i] * lam[r0 + a]
+            cutF[c, i] = s
+        Rc = Rcs[c]
+        pc = pcs[c]
+        F = cutF[c]
+        n0 = Rc[0, 0] * F[0] + Rc[0, 1] * F[1] + Rc[0, 2] * F[2]
+        n1_ = Rc[1, 0] * F[0] + Rc[1, 1] * F[1] + Rc[1, 2] * F[2]
+        n2 = Rc[2, 0] * F[0] + Rc[2, 1] * F[1] + Rc[2, 2] * F[2]
+        f0 = Rc[0, 0] * F[3] + Rc[0, 1] * F[4] + Rc[0, 2] * F[5]
+        f1 = Rc[1, 0] * F[3] + Rc[1, 1] * F[4] + Rc[1, 2] * F[5]
+        f2 = Rc[2, 0] * F[3] + Rc[2, 1] * F[4] + Rc[2, 2] * F[5]
+        for side in range(2):
+            k = clab[c, side]
+            if k == 0:
+                continue
+            sg = 1.0 if side == 1 else -1.0  # the child gets +F, the parent -F
+            Rk = R3[K.R_W, k]
+            rk = P3[K.P_W, k]
+            d0, d1, d2 = pc[0] - rk[0], pc[1] - rk[1], pc[2] - rk[2]
+            m0 = sg * (n0 + d1 * f2 - d2 * f1)
+            m1 = sg * (n1_ + d2 * f0 - d0 * f2)
+            m2 = sg * (n2 + d0 * f1 - d1 * f0)
+            for i in range(3):
+                fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
+                fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    st = K.forward_dynamics(
+        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, True
+    )
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    if st != 0:
+        return st
+    for k in range(1, n1):
+        K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
+    return 0
+
+
+@njit(cache=True)
+def loop_forward_dynamics(
+    Ib, buf, cargs, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc, body_row, cutF
+):
+    """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
+    (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
+    joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
+    :data:`TREE_FAILED`."""
+    st = loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    if st != 0:
+        return st
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    if (
+        _tree_with_cuts(
+            Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+        )
+        != 0
+    ):
+        return TREE_FAILED
+    return 0
+
+
+@njit(cache=True)
+def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
+    """Constraint violations of an output sample, ``viol = (max |phi|, max |J v|)``
+    (cut joints: scleronomic rows), and whether the projector's QR would select ``sel``
+    there with a margin (:func:`_same_rank_decision`)."""
+    _eval(cargs, q, v, False, phi, J, gamma)
+    m, nv = J.shape
+    a = 0.0
+    b = 0.0
+    for r in range(m):
+        a = max(a, abs(phi[r]))
+        s = 0.0
+        for j in range(nv):
+            s += J[r, j] * v[j]
+        b = max(b, abs(s))
+    viol[0] = a
+    viol[1] = b
+    return _same_rank_decision(J, sel, rtol, guard)

@@ -1,0 +1,147 @@
+"""The compiled closed loop (flexmbd.recursive._nbloops) against the Python path of the
+recursive formulation: the same equations, so the same numbers to round-off."""
+
+import numpy as np
+import pytest
+
+import flexmbd as fm
+
+
+def spatial_ring(n=6, tilt=0.3, seed=3):
+    """A ring of ``n`` rods with tilted revolute axes closed through the ground (one loop,
+    5 independent cut equations) under gravity."""
+    rng = np.random.default_rng(seed)
+    nv = n + 1
+    rad = 1.0 / (2 * np.sin(np.pi / nv))
+    ang = 2 * np.pi * np.arange(nv + 1) / nv
+    P = np.column_stack([rad * np.cos(ang), rad * np.sin(ang), np.zeros(nv + 1)])
+    P -= P[0]
+    m = fm.Model("ring")
+    frames = []
+    for i in range(n):
+        u = P[i + 1] - P[i]
+        u /= np.linalg.norm(u)
+        frames.append((np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]]), P[i]))
+    m.rod = fm.RigidBody(
+        range(n),
+        rule=lambda blk, i: fm.RigidBody(mass=1.0, inertia=(0.002, 0.08, 0.08), com=(0.5, 0, 0)),
+    )
+    axes = []
+    for _ in range(nv):
+        a = np.array([0, 0, 1.0]) + tilt * rng.standard_normal(3)
+        axes.append(a / np.linalg.norm(a))
+
+    def on(i, k):
+        Rb, o = frames[i]
+        return (Rb.T @ (P[k] - o), Rb.T)
+
+    def joint(blk, k):
+        parent = blk.ground if k == 0 else blk.rod[k - 1]
+        child = blk.ground if k == n else blk.rod[k]
+        pf = (P[k], np.eye(3)) if k == 0 else on(k - 1, k)
+        cf = (P[k], np.eye(3)) if k == n else on(k, k)
+        return fm.Revolute(parent, child, axis=axes[k], parent_frame=pf, child_frame=cf, cut=k == n)
+
+    m.j = fm.Revolute(range(nv), rule=joint)
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    return m
+
+
+def planar_four_bar():
+    """Planar four-bar closed by a spatial revolute: 5 cut equations, 2 discarded."""
+    m = fm.Model("four_bar")
+    m.crank = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+    m.coupler = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+    m.rocker = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+    m.a = fm.Revolute(m.ground, m.crank, q0=[1.2])
+    m.b = fm.Revolute(m.crank, m.coupler, parent_frame=(1.0, 0, 0), q0=[-1.2])
+    m.c = fm.Revolute(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-1.94])
+    m.d = fm.Revolute(
+        m.rocker, m.ground, parent_frame=(1.0, 0, 0), child_frame=(1.0, 0, 0), cut=True
+    )
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+
+
+@pytest.mark.parametrize("build", [spatial_ring, planar_four_bar])
+def test_compiled_forward_dynamics_equals_the_python_path(build):
+    s = build().compile("recursive")
+    q, qd = s.initial_state(qd=np.linspace(0.5, -0.4, s.nv))
+    s.project(q, qd)  # a corrected state: the projector's QR selects the rows
+    fast = s.forward_dynamics(q, qd)
+    # the Python path: accelerations, then the tree with the cut-joint wrenches
+    qdd, lam = s.accelerations(q, qd)
+    assert np.abs(fast.qdd - qdd).max() <= 1e-11 * np.abs(qdd).max()
+    assert np.abs(fast.lam - lam).max() <= 1e-11 * np.abs(lam).max()
+    # the multipliers close the loop: J qdd = gamma on the cut rows
+    J = s.constraints.jacobian(q)
+    gamma = s.constraints.gamma(q, qd)
+    assert np.abs(J @ fast.qdd - gamma).max() < 1e-10 * max(1.0, np.abs(gamma).max())
+    # reactions: Newton-Euler of the whole system with every reaction, against the
+    # Python path's reactions (tree with the cut wrenches as a force element)
+    slow = s.forward_dynamics(q, qd, projector=_python_projector(s))
+    scale = np.abs(slow.reactions).max()
+    assert np.abs(fast.reactions - slow.reactions).max() <= 1e-10 * scale
+    acc = np.abs(slow.body_accelerations).max()
+    assert np.abs(fast.body_accelerations - slow.body_accelerations).max() <= 1e-10 * acc
+    assert fast.rank == slow.rank and np.array_equal(fast.discarded, slow.discarded)
+
+
+def _python_projector(s):
+    """A fresh projector: no selected rows yet, so forward_dynamics takes the QR path."""
+    from flexmbd.constraints.projection import Projector
+
+    return Projector(s.constraints)
+
+
+@pytest.mark.parametrize("build", [spatial_ring, planar_four_bar])
+def test_compiled_rk4_run_equals_the_python_run(build):
+    s = build().compile("recursive")
+    nv = s.nv
+    fast = s.simulate(0.2, dt=1e-3, progress=False)
+    # joint forces given as a function take the Python path (same zero forces)
+    slow = s.simulate(0.2, dt=1e-3, tau=lambda t, q, qd: np.zeros(nv), progress=False)
+    assert np.abs(fast.q - slow.q).max() < 1e-11
+    assert np.abs(fast.qd - slow.qd).max() < 1e-9
+    assert fast.stats["position_violation"].max() < 1e-12
+    assert np.array_equal(fast.stats["rank"], slow.stats["rank"])
+    np.testing.assert_allclose(fast.reactions, slow.reactions, rtol=0, atol=1e-8)
+
+
+def test_body_motion_is_body_states_over_a_history():
+    s = spatial_ring(4).compile("recursive")
+    res = s.simulate(0.02, dt=1e-3, progress=False)
+    motion = s.body_motion(res.q, res.qd)
+    for i in (0, 7, len(res.t) - 1):
+        for name, st in s.body_states(res.q[i], res.qd[i]).items():
+            for a, b in zip(motion[name], st):
+                np.testing.assert_allclose(a[i], b, rtol=0, atol=1e-14)
+
+
+def test_the_compiled_rank_check_follows_the_pivoted_qr():
+    """The compiled correction keeps its rows only where the projector's pivoted QR would
+    choose the same rows with a margin: full rank, a redundant row, a weak direction."""
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _same_rank_decision
+
+    rng = np.random.default_rng(7)
+    rtol, guard = 1e-6, 4.0
+    J = rng.standard_normal((5, 8))
+    b = qr_basis(J, rtol)
+    sel = np.sort(b.perm[: b.rank]).astype(np.int64)
+    assert b.rank == 5 and _same_rank_decision(J, sel, rtol, guard)
+    # a redundant row: rank 4, the QR's four rows kept, all five refused
+    Jr = J.copy()
+    Jr[4] = 0.3 * J[0] - 2.0 * J[2]
+    b = qr_basis(Jr, rtol)
+    sel4 = np.sort(b.perm[: b.rank]).astype(np.int64)
+    assert b.rank == 4 and _same_rank_decision(Jr, sel4, rtol, guard)
+    assert not _same_rank_decision(Jr, np.arange(5, dtype=np.int64), rtol, guard)
+    # other rows than the QR's: refused
+    other = np.setdiff1d(np.arange(5), sel4)[:1]
+    assert not _same_rank_decision(Jr, np.sort(np.r_[sel4[1:], other]), rtol, guard)
+    # a direction just above the threshold (within the margin): refused, the QR decides
+    Jw = Jr.copy()
+    Jw[4] += 2.0 * rtol * np.abs(J).max() * rng.standard_normal(8)
+    assert not _same_rank_decision(Jw, np.arange(5, dtype=np.int64), rtol, guard)
+    assert not _same_rank_decision(Jw, sel4, rtol, guard)
