@@ -71,7 +71,7 @@ import numpy as np
 
 from ..flexible.ffr import gravity_terms, inertia_terms, kinetic_energy
 from ..flexible.ffr import mass_matrix as ffr_mass_matrix
-from ..flexible.mean_axis import centrifugal_resultant, rigid_fit
+from ..flexible.mean_axis import centrifugal_resultant, rigid_fit, stiffening_weights
 from ..model.bodies import Ground
 from ..spatial import skew
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
@@ -94,11 +94,6 @@ def _dp_dw(w):
         [[2 * w1, 0, 0], [0, 2 * w2, 0], [0, 0, 2 * w3], [w2, w1, 0], [0, w3, w2], [w3, 0, w1]],
         dtype=float,
     )
-
-
-def _omega_products(w):
-    w1, w2, w3 = w
-    return np.array([w1 * w1, w2 * w2, w3 * w3, w1 * w2, w2 * w3, w1 * w3])
 
 
 class _FlexData:
@@ -129,6 +124,7 @@ class _FlexData:
             self.Kw = np.stack([unit(k) for k in OMEGA_PRODUCTS])
             self.Kal = np.stack([unit(f"alpha{i + 1}") for i in range(3)])
             self.Ka = np.stack([unit(f"a{i + 1}") for i in range(3)])
+            self.Kbody = np.concatenate([self.Kw, self.Kal, self.Ka])  # stiffening_weights order
             # interface wrench unit matrices (non-reference interfaces present in kg_names)
             # interfaces with non-zero unit matrices (a Craig-Bampton reference interface
             # carries the support reactions of the unit states: its matrices are zero)
@@ -290,15 +286,8 @@ class FlexibleSet:
         if d.stiffening:
             # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis)
             Minv, Gam = d.fit
-            wp = w + Gam[:3] @ qfd
-            Cr, dC = centrifugal_resultant(inv, wp, derivative=True)
-            X = Minv @ (F[:6] - Cr)
-            KG = (
-                np.tensordot(_omega_products(wp), d.Kw, axes=1)
-                + np.tensordot(X[:3], d.Kal, axes=1)
-                + np.tensordot(X[3:] - gb, d.Ka, axes=1)
-                + d.K_itf
-            )
+            p, wp = stiffening_weights(inv, qfd, w, F[:6], gb, d.fit)
+            KG = np.tensordot(p, d.Kbody, axes=1) + d.K_itf
             F[6:] += KG @ qf
         R = np.concatenate([A @ F[3:6], 2.0 * G.T @ F[:3], F[6:]])
         if not derivatives:
@@ -316,6 +305,7 @@ class FlexibleSet:
         if d.stiffening:
             # f_G = K_G(p) q with p from (w_p, M_rr0^-1 (F_r - C(w_p))): chain rule through
             # the inertia resultant F_r (rows :6, untouched by stiffening)
+            dC = centrifugal_resultant(inv, wp, derivative=True)[1]
             Ga = np.einsum("kij,j->ik", d.Ka, qf)
             H = np.hstack([np.einsum("kij,j->ik", d.Kal, qf), Ga]) @ Minv
             B = np.einsum("kij,j->ik", d.Kw, qf) @ _dp_dw(wp) - H @ dC

@@ -94,7 +94,13 @@ if TYPE_CHECKING:
     from .._typing import Array
     from .ffr import ModalInvariants
 
-__all__ = ["rigid_mass0", "rigid_fit", "mean_axis_parameters", "centrifugal_resultant"]
+__all__ = [
+    "rigid_mass0",
+    "rigid_fit",
+    "mean_axis_parameters",
+    "centrifugal_resultant",
+    "stiffening_weights",
+]
 
 
 def rigid_mass0(inv: ModalInvariants) -> Array:
@@ -170,3 +176,42 @@ def mean_axis_parameters(
     x = Minv @ (np.asarray(F_r, float) - centrifugal_resultant(inv, w_p))
     a = x[3:] if g_b is None else x[3:] - np.asarray(g_b, float)
     return w_p, x[:3], a
+
+
+def stiffening_weights(
+    inv: ModalInvariants,
+    qd: Array,
+    w: Array,
+    F_r: Array,
+    g_b: Array | None = None,
+    fit: tuple[Array, Array] | None = None,
+) -> tuple[Array, Array]:
+    """Weights of the body-load unit geometric-stiffness matrices from the body's state.
+
+    The one formula of the stiffening loads (module docs); the absolute formulation's
+    residual calls it, and the compiled kernels (absolute engine, recursive tree) are
+    transcriptions of it. ``K_G = sum_k p[k] K_k + (interface wrenches)`` with the unit
+    matrices ``K_k`` of :mod:`flexmbd.fem.geometric` in the order
+    ``(w1w1, w2w2, w3w3, w1w2, w2w3, w1w3, alpha1..3, a1..3)``.
+
+    Parameters
+    ----------
+    inv : ModalInvariants of the body (any frame: clamped at an interface or mean axes)
+    qd : (n,) modal rates (1/s per modal coordinate)
+    w : (3,) angular velocity of the body frame, rad/s, body axes
+    F_r : (6,) current inertia resultant ``[moment about the body origin; force]`` (N m, N;
+        body axes; the first six rows of :func:`flexmbd.flexible.ffr.inertia_terms`)
+    g_b : (3,) gravity in body axes (m/s^2), optional
+    fit : the output of :func:`rigid_fit` (computed when not given)
+
+    Returns
+    -------
+    p : (12,) the six products of the mean angular velocity ``w_p`` (rad^2/s^2), the mean
+        angular acceleration (rad/s^2) and the mean origin acceleration minus gravity
+        (m/s^2), body axes
+    w_p : (3,) the mean (Tisserand) angular velocity ``w + Gamma_w qd`` (rad/s)
+    """
+    w_p, al, a = mean_axis_parameters(inv, qd, w, F_r, g_b, fit)
+    x, y, z = w_p
+    p = np.concatenate([[x * x, y * y, z * z, x * y, y * z, x * z], al, a])
+    return p, w_p

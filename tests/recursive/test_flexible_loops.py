@@ -148,3 +148,31 @@ def test_flexible_loop_simulation_energy_and_constraints():
         assert res.body("coupler").modal.shape == (len(res.t), 3)
         assert np.ptp(res.body("coupler").modal) > 1e-4
     assert drift[1] < 1e-3 and drift[1] < drift[0] / 8, drift
+
+
+@pytest.mark.slow
+def test_normal_modes_coupler_formulations_agree_as_the_step_shrinks():
+    """The four-bar with a free-free normal-modes coupler (no stiffening), from the same
+    state in both formulations: forward dynamics agree to 1e-12, and the simulated modal
+    coordinates of the absolute formulation (generalized-alpha, second order) converge to
+    the recursive one (RK4) at second order -- the differences of ~1 % and more seen at
+    common steps are the absolute scheme's phase error. Measured over 0.05 s, max modal
+    difference / max modal amplitude vs RK4 at 5e-5 s: 83 %, 22 %, 5.6 % at dt = 1e-4,
+    5e-5, 2.5e-5 s; RK4 at 1e-4 s is within 1.2 % of RK4 at 5e-5 s."""
+    m = fourbar("nm")
+    ls = m.compile("recursive")
+    q, qd = _state(ls, np.random.default_rng(1), scale=1e-3)
+    ref = ls.simulate(0.05, dt=5e-5, integrator="rk4", q0=q, qd0=qd)
+    qref = ref.body("coupler").modal
+    ab = m.compile("absolute")
+    Q, QD = ab.state_from_bodies(ls.body_states(q, qd))
+    for name, (sq, sv) in ls.modal_slices.items():
+        Q[ab.modal_slices[name].q], QD[ab.modal_slices[name].v] = q[sq], qd[sv]
+    errs = []
+    for dt in (1e-4, 5e-5, 2.5e-5):
+        res = ab.simulate(0.05, dt=dt, integrator="generalized-alpha", tol=1e-10, q0=Q, qd0=QD)
+        qa = res.body("coupler").modal
+        qi = np.array([np.interp(ref.t, res.t, qa[:, j]) for j in range(qa.shape[1])]).T
+        errs.append((np.abs(qi - qref).max(axis=0) / np.abs(qref).max(axis=0)).max())
+    assert errs[0] / errs[1] > 3.0 and errs[1] / errs[2] > 3.0, errs
+    assert errs[2] < 0.1, errs
