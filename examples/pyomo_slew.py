@@ -137,7 +137,7 @@ def simulate(m, s, u, dt, t_coast=1.0):
     return res.t, ang, defl
 
 
-def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
+def optimize(m, s, rb, dt, ubb, effort=1e-6, tee=False, options=None):
     """The optimal torque on the Newmark nodes: (Trajectory, u at the nodes)."""
     import pyomo.environ as pe
 
@@ -176,6 +176,9 @@ def optimize(m, s, rb, dt, ubb, effort=1e-2, tee=False, options=None):
     e3 = qN[7 * bi + 6]
     tr.m.final_angle = pe.Constraint(expr=e3 == np.sin(THETA / 2))
     tr.m.final_rate = pe.Constraint(expr=vN[7 * bi + 6] == 0.0)
+    # the torque ends at zero: at rest with u = 0 the arm stays at rest (Newmark's first
+    # coasting step uses the final node's accelerations, which a final torque would set)
+    tr.m.final_torque = pe.Constraint(expr=tr.u(N)[0] == 0.0)
     K = np.asarray(rb.K_ff, float)
     M = np.asarray(rb.M_ff, float)
     qf, vf = qN[sl], vN[sl]
