@@ -377,7 +377,7 @@ def main(
         "trajectory": tr,
         "failure": failure,
         "u_bb": ubb,
-        "iterations": None if sol is None else int(sol.nit),
+        "iterations": int(sol.nit) if sol is not None else (tr.iterations if tr else None),
         "cpu": cpu if sol is not None else (tr.cpu if tr is not None else None),
     }
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import flexmbd as fm
 import flexmbd.pyomo as fmo
