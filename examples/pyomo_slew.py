@@ -141,14 +141,19 @@ def simulate(m, s, u, dt, t_coast=1.0):
     return res.t, ang, defl
 
 
-def optimize(m, s, rb, dt, ubb, effort=1e-6, tee=False, options=None):
-    """The optimal torque on the Newmark nodes: (Trajectory, u at the nodes)."""
+def optimize(m, s, rb, dt, ubb, effort=1e-6, tee=False, options=None, start=None):
+    """The optimal torque on the Newmark nodes: (Trajectory, u at the nodes).
+
+    ``start``: the torque profile u(t) (N m) whose simulated slew is IPOPT's starting
+    point (default the cycloidal one).
+    """
     import pyomo.environ as pe
 
     from flexmbd.pyomo.collocation import Trajectory
 
     # initial guess: the flexible arm driven by the cycloidal torque (simulated)
     _, _, cyc = profiles(rigid_inertia(rb))
+    cyc = start or cyc
     m.torque.set_profile(cyc)
     res = s.simulate(
         T,
