@@ -32,7 +32,8 @@ cycloidal slew. At ``--quick`` (dt = 0.025 s, 40 nodes) it converges: 9 iteratio
 (shooting: 1.4e-7 mm; cycloidal 1.818 mm). Before (quasi-Newton Hessian, November 2026)
 it reached a near-optimal point in about ten iterations, then wandered. At dt = 0.01 s
 (100 nodes) it still stops at 100 iterations (effort weights 1e-6, 1e-4, 1e-3 tried;
-about 20 min wall each on the shared machine), so the default route is shooting.
+about 20 min wall each on the shared machine; also when started from the shooting
+optimum, ``optimize(..., start=u)``), so the default route is shooting.
 
 CPU time at defaults (dt = 0.01 s, 8 sine terms; 2-core machine shared by other jobs,
 November 2026): 12.2 s in 7 SLSQP iterations (18.6 s wall for the optimization);
