@@ -37,7 +37,7 @@ from pyomo.contrib.pynumero.interfaces.external_grey_box import (  # noqa: E402
     ExternalGreyBoxBlock,
 )
 
-from .greybox import DynamicsGreyBox  # noqa: E402
+from .greybox import DynamicsGreyBox, GaussNewtonDynamicsGreyBox  # noqa: E402
 
 __all__ = ["Trajectory"]
 
@@ -59,6 +59,12 @@ class Trajectory:
         Bounds of every input value (N or N m).
     beta, gamma : float
         Newmark parameters (default: trapezoidal rule).
+    initial : (q, v, a, lam) arrays (N+1, .), optional
+        Initial guess of the nodes (e.g. a simulation); default the initial state.
+    hessian : {"gauss-newton", "quasi-newton"}
+        ``"gauss-newton"`` (default): IPOPT's exact-Hessian mode with the grey-box
+        constraints' curvature left out (:class:`GaussNewtonDynamicsGreyBox`);
+        ``"quasi-newton"``: IPOPT's limited-memory update of the whole Hessian.
     """
 
     def __init__(
@@ -72,6 +78,7 @@ class Trajectory:
         beta=0.25,
         gamma=0.5,
         initial=None,
+        hessian="gauss-newton",
     ):
         N = int(round(t_end / dt))
         if N < 1:
@@ -87,7 +94,13 @@ class Trajectory:
         q0, v0, a0, l0 = system.initial_conditions()
         self.x0 = (q0, v0, a0, l0)
         m = self.m = pe.ConcreteModel()
-        m.gb = ExternalGreyBoxBlock(external_model=DynamicsGreyBox(r))
+        if hessian not in ("gauss-newton", "quasi-newton"):
+            raise ModelError(
+                f"Trajectory: hessian={hessian!r}; use 'gauss-newton' or 'quasi-newton'"
+            )
+        self.hessian = hessian
+        gb = GaussNewtonDynamicsGreyBox if hessian == "gauss-newton" else DynamicsGreyBox
+        m.gb = ExternalGreyBoxBlock(external_model=gb(r))
         x = m.gb.inputs
         # initial guess: a given trajectory (q, v, a, lam (N+1, .)) or the initial state
         if initial is None:
@@ -205,9 +218,9 @@ class Trajectory:
             return True
 
         solver = pe.SolverFactory("cyipopt", intermediate_callback=cb)
-        # no Hessian from the grey box: IPOPT runs limited-memory quasi-Newton, whose dual
-        # infeasibility stalls near 1e-5 once the objective has converged; "acceptable"
-        # (three iterations below acceptable_tol) ends there
+        # quasi-Newton: IPOPT's limited-memory update, whose dual infeasibility stalls
+        # near 1e-5 once the objective has converged; "acceptable" (three iterations
+        # below acceptable_tol) ends there
         opts = {
             "tol": 1e-7,
             "acceptable_tol": 1e-4,
