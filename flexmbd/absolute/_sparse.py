@@ -42,6 +42,7 @@ __all__ = [
     "csc_matvec",
     "factor",
     "dense_layout",
+    "empty_work",
     "gather",
     "kkt_layout",
     "pattern_csc",
@@ -85,6 +86,34 @@ class LUWork(NamedTuple):
     pstack: np.ndarray
     rwork: np.ndarray
     stat: np.ndarray
+
+
+def empty_work():
+    """A :class:`LUWork` of size 0 (the placeholder of a dense solve)."""
+    i0, f0 = np.zeros(0, np.int64), np.zeros(0)
+    i1 = np.zeros(1, np.int64)
+    return LUWork(
+        0,
+        i1,
+        i0,
+        i0,
+        i1,
+        i0,
+        f0,
+        i1,
+        i0,
+        f0,
+        f0,
+        i0,
+        i0,
+        f0,
+        i0,
+        i0,
+        i0,
+        i0,
+        f0,
+        np.zeros(4, np.int64),
+    )
 
 
 def pattern_csc(rows, cols, n):
@@ -394,20 +423,17 @@ class KKTLayout(NamedTuple):
 
 
 def dense_layout(n, nc):
-    """The identity layout (``cmap[j] = j``, every row full): the dense Newton matrix."""
+    """The identity layout (``cmap[j] = j``, every row full): the dense Newton matrix,
+    without a CSC pattern (solved densely)."""
     N = n + nc
-    cmap = np.arange(N, dtype=np.int64)
-    rows, cols = np.divmod(np.arange(N * N, dtype=np.int64), N)
-    Ap, Ai = pattern_csc(rows, cols, N)
-    cols = np.repeat(np.arange(N, dtype=np.int64), np.diff(Ap))
     return KKTLayout(
         n=n,
         nc=nc,
         width=N,
-        cmap=cmap,
-        Ap=Ap,
-        Ai=Ai,
-        gidx=Ai * N + cmap[cols],
+        cmap=np.arange(N, dtype=np.int64),
+        Ap=np.zeros(N + 1, np.int64),
+        Ai=np.zeros(0, np.int64),
+        gidx=np.zeros(0, np.int64),
         rptr=np.arange(nc + 1, dtype=np.int64) * n,
         rcol=np.tile(np.arange(n, dtype=np.int64), nc),
     )
@@ -508,3 +534,27 @@ def gather(Acomp, gidx, Ax):
     flat = Acomp.ravel()
     for t in range(gidx.shape[0]):
         Ax[t] = flat[gidx[t]]
+
+
+def full_row_rank(P, dense_max=300, rtol=1e-10):
+    """True when the constraint Jacobian ``P`` (nc x n, SciPy sparse or dense) has full
+    row rank: ``numpy.linalg.matrix_rank`` up to ``dense_max`` rows; above, SuperLU of
+    ``[[I, P^T], [P, 0]]`` (nonsingular exactly when ``P`` has full row rank), rank
+    deficient when a pivot falls below ``rtol`` times the largest (redundant joint
+    equations give pivots at round-off)."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
+
+    nc, n = P.shape
+    if nc <= dense_max:
+        Pd = P.toarray() if sp.issparse(P) else np.asarray(P)
+        return bool(np.linalg.matrix_rank(Pd) == nc)
+    P = sp.csr_matrix(P)
+    scale = abs(P).max() or 1.0
+    K = sp.bmat([[sp.identity(n) * scale, P.T], [P, None]], format="csc")
+    try:
+        lu = sla.splu(K, permc_spec="COLAMD")
+    except RuntimeError:  # exactly singular
+        return False
+    d = np.abs(lu.U.diagonal())
+    return bool(d.min() > rtol * d.max())

@@ -33,11 +33,27 @@ from numba import njit
 
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
+from ._sparse import (
+    analyze,
+    dense_layout,
+    empty_work,
+    factor,
+    gather,
+    kkt_layout,
+    refactor,
+    solve,
+)
 from .force_kernels import ForceTable, force_energies, forces_add
 
 __all__ = ["Engine", "MAX_DENSE"]
 
+#: the largest Newton system (``n + nc`` unknowns) solved with dense LAPACK; larger ones use
+#: the compressed layout and the compiled sparse LU of :mod:`._sparse` (the crossover
+#: measured by ``benchmarks/bench_forces.py``)
 MAX_DENSE = 400
+
+# the dense layout's placeholder for the sparse LU (n = 0: LAPACK)
+_NO_LU = empty_work()
 
 
 # -- small algebra ------------------------------------------------------------------------
@@ -309,25 +325,26 @@ def _TG_add(x, c, Out, r0, c0):
 
 
 @njit(cache=True)
-def _Smat_add(mu, s, c, H, r0):
-    """``H[r0:r0+4, r0:r0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`_Smat`)."""
+def _Smat_add(mu, s, c, H, r0, k0):
+    """``H[r0:r0+4, k0:k0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`_Smat`;
+    ``k0`` the slot of column ``r0`` in the compressed layout)."""
     ms = mu[0] * s[0] + mu[1] * s[1] + mu[2] * s[2]
     c0 = s[1] * mu[2] - s[2] * mu[1]
     c1 = s[2] * mu[0] - s[0] * mu[2]
     c2 = s[0] * mu[1] - s[1] * mu[0]
-    H[r0, r0] += c * (2 * ms)
-    H[r0, r0 + 1] += c * (2 * c0)
-    H[r0 + 1, r0] += c * (2 * c0)
-    H[r0, r0 + 2] += c * (2 * c1)
-    H[r0 + 2, r0] += c * (2 * c1)
-    H[r0, r0 + 3] += c * (2 * c2)
-    H[r0 + 3, r0] += c * (2 * c2)
+    H[r0, k0] += c * (2 * ms)
+    H[r0, k0 + 1] += c * (2 * c0)
+    H[r0 + 1, k0] += c * (2 * c0)
+    H[r0, k0 + 2] += c * (2 * c1)
+    H[r0 + 2, k0] += c * (2 * c1)
+    H[r0, k0 + 3] += c * (2 * c2)
+    H[r0 + 3, k0] += c * (2 * c2)
     for i in range(3):
         for j in range(3):
             v = 2 * (mu[i] * s[j] + s[i] * mu[j])
             if i == j:
                 v -= 2 * ms
-            H[r0 + 1 + i, r0 + 1 + j] += c * v
+            H[r0 + 1 + i, k0 + 1 + j] += c * v
 
 
 # -- rigid body inertia (port of inertia.BodyInertia.residual) ---------------------------
@@ -1240,8 +1257,10 @@ def _constraints(
     Pq,
     H,
     hessian,
+    cm,
 ):
-    """phi (nc), dense Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n)."""
+    """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
+    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
     npm = b.shape[0]
     nmax = 1
     for f in range(fs_n.shape[0]):
@@ -1297,9 +1316,11 @@ def _constraints(
             o = Y if k < 2 else X
             c7 = 7 * bk
             for i in range(3):
-                Pq[p, c7 + i] += sg[p, k] * pt[p, k] * o[i]
+                Pq[p, cm[c7 + i]] += sg[p, k] * pt[p, k] * o[i]
             for j in range(4):
-                Pq[p, c7 + 3 + j] += dA[k, 0, j] * o[0] + dA[k, 1, j] * o[1] + dA[k, 2, j] * o[2]
+                Pq[p, cm[c7 + 3 + j]] += (
+                    dA[k, 0, j] * o[0] + dA[k, 1, j] * o[1] + dA[k, 2, j] * o[2]
+                )
             f = fid[k]
             if f >= 0:
                 n = fs_n[f]
@@ -1310,7 +1331,7 @@ def _constraints(
                             if Ab[k, r, l] != 0.0:
                                 v += Ab[k, r, l] * Jq[k, l, j]
                         jc[r] = sg[p, k] * v
-                    Pq[p, fs_col0[f] + j] += jc[0] * o[0] + jc[1] * o[1] + jc[2] * o[2]
+                    Pq[p, cm[fs_col0[f] + j]] += jc[0] * o[0] + jc[1] * o[1] + jc[2] * o[2]
         if not hessian:
             continue
         lp = lam[p]
@@ -1356,8 +1377,8 @@ def _constraints(
                             + Jfull[kx, 1, i] * Jfull[ky, 1, j]
                             + Jfull[kx, 2, i] * Jfull[ky, 2, j]
                         )
-                        H[ci, cj] += v
-                        H[cj, ci] += v
+                        H[ci, cm[cj]] += v
+                        H[cj, cm[ci]] += v
         # own second derivatives
         for k in range(4):
             bk = b[p, k]
@@ -1366,7 +1387,7 @@ def _constraints(
             o = Y if k < 2 else X
             e = q[7 * bk + 3 : 7 * bk + 7]
             c3 = 7 * bk + 3
-            _Smat_add(o, ys[k], lp * sg[p, k], H, c3)
+            _Smat_add(o, ys[k], lp * sg[p, k], H, c3, cm[c3])
             f = fid[k]
             if f < 0:
                 continue
@@ -1379,8 +1400,8 @@ def _constraints(
                 _dAs_to(e, jc, 1.0, Bj)
                 for i4 in range(4):
                     v = sgl * (Bj[0, i4] * o[0] + Bj[1, i4] * o[1] + Bj[2, i4] * o[2])
-                    H[c3 + i4, cf + j] += v
-                    H[cf + j, c3 + i4] += v
+                    H[c3 + i4, cm[cf + j]] += v
+                    H[cf + j, cm[c3 + i4]] += v
             if not fs_point[f]:
                 for i in range(3):
                     mu[i] = Ab[k, 0, i] * o[0] + Ab[k, 1, i] * o[1] + Ab[k, 2, i] * o[2]
@@ -1388,17 +1409,18 @@ def _constraints(
                 for i in range(3):
                     Hm += mu[i] * Hs[k, i]
                 Xf = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
-                H[cf : cf + n, cf : cf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
+                kf = cm[cf]  # a body's columns keep consecutive slots
+                H[cf : cf + n, kf : kf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
     # normalization rows
     for i in range(nb):
         e = q[7 * i + 3 : 7 * i + 7]
         phi[npm + i] = 0.5 * (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] - 1.0)
         for j in range(4):
-            Pq[npm + i, 7 * i + 3 + j] += e[j]
+            Pq[npm + i, cm[7 * i + 3 + j]] += e[j]
         if hessian:
             li = lam[npm + i]
             for j in range(4):
-                H[7 * i + 3 + j, 7 * i + 3 + j] += li
+                H[7 * i + 3 + j, cm[7 * i + 3 + j]] += li
 
 
 @njit(cache=True)
@@ -1472,6 +1494,9 @@ def _system_terms(
     l_flt,
     l_U,
     l_F,
+    cm,
+    rptr,
+    rcol,
     aM,
     aKin,
     aDin,
@@ -1483,7 +1508,10 @@ def _system_terms(
     jac,
 ):
     """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
-    ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
+    ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``
+    in the compressed layout of :func:`._sparse.kkt_layout` (``Amat`` (n + nc, width):
+    entry ``(i, j)`` at ``[i, cm[j]]``; ``rptr``, ``rcol`` the coordinate columns of each
+    constraint row; the identity layout is the dense matrix).
     Returns the norms (|R|, |PtL|, |Q|) used by the convergence test."""
     n = q.shape[0]
     nc = phi.shape[0]
@@ -1533,7 +1561,7 @@ def _system_terms(
                     v = aM * Mb[a, bb] + aKin * Kb[a, bb] + aDin * Db[a, bb]
                     if has_g:
                         v -= aK * Kg7[a, bb]
-                    Amat[c7 + a, c7 + bb] += v
+                    Amat[c7 + a, cm[c7 + bb]] += v
     for k in range(f_body.shape[0]):
         i = f_body[k]
         nf = f_n[k]
@@ -1604,13 +1632,14 @@ def _system_terms(
                     v = aM * Mf[a, bb] + aKin * Kf[a, bb] + aDin * Df[a, bb]
                     if has_g:
                         v -= aK * Kgf[a, bb]
-                    Amat[idx[a], idx[bb]] += v
+                    Amat[idx[a], cm[idx[bb]]] += v
     # force elements (SDAs, point loads; :mod:`.force_kernels`)
     if s_int.shape[0] + l_int.shape[0] > 0:
-        forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, aK, aD, jac)
+        forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac)
     # constraints
-    Pq = np.zeros((nc, n))
-    Hm = np.zeros((n, n)) if jac else np.zeros((1, 1))
+    W = Amat.shape[1]
+    Pq = np.zeros((nc, W))
+    Hm = np.zeros((n, W)) if jac else np.zeros((1, 1))
     _constraints(
         q,
         nb,
@@ -1630,23 +1659,62 @@ def _system_terms(
         Pq,
         Hm,
         jac,
+        cm,
     )
-    PtL = _tv(Pq, lam)
+    PtL = np.zeros(n)
+    for a in range(nc):
+        la = lam[a]
+        for t in range(rptr[a], rptr[a + 1]):
+            j = rcol[t]
+            PtL[j] += Pq[a, cm[j]] * la
     for a in range(n):
         r_out[a] = R[a] + PtL[a] - Q[a]
     if jac:
         for a in range(n):
-            for bb in range(n):
+            for bb in range(W):
                 Amat[a, bb] += aK * Hm[a, bb]
         for a in range(nc):
-            for bb in range(n):
+            ka = cm[n + a]
+            for bb in range(W):
                 Amat[n + a, bb] = Pq[a, bb]
-                Amat[bb, n + a] = Pq[a, bb]
+            for t in range(rptr[a], rptr[a + 1]):
+                j = rcol[t]
+                Amat[j, ka] = Pq[a, cm[j]]
     out = np.empty(3)
     out[0] = np.sqrt((R * R).sum())
     out[1] = np.sqrt((PtL * PtL).sum())
     out[2] = np.sqrt((Q * Q).sum())
     return out
+
+
+@njit(cache=True)
+def _kkt_solve(A, rhs, gidx, lu, Ax):
+    """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
+    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`), refactorizing with
+    the previous pattern and pivots and factoring again with pivoting when a pivot fails
+    its test (or the solution is not finite). Raises ``LinAlgError`` when singular."""
+    if lu.n == 0:
+        return np.linalg.solve(A, rhs)
+    gather(A, gidx, Ax)
+    out = np.empty(lu.n)
+    for attempt in range(2):
+        st = refactor(lu, Ax) if attempt == 0 and lu.stat[0] > 0 else 0
+        if st != 1:
+            st = factor(lu, Ax)
+            if st == 0:
+                raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+            if st < 0:
+                raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
+        solve(lu, Ax, rhs, out, 0)
+        ok = True
+        for i in range(lu.n):
+            if not np.isfinite(out[i]):
+                ok = False
+                break
+        if ok:
+            return out
+        lu.stat[0] = 0  # factor again with pivoting
+    raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
 
 
 @njit(cache=True)
@@ -1709,7 +1777,13 @@ def _newton(
     l_flt,
     l_U,
     l_F,
+    cm,
+    rptr,
+    rcol,
     nj,
+    gidx,
+    lu,
+    Ax,
 ):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
@@ -1724,7 +1798,7 @@ def _newton(
     nc = x_lam.shape[0]
     r = np.zeros(n)
     phi = np.zeros(nc)
-    A = np.zeros((n + nc, n + nc))
+    A = np.zeros((n + nc, cm.max() + 1))  # the layout's width (dense: n + nc)
     res = np.zeros(n + nc)
     q1 = np.empty(n)
     v1 = np.empty(n)
@@ -1788,6 +1862,9 @@ def _newton(
             l_flt,
             l_U,
             l_F,
+            cm,
+            rptr,
+            rcol,
             one,
             bh2,
             gh,
@@ -1884,6 +1961,9 @@ def _newton(
                 l_flt,
                 l_U,
                 l_F,
+                cm,
+                rptr,
+                rcol,
                 one,
                 bh2,
                 gh,
@@ -1894,7 +1974,7 @@ def _newton(
                 A,
                 True,
             )
-        dx = np.linalg.solve(A, -res)
+        dx = _kkt_solve(A, -res, gidx, lu, Ax)
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
@@ -1978,6 +2058,9 @@ def _run(
     l_flt,
     l_U,
     l_F,
+    cm,
+    rptr,
+    rcol,
     nj,
     r_joint,
     r_side,
@@ -1995,11 +2078,15 @@ def _run(
     FA_all,
     LF_all,
     project,
+    gidx,
+    lu,
 ):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
-    rheonomic slot vectors and targets per step (first axis 1: constant)."""
+    rheonomic slot vectors and targets per step (first axis 1: constant); ``gidx``, ``lu``
+    the sparse solve of the Newton matrix (:func:`_kkt_solve`)."""
     nt = times.shape[0]
+    Ax = np.zeros(gidx.shape[0])
     bp = be * (1 - af) / (1 - am)
     gp = ga * (1 - af) / (1 - am)
     bh2 = bp * h * h
@@ -2015,7 +2102,7 @@ def _run(
         zc = np.zeros(nc)
         r_p = np.zeros(n)
         phi_p = np.zeros(nc)
-        A_p = np.zeros((n + nc, n + nc))
+        A_p = np.zeros((n + nc, cm.max() + 1))
         rhs = np.zeros(n + nc)
     for i in range(1, nt):
         a_part = (af * qdd - am * a) / (1 - am)
@@ -2090,7 +2177,13 @@ def _run(
             l_flt,
             l_U,
             lf_i,
+            cm,
+            rptr,
+            rcol,
             nj,
+            gidx,
+            lu,
+            Ax,
         )
         iters[i] = k
         resid[i] = hist[i, k]
@@ -2153,6 +2246,9 @@ def _run(
                 l_flt,
                 l_U,
                 lf_i,
+                cm,
+                rptr,
+                rcol,
                 1.0,
                 0.0,
                 0.0,
@@ -2165,10 +2261,11 @@ def _run(
             )
             for r in range(nc):
                 v = 0.0
-                for c in range(n):
-                    v += A_p[n + r, c] * qd[c]
+                for t in range(rptr[r], rptr[r + 1]):
+                    c = rcol[t]
+                    v += A_p[n + r, cm[c]] * qd[c]
                 rhs[n + r] = -v
-            dx = np.linalg.solve(A_p, rhs)
+            dx = _kkt_solve(A_p, rhs, gidx, lu, Ax)
             for c in range(n):
                 qd[c] += dx[c]
         elif gauge:  # Euler-parameter rates without their component along e
@@ -2477,7 +2574,7 @@ class Engine:
     :meth:`reactions` the joint reactions, :meth:`project` the velocity projection.
     """
 
-    def __init__(self, system):
+    def __init__(self, system, sparse=None):
         from ..model.forces import Gravity
 
         s = system
@@ -2552,6 +2649,45 @@ class Engine:
         self.n_joints = len(cs.joints)
         self.ft = ForceTable(s)
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
+        self._layout(sparse)
+
+    def _layout(self, sparse=None):
+        """Storage and solver of the Newton matrix: dense LAPACK up to ``MAX_DENSE``
+        unknowns, above it the compressed layout and the compiled sparse LU
+        (:mod:`._sparse`; ``sparse`` True/False forces either)."""
+        s, cs = self.system, self.cs
+        n, nc = s.n, s.nc
+        if sparse is None:
+            sparse = n + nc > MAX_DENSE
+        self.sparse = bool(sparse)
+        if not self.sparse:
+            self.layout = dense_layout(n, nc)
+            self.lu = _NO_LU
+            self._Ax = np.zeros(0)
+            return
+        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
+        for d in s.flexible.flex:
+            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
+        npm = cs.np
+        rows = [list(cs.b[p]) for p in range(npm)]
+        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
+        rows += [[i] for i in range(s.nb)]
+        ft = self.ft
+        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
+        self.layout = kkt_layout(n, nc, body_cols, rows, couplings)
+        self.lu = analyze(self.layout.Ap, self.layout.Ai, n + nc)
+        self._Ax = np.zeros(len(self.layout.Ai))
+
+    def _dense(self, A):
+        """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
+        L = self.layout
+        if not self.sparse:
+            return A
+        N = L.n + L.nc
+        out = np.zeros((N, N))
+        cols = np.repeat(np.arange(N), np.diff(L.Ap))
+        out[L.Ai, cols] = A.ravel()[L.gidx]
+        return out
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
     COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
@@ -2559,13 +2695,12 @@ class Engine:
     @staticmethod
     def supports(system, scheme=None):
         """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
-        spring-damper-actuators with rigid or deforming ends, point forces and torques) and
-        the system is small enough (``n + nc <= MAX_DENSE``)."""
+        spring-damper-actuators with rigid or deforming ends, point forces and torques), no
+        coordinate rows (screws, gear couplings) and no HHT force form. Any size: above
+        ``MAX_DENSE`` unknowns the engine solves with its compiled sparse LU."""
         from ..model.forces import Gravity, PointForce, PointTorque
         from ..model.sda import SpringDamperActuator
 
-        if system.n + system.nc > MAX_DENSE:
-            return False
         if getattr(system.constraints, "ncr", 0):  # Screw / GearCoupling rows: generic path
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
@@ -2631,6 +2766,9 @@ class Engine:
             self.fs_X,
             self.fs_off,
             *self._ft_args(),
+            self.layout.cmap,
+            self.layout.rptr,
+            self.layout.rcol,
         )
 
     def _ft_args(self):
@@ -2645,12 +2783,17 @@ class Engine:
 
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
+        r, phi, A = self._terms(q, qd, qdd, lam, t, coefs, jac)
+        return r, phi, self._dense(A)
+
+    def _terms(self, q, qd, qdd, lam, t, coefs, jac):
+        """:meth:`terms` with the matrix in the engine's layout."""
         s = self.system
         self._set_time(t)
         n, nc = s.n, s.nc
         r = np.zeros(n)
         phi = np.zeros(nc)
-        A = np.zeros((n + nc, n + nc))
+        A = np.zeros((n + nc, self.layout.width))
         _system_terms(
             np.asarray(q, float),
             np.asarray(qd, float),
@@ -2683,6 +2826,9 @@ class Engine:
             self.k_prev,
             *self._args(),
             self.nj,
+            self.layout.gidx,
+            self.lu,
+            self._Ax,
         )
         self.k_prev = out[1] if out[0] == 1 else -1
         return out
@@ -2695,12 +2841,15 @@ class Engine:
         stiff = self.f_stiff
         self.f_stiff = np.zeros_like(stiff)  # the symmetric mass matrix
         try:
-            _, _, A = self.terms(q, np.zeros(n), np.zeros(n), np.zeros(nc), t, (1, 0, 0, 0, 0))
+            z = np.zeros(n)
+            _, _, A = self._terms(q, z, z, np.zeros(nc), t, (1, 0, 0, 0, 0), True)
         finally:
             self.f_stiff = stiff
-        P = A[n:, :n]
-        viol = P @ qd + self.cs.phi_t(q, t)
-        dx = np.linalg.solve(A, np.concatenate([np.zeros(n), -viol]))
+        L = self.layout
+        row = np.repeat(np.arange(nc), np.diff(L.rptr))
+        Pqd = np.bincount(row, A[n + row, L.cmap[L.rcol]] * qd[L.rcol], minlength=nc)
+        viol = Pqd + self.cs.phi_t(q, t)
+        dx = _kkt_solve(A, np.concatenate([np.zeros(n), -viol]), L.gidx, self.lu, self._Ax)
         return qd + dx[:n]
 
     def energies(self, Q, Qd):
@@ -2851,6 +3000,8 @@ class Engine:
             FA_all,
             LF_all,
             bool(project),
+            self.layout.gidx,
+            self.lu,
         )
 
     def reactions(self, q, lam):
