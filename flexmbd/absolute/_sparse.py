@@ -88,6 +88,15 @@ class LUWork(NamedTuple):
     stat: np.ndarray
 
 
+def fresh_work(w):
+    """A :class:`LUWork` with ``w``'s pattern and column order and its own (zeroed) factor
+    storage and scratch (no new analysis)."""
+    z = lambda x: np.zeros_like(x)
+    return w._replace(
+        **{f: z(getattr(w, f)) for f in LUWork._fields if f not in ("n", "Ap", "Ai", "Q")}
+    )._replace(pinv=-np.ones(w.n, np.int64), stat=np.array([0, 0, 0, w.Li.shape[0]], np.int64))
+
+
 def empty_work():
     """A :class:`LUWork` of size 0 (the placeholder of a dense solve)."""
     i0, f0 = np.zeros(0, np.int64), np.zeros(0)
@@ -536,7 +545,7 @@ def gather(Acomp, gidx, Ax):
         Ax[t] = flat[gidx[t]]
 
 
-def full_row_rank(P, dense_max=300, rtol=1e-10):
+def full_row_rank(P, dense_max=60, rtol=1e-10):
     """True when the constraint Jacobian ``P`` (nc x n, SciPy sparse or dense) has full
     row rank: ``numpy.linalg.matrix_rank`` up to ``dense_max`` rows; above, SuperLU of
     ``[[I, P^T], [P, 0]]`` (nonsingular exactly when ``P`` has full row rank), rank

@@ -1,4 +1,4 @@
-r"""Compiled Newton engine of the absolute formulation for small and mid-size systems.
+r"""Compiled Newton engine of the absolute formulation.
 
 The generic path of :class:`~flexmbd.absolute.system.AbsoluteSystem` assembles every
 term from vectorized numpy pieces into sparse matrices (exact, any size, any force
@@ -7,7 +7,7 @@ flexible bodies, any joint (drivers included), uniform gravity, spring-damper-ac
 (rigid and deforming ends) and point forces and torques (:mod:`.force_kernels`) — this
 module runs
 the whole Newton iteration of one implicit step in compiled code (numba, allocation
-light, dense LAPACK solve): the same equations, the same exact Jacobians, the same
+light): the same equations, the same exact Jacobians, the same
 convergence test as :func:`flexmbd.integrators.implicit.integrate`. Its kernels are
 line-by-line ports of the numpy reference (:mod:`.inertia`, :mod:`.flexible`,
 :mod:`.constraints`, :mod:`.forces` gravity, :mod:`flexmbd.flexible.ffr`) and are
@@ -15,7 +15,7 @@ tested against it (``tests/flexible/test_engine.py``: residuals and Newton matri
 equal to round-off on random states).
 
 Used by the integrators when :func:`Engine.supports` says so (every force element one of
-:attr:`Engine.COMPILED_FORCES`, no HHT force form, ``n + nc`` up to ``MAX_DENSE``);
+:attr:`Engine.COMPILED_FORCES`, no HHT force form, no coordinate rows), at any size;
 ``integrate(..., engine=False)`` forces the generic path. Other force elements
 (:class:`~flexmbd.JointForce`, user :class:`~flexmbd.model.forces.ForceElement`
 subclasses written in Python) keep the whole model on the generic path: that is the
@@ -26,7 +26,20 @@ the velocities after each step when asked (scleronomic models).
 
 Data layout: bodies in system order, the rigid block ``7 nb`` first, then the modal
 coordinates; flexible-body invariants concatenated in flat arrays with offsets.
+
+Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns it is assembled in a
+column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns
+that never share a row share a slot, so storage and assembly grow with the number of
+bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column order and
+pattern computed once per system; the first solve of each step factors with partial
+pivoting, the next ones refactorize with its pivots while every pivot passes its test:
+each step's arithmetic depends on its own state only, so a resumed run is bitwise equal).
+Up to ``MAX_DENSE`` the dense matrix and LAPACK (the identity layout, same kernels).
+Cost per step of a chain of rods with SDAs: linear in the number of bodies
+(``benchmarks/bench_forces.py``).
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -34,10 +47,13 @@ from numba import njit
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
 from ._sparse import (
+    KKTLayout,
+    LUWork,
     analyze,
     dense_layout,
     empty_work,
     factor,
+    fresh_work,
     gather,
     kkt_layout,
     refactor,
@@ -45,15 +61,198 @@ from ._sparse import (
 )
 from .force_kernels import ForceTable, force_energies, forces_add
 
-__all__ = ["Engine", "MAX_DENSE"]
+__all__ = [
+    "Bodies",
+    "Engine",
+    "Forces",
+    "Inputs",
+    "Interfaces",
+    "Joints",
+    "MAX_DENSE",
+    "Model",
+    "Workspace",
+]
 
 #: the largest Newton system (``n + nc`` unknowns) solved with dense LAPACK; larger ones use
-#: the compressed layout and the compiled sparse LU of :mod:`._sparse` (the crossover
-#: measured by ``benchmarks/bench_forces.py``)
-MAX_DENSE = 400
+#: the compressed layout and the compiled sparse LU of :mod:`._sparse`, faster from 13
+#: unknowns up (a single body and its joint: ``benchmarks/bench_forces.py`` ``crossover``)
+MAX_DENSE = 12
 
-# the dense layout's placeholder for the sparse LU (n = 0: LAPACK)
-_NO_LU = empty_work()
+
+# -- the compiled model description and the per-run workspace -------------------------------
+# Pinocchio's model/data split: :class:`Model` (three typed tuples of arrays, built once per
+# system by :class:`Engine`) describes the system and is never written by a kernel;
+# :class:`Inputs` carries what changes with time or between runs (driver slot vectors and
+# targets, actuator and load time functions, lagged interface-load stiffness, gravity);
+# :class:`Workspace` is the scratch of one Newton loop. The kernels are free functions over
+# (model, inputs, workspace, state). Typed named tuples rather than numba structrefs: equal
+# kernel code, cacheable, and the boundary cost is only paid once per compiled run (measured
+# in the report of issue 12: ~9 us per Python call for ~40 arrays vs ~2 us positional).
+class Bodies(NamedTuple):
+    """Rigid and flexible bodies: rigid inertia per body (``rm`` kg, ``rc`` m and ``rJ``,
+    ``rJc`` kg m^2 in body axes), ``isflex`` (flexible-body index or -1) and the flexible
+    invariants concatenated in flat arrays with offsets ``f_o1``/``f_o2``/``f_o3``."""
+
+    nb: int
+    rm: np.ndarray
+    rc: np.ndarray
+    rJ: np.ndarray
+    rJc: np.ndarray
+    isflex: np.ndarray
+    f_body: np.ndarray
+    f_col0: np.ndarray
+    f_n: np.ndarray
+    f_mass: np.ndarray
+    f_c: np.ndarray
+    f_E0: np.ndarray
+    f_St: np.ndarray
+    f_S: np.ndarray
+    f_P: np.ndarray
+    f_Pt: np.ndarray
+    f_K: np.ndarray
+    f_D: np.ndarray
+    f_stiff: np.ndarray
+    f_Kw: np.ndarray
+    f_Kal: np.ndarray
+    f_Ka: np.ndarray
+    f_o1: np.ndarray
+    f_o2: np.ndarray
+    f_o3: np.ndarray
+
+
+class Joints(NamedTuple):
+    """Constraint primitives (bodies ``b``, signs ``sg``, position flags ``pt`` of the four
+    slots per row), the deforming slots ``fs_*`` and the reaction bookkeeping ``r_*``
+    (row -> joint, side, sign; joint frames on the child) and ``d_*`` (deforming joint
+    frames); ``nj`` joint rows (the rows the violation is measured on)."""
+
+    b: np.ndarray
+    sg: np.ndarray
+    pt: np.ndarray
+    fs_index: np.ndarray
+    fs_col0: np.ndarray
+    fs_n: np.ndarray
+    fs_point: np.ndarray
+    fs_X: np.ndarray
+    fs_off: np.ndarray
+    nj: int
+    r_joint: np.ndarray
+    r_side: np.ndarray
+    r_sgn: np.ndarray
+    r_child: np.ndarray
+    r_side_body: np.ndarray
+    r_CC: np.ndarray
+    r_sC: np.ndarray
+    d_joint: np.ndarray
+    d_col0: np.ndarray
+    d_n: np.ndarray
+    d_modes: np.ndarray
+    d_off: np.ndarray
+
+
+class Forces(NamedTuple):
+    """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA and point-load
+    tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place)."""
+
+    s_int: np.ndarray
+    s_flt: np.ndarray
+    s_U: np.ndarray
+    l_int: np.ndarray
+    l_flt: np.ndarray
+    l_U: np.ndarray
+
+
+class Interfaces(NamedTuple):
+    """Joint reactions that load stiffened interfaces (lagged interface loads of the
+    geometric stiffening): the rows of :class:`.flexible.InterfaceLoadTable` (joint, side
+    sign, body, load offset, undeformed origin ``s0`` and translation modes ``X`` of the
+    interface frame) and per flexible body the first load component ``load_off``, their
+    number ``n_load`` and the unit matrices ``U`` (flat, from ``U_off``). Empty when the
+    loads are not updated in compiled code."""
+
+    joint: np.ndarray
+    sign: np.ndarray
+    body: np.ndarray
+    off: np.ndarray
+    s0: np.ndarray
+    X: np.ndarray
+    X_off: np.ndarray
+    col0: np.ndarray
+    n: np.ndarray
+    load_off: np.ndarray
+    n_load: np.ndarray
+    U: np.ndarray
+    U_off: np.ndarray
+
+
+class Model(NamedTuple):
+    """Compiled, immutable description of one absolute system; ``layout`` the storage of
+    its Newton matrix (:class:`._sparse.KKTLayout`: dense, or compressed for the sparse LU)."""
+
+    bodies: Bodies
+    joints: Joints
+    forces: Forces
+    interfaces: Interfaces
+    layout: KKTLayout
+
+
+class Inputs(NamedTuple):
+    """What changes with time or between runs: slot vectors ``s`` (np, 4, 3) and targets of
+    the driver rows, actuator forces ``fa`` (N), point loads ``lf`` (p, 6; N, N m), the lagged
+    interface loads ``itf`` (:class:`Interfaces` load vector) and their stiffness ``Kitf``
+    (flat, per flexible body n x n) and gravity ``g`` (m/s^2, world; ``has_g`` False: no
+    gravity element)."""
+
+    s: np.ndarray
+    target: np.ndarray
+    fa: np.ndarray
+    lf: np.ndarray
+    itf: np.ndarray
+    Kitf: np.ndarray
+    g: np.ndarray
+    has_g: bool
+
+
+class Workspace(NamedTuple):
+    """Scratch of one Newton loop over ``n`` coordinates and ``nc`` constraint rows; the
+    matrices in the layout's storage (``width`` columns); ``lu``, ``Ax`` the sparse LU's
+    factors and values (size 0 for the dense layout)."""
+
+    r: np.ndarray
+    phi: np.ndarray
+    A: np.ndarray
+    res: np.ndarray
+    q1: np.ndarray
+    v1: np.ndarray
+    R: np.ndarray
+    Q: np.ndarray
+    Pq: np.ndarray
+    Hm: np.ndarray
+    lu: LUWork
+    Ax: np.ndarray
+
+
+def workspace(n, nc, layout=None, lu=None):
+    """A fresh :class:`Workspace` for ``n`` coordinates and ``nc`` constraint rows, its
+    matrices in ``layout``'s storage (None: dense); ``lu``: the analysis of the sparse
+    LU (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage."""
+    z = np.zeros
+    W = n + nc if layout is None else layout.width
+    lu = empty_work() if lu is None else fresh_work(lu)
+    return Workspace(
+        z(n),
+        z(nc),
+        z((n + nc, W)),
+        z(n + nc),
+        z(n),
+        z(n),
+        z(n),
+        z(n),
+        z((nc, W)),
+        z((n, W)),
+        lu,
+        z(layout.gidx.shape[0] if lu.n else 0),
+    )
 
 
 # -- small algebra ------------------------------------------------------------------------
@@ -1238,29 +1437,20 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
 
 
 @njit(cache=True)
-def _constraints(
-    q,
-    nb,
-    b,
-    s,
-    sg,
-    pt,
-    target,
-    fs_index,
-    fs_col0,
-    fs_n,
-    fs_point,
-    fs_X,
-    fs_off,
-    lam,
-    phi,
-    Pq,
-    H,
-    hessian,
-    cm,
-):
+def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
     """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
     of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
+    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = (
+        jm.b,
+        jm.sg,
+        jm.pt,
+        jm.fs_index,
+        jm.fs_col0,
+        jm.fs_n,
+        jm.fs_point,
+        jm.fs_X,
+        jm.fs_off,
+    )
     npm = b.shape[0]
     nmax = 1
     for f in range(fs_n.shape[0]):
@@ -1444,79 +1634,71 @@ def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
 # -- whole-system terms ---------------------------------------------------------------------
 @njit(cache=True)
 def _system_terms(
-    q,
-    qd,
-    qdd,
-    lam,
-    nb,
-    rm,
-    rc,
-    rJ,
-    isflex,
-    f_body,
-    f_col0,
-    f_n,
-    f_mass,
-    f_c,
-    f_E0,
-    f_St,
-    f_S,
-    f_P,
-    f_Pt,
-    f_K,
-    f_D,
-    f_stiff,
-    f_Kw,
-    f_Kal,
-    f_Ka,
-    f_Kitf,
-    f_o1,
-    f_o2,
-    f_o3,
-    g,
-    has_g,
-    cb,
-    cs,
-    csg,
-    cpt,
-    ctarget,
-    fs_index,
-    fs_col0,
-    fs_n,
-    fs_point,
-    fs_X,
-    fs_off,
-    s_int,
-    s_flt,
-    s_U,
-    s_fa,
-    l_int,
-    l_flt,
-    l_U,
-    l_F,
-    cm,
-    rptr,
-    rcol,
-    aM,
-    aKin,
-    aDin,
-    aK,
-    aD,
-    r_out,
-    phi,
-    Amat,
-    jac,
+    m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
 ):
     """Residual ``R + Phi_q^T lam - Q`` (n) and ``phi`` (nc); with ``jac`` the KKT matrix
-    ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``
-    in the compressed layout of :func:`._sparse.kkt_layout` (``Amat`` (n + nc, width):
-    entry ``(i, j)`` at ``[i, cm[j]]``; ``rptr``, ``rcol`` the coordinate columns of each
-    constraint row; the identity layout is the dense matrix).
+    ``[[aM M + aKin dR/dq + aDin dR/ddq + aK (H - dQ/dq) - aD dQ/ddq, Phi_q^T], [Phi_q, 0]]``.
     Returns the norms (|R|, |PtL|, |Q|) used by the convergence test."""
+    bm, fm = m.bodies, m.forces
+    nb = bm.nb
+    cm, rptr, rcol = m.layout.cmap, m.layout.rptr, m.layout.rcol
+    (
+        rm,
+        rc,
+        rJ,
+        isflex,
+        f_body,
+        f_col0,
+        f_n,
+        f_mass,
+        f_c,
+        f_E0,
+        f_St,
+        f_S,
+        f_P,
+        f_Pt,
+        f_K,
+        f_D,
+        f_stiff,
+        f_Kw,
+        f_Kal,
+        f_Ka,
+        f_o1,
+        f_o2,
+        f_o3,
+    ) = (
+        bm.rm,
+        bm.rc,
+        bm.rJ,
+        bm.isflex,
+        bm.f_body,
+        bm.f_col0,
+        bm.f_n,
+        bm.f_mass,
+        bm.f_c,
+        bm.f_E0,
+        bm.f_St,
+        bm.f_S,
+        bm.f_P,
+        bm.f_Pt,
+        bm.f_K,
+        bm.f_D,
+        bm.f_stiff,
+        bm.f_Kw,
+        bm.f_Kal,
+        bm.f_Ka,
+        bm.f_o1,
+        bm.f_o2,
+        bm.f_o3,
+    )
+    g, has_g = inp.g, inp.has_g
+    f_Kitf = inp.Kitf
     n = q.shape[0]
     nc = phi.shape[0]
-    R = np.zeros(n)
-    Q = np.zeros(n)
+    R = ws.R
+    Q = ws.Q
+    R[:] = 0.0
+    Q[:] = 0.0
     if jac:
         Amat[:, :] = 0.0
     Rb = np.zeros(7)
@@ -1599,7 +1781,7 @@ def _system_terms(
             Pt,
             Kff,
             Dff,
-            f_stiff[k],
+            f_stiff[k] and stiffening,
             Kw,
             Kal,
             Ka,
@@ -1634,33 +1816,33 @@ def _system_terms(
                         v -= aK * Kgf[a, bb]
                     Amat[idx[a], cm[idx[bb]]] += v
     # force elements (SDAs, point loads; :mod:`.force_kernels`)
-    if s_int.shape[0] + l_int.shape[0] > 0:
-        forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac)
-    # constraints
+    if fm.s_int.shape[0] + fm.l_int.shape[0] > 0:
+        forces_add(
+            q,
+            qd,
+            fm.s_int,
+            fm.s_flt,
+            fm.s_U,
+            inp.fa,
+            fm.l_int,
+            fm.l_flt,
+            fm.l_U,
+            inp.lf,
+            Q,
+            Amat,
+            cm,
+            aK,
+            aD,
+            jac,
+        )
+    # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
-    Pq = np.zeros((nc, W))
-    Hm = np.zeros((n, W)) if jac else np.zeros((1, 1))
-    _constraints(
-        q,
-        nb,
-        cb,
-        cs,
-        csg,
-        cpt,
-        ctarget,
-        fs_index,
-        fs_col0,
-        fs_n,
-        fs_point,
-        fs_X,
-        fs_off,
-        lam,
-        phi,
-        Pq,
-        Hm,
-        jac,
-        cm,
-    )
+    Pq = ws.Pq
+    Pq[:, :] = 0.0
+    Hm = ws.Hm
+    if jac:
+        Hm[:, :] = 0.0
+    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac, cm)
     PtL = np.zeros(n)
     for a in range(nc):
         la = lam[a]
@@ -1688,17 +1870,18 @@ def _system_terms(
 
 
 @njit(cache=True)
-def _kkt_solve(A, rhs, gidx, lu, Ax):
+def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
-    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`), refactorizing with
-    the previous pattern and pivots and factoring again with pivoting when a pivot fails
-    its test (or the solution is not finite). Raises ``LinAlgError`` when singular."""
+    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`): with ``fresh`` a
+    factorization with partial pivoting, otherwise a refactorization with the last
+    pivots, factoring again when a pivot fails its test (or the solution is not finite).
+    Raises ``LinAlgError`` when the matrix is singular."""
     if lu.n == 0:
         return np.linalg.solve(A, rhs)
     gather(A, gidx, Ax)
     out = np.empty(lu.n)
     for attempt in range(2):
-        st = refactor(lu, Ax) if attempt == 0 and lu.stat[0] > 0 else 0
+        st = 0 if (fresh or attempt > 0 or lu.stat[0] == 0) else refactor(lu, Ax)
         if st != 1:
             st = factor(lu, Ax)
             if st == 0:
@@ -1713,77 +1896,14 @@ def _kkt_solve(A, rhs, gidx, lu, Ax):
                 break
         if ok:
             return out
-        lu.stat[0] = 0  # factor again with pivoting
+        if st == 1 and (fresh or attempt > 0):
+            break  # a pivoting factorization and still not finite
     raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
 
 
 @njit(cache=True)
 def _newton(
-    q_pred,
-    v_pred,
-    x_qdd,
-    x_lam,
-    bh2,
-    gh,
-    sc,
-    tol,
-    rtol,
-    max_iter,
-    hist,
-    k_guess,
-    nb,
-    rm,
-    rc,
-    rJ,
-    isflex,
-    f_body,
-    f_col0,
-    f_n,
-    f_mass,
-    f_c,
-    f_E0,
-    f_St,
-    f_S,
-    f_P,
-    f_Pt,
-    f_K,
-    f_D,
-    f_stiff,
-    f_Kw,
-    f_Kal,
-    f_Ka,
-    f_Kitf,
-    f_o1,
-    f_o2,
-    f_o3,
-    g,
-    has_g,
-    cb,
-    cs,
-    csg,
-    cpt,
-    ctarget,
-    fs_index,
-    fs_col0,
-    fs_n,
-    fs_point,
-    fs_X,
-    fs_off,
-    s_int,
-    s_flt,
-    s_U,
-    s_fa,
-    l_int,
-    l_flt,
-    l_U,
-    l_F,
-    cm,
-    rptr,
-    rcol,
-    nj,
-    gidx,
-    lu,
-    Ax,
+    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess
 ):
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
@@ -1794,86 +1914,21 @@ def _newton(
     the residual is evaluated first without the Newton matrix, which is only needed if the
     test fails (then the terms are evaluated again with it; the residual is the same to
     the bit). A converging step thus skips the matrix it would not use."""
+    nj = m.joints.nj
     n = q_pred.shape[0]
     nc = x_lam.shape[0]
-    r = np.zeros(n)
-    phi = np.zeros(nc)
-    A = np.zeros((n + nc, cm.max() + 1))  # the layout's width (dense: n + nc)
-    res = np.zeros(n + nc)
-    q1 = np.empty(n)
-    v1 = np.empty(n)
+    r, phi, A, res, q1, v1 = ws.r, ws.phi, ws.A, ws.res, ws.q1, ws.v1
     scale = -1.0
     tiny = False
     # non-literal arguments: the same compiled specialization as Engine.terms
     one = bh2 / bh2
-    for k in range(max_iter + 1):
+    for k in range(max_iter + 1):  # k == 0: the step's first solve factors with pivoting
         for i in range(n):
             q1[i] = q_pred[i] + bh2 * x_qdd[i]
             v1[i] = v_pred[i] + gh * x_qdd[i]
         jac = k != k_guess
         norms = _system_terms(
-            q1,
-            v1,
-            x_qdd,
-            x_lam,
-            nb,
-            rm,
-            rc,
-            rJ,
-            isflex,
-            f_body,
-            f_col0,
-            f_n,
-            f_mass,
-            f_c,
-            f_E0,
-            f_St,
-            f_S,
-            f_P,
-            f_Pt,
-            f_K,
-            f_D,
-            f_stiff,
-            f_Kw,
-            f_Kal,
-            f_Ka,
-            f_Kitf,
-            f_o1,
-            f_o2,
-            f_o3,
-            g,
-            has_g,
-            cb,
-            cs,
-            csg,
-            cpt,
-            ctarget,
-            fs_index,
-            fs_col0,
-            fs_n,
-            fs_point,
-            fs_X,
-            fs_off,
-            s_int,
-            s_flt,
-            s_U,
-            s_fa,
-            l_int,
-            l_flt,
-            l_U,
-            l_F,
-            cm,
-            rptr,
-            rcol,
-            one,
-            bh2,
-            gh,
-            bh2,
-            gh,
-            r,
-            phi,
-            A,
-            jac,
+            m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, jac, True
         )
         nrf = 0.0
         for i in range(n):
@@ -1911,70 +1966,9 @@ def _newton(
             return 0, k, viol
         if not jac:  # the guess was wrong: the same terms again, now with the matrix
             _system_terms(
-                q1,
-                v1,
-                x_qdd,
-                x_lam,
-                nb,
-                rm,
-                rc,
-                rJ,
-                isflex,
-                f_body,
-                f_col0,
-                f_n,
-                f_mass,
-                f_c,
-                f_E0,
-                f_St,
-                f_S,
-                f_P,
-                f_Pt,
-                f_K,
-                f_D,
-                f_stiff,
-                f_Kw,
-                f_Kal,
-                f_Ka,
-                f_Kitf,
-                f_o1,
-                f_o2,
-                f_o3,
-                g,
-                has_g,
-                cb,
-                cs,
-                csg,
-                cpt,
-                ctarget,
-                fs_index,
-                fs_col0,
-                fs_n,
-                fs_point,
-                fs_X,
-                fs_off,
-                s_int,
-                s_flt,
-                s_U,
-                s_fa,
-                l_int,
-                l_flt,
-                l_U,
-                l_F,
-                cm,
-                rptr,
-                rcol,
-                one,
-                bh2,
-                gh,
-                bh2,
-                gh,
-                r,
-                phi,
-                A,
-                True,
+                m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
             )
-        dx = _kkt_solve(A, -res, gidx, lu, Ax)
+        dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, k == 0)
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
@@ -1986,107 +1980,18 @@ def _newton(
 
 
 @njit(cache=True)
-def _run(
-    q,
-    qd,
-    qdd,
-    a,
-    lam,
-    times,
-    h,
-    be,
-    ga,
-    am,
-    af,
-    tol,
-    rtol,
-    max_iter,
-    S_all,
-    T_all,
-    Tq,
-    Tqd,
-    Tqdd,
-    Tlam,
-    reac,
-    iters,
-    resid,
-    hist,
-    viol,
-    nb,
-    rm,
-    rc,
-    rJ,
-    isflex,
-    f_body,
-    f_col0,
-    f_n,
-    f_mass,
-    f_c,
-    f_E0,
-    f_St,
-    f_S,
-    f_P,
-    f_Pt,
-    f_K,
-    f_D,
-    f_stiff,
-    f_Kw,
-    f_Kal,
-    f_Ka,
-    f_Kitf,
-    f_o1,
-    f_o2,
-    f_o3,
-    g,
-    has_g,
-    cb,
-    cs,
-    csg,
-    cpt,
-    ctarget,
-    fs_index,
-    fs_col0,
-    fs_n,
-    fs_point,
-    fs_X,
-    fs_off,
-    s_int,
-    s_flt,
-    s_U,
-    s_fa,
-    l_int,
-    l_flt,
-    l_U,
-    l_F,
-    cm,
-    rptr,
-    rcol,
-    nj,
-    r_joint,
-    r_side,
-    r_sgn,
-    r_child,
-    r_side_body,
-    r_CC,
-    r_sC,
-    d_joint,
-    d_col0,
-    d_n,
-    d_modes,
-    d_off,
-    gauge,
-    FA_all,
-    LF_all,
-    project,
-    gidx,
-    lu,
-):
+def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, out):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
-    rheonomic slot vectors and targets per step (first axis 1: constant); ``gidx``, ``lu``
-    the sparse solve of the Newton matrix (:func:`_kkt_solve`)."""
+    rheonomic slot vectors and targets per step (first axis 1: constant). After every
+    accepted step the joint reactions go to ``reac`` and, when the model has
+    :class:`Interfaces` rows, update the lagged interface loads ``inp.itf`` and their
+    stiffness ``inp.Kitf`` for the next step (in place)."""
+    q, qd, qdd, a, lam = st
+    times, S_all, T_all, FA_all, LF_all = sched
+    Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol = out
+    nb = m.bodies.nb
     nt = times.shape[0]
-    Ax = np.zeros(gidx.shape[0])
     bp = be * (1 - af) / (1 - am)
     gp = ga * (1 - af) / (1 - am)
     bh2 = bp * h * h
@@ -2096,13 +2001,16 @@ def _run(
     k_prev = -1
     n = q.shape[0]
     nc = lam.shape[0]
+    nj = reac.shape[1]
+    FC = np.zeros((nj, 3, 3))
+    pC = np.zeros((nj, 3))
+    itf_on = m.interfaces.joint.shape[0] > 0
     if project:  # scratch of the velocity projection (the mass matrix: no stiffening)
-        no_stiff = np.zeros_like(f_stiff)
         zn = np.zeros(n)
         zc = np.zeros(nc)
         r_p = np.zeros(n)
         phi_p = np.zeros(nc)
-        A_p = np.zeros((n + nc, cm.max() + 1))
+        A_p = np.zeros((n + nc, ws.A.shape[1]))
         rhs = np.zeros(n + nc)
     for i in range(1, nt):
         a_part = (af * qdd - am * a) / (1 - am)
@@ -2110,15 +2018,20 @@ def _run(
         v_pred = qd + h * (1 - ga) * a + h * ga * a_part
         x_qdd = qdd.copy()
         x_lam = lam.copy()
-        if timed:
-            cs_i = S_all[i]
-            tg_i = T_all[i]
-        else:
-            cs_i = cs
-            tg_i = ctarget
-        fa_i = FA_all[i] if FA_all.shape[0] > 1 else FA_all[0]
-        lf_i = LF_all[i] if LF_all.shape[0] > 1 else LF_all[0]
+        inp_i = Inputs(
+            S_all[i] if timed else inp.s,
+            T_all[i] if timed else inp.target,
+            FA_all[i] if FA_all.shape[0] > 1 else FA_all[0],
+            LF_all[i] if LF_all.shape[0] > 1 else LF_all[0],
+            inp.itf,
+            inp.Kitf,
+            inp.g,
+            inp.has_g,
+        )
         status, k, vi = _newton(
+            m,
+            inp_i,
+            ws,
             q_pred,
             v_pred,
             x_qdd,
@@ -2131,59 +2044,6 @@ def _run(
             max_iter,
             hist[i],
             k_prev,
-            nb,
-            rm,
-            rc,
-            rJ,
-            isflex,
-            f_body,
-            f_col0,
-            f_n,
-            f_mass,
-            f_c,
-            f_E0,
-            f_St,
-            f_S,
-            f_P,
-            f_Pt,
-            f_K,
-            f_D,
-            f_stiff,
-            f_Kw,
-            f_Kal,
-            f_Ka,
-            f_Kitf,
-            f_o1,
-            f_o2,
-            f_o3,
-            g,
-            has_g,
-            cb,
-            cs_i,
-            csg,
-            cpt,
-            tg_i,
-            fs_index,
-            fs_col0,
-            fs_n,
-            fs_point,
-            fs_X,
-            fs_off,
-            s_int,
-            s_flt,
-            s_U,
-            fa_i,
-            l_int,
-            l_flt,
-            l_U,
-            lf_i,
-            cm,
-            rptr,
-            rcol,
-            nj,
-            gidx,
-            lu,
-            Ax,
         )
         iters[i] = k
         resid[i] = hist[i, k]
@@ -2196,76 +2056,16 @@ def _run(
         if project:
             # mass-orthogonal projection on Phi_q qd = 0 (scleronomic; Engine.project)
             _system_terms(
-                q,
-                zn,
-                zn,
-                zc,
-                nb,
-                rm,
-                rc,
-                rJ,
-                isflex,
-                f_body,
-                f_col0,
-                f_n,
-                f_mass,
-                f_c,
-                f_E0,
-                f_St,
-                f_S,
-                f_P,
-                f_Pt,
-                f_K,
-                f_D,
-                no_stiff,
-                f_Kw,
-                f_Kal,
-                f_Ka,
-                f_Kitf,
-                f_o1,
-                f_o2,
-                f_o3,
-                g,
-                has_g,
-                cb,
-                cs_i,
-                csg,
-                cpt,
-                tg_i,
-                fs_index,
-                fs_col0,
-                fs_n,
-                fs_point,
-                fs_X,
-                fs_off,
-                s_int,
-                s_flt,
-                s_U,
-                fa_i,
-                l_int,
-                l_flt,
-                l_U,
-                lf_i,
-                cm,
-                rptr,
-                rcol,
-                1.0,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                r_p,
-                phi_p,
-                A_p,
-                True,
+                m, inp_i, ws, q, zn, zn, zc, 1.0, 0.0, 0.0, 0.0, 0.0, r_p, phi_p, A_p, True, False
             )
+            cm, rptr, rcol = m.layout.cmap, m.layout.rptr, m.layout.rcol
             for r in range(nc):
                 v = 0.0
                 for t in range(rptr[r], rptr[r + 1]):
                     c = rcol[t]
                     v += A_p[n + r, cm[c]] * qd[c]
                 rhs[n + r] = -v
-            dx = _kkt_solve(A_p, rhs, gidx, lu, Ax)
+            dx = _kkt_solve(A_p, rhs, m.layout.gidx, ws.lu, ws.Ax, False)
             for c in range(n):
                 qd[c] += dx[c]
         elif gauge:  # Euler-parameter rates without their component along e
@@ -2285,67 +2085,37 @@ def _run(
         Tqd[i] = qd
         Tqdd[i] = qdd
         Tlam[i] = lam
-        _reactions(
-            q,
-            lam,
-            nb,
-            cb,
-            cs_i,
-            csg,
-            cpt,
-            fs_index,
-            fs_col0,
-            fs_n,
-            fs_point,
-            fs_X,
-            fs_off,
-            r_joint,
-            r_side,
-            r_sgn,
-            r_child,
-            r_side_body,
-            r_CC,
-            r_sC,
-            d_joint,
-            d_col0,
-            d_n,
-            d_modes,
-            d_off,
-            reac[i],
-        )
+        _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
+        if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
+            _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
     return 0
 
 
 @njit(cache=True)
-def _reactions(
-    q,
-    lam,
-    nb,
-    b,
-    s,
-    sg,
-    pt,
-    fs_index,
-    fs_col0,
-    fs_n,
-    fs_point,
-    fs_X,
-    fs_off,
-    r_joint,
-    r_side,
-    r_sgn,
-    r_child,
-    r_side_body,
-    r_CC,
-    r_sC,
-    d_joint,
-    d_col0,
-    d_n,
-    d_modes,
-    d_off,
-    out,
-):
-    """Joint reactions (port of ConstraintSet.reactions) into ``out`` (nj, 6)."""
+def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
+    """Joint reactions (port of ConstraintSet.reactions) into ``out`` (nj, 6); the child
+    joint frames (rotation, origin; world) into ``FCo`` (nj, 3, 3), ``pCo`` (nj, 3)."""
+    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = (
+        jm.b,
+        jm.sg,
+        jm.pt,
+        jm.fs_index,
+        jm.fs_col0,
+        jm.fs_n,
+        jm.fs_point,
+        jm.fs_X,
+        jm.fs_off,
+    )
+    r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC = (
+        jm.r_joint,
+        jm.r_side,
+        jm.r_sgn,
+        jm.r_child,
+        jm.r_side_body,
+        jm.r_CC,
+        jm.r_sC,
+    )
+    d_joint, d_col0, d_n, d_modes, d_off = (jm.d_joint, jm.d_col0, jm.d_n, jm.d_modes, jm.d_off)
     npm = b.shape[0]
     nj = out.shape[0]
     Rn = np.empty((nb, 3, 3))
@@ -2441,6 +2211,8 @@ def _reactions(
             else:
                 pC[a] = sC[a]
             d3[a] = pC[a] - (q[7 * sd + a] if sd >= 0 else 0.0)
+        FCo[j] = FC
+        pCo[j] = pC
         for a in range(3):
             a1 = (a + 1) % 3
             a2 = (a + 2) % 3
@@ -2448,6 +2220,67 @@ def _reactions(
         for a in range(3):
             out[j, a] = FC[0, a] * nC[0] + FC[1, a] * nC[1] + FC[2, a] * nC[2]
             out[j, 3 + a] = FC[0, a] * F[j, 0] + FC[1, a] * F[j, 1] + FC[2, a] * F[j, 2]
+
+
+@njit(cache=True)
+def _interface_loads(it, bm, q, reac, FC, pC, v, Kitf):
+    """Lagged interface loads from the joint reactions: the load vector ``v`` (port of
+    :func:`flexmbd.absolute.flexible.interface_wrenches`) and the interface-load stiffness
+    ``Kitf`` (flat, per flexible body ``sum_c v_c U_c``, as ``set_interface_loads``)."""
+    v[:] = 0.0
+    Rb = np.empty((3, 3))
+    nw = np.empty(3)
+    fw = np.empty(3)
+    p = np.empty(3)
+    dp = np.empty(3)
+    d = np.empty(3)
+    for c in range(it.joint.shape[0]):
+        k = it.joint[c]
+        b = it.body[c]
+        n = it.n[c]
+        X = it.X[it.X_off[c] : it.X_off[c] + 3 * n].reshape(3, n)
+        qf = q[it.col0[c] : it.col0[c] + n]
+        e = q[7 * b + 3 : 7 * b + 7]
+        n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
+        _A_to(e, Rb)
+        for a in range(3):
+            for l in range(3):
+                Rb[a, l] /= n2
+        for a in range(3):
+            nw[a] = FC[k, a, 0] * reac[k, 0] + FC[k, a, 1] * reac[k, 1] + FC[k, a, 2] * reac[k, 2]
+            fw[a] = FC[k, a, 0] * reac[k, 3] + FC[k, a, 1] * reac[k, 4] + FC[k, a, 2] * reac[k, 5]
+            sb = it.s0[c, a]
+            for l in range(n):
+                sb += X[a, l] * qf[l]
+            p[a] = sb
+        sg = it.sign[c]
+        for a in range(3):  # pC - (r + R sb)
+            dp[a] = pC[k, a] - (
+                q[7 * b + a] + (Rb[a, 0] * p[0] + Rb[a, 1] * p[1] + Rb[a, 2] * p[2])
+            )
+        for a in range(3):
+            a1 = (a + 1) % 3
+            a2 = (a + 2) % 3
+            d[a] = sg * (nw[a] + (dp[a1] * fw[a2] - dp[a2] * fw[a1]))
+        o = it.off[c]
+        for a in range(3):
+            v[o + a] += Rb[0, a] * d[0] + Rb[1, a] * d[1] + Rb[2, a] * d[2]
+            v[o + 3 + a] += sg * (Rb[0, a] * fw[0] + Rb[1, a] * fw[1] + Rb[2, a] * fw[2])
+    for kf in range(it.load_off.shape[0]):
+        m = it.n_load[kf]
+        if m == 0:
+            continue
+        nf = bm.f_n[kf]
+        ko = bm.f_o3[kf] // 9
+        K = Kitf[ko : ko + nf * nf]
+        K[:] = 0.0
+        U = it.U[it.U_off[kf] : it.U_off[kf] + m * nf * nf].reshape(m, nf * nf)
+        lo = it.load_off[kf]
+        for c in range(m):
+            vc = v[lo + c]
+            if vc != 0.0:
+                for a in range(nf * nf):
+                    K[a] += vc * U[c, a]
 
 
 @njit(cache=True)
@@ -2492,32 +2325,46 @@ def _flex_mass(mass, cv, E0, St, S, P, qf):
 
 
 @njit(cache=True)
-def _energies(
-    Q,
-    Qd,
-    nb,
-    rm,
-    rc,
-    rJc,
-    isflex,
-    f_body,
-    f_col0,
-    f_n,
-    f_mass,
-    f_c,
-    f_E0,
-    f_St,
-    f_S,
-    f_P,
-    f_K,
-    f_D,
-    f_o1,
-    f_o2,
-    f_o3,
-    g,
-    out,
-):
+def _energies(Q, Qd, bm, g, out):
     """Per sample: kinetic, gravity potential, strain energy, modal damping power -> out (nt, 4)."""
+    nb = bm.nb
+    (
+        rm,
+        rc,
+        rJc,
+        isflex,
+        f_col0,
+        f_n,
+        f_mass,
+        f_c,
+        f_E0,
+        f_St,
+        f_S,
+        f_P,
+        f_K,
+        f_D,
+        f_o1,
+        f_o2,
+        f_o3,
+    ) = (
+        bm.rm,
+        bm.rc,
+        bm.rJc,
+        bm.isflex,
+        bm.f_col0,
+        bm.f_n,
+        bm.f_mass,
+        bm.f_c,
+        bm.f_E0,
+        bm.f_St,
+        bm.f_S,
+        bm.f_P,
+        bm.f_K,
+        bm.f_D,
+        bm.f_o1,
+        bm.f_o2,
+        bm.f_o3,
+    )
     nt = Q.shape[0]
     for t in range(nt):
         q = Q[t]
@@ -2569,9 +2416,12 @@ def _energies(
 class Engine:
     """Compiled Newton engine of one :class:`~flexmbd.absolute.system.AbsoluteSystem`.
 
-    Holds the system's data as flat arrays; :meth:`terms` evaluates residual and Newton
-    matrix (for tests), :meth:`newton` runs the Newton loop of one implicit step,
-    :meth:`reactions` the joint reactions, :meth:`project` the velocity projection.
+    Builds the system's compiled :class:`Model` once (:attr:`model`) and refreshes only
+    what changes (:meth:`inputs`: driver slots and targets, force time functions and
+    parameters, lagged interface loads, gravity); :meth:`terms` evaluates residual and
+    Newton matrix (for tests), :meth:`newton` runs the Newton loop of one implicit step,
+    :meth:`run` all steps, :meth:`reactions` the joint reactions, :meth:`project` the
+    velocity projection.
     """
 
     def __init__(self, system, sparse=None):
@@ -2581,113 +2431,107 @@ class Engine:
         self.system = s
         self.nb = s.nb
         inert = s.inertia
-        self.rm = np.ascontiguousarray(inert.m, float)
-        self.rc = np.ascontiguousarray(inert.c, float)
-        self.rJ = np.ascontiguousarray(inert.J, float)
-        self.isflex = -np.ones(s.nb, np.int64)
+        isflex = -np.ones(s.nb, np.int64)
         fl = s.flexible.flex
         for k, d in enumerate(fl):
-            self.isflex[d.index] = k
+            isflex[d.index] = k
         nfb = len(fl)
-        self.f_body = np.array([d.index for d in fl], np.int64)
-        self.f_col0 = np.array([d.col0 for d in fl], np.int64)
-        self.f_n = np.array([d.n for d in fl], np.int64)
-        self.f_mass = np.array([d.inv.mass for d in fl], float)
-        self.f_c = np.array([d.inv.c for d in fl], float).reshape(nfb, 3)
-        self.f_E0 = np.array([d.inv.E0 for d in fl], float).reshape(nfb, 3, 3)
         cat = lambda xs: (
             np.ascontiguousarray(np.concatenate([np.ravel(x) for x in xs]), float)
             if xs
             else np.zeros(0)
         )
-        self.f_St = cat([d.inv.St for d in fl])
-        self.f_S = cat([d.inv.S for d in fl])
-        self.f_P = cat([d.inv.P for d in fl])
-        # P with its mode indices swapped (Pt[a, b, l, k] = P[a, b, k, l]): the contractions
-        # P q run as vectorizable column updates, summed in the same order
-        self.f_Pt = cat([np.swapaxes(d.inv.P, 2, 3) for d in fl])
-        self.f_K = cat([d.K for d in fl])
-        self.f_D = cat([d.D for d in fl])
-        self.f_stiff = np.array([d.stiffening for d in fl], np.bool_)
         z = [np.zeros((6, d.n, d.n)) for d in fl]
-        self.f_Kw = cat([d.Kw if d.stiffening else zz for d, zz in zip(fl, z)])
-        self.f_Kal = cat([d.Kal if d.stiffening else zz[:3] for d, zz in zip(fl, z)])
-        self.f_Ka = cat([d.Ka if d.stiffening else zz[:3] for d, zz in zip(fl, z)])
         off = np.concatenate([[0], np.cumsum([d.n for d in fl])]).astype(np.int64)
         off2 = np.concatenate([[0], np.cumsum([d.n * d.n for d in fl])]).astype(np.int64)
-        self.f_o1 = 3 * off[:-1]
-        self.f_o2 = 9 * off[:-1]
-        self.f_o3 = 9 * off2[:-1]
-        self.f_Kitf = np.zeros(int(off2[-1]))
+        bodies = Bodies(
+            nb=int(s.nb),
+            rm=np.ascontiguousarray(inert.m, float),
+            rc=np.ascontiguousarray(inert.c, float),
+            rJ=np.ascontiguousarray(inert.J, float),
+            rJc=np.ascontiguousarray(inert.Jc, float),
+            isflex=isflex,
+            f_body=np.array([d.index for d in fl], np.int64),
+            f_col0=np.array([d.col0 for d in fl], np.int64),
+            f_n=np.array([d.n for d in fl], np.int64),
+            f_mass=np.array([d.inv.mass for d in fl], float),
+            f_c=np.array([d.inv.c for d in fl], float).reshape(nfb, 3),
+            f_E0=np.array([d.inv.E0 for d in fl], float).reshape(nfb, 3, 3),
+            f_St=cat([d.inv.St for d in fl]),
+            f_S=cat([d.inv.S for d in fl]),
+            f_P=cat([d.inv.P for d in fl]),
+            # P with its mode indices swapped (Pt[a, b, l, k] = P[a, b, k, l]): the
+            # contractions P q run as vectorizable column updates, summed in the same order
+            f_Pt=cat([np.swapaxes(d.inv.P, 2, 3) for d in fl]),
+            f_K=cat([d.K for d in fl]),
+            f_D=cat([d.D for d in fl]),
+            f_stiff=np.array([d.stiffening for d in fl], np.bool_),
+            f_Kw=cat([d.Kw if d.stiffening else zz for d, zz in zip(fl, z)]),
+            f_Kal=cat([d.Kal if d.stiffening else zz[:3] for d, zz in zip(fl, z)]),
+            f_Ka=cat([d.Ka if d.stiffening else zz[:3] for d, zz in zip(fl, z)]),
+            f_o1=3 * off[:-1],
+            f_o2=9 * off[:-1],
+            f_o3=9 * off2[:-1],
+        )
         self.itf_lagged = any(d.itf_names for d in fl)
-        self.refresh_interface_loads()
-        grav = [f for f in s.forces if type(f) is Gravity]
-        self._grav = grav
+        # lagged interface loads: updated in the compiled step loop when they all come
+        # from joint reactions (else per step in Python, Engine mode "engine")
+        self.itf_compiled = self.itf_lagged and s.interface_loads_compiled()
+        interfaces = self._interfaces(s, fl)
+        self.itf = np.zeros(int(interfaces.n_load.sum()))  # lagged loads (Inputs)
+        self.Kitf = np.zeros(int(off2[-1]))  # their stiffness (Inputs)
+        self._grav = [f for f in s.forces if type(f) is Gravity]
         # constraints
         cs = s.constraints
         self.cs = cs
-        npm = cs.np
-        self.fs_index = -np.ones((npm, 4), np.int64)
+        fs_index = -np.ones((cs.np, 4), np.int64)
         for f, fs in enumerate(cs.fslots):
-            self.fs_index[fs.p, fs.k] = f
-        self.fs_col0 = np.array([fs.col0 for fs in cs.fslots], np.int64)
-        self.fs_n = np.array([fs.n for fs in cs.fslots], np.int64)
-        self.fs_point = np.array([fs.point for fs in cs.fslots], np.bool_)
-        self.fs_X = cat([fs.X for fs in cs.fslots])
-        self.fs_off = np.concatenate([[0], np.cumsum([3 * fs.n for fs in cs.fslots])]).astype(
-            np.int64
-        )[:-1]
+            fs_index[fs.p, fs.k] = f
         self.nj = cs.n_joint_rows
         jr = cs._react
-        self.r = {k: jr[k] for k in ("joint", "side", "sgn", "child", "side_body", "CC", "sC")}
         dfm = jr["deforming"]
-        self.d_joint = np.array([x[0] for x in dfm], np.int64)
-        self.d_col0 = np.array([x[2] for x in dfm], np.int64)
-        self.d_n = np.array([x[3] for x in dfm], np.int64)
-        self.d_modes = cat([x[1].modes for x in dfm])
-        self.d_off = np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]).astype(np.int64)[:-1]
+        n_fs = [3 * fs.n for fs in cs.fslots]
+        joints = Joints(
+            b=cs.b,
+            sg=cs.sg,
+            pt=cs.pt,
+            fs_index=fs_index,
+            fs_col0=np.array([fs.col0 for fs in cs.fslots], np.int64),
+            fs_n=np.array([fs.n for fs in cs.fslots], np.int64),
+            fs_point=np.array([fs.point for fs in cs.fslots], np.bool_),
+            fs_X=cat([fs.X for fs in cs.fslots]),
+            fs_off=np.concatenate([[0], np.cumsum(n_fs)]).astype(np.int64)[:-1],
+            nj=int(self.nj),
+            r_joint=jr["joint"],
+            r_side=jr["side"],
+            r_sgn=jr["sgn"],
+            r_child=jr["child"],
+            r_side_body=jr["side_body"],
+            r_CC=jr["CC"],
+            r_sC=jr["sC"],
+            d_joint=np.array([x[0] for x in dfm], np.int64),
+            d_col0=np.array([x[2] for x in dfm], np.int64),
+            d_n=np.array([x[3] for x in dfm], np.int64),
+            d_modes=cat([x[1].modes for x in dfm]),
+            d_off=np.concatenate([[0], np.cumsum([6 * x[3] for x in dfm])]).astype(np.int64)[:-1],
+        )
         self.n_joints = len(cs.joints)
-        self.ft = ForceTable(s)
-        self.k_prev = -1  # corrections of the last converged step (Newton's guess)
-        self._layout(sparse)
-
-    def _layout(self, sparse=None):
-        """Storage and solver of the Newton matrix: dense LAPACK up to ``MAX_DENSE``
-        unknowns, above it the compressed layout and the compiled sparse LU
-        (:mod:`._sparse`; ``sparse`` True/False forces either)."""
-        s, cs = self.system, self.cs
-        n, nc = s.n, s.nc
+        self.ft = ft = ForceTable(s)
+        forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U)
+        self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
+        self.refresh_interface_loads()
         if sparse is None:
-            sparse = n + nc > MAX_DENSE
+            sparse = s.n + s.nc > MAX_DENSE
+        #: True: the compressed layout and the sparse LU (else dense LAPACK)
         self.sparse = bool(sparse)
-        if not self.sparse:
-            self.layout = dense_layout(n, nc)
-            self.lu = _NO_LU
-            self._Ax = np.zeros(0)
-            return
-        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
-        for d in s.flexible.flex:
-            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
-        npm = cs.np
-        rows = [list(cs.b[p]) for p in range(npm)]
-        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
-        rows += [[i] for i in range(s.nb)]
-        ft = self.ft
-        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
-        self.layout = kkt_layout(n, nc, body_cols, rows, couplings)
-        self.lu = analyze(self.layout.Ap, self.layout.Ai, n + nc)
-        self._Ax = np.zeros(len(self.layout.Ai))
-
-    def _dense(self, A):
-        """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
-        L = self.layout
-        if not self.sparse:
-            return A
-        N = L.n + L.nc
-        out = np.zeros((N, N))
-        cols = np.repeat(np.arange(N), np.diff(L.Ap))
-        out[L.Ai, cols] = A.ravel()[L.gidx]
-        return out
+        self._lu = None
+        if self.sparse:
+            self.model = self.model._replace(layout=self._layout())
+            L = self.model.layout
+            self._lu = analyze(L.Ap, L.Ai, s.n + s.nc)
+        #: the compiled description of the system (:class:`Model`), built once
+        self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
+        self.k_prev = -1  # corrections of the last converged step (Newton's guess)
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
     COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
@@ -2710,70 +2554,140 @@ class Engine:
             return False
         return True
 
+    def _interfaces(self, s, fl):
+        """The :class:`Interfaces` table (empty unless :attr:`itf_compiled`)."""
+        i8 = lambda x: np.asarray(x, np.int64)
+        if not self.itf_compiled:
+            z = np.zeros(0, np.int64)
+            return Interfaces(
+                z, np.zeros(0), z, z, np.zeros((0, 3)), np.zeros(0), z, z, z, z, z, np.zeros(0), z
+            )
+        tab = s.interface_load_table()
+        U = [np.ascontiguousarray(d.Kitf, float).ravel() for d in fl]
+        return Interfaces(
+            tab.joint,
+            tab.sign,
+            tab.body,
+            tab.off,
+            np.ascontiguousarray(tab.s0),
+            tab.X,
+            tab.X_off,
+            tab.col0,
+            tab.n,
+            i8(tab.load_off),
+            i8([6 * len(d.itf_names) for d in fl]),
+            np.concatenate(U) if U else np.zeros(0),
+            i8(np.concatenate([[0], np.cumsum([len(u) for u in U])])[:-1]),
+        )
+
+    def _layout(self, probes=2):
+        """The compressed layout of the Newton matrix (:func:`._sparse.kkt_layout` from the
+        bodies each joint row and force element couples), its factorization pattern pruned
+        of the entries that the model's constant geometry keeps zero (a ground axis along x
+        touches only x columns): the union of the non-zeros at ``probes`` random states
+        (coordinates, rates, multipliers, coefficients, force-element parameters and
+        actuator/point-load values random; driven models: every slot vector random too). A
+        body's own block is kept whole (interface-load stiffness, stiffening). The storage
+        (slots) is that of the whole block pattern; only the LU's pattern shrinks."""
+        s, cs, ft = self.system, self.cs, self.ft
+        n, nc = s.n, s.nc
+        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
+        for d in s.flexible.flex:
+            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
+        npm = cs.np
+        rows = [list(cs.b[p]) for p in range(npm)]
+        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
+        rows += [[i] for i in range(s.nb)]
+        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
+        L = kkt_layout(n, nc, body_cols, rows, couplings)
+        dense = self.model.layout
+        self.model = self.model._replace(layout=L)
+        self.ws = workspace(n, nc, L)
+        rng = np.random.default_rng(20261127)
+        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F)
+        saved = [x.copy() for x in arrays]
+        nz = np.zeros(len(L.Ai), bool)
+        try:
+            if cs.rheonomic:
+                cs.s[...] = rng.standard_normal(cs.s.shape)
+            ft.s_flt[:, 6:8] = rng.uniform(1.0, 2.0, (len(ft.s_flt), 2))  # k, c
+            ft.s_int[:, 8] = 1  # every Jacobian in the matrix
+            if len(ft.l_int):
+                ft.l_int[:, 6] = 1
+            for _ in range(probes):
+                ft.fa[...] = rng.standard_normal(ft.fa.shape)
+                ft.F[...] = rng.standard_normal(ft.F.shape)
+                q = rng.standard_normal(n)
+                for b in range(s.nb):
+                    q[7 * b + 3 : 7 * b + 7] /= np.linalg.norm(q[7 * b + 3 : 7 * b + 7])
+                q[7 * s.nb :] *= 1e-3
+                qd, qdd, lam = (rng.standard_normal(k) for k in (n, n, nc))
+                co = tuple(rng.uniform(0.5, 2.0, 5))
+                A = self._terms(q, qd, qdd, lam, 0.0, co, True, True, set_time=False)[2]
+                nz |= A.ravel()[L.gidx] != 0.0
+        finally:
+            for x, v in zip(arrays, saved):
+                x[...] = v
+            self.model = self.model._replace(layout=dense)
+        owner = np.full(n + nc, -1)
+        for b, c in enumerate(body_cols):
+            owner[c] = b
+        cols = np.repeat(np.arange(n + nc), np.diff(L.Ap))
+        keep = nz | ((owner[L.Ai] == owner[cols]) & (owner[cols] >= 0))
+        Ap = np.concatenate([[0], np.cumsum(np.bincount(cols[keep], minlength=n + nc))])
+        return L._replace(Ap=Ap.astype(np.int64), Ai=L.Ai[keep], gidx=L.gidx[keep])
+
+    def _dense(self, A):
+        """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
+        L = self.model.layout
+        if not self.sparse:
+            return A
+        N = L.n + L.nc
+        out = np.zeros((N, N))
+        cols = np.repeat(np.arange(N), np.diff(L.Ap))
+        out[L.Ai, cols] = A.ravel()[L.gidx]
+        return out
+
     def refresh_interface_loads(self):
-        """Copy the lagged interface-load stiffness of every flexible body into the engine."""
+        """Copy the lagged interface loads of every flexible body (and their stiffness) into
+        the engine."""
         o = 0
         for d in self.system.flexible.flex:
             m = d.n * d.n
-            self.f_Kitf[o : o + m] = d.K_itf.ravel()
+            self.Kitf[o : o + m] = d.K_itf.ravel()
             o += m
+        it = self.model.interfaces
+        for kf, d in enumerate(self.system.flexible.flex):
+            if it.n_load.shape[0] and it.n_load[kf]:
+                lo = it.load_off[kf]
+                self.itf[lo : lo + it.n_load[kf]] = d.itf_load
+
+    def store_interface_loads(self):
+        """Write the interface loads the compiled loop updated back to the flexible bodies
+        (``itf_load``, ``K_itf``; the state checkpoints save), as
+        :meth:`~flexmbd.absolute.system.AbsoluteSystem.update_interface_loads` would."""
+        if not self.itf_compiled:
+            return
+        it = self.model.interfaces
+        bm = self.model.bodies
+        for kf, d in enumerate(self.system.flexible.flex):
+            o, n = bm.f_o3[kf] // 9, d.n
+            d.K_itf = self.Kitf[o : o + n * n].reshape(n, n).copy()
+            if it.n_load[kf]:
+                lo = it.load_off[kf]
+                d.itf_load = self.itf[lo : lo + it.n_load[kf]].copy()
 
     def _g(self):
         if not self._grav:
             return np.zeros(3), False
         return sum(np.asarray(e.g, float) for e in self._grav), True
 
-    def _args(self):
+    def inputs(self):
+        """The current :class:`Inputs` (driver slots and targets as last set, force time
+        functions as last evaluated, lagged interface loads, gravity)."""
         g, has_g = self._g()
-        cs = self.cs
-        return (
-            self.nb,
-            self.rm,
-            self.rc,
-            self.rJ,
-            self.isflex,
-            self.f_body,
-            self.f_col0,
-            self.f_n,
-            self.f_mass,
-            self.f_c,
-            self.f_E0,
-            self.f_St,
-            self.f_S,
-            self.f_P,
-            self.f_Pt,
-            self.f_K,
-            self.f_D,
-            self.f_stiff,
-            self.f_Kw,
-            self.f_Kal,
-            self.f_Ka,
-            self.f_Kitf,
-            self.f_o1,
-            self.f_o2,
-            self.f_o3,
-            g,
-            has_g,
-            cs.b,
-            cs.s,
-            cs.sg,
-            cs.pt,
-            cs.target,
-            self.fs_index,
-            self.fs_col0,
-            self.fs_n,
-            self.fs_point,
-            self.fs_X,
-            self.fs_off,
-            *self._ft_args(),
-            self.layout.cmap,
-            self.layout.rptr,
-            self.layout.rcol,
-        )
-
-    def _ft_args(self):
         ft = self.ft
-        return (ft.s_int, ft.s_flt, ft.s_U, ft.fa, ft.l_int, ft.l_flt, ft.l_U, ft.F)
+        return Inputs(self.cs.s, self.cs.target, ft.fa, ft.F, self.itf, self.Kitf, g, has_g)
 
     def _set_time(self, t):
         self.cs.set_time(t)
@@ -2781,30 +2695,35 @@ class Engine:
             self.ft.refresh()
             self.ft.at(t)
 
-    def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True):
-        """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense)."""
-        r, phi, A = self._terms(q, qd, qdd, lam, t, coefs, jac)
+    def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True, stiff=True):
+        """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense); ``stiff``
+        False: without the geometric stiffening (the symmetric mass matrix)."""
+        r, phi, A = self._terms(q, qd, qdd, lam, t, coefs, jac, stiff)
         return r, phi, self._dense(A)
 
-    def _terms(self, q, qd, qdd, lam, t, coefs, jac):
+    def _terms(self, q, qd, qdd, lam, t, coefs, jac, stiff, set_time=True):
         """:meth:`terms` with the matrix in the engine's layout."""
         s = self.system
-        self._set_time(t)
+        if set_time:
+            self._set_time(t)
         n, nc = s.n, s.nc
         r = np.zeros(n)
         phi = np.zeros(nc)
-        A = np.zeros((n + nc, self.layout.width))
+        A = np.zeros((n + nc, self.ws.A.shape[1]))
         _system_terms(
+            self.model,
+            self.inputs(),
+            self.ws,
             np.asarray(q, float),
             np.asarray(qd, float),
             np.asarray(qdd, float),
             np.asarray(lam, float),
-            *self._args(),
             *map(float, coefs),
             r,
             phi,
             A,
             jac,
+            stiff,
         )
         return r, phi, A
 
@@ -2812,6 +2731,9 @@ class Engine:
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
         self._set_time(t)
         out = _newton(
+            self.model,
+            self.inputs(),
+            self.ws,
             q_pred,
             v_pred,
             x_qdd,
@@ -2824,11 +2746,6 @@ class Engine:
             max_iter,
             hist,
             self.k_prev,
-            *self._args(),
-            self.nj,
-            self.layout.gidx,
-            self.lu,
-            self._Ax,
         )
         self.k_prev = out[1] if out[0] == 1 else -1
         return out
@@ -2838,50 +2755,21 @@ class Engine:
         (as statics.project_velocities)."""
         s = self.system
         n, nc = s.n, s.nc
-        stiff = self.f_stiff
-        self.f_stiff = np.zeros_like(stiff)  # the symmetric mass matrix
-        try:
-            z = np.zeros(n)
-            _, _, A = self._terms(q, z, z, np.zeros(nc), t, (1, 0, 0, 0, 0), True)
-        finally:
-            self.f_stiff = stiff
-        L = self.layout
+        z = np.zeros(n)
+        _, _, A = self._terms(q, z, z, np.zeros(nc), t, (1, 0, 0, 0, 0), True, False)
+        L = self.model.layout
         row = np.repeat(np.arange(nc), np.diff(L.rptr))
         Pqd = np.bincount(row, A[n + row, L.cmap[L.rcol]] * qd[L.rcol], minlength=nc)
         viol = Pqd + self.cs.phi_t(q, t)
-        dx = _kkt_solve(A, np.concatenate([np.zeros(n), -viol]), L.gidx, self.lu, self._Ax)
+        rhs = np.concatenate([np.zeros(n), -viol])
+        dx = _kkt_solve(A, rhs, L.gidx, self.ws.lu, self.ws.Ax, False)
         return qd + dx[:n]
 
     def energies(self, Q, Qd):
         """(kinetic, gravity, strain, modal damping power) arrays over a history."""
         g, _ = self._g()
         out = np.zeros((len(Q), 4))
-        s = self.system
-        _energies(
-            np.ascontiguousarray(Q),
-            np.ascontiguousarray(Qd),
-            self.nb,
-            self.rm,
-            self.rc,
-            np.ascontiguousarray(s.inertia.Jc, float),
-            self.isflex,
-            self.f_body,
-            self.f_col0,
-            self.f_n,
-            self.f_mass,
-            self.f_c,
-            self.f_E0,
-            self.f_St,
-            self.f_S,
-            self.f_P,
-            self.f_K,
-            self.f_D,
-            self.f_o1,
-            self.f_o2,
-            self.f_o3,
-            g,
-            out,
-        )
+        _energies(np.ascontiguousarray(Q), np.ascontiguousarray(Qd), self.model.bodies, g, out)
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
     def force_energies(self, times, Q, Qd):
@@ -2951,18 +2839,19 @@ class Engine:
         else:
             S_all = np.empty((1,) + cs.s.shape)
             T_all = np.empty((1, len(cs.target)))
-        r = self.r
         ft = self.ft
         if not ft.empty:
             ft.refresh()
         FA_all, LF_all = ft.tabulate(times)
+        sched = (np.asarray(times, float), S_all, T_all, FA_all, LF_all)
+        state = tuple(np.array(x, float) for x in (q, qd, qdd, a, lam))
+        out = (Tq, Tqd, Tqdd, Tlam, reac, iters, resid, hist, viol)
         return _run(
-            np.array(q, float),
-            np.array(qd, float),
-            np.array(qdd, float),
-            np.array(a, float),
-            np.array(lam, float),
-            np.asarray(times, float),
+            self.model,
+            self.inputs(),
+            workspace(len(state[0]), len(state[4]), self.model.layout, self._lu),
+            sched,
+            state,
             float(h),
             scheme.beta,
             scheme.gamma,
@@ -2971,69 +2860,33 @@ class Engine:
             float(tol),
             float(rtol),
             int(max_iter),
-            S_all,
-            T_all,
-            Tq,
-            Tqd,
-            Tqdd,
-            Tlam,
-            reac,
-            iters,
-            resid,
-            hist,
-            viol,
-            *self._args(),
-            self.nj,
-            r["joint"],
-            r["side"],
-            r["sgn"],
-            r["child"],
-            r["side_body"],
-            r["CC"],
-            r["sC"],
-            self.d_joint,
-            self.d_col0,
-            self.d_n,
-            self.d_modes,
-            self.d_off,
             bool(gauge),
-            FA_all,
-            LF_all,
             bool(project),
-            self.layout.gidx,
-            self.lu,
+            out,
         )
 
+    def interface_loads(self, q, lam):
+        """``(v, Kitf)``: the lagged interface loads and their stiffness (flat) that the
+        compiled loop sets after a step ending at ``(q, lam)`` (:func:`_interface_loads`;
+        zeros unless :attr:`itf_compiled`). Does not change the engine's own."""
+        nj = self.n_joints
+        q = np.asarray(q, float)
+        reac, FC, pC = np.zeros((nj, 6)), np.zeros((nj, 3, 3)), np.zeros((nj, 3))
+        _reactions(q, np.asarray(lam, float), self.nb, self.model.joints, self.cs.s, reac, FC, pC)
+        v, K = np.zeros_like(self.itf), np.zeros_like(self.Kitf)
+        if self.itf_compiled:
+            m = self.model
+            _interface_loads(m.interfaces, m.bodies, q, reac, FC, pC, v, K)
+        return v, K
+
     def reactions(self, q, lam):
-        cs = self.cs
-        out = np.zeros((self.n_joints, 6))
-        r = self.r
+        """Joint reactions ``(n_joints, 6)`` (``[n; f]`` in the child joint frame, as
+        :meth:`ConstraintSet.reactions`) at ``(q, lam)`` with the current slot vectors."""
+        nj = self.n_joints
+        out = np.zeros((nj, 6))
+        jm = self.model.joints
+        FC, pC = np.zeros((nj, 3, 3)), np.zeros((nj, 3))
         _reactions(
-            np.asarray(q, float),
-            np.asarray(lam, float),
-            self.nb,
-            cs.b,
-            cs.s,
-            cs.sg,
-            cs.pt,
-            self.fs_index,
-            self.fs_col0,
-            self.fs_n,
-            self.fs_point,
-            self.fs_X,
-            self.fs_off,
-            r["joint"],
-            r["side"],
-            r["sgn"],
-            r["child"],
-            r["side_body"],
-            r["CC"],
-            r["sC"],
-            self.d_joint,
-            self.d_col0,
-            self.d_n,
-            self.d_modes,
-            self.d_off,
-            out,
+            np.asarray(q, float), np.asarray(lam, float), self.nb, jm, self.cs.s, out, FC, pC
         )
         return out

@@ -76,7 +76,7 @@ from ..model.bodies import Ground
 from ..spatial import skew
 from .quaternion import TE, TG, Apoly, Emat, Gmat, dAs
 
-__all__ = ["FlexibleSet", "FlexSDA", "OMEGA_PRODUCTS"]
+__all__ = ["FlexibleSet", "FlexSDA", "InterfaceLoadTable", "OMEGA_PRODUCTS", "interface_wrenches"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 
@@ -159,6 +159,80 @@ class _FlexData:
                 v[6 * k : 6 * k + 6] = loads[nm]
         self.itf_load = v
         self.K_itf = np.tensordot(v, self.Kitf, axes=1) if len(v) else np.zeros((self.n, self.n))
+
+
+class InterfaceLoadTable:
+    """Where joint reactions load the stiffened interfaces of flexible bodies.
+
+    One row per (joint, side) whose frame is an :class:`~flexmbd.InterfaceFrame` with a
+    lagged load (``d.itf_names`` of a body with geometric stiffening), in the order of the
+    joints, child frame before parent frame. The load vector ``v`` concatenates the
+    wrench components ``[m; f]`` (body axes) of every such interface, body by body
+    (``load_off``: first component of each flexible body, ``6 len(d.itf_names)`` of them).
+    Built once per system; its arrays feed the compiled engine
+    (:class:`~flexmbd.absolute.engine.Interfaces`), :func:`interface_wrenches` is the
+    numpy reference.
+    """
+
+    def __init__(self, joints, flex):
+        self.load_off = np.zeros(len(flex), np.int64)
+        o = 0
+        for kf, d in enumerate(flex):
+            self.load_off[kf] = o
+            o += 6 * len(d.itf_names)
+        self.n_load = o
+        rows = []
+        for k, j in enumerate(joints):
+            for fr, sign in ((j.child_frame, 1.0), (j.parent_frame, -1.0)):
+                name = getattr(fr, "interface_name", None)
+                for kf, d in enumerate(flex):
+                    if fr.body is not d.body or name not in d.itf_names:
+                        continue
+                    off = self.load_off[kf] + 6 * d.itf_names.index(name)
+                    X = np.asarray(fr.modes, float)[3:]
+                    rows.append((k, sign, d.index, off, fr.position, X, d.col0, d.n))
+        m = len(rows)
+        self.joint = np.array([r[0] for r in rows], np.int64)
+        self.sign = np.array([r[1] for r in rows], float)
+        self.body = np.array([r[2] for r in rows], np.int64)
+        self.off = np.array([r[3] for r in rows], np.int64)
+        self.s0 = np.array([r[4] for r in rows], float).reshape(m, 3)
+        self.X = (
+            np.ascontiguousarray(np.concatenate([r[5].ravel() for r in rows]))
+            if rows
+            else np.zeros(0)
+        )
+        self.X_off = np.concatenate([[0], np.cumsum([3 * r[7] for r in rows])]).astype(np.int64)
+        self.col0 = np.array([r[6] for r in rows], np.int64)
+        self.n = np.array([r[7] for r in rows], np.int64)
+
+    def __len__(self):
+        return len(self.joint)
+
+
+def interface_wrenches(tab, q, R, r, reac, FC, pC):
+    """Interface wrenches of the joints (numpy reference of the compiled engine's).
+
+    ``tab``: :class:`InterfaceLoadTable`; ``q`` coordinates; ``R`` (nb, 3, 3), ``r``
+    (nb, 3): body rotations and frame origins (world, m); ``reac`` (nj, 6): joint
+    reactions ``[n; f]`` (N m, N) on the child in the child joint frame, whose rotation
+    and origin in the world are ``FC`` (nj, 3, 3) and ``pC`` (nj, 3). Returns the load
+    vector ``v`` (``tab.n_load``): per interface the wrench ``[m; f]`` its joints apply
+    to the body, in body axes, about the deformed interface origin.
+    """
+    v = np.zeros(tab.n_load)
+    for c in range(len(tab.joint)):
+        k, b, n = tab.joint[c], tab.body[c], tab.n[c]
+        X = tab.X[tab.X_off[c] : tab.X_off[c] + 3 * n].reshape(3, n)
+        qf = q[tab.col0[c] : tab.col0[c] + n]
+        n_w, f_w = FC[k] @ reac[k, :3], FC[k] @ reac[k, 3:]
+        p_itf = r[b] + R[b] @ (tab.s0[c] + X @ qf)
+        n_w = tab.sign[c] * (n_w + np.cross(pC[k] - p_itf, f_w))
+        f_w = tab.sign[c] * f_w
+        o = tab.off[c]
+        v[o : o + 3] += R[b].T @ n_w
+        v[o + 3 : o + 6] += R[b].T @ f_w
+    return v
 
 
 class FlexibleSet:

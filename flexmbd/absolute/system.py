@@ -55,7 +55,13 @@ from ..model.sda import SpringDamperActuator
 from .constraints import ConstraintSet
 from .coordinates import COORD_LABELS, SPEED_LABELS, pack, tree_state, twist_to_qd
 from .energy import EnergyMeter
-from .flexible import FlexibleSet, FlexPointForce, FlexSDA
+from .flexible import (
+    FlexibleSet,
+    FlexPointForce,
+    FlexSDA,
+    InterfaceLoadTable,
+    interface_wrenches,
+)
 from .forces import (
     BodyState,
     GravityBatch,
@@ -743,39 +749,18 @@ class AbsoluteSystem:
         q = np.asarray(q, float)
         reac = self.constraints.reactions(q, lam, t)
         st = BodyState(self.index, q, np.zeros_like(q))
-        for d in flex:
+        tab = self.interface_load_table()
+        FC, pC = self._child_frames(st, q, set(tab.joint.tolist()))
+        v = interface_wrenches(tab, q, st.R, st.r, reac, FC, pC)
+        for kf, d in enumerate(self.flexible.flex):
+            if not d.itf_names:
+                continue
             loads = {}
-            R, r = st.R[d.index], st.r[d.index]
-            qf = q[d.col0 : d.col0 + d.n]
-            for k, j in enumerate(self.joints):
-                for fr, sign in ((j.child_frame, 1.0), (j.parent_frame, -1.0)):
-                    name = getattr(fr, "interface_name", None)
-                    if fr.body is not d.body or name not in d.itf_names:
-                        continue
-                    W = reac[k]
-                    # child joint frame (world) carries the reaction [n; f] on the child
-                    cb = j.child
-                    if isinstance(cb, Ground):
-                        Rc, rc = np.eye(3), np.zeros(3)
-                        Cc, sc = j.child_frame.rotation, j.child_frame.position
-                    else:
-                        ci = self.index[id(cb)]
-                        Rc, rc = st.R[ci], st.r[ci]
-                        cf = j.child_frame
-                        if hasattr(cf, "pose") and cb in [x.body for x in self.flexible.flex]:
-                            dc = self.flexible.by_index[ci]
-                            Cc, sc = cf.pose(q[dc.col0 : dc.col0 + dc.n])
-                        else:
-                            Cc, sc = cf.rotation, cf.position
-                    FC = Rc @ Cc
-                    pC = rc + Rc @ sc
-                    n_w, f_w = FC @ W[:3], FC @ W[3:]
-                    Cb, sb = fr.pose(qf)
-                    p_itf = r + R @ sb
-                    n_w = sign * (n_w + np.cross(pC - p_itf, f_w))
-                    f_w = sign * f_w
-                    w = np.concatenate([R.T @ n_w, R.T @ f_w])
-                    loads[name] = loads.get(name, 0.0) + w
+            o = tab.load_off[kf]
+            for i, name in enumerate(d.itf_names):
+                if np.any(tab.off == o + 6 * i):  # a joint loads this interface
+                    loads[name] = v[o + 6 * i : o + 6 * i + 6].copy()
+            R = st.R[d.index]
             for fp in self._flex_pf:
                 name = getattr(fp.el.attachment, "interface_name", None)
                 if fp.d is d and name in d.itf_names:
@@ -795,6 +780,56 @@ class AbsoluteSystem:
                     w = np.concatenate([np.zeros(3), R.T @ (sF * f * u)])
                     loads[name] = loads.get(name, 0.0) + w
             d.set_interface_loads(loads)
+
+    def interface_load_table(self) -> InterfaceLoadTable:
+        """The joints that load stiffened interfaces (:class:`.flexible.InterfaceLoadTable`,
+        built once)."""
+        if getattr(self, "_itf_table", None) is None:
+            self._itf_table = InterfaceLoadTable(self.joints, self.flexible.flex)
+        return self._itf_table
+
+    def interface_loads_compiled(self) -> bool:
+        """True when every lagged interface load comes from joint reactions (no point load
+        or spring-damper-actuator at a stiffened interface): the compiled engine then
+        updates them inside its step loop."""
+        for d in self.flexible.flex:
+            for fp in self._flex_pf:
+                name = getattr(fp.el.attachment, "interface_name", None)
+                if fp.d is d and name in d.itf_names:
+                    return False
+            for fs in self._flex_sda:
+                for a in (0, 1):
+                    fr = (fs.el.frame_i, fs.el.frame_j)[a]
+                    e_ = fs.ends[a]
+                    if e_ is not None and e_[0] == d.index:
+                        if getattr(fr, "interface_name", None) in d.itf_names:
+                            return False
+        return True
+
+    def _child_frames(self, st, q, joints):
+        """Child joint frames ``(FC (nj, 3, 3), pC (nj, 3))`` in the world for the joint
+        indices in ``joints`` (others zero); deforming frames follow the modes."""
+        nj = len(self.joints)
+        FC, pC = np.zeros((nj, 3, 3)), np.zeros((nj, 3))
+        flex_bodies = [x.body for x in self.flexible.flex]
+        for k in joints:
+            j = self.joints[k]
+            cb = j.child
+            if isinstance(cb, Ground):
+                Rc, rc = np.eye(3), np.zeros(3)
+                Cc, sc = j.child_frame.rotation, j.child_frame.position
+            else:
+                ci = self.index[id(cb)]
+                Rc, rc = st.R[ci], st.r[ci]
+                cf = j.child_frame
+                if hasattr(cf, "pose") and cb in flex_bodies:
+                    dc = self.flexible.by_index[ci]
+                    Cc, sc = cf.pose(q[dc.col0 : dc.col0 + dc.n])
+                else:
+                    Cc, sc = cf.rotation, cf.position
+            FC[k] = Rc @ Cc
+            pC[k] = rc + Rc @ sc
+        return FC, pC
 
     # -- energies ---------------------------------------------------------------------
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:

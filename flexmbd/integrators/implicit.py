@@ -444,7 +444,9 @@ class ImplicitStepper:
         self.meter = None  # energies of the engine's models: after the run, batched
         # the compiled loop projects velocities itself (scleronomic models: no drivers)
         project_ok = not self.project or not system.constraints.rheonomic
-        if not (self.eng.itf_lagged or not project_ok or self.callback is not None):
+        # lagged interface loads: in the compiled loop when they all come from joints
+        itf_python = self.eng.itf_lagged and not self.eng.itf_compiled
+        if not (itf_python or not project_ok or self.callback is not None):
             return "compiled"
         return "engine"
 
@@ -738,6 +740,7 @@ class ImplicitStepper:
             self.qdd, self.lam = Tqdd[stop - 1].copy(), Tlam[stop - 1].copy()
             self.i = i0 + stop - 1
             self._row = {key: v[-1] for key, v in rows.items() if key != "t"}
+            self.eng.store_interface_loads()  # the loop's lagged loads, for checkpoints
         self.wall += elapsed
         err = runaway
         if failed and err is None:
