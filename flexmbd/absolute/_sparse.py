@@ -91,10 +91,12 @@ class LUWork(NamedTuple):
 def fresh_work(w):
     """A :class:`LUWork` with ``w``'s pattern and column order and its own (zeroed) factor
     storage and scratch (no new analysis)."""
-    z = lambda x: np.zeros_like(x)
-    return w._replace(
-        **{f: z(getattr(w, f)) for f in LUWork._fields if f not in ("n", "Ap", "Ai", "Q")}
-    )._replace(pinv=-np.ones(w.n, np.int64), stat=np.array([0, 0, 0, w.Li.shape[0]], np.int64))
+    z = np.zeros_like
+    return LUWork(
+        w.n, w.Ap, w.Ai, w.Q, z(w.Lp), z(w.Li), z(w.Lx), z(w.Up), z(w.Ui), z(w.Ux), z(w.Ud),
+        z(w.P), -np.ones(w.n, np.int64), z(w.x), z(w.xi), z(w.mark), z(w.stack), z(w.pstack),
+        z(w.rwork), np.array([0, 0, 0, w.Li.shape[0]], np.int64),
+    )  # fmt: skip
 
 
 def empty_work():

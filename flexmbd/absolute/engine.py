@@ -2413,6 +2413,11 @@ def _energies(Q, Qd, bm, g, out):
         out[t, 3] = pd
 
 
+def _with_layout(m, layout):
+    """``m`` (:class:`Model`) with another Newton-matrix layout."""
+    return Model(m.bodies, m.joints, m.forces, m.interfaces, layout)
+
+
 class Engine:
     """Compiled Newton engine of one :class:`~flexmbd.absolute.system.AbsoluteSystem`.
 
@@ -2526,7 +2531,7 @@ class Engine:
         self.sparse = bool(sparse)
         self._lu = None
         if self.sparse:
-            self.model = self.model._replace(layout=self._layout())
+            self.model = _with_layout(self.model, self._layout())
             L = self.model.layout
             self._lu = analyze(L.Ap, L.Ai, s.n + s.nc)
         #: the compiled description of the system (:class:`Model`), built once
@@ -2601,7 +2606,7 @@ class Engine:
         couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
         L = kkt_layout(n, nc, body_cols, rows, couplings)
         dense = self.model.layout
-        self.model = self.model._replace(layout=L)
+        self.model = _with_layout(self.model, L)
         self.ws = workspace(n, nc, L)
         rng = np.random.default_rng(20261127)
         arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F)
@@ -2628,14 +2633,24 @@ class Engine:
         finally:
             for x, v in zip(arrays, saved):
                 x[...] = v
-            self.model = self.model._replace(layout=dense)
+            self.model = _with_layout(self.model, dense)
         owner = np.full(n + nc, -1)
         for b, c in enumerate(body_cols):
             owner[c] = b
         cols = np.repeat(np.arange(n + nc), np.diff(L.Ap))
         keep = nz | ((owner[L.Ai] == owner[cols]) & (owner[cols] >= 0))
         Ap = np.concatenate([[0], np.cumsum(np.bincount(cols[keep], minlength=n + nc))])
-        return L._replace(Ap=Ap.astype(np.int64), Ai=L.Ai[keep], gidx=L.gidx[keep])
+        return KKTLayout(
+            L.n,
+            L.nc,
+            L.width,
+            L.cmap,
+            Ap.astype(np.int64),
+            L.Ai[keep],
+            L.gidx[keep],
+            L.rptr,
+            L.rcol,
+        )
 
     def _dense(self, A):
         """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
