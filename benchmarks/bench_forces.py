@@ -5,14 +5,18 @@
   the slider);
 * chains of N rods (revolute joints about z, 1 kg, 0.5 m, gravity, an SDA k = 5e3 N/m,
   c = 20 N s/m between every pair of neighbours; ``bench_absolute.chain``), N = 10, 25,
-  50, 100.
+  50, 100, 200, 400 (issue 13 item 4: above ``MAX_DENSE`` unknowns the engine solves with
+  its compiled sparse LU, :mod:`flexmbd.absolute._sparse`);
+* the dense/sparse crossover of the engine's solve: chains of N = 5 ... 30 run both ways
+  (``engine.MAX_DENSE`` set to force either).
 
 Both codes: rigid bodies in Euler parameters, the same joints, SpringDamper connectors,
 Newmark beta = 1/4, gamma = 1/2 (index 3), dt = 0.01 s, Newton tolerance 1e-7 (flexmbd:
 scaled residual; Exudyn: relative and absolute), full Newton, no velocity projection
 (flexmbd's default for gamma = 1/2 projects the velocities after each step; Exudyn does
 not, so both run without). Exudyn runs
-its dense and its sparse (Eigen) linear solver; the faster is reported. CPU time
+its dense and its sparse (Eigen) linear solver (sparse only above 1,000 unknowns, where
+the dense one takes seconds per step); the faster is reported. CPU time
 (``time.process_time``) of the whole time integration (initial conditions excluded, no
 energy bookkeeping, no file output), best of ``REPEAT`` runs.
 
@@ -70,6 +74,7 @@ def run_flexmbd(model, steps):
         "iters": float(res.stats["newton_iterations"][1:].mean()),
         "pos": pos,
         "engine": Engine.supports(s),
+        "sparse": Engine.supports(s) and s.engine().sparse,
         "n": s.n + s.nc,
     }
 
@@ -162,10 +167,10 @@ def exudyn_model(model):
     return exu, mbs, idx, [num(b) for b in s.bodies]
 
 
-def run_exudyn(model, steps):
+def run_exudyn(model, steps, solvers=("EXUdense", "EigenSparse")):
     best = np.inf
     out = None
-    for solver in ("EXUdense", "EigenSparse"):
+    for solver in solvers:
         for _ in range(REPEAT):
             exu, mbs, idx, order = exudyn_model(model)
             sim = exu.SimulationSettings()
@@ -229,7 +234,7 @@ def user_force_model():
 
 def compare(model, steps):
     a = run_flexmbd(model, steps)
-    b = run_exudyn(model, steps)
+    b = run_exudyn(model, steps, ("EigenSparse",) if a["n"] > 1000 else ("EXUdense", "EigenSparse"))
     n = min(len(a["pos"]), len(b["pos"]))
     diff = float(np.abs(a["pos"][:n] - b["pos"][:n]).max())
     return {"ours": a, "exu": b, "diff": diff}
@@ -293,6 +298,28 @@ def rotor(steps=20000, generic_steps=200):
     }
 
 
+def crossover(sizes=(5, 10, 15, 20, 25, 30), steps=60):
+    """CPU us per step of the chains with the engine's dense LAPACK solve and with its
+    sparse LU (``engine.MAX_DENSE`` set to force either), same run."""
+    import bench_absolute as ba
+
+    from flexmbd.absolute import engine as E
+
+    keep = E.MAX_DENSE
+    out = []
+    try:
+        for n in sizes:
+            row = [n]
+            for limit in (10**9, 0):
+                E.MAX_DENSE = limit
+                r = run_flexmbd(ba.chain(n), steps)
+                row += [r["cpu"] * 1e6]
+            out.append((row[0], r["n"], row[1], row[2]))
+    finally:
+        E.MAX_DENSE = keep
+    return out
+
+
 def main(write=True):
     import bench_absolute as ba
     import exudyn
@@ -302,13 +329,18 @@ def main(write=True):
         ("seed 002 slider-crank, 1 SDA", compare(sc.build(2e4, 0.0), 300)),
         ("same, SDA as a Python user force element", compare(user_force_model(), 30)),
     ]
-    sizes = (10, 25, 50, 100)
+    sizes = (10, 25, 50, 100, 200, 400)
     chains = []
     for n in sizes:
-        r = compare(ba.chain(n), 100 if n <= 50 else 40)
+        r = compare(ba.chain(n), 100 if n <= 50 else 40 if n <= 100 else 20)
         chains.append((n, r))
         rows.append((f"chain, {n} bodies, {n - 1} SDAs", r))
     p_ours = np.polyfit(np.log(sizes), np.log([r["ours"]["cpu"] for _, r in chains]), 1)[0]
+    big = [k for k, n in enumerate(sizes) if n >= 50]
+    p_big = np.polyfit(
+        np.log(np.array(sizes)[big]), np.log([chains[k][1]["ours"]["cpu"] for k in big]), 1
+    )[0]
+    cross = crossover()
     p_exu = np.polyfit(np.log(sizes), np.log([r["exu"]["cpu"] for _, r in chains]), 1)[0]
     lines = [
         "<!-- forces:start -->",
@@ -319,8 +351,9 @@ def main(write=True):
         "Newton; CPU time of the time integration per step, best of "
         f"{REPEAT} (Exudyn: the faster of its dense and sparse solvers; both without "
         "velocity projection). `engine`: the model runs in flexmbd's "
-        "compiled engine (dense KKT solve, `n + nc <= MAX_DENSE = 400`); larger models "
-        "run the generic sparse path. Position difference: max over bodies and steps "
+        "compiled engine (dense LAPACK solve up to `MAX_DENSE` unknowns, above it the "
+        "compiled sparse LU of `flexmbd.absolute._sparse` with its compressed matrix "
+        "layout). Position difference: max over bodies and steps "
         "of the body reference points, flexmbd - Exudyn. The Python user force element "
         "row is the documented callback path for force laws the engine does not "
         "compile: the model leaves the engine.",
@@ -337,9 +370,11 @@ def main(write=True):
     ]
     for name, r in rows:
         a, b = r["ours"], r["exu"]
+        path = "generic"
+        if a["engine"]:
+            path = "engine, sparse LU" if a["sparse"] else "engine, dense"
         lines.append(
-            f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | "
-            f"{'engine' if a['engine'] else 'generic'} | {a['iters']:.2f} | "
+            f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | {path} | {a['iters']:.2f} | "
             f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {b['iters']:.2f} | "
             f"{a['cpu'] / b['cpu']:.2f} | {r['diff']:.1e} |"
         )
@@ -358,7 +393,24 @@ def main(write=True):
     lines += [
         "",
         f"Growth with the number of bodies N = {', '.join(map(str, sizes))} "
-        f"(time per step ~ N^p): flexmbd p = {p_ours:.2f}, Exudyn p = {p_exu:.2f}.",
+        f"(time per step ~ N^p): flexmbd p = {p_ours:.2f} (N >= 50: {p_big:.2f}), "
+        f"Exudyn p = {p_exu:.2f}.",
+        "",
+        "Issue 13 targets: 50-body chain <= 0.5 ms per step, measured "
+        f"{chains[sizes.index(50)][1]['ours']['cpu'] * 1e3:.2f} ms; seed slider-crank "
+        f"<= 30 us, measured {rows[0][1]['ours']['cpu'] * 1e6:.0f} us (both faster than "
+        "Exudyn, neither target reached). Per step (2 corrections): two Newton-matrix "
+        "assemblies, one residual and two sparse solves, the first of them a pivoting "
+        "factorization (so that each step depends on its own state only: checkpoints "
+        "resume bitwise), the second a refactorization with its pivots.",
+        "",
+        "Dense/sparse crossover of the engine's Newton solve (`benchmarks/bench_forces.py`"
+        " `crossover()`, the same chains, us per step, same run; `engine.MAX_DENSE` "
+        "forced):",
+        "",
+        "| bodies | unknowns | dense LAPACK | sparse LU | sparse / dense |",
+        "|---:|---:|---:|---:|---:|",
+        *(f"| {n} | {m} | {d:.0f} | {sp_:.0f} | {sp_ / d:.2f} |" for n, m, d, sp_ in cross),
         "<!-- forces:end -->",
     ]
     text = "\n".join(lines)

@@ -1,4 +1,4 @@
-r"""Compiled Newton engine of the absolute formulation for small and mid-size systems.
+r"""Compiled Newton engine of the absolute formulation.
 
 The generic path of :class:`~flexmbd.absolute.system.AbsoluteSystem` assembles every
 term from vectorized numpy pieces into sparse matrices (exact, any size, any force
@@ -7,7 +7,7 @@ flexible bodies, any joint (drivers included), uniform gravity, spring-damper-ac
 (rigid and deforming ends) and point forces and torques (:mod:`.force_kernels`) — this
 module runs
 the whole Newton iteration of one implicit step in compiled code (numba, allocation
-light, dense LAPACK solve): the same equations, the same exact Jacobians, the same
+light): the same equations, the same exact Jacobians, the same
 convergence test as :func:`flexmbd.integrators.implicit.integrate`. Its kernels are
 line-by-line ports of the numpy reference (:mod:`.inertia`, :mod:`.flexible`,
 :mod:`.constraints`, :mod:`.forces` gravity, :mod:`flexmbd.flexible.ffr`) and are
@@ -15,7 +15,7 @@ tested against it (``tests/flexible/test_engine.py``: residuals and Newton matri
 equal to round-off on random states).
 
 Used by the integrators when :func:`Engine.supports` says so (every force element one of
-:attr:`Engine.COMPILED_FORCES`, no HHT force form, ``n + nc`` up to ``MAX_DENSE``);
+:attr:`Engine.COMPILED_FORCES`, no HHT force form, no coordinate rows), at any size;
 ``integrate(..., engine=False)`` forces the generic path. Other force elements
 (:class:`~flexmbd.JointForce`, user :class:`~flexmbd.model.forces.ForceElement`
 subclasses written in Python) keep the whole model on the generic path: that is the
@@ -37,6 +37,17 @@ are updated inside the compiled step loop after every accepted step from the joi
 reactions it computes (:func:`_interface_loads`, a transcription of the numpy reference
 :func:`flexmbd.absolute.flexible.interface_wrenches`), unless a point load or an SDA acts at
 such an interface (then the step loop stays in Python).
+
+Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns it is assembled in a
+column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns
+that never share a row share a slot, so storage and assembly grow with the number of
+bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column order and
+pattern computed once per system; the first solve of each step factors with partial
+pivoting, the next ones refactorize with its pivots while every pivot passes its test:
+each step's arithmetic depends on its own state only, so a resumed run is bitwise equal).
+Up to ``MAX_DENSE`` the dense matrix and LAPACK (the identity layout, same kernels).
+Cost per step of a chain of rods with SDAs: linear in the number of bodies
+(``benchmarks/bench_forces.py``).
 """
 
 from typing import NamedTuple
@@ -46,6 +57,19 @@ from numba import njit
 
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
+from ._sparse import (
+    KKTLayout,
+    LUWork,
+    analyze,
+    dense_layout,
+    empty_work,
+    factor,
+    fresh_work,
+    gather,
+    kkt_layout,
+    refactor,
+    solve,
+)
 from .force_kernels import ForceTable, force_energies, forces_add
 
 __all__ = [
@@ -60,7 +84,10 @@ __all__ = [
     "Workspace",
 ]
 
-MAX_DENSE = 400
+#: the largest Newton system (``n + nc`` unknowns) solved with dense LAPACK; larger ones use
+#: the compressed layout and the compiled sparse LU of :mod:`._sparse`, faster from 13
+#: unknowns up (a single body and its joint: ``benchmarks/bench_forces.py`` ``crossover``)
+MAX_DENSE = 12
 
 
 # -- the compiled model description and the per-run workspace -------------------------------
@@ -170,12 +197,14 @@ class Interfaces(NamedTuple):
 
 
 class Model(NamedTuple):
-    """Compiled, immutable description of one absolute system."""
+    """Compiled, immutable description of one absolute system; ``layout`` the storage of
+    its Newton matrix (:class:`._sparse.KKTLayout`: dense, or compressed for the sparse LU)."""
 
     bodies: Bodies
     joints: Joints
     forces: Forces
     interfaces: Interfaces
+    layout: KKTLayout
 
 
 class Inputs(NamedTuple):
@@ -196,7 +225,9 @@ class Inputs(NamedTuple):
 
 
 class Workspace(NamedTuple):
-    """Scratch of one Newton loop over ``n`` coordinates and ``nc`` constraint rows."""
+    """Scratch of one Newton loop over ``n`` coordinates and ``nc`` constraint rows; the
+    matrices in the layout's storage (``width`` columns); ``lu``, ``Ax`` the sparse LU's
+    factors and values (size 0 for the dense layout)."""
 
     r: np.ndarray
     phi: np.ndarray
@@ -208,13 +239,30 @@ class Workspace(NamedTuple):
     Q: np.ndarray
     Pq: np.ndarray
     Hm: np.ndarray
+    lu: LUWork
+    Ax: np.ndarray
 
 
-def workspace(n, nc):
-    """A fresh :class:`Workspace` for ``n`` coordinates and ``nc`` constraint rows."""
+def workspace(n, nc, layout=None, lu=None):
+    """A fresh :class:`Workspace` for ``n`` coordinates and ``nc`` constraint rows, its
+    matrices in ``layout``'s storage (None: dense); ``lu``: the analysis of the sparse
+    LU (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage."""
     z = np.zeros
+    W = n + nc if layout is None else layout.width
+    lu = empty_work() if lu is None else fresh_work(lu)
     return Workspace(
-        z(n), z(nc), z((n + nc, n + nc)), z(n + nc), z(n), z(n), z(n), z(n), z((nc, n)), z((n, n))
+        z(n),
+        z(nc),
+        z((n + nc, W)),
+        z(n + nc),
+        z(n),
+        z(n),
+        z(n),
+        z(n),
+        z((nc, W)),
+        z((n, W)),
+        lu,
+        z(layout.gidx.shape[0] if lu.n else 0),
     )
 
 
@@ -487,25 +535,26 @@ def _TG_add(x, c, Out, r0, c0):
 
 
 @njit(cache=True)
-def _Smat_add(mu, s, c, H, r0):
-    """``H[r0:r0+4, r0:r0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`_Smat`)."""
+def _Smat_add(mu, s, c, H, r0, k0):
+    """``H[r0:r0+4, k0:k0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`_Smat`;
+    ``k0`` the slot of column ``r0`` in the compressed layout)."""
     ms = mu[0] * s[0] + mu[1] * s[1] + mu[2] * s[2]
     c0 = s[1] * mu[2] - s[2] * mu[1]
     c1 = s[2] * mu[0] - s[0] * mu[2]
     c2 = s[0] * mu[1] - s[1] * mu[0]
-    H[r0, r0] += c * (2 * ms)
-    H[r0, r0 + 1] += c * (2 * c0)
-    H[r0 + 1, r0] += c * (2 * c0)
-    H[r0, r0 + 2] += c * (2 * c1)
-    H[r0 + 2, r0] += c * (2 * c1)
-    H[r0, r0 + 3] += c * (2 * c2)
-    H[r0 + 3, r0] += c * (2 * c2)
+    H[r0, k0] += c * (2 * ms)
+    H[r0, k0 + 1] += c * (2 * c0)
+    H[r0 + 1, k0] += c * (2 * c0)
+    H[r0, k0 + 2] += c * (2 * c1)
+    H[r0 + 2, k0] += c * (2 * c1)
+    H[r0, k0 + 3] += c * (2 * c2)
+    H[r0 + 3, k0] += c * (2 * c2)
     for i in range(3):
         for j in range(3):
             v = 2 * (mu[i] * s[j] + s[i] * mu[j])
             if i == j:
                 v -= 2 * ms
-            H[r0 + 1 + i, r0 + 1 + j] += c * v
+            H[r0 + 1 + i, k0 + 1 + j] += c * v
 
 
 # -- rigid body inertia (port of inertia.BodyInertia.residual) ---------------------------
@@ -1399,8 +1448,9 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
 
 
 @njit(cache=True)
-def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
-    """phi (nc), dense Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n)."""
+def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
+    """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
+    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
     b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = (
         jm.b,
         jm.sg,
@@ -1467,9 +1517,11 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
             o = Y if k < 2 else X
             c7 = 7 * bk
             for i in range(3):
-                Pq[p, c7 + i] += sg[p, k] * pt[p, k] * o[i]
+                Pq[p, cm[c7 + i]] += sg[p, k] * pt[p, k] * o[i]
             for j in range(4):
-                Pq[p, c7 + 3 + j] += dA[k, 0, j] * o[0] + dA[k, 1, j] * o[1] + dA[k, 2, j] * o[2]
+                Pq[p, cm[c7 + 3 + j]] += (
+                    dA[k, 0, j] * o[0] + dA[k, 1, j] * o[1] + dA[k, 2, j] * o[2]
+                )
             f = fid[k]
             if f >= 0:
                 n = fs_n[f]
@@ -1480,7 +1532,7 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
                             if Ab[k, r, l] != 0.0:
                                 v += Ab[k, r, l] * Jq[k, l, j]
                         jc[r] = sg[p, k] * v
-                    Pq[p, fs_col0[f] + j] += jc[0] * o[0] + jc[1] * o[1] + jc[2] * o[2]
+                    Pq[p, cm[fs_col0[f] + j]] += jc[0] * o[0] + jc[1] * o[1] + jc[2] * o[2]
         if not hessian:
             continue
         lp = lam[p]
@@ -1526,8 +1578,8 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
                             + Jfull[kx, 1, i] * Jfull[ky, 1, j]
                             + Jfull[kx, 2, i] * Jfull[ky, 2, j]
                         )
-                        H[ci, cj] += v
-                        H[cj, ci] += v
+                        H[ci, cm[cj]] += v
+                        H[cj, cm[ci]] += v
         # own second derivatives
         for k in range(4):
             bk = b[p, k]
@@ -1536,7 +1588,7 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
             o = Y if k < 2 else X
             e = q[7 * bk + 3 : 7 * bk + 7]
             c3 = 7 * bk + 3
-            _Smat_add(o, ys[k], lp * sg[p, k], H, c3)
+            _Smat_add(o, ys[k], lp * sg[p, k], H, c3, cm[c3])
             f = fid[k]
             if f < 0:
                 continue
@@ -1549,8 +1601,8 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
                 _dAs_to(e, jc, 1.0, Bj)
                 for i4 in range(4):
                     v = sgl * (Bj[0, i4] * o[0] + Bj[1, i4] * o[1] + Bj[2, i4] * o[2])
-                    H[c3 + i4, cf + j] += v
-                    H[cf + j, c3 + i4] += v
+                    H[c3 + i4, cm[cf + j]] += v
+                    H[cf + j, cm[c3 + i4]] += v
             if not fs_point[f]:
                 for i in range(3):
                     mu[i] = Ab[k, 0, i] * o[0] + Ab[k, 1, i] * o[1] + Ab[k, 2, i] * o[2]
@@ -1558,17 +1610,18 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian):
                 for i in range(3):
                     Hm += mu[i] * Hs[k, i]
                 Xf = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
-                H[cf : cf + n, cf : cf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
+                kf = cm[cf]  # a body's columns keep consecutive slots
+                H[cf : cf + n, kf : kf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
     # normalization rows
     for i in range(nb):
         e = q[7 * i + 3 : 7 * i + 7]
         phi[npm + i] = 0.5 * (e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] - 1.0)
         for j in range(4):
-            Pq[npm + i, 7 * i + 3 + j] += e[j]
+            Pq[npm + i, cm[7 * i + 3 + j]] += e[j]
         if hessian:
             li = lam[npm + i]
             for j in range(4):
-                H[7 * i + 3 + j, 7 * i + 3 + j] += li
+                H[7 * i + 3 + j, cm[7 * i + 3 + j]] += li
 
 
 @njit(cache=True)
@@ -1599,6 +1652,7 @@ def _system_terms(
     Returns the norms (|R|, |PtL|, |Q|) used by the convergence test."""
     bm, fm = m.bodies, m.forces
     nb = bm.nb
+    cm, rptr, rcol = m.layout.cmap, m.layout.rptr, m.layout.rcol
     (
         rm,
         rc,
@@ -1700,7 +1754,7 @@ def _system_terms(
                     v = aM * Mb[a, bb] + aKin * Kb[a, bb] + aDin * Db[a, bb]
                     if has_g:
                         v -= aK * Kg7[a, bb]
-                    Amat[c7 + a, c7 + bb] += v
+                    Amat[c7 + a, cm[c7 + bb]] += v
     for k in range(f_body.shape[0]):
         i = f_body[k]
         nf = f_n[k]
@@ -1771,7 +1825,7 @@ def _system_terms(
                     v = aM * Mf[a, bb] + aKin * Kf[a, bb] + aDin * Df[a, bb]
                     if has_g:
                         v -= aK * Kgf[a, bb]
-                    Amat[idx[a], idx[bb]] += v
+                    Amat[idx[a], cm[idx[bb]]] += v
     # force elements (SDAs, point loads; :mod:`.force_kernels`)
     if fm.s_int.shape[0] + fm.l_int.shape[0] > 0:
         forces_add(
@@ -1787,33 +1841,75 @@ def _system_terms(
             inp.lf,
             Q,
             Amat,
+            cm,
             aK,
             aD,
             jac,
         )
-    # constraints
+    # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
+    W = Amat.shape[1]
     Pq = ws.Pq
     Pq[:, :] = 0.0
     Hm = ws.Hm
     if jac:
         Hm[:, :] = 0.0
-    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac)
-    PtL = _tv(Pq, lam)
+    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac, cm)
+    PtL = np.zeros(n)
+    for a in range(nc):
+        la = lam[a]
+        for t in range(rptr[a], rptr[a + 1]):
+            j = rcol[t]
+            PtL[j] += Pq[a, cm[j]] * la
     for a in range(n):
         r_out[a] = R[a] + PtL[a] - Q[a]
     if jac:
         for a in range(n):
-            for bb in range(n):
+            for bb in range(W):
                 Amat[a, bb] += aK * Hm[a, bb]
         for a in range(nc):
-            for bb in range(n):
+            ka = cm[n + a]
+            for bb in range(W):
                 Amat[n + a, bb] = Pq[a, bb]
-                Amat[bb, n + a] = Pq[a, bb]
+            for t in range(rptr[a], rptr[a + 1]):
+                j = rcol[t]
+                Amat[j, ka] = Pq[a, cm[j]]
     out = np.empty(3)
     out[0] = np.sqrt((R * R).sum())
     out[1] = np.sqrt((PtL * PtL).sum())
     out[2] = np.sqrt((Q * Q).sum())
     return out
+
+
+@njit(cache=True)
+def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
+    """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
+    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`): with ``fresh`` a
+    factorization with partial pivoting, otherwise a refactorization with the last
+    pivots, factoring again when a pivot fails its test (or the solution is not finite).
+    Raises ``LinAlgError`` when the matrix is singular."""
+    if lu.n == 0:
+        return np.linalg.solve(A, rhs)
+    gather(A, gidx, Ax)
+    out = np.empty(lu.n)
+    for attempt in range(2):
+        st = 0 if (fresh or attempt > 0 or lu.stat[0] == 0) else refactor(lu, Ax)
+        if st != 1:
+            st = factor(lu, Ax)
+            if st == 0:
+                raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+            if st < 0:
+                raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
+        solve(lu, Ax, rhs, out, 0)
+        ok = True
+        for i in range(lu.n):
+            if not np.isfinite(out[i]):
+                ok = False
+                break
+        if ok:
+            return out
+        if st == 1 and (fresh or attempt > 0):
+            break  # a pivoting factorization and still not finite
+    raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
 
 
 @njit(cache=True)
@@ -1837,7 +1933,7 @@ def _newton(
     tiny = False
     # non-literal arguments: the same compiled specialization as Engine.terms
     one = bh2 / bh2
-    for k in range(max_iter + 1):
+    for k in range(max_iter + 1):  # k == 0: the step's first solve factors with pivoting
         for i in range(n):
             q1[i] = q_pred[i] + bh2 * x_qdd[i]
             v1[i] = v_pred[i] + gh * x_qdd[i]
@@ -1883,7 +1979,7 @@ def _newton(
             _system_terms(
                 m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
             )
-        dx = np.linalg.solve(A, -res)
+        dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, k == 0)
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
@@ -1925,7 +2021,7 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
         zc = np.zeros(nc)
         r_p = np.zeros(n)
         phi_p = np.zeros(nc)
-        A_p = np.zeros((n + nc, n + nc))
+        A_p = np.zeros((n + nc, ws.A.shape[1]))
         rhs = np.zeros(n + nc)
     for i in range(1, nt):
         a_part = (af * qdd - am * a) / (1 - am)
@@ -1973,12 +2069,14 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
             _system_terms(
                 m, inp_i, ws, q, zn, zn, zc, 1.0, 0.0, 0.0, 0.0, 0.0, r_p, phi_p, A_p, True, False
             )
+            cm, rptr, rcol = m.layout.cmap, m.layout.rptr, m.layout.rcol
             for r in range(nc):
                 v = 0.0
-                for c in range(n):
-                    v += A_p[n + r, c] * qd[c]
+                for t in range(rptr[r], rptr[r + 1]):
+                    c = rcol[t]
+                    v += A_p[n + r, cm[c]] * qd[c]
                 rhs[n + r] = -v
-            dx = np.linalg.solve(A_p, rhs)
+            dx = _kkt_solve(A_p, rhs, m.layout.gidx, ws.lu, ws.Ax, False)
             for c in range(n):
                 qd[c] += dx[c]
         elif gauge:  # Euler-parameter rates without their component along e
@@ -2326,6 +2424,11 @@ def _energies(Q, Qd, bm, g, out):
         out[t, 3] = pd
 
 
+def _with_layout(m, layout):
+    """``m`` (:class:`Model`) with another Newton-matrix layout."""
+    return Model(m.bodies, m.joints, m.forces, m.interfaces, layout)
+
+
 class Engine:
     """Compiled Newton engine of one :class:`~flexmbd.absolute.system.AbsoluteSystem`.
 
@@ -2337,7 +2440,7 @@ class Engine:
     velocity projection.
     """
 
-    def __init__(self, system):
+    def __init__(self, system, sparse=None):
         from ..model.forces import Gravity
 
         s = system
@@ -2431,10 +2534,19 @@ class Engine:
         self.n_joints = len(cs.joints)
         self.ft = ft = ForceTable(s)
         forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U)
-        #: the compiled description of the system (:class:`Model`), built once
-        self.model = Model(bodies, joints, forces, interfaces)
+        self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
-        self.ws = workspace(s.n, s.nc)  # scratch of :meth:`newton`
+        if sparse is None:
+            sparse = s.n + s.nc > MAX_DENSE
+        #: True: the compressed layout and the sparse LU (else dense LAPACK)
+        self.sparse = bool(sparse)
+        self._lu = None
+        if self.sparse:
+            self.model = _with_layout(self.model, self._layout())
+            L = self.model.layout
+            self._lu = analyze(L.Ap, L.Ai, s.n + s.nc)
+        #: the compiled description of the system (:class:`Model`), built once
+        self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
@@ -2443,13 +2555,12 @@ class Engine:
     @staticmethod
     def supports(system, scheme=None):
         """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
-        spring-damper-actuators with rigid or deforming ends, point forces and torques) and
-        the system is small enough (``n + nc <= MAX_DENSE``)."""
+        spring-damper-actuators with rigid or deforming ends, point forces and torques), no
+        coordinate rows (screws, gear couplings) and no HHT force form. Any size: above
+        ``MAX_DENSE`` unknowns the engine solves with its compiled sparse LU."""
         from ..model.forces import Gravity, PointForce, PointTorque
         from ..model.sda import SpringDamperActuator
 
-        if system.n + system.nc > MAX_DENSE:
-            return False
         if getattr(system.constraints, "ncr", 0):  # Screw / GearCoupling rows: generic path
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
@@ -2484,6 +2595,84 @@ class Engine:
             np.concatenate(U) if U else np.zeros(0),
             i8(np.concatenate([[0], np.cumsum([len(u) for u in U])])[:-1]),
         )
+
+    def _layout(self, probes=2):
+        """The compressed layout of the Newton matrix (:func:`._sparse.kkt_layout` from the
+        bodies each joint row and force element couples), its factorization pattern pruned
+        of the entries that the model's constant geometry keeps zero (a ground axis along x
+        touches only x columns): the union of the non-zeros at ``probes`` random states
+        (coordinates, rates, multipliers, coefficients, force-element parameters and
+        actuator/point-load values random; driven models: every slot vector random too). A
+        body's own block is kept whole (interface-load stiffness, stiffening). The storage
+        (slots) is that of the whole block pattern; only the LU's pattern shrinks."""
+        s, cs, ft = self.system, self.cs, self.ft
+        n, nc = s.n, s.nc
+        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
+        for d in s.flexible.flex:
+            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
+        npm = cs.np
+        rows = [list(cs.b[p]) for p in range(npm)]
+        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
+        rows += [[i] for i in range(s.nb)]
+        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
+        L = kkt_layout(n, nc, body_cols, rows, couplings)
+        dense = self.model.layout
+        self.model = _with_layout(self.model, L)
+        self.ws = workspace(n, nc, L)
+        rng = np.random.default_rng(20261127)
+        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F)
+        saved = [x.copy() for x in arrays]
+        nz = np.zeros(len(L.Ai), bool)
+        try:
+            if cs.rheonomic:
+                cs.s[...] = rng.standard_normal(cs.s.shape)
+            ft.s_flt[:, 6:8] = rng.uniform(1.0, 2.0, (len(ft.s_flt), 2))  # k, c
+            ft.s_int[:, 8] = 1  # every Jacobian in the matrix
+            if len(ft.l_int):
+                ft.l_int[:, 6] = 1
+            for _ in range(probes):
+                ft.fa[...] = rng.standard_normal(ft.fa.shape)
+                ft.F[...] = rng.standard_normal(ft.F.shape)
+                q = rng.standard_normal(n)
+                for b in range(s.nb):
+                    q[7 * b + 3 : 7 * b + 7] /= np.linalg.norm(q[7 * b + 3 : 7 * b + 7])
+                q[7 * s.nb :] *= 1e-3
+                qd, qdd, lam = (rng.standard_normal(k) for k in (n, n, nc))
+                co = tuple(rng.uniform(0.5, 2.0, 5))
+                A = self._terms(q, qd, qdd, lam, 0.0, co, True, True, set_time=False)[2]
+                nz |= A.ravel()[L.gidx] != 0.0
+        finally:
+            for x, v in zip(arrays, saved):
+                x[...] = v
+            self.model = _with_layout(self.model, dense)
+        owner = np.full(n + nc, -1)
+        for b, c in enumerate(body_cols):
+            owner[c] = b
+        cols = np.repeat(np.arange(n + nc), np.diff(L.Ap))
+        keep = nz | ((owner[L.Ai] == owner[cols]) & (owner[cols] >= 0))
+        Ap = np.concatenate([[0], np.cumsum(np.bincount(cols[keep], minlength=n + nc))])
+        return KKTLayout(
+            L.n,
+            L.nc,
+            L.width,
+            L.cmap,
+            Ap.astype(np.int64),
+            L.Ai[keep],
+            L.gidx[keep],
+            L.rptr,
+            L.rcol,
+        )
+
+    def _dense(self, A):
+        """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
+        L = self.model.layout
+        if not self.sparse:
+            return A
+        N = L.n + L.nc
+        out = np.zeros((N, N))
+        cols = np.repeat(np.arange(N), np.diff(L.Ap))
+        out[L.Ai, cols] = A.ravel()[L.gidx]
+        return out
 
     def refresh_interface_loads(self):
         """Copy the lagged interface loads of every flexible body (and their stiffness) into
@@ -2535,12 +2724,18 @@ class Engine:
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True, stiff=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense); ``stiff``
         False: without the geometric stiffening (the symmetric mass matrix)."""
+        r, phi, A = self._terms(q, qd, qdd, lam, t, coefs, jac, stiff)
+        return r, phi, self._dense(A)
+
+    def _terms(self, q, qd, qdd, lam, t, coefs, jac, stiff, set_time=True):
+        """:meth:`terms` with the matrix in the engine's layout."""
         s = self.system
-        self._set_time(t)
+        if set_time:
+            self._set_time(t)
         n, nc = s.n, s.nc
         r = np.zeros(n)
         phi = np.zeros(nc)
-        A = np.zeros((n + nc, n + nc))
+        A = np.zeros((n + nc, self.ws.A.shape[1]))
         _system_terms(
             self.model,
             self.inputs(),
@@ -2586,12 +2781,14 @@ class Engine:
         (as statics.project_velocities)."""
         s = self.system
         n, nc = s.n, s.nc
-        _, _, A = self.terms(
-            q, np.zeros(n), np.zeros(n), np.zeros(nc), t, (1, 0, 0, 0, 0), stiff=False
-        )
-        P = A[n:, :n]
-        viol = P @ qd + self.cs.phi_t(q, t)
-        dx = np.linalg.solve(A, np.concatenate([np.zeros(n), -viol]))
+        z = np.zeros(n)
+        _, _, A = self._terms(q, z, z, np.zeros(nc), t, (1, 0, 0, 0, 0), True, False)
+        L = self.model.layout
+        row = np.repeat(np.arange(nc), np.diff(L.rptr))
+        Pqd = np.bincount(row, A[n + row, L.cmap[L.rcol]] * qd[L.rcol], minlength=nc)
+        viol = Pqd + self.cs.phi_t(q, t)
+        rhs = np.concatenate([np.zeros(n), -viol])
+        dx = _kkt_solve(A, rhs, L.gidx, self.ws.lu, self.ws.Ax, False)
         return qd + dx[:n]
 
     def energies(self, Q, Qd):
@@ -2678,7 +2875,7 @@ class Engine:
         return _run(
             self.model,
             self.inputs(),
-            workspace(len(state[0]), len(state[4])),
+            workspace(len(state[0]), len(state[4]), self.model.layout, self._lu),
             sched,
             state,
             float(h),

@@ -216,9 +216,10 @@ def _sandwich_add(E2, M, c, K):
 
 
 @njit(cache=True)
-def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, aK, aD, jac):
+def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac):
     """Add the generalized forces of the SDAs and point loads to ``Q`` (n) and, with
-    ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat`` (the engine's Newton matrix).
+    ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat`` (the engine's Newton matrix, column
+    ``j`` stored in slot ``cm[j]``: :func:`flexmbd.absolute._sparse.kkt_layout`).
 
     ``s_int`` (m, 9): per end (``i``, ``j``) body (-1 ground), modal count, first modal
     column, offset in ``s_U``; then 1 when the element's Jacobian enters the matrix.
@@ -367,7 +368,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 for i in range(na):
                     ri = idx[a, i]
                     for j in range(nb_):
-                        Amat[ri, idx[b, j]] -= aK * K[i, j] + aD * (cd * Gu[i] * uG[j])
+                        Amat[ri, cm[idx[b, j]]] -= aK * K[i, j] + aD * (cd * Gu[i] * uG[j])
     # point loads
     for el in range(p):
         b = l_int[el, _LB]
@@ -465,7 +466,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             ri = c7 + i if i < 7 else c0 + i - 7
             for j in range(Nl):
                 cj = c7 + j if j < 7 else c0 + j - 7
-                Amat[ri, cj] -= aK * K[i, j]
+                Amat[ri, cm[cj]] -= aK * K[i, j]
 
 
 @njit(cache=True)

@@ -97,6 +97,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..absolute._sparse import full_row_rank
 from ..absolute.energy import EnergyAccumulator, EnergyMeter
 from ..absolute.engine import Engine
 from ..absolute.forces import map_te_terms
@@ -437,8 +438,7 @@ class ImplicitStepper:
         use = engine is True or (engine == "auto" and Engine.supports(system, self.sch))
         if use and engine == "auto":
             # redundant joint equations need the generic path's QR row selection
-            P = system.constraint_jacobian(q, self.t0).toarray()
-            use = np.linalg.matrix_rank(P) == self.nc
+            use = full_row_rank(system.constraint_jacobian(q, self.t0))
         if not use:
             return "generic"
         self.eng = system.engine()

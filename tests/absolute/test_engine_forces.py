@@ -103,11 +103,13 @@ def test_engine_supports_force_elements(system):
     assert len(ft.sda) + len(ft.loads) >= 5
 
 
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_terms_equal_generic_path(system, seed):
-    """Residual and Newton matrix of the engine = the generic path's, to round-off."""
+def test_terms_equal_generic_path(system, seed, sparse):
+    """Residual and Newton matrix of the engine = the generic path's, to round-off (dense
+    storage and the compressed layout of the sparse solve)."""
     s = system
-    eng = Engine(s)
+    eng = Engine(s, sparse=sparse)
     rng = np.random.default_rng(seed)
     q, qd, qdd, lam = random_state(s, rng)
     coefs = rng.uniform(0.5, 2.0, 5)
@@ -130,9 +132,10 @@ def _forces(ft, q, qd, jac=False):
     AK = np.zeros((n, n))
     AD = np.zeros((n, n))
     args = (ft.s_int, ft.s_flt, ft.s_U, ft.fa, ft.l_int, ft.l_flt, ft.l_U, ft.F)
-    forces_add(q, qd, *args, Q, AK, 1.0, 0.0, jac)
+    cm = np.arange(n)  # the dense layout
+    forces_add(q, qd, *args, Q, AK, cm, 1.0, 0.0, jac)
     if jac:
-        forces_add(q, qd, *args, np.zeros(n), AD, 0.0, 1.0, True)
+        forces_add(q, qd, *args, np.zeros(n), AD, cm, 0.0, 1.0, True)
     return Q, AK, AD
 
 

@@ -51,10 +51,11 @@ def system():
     return s
 
 
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_engine_terms_equal_reference(system, seed):
+def test_engine_terms_equal_reference(system, seed, sparse):
     s = system
-    eng = Engine(s)
+    eng = Engine(s, sparse=sparse)  # dense storage, or the sparse solve's compressed layout
     rng = np.random.default_rng(seed)
     q, qd, qdd, lam = random_state(s, rng)
     coefs = rng.uniform(0.5, 2.0, 5)

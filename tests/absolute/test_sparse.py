@@ -1,0 +1,234 @@
+"""The compiled sparse LU of the absolute engine (flexmbd.absolute._sparse, issue 13 item 4).
+
+Against SciPy/LAPACK: solutions of random sparse systems (non-symmetric, with zero
+diagonal entries that need row pivoting), of saddle-point matrices and of the engine's
+own Newton matrices (a chain of rods with spring-damper-actuators, the seed 002
+slider-crank); the refactorization reuses the pattern and pivots and refuses a pivot
+that fails the threshold test; a singular matrix is reported, not solved.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from flexmbd.absolute import _sparse as S
+
+
+def _csc(A):
+    """Pattern and values of a dense matrix on the pattern of its non-zeros."""
+    n = A.shape[0]
+    Ap, Ai = S.pattern_csc(*np.nonzero(A), n)
+    cols = np.repeat(np.arange(n), np.diff(Ap))
+    return Ap, Ai, np.ascontiguousarray(A[Ai, cols])
+
+
+def _random_matrix(rng, n, zero_diag):
+    A = sp.random(n, n, density=min(1.0, 4.0 / n), random_state=rng).toarray()
+    A += np.diag(rng.uniform(-1.0, 1.0, n))
+    if zero_diag:
+        idx = rng.choice(n, n // 3, replace=False)
+        A[idx, idx] = 0.0
+    return A
+
+
+@pytest.mark.parametrize("zero_diag", [False, True])
+def test_factor_solves_random_systems_like_lapack(zero_diag):
+    rng = np.random.default_rng(7)
+    solved = 0
+    for _ in range(12):
+        n = int(rng.integers(5, 150))
+        A = _random_matrix(rng, n, zero_diag)
+        Ap, Ai, Ax = _csc(A)
+        w = S.analyze(Ap, Ai, n)
+        status = S.factor(w, Ax)
+        if np.linalg.matrix_rank(A) < n:
+            assert status == 0  # singular: reported, not solved
+            continue
+        assert status == 1
+        b = rng.standard_normal(n)
+        x = np.zeros(n)
+        rel = S.solve(w, Ax, b, x, 1)
+        ref = np.linalg.solve(A, b)
+        assert rel < 1e-14
+        assert np.abs(x - ref).max() <= 1e-14 * np.linalg.cond(A) * np.abs(ref).max()
+        solved += 1
+    assert solved >= 6
+
+
+def test_saddle_point_matrix_needs_and_gets_row_pivoting():
+    """[[K, G^T], [G, 0]]: the zero block has no diagonal pivot; the factors are exact."""
+    rng = np.random.default_rng(3)
+    n, m = 40, 15
+    K = sp.random(n, n, density=0.1, random_state=rng).toarray() + 5 * np.eye(n)
+    G = sp.random(m, n, density=0.15, random_state=rng).toarray()
+    G[np.arange(m), rng.choice(n, m, replace=False)] += 1.0
+    A = np.block([[K, G.T], [G, np.zeros((m, m))]])
+    Ap, Ai, Ax = _csc(A)
+    w = S.analyze(Ap, Ai, n + m)
+    assert S.factor(w, Ax) == 1
+    assert set(w.P[: n + m]) == set(range(n + m))  # a permutation of the rows
+    b = rng.standard_normal(n + m)
+    x = np.zeros(n + m)
+    S.solve(w, Ax, b, x, 0)
+    np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=0, atol=1e-11)
+
+
+def test_refactor_reuses_pivots_and_rejects_a_bad_one():
+    rng = np.random.default_rng(11)
+    n = 60
+    A = _random_matrix(rng, n, False) + 3 * np.eye(n)
+    Ap, Ai, Ax = _csc(A)
+    w = S.analyze(Ap, Ai, n)
+    assert S.factor(w, Ax) == 1
+    # nearby values (the next Newton iteration): same pattern, same pivots, exact factors
+    Ax2 = Ax * (1 + 0.01 * rng.standard_normal(Ax.shape))
+    A2 = np.zeros((n, n))
+    A2[Ai, np.repeat(np.arange(n), np.diff(Ap))] = Ax2
+    P = w.P.copy()
+    assert S.refactor(w, Ax2) == 1
+    np.testing.assert_array_equal(w.P, P)
+    b = rng.standard_normal(n)
+    x = np.zeros(n)
+    S.solve(w, Ax2, b, x, 0)
+    np.testing.assert_allclose(x, np.linalg.solve(A2, b), rtol=0, atol=1e-11)
+    # the first pivot's entry made tiny: refused (the caller factors again with pivoting)
+    j = w.Q[0]
+    Ax3 = Ax2.copy()
+    t = Ap[j] + np.searchsorted(Ai[Ap[j] : Ap[j + 1]], w.P[0])
+    Ax3[t] = 1e-12
+    rejected = w.stat[2]
+    assert S.refactor(w, Ax3) == 0
+    assert w.stat[2] == rejected + 1
+    assert S.factor(w, Ax3) == 1
+    A3 = A2.copy()
+    A3[Ai[t], j] = 1e-12
+    S.solve(w, Ax3, b, x, 1)
+    np.testing.assert_allclose(x, np.linalg.solve(A3, b), rtol=1e-9, atol=1e-9)
+
+
+def test_kkt_layout_colours_columns_without_collisions():
+    """Columns that share a row get different slots; body columns stay consecutive."""
+    rng = np.random.default_rng(5)
+    nb = 12
+    sizes = rng.integers(7, 12, nb)
+    n = int(sizes.sum())
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    body_cols = [np.arange(s, s + z) for s, z in zip(starts, sizes)]
+    row_bodies = [[i - 1, i] for i in range(nb) for _ in range(5)] + [[i] for i in range(nb)]
+    nc = len(row_bodies)
+    L = S.kkt_layout(n, nc, body_cols, row_bodies, [(i, i + 1) for i in range(nb - 1)])
+    N = n + nc
+    assert L.width < N / 3  # compressed
+    cols = np.repeat(np.arange(N), np.diff(L.Ap))
+    slots = L.cmap[cols]
+    key = L.Ai * L.width + slots
+    assert len(np.unique(key)) == len(key)  # no two entries of one row in one slot
+    np.testing.assert_array_equal(key, L.gidx)
+    for c in body_cols:
+        np.testing.assert_array_equal(np.diff(L.cmap[c]), 1)
+    # gather reproduces the matrix written in compressed form
+    vals = rng.standard_normal(len(L.Ai))
+    Ac = np.zeros((N, L.width))
+    Ac[L.Ai, slots] = vals
+    Ax = np.zeros(len(L.Ai))
+    S.gather(Ac, L.gidx, Ax)
+    np.testing.assert_array_equal(Ax, vals)
+    # the coordinate columns of each constraint row
+    for p in range(nc):
+        want = np.sort(np.concatenate([body_cols[b] for b in set(row_bodies[p]) if b >= 0]))
+        np.testing.assert_array_equal(L.rcol[L.rptr[p] : L.rptr[p + 1]], want)
+
+
+def test_bad_layout_input_is_refused():
+    with pytest.raises(ValueError, match="no body"):
+        S.kkt_layout(8, 0, [np.arange(7)], [], [])
+    with pytest.raises(ValueError, match="outside"):
+        S.pattern_csc([0, 5], [0, 1], 4)
+
+
+def _engine_matrix(model, seed):
+    """The compiled engine's dense Newton matrix at a perturbed consistent state."""
+    from flexmbd.absolute.engine import Engine
+
+    s = model.compile("absolute")
+    q, qd, qdd, lam = s.initial_conditions()
+    rng = np.random.default_rng(seed)
+    coefs = (1.0, 0.25e-4, 0.5e-2, 0.25e-4, 0.5e-2)  # Newmark, h = 0.01 s
+    qd = qd + 0.1 * rng.standard_normal(s.n)
+    lam = lam + rng.standard_normal(s.nc)
+    return Engine(s).terms(q, qd, qdd, lam, 0.0, coefs)[2]
+
+
+@pytest.mark.parametrize("which", ["chain", "slider_crank"])
+def test_engine_newton_matrices(which):
+    """The engine's own KKT matrices (non-symmetric: SDA damping, velocity terms)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(root / "benchmarks"), str(root / "examples")]
+    try:
+        if which == "chain":
+            import bench_absolute
+
+            A = _engine_matrix(bench_absolute.chain(12), 1)
+        else:
+            import sda_slider_crank
+
+            A = _engine_matrix(sda_slider_crank.build(2e4, 50.0), 2)
+    finally:
+        del sys.path[:2]
+    assert np.abs(A - A.T).max() > 1e-8  # genuinely non-symmetric
+    N = A.shape[0]
+    Ap, Ai, Ax = _csc(A)
+    w = S.analyze(Ap, Ai, N)
+    assert S.factor(w, Ax) == 1
+    b = np.random.default_rng(0).standard_normal(N)
+    x = np.zeros(N)
+    rel = S.solve(w, Ax, b, x, 1)
+    assert rel < 1e-14
+    ref = np.linalg.solve(A, b)
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+    assert S.refactor(w, Ax) == 1
+    S.solve(w, Ax, b, x, 0)
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("which", ["rigid", "flexible"])
+def test_sparse_engine_runs_like_the_generic_path(which, monkeypatch):
+    """Whole compiled runs through the compressed layout and the sparse LU (forced with
+    ``MAX_DENSE = 0``): the generic path's trajectories, reactions and Newton counts."""
+    from test_engine_forces import flexible_model, rigid_model
+
+    from flexmbd.absolute import engine as E
+
+    monkeypatch.setattr(E, "MAX_DENSE", 0)
+    s = (rigid_model() if which == "rigid" else flexible_model()).compile("absolute")
+    assert s.engine().sparse and s.engine().model.layout.width < s.n + s.nc
+    opts = (
+        dict(integrator="newmark", beta=0.25, gamma=0.5, dt=0.01)
+        if which == "rigid"
+        else dict(integrator="generalized-alpha", rho_inf=0.8, dt=1e-3)
+    )
+    fast = s.simulate(20 * opts["dt"], tol=1e-10, **opts)
+    ref = s.simulate(20 * opts["dt"], tol=1e-10, engine=False, **opts)
+    assert np.abs(fast.q - ref.q).max() <= 1e-8 * np.abs(ref.q).max()
+    assert np.abs(fast.reactions - ref.reactions).max() <= 1e-6 * np.abs(ref.reactions).max()
+    np.testing.assert_array_equal(
+        fast.stats["newton_iterations"][1:], ref.stats["newton_iterations"][1:]
+    )
+
+
+def test_full_row_rank_finds_redundant_rows():
+    """The sparse rank test of the engine's admission (redundant joint rows) agrees with
+    the SVD rank on full-rank and on redundant Jacobians."""
+    rng = np.random.default_rng(4)
+    P = sp.random(40, 90, density=0.08, random_state=rng, format="csr")
+    P = P + sp.csr_matrix(
+        (np.ones(40), (np.arange(40), rng.choice(90, 40, replace=False))), (40, 90)
+    )
+    assert np.linalg.matrix_rank(P.toarray()) == 40
+    assert S.full_row_rank(P, dense_max=0)
+    R = sp.vstack([P, P[3] - 2.0 * P[17]]).tocsr()  # one redundant row
+    assert not S.full_row_rank(R, dense_max=0)
+    assert not S.full_row_rank(R)  # the dense test agrees
