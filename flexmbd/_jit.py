@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from numba import njit
+from numba import njit as _numba_njit
+from numba.core import types
+from numba.core.sigutils import normalize_signature
 
-__all__ = ["njit_signature"]
+__all__ = ["njit", "njit_signature"]
 
 
 def njit_signature(signature: str, **options: Any) -> Any:
@@ -27,7 +29,7 @@ def njit_signature(signature: str, **options: Any) -> Any:
     """
 
     def decorate(func: Any) -> Any:
-        dispatcher = njit(**options)(func)
+        dispatcher = _numba_njit(**options)(func)
 
         def first_call(*args: Any, **kwargs: Any) -> Any:
             # numba's dispatcher calls this when no compiled version matches the call and
@@ -42,3 +44,28 @@ def njit_signature(signature: str, **options: Any) -> Any:
         return dispatcher
 
     return decorate
+
+
+def njit(func: Any = None, /, **options: Any) -> Any:
+    """``numba.njit`` (as ``@njit`` or ``@njit(**options)``) that compiles one version per
+    plain argument type: a constant argument at a call site in another kernel (typed
+    ``Literal[int](-1)``, ``Literal[bool](True)``) uses the version for ``int64``/``bool``
+    instead of compiling (and caching) a second copy of the kernel and its callees.
+    An explicit signature string passes through to ``numba.njit`` unchanged.
+    """
+    if isinstance(func, (str, list, tuple)):
+        return _numba_njit(func, **options)
+
+    def decorate(f: Any) -> Any:
+        dispatcher = _numba_njit(**options)(f)
+        compile_ = dispatcher.compile
+
+        def compile(sig: Any) -> Any:
+            args, ret = normalize_signature(sig)
+            plain = tuple(types.unliteral(a) for a in args)
+            return compile_(plain if ret is None else ret(*plain))
+
+        dispatcher.compile = compile
+        return dispatcher
+
+    return decorate if func is None else decorate(func)

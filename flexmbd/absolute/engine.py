@@ -29,8 +29,8 @@ coordinates; flexible-body invariants concatenated in flat arrays with offsets.
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
 from .force_kernels import ForceTable, force_energies, forces_add

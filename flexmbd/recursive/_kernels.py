@@ -60,11 +60,11 @@ they take cost more than the arithmetic (the whole pass ran 1.6-1.9x slower).
 """
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .._jit import njit_signature
+from .._jit import njit, njit_signature
 from .._nbjoints import (
     FIXED,
     PRISMATIC,
