@@ -195,6 +195,40 @@ def child_example(data, second):
     return t
 
 
+def child_breakdown(data, second):
+    """The flexmbd script with numba's cache loading timed (CPU s) during the first
+    ``simulate``: the target-context refresh (numba's lazy import and registration of
+    its implementation modules, once per process), unserializing each cached kernel,
+    and the rest (typing the arguments, dispatch, Python)."""
+    from numba.core import base, caching
+
+    acc = {"refresh": 0.0, "load": 0.0, "kernels": []}
+    refresh, load = base.BaseContext.refresh, caching.Cache.load_overload
+    depth = [0]
+
+    def timed_refresh(self):
+        depth[0] += 1
+        c = time.process_time()
+        try:
+            return refresh(self)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                acc["refresh"] += time.process_time() - c
+
+    def timed_load(self, sig, ctx):
+        c = time.process_time()
+        out = load(self, sig, ctx)
+        acc["load"] += time.process_time() - c
+        acc["kernels"].append(self._name.split()[1])  # "<function name at 0x...>"
+        return out
+
+    base.BaseContext.refresh, caching.Cache.load_overload = timed_refresh, timed_load
+    t = child_flexmbd(data, second=True)
+    t["breakdown"] = acc
+    return t
+
+
 CHILDREN = {"flexmbd": child_flexmbd, "exudyn": child_exudyn, "example": child_example}
 
 
@@ -284,11 +318,19 @@ def measure(repeat, cold):
         for name in CHILDREN:  # prime: bytecode and the installed numba cache
             run_child(name, data, env)
         rows = {}
+        bd = [run_child("breakdown", data, env) for _ in range(repeat)]
+        rows["breakdown"] = {
+            k: statistics.median(r["breakdown"][k] for r in bd) for k in ("refresh", "load")
+        }
+        rows["breakdown"]["kernels"] = bd[0]["breakdown"]["kernels"]
+        rows["breakdown"].update(
+            {k: statistics.median(phases(r)[k] for r in bd) for k in ("simulate_cpu", "second_cpu")}
+        )
         for name in CHILDREN:
             rows[name] = median_runs(name, data, env, repeat, second=False)
             rows[name + "+second"] = median_runs(name, data, env, repeat, second=True)
         if cold:
-            for name in ("flexmbd", "example"):
+            for name in ("flexmbd",):
                 r = run_child(name, data, child_env(tmp / f"cache_{name}"), second=True)
                 rows[name + " cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
             cache = tmp / "cache_flagship"
@@ -354,6 +396,19 @@ def table(rows, args, load):
                 f"{both(r, 'import')} | {both(r, 'build')} | {both(sec, 'simulate')} | "
                 f"{both(sec, 'second')} | {d['_cpu']:.2f} ({d['']:.2f}) |"
             )
+    b = rows["breakdown"]
+    lines += [
+        "",
+        f"Where the warm first `simulate` of the flexmbd script spends its extra CPU time "
+        f"(median of {args.repeat}; first {f(b['simulate_cpu'])} s vs second "
+        f"{f(b['second_cpu'])} s): numba's target-context refresh {f(b['refresh'])} s (on "
+        "the first compile or cache load in a process numba imports and registers its "
+        "implementation modules: `numba.np.arraymath`, `linalg`, the typed containers, cffi "
+        f"support, ...), unserializing the {len(b['kernels'])} cached entry kernels "
+        f"({', '.join(sorted(set(b['kernels'])))}; each library holds the object code and "
+        f"the bitcode of all its callees) {f(b['load'] - b['refresh'])} s; the rest is "
+        "Python (imports of the integrator modules, the first step's set-up).",
+    ]
     if "flagship cold" in rows:
         r = rows["flagship cold"]
         lines += [
@@ -375,7 +430,7 @@ def place(old, text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--child", choices=sorted(CHILDREN))
+    ap.add_argument("--child", choices=sorted(CHILDREN) + ["breakdown"])
     ap.add_argument("--data")
     ap.add_argument("--second", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
@@ -383,7 +438,8 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     if args.child:
-        t = CHILDREN[args.child](args.data, args.second)
+        child = child_breakdown if args.child == "breakdown" else CHILDREN[args.child]
+        t = child(args.data, args.second)
         print(json.dumps(t))
         return
     load0 = os.getloadavg()[0]
