@@ -30,17 +30,24 @@ def njit_signature(signature: str, **options: Any) -> Any:
 
     def decorate(func: Any) -> Any:
         dispatcher = _numba_njit(**options)(func)
+        compile_ = dispatcher.compile
+        expected, _ = normalize_signature(signature)
 
-        def first_call(*args: Any, **kwargs: Any) -> Any:
-            # numba's dispatcher calls this when no compiled version matches the call and
-            # then calls what it returns with the arguments: compile the signature, stop
-            # compiling, and hand back the dispatcher (it matches or raises TypeError)
-            del dispatcher._compile_for_args  # numba's own from now on
-            dispatcher.compile(signature)
+        def compile(sig: Any) -> Any:
+            # numba calls this when no compiled version matches a call (or a calling
+            # kernel is typed); compile the signature and stop compiling: from then on
+            # numba's dispatcher rejects other argument types with TypeError itself
+            entry = compile_(signature)
             dispatcher.disable_compile()
-            return dispatcher
+            args, _ = normalize_signature(sig)
+            if tuple(types.unliteral(a) for a in args) != tuple(expected):
+                raise TypeError(
+                    f"No matching definition for argument type(s) {', '.join(map(str, args))}"
+                    f" of {func.__name__} (signature {signature})"
+                )
+            return entry
 
-        dispatcher._compile_for_args = first_call
+        dispatcher.compile = compile
         return dispatcher
 
     return decorate
