@@ -26,8 +26,8 @@ All functions write into caller-provided arrays (no allocation).
 """
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._nbrotation import axis_rot, quat_rot
 from .joint_types import (  # noqa: F401 (codes re-exported for the kernels)
     CYLINDRICAL,

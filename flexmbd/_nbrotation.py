@@ -4,7 +4,8 @@ Allocation-free, written into caller-provided arrays; scalar-first Euler paramet
 """
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 __all__ = ["axis_rot", "quat_rot"]
 

@@ -53,8 +53,8 @@ Cost per step of a chain of rods with SDAs: linear in the number of bodies
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..flexible.rotation import exp_jets
 from ..integrators.convergence import newton_converged
 from ._sparse import (

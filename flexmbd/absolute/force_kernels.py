@@ -53,7 +53,8 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 __all__ = ["ForceTable", "forces_add", "force_energies"]
 

@@ -22,8 +22,8 @@ speeds, motion subspaces and bias terms); the Python implementation in
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from .._nbjoints import joint_kinematics
 
 

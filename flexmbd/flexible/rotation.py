@@ -31,7 +31,8 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 if TYPE_CHECKING:
     from .._typing import Array, ArrayLike

@@ -29,7 +29,8 @@ truly needs no correction (rest, uniform motion).
 """
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 __all__ = ["EPS", "newton_converged"]
 

@@ -26,8 +26,8 @@ invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
 from ._kernels import (
     I_DIAG,

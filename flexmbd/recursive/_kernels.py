@@ -60,10 +60,11 @@ they take cost more than the arithmetic (the whole pass ran 1.6-1.9x slower).
 """
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._jit import njit, njit_signature
 from .._nbjoints import (
     FIXED,
     PRISMATIC,
@@ -2241,7 +2242,7 @@ def constraint_forces_into(Ia, Vv, R3, out):
             out[r, 3 + i] = R[i, 0] * fs[k, 3] + R[i, 1] * fs[k, 4] + R[i, 2] * fs[k, 5]
 
 
-@njit(
+@njit_signature(
     "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
     "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], "
     "int64[::1])",

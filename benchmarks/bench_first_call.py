@@ -1,0 +1,455 @@
+"""Time to first result: a fresh Python process, flexmbd vs Exudyn (issue 13 item 6).
+
+The flexible pendulum of ``examples/flexible_pendulum.py`` (steel beam 1.0 x 0.05 x
+0.05 m, the shipped 40 x 4 x 4 hex mesh, 8 Craig-Bampton modes with the x = 0 face a
+rigid interface, revolute about z there, gravity -9.81 y, 1 s at dt = 1e-3,
+generalized-alpha rho_inf = 0.8, geometric stiffening off because Exudyn has none) as
+one short script per code, each run as ``python <script>`` in a fresh process:
+
+* **same script** (``--child flexmbd`` / ``--child exudyn``): import the code, load
+  the same full mass and stiffness matrices, nodes and mode shapes from an ``.npz``
+  (made once by this benchmark with flexmbd's reduction), build the body, the joint
+  and gravity, simulate 1 s, print the tip position.  flexmbd:
+  ``ReducedBody.from_matrices`` + ``Model`` + ``compile("absolute")`` + ``simulate``;
+  Exudyn: ``FEMinterface`` + ``ObjectFFRFreducedOrderInterface`` (``gravity=``) +
+  ``MarkerSuperElementRigid`` on the 25 interface nodes + ``GenericJoint`` +
+  ``SolveDynamic`` (the ``marker`` variant of ``benchmarks/bench_flexible.py``).
+* **example script** (``--child example``): flexmbd only, the whole user path of
+  ``examples/flexible_pendulum.py`` from the mesh (scikit-fem assembly + reduction).
+
+Measured per script: wall and CPU time of the whole process as ``time python
+script.py`` reports them (parent-side ``perf_counter`` and ``RUSAGE_CHILDREN``),
+and in-process phases with ``perf_counter`` (import, build, first ``simulate``, a
+second ``simulate`` of the same system).  Warm cache: the project's numba cache as
+installed (one priming run first); cold cache: an empty temporary
+``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run, and the
+flagship (``examples/flagship.py``, the command ``scripts/setup.sh`` runs) cold.
+Bytecode caching is on in the children (``PYTHONDONTWRITEBYTECODE`` removed), as in a
+normal install.  ``--write`` replaces the ``first-call`` section of
+``benchmarks/RESULTS.md``.
+
+Command: ``python benchmarks/bench_first_call.py --write`` (``--no-cold`` skips the
+cold-cache runs, which compile for minutes).
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+START, END = "<!-- first-call:start -->", "<!-- first-call:end -->"
+T_END, DT, RHO_INF, N_MODES = 1.0, 1e-3, 0.8, 8
+A0 = (0.0, 0.025, 0.025)  # hinge: centre of the x = 0 face
+TIP = (1.0, 0.025, 0.025)
+
+
+# ---------------------------------------------------------------- the child scripts
+def _stamp(t, key):
+    """Record wall (perf_counter) and CPU (process_time) time stamps under ``key``."""
+    t[key] = time.perf_counter()
+    t[key + "_cpu"] = time.process_time()
+
+
+def child_flexmbd(data, second):
+    """The flexmbd script: returns its phase times (s)."""
+    t = {}
+    _stamp(t, "start")
+    import numpy as np
+    import scipy.sparse as sp
+
+    import flexmbd as fm
+
+    _stamp(t, "import")
+    d = np.load(data)
+    M = sp.csr_matrix((d["M_data"], d["M_indices"], d["M_indptr"]))
+    K = sp.csr_matrix((d["K_data"], d["K_indices"], d["K_indptr"]))
+    rb = fm.fem.ReducedBody.from_matrices(
+        d["nodes"], d["modes"], M, K, interfaces={"A": d["iface"]}, interface_kind="rigid"
+    )
+    m = fm.Model("flexible_pendulum")
+    m.beam = fm.FlexibleBody(rb, geometric_stiffening=False)
+    m.hinge = fm.Revolute(
+        m.ground, m.beam, axis=(0, 0, 1), parent_frame=A0, child_frame=m.beam.interface("A")
+    )
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    s = m.compile("absolute")
+    _stamp(t, "build")
+    kw = dict(dt=DT, integrator="generalized-alpha", rho_inf=RHO_INF)
+    res = s.simulate(T_END, **kw)
+    tip = m.beam.point(TIP).trajectory(res)[-1]
+    _stamp(t, "simulate")
+    print("tip", tip.tolist())
+    if second:
+        s.simulate(T_END, **kw)
+        _stamp(t, "second")
+    return t
+
+
+def child_exudyn(data, second):
+    """The Exudyn script (same data, same model): returns its phase times (s)."""
+    t = {}
+    _stamp(t, "start")
+    import exudyn as exu
+    import exudyn.FEM as FEM
+    import numpy as np
+    import scipy.sparse as sp
+    from exudyn.itemInterface import (
+        GenericJoint,
+        MarkerBodyRigid,
+        MarkerSuperElementRigid,
+        ObjectGround,
+        SensorSuperElement,
+    )
+
+    _stamp(t, "import")
+    d = np.load(data)
+    fem = FEM.FEMinterface()
+    fem.nodes = {"Position": d["nodes"]}
+    fem.massMatrix = sp.csr_matrix((d["M_data"], d["M_indices"], d["M_indptr"]))
+    fem.stiffnessMatrix = sp.csr_matrix((d["K_data"], d["K_indices"], d["K_indptr"]))
+    fem.modeBasis = {"matrix": d["modes"], "type": "HCBmodes"}
+    fem.surface = []
+    cms = FEM.ObjectFFRFreducedOrderInterface(fem)
+
+    def run():
+        SC = exu.SystemContainer()
+        mbs = SC.AddSystem()
+        obj = cms.AddObjectFFRFreducedOrder(mbs, positionRef=[0, 0, 0], gravity=[0, -9.81, 0])
+        body = obj["oFFRFreducedOrder"]
+        ground = mbs.AddObject(ObjectGround(referencePosition=[0, 0, 0]))
+        mG = mbs.AddMarker(MarkerBodyRigid(bodyNumber=ground, localPosition=list(A0)))
+        nA = d["iface"]
+        mA = mbs.AddMarker(
+            MarkerSuperElementRigid(
+                bodyNumber=body,
+                meshNodeNumbers=nA,
+                weightingFactors=np.ones(len(nA)) / len(nA),
+                offset=[0, 0, 0],
+            )
+        )
+        mbs.AddObject(GenericJoint(markerNumbers=[mG, mA], constrainedAxes=[1, 1, 1, 1, 1, 0]))
+        sens = mbs.AddSensor(
+            SensorSuperElement(
+                bodyNumber=body,
+                meshNodeNumber=int(d["tip"]),
+                storeInternal=True,
+                outputVariableType=exu.OutputVariableType.Position,
+            )
+        )
+        mbs.Assemble()
+        sim = exu.SimulationSettings()
+        ti = sim.timeIntegration
+        ti.numberOfSteps = int(round(T_END / DT))
+        ti.endTime = T_END
+        ti.generalizedAlpha.spectralRadius = RHO_INF
+        ti.generalizedAlpha.computeInitialAccelerations = True
+        ti.newton.useModifiedNewton = False
+        ti.newton.relativeTolerance = 1e-10
+        ti.newton.absoluteTolerance = 1e-10
+        ti.verboseMode = 0
+        sim.solution.sensors.writePeriod = DT
+        sim.solution.file.write = False
+        sim.show.computationTime = False
+        if "build" not in t:
+            _stamp(t, "build")
+        mbs.SolveDynamic(sim)
+        return mbs.GetSensorStoredData(sens)[-1, 1:4]
+
+    tip = run()
+    _stamp(t, "simulate")
+    print("tip", tip.tolist())
+    if second:
+        run()
+        _stamp(t, "second")
+    return t
+
+
+def child_example(data, second):
+    """``examples/flexible_pendulum.py``'s path from the mesh (flexmbd only)."""
+    t = {}
+    _stamp(t, "start")
+    sys.path.insert(0, str(ROOT / "examples"))
+    import flexible_pendulum as fp  # imports flexmbd
+
+    _stamp(t, "import")
+    m = fp.build(fp.reduced_beam(N_MODES), stiffening=False)
+    s = m.compile("absolute")
+    _stamp(t, "build")
+    kw = dict(dt=DT, integrator="generalized-alpha", rho_inf=RHO_INF)
+    res = s.simulate(T_END, **kw)
+    print("tip", m.beam.point(TIP).trajectory(res)[-1].tolist())
+    _stamp(t, "simulate")
+    if second:
+        s.simulate(T_END, **kw)
+        _stamp(t, "second")
+    return t
+
+
+def child_breakdown(data, second):
+    """The flexmbd script with numba's cache loading timed (CPU s) during the first
+    ``simulate``: the target-context refresh (numba's lazy import and registration of
+    its implementation modules, once per process), unserializing each cached kernel,
+    and the rest (typing the arguments, dispatch, Python)."""
+    from numba.core import base, caching
+
+    acc = {"refresh": 0.0, "load": 0.0, "kernels": []}
+    refresh, load = base.BaseContext.refresh, caching.Cache.load_overload
+    depth = [0]
+
+    def timed_refresh(self):
+        depth[0] += 1
+        c = time.process_time()
+        try:
+            return refresh(self)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                acc["refresh"] += time.process_time() - c
+
+    def timed_load(self, sig, ctx):
+        c = time.process_time()
+        out = load(self, sig, ctx)
+        acc["load"] += time.process_time() - c
+        acc["kernels"].append(self._name.split()[1])  # "<function name at 0x...>"
+        return out
+
+    base.BaseContext.refresh, caching.Cache.load_overload = timed_refresh, timed_load
+    t = child_flexmbd(data, second=True)
+    t["breakdown"] = acc
+    return t
+
+
+CHILDREN = {"flexmbd": child_flexmbd, "exudyn": child_exudyn, "example": child_example}
+
+
+# ---------------------------------------------------------------- the parent
+def make_data(path):
+    """The shared input: full M, K (CSR), nodes, 8 Craig-Bampton modes, interface and tip."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import flexible_pendulum as fp
+
+    from flexmbd.fem import FEModel, read_mesh
+
+    model = FEModel(read_mesh(fp.MESH), __import__("flexmbd").Material(**fp.STEEL))
+    rb = fp.reduced_beam(N_MODES)
+    nodes = np.asarray(rb.nodes, float)
+    M, K = model.M.tocsr(), model.K.tocsr()
+    np.savez(
+        path,
+        nodes=nodes,
+        modes=np.asarray(rb.modes, float),
+        iface=np.asarray(rb.interface("A")[2], np.int64),
+        tip=int(np.argmin(((nodes - np.array(TIP)) ** 2).sum(axis=1))),
+        **{f"{n}_{k}": getattr(A, k) for n, A in (("M", M), ("K", K)) for k in _CSR},
+    )
+
+
+_CSR = ("data", "indices", "indptr")
+
+
+def child_env(cache_dir=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
+def run_process(args, env, cwd=None):
+    """Run ``python args`` fresh: (wall s, CPU s user + sys, stdout)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    tic = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - tic
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode:
+        raise RuntimeError(f"{args} failed:\n{p.stdout}\n{p.stderr}")
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, cpu, p.stdout
+
+
+def run_child(name, data, env, second=False):
+    """One fresh process of script ``name``: whole-process wall/CPU and phase times."""
+    args = [__file__, "--child", name, "--data", str(data)] + (["--second"] if second else [])
+    wall, cpu, out = run_process(args, env)
+    phases = json.loads(out.strip().splitlines()[-1])
+    return {"wall": wall, "cpu": cpu, **phases}
+
+
+def phases(t):
+    """Phase durations (s) from the child's time stamps: wall and CPU (``*_cpu``)."""
+    keys = ["start", "import", "build", "simulate"] + (["second"] if "second" in t else [])
+    out = {}
+    for a, b in zip(keys[:-1], keys[1:]):
+        out[b] = t[b] - t[a]
+        out[b + "_cpu"] = t[b + "_cpu"] - t[a + "_cpu"]
+    return out
+
+
+def median_runs(name, data, env, repeat, second):
+    """Median over ``repeat`` fresh processes of the whole-process and phase times."""
+    ph = []
+    for _ in range(repeat):
+        r = run_child(name, data, env, second)
+        ph.append(dict(wall=r["wall"], cpu=r["cpu"], **phases(r)))
+    return {k: statistics.median(p[k] for p in ph) for k in ph[0]}
+
+
+def measure(repeat, cold):
+    tmp = Path(tempfile.mkdtemp(prefix="flexmbd_first_call_"))
+    try:
+        data = tmp / "pendulum.npz"
+        make_data(data)
+        env = child_env()
+        for name in CHILDREN:  # prime: bytecode and the installed numba cache
+            run_child(name, data, env)
+        rows = {}
+        bd = [run_child("breakdown", data, env) for _ in range(repeat)]
+        rows["breakdown"] = {
+            k: statistics.median(r["breakdown"][k] for r in bd) for k in ("refresh", "load")
+        }
+        rows["breakdown"]["kernels"] = bd[0]["breakdown"]["kernels"]
+        rows["breakdown"].update(
+            {k: statistics.median(phases(r)[k] for r in bd) for k in ("simulate_cpu", "second_cpu")}
+        )
+        for name in CHILDREN:
+            rows[name] = median_runs(name, data, env, repeat, second=False)
+            rows[name + "+second"] = median_runs(name, data, env, repeat, second=True)
+        if cold:
+            for name in ("flexmbd",):
+                r = run_child(name, data, child_env(tmp / f"cache_{name}"), second=True)
+                rows[name + " cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
+            cache = tmp / "cache_flagship"
+            args = [str(ROOT / "examples" / "flagship.py")]  # writes examples/out (ignored)
+            wall, cpu, _ = run_process(args, child_env(cache), cwd=tmp)
+            wall2, cpu2, _ = run_process(args, child_env(cache), cwd=tmp)
+            rows["flagship cold"] = {"wall": wall, "cpu": cpu, "wall2": wall2, "cpu2": cpu2}
+        return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(rows, args, load):
+    import numba
+
+    try:
+        import exudyn
+
+        exv = exudyn.__version__
+    except ImportError:  # pragma: no cover
+        exv = "absent"
+    f = "{:.2f}".format
+    lines = [
+        "## Time to first result (issue 13 item 6)",
+        "",
+        "A fresh `python script.py` of the flexible pendulum (8 Craig-Bampton modes, 1 s at "
+        "dt = 1e-3, generalized-alpha rho_inf = 0.8, stiffening off): *same script* = both "
+        "codes load the same full M, K, nodes and mode shapes from an `.npz`, build body + "
+        "revolute + gravity, simulate, print the tip; *example* = flexmbd's whole path of "
+        "`examples/flexible_pendulum.py` from the mesh (scikit-fem assembly and reduction "
+        "included). wall / CPU = the whole process as `time python script.py` reports it "
+        f"(median of {args.repeat}); phases from `perf_counter` inside the script. Warm = "
+        "the installed numba cache; cold = an empty `NUMBA_CACHE_DIR` (every kernel compiled "
+        "in that run, one run).",
+        "",
+        "- Command: `python benchmarks/bench_first_call.py --write`",
+        f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
+        f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; shared "
+        f"machine); exudyn {exv}, numba {numba.__version__}; date {time.strftime('%Y-%m-%d')}",
+        "",
+        "Phases are CPU s (wall s in brackets); whole process = `time python script.py` "
+        "(real / user + sys).",
+        "",
+        "| script | cache | whole process wall [s] | whole process CPU [s] | import | build "
+        "| first simulate | second simulate | first - second |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    label = {"flexmbd": "flexmbd, same script", "exudyn": "Exudyn, same script"}
+    label["example"] = "flexmbd, example (from the mesh)"
+
+    def both(r, k):
+        return f"{r[k + '_cpu']:.2f} ({r[k]:.2f})"
+
+    for name in CHILDREN:
+        for key, cache in ((name, "warm"), (name + " cold", "cold")):
+            if key not in rows:
+                continue
+            r = rows[key]
+            sec = rows[name + "+second"] if cache == "warm" else r
+            d = {k: sec["simulate" + k] - sec["second" + k] for k in ("", "_cpu")}
+            lines.append(
+                f"| {label[name]} | {cache} | {f(r['wall'])} | {f(r['cpu'])} | "
+                f"{both(r, 'import')} | {both(r, 'build')} | {both(sec, 'simulate')} | "
+                f"{both(sec, 'second')} | {d['_cpu']:.2f} ({d['']:.2f}) |"
+            )
+    b = rows["breakdown"]
+    lines += [
+        "",
+        f"Where the warm first `simulate` of the flexmbd script spends its extra CPU time "
+        f"(median of {args.repeat}; first {f(b['simulate_cpu'])} s vs second "
+        f"{f(b['second_cpu'])} s): numba's target-context refresh {f(b['refresh'])} s (on "
+        "the first compile or cache load in a process numba imports and registers its "
+        "implementation modules: `numba.np.arraymath`, `linalg`, the typed containers, cffi "
+        f"support, ...), unserializing the {len(b['kernels'])} cached entry kernels "
+        f"({', '.join(sorted(set(b['kernels'])))}; each library holds the object code and "
+        f"the bitcode of all its callees) {f(b['load'] - b['refresh'])} s; the rest is "
+        "Python (imports of the integrator modules, the first step's set-up).",
+    ]
+    if "flagship cold" in rows:
+        r = rows["flagship cold"]
+        lines += [
+            "",
+            f"Flagship (`examples/flagship.py`, what `scripts/setup.sh` runs, GIF rendering "
+            f"included), cold cache: {f(r['wall'])} s wall, {f(r['cpu'])} s CPU; the same "
+            f"command again (cache now warm): {f(r['wall2'])} s wall, {f(r['cpu2'])} s CPU.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def place(old, text):
+    block = f"{START}\n{text}{END}"
+    if START in old:
+        a, b = old.index(START), old.index(END) + len(END)
+        return old[:a] + block + old[b:]
+    return old.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--child", choices=sorted(CHILDREN) + ["breakdown"])
+    ap.add_argument("--data")
+    ap.add_argument("--second", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args(argv)
+    if args.child:
+        child = child_breakdown if args.child == "breakdown" else CHILDREN[args.child]
+        t = child(args.data, args.second)
+        print(json.dumps(t))
+        return
+    load0 = os.getloadavg()[0]
+    rows = measure(args.repeat, cold=not args.no_cold)
+    text = table(rows, args, (load0, os.getloadavg()[0]))
+    print(text)
+    if args.write:
+        res = HERE / "RESULTS.md"
+        res.write_text(place(res.read_text(), text))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Time to first result (issue 13 item 6): what a fresh process pays before its first step.
+
+Guards of ``benchmarks/bench_first_call.py``'s findings that a test can check without
+timing: importing flexmbd compiles (or loads) no numba kernel, every kernel goes through
+the project's decorators (one compiled version per plain argument type, so a constant
+argument at a call site does not compile and cache a second copy), and the simulate path
+of a rigid model imports neither the FEM nor the viewers.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flexmbd._jit import njit, njit_signature
+
+ROOT = Path(__file__).resolve().parents[1]
+
+KERNEL_MODULES = (
+    "flexmbd._nbjoints",
+    "flexmbd._nbrotation",
+    "flexmbd.flexible.rotation",
+    "flexmbd.constraints._nbloop",
+    "flexmbd.integrators.convergence",
+    "flexmbd.absolute.engine",
+    "flexmbd.absolute.force_kernels",
+    "flexmbd.recursive._kernels",
+    "flexmbd.recursive._flexkernels",
+)
+
+
+def run_fresh(code):
+    """Run ``code`` in a fresh interpreter with this checkout first on the path."""
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_import_compiles_no_kernel_and_every_kernel_uses_the_project_decorators():
+    """After importing flexmbd, both formulations and every kernel module, no numba
+    dispatcher holds a compiled (or cache-loaded) version; each one is made by
+    flexmbd._jit (its compile step unliterals the argument types, or it compiles its
+    fixed signature on the first call)."""
+    out = run_fresh(
+        f"""
+        import importlib, sys
+        import flexmbd, flexmbd.absolute, flexmbd.recursive
+        from numba.core.registry import CPUDispatcher
+        for name in {KERNEL_MODULES!r}:
+            importlib.import_module(name)
+        n = 0
+        for name, mod in sorted(sys.modules.items()):
+            if not name.startswith("flexmbd"):
+                continue
+            for attr, d in vars(mod).items():
+                if isinstance(d, CPUDispatcher) and d.py_func.__module__ == name:
+                    n += 1
+                    if d.overloads:
+                        print("COMPILED", name, attr)
+                    if "compile" not in vars(d) and "_compile_for_args" not in vars(d):
+                        print("PLAIN", name, attr)
+        print("kernels", n)
+        """
+    )
+    assert "COMPILED" not in out and "PLAIN" not in out, out
+    assert int(out.split("kernels")[-1]) > 100  # the kernel modules were all seen
+
+
+def test_constant_arguments_share_the_plain_version():
+    """A kernel called from other kernels with constant arguments (numba types them
+    Literal[int](-1), Literal[bool](True)) and from Python compiles one version, and
+    every call site computes the right value."""
+
+    @njit
+    def pick(x, k, flip):
+        return -x[k] if flip else x[k]
+
+    @njit
+    def caller(x):
+        return pick(x, -1, True) + 10.0 * pick(x, 0, False)
+
+    x = np.array([2.0, 3.0, 5.0])
+    assert caller(x) == -5.0 + 20.0
+    assert pick(x, 1, False) == 3.0
+    assert len(pick.signatures) == 1
+    assert [str(t) for t in pick.signatures[0][1:]] == ["int64", "bool"]
+
+
+def test_njit_signature_compiles_on_first_call_and_rejects_other_types():
+    """The fixed-signature decorator compiles nothing at definition, one version at the
+    first call, and raises TypeError (numba's own) for other argument types, before and
+    after the first call, instead of compiling for them."""
+
+    @njit_signature("float64(float64[::1], int64)")
+    def weighted(x, k):
+        return x.sum() * k
+
+    assert not weighted.overloads
+    with pytest.raises(TypeError):
+        weighted(np.arange(3), 2)  # int64 array: no matching definition
+    assert weighted(np.arange(3.0), 2) == 6.0
+    with pytest.raises(TypeError):
+        weighted(np.arange(6.0)[::2], 2)  # strided
+    assert len(weighted.overloads) == 1
+
+
+def test_rigid_simulate_path_imports_no_fem_mesh_or_viewer():
+    """A rigid pendulum built, compiled and simulated in both formulations imports none
+    of scikit-fem, meshio, PyVista/VTK or matplotlib (they cost seconds of import and
+    belong to meshes and pictures), and both formulations swing it the same way."""
+    out = run_fresh(
+        """
+        import json, sys
+        import flexmbd as fm
+        m = fm.Model("pendulum")
+        m.rod = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.01)
+        m.hinge = fm.Revolute(m.ground, m.rod, axis=(0, 0, 1), q0=[0.3])
+        m.g = fm.Gravity((0.0, -9.81, 0.0))
+        end = []
+        for f in ("absolute", "recursive"):
+            res = m.compile(f).simulate(0.2, dt=1e-3)
+            end.append(float(res.joint("hinge").q[-1, 0]))
+        heavy = {"skfem", "meshio", "pyvista", "vtk", "vtkmodules", "matplotlib"}
+        print(json.dumps([sorted(heavy & {k.split(".")[0] for k in sys.modules}), end]))
+        """
+    )
+    loaded, (a, r) = json.loads(out.strip().splitlines()[-1])
+    assert loaded == [], out
+    assert 0.0 < a < 0.3 and abs(a - r) < 1e-4, out  # falling from 0.3 rad, both agree
