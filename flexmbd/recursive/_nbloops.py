@@ -21,7 +21,7 @@ Otherwise it returns a nonzero status and the caller takes the projector's QR pa
 """
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
