@@ -29,6 +29,8 @@ import numpy as np
 from numba import njit
 
 from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
+from ..flexible._nbbody import bias_forces as body_bias_forces
+from ..flexible._nbbody import centrifugal
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -351,145 +353,32 @@ def _smul(S, n, x, out):
 @njit(cache=True)
 def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
     """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
-    ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes),
-    following :mod:`flexmbd.flexible.ffr`. ``A3`` (3, 3, nmax) scratch holds
-    ``A[b, c, l] = S_bcl + sum_k q_k P_bckl``.
-    """
-    m = Im[fx, 0]
-    c0 = Im[fx, 1] + 0.0
-    c1 = Im[fx, 2] + 0.0
-    c2 = Im[fx, 3] + 0.0
-    for k in range(n):
-        c0 += St[fx, 0, k] * q[k]
-        c1 += St[fx, 1, k] * q[k]
-        c2 += St[fx, 2, k] * q[k]
-    # A and E
-    nx = A3.shape[2] - 2
-    E = A3[:, :, nx]
-    G = A3[:, :, nx + 1]
+    ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes):
+    :func:`flexmbd.flexible._nbbody.bias_forces` on views of the padded invariant arrays
+    (``Im`` row: mass, c, E0). ``A3`` (3, 3, 3 nmax + 7) scratch."""
+    ws = A3[:, :, 0 : 3 * n + 6]
+    E0 = A3[:, :, 3 * n + 6]
     for a in range(3):
         for b in range(3):
-            e = Im[fx, 4 + 3 * a + b]
-            g = 0.0
-            for l in range(n):
-                s = Si[fx, a, b, l]
-                for k in range(n):
-                    s += q[k] * Pi[fx, a, b, k, l]
-                A3[a, b, l] = s
-                g += s * qd[l]
-            G[a, b] = g
-            E[a, b] = e
-    # E = E0 + Sq + (Sq)^T + qPq = E0 + A q + (Sq)^T
-    for a in range(3):
-        for b in range(3):
-            e = Im[fx, 4 + 3 * a + b]
-            for l in range(n):
-                e += A3[a, b, l] * q[l] + Si[fx, b, a, l] * q[l]
-            E[a, b] = e
-    tr = E[0, 0] + E[1, 1] + E[2, 2]
-    mm = 6 + n
-    for i in range(mm):
-        for j in range(mm):
-            M[i, j] = 0.0
-    for a in range(3):
-        for b in range(3):
-            M[a, b] = -E[a, b]
-        M[a, a] += tr
-    # M_wv = Sbar~, M_vw = Sbar~^T
-    M[0, 4] = -c2
-    M[0, 5] = c1
-    M[1, 3] = c2
-    M[1, 5] = -c0
-    M[2, 3] = -c1
-    M[2, 4] = c0
-    for a in range(3):
-        for b in range(3):
-            M[3 + b, a] = M[a, 3 + b]
-    for i in range(3):
-        M[3 + i, 3 + i] = m
-    for l in range(n):
-        mw0 = A3[1, 2, l] - A3[2, 1, l]
-        mw1 = A3[2, 0, l] - A3[0, 2, l]
-        mw2 = A3[0, 1, l] - A3[1, 0, l]
-        M[0, 6 + l] = mw0
-        M[1, 6 + l] = mw1
-        M[2, 6 + l] = mw2
-        M[6 + l, 0] = mw0
-        M[6 + l, 1] = mw1
-        M[6 + l, 2] = mw2
-        for i in range(3):
-            M[3 + i, 6 + l] = St[fx, i, l]
-            M[6 + l, 3 + i] = St[fx, i, l]
-        for k in range(n):
-            M[6 + l, 6 + k] = KD[fx, 2, l, k]
-    # velocity forces
-    w0 = w[0]
-    w1 = w[1]
-    w2 = w[2]
-    x0 = w1 * v[2] - w2 * v[1]
-    x1 = w2 * v[0] - w0 * v[2]
-    x2 = w0 * v[1] - w1 * v[0]
-    Jw0 = M[0, 0] * w0 + M[0, 1] * w1 + M[0, 2] * w2
-    Jw1 = M[1, 0] * w0 + M[1, 1] * w1 + M[1, 2] * w2
-    Jw2 = M[2, 0] * w0 + M[2, 1] * w1 + M[2, 2] * w2
-    h[0] = c1 * x2 - c2 * x1 + w1 * Jw2 - w2 * Jw1
-    h[1] = c2 * x0 - c0 * x2 + w2 * Jw0 - w0 * Jw2
-    h[2] = c0 * x1 - c1 * x0 + w0 * Jw1 - w1 * Jw0
-    # w x (w x Sbar)
-    y0 = w1 * c2 - w2 * c1
-    y1 = w2 * c0 - w0 * c2
-    y2 = w0 * c1 - w1 * c0
-    h[3] = m * x0 + w1 * y2 - w2 * y1
-    h[4] = m * x1 + w2 * y0 - w0 * y2
-    h[5] = m * x2 + w0 * y1 - w1 * y0
-    # gravity: Q = [Sbar x g; m g; St^T g]
-    h[0] -= c1 * gb[2] - c2 * gb[1]
-    h[1] -= c2 * gb[0] - c0 * gb[2]
-    h[2] -= c0 * gb[1] - c1 * gb[0]
-    h[3] -= m * gb[0]
-    h[4] -= m * gb[1]
-    h[5] -= m * gb[2]
-    if n > 0:
-        trG = G[0, 0] + G[1, 1] + G[2, 2]
-        # 2 (w tr G - G^T w)
-        h[0] += 2.0 * (w0 * trG - (G[0, 0] * w0 + G[1, 0] * w1 + G[2, 0] * w2))
-        h[1] += 2.0 * (w1 * trG - (G[0, 1] * w0 + G[1, 1] * w1 + G[2, 1] * w2))
-        h[2] += 2.0 * (w2 * trG - (G[0, 2] * w0 + G[1, 2] * w1 + G[2, 2] * w2))
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(n):
-            s0 += St[fx, 0, k] * qd[k]
-            s1 += St[fx, 1, k] * qd[k]
-            s2 += St[fx, 2, k] * qd[k]
-        h[3] += 2.0 * (w1 * s2 - w2 * s1)
-        h[4] += 2.0 * (w2 * s0 - w0 * s2)
-        h[5] += 2.0 * (w0 * s1 - w1 * s0)
-        # W2 = w w^T - |w|^2 I ; W skew
-        ww = w0 * w0 + w1 * w1 + w2 * w2
-        for k in range(n):
-            hf = (
-                St[fx, 0, k] * (x0 - gb[0])
-                + St[fx, 1, k] * (x1 - gb[1])
-                + St[fx, 2, k] * (x2 - gb[2])
-            )
-            # sum_ab W2_ab A[b, a, k]
-            for a in range(3):
-                for b in range(3):
-                    w2ab = w[a] * w[b]
-                    if a == b:
-                        w2ab -= ww
-                    hf += w2ab * A3[b, a, k]
-            # 2 sum_ac W_ac (P_ac qd)_k, W = [[0,-w2,w1],[w2,0,-w0],[-w1,w0,0]]
-            t = 0.0
-            for l in range(n):
-                vl = qd[l]
-                t += vl * (
-                    w2 * (Pi[fx, 1, 0, k, l] - Pi[fx, 0, 1, k, l])
-                    + w1 * (Pi[fx, 0, 2, k, l] - Pi[fx, 2, 0, k, l])
-                    + w0 * (Pi[fx, 2, 1, k, l] - Pi[fx, 1, 2, k, l])
-                )
-            h[6 + k] = hf + 2.0 * t
+            E0[a, b] = Im[fx, 4 + 3 * a + b]
+    P = Pi[fx, :, :, 0:n, 0:n]
+    body_bias_forces(
+        Im[fx, 0],
+        Im[fx, 1:4],
+        E0,
+        St[fx, :, 0:n],
+        Si[fx, :, :, 0:n],
+        np.transpose(P, (0, 1, 3, 2)),
+        KD[fx, 2, 0:n, 0:n],
+        q,
+        qd,
+        w,
+        v,
+        gb,
+        M,
+        h,
+        ws,
+    )
 
 
 # ---------------------------------------------------------------- kinematics
@@ -1383,22 +1272,16 @@ def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
     for i in range(3):
         hr[3 + i] = hg[3 + i] + m * gb[i]
     # - C(w_p) = -[w_p x J0 w_p; w_p x (w_p x c)]
+    J0 = np.empty((3, 3))
     tr = Im[fx, 4] + Im[fx, 8] + Im[fx, 12]
-    jw = np.empty(3)
     for i in range(3):
-        s = tr * wp[i]
         for j in range(3):
-            s -= Im[fx, 4 + 3 * i + j] * wp[j]
-        jw[i] = s
-    hr[0] -= wp[1] * jw[2] - wp[2] * jw[1]
-    hr[1] -= wp[2] * jw[0] - wp[0] * jw[2]
-    hr[2] -= wp[0] * jw[1] - wp[1] * jw[0]
-    x0 = wp[1] * Im[fx, 3] - wp[2] * Im[fx, 2]
-    x1 = wp[2] * Im[fx, 1] - wp[0] * Im[fx, 3]
-    x2 = wp[0] * Im[fx, 2] - wp[1] * Im[fx, 1]
-    hr[3] -= wp[1] * x2 - wp[2] * x1
-    hr[4] -= wp[2] * x0 - wp[0] * x2
-    hr[5] -= wp[0] * x1 - wp[1] * x0
+            J0[i, j] = -Im[fx, 4 + 3 * i + j]
+        J0[i, i] += tr
+    C = np.empty(6)
+    centrifugal(J0, Im[fx, 1:4], wp, C)
+    for i in range(6):
+        hr[i] -= C[i]
 
 
 @njit(cache=True)
