@@ -43,6 +43,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 import flexmbd.pyomo as fmo
+from flexmbd.example_args import quick_settings
 from flexmbd.pyomo.shooting import Shooting
 
 HERE = Path(__file__).resolve().parent
@@ -165,11 +166,7 @@ QUICK = dict(t_end=0.5, dt=0.02)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -28,21 +28,14 @@ invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
 import numpy as np
 from numba import njit
 
-from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
 from ..flexible._nbbody import bias_forces as body_bias_forces
 from ..flexible._nbbody import centrifugal
 from ._kernels import (
-    I_DIAG,
     I_DSLOT,
-    I_JT,
-    I_NC,
-    I_NQ,
     I_NV,
     I_ONE,
     I_PARENT,
     I_PERM,
-    I_QO,
-    I_REV,
     I_VO,
     J_B,
     J_FT,
@@ -52,19 +45,13 @@ from ._kernels import (
     M_CR,
     M_G,
     M_H,
-    M_HC,
     M_I,
-    M_L,
-    M_P,
-    M_W,
-    M_WC,
     M_X,
     M_Y,
     M_YL,
     M_YR,
     P_0,
     P_REL,
-    P_W,
     R_0,
     R_REL,
     R_W,
@@ -82,8 +69,6 @@ from ._kernels import (
     V_FEXT,
     V_G,
     V_MC,
-    V_PRM,
-    V_PRM2,
     V_SV,
     V_T6,
     V_VEL,
@@ -113,8 +98,16 @@ from ._kernels import (
     _subTmul6_sym,
     _subTvec_n,
     _subvec_n,
+    joint_bias,
+    joint_frame,
+    joint_qdd,
+    joint_twist,
+    node_system,
+    project_inertia,
     reactions_into,
     reversed_frames,
+    sibling_block,
+    world_pose,
 )
 
 # ---- int rows of Fi (NFI, N+1)
@@ -411,8 +404,6 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             frame_state(Fc, k, FR_IN, npk, q[o : o + npk], v[ov : ov + npk], Ft, Fs)
     for k in range(1, N + 1):
         n_v = Ia[I_NV, k]
-        jt = Ia[I_JT, k]
-        qo = Ia[I_QO, k]
         vo = Ia[I_VO, k]
         vk = v[vo : vo + n_v]
         pk = Ia[I_PARENT, k]
@@ -435,73 +426,16 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
                     + RC[1, i] * (pP[1] - pC[1])
                     + RC[2, i] * (pP[2] - pC[2])
                 )
-        qk = q[qo : qo + Ia[I_NQ, k]]
-        general = Ia[I_DIAG, k] == 0
-        joint_kinematics(
-            jt,
-            Vv[V_PRM, k],
-            Vv[V_PRM2, k],
-            qk,
-            vk,
-            tR,
-            tp,
-            Mm[M_H, k],
-            Mm[M_W, k],
-            Vv[V_CJ, k],
-            t3,
-            general,
-            Mm[M_HC, k],
-            Mm[M_WC, k],
-        )
-        if Ia[I_REV, k]:
-            reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Qm, t6)
-        scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
-        if general:
-            Wk = Mm[M_W, k]
-            Pk = Mm[M_P, k]
-            ncj = 6 - n_v
-            for i in range(6):
-                for j in range(6):
-                    s = 0.0
-                    for m in range(ncj):
-                        s += Wk[i, m] * Wk[j, m]
-                    Pk[i, j] = s
+        joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Qm, t6)
         for i in range(3):
             for j in range(3):
                 Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
             prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
         if world:
-            Rp = R3[R_W, pk]
-            rwp = P3[P_W, pk]
-            for i in range(3):
-                for j in range(3):
-                    R3[R_W, k, i, j] = (
-                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-                    )
-                P3[P_W, k, i] = (
-                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
-                )
+            world_pose(R3, P3, k, pk)
         # joint relative twist S v (S = H L for reversed joints)
         sv = Vv[V_SV, k]
-        Hk = Mm[M_H, k]
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j, n_v):
-                    s += Lk[j, m] * vk[m]
-                t6[j] = s
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * t6[j]
-                sv[i] = s
-        else:
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * vk[j]
-                sv[i] = s
+        joint_twist(Ia, Mm, k, vk, t6, sv)
         vel = Vv[V_VEL, k]
         ab = Vv[V_AB, k]
         if fp:
@@ -750,37 +684,7 @@ def bias_forces(
                         + PT[4, j] * f[4]
                         + PT[5, j] * f[5]
                     )
-        n_v = Ia[I_NV, k]
-        o = Ia[I_VO, k]
-        Hk = Mm[M_H, k]
-        f = fb[k]
-        for j in range(n_v):
-            t6[j] = (
-                Hk[0, j] * f[0]
-                + Hk[1, j] * f[1]
-                + Hk[2, j] * f[2]
-                + Hk[3, j] * f[3]
-                + Hk[4, j] * f[4]
-                + Hk[5, j] * f[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j + 1):
-                    s += Lk[m, j] * t6[m]
-                bvec[o + j] = s
-            for j in range(n_v):
-                s = tau[o + j]
-                for m in range(j):
-                    s -= Lk[m, j] * FT[o + m]
-                FT[o + j] = s / Lk[j, j]
-            for j in range(n_v):
-                FT[o + j] -= t6[j]
-        else:
-            for j in range(n_v):
-                bvec[o + j] = t6[j]
-                FT[o + j] = tau[o + j] - t6[j]
+        joint_bias(Ia, Mm, k, fb[k], tau, t6, bvec, FT)
     # modal equivalent forces (applied modal forces are inside rho)
     for k in range(1, N + 1):
         nk = Fi[F_NF, k]
@@ -864,28 +768,7 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
-        # A~ = P A P + (U - P), constraint directions first
-        if Ia[I_DIAG, k]:
-            T2 = Tt[T_2]
-            for i in range(6):
-                for j in range(6):
-                    T2[i, j] = Ak[i, j]
-            nck = Ia[I_NC, k]
-            for a in range(6):
-                ia = Ia[I_PERM + a, k]
-                for b in range(6):
-                    if a < nck and b < nck:
-                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
-                    else:
-                        Ak[a, b] = 1.0 if a == b else 0.0
-        else:
-            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
-            _proj_cols(Ak, k, Ia, Mm, Vv)
-            P = Mm[M_P, k]
-            for i in range(6):
-                for j in range(6):
-                    Ak[i, j] -= P[i, j]
-                Ak[i, i] += 1.0
+        project_inertia(Ak, k, Ia, Mm, Vv, Tt)
     return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
 
 
@@ -930,53 +813,11 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
                 _subTmul6_sym(YR[i], A[r])
                 if l >= 0:
                     _matTmul6(YL[i], YR[i], Cr[l], -1.0)
-    nd = Sa[1]
-    nl = Sa[2]
-    nn = Sa[3]
-    nsib = Sa[4]
-    od = base + 3 * ns
-    ol = od + nd
-    on = ol + 2 * nl
-    osb = on + nn
+    nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
     n6 = 6 * nd
-    for a in range(n6):
-        for b in range(n6):
-            Dn[a, b] = 0.0
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            for b in range(6):
-                Dn[o + a, o + b] = A[k, a, b]
-    for t in range(nl):
-        k = Sa[ol + 2 * t]
-        r = Sa[ol + 2 * t + 1]
-        ok = 6 * Ia[I_DSLOT, k]
-        orr = 6 * Ia[I_DSLOT, r]
-        for a in range(6):
-            for b in range(6):
-                Dn[ok + a, orr + b] = Cr[k, a, b]
-                Dn[orr + b, ok + a] = Cr[k, a, b]
-    for t in range(nn):
-        c = Sa[on + t]
-        pk = Ia[I_PARENT, c]
-        op = 6 * Ia[I_DSLOT, pk]
-        oc = 6 * Ia[I_DSLOT, c]
-        for a in range(6):
-            for b in range(6):
-                T1[a, b] = Y[c, a, b]
-        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
-        _proj_cols(T1, c, Ia, Mm, Vv)
-        _permute_block(T1, Ia, pk, c, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[op + a, oc + b] = T1[a, b]
-                Dn[oc + b, op + a] = T1[a, b]
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
-        oa = 6 * Ia[I_DSLOT, a_]
-        ob = 6 * Ia[I_DSLOT, b_]
         pk = Ia[I_PARENT, a_]
         npk = Fi[F_NF, pk]
         if npk > 0:
@@ -994,13 +835,7 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
                     T1[i, j] = s
         else:
             _matTmul6(X[a_], Y[b_], T1, 1.0)
-        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
-        _proj_cols(T1, b_, Ia, Mm, Vv)
-        _permute_block(T1, Ia, a_, b_, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[oa + a, ob + b] = T1[a, b]
-                Dn[ob + b, oa + a] = T1[a, b]
+        sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
     if not _chol(Dn, n6):
         return -1
     return 0
@@ -1177,25 +1012,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, F, af, tv)
     for k in range(1, N + 1):
         _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
-        Hk = Mm[M_H, k]
-        o = Ia[I_VO, k]
-        n_v = Ia[I_NV, k]
-        for j in range(n_v):
-            qdd[o + j] = (
-                Hk[0, j] * t6[0]
-                + Hk[1, j] * t6[1]
-                + Hk[2, j] * t6[2]
-                + Hk[3, j] * t6[3]
-                + Hk[4, j] * t6[4]
-                + Hk[5, j] * t6[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v - 1, -1, -1):
-                s = qdd[o + j]
-                for m in range(j + 1, n_v):
-                    s -= Lk[j, m] * qdd[o + m]
-                qdd[o + j] = s / Lk[j, j]
+        joint_qdd(Ia, Mm, k, t6, qdd)
         nk = Fi[F_NF, k]
         mv = Fi[F_MV, k]
         for j in range(nk):

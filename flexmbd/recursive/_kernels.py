@@ -1038,6 +1038,254 @@ def _sub_dyx(Y, x, Lm, z, n):
         z[a] -= Lm[a, a] * t
 
 
+# ---------------------------------------------------------------- recursion steps
+# (shared with the flexible kernels, flexmbd.recursive._flexkernels)
+
+
+@njit(cache=True, inline="always")
+def joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Q, t6):
+    """Motion of tree joint ``k`` (both tree kernels): the transform ``(tR, tp)`` between
+    its frames, motion subspace ``H``, constraint directions ``W`` and velocity terms
+    (:func:`flexmbd._nbjoints.joint_kinematics`), reversed joints, screw scaling and the
+    constraint projector ``P = W W^T`` of general joints. ``vk``: its speeds."""
+    jt = Ia[I_JT, k]
+    n_v = Ia[I_NV, k]
+    qo = Ia[I_QO, k]
+    qk = q[qo : qo + Ia[I_NQ, k]]
+    general = Ia[I_DIAG, k] == 0
+    joint_kinematics(
+        jt,
+        Vv[V_PRM, k],
+        Vv[V_PRM2, k],
+        qk,
+        vk,
+        tR,
+        tp,
+        Mm[M_H, k],
+        Mm[M_W, k],
+        Vv[V_CJ, k],
+        t3,
+        general,
+        Mm[M_HC, k],
+        Mm[M_WC, k],
+    )
+    if Ia[I_REV, k]:
+        reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q, t6)
+    scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
+    if general:
+        # projector P = W W^T
+        Wk = Mm[M_W, k]
+        Pk = Mm[M_P, k]
+        ncj = 6 - n_v
+        for i in range(6):
+            for j in range(6):
+                s = 0.0
+                for m in range(ncj):
+                    s += Wk[i, m] * Wk[j, m]
+                Pk[i, j] = s
+
+
+@njit(cache=True, inline="always")
+def world_pose(R3, P3, k, pk):
+    """World pose of label ``k``'s frame from its parent's and the relative pose (both tree
+    kernels): ``R_W[k] = R_W[pk] R_REL[k]``, ``p_W[k] = p_W[pk] + R_W[pk] p_REL[k]``."""
+    Rk = R3[R_REL, k]
+    prel = P3[P_REL, k]
+    Rp = R3[R_W, pk]
+    rwp = P3[P_W, pk]
+    for i in range(3):
+        for j in range(3):
+            R3[R_W, k, i, j] = Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
+        P3[P_W, k, i] = rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+
+
+@njit(cache=True, inline="always")
+def joint_twist(Ia, Mm, k, vk, t6, sv):
+    """Relative twist ``sv = S v`` of joint ``k`` for its speeds ``vk`` (``S = H L`` for
+    reversed and screw joints; both tree kernels); ``t6`` scratch."""
+    n_v = Ia[I_NV, k]
+    Hk = Mm[M_H, k]
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v):
+            s = 0.0
+            for m in range(j, n_v):
+                s += Lk[j, m] * vk[m]
+            t6[j] = s
+        for i in range(6):
+            s = 0.0
+            for j in range(n_v):
+                s += Hk[i, j] * t6[j]
+            sv[i] = s
+    else:
+        for i in range(6):
+            s = 0.0
+            for j in range(n_v):
+                s += Hk[i, j] * vk[j]
+            sv[i] = s
+
+
+@njit(cache=True, inline="always")
+def joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT):
+    """Project the bias wrench ``f`` of label ``k`` on its joint (both tree kernels):
+    ``b = H^T f`` (``bvec``, with the reversed/screw scaling ``L``) and
+    ``F_T = tau - b`` in orthonormal speeds (``FT``); ``t6`` scratch."""
+    n_v = Ia[I_NV, k]
+    o = Ia[I_VO, k]
+    Hk = Mm[M_H, k]
+    for j in range(n_v):
+        t6[j] = (
+            Hk[0, j] * f[0]
+            + Hk[1, j] * f[1]
+            + Hk[2, j] * f[2]
+            + Hk[3, j] * f[3]
+            + Hk[4, j] * f[4]
+            + Hk[5, j] * f[5]
+        )
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v):
+            s = 0.0
+            for m in range(j + 1):
+                s += Lk[m, j] * t6[m]
+            bvec[o + j] = s
+        for j in range(n_v):
+            s = tau[o + j]
+            for m in range(j):
+                s -= Lk[m, j] * FT[o + m]
+            FT[o + j] = s / Lk[j, j]
+        for j in range(n_v):
+            FT[o + j] -= t6[j]
+    else:
+        for j in range(n_v):
+            bvec[o + j] = t6[j]
+            FT[o + j] = tau[o + j] - t6[j]
+
+
+@njit(cache=True, inline="always")
+def joint_qdd(Ia, Mm, k, t6, qdd):
+    """Joint accelerations of label ``k`` from the relative acceleration ``t6`` of its
+    frames (both tree kernels): ``qdd = L^-T H^T t6`` (``L``: reversed/screw scaling)."""
+    o = Ia[I_VO, k]
+    Hk = Mm[M_H, k]
+    n_v = Ia[I_NV, k]
+    for j in range(n_v):
+        qdd[o + j] = (
+            Hk[0, j] * t6[0]
+            + Hk[1, j] * t6[1]
+            + Hk[2, j] * t6[2]
+            + Hk[3, j] * t6[3]
+            + Hk[4, j] * t6[4]
+            + Hk[5, j] * t6[5]
+        )
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v - 1, -1, -1):
+            s = qdd[o + j]
+            for m in range(j + 1, n_v):
+                s -= Lk[j, m] * qdd[o + m]
+            qdd[o + j] = s / Lk[j, j]
+
+
+@njit(cache=True, inline="always")
+def project_inertia(Ak, k, Ia, Mm, Vv, Tt):
+    """``A~ = P A P + (U - P)`` of label ``k`` in place, constraint directions first (both
+    tree kernels; diagonal joints by permutation)."""
+    if Ia[I_DIAG, k]:
+        T2 = Tt[T_2]
+        for i in range(6):
+            for j in range(6):
+                T2[i, j] = Ak[i, j]
+        nck = Ia[I_NC, k]
+        for a in range(6):
+            ia = Ia[I_PERM + a, k]
+            for b in range(6):
+                if a < nck and b < nck:
+                    Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
+                else:
+                    Ak[a, b] = 1.0 if a == b else 0.0
+    else:
+        _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
+        _proj_cols(Ak, k, Ia, Mm, Vv)
+        P = Mm[M_P, k]
+        for i in range(6):
+            for j in range(6):
+                Ak[i, j] -= P[i, j]
+            Ak[i, i] += 1.0
+
+
+@njit(cache=True)
+def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
+    """The dense node system ``Dn`` after the chain elimination (both tree kernels):
+    diagonal blocks, chain links and parent-child node blocks; the sibling blocks are the
+    caller's (:func:`sibling_block`). Returns the schedule counts and offsets
+    ``(nd, nsib, od, osb)``."""
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    Y = Mm[M_Y]
+    T1 = Tt[T_1]
+    ns = Sa[0]
+    base = 5
+    nd = Sa[1]
+    nl = Sa[2]
+    nn = Sa[3]
+    nsib = Sa[4]
+    od = base + 3 * ns
+    ol = od + nd
+    on = ol + 2 * nl
+    osb = on + nn
+    n6 = 6 * nd
+    for a in range(n6):
+        for b in range(n6):
+            Dn[a, b] = 0.0
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            for b in range(6):
+                Dn[o + a, o + b] = A[k, a, b]
+    for t in range(nl):
+        k = Sa[ol + 2 * t]
+        r = Sa[ol + 2 * t + 1]
+        ok = 6 * Ia[I_DSLOT, k]
+        orr = 6 * Ia[I_DSLOT, r]
+        for a in range(6):
+            for b in range(6):
+                Dn[ok + a, orr + b] = Cr[k, a, b]
+                Dn[orr + b, ok + a] = Cr[k, a, b]
+    for t in range(nn):
+        c = Sa[on + t]
+        pk = Ia[I_PARENT, c]
+        op = 6 * Ia[I_DSLOT, pk]
+        oc = 6 * Ia[I_DSLOT, c]
+        for a in range(6):
+            for b in range(6):
+                T1[a, b] = Y[c, a, b]
+        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
+        _proj_cols(T1, c, Ia, Mm, Vv)
+        _permute_block(T1, Ia, pk, c, Tt[T_2])
+        for a in range(6):
+            for b in range(6):
+                Dn[op + a, oc + b] = T1[a, b]
+                Dn[oc + b, op + a] = T1[a, b]
+    return nd, nsib, od, osb
+
+
+@njit(cache=True, inline="always")
+def sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_):
+    """Write the coupling ``T1`` of sibling labels ``a_``, ``b_`` (projected, permuted)
+    into the node system ``Dn`` and its transpose (both tree kernels)."""
+    oa = 6 * Ia[I_DSLOT, a_]
+    ob = 6 * Ia[I_DSLOT, b_]
+    _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
+    _proj_cols(T1, b_, Ia, Mm, Vv)
+    _permute_block(T1, Ia, a_, b_, Tt[T_2])
+    for a in range(6):
+        for b in range(6):
+            Dn[oa + a, ob + b] = T1[a, b]
+            Dn[ob + b, oa + a] = T1[a, b]
+
+
 # ---------------------------------------------------------------- kinematics
 
 
@@ -1085,38 +1333,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                         Rk[i, j] = A0[i, j]
                     prel[i] = p0[i] + A0[i, 2] * d
         else:
-            qk = q[qo : qo + Ia[I_NQ, k]]
-            general = Ia[I_DIAG, k] == 0
-            joint_kinematics(
-                jt,
-                Vv[V_PRM, k],
-                Vv[V_PRM2, k],
-                qk,
-                vk,
-                tR,
-                tp,
-                Mm[M_H, k],
-                Mm[M_W, k],
-                Vv[V_CJ, k],
-                t3,
-                general,
-                Mm[M_HC, k],
-                Mm[M_WC, k],
-            )
-            if Ia[I_REV, k]:
-                reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q, t6)
-            scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
-            if general:
-                # projector P = W W^T
-                Wk = Mm[M_W, k]
-                Pk = Mm[M_P, k]
-                ncj = 6 - n_v
-                for i in range(6):
-                    for j in range(6):
-                        s = 0.0
-                        for m in range(ncj):
-                            s += Wk[i, m] * Wk[j, m]
-                        Pk[i, j] = s
+            joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Q, t6)
             # pose of e_k in e_p: (R0, p0) o (tR, tp)
             for i in range(3):
                 for j in range(3):
@@ -1124,21 +1341,11 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
         pk = Ia[I_PARENT, k]
         if world:
-            Rp = R3[R_W, pk]
-            rwp = P3[P_W, pk]
-            for i in range(3):
-                for j in range(3):
-                    R3[R_W, k, i, j] = (
-                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-                    )
-                P3[P_W, k, i] = (
-                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
-                )
+            world_pose(R3, P3, k, pk)
         # twist: v_k = Phi^T v_p + S v  (S = H L for reversed joints)
         vel = Vv[V_VEL, k]
         sv = Vv[V_SV, k]
         _m2c(Rk, prel, Vv[V_VEL, pk], vel)
-        Hk = Mm[M_H, k]
         if Ia[I_DIAG, k] and jt == REVOLUTE:
             # S v = v e_z (angular)
             vz = vk[0]
@@ -1146,26 +1353,10 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 sv[i] = 0.0
             sv[2] = vz
             vel[2] += vz
-        elif Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j, n_v):
-                    s += Lk[j, m] * vk[m]
-                t6[j] = s
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * t6[j]
-                sv[i] = s
-                vel[i] += s
         else:
+            joint_twist(Ia, Mm, k, vk, t6, sv)
             for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * vk[j]
-                sv[i] = s
-                vel[i] += s
+                vel[i] += sv[i]
 
 
 @njit(cache=True, _nrt=False)
@@ -1271,7 +1462,6 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], fb[k], fb[pk], 1.0)
-        n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
         f = fb[k]
         if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
@@ -1280,34 +1470,7 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
             bvec[o] = bz
             FT[o] = tau[o] - bz
             continue
-        Hk = Mm[M_H, k]
-        for j in range(n_v):
-            t6[j] = (
-                Hk[0, j] * f[0]
-                + Hk[1, j] * f[1]
-                + Hk[2, j] * f[2]
-                + Hk[3, j] * f[3]
-                + Hk[4, j] * f[4]
-                + Hk[5, j] * f[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j + 1):
-                    s += Lk[m, j] * t6[m]
-                bvec[o + j] = s
-            for j in range(n_v):
-                s = tau[o + j]
-                for m in range(j):
-                    s -= Lk[m, j] * FT[o + m]
-                FT[o + j] = s / Lk[j, j]
-            for j in range(n_v):
-                FT[o + j] -= t6[j]
-        else:
-            for j in range(n_v):
-                bvec[o + j] = t6[j]
-                FT[o + j] = tau[o + j] - t6[j]
+        joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT)
 
 
 # ---------------------------------------------------------------- CFA: factor
@@ -1485,28 +1648,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
-        # Ã = P A P + (U - P), constraint directions first
-        if Ia[I_DIAG, k]:
-            T2 = Tt[T_2]
-            for i in range(6):
-                for j in range(6):
-                    T2[i, j] = Ak[i, j]
-            nck = Ia[I_NC, k]
-            for a in range(6):
-                ia = Ia[I_PERM + a, k]
-                for b in range(6):
-                    if a < nck and b < nck:
-                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
-                    else:
-                        Ak[a, b] = 1.0 if a == b else 0.0
-        else:
-            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
-            _proj_cols(Ak, k, Ia, Mm, Vv)
-            P = Mm[M_P, k]
-            for i in range(6):
-                for j in range(6):
-                    Ak[i, j] -= P[i, j]
-                Ak[i, i] += 1.0
+        project_inertia(Ak, k, Ia, Mm, Vv, Tt)
     # block elimination of the chains (odd-even or sequential schedule)
     ns = Sa[0]
     base = 5
@@ -1522,61 +1664,13 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
         elif not _eliminate(A, Cr, YL, YR, i, l, r, 6):
             return i
     # dense node system
-    nd = Sa[1]
-    nl = Sa[2]
-    nn = Sa[3]
-    nsib = Sa[4]
-    od = base + 3 * ns
-    ol = od + nd
-    on = ol + 2 * nl
-    osb = on + nn
+    nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
     n6 = 6 * nd
-    for a in range(n6):
-        for b in range(n6):
-            Dn[a, b] = 0.0
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            for b in range(6):
-                Dn[o + a, o + b] = A[k, a, b]
-    for t in range(nl):
-        k = Sa[ol + 2 * t]
-        r = Sa[ol + 2 * t + 1]
-        ok = 6 * Ia[I_DSLOT, k]
-        orr = 6 * Ia[I_DSLOT, r]
-        for a in range(6):
-            for b in range(6):
-                Dn[ok + a, orr + b] = Cr[k, a, b]
-                Dn[orr + b, ok + a] = Cr[k, a, b]
-    for t in range(nn):
-        c = Sa[on + t]
-        pk = Ia[I_PARENT, c]
-        op = 6 * Ia[I_DSLOT, pk]
-        oc = 6 * Ia[I_DSLOT, c]
-        for a in range(6):
-            for b in range(6):
-                T1[a, b] = Y[c, a, b]
-        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
-        _proj_cols(T1, c, Ia, Mm, Vv)
-        _permute_block(T1, Ia, pk, c, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[op + a, oc + b] = T1[a, b]
-                Dn[oc + b, op + a] = T1[a, b]
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
-        oa = 6 * Ia[I_DSLOT, a_]
-        ob = 6 * Ia[I_DSLOT, b_]
         _matTmul6(X[a_], Y[b_], T1, 1.0)
-        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
-        _proj_cols(T1, b_, Ia, Mm, Vv)
-        _permute_block(T1, Ia, a_, b_, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[oa + a, ob + b] = T1[a, b]
-                Dn[ob + b, oa + a] = T1[a, b]
+        sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
     if nd == 1:
         # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
         if Ia[I_FIVE, Sa[od]]:
@@ -1777,24 +1871,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        Hk = Mm[M_H, k]
-        n_v = Ia[I_NV, k]
-        for j in range(n_v):
-            qdd[o + j] = (
-                Hk[0, j] * t6[0]
-                + Hk[1, j] * t6[1]
-                + Hk[2, j] * t6[2]
-                + Hk[3, j] * t6[3]
-                + Hk[4, j] * t6[4]
-                + Hk[5, j] * t6[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v - 1, -1, -1):
-                s = qdd[o + j]
-                for m in range(j + 1, n_v):
-                    s -= Lk[j, m] * qdd[o + m]
-                qdd[o + j] = s / Lk[j, j]
+        joint_qdd(Ia, Mm, k, t6, qdd)
 
 
 # ---------------------------------------------------------------- reactions
