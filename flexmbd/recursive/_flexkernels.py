@@ -31,7 +31,6 @@ from numba import njit
 from ..flexible._nbbody import bias_forces as body_bias_forces
 from ..flexible._nbbody import centrifugal
 from ._kernels import (
-    I_DSLOT,
     I_NV,
     I_ONE,
     I_PARENT,
@@ -48,15 +47,12 @@ from ._kernels import (
     M_I,
     M_X,
     M_Y,
-    M_YL,
-    M_YR,
     P_0,
     P_REL,
     R_0,
     R_REL,
     R_W,
     T_1,
-    T_2,
     T_3,
     T_Q,
     T_R,
@@ -75,29 +71,16 @@ from ._kernels import (
     V_VJ,
     _build_phi,
     _chol,
-    _chol_n,
-    _chol_solve,
     _f2p,
     _f2p_add,
-    _lsolve5_cols,
-    _lsolve6_cols,
-    _lsolve_n,
-    _ltsolve_n,
     _m2c,
-    _matmul6,
-    _matTmul5,
     _matTmul6,
     _matvec6,
     _mirror6,
-    _permute_block,
-    _proj_cols,
-    _proj_rows,
     _proj_vec,
-    _step_five,
-    _subTmul5_sym,
-    _subTmul6_sym,
-    _subTvec_n,
-    _subvec_n,
+    coupling_block,
+    eliminate_chains,
+    factor_nodes,
     joint_bias,
     joint_frame,
     joint_qdd,
@@ -106,7 +89,9 @@ from ._kernels import (
     project_inertia,
     reactions_into,
     reversed_frames,
+    shift_inertia,
     sibling_block,
+    solve_schedule,
     world_pose,
 )
 
@@ -743,27 +728,11 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
                             s += PT[i, f] * Z[6 + f, j]
                         Ak[i, j] = s
             else:
-                _matmul6(Mm[M_G, pk], Xk, Yk)
-                for i in range(6):
-                    for j in range(i + 1):
-                        Ak[i, j] = Gk[i, j] + (
-                            Xk[0, i] * Yk[0, j]
-                            + Xk[1, i] * Yk[1, j]
-                            + Xk[2, i] * Yk[2, j]
-                            + Xk[3, i] * Yk[3, j]
-                            + Xk[4, i] * Yk[4, j]
-                            + Xk[5, i] * Yk[5, j]
-                        )
+                shift_inertia(Ak, Gk, Mm[M_G, pk], Xk, Yk)
             _mirror6(Ak)
             # D_k = -P_p Y P_k -> coupling (parent, k), stored in Cr[pk] if single child
             if Ia[I_ONE, pk] == k:
-                Cp = Cr[pk]
-                for i in range(6):
-                    for j in range(6):
-                        Cp[i, j] = Yk[i, j]
-                _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
-                _proj_cols(Cp, k, Ia, Mm, Vv)
-                _permute_block(Cp, Ia, pk, k, Tt[T_2])
+                coupling_block(Cr[pk], Yk, Ia, Mm, Vv, Tt, pk, k)
         else:
             for i in range(6):
                 for j in range(6):
@@ -777,44 +746,13 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
     """Odd-even reduction of the chains and the dense node system (as in
     :func:`flexmbd.recursive._kernels.factor`; sibling blocks through a flexible node
     use the extended shifts)."""
-    A = Mm[M_A]
-    Cr = Mm[M_CR]
     X = Mm[M_X]
     Y = Mm[M_Y]
     T1 = Tt[T_1]
-    ns = Sa[0]
-    base = 5
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        Ai = A[i]
-        if _step_five(Ia, i, l, r):
-            if not _chol_n(Ai, 5):
-                return i
-            if l >= 0:
-                _lsolve5_cols(Ai, Cr[l], YL[i], True)
-                _subTmul5_sym(YL[i], A[l])
-            if r >= 0:
-                _lsolve5_cols(Ai, Cr[i], YR[i], False)
-                _subTmul5_sym(YR[i], A[r])
-                if l >= 0:
-                    _matTmul5(YL[i], YR[i], Cr[l], -1.0)
-        else:
-            if not _chol_n(Ai, 6):
-                return i
-            if l >= 0:
-                _lsolve6_cols(Ai, Cr[l], YL[i], True)
-                _subTmul6_sym(YL[i], A[l])
-            if r >= 0:
-                _lsolve6_cols(Ai, Cr[i], YR[i], False)
-                _subTmul6_sym(YR[i], A[r])
-                if l >= 0:
-                    _matTmul6(YL[i], YR[i], Cr[l], -1.0)
+    fail = eliminate_chains(Ia, Sa, Mm)
+    if fail:
+        return fail
     nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
-    n6 = 6 * nd
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
@@ -836,9 +774,7 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
         else:
             _matTmul6(X[a_], Y[b_], T1, 1.0)
         sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
-    if not _chol(Dn, n6):
-        return -1
-    return 0
+    return factor_nodes(Ia, Sa, Dn, nd, od)
 
 
 # ---------------------------------------------------------------- CFA: solve
@@ -918,9 +854,6 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     bx = Vv[V_BX]
-    A = Mm[M_A]
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
     for k in range(N + 1):
@@ -944,56 +877,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
         for a in range(6):
             bx[k, a] = tv[Ia[I_PERM + a, k]]
-    ns = Sa[0]
-    base = 5
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            _lsolve_n(A[i], z, 5)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 5)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 5)
-        else:
-            _lsolve_n(A[i], z, 6)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 6)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 6)
-    nd = Sa[1]
-    od = base + 3 * ns
-    n6 = 6 * nd
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            Dn[o + a, n6] = bx[k, a]
-    _chol_solve(Dn, n6, n6)
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            bx[k, a] = Dn[o + a, n6]
-    for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 5)
-            if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 5)
-            _ltsolve_n(A[i], z, 5)
-        else:
-            if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 6)
-            if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 6)
-            _ltsolve_n(A[i], z, 6)
+    solve_schedule(Ia, Sa, Mm, Dn, bx)
     for k in range(1, N + 1):
         for a in range(6):
             t6[a] = bx[k, a]

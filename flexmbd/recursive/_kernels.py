@@ -1188,6 +1188,35 @@ def joint_qdd(Ia, Mm, k, t6, qdd):
 
 
 @njit(cache=True, inline="always")
+def shift_inertia(Ak, Gk, Gp, Xk, Yk):
+    """``Y = G_p X`` and the lower triangle of ``A = G_k + X^T Y`` (``X = Phi_k``, the shift
+    from label k's frame to its parent's; both tree kernels)."""
+    _matmul6(Gp, Xk, Yk)
+    for i in range(6):
+        for j in range(i + 1):
+            Ak[i, j] = Gk[i, j] + (
+                Xk[0, i] * Yk[0, j]
+                + Xk[1, i] * Yk[1, j]
+                + Xk[2, i] * Yk[2, j]
+                + Xk[3, i] * Yk[3, j]
+                + Xk[4, i] * Yk[4, j]
+                + Xk[5, i] * Yk[5, j]
+            )
+
+
+@njit(cache=True, inline="always")
+def coupling_block(Cp, Yk, Ia, Mm, Vv, Tt, pk, k):
+    """Coupling ``D_k = -P_p Y P_k`` of label ``k`` and its parent ``pk`` into ``Cp``
+    (projected, constraint directions first; both tree kernels)."""
+    for i in range(6):
+        for j in range(6):
+            Cp[i, j] = Yk[i, j]
+    _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
+    _proj_cols(Cp, k, Ia, Mm, Vv)
+    _permute_block(Cp, Ia, pk, k, Tt[T_2])
+
+
+@njit(cache=True, inline="always")
 def project_inertia(Ak, k, Ia, Mm, Vv, Tt):
     """``A~ = P A P + (U - P)`` of label ``k`` in place, constraint directions first (both
     tree kernels; diagonal joints by permutation)."""
@@ -1214,7 +1243,7 @@ def project_inertia(Ak, k, Ia, Mm, Vv, Tt):
             Ak[i, i] += 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
     """The dense node system ``Dn`` after the chain elimination (both tree kernels):
     diagonal blocks, chain links and parent-child node blocks; the sibling blocks are the
@@ -1284,6 +1313,116 @@ def sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_):
         for b in range(6):
             Dn[oa + a, ob + b] = T1[a, b]
             Dn[ob + b, oa + a] = T1[a, b]
+
+
+@njit(cache=True, inline="always")
+def eliminate_chains(Ia, Sa, Mm):
+    """Block elimination of the chains in the schedule ``Sa`` (odd-even or sequential;
+    LDL^T blocks, five-blocks for joints with one free direction; both tree kernels).
+    Returns 0 or the label of a block that is not positive definite."""
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    ns = Sa[0]
+    base = 5
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        if _step_five(Ia, i, l, r):
+            if not _eliminate(A, Cr, YL, YR, i, l, r, 5):
+                return i
+        elif not _eliminate(A, Cr, YL, YR, i, l, r, 6):
+            return i
+    return 0
+
+
+@njit(cache=True, inline="always")
+def factor_nodes(Ia, Sa, Dn, nd, od):
+    """Factor the dense node system ``Dn`` (6 nd square): unrolled LDL^T of a single
+    surviving block, else Cholesky (both tree kernels). Returns 0 or -1 (not positive
+    definite)."""
+    n6 = 6 * nd
+    if nd == 1:
+        # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
+        if Ia[I_FIVE, Sa[od]]:
+            return 0 if _ldl(Dn, 5) else -1
+        return 0 if _ldl(Dn, 6) else -1
+    if not _chol(Dn, n6):
+        return -1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def solve_schedule(Ia, Sa, Mm, Dn, bx):
+    """Solve with the factors of :func:`eliminate_chains` and :func:`factor_nodes`: right
+    hand sides ``bx`` (per label, constraint directions first) eliminated along the
+    chains, the node system solved, back substitution (both tree kernels)."""
+    A = Mm[M_A]
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    ns = Sa[0]
+    base = 5
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            _ldl_forward5(A[i], z)
+            if l >= 0:
+                _subTvec5(YL[i], z, bx[l])
+            if r >= 0:
+                _subTvec5(YR[i], z, bx[r])
+        else:
+            _ldl_forward(A[i], z, 6)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 6)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 6)
+    # dense node system
+    nd = Sa[1]
+    od = base + 3 * ns
+    n6 = 6 * nd
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            Dn[o + a, n6] = bx[k, a]
+    if nd == 1:
+        x = Dn[:, n6]
+        if Ia[I_FIVE, Sa[od]]:
+            _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
+            _ldl_back(Dn, x, 5)
+        else:
+            _ldl_forward(Dn, x, 6)
+            _ldl_back(Dn, x, 6)
+    else:
+        _chol_solve(Dn, n6, n6)
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            bx[k, a] = Dn[o + a, n6]
+    # back substitution along the chains (reverse schedule)
+    for s_ in range(ns - 1, -1, -1):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            if l >= 0:
+                _sub_dyx5(YL[i], bx[l], A[i], z)
+            if r >= 0:
+                _sub_dyx5(YR[i], bx[r], A[i], z)
+            _ldl_back5(A[i], z)
+        else:
+            if l >= 0:
+                _sub_dyx(YL[i], bx[l], A[i], z, 6)
+            if r >= 0:
+                _sub_dyx(YR[i], bx[r], A[i], z, 6)
+            _ldl_back(A[i], z, 6)
 
 
 # ---------------------------------------------------------------- kinematics
@@ -1607,17 +1746,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             Xk = X[k]
             _build_phi(R3[R_REL, k], P3[P_REL, k], Xk)
             Yk = Y[k]
-            _matmul6(Mm[M_G, pk], Xk, Yk)
-            for i in range(6):
-                for j in range(i + 1):
-                    Ak[i, j] = Gk[i, j] + (
-                        Xk[0, i] * Yk[0, j]
-                        + Xk[1, i] * Yk[1, j]
-                        + Xk[2, i] * Yk[2, j]
-                        + Xk[3, i] * Yk[3, j]
-                        + Xk[4, i] * Yk[4, j]
-                        + Xk[5, i] * Yk[5, j]
-                    )
+            shift_inertia(Ak, Gk, Mm[M_G, pk], Xk, Yk)
             _mirror6(Ak)
         if pk > 0:
             Yk = Y[k]
@@ -1638,47 +1767,24 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                             else:
                                 Cp[a, b] = 0.0
                 else:
-                    for i in range(6):
-                        for j in range(6):
-                            Cp[i, j] = Yk[i, j]
-                    _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
-                    _proj_cols(Cp, k, Ia, Mm, Vv)
-                    _permute_block(Cp, Ia, pk, k, Tt[T_2])
+                    coupling_block(Cp, Yk, Ia, Mm, Vv, Tt, pk, k)
         else:
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
         project_inertia(Ak, k, Ia, Mm, Vv, Tt)
     # block elimination of the chains (odd-even or sequential schedule)
-    ns = Sa[0]
-    base = 5
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        if _step_five(Ia, i, l, r):
-            if not _eliminate(A, Cr, YL, YR, i, l, r, 5):
-                return i
-        elif not _eliminate(A, Cr, YL, YR, i, l, r, 6):
-            return i
+    fail = eliminate_chains(Ia, Sa, Mm)
+    if fail:
+        return fail
     # dense node system
     nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
-    n6 = 6 * nd
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
         _matTmul6(X[a_], Y[b_], T1, 1.0)
         sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
-    if nd == 1:
-        # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
-        if Ia[I_FIVE, Sa[od]]:
-            return 0 if _ldl(Dn, 5) else -1
-        return 0 if _ldl(Dn, 6) else -1
-    if not _chol(Dn, n6):
-        return -1
-    return 0
+    return factor_nodes(Ia, Sa, Dn, nd, od)
 
 
 # ---------------------------------------------------------------- CFA: solve
@@ -1695,9 +1801,6 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     bx = Vv[V_BX]
-    A = Mm[M_A]
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
     # one backward pass: e_k = H F_T ; z_k = e_k - sum_c Phi_c e_c ; a_k = G_k z_k
@@ -1751,68 +1854,8 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
             for a in range(6):
                 bx[k, a] = tv[Ia[I_PERM + a, k]]
-    # elimination of the right-hand sides (same schedule)
-    ns = Sa[0]
-    base = 5
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            _ldl_forward5(A[i], z)
-            if l >= 0:
-                _subTvec5(YL[i], z, bx[l])
-            if r >= 0:
-                _subTvec5(YR[i], z, bx[r])
-        else:
-            _ldl_forward(A[i], z, 6)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 6)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 6)
-    # dense node system
-    nd = Sa[1]
-    od = base + 3 * ns
-    n6 = 6 * nd
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            Dn[o + a, n6] = bx[k, a]
-    if nd == 1:
-        x = Dn[:, n6]
-        if Ia[I_FIVE, Sa[od]]:
-            _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
-            _ldl_back(Dn, x, 5)
-        else:
-            _ldl_forward(Dn, x, 6)
-            _ldl_back(Dn, x, 6)
-    else:
-        _chol_solve(Dn, n6, n6)
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            bx[k, a] = Dn[o + a, n6]
-    # back substitution along the chains (reverse schedule)
-    for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            if l >= 0:
-                _sub_dyx5(YL[i], bx[l], A[i], z)
-            if r >= 0:
-                _sub_dyx5(YR[i], bx[r], A[i], z)
-            _ldl_back5(A[i], z)
-        else:
-            if l >= 0:
-                _sub_dyx(YL[i], bx[l], A[i], z, 6)
-            if r >= 0:
-                _sub_dyx(YR[i], bx[r], A[i], z, 6)
-            _ldl_back(A[i], z, 6)
+    # elimination of the right-hand sides, node system, back substitution (same schedule)
+    solve_schedule(Ia, Sa, Mm, Dn, bx)
     # back to natural order: f_k = W F_S (6-vector, e_k axes)
     for k in range(1, N + 1):
         for a in range(6):
