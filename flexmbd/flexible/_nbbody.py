@@ -17,8 +17,6 @@ argument    shape            meaning
 ``St``      (3, n)           :math:`\int\rho\Phi` (:math:`\bar S = c + S_t q`)
 ``S``       (3, 3, n)        :math:`S_{ijk} = \int\rho x_{0i}\Phi_j^{(k)}`
 ``P``       (3, 3, n, n)     :math:`P_{abkl} = \int\rho\Phi_a^{(k)}\Phi_b^{(l)}`
-``Pt``      (3, 3, n, n)     ``P`` with its modal axes swapped: ``Pt[a, b, l, k] =
-                             P[a, b, k, l]`` (contractions run contiguous in ``k``)
 ``Mff``     (n, n)           modal mass :math:`\sum_a P_{aakl}`
 ``Kff``     (n, n)           modal stiffness (N m / unit modal coordinate^2)
 ``Dff``     (n, n)           modal damping
@@ -86,11 +84,13 @@ __all__ = [
 
 
 # -- body-axes terms -----------------------------------------------------------------------
-@njit(cache=True)
-def contract(S, Pt, q, qd, Y, Z):
+@njit(cache=True, inline="always")
+def contract(S, P, q, qd, Y, Z):
     """``Y[a, b, k] = S[b, a, k] + sum_l P[a, b, k, l] q_l`` and
     ``Z[a, b, k] = sum_l P[a, b, k, l] qd_l`` (3, 3, n) (``Y_k[a, b] = int rho Phi_a^(k)
-    s_b``, ``Z_k[a, b] = int rho Phi_a^(k) u'_b``)."""
+    s_b``, ``Z_k[a, b] = int rho Phi_a^(k) u'_b``). Summed as ``P[b, a, l, k]`` (the same
+    integral, contiguous in ``k``). Loops run to ``n = len(q)``: ``S``, ``P``, ``Y``, ``Z``
+    may be padded to more modes."""
     n = q.shape[0]
     for i in range(3):
         for j in range(3):
@@ -101,12 +101,12 @@ def contract(S, Pt, q, qd, Y, Z):
                 ql = q[l]
                 qdl = qd[l]
                 for k in range(n):
-                    p = Pt[i, j, l, k]
+                    p = P[j, i, l, k]
                     Y[i, j, k] += p * ql
                     Z[i, j, k] += p * qdl
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def body_state(c, E0, St, S, q, qd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw):
     """The ``q``, ``qd``, ``w``-dependent pieces of the body terms, from :func:`contract`'s
     ``Y``: ``Sbar = c + St q``, ``Stqd = St qd``, ``J = tr(E) I - E`` (inertia about the
@@ -158,10 +158,11 @@ def body_state(c, E0, St, S, q, qd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw):
     return Gm[0, 0] + Gm[1, 1] + Gm[2, 2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mass_matrix(mass, St, Mff, Sbar, J, Mwf, M):
     """Body mass matrix ``M`` ((6+n) square, written into ``M[:6+n, :6+n]``) for speeds
-    ``(w, v, qd)`` in body axes, from :func:`body_state`'s ``Sbar``, ``J``, ``Mwf``."""
+    ``(w, v, qd)`` in body axes, from :func:`body_state`'s ``Sbar``, ``J``, ``Mwf`` (3, n);
+    ``St`` and ``Mff`` may be padded to more modes."""
     n = Mwf.shape[1]
     for i in range(6 + n):
         for j in range(6 + n):
@@ -187,7 +188,7 @@ def mass_matrix(mass, St, Mff, Sbar, J, Mwf, M):
             M[6 + k, 6 + l] = Mff[k, l]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qdd, F):
     """Inertia forces ``F = M(q) [al; a; qdd] + h(q, (w, 0, qd))`` (6+n) in body axes
     (``al``, ``a``: angular acceleration of the frame and acceleration of its origin,
@@ -366,29 +367,29 @@ def inertia_derivatives(
                     Fqd[6 + k, l] += wd * p
 
 
-@njit(cache=True)
-def bias_forces(mass, c, E0, St, S, Pt, Mff, q, qd, w, v, gb, M, h, ws):
+@njit(cache=True, inline="always")
+def bias_forces(mass, c, E0, St, S, P, Mff, q, qd, w, v, gb, M, h, ws):
     """Mass matrix ``M`` ((6+n) square) and ``h(q, (w, v, qd)) - Q_gravity`` (6+n) of a
     body for body-frame speeds ``(w, v, qd)`` and gravity ``gb`` (m/s^2), all in body axes:
-    :func:`inertia_forces` at ``al = 0``, ``a = w x v - gb``, ``qdd = 0``. ``ws``
-    (3, 3, 3 n + 6) scratch."""
+    :func:`inertia_forces` at ``al = 0``, ``a = w x v - gb``, ``qdd = 0``. The invariants
+    may be padded to more modes than ``n = len(q)``; ``ws`` (4, 3, 3, >= n + 6) scratch."""
     n = q.shape[0]
-    Y = ws[:, :, 0:n]
-    Z = ws[:, :, n : 2 * n]
-    Mwf = ws[:, 0, 2 * n : 3 * n]
-    qdd = ws[0, 1, 2 * n : 3 * n]
+    Y = ws[0]
+    Z = ws[1]
+    Mwf = ws[2, 0, :, 0:n]
+    qdd = ws[2, 1, 0, 0:n]
     for l in range(n):
         qdd[l] = 0.0
-    J = ws[:, :, 3 * n]
-    Gm = ws[:, :, 3 * n + 1]
-    W = ws[:, :, 3 * n + 2]
-    W2 = ws[:, :, 3 * n + 3]
-    Sbar = ws[0, :, 3 * n + 4]
-    Stqd = ws[1, :, 3 * n + 4]
-    Jw = ws[2, :, 3 * n + 4]
-    al = ws[0, :, 3 * n + 5]
-    a = ws[1, :, 3 * n + 5]
-    contract(S, Pt, q, qd, Y, Z)
+    Sbar = ws[2, 1, 1, 0:3]
+    Stqd = ws[2, 1, 2, 0:3]
+    Jw = ws[2, 2, 0, 0:3]
+    al = ws[2, 2, 1, 0:3]
+    a = ws[2, 2, 2, 0:3]
+    J = ws[3, 0, :, 0:3]
+    Gm = ws[3, 1, :, 0:3]
+    W = ws[3, 2, :, 0:3]
+    W2 = ws[3, 2, :, 3:6]
+    contract(S, P, q, qd, Y, Z)
     trG = body_state(c, E0, St, S, q, qd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
     mass_matrix(mass, St, Mff, Sbar, J, Mwf, M)
     al[0] = 0.0
@@ -695,7 +696,7 @@ def flex_block(
         gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
     Y = np.empty((3, 3, n))
     Z = np.empty((3, 3, n))
-    contract(S, Pt, qf, qfd, Y, Z)
+    contract(S, P, qf, qfd, Y, Z)  # (Pt: the engine's transposed copy, not needed)
     Mwf = np.empty((3, n))
     trG = body_state(cv, E0, St, S, qf, qfd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
     Mff = np.zeros((n, n))
@@ -1010,10 +1011,9 @@ def rigid_gravity(m, c, g, e, Q, Kq):
 def flex_mass(mass, cv, E0, St, S, P, qf):
     """Mass matrix (6+n) for body-frame speeds ``(w, v, qd)`` (allocating; energies)."""
     n = qf.shape[0]
-    Pt = np.ascontiguousarray(np.transpose(P, (0, 1, 3, 2)))
     Y = np.empty((3, 3, n))
     Z = np.empty((3, 3, n))
-    contract(S, Pt, qf, qf, Y, Z)  # (Z and the rate terms are not used)
+    contract(S, P, qf, qf, Y, Z)  # (Z and the rate terms are not used)
     m33 = np.empty((4, 3, 3))
     v3 = np.zeros((4, 3))
     Mwf = np.empty((3, n))

@@ -332,30 +332,14 @@ def _smul(S, n, x, out):
 def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
     """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
     ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes):
-    :func:`flexmbd.flexible._nbbody.bias_forces` on views of the padded invariant arrays
-    (``Im`` row: mass, c, E0). ``A3`` (3, 3, 3 nmax + 7) scratch."""
-    ws = A3[:, :, 0 : 3 * n + 6]
-    E0 = A3[:, :, 3 * n + 6]
+    :func:`flexmbd.flexible._nbbody.bias_forces` on the padded invariant arrays (``Im``
+    row: mass, c, E0). ``A3`` (4, 3, 3, nmax + 6) scratch."""
+    E0 = A3[3, 0, :, 3:6]  # (slots bias_forces leaves free)
     for a in range(3):
         for b in range(3):
             E0[a, b] = Im[fx, 4 + 3 * a + b]
-    P = Pi[fx, :, :, 0:n, 0:n]
     body_bias_forces(
-        Im[fx, 0],
-        Im[fx, 1:4],
-        E0,
-        St[fx, :, 0:n],
-        Si[fx, :, :, 0:n],
-        np.transpose(P, (0, 1, 3, 2)),
-        KD[fx, 2, 0:n, 0:n],
-        q,
-        qd,
-        w,
-        v,
-        gb,
-        M,
-        h,
-        ws,
+        Im[fx, 0], Im[fx, 1:4], E0, St[fx], Si[fx], Pi[fx], KD[fx, 2], q, qd, w, v, gb, M, h, A3
     )
 
 

@@ -20,9 +20,8 @@ def _body(rng, n, npart=12):
 def _forces(inv, q, qd, w, al, a, qdd, derivatives=False):
     """Compiled body-axes inertia forces (and derivatives) through the module's pieces."""
     n = inv.n_modes
-    Pt = np.ascontiguousarray(np.transpose(inv.P, (0, 1, 3, 2)))
     Y, Z = np.empty((3, 3, n)), np.empty((3, 3, n))
-    nb.contract(inv.S, Pt, q, qd, Y, Z)
+    nb.contract(inv.S, inv.P, q, qd, Y, Z)
     Sbar, Stqd, Jw = np.empty(3), np.empty(3), np.empty(3)
     J, Gm, W, W2 = (np.empty((3, 3)) for _ in range(4))
     Mwf = np.empty((3, n))
@@ -102,12 +101,11 @@ def test_bias_forces_equal_numpy_velocity_and_gravity_forces(n):
     for _ in range(4):
         inv = _body(rng, n)
         q, qd, w, v, gb = rng.normal(size=n), rng.normal(size=n), *rng.normal(size=(3, 3))
-        Pt = np.ascontiguousarray(np.transpose(inv.P, (0, 1, 3, 2)))
         M = np.full((6 + n + 2, 6 + n + 2), np.nan)  # padded, as the kernels' buffers
         h = np.full(6 + n + 2, np.nan)
-        ws = np.empty((3, 3, 3 * n + 6))
+        ws = np.empty((4, 3, 3, n + 6))
         nb.bias_forces(
-            inv.mass, inv.c, inv.E0, inv.St, inv.S, Pt, inv.Mff, q, qd, w, v, gb, M, h, ws
+            inv.mass, inv.c, inv.E0, inv.St, inv.S, inv.P, inv.Mff, q, qd, w, v, gb, M, h, ws
         )
         u = np.concatenate([w, v, qd])
         ref = ffr.velocity_forces(inv, q, u) - ffr.gravity_forces(inv, q, gb)
