@@ -352,9 +352,9 @@ def inertia_derivatives(
             Fqd[3 + i, k] = 2.0 * v
     # modal rows: dF_f,l/dq_k = (W^2 - al~) : P_..kl ;  dF_f,k/dqd_l = 2 W : P_..kl
     # (accumulated over (i, j) in the same order as a per-entry sum; contiguous in l)
+    T1 = np.zeros((n, n))
     for k in range(n):
         for l in range(n):
-            Fq[6 + l, k] = 0.0
             Fqd[6 + k, l] = 0.0
     for i in range(3):
         for j in range(3):
@@ -363,8 +363,11 @@ def inertia_derivatives(
             for k in range(n):
                 for l in range(n):
                     p = P[i, j, k, l]
-                    Fq[6 + l, k] += wa * p
+                    T1[k, l] += wa * p
                     Fqd[6 + k, l] += wd * p
+    for k in range(n):
+        for l in range(n):
+            Fq[6 + l, k] = T1[k, l]
 
 
 @njit(cache=True, inline="always")
