@@ -39,13 +39,13 @@ sensor) in the rotating body frame; prints the CPU time.
 Run: ``python examples/abaqus_rotor.py [--quick] [--data DIR]``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_parser
 
 HERE = Path(__file__).resolve().parent
 K_BEARING = 2e8  # N/m
@@ -184,8 +184,7 @@ QUICK = dict(steps=200)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    ap = quick_parser(__doc__, QUICK)
     ap.add_argument("--data", help="directory with rotorDiscTest.inp and the .mtx files")
     args = ap.parse_args(argv)
     out = dict(QUICK) if args.quick else {}

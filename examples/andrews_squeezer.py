@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 # data (Hairer & Wanner II, VII.7; Test Set "andrews")
 M = dict(m1=0.04325, m2=0.00365, m3=0.02373, m4=0.00706, m5=0.07050, m6=0.00706, m7=0.05498)
@@ -190,11 +191,7 @@ QUICK = dict(rtol=1e-9, atol=1e-11)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flexmbd.example_args import quick_settings
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 MESH = HERE.parent / "meshes" / "rod_tet10.msh"
@@ -100,11 +102,7 @@ QUICK = dict(small=True)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

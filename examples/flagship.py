@@ -29,6 +29,7 @@ import numpy as np
 
 import flexmbd as fm
 from flexmbd.constraints import JointDriver
+from flexmbd.example_args import quick_settings
 from flexmbd.spatial import rotation_matrix
 
 HERE = Path(__file__).resolve().parent
@@ -133,11 +134,7 @@ QUICK = dict(t_end=0.012, frames=8)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 HERE = Path(__file__).resolve().parent
 MESH = HERE.parent / "meshes" / "rod_simeon_hex27.vtu"
@@ -918,11 +919,7 @@ QUICK = dict(t_end=0.01, testset_dts=(2e-5, 1e-5), n_segments=(10, 20))
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

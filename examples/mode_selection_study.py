@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 HERE = Path(__file__).resolve().parent
 REFERENCE_MODES = 48  # fixed-interface modes of the reference (54 in all)
@@ -263,11 +264,7 @@ QUICK = dict(t_end=0.004, dt=1.25e-5, mode_counts=(4, 8), reference_modes=24, ch
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

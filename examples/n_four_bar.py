@@ -29,6 +29,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 G = 9.81
 
@@ -152,11 +153,7 @@ QUICK = dict(N=4, t_end=1.1)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

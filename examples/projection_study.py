@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flexmbd.example_args import quick_settings
+
 HERE = Path(__file__).resolve().parent
 METHODS = ("qr", "baumgarte", "moore-penrose", "none")
 
@@ -172,11 +174,7 @@ QUICK = dict(four_bar_t_end=0.1, andrews_t_end=0.0005)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ from scipy.optimize import minimize
 
 import flexmbd as fm
 import flexmbd.pyomo as fmo
+from flexmbd.example_args import quick_parser
 from flexmbd.pyomo.shooting import Shooting
 from flexmbd.spatial import rotation_matrix
 
@@ -295,10 +296,7 @@ QUICK_SEED = dict(case="seed", t_end=0.5, dt=0.02)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
+    ap = quick_parser(__doc__, QUICK)
     ap.add_argument("--seed-case", action="store_true", help="the seed's load case")
     a = ap.parse_args(argv)
     if a.seed_case:

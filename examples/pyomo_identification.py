@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 HERE = Path(__file__).resolve().parent
 STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
@@ -279,11 +280,7 @@ QUICK = dict(t_end=0.3, dt=0.005)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

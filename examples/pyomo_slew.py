@@ -59,6 +59,7 @@ import numpy as np
 
 import flexmbd as fm
 from flexmbd.errors import SolverError
+from flexmbd.example_args import quick_settings
 
 HERE = Path(__file__).resolve().parent
 STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
@@ -398,11 +399,7 @@ QUICK = dict(dt=0.025)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

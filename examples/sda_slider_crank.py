@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 from flexmbd.spatial import rotation_matrix
 
 THETA0 = np.pi / 4
@@ -217,11 +218,7 @@ QUICK = dict(k_values=(1e2, 1e4, 1e6), c_values=(1e1, 1e4), steps=15, static_k=(
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import flexmbd as fm
+from flexmbd.example_args import quick_settings
 
 LENGTHS = (0.5, 0.8, 0.8, 0.3, 0.2, 0.2)
 MASSES = (20.0, 15.0, 15.0, 5.0, 4.0, 3.0)
@@ -186,11 +187,7 @@ QUICK = dict(t_end=0.2)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

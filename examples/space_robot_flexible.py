@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import space_robot as sr  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
+from flexmbd.example_args import quick_settings  # noqa: E402
 
 FLEX_LINKS = (1, 2)  # arm-1 links made flexible (0-based: links 2 and 3)
 SECTION = 0.05  # m, square bar
@@ -247,11 +248,7 @@ QUICK = dict(t_end=0.1)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ import numpy as np
 
 import flexmbd as fm
 from flexmbd.constraints import JointDriver
+from flexmbd.example_args import quick_settings
 
 HERE = Path(__file__).resolve().parent
 L, EA, EI, RHO_A = 10.0, 2.8e7, 1.4e4, 1.2
@@ -262,11 +263,7 @@ QUICK = dict(t_end=3.0, dt=2e-2, n_segments=8)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ import numpy as np
 
 import flexmbd as fm
 from flexmbd.absolute.forces import BodyState
+from flexmbd.example_args import quick_settings
 from flexmbd.spatial import rot_to_quat
 
 BAR_LENGTH = 2.0
@@ -296,11 +297,7 @@ QUICK = dict(t_end=1.0, table_steps=5)
 
 def settings(argv=None):
     """Keyword arguments of ``main`` from the command line (``--quick``: QUICK)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"small settings {QUICK}")
-    return dict(QUICK) if ap.parse_args(argv).quick else {}
+    return quick_settings(__doc__, QUICK, argv)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ lookup and the storage is ``(n + nc) x W`` with ``W`` a few bodies wide;
 from typing import NamedTuple
 
 import numpy as np
+
 from .._jit import njit
 
 __all__ = [

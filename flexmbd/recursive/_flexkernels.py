@@ -28,19 +28,13 @@ invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
 import numpy as np
 
 from .._jit import njit
-from .._nbjoints import SCREW, joint_kinematics, reverse_joint, scale_screw
+from ..flexible._nbbody import bias_forces as body_bias_forces
+from ..flexible._nbbody import centrifugal
 from ._kernels import (
-    I_DIAG,
-    I_DSLOT,
-    I_JT,
-    I_NC,
-    I_NQ,
     I_NV,
     I_ONE,
     I_PARENT,
     I_PERM,
-    I_QO,
-    I_REV,
     I_VO,
     J_B,
     J_FT,
@@ -50,24 +44,15 @@ from ._kernels import (
     M_CR,
     M_G,
     M_H,
-    M_HC,
     M_I,
-    M_L,
-    M_P,
-    M_W,
-    M_WC,
     M_X,
     M_Y,
-    M_YL,
-    M_YR,
     P_0,
     P_REL,
-    P_W,
     R_0,
     R_REL,
     R_W,
     T_1,
-    T_2,
     T_3,
     T_Q,
     T_R,
@@ -80,39 +65,34 @@ from ._kernels import (
     V_FEXT,
     V_G,
     V_MC,
-    V_PRM,
-    V_PRM2,
     V_SV,
     V_T6,
     V_VEL,
     V_VJ,
     _build_phi,
     _chol,
-    _chol_n,
-    _chol_solve,
     _f2p,
     _f2p_add,
-    _lsolve5_cols,
-    _lsolve6_cols,
-    _lsolve_n,
-    _ltsolve_n,
     _m2c,
-    _matmul6,
-    _matTmul5,
     _matTmul6,
     _matvec6,
     _mirror6,
-    _permute_block,
-    _proj_cols,
-    _proj_rows,
     _proj_vec,
-    _step_five,
-    _subTmul5_sym,
-    _subTmul6_sym,
-    _subTvec_n,
-    _subvec_n,
+    coupling_block,
+    eliminate_chains,
+    factor_nodes,
+    joint_bias,
+    joint_frame,
+    joint_qdd,
+    joint_twist,
+    node_system,
+    project_inertia,
     reactions_into,
     reversed_frames,
+    shift_inertia,
+    sibling_block,
+    solve_schedule,
+    world_pose,
 )
 
 # ---- int rows of Fi (NFI, N+1)
@@ -351,145 +331,16 @@ def _smul(S, n, x, out):
 @njit(cache=True)
 def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
     """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
-    ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes),
-    following :mod:`flexmbd.flexible.ffr`. ``A3`` (3, 3, nmax) scratch holds
-    ``A[b, c, l] = S_bcl + sum_k q_k P_bckl``.
-    """
-    m = Im[fx, 0]
-    c0 = Im[fx, 1] + 0.0
-    c1 = Im[fx, 2] + 0.0
-    c2 = Im[fx, 3] + 0.0
-    for k in range(n):
-        c0 += St[fx, 0, k] * q[k]
-        c1 += St[fx, 1, k] * q[k]
-        c2 += St[fx, 2, k] * q[k]
-    # A and E
-    nx = A3.shape[2] - 2
-    E = A3[:, :, nx]
-    G = A3[:, :, nx + 1]
+    ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes):
+    :func:`flexmbd.flexible._nbbody.bias_forces` on the padded invariant arrays (``Im``
+    row: mass, c, E0). ``A3`` (4, 3, 3, nmax + 6) scratch."""
+    E0 = A3[3, 0, :, 3:6]  # (slots bias_forces leaves free)
     for a in range(3):
         for b in range(3):
-            e = Im[fx, 4 + 3 * a + b]
-            g = 0.0
-            for l in range(n):
-                s = Si[fx, a, b, l]
-                for k in range(n):
-                    s += q[k] * Pi[fx, a, b, k, l]
-                A3[a, b, l] = s
-                g += s * qd[l]
-            G[a, b] = g
-            E[a, b] = e
-    # E = E0 + Sq + (Sq)^T + qPq = E0 + A q + (Sq)^T
-    for a in range(3):
-        for b in range(3):
-            e = Im[fx, 4 + 3 * a + b]
-            for l in range(n):
-                e += A3[a, b, l] * q[l] + Si[fx, b, a, l] * q[l]
-            E[a, b] = e
-    tr = E[0, 0] + E[1, 1] + E[2, 2]
-    mm = 6 + n
-    for i in range(mm):
-        for j in range(mm):
-            M[i, j] = 0.0
-    for a in range(3):
-        for b in range(3):
-            M[a, b] = -E[a, b]
-        M[a, a] += tr
-    # M_wv = Sbar~, M_vw = Sbar~^T
-    M[0, 4] = -c2
-    M[0, 5] = c1
-    M[1, 3] = c2
-    M[1, 5] = -c0
-    M[2, 3] = -c1
-    M[2, 4] = c0
-    for a in range(3):
-        for b in range(3):
-            M[3 + b, a] = M[a, 3 + b]
-    for i in range(3):
-        M[3 + i, 3 + i] = m
-    for l in range(n):
-        mw0 = A3[1, 2, l] - A3[2, 1, l]
-        mw1 = A3[2, 0, l] - A3[0, 2, l]
-        mw2 = A3[0, 1, l] - A3[1, 0, l]
-        M[0, 6 + l] = mw0
-        M[1, 6 + l] = mw1
-        M[2, 6 + l] = mw2
-        M[6 + l, 0] = mw0
-        M[6 + l, 1] = mw1
-        M[6 + l, 2] = mw2
-        for i in range(3):
-            M[3 + i, 6 + l] = St[fx, i, l]
-            M[6 + l, 3 + i] = St[fx, i, l]
-        for k in range(n):
-            M[6 + l, 6 + k] = KD[fx, 2, l, k]
-    # velocity forces
-    w0 = w[0]
-    w1 = w[1]
-    w2 = w[2]
-    x0 = w1 * v[2] - w2 * v[1]
-    x1 = w2 * v[0] - w0 * v[2]
-    x2 = w0 * v[1] - w1 * v[0]
-    Jw0 = M[0, 0] * w0 + M[0, 1] * w1 + M[0, 2] * w2
-    Jw1 = M[1, 0] * w0 + M[1, 1] * w1 + M[1, 2] * w2
-    Jw2 = M[2, 0] * w0 + M[2, 1] * w1 + M[2, 2] * w2
-    h[0] = c1 * x2 - c2 * x1 + w1 * Jw2 - w2 * Jw1
-    h[1] = c2 * x0 - c0 * x2 + w2 * Jw0 - w0 * Jw2
-    h[2] = c0 * x1 - c1 * x0 + w0 * Jw1 - w1 * Jw0
-    # w x (w x Sbar)
-    y0 = w1 * c2 - w2 * c1
-    y1 = w2 * c0 - w0 * c2
-    y2 = w0 * c1 - w1 * c0
-    h[3] = m * x0 + w1 * y2 - w2 * y1
-    h[4] = m * x1 + w2 * y0 - w0 * y2
-    h[5] = m * x2 + w0 * y1 - w1 * y0
-    # gravity: Q = [Sbar x g; m g; St^T g]
-    h[0] -= c1 * gb[2] - c2 * gb[1]
-    h[1] -= c2 * gb[0] - c0 * gb[2]
-    h[2] -= c0 * gb[1] - c1 * gb[0]
-    h[3] -= m * gb[0]
-    h[4] -= m * gb[1]
-    h[5] -= m * gb[2]
-    if n > 0:
-        trG = G[0, 0] + G[1, 1] + G[2, 2]
-        # 2 (w tr G - G^T w)
-        h[0] += 2.0 * (w0 * trG - (G[0, 0] * w0 + G[1, 0] * w1 + G[2, 0] * w2))
-        h[1] += 2.0 * (w1 * trG - (G[0, 1] * w0 + G[1, 1] * w1 + G[2, 1] * w2))
-        h[2] += 2.0 * (w2 * trG - (G[0, 2] * w0 + G[1, 2] * w1 + G[2, 2] * w2))
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(n):
-            s0 += St[fx, 0, k] * qd[k]
-            s1 += St[fx, 1, k] * qd[k]
-            s2 += St[fx, 2, k] * qd[k]
-        h[3] += 2.0 * (w1 * s2 - w2 * s1)
-        h[4] += 2.0 * (w2 * s0 - w0 * s2)
-        h[5] += 2.0 * (w0 * s1 - w1 * s0)
-        # W2 = w w^T - |w|^2 I ; W skew
-        ww = w0 * w0 + w1 * w1 + w2 * w2
-        for k in range(n):
-            hf = (
-                St[fx, 0, k] * (x0 - gb[0])
-                + St[fx, 1, k] * (x1 - gb[1])
-                + St[fx, 2, k] * (x2 - gb[2])
-            )
-            # sum_ab W2_ab A[b, a, k]
-            for a in range(3):
-                for b in range(3):
-                    w2ab = w[a] * w[b]
-                    if a == b:
-                        w2ab -= ww
-                    hf += w2ab * A3[b, a, k]
-            # 2 sum_ac W_ac (P_ac qd)_k, W = [[0,-w2,w1],[w2,0,-w0],[-w1,w0,0]]
-            t = 0.0
-            for l in range(n):
-                vl = qd[l]
-                t += vl * (
-                    w2 * (Pi[fx, 1, 0, k, l] - Pi[fx, 0, 1, k, l])
-                    + w1 * (Pi[fx, 0, 2, k, l] - Pi[fx, 2, 0, k, l])
-                    + w0 * (Pi[fx, 2, 1, k, l] - Pi[fx, 1, 2, k, l])
-                )
-            h[6 + k] = hf + 2.0 * t
+            E0[a, b] = Im[fx, 4 + 3 * a + b]
+    body_bias_forces(
+        Im[fx, 0], Im[fx, 1:4], E0, St[fx], Si[fx], Pi[fx], KD[fx, 2], q, qd, w, v, gb, M, h, A3
+    )
 
 
 # ---------------------------------------------------------------- kinematics
@@ -522,8 +373,6 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
             frame_state(Fc, k, FR_IN, npk, q[o : o + npk], v[ov : ov + npk], Ft, Fs)
     for k in range(1, N + 1):
         n_v = Ia[I_NV, k]
-        jt = Ia[I_JT, k]
-        qo = Ia[I_QO, k]
         vo = Ia[I_VO, k]
         vk = v[vo : vo + n_v]
         pk = Ia[I_PARENT, k]
@@ -546,73 +395,16 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
                     + RC[1, i] * (pP[1] - pC[1])
                     + RC[2, i] * (pP[2] - pC[2])
                 )
-        qk = q[qo : qo + Ia[I_NQ, k]]
-        general = Ia[I_DIAG, k] == 0
-        joint_kinematics(
-            jt,
-            Vv[V_PRM, k],
-            Vv[V_PRM2, k],
-            qk,
-            vk,
-            tR,
-            tp,
-            Mm[M_H, k],
-            Mm[M_W, k],
-            Vv[V_CJ, k],
-            t3,
-            general,
-            Mm[M_HC, k],
-            Mm[M_WC, k],
-        )
-        if Ia[I_REV, k]:
-            reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Qm, t6)
-        scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
-        if general:
-            Wk = Mm[M_W, k]
-            Pk = Mm[M_P, k]
-            ncj = 6 - n_v
-            for i in range(6):
-                for j in range(6):
-                    s = 0.0
-                    for m in range(ncj):
-                        s += Wk[i, m] * Wk[j, m]
-                    Pk[i, j] = s
+        joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Qm, t6)
         for i in range(3):
             for j in range(3):
                 Rk[i, j] = A0[i, 0] * tR[0, j] + A0[i, 1] * tR[1, j] + A0[i, 2] * tR[2, j]
             prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
         if world:
-            Rp = R3[R_W, pk]
-            rwp = P3[P_W, pk]
-            for i in range(3):
-                for j in range(3):
-                    R3[R_W, k, i, j] = (
-                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-                    )
-                P3[P_W, k, i] = (
-                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
-                )
+            world_pose(R3, P3, k, pk)
         # joint relative twist S v (S = H L for reversed joints)
         sv = Vv[V_SV, k]
-        Hk = Mm[M_H, k]
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j, n_v):
-                    s += Lk[j, m] * vk[m]
-                t6[j] = s
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * t6[j]
-                sv[i] = s
-        else:
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * vk[j]
-                sv[i] = s
+        joint_twist(Ia, Mm, k, vk, t6, sv)
         vel = Vv[V_VEL, k]
         ab = Vv[V_AB, k]
         if fp:
@@ -861,37 +653,7 @@ def bias_forces(
                         + PT[4, j] * f[4]
                         + PT[5, j] * f[5]
                     )
-        n_v = Ia[I_NV, k]
-        o = Ia[I_VO, k]
-        Hk = Mm[M_H, k]
-        f = fb[k]
-        for j in range(n_v):
-            t6[j] = (
-                Hk[0, j] * f[0]
-                + Hk[1, j] * f[1]
-                + Hk[2, j] * f[2]
-                + Hk[3, j] * f[3]
-                + Hk[4, j] * f[4]
-                + Hk[5, j] * f[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j + 1):
-                    s += Lk[m, j] * t6[m]
-                bvec[o + j] = s
-            for j in range(n_v):
-                s = tau[o + j]
-                for m in range(j):
-                    s -= Lk[m, j] * FT[o + m]
-                FT[o + j] = s / Lk[j, j]
-            for j in range(n_v):
-                FT[o + j] -= t6[j]
-        else:
-            for j in range(n_v):
-                bvec[o + j] = t6[j]
-                FT[o + j] = tau[o + j] - t6[j]
+        joint_bias(Ia, Mm, k, fb[k], tau, t6, bvec, FT)
     # modal equivalent forces (applied modal forces are inside rho)
     for k in range(1, N + 1):
         nk = Fi[F_NF, k]
@@ -950,53 +712,16 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
                             s += PT[i, f] * Z[6 + f, j]
                         Ak[i, j] = s
             else:
-                _matmul6(Mm[M_G, pk], Xk, Yk)
-                for i in range(6):
-                    for j in range(i + 1):
-                        Ak[i, j] = Gk[i, j] + (
-                            Xk[0, i] * Yk[0, j]
-                            + Xk[1, i] * Yk[1, j]
-                            + Xk[2, i] * Yk[2, j]
-                            + Xk[3, i] * Yk[3, j]
-                            + Xk[4, i] * Yk[4, j]
-                            + Xk[5, i] * Yk[5, j]
-                        )
+                shift_inertia(Ak, Gk, Mm[M_G, pk], Xk, Yk)
             _mirror6(Ak)
             # D_k = -P_p Y P_k -> coupling (parent, k), stored in Cr[pk] if single child
             if Ia[I_ONE, pk] == k:
-                Cp = Cr[pk]
-                for i in range(6):
-                    for j in range(6):
-                        Cp[i, j] = Yk[i, j]
-                _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
-                _proj_cols(Cp, k, Ia, Mm, Vv)
-                _permute_block(Cp, Ia, pk, k, Tt[T_2])
+                coupling_block(Cr[pk], Yk, Ia, Mm, Vv, Tt, pk, k)
         else:
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
-        # A~ = P A P + (U - P), constraint directions first
-        if Ia[I_DIAG, k]:
-            T2 = Tt[T_2]
-            for i in range(6):
-                for j in range(6):
-                    T2[i, j] = Ak[i, j]
-            nck = Ia[I_NC, k]
-            for a in range(6):
-                ia = Ia[I_PERM + a, k]
-                for b in range(6):
-                    if a < nck and b < nck:
-                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
-                    else:
-                        Ak[a, b] = 1.0 if a == b else 0.0
-        else:
-            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
-            _proj_cols(Ak, k, Ia, Mm, Vv)
-            P = Mm[M_P, k]
-            for i in range(6):
-                for j in range(6):
-                    Ak[i, j] -= P[i, j]
-                Ak[i, i] += 1.0
+        project_inertia(Ak, k, Ia, Mm, Vv, Tt)
     return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
 
 
@@ -1005,89 +730,16 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
     """Odd-even reduction of the chains and the dense node system (as in
     :func:`flexmbd.recursive._kernels.factor`; sibling blocks through a flexible node
     use the extended shifts)."""
-    A = Mm[M_A]
-    Cr = Mm[M_CR]
     X = Mm[M_X]
     Y = Mm[M_Y]
     T1 = Tt[T_1]
-    ns = Sa[0]
-    base = 5
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        Ai = A[i]
-        if _step_five(Ia, i, l, r):
-            if not _chol_n(Ai, 5):
-                return i
-            if l >= 0:
-                _lsolve5_cols(Ai, Cr[l], YL[i], True)
-                _subTmul5_sym(YL[i], A[l])
-            if r >= 0:
-                _lsolve5_cols(Ai, Cr[i], YR[i], False)
-                _subTmul5_sym(YR[i], A[r])
-                if l >= 0:
-                    _matTmul5(YL[i], YR[i], Cr[l], -1.0)
-        else:
-            if not _chol_n(Ai, 6):
-                return i
-            if l >= 0:
-                _lsolve6_cols(Ai, Cr[l], YL[i], True)
-                _subTmul6_sym(YL[i], A[l])
-            if r >= 0:
-                _lsolve6_cols(Ai, Cr[i], YR[i], False)
-                _subTmul6_sym(YR[i], A[r])
-                if l >= 0:
-                    _matTmul6(YL[i], YR[i], Cr[l], -1.0)
-    nd = Sa[1]
-    nl = Sa[2]
-    nn = Sa[3]
-    nsib = Sa[4]
-    od = base + 3 * ns
-    ol = od + nd
-    on = ol + 2 * nl
-    osb = on + nn
-    n6 = 6 * nd
-    for a in range(n6):
-        for b in range(n6):
-            Dn[a, b] = 0.0
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            for b in range(6):
-                Dn[o + a, o + b] = A[k, a, b]
-    for t in range(nl):
-        k = Sa[ol + 2 * t]
-        r = Sa[ol + 2 * t + 1]
-        ok = 6 * Ia[I_DSLOT, k]
-        orr = 6 * Ia[I_DSLOT, r]
-        for a in range(6):
-            for b in range(6):
-                Dn[ok + a, orr + b] = Cr[k, a, b]
-                Dn[orr + b, ok + a] = Cr[k, a, b]
-    for t in range(nn):
-        c = Sa[on + t]
-        pk = Ia[I_PARENT, c]
-        op = 6 * Ia[I_DSLOT, pk]
-        oc = 6 * Ia[I_DSLOT, c]
-        for a in range(6):
-            for b in range(6):
-                T1[a, b] = Y[c, a, b]
-        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
-        _proj_cols(T1, c, Ia, Mm, Vv)
-        _permute_block(T1, Ia, pk, c, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[op + a, oc + b] = T1[a, b]
-                Dn[oc + b, op + a] = T1[a, b]
+    fail = eliminate_chains(Ia, Sa, Mm)
+    if fail:
+        return fail
+    nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
-        oa = 6 * Ia[I_DSLOT, a_]
-        ob = 6 * Ia[I_DSLOT, b_]
         pk = Ia[I_PARENT, a_]
         npk = Fi[F_NF, pk]
         if npk > 0:
@@ -1105,16 +757,8 @@ def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
                     T1[i, j] = s
         else:
             _matTmul6(X[a_], Y[b_], T1, 1.0)
-        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
-        _proj_cols(T1, b_, Ia, Mm, Vv)
-        _permute_block(T1, Ia, a_, b_, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[oa + a, ob + b] = T1[a, b]
-                Dn[ob + b, oa + a] = T1[a, b]
-    if not _chol(Dn, n6):
-        return -1
-    return 0
+        sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
+    return factor_nodes(Ia, Sa, Dn, nd, od)
 
 
 # ---------------------------------------------------------------- CFA: solve
@@ -1194,9 +838,6 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     bx = Vv[V_BX]
-    A = Mm[M_A]
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
     for k in range(N + 1):
@@ -1220,56 +861,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
         for a in range(6):
             bx[k, a] = tv[Ia[I_PERM + a, k]]
-    ns = Sa[0]
-    base = 5
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            _lsolve_n(A[i], z, 5)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 5)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 5)
-        else:
-            _lsolve_n(A[i], z, 6)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 6)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 6)
-    nd = Sa[1]
-    od = base + 3 * ns
-    n6 = 6 * nd
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            Dn[o + a, n6] = bx[k, a]
-    _chol_solve(Dn, n6, n6)
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            bx[k, a] = Dn[o + a, n6]
-    for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 5)
-            if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 5)
-            _ltsolve_n(A[i], z, 5)
-        else:
-            if l >= 0:
-                _subvec_n(YL[i], bx[l], z, 6)
-            if r >= 0:
-                _subvec_n(YR[i], bx[r], z, 6)
-            _ltsolve_n(A[i], z, 6)
+    solve_schedule(Ia, Sa, Mm, Dn, bx)
     for k in range(1, N + 1):
         for a in range(6):
             t6[a] = bx[k, a]
@@ -1288,25 +880,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, F, af, tv)
     for k in range(1, N + 1):
         _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
-        Hk = Mm[M_H, k]
-        o = Ia[I_VO, k]
-        n_v = Ia[I_NV, k]
-        for j in range(n_v):
-            qdd[o + j] = (
-                Hk[0, j] * t6[0]
-                + Hk[1, j] * t6[1]
-                + Hk[2, j] * t6[2]
-                + Hk[3, j] * t6[3]
-                + Hk[4, j] * t6[4]
-                + Hk[5, j] * t6[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v - 1, -1, -1):
-                s = qdd[o + j]
-                for m in range(j + 1, n_v):
-                    s -= Lk[j, m] * qdd[o + m]
-                qdd[o + j] = s / Lk[j, j]
+        joint_qdd(Ia, Mm, k, t6, qdd)
         nk = Fi[F_NF, k]
         mv = Fi[F_MV, k]
         for j in range(nk):
@@ -1383,22 +957,16 @@ def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
     for i in range(3):
         hr[3 + i] = hg[3 + i] + m * gb[i]
     # - C(w_p) = -[w_p x J0 w_p; w_p x (w_p x c)]
+    J0 = np.empty((3, 3))
     tr = Im[fx, 4] + Im[fx, 8] + Im[fx, 12]
-    jw = np.empty(3)
     for i in range(3):
-        s = tr * wp[i]
         for j in range(3):
-            s -= Im[fx, 4 + 3 * i + j] * wp[j]
-        jw[i] = s
-    hr[0] -= wp[1] * jw[2] - wp[2] * jw[1]
-    hr[1] -= wp[2] * jw[0] - wp[0] * jw[2]
-    hr[2] -= wp[0] * jw[1] - wp[1] * jw[0]
-    x0 = wp[1] * Im[fx, 3] - wp[2] * Im[fx, 2]
-    x1 = wp[2] * Im[fx, 1] - wp[0] * Im[fx, 3]
-    x2 = wp[0] * Im[fx, 2] - wp[1] * Im[fx, 1]
-    hr[3] -= wp[1] * x2 - wp[2] * x1
-    hr[4] -= wp[2] * x0 - wp[0] * x2
-    hr[5] -= wp[0] * x1 - wp[1] * x0
+            J0[i, j] = -Im[fx, 4 + 3 * i + j]
+        J0[i, i] += tr
+    C = np.empty(6)
+    centrifugal(J0, Im[fx, 1:4], wp, C)
+    for i in range(6):
+        hr[i] -= C[i]
 
 
 @njit(cache=True)

@@ -1039,6 +1039,393 @@ def _sub_dyx(Y, x, Lm, z, n):
         z[a] -= Lm[a, a] * t
 
 
+# ---------------------------------------------------------------- recursion steps
+# (shared with the flexible kernels, flexmbd.recursive._flexkernels)
+
+
+@njit(cache=True, inline="always")
+def joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Q, t6):
+    """Motion of tree joint ``k`` (both tree kernels): the transform ``(tR, tp)`` between
+    its frames, motion subspace ``H``, constraint directions ``W`` and velocity terms
+    (:func:`flexmbd._nbjoints.joint_kinematics`), reversed joints, screw scaling and the
+    constraint projector ``P = W W^T`` of general joints. ``vk``: its speeds."""
+    jt = Ia[I_JT, k]
+    n_v = Ia[I_NV, k]
+    qo = Ia[I_QO, k]
+    qk = q[qo : qo + Ia[I_NQ, k]]
+    general = Ia[I_DIAG, k] == 0
+    joint_kinematics(
+        jt,
+        Vv[V_PRM, k],
+        Vv[V_PRM2, k],
+        qk,
+        vk,
+        tR,
+        tp,
+        Mm[M_H, k],
+        Mm[M_W, k],
+        Vv[V_CJ, k],
+        t3,
+        general,
+        Mm[M_HC, k],
+        Mm[M_WC, k],
+    )
+    if Ia[I_REV, k]:
+        reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q, t6)
+    scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
+    if general:
+        # projector P = W W^T
+        Wk = Mm[M_W, k]
+        Pk = Mm[M_P, k]
+        ncj = 6 - n_v
+        for i in range(6):
+            for j in range(6):
+                s = 0.0
+                for m in range(ncj):
+                    s += Wk[i, m] * Wk[j, m]
+                Pk[i, j] = s
+
+
+@njit(cache=True, inline="always")
+def world_pose(R3, P3, k, pk):
+    """World pose of label ``k``'s frame from its parent's and the relative pose (both tree
+    kernels): ``R_W[k] = R_W[pk] R_REL[k]``, ``p_W[k] = p_W[pk] + R_W[pk] p_REL[k]``."""
+    Rk = R3[R_REL, k]
+    prel = P3[P_REL, k]
+    Rp = R3[R_W, pk]
+    rwp = P3[P_W, pk]
+    for i in range(3):
+        for j in range(3):
+            R3[R_W, k, i, j] = Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
+        P3[P_W, k, i] = rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
+
+
+@njit(cache=True, inline="always")
+def joint_twist(Ia, Mm, k, vk, t6, sv):
+    """Relative twist ``sv = S v`` of joint ``k`` for its speeds ``vk`` (``S = H L`` for
+    reversed and screw joints; both tree kernels); ``t6`` scratch."""
+    n_v = Ia[I_NV, k]
+    Hk = Mm[M_H, k]
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v):
+            s = 0.0
+            for m in range(j, n_v):
+                s += Lk[j, m] * vk[m]
+            t6[j] = s
+        for i in range(6):
+            s = 0.0
+            for j in range(n_v):
+                s += Hk[i, j] * t6[j]
+            sv[i] = s
+    else:
+        for i in range(6):
+            s = 0.0
+            for j in range(n_v):
+                s += Hk[i, j] * vk[j]
+            sv[i] = s
+
+
+@njit(cache=True, inline="always")
+def joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT):
+    """Project the bias wrench ``f`` of label ``k`` on its joint (both tree kernels):
+    ``b = H^T f`` (``bvec``, with the reversed/screw scaling ``L``) and
+    ``F_T = tau - b`` in orthonormal speeds (``FT``); ``t6`` scratch."""
+    n_v = Ia[I_NV, k]
+    o = Ia[I_VO, k]
+    Hk = Mm[M_H, k]
+    for j in range(n_v):
+        t6[j] = (
+            Hk[0, j] * f[0]
+            + Hk[1, j] * f[1]
+            + Hk[2, j] * f[2]
+            + Hk[3, j] * f[3]
+            + Hk[4, j] * f[4]
+            + Hk[5, j] * f[5]
+        )
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v):
+            s = 0.0
+            for m in range(j + 1):
+                s += Lk[m, j] * t6[m]
+            bvec[o + j] = s
+        for j in range(n_v):
+            s = tau[o + j]
+            for m in range(j):
+                s -= Lk[m, j] * FT[o + m]
+            FT[o + j] = s / Lk[j, j]
+        for j in range(n_v):
+            FT[o + j] -= t6[j]
+    else:
+        for j in range(n_v):
+            bvec[o + j] = t6[j]
+            FT[o + j] = tau[o + j] - t6[j]
+
+
+@njit(cache=True, inline="always")
+def joint_qdd(Ia, Mm, k, t6, qdd):
+    """Joint accelerations of label ``k`` from the relative acceleration ``t6`` of its
+    frames (both tree kernels): ``qdd = L^-T H^T t6`` (``L``: reversed/screw scaling)."""
+    o = Ia[I_VO, k]
+    Hk = Mm[M_H, k]
+    n_v = Ia[I_NV, k]
+    for j in range(n_v):
+        qdd[o + j] = (
+            Hk[0, j] * t6[0]
+            + Hk[1, j] * t6[1]
+            + Hk[2, j] * t6[2]
+            + Hk[3, j] * t6[3]
+            + Hk[4, j] * t6[4]
+            + Hk[5, j] * t6[5]
+        )
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
+        for j in range(n_v - 1, -1, -1):
+            s = qdd[o + j]
+            for m in range(j + 1, n_v):
+                s -= Lk[j, m] * qdd[o + m]
+            qdd[o + j] = s / Lk[j, j]
+
+
+@njit(cache=True, inline="always")
+def shift_inertia(Ak, Gk, Gp, Xk, Yk):
+    """``Y = G_p X`` and the lower triangle of ``A = G_k + X^T Y`` (``X = Phi_k``, the shift
+    from label k's frame to its parent's; both tree kernels)."""
+    _matmul6(Gp, Xk, Yk)
+    for i in range(6):
+        for j in range(i + 1):
+            Ak[i, j] = Gk[i, j] + (
+                Xk[0, i] * Yk[0, j]
+                + Xk[1, i] * Yk[1, j]
+                + Xk[2, i] * Yk[2, j]
+                + Xk[3, i] * Yk[3, j]
+                + Xk[4, i] * Yk[4, j]
+                + Xk[5, i] * Yk[5, j]
+            )
+
+
+@njit(cache=True, inline="always")
+def coupling_block(Cp, Yk, Ia, Mm, Vv, Tt, pk, k):
+    """Coupling ``D_k = -P_p Y P_k`` of label ``k`` and its parent ``pk`` into ``Cp``
+    (projected, constraint directions first; both tree kernels)."""
+    for i in range(6):
+        for j in range(6):
+            Cp[i, j] = Yk[i, j]
+    _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
+    _proj_cols(Cp, k, Ia, Mm, Vv)
+    _permute_block(Cp, Ia, pk, k, Tt[T_2])
+
+
+@njit(cache=True, inline="always")
+def project_inertia(Ak, k, Ia, Mm, Vv, Tt):
+    """``A~ = P A P + (U - P)`` of label ``k`` in place, constraint directions first (both
+    tree kernels; diagonal joints by permutation)."""
+    if Ia[I_DIAG, k]:
+        T2 = Tt[T_2]
+        for i in range(6):
+            for j in range(6):
+                T2[i, j] = Ak[i, j]
+        nck = Ia[I_NC, k]
+        for a in range(6):
+            ia = Ia[I_PERM + a, k]
+            for b in range(6):
+                if a < nck and b < nck:
+                    Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
+                else:
+                    Ak[a, b] = 1.0 if a == b else 0.0
+    else:
+        _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
+        _proj_cols(Ak, k, Ia, Mm, Vv)
+        P = Mm[M_P, k]
+        for i in range(6):
+            for j in range(6):
+                Ak[i, j] -= P[i, j]
+            Ak[i, i] += 1.0
+
+
+@njit(cache=True, inline="always")
+def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
+    """The dense node system ``Dn`` after the chain elimination (both tree kernels):
+    diagonal blocks, chain links and parent-child node blocks; the sibling blocks are the
+    caller's (:func:`sibling_block`). Returns the schedule counts and offsets
+    ``(nd, nsib, od, osb)``."""
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    Y = Mm[M_Y]
+    T1 = Tt[T_1]
+    ns = Sa[0]
+    base = 5
+    nd = Sa[1]
+    nl = Sa[2]
+    nn = Sa[3]
+    nsib = Sa[4]
+    od = base + 3 * ns
+    ol = od + nd
+    on = ol + 2 * nl
+    osb = on + nn
+    n6 = 6 * nd
+    for a in range(n6):
+        for b in range(n6):
+            Dn[a, b] = 0.0
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            for b in range(6):
+                Dn[o + a, o + b] = A[k, a, b]
+    for t in range(nl):
+        k = Sa[ol + 2 * t]
+        r = Sa[ol + 2 * t + 1]
+        ok = 6 * Ia[I_DSLOT, k]
+        orr = 6 * Ia[I_DSLOT, r]
+        for a in range(6):
+            for b in range(6):
+                Dn[ok + a, orr + b] = Cr[k, a, b]
+                Dn[orr + b, ok + a] = Cr[k, a, b]
+    for t in range(nn):
+        c = Sa[on + t]
+        pk = Ia[I_PARENT, c]
+        op = 6 * Ia[I_DSLOT, pk]
+        oc = 6 * Ia[I_DSLOT, c]
+        for a in range(6):
+            for b in range(6):
+                T1[a, b] = Y[c, a, b]
+        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
+        _proj_cols(T1, c, Ia, Mm, Vv)
+        _permute_block(T1, Ia, pk, c, Tt[T_2])
+        for a in range(6):
+            for b in range(6):
+                Dn[op + a, oc + b] = T1[a, b]
+                Dn[oc + b, op + a] = T1[a, b]
+    return nd, nsib, od, osb
+
+
+@njit(cache=True, inline="always")
+def sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_):
+    """Write the coupling ``T1`` of sibling labels ``a_``, ``b_`` (projected, permuted)
+    into the node system ``Dn`` and its transpose (both tree kernels)."""
+    oa = 6 * Ia[I_DSLOT, a_]
+    ob = 6 * Ia[I_DSLOT, b_]
+    _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
+    _proj_cols(T1, b_, Ia, Mm, Vv)
+    _permute_block(T1, Ia, a_, b_, Tt[T_2])
+    for a in range(6):
+        for b in range(6):
+            Dn[oa + a, ob + b] = T1[a, b]
+            Dn[ob + b, oa + a] = T1[a, b]
+
+
+@njit(cache=True, inline="always")
+def eliminate_chains(Ia, Sa, Mm):
+    """Block elimination of the chains in the schedule ``Sa`` (odd-even or sequential;
+    LDL^T blocks, five-blocks for joints with one free direction; both tree kernels).
+    Returns 0 or the label of a block that is not positive definite."""
+    A = Mm[M_A]
+    Cr = Mm[M_CR]
+    ns = Sa[0]
+    base = 5
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        if _step_five(Ia, i, l, r):
+            if not _eliminate(A, Cr, YL, YR, i, l, r, 5):
+                return i
+        elif not _eliminate(A, Cr, YL, YR, i, l, r, 6):
+            return i
+    return 0
+
+
+@njit(cache=True, inline="always")
+def factor_nodes(Ia, Sa, Dn, nd, od):
+    """Factor the dense node system ``Dn`` (6 nd square): unrolled LDL^T of a single
+    surviving block, else Cholesky (both tree kernels). Returns 0 or -1 (not positive
+    definite)."""
+    n6 = 6 * nd
+    if nd == 1:
+        # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
+        if Ia[I_FIVE, Sa[od]]:
+            return 0 if _ldl(Dn, 5) else -1
+        return 0 if _ldl(Dn, 6) else -1
+    if not _chol(Dn, n6):
+        return -1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def solve_schedule(Ia, Sa, Mm, Dn, bx):
+    """Solve with the factors of :func:`eliminate_chains` and :func:`factor_nodes`: right
+    hand sides ``bx`` (per label, constraint directions first) eliminated along the
+    chains, the node system solved, back substitution (both tree kernels)."""
+    A = Mm[M_A]
+    YL = Mm[M_YL]
+    YR = Mm[M_YR]
+    ns = Sa[0]
+    base = 5
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            _ldl_forward5(A[i], z)
+            if l >= 0:
+                _subTvec5(YL[i], z, bx[l])
+            if r >= 0:
+                _subTvec5(YR[i], z, bx[r])
+        else:
+            _ldl_forward(A[i], z, 6)
+            if l >= 0:
+                _subTvec_n(YL[i], z, bx[l], 6)
+            if r >= 0:
+                _subTvec_n(YR[i], z, bx[r], 6)
+    # dense node system
+    nd = Sa[1]
+    od = base + 3 * ns
+    n6 = 6 * nd
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            Dn[o + a, n6] = bx[k, a]
+    if nd == 1:
+        x = Dn[:, n6]
+        if Ia[I_FIVE, Sa[od]]:
+            _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
+            _ldl_back(Dn, x, 5)
+        else:
+            _ldl_forward(Dn, x, 6)
+            _ldl_back(Dn, x, 6)
+    else:
+        _chol_solve(Dn, n6, n6)
+    for t in range(nd):
+        k = Sa[od + t]
+        o = 6 * Ia[I_DSLOT, k]
+        for a in range(6):
+            bx[k, a] = Dn[o + a, n6]
+    # back substitution along the chains (reverse schedule)
+    for s_ in range(ns - 1, -1, -1):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        z = bx[i]
+        if _step_five(Ia, i, l, r):
+            if l >= 0:
+                _sub_dyx5(YL[i], bx[l], A[i], z)
+            if r >= 0:
+                _sub_dyx5(YR[i], bx[r], A[i], z)
+            _ldl_back5(A[i], z)
+        else:
+            if l >= 0:
+                _sub_dyx(YL[i], bx[l], A[i], z, 6)
+            if r >= 0:
+                _sub_dyx(YR[i], bx[r], A[i], z, 6)
+            _ldl_back(A[i], z, 6)
+
+
 # ---------------------------------------------------------------- kinematics
 
 
@@ -1086,38 +1473,7 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                         Rk[i, j] = A0[i, j]
                     prel[i] = p0[i] + A0[i, 2] * d
         else:
-            qk = q[qo : qo + Ia[I_NQ, k]]
-            general = Ia[I_DIAG, k] == 0
-            joint_kinematics(
-                jt,
-                Vv[V_PRM, k],
-                Vv[V_PRM2, k],
-                qk,
-                vk,
-                tR,
-                tp,
-                Mm[M_H, k],
-                Mm[M_W, k],
-                Vv[V_CJ, k],
-                t3,
-                general,
-                Mm[M_HC, k],
-                Mm[M_WC, k],
-            )
-            if Ia[I_REV, k]:
-                reverse_joint(n_v, tR, tp, Mm[M_H, k], Mm[M_W, k], Vv[V_CJ, k], Mm[M_L, k], Q, t6)
-            scale_screw(jt, Ia[I_REV, k], Vv[V_PRM, k], Mm[M_L, k])
-            if general:
-                # projector P = W W^T
-                Wk = Mm[M_W, k]
-                Pk = Mm[M_P, k]
-                ncj = 6 - n_v
-                for i in range(6):
-                    for j in range(6):
-                        s = 0.0
-                        for m in range(ncj):
-                            s += Wk[i, m] * Wk[j, m]
-                        Pk[i, j] = s
+            joint_frame(Ia, Mm, Vv, k, q, vk, tR, tp, t3, Q, t6)
             # pose of e_k in e_p: (R0, p0) o (tR, tp)
             for i in range(3):
                 for j in range(3):
@@ -1125,21 +1481,11 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 prel[i] = p0[i] + A0[i, 0] * tp[0] + A0[i, 1] * tp[1] + A0[i, 2] * tp[2]
         pk = Ia[I_PARENT, k]
         if world:
-            Rp = R3[R_W, pk]
-            rwp = P3[P_W, pk]
-            for i in range(3):
-                for j in range(3):
-                    R3[R_W, k, i, j] = (
-                        Rp[i, 0] * Rk[0, j] + Rp[i, 1] * Rk[1, j] + Rp[i, 2] * Rk[2, j]
-                    )
-                P3[P_W, k, i] = (
-                    rwp[i] + Rp[i, 0] * prel[0] + Rp[i, 1] * prel[1] + Rp[i, 2] * prel[2]
-                )
+            world_pose(R3, P3, k, pk)
         # twist: v_k = Phi^T v_p + S v  (S = H L for reversed joints)
         vel = Vv[V_VEL, k]
         sv = Vv[V_SV, k]
         _m2c(Rk, prel, Vv[V_VEL, pk], vel)
-        Hk = Mm[M_H, k]
         if Ia[I_DIAG, k] and jt == REVOLUTE:
             # S v = v e_z (angular)
             vz = vk[0]
@@ -1147,26 +1493,10 @@ def kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, world=True):
                 sv[i] = 0.0
             sv[2] = vz
             vel[2] += vz
-        elif Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j, n_v):
-                    s += Lk[j, m] * vk[m]
-                t6[j] = s
-            for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * t6[j]
-                sv[i] = s
-                vel[i] += s
         else:
+            joint_twist(Ia, Mm, k, vk, t6, sv)
             for i in range(6):
-                s = 0.0
-                for j in range(n_v):
-                    s += Hk[i, j] * vk[j]
-                sv[i] = s
-                vel[i] += s
+                vel[i] += sv[i]
 
 
 @njit(cache=True, _nrt=False)
@@ -1272,7 +1602,6 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], fb[k], fb[pk], 1.0)
-        n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
         f = fb[k]
         if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
@@ -1281,34 +1610,7 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
             bvec[o] = bz
             FT[o] = tau[o] - bz
             continue
-        Hk = Mm[M_H, k]
-        for j in range(n_v):
-            t6[j] = (
-                Hk[0, j] * f[0]
-                + Hk[1, j] * f[1]
-                + Hk[2, j] * f[2]
-                + Hk[3, j] * f[3]
-                + Hk[4, j] * f[4]
-                + Hk[5, j] * f[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j + 1):
-                    s += Lk[m, j] * t6[m]
-                bvec[o + j] = s
-            for j in range(n_v):
-                s = tau[o + j]
-                for m in range(j):
-                    s -= Lk[m, j] * FT[o + m]
-                FT[o + j] = s / Lk[j, j]
-            for j in range(n_v):
-                FT[o + j] -= t6[j]
-        else:
-            for j in range(n_v):
-                bvec[o + j] = t6[j]
-                FT[o + j] = tau[o + j] - t6[j]
+        joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT)
 
 
 # ---------------------------------------------------------------- CFA: factor
@@ -1445,17 +1747,7 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
             Xk = X[k]
             _build_phi(R3[R_REL, k], P3[P_REL, k], Xk)
             Yk = Y[k]
-            _matmul6(Mm[M_G, pk], Xk, Yk)
-            for i in range(6):
-                for j in range(i + 1):
-                    Ak[i, j] = Gk[i, j] + (
-                        Xk[0, i] * Yk[0, j]
-                        + Xk[1, i] * Yk[1, j]
-                        + Xk[2, i] * Yk[2, j]
-                        + Xk[3, i] * Yk[3, j]
-                        + Xk[4, i] * Yk[4, j]
-                        + Xk[5, i] * Yk[5, j]
-                    )
+            shift_inertia(Ak, Gk, Mm[M_G, pk], Xk, Yk)
             _mirror6(Ak)
         if pk > 0:
             Yk = Y[k]
@@ -1476,116 +1768,24 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
                             else:
                                 Cp[a, b] = 0.0
                 else:
-                    for i in range(6):
-                        for j in range(6):
-                            Cp[i, j] = Yk[i, j]
-                    _proj_rows(Cp, pk, Ia, Mm, Vv, -1.0)
-                    _proj_cols(Cp, k, Ia, Mm, Vv)
-                    _permute_block(Cp, Ia, pk, k, Tt[T_2])
+                    coupling_block(Cp, Yk, Ia, Mm, Vv, Tt, pk, k)
         else:
             for i in range(6):
                 for j in range(6):
                     Ak[i, j] = Gk[i, j]
-        # Ã = P A P + (U - P), constraint directions first
-        if Ia[I_DIAG, k]:
-            T2 = Tt[T_2]
-            for i in range(6):
-                for j in range(6):
-                    T2[i, j] = Ak[i, j]
-            nck = Ia[I_NC, k]
-            for a in range(6):
-                ia = Ia[I_PERM + a, k]
-                for b in range(6):
-                    if a < nck and b < nck:
-                        Ak[a, b] = T2[ia, Ia[I_PERM + b, k]]
-                    else:
-                        Ak[a, b] = 1.0 if a == b else 0.0
-        else:
-            _proj_rows(Ak, k, Ia, Mm, Vv, 1.0)
-            _proj_cols(Ak, k, Ia, Mm, Vv)
-            P = Mm[M_P, k]
-            for i in range(6):
-                for j in range(6):
-                    Ak[i, j] -= P[i, j]
-                Ak[i, i] += 1.0
+        project_inertia(Ak, k, Ia, Mm, Vv, Tt)
     # block elimination of the chains (odd-even or sequential schedule)
-    ns = Sa[0]
-    base = 5
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        if _step_five(Ia, i, l, r):
-            if not _eliminate(A, Cr, YL, YR, i, l, r, 5):
-                return i
-        elif not _eliminate(A, Cr, YL, YR, i, l, r, 6):
-            return i
+    fail = eliminate_chains(Ia, Sa, Mm)
+    if fail:
+        return fail
     # dense node system
-    nd = Sa[1]
-    nl = Sa[2]
-    nn = Sa[3]
-    nsib = Sa[4]
-    od = base + 3 * ns
-    ol = od + nd
-    on = ol + 2 * nl
-    osb = on + nn
-    n6 = 6 * nd
-    for a in range(n6):
-        for b in range(n6):
-            Dn[a, b] = 0.0
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            for b in range(6):
-                Dn[o + a, o + b] = A[k, a, b]
-    for t in range(nl):
-        k = Sa[ol + 2 * t]
-        r = Sa[ol + 2 * t + 1]
-        ok = 6 * Ia[I_DSLOT, k]
-        orr = 6 * Ia[I_DSLOT, r]
-        for a in range(6):
-            for b in range(6):
-                Dn[ok + a, orr + b] = Cr[k, a, b]
-                Dn[orr + b, ok + a] = Cr[k, a, b]
-    for t in range(nn):
-        c = Sa[on + t]
-        pk = Ia[I_PARENT, c]
-        op = 6 * Ia[I_DSLOT, pk]
-        oc = 6 * Ia[I_DSLOT, c]
-        for a in range(6):
-            for b in range(6):
-                T1[a, b] = Y[c, a, b]
-        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
-        _proj_cols(T1, c, Ia, Mm, Vv)
-        _permute_block(T1, Ia, pk, c, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[op + a, oc + b] = T1[a, b]
-                Dn[oc + b, op + a] = T1[a, b]
+    nd, nsib, od, osb = node_system(Ia, Sa, Mm, Vv, Tt, Dn)
     for t in range(nsib):
         a_ = Sa[osb + 2 * t]
         b_ = Sa[osb + 2 * t + 1]
-        oa = 6 * Ia[I_DSLOT, a_]
-        ob = 6 * Ia[I_DSLOT, b_]
         _matTmul6(X[a_], Y[b_], T1, 1.0)
-        _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
-        _proj_cols(T1, b_, Ia, Mm, Vv)
-        _permute_block(T1, Ia, a_, b_, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[oa + a, ob + b] = T1[a, b]
-                Dn[ob + b, oa + a] = T1[a, b]
-    if nd == 1:
-        # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
-        if Ia[I_FIVE, Sa[od]]:
-            return 0 if _ldl(Dn, 5) else -1
-        return 0 if _ldl(Dn, 6) else -1
-    if not _chol(Dn, n6):
-        return -1
-    return 0
+        sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_)
+    return factor_nodes(Ia, Sa, Dn, nd, od)
 
 
 # ---------------------------------------------------------------- CFA: solve
@@ -1602,9 +1802,6 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     bx = Vv[V_BX]
-    A = Mm[M_A]
-    YL = Mm[M_YL]
-    YR = Mm[M_YR]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
     # one backward pass: e_k = H F_T ; z_k = e_k - sum_c Phi_c e_c ; a_k = G_k z_k
@@ -1658,68 +1855,8 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             _proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
             for a in range(6):
                 bx[k, a] = tv[Ia[I_PERM + a, k]]
-    # elimination of the right-hand sides (same schedule)
-    ns = Sa[0]
-    base = 5
-    for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            _ldl_forward5(A[i], z)
-            if l >= 0:
-                _subTvec5(YL[i], z, bx[l])
-            if r >= 0:
-                _subTvec5(YR[i], z, bx[r])
-        else:
-            _ldl_forward(A[i], z, 6)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 6)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 6)
-    # dense node system
-    nd = Sa[1]
-    od = base + 3 * ns
-    n6 = 6 * nd
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            Dn[o + a, n6] = bx[k, a]
-    if nd == 1:
-        x = Dn[:, n6]
-        if Ia[I_FIVE, Sa[od]]:
-            _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
-            _ldl_back(Dn, x, 5)
-        else:
-            _ldl_forward(Dn, x, 6)
-            _ldl_back(Dn, x, 6)
-    else:
-        _chol_solve(Dn, n6, n6)
-    for t in range(nd):
-        k = Sa[od + t]
-        o = 6 * Ia[I_DSLOT, k]
-        for a in range(6):
-            bx[k, a] = Dn[o + a, n6]
-    # back substitution along the chains (reverse schedule)
-    for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            if l >= 0:
-                _sub_dyx5(YL[i], bx[l], A[i], z)
-            if r >= 0:
-                _sub_dyx5(YR[i], bx[r], A[i], z)
-            _ldl_back5(A[i], z)
-        else:
-            if l >= 0:
-                _sub_dyx(YL[i], bx[l], A[i], z, 6)
-            if r >= 0:
-                _sub_dyx(YR[i], bx[r], A[i], z, 6)
-            _ldl_back(A[i], z, 6)
+    # elimination of the right-hand sides, node system, back substitution (same schedule)
+    solve_schedule(Ia, Sa, Mm, Dn, bx)
     # back to natural order: f_k = W F_S (6-vector, e_k axes)
     for k in range(1, N + 1):
         for a in range(6):
@@ -1778,24 +1915,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
         else:
             for i in range(6):
                 t6[i] = af[k, i]
-        Hk = Mm[M_H, k]
-        n_v = Ia[I_NV, k]
-        for j in range(n_v):
-            qdd[o + j] = (
-                Hk[0, j] * t6[0]
-                + Hk[1, j] * t6[1]
-                + Hk[2, j] * t6[2]
-                + Hk[3, j] * t6[3]
-                + Hk[4, j] * t6[4]
-                + Hk[5, j] * t6[5]
-            )
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v - 1, -1, -1):
-                s = qdd[o + j]
-                for m in range(j + 1, n_v):
-                    s -= Lk[j, m] * qdd[o + m]
-                qdd[o + j] = s / Lk[j, j]
+        joint_qdd(Ia, Mm, k, t6, qdd)
 
 
 # ---------------------------------------------------------------- reactions

@@ -21,8 +21,8 @@ Otherwise it returns a nonzero status and the caller takes the projector's QR pa
 """
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
 

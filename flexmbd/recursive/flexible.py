@@ -305,7 +305,7 @@ class FlexTree:
         self.KQ = np.zeros((n + 1, nkg, nm))
         self.Mb = np.zeros((mm, mm))
         self.Bm = np.zeros((mm + 4, mm))
-        self.A3 = np.zeros((3, 3, nm + 2))
+        self.A3 = np.zeros((4, 3, 3, nm + 6))  # scratch of _flexkernels.ffr_terms
         self.any_stiff = False
         self.info = np.zeros(2, np.int64)  # stiffening iterations of the last call
 

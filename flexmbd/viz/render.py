@@ -14,8 +14,9 @@ arrays, so they can be checked or post-processed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +34,6 @@ from .headless import configure, has_display
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
 
     from .._typing import ArrayLike, StrPath
     from ..model import Model
@@ -553,6 +553,37 @@ def plotter(
     VTK scene :func:`show` renders (:mod:`flexmbd.viz.stage`), put on the
     plotter's window.
     """
+    return _on_plotter(obj, t, _Drawing.of(locals()), window_size, off_screen)
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """The drawing options of :func:`show` and :func:`plotter` (their keyword arguments
+    of the same names; see :func:`show`)."""
+
+    model: Any = None
+    field: str | None = "displacement"
+    scale: float = 1.0
+    joints: bool = True
+    frames: bool = False
+    glyphs: bool = True
+    view: str = "auto"
+    cmap: str = "viridis"
+    show_edges: bool = False
+    zoom: float = 1.0
+    clim: Any = None
+    about: str = "interfaces"
+    axes: bool = True
+    ground: bool | None = None
+
+    @classmethod
+    def of(cls, args: dict) -> _Drawing:
+        """The options among a public function's arguments (its ``locals()``)."""
+        return cls(**{f.name: args[f.name] for f in fields(cls)})
+
+
+def _on_plotter(obj, t, d, window_size, off_screen):
+    """A ``pyvista.Plotter`` with the drawing ``d`` of ``obj`` (see :func:`plotter`)."""
     configure()
     import pyvista as pv
 
@@ -561,25 +592,7 @@ def plotter(
     p = pv.Plotter(off_screen=off_screen, window_size=list(window_size))
     p.set_background(BACKGROUND)
     try:
-        _draw(
-            Stage.of_plotter(p),
-            obj,
-            t,
-            model=model,
-            field=field,
-            scale=scale,
-            joints=joints,
-            frames=frames,
-            glyphs=glyphs,
-            view=view,
-            cmap=cmap,
-            show_edges=show_edges,
-            zoom=zoom,
-            clim=clim,
-            about=about,
-            axes=axes,
-            ground=ground,
-        )
+        _draw(Stage.of_plotter(p), obj, t, d)
     except BaseException:
         p.close()
         raise
@@ -587,37 +600,20 @@ def plotter(
     return p
 
 
-def _draw(
-    st,
-    obj,
-    t=None,
-    *,
-    model=None,
-    field="displacement",
-    scale=1.0,
-    joints=True,
-    frames=False,
-    glyphs=True,
-    view="auto",
-    cmap="viridis",
-    show_edges=False,
-    zoom=1.0,
-    clim=None,
-    about="interfaces",
-    axes=True,
-    ground=None,
-):
-    """Draw :func:`show`'s picture of ``obj`` on the stage ``st`` (not rendered)."""
-    field = _field_arg(field)
+def _draw(st, obj, t, d):
+    """Draw :func:`show`'s picture of ``obj`` with the options ``d`` (:class:`_Drawing`) on
+    the stage ``st`` (not rendered)."""
+    model, scale, clim = d.model, d.scale, d.clim
+    field = _field_arg(d.field)
     world = None
     label = None
     if _is_results(obj):
-        scene = _scene_of_results(obj, model, about)
+        scene = _scene_of_results(obj, model, d.about)
         i = obj.index_at(t)
         data = scene.data(i, scale)
         label = f"t = {obj.t[i]:.4f} s{_scale_note(scale)}"
         poses = [frame_pose(scene.results, b, i) for b in scene.geoms]
-        if model is not None and joints:
+        if model is not None and d.joints:
             world = _tree_world(model, obj, i)
         gravity = gravity_of(model) if model is not None else gravity_of(obj)
         # the plane of motion from a dozen samples of the whole run
@@ -625,7 +621,7 @@ def _draw(
         motion = np.vstack([_sample_points(scene.data(k, scale), 100) for k in ks])
     elif hasattr(obj, "bodies") and hasattr(obj, "joints"):
         model = obj
-        scene, world = _scene_of_model(obj, glyphs)
+        scene, world = _scene_of_model(obj, d.glyphs)
         data = scene.data(0, scale)
         poses = [scene.static[b] for b in scene.geoms]
         gravity = gravity_of(obj)
@@ -639,18 +635,18 @@ def _draw(
     _check_field(scene, field, "show")
     if clim is None and field:
         clim = _field_range(scene, [data], field)
-    _add_bodies(st, scene, data, field, clim, cmap, show_edges)
+    _add_bodies(st, scene, data, field, clim, d.cmap, d.show_edges)
     bounds = _bounds([data])
     size = 0.03 * np.linalg.norm(np.subtract(bounds[1::2], bounds[::2]))
-    if joints and world is not None and model is not None:
+    if d.joints and world is not None and model is not None:
         _joint_markers(st, model, world, size)
-    if frames:
+    if d.frames:
         _frame_triads(st, poses, 2 * size)
     if label:
         _label(st, label)
     points = _sample_points(data) if motion is None else np.vstack([motion, _sample_points(data)])
-    up = _set_view(st, view, bounds, zoom, points, gravity)
-    _decorate(st, bounds, up, gravity, axes, ground)
+    up = _set_view(st, d.view, bounds, d.zoom, points, gravity)
+    _decorate(st, bounds, up, gravity, d.axes, d.ground)
 
 
 def show(
@@ -722,51 +718,14 @@ def show(
     :func:`plotter` gives the same drawing as a PyVista plotter.
     """
     off_screen = (file is not None or not has_display()) if off_screen is None else off_screen
-    field = _field_arg(field)
+    d = _Drawing.of(locals())
+    _field_arg(field)  # a wrong field fails before any window opens
     if not off_screen:
-        p = plotter(
-            obj,
-            t,
-            model=model,
-            field=field,
-            scale=scale,
-            joints=joints,
-            frames=frames,
-            glyphs=glyphs,
-            view=view,
-            window_size=window_size,
-            cmap=cmap,
-            show_edges=show_edges,
-            off_screen=False,
-            zoom=zoom,
-            clim=clim,
-            about=about,
-            axes=axes,
-            ground=ground,
-        )
-        p.show()
+        _on_plotter(obj, t, d, window_size, False).show()
         return None
     st = _stage(window_size)
     try:
-        _draw(
-            st,
-            obj,
-            t,
-            model=model,
-            field=field,
-            scale=scale,
-            joints=joints,
-            frames=frames,
-            glyphs=glyphs,
-            view=view,
-            cmap=cmap,
-            show_edges=show_edges,
-            zoom=zoom,
-            clim=clim,
-            about=about,
-            axes=axes,
-            ground=ground,
-        )
+        _draw(st, obj, t, d)
     except BaseException:
         st.close()
         raise
