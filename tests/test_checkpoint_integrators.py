@@ -190,15 +190,11 @@ def test_closed_loop_rk45_resume(tmp_path):
     assert_same(fm.resume(path), ref)
 
 
-def test_generalized_alpha_engine_resume_and_extension(tmp_path, monkeypatch):
-    """The compiled engine runs in blocks of ``every`` steps: same bits as one block, and
-    an interrupted run (killed at the start of the third block) resumes exactly; a
-    finished run extends to a later end as if it had run there directly."""
+def _interrupt_third_engine_run(monkeypatch):
+    """Make the third call of ``Engine.run`` (the third block of steps) raise
+    ``Interrupted``; returns the real ``Engine.run``."""
     from flexmbd.absolute.engine import Engine
 
-    sim = dict(dt=1e-3, integrator="generalized-alpha")
-    ref = pendulum().simulate(t_end=0.2, **sim)
-    assert ref.energy and "numerical_dissipation" in ref.energy
     calls = {"n": 0}
     real = Engine.run
 
@@ -208,8 +204,21 @@ def test_generalized_alpha_engine_resume_and_extension(tmp_path, monkeypatch):
             raise Interrupted
         return real(self, *a, **kw)
 
-    path = tmp_path / "ga.h5"
     monkeypatch.setattr(Engine, "run", killing_run)
+    return real
+
+
+def test_generalized_alpha_engine_resume_and_extension(tmp_path, monkeypatch):
+    """The compiled engine runs in blocks of ``every`` steps: same bits as one block, and
+    an interrupted run (killed at the start of the third block) resumes exactly; a
+    finished run extends to a later end as if it had run there directly."""
+    from flexmbd.absolute.engine import Engine
+
+    sim = dict(dt=1e-3, integrator="generalized-alpha")
+    ref = pendulum().simulate(t_end=0.2, **sim)
+    assert ref.energy and "numerical_dissipation" in ref.energy
+    path = tmp_path / "ga.h5"
+    real = _interrupt_third_engine_run(monkeypatch)
     with pytest.raises(Interrupted):
         pendulum().simulate(t_end=0.2, checkpoint=path, every=30, **sim)
     monkeypatch.setattr(Engine, "run", real)
@@ -415,3 +424,36 @@ def test_flagship_flexible_loop_with_stiffening_resumes(tmp_path):
     assert attrs["n_steps"] == 50 and state["mode"] == "engine"
     cpm._LIVE.clear()
     assert_same(fm.resume(path, model=flag.build(), callback=lambda t, q, qd: None), ref)
+
+
+def test_flagship_compiled_loop_with_stiffening_resumes_bit_identical(tmp_path, monkeypatch):
+    """The flagship in the compiled step loop (lagged interface loads updated inside
+    ``Engine.run``, stored to the bodies after each block): an interrupted checkpointed run
+    resumes to the same bits as the uninterrupted run, which agrees with the per-step path
+    (interface loads from ``update_interface_loads`` in Python, forced by a callback) to
+    round-off."""
+    import importlib.util
+    from pathlib import Path
+
+    from flexmbd.absolute.engine import Engine
+
+    spec = importlib.util.spec_from_file_location(
+        "flagship", Path(__file__).resolve().parents[1] / "examples" / "flagship.py"
+    )
+    flag = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(flag)
+    sim = dict(t_end=0.004, dt=5e-5, integrator="generalized-alpha", rho_inf=0.9)
+    ref = flag.build().simulate(**sim)
+    steps = flag.build().simulate(callback=lambda t, q, qd: None, **sim)
+    assert np.abs(ref.q - steps.q).max() <= 1e-11
+    modal = ref.body("rod").modal
+    assert np.abs(modal - steps.body("rod").modal).max() <= 1e-9 * np.abs(modal).max()
+    path = tmp_path / "flagship_compiled.h5"
+    real = _interrupt_third_engine_run(monkeypatch)
+    with pytest.raises(Interrupted):
+        flag.build().simulate(checkpoint=path, every=25, **sim)
+    monkeypatch.setattr(Engine, "run", real)
+    _, state, attrs = read_checkpoint(path)
+    assert attrs["n_steps"] == 50 and state["mode"] == "compiled"
+    cpm._LIVE.clear()
+    assert_same(fm.resume(path, model=flag.build()), ref)

@@ -25,7 +25,18 @@ slider-crank (one SDA) where the compiled engine takes tens of microseconds
 the velocities after each step when asked (scleronomic models).
 
 Data layout: bodies in system order, the rigid block ``7 nb`` first, then the modal
-coordinates; flexible-body invariants concatenated in flat arrays with offsets.
+coordinates; flexible-body invariants concatenated in flat arrays with offsets. The
+kernels are free functions over a compiled, immutable :class:`Model` (typed named tuples
+of arrays: :class:`Bodies`, :class:`Joints`, :class:`Forces`, :class:`Interfaces`), the
+time- and run-dependent :class:`Inputs` and a :class:`Workspace` (Pinocchio's model/data
+split); :class:`Engine` builds the model once per system and refreshes only the inputs.
+
+Geometric stiffening: the lagged interface loads (wrenches the joints apply at a stiffened
+body's interfaces, :meth:`~flexmbd.absolute.system.AbsoluteSystem.update_interface_loads`)
+are updated inside the compiled step loop after every accepted step from the joint
+reactions it computes (:func:`_interface_loads`, a transcription of the numpy reference
+:func:`flexmbd.absolute.flexible.interface_wrenches`), unless a point load or an SDA acts at
+such an interface (then the step loop stays in Python).
 
 Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns it is assembled in a
 column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns

@@ -308,11 +308,12 @@ class ImplicitStepper:
 
     Three modes, chosen at the start: ``"generic"`` (sparse Newton in Python, any
     model), ``"engine"`` (Newton iterations in the compiled engine, the step loop in
-    Python: lagged interface loads, velocity projection or a callback) and
-    ``"compiled"`` (the whole step loop in the engine; :meth:`advance` runs blocks of
-    steps). The state holds the scheme's variables ``(q, qd, qdd, a, lam)``, the HHT
-    memory, the QR row selection, the energy integrals, the joint-angle references and
-    the lagged interface loads of the system.
+    Python: interface loads lagged from point loads or spring-damper-actuators, velocity
+    projection of a rheonomic model, or a callback) and ``"compiled"`` (the whole step
+    loop in the engine, joint reactions and interface loads lagged from them included;
+    :meth:`advance` runs blocks of steps). The state holds the scheme's variables
+    ``(q, qd, qdd, a, lam)``, the HHT memory, the QR row selection, the energy
+    integrals, the joint-angle references and the lagged interface loads of the system.
     """
 
     checks_finite = False
