@@ -6,17 +6,91 @@ not: 0.3-0.6 s CPU per process for a cached kernel, its whole compilation (tens 
 seconds) on a fresh machine. `njit_signature` keeps the signature's contract (one
 specialization; a call with other argument types raises ``TypeError`` instead of
 compiling another) but does the compile or cache load on the first call.
+
+Every cached kernel is stamped with its own file *and* the digest of all flexmbd kernel
+modules (:func:`kernel_sources_digest`): numba stamps a cache entry with the defining
+file only, while a compiled kernel holds the code of the kernels it calls from other
+modules and the constants it reads from them, so an edit of a callee (or an upgrade that
+changes it) would otherwise keep running the old callee's code.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from numba import njit as _numba_njit
-from numba.core import types
+from numba.core import caching, types
 from numba.core.sigutils import normalize_signature
 
-__all__ = ["njit", "njit_signature"]
+__all__ = ["kernel_sources_digest", "njit", "njit_signature"]
+
+_PACKAGE = Path(__file__).resolve().parent
+_RELATIVE_IMPORT = re.compile(rb"^\s*from (\.+)([\w.]*) import", re.M)
+
+
+@cache
+def kernel_sources_digest(root: Path = _PACKAGE) -> str:
+    """SHA-256 (hex) of the package's kernel modules (those importing ``flexmbd._jit``)
+    and of the package modules they import (constants such as the joint codes)."""
+    kernels = {p for p in root.rglob("*.py") if b"_jit import" in p.read_bytes()}
+    files = set(kernels) | {root / "_jit.py"}
+    for path in kernels:
+        for dots, name in _RELATIVE_IMPORT.findall(path.read_bytes()):
+            base = path.parent
+            for _ in range(len(dots) - 1):
+                base = base.parent
+            target = base.joinpath(*name.decode().split(".")) if name else base
+            for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                if candidate.is_file():
+                    files.add(candidate)
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class _PackageStamped:
+    """Cache-locator mixin: a cache entry is fresh while its file and every kernel
+    module of the package are unchanged (see the module docstring)."""
+
+    def get_source_stamp(self) -> Any:
+        return (super().get_source_stamp(), kernel_sources_digest())
+
+
+class _UserProvidedLocator(_PackageStamped, caching.UserProvidedCacheLocator):
+    pass
+
+
+class _InTreeLocator(_PackageStamped, caching.InTreeCacheLocator):
+    pass
+
+
+class _UserWideLocator(_PackageStamped, caching.UserWideCacheLocator):
+    pass
+
+
+class _KernelCacheImpl(caching.CompileResultCacheImpl):
+    # numba's cache-locator hook: NUMBA_CACHE_DIR, next to the sources, the user cache
+    _locator_classes = [_UserProvidedLocator, _InTreeLocator, _UserWideLocator]
+
+
+class KernelCache(caching.FunctionCache):
+    """numba's function cache with the package-wide source stamp."""
+
+    _impl_class = _KernelCacheImpl
+
+
+def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
+    """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`."""
+    dispatcher = _numba_njit(**options)(func)
+    if options.get("cache"):
+        dispatcher._cache = KernelCache(func)  # numba's enable_caching, our cache class
+    return dispatcher
 
 
 def njit_signature(signature: str, **options: Any) -> Any:
@@ -29,7 +103,7 @@ def njit_signature(signature: str, **options: Any) -> Any:
     """
 
     def decorate(func: Any) -> Any:
-        dispatcher = _numba_njit(**options)(func)
+        dispatcher = _numba_dispatcher(func, options)
         compile_ = dispatcher.compile
         expected, _ = normalize_signature(signature)
 
@@ -64,7 +138,7 @@ def njit(func: Any = None, /, **options: Any) -> Any:
         return _numba_njit(func, **options)
 
     def decorate(f: Any) -> Any:
-        dispatcher = _numba_njit(**options)(f)
+        dispatcher = _numba_dispatcher(f, options)
         compile_ = dispatcher.compile
 
         def compile(sig: Any) -> Any:

@@ -220,6 +220,7 @@ ALLOWED = {
     ("fem/_threads.py", "_get_madvise_hugepage"),
     ("fem/_threads.py", "_set_madvise_hugepage"),
     ("recursive/_kernels.py", "_getvalue"),
+    ("_jit.py", "_cache"),  # numba has no public way to give a dispatcher its cache class
     ("fem/compare.py", "_free"),
     ("absolute/constraints.py", "_short"),
     ("absolute/engine.py", "_react"),

@@ -139,3 +139,49 @@ def test_rigid_simulate_path_imports_no_fem_mesh_or_viewer():
     loaded, (a, r) = json.loads(out.strip().splitlines()[-1])
     assert loaded == [], out
     assert 0.0 < a < 0.3 and abs(a - r) < 1e-4, out  # falling from 0.3 rad, both agree
+
+
+DATR = """
+import json
+import numpy as np
+from flexmbd._nbrotation import dAtr
+e, x = np.array([0.9, 0.1, -0.3, 0.2]), np.array([0.4, -1.2, 0.7])
+value = float(dAtr(e, x).sum())
+print(json.dumps([value, sum(dAtr.stats.cache_hits.values())]))
+"""
+
+
+def test_cached_kernel_follows_an_edit_of_a_kernel_it_calls(tmp_path):
+    """numba stamps a cache entry with its own file only; flexmbd's kernels are stamped
+    with every kernel module too, so editing a callee in another module (``mm`` in
+    ``_nbalgebra``, called by ``dAtr`` in ``_nbrotation``) recompiles the caller instead
+    of running the old callee's code from the cache."""
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "flexmbd", pkg / "flexmbd", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def run(cache):
+        out = subprocess.run(
+            [sys.executable, "-c", DATR],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(cache)},
+            timeout=600,
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cache = tmp_path / "cache"
+    first, hits = run(cache)
+    assert hits == 0
+    again, hits = run(cache)
+    assert (again, hits) == (first, 1)  # unchanged sources: loaded from the cache
+    algebra = pkg / "flexmbd" / "_nbalgebra.py"
+    text = algebra.read_text()
+    assert text.count("    return C\n") == 1
+    algebra.write_text(text.replace("    return C\n", "    return 2.0 * C\n"))
+    edited, hits = run(cache)
+    fresh, _ = run(tmp_path / "fresh-cache")
+    assert hits == 0 and edited == fresh and edited != first
