@@ -464,8 +464,10 @@ class LoopSystem:
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
 
-    def _compiled_forward_dynamics(self, q, qd, tau, P):
-        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
+    def _compiled_inputs(self, q, qd, tau, P):
+        """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
+        for the compiled loop kernels, or None (no compiled loop, no row selection yet,
+        or arrays of other shapes: the Python path decides and reports)."""
         c = self._compiled()
         sel = P.selection() if c is not None else None
         if sel is None:
@@ -475,6 +477,14 @@ class LoopSystem:
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
         if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
             return None
+        return c, sel, q, qd, tv
+
+    def _compiled_forward_dynamics(self, q, qd, tau, P):
+        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
+        args = self._compiled_inputs(q, qd, tau, P)
+        if args is None:
+            return None
+        c, sel, q, qd, tv = args
         m, nt = self.constraints.m, len(self.tree.joint_names)
         qdd, lam = np.empty(self.nv), np.empty(m)
         reac_t = np.empty((nt, 6))
@@ -496,15 +506,10 @@ class LoopSystem:
 
     def _compiled_accelerations(self, q, qd, tau, P):
         """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
-        c = self._compiled()
-        sel = P.selection() if c is not None else None
-        if sel is None:
+        args = self._compiled_inputs(q, qd, tau, P)
+        if args is None:
             return None
-        q = np.ascontiguousarray(q, dtype=float)
-        qd = np.ascontiguousarray(qd, dtype=float)
-        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
-        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
-            return None
+        c, sel, q, qd, tv = args
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
         st = _NL.loop_accelerations(
