@@ -38,14 +38,15 @@ reactions it computes (:func:`_interface_loads`, a transcription of the numpy re
 :func:`flexmbd.absolute.flexible.interface_wrenches`), unless a point load or an SDA acts at
 such an interface (then the step loop stays in Python).
 
-Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns it is assembled in a
+Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns, unless one body's block is
+more than ``SPARSE_BLOCK_FRACTION`` of them (:func:`prefers_sparse`), it is assembled in a
 column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns
 that never share a row share a slot, so storage and assembly grow with the number of
 bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column order and
 pattern computed once per system; the first solve of each step factors with partial
 pivoting, the next ones refactorize with its pivots while every pivot passes its test:
 each step's arithmetic depends on its own state only, so a resumed run is bitwise equal).
-Up to ``MAX_DENSE`` the dense matrix and LAPACK (the identity layout, same kernels).
+Otherwise the dense matrix and LAPACK (the identity layout, same kernels).
 Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
 """
@@ -96,13 +97,28 @@ __all__ = [
     "Joints",
     "MAX_DENSE",
     "Model",
+    "SPARSE_BLOCK_FRACTION",
     "Workspace",
+    "prefers_sparse",
 ]
 
-#: the largest Newton system (``n + nc`` unknowns) solved with dense LAPACK; larger ones use
-#: the compressed layout and the compiled sparse LU of :mod:`._sparse`, faster from 13
-#: unknowns up (a single body and its joint: ``benchmarks/bench_forces.py`` ``crossover``)
+#: the largest Newton system (``n + nc`` unknowns) always solved with dense LAPACK; larger
+#: ones use the compressed layout and the compiled sparse LU of :mod:`._sparse` (faster
+#: from 13 unknowns up on rigid bodies: ``benchmarks/bench_forces.py`` ``crossover``) ...
 MAX_DENSE = 12
+#: ... unless one body's column block (7 + its modes) exceeds this fraction of the
+#: unknowns: a flexible body's dense modal block factors faster in LAPACK (flexible
+#: pendulum, 4-32 modes: the sparse LU took 1.06-1.67x the dense time per step; flagship
+#: slider-crank, 17 of 52: equal)
+SPARSE_BLOCK_FRACTION = 0.3
+
+
+def prefers_sparse(n, nc, blocks):
+    """True when a Newton system of ``n + nc`` unknowns whose bodies own column blocks of
+    sizes ``blocks`` is solved faster by the sparse LU than by dense LAPACK (see
+    :data:`MAX_DENSE`, :data:`SPARSE_BLOCK_FRACTION`)."""
+    N = n + nc
+    return N > MAX_DENSE and max(blocks, default=0) <= SPARSE_BLOCK_FRACTION * N
 
 
 # -- the compiled model description and the per-run workspace -------------------------------
@@ -1355,7 +1371,10 @@ class Engine:
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
         if sparse is None:
-            sparse = s.n + s.nc > MAX_DENSE
+            blocks = [7] * s.nb
+            for d in s.flexible.flex:
+                blocks[d.index] += d.n
+            sparse = prefers_sparse(s.n, s.nc, blocks)
         #: True: the compressed layout and the sparse LU (else dense LAPACK)
         self.sparse = bool(sparse)
         self._lu = None

@@ -197,12 +197,14 @@ def test_engine_newton_matrices(which):
 @pytest.mark.parametrize("which", ["rigid", "flexible"])
 def test_sparse_engine_runs_like_the_generic_path(which, monkeypatch):
     """Whole compiled runs through the compressed layout and the sparse LU (forced with
-    ``MAX_DENSE = 0``): the generic path's trajectories, reactions and Newton counts."""
+    ``MAX_DENSE = 0``, ``SPARSE_BLOCK_FRACTION = 1``): the generic path's trajectories,
+    reactions and Newton counts."""
     from test_engine_forces import flexible_model, rigid_model
 
     from flexmbd.absolute import engine as E
 
     monkeypatch.setattr(E, "MAX_DENSE", 0)
+    monkeypatch.setattr(E, "SPARSE_BLOCK_FRACTION", 1.0)
     s = (rigid_model() if which == "rigid" else flexible_model()).compile("absolute")
     assert s.engine().sparse and s.engine().model.layout.width < s.n + s.nc
     opts = (
@@ -232,3 +234,22 @@ def test_full_row_rank_finds_redundant_rows():
     R = sp.vstack([P, P[3] - 2.0 * P[17]]).tocsr()  # one redundant row
     assert not S.full_row_rank(R, dense_max=0)
     assert not S.full_row_rank(R)  # the dense test agrees
+
+
+def test_default_solver_follows_the_block_structure():
+    """The engine picks the sparse LU for many small bodies and dense LAPACK when one
+    body's block (a flexible body's modes) is a large part of the Newton matrix, where
+    the dense solve was measured faster (flexible pendulum: sparse 1.06-1.67x dense)."""
+    from test_engine_forces import flexible_model, rigid_model
+
+    from flexmbd.absolute.engine import MAX_DENSE, SPARSE_BLOCK_FRACTION, prefers_sparse
+
+    assert not prefers_sparse(MAX_DENSE - 6, 6, [7])  # small: dense
+    assert prefers_sparse(7 * 50, 6 * 50, [7] * 50)  # a chain: sparse
+    n_big = int(SPARSE_BLOCK_FRACTION * 100) + 1
+    assert not prefers_sparse(94, 6, [n_big, 7])  # one large block: dense
+    # seed slider-crank (3 rigid bodies, 41 unknowns): sparse; a beam with 9 modes and a
+    # rigid body (33 unknowns, a block of 16): dense
+    rigid, flexible = (m.compile("absolute") for m in (rigid_model(), flexible_model()))
+    assert (rigid.n + rigid.nc, rigid.engine().sparse) == (41, True)
+    assert (flexible.n + flexible.nc, flexible.engine().sparse) == (33, False)
