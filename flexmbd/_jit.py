@@ -7,9 +7,10 @@ seconds) on a fresh machine. `njit_signature` keeps the signature's contract (on
 specialization; a call with other argument types raises ``TypeError`` instead of
 compiling another) but does the compile or cache load on the first call.
 
-Every cached kernel is stamped with its own file *and* the digest of all flexmbd kernel
-modules (:func:`kernel_sources_digest`): numba stamps a cache entry with the defining
-file only, while a compiled kernel holds the code of the kernels it calls from other
+Every cached kernel is stamped with its own file *and* the digest of the kernel modules its
+file imports, directly or through other kernel modules, and of the package modules those
+import (:func:`kernel_sources_digest`): numba stamps a cache entry with the defining file
+only, while a compiled kernel holds the code of the kernels it calls from other
 modules and the constants it reads from them, so an edit of a callee (or an upgrade that
 changes it) would otherwise keep running the old callee's code.
 """
@@ -29,37 +30,81 @@ from numba.core.sigutils import normalize_signature
 __all__ = ["kernel_sources_digest", "njit", "njit_signature"]
 
 _PACKAGE = Path(__file__).resolve().parent
-_RELATIVE_IMPORT = re.compile(rb"^\s*from (\.+)([\w.]*) import", re.M)
+
+
+_FROM_IMPORT = re.compile(
+    rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M
+)
 
 
 @cache
-def kernel_sources_digest(root: Path = _PACKAGE) -> str:
-    """SHA-256 (hex) of the package's kernel modules (those importing ``flexmbd._jit``)
-    and of the package modules they import (constants such as the joint codes)."""
-    kernels = {p for p in root.rglob("*.py") if b"_jit import" in p.read_bytes()}
-    files = set(kernels) | {root / "_jit.py"}
-    for path in kernels:
-        for dots, name in _RELATIVE_IMPORT.findall(path.read_bytes()):
+def _imported_modules(path: Path, root: Path) -> frozenset[Path]:
+    """The package modules ``path`` imports with ``from ... import`` (relative or
+    ``flexmbd.``); a regular expression, not the parser: this runs in every process."""
+    found = set()
+    for dots, module, names in _FROM_IMPORT.findall(path.read_bytes()):
+        parts = module.decode().split(".") if module else []
+        if dots:
             base = path.parent
             for _ in range(len(dots) - 1):
                 base = base.parent
-            target = base.joinpath(*name.decode().split(".")) if name else base
-            for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-                if candidate.is_file():
-                    files.add(candidate)
+        elif parts and parts[0] == root.name:
+            base, parts = root, parts[1:]
+        else:
+            continue
+        target = base.joinpath(*parts)
+        for name in names.strip(b"()").split(b","):
+            name = name.split(b"#")[0].split()[:1]
+            for candidate in (name and _module_files(target / name[0].decode())) or (
+                _module_files(target)
+            ):
+                found.add(candidate.resolve())
+    return frozenset(found)
+
+
+def _module_files(name: Path) -> list[Path]:
+    return [f for f in (name.with_suffix(".py"), name / "__init__.py") if f.is_file()]
+
+
+def _is_kernel_module(path: Path) -> bool:
+    return b"_jit import" in path.read_bytes()
+
+
+@cache
+def kernel_sources_digest(path: Path | None = None, root: Path = _PACKAGE) -> str:
+    """SHA-256 (hex) of a kernel module ``path`` (one importing ``flexmbd._jit``), of the
+    kernel modules it imports directly or through other kernel modules (its compiled
+    callees) and of every package module those import (constants such as the joint
+    codes), plus this module; with ``path=None`` of every kernel module of the package."""
+    root = root.resolve()
+    if path is None:
+        todo = [p.resolve() for p in root.rglob("*.py") if _is_kernel_module(p)]
+    else:
+        todo = [Path(path).resolve()]
+    kernels: set[Path] = set()
+    files = {root / "_jit.py"}
+    while todo:
+        module = todo.pop()
+        if module in kernels:
+            continue
+        kernels.add(module)
+        for imported in _imported_modules(module, root):
+            files.add(imported)
+            if _is_kernel_module(imported):
+                todo.append(imported)
     digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+    for module in sorted(files | kernels):
+        digest.update(module.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(module.read_bytes())
     return digest.hexdigest()
 
 
 class _PackageStamped:
-    """Cache-locator mixin: a cache entry is fresh while its file and every kernel
-    module of the package are unchanged (see the module docstring)."""
+    """Cache-locator mixin: a cache entry is fresh while its file and every package
+    module it imports (transitively) are unchanged (see the module docstring)."""
 
     def get_source_stamp(self) -> Any:
-        return (super().get_source_stamp(), kernel_sources_digest())
+        return (super().get_source_stamp(), kernel_sources_digest(Path(self._py_file)))
 
 
 class _UserProvidedLocator(_PackageStamped, caching.UserProvidedCacheLocator):

@@ -185,3 +185,39 @@ def test_cached_kernel_follows_an_edit_of_a_kernel_it_calls(tmp_path):
     edited, hits = run(cache)
     fresh, _ = run(tmp_path / "fresh-cache")
     assert hits == 0 and edited == fresh and edited != first
+
+
+def test_cache_stamp_covers_callees_and_not_unrelated_kernels(tmp_path):
+    """A kernel's cache stamp changes with the kernel modules it calls (transitively) and
+    the constants they import, and not with an unrelated kernel module: editing the
+    recursive loop kernels keeps the absolute engine's cache (no recompilation of every
+    kernel after each edit)."""
+    import shutil
+
+    from flexmbd._jit import kernel_sources_digest
+
+    pkg = tmp_path / "flexmbd"
+    shutil.copytree(ROOT / "flexmbd", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def stamps():
+        kernel_sources_digest.cache_clear()
+        return {
+            name: kernel_sources_digest(pkg / name, root=pkg)
+            for name in ("absolute/engine.py", "recursive/_nbloops.py", "_nbrotation.py")
+        }
+
+    before = stamps()
+    loops = pkg / "recursive" / "_nbloops.py"
+    loops.write_text(loops.read_text() + "\n# edited\n")
+    after_loops = stamps()
+    assert after_loops["absolute/engine.py"] == before["absolute/engine.py"]
+    assert after_loops["_nbrotation.py"] == before["_nbrotation.py"]
+    assert after_loops["recursive/_nbloops.py"] != before["recursive/_nbloops.py"]
+    algebra = pkg / "_nbalgebra.py"  # called by every one of them
+    algebra.write_text(algebra.read_text() + "\n# edited\n")
+    after_algebra = stamps()
+    assert all(after_algebra[k] != after_loops[k] for k in before)
+    joint_types = pkg / "joint_types.py"  # constants (joint codes) read by the kernels
+    joint_types.write_text(joint_types.read_text() + "\n# edited\n")
+    assert stamps()["recursive/_nbloops.py"] != after_algebra["recursive/_nbloops.py"]
+    kernel_sources_digest.cache_clear()
