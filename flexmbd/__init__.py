@@ -38,6 +38,8 @@ from .model import (
     Spherical,
     Universal,
 )
+from .model.forces import __all__ as _FORCES
+from .model.joints import __all__ as _JOINTS
 
 # fm.sweep is the function; imported here so that importing the module flexmbd.sweep later
 # (e.g. ``from flexmbd.sweep import cases``) does not replace the attribute with the module
@@ -105,21 +107,8 @@ __all__ = [
     "Body",
     "RigidBody",
     "Frame",
-    "Joint",
-    "Revolute",
-    "Prismatic",
-    "Cylindrical",
-    "Universal",
-    "Spherical",
-    "Planar",
-    "Fixed",
-    "Free",
-    "Screw",
-    "ForceElement",
-    "Gravity",
-    "PointForce",
-    "PointTorque",
-    "JointForce",
+    *_JOINTS,
+    *_FORCES,
     "sweep",
     *_LAZY,
 ]

@@ -44,13 +44,67 @@ from .joint_types import (  # noqa: F401 (codes re-exported for the kernels)
 __all__ = ["joint_kinematics", "reverse_joint", "joint_qdot", "scale_screw"]
 
 
+@njit(cache=True, inline="always")
+def _rot_z(th, R):
+    """The rotation by ``th`` (rad) about z into the upper-left 2x2 block of ``R``."""
+    cq = np.cos(th)
+    sq = np.sin(th)
+    R[0, 0] = cq
+    R[0, 1] = -sq
+    R[1, 0] = sq
+    R[1, 1] = cq
+
+
+@njit(cache=True, inline="always")
+def _minus_ad(R, p, w0, w1, w2, u0, u1, u2):
+    """``-Ad_T x`` for ``x = [w; u]``, ``Ad_T = [[R, 0], [p~ R, R]]``, as six scalars."""
+    wx = R[0, 0] * w0 + R[0, 1] * w1 + R[0, 2] * w2
+    wy = R[1, 0] * w0 + R[1, 1] * w1 + R[1, 2] * w2
+    wz = R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2
+    ux = R[0, 0] * u0 + R[0, 1] * u1 + R[0, 2] * u2
+    uy = R[1, 0] * u0 + R[1, 1] * u1 + R[1, 2] * u2
+    uz = R[2, 0] * u0 + R[2, 1] * u1 + R[2, 2] * u2
+    return (
+        -wx,
+        -wy,
+        -wz,
+        -(ux + p[1] * wz - p[2] * wy),
+        -(uy + p[2] * wx - p[0] * wz),
+        -(uz + p[0] * wy - p[1] * wx),
+    )
+
+
+@njit(cache=True, inline="always")
+def _remove_component(A, k, B, j):
+    """Gram-Schmidt step on 6-row columns: ``B[:, j] -= d A[:, k]`` with
+    ``d = A[:, k] . B[:, j]`` (``A[:, k]`` of unit length); returns ``d``."""
+    d = 0.0
+    for i in range(6):
+        d += A[i, k] * B[i, j]
+    for i in range(6):
+        B[i, j] -= d * A[i, k]
+    return d
+
+
+@njit(cache=True, inline="always")
+def _normalize_column(A, j):
+    """Scale column ``j`` of the 6-row ``A`` to unit length; returns its former norm."""
+    nrm = 0.0
+    for i in range(6):
+        nrm += A[i, j] * A[i, j]
+    nrm = np.sqrt(nrm)
+    for i in range(6):
+        A[i, j] /= nrm
+    return nrm
+
+
 @njit(cache=True)
 def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
     """Declared-direction kinematics of one joint in its *aligned* frames.
 
-    Deliberately unrolled (allocation-free, see docs/design/architecture.rst): the
-    ``Rz(q)`` writes repeated in the Revolute, Cylindrical, Screw and Planar branches
-    are kept inline on purpose.
+    Allocation-free scalar code (see docs/design/architecture.rst); the ``Rz(q)``
+    rotation of the Revolute, Cylindrical, Screw and Planar branches is one inlined
+    helper.
 
     The tree frames are the joint frames rotated so that the joint axis is the
     local z axis (Revolute, Prismatic, Cylindrical; the plane normal for Planar,
@@ -71,36 +125,22 @@ def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
                 H[i, j] = Hc[i, j]
                 W[i, j] = Wc[i, j]
     if jt == REVOLUTE:
-        cq = np.cos(q[0])
-        sq = np.sin(q[0])
-        R[0, 0] = cq
-        R[0, 1] = -sq
-        R[1, 0] = sq
-        R[1, 1] = cq
+        _rot_z(q[0], R)
     elif jt == PRISMATIC:
         p[2] = q[0]
     elif jt == CYLINDRICAL:
-        cq = np.cos(q[0])
-        sq = np.sin(q[0])
-        R[0, 0] = cq
-        R[0, 1] = -sq
-        R[1, 0] = sq
-        R[1, 1] = cq
+        _rot_z(q[0], R)
         p[2] = q[1]
     elif jt == SCREW:
         # rotation th about z and advance h th along z (prm[3] = h, m/rad)
-        cq = np.cos(q[0])
-        sq = np.sin(q[0])
-        R[0, 0] = cq
-        R[0, 1] = -sq
-        R[1, 0] = sq
-        R[1, 1] = cq
+        _rot_z(q[0], R)
         p[2] = prm[3] * q[0]
     elif jt == UNIVERSAL:
         # R = Rot(a1, q0) Rot(a2, q1); a1 in child axes = Rot(a2, q1)^T a1
         axis_rot(prm[0], prm[1], prm[2], q[0], R)
         R2 = tmp3
         axis_rot(prm[3], prm[4], prm[5], q[1], R2)
+        # unrolled: R <- R R2 in place without a temporary 3x3 (allocation-free kernel)
         r00 = R[0, 0] * R2[0, 0] + R[0, 1] * R2[1, 0] + R[0, 2] * R2[2, 0]
         r01 = R[0, 0] * R2[0, 1] + R[0, 1] * R2[1, 1] + R[0, 2] * R2[2, 1]
         r02 = R[0, 0] * R2[0, 2] + R[0, 1] * R2[1, 2] + R[0, 2] * R2[2, 2]
@@ -138,12 +178,7 @@ def joint_kinematics(jt, prm, prm2, q, v, R, p, H, W, c, tmp3, general, Hc, Wc):
     elif jt == SPHERICAL:
         quat_rot(q[0], q[1], q[2], q[3], R)
     elif jt == PLANAR:
-        cq = np.cos(q[2])
-        sq = np.sin(q[2])
-        R[0, 0] = cq
-        R[0, 1] = -sq
-        R[1, 0] = sq
-        R[1, 1] = cq
+        _rot_z(q[2], R)
         p[0] = q[0]
         p[1] = q[1]
     elif jt == FREE:
@@ -180,30 +215,10 @@ def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
     """
     # S = -Ad_T H, Ad_T = [[R, 0], [p~ R, R]]
     for j in range(nv):
-        wx = R[0, 0] * H[0, j] + R[0, 1] * H[1, j] + R[0, 2] * H[2, j]
-        wy = R[1, 0] * H[0, j] + R[1, 1] * H[1, j] + R[1, 2] * H[2, j]
-        wz = R[2, 0] * H[0, j] + R[2, 1] * H[1, j] + R[2, 2] * H[2, j]
-        ux = R[0, 0] * H[3, j] + R[0, 1] * H[4, j] + R[0, 2] * H[5, j]
-        uy = R[1, 0] * H[3, j] + R[1, 1] * H[4, j] + R[1, 2] * H[5, j]
-        uz = R[2, 0] * H[3, j] + R[2, 1] * H[4, j] + R[2, 2] * H[5, j]
-        Q[0, j] = -wx
-        Q[1, j] = -wy
-        Q[2, j] = -wz
-        Q[3, j] = -(ux + p[1] * wz - p[2] * wy)
-        Q[4, j] = -(uy + p[2] * wx - p[0] * wz)
-        Q[5, j] = -(uz + p[0] * wy - p[1] * wx)
-    wx = R[0, 0] * c[0] + R[0, 1] * c[1] + R[0, 2] * c[2]
-    wy = R[1, 0] * c[0] + R[1, 1] * c[1] + R[1, 2] * c[2]
-    wz = R[2, 0] * c[0] + R[2, 1] * c[1] + R[2, 2] * c[2]
-    ux = R[0, 0] * c[3] + R[0, 1] * c[4] + R[0, 2] * c[5]
-    uy = R[1, 0] * c[3] + R[1, 1] * c[4] + R[1, 2] * c[5]
-    uz = R[2, 0] * c[3] + R[2, 1] * c[4] + R[2, 2] * c[5]
-    c[0] = -wx
-    c[1] = -wy
-    c[2] = -wz
-    c[3] = -(ux + p[1] * wz - p[2] * wy)
-    c[4] = -(uy + p[2] * wx - p[0] * wz)
-    c[5] = -(uz + p[0] * wy - p[1] * wx)
+        Q[0, j], Q[1, j], Q[2, j], Q[3, j], Q[4, j], Q[5, j] = _minus_ad(
+            R, p, H[0, j], H[1, j], H[2, j], H[3, j], H[4, j], H[5, j]
+        )
+    c[0], c[1], c[2], c[3], c[4], c[5] = _minus_ad(R, p, c[0], c[1], c[2], c[3], c[4], c[5])
     # S = Q[:, :nv] -> Gram-Schmidt completion to a 6x6 orthonormal basis
     for j in range(nv):
         for i in range(6):
@@ -217,19 +232,8 @@ def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
             L[i, j] = 0.0
     for j in range(nv):
         for k in range(j):
-            d = 0.0
-            for i in range(6):
-                d += H[i, k] * H[i, j]
-            L[k, j] = d
-            for i in range(6):
-                H[i, j] -= d * H[i, k]
-        nrm = 0.0
-        for i in range(6):
-            nrm += H[i, j] * H[i, j]
-        nrm = np.sqrt(nrm)
-        L[j, j] = nrm
-        for i in range(6):
-            H[i, j] /= nrm
+            L[k, j] = _remove_component(H, k, H, j)
+        L[j, j] = _normalize_column(H, j)
     # complement: pick the unit vectors with the largest residual one by one
     for col in range(nv, 6):
         best = -1.0
@@ -252,23 +256,10 @@ def reverse_joint(nv, R, p, H, W, c, L, Q, tmp6):
             W[i, wc] = 1.0 if i == bi else 0.0
         for _ in range(2):
             for k in range(nv):
-                d = 0.0
-                for i in range(6):
-                    d += H[i, k] * W[i, wc]
-                for i in range(6):
-                    W[i, wc] -= d * H[i, k]
+                _remove_component(H, k, W, wc)
             for k in range(wc):
-                d = 0.0
-                for i in range(6):
-                    d += W[i, k] * W[i, wc]
-                for i in range(6):
-                    W[i, wc] -= d * W[i, k]
-        nrm = 0.0
-        for i in range(6):
-            nrm += W[i, wc] * W[i, wc]
-        nrm = np.sqrt(nrm)
-        for i in range(6):
-            W[i, wc] /= nrm
+                _remove_component(W, k, W, wc)
+        _normalize_column(W, wc)
     # inverse pose: R <- R^T, p <- -R^T p
     px = -(R[0, 0] * p[0] + R[1, 0] * p[1] + R[2, 0] * p[2])
     py = -(R[0, 1] * p[0] + R[1, 1] * p[1] + R[2, 1] * p[2])

@@ -754,6 +754,13 @@ def _fem_options(p):
     p.add_argument("--rho", type=finite_float, help="density (kg/m^3), overrides --material")
 
 
+def _command(sub, name, func, help, description):
+    """The sub-parser of command ``name`` (raw-formatted ``description``; ``func`` runs it)."""
+    p = sub.add_parser(name, help=help, description=description, formatter_class=_RAW)
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser():
     """The ``argparse`` parser of the ``flexmbd`` command (one sub-parser per command)."""
     p = _Parser(
@@ -764,12 +771,7 @@ def build_parser():
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser(
-        "reduce",
-        help="reduce a mesh to a flexible body (.npz)",
-        description=REDUCE_HELP,
-        formatter_class=_RAW,
-    )
+    r = _command(sub, "reduce", cmd_reduce, "reduce a mesh to a flexible body (.npz)", REDUCE_HELP)
     r.add_argument("mesh", help="mesh file (gmsh .msh, Abaqus .inp or another meshio format)")
     r.add_argument(
         "--strategy",
@@ -790,13 +792,9 @@ def build_parser():
     r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")
     r.add_argument("--name", help="body name (default: mesh file stem)")
     r.add_argument("-o", "--output", required=True, help="output file (.npz, or .h5 for HDF5)")
-    r.set_defaults(func=cmd_reduce)
 
-    c = sub.add_parser(
-        "compare-modes",
-        help="compare mode sets with the full FE model",
-        description=COMPARE_HELP,
-        formatter_class=_RAW,
+    c = _command(
+        sub, "compare-modes", cmd_compare, "compare mode sets with the full FE model", COMPARE_HELP
     )
     c.add_argument("mesh", help="mesh file (gmsh .msh or another meshio format)")
     c.add_argument(
@@ -821,22 +819,14 @@ def build_parser():
     )
     c.add_argument("-o", "--output", help="table as CSV (.csv)")
     c.add_argument("--figure", help="figure file (.png, .pdf, .svg)")
-    c.set_defaults(func=cmd_compare)
 
-    i = sub.add_parser(
-        "info",
-        help="describe a reduced body (.npz) or results (.h5/.npz)",
-        description=INFO_HELP,
-        formatter_class=_RAW,
+    i = _command(
+        sub, "info", cmd_info, "describe a reduced body (.npz) or results (.h5/.npz)", INFO_HELP
     )
     i.add_argument("file", help="a reduced body, results or checkpoint file")
-    i.set_defaults(func=cmd_info)
 
-    s = sub.add_parser(
-        "simulate",
-        help="run a model script and save its results",
-        description=SIMULATE_HELP,
-        formatter_class=_RAW,
+    s = _command(
+        sub, "simulate", cmd_simulate, "run a model script and save its results", SIMULATE_HELP
     )
     s.add_argument(
         "script",
@@ -897,13 +887,9 @@ def build_parser():
         help="with --resume: continue although the model's parameters differ "
         "from the checkpointed run's",
     )
-    s.set_defaults(func=cmd_simulate)
 
-    v = sub.add_parser(
-        "render",
-        help="render results to .gif/.mp4 (or a .png snapshot)",
-        description=RENDER_HELP,
-        formatter_class=_RAW,
+    v = _command(
+        sub, "render", cmd_render, "render results to .gif/.mp4 (or a .png snapshot)", RENDER_HELP
     )
     v.add_argument("results", help="results file (.h5 or .npz) with geometry")
     v.add_argument(
@@ -929,15 +915,10 @@ def build_parser():
     v.add_argument("--view", default="auto", help="auto (up = -gravity), iso, xy, xz, yz, ...")
     v.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels")
     v.add_argument("--time", type=finite_float, help="snapshot time for image outputs (s)")
-    v.set_defaults(func=cmd_render)
 
-    g = sub.add_parser(
-        "probe-gl",
-        help="check that off-screen 3D rendering works here",
-        description=PROBE_HELP,
-        formatter_class=_RAW,
+    _command(
+        sub, "probe-gl", cmd_probe, "check that off-screen 3D rendering works here", PROBE_HELP
     )
-    g.set_defaults(func=cmd_probe)
     return p
 
 

@@ -67,7 +67,7 @@ def _feed(h, value, depth, seen):
                 _feed(h, v, depth + 1, seen)
         else:
             h.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, Component) and value._name is not None:
+    elif isinstance(value, Component) and value.has_name:
         h.update(f"ref:{value.name}".encode())  # registered: by name
     elif isinstance(value, (list, tuple)):
         h.update(f"{type(value).__name__}{len(value)}".encode())

@@ -47,6 +47,7 @@ __all__ = [
     "von_mises",
     "deformed_mesh",
     "inertia_box",
+    "box_geometry",
     "body_geometry",
     "reduced_body_geometry",
     "write_vtk_series",
@@ -362,24 +363,36 @@ def inertia_box(
     edges = np.maximum(edges, min_ratio * edges.max())
     if np.linalg.det(V) < 0:
         V[:, 2] = -V[:, 2]
-    h = 0.5 * edges
-    corners = (
-        np.array(
-            [
-                [-1, -1, -1],
-                [1, -1, -1],
-                [1, 1, -1],
-                [-1, 1, -1],
-                [-1, -1, 1],
-                [1, -1, 1],
-                [1, 1, 1],
-                [-1, 1, 1],
-            ],
-            dtype=float,
-        )
-        * h
-    )
-    nodes = corners @ V.T + np.asarray(com, dtype=float)
+    return box_geometry(0.5 * edges, V, com)
+
+
+# corners of the cube [-1, 1]^3 in the node order of a hexahedron cell
+_CUBE = np.array(
+    [
+        [-1, -1, -1],
+        [1, -1, -1],
+        [1, 1, -1],
+        [-1, 1, -1],
+        [-1, -1, 1],
+        [1, -1, 1],
+        [1, 1, 1],
+        [-1, 1, 1],
+    ],
+    dtype=float,
+)
+
+
+def box_geometry(
+    half_edges: ArrayLike, rotation: ArrayLike | None = None, center: ArrayLike | None = None
+) -> BodyGeometry:
+    """A box as one hexahedron: half edge lengths (3,) (m) along the columns of
+    ``rotation`` (body axes; default the body frame's), centred at ``center`` (m, body
+    frame; default the origin)."""
+    nodes = _CUBE * np.asarray(half_edges, dtype=float)
+    if rotation is not None:
+        nodes = nodes @ np.asarray(rotation, dtype=float).T
+    if center is not None:
+        nodes = nodes + np.asarray(center, dtype=float)
     return BodyGeometry(nodes, {"hexahedron": np.arange(8)[None, :]})
 
 

@@ -454,7 +454,7 @@ class Results:
             and same_dict(self.energy, other.energy)
             and same_dict(self.stats, other.stats)
             and same_dict(self.extra, other.extra)
-            and same_dict(self._series_arrays(), other._series_arrays())
+            and same_dict(_series_arrays(self), _series_arrays(other))
             and self.geometry.keys() == other.geometry.keys()
             and all(same_dict(self.geometry[b], other.geometry[b]) for b in self.geometry)
         )
@@ -489,40 +489,13 @@ class Results:
         t = cols.pop("t")
         return pd.DataFrame(cols, index=pd.Index(t, name="t"))
 
-    def _series_arrays(self):
-        """Typed histories under their npz names (``body__B__K``, ``joint__J__K``)."""
-        out = {}
-        for b, series in self.body_series.items():
-            out.update({f"body__{b}__{k}": v for k, v in series.arrays().items()})
-        for j, series in self.joint_series.items():
-            out.update({f"joint__{j}__{k}": v for k, v in series.arrays().items()})
-        return out
-
-    def _header(self):
-        return {
-            "schema": SCHEMA,
-            "coordinates": self.coordinates,
-            "speeds": self.speeds,
-            "joint_names": self.joint_names,
-            "meta": self.meta,
-        }
-
     def _arrays(self):
         """Every array under its npz name (the npz schema, also used for HDF5)."""
-        arrays = {
-            "t": self.t,
-            "q": self.q,
-            "qd": self.qd,
-            "qdd": self.qdd,
-            "reactions": self.reactions,
-        }
-        arrays.update({f"energy__{k}": v for k, v in self.energy.items()})
-        arrays.update({f"stats__{k}": v for k, v in self.stats.items()})
-        arrays.update({f"extra__{k}": v for k, v in self.extra.items()})
+        arrays = _histories(self, "__")
         for b in list(self.geometry) + list(self.body_series) + list(self.joint_series):
             if "__" in b:
                 raise FlexmbdError(f"name {b!r} contains '__', which the file format reserves")
-        arrays.update(self._series_arrays())
+        arrays.update(_series_arrays(self))
         for b, g in self.geometry.items():
             arrays.update({f"geometry__{b}__{k}": v for k, v in g.items()})
         return arrays
@@ -564,7 +537,7 @@ class Results:
                 with h5py.File(tmp, "w") as f:
                     h5_write(f, self)
             else:
-                header = json.dumps(self._header(), default=str)
+                header = json.dumps(_header(self), default=str)
                 with open(tmp, "wb") as fh:
                     np.savez(fh, __header__=np.array(header), **arrays)
         return path
@@ -603,29 +576,8 @@ class Results:
             if kind == "npz" and isinstance(err, KeyError) and _is_reduced(path):
                 hint = "it is a reduced flexible body: load it with flexmbd.fem.ReducedBody.load"
             raise read_failure(path, "results file", err, hint) from None
-        res._check_lengths(path)
+        _check_lengths(res, path)
         return res
-
-    def _check_lengths(self, path):
-        nt = len(self.t)
-        series = {
-            "t": self.t,
-            "q": self.q,
-            "qd": self.qd,
-            "qdd": self.qdd,
-            "reactions": self.reactions,
-        }
-        series.update({f"energy:{k}": v for k, v in self.energy.items()})
-        series.update({f"stats:{k}": v for k, v in self.stats.items()})
-        series.update({f"extra:{k}": v for k, v in self.extra.items()})
-        series.update(self._series_arrays())
-        bad = [k for k, v in series.items() if v.ndim == 0 or v.shape[0] != nt]
-        if self.t.ndim != 1 or bad:
-            raise FileError(
-                f"cannot read {str(path)!r} as a results file: its arrays are inconsistent "
-                f"({', '.join(bad) or 't'} do not match the {nt} samples of t); the file is "
-                f"damaged or was not written by flexmbd"
-            )
 
     @classmethod
     def _from_arrays(cls, header, arrays):
@@ -809,6 +761,50 @@ def _h5_dataset(group, name, value, resizable):
     return ds
 
 
+def _histories(res, sep):
+    """The untyped histories of ``res`` by name (``energy{sep}KEY`` for the energies,
+    statistics and extra series)."""
+    out = {"t": res.t, "q": res.q, "qd": res.qd, "qdd": res.qdd, "reactions": res.reactions}
+    for group in ("energy", "stats", "extra"):
+        out.update({f"{group}{sep}{k}": v for k, v in getattr(res, group).items()})
+    return out
+
+
+def _series_arrays(res):
+    """Typed histories under their npz names (``body__B__K``, ``joint__J__K``)."""
+    out = {}
+    for b, series in res.body_series.items():
+        out.update({f"body__{b}__{k}": v for k, v in series.arrays().items()})
+    for j, series in res.joint_series.items():
+        out.update({f"joint__{j}__{k}": v for k, v in series.arrays().items()})
+    return out
+
+
+def _header(res):
+    """The file header of ``res``: schema, coordinate and joint names, metadata."""
+    return {
+        "schema": SCHEMA,
+        "coordinates": res.coordinates,
+        "speeds": res.speeds,
+        "joint_names": res.joint_names,
+        "meta": res.meta,
+    }
+
+
+def _check_lengths(res, path):
+    """Refuse a read ``res`` whose time series do not all have the samples of ``t``."""
+    nt = len(res.t)
+    series = _histories(res, ":")
+    series.update(_series_arrays(res))
+    bad = [k for k, v in series.items() if v.ndim == 0 or v.shape[0] != nt]
+    if res.t.ndim != 1 or bad:
+        raise FileError(
+            f"cannot read {str(path)!r} as a results file: its arrays are inconsistent "
+            f"({', '.join(bad) or 't'} do not match the {nt} samples of t); the file is "
+            f"damaged or was not written by flexmbd"
+        )
+
+
 def _h5_value(ds):
     v = ds[()]
     if "numpy_unicode" in ds.attrs:
@@ -818,7 +814,7 @@ def _h5_value(ds):
 
 def h5_write(group, res, resizable=False):
     """Write ``res`` into an open h5py group (time series resizable along axis 0 if asked)."""
-    group.attrs["flexmbd_header"] = json.dumps(res._header(), default=str)
+    group.attrs["flexmbd_header"] = json.dumps(_header(res), default=str)
     for name in _TIME_SERIES:
         _h5_dataset(group, name, getattr(res, name), resizable)
     for gname in _GROUPS:

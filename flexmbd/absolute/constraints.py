@@ -222,7 +222,7 @@ def _rigid_time_slot(driver, frame):
     if frame is not None and _frame_modes(frame, False) is not None:
         raise ModelError(
             f"driver {driver.name!r}: its time-dependent direction lies on a deforming frame "
-            f"({frame._short()}); drive the joint from a rigid body or a non-deforming frame "
+            f"({frame.summary()}); drive the joint from a rigid body or a non-deforming frame "
             f"(e.g. the reference interface of a Craig-Bampton body)"
         )
 
@@ -759,7 +759,7 @@ class ConstraintSet:
         # dPhi/dphi of a slot: sign (A s) x other; dPhi/dr: sign * is_point * other
         drot = self.sg[..., None] * cross_b(As, other)
         dtr = (self.sg * self.pt)[..., None] * other
-        jr = self._react
+        jr = self.reaction_map
         side = jr["side"]  # (np,) body index on which the wrench is taken
         mask = (self.b == side[:, None]) & live
         lamp = lam[: self.np] * jr["sgn"]
@@ -820,7 +820,9 @@ class ConstraintSet:
             ib, jb = self.joint_ends[k]
             sb, sg = (jb, 1.0) if jb >= 0 else (ib, -1.0)
             joint[row], side[row], sgn[row] = k, sb, sg
-        self._react = {
+        # reaction_map: per constraint row, the joint, the body the wrench is taken on
+        # and its sign, the child frames (read by reactions() and the engine)
+        self.reaction_map = {
             "joint": joint,
             "side": side,
             "sgn": sgn,

@@ -1338,7 +1338,7 @@ class Engine:
         for f, fs in enumerate(cs.fslots):
             fs_index[fs.p, fs.k] = f
         self.nj = cs.n_joint_rows
-        jr = cs._react
+        jr = cs.reaction_map
         dfm = jr["deforming"]
         n_fs = [3 * fs.n for fs in cs.fslots]
         joints = Joints(

@@ -350,6 +350,9 @@ def _frame_of(i, F, f, Rb, rb, R, p):
             p[r] = rb[i, r] + Rb[i, r, 0] * f[0] + Rb[i, r, 1] * f[1] + Rb[i, r, 2] * f[2]
 
 
+# unrolled: cuts_eval repeats loop_kinematics' flat argument list on purpose: numba
+# kernels take the arrays one by one (CutJointConstraints.compiled_args packs them in
+# this order, and recursive/_nbloops.py passes them on inside its compiled loop)
 @njit(cache=True)
 def cuts_eval(
     inb,

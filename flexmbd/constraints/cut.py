@@ -192,7 +192,7 @@ class JointDriver(Component):
             joint, lambda t: q0 + w * t, lambda t: w, lambda t: 0.0, coordinate=coordinate, **kw
         )
 
-    def _short(self):
+    def summary(self) -> str:
         return f"JointDriver on {self.joint.name}[{self.coordinate}]"
 
 
@@ -279,11 +279,25 @@ class GearCoupling(JointDriver):
             qa - float(self.joint_a.q0[self.coordinate_a])
         )
 
-    def _short(self):
+    def summary(self) -> str:
         return (
             f"GearCoupling {self.joint_a.name}[{self.coordinate_a}] -> "
             f"{self.joint.name}[{self.coordinate}] (ratio {self.ratio:g})"
         )
+
+
+# the compiled loop kernels' argument order: constants (Hc, Wc the joints' constant
+# subspaces) and output workspaces (Wc, Lc, oc, bias the tree joints' world axes)
+_LOOP_CONSTANTS = tuple("inb code prm Hc Wc rev Fp fp Fc fc qo nq vo nv".split())
+_LOOP_OUTPUTS = tuple("Rb rb wb vOb Wc Lc oc bias".split())
+
+
+def _joint_frames(joint, RP, rP, RC, rC):
+    """World placement ``(R_p, p_p, R_c, p_c)`` of ``joint``'s parent and child frames
+    from the poses of its two bodies (rotation, origin in m)."""
+    Rp = RP @ joint.parent_frame.rotation
+    Rc = RC @ joint.child_frame.rotation
+    return Rp, rP + RP @ joint.parent_frame.position, Rc, rC + RC @ joint.child_frame.position
 
 
 class _Cut:
@@ -305,8 +319,8 @@ class _Cut:
         self.E = np.array(self.trans, dtype=float).reshape(-1, 3)
         self.F = np.array([f for f, _ in self.rots], dtype=float).reshape(-1, 3)
         self.G = np.array([g for _, g in self.rots], dtype=float).reshape(-1, 3)
-        pathC = system._path(self.C)
-        pathP = system._path(self.P)
+        pathC = system.tree_path(self.C)
+        pathP = system.tree_path(self.P)
         common = set(pathC) & set(pathP)
         # (tree joint, sign): + for joints moving C (not P), - for joints moving P (not C)
         self.path = [(j, 1.0) for j in pathC if j not in common] + [
@@ -368,7 +382,7 @@ class CutJointConstraints:
         # bodies on the loops, inboard first (regular labels increase outwards)
         loop = {}
         for c in self.cuts:
-            for _j, _rev, b in self._path(c.P) + self._path(c.C):
+            for _j, _rev, b in self.tree_path(c.P) + self.tree_path(c.C):
                 loop[id(b)] = b
         self._loop_bodies = sorted(loop.values(), key=lambda b: self._label[id(b)])
         # the compiled rows know no screw row: a screw cut joint takes the Python rows
@@ -409,7 +423,7 @@ class CutJointConstraints:
         self._lin_q = np.array(lin_q, dtype=np.int64)
         self._lin_v = np.array(lin_v, dtype=np.int64)
 
-    def _path(self, body):
+    def tree_path(self, body: Any) -> list[tuple[Joint, bool, Any]]:
         """Tree joints from ``body`` down to ground, as (joint, reversed, outboard body)."""
         out = []
         while body is not self.ground:
@@ -606,13 +620,38 @@ class CutJointConstraints:
         """The leading arguments of :func:`._nbloop.cuts_eval` (loop-body constants, their
         workspaces, the packed cut joints and their output workspaces; the arrays are this
         object's own, reused)."""
-        A, O = self._arr, self._out
-        return (
-            *(A[k] for k in ("inb", "code", "prm", "Hc", "Wc", "rev", "Fp", "fp", "Fc", "fc")),
-            *(A[k] for k in ("qo", "nq", "vo", "nv")),
-            *(O[k] for k in ("Rb", "rb", "wb", "vOb", "Wc", "Lc", "oc", "bias")),
-            *self._packed,
-        )
+        return (*self._loop_constants(), *self._loop_outputs(), *self._packed)
+
+    def _loop_constants(self):
+        """Loop-body constants, in the order of the compiled kernels' arguments."""
+        A = self._arr
+        return tuple(A[k] for k in _LOOP_CONSTANTS)
+
+    def _loop_outputs(self):
+        """Loop-body output workspaces, in the order of the compiled kernels' arguments."""
+        O = self._out
+        return tuple(O[k] for k in _LOOP_OUTPUTS)
+
+    def _cached(self, q, v, t):
+        """``(key, cached rows or None)``: the rows of the last evaluation when ``q``, ``t``
+        and ``v`` are the same (``v`` None: any cached ``v`` serves)."""
+        q = np.asarray(q, dtype=float)
+        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
+        if key == self._key or (
+            v is None
+            and self._key is not None
+            and key[0] == self._key[0]
+            and key[2] == self._key[2]
+        ):
+            return key, self._cache
+        return key, None
+
+    def _store(self, key, q, v, t, phi, J, gamma, rel):
+        """Add the driver rows and keep the evaluation for the next call with ``key``."""
+        self._driver_rows(q, v, t, phi, J, gamma)
+        self._key = key
+        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
+        return self._cache
 
     def _body_state(self, body):
         i = self._li[id(body)]
@@ -625,48 +664,17 @@ class CutJointConstraints:
     def _eval(self, q, v, t):
         if not self.compiled:
             return self._eval_py(q, v, t)
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
         q = np.asarray(q, dtype=float)
-        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (
-            v is None
-            and self._key is not None
-            and key[0] == self._key[0]
-            and key[2] == self._key[2]
-        ):
-            return self._cache
         from . import _nbloop as nb
 
         with_v = v is not None
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
         A, O = self._arr, self._out
         qq = np.ascontiguousarray(q)
-        nb.loop_kinematics(
-            A["inb"],
-            A["code"],
-            A["prm"],
-            A["Hc"],
-            A["Wc"],
-            A["rev"],
-            A["Fp"],
-            A["fp"],
-            A["Fc"],
-            A["fc"],
-            A["qo"],
-            A["nq"],
-            A["vo"],
-            A["nv"],
-            qq,
-            vv,
-            with_v,
-            O["Rb"],
-            O["rb"],
-            O["wb"],
-            O["vOb"],
-            O["Wc"],
-            O["Lc"],
-            O["oc"],
-            O["bias"],
-        )
+        nb.loop_kinematics(*self._loop_constants(), qq, vv, with_v, *self._loop_outputs())
         m, nv = self.m, self._nv
         phi = np.zeros(m)
         J = np.zeros((m, nv))
@@ -675,13 +683,9 @@ class CutJointConstraints:
         Jrel = np.zeros((6, nv))
         bsp = np.zeros(6)
         for c in self.cuts:
-            jt = c.joint
             RP, rP, wP, vOP = self._body_state(c.P)
             RC, rC, wC, vOC = self._body_state(c.C)
-            Rp_ = RP @ jt.parent_frame.rotation
-            pp = rP + RP @ jt.parent_frame.position
-            Rc_ = RC @ jt.child_frame.rotation
-            pc = rC + RC @ jt.child_frame.position
+            Rp_, pp, Rc_, pc = _joint_frames(c.joint, RP, rP, RC, rC)
             nb.path_terms(
                 c.idx,
                 c.sgn,
@@ -723,22 +727,14 @@ class CutJointConstraints:
                 D,
             )
             rel.append((R, d, Vrel if with_v else None, D, Rc_, pc))
-        self._driver_rows(q, v, t, phi, J, gamma)
-        self._key = key
-        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
-        return self._cache
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
     def _eval_py(self, q, v, t):
         """Reference (plain Python) evaluation; the compiled pass must agree with it."""
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
         q = np.asarray(q, dtype=float)
-        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (
-            v is None
-            and self._key is not None
-            and key[0] == self._key[0]
-            and key[2] == self._key[2]
-        ):
-            return self._cache
         if v is not None:
             v = np.asarray(v, dtype=float)
         body, joint = self._kinematics(q, v)
@@ -748,13 +744,9 @@ class CutJointConstraints:
         gamma = np.zeros(m)
         rel = []
         for c in self.cuts:
-            jt = c.joint
             RP, rP, wP, vOP = body[id(c.P)]
             RC, rC, wC, vOC = body[id(c.C)]
-            Rp_ = RP @ jt.parent_frame.rotation
-            pp = rP + RP @ jt.parent_frame.position
-            Rc_ = RC @ jt.child_frame.rotation
-            pc = rC + RC @ jt.child_frame.position
+            Rp_, pp, Rc_, pc = _joint_frames(c.joint, RP, rP, RC, rC)
             # J_rel (c axes at p_c) and the spatial bias of A_C - A_P (world origin)
             Jrel = np.zeros((6, nv))
             bsp = np.zeros(6)
@@ -768,24 +760,9 @@ class CutJointConstraints:
                 Jrel[3:, vs] += sign * (RcT @ Va)
                 if bias is not None:
                     bsp += sign * bias
-            self._cut_rows(
-                c,
-                Rp_,
-                pp,
-                Rc_,
-                pc,
-                Jrel,
-                bsp,
-                None if v is None else (wP, vOP, wC, vOC),
-                phi,
-                J,
-                gamma,
-                rel,
-            )
-        self._driver_rows(q, v, t, phi, J, gamma)
-        self._key = key
-        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
-        return self._cache
+            vel = None if v is None else (wP, vOP, wC, vOC)
+            self._cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp, vel, phi, J, gamma, rel)
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
     @staticmethod
     def _cut_rows(c, Rp_, pp, Rc_, pc, Jrel, bsp, twists, phi, J, gamma, rel):

@@ -165,7 +165,7 @@ def compare_modes(
     # reduced runs first (cheap), full run afterwards compares step by step
     rows, histories = [], []
     for name, strat in zip(names, strategies):
-        model._free = None  # each strategy pays its own factorizations
+        model.forget_factorizations()  # each strategy pays its own factorizations
         t0 = time.perf_counter()
         ms = strat.build(model, extra)
         finish_modeset(model, ms, strat.orthonormalize)

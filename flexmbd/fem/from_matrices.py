@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .material import Material
     from .reduced import ReducedBody
 
-__all__ = ["reduced_from_matrices", "modal_damping", "hz"]
+__all__ = ["reduced_from_matrices", "modal_damping", "hz", "interface_fields"]
 
 _INERTIA_KEYS = ("mass", "first_moment", "second_moment", "St", "Sij", "Pij")
 _INVARIANT_KEYS = _INERTIA_KEYS + ("M_ff", "K_ff", "D_ff")
@@ -53,6 +53,28 @@ def hz(lam: ArrayLike) -> Array:
     """Frequencies (Hz) of eigenvalues ``lam`` (rad^2/s^2); negative ones keep their sign."""
     lam = np.asarray(lam, float)
     return np.sign(lam) * np.sqrt(np.abs(lam)) / (2 * np.pi)
+
+
+def interface_fields(itfs: dict[str, Interface], Phi: Array) -> dict[str, Any]:
+    """The interface fields of a :class:`ReducedBody` from its interfaces (by name) and
+    its mode shapes ``Phi`` (3 n x m): names, kinds, origins (m), the concatenated node
+    numbers with their offsets, and each interface frame's modal motion (k, 6, m)."""
+    names = list(itfs)
+    m = Phi.shape[1]
+    return {
+        "interface_names": names,
+        "interface_kinds": [itfs[k].kind for k in names],
+        "interface_origins": np.array([itfs[k].origin for k in names]).reshape(-1, 3),
+        "interface_nodes": (
+            np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
+        ),
+        "interface_offsets": np.concatenate(
+            [[0], np.cumsum([len(itfs[k].nodes) for k in names])]
+        ).astype(int),
+        "interface_modes": (
+            np.stack([itfs[k].frame_motion(Phi) for k in names]) if names else np.zeros((0, 6, m))
+        ),
+    }
 
 
 def modal_damping(
@@ -408,7 +430,6 @@ def reduced_from_matrices(
         raise ModelError(
             f"{owner}: reference {reference!r} is not an interface; interfaces: {names}"
         )
-    offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
     stress = np.zeros((0, 6, m)) if stress_modes is None else np.asarray(stress_modes, float)
     if stress.shape[0] and stress.shape != (n, 6, m):
         raise ModelError(f"{owner}: stress_modes has shape {stress.shape}, expected ({n}, 6, {m})")
@@ -451,16 +472,7 @@ def reduced_from_matrices(
         D_ff=D_ff,
         damping=ab,
         zeta=z,
-        interface_names=names,
-        interface_kinds=[itfs[k].kind for k in names],
-        interface_origins=np.array([itfs[k].origin for k in names]).reshape(-1, 3),
-        interface_nodes=(
-            np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
-        ),
-        interface_offsets=offsets,
-        interface_modes=(
-            np.stack([itfs[k].frame_motion(Phi) for k in names]) if names else np.zeros((0, 6, m))
-        ),
+        **interface_fields(itfs, Phi),
         stress_modes=stress,
         kg_unit=np.zeros((0, m, m)),
         kg_names=[],

@@ -173,6 +173,11 @@ class FEModel:
             self._R = rigid_modes(self.fe.nodes)
         return self._R
 
+    def forget_factorizations(self) -> None:
+        """Drop the cached free-free factorization, so the next :meth:`free_solver`
+        call factors again (a strategy comparison charges each strategy its own)."""
+        self._free = None
+
     def free_solver(self) -> Any:
         """(sigma, factor of K - sigma M, RelievedSolver) for free-free problems (cached)."""
         if self._free is None:

@@ -15,7 +15,7 @@ from ..progress import progress as _progress
 from ._threads import with_fem_threads
 from .eigen import check_backend
 from .from_matrices import hz as _hz
-from .from_matrices import modal_damping
+from .from_matrices import interface_fields, modal_damping
 from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
@@ -239,14 +239,7 @@ def reduce(
                 "modes: give one ratio for all or one per mode"
             )
         D_ff, damping, zeta_arr = modal_damping(M_ff, K_ff, rayleigh, zeta)
-        itfs = ms.interfaces
-        names = list(itfs)
-        offsets = np.concatenate([[0], np.cumsum([len(itfs[k].nodes) for k in names])]).astype(int)
-        if_nodes = np.concatenate([itfs[k].nodes for k in names]) if names else np.zeros(0, int)
-        if_modes = (
-            np.stack([itfs[k].frame_motion(Phi) for k in names]) if names else np.zeros((0, 6, m))
-        )
-        if_orig = np.array([itfs[k].origin for k in names]).reshape(-1, 3)
+        itf_fields = interface_fields(ms.interfaces, Phi)
         timings["invariants"] = time.perf_counter() - t0
         bar.update(1)
         bar.set_description(f"reduce {label}: stress modes")
@@ -310,12 +303,7 @@ def reduce(
             D_ff=D_ff,
             damping=damping,
             zeta=zeta_arr,
-            interface_names=names,
-            interface_kinds=[itfs[k].kind for k in names],
-            interface_origins=if_orig,
-            interface_nodes=if_nodes,
-            interface_offsets=offsets,
-            interface_modes=if_modes,
+            **itf_fields,
             stress_modes=stress,
             kg_unit=kg,
             kg_names=kg_names,

@@ -72,12 +72,8 @@ __all__ = ["ReducedBody", "SCHEMA"]
 
 SCHEMA = "flexmbd.reduced/2"
 _OLD_SCHEMAS = ("flexmbd.reduced/1",)
-_ARRAYS = (
-    "nodes",
-    "cells",
-    "modes",
-    "frequencies",
-    "mode_frequencies",
+# the floating-frame invariants (see ReducedBody.invariants)
+_INVARIANTS = (
     "first_moment",
     "second_moment",
     "inertia_origin",
@@ -89,6 +85,14 @@ _ARRAYS = (
     "M_ff",
     "K_ff",
     "D_ff",
+)
+_ARRAYS = (
+    "nodes",
+    "cells",
+    "modes",
+    "frequencies",
+    "mode_frequencies",
+    *_INVARIANTS,
     "damping",
     "zeta",
     "interface_origins",
@@ -496,19 +500,6 @@ class ReducedBody:
     def invariants(self) -> dict[str, Any]:
         """The floating-frame invariants by name (``mass`` kg, ``first_moment`` ...,
         ``M_ff``, ``K_ff``, ``D_ff``), for the multibody side."""
-        keys = (
-            "first_moment",
-            "second_moment",
-            "inertia_origin",
-            "com",
-            "inertia_com",
-            "St",
-            "Sij",
-            "Pij",
-            "M_ff",
-            "K_ff",
-            "D_ff",
-        )
-        d = {k: getattr(self, k) for k in keys}
+        d = {k: getattr(self, k) for k in _INVARIANTS}
         d["mass"] = self.mass
         return d

@@ -307,6 +307,20 @@ class Strategy:
     orthonormalize = False
     interfaces = None
     interface_kind = "rigid"
+    # a strategy of one kind of mode: (attribute holding the count, kind of mode)
+    _count: tuple[str, str] | None = None
+
+    @property
+    def n(self) -> int:
+        """Alias of the count of a strategy of one kind of mode (``n_modes``,
+        ``n_vectors``: the names before the count had one meaning)."""
+        if self._count is None:
+            raise AttributeError(f"{type(self).__name__} has no single count n: see n_total()")
+        return getattr(self, self._count[0])
+
+    def _parts(self, model=None):
+        """``[(count, kind of mode), ...]`` of the basis (one part by default)."""
+        return [(self.n, self._count[1])]
 
     def _fixed_nodes(self, model):
         if self.fixed is None:
@@ -355,6 +369,12 @@ class Strategy:
             )
         return "attached to the fixed nodes: every mode is zero there (clamped basis)"
 
+    def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
+        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
+        finite-element ``model`` with the given interfaces (body frame per the module
+        docstring)."""
+        raise NotImplementedError(f"{type(self).__name__}.build")
+
     def n_total(self, model: FEModel | None = None) -> int:
         """Total number of modes of the basis: the one meaning of a mode count.
 
@@ -391,21 +411,12 @@ class NormalModes(Strategy):
         self.n_modes = mode_count(n_modes, "NormalModes: n_modes")
         self.fixed, self.orthonormalize = fixed, orthonormalize
 
-    @property
-    def n(self) -> int:
-        """Alias of ``n_modes`` (the name before the count had one meaning)."""
-        return self.n_modes
-
-    def _parts(self, model=None):
-        return [(self.n_modes, "normal")]
+    _count = ("n_modes", "normal")
 
     def __repr__(self):
         return f"NormalModes(n_modes={self.n_modes}, fixed={self.fixed!r})"
 
     def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
-        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
-        finite-element ``model`` with the given interfaces (body frame per the module
-        docstring)."""
         lam, V, static, support = self._normal(model, self.n_modes, self._fixed_nodes(model))
         return ModeSet(
             V,
@@ -496,9 +507,6 @@ class StaticCorrection(Strategy):
         )
 
     def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
-        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
-        finite-element ``model`` with the given interfaces (body frame per the module
-        docstring)."""
         fixed = self._fixed_nodes(model)
         lam, V, static, support = self._normal(model, self.n_normal, fixed)
         F, labels = resolve_loads(model, self.loads, interfaces or {}, "StaticCorrection")
@@ -554,13 +562,7 @@ class RitzVectors(Strategy):
         self.load, self.fixed = load, fixed
         self.orthonormalize = orthonormalize
 
-    @property
-    def n(self) -> int:
-        """Alias of ``n_vectors`` (the name before the count had one meaning)."""
-        return self.n_vectors
-
-    def _parts(self, model=None):
-        return [(self.n_vectors, "Ritz")]
+    _count = ("n_vectors", "Ritz")
 
     def _n_loads(self):
         return load_columns(self.load)
@@ -569,9 +571,6 @@ class RitzVectors(Strategy):
         return f"RitzVectors(n_vectors={self.n_vectors}, load={self.load!r}, fixed={self.fixed!r})"
 
     def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
-        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
-        finite-element ``model`` with the given interfaces (body frame per the module
-        docstring)."""
         fixed = self._fixed_nodes(model)
         if fixed is None:
             _, _, relieved = model.free_solver()
@@ -763,9 +762,6 @@ class CraigBampton(Strategy):
         )
 
     def build(self, model: FEModel, interfaces: Mapping[str, Interface] | None = None) -> ModeSet:
-        """The `ModeSet` (mode shapes, body frame, bookkeeping) of this strategy on the
-        finite-element ``model`` with the given interfaces (body frame per the module
-        docstring)."""
         itfs = model.interfaces(self.interfaces, self.interface_kind, self.origins)
         extra = {k: v for k, v in (interfaces or {}).items() if k not in itfs}
         ref = self.reference or next(iter(itfs))

@@ -1,5 +1,6 @@
 """Pyomo-style declarative model: components named by attribute, rules, blocks."""
 
+from . import forces, joints
 from .block import Block
 from .bodies import Body, Frame, Ground, RigidBody
 from .component import Component, IndexedComponent
@@ -26,20 +27,7 @@ __all__ = [
     "RigidBody",
     "Component",
     "IndexedComponent",
-    "ForceElement",
-    "Gravity",
-    "JointForce",
-    "PointForce",
-    "PointTorque",
-    "Joint",
-    "Revolute",
-    "Prismatic",
-    "Cylindrical",
-    "Universal",
-    "Spherical",
-    "Planar",
-    "Fixed",
-    "Free",
-    "Screw",
+    *forces.__all__,
+    *joints.__all__,
     "Model",
 ]

@@ -62,7 +62,7 @@ class Block(Component):
     def __delattr__(self, key):
         if key in self._components:
             self._remove(key)
-            self._touch()
+            self.mark_changed()
         object.__delattr__(self, key)
 
     def _add(self, key, value):
@@ -73,19 +73,25 @@ class Block(Component):
                 stacklevel=3,
             )
             self._remove(key)
-        value._attach(self, key)
+        value.register_in(self, key)
         self._components[key] = value
         object.__setattr__(self, key, value)
         if isinstance(value, IndexedComponent):
             value.construct(self)
         else:
-            self._register_member(value)
-            if isinstance(value, Block) and value._rule is not None:
-                call_rule(value._rule, (value,), value._rule_kwargs, f"rule of block {key!r}")
-        self._touch()
+            self.add_member(value)
+            value.apply_rule(f"rule of block {key!r}")
+        self.mark_changed()
 
-    def _register_member(self, comp):
+    def add_member(self, comp: Component) -> None:
+        """Append ``comp`` to the declaration-ordered members (registration plumbing)."""
         self._members.append(comp)
+
+    def apply_rule(self, where: str) -> None:
+        """Call ``rule(block, **kw)`` given at construction, if any (done on assignment);
+        ``where`` names the rule in errors."""
+        if self._rule is not None:
+            call_rule(self._rule, (self,), self._rule_kwargs, where)
 
     def _remove(self, key):
         old = self._components.pop(key)
@@ -93,13 +99,14 @@ class Block(Component):
         ids = {id(c) for c in members}
         object.__setattr__(self, "_members", [c for c in self._members if id(c) not in ids])
         for c in members:
-            c._detach()
-        old._detach()
+            c.unregister()
+        old.unregister()
 
-    def _touch(self):
-        root = self.model() if self.parent_block() is not None else self
-        if root is not None and hasattr(root, "_revision"):
-            object.__setattr__(root, "_revision", root._revision + 1)
+    def mark_changed(self) -> None:
+        """Tell the owning model that a component or parameter changed (bumps its
+        revision, so compiled systems re-read their parameters)."""
+        if self.parent_block() is not None:
+            self.model().mark_changed()
 
     # -- queries ----------------------------------------------------------------------
     def component_objects(self, ctype: type = Component, descend_into: bool = True) -> list[Any]:
@@ -119,7 +126,7 @@ class Block(Component):
                 return c
         raise ModelError(f"no component named {name!r}")
 
-    def _short(self):
+    def summary(self) -> str:
         return f"Block ({len(self._members)} components)"
 
 

@@ -39,7 +39,7 @@ class Ground(Body):
     def __init__(self) -> None:
         super().__init__(name="ground")
 
-    def _short(self):
+    def summary(self) -> str:
         return "Ground"
 
 
@@ -145,7 +145,7 @@ class RigidBody(Body):
         """6x6 spatial inertia about the body-frame origin, ``[angular; linear]``."""
         return spatial_inertia(float(self.mass), self.com_vector, self.inertia_matrix)
 
-    def _short(self):
+    def summary(self) -> str:
         return f"RigidBody m={float(self.mass):.6g} kg, com={np.round(self.com_vector, 6).tolist()}"
 
     # -- shape helpers ----------------------------------------------------------------
@@ -273,7 +273,7 @@ class Frame(Component):
         self.position = p
         self.rotation = _as_rotation(rotation, f"frame on {body.local_name!r}")
 
-    def _short(self):
+    def summary(self) -> str:
         return f"Frame on {self.body.name} at {np.round(self.position, 6).tolist()}"
 
 

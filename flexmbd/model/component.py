@@ -113,7 +113,18 @@ class Component:
             b = b.parent_block()
         return b
 
-    def _attach(self, parent, name, index=None):
+    @property
+    def has_name(self) -> bool:
+        """True once the component has a name (given as ``name=`` or on assignment)."""
+        return self._name is not None
+
+    def register_in(self, parent: Block, name: str, index: Any = None) -> None:
+        """Make ``parent`` the owner of this component under the local ``name``.
+
+        Called by :class:`~flexmbd.model.block.Block` when the component is assigned
+        (``index`` is the member's index in an indexed component); a component has one
+        owner.
+        """
         if self._parent_ref is not None and self.parent_block() is not None:
             raise ModelError(
                 f"component {self.name!r} already belongs to {self.parent_block().name!r}; "
@@ -123,7 +134,8 @@ class Component:
         object.__setattr__(self, "_parent_ref", weakref.ref(parent))
         object.__setattr__(self, "_index", index)
 
-    def _detach(self):
+    def unregister(self) -> None:
+        """Forget the owner (the component was removed from its block)."""
         object.__setattr__(self, "_parent_ref", None)
 
     # -- mutable parameters -----------------------------------------------------------
@@ -132,11 +144,15 @@ class Component:
         if not key.startswith("_") and getattr(self, "_parent_ref", None) is not None:
             root = self.model()
             if root is not None:
-                root._touch()
+                root.mark_changed()
 
-    def _short(self):
+    def summary(self) -> str:
         """One-line description used by ``pprint``."""
         return type(self).__name__
+
+    def apply_rule(self, where: str) -> None:
+        """Populate the component from its construction rule (none here; see
+        :meth:`flexmbd.model.block.Block.apply_rule`); ``where`` names it in errors."""
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.local_name}>"
@@ -208,13 +224,15 @@ class IndexedComponent:
     def parent_block(self):
         return self._parent_ref() if self._parent_ref is not None else None
 
-    def _attach(self, parent, name, index=None):
+    def register_in(self, parent: Block, name: str, index: Any = None) -> None:
+        """Make ``parent`` the owner of this indexed component under ``name``."""
         if self._parent_ref is not None:
             raise ModelError(f"indexed component {self.name!r} already belongs to a block")
         self._name = name
         self._parent_ref = weakref.ref(parent)
 
-    def _detach(self):
+    def unregister(self) -> None:
+        """Forget the owner (the component was removed from its block)."""
         self._parent_ref = None
 
     def construct(self, block: Block) -> None:
@@ -230,16 +248,10 @@ class IndexedComponent:
                     f"rule of {self._name!r} returned {type(member).__name__} for index {i!r}; "
                     f"it must return a {self.ctype.__name__} (or None to skip the index)"
                 )
-            member._attach(block, f"{self._name}[{i}]", index=i)
+            member.register_in(block, f"{self._name}[{i}]", index=i)
             self._data[i] = member
-            block._register_member(member)
-            if getattr(member, "_rule", None) is not None:  # an indexed Block member
-                call_rule(
-                    member._rule,
-                    (member,),
-                    member._rule_kwargs,
-                    f"rule of {self._name!r} for index {i!r}",
-                )
+            block.add_member(member)
+            member.apply_rule(f"rule of {self._name!r} for index {i!r}")  # an indexed Block
 
     def __getitem__(self, i):
         try:

@@ -196,6 +196,12 @@ class FlexibleBody(Body):
         object.__setattr__(self, "_inv", None)
 
     @property
+    def is_reduced(self) -> bool:
+        """True when the reduction is available (given, loaded or already computed);
+        reading it never starts a lazy reduction."""
+        return self._reduced is not None
+
+    @property
     def reduced(self) -> ReducedBody:
         """The :class:`ReducedBody` (reduced now if built lazily)."""
         if self._reduced is None:
@@ -393,7 +399,7 @@ class FlexibleBody(Body):
             return  # checked when reduced
         self.invariants()
 
-    def _short(self):
+    def summary(self) -> str:
         if self._reduced is None:
             strategy = self._lazy[2] if self._lazy else None
             try:  # the count without the mesh (nodes interfaces need it: not shown)
@@ -491,7 +497,7 @@ class InterfaceFrame(_DeformingFrame):
     ) -> None:
         super().__init__(body, rotation, name=name)
         object.__setattr__(self, "interface_name", str(interface))
-        if body._reduced is not None:
+        if body.is_reduced:
             body.reduced.interface(interface)  # raises a clear error for unknown names
 
     @property
@@ -504,7 +510,7 @@ class InterfaceFrame(_DeformingFrame):
         (:meth:`FlexibleBody.interface_modes`)."""
         return self.body.interface_modes(self.interface_name)
 
-    def _short(self):
+    def summary(self) -> str:
         return f"interface {self.interface_name!r} of {self.body.name}"
 
 
@@ -539,7 +545,7 @@ class NodeFrame(_DeformingFrame):
         out[3:] = Phi[3 * i : 3 * i + 3]
         return out
 
-    def _short(self):
+    def summary(self) -> str:
         return f"node {self.node_index} of {self.body.name}"
 
 
@@ -573,7 +579,7 @@ def stiffening_hint(model: Model) -> str:
     names = [
         b.name
         for b in model.component_objects(FlexibleBody)
-        if b.geometric_stiffening and b._reduced is not None and b._reduced.kg_unit.shape[0]
+        if b.geometric_stiffening and b.is_reduced and b.reduced.kg_unit.shape[0]
     ]
     if not names:
         return ""

@@ -125,7 +125,7 @@ class Gravity(ForceElement):
             e -= float(b.mass) * self.g @ (r + R @ b.com_vector)
         return e
 
-    def _short(self):
+    def summary(self) -> str:
         return f"Gravity g={self.g.tolist()} m/s^2"
 
 
@@ -291,5 +291,5 @@ class JointForce(ForceElement):
             return np.asarray(self.dfdq(t, q, qd)), np.asarray(self.dfdqd(t, q, qd))
         return np.zeros((nv, nq)), np.zeros((nv, nv))
 
-    def _short(self):
+    def summary(self) -> str:
         return f"JointForce on {self.joint.name}"

@@ -202,7 +202,7 @@ class Joint(Component):
         """Speeds ``v`` with ``integrate(q0, v, 1) == q1`` (inverse of :meth:`integrate`)."""
         return np.asarray(q1, dtype=float) - np.asarray(q0, dtype=float)
 
-    def _short(self):
+    def summary(self) -> str:
         return f"{type(self).__name__}({self.parent.name} -> {self.child.name})"
 
 

@@ -50,7 +50,7 @@ class Model(Block):
         object.__setattr__(self, "_revision", 0)
         object.__setattr__(self, "_topology_cache", None)
         g = Ground()
-        g._attach(self, "ground")
+        g.register_in(self, "ground")
         self._components["ground"] = g
         object.__setattr__(self, "ground", g)
 
@@ -73,6 +73,10 @@ class Model(Block):
     def revision(self) -> int:
         """Counter bumped by every structural or parameter change."""
         return self._revision
+
+    def mark_changed(self) -> None:
+        """Bump :attr:`revision` (components call this on every change)."""
+        object.__setattr__(self, "_revision", self._revision + 1)
 
     # -- component lists (declaration order) ------------------------------------------
     def bodies(self) -> list[Body]:
@@ -281,14 +285,14 @@ class Model(Block):
         )
         out.write("  Bodies:\n")
         for i, b in enumerate(bodies, 1):
-            out.write(f"    {i:3d} {b.name}: {b._short()}\n")
+            out.write(f"    {i:3d} {b.name}: {b.summary()}\n")
         out.write("  Joints:\n")
         for i, j in enumerate(joints, 1):
-            out.write(f"    {i:3d} {j.name}: {j._short()}, dof {j.nv}\n")
+            out.write(f"    {i:3d} {j.name}: {j.summary()}, dof {j.nv}\n")
         if forces:
             out.write("  Force elements:\n")
             for f in forces:
-                out.write(f"        {f.name}: {f._short()}\n")
+                out.write(f"        {f.name}: {f.summary()}\n")
         try:
             t = self.topology()
         except ModelError as err:

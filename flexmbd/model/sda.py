@@ -334,7 +334,7 @@ class SpringDamperActuator(ForceElement):
         """Power the actuator delivers to the bodies, ``-fa(t) ldot`` (W)."""
         return -self.actuator_force(t) * self.length_rate(state)
 
-    def _short(self):
+    def summary(self) -> str:
         bi = self.body_i.name
         bj = self.body_j.name
         return f"SpringDamperActuator {bi} -> {bj}, k={self.k:.6g} N/m, c={self.c:.6g} N s/m"

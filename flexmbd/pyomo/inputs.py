@@ -81,7 +81,7 @@ class JointInput(JointForce):
     def _dfdqd(self, t, q, qd):
         return np.zeros((self.joint.nv, self.joint.nv))
 
-    def _short(self):
+    def summary(self) -> str:
         return f"JointInput on {self.joint.name}"
 
 
@@ -118,5 +118,5 @@ class ViscousBearing(JointForce):
     def _dfdqd(self, t, q, qd):
         return -self.c * np.eye(self.joint.nv)
 
-    def _short(self):
+    def summary(self) -> str:
         return f"ViscousBearing on {self.joint.name} (c = {self.c:g})"

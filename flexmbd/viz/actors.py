@@ -210,10 +210,7 @@ def mesh_actor(
         mapper.ScalarVisibilityOn()
     else:
         mapper.ScalarVisibilityOff()
-    actor = core.vtkActor()
-    actor.SetMapper(mapper)
-    prop = actor.GetProperty()
-    prop.SetColor(rgb(color))
+    actor, prop = _actor(mapper, color)
     prop.SetOpacity(float(opacity))
     if wireframe:
         prop.SetRepresentationToWireframe()
@@ -223,16 +220,23 @@ def mesh_actor(
     return MeshActor(actor, data, field, on_cells, pid, cid)
 
 
+def _actor(mapper, color):
+    """A VTK actor drawing ``mapper`` in ``color``, and its property."""
+    _, _, core = _vtk()
+    actor = core.vtkActor()
+    actor.SetMapper(mapper)
+    prop = actor.GetProperty()
+    prop.SetColor(rgb(color))
+    return actor, prop
+
+
 def _poly_actor(source, color, lighting=True, edges=None):
     _, _, core = _vtk()
     source.Update()
     mapper = core.vtkPolyDataMapper()
     mapper.SetInputData(source.GetOutput())
     mapper.ScalarVisibilityOff()
-    actor = core.vtkActor()
-    actor.SetMapper(mapper)
-    prop = actor.GetProperty()
-    prop.SetColor(rgb(color))
+    actor, prop = _actor(mapper, color)
     prop.SetLighting(bool(lighting))
     if edges is not None:
         prop.EdgeVisibilityOn()

@@ -75,7 +75,7 @@ def colormap_table(cmap: str, n: int = 256) -> Array:
         try:
             from importlib.metadata import version
 
-            from .headless import cache_dir
+            from .headless import cache_dir, cache_store
 
             key = f"{cmap}|{int(n)}|{version('matplotlib')}"
             path = os.path.join(cache_dir(), "colormaps.json")
@@ -98,30 +98,8 @@ def colormap_table(cmap: str, n: int = 256) -> Array:
         ) from None
     table = np.round(255.0 * cm(np.linspace(0.0, 1.0, int(n)))).astype(np.uint8)
     if key is not None:
-        _remember(path, key, table.ravel().tolist())
+        cache_store(path, key, table.ravel().tolist())
     return table
-
-
-def _remember(path, key, value):
-    """Add ``key: value`` to the JSON file ``path`` (best effort, atomic replace)."""
-    import json
-    import os
-
-    try:
-        try:
-            with open(path) as f:
-                data = json.load(f)
-            data = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            data = {}
-        data[key] = value
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def lookup_table(cmap: str, clim: Sequence[float], n: int = 256) -> Any:

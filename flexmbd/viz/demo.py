@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..geometry import BodyGeometry
+from ..geometry import BodyGeometry, box_geometry
 
 if TYPE_CHECKING:
     from ..results import Results
@@ -89,22 +89,7 @@ def swinging_beam_results(nt: int = 16, t_end: float = 1.0, amplitude: float = 0
     R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -sn, sn, c, 1.0
     q = np.column_stack([th, s])
     qd = np.column_stack([thd, np.full(nt, 0.3 / t_end)])
-    box = BodyGeometry(
-        0.1
-        * np.array(
-            [
-                [-1, -1, -1],
-                [1, -1, -1],
-                [1, 1, -1],
-                [-1, 1, -1],
-                [-1, -1, 1],
-                [1, -1, 1],
-                [1, 1, 1],
-                [-1, 1, 1.0],
-            ]
-        ),
-        {"hexahedron": np.arange(8)[None, :]},
-    )
+    box = box_geometry(np.full(3, 0.1))
     return Results(
         t,
         q,

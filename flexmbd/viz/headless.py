@@ -44,6 +44,7 @@ from ..errors import FlexmbdError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 __all__ = [
     "RenderingUnavailable",
@@ -148,8 +149,13 @@ def _cache_read(key):
 def _cache_write(key, overrides, msg):
     """Remember a success (best effort: an unwritable cache only costs the next probe)."""
     path = _cache_file()
-    if path is None:
-        return
+    if path is not None:
+        cache_store(path, key, {"overrides": overrides or {}, "message": msg})
+
+
+def cache_store(path: str, key: str, value: Any) -> None:
+    """Add ``key: value`` to the JSON cache file ``path`` (best effort: an unwritable
+    cache is skipped; the file is replaced atomically, so readers never see half of it)."""
     try:
         try:
             with open(path) as f:
@@ -157,7 +163,7 @@ def _cache_write(key, overrides, msg):
             data = data if isinstance(data, dict) else {}
         except (OSError, ValueError):
             data = {}
-        data[key] = {"overrides": overrides or {}, "message": msg}
+        data[key] = value
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:

@@ -150,7 +150,7 @@ def test_cli_and_api_agree(tmp_path, capsys):
     assert "8 fixed-interface + 6 constraint = 14 modes" in capsys.readouterr().out
     # the FlexibleBody pprint line states the total, with the parts
     body = fm.FlexibleBody(F.ReducedBody.load(tmp_path / "b0.npz"), name="beam")
-    assert "8 fixed-interface + 6 constraint = 14 modes" in body._short()
+    assert "8 fixed-interface + 6 constraint = 14 modes" in body.summary()
 
 
 def test_cli_too_few_modes_names_the_constraint_modes(tmp_path, capsys):

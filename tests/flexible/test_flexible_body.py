@@ -29,7 +29,7 @@ def test_lazy_reduction_and_disk_cache(beam):
     body = fm.FlexibleBody.from_mesh(
         MESH, fm.Material(**STEEL), fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}), cache=cache
     )
-    assert body._reduced is None and "not reduced" in body._short()
+    assert body._reduced is None and "not reduced" in body.summary()
     # 4 fixed-interface modes + 6 constraint modes of B (A is the reference frame)
     assert body.n_modes == 10 and cache.exists()
     assert body.reduced.mode_kind.count("constraint") == 6

@@ -82,7 +82,7 @@ def test_hint_names_stiffened_bodies():
     assert "'a'" in hint and "'b'" not in hint and "geometric_stiffening=False" in hint
     m.a.geometric_stiffening = False
     assert stiffening_hint(m) == ""
-    assert "mean-axis" in m.b._short() or "no geometric stiffening" in m.b._short()
+    assert "mean-axis" in m.b.summary() or "no geometric stiffening" in m.b.summary()
 
 
 def test_pprint_states_frame_stiffening_and_the_pin():
@@ -103,7 +103,7 @@ def test_pprint_states_frame_stiffening_and_the_pin():
     assert "pinned by ja" in line_a and "frame='mean-axis'" in line_a
     assert "pinned" not in line_b  # built in: the clamped frame is the natural one
     m.a.geometric_stiffening = False
-    assert "no geometric stiffening" in m.a._short() and "pinned" not in m.a._short()
+    assert "no geometric stiffening" in m.a.summary() and "pinned" not in m.a.summary()
 
 
 # -- the flexible pendulum: frame clamped at the hinge vs mean axes ---------------------------
