@@ -66,6 +66,7 @@ from .._nbrotation import Apoly_to as _A_to
 from .._nbrotation import Gmat as _G
 from .._nbrotation import Smat_add as _Smat_add
 from .._nbrotation import dAs_to as _dAs_to
+from ..errors import FlexmbdError
 from ..flexible._nbbody import flex_block as _flex_block
 from ..flexible._nbbody import flex_gravity as _flex_gravity
 from ..flexible._nbbody import flex_mass as _flex_mass
@@ -83,7 +84,8 @@ from ._sparse import (
     fresh_work,
     gather,
     kkt_layout,
-    refactor,
+    refactor_or_factor,
+    set_reference,
     solve,
 )
 from .force_kernels import ForceTable, force_energies, forces_add
@@ -758,22 +760,21 @@ def _system_terms(
 @njit(cache=True)
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
-    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`): with ``fresh`` a
-    factorization with partial pivoting, otherwise a refactorization with the last
-    pivots, factoring again when a pivot fails its test (or the solution is not finite).
+    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`,
+    :func:`._sparse.refactor_or_factor`): with ``fresh`` a refactorization with the
+    engine's reference pivots, otherwise with the last pivots, factoring with partial
+    pivoting when a pivot fails its test (or the solution is not finite).
     Raises ``LinAlgError`` when the matrix is singular."""
     if lu.n == 0:
         return np.linalg.solve(A, rhs)
     gather(A, gidx, Ax)
     out = np.empty(lu.n)
-    for attempt in range(2):
-        st = 0 if (fresh or attempt > 0 or lu.stat[0] == 0) else refactor(lu, Ax)
-        if st != 1:
-            st = factor(lu, Ax)
-            if st == 0:
-                raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
-            if st < 0:
-                raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
+    st = refactor_or_factor(lu, Ax, fresh)
+    for _attempt in range(2):
+        if st == 0:
+            raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+        if st < 0:
+            raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
         solve(lu, Ax, rhs, out, 0)
         ok = True
         for i in range(lu.n):
@@ -782,8 +783,9 @@ def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
                 break
         if ok:
             return out
-        if st == 1 and (fresh or attempt > 0):
+        if lu.stat[4] == 2:
             break  # a pivoting factorization and still not finite
+        st = factor(lu, Ax)
     raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
 
 
@@ -1385,6 +1387,7 @@ class Engine:
         #: the compiled description of the system (:class:`Model`), built once
         self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
+        self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
     COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
@@ -1500,6 +1503,47 @@ class Engine:
             L.rcol,
         )
 
+    def reference_pivots(self, bh2, gh):
+        """Set the sparse LU's reference pivots (:func:`._sparse.set_reference`) for the
+        Newton matrices of a scheme with coefficients ``bh2 = beta' h^2`` (s^2) and
+        ``gh = gamma' h`` (s): the pattern and pivots of a partial-pivoting factorization
+        of the Newton matrix at the model's consistent initial state (t = 0, no lagged
+        interface loads, no stiffening), with which every step's first solve starts.
+        A function of the model and the coefficients only (not of the run's history), so
+        that a resumed run is bitwise equal to an uninterrupted one. No reference when that
+        state cannot be computed or its matrix is singular: every step's first solve then
+        factors with partial pivoting. A no-op for the dense solve and for coefficients
+        already set (to 12 digits)."""
+        if not self.sparse:
+            return
+        key = (float(f"{bh2:.12g}"), float(f"{gh:.12g}"))
+        if key == self._ref_key:
+            return
+        self._ref_key = key
+        self._lu.rstat[0] = 0
+        s = self.system
+        try:
+            q, qd, qdd, lam = s.initial_conditions()
+        except (FlexmbdError, np.linalg.LinAlgError):
+            return
+        self._set_time(0.0)
+        L = self.model.layout
+        n, nc = s.n, s.nc
+        z = np.zeros
+        g, has_g = self._g()
+        ft = self.ft
+        itf, Kitf = np.zeros_like(self.itf), np.zeros_like(self.Kitf)
+        inp = Inputs(self.cs.s, self.cs.target, ft.fa, ft.F, itf, Kitf, g, has_g)
+        A = z((n + nc, L.width))
+        c1, c2 = key
+        _system_terms(
+            self.model, inp, self.ws, q, qd, qdd, lam, 1.0, c1, c2, c1, c2, z(n), z(nc), A,
+            True, False,
+        )  # fmt: skip
+        Ax = z(len(L.gidx))
+        gather(A, L.gidx, Ax)
+        set_reference(fresh_work(self._lu), Ax)
+
     def _dense(self, A):
         """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
         L = self.model.layout
@@ -1592,6 +1636,7 @@ class Engine:
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
+        self.reference_pivots(bh2, gh)
         self._set_time(t)
         out = _newton(
             self.model,
@@ -1691,6 +1736,9 @@ class Engine:
         Drivers: their time-dependent slot vectors and targets are tabulated per step
         first (``JointDriver`` functions are Python callables)."""
         cs = self.cs
+        bp = scheme.beta * (1 - scheme.alpha_f) / (1 - scheme.alpha_m)
+        gp = scheme.gamma * (1 - scheme.alpha_f) / (1 - scheme.alpha_m)
+        self.reference_pivots(bp * h * h, gp * h)
         if cs.rheonomic:
             nt = len(times)
             S_all = np.empty((nt,) + cs.s.shape)
