@@ -596,14 +596,16 @@ def _system_terms(
     Kg7 = np.zeros((7, 7))
     Qb = np.zeros(7)
     ws_rb = np.zeros((29, 4))
+    ws_g = np.zeros((3, 4))
     for i in range(nb):
         if isflex[i] >= 0:
             continue
         c7 = 7 * i
         e = q[c7 + 3 : c7 + 7]
-        Mb[:, :] = 0.0
-        Kb[:, :] = 0.0
-        Db[:, :] = 0.0
+        if jac:
+            Mb[:, :] = 0.0
+            Kb[:, :] = 0.0
+            Db[:, :] = 0.0
         _rigid_block_to(
             rm[i],
             rc[i],
@@ -621,9 +623,10 @@ def _system_terms(
         )
         R[c7 : c7 + 7] += Rb
         if has_g:
-            Kg7[:, :] = 0.0
+            if jac:
+                Kg7[:, :] = 0.0
             Qb[:] = 0.0
-            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7)
+            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7, ws_g, jac)
             Q[c7 : c7 + 7] += Qb
         if jac:
             for a in range(7):
