@@ -43,10 +43,13 @@ more than ``SPARSE_BLOCK_FRACTION`` of them (:func:`prefers_sparse`), it is asse
 column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns
 that never share a row share a slot, so storage and assembly grow with the number of
 bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column order and
-pattern computed once per system; the first solve of each step factors with partial
-pivoting, the next ones refactorize with its pivots while every pivot passes its test:
-each step's arithmetic depends on its own state only, so a resumed run is bitwise equal).
-Otherwise the dense matrix and LAPACK (the identity layout, same kernels).
+pattern computed once per system; the first solve of each step refactorizes with the
+reference pivots of :meth:`Engine.reference_pivots`, a partial-pivoting factorization at
+the model's initial state, and factors with partial pivoting only when a pivot fails its
+test; the later corrections of a step reuse its factors while the residual falls by
+:data:`MODIFIED_RATIO` per correction, else assemble and refactorize: each step's
+arithmetic depends on its own state only, so a resumed run is bitwise equal).
+Otherwise the dense matrix and LAPACK (the identity layout, same kernels; full Newton).
 Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
 """
@@ -98,6 +101,7 @@ __all__ = [
     "Interfaces",
     "Joints",
     "MAX_DENSE",
+    "MODIFIED_RATIO",
     "Model",
     "SPARSE_BLOCK_FRACTION",
     "Workspace",
@@ -113,6 +117,10 @@ MAX_DENSE = 12
 #: pendulum, 4-32 modes: the sparse LU took 1.06-1.67x the dense time per step; flagship
 #: slider-crank, 17 of 52: equal)
 SPARSE_BLOCK_FRACTION = 0.3
+#: sparse LU: a Newton correction reuses the step's factors (modified Newton) while the
+#: residual norm is at most this fraction of the one before (else the matrix is assembled
+#: and factored again)
+MODIFIED_RATIO = 0.1
 
 
 def prefers_sparse(n, nc, blocks):
@@ -793,6 +801,18 @@ def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
 
 
 @njit(cache=True)
+def _kkt_resolve(A, rhs, gidx, lu, Ax):
+    """``A^-1 rhs`` with the factors of the last :func:`_kkt_solve` (sparse LU only; ``A``
+    unused); None when the solution is not finite."""
+    out = np.empty(lu.n)
+    solve(lu, Ax, rhs, out, 0)
+    for i in range(lu.n):
+        if not np.isfinite(out[i]):
+            return None
+    return out
+
+
+@njit(cache=True)
 def _newton(
     m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess
 ):
@@ -804,20 +824,28 @@ def _newton(
     ``k_guess`` (the previous step's number of corrections; < 1: none): at that iteration
     the residual is evaluated first without the Newton matrix, which is only needed if the
     test fails (then the terms are evaluated again with it; the residual is the same to
-    the bit). A converging step thus skips the matrix it would not use."""
+    the bit). A converging step thus skips the matrix it would not use.
+
+    Sparse LU (``ws.lu.n > 0``): the corrections after the first reuse the step's
+    factors (modified Newton) while each residual is at most :data:`MODIFIED_RATIO` of
+    the one before; otherwise the Newton matrix is assembled and factored again at the
+    current iterate (each step's iterates depend on its own state only)."""
     nj = m.joints.nj
     n = q_pred.shape[0]
     nc = x_lam.shape[0]
     r, phi, A, res, q1, v1 = ws.r, ws.phi, ws.A, ws.res, ws.q1, ws.v1
     scale = -1.0
     tiny = False
+    modified = ws.lu.n > 0
+    factored = False  # the step's Newton matrix is factored
+    nr_prev = np.inf
     # non-literal arguments: the same compiled specialization as Engine.terms
     one = bh2 / bh2
-    for k in range(max_iter + 1):  # k == 0: the step's first solve factors with pivoting
+    for k in range(max_iter + 1):  # k == 0: the step's first solve
         for i in range(n):
             q1[i] = q_pred[i] + bh2 * x_qdd[i]
             v1[i] = v_pred[i] + gh * x_qdd[i]
-        jac = k != k_guess
+        jac = k != k_guess and not (modified and factored)
         norms = _system_terms(
             m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, jac, True
         )
@@ -855,11 +883,17 @@ def _newton(
             return 1, k, viol
         if k == max_iter:
             return 0, k, viol
-        if not jac:  # the guess was wrong: the same terms again, now with the matrix
-            _system_terms(
-                m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
-            )
-        dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, k == 0)
+        dx = None
+        if factored and modified and nr <= MODIFIED_RATIO * nr_prev:
+            dx = _kkt_resolve(A, -res, m.layout.gidx, ws.lu, ws.Ax)
+        if dx is None:
+            if not jac:  # the matrix at this iterate: the same terms again, with it
+                _system_terms(
+                    m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
+                )
+            dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, not factored)
+            factored = True
+        nr_prev = nr
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
