@@ -46,9 +46,10 @@ bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column o
 pattern computed once per system; the first solve of each step refactorizes with the
 reference pivots of :meth:`Engine.reference_pivots`, a partial-pivoting factorization at
 the model's initial state, and factors with partial pivoting only when a pivot fails its
-test; the later corrections of a step reuse its factors while the residual falls by
-:data:`MODIFIED_RATIO` per correction, else assemble and refactorize: each step's
-arithmetic depends on its own state only, so a resumed run is bitwise equal).
+test; with :attr:`Engine.modified_newton` (off by default) the later corrections of a
+step reuse its factors while the residual falls by :data:`MODIFIED_RATIO` per correction,
+else assemble and refactorize: each step's arithmetic depends on its own state only, so
+a resumed run is bitwise equal).
 Otherwise the dense matrix and LAPACK (the identity layout, same kernels; full Newton).
 Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
@@ -117,9 +118,9 @@ MAX_DENSE = 12
 #: pendulum, 4-32 modes: the sparse LU took 1.06-1.67x the dense time per step; flagship
 #: slider-crank, 17 of 52: equal)
 SPARSE_BLOCK_FRACTION = 0.3
-#: sparse LU: a Newton correction reuses the step's factors (modified Newton) while the
-#: residual norm is at most this fraction of the one before (else the matrix is assembled
-#: and factored again)
+#: sparse LU with :attr:`Engine.modified_newton`: a Newton correction reuses the step's
+#: factors while the residual norm is at most this fraction of the one before (else the
+#: matrix is assembled and factored again)
 MODIFIED_RATIO = 0.1
 
 
@@ -814,8 +815,9 @@ def _kkt_resolve(A, rhs, gidx, lu, Ax):
 
 @njit(cache=True)
 def _newton(
-    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess
-):
+    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
+    modified,
+):  # fmt: skip
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
@@ -826,17 +828,18 @@ def _newton(
     test fails (then the terms are evaluated again with it; the residual is the same to
     the bit). A converging step thus skips the matrix it would not use.
 
-    Sparse LU (``ws.lu.n > 0``): the corrections after the first reuse the step's
-    factors (modified Newton) while each residual is at most :data:`MODIFIED_RATIO` of
-    the one before; otherwise the Newton matrix is assembled and factored again at the
-    current iterate (each step's iterates depend on its own state only)."""
+    ``modified`` with the sparse LU (``ws.lu.n > 0``): the corrections after the first
+    reuse the step's factors (modified Newton) while each residual is at most
+    :data:`MODIFIED_RATIO` of the one before; otherwise the Newton matrix is assembled
+    and factored again at the current iterate (each step's iterates depend on its own
+    state only). Otherwise full Newton."""
     nj = m.joints.nj
     n = q_pred.shape[0]
     nc = x_lam.shape[0]
     r, phi, A, res, q1, v1 = ws.r, ws.phi, ws.A, ws.res, ws.q1, ws.v1
     scale = -1.0
     tiny = False
-    modified = ws.lu.n > 0
+    modified = modified and ws.lu.n > 0
     factored = False  # the step's Newton matrix is factored
     nr_prev = np.inf
     # non-literal arguments: the same compiled specialization as Engine.terms
@@ -905,7 +908,9 @@ def _newton(
 
 
 @njit(cache=True)
-def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, out):
+def _run(
+    m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, modified, out
+):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant). After every
@@ -969,6 +974,7 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
             max_iter,
             hist[i],
             k_prev,
+            modified,
         )
         iters[i] = k
         resid[i] = hist[i, k]
@@ -1425,6 +1431,9 @@ class Engine:
         self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
         self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
+        #: sparse LU: modified Newton within a step (:func:`_newton`; changes the number
+        #: of corrections, so off by default: full Newton as the generic path)
+        self.modified_newton = False
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
     COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
@@ -1691,6 +1700,7 @@ class Engine:
             max_iter,
             hist,
             self.k_prev,
+            self.modified_newton,
         )
         self.k_prev = out[1] if out[0] == 1 else -1
         return out
@@ -1810,6 +1820,7 @@ class Engine:
             int(max_iter),
             bool(gauge),
             bool(project),
+            bool(self.modified_newton),
             out,
         )
 
