@@ -16,6 +16,11 @@ with the number of non-zeros of the factors, not with ``(n + nc)^2``:
   sequence of the last :func:`factor` (no search, no pivot choice) as long as every
   pivot passes the same threshold test against its column; otherwise (status 0) the
   caller runs :func:`factor` again: static pivoting with a safe fallback;
+* :func:`set_reference` / :func:`restore_reference` (numba): keep the pattern and pivots
+  of one factorization (a reference matrix: the engine's Newton matrix at the model's
+  initial state) and put them back, so that a caller can start every solve from the same
+  pivots (:func:`refactor_or_factor`): each solve's arithmetic then depends only on its
+  matrix, never on which matrices were factored before;
 * :func:`solve` (numba): the two triangular solves, optionally followed by iterative
   refinement steps (residual from the original matrix).
 
@@ -48,6 +53,9 @@ __all__ = [
     "kkt_layout",
     "pattern_csc",
     "refactor",
+    "refactor_or_factor",
+    "restore_reference",
+    "set_reference",
     "solve",
 ]
 
@@ -65,7 +73,11 @@ class LUWork(NamedTuple):
     steps, in a topological order of the column's solve), ``Ud`` its diagonal;
     ``P[k]``: the row of ``A`` pivoted at step ``k``, ``pinv`` its inverse;
     ``x, xi, mark, stack, pstack``: scratch of the factorization; ``stat``:
-    ``[factorizations, refactorizations, refactor rejections, capacity]``."""
+    ``[factorizations, refactorizations, refactor rejections, capacity, pivots]``
+    (``pivots``: what the factors hold: 0 nothing, 1 the reference pattern and pivots
+    put back by :func:`restore_reference`, 2 those of the last :func:`factor`);
+    ``rLp, rLi, rUp, rUi, rP``: the reference pattern and pivots, ``rstat[0]`` 1 when
+    set (:func:`set_reference`; shared by the works of one analysis)."""
 
     n: int
     Ap: np.ndarray
@@ -87,16 +99,26 @@ class LUWork(NamedTuple):
     pstack: np.ndarray
     rwork: np.ndarray
     stat: np.ndarray
+    rLp: np.ndarray
+    rLi: np.ndarray
+    rUp: np.ndarray
+    rUi: np.ndarray
+    rP: np.ndarray
+    rstat: np.ndarray
+
+
+def _stat(cap):
+    return np.array([0, 0, 0, cap, 0], np.int64)
 
 
 def fresh_work(w):
-    """A :class:`LUWork` with ``w``'s pattern and column order and its own (zeroed) factor
-    storage and scratch (no new analysis)."""
+    """A :class:`LUWork` with ``w``'s pattern, column order and reference pivots (shared)
+    and its own (zeroed) factor storage and scratch (no new analysis)."""
     z = np.zeros_like
     return LUWork(
         w.n, w.Ap, w.Ai, w.Q, z(w.Lp), z(w.Li), z(w.Lx), z(w.Up), z(w.Ui), z(w.Ux), z(w.Ud),
         z(w.P), -np.ones(w.n, np.int64), z(w.x), z(w.xi), z(w.mark), z(w.stack), z(w.pstack),
-        z(w.rwork), np.array([0, 0, 0, w.Li.shape[0]], np.int64),
+        z(w.rwork), _stat(w.Li.shape[0]), w.rLp, w.rLi, w.rUp, w.rUi, w.rP, w.rstat,
     )  # fmt: skip
 
 
@@ -124,7 +146,13 @@ def empty_work():
         i0,
         i0,
         f0,
-        np.zeros(4, np.int64),
+        _stat(0),
+        i1,
+        i0,
+        i1,
+        i0,
+        i0,
+        np.zeros(1, np.int64),
     )
 
 
@@ -181,7 +209,13 @@ def analyze(indptr, indices, n, margin=3.0):
         stack=np.zeros(n, np.int64),
         pstack=np.zeros(n, np.int64),
         rwork=np.zeros(2 * n),
-        stat=np.array([0, 0, 0, cap], np.int64),
+        stat=_stat(cap),
+        rLp=np.zeros(n + 1, np.int64),
+        rLi=np.zeros(cap, np.int64),
+        rUp=np.zeros(n + 1, np.int64),
+        rUi=np.zeros(cap, np.int64),
+        rP=np.zeros(n, np.int64),
+        rstat=np.zeros(1, np.int64),
     )
 
 
@@ -239,6 +273,7 @@ def factor(w, Ax):
     P, pinv, x, xi, mark = w.P, w.pinv, w.x, w.xi, w.mark
     cap = Li.shape[0]
     w.stat[0] += 1
+    w.stat[4] = 0
     for i in range(n):
         pinv[i] = -1
         mark[i] = -1
@@ -295,7 +330,66 @@ def factor(w, Ax):
             x[i] = 0.0
     Lp[n] = lnz
     Up[n] = unz
+    w.stat[4] = 2
     return 1
+
+
+@njit(cache=True)
+def set_reference(w, Ax):
+    """Factor ``Ax`` (:func:`factor`) and keep its pattern and pivots as the reference of
+    every work sharing ``w``'s analysis (:func:`restore_reference`). Returns the status of
+    :func:`factor`; the reference is cleared unless it is 1."""
+    st = factor(w, Ax)
+    w.rstat[0] = 0
+    if st != 1:
+        return st
+    n = w.n
+    for k in range(n + 1):
+        w.rLp[k] = w.Lp[k]
+        w.rUp[k] = w.Up[k]
+    for t in range(w.Lp[n]):
+        w.rLi[t] = w.Li[t]
+    for t in range(w.Up[n]):
+        w.rUi[t] = w.Ui[t]
+    for k in range(n):
+        w.rP[k] = w.P[k]
+    w.rstat[0] = 1
+    return 1
+
+
+@njit(cache=True)
+def restore_reference(w):
+    """Put the reference pattern and pivots (:func:`set_reference`) into ``w``'s factors
+    (the values are then computed by :func:`refactor`). Returns False when none is set."""
+    if w.rstat[0] != 1:
+        return False
+    n = w.n
+    for k in range(n + 1):
+        w.Lp[k] = w.rLp[k]
+        w.Up[k] = w.rUp[k]
+    for t in range(w.rLp[n]):
+        w.Li[t] = w.rLi[t]
+    for t in range(w.rUp[n]):
+        w.Ui[t] = w.rUi[t]
+    for k in range(n):
+        w.P[k] = w.rP[k]
+        w.pinv[w.rP[k]] = k
+    w.stat[4] = 1
+    return True
+
+
+@njit(cache=True)
+def refactor_or_factor(w, Ax, fresh):
+    """Factors of ``Ax``: with ``fresh`` (or no factors yet) a :func:`refactor` with the
+    reference pivots (:func:`restore_reference`), otherwise with the last pivots; a
+    :func:`factor` with partial pivoting when that is refused or there are no pivots to
+    reuse. Returns the status of the last kernel run (1: factors ready)."""
+    if fresh or w.stat[4] == 0:
+        if not restore_reference(w):
+            return factor(w, Ax)
+    if refactor(w, Ax) == 1:
+        return 1
+    return factor(w, Ax)
 
 
 @njit(cache=True)
@@ -332,6 +426,7 @@ def refactor(w, Ax):
             for t in range(Lp[k], Lp[k + 1]):
                 x[Li[t]] = 0.0
             w.stat[2] += 1
+            w.stat[4] = 0
             return 0
         Ud[k] = piv
         for t in range(Lp[k], Lp[k + 1]):

@@ -43,10 +43,14 @@ more than ``SPARSE_BLOCK_FRACTION`` of them (:func:`prefers_sparse`), it is asse
 column-compressed layout (:func:`._sparse.kkt_layout`: ``(n + nc) x width``, columns
 that never share a row share a slot, so storage and assembly grow with the number of
 bodies) and solved by the compiled sparse LU of :mod:`._sparse` (COLAMD column order and
-pattern computed once per system; the first solve of each step factors with partial
-pivoting, the next ones refactorize with its pivots while every pivot passes its test:
-each step's arithmetic depends on its own state only, so a resumed run is bitwise equal).
-Otherwise the dense matrix and LAPACK (the identity layout, same kernels).
+pattern computed once per system; the first solve of each step refactorizes with the
+reference pivots of :meth:`Engine.reference_pivots`, a partial-pivoting factorization at
+the model's initial state, and factors with partial pivoting only when a pivot fails its
+test; with :attr:`Engine.modified_newton` (off by default) the later corrections of a
+step reuse its factors while the residual falls by :data:`MODIFIED_RATIO` per correction,
+else assemble and refactorize: each step's arithmetic depends on its own state only, so
+a resumed run is bitwise equal).
+Otherwise the dense matrix and LAPACK (the identity layout, same kernels; full Newton).
 Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
 """
@@ -66,6 +70,7 @@ from .._nbrotation import Apoly_to as _A_to
 from .._nbrotation import Gmat as _G
 from .._nbrotation import Smat_add as _Smat_add
 from .._nbrotation import dAs_to as _dAs_to
+from ..errors import FlexmbdError
 from ..flexible._nbbody import flex_block as _flex_block
 from ..flexible._nbbody import flex_gravity as _flex_gravity
 from ..flexible._nbbody import flex_mass as _flex_mass
@@ -83,7 +88,8 @@ from ._sparse import (
     fresh_work,
     gather,
     kkt_layout,
-    refactor,
+    refactor_or_factor,
+    set_reference,
     solve,
 )
 from .force_kernels import ForceTable, force_energies, forces_add
@@ -96,6 +102,7 @@ __all__ = [
     "Interfaces",
     "Joints",
     "MAX_DENSE",
+    "MODIFIED_RATIO",
     "Model",
     "SPARSE_BLOCK_FRACTION",
     "Workspace",
@@ -111,6 +118,10 @@ MAX_DENSE = 12
 #: pendulum, 4-32 modes: the sparse LU took 1.06-1.67x the dense time per step; flagship
 #: slider-crank, 17 of 52: equal)
 SPARSE_BLOCK_FRACTION = 0.3
+#: sparse LU with :attr:`Engine.modified_newton`: a Newton correction reuses the step's
+#: factors while the residual norm is at most this fraction of the one before (else the
+#: matrix is assembled and factored again)
+MODIFIED_RATIO = 0.1
 
 
 def prefers_sparse(n, nc, blocks):
@@ -594,14 +605,16 @@ def _system_terms(
     Kg7 = np.zeros((7, 7))
     Qb = np.zeros(7)
     ws_rb = np.zeros((29, 4))
+    ws_g = np.zeros((3, 4))
     for i in range(nb):
         if isflex[i] >= 0:
             continue
         c7 = 7 * i
         e = q[c7 + 3 : c7 + 7]
-        Mb[:, :] = 0.0
-        Kb[:, :] = 0.0
-        Db[:, :] = 0.0
+        if jac:
+            Mb[:, :] = 0.0
+            Kb[:, :] = 0.0
+            Db[:, :] = 0.0
         _rigid_block_to(
             rm[i],
             rc[i],
@@ -619,9 +632,10 @@ def _system_terms(
         )
         R[c7 : c7 + 7] += Rb
         if has_g:
-            Kg7[:, :] = 0.0
+            if jac:
+                Kg7[:, :] = 0.0
             Qb[:] = 0.0
-            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7)
+            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7, ws_g, jac)
             Q[c7 : c7 + 7] += Qb
         if jac:
             for a in range(7):
@@ -758,22 +772,21 @@ def _system_terms(
 @njit(cache=True)
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
-    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`): with ``fresh`` a
-    factorization with partial pivoting, otherwise a refactorization with the last
-    pivots, factoring again when a pivot fails its test (or the solution is not finite).
+    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`,
+    :func:`._sparse.refactor_or_factor`): with ``fresh`` a refactorization with the
+    engine's reference pivots, otherwise with the last pivots, factoring with partial
+    pivoting when a pivot fails its test (or the solution is not finite).
     Raises ``LinAlgError`` when the matrix is singular."""
     if lu.n == 0:
         return np.linalg.solve(A, rhs)
     gather(A, gidx, Ax)
     out = np.empty(lu.n)
-    for attempt in range(2):
-        st = 0 if (fresh or attempt > 0 or lu.stat[0] == 0) else refactor(lu, Ax)
-        if st != 1:
-            st = factor(lu, Ax)
-            if st == 0:
-                raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
-            if st < 0:
-                raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
+    st = refactor_or_factor(lu, Ax, fresh)
+    for _attempt in range(2):
+        if st == 0:
+            raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+        if st < 0:
+            raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
         solve(lu, Ax, rhs, out, 0)
         ok = True
         for i in range(lu.n):
@@ -782,15 +795,29 @@ def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
                 break
         if ok:
             return out
-        if st == 1 and (fresh or attempt > 0):
+        if lu.stat[4] == 2:
             break  # a pivoting factorization and still not finite
+        st = factor(lu, Ax)
     raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
 
 
 @njit(cache=True)
+def _kkt_resolve(A, rhs, gidx, lu, Ax):
+    """``A^-1 rhs`` with the factors of the last :func:`_kkt_solve` (sparse LU only; ``A``
+    unused); None when the solution is not finite."""
+    out = np.empty(lu.n)
+    solve(lu, Ax, rhs, out, 0)
+    for i in range(lu.n):
+        if not np.isfinite(out[i]):
+            return None
+    return out
+
+
+@njit(cache=True)
 def _newton(
-    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess
-):
+    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
+    modified,
+):  # fmt: skip
     """Newton iteration of one generalized-alpha / Newmark step (see integrators.implicit).
 
     Returns (status, k, constraint violation): status 1 converged, 0 iteration limit,
@@ -799,20 +826,29 @@ def _newton(
     ``k_guess`` (the previous step's number of corrections; < 1: none): at that iteration
     the residual is evaluated first without the Newton matrix, which is only needed if the
     test fails (then the terms are evaluated again with it; the residual is the same to
-    the bit). A converging step thus skips the matrix it would not use."""
+    the bit). A converging step thus skips the matrix it would not use.
+
+    ``modified`` with the sparse LU (``ws.lu.n > 0``): the corrections after the first
+    reuse the step's factors (modified Newton) while each residual is at most
+    :data:`MODIFIED_RATIO` of the one before; otherwise the Newton matrix is assembled
+    and factored again at the current iterate (each step's iterates depend on its own
+    state only). Otherwise full Newton."""
     nj = m.joints.nj
     n = q_pred.shape[0]
     nc = x_lam.shape[0]
     r, phi, A, res, q1, v1 = ws.r, ws.phi, ws.A, ws.res, ws.q1, ws.v1
     scale = -1.0
     tiny = False
+    modified = modified and ws.lu.n > 0
+    factored = False  # the step's Newton matrix is factored
+    nr_prev = np.inf
     # non-literal arguments: the same compiled specialization as Engine.terms
     one = bh2 / bh2
-    for k in range(max_iter + 1):  # k == 0: the step's first solve factors with pivoting
+    for k in range(max_iter + 1):  # k == 0: the step's first solve
         for i in range(n):
             q1[i] = q_pred[i] + bh2 * x_qdd[i]
             v1[i] = v_pred[i] + gh * x_qdd[i]
-        jac = k != k_guess
+        jac = k != k_guess and not (modified and factored)
         norms = _system_terms(
             m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, jac, True
         )
@@ -850,11 +886,17 @@ def _newton(
             return 1, k, viol
         if k == max_iter:
             return 0, k, viol
-        if not jac:  # the guess was wrong: the same terms again, now with the matrix
-            _system_terms(
-                m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
-            )
-        dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, k == 0)
+        dx = None
+        if factored and modified and nr <= MODIFIED_RATIO * nr_prev:
+            dx = _kkt_resolve(A, -res, m.layout.gidx, ws.lu, ws.Ax)
+        if dx is None:
+            if not jac:  # the matrix at this iterate: the same terms again, with it
+                _system_terms(
+                    m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
+                )
+            dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, not factored)
+            factored = True
+        nr_prev = nr
         x_qdd += dx[:n]
         x_lam += dx[n:]
         nq = np.sqrt((dx[:n] * dx[:n]).sum())
@@ -866,7 +908,9 @@ def _newton(
 
 
 @njit(cache=True)
-def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, out):
+def _run(
+    m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, modified, out
+):
     """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
     index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant). After every
@@ -930,6 +974,7 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
             max_iter,
             hist[i],
             k_prev,
+            modified,
         )
         iters[i] = k
         resid[i] = hist[i, k]
@@ -1385,6 +1430,10 @@ class Engine:
         #: the compiled description of the system (:class:`Model`), built once
         self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
+        self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
+        #: sparse LU: modified Newton within a step (:func:`_newton`; changes the number
+        #: of corrections, so off by default: full Newton as the generic path)
+        self.modified_newton = False
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
     COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
@@ -1500,6 +1549,47 @@ class Engine:
             L.rcol,
         )
 
+    def reference_pivots(self, bh2, gh):
+        """Set the sparse LU's reference pivots (:func:`._sparse.set_reference`) for the
+        Newton matrices of a scheme with coefficients ``bh2 = beta' h^2`` (s^2) and
+        ``gh = gamma' h`` (s): the pattern and pivots of a partial-pivoting factorization
+        of the Newton matrix at the model's consistent initial state (t = 0, no lagged
+        interface loads, no stiffening), with which every step's first solve starts.
+        A function of the model and the coefficients only (not of the run's history), so
+        that a resumed run is bitwise equal to an uninterrupted one. No reference when that
+        state cannot be computed or its matrix is singular: every step's first solve then
+        factors with partial pivoting. A no-op for the dense solve and for coefficients
+        already set (to 12 digits)."""
+        if not self.sparse:
+            return
+        key = (float(f"{bh2:.12g}"), float(f"{gh:.12g}"))
+        if key == self._ref_key:
+            return
+        self._ref_key = key
+        self._lu.rstat[0] = 0
+        s = self.system
+        try:
+            q, qd, qdd, lam = s.initial_conditions()
+        except (FlexmbdError, np.linalg.LinAlgError):
+            return
+        self._set_time(0.0)
+        L = self.model.layout
+        n, nc = s.n, s.nc
+        z = np.zeros
+        g, has_g = self._g()
+        ft = self.ft
+        itf, Kitf = np.zeros_like(self.itf), np.zeros_like(self.Kitf)
+        inp = Inputs(self.cs.s, self.cs.target, ft.fa, ft.F, itf, Kitf, g, has_g)
+        A = z((n + nc, L.width))
+        c1, c2 = key
+        _system_terms(
+            self.model, inp, self.ws, q, qd, qdd, lam, 1.0, c1, c2, c1, c2, z(n), z(nc), A,
+            True, False,
+        )  # fmt: skip
+        Ax = z(len(L.gidx))
+        gather(A, L.gidx, Ax)
+        set_reference(fresh_work(self._lu), Ax)
+
     def _dense(self, A):
         """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
         L = self.model.layout
@@ -1592,6 +1682,7 @@ class Engine:
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
+        self.reference_pivots(bh2, gh)
         self._set_time(t)
         out = _newton(
             self.model,
@@ -1609,6 +1700,7 @@ class Engine:
             max_iter,
             hist,
             self.k_prev,
+            self.modified_newton,
         )
         self.k_prev = out[1] if out[0] == 1 else -1
         return out
@@ -1691,6 +1783,9 @@ class Engine:
         Drivers: their time-dependent slot vectors and targets are tabulated per step
         first (``JointDriver`` functions are Python callables)."""
         cs = self.cs
+        bp = scheme.beta * (1 - scheme.alpha_f) / (1 - scheme.alpha_m)
+        gp = scheme.gamma * (1 - scheme.alpha_f) / (1 - scheme.alpha_m)
+        self.reference_pivots(bp * h * h, gp * h)
         if cs.rheonomic:
             nt = len(times)
             S_all = np.empty((nt,) + cs.s.shape)
@@ -1725,6 +1820,7 @@ class Engine:
             int(max_iter),
             bool(gauge),
             bool(project),
+            bool(self.modified_newton),
             out,
         )
 

@@ -52,12 +52,8 @@ geometric stiffening (:mod:`flexmbd.flexible.mean_axis`).
 import numpy as np
 
 from .._jit import njit
-from .._nbalgebra import cross, mm, mv, skew, tv
 from .._nbrotation import (
-    TE,
-    Apoly,
     Apoly_to,
-    Emat,
     Gmat_to,
     TG_add,
     TG_to,
@@ -996,18 +992,55 @@ def flex_gravity(mass, cv, St, g, e, qf, Q, Kq, jac):
 
 
 @njit(cache=True)
-def rigid_gravity(m, c, g, e, Q, Kq):
-    """Gravity on a rigid body (port of forces.GravityBatch with the map of forces.map_blocks)."""
+def rigid_gravity(m, c, g, e, Q, Kq, ws, jac):
+    """Gravity on a rigid body (port of forces.GravityBatch with the map of
+    forces.map_blocks): mass ``m`` (kg), first moment per mass ``c`` (m, body axes),
+    gravity ``g`` (m/s^2, world); adds the generalized force to ``Q`` (7) and, with
+    ``jac``, its derivative by the coordinates to ``Kq`` (7, 7). ``ws`` (3, 4) scratch;
+    no allocation (it runs once per rigid body per Newton iteration)."""
     n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]
-    Rm = Apoly(e) / n2
-    E = Emat(e)
-    Rc = mv(Rm, c)
-    f = m * g
-    nv = cross(Rc, f)
-    Q[:3] += f
-    Q[3:7] += 2.0 * tv(E, nv)
-    Kb = mm(skew(f), skew(Rc))
-    Kq[3:7, 3:7] += 4.0 * mm(E.T, mm(Kb, E)) + 2.0 * TE(nv)
+    A = ws[0:3, 0:3]
+    Apoly_to(e, A)
+    Rc0 = (A[0, 0] * c[0] + A[0, 1] * c[1] + A[0, 2] * c[2]) / n2
+    Rc1 = (A[1, 0] * c[0] + A[1, 1] * c[1] + A[1, 2] * c[2]) / n2
+    Rc2 = (A[2, 0] * c[0] + A[2, 1] * c[1] + A[2, 2] * c[2]) / n2
+    f0, f1, f2 = m * g[0], m * g[1], m * g[2]
+    nv0 = Rc1 * f2 - Rc2 * f1
+    nv1 = Rc2 * f0 - Rc0 * f2
+    nv2 = Rc0 * f1 - Rc1 * f0
+    E = ws  # Emat(e)
+    e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
+    E[0, 0], E[0, 1], E[0, 2], E[0, 3] = -e1, e0, -e3, e2
+    E[1, 0], E[1, 1], E[1, 2], E[1, 3] = -e2, e3, e0, -e1
+    E[2, 0], E[2, 1], E[2, 2], E[2, 3] = -e3, -e2, e1, e0
+    Q[0] += f0
+    Q[1] += f1
+    Q[2] += f2
+    for j in range(4):
+        Q[3 + j] += 2.0 * (E[0, j] * nv0 + E[1, j] * nv1 + E[2, j] * nv2)
+    if not jac:
+        return
+    # 4 E^T (f~ Rc~) E + 2 TE(nv), f~ Rc~ = Rc f^T - (f . Rc) I
+    fR = f0 * Rc0 + f1 * Rc1 + f2 * Rc2
+    for a in range(4):
+        ua = E[0, a] * Rc0 + E[1, a] * Rc1 + E[2, a] * Rc2
+        for b in range(4):
+            vb = f0 * E[0, b] + f1 * E[1, b] + f2 * E[2, b]
+            ee = E[0, a] * E[0, b] + E[1, a] * E[1, b] + E[2, a] * E[2, b]
+            Kq[3 + a, 3 + b] += 4.0 * (ua * vb - fR * ee)
+    # TE(nv)
+    Kq[3, 4] -= 2.0 * nv0
+    Kq[3, 5] -= 2.0 * nv1
+    Kq[3, 6] -= 2.0 * nv2
+    Kq[4, 3] += 2.0 * nv0
+    Kq[4, 5] -= 2.0 * nv2
+    Kq[4, 6] += 2.0 * nv1
+    Kq[5, 3] += 2.0 * nv1
+    Kq[5, 4] += 2.0 * nv2
+    Kq[5, 6] -= 2.0 * nv0
+    Kq[6, 3] += 2.0 * nv2
+    Kq[6, 4] -= 2.0 * nv1
+    Kq[6, 5] += 2.0 * nv0
 
 
 @njit(cache=True)

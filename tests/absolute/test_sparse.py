@@ -106,6 +106,64 @@ def test_refactor_reuses_pivots_and_rejects_a_bad_one():
     np.testing.assert_allclose(x, np.linalg.solve(A3, b), rtol=1e-9, atol=1e-9)
 
 
+def test_reference_pivots_start_every_fresh_solve():
+    """The reference pattern and pivots (set_reference) are shared by the works of one
+    analysis; a fresh solve refactorizes with them whatever was factored before (so each
+    solve depends on its own matrix only), falls back to a pivoting factorization when a
+    reference pivot fails its test, and the next fresh solve starts from the reference
+    again; the solutions are exact."""
+    rng = np.random.default_rng(21)
+    n = 50
+    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
+    Ap, Ai, Ax = _csc(A)
+    cols = np.repeat(np.arange(n), np.diff(Ap))
+    base = S.analyze(Ap, Ai, n)
+    assert S.set_reference(S.fresh_work(base), Ax) == 1
+    assert base.rstat[0] == 1
+    P_ref = base.rP.copy()
+    w = S.fresh_work(base)  # another work of the same analysis: same reference
+    b = rng.standard_normal(n)
+    x = np.zeros(n)
+
+    def solve(vals, fresh):
+        st = S.refactor_or_factor(w, vals, fresh)
+        assert st == 1
+        S.solve(w, vals, b, x, 0)
+        M = np.zeros((n, n))
+        M[Ai, cols] = vals
+        ref = np.linalg.solve(M, b)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        return x.copy()
+
+    near = Ax * (1 + 0.01 * rng.standard_normal(Ax.shape))
+    x1 = solve(near, True)
+    assert tuple(w.stat[:3]) == (0, 1, 0) and w.stat[4] == 1  # refactorized, reference
+    np.testing.assert_array_equal(w.P, P_ref)
+    # a reference pivot made tiny: refused, factored with pivoting (other pivots)
+    # (a step without updates from earlier ones, so its pivot is the entry itself, and
+    # with entries below it)
+    no_updates = np.diff(base.rUp) == 0
+    below = np.diff(base.rLp) > 0
+    k = int(np.flatnonzero(no_updates & below)[0])
+    bad = near.copy()
+    j = base.Q[k]
+    t = Ap[j] + np.searchsorted(Ai[Ap[j] : Ap[j + 1]], P_ref[k])
+    bad[t] = 1e-14
+    solve(bad, True)
+    assert tuple(w.stat[:3]) == (1, 2, 1) and w.stat[4] == 2
+    solve(bad, False)  # the next solve of the step: its own pivots again
+    assert tuple(w.stat[:3]) == (1, 3, 1)
+    # the next fresh solve: the reference again, the same bits as before
+    np.testing.assert_array_equal(solve(near, True), x1)
+    np.testing.assert_array_equal(w.P, P_ref)
+    # no reference (a singular reference matrix): a fresh solve factors with pivoting
+    other = S.analyze(Ap, Ai, n)
+    assert S.set_reference(S.fresh_work(other), np.zeros_like(Ax)) == 0
+    assert other.rstat[0] == 0
+    w2 = S.fresh_work(other)
+    assert S.refactor_or_factor(w2, near, True) == 1 and tuple(w2.stat[:2]) == (1, 0)
+
+
 def test_kkt_layout_colours_columns_without_collisions():
     """Columns that share a row get different slots; body columns stay consecutive."""
     rng = np.random.default_rng(5)
@@ -219,6 +277,29 @@ def test_sparse_engine_runs_like_the_generic_path(which, monkeypatch):
     np.testing.assert_array_equal(
         fast.stats["newton_iterations"][1:], ref.stats["newton_iterations"][1:]
     )
+
+
+def test_modified_newton_converges_to_the_full_newton_steps():
+    """The opt-in modified Newton of the sparse LU (Engine.modified_newton: a step's later
+    corrections reuse its factors) converges to the same steps as full Newton within the
+    Newton tolerance, with at least as many corrections, never more than one extra per
+    step on this model; full Newton is the default."""
+    from test_engine_forces import rigid_model
+
+    s = rigid_model().compile("absolute")
+    eng = s.engine()
+    assert eng.sparse and not eng.modified_newton
+    opts = dict(integrator="newmark", beta=0.25, gamma=0.5, dt=0.01, tol=1e-10)
+    full = s.simulate(40 * opts["dt"], **opts)
+    eng.modified_newton = True
+    mod = s.simulate(40 * opts["dt"], **opts)
+    eng.modified_newton = False
+    assert np.abs(mod.q - full.q).max() <= 1e-8 * np.abs(full.q).max()
+    assert np.abs(mod.reactions - full.reactions).max() <= 1e-6 * np.abs(full.reactions).max()
+    k_full = full.stats["newton_iterations"][1:]
+    k_mod = mod.stats["newton_iterations"][1:]
+    assert np.all(k_mod >= k_full) and np.all(k_mod <= k_full + 1)
+    assert k_mod.sum() > k_full.sum()  # the reuse is exercised (the counts differ)
 
 
 def test_full_row_rank_finds_redundant_rows():
