@@ -25,6 +25,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
+from ._nbforces import tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -220,16 +221,23 @@ def _eval(cargs, q, v, with_v, phi, J, gamma):
 # The tree solver's passes on the packed workspace. Without NRT, like the entry points of
 # _kernels: the workspace views share the buffer's memory without reference counting.
 @njit(cache=True, _nrt=False)
-def _tree_free(Ib, buf, q, v, tau, qdd, reac):
-    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau``."""
-    Ia, Sa = K.unpack_ints(Ib)
+def _tree_free(Ib, buf, forces, q, v, tau, qdd, reac):
+    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau`` and the
+    force table ``forces`` (:mod:`._nbforces`)."""
+    fi, ff, tau_c, S = forces
     nv = Ib[K.IB_NV]
-    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    for i in range(nv):
-        Jw[K.J_TAU, i] = tau[i]
-    st = K.forward_dynamics(
-        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
-    )
+    if fi.shape[0] == 0:
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+        for i in range(nv):
+            Jw[K.J_TAU, i] = tau[i] + tau_c[i]
+        st = K.forward_dynamics(
+            Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
+        )
+    else:
+        st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
     for i in range(nv):
         qdd[i] = Jw[K.J_QDD, i]
     return st
@@ -252,14 +260,15 @@ def _tree_columns(Ib, buf, cols, out):
 
 
 @njit(cache=True)
-def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
     """Constrained accelerations ``qdd`` (nv,) and multipliers ``lam`` (m,) at ``(q, v)``
-    with joint forces ``tau``: the tree's free accelerations, the cut rows, ``M^-1 J_I^T``
+    with joint forces ``tau`` and the force table ``forces`` (:mod:`._nbforces`): the
+    tree's free accelerations, the cut rows, ``M^-1 J_I^T``
     by the tree solver and the Cholesky solve of ``J_I M^-1 J_I^T`` with one refinement
     step (the projector's fast path). Returns 0, :data:`TREE_FAILED` or
     :data:`SINGULAR_ROWS`."""
     nv = Ib[K.IB_NV]
-    if _tree_free(Ib, buf, q, v, tau, qdd, reac) != 0:
+    if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
     k = sel.shape[0]
@@ -307,7 +316,7 @@ def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, 
 
 
 @njit(cache=True)
-def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
+def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
     """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
     :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
 
@@ -330,7 +339,7 @@ def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, 
             for i in range(2 * nv):
                 yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
         st = loop_accelerations(
-            Ib, buf, cargs, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+            Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
         )
         if st != 0:
             return st
@@ -343,15 +352,16 @@ def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, 
 
 
 @njit(cache=True, _nrt=False)
-def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row):
-    """The tree's forward dynamics with the cut-joint wrenches ``D^T lam`` applied to the
-    two bodies of each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground) at the child
-    frame origin: tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each
-    cut joint's wrench ``cutF[c]`` (child axes at the child frame origin). Returns the
-    tree solver's status."""
+def _tree_with_cuts(
+    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):
+    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
+    wrenches ``D^T lam`` applied to the two bodies of each cut joint (tree labels
+    ``clab[c] = (P, C)``, 0: ground) at the child frame origin: tree reactions ``reac``,
+    body accelerations ``acc[body_row[k]]`` and each cut joint's wrench ``cutF[c]``
+    (child axes at the child frame origin). Returns the tree solver's status."""
     Ia, Sa = K.unpack_ints(Ib)
     Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    nv = Ib[K.IB_NV]
     n1 = Ib[K.IB_N1]
     K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
     fext = Vv[K.V_FEXT]
@@ -389,14 +399,8 @@ def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, rea
             for i in range(3):
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
-    for i in range(nv):
-        Jw[K.J_TAU, i] = tau[i]
-    st = K.forward_dynamics(
-        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, True
-    )
-    for k in range(n1):
-        for i in range(6):
-            fext[k, i] = 0.0
+    fi, ff, tau_c, S = forces
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False)
     if st != 0:
         return st
     for k in range(1, n1):
@@ -406,20 +410,36 @@ def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, rea
 
 @njit(cache=True)
 def loop_forward_dynamics(
-    Ib, buf, cargs, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc, body_row, cutF
-):
+    Ib, buf, cargs, forces, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc,
+    body_row, cutF,
+):  # fmt: skip
     """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
     (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
     joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
     :data:`TREE_FAILED`."""
-    st = loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
     cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
     if (
         _tree_with_cuts(
-            Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-        )
+            Ib,
+            buf,
+            forces,
+            q,
+            v,
+            tau,
+            cI,
+            clab,
+            Dall,
+            Rcs,
+            pcs,
+            lam,
+            cutF,
+            reac,
+            acc,
+            body_row,
+        )  # fmt: skip
         != 0
     ):
         return TREE_FAILED
@@ -444,3 +464,30 @@ def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
     viol[0] = a
     viol[1] = b
     return _same_rank_decision(J, sel, rtol, guard)
+
+
+@njit(cache=True)
+def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+    """Right-hand side of the adaptive integrators' ``y' = (v, qdd)`` with the correction
+    inside the evaluation (``projection="rhs"``): :func:`loop_correct` of a copy of ``y``,
+    then :func:`loop_accelerations` at the corrected state, ``out = (v, qdd)``. Returns 0,
+    :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
+    with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
+    undefined)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    yy = y.copy()
+    q = yy[:nv]
+    v = yy[nv:]
+    st = loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma)
+    if st != 0:
+        return st
+    lam = np.empty(phi.shape[0])
+    acc = np.empty(nv)
+    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, acc, lam, phi, J, gamma, reac)
+    if st != 0:
+        return st
+    for i in range(nv):
+        out[i] = v[i]
+        out[nv + i] = acc[i]
+    return 0

@@ -405,9 +405,10 @@ class LoopSystem:
         return P.correct(q, qd, t)
 
     def _compiled(self):
-        """``(Ib, buf, cut arguments)`` when the compiled loop applies (rigid tree with
-        gravity only, cut joints without applied forces, no driver, ``q += dv``), else
-        None; rebuilt when the model changes."""
+        """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
+        tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
+        joints without applied forces, no driver, ``q += dv``), else None; rebuilt when
+        the model changes."""
         rev = self.model.revision
         if self._comp is not None and self._comp[0] == rev:
             return self._comp[1]
@@ -420,10 +421,11 @@ class LoopSystem:
             and c.compiled_rows
             and self.tree.nq == self.tree.nv
         ):
-            packed = self.tree.packed_rigid(ignore=(self._wrench_element,))
+            ignore = (self._wrench_element,)
+            packed = self.tree.packed_rigid(ignore=ignore, forces=True)
             if packed is not None:
                 Ib, buf, self._body_row = packed
-                out = (Ib, buf, c.compiled_args())
+                out = (Ib, buf, c.compiled_args(), self.tree.compiled_forces(ignore))
                 ground = self.model.ground
                 self._clab = np.array(
                     [
@@ -441,8 +443,8 @@ class LoopSystem:
 
     def compiled_rk4(self) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
-        ``(Ib, buf, cut arguments, zero joint forces, (phi, J, gamma) workspaces,
-        reaction workspace)``."""
+        ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
+        workspaces, reaction workspace)``."""
         c = self._compiled()
         if c is None:
             return None
@@ -491,7 +493,7 @@ class LoopSystem:
         acc = np.empty((len(self.layout.body_names), 6))
         cutF = np.empty((len(self.constraints.cuts), 6))
         st = _NL.loop_forward_dynamics(
-            c[0], c[1], c[2], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
+            c[0], c[1], c[2], c[3], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
             self._body_row, cutF,
         )  # fmt: skip
         if st != 0:
@@ -513,7 +515,7 @@ class LoopSystem:
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
         st = _NL.loop_accelerations(
-            c[0], c[1], c[2], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
+            c[0], c[1], c[2], c[3], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
         )
         if st != 0:
             return None
@@ -1018,8 +1020,20 @@ class _LoopStepper(ExplicitStepper):
             and self.projection == "step"
             and P.method == "qr"
         )
+        # the adaptive ones: the compiled correction and accelerations per evaluation
+        self._fast_rhs = (
+            self.adaptive
+            and (tau is None or not callable(tau))
+            and self.projection == "rhs"
+            and P.method == "qr"
+            and self.nq == system.nv
+        )
 
     def _f(self, t, y):
+        if self._fast_rhs:
+            out = self._compiled_f(y)
+            if out is not None:
+                return out
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
@@ -1028,6 +1042,28 @@ class _LoopStepper(ExplicitStepper):
             qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
+
+    def _compiled_f(self, y):
+        """The right-hand side by the compiled loop (:func:`._nbloops.loop_rhs`: the
+        compiled correction on the rows of the last QR, with its rank check, and the
+        accelerations), or None where the projector's QR must decide (rank changes,
+        singular configurations, no selection yet, a failed solve)."""
+        c = self.system.compiled_rk4()
+        sel = self.P.selection() if c is not None else None
+        if sel is None:
+            return None
+        y = np.ascontiguousarray(y, dtype=float)
+        out = np.empty(y.shape[0])
+        P = self.P
+        tau = c[4] if self._tau is None else self._tau
+        st = _NL.loop_rhs(
+            c[0], c[1], c[2], c[3], y, tau, sel, P.position_tol, P.max_newton, P.rtol,
+            _GUARD, c[5], c[6], out,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        P.selection_used()
+        return out
 
     def step(self):
         """One output interval; RK4 with projection after every step runs its substeps by
@@ -1059,15 +1095,15 @@ class _LoopStepper(ExplicitStepper):
         selection holds; a step it hands back is corrected by the QR (``NEEDS_QR``) or
         redone by the generic path (a failed stage)."""
         P, nq = self.P, self.nq
-        tau = c[3] if self._tau is None else self._tau
+        tau = c[4] if self._tau is None else self._tau
         for sub in range(self.substeps):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
             if sel is not None:
                 st = _NL.loop_rk4_step(
-                    c[0], c[1], c[2], y, self.h, tau, sel, P.position_tol, P.max_newton,
-                    P.rtol, _GUARD, c[4], c[5],
+                    c[0], c[1], c[2], c[3], y, self.h, tau, sel, P.position_tol,
+                    P.max_newton, P.rtol, _GUARD, c[5], c[6],
                 )  # fmt: skip
             if st == 0:
                 continue
