@@ -491,3 +491,103 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
         out[i] = v[i]
         out[nv + i] = acc[i]
     return 0
+
+
+@njit(cache=True)
+def loop_dop853_step(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
+):  # fmt: skip
+    """One accepted step of scipy's ``DOP853`` (its ``_step_impl``, rejected attempts
+    included) with :func:`loop_rhs` at every stage, from ``(t, y)`` with the derivative
+    ``f`` and the proposed step ``h_abs``: ``K`` the stages (scipy's layout, dense output
+    reads them), ``y_new``, ``f_new``, and ``out = (t_new, h_abs_next, h, evaluations)``.
+
+    Returns 0; -1 when the step fell below ``min_step`` (scipy's "too small" failure);
+    or a status of :func:`loop_rhs` (:data:`NEEDS_QR` or a failed solve), after which
+    the caller redoes the step by scipy's own code (``K``, ``y_new`` then undefined)."""
+    n = y.shape[0]
+    ns = B.shape[0]
+    yy = np.empty(n)
+    err5 = np.empty(n)
+    err3 = np.empty(n)
+    nfev = 0
+    if h_abs > max_step:
+        h_abs = max_step
+    elif h_abs < min_step:
+        h_abs = min_step
+    rejected = False
+    while True:
+        if h_abs < min_step:
+            out[3] = nfev
+            return -1
+        h = h_abs * direction
+        t_new = t + h
+        if direction * (t_new - t_bound) > 0:
+            t_new = t_bound
+        h = t_new - t
+        h_abs = abs(h)
+        for i in range(n):
+            K[0, i] = f[i]
+        for s in range(1, ns):
+            for i in range(n):
+                acc = 0.0
+                for j in range(s):
+                    acc += K[j, i] * A[s, j]
+                yy[i] = y[i] + acc * h
+            st = loop_rhs(
+                Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
+            )
+            nfev += 1
+            if st != 0:
+                out[3] = nfev
+                return st
+        for i in range(n):
+            acc = 0.0
+            for j in range(ns):
+                acc += K[j, i] * B[j]
+            y_new[i] = y[i] + h * acc
+        st = loop_rhs(
+            Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac, f_new
+        )
+        nfev += 1
+        if st != 0:
+            out[3] = nfev
+            return st
+        for i in range(n):
+            K[ns, i] = f_new[i]
+        # scipy's DOP853 error norm
+        e5 = 0.0
+        e3 = 0.0
+        for i in range(n):
+            scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
+            a5 = 0.0
+            a3 = 0.0
+            for j in range(ns + 1):
+                a5 += K[j, i] * E5[j]
+                a3 += K[j, i] * E3[j]
+            err5[i] = a5 / scale
+            err3[i] = a3 / scale
+            e5 += err5[i] * err5[i]
+            e3 += err3[i] * err3[i]
+        if e5 == 0.0 and e3 == 0.0:
+            error_norm = 0.0
+        else:
+            error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+        if error_norm < 1.0:
+            if error_norm == 0.0:
+                factor = max_factor
+            else:
+                factor = min(max_factor, safety * error_norm**exponent)
+            if rejected:
+                factor = min(1.0, factor)
+            h_abs *= factor
+            break
+        h_abs *= max(min_factor, safety * error_norm**exponent)
+        rejected = True
+    out[0] = t_new
+    out[1] = h_abs
+    out[2] = h
+    out[3] = nfev
+    return 0

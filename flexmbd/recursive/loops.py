@@ -69,6 +69,7 @@ absolute formulation's with its interface loads at the current reactions
 
 from __future__ import annotations
 
+import functools
 import time as _time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -970,6 +971,10 @@ class LoopSystem:
         )
 
 
+# scipy's step-size control constants (scipy.integrate._ivp.rk)
+_SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+
+
 def _cached_minv(minv):
     """``minv`` that returns the last columns again for the same right-hand side (the
     loop-stiffening iteration projects with the same constraint rows at one state)."""
@@ -992,6 +997,58 @@ def _pair(c, Rc_, pc, F):
     n = Rc_ @ F[:3]
     f = Rc_ @ F[3:]
     return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
+
+
+@functools.cache
+def _compiled_dop853():
+    """The class :class:`_CompiledDOP853` (built on first use: scipy is imported lazily)."""
+    from scipy.integrate import DOP853
+
+    class _CompiledDOP853(DOP853):
+        """scipy's DOP853 whose steps (stages, error norm, step-size control: its
+        ``_step_impl``) run in one compiled call (:func:`._nbloops.loop_dop853_step`) while
+        the last QR's rows hold; a step where they do not, or where a solve fails, is redone
+        by scipy's own code with the stepper's right-hand side (the projector's QR decides
+        there). Dense output and the solver state are scipy's (``loop_stepper`` is set by
+        :meth:`_LoopStepper._make_solver`)."""
+
+        loop_stepper = None
+
+        def _step_impl(self):
+            st = self.loop_stepper
+            c = st.system.compiled_rk4() if st is not None else None
+            P = st.P if st is not None else None
+            sel = P.selection() if c is not None else None
+            if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+                return super()._step_impl()
+            t = self.t
+            n = self.y.shape[0]
+            min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
+            y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
+            tau = c[4] if st._tau is None else st._tau
+            status = _NL.loop_dop853_step(
+                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
+                c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
+                np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
+                float(self.direction), float(min_step), float(self.max_step), float(self.rtol),
+                float(self.atol), self.A, self.B, self.C, self.E3, self.E5, self.K, _SAFETY,
+                _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
+            )  # fmt: skip
+            self.nfev += int(out[3])
+            if status == -1:
+                return False, self.TOO_SMALL_STEP
+            if status != 0:
+                return super()._step_impl()
+            P.selection_used()
+            self.h_previous = float(out[2])
+            self.y_old = self.y
+            self.t = float(out[0])
+            self.y = y_new
+            self.h_abs = float(out[1])
+            self.f = f_new
+            return True, None
+
+    return _CompiledDOP853
 
 
 class _LoopStepper(ExplicitStepper):
@@ -1042,6 +1099,19 @@ class _LoopStepper(ExplicitStepper):
             qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
+
+    def _make_solver(self, y0):
+        """scipy's solver; DOP853 with its steps by the compiled loop
+        (``_compiled_dop853()``) where the right-hand side is compiled."""
+        name, _ = self._solver_class()
+        if not (self._fast_rhs and name == "DOP853"):
+            return super()._make_solver(y0)
+        kw = {} if self.max_step is None else {"max_step": self.max_step}
+        solver = _compiled_dop853()(
+            self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw
+        )
+        solver.loop_stepper = self
+        return solver
 
     def _compiled_f(self, y):
         """The right-hand side by the compiled loop (:func:`._nbloops.loop_rhs`: the
@@ -1185,8 +1255,8 @@ class _LoopStepper(ExplicitStepper):
             for i in range(1, len(y)):
                 yy = y[i]
                 yy[:nq] = s.tree.normalize(yy[:nq])
-                if self.use_proj:
-                    qq, vv = P.correct(yy[:nq], yy[nq:], t[i])
+                if self.use_proj:  # compiled where the last QR's rows hold
+                    qq, vv = s.project(yy[:nq], yy[nq:], t[i], P)
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
