@@ -423,6 +423,7 @@ class LoopSystem:
             and self.tree.nq == self.tree.nv
         ):
             ignore = (self._wrench_element,)
+            self.tree.fix_free_lengths(self.q0(), self.qd0())  # the assembled state
             packed = self.tree.packed_rigid(ignore=ignore, forces=True)
             if packed is not None:
                 Ib, buf, self._body_row = packed

@@ -1524,7 +1524,8 @@ class RecursiveSystem:
         in ``ignore``: SDAs with rigid or ground ends and a constant actuator force,
         constant point forces and torques (world or body axes), constant joint forces.
         None when an element needs Python (a time function, a user force law, a flexible
-        body). An SDA without ``l0`` gets its length at the initial state."""
+        body). An SDA without ``l0`` gets its length at ``q0()`` (a closed loop fixes it
+        at its assembled initial state first: :meth:`fix_free_lengths`)."""
         self._refresh()
         key = (self.model.revision, tuple(id(f) for f in ignore))
         cached = getattr(self, "_ftab", None)
@@ -1553,6 +1554,17 @@ class RecursiveSystem:
         ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
         return fi, ff, tau_c, NF.scratch()
 
+    def fix_free_lengths(self, q: ArrayLike, qd: ArrayLike) -> None:
+        """Set the free length ``l0`` (m) of every SDA given without one to its length at
+        the state ``(q, qd)`` (the initial state: what the Python path does at its first
+        evaluation)."""
+        todo = [f for f in self._generic if isinstance(f, SpringDamperActuator) and f.l0 is None]
+        if todo:
+            Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
+            state = _State(self, Rw, rw, vel)
+            for fe in todo:
+                fe.free_length(state)
+
     def _ek_point(self, body, s):
         """``(label, point)``: a body-frame point in the coordinates of the tree frame e_k
         of the body's label (world coordinates and label 0 for the ground); None for a
@@ -1577,8 +1589,7 @@ class RecursiveSystem:
             if None in ends:
                 return None
             if fe.l0 is None:
-                Rw, rw, vel = (x.copy() for x in self._kinematics(self.q0(), self.qd0()))
-                fe.free_length(_State(self, Rw, rw, vel))
+                self.fix_free_lengths(self.q0(), self.qd0())
             row[0:3], row[3:6] = ends[0][1], ends[1][1]
             row[6:10] = fe.k, fe.c, fe.l0, fe.actuator_force(0.0)
             return (NF.SDA, ends[0][0], ends[1][0], 0), row
