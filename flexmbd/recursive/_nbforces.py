@@ -171,3 +171,16 @@ def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin):
         for i in range(6):
             fext[k, i] = 0.0
     return st
+
+
+@njit(cache=True, _nrt=False)
+def tree_qdd(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac):
+    """Accelerations ``qdd`` (nv,) and joint reactions ``reac`` of the rigid tree with the
+    force table applied (:func:`tree_loaded`) in one call. Returns its status."""
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+    if st == 0:
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+        for i in range(Ib[K.IB_NV]):
+            qdd[i] = Jw[K.J_QDD, i]
+    return st

@@ -1118,6 +1118,10 @@ class RecursiveSystem:
         if self._flex is not None:
             return self._raw_accel_flex(q, qd, tau, t, reactions)
         applied = self._joint_forces or self._generic
+        if applied and self.algorithm == "serialized":
+            out = self._compiled_applied(q, qd, tau, reactions)
+            if out is not None:
+                return out
         if applied or self.algorithm == "general":
             tv = np.zeros(max(self.nv, 1))
             if tau is not None:
@@ -1150,6 +1154,24 @@ class RecursiveSystem:
             self._Vv[V_FEXT] = 0.0
         if st != 0:
             self._raise_factor(st, q)
+        return (qdd, reac) if reactions else qdd
+
+    def _compiled_applied(self, q, qd, tau, reactions):
+        """:meth:`_raw_accel` with the force elements in compiled code
+        (:func:`._nbforces.tree_qdd`), or None (an element needs Python, other shapes, a
+        failed solve: the Python path reports)."""
+        tab = self.compiled_forces()
+        if tab is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.ndim != 1 or tv.shape[0] < self.nv:
+            return None
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac.shape)
+        if NF.tree_qdd(self._Ib, self._buf, q, qd, tv, *tab, qdd, reac) != 0:
+            return None
         return (qdd, reac) if reactions else qdd
 
     def _raw_accel_flex(self, q, qd, tau, t, reactions):

@@ -14,13 +14,13 @@ from flexmbd.constraints.projection import Projector
 ALL = ("sda", "sda_ground", "pw", "pb", "tw", "tb", "drive")
 
 
-def loaded_four_bar(time_functions=False, c=0.8, fa=2.0, elements=ALL):
+def loaded_four_bar(time_functions=False, c=0.8, fa=2.0, elements=ALL, closed=True):
     """Planar four-bar (closed by a spatial revolute, 2 of 5 cut equations redundant)
     under gravity with every compiled force element: an SDA between two bodies (spring,
     damper, actuator), an SDA to the ground, point forces in world and body axes, point
     torques in world and body axes and a joint torque. ``time_functions``: the same loads
     as functions of time (constant values), which keep the model on the Python path;
-    ``elements``: the names of the loads to add."""
+    ``elements``: the names of the loads to add; ``closed=False``: the open chain."""
 
     def f(v):
         return (lambda t: v) if time_functions else v
@@ -32,9 +32,10 @@ def loaded_four_bar(time_functions=False, c=0.8, fa=2.0, elements=ALL):
     m.a = fm.Revolute(m.ground, m.crank, q0=[1.2])
     m.b = fm.Revolute(m.crank, m.coupler, parent_frame=(1.0, 0, 0), q0=[-1.2])
     m.c = fm.Revolute(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-1.94])
-    m.d = fm.Revolute(
-        m.rocker, m.ground, parent_frame=(1.0, 0, 0), child_frame=(1.0, 0, 0), cut=True
-    )
+    if closed:
+        m.d = fm.Revolute(
+            m.rocker, m.ground, parent_frame=(1.0, 0, 0), child_frame=(1.0, 0, 0), cut=True
+        )
     m.g = fm.Gravity((0, -9.81, 0))
     loads = dict(
         sda=lambda: fm.SpringDamperActuator(
@@ -88,6 +89,22 @@ def test_compiled_forces_equal_the_python_path():
     # the loads matter: without them the accelerations differ at order one
     bare = loaded_four_bar(elements=()).compile("recursive").forward_dynamics(q, qd)
     assert np.abs(fast.qdd - bare.qdd).max() > 1.0
+
+
+def test_tree_with_compiled_forces_equals_the_python_path():
+    s = loaded_four_bar(closed=False).compile("recursive")
+    slow = loaded_four_bar(closed=False, time_functions=True).compile("recursive")
+    assert s.compiled_forces() is not None and slow.compiled_forces() is None
+    q, qd = s.q0(), np.array([0.5, -0.3, 0.8])
+    tau = np.array([0.2, -0.1, 0.05])
+    qdd, reac = s.qdd_and_reactions(q, qd, tau)
+    qdd_p, reac_p = slow.qdd_and_reactions(q, qd, tau)
+    assert np.abs(qdd - qdd_p).max() <= 1e-12 * np.abs(qdd_p).max()
+    assert np.abs(reac - reac_p).max() <= 1e-12 * np.abs(reac_p).max()
+    assert np.abs(s.qdd(q, qd, tau) - qdd_p).max() <= 1e-12 * np.abs(qdd_p).max()
+    # one state's forward dynamics (Python loads, the documented call) agrees too
+    fd = s.forward_dynamics(q, qd, tau)
+    assert np.abs(fd.qdd - qdd).max() <= 1e-12 * np.abs(qdd).max()
 
 
 @pytest.mark.parametrize("integrator", ["rk4", "dop853"])
