@@ -184,3 +184,60 @@ def tree_qdd(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac):
         for i in range(Ib[K.IB_NV]):
             qdd[i] = Jw[K.J_QDD, i]
     return st
+
+
+@njit(cache=True, _nrt=False)
+def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
+    """Energy terms of the force table at the state of the last kinematics pass (world
+    poses): ``out = (spring, p_damper, p_actuator, p_external)`` -- SDA springs
+    ``k (l - l0)^2 / 2`` (J); dissipated by the dampers ``c ldot^2``; delivered by the
+    actuators ``-fa ldot`` and the constant joint forces ``tau_c^T qd``; delivered by
+    the point forces ``f . v_P`` and torques ``n . w`` (W): the definitions of
+    :meth:`flexmbd.recursive.system.RecursiveSystem.powers`. Returns 1 for coincident
+    SDA points, else 0."""
+    Pa, Pb, va, vb, ra, rb, g, w = S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[8]
+    spring = 0.0
+    pd = 0.0
+    pa = 0.0
+    pe = 0.0
+    for i in range(nv):
+        pa += tau_c[i] * qd[i]
+    for e in range(fi.shape[0]):
+        kind, a = fi[e, 0], fi[e, 1]
+        row = ff[e]
+        if kind == SDA:
+            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
+            _end(R3, P3, Vv, fi[e, 2], row[3:6], Pb, vb, rb, w)
+            ll = 0.0
+            for i in range(3):
+                g[i] = Pb[i] - Pa[i]
+                ll += g[i] * g[i]
+            length = np.sqrt(ll)
+            if length < 1e-12:
+                return 1
+            ldot = 0.0
+            for i in range(3):
+                ldot += g[i] * (vb[i] - va[i]) / length
+            ext = length - row[8]
+            spring += 0.5 * row[6] * ext * ext
+            pd += row[7] * ldot * ldot
+            pa -= row[9] * ldot
+            continue
+        Rk = R3[K.R_W, a]
+        v = row[3:6]
+        for i in range(3):
+            g[i] = v[i]
+            if fi[e, 3]:
+                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)  # va: velocity of the point
+        if kind == FORCE:
+            for i in range(3):
+                pe += g[i] * va[i]
+        else:
+            for i in range(3):
+                pe += g[i] * w[i]
+    out[0] = spring
+    out[1] = pd
+    out[2] = pa
+    out[3] = pe
+    return 0

@@ -208,6 +208,7 @@ class LoopSystem:
         self._wrench_element = _FlexCutWrenches() if self._flexible else CutWrenches()
         self.view = _TreeView(model, self.cut_joints, self._wrench_element)
         self.tree = RecursiveSystem(self.view, algorithm=algorithm)
+        self.tree.applied_by_caller = (self._wrench_element,)
         self.algorithm = algorithm
         cls = _FlexCutConstraints if self._flexible else CutJointConstraints
         self.constraints = cls(
@@ -1021,12 +1022,12 @@ def _compiled_dop853():
             P = st.P if st is not None else None
             sel = P.selection() if c is not None else None
             if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
-                return super()._step_impl()
+                return DOP853._step_impl(self)
             t = self.t
             n = self.y.shape[0]
             min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
             y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
-            tau = c[4] if st._tau is None else st._tau
+            tau = st.constant_tau(c)
             status = _NL.loop_dop853_step(
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
                 c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
@@ -1039,7 +1040,7 @@ def _compiled_dop853():
             if status == -1:
                 return False, self.TOO_SMALL_STEP
             if status != 0:
-                return super()._step_impl()
+                return DOP853._step_impl(self)
             P.selection_used()
             self.h_previous = float(out[2])
             self.y_old = self.y
@@ -1106,13 +1107,18 @@ class _LoopStepper(ExplicitStepper):
         (``_compiled_dop853()``) where the right-hand side is compiled."""
         name, _ = self._solver_class()
         if not (self._fast_rhs and name == "DOP853"):
-            return super()._make_solver(y0)
+            return ExplicitStepper._make_solver(self, y0)
         kw = {} if self.max_step is None else {"max_step": self.max_step}
         solver = _compiled_dop853()(
             self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw
         )
         solver.loop_stepper = self
         return solver
+
+    def constant_tau(self, c: tuple) -> Array:
+        """The joint forces (nv,) of the compiled kernels: the run's constant ``tau``, or
+        the zero vector of the compiled arguments ``c`` (:meth:`LoopSystem.compiled_rk4`)."""
+        return c[4] if self._tau is None else self._tau
 
     def _compiled_f(self, y):
         """The right-hand side by the compiled loop (:func:`._nbloops.loop_rhs`: the
@@ -1126,7 +1132,7 @@ class _LoopStepper(ExplicitStepper):
         y = np.ascontiguousarray(y, dtype=float)
         out = np.empty(y.shape[0])
         P = self.P
-        tau = c[4] if self._tau is None else self._tau
+        tau = self.constant_tau(c)
         st = _NL.loop_rhs(
             c[0], c[1], c[2], c[3], y, tau, sel, P.position_tol, P.max_newton, P.rtol,
             _GUARD, c[5], c[6], out,

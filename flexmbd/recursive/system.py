@@ -1159,8 +1159,9 @@ class RecursiveSystem:
     def _compiled_applied(self, q, qd, tau, reactions):
         """:meth:`_raw_accel` with the force elements in compiled code
         (:func:`._nbforces.tree_qdd`), or None (an element needs Python, other shapes, a
-        failed solve: the Python path reports)."""
-        tab = self.compiled_forces()
+        failed solve: the Python path reports). Not for a tree inside a closed-loop
+        system: its cut-joint wrenches (``applied_by_caller``) are Python loads."""
+        tab = None if self.applied_by_caller else self.compiled_forces()
         if tab is None:
             return None
         q = np.ascontiguousarray(q, dtype=float)
@@ -1464,7 +1465,12 @@ class RecursiveSystem:
         Rw, rw, vel = self._kin(q, qd)
         for _, u, inv, _ in self._flex_speeds(q, qd):
             out["p_damper"] += float(u[6:] @ inv.D @ u[6:])
-        if self._generic:
+        e = self._table_energy(qd)
+        if e is not None:
+            out["p_damper"] += e[1]
+            out["p_actuator"] += e[2] - float(self.compiled_forces()[2][: self.nv] @ qd)
+            out["p_external"] += e[3]
+        if self._generic and e is None:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
                 if hasattr(fe, "damper_power"):
@@ -1494,7 +1500,10 @@ class RecursiveSystem:
             Sbar = inv.c + inv.St @ qk
             g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
             spring += 0.5 * float(qk @ inv.K @ qk)  # strain energy
-        if self._generic:
+        e = self._table_energy(np.zeros(self.nv))
+        if e is not None:
+            spring += e[0]
+        elif self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
                 spring += float(fe.potential(t, st))
@@ -1540,6 +1549,10 @@ class RecursiveSystem:
                 return None
         return self._Ib, self._buf, self._body_row
 
+    #: force elements a wrapping system applies itself (the cut-joint wrenches of
+    #: :class:`~flexmbd.recursive.loops.LoopSystem`): :meth:`compiled_forces` skips them
+    applied_by_caller: tuple = ()
+
     def compiled_forces(self, ignore: tuple = ()) -> tuple | None:
         """The force table of :mod:`._nbforces` (``(fi, ff, tau_c, scratch)``) covering every force
         element of this rigid tree but gravity (which the tree solver applies) and those
@@ -1549,6 +1562,7 @@ class RecursiveSystem:
         body). An SDA without ``l0`` gets its length at ``q0()`` (a closed loop fixes it
         at its assembled initial state first: :meth:`fix_free_lengths`)."""
         self._refresh()
+        ignore = tuple(ignore) + tuple(self.applied_by_caller)
         key = (self.model.revision, tuple(id(f) for f in ignore))
         cached = getattr(self, "_ftab", None)
         if cached is not None and cached[0] == key:
@@ -1575,6 +1589,21 @@ class RecursiveSystem:
         fi = np.array(fi, dtype=np.int64).reshape(-1, 4)
         ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
         return fi, ff, tau_c, NF.scratch()
+
+    def _table_energy(self, qd):
+        """``(spring, p_damper, p_actuator, p_external)`` of the compiled force table at
+        the state of the last kinematics pass (:func:`._nbforces.table_energy`), or None
+        (no generic element, an element the table does not cover, coincident points)."""
+        if not self._generic or self._flex is not None:
+            return None
+        tab = self.compiled_forces()
+        if tab is None:
+            return None
+        out = np.zeros(4)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if NF.table_energy(self._R3, self._P3, self._Vv, qd, self.nv, *tab, out) != 0:
+            return None
+        return out
 
     def fix_free_lengths(self, q: ArrayLike, qd: ArrayLike) -> None:
         """Set the free length ``l0`` (m) of every SDA given without one to its length at

@@ -102,6 +102,12 @@ def test_tree_with_compiled_forces_equals_the_python_path():
     assert np.abs(qdd - qdd_p).max() <= 1e-12 * np.abs(qdd_p).max()
     assert np.abs(reac - reac_p).max() <= 1e-12 * np.abs(reac_p).max()
     assert np.abs(s.qdd(q, qd, tau) - qdd_p).max() <= 1e-12 * np.abs(qdd_p).max()
+    # energies and powers at one state: compiled table vs the elements' methods
+    pe, pe_p = s.potential_energies(q), slow.potential_energies(q)
+    assert abs(pe["spring"] - pe_p["spring"]) <= 1e-13 * abs(pe_p["spring"])
+    pw, pw_p = s.powers(q, qd, 0.0, tau), slow.powers(q, qd, 0.0, tau)
+    for key in ("p_damper", "p_actuator", "p_external"):
+        assert abs(pw[key] - pw_p[key]) <= 1e-13 * max(abs(v) for v in pw_p.values())
     # one state's forward dynamics (Python loads, the documented call) agrees too
     fd = s.forward_dynamics(q, qd, tau)
     assert np.abs(fd.qdd - qdd).max() <= 1e-12 * np.abs(qdd).max()
@@ -115,6 +121,9 @@ def test_compiled_run_equals_the_python_run_and_balances_energy(integrator):
     assert np.abs(fast.q - slow.q).max() < 1e-10
     assert np.abs(fast.reactions - slow.reactions).max() < 1e-8 * np.abs(slow.reactions).max()
     E = fast.energy
+    # the compiled energy terms of the force table against the elements' own methods
+    for key in ("spring", "damper_work", "actuator_work", "external_work", "total"):
+        assert np.abs(E[key] - slow.energy[key]).max() < 1e-9 * np.abs(slow.energy[key]).max()
     assert E["damper_work"][-1] > 1e-3  # the dampers dissipate
     # work-energy balance (trapezoidal works over 1 ms samples)
     assert np.abs(E["numerical_dissipation"]).max() < 1e-5 * np.abs(E["total"]).max()
@@ -144,11 +153,10 @@ def test_squeezer_compiled_dop853_matches_test_set_and_python_path():
     assert type(st.solver).__name__ == "_CompiledDOP853"
     fast = s.simulate(0.03, dt=1e-3, integrator="dop853", rtol=1e-9, atol=1e-11)
     # the Python path: the drive as a function (a user force law)
-    m = mod.build()
-    del m.drive
-    m.drive = fm.JointForce(m.beta, lambda t, q, qd: [mod.mom])
-    slow = m.compile("recursive").simulate(
-        0.03, dt=1e-3, integrator="dop853", rtol=1e-9, atol=1e-11
+    slow = (
+        mod.build(drive_function=True)
+        .compile("recursive")
+        .simulate(0.03, dt=1e-3, integrator="dop853", rtol=1e-9, atol=1e-11)
     )
     for res in (fast, slow):
         got = mod.angles(res)
