@@ -1,6 +1,9 @@
 """Compiled closed loops on a rigid tree (numba): the projected forward dynamics and the
 position / velocity correction of :class:`flexmbd.recursive.loops.LoopSystem` in one call
-each, for regular configurations.
+each, for regular configurations, with the force elements of a force table
+(:mod:`flexmbd.recursive._nbforces`); whole RK4 steps (:func:`loop_rk4_step`) and
+DOP853 steps (:func:`loop_dop853_step`, the adaptive integrators' correction inside
+every evaluation: :func:`loop_rhs`).
 
 Both take the tree's packed model and workspace (``Ib``, ``buf``:
 :func:`flexmbd.recursive._kernels.qdd_reactions`), the cut joints' arguments

@@ -35,8 +35,12 @@ the cut joints' own coordinates are ``res.joint(name).q`` (continuous angles; fi
 by :func:`flexmbd.results.complete`) and
 ``extra["driver:<name>"]`` the drive forces.
 
-Compiled loops (rigid trees whose only load is gravity, cut joints without applied
-forces, no driver, coordinates with ``dq/dt = v``): between two QRs of a regular
+Compiled loops (rigid trees whose loads are gravity and the compiled force elements of
+:mod:`flexmbd.recursive._nbforces` -- SDAs with rigid or ground ends and a constant
+actuator force, constant point forces and torques, constant joint forces --, cut joints
+without applied forces, no driver, coordinates with ``dq/dt = v``; a time function or a
+user force law keeps the Python path, about 10x the CPU time of the Andrews squeezer's
+run): between two QRs of a regular
 configuration the projector's fast path -- the rows the last QR selected, Cholesky
 solves of ``J_I M^-1 J_I^T`` and ``J_I J_I^T`` -- runs in one compiled call
 (:mod:`flexmbd.recursive._nbloops`): :meth:`LoopSystem.forward_dynamics` (with every
@@ -44,8 +48,12 @@ reaction: the cut-joint wrenches go into the tree pass), the position and veloci
 correction (:meth:`LoopSystem.project`), a whole RK4 step with ``projection="step"`` and
 constant ``tau``, and the output samples. Each checks that the pivoted QR at the
 corrected state would choose the same rows with a margin; otherwise the Python path with
-its QR decides (singular configurations, rank changes). The adaptive integrators keep
-the QR at every evaluation (their error control must see the rank changes).
+its QR decides (singular configurations, rank changes). The adaptive integrators
+correct the state inside every evaluation: there the compiled correction keeps the same
+rank check (a state where the QR's decision could differ goes to the QR, so the error
+control sees the rank changes), and a DOP853 step is one compiled call
+(:func:`flexmbd.recursive._nbloops.loop_dop853_step`, scipy's stages and step control;
+scipy's own code redoes a step where the QR must decide).
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
@@ -554,8 +562,7 @@ class LoopSystem:
 
         ``compiled=True``: one compiled call (:func:`._nbloops.loop_accelerations`) where
         it applies (rigid tree, gravity, a regular configuration after a correction);
-        the same equations, agreeing to round-off (the adaptive integrators keep the
-        Python path, whose error control at singular configurations is tested)."""
+        the same equations, agreeing to round-off."""
         P = projector or self.projector
         if compiled:
             fast = self._compiled_accelerations(q, qd, tau, P)
