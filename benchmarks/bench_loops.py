@@ -343,7 +343,8 @@ def squeezer_report(rows):
         "`total`: process time of build + compile + simulate with its output samples "
         "(accelerations, every reaction, multipliers, violations, energies); "
         "`integration`: build + compile + the stepper's steps (no output samples); "
-        "`output`: the difference, as a share of the total. Warm process (kernels loaded), best of 3, ms.",
+        "`output`: the difference, as a share of the total. Warm process (kernels "
+        "loaded), best of 3, ms.",
         "",
         "| path | rtol | samples | steps | evaluations | total | integration | output "
         "| digits (worst angle) |",
