@@ -594,3 +594,38 @@ def loop_dop853_step(
     out[2] = h
     out[3] = nfev
     return 0
+
+
+@njit(cache=True)
+def loop_samples(
+    Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, guard, ws, reac_ws, body_row,
+    QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+):  # fmt: skip
+    """Output samples in one call: for each state ``Q[i], V[i]`` with joint forces
+    ``TAU[i]`` the violations ``VIOL[i]`` and, where the projector's QR would select the
+    rows ``sel`` there with a margin (:func:`loop_sample`), :func:`loop_forward_dynamics`
+    into ``QDD[i]``, ``LAM[i]``, the tree reactions ``REAC[i]``, the body accelerations
+    ``ACC[i]`` and the cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take
+    the QR path."""
+    phi, J, gamma = ws
+    for i in range(Q.shape[0]):
+        ok[i] = False
+        if not loop_sample(cargs, Q[i], V[i], sel, rtol, guard, phi, J, gamma, VIOL[i]):
+            continue
+        st = loop_forward_dynamics(
+            Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, QDD[i], LAM[i], phi, J,
+            gamma, REAC[i], ACC[i], body_row, CUTF[i],
+        )  # fmt: skip
+        ok[i] = st == 0
+
+
+@njit(cache=True)
+def loop_correct_rows(cargs, Y, sel, tol, max_newton, rtol, guard, ws, status):
+    """:func:`loop_correct` of every state ``Y[i] = (q, v)`` in place; ``status[i]`` its
+    return value (:data:`NEEDS_QR`: ``Y[i]`` unchanged, the caller corrects it)."""
+    phi, J, gamma = ws
+    nv = Y.shape[1] // 2
+    for i in range(Y.shape[0]):
+        status[i] = loop_correct(
+            cargs, Y[i, :nv], Y[i, nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma
+        )

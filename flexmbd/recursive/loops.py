@@ -414,6 +414,22 @@ class LoopSystem:
                 return q, qd
         return P.correct(q, qd, t)
 
+    def project_rows(self, Y: Array, projector: Projector | None = None) -> Array:
+        """Position and velocity correction of the states ``Y`` (n, nq + nv) in place by
+        the compiled correction on the projector's rows (one call,
+        :func:`._nbloops.loop_correct_rows`); returns a status per row: 0 done, nonzero
+        where the projector's QR must correct the row (left unchanged)."""
+        P = projector or self.projector
+        status = np.ones(len(Y), dtype=np.int64)
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
+            return status
+        _NL.loop_correct_rows(
+            c[2], Y, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, self._ws, status
+        )
+        return status
+
     def _compiled(self):
         """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
         tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
@@ -476,6 +492,48 @@ class LoopSystem:
         if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
+
+    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats):
+        """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
+        result arrays: every sample where the QR would select the projector's rows with
+        a margin (their rank statistics are those rows'); returns the mask of the samples
+        done (the others take the per-sample path)."""
+        nt = q.shape[0]
+        done = np.zeros(nt, dtype=bool)
+        c = self._compiled()
+        sel = P.selection() if c is not None and P.method == "qr" and nt else None
+        if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
+            return done
+        TAU = np.zeros((nt, self.nv))
+        for i, x in enumerate(taus):
+            if x is not None:
+                TAU[i] = x
+        m, nt_j = self.constraints.m, len(self.tree.joint_names)
+        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
+        REAC = np.empty((nt, nt_j, 6))
+        ACC = np.empty((nt, len(self.layout.body_names), 6))
+        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
+        VIOL = np.zeros((nt, 2))
+        _NL.loop_samples(
+            c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q, dtype=float),
+            np.ascontiguousarray(qd, dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
+            self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, done,
+        )  # fmt: skip
+        if not done.any():
+            return done
+        P.selection_used()
+        info = P.info
+        qdd[done], lam[done] = QDD[done], LAM[done]
+        full = np.zeros((int(done.sum()), len(self.joint_names), 6))
+        full[:, self._tree_rows] = REAC[done]
+        full[:, self._cut_rows_reac] = CUTF[done]
+        reac[done] = full
+        stats["position_violation"][done] = VIOL[done, 0]
+        stats["velocity_violation"][done] = VIOL[done, 1]
+        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+        stats["n_weak"][done] = info.n_weak
+        stats["discarded"][done] = info.discarded
+        return done
 
     def _compiled_inputs(self, q, qd, tau, P):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
@@ -920,8 +978,12 @@ class LoopSystem:
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats)
         for i in range(nt):
-            fd = self._compiled_sample(q[i], qd[i], tau_f(t[i], q[i], qd[i]), P, viol)
+            if done[i]:
+                continue
+            fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
             if fd is not None:
                 stats["position_violation"][i], stats["velocity_violation"][i] = viol
                 qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
@@ -938,7 +1000,7 @@ class LoopSystem:
             if m and P.method in ("qr",):
                 P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
             try:
-                fd = self.forward_dynamics(q[i], qd[i], tau_f(t[i], q[i], qd[i]), t[i], P)
+                fd = self.forward_dynamics(q[i], qd[i], taus[i], t[i], P)
             except FlexmbdError:
                 if not safe:
                     raise
@@ -948,7 +1010,6 @@ class LoopSystem:
             stats["n_weak"][i] = fd.n_weak
             if m:
                 stats["discarded"][i] = fd.discarded
-        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
         tau = (
             None
             if all(x is None for x in taus)
@@ -1267,10 +1328,13 @@ class _LoopStepper(ExplicitStepper):
             # the reported states are the corrected ones (the stepper's drift off the
             # manifold never enters the equations of motion)
             for i in range(1, len(y)):
+                y[i, :nq] = s.tree.normalize(y[i, :nq])
+            # compiled where the last QR's rows hold, else the QR
+            status = s.project_rows(y[1:], P) if self.use_proj else None
+            for i in range(1, len(y)):
                 yy = y[i]
-                yy[:nq] = s.tree.normalize(yy[:nq])
-                if self.use_proj:  # compiled where the last QR's rows hold
-                    qq, vv = s.project(yy[:nq], yy[nq:], t[i], P)
+                if self.use_proj and status[i - 1] != 0:
+                    qq, vv = P.correct(yy[:nq], yy[nq:], t[i])
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
