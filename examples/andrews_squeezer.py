@@ -37,11 +37,13 @@ Run: ``python examples/andrews_squeezer.py``.
 
 The constant drive torque and the spring are compiled force elements, so the whole
 DOP853 step runs in compiled code (``flexmbd.recursive._nbloops.loop_dop853_step``).
-CPU time of the run (model, compile, integration, 30 output samples; warm kernel
-cache): 0.07-0.08 s with ``--quick`` (the tests' settings, ``QUICK``, 9.3 digits), at
-the defaults (rtol 1e-12) about 0.3 s; the same run with the drive as a Python function
-(``build(drive_function=True)``, the Python path) takes about 1.1 s with ``--quick``
-(``benchmarks/bench_loops.py``, RESULTS.md).
+CPU time of a run (model, compile, integration, 30 output samples) in a process whose
+kernels are loaded: 0.075 s with ``--quick`` (the tests' settings, ``QUICK``, 9.35
+digits), 0.14 s at the defaults (rtol 1e-12, 9.57 digits); the same ``--quick`` run with
+the drive as a Python function (``build(drive_function=True)``, the Python path) takes
+1.1 s (``benchmarks/bench_loops.py``, RESULTS.md; 2-core machine shared by other jobs,
+November 2026). This script's first run in a fresh process also loads the cached
+compiled kernels (about 1.3 s).
 """
 
 import time
