@@ -93,7 +93,7 @@ from ..constraints.cut import (
     joint_force_on_cut,
     needs_loops,
 )
-from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
+from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, qr_basis
 from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
@@ -413,6 +413,19 @@ class LoopSystem:
             if st == 0:
                 return q, qd
         return P.correct(q, qd, t)
+
+    def rank_is_stable(self, q: ArrayLike, t: float = 0.0, eps: float = 1e-3) -> bool:
+        """Whether the cut equations' Jacobian has the same rank (the projector's
+        threshold) at ``q`` and at a configuration ``eps`` (rad or m, relative to
+        ``max |q|``) away in a fixed pseudo-random direction: False at or next to a
+        singular configuration (the rank grows off it) and for sets that are redundant
+        only on the constraint manifold (Bricard's mechanism). ``q += dq`` coordinates."""
+        q = np.asarray(q, dtype=float)
+        rtol = self._options["rtol"]
+        r0 = qr_basis(self.constraints.jacobian(q, t), rtol).rank
+        dq = np.random.default_rng(12345).standard_normal(q.shape[0])
+        dq *= eps * max(1.0, float(np.abs(q).max(initial=0.0))) / np.abs(dq).max(initial=1.0)
+        return qr_basis(self.constraints.jacobian(q + dq, t), rtol).rank == r0
 
     def project_rows(self, Y: Array, projector: Projector | None = None) -> Array:
         """Position and velocity correction of the states ``Y`` (n, nq + nv) in place by
@@ -1088,7 +1101,7 @@ def _compiled_dop853():
             st = self.loop_stepper
             c = st.system.compiled_rk4() if st is not None else None
             P = st.P if st is not None else None
-            sel = P.selection() if c is not None else None
+            sel = P.selection() if c is not None and not st.qr_seen else None
             if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
                 return DOP853._step_impl(self)
             t = self.t
@@ -1108,6 +1121,7 @@ def _compiled_dop853():
             if status == -1:
                 return False, self.TOO_SMALL_STEP
             if status != 0:
+                st.qr_seen = True
                 return DOP853._step_impl(self)
             P.selection_used()
             self.h_previous = float(out[2])
@@ -1155,9 +1169,15 @@ class _LoopStepper(ExplicitStepper):
             and P.method == "qr"
             and self.nq == system.nv
         )
+        #: the adaptive run met a state where the QR must decide (a rank change, a singular
+        #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
+        #: so that its error control sees the rank changes (a stall at a singular
+        #: configuration is reported, not crossed); also from a start at or next to a
+        #: singular configuration (:meth:`LoopSystem.rank_is_stable`)
+        self.qr_seen = False
 
     def _f(self, t, y):
-        if self._fast_rhs:
+        if self._fast_rhs and not self.qr_seen:
             out = self._compiled_f(y)
             if out is not None:
                 return out
@@ -1173,6 +1193,8 @@ class _LoopStepper(ExplicitStepper):
     def _make_solver(self, y0):
         """scipy's solver; DOP853 with its steps by the compiled loop
         (``_compiled_dop853()``) where the right-hand side is compiled."""
+        if self._fast_rhs and not self.system.rank_is_stable(y0[: self.nq], self.t0):
+            self.qr_seen = True  # a singular start: the QR at every evaluation
         name, _ = self._solver_class()
         if not (self._fast_rhs and name == "DOP853"):
             return ExplicitStepper._make_solver(self, y0)
@@ -1206,6 +1228,7 @@ class _LoopStepper(ExplicitStepper):
             _GUARD, c[5], c[6], out,
         )  # fmt: skip
         if st != 0:
+            self.qr_seen = True
             return None
         P.selection_used()
         return out
@@ -1306,10 +1329,11 @@ class _LoopStepper(ExplicitStepper):
         return meta
 
     def _extra_state(self):
-        return {"projector": projector_state(self.P)}
+        return {"projector": projector_state(self.P), "qr_seen": bool(self.qr_seen)}
 
     def _load_extra_state(self, st):
         load_projector_state(self.P, st["projector"])
+        self.qr_seen = bool(st.get("qr_seen", False))
 
     def rebuild_kwargs(self):
         s = self.system
