@@ -35,9 +35,15 @@ Reference (Test Set, t = 0.03 s) and the result are printed digit by digit.
 
 Run: ``python examples/andrews_squeezer.py``.
 
-CPU time at defaults: 24 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 5.8 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
+The constant drive torque and the spring are compiled force elements, so the whole
+DOP853 step runs in compiled code (``flexmbd.recursive._nbloops.loop_dop853_step``).
+CPU time of a run (model, compile, integration, 30 output samples) in a process whose
+kernels are loaded: 0.075 s with ``--quick`` (the tests' settings, ``QUICK``, 9.35
+digits), 0.14 s at the defaults (rtol 1e-12, 9.57 digits); the same ``--quick`` run with
+the drive as a Python function (``build(drive_function=True)``, the Python path) takes
+1.1 s (``benchmarks/bench_loops.py``, RESULTS.md; 2-core machine shared by other jobs,
+November 2026). This script's first run in a fresh process also loads the cached
+compiled kernels (about 1.3 s).
 """
 
 import time
@@ -86,8 +92,13 @@ def _body(k, com):
     return fm.RigidBody(mass=M[f"m{k}"], inertia=(Izz, Izz, Izz), com=(com[0], com[1], 0.0))
 
 
-def build():
-    """The squeezer as a Model; joints named after the Test Set angles."""
+def build(drive_function=False):
+    """The squeezer as a Model; joints named after the Test Set angles.
+
+    ``drive_function``: the drive torque as a Python function ``f(t, q, qd)`` (a user
+    force law) instead of a constant, which keeps the run on the Python path of the
+    recursive formulation (for comparison: the same equations, about 10x the CPU time).
+    """
     m = fm.Model("andrews_squeezer")
     m.K1 = _body(1, (ra, 0))
     m.K2 = _body(2, (-da, 0))
@@ -115,13 +126,16 @@ def build():
         m.K2, m.K6, axis=z, parent_frame=(-d, 0, 0), child_frame=(zf, 0, 0), cut=True
     )
     m.spring = fm.SpringDamperActuator(m.ground, (xc, yc, 0.0), m.K3, (sd, -sc, 0.0), k=c0, l0=lo)
-    m.drive = fm.JointForce(m.beta, [mom])
+    m.drive = fm.JointForce(m.beta, (lambda t, q, qd: [mom]) if drive_function else [mom])
     return m
 
 
-def simulate(t_end=0.03, rtol=1e-12, atol=1e-14, n_out=30, integrator="dop853", **options):
+def simulate(
+    t_end=0.03, rtol=1e-12, atol=1e-14, n_out=30, integrator="dop853", drive_function=False,
+    **options,
+):  # fmt: skip
     """Integrate from the Test Set's initial state; returns Results."""
-    m = build()
+    m = build(drive_function)
     system = m.compile("recursive", **options)
     return system.simulate(t_end, dt=t_end / n_out, integrator=integrator, rtol=rtol, atol=atol)
 
@@ -138,13 +152,13 @@ def digits(value, ref):
 
 
 def main(t_end=0.03, rtol=1e-12, atol=1e-14, outdir=None, plot=True):
-    tic = time.perf_counter()
+    tic = time.process_time()
     res = simulate(t_end, rtol=rtol, atol=atol)
-    wall = time.perf_counter() - tic
+    cpu = time.process_time() - tic
     got = angles(res)
     print(
         f"Andrews' squeezer, t = {t_end} s, DOP853 rtol={rtol:g}, "
-        f"{res.meta.get('steps')} steps, {wall:.1f} s"
+        f"{res.meta.get('steps')} steps, {cpu:.3f} s CPU (model, compile, run, output)"
     )
     print(
         f"rank of the 15 cut equations: {sorted(set(res.stats['rank'].tolist()))} "

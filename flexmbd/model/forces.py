@@ -266,6 +266,8 @@ class JointForce(ForceElement):
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
         self.joint = joint
+        #: the force (nv,) when it is constant (compiled formulations add it once), else None
+        self.constant = None
         if callable(force):
             self._f = force
         else:
@@ -276,6 +278,7 @@ class JointForce(ForceElement):
                     f"N m) or a function f(t, q, qd), got {force!r}"
                 )
             self._f = lambda t, q, qd: f
+            self.constant = f
         self.dfdq = dfdq
         self.dfdqd = dfdqd
         self.has_jacobian = not callable(force) or (dfdq is not None and dfdqd is not None)

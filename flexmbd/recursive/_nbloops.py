@@ -1,6 +1,9 @@
 """Compiled closed loops on a rigid tree (numba): the projected forward dynamics and the
 position / velocity correction of :class:`flexmbd.recursive.loops.LoopSystem` in one call
-each, for regular configurations.
+each, for regular configurations, with the force elements of a force table
+(:mod:`flexmbd.recursive._nbforces`); whole RK4 steps (:func:`loop_rk4_step`) and
+DOP853 steps (:func:`loop_dop853_step`, the adaptive integrators' correction inside
+every evaluation: :func:`loop_rhs`).
 
 Both take the tree's packed model and workspace (``Ib``, ``buf``:
 :func:`flexmbd.recursive._kernels.qdd_reactions`), the cut joints' arguments
@@ -25,6 +28,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
+from ._nbforces import tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -220,16 +224,23 @@ def _eval(cargs, q, v, with_v, phi, J, gamma):
 # The tree solver's passes on the packed workspace. Without NRT, like the entry points of
 # _kernels: the workspace views share the buffer's memory without reference counting.
 @njit(cache=True, _nrt=False)
-def _tree_free(Ib, buf, q, v, tau, qdd, reac):
-    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau``."""
-    Ia, Sa = K.unpack_ints(Ib)
+def _tree_free(Ib, buf, forces, q, v, tau, qdd, reac):
+    """Free accelerations ``qdd`` (the serialized CFA) with joint forces ``tau`` and the
+    force table ``forces`` (:mod:`._nbforces`)."""
+    fi, ff, tau_c, S = forces
     nv = Ib[K.IB_NV]
-    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    for i in range(nv):
-        Jw[K.J_TAU, i] = tau[i]
-    st = K.forward_dynamics(
-        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
-    )
+    if fi.shape[0] == 0:
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+        for i in range(nv):
+            Jw[K.J_TAU, i] = tau[i] + tau_c[i]
+        st = K.forward_dynamics(
+            Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
+        )
+    else:
+        st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
     for i in range(nv):
         qdd[i] = Jw[K.J_QDD, i]
     return st
@@ -252,14 +263,15 @@ def _tree_columns(Ib, buf, cols, out):
 
 
 @njit(cache=True)
-def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
     """Constrained accelerations ``qdd`` (nv,) and multipliers ``lam`` (m,) at ``(q, v)``
-    with joint forces ``tau``: the tree's free accelerations, the cut rows, ``M^-1 J_I^T``
+    with joint forces ``tau`` and the force table ``forces`` (:mod:`._nbforces`): the
+    tree's free accelerations, the cut rows, ``M^-1 J_I^T``
     by the tree solver and the Cholesky solve of ``J_I M^-1 J_I^T`` with one refinement
     step (the projector's fast path). Returns 0, :data:`TREE_FAILED` or
     :data:`SINGULAR_ROWS`."""
     nv = Ib[K.IB_NV]
-    if _tree_free(Ib, buf, q, v, tau, qdd, reac) != 0:
+    if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
     k = sel.shape[0]
@@ -307,7 +319,7 @@ def loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, 
 
 
 @njit(cache=True)
-def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
+def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
     """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
     :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
 
@@ -330,7 +342,7 @@ def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, 
             for i in range(2 * nv):
                 yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
         st = loop_accelerations(
-            Ib, buf, cargs, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+            Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
         )
         if st != 0:
             return st
@@ -343,15 +355,16 @@ def loop_rk4_step(Ib, buf, cargs, y, h, tau, sel, tol, max_newton, rtol, guard, 
 
 
 @njit(cache=True, _nrt=False)
-def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row):
-    """The tree's forward dynamics with the cut-joint wrenches ``D^T lam`` applied to the
-    two bodies of each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground) at the child
-    frame origin: tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each
-    cut joint's wrench ``cutF[c]`` (child axes at the child frame origin). Returns the
-    tree solver's status."""
+def _tree_with_cuts(
+    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):
+    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
+    wrenches ``D^T lam`` applied to the two bodies of each cut joint (tree labels
+    ``clab[c] = (P, C)``, 0: ground) at the child frame origin: tree reactions ``reac``,
+    body accelerations ``acc[body_row[k]]`` and each cut joint's wrench ``cutF[c]``
+    (child axes at the child frame origin). Returns the tree solver's status."""
     Ia, Sa = K.unpack_ints(Ib)
     Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    nv = Ib[K.IB_NV]
     n1 = Ib[K.IB_N1]
     K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
     fext = Vv[K.V_FEXT]
@@ -389,14 +402,8 @@ def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, rea
             for i in range(3):
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
-    for i in range(nv):
-        Jw[K.J_TAU, i] = tau[i]
-    st = K.forward_dynamics(
-        Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, True
-    )
-    for k in range(n1):
-        for i in range(6):
-            fext[k, i] = 0.0
+    fi, ff, tau_c, S = forces
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False)
     if st != 0:
         return st
     for k in range(1, n1):
@@ -406,20 +413,36 @@ def _tree_with_cuts(Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, rea
 
 @njit(cache=True)
 def loop_forward_dynamics(
-    Ib, buf, cargs, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc, body_row, cutF
-):
+    Ib, buf, cargs, forces, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc,
+    body_row, cutF,
+):  # fmt: skip
     """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
     (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
     joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
     :data:`TREE_FAILED`."""
-    st = loop_accelerations(Ib, buf, cargs, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
     cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
     if (
         _tree_with_cuts(
-            Ib, buf, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-        )
+            Ib,
+            buf,
+            forces,
+            q,
+            v,
+            tau,
+            cI,
+            clab,
+            Dall,
+            Rcs,
+            pcs,
+            lam,
+            cutF,
+            reac,
+            acc,
+            body_row,
+        )  # fmt: skip
         != 0
     ):
         return TREE_FAILED
@@ -444,3 +467,165 @@ def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
     viol[0] = a
     viol[1] = b
     return _same_rank_decision(J, sel, rtol, guard)
+
+
+@njit(cache=True)
+def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+    """Right-hand side of the adaptive integrators' ``y' = (v, qdd)`` with the correction
+    inside the evaluation (``projection="rhs"``): :func:`loop_correct` of a copy of ``y``,
+    then :func:`loop_accelerations` at the corrected state, ``out = (v, qdd)``. Returns 0,
+    :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
+    with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
+    undefined)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    yy = y.copy()
+    q = yy[:nv]
+    v = yy[nv:]
+    st = loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma)
+    if st != 0:
+        return st
+    lam = np.empty(phi.shape[0])
+    acc = np.empty(nv)
+    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, acc, lam, phi, J, gamma, reac)
+    if st != 0:
+        return st
+    for i in range(nv):
+        out[i] = v[i]
+        out[nv + i] = acc[i]
+    return 0
+
+
+@njit(cache=True)
+def loop_dop853_step(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
+):  # fmt: skip
+    """One accepted step of scipy's ``DOP853`` (its ``_step_impl``, rejected attempts
+    included) with :func:`loop_rhs` at every stage, from ``(t, y)`` with the derivative
+    ``f`` and the proposed step ``h_abs``: ``K`` the stages (scipy's layout, dense output
+    reads them), ``y_new``, ``f_new``, and ``out = (t_new, h_abs_next, h, evaluations)``.
+
+    Returns 0; -1 when the step fell below ``min_step`` (scipy's "too small" failure);
+    or a status of :func:`loop_rhs` (:data:`NEEDS_QR` or a failed solve), after which
+    the caller redoes the step by scipy's own code (``K``, ``y_new`` then undefined)."""
+    n = y.shape[0]
+    ns = B.shape[0]
+    yy = np.empty(n)
+    err5 = np.empty(n)
+    err3 = np.empty(n)
+    nfev = 0
+    if h_abs > max_step:
+        h_abs = max_step
+    elif h_abs < min_step:
+        h_abs = min_step
+    rejected = False
+    while True:
+        if h_abs < min_step:
+            out[3] = nfev
+            return -1
+        h = h_abs * direction
+        t_new = t + h
+        if direction * (t_new - t_bound) > 0:
+            t_new = t_bound
+        h = t_new - t
+        h_abs = abs(h)
+        for i in range(n):
+            K[0, i] = f[i]
+        for s in range(1, ns):
+            for i in range(n):
+                acc = 0.0
+                for j in range(s):
+                    acc += K[j, i] * A[s, j]
+                yy[i] = y[i] + acc * h
+            st = loop_rhs(
+                Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
+            )
+            nfev += 1
+            if st != 0:
+                out[3] = nfev
+                return st
+        for i in range(n):
+            acc = 0.0
+            for j in range(ns):
+                acc += K[j, i] * B[j]
+            y_new[i] = y[i] + h * acc
+        st = loop_rhs(
+            Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac, f_new
+        )
+        nfev += 1
+        if st != 0:
+            out[3] = nfev
+            return st
+        for i in range(n):
+            K[ns, i] = f_new[i]
+        # scipy's DOP853 error norm
+        e5 = 0.0
+        e3 = 0.0
+        for i in range(n):
+            scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
+            a5 = 0.0
+            a3 = 0.0
+            for j in range(ns + 1):
+                a5 += K[j, i] * E5[j]
+                a3 += K[j, i] * E3[j]
+            err5[i] = a5 / scale
+            err3[i] = a3 / scale
+            e5 += err5[i] * err5[i]
+            e3 += err3[i] * err3[i]
+        if e5 == 0.0 and e3 == 0.0:
+            error_norm = 0.0
+        else:
+            error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+        if error_norm < 1.0:
+            if error_norm == 0.0:
+                factor = max_factor
+            else:
+                factor = min(max_factor, safety * error_norm**exponent)
+            if rejected:
+                factor = min(1.0, factor)
+            h_abs *= factor
+            break
+        h_abs *= max(min_factor, safety * error_norm**exponent)
+        rejected = True
+    out[0] = t_new
+    out[1] = h_abs
+    out[2] = h
+    out[3] = nfev
+    return 0
+
+
+@njit(cache=True)
+def loop_samples(
+    Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, guard, ws, reac_ws, body_row,
+    QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+):  # fmt: skip
+    """Output samples in one call: for each state ``Q[i], V[i]`` with joint forces
+    ``TAU[i]`` the violations ``VIOL[i]`` and, where the projector's QR would select the
+    rows ``sel`` there with a margin (:func:`loop_sample`), :func:`loop_forward_dynamics`
+    into ``QDD[i]``, ``LAM[i]``, the tree reactions ``REAC[i]``, the body accelerations
+    ``ACC[i]`` and the cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take
+    the QR path."""
+    phi, J, gamma = ws
+    for i in range(Q.shape[0]):
+        ok[i] = False
+        if not loop_sample(cargs, Q[i], V[i], sel, rtol, guard, phi, J, gamma, VIOL[i]):
+            continue
+        st = loop_forward_dynamics(
+            Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, QDD[i], LAM[i], phi, J,
+            gamma, REAC[i], ACC[i], body_row, CUTF[i],
+        )  # fmt: skip
+        ok[i] = st == 0
+
+
+@njit(cache=True)
+def loop_correct_rows(cargs, Y, sel, tol, max_newton, rtol, guard, ws, status):
+    """:func:`loop_correct` of every state ``Y[i] = (q, v)`` in place; ``status[i]`` its
+    return value (:data:`NEEDS_QR`: ``Y[i]`` unchanged, the caller corrects it)."""
+    phi, J, gamma = ws
+    nv = Y.shape[1] // 2
+    for i in range(Y.shape[0]):
+        status[i] = loop_correct(
+            cargs, Y[i, :nv], Y[i, nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma
+        )

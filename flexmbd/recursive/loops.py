@@ -35,8 +35,12 @@ the cut joints' own coordinates are ``res.joint(name).q`` (continuous angles; fi
 by :func:`flexmbd.results.complete`) and
 ``extra["driver:<name>"]`` the drive forces.
 
-Compiled loops (rigid trees whose only load is gravity, cut joints without applied
-forces, no driver, coordinates with ``dq/dt = v``): between two QRs of a regular
+Compiled loops (rigid trees whose loads are gravity and the compiled force elements of
+:mod:`flexmbd.recursive._nbforces` -- SDAs with rigid or ground ends and a constant
+actuator force, constant point forces and torques, constant joint forces --, cut joints
+without applied forces, no driver, coordinates with ``dq/dt = v``; a time function or a
+user force law keeps the Python path, about 10x the CPU time of the Andrews squeezer's
+run): between two QRs of a regular
 configuration the projector's fast path -- the rows the last QR selected, Cholesky
 solves of ``J_I M^-1 J_I^T`` and ``J_I J_I^T`` -- runs in one compiled call
 (:mod:`flexmbd.recursive._nbloops`): :meth:`LoopSystem.forward_dynamics` (with every
@@ -44,8 +48,12 @@ reaction: the cut-joint wrenches go into the tree pass), the position and veloci
 correction (:meth:`LoopSystem.project`), a whole RK4 step with ``projection="step"`` and
 constant ``tau``, and the output samples. Each checks that the pivoted QR at the
 corrected state would choose the same rows with a margin; otherwise the Python path with
-its QR decides (singular configurations, rank changes). The adaptive integrators keep
-the QR at every evaluation (their error control must see the rank changes).
+its QR decides (singular configurations, rank changes). The adaptive integrators
+correct the state inside every evaluation: there the compiled correction keeps the same
+rank check (a state where the QR's decision could differ goes to the QR, so the error
+control sees the rank changes), and a DOP853 step is one compiled call
+(:func:`flexmbd.recursive._nbloops.loop_dop853_step`, scipy's stages and step control;
+scipy's own code redoes a step where the QR must decide).
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
@@ -69,6 +77,7 @@ absolute formulation's with its interface loads at the current reactions
 
 from __future__ import annotations
 
+import functools
 import time as _time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -84,7 +93,7 @@ from ..constraints.cut import (
     joint_force_on_cut,
     needs_loops,
 )
-from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis
+from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, qr_basis
 from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
@@ -207,6 +216,7 @@ class LoopSystem:
         self._wrench_element = _FlexCutWrenches() if self._flexible else CutWrenches()
         self.view = _TreeView(model, self.cut_joints, self._wrench_element)
         self.tree = RecursiveSystem(self.view, algorithm=algorithm)
+        self.tree.applied_by_caller = (self._wrench_element,)
         self.algorithm = algorithm
         cls = _FlexCutConstraints if self._flexible else CutJointConstraints
         self.constraints = cls(
@@ -404,10 +414,40 @@ class LoopSystem:
                 return q, qd
         return P.correct(q, qd, t)
 
+    def rank_is_stable(self, q: ArrayLike, t: float = 0.0, eps: float = 1e-3) -> bool:
+        """Whether the cut equations' Jacobian has the same rank (the projector's
+        threshold) at ``q`` and at a configuration ``eps`` (rad or m, relative to
+        ``max |q|``) away in a fixed pseudo-random direction: False at or next to a
+        singular configuration (the rank grows off it) and for sets that are redundant
+        only on the constraint manifold (Bricard's mechanism). ``q += dq`` coordinates."""
+        q = np.asarray(q, dtype=float)
+        rtol = self._options["rtol"]
+        r0 = qr_basis(self.constraints.jacobian(q, t), rtol).rank
+        dq = np.random.default_rng(12345).standard_normal(q.shape[0])
+        dq *= eps * max(1.0, float(np.abs(q).max(initial=0.0))) / np.abs(dq).max(initial=1.0)
+        return qr_basis(self.constraints.jacobian(q + dq, t), rtol).rank == r0
+
+    def project_rows(self, Y: Array, projector: Projector | None = None) -> Array:
+        """Position and velocity correction of the states ``Y`` (n, nq + nv) in place by
+        the compiled correction on the projector's rows (one call,
+        :func:`._nbloops.loop_correct_rows`); returns a status per row: 0 done, nonzero
+        where the projector's QR must correct the row (left unchanged)."""
+        P = projector or self.projector
+        status = np.ones(len(Y), dtype=np.int64)
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
+            return status
+        _NL.loop_correct_rows(
+            c[2], Y, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, self._ws, status
+        )
+        return status
+
     def _compiled(self):
-        """``(Ib, buf, cut arguments)`` when the compiled loop applies (rigid tree with
-        gravity only, cut joints without applied forces, no driver, ``q += dv``), else
-        None; rebuilt when the model changes."""
+        """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
+        tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
+        joints without applied forces, no driver, ``q += dv``), else None; rebuilt when
+        the model changes."""
         rev = self.model.revision
         if self._comp is not None and self._comp[0] == rev:
             return self._comp[1]
@@ -420,10 +460,12 @@ class LoopSystem:
             and c.compiled_rows
             and self.tree.nq == self.tree.nv
         ):
-            packed = self.tree.packed_rigid(ignore=(self._wrench_element,))
+            ignore = (self._wrench_element,)
+            self.tree.fix_free_lengths(self.q0(), self.qd0())  # the assembled state
+            packed = self.tree.packed_rigid(ignore=ignore, forces=True)
             if packed is not None:
                 Ib, buf, self._body_row = packed
-                out = (Ib, buf, c.compiled_args())
+                out = (Ib, buf, c.compiled_args(), self.tree.compiled_forces(ignore))
                 ground = self.model.ground
                 self._clab = np.array(
                     [
@@ -441,8 +483,8 @@ class LoopSystem:
 
     def compiled_rk4(self) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
-        ``(Ib, buf, cut arguments, zero joint forces, (phi, J, gamma) workspaces,
-        reaction workspace)``."""
+        ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
+        workspaces, reaction workspace)``."""
         c = self._compiled()
         if c is None:
             return None
@@ -463,6 +505,48 @@ class LoopSystem:
         if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
+
+    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats):
+        """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
+        result arrays: every sample where the QR would select the projector's rows with
+        a margin (their rank statistics are those rows'); returns the mask of the samples
+        done (the others take the per-sample path)."""
+        nt = q.shape[0]
+        done = np.zeros(nt, dtype=bool)
+        c = self._compiled()
+        sel = P.selection() if c is not None and P.method == "qr" and nt else None
+        if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
+            return done
+        TAU = np.zeros((nt, self.nv))
+        for i, x in enumerate(taus):
+            if x is not None:
+                TAU[i] = x
+        m, nt_j = self.constraints.m, len(self.tree.joint_names)
+        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
+        REAC = np.empty((nt, nt_j, 6))
+        ACC = np.empty((nt, len(self.layout.body_names), 6))
+        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
+        VIOL = np.zeros((nt, 2))
+        _NL.loop_samples(
+            c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q, dtype=float),
+            np.ascontiguousarray(qd, dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
+            self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, done,
+        )  # fmt: skip
+        if not done.any():
+            return done
+        P.selection_used()
+        info = P.info
+        qdd[done], lam[done] = QDD[done], LAM[done]
+        full = np.zeros((int(done.sum()), len(self.joint_names), 6))
+        full[:, self._tree_rows] = REAC[done]
+        full[:, self._cut_rows_reac] = CUTF[done]
+        reac[done] = full
+        stats["position_violation"][done] = VIOL[done, 0]
+        stats["velocity_violation"][done] = VIOL[done, 1]
+        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+        stats["n_weak"][done] = info.n_weak
+        stats["discarded"][done] = info.discarded
+        return done
 
     def _compiled_inputs(self, q, qd, tau, P):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
@@ -491,7 +575,7 @@ class LoopSystem:
         acc = np.empty((len(self.layout.body_names), 6))
         cutF = np.empty((len(self.constraints.cuts), 6))
         st = _NL.loop_forward_dynamics(
-            c[0], c[1], c[2], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
+            c[0], c[1], c[2], c[3], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
             self._body_row, cutF,
         )  # fmt: skip
         if st != 0:
@@ -513,7 +597,7 @@ class LoopSystem:
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
         st = _NL.loop_accelerations(
-            c[0], c[1], c[2], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
+            c[0], c[1], c[2], c[3], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
         )
         if st != 0:
             return None
@@ -549,8 +633,7 @@ class LoopSystem:
 
         ``compiled=True``: one compiled call (:func:`._nbloops.loop_accelerations`) where
         it applies (rigid tree, gravity, a regular configuration after a correction);
-        the same equations, agreeing to round-off (the adaptive integrators keep the
-        Python path, whose error control at singular configurations is tested)."""
+        the same equations, agreeing to round-off."""
         P = projector or self.projector
         if compiled:
             fast = self._compiled_accelerations(q, qd, tau, P)
@@ -908,8 +991,12 @@ class LoopSystem:
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats)
         for i in range(nt):
-            fd = self._compiled_sample(q[i], qd[i], tau_f(t[i], q[i], qd[i]), P, viol)
+            if done[i]:
+                continue
+            fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
             if fd is not None:
                 stats["position_violation"][i], stats["velocity_violation"][i] = viol
                 qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
@@ -926,7 +1013,7 @@ class LoopSystem:
             if m and P.method in ("qr",):
                 P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
             try:
-                fd = self.forward_dynamics(q[i], qd[i], tau_f(t[i], q[i], qd[i]), t[i], P)
+                fd = self.forward_dynamics(q[i], qd[i], taus[i], t[i], P)
             except FlexmbdError:
                 if not safe:
                     raise
@@ -936,7 +1023,6 @@ class LoopSystem:
             stats["n_weak"][i] = fd.n_weak
             if m:
                 stats["discarded"][i] = fd.discarded
-        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
         tau = (
             None
             if all(x is None for x in taus)
@@ -968,6 +1054,10 @@ class LoopSystem:
         )
 
 
+# scipy's step-size control constants (scipy.integrate._ivp.rk)
+_SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+
+
 def _cached_minv(minv):
     """``minv`` that returns the last columns again for the same right-hand side (the
     loop-stiffening iteration projects with the same constraint rows at one state)."""
@@ -990,6 +1080,59 @@ def _pair(c, Rc_, pc, F):
     n = Rc_ @ F[:3]
     f = Rc_ @ F[3:]
     return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
+
+
+@functools.cache
+def _compiled_dop853():
+    """The class :class:`_CompiledDOP853` (built on first use: scipy is imported lazily)."""
+    from scipy.integrate import DOP853
+
+    class _CompiledDOP853(DOP853):
+        """scipy's DOP853 whose steps (stages, error norm, step-size control: its
+        ``_step_impl``) run in one compiled call (:func:`._nbloops.loop_dop853_step`) while
+        the last QR's rows hold; a step where they do not, or where a solve fails, is redone
+        by scipy's own code with the stepper's right-hand side (the projector's QR decides
+        there). Dense output and the solver state are scipy's (``loop_stepper`` is set by
+        :meth:`_LoopStepper._make_solver`)."""
+
+        loop_stepper = None
+
+        def _step_impl(self):
+            st = self.loop_stepper
+            c = st.system.compiled_rk4() if st is not None else None
+            P = st.P if st is not None else None
+            sel = P.selection() if c is not None and not st.qr_seen else None
+            if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+                return DOP853._step_impl(self)
+            t = self.t
+            n = self.y.shape[0]
+            min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
+            y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
+            tau = st.constant_tau(c)
+            status = _NL.loop_dop853_step(
+                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
+                c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
+                np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
+                float(self.direction), float(min_step), float(self.max_step), float(self.rtol),
+                float(self.atol), self.A, self.B, self.C, self.E3, self.E5, self.K, _SAFETY,
+                _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
+            )  # fmt: skip
+            self.nfev += int(out[3])
+            if status == -1:
+                return False, self.TOO_SMALL_STEP
+            if status != 0:
+                st.qr_seen = True
+                return DOP853._step_impl(self)
+            P.selection_used()
+            self.h_previous = float(out[2])
+            self.y_old = self.y
+            self.t = float(out[0])
+            self.y = y_new
+            self.h_abs = float(out[1])
+            self.f = f_new
+            return True, None
+
+    return _CompiledDOP853
 
 
 class _LoopStepper(ExplicitStepper):
@@ -1018,8 +1161,26 @@ class _LoopStepper(ExplicitStepper):
             and self.projection == "step"
             and P.method == "qr"
         )
+        # the adaptive ones: the compiled correction and accelerations per evaluation
+        self._fast_rhs = (
+            self.adaptive
+            and (tau is None or not callable(tau))
+            and self.projection == "rhs"
+            and P.method == "qr"
+            and self.nq == system.nv
+        )
+        #: the adaptive run met a state where the QR must decide (a rank change, a singular
+        #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
+        #: so that its error control sees the rank changes (a stall at a singular
+        #: configuration is reported, not crossed); also from a start at or next to a
+        #: singular configuration (:meth:`LoopSystem.rank_is_stable`)
+        self.qr_seen = False
 
     def _f(self, t, y):
+        if self._fast_rhs and not self.qr_seen:
+            out = self._compiled_f(y)
+            if out is not None:
+                return out
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
@@ -1028,6 +1189,49 @@ class _LoopStepper(ExplicitStepper):
             qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
+
+    def _make_solver(self, y0):
+        """scipy's solver; DOP853 with its steps by the compiled loop
+        (``_compiled_dop853()``) where the right-hand side is compiled."""
+        if self._fast_rhs and not self.system.rank_is_stable(y0[: self.nq], self.t0):
+            self.qr_seen = True  # a singular start: the QR at every evaluation
+        name, _ = self._solver_class()
+        if not (self._fast_rhs and name == "DOP853"):
+            return ExplicitStepper._make_solver(self, y0)
+        kw = {} if self.max_step is None else {"max_step": self.max_step}
+        solver = _compiled_dop853()(
+            self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw
+        )
+        solver.loop_stepper = self
+        return solver
+
+    def constant_tau(self, c: tuple) -> Array:
+        """The joint forces (nv,) of the compiled kernels: the run's constant ``tau``, or
+        the zero vector of the compiled arguments ``c`` (:meth:`LoopSystem.compiled_rk4`)."""
+        return c[4] if self._tau is None else self._tau
+
+    def _compiled_f(self, y):
+        """The right-hand side by the compiled loop (:func:`._nbloops.loop_rhs`: the
+        compiled correction on the rows of the last QR, with its rank check, and the
+        accelerations), or None where the projector's QR must decide (rank changes,
+        singular configurations, no selection yet, a failed solve)."""
+        c = self.system.compiled_rk4()
+        sel = self.P.selection() if c is not None else None
+        if sel is None:
+            return None
+        y = np.ascontiguousarray(y, dtype=float)
+        out = np.empty(y.shape[0])
+        P = self.P
+        tau = self.constant_tau(c)
+        st = _NL.loop_rhs(
+            c[0], c[1], c[2], c[3], y, tau, sel, P.position_tol, P.max_newton, P.rtol,
+            _GUARD, c[5], c[6], out,
+        )  # fmt: skip
+        if st != 0:
+            self.qr_seen = True
+            return None
+        P.selection_used()
+        return out
 
     def step(self):
         """One output interval; RK4 with projection after every step runs its substeps by
@@ -1059,15 +1263,15 @@ class _LoopStepper(ExplicitStepper):
         selection holds; a step it hands back is corrected by the QR (``NEEDS_QR``) or
         redone by the generic path (a failed stage)."""
         P, nq = self.P, self.nq
-        tau = c[3] if self._tau is None else self._tau
+        tau = c[4] if self._tau is None else self._tau
         for sub in range(self.substeps):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
             if sel is not None:
                 st = _NL.loop_rk4_step(
-                    c[0], c[1], c[2], y, self.h, tau, sel, P.position_tol, P.max_newton,
-                    P.rtol, _GUARD, c[4], c[5],
+                    c[0], c[1], c[2], c[3], y, self.h, tau, sel, P.position_tol,
+                    P.max_newton, P.rtol, _GUARD, c[5], c[6],
                 )  # fmt: skip
             if st == 0:
                 continue
@@ -1125,10 +1329,11 @@ class _LoopStepper(ExplicitStepper):
         return meta
 
     def _extra_state(self):
-        return {"projector": projector_state(self.P)}
+        return {"projector": projector_state(self.P), "qr_seen": bool(self.qr_seen)}
 
     def _load_extra_state(self, st):
         load_projector_state(self.P, st["projector"])
+        self.qr_seen = bool(st.get("qr_seen", False))
 
     def rebuild_kwargs(self):
         s = self.system
@@ -1147,9 +1352,12 @@ class _LoopStepper(ExplicitStepper):
             # the reported states are the corrected ones (the stepper's drift off the
             # manifold never enters the equations of motion)
             for i in range(1, len(y)):
+                y[i, :nq] = s.tree.normalize(y[i, :nq])
+            # compiled where the last QR's rows hold, else the QR
+            status = s.project_rows(y[1:], P) if self.use_proj else None
+            for i in range(1, len(y)):
                 yy = y[i]
-                yy[:nq] = s.tree.normalize(yy[:nq])
-                if self.use_proj:
+                if self.use_proj and status[i - 1] != 0:
                     qq, vv = P.correct(yy[:nq], yy[nq:], t[i])
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()

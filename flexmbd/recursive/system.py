@@ -75,9 +75,11 @@ from ..integrators.registry import check_options, check_times, resolve
 from ..joint_types import UNIT_DIRECTIONS, joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
-from ..model.forces import Gravity, JointForce
+from ..model.forces import Gravity, JointForce, PointForce, PointTorque
+from ..model.sda import SpringDamperActuator
 from ..spatial import spatial_inertia
 from . import _kernels as K
+from . import _nbforces as NF
 from ._kernels import (
     I_DIAG,
     I_DSLOT,
@@ -1116,6 +1118,10 @@ class RecursiveSystem:
         if self._flex is not None:
             return self._raw_accel_flex(q, qd, tau, t, reactions)
         applied = self._joint_forces or self._generic
+        if applied and self.algorithm == "serialized":
+            out = self._compiled_applied(q, qd, tau, reactions)
+            if out is not None:
+                return out
         if applied or self.algorithm == "general":
             tv = np.zeros(max(self.nv, 1))
             if tau is not None:
@@ -1148,6 +1154,25 @@ class RecursiveSystem:
             self._Vv[V_FEXT] = 0.0
         if st != 0:
             self._raise_factor(st, q)
+        return (qdd, reac) if reactions else qdd
+
+    def _compiled_applied(self, q, qd, tau, reactions):
+        """:meth:`_raw_accel` with the force elements in compiled code
+        (:func:`._nbforces.tree_qdd`), or None (an element needs Python, other shapes, a
+        failed solve: the Python path reports). Not for a tree inside a closed-loop
+        system: its cut-joint wrenches (``applied_by_caller``) are Python loads."""
+        tab = None if self.applied_by_caller else self.compiled_forces()
+        if tab is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.ndim != 1 or tv.shape[0] < self.nv:
+            return None
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac.shape)
+        if NF.tree_qdd(self._Ib, self._buf, q, qd, tv, *tab, qdd, reac) != 0:
+            return None
         return (qdd, reac) if reactions else qdd
 
     def _raw_accel_flex(self, q, qd, tau, t, reactions):
@@ -1440,7 +1465,12 @@ class RecursiveSystem:
         Rw, rw, vel = self._kin(q, qd)
         for _, u, inv, _ in self._flex_speeds(q, qd):
             out["p_damper"] += float(u[6:] @ inv.D @ u[6:])
-        if self._generic:
+        e = self._table_energy(qd)
+        if e is not None:
+            out["p_damper"] += e[1]
+            out["p_actuator"] += e[2] - float(self.compiled_forces()[2][: self.nv] @ qd)
+            out["p_external"] += e[3]
+        if self._generic and e is None:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
                 if hasattr(fe, "damper_power"):
@@ -1470,7 +1500,10 @@ class RecursiveSystem:
             Sbar = inv.c + inv.St @ qk
             g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
             spring += 0.5 * float(qk @ inv.K @ qk)  # strain energy
-        if self._generic:
+        e = self._table_energy(np.zeros(self.nv))
+        if e is not None:
+            spring += e[0]
+        elif self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
                 spring += float(fe.potential(t, st))
@@ -1491,20 +1524,23 @@ class RecursiveSystem:
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
 
-    def packed_rigid(self, ignore: tuple = ()) -> tuple[Array, Array, Array] | None:
+    def packed_rigid(
+        self, ignore: tuple = (), forces: bool = False
+    ) -> tuple[Array, Array, Array] | None:
         """``(Ib, buf, body_row)``, the packed model ints, the float workspace of the
         compiled single-state entry point and the row of each label's body in
         ``layout.body_names``, when one compiled call gives this tree's dynamics:
         rigid bodies, the serialized solver, gravity the only load (force elements in
-        ``ignore`` excepted: the caller applies them), no reversed joint or screw (whose
-        ``M^-1`` columns need a change of speeds). Otherwise None. The workspace is this
-        system's own: one thread at a time."""
+        ``ignore`` excepted: the caller applies them; with ``forces``, also the elements
+        of :meth:`compiled_forces`, whose table the caller passes to the kernels), no
+        reversed joint or screw (whose ``M^-1`` columns need a change of speeds).
+        Otherwise None. The workspace is this system's own: one thread at a time."""
         self._refresh()
+        loads = self._joint_forces or any(all(f is not g for g in ignore) for f in self._generic)
         if (
             self._flex is not None
             or self.algorithm != "serialized"
-            or self._joint_forces
-            or any(all(f is not g for g in ignore) for f in self._generic)
+            or (loads and (not forces or self.compiled_forces(ignore) is None))
         ):
             return None
         Ia = self._Ia
@@ -1512,6 +1548,116 @@ class RecursiveSystem:
             if Ia[I_NV, k] and (Ia[I_REV, k] or Ia[I_JT, k] == J.SCREW):
                 return None
         return self._Ib, self._buf, self._body_row
+
+    #: force elements a wrapping system applies itself (the cut-joint wrenches of
+    #: :class:`~flexmbd.recursive.loops.LoopSystem`): :meth:`compiled_forces` skips them
+    applied_by_caller: tuple = ()
+
+    def compiled_forces(self, ignore: tuple = ()) -> tuple | None:
+        """The force table of :mod:`._nbforces` (``(fi, ff, tau_c, scratch)``) covering every force
+        element of this rigid tree but gravity (which the tree solver applies) and those
+        in ``ignore``: SDAs with rigid or ground ends and a constant actuator force,
+        constant point forces and torques (world or body axes), constant joint forces.
+        None when an element needs Python (a time function, a user force law, a flexible
+        body). An SDA without ``l0`` gets its length at ``q0()`` (a closed loop fixes it
+        at its assembled initial state first: :meth:`fix_free_lengths`)."""
+        self._refresh()
+        ignore = tuple(ignore) + tuple(self.applied_by_caller)
+        key = (self.model.revision, tuple(id(f) for f in ignore))
+        cached = getattr(self, "_ftab", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        tab = None if self._flex is not None else self._force_table(ignore)
+        self._ftab = ((self.model.revision, key[1]), tab)
+        return tab
+
+    def _force_table(self, ignore):
+        tau_c = np.zeros(max(self.nv, 1))
+        for f in self._joint_forces:
+            if f.constant is None:
+                return None
+            tau_c[self._vslice[f.joint.name]] += f.constant
+        fi, ff = [], []
+        for fe in self._generic:
+            if any(fe is g for g in ignore):
+                continue
+            row = self._force_row(fe)
+            if row is None:
+                return None
+            fi.append(row[0])
+            ff.append(row[1])
+        fi = np.array(fi, dtype=np.int64).reshape(-1, 4)
+        ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
+        return fi, ff, tau_c, NF.scratch()
+
+    def _table_energy(self, qd):
+        """``(spring, p_damper, p_actuator, p_external)`` of the compiled force table at
+        the state of the last kinematics pass (:func:`._nbforces.table_energy`), or None
+        (no generic element, an element the table does not cover, coincident points)."""
+        if not self._generic or self._flex is not None:
+            return None
+        tab = self.compiled_forces()
+        if tab is None:
+            return None
+        out = np.zeros(4)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if NF.table_energy(self._R3, self._P3, self._Vv, qd, self.nv, *tab, out) != 0:
+            return None
+        return out
+
+    def fix_free_lengths(self, q: ArrayLike, qd: ArrayLike) -> None:
+        """Set the free length ``l0`` (m) of every SDA given without one to its length at
+        the state ``(q, qd)`` (the initial state: what the Python path does at its first
+        evaluation)."""
+        todo = [f for f in self._generic if isinstance(f, SpringDamperActuator) and f.l0 is None]
+        if todo:
+            Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
+            state = _State(self, Rw, rw, vel)
+            for fe in todo:
+                fe.free_length(state)
+
+    def _ek_point(self, body, s):
+        """``(label, point)``: a body-frame point in the coordinates of the tree frame e_k
+        of the body's label (world coordinates and label 0 for the ground); None for a
+        body outside this rigid tree."""
+        if body is self.model.ground:
+            return 0, np.asarray(s, dtype=float)
+        k = self._label_of.get(id(body))
+        if k is None or not isinstance(body, RigidBody):
+            return None
+        Rf, pf = self._frame[k]
+        return k, Rf.T @ (np.asarray(s, dtype=float) - pf)
+
+    def _force_row(self, fe):
+        """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
+        row = np.zeros(NF.NF)
+        if isinstance(fe, SpringDamperActuator):
+            if callable(fe.fa) or fe.deforming_ends():
+                return None
+            ends = [
+                self._ek_point(b, p) for b, p in ((fe.body_i, fe.point_i), (fe.body_j, fe.point_j))
+            ]
+            if None in ends:
+                return None
+            if fe.l0 is None:
+                self.fix_free_lengths(self.q0(), self.qd0())
+            row[0:3], row[3:6] = ends[0][1], ends[1][1]
+            row[6:10] = fe.k, fe.c, fe.l0, fe.actuator_force(0.0)
+            return (NF.SDA, ends[0][0], ends[1][0], 0), row
+        if isinstance(fe, PointForce | PointTorque):
+            value = fe.force if isinstance(fe, PointForce) else fe.torque
+            end = self._ek_point(fe.body, getattr(fe, "point", np.zeros(3)))
+            if not getattr(value, "constant", False) or end is None or end[0] == 0:
+                return None
+            k, p = end
+            v = value(0.0)
+            body_axes = fe.frame == "body"
+            row[3:6] = self._frame[k][0].T @ v if body_axes else v
+            if isinstance(fe, PointForce):
+                row[0:3] = p
+                return (NF.FORCE, k, 0, int(body_axes)), row
+            return (NF.TORQUE, k, 0, int(body_axes)), row
+        return None
 
     def max_modal_frequency(self) -> float:
         """Highest modal circular frequency (rad/s) of the flexible bodies' ``(K, M_ff)``

@@ -1,0 +1,243 @@
+"""Compiled force elements of a rigid recursive tree (numba): spring-damper-actuators,
+point forces and torques, constant joint forces (gravity stays in the tree solver).
+
+A force table (built by :meth:`flexmbd.recursive.system.RecursiveSystem.compiled_forces`)
+is the tuple ``(fi, ff, tau_c, S)``:
+
+* ``fi`` (n, 4) int64 rows ``(kind, label_a, label_b, body_axes)``: ``kind`` is
+  :data:`SDA`, :data:`FORCE` or :data:`TORQUE`; labels are tree labels (0: the ground);
+  ``body_axes`` 1 when the load's vector is given in the axes of its body;
+* ``ff`` (n, 10) float rows: for an SDA the two attachment points (m; in the axes of the
+  tree frame e_k at its origin O_k, world coordinates for a ground end), ``k`` (N/m),
+  ``c`` (N s/m), ``l0`` (m), ``fa`` (N, tension positive); for a point force the point
+  (e_k coordinates) and the force (N, world axes or e_k axes); for a torque the torque
+  (N m, world axes or e_k axes) in columns 3-5;
+* ``tau_c`` (nv,) the sum of the constant joint forces (N or N m along the tree speeds);
+* ``S`` (9, 3) scratch (the kernels run without numba's reference counting, as the tree
+  solver's entry points do: they allocate nothing).
+
+:func:`apply_forces` adds the wrenches to the tree's external loads ``fext`` (e_k axes,
+moments about O_k: the convention of :func:`flexmbd.recursive._kernels.bias_forces`)
+after a kinematics pass with world poses, and ``tau_c`` to the joint forces. The SDA law
+``f = k (l - l0) + c ldot + fa`` is :func:`sda_line_force`, the model's
+:meth:`flexmbd.SpringDamperActuator.line_force` in compiled form.
+"""
+
+import numpy as np
+
+from .._jit import njit
+from . import _kernels as K
+
+#: kinds of the rows of a force table
+SDA, FORCE, TORQUE = 0, 1, 2
+#: columns of the float rows
+NF = 10
+
+
+def empty_table(nv: int) -> tuple:
+    """A force table without elements for a tree of ``nv`` speeds."""
+    return (np.zeros((0, 4), np.int64), np.zeros((0, NF)), np.zeros(max(nv, 1)), scratch())
+
+
+def scratch() -> np.ndarray:
+    """The scratch array of a force table."""
+    return np.zeros((9, 3))
+
+
+@njit(cache=True, inline="always")
+def sda_line_force(k, c, l0, fa, length, ldot):
+    """Force along an SDA's line ``f = k (l - l0) + c ldot + fa`` (N, positive in
+    tension) at length ``l`` (m) and rate ``ldot`` (m/s)."""
+    return k * (length - l0) + c * ldot + fa
+
+
+@njit(cache=True, inline="always")
+def _end(R3, P3, Vv, k, p, P, vP, rho, w):
+    """World position ``P``, velocity ``vP`` and arm ``rho = P - O_k`` of the point ``p``
+    (e_k coordinates; world for the ground, ``k = 0``)."""
+    if k == 0:
+        for i in range(3):
+            P[i] = p[i]
+            vP[i] = 0.0
+            rho[i] = 0.0
+        return
+    Rk = R3[K.R_W, k]
+    rk = P3[K.P_W, k]
+    tw = Vv[K.V_VEL, k]
+    for i in range(3):
+        rho[i] = Rk[i, 0] * p[0] + Rk[i, 1] * p[1] + Rk[i, 2] * p[2]
+        w[i] = Rk[i, 0] * tw[0] + Rk[i, 1] * tw[1] + Rk[i, 2] * tw[2]
+        vP[i] = Rk[i, 0] * tw[3] + Rk[i, 1] * tw[4] + Rk[i, 2] * tw[5]
+    for i in range(3):
+        P[i] = rk[i] + rho[i]
+    vP[0] += w[1] * rho[2] - w[2] * rho[1]
+    vP[1] += w[2] * rho[0] - w[0] * rho[2]
+    vP[2] += w[0] * rho[1] - w[1] * rho[0]
+
+
+@njit(cache=True, inline="always")
+def _add_wrench(R3, fext, k, rho, f, n):
+    """``fext[k] += [R^T (n + rho x f); R^T f]`` (world force ``f`` at the arm ``rho`` from
+    O_k, world torque ``n``); nothing for the ground."""
+    if k == 0:
+        return
+    Rk = R3[K.R_W, k]
+    m0 = n[0] + rho[1] * f[2] - rho[2] * f[1]
+    m1 = n[1] + rho[2] * f[0] - rho[0] * f[2]
+    m2 = n[2] + rho[0] * f[1] - rho[1] * f[0]
+    for i in range(3):
+        fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
+        fext[k, 3 + i] += Rk[0, i] * f[0] + Rk[1, i] * f[1] + Rk[2, i] * f[2]
+
+
+@njit(cache=True, _nrt=False)
+def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
+    """Add the force table's wrenches to ``fext`` and ``tau_c`` to ``tau[:nv]`` (after a
+    kinematics pass with world poses; ``S`` the table's scratch). Returns 0, or 1 when
+    an SDA's points coincide (no line of action: the caller reports it through the
+    Python path)."""
+    for i in range(nv):
+        tau[i] += tau_c[i]
+    Pa, Pb, va, vb, ra, rb, g, zero, w = S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[7], S[8]
+    for i in range(3):
+        zero[i] = 0.0
+    for e in range(fi.shape[0]):
+        kind, a, b = fi[e, 0], fi[e, 1], fi[e, 2]
+        row = ff[e]
+        if kind == SDA:
+            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
+            _end(R3, P3, Vv, b, row[3:6], Pb, vb, rb, w)
+            ll = 0.0
+            for i in range(3):
+                g[i] = Pb[i] - Pa[i]
+                ll += g[i] * g[i]
+            length = np.sqrt(ll)
+            if length < 1e-12:
+                return 1
+            ldot = 0.0
+            for i in range(3):
+                g[i] /= length
+                ldot += g[i] * (vb[i] - va[i])
+            f = sda_line_force(row[6], row[7], row[8], row[9], length, ldot)
+            for i in range(3):
+                g[i] *= f
+            _add_wrench(R3, fext, a, ra, g, zero)
+            for i in range(3):
+                g[i] = -g[i]
+            _add_wrench(R3, fext, b, rb, g, zero)
+            continue
+        Rk = R3[K.R_W, a]
+        v = row[3:6]
+        for i in range(3):
+            g[i] = v[i]
+            if fi[e, 3]:
+                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        if kind == FORCE:
+            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
+            _add_wrench(R3, fext, a, ra, g, zero)
+        else:
+            _add_wrench(R3, fext, a, zero, zero, g)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin):
+    """The serialized tree solver with the force table applied: kinematics with world
+    poses (``kin``; else the caller ran it and put its own wrenches into ``fext``), the
+    loads into ``fext`` and the joint forces ``tau + tau_c``, bias forces, factor, solve,
+    reactions ``reac``; the accelerations are in the workspace's ``J_QDD`` row and
+    ``fext`` is zero again afterwards. Returns the solver's status, or -1 for coincident
+    SDA points."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = Ib[K.IB_NV]
+    n1 = Ib[K.IB_N1]
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    if kin:
+        K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
+    fext = Vv[K.V_FEXT]
+    st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, fi, ff, tau_c, S)
+    if st == 0:
+        K.bias_forces(Ia, Mm, Vv, R3, P3, grav, Ib[K.IB_GRAV] != 0, Jw)
+        st = K.factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
+        if st == 0:
+            K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
+            K.reversed_frames(Ia, R3, P3)
+            K.reactions_into(Ia, Vv, R3, P3, reac)
+    else:
+        st = -1
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    return st
+
+
+@njit(cache=True, _nrt=False)
+def tree_qdd(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac):
+    """Accelerations ``qdd`` (nv,) and joint reactions ``reac`` of the rigid tree with the
+    force table applied (:func:`tree_loaded`) in one call. Returns its status."""
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+    if st == 0:
+        Ia, Sa = K.unpack_ints(Ib)
+        Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+        for i in range(Ib[K.IB_NV]):
+            qdd[i] = Jw[K.J_QDD, i]
+    return st
+
+
+@njit(cache=True, _nrt=False)
+def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
+    """Energy terms of the force table at the state of the last kinematics pass (world
+    poses): ``out = (spring, p_damper, p_actuator, p_external)`` -- SDA springs
+    ``k (l - l0)^2 / 2`` (J); dissipated by the dampers ``c ldot^2``; delivered by the
+    actuators ``-fa ldot`` and the constant joint forces ``tau_c^T qd``; delivered by
+    the point forces ``f . v_P`` and torques ``n . w`` (W): the definitions of
+    :meth:`flexmbd.recursive.system.RecursiveSystem.powers`. Returns 1 for coincident
+    SDA points, else 0."""
+    Pa, Pb, va, vb, ra, rb, g, w = S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[8]
+    spring = 0.0
+    pd = 0.0
+    pa = 0.0
+    pe = 0.0
+    for i in range(nv):
+        pa += tau_c[i] * qd[i]
+    for e in range(fi.shape[0]):
+        kind, a = fi[e, 0], fi[e, 1]
+        row = ff[e]
+        if kind == SDA:
+            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
+            _end(R3, P3, Vv, fi[e, 2], row[3:6], Pb, vb, rb, w)
+            ll = 0.0
+            for i in range(3):
+                g[i] = Pb[i] - Pa[i]
+                ll += g[i] * g[i]
+            length = np.sqrt(ll)
+            if length < 1e-12:
+                return 1
+            ldot = 0.0
+            for i in range(3):
+                ldot += g[i] * (vb[i] - va[i]) / length
+            ext = length - row[8]
+            spring += 0.5 * row[6] * ext * ext
+            pd += row[7] * ldot * ldot
+            pa -= row[9] * ldot
+            continue
+        Rk = R3[K.R_W, a]
+        v = row[3:6]
+        for i in range(3):
+            g[i] = v[i]
+            if fi[e, 3]:
+                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)  # va: velocity of the point
+        if kind == FORCE:
+            for i in range(3):
+                pe += g[i] * va[i]
+        else:
+            for i in range(3):
+                pe += g[i] * w[i]
+    out[0] = spring
+    out[1] = pd
+    out[2] = pa
+    out[3] = pe
+    return 0
