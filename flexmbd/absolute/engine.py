@@ -86,7 +86,13 @@ from ._sparse import (
     refactor,
     solve,
 )
-from .force_kernels import ForceTable, force_energies, forces_add
+from .force_kernels import (
+    ForceTable,
+    force_energies,
+    forces_add,
+    joint_force_kind,
+    joint_forces_add,
+)
 
 __all__ = [
     "Bodies",
@@ -193,8 +199,8 @@ class Joints(NamedTuple):
 
 
 class Forces(NamedTuple):
-    """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA and point-load
-    tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place)."""
+    """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA, point-load and
+    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place)."""
 
     s_int: np.ndarray
     s_flt: np.ndarray
@@ -202,6 +208,8 @@ class Forces(NamedTuple):
     l_int: np.ndarray
     l_flt: np.ndarray
     l_U: np.ndarray
+    j_int: np.ndarray
+    j_flt: np.ndarray
 
 
 class Interfaces(NamedTuple):
@@ -721,6 +729,9 @@ def _system_terms(
             aD,
             jac,
         )
+    if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
+        lf_j = inp.lf[fm.l_int.shape[0] :, 0]
+        joint_forces_add(q, qd, fm.j_int, fm.j_flt, lf_j, Q, Amat, cm, aK, aD, jac)
     # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
     Pq = ws.Pq
@@ -1367,7 +1378,7 @@ class Engine:
         )
         self.n_joints = len(cs.joints)
         self.ft = ft = ForceTable(s)
-        forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U)
+        forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U, ft.j_int, ft.j_flt)
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
         if sparse is None:
@@ -1387,22 +1398,33 @@ class Engine:
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
-    COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
+    COMPILED_FORCES = (
+        "Gravity",
+        "SpringDamperActuator",
+        "PointForce",
+        "PointTorque",
+        "JointForce",
+    )
 
     @staticmethod
     def supports(system, scheme=None):
         """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
-        spring-damper-actuators with rigid or deforming ends, point forces and torques), no
-        coordinate rows (screws, gear couplings) and no HHT force form. Any size: above
-        ``MAX_DENSE`` unknowns the engine solves with its compiled sparse LU."""
-        from ..model.forces import Gravity, PointForce, PointTorque
+        spring-damper-actuators with rigid or deforming ends, point forces and torques, joint
+        forces that are constant or :meth:`~flexmbd.JointForce.spring_damper` laws:
+        :func:`.force_kernels.joint_force_kind`), no coordinate rows (screws, gear
+        couplings) and no HHT force form. Any size: above ``MAX_DENSE`` unknowns the engine
+        solves with its compiled sparse LU."""
+        from ..model.forces import Gravity, JointForce, PointForce, PointTorque
         from ..model.sda import SpringDamperActuator
 
         if getattr(system.constraints, "ncr", 0):  # Screw / GearCoupling rows: generic path
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
-        if any(type(f) not in ok for f in system.forces):
-            return False
+        for f in system.forces:
+            if type(f) is JointForce and joint_force_kind(f) >= 0:
+                continue
+            if type(f) not in ok:
+                return False
         if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:
             return False
         return True
@@ -1451,13 +1473,13 @@ class Engine:
         rows = [list(cs.b[p]) for p in range(npm)]
         rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
         rows += [[i] for i in range(s.nb)]
-        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
+        couplings = rows[:npm] + ft.couplings()
         L = kkt_layout(n, nc, body_cols, rows, couplings)
         dense = self.model.layout
         self.model = _with_layout(self.model, L)
         self.ws = workspace(n, nc, L)
         rng = np.random.default_rng(20261127)
-        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F)
+        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F, ft.j_int, ft.j_flt)
         saved = [x.copy() for x in arrays]
         nz = np.zeros(len(L.Ai), bool)
         try:
@@ -1467,6 +1489,7 @@ class Engine:
             ft.s_int[:, 8] = 1  # every Jacobian in the matrix
             if len(ft.l_int):
                 ft.l_int[:, 6] = 1
+            ft.j_int[:, 3] = 1
             for _ in range(probes):
                 ft.fa[...] = rng.standard_normal(ft.fa.shape)
                 ft.F[...] = rng.standard_normal(ft.F.shape)
@@ -1655,6 +1678,8 @@ class Engine:
                 ft.l_U,
                 LF,
                 out,
+                ft.j_int,
+                ft.j_flt.copy(),
             )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 

@@ -55,8 +55,9 @@ raises a :class:`~flexmbd.errors.ModelError`.
 import numpy as np
 
 from .._jit import njit
+from ..errors import ModelError
 
-__all__ = ["ForceTable", "forces_add", "force_energies"]
+__all__ = ["ForceTable", "forces_add", "joint_forces_add", "force_energies", "joint_force_kind"]
 
 # integer columns of the SDA table: body, modal count, first modal column, offset in U
 _SB, _SN, _SC, _SO = 0, 2, 4, 6
@@ -506,11 +507,311 @@ def _rot(e):
     return A
 
 
+# columns of the joint-force tables (:class:`ForceTable`)
+_JI, _JJ, _JK, _JJAC = 0, 1, 2, 3  # j_int: parent, child body, kind, Jacobian flag
+_JP, _Jp, _JC, _Jc, _JHW, _JHP = 0, 9, 12, 21, 24, 30  # j_flt: frames, wrench and speed rows
+_JKK, _JCC, _JQ0, _JA, _JU1, _JU2, _JH, _JREF = 36, 37, 38, 39, 42, 45, 48, 49
+#: width of the joint-force float table
+J_FLT = 50
+#: kinds: constant wrench, spring-damper on a revolute angle, a prismatic displacement,
+#: a screw angle
+JF_CONST, JF_REVOLUTE, JF_PRISMATIC, JF_SCREW = 0, 1, 2, 3
+
+
 @njit(cache=True)
-def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
+def _cross(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True)
+def _skew_mul(a, M, out, c):
+    """``out += c a~ M`` (M: 3 x k)."""
+    for l in range(M.shape[1]):
+        out[0, l] += c * (a[1] * M[2, l] - a[2] * M[1, l])
+        out[1, l] += c * (a[2] * M[0, l] - a[0] * M[2, l])
+        out[2, l] += c * (a[0] * M[1, l] - a[1] * M[0, l])
+
+
+@njit(cache=True)
+def _body_frame(b, q, qd, A, r, w, v, E2, Ed2):
+    """Rotation, origin, angular velocity, velocity, ``2E(e)`` and ``2E(ed)`` of body
+    ``b`` (ground, ``b < 0``: identity and zeros)."""
+    if b < 0:
+        for i in range(3):
+            for j in range(3):
+                A[i, j] = 1.0 if i == j else 0.0
+            r[i] = 0.0
+            w[i] = 0.0
+            v[i] = 0.0
+        return
+    c7 = 7 * b
+    A[:, :] = _rot(q[c7 + 3 : c7 + 7])
+    e0, e1, e2, e3 = q[c7 + 3], q[c7 + 4], q[c7 + 5], q[c7 + 6]
+    E2[0, 0], E2[0, 1], E2[0, 2], E2[0, 3] = -2 * e1, 2 * e0, -2 * e3, 2 * e2
+    E2[1, 0], E2[1, 1], E2[1, 2], E2[1, 3] = -2 * e2, 2 * e3, 2 * e0, -2 * e1
+    E2[2, 0], E2[2, 1], E2[2, 2], E2[2, 3] = -2 * e3, -2 * e2, 2 * e1, 2 * e0
+    d0, d1, d2, d3 = qd[c7 + 3], qd[c7 + 4], qd[c7 + 5], qd[c7 + 6]
+    Ed2[0, 0], Ed2[0, 1], Ed2[0, 2], Ed2[0, 3] = -2 * d1, 2 * d0, -2 * d3, 2 * d2
+    Ed2[1, 0], Ed2[1, 1], Ed2[1, 2], Ed2[1, 3] = -2 * d2, 2 * d3, 2 * d0, -2 * d1
+    Ed2[2, 0], Ed2[2, 1], Ed2[2, 2], Ed2[2, 3] = -2 * d3, -2 * d2, 2 * d1, 2 * d0
+    for i in range(3):
+        r[i] = q[c7 + i]
+        v[i] = qd[c7 + i]
+        w[i] = E2[i, 0] * d0 + E2[i, 1] * d1 + E2[i, 2] * d2 + E2[i, 3] * d3
+
+
+@njit(cache=True)
+def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
+    r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W)."""
+    ends = (j_int[el, _JI], j_int[el, _JJ])  # parent i, child j
+    kind = j_int[el, _JK]
+    A = np.empty((2, 3, 3))
+    r = np.empty((2, 3))
+    w = np.empty((2, 3))
+    v = np.empty((2, 3))
+    E2 = np.zeros((2, 3, 4))
+    Ed2 = np.zeros((2, 3, 4))
+    for k in range(2):
+        _body_frame(ends[k], q, qd, A[k], r[k], w[k], v[k], E2[k], Ed2[k])
+    T = j_flt[el]
+    FP = A[0] @ T[_JP : _JP + 9].reshape(3, 3)
+    FC = A[1] @ T[_JC : _JC + 9].reshape(3, 3)
+    pP = r[0] + A[0] @ T[_Jp : _Jp + 3]
+    rho = A[1] @ T[_Jc : _Jc + 3]  # p_C - r_j
+    pC = r[1] + rho
+    sig = pC - r[0]  # p_C - r_i
+    Nh = FC @ T[_JHW : _JHW + 3]  # world wrench per unit tau
+    Fh = FC @ T[_JHW + 3 : _JHW + 6]
+    hpw = FC @ T[_JHP : _JHP + 3]  # world speed row
+    hpv = FC @ T[_JHP + 3 : _JHP + 6]
+    om = w[1] - w[0]
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    y = v[1] - v[0]
+    _cross(w[1], rho, t1)
+    _cross(w[0], sig, t2)
+    y += t1 - t2
+    qdv = hpw @ om + hpv @ y  # joint speed
+    # derivatives of tau w.r.t. x_b = [dphi; dr] and V_b = [w; v] (b: 0 parent, 1 child)
+    Dtx = np.zeros((2, 6))
+    DtV = np.zeros((2, 6))
+    tau = 1.0
+    if kind != JF_CONST:
+        kk, cc = T[_JKK], T[_JCC]
+        dq = np.zeros((2, 6))
+        if kind == JF_PRISMATIC:
+            aP = FP @ T[_JA : _JA + 3]
+            qj = aP @ (pC - pP)
+            _cross(aP, sig, t1)
+            _cross(rho, aP, t2)
+            for i in range(3):
+                dq[0, i] = t1[i]
+                dq[0, 3 + i] = -aP[i]
+                dq[1, i] = t2[i]
+                dq[1, 3 + i] = aP[i]
+        else:
+            cu1 = FC @ T[_JU1 : _JU1 + 3]
+            pu1 = FP @ T[_JU1 : _JU1 + 3]
+            pu2 = FP @ T[_JU2 : _JU2 + 3]
+            xx = cu1 @ pu1
+            yy = cu1 @ pu2
+            qj = np.arctan2(yy, xx)
+            hh = T[_JH]
+            if kind == JF_SCREW and hh != 0.0:
+                aP = FP @ T[_JA : _JA + 3]
+                qj += 2 * np.pi * np.round(((aP @ (pC - pP)) / hh - qj) / (2 * np.pi))
+            else:
+                qj += 2 * np.pi * np.round((T[_JREF] - qj) / (2 * np.pi))
+                T[_JREF] = qj  # the branch follows the motion (steps turn < pi)
+            _cross(cu1, (xx * pu2 - yy * pu1) / (xx * xx + yy * yy), t1)
+            for i in range(3):
+                dq[0, i] = -t1[i]
+                dq[1, i] = t1[i]
+        tau = tau0 - kk * (qj - T[_JQ0]) - cc * qdv
+        # d qd / dx, d qd / dV
+        hw_ = np.empty(3)
+        _cross(hpv, w[0], hw_)
+        c1 = np.empty(3)
+        c2 = np.empty(3)
+        _cross(hpw, om, c1)
+        _cross(hpv, y, c2)
+        c3 = np.empty(3)
+        _cross(hpv, om, t2)
+        _cross(rho, t2, c3)
+        _cross(rho, hpv, t1)
+        _cross(sig, hpv, t2)
+        for i in range(3):
+            Dtx[1, i] = -kk * dq[1, i] - cc * (c1[i] + c2[i] + c3[i])
+            Dtx[1, 3 + i] = -kk * dq[1, 3 + i] + cc * hw_[i]
+            Dtx[0, i] = -kk * dq[0, i]
+            Dtx[0, 3 + i] = -kk * dq[0, 3 + i] - cc * hw_[i]
+            DtV[1, i] = -cc * (hpw[i] + t1[i])
+            DtV[1, 3 + i] = -cc * hpv[i]
+            DtV[0, i] = cc * (hpw[i] + t2[i])
+            DtV[0, 3 + i] = cc * hpv[i]
+    f = Fh * tau
+    n = Nh * tau
+    # wrenches about the body origins: child [n + rho x f; f], parent -[n + sig x f; f]
+    M = np.empty((2, 3))
+    _cross(rho, f, t1)
+    _cross(sig, f, t2)
+    for i in range(3):
+        M[1, i] = n[i] + t1[i]
+        M[0, i] = -(n[i] + t2[i])
+    sgn = (-1.0, 1.0)
+    for k in range(2):
+        b = ends[k]
+        if b < 0:
+            continue
+        c7 = 7 * b
+        for i in range(3):
+            Q[c7 + i] += sgn[k] * f[i]
+        for l in range(4):
+            Q[c7 + 3 + l] += E2[k, 0, l] * M[k, 0] + E2[k, 1, l] * M[k, 1] + E2[k, 2, l] * M[k, 2]
+    if not (jac and j_int[el, _JJAC] != 0):
+        return tau * qdv
+    # body-level blocks K_ab = dF_a/dx_b, C_ab = dF_a/dV_b (F = [moment; force])
+    fs = np.zeros((3, 3))  # f~
+    _skew_mul(f, np.eye(3), fs, 1.0)
+    ns = np.zeros((3, 3))
+    _skew_mul(n, np.eye(3), ns, 1.0)
+    Kb = np.zeros((6, 6))
+    Cb = np.zeros((6, 6))
+    G = np.zeros((7, 7))
+    Gd = np.zeros((7, 7))
+    dF = np.zeros((3, 6))
+    dN = np.zeros((3, 6))
+    dS = np.zeros((3, 6))
+    cF = np.zeros((3, 6))
+    cN = np.zeros((3, 6))
+    dFq = np.zeros((6, 7))
+    dFd = np.zeros((6, 7))
+    for bk in range(2):
+        if ends[bk] < 0:
+            continue
+        for i in range(3):
+            for j in range(6):
+                dF[i, j] = Fh[i] * Dtx[bk, j]
+                dN[i, j] = Nh[i] * Dtx[bk, j]
+                cF[i, j] = Fh[i] * DtV[bk, j]
+                cN[i, j] = Nh[i] * DtV[bk, j]
+                dS[i, j] = 0.0
+        if bk == 1:  # f, n turn with the child; p_C moves with it
+            for i in range(3):
+                for j in range(3):
+                    dF[i, j] -= fs[i, j]
+                    dN[i, j] -= ns[i, j]
+                dS[i, 3 + i] = 1.0
+            _skew_mul(rho, -np.eye(3), dS[:, :3], 1.0)
+        else:
+            for i in range(3):
+                dS[i, 3 + i] = -1.0
+        for ak in range(2):
+            a = ends[ak]
+            if a < 0:
+                continue
+            Kb[:, :] = 0.0
+            Cb[:, :] = 0.0
+            arm = rho if ak == 1 else sig
+            s_ = sgn[ak]
+            Kb[:3] = dN
+            _skew_mul(arm, dF, Kb[:3], 1.0)
+            Cb[:3] = cN
+            _skew_mul(arm, cF, Cb[:3], 1.0)
+            if ak == 1:
+                if bk == 1:  # the child's own arm rho turns: f~ rho~ dphi
+                    R3 = np.zeros((3, 3))
+                    _skew_mul(rho, np.eye(3), R3, 1.0)
+                    Kb[:3, :3] += fs @ R3
+            else:  # the parent's arm sig = p_C - r_i: -f~ dsig
+                Kb[:3] -= fs @ dS
+            Kb[3:] = dF
+            Cb[3:] = cF
+            Kb *= s_
+            Cb *= s_
+            # to the coordinates (r, e) of a and b (:func:`.forces.map_jacobians`)
+            for i in range(6):
+                for j in range(3):
+                    dFq[i, j] = Kb[i, 3 + j]
+                    dFd[i, j] = Cb[i, 3 + j]
+                for j in range(4):
+                    x1 = 0.0
+                    x2 = 0.0
+                    for l in range(3):
+                        x1 += Kb[i, l] * E2[bk, l, j] - Cb[i, l] * Ed2[bk, l, j]
+                        x2 += Cb[i, l] * E2[bk, l, j]
+                    dFq[i, 3 + j] = x1
+                    dFd[i, 3 + j] = x2
+            for j in range(7):
+                for i in range(3):
+                    G[i, j] = dFq[3 + i, j]
+                    Gd[i, j] = dFd[3 + i, j]
+                for i in range(4):
+                    G[3 + i, j] = (
+                        E2[ak, 0, i] * dFq[0, j]
+                        + E2[ak, 1, i] * dFq[1, j]
+                        + E2[ak, 2, i] * dFq[2, j]
+                    )
+                    Gd[3 + i, j] = (
+                        E2[ak, 0, i] * dFd[0, j]
+                        + E2[ak, 1, i] * dFd[1, j]
+                        + E2[ak, 2, i] * dFd[2, j]
+                    )
+            if ak == bk:
+                _TE_add(M[ak, 0], M[ak, 1], M[ak, 2], 2.0, G)
+            ra, cb = 7 * a, 7 * ends[bk]
+            for i in range(7):
+                for j in range(7):
+                    Amat[ra + i, cm[cb + j]] -= aK * G[i, j] + aD * Gd[i, j]
+    return tau * qdv
+
+
+@njit(cache=True)
+def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
+    r"""Add the generalized forces of the joint forces (:class:`~flexmbd.JointForce`) to
+    ``Q`` and, with ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat``; returns their power
+    ``sum tau . qd`` (W).
+
+    A joint force is the wrench ``W = h tau`` (child joint-frame axes, ``h`` the motion
+    subspace column over its squared length: :func:`flexmbd.joint_types.wrench_from_force`)
+    at the child frame's origin ``p_C``, on the child, its opposite on the parent. With
+    ``f = F_C h_f tau``, ``n = F_C h_n tau`` (world), ``rho = p_C - r_j``,
+    ``sigma = p_C - r_i``, the body wrenches about the body origins are::
+
+        F_j = [n + rho x f; f],   F_i = -[n + sigma x f; f],
+        joint speed  qd = hp_w . (w_j - w_i) + hp_v . (v_j + w_j x rho - v_i - w_i x sigma)
+
+    (``hp_w``, ``hp_v`` = ``F_C H^T / |H|^2``, world). ``tau`` is 1 for a constant wrench
+    (``h`` holds it) or ``tau = j_tau - k (q - q0) - c qd`` for the spring-damper law of a
+    Revolute (angle ``atan2(F_C u1 . F_P u2, F_C u1 . F_P u1)``, unwrapped against the last
+    evaluation), a Screw (the same angle, its turn fixed by the advance) or a Prismatic
+    (``q = F_P a . (p_C - p_P)``) joint. Exact derivatives (``x = [dphi; dr]``)::
+
+        dq/dphi_j = -dq/dphi_i = F_C u1 x (x_c F_P u2 - y_c F_P u1) / (x_c^2 + y_c^2)   angle
+        dq/dx_i = [F_P a x sigma; -F_P a],  dq/dx_j = [rho x F_P a; F_P a]             slide
+        dqd/dx_j = [hp_w x om + hp_v x y + rho x (hp_v x om); -hp_v x w_i],
+        dqd/dx_i = [0; hp_v x w_i],  dqd/dV_j = [hp_w + rho x hp_v; hp_v],
+        dqd/dV_i = -[hp_w + sigma x hp_v; hp_v]
+
+    (``om = w_j - w_i``, ``y`` the bracket of ``qd``); ``f``, ``n`` and ``rho`` turn with the
+    child. The body blocks ``dF_a/dx_b``, ``dF_a/dV_b`` map to Euler parameters as in
+    :func:`flexmbd.absolute.forces.map_jacobians` (plus ``2 TE(moment)`` on ``(e_a, e_a)``).
+    ``j_int`` (m, 4), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_tau`` (m,)."""
+    pw = 0.0
+    for el in range(j_int.shape[0]):
+        pw += _joint_force(el, q, qd, j_int, j_flt, j_tau[el], Q, Amat, cm, aK, aD, jac)
+    return pw
+
+
+@njit(cache=True)
+def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt):
     """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
-    ``-f_a ldot`` and the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4).
-    ``FA`` (nt or 1, m) and ``LF`` (nt or 1, p, 6): the time functions per sample."""
+    ``-f_a ldot`` plus the joint forces' ``tau . qd`` (as the generic path books them) and
+    the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4). ``FA`` (nt or 1,
+    m) and ``LF`` (nt or 1, p + joint forces, 6): the time functions per sample; ``j_int``,
+    ``j_flt``: the joint-force tables (their unwrapping references move along)."""
     nt = Q.shape[0]
     m = s_int.shape[0]
     p = l_int.shape[0]
@@ -526,6 +827,9 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
     AU = np.zeros((3, nmax))
     E2 = np.zeros((3, 4))
     w = np.zeros(3)
+    Qj = np.zeros(Q.shape[1])
+    Aj = np.zeros((0, 0))
+    cmj = np.zeros(0, np.int64)
     for t in range(nt):
         q = Q[t]
         qd = Qd[t]
@@ -601,10 +905,31 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
                 if l_int[el, 5] == 0:
                     ni = LF[tl, el, 3 + i]
                 pext += fi * vP[0, i] + ni * w[i]
+        if j_int.shape[0]:
+            pact += joint_forces_add(
+                q, qd, j_int, j_flt, LF[tl, p:, 0], Qj, Aj, cmj, 0.0, 0.0, False
+            )
         out[t, 0] = sp
         out[t, 1] = pdmp
         out[t, 2] = pact
         out[t, 3] = pext
+
+
+#: joint types whose motion subspace is constant in child axes (a constant joint force
+#: is then a constant wrench in the child joint frame)
+_CONST_H = ("Revolute", "Prismatic", "Cylindrical", "Screw", "Planar", "Fixed", "Free")
+_LAW_KIND = {"Revolute": JF_REVOLUTE, "Prismatic": JF_PRISMATIC, "Screw": JF_SCREW}
+
+
+def joint_force_kind(el):
+    """The compiled kind of the :class:`~flexmbd.JointForce` ``el`` (:data:`JF_CONST`, a
+    spring-damper kind) or -1 when the engine cannot evaluate it (a Python law)."""
+    name = type(el.joint).__name__
+    if el.law is not None:
+        return _LAW_KIND.get(name, -1)
+    if el.constant_force is not None and name in _CONST_H:
+        return JF_CONST
+    return -1
 
 
 class ForceTable:
@@ -692,13 +1017,67 @@ class ForceTable:
             Ul.append(U.ravel())
             o += U.size
         self.l_U = np.ascontiguousarray(np.concatenate(Ul)) if Ul else np.zeros(0)
+        # joint forces: their time functions follow the point loads in F (column 0)
+        self.jf = [jm.el for jm in terms.joint_forces]
+        self.j_int = np.zeros((len(self.jf), 4), np.int64)
+        self.j_flt = np.zeros((len(self.jf), J_FLT))
+        for r, el in enumerate(self.jf):
+            self._joint_row(r, el)
         self.refresh()
         self.fa = self._fa(0.0)
         self.F = self._loads(0.0)
 
+    def _joint_row(self, r, el):
+        """Row ``r`` of the joint-force tables for the :class:`~flexmbd.JointForce` ``el``."""
+        from ..joint_types import perp_basis
+
+        s = self.system
+        j = el.joint
+        kind = joint_force_kind(el)
+        if kind < 0:
+            raise ModelError(
+                f"JointForce {el.name!r}: the compiled engine takes constant forces on joints "
+                f"with a constant motion subspace and JointForce.spring_damper laws on "
+                f"Revolute/Prismatic/Screw joints; use engine=False for this one"
+            )
+        self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0)
+        T = self.j_flt[r]
+        T[_JP : _JP + 9] = np.asarray(j.parent_frame.rotation, float).ravel()
+        T[_Jp : _Jp + 3] = j.parent_frame.position
+        T[_JC : _JC + 9] = np.asarray(j.child_frame.rotation, float).ravel()
+        T[_Jc : _Jc + 3] = j.child_frame.position
+        H = np.asarray(j.motion_subspace(j.q0), float).reshape(6, -1)
+        n2 = np.einsum("ij,ij->j", H, H)
+        if kind == JF_CONST:
+            T[_JHW : _JHW + 6] = (H / n2) @ el.constant_force
+            T[_JHP : _JHP + 6] = T[_JHW : _JHW + 6]  # its power W . V_rel = tau . qd
+        else:
+            T[_JHW : _JHW + 6] = H[:, 0] / n2[0]
+            T[_JHP : _JHP + 6] = H[:, 0] / n2[0]
+            T[_JKK], T[_JCC], T[_JQ0] = el.law
+            a = np.asarray(j.axis, float)
+            T[_JA : _JA + 3] = a
+            if kind != JF_PRISMATIC:
+                u1, u2 = perp_basis(a)
+                T[_JU1 : _JU1 + 3] = u1
+                T[_JU2 : _JU2 + 3] = u2
+                T[_JH] = getattr(j, "h", 0.0)
+            T[_JREF] = float(np.asarray(j.q0, float).ravel()[0])
+
+    def reset_joint_references(self):
+        """Angles of the joint-force laws unwrapped against the joints' ``q0`` again (the
+        kernel moves the reference with every evaluation)."""
+        for r, el in enumerate(self.jf):
+            if self.j_int[r, _JK] != JF_CONST:
+                self.j_flt[r, _JREF] = float(np.asarray(el.joint.q0, float).ravel()[0])
+
+    def couplings(self):
+        """Body pairs each element couples (for the Newton matrix's pattern)."""
+        return [list(r) for r in self.s_int[:, :2]] + [list(r) for r in self.j_int[:, :2]]
+
     @property
     def empty(self):
-        return len(self.sda) == 0 and len(self.loads) == 0
+        return len(self.sda) == 0 and len(self.loads) == 0 and len(self.jf) == 0
 
     def refresh(self):
         """Re-read the mutable element parameters (``k``, ``c``, ``l0``, Jacobian switch)."""
@@ -707,6 +1086,8 @@ class ForceTable:
             self.s_flt[r, 7] = el.c
             self.s_flt[r, 8] = el.free_length()
             self.s_int[r, 8] = self.exact and el.has_jacobian
+        for r, el in enumerate(self.jf):
+            self.j_int[r, _JJAC] = self.exact and el.has_jacobian
 
     def _fa(self, t):
         return np.array([e.actuator_force(t) for e in self.sda], float)
@@ -714,19 +1095,23 @@ class ForceTable:
     def _loads(self, t):
         from ..model.forces import PointForce
 
-        F = np.zeros((len(self.loads), 6))
+        p = len(self.loads)
+        F = np.zeros((p + len(self.jf), 6))
         for r, f in enumerate(self.loads):
             if type(f) is PointForce:
                 F[r, :3] = f.force(t)
             else:
                 F[r, 3:] = f.torque(t)
+        for r, el in enumerate(self.jf):
+            if el.actuator is not None:
+                F[p + r, 0] = el.actuator(t)
         return F
 
     def at(self, t):
         """Time functions at ``t``: ``(fa (m,), F (p, 6))`` (kept in :attr:`fa`, :attr:`F`)."""
         if self.sda:
             self.fa = self._fa(t)
-        if self.loads:
+        if self.loads or self.jf:
             self.F = self._loads(t)
         return self.fa, self.F
 
@@ -743,6 +1128,9 @@ class ForceTable:
         timed_l = any(
             not getattr(f.force if type(f) is PointForce else f.torque, "constant", False)
             for f in self.loads
+        ) or any(
+            el.actuator is not None and not getattr(el.actuator, "constant", False)
+            for el in self.jf
         )
         LF = (
             np.array([self._loads(t) for t in times])
@@ -751,5 +1139,5 @@ class ForceTable:
         )
         return (
             np.ascontiguousarray(FA.reshape(len(FA), len(self.sda))),
-            np.ascontiguousarray(LF.reshape(len(LF), len(self.loads), 6)),
+            np.ascontiguousarray(LF.reshape(len(LF), len(self.loads) + len(self.jf), 6)),
         )

@@ -252,6 +252,11 @@ class JointForce(ForceElement):
     nv x nv) for implicit integrators.
     """
 
+    #: the constant force (nv,) when ``force`` was given as numbers, else None
+    constant_force: Array | None = None
+    #: ``(stiffness, damping, q0)`` of a :meth:`spring_damper` law, else None
+    law: tuple[float, float, float] | None = None
+
     def __init__(
         self,
         joint: Joint,
@@ -266,6 +271,7 @@ class JointForce(ForceElement):
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
         self.joint = joint
+        self.actuator = None
         if callable(force):
             self._f = force
         else:
@@ -276,9 +282,71 @@ class JointForce(ForceElement):
                     f"N m) or a function f(t, q, qd), got {force!r}"
                 )
             self._f = lambda t, q, qd: f
+            self.constant_force = f
         self.dfdq = dfdq
         self.dfdqd = dfdqd
         self.has_jacobian = not callable(force) or (dfdq is not None and dfdqd is not None)
+
+    @classmethod
+    def spring_damper(
+        cls,
+        joint: Joint,
+        stiffness: float = 0.0,
+        damping: float = 0.0,
+        q0: float = 0.0,
+        actuator: float | Callable[[float], float] = 0.0,
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> JointForce:
+        """Linear spring-damper-actuator along a one-speed joint's coordinate.
+
+        ``tau = actuator(t) - stiffness (q - q0) - damping qd`` (N m and rad for an angle,
+        N and m for a displacement; ``actuator`` a number or a function of time only). The
+        law is known in closed form, so the compiled absolute engine evaluates it, with its
+        exact Jacobians, inside its step (Revolute, Prismatic and Screw joints); every
+        other formulation calls it as the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
+        """
+        k, c, x0 = (float(x) for x in (stiffness, damping, q0))
+        if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
+            raise ModelError(
+                f"JointForce.spring_damper: needs a joint with one coordinate and one speed "
+                f"(Revolute, Prismatic, Screw), got {joint!r}"
+            )
+        if not all(np.isfinite((k, c, x0))):
+            raise ModelError(
+                f"JointForce.spring_damper on {joint.local_name!r}: stiffness, damping and q0 "
+                f"must be finite numbers, got {(stiffness, damping, q0)!r}"
+            )
+        if callable(actuator):
+            fa = actuator
+        else:
+            a0 = float(actuator)
+            if not np.isfinite(a0):
+                raise ModelError(
+                    f"JointForce.spring_damper on {joint.local_name!r}: actuator must be a "
+                    f"finite number or a function of time, got {actuator!r}"
+                )
+
+            def fa(t):
+                return a0
+
+            fa.constant = True  # the compiled engine evaluates it once
+
+        def force(t, q, qd):
+            return np.array([float(fa(t)) - k * (q[0] - x0) - c * qd[0]])
+
+        el = cls(
+            joint,
+            force,
+            dfdq=lambda t, q, qd: np.array([[-k]]),
+            dfdqd=lambda t, q, qd: np.array([[-c]]),
+            name=name,
+            doc=doc,
+        )
+        el.law = (k, c, x0)
+        el.actuator = fa
+        return el
 
     def generalized_force(self, t: float, q: ArrayLike, qd: ArrayLike) -> Array:
         """Force along the joint speeds (N or N m), shape (nv,)."""
