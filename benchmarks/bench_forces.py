@@ -156,6 +156,17 @@ def exudyn_model(model):
                 stiffness=f.k,
                 damping=f.c,
             )
+        elif isinstance(f, fm.JointForce) and (f.law or getattr(f, "torsion", None)):
+            j = f.joint  # a torsion spring-damper at rest at the initial angle (the reference
+            k, c = f.law[:2] if f.law else f.torsion  # configuration of Exudyn's connector)
+            Rp = np.eye(3) if isinstance(j.parent, fm.model.bodies.Ground) else st[j.parent.name][0]
+            mbs.CreateTorsionalSpringDamper(
+                itemNumbers=[num(j.parent), num(j.child)],
+                position=list(world(j.parent, j.parent_frame.position)),
+                axis=list(Rp @ j.parent_frame.rotation @ j.axis),
+                stiffness=k,
+                damping=c,
+            )
         elif isinstance(f, fm.PointForce):
             mbs.CreateForce(
                 itemNumber=num(f.body),
@@ -230,6 +241,72 @@ def user_force_model():
     del m.sda
     m.user = UserSpring(old.body_i, old.point_i, old.body_j, old.point_j, k=old.k, c=old.c)
     return m
+
+
+def torsion_chain(n, python_law=False):
+    """A chain of ``n`` rods on revolute joints about z (``bench_absolute.chain`` without its
+    SDAs) with a torsion spring-damper k = 50 N m/rad, c = 0.5 N m s/rad at every joint,
+    at rest at the initial angles: ``JointForce.spring_damper`` (compiled in the engine) or,
+    with ``python_law``, the same law as a Python ``JointForce`` ``f(t, q, qd)`` with its
+    ``dfdq``/``dfdqd`` (the documented callback path: generic numpy path)."""
+    import bench_absolute as ba
+
+    import flexmbd as fm
+
+    m = ba.chain(n)
+    k, c = 50.0, 0.5
+    for i in range(n):
+        j = getattr(m, f"j{i}")
+        if i:
+            delattr(m, f"s{i}")
+        q0 = float(j.q0[0])
+        if python_law:
+            el = fm.JointForce(
+                j,
+                lambda t, q, qd, q0=q0: np.array([-k * (q[0] - q0) - c * qd[0]]),
+                dfdq=lambda t, q, qd: np.array([[-k]]),
+                dfdqd=lambda t, q, qd: np.array([[-c]]),
+            )
+            el.torsion = (k, c)  # for exudyn_model (the engine does not read it)
+        else:
+            el = fm.JointForce.spring_damper(j, k, c, q0=q0)
+        setattr(m, f"t{i}", el)
+    return m
+
+
+def joint_force_rows():
+    """The joint-force table of the forces section (issue 13 item 1: JointForce in the
+    compiled engine; item 4: the measured cost of the Python law path)."""
+    rows = [
+        ("torsion chain, 10 bodies, compiled law", compare(torsion_chain(10), 100)),
+        ("same, Python law f(t, q, qd)", compare(torsion_chain(10, True), 20)),
+        ("torsion chain, 50 bodies, compiled law", compare(torsion_chain(50), 60)),
+        ("same, Python law f(t, q, qd)", compare(torsion_chain(50, True), 10)),
+    ]
+    lines = [
+        "",
+        "Joint forces (`benchmarks/bench_forces.py` `joint_force_rows()`): chains of rods on "
+        "revolute joints, gravity, a torsion spring-damper (50 N m/rad, 0.5 N m s/rad) at "
+        "every joint: `fm.JointForce.spring_damper` (compiled in the engine with its exact "
+        "Jacobian) vs the same law as a Python `JointForce` callback `f(t, q, qd)` with "
+        "`dfdq`/`dfdqd` (the generic path); Exudyn `TorsionalSpringDamper` connectors; "
+        "same integrator, tolerance and timing as above.",
+        "",
+        "| model | unknowns | flexmbd us/step | path | corrections | Exudyn us/step | "
+        "Exudyn solver | ratio flexmbd/Exudyn | position diff (m) |",
+        "|---|---:|---:|---|---:|---:|---|---:|---:|",
+    ]
+    for name, r in rows:
+        a, b = r["ours"], r["exu"]
+        path = "generic"
+        if a["engine"]:
+            path = "engine, sparse LU" if a["sparse"] else "engine, dense"
+        lines.append(
+            f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | {path} | {a['iters']:.2f} | "
+            f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {a['cpu'] / b['cpu']:.2f} | "
+            f"{r['diff']:.1e} |"
+        )
+    return lines
 
 
 def compare(model, steps):
@@ -411,6 +488,7 @@ def main(write=True):
         "| bodies | unknowns | dense LAPACK | sparse LU | sparse / dense |",
         "|---:|---:|---:|---:|---:|",
         *(f"| {n} | {m} | {d:.0f} | {sp_:.0f} | {sp_ / d:.2f} |" for n, m, d, sp_ in cross),
+        *joint_force_rows(),
         "<!-- forces:end -->",
     ]
     text = "\n".join(lines)

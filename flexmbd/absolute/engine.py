@@ -90,6 +90,7 @@ from .force_kernels import (
     ForceTable,
     force_energies,
     forces_add,
+    interface_force_loads,
     joint_force_kind,
     joint_forces_add,
 )
@@ -210,6 +211,7 @@ class Forces(NamedTuple):
     l_U: np.ndarray
     j_int: np.ndarray
     j_flt: np.ndarray
+    i_int: np.ndarray
 
 
 class Interfaces(NamedTuple):
@@ -901,7 +903,7 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
     nj = reac.shape[1]
     FC = np.zeros((nj, 3, 3))
     pC = np.zeros((nj, 3))
-    itf_on = m.interfaces.joint.shape[0] > 0
+    itf_on = m.interfaces.n_load.sum() > 0
     if project:  # scratch of the velocity projection (the mass matrix: no stiffening)
         zn = np.zeros(n)
         zc = np.zeros(nc)
@@ -985,7 +987,34 @@ def _run(m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, p
         _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
         if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
             _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
+            if m.forces.i_int.shape[0]:  # point forces and SDAs at the interfaces
+                _interface_force_loads(m, inp_i, q, qd, inp.itf, inp.Kitf)
     return 0
+
+
+@njit(cache=True)
+def _interface_force_loads(m, inp, q, qd, v, Kitf):
+    """:func:`.force_kernels.interface_force_loads` with the model's tables."""
+    fm, it, bm = m.forces, m.interfaces, m.bodies
+    lf = inp.lf
+    interface_force_loads(
+        q,
+        qd,
+        fm.s_int,
+        fm.s_flt,
+        fm.s_U,
+        inp.fa,
+        fm.l_int,
+        lf,
+        fm.i_int,
+        it.U,
+        it.U_off,
+        it.load_off,
+        bm.f_n,
+        bm.f_o3,
+        v,
+        Kitf,
+    )
 
 
 @njit(cache=True)
@@ -1335,9 +1364,9 @@ class Engine:
             f_o3=9 * off2[:-1],
         )
         self.itf_lagged = any(d.itf_names for d in fl)
-        # lagged interface loads: updated in the compiled step loop when they all come
-        # from joint reactions (else per step in Python, Engine mode "engine")
-        self.itf_compiled = self.itf_lagged and s.interface_loads_compiled()
+        # lagged interface loads: updated in the compiled step loop (joint reactions,
+        # point forces and SDA ends at the interfaces: .force_kernels.interface_force_loads)
+        self.itf_compiled = self.itf_lagged
         interfaces = self._interfaces(s, fl)
         self.itf = np.zeros(int(interfaces.n_load.sum()))  # lagged loads (Inputs)
         self.Kitf = np.zeros(int(off2[-1]))  # their stiffness (Inputs)
@@ -1378,7 +1407,9 @@ class Engine:
         )
         self.n_joints = len(cs.joints)
         self.ft = ft = ForceTable(s)
-        forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U, ft.j_int, ft.j_flt)
+        forces = Forces(
+            ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U, ft.j_int, ft.j_flt, ft.i_int
+        )
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
         if sparse is None:
@@ -1753,10 +1784,11 @@ class Engine:
             out,
         )
 
-    def interface_loads(self, q, lam):
+    def interface_loads(self, q, lam, qd=None):
         """``(v, Kitf)``: the lagged interface loads and their stiffness (flat) that the
-        compiled loop sets after a step ending at ``(q, lam)`` (:func:`_interface_loads`;
-        zeros unless :attr:`itf_compiled`). Does not change the engine's own."""
+        compiled loop sets after a step ending at ``(q, lam)`` (rates ``qd``: SDA damping at
+        the interfaces, at rest when None; :func:`_interface_loads`; zeros unless
+        :attr:`itf_compiled`). Does not change the engine's own."""
         nj = self.n_joints
         q = np.asarray(q, float)
         reac, FC, pC = np.zeros((nj, 6)), np.zeros((nj, 3, 3)), np.zeros((nj, 3))
@@ -1765,6 +1797,9 @@ class Engine:
         if self.itf_compiled:
             m = self.model
             _interface_loads(m.interfaces, m.bodies, q, reac, FC, pC, v, K)
+            if m.forces.i_int.shape[0]:
+                qd = np.zeros_like(q) if qd is None else np.asarray(qd, float)
+                _interface_force_loads(m, self.inputs(), q, qd, v, K)
         return v, K
 
     def reactions(self, q, lam):

@@ -57,7 +57,14 @@ import numpy as np
 from .._jit import njit
 from ..errors import ModelError
 
-__all__ = ["ForceTable", "forces_add", "joint_forces_add", "force_energies", "joint_force_kind"]
+__all__ = [
+    "ForceTable",
+    "forces_add",
+    "joint_forces_add",
+    "interface_force_loads",
+    "force_energies",
+    "joint_force_kind",
+]
 
 # integer columns of the SDA table: body, modal count, first modal column, offset in U
 _SB, _SN, _SC, _SO = 0, 2, 4, 6
@@ -806,6 +813,93 @@ def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
 
 
 @njit(cache=True)
+def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
+    """Tension ``f = k (l - l0) + c ldot + f_a`` (N) of SDA ``el``; its unit vector from end
+    ``i`` to end ``j`` into ``u`` (world)."""
+    P = np.empty((2, 3))
+    vP = np.empty((2, 3))
+    G0 = np.zeros((0, 7))
+    rho = np.zeros(3)
+    AU = np.zeros((3, max(1, s_int[el, _SN], s_int[el, _SN + 1])))
+    E2 = np.zeros((3, 4))
+    w = np.zeros(3)
+    for k in range(2):
+        nf = s_int[el, _SN + k]
+        o = s_int[el, _SO + k]
+        _end_kin(
+            s_int[el, _SB + k],
+            s_flt[el, 3 * k : 3 * k + 3],
+            nf,
+            s_int[el, _SC + k],
+            s_U[o : o + 3 * nf].reshape(3, nf),
+            q,
+            qd,
+            P[k],
+            vP[k],
+            G0,
+            G0,
+            rho,
+            AU,
+            E2,
+            w,
+        )
+    ll = 0.0
+    for i in range(3):
+        u[i] = P[1, i] - P[0, i]
+        ll += u[i] * u[i]
+    length = np.sqrt(ll)
+    ld = 0.0
+    for i in range(3):
+        u[i] /= length
+        ld += u[i] * (vP[1, i] - vP[0, i])
+    return s_flt[el, 6] * (length - s_flt[el, 8]) + s_flt[el, 7] * ld + fa
+
+
+@njit(cache=True)
+def interface_force_loads(
+    q, qd, s_int, s_flt, s_U, fa, l_int, l_F, i_int, U, U_off, load_off, f_n, f_o3, v, Kitf
+):
+    """Add the point forces and SDA end forces at stiffened interfaces to the lagged
+    interface loads ``v`` and their stiffness ``Kitf`` (after
+    :func:`flexmbd.absolute.engine._interface_loads` set the joints' part): the force
+    ``[0; A^T f]`` (body axes, at the interface origin) of each row of ``i_int`` (kind 0: a
+    point load, 1: an SDA end; element; end; flexible body; first component of the
+    interface in ``v``), and ``v_c U_c`` for each component it changes, as
+    :meth:`flexmbd.absolute.system.AbsoluteSystem.update_interface_loads` does with the
+    step's time functions ``fa``, ``l_F`` and rates ``qd``."""
+    u = np.empty(3)
+    fw = np.empty(3)
+    for r in range(i_int.shape[0]):
+        kind, el, end, kf, o = i_int[r, 0], i_int[r, 1], i_int[r, 2], i_int[r, 3], i_int[r, 4]
+        if kind == 0:
+            b = l_int[el, _LB]
+            A = _rot(q[7 * b + 3 : 7 * b + 7])
+            for i in range(3):
+                if l_int[el, 4] != 0:  # body axes
+                    fw[i] = A[i, 0] * l_F[el, 0] + A[i, 1] * l_F[el, 1] + A[i, 2] * l_F[el, 2]
+                else:
+                    fw[i] = l_F[el, i]
+        else:
+            b = s_int[el, _SB + end]
+            A = _rot(q[7 * b + 3 : 7 * b + 7])
+            f = _sda_tension(el, q, qd, s_int, s_flt, s_U, fa[el], u)
+            sF = 1.0 if end == 0 else -1.0
+            for i in range(3):
+                fw[i] = sF * f * u[i]
+        nf = f_n[kf]
+        ko = f_o3[kf] // 9
+        lo = load_off[kf]
+        u0 = U_off[kf]
+        for i in range(3):
+            dv = A[0, i] * fw[0] + A[1, i] * fw[1] + A[2, i] * fw[2]
+            c = o + 3 + i
+            v[c] += dv
+            base = u0 + (c - lo) * nf * nf
+            for a in range(nf * nf):
+                Kitf[ko + a] += dv * U[base + a]
+
+
+@njit(cache=True)
 def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt):
     """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
     ``-f_a ldot`` plus the joint forces' ``tau . qd`` (as the generic path books them) and
@@ -1023,6 +1117,7 @@ class ForceTable:
         self.j_flt = np.zeros((len(self.jf), J_FLT))
         for r, el in enumerate(self.jf):
             self._joint_row(r, el)
+        self.i_int = self._interface_rows(terms, len(ends) - len(terms.flex_sda))
         self.refresh()
         self.fa = self._fa(0.0)
         self.F = self._loads(0.0)
@@ -1063,6 +1158,36 @@ class ForceTable:
                 T[_JU2 : _JU2 + 3] = u2
                 T[_JH] = getattr(j, "h", 0.0)
             T[_JREF] = float(np.asarray(j.q0, float).ravel()[0])
+
+    def _interface_rows(self, terms, n_rigid_sda):
+        """Rows ``(kind, element, end, flexible body, first component in v)`` of the point
+        forces (kind 0) and SDA ends (kind 1) at stiffened interfaces
+        (:func:`interface_force_loads`)."""
+        s = self.system
+        flex = s.flexible.flex
+        rows = []
+        if not any(d.itf_names for d in flex):
+            return np.zeros((0, 5), np.int64)
+        load_off = s.interface_load_table().load_off
+        for kf, d in enumerate(flex):
+            if not d.itf_names:
+                continue
+
+            def comp(name, d=d, o=int(load_off[kf])):
+                return o + 6 * d.itf_names.index(name)
+
+            for r, f in enumerate(self.loads):
+                fp = next((x for x in terms.flex_point_forces if x.el is f), None)
+                name = getattr(f.attachment, "interface_name", None)
+                if fp is not None and fp.d is d and name in d.itf_names:
+                    rows.append((0, r, 0, kf, comp(name)))
+            for r, fs in enumerate(terms.flex_sda):
+                for a in (0, 1):
+                    name = getattr((fs.el.frame_i, fs.el.frame_j)[a], "interface_name", None)
+                    e_ = fs.ends[a]
+                    if e_ is not None and e_[0] == d.index and name in d.itf_names:
+                        rows.append((1, n_rigid_sda + r, a, kf, comp(name)))
+        return np.array(rows, np.int64).reshape(-1, 5)
 
     def reset_joint_references(self):
         """Angles of the joint-force laws unwrapped against the joints' ``q0`` again (the
