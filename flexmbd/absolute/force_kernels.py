@@ -533,15 +533,6 @@ def _cross(a, b, out):
 
 
 @njit(cache=True)
-def _skew_mul(a, M, out, c):
-    """``out += c a~ M`` (M: 3 x k)."""
-    for l in range(M.shape[1]):
-        out[0, l] += c * (a[1] * M[2, l] - a[2] * M[1, l])
-        out[1, l] += c * (a[2] * M[0, l] - a[0] * M[2, l])
-        out[2, l] += c * (a[0] * M[1, l] - a[1] * M[0, l])
-
-
-@njit(cache=True)
 def _body_frame(b, q, qd, A, r, w, v, E2, Ed2):
     """Rotation, origin, angular velocity, velocity, ``2E(e)`` and ``2E(ed)`` of body
     ``b`` (ground, ``b < 0``: identity and zeros)."""
@@ -570,47 +561,80 @@ def _body_frame(b, q, qd, A, r, w, v, E2, Ed2):
 
 
 @njit(cache=True)
-def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
-    r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W)."""
+def _mv(A, x, out):
+    """``out = A x`` (3x3 times 3)."""
+    for i in range(3):
+        out[i] = A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
+
+
+@njit(cache=True)
+def _skew_to(a, out):
+    """``out = a~`` (3x3)."""
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -a[2], a[1]
+    out[1, 0], out[1, 1], out[1, 2] = a[2], 0.0, -a[0]
+    out[2, 0], out[2, 1], out[2, 2] = -a[1], a[0], 0.0
+
+
+@njit(cache=True)
+def _mm_add(A, B, out, c):
+    """``out += c A B`` (3x3 times 3 x k)."""
+    for i in range(3):
+        for l in range(B.shape[1]):
+            out[i, l] += c * (A[i, 0] * B[0, l] + A[i, 1] * B[1, l] + A[i, 2] * B[2, l])
+
+
+@njit(cache=True)
+def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+    r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W).
+    Scratch: ``S`` (2, 3, 3), ``V`` (24, 3), ``M3`` (8, 3, 3), ``B6`` (14, 7, 7)."""
     ends = (j_int[el, _JI], j_int[el, _JJ])  # parent i, child j
     kind = j_int[el, _JK]
-    A = np.empty((2, 3, 3))
-    r = np.empty((2, 3))
-    w = np.empty((2, 3))
-    v = np.empty((2, 3))
-    E2 = np.zeros((2, 3, 4))
-    Ed2 = np.zeros((2, 3, 4))
-    for k in range(2):
-        _body_frame(ends[k], q, qd, A[k], r[k], w[k], v[k], E2[k], Ed2[k])
+    A, E2, Ed2 = S, B6[0, :3, :4], B6[1, :3, :4]
+    Ep, Edp = B6[2, :3, :4], B6[3, :3, :4]
+    r0, r1, w0, w1, v0, v1 = V[0], V[1], V[2], V[3], V[4], V[5]
+    _body_frame(ends[0], q, qd, A[0], r0, w0, v0, Ep, Edp)
+    _body_frame(ends[1], q, qd, A[1], r1, w1, v1, E2, Ed2)
     T = j_flt[el]
-    FP = A[0] @ T[_JP : _JP + 9].reshape(3, 3)
-    FC = A[1] @ T[_JC : _JC + 9].reshape(3, 3)
-    pP = r[0] + A[0] @ T[_Jp : _Jp + 3]
-    rho = A[1] @ T[_Jc : _Jc + 3]  # p_C - r_j
-    pC = r[1] + rho
-    sig = pC - r[0]  # p_C - r_i
-    Nh = FC @ T[_JHW : _JHW + 3]  # world wrench per unit tau
-    Fh = FC @ T[_JHW + 3 : _JHW + 6]
-    hpw = FC @ T[_JHP : _JHP + 3]  # world speed row
-    hpv = FC @ T[_JHP + 3 : _JHP + 6]
-    om = w[1] - w[0]
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    y = v[1] - v[0]
-    _cross(w[1], rho, t1)
-    _cross(w[0], sig, t2)
-    y += t1 - t2
-    qdv = hpw @ om + hpv @ y  # joint speed
+    FP, FC = M3[0], M3[1]
+    for i in range(3):
+        for j in range(3):
+            FP[i, j] = A[0, i, 0] * T[_JP + j] + A[0, i, 1] * T[_JP + 3 + j]
+            FP[i, j] += A[0, i, 2] * T[_JP + 6 + j]
+            FC[i, j] = A[1, i, 0] * T[_JC + j] + A[1, i, 1] * T[_JC + 3 + j]
+            FC[i, j] += A[1, i, 2] * T[_JC + 6 + j]
+    pP, rho, sig, Nh, Fh, hpw, hpv = V[6], V[7], V[8], V[9], V[10], V[11], V[12]
+    om, y, t1, t2, c1, c2, c3 = V[13], V[14], V[15], V[16], V[17], V[18], V[19]
+    _mv(A[0], T[_Jp : _Jp + 3], pP)
+    _mv(A[1], T[_Jc : _Jc + 3], rho)  # p_C - r_j
+    for i in range(3):
+        pP[i] += r0[i]
+        sig[i] = r1[i] + rho[i] - r0[i]  # p_C - r_i
+    _mv(FC, T[_JHW : _JHW + 3], Nh)  # world wrench per unit tau
+    _mv(FC, T[_JHW + 3 : _JHW + 6], Fh)
+    _mv(FC, T[_JHP : _JHP + 3], hpw)  # world speed row
+    _mv(FC, T[_JHP + 3 : _JHP + 6], hpv)
+    _cross(w1, rho, t1)
+    _cross(w0, sig, t2)
+    qdv = 0.0
+    for i in range(3):
+        om[i] = w1[i] - w0[i]
+        y[i] = v1[i] - v0[i] + t1[i] - t2[i]
+        qdv += hpw[i] * om[i] + hpv[i] * y[i]  # joint speed
     # derivatives of tau w.r.t. x_b = [dphi; dr] and V_b = [w; v] (b: 0 parent, 1 child)
-    Dtx = np.zeros((2, 6))
-    DtV = np.zeros((2, 6))
+    Dtx, DtV = B6[4, :2, :6], B6[5, :2, :6]
+    Dtx[:, :] = 0.0
+    DtV[:, :] = 0.0
     tau = 1.0
     if kind != JF_CONST:
         kk, cc = T[_JKK], T[_JCC]
-        dq = np.zeros((2, 6))
+        dq = B6[6, :2, :6]
+        dq[:, :] = 0.0
+        aP, cu1, pu1, pu2 = V[20], V[21], V[22], V[23]
         if kind == JF_PRISMATIC:
-            aP = FP @ T[_JA : _JA + 3]
-            qj = aP @ (pC - pP)
+            _mv(FP, T[_JA : _JA + 3], aP)
+            qj = 0.0
+            for i in range(3):
+                qj += aP[i] * (r1[i] + rho[i] - pP[i])
             _cross(aP, sig, t1)
             _cross(rho, aP, t2)
             for i in range(3):
@@ -619,32 +643,35 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
                 dq[1, i] = t2[i]
                 dq[1, 3 + i] = aP[i]
         else:
-            cu1 = FC @ T[_JU1 : _JU1 + 3]
-            pu1 = FP @ T[_JU1 : _JU1 + 3]
-            pu2 = FP @ T[_JU2 : _JU2 + 3]
-            xx = cu1 @ pu1
-            yy = cu1 @ pu2
+            _mv(FC, T[_JU1 : _JU1 + 3], cu1)
+            _mv(FP, T[_JU1 : _JU1 + 3], pu1)
+            _mv(FP, T[_JU2 : _JU2 + 3], pu2)
+            xx = cu1[0] * pu1[0] + cu1[1] * pu1[1] + cu1[2] * pu1[2]
+            yy = cu1[0] * pu2[0] + cu1[1] * pu2[1] + cu1[2] * pu2[2]
             qj = np.arctan2(yy, xx)
             hh = T[_JH]
             if kind == JF_SCREW and hh != 0.0:
-                aP = FP @ T[_JA : _JA + 3]
-                qj += 2 * np.pi * np.round(((aP @ (pC - pP)) / hh - qj) / (2 * np.pi))
+                _mv(FP, T[_JA : _JA + 3], aP)
+                sh = 0.0
+                for i in range(3):
+                    sh += aP[i] * (r1[i] + rho[i] - pP[i])
+                qj += 2 * np.pi * np.round((sh / hh - qj) / (2 * np.pi))
             else:
                 qj += 2 * np.pi * np.round((T[_JREF] - qj) / (2 * np.pi))
                 T[_JREF] = qj  # the branch follows the motion (steps turn < pi)
-            _cross(cu1, (xx * pu2 - yy * pu1) / (xx * xx + yy * yy), t1)
+            r2 = xx * xx + yy * yy
+            for i in range(3):
+                t2[i] = (xx * pu2[i] - yy * pu1[i]) / r2
+            _cross(cu1, t2, t1)
             for i in range(3):
                 dq[0, i] = -t1[i]
                 dq[1, i] = t1[i]
         tau = tau0 - kk * (qj - T[_JQ0]) - cc * qdv
         # d qd / dx, d qd / dV
-        hw_ = np.empty(3)
-        _cross(hpv, w[0], hw_)
-        c1 = np.empty(3)
-        c2 = np.empty(3)
+        hw_ = V[20]  # aP no longer needed
+        _cross(hpv, w0, hw_)
         _cross(hpw, om, c1)
         _cross(hpv, y, c2)
-        c3 = np.empty(3)
         _cross(hpv, om, t2)
         _cross(rho, t2, c3)
         _cross(rho, hpv, t1)
@@ -658,46 +685,48 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
             DtV[1, 3 + i] = -cc * hpv[i]
             DtV[0, i] = cc * (hpw[i] + t2[i])
             DtV[0, 3 + i] = cc * hpv[i]
-    f = Fh * tau
-    n = Nh * tau
+    f, n = V[21], V[22]
+    for i in range(3):
+        f[i] = Fh[i] * tau
+        n[i] = Nh[i] * tau
     # wrenches about the body origins: child [n + rho x f; f], parent -[n + sig x f; f]
-    M = np.empty((2, 3))
+    Mw = B6[7, :2, :3]
     _cross(rho, f, t1)
     _cross(sig, f, t2)
     for i in range(3):
-        M[1, i] = n[i] + t1[i]
-        M[0, i] = -(n[i] + t2[i])
+        Mw[1, i] = n[i] + t1[i]
+        Mw[0, i] = -(n[i] + t2[i])
     sgn = (-1.0, 1.0)
     for k in range(2):
         b = ends[k]
         if b < 0:
             continue
+        Ek = Ep if k == 0 else E2
         c7 = 7 * b
         for i in range(3):
             Q[c7 + i] += sgn[k] * f[i]
         for l in range(4):
-            Q[c7 + 3 + l] += E2[k, 0, l] * M[k, 0] + E2[k, 1, l] * M[k, 1] + E2[k, 2, l] * M[k, 2]
+            Q[c7 + 3 + l] += Ek[0, l] * Mw[k, 0] + Ek[1, l] * Mw[k, 1] + Ek[2, l] * Mw[k, 2]
     if not (jac and j_int[el, _JJAC] != 0):
         return tau * qdv
     # body-level blocks K_ab = dF_a/dx_b, C_ab = dF_a/dV_b (F = [moment; force])
-    fs = np.zeros((3, 3))  # f~
-    _skew_mul(f, np.eye(3), fs, 1.0)
-    ns = np.zeros((3, 3))
-    _skew_mul(n, np.eye(3), ns, 1.0)
-    Kb = np.zeros((6, 6))
-    Cb = np.zeros((6, 6))
-    G = np.zeros((7, 7))
-    Gd = np.zeros((7, 7))
-    dF = np.zeros((3, 6))
-    dN = np.zeros((3, 6))
-    dS = np.zeros((3, 6))
-    cF = np.zeros((3, 6))
-    cN = np.zeros((3, 6))
-    dFq = np.zeros((6, 7))
-    dFd = np.zeros((6, 7))
+    fs, ns, Rs = M3[3], M3[4], M3[5]
+    _skew_to(f, fs)
+    _skew_to(n, ns)
+    _skew_to(rho, Rs)
+    Kb, Cb = B6[8, :6, :6], B6[9, :6, :6]
+    G, Gd = B6[10], B6[11]
+    dFq, dFd = B6[12], B6[13]
+    dF = B6[0, 3:6, :6]
+    dN = B6[1, 3:6, :6]
+    dS = B6[2, 3:6, :6]
+    cF = B6[3, 3:6, :6]
+    cN = B6[4, 3:6, :6]
     for bk in range(2):
         if ends[bk] < 0:
             continue
+        Eb = Ep if bk == 0 else E2
+        Edb = Edp if bk == 0 else Ed2
         for i in range(3):
             for j in range(6):
                 dF[i, j] = Fh[i] * Dtx[bk, j]
@@ -705,13 +734,13 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
                 cF[i, j] = Fh[i] * DtV[bk, j]
                 cN[i, j] = Nh[i] * DtV[bk, j]
                 dS[i, j] = 0.0
-        if bk == 1:  # f, n turn with the child; p_C moves with it
+        if bk == 1:  # f, n turn with the child; p_C moves with it: dsig = [-rho~, I]
             for i in range(3):
                 for j in range(3):
                     dF[i, j] -= fs[i, j]
                     dN[i, j] -= ns[i, j]
+                    dS[i, j] = -Rs[i, j]
                 dS[i, 3 + i] = 1.0
-            _skew_mul(rho, -np.eye(3), dS[:, :3], 1.0)
         else:
             for i in range(3):
                 dS[i, 3 + i] = -1.0
@@ -719,55 +748,47 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac):
             a = ends[ak]
             if a < 0:
                 continue
-            Kb[:, :] = 0.0
-            Cb[:, :] = 0.0
+            Ea = Ep if ak == 0 else E2
             arm = rho if ak == 1 else sig
             s_ = sgn[ak]
-            Kb[:3] = dN
-            _skew_mul(arm, dF, Kb[:3], 1.0)
-            Cb[:3] = cN
-            _skew_mul(arm, cF, Cb[:3], 1.0)
+            for i in range(3):
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                for j in range(6):
+                    # moment rows: dn + arm~ df ; force rows: df
+                    Kb[i, j] = dN[i, j] + arm[i1] * dF[i2, j] - arm[i2] * dF[i1, j]
+                    Cb[i, j] = cN[i, j] + arm[i1] * cF[i2, j] - arm[i2] * cF[i1, j]
+                    Kb[3 + i, j] = dF[i, j]
+                    Cb[3 + i, j] = cF[i, j]
             if ak == 1:
                 if bk == 1:  # the child's own arm rho turns: f~ rho~ dphi
-                    R3 = np.zeros((3, 3))
-                    _skew_mul(rho, np.eye(3), R3, 1.0)
-                    Kb[:3, :3] += fs @ R3
+                    _mm_add(fs, Rs, Kb[:3, :3], 1.0)
             else:  # the parent's arm sig = p_C - r_i: -f~ dsig
-                Kb[:3] -= fs @ dS
-            Kb[3:] = dF
-            Cb[3:] = cF
-            Kb *= s_
-            Cb *= s_
+                _mm_add(fs, dS, Kb[:3], -1.0)
             # to the coordinates (r, e) of a and b (:func:`.forces.map_jacobians`)
             for i in range(6):
                 for j in range(3):
-                    dFq[i, j] = Kb[i, 3 + j]
-                    dFd[i, j] = Cb[i, 3 + j]
+                    dFq[i, j] = s_ * Kb[i, 3 + j]
+                    dFd[i, j] = s_ * Cb[i, 3 + j]
                 for j in range(4):
                     x1 = 0.0
                     x2 = 0.0
                     for l in range(3):
-                        x1 += Kb[i, l] * E2[bk, l, j] - Cb[i, l] * Ed2[bk, l, j]
-                        x2 += Cb[i, l] * E2[bk, l, j]
-                    dFq[i, 3 + j] = x1
-                    dFd[i, 3 + j] = x2
+                        x1 += Kb[i, l] * Eb[l, j] - Cb[i, l] * Edb[l, j]
+                        x2 += Cb[i, l] * Eb[l, j]
+                    dFq[i, 3 + j] = s_ * x1
+                    dFd[i, 3 + j] = s_ * x2
             for j in range(7):
                 for i in range(3):
                     G[i, j] = dFq[3 + i, j]
                     Gd[i, j] = dFd[3 + i, j]
                 for i in range(4):
-                    G[3 + i, j] = (
-                        E2[ak, 0, i] * dFq[0, j]
-                        + E2[ak, 1, i] * dFq[1, j]
-                        + E2[ak, 2, i] * dFq[2, j]
-                    )
+                    G[3 + i, j] = Ea[0, i] * dFq[0, j] + Ea[1, i] * dFq[1, j] + Ea[2, i] * dFq[2, j]
                     Gd[3 + i, j] = (
-                        E2[ak, 0, i] * dFd[0, j]
-                        + E2[ak, 1, i] * dFd[1, j]
-                        + E2[ak, 2, i] * dFd[2, j]
+                        Ea[0, i] * dFd[0, j] + Ea[1, i] * dFd[1, j] + Ea[2, i] * dFd[2, j]
                     )
             if ak == bk:
-                _TE_add(M[ak, 0], M[ak, 1], M[ak, 2], 2.0, G)
+                _TE_add(Mw[ak, 0], Mw[ak, 1], Mw[ak, 2], 2.0, G)
             ra, cb = 7 * a, 7 * ends[bk]
             for i in range(7):
                 for j in range(7):
@@ -807,8 +828,14 @@ def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
     :func:`flexmbd.absolute.forces.map_jacobians` (plus ``2 TE(moment)`` on ``(e_a, e_a)``).
     ``j_int`` (m, 4), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_tau`` (m,)."""
     pw = 0.0
+    S = np.empty((2, 3, 3))
+    V = np.zeros((24, 3))
+    M3 = np.zeros((8, 3, 3))
+    B6 = np.zeros((14, 7, 7))
     for el in range(j_int.shape[0]):
-        pw += _joint_force(el, q, qd, j_int, j_flt, j_tau[el], Q, Amat, cm, aK, aD, jac)
+        pw += _joint_force(
+            el, q, qd, j_int, j_flt, j_tau[el], Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+        )
     return pw
 
 
