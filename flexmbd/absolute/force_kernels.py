@@ -1140,8 +1140,10 @@ class ForceTable:
         self.l_U = np.ascontiguousarray(np.concatenate(Ul)) if Ul else np.zeros(0)
         # joint forces: their time functions follow the point loads in F (column 0)
         self.jf = [jm.el for jm in terms.joint_forces]
+        self._jmaps = list(terms.joint_forces)
         self.j_int = np.zeros((len(self.jf), 4), np.int64)
         self.j_flt = np.zeros((len(self.jf), J_FLT))
+        self._refs = [None] * len(self.jf)
         for r, el in enumerate(self.jf):
             self._joint_row(r, el)
         self.i_int = self._interface_rows(terms, len(ends) - len(terms.flex_sda))
@@ -1216,12 +1218,15 @@ class ForceTable:
                         rows.append((1, n_rigid_sda + r, a, kf, comp(name)))
         return np.array(rows, np.int64).reshape(-1, 5)
 
-    def reset_joint_references(self):
-        """Angles of the joint-force laws unwrapped against the joints' ``q0`` again (the
-        kernel moves the reference with every evaluation)."""
-        for r, el in enumerate(self.jf):
-            if self.j_int[r, _JK] != JF_CONST:
-                self.j_flt[r, _JREF] = float(np.asarray(el.joint.q0, float).ravel()[0])
+    def _sync_references(self):
+        """One unwrapping reference per angle law: the generic path's map
+        (:class:`.forces.JointForceMap` ``q_ref``, which checkpoints save and load) views
+        the table's entry, which the kernel advances; a new ``q_ref`` set from outside (a
+        loaded checkpoint, a generic step) is copied in first."""
+        for r, jm in enumerate(self._jmaps):
+            if self.j_int[r, _JK] in (JF_REVOLUTE, JF_SCREW) and jm.q_ref is not self._refs[r]:
+                self.j_flt[r, _JREF] = float(np.asarray(jm.q_ref, float).ravel()[0])
+                self._refs[r] = jm.q_ref = self.j_flt[r, _JREF : _JREF + 1]
 
     def couplings(self):
         """Body pairs each element couples (for the Newton matrix's pattern)."""
@@ -1240,6 +1245,7 @@ class ForceTable:
             self.s_int[r, 8] = self.exact and el.has_jacobian
         for r, el in enumerate(self.jf):
             self.j_int[r, _JJAC] = self.exact and el.has_jacobian
+        self._sync_references()
 
     def _fa(self, t):
         return np.array([e.actuator_force(t) for e in self.sda], float)
