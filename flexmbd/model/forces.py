@@ -271,7 +271,8 @@ class JointForce(ForceElement):
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
         self.joint = joint
-        self.actuator = None
+        #: the actuator term ``f_a(t)`` (N or N m) of a :meth:`spring_damper` law, else None
+        self.actuator: Callable[[float], float] | None = None
         if callable(force):
             self._f = force
         else:
@@ -307,12 +308,15 @@ class JointForce(ForceElement):
         exact Jacobians, inside its step (Revolute, Prismatic and Screw joints); every
         other formulation calls it as the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
         """
-        k, c, x0 = (float(x) for x in (stiffness, damping, q0))
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
             raise ModelError(
                 f"JointForce.spring_damper: needs a joint with one coordinate and one speed "
                 f"(Revolute, Prismatic, Screw), got {joint!r}"
             )
+        try:
+            k, c, x0 = (float(x) for x in (stiffness, damping, q0))
+        except (TypeError, ValueError):
+            k = c = x0 = np.nan
         if not all(np.isfinite((k, c, x0))):
             raise ModelError(
                 f"JointForce.spring_damper on {joint.local_name!r}: stiffness, damping and q0 "
@@ -321,7 +325,10 @@ class JointForce(ForceElement):
         if callable(actuator):
             fa = actuator
         else:
-            a0 = float(actuator)
+            try:
+                a0 = float(actuator)
+            except (TypeError, ValueError):
+                a0 = np.nan
             if not np.isfinite(a0):
                 raise ModelError(
                     f"JointForce.spring_damper on {joint.local_name!r}: actuator must be a "

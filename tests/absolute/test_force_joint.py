@@ -199,3 +199,19 @@ def test_wound_spring_follows_the_turns():
     assert np.abs(fast.q - ref.q).max() <= 1e-9
     jm = s.force_terms.joint_forces[0]
     assert abs(float(jm.q_ref[0]) - th[-1]) < 1e-6
+
+
+def test_spring_damper_bad_input():
+    """Clear ModelErrors naming the element and the fix."""
+    m = fm.Model("bad")
+    m.b = fm.RigidBody(1.0, (0.1, 0.1, 0.1))
+    m.j = fm.Spherical(m.ground, m.b)
+    with pytest.raises(fm.ModelError, match="one coordinate and one speed"):
+        fm.JointForce.spring_damper(m.j, 1.0)
+    m2 = fm.Model("bad2")
+    m2.b = fm.RigidBody(1.0, (0.1, 0.1, 0.1))
+    m2.j = fm.Revolute(m2.ground, m2.b)
+    with pytest.raises(fm.ModelError, match="stiffness, damping and q0"):
+        fm.JointForce.spring_damper(m2.j, "stiff")
+    with pytest.raises(fm.ModelError, match="actuator must be"):
+        fm.JointForce.spring_damper(m2.j, 1.0, actuator=np.inf)
