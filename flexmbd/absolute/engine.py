@@ -51,7 +51,7 @@ Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -201,7 +201,9 @@ class Joints(NamedTuple):
 
 class Forces(NamedTuple):
     """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA, point-load and
-    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place)."""
+    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place), the
+    rows of forces at stiffened interfaces and the users' compiled joint laws (a numba
+    typed list of cfuncs)."""
 
     s_int: np.ndarray
     s_flt: np.ndarray
@@ -212,6 +214,7 @@ class Forces(NamedTuple):
     j_int: np.ndarray
     j_flt: np.ndarray
     i_int: np.ndarray
+    laws: Any
 
 
 class Interfaces(NamedTuple):
@@ -732,8 +735,8 @@ def _system_terms(
             jac,
         )
     if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
-        lf_j = inp.lf[fm.l_int.shape[0] :, 0]
-        joint_forces_add(q, qd, fm.j_int, fm.j_flt, lf_j, Q, Amat, cm, aK, aD, jac)
+        lf_j = inp.lf[fm.l_int.shape[0] :]
+        joint_forces_add(q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac)
     # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
     Pq = ws.Pq
@@ -1408,7 +1411,16 @@ class Engine:
         self.n_joints = len(cs.joints)
         self.ft = ft = ForceTable(s)
         forces = Forces(
-            ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U, ft.j_int, ft.j_flt, ft.i_int
+            ft.s_int,
+            ft.s_flt,
+            ft.s_U,
+            ft.l_int,
+            ft.l_flt,
+            ft.l_U,
+            ft.j_int,
+            ft.j_flt,
+            ft.i_int,
+            ft.laws,
         )
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
@@ -1711,6 +1723,7 @@ class Engine:
                 out,
                 ft.j_int,
                 ft.j_flt.copy(),
+                ft.laws,
             )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 

@@ -53,6 +53,8 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
+from numba import types
+from numba.typed import List
 
 from .._jit import njit
 from ..errors import ModelError
@@ -514,8 +516,10 @@ def _rot(e):
     return A
 
 
+_LAW_SIG = types.float64(types.float64, types.float64, types.float64, types.int64)
+
 # columns of the joint-force tables (:class:`ForceTable`)
-_JI, _JJ, _JK, _JJAC = 0, 1, 2, 3  # j_int: parent, child body, kind, Jacobian flag
+_JI, _JJ, _JK, _JJAC, _JU = 0, 1, 2, 3, 4  # j_int: parent, child, kind, Jacobian, user law
 _JP, _Jp, _JC, _Jc, _JHW, _JHP = 0, 9, 12, 21, 24, 30  # j_flt: frames, wrench and speed rows
 _JKK, _JCC, _JQ0, _JA, _JU1, _JU2, _JH, _JREF = 36, 37, 38, 39, 42, 45, 48, 49
 #: width of the joint-force float table
@@ -584,7 +588,7 @@ def _mm_add(A, B, out, c):
 
 
 @njit(cache=True)
-def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
     r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W).
     Scratch: ``S`` (2, 3, 3), ``V`` (24, 3), ``M3`` (8, 3, 3), ``B6`` (14, 7, 7)."""
     ends = (j_int[el, _JI], j_int[el, _JJ])  # parent i, child j
@@ -666,7 +670,14 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac, S, V, 
             for i in range(3):
                 dq[0, i] = -t1[i]
                 dq[1, i] = t1[i]
-        tau = tau0 - kk * (qj - T[_JQ0]) - cc * qdv
+        u = j_int[el, _JU]
+        if u >= 0:  # a user's compiled law: its value and derivatives
+            law = laws[u]
+            tau = law(qj, qdv, j_in[1], 0)
+            kk = -law(qj, qdv, j_in[1], 1)
+            cc = -law(qj, qdv, j_in[1], 2)
+        else:
+            tau = j_in[0] - kk * (qj - T[_JQ0]) - cc * qdv
         # d qd / dx, d qd / dV
         hw_ = V[20]  # aP no longer needed
         _cross(hpv, w0, hw_)
@@ -797,7 +808,7 @@ def _joint_force(el, q, qd, j_int, j_flt, tau0, Q, Amat, cm, aK, aD, jac, S, V, 
 
 
 @njit(cache=True)
-def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
+def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
     r"""Add the generalized forces of the joint forces (:class:`~flexmbd.JointForce`) to
     ``Q`` and, with ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat``; returns their power
     ``sum tau . qd`` (W).
@@ -826,7 +837,11 @@ def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
     (``om = w_j - w_i``, ``y`` the bracket of ``qd``); ``f``, ``n`` and ``rho`` turn with the
     child. The body blocks ``dF_a/dx_b``, ``dF_a/dV_b`` map to Euler parameters as in
     :func:`flexmbd.absolute.forces.map_jacobians` (plus ``2 TE(moment)`` on ``(e_a, e_a)``).
-    ``j_int`` (m, 4), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_tau`` (m,)."""
+    A :meth:`~flexmbd.JointForce.compiled_law` replaces the linear law: ``tau``,
+    ``-k`` and ``-c`` are its value and derivatives, ``laws[u](q, qd, t, 0..2)``.
+    ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_in`` (m, 6): the
+    actuator value (column 0) and the time (column 1); ``laws``: typed list of the users'
+    cfuncs."""
     pw = 0.0
     S = np.empty((2, 3, 3))
     V = np.zeros((24, 3))
@@ -834,7 +849,7 @@ def joint_forces_add(q, qd, j_int, j_flt, j_tau, Q, Amat, cm, aK, aD, jac):
     B6 = np.zeros((14, 7, 7))
     for el in range(j_int.shape[0]):
         pw += _joint_force(
-            el, q, qd, j_int, j_flt, j_tau[el], Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+            el, q, qd, j_int, j_flt, j_in[el], laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
         )
     return pw
 
@@ -927,7 +942,7 @@ def interface_force_loads(
 
 
 @njit(cache=True)
-def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt):
+def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt, laws):
     """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
     ``-f_a ldot`` plus the joint forces' ``tau . qd`` (as the generic path books them) and
     the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4). ``FA`` (nt or 1,
@@ -1028,7 +1043,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
                 pext += fi * vP[0, i] + ni * w[i]
         if j_int.shape[0]:
             pact += joint_forces_add(
-                q, qd, j_int, j_flt, LF[tl, p:, 0], Qj, Aj, cmj, 0.0, 0.0, False
+                q, qd, j_int, j_flt, LF[tl, p:], laws, Qj, Aj, cmj, 0.0, 0.0, False
             )
         out[t, 0] = sp
         out[t, 1] = pdmp
@@ -1046,7 +1061,7 @@ def joint_force_kind(el):
     """The compiled kind of the :class:`~flexmbd.JointForce` ``el`` (:data:`JF_CONST`, a
     spring-damper kind) or -1 when the engine cannot evaluate it (a Python law)."""
     name = type(el.joint).__name__
-    if el.law is not None:
+    if el.law is not None or el.user_law is not None:
         return _LAW_KIND.get(name, -1)
     if el.constant_force is not None and name in _CONST_H:
         return JF_CONST
@@ -1141,7 +1156,8 @@ class ForceTable:
         # joint forces: their time functions follow the point loads in F (column 0)
         self.jf = [jm.el for jm in terms.joint_forces]
         self._jmaps = list(terms.joint_forces)
-        self.j_int = np.zeros((len(self.jf), 4), np.int64)
+        self.j_int = np.zeros((len(self.jf), 5), np.int64)
+        self.laws = List.empty_list(types.FunctionType(_LAW_SIG))
         self.j_flt = np.zeros((len(self.jf), J_FLT))
         self._refs = [None] * len(self.jf)
         for r, el in enumerate(self.jf):
@@ -1164,7 +1180,17 @@ class ForceTable:
                 f"with a constant motion subspace and JointForce.spring_damper laws on "
                 f"Revolute/Prismatic/Screw joints; use engine=False for this one"
             )
-        self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0)
+        u = -1
+        if el.user_law is not None:
+            try:
+                self.laws.append(el.user_law)
+            except Exception as err:
+                raise ModelError(
+                    f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
+                    f"signature {el.LAW_SIGNATURE!r} ({err})"
+                ) from None
+            u = len(self.laws) - 1
+        self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0, u)
         T = self.j_flt[r]
         T[_JP : _JP + 9] = np.asarray(j.parent_frame.rotation, float).ravel()
         T[_Jp : _Jp + 3] = j.parent_frame.position
@@ -1178,7 +1204,8 @@ class ForceTable:
         else:
             T[_JHW : _JHW + 6] = H[:, 0] / n2[0]
             T[_JHP : _JHP + 6] = H[:, 0] / n2[0]
-            T[_JKK], T[_JCC], T[_JQ0] = el.law
+            if el.law is not None:
+                T[_JKK], T[_JCC], T[_JQ0] = el.law
             a = np.asarray(j.axis, float)
             T[_JA : _JA + 3] = a
             if kind != JF_PRISMATIC:
@@ -1263,6 +1290,7 @@ class ForceTable:
         for r, el in enumerate(self.jf):
             if el.actuator is not None:
                 F[p + r, 0] = el.actuator(t)
+            F[p + r, 1] = t  # for compiled laws
         return F
 
     def at(self, t):
@@ -1287,7 +1315,8 @@ class ForceTable:
             not getattr(f.force if type(f) is PointForce else f.torque, "constant", False)
             for f in self.loads
         ) or any(
-            el.actuator is not None and not getattr(el.actuator, "constant", False)
+            el.user_law is not None
+            or (el.actuator is not None and not getattr(el.actuator, "constant", False))
             for el in self.jf
         )
         LF = (

@@ -256,6 +256,10 @@ class JointForce(ForceElement):
     constant_force: Array | None = None
     #: ``(stiffness, damping, q0)`` of a :meth:`spring_damper` law, else None
     law: tuple[float, float, float] | None = None
+    #: the numba ``cfunc`` of a :meth:`compiled_law`, else None
+    user_law: Any = None
+    #: numba signature of a :meth:`compiled_law`: ``law(q, qd, t, which)``
+    LAW_SIGNATURE = "float64(float64, float64, float64, int64)"
 
     def __init__(
         self,
@@ -353,6 +357,54 @@ class JointForce(ForceElement):
         )
         el.law = (k, c, x0)
         el.actuator = fa
+        return el
+
+    @classmethod
+    def compiled_law(
+        cls, joint: Joint, law: Any, *, name: str | None = None, doc: str | None = None
+    ) -> JointForce:
+        """A force law ``tau(q, qd, t)`` (N m or N) along a one-speed joint's coordinate,
+        given as a numba ``cfunc`` that the compiled absolute engine calls inside its step.
+
+        ``law`` has the signature :attr:`LAW_SIGNATURE`, ``law(q, qd, t, which)``: the
+        force for ``which == 0``, its derivative ``dtau/dq`` for 1 and ``dtau/dqd`` for 2
+        (exact derivatives: they enter the Newton matrix)::
+
+            from numba import cfunc
+
+            @cfunc(fm.JointForce.LAW_SIGNATURE)
+            def cubic(q, qd, t, which):
+                if which == 0:
+                    return -50.0 * q**3 - 0.5 * qd
+                return -150.0 * q**2 if which == 1 else -0.5
+
+            m.spring = fm.JointForce.compiled_law(m.hinge, cubic)
+
+        Revolute, Prismatic and Screw joints (angles unwrapped as for
+        :meth:`spring_damper`); the other formulations call the same function through
+        ``ctypes`` (a Python call per evaluation).
+        """
+        call = getattr(law, "ctypes", None)
+        if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
+            raise ModelError(
+                f"JointForce.compiled_law: needs a joint with one coordinate and one speed "
+                f"(Revolute, Prismatic, Screw), got {joint!r}"
+            )
+        if not callable(call):
+            raise ModelError(
+                f"JointForce.compiled_law on {joint.local_name!r}: law must be a numba cfunc "
+                f"with the signature {cls.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce."
+                f"LAW_SIGNATURE)), got {law!r}"
+            )
+        el = cls(
+            joint,
+            lambda t, q, qd: np.array([call(float(q[0]), float(qd[0]), float(t), 0)]),
+            dfdq=lambda t, q, qd: np.array([[call(float(q[0]), float(qd[0]), float(t), 1)]]),
+            dfdqd=lambda t, q, qd: np.array([[call(float(q[0]), float(qd[0]), float(t), 2)]]),
+            name=name,
+            doc=doc,
+        )
+        el.user_law = law
         return el
 
     def generalized_force(self, t: float, q: ArrayLike, qd: ArrayLike) -> Array:
