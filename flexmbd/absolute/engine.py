@@ -202,8 +202,8 @@ class Joints(NamedTuple):
 class Forces(NamedTuple):
     """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA, point-load and
     joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place), the
-    rows of forces at stiffened interfaces and the users' compiled joint laws (a numba
-    typed list of cfuncs)."""
+    rows of forces at stiffened interfaces and the users' compiled joint laws (a tuple of
+    numba cfuncs)."""
 
     s_int: np.ndarray
     s_flt: np.ndarray

@@ -53,8 +53,8 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
-from numba import types
-from numba.typed import List
+from numba import typeof, types
+from numba.extending import overload
 
 from .._jit import njit
 from ..errors import ModelError
@@ -517,6 +517,19 @@ def _rot(e):
 
 
 _LAW_SIG = types.float64(types.float64, types.float64, types.float64, types.int64)
+_LAW_TYPE = types.FunctionType(_LAW_SIG)
+
+
+def _law_call(laws, u, q, qd, t, which):
+    """``laws[u](q, qd, t, which)`` in compiled code (0 for a model without laws)."""
+
+
+@overload(_law_call)
+def _law_call_impl(laws, u, q, qd, t, which):
+    if isinstance(laws, types.BaseTuple) and len(laws) == 0:  # no user law: nothing to call
+        return lambda laws, u, q, qd, t, which: 0.0
+    return lambda laws, u, q, qd, t, which: laws[u](q, qd, t, which)
+
 
 # columns of the joint-force tables (:class:`ForceTable`)
 _JI, _JJ, _JK, _JJAC, _JU = 0, 1, 2, 3, 4  # j_int: parent, child, kind, Jacobian, user law
@@ -672,10 +685,9 @@ def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, 
                 dq[1, i] = t1[i]
         u = j_int[el, _JU]
         if u >= 0:  # a user's compiled law: its value and derivatives
-            law = laws[u]
-            tau = law(qj, qdv, j_in[1], 0)
-            kk = -law(qj, qdv, j_in[1], 1)
-            cc = -law(qj, qdv, j_in[1], 2)
+            tau = _law_call(laws, u, qj, qdv, j_in[1], 0)
+            kk = -_law_call(laws, u, qj, qdv, j_in[1], 1)
+            cc = -_law_call(laws, u, qj, qdv, j_in[1], 2)
         else:
             tau = j_in[0] - kk * (qj - T[_JQ0]) - cc * qdv
         # d qd / dx, d qd / dV
@@ -840,8 +852,8 @@ def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
     A :meth:`~flexmbd.JointForce.compiled_law` replaces the linear law: ``tau``,
     ``-k`` and ``-c`` are its value and derivatives, ``laws[u](q, qd, t, 0..2)``.
     ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_in`` (m, 6): the
-    actuator value (column 0) and the time (column 1); ``laws``: typed list of the users'
-    cfuncs."""
+    actuator value (column 0) and the time (column 1); ``laws``: tuple of the users'
+    cfuncs (empty: no call compiled)."""
     pw = 0.0
     S = np.empty((2, 3, 3))
     V = np.zeros((24, 3))
@@ -1157,7 +1169,7 @@ class ForceTable:
         self.jf = [jm.el for jm in terms.joint_forces]
         self._jmaps = list(terms.joint_forces)
         self.j_int = np.zeros((len(self.jf), 5), np.int64)
-        self.laws = List.empty_list(types.FunctionType(_LAW_SIG))
+        self.laws = ()  # the users' cfuncs (a tuple: one compiled engine per count)
         self.j_flt = np.zeros((len(self.jf), J_FLT))
         self._refs = [None] * len(self.jf)
         for r, el in enumerate(self.jf):
@@ -1183,13 +1195,18 @@ class ForceTable:
         u = -1
         if el.user_law is not None:
             try:
-                self.laws.append(el.user_law)
-            except Exception as err:
+                ok = typeof(el.user_law) == _LAW_TYPE
+            except ValueError:
+                ok = False
+            if not ok:
                 raise ModelError(
                     f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
-                    f"signature {el.LAW_SIGNATURE!r} ({err})"
-                ) from None
-            u = len(self.laws) - 1
+                    f"signature {el.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce.LAW_SIGNATURE))"
+                )
+            known = [k for k, x in enumerate(self.laws) if x is el.user_law]
+            u = known[0] if known else len(self.laws)
+            if not known:
+                self.laws = (*self.laws, el.user_law)
         self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0, u)
         T = self.j_flt[r]
         T[_JP : _JP + 9] = np.asarray(j.parent_frame.rotation, float).ravel()

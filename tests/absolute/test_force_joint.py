@@ -253,6 +253,7 @@ def user_law_model(gravity=True):
     return m
 
 
+@pytest.mark.filterwarnings("ignore:First-class function type feature is experimental")
 def test_compiled_user_laws():
     """Users' numba cfunc laws run inside the compiled engine: exact Jacobians (central
     differences) and whole runs equal to the generic path (the same cfuncs through ctypes)."""
