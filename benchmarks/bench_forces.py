@@ -337,6 +337,7 @@ def joint_force_rows():
     slow = [rows[k + 1][1]["ours"]["cpu"] / rows[k][1]["ours"]["cpu"] for k in (0, 2)]
     uc = run_flexmbd(torsion_chain(10, cfunc_law=True), 100)
     us = run_flexmbd(torsion_chain(10, rest_zero=True), 100)
+    du = float(np.abs(uc["pos"] - us["pos"]).max())
     lines += [
         "",
         f"The Python law costs {slow[0]:.0f}x (10 bodies) and {slow[1]:.0f}x (50 bodies) "
@@ -346,8 +347,8 @@ def joint_force_rows():
         "A user's numba cfunc law (`JointForce.compiled_law`, the same torsion law with "
         "rest angle 0, called inside the engine's step): 10 bodies "
         f"{uc['cpu'] * 1e6:.0f} us per step vs {us['cpu'] * 1e6:.0f} us with "
-        "`JointForce.spring_damper(q0=0)` (same run; positions equal to "
-        f"{np.abs(uc['pos'] - us['pos']).max():.0e} m).",
+        "`JointForce.spring_damper(q0=0)` (same run; "
+        + ("bitwise equal positions)." if du == 0 else f"positions equal to {du:.0e} m)."),
     ]
     return lines
 
@@ -361,7 +362,7 @@ def write_joint_force_rows():
     a_, b_ = old.index("<!-- forces:start -->"), old.index("<!-- forces:end -->")
     sec = old[a_:b_]
     k = sec.find("\nJoint forces (`benchmarks/bench_forces.py`")
-    sec = (sec[:k] if k >= 0 else sec.rstrip("\n")) + "\n" + text + "\n"
+    sec = (sec[:k] if k >= 0 else sec).rstrip("\n") + "\n" + text + "\n"
     with open(path, "w") as fh:
         fh.write(old[:a_] + sec + old[b_:])
     print(text)
