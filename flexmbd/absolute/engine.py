@@ -16,9 +16,12 @@ equal to round-off on random states).
 
 Used by the integrators when :func:`Engine.supports` says so (every force element one of
 :attr:`Engine.COMPILED_FORCES`, no HHT force form, no coordinate rows), at any size;
-``integrate(..., engine=False)`` forces the generic path. Other force elements
-(:class:`~flexmbd.JointForce`, user :class:`~flexmbd.model.forces.ForceElement`
-subclasses written in Python) keep the whole model on the generic path: that is the
+``integrate(..., engine=False)`` forces the generic path. Joint forces run in the engine
+when constant or given as :meth:`~flexmbd.JointForce.spring_damper` or
+:meth:`~flexmbd.JointForce.compiled_law` laws. Other force elements (a
+:class:`~flexmbd.JointForce` with a Python law, user
+:class:`~flexmbd.model.forces.ForceElement` subclasses written in Python) keep the whole
+model on the generic path: that is the
 Python callback path for user force laws, measured at 6.5 ms per step on the seed
 slider-crank (one SDA) where the compiled engine takes tens of microseconds
 (``benchmarks/bench_forces.py``). The compiled loop (:meth:`Engine.run`) also projects
@@ -35,8 +38,8 @@ Geometric stiffening: the lagged interface loads (wrenches the joints apply at a
 body's interfaces, :meth:`~flexmbd.absolute.system.AbsoluteSystem.update_interface_loads`)
 are updated inside the compiled step loop after every accepted step from the joint
 reactions it computes (:func:`_interface_loads`, a transcription of the numpy reference
-:func:`flexmbd.absolute.flexible.interface_wrenches`), unless a point load or an SDA acts at
-such an interface (then the step loop stays in Python).
+:func:`flexmbd.absolute.flexible.interface_wrenches`), plus the point forces and SDA ends
+acting at such interfaces (:func:`.force_kernels.interface_force_loads`).
 
 Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns, unless one body's block is
 more than ``SPARSE_BLOCK_FRACTION`` of them (:func:`prefers_sparse`), it is assembled in a
