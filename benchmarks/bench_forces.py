@@ -7,6 +7,9 @@
   c = 20 N s/m between every pair of neighbours; ``bench_absolute.chain``), N = 10, 25,
   50, 100, 200, 400 (issue 13 item 4: above ``MAX_DENSE`` unknowns the engine solves with
   its compiled sparse LU, :mod:`flexmbd.absolute._sparse`);
+* torsion chains (:func:`torsion_chain`: the chains with a torsion spring-damper at every
+  joint instead of the SDAs), the law compiled (``JointForce.spring_damper``) and as a
+  Python callback, vs Exudyn ``TorsionalSpringDamper`` connectors (issue 13 items 1, 4);
 * the dense/sparse crossover of the engine's solve: chains of N = 5 ... 30 run both ways
   (``engine.MAX_DENSE`` set to force either).
 
@@ -23,7 +26,8 @@ the dense one takes seconds per step); the faster is reported. CPU time
 energy bookkeeping, no file output), best of ``REPEAT`` runs.
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`` (writes the forces
-section of benchmarks/RESULTS.md; ``--no-write`` to only print).
+section of benchmarks/RESULTS.md; ``--no-write`` to only print; ``--joint-forces`` to run
+and write only the joint-force table, :func:`joint_force_rows`).
 """
 
 import os
@@ -161,6 +165,17 @@ def exudyn_model(model):
                 stiffness=f.k,
                 damping=f.c,
             )
+        elif isinstance(f, fm.JointForce) and (f.law or getattr(f, "torsion", None)):
+            j = f.joint  # a torsion spring-damper at rest at the initial angle (the reference
+            k, c = f.law[:2] if f.law else f.torsion  # configuration of Exudyn's connector)
+            Rp = np.eye(3) if isinstance(j.parent, fm.model.bodies.Ground) else st[j.parent.name][0]
+            mbs.CreateTorsionalSpringDamper(
+                itemNumbers=[num(j.parent), num(j.child)],
+                position=list(world(j.parent, j.parent_frame.position)),
+                axis=list(Rp @ j.parent_frame.rotation @ j.axis),
+                stiffness=k,
+                damping=c,
+            )
         elif isinstance(f, fm.PointForce):
             mbs.CreateForce(
                 itemNumber=num(f.body),
@@ -236,6 +251,127 @@ def user_force_model():
     del m.sda
     m.user = UserSpring(old.body_i, old.point_i, old.body_j, old.point_j, k=old.k, c=old.c)
     return m
+
+
+def _cfunc_law(k, c):
+    """The torsion law (rest angle 0) as a user's numba cfunc (``JointForce.compiled_law``)."""
+    from numba import cfunc
+
+    import flexmbd as fm
+
+    @cfunc(fm.JointForce.LAW_SIGNATURE)
+    def law(q, qd, t, which):
+        if which == 0:
+            return -k * q - c * qd
+        return -k if which == 1 else -c
+
+    return law
+
+
+def torsion_chain(n, python_law=False, cfunc_law=False, rest_zero=False):
+    """A chain of ``n`` rods on revolute joints about z (``bench_absolute.chain`` without its
+    SDAs) with a torsion spring-damper k = 50 N m/rad, c = 0.5 N m s/rad at every joint,
+    at rest at the initial angles: ``JointForce.spring_damper`` (compiled in the engine) or,
+    with ``python_law``, the same law as a Python ``JointForce`` ``f(t, q, qd)`` with its
+    ``dfdq``/``dfdqd`` (the documented callback path: generic numpy path); with
+    ``cfunc_law``, a user's numba cfunc (``JointForce.compiled_law``, called inside the
+    engine's step; rest angle 0, as with ``rest_zero``)."""
+    import bench_absolute as ba
+
+    import flexmbd as fm
+
+    m = ba.chain(n)
+    k, c = 50.0, 0.5
+    law = _cfunc_law(k, c) if cfunc_law else None
+    for i in range(n):
+        j = getattr(m, f"j{i}")
+        if i:
+            delattr(m, f"s{i}")
+        q0 = 0.0 if rest_zero else float(j.q0[0])
+        if cfunc_law:
+            el = fm.JointForce.compiled_law(j, law)
+        elif python_law:
+            el = fm.JointForce(
+                j,
+                lambda t, q, qd, q0=q0: np.array([-k * (q[0] - q0) - c * qd[0]]),
+                dfdq=lambda t, q, qd: np.array([[-k]]),
+                dfdqd=lambda t, q, qd: np.array([[-c]]),
+            )
+            el.torsion = (k, c)  # for exudyn_model (the engine does not read it)
+        else:
+            el = fm.JointForce.spring_damper(j, k, c, q0=q0)
+        setattr(m, f"t{i}", el)
+    return m
+
+
+def joint_force_rows():
+    """The joint-force table of the forces section (issue 13 item 1: JointForce in the
+    compiled engine; item 4: the measured cost of the Python law path)."""
+    load = os.getloadavg()[0]
+    rows = [
+        ("torsion chain, 10 bodies, compiled law", compare(torsion_chain(10), 100)),
+        ("same, Python law f(t, q, qd)", compare(torsion_chain(10, True), 20)),
+        ("torsion chain, 50 bodies, compiled law", compare(torsion_chain(50), 60)),
+        ("same, Python law f(t, q, qd)", compare(torsion_chain(50, True), 10)),
+    ]
+    lines = [
+        "",
+        "Joint forces (`benchmarks/bench_forces.py` `joint_force_rows()`): chains of rods on "
+        "revolute joints, gravity, a torsion spring-damper (50 N m/rad, 0.5 N m s/rad) at "
+        "every joint: `fm.JointForce.spring_damper` (compiled in the engine with its exact "
+        "Jacobian) vs the same law as a Python `JointForce` callback `f(t, q, qd)` with "
+        "`dfdq`/`dfdqd` (the generic path); Exudyn `TorsionalSpringDamper` connectors; "
+        "same integrator, tolerance and timing as above; the Python-law runs are "
+        "shorter (20 and 10 steps vs 100 and 60), so is the time their position "
+        "difference covers "
+        f"({time.strftime('%Y-%m-%d')}, load average at start {load:.1f}).",
+        "",
+        "| model | unknowns | flexmbd us/step | path | corrections | Exudyn us/step | "
+        "Exudyn solver | ratio flexmbd/Exudyn | position diff (m) |",
+        "|---|---:|---:|---|---:|---:|---|---:|---:|",
+    ]
+    for name, r in rows:
+        a, b = r["ours"], r["exu"]
+        path = "generic"
+        if a["engine"]:
+            path = "engine, sparse LU" if a["sparse"] else "engine, dense"
+        lines.append(
+            f"| {name} | {a['n']} | {a['cpu'] * 1e6:.0f} | {path} | {a['iters']:.2f} | "
+            f"{b['cpu'] * 1e6:.0f} | {b['solver']} | {a['cpu'] / b['cpu']:.2f} | "
+            f"{r['diff']:.1e} |"
+        )
+    slow = [rows[k + 1][1]["ours"]["cpu"] / rows[k][1]["ours"]["cpu"] for k in (0, 2)]
+    uc = run_flexmbd(torsion_chain(10, cfunc_law=True), 100)
+    us = run_flexmbd(torsion_chain(10, rest_zero=True), 100)
+    du = float(np.abs(uc["pos"] - us["pos"]).max())
+    lines += [
+        "",
+        f"The Python law costs {slow[0]:.0f}x (10 bodies) and {slow[1]:.0f}x (50 bodies) "
+        "the compiled law per step: it is called per element and Newton iteration, and "
+        "the model leaves the compiled engine for the generic numpy path.",
+        "",
+        "A user's numba cfunc law (`JointForce.compiled_law`, the same torsion law with "
+        "rest angle 0, called inside the engine's step): 10 bodies "
+        f"{uc['cpu'] * 1e6:.0f} us per step vs {us['cpu'] * 1e6:.0f} us with "
+        "`JointForce.spring_damper(q0=0)` (same run; "
+        + ("bitwise equal positions)." if du == 0 else f"positions equal to {du:.0e} m)."),
+    ]
+    return lines
+
+
+def write_joint_force_rows():
+    """Run :func:`joint_force_rows` alone and put its table at the end of the forces
+    section of RESULTS.md (replacing an earlier one)."""
+    text = "\n".join(joint_force_rows())
+    path = os.path.join(HERE, "RESULTS.md")
+    old = open(path).read()
+    a_, b_ = old.index("<!-- forces:start -->"), old.index("<!-- forces:end -->")
+    sec = old[a_:b_]
+    k = sec.find("\nJoint forces (`benchmarks/bench_forces.py`")
+    sec = (sec[:k] if k >= 0 else sec).rstrip("\n") + "\n" + text + "\n"
+    with open(path, "w") as fh:
+        fh.write(old[:a_] + sec + old[b_:])
+    print(text)
 
 
 def compare(model, steps):
@@ -443,6 +579,7 @@ def main(write=True):
         "| bodies | unknowns | dense LAPACK | sparse LU | sparse / dense |",
         "|---:|---:|---:|---:|---:|",
         *(f"| {n} | {m} | {d:.0f} | {sp_:.0f} | {sp_ / d:.2f} |" for n, m, d, sp_ in cross),
+        *joint_force_rows(),
         "<!-- forces:end -->",
     ]
     text = "\n".join(lines)
@@ -461,4 +598,7 @@ def main(write=True):
 
 
 if __name__ == "__main__":
-    main(write="--no-write" not in sys.argv)
+    if "--joint-forces" in sys.argv:  # only the joint-force table
+        write_joint_force_rows()
+    else:
+        main(write="--no-write" not in sys.argv)

@@ -16,9 +16,12 @@ equal to round-off on random states).
 
 Used by the integrators when :func:`Engine.supports` says so (every force element one of
 :attr:`Engine.COMPILED_FORCES`, no HHT force form, no coordinate rows), at any size;
-``integrate(..., engine=False)`` forces the generic path. Other force elements
-(:class:`~flexmbd.JointForce`, user :class:`~flexmbd.model.forces.ForceElement`
-subclasses written in Python) keep the whole model on the generic path: that is the
+``integrate(..., engine=False)`` forces the generic path. Joint forces run in the engine
+when constant or given as :meth:`~flexmbd.JointForce.spring_damper` or
+:meth:`~flexmbd.JointForce.compiled_law` laws. Other force elements (a
+:class:`~flexmbd.JointForce` with a Python law, user
+:class:`~flexmbd.model.forces.ForceElement` subclasses written in Python) keep the whole
+model on the generic path: that is the
 Python callback path for user force laws, measured at 6.5 ms per step on the seed
 slider-crank (one SDA) where the compiled engine takes tens of microseconds
 (``benchmarks/bench_forces.py``). The compiled loop (:meth:`Engine.run`) also projects
@@ -35,8 +38,8 @@ Geometric stiffening: the lagged interface loads (wrenches the joints apply at a
 body's interfaces, :meth:`~flexmbd.absolute.system.AbsoluteSystem.update_interface_loads`)
 are updated inside the compiled step loop after every accepted step from the joint
 reactions it computes (:func:`_interface_loads`, a transcription of the numpy reference
-:func:`flexmbd.absolute.flexible.interface_wrenches`), unless a point load or an SDA acts at
-such an interface (then the step loop stays in Python).
+:func:`flexmbd.absolute.flexible.interface_wrenches`), plus the point forces and SDA ends
+acting at such interfaces (:func:`.force_kernels.interface_force_loads`).
 
 Newton matrix (issue 13 item 4): above ``MAX_DENSE`` unknowns, unless one body's block is
 more than ``SPARSE_BLOCK_FRACTION`` of them (:func:`prefers_sparse`), it is assembled in a
@@ -55,7 +58,7 @@ Cost per step of a chain of rods with SDAs: linear in the number of bodies
 (``benchmarks/bench_forces.py``).
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,7 +95,14 @@ from ._sparse import (
     set_reference,
     solve,
 )
-from .force_kernels import ForceTable, force_energies, forces_add
+from .force_kernels import (
+    ForceTable,
+    force_energies,
+    forces_add,
+    interface_force_loads,
+    joint_force_kind,
+    joint_forces_add,
+)
 
 __all__ = [
     "Bodies",
@@ -204,8 +214,10 @@ class Joints(NamedTuple):
 
 
 class Forces(NamedTuple):
-    """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA and point-load
-    tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place)."""
+    """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA, point-load and
+    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place), the
+    rows of forces at stiffened interfaces and the users' compiled joint laws (a tuple of
+    numba cfuncs)."""
 
     s_int: np.ndarray
     s_flt: np.ndarray
@@ -213,6 +225,10 @@ class Forces(NamedTuple):
     l_int: np.ndarray
     l_flt: np.ndarray
     l_U: np.ndarray
+    j_int: np.ndarray
+    j_flt: np.ndarray
+    i_int: np.ndarray
+    laws: Any
 
 
 class Interfaces(NamedTuple):
@@ -735,6 +751,9 @@ def _system_terms(
             aD,
             jac,
         )
+    if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
+        lf_j = inp.lf[fm.l_int.shape[0] :]
+        joint_forces_add(q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac)
     # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
     Pq = ws.Pq
@@ -934,7 +953,7 @@ def _run(
     nj = reac.shape[1]
     FC = np.zeros((nj, 3, 3))
     pC = np.zeros((nj, 3))
-    itf_on = m.interfaces.joint.shape[0] > 0
+    itf_on = m.interfaces.n_load.sum() > 0
     if project:  # scratch of the velocity projection (the mass matrix: no stiffening)
         zn = np.zeros(n)
         zc = np.zeros(nc)
@@ -1019,7 +1038,34 @@ def _run(
         _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
         if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
             _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
+            if m.forces.i_int.shape[0]:  # point forces and SDAs at the interfaces
+                _interface_force_loads(m, inp_i, q, qd, inp.itf, inp.Kitf)
     return 0
+
+
+@njit(cache=True)
+def _interface_force_loads(m, inp, q, qd, v, Kitf):
+    """:func:`.force_kernels.interface_force_loads` with the model's tables."""
+    fm, it, bm = m.forces, m.interfaces, m.bodies
+    lf = inp.lf
+    interface_force_loads(
+        q,
+        qd,
+        fm.s_int,
+        fm.s_flt,
+        fm.s_U,
+        inp.fa,
+        fm.l_int,
+        lf,
+        fm.i_int,
+        it.U,
+        it.U_off,
+        it.load_off,
+        bm.f_n,
+        bm.f_o3,
+        v,
+        Kitf,
+    )
 
 
 @njit(cache=True)
@@ -1369,9 +1415,9 @@ class Engine:
             f_o3=9 * off2[:-1],
         )
         self.itf_lagged = any(d.itf_names for d in fl)
-        # lagged interface loads: updated in the compiled step loop when they all come
-        # from joint reactions (else per step in Python, Engine mode "engine")
-        self.itf_compiled = self.itf_lagged and s.interface_loads_compiled()
+        # lagged interface loads: updated in the compiled step loop (joint reactions,
+        # point forces and SDA ends at the interfaces: .force_kernels.interface_force_loads)
+        self.itf_compiled = self.itf_lagged
         interfaces = self._interfaces(s, fl)
         self.itf = np.zeros(int(interfaces.n_load.sum()))  # lagged loads (Inputs)
         self.Kitf = np.zeros(int(off2[-1]))  # their stiffness (Inputs)
@@ -1412,7 +1458,18 @@ class Engine:
         )
         self.n_joints = len(cs.joints)
         self.ft = ft = ForceTable(s)
-        forces = Forces(ft.s_int, ft.s_flt, ft.s_U, ft.l_int, ft.l_flt, ft.l_U)
+        forces = Forces(
+            ft.s_int,
+            ft.s_flt,
+            ft.s_U,
+            ft.l_int,
+            ft.l_flt,
+            ft.l_U,
+            ft.j_int,
+            ft.j_flt,
+            ft.i_int,
+            ft.laws,
+        )
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
         if sparse is None:
@@ -1436,22 +1493,33 @@ class Engine:
         self.modified_newton = False
 
     #: force-element types the engine evaluates in compiled code (:mod:`.force_kernels`)
-    COMPILED_FORCES = ("Gravity", "SpringDamperActuator", "PointForce", "PointTorque")
+    COMPILED_FORCES = (
+        "Gravity",
+        "SpringDamperActuator",
+        "PointForce",
+        "PointTorque",
+        "JointForce",
+    )
 
     @staticmethod
     def supports(system, scheme=None):
         """True when every force element is compiled (:attr:`COMPILED_FORCES`: gravity,
-        spring-damper-actuators with rigid or deforming ends, point forces and torques), no
-        coordinate rows (screws, gear couplings) and no HHT force form. Any size: above
-        ``MAX_DENSE`` unknowns the engine solves with its compiled sparse LU."""
-        from ..model.forces import Gravity, PointForce, PointTorque
+        spring-damper-actuators with rigid or deforming ends, point forces and torques, joint
+        forces that are constant or :meth:`~flexmbd.JointForce.spring_damper` laws:
+        :func:`.force_kernels.joint_force_kind`), no coordinate rows (screws, gear
+        couplings) and no HHT force form. Any size: above ``MAX_DENSE`` unknowns the engine
+        solves with its compiled sparse LU."""
+        from ..model.forces import Gravity, JointForce, PointForce, PointTorque
         from ..model.sda import SpringDamperActuator
 
         if getattr(system.constraints, "ncr", 0):  # Screw / GearCoupling rows: generic path
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
-        if any(type(f) not in ok for f in system.forces):
-            return False
+        for f in system.forces:
+            if type(f) is JointForce and joint_force_kind(f) >= 0:
+                continue
+            if type(f) not in ok:
+                return False
         if scheme is not None and getattr(scheme, "hht_alpha", 0.0) != 0.0:
             return False
         return True
@@ -1500,13 +1568,13 @@ class Engine:
         rows = [list(cs.b[p]) for p in range(npm)]
         rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
         rows += [[i] for i in range(s.nb)]
-        couplings = rows[:npm] + [list(r) for r in ft.s_int[:, :2]]
+        couplings = rows[:npm] + ft.couplings()
         L = kkt_layout(n, nc, body_cols, rows, couplings)
         dense = self.model.layout
         self.model = _with_layout(self.model, L)
         self.ws = workspace(n, nc, L)
         rng = np.random.default_rng(20261127)
-        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F)
+        arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F, ft.j_int, ft.j_flt)
         saved = [x.copy() for x in arrays]
         nz = np.zeros(len(L.Ai), bool)
         try:
@@ -1516,6 +1584,7 @@ class Engine:
             ft.s_int[:, 8] = 1  # every Jacobian in the matrix
             if len(ft.l_int):
                 ft.l_int[:, 6] = 1
+            ft.j_int[:, 3] = 1
             for _ in range(probes):
                 ft.fa[...] = rng.standard_normal(ft.fa.shape)
                 ft.F[...] = rng.standard_normal(ft.F.shape)
@@ -1747,6 +1816,9 @@ class Engine:
                 ft.l_U,
                 LF,
                 out,
+                ft.j_int,
+                ft.j_flt.copy(),
+                ft.laws,
             )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
@@ -1824,10 +1896,11 @@ class Engine:
             out,
         )
 
-    def interface_loads(self, q, lam):
+    def interface_loads(self, q, lam, qd=None):
         """``(v, Kitf)``: the lagged interface loads and their stiffness (flat) that the
-        compiled loop sets after a step ending at ``(q, lam)`` (:func:`_interface_loads`;
-        zeros unless :attr:`itf_compiled`). Does not change the engine's own."""
+        compiled loop sets after a step ending at ``(q, lam)`` (rates ``qd``: SDA damping at
+        the interfaces, at rest when None; :func:`_interface_loads`; zeros unless
+        :attr:`itf_compiled`). Does not change the engine's own."""
         nj = self.n_joints
         q = np.asarray(q, float)
         reac, FC, pC = np.zeros((nj, 6)), np.zeros((nj, 3, 3)), np.zeros((nj, 3))
@@ -1836,6 +1909,9 @@ class Engine:
         if self.itf_compiled:
             m = self.model
             _interface_loads(m.interfaces, m.bodies, q, reac, FC, pC, v, K)
+            if m.forces.i_int.shape[0]:
+                qd = np.zeros_like(q) if qd is None else np.asarray(qd, float)
+                _interface_force_loads(m, self.inputs(), q, qd, v, K)
         return v, K
 
     def reactions(self, q, lam):

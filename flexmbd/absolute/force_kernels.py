@@ -53,10 +53,20 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
+from numba import typeof, types
+from numba.extending import overload
 
 from .._jit import njit
+from ..errors import ModelError
 
-__all__ = ["ForceTable", "forces_add", "force_energies"]
+__all__ = [
+    "ForceTable",
+    "forces_add",
+    "joint_forces_add",
+    "interface_force_loads",
+    "force_energies",
+    "joint_force_kind",
+]
 
 # integer columns of the SDA table: body, modal count, first modal column, offset in U
 _SB, _SN, _SC, _SO = 0, 2, 4, 6
@@ -506,11 +516,450 @@ def _rot(e):
     return A
 
 
+_LAW_SIG = types.float64(types.float64, types.float64, types.float64, types.int64)
+_LAW_TYPE = types.FunctionType(_LAW_SIG)
+
+
+def _law_call(laws, u, q, qd, t, which):
+    """``laws[u](q, qd, t, which)`` in compiled code (0 for a model without laws)."""
+
+
+@overload(_law_call)
+def _law_call_impl(laws, u, q, qd, t, which):
+    if isinstance(laws, types.BaseTuple) and len(laws) == 0:  # no user law: nothing to call
+        return lambda laws, u, q, qd, t, which: 0.0
+    return lambda laws, u, q, qd, t, which: laws[u](q, qd, t, which)
+
+
+# columns of the joint-force tables (:class:`ForceTable`)
+_JI, _JJ, _JK, _JJAC, _JU = 0, 1, 2, 3, 4  # j_int: parent, child, kind, Jacobian, user law
+_JP, _Jp, _JC, _Jc, _JHW, _JHP = 0, 9, 12, 21, 24, 30  # j_flt: frames, wrench and speed rows
+_JKK, _JCC, _JQ0, _JA, _JU1, _JU2, _JH, _JREF = 36, 37, 38, 39, 42, 45, 48, 49
+#: width of the joint-force float table
+J_FLT = 50
+#: kinds: constant wrench, spring-damper on a revolute angle, a prismatic displacement,
+#: a screw angle
+JF_CONST, JF_REVOLUTE, JF_PRISMATIC, JF_SCREW = 0, 1, 2, 3
+
+
 @njit(cache=True)
-def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
+def _cross(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True)
+def _body_frame(b, q, qd, A, r, w, v, E2, Ed2):
+    """Rotation, origin, angular velocity, velocity, ``2E(e)`` and ``2E(ed)`` of body
+    ``b`` (ground, ``b < 0``: identity and zeros)."""
+    if b < 0:
+        for i in range(3):
+            for j in range(3):
+                A[i, j] = 1.0 if i == j else 0.0
+            r[i] = 0.0
+            w[i] = 0.0
+            v[i] = 0.0
+        return
+    c7 = 7 * b
+    A[:, :] = _rot(q[c7 + 3 : c7 + 7])
+    e0, e1, e2, e3 = q[c7 + 3], q[c7 + 4], q[c7 + 5], q[c7 + 6]
+    E2[0, 0], E2[0, 1], E2[0, 2], E2[0, 3] = -2 * e1, 2 * e0, -2 * e3, 2 * e2
+    E2[1, 0], E2[1, 1], E2[1, 2], E2[1, 3] = -2 * e2, 2 * e3, 2 * e0, -2 * e1
+    E2[2, 0], E2[2, 1], E2[2, 2], E2[2, 3] = -2 * e3, -2 * e2, 2 * e1, 2 * e0
+    d0, d1, d2, d3 = qd[c7 + 3], qd[c7 + 4], qd[c7 + 5], qd[c7 + 6]
+    Ed2[0, 0], Ed2[0, 1], Ed2[0, 2], Ed2[0, 3] = -2 * d1, 2 * d0, -2 * d3, 2 * d2
+    Ed2[1, 0], Ed2[1, 1], Ed2[1, 2], Ed2[1, 3] = -2 * d2, 2 * d3, 2 * d0, -2 * d1
+    Ed2[2, 0], Ed2[2, 1], Ed2[2, 2], Ed2[2, 3] = -2 * d3, -2 * d2, 2 * d1, 2 * d0
+    for i in range(3):
+        r[i] = q[c7 + i]
+        v[i] = qd[c7 + i]
+        w[i] = E2[i, 0] * d0 + E2[i, 1] * d1 + E2[i, 2] * d2 + E2[i, 3] * d3
+
+
+@njit(cache=True)
+def _mv(A, x, out):
+    """``out = A x`` (3x3 times 3)."""
+    for i in range(3):
+        out[i] = A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
+
+
+@njit(cache=True)
+def _skew_to(a, out):
+    """``out = a~`` (3x3)."""
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -a[2], a[1]
+    out[1, 0], out[1, 1], out[1, 2] = a[2], 0.0, -a[0]
+    out[2, 0], out[2, 1], out[2, 2] = -a[1], a[0], 0.0
+
+
+@njit(cache=True)
+def _mm_add(A, B, out, c):
+    """``out += c A B`` (3x3 times 3 x k)."""
+    for i in range(3):
+        for l in range(B.shape[1]):
+            out[i, l] += c * (A[i, 0] * B[0, l] + A[i, 1] * B[1, l] + A[i, 2] * B[2, l])
+
+
+@njit(cache=True)
+def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+    r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W).
+    Scratch: ``S`` (2, 3, 3), ``V`` (24, 3), ``M3`` (8, 3, 3), ``B6`` (14, 7, 7)."""
+    ends = (j_int[el, _JI], j_int[el, _JJ])  # parent i, child j
+    kind = j_int[el, _JK]
+    A, E2, Ed2 = S, B6[0, :3, :4], B6[1, :3, :4]
+    Ep, Edp = B6[2, :3, :4], B6[3, :3, :4]
+    r0, r1, w0, w1, v0, v1 = V[0], V[1], V[2], V[3], V[4], V[5]
+    _body_frame(ends[0], q, qd, A[0], r0, w0, v0, Ep, Edp)
+    _body_frame(ends[1], q, qd, A[1], r1, w1, v1, E2, Ed2)
+    T = j_flt[el]
+    FP, FC = M3[0], M3[1]
+    for i in range(3):
+        for j in range(3):
+            FP[i, j] = A[0, i, 0] * T[_JP + j] + A[0, i, 1] * T[_JP + 3 + j]
+            FP[i, j] += A[0, i, 2] * T[_JP + 6 + j]
+            FC[i, j] = A[1, i, 0] * T[_JC + j] + A[1, i, 1] * T[_JC + 3 + j]
+            FC[i, j] += A[1, i, 2] * T[_JC + 6 + j]
+    pP, rho, sig, Nh, Fh, hpw, hpv = V[6], V[7], V[8], V[9], V[10], V[11], V[12]
+    om, y, t1, t2, c1, c2, c3 = V[13], V[14], V[15], V[16], V[17], V[18], V[19]
+    _mv(A[0], T[_Jp : _Jp + 3], pP)
+    _mv(A[1], T[_Jc : _Jc + 3], rho)  # p_C - r_j
+    for i in range(3):
+        pP[i] += r0[i]
+        sig[i] = r1[i] + rho[i] - r0[i]  # p_C - r_i
+    _mv(FC, T[_JHW : _JHW + 3], Nh)  # world wrench per unit tau
+    _mv(FC, T[_JHW + 3 : _JHW + 6], Fh)
+    _mv(FC, T[_JHP : _JHP + 3], hpw)  # world speed row
+    _mv(FC, T[_JHP + 3 : _JHP + 6], hpv)
+    _cross(w1, rho, t1)
+    _cross(w0, sig, t2)
+    qdv = 0.0
+    for i in range(3):
+        om[i] = w1[i] - w0[i]
+        y[i] = v1[i] - v0[i] + t1[i] - t2[i]
+        qdv += hpw[i] * om[i] + hpv[i] * y[i]  # joint speed
+    # derivatives of tau w.r.t. x_b = [dphi; dr] and V_b = [w; v] (b: 0 parent, 1 child)
+    Dtx, DtV = B6[4, :2, :6], B6[5, :2, :6]
+    Dtx[:, :] = 0.0
+    DtV[:, :] = 0.0
+    tau = 1.0
+    if kind != JF_CONST:
+        kk, cc = T[_JKK], T[_JCC]
+        dq = B6[6, :2, :6]
+        dq[:, :] = 0.0
+        aP, cu1, pu1, pu2 = V[20], V[21], V[22], V[23]
+        if kind == JF_PRISMATIC:
+            _mv(FP, T[_JA : _JA + 3], aP)
+            qj = 0.0
+            for i in range(3):
+                qj += aP[i] * (r1[i] + rho[i] - pP[i])
+            _cross(aP, sig, t1)
+            _cross(rho, aP, t2)
+            for i in range(3):
+                dq[0, i] = t1[i]
+                dq[0, 3 + i] = -aP[i]
+                dq[1, i] = t2[i]
+                dq[1, 3 + i] = aP[i]
+        else:
+            _mv(FC, T[_JU1 : _JU1 + 3], cu1)
+            _mv(FP, T[_JU1 : _JU1 + 3], pu1)
+            _mv(FP, T[_JU2 : _JU2 + 3], pu2)
+            xx = cu1[0] * pu1[0] + cu1[1] * pu1[1] + cu1[2] * pu1[2]
+            yy = cu1[0] * pu2[0] + cu1[1] * pu2[1] + cu1[2] * pu2[2]
+            qj = np.arctan2(yy, xx)
+            hh = T[_JH]
+            if kind == JF_SCREW and hh != 0.0:
+                _mv(FP, T[_JA : _JA + 3], aP)
+                sh = 0.0
+                for i in range(3):
+                    sh += aP[i] * (r1[i] + rho[i] - pP[i])
+                qj += 2 * np.pi * np.round((sh / hh - qj) / (2 * np.pi))
+            else:
+                qj += 2 * np.pi * np.round((T[_JREF] - qj) / (2 * np.pi))
+                T[_JREF] = qj  # the branch follows the motion (steps turn < pi)
+            r2 = xx * xx + yy * yy
+            for i in range(3):
+                t2[i] = (xx * pu2[i] - yy * pu1[i]) / r2
+            _cross(cu1, t2, t1)
+            for i in range(3):
+                dq[0, i] = -t1[i]
+                dq[1, i] = t1[i]
+        u = j_int[el, _JU]
+        if u >= 0:  # a user's compiled law: its value and derivatives
+            tau = _law_call(laws, u, qj, qdv, j_in[1], 0)
+            kk = -_law_call(laws, u, qj, qdv, j_in[1], 1)
+            cc = -_law_call(laws, u, qj, qdv, j_in[1], 2)
+        else:
+            tau = j_in[0] - kk * (qj - T[_JQ0]) - cc * qdv
+        # d qd / dx, d qd / dV
+        hw_ = V[20]  # aP no longer needed
+        _cross(hpv, w0, hw_)
+        _cross(hpw, om, c1)
+        _cross(hpv, y, c2)
+        _cross(hpv, om, t2)
+        _cross(rho, t2, c3)
+        _cross(rho, hpv, t1)
+        _cross(sig, hpv, t2)
+        for i in range(3):
+            Dtx[1, i] = -kk * dq[1, i] - cc * (c1[i] + c2[i] + c3[i])
+            Dtx[1, 3 + i] = -kk * dq[1, 3 + i] + cc * hw_[i]
+            Dtx[0, i] = -kk * dq[0, i]
+            Dtx[0, 3 + i] = -kk * dq[0, 3 + i] - cc * hw_[i]
+            DtV[1, i] = -cc * (hpw[i] + t1[i])
+            DtV[1, 3 + i] = -cc * hpv[i]
+            DtV[0, i] = cc * (hpw[i] + t2[i])
+            DtV[0, 3 + i] = cc * hpv[i]
+    f, n = V[21], V[22]
+    for i in range(3):
+        f[i] = Fh[i] * tau
+        n[i] = Nh[i] * tau
+    # wrenches about the body origins: child [n + rho x f; f], parent -[n + sig x f; f]
+    Mw = B6[7, :2, :3]
+    _cross(rho, f, t1)
+    _cross(sig, f, t2)
+    for i in range(3):
+        Mw[1, i] = n[i] + t1[i]
+        Mw[0, i] = -(n[i] + t2[i])
+    sgn = (-1.0, 1.0)
+    for k in range(2):
+        b = ends[k]
+        if b < 0:
+            continue
+        Ek = Ep if k == 0 else E2
+        c7 = 7 * b
+        for i in range(3):
+            Q[c7 + i] += sgn[k] * f[i]
+        for l in range(4):
+            Q[c7 + 3 + l] += Ek[0, l] * Mw[k, 0] + Ek[1, l] * Mw[k, 1] + Ek[2, l] * Mw[k, 2]
+    if not (jac and j_int[el, _JJAC] != 0):
+        return tau * qdv
+    # body-level blocks K_ab = dF_a/dx_b, C_ab = dF_a/dV_b (F = [moment; force])
+    fs, ns, Rs = M3[3], M3[4], M3[5]
+    _skew_to(f, fs)
+    _skew_to(n, ns)
+    _skew_to(rho, Rs)
+    Kb, Cb = B6[8, :6, :6], B6[9, :6, :6]
+    G, Gd = B6[10], B6[11]
+    dFq, dFd = B6[12], B6[13]
+    dF = B6[0, 3:6, :6]
+    dN = B6[1, 3:6, :6]
+    dS = B6[2, 3:6, :6]
+    cF = B6[3, 3:6, :6]
+    cN = B6[4, 3:6, :6]
+    for bk in range(2):
+        if ends[bk] < 0:
+            continue
+        Eb = Ep if bk == 0 else E2
+        Edb = Edp if bk == 0 else Ed2
+        for i in range(3):
+            for j in range(6):
+                dF[i, j] = Fh[i] * Dtx[bk, j]
+                dN[i, j] = Nh[i] * Dtx[bk, j]
+                cF[i, j] = Fh[i] * DtV[bk, j]
+                cN[i, j] = Nh[i] * DtV[bk, j]
+                dS[i, j] = 0.0
+        if bk == 1:  # f, n turn with the child; p_C moves with it: dsig = [-rho~, I]
+            for i in range(3):
+                for j in range(3):
+                    dF[i, j] -= fs[i, j]
+                    dN[i, j] -= ns[i, j]
+                    dS[i, j] = -Rs[i, j]
+                dS[i, 3 + i] = 1.0
+        else:
+            for i in range(3):
+                dS[i, 3 + i] = -1.0
+        for ak in range(2):
+            a = ends[ak]
+            if a < 0:
+                continue
+            Ea = Ep if ak == 0 else E2
+            arm = rho if ak == 1 else sig
+            s_ = sgn[ak]
+            for i in range(3):
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                for j in range(6):
+                    # moment rows: dn + arm~ df ; force rows: df
+                    Kb[i, j] = dN[i, j] + arm[i1] * dF[i2, j] - arm[i2] * dF[i1, j]
+                    Cb[i, j] = cN[i, j] + arm[i1] * cF[i2, j] - arm[i2] * cF[i1, j]
+                    Kb[3 + i, j] = dF[i, j]
+                    Cb[3 + i, j] = cF[i, j]
+            if ak == 1:
+                if bk == 1:  # the child's own arm rho turns: f~ rho~ dphi
+                    _mm_add(fs, Rs, Kb[:3, :3], 1.0)
+            else:  # the parent's arm sig = p_C - r_i: -f~ dsig
+                _mm_add(fs, dS, Kb[:3], -1.0)
+            # to the coordinates (r, e) of a and b (:func:`.forces.map_jacobians`)
+            for i in range(6):
+                for j in range(3):
+                    dFq[i, j] = s_ * Kb[i, 3 + j]
+                    dFd[i, j] = s_ * Cb[i, 3 + j]
+                for j in range(4):
+                    x1 = 0.0
+                    x2 = 0.0
+                    for l in range(3):
+                        x1 += Kb[i, l] * Eb[l, j] - Cb[i, l] * Edb[l, j]
+                        x2 += Cb[i, l] * Eb[l, j]
+                    dFq[i, 3 + j] = s_ * x1
+                    dFd[i, 3 + j] = s_ * x2
+            for j in range(7):
+                for i in range(3):
+                    G[i, j] = dFq[3 + i, j]
+                    Gd[i, j] = dFd[3 + i, j]
+                for i in range(4):
+                    G[3 + i, j] = Ea[0, i] * dFq[0, j] + Ea[1, i] * dFq[1, j] + Ea[2, i] * dFq[2, j]
+                    Gd[3 + i, j] = (
+                        Ea[0, i] * dFd[0, j] + Ea[1, i] * dFd[1, j] + Ea[2, i] * dFd[2, j]
+                    )
+            if ak == bk:
+                _TE_add(Mw[ak, 0], Mw[ak, 1], Mw[ak, 2], 2.0, G)
+            ra, cb = 7 * a, 7 * ends[bk]
+            for i in range(7):
+                for j in range(7):
+                    Amat[ra + i, cm[cb + j]] -= aK * G[i, j] + aD * Gd[i, j]
+    return tau * qdv
+
+
+@njit(cache=True)
+def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
+    r"""Add the generalized forces of the joint forces (:class:`~flexmbd.JointForce`) to
+    ``Q`` and, with ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat``; returns their power
+    ``sum tau . qd`` (W).
+
+    A joint force is the wrench ``W = h tau`` (child joint-frame axes, ``h`` the motion
+    subspace column over its squared length: :func:`flexmbd.joint_types.wrench_from_force`)
+    at the child frame's origin ``p_C``, on the child, its opposite on the parent. With
+    ``f = F_C h_f tau``, ``n = F_C h_n tau`` (world), ``rho = p_C - r_j``,
+    ``sigma = p_C - r_i``, the body wrenches about the body origins are::
+
+        F_j = [n + rho x f; f],   F_i = -[n + sigma x f; f],
+        joint speed  qd = hp_w . (w_j - w_i) + hp_v . (v_j + w_j x rho - v_i - w_i x sigma)
+
+    (``hp_w``, ``hp_v`` = ``F_C H^T / |H|^2``, world). ``tau`` is 1 for a constant wrench
+    (``h`` holds it) or ``tau = j_tau - k (q - q0) - c qd`` for the spring-damper law of a
+    Revolute (angle ``atan2(F_C u1 . F_P u2, F_C u1 . F_P u1)``, unwrapped against the last
+    evaluation), a Screw (the same angle, its turn fixed by the advance) or a Prismatic
+    (``q = F_P a . (p_C - p_P)``) joint. Exact derivatives (``x = [dphi; dr]``)::
+
+        dq/dphi_j = -dq/dphi_i = F_C u1 x (x_c F_P u2 - y_c F_P u1) / (x_c^2 + y_c^2)   angle
+        dq/dx_i = [F_P a x sigma; -F_P a],  dq/dx_j = [rho x F_P a; F_P a]             slide
+        dqd/dx_j = [hp_w x om + hp_v x y + rho x (hp_v x om); -hp_v x w_i],
+        dqd/dx_i = [0; hp_v x w_i],  dqd/dV_j = [hp_w + rho x hp_v; hp_v],
+        dqd/dV_i = -[hp_w + sigma x hp_v; hp_v]
+
+    (``om = w_j - w_i``, ``y`` the bracket of ``qd``); ``f``, ``n`` and ``rho`` turn with the
+    child. The body blocks ``dF_a/dx_b``, ``dF_a/dV_b`` map to Euler parameters as in
+    :func:`flexmbd.absolute.forces.map_jacobians` (plus ``2 TE(moment)`` on ``(e_a, e_a)``).
+    A :meth:`~flexmbd.JointForce.compiled_law` replaces the linear law: ``tau``,
+    ``-k`` and ``-c`` are its value and derivatives, ``laws[u](q, qd, t, 0..2)``.
+    ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_in`` (m, 6): the
+    actuator value (column 0) and the time (column 1); ``laws``: tuple of the users'
+    cfuncs (empty: no call compiled)."""
+    pw = 0.0
+    S = np.empty((2, 3, 3))
+    V = np.zeros((24, 3))
+    M3 = np.zeros((8, 3, 3))
+    B6 = np.zeros((14, 7, 7))
+    for el in range(j_int.shape[0]):
+        pw += _joint_force(
+            el, q, qd, j_int, j_flt, j_in[el], laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+        )
+    return pw
+
+
+@njit(cache=True)
+def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
+    """Tension ``f = k (l - l0) + c ldot + f_a`` (N) of SDA ``el``; its unit vector from end
+    ``i`` to end ``j`` into ``u`` (world)."""
+    P = np.empty((2, 3))
+    vP = np.empty((2, 3))
+    G0 = np.zeros((0, 7))
+    rho = np.zeros(3)
+    AU = np.zeros((3, max(1, s_int[el, _SN], s_int[el, _SN + 1])))
+    E2 = np.zeros((3, 4))
+    w = np.zeros(3)
+    for k in range(2):
+        nf = s_int[el, _SN + k]
+        o = s_int[el, _SO + k]
+        _end_kin(
+            s_int[el, _SB + k],
+            s_flt[el, 3 * k : 3 * k + 3],
+            nf,
+            s_int[el, _SC + k],
+            s_U[o : o + 3 * nf].reshape(3, nf),
+            q,
+            qd,
+            P[k],
+            vP[k],
+            G0,
+            G0,
+            rho,
+            AU,
+            E2,
+            w,
+        )
+    ll = 0.0
+    for i in range(3):
+        u[i] = P[1, i] - P[0, i]
+        ll += u[i] * u[i]
+    length = np.sqrt(ll)
+    ld = 0.0
+    for i in range(3):
+        u[i] /= length
+        ld += u[i] * (vP[1, i] - vP[0, i])
+    return s_flt[el, 6] * (length - s_flt[el, 8]) + s_flt[el, 7] * ld + fa
+
+
+@njit(cache=True)
+def interface_force_loads(
+    q, qd, s_int, s_flt, s_U, fa, l_int, l_F, i_int, U, U_off, load_off, f_n, f_o3, v, Kitf
+):
+    """Add the point forces and SDA end forces at stiffened interfaces to the lagged
+    interface loads ``v`` and their stiffness ``Kitf`` (after
+    :func:`flexmbd.absolute.engine._interface_loads` set the joints' part): the force
+    ``[0; A^T f]`` (body axes, at the interface origin) of each row of ``i_int`` (kind 0: a
+    point load, 1: an SDA end; element; end; flexible body; first component of the
+    interface in ``v``), and ``v_c U_c`` for each component it changes, as
+    :meth:`flexmbd.absolute.system.AbsoluteSystem.update_interface_loads` does with the
+    step's time functions ``fa``, ``l_F`` and rates ``qd``."""
+    u = np.empty(3)
+    fw = np.empty(3)
+    for r in range(i_int.shape[0]):
+        kind, el, end, kf, o = i_int[r, 0], i_int[r, 1], i_int[r, 2], i_int[r, 3], i_int[r, 4]
+        if kind == 0:
+            b = l_int[el, _LB]
+            A = _rot(q[7 * b + 3 : 7 * b + 7])
+            for i in range(3):
+                if l_int[el, 4] != 0:  # body axes
+                    fw[i] = A[i, 0] * l_F[el, 0] + A[i, 1] * l_F[el, 1] + A[i, 2] * l_F[el, 2]
+                else:
+                    fw[i] = l_F[el, i]
+        else:
+            b = s_int[el, _SB + end]
+            A = _rot(q[7 * b + 3 : 7 * b + 7])
+            f = _sda_tension(el, q, qd, s_int, s_flt, s_U, fa[el], u)
+            sF = 1.0 if end == 0 else -1.0
+            for i in range(3):
+                fw[i] = sF * f * u[i]
+        nf = f_n[kf]
+        ko = f_o3[kf] // 9
+        lo = load_off[kf]
+        u0 = U_off[kf]
+        for i in range(3):
+            dv = A[0, i] * fw[0] + A[1, i] * fw[1] + A[2, i] * fw[2]
+            c = o + 3 + i
+            v[c] += dv
+            base = u0 + (c - lo) * nf * nf
+            for a in range(nf * nf):
+                Kitf[ko + a] += dv * U[base + a]
+
+
+@njit(cache=True)
+def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt, laws):
     """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
-    ``-f_a ldot`` and the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4).
-    ``FA`` (nt or 1, m) and ``LF`` (nt or 1, p, 6): the time functions per sample."""
+    ``-f_a ldot`` plus the joint forces' ``tau . qd`` (as the generic path books them) and
+    the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4). ``FA`` (nt or 1,
+    m) and ``LF`` (nt or 1, p + joint forces, 6): the time functions per sample; ``j_int``,
+    ``j_flt``: the joint-force tables (their unwrapping references move along)."""
     nt = Q.shape[0]
     m = s_int.shape[0]
     p = l_int.shape[0]
@@ -526,6 +975,9 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
     AU = np.zeros((3, nmax))
     E2 = np.zeros((3, 4))
     w = np.zeros(3)
+    Qj = np.zeros(Q.shape[1])
+    Aj = np.zeros((0, 0))
+    cmj = np.zeros(0, np.int64)
     for t in range(nt):
         q = Q[t]
         qd = Qd[t]
@@ -601,10 +1053,31 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out):
                 if l_int[el, 5] == 0:
                     ni = LF[tl, el, 3 + i]
                 pext += fi * vP[0, i] + ni * w[i]
+        if j_int.shape[0]:
+            pact += joint_forces_add(
+                q, qd, j_int, j_flt, LF[tl, p:], laws, Qj, Aj, cmj, 0.0, 0.0, False
+            )
         out[t, 0] = sp
         out[t, 1] = pdmp
         out[t, 2] = pact
         out[t, 3] = pext
+
+
+#: joint types whose motion subspace is constant in child axes (a constant joint force
+#: is then a constant wrench in the child joint frame)
+_CONST_H = ("Revolute", "Prismatic", "Cylindrical", "Screw", "Planar", "Fixed", "Free")
+_LAW_KIND = {"Revolute": JF_REVOLUTE, "Prismatic": JF_PRISMATIC, "Screw": JF_SCREW}
+
+
+def joint_force_kind(el):
+    """The compiled kind of the :class:`~flexmbd.JointForce` ``el`` (:data:`JF_CONST`, a
+    spring-damper kind) or -1 when the engine cannot evaluate it (a Python law)."""
+    name = type(el.joint).__name__
+    if el.law is not None or el.user_law is not None:
+        return _LAW_KIND.get(name, -1)
+    if el.constant_force is not None and name in _CONST_H:
+        return JF_CONST
+    return -1
 
 
 class ForceTable:
@@ -692,13 +1165,120 @@ class ForceTable:
             Ul.append(U.ravel())
             o += U.size
         self.l_U = np.ascontiguousarray(np.concatenate(Ul)) if Ul else np.zeros(0)
+        # joint forces: their time functions follow the point loads in F (column 0)
+        self.jf = [jm.el for jm in terms.joint_forces]
+        self._jmaps = list(terms.joint_forces)
+        self.j_int = np.zeros((len(self.jf), 5), np.int64)
+        self.laws = ()  # the users' cfuncs (a tuple: one compiled engine per count)
+        self.j_flt = np.zeros((len(self.jf), J_FLT))
+        self._refs = [None] * len(self.jf)
+        for r, el in enumerate(self.jf):
+            self._joint_row(r, el)
+        self.i_int = self._interface_rows(terms, len(ends) - len(terms.flex_sda))
         self.refresh()
         self.fa = self._fa(0.0)
         self.F = self._loads(0.0)
 
+    def _joint_row(self, r, el):
+        """Row ``r`` of the joint-force tables for the :class:`~flexmbd.JointForce` ``el``."""
+        from ..joint_types import perp_basis
+
+        s = self.system
+        j = el.joint
+        kind = joint_force_kind(el)
+        if kind < 0:
+            raise ModelError(
+                f"JointForce {el.name!r}: the compiled engine takes constant forces on joints "
+                f"with a constant motion subspace and JointForce.spring_damper laws on "
+                f"Revolute/Prismatic/Screw joints; use engine=False for this one"
+            )
+        u = -1
+        if el.user_law is not None:
+            try:
+                ok = typeof(el.user_law) == _LAW_TYPE
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ModelError(
+                    f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
+                    f"signature {el.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce.LAW_SIGNATURE))"
+                )
+            known = [k for k, x in enumerate(self.laws) if x is el.user_law]
+            u = known[0] if known else len(self.laws)
+            if not known:
+                self.laws = (*self.laws, el.user_law)
+        self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0, u)
+        T = self.j_flt[r]
+        T[_JP : _JP + 9] = np.asarray(j.parent_frame.rotation, float).ravel()
+        T[_Jp : _Jp + 3] = j.parent_frame.position
+        T[_JC : _JC + 9] = np.asarray(j.child_frame.rotation, float).ravel()
+        T[_Jc : _Jc + 3] = j.child_frame.position
+        H = np.asarray(j.motion_subspace(j.q0), float).reshape(6, -1)
+        n2 = np.einsum("ij,ij->j", H, H)
+        if kind == JF_CONST:
+            T[_JHW : _JHW + 6] = (H / n2) @ el.constant_force
+            T[_JHP : _JHP + 6] = T[_JHW : _JHW + 6]  # its power W . V_rel = tau . qd
+        else:
+            T[_JHW : _JHW + 6] = H[:, 0] / n2[0]
+            T[_JHP : _JHP + 6] = H[:, 0] / n2[0]
+            if el.law is not None:
+                T[_JKK], T[_JCC], T[_JQ0] = el.law
+            a = np.asarray(j.axis, float)
+            T[_JA : _JA + 3] = a
+            if kind != JF_PRISMATIC:
+                u1, u2 = perp_basis(a)
+                T[_JU1 : _JU1 + 3] = u1
+                T[_JU2 : _JU2 + 3] = u2
+                T[_JH] = getattr(j, "h", 0.0)
+            T[_JREF] = float(np.asarray(j.q0, float).ravel()[0])
+
+    def _interface_rows(self, terms, n_rigid_sda):
+        """Rows ``(kind, element, end, flexible body, first component in v)`` of the point
+        forces (kind 0) and SDA ends (kind 1) at stiffened interfaces
+        (:func:`interface_force_loads`)."""
+        s = self.system
+        flex = s.flexible.flex
+        rows = []
+        if not any(d.itf_names for d in flex):
+            return np.zeros((0, 5), np.int64)
+        load_off = s.interface_load_table().load_off
+        for kf, d in enumerate(flex):
+            if not d.itf_names:
+                continue
+
+            def comp(name, d=d, o=int(load_off[kf])):
+                return o + 6 * d.itf_names.index(name)
+
+            for r, f in enumerate(self.loads):
+                fp = next((x for x in terms.flex_point_forces if x.el is f), None)
+                name = getattr(f.attachment, "interface_name", None)
+                if fp is not None and fp.d is d and name in d.itf_names:
+                    rows.append((0, r, 0, kf, comp(name)))
+            for r, fs in enumerate(terms.flex_sda):
+                for a in (0, 1):
+                    name = getattr((fs.el.frame_i, fs.el.frame_j)[a], "interface_name", None)
+                    e_ = fs.ends[a]
+                    if e_ is not None and e_[0] == d.index and name in d.itf_names:
+                        rows.append((1, n_rigid_sda + r, a, kf, comp(name)))
+        return np.array(rows, np.int64).reshape(-1, 5)
+
+    def _sync_references(self):
+        """One unwrapping reference per angle law: the generic path's map
+        (:class:`.forces.JointForceMap` ``q_ref``, which checkpoints save and load) views
+        the table's entry, which the kernel advances; a new ``q_ref`` set from outside (a
+        loaded checkpoint, a generic step) is copied in first."""
+        for r, jm in enumerate(self._jmaps):
+            if self.j_int[r, _JK] in (JF_REVOLUTE, JF_SCREW) and jm.q_ref is not self._refs[r]:
+                self.j_flt[r, _JREF] = float(np.asarray(jm.q_ref, float).ravel()[0])
+                self._refs[r] = jm.q_ref = self.j_flt[r, _JREF : _JREF + 1]
+
+    def couplings(self):
+        """Body pairs each element couples (for the Newton matrix's pattern)."""
+        return [list(r) for r in self.s_int[:, :2]] + [list(r) for r in self.j_int[:, :2]]
+
     @property
     def empty(self):
-        return len(self.sda) == 0 and len(self.loads) == 0
+        return len(self.sda) == 0 and len(self.loads) == 0 and len(self.jf) == 0
 
     def refresh(self):
         """Re-read the mutable element parameters (``k``, ``c``, ``l0``, Jacobian switch)."""
@@ -707,6 +1287,9 @@ class ForceTable:
             self.s_flt[r, 7] = el.c
             self.s_flt[r, 8] = el.free_length()
             self.s_int[r, 8] = self.exact and el.has_jacobian
+        for r, el in enumerate(self.jf):
+            self.j_int[r, _JJAC] = self.exact and el.has_jacobian
+        self._sync_references()
 
     def _fa(self, t):
         return np.array([e.actuator_force(t) for e in self.sda], float)
@@ -714,19 +1297,24 @@ class ForceTable:
     def _loads(self, t):
         from ..model.forces import PointForce
 
-        F = np.zeros((len(self.loads), 6))
+        p = len(self.loads)
+        F = np.zeros((p + len(self.jf), 6))
         for r, f in enumerate(self.loads):
             if type(f) is PointForce:
                 F[r, :3] = f.force(t)
             else:
                 F[r, 3:] = f.torque(t)
+        for r, el in enumerate(self.jf):
+            if el.actuator is not None:
+                F[p + r, 0] = el.actuator(t)
+            F[p + r, 1] = t  # for compiled laws
         return F
 
     def at(self, t):
         """Time functions at ``t``: ``(fa (m,), F (p, 6))`` (kept in :attr:`fa`, :attr:`F`)."""
         if self.sda:
             self.fa = self._fa(t)
-        if self.loads:
+        if self.loads or self.jf:
             self.F = self._loads(t)
         return self.fa, self.F
 
@@ -743,6 +1331,10 @@ class ForceTable:
         timed_l = any(
             not getattr(f.force if type(f) is PointForce else f.torque, "constant", False)
             for f in self.loads
+        ) or any(
+            el.user_law is not None
+            or (el.actuator is not None and not getattr(el.actuator, "constant", False))
+            for el in self.jf
         )
         LF = (
             np.array([self._loads(t) for t in times])
@@ -751,5 +1343,5 @@ class ForceTable:
         )
         return (
             np.ascontiguousarray(FA.reshape(len(FA), len(self.sda))),
-            np.ascontiguousarray(LF.reshape(len(LF), len(self.loads), 6)),
+            np.ascontiguousarray(LF.reshape(len(LF), len(self.loads) + len(self.jf), 6)),
         )

@@ -252,6 +252,15 @@ class JointForce(ForceElement):
     nv x nv) for implicit integrators.
     """
 
+    #: the constant force (nv,) when ``force`` was given as numbers, else None
+    constant_force: Array | None = None
+    #: ``(stiffness, damping, q0)`` of a :meth:`spring_damper` law, else None
+    law: tuple[float, float, float] | None = None
+    #: the numba ``cfunc`` of a :meth:`compiled_law`, else None
+    user_law: Any = None
+    #: numba signature of a :meth:`compiled_law`: ``law(q, qd, t, which)``
+    LAW_SIGNATURE = "float64(float64, float64, float64, int64)"
+
     def __init__(
         self,
         joint: Joint,
@@ -266,8 +275,8 @@ class JointForce(ForceElement):
         if not isinstance(joint, Joint):
             raise ModelError(f"JointForce: first argument must be a joint, got {joint!r}")
         self.joint = joint
-        #: the force (nv,) when it is constant (compiled formulations add it once), else None
-        self.constant = None
+        #: the actuator term ``f_a(t)`` (N or N m) of a :meth:`spring_damper` law, else None
+        self.actuator: Callable[[float], float] | None = None
         if callable(force):
             self._f = force
         else:
@@ -278,10 +287,125 @@ class JointForce(ForceElement):
                     f"N m) or a function f(t, q, qd), got {force!r}"
                 )
             self._f = lambda t, q, qd: f
-            self.constant = f
+            self.constant_force = f
         self.dfdq = dfdq
         self.dfdqd = dfdqd
         self.has_jacobian = not callable(force) or (dfdq is not None and dfdqd is not None)
+
+    @classmethod
+    def spring_damper(
+        cls,
+        joint: Joint,
+        stiffness: float = 0.0,
+        damping: float = 0.0,
+        q0: float = 0.0,
+        actuator: float | Callable[[float], float] = 0.0,
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> JointForce:
+        """Linear spring-damper-actuator along a one-speed joint's coordinate.
+
+        ``tau = actuator(t) - stiffness (q - q0) - damping qd`` (N m and rad for an angle,
+        N and m for a displacement; ``actuator`` a number or a function of time only). The
+        law is known in closed form, so the compiled absolute engine evaluates it, with its
+        exact Jacobians, inside its step (Revolute, Prismatic and Screw joints); every
+        other formulation calls it as the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
+        """
+        if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
+            raise ModelError(
+                f"JointForce.spring_damper: needs a joint with one coordinate and one speed "
+                f"(Revolute, Prismatic, Screw), got {joint!r}"
+            )
+        try:
+            k, c, x0 = (float(x) for x in (stiffness, damping, q0))
+        except (TypeError, ValueError):
+            k = c = x0 = np.nan
+        if not all(np.isfinite((k, c, x0))):
+            raise ModelError(
+                f"JointForce.spring_damper on {joint.local_name!r}: stiffness, damping and q0 "
+                f"must be finite numbers, got {(stiffness, damping, q0)!r}"
+            )
+        if callable(actuator):
+            fa = actuator
+        else:
+            try:
+                a0 = float(actuator)
+            except (TypeError, ValueError):
+                a0 = np.nan
+            if not np.isfinite(a0):
+                raise ModelError(
+                    f"JointForce.spring_damper on {joint.local_name!r}: actuator must be a "
+                    f"finite number or a function of time, got {actuator!r}"
+                )
+
+            def fa(t):
+                return a0
+
+            fa.constant = True  # the compiled engine evaluates it once
+
+        def force(t, q, qd):
+            return np.array([float(fa(t)) - k * (q[0] - x0) - c * qd[0]])
+
+        el = cls(
+            joint,
+            force,
+            dfdq=lambda t, q, qd: np.array([[-k]]),
+            dfdqd=lambda t, q, qd: np.array([[-c]]),
+            name=name,
+            doc=doc,
+        )
+        el.law = (k, c, x0)
+        el.actuator = fa
+        return el
+
+    @classmethod
+    def compiled_law(
+        cls, joint: Joint, law: Any, *, name: str | None = None, doc: str | None = None
+    ) -> JointForce:
+        """A force law ``tau(q, qd, t)`` (N m or N) along a one-speed joint's coordinate,
+        given as a numba ``cfunc`` that the compiled absolute engine calls inside its step.
+
+        ``law`` has the signature :attr:`LAW_SIGNATURE`, ``law(q, qd, t, which)``: the
+        force for ``which == 0``, its derivative ``dtau/dq`` for 1 and ``dtau/dqd`` for 2
+        (exact derivatives: they enter the Newton matrix)::
+
+            from numba import cfunc
+
+            @cfunc(fm.JointForce.LAW_SIGNATURE)
+            def cubic(q, qd, t, which):
+                if which == 0:
+                    return -50.0 * q**3 - 0.5 * qd
+                return -150.0 * q**2 if which == 1 else -0.5
+
+            m.spring = fm.JointForce.compiled_law(m.hinge, cubic)
+
+        Revolute, Prismatic and Screw joints (angles unwrapped as for
+        :meth:`spring_damper`); the other formulations call the same function through
+        ``ctypes`` (a Python call per evaluation).
+        """
+        call = getattr(law, "ctypes", None)
+        if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
+            raise ModelError(
+                f"JointForce.compiled_law: needs a joint with one coordinate and one speed "
+                f"(Revolute, Prismatic, Screw), got {joint!r}"
+            )
+        if not callable(call):
+            raise ModelError(
+                f"JointForce.compiled_law on {joint.local_name!r}: law must be a numba cfunc "
+                f"with the signature {cls.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce."
+                f"LAW_SIGNATURE)), got {law!r}"
+            )
+        el = cls(
+            joint,
+            lambda t, q, qd: np.array([call(float(q[0]), float(qd[0]), float(t), 0)]),
+            dfdq=lambda t, q, qd: np.array([[call(float(q[0]), float(qd[0]), float(t), 1)]]),
+            dfdqd=lambda t, q, qd: np.array([[call(float(q[0]), float(qd[0]), float(t), 2)]]),
+            name=name,
+            doc=doc,
+        )
+        el.user_law = law
+        return el
 
     def generalized_force(self, t: float, q: ArrayLike, qd: ArrayLike) -> Array:
         """Force along the joint speeds (N or N m), shape (nv,)."""

@@ -1574,9 +1574,9 @@ class RecursiveSystem:
     def _force_table(self, ignore):
         tau_c = np.zeros(max(self.nv, 1))
         for f in self._joint_forces:
-            if f.constant is None:
+            if f.constant_force is None:
                 return None
-            tau_c[self._vslice[f.joint.name]] += f.constant
+            tau_c[self._vslice[f.joint.name]] += f.constant_force
         fi, ff = [], []
         for fe in self._generic:
             if any(fe is g for g in ignore):
