@@ -93,6 +93,7 @@ import numpy as np
 
 from ..errors import FlexmbdError, ModelError
 from ..flexible import ModalInvariants
+from ..joint_types import joint_type
 from ..spatial import quat_to_rot_batch, rotvec_to_rot
 from .bodies import Body, Frame, _as_rotation
 from .component import Component, as_floats, is_real
@@ -108,7 +109,15 @@ if TYPE_CHECKING:
     from ..results import Results
     from . import Model
 
-__all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame", "stiffening_hint"]
+__all__ = [
+    "FlexibleBody",
+    "InterfaceFrame",
+    "NodeFrame",
+    "stiffening_hint",
+    "auto_frame",
+    "reference_joints",
+    "leaves_rotation_free",
+]
 
 
 class FlexibleBody(Body):
@@ -172,6 +181,12 @@ class FlexibleBody(Body):
         ``reduce_options`` are passed to :func:`flexmbd.fem.reduce` (``interfaces``,
         ``rayleigh``, ``zeta``, ...). With ``cache`` (a ``.npz`` path) the reduced body
         is stored and reused while mesh file, material and strategy are unchanged.
+
+        A Craig-Bampton ``frame="auto"`` (its default) is resolved when the body is
+        reduced, from its joints at that moment (:func:`auto_frame`): mean axes for a
+        stiffened body whose reference interface a joint lets rotate, the interface
+        frame when a joint builds it in or without stiffening. ``pprint()`` states the
+        choice and the reason.
         """
         if material is None:
             raise ModelError(
@@ -206,6 +221,7 @@ class FlexibleBody(Body):
         from ..fem import ReducedBody, reduce
 
         mesh, material, strategy, cache, opts = self._lazy
+        strategy = self._resolved_strategy()
         key = _cache_key(mesh, material, strategy, opts)
         if cache is not None and Path(cache).exists():
             rb = ReducedBody.load(cache)
@@ -216,6 +232,16 @@ class FlexibleBody(Body):
             rb = rb.replace(notes=(*rb.notes, key))
             rb.save(cache)
         return rb
+
+    def _resolved_strategy(self):
+        """The lazy strategy with a Craig-Bampton ``frame="auto"`` made explicit from the
+        body's attachments now (:func:`auto_frame`)."""
+        strategy, opts = self._lazy[2], self._lazy[4]
+        if getattr(strategy, "frame", None) != "auto":
+            return strategy
+        stiffened = self.geometric_stiffening and bool(opts.get("geometric", True))
+        frame, reason = auto_frame(self, strategy.reference_name, stiffened)
+        return strategy.with_frame(frame, reason)
 
     # -- data for the formulations ----------------------------------------------------
     @property
@@ -400,13 +426,17 @@ class FlexibleBody(Body):
                 plan = f": {strategy.describe()}" if hasattr(strategy, "describe") else ""
             except FlexmbdError:
                 plan = ""
+            if getattr(strategy, "frame", None) == "auto":
+                plan += f"; {self._resolved_strategy().frame_reason}"
             return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
         on = bool(self.geometric_stiffening and rb.kg_unit.shape[0])
         stiff = "geometric stiffening from mean-axis loads" if on else "no geometric stiffening"
+        why = next((n for n in rb.notes if n.startswith("frame='auto'")), "")
         return (
             f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
-            f"({rb.strategy}), frame: {rb.frame}, {stiff}{self._frame_note(on)}"
+            f"({rb.strategy}), frame: {rb.frame}{f' ({why})' if why else ''}, "
+            f"{stiff}{self._frame_note(on)}"
         )
 
     def _frame_note(self, stiffened):
@@ -414,27 +444,17 @@ class FlexibleBody(Body):
         rotate: the joint's name and the advice of the module docs ('Choice of frame')."""
         rb = self.reduced
         ref = str(rb.reference or "")
-        model = self.model()
-        if not stiffened or not ref or model is None:
+        if not stiffened or not ref or rb.support != "clamped":
             return ""
-        pins = []
-        for j in model.joints():
-            for fr in (j.parent_frame, j.child_frame):
-                if (
-                    isinstance(fr, InterfaceFrame)
-                    and fr.body is self
-                    and fr.interface_name == ref
-                    and _rotates(j)
-                ):
-                    pins.append(j.name)
-        if not pins:
+        pins, clamps = reference_joints(self, ref)
+        if not pins or clamps:
             return ""
         return (
             f"; frame clamped at an interface pinned by {', '.join(pins)}: the modes "
             "carry the deflection as a linearized rotation, right to second order with "
             "stiffening, not beyond (slider-crank rod: 2.0 % against 1.1 % in mean "
-            "axes); prefer frame='mean-axis' for fast mechanisms (FlexibleBody docs, "
-            "'Choice of frame')"
+            "axes); prefer frame='mean-axis' (what the default frame='auto' chooses "
+            "here) for fast mechanisms (FlexibleBody docs, 'Choice of frame')"
         )
 
 
@@ -555,11 +575,58 @@ def _cache_key(mesh, material, strategy, opts):
     return "cache-key:" + h.hexdigest()
 
 
-def _rotates(joint):
-    """True when ``joint`` lets its frames rotate relative to each other (a pin)."""
-    from .joints import Fixed, Prismatic
+def leaves_rotation_free(joint: Any) -> bool:
+    """True when ``joint`` lets its frames rotate relative to each other: fewer than three
+    rotational constraint rows in the joint table (:mod:`flexmbd.joint_types`; Revolute,
+    Cylindrical, Screw, Universal, Spherical, Planar, Free), False for Fixed and
+    Prismatic."""
+    return len(joint_type(joint).rows(joint)[1]) < 3
 
-    return not isinstance(joint, (Fixed, Prismatic)) and int(getattr(joint, "nv", 0)) > 0
+
+def reference_joints(body: FlexibleBody, ref: str) -> tuple[list[str], list[str]]:
+    """Names of the joints of ``body``'s model at its interface ``ref``: ``(pins,
+    clamps)``, those that leave rotation free and those that do not
+    (:func:`leaves_rotation_free`); both empty outside a model."""
+    model = body.model()
+    pins, clamps = [], []
+    for j in model.joints() if model is not None else ():
+        if any(
+            isinstance(fr, InterfaceFrame) and fr.body is body and fr.interface_name == ref
+            for fr in (j.parent_frame, j.child_frame)
+        ):
+            (pins if leaves_rotation_free(j) else clamps).append(j.name)
+    return pins, clamps
+
+
+def auto_frame(body: FlexibleBody, ref: str, stiffened: bool) -> tuple[str, str]:
+    """The frame of a Craig-Bampton ``frame="auto"`` for ``body`` (reference interface
+    ``ref``) and why: ``("mean-axis" | "interface", reason)``.
+
+    Mean axes when the body is geometrically stiffened (``stiffened``) and a joint that
+    leaves rotation free attaches its reference interface -- a frame clamped there is
+    stiffened right to second order only (module docs, 'Choice of frame') -- and when a
+    stiffened body's reference interface has no joint (yet), the rule of a reduction
+    outside a model (:func:`flexmbd.fem.strategies.resolve_auto_frame`). The interface
+    frame when a joint locks the reference interface's rotation (built in: the clamped
+    frame is the natural one) or without stiffening.
+    """
+    pins, clamps = reference_joints(body, ref)
+    head = "frame='auto' -> "
+    if not stiffened:
+        return "interface", f"{head}interface {ref!r}: no geometric stiffening"
+    if clamps:
+        return "interface", (
+            f"{head}interface {ref!r}: stiffened, reference interface {ref!r} built in by "
+            f"{', '.join(clamps)}"
+        )
+    if pins:
+        return "mean-axis", (
+            f"{head}mean axes: stiffened, reference interface {ref!r} pinned by {', '.join(pins)}"
+        )
+    return "mean-axis", (
+        f"{head}mean axes: stiffened, reference interface {ref!r} not attached by a joint "
+        "when reduced"
+    )
 
 
 def stiffening_hint(model: Model) -> str:
