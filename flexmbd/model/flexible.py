@@ -79,7 +79,11 @@ the rod's deflection) is wrong at third order, which no choice of loads removes 
 mean-axis basis, without rigid part, does not have.
 Prefer mean axes (or a frame where the body is driven or built in, like a hub) for
 fast, strongly vibrating bodies; ``pprint()`` says so for a stiffened body clamped at
-an interface that a joint lets rotate.
+an interface that a joint lets rotate. The default ``CraigBampton(frame="auto")`` makes
+this choice: :meth:`FlexibleBody.from_mesh` reduces inside the model and resolves it from
+the joints at the reference interface (:func:`auto_frame`: mean axes for a stiffened body
+whose reference interface a joint leaves free to rotate, the interface frame when a joint
+builds it in or without stiffening); ``pprint()`` states the choice and its reason.
 """
 
 from __future__ import annotations
