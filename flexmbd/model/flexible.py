@@ -67,8 +67,9 @@ further from the reference: 8 % at dt = 2.5e-5 s, 2.0 % at 1.25e-5 s, 1.9 % at
 6.25e-6 s (mean axes: 1.1 % at every one of these steps); the recursive formulation
 (current, not lagged, interface wrenches; RK4 at 6.25e-6 s) gives 2.0 %. So the gap is
 neither the time step nor the lagged wrenches, and it is not the truncation of the
-basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %) while mean axes
-improve (0.82 %). Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 %
+basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %: the joint force
+at A then carries a growing ~2.8 kHz oscillation, docs/guide/stiffening.rst) while mean
+axes improve (0.82 %). Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 %
 off): stiffening removes all but ~1 % of the frame dependence. What is left is of higher
 order than stiffening: statically the two frames agree to 0.36 % (end tension) and
 0.07 % (axial body load), and with Young's modulus x 16 (deflection /16) the dynamic
