@@ -67,16 +67,19 @@ further from the reference: 8 % at dt = 2.5e-5 s, 2.0 % at 1.25e-5 s, 1.9 % at
 6.25e-6 s (mean axes: 1.1 % at every one of these steps); the recursive formulation
 (current, not lagged, interface wrenches; RK4 at 6.25e-6 s) gives 2.0 %. So the gap is
 neither the time step nor the lagged wrenches, and it is not the truncation of the
-basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %: the joint force
-at A then carries a growing ~2.8 kHz oscillation, docs/guide/stiffening.rst) while mean
-axes improve (0.82 %). Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 %
-off): stiffening removes all but ~1 % of the frame dependence. What is left is of higher
-order than stiffening: statically the two frames agree to 0.36 % (end tension) and
-0.07 % (axial body load), and with Young's modulus x 16 (deflection /16) the dynamic
-difference falls from 1.36 % to 0.46 % of the peak. The stiffening terms supply the
-second-order work of the rigid part ``Gamma q`` of a clamped basis exactly (derivation in
-docs/guide/stiffening.rst); the linearized rotation of that rigid part (~0.017 rad at
-the rod's deflection) is wrong at third order, which no choice of loads removes and a
+basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %: the rod-slider
+axial vibration, ~2.9 kHz, then grows in the joint force at A; damped, the frames differ
+as with 10 modes; docs/guide/stiffening.rst) while mean axes improve (0.82 %).
+Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 % off): stiffening
+removes all but ~1 % of the frame dependence. Statically the two frames agree to 0.36 %
+(end tension) and 0.07 % (axial body load). The dynamic difference (1.36 % of the peak)
+has two parts of about equal size: the rod-slider axial vibration, which the unit stress
+states carry as a load at B while the rod's axial inertia is distributed along it (with
+that vibration damped in both frames the difference is 0.62 %, and 0.014 % with Young's
+modulus x 16), and the linearized rotation of the clamped basis's rigid part ``Gamma q``
+(~0.017 rad at the rod's deflection): the stiffening terms supply its second-order work
+exactly (derivation in docs/guide/stiffening.rst) but its kinematics are wrong at third
+order (the chord A-B is longer by ``v_B^2 / 2L``), which no choice of loads removes and a
 mean-axis basis, without rigid part, does not have.
 Prefer mean axes (or a frame where the body is driven or built in, like a hub) for
 fast, strongly vibrating bodies; ``pprint()`` says so for a stiffened body clamped at
