@@ -90,7 +90,10 @@ def fe_models():
 
 def reduce(model, n_modes):
     return fm.fem.reduce(
-        None, strategy=fm.CraigBampton(n_modes, interfaces={"A": "A"}), model=model, name="beam"
+        None,
+        strategy=fm.CraigBampton(n_modes, interfaces={"A": "A"}, frame="interface"),
+        model=model,
+        name="beam",
     )
 
 

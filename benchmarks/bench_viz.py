@@ -46,7 +46,7 @@ def child(tree, out, t_end=0.5, scale=50.0):
     beam = fm.fem.reduce(
         str(Path(tree) / "meshes" / "beam_hex.msh"),
         steel,
-        fm.CraigBampton(8, interfaces={"A": "A"}),
+        fm.CraigBampton(8, interfaces={"A": "A"}, frame="interface"),
         name="beam",
     )
     p = fm.Model("flexible_pendulum")

@@ -39,7 +39,7 @@ TIP = (1.0, 0.025, 0.025)  # centre of the x = L face (a mesh node)
 
 def reduced_beam(n_modes=8, mesh=MESH):
     """The reduced beam (Craig-Bampton, interface A = the x = 0 face, rigid)."""
-    strategy = fm.CraigBampton(n_modes, interfaces={"A": "A"})
+    strategy = fm.CraigBampton(n_modes, interfaces={"A": "A"}, frame="interface")
     return fm.fem.reduce(mesh, fm.Material(**STEEL), strategy, name="beam")
 
 

@@ -348,14 +348,16 @@ def rod_interfaces():
 def fe_rod(modes=None, stiffening=True, mesh=MESH, name="rod", material=None, **reduce_options):
     """The meshed rod as a lazily reduced :class:`flexmbd.FlexibleBody`.
 
-    ``modes``: a mode strategy (default ``fm.CraigBampton(4, interfaces=rod_interfaces(),
-    frame="mean-axis")``, 10 modes); the end faces are always passed as rigid interfaces
-    ``A`` and ``B`` so that every strategy gets the joint frames. ``stiffening`` switches
+    ``modes``: a mode strategy (default ``fm.CraigBampton(4, interfaces=rod_interfaces())``,
+    10 modes, whose default ``frame="auto"`` becomes mean axes here: the rod is stiffened
+    and its reference interface A is pinned by the spherical joint); the end faces are
+    always passed as rigid interfaces ``A`` and ``B`` so that every strategy gets the
+    joint frames. ``stiffening`` switches
     the geometric stiffening (and the unit K_G computation of the reduction) on.
     ``material``: a :class:`flexmbd.Material` other than :func:`rod_material`.
     """
     if modes is None:
-        modes = fm.CraigBampton(4, interfaces=rod_interfaces(), frame="mean-axis")
+        modes = fm.CraigBampton(4, interfaces=rod_interfaces())
     opts = {"interfaces": rod_interfaces(), "geometric": bool(stiffening), "stress_modes": False}
     opts.update(reduce_options)
     if not Path(mesh).exists():  # regenerate the shipped mesh
@@ -712,8 +714,11 @@ FRAME_BASES = (
 
 
 def basis(kind, n_modes=10):
-    """Mode strategy ``kind`` (one of :data:`FRAME_BASES`) with ``n_modes`` coordinates."""
+    """Mode strategy ``kind`` (one of :data:`FRAME_BASES`, or ``"Craig-Bampton, defaults"``:
+    ``frame="auto"``, resolved from the rod's joints) with ``n_modes`` coordinates."""
     itf = rod_interfaces()
+    if kind == "Craig-Bampton, defaults":
+        return fm.CraigBampton(n_modes - 6, interfaces=itf)
     if kind == "Craig-Bampton, frame clamped at A":
         return fm.CraigBampton(n_modes - 6, interfaces=itf, frame="interface")
     if kind == "Craig-Bampton, mean axes":

@@ -89,7 +89,9 @@ def reduced_beam(n_modes=6, nx=40):
         np.linspace(0, L, nx + 1), np.linspace(-H / 2, H / 2, 2), np.linspace(-H / 2, H / 2, 2)
     )
     mesh = skfem.MeshHex2.from_mesh(m)
-    strat = fm.CraigBampton(n_modes, interfaces={"hub": fm.fem.Plane((0, 0, 0), (1, 0, 0))})
+    strat = fm.CraigBampton(
+        n_modes, interfaces={"hub": fm.fem.Plane((0, 0, 0), (1, 0, 0))}, frame="interface"
+    )
     return fm.fem.reduce(mesh, fm.Material(E=E_MOD, nu=0.0, rho=RHO), strat, name="beam")
 
 

@@ -168,8 +168,9 @@ def _material(args):
     )
 
 
-def _strategy(name, n, interfaces, fixed, load, kind):
-    """The strategy of ``--strategy name`` with ``--modes n`` modes in total."""
+def _strategy(name, n, interfaces, fixed, load, kind, frame="auto"):
+    """The strategy of ``--strategy name`` with ``--modes n`` modes in total (``frame``:
+    the Craig-Bampton frame, ``--frame``)."""
     import flexmbd.fem as F
 
     if name == "normal":
@@ -177,7 +178,7 @@ def _strategy(name, n, interfaces, fixed, load, kind):
     if name == "craig-bampton":
         if not interfaces:
             raise FlexmbdError("craig-bampton needs interfaces: --interface NAME=SELECTOR")
-        return F.CraigBampton(n_total=n, interfaces=interfaces, interface_kind=kind)
+        return F.CraigBampton(n_total=n, interfaces=interfaces, interface_kind=kind, frame=frame)
     if name == "static-correction":
         loads = list(interfaces) or ([load] if load is not None else None)
         if not loads:
@@ -202,7 +203,9 @@ def cmd_reduce(args):
     interfaces = _interfaces(args.interface)
     fixed = parse_selector(args.fixed) if args.fixed else None
     load = _load(args.load) if args.load else None
-    strategy = _strategy(args.strategy, args.modes, interfaces, fixed, load, args.interface_kind)
+    strategy = _strategy(
+        args.strategy, args.modes, interfaces, fixed, load, args.interface_kind, args.frame
+    )
     extra = None if args.strategy == "craig-bampton" else (interfaces or None)
     mesh, material, M, K = _reduce_inputs(args)
     body = F.reduce(
@@ -633,6 +636,12 @@ CraigBampton(n_total=N, ...); static-correction gets N minus its static modes
 (6 per interface, 1 for --load) as normal modes, StaticCorrection(n_total=N, ...).
 An N below the constraint or static modes is refused with the number needed.
 
+--frame (craig-bampton): interface (the body frame clamped at the first
+interface), mean-axis, or auto (default): mean axes when geometric stiffness is
+computed (the joints are not known here; a frame clamped at an interface that a
+joint lets rotate is stiffened right to second order only), the interface frame
+with --no-geometric. The choice and its reason are printed as a note.
+
 {_SELECTORS}
 """
 
@@ -787,6 +796,12 @@ def build_parser():
         default="SI",
         help="unit system of an .inp deck and its .mtx "
         "files: SI, mm-t-s, mm-kg-ms, mm-kg-s (converted to SI)",
+    )
+    r.add_argument(
+        "--frame",
+        default="auto",
+        choices=("auto", "interface", "mean-axis"),
+        help="craig-bampton body frame (default auto: mean axes with geometric stiffness)",
     )
     r.add_argument("--no-stress", action="store_true", help="skip stress modes")
     r.add_argument("--no-geometric", action="store_true", help="skip geometric stiffness")

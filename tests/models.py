@@ -48,7 +48,10 @@ def flexible_pendulum():
     if "beam" not in _REDUCED:
         steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
         _REDUCED["beam"] = fm.fem.reduce(
-            fm.data.mesh("beam_hex"), steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam"
+            fm.data.mesh("beam_hex"),
+            steel,
+            fm.CraigBampton(2, interfaces={"A": "A"}, frame="interface"),
+            name="beam",
         )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(_REDUCED["beam"])

@@ -89,7 +89,7 @@ def beam():
             np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3), np.linspace(0, 0.05, 3)
         )
         end = lambda x: fm.fem.Plane((x, 0, 0), (1, 0, 0))
-        strat = fm.CraigBampton(3, interfaces={"A": end(0.0), "B": end(1.0)})
+        strat = fm.CraigBampton(3, interfaces={"A": end(0.0), "B": end(1.0)}, frame="interface")
         _BEAM["rb"] = fm.fem.reduce(
             mesh, fm.Material(E=2.1e11, nu=0.3, rho=7850.0), strat, name="beam"
         )

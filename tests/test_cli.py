@@ -88,6 +88,23 @@ def test_reduce_and_info_match_the_api(tmp_path, capsys):
     assert text.count("fixed-interface") >= 4 and "constraint" in text
 
 
+def test_reduce_frame_option(tmp_path, capsys):
+    """--frame: auto (default) is the interface frame without geometric stiffness and mean
+    axes with it (joints unknown); explicit choices are kept; the reason is printed."""
+    import flexmbd.fem as F
+
+    base = ["reduce", str(BEAM), "--modes", "8", "--interface", "A=A", "--no-stress"]
+    supports = {}
+    for extra in ([], ["--no-geometric"], ["--frame", "interface"]):
+        out = tmp_path / f"b{len(supports)}.npz"
+        assert main([*base, *extra, "-o", str(out)]) == 0
+        supports[" ".join(extra)] = F.ReducedBody.load(out).support
+    text = capsys.readouterr().out
+    assert supports == {"": "free", "--no-geometric": "clamped", "--frame interface": "clamped"}
+    assert "frame='auto' -> mean axes: geometric stiffness computed" in text
+    assert main([*base, "--frame", "clamped", "-o", str(tmp_path / "x.npz")]) == 2
+
+
 def test_compare_modes_table(tmp_path, capsys):
     import flexmbd.fem  # noqa: F401
 

@@ -162,7 +162,10 @@ def test_one_state_only_and_clear_size_errors():
 def test_one_layout_object_for_modal_coordinates():
     steel = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
     beam = fm.fem.reduce(
-        fm.data.mesh("beam_hex"), steel, fm.CraigBampton(2, interfaces={"A": "A"}), name="beam"
+        fm.data.mesh("beam_hex"),
+        steel,
+        fm.CraigBampton(2, interfaces={"A": "A"}, frame="interface"),
+        name="beam",
     )
     p = fm.Model("flexible_pendulum")
     p.beam = fm.FlexibleBody(beam)

@@ -20,7 +20,7 @@ from .geometric import unit_geometric_stiffness
 from .invariants import inertia_invariants
 from .model import FEModel
 from .reduced import ReducedBody
-from .strategies import as_strategy, rayleigh_ritz
+from .strategies import as_strategy, rayleigh_ritz, resolve_auto_frame
 
 if TYPE_CHECKING:
     from typing import Any
@@ -151,6 +151,9 @@ def reduce(
         stiffness (N/m) matrices themselves (sparse, 3n x 3n, node-interleaved
         order of the mesh nodes), e.g. read from another FE code; see also ``M``, ``K``.
     strategy : NormalModes | StaticCorrection | CraigBampton | RitzVectors
+        A Craig-Bampton ``frame="auto"`` (its default) becomes mean axes when
+        ``geometric`` stiffness is computed and the interface frame otherwise
+        (`flexmbd.fem.strategies.resolve_auto_frame`; the reason is in the notes).
     M, K : sparse (3n, 3n), optional
         Given mass and stiffness (instead of assembling them); ``material`` may
         then still be given for stress modes and geometric stiffness, which are
@@ -219,6 +222,7 @@ def reduce(
         timings = dict(model.timings)
         t0 = time.perf_counter()
         extra = model.interfaces(interfaces, interface_kind) if interfaces else {}
+        strategy = resolve_auto_frame(strategy, geometric)
         ms = strategy.build(model, extra)
         ortho = strategy.orthonormalize if orthonormalize is None else orthonormalize
         finish_modeset(model, ms, ortho)

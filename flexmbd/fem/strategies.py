@@ -23,16 +23,27 @@ free-free bases
     inertia relief (the load minus its rigid-body d'Alembert part).
 clamped bases (``fixed=selector``)
     the body frame is attached to the fixed nodes: every mode is zero there.
-``CraigBampton(..., frame="interface")`` (default)
+``CraigBampton(..., frame="interface")``
     the body frame is the frame of the *reference interface* (``reference=``,
     default the first one).  Its constraint modes are the rigid-body modes
     relative to that frame and are dropped (rigid / distributing: its 6 frame
     DOFs; nodes: the 6 least-squares rigid motions of its nodes), so every
     mode leaves the reference frame fixed.  `ReducedBody.info` prints this.
+``CraigBampton(..., frame="auto")`` (default)
+    one of the two above, chosen where the body's use is known
+    (`resolve_auto_frame`): a :class:`flexmbd.FlexibleBody` built with
+    ``from_mesh`` reduces inside its model and takes mean axes when it is
+    geometrically stiffened and a joint that leaves rotation free attaches its
+    reference interface, the interface frame otherwise; a reduction outside a
+    model (`flexmbd.fem.reduce`, ``flexmbd reduce``) takes mean axes when it
+    computes geometric stiffness and the interface frame when it does not.  A
+    direct ``build`` (no stiffening) takes the interface frame.  The choice and
+    its reason are in the mode set's notes (`ReducedBody.info`).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +75,12 @@ __all__ = [
     "Strategy",
     "load_columns",
     "constraint_count",
+    "resolve_auto_frame",
+    "CB_FRAMES",
 ]
+
+CB_FRAMES = ("auto", "interface", "mean-axis")
+"""The frame choices of `CraigBampton` (``"auto"`` resolved by `resolve_auto_frame`)."""
 
 _FRAME_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
 
@@ -648,12 +664,16 @@ class CraigBampton(Strategy):
     interface_kind : "rigid" | "distributing" | "nodes", or dict name -> kind
     reference : str, optional
         Interface whose frame is the body frame (default: the first).
-    frame : "interface" | "mean-axis"
+    frame : "auto" | "interface" | "mean-axis"
         ``"interface"``: the reference interface's 6 rigid-body constraint modes
         are dropped, the body frame is attached to it.  ``"mean-axis"``: every
         mode is M-orthogonalized against the rigid-body modes (the reference's
         constraint modes are dropped as dependent; the set spans the same
-        deformations).
+        deformations).  ``"auto"`` (default): one of the two, chosen from the
+        body's use (module docstring, `resolve_auto_frame`): mean axes for a
+        geometrically stiffened body whose reference interface a joint lets
+        rotate (or, outside a model, whenever geometric stiffness is computed),
+        the interface frame otherwise.
     origins : dict name -> (3,), optional
         Interface frame origins (default: centroid of the interface nodes).
     n_total : int, optional (keyword only)
@@ -674,7 +694,7 @@ class CraigBampton(Strategy):
         interfaces: Mapping[str, Any] | None = None,
         interface_kind: str | Mapping[str, str] = "rigid",
         reference: str | None = None,
-        frame: str = "interface",
+        frame: str = "auto",
         origins: Mapping[str, ArrayLike] | None = None,
         orthonormalize: bool = False,
         *,
@@ -685,8 +705,10 @@ class CraigBampton(Strategy):
                 "CraigBampton: give at least one interface, "
                 "e.g. interfaces={'A': fm.fem.Plane((0,0,0), (1,0,0))}"
             )
-        if frame not in ("interface", "mean-axis"):
-            raise MeshError(f"CraigBampton: frame={frame!r}; use 'interface' or 'mean-axis'")
+        if frame not in CB_FRAMES:
+            raise MeshError(
+                f"CraigBampton: frame={frame!r}; use 'auto' (default), 'interface' or 'mean-axis'"
+            )
         if (n_fixed is None) == (n_total is None):
             raise MeshError(
                 "CraigBampton: give exactly one of n_fixed (fixed-interface modes) "
@@ -700,6 +722,7 @@ class CraigBampton(Strategy):
         self.interfaces = interfaces
         self.interface_kind, self.reference, self.frame = interface_kind, reference, frame
         self.origins, self.orthonormalize = origins, orthonormalize
+        self.frame_reason = ""  # why "auto" became self.frame (`with_frame`)
         self.n_fixed = (
             None if n_fixed is None else mode_count(n_fixed, "CraigBampton: n_fixed", minimum=0)
         )
@@ -708,6 +731,22 @@ class CraigBampton(Strategy):
         )
         if n_total is not None and not self._needs_mesh():
             self.n_fixed = self._fixed_from_total(self.n_constraint())
+
+    def with_frame(self, frame: str, reason: str = "") -> CraigBampton:
+        """A copy with the explicit ``frame`` ("interface" or "mean-axis") and the reason
+        for it, which the mode set's notes keep (`ReducedBody.info`)."""
+        if frame not in CB_FRAMES[1:]:
+            raise MeshError(
+                f"CraigBampton.with_frame: frame={frame!r}; use 'interface' or 'mean-axis'"
+            )
+        new = copy.copy(self)
+        new.frame, new.frame_reason = frame, str(reason)
+        return new
+
+    @property
+    def reference_name(self) -> str:
+        """Name of the reference interface (``reference``, default the first interface)."""
+        return self._ref()
 
     def _kind(self, name):
         k = self.interface_kind
@@ -868,7 +907,13 @@ class CraigBampton(Strategy):
             return U[:, 0] if one else U
 
         kind_ref = itfs[ref].kind
-        if self.frame == "interface":
+        notes = [self.frame_reason] if self.frame_reason else []
+        if self.frame == "auto":  # a bare build computes no stiffening: the interface frame
+            notes.append(
+                "frame='auto' -> 'interface' (built without geometric stiffness; "
+                "flexmbd.fem.strategies.resolve_auto_frame)"
+            )
+        if self.frame != "mean-axis":
             what = (
                 "its 6 frame constraint modes are the rigid-body modes and are dropped"
                 if kind_ref != "nodes"
@@ -903,12 +948,40 @@ class CraigBampton(Strategy):
             reference=ref,
             interfaces=all_itfs,
             strategy=repr(self),
+            notes=notes,
             description=text,
         )
         ms.fixed_interface_lam = lam
         tim["assemble_basis"] = time.perf_counter() - t0
         ms.timings = tim
         return ms
+
+
+def resolve_auto_frame(strategy: Any, geometric: bool) -> Any:
+    """``strategy`` with a Craig-Bampton ``frame="auto"`` made explicit, outside a model.
+
+    The rule when the body's joints are not known (`flexmbd.fem.reduce`, ``flexmbd
+    reduce``): mean axes when the reduction computes geometric stiffness (``geometric``)
+    -- a frame clamped at a reference interface that a joint lets rotate is stiffened
+    right to second order only (FlexibleBody docs, 'Choice of frame'), mean axes in
+    every attachment -- and the interface frame when it does not. A body reduced by
+    ``FlexibleBody.from_mesh`` inside a model uses its joints instead
+    (:func:`flexmbd.model.flexible.auto_frame`). Other strategies and explicit frames
+    are returned unchanged.
+    """
+    if not isinstance(strategy, CraigBampton) or strategy.frame != "auto":
+        return strategy
+    if geometric:
+        return strategy.with_frame(
+            "mean-axis",
+            "frame='auto' -> mean axes: geometric stiffness computed, joints unknown "
+            "(reduced outside a model); give frame='interface' for a body built in at "
+            f"interface {strategy.reference_name!r}",
+        )
+    return strategy.with_frame(
+        "interface",
+        f"frame='auto' -> interface {strategy.reference_name!r}: no geometric stiffness",
+    )
 
 
 def as_strategy(obj):

@@ -67,19 +67,27 @@ further from the reference: 8 % at dt = 2.5e-5 s, 2.0 % at 1.25e-5 s, 1.9 % at
 6.25e-6 s (mean axes: 1.1 % at every one of these steps); the recursive formulation
 (current, not lagged, interface wrenches; RK4 at 6.25e-6 s) gives 2.0 %. So the gap is
 neither the time step nor the lagged wrenches, and it is not the truncation of the
-basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %) while mean axes
-improve (0.82 %). Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 %
-off): stiffening removes all but ~1 % of the frame dependence. What is left is of higher
-order than stiffening: statically the two frames agree to 0.36 % (end tension) and
-0.07 % (axial body load), and with Young's modulus x 16 (deflection /16) the dynamic
-difference falls from 1.36 % to 0.46 % of the peak. The stiffening terms supply the
-second-order work of the rigid part ``Gamma q`` of a clamped basis exactly (derivation in
-docs/guide/stiffening.rst); the linearized rotation of that rigid part (~0.017 rad at
-the rod's deflection) is wrong at third order, which no choice of loads removes and a
+basis: with 16 instead of 10 modes the clamped frame moves *away* (3.1 %: the rod-slider
+axial vibration, ~2.9 kHz, then grows in the joint force at A; damped, the frames differ
+as with 10 modes; docs/guide/stiffening.rst) while mean axes improve (0.82 %).
+Unstiffened, the two frames differ by 25 % of the peak (38 % and 13 % off): stiffening
+removes all but ~1 % of the frame dependence. Statically the two frames agree to 0.36 %
+(end tension) and 0.07 % (axial body load). The dynamic difference (1.36 % of the peak)
+has two parts of about equal size: the rod-slider axial vibration, which the unit stress
+states carry as a load at B while the rod's axial inertia is distributed along it (with
+that vibration damped in both frames the difference is 0.62 %, and 0.014 % with Young's
+modulus x 16), and the linearized rotation of the clamped basis's rigid part ``Gamma q``
+(~0.017 rad at the rod's deflection): the stiffening terms supply its second-order work
+exactly (derivation in docs/guide/stiffening.rst) but its kinematics are wrong at third
+order (the chord A-B is longer by ``v_B^2 / 2L``), which no choice of loads removes and a
 mean-axis basis, without rigid part, does not have.
 Prefer mean axes (or a frame where the body is driven or built in, like a hub) for
 fast, strongly vibrating bodies; ``pprint()`` says so for a stiffened body clamped at
-an interface that a joint lets rotate.
+an interface that a joint lets rotate. The default ``CraigBampton(frame="auto")`` makes
+this choice: :meth:`FlexibleBody.from_mesh` reduces inside the model and resolves it from
+the joints at the reference interface (:func:`auto_frame`: mean axes for a stiffened body
+whose reference interface a joint leaves free to rotate, the interface frame when a joint
+builds it in or without stiffening); ``pprint()`` states the choice and its reason.
 """
 
 from __future__ import annotations
@@ -93,6 +101,7 @@ import numpy as np
 
 from ..errors import FlexmbdError, ModelError
 from ..flexible import ModalInvariants
+from ..joint_types import joint_type
 from ..spatial import quat_to_rot_batch, rotvec_to_rot
 from .bodies import Body, Frame, _as_rotation
 from .component import Component, as_floats, is_real
@@ -108,7 +117,15 @@ if TYPE_CHECKING:
     from ..results import Results
     from . import Model
 
-__all__ = ["FlexibleBody", "InterfaceFrame", "NodeFrame", "stiffening_hint"]
+__all__ = [
+    "FlexibleBody",
+    "InterfaceFrame",
+    "NodeFrame",
+    "stiffening_hint",
+    "auto_frame",
+    "reference_joints",
+    "leaves_rotation_free",
+]
 
 
 class FlexibleBody(Body):
@@ -172,6 +189,12 @@ class FlexibleBody(Body):
         ``reduce_options`` are passed to :func:`flexmbd.fem.reduce` (``interfaces``,
         ``rayleigh``, ``zeta``, ...). With ``cache`` (a ``.npz`` path) the reduced body
         is stored and reused while mesh file, material and strategy are unchanged.
+
+        A Craig-Bampton ``frame="auto"`` (its default) is resolved when the body is
+        reduced, from its joints at that moment (:func:`auto_frame`): mean axes for a
+        stiffened body whose reference interface a joint lets rotate, the interface
+        frame when a joint builds it in or without stiffening. ``pprint()`` states the
+        choice and the reason.
         """
         if material is None:
             raise ModelError(
@@ -212,6 +235,7 @@ class FlexibleBody(Body):
         from ..fem import ReducedBody, reduce
 
         mesh, material, strategy, cache, opts = self._lazy
+        strategy = self._resolved_strategy()
         key = _cache_key(mesh, material, strategy, opts)
         if cache is not None and Path(cache).exists():
             rb = ReducedBody.load(cache)
@@ -222,6 +246,16 @@ class FlexibleBody(Body):
             rb = rb.replace(notes=(*rb.notes, key))
             rb.save(cache)
         return rb
+
+    def _resolved_strategy(self):
+        """The lazy strategy with a Craig-Bampton ``frame="auto"`` made explicit from the
+        body's attachments now (:func:`auto_frame`)."""
+        strategy, opts = self._lazy[2], self._lazy[4]
+        if getattr(strategy, "frame", None) != "auto":
+            return strategy
+        stiffened = self.geometric_stiffening and bool(opts.get("geometric", True))
+        frame, reason = auto_frame(self, strategy.reference_name, stiffened)
+        return strategy.with_frame(frame, reason)
 
     # -- data for the formulations ----------------------------------------------------
     @property
@@ -406,13 +440,17 @@ class FlexibleBody(Body):
                 plan = f": {strategy.describe()}" if hasattr(strategy, "describe") else ""
             except FlexmbdError:
                 plan = ""
+            if getattr(strategy, "frame", None) == "auto":
+                plan += f"; {self._resolved_strategy().frame_reason}"
             return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
         on = bool(self.geometric_stiffening and rb.kg_unit.shape[0])
         stiff = "geometric stiffening from mean-axis loads" if on else "no geometric stiffening"
+        why = next((n for n in rb.notes if n.startswith("frame='auto'")), "")
         return (
             f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
-            f"({rb.strategy}), frame: {rb.frame}, {stiff}{self._frame_note(on)}"
+            f"({rb.strategy}), frame: {rb.frame}{f' ({why})' if why else ''}, "
+            f"{stiff}{self._frame_note(on)}"
         )
 
     def _frame_note(self, stiffened):
@@ -420,27 +458,17 @@ class FlexibleBody(Body):
         rotate: the joint's name and the advice of the module docs ('Choice of frame')."""
         rb = self.reduced
         ref = str(rb.reference or "")
-        model = self.model()
-        if not stiffened or not ref or model is None:
+        if not stiffened or not ref or rb.support != "clamped":
             return ""
-        pins = []
-        for j in model.joints():
-            for fr in (j.parent_frame, j.child_frame):
-                if (
-                    isinstance(fr, InterfaceFrame)
-                    and fr.body is self
-                    and fr.interface_name == ref
-                    and _rotates(j)
-                ):
-                    pins.append(j.name)
-        if not pins:
+        pins, clamps = reference_joints(self, ref)
+        if not pins or clamps:
             return ""
         return (
             f"; frame clamped at an interface pinned by {', '.join(pins)}: the modes "
             "carry the deflection as a linearized rotation, right to second order with "
             "stiffening, not beyond (slider-crank rod: 2.0 % against 1.1 % in mean "
-            "axes); prefer frame='mean-axis' for fast mechanisms (FlexibleBody docs, "
-            "'Choice of frame')"
+            "axes); prefer frame='mean-axis' (what the default frame='auto' chooses "
+            "here) for fast mechanisms (FlexibleBody docs, 'Choice of frame')"
         )
 
 
@@ -561,11 +589,58 @@ def _cache_key(mesh, material, strategy, opts):
     return "cache-key:" + h.hexdigest()
 
 
-def _rotates(joint):
-    """True when ``joint`` lets its frames rotate relative to each other (a pin)."""
-    from .joints import Fixed, Prismatic
+def leaves_rotation_free(joint: Any) -> bool:
+    """True when ``joint`` lets its frames rotate relative to each other: fewer than three
+    rotational constraint rows in the joint table (:mod:`flexmbd.joint_types`; Revolute,
+    Cylindrical, Screw, Universal, Spherical, Planar, Free), False for Fixed and
+    Prismatic."""
+    return len(joint_type(joint).rows(joint)[1]) < 3
 
-    return not isinstance(joint, (Fixed, Prismatic)) and int(getattr(joint, "nv", 0)) > 0
+
+def reference_joints(body: FlexibleBody, ref: str) -> tuple[list[str], list[str]]:
+    """Names of the joints of ``body``'s model at its interface ``ref``: ``(pins,
+    clamps)``, those that leave rotation free and those that do not
+    (:func:`leaves_rotation_free`); both empty outside a model."""
+    model = body.model()
+    pins, clamps = [], []
+    for j in model.joints() if model is not None else ():
+        if any(
+            isinstance(fr, InterfaceFrame) and fr.body is body and fr.interface_name == ref
+            for fr in (j.parent_frame, j.child_frame)
+        ):
+            (pins if leaves_rotation_free(j) else clamps).append(j.name)
+    return pins, clamps
+
+
+def auto_frame(body: FlexibleBody, ref: str, stiffened: bool) -> tuple[str, str]:
+    """The frame of a Craig-Bampton ``frame="auto"`` for ``body`` (reference interface
+    ``ref``) and why: ``("mean-axis" | "interface", reason)``.
+
+    Mean axes when the body is geometrically stiffened (``stiffened``) and a joint that
+    leaves rotation free attaches its reference interface -- a frame clamped there is
+    stiffened right to second order only (module docs, 'Choice of frame') -- and when a
+    stiffened body's reference interface has no joint (yet), the rule of a reduction
+    outside a model (:func:`flexmbd.fem.strategies.resolve_auto_frame`). The interface
+    frame when a joint locks the reference interface's rotation (built in: the clamped
+    frame is the natural one) or without stiffening.
+    """
+    pins, clamps = reference_joints(body, ref)
+    head = "frame='auto' -> "
+    if not stiffened:
+        return "interface", f"{head}interface {ref!r}: no geometric stiffening"
+    if clamps:
+        return "interface", (
+            f"{head}interface {ref!r}: stiffened, reference interface {ref!r} built in by "
+            f"{', '.join(clamps)}"
+        )
+    if pins:
+        return "mean-axis", (
+            f"{head}mean axes: stiffened, reference interface {ref!r} pinned by {', '.join(pins)}"
+        )
+    return "mean-axis", (
+        f"{head}mean axes: stiffened, reference interface {ref!r} not attached by a joint "
+        "when reduced"
+    )
 
 
 def stiffening_hint(model: Model) -> str:

@@ -47,7 +47,9 @@ def cantilever_axial_hz(P):
 
 @pytest.fixture(scope="module")
 def cb_beam(steel):
-    return F.reduce(beam_hex2(20, 1), steel, F.CraigBampton(6, {"A": end(0), "B": end(L)}))
+    return F.reduce(
+        beam_hex2(20, 1), steel, F.CraigBampton(6, {"A": end(0), "B": end(L)}, frame="interface")
+    )
 
 
 @pytest.mark.parametrize("load", [0.5, -0.5, 0.25, -0.8])
@@ -100,7 +102,7 @@ def test_npz_round_trip_exact(tmp_path, steel):
     rb = F.reduce(
         beam_hex1(8, 1),
         steel,
-        F.CraigBampton(3, {"A": end(0), "B": end(L)}),
+        F.CraigBampton(3, {"A": end(0), "B": end(L)}, frame="interface"),
         zeta=0.01,
         name="beam",
     )

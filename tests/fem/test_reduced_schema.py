@@ -28,7 +28,7 @@ def _bar():
     return fm.fem.reduce(
         mesh,
         fm.Material(E=2.1e11, nu=0.3, rho=7850.0),
-        fm.CraigBampton(2, interfaces={"A": end(0.0), "B": end(0.4)}),
+        fm.CraigBampton(2, interfaces={"A": end(0.0), "B": end(0.4)}, frame="interface"),
         name="bar",
         geometric=True,
     )

@@ -40,10 +40,11 @@ def small_beam(
             n_modes,
             interfaces={"A": end(0.0), "B": end(L)},
             interface_kind={"A": "rigid", "B": tip},
+            frame="interface",
         )
         return F.reduce(mesh, mat, strat, rayleigh=rayleigh, name="beam")
     if kind == "cbA":
-        strat = fm.CraigBampton(n_modes, interfaces={"A": end(0.0)})
+        strat = fm.CraigBampton(n_modes, interfaces={"A": end(0.0)}, frame="interface")
         return F.reduce(mesh, mat, strat, interfaces={"B": end(L)}, rayleigh=rayleigh, name="beam")
     strat = fm.NormalModes(n_modes)
     return F.reduce(

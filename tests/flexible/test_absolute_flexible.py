@@ -104,6 +104,7 @@ def test_static_tip_load_equals_full_fe():
         4,
         interfaces={"A": end(0.0), "B": end(1.0)},
         interface_kind={"A": "rigid", "B": "distributing"},
+        frame="interface",
     )
     rb = fm.fem.reduce(mesh, mat, strat, name="beam")
     f = np.array([150.0, -1000.0, 400.0])

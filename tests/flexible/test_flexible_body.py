@@ -16,7 +16,10 @@ STEEL = dict(E=2.1e11, nu=0.3, rho=7850.0)
 def beam(tmp_path_factory):
     cache = tmp_path_factory.mktemp("fb") / "beam.npz"
     body = fm.FlexibleBody.from_mesh(
-        MESH, fm.Material(**STEEL), fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}), cache=cache
+        MESH,
+        fm.Material(**STEEL),
+        fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}, frame="interface"),
+        cache=cache,
     )
     return body, cache
 
@@ -27,7 +30,10 @@ def test_lazy_reduction_and_disk_cache(beam):
     # reduced first writes the cache, and the other one reads it
     shared, cache = beam
     body = fm.FlexibleBody.from_mesh(
-        MESH, fm.Material(**STEEL), fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}), cache=cache
+        MESH,
+        fm.Material(**STEEL),
+        fm.CraigBampton(4, interfaces={"A": "A", "B": "B"}, frame="interface"),
+        cache=cache,
     )
     assert body._reduced is None and "not reduced" in body.summary()
     # 4 fixed-interface modes + 6 constraint modes of B (A is the reference frame)

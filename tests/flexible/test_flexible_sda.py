@@ -140,6 +140,7 @@ def test_static_cantilever_pulled_by_sda_equals_full_fe():
         4,
         interfaces={"A": end(0.0), "B": end(1.0)},
         interface_kind={"A": "rigid", "B": "distributing"},
+        frame="interface",
     )
     rb = fm.fem.reduce(mesh, mat, strat, name="beam")
     m = fm.Model("cantilever_sda")

@@ -41,10 +41,12 @@ def beam(n_modes=3, kind="cb", E=STEEL["E"], geometric=True):
     mat = fm.Material(E=E, nu=STEEL["nu"], rho=STEEL["rho"])
     opts = dict(name="beam", geometric=geometric)
     if kind == "cb":
-        strat = fm.CraigBampton(n_modes, interfaces={"A": _end(0.0), "B": _end(1.0)})
+        strat = fm.CraigBampton(
+            n_modes, interfaces={"A": _end(0.0), "B": _end(1.0)}, frame="interface"
+        )
         return F.reduce(mesh, mat, strat, **opts)
     if kind == "cbA":
-        strat = fm.CraigBampton(n_modes, interfaces={"A": _end(0.0)})
+        strat = fm.CraigBampton(n_modes, interfaces={"A": _end(0.0)}, frame="interface")
         return F.reduce(mesh, mat, strat, interfaces={"B": _end(1.0)}, **opts)
     strat = fm.NormalModes(n_modes)
     return F.reduce(mesh, mat, strat, interfaces={"A": _end(0.0), "B": _end(1.0)}, **opts)
