@@ -43,7 +43,6 @@ from ._kernels import (
     M_A,
     M_CR,
     M_G,
-    M_H,
     M_I,
     M_X,
     M_Y,
@@ -69,6 +68,7 @@ from ._kernels import (
     V_T6,
     V_VEL,
     V_VJ,
+    _body_acceleration,
     _build_phi,
     _chol,
     _f2p,
@@ -82,9 +82,11 @@ from ._kernels import (
     eliminate_chains,
     factor_nodes,
     joint_bias,
+    joint_force,
     joint_frame,
     joint_qdd,
     joint_twist,
+    natural_order,
     node_system,
     project_inertia,
     reactions_into,
@@ -846,15 +848,8 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         for j in range(Fi[F_NF, k]):
             Fm[k, FM_ZF, j] = 0.0
     for k in range(N, 0, -1):
-        Hk = Mm[M_H, k]
-        o = Ia[I_VO, k]
-        n_v = Ia[I_NV, k]
         e = Fe[k]
-        for i in range(6):
-            s = 0.0
-            for j in range(n_v):
-                s += Hk[i, j] * FT[o + j]
-            e[i] = s
+        joint_force(Ia, Mm, FT, k, e)
         _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, e, af, tv)
     for k in range(1, N + 1):
         _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
@@ -862,11 +857,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         for a in range(6):
             bx[k, a] = tv[Ia[I_PERM + a, k]]
     solve_schedule(Ia, Sa, Mm, Dn, bx)
-    for k in range(1, N + 1):
-        for a in range(6):
-            t6[a] = bx[k, a]
-        for a in range(6):
-            bx[k, Ia[I_PERM + a, k]] = t6[a]
+    natural_order(Ia, bx, t6)
     # eq. 28 with the extended shifts
     for k in range(N + 1):
         for i in range(6):
@@ -1229,7 +1220,6 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
     N = Ia.shape[1] - 1
     acc = Fw[0, W_FEB]
     for k in range(1, N + 1):
-        w = Vv[V_VEL, k]
         Rw = R3[R_W, k]
         if Fi[F_NF, k] > 0:
             _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, acc)
@@ -1246,24 +1236,7 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
                 out[k, i] = r0 * acc[0] + r1 * acc[1] + r2 * acc[2]
                 out[k, 3 + i] = r0 * lx + r1 * ly + r2 * lz
             continue
-        al = Vv[V_AF, k]
-        ab = Vv[V_AB, k]
-        d = P3[4, k]
-        ax = al[0] + ab[0]
-        ay = al[1] + ab[1]
-        az = al[2] + ab[2]
-        lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
-        ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
-        lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
-        cx = w[1] * d[2] - w[2] * d[1]
-        cy = w[2] * d[0] - w[0] * d[2]
-        cz = w[0] * d[1] - w[1] * d[0]
-        lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
-        ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
-        lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
-        for i in range(3):
-            out[k, i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
-            out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+        _body_acceleration(Vv, R3, P3, k, out[k])
 
 
 @njit(cache=True)
