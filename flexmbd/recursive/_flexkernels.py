@@ -23,6 +23,12 @@ Per label ``k`` (body ``k`` and its tree joint ``k``):
 Float workspace ``Fw`` (rows per label, see the ``W_*`` indices), modal vectors
 ``Fm`` (``FM_*`` rows), flexible-body constants ``Fc`` and per-body inertia
 invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
+
+The hot kernels are compiled without numba's reference counting (``_nrt=False``, as
+the rigid kernels): with it, every array view and every array argument of an inlined
+recursion step costs an atomic increment and decrement (the flexible kinematics of a
+20-body chain 14.4 us with, 8.0 us without). Kernels that allocate
+(:func:`solve_columns`) keep it.
 """
 
 import numpy as np
@@ -166,7 +172,7 @@ def _abc(tau):
     return a, b, c, dbt / (2.0 * t), dct / (2.0 * t)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def frame_state(Fc, k, side, n, q, qd, Ft, Fs):
     """Pose ``(R, p)`` in body axes of a deforming frame, its modal twist matrix ``S``
     (6 x n, frame axes) and convective term ``sigma = (dS/dt) qd``.
@@ -330,7 +336,7 @@ def _smul(S, n, x, out):
 # ---------------------------------------------------------------- FFR body terms
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
     """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
     ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes):
@@ -348,7 +354,7 @@ def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
 # ---------------------------------------------------------------- kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
     """Frame states, joint kinematics, relative poses (deforming in frames), twists and
     bias accelerations of every ``e_k`` and body frame, ``Psi_k^T``."""
@@ -470,7 +476,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
 # ---------------------------------------------------------------- bias forces
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def bias_forces(
     Ia,
     Fi,
@@ -574,7 +580,8 @@ def bias_forces(
         mm = 6 + nk
         ffr_terms(Im, St, Si, Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], gb, Mb, Bm[0], A3)
         if Fi[F_STIFF, k]:
-            _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qdk, gb, Mb, Bm[0])
+            # scratch: Bm rows 2 to 5 are free until the inverse inertia below
+            _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qdk, gb, Mb, Bm[0], Bm[3:6, 0:3], Bm[2])
         # beta_b = M [a_b; 0] + h - Qg - Q_ext + [0; K q + D qd]
         ab = Fw[k, W_ABB]
         bb = Bm[1]
@@ -669,7 +676,7 @@ def bias_forces(
 # ---------------------------------------------------------------- CFA: factor
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     """Blocks of A with the extended shifts (flexible parents: ``[Phi_k; Psi_k]`` and the
     inverse generalized inertia ``Gp``), odd-even reduction of the chains, dense node
@@ -727,7 +734,7 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
     """Odd-even reduction of the chains and the dense node system (as in
     :func:`flexmbd.recursive._kernels.factor`; sibling blocks through a flexible node
@@ -829,7 +836,7 @@ def _relative(k, pk, Fi, R3, P3, PsiT, Fm, af, t6):
             t6[i] = af[k, i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     """Given F_T (row J_FT) and the modal equivalent forces (FM_TF): constraint forces
     f = W F_S, equivalent forces F (V_FE), linear accelerations of every e_k (V_AF),
@@ -881,7 +888,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
 # ---------------------------------------------------------------- geometric stiffening
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def stiffening_products(Ia, Fi, KG, Fm, KQ, q):
     """``KQ[k, i] = K_i q_k`` for every unit geometric-stiffness matrix of stiffened bodies."""
     N = Ia.shape[1] - 1
@@ -899,7 +906,7 @@ def stiffening_products(Ia, Fi, KG, Fm, KQ, q):
                 KQ[k, i, a] = s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
     """Body-frame acceleration ``[alpha_b; dv_b/dt]`` (body axes) of flexible body k after a
     solve: ``Phi_C^-T (af - S_C qdd) + a_b,bias``."""
@@ -919,11 +926,12 @@ def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
         out[i] += ab[i]
 
 
-@njit(cache=True)
-def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
+@njit(cache=True, _nrt=False)
+def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg, J0, C):
     """Store what the mean-axis load parameters of body k need from the bias pass: the
     rows of ``M_rr(q)``, ``M_rf(q)``, ``w_p = w + Gamma_w qd`` and ``h_r - C(w_p)`` (``hg``:
-    ``h - Q_gravity`` of :func:`ffr_terms`; ``M`` before its factorization)."""
+    ``h - Q_gravity`` of :func:`ffr_terms`; ``M`` before its factorization; scratch
+    ``J0`` (3, 3) and ``C`` (6 or more))."""
     for i in range(6):
         for j in range(6):
             Fw[k, W_MR + i, j] = M[i, j]
@@ -948,19 +956,17 @@ def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
     for i in range(3):
         hr[3 + i] = hg[3 + i] + m * gb[i]
     # - C(w_p) = -[w_p x J0 w_p; w_p x (w_p x c)]
-    J0 = np.empty((3, 3))
     tr = Im[fx, 4] + Im[fx, 8] + Im[fx, 12]
     for i in range(3):
         for j in range(3):
             J0[i, j] = -Im[fx, 4 + 3 * i + j]
         J0[i, i] += tr
-    C = np.empty(6)
     centrifugal(J0, Im[fx, 1:4], wp, C)
     for i in range(6):
         hr[i] -= C[i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
     """Modal stiffening forces ``K_G(p) q`` (FM_KGQ) for the current solution: angular
     velocity products, body-frame angular acceleration and origin acceleration minus
@@ -1089,7 +1095,7 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def set_modal_rhs(Ia, Fi, Fm):
     """FM_TF = FM_TF0 - FM_KGQ."""
     N = Ia.shape[1] - 1
@@ -1101,7 +1107,7 @@ def set_modal_rhs(Ia, Fi, Fm):
 # ---------------------------------------------------------------- drivers
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def forward_dynamics(
     Ia,
     Sa,
@@ -1213,7 +1219,7 @@ def forward_dynamics(
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
     """World ``[alpha; a_origin]`` of every body frame (rigid: the body frame at P_B of
     e_k; flexible: the floating reference frame) after a forward-dynamics pass."""
