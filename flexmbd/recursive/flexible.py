@@ -450,7 +450,44 @@ class FlexTree:
             self.info,
         )
 
+    def bias_forces(self, q, v):
+        """The bias pass of the flexible kernels at ``(q, v)`` after :meth:`kinematics`
+        (``F_T`` of the joints, modal equivalent forces, inverse generalized inertias);
+        the kernel status (0 or the label of a body whose mass matrix is not positive
+        definite)."""
+        s = self.system
+        a = s.arrays
+        return FK.bias_forces(
+            a.Ia,
+            self.Fi,
+            a.Mm,
+            a.Vv,
+            a.R3,
+            a.P3,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.Fm,
+            self.PsiT,
+            self.Gp,
+            self.Im,
+            self.St,
+            self.Si,
+            self.Pi,
+            self.KD,
+            self.Mb,
+            self.Bm,
+            self.A3,
+            q,
+            v,
+            a.gravity,
+            s.use_gravity,
+            a.Jv,
+        )
+
     def kinematics(self, q, v, world=True):
+        """Tree and floating-frame kinematics at ``(q, v)`` into the workspace (world
+        poses only with ``world``)."""
         a = self.system.arrays
         FK.kinematics(
             a.Ia,

@@ -156,50 +156,8 @@ def general_flexible(system, q, qd, tau):
     qd = np.ascontiguousarray(qd, dtype=float)
     Jv[:] = 0.0
     Jv[K.J_TAU, :nv] = tau
-    FK.kinematics(
-        Ia,
-        fl.Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        system.arrays.Tt,
-        fl.Fc,
-        fl.Ft,
-        fl.Fs,
-        fl.Fw,
-        fl.PsiT,
-        q,
-        qd,
-        True,
-    )
-    st = FK.bias_forces(
-        Ia,
-        fl.Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        fl.Ft,
-        fl.Fs,
-        fl.Fw,
-        fl.Fm,
-        fl.PsiT,
-        fl.Gp,
-        fl.Im,
-        fl.St,
-        fl.Si,
-        fl.Pi,
-        fl.KD,
-        fl.Mb,
-        fl.Bm,
-        fl.A3,
-        q,
-        qd,
-        system.arrays.gravity,
-        system.use_gravity,
-        Jv,
-    )
+    fl.kinematics(q, qd, True)
+    st = fl.bias_forces(q, qd)
     if st != 0:
         system.raise_status(st, q)
     nf = fl.nf
