@@ -506,7 +506,7 @@ def _ldl(A, n):
 
 
 # unrolled: _ldl for n = 5 in locals (the same operations in the same order);
-# the revolute chain link's hot block, about 2x faster than the loop
+# the revolute chain link's hot block: 13.9 vs 16.4 ns a block with its copy
 @njit(cache=True, inline="always")
 def _ldl5(A):
     """:func:`_ldl` for n = 5 in locals (the same operations in the same order; the
@@ -643,7 +643,7 @@ def _sub_ydy(Y, Lm, C, n):
 
 
 # unrolled: _sub_ydy for n = 5 with every operand in a local (in the loop a store
-# to C may alias Y: each product would reload and store)
+# to C may alias Y: each product would reload and store): 15 vs 23 ns a call
 @njit(cache=True, inline="always")
 def _sub_ydy5(Y, Lm, C):
     """:func:`_sub_ydy` for n = 5 with every operand in a local (in a loop, a store to C
