@@ -168,21 +168,8 @@ def tree_stepper(
         raise ModelError("integrator 'rk4' needs a step dt > 0")
     if t_end <= t0:
         raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    st = TreeStepper(
-        system,
-        t_end,
-        dt=dt,
-        integrator=integrator,
-        tau=tau,
-        t0=t0,
-        rtol=rtol,
-        atol=atol,
-        t_eval=t_eval,
-        method=method,
-        substeps=substeps,
-        max_step=max_step,
-        _options=json_options(options),
-    )
+    kw = {**options, "integrator": integrator}  # the options with the parsed name
+    st = TreeStepper(system, **kw, _options=json_options(options))
     if integrator == "rk4":
         wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
         if wmax * dt / int(substeps) > 2.8:

@@ -23,6 +23,12 @@ Per label ``k`` (body ``k`` and its tree joint ``k``):
 Float workspace ``Fw`` (rows per label, see the ``W_*`` indices), modal vectors
 ``Fm`` (``FM_*`` rows), flexible-body constants ``Fc`` and per-body inertia
 invariants (``Im`` scalars, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``).
+
+The hot kernels are compiled without numba's reference counting (``_nrt=False``, as
+the rigid kernels): with it, every array view and every array argument of an inlined
+recursion step costs an atomic increment and decrement (the flexible kinematics of a
+20-body chain 14.4 us with, 8.0 us without). Kernels that allocate
+(:func:`solve_columns`) keep it.
 """
 
 import numpy as np
@@ -43,7 +49,6 @@ from ._kernels import (
     M_A,
     M_CR,
     M_G,
-    M_H,
     M_I,
     M_X,
     M_Y,
@@ -69,6 +74,7 @@ from ._kernels import (
     V_T6,
     V_VEL,
     V_VJ,
+    _body_acceleration,
     _build_phi,
     _chol,
     _f2p,
@@ -82,9 +88,11 @@ from ._kernels import (
     eliminate_chains,
     factor_nodes,
     joint_bias,
+    joint_force,
     joint_frame,
     joint_qdd,
     joint_twist,
+    natural_order,
     node_system,
     project_inertia,
     reactions_into,
@@ -164,7 +172,7 @@ def _abc(tau):
     return a, b, c, dbt / (2.0 * t), dct / (2.0 * t)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def frame_state(Fc, k, side, n, q, qd, Ft, Fs):
     """Pose ``(R, p)`` in body axes of a deforming frame, its modal twist matrix ``S``
     (6 x n, frame axes) and convective term ``sigma = (dS/dt) qd``.
@@ -328,7 +336,7 @@ def _smul(S, n, x, out):
 # ---------------------------------------------------------------- FFR body terms
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
     """Body mass matrix ``M`` ((6+n) square) and ``h - Q_gravity`` ((6+n),) of flexible body
     ``fx`` for body-frame speeds ``(w, v, qd)`` (body axes) and gravity ``gb`` (body axes):
@@ -346,7 +354,7 @@ def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
 # ---------------------------------------------------------------- kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
     """Frame states, joint kinematics, relative poses (deforming in frames), twists and
     bias accelerations of every ``e_k`` and body frame, ``Psi_k^T``."""
@@ -468,7 +476,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
 # ---------------------------------------------------------------- bias forces
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def bias_forces(
     Ia,
     Fi,
@@ -572,7 +580,8 @@ def bias_forces(
         mm = 6 + nk
         ffr_terms(Im, St, Si, Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], gb, Mb, Bm[0], A3)
         if Fi[F_STIFF, k]:
-            _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qdk, gb, Mb, Bm[0])
+            # scratch: Bm rows 2 to 5 are free until the inverse inertia below
+            _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qdk, gb, Mb, Bm[0], Bm[3:6, 0:3], Bm[2])
         # beta_b = M [a_b; 0] + h - Qg - Q_ext + [0; K q + D qd]
         ab = Fw[k, W_ABB]
         bb = Bm[1]
@@ -667,7 +676,7 @@ def bias_forces(
 # ---------------------------------------------------------------- CFA: factor
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     """Blocks of A with the extended shifts (flexible parents: ``[Phi_k; Psi_k]`` and the
     inverse generalized inertia ``Gp``), odd-even reduction of the chains, dense node
@@ -725,7 +734,7 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
     """Odd-even reduction of the chains and the dense node system (as in
     :func:`flexmbd.recursive._kernels.factor`; sibling blocks through a flexible node
@@ -827,7 +836,7 @@ def _relative(k, pk, Fi, R3, P3, PsiT, Fm, af, t6):
             t6[i] = af[k, i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     """Given F_T (row J_FT) and the modal equivalent forces (FM_TF): constraint forces
     f = W F_S, equivalent forces F (V_FE), linear accelerations of every e_k (V_AF),
@@ -846,15 +855,8 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         for j in range(Fi[F_NF, k]):
             Fm[k, FM_ZF, j] = 0.0
     for k in range(N, 0, -1):
-        Hk = Mm[M_H, k]
-        o = Ia[I_VO, k]
-        n_v = Ia[I_NV, k]
         e = Fe[k]
-        for i in range(6):
-            s = 0.0
-            for j in range(n_v):
-                s += Hk[i, j] * FT[o + j]
-            e[i] = s
+        joint_force(Ia, Mm, FT, k, e)
         _apply_g(k, Ia[I_PARENT, k], Fi, Mm, Vv, R3, P3, Gp, PsiT, Fm, e, af, tv)
     for k in range(1, N + 1):
         _relative(k, Ia[I_PARENT, k], Fi, R3, P3, PsiT, Fm, af, t6)
@@ -862,11 +864,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         for a in range(6):
             bx[k, a] = tv[Ia[I_PERM + a, k]]
     solve_schedule(Ia, Sa, Mm, Dn, bx)
-    for k in range(1, N + 1):
-        for a in range(6):
-            t6[a] = bx[k, a]
-        for a in range(6):
-            bx[k, Ia[I_PERM + a, k]] = t6[a]
+    natural_order(Ia, bx, t6)
     # eq. 28 with the extended shifts
     for k in range(N + 1):
         for i in range(6):
@@ -890,7 +888,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
 # ---------------------------------------------------------------- geometric stiffening
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def stiffening_products(Ia, Fi, KG, Fm, KQ, q):
     """``KQ[k, i] = K_i q_k`` for every unit geometric-stiffness matrix of stiffened bodies."""
     N = Ia.shape[1] - 1
@@ -908,7 +906,7 @@ def stiffening_products(Ia, Fi, KG, Fm, KQ, q):
                 KQ[k, i, a] = s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
     """Body-frame acceleration ``[alpha_b; dv_b/dt]`` (body axes) of flexible body k after a
     solve: ``Phi_C^-T (af - S_C qdd) + a_b,bias``."""
@@ -928,11 +926,12 @@ def _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, out):
         out[i] += ab[i]
 
 
-@njit(cache=True)
-def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
+@njit(cache=True, _nrt=False)
+def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg, J0, C):
     """Store what the mean-axis load parameters of body k need from the bias pass: the
     rows of ``M_rr(q)``, ``M_rf(q)``, ``w_p = w + Gamma_w qd`` and ``h_r - C(w_p)`` (``hg``:
-    ``h - Q_gravity`` of :func:`ffr_terms`; ``M`` before its factorization)."""
+    ``h - Q_gravity`` of :func:`ffr_terms`; ``M`` before its factorization; scratch
+    ``J0`` (3, 3) and ``C`` (6 or more))."""
     for i in range(6):
         for j in range(6):
             Fw[k, W_MR + i, j] = M[i, j]
@@ -957,19 +956,17 @@ def _mean_axis_terms(k, Fi, Fw, Fm, Im, fx, nk, qd, gb, M, hg):
     for i in range(3):
         hr[3 + i] = hg[3 + i] + m * gb[i]
     # - C(w_p) = -[w_p x J0 w_p; w_p x (w_p x c)]
-    J0 = np.empty((3, 3))
     tr = Im[fx, 4] + Im[fx, 8] + Im[fx, 12]
     for i in range(3):
         for j in range(3):
             J0[i, j] = -Im[fx, 4 + 3 * i + j]
         J0[i, i] += tr
-    C = np.empty(6)
     centrifugal(J0, Im[fx, 1:4], wp, C)
     for i in range(6):
         hr[i] -= C[i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
     """Modal stiffening forces ``K_G(p) q`` (FM_KGQ) for the current solution: angular
     velocity products, body-frame angular acceleration and origin acceleration minus
@@ -1098,7 +1095,7 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def set_modal_rhs(Ia, Fi, Fm):
     """FM_TF = FM_TF0 - FM_KGQ."""
     N = Ia.shape[1] - 1
@@ -1110,7 +1107,7 @@ def set_modal_rhs(Ia, Fi, Fm):
 # ---------------------------------------------------------------- drivers
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def forward_dynamics(
     Ia,
     Sa,
@@ -1222,14 +1219,13 @@ def forward_dynamics(
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
     """World ``[alpha; a_origin]`` of every body frame (rigid: the body frame at P_B of
     e_k; flexible: the floating reference frame) after a forward-dynamics pass."""
     N = Ia.shape[1] - 1
     acc = Fw[0, W_FEB]
     for k in range(1, N + 1):
-        w = Vv[V_VEL, k]
         Rw = R3[R_W, k]
         if Fi[F_NF, k] > 0:
             _body_acc(k, Fi, Vv, Ft, Fs, Fw, Fm, acc)
@@ -1246,24 +1242,7 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
                 out[k, i] = r0 * acc[0] + r1 * acc[1] + r2 * acc[2]
                 out[k, 3 + i] = r0 * lx + r1 * ly + r2 * lz
             continue
-        al = Vv[V_AF, k]
-        ab = Vv[V_AB, k]
-        d = P3[4, k]
-        ax = al[0] + ab[0]
-        ay = al[1] + ab[1]
-        az = al[2] + ab[2]
-        lx = al[3] + ab[3] + w[1] * w[5] - w[2] * w[4]
-        ly = al[4] + ab[4] + w[2] * w[3] - w[0] * w[5]
-        lz = al[5] + ab[5] + w[0] * w[4] - w[1] * w[3]
-        cx = w[1] * d[2] - w[2] * d[1]
-        cy = w[2] * d[0] - w[0] * d[2]
-        cz = w[0] * d[1] - w[1] * d[0]
-        lx += ay * d[2] - az * d[1] + w[1] * cz - w[2] * cy
-        ly += az * d[0] - ax * d[2] + w[2] * cx - w[0] * cz
-        lz += ax * d[1] - ay * d[0] + w[0] * cy - w[1] * cx
-        for i in range(3):
-            out[k, i] = Rw[i, 0] * ax + Rw[i, 1] * ay + Rw[i, 2] * az
-            out[k, 3 + i] = Rw[i, 0] * lx + Rw[i, 1] * ly + Rw[i, 2] * lz
+        _body_acceleration(Vv, R3, P3, k, out[k])
 
 
 @njit(cache=True)

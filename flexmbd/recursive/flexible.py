@@ -178,6 +178,7 @@ from ..series import BodySeries
 from ..spatial import rot_to_quat
 from . import _flexkernels as FK
 from . import _kernels as K
+from .general import general_flexible
 
 __all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
 
@@ -232,8 +233,13 @@ class FlexTree:
     """Constant data and workspaces of the flexible-body kernels for one RecursiveSystem.
 
     Built by :class:`~flexmbd.recursive.RecursiveSystem` (which owns the tree arrays);
-    refreshed with the system.
+    refreshed with the system. The system's tree strategy for trees with flexible bodies
+    (the rigid one: ``recursive.system._RigidOps``, the same interface): no compiled
+    whole-tree entry point (``compiled`` False), one state at a time through
+    :meth:`forward`.
     """
+
+    compiled = False
 
     def __init__(self, system):
         s = system
@@ -392,6 +398,13 @@ class FlexTree:
                     Fi[FK.F_IOUT if side == FK.FR_OUT else FK.F_IIN, k] = idx
 
     # -- kernel calls -----------------------------------------------------------------
+    def args_tree(self):
+        """The tree arrays the serialized drivers take first (``Ia``, ``Sa``, ``Fi``,
+        ``Mm``, ``Vv``, ``R3``, ``P3``, ``Tt``, ``Dn``, ``Jv``: the system's model and
+        workspace with the flexible-body integer table)."""
+        a = self.system.arrays
+        return (a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, a.Jv)
+
     def args_state(self):
         """The flexible-body state arrays the kernels take after the tree arrays
         (``Fc`` ... ``KD``, in the kernels' argument order)."""
@@ -419,16 +432,7 @@ class FlexTree:
         Jv[K.J_TAU, :] = 0.0
         Jv[K.J_TAU, : len(tau)] = tau
         return FK.forward_dynamics(
-            a.Ia,
-            a.Sa,
-            self.Fi,
-            a.Mm,
-            a.Vv,
-            a.R3,
-            a.P3,
-            a.Tt,
-            a.Dn,
-            Jv,
+            *self.args_tree(),
             *self.args_state(),
             self.KG,
             self.KQ,
@@ -446,7 +450,44 @@ class FlexTree:
             self.info,
         )
 
+    def bias_forces(self, q, v):
+        """The bias pass of the flexible kernels at ``(q, v)`` after :meth:`kinematics`
+        (``F_T`` of the joints, modal equivalent forces, inverse generalized inertias);
+        the kernel status (0 or the label of a body whose mass matrix is not positive
+        definite)."""
+        s = self.system
+        a = s.arrays
+        return FK.bias_forces(
+            a.Ia,
+            self.Fi,
+            a.Mm,
+            a.Vv,
+            a.R3,
+            a.P3,
+            self.Ft,
+            self.Fs,
+            self.Fw,
+            self.Fm,
+            self.PsiT,
+            self.Gp,
+            self.Im,
+            self.St,
+            self.Si,
+            self.Pi,
+            self.KD,
+            self.Mb,
+            self.Bm,
+            self.A3,
+            q,
+            v,
+            a.gravity,
+            s.use_gravity,
+            a.Jv,
+        )
+
     def kinematics(self, q, v, world=True):
+        """Tree and floating-frame kinematics at ``(q, v)`` into the workspace (world
+        poses only with ``world``)."""
         a = self.system.arrays
         FK.kinematics(
             a.Ia,
@@ -473,18 +514,10 @@ class FlexTree:
         )
 
     def solve_columns(self, q, cols, out):
-        a = self.system.arrays
+        """``M^-1 cols`` (joint and modal speeds) at ``q`` into ``out``; the kernel status."""
+        self.kinematics(q, np.zeros(self.system.nv))
         return FK.solve_columns(
-            a.Ia,
-            a.Sa,
-            self.Fi,
-            a.Mm,
-            a.Vv,
-            a.R3,
-            a.P3,
-            a.Tt,
-            a.Dn,
-            a.Jv,
+            *self.args_tree(),
             *self.args_state(),
             self.Mb,
             self.Bm,
@@ -493,6 +526,20 @@ class FlexTree:
             cols,
             out,
         )
+
+    def general(self, system, q, v, tau, fext):
+        """One state by the dense reference (:func:`~.general.general_flexible`; the
+        applied wrenches ``fext`` are read from the workspace): ``(qdd, reactions,
+        W F_S, body accelerations, F_T)``."""
+        return general_flexible(system, q, v, tau)
+
+    @staticmethod
+    def mass_matrix(system, q):
+        """``M(q)`` (nv x nv, joint and modal speeds): the inverse of the CFA's ``M^-1``
+        columns, symmetrized."""
+        Minv = system.solve_mass(q, np.eye(system.nv))
+        M = np.linalg.inv(0.5 * (Minv + Minv.T))
+        return 0.5 * (M + M.T)
 
     # -- Python-level quantities (poses, energies) ------------------------------------
     def body_pose(self, k, Rk, rk):

@@ -62,6 +62,27 @@ def assemble(system):
     return P, H, W, Ginv, hcol, wcol
 
 
+def _joint_solution(system, qdd_h, hcol, WF):
+    """Joint accelerations ``qdd`` (nv,; modal entries zero) from the stacked
+    ``H^T`` accelerations ``qdd_h`` (label ``k`` from column ``hcol[k]``; speeds ``L v``
+    of reversed joints and screws mapped back by ``L^-1``) and the constraint forces
+    ``W F_S`` per label (N+1, 6) from the stacked ``WF`` (6 N,)."""
+    a = system.arrays
+    Ia, Mm = a.Ia, a.Mm
+    n = system.n_bodies
+    nv, vo = Ia[K.I_NV], Ia[K.I_VO]
+    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)  # speeds L v (see _nbjoints)
+    qdd = np.zeros(system.nv)
+    FS = np.zeros((n + 1, 6))
+    FS[1:] = WF.reshape(n, 6)
+    for k in range(1, n + 1):
+        x = qdd_h[hcol[k] : hcol[k] + nv[k]]
+        if rev[k]:
+            x = sla.solve_triangular(Mm[K.M_L, k, : nv[k], : nv[k]], x)
+        qdd[vo[k] : vo[k] + nv[k]] = x
+    return qdd, FS
+
+
 def general_cfa(system, q, qd, tau, fext):
     """Forward dynamics of one state by the dense CFA.
 
@@ -73,7 +94,6 @@ def general_cfa(system, q, qd, tau, fext):
     Ia, Mm, Vv, R3, P3 = arr.Ia, arr.Mm, arr.Vv, arr.R3, arr.P3
     n = system.n_bodies
     nv, vo = Ia[K.I_NV], Ia[K.I_VO]
-    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)  # speeds L v (see _nbjoints)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     K.kinematics(Ia, Mm, Vv, R3, P3, system.arrays.Tt, q, qd)
@@ -97,16 +117,9 @@ def general_cfa(system, q, qd, tau, fext):
     F = H @ ft + W @ fs  # eq. (22)
     Vd = Ginv @ (P @ F)  # P F = I V̇
     qdd_h = H.T @ (P.T @ Vd)  # eq. (23) / (28)
-    qdd = np.zeros(system.nv)
-    FS = np.zeros((n + 1, 6))
+    qdd, FS = _joint_solution(system, qdd_h, hcol, W @ fs)
     acc = np.zeros((n + 1, 6))
-    Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
     for k in range(1, n + 1):
-        x = qdd_h[hcol[k] : hcol[k] + nv[k]]
-        if rev[k]:
-            x = sla.solve_triangular(Mm[K.M_L, k, : nv[k], : nv[k]], x)
-        qdd[vo[k] : vo[k] + nv[k]] = x
-        FS[k] = Wf[k - 1]
         Vv[K.V_AF, k] = Vd[6 * (k - 1) : 6 * k]
     K.body_accelerations(Ia, Vv, R3, P3, acc)
     # reactions: equivalent force + bias force
@@ -139,55 +152,12 @@ def general_flexible(system, q, qd, tau):
     n = system.n_bodies
     nv = system.nv
     nvj, vo, parent = Ia[K.I_NV], Ia[K.I_VO], Ia[K.I_PARENT]
-    rev = (Ia[K.I_REV] != 0) | (Ia[K.I_JT] == SCREW)
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
     Jv[:] = 0.0
     Jv[K.J_TAU, :nv] = tau
-    FK.kinematics(
-        Ia,
-        fl.Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        system.arrays.Tt,
-        fl.Fc,
-        fl.Ft,
-        fl.Fs,
-        fl.Fw,
-        fl.PsiT,
-        q,
-        qd,
-        True,
-    )
-    st = FK.bias_forces(
-        Ia,
-        fl.Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        fl.Ft,
-        fl.Fs,
-        fl.Fw,
-        fl.Fm,
-        fl.PsiT,
-        fl.Gp,
-        fl.Im,
-        fl.St,
-        fl.Si,
-        fl.Pi,
-        fl.KD,
-        fl.Mb,
-        fl.Bm,
-        fl.A3,
-        q,
-        qd,
-        system.arrays.gravity,
-        system.use_gravity,
-        Jv,
-    )
+    fl.kinematics(q, qd, True)
+    st = fl.bias_forces(q, qd)
     if st != 0:
         system.raise_status(st, q)
     nf = fl.nf
@@ -261,18 +231,11 @@ def general_flexible(system, q, qd, tau):
         else:
             system.raise_status(-2, q)
     fs, Qdd = dense_solve()
-    qdd = np.zeros(nv)
-    FS = np.zeros((n + 1, 6))
-    Wf = (W @ fs).reshape(n, 6) if n else np.zeros((0, 6))
+    qdd, FS = _joint_solution(system, Qdd, hcol, W @ fs)
     for k in range(1, n + 1):
-        x = Qdd[hcol[k] : hcol[k] + nvj[k]]
-        if rev[k]:
-            x = sla.solve_triangular(Mm[K.M_L, k, : nvj[k], : nvj[k]], x)
-        qdd[vo[k] : vo[k] + nvj[k]] = x
         if nf[k]:
             mv = fl.Fi[FK.F_MV, k]
             qdd[mv : mv + nf[k]] = fl.Fm[k, FK.FM_UDF, : nf[k]]
-        FS[k] = Wf[k - 1]
     acc = np.zeros((n + 1, 6))
     fl.body_accelerations(acc)
     K.reversed_frames(Ia, R3, P3)

@@ -116,7 +116,7 @@ from ._kernels import (
     V_VEL,
 )
 from ._kernels import qdd_reactions as _qdd_reactions
-from .general import general_cfa, general_flexible
+from .general import general_cfa
 from .schedule import build_schedule
 
 _NO_LAM = np.zeros(0)
@@ -128,7 +128,7 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..results import Results
 
-__all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays"]
+__all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays", "TreeModel", "TreeWorkspace"]
 
 
 def _code(joint):
@@ -136,12 +136,45 @@ def _code(joint):
     return joint_type(joint, "recursive").code
 
 
+class TreeModel(NamedTuple):
+    """The compiled description of a tree (the model of the model/workspace split): ``Ia``
+    (integer tables per label: parent, joint code, sizes, offsets, permutations, ...)
+    and ``Sa`` (the elimination schedule), built once by :class:`RecursiveSystem` and
+    never written afterwards; layouts: the row constants of :mod:`._kernels`."""
+
+    Ia: Array
+    Sa: Array
+
+
+class TreeWorkspace(NamedTuple):
+    """The float workspace of one thread running the free algorithms on a
+    :class:`TreeModel` (the data of the model/workspace split): ``Mm`` (6x6 blocks per
+    label: inertias, projectors, factors), ``Vv`` (6-vectors per label: twists, biases,
+    forces), ``R3``/``P3`` (rotations (-) and positions (m) per label), ``Tt``
+    (temporaries), ``Dn`` (the dense node system), ``Jv`` (rows over the speeds: tau,
+    F_T, qdd) and ``gravity`` (3,) (m/s^2, world). Layouts: the row constants of
+    :mod:`._kernels`."""
+
+    Mm: Array
+    Vv: Array
+    R3: Array
+    P3: Array
+    Tt: Array
+    Dn: Array
+    Jv: Array
+    gravity: Array
+
+    def replicate(self, n: int) -> tuple[Array, ...]:
+        """``n`` independent copies of the arrays (gravity excepted, shared), stacked on
+        a leading axis: the per-thread workspaces of the batched kernels."""
+        return tuple(np.ascontiguousarray(np.repeat(a[None], n, axis=0)) for a in self[:-1])
+
+
 class TreeArrays(NamedTuple):
-    """The compiled description (``Ia``, ``Sa``: integer tables of the tree and the
-    elimination schedule) and the workspace views (``Mm``, ``Vv``, ``R3``, ``P3``,
-    ``Tt``, ``Dn``, ``Jv``, ``gravity``) of a :class:`RecursiveSystem`, the arguments of
-    the free algorithms (:mod:`._kernels`, :mod:`.general`, :mod:`.flexible`). Layouts:
-    the row constants of :mod:`._kernels`."""
+    """A :class:`TreeModel` and a :class:`TreeWorkspace` in one tuple (``Ia``, ``Sa``,
+    ``Mm``, ``Vv``, ``R3``, ``P3``, ``Tt``, ``Dn``, ``Jv``, ``gravity``): the arguments of
+    the free algorithms (:mod:`._kernels`, :mod:`.general`, :mod:`.flexible`) on the
+    system's own workspace."""
 
     Ia: Array
     Sa: Array
@@ -157,11 +190,18 @@ class TreeArrays(NamedTuple):
 
 class _RigidOps:
     """The rigid-tree kernels behind the interface :class:`~.flexible.FlexTree` offers
-    for flexible trees (kinematics, ``M^-1`` columns, refresh, special point forces), so
-    that :class:`RecursiveSystem` calls ``self._ops`` instead of branching on the body
-    kinds."""
+    for flexible trees, so that :class:`RecursiveSystem` calls ``self._ops`` instead of
+    branching on the body kinds: kinematics, ``M^-1`` columns, refresh, applied loads
+    kept in the strategy's workspace, the dense reference (``general``), body
+    accelerations, the mass matrix and special point forces.
+
+    ``compiled``: the serialized dynamics of the whole tree is one compiled call on the
+    system's packed workspace (the lean single-state entry point, the batched and
+    threaded kernels, :meth:`RecursiveSystem.packed_rigid`); a strategy without it
+    (:class:`~.flexible.FlexTree`) runs one state at a time through :meth:`forward`."""
 
     flex_labels = ()
+    compiled = True
 
     def __init__(self, system):
         self.arrays = system.arrays
@@ -180,6 +220,33 @@ class _RigidOps:
     def point_force(self, fe, t, q, state, fext, qd=None):
         return False
 
+    def clear_applied(self):
+        """No loads are kept beyond ``fext`` and ``tau`` in a rigid tree."""
+
+    def add_modal_tau(self, tau):
+        """No modal coordinates in a rigid tree."""
+
+    def general(self, system, q, v, tau, fext):
+        """One state by the dense CFA (:func:`~.general.general_cfa`): ``(qdd, reactions,
+        W F_S, body accelerations, F_T)``; ``fext`` (N+1, 6) the applied wrenches."""
+        return general_cfa(system, q, v, tau, fext.copy())
+
+    def body_accelerations(self, out):
+        a = self.arrays
+        K.body_accelerations(a.Ia, a.Vv, a.R3, a.P3, out)
+
+    @staticmethod
+    def mass_matrix(system, q):
+        """``M(q)`` (nv x nv) by Newton-Euler columns (unit accelerations, no loads)."""
+        q = np.asarray(q, dtype=float)
+        z = np.zeros(system.nv)
+        M = np.zeros((system.nv, system.nv))
+        for i in range(system.nv):
+            e = z.copy()
+            e[i] = 1.0
+            M[:, i] = system.inverse_dynamics(q, z, e, forces=False)[0]
+        return 0.5 * (M + M.T)
+
 
 class _State:
     """Body poses/twists for force elements (``state.pose(body)``, ``state.twist(body)``).
@@ -190,13 +257,13 @@ class _State:
     def __init__(self, system, Rw, rw, vel):
         self._sys = system
         self._Rw, self._rw, self._vel = Rw, rw, vel
-        self._flex = {}
+        self._floating = {}
         fl = system.flex
         if fl is not None:
             for k in fl.flex_labels:
                 R, r = fl.body_pose(k, Rw[k], rw[k])
                 Vb = fl.body_speeds(k)
-                self._flex[k] = (R, r, R @ Vb[:3], R @ Vb[3:])
+                self._floating[k] = (R, r, R @ Vb[:3], R @ Vb[3:])
 
     @property
     def frames(self):
@@ -205,15 +272,15 @@ class _State:
 
     def is_flexible(self, k):
         """True when label ``k`` is a flexible body (its pose is its floating frame)."""
-        return k in self._flex
+        return k in self._floating
 
     def pose(self, body):
         s = self._sys
         if body is s.model.ground:
             return np.eye(3), np.zeros(3)
         k = s.label(body)
-        if k in self._flex:
-            return self._flex[k][0].copy(), self._flex[k][1].copy()
+        if k in self._floating:
+            return self._floating[k][0].copy(), self._floating[k][1].copy()
         return s.body_pose(k, self._Rw[k], self._rw[k])
 
     def twist(self, body):
@@ -221,8 +288,8 @@ class _State:
         if body is s.model.ground:
             return np.zeros(3), np.zeros(3)
         k = s.label(body)
-        if k in self._flex:
-            return self._flex[k][2].copy(), self._flex[k][3].copy()
+        if k in self._floating:
+            return self._floating[k][2].copy(), self._floating[k][3].copy()
         R, r = s.body_pose(k, self._Rw[k], self._rw[k])
         Rk = self._Rw[k]
         w = Rk @ self._vel[k, :3]
@@ -396,18 +463,11 @@ class RecursiveSystem:
         self._Ib, self._Ia, self._Sa = K.pack_ints(
             self._Ia, self._Sa, self.nq, self.nv, len(self.joint_names)
         )
-        self.arrays = TreeArrays(
-            self._Ia,
-            self._Sa,
-            self._Mm,
-            self._Vv,
-            self._R3,
-            self._P3,
-            self._Tt,
-            self._Dn,
-            self._Jv,
-            self._gbuf,
+        self.tree = TreeModel(self._Ia, self._Sa)
+        self.workspace = TreeWorkspace(
+            self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv, self._gbuf
         )
+        self.arrays = TreeArrays(*self.tree, *self.workspace)
         self._flex = None
         if any(isinstance(b, FlexibleBody) for b in bodies):
             from .flexible import FlexTree  # lazy: the flexible kernels load on first use
@@ -555,7 +615,7 @@ class RecursiveSystem:
         self._revision = self.model.revision
         # lean path of qdd_and_reactions / _raw_accel: no Python work per call
         lean = (
-            self._flex is None
+            self._ops.compiled
             and not self._joint_forces
             and not self._generic
             and self.algorithm == "serialized"
@@ -650,6 +710,18 @@ class RecursiveSystem:
         R = Rk @ Rf.T
         return R, rk - R @ pf
 
+    def _prepare(self, q, qd, ndim, algorithm, shape_error):
+        """The refreshed system's checked state arrays (``ndim`` 1: one state, 2: a
+        batch; else ModelError ``shape_error(q, qd)``) and the algorithm name."""
+        self._refresh()
+        q, qd = self._check_state(q, qd)
+        if q.ndim != ndim or qd.ndim != ndim:
+            raise ModelError(shape_error(q, qd))
+        algorithm = algorithm or self.algorithm
+        if algorithm not in ("serialized", "general"):
+            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+        return q, qd, algorithm
+
     def _check_state(self, q, qd):
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
@@ -736,17 +808,17 @@ class RecursiveSystem:
                 st = None
             if st == 0:
                 return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
-        self._refresh()
-        q, qd = self._check_state(q, qd)
-        if q.ndim != 1 or qd.ndim != 1:
-            raise ModelError(
+        q, qd, algorithm = self._prepare(
+            q,
+            qd,
+            1,
+            algorithm,
+            lambda q, qd: (
                 f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
-            )
-        algorithm = algorithm or self.algorithm
-        if algorithm not in ("serialized", "general"):
-            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
-        if self._flex is not None or algorithm == "general":
+            ),
+        )
+        if not self._ops.compiled or algorithm == "general":
             return self._batch(
                 q[None],
                 qd[None],
@@ -803,13 +875,8 @@ class RecursiveSystem:
         reversed joint with a non-orthonormal relative motion subspace -- Planar, Free
         -- in the orthonormalized speeds ``L v``).
         """
-        self._refresh()
-        q, qd = self._check_state(q, qd)
-        if q.ndim != 1 or qd.ndim != 1:
-            raise ModelError("cfa_forces takes one state")
-        algorithm = algorithm or self.algorithm
-        if algorithm not in ("serialized", "general"):
-            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+        one = lambda q, qd: "cfa_forces takes one state"  # noqa: E731
+        q, qd, algorithm = self._prepare(q, qd, 1, algorithm, one)
         _, fs, ft = self._batch(
             q[None],
             qd[None],
@@ -837,16 +904,16 @@ class RecursiveSystem:
         (n, n_joints, 6), ...). Only ``qdd`` and the reactions, fastest:
         :meth:`forward_dynamics_arrays`.
         """
-        self._refresh()
-        Q, QD = self._check_state(Q, QD)
-        if Q.ndim != 2 or QD.ndim != 2:
-            raise ModelError(
+        Q, QD, algorithm = self._prepare(
+            Q,
+            QD,
+            2,
+            algorithm,
+            lambda q, qd: (
                 f"forward_dynamics_batch takes Q (n, {self.nq}) and QD "
-                f"(n, {self.nv}); got {Q.shape}, {QD.shape}"
-            )
-        algorithm = algorithm or self.algorithm
-        if algorithm not in ("serialized", "general"):
-            raise ModelError(f"algorithm must be 'serialized' or 'general', got {algorithm!r}")
+                f"(n, {self.nv}); got {q.shape}, {qd.shape}"
+            ),
+        )
         ts = np.broadcast_to(np.asarray(t, dtype=float), (Q.shape[0],))
         return self._batch(Q, QD, TAU, ts, algorithm, single=False)
 
@@ -867,7 +934,8 @@ class RecursiveSystem:
                 ) from None
         has_fext = bool(self._generic)
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
-        if (self._joint_forces or self._generic) and self._flex is None:
+        compiled = self._ops.compiled and algorithm == "serialized"
+        if (self._joint_forces or self._generic) and compiled:
             for s in range(ns):
                 self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
         nj = len(self.joint_names)
@@ -876,37 +944,14 @@ class RecursiveSystem:
         FS = np.zeros((ns, self.n_bodies + 1, 6))
         ACC = np.zeros((ns, self.n_bodies + 1, 6))
         FTs = np.zeros((ns, nv1))
-        if self._flex is not None:
-            self._flex_forward(Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs)
-        elif algorithm == "general":
+        if not compiled:
             for s in range(ns):
-                QDD[s, : self.nv], REAC[s], FS[s], ACC[s], FTs[s, : self.nv] = general_cfa(
-                    self, Q[s], V[s], TAU[s, : self.nv], FEXT[s if has_fext else 0]
+                QDD[s, : self.nv], FS[s], ACC[s], FTs[s, : self.nv] = self._one_state(
+                    Q[s], V[s], TAU[s], ts[s], algorithm, REAC[s]
                 )
         else:
-            ws = self._thread_workspaces(1)
-            status = np.full((1, 2), -1, np.int64)
             FE = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
-            K.forward_dynamics_qdd_parallel(
-                self._Ia,
-                self._Sa,
-                *ws,
-                Q,
-                V,
-                TAU,
-                self._gravity,
-                self._use_grav,
-                QDD,
-                REAC,
-                status,
-                FE,
-                FS,
-                ACC,
-                FTs,
-                True,
-            )
-            if status[0, 0] >= 0:
-                self._raise_factor(int(status[0, 1]), Q[int(status[0, 0])])
+            self._parallel(1, Q, V, TAU, QDD, REAC, (FE, FS, ACC, FTs))
         # constraint part W F_S: rotate aligned axes back to the joint frame axes
         Ra = self._R3[R_A]
         FSj = np.zeros((ns, nj, 6))
@@ -925,36 +970,39 @@ class RecursiveSystem:
             return (out, FSj[0], ft[0]) if internals else out
         return ForwardDynamics(qdd, REAC, ACCb, self.layout, np.zeros((ns, 0)))
 
-    def _flex_forward(self, Q, V, TAU, ts, algorithm, QDD, REAC, FS, ACC, FTs):
-        """Systems with flexible bodies: one state at a time through the flexible kernels
-        (serialized) or the dense reference (general)."""
-        fl = self._flex
+    def _one_state(self, q, v, tau, t, algorithm, reac, full=True):
+        """One state through the tree strategy's kernels (serialized) or the dense
+        reference (general), the applied loads in the workspace for the call: returns
+        ``(qdd (nv,), W F_S (N+1, 6), body accelerations (N+1, 6), F_T (nv,))`` (with
+        ``full=False`` the serialized path returns ``qdd`` and None for the rest) and
+        the reactions into ``reac``. ``tau`` (nv,) or longer; joint forces are added to
+        a copy."""
+        ops = self._ops
         nv = self.nv
-        for s in range(Q.shape[0]):
-            q, v = Q[s], V[s]
-            fext = self._Vv[V_FEXT]
-            fext[:] = 0.0
-            fl.clear_applied()
-            tau = TAU[s]
+        fext = self._Vv[V_FEXT]
+        fext[:] = 0.0
+        ops.clear_applied()
+        tv = np.zeros(max(nv, 1))
+        tv[:nv] = tau[:nv]
+        try:
             if self._joint_forces or self._generic:
-                tau = tau.copy()
-                self._applied(ts[s], q, v, tau, fext)
-            fl.add_modal_tau(tau[:nv])
+                self._applied(t, q, v, tv, fext)
+            ops.add_modal_tau(tv[:nv])
             if algorithm == "general":
-                QDD[s, :nv], REAC[s], FS[s], ACC[s], FTs[s, :nv] = general_flexible(
-                    self, q, v, tau[:nv]
-                )
-            else:
-                st = fl.forward(q, v, tau, REAC[s])
-                if st != 0:
-                    fext[:] = 0.0
-                    self._raise_factor(st, q)
-                QDD[s, :nv] = self._Jv[K.J_QDD, :nv]
-                FTs[s, :nv] = self._Jv[K.J_FT, :nv]
-                FS[s] = self._Vv[K.V_BX]
-                fl.body_accelerations(ACC[s])
+                qdd, reac[:], FS, acc, ft = ops.general(self, q, v, tv[:nv], fext)
+                return qdd, FS, acc, ft
+            st = ops.forward(q, v, tv, reac)
+            if st != 0:
+                self._raise_factor(st, q)
+            Jv = self._Jv
+            if not full:
+                return Jv[K.J_QDD, :nv].copy(), None, None, None
+            acc = np.zeros((self.n_bodies + 1, 6))
+            ops.body_accelerations(acc)
+            return Jv[K.J_QDD, :nv].copy(), self._Vv[K.V_BX].copy(), acc, Jv[K.J_FT, :nv].copy()
+        finally:
             fext[:] = 0.0
-        fl.clear_applied()
+            ops.clear_applied()
 
     def forward_dynamics_arrays(
         self, Q: ArrayLike, V: ArrayLike, TAU: ArrayLike | None = None, threads: int = 1
@@ -969,7 +1017,7 @@ class RecursiveSystem:
         SolverError on failure.
         """
         self._refresh()
-        if self._generic or self._joint_forces or self._flex is not None:
+        if self._generic or self._joint_forces or not self._ops.compiled:
             fd = self.forward_dynamics_batch(Q, V, TAU)
             return fd.qdd, fd.reactions
         Q = np.ascontiguousarray(Q, dtype=float)
@@ -997,13 +1045,21 @@ class RecursiveSystem:
             return QDD, REAC
         # one compiled entry point for every thread count (each entry point costs
         # its own compilation): chunk c of the batch runs on workspace copy c
-        ws = self._thread_workspaces(threads)
+        self._parallel(threads, Q, V, TAU, QDD, REAC, None)
+        return QDD, REAC
+
+    def _parallel(self, threads, Q, V, TAU, QDD, REAC, extra):
+        """The batched rigid kernel on ``threads`` workspaces (chunk c of the batch on
+        copy c); ``extra``: ``(FEXT, FS, ACC, FT)`` (per-state wrenches in, constraint
+        forces, body accelerations and F_T out) or None. Raises the first failure."""
+        full = extra is not None
+        if not full:
+            d3 = np.zeros((1, 1, 6))
+            extra = (d3, d3, d3, np.zeros((1, 1)))
         status = np.full((threads, 2), -1, np.int64)
-        d3, d2 = np.zeros((1, 1, 6)), np.zeros((1, 1))
         K.forward_dynamics_qdd_parallel(
-            self._Ia,
-            self._Sa,
-            *ws,
+            *self.tree,
+            *self._thread_workspaces(threads),
             Q,
             V,
             TAU,
@@ -1012,37 +1068,21 @@ class RecursiveSystem:
             QDD,
             REAC,
             status,
-            d3,
-            d3,
-            d3,
-            d2,
-            False,
+            *extra,
+            full,
         )
         bad = status[status[:, 0] >= 0]
         if len(bad):
             self._raise_factor(int(bad[0, 1]), Q[int(bad[0, 0])])
-        return QDD, REAC
 
     def _thread_workspaces(self, threads):
         """Workspace copies for ``threads`` chunks (constants included), cached; one
         thread uses the system's own workspace."""
         if threads == 1:
-            return tuple(
-                a[None]
-                for a in (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv)
-            )
+            return tuple(a[None] for a in self.workspace[:-1])
         key = (threads, self._revision)
         if getattr(self, "_tws_key", None) != key:
-            rep = lambda a: np.ascontiguousarray(np.repeat(a[None], threads, axis=0))
-            self._tws = (
-                rep(self._Mm),
-                rep(self._Vv),
-                rep(self._R3),
-                rep(self._P3),
-                rep(self._Tt),
-                rep(self._Dn),
-                rep(self._Jv),
-            )
+            self._tws = self.workspace.replicate(threads)
             self._tws_key = key
         return self._tws
 
@@ -1115,23 +1155,27 @@ class RecursiveSystem:
                 pass
         if self._revision != self.model.revision:
             self._refresh()
-        if self._flex is not None:
-            return self._raw_accel_flex(q, qd, tau, t, reactions)
+        if not self._ops.compiled or self.algorithm == "general":
+            q = np.ascontiguousarray(q, dtype=float)
+            qd = np.ascontiguousarray(qd, dtype=float)
+            if q.shape != (self.nq,) or qd.shape != (self.nv,):
+                raise ModelError(
+                    f"state sizes: q needs {self.nq} values, qd {self.nv}; got "
+                    f"{q.shape}, {qd.shape}"
+                )
+            reac = np.empty(self._reac_shape)
+            tv = np.zeros(self.nv) if tau is None else np.asarray(tau, dtype=float)
+            qdd = self._one_state(q, qd, tv, t, self.algorithm, reac, full=False)[0]
+            return (qdd, reac) if reactions else qdd
         applied = self._joint_forces or self._generic
-        if applied and self.algorithm == "serialized":
+        if applied:
             out = self._compiled_applied(q, qd, tau, reactions)
             if out is not None:
                 return out
-        if applied or self.algorithm == "general":
             tv = np.zeros(max(self.nv, 1))
             if tau is not None:
                 tv[: self.nv] = tau
-            if applied:
-                self._applied(t, q, qd, tv, self._Vv[V_FEXT])
-            if self.algorithm == "general":
-                out = general_cfa(self, q, qd, tv[: self.nv], self._Vv[V_FEXT].copy())
-                self._Vv[V_FEXT] = 0.0
-                return (out[0], out[1]) if reactions else out[0]
+            self._applied(t, q, qd, tv, self._Vv[V_FEXT])
             tau = tv
         elif tau is None:
             tau = self._zero_tau
@@ -1175,36 +1219,6 @@ class RecursiveSystem:
             return None
         return (qdd, reac) if reactions else qdd
 
-    def _raw_accel_flex(self, q, qd, tau, t, reactions):
-        q = np.ascontiguousarray(q, dtype=float)
-        qd = np.ascontiguousarray(qd, dtype=float)
-        if q.shape != (self.nq,) or qd.shape != (self.nv,):
-            raise ModelError(
-                f"state sizes: q needs {self.nq} values, qd {self.nv}; got {q.shape}, {qd.shape}"
-            )
-        fl = self._flex
-        tv = np.zeros(max(self.nv, 1))
-        if tau is not None:
-            tv[: self.nv] = tau
-        fext = self._Vv[V_FEXT]
-        fext[:] = 0.0
-        fl.clear_applied()
-        if self._joint_forces or self._generic:
-            self._applied(t, q, qd, tv, fext)
-        fl.add_modal_tau(tv[: self.nv])
-        reac = np.empty((len(self.joint_names), 6))
-        if self.algorithm == "general":
-            qdd, reac = general_flexible(self, q, qd, tv[: self.nv])[:2]
-            st = 0
-        else:
-            st = fl.forward(q, qd, tv, reac)
-            qdd = self._Jv[K.J_QDD, : self.nv].copy()
-        fext[:] = 0.0
-        fl.clear_applied()
-        if st != 0:
-            self._raise_factor(st, q)
-        return (qdd, reac) if reactions else qdd
-
     def _raise_factor(self, st, q):
         if not np.all(np.isfinite(q)):
             # not a singular inertia: the state itself blew up before this evaluation
@@ -1222,12 +1236,7 @@ class RecursiveSystem:
                 "or a non-physical state); switch it off with "
                 "FlexibleBody(geometric_stiffening=False) or check the state"
             )
-        if (
-            st > 0
-            and self._flex is not None
-            and self._Ia[K.I_PARENT, st] >= 0
-            and (st in self._flex.flex_labels)
-        ):
+        if st > 0 and self._Ia[K.I_PARENT, st] >= 0 and st in self._ops.flex_labels:
             b = self._body_of[st]
             raise SolverError(
                 f"flexible body {b.name!r} (or its joint {self._tree_joint[st].name!r}): the "
@@ -1266,7 +1275,7 @@ class RecursiveSystem:
             for k in range(1, self.n_bodies + 1)
             if (self._Ia[I_REV, k] or self._Ia[I_JT, k] == J.SCREW) and self._Ia[I_NV, k]
         ]
-        if rev or self._flex is not None:
+        if rev:
             self._kinematics(q, np.zeros(self.nv))
             for k in rev:
                 nvk = self._Ia[I_NV, k]
@@ -1292,8 +1301,8 @@ class RecursiveSystem:
         qdd = np.ascontiguousarray(qdd, dtype=float)
         if qd.ndim != 1 or qdd.shape != (self.nv,):
             raise ModelError(f"inverse_dynamics takes one state: qd and qdd with {self.nv} values")
-        if self._flex is not None:
-            return self._inverse_dynamics_flex(q, qd, qdd, t, forces)
+        if not self._ops.compiled:
+            return self._inverse_dynamics_by_solves(q, qd, qdd, t, forces)
         tau_app = np.zeros(max(self.nv, 1))
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
@@ -1320,9 +1329,10 @@ class RecursiveSystem:
         fext[:] = 0.0
         return tau[: self.nv] - tau_app[: self.nv], reac
 
-    def _inverse_dynamics_flex(self, q, qd, qdd, t, forces):
-        """Flexible bodies: ``tau = M (qdd - qdd(tau=0))`` with ``M`` from CFA solves (O(N^2)
-        per call; for tests and the loop layer, not for speed)."""
+    def _inverse_dynamics_by_solves(self, q, qd, qdd, t, forces):
+        """Without a compiled inverse dynamics (flexible bodies): ``tau = M (qdd -
+        qdd(tau=0))`` with ``M`` from CFA solves (O(N^2) per call; for tests and the loop
+        layer, not for speed)."""
         M = self.mass_matrix(q)
         use, gen, jf = self._use_grav, self._generic, self._joint_forces
         if not forces:
@@ -1339,18 +1349,7 @@ class RecursiveSystem:
         """Joint-space mass matrix (nv x nv) by Newton-Euler columns (for tests; with
         flexible bodies the inverse of the CFA's ``M^-1`` columns)."""
         self._refresh()
-        if self._flex is not None:
-            Minv = self.solve_mass(q, np.eye(self.nv))
-            M = np.linalg.inv(0.5 * (Minv + Minv.T))
-            return 0.5 * (M + M.T)
-        q = np.asarray(q, dtype=float)
-        z = np.zeros(self.nv)
-        M = np.zeros((self.nv, self.nv))
-        for i in range(self.nv):
-            e = z.copy()
-            e[i] = 1.0
-            M[:, i] = self.inverse_dynamics(q, z, e, forces=False)[0]
-        return 0.5 * (M + M.T)
+        return self._ops.mass_matrix(self, q)
 
     # ------------------------------------------------------------------ states
     def _kin(self, q, qd):
@@ -1393,21 +1392,26 @@ class RecursiveSystem:
         return {k: tuple(a.copy() for a in v) for k, v in out.items()}
 
     def _body_motion(self, q, qd):
+        """Tree kinematics per state; the fixed frame change of the rigid bodies over the
+        history at once, the floating frames of the flexible bodies (the strategy's
+        workspace after each state's kinematics) per state."""
         nt, n = len(q), self.n_bodies
-        if self._flex is not None:  # the floating frames: per state
-            out = {b.name: tuple(np.empty((nt, *s)) for s in _MOTION) for b in self._bodies}
-            for i in range(nt):
-                for name, st in self.body_states(q[i], qd[i]).items():
-                    for a, x in zip(out[name], st):
-                        a[i] = x
-            return out
         Rw = np.empty((nt, n + 1, 3, 3))
         rw = np.empty((nt, n + 1, 3))
         vel = np.empty((nt, n + 1, 6))
+        ops = self._ops
+        floating = {k: tuple(np.empty((nt, *s)) for s in _MOTION) for k in ops.flex_labels}
         for i in range(nt):
             Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
+            for k, (R, r, w, v) in floating.items():
+                R[i], r[i] = ops.body_pose(k, Rw[i, k], rw[i, k])
+                Vb = ops.body_speeds(k)
+                w[i], v[i] = R[i] @ Vb[:3], R[i] @ Vb[3:]
         out = {}
         for k in range(1, n + 1):
+            if k in floating:
+                out[self._body_of[k].name] = floating[k]
+                continue
             Rf, pf = self._frame[k]
             Rk, rk = Rw[:, k], rw[:, k]
             R = Rk @ Rf.T
@@ -1433,7 +1437,7 @@ class RecursiveSystem:
         for k in self._ops.flex_labels:
             b = self._body_of[k]
             sq, sv = self.modal_slices[b.name]
-            u = np.concatenate([self._flex.body_speeds(k), np.asarray(qd)[sv]])
+            u = np.concatenate([self._ops.body_speeds(k), np.asarray(qd)[sv]])
             out.append((k, u, b.invariants(), np.asarray(q)[sq]))
         return out
 
@@ -1451,7 +1455,7 @@ class RecursiveSystem:
         JointForce elements and the applied joint forces ``tau`` (``tau^T qd``); delivered
         by other force elements (``sum F_b^T V_b``). ``None`` when force elements act on
         flexible bodies (their loads at deforming frames are not summed here)."""
-        if self._flex is not None and self._generic:
+        if self._ops.flex_labels and self._generic:
             return None
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         out = {"p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
@@ -1496,7 +1500,7 @@ class RecursiveSystem:
         )
         spring = 0.0
         for k, _, inv, qk in self._flex_speeds(q, np.zeros(self.nv)):
-            R, r = self._flex.body_pose(k, Rw[k], rw[k])
+            R, r = self._ops.body_pose(k, Rw[k], rw[k])
             Sbar = inv.c + inv.St @ qk
             g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
             spring += 0.5 * float(qk @ inv.K @ qk)  # strain energy
@@ -1517,7 +1521,7 @@ class RecursiveSystem:
         ang = np.einsum("kij,kj->ki", Rw[1:], h[:, :3]) + np.cross(rw[1:], p)
         p, ang = p.sum(axis=0), ang.sum(axis=0)
         for k, u, inv, qk in self._flex_speeds(q, qd):
-            R, r = self._flex.body_pose(k, Rw[k], rw[k])
+            R, r = self._ops.body_pose(k, Rw[k], rw[k])
             Mu = mass_matrix(inv, qk) @ u
             pk = R @ Mu[3:6]
             p = p + pk
@@ -1538,7 +1542,7 @@ class RecursiveSystem:
         self._refresh()
         loads = self._joint_forces or any(all(f is not g for g in ignore) for f in self._generic)
         if (
-            self._flex is not None
+            not self._ops.compiled
             or self.algorithm != "serialized"
             or (loads and (not forces or self.compiled_forces(ignore) is None))
         ):
