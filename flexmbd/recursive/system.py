@@ -1571,7 +1571,7 @@ class RecursiveSystem:
         cached = getattr(self, "_ftab", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        tab = None if self._flex is not None else self._force_table(ignore)
+        tab = self._force_table(ignore) if self._ops.compiled else None
         self._ftab = ((self.model.revision, key[1]), tab)
         return tab
 
@@ -1598,7 +1598,7 @@ class RecursiveSystem:
         """``(spring, p_damper, p_actuator, p_external)`` of the compiled force table at
         the state of the last kinematics pass (:func:`._nbforces.table_energy`), or None
         (no generic element, an element the table does not cover, coincident points)."""
-        if not self._generic or self._flex is not None:
+        if not self._generic or not self._ops.compiled:
             return None
         tab = self.compiled_forces()
         if tab is None:
