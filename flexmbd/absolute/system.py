@@ -788,24 +788,6 @@ class AbsoluteSystem:
             self._itf_table = InterfaceLoadTable(self.joints, self.flexible.flex)
         return self._itf_table
 
-    def interface_loads_compiled(self) -> bool:
-        """True when every lagged interface load comes from joint reactions (no point load
-        or spring-damper-actuator at a stiffened interface): the compiled engine then
-        updates them inside its step loop."""
-        for d in self.flexible.flex:
-            for fp in self._flex_pf:
-                name = getattr(fp.el.attachment, "interface_name", None)
-                if fp.d is d and name in d.itf_names:
-                    return False
-            for fs in self._flex_sda:
-                for a in (0, 1):
-                    fr = (fs.el.frame_i, fs.el.frame_j)[a]
-                    e_ = fs.ends[a]
-                    if e_ is not None and e_[0] == d.index:
-                        if getattr(fr, "interface_name", None) in d.itf_names:
-                            return False
-        return True
-
     def _child_frames(self, st, q, joints):
         """Child joint frames ``(FC (nj, 3, 3), pC (nj, 3))`` in the world for the joint
         indices in ``joints`` (others zero); deforming frames follow the modes."""
