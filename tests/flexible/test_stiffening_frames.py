@@ -190,10 +190,10 @@ def test_auto_frame_follows_the_reference_attachment():
         assert any(n.startswith("frame='auto' -> ") for n in rb.notes)
         _, Gamma = rigid_fit(body.invariants())
         assert (np.abs(Gamma).max() > 0.1) == gamma  # a clamped basis has a rigid part
-    line = next(x for x in m.sph._short().splitlines())
+    line = next(x for x in m.sph.summary().splitlines())
     assert "frame: mean axes" in line and "pinned by j_sph" in line
     assert "frame='mean-axis' (what the default" not in line  # no advice: it is mean axes
-    assert "frame: attached to interface 'A'" in m.fix._short()
+    assert "frame: attached to interface 'A'" in m.fix.summary()
 
 
 def test_auto_frame_outside_a_model():
