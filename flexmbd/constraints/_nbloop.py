@@ -24,7 +24,7 @@ speeds, motion subspaces and bias terms); the Python implementation in
 import numpy as np
 
 from .._jit import njit
-from .._nbjoints import joint_kinematics
+from .._nbjoints import REVOLUTE, _rot_z, joint_kinematics
 
 
 @njit(cache=True)
@@ -101,11 +101,26 @@ def loop_kinematics(
             rp[r] = 0.0 if k < 0 else rb[k, r]
             wp[r] = 0.0 if k < 0 else wb[k, r]
             vOp[r] = 0.0 if k < 0 else vOb[k, r]
-        qi = q[qo[i] : qo[i] + nq[i]]
-        vi = v[vo[i] : vo[i] + nv[i]]
-        joint_kinematics(
-            code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
-        )
+        m = nv[i]
+        if code[i] == REVOLUTE:
+            # joint_kinematics' Revolute branch without the call, its copies of H and W
+            # and the array views (reference counts) per body: Rz(q), p = 0, c = 0, H
+            # the constant columns (the same values, so the same rows bit for bit)
+            for r in range(3):
+                pj[r] = 0.0
+                for s in range(3):
+                    Rj[r, s] = 1.0 if r == s else 0.0
+            _rot_z(q[qo[i]], Rj)
+            for r in range(6):
+                cj[r] = 0.0
+                for col in range(m):
+                    H[r, col] = Hc[i, r, col]
+        else:
+            qi = q[qo[i] : qo[i] + nq[i]]
+            vi = v[vo[i] : vo[i] + m]
+            joint_kinematics(
+                code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
+            )
         # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
         for r in range(3):
             for s in range(3):
@@ -128,15 +143,14 @@ def loop_kinematics(
                 prel[r] = a[r]
                 for s in range(3):
                     Rrel[r, s] = A[r, s]
-        R = Rb[i]
         for r in range(3):
             for s in range(3):
-                R[r, s] = Rp[r, 0] * Rrel[0, s] + Rp[r, 1] * Rrel[1, s] + Rp[r, 2] * Rrel[2, s]
+                Rb[i, r, s] = Rp[r, 0] * Rrel[0, s] + Rp[r, 1] * Rrel[1, s] + Rp[r, 2] * Rrel[2, s]
             rb[i, r] = rp[r] + Rp[r, 0] * prel[0] + Rp[r, 1] * prel[1] + Rp[r, 2] * prel[2]
         # world frame of the joint's child frame (on this body, or on the inboard if reversed)
         for r in range(3):
             for s in range(3):
-                Rc0[r, s] = Rp[r, s] if rev[i] else R[r, s]
+                Rc0[r, s] = Rp[r, s] if rev[i] else Rb[i, r, s]
             rc0[r] = rp[r] if rev[i] else rb[i, r]
         for r in range(3):
             for s in range(3):
@@ -145,7 +159,6 @@ def loop_kinematics(
                 )
             ocj[r] = rc0[r] + Rc0[r, 0] * fc[i, 0] + Rc0[r, 1] * fc[i, 1] + Rc0[r, 2] * fc[i, 2]
         sg = -1.0 if rev[i] else 1.0
-        m = nv[i]
         for col in range(m):
             for r in range(3):
                 Wc[i, r, col] = sg * (
@@ -165,8 +178,8 @@ def loop_kinematics(
             wj[r] = 0.0
             t3[r] = 0.0
             for col in range(m):
-                wj[r] += Wc[i, r, col] * vi[col]
-                t3[r] += Lc[i, r, col] * vi[col]
+                wj[r] += Wc[i, r, col] * v[vo[i] + col]
+                t3[r] += Lc[i, r, col] * v[vo[i] + col]
         _cross(wj, ocj, t4)
         for r in range(3):
             uO[r] = t3[r] - t4[r]
