@@ -247,19 +247,134 @@ def _tree_free(Ib, buf, forces, q, v, tau, qdd, reac):
 
 
 @njit(cache=True, _nrt=False)
-def _tree_columns(Ib, buf, cols, out):
-    """``out = M^-1 cols`` by the factorization of the last :func:`_tree_free` (the
-    solve reads only the equivalent control force ``F_T``; the speeds are orthonormal:
-    no reversed joint, no screw)."""
+def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
+    """``out = M^-1 cols`` (columns ``cols[c]``, rows of ``out[c]``) by the
+    factorization of the last :func:`_tree_free` (the solve reads only the equivalent
+    control force ``F_T``; the speeds are orthonormal: no reversed joint, no screw).
+
+    :func:`_kernels.solve <flexmbd.recursive._kernels.solve>` for all columns in one
+    sweep over the bodies (each body's matrices loaded once for every column) with the
+    scratch ``af``, ``bx``, ``Fe`` (kc, N + 1, 6); the same operations per column, so
+    the same values as one solve per column."""
     Ia, Sa = K.unpack_ints(Ib)
     Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    nv = cols.shape[0]
-    for c in range(cols.shape[1]):
-        for i in range(nv):
-            Jw[K.J_FT, i] = cols[i, c]
-        K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
-        for i in range(nv):
-            out[i, c] = Jw[K.J_QDD, i]
+    kc = cols.shape[0]
+    N = Ia.shape[1] - 1
+    t6 = Vv[K.V_T6, 0]
+    tv = Vv[K.V_VJ, 0]
+    G = Mm[K.M_G]
+    Rr = R3[K.R_REL]
+    Pr = P3[K.P_REL]
+    # one backward pass: e_k = H F_T ; z_k = e_k - sum_c Phi_c e_c ; a_k = G_k z_k
+    for c in range(kc):
+        for k in range(N + 1):
+            for i in range(6):
+                af[c, k, i] = 0.0
+    for k in range(N, 0, -1):
+        o = Ia[K.I_VO, k]
+        pk = Ia[K.I_PARENT, k]
+        if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
+            Rk = Rr[k]
+            for c in range(kc):
+                ak = af[c, k]
+                f = cols[c, o]
+                K._matvec6_vals(G[k], ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
+                if pk > 0:
+                    af[c, pk, 0] -= Rk[0, 2] * f
+                    af[c, pk, 1] -= Rk[1, 2] * f
+                    af[c, pk, 2] -= Rk[2, 2] * f
+            continue
+        for c in range(kc):
+            e = Fe[c, k]
+            ak = af[c, k]
+            K.joint_force(Ia, Mm, cols[c], k, e)
+            for i in range(6):
+                t6[i] = ak[i] + e[i]
+            K._matvec6(G[k], t6, ak)
+            if pk > 0:
+                K._f2p_add(Rr[k], Pr[k], e, af[c, pk], -1.0)
+    # X_k = -P_k (a_k - Phi^T a_p)
+    for k in range(1, N + 1):
+        pk = Ia[K.I_PARENT, k]
+        for c in range(kc):
+            if pk > 0:
+                K._m2c(Rr[k], Pr[k], af[c, pk], t6)
+                for i in range(6):
+                    t6[i] = af[c, k, i] - t6[i]
+            else:
+                for i in range(6):
+                    t6[i] = af[c, k, i]
+            if Ia[K.I_DIAG, k]:
+                mask = Vv[K.V_MASK, k]
+                for a in range(6):
+                    i = Ia[K.I_PERM + a, k]
+                    bx[c, k, a] = -mask[i] * t6[i]
+            else:
+                K._proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
+                for a in range(6):
+                    bx[c, k, a] = tv[Ia[K.I_PERM + a, k]]
+    # elimination of the right-hand sides, node system, back substitution (same schedule)
+    for c in range(kc):
+        K.solve_schedule(Ia, Sa, Mm, Dn, bx[c])
+        K.natural_order(Ia, bx[c], t6)
+    # eq. 28: F = H F_T + W F_S ; V̇ = G (F - sum Phi F_c) ; Q̈ = H^T (V̇ - Phi^T V̇_p)
+    for c in range(kc):
+        for k in range(N + 1):
+            for i in range(6):
+                af[c, k, i] = 0.0
+    for k in range(N, 0, -1):
+        pk = Ia[K.I_PARENT, k]
+        rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
+        o = Ia[K.I_VO, k]
+        for c in range(kc):
+            F = Fe[c, k]
+            b = bx[c, k]
+            ak = af[c, k]
+            if rd:
+                f0 = b[0]
+                f1 = b[1]
+                f2 = cols[c, o] + b[2]
+                f3 = b[3]
+                f4 = b[4]
+                f5 = b[5]
+            else:
+                f0 = F[0] + b[0]
+                f1 = F[1] + b[1]
+                f2 = F[2] + b[2]
+                f3 = F[3] + b[3]
+                f4 = F[4] + b[4]
+                f5 = F[5] + b[5]
+            F[0] = f0
+            F[1] = f1
+            F[2] = f2
+            F[3] = f3
+            F[4] = f4
+            F[5] = f5
+            K._matvec6_vals(
+                G[k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak
+            )
+            if pk > 0:
+                K._f2p_add(Rr[k], Pr[k], F, af[c, pk], -1.0)
+    for k in range(1, N + 1):
+        pk = Ia[K.I_PARENT, k]
+        o = Ia[K.I_VO, k]
+        rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
+        for c in range(kc):
+            if rd:
+                s = af[c, k, 2]
+                if pk > 0:
+                    Rk = Rr[k]
+                    s -= Rk[0, 2] * af[c, pk, 0] + Rk[1, 2] * af[c, pk, 1] + Rk[2, 2] * af[c, pk, 2]
+                out[c, o] = s
+                continue
+            if pk > 0:
+                K._m2c(Rr[k], Pr[k], af[c, pk], t6)
+                for i in range(6):
+                    t6[i] = af[c, k, i] - t6[i]
+            else:
+                for i in range(6):
+                    t6[i] = af[c, k, i]
+            K.joint_qdd(Ia, Mm, k, t6, out[c])
 
 
 @njit(cache=True)
@@ -275,18 +390,21 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
     k = sel.shape[0]
-    cols = np.empty((nv, k))
+    cols = np.empty((k, nv))
     for a in range(k):
         for j in range(nv):
-            cols[j, a] = J[sel[a], j]
-    Y = np.empty((nv, k))
-    _tree_columns(Ib, buf, cols, Y)
+            cols[a, j] = J[sel[a], j]
+    Y = np.empty((k, nv))
+    n1 = Ib[K.IB_N1]
+    _tree_columns(
+        Ib, buf, cols, Y, np.empty((k, n1, 6)), np.empty((k, n1, 6)), np.empty((k, n1, 6))
+    )
     A = np.empty((k, k))
     for a in range(k):
         for b in range(k):
             s = 0.0
             for j in range(nv):
-                s += cols[j, a] * Y[j, b]
+                s += cols[a, j] * Y[b, j]
             A[a, b] = s
     for a in range(k):  # symmetric part (as the projector's factorization sees it)
         for b in range(a):
@@ -302,7 +420,7 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
         for a in range(k):
             s = gamma[sel[a]]
             for j in range(nv):
-                s -= cols[j, a] * qdd[j]
+                s -= cols[a, j] * qdd[j]
             r[a] = s
         _chol_solve(A, r, k)
         for a in range(k):
@@ -310,7 +428,7 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
         for j in range(nv):
             s = 0.0
             for a in range(k):
-                s += Y[j, a] * r[a]
+                s += Y[a, j] * r[a]
             qdd[j] += s
     lam[:] = 0.0
     for a in range(k):
