@@ -1407,18 +1407,23 @@ class RecursiveSystem:
                 R[i], r[i] = ops.body_pose(k, Rw[i, k], rw[i, k])
                 Vb = ops.body_speeds(k)
                 w[i], v[i] = R[i] @ Vb[:3], R[i] @ Vb[3:]
+        # the rigid bodies' frame changes for all of them at once (one array operation
+        # each instead of a few per body)
+        ks = [k for k in range(1, n + 1) if k not in floating]
+        Rf = np.array([self._frame[k][0] for k in ks]).reshape(len(ks), 3, 3)
+        pf = np.array([self._frame[k][1] for k in ks]).reshape(len(ks), 3)
+        Rk, rk = Rw[:, ks], rw[:, ks]
+        R = Rk @ np.swapaxes(Rf, 1, 2)
+        r = rk - np.einsum("tkij,kj->tki", R, pf)
+        w = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, :3])
+        v = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, 3:]) + np.cross(w, r - rk)
+        col = {k: i for i, k in enumerate(ks)}
         out = {}
         for k in range(1, n + 1):
-            if k in floating:
-                out[self._body_of[k].name] = floating[k]
-                continue
-            Rf, pf = self._frame[k]
-            Rk, rk = Rw[:, k], rw[:, k]
-            R = Rk @ Rf.T
-            r = rk - R @ pf
-            w = np.einsum("tij,tj->ti", Rk, vel[:, k, :3])
-            v = np.einsum("tij,tj->ti", Rk, vel[:, k, 3:]) + np.cross(w, r - rk)
-            out[self._body_of[k].name] = (R, r, w, v)
+            i = col.get(k)
+            out[self._body_of[k].name] = (
+                floating[k] if i is None else (R[:, i], r[:, i], w[:, i], v[:, i])
+            )
         return out
 
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
