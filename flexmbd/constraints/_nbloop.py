@@ -24,7 +24,7 @@ speeds, motion subspaces and bias terms); the Python implementation in
 import numpy as np
 
 from .._jit import njit
-from .._nbjoints import REVOLUTE, _rot_z, joint_kinematics
+from .._nbjoints import REVOLUTE, joint_kinematics
 
 
 @njit(cache=True)
@@ -103,14 +103,17 @@ def loop_kinematics(
             vOp[r] = 0.0 if k < 0 else vOb[k, r]
         m = nv[i]
         if code[i] == REVOLUTE:
-            # joint_kinematics' Revolute branch without the call, its copies of H and W
-            # and the array views (reference counts) per body: Rz(q), p = 0, c = 0, H
-            # the constant columns (the same values, so the same rows bit for bit)
+            # joint_kinematics' Revolute branch inline (no call, no copies of H and W,
+            # no array views with their reference counts per body): Rz(q), p = 0, c = 0,
+            # H the constant columns; A = Fp Rz(q) and a = fp without the products by
+            # the zeros and ones of Rz and p (the same values as the general product)
+            cq = np.cos(q[qo[i]])
+            sq = np.sin(q[qo[i]])
             for r in range(3):
-                pj[r] = 0.0
-                for s in range(3):
-                    Rj[r, s] = 1.0 if r == s else 0.0
-            _rot_z(q[qo[i]], Rj)
+                A[r, 0] = Fp[i, r, 0] * cq + Fp[i, r, 1] * sq
+                A[r, 1] = Fp[i, r, 0] * -sq + Fp[i, r, 1] * cq
+                A[r, 2] = Fp[i, r, 2]
+                a[r] = fp[i, r]
             for r in range(6):
                 cj[r] = 0.0
                 for col in range(m):
@@ -121,11 +124,13 @@ def loop_kinematics(
             joint_kinematics(
                 code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
             )
-        # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
-        for r in range(3):
-            for s in range(3):
-                A[r, s] = Fp[i, r, 0] * Rj[0, s] + Fp[i, r, 1] * Rj[1, s] + Fp[i, r, 2] * Rj[2, s]
-            a[r] = fp[i, r] + Fp[i, r, 0] * pj[0] + Fp[i, r, 1] * pj[1] + Fp[i, r, 2] * pj[2]
+            # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
+            for r in range(3):
+                for s in range(3):
+                    A[r, s] = (
+                        Fp[i, r, 0] * Rj[0, s] + Fp[i, r, 1] * Rj[1, s] + Fp[i, r, 2] * Rj[2, s]
+                    )
+                a[r] = fp[i, r] + Fp[i, r, 0] * pj[0] + Fp[i, r, 1] * pj[1] + Fp[i, r, 2] * pj[2]
         # (A, a) o Fc^-1 = (A Fc^T, a - A Fc^T fc)
         for r in range(3):
             for s in range(3):

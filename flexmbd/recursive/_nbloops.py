@@ -327,7 +327,7 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
         o = Ia[K.I_VO, k]
         for c in range(kc):
-            F = Fe[c, k]
+            F = tv if rd else Fe[c, k]  # a Revolute's F is not read again
             b = bx[c, k]
             ak = af[c, k]
             if rd:
