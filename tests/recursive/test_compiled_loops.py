@@ -145,3 +145,25 @@ def test_the_compiled_rank_check_follows_the_pivoted_qr():
     Jw[4] += 2.0 * rtol * np.abs(J).max() * rng.standard_normal(8)
     assert not _same_rank_decision(Jw, np.arange(5, dtype=np.int64), rtol, guard)
     assert not _same_rank_decision(Jw, sel4, rtol, guard)
+
+
+def test_the_columns_sweep_is_the_tree_solve_per_column():
+    """``_nbloops._tree_columns`` (all columns in one sweep over the bodies) gives the
+    tree solver's ``M^-1`` column by column (``solve_mass``: one solve per column) bit
+    for bit, and ``M^-1 cols`` of the dense mass matrix."""
+    from flexmbd.recursive import _kernels as K
+    from flexmbd.recursive import _nbloops as NL
+
+    s = spatial_ring(7).compile("recursive")
+    q, qd = s.initial_state(qd=np.linspace(0.5, -0.4, s.nv))
+    s.project(q, qd)
+    Ib, buf, _, forces, tau, _, reac = s.compiled_rk4()
+    nv = s.nv
+    assert NL._tree_free(Ib, buf, forces, q, qd, tau, np.empty(nv), reac) == 0
+    cols = np.random.default_rng(5).standard_normal((5, nv))
+    n1 = Ib[K.IB_N1]
+    out = np.empty((5, nv))
+    NL._tree_columns(Ib, buf, cols, out, *(np.empty((5, n1, 6)) for _ in range(3)))
+    assert np.array_equal(out, s.tree.solve_mass(q, cols.T).T)
+    ref = np.linalg.solve(s.tree.mass_matrix(q), cols.T).T
+    assert np.abs(out - ref).max() <= 1e-10 * np.abs(ref).max()
