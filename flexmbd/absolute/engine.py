@@ -545,6 +545,70 @@ def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
 
 
 # -- whole-system terms ---------------------------------------------------------------------
+@njit(cache=True, _nrt=False)
+def _rigid_terms(
+    rm, rc, rJ, isflex, g, has_g, q, qd, qdd, aM, aKin, aDin, aK, R, Q, Amat, cm, jac, nb, B, W
+):  # fmt: skip
+    """The rigid bodies' part of :func:`_system_terms`: inertia residual into ``R``,
+    gravity into ``Q`` and, with ``jac``, ``aM M + aKin K + aDin D - aK dQg/dq`` into
+    ``Amat``. ``B`` (6, 7, 7): a body's ``R`` and gravity ``Q`` (rows 0, 1 of slot 0), ``M``, ``K``,
+    ``D`` and the gravity Jacobian; ``W`` (32, 4): the body kernels' scratch. No
+    allocation: compiled without reference counting (no atomic increment and decrement
+    per array view, 5 views per body per call)."""
+    Rb = B[0, 0]
+    Qb = B[0, 1]
+    Mb = B[1]
+    Kb = B[2]
+    Db = B[3]
+    Kg7 = B[4]
+    ws_rb = W[0:29]
+    ws_g = W[29:32]
+    for i in range(nb):
+        if isflex[i] >= 0:
+            continue
+        c7 = 7 * i
+        e = q[c7 + 3 : c7 + 7]
+        if jac:
+            for a in range(7):
+                for bb in range(7):
+                    Mb[a, bb] = 0.0
+                    Kb[a, bb] = 0.0
+                    Db[a, bb] = 0.0
+        _rigid_block_to(
+            rm[i],
+            rc[i],
+            rJ[i],
+            e,
+            qd[c7 + 3 : c7 + 7],
+            qdd[c7 : c7 + 3],
+            qdd[c7 + 3 : c7 + 7],
+            Rb,
+            Mb,
+            Kb,
+            Db,
+            ws_rb,
+            jac,
+        )
+        for a in range(7):
+            R[c7 + a] += Rb[a]
+        if has_g:
+            for a in range(7):
+                Qb[a] = 0.0
+                if jac:
+                    for bb in range(7):
+                        Kg7[a, bb] = 0.0
+            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7, ws_g, jac)
+            for a in range(7):
+                Q[c7 + a] += Qb[a]
+        if jac:
+            for a in range(7):
+                for bb in range(7):
+                    v = aM * Mb[a, bb] + aKin * Kb[a, bb] + aDin * Db[a, bb]
+                    if has_g:
+                        v -= aK * Kg7[a, bb]
+                    Amat[c7 + a, cm[c7 + bb]] += v
+
+
 @njit(cache=True)
 def _system_terms(
     m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
@@ -614,52 +678,10 @@ def _system_terms(
     Q[:] = 0.0
     if jac:
         Amat[:, :] = 0.0
-    Rb = np.zeros(7)
-    Mb = np.zeros((7, 7))
-    Kb = np.zeros((7, 7))
-    Db = np.zeros((7, 7))
-    Kg7 = np.zeros((7, 7))
-    Qb = np.zeros(7)
-    ws_rb = np.zeros((29, 4))
-    ws_g = np.zeros((3, 4))
-    for i in range(nb):
-        if isflex[i] >= 0:
-            continue
-        c7 = 7 * i
-        e = q[c7 + 3 : c7 + 7]
-        if jac:
-            Mb[:, :] = 0.0
-            Kb[:, :] = 0.0
-            Db[:, :] = 0.0
-        _rigid_block_to(
-            rm[i],
-            rc[i],
-            rJ[i],
-            e,
-            qd[c7 + 3 : c7 + 7],
-            qdd[c7 : c7 + 3],
-            qdd[c7 + 3 : c7 + 7],
-            Rb,
-            Mb,
-            Kb,
-            Db,
-            ws_rb,
-            jac,
-        )
-        R[c7 : c7 + 7] += Rb
-        if has_g:
-            if jac:
-                Kg7[:, :] = 0.0
-            Qb[:] = 0.0
-            _rigid_gravity(rm[i], rc[i], g, e, Qb, Kg7, ws_g, jac)
-            Q[c7 : c7 + 7] += Qb
-        if jac:
-            for a in range(7):
-                for bb in range(7):
-                    v = aM * Mb[a, bb] + aKin * Kb[a, bb] + aDin * Db[a, bb]
-                    if has_g:
-                        v -= aK * Kg7[a, bb]
-                    Amat[c7 + a, cm[c7 + bb]] += v
+    _rigid_terms(
+        rm, rc, rJ, isflex, g, has_g, q, qd, qdd, aM, aKin, aDin, aK, R, Q, Amat, cm, jac,
+        nb, np.zeros((6, 7, 7)), np.zeros((32, 4)),
+    )  # fmt: skip
     for k in range(f_body.shape[0]):
         i = f_body[k]
         nf = f_n[k]
@@ -1748,6 +1770,27 @@ class Engine:
             stiff,
         )
         return r, phi, A
+
+    def constraint_jacobian(self, q, t=0.0):
+        """Sparse ``Phi_q`` (nc x n, CSR) at coordinates ``q`` and time ``t`` (s) from the
+        compiled constraint kernel: :meth:`AbsoluteSystem.constraint_jacobian
+        <flexmbd.absolute.system.AbsoluteSystem.constraint_jacobian>` to round-off,
+        without its Python evaluation (the integrator's engine admission tests its rank
+        before every run)."""
+        import scipy.sparse as sp
+
+        self._set_time(t)
+        L = self.model.layout
+        n, nc = self.system.n, self.system.nc
+        Pq = np.zeros((nc, self.ws.A.shape[1]))
+        z = np.zeros(nc)
+        q = np.ascontiguousarray(q, dtype=float)
+        _constraints(
+            q, self.model.bodies.nb, self.model.joints, self.cs.s, self.cs.target, z, z.copy(),
+            Pq, self.ws.Hm, False, L.cmap,
+        )  # fmt: skip
+        rows = np.repeat(np.arange(nc), np.diff(L.rptr))
+        return sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""

@@ -74,11 +74,12 @@ _SB, _SN, _SC, _SO = 0, 2, 4, 6
 _LB, _LN, _LC, _LO = 0, 1, 2, 3
 
 
-@njit(cache=True)
-def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
+@njit(cache=True, _nrt=False)
+def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w, wk):
     """Point ``P``, velocity ``vP`` and (with ``G`` rows) ``G``, ``V`` (3, 7 + nf) of one
     attachment; ``rho``, ``A U`` (3, nf), ``2E`` (3, 4) and ``w`` for the geometric terms.
-    Ground (``b < 0``): ``P = s0``, ``vP = 0``."""
+    Ground (``b < 0``): ``P = s0``, ``vP = 0``. ``wk`` (6, 3, 4): scratch (the kernel
+    allocates nothing); on return ``wk[0, :, :3]`` holds the body's rotation matrix."""
     if b < 0:
         for i in range(3):
             P[i] = s0[i]
@@ -88,7 +89,7 @@ def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
     e0, e1, e2, e3 = q[c7 + 3], q[c7 + 4], q[c7 + 5], q[c7 + 6]
     n2 = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
     d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
-    A = np.empty((3, 3))
+    A = wk[0]
     A[0, 0] = (d + 2 * e1 * e1) / n2
     A[1, 1] = (d + 2 * e2 * e2) / n2
     A[2, 2] = (d + 2 * e3 * e3) / n2
@@ -103,17 +104,18 @@ def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
     E2[1, 0], E2[1, 1], E2[1, 2], E2[1, 3] = -2 * e2, 2 * e3, 2 * e0, -2 * e1
     E2[2, 0], E2[2, 1], E2[2, 2], E2[2, 3] = -2 * e3, -2 * e2, 2 * e1, 2 * e0
     d0, d1, d2, d3 = qd[c7 + 3], qd[c7 + 4], qd[c7 + 5], qd[c7 + 6]
-    Ed = np.empty((3, 4))
+    Ed = wk[1]
     Ed[0, 0], Ed[0, 1], Ed[0, 2], Ed[0, 3] = -2 * d1, 2 * d0, -2 * d3, 2 * d2
     Ed[1, 0], Ed[1, 1], Ed[1, 2], Ed[1, 3] = -2 * d2, 2 * d3, 2 * d0, -2 * d1
     Ed[2, 0], Ed[2, 1], Ed[2, 2], Ed[2, 3] = -2 * d3, -2 * d2, 2 * d1, 2 * d0
-    s = np.empty(3)
+    s = wk[4, 0]
     for i in range(3):
         v = s0[i]
         for l in range(nf):
             v += U[i, l] * q[col0 + l]
         s[i] = v
-    vf = np.zeros(3)
+    vf = wk[4, 1]
+    vf[0] = vf[1] = vf[2] = 0.0
     for i in range(3):
         rho[i] = A[i, 0] * s[0] + A[i, 1] * s[1] + A[i, 2] * s[2]
         w[i] = E2[i, 0] * d0 + E2[i, 1] * d1 + E2[i, 2] * d2 + E2[i, 3] * d3
@@ -129,12 +131,12 @@ def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
     if G.shape[0] == 0:
         return
     # G = [I, -rho~ 2E, A U];  V = [0, rho~ 2E(ed) - w~ rho~ 2E - vf~ 2E, w~ A U]
-    Rs = np.empty((3, 3))
+    Rs = wk[2]
     Rs[0, 0], Rs[0, 1], Rs[0, 2] = 0.0, -rho[2], rho[1]
     Rs[1, 0], Rs[1, 1], Rs[1, 2] = rho[2], 0.0, -rho[0]
     Rs[2, 0], Rs[2, 1], Rs[2, 2] = -rho[1], rho[0], 0.0
     # W~ Rs + vf~ : the matrix multiplying 2E in V
-    WR = np.empty((3, 3))
+    WR = wk[3]
     for i in range(3):
         i1 = (i + 1) % 3
         i2 = (i + 2) % 3
@@ -165,17 +167,16 @@ def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w):
             V[i, 7 + l] = w[i1] * AU[i2, l] - w[i2] * AU[i1, l]
 
 
-@njit(cache=True)
-def _geo_add(F, rho, E2, AU, nf, c, K):
+@njit(cache=True, _nrt=False)
+def _geo_add(F, rho, E2, AU, nf, c, K, M):
     """``K += c K_geo(F)``: derivative of ``G^T F`` at fixed world force ``F`` (rows and
-    columns ``z = (r, e, q_f)`` of one attachment)."""
+    columns ``z = (r, e, q_f)`` of one attachment); ``M`` (3, >= 3): scratch."""
     n0 = rho[1] * F[2] - rho[2] * F[1]
     n1 = rho[2] * F[0] - rho[0] * F[2]
     n2 = rho[0] * F[1] - rho[1] * F[0]
     _TE_add(n0, n1, n2, 2.0 * c, K)
     # F~ rho~ = rho F^T - (F.rho) I
     Fr = F[0] * rho[0] + F[1] * rho[1] + F[2] * rho[2]
-    M = np.empty((3, 3))
     for i in range(3):
         for j in range(3):
             M[i, j] = rho[i] * F[j]
@@ -195,7 +196,7 @@ def _geo_add(F, rho, E2, AU, nf, c, K):
             K[7 + l, 3 + j] -= c * v
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _TE_add(x, y, z, c, K):
     """``K[3:7, 3:7] += c TE((x, y, z))`` with ``E(e)^T a = TE(a) e``."""
     K[3, 4] -= c * x
@@ -212,7 +213,7 @@ def _TE_add(x, y, z, c, K):
     K[6, 5] += c * x
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _sandwich_add(E2, M, c, K):
     """``K[3:7, 3:7] += c (2E)^T M (2E)``."""
     for j in range(4):
@@ -263,6 +264,23 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
     dd = np.empty(3)
     u = np.empty(3)
     F = np.empty(3)
+    wk = np.empty((6, 3, 4))  # _end_kin's scratch, then 3-vectors and 3 x 3 matrices
+    _forces_into(
+        q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac,
+        P, vP, G, V, rho, AU, E2, w, idx, dg, K, Gu, uG, d, dd, u, F, wk,
+    )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def _forces_into(
+    q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac,
+    P, vP, G, V, rho, AU, E2, w, idx, dg, K, Gu, uG, d, dd, u, F, wk,
+):  # fmt: skip
+    """:func:`forces_add` with its scratch arrays: the kernel allocates nothing and runs
+    without numba's reference counting (``_nrt=False``: no atomic increment and decrement
+    per array view and argument; 2 ends x ~10 views per SDA per call)."""
+    m = s_int.shape[0]
+    p = l_int.shape[0]
     sF = (1.0, -1.0)
     sd = (-1.0, 1.0)
     for el in range(m):
@@ -287,6 +305,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 AU[k],
                 E2[k],
                 w[k],
+                wk,
             )
             if b >= 0:
                 for i in range(7):
@@ -333,7 +352,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
         if not use_jac:
             continue
         # dg_b = u df_b + sd_b (f/l) P G_b ; P = I - u u^T
-        Pdd = np.empty(3)
+        Pdd = wk[5, 0]
         udd = u[0] * dd[0] + u[1] * dd[1] + u[2] * dd[2]
         for i in range(3):
             Pdd[i] = dd[i] - u[i] * udd
@@ -374,7 +393,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 if a == b:
                     for i in range(3):
                         F[i] = sF[a] * f * u[i]
-                    _geo_add(F, rho[a], E2[a], AU[a], s_int[el, _SN + a], 1.0, K)
+                    _geo_add(F, rho[a], E2[a], AU[a], s_int[el, _SN + a], 1.0, K, wk[2])
                 cd = sF[a] * sd[b] * cc
                 for i in range(na):
                     ri = idx[a, i]
@@ -403,15 +422,15 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             AU[0],
             E2[0],
             w[0],
+            wk,
         )
         fbody = l_int[el, 4] != 0
         tbody = l_int[el, 5] != 0
-        # world force and torque: A from rho's body (rebuilt from E2 and e)
+        # world force and torque: A of the body (_end_kin's)
         c7 = 7 * b
-        e = q[c7 + 3 : c7 + 7]
-        A = _rot(e)
-        fv = np.empty(3)
-        nv = np.empty(3)
+        A = wk[0]
+        fv = wk[5, 0]
+        nv = wk[5, 1]
         for i in range(3):
             if fbody:
                 fv[i] = A[i, 0] * l_F[el, 0] + A[i, 1] * l_F[el, 1] + A[i, 2] * l_F[el, 2]
@@ -422,7 +441,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             else:
                 nv[i] = l_F[el, 3 + i]
         r0 = rho[0]
-        mom = np.empty(3)
+        mom = wk[5, 2]
         for i in range(3):
             i1 = (i + 1) % 3
             i2 = (i + 2) % 3
@@ -450,7 +469,8 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
             n1 = mom[1] - nv[1]
             n2 = mom[2] - nv[2]
             _TE_add(n0, n1, n2, 2.0, K)
-            Mn = np.zeros((3, 3))
+            Mn = wk[2]
+            Mn[0, 0], Mn[1, 1], Mn[2, 2] = 0.0, 0.0, 0.0
             Mn[0, 1], Mn[0, 2], Mn[1, 0] = -n2, n1, n2
             Mn[1, 2], Mn[2, 0], Mn[2, 1] = -n0, -n1, n0
             _sandwich_add(E2[0], Mn, -1.0, K)
@@ -466,10 +486,11 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 for j in range(4):
                     K[3 + j, 7 + l] -= E2[0, 0, j] * y0 + E2[0, 1, j] * y1 + E2[0, 2, j] * y2
         else:
-            _geo_add(fv, r0, E2[0], AU[0], nf, 1.0, K)
+            _geo_add(fv, r0, E2[0], AU[0], nf, 1.0, K, wk[2])
         _TE_add(nv[0], nv[1], nv[2], 2.0, K)
         if tbody:
-            Mn = np.zeros((3, 3))
+            Mn = wk[2]
+            Mn[0, 0], Mn[1, 1], Mn[2, 2] = 0.0, 0.0, 0.0
             Mn[0, 1], Mn[0, 2], Mn[1, 0] = -nv[2], nv[1], nv[2]
             Mn[1, 2], Mn[2, 0], Mn[2, 1] = -nv[0], -nv[1], nv[0]
             _sandwich_add(E2[0], Mn, -1.0, K)
@@ -480,7 +501,7 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
                 Amat[ri, cm[cj]] -= aK * K[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _Gt_add_nojac(b, nf, c0, rho, AU, E2, s, u, Q):
     """``Q[z] += G^T (s u)`` without forming ``G`` (the residual-only evaluation)."""
     c7 = 7 * b
@@ -877,6 +898,7 @@ def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
     AU = np.zeros((3, max(1, s_int[el, _SN], s_int[el, _SN + 1])))
     E2 = np.zeros((3, 4))
     w = np.zeros(3)
+    wk = np.empty((6, 3, 4))
     for k in range(2):
         nf = s_int[el, _SN + k]
         o = s_int[el, _SO + k]
@@ -896,6 +918,7 @@ def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
             AU,
             E2,
             w,
+            wk,
         )
     ll = 0.0
     for i in range(3):
@@ -975,6 +998,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
     AU = np.zeros((3, nmax))
     E2 = np.zeros((3, 4))
     w = np.zeros(3)
+    wk = np.empty((6, 3, 4))
     Qj = np.zeros(Q.shape[1])
     Aj = np.zeros((0, 0))
     cmj = np.zeros(0, np.int64)
@@ -1007,6 +1031,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
                     AU,
                     E2,
                     w,
+                    wk,
                 )
             ll = 0.0
             dl = 0.0
@@ -1040,6 +1065,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
                 AU,
                 E2,
                 w,
+                wk,
             )
             A = _rot(q[7 * b + 3 : 7 * b + 7])
             for i in range(3):

@@ -495,7 +495,7 @@ def centrifugal_dw(J0, c, w, dC):
 
 
 # -- absolute (Euler-parameter) coordinates -----------------------------------------------
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
     """Inertia residual ``R`` (7) of a rigid body in absolute coordinates ``(r, e)`` and its
     blocks ``M = dR/dqdd``, ``K = dR/dq``, ``D = dR/dqd`` (7, 7; only the entries with
@@ -991,7 +991,7 @@ def flex_gravity(mass, cv, St, g, e, qf, Q, Kq, jac):
             Kq[3 + j, 7 + k] += 2.0 * (G[0, j] * c[0] + G[1, j] * c[1] + G[2, j] * c[2])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rigid_gravity(m, c, g, e, Q, Kq, ws, jac):
     """Gravity on a rigid body (port of forces.GravityBatch with the map of
     forces.map_blocks): mass ``m`` (kg), first moment per mass ``c`` (m, body axes),
