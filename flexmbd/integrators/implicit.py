@@ -1111,15 +1111,13 @@ def _results(
         "rtol": rtol,
         **sch.as_dict(),
     }
-    return Results(
+    return Results.from_system(
+        system,
         t,
         q,
         qd,
         qdd,
-        coordinates=system.coordinates,
-        speeds=system.speeds,
-        joint_names=system.joint_names,
-        reactions=reac,
+        reac,
         energy=energy,
         stats={
             "newton_iterations": iters,

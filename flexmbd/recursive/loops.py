@@ -97,15 +97,21 @@ from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, 
 from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
-from ..integrators.stepper import ExplicitStepper, json_options, rk4, tau_function
+from ..integrators.stepper import (
+    ExplicitStepper,
+    explicit_integrator,
+    json_options,
+    rk4,
+    rk4_stability,
+    tau_function,
+)
 from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
-from ..series import BodySeries
 from . import _kernels as K
 from . import _nbloops as _NL
 from .energy import energy_histories
-from .flexible import flexible_series, frame_motion
+from .flexible import body_series, frame_motion
 from .system import RecursiveSystem
 
 if TYPE_CHECKING:
@@ -916,16 +922,7 @@ class LoopSystem:
             t_eval=t_eval,
             substeps=substeps,
         )
-        integrator = (integrator or "rk4").lower()
-        if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-            raise ModelError(
-                f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
-                "use 'rk4', 'rk45' or 'dop853'"
-            )
-        if integrator == "rk4" and (dt is None or dt <= 0):
-            raise ModelError("integrator 'rk4' needs a step dt > 0")
-        if t_end <= t0:
-            raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+        integrator = explicit_integrator(integrator, dt, t0, t_end, "LoopSystem.simulate: ")
         adaptive = integrator != "rk4"
         projection = projection or ("rhs" if adaptive else "step")
         if adaptive and projection == "step":
@@ -934,16 +931,7 @@ class LoopSystem:
                 "use projection='rhs'"
             )
         h = dt / int(substeps) if dt is not None else None
-        wmax = self.tree.max_modal_frequency()
-        if not adaptive and wmax * h > 2.8:
-            import warnings
-
-            warnings.warn(
-                f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
-                f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
-                "integrator='rk45'), or drop high modes",
-                stacklevel=3,
-            )
+        note = "" if adaptive else rk4_stability(self.tree.max_modal_frequency(), h, 3)
         opts = dict(self._options)
         if method is not None:
             opts["method"] = method
@@ -965,6 +953,7 @@ class LoopSystem:
             substeps=substeps,
         )
         st.options = json_options(options)
+        st.stability_note = note
         if initial:
             if q0 is None and qd0 is None:
                 q, qd = self.initial_state(t=t0)
@@ -1030,22 +1019,16 @@ class LoopSystem:
         )
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
-        bodies = {
-            name: BodySeries(modal=q[:, sq].copy()) for name, (sq, _) in self.modal_slices.items()
-        }
-        if self._flexible and nt:
-            bodies.update(flexible_series(self.tree, q))
+        bodies = body_series(self.tree, q)
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
-        return Results(
+        return Results.from_system(
+            self,
             t,
             q,
             qd,
             qdd,
-            coordinates=self.coordinates,
-            speeds=self.speeds,
-            joint_names=self.joint_names,
-            reactions=reac,
+            reac,
             energy=energy,
             stats=stats,
             extra=extra,
@@ -1600,15 +1583,10 @@ class _FlexCutConstraints(CutJointConstraints):
         return self._pspeeds
 
     def _eval_py(self, q, v, t):
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
         q = np.asarray(q, dtype=float)
-        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (
-            v is None
-            and self._key is not None
-            and key[0] == self._key[0]
-            and key[2] == self._key[2]
-        ):
-            return self._cache
         tree = self.tree
         nv = self._nv
         vv = np.zeros(nv) if v is None else np.asarray(v, dtype=float)
@@ -1656,11 +1634,8 @@ class _FlexCutConstraints(CutJointConstraints):
                 gamma,
                 rel,
             )
-        self._driver_rows(q, v, t, phi, J, gamma)
         tree.kinematics(q, vv)
-        self._key = key
-        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
-        return self._cache
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
 
 def _skew_mat(a):
