@@ -280,20 +280,9 @@ def _results(system, t, y, tau_f, meta, safe=False):
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
     energy = energy_histories(system, t, q, qd, tau)
     extra = {}
-    bodies = body_series(system, q)
     if system.floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
         extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
-    return Results.from_system(
-        system,
-        t,
-        q,
-        qd,
-        qdd,
-        reac,
-        energy=energy,
-        extra=extra,
-        meta=meta,
-        bodies=bodies,
-    )
+    fields = dict(energy=energy, extra=extra, meta=meta, bodies=body_series(system, q))
+    return Results.from_system(system, t, q, qd, qdd, reac, **fields)

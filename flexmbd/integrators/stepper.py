@@ -372,18 +372,22 @@ class ExplicitStepper:
                 )
             except FlexmbdError as err:
                 raise self._fail(str(err), t_start, t_start + self.dt) from err
-            y = self._after_rk4(y)
-            if not np.all(np.isfinite(y)):
-                raise self._fail(
-                    "non-finite state (a step beyond the stability limit of the "
-                    "stiffest mode, or an unstable model: reduce dt)",
-                    t_start,
-                    t_start + self.dt,
-                )
-            self.y = y
-            self.i += 1
-            self.t = self.t0 + self.i * self.dt
+            self._accept(self._after_rk4(y), t_start)
         self.wall += _time.perf_counter() - tic
+
+    def _accept(self, y, t_start):
+        """Take ``y`` as the state at the end of the RK4 output interval that starts at
+        ``t_start`` (s); a non-finite state is a failure of that interval."""
+        if not np.all(np.isfinite(y)):
+            raise self._fail(
+                "non-finite state (a step beyond the stability limit of the "
+                "stiffest mode, or an unstable model: reduce dt)",
+                t_start,
+                t_start + self.dt,
+            )
+        self.y = y
+        self.i += 1
+        self.t = self.t0 + self.i * self.dt
 
     def _solver_step(self):
         s = self.solver

@@ -1022,19 +1022,8 @@ class LoopSystem:
         bodies = body_series(self.tree, q)
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
-        return Results.from_system(
-            self,
-            t,
-            q,
-            qd,
-            qdd,
-            reac,
-            energy=energy,
-            stats=stats,
-            extra=extra,
-            meta=meta,
-            bodies=bodies,
-        )
+        fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
+        return Results.from_system(self, t, q, qd, qdd, reac, **fields)
 
 
 # scipy's step-size control constants (scipy.integrate._ivp.rk)
@@ -1229,16 +1218,7 @@ class _LoopStepper(ExplicitStepper):
             y = self._fast_substeps(c, t_start, np.array(self.y, dtype=float))
         except FlexmbdError as err:
             raise self._fail(str(err), t_start, t_start + self.dt) from err
-        if not np.all(np.isfinite(y)):
-            raise self._fail(
-                "non-finite state (a step beyond the stability limit of the stiffest mode, "
-                "or an unstable model: reduce dt)",
-                t_start,
-                t_start + self.dt,
-            )
-        self.y = y
-        self.i += 1
-        self.t = self.t0 + self.i * self.dt
+        self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
     def _fast_substeps(self, c, t_start, y):
