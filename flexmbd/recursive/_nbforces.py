@@ -99,6 +99,17 @@ def _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g):
 
 
 @njit(cache=True, inline="always")
+def _world_vector(R3, k, v, body_fixed, g):
+    """``g`` <- the force or torque ``v`` (3,) of a table row in world axes: rotated by
+    label ``k``'s world rotation when ``body_fixed``, else as given."""
+    Rk = R3[K.R_W, k]
+    for i in range(3):
+        g[i] = v[i]
+        if body_fixed:
+            g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+
+
+@njit(cache=True, inline="always")
 def _add_wrench(R3, fext, k, rho, f, n):
     """``fext[k] += [R^T (n + rho x f); R^T f]`` (world force ``f`` at the arm ``rho`` from
     O_k, world torque ``n``); nothing for the ground."""
@@ -139,12 +150,7 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
                 g[i] = -g[i]
             _add_wrench(R3, fext, b, rb, g, zero)
             continue
-        Rk = R3[K.R_W, a]
-        v = row[3:6]
-        for i in range(3):
-            g[i] = v[i]
-            if fi[e, 3]:
-                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _world_vector(R3, a, row[3:6], fi[e, 3], g)
         if kind == FORCE:
             _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
             _add_wrench(R3, fext, a, ra, g, zero)
@@ -228,12 +234,7 @@ def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
             pd += row[7] * ldot * ldot
             pa -= row[9] * ldot
             continue
-        Rk = R3[K.R_W, a]
-        v = row[3:6]
-        for i in range(3):
-            g[i] = v[i]
-            if fi[e, 3]:
-                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _world_vector(R3, a, row[3:6], fi[e, 3], g)
         _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)  # va: velocity of the point
         if kind == FORCE:
             for i in range(3):
