@@ -94,7 +94,12 @@ from ..constraints.cut import (
     needs_loops,
 )
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, qr_basis
-from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
+from ..dynamics import (
+    CoordinateLayout,
+    ForwardDynamics,
+    forward_dynamics_result,
+    forward_dynamics_states,
+)
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
 from ..integrators.stepper import (
@@ -795,30 +800,17 @@ class LoopSystem:
         (n, nv) / (nv,) / None, ``t`` scalar or (n,): one
         :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis
         (``projection`` and ``tree``: lists, one per state)."""
-        Q = np.atleast_2d(np.asarray(Q, dtype=float))
-        QD = np.atleast_2d(np.asarray(QD, dtype=float))
-        n = Q.shape[0]
-        if QD.shape[0] != n:
-            raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
-        ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
-        taus = (
-            [None] * n
-            if TAU is None
-            else np.broadcast_to(np.asarray(TAU, dtype=float), (n, self.nv))
+        sizes = (
+            self.nv,
+            len(self.joint_names),
+            len(self.layout.body_names),
+            len(self.constraint_names),
         )
-        out = [self.forward_dynamics(Q[i], QD[i], taus[i], ts[i], projector) for i in range(n)]
-        m = len(self.constraint_names)
-        return ForwardDynamics(
-            np.array([f.qdd for f in out]).reshape(n, self.nv),
-            np.array([f.reactions for f in out]).reshape(n, len(self.joint_names), 6),
-            np.array([f.body_accelerations for f in out]).reshape(
-                n, len(self.layout.body_names), 6
-            ),
-            self.layout,
-            np.array([f.lam for f in out]).reshape(n, m),
-            projection=[f.projection for f in out],
-            tree=[f.tree for f in out],
-        )
+
+        def one(q, qd, tau, t):
+            return self.forward_dynamics(q, qd, tau, t, projector)
+
+        return forward_dynamics_states(one, Q, QD, TAU, t, self.nv, sizes, self.layout, True)
 
     # -- simulation --------------------------------------------------------------------
     def simulate(
