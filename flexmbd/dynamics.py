@@ -37,6 +37,7 @@ __all__ = [
     "CoordinateLayout",
     "ForwardDynamics",
     "forward_dynamics_result",
+    "forward_dynamics_states",
 ]
 
 _EMPTY = MappingProxyType({})
@@ -298,3 +299,40 @@ def forward_dynamics_result(
     d["layout"] = layout
     d["lam"] = lam
     return out
+
+
+def forward_dynamics_states(
+    one: Any,
+    Q: Any,
+    QD: Any,
+    TAU: Any,
+    t: Any,
+    n_tau: int,
+    sizes: tuple[int, int, int, int],
+    layout: CoordinateLayout,
+    lists: bool = False,
+) -> ForwardDynamics:
+    """The batch of a formulation's ``forward_dynamics_batch``: ``one(q, qd, tau, t)`` (a
+    :class:`ForwardDynamics` of one state) at every row of ``Q`` (n, nq), ``QD`` (n, nv),
+    ``TAU`` (n, n_tau) / (n_tau,) / None (N, N m), ``t`` (s) scalar or (n,).
+
+    ``sizes``: ``(nv, n_joints, n_bodies, m)`` of the stacked arrays; ``lists``: keep
+    every state's ``projection`` and ``tree`` (closed loops)."""
+    Q = np.atleast_2d(np.asarray(Q, dtype=float))
+    QD = np.atleast_2d(np.asarray(QD, dtype=float))
+    n = Q.shape[0]
+    if QD.shape[0] != n:
+        raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
+    ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
+    taus = [None] * n if TAU is None else np.broadcast_to(np.asarray(TAU, dtype=float), (n, n_tau))
+    out = [one(Q[i], QD[i], taus[i], float(ts[i])) for i in range(n)]
+    nv, nj, nb, m = sizes
+    return ForwardDynamics(
+        np.array([f.qdd for f in out]).reshape(n, nv),
+        np.array([f.reactions for f in out]).reshape(n, nj, 6),
+        np.array([f.body_accelerations for f in out]).reshape(n, nb, 6),
+        layout,
+        np.array([f.lam for f in out]).reshape(n, m),
+        projection=[f.projection for f in out] if lists else None,
+        tree=[f.tree for f in out] if lists else None,
+    )

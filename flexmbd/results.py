@@ -302,6 +302,33 @@ class Results:
             b: {k: np.asarray(v) for k, v in g.items()} for b, g in (geometry or {}).items()
         }
 
+    @classmethod
+    def from_system(
+        cls,
+        system: Any,
+        t: ArrayLike,
+        q: ArrayLike,
+        qd: ArrayLike,
+        qdd: ArrayLike | None = None,
+        reactions: ArrayLike | None = None,
+        **fields: Any,
+    ) -> Results:
+        """Results of a run of ``system`` (any formulation): its ``coordinates``,
+        ``speeds`` and ``joint_names`` label ``q`` (nt, nq), ``qd`` and ``qdd`` (nt, nv)
+        and ``reactions`` (nt, n_joints, 6); ``fields`` are the other keyword arguments of
+        :class:`Results` (``energy``, ``stats``, ``extra``, ``meta``, ``bodies``, ...)."""
+        return cls(
+            t,
+            q,
+            qd,
+            qdd,
+            coordinates=system.coordinates,
+            speeds=system.speeds,
+            joint_names=system.joint_names,
+            reactions=reactions,
+            **fields,
+        )
+
     def __len__(self):
         return len(self.t)
 

@@ -350,10 +350,10 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
 
 
 @njit(cache=True)
-def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
-    """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
-    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
-    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = (
+def _joint_rows(jm):
+    """The joint table's per-row arrays (bodies, signs, points, deforming-frame slots)
+    that :func:`_constraints` and :func:`_reactions` read, in their order."""
+    return (
         jm.b,
         jm.sg,
         jm.pt,
@@ -364,6 +364,13 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
         jm.fs_X,
         jm.fs_off,
     )
+
+
+@njit(cache=True)
+def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
+    """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
+    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
+    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = _joint_rows(jm)
     npm = b.shape[0]
     nmax = 1
     for f in range(fs_n.shape[0]):
@@ -1094,17 +1101,7 @@ def _interface_force_loads(m, inp, q, qd, v, Kitf):
 def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
     """Joint reactions (port of ConstraintSet.reactions) into ``out`` (nj, 6); the child
     joint frames (rotation, origin; world) into ``FCo`` (nj, 3, 3), ``pCo`` (nj, 3)."""
-    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = (
-        jm.b,
-        jm.sg,
-        jm.pt,
-        jm.fs_index,
-        jm.fs_col0,
-        jm.fs_n,
-        jm.fs_point,
-        jm.fs_X,
-        jm.fs_off,
-    )
+    b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = _joint_rows(jm)
     r_joint, r_side, r_sgn, r_child, r_side_body, r_CC, r_sC = (
         jm.r_joint,
         jm.r_side,

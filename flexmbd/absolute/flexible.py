@@ -96,6 +96,27 @@ def _dp_dw(w):
     )
 
 
+def _block_index(d):
+    """Rows and columns (row-major) of the dense COO block on body data ``d``'s
+    coordinates (``d.idx``, 7 + n)."""
+    n = len(d.idx)
+    return np.repeat(d.idx, n), np.tile(d.idx, n)
+
+
+def _joined(blocks):
+    """One COO triplet (int64 rows, int64 columns, values) of the ``(rows, cols, vals)``
+    blocks (empty arrays for none)."""
+    if not blocks:
+        z = np.zeros(0)
+        return z.astype(np.int64), z.astype(np.int64), z
+    rows, cols, vals = zip(*blocks)
+    return (
+        np.concatenate(rows).astype(np.int64),
+        np.concatenate(cols).astype(np.int64),
+        np.concatenate(vals),
+    )
+
+
 class _FlexData:
     """Constant data of one flexible body in a compiled system."""
 
@@ -341,47 +362,33 @@ class FlexibleSet:
     def residual(self, q, qd, qdd, g=None, derivatives=True):
         """Residual contributions (added into a full-length vector) and COO blocks."""
         R = np.zeros(len(q))
-        Ms, Ks, Ds, rows, cols = [], [], [], [], []
+        blocks = ([], [], [])  # M, K, D
         for d in self.flex:
             out = self.body_residual(d, q, qd, qdd, g, derivatives)
             if derivatives:
-                r, M, K, D = out
-                Ms.append(M.ravel())
-                Ks.append(K.ravel())
-                Ds.append(D.ravel())
-                rows.append(np.repeat(d.idx, len(d.idx)))
-                cols.append(np.tile(d.idx, len(d.idx)))
+                r, *MKD = out
+                rows, cols = _block_index(d)
+                for b, X in zip(blocks, MKD):
+                    b.append((rows, cols, X.ravel()))
             else:
                 r = out
             R[d.idx] += r
         if not derivatives:
             return R
-        cat = (lambda x: np.concatenate(x)) if self.flex else (lambda x: np.zeros(0))
-        rr = cat(rows).astype(np.int64) if self.flex else np.zeros(0, np.int64)
-        cc = cat(cols).astype(np.int64) if self.flex else np.zeros(0, np.int64)
-        return R, (rr, cc, cat(Ms)), (rr, cc, cat(Ks)), (rr, cc, cat(Ds))
+        return (R, *(_joined(b) for b in blocks))
 
     def mass_triplets(self, q, stiffening=False):
         """COO triplets of the mass blocks (symmetric ``T^T M T``; with ``stiffening`` the
         exact ``dR/dddq`` including the load-dependent geometric-stiffness coupling)."""
-        rows, cols, vals = [], [], []
+        blocks = []
         for d in self.flex:
             if stiffening and d.stiffening:
                 z = np.zeros_like(q)
                 _, M, _, _ = self.body_residual(d, q, z, z, None, True)
             else:
                 M = self.mass_block(d, q)
-            rows.append(np.repeat(d.idx, len(d.idx)))
-            cols.append(np.tile(d.idx, len(d.idx)))
-            vals.append(M.ravel())
-        if not rows:
-            z = np.zeros(0)
-            return z.astype(np.int64), z.astype(np.int64), z
-        return (
-            np.concatenate(rows).astype(np.int64),
-            np.concatenate(cols).astype(np.int64),
-            np.concatenate(vals),
-        )
+            blocks.append((*_block_index(d), M.ravel()))
+        return _joined(blocks)
 
     def mass_block(self, d, q):
         """Symmetric mass block (7+n) of body data ``d`` in absolute coordinates."""
@@ -398,7 +405,7 @@ class FlexibleSet:
     # -- gravity ---------------------------------------------------------------------
     def gravity(self, q, g, Q, jacobian=False):
         """Add the distributed gravity forces to ``Q``; return COO triplets of ``dQ/dq``."""
-        rows, cols, vals = [], [], []
+        blocks = []
         for d in self.flex:
             e, qf = self._split(d, q)
             A, G = Apoly(e), Gmat(e)
@@ -419,19 +426,8 @@ class FlexibleSet:
             K[:3, 3:7] += dAs(e, Qg[3:6])
             K[3:7, 3:7] += 2.0 * TG(Qg[:3])
             K[:, 7:] = out(Qq)
-            rows.append(np.repeat(d.idx, N))
-            cols.append(np.tile(d.idx, N))
-            vals.append(K.ravel())
-        if not jacobian:
-            return None
-        if not rows:
-            z = np.zeros(0)
-            return z.astype(np.int64), z.astype(np.int64), z
-        return (
-            np.concatenate(rows).astype(np.int64),
-            np.concatenate(cols).astype(np.int64),
-            np.concatenate(vals),
-        )
+            blocks.append((*_block_index(d), K.ravel()))
+        return _joined(blocks) if jacobian else None
 
     def gravity_potential(self, q, g):
         out = 0.0
@@ -539,7 +535,7 @@ class FlexPointForce:
             K[3:7, 7:] = -E2.T @ skew(f) @ AU
             K[7:, 3:7] = self.U.T @ A.T @ skew(f) @ E2
         del e
-        return (np.repeat(d.idx, N), np.tile(d.idx, N), K.ravel())
+        return (*_block_index(d), K.ravel())
 
     def power(self, t, q, qd):
         d = self.d

@@ -250,14 +250,12 @@ def singular_motion_error(system, q, qd, t, err):
             )
     if not what:
         what = f" ({err}); a body may lack mass or inertia in a direction its joints leave free"
-    partial = Results(
+    partial = Results.from_system(
+        system,
         np.array([float(t)]),
         np.asarray(q, float)[None],
         np.asarray(qd, float)[None],
         np.full((1, system.n), np.nan),
-        coordinates=system.coordinates,
-        speeds=system.speeds,
-        joint_names=system.joint_names,
         meta={"model": system.model.name, "formulation": "absolute"},
     )
     return SolverError(

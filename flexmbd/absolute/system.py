@@ -45,7 +45,13 @@ import scipy.sparse as sp
 from .._typing import Array, ArrayLike
 from ..constraints.cut import JointDriver
 from ..constraints.redundancy import KKTSolver
-from ..dynamics import BodySlice, CoordinateLayout, ForwardDynamics, ModalSlice
+from ..dynamics import (
+    BodySlice,
+    CoordinateLayout,
+    ForwardDynamics,
+    ModalSlice,
+    forward_dynamics_states,
+)
 from ..errors import ModelError, SolverError
 from ..integrators.registry import check_options, check_times, resolve
 from ..model.bodies import Ground, RigidBody
@@ -646,25 +652,9 @@ class AbsoluteSystem:
         """:meth:`forward_dynamics` of many states ``Q``, ``QD`` (n, self.n), ``TAU``
         (n, n_tau) / (n_tau,) / None, ``t`` scalar or (n,): one
         :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis."""
-        Q = np.atleast_2d(np.asarray(Q, dtype=float))
-        QD = np.atleast_2d(np.asarray(QD, dtype=float))
-        ns = Q.shape[0]
-        if QD.shape[0] != ns:
-            raise ModelError(f"batch sizes of Q ({ns}) and QD ({QD.shape[0]}) differ")
-        ts = np.broadcast_to(np.asarray(t, dtype=float), (ns,))
-        taus = (
-            [None] * ns
-            if TAU is None
-            else np.broadcast_to(np.asarray(TAU, dtype=float), (ns, self.n_tau))
-        )
-        out = [self.forward_dynamics(Q[i], QD[i], taus[i], float(ts[i])) for i in range(ns)]
-        return ForwardDynamics(
-            np.array([f.qdd for f in out]).reshape(ns, self.n),
-            np.array([f.reactions for f in out]).reshape(ns, len(self.joints), 6),
-            np.array([f.body_accelerations for f in out]).reshape(ns, self.nb, 6),
-            self.layout,
-            np.array([f.lam for f in out]).reshape(ns, self.nc),
-        )
+        sizes = (self.n, len(self.joints), self.nb, self.nc)
+        one = self.forward_dynamics
+        return forward_dynamics_states(one, Q, QD, TAU, t, self.n_tau, sizes, self.layout)
 
     def _tau_forces(self, q, qd, tau):
         """Generalized forces (n,) of ``tau`` (see :meth:`forward_dynamics`) and the

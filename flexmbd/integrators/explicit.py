@@ -41,11 +41,19 @@ import numpy as np
 
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import needs_loops
-from ..errors import FlexmbdError, ModelError
+from ..errors import FlexmbdError
 from ..recursive.energy import energy_histories
-from ..recursive.flexible import flexible_series
-from ..results import BodySeries, Results
-from .stepper import ExplicitStepper, json_options, restore_options, rk4, tau_function
+from ..recursive.flexible import body_series
+from ..results import Results
+from .stepper import (
+    ExplicitStepper,
+    explicit_integrator,
+    json_options,
+    restore_options,
+    rk4,
+    rk4_stability,
+    tau_function,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -158,34 +166,14 @@ def tree_stepper(
         tau=tau,
         max_step=max_step,
     )
-    integrator = (integrator or "rk4").lower()
-    if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-        raise ModelError(
-            f"integrator {integrator!r} is not explicit; use 'rk4', 'rk45' or "
-            "'dop853' (implicit ones use formulation='absolute')"
-        )
-    if integrator == "rk4" and (dt is None or dt <= 0):
-        raise ModelError("integrator 'rk4' needs a step dt > 0")
-    if t_end <= t0:
-        raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    integrator = explicit_integrator(
+        integrator, dt, t0, t_end, hint=" (implicit ones use formulation='absolute')"
+    )
     kw = {**options, "integrator": integrator}  # the options with the parsed name
     st = TreeStepper(system, **kw, _options=json_options(options))
     if integrator == "rk4":
         wmax = system.max_modal_frequency() if hasattr(system, "max_modal_frequency") else 0.0
-        if wmax * dt / int(substeps) > 2.8:
-            import warnings
-
-            warnings.warn(
-                f"RK4 step {dt / int(substeps):.3g} s is above the stability limit "
-                f"{2.8 / wmax:.3g} s of the stiffest mode (omega = {wmax:.4g} rad/s): reduce "
-                "dt (or use substeps / integrator='rk45'), or drop high modes",
-                stacklevel=4,
-            )
-            st.stability_note = (
-                f"; the RK4 step {dt / int(substeps):.3g} s is above the "
-                f"stability limit {2.8 / wmax:.3g} s of the stiffest mode: "
-                "reduce dt (or use substeps / integrator='rk45')"
-            )
+        st.stability_note = rk4_stability(wmax, dt / int(substeps), stacklevel=4)
     if initial:
         q = system.q0() if q0 is None else np.asarray(q0, dtype=float)
         qd = system.qd0() if qd0 is None else np.asarray(qd0, dtype=float)
@@ -292,27 +280,9 @@ def _results(system, t, y, tau_f, meta, safe=False):
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
     energy = energy_histories(system, t, q, qd, tau)
     extra = {}
-    bodies = {
-        name: BodySeries(modal=q[:, sq].copy())
-        for name, (sq, _) in getattr(system, "modal_slices", {}).items()
-    }
-    if getattr(system, "flex", None) is not None and nt:
-        bodies.update(flexible_series(system, q))
     if system.floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
         extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
         extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
-    return Results(
-        t,
-        q,
-        qd,
-        qdd,
-        coordinates=system.coordinates,
-        speeds=system.speeds,
-        joint_names=system.joint_names,
-        reactions=reac,
-        energy=energy,
-        extra=extra,
-        meta=meta,
-        bodies=bodies,
-    )
+    fields = dict(energy=energy, extra=extra, meta=meta, bodies=body_series(system, q))
+    return Results.from_system(system, t, q, qd, qdd, reac, **fields)

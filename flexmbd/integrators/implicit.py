@@ -1112,27 +1112,15 @@ def _results(
         "rtol": rtol,
         **sch.as_dict(),
     }
-    return Results(
-        t,
-        q,
-        qd,
-        qdd,
-        coordinates=system.coordinates,
-        speeds=system.speeds,
-        joint_names=system.joint_names,
-        reactions=reac,
-        energy=energy,
-        stats={
-            "newton_iterations": iters,
-            "residual": resid,
-            "residual_norms": hist,
-            "constraint_violation": viol,
-            "step_time": wall,
-        },
-        extra=extra,
-        meta=meta,
-        bodies=bodies,
-    )
+    stats = {
+        "newton_iterations": iters,
+        "residual": resid,
+        "residual_norms": hist,
+        "constraint_violation": viol,
+        "step_time": wall,
+    }
+    fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
+    return Results.from_system(system, t, q, qd, qdd, reac, **fields)
 
 
 def _joint_force_maps(system):

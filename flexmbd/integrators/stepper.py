@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from ..results import Results
 
 __all__ = [
+    "EXPLICIT",
+    "explicit_integrator",
+    "rk4_stability",
     "rk4",
     "ExplicitStepper",
     "solver_state",
@@ -35,6 +38,54 @@ __all__ = [
     "restore_options",
     "tau_function",
 ]
+
+
+#: the explicit integrators: fixed-step RK4 and scipy's embedded Runge-Kutta pairs
+EXPLICIT = ("rk4", "rk45", "dop853", "rk23")
+
+
+def explicit_integrator(
+    integrator: str | None,
+    dt: float | None,
+    t0: float,
+    t_end: float,
+    where: str = "",
+    hint: str = "",
+) -> str:
+    """The lower-case name of the explicit ``integrator`` (None: ``"rk4"``), checked with
+    the output interval ``dt`` (s; RK4 needs one) and the times ``t0 < t_end`` (s).
+
+    ``where`` starts and ``hint`` ends the refusal of a name that is not explicit."""
+    name = (integrator or "rk4").lower()
+    if name not in EXPLICIT:
+        raise ModelError(
+            f"{where}integrator {name!r} is not explicit; use 'rk4', 'rk45' or 'dop853'{hint}"
+        )
+    if name == "rk4" and (dt is None or dt <= 0):
+        raise ModelError("integrator 'rk4' needs a step dt > 0")
+    if t_end <= t0:
+        raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    return name
+
+
+def rk4_stability(wmax: float, h: float, stacklevel: int = 2) -> str:
+    """``""`` when the RK4 step ``h`` (s) is within the stability limit ``2.8 / wmax`` of
+    the stiffest mode (``wmax`` rad/s); otherwise a UserWarning (``stacklevel`` counted
+    from the caller) and the clause a failure report appends."""
+    if not wmax * h > 2.8:
+        return ""
+    import warnings
+
+    warnings.warn(
+        f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
+        f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
+        "integrator='rk45'), or drop high modes",
+        stacklevel=stacklevel + 1,
+    )
+    return (
+        f"; the RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of "
+        "the stiffest mode: reduce dt (or use substeps / integrator='rk45')"
+    )
 
 
 def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | None]:
@@ -321,18 +372,22 @@ class ExplicitStepper:
                 )
             except FlexmbdError as err:
                 raise self._fail(str(err), t_start, t_start + self.dt) from err
-            y = self._after_rk4(y)
-            if not np.all(np.isfinite(y)):
-                raise self._fail(
-                    "non-finite state (a step beyond the stability limit of the "
-                    "stiffest mode, or an unstable model: reduce dt)",
-                    t_start,
-                    t_start + self.dt,
-                )
-            self.y = y
-            self.i += 1
-            self.t = self.t0 + self.i * self.dt
+            self._accept(self._after_rk4(y), t_start)
         self.wall += _time.perf_counter() - tic
+
+    def _accept(self, y, t_start):
+        """Take ``y`` as the state at the end of the RK4 output interval that starts at
+        ``t_start`` (s); a non-finite state is a failure of that interval."""
+        if not np.all(np.isfinite(y)):
+            raise self._fail(
+                "non-finite state (a step beyond the stability limit of the "
+                "stiffest mode, or an unstable model: reduce dt)",
+                t_start,
+                t_start + self.dt,
+            )
+        self.y = y
+        self.i += 1
+        self.t = self.t0 + self.i * self.dt
 
     def _solver_step(self):
         s = self.solver

@@ -837,6 +837,20 @@ def _relative(k, pk, Fi, R3, P3, PsiT, Fm, af, t6):
 
 
 @njit(cache=True, _nrt=False)
+def _clear_passes(N, Fi, af, Fm):
+    """Zero the accumulators of a backward pass over labels 0..N: the linear
+    accelerations ``af`` of every e_k (V_AF) and the modal sums FM_ZF."""
+    for k in range(N + 1):
+        for i in range(6):
+            af[k, i] = 0.0
+        for j in range(Fi[F_NF, k]):
+            Fm[k, FM_ZF, j] = 0.0
+
+
+# unrolled: the flexible twin of _kernels.solve (modal terms, the shifts of eq. 28 in
+# _apply_g / _relative, in every pass); the rigid kernel keeps its revolute-chain fast
+# path and reads no modal workspace, so neither calls the other
+@njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     """Given F_T (row J_FT) and the modal equivalent forces (FM_TF): constraint forces
     f = W F_S, equivalent forces F (V_FE), linear accelerations of every e_k (V_AF),
@@ -849,11 +863,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     bx = Vv[V_BX]
     FT = Jv[J_FT]
     qdd = Jv[J_QDD]
-    for k in range(N + 1):
-        for i in range(6):
-            af[k, i] = 0.0
-        for j in range(Fi[F_NF, k]):
-            Fm[k, FM_ZF, j] = 0.0
+    _clear_passes(N, Fi, af, Fm)
     for k in range(N, 0, -1):
         e = Fe[k]
         joint_force(Ia, Mm, FT, k, e)
@@ -866,11 +876,7 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     solve_schedule(Ia, Sa, Mm, Dn, bx)
     natural_order(Ia, bx, t6)
     # eq. 28 with the extended shifts
-    for k in range(N + 1):
-        for i in range(6):
-            af[k, i] = 0.0
-        for j in range(Fi[F_NF, k]):
-            Fm[k, FM_ZF, j] = 0.0
+    _clear_passes(N, Fi, af, Fm)
     for k in range(N, 0, -1):
         F = Fe[k]
         for i in range(6):
@@ -1245,6 +1251,10 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
         _body_acceleration(Vv, R3, P3, k, out[k])
 
 
+# unrolled: forward_dynamics and solve_columns repeat the flat argument list of the
+# workspace arrays and the kinematics / bias_forces / factor calls on purpose: numba
+# kernels take the arrays one by one (FlexTree packs them in this order); a NamedTuple of
+# the workspace would type every kernel anew and is not measured yet
 @njit(cache=True)
 def solve_columns(
     Ia,

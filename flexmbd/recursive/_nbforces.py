@@ -76,6 +76,40 @@ def _end(R3, P3, Vv, k, p, P, vP, rho, w):
 
 
 @njit(cache=True, inline="always")
+def _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g):
+    """``(length (m), ldot (m/s))`` of the SDA of table ``row`` between labels ``a`` and
+    ``b`` (end points ``row[0:3]``, ``row[3:6]`` in body axes) at the last kinematics
+    pass; ``g`` <- the unit vector from end a to end b (world), the ends' world points,
+    velocities and offsets into ``Pa, va, ra`` / ``Pb, vb, rb``. A length below 1e-12 m
+    (coincident ends) leaves ``g`` unnormalized and ``ldot`` 0."""
+    _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
+    _end(R3, P3, Vv, b, row[3:6], Pb, vb, rb, w)
+    ll = 0.0
+    for i in range(3):
+        g[i] = Pb[i] - Pa[i]
+        ll += g[i] * g[i]
+    length = np.sqrt(ll)
+    if length < 1e-12:
+        return length, 0.0
+    ldot = 0.0
+    for i in range(3):
+        g[i] /= length
+        ldot += g[i] * (vb[i] - va[i])
+    return length, ldot
+
+
+@njit(cache=True, inline="always")
+def _world_vector(R3, k, v, body_fixed, g):
+    """``g`` <- the force or torque ``v`` (3,) of a table row in world axes: rotated by
+    label ``k``'s world rotation when ``body_fixed``, else as given."""
+    Rk = R3[K.R_W, k]
+    for i in range(3):
+        g[i] = v[i]
+        if body_fixed:
+            g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+
+
+@njit(cache=True, inline="always")
 def _add_wrench(R3, fext, k, rho, f, n):
     """``fext[k] += [R^T (n + rho x f); R^T f]`` (world force ``f`` at the arm ``rho`` from
     O_k, world torque ``n``); nothing for the ground."""
@@ -105,19 +139,9 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
         kind, a, b = fi[e, 0], fi[e, 1], fi[e, 2]
         row = ff[e]
         if kind == SDA:
-            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
-            _end(R3, P3, Vv, b, row[3:6], Pb, vb, rb, w)
-            ll = 0.0
-            for i in range(3):
-                g[i] = Pb[i] - Pa[i]
-                ll += g[i] * g[i]
-            length = np.sqrt(ll)
+            length, ldot = _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g)
             if length < 1e-12:
                 return 1
-            ldot = 0.0
-            for i in range(3):
-                g[i] /= length
-                ldot += g[i] * (vb[i] - va[i])
             f = sda_line_force(row[6], row[7], row[8], row[9], length, ldot)
             for i in range(3):
                 g[i] *= f
@@ -126,12 +150,7 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
                 g[i] = -g[i]
             _add_wrench(R3, fext, b, rb, g, zero)
             continue
-        Rk = R3[K.R_W, a]
-        v = row[3:6]
-        for i in range(3):
-            g[i] = v[i]
-            if fi[e, 3]:
-                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _world_vector(R3, a, row[3:6], fi[e, 3], g)
         if kind == FORCE:
             _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
             _add_wrench(R3, fext, a, ra, g, zero)
@@ -206,29 +225,16 @@ def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
         kind, a = fi[e, 0], fi[e, 1]
         row = ff[e]
         if kind == SDA:
-            _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)
-            _end(R3, P3, Vv, fi[e, 2], row[3:6], Pb, vb, rb, w)
-            ll = 0.0
-            for i in range(3):
-                g[i] = Pb[i] - Pa[i]
-                ll += g[i] * g[i]
-            length = np.sqrt(ll)
+            b = fi[e, 2]
+            length, ldot = _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g)
             if length < 1e-12:
                 return 1
-            ldot = 0.0
-            for i in range(3):
-                ldot += g[i] * (vb[i] - va[i]) / length
             ext = length - row[8]
             spring += 0.5 * row[6] * ext * ext
             pd += row[7] * ldot * ldot
             pa -= row[9] * ldot
             continue
-        Rk = R3[K.R_W, a]
-        v = row[3:6]
-        for i in range(3):
-            g[i] = v[i]
-            if fi[e, 3]:
-                g[i] = Rk[i, 0] * v[0] + Rk[i, 1] * v[1] + Rk[i, 2] * v[2]
+        _world_vector(R3, a, row[3:6], fi[e, 3], g)
         _end(R3, P3, Vv, a, row[0:3], Pa, va, ra, w)  # va: velocity of the point
         if kind == FORCE:
             for i in range(3):

@@ -704,6 +704,17 @@ class FlexTree:
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
 
+def body_series(system, q):
+    """:class:`~flexmbd.results.BodySeries` of every body with modal coordinates over a
+    history ``q`` (nt, nq) of a recursive tree ``system``: ``modal`` for each, and the
+    floating-frame and interface poses of :func:`flexible_series` where the tree has them."""
+    q = np.atleast_2d(np.asarray(q, float))
+    out = {name: BodySeries(modal=q[:, sq].copy()) for name, (sq, _) in system.modal_slices.items()}
+    if len(q):
+        out.update(flexible_series(system, q))
+    return out
+
+
 def flexible_series(system, q):
     """:class:`~flexmbd.results.BodySeries` of the flexible bodies over a history ``q``
     (nt, nq) of a recursive tree ``system``: ``position`` / ``orientation`` (floating

@@ -94,18 +94,29 @@ from ..constraints.cut import (
     needs_loops,
 )
 from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, qr_basis
-from ..dynamics import CoordinateLayout, ForwardDynamics, forward_dynamics_result
+from ..dynamics import (
+    CoordinateLayout,
+    ForwardDynamics,
+    forward_dynamics_result,
+    forward_dynamics_states,
+)
 from ..errors import FlexmbdError, ModelError
 from ..integrators.registry import check_options, check_times, resolve
-from ..integrators.stepper import ExplicitStepper, json_options, rk4, tau_function
+from ..integrators.stepper import (
+    ExplicitStepper,
+    explicit_integrator,
+    json_options,
+    rk4,
+    rk4_stability,
+    tau_function,
+)
 from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
-from ..series import BodySeries
 from . import _kernels as K
 from . import _nbloops as _NL
 from .energy import energy_histories
-from .flexible import flexible_series, frame_motion
+from .flexible import body_series, frame_motion
 from .system import RecursiveSystem
 
 if TYPE_CHECKING:
@@ -789,30 +800,17 @@ class LoopSystem:
         (n, nv) / (nv,) / None, ``t`` scalar or (n,): one
         :class:`~flexmbd.dynamics.ForwardDynamics` with a leading state axis
         (``projection`` and ``tree``: lists, one per state)."""
-        Q = np.atleast_2d(np.asarray(Q, dtype=float))
-        QD = np.atleast_2d(np.asarray(QD, dtype=float))
-        n = Q.shape[0]
-        if QD.shape[0] != n:
-            raise ModelError(f"batch sizes of Q ({n}) and QD ({QD.shape[0]}) differ")
-        ts = np.broadcast_to(np.asarray(t, dtype=float), (n,))
-        taus = (
-            [None] * n
-            if TAU is None
-            else np.broadcast_to(np.asarray(TAU, dtype=float), (n, self.nv))
+        sizes = (
+            self.nv,
+            len(self.joint_names),
+            len(self.layout.body_names),
+            len(self.constraint_names),
         )
-        out = [self.forward_dynamics(Q[i], QD[i], taus[i], ts[i], projector) for i in range(n)]
-        m = len(self.constraint_names)
-        return ForwardDynamics(
-            np.array([f.qdd for f in out]).reshape(n, self.nv),
-            np.array([f.reactions for f in out]).reshape(n, len(self.joint_names), 6),
-            np.array([f.body_accelerations for f in out]).reshape(
-                n, len(self.layout.body_names), 6
-            ),
-            self.layout,
-            np.array([f.lam for f in out]).reshape(n, m),
-            projection=[f.projection for f in out],
-            tree=[f.tree for f in out],
-        )
+
+        def one(q, qd, tau, t):
+            return self.forward_dynamics(q, qd, tau, t, projector)
+
+        return forward_dynamics_states(one, Q, QD, TAU, t, self.nv, sizes, self.layout, True)
 
     # -- simulation --------------------------------------------------------------------
     def simulate(
@@ -916,16 +914,7 @@ class LoopSystem:
             t_eval=t_eval,
             substeps=substeps,
         )
-        integrator = (integrator or "rk4").lower()
-        if integrator not in ("rk4", "rk45", "dop853", "rk23"):
-            raise ModelError(
-                f"LoopSystem.simulate: integrator {integrator!r} is not explicit; "
-                "use 'rk4', 'rk45' or 'dop853'"
-            )
-        if integrator == "rk4" and (dt is None or dt <= 0):
-            raise ModelError("integrator 'rk4' needs a step dt > 0")
-        if t_end <= t0:
-            raise ModelError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+        integrator = explicit_integrator(integrator, dt, t0, t_end, "LoopSystem.simulate: ")
         adaptive = integrator != "rk4"
         projection = projection or ("rhs" if adaptive else "step")
         if adaptive and projection == "step":
@@ -934,16 +923,7 @@ class LoopSystem:
                 "use projection='rhs'"
             )
         h = dt / int(substeps) if dt is not None else None
-        wmax = self.tree.max_modal_frequency()
-        if not adaptive and wmax * h > 2.8:
-            import warnings
-
-            warnings.warn(
-                f"RK4 step {h:.3g} s is above the stability limit {2.8 / wmax:.3g} s of the "
-                f"stiffest mode (omega = {wmax:.4g} rad/s): reduce dt (or use substeps / "
-                "integrator='rk45'), or drop high modes",
-                stacklevel=3,
-            )
+        note = "" if adaptive else rk4_stability(self.tree.max_modal_frequency(), h, 3)
         opts = dict(self._options)
         if method is not None:
             opts["method"] = method
@@ -965,6 +945,7 @@ class LoopSystem:
             substeps=substeps,
         )
         st.options = json_options(options)
+        st.stability_note = note
         if initial:
             if q0 is None and qd0 is None:
                 q, qd = self.initial_state(t=t0)
@@ -1030,28 +1011,11 @@ class LoopSystem:
         )
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
-        bodies = {
-            name: BodySeries(modal=q[:, sq].copy()) for name, (sq, _) in self.modal_slices.items()
-        }
-        if self._flexible and nt:
-            bodies.update(flexible_series(self.tree, q))
+        bodies = body_series(self.tree, q)
         for k, d in enumerate(self.constraints.drivers):
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
-        return Results(
-            t,
-            q,
-            qd,
-            qdd,
-            coordinates=self.coordinates,
-            speeds=self.speeds,
-            joint_names=self.joint_names,
-            reactions=reac,
-            energy=energy,
-            stats=stats,
-            extra=extra,
-            meta=meta,
-            bodies=bodies,
-        )
+        fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
+        return Results.from_system(self, t, q, qd, qdd, reac, **fields)
 
 
 # scipy's step-size control constants (scipy.integrate._ivp.rk)
@@ -1246,16 +1210,7 @@ class _LoopStepper(ExplicitStepper):
             y = self._fast_substeps(c, t_start, np.array(self.y, dtype=float))
         except FlexmbdError as err:
             raise self._fail(str(err), t_start, t_start + self.dt) from err
-        if not np.all(np.isfinite(y)):
-            raise self._fail(
-                "non-finite state (a step beyond the stability limit of the stiffest mode, "
-                "or an unstable model: reduce dt)",
-                t_start,
-                t_start + self.dt,
-            )
-        self.y = y
-        self.i += 1
-        self.t = self.t0 + self.i * self.dt
+        self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
     def _fast_substeps(self, c, t_start, y):
@@ -1600,15 +1555,10 @@ class _FlexCutConstraints(CutJointConstraints):
         return self._pspeeds
 
     def _eval_py(self, q, v, t):
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
         q = np.asarray(q, dtype=float)
-        key = (q.tobytes(), None if v is None else np.asarray(v, dtype=float).tobytes(), float(t))
-        if key == self._key or (
-            v is None
-            and self._key is not None
-            and key[0] == self._key[0]
-            and key[2] == self._key[2]
-        ):
-            return self._cache
         tree = self.tree
         nv = self._nv
         vv = np.zeros(nv) if v is None else np.asarray(v, dtype=float)
@@ -1656,11 +1606,8 @@ class _FlexCutConstraints(CutJointConstraints):
                 gamma,
                 rel,
             )
-        self._driver_rows(q, v, t, phi, J, gamma)
         tree.kinematics(q, vv)
-        self._key = key
-        self._cache = {"phi": phi, "J": J, "gamma": gamma, "rel": rel}
-        return self._cache
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
 
 def _skew_mat(a):
