@@ -269,6 +269,9 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
+        #: (:meth:`results_from`), for :meth:`body_accelerations`
+        self._accel_memo = None
 
     def _make_projector(self, h=None):
         o = dict(self._options)
@@ -323,6 +326,27 @@ class LoopSystem:
         :meth:`~flexmbd.recursive.system.RecursiveSystem.body_motion`)."""
         return self.tree.body_motion(q, qd)
 
+    def body_accelerations(
+        self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike
+    ) -> dict[str, tuple[Array, Array]] | None:
+        """``{body name: (alpha_world (nt, 3), a_origin_world (nt, 3))}`` of the output
+        samples ``q, qd, qdd`` (nt, ...) of the last :meth:`results_from` (the forward
+        dynamics of each sample computed them: rad/s^2, m/s^2, world axes, the body frame
+        origin); None for another history (the joint series then differentiate the
+        twists: :mod:`flexmbd.joint_states`) or for flexible bodies."""
+        memo = self._accel_memo
+        if memo is None or memo[0] != self.model.revision:
+            return None
+        q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
+        if not all(np.array_equal(a, b) for a, b in zip(memo[1:4], (q, qd, qdd))):
+            return None
+        acc = memo[4]
+        rows = self.layout.body_row
+        return {
+            n: (acc[:, rows(n), :3].copy(), acc[:, rows(n), 3:].copy())
+            for n in self.layout.body_names
+        }
+
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)
 
@@ -344,6 +368,15 @@ class LoopSystem:
         (:meth:`flexmbd.recursive.system.RecursiveSystem.potential_energies`)."""
         self._wrench_element.current = []
         return self.tree.potential_energies(q, t)
+
+    def energy_samples(
+        self, t: ArrayLike, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None
+    ) -> dict[str, Array] | None:
+        """Energies (J) and powers (W) of the tree over a history, or None
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.energy_samples`; the ideal loop
+        constraints do no work)."""
+        self._wrench_element.current = []
+        return self.tree.energy_samples(t, q, qd, tau)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         return self.tree.qdot(q, qd)
@@ -517,7 +550,7 @@ class LoopSystem:
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
 
-    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats):
+    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc):
         """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
         result arrays: every sample where the QR would select the projector's rows with
         a margin (their rank statistics are those rows'); returns the mask of the samples
@@ -547,7 +580,7 @@ class LoopSystem:
             return done
         P.selection_used()
         info = P.info
-        qdd[done], lam[done] = QDD[done], LAM[done]
+        qdd[done], lam[done], acc[done] = QDD[done], LAM[done], ACC[done]
         full = np.zeros((int(done.sum()), len(self.joint_names), 6))
         full[:, self._tree_rows] = REAC[done]
         full[:, self._cut_rows_reac] = CUTF[done]
@@ -972,8 +1005,9 @@ class LoopSystem:
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
+        acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
         taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
-        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats)
+        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc)
         for i in range(nt):
             if done[i]:
                 continue
@@ -981,6 +1015,7 @@ class LoopSystem:
             if fd is not None:
                 stats["position_violation"][i], stats["velocity_violation"][i] = viol
                 qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+                acc[i] = fd.body_accelerations
                 stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
                 stats["n_weak"][i] = fd.n_weak
                 stats["discarded"][i] = fd.discarded
@@ -1000,6 +1035,7 @@ class LoopSystem:
                     raise
                 continue
             qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+            acc[i] = fd.body_accelerations
             stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
             stats["n_weak"][i] = fd.n_weak
             if m:
@@ -1008,6 +1044,12 @@ class LoopSystem:
             None
             if all(x is None for x in taus)
             else np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
+        )
+        # the joint series of the cut joints take these exact body accelerations
+        # (fill_joint_states asks body_accelerations with the results' arrays)
+        qdd0 = np.where(np.all(np.isfinite(qdd), axis=1)[:, None], qdd, 0.0)
+        self._accel_memo = (
+            None if self._flexible else (self.model.revision, q.copy(), qd.copy(), qdd0, acc)
         )
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
