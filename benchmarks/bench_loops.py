@@ -215,6 +215,98 @@ def squeezer_rows(repeats=3):
     return rows
 
 
+def output_rows(repeats=5, steps=100, dt=1e-3):
+    """What output sampling adds to a run (issue 13: <= 10 %): the same steps with an
+    output sample after every step and with samples only at the start and the end
+    (RK4: ``dt = steps h, substeps = steps``; DOP853: one output time), process time,
+    median over back-to-back pairs of the ratio minus one. Ring N = 10 / 100 (recursive
+    loop and tree, RK4, h = 1e-3 s) and the squeezer (DOP853, rtol 1e-9, 300 samples)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import andrews_squeezer as sq
+
+    cases = []
+    for N in (10, 100):
+        for kind, closed in (("loop", True), ("tree", False)):
+            S = ring(N, closed=closed).compile("recursive")
+            T = steps * dt
+
+            def every(S=S, T=T):
+                return S.simulate(T, dt=dt, integrator="rk4")
+
+            def end(S=S, T=T):
+                return S.simulate(T, dt=T, substeps=steps, integrator="rk4")
+
+            cases.append((f"ring N = {N}, {kind}, RK4", every, end))
+    sqs = sq.build(False).compile("recursive")
+
+    def sq_run(n_out):
+        return sqs.simulate(0.03, dt=0.03 / n_out, integrator="dop853", rtol=1e-9, atol=1e-11)
+
+    cases.append(("squeezer, DOP853 rtol 1e-9", lambda: sq_run(300), lambda: sq_run(1)))
+    rows = []
+    for name, every, end in cases:
+        every(), end()  # warm: kernels loaded, first-call work
+        pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
+        a, b = pairs[0][0][1], pairs[0][1][1]
+        ratio = float(np.median([p[0][0] / p[1][0] - 1.0 for p in pairs]))
+        rows.append(
+            dict(
+                case=name,
+                samples=len(a.t),
+                steps=a.meta.get("steps", steps),
+                steps_end=b.meta.get("steps", steps),
+                every=min(p[0][0] for p in pairs),
+                end=min(p[1][0] for p in pairs),
+                share=ratio,
+            )
+        )
+        r = rows[-1]
+        print(
+            f"output {name}: {r['samples']} samples {1e3 * r['every']:.1f} ms, "
+            f"end only {1e3 * r['end']:.1f} ms, adds {100 * ratio:.1f} %",
+            flush=True,
+        )
+    return rows
+
+
+def output_report(rows):
+    """The output subsection of the loops section."""
+    if not rows:
+        return []
+    lines = [
+        "### Output sampling: what a sample after every step adds to a run",
+        "",
+        "The same steps with an output sample (accelerations, every reaction, multipliers, "
+        "violations, rank statistics, energies, joint and body series) after every step "
+        "and with samples only at the start and the end (RK4: `dt` = the span, `substeps` "
+        "= the steps; DOP853: one output time), each a whole `simulate` in a warm process; "
+        "process time, best of 5 (ms); `adds`: the median over 5 back-to-back pairs of "
+        "(every / end - 1). The loop's compiled RK4 step writes the sample at its start "
+        "from its first stage (`_nbloops.loop_rk4_step_sampled`: that stage's "
+        "accelerations and multipliers, the tree pass with the cut wrenches for the "
+        "reactions and body accelerations); energies from one kinematics pass per sample "
+        "(`RecursiveSystem.energy_samples`); the cut joint's rates from the samples' body "
+        "accelerations (`LoopSystem.body_accelerations`). The squeezer's samples fall "
+        "between DOP853's steps (dense output): each is a separate forward dynamics, all "
+        "in one compiled call (`_nbloops.loop_samples`).",
+        "",
+        "| run | samples | steps | every step | end only | adds |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['samples']} | {r['steps']} | {1e3 * r['every']:.1f} | "
+            f"{1e3 * r['end']:.1f} | {100 * r['share']:.0f} % |"
+        )
+    met = [r["case"] for r in rows if r["share"] <= 0.10]
+    lines += [
+        "",
+        f"Issue 13 target (output sampling adds <= 10 % to any run): met for "
+        f"{', '.join(met) if met else 'none'}.",
+    ]
+    return lines
+
+
 def cpu_of(f):
     """``(process time, result)`` of ``f()``."""
     c0 = time.process_time()
@@ -242,6 +334,7 @@ def slope(N, t):
 
 def main(sizes=SIZES, repeats=3, write=False):
     squeezer = squeezer_rows(repeats)
+    output = output_rows(max(repeats, 5))
     rows = []
     for N in sizes:
         r = time_size(N, repeats)
@@ -263,7 +356,7 @@ def main(sizes=SIZES, repeats=3, write=False):
         for k in ("tree_step", "rec_step", "rec_out", "rec_fd", "rec_fd_c", "abs_fd", "abs_step")
     }
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
-    text = report(rows, exps, squeezer)
+    text = report(rows, exps, squeezer, output)
     if write:
         old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
         if START in old and END in old:
@@ -274,7 +367,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     return rows, exps
 
 
-def report(rows, exps, squeezer=()):
+def report(rows, exps, squeezer=(), output=()):
     import numpy
 
     lines = [
@@ -322,6 +415,8 @@ def report(rows, exps, squeezer=()):
         NOTES,
         "",
         *squeezer_report(squeezer),
+        "",
+        *output_report(output),
         END,
     ]
     return "\n".join(lines)
@@ -417,8 +512,12 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     ap.add_argument("--squeezer", action="store_true", help="only the squeezer rows")
+    ap.add_argument("--output", action="store_true", help="only the output-sampling rows")
     a = ap.parse_args()
     if a.squeezer:
         squeezer_rows(a.repeats)
+        sys.exit()
+    if a.output:
+        output_rows(max(a.repeats, 5))
         sys.exit()
     main(a.sizes, a.repeats, a.write)

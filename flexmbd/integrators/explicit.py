@@ -67,6 +67,7 @@ class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
     quaternion coordinates renormalized after every step and at every dense sample."""
 
+    # contract: ExplicitStepper's options (passed on)
     def __init__(
         self,
         system: Any,
@@ -135,6 +136,8 @@ def rebuild(model, formulation, compile, options, overrides, kind=None):
     return tree_stepper(system, initial=False, **opts)
 
 
+# contract: the options of simulate_recursive, which it passes on (fm.resume rebuilds the
+# stepper from them; LoopSystem.stepper takes the same)
 def tree_stepper(
     system: Any,
     t_end: float,
@@ -244,6 +247,7 @@ def simulate_recursive(
         tau=tau,
         max_step=max_step,
     )
+    # contract: the driver call of every simulate (flexmbd.checkpoint.run)
     return run(
         st,
         t_end,

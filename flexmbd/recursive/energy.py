@@ -34,9 +34,10 @@ def energy_histories(
     ``system`` gives ``kinetic_energy(q, qd)``, ``potential_energies(q, t)`` and
     ``powers(q, qd, t, tau)`` (a :class:`~flexmbd.recursive.system.RecursiveSystem` or a
     closed-loop system over one; ``energy_samples(t, q, qd, tau)``, when the system
-    has it and it does not return None, gives all of them at once). Returns ``kinetic``, ``gravity``, ``spring``,
-    ``potential``, ``total`` and, when the powers are known, ``damper_work``,
-    ``actuator_work``, ``external_work`` (trapezoidal rule over the samples) and
+    has it and it does not return None, gives all of them at once). Returns
+    ``kinetic``, ``gravity``, ``spring``, ``potential``, ``total`` and, when the powers
+    are known, ``damper_work``, ``actuator_work``, ``external_work`` (trapezoidal rule
+    over the samples) and
     ``numerical_dissipation = E(0) + W_actuator + W_external - W_damper - E(t)``.
     """
     nt = len(t)
@@ -54,7 +55,9 @@ def energy_histories(
     if not nt or not hasattr(system, "powers"):
         return out
     if batch is None:
-        each = [system.powers(q[i], qd[i], t[i], None if tau is None else tau[i]) for i in range(nt)]
+        each = [
+            system.powers(q[i], qd[i], t[i], None if tau is None else tau[i]) for i in range(nt)
+        ]
         if any(p is None for p in each):
             return out
         batch = {k: np.array([p[k] for p in each], dtype=float) for k in _POWERS}

@@ -528,11 +528,11 @@ class LoopSystem:
     def compiled_rk4(self) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
-        workspaces, reaction workspace)``."""
+        workspaces, reaction workspace, cut joints' body labels, body rows)``."""
         c = self._compiled()
         if c is None:
             return None
-        return (*c, self._zero_tau, self._ws, self._reac_ws)
+        return (*c, self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
 
     def _compiled_sample(self, q, qd, tau, P, viol):
         """An output sample by the compiled loop: violations into ``viol`` and the forward
@@ -550,32 +550,48 @@ class LoopSystem:
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
 
-    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc):
+    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc, given=None):
         """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
         result arrays: every sample where the QR would select the projector's rows with
-        a margin (their rank statistics are those rows'); returns the mask of the samples
-        done (the others take the per-sample path)."""
+        a margin (their rank statistics are those rows'); ``given``: the rows the
+        compiled RK4 steps already wrote (:meth:`_LoopStepper.fused_samples`), taken as
+        they are. Returns the mask of the samples done (the others take the per-sample
+        path)."""
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
         c = self._compiled()
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
             return done
-        TAU = np.zeros((nt, self.nv))
-        for i, x in enumerate(taus):
-            if x is not None:
-                TAU[i] = x
+        if given is not None:
+            n = min(nt, len(given["viol"]))
+            done[:n] = given["viol"][:n, 2] == 1.0
+            g = {k: v[:n][done[:n]] for k, v in given.items() if k != "sel"}
+        todo = np.flatnonzero(~done)
+        TAU = np.zeros((len(todo), self.nv))
+        for a, i in enumerate(todo):
+            if taus[i] is not None:
+                TAU[a] = taus[i]
         m, nt_j = self.constraints.m, len(self.tree.joint_names)
         QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
         REAC = np.empty((nt, nt_j, 6))
         ACC = np.empty((nt, len(self.layout.body_names), 6))
         CUTF = np.empty((nt, len(self.constraints.cuts), 6))
         VIOL = np.zeros((nt, 2))
-        _NL.loop_samples(
-            c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q, dtype=float),
-            np.ascontiguousarray(qd, dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
-            self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, done,
-        )  # fmt: skip
+        if given is not None and done.any():
+            QDD[done], LAM[done], REAC[done] = g["qdd"], g["lam"], g["reac"]
+            ACC[done], CUTF[done], VIOL[done] = g["acc"], g["cutF"], g["viol"][:, :2]
+        if len(todo):
+            ok = np.zeros(len(todo), dtype=bool)
+            arrays = (QDD[todo], LAM[todo], REAC[todo], ACC[todo], CUTF[todo], VIOL[todo])
+            _NL.loop_samples(
+                c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q[todo], dtype=float),
+                np.ascontiguousarray(qd[todo], dtype=float), TAU, sel, P.rtol, _GUARD,
+                self._ws, self._reac_ws, self._body_row, *arrays, ok,
+            )  # fmt: skip
+            for X, Y in zip((QDD, LAM, REAC, ACC, CUTF, VIOL), arrays):
+                X[todo] = Y
+            done[todo] = ok
         if not done.any():
             return done
         P.selection_used()
@@ -767,6 +783,7 @@ class LoopSystem:
                 break
         return qdd, lam + dlam
 
+    # contract: the signature of every formulation's forward_dynamics (flexmbd.dynamics)
     def forward_dynamics(
         self,
         q: ArrayLike,
@@ -905,6 +922,7 @@ class LoopSystem:
             t_eval=t_eval,
             substeps=substeps,
         )
+        # contract: the driver call of every simulate (flexmbd.checkpoint.run)
         return run(
             st,
             t_end,
@@ -915,6 +933,8 @@ class LoopSystem:
             overwrite=overwrite,
         )
 
+    # contract: the options of simulate, which it passes on (fm.resume rebuilds the
+    # stepper from them)
     def stepper(
         self,
         t_end: float,
@@ -988,11 +1008,19 @@ class LoopSystem:
         return st
 
     def results_from(
-        self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector, safe: bool = False
+        self,
+        t: Array,
+        y: Array,
+        tau_f: Any,
+        meta: dict,
+        P: Projector,
+        safe: bool = False,
+        given: dict | None = None,
     ) -> Results:
         """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
         (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
-        re-evaluated per sample; ``safe``: failures leave NaN rows)."""
+        evaluated per sample, or taken from ``given``: the rows the compiled RK4 steps
+        wrote; ``safe``: failures leave NaN rows)."""
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
@@ -1007,7 +1035,7 @@ class LoopSystem:
         viol = np.zeros(2)
         acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
         taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
-        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc)
+        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc, given)
         for i in range(nt):
             if done[i]:
                 continue
@@ -1175,6 +1203,9 @@ class _LoopStepper(ExplicitStepper):
             and P.method == "qr"
             and self.nq == system.nv
         )
+        #: the output samples given by the compiled RK4 steps (their first stage is the
+        #: forward dynamics at the sample): built on the first step (:meth:`_sample_rows`)
+        self._fused = None
         #: the adaptive run met a state where the QR must decide (a rank change, a singular
         #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
         #: so that its error control sees the rank changes (a stall at a singular
@@ -1255,17 +1286,57 @@ class _LoopStepper(ExplicitStepper):
         self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
+    def _sample_rows(self, sel):
+        """The arrays of the output samples that the compiled steps give (one row per
+        output time ``t0 + i dt``, :func:`._nbloops.loop_rk4_step_sampled`) for the
+        projector's rows ``sel``; rows of another selection are dropped (their rank
+        statistics are another QR's)."""
+        f = self._fused
+        if f is not None and np.array_equal(f["sel"], sel):
+            return f
+        s, n = self.system, self.n_out + 1
+        nb, nj = len(s.layout.body_names), len(s.tree.joint_names)
+        f = dict(
+            sel=sel.copy(),
+            qdd=np.zeros((n, s.nv)),
+            lam=np.zeros((n, s.constraints.m)),
+            reac=np.zeros((n, nj, 6)),
+            acc=np.zeros((n, nb, 6)),
+            cutF=np.zeros((n, len(s.constraints.cuts), 6)),
+            viol=np.zeros((n, 3)),
+        )
+        self._fused = f
+        return f
+
+    def fused_samples(self) -> dict | None:
+        """The output samples of the compiled steps (:meth:`_sample_rows`; ``viol[:, 2]``
+        1 where a row is complete) while the projector keeps their rows, else None."""
+        f = self._fused
+        sel = self.P.selection()
+        if f is None or sel is None or not np.array_equal(f["sel"], sel):
+            return None
+        return f
+
     def _fast_substeps(self, c, t_start, y):
         """The substeps of one output interval from ``y``: compiled while the projector's
-        selection holds; a step it hands back is corrected by the QR (``NEEDS_QR``) or
-        redone by the generic path (a failed stage)."""
+        selection holds (the first also writes the output sample at ``y``); a step it
+        hands back is corrected by the QR (``NEEDS_QR``) or redone by the generic path
+        (a failed stage)."""
         P, nq = self.P, self.nq
         tau = c[4] if self._tau is None else self._tau
         for sub in range(self.substeps):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
-            if sel is not None:
+            if sel is not None and sub == 0 and self.i <= self.n_out:
+                f, i = self._sample_rows(sel), self.i
+                st = _NL.loop_rk4_step_sampled(
+                    c[0], c[1], c[2], c[3], c[7], c[8], y,
+                    self.h, tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
+                    c[6], f["qdd"][i], f["lam"][i], f["reac"][i], f["acc"][i], f["cutF"][i],
+                    f["viol"][i],
+                )  # fmt: skip
+            elif sel is not None:
                 st = _NL.loop_rk4_step(
                     c[0], c[1], c[2], c[3], y, self.h, tau, sel, P.position_tol,
                     P.max_newton, P.rtol, _GUARD, c[5], c[6],
@@ -1359,7 +1430,8 @@ class _LoopStepper(ExplicitStepper):
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
-        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed)
+        given = None if self.adaptive else self.fused_samples()
+        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given)
         for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
@@ -1634,6 +1706,7 @@ class _FlexCutConstraints(CutJointConstraints):
             Jrel[:3] = RcT @ dJ[:3]
             Jrel[3:] = RcT @ (dJ[3:] - _skew_mat(pc) @ dJ[:3])
             bsp = None if v is None else np.concatenate([alC - alP, aOC - aOP])
+            # contract: the arguments of constraints.cut's rigid cut rows
             self._cut_rows(
                 c,
                 Rp_,

@@ -1101,6 +1101,8 @@ class RecursiveSystem:
             # takes the general path below, which converts, checks and reports
             qdd = np.empty(self.nv)
             reac = np.empty(self._reac_shape)
+            # unrolled: the compiled call of _raw_accel's lean path, inline: a shared
+            # helper would add a Python call to this few-microsecond entry point
             try:
                 if (
                     _qdd_reactions(
