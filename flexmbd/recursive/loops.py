@@ -340,12 +340,8 @@ class LoopSystem:
         q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
         if not all(np.array_equal(a, b) for a, b in zip(memo[1:4], (q, qd, qdd))):
             return None
-        acc = memo[4]
-        rows = self.layout.body_row
-        return {
-            n: (acc[:, rows(n), :3].copy(), acc[:, rows(n), 3:].copy())
-            for n in self.layout.body_names
-        }
+        acc = memo[4].copy()  # rows in layout.body_names order
+        return {n: (acc[:, i, :3], acc[:, i, 3:]) for i, n in enumerate(self.layout.body_names)}
 
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)

@@ -1389,15 +1389,30 @@ class RecursiveSystem:
             and np.array_equal(memo[1], q)
             and np.array_equal(memo[2], qd)
         ):
-            return {k: tuple(a.copy() for a in v) for k, v in memo[3].items()}
+            return self._motion_dict(*memo[3])
         out = self._body_motion(q, qd)
         self._motion_memo = (self.model.revision, q.copy(), qd.copy(), out)
-        return {k: tuple(a.copy() for a in v) for k, v in out.items()}
+        return self._motion_dict(*out)
+
+    def _motion_dict(self, rigid, col, floating):
+        """``{body name: (R, r, w, v)}`` from :meth:`_body_motion`'s arrays, copied (one
+        copy of each history array; the rigid bodies' entries are views of it)."""
+        R, r, w, v = (a.copy() for a in rigid)
+        out = {}
+        for k in range(1, self.n_bodies + 1):
+            i = col.get(k)
+            out[self._body_of[k].name] = (
+                tuple(a.copy() for a in floating[k])
+                if i is None
+                else (R[:, i], r[:, i], w[:, i], v[:, i])
+            )
+        return out
 
     def _body_motion(self, q, qd):
         """Tree kinematics per state; the fixed frame change of the rigid bodies over the
         history at once, the floating frames of the flexible bodies (the strategy's
-        workspace after each state's kinematics) per state."""
+        workspace after each state's kinematics) per state. Returns ``((R, r, w, v)
+        (nt, n_rigid, ...), {label: rigid column}, {label: floating (R, r, w, v)})``."""
         nt, n = len(q), self.n_bodies
         ops = self._ops
         floating = {k: tuple(np.empty((nt, *s)) for s in _MOTION) for k in ops.flex_labels}
@@ -1423,14 +1438,7 @@ class RecursiveSystem:
         r = rk - np.einsum("tkij,kj->tki", R, pf)
         w = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, :3])
         v = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, 3:]) + np.cross(w, r - rk)
-        col = {k: i for i, k in enumerate(ks)}
-        out = {}
-        for k in range(1, n + 1):
-            i = col.get(k)
-            out[self._body_of[k].name] = (
-                floating[k] if i is None else (R[:, i], r[:, i], w[:, i], v[:, i])
-            )
-        return out
+        return (R, r, w, v), {k: i for i, k in enumerate(ks)}, floating
 
     def _kinematics_history(self, q, qd):
         """``(Rw (nt, N+1, 3, 3), rw (nt, N+1, 3), vel (nt, N+1, 6))``: the tree kinematics

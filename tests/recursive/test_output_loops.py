@@ -23,8 +23,9 @@ def test_fused_samples_equal_forward_dynamics_at_the_samples(build):
     st = s.stepper(0.05, dt=1e-3)
     res = run(st, st.t_end, progress=False)
     rows = st.fused_samples()
-    # every sample but the last is written by the step that starts there
-    assert rows is not None and rows["viol"][:-1, 2].all() and rows["viol"][-1, 2] == 0
+    # every sample but the last is written by the step that starts there (the first
+    # one too where the assembly's QR selected the rows already)
+    assert rows is not None and rows["viol"][1:-1, 2].all() and rows["viol"][-1, 2] == 0
     for i in range(0, len(res.t), 7):
         fd = s.forward_dynamics(res.q[i], res.qd[i])
         _close(res.qdd[i], fd.qdd)
