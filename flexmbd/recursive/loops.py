@@ -1271,7 +1271,7 @@ class _LoopStepper(ExplicitStepper):
         the compiled loop (:func:`._nbloops.loop_rk4_step`) while the configuration stays
         regular and ``tau`` is None or constant, else the generic path."""
         c = self.system.compiled_rk4() if self._fast_rk4 else None
-        if c is None or self.P.selection() is None:
+        if c is None:
             return super().step()
         tic = _time.perf_counter()
         t_start = self.t0 + self.i * self.dt

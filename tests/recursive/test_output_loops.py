@@ -5,7 +5,9 @@ cut-joint rates equal the separate evaluation at the sampled states to round-off
 import numpy as np
 import pytest
 
+import flexmbd as fm
 from flexmbd.checkpoint import run
+from flexmbd.integrators.explicit import tree_stepper
 from flexmbd.joint_states import fill_joint_states
 from flexmbd.recursive.energy import energy_histories
 
@@ -75,3 +77,26 @@ def test_cut_joint_rates_are_exact_from_the_samples(monkeypatch):
     # and the speed series' time derivative (central differences along the run, O(dt^2))
     d = (cut.qd[2:] - cut.qd[:-2]) / (2e-3)
     _close(exact[1:-1], d, 1e-4)
+
+
+def test_tree_rk4_samples_equal_forward_dynamics_at_the_samples():
+    """A tree's RK4 run takes the samples' accelerations and reactions from the first
+    stage of the step that starts there: the same numbers as forward_dynamics there."""
+    m = fm.Model("chain")
+    parent = m.ground
+    for k in range(4):
+        b = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
+        setattr(m, f"rod{k}", b)
+        pf = (0.0 if k == 0 else 0.5, 0.0, 0.0)
+        joint = fm.Revolute(parent, b, axis=(0.1 * k, 0.3, 1.0), parent_frame=pf, q0=[0.3 * k])
+        setattr(m, f"j{k}", joint)
+        parent = b
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    s = m.compile("recursive")
+    st = tree_stepper(s, 0.05, dt=1e-3, tau=0.05 * np.ones(s.nv))
+    res = run(st, st.t_end, progress=False)
+    assert st._rows[2][:-1].all() and not st._rows[2][-1]
+    for i in range(len(res.t)):
+        fd = s.forward_dynamics(res.q[i], res.qd[i], 0.05 * np.ones(s.nv), res.t[i])
+        _close(res.qdd[i], fd.qdd, 1e-12)
+        _close(res.reactions[i], fd.reactions, 1e-12)
