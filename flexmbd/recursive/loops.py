@@ -559,50 +559,52 @@ class LoopSystem:
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
             return done
+        out = (qdd, lam, reac, acc, stats)
         if given is not None:
             n = min(nt, len(given["viol"]))
-            done[:n] = given["viol"][:n, 2] == 1.0
-            g = {k: v[:n][done[:n]] for k, v in given.items() if k != "sel"}
+            idx = np.flatnonzero(given["viol"][:n, 2] == 1.0)
+            done[idx] = True
+            rows = ("qdd", "lam", "reac", "acc", "cutF")
+            self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
         todo = np.flatnonzero(~done)
-        TAU = np.zeros((len(todo), self.nv))
-        for a, i in enumerate(todo):
-            if taus[i] is not None:
-                TAU[a] = taus[i]
-        m, nt_j = self.constraints.m, len(self.tree.joint_names)
-        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
-        REAC = np.empty((nt, nt_j, 6))
-        ACC = np.empty((nt, len(self.layout.body_names), 6))
-        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
-        VIOL = np.zeros((nt, 2))
-        if given is not None and done.any():
-            QDD[done], LAM[done], REAC[done] = g["qdd"], g["lam"], g["reac"]
-            ACC[done], CUTF[done], VIOL[done] = g["acc"], g["cutF"], g["viol"][:, :2]
         if len(todo):
-            ok = np.zeros(len(todo), dtype=bool)
-            arrays = (QDD[todo], LAM[todo], REAC[todo], ACC[todo], CUTF[todo], VIOL[todo])
+            nd = len(todo)
+            TAU = np.zeros((nd, self.nv))
+            for a, i in enumerate(todo):
+                if taus[i] is not None:
+                    TAU[a] = taus[i]
+            m, nt_j = self.constraints.m, len(self.tree.joint_names)
+            QDD, LAM = np.empty((nd, self.nv)), np.empty((nd, m))
+            REAC = np.empty((nd, nt_j, 6))
+            ACC = np.empty((nd, len(self.layout.body_names), 6))
+            CUTF = np.empty((nd, len(self.constraints.cuts), 6))
+            VIOL, ok = np.zeros((nd, 2)), np.zeros(nd, dtype=bool)
             _NL.loop_samples(
                 c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q[todo], dtype=float),
-                np.ascontiguousarray(qd[todo], dtype=float), TAU, sel, P.rtol, _GUARD,
-                self._ws, self._reac_ws, self._body_row, *arrays, ok,
+                np.ascontiguousarray(qd[todo], dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
+                self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
             )  # fmt: skip
-            for X, Y in zip((QDD, LAM, REAC, ACC, CUTF, VIOL), arrays):
-                X[todo] = Y
-            done[todo] = ok
-        if not done.any():
-            return done
-        P.selection_used()
-        info = P.info
-        qdd[done], lam[done], acc[done] = QDD[done], LAM[done], ACC[done]
-        full = np.zeros((int(done.sum()), len(self.joint_names), 6))
-        full[:, self._tree_rows] = REAC[done]
-        full[:, self._cut_rows_reac] = CUTF[done]
-        reac[done] = full
-        stats["position_violation"][done] = VIOL[done, 0]
-        stats["velocity_violation"][done] = VIOL[done, 1]
-        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
-        stats["n_weak"][done] = info.n_weak
-        stats["discarded"][done] = info.discarded
+            arrays = (QDD[ok], LAM[ok], REAC[ok], ACC[ok], CUTF[ok], VIOL[ok])
+            self._put_samples(todo[ok], *arrays, out)
+            done[todo[ok]] = True
+        if done.any():
+            P.selection_used()
+            info = P.info
+            stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+            stats["n_weak"][done] = info.n_weak
+            stats["discarded"][done] = info.discarded
         return done
+
+    def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
+        """Rows ``idx`` of the result arrays ``out = (qdd, lam, reactions, body
+        accelerations, stats)`` from the compiled samples (tree reactions ``REAC``, cut
+        wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
+        qdd, lam, reac, acc, stats = out
+        qdd[idx], lam[idx], acc[idx], reac[idx] = QDD, LAM, ACC, 0.0
+        reac[idx[:, None], self._tree_rows] = REAC
+        reac[idx[:, None], self._cut_rows_reac] = CUTF
+        stats["position_violation"][idx] = VIOL[:, 0]
+        stats["velocity_violation"][idx] = VIOL[:, 1]
 
     def _compiled_inputs(self, q, qd, tau, P):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
