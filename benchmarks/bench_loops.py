@@ -114,7 +114,8 @@ def time_size(N, repeats=3, steps=3, dt=1e-3, rsteps=30):
     # integration only, in process time (the shared machine's other jobs do not count);
     # the loop's first step is the QR path that selects the rows
     out["rec_step"] = min(
-        step_cpu(S.stepper((rsteps + 1) * dt, dt=dt), rsteps, skip=1) for _ in range(repeats)
+        interval_cpu(S.stepper(2 * rsteps * dt, dt=rsteps * dt, substeps=rsteps), rsteps)
+        for _ in range(repeats)
     )
     # output: every step is an output sample (accelerations, reactions, multipliers,
     # violations, energies, joint and body series): process time beyond the integration
@@ -128,7 +129,8 @@ def time_size(N, repeats=3, steps=3, dt=1e-3, rsteps=30):
     T = ring(N, closed=False).compile("recursive")
     T.simulate(3 * dt, dt=dt, integrator="rk4")
     out["tree_step"] = min(
-        step_cpu(tree_stepper(T, (rsteps + 1) * dt, dt=dt), rsteps, skip=1) for _ in range(repeats)
+        interval_cpu(tree_stepper(T, 2 * rsteps * dt, dt=rsteps * dt, substeps=rsteps), rsteps)
+        for _ in range(repeats)
     )
     # absolute
     try:
@@ -314,13 +316,13 @@ def cpu_of(f):
     return time.process_time() - c0, out
 
 
-def step_cpu(stepper, n, skip=0):
-    """Process time per step of ``n`` steps of a stepper, after ``skip`` untimed ones."""
-    for _ in range(skip):
-        stepper.step()
+def interval_cpu(stepper, n):
+    """Process time per step of the second output interval of ``n`` steps (the first,
+    untimed, holds the loop's QR step that selects the rows): the integration alone,
+    with one output sample per ``n`` steps."""
+    stepper.step()
     c0 = time.process_time()
-    for _ in range(n):
-        stepper.step()
+    stepper.step()
     return (time.process_time() - c0) / n
 
 
@@ -381,8 +383,10 @@ def report(rows, exps, squeezer=(), output=()):
         "(`flexmbd.recursive._nbloops.loop_rk4_step`) while the rows the last QR selected "
         "hold; absolute: Newmark 1/4, 1/2 with Newton). `fd`: one evaluation of the "
         "accelerations and multipliers (`LoopSystem.accelerations`: the Python path, and "
-        "`compiled=True`). Steps are timed in process time (CPU of this process) over 30 "
-        "steps of a stepper. `output per sample`: what a run with an output sample after "
+        "`compiled=True`). Steps are timed in process time (CPU of this process) over one "
+        "output interval of 30 steps (`substeps = 30`, after a first interval that holds "
+        "the loop's QR step: the integration with one output sample per 30 steps). "
+        "`output per sample`: what a run with an output sample after "
         "every step costs beyond its integration, per sample (accelerations, every "
         "reaction, multipliers, violations, rank statistics, energies, joint and body "
         "series), in process time beyond the run's integration. Times in ms, best of 3. "
