@@ -67,6 +67,7 @@ class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
     quaternion coordinates renormalized after every step and at every dense sample."""
 
+    # contract: ExplicitStepper's options (passed on)
     def __init__(
         self,
         system: Any,
@@ -81,11 +82,39 @@ class TreeStepper(ExplicitStepper):
         self.tau_f = tau_function(tau, system.nv)
         self._raw = system.qdd
         self._options = _options or {}
+        #: RK4: the output sample the next evaluation is at (its first stage), and the
+        #: samples' ``(qdd, reactions)`` rows from those evaluations
+        self._sample_next = None
+        self._rows = None
+
+    def step(self) -> None:
+        """One output interval (:meth:`ExplicitStepper.step`); RK4's first stage is the
+        forward dynamics at the output sample: its reactions are kept for the results."""
+        if not self.adaptive and self.i <= self.n_out:
+            self._sample_next = self.i
+        try:
+            super().step()
+        finally:
+            self._sample_next = None
 
     def _f(self, t, y):
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
-        acc = self._raw(qq, vv, self.tau_f(t, qq, vv), t)
+        tau = self.tau_f(t, qq, vv)
+        i = self._sample_next
+        if i is None:
+            acc = self._raw(qq, vv, tau, t)
+        else:  # the sample at the start of the interval: the same qdd, with reactions
+            self._sample_next = None
+            acc, reac = self.system.qdd_and_reactions(qq, vv, tau, t)
+            if self._rows is None or len(self._rows[2]) <= i:  # (a longer run: set_t_end)
+                n, old = self.n_out + 1, self._rows
+                self._rows = (np.zeros((n, self.nv)), np.zeros((n, *reac.shape)), np.zeros(n, bool))
+                for a, b in zip(self._rows, old or ()):
+                    a[: len(b)] = b[: len(a)]
+            qdd_rows, reac_rows, done = self._rows
+            if i < len(done):
+                qdd_rows[i], reac_rows[i], done[i] = acc, reac, True
         return np.concatenate([self.system.qdot(qq, vv), acc])
 
     def _after_rk4(self, y):
@@ -111,7 +140,7 @@ class TreeStepper(ExplicitStepper):
         meta = self.meta()
         meta["wall_time"] = self.wall
         y = np.concatenate([results.q, results.qd], axis=1)
-        res = _results(self.system, results.t, y, self.tau_f, meta, safe=failed)
+        res = _results(self.system, results.t, y, self.tau_f, meta, safe=failed, given=self._rows)
         res.stats.update(results.stats)  # rhs evaluations, step sizes
         return res
 
@@ -135,6 +164,8 @@ def rebuild(model, formulation, compile, options, overrides, kind=None):
     return tree_stepper(system, initial=False, **opts)
 
 
+# contract: the options of simulate_recursive, which it passes on (fm.resume rebuilds the
+# stepper from them; LoopSystem.stepper takes the same)
 def tree_stepper(
     system: Any,
     t_end: float,
@@ -244,6 +275,7 @@ def simulate_recursive(
         tau=tau,
         max_step=max_step,
     )
+    # contract: the driver call of every simulate (flexmbd.checkpoint.run)
     return run(
         st,
         t_end,
@@ -255,11 +287,12 @@ def simulate_recursive(
     )
 
 
-def _results(system, t, y, tau_f, meta, safe=False):
+def _results(system, t, y, tau_f, meta, safe=False, given=None):
     """Results with qdd, reactions, energies (and momentum for floating systems); for
     every flexible body its :class:`~flexmbd.results.BodySeries`: modal coordinates,
     floating-frame pose and deformed interface frames (origin and Euler parameters,
-    world)."""
+    world). ``given``: ``(qdd, reactions, done)`` rows of the samples that the RK4
+    steps' first stages evaluated (:meth:`TreeStepper._f`); the others in one batch."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -268,11 +301,20 @@ def _results(system, t, y, tau_f, meta, safe=False):
         v = tau_f(t[i], q[i], qd[i])
         if v is not None:
             tau[i] = v
+    done = np.zeros(nt, dtype=bool)
+    qdd = np.empty((nt, nv))
+    reac = np.empty((nt, len(system.joint_names), 6))
+    if given is not None:
+        n = min(nt, len(given[2]))
+        done[:n] = given[2][:n]
+        qdd[:n][done[:n]] = given[0][:n][done[:n]]
+        reac[:n][done[:n]] = given[1][:n][done[:n]]
     try:
+        todo = np.flatnonzero(~done)
         with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):
-            fd = system.forward_dynamics_batch(q, qd, tau, t=t) if nt else None
-        qdd = fd.qdd if nt else np.zeros((0, nv))
-        reac = fd.reactions if nt else np.zeros((0, len(system.joint_names), 6))
+            if len(todo):
+                fd = system.forward_dynamics_batch(q[todo], qd[todo], tau[todo], t=t[todo])
+                qdd[todo], reac[todo] = fd.qdd, fd.reactions
     except FlexmbdError:
         if not safe:
             raise

@@ -297,13 +297,7 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
     for k in range(1, N + 1):
         pk = Ia[K.I_PARENT, k]
         for c in range(kc):
-            if pk > 0:
-                K._m2c(Rr[k], Pr[k], af[c, pk], t6)
-                for i in range(6):
-                    t6[i] = af[c, k, i] - t6[i]
-            else:
-                for i in range(6):
-                    t6[i] = af[c, k, i]
+            _less_parent(Rr[k], Pr[k], af, c, k, pk, t6)
             if Ia[K.I_DIAG, k]:
                 mask = Vv[K.V_MASK, k]
                 for a in range(6):
@@ -327,6 +321,9 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
         o = Ia[K.I_VO, k]
         for c in range(kc):
+            # unrolled: the back substitution of _kernels' solve (eq. 28) per column, kept
+            # inline here so that the loop over the columns runs inside the body loop
+            # (each body's G, R read once for all columns); the tree's own is per state
             F = tv if rd else Fe[c, k]  # a Revolute's F is not read again
             b = bx[c, k]
             ak = af[c, k]
@@ -367,14 +364,21 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
                     s -= Rk[0, 2] * af[c, pk, 0] + Rk[1, 2] * af[c, pk, 1] + Rk[2, 2] * af[c, pk, 2]
                 out[c, o] = s
                 continue
-            if pk > 0:
-                K._m2c(Rr[k], Pr[k], af[c, pk], t6)
-                for i in range(6):
-                    t6[i] = af[c, k, i] - t6[i]
-            else:
-                for i in range(6):
-                    t6[i] = af[c, k, i]
+            _less_parent(Rr[k], Pr[k], af, c, k, pk, t6)
             K.joint_qdd(Ia, Mm, k, t6, out[c])
+
+
+@njit(cache=True, _nrt=False)
+def _less_parent(Rk, Pk, af, c, k, pk, t6):
+    """``t6 = a_k - Phi_k^T a_p`` of column ``c`` (``af`` (kc, N+1, 6); ``Rk, Pk`` the
+    joint's transform from parent ``pk`` to ``k``; ``pk = 0``: the ground, ``a_p = 0``)."""
+    if pk > 0:
+        K._m2c(Rk, Pk, af[c, pk], t6)
+        for i in range(6):
+            t6[i] = af[c, k, i] - t6[i]
+    else:
+        for i in range(6):
+            t6[i] = af[c, k, i]
 
 
 @njit(cache=True)
@@ -447,18 +451,68 @@ def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol,
     path)."""
     phi, J, gamma = ws
     nv = y.shape[0] // 2
-    m = phi.shape[0]
-    lam = np.empty(m)
+    acc = np.empty(nv)
+    lam = np.empty(phi.shape[0])
+    st = loop_accelerations(
+        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+    )
+    if st != 0:
+        return st
+    return _rk4_rest(
+        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, acc
+    )
+
+
+@njit(cache=True)
+def loop_rk4_step_sampled(
+    Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
+    reac, qdd, lam, reac_s, acc, cutF, viol,
+):  # fmt: skip
+    """:func:`loop_rk4_step` that also gives the output sample at its start ``y``: the
+    first stage's accelerations ``qdd`` and multipliers ``lam`` (the very numbers of
+    :func:`loop_forward_dynamics` there), the violations ``viol = (max |phi|, max |J v|,
+    ok)`` and, where the QR would select ``sel`` with a margin (:func:`loop_sample`;
+    then ``viol[2] = 1``), the tree reactions ``reac_s``, body accelerations ``acc`` and
+    cut wrenches ``cutF`` of :func:`_tree_with_cuts`. Returns as :func:`loop_rk4_step`
+    (``viol[2] = 0`` unless the sample is complete)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    viol[2] = 0.0
+    st = loop_accelerations(
+        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, qdd, lam, phi, J, gamma, reac
+    )
+    if st != 0:
+        return st
+    viol[0], viol[1] = _violations(phi, J, y[nv:])
+    if _same_rank_decision(J, sel, rtol, guard):
+        cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+        ok = _tree_with_cuts(
+            Ib, buf, forces, y[:nv], y[nv:], tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac_s,
+            acc, body_row,
+        )  # fmt: skip
+        viol[2] = 1.0 if ok == 0 else 0.0
+    return _rk4_rest(
+        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, qdd
+    )
+
+
+@njit(cache=True)
+def _rk4_rest(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, acc0):
+    """The RK4 step of :func:`loop_rk4_step` from its first stage's accelerations
+    ``acc0`` (at ``y``): the other three stages, the update and the correction."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    lam = np.empty(phi.shape[0])
     ks = np.empty((4, 2 * nv))
     yy = np.empty(2 * nv)
     acc = np.empty(nv)
+    for i in range(nv):
+        ks[0, i] = y[nv + i]
+        ks[0, nv + i] = acc0[i]
     cs = (0.0, 0.5, 0.5, 1.0)
-    for s in range(4):
-        if s == 0:
-            yy[:] = y
-        else:
-            for i in range(2 * nv):
-                yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+    for s in range(1, 4):
+        for i in range(2 * nv):
+            yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
         st = loop_accelerations(
             Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
         )
@@ -573,6 +627,13 @@ def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
     (cut joints: scleronomic rows), and whether the projector's QR would select ``sel``
     there with a margin (:func:`_same_rank_decision`)."""
     _eval(cargs, q, v, False, phi, J, gamma)
+    viol[0], viol[1] = _violations(phi, J, v)
+    return _same_rank_decision(J, sel, rtol, guard)
+
+
+@njit(cache=True)
+def _violations(phi, J, v):
+    """``(max |phi|, max |J v|)``: the position and velocity violations of the rows."""
     m, nv = J.shape
     a = 0.0
     b = 0.0
@@ -582,9 +643,7 @@ def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
         for j in range(nv):
             s += J[r, j] * v[j]
         b = max(b, abs(s))
-    viol[0] = a
-    viol[1] = b
-    return _same_rank_decision(J, sel, rtol, guard)
+    return a, b
 
 
 @njit(cache=True)

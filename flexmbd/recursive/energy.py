@@ -22,6 +22,8 @@ from .._typing import Array
 
 __all__ = ["energy_histories"]
 
+_POWERS = ("p_damper", "p_actuator", "p_external")
+
 
 def energy_histories(
     system: Any, t: Array, q: Array, qd: Array, tau: Array | None = None
@@ -31,31 +33,38 @@ def energy_histories(
 
     ``system`` gives ``kinetic_energy(q, qd)``, ``potential_energies(q, t)`` and
     ``powers(q, qd, t, tau)`` (a :class:`~flexmbd.recursive.system.RecursiveSystem` or a
-    closed-loop system over one). Returns ``kinetic``, ``gravity``, ``spring``,
-    ``potential``, ``total`` and, when the powers are known, ``damper_work``,
-    ``actuator_work``, ``external_work`` (trapezoidal rule over the samples) and
+    closed-loop system over one; ``energy_samples(t, q, qd, tau)``, when the system
+    has it and it does not return None, gives all of them at once). Returns
+    ``kinetic``, ``gravity``, ``spring``, ``potential``, ``total`` and, when the powers
+    are known, ``damper_work``, ``actuator_work``, ``external_work`` (trapezoidal rule
+    over the samples) and
     ``numerical_dissipation = E(0) + W_actuator + W_external - W_damper - E(t)``.
     """
     nt = len(t)
-    ke = np.array([system.kinetic_energy(q[i], qd[i]) for i in range(nt)], dtype=float)
-    parts = [system.potential_energies(q[i], t[i]) for i in range(nt)]
-    grav = np.array([p["gravity"] for p in parts], dtype=float)
-    spring = np.array([p["spring"] for p in parts], dtype=float)
+    batch = getattr(system, "energy_samples", None)
+    batch = batch(t, q, qd, tau) if batch is not None and nt else None
+    if batch is not None:  # one kinematics pass per sample for all of them
+        ke, grav, spring = batch["kinetic"], batch["gravity"], batch["spring"]
+    else:
+        ke = np.array([system.kinetic_energy(q[i], qd[i]) for i in range(nt)], dtype=float)
+        parts = [system.potential_energies(q[i], t[i]) for i in range(nt)]
+        grav = np.array([p["gravity"] for p in parts], dtype=float)
+        spring = np.array([p["spring"] for p in parts], dtype=float)
     pe = grav + spring
     out = {"kinetic": ke, "gravity": grav, "spring": spring, "potential": pe, "total": ke + pe}
     if not nt or not hasattr(system, "powers"):
         return out
-    powers = [system.powers(q[i], qd[i], t[i], None if tau is None else tau[i]) for i in range(nt)]
-    if any(p is None for p in powers):
-        return out
+    if batch is None:
+        each = [
+            system.powers(q[i], qd[i], t[i], None if tau is None else tau[i]) for i in range(nt)
+        ]
+        if any(p is None for p in each):
+            return out
+        batch = {k: np.array([p[k] for p in each], dtype=float) for k in _POWERS}
     h = np.diff(np.asarray(t, float))
     with np.errstate(invalid="ignore", over="ignore"):  # NaN samples of a failed run
-        for key, name in (
-            ("p_damper", "damper_work"),
-            ("p_actuator", "actuator_work"),
-            ("p_external", "external_work"),
-        ):
-            p = np.array([x[key] for x in powers])
+        for key, name in zip(_POWERS, ("damper_work", "actuator_work", "external_work")):
+            p = batch[key]
             out[name] = np.concatenate([[0.0], np.cumsum(0.5 * h * (p[1:] + p[:-1]))])
         out["numerical_dissipation"] = (
             out["total"][0]

@@ -269,6 +269,9 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
+        #: (:meth:`results_from`), for :meth:`body_accelerations`
+        self._accel_memo = None
 
     def _make_projector(self, h=None):
         o = dict(self._options)
@@ -323,6 +326,23 @@ class LoopSystem:
         :meth:`~flexmbd.recursive.system.RecursiveSystem.body_motion`)."""
         return self.tree.body_motion(q, qd)
 
+    def body_accelerations(
+        self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike
+    ) -> dict[str, tuple[Array, Array]] | None:
+        """``{body name: (alpha_world (nt, 3), a_origin_world (nt, 3))}`` of the output
+        samples ``q, qd, qdd`` (nt, ...) of the last :meth:`results_from` (the forward
+        dynamics of each sample computed them: rad/s^2, m/s^2, world axes, the body frame
+        origin); None for another history (the joint series then differentiate the
+        twists: :mod:`flexmbd.joint_states`) or for flexible bodies."""
+        memo = self._accel_memo
+        if memo is None or memo[0] != self.model.revision:
+            return None
+        q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
+        if not all(np.array_equal(a, b) for a, b in zip(memo[1:4], (q, qd, qdd))):
+            return None
+        acc = memo[4].copy()  # rows in layout.body_names order
+        return {n: (acc[:, i, :3], acc[:, i, 3:]) for i, n in enumerate(self.layout.body_names)}
+
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:
         return self.tree.kinetic_energy(q, qd)
 
@@ -344,6 +364,15 @@ class LoopSystem:
         (:meth:`flexmbd.recursive.system.RecursiveSystem.potential_energies`)."""
         self._wrench_element.current = []
         return self.tree.potential_energies(q, t)
+
+    def energy_samples(
+        self, t: ArrayLike, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None
+    ) -> dict[str, Array] | None:
+        """Energies (J) and powers (W) of the tree over a history, or None
+        (:meth:`flexmbd.recursive.system.RecursiveSystem.energy_samples`; the ideal loop
+        constraints do no work)."""
+        self._wrench_element.current = []
+        return self.tree.energy_samples(t, q, qd, tau)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
         return self.tree.qdot(q, qd)
@@ -495,11 +524,11 @@ class LoopSystem:
     def compiled_rk4(self) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
-        workspaces, reaction workspace)``."""
+        workspaces, reaction workspace, cut joints' body labels, body rows)``."""
         c = self._compiled()
         if c is None:
             return None
-        return (*c, self._zero_tau, self._ws, self._reac_ws)
+        return (*c, self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
 
     def _compiled_sample(self, q, qd, tau, P, viol):
         """An output sample by the compiled loop: violations into ``viol`` and the forward
@@ -517,47 +546,65 @@ class LoopSystem:
             return None
         return self._compiled_forward_dynamics(q, qd, tau, P)
 
-    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats):
+    def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc, given=None):
         """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
         result arrays: every sample where the QR would select the projector's rows with
-        a margin (their rank statistics are those rows'); returns the mask of the samples
-        done (the others take the per-sample path)."""
+        a margin (their rank statistics are those rows'); ``given``: the rows the
+        compiled RK4 steps already wrote (:meth:`_LoopStepper.fused_samples`), taken as
+        they are. Returns the mask of the samples done (the others take the per-sample
+        path)."""
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
         c = self._compiled()
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
             return done
-        TAU = np.zeros((nt, self.nv))
-        for i, x in enumerate(taus):
-            if x is not None:
-                TAU[i] = x
-        m, nt_j = self.constraints.m, len(self.tree.joint_names)
-        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
-        REAC = np.empty((nt, nt_j, 6))
-        ACC = np.empty((nt, len(self.layout.body_names), 6))
-        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
-        VIOL = np.zeros((nt, 2))
-        _NL.loop_samples(
-            c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q, dtype=float),
-            np.ascontiguousarray(qd, dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
-            self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, done,
-        )  # fmt: skip
-        if not done.any():
-            return done
-        P.selection_used()
-        info = P.info
-        qdd[done], lam[done] = QDD[done], LAM[done]
-        full = np.zeros((int(done.sum()), len(self.joint_names), 6))
-        full[:, self._tree_rows] = REAC[done]
-        full[:, self._cut_rows_reac] = CUTF[done]
-        reac[done] = full
-        stats["position_violation"][done] = VIOL[done, 0]
-        stats["velocity_violation"][done] = VIOL[done, 1]
-        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
-        stats["n_weak"][done] = info.n_weak
-        stats["discarded"][done] = info.discarded
+        out = (qdd, lam, reac, acc, stats)
+        if given is not None:
+            n = min(nt, len(given["viol"]))
+            idx = np.flatnonzero(given["viol"][:n, 2] == 1.0)
+            done[idx] = True
+            rows = ("qdd", "lam", "reac", "acc", "cutF")
+            self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
+        todo = np.flatnonzero(~done)
+        if len(todo):
+            nd = len(todo)
+            TAU = np.zeros((nd, self.nv))
+            for a, i in enumerate(todo):
+                if taus[i] is not None:
+                    TAU[a] = taus[i]
+            m, nt_j = self.constraints.m, len(self.tree.joint_names)
+            QDD, LAM = np.empty((nd, self.nv)), np.empty((nd, m))
+            REAC = np.empty((nd, nt_j, 6))
+            ACC = np.empty((nd, len(self.layout.body_names), 6))
+            CUTF = np.empty((nd, len(self.constraints.cuts), 6))
+            VIOL, ok = np.zeros((nd, 2)), np.zeros(nd, dtype=bool)
+            _NL.loop_samples(
+                c[0], c[1], c[2], c[3], self._clab, np.ascontiguousarray(q[todo], dtype=float),
+                np.ascontiguousarray(qd[todo], dtype=float), TAU, sel, P.rtol, _GUARD, self._ws,
+                self._reac_ws, self._body_row, QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+            )  # fmt: skip
+            arrays = (QDD[ok], LAM[ok], REAC[ok], ACC[ok], CUTF[ok], VIOL[ok])
+            self._put_samples(todo[ok], *arrays, out)
+            done[todo[ok]] = True
+        if done.any():
+            P.selection_used()
+            info = P.info
+            stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+            stats["n_weak"][done] = info.n_weak
+            stats["discarded"][done] = info.discarded
         return done
+
+    def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
+        """Rows ``idx`` of the result arrays ``out = (qdd, lam, reactions, body
+        accelerations, stats)`` from the compiled samples (tree reactions ``REAC``, cut
+        wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
+        qdd, lam, reac, acc, stats = out
+        qdd[idx], lam[idx], acc[idx], reac[idx] = QDD, LAM, ACC, 0.0
+        reac[idx[:, None], self._tree_rows] = REAC
+        reac[idx[:, None], self._cut_rows_reac] = CUTF
+        stats["position_violation"][idx] = VIOL[:, 0]
+        stats["velocity_violation"][idx] = VIOL[:, 1]
 
     def _compiled_inputs(self, q, qd, tau, P):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
@@ -734,6 +781,7 @@ class LoopSystem:
                 break
         return qdd, lam + dlam
 
+    # contract: the signature of every formulation's forward_dynamics (flexmbd.dynamics)
     def forward_dynamics(
         self,
         q: ArrayLike,
@@ -872,6 +920,7 @@ class LoopSystem:
             t_eval=t_eval,
             substeps=substeps,
         )
+        # contract: the driver call of every simulate (flexmbd.checkpoint.run)
         return run(
             st,
             t_end,
@@ -882,6 +931,8 @@ class LoopSystem:
             overwrite=overwrite,
         )
 
+    # contract: the options of simulate, which it passes on (fm.resume rebuilds the
+    # stepper from them)
     def stepper(
         self,
         t_end: float,
@@ -955,11 +1006,19 @@ class LoopSystem:
         return st
 
     def results_from(
-        self, t: Array, y: Array, tau_f: Any, meta: dict, P: Projector, safe: bool = False
+        self,
+        t: Array,
+        y: Array,
+        tau_f: Any,
+        meta: dict,
+        P: Projector,
+        safe: bool = False,
+        given: dict | None = None,
     ) -> Results:
         """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
         (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
-        re-evaluated per sample; ``safe``: failures leave NaN rows)."""
+        evaluated per sample, or taken from ``given``: the rows the compiled RK4 steps
+        wrote; ``safe``: failures leave NaN rows)."""
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
@@ -972,8 +1031,9 @@ class LoopSystem:
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
+        acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
         taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
-        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats)
+        done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc, given)
         for i in range(nt):
             if done[i]:
                 continue
@@ -981,6 +1041,7 @@ class LoopSystem:
             if fd is not None:
                 stats["position_violation"][i], stats["velocity_violation"][i] = viol
                 qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+                acc[i] = fd.body_accelerations
                 stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
                 stats["n_weak"][i] = fd.n_weak
                 stats["discarded"][i] = fd.discarded
@@ -1000,6 +1061,7 @@ class LoopSystem:
                     raise
                 continue
             qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+            acc[i] = fd.body_accelerations
             stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
             stats["n_weak"][i] = fd.n_weak
             if m:
@@ -1008,6 +1070,12 @@ class LoopSystem:
             None
             if all(x is None for x in taus)
             else np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
+        )
+        # the joint series of the cut joints take these exact body accelerations
+        # (fill_joint_states asks body_accelerations with the results' arrays)
+        qdd0 = np.where(np.all(np.isfinite(qdd), axis=1)[:, None], qdd, 0.0)
+        self._accel_memo = (
+            None if self._flexible else (self.model.revision, q.copy(), qd.copy(), qdd0, acc)
         )
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
@@ -1133,6 +1201,9 @@ class _LoopStepper(ExplicitStepper):
             and P.method == "qr"
             and self.nq == system.nv
         )
+        #: the output samples given by the compiled RK4 steps (their first stage is the
+        #: forward dynamics at the sample): built on the first step (:meth:`_sample_rows`)
+        self._fused = None
         #: the adaptive run met a state where the QR must decide (a rank change, a singular
         #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
         #: so that its error control sees the rank changes (a stall at a singular
@@ -1202,7 +1273,7 @@ class _LoopStepper(ExplicitStepper):
         the compiled loop (:func:`._nbloops.loop_rk4_step`) while the configuration stays
         regular and ``tau`` is None or constant, else the generic path."""
         c = self.system.compiled_rk4() if self._fast_rk4 else None
-        if c is None or self.P.selection() is None:
+        if c is None:
             return super().step()
         tic = _time.perf_counter()
         t_start = self.t0 + self.i * self.dt
@@ -1213,17 +1284,57 @@ class _LoopStepper(ExplicitStepper):
         self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
+    def _sample_rows(self, sel):
+        """The arrays of the output samples that the compiled steps give (one row per
+        output time ``t0 + i dt``, :func:`._nbloops.loop_rk4_step_sampled`) for the
+        projector's rows ``sel``; rows of another selection are dropped (their rank
+        statistics are another QR's)."""
+        f = self._fused
+        if f is not None and np.array_equal(f["sel"], sel):
+            return f
+        s, n = self.system, self.n_out + 1
+        nb, nj = len(s.layout.body_names), len(s.tree.joint_names)
+        f = dict(
+            sel=sel.copy(),
+            qdd=np.zeros((n, s.nv)),
+            lam=np.zeros((n, s.constraints.m)),
+            reac=np.zeros((n, nj, 6)),
+            acc=np.zeros((n, nb, 6)),
+            cutF=np.zeros((n, len(s.constraints.cuts), 6)),
+            viol=np.zeros((n, 3)),
+        )
+        self._fused = f
+        return f
+
+    def fused_samples(self) -> dict | None:
+        """The output samples of the compiled steps (:meth:`_sample_rows`; ``viol[:, 2]``
+        1 where a row is complete) while the projector keeps their rows, else None."""
+        f = self._fused
+        sel = self.P.selection()
+        if f is None or sel is None or not np.array_equal(f["sel"], sel):
+            return None
+        return f
+
     def _fast_substeps(self, c, t_start, y):
         """The substeps of one output interval from ``y``: compiled while the projector's
-        selection holds; a step it hands back is corrected by the QR (``NEEDS_QR``) or
-        redone by the generic path (a failed stage)."""
+        selection holds (the first also writes the output sample at ``y``); a step it
+        hands back is corrected by the QR (``NEEDS_QR``) or redone by the generic path
+        (a failed stage)."""
         P, nq = self.P, self.nq
         tau = c[4] if self._tau is None else self._tau
         for sub in range(self.substeps):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
-            if sel is not None:
+            if sel is not None and sub == 0 and self.i <= self.n_out:
+                f, i = self._sample_rows(sel), self.i
+                st = _NL.loop_rk4_step_sampled(
+                    c[0], c[1], c[2], c[3], c[7], c[8], y,
+                    self.h, tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
+                    c[6], f["qdd"][i], f["lam"][i], f["reac"][i], f["acc"][i], f["cutF"][i],
+                    f["viol"][i],
+                )  # fmt: skip
+            elif sel is not None:
                 st = _NL.loop_rk4_step(
                     c[0], c[1], c[2], c[3], y, self.h, tau, sel, P.position_tol,
                     P.max_newton, P.rtol, _GUARD, c[5], c[6],
@@ -1317,7 +1428,8 @@ class _LoopStepper(ExplicitStepper):
                     y[i] = np.concatenate([qq, vv])
         meta = self.meta()
         meta["wall_time"] = self.wall
-        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed)
+        given = None if self.adaptive else self.fused_samples()
+        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given)
         for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
@@ -1592,6 +1704,7 @@ class _FlexCutConstraints(CutJointConstraints):
             Jrel[:3] = RcT @ dJ[:3]
             Jrel[3:] = RcT @ (dJ[3:] - _skew_mat(pc) @ dJ[:3])
             bsp = None if v is None else np.concatenate([alC - alP, aOC - aOP])
+            # contract: the arguments of constraints.cut's rigid cut rows
             self._cut_rows(
                 c,
                 Rp_,

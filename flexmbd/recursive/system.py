@@ -458,6 +458,7 @@ class RecursiveSystem:
         self._revision = None
         self._lean = None
         self._motion_memo = None
+        self._kin_memo = None
         self._alloc()
         # one int buffer (header, Ia, Sa) for the lean entry point; Ia, Sa are views of it
         self._Ib, self._Ia, self._Sa = K.pack_ints(
@@ -1100,6 +1101,8 @@ class RecursiveSystem:
             # takes the general path below, which converts, checks and reports
             qdd = np.empty(self.nv)
             reac = np.empty(self._reac_shape)
+            # unrolled: the compiled call of _raw_accel's lean path, inline: a shared
+            # helper would add a Python call to this few-microsecond entry point
             try:
                 if (
                     _qdd_reactions(
@@ -1386,27 +1389,45 @@ class RecursiveSystem:
             and np.array_equal(memo[1], q)
             and np.array_equal(memo[2], qd)
         ):
-            return {k: tuple(a.copy() for a in v) for k, v in memo[3].items()}
+            return self._motion_dict(*memo[3])
         out = self._body_motion(q, qd)
         self._motion_memo = (self.model.revision, q.copy(), qd.copy(), out)
-        return {k: tuple(a.copy() for a in v) for k, v in out.items()}
+        return self._motion_dict(*out)
+
+    def _motion_dict(self, rigid, col, floating):
+        """``{body name: (R, r, w, v)}`` from :meth:`_body_motion`'s arrays, copied (one
+        copy of each history array; the rigid bodies' entries are views of it)."""
+        R, r, w, v = (a.copy() for a in rigid)
+        out = {}
+        for k in range(1, self.n_bodies + 1):
+            i = col.get(k)
+            out[self._body_of[k].name] = (
+                tuple(a.copy() for a in floating[k])
+                if i is None
+                else (R[:, i], r[:, i], w[:, i], v[:, i])
+            )
+        return out
 
     def _body_motion(self, q, qd):
         """Tree kinematics per state; the fixed frame change of the rigid bodies over the
         history at once, the floating frames of the flexible bodies (the strategy's
-        workspace after each state's kinematics) per state."""
+        workspace after each state's kinematics) per state. Returns ``((R, r, w, v)
+        (nt, n_rigid, ...), {label: rigid column}, {label: floating (R, r, w, v)})``."""
         nt, n = len(q), self.n_bodies
-        Rw = np.empty((nt, n + 1, 3, 3))
-        rw = np.empty((nt, n + 1, 3))
-        vel = np.empty((nt, n + 1, 6))
         ops = self._ops
         floating = {k: tuple(np.empty((nt, *s)) for s in _MOTION) for k in ops.flex_labels}
-        for i in range(nt):
-            Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
-            for k, (R, r, w, v) in floating.items():
-                R[i], r[i] = ops.body_pose(k, Rw[i, k], rw[i, k])
-                Vb = ops.body_speeds(k)
-                w[i], v[i] = R[i] @ Vb[:3], R[i] @ Vb[3:]
+        if floating:
+            Rw = np.empty((nt, n + 1, 3, 3))
+            rw = np.empty((nt, n + 1, 3))
+            vel = np.empty((nt, n + 1, 6))
+            for i in range(nt):
+                Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
+                for k, (R, r, w, v) in floating.items():
+                    R[i], r[i] = ops.body_pose(k, Rw[i, k], rw[i, k])
+                    Vb = ops.body_speeds(k)
+                    w[i], v[i] = R[i] @ Vb[:3], R[i] @ Vb[3:]
+        else:
+            Rw, rw, vel, _ = self._kinematics_history(q, qd)
         # the rigid bodies' frame changes for all of them at once (one array operation
         # each instead of a few per body)
         ks = [k for k in range(1, n + 1) if k not in floating]
@@ -1417,13 +1438,79 @@ class RecursiveSystem:
         r = rk - np.einsum("tkij,kj->tki", R, pf)
         w = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, :3])
         v = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, 3:]) + np.cross(w, r - rk)
-        col = {k: i for i, k in enumerate(ks)}
-        out = {}
-        for k in range(1, n + 1):
-            i = col.get(k)
-            out[self._body_of[k].name] = (
-                floating[k] if i is None else (R[:, i], r[:, i], w[:, i], v[:, i])
-            )
+        return (R, r, w, v), {k: i for i, k in enumerate(ks)}, floating
+
+    def _kinematics_history(self, q, qd):
+        """``(Rw (nt, N+1, 3, 3), rw (nt, N+1, 3), vel (nt, N+1, 6))``: the tree kinematics
+        (the workspace's ``R_W``, ``P_W``, ``V_VEL``) of every state of a history, with
+        the table energies of each state (:meth:`_table_energy`, ``(nt, 4)`` or None);
+        kept for the same history (the energies and the joint series of one run ask for
+        it in turn)."""
+        memo = self._kin_memo
+        if (
+            memo is not None
+            and memo[0] == self.model.revision
+            and np.array_equal(memo[1], q)
+            and np.array_equal(memo[2], qd)
+        ):
+            return memo[3]
+        nt, n = len(q), self.n_bodies
+        Rw = np.empty((nt, n + 1, 3, 3))
+        rw = np.empty((nt, n + 1, 3))
+        vel = np.empty((nt, n + 1, 6))
+        table = np.empty((nt, 4)) if self._generic and self._ops.compiled else None
+        for i in range(nt):
+            Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
+            if table is not None:
+                e = self._table_energy(qd[i])
+                if e is None:
+                    table = None
+                else:
+                    table[i] = e
+        out = (Rw, rw, vel, table)
+        self._kin_memo = (self.model.revision, q.copy(), qd.copy(), out)
+        return out
+
+    def energy_samples(
+        self, t: ArrayLike, q: ArrayLike, qd: ArrayLike, tau: ArrayLike | None = None
+    ) -> dict[str, Array] | None:
+        """The energies (J) and powers (W) of :meth:`kinetic_energy`,
+        :meth:`potential_energies` and :meth:`powers` over a history ``t`` (nt,) s, ``q``
+        (nt, nq), ``qd`` (nt, nv), ``tau`` (nt, nv) N / N m or None, from one kinematics
+        pass per state: ``{"kinetic", "gravity", "spring", "p_damper", "p_actuator",
+        "p_external"}`` (nt,) each. None for flexible bodies or force elements outside
+        the compiled table (the per-state methods then apply)."""
+        self._refresh()
+        if self._ops.flex_labels or not self._ops.compiled:
+            return None
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        q, qd = self._check_state(q, qd)
+        Rw, rw, vel, table = self._kinematics_history(q, qd)
+        if self._generic and table is None:
+            return None
+        Im, mc, g = self._Mm[M_I, 1:], self._Vv[V_MC, 1:], self._gravity
+        ke = 0.5 * np.einsum("tki,kij,tkj->t", vel[:, 1:], Im, vel[:, 1:])
+        grav = -(
+            np.einsum("k,tkj,j->t", mc[:, 3], rw[:, 1:], g)
+            + np.einsum("tkij,kj,i->t", Rw[:, 1:], mc[:, :3], g)
+        )
+        nt = len(q)
+        p_act = np.zeros(nt)
+        for f in self._joint_forces:
+            sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+            t_ = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
+            for i in range(nt):
+                p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
+        if tau is not None:
+            p_act += np.einsum("ti,ti->t", np.asarray(tau, dtype=float), qd)
+        out = {"kinetic": ke, "gravity": grav, "spring": np.zeros(nt)}
+        out.update(p_damper=np.zeros(nt), p_actuator=p_act, p_external=np.zeros(nt))
+        if table is not None:
+            out["spring"] = table[:, 0].copy()
+            out["p_damper"] += table[:, 1]
+            out["p_actuator"] += table[:, 2] - qd @ self.compiled_forces()[2][: self.nv]
+            out["p_external"] += table[:, 3]
         return out
 
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float:

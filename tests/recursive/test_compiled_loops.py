@@ -157,7 +157,7 @@ def test_the_columns_sweep_is_the_tree_solve_per_column():
     s = spatial_ring(7).compile("recursive")
     q, qd = s.initial_state(qd=np.linspace(0.5, -0.4, s.nv))
     s.project(q, qd)
-    Ib, buf, _, forces, tau, _, reac = s.compiled_rk4()
+    Ib, buf, _, forces, tau, _, reac, *_ = s.compiled_rk4()
     nv = s.nv
     assert NL._tree_free(Ib, buf, forces, q, qd, tau, np.empty(nv), reac) == 0
     cols = np.random.default_rng(5).standard_normal((5, nv))
