@@ -200,10 +200,12 @@ def child_breakdown(data, second):
     ``simulate``: the target-context refresh (numba's lazy import and registration of
     its implementation modules, once per process), unserializing each cached kernel,
     and the rest (typing the arguments, dispatch, Python)."""
-    from numba.core import base, caching
+    from numba.core import base
+
+    from flexmbd._jit import KernelCache
 
     acc = {"refresh": 0.0, "load": 0.0, "kernels": []}
-    refresh, load = base.BaseContext.refresh, caching.Cache.load_overload
+    refresh, load = base.BaseContext.refresh, KernelCache.load_overload
     depth = [0]
 
     def timed_refresh(self):
@@ -223,7 +225,7 @@ def child_breakdown(data, second):
         acc["kernels"].append(self._name.split()[1])  # "<function name at 0x...>"
         return out
 
-    base.BaseContext.refresh, caching.Cache.load_overload = timed_refresh, timed_load
+    base.BaseContext.refresh, KernelCache.load_overload = timed_refresh, timed_load
     t = child_flexmbd(data, second=True)
     t["breakdown"] = acc
     return t
