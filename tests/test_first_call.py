@@ -225,6 +225,7 @@ def test_cache_stamp_covers_callees_and_not_unrelated_kernels(tmp_path):
 
 LEAN_KERNEL = '''
 import numpy as np
+from numba import prange
 from flexmbd._jit import njit
 
 
@@ -235,6 +236,15 @@ def spread(x, k):
     for i in range(k):
         y[i * x.shape[0] : (i + 1) * x.shape[0]] = np.cumsum(x) * (i + 1)
     return y
+
+
+@njit(cache=True, parallel=True)
+def squares(n):
+    """A parallel kernel (its cache entry re-launches numba's thread pool on load)."""
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = float(i * i)
+    return out
 '''
 
 LEAN_LOAD = """
@@ -246,14 +256,15 @@ refresh = base.BaseContext.refresh
 base.BaseContext.refresh = lambda self: (calls.append(1), refresh(self))[1]
 from flexmbd import _leanmod as leanmod
 y = leanmod.spread(np.array([1.0, 2.0, 4.0]), 2)
-hits = sum(leanmod.spread.stats.cache_hits.values())
+y = y.tolist() + leanmod.squares(4).tolist()
+hits = sum(sum(k.stats.cache_hits.values()) for k in (leanmod.spread, leanmod.squares))
 loaded = [calls.count(1), "numba.np.polynomial.polynomial_core" in sys.modules]
 from numba import njit
 @njit
 def solve(a, b):
     return np.linalg.solve(a, b)
 x = solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 1.0]))
-print(json.dumps([y.tolist(), hits, loaded, calls.count(1) > 0, x.tolist()]))
+print(json.dumps([y, hits, loaded, calls.count(1) > 0, x.tolist()]))
 """
 
 
@@ -261,8 +272,9 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
     """A flexmbd kernel loaded from the cache in a fresh process skips numba's
     target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
     modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and
-    still runs NRT allocations and numpy implementations; a compilation later in the
-    same process refreshes the context itself and compiles a numpy.linalg call."""
+    still runs NRT allocations, numpy implementations and a parallel loop; a compilation
+    later in the same process refreshes the context itself and compiles a numpy.linalg
+    call."""
     import shutil
 
     pkg = tmp_path / "pkg"  # the kernel module inside a copy of the package (cache stamp)
@@ -282,12 +294,12 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0]
+    expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0, 0.0, 1.0, 4.0, 9.0]
     y, hits, (refreshes, unused), later, x = run()  # compiles and fills the cache
     assert (y, hits, x) == (expected, 0, [0.5, 0.25])
     assert refreshes > 0  # the compilation refreshed
     y, hits, (refreshes, unused), later, x = run()
-    assert (y, hits, refreshes, unused) == (expected, 1, 0, False)
+    assert (y, hits, refreshes, unused) == (expected, 2, 0, False)
     assert later and x == [0.5, 0.25]
 
 
