@@ -25,8 +25,10 @@ script.py`` reports them (parent-side ``perf_counter`` and ``RUSAGE_CHILDREN``),
 and in-process phases with ``perf_counter`` (import, build, first ``simulate``, a
 second ``simulate`` of the same system).  Warm cache: the project's numba cache as
 installed (one priming run first); cold cache: an empty temporary
-``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run, and the
-flagship (``examples/flagship.py``, the command ``scripts/setup.sh`` runs) cold.
+``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run (under a
+``numba:compile`` event listener, ``--child compile-times``: exclusive compile CPU per
+kernel), and the flagship (``examples/flagship.py``, the command ``scripts/setup.sh``
+runs) cold.
 Bytecode caching is on in the children (``PYTHONDONTWRITEBYTECODE`` removed), as in a
 normal install.  ``--write`` replaces the ``first-call`` section of
 ``benchmarks/RESULTS.md``.
