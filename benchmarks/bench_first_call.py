@@ -14,6 +14,9 @@ one short script per code, each run as ``python <script>`` in a fresh process:
   Exudyn: ``FEMinterface`` + ``ObjectFFRFreducedOrderInterface`` (``gravity=``) +
   ``MarkerSuperElementRigid`` on the 25 interface nodes + ``GenericJoint`` +
   ``SolveDynamic`` (the ``marker`` variant of ``benchmarks/bench_flexible.py``).
+* **refresh** (``--child refresh``): the flexmbd script with numba's own cache load,
+  which refreshes numba's target context first (the behaviour before
+  `flexmbd._jit.KernelCache` skipped the refresh): the same-run reference.
 * **example script** (``--child example``): flexmbd only, the whole user path of
   ``examples/flexible_pendulum.py`` from the mesh (scikit-fem assembly + reduction).
 
@@ -22,8 +25,10 @@ script.py`` reports them (parent-side ``perf_counter`` and ``RUSAGE_CHILDREN``),
 and in-process phases with ``perf_counter`` (import, build, first ``simulate``, a
 second ``simulate`` of the same system).  Warm cache: the project's numba cache as
 installed (one priming run first); cold cache: an empty temporary
-``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run, and the
-flagship (``examples/flagship.py``, the command ``scripts/setup.sh`` runs) cold.
+``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run (under a
+``numba:compile`` event listener, ``--child compile-times``: exclusive compile CPU per
+kernel), and the flagship (``examples/flagship.py``, the command ``scripts/setup.sh``
+runs) cold.
 Bytecode caching is on in the children (``PYTHONDONTWRITEBYTECODE`` removed), as in a
 normal install.  ``--write`` replaces the ``first-call`` section of
 ``benchmarks/RESULTS.md``.
@@ -197,13 +202,17 @@ def child_example(data, second):
 
 def child_breakdown(data, second):
     """The flexmbd script with numba's cache loading timed (CPU s) during the first
-    ``simulate``: the target-context refresh (numba's lazy import and registration of
-    its implementation modules, once per process), unserializing each cached kernel,
-    and the rest (typing the arguments, dispatch, Python)."""
-    from numba.core import base, caching
+    ``simulate``: numba's target-context refresh (its lazy import and registration of
+    its implementation modules; `flexmbd._jit.KernelCache` loads without it, so it is
+    zero unless something compiles), loading each cached kernel (`KernelCache`'s
+    ``load_overload``: unpickling, unserializing the object code and bitcode), and the
+    rest (typing the arguments, dispatch, Python)."""
+    from numba.core import base
 
-    acc = {"refresh": 0.0, "load": 0.0, "kernels": []}
-    refresh, load = base.BaseContext.refresh, caching.Cache.load_overload
+    from flexmbd._jit import KernelCache
+
+    acc = {"refresh": 0.0, "load": 0.0, "kernels": {}}
+    refresh, load = base.BaseContext.refresh, KernelCache.load_overload
     depth = [0]
 
     def timed_refresh(self):
@@ -219,17 +228,69 @@ def child_breakdown(data, second):
     def timed_load(self, sig, ctx):
         c = time.process_time()
         out = load(self, sig, ctx)
-        acc["load"] += time.process_time() - c
-        acc["kernels"].append(self._name.split()[1])  # "<function name at 0x...>"
+        dt = time.process_time() - c
+        acc["load"] += dt
+        name = self._name.split()[1]  # "<function name at 0x...>"
+        acc["kernels"][name] = acc["kernels"].get(name, 0.0) + dt
         return out
 
-    base.BaseContext.refresh, caching.Cache.load_overload = timed_refresh, timed_load
+    base.BaseContext.refresh, KernelCache.load_overload = timed_refresh, timed_load
     t = child_flexmbd(data, second=True)
     t["breakdown"] = acc
     return t
 
 
-CHILDREN = {"flexmbd": child_flexmbd, "exudyn": child_exudyn, "example": child_example}
+def child_refresh(data, second):
+    """The flexmbd script with numba's own cache load (a target-context refresh before
+    the first load), as before `flexmbd._jit.KernelCache` skipped it: the same-run
+    reference for that change."""
+    from numba.core import caching
+
+    from flexmbd._jit import KernelCache
+
+    KernelCache.load_overload = caching.Cache.load_overload
+    return child_flexmbd(data, second)
+
+
+def compile_listener():
+    """A numba ``numba:compile`` event listener: exclusive compile CPU time (s) per
+    kernel (a kernel's own time without the callees it compiles), in ``.times``."""
+    from numba.core import event
+
+    class Exclusive(event.Listener):
+        def __init__(self):
+            self.stack, self.times = [], {}
+
+        def on_start(self, ev):
+            self.stack.append([time.process_time(), 0.0])
+
+        def on_end(self, ev):
+            t0, callees = self.stack.pop()
+            total = time.process_time() - t0
+            name = ev.data["dispatcher"].py_func.__qualname__
+            self.times[name] = self.times.get(name, 0.0) + total - callees
+            if self.stack:
+                self.stack[-1][1] += total
+
+    listener = Exclusive()
+    event.register("numba:compile", listener)
+    return listener
+
+
+def child_compile_times(data, second):
+    """The flexmbd script (cold cache) with each kernel's exclusive compile time."""
+    listener = compile_listener()
+    t = child_flexmbd(data, second)
+    t["compile"] = listener.times
+    return t
+
+
+CHILDREN = {
+    "flexmbd": child_flexmbd,
+    "refresh": child_refresh,
+    "exudyn": child_exudyn,
+    "example": child_example,
+}
 
 
 # ---------------------------------------------------------------- the parent
@@ -322,7 +383,10 @@ def measure(repeat, cold):
         rows["breakdown"] = {
             k: statistics.median(r["breakdown"][k] for r in bd) for k in ("refresh", "load")
         }
-        rows["breakdown"]["kernels"] = bd[0]["breakdown"]["kernels"]
+        rows["breakdown"]["kernels"] = {
+            k: statistics.median(r["breakdown"]["kernels"].get(k, 0.0) for r in bd)
+            for k in bd[0]["breakdown"]["kernels"]
+        }
         rows["breakdown"].update(
             {k: statistics.median(phases(r)[k] for r in bd) for k in ("simulate_cpu", "second_cpu")}
         )
@@ -330,9 +394,9 @@ def measure(repeat, cold):
             rows[name] = median_runs(name, data, env, repeat, second=False)
             rows[name + "+second"] = median_runs(name, data, env, repeat, second=True)
         if cold:
-            for name in ("flexmbd",):
-                r = run_child(name, data, child_env(tmp / f"cache_{name}"), second=True)
-                rows[name + " cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
+            r = run_child("compile-times", data, child_env(tmp / "cache_flexmbd"), second=True)
+            rows["flexmbd cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
+            rows["compile"] = r["compile"]
             cache = tmp / "cache_flagship"
             args = [str(ROOT / "examples" / "flagship.py")]  # writes examples/out (ignored)
             wall, cpu, _ = run_process(args, child_env(cache), cwd=tmp)
@@ -380,6 +444,7 @@ def table(rows, args, load):
     ]
     label = {"flexmbd": "flexmbd, same script", "exudyn": "Exudyn, same script"}
     label["example"] = "flexmbd, example (from the mesh)"
+    label["refresh"] = "flexmbd, same script, numba's refresh on load (before)"
 
     def both(r, k):
         return f"{r[k + '_cpu']:.2f} ({r[k]:.2f})"
@@ -401,14 +466,28 @@ def table(rows, args, load):
         "",
         f"Where the warm first `simulate` of the flexmbd script spends its extra CPU time "
         f"(median of {args.repeat}; first {f(b['simulate_cpu'])} s vs second "
-        f"{f(b['second_cpu'])} s): numba's target-context refresh {f(b['refresh'])} s (on "
-        "the first compile or cache load in a process numba imports and registers its "
-        "implementation modules: `numba.np.arraymath`, `linalg`, the typed containers, cffi "
-        f"support, ...), unserializing the {len(b['kernels'])} cached entry kernels "
-        f"({', '.join(sorted(set(b['kernels'])))}; each library holds the object code and "
-        f"the bitcode of all its callees) {f(b['load'] - b['refresh'])} s; the rest is "
-        "Python (imports of the integrator modules, the first step's set-up).",
+        f"{f(b['second_cpu'])} s): numba's target-context refresh {f(b['refresh'])} s "
+        "(`flexmbd._jit.KernelCache` loads a cached kernel without it: it imports and "
+        "registers numba's implementation modules for typing and lowering, 0.17-0.26 s "
+        "CPU per process, which a cache load does not use); loading the "
+        f"{len(b['kernels'])} cached entry kernels {f(b['load'])} s ("
+        + ", ".join(f"{k} {v:.3f}" for k, v in b["kernels"].items())
+        + "; unpickling with the numba modules their environments reference, "
+        "unserializing the object code and parsing the bitcode of the kernel and all its "
+        "callees, once per entry); the rest is Python (imports of the integrator "
+        "modules, the first step's set-up).",
     ]
+    if "compile" in rows:
+        top = sorted(rows["compile"].items(), key=lambda kv: -kv[1])
+        lines += [
+            "",
+            f"Cold flexmbd script: {len(top)} kernels compiled, "
+            f"{sum(v for _, v in top):.1f} s CPU in numba's compiler; the largest (exclusive "
+            "CPU s, without the callees they compile; every callee library is optimised and "
+            "code-generated again inside each caller's): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in top[:10])
+            + ".",
+        ]
     if "flagship cold" in rows:
         r = rows["flagship cold"]
         lines += [
@@ -430,7 +509,7 @@ def place(old, text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("--child", choices=sorted(CHILDREN) + ["breakdown"])
+    ap.add_argument("--child", choices=sorted(CHILDREN) + ["breakdown", "compile-times"])
     ap.add_argument("--data")
     ap.add_argument("--second", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
@@ -438,7 +517,8 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     if args.child:
-        child = child_breakdown if args.child == "breakdown" else CHILDREN[args.child]
+        extra = {"breakdown": child_breakdown, "compile-times": child_compile_times}
+        child = extra.get(args.child) or CHILDREN[args.child]
         t = child(args.data, args.second)
         print(json.dumps(t))
         return

@@ -25,6 +25,7 @@ from typing import Any
 
 from numba import njit as _numba_njit
 from numba.core import caching, types
+from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
 __all__ = ["kernel_sources_digest", "njit", "njit_signature"]
@@ -125,9 +126,24 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
 
 
 class KernelCache(caching.FunctionCache):
-    """numba's function cache with the package-wide source stamp."""
+    """numba's function cache with the package-wide source stamp, loading without
+    numba's target-context refresh.
+
+    numba refreshes its target context before every cache load; the first refresh in a
+    process imports and registers all of numba's implementation modules (0.2-0.3 s CPU),
+    which only typing and lowering use. Rebuilding a cached kernel needs the runtime
+    (NRT) symbols and the C helpers, which the context installs when it is created, so
+    the load here initialises the runtime only. A compilation in the same process still
+    refreshes the context first (numba's compiler does so itself).
+    """
 
     _impl_class = _KernelCacheImpl
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """The cached compile result for ``sig``, or None (numba then compiles)."""
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
 
 
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:

@@ -221,3 +221,98 @@ def test_cache_stamp_covers_callees_and_not_unrelated_kernels(tmp_path):
     joint_types.write_text(joint_types.read_text() + "\n# edited\n")
     assert stamps()["recursive/_nbloops.py"] != after_algebra["recursive/_nbloops.py"]
     kernel_sources_digest.cache_clear()
+
+
+LEAN_KERNEL = '''
+import numpy as np
+from numba import prange
+from flexmbd._jit import njit
+
+
+@njit(cache=True)
+def spread(x, k):
+    """A kernel that allocates (NRT) and calls a numpy implementation."""
+    y = np.zeros(k * x.shape[0])
+    for i in range(k):
+        y[i * x.shape[0] : (i + 1) * x.shape[0]] = np.cumsum(x) * (i + 1)
+    return y
+
+
+@njit(cache=True, parallel=True)
+def squares(n):
+    """A parallel kernel (its cache entry re-launches numba's thread pool on load)."""
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = float(i * i)
+    return out
+'''
+
+LEAN_LOAD = """
+import json, sys
+import numpy as np
+from numba.core import base
+calls = []
+refresh = base.BaseContext.refresh
+base.BaseContext.refresh = lambda self: (calls.append(1), refresh(self))[1]
+from flexmbd import _leanmod as leanmod
+y = leanmod.spread(np.array([1.0, 2.0, 4.0]), 2)
+y = y.tolist() + leanmod.squares(4).tolist()
+hits = sum(sum(k.stats.cache_hits.values()) for k in (leanmod.spread, leanmod.squares))
+loaded = [calls.count(1), "numba.np.polynomial.polynomial_core" in sys.modules]
+from numba import njit
+@njit
+def solve(a, b):
+    return np.linalg.solve(a, b)
+x = solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 1.0]))
+print(json.dumps([y, hits, loaded, calls.count(1) > 0, x.tolist()]))
+"""
+
+
+def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp_path):
+    """A flexmbd kernel loaded from the cache in a fresh process skips numba's
+    target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
+    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and
+    still runs NRT allocations, numpy implementations and a parallel loop; a compilation
+    later in the same process refreshes the context itself and compiles a numpy.linalg
+    call."""
+    import shutil
+
+    pkg = tmp_path / "pkg"  # the kernel module inside a copy of the package (cache stamp)
+    shutil.copytree(ROOT / "flexmbd", pkg / "flexmbd", ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "flexmbd" / "_leanmod.py").write_text(LEAN_KERNEL)
+    env = {**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run():
+        out = subprocess.run(
+            [sys.executable, "-c", LEAN_LOAD],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0, 0.0, 1.0, 4.0, 9.0]
+    y, hits, (refreshes, unused), later, x = run()  # compiles and fills the cache
+    assert (y, hits, x) == (expected, 0, [0.5, 0.25])
+    assert refreshes > 0  # the compilation refreshed
+    y, hits, (refreshes, unused), later, x = run()
+    assert (y, hits, refreshes, unused) == (expected, 2, 0, False)
+    assert later and x == [0.5, 0.25]
+
+
+def test_import_flexmbd_imports_no_numba_scipy_linalg_fem_or_viewer():
+    """``import flexmbd`` loads none of numba, scipy.linalg, scikit-fem, meshio, PyVista
+    or matplotlib: a model pays for them only when it uses them."""
+    out = run_fresh(
+        """
+        import json, sys
+        import flexmbd
+        heavy = ("numba", "scipy.linalg", "scipy.sparse.linalg", "skfem", "meshio",
+                 "pyvista", "vtk", "matplotlib", "flexmbd.fem", "flexmbd.absolute")
+        print(json.dumps(sorted(h for h in heavy if h in sys.modules)))
+        """
+    )
+    assert json.loads(out.strip().splitlines()[-1]) == []
