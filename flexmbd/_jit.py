@@ -141,9 +141,13 @@ class KernelCache(caching.FunctionCache):
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         """The cached compile result for ``sig``, or None (numba then compiles)."""
+        guard = getattr(self, "_guard_against_spurious_io_errors", None)
+        load = getattr(self, "_load_overload", None)
+        if guard is None or load is None:  # a numba without these: its own load
+            return super().load_overload(sig, target_context)
         rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+        with guard():
+            return load(sig, target_context)
 
 
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
