@@ -1709,6 +1709,36 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
 # ---------------------------------------------------------------- CFA: solve
 
 
+# unrolled: F and a_k + F in six locals (a store may alias them for the compiler)
+@njit(cache=True, inline="always")
+def _node_acc(Gk, F, b, ak, revolute, ft):
+    """The backward step of :func:`solve` at one label: ``F <- F + b`` (equivalent force
+    plus the bias of the chain elimination; a diagonal revolute joint, ``revolute``,
+    has ``F = b`` with its control force ``ft`` (N m) added about z, the F it held is
+    not read) and ``a_k <- G_k (a_k + F)`` (e_k axes)."""
+    if revolute:
+        f0 = b[0]
+        f1 = b[1]
+        f2 = ft + b[2]
+        f3 = b[3]
+        f4 = b[4]
+        f5 = b[5]
+    else:
+        f0 = F[0] + b[0]
+        f1 = F[1] + b[1]
+        f2 = F[2] + b[2]
+        f3 = F[3] + b[3]
+        f4 = F[4] + b[4]
+        f5 = F[5] + b[5]
+    F[0] = f0
+    F[1] = f1
+    F[2] = f2
+    F[3] = f3
+    F[4] = f4
+    F[5] = f5
+    _matvec6_vals(Gk, ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak)
+
+
 @njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     """Given F_T (row J_FT, orthonormal speeds): constraint forces f = W F_S
@@ -1772,31 +1802,8 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             af[k, i] = 0.0
     for k in range(N, 0, -1):
         F = Fe[k]
-        b = bx[k]
-        ak = af[k]
-        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
-            f0 = b[0]
-            f1 = b[1]
-            f2 = FT[Ia[I_VO, k]] + b[2]
-            f3 = b[3]
-            f4 = b[4]
-            f5 = b[5]
-        else:
-            f0 = F[0] + b[0]
-            f1 = F[1] + b[1]
-            f2 = F[2] + b[2]
-            f3 = F[3] + b[3]
-            f4 = F[4] + b[4]
-            f5 = F[5] + b[5]
-        F[0] = f0
-        F[1] = f1
-        F[2] = f2
-        F[3] = f3
-        F[4] = f4
-        F[5] = f5
-        _matvec6_vals(
-            Mm[M_G, k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak
-        )
+        rd = Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE
+        _node_acc(Mm[M_G, k], F, bx[k], af[k], rd, FT[Ia[I_VO, k]] if rd else 0.0)
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
