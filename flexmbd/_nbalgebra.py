@@ -39,6 +39,7 @@ def mv(A, x):
     return y
 
 
+# unrolled: the transposed twin of mv, reading A row by row (no transposed copy)
 @njit(cache=True)
 def tv(A, x):
     """A.T @ x for a small matrix."""

@@ -440,6 +440,8 @@ def reduced_from_matrices(
     mat = np.asarray(material if material is not None else [np.nan] * 3, float)
     if mat.shape != (3,):
         raise ModelError(f"{owner}: material must be (E, nu, rho), got shape {mat.shape}")
+    # contract: ReducedBody's keyword fields (as fem.reduce fills them, from the given
+    # matrices here)
     return cls(
         name=name,
         strategy=strategy,

@@ -274,6 +274,8 @@ def reduce(
             mat_name, mat_vals = "given matrices", [np.nan, np.nan, np.nan]
         else:
             mat_name, mat_vals = mat.name, [mat.E, mat.nu, mat.rho]
+        # contract: ReducedBody's keyword fields (as from_matrices fills them, from the
+        # FE model here)
         return ReducedBody(
             name=name or str(fe.source),
             strategy=ms.strategy,

@@ -938,6 +938,7 @@ class CraigBampton(Strategy):
         text = count_text(
             [(Vi.shape[1], "fixed-interface"), (Phi.shape[1] - Vi.shape[1], "constraint")]
         )
+        # contract: ModeSet's positional fields in its constructor's order
         ms = ModeSet(
             Phi,
             kinds,

@@ -304,6 +304,7 @@ class FlexibleBody(Body):
         """:class:`flexmbd.flexible.ModalInvariants` of the body (cached)."""
         if self._inv is None:
             rb = self.reduced
+            # contract: ReducedBody's invariant fields under ModalInvariants' names
             inv = ModalInvariants(
                 mass=float(rb.mass),
                 c=np.asarray(rb.first_moment, float),

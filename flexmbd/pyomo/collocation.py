@@ -67,6 +67,7 @@ class Trajectory:
         ``"quasi-newton"``: IPOPT's limited-memory update of the whole Hessian.
     """
 
+    # contract: the problem parameters shared with shooting.Shooting's constructor
     def __init__(
         self,
         system,

@@ -82,6 +82,7 @@ class Shooting:
         Newton iterations per step before :class:`~flexmbd.errors.ConvergenceError`.
     """
 
+    # contract: the problem parameters shared with collocation.Trajectory's constructor
     def __init__(
         self,
         system,

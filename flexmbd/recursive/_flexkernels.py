@@ -31,6 +31,8 @@ recursion step costs an atomic increment and decrement (the flexible kinematics 
 (:func:`solve_columns`) keep it.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._jit import njit
@@ -74,16 +76,19 @@ from ._kernels import (
     V_T6,
     V_VEL,
     V_VJ,
+    _add_gyro,
     _body_acceleration,
     _build_phi,
     _chol,
     _f2p,
     _f2p_add,
+    _gravity_in_body,
     _m2c,
     _matTmul6,
     _matvec6,
     _mirror6,
     _proj_vec,
+    _sub_gravity,
     coupling_block,
     eliminate_chains,
     factor_nodes,
@@ -126,6 +131,54 @@ FR_OUT, FR_IN = 0, 1
 # ---- inertia scalars Im (nfx, 13): mass, c (3), E0 (9)
 # ---- stiffening unit matrices KG (nfx, 12 + 6 n_itf, nmax, nmax): w-products (6), alpha (3),
 # a (3), then six per stiffened interface
+
+
+# ---------------------------------------------------------------- workspace tuple
+
+
+class FlexWork(NamedTuple):
+    """Every array of a tree with flexible bodies, in the order the drivers take them:
+    the system's tree model and workspace (``Ia`` ... ``Jv``, :class:`~.system.TreeArrays`)
+    then :class:`~.flexible.FlexTree`'s (``Fi``: int table, ``F_*`` rows; ``Fc``, ``Ft``,
+    ``Fs``: frame constants and states; ``Fw``, ``Fm``: float and modal workspace;
+    ``PsiT``, ``Gp``, ``Zc``: modal shifts, inverse generalized inertias, their products;
+    ``Im``, ``St``, ``Si``, ``Pi``, ``KD``, ``KG``: inertia invariants, stiffness and damping,
+    stiffening unit matrices (SI units, body axes); ``KQ``, ``Mb``, ``Bm``, ``A3``: scratch).
+
+    The drivers (:func:`kinematics`, :func:`bias_forces`, :func:`forward_dynamics`,
+    :func:`solve_columns`) take it as a plain ``tuple`` (numba's dispatcher types a plain
+    tuple of arrays on its fast path; a NamedTuple argument costs about 6 us more a call)
+    and read it through this class inside the kernel (``W = FlexWork(*T)``).
+    """
+
+    Ia: np.ndarray
+    Sa: np.ndarray
+    Fi: np.ndarray
+    Mm: np.ndarray
+    Vv: np.ndarray
+    R3: np.ndarray
+    P3: np.ndarray
+    Tt: np.ndarray
+    Dn: np.ndarray
+    Jv: np.ndarray
+    Fc: np.ndarray
+    Ft: np.ndarray
+    Fs: np.ndarray
+    Fw: np.ndarray
+    Fm: np.ndarray
+    PsiT: np.ndarray
+    Gp: np.ndarray
+    Zc: np.ndarray
+    Im: np.ndarray
+    St: np.ndarray
+    Si: np.ndarray
+    Pi: np.ndarray
+    KD: np.ndarray
+    KG: np.ndarray
+    KQ: np.ndarray
+    Mb: np.ndarray
+    Bm: np.ndarray
+    A3: np.ndarray
 
 
 # ---------------------------------------------------------------- small helpers
@@ -172,6 +225,8 @@ def _abc(tau):
     return a, b, c, dbt / (2.0 * t), dct / (2.0 * t)
 
 
+# unrolled: J_l = I + b theta~ + c theta~^2 applied in locals to thetad (its cross
+# products are reused in sigma) and to every column of Theta
 @njit(cache=True, _nrt=False)
 def frame_state(Fc, k, side, n, q, qd, Ft, Fs):
     """Pose ``(R, p)`` in body axes of a deforming frame, its modal twist matrix ``S``
@@ -278,6 +333,7 @@ def frame_state(Fc, k, side, n, q, qd, Ft, Fs):
         S[3 + i, n] = R[0, i] * h0 + R[1, i] * h1 + R[2, i] * h2
 
 
+# unrolled: the inverse of _kernels._m2c / _f2p on six values in locals
 @njit(cache=True, inline="always")
 def _m2c_inv(R, p, y, out):
     """Inverse of :func:`_m2c`: the twist x (parent axes, at the parent origin) whose
@@ -354,8 +410,11 @@ def ffr_terms(Im, St, Si, Pi, KD, fx, n, q, qd, w, v, gb, M, h, A3):
 # ---------------------------------------------------------------- kinematics
 
 
+# unrolled: the flexible twin of _kernels.kinematics (deforming frames, modal shifts
+# Psi_k^T); both share the joint helpers (joint_frame, joint_twist, world_pose) and
+# the rigid kernel keeps its revolute fast path
 @njit(cache=True, _nrt=False)
-def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
+def _kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
     """Frame states, joint kinematics, relative poses (deforming in frames), twists and
     bias accelerations of every ``e_k`` and body frame, ``Psi_k^T``."""
     N = Ia.shape[1] - 1
@@ -477,7 +536,7 @@ def kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, world):
 
 
 @njit(cache=True, _nrt=False)
-def bias_forces(
+def _bias_forces(
     Ia,
     Fi,
     Mm,
@@ -519,15 +578,7 @@ def bias_forces(
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
         # gravity in e_k axes
-        gp = Vv[V_G, pk]
-        if pk == 0:
-            gp[0] = grav[0]
-            gp[1] = grav[1]
-            gp[2] = grav[2]
-        Rk = R3[R_REL, k]
-        gk = Vv[V_G, k]
-        for i in range(3):
-            gk[i] = Rk[0, i] * gp[0] + Rk[1, i] * gp[1] + Rk[2, i] * gp[2]
+        gx, gy, gz = _gravity_in_body(Vv[V_G], k, pk, R3[R_REL, k], grav)
         nk = Fi[F_NF, k]
         f = fb[k]
         if nk == 0:
@@ -536,31 +587,9 @@ def bias_forces(
             Ik = Mm[M_I, k]
             _matvec6(Ik, a, f)
             _matvec6(Ik, w, t6)
-            h0 = t6[0]
-            h1 = t6[1]
-            h2 = t6[2]
-            h3 = t6[3]
-            h4 = t6[4]
-            h5 = t6[5]
-            fe = fext[k]
-            f[0] += w[1] * h2 - w[2] * h1 + w[4] * h5 - w[5] * h4 - fe[0]
-            f[1] += w[2] * h0 - w[0] * h2 + w[5] * h3 - w[3] * h5 - fe[1]
-            f[2] += w[0] * h1 - w[1] * h0 + w[3] * h4 - w[4] * h3 - fe[2]
-            f[3] += w[1] * h5 - w[2] * h4 - fe[3]
-            f[4] += w[2] * h3 - w[0] * h5 - fe[4]
-            f[5] += w[0] * h4 - w[1] * h3 - fe[5]
+            _add_gyro(w, t6, fext[k], f)
             if use_grav:
-                gx = gk[0]
-                gy = gk[1]
-                gz = gk[2]
-                mc = Vv[V_MC, k]
-                m = mc[3]
-                f[0] -= mc[1] * gz - mc[2] * gy
-                f[1] -= mc[2] * gx - mc[0] * gz
-                f[2] -= mc[0] * gy - mc[1] * gx
-                f[3] -= m * gx
-                f[4] -= m * gy
-                f[5] -= m * gz
+                _sub_gravity(Vv[V_MC, k], gx, gy, gz, f)
             continue
         # flexible body: FFR terms in the body frame
         fx = Fi[F_FX, k]
@@ -575,7 +604,7 @@ def bias_forces(
         for i in range(3):
             gb[i] = 0.0
             if use_grav:
-                gb[i] = RC[i, 0] * gk[0] + RC[i, 1] * gk[1] + RC[i, 2] * gk[2]
+                gb[i] = RC[i, 0] * gx + RC[i, 1] * gy + RC[i, 2] * gz
         Vb = Fw[k, W_VB]
         mm = 6 + nk
         ffr_terms(Im, St, Si, Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], gb, Mb, Bm[0], A3)
@@ -676,6 +705,8 @@ def bias_forces(
 # ---------------------------------------------------------------- CFA: factor
 
 
+# unrolled: the flexible twin of _kernels.factor (blocks with the extended shifts and
+# Gp); both share project_inertia, eliminate_chains, node_system and factor_nodes
 @njit(cache=True, _nrt=False)
 def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     """Blocks of A with the extended shifts (flexible parents: ``[Phi_k; Psi_k]`` and the
@@ -734,6 +765,8 @@ def factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT):
     return _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT)
 
 
+# unrolled: the tail of _kernels.factor (chains, node system, sibling blocks) with the
+# extended-shift coupling of siblings under a flexible parent
 @njit(cache=True, _nrt=False)
 def _reduce(Ia, Sa, Fi, Mm, Vv, Tt, Dn, Zc, PsiT):
     """Odd-even reduction of the chains and the dense node system (as in
@@ -1114,89 +1147,93 @@ def set_modal_rhs(Ia, Fi, Fm):
 
 
 @njit(cache=True, _nrt=False)
-def forward_dynamics(
-    Ia,
-    Sa,
-    Fi,
-    Mm,
-    Vv,
-    R3,
-    P3,
-    Tt,
-    Dn,
-    Jv,
-    Fc,
-    Ft,
-    Fs,
-    Fw,
-    Fm,
-    PsiT,
-    Gp,
-    Zc,
-    Im,
-    St,
-    Si,
-    Pi,
-    KD,
-    KG,
-    KQ,
-    Mb,
-    Bm,
-    A3,
-    q,
-    v,
-    grav,
-    use_grav,
-    reac,
-    any_stiff,
-    tol,
-    max_iter,
-    info,
-):
-    """Full serialized CFA with flexible bodies; status 0, a label (block not positive
-    definite), -1 (node system) or -2 (stiffening fixed point not converged). The
-    number of stiffening iterations goes to ``info[0]``."""
-    kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, v, True)
-    st = bias_forces(
-        Ia,
-        Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        Ft,
-        Fs,
-        Fw,
-        Fm,
-        PsiT,
-        Gp,
-        Im,
-        St,
-        Si,
-        Pi,
-        KD,
-        Mb,
-        Bm,
-        A3,
+def kinematics(T, q, v, world):
+    """Frame states, joint kinematics, relative poses (deforming in frames), twists and
+    bias accelerations of every ``e_k`` and body frame, ``Psi_k^T`` at ``(q, v)`` (joint
+    and modal coordinates and speeds; world poses only with ``world``) into the
+    workspace ``T`` (a :class:`FlexWork` as a plain tuple)."""
+    W = FlexWork(*T)
+    _kinematics(
+        W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3, W.Tt, W.Fc, W.Ft, W.Fs, W.Fw, W.PsiT, q, v, world
+    )
+
+
+@njit(cache=True, _nrt=False)
+def bias_forces(T, q, v, grav, use_grav):
+    """:func:`_bias_forces` on the workspace ``T`` (a :class:`FlexWork` as a plain tuple)
+    after :func:`kinematics`; gravity ``grav`` (m/s^2, world axes) with ``use_grav``.
+    Returns 0 or the label of a body whose generalized inertia is not positive definite."""
+    W = FlexWork(*T)
+    return _bias_forces(
+        W.Ia,
+        W.Fi,
+        W.Mm,
+        W.Vv,
+        W.R3,
+        W.P3,
+        W.Ft,
+        W.Fs,
+        W.Fw,
+        W.Fm,
+        W.PsiT,
+        W.Gp,
+        W.Im,
+        W.St,
+        W.Si,
+        W.Pi,
+        W.KD,
+        W.Mb,
+        W.Bm,
+        W.A3,
         q,
         v,
         grav,
         use_grav,
-        Jv,
+        W.Jv,
     )
+
+
+@njit(cache=True, inline="always")
+def _factor_at(T, q, v, grav, use_grav, world):
+    """Kinematics, bias pass and factorization at ``(q, v)``: the common start of
+    :func:`forward_dynamics` and :func:`solve_columns`; the status of the first step that
+    fails (0: factored)."""
+    kinematics(T, q, v, world)
+    st = bias_forces(T, q, v, grav, use_grav)
     if st != 0:
         return st
-    st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)
+    W = FlexWork(*T)
+    return factor(W.Ia, W.Sa, W.Fi, W.Mm, W.Vv, W.R3, W.P3, W.Tt, W.Dn, W.Gp, W.Zc, W.PsiT)
+
+
+@njit(cache=True, inline="always")
+def _solve_at(W):
+    """One :func:`solve` on the factored workspace ``W`` (a :class:`FlexWork`)."""
+    solve(W.Ia, W.Sa, W.Fi, W.Mm, W.Vv, W.R3, W.P3, W.Dn, W.Gp, W.PsiT, W.Fm, W.Jv)
+
+
+@njit(cache=True, _nrt=False)
+def forward_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info):
+    """Full serialized CFA with flexible bodies on the workspace ``T`` (a
+    :class:`FlexWork` as a plain tuple; joint forces in row ``J_TAU`` of ``Jv``): Q̈ into
+    row ``J_QDD``, joint reactions (N, N m, joint frames) into ``reac``. Status 0, a label
+    (block not positive definite), -1 (node system) or -2 (stiffening fixed point not
+    converged within ``max_iter`` at relative tolerance ``tol``). The number of
+    stiffening iterations goes to ``info[0]``."""
+    st = _factor_at(T, q, v, grav, use_grav, True)
     if st != 0:
         return st
+    W = FlexWork(*T)
+    Ia, Fi, Vv, R3, P3, Jv = W.Ia, W.Fi, W.Vv, W.R3, W.P3, W.Jv
+    Ft, Fs, Fw, Fm, KQ = W.Ft, W.Fs, W.Fw, W.Fm, W.KQ
     status = 0
     if any_stiff:
-        stiffening_products(Ia, Fi, KG, Fm, KQ, q)
+        stiffening_products(Ia, Fi, W.KG, Fm, KQ, q)
         stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, 0, True)
         status = -2
         for it in range(max_iter):
             set_modal_rhs(Ia, Fi, Fm)
-            solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+            _solve_at(W)
             change = stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, 0, False)
             scale = 0.0
             N = Ia.shape[1] - 1
@@ -1210,10 +1247,10 @@ def forward_dynamics(
                 status = 0
                 break
         set_modal_rhs(Ia, Fi, Fm)
-        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+        _solve_at(W)
     else:
         set_modal_rhs(Ia, Fi, Fm)
-        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+        _solve_at(W)
     # modal equivalent control forces into the F_T row (reported with the joints')
     N = Ia.shape[1] - 1
     for k in range(1, N + 1):
@@ -1251,80 +1288,19 @@ def body_accelerations(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, out):
         _body_acceleration(Vv, R3, P3, k, out[k])
 
 
-# unrolled: forward_dynamics and solve_columns repeat the flat argument list of the
-# workspace arrays and the kinematics / bias_forces / factor calls on purpose: numba
-# kernels take the arrays one by one (FlexTree packs them in this order); a NamedTuple of
-# the workspace would type every kernel anew and is not measured yet
 @njit(cache=True)
-def solve_columns(
-    Ia,
-    Sa,
-    Fi,
-    Mm,
-    Vv,
-    R3,
-    P3,
-    Tt,
-    Dn,
-    Jv,
-    Fc,
-    Ft,
-    Fs,
-    Fw,
-    Fm,
-    PsiT,
-    Gp,
-    Zc,
-    Im,
-    St,
-    Si,
-    Pi,
-    KD,
-    Mb,
-    Bm,
-    A3,
-    q,
-    cols,
-    out,
-):
-    """``M^-1 cols`` (joint and modal speeds; reversed joints in orthonormal speeds)."""
+def solve_columns(T, q, cols, out):
+    """``M^-1 cols`` (joint and modal speeds; reversed joints in orthonormal speeds) at
+    ``q`` on the workspace ``T`` (a :class:`FlexWork` as a plain tuple) into ``out``;
+    the kernel status (0 or as :func:`forward_dynamics`)."""
+    W = FlexWork(*T)
+    Ia, Fi, Fm, Jv = W.Ia, W.Fi, W.Fm, W.Jv
     nv = cols.shape[0]
     N = Ia.shape[1] - 1
     for i in range(Jv.shape[1]):
         Jv[J_TAU, i] = 0.0
     zero = Jv[J_TAU]
-    kinematics(Ia, Fi, Mm, Vv, R3, P3, Tt, Fc, Ft, Fs, Fw, PsiT, q, zero, False)
-    grav = np.zeros(3)
-    st = bias_forces(
-        Ia,
-        Fi,
-        Mm,
-        Vv,
-        R3,
-        P3,
-        Ft,
-        Fs,
-        Fw,
-        Fm,
-        PsiT,
-        Gp,
-        Im,
-        St,
-        Si,
-        Pi,
-        KD,
-        Mb,
-        Bm,
-        A3,
-        q,
-        zero,
-        grav,
-        False,
-        Jv,
-    )
-    if st != 0:
-        return st
-    st = factor(Ia, Sa, Fi, Mm, Vv, R3, P3, Tt, Dn, Gp, Zc, PsiT)
+    st = _factor_at(T, q, zero, np.zeros(3), False, False)
     if st != 0:
         return st
     for c in range(cols.shape[1]):
@@ -1334,7 +1310,7 @@ def solve_columns(
             mv = Fi[F_MV, k]
             for j in range(Fi[F_NF, k]):
                 Fm[k, FM_TF, j] = cols[mv + j, c]
-        solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv)
+        _solve_at(W)
         for i in range(nv):
             out[i, c] = Jv[J_QDD, i]
     return 0

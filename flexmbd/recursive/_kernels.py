@@ -181,6 +181,7 @@ def _f2p(R, p, f, out):
     out[5] = fz
 
 
+# unrolled: _f2p accumulating with a factor (no scratch wrench stored and reloaded)
 @njit(cache=True, inline="always")
 def _f2p_add(R, p, f, out, s):
     """out += s * Phi f."""
@@ -282,6 +283,71 @@ def _inertia_times(Ik, mc, x, out):
     out[5] = m * v2 - (c0 * w1 - c1 * w0)
 
 
+@njit(cache=True, inline="always")
+def _gravity_in_body(G, k, pk, Rk, grav):
+    """Gravity in e_k axes, ``G[k] = R_rel^T G[pk]`` (m/s^2; ``G[0] = grav``, world
+    axes, set when ``pk`` is the ground); returns its three components."""
+    gp = G[pk]
+    if pk == 0:
+        gp[0] = grav[0]
+        gp[1] = grav[1]
+        gp[2] = grav[2]
+    gx = Rk[0, 0] * gp[0] + Rk[1, 0] * gp[1] + Rk[2, 0] * gp[2]
+    gy = Rk[0, 1] * gp[0] + Rk[1, 1] * gp[1] + Rk[2, 1] * gp[2]
+    gz = Rk[0, 2] * gp[0] + Rk[1, 2] * gp[1] + Rk[2, 2] * gp[2]
+    gk = G[k]
+    gk[0] = gx
+    gk[1] = gy
+    gk[2] = gz
+    return gx, gy, gz
+
+
+@njit(cache=True, inline="always")
+def _sub_gravity(mc, gx, gy, gz, f):
+    """f -= [m c x g; m g]: the gravity wrench about O_k of a rigid body (``mc = (m c,
+    m)``, kg m and kg) in the uniform field ``g`` (m/s^2, e_k axes) moved to the left
+    side of the Newton-Euler equation."""
+    m = mc[3]
+    f[0] -= mc[1] * gz - mc[2] * gy
+    f[1] -= mc[2] * gx - mc[0] * gz
+    f[2] -= mc[0] * gy - mc[1] * gx
+    f[3] -= m * gx
+    f[4] -= m * gy
+    f[5] -= m * gz
+
+
+@njit(cache=True, inline="always")
+def _add_gyro(w, h, fe, f):
+    """f += w x* h - fe (e_k axes): the velocity-product wrench of the momentum ``h = I w``
+    (kg m^2/s, kg m/s) at the twist ``w = (omega, v)`` minus the external wrench ``fe``
+    (N m, N); operands read into locals first (a store to f may alias them for the
+    compiler)."""
+    w0 = w[0]
+    w1 = w[1]
+    w2 = w[2]
+    w3 = w[3]
+    w4 = w[4]
+    w5 = w[5]
+    h0 = h[0]
+    h1 = h[1]
+    h2 = h[2]
+    h3 = h[3]
+    h4 = h[4]
+    h5 = h[5]
+    q0 = f[0] + (w1 * h2 - w2 * h1 + w4 * h5 - w5 * h4 - fe[0])
+    q1 = f[1] + (w2 * h0 - w0 * h2 + w5 * h3 - w3 * h5 - fe[1])
+    q2 = f[2] + (w0 * h1 - w1 * h0 + w3 * h4 - w4 * h3 - fe[2])
+    q3 = f[3] + (w1 * h5 - w2 * h4 - fe[3])
+    q4 = f[4] + (w2 * h3 - w0 * h5 - fe[4])
+    q5 = f[5] + (w0 * h4 - w1 * h3 - fe[5])
+    f[0] = q0
+    f[1] = q1
+    f[2] = q2
+    f[3] = q3
+    f[4] = q4
+    f[5] = q5
+
+
 # unrolled: the operand as six values, no scratch vector stored and reloaded
 @njit(cache=True, inline="always")
 def _matvec6_vals(M, x0, x1, x2, x3, x4, x5, out):
@@ -313,6 +379,7 @@ def _matmul6(A, B, C):
         C[i, 5] = c5
 
 
+# unrolled: the transposed twin of _matmul6 (a row of C in six accumulators)
 @njit(cache=True, inline="always")
 def _matTmul6(A, B, C, s):
     """C = s A^T B (6x6)."""
@@ -405,6 +472,7 @@ def _proj_rows(M, k, Ia, Mm, Vv, sign):
                 )
 
 
+# unrolled: the column twin of _proj_rows (a row of M in six locals)
 @njit(cache=True, inline="always")
 def _proj_cols(M, k, Ia, Mm, Vv):
     """M <- M P_k."""
@@ -961,29 +1029,36 @@ def joint_twist(Ia, Mm, k, vk, t6, sv):
 
 
 @njit(cache=True, inline="always")
-def joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT):
-    """Project the bias wrench ``f`` of label ``k`` on its joint (both tree kernels):
-    ``b = H^T f`` (``bvec``, with the reversed/screw scaling ``L``) and
-    ``F_T = tau - b`` in orthonormal speeds (``FT``); ``t6`` scratch."""
+def joint_project(Ia, Mm, k, f, t6, out):
+    """The wrench ``f`` (e_k axes) of label ``k`` on its joint speeds:
+    ``out[vo + j] = (S^T f)_j`` with ``S = H L`` (``L`` the reversed/screw scaling, else
+    1; N or N m per speed); ``t6`` keeps ``H^T f``."""
     n_v = Ia[I_NV, k]
     o = Ia[I_VO, k]
     Hk = Mm[M_H, k]
-    for j in range(n_v):
-        t6[j] = (
-            Hk[0, j] * f[0]
-            + Hk[1, j] * f[1]
-            + Hk[2, j] * f[2]
-            + Hk[3, j] * f[3]
-            + Hk[4, j] * f[4]
-            + Hk[5, j] * f[5]
-        )
+    _ht_times(Hk, n_v, f, t6, 0)
     if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
         Lk = Mm[M_L, k]
         for j in range(n_v):
             s = 0.0
             for m in range(j + 1):
                 s += Lk[m, j] * t6[m]
-            bvec[o + j] = s
+            out[o + j] = s
+    else:
+        for j in range(n_v):
+            out[o + j] = t6[j]
+
+
+@njit(cache=True, inline="always")
+def joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT):
+    """Project the bias wrench ``f`` of label ``k`` on its joint (both tree kernels):
+    ``b = H^T f`` (``bvec``, with the reversed/screw scaling ``L``) and
+    ``F_T = tau - b`` in orthonormal speeds (``FT``); ``t6`` scratch."""
+    n_v = Ia[I_NV, k]
+    o = Ia[I_VO, k]
+    joint_project(Ia, Mm, k, f, t6, bvec)
+    if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
+        Lk = Mm[M_L, k]
         for j in range(n_v):
             s = tau[o + j]
             for m in range(j):
@@ -993,8 +1068,35 @@ def joint_bias(Ia, Mm, k, f, tau, t6, bvec, FT):
             FT[o + j] -= t6[j]
     else:
         for j in range(n_v):
-            bvec[o + j] = t6[j]
             FT[o + j] = tau[o + j] - t6[j]
+
+
+@njit(cache=True, inline="always")
+def _relative_acc(R3, P3, af, k, pk, t6):
+    """``t6 = a_k - Phi_k^T a_p``: the acceleration of ``e_k`` relative to its parent's
+    frame, in e_k axes (``a_0 = 0`` for the ground)."""
+    if pk > 0:
+        _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
+        for i in range(6):
+            t6[i] = af[k, i] - t6[i]
+    else:
+        for i in range(6):
+            t6[i] = af[k, i]
+
+
+@njit(cache=True, inline="always")
+def _ht_times(Hk, n_v, x, out, o):
+    """``out[o + j] = (H^T x)_j``, j < n_v: a 6-vector (twist or wrench, e_k axes) on the
+    joint's motion directions ``H`` (6 x n_v)."""
+    for j in range(n_v):
+        out[o + j] = (
+            Hk[0, j] * x[0]
+            + Hk[1, j] * x[1]
+            + Hk[2, j] * x[2]
+            + Hk[3, j] * x[3]
+            + Hk[4, j] * x[4]
+            + Hk[5, j] * x[5]
+        )
 
 
 @njit(cache=True, inline="always")
@@ -1004,15 +1106,7 @@ def joint_qdd(Ia, Mm, k, t6, qdd):
     o = Ia[I_VO, k]
     Hk = Mm[M_H, k]
     n_v = Ia[I_NV, k]
-    for j in range(n_v):
-        qdd[o + j] = (
-            Hk[0, j] * t6[0]
-            + Hk[1, j] * t6[1]
-            + Hk[2, j] * t6[2]
-            + Hk[3, j] * t6[3]
-            + Hk[4, j] * t6[4]
-            + Hk[5, j] * t6[5]
-        )
+    _ht_times(Hk, n_v, t6, qdd, o)
     if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
         Lk = Mm[M_L, k]
         for j in range(n_v - 1, -1, -1):
@@ -1119,19 +1213,10 @@ def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
                 Dn[orr + b, ok + a] = Cr[k, a, b]
     for t in range(nn):
         c = Sa[on + t]
-        pk = Ia[I_PARENT, c]
-        op = 6 * Ia[I_DSLOT, pk]
-        oc = 6 * Ia[I_DSLOT, c]
         for a in range(6):
             for b in range(6):
                 T1[a, b] = Y[c, a, b]
-        _proj_rows(T1, pk, Ia, Mm, Vv, -1.0)
-        _proj_cols(T1, c, Ia, Mm, Vv)
-        _permute_block(T1, Ia, pk, c, Tt[T_2])
-        for a in range(6):
-            for b in range(6):
-                Dn[op + a, oc + b] = T1[a, b]
-                Dn[oc + b, op + a] = T1[a, b]
+        _node_block(T1, Ia, Mm, Vv, Tt, Dn, Ia[I_PARENT, c], c, -1.0)
     return nd, nsib, od, osb
 
 
@@ -1139,9 +1224,17 @@ def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
 def sibling_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_):
     """Write the coupling ``T1`` of sibling labels ``a_``, ``b_`` (projected, permuted)
     into the node system ``Dn`` and its transpose (both tree kernels)."""
+    _node_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_, 1.0)
+
+
+@njit(cache=True, inline="always")
+def _node_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_, sign):
+    """Write ``sign P_a T1 P_b`` (projected on the constraint spaces of labels ``a_``,
+    ``b_``, permuted) into the node system ``Dn`` at block ``(a_, b_)`` and its
+    transpose; ``T1`` is overwritten."""
     oa = 6 * Ia[I_DSLOT, a_]
     ob = 6 * Ia[I_DSLOT, b_]
-    _proj_rows(T1, a_, Ia, Mm, Vv, 1.0)
+    _proj_rows(T1, a_, Ia, Mm, Vv, sign)
     _proj_cols(T1, b_, Ia, Mm, Vv)
     _permute_block(T1, Ia, a_, b_, Tt[T_2])
     for a in range(6):
@@ -1416,47 +1509,11 @@ def bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv):
         f = fb[k]
         _inertia_times(Ik, mc, a, f)
         _inertia_times(Ik, mc, w, t6)
-        h0 = t6[0]
-        h1 = t6[1]
-        h2 = t6[2]
-        h3 = t6[3]
-        h4 = t6[4]
-        h5 = t6[5]
-        fe = fext[k]
-        q0 = f[0] + (w1 * h2 - w2 * h1 + w4 * h5 - w5 * h4 - fe[0])
-        q1 = f[1] + (w2 * h0 - w0 * h2 + w5 * h3 - w3 * h5 - fe[1])
-        q2 = f[2] + (w0 * h1 - w1 * h0 + w3 * h4 - w4 * h3 - fe[2])
-        q3 = f[3] + (w1 * h5 - w2 * h4 - fe[3])
-        q4 = f[4] + (w2 * h3 - w0 * h5 - fe[4])
-        q5 = f[5] + (w0 * h4 - w1 * h3 - fe[5])
-        f[0] = q0
-        f[1] = q1
-        f[2] = q2
-        f[3] = q3
-        f[4] = q4
-        f[5] = q5
+        _add_gyro(w, t6, fext[k], f)
         if use_grav:
             # gravity in e_k axes, propagated: g_k = Rrel^T g_p (g_0 = grav)
-            gp = Vv[V_G, pk]
-            if pk == 0:
-                gp[0] = grav[0]
-                gp[1] = grav[1]
-                gp[2] = grav[2]
-            gx = Rk[0, 0] * gp[0] + Rk[1, 0] * gp[1] + Rk[2, 0] * gp[2]
-            gy = Rk[0, 1] * gp[0] + Rk[1, 1] * gp[1] + Rk[2, 1] * gp[2]
-            gz = Rk[0, 2] * gp[0] + Rk[1, 2] * gp[1] + Rk[2, 2] * gp[2]
-            gk = Vv[V_G, k]
-            gk[0] = gx
-            gk[1] = gy
-            gk[2] = gz
-            mc = Vv[V_MC, k]
-            m = mc[3]
-            f[0] -= mc[1] * gz - mc[2] * gy
-            f[1] -= mc[2] * gx - mc[0] * gz
-            f[2] -= mc[0] * gy - mc[1] * gx
-            f[3] -= m * gx
-            f[4] -= m * gy
-            f[5] -= m * gz
+            gx, gy, gz = _gravity_in_body(Vv[V_G], k, pk, Rk, grav)
+            _sub_gravity(mc, gx, gy, gz, f)
     for k in range(N, 0, -1):
         pk = Ia[I_PARENT, k]
         if pk > 0:
@@ -1652,6 +1709,36 @@ def factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn):
 # ---------------------------------------------------------------- CFA: solve
 
 
+# unrolled: F and a_k + F in six locals (a store may alias them for the compiler)
+@njit(cache=True, inline="always")
+def _node_acc(Gk, F, b, ak, revolute, ft):
+    """The backward step of :func:`solve` at one label: ``F <- F + b`` (equivalent force
+    plus the bias of the chain elimination; a diagonal revolute joint, ``revolute``,
+    has ``F = b`` with its control force ``ft`` (N m) added about z, the F it held is
+    not read) and ``a_k <- G_k (a_k + F)`` (e_k axes)."""
+    if revolute:
+        f0 = b[0]
+        f1 = b[1]
+        f2 = ft + b[2]
+        f3 = b[3]
+        f4 = b[4]
+        f5 = b[5]
+    else:
+        f0 = F[0] + b[0]
+        f1 = F[1] + b[1]
+        f2 = F[2] + b[2]
+        f3 = F[3] + b[3]
+        f4 = F[4] + b[4]
+        f5 = F[5] + b[5]
+    F[0] = f0
+    F[1] = f1
+    F[2] = f2
+    F[3] = f3
+    F[4] = f4
+    F[5] = f5
+    _matvec6_vals(Gk, ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak)
+
+
 @njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     """Given F_T (row J_FT, orthonormal speeds): constraint forces f = W F_S
@@ -1694,13 +1781,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
-        if pk > 0:
-            _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
-            for i in range(6):
-                t6[i] = af[k, i] - t6[i]
-        else:
-            for i in range(6):
-                t6[i] = af[k, i]
+        _relative_acc(R3, P3, af, k, pk, t6)
         if Ia[I_DIAG, k]:
             # P_k a 0/1 mask: projection and reordering in one pass
             mask = Vv[V_MASK, k]
@@ -1721,31 +1802,8 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             af[k, i] = 0.0
     for k in range(N, 0, -1):
         F = Fe[k]
-        b = bx[k]
-        ak = af[k]
-        if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
-            f0 = b[0]
-            f1 = b[1]
-            f2 = FT[Ia[I_VO, k]] + b[2]
-            f3 = b[3]
-            f4 = b[4]
-            f5 = b[5]
-        else:
-            f0 = F[0] + b[0]
-            f1 = F[1] + b[1]
-            f2 = F[2] + b[2]
-            f3 = F[3] + b[3]
-            f4 = F[4] + b[4]
-            f5 = F[5] + b[5]
-        F[0] = f0
-        F[1] = f1
-        F[2] = f2
-        F[3] = f3
-        F[4] = f4
-        F[5] = f5
-        _matvec6_vals(
-            Mm[M_G, k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak
-        )
+        rd = Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE
+        _node_acc(Mm[M_G, k], F, bx[k], af[k], rd, FT[Ia[I_VO, k]] if rd else 0.0)
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], F, af[pk], -1.0)
@@ -1760,13 +1818,7 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
                 s -= Rk[0, 2] * af[pk, 0] + Rk[1, 2] * af[pk, 1] + Rk[2, 2] * af[pk, 2]
             qdd[o] = s
             continue
-        if pk > 0:
-            _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], t6)
-            for i in range(6):
-                t6[i] = af[k, i] - t6[i]
-        else:
-            for i in range(6):
-                t6[i] = af[k, i]
+        _relative_acc(R3, P3, af, k, pk, t6)
         joint_qdd(Ia, Mm, k, t6, qdd)
 
 
@@ -1897,6 +1949,7 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
     """Recursive Newton-Euler: tau = M qdd + b (uses the tree kinematics)."""
     N = Ia.shape[1] - 1
     t6 = Vv[V_T6, 0]
+    sv = Vv[V_VJ, 0]
     Fe = Vv[V_FE]
     af = Vv[V_AF]
     kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v)
@@ -1909,47 +1962,19 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
     for k in range(1, N + 1):
         pk = Ia[I_PARENT, k]
         _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], af[k])
-        n_v = Ia[I_NV, k]
         o = Ia[I_VO, k]
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j, n_v):
-                    s += Lk[j, m] * qdd[o + m]
-                t6[j] = s
-        else:
-            for j in range(n_v):
-                t6[j] = qdd[o + j]
-        Hk = Mm[M_H, k]
+        joint_twist(Ia, Mm, k, qdd[o : o + Ia[I_NV, k]], t6, sv)
         for i in range(6):
-            s = 0.0
-            for j in range(n_v):
-                s += Hk[i, j] * t6[j]
-            af[k, i] += s
+            af[k, i] += sv[i]
         _inertia_times(Mm[M_I, k], Vv[V_MC, k], af[k], Fe[k])
     for k in range(N, 0, -1):
         pk = Ia[I_PARENT, k]
         if pk > 0:
             _f2p_add(R3[R_REL, k], P3[P_REL, k], Fe[k], Fe[pk], 1.0)
-        n_v = Ia[I_NV, k]
+        joint_project(Ia, Mm, k, Fe[k], t6, tau)
         o = Ia[I_VO, k]
-        Hk = Mm[M_H, k]
-        for j in range(n_v):
-            s = 0.0
-            for i in range(6):
-                s += Hk[i, j] * Fe[k, i]
-            t6[j] = s
-        if Ia[I_REV, k] or Ia[I_JT, k] == SCREW:
-            Lk = Mm[M_L, k]
-            for j in range(n_v):
-                s = 0.0
-                for m in range(j + 1):
-                    s += Lk[m, j] * t6[m]
-                tau[o + j] = s + bvec[o + j]
-        else:
-            for j in range(n_v):
-                tau[o + j] = t6[j] + bvec[o + j]
+        for j in range(Ia[I_NV, k]):
+            tau[o + j] += bvec[o + j]
     reversed_frames(Ia, R3, P3)
     reactions_into(Ia, Vv, R3, P3, reac)
 

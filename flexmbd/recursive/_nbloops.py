@@ -325,31 +325,7 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
             # inline here so that the loop over the columns runs inside the body loop
             # (each body's G, R read once for all columns); the tree's own is per state
             F = tv if rd else Fe[c, k]  # a Revolute's F is not read again
-            b = bx[c, k]
-            ak = af[c, k]
-            if rd:
-                f0 = b[0]
-                f1 = b[1]
-                f2 = cols[c, o] + b[2]
-                f3 = b[3]
-                f4 = b[4]
-                f5 = b[5]
-            else:
-                f0 = F[0] + b[0]
-                f1 = F[1] + b[1]
-                f2 = F[2] + b[2]
-                f3 = F[3] + b[3]
-                f4 = F[4] + b[4]
-                f5 = F[5] + b[5]
-            F[0] = f0
-            F[1] = f1
-            F[2] = f2
-            F[3] = f3
-            F[4] = f4
-            F[5] = f5
-            K._matvec6_vals(
-                G[k], ak[0] + f0, ak[1] + f1, ak[2] + f2, ak[3] + f3, ak[4] + f4, ak[5] + f5, ak
-            )
+            K._node_acc(G[k], F, bx[c, k], af[c, k], rd, cols[c, o] if rd else 0.0)
             if pk > 0:
                 K._f2p_add(Rr[k], Pr[k], F, af[c, pk], -1.0)
     for k in range(1, N + 1):

@@ -314,6 +314,7 @@ class FlexTree:
         self.A3 = np.zeros((4, 3, 3, nm + 6))  # scratch of _flexkernels.ffr_terms
         self.any_stiff = False
         self.info = np.zeros(2, np.int64)  # stiffening iterations of the last call
+        self.work = self._pack()
 
     def refresh(self):
         """(Re-)read frames, invariants and unit stiffness matrices (model revision changed)."""
@@ -398,47 +399,55 @@ class FlexTree:
                     Fi[FK.F_IOUT if side == FK.FR_OUT else FK.F_IIN, k] = idx
 
     # -- kernel calls -----------------------------------------------------------------
-    def args_tree(self):
-        """The tree arrays the serialized drivers take first (``Ia``, ``Sa``, ``Fi``,
-        ``Mm``, ``Vv``, ``R3``, ``P3``, ``Tt``, ``Dn``, ``Jv``: the system's model and
-        workspace with the flexible-body integer table)."""
+    def _pack(self):
+        """The workspace tuple of the drivers (:class:`._flexkernels.FlexWork`, as a plain
+        tuple): the system's tree model and workspace, then this object's arrays. Every
+        array is allocated once (:meth:`_alloc`, the system's) and written in place."""
         a = self.system.arrays
-        return (a.Ia, a.Sa, self.Fi, a.Mm, a.Vv, a.R3, a.P3, a.Tt, a.Dn, a.Jv)
-
-    def args_state(self):
-        """The flexible-body state arrays the kernels take after the tree arrays
-        (``Fc`` ... ``KD``, in the kernels' argument order)."""
-        return (
-            self.Fc,
-            self.Ft,
-            self.Fs,
-            self.Fw,
-            self.Fm,
-            self.PsiT,
-            self.Gp,
-            self.Zc,
-            self.Im,
-            self.St,
-            self.Si,
-            self.Pi,
-            self.KD,
+        return tuple(
+            FK.FlexWork(
+                a.Ia,
+                a.Sa,
+                self.Fi,
+                a.Mm,
+                a.Vv,
+                a.R3,
+                a.P3,
+                a.Tt,
+                a.Dn,
+                a.Jv,
+                self.Fc,
+                self.Ft,
+                self.Fs,
+                self.Fw,
+                self.Fm,
+                self.PsiT,
+                self.Gp,
+                self.Zc,
+                self.Im,
+                self.St,
+                self.Si,
+                self.Pi,
+                self.KD,
+                self.KG,
+                self.KQ,
+                self.Mb,
+                self.Bm,
+                self.A3,
+            )
         )
 
     def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
-        """One state through the serialized kernels; returns the kernel status."""
+        """One state through the serialized kernels: joint and modal coordinates ``q``,
+        speeds ``v``, joint and modal forces ``tau`` (SI); Q̈ into the ``J_QDD`` row of the
+        workspace, joint reactions into ``reac``; returns the kernel status."""
         s = self.system
         a = s.arrays
         Jv = a.Jv
         Jv[K.J_TAU, :] = 0.0
         Jv[K.J_TAU, : len(tau)] = tau
         return FK.forward_dynamics(
-            *self.args_tree(),
-            *self.args_state(),
-            self.KG,
-            self.KQ,
-            self.Mb,
-            self.Bm,
-            self.A3,
+            self.work,
             q,
             v,
             a.gravity,
@@ -456,56 +465,12 @@ class FlexTree:
         the kernel status (0 or the label of a body whose mass matrix is not positive
         definite)."""
         s = self.system
-        a = s.arrays
-        return FK.bias_forces(
-            a.Ia,
-            self.Fi,
-            a.Mm,
-            a.Vv,
-            a.R3,
-            a.P3,
-            self.Ft,
-            self.Fs,
-            self.Fw,
-            self.Fm,
-            self.PsiT,
-            self.Gp,
-            self.Im,
-            self.St,
-            self.Si,
-            self.Pi,
-            self.KD,
-            self.Mb,
-            self.Bm,
-            self.A3,
-            q,
-            v,
-            a.gravity,
-            s.use_gravity,
-            a.Jv,
-        )
+        return FK.bias_forces(self.work, q, v, s.arrays.gravity, s.use_gravity)
 
     def kinematics(self, q, v, world=True):
         """Tree and floating-frame kinematics at ``(q, v)`` into the workspace (world
         poses only with ``world``)."""
-        a = self.system.arrays
-        FK.kinematics(
-            a.Ia,
-            self.Fi,
-            a.Mm,
-            a.Vv,
-            a.R3,
-            a.P3,
-            a.Tt,
-            self.Fc,
-            self.Ft,
-            self.Fs,
-            self.Fw,
-            self.PsiT,
-            q,
-            v,
-            world,
-        )
+        FK.kinematics(self.work, q, v, world)
 
     def body_accelerations(self, out):
         a = self.system.arrays
@@ -516,16 +481,7 @@ class FlexTree:
     def solve_columns(self, q, cols, out):
         """``M^-1 cols`` (joint and modal speeds) at ``q`` into ``out``; the kernel status."""
         self.kinematics(q, np.zeros(self.system.nv))
-        return FK.solve_columns(
-            *self.args_tree(),
-            *self.args_state(),
-            self.Mb,
-            self.Bm,
-            self.A3,
-            q,
-            cols,
-            out,
-        )
+        return FK.solve_columns(self.work, q, cols, out)
 
     def general(self, system, q, v, tau, fext):
         """One state by the dense reference (:func:`~.general.general_flexible`; the

@@ -649,6 +649,8 @@ def _draw(st, obj, t, d):
     _decorate(st, bounds, up, gravity, d.axes, d.ground)
 
 
+# contract: show repeats plotter's keyword parameters (the two documented public
+# signatures) and hands them to the same _Drawing
 def show(
     obj: Any,
     t: float | None = None,
