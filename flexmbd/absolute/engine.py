@@ -1213,13 +1213,18 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
     FC = np.empty((3, 3))
     Jq = np.zeros((3, nmax))
     Hy = np.zeros((3, 3, 3))
+    th3 = np.empty(3)
+    Jy3 = np.empty((3, 3))
     for p in range(npm):
         for k in range(4):
             if fs_index[p, k] < 0:
                 for i in range(3):
                     y[i] = s[p, k, i]
             else:
-                _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy)
+                _slot_s(
+                    p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy, th3,
+                    Jy3,
+                )  # fmt: skip
             bk = b[p, k]
             sgk = sg[p, k]
             if bk >= 0:
