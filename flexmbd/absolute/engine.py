@@ -395,7 +395,8 @@ def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq,
     ``_nbalgebra.mv`` / ``mm``)."""
     f = fs_index[p, k]
     if f < 0:
-        y[:] = s[p, k]
+        for i in range(3):
+            y[i] = s[p, k, i]
         return -1
     n = fs_n[f]
     X = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
@@ -893,7 +894,16 @@ def _system_terms(
             for t in range(rptr[a], rptr[a + 1]):
                 j = rcol[t]
                 Amat[j, ka] = Pq[a, cm[j]]
-    return np.sqrt((R * R).sum()), np.sqrt((PtL * PtL).sum()), np.sqrt((Q * Q).sum())
+    return np.sqrt(_sumsq(R, 0, n)), np.sqrt(_sumsq(PtL, 0, n)), np.sqrt(_sumsq(Q, 0, n))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _sumsq(x, i0, i1):
+    """``sum(x[i0:i1] ** 2)`` summed in order (as ``(x * x).sum()``; no temporary)."""
+    v = 0.0
+    for i in range(i0, i1):
+        v += x[i] * x[i]
+    return v
 
 
 @njit(cache=True)
@@ -1014,22 +1024,24 @@ def _newton(
         if k == max_iter:
             return 0, k, viol
         dx = None
+        for i in range(n + nc):  # the right-hand side -res, in place
+            res[i] = -res[i]
         if factored and modified and nr <= MODIFIED_RATIO * nr_prev:
-            dx = _kkt_resolve(A, -res, m.layout.gidx, ws.lu, ws.Ax)
+            dx = _kkt_resolve(A, res, m.layout.gidx, ws.lu, ws.Ax)
         if dx is None:
             if not jac:  # the matrix at this iterate: the same terms again, with it
                 _system_terms(
                     m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
                 )
-            dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, not factored)
+            dx = _kkt_solve(A, res, m.layout.gidx, ws.lu, ws.Ax, not factored)
             factored = True
         nr_prev = nr
         x_qdd += dx[:n]
         x_lam += dx[n:]
-        nq = np.sqrt((dx[:n] * dx[:n]).sum())
-        nl = np.sqrt((dx[n:] * dx[n:]).sum())
-        tiny = nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum())) and nl <= 1e-13 * (
-            1.0 + np.sqrt((x_lam * x_lam).sum())
+        nq = np.sqrt(_sumsq(dx, 0, n))
+        nl = np.sqrt(_sumsq(dx, n, n + nc))
+        tiny = nq <= 1e-13 * (1.0 + np.sqrt(_sumsq(x_qdd, 0, n))) and nl <= 1e-13 * (
+            1.0 + np.sqrt(_sumsq(x_lam, 0, nc))
         )
     return 0, max_iter, 0.0
 
@@ -1069,12 +1081,24 @@ def _run(
         phi_p = np.zeros(nc)
         A_p = np.zeros((n + nc, ws.A.shape[1]))
         rhs = np.zeros(n + nc)
+    # the step's predictors and iterates, updated in place (the same operations as the
+    # array expressions of integrators.implicit, element by element: no allocation per step)
+    q_pred = np.empty(n)
+    v_pred = np.empty(n)
+    x_qdd = np.empty(n)
+    x_lam = np.empty(nc)
+    hq = h * h * (0.5 - be)
+    hb = h * h * be
+    hv = h * (1 - ga)
+    hg = h * ga
     for i in range(1, nt):
-        a_part = (af * qdd - am * a) / (1 - am)
-        q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
-        v_pred = qd + h * (1 - ga) * a + h * ga * a_part
-        x_qdd = qdd.copy()
-        x_lam = lam.copy()
+        for j in range(n):
+            a_part = (af * qdd[j] - am * a[j]) / (1 - am)
+            q_pred[j] = q[j] + h * qd[j] + hq * a[j] + hb * a_part
+            v_pred[j] = qd[j] + hv * a[j] + hg * a_part
+            x_qdd[j] = qdd[j]
+        for j in range(nc):
+            x_lam[j] = lam[j]
         inp_i = Inputs(
             S_all[i] if timed else inp.s,
             T_all[i] if timed else inp.target,
@@ -1108,9 +1132,13 @@ def _run(
         if status != 1:
             return i
         k_prev = k
-        a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
-        q = q_pred + bh2 * x_qdd
-        qd = v_pred + gh * x_qdd
+        for j in range(n):
+            a[j] = ((1 - af) * x_qdd[j] + af * qdd[j] - am * a[j]) / (1 - am)
+            q[j] = q_pred[j] + bh2 * x_qdd[j]
+            qd[j] = v_pred[j] + gh * x_qdd[j]
+            qdd[j] = x_qdd[j]
+        for j in range(nc):
+            lam[j] = x_lam[j]
         if project:
             # mass-orthogonal projection on Phi_q qd = 0 (scleronomic; Engine.project)
             _system_terms(
@@ -1136,8 +1164,6 @@ def _run(
                     ed += q[c3 + j] * qd[c3 + j]
                 for j in range(4):
                     qd[c3 + j] -= q[c3 + j] * (ed / ee)
-        qdd = x_qdd
-        lam = x_lam
         viol[i] = vi
         Tq[i] = q
         Tqd[i] = qd
