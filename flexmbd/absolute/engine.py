@@ -430,10 +430,13 @@ def _mm_to(A, B, C, n):
                     C[i, j] += a * B[l, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _joint_rows(jm):
     """The joint table's per-row arrays (bodies, signs, points, deforming-frame slots)
-    that :func:`_constraints` and :func:`_reactions` read, in their order."""
+    that :func:`_constraints` and :func:`_reactions` read, in their order. Inlined: a
+    returned array's reference count follows its caller's mode (``_constraints`` runs
+    without reference counting, ``_reactions`` with it; numba compiles a non-inlined
+    callee once, in the mode of the caller that first compiles it)."""
     return (
         jm.b,
         jm.sg,
