@@ -30,7 +30,6 @@ def loaded_interface_model():
     )
     m.fw = fm.PointForce(m.beam, m.beam.interface("B"), (40.0, -25.0, 5.0))
     m.fb = fm.PointForce(m.beam, m.beam.interface("B"), (-10.0, 30.0, 0.0), frame="body")
-    m.g = fm.Gravity((0.0, -9.81, 0.0))
     return m
 
 
