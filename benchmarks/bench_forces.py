@@ -566,15 +566,17 @@ def main(write=True):
         "(about 0.9 ms per call on the slider-crank, 3.5 ms on the 50-body chain: "
         "admission with its rank test on the engine's compiled `Phi_q`, results). The force "
         "elements (`force_kernels._forces_into`) and the rigid-body terms "
-        "(`engine._rigid_terms`) allocate nothing per element and run without numba's "
-        "reference counting. "
+        "(`engine._rigid_terms`), the joint constraints (`engine._constraints`) and the "
+        "flexible-body terms allocate nothing per element and run without numba's "
+        "reference counting; the step loop updates its state in place. "
         "Exudyn's modified Newton keeps its Jacobian and factors across steps (6-7 "
         "corrections per step, few factorizations) and is its fastest mode on every model "
         "here (full Newton: 91 us on the slider-crank, 4.8 ms on the 50-body chain, "
         "measured before); flexmbd's steps stay independent of the steps before them "
         "(bitwise checkpoint resume), so its modified Newton reuses factors within a step "
-        "only. Against Exudyn's fastest mode flexmbd is faster on the chains and slower on "
-        "the slider-crank; neither issue 13 target is reached.",
+        "only. Against Exudyn's fastest mode flexmbd is faster on the chains and about as "
+        "fast on the slider-crank (ratio 1.00-1.13 over the last runs of this section, "
+        "whose loads differ); neither issue 13 target is reached.",
         "",
         "Dense/sparse crossover of the engine's Newton solve (`benchmarks/bench_forces.py`"
         " `crossover()`, the same chains, us per step, same run; `engine.MAX_DENSE` "

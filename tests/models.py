@@ -98,3 +98,25 @@ class Oscillator:
 
     def load_state_dict(self, s):
         self.t, self.x, self.v = s["t"], s["x"], s["v"]
+
+
+def stiffened_pendulum(rb, name="itf_hanging"):
+    """A flexible beam ``rb`` (a reduced body with interface ``B``, geometric stiffening on)
+    hanging from a rigid arm (1.5 kg, centre of mass 0.3 m out) by a revolute ``j1`` at
+    0.6 m whose child frame is the beam's interface B (a deforming child frame that carries
+    the lagged interface load); the arm on a revolute ``j0`` to the ground; gravity -9.81 y.
+    A double pendulum released with 3 rad/s in ``j1``."""
+    m = fm.Model(name)
+    m.arm = fm.RigidBody(1.5, (0.02, 0.03, 0.04), com=(0.3, 0.0, 0.0))
+    m.beam = fm.FlexibleBody(rb)
+    m.j0 = fm.Revolute(m.ground, m.arm, axis=(0, 0, 1))
+    m.j1 = fm.Revolute(
+        m.arm,
+        m.beam,
+        axis=(0, 0, 1),
+        parent_frame=(0.6, 0.0, 0.0),
+        child_frame=m.beam.interface("B"),
+        qd0=[3.0],
+    )
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    return m

@@ -343,16 +343,7 @@ def set_reference(w, Ax):
     w.rstat[0] = 0
     if st != 1:
         return st
-    n = w.n
-    for k in range(n + 1):
-        w.rLp[k] = w.Lp[k]
-        w.rUp[k] = w.Up[k]
-    for t in range(w.Lp[n]):
-        w.rLi[t] = w.Li[t]
-    for t in range(w.Up[n]):
-        w.rUi[t] = w.Ui[t]
-    for k in range(n):
-        w.rP[k] = w.P[k]
+    _copy_pattern(w.n, w.Lp, w.Up, w.Li, w.Ui, w.P, w.rLp, w.rUp, w.rLi, w.rUi, w.rP)
     w.rstat[0] = 1
     return 1
 
@@ -363,19 +354,27 @@ def restore_reference(w):
     (the values are then computed by :func:`refactor`). Returns False when none is set."""
     if w.rstat[0] != 1:
         return False
-    n = w.n
-    for k in range(n + 1):
-        w.Lp[k] = w.rLp[k]
-        w.Up[k] = w.rUp[k]
-    for t in range(w.rLp[n]):
-        w.Li[t] = w.rLi[t]
-    for t in range(w.rUp[n]):
-        w.Ui[t] = w.rUi[t]
-    for k in range(n):
-        w.P[k] = w.rP[k]
-        w.pinv[w.rP[k]] = k
+    _copy_pattern(w.n, w.rLp, w.rUp, w.rLi, w.rUi, w.rP, w.Lp, w.Up, w.Li, w.Ui, w.P)
+    for k in range(w.n):
+        w.pinv[w.P[k]] = k
     w.stat[4] = 1
     return True
+
+
+@njit(cache=True, inline="always")
+def _copy_pattern(n, Lp, Up, Li, Ui, P, Lp2, Up2, Li2, Ui2, P2):
+    """Copy a factorization's pattern and row pivots (column pointers of ``L`` and ``U``,
+    their row indices, ``P``) into the second set: the reference of
+    :func:`set_reference` and back (:func:`restore_reference`)."""
+    for k in range(n + 1):
+        Lp2[k] = Lp[k]
+        Up2[k] = Up[k]
+    for t in range(Lp[n]):
+        Li2[t] = Li[t]
+    for t in range(Up[n]):
+        Ui2[t] = Ui[t]
+    for k in range(n):
+        P2[k] = P[k]
 
 
 @njit(cache=True)

@@ -74,6 +74,7 @@ from .._nbrotation import Gmat as _G
 from .._nbrotation import Smat_add as _Smat_add
 from .._nbrotation import dAs_to as _dAs_to
 from ..errors import FlexmbdError
+from ..flexible._nbbody import FlexScratch, flex_scratch
 from ..flexible._nbbody import flex_block as _flex_block
 from ..flexible._nbbody import flex_gravity as _flex_gravity
 from ..flexible._nbbody import flex_mass as _flex_mass
@@ -282,10 +283,51 @@ class Inputs(NamedTuple):
     has_g: bool
 
 
+class JointScratch(NamedTuple):
+    """Scratch of :func:`_constraints` for deforming slots of up to ``nf`` modes
+    (:func:`joint_scratch`): per joint equation the four slots' vectors (``v3``: values,
+    slot vectors, X, Y, mu, a column), slot Jacobians ``Jq`` (4, 3, nf) and Hessians ``Hs``
+    (4, 3, 3, 3), rotations ``Ab`` (4, 3, 3), ``dA`` (4, 3, 4), ``Bj`` (3, 4), the full
+    slot Jacobians ``Jfull`` (4, 3, 7 + nf) and their columns ``cols`` (4, 7 + nf),
+    ``iw`` (2, 4) the slots' deforming-slot ids and column counts, ``m33`` (2, 3, 3)
+    (``Hm``, ``Jy``), ``th`` (3), ``XH`` (nf, 3) and ``XHX`` (nf, nf)."""
+
+    v3: np.ndarray
+    Jq: np.ndarray
+    Hs: np.ndarray
+    Ab: np.ndarray
+    dA: np.ndarray
+    Bj: np.ndarray
+    Jfull: np.ndarray
+    cols: np.ndarray
+    iw: np.ndarray
+    m33: np.ndarray
+    th: np.ndarray
+    XH: np.ndarray
+    XHX: np.ndarray
+
+
+def joint_scratch(nf):
+    """A :class:`JointScratch` for deforming slots of up to ``nf`` modes."""
+    n = max(int(nf), 1)
+    z = np.zeros
+    return JointScratch(
+        z((14, 3)), z((4, 3, n)), z((4, 3, 3, 3)), z((4, 3, 3)), z((4, 3, 4)), z((3, 4)),
+        z((4, 3, 7 + n)), np.zeros((4, 7 + n), np.int64), np.zeros((2, 4), np.int64),
+        z((2, 3, 3)), z(3), z((n, 3)), z((n, n)),
+    )  # fmt: skip
+
+
 class Workspace(NamedTuple):
     """Scratch of one Newton loop over ``n`` coordinates and ``nc`` constraint rows; the
     matrices in the layout's storage (``width`` columns); ``lu``, ``Ax`` the sparse LU's
-    factors and values (size 0 for the dense layout)."""
+    factors and values (size 0 for the dense layout); the body kernels' scratch (built
+    once per run, so that an assembly allocates nothing): ``B``, ``W`` of the rigid
+    bodies (:func:`_rigid_terms`), ``fb`` of the flexible bodies
+    (:class:`~flexmbd.flexible._nbbody.FlexScratch`), ``fidx`` (7 + nf) their columns,
+    ``fR`` (7 + nf) and ``fM`` (4, 7 + nf, 7 + nf) a flexible body's residual, gravity
+    force and blocks ``M``, ``K``, ``D``, ``dQg/dq``; ``PtL`` (n) of :func:`_system_terms`;
+    ``js`` of :func:`_constraints`."""
 
     r: np.ndarray
     phi: np.ndarray
@@ -299,15 +341,25 @@ class Workspace(NamedTuple):
     Hm: np.ndarray
     lu: LUWork
     Ax: np.ndarray
+    B: np.ndarray
+    W: np.ndarray
+    fb: FlexScratch
+    fidx: np.ndarray
+    fR: np.ndarray
+    fM: np.ndarray
+    PtL: np.ndarray
+    js: JointScratch
 
 
-def workspace(n, nc, layout=None, lu=None):
+def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0):
     """A fresh :class:`Workspace` for ``n`` coordinates and ``nc`` constraint rows, its
-    matrices in ``layout``'s storage (None: dense); ``lu``: the analysis of the sparse
-    LU (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage."""
+    matrices in ``layout``'s storage (None: dense), flexible bodies of up to ``nf``
+    modes, deforming joint slots of up to ``nfs``; ``lu``: the analysis of the sparse LU
+    (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage."""
     z = np.zeros
     W = n + nc if layout is None else layout.width
     lu = empty_work() if lu is None else fresh_work(lu)
+    N = 7 + max(int(nf), 1)
     return Workspace(
         z(n),
         z(nc),
@@ -321,6 +373,14 @@ def workspace(n, nc, layout=None, lu=None):
         z((n, W)),
         lu,
         z(layout.gidx.shape[0] if lu.n else 0),
+        z((6, 7, 7)),
+        z((32, 4)),
+        flex_scratch(nf),
+        np.zeros(N, np.int64),
+        z((2, N)),
+        z((4, N, N)),
+        z(n),
+        joint_scratch(nfs),
     )
 
 
@@ -328,31 +388,55 @@ def workspace(n, nc, layout=None, lu=None):
 # flexmbd._nbalgebra (imported above under the names the kernels below use)
 
 
-@njit(cache=True)
-def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq, Hy):
-    """Effective slot vector y (3,), dy/dq_f (3, n) and (direction) Hy; returns flex slot id."""
+@njit(cache=True, _nrt=False)
+def _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jyq, Hy, th, Jy):
+    """Effective slot vector y (3,), dy/dq_f (3, n) and (direction) Hy; returns flex slot id.
+    ``th`` (3) and ``Jy`` (3, 3) scratch (no allocation; the sums in the order of
+    ``_nbalgebra.mv`` / ``mm``)."""
     f = fs_index[p, k]
     if f < 0:
-        y[:] = s[p, k]
+        for i in range(3):
+            y[i] = s[p, k, i]
         return -1
     n = fs_n[f]
     X = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
     qf = q[fs_col0[f] : fs_col0[f] + n]
+    for i in range(3):
+        v = 0.0
+        for l in range(n):
+            v += X[i, l] * qf[l]
+        th[i] = v
     if fs_point[f]:
-        y[:] = s[p, k] + _mv(X, qf)
-        Jyq[:, :n] = X
+        for i in range(3):
+            y[i] = s[p, k, i] + th[i]
+            for j in range(n):
+                Jyq[i, j] = X[i, j]
     else:
-        th = _mv(X, qf)
-        Jy = np.empty((3, 3))
-        exp_jets(th, s[p, k].copy(), y, Jy, Hy)
-        Jyq[:, :n] = _mm(Jy, X)
+        exp_jets(th, s[p, k], y, Jy, Hy)
+        _mm_to(Jy, X, Jyq, n)
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", _nrt=False)
+def _mm_to(A, B, C, n):
+    """``C[:, :n] = A @ B[:, :n]`` in the order of ``_nbalgebra.mm`` (zero products skipped)."""
+    for i in range(A.shape[0]):
+        for j in range(n):
+            C[i, j] = 0.0
+        for l in range(A.shape[1]):
+            a = A[i, l]
+            if a != 0.0:
+                for j in range(n):
+                    C[i, j] += a * B[l, j]
+
+
+@njit(cache=True, inline="always")
 def _joint_rows(jm):
     """The joint table's per-row arrays (bodies, signs, points, deforming-frame slots)
-    that :func:`_constraints` and :func:`_reactions` read, in their order."""
+    that :func:`_constraints` and :func:`_reactions` read, in their order. Inlined: a
+    returned array's reference count follows its caller's mode (``_constraints`` runs
+    without reference counting, ``_reactions`` with it; numba compiles a non-inlined
+    callee once, in the mode of the caller that first compiles it)."""
     return (
         jm.b,
         jm.sg,
@@ -366,28 +450,22 @@ def _joint_rows(jm):
     )
 
 
-@njit(cache=True)
-def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
+@njit(cache=True, _nrt=False)
+def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm, js):
     """phi (nc), Phi_q (nc, n) and (optionally) H += d(Phi_q^T lam)/dq (n, n); column ``j``
-    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``)."""
+    of ``Pq`` and ``H`` in slot ``cm[j]`` (the compressed layout, ``_sparse.kkt_layout``).
+    ``js``: a :class:`JointScratch` for the model's largest deforming slot (no
+    allocation, no reference counting: ~10 array views per joint equation)."""
     b, sg, pt, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off = _joint_rows(jm)
     npm = b.shape[0]
-    nmax = 1
-    for f in range(fs_n.shape[0]):
-        nmax = max(nmax, fs_n[f])
-    v3 = np.zeros((14, 3))
+    v3 = js.v3
     vals = v3[0:4]
     ys = v3[4:8]
     X, Y, mu, jc = v3[8], v3[9], v3[10], v3[11]
-    Jq = np.zeros((4, 3, nmax))
-    Hs = np.zeros((4, 3, 3, 3))
-    fid = np.empty(4, np.int64)
-    Ab = np.zeros((4, 3, 3))
-    dA = np.zeros((4, 3, 4))
-    Bj = np.empty((3, 4))
-    ncol = np.zeros(4, np.int64)
-    cols = np.zeros((4, 7 + nmax), np.int64)
-    Jfull = np.zeros((4, 3, 7 + nmax))
+    Jq, Hs, Ab, dA, Bj, Jfull, cols = js.Jq, js.Hs, js.Ab, js.dA, js.Bj, js.Jfull, js.cols
+    fid = js.iw[0]
+    ncol = js.iw[1]
+    Hm = js.m33[0]
     for p in range(npm):
         for k in range(4):
             bk = b[p, k]
@@ -397,8 +475,9 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
                     ys[k, i] = s[p, k, i]
             else:
                 fid[k] = _slot_s(
-                    p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, ys[k], Jq[k], Hs[k]
-                )
+                    p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, ys[k], Jq[k],
+                    Hs[k], js.th, js.m33[1],
+                )  # fmt: skip
             sgk = sg[p, k]
             if bk >= 0:
                 e = q[7 * bk + 3 : 7 * bk + 7]
@@ -515,12 +594,29 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
             if not fs_point[f]:
                 for i in range(3):
                     mu[i] = Ab[k, 0, i] * o[0] + Ab[k, 1, i] * o[1] + Ab[k, 2, i] * o[2]
-                Hm = np.zeros((3, 3))
+                for r in range(3):
+                    for c in range(3):
+                        Hm[r, c] = 0.0
                 for i in range(3):
-                    Hm += mu[i] * Hs[k, i]
+                    for r in range(3):
+                        for c in range(3):
+                            Hm[r, c] += mu[i] * Hs[k, i, r, c]
                 Xf = fs_X[fs_off[f] : fs_off[f] + 3 * n].reshape(3, n)
                 kf = cm[cf]  # a body's columns keep consecutive slots
-                H[cf : cf + n, kf : kf + n] += sgl * _mm(_mm(Xf.T, Hm), Xf)
+                XH = js.XH
+                _mm_to(Xf.T, Hm, XH, 3)  # Xf^T Hm (n, 3)
+                XHX = js.XHX
+                for i in range(n):  # (Xf^T Hm) Xf (n, n), the order of _nbalgebra.mm
+                    for j in range(n):
+                        XHX[i, j] = 0.0
+                    for r in range(3):
+                        x = XH[i, r]
+                        if x != 0.0:
+                            for j in range(n):
+                                XHX[i, j] += x * Xf[r, j]
+                for i in range(n):
+                    for j in range(n):
+                        H[cf + i, kf + j] += sgl * XHX[i, j]
     # normalization rows
     for i in range(nb):
         e = q[7 * i + 3 : 7 * i + 7]
@@ -531,24 +627,6 @@ def _constraints(q, nb, jm, s, target, lam, phi, Pq, H, hessian, cm):
             li = lam[npm + i]
             for j in range(4):
                 H[7 * i + 3 + j, cm[7 * i + 3 + j]] += li
-
-
-@njit(cache=True)
-def _slot_full_jac(p, k, bk, sg, pt, dA, Ab, Jq, fid, fs_n, fs_col0):
-    f = fid[k]
-    nf = fs_n[f] if f >= 0 else 0
-    cols = np.empty(7 + nf, np.int64)
-    J = np.zeros((3, 7 + nf))
-    for i in range(7):
-        cols[i] = 7 * bk + i
-    for i in range(3):
-        J[i, i] = sg[p, k] * pt[p, k]
-    J[:, 3:7] = dA[k]
-    if f >= 0:
-        for j in range(nf):
-            cols[7 + j] = fs_col0[f] + j
-        J[:, 7:] = sg[p, k] * _mm(Ab[k], Jq[k, :, :nf])
-    return cols, J, 7 + nf
 
 
 # -- whole-system terms ---------------------------------------------------------------------
@@ -687,7 +765,7 @@ def _system_terms(
         Amat[:, :] = 0.0
     _rigid_terms(
         rm, rc, rJ, isflex, g, has_g, q, qd, qdd, aM, aKin, aDin, aK, R, Q, Amat, cm, jac,
-        nb, np.zeros((6, 7, 7)), np.zeros((32, 4)),
+        nb, ws.B, ws.W,
     )  # fmt: skip
     for k in range(f_body.shape[0]):
         i = f_body[k]
@@ -695,7 +773,7 @@ def _system_terms(
         c7 = 7 * i
         c0 = f_col0[k]
         N = 7 + nf
-        idx = np.empty(N, np.int64)
+        idx = ws.fidx[0:N]
         for j in range(7):
             idx[j] = c7 + j
         for j in range(nf):
@@ -711,10 +789,17 @@ def _system_terms(
         Kw = f_Kw[6 * o : 6 * o + 6 * nf * nf].reshape(6, nf, nf)
         Kal = f_Kal[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
         Ka = f_Ka[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
-        Rf = np.zeros(N)
-        Mf = np.zeros((N, N))
-        Kf = np.zeros((N, N))
-        Df = np.zeros((N, N))
+        Rf = ws.fR[0, 0:N]
+        Mf = ws.fM[0, 0:N, 0:N]
+        Kf = ws.fM[1, 0:N, 0:N]
+        Df = ws.fM[2, 0:N, 0:N]
+        Kgf = ws.fM[3, 0:N, 0:N]
+        if jac:
+            for a in range(N):
+                for bb in range(N):
+                    Kf[a, bb] = 0.0
+                    Df[a, bb] = 0.0
+                    Kgf[a, bb] = 0.0
         e = q[c7 + 3 : c7 + 7]
         _flex_block(
             f_mass[k],
@@ -744,13 +829,14 @@ def _system_terms(
             Kf,
             Df,
             jac,
+            ws.fb,
         )
         for a in range(N):
             R[idx[a]] += Rf[a]
-        Kgf = np.zeros((N, N))
         if has_g:
-            Qf = np.zeros(N)
-            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0 : c0 + nf], Qf, Kgf, jac)
+            Qf = ws.fR[1, 0:N]
+            Qf[:] = 0.0
+            _flex_gravity(f_mass[k], f_c[k], St, g, e, q[c0 : c0 + nf], Qf, Kgf, jac, ws.fb)
             for a in range(N):
                 Q[idx[a]] += Qf[a]
         if jac:
@@ -790,8 +876,9 @@ def _system_terms(
     Hm = ws.Hm
     if jac:
         Hm[:, :] = 0.0
-    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac, cm)
-    PtL = np.zeros(n)
+    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac, cm, ws.js)
+    PtL = ws.PtL
+    PtL[:] = 0.0
     for a in range(nc):
         la = lam[a]
         for t in range(rptr[a], rptr[a + 1]):
@@ -810,11 +897,16 @@ def _system_terms(
             for t in range(rptr[a], rptr[a + 1]):
                 j = rcol[t]
                 Amat[j, ka] = Pq[a, cm[j]]
-    out = np.empty(3)
-    out[0] = np.sqrt((R * R).sum())
-    out[1] = np.sqrt((PtL * PtL).sum())
-    out[2] = np.sqrt((Q * Q).sum())
-    return out
+    return np.sqrt(_sumsq(R, 0, n)), np.sqrt(_sumsq(PtL, 0, n)), np.sqrt(_sumsq(Q, 0, n))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _sumsq(x, i0, i1):
+    """``sum(x[i0:i1] ** 2)`` summed in order (as ``(x * x).sum()``; no temporary)."""
+    v = 0.0
+    for i in range(i0, i1):
+        v += x[i] * x[i]
+    return v
 
 
 @njit(cache=True)
@@ -935,22 +1027,24 @@ def _newton(
         if k == max_iter:
             return 0, k, viol
         dx = None
+        for i in range(n + nc):  # the right-hand side -res, in place
+            res[i] = -res[i]
         if factored and modified and nr <= MODIFIED_RATIO * nr_prev:
-            dx = _kkt_resolve(A, -res, m.layout.gidx, ws.lu, ws.Ax)
+            dx = _kkt_resolve(A, res, m.layout.gidx, ws.lu, ws.Ax)
         if dx is None:
             if not jac:  # the matrix at this iterate: the same terms again, with it
                 _system_terms(
                     m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
                 )
-            dx = _kkt_solve(A, -res, m.layout.gidx, ws.lu, ws.Ax, not factored)
+            dx = _kkt_solve(A, res, m.layout.gidx, ws.lu, ws.Ax, not factored)
             factored = True
         nr_prev = nr
         x_qdd += dx[:n]
         x_lam += dx[n:]
-        nq = np.sqrt((dx[:n] * dx[:n]).sum())
-        nl = np.sqrt((dx[n:] * dx[n:]).sum())
-        tiny = nq <= 1e-13 * (1.0 + np.sqrt((x_qdd * x_qdd).sum())) and nl <= 1e-13 * (
-            1.0 + np.sqrt((x_lam * x_lam).sum())
+        nq = np.sqrt(_sumsq(dx, 0, n))
+        nl = np.sqrt(_sumsq(dx, n, n + nc))
+        tiny = nq <= 1e-13 * (1.0 + np.sqrt(_sumsq(x_qdd, 0, n))) and nl <= 1e-13 * (
+            1.0 + np.sqrt(_sumsq(x_lam, 0, nc))
         )
     return 0, max_iter, 0.0
 
@@ -990,12 +1084,24 @@ def _run(
         phi_p = np.zeros(nc)
         A_p = np.zeros((n + nc, ws.A.shape[1]))
         rhs = np.zeros(n + nc)
+    # the step's predictors and iterates, updated in place (the same operations as the
+    # array expressions of integrators.implicit, element by element: no allocation per step)
+    q_pred = np.empty(n)
+    v_pred = np.empty(n)
+    x_qdd = np.empty(n)
+    x_lam = np.empty(nc)
+    hq = h * h * (0.5 - be)
+    hb = h * h * be
+    hv = h * (1 - ga)
+    hg = h * ga
     for i in range(1, nt):
-        a_part = (af * qdd - am * a) / (1 - am)
-        q_pred = q + h * qd + h * h * (0.5 - be) * a + h * h * be * a_part
-        v_pred = qd + h * (1 - ga) * a + h * ga * a_part
-        x_qdd = qdd.copy()
-        x_lam = lam.copy()
+        for j in range(n):
+            a_part = (af * qdd[j] - am * a[j]) / (1 - am)
+            q_pred[j] = q[j] + h * qd[j] + hq * a[j] + hb * a_part
+            v_pred[j] = qd[j] + hv * a[j] + hg * a_part
+            x_qdd[j] = qdd[j]
+        for j in range(nc):
+            x_lam[j] = lam[j]
         inp_i = Inputs(
             S_all[i] if timed else inp.s,
             T_all[i] if timed else inp.target,
@@ -1029,9 +1135,13 @@ def _run(
         if status != 1:
             return i
         k_prev = k
-        a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
-        q = q_pred + bh2 * x_qdd
-        qd = v_pred + gh * x_qdd
+        for j in range(n):
+            a[j] = ((1 - af) * x_qdd[j] + af * qdd[j] - am * a[j]) / (1 - am)
+            q[j] = q_pred[j] + bh2 * x_qdd[j]
+            qd[j] = v_pred[j] + gh * x_qdd[j]
+            qdd[j] = x_qdd[j]
+        for j in range(nc):
+            lam[j] = x_lam[j]
         if project:
             # mass-orthogonal projection on Phi_q qd = 0 (scleronomic; Engine.project)
             _system_terms(
@@ -1057,8 +1167,6 @@ def _run(
                     ed += q[c3 + j] * qd[c3 + j]
                 for j in range(4):
                     qd[c3 + j] -= q[c3 + j] * (ed / ee)
-        qdd = x_qdd
-        lam = x_lam
         viol[i] = vi
         Tq[i] = q
         Tqd[i] = qd
@@ -1134,13 +1242,18 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
     FC = np.empty((3, 3))
     Jq = np.zeros((3, nmax))
     Hy = np.zeros((3, 3, 3))
+    th3 = np.empty(3)
+    Jy3 = np.empty((3, 3))
     for p in range(npm):
         for k in range(4):
             if fs_index[p, k] < 0:
                 for i in range(3):
                     y[i] = s[p, k, i]
             else:
-                _slot_s(p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy)
+                _slot_s(
+                    p, k, s, fs_index, fs_col0, fs_n, fs_point, fs_X, fs_off, q, y, Jq, Hy, th3,
+                    Jy3,
+                )  # fmt: skip
             bk = b[p, k]
             sgk = sg[p, k]
             if bk >= 0:
@@ -1504,7 +1617,7 @@ class Engine:
             L = self.model.layout
             self._lu = analyze(L.Ap, L.Ai, s.n + s.nc)
         #: the compiled description of the system (:class:`Model`), built once
-        self.ws = workspace(s.n, s.nc, self.model.layout, self._lu)  # scratch of newton
+        self.ws = self._workspace(s.n, s.nc, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
         self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
         #: sparse LU: modified Newton within a step (:func:`_newton`; changes the number
@@ -1591,7 +1704,7 @@ class Engine:
         L = kkt_layout(n, nc, body_cols, rows, couplings)
         dense = self.model.layout
         self.model = _with_layout(self.model, L)
-        self.ws = workspace(n, nc, L)
+        self.ws = self._workspace(n, nc, None)
         rng = np.random.default_rng(20261127)
         arrays = (cs.s, ft.s_flt, ft.s_int, ft.fa, ft.l_int, ft.F, ft.j_int, ft.j_flt)
         saved = [x.copy() for x in arrays]
@@ -1736,6 +1849,12 @@ class Engine:
             self.ft.refresh()
             self.ft.at(t)
 
+    def _workspace(self, n, nc, lu):
+        """A fresh :func:`workspace` for this model's layout and flexible bodies."""
+        nf = int(self.model.bodies.f_n.max(initial=0))
+        nfs = int(self.model.joints.fs_n.max(initial=0))
+        return workspace(n, nc, self.model.layout, lu, nf, nfs)
+
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True, stiff=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense); ``stiff``
         False: without the geometric stiffening (the symmetric mass matrix)."""
@@ -1784,7 +1903,7 @@ class Engine:
         q = np.ascontiguousarray(q, dtype=float)
         _constraints(
             q, self.model.bodies.nb, self.model.joints, self.cs.s, self.cs.target, z, z.copy(),
-            Pq, self.ws.Hm, False, L.cmap,
+            Pq, self.ws.Hm, False, L.cmap, self.ws.js,
         )  # fmt: skip
         rows = np.repeat(np.arange(nc), np.diff(L.rptr))
         return sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
@@ -1919,7 +2038,7 @@ class Engine:
         return _run(
             self.model,
             self.inputs(),
-            workspace(len(state[0]), len(state[4]), self.model.layout, self._lu),
+            self._workspace(len(state[0]), len(state[4]), self._lu),
             sched,
             state,
             float(h),

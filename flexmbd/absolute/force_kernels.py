@@ -887,18 +887,10 @@ def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
     return pw
 
 
-@njit(cache=True)
-def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
-    """Tension ``f = k (l - l0) + c ldot + f_a`` (N) of SDA ``el``; its unit vector from end
-    ``i`` to end ``j`` into ``u`` (world)."""
-    P = np.empty((2, 3))
-    vP = np.empty((2, 3))
-    G0 = np.zeros((0, 7))
-    rho = np.zeros(3)
-    AU = np.zeros((3, max(1, s_int[el, _SN], s_int[el, _SN + 1])))
-    E2 = np.zeros((3, 4))
-    w = np.zeros(3)
-    wk = np.empty((6, 3, 4))
+@njit(cache=True, inline="always")
+def _sda_ends(el, q, qd, s_int, s_flt, s_U, P, vP, G0, rho, AU, E2, w, wk):
+    """World positions ``P[k]`` and velocities ``vP[k]`` (m, m/s) of SDA ``el``'s two ends
+    (:func:`_end_kin` without Jacobians; the other arrays its scratch)."""
     for k in range(2):
         nf = s_int[el, _SN + k]
         o = s_int[el, _SO + k]
@@ -920,6 +912,21 @@ def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
             w,
             wk,
         )
+
+
+@njit(cache=True)
+def _sda_tension(el, q, qd, s_int, s_flt, s_U, fa, u):
+    """Tension ``f = k (l - l0) + c ldot + f_a`` (N) of SDA ``el``; its unit vector from end
+    ``i`` to end ``j`` into ``u`` (world)."""
+    P = np.empty((2, 3))
+    vP = np.empty((2, 3))
+    G0 = np.zeros((0, 7))
+    rho = np.zeros(3)
+    AU = np.zeros((3, max(1, s_int[el, _SN], s_int[el, _SN + 1])))
+    E2 = np.zeros((3, 4))
+    w = np.zeros(3)
+    wk = np.empty((6, 3, 4))
+    _sda_ends(el, q, qd, s_int, s_flt, s_U, P, vP, G0, rho, AU, E2, w, wk)
     ll = 0.0
     for i in range(3):
         u[i] = P[1, i] - P[0, i]
@@ -1012,27 +1019,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
         pact = 0.0
         pext = 0.0
         for el in range(m):
-            for k in range(2):
-                nf = s_int[el, _SN + k]
-                o = s_int[el, _SO + k]
-                _end_kin(
-                    s_int[el, _SB + k],
-                    s_flt[el, 3 * k : 3 * k + 3],
-                    nf,
-                    s_int[el, _SC + k],
-                    s_U[o : o + 3 * nf].reshape(3, nf),
-                    q,
-                    qd,
-                    P[k],
-                    vP[k],
-                    G0,
-                    G0,
-                    rho,
-                    AU,
-                    E2,
-                    w,
-                    wk,
-                )
+            _sda_ends(el, q, qd, s_int, s_flt, s_U, P, vP, G0, rho, AU, E2, w, wk)
             ll = 0.0
             dl = 0.0
             for i in range(3):

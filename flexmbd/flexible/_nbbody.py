@@ -49,6 +49,8 @@ Absolute (Euler-parameter) coordinates: :func:`flex_block`, :func:`flex_gravity`
 geometric stiffening (:mod:`flexmbd.flexible.mean_axis`).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._jit import njit
@@ -70,6 +72,8 @@ __all__ = [
     "bias_forces",
     "flex_mass",
     "flex_block",
+    "FlexScratch",
+    "flex_scratch",
     "flex_gravity",
     "rigid_block",
     "rigid_gravity",
@@ -240,14 +244,14 @@ def inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, 
         ) + v
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def inertia_derivatives(
-    St, P, Y, Z, Sbar, Stqd, J, Gm, trG, W, W2, Jw, w, al, a, qdd, Fq, Fqd, Fwd, ws
+    St, P, Y, Z, Sbar, Stqd, J, Gm, trG, W, W2, Jw, w, al, a, qdd, Fq, Fqd, Fwd, ws, T1
 ):
     """Exact partial derivatives of :func:`inertia_forces` (body axes): ``Fq = dF/dq``,
     ``Fqd = dF/dqd`` ((6+n) x n) and ``Fwd = dF/dw`` ((6+n) x 3); ``dF/d(al, a, qdd)`` is
-    the mass matrix. ``ws`` (3, 3, 3) scratch. Formulas: the comment block above
-    :func:`flexmbd.flexible.ffr.inertia_terms`."""
+    the mass matrix. ``ws`` (3, 3, 3) and ``T1`` (n, n) scratch (no allocation).
+    Formulas: the comment block above :func:`flexmbd.flexible.ffr.inertia_terms`."""
     n = qdd.shape[0]
     Wa = ws[0]
     dJ = ws[1]
@@ -348,9 +352,9 @@ def inertia_derivatives(
             Fqd[3 + i, k] = 2.0 * v
     # modal rows: dF_f,l/dq_k = (W^2 - al~) : P_..kl ;  dF_f,k/dqd_l = 2 W : P_..kl
     # (accumulated over (i, j) in the same order as a per-entry sum; contiguous in l)
-    T1 = np.zeros((n, n))
     for k in range(n):
         for l in range(n):
+            T1[k, l] = 0.0
             Fqd[6 + k, l] = 0.0
     for i in range(3):
         for j in range(3):
@@ -401,12 +405,15 @@ def bias_forces(mass, c, E0, St, S, P, Mff, q, qd, w, v, gb, M, h, ws):
 
 
 # -- mean-axis load parameters of geometric stiffening (flexmbd.flexible.mean_axis) ---------
-@njit(cache=True)
-def mean_axis_fit(mass, c, E0, S, St, Mi, Gw):
+@njit(cache=True, _nrt=False)
+def mean_axis_fit(mass, c, E0, S, St, Mi, Gw, W):
     """``Mi = M_rr0^-1`` (6, 6) and the rotation rows ``Gw`` (3, n) of the rigid fit
-    ``Gamma = M_rr0^-1 M_rf0`` (Gauss-Jordan with partial pivoting on [M_rr0 | I | M_rf0])."""
+    ``Gamma = M_rr0^-1 M_rf0`` (Gauss-Jordan with partial pivoting on [M_rr0 | I | M_rf0]);
+    ``W`` (6, 12 + n) scratch (no allocation)."""
     n = St.shape[1]
-    W = np.zeros((6, 12 + n))
+    for i in range(6):
+        for j in range(12 + n):
+            W[i, j] = 0.0
     tr = E0[0, 0] + E0[1, 1] + E0[2, 2]
     for i in range(3):
         for j in range(3):
@@ -454,7 +461,7 @@ def mean_axis_fit(mass, c, E0, S, St, Mi, Gw):
             Gw[i, l] = W[i, 12 + l]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def centrifugal(J0, c, w, out):
     """``out = [w x J0 w; w x (w x c)]``."""
     j0 = J0[0, 0] * w[0] + J0[0, 1] * w[1] + J0[0, 2] * w[2]
@@ -471,22 +478,22 @@ def centrifugal(J0, c, w, out):
     out[5] = w[0] * x1 - w[1] * x0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def centrifugal_dw(J0, c, w, dC):
     """``dC/dw`` (6, 3) of :func:`centrifugal`: ``[W J0 - (J0 w)~; (w.c) I + w c^T - 2 c w^T]``."""
-    Jw = np.empty(3)
-    for i in range(3):
-        Jw[i] = J0[i, 0] * w[0] + J0[i, 1] * w[1] + J0[i, 2] * w[2]
+    Jw0 = J0[0, 0] * w[0] + J0[0, 1] * w[1] + J0[0, 2] * w[2]
+    Jw1 = J0[1, 0] * w[0] + J0[1, 1] * w[1] + J0[1, 2] * w[2]
+    Jw2 = J0[2, 0] * w[0] + J0[2, 1] * w[1] + J0[2, 2] * w[2]
     for j in range(3):
         dC[0, j] = w[1] * J0[2, j] - w[2] * J0[1, j]
         dC[1, j] = w[2] * J0[0, j] - w[0] * J0[2, j]
         dC[2, j] = w[0] * J0[1, j] - w[1] * J0[0, j]
-    dC[0, 1] += Jw[2]
-    dC[0, 2] -= Jw[1]
-    dC[1, 0] -= Jw[2]
-    dC[1, 2] += Jw[0]
-    dC[2, 0] += Jw[1]
-    dC[2, 1] -= Jw[0]
+    dC[0, 1] += Jw2
+    dC[0, 2] -= Jw1
+    dC[1, 0] -= Jw2
+    dC[1, 2] += Jw0
+    dC[2, 0] += Jw1
+    dC[2, 1] -= Jw0
     wc = w[0] * c[0] + w[1] * c[1] + w[2] * c[2]
     for i in range(3):
         for j in range(3):
@@ -636,7 +643,64 @@ def rigid_block(m, c, J, e, ed, rdd, edd, R, M, K, D, ws, jac):
             D[3 + a, 3 + j] = 4.0 * (G[0, a] * T3[0, j] + G[1, a] * T3[1, j] + G[2, a] * T3[2, j])
 
 
-@njit(cache=True)
+class FlexScratch(NamedTuple):
+    """Scratch of :func:`flex_block` and :func:`flex_gravity` for bodies of up to ``nf``
+    modes (:func:`flex_scratch`), built once per run: the kernels allocate nothing and run
+    without reference counting. Small fixed-size blocks are stacked (``m33``: 3 x 3
+    matrices, ``v3``: 3-vectors, ``m34``: 3 x 4 matrices); every size-dependent array has
+    its own flat buffer, of which a kernel takes the leading ``rows * cols`` entries as a
+    contiguous matrix (:func:`_mat`)."""
+
+    m33: np.ndarray  # (10, 3, 3)
+    v3: np.ndarray  # (15, 3)
+    m34: np.ndarray  # (9, 3, 4)
+    Mi: np.ndarray  # (6, 6)
+    v6: np.ndarray  # (2, 6)
+    TGw: np.ndarray  # (4, 4)
+    dC: np.ndarray  # (6, 3)
+    Y: np.ndarray
+    Z: np.ndarray
+    Mwf: np.ndarray
+    Mff: np.ndarray
+    F: np.ndarray
+    Gw: np.ndarray
+    KG: np.ndarray
+    Mb: np.ndarray
+    Fq: np.ndarray
+    Fqd: np.ndarray
+    Fwd: np.ndarray
+    Fg: np.ndarray
+    kq: np.ndarray
+    G6: np.ndarray
+    Hs: np.ndarray
+    Bw: np.ndarray
+    buf: np.ndarray
+    dFe: np.ndarray
+    fit: np.ndarray
+    T1: np.ndarray
+
+
+def flex_scratch(nf: int) -> FlexScratch:
+    """A :class:`FlexScratch` for flexible bodies of up to ``nf`` modes (``nf >= 0``)."""
+    n = max(int(nf), 1)
+    N6 = 6 + n
+    z = np.zeros
+    return FlexScratch(
+        z((10, 3, 3)), z((15, 3)), z((9, 3, 4)), z((6, 6)), z((2, 6)), z((4, 4)), z((6, 3)),
+        z(9 * n), z(9 * n), z(3 * n), z(n * n), z(N6), z(3 * n), z(n * n), z(N6 * N6),
+        z(N6 * n), z(N6 * n), z(N6 * 3), z(N6 * 3), z(6 * n), z(6 * n), z(6 * n), z(3 * n),
+        z((7 + n) * max(n, 4)), z(N6 * 4), z(6 * (12 + n)), z(n * n),
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _mat(buf, rows, cols):
+    """The leading ``rows * cols`` entries of the flat buffer ``buf`` as a C-contiguous
+    (rows, cols) matrix (a view)."""
+    return buf[0 : rows * cols].reshape(rows, cols)
+
+
+@njit(cache=True, _nrt=False)
 def flex_block(
     mass,
     cv,
@@ -665,25 +729,29 @@ def flex_block(
     K,
     D,
     derivatives,
+    sc,
 ):
     """Inertia, elastic, damping and geometric-stiffening residual ``R`` (7+n) of a
     flexible body in absolute coordinates ``(r, e, q_f)`` (rows ``[r; e; f]``: world force,
     Euler-parameter moment ``G2^T F_w``, modal forces) and, with ``derivatives``, its
-    blocks ``M = dR/dqdd``, ``K = dR/dq``, ``D = dR/dqd`` ((7+n) square), exact. The
+    blocks ``M = dR/dqdd``, ``K = dR/dq``, ``D = dR/dqd`` ((7+n) square; the columns of
+    ``r`` in ``K`` and ``D`` are not written: zero them first), exact. The
     body-axes terms are :func:`inertia_forces` / :func:`inertia_derivatives` at
     ``w = 2 G(e) de``, ``al = 2 G(e) dde``, ``a = A(e)^T rdd``; with ``stiff`` the
     stiffening force ``K_G(p) q`` of the mean-axis load parameters ``p`` (angular
     velocity products, angular acceleration, origin acceleration minus gravity ``g``
     (world), interface loads through ``Kitf``) is added to the modal rows with its chain
-    rule. Invariants: the layout in the module docstring. Port of
+    rule. Invariants: the layout in the module docstring; ``sc`` a :class:`FlexScratch`
+    for at least ``n`` modes (no allocation, no reference counting). Port of
     ``flexmbd.absolute.flexible.FlexibleSet.body_residual``."""
     n = qf.shape[0]
     N6 = 6 + n
-    m33 = np.empty((8, 3, 3))  # A, J, Gm, W, W2, scratch (3)
-    A, J, Gm, W, W2 = m33[0], m33[1], m33[2], m33[3], m33[4]
-    v3 = np.empty((7, 3))
+    m33 = sc.m33  # A, J, Gm, W, W2, scratch (3), J0
+    A, J, Gm, W, W2, J0 = m33[0], m33[1], m33[2], m33[3], m33[4], m33[8]
+    v3 = sc.v3
     w, al, a, gb, Sbar, Jw, Stqd = v3[0], v3[1], v3[2], v3[3], v3[4], v3[5], v3[6]
-    m34 = np.empty((5, 3, 4))
+    wp, alp, ap = v3[7], v3[8], v3[9]
+    m34 = sc.m34
     G2, Gd, Gdd, dA1, dA2 = m34[0], m34[1], m34[2], m34[3], m34[4]
     Apoly_to(e, A)
     Gmat_to(e, 2.0, G2)
@@ -693,17 +761,20 @@ def flex_block(
     for i in range(3):
         a[i] = A[0, i] * rdd[0] + A[1, i] * rdd[1] + A[2, i] * rdd[2]
         gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
-    Y = np.empty((3, 3, n))
-    Z = np.empty((3, 3, n))
+    Y = sc.Y[0 : 9 * n].reshape(3, 3, n)
+    Z = sc.Z[0 : 9 * n].reshape(3, 3, n)
     contract(S, P, qf, qfd, Y, Z)  # (Pt: the engine's transposed copy, not needed)
-    Mwf = np.empty((3, n))
+    Mwf = _mat(sc.Mwf, 3, n)
     trG = body_state(cv, E0, St, S, qf, qfd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
-    Mff = np.zeros((n, n))
+    Mff = _mat(sc.Mff, n, n)
+    for k in range(n):
+        for l in range(n):
+            Mff[k, l] = 0.0
     for i in range(3):
         for k in range(n):
             for l in range(n):
                 Mff[k, l] += P[i, i, k, l]
-    F = np.empty(N6)
+    F = sc.F[0:N6]
     inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qfdd, F)
     Fw = F[0:3]
     Fv = F[3:6]
@@ -716,32 +787,29 @@ def flex_block(
             kq += Kff[k, l] * qf[l]
             dq += Dff[k, l] * qfd[l]
         Ff[k] += kq + dq
+    Mi = sc.Mi
+    Gw = _mat(sc.Gw, 3, n)
+    KG = _mat(sc.KG, n, n)
     if stiff:
         # load parameters from mean-axis kinematics (flexmbd.flexible.mean_axis):
         # w_p = w + Gamma_w qd, [al_p; a_p] = M_rr0^-1 ([Fw; Fv] - C(w_p))
-        Mi = np.empty((6, 6))
-        Gw = np.empty((3, n))
-        mean_axis_fit(mass, cv, E0, S, St, Mi, Gw)
-        wp = np.empty(3)
+        mean_axis_fit(mass, cv, E0, S, St, Mi, Gw, _mat(sc.fit, 6, 12 + n))
         for i in range(3):
             v = w[i]
             for l in range(n):
                 v += Gw[i, l] * qfd[l]
             wp[i] = v
-        J0 = np.empty((3, 3))
         trE0 = E0[0, 0] + E0[1, 1] + E0[2, 2]
         for i in range(3):
             for j in range(3):
                 J0[i, j] = -E0[i, j]
             J0[i, i] += trE0
-        Cr = np.empty(6)
+        Cr = sc.v6[0]
         centrifugal(J0, cv, wp, Cr)
-        Xr = np.empty(6)
+        Xr = sc.v6[1]
         for i in range(3):
             Xr[i] = Fw[i] - Cr[i]
             Xr[3 + i] = Fv[i] - Cr[3 + i]
-        alp = np.empty(3)
-        ap = np.empty(3)
         for i in range(3):
             v1 = 0.0
             v2 = 0.0
@@ -750,7 +818,9 @@ def flex_block(
                 v2 += Mi[3 + i, j] * Xr[j]
             alp[i] = v1
             ap[i] = v2 - gb[i]
-        KG = Kitf.copy()
+        for i in range(n):
+            for j in range(n):
+                KG[i, j] = Kitf[i, j]
         for i in range(n):
             for j in range(n):
                 v = 0.0
@@ -777,34 +847,38 @@ def flex_block(
     if not derivatives:
         return
     # -- derivatives (body axes): columns al (0:3), a (3:6), qdd (6:) of the mass matrix
-    Mb = np.empty((N6, N6))
+    Mb = _mat(sc.Mb, N6, N6)
     mass_matrix(mass, St, Mff, Sbar, J, Mwf, Mb)
     Fal = Mb[:, 0:3]
     Fa = Mb[:, 3:6]
     Fqdd = Mb[:, 6:]
-    Fq = np.empty((N6, n))
-    Fqd = np.empty((N6, n))
-    Fwd = np.empty((N6, 3))
+    Fq = _mat(sc.Fq, N6, n)
+    Fqd = _mat(sc.Fqd, N6, n)
+    Fwd = _mat(sc.Fwd, N6, 3)
     inertia_derivatives(
-        St, P, Y, Z, Sbar, Stqd, J, Gm, trG, W, W2, Jw, w, al, a, qfdd, Fq, Fqd, Fwd, m33[5:8]
-    )
+        St, P, Y, Z, Sbar, Stqd, J, Gm, trG, W, W2, Jw, w, al, a, qfdd, Fq, Fqd, Fwd, m33[5:8],
+        _mat(sc.T1, n, n),
+    )  # fmt: skip
     for k in range(n):
         for l in range(n):
             Fq[6 + l, k] += Kff[l, k]
             Fqd[6 + k, l] += Dff[k, l]
-    Fg = np.zeros((N6, 3))
+    Fg = _mat(sc.Fg, N6, 3)
+    for i in range(N6):
+        for c in range(3):
+            Fg[i, c] = 0.0
     if stiff:
         # f_G = K_G(p) q; chain rule through the inertia resultant (rows :6, which the
         # stiffening does not touch): d f_G = K_G dq + H (dF_r - dC dw_p) + KwQ dw_p,
         # H = [Kal q, Ka q] M_rr0^-1 (n x 6), dw_p = dw + Gamma_w dqd
-        kq = np.zeros((6, n))
+        kq = _mat(sc.kq, 6, n)
         for k in range(6):
             for i in range(n):
                 v = 0.0
                 for j in range(n):
                     v += Kw[k, i, j] * qf[j]
                 kq[k, i] = v
-        G6 = np.empty((n, 6))
+        G6 = _mat(sc.G6, n, 6)
         for k in range(3):
             for i in range(n):
                 gal = 0.0
@@ -815,16 +889,16 @@ def flex_block(
                 G6[i, k] = gal
                 G6[i, 3 + k] = ga
                 Fg[6 + i, k] -= ga
-        Hs = np.zeros((n, 6))
+        Hs = _mat(sc.Hs, n, 6)
         for i in range(n):
             for r in range(6):
                 v = 0.0
                 for j in range(6):
                     v += G6[i, j] * Mi[j, r]
                 Hs[i, r] = v
-        dC = np.empty((6, 3))
+        dC = sc.dC
         centrifugal_dw(J0, cv, wp, dC)
-        Bw = np.empty((n, 3))
+        Bw = _mat(sc.Bw, n, 3)
         for i in range(n):
             Bw[i, 0] = kq[0, i] * (2 * wp[0]) + kq[3, i] * wp[1] + kq[5, i] * wp[2]
             Bw[i, 1] = kq[1, i] * (2 * wp[1]) + kq[3, i] * wp[0] + kq[4, i] * wp[2]
@@ -861,8 +935,8 @@ def flex_block(
                 Fwd[6 + i, c] += v1
                 Fal[6 + i, c] += v2
                 Fa[6 + i, c] += v3
-    buf = np.empty((7 + n, max(n, 4)))
-    none = np.empty((0, 0))
+    buf = _mat(sc.buf, 7 + n, max(n, 4))
+    none = m33[0, 0:0, 0:0]
     _out_into(A, G2, Fa, A.T, M, 0, buf)
     _out_into(A, G2, Fal, G2, M, 3, buf)
     _out_into(A, G2, Fqdd, none, M, 7, buf)
@@ -874,7 +948,7 @@ def flex_block(
     dAtr_to(e, rdd, dA1)
     if stiff:
         dAtr_to(e, g, dA2)
-    dFe = np.empty((N6, 4))
+    dFe = _mat(sc.dFe, N6, 4)
     for i in range(N6):
         for j in range(4):
             x1 = Fwd[i, 0] * Gd[0, j] + Fwd[i, 1] * Gd[1, j] + Fwd[i, 2] * Gd[2, j]
@@ -893,7 +967,7 @@ def flex_block(
     _out_into(A, G2, Fq, none, K, 7, buf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _out_into(A, G2, X, Bm, Out, c0, buf):
     """Out[:, c0:c0+m] = [A X_v; G2^T X_w; X_f] @ Bm (Bm empty: identity), through buf."""
     N = X.shape[0] + 1
@@ -919,17 +993,17 @@ def _out_into(A, G2, X, Bm, Out, c0, buf):
             Out[i, c0 + j] = v
 
 
-@njit(cache=True)
-def flex_gravity(mass, cv, St, g, e, qf, Q, Kq, jac):
+@njit(cache=True, _nrt=False)
+def flex_gravity(mass, cv, St, g, e, qf, Q, Kq, jac, sc):
     """Distributed gravity (port of FlexibleSet.gravity): adds Q (7+n) and, with ``jac``,
-    dQ/dq (7+n, 7+n)."""
+    dQ/dq (7+n, 7+n); ``sc`` a :class:`FlexScratch` (no allocation)."""
     n = qf.shape[0]
-    A = np.empty((3, 3))
-    m34 = np.empty((4, 3, 4))
-    G, dAtr, T, dS = m34[0], m34[1], m34[2], m34[3]
-    TGw = np.empty((4, 4))
-    v3 = np.empty((5, 3))
-    gb, Sbar, Qw, Qv, c = v3[0], v3[1], v3[2], v3[3], v3[4]
+    A = sc.m33[9]
+    m34 = sc.m34
+    G, dAtr, T, dS = m34[5], m34[6], m34[7], m34[8]
+    TGw = sc.TGw
+    v3 = sc.v3
+    gb, Sbar, Qw, Qv, c = v3[10], v3[11], v3[12], v3[13], v3[14]
     Apoly_to(e, A)
     Gmat_to(e, 1.0, G)
     for i in range(3):

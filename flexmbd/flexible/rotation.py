@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["ab_functions", "exp_jets", "exp_apply", "exp_rotation"]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ab_functions(tau):
     """``(a, a', a'', b, b', b'')`` of ``a = sin t / t``, ``b = (1 - cos t)/t^2``.
 
@@ -106,44 +106,44 @@ def exp_apply(theta, s):
     return y
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def exp_jets(theta, s, y, Jy, Hy):
-    """Fill ``y = exp(theta~) s`` (3,), ``Jy = dy/dtheta`` (3, 3), ``Hy[i] = d2 y_i/dtheta2``."""
+    """Fill ``y = exp(theta~) s`` (3,), ``Jy = dy/dtheta`` (3, 3), ``Hy[i] = d2 y_i/dtheta2``
+    (no allocation: the small intermediates are tuples)."""
     tau = theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]
     a, a1, a2, b, b1, b2 = ab_functions(tau)
     ts = theta[0] * s[0] + theta[1] * s[1] + theta[2] * s[2]
-    c = np.empty(3)
-    c[0] = theta[1] * s[2] - theta[2] * s[1]
-    c[1] = theta[2] * s[0] - theta[0] * s[2]
-    c[2] = theta[0] * s[1] - theta[1] * s[0]
-    ga = np.empty(3)
-    gb = np.empty(3)
-    for j in range(3):
-        ga[j] = 2.0 * a1 * theta[j]
-        gb[j] = 2.0 * b1 * theta[j]
+    c = (
+        theta[1] * s[2] - theta[2] * s[1],
+        theta[2] * s[0] - theta[0] * s[2],
+        theta[0] * s[1] - theta[1] * s[0],
+    )
+    ga = (2.0 * a1 * theta[0], 2.0 * a1 * theta[1], 2.0 * a1 * theta[2])
+    gb = (2.0 * b1 * theta[0], 2.0 * b1 * theta[1], 2.0 * b1 * theta[2])
     # dc_i/dtheta_j = (s x e_i)_j = -(s~)_{ij}:  s~ = [[0,-s2,s1],[s2,0,-s0],[-s1,s0,0]]
-    dc = np.zeros((3, 3))
-    dc[0, 1] = s[2]
-    dc[0, 2] = -s[1]
-    dc[1, 0] = -s[2]
-    dc[1, 2] = s[0]
-    dc[2, 0] = s[1]
-    dc[2, 1] = -s[0]
-    gp = np.empty(3)
+    dc = ((0.0, s[2], -s[1]), (-s[2], 0.0, s[0]), (s[1], -s[0], 0.0))
     for i in range(3):
         y[i] = s[i] + a * c[i] + b * (theta[i] * ts - tau * s[i])
         pi = theta[i] * ts - tau * s[i]  # p_i - tau s_i
         # grad p_i - 2 s_i theta = e_i ts + theta_i s - 2 s_i theta
+        g0 = theta[i] * s[0] - 2.0 * s[i] * theta[0]
+        g1 = theta[i] * s[1] - 2.0 * s[i] * theta[1]
+        g2 = theta[i] * s[2] - 2.0 * s[i] * theta[2]
+        if i == 0:
+            g0 += ts
+        elif i == 1:
+            g1 += ts
+        else:
+            g2 += ts
+        gp = (g0, g1, g2)
+        dci = dc[i]
         for j in range(3):
-            gp[j] = theta[i] * s[j] - 2.0 * s[i] * theta[j]
-        gp[i] += ts
-        for j in range(3):
-            Jy[i, j] = c[i] * ga[j] + a * dc[i, j] + pi * gb[j] + b * gp[j]
+            Jy[i, j] = c[i] * ga[j] + a * dci[j] + pi * gb[j] + b * gp[j]
         for j in range(3):
             for k in range(3):
                 h = (
-                    ga[j] * dc[i, k]
-                    + dc[i, j] * ga[k]
+                    ga[j] * dci[k]
+                    + dci[j] * ga[k]
                     + c[i] * 4.0 * a2 * theta[j] * theta[k]
                     + gb[j] * gp[k]
                     + gp[j] * gb[k]

@@ -15,32 +15,21 @@ import flexmbd as fm
 from flexmbd.absolute.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "flexible"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flex_helpers import small_beam  # noqa: E402
+from models import stiffened_pendulum  # noqa: E402
 
 
 def loaded_interface_model():
     """A beam (geometric stiffening on) hanging from a rigid arm by a revolute joint at its
     interface B, which also carries an SDA to the ground (damped, with an actuator force),
     a world-axes and a body-axes point force; a double pendulum under gravity."""
-    rb = small_beam(3, "cb")
-    m = fm.Model("itf_loaded")
-    m.arm = fm.RigidBody(1.5, (0.02, 0.03, 0.04), com=(0.3, 0.0, 0.0))
-    m.beam = fm.FlexibleBody(rb)
-    m.j0 = fm.Revolute(m.ground, m.arm, axis=(0, 0, 1))
-    m.j1 = fm.Revolute(
-        m.arm,
-        m.beam,
-        axis=(0, 0, 1),
-        parent_frame=(0.6, 0.0, 0.0),
-        child_frame=m.beam.interface("B"),
-        qd0=[3.0],
-    )
+    m = stiffened_pendulum(small_beam(3, "cb"), "itf_loaded")
     m.sda = fm.SpringDamperActuator(
         m.ground, (1.2, -0.8, 0.0), m.beam, m.beam.interface("B"), k=4e3, c=25.0, fa=30.0
     )
     m.fw = fm.PointForce(m.beam, m.beam.interface("B"), (40.0, -25.0, 5.0))
     m.fb = fm.PointForce(m.beam, m.beam.interface("B"), (-10.0, 30.0, 0.0), frame="body")
-    m.g = fm.Gravity((0.0, -9.81, 0.0))
     return m
 
 

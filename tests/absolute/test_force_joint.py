@@ -65,6 +65,19 @@ def _jf(ft, q, qd, jac=False):
     return Q, AK, AD
 
 
+def _jf_differences(ft, q, qd, h=1e-6):
+    """Central differences (step ``h``) of the compiled joint forces ``Q`` by ``q`` and
+    ``qd``: ``(dQ/dq, dQ/dqd)`` (n, n), the oracle of their exact Jacobians."""
+    n = len(q)
+    Kfd, Dfd = np.zeros((n, n)), np.zeros((n, n))
+    for j in range(n):
+        d = np.zeros(n)
+        d[j] = h
+        Kfd[:, j] = (_jf(ft, q + d, qd)[0] - _jf(ft, q - d, qd)[0]) / (2 * h)
+        Dfd[:, j] = (_jf(ft, q, qd + d)[0] - _jf(ft, q, qd - d)[0]) / (2 * h)
+    return Kfd, Dfd
+
+
 def test_engine_supports_joint_forces(system):
     assert Engine.supports(system)
     ft = system.engine().ft
@@ -83,15 +96,9 @@ def test_joint_force_jacobians_equal_central_differences(system, seed):
     ft.at(0.3)
     rng = np.random.default_rng(seed)
     q, qd = _random_state(system, rng)
-    n = system.n
     ref = ft.j_flt.copy()
     _, AK, AD = _jf(ft, q, qd, jac=True)
-    Kfd, Dfd = np.zeros((n, n)), np.zeros((n, n))
-    for j in range(n):
-        d = np.zeros(n)
-        d[j] = 1e-6
-        Kfd[:, j] = (_jf(ft, q + d, qd)[0] - _jf(ft, q - d, qd)[0]) / 2e-6
-        Dfd[:, j] = (_jf(ft, q, qd + d)[0] - _jf(ft, q, qd - d)[0]) / 2e-6
+    Kfd, Dfd = _jf_differences(ft, q, qd)
     ft.j_flt[...] = ref
     errK = np.abs(-AK - Kfd).max() / np.abs(Kfd).max()
     errD = np.abs(-AD - Dfd).max() / np.abs(Dfd).max()
@@ -173,13 +180,7 @@ def test_screw_law_kernel_equals_generic_and_differences():
         Q, AK, AD = _jf(ft, q, qd, jac=True)
         T = s.dae_terms(q, qd, np.zeros(s.n), np.zeros(s.nc), 0.0)
         assert np.abs(Q - T.Q).max() <= 1e-12 * np.abs(T.Q).max()
-        n = s.n
-        Kfd, Dfd = np.zeros((n, n)), np.zeros((n, n))
-        for j in range(n):
-            d = np.zeros(n)
-            d[j] = 1e-6
-            Kfd[:, j] = (_jf(ft, q + d, qd)[0] - _jf(ft, q - d, qd)[0]) / 2e-6
-            Dfd[:, j] = (_jf(ft, q, qd + d)[0] - _jf(ft, q, qd - d)[0]) / 2e-6
+        Kfd, Dfd = _jf_differences(ft, q, qd)
         assert np.abs(Kfd).max() > 0.1 and np.abs(Dfd).max() > 0.01
         assert np.abs(-AK - Kfd).max() <= 1e-6 * np.abs(Kfd).max()
         assert np.abs(-AD - Dfd).max() <= 1e-6 * np.abs(Dfd).max()
@@ -270,13 +271,7 @@ def test_compiled_user_laws():
     s0 = user_law_model(gravity=False).compile("absolute")
     Qg = s0.dae_terms(q, qd, np.zeros(s.n), np.zeros(s.nc), 0.4).Q
     assert np.abs(Q - Qg).max() <= 1e-12 * np.abs(Qg).max()
-    n = s.n
-    Kfd, Dfd = np.zeros((n, n)), np.zeros((n, n))
-    for j in range(n):
-        d = np.zeros(n)
-        d[j] = 1e-6
-        Kfd[:, j] = (_jf(ft, q + d, qd)[0] - _jf(ft, q - d, qd)[0]) / 2e-6
-        Dfd[:, j] = (_jf(ft, q, qd + d)[0] - _jf(ft, q, qd - d)[0]) / 2e-6
+    Kfd, Dfd = _jf_differences(ft, q, qd)
     ft.j_flt[...] = ref
     assert np.abs(-AK - Kfd).max() <= 1e-6 * np.abs(Kfd).max()
     assert np.abs(-AD - Dfd).max() <= 1e-6 * np.abs(Dfd).max()

@@ -38,7 +38,7 @@ def _forces(inv, q, qd, w, al, a, qdd, derivatives=False):
     Fq, Fqd, Fw = np.empty((6 + n, n)), np.empty((6 + n, n)), np.empty((6 + n, 3))
     nb.inertia_derivatives(
         inv.St, inv.P, Y, Z, Sbar, Stqd, J, Gm, trG, W, W2, Jw, w, al, a, qdd,
-        Fq, Fqd, Fw, np.empty((3, 3, 3)),
+        Fq, Fqd, Fw, np.empty((3, 3, 3)), np.empty((n, n)),
     )  # fmt: skip
     return F, M, Fq, Fqd, Fw
 
