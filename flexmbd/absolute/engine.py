@@ -178,8 +178,6 @@ class Bodies(NamedTuple):
     f_Kw: np.ndarray
     f_Kal: np.ndarray
     f_Ka: np.ndarray
-    f_Kdd: np.ndarray
-    f_o4: np.ndarray
     f_o1: np.ndarray
     f_o2: np.ndarray
     f_o3: np.ndarray
@@ -649,8 +647,6 @@ def _system_terms(
         f_Kw,
         f_Kal,
         f_Ka,
-        f_Kdd,
-        f_o4,
         f_o1,
         f_o2,
         f_o3,
@@ -675,8 +671,6 @@ def _system_terms(
         bm.f_Kw,
         bm.f_Kal,
         bm.f_Ka,
-        bm.f_Kdd,
-        bm.f_o4,
         bm.f_o1,
         bm.f_o2,
         bm.f_o3,
@@ -717,8 +711,6 @@ def _system_terms(
         Kw = f_Kw[6 * o : 6 * o + 6 * nf * nf].reshape(6, nf, nf)
         Kal = f_Kal[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
         Ka = f_Ka[3 * o : 3 * o + 3 * nf * nf].reshape(3, nf, nf)
-        ndd = (f_o4[k + 1] - f_o4[k]) // max(nf * nf, 1)
-        Kdd = f_Kdd[f_o4[k] : f_o4[k + 1]].reshape(ndd, nf, nf)
         Rf = np.zeros(N)
         Mf = np.zeros((N, N))
         Kf = np.zeros((N, N))
@@ -739,7 +731,6 @@ def _system_terms(
             Kal,
             Ka,
             Kitf,
-            Kdd,
             g,
             e,
             q[c0 : c0 + nf],
@@ -1438,10 +1429,6 @@ class Engine:
             f_Kw=cat([d.Kw if d.stiffening else zz for d, zz in zip(fl, z)]),
             f_Kal=cat([d.Kal if d.stiffening else zz[:3] for d, zz in zip(fl, z)]),
             f_Ka=cat([d.Ka if d.stiffening else zz[:3] for d, zz in zip(fl, z)]),
-            f_Kdd=cat([d.Kdd if d.stiffening else zz[:0] for d, zz in zip(fl, z)]),
-            f_o4=np.concatenate(
-                [[0], np.cumsum([d.Kdd.size if d.stiffening else 0 for d in fl])]
-            ).astype(np.int64),
             f_o1=3 * off[:-1],
             f_o2=9 * off[:-1],
             f_o3=9 * off2[:-1],

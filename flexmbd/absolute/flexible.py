@@ -146,8 +146,6 @@ class _FlexData:
             self.Kal = np.stack([unit(f"alpha{i + 1}") for i in range(3)])
             self.Ka = np.stack([unit(f"a{i + 1}") for i in range(3)])
             self.Kbody = np.concatenate([self.Kw, self.Kal, self.Ka])  # stiffening_weights order
-            dd = [k for k in names if k.startswith("qdd")]
-            self.Kdd = np.stack([unit(k) for k in dd]) if dd else np.zeros((0, n, n))
             # interface wrench unit matrices (non-reference interfaces present in kg_names)
             # interfaces with non-zero unit matrices (a Craig-Bampton reference interface
             # carries the support reactions of the unit states: its matrices are zero)
@@ -164,7 +162,6 @@ class _FlexData:
         else:
             self.itf_names = []
             self.Kitf = np.zeros((0, n, n))
-            self.Kdd = np.zeros((0, n, n))
         # M_rr0^-1 and the rigid fit of the modes (mean-axis load parameters)
         self.fit = rigid_fit(inv)
         self.itf_load = np.zeros(len(self.Kitf))  # lagged interface wrench components

@@ -136,36 +136,12 @@ def unit_geometric_stiffness(
     """
     tim, t0 = {}, time.perf_counter()
     F, names = unit_load_vectors(model, modeset.interfaces)
-    import os
-    if os.environ.get("F18_MODAL"):
-        Pe = _remove_rigid(model, modeset.Phi)
-        F = np.hstack([F, -(model.M @ Pe)])
-        names = names + [f"qdd{j + 1}" for j in range(Pe.shape[1])]
     U = modeset.static(F)
     tim["static"], t0 = time.perf_counter() - t0, time.perf_counter()
     data = model.assembler.geometric_data(U)
     tim["assemble"], t0 = time.perf_counter() - t0, time.perf_counter()
-    Phi = modeset.Phi
-    import os
-    if os.environ.get("F18_RIGIDFREE"):
-        Phi = _remove_rigid(model, Phi)
-    out = project_pattern_data(model.assembler, data, Phi)
+    out = project_pattern_data(model.assembler, data, modeset.Phi)
     tim["project"] = time.perf_counter() - t0
     if timings is not None:
         timings.update(tim)
     return out, names, U
-
-
-def _remove_rigid(model, Phi):
-    x = model.fe.nodes
-    n = len(x)
-    R = np.zeros((n, 3, 6))
-    for i in range(3):
-        e = np.zeros(3)
-        e[i] = 1.0
-        R[:, :, i] = np.cross(e, x)
-        R[:, i, 3 + i] = 1.0
-    R = R.reshape(3 * n, 6)
-    MR = model.M @ R
-    G = np.linalg.solve(R.T @ MR, MR.T @ Phi)
-    return Phi - R @ G

@@ -652,7 +652,6 @@ def flex_block(
     Kal,
     Ka,
     Kitf,
-    Kdd,
     g,
     e,
     qf,
@@ -763,8 +762,6 @@ def flex_block(
                 v += wp[0] * wp[2] * Kw[5, i, j]
                 for k in range(3):
                     v += alp[k] * Kal[k, i, j] + ap[k] * Ka[k, i, j]
-                for k in range(Kdd.shape[0]):
-                    v += qfdd[k] * Kdd[k, i, j]
                 KG[i, j] += v
         for i in range(n):
             v = 0.0
@@ -818,12 +815,6 @@ def flex_block(
                 G6[i, k] = gal
                 G6[i, 3 + k] = ga
                 Fg[6 + i, k] -= ga
-        for k in range(Kdd.shape[0]):  # elastic-inertia unit states: d f_G / d qdd_k
-            for i in range(n):
-                v = 0.0
-                for j in range(n):
-                    v += Kdd[k, i, j] * qf[j]
-                Fqdd[6 + i, k] += v
         Hs = np.zeros((n, 6))
         for i in range(n):
             for r in range(6):

@@ -1041,14 +1041,6 @@ def stiffening_forces(Ia, Fi, Vv, R3, P3, Ft, Fs, Fw, Fm, KQ, nitf, initial):
                 + a1 * K[10, j]
                 + a2 * K[11, j]
             )
-        if Fi[F_STIFF, k] == 2 and not initial:
-            # elastic-inertia unit states weighted by the modal accelerations
-            b = KQ.shape[1] - Fm.shape[2]
-            for j in range(nk):
-                x = 0.0
-                for i in range(nk):
-                    x += ud[i] * K[b + i, j]
-                kq[j] += x
     if not initial:
         Fe = Vv[V_FE]
         fb = Vv[V_FB]

@@ -268,12 +268,6 @@ class FlexTree:
             self.itf[k] = self._stiff_interfaces(s.label_bodies[k])
             nitf = max(nitf, len(self.itf[k]))
         self.nitf = nitf
-        # elastic-inertia unit states (kg names qdd1..): rows after the interface rows
-        self.has_dd = any(
-            s.label_bodies[k].geometric_stiffening
-            and "qdd1" in list(s.label_bodies[k].reduced.kg_names)
-            for k in self.flex_labels
-        )
         self._alloc()
 
     # -- data -------------------------------------------------------------------------
@@ -312,7 +306,7 @@ class FlexTree:
         self.Si = np.zeros((nfx, 3, 3, nm))
         self.Pi = np.zeros((nfx, 3, 3, nm, nm))
         self.KD = np.zeros((nfx, 3, nm, nm))
-        nkg = 12 + 6 * self.nitf + (nm if self.has_dd else 0)
+        nkg = 12 + 6 * self.nitf
         self.KG = np.zeros((nfx, nkg, nm, nm))
         self.KQ = np.zeros((n + 1, nkg, nm))
         self.Mb = np.zeros((mm, mm))
@@ -370,11 +364,6 @@ class FlexTree:
                     mats += [unit(f"{nm_}.{c}") for c in ("mx", "my", "mz", "fx", "fy", "fz")]
                 self.KG[fx] = 0.0
                 self.KG[fx, : len(mats), :nk, :nk] = np.stack(mats)
-                if self.has_dd and "qdd1" in names:
-                    b0 = 12 + 6 * self.nitf
-                    dd = np.stack([unit(f"qdd{j + 1}") for j in range(nk)])
-                    self.KG[fx, b0 : b0 + nk, :nk, :nk] = dd
-                    Fi[FK.F_STIFF, k] = 2  # with elastic-inertia unit states
                 # mean-axis load parameters (flexmbd.flexible.mean_axis)
                 Minv, Gam = rigid_fit(inv)
                 self.Fw[k, FK.W_MI : FK.W_MI + 6] = Minv
