@@ -909,7 +909,7 @@ def _sumsq(x, i0, i1):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
     (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`,
@@ -1036,10 +1036,7 @@ def _newton(
                 _system_terms(
                     m, inp, ws, q1, v1, x_qdd, x_lam, one, bh2, gh, bh2, gh, r, phi, A, True, True
                 )
-            if ws.lu.n == 0:  # dense: LAPACK here (through _kkt_solve: +2 us a step)
-                dx = np.linalg.solve(A, res)
-            else:
-                dx = _kkt_solve(A, res, m.layout.gidx, ws.lu, ws.Ax, not factored)
+            dx = _kkt_solve(A, res, m.layout.gidx, ws.lu, ws.Ax, not factored)
             factored = True
         nr_prev = nr
         x_qdd += dx[:n]
