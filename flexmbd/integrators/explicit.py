@@ -35,6 +35,7 @@ between blocks of samples (:mod:`flexmbd.monitor`).
 
 from __future__ import annotations
 
+import time as _time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +43,7 @@ import numpy as np
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import needs_loops
 from ..errors import FlexmbdError
+from ..recursive import _nbloops as _NL
 from ..recursive.energy import energy_histories
 from ..recursive.flexible import body_series
 from ..results import Results
@@ -80,6 +82,9 @@ class TreeStepper(ExplicitStepper):
     ) -> None:
         super().__init__(system, t_end, dt=dt, integrator=integrator, **kw)
         self.tau_f = tau_function(tau, system.nv)
+        self._tau_arg = tau
+        self._tree_args = None  # (model revision, compiled RK4 arguments or None)
+        self._block_stop = None  # the interval where the last compiled block stopped
         self._raw = system.qdd
         self._options = _options or {}
         #: RK4: the output sample the next evaluation is at (its first stage), and the
@@ -97,6 +102,67 @@ class TreeStepper(ExplicitStepper):
         finally:
             self._sample_next = None
 
+    def _compiled_tree(self):
+        """``(Ib, buf, force table, joint forces)`` of the compiled RK4 intervals
+        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`) or None: RK4 of a rigid tree
+        with ``q' = qd`` (no quaternion coordinates) whose loads the packed tree solver
+        and its force table cover, joint forces ``tau`` None or constant."""
+        s = self.system
+        if self.adaptive or s.nq != s.nv or callable(self._tau_arg):
+            return None
+        key = s.model.revision
+        if self._tree_args is not None and self._tree_args[0] == key:
+            return self._tree_args[1]
+        out = None
+        packed = s.packed_rigid(forces=True) if hasattr(s, "packed_rigid") else None
+        forces = s.compiled_forces() if packed is not None else None
+        if packed is not None and forces is not None and not s.floating:
+            tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
+            out = (packed[0], packed[1], forces, tau)
+        self._tree_args = (key, out)
+        return out
+
+    def _rk4_block(self, n):
+        """Up to ``n`` output intervals by one compiled call
+        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`; its first stage of each
+        interval is the output sample: ``qdd`` and reactions kept for the results), or
+        None (the Python RK4 of :meth:`step`). The call's wall time is spread evenly
+        over its intervals."""
+        c = self._compiled_tree()
+        k = min(int(n), self.n_out - self.i)
+        if c is None or k <= 0 or self._block_stop == self.i:
+            return None
+        tic = _time.perf_counter()
+        rows = self._sample_arrays(self.i)
+        y = np.array(self.y, dtype=float)
+        Y = np.empty((k, y.shape[0]))
+        done = _NL.tree_rk4_block(
+            c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, *rows, Y
+        )
+        dt = _time.perf_counter() - tic
+        W = self.wall + dt * np.arange(1, done + 1) / max(done, 1)
+        self._block_stop = self.i + done if done < k else None
+        if done:
+            self.y = Y[done - 1].copy()
+            self.i += done
+            self.t = self.t0 + self.i * self.dt
+            self.wall = float(W[-1])
+        else:
+            self.wall += dt
+        return Y[:done], W
+
+    def _sample_arrays(self, i):
+        """The ``(qdd, reactions, done)`` rows of the samples (one per output time), grown
+        to hold row ``i`` (a longer run: ``set_t_end``)."""
+        s = self.system
+        if self._rows is None or len(self._rows[2]) <= i:
+            n, old = max(self.n_out + 1, i + 1), self._rows
+            nj = len(s.joint_names)
+            self._rows = (np.zeros((n, s.nv)), np.zeros((n, nj, 6)), np.zeros(n, bool))
+            for a, b in zip(self._rows, old or ()):
+                a[: len(b)] = b[: len(a)]
+        return self._rows
+
     def _f(self, t, y):
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
@@ -107,12 +173,7 @@ class TreeStepper(ExplicitStepper):
         else:  # the sample at the start of the interval: the same qdd, with reactions
             self._sample_next = None
             acc, reac = self.system.qdd_and_reactions(qq, vv, tau, t)
-            if self._rows is None or len(self._rows[2]) <= i:  # (a longer run: set_t_end)
-                n, old = self.n_out + 1, self._rows
-                self._rows = (np.zeros((n, self.nv)), np.zeros((n, *reac.shape)), np.zeros(n, bool))
-                for a, b in zip(self._rows, old or ()):
-                    a[: len(b)] = b[: len(a)]
-            qdd_rows, reac_rows, done = self._rows
+            qdd_rows, reac_rows, done = self._sample_arrays(i)
             if i < len(done):
                 qdd_rows[i], reac_rows[i], done[i] = acc, reac, True
         return np.concatenate([self.system.qdot(qq, vv), acc])
@@ -287,6 +348,12 @@ def simulate_recursive(
     )
 
 
+#: up to this many samples without a row from the steps are evaluated one by one
+#: (``qdd_and_reactions``) rather than by the batch call, whose parallel set-up costs
+#: milliseconds (the last sample of an RK4 run, a short run)
+_FEW = 8
+
+
 def _results(system, t, y, tau_f, meta, safe=False, given=None):
     """Results with qdd, reactions, energies (and momentum for floating systems); for
     every flexible body its :class:`~flexmbd.results.BodySeries`: modal coordinates,
@@ -312,7 +379,10 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     try:
         todo = np.flatnonzero(~done)
         with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):
-            if len(todo):
+            if 0 < len(todo) <= _FEW:  # (the batch call's set-up costs more)
+                for i in todo:
+                    qdd[i], reac[i] = system.qdd_and_reactions(q[i], qd[i], tau[i], t[i])
+            elif len(todo):
                 fd = system.forward_dynamics_batch(q[todo], qd[todo], tau[todo], t=t[todo])
                 qdd[todo], reac[todo] = fd.qdd, fd.reactions
     except FlexmbdError:

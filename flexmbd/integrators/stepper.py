@@ -324,6 +324,14 @@ class ExplicitStepper:
     def _after_solver_step(self, solver):
         pass
 
+    def _rk4_block(self, n):
+        """RK4 only: up to ``n`` output intervals in one compiled call, or None (then
+        :meth:`step` runs the next one). Returns ``(Y, W)``: the states at the ends of
+        the intervals done (k, nq + nv) and the integration wall time (s) after each,
+        with ``i``, ``t``, ``y`` and ``wall`` advanced past them (k = 0: none done, the
+        next interval needs :meth:`step`)."""
+        return None
+
     def _dense_sample(self, y):
         return y
 
@@ -505,6 +513,16 @@ class ExplicitStepper:
         n = BLOCK_STEPS if n is None else n  # the runaway check runs between blocks
         try:
             while not self.done and len(ts) < n:
+                block = None if self.adaptive else self._rk4_block(n - len(ts))
+                if block is not None and len(block[0]):
+                    Y, W = block  # intervals i - k + 1 ... i, compiled in one call
+                    k = len(Y)
+                    done = self.i - k + 1 + np.arange(k)
+                    ts.extend(self.t0 + done * self.dt)
+                    ys.extend(Y)
+                    ws.extend(W)
+                    cs.extend((4 * self.substeps * int(j), self.h) for j in done)
+                    continue
                 self.step()
                 ts.append(self.t)
                 ys.append(self.y.copy())

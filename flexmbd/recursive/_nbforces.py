@@ -247,3 +247,52 @@ def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
     out[2] = pa
     out[3] = pe
     return 0
+
+
+@njit(cache=True, _nrt=False)
+def kinematics_history(
+    Ia, Mm, Vv, R3, P3, Tt, Q, QD, RW, PW, VEL, g, E, nv, fi, ff, tau_c, S, table, with_table
+):  # fmt: skip
+    """The tree kinematics with world poses of every state ``Q[s]``, ``QD[s]`` of a
+    history in one call: ``RW[s]``, ``PW[s]``, ``VEL[s]`` the workspace's ``R_W``,
+    ``P_W``, ``V_VEL`` after state ``s`` (frames e_k, world axes; body twists in e_k
+    axes), ``E[s] = (kinetic, gravity)`` energies (J; ``sum V^T I V / 2`` and
+    ``-sum (m r_k + R_k m c) . g`` over the bodies, gravity ``g`` m/s^2 world) and, with
+    ``with_table``, the force table's :func:`table_energy` into ``table[s]``. Returns 0,
+    or ``s + 1`` when the table energy of state ``s`` failed (coincident SDA points; the
+    table rows from ``s`` on are then undefined)."""
+    n1 = Ia.shape[1]
+    bad = 0
+    for s in range(Q.shape[0]):
+        K.kinematics(Ia, Mm, Vv, R3, P3, Tt, Q[s], QD[s], True)
+        ke = 0.0
+        pg = 0.0
+        for k in range(n1):
+            for i in range(3):
+                PW[s, k, i] = P3[K.P_W, k, i]
+                for j in range(3):
+                    RW[s, k, i, j] = R3[K.R_W, k, i, j]
+            for i in range(6):
+                VEL[s, k, i] = Vv[K.V_VEL, k, i]
+            if k == 0:
+                continue
+            Ik = Mm[K.M_I, k]
+            w = Vv[K.V_VEL, k]
+            for i in range(6):
+                a = 0.0
+                for j in range(6):
+                    a += Ik[i, j] * w[j]
+                ke += w[i] * a
+            mc = Vv[K.V_MC, k]
+            Rk = R3[K.R_W, k]
+            pk = P3[K.P_W, k]
+            for i in range(3):
+                pg += mc[3] * pk[i] * g[i]
+                for j in range(3):
+                    pg += Rk[i, j] * mc[j] * g[i]
+        E[s, 0] = 0.5 * ke
+        E[s, 1] = -pg
+        if with_table and bad == 0:
+            if table_energy(R3, P3, Vv, QD[s], nv, fi, ff, tau_c, S, table[s]) != 0:
+                bad = s + 1
+    return bad

@@ -28,7 +28,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
-from ._nbforces import tree_loaded
+from ._nbforces import apply_forces, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -510,11 +510,18 @@ def _tree_with_cuts(
     wrenches ``D^T lam`` applied to the two bodies of each cut joint (tree labels
     ``clab[c] = (P, C)``, 0: ground) at the child frame origin: tree reactions ``reac``,
     body accelerations ``acc[body_row[k]]`` and each cut joint's wrench ``cutF[c]``
-    (child axes at the child frame origin). Returns the tree solver's status."""
+    (child axes at the child frame origin). Returns the tree solver's status.
+
+    Follows :func:`loop_accelerations` at the same state ``(q, v)`` (every caller's
+    order): its tree pass left that state's kinematics and mass factorization in the
+    workspace (the cut rows and the ``M^-1`` columns use scratch of their own), so only
+    the world poses, the bias forces with the new loads, the solve and the reactions run
+    here -- the same operations on the same values as a full pass."""
     Ia, Sa = K.unpack_ints(Ib)
     Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
     n1 = Ib[K.IB_N1]
-    K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
     fext = Vv[K.V_FEXT]
     for k in range(n1):
         for i in range(6):
@@ -551,12 +558,129 @@ def _tree_with_cuts(
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
     fi, ff, tau_c, S = forces
-    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False)
+    nv = Ib[K.IB_NV]
+    for i in range(nv):
+        Jw[K.J_TAU, i] = tau[i]
+    st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, fi, ff, tau_c, S)
+    if st == 0:
+        K.bias_forces(Ia, Mm, Vv, R3, P3, grav, Ib[K.IB_GRAV] != 0, Jw)
+        K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
+        K.reversed_frames(Ia, R3, P3)
+        K.reactions_into(Ia, Vv, R3, P3, reac)
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
     if st != 0:
-        return st
+        return -1
     for k in range(1, n1):
         K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
     return 0
+
+
+@njit(cache=True)
+def loop_rk4_block(
+    Ib, buf, cargs, forces, clab, body_row, y, h, substeps, n_int, tau, sel, tol, max_newton,
+    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, Yout,
+):  # fmt: skip
+    """Up to ``n_int`` output intervals of ``substeps`` steps of :func:`loop_rk4_step`
+    from ``y`` in place, in one call: the first step of interval ``j`` is
+    :func:`loop_rk4_step_sampled` writing the output sample ``i0 + j`` (rows of ``QDD``,
+    ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``; none past their end), the state at
+    its end goes to ``Yout[j]``. Stops before an interval with a nonzero step status or
+    a non-finite end state (``y`` is then that interval's start: the caller redoes it by
+    the per-interval path, which decides). Returns the number of intervals done."""
+    n = y.shape[0]
+    y0 = np.empty(n)
+    for j in range(n_int):
+        for i in range(n):
+            y0[i] = y[i]
+        r = i0 + j
+        st = 0
+        for sub in range(substeps):
+            if sub == 0 and r < QDD.shape[0]:
+                st = loop_rk4_step_sampled(
+                    Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton,
+                    rtol, guard, ws, reac, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r],
+                )  # fmt: skip
+            else:
+                st = loop_rk4_step(
+                    Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
+                    reac,
+                )  # fmt: skip
+            if st != 0:
+                break
+        ok = st == 0
+        for i in range(n):
+            if not np.isfinite(y[i]):
+                ok = False
+        if not ok:
+            for i in range(n):
+                y[i] = y0[i]
+            return j
+        for i in range(n):
+            Yout[j, i] = y[i]
+    return n_int
+
+
+@njit(cache=True)
+def tree_rk4_block(Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, done, Yout):
+    """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of the rigid
+    tree (``q' = v``: no quaternion coordinates) with the accelerations of
+    :func:`_tree_free` (joint forces ``tau``, the force table ``forces``), from ``y`` in
+    place; the first stage of interval ``j`` is the output sample ``i0 + j``: its
+    ``QDD``, tree reactions ``REAC`` and ``done`` rows (none past their end); the state
+    at the interval's end goes to ``Yout[j]``. Stops before an interval whose tree solve
+    fails or whose end state is not finite (``y`` is then that interval's start).
+    Returns the number of intervals done."""
+    n = y.shape[0]
+    nv = n // 2
+    y0 = np.empty(n)
+    ks = np.empty((4, n))
+    yy = np.empty(n)
+    acc = np.empty(nv)
+    reac = np.empty((REAC.shape[1], 6))
+    cs = (0.0, 0.5, 0.5, 1.0)
+    for j in range(n_int):
+        for i in range(n):
+            y0[i] = y[i]
+        r = i0 + j
+        ok = True
+        for sub in range(substeps):
+            for s in range(4):
+                if s == 0:
+                    for i in range(n):
+                        yy[i] = y[i]
+                else:
+                    for i in range(n):
+                        yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+                sample = s == 0 and sub == 0 and r < QDD.shape[0]
+                rr = REAC[r] if sample else reac
+                if _tree_free(Ib, buf, forces, yy[:nv], yy[nv:], tau, acc, rr) != 0:
+                    ok = False
+                    break
+                if sample:
+                    for i in range(nv):
+                        QDD[r, i] = acc[i]
+                    done[r] = True
+                for i in range(nv):
+                    ks[s, i] = yy[nv + i]
+                    ks[s, nv + i] = acc[i]
+            if not ok:
+                break
+            for i in range(n):
+                y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+        for i in range(n):
+            if not np.isfinite(y[i]):
+                ok = False
+        if not ok:
+            for i in range(n):
+                y[i] = y0[i]
+            if r < done.shape[0]:
+                done[r] = False
+            return j
+        for i in range(n):
+            Yout[j, i] = y[i]
+    return n_int
 
 
 @njit(cache=True)
@@ -746,6 +870,46 @@ def loop_dop853_step(
     out[1] = h_abs
     out[2] = h
     out[3] = nfev
+    return 0
+
+
+@njit(cache=True)
+def loop_dop853_dense(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t_old, h, y_old, y, f, K, A_extra, C_extra, D, F,
+):  # fmt: skip
+    """The dense output of the last DOP853 step (scipy's ``_dense_output_impl``) in one
+    call: the three extra stages ``K[n_stages + 1 + e]`` (scipy's ``K_extended``) by
+    :func:`loop_rhs` at ``y_old + h sum_j a_ej K_j``, and the interpolant's coefficients
+    ``F`` (7, n): ``dy``, ``h f_old - dy``, ``2 dy - h (f + f_old)``, ``h D K``. Returns 0
+    or a status of :func:`loop_rhs` (the caller then takes scipy's own code)."""
+    n = y.shape[0]
+    ne = A_extra.shape[0]
+    s0 = K.shape[0] - ne
+    yy = np.empty(n)
+    for e in range(ne):
+        s = s0 + e
+        for i in range(n):
+            acc = 0.0
+            for j in range(s):
+                acc += K[j, i] * A_extra[e, j]
+            yy[i] = y_old[i] + acc * h
+        st = loop_rhs(
+            Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
+        )
+        if st != 0:
+            return st
+    for i in range(n):
+        dy = y[i] - y_old[i]
+        F[0, i] = dy
+        F[1, i] = h * K[0, i] - dy
+        F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
+    for r in range(D.shape[0]):
+        for i in range(n):
+            acc = 0.0
+            for j in range(K.shape[0]):
+                acc += D[r, j] * K[j, i]
+            F[3 + r, i] = h * acc
     return 0
 
 

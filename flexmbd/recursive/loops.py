@@ -1118,14 +1118,16 @@ def _pair(c, Rc_, pc, F):
 def _compiled_dop853():
     """The class :class:`_CompiledDOP853` (built on first use: scipy is imported lazily)."""
     from scipy.integrate import DOP853
+    from scipy.integrate._ivp.rk import Dop853DenseOutput
 
     class _CompiledDOP853(DOP853):
         """scipy's DOP853 whose steps (stages, error norm, step-size control: its
         ``_step_impl``) run in one compiled call (:func:`._nbloops.loop_dop853_step`) while
         the last QR's rows hold; a step where they do not, or where a solve fails, is redone
         by scipy's own code with the stepper's right-hand side (the projector's QR decides
-        there). Dense output and the solver state are scipy's (``loop_stepper`` is set by
-        :meth:`_LoopStepper._make_solver`)."""
+        there). The dense output's three extra stages run in one compiled call as well
+        (:meth:`_dense_output_impl`); the solver state is scipy's (``loop_stepper`` is set
+        by :meth:`_LoopStepper._make_solver`)."""
 
         loop_stepper = None
 
@@ -1163,6 +1165,34 @@ def _compiled_dop853():
             self.h_abs = float(out[1])
             self.f = f_new
             return True, None
+
+        def _dense_output_impl(self):
+            """scipy's dense output of the last step with its three extra stages and the
+            interpolant's coefficients in one compiled call
+            (:func:`._nbloops.loop_dop853_dense`) while the last QR's rows hold; else, or
+            where a stage's solve fails, scipy's own code (the stepper's right-hand
+            side)."""
+            st = self.loop_stepper
+            c = st.system.compiled_rk4() if st is not None else None
+            P = st.P if st is not None else None
+            sel = P.selection() if c is not None and not st.qr_seen else None
+            if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+                return DOP853._dense_output_impl(self)
+            F = np.empty((self.D.shape[0] + 3, self.n))
+            status = _NL.loop_dop853_dense(
+                c[0], c[1], c[2], c[3], st.constant_tau(c), sel, P.position_tol,
+                P.max_newton, P.rtol, _GUARD, c[5], c[6], float(self.t_old),
+                float(self.h_previous), np.ascontiguousarray(self.y_old, dtype=float),
+                np.ascontiguousarray(self.y, dtype=float),
+                np.ascontiguousarray(self.f, dtype=float), self.K_extended, self.A_EXTRA,
+                self.C_EXTRA, self.D, F,
+            )  # fmt: skip
+            if status != 0:
+                st.qr_seen = True
+                return DOP853._dense_output_impl(self)
+            self.nfev += len(self.A_EXTRA)  # as scipy's counted evaluations
+            P.selection_used()
+            return Dop853DenseOutput(self.t_old, self.t, self.y_old, F)
 
     return _CompiledDOP853
 
@@ -1204,6 +1234,7 @@ class _LoopStepper(ExplicitStepper):
         #: the output samples given by the compiled RK4 steps (their first stage is the
         #: forward dynamics at the sample): built on the first step (:meth:`_sample_rows`)
         self._fused = None
+        self._block_stop = None  # the interval where the last compiled block stopped
         #: the adaptive run met a state where the QR must decide (a rank change, a singular
         #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
         #: so that its error control sees the rank changes (a stall at a singular
@@ -1283,6 +1314,40 @@ class _LoopStepper(ExplicitStepper):
             raise self._fail(str(err), t_start, t_start + self.dt) from err
         self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
+
+    def _rk4_block(self, n):
+        """Up to ``n`` output intervals by one compiled call
+        (:func:`._nbloops.loop_rk4_block`: every substep :func:`._nbloops.loop_rk4_step`,
+        the first of each interval writing its output sample) while the projector's rows
+        hold; None where :meth:`step` decides (no compiled loop or no row selection yet).
+        The wall time of the call is spread evenly over its intervals."""
+        c = self.system.compiled_rk4() if self._fast_rk4 else None
+        P = self.P
+        sel = P.selection() if c is not None else None
+        k = min(int(n), self.n_out - self.i)
+        if sel is None or k <= 0 or self._block_stop == self.i:
+            return None  # (the block stopped before this interval: step decides)
+        tic = _time.perf_counter()
+        f = self._sample_rows(sel)
+        y = np.array(self.y, dtype=float)
+        Y = np.empty((k, y.shape[0]))
+        tau = self.constant_tau(c)
+        done = _NL.loop_rk4_block(
+            c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k, tau, sel,
+            P.position_tol, P.max_newton, P.rtol, _GUARD, c[5], c[6], self.i, f["qdd"],
+            f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
+        )  # fmt: skip
+        dt = _time.perf_counter() - tic
+        W = self.wall + dt * np.arange(1, done + 1) / max(done, 1)
+        self._block_stop = self.i + done if done < k else None
+        if done:
+            self.y = Y[done - 1].copy()
+            self.i += done
+            self.t = self.t0 + self.i * self.dt
+            self.wall = float(W[-1])
+        else:
+            self.wall += dt
+        return Y[:done], W
 
     def _sample_rows(self, sel):
         """The arrays of the output samples that the compiled steps give (one row per

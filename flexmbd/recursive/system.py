@@ -56,6 +56,7 @@ Explicit integration must resolve the highest modal frequency
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -298,6 +299,30 @@ class _State:
 
 
 _MOTION = ((3, 3), (3,), (3,), (3,))
+
+
+class _MotionHistory(Mapping):
+    """:meth:`RecursiveSystem.body_motion`'s mapping ``{body name: (R, r, w, v)}``: the
+    entries are new arrays, a rigid body's computed when first read."""
+
+    def __init__(self, label, rigid, floating):
+        # label: {body name: tree label}; rigid(k): the rigid body's arrays; floating:
+        # {label: (R, r, w, v)} of the flexible bodies
+        self._label, self._rigid, self._floating = label, rigid, floating
+        self._done = {}
+
+    def __getitem__(self, name):
+        k = self._label[name]  # KeyError for another name, as a dict
+        if name not in self._done:
+            f = self._floating.get(k)
+            self._done[name] = tuple(a.copy() for a in f) if f is not None else self._rigid(k)
+        return self._done[name]
+
+    def __iter__(self):
+        return iter(self._label)
+
+    def __len__(self):
+        return len(self._label)
 
 
 class RecursiveSystem:
@@ -1375,11 +1400,13 @@ class RecursiveSystem:
             out[b.name] = (R, r, w, v)
         return out
 
-    def body_motion(self, q: ArrayLike, qd: ArrayLike) -> dict[str, tuple[Array, ...]]:
+    def body_motion(self, q: ArrayLike, qd: ArrayLike) -> Mapping[str, tuple[Array, ...]]:
         """``{body name: (R (nt, 3, 3), r (nt, 3), w (nt, 3), v (nt, 3))}`` over a history
         ``q`` (nt, nq), ``qd`` (nt, nv): world pose, angular velocity and the velocity of
         the body point at the world origin (world axes), as :meth:`body_states` per state.
-        The tree kinematics runs per state; the frame changes over the history at once."""
+        The tree kinematics of every state in one compiled call; a rigid body's frame
+        change over the history when its entry is first read (the joint series of a
+        closed loop read the cut joints' bodies only)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         memo = self._motion_memo  # the joint states ask for the same history repeatedly
@@ -1389,30 +1416,31 @@ class RecursiveSystem:
             and np.array_equal(memo[1], q)
             and np.array_equal(memo[2], qd)
         ):
-            return self._motion_dict(*memo[3])
+            return self._motion_history(*memo[3])
         out = self._body_motion(q, qd)
         self._motion_memo = (self.model.revision, q.copy(), qd.copy(), out)
-        return self._motion_dict(*out)
+        return self._motion_history(*out)
 
-    def _motion_dict(self, rigid, col, floating):
-        """``{body name: (R, r, w, v)}`` from :meth:`_body_motion`'s arrays, copied (one
-        copy of each history array; the rigid bodies' entries are views of it)."""
-        R, r, w, v = (a.copy() for a in rigid)
-        out = {}
-        for k in range(1, self.n_bodies + 1):
-            i = col.get(k)
-            out[self._body_of[k].name] = (
-                tuple(a.copy() for a in floating[k])
-                if i is None
-                else (R[:, i], r[:, i], w[:, i], v[:, i])
-            )
-        return out
+    def _motion_history(self, Rw, rw, vel, floating):
+        label = {self._body_of[k].name: k for k in range(1, self.n_bodies + 1)}
+        return _MotionHistory(label, lambda k: self._rigid_motion(k, Rw, rw, vel), floating)
+
+    def _rigid_motion(self, k, Rw, rw, vel):
+        """``(R, r, w, v)`` over a history of the rigid body of label ``k`` from the
+        kinematics of its tree frame (``Rw``, ``rw``, ``vel``: :meth:`_kinematics_history`)."""
+        Rf, pf = self._frame[k]
+        Rk, rk = Rw[:, k], rw[:, k]
+        R = Rk @ np.asarray(Rf).T
+        r = rk - R @ np.asarray(pf)
+        w = np.einsum("tij,tj->ti", Rk, vel[:, k, :3])
+        v = np.einsum("tij,tj->ti", Rk, vel[:, k, 3:]) + np.cross(w, r - rk)
+        return R, r, w, v
 
     def _body_motion(self, q, qd):
-        """Tree kinematics per state; the fixed frame change of the rigid bodies over the
-        history at once, the floating frames of the flexible bodies (the strategy's
-        workspace after each state's kinematics) per state. Returns ``((R, r, w, v)
-        (nt, n_rigid, ...), {label: rigid column}, {label: floating (R, r, w, v)})``."""
+        """Tree kinematics per state: ``(Rw, rw, vel, {label: floating (R, r, w, v)})``,
+        the frames e_k of the history (:meth:`_kinematics_history`) and the floating
+        frames of the flexible bodies (the strategy's workspace after each state's
+        kinematics)."""
         nt, n = len(q), self.n_bodies
         ops = self._ops
         floating = {k: tuple(np.empty((nt, *s)) for s in _MOTION) for k in ops.flex_labels}
@@ -1428,17 +1456,7 @@ class RecursiveSystem:
                     w[i], v[i] = R[i] @ Vb[:3], R[i] @ Vb[3:]
         else:
             Rw, rw, vel, _ = self._kinematics_history(q, qd)
-        # the rigid bodies' frame changes for all of them at once (one array operation
-        # each instead of a few per body)
-        ks = [k for k in range(1, n + 1) if k not in floating]
-        Rf = np.array([self._frame[k][0] for k in ks]).reshape(len(ks), 3, 3)
-        pf = np.array([self._frame[k][1] for k in ks]).reshape(len(ks), 3)
-        Rk, rk = Rw[:, ks], rw[:, ks]
-        R = Rk @ np.swapaxes(Rf, 1, 2)
-        r = rk - np.einsum("tkij,kj->tki", R, pf)
-        w = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, :3])
-        v = np.einsum("tkij,tkj->tki", Rk, vel[:, ks, 3:]) + np.cross(w, r - rk)
-        return (R, r, w, v), {k: i for i, k in enumerate(ks)}, floating
+        return Rw, rw, vel, floating
 
     def _kinematics_history(self, q, qd):
         """``(Rw (nt, N+1, 3, 3), rw (nt, N+1, 3), vel (nt, N+1, 6))``: the tree kinematics
@@ -1446,6 +1464,12 @@ class RecursiveSystem:
         the table energies of each state (:meth:`_table_energy`, ``(nt, 4)`` or None);
         kept for the same history (the energies and the joint series of one run ask for
         it in turn)."""
+        out = self._history(q, qd)
+        return out[:4]
+
+    def _history(self, q, qd):
+        """:meth:`_kinematics_history` and the kinetic and gravity energies (nt, 2) of
+        the states (None where the kinematics ran per state: flexible bodies)."""
         memo = self._kin_memo
         if (
             memo is not None
@@ -1459,15 +1483,34 @@ class RecursiveSystem:
         rw = np.empty((nt, n + 1, 3))
         vel = np.empty((nt, n + 1, 6))
         table = np.empty((nt, 4)) if self._generic and self._ops.compiled else None
-        for i in range(nt):
-            Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
-            if table is not None:
-                e = self._table_energy(qd[i])
-                if e is None:
-                    table = None
-                else:
-                    table[i] = e
-        out = (Rw, rw, vel, table)
+        tab = self.compiled_forces() if table is not None else None
+        if table is not None and tab is None:
+            table = None
+        E = None
+        if self._ops.compiled and not self._ops.flex_labels:
+            # every state in one compiled call (the same kinematics and table energies)
+            self._refresh()
+            Q, QD = (np.ascontiguousarray(x, dtype=float) for x in self._check_state(q, qd))
+            ft = tab if tab is not None else self._no_table()
+            E = np.empty((nt, 2))
+            g = np.ascontiguousarray(self._gravity, dtype=float)
+            bad = NF.kinematics_history(
+                self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, Q, QD, Rw, rw,
+                vel, g, E, self.nv, *ft, table if table is not None else np.zeros((1, 4)),
+                table is not None,
+            )  # fmt: skip
+            if bad:
+                table = None
+        else:
+            for i in range(nt):
+                Rw[i], rw[i], vel[i] = self._kin(q[i], qd[i])
+                if table is not None:
+                    e = self._table_energy(qd[i])
+                    if e is None:
+                        table = None
+                    else:
+                        table[i] = e
+        out = (Rw, rw, vel, table, E)
         self._kin_memo = (self.model.revision, q.copy(), qd.copy(), out)
         return out
 
@@ -1486,15 +1529,18 @@ class RecursiveSystem:
         q = np.atleast_2d(np.asarray(q, dtype=float))
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         q, qd = self._check_state(q, qd)
-        Rw, rw, vel, table = self._kinematics_history(q, qd)
+        Rw, rw, vel, table, E = self._history(q, qd)
         if self._generic and table is None:
             return None
-        Im, mc, g = self._Mm[M_I, 1:], self._Vv[V_MC, 1:], self._gravity
-        ke = 0.5 * np.einsum("tki,kij,tkj->t", vel[:, 1:], Im, vel[:, 1:])
-        grav = -(
-            np.einsum("k,tkj,j->t", mc[:, 3], rw[:, 1:], g)
-            + np.einsum("tkij,kj,i->t", Rw[:, 1:], mc[:, :3], g)
-        )
+        if E is not None:  # from the kinematics call
+            ke, grav = E[:, 0].copy(), E[:, 1].copy()
+        else:
+            Im, mc, g = self._Mm[M_I, 1:], self._Vv[V_MC, 1:], self._gravity
+            ke = 0.5 * np.einsum("tki,kij,tkj->t", vel[:, 1:], Im, vel[:, 1:])
+            grav = -(
+                np.einsum("k,tkj,j->t", mc[:, 3], rw[:, 1:], g)
+                + np.einsum("tkij,kj,i->t", Rw[:, 1:], mc[:, :3], g)
+            )
         nt = len(q)
         p_act = np.zeros(nt)
         for f in self._joint_forces:
@@ -1685,6 +1731,16 @@ class RecursiveSystem:
         fi = np.array(fi, dtype=np.int64).reshape(-1, 4)
         ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
         return fi, ff, tau_c, NF.scratch()
+
+    def _no_table(self):
+        """An empty force table (the arguments of :func:`._nbforces.kinematics_history`
+        without table energies)."""
+        return (
+            np.zeros((0, 4), dtype=np.int64),
+            np.zeros((0, NF.NF)),
+            np.zeros(max(self.nv, 1)),
+            NF.scratch(),
+        )
 
     def _table_energy(self, qd):
         """``(spring, p_damper, p_actuator, p_external)`` of the compiled force table at

@@ -100,3 +100,111 @@ def test_tree_rk4_samples_equal_forward_dynamics_at_the_samples():
         fd = s.forward_dynamics(res.q[i], res.qd[i], 0.05 * np.ones(s.nv), res.t[i])
         _close(res.qdd[i], fd.qdd, 1e-12)
         _close(res.reactions[i], fd.reactions, 1e-12)
+
+
+def _chain(n=4):
+    m = fm.Model("chain")
+    parent = m.ground
+    for k in range(n):
+        b = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
+        setattr(m, f"rod{k}", b)
+        pf = (0.0 if k == 0 else 0.5, 0.0, 0.0)
+        joint = fm.Revolute(parent, b, axis=(0.1 * k, 0.3, 1.0), parent_frame=pf, q0=[0.3 * k])
+        setattr(m, f"j{k}", joint)
+        parent = b
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    return m
+
+
+@pytest.mark.parametrize("substeps", [1, 3])
+def test_compiled_rk4_blocks_equal_the_per_interval_steps(monkeypatch, substeps):
+    """Many RK4 output intervals in one compiled call (the stepper's ``_rk4_block``) give
+    the per-interval path's states and samples: the loop's the very same bits (the same
+    step kernels), the tree's Python RK4 to round-off; every sample's accelerations and
+    reactions are forward_dynamics' there (1e-12)."""
+    from flexmbd.integrators.explicit import TreeStepper
+    from flexmbd.recursive.loops import _LoopStepper
+
+    ring = spatial_ring().compile("recursive")
+    tree = _chain().compile("recursive")
+    tau = 0.05 * np.ones(tree.nv)
+    runs = {}
+    for blocks in (True, False):
+        if not blocks:
+            monkeypatch.setattr(_LoopStepper, "_rk4_block", lambda self, n: None)
+            monkeypatch.setattr(TreeStepper, "_rk4_block", lambda self, n: None)
+        st = ring.stepper(0.04, dt=1e-3 * substeps, substeps=substeps)
+        loop = run(st, st.t_end, progress=False)
+        ts = tree_stepper(tree, 0.04, dt=1e-3 * substeps, substeps=substeps, tau=tau)
+        if blocks:
+            assert ts._compiled_tree() is not None
+        runs[blocks] = (loop, run(ts, ts.t_end, progress=False))
+    (lb, tb), (lp, tp) = runs[True], runs[False]
+    for a, b in ((lb, lp),):
+        np.testing.assert_array_equal(a.t, b.t)
+        for k in ("q", "qd", "qdd", "reactions"):
+            np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+        np.testing.assert_array_equal(a.extra["lambda"], b.extra["lambda"])
+    np.testing.assert_array_equal(tb.t, tp.t)
+    for k in ("q", "qd", "qdd", "reactions"):
+        _close(getattr(tb, k), getattr(tp, k), 1e-12)
+    for i in range(len(tb.t)):
+        fd = tree.forward_dynamics(tb.q[i], tb.qd[i], tau, tb.t[i])
+        _close(tb.qdd[i], fd.qdd, 1e-12)
+        _close(tb.reactions[i], fd.reactions, 1e-12)
+    for i in range(0, len(lb.t), 5):
+        fd = ring.forward_dynamics(lb.q[i], lb.qd[i])
+        _close(lb.qdd[i], fd.qdd, 1e-12)
+        _close(lb.reactions[i], fd.reactions, 1e-12)
+        _close(lb.extra["lambda"][i], fd.lam, 1e-12)
+
+
+def test_kinematics_history_in_one_call_equals_the_per_state_kinematics():
+    """The history's tree kinematics and force-table energies in one compiled call are
+    the per-state kinematics' and table energies' bit for bit (squeezer: an SDA)."""
+    from .test_compiled_forces import _squeezer
+
+    mod = _squeezer()
+    s = mod.build().compile("recursive")
+    res = s.simulate(0.01, dt=1e-3, integrator="dop853", rtol=1e-9, atol=1e-11)
+    tree = s.tree
+    Rw, rw, vel, table = tree._kinematics_history(res.q, res.qd)
+    assert table is not None
+    for i in range(len(res.t)):
+        R1, r1, v1 = tree._kin(res.q[i], res.qd[i])
+        np.testing.assert_array_equal(Rw[i], R1)
+        np.testing.assert_array_equal(rw[i], r1)
+        np.testing.assert_array_equal(vel[i], v1)
+        np.testing.assert_array_equal(table[i], tree._table_energy(res.qd[i]))
+        pe = s.potential_energies(res.q[i], res.t[i])
+        _close(res.energy["spring"][i], pe["spring"], 1e-13)
+        _close(res.energy["kinetic"][i], s.kinetic_energy(res.q[i], res.qd[i]), 1e-13)
+
+
+def test_squeezer_compiled_dense_output_equals_scipys(monkeypatch):
+    """DOP853's dense output with its three extra stages in one compiled call: the same
+    steps, evaluations and samples as scipy's own interpolant (to round-off: sums in
+    another order), the Test Set's angles to 8+ digits at t = 0.03 s with 300 samples,
+    and every sample's accelerations and reactions forward_dynamics' there."""
+    from scipy.integrate import DOP853
+
+    from flexmbd.recursive.loops import _compiled_dop853
+
+    from .test_compiled_forces import _squeezer
+
+    mod = _squeezer()
+    s = mod.build().compile("recursive")
+    kw = dict(dt=1e-4, integrator="dop853", rtol=1e-9, atol=1e-11)
+    fast = s.simulate(0.03, **kw)
+    monkeypatch.setattr(_compiled_dop853(), "_dense_output_impl", DOP853._dense_output_impl)
+    ref = s.simulate(0.03, **kw)
+    assert len(fast.t) == 301 and fast.meta["steps"] == ref.meta["steps"]
+    np.testing.assert_array_equal(fast.stats["rhs_evaluations"], ref.stats["rhs_evaluations"])
+    for k in ("q", "qd", "qdd"):
+        _close(getattr(fast, k), getattr(ref, k), 1e-11)
+    got = mod.angles(fast)
+    assert min(mod.digits(got[a], mod.REFERENCE[a]) for a in mod.ANGLES) >= 8.0
+    for i in range(3, len(fast.t), 37):
+        fd = s.forward_dynamics(fast.q[i], fast.qd[i], t=fast.t[i])
+        _close(fast.qdd[i], fd.qdd, 1e-12)
+        _close(fast.reactions[i], fd.reactions, 1e-12)
