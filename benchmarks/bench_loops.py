@@ -294,14 +294,18 @@ def output_report(rows):
         "and with samples only at the start and the end (RK4: `dt` = the span, `substeps` "
         "= the steps; DOP853: one output time), each a whole `simulate` in a warm process; "
         "process time, best of 5 (ms); `adds`: the median over 5 back-to-back pairs of "
-        "(every / end - 1). The loop's compiled RK4 step writes the sample at its start "
-        "from its first stage (`_nbloops.loop_rk4_step_sampled`: that stage's "
-        "accelerations and multipliers, the tree pass with the cut wrenches for the "
-        "reactions and body accelerations); energies from one kinematics pass per sample "
-        "(`RecursiveSystem.energy_samples`); the cut joint's rates from the samples' body "
-        "accelerations (`LoopSystem.body_accelerations`). The squeezer's samples fall "
-        "between DOP853's steps (dense output): each is a separate forward dynamics, all "
-        "in one compiled call (`_nbloops.loop_samples`).",
+        "(every / end - 1). RK4 runs go through compiled blocks of output intervals "
+        "(`ExplicitStepper._rk4_block`: the loop's `_nbloops.loop_rk4_block`, the tree's "
+        "`_nbloops.tree_rk4_block`), whose first stage of each interval is the output "
+        "sample (the loop's: that stage's accelerations and multipliers, then the tree "
+        "solve with the cut wrenches on the stage's factorization for the reactions and "
+        "body accelerations); the kinematics, kinetic and gravity energies and force-table "
+        "energies of all samples in one compiled call "
+        "(`_nbforces.kinematics_history`); a body's motion history computed when read "
+        "(the cut joints' bodies). DOP853: the dense output's three extra stages in one "
+        "compiled call (`_nbloops.loop_dop853_dense`), the output times one step covers "
+        "interpolated at once, each sample's forward dynamics in one compiled call "
+        "(`_nbloops.loop_samples`).",
         "",
         "| run | samples | steps | every step | end only | adds |",
         "|---|---:|---:|---:|---:|---:|",
@@ -509,16 +513,16 @@ def summary(rows, exps):
 
 
 OUTPUT_NOTES = (
-    "What a sample still costs: the fused sample's tree pass with the cut wrenches "
-    "(reactions and body accelerations need the multipliers, so it follows the first "
-    "stage: about one tree forward dynamics, a quarter of a stage's work), the energies "
-    "(one tree kinematics per sample), the cut joint's series and the result assembly "
-    "in Python (tens of microseconds per sample: at N = 10 a step is 0.08 ms). The "
-    "squeezer's 300 samples lie between DOP853's 98 steps: its dense output needs three "
-    "more stage evaluations per step (scipy's interpolant, evaluated from Python per "
-    "step) and every sample a forward dynamics of its own. Before this round (same "
-    "measure, not re-run here): a sample cost 1.2 to 2.7 loop steps (the previous "
-    "`output per sample` column: 0.57 ms at N = 100, 0.21 ms at N = 10)."
+    "What an interpolated DOP853 sample costs is work, not Python: the dense output's "
+    "three extra stage evaluations per step that holds a sample (+~17 % evaluations for "
+    "300 samples over 98 steps), the correction of the interpolated state onto the "
+    "constraints and a forward dynamics with every reaction per sample (each about one "
+    "evaluation): with 300 samples over 98 steps that is ~35 % of the integration's "
+    "evaluations, so <= 10 % would need fewer samples per step or no per-sample "
+    "dynamics. Before this round (2026-11-27, same command and measure): 42 % / 40 % "
+    "(ring N = 10 loop / tree), 39 % / 38 % (N = 100), 70 % (squeezer); the tree's RK4 "
+    "ran from Python then (a run here is 3 to 6x faster now), and a last sample without "
+    "a step's row went through the parallel batch call (~5 ms of set-up)."
 )
 
 
@@ -528,17 +532,20 @@ NOTES = (
     "`flexmbd.constraints._nbloop.loop_kinematics`), five `M^-1` columns from the tree's "
     "factorization in one sweep over the bodies (`_nbloops._tree_columns`) and a 5 x 5 "
     "Cholesky solve with one refinement step, and per step the Newton position and the "
-    "velocity correction (one to two more evaluations of the cut rows). All of it is one "
-    "compiled call per step; the tree's step is four compiled calls from Python. Where it "
-    "goes (N = 100 / 500, process time of isolated calls): tree free accelerations 22 / "
-    "110 us, cut rows 18 / 62 us, five columns 30 / 155 us, correction 19 / 65 us; a "
-    "stage in sequence costs more than their sum at N = 500 (every pass streams the "
-    "tree's ~3 MB workspace). Before this round (2026-11-27, same command): loop / tree "
-    "2.63, 2.93, 3.63, 3.88, 3.96, 3.64 for N = 10 ... 500, cut rows 39 us and five "
-    "columns 37 us at N = 100, output 0.76 ms per sample at N = 100 (the cut joint's "
-    "joint series now takes the bodies' frame changes at once: "
-    "`RecursiveSystem.body_motion`). The `agree` column grows with N by the conditioning "
-    "of long chains (compare residuals: docs/design/facts.rst)."
+    "velocity correction (one to two more evaluations of the cut rows). A run's steps "
+    "are compiled blocks of output intervals for both (`step` columns: `advance`, the "
+    "loop's `_nbloops.loop_rk4_block`, the tree's `_nbloops.tree_rk4_block`); `tree step "
+    "(Python RK4)`: the tree's interval by `step`, RK4 from Python around four compiled "
+    "forward dynamics per step, the tree measure of the earlier rounds. Where the loop's "
+    "step goes (N = 100 / 500, process time of isolated calls, 2026-11-27): tree free "
+    "accelerations 22 / 110 us, cut rows 18 / 62 us, five columns 30 / 155 us, "
+    "correction 19 / 65 us; at N = 500 a stage in sequence costs more than their sum "
+    "(every pass streams the tree's ~3 MB workspace), and the five columns cost 1.4 "
+    "tree solves: the ratio to the compiled tree is about 1 + (cut rows + columns + "
+    "correction / 4) / tree, ~3 at every N. Before this round (2026-11-27, same "
+    "command): loop / tree (Python RK4) 2.41, 2.99, 2.82, 2.77, 2.72, 3.12 for N = 10 "
+    "... 500. The `agree` column grows with N by the conditioning of long chains "
+    "(compare residuals: docs/design/facts.rst)."
 )
 
 

@@ -116,7 +116,8 @@ class TreeStepper(ExplicitStepper):
         out = None
         packed = s.packed_rigid(forces=True) if hasattr(s, "packed_rigid") else None
         forces = s.compiled_forces() if packed is not None else None
-        if packed is not None and forces is not None and not s.floating:
+        rigid = getattr(s, "flex", None) is None
+        if packed is not None and forces is not None and rigid and not s.floating:
             tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
             out = (packed[0], packed[1], forces, tau)
         self._tree_args = (key, out)

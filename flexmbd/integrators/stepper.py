@@ -484,6 +484,27 @@ class ExplicitStepper:
         self.t = float(te)
         self.i += 1
 
+    def _covered_samples(self, n):
+        """Adaptive runs with output times and DOP853's interpolant (elementwise in the
+        times: the same numbers as one time at a time): the further output times (up to
+        ``n``) that the last step's dense output covers, evaluated in one call; ``(t (k,),
+        Y (k, nq + nv))`` with ``i``, ``t``, ``y`` advanced past them, or None."""
+        s, dense = self.solver, self._dense
+        if self.t_eval is None or n <= 0 or type(dense).__name__ != "Dop853DenseOutput":
+            return None
+        j = m = self.i
+        hi = min(self.t_eval.size, j + n)
+        while m < hi and self.t_eval[m] <= s.t + 1e-12:  # (what step would take next)
+            m += 1
+        if m <= j:
+            return None
+        te = self.t_eval[j:m]
+        Y = np.array([self._dense_sample(y) for y in dense(te).T])
+        self.y = Y[-1].copy()
+        self.t = float(te[-1])
+        self.i = m
+        return te, Y
+
     def _counters(self):
         """Solver statistics at the current sample: right-hand-side evaluations so far
         and the last step size (s)."""
@@ -528,6 +549,12 @@ class ExplicitStepper:
                 ys.append(self.y.copy())
                 ws.append(self.wall)
                 cs.append(self._counters())
+                more = self._covered_samples(n - len(ts)) if self.adaptive else None
+                if more is not None:  # the further output times of the same step
+                    ts.extend(more[0])
+                    ys.extend(more[1])
+                    ws.extend([self.wall] * len(more[0]))
+                    cs.extend([self._counters()] * len(more[0]))
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
         if ts:

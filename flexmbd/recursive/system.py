@@ -1545,6 +1545,9 @@ class RecursiveSystem:
         p_act = np.zeros(nt)
         for f in self._joint_forces:
             sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+            if f.constant_force is not None:  # the whole history at once
+                p_act += qd[:, sv] @ f.constant_force
+                continue
             t_ = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
