@@ -134,11 +134,11 @@ class TreeStepper(ExplicitStepper):
         if c is None or k <= 0 or self._block_stop == self.i:
             return None
         tic = _time.perf_counter()
-        rows = self._sample_arrays(self.i)
+        qdd, reac, ok, en = self._sample_arrays(self.i)
         y = np.array(self.y, dtype=float)
         Y = np.empty((k, y.shape[0]))
         done = _NL.tree_rk4_block(
-            c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, *rows, Y
+            c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok, Y
         )
         dt = _time.perf_counter() - tic
         W = self.wall + dt * np.arange(1, done + 1) / max(done, 1)
@@ -153,13 +153,20 @@ class TreeStepper(ExplicitStepper):
         return Y[:done], W
 
     def _sample_arrays(self, i):
-        """The ``(qdd, reactions, done)`` rows of the samples (one per output time), grown
-        to hold row ``i`` (a longer run: ``set_t_end``)."""
+        """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output
+        time; energies ``(kinetic, gravity, table energies, ok)`` of the compiled steps:
+        :func:`flexmbd.recursive._nbforces.sample_energies`), grown to hold row ``i`` (a
+        longer run: ``set_t_end``)."""
         s = self.system
         if self._rows is None or len(self._rows[2]) <= i:
             n, old = max(self.n_out + 1, i + 1), self._rows
             nj = len(s.joint_names)
-            self._rows = (np.zeros((n, s.nv)), np.zeros((n, nj, 6)), np.zeros(n, bool))
+            self._rows = (
+                np.zeros((n, s.nv)),
+                np.zeros((n, nj, 6)),
+                np.zeros(n, bool),
+                np.zeros((n, 7)),
+            )
             for a, b in zip(self._rows, old or ()):
                 a[: len(b)] = b[: len(a)]
         return self._rows
@@ -174,7 +181,7 @@ class TreeStepper(ExplicitStepper):
         else:  # the sample at the start of the interval: the same qdd, with reactions
             self._sample_next = None
             acc, reac = self.system.qdd_and_reactions(qq, vv, tau, t)
-            qdd_rows, reac_rows, done = self._sample_arrays(i)
+            qdd_rows, reac_rows, done, _ = self._sample_arrays(i)
             if i < len(done):
                 qdd_rows[i], reac_rows[i], done[i] = acc, reac, True
         return np.concatenate([self.system.qdot(qq, vv), acc])
@@ -359,8 +366,9 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     """Results with qdd, reactions, energies (and momentum for floating systems); for
     every flexible body its :class:`~flexmbd.results.BodySeries`: modal coordinates,
     floating-frame pose and deformed interface frames (origin and Euler parameters,
-    world). ``given``: ``(qdd, reactions, done)`` rows of the samples that the RK4
-    steps' first stages evaluated (:meth:`TreeStepper._f`); the others in one batch."""
+    world). ``given``: ``(qdd, reactions, done, energies)`` rows of the samples that the
+    RK4 steps' first stages evaluated (:meth:`TreeStepper._sample_arrays`); the others
+    in one batch."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -391,7 +399,7 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
             raise
         qdd = np.full((nt, nv), np.nan)
         reac = np.full((nt, len(system.joint_names), 6), np.nan)
-    energy = energy_histories(system, t, q, qd, tau)
+    energy = energy_histories(system, t, q, qd, tau, rows=None if given is None else given[3])
     extra = {}
     if system.floating:
         mom = [system.momentum(q[i], qd[i]) for i in range(nt)]

@@ -265,8 +265,6 @@ def kinematics_history(
     bad = 0
     for s in range(Q.shape[0]):
         K.kinematics(Ia, Mm, Vv, R3, P3, Tt, Q[s], QD[s], True)
-        ke = 0.0
-        pg = 0.0
         for k in range(n1):
             for i in range(3):
                 PW[s, k, i] = P3[K.P_W, k, i]
@@ -274,25 +272,49 @@ def kinematics_history(
                     RW[s, k, i, j] = R3[K.R_W, k, i, j]
             for i in range(6):
                 VEL[s, k, i] = Vv[K.V_VEL, k, i]
-            if k == 0:
-                continue
-            Ik = Mm[K.M_I, k]
-            w = Vv[K.V_VEL, k]
-            for i in range(6):
-                a = 0.0
-                for j in range(6):
-                    a += Ik[i, j] * w[j]
-                ke += w[i] * a
-            mc = Vv[K.V_MC, k]
-            Rk = R3[K.R_W, k]
-            pk = P3[K.P_W, k]
-            for i in range(3):
-                pg += mc[3] * pk[i] * g[i]
-                for j in range(3):
-                    pg += Rk[i, j] * mc[j] * g[i]
-        E[s, 0] = 0.5 * ke
-        E[s, 1] = -pg
+        E[s, 0], E[s, 1] = body_energies(Mm, Vv, R3, P3, g, n1)
         if with_table and bad == 0:
             if table_energy(R3, P3, Vv, QD[s], nv, fi, ff, tau_c, S, table[s]) != 0:
                 bad = s + 1
     return bad
+
+
+@njit(cache=True, inline="always")
+def body_energies(Mm, Vv, R3, P3, g, n1):
+    """``(kinetic, gravity)`` energies (J) of the bodies ``1 ... n1 - 1`` at the state of
+    the last kinematics pass with world poses: ``sum V^T I V / 2`` and ``-sum (m r_k +
+    R_k m c) . g`` (gravity ``g`` m/s^2, world)."""
+    ke = 0.0
+    pg = 0.0
+    for k in range(1, n1):
+        Ik = Mm[K.M_I, k]
+        w = Vv[K.V_VEL, k]
+        for i in range(6):
+            a = 0.0
+            for j in range(6):
+                a += Ik[i, j] * w[j]
+            ke += w[i] * a
+        mc = Vv[K.V_MC, k]
+        Rk = R3[K.R_W, k]
+        pk = P3[K.P_W, k]
+        for i in range(3):
+            pg += mc[3] * pk[i] * g[i]
+            for j in range(3):
+                pg += Rk[i, j] * mc[j] * g[i]
+    return 0.5 * ke, -pg
+
+
+@njit(cache=True, _nrt=False)
+def sample_energies(Ib, buf, v, fi, ff, tau_c, S, out):
+    """The energies of the state of the last tree pass in the packed workspace (``Ib``,
+    ``buf``; speeds ``v``), after the world poses: ``out = (kinetic, gravity, spring,
+    p_damper, p_actuator, p_external, ok)`` (:func:`body_energies`, the force table's
+    :func:`table_energy`; ``ok`` 0 where that failed)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    n1 = Ib[K.IB_N1]
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
+    out[0], out[1] = body_energies(Mm, Vv, R3, P3, grav, n1)
+    st = table_energy(R3, P3, Vv, v, Ib[K.IB_NV], fi, ff, tau_c, S, out[2:6])
+    out[6] = 1.0 if st == 0 else 0.0

@@ -28,7 +28,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
-from ._nbforces import apply_forces, tree_loaded
+from ._nbforces import apply_forces, sample_energies, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -623,13 +623,16 @@ def loop_rk4_block(
 
 
 @njit(cache=True)
-def tree_rk4_block(Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, done, Yout):
+def tree_rk4_block(
+    Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, EN, done, Yout
+):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of the rigid
     tree (``q' = v``: no quaternion coordinates) with the accelerations of
     :func:`_tree_free` (joint forces ``tau``, the force table ``forces``), from ``y`` in
     place; the first stage of interval ``j`` is the output sample ``i0 + j``: its
-    ``QDD``, tree reactions ``REAC`` and ``done`` rows (none past their end); the state
-    at the interval's end goes to ``Yout[j]``. Stops before an interval whose tree solve
+    ``QDD``, tree reactions ``REAC``, energies ``EN``
+    (:func:`._nbforces.sample_energies`) and ``done`` rows (none past their end); the
+    state at the interval's end goes to ``Yout[j]``. Stops before an interval whose tree solve
     fails or whose end state is not finite (``y`` is then that interval's start).
     Returns the number of intervals done."""
     n = y.shape[0]
@@ -661,6 +664,8 @@ def tree_rk4_block(Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, d
                 if sample:
                     for i in range(nv):
                         QDD[r, i] = acc[i]
+                    fi, ff, tau_c, S = forces
+                    sample_energies(Ib, buf, yy[nv:], fi, ff, tau_c, S, EN[r])
                     done[r] = True
                 for i in range(nv):
                     ks[s, i] = yy[nv + i]

@@ -26,7 +26,7 @@ _POWERS = ("p_damper", "p_actuator", "p_external")
 
 
 def energy_histories(
-    system: Any, t: Array, q: Array, qd: Array, tau: Array | None = None
+    system: Any, t: Array, q: Array, qd: Array, tau: Array | None = None, rows: Any = None
 ) -> dict[str, Array]:
     """Energies (J) and works (J, from ``t[0]``) of the samples ``t`` (nt,), ``q``
     (nt, nq), ``qd`` (nt, nv), applied joint forces ``tau`` (nt, nv) or None.
@@ -34,7 +34,8 @@ def energy_histories(
     ``system`` gives ``kinetic_energy(q, qd)``, ``potential_energies(q, t)`` and
     ``powers(q, qd, t, tau)`` (a :class:`~flexmbd.recursive.system.RecursiveSystem` or a
     closed-loop system over one; ``energy_samples(t, q, qd, tau)``, when the system
-    has it and it does not return None, gives all of them at once). Returns
+    has it and it does not return None, gives all of them at once; ``rows``: the
+    samples' energies the compiled RK4 steps wrote, passed on to it). Returns
     ``kinetic``, ``gravity``, ``spring``, ``potential``, ``total`` and, when the powers
     are known, ``damper_work``, ``actuator_work``, ``external_work`` (trapezoidal rule
     over the samples) and
@@ -42,7 +43,10 @@ def energy_histories(
     """
     nt = len(t)
     batch = getattr(system, "energy_samples", None)
-    batch = batch(t, q, qd, tau) if batch is not None and nt else None
+    if batch is not None and nt:
+        batch = batch(t, q, qd, tau) if rows is None else batch(t, q, qd, tau, rows=rows)
+    else:
+        batch = None
     if batch is not None:  # one kinematics pass per sample for all of them
         ke, grav, spring = batch["kinetic"], batch["gravity"], batch["spring"]
     else:

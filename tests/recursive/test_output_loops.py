@@ -214,3 +214,26 @@ def test_squeezer_compiled_dense_output_equals_scipys(monkeypatch):
         fd = s.forward_dynamics(fast.q[i], fast.qd[i], t=fast.t[i])
         _close(fast.qdd[i], fd.qdd, 1e-12)
         _close(fast.reactions[i], fd.reactions, 1e-12)
+
+
+def test_tree_block_energies_equal_the_per_state_methods():
+    """The energies the compiled tree RK4 writes at its samples (kinetic, gravity and the
+    force table's: SDA spring, damper, actuator and point-load powers) are the per-state
+    methods' there; the last sample (no step starts there) by the batch."""
+    from .test_compiled_forces import loaded_four_bar
+
+    s = loaded_four_bar(closed=False).compile("recursive")
+    st = tree_stepper(s, 0.03, dt=1e-3)
+    assert st._compiled_tree() is not None
+    res = run(st, st.t_end, progress=False)
+    en = st._rows[3]
+    assert en[:-1, 6].all() and en[-1, 6] == 0.0  # every sample but the last
+    for i in range(len(res.t)):
+        _close(res.energy["kinetic"][i], s.kinetic_energy(res.q[i], res.qd[i]), 1e-13)
+        pe = s.potential_energies(res.q[i], res.t[i])
+        _close(res.energy["gravity"][i], pe["gravity"], 1e-13)
+        _close(res.energy["spring"][i], pe["spring"], 1e-13)
+    # the powers: the batch over the same history (no rows) gives the same works
+    again = energy_histories(s, res.t, res.q, res.qd)
+    for k in ("damper_work", "actuator_work", "external_work", "total"):
+        _close(res.energy[k], again[k], 1e-13)
