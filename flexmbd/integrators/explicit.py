@@ -84,7 +84,6 @@ class TreeStepper(ExplicitStepper):
         self.tau_f = tau_function(tau, system.nv)
         self._tau_arg = tau
         self._tree_args = None  # (model revision, compiled RK4 arguments or None)
-        self._block_stop = None  # the interval where the last compiled block stopped
         self._raw = system.qdd
         self._options = _options or {}
         #: RK4: the output sample the next evaluation is at (its first stage), and the
@@ -140,17 +139,7 @@ class TreeStepper(ExplicitStepper):
         done = _NL.tree_rk4_block(
             c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok, Y
         )
-        dt = _time.perf_counter() - tic
-        W = self.wall + dt * np.arange(1, done + 1) / max(done, 1)
-        self._block_stop = self.i + done if done < k else None
-        if done:
-            self.y = Y[done - 1].copy()
-            self.i += done
-            self.t = self.t0 + self.i * self.dt
-            self.wall = float(W[-1])
-        else:
-            self.wall += dt
-        return Y[:done], W
+        return self._block_done(Y, done, k, _time.perf_counter() - tic)
 
     def _sample_arrays(self, i):
         """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output

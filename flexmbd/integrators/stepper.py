@@ -261,6 +261,7 @@ class ExplicitStepper:
         self._dense = None
         self._monitor = False  # runaway check (flexmbd.monitor), built on first use
         self._window = None  # stall detection: (step, t) at the window start, low steps
+        self._block_stop = None  # the interval where the last compiled RK4 block stopped
         if self.adaptive:
             self.t_eval = self._output_times(t_eval)
         else:
@@ -331,6 +332,22 @@ class ExplicitStepper:
         with ``i``, ``t``, ``y`` and ``wall`` advanced past them (k = 0: none done, the
         next interval needs :meth:`step`)."""
         return None
+
+    def _block_done(self, Y, done, k, seconds):
+        """Advance past the ``done`` intervals of a compiled block of ``k`` (their end
+        states ``Y``) that took ``seconds`` (s, spread evenly over them); a block that
+        stopped early makes :meth:`step` take the next interval. Returns
+        :meth:`_rk4_block`'s ``(Y[:done], wall times)``."""
+        W = self.wall + seconds * np.arange(1, done + 1) / max(done, 1)
+        self._block_stop = self.i + done if done < k else None
+        if done:
+            self.y = Y[done - 1].copy()
+            self.i += done
+            self.t = self.t0 + self.i * self.dt
+            self.wall = float(W[-1])
+        else:
+            self.wall += seconds
+        return Y[:done], W
 
     def _dense_sample(self, y):
         return y

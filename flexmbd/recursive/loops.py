@@ -1234,7 +1234,6 @@ class _LoopStepper(ExplicitStepper):
         #: the output samples given by the compiled RK4 steps (their first stage is the
         #: forward dynamics at the sample): built on the first step (:meth:`_sample_rows`)
         self._fused = None
-        self._block_stop = None  # the interval where the last compiled block stopped
         #: the adaptive run met a state where the QR must decide (a rank change, a singular
         #: configuration, a failed solve): from then on it keeps the QR at every evaluation,
         #: so that its error control sees the rank changes (a stall at a singular
@@ -1337,17 +1336,7 @@ class _LoopStepper(ExplicitStepper):
             P.position_tol, P.max_newton, P.rtol, _GUARD, c[5], c[6], self.i, f["qdd"],
             f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
         )  # fmt: skip
-        dt = _time.perf_counter() - tic
-        W = self.wall + dt * np.arange(1, done + 1) / max(done, 1)
-        self._block_stop = self.i + done if done < k else None
-        if done:
-            self.y = Y[done - 1].copy()
-            self.i += done
-            self.t = self.t0 + self.i * self.dt
-            self.wall = float(W[-1])
-        else:
-            self.wall += dt
-        return Y[:done], W
+        return self._block_done(Y, done, k, _time.perf_counter() - tic)
 
     def _sample_rows(self, sel):
         """The arrays of the output samples that the compiled steps give (one row per
