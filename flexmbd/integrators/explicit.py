@@ -362,10 +362,15 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
     tau = np.zeros((nt, nv))
-    for i in range(nt):
-        v = tau_f(t[i], q[i], qd[i])
-        if v is not None:
-            tau[i] = v
+    const = getattr(tau_f, "constant", False)  # (None or an array: no call per sample)
+    if const is not False:
+        if const is not None:
+            tau[:] = const
+    else:
+        for i in range(nt):
+            v = tau_f(t[i], q[i], qd[i])
+            if v is not None:
+                tau[i] = v
     done = np.zeros(nt, dtype=bool)
     qdd = np.empty((nt, nv))
     reac = np.empty((nt, len(system.joint_names), 6))

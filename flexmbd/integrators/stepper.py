@@ -90,15 +90,27 @@ def rk4_stability(wmax: float, h: float, stacklevel: int = 2) -> str:
 
 def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | None]:
     """Joint forces along the ``nv`` speeds as a function ``tau_f(t, q, qd)`` (N, N m):
-    ``tau`` None (no forces: None), a constant array (nv,) or a function of ``(t, q, qd)``."""
+    ``tau`` None (no forces: None), a constant array (nv,) or a function of ``(t, q, qd)``.
+    For None and an array the function's ``constant`` attribute is that value (a history
+    needs no call per sample)."""
     if tau is None:
-        return lambda t, q, qd: None
+
+        def f(t, q, qd):
+            return None
+
+        f.constant = None
+        return f
     if callable(tau):
         return lambda t, q, qd: np.asarray(tau(t, q, qd), dtype=float)
     arr = np.asarray(tau, dtype=float)
     if arr.shape != (nv,):
         raise ModelError(f"tau must have {nv} values (one per speed) or be a function")
-    return lambda t, q, qd: arr
+
+    def g(t, q, qd):
+        return arr
+
+    g.constant = arr
+    return g
 
 
 def rk4(
@@ -546,46 +558,48 @@ class ExplicitStepper:
 
     def advance(self, n: int | None = None) -> tuple[dict[str, Any], BaseException | None]:
         """Up to ``n`` steps in one loop (all that remain for None): ``(rows, error)``."""
-        ts, ys, ws, cs = [], [], [], []
+        # chunks of rows: (t (k,), y (k, nq + nv), wall (k,), counters (k, 2))
+        chunks = []
+        count = 0
         err = None
         n = BLOCK_STEPS if n is None else n  # the runaway check runs between blocks
         try:
-            while not self.done and len(ts) < n:
-                block = None if self.adaptive else self._rk4_block(n - len(ts))
+            while not self.done and count < n:
+                block = None if self.adaptive else self._rk4_block(n - count)
                 if block is not None and len(block[0]):
                     Y, W = block  # intervals i - k + 1 ... i, compiled in one call
                     k = len(Y)
                     done = self.i - k + 1 + np.arange(k)
-                    ts.extend(self.t0 + done * self.dt)
-                    ys.extend(Y)
-                    ws.extend(W)
-                    cs.extend((4 * self.substeps * int(j), self.h) for j in done)
+                    cnt = np.column_stack([4.0 * self.substeps * done, np.full(k, self.h)])
+                    chunks.append((self.t0 + done * self.dt, Y, W, cnt))
+                    count += k
                     continue
                 self.step()
-                ts.append(self.t)
-                ys.append(self.y.copy())
-                ws.append(self.wall)
-                cs.append(self._counters())
-                more = self._covered_samples(n - len(ts)) if self.adaptive else None
+                cnt = np.array([self._counters()], dtype=float)
+                chunks.append(([self.t], self.y.copy()[None], [self.wall], cnt))
+                count += 1
+                more = self._covered_samples(n - count) if self.adaptive else None
                 if more is not None:  # the further output times of the same step
-                    ts.extend(more[0])
-                    ys.extend(more[1])
-                    ws.extend([self.wall] * len(more[0]))
-                    cs.extend([self._counters()] * len(more[0]))
+                    k = len(more[0])
+                    chunks.append((more[0], more[1], np.full(k, self.wall), np.repeat(cnt, k, 0)))
+                    count += k
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
-        if ts:
+        ny = self.nq + self.nv
+        T = np.concatenate([np.asarray(c[0], dtype=float) for c in chunks] or [np.zeros(0)])
+        Y = np.concatenate([np.reshape(c[1], (-1, ny)) for c in chunks] or [np.zeros((0, ny))])
+        W = np.concatenate([np.asarray(c[2], dtype=float) for c in chunks] or [np.zeros(0)])
+        C = np.concatenate([c[3] for c in chunks] or [np.zeros((0, 2))])
+        if count:
             if self._monitor is False:
                 self._monitor = GrowthMonitor.for_system(self.system)
             if self._monitor is not None:
-                j, runaway = self._monitor.check(np.array(ts), np.array(ys)[:, : self.nq])
+                j, runaway = self._monitor.check(T, Y[:, : self.nq])
                 if runaway is not None:
-                    ts, ys, ws, cs, err = ts[:j], ys[:j], ws[:j], cs[:j], runaway
-        Y = np.array(ys).reshape(len(ys), self.nq + self.nv)
-        rows = {"t": np.array(ts, dtype=float), "q": Y[:, : self.nq], "qd": Y[:, self.nq :]}
+                    T, Y, W, C, err = T[:j], Y[:j], W[:j], C[:j], runaway
+        rows = {"t": T, "q": Y[:, : self.nq], "qd": Y[:, self.nq :]}
         if self.record_wall:
-            rows["stats:cpu_time"] = np.array(ws, dtype=float)
-        C = np.array(cs, dtype=float).reshape(len(cs), 2)
+            rows["stats:cpu_time"] = W
         rows["stats:rhs_evaluations"] = C[:, 0].astype(np.int64)
         rows["stats:step_size"] = C[:, 1]
         return rows, err
