@@ -123,6 +123,7 @@ __all__ = [
     "NodeFrame",
     "stiffening_hint",
     "auto_frame",
+    "pinned_interface_map",
     "reference_joints",
     "leaves_rotation_free",
 ]
@@ -251,11 +252,16 @@ class FlexibleBody(Body):
         """The lazy strategy with a Craig-Bampton ``frame="auto"`` made explicit from the
         body's attachments now (:func:`auto_frame`)."""
         strategy, opts = self._lazy[2], self._lazy[4]
-        if getattr(strategy, "frame", None) != "auto":
-            return strategy
+        frame = getattr(strategy, "frame", None)
         stiffened = self.geometric_stiffening and bool(opts.get("geometric", True))
-        frame, reason = auto_frame(self, strategy.reference_name, stiffened)
-        return strategy.with_frame(frame, reason)
+        if frame == "auto":
+            frame, reason = auto_frame(self, strategy.reference_name, stiffened)
+            return strategy.with_frame(frame, reason)
+        if frame == "interface" and stiffened:
+            reason = pinned_interface_map(self, strategy.reference_name)
+            if reason:
+                return strategy.with_frame("mean-axis", reason)
+        return strategy
 
     # -- data for the formulations ----------------------------------------------------
     @property
@@ -289,6 +295,19 @@ class FlexibleBody(Body):
                 f"values (finite), got {spec!r}"
             )
         return v
+
+    @property
+    def clamped_interface(self) -> str | None:
+        """The interface whose frame the user chose as body frame when the body is
+        integrated in mean axes instead (:func:`pinned_interface_map`: a stiffened
+        ``CraigBampton(..., frame="interface")`` pinned at its reference interface), else
+        None. Its world pose over a run is ``res.body(name).interfaces[NAME]``; the body's
+        ``position`` / ``orientation`` are then the mean-axis frame's (reduces a lazy
+        body)."""
+        rb = self.reduced
+        if any(n.startswith(_MAP_NOTE) for n in rb.notes):
+            return str(rb.reference)
+        return None
 
     def interface_modes(self, name: str) -> Array:
         """Frame motion ``[rotation; translation]`` (6, n) of interface ``name`` per unit mode.
@@ -441,13 +460,15 @@ class FlexibleBody(Body):
                 plan = f": {strategy.describe()}" if hasattr(strategy, "describe") else ""
             except FlexmbdError:
                 plan = ""
-            if getattr(strategy, "frame", None) == "auto":
-                plan += f"; {self._resolved_strategy().frame_reason}"
+            if getattr(strategy, "frame", None) in ("auto", "interface"):
+                resolved = self._resolved_strategy()
+                if resolved is not strategy:
+                    plan += f"; {resolved.frame_reason}"
             return f"FlexibleBody (not reduced yet{plan})"
         rb = self.reduced
         on = bool(self.geometric_stiffening and rb.kg_unit.shape[0])
         stiff = "geometric stiffening from mean-axis loads" if on else "no geometric stiffening"
-        why = next((n for n in rb.notes if n.startswith("frame='auto'")), "")
+        why = next((n for n in rb.notes if n.startswith(_FRAME_NOTES)), "")
         return (
             f"FlexibleBody m={self.mass:.6g} kg, {rb.describe()} "
             f"({rb.strategy}), frame: {rb.frame}{f' ({why})' if why else ''}, "
@@ -469,7 +490,8 @@ class FlexibleBody(Body):
             "carry the deflection as a linearized rotation, right to second order with "
             "stiffening, not beyond (slider-crank rod: 2.0 % against 1.1 % in mean "
             "axes); prefer frame='mean-axis' (what the default frame='auto' chooses "
-            "here) for fast mechanisms (FlexibleBody docs, 'Choice of frame')"
+            "here, and what FlexibleBody.from_mesh integrates for frame='interface') for "
+            "fast mechanisms (FlexibleBody docs, 'Choice of frame')"
         )
 
 
@@ -611,6 +633,34 @@ def reference_joints(body: FlexibleBody, ref: str) -> tuple[list[str], list[str]
         ):
             (pins if leaves_rotation_free(j) else clamps).append(j.name)
     return pins, clamps
+
+
+_MAP_NOTE = "frame='interface' -> integrated in mean axes"
+_FRAME_NOTES = ("frame='auto'", _MAP_NOTE)
+
+
+def pinned_interface_map(body: FlexibleBody, ref: str) -> str:
+    """Why a stiffened ``body`` with an explicit Craig-Bampton ``frame="interface"`` is
+    integrated as its mean-axis equivalent, or ``""`` when it is not.
+
+    It is when a joint that leaves rotation free attaches the reference interface ``ref``
+    and none builds it in (:func:`reference_joints`). The clamped frame with exact
+    kinematics of its rigid part, ``x = r + A (t + R(theta) (x0 + Phi_e q))`` with
+    ``[theta; t] = Gamma q`` (:func:`flexmbd.flexible.mean_axis.rigid_fit`) and
+    ``Phi_e = Phi - R Gamma``, *is* the mean-axis body whose frame is the clamped frame
+    moved by ``Gamma q`` (module docs, 'Choice of frame'): the body is reduced with the
+    same Craig-Bampton columns projected on mean axes and integrated in that frame; the
+    interface frame is its deformed reference interface.
+    """
+    pins, clamps = reference_joints(body, ref)
+    if not pins or clamps:
+        return ""
+    return (
+        f"{_MAP_NOTE}: stiffened, reference interface {ref!r} pinned by {', '.join(pins)}; "
+        "the interface frame with exact rigid kinematics (moved by the rigid fit Gamma q, "
+        "modes Phi - R Gamma) is this mean-axis body; the interface frame is its deformed "
+        f"interface {ref!r} (results: interfaces[{ref!r}])"
+    )
 
 
 def auto_frame(body: FlexibleBody, ref: str, stiffened: bool) -> tuple[str, str]:
