@@ -656,9 +656,10 @@ def pinned_interface_map(body: FlexibleBody, ref: str) -> str:
     """Why a stiffened ``body`` with an explicit Craig-Bampton ``frame="interface"`` is
     integrated as its mean-axis equivalent, or ``""`` when it is not.
 
-    It is when a joint that leaves rotation free attaches the reference interface ``ref``
-    and none builds it in (:func:`reference_joints`). The clamped frame with exact
-    kinematics of its rigid part, ``x = r + A (t + R(theta) (x0 + Phi_e q))`` with
+    It is when a joint that leaves rotation free attaches the reference interface ``ref``,
+    none builds it in (:func:`reference_joints`) and no driver prescribes it (a driven
+    hub keeps its frame: the interface frame is where the body is driven). The clamped
+    frame with exact kinematics of its rigid part, ``x = r + A (t + R(theta) (x0 + Phi_e q))`` with
     ``[theta; t] = Gamma q`` (:func:`flexmbd.flexible.mean_axis.rigid_fit`) and
     ``Phi_e = Phi - R Gamma``, *is* the mean-axis body whose frame is the clamped frame
     moved by ``Gamma q`` (module docs, 'Choice of frame'): the body is reduced with the
@@ -666,13 +667,26 @@ def pinned_interface_map(body: FlexibleBody, ref: str) -> str:
     interface frame is its deformed reference interface.
     """
     pins, clamps = reference_joints(body, ref)
-    if not pins or clamps:
+    if not pins or clamps or _driven(body, pins):
         return ""
     return (
         f"{_MAP_NOTE}: stiffened, reference interface {ref!r} pinned by {', '.join(pins)}; "
         "the interface frame with exact rigid kinematics (moved by the rigid fit Gamma q, "
         "modes Phi - R Gamma) is this mean-axis body; the interface frame is its deformed "
         f"interface {ref!r} (results: interfaces[{ref!r}])"
+    )
+
+
+def _driven(body: FlexibleBody, joints: list[str]) -> bool:
+    """True when a driver of ``body``'s model (a component with a ``joint``, e.g.
+    :class:`flexmbd.constraints.JointDriver`) prescribes one of the named joints."""
+    model = body.model()
+    if model is None:
+        return False
+    return any(
+        getattr(getattr(c, "joint", None), "name", None) in joints
+        for c in model.component_objects(Component)
+        if hasattr(c, "coordinate")
     )
 
 

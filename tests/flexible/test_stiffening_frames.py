@@ -234,7 +234,9 @@ def test_pinned_interface_frame_is_integrated_in_mean_axes():
     reduced with the same columns on mean axes: modes ``Phi_e = Phi - R Gamma`` (the
     clamped basis minus its rigid fit), and its interface A moves by ``-Gamma q``, so the
     clamped frame is the deformed interface A. Built in (Fixed), unstiffened, or reduced
-    outside a model, the body keeps the interface frame. pprint states the map."""
+    outside a model, driven, the body keeps the interface frame. pprint states the map."""
+    from flexmbd.constraints import JointDriver
+
     m = fm.Model("map")
     m.pin = _interface_body()
     m.j_pin = fm.Spherical(m.ground, m.pin, child_frame=m.pin.interface("A"))
@@ -242,13 +244,17 @@ def test_pinned_interface_frame_is_integrated_in_mean_axes():
     m.j_fix = fm.Fixed(m.ground, m.fix, child_frame=m.fix.interface("A"))
     m.off = _interface_body(stiffening=False)
     m.j_off = fm.Spherical(m.ground, m.off, child_frame=m.off.interface("A"))
+    m.hub = _interface_body()  # a driven hub keeps its frame (the spin-up beam's)
+    m.j_hub = fm.Revolute(m.ground, m.hub, axis=(0, 0, 1), child_frame=m.hub.interface("A"))
+    m.drive = JointDriver.constant_speed(m.j_hub, 1.0)
     out = io.StringIO()
     m.pprint(out)
     line = next(x for x in out.getvalue().splitlines() if " pin: FlexibleBody" in x)
     assert "frame='interface' -> integrated in mean axes" in line and "pinned by j_pin" in line
     assert m.pin.reduced.support == "free" and m.pin.clamped_interface == "A"
     assert "frame: mean axes" in m.pin.summary() and "integrated in mean axes" in m.pin.summary()
-    for body in (m.fix, m.off, _interface_body()):  # built in, unstiffened, no model
+    # built in, unstiffened, driven, outside a model: the interface frame
+    for body in (m.fix, m.off, m.hub, _interface_body()):
         assert body.reduced.support == "clamped" and body.clamped_interface is None
     clamped = m.fix  # the same basis with its rigid part
     _, Gamma = rigid_fit(clamped.invariants())
