@@ -29,6 +29,10 @@ clamped bases (``fixed=selector``)
     relative to that frame and are dropped (rigid / distributing: its 6 frame
     DOFs; nodes: the 6 least-squares rigid motions of its nodes), so every
     mode leaves the reference frame fixed.  `ReducedBody.info` prints this.
+    A stiffened ``FlexibleBody.from_mesh`` body whose reference interface a
+    joint lets rotate is reduced on mean axes instead and integrated there: the
+    clamped frame with exact kinematics of its rigid part
+    (:func:`flexmbd.model.flexible.pinned_interface_map`).
 ``CraigBampton(..., frame="auto")`` (default)
     one of the two above, chosen where the body's use is known
     (`resolve_auto_frame`): a :class:`flexmbd.FlexibleBody` built with

@@ -218,6 +218,70 @@ def test_auto_frame_outside_a_model():
         fm.CraigBampton(2, interfaces={"A": end(0.0)}, frame="clamped")
 
 
+# -- frame="interface" pinned and stiffened: the clamped frame with exact rigid kinematics ---------
+def _interface_body(stiffening=True):
+    from flex_helpers import L, beam_mesh, end
+
+    mat = fm.Material(E=2.1e11, nu=0.3, rho=7850.0)
+    strat = fm.CraigBampton(3, interfaces={"A": end(0.0), "B": end(L)}, frame="interface")
+    return fm.FlexibleBody.from_mesh(
+        beam_mesh(4, 1), mat, strat, geometric_stiffening=stiffening, name="beam"
+    )
+
+
+def test_pinned_interface_frame_is_integrated_in_mean_axes():
+    """A stiffened CraigBampton(frame='interface') pinned at its reference interface A is
+    reduced with the same columns on mean axes: modes ``Phi_e = Phi - R Gamma`` (the
+    clamped basis minus its rigid fit), and its interface A moves by ``-Gamma q``, so the
+    clamped frame is the deformed interface A. Built in (Fixed), unstiffened, or reduced
+    outside a model, driven, the body keeps the interface frame. pprint states the map."""
+    from flexmbd.constraints import JointDriver
+
+    m = fm.Model("map")
+    m.pin = _interface_body()
+    m.j_pin = fm.Spherical(m.ground, m.pin, child_frame=m.pin.interface("A"))
+    m.fix = _interface_body()
+    m.j_fix = fm.Fixed(m.ground, m.fix, child_frame=m.fix.interface("A"))
+    m.off = _interface_body(stiffening=False)
+    m.j_off = fm.Spherical(m.ground, m.off, child_frame=m.off.interface("A"))
+    m.hub = _interface_body()  # a driven hub keeps its frame (the spin-up beam's)
+    m.j_hub = fm.Revolute(m.ground, m.hub, axis=(0, 0, 1), child_frame=m.hub.interface("A"))
+    m.drive = JointDriver.constant_speed(m.j_hub, 1.0)
+    out = io.StringIO()
+    m.pprint(out)
+    line = next(x for x in out.getvalue().splitlines() if " pin: FlexibleBody" in x)
+    assert "frame='interface' -> integrated in mean axes" in line and "pinned by j_pin" in line
+    assert m.pin.reduced.support == "free" and m.pin.clamped_interface == "A"
+    assert "frame: mean axes" in m.pin.summary() and "integrated in mean axes" in m.pin.summary()
+    # built in, unstiffened, driven, outside a model: the interface frame
+    for body in (m.fix, m.off, m.hub, _interface_body()):
+        assert body.reduced.support == "clamped" and body.clamped_interface is None
+    clamped = m.fix  # the same basis with its rigid part
+    _, Gamma = rigid_fit(clamped.invariants())
+    assert np.abs(Gamma).max() > 0.1
+    x0 = np.asarray(clamped.reduced.nodes, float)
+    n = clamped.n_modes
+    rigid = Gamma[3:].T[:, None, :] + np.cross(Gamma[:3].T[:, None, :], x0[None])  # (n, N, 3)
+    Phi_e = clamped.reduced.modes - rigid.transpose(1, 2, 0).reshape(-1, n)
+    scale = np.abs(clamped.reduced.modes).max()
+    assert np.allclose(m.pin.reduced.modes, Phi_e, rtol=0, atol=1e-9 * scale)
+    oa = m.pin.interface("A").position
+    gamma_a = np.vstack([-Gamma[:3], -Gamma[3:] - np.cross(Gamma[:3].T, oa).T])
+    assert np.allclose(m.pin.interface_modes("A"), gamma_a, rtol=0, atol=1e-9 * np.abs(Gamma).max())
+    # the linear clamped model is the first-order truncation of the map: node positions
+    # seen from the deformed interface A differ from x0 + Phi q by O(q^2)
+    rng = np.random.default_rng(3)
+    u = rng.normal(size=n) / (scale * np.sqrt(n))
+    err = []
+    for eps in (1e-3, 5e-4):
+        q = eps * u
+        Ra, pa = m.pin.interface("A").pose(q)
+        x_pin = (x0 + (m.pin.reduced.modes @ q).reshape(-1, 3) - pa) @ Ra + oa
+        x_lin = x0 + (clamped.reduced.modes @ q).reshape(-1, 3)
+        err.append(np.abs(x_pin - x_lin).max() / eps)
+    assert err[0] < 1e-3 and 1.8 < err[0] / err[1] < 2.2, err
+
+
 # -- the flexible pendulum: frame clamped at the hinge vs mean axes ---------------------------
 def _pendulum_tip(frame, stiffening, dt, t_end, n_modes=4):
     mod = load("flexible_pendulum")
@@ -310,36 +374,44 @@ def test_slider_crank_rod_with_default_frame_within_target(formulation):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #18: the frame clamped at the pinned end stays "
-    "~2 % off in both formulations (not the time step, not the lagged wrenches, not the "
-    "joint at A; statics agree to 0.36 %; the linearized rigid part lengthens the chord "
-    "by v_B^2/2L and drops the axial inertia of -theta^2 x/2; about half of the excess "
-    "is the rod-slider axial vibration (~2.9 kHz; damped, the frames differ by 0.62 % "
-    "instead of 1.36 %); 16 modes give 3.1 % through a growing "
-    "~2.8 kHz oscillation of the joint force at A); tried and worse: the rigid content "
-    "out of K_G (20.8 %), unit stress states for the elastic inertia (2.38 %); the "
-    "default frame='auto' takes mean axes here; docs/guide/stiffening.rst",
-)
 @pytest.mark.parametrize("formulation", ["absolute", "recursive"])
 def test_slider_crank_rod_stiffened_clamped_frame_within_target(formulation):
+    """Issue #18: ``CraigBampton(..., frame="interface")`` clamped at the pinned end A,
+    stiffened, within 1.5 % of the chain at 0.01 s in both formulations. The body is
+    integrated with exact kinematics of the basis's rigid part, i.e. as its mean-axis
+    equivalent (:func:`flexmbd.model.flexible.pinned_interface_map`); measured 1.15 %
+    (absolute; 2.02 % with the linearized rigid part)."""
     kind = "Craig-Bampton, frame clamped at A"
     out = _crank_study(bases=(kind,), formulations=(formulation,), dt=1.25e-5, substeps=8)
     assert out["rows"][(kind, formulation)]["max_err"] < 0.015
 
 
+def linear_clamped_rod(mod, material=None):
+    """The slider-crank rod stiffened in the frame clamped at A with the *linearized*
+    rigid part (``x = x0 + Phi q`` in that frame): reduced outside a model, where no
+    joint pins A, so that FlexibleBody keeps the interface frame
+    (:func:`flexmbd.model.flexible.pinned_interface_map` needs the joint)."""
+    lazy = mod.fe_rod(mod.basis("Craig-Bampton, frame clamped at A", 10), material=material)
+    rb = lazy.reduced
+    assert rb.support == "clamped" and lazy.clamped_interface is None
+    return fm.FlexibleBody(rb, geometric_stiffening=True)
+
+
 def crank_frame_difference(stiffness_scale=1.0, dt=1.25e-5, t_end=0.01):
-    """Midpoint deflection of the stiffened slider-crank rod clamped at A minus mean axes
-    (max over time / peak) with Young's modulus scaled by ``stiffness_scale`` (smaller
-    deflection, same loads), and the peak (m)."""
+    """Midpoint deflection of the stiffened slider-crank rod clamped at A with linearized
+    rigid kinematics (:func:`linear_clamped_rod`) minus mean axes (max over time / peak)
+    with Young's modulus scaled by ``stiffness_scale`` (smaller deflection, same loads),
+    and the peak (m)."""
     mod = load("flexible_slider_crank")
     with warnings.catch_warnings():  # E x 16 is stiffer than any engineering solid
         warnings.simplefilter("ignore", UnitsWarning)
         mat = fm.Material(E=mod.E * stiffness_scale, nu=mod.NU, rho=mod.RHO, name="scaled")
     d = []
-    for kind in ("Craig-Bampton, frame clamped at A", "Craig-Bampton, mean axes"):
-        m = mod.build(mod.fe_rod(mod.basis(kind, 10), stiffening=True, material=mat))
+    for rod in (
+        linear_clamped_rod(mod, mat),
+        mod.fe_rod(mod.basis("Craig-Bampton, mean axes", 10), stiffening=True, material=mat),
+    ):
+        m = mod.build(rod)
         res, _ = mod.simulate(m, t_end, dt)
         d.append(mod.midpoint_deflection(m, res))
     peak = np.abs(d[1]).max()
@@ -361,16 +433,22 @@ def test_clamped_frame_difference_is_of_higher_order():
 
 @pytest.mark.slow
 def test_slider_crank_rod_stiffened_in_every_frame():
-    """Craig-Bampton in mean axes within 1.5 % of the chain (1.1 %); in the frame clamped
-    at the pinned end A (unstable at 7.7 ms before) it converges with the step to ~2 %:
-    measured 8.3 % at dt = 2.5e-5 s, 2.0 % at 1.25e-5 s, 1.9 % at 6.25e-6 s."""
+    """Craig-Bampton clamped at the pinned end A and in mean axes, stiffened, against the
+    chain at 0.01 s (dt = 1.25e-5 s). ``frame="interface"`` is integrated with exact
+    kinematics of its rigid part, which is the mean-axis body (a change of coordinates:
+    the same midpoint path, 1.15 %); with the linearized rigid part
+    (:func:`linear_clamped_rod`) the same basis is 2.02 % off (8.3 % at dt = 2.5e-5 s,
+    1.9 % at 6.25e-6 s: not the step)."""
     cb = ("Craig-Bampton, frame clamped at A", "Craig-Bampton, mean axes")
-    fine = _crank_study(bases=cb, formulations=("absolute",), dt=1.25e-5)
-    finer = _crank_study(bases=cb[:1], formulations=("absolute",), dt=6.25e-6)
-    assert fine["rows"][(cb[1], "absolute")]["max_err"] < 0.015
-    e1 = fine["rows"][(cb[0], "absolute")]["max_err"]
-    e2 = finer["rows"][(cb[0], "absolute")]["max_err"]
-    assert e2 < 0.025 and abs(e1 - e2) < 0.005, (e1, e2)
+    out = _crank_study(bases=cb, formulations=("absolute",), dt=1.25e-5)
+    clamped, mean = (out["rows"][(k, "absolute")] for k in cb)
+    assert mean["max_err"] < 0.015 and clamped["max_err"] < 0.015
+    assert np.abs(clamped["d"] - mean["d"]).max() < 1e-9 * out["peak"]
+    mod = load("flexible_slider_crank")
+    m = mod.build(linear_clamped_rod(mod))
+    res, _ = mod.simulate(m, 0.01, 1.25e-5)
+    lin = np.abs(mod.midpoint_deflection(m, res) - out["reference"]).max() / out["peak"]
+    assert 0.015 < lin < 0.025 and clamped["max_err"] < lin - 0.005, (lin, clamped["max_err"])
 
 
 # -- statics: the stiffened rod in a frame clamped at its pinned end vs mean axes ------------------
@@ -378,12 +456,17 @@ def _static_midpoint(kind, stiffening, tension=0.0, body_load=0.0):
     """Midpoint deflection (m) from the chord of the slider-crank's meshed rod at static
     equilibrium: pinned at A (spherical to ground), B on a universal joint to a slider on
     a guide along the rod, 10 N lateral at the midpoint, ``tension`` (N) on the slider and
-    a body load ``body_load`` (m/s^2, gravity along +x: a varying axial force)."""
+    a body load ``body_load`` (m/s^2, gravity along +x: a varying axial force). The
+    clamped basis with its linearized rigid part (:func:`linear_clamped_rod`: what the
+    derivation in docs/guide/stiffening.rst is about)."""
     from flexmbd.absolute.quaternion import Apoly
 
     mod = load("flexible_slider_crank")
     L = mod.L2
-    rod = mod.fe_rod(mod.basis(kind, 10), stiffening=True)
+    if kind == "Craig-Bampton, frame clamped at A":
+        rod = linear_clamped_rod(mod)
+    else:
+        rod = mod.fe_rod(mod.basis(kind, 10), stiffening=True)
     rod.geometric_stiffening = stiffening
     m = fm.Model("rod_statics")
     m.rod = rod
