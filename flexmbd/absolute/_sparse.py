@@ -418,20 +418,23 @@ def refactor(w, Ax):
         ip = P[k]
         piv = x[ip]
         x[ip] = 0.0
+        # the column of L and its largest entry in one pass (x cleared); the threshold
+        # test after it (a refused pivot leaves factors that :func:`factor` replaces)
         amax = 0.0
-        for t in range(Lp[k], Lp[k + 1]):
-            amax = max(amax, abs(x[Li[t]]))
-        if not (abs(piv) >= PIVOT_TOL * amax and piv != 0.0):
+        if piv != 0.0:
+            for t in range(Lp[k], Lp[k + 1]):
+                i = Li[t]
+                xi = x[i]
+                amax = max(amax, abs(xi))
+                Lx[t] = xi / piv
+                x[i] = 0.0
+        if not (piv != 0.0 and abs(piv) >= PIVOT_TOL * amax):
             for t in range(Lp[k], Lp[k + 1]):
                 x[Li[t]] = 0.0
             w.stat[2] += 1
             w.stat[4] = 0
             return 0
         Ud[k] = piv
-        for t in range(Lp[k], Lp[k + 1]):
-            i = Li[t]
-            Lx[t] = x[i] / piv
-            x[i] = 0.0
     return 1
 
 
