@@ -88,6 +88,119 @@ def run_flexmbd(model, steps, modified=False):
     }
 
 
+def _split_kernels():
+    """numba loops calling the engine's kernels ``N`` times (compiled on first use)."""
+    from numba import njit
+
+    from flexmbd.absolute import _sparse as S
+    from flexmbd.absolute import engine as E
+    from flexmbd.absolute.force_kernels import forces_add
+
+    @njit
+    def terms(m, inp, ws, q, qd, qdd, lam, co, r, phi, A, jac, N):
+        c0, c1, c2, c3, c4 = co
+        for _ in range(N):
+            E._system_terms(m, inp, ws, q, qd, qdd, lam, c0, c1, c2, c3, c4, r, phi, A, jac, True)
+
+    @njit
+    def forces(m, inp, ws, q, qd, A, aK, aD, jac, N):
+        fm = m.forces
+        for _ in range(N):
+            forces_add(
+                q, qd, fm.s_int, fm.s_flt, fm.s_U, inp.fa, fm.l_int, fm.l_flt, fm.l_U, inp.lf,
+                ws.Q, A, m.layout.cmap, aK, aD, jac,
+            )  # fmt: skip
+
+    @njit
+    def constraints(m, inp, ws, q, lam, phi, jac, N):
+        for _ in range(N):
+            E._constraints(
+                q, m.bodies.nb, m.joints, inp.s, inp.target, lam, phi, ws.Pq, ws.Hm, jac,
+                m.layout.cmap, ws.js,
+            )  # fmt: skip
+
+    @njit
+    def lu_solve(A, gidx, lu, Ax, b, out, fresh, N):
+        for _ in range(N):
+            S.gather(A, gidx, Ax)
+            S.refactor_or_factor(lu, Ax, fresh)
+            S.solve(lu, Ax, b, out, 0)
+
+    @njit
+    def reactions(m, inp, q, lam, out, FC, pC, N):
+        for _ in range(N):
+            E._reactions(q, lam, m.bodies.nb, m.joints, inp.s, out, FC, pC)
+
+    return terms, forces, constraints, lu_solve, reactions
+
+
+def step_split(model, steps, reps=5):
+    """Where a Newmark step of ``model`` goes (issue 13 item 1): CPU us per call of the
+    engine's kernels at the initial state, called in compiled loops (best of ``reps``),
+    and the per-step total they make with full Newton at 2 corrections (2 assemblies with
+    the Newton matrix, 1 residual, 2 sparse solves (gather, refactorization, triangular
+    solves), 1 joint-reaction evaluation), against the measured ``simulate`` time per
+    step and the fixed cost of one ``simulate`` call (1 step, best of ``reps``)."""
+    terms, forces, constraints, lu_solve, reactions = _split_kernels()
+    s = model.compile("absolute")
+    q, qd, qdd, lam = s.initial_conditions()
+    eng = s.engine()
+    bh2, gh = 0.25 * DT * DT, 0.5 * DT
+    eng.reference_pivots(bh2, gh)
+    n, nc = s.n, s.nc
+    L = eng.model.layout
+    ws = eng._workspace(n, nc, eng._lu)
+    inp = eng.inputs()
+    m = eng.model
+    co = (1.0, bh2, gh, bh2, gh)
+    r, phi, A = np.zeros(n), np.zeros(nc), np.zeros((n + nc, L.width))
+    nj = len(s.joints)
+    FC, pC, reac = np.zeros((nj, 3, 3)), np.zeros((nj, 3)), np.zeros((nj, 6))
+    b, x = np.ones(n + nc), np.zeros(n + nc)
+
+    def best(f, *a):
+        N = max(10, 30000 // (n + nc))
+        f(*a, 1)
+        t = np.inf
+        for _ in range(reps):
+            c = time.process_time()
+            f(*a, N)
+            t = min(t, (time.process_time() - c) / N)
+        return t * 1e6
+
+    out = {
+        "assembly with Newton matrix": best(
+            terms, m, inp, ws, q, qd, qdd, lam, co, r, phi, A, True
+        ),
+        "residual only": best(terms, m, inp, ws, q, qd, qdd, lam, co, r, phi, A, False),
+        "force elements with Jacobian": best(forces, m, inp, ws, q, qd, A, bh2, gh, True),
+        "force elements, residual": best(forces, m, inp, ws, q, qd, A, bh2, gh, False),
+        "constraints with Hessian": best(constraints, m, inp, ws, q, lam, phi, True),
+    }
+    terms(m, inp, ws, q, qd, qdd, lam, co, r, phi, A, True, 1)
+    out["sparse solve (first of a step)"] = best(lu_solve, A, L.gidx, ws.lu, ws.Ax, b, x, True)
+    out["sparse solve (second)"] = best(lu_solve, A, L.gidx, ws.lu, ws.Ax, b, x, False)
+    out["joint reactions"] = best(reactions, m, inp, q, lam, reac, FC, pC)
+    kw = dict(dt=DT, integrator="newmark", beta=0.25, gamma=0.5, tol=TOL, max_iter=50,
+              energy=False, project_velocities=False)  # fmt: skip
+    s.simulate(DT, **kw)
+    one = np.inf
+    for _ in range(reps):
+        c = time.process_time()
+        s.simulate(DT, **kw)
+        one = min(one, time.process_time() - c)
+    out["simulate call, 1 step"] = one * 1e6
+    out["step from the kernels"] = (
+        2 * out["assembly with Newton matrix"]
+        + out["residual only"]
+        + out["sparse solve (first of a step)"]
+        + out["sparse solve (second)"]
+        + out["joint reactions"]
+    )
+    out["simulate per step"] = run_flexmbd(model, steps)["cpu"] * 1e6
+    return out
+
+
 def exudyn_model(model):
     """The same rigid-body model in Exudyn, from flexmbd's consistent initial state."""
     import exudyn as exu

@@ -667,11 +667,29 @@ def full_row_rank(P, dense_max=60, rtol=1e-10):
         Pd = P.toarray() if sp.issparse(P) else np.asarray(P)
         return bool(np.linalg.matrix_rank(Pd) == nc)
     P = sp.csr_matrix(P)
+    P.sum_duplicates()
     scale = abs(P).max() or 1.0
-    K = sp.bmat([[sp.identity(n) * scale, P.T], [P, None]], format="csc")
+    K = _kkt_identity(P, scale)
     try:
         lu = sla.splu(K, permc_spec="COLAMD")
     except RuntimeError:  # exactly singular
         return False
     d = np.abs(lu.U.diagonal())
     return bool(d.min() > rtol * d.max())
+
+
+def _kkt_identity(P, scale):
+    """``[[scale I, P^T], [P, 0]]`` (CSC) of a CSR ``P`` (nc x n, sorted indices) built
+    from its index arrays: column ``j < n`` holds the diagonal, then column ``j`` of
+    ``P`` (rows ``n + i``); column ``n + i`` holds row ``i`` of ``P``."""
+    import scipy.sparse as sp
+
+    nc, n = P.shape
+    Pc = P.tocsc()
+    Pc.sort_indices()
+    start = Pc.indptr[:-1]
+    rows = np.concatenate([np.insert(Pc.indices + n, start, np.arange(n)), P.indices])
+    vals = np.concatenate([np.insert(Pc.data, start, scale), P.data])
+    cnt = np.concatenate([np.diff(Pc.indptr) + 1, np.diff(P.indptr)])
+    ptr = np.concatenate([[0], np.cumsum(cnt)])
+    return sp.csc_matrix((vals, rows, ptr), shape=(n + nc, n + nc))
