@@ -88,6 +88,119 @@ def run_flexmbd(model, steps, modified=False):
     }
 
 
+def _split_kernels():
+    """numba loops calling the engine's kernels ``N`` times (compiled on first use)."""
+    from numba import njit
+
+    from flexmbd.absolute import _sparse as S
+    from flexmbd.absolute import engine as E
+    from flexmbd.absolute.force_kernels import forces_add
+
+    @njit
+    def terms(m, inp, ws, q, qd, qdd, lam, co, r, phi, A, jac, N):
+        c0, c1, c2, c3, c4 = co
+        for _ in range(N):
+            E._system_terms(m, inp, ws, q, qd, qdd, lam, c0, c1, c2, c3, c4, r, phi, A, jac, True)
+
+    @njit
+    def forces(m, inp, ws, q, qd, A, aK, aD, jac, N):
+        fm = m.forces
+        for _ in range(N):
+            forces_add(
+                q, qd, fm.s_int, fm.s_flt, fm.s_U, inp.fa, fm.l_int, fm.l_flt, fm.l_U, inp.lf,
+                ws.Q, A, m.layout.cmap, aK, aD, jac,
+            )  # fmt: skip
+
+    @njit
+    def constraints(m, inp, ws, q, lam, phi, jac, N):
+        for _ in range(N):
+            E._constraints(
+                q, m.bodies.nb, m.joints, inp.s, inp.target, lam, phi, ws.Pq, ws.Hm, jac,
+                m.layout.cmap, ws.js,
+            )  # fmt: skip
+
+    @njit
+    def lu_solve(A, gidx, lu, Ax, b, out, fresh, N):
+        for _ in range(N):
+            S.gather(A, gidx, Ax)
+            S.refactor_or_factor(lu, Ax, fresh)
+            S.solve(lu, Ax, b, out, 0)
+
+    @njit
+    def reactions(m, inp, q, lam, out, FC, pC, N):
+        for _ in range(N):
+            E._reactions(q, lam, m.bodies.nb, m.joints, inp.s, out, FC, pC)
+
+    return terms, forces, constraints, lu_solve, reactions
+
+
+def step_split(model, steps, reps=5):
+    """Where a Newmark step of ``model`` goes (issue 13 item 1): CPU us per call of the
+    engine's kernels at the initial state, called in compiled loops (best of ``reps``),
+    and the per-step total they make with full Newton at 2 corrections (2 assemblies with
+    the Newton matrix, 1 residual, 2 sparse solves (gather, refactorization, triangular
+    solves), 1 joint-reaction evaluation), against the measured ``simulate`` time per
+    step and the fixed cost of one ``simulate`` call (1 step, best of ``reps``)."""
+    terms, forces, constraints, lu_solve, reactions = _split_kernels()
+    s = model.compile("absolute")
+    q, qd, qdd, lam = s.initial_conditions()
+    eng = s.engine()
+    bh2, gh = 0.25 * DT * DT, 0.5 * DT
+    eng.reference_pivots(bh2, gh)
+    n, nc = s.n, s.nc
+    L = eng.model.layout
+    ws = eng._workspace(n, nc, eng._lu)
+    inp = eng.inputs()
+    m = eng.model
+    co = (1.0, bh2, gh, bh2, gh)
+    r, phi, A = np.zeros(n), np.zeros(nc), np.zeros((n + nc, L.width))
+    nj = len(s.joints)
+    FC, pC, reac = np.zeros((nj, 3, 3)), np.zeros((nj, 3)), np.zeros((nj, 6))
+    b, x = np.ones(n + nc), np.zeros(n + nc)
+
+    def best(f, *a):
+        N = max(10, 30000 // (n + nc))
+        f(*a, 1)
+        t = np.inf
+        for _ in range(reps):
+            c = time.process_time()
+            f(*a, N)
+            t = min(t, (time.process_time() - c) / N)
+        return t * 1e6
+
+    out = {
+        "assembly with Newton matrix": best(
+            terms, m, inp, ws, q, qd, qdd, lam, co, r, phi, A, True
+        ),
+        "residual only": best(terms, m, inp, ws, q, qd, qdd, lam, co, r, phi, A, False),
+        "force elements with Jacobian": best(forces, m, inp, ws, q, qd, A, bh2, gh, True),
+        "force elements, residual": best(forces, m, inp, ws, q, qd, A, bh2, gh, False),
+        "constraints with Hessian": best(constraints, m, inp, ws, q, lam, phi, True),
+    }
+    terms(m, inp, ws, q, qd, qdd, lam, co, r, phi, A, True, 1)
+    out["sparse solve (first of a step)"] = best(lu_solve, A, L.gidx, ws.lu, ws.Ax, b, x, True)
+    out["sparse solve (second)"] = best(lu_solve, A, L.gidx, ws.lu, ws.Ax, b, x, False)
+    out["joint reactions"] = best(reactions, m, inp, q, lam, reac, FC, pC)
+    kw = dict(dt=DT, integrator="newmark", beta=0.25, gamma=0.5, tol=TOL, max_iter=50,
+              energy=False, project_velocities=False)  # fmt: skip
+    s.simulate(DT, **kw)
+    one = np.inf
+    for _ in range(reps):
+        c = time.process_time()
+        s.simulate(DT, **kw)
+        one = min(one, time.process_time() - c)
+    out["simulate call, 1 step"] = one * 1e6
+    out["step from the kernels"] = (
+        2 * out["assembly with Newton matrix"]
+        + out["residual only"]
+        + out["sparse solve (first of a step)"]
+        + out["sparse solve (second)"]
+        + out["joint reactions"]
+    )
+    out["simulate per step"] = run_flexmbd(model, steps)["cpu"] * 1e6
+    return out
+
+
 def exudyn_model(model):
     """The same rigid-body model in Exudyn, from flexmbd's consistent initial state."""
     import exudyn as exu
@@ -488,6 +601,16 @@ def main(write=True):
         np.log(np.array(sizes)[big]), np.log([chains[k][1]["ours"]["cpu"] for k in big]), 1
     )[0]
     cross = crossover()
+    split = [
+        ("seed 002 slider-crank", step_split(sc.build(2e4, 0.0), 300)),
+        ("chain, 50 bodies", step_split(ba.chain(50), 100)),
+        ("chain, 200 bodies", step_split(ba.chain(200), 20)),
+    ]
+    c50, sc_ = chains[sizes.index(50)][1], rows[0][1]
+
+    def met(x, target):
+        return "reached" if x <= target else "not reached"
+
     p_exu = np.polyfit(np.log(sizes), np.log([r["exu"]["cpu"] for _, r in chains]), 1)[0]
     lines = [
         "<!-- forces:start -->",
@@ -553,30 +676,44 @@ def main(write=True):
         f"modified Newton {p_mod:.2f}), Exudyn p = {p_exu:.2f}.",
         "",
         "Issue 13 targets: 50-body chain <= 0.5 ms per step, measured "
-        f"{chains[sizes.index(50)][1]['ours']['cpu'] * 1e3:.2f} ms (modified Newton "
-        f"{chains[sizes.index(50)][1]['mod']['cpu'] * 1e3:.2f} ms); seed slider-crank "
-        f"<= 30 us, measured {rows[0][1]['ours']['cpu'] * 1e6:.0f} us (modified Newton "
-        f"{rows[0][1]['mod']['cpu'] * 1e6:.0f} us). Per step with full Newton (2 "
-        "corrections): two Newton-matrix assemblies, one residual and two sparse "
+        f"{c50['ours']['cpu'] * 1e3:.2f} ms ({met(c50['ours']['cpu'], 5e-4)}; modified "
+        f"Newton {c50['mod']['cpu'] * 1e3:.2f} ms); seed slider-crank <= 30 us, measured "
+        f"{sc_['ours']['cpu'] * 1e6:.0f} us ({met(sc_['ours']['cpu'], 3e-5)}; modified "
+        f"Newton {sc_['mod']['cpu'] * 1e6:.0f} us); ratio to Exudyn's fastest mode in this "
+        f"run {sc_['ours']['cpu'] / sc_['exu']['cpu']:.2f} (slider-crank) and "
+        f"{c50['ours']['cpu'] / c50['exu']['cpu']:.2f} (50-body chain). Per step with full "
+        "Newton (2 corrections): two Newton-matrix assemblies, one residual and two sparse "
         "refactorizations, the first with the engine's reference pivots (a "
         "partial-pivoting factorization of the Newton matrix at the model's initial "
         "state; a pivoting factorization only when a reference pivot fails its test), "
         "the second with the first's pivots: each step depends on its own state only, "
         "checkpoints resume bitwise. The time includes the `simulate` call's fixed cost "
-        "(about 0.9 ms per call on the slider-crank, 3.5 ms on the 50-body chain: "
-        "admission with its rank test on the engine's compiled `Phi_q`, results). The force "
-        "elements (`force_kernels._forces_into`) and the rigid-body terms "
-        "(`engine._rigid_terms`), the joint constraints (`engine._constraints`) and the "
-        "flexible-body terms allocate nothing per element and run without numba's "
-        "reference counting; the step loop updates its state in place. "
-        "Exudyn's modified Newton keeps its Jacobian and factors across steps (6-7 "
-        "corrections per step, few factorizations) and is its fastest mode on every model "
-        "here (full Newton: 91 us on the slider-crank, 4.8 ms on the 50-body chain, "
-        "measured before); flexmbd's steps stay independent of the steps before them "
+        "(the table below). Exudyn's modified Newton keeps its Jacobian and factors across "
+        "steps (6-7 corrections per step, few factorizations) and is its fastest mode on "
+        "every model here; flexmbd's steps stay independent of the steps before them "
         "(bitwise checkpoint resume), so its modified Newton reuses factors within a step "
-        "only. Against Exudyn's fastest mode flexmbd is faster on the chains and about as "
-        "fast on the slider-crank (ratio 1.00-1.13 over the last runs of this section, "
-        "whose loads differ); neither issue 13 target is reached.",
+        "only.",
+        "",
+        "Where a step goes (`bench_forces.step_split`, same run): CPU us per call of the "
+        "engine's kernels at the initial state, each called in a compiled loop (best of 5); "
+        "`kernels per step` = 2 assemblies with the Newton matrix + 1 residual + the two "
+        "sparse solves (gather, refactorization, triangular solves) + joint reactions; the "
+        "rest of `simulate per step` is the step loop itself (predictors, history), the "
+        "fixed cost of the call spread over the run's steps and cache effects.",
+        "",
+        "| model | assembly with Newton matrix (of it: force elements, constraints) | "
+        "residual only | sparse solve, first / second of a step | joint reactions | "
+        "kernels per step | simulate per step | simulate call of 1 step |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {nm} | {o['assembly with Newton matrix']:.1f} "
+            f"({o['force elements with Jacobian']:.1f}, {o['constraints with Hessian']:.1f})"
+            f" | {o['residual only']:.1f} | {o['sparse solve (first of a step)']:.1f} / "
+            f"{o['sparse solve (second)']:.1f} | {o['joint reactions']:.1f} | "
+            f"{o['step from the kernels']:.0f} | {o['simulate per step']:.0f} | "
+            f"{o['simulate call, 1 step']:.0f} |"
+            for nm, o in split
+        ),
         "",
         "Dense/sparse crossover of the engine's Newton solve (`benchmarks/bench_forces.py`"
         " `crossover()`, the same chains, us per step, same run; `engine.MAX_DENSE` "

@@ -73,11 +73,12 @@ class LUWork(NamedTuple):
     steps, in a topological order of the column's solve), ``Ud`` its diagonal;
     ``P[k]``: the row of ``A`` pivoted at step ``k``, ``pinv`` its inverse;
     ``x, xi, mark, stack, pstack``: scratch of the factorization; ``stat``:
-    ``[factorizations, refactorizations, refactor rejections, capacity, pivots]``
-    (``pivots``: what the factors hold: 0 nothing, 1 the reference pattern and pivots
-    put back by :func:`restore_reference`, 2 those of the last :func:`factor`);
-    ``rLp, rLi, rUp, rUi, rP``: the reference pattern and pivots, ``rstat[0]`` 1 when
-    set (:func:`set_reference`; shared by the works of one analysis)."""
+    ``[factorizations, refactorizations, refactor rejections, capacity, pivots,
+    reference]`` (``pivots``: what the factors hold: 0 nothing, 1 the reference pattern
+    and pivots put back by :func:`restore_reference`, of the reference number
+    ``reference``, 2 those of the last :func:`factor`); ``rLp, rLi, rUp, rUi, rP``: the
+    reference pattern and pivots, ``rstat[0]`` 1 when set and ``rstat[1]`` the number of
+    the last :func:`set_reference` (shared by the works of one analysis)."""
 
     n: int
     Ap: np.ndarray
@@ -108,7 +109,7 @@ class LUWork(NamedTuple):
 
 
 def _stat(cap):
-    return np.array([0, 0, 0, cap, 0], np.int64)
+    return np.array([0, 0, 0, cap, 0, 0], np.int64)
 
 
 def fresh_work(w):
@@ -152,7 +153,7 @@ def empty_work():
         i1,
         i0,
         i0,
-        np.zeros(1, np.int64),
+        np.zeros(2, np.int64),
     )
 
 
@@ -215,7 +216,7 @@ def analyze(indptr, indices, n, margin=3.0):
         rUp=np.zeros(n + 1, np.int64),
         rUi=np.zeros(cap, np.int64),
         rP=np.zeros(n, np.int64),
-        rstat=np.zeros(1, np.int64),
+        rstat=np.zeros(2, np.int64),
     )
 
 
@@ -345,6 +346,7 @@ def set_reference(w, Ax):
         return st
     _copy_pattern(w.n, w.Lp, w.Up, w.Li, w.Ui, w.P, w.rLp, w.rUp, w.rLi, w.rUi, w.rP)
     w.rstat[0] = 1
+    w.rstat[1] += 1
     return 1
 
 
@@ -358,6 +360,7 @@ def restore_reference(w):
     for k in range(w.n):
         w.pinv[w.P[k]] = k
     w.stat[4] = 1
+    w.stat[5] = w.rstat[1]
     return True
 
 
@@ -382,8 +385,13 @@ def refactor_or_factor(w, Ax, fresh):
     """Factors of ``Ax``: with ``fresh`` (or no factors yet) a :func:`refactor` with the
     reference pivots (:func:`restore_reference`), otherwise with the last pivots; a
     :func:`factor` with partial pivoting when that is refused or there are no pivots to
-    reuse. Returns the status of the last kernel run (1: factors ready)."""
-    if fresh or w.stat[4] == 0:
+    reuse. Returns the status of the last kernel run (1: factors ready).
+
+    The reference is not copied again when the factors already hold it (the last
+    factorizations were refactorizations from it: a step's first solve then costs no
+    copy of the pattern)."""
+    held = w.stat[4] == 1 and w.rstat[0] == 1 and w.stat[5] == w.rstat[1]
+    if (fresh and not held) or w.stat[4] == 0:
         if not restore_reference(w):
             return factor(w, Ax)
     if refactor(w, Ax) == 1:
@@ -418,20 +426,23 @@ def refactor(w, Ax):
         ip = P[k]
         piv = x[ip]
         x[ip] = 0.0
+        # the column of L and its largest entry in one pass (x cleared); the threshold
+        # test after it (a refused pivot leaves factors that :func:`factor` replaces)
         amax = 0.0
-        for t in range(Lp[k], Lp[k + 1]):
-            amax = max(amax, abs(x[Li[t]]))
-        if not (abs(piv) >= PIVOT_TOL * amax and piv != 0.0):
+        if piv != 0.0:
+            for t in range(Lp[k], Lp[k + 1]):
+                i = Li[t]
+                xi = x[i]
+                amax = max(amax, abs(xi))
+                Lx[t] = xi / piv
+                x[i] = 0.0
+        if not (piv != 0.0 and abs(piv) >= PIVOT_TOL * amax):
             for t in range(Lp[k], Lp[k + 1]):
                 x[Li[t]] = 0.0
             w.stat[2] += 1
             w.stat[4] = 0
             return 0
         Ud[k] = piv
-        for t in range(Lp[k], Lp[k + 1]):
-            i = Li[t]
-            Lx[t] = x[i] / piv
-            x[i] = 0.0
     return 1
 
 
@@ -656,11 +667,29 @@ def full_row_rank(P, dense_max=60, rtol=1e-10):
         Pd = P.toarray() if sp.issparse(P) else np.asarray(P)
         return bool(np.linalg.matrix_rank(Pd) == nc)
     P = sp.csr_matrix(P)
+    P.sum_duplicates()
     scale = abs(P).max() or 1.0
-    K = sp.bmat([[sp.identity(n) * scale, P.T], [P, None]], format="csc")
+    K = _kkt_identity(P, scale)
     try:
         lu = sla.splu(K, permc_spec="COLAMD")
     except RuntimeError:  # exactly singular
         return False
     d = np.abs(lu.U.diagonal())
     return bool(d.min() > rtol * d.max())
+
+
+def _kkt_identity(P, scale):
+    """``[[scale I, P^T], [P, 0]]`` (CSC) of a CSR ``P`` (nc x n, sorted indices) built
+    from its index arrays: column ``j < n`` holds the diagonal, then column ``j`` of
+    ``P`` (rows ``n + i``); column ``n + i`` holds row ``i`` of ``P``."""
+    import scipy.sparse as sp
+
+    nc, n = P.shape
+    Pc = P.tocsc()
+    Pc.sort_indices()
+    start = Pc.indptr[:-1]
+    rows = np.concatenate([np.insert(Pc.indices + n, start, np.arange(n)), P.indices])
+    vals = np.concatenate([np.insert(Pc.data, start, scale), P.data])
+    cnt = np.concatenate([np.diff(Pc.indptr) + 1, np.diff(P.indptr)])
+    ptr = np.concatenate([[0], np.cumsum(cnt)])
+    return sp.csc_matrix((vals, rows, ptr), shape=(n + nc, n + nc))

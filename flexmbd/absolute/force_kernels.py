@@ -74,7 +74,7 @@ _SB, _SN, _SC, _SO = 0, 2, 4, 6
 _LB, _LN, _LC, _LO = 0, 1, 2, 3
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w, wk):
     """Point ``P``, velocity ``vP`` and (with ``G`` rows) ``G``, ``V`` (3, 7 + nf) of one
     attachment; ``rho``, ``A U`` (3, nf), ``2E`` (3, 4) and ``w`` for the geometric terms.
@@ -167,7 +167,7 @@ def _end_kin(b, s0, nf, col0, U, q, qd, P, vP, G, V, rho, AU, E2, w, wk):
             V[i, 7 + l] = w[i1] * AU[i2, l] - w[i2] * AU[i1, l]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _geo_add(F, rho, E2, AU, nf, c, K, M):
     """``K += c K_geo(F)``: derivative of ``G^T F`` at fixed world force ``F`` (rows and
     columns ``z = (r, e, q_f)`` of one attachment); ``M`` (3, >= 3): scratch."""
@@ -196,7 +196,7 @@ def _geo_add(F, rho, E2, AU, nf, c, K, M):
             K[7 + l, 3 + j] -= c * v
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _TE_add(x, y, z, c, K):
     """``K[3:7, 3:7] += c TE((x, y, z))`` with ``E(e)^T a = TE(a) e``."""
     K[3, 4] -= c * x
@@ -213,7 +213,7 @@ def _TE_add(x, y, z, c, K):
     K[6, 5] += c * x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _sandwich_add(E2, M, c, K):
     """``K[3:7, 3:7] += c (2E)^T M (2E)``."""
     for j in range(4):
@@ -247,38 +247,78 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
     for e in range(p):
         nmax = max(nmax, l_int[e, _LN])
     N = 7 + nmax
-    P = np.empty((2, 3))
-    vP = np.empty((2, 3))
-    G = np.zeros((2, 3, N)) if jac else np.zeros((2, 0, N))
-    V = np.zeros((2, 3, N)) if jac else np.zeros((2, 0, N))
-    rho = np.zeros((2, 3))
-    AU = np.zeros((2, 3, max(nmax, 1)))
-    E2 = np.zeros((2, 3, 4))
-    w = np.zeros((2, 3))
-    idx = np.empty((2, N), np.int64)
-    dg = np.empty((2, 3, N))
-    K = np.zeros((N, N))
-    Gu = np.empty(N)
-    uG = np.empty(N)
-    d = np.empty(3)
-    dd = np.empty(3)
-    u = np.empty(3)
-    F = np.empty(3)
-    wk = np.empty((6, 3, 4))  # _end_kin's scratch, then 3-vectors and 3 x 3 matrices
+    nu = max(nmax, 1)
+    ng = 6 * N if jac else 0
+    # one float and one int buffer per call (the views below: the kernel's scratch)
+    buf = np.empty(2 * ng + 4 * N + N * N + 6 * nu + 132)
+    idx = np.empty((4, N), np.int64)
+    o = 0
+    G = buf[o : o + ng].reshape(2, ng // (2 * N), N)
+    o += ng
+    V = buf[o : o + ng].reshape(2, ng // (2 * N), N)
+    o += ng
+    Gu = buf[o : o + 2 * N].reshape(2, N)
+    o += 2 * N
+    h = buf[o : o + 2 * N].reshape(2, N)
+    o += 2 * N
+    K = buf[o : o + N * N].reshape(N, N)
+    o += N * N
+    AU = buf[o : o + 6 * nu].reshape(2, 3, nu)
+    o += 6 * nu
+    E2 = buf[o : o + 24].reshape(2, 3, 4)
+    o += 24
+    wk = buf[o : o + 72].reshape(6, 3, 4)  # _end_kin's scratch, then 3-vectors and 3 x 3
+    o += 72
+    v3 = buf[o : o + 36].reshape(12, 3)  # P, vP, rho, w (2 x 3 each), d, dd, u, F
     _forces_into(
         q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac,
-        P, vP, G, V, rho, AU, E2, w, idx, dg, K, Gu, uG, d, dd, u, F, wk,
+        v3[0:2], v3[2:4], G, V, v3[4:6], AU, E2, v3[6:8], idx, h, K, Gu,
+        v3[8], v3[9], v3[10], v3[11], wk,
     )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _sda_block_add(Ga, Gb, gua, hb, sa, c2, na, nb_, ra, sb, Amat, K, geo, aK):
+    """One end pair's block of an SDA's Newton-matrix terms, subtracted from ``Amat``:
+    ``sa gua hb^T + c2 Ga^T Gb`` (+ ``aK K`` with ``geo``: the geometric term of an end
+    with itself); rows ``ra`` (coordinates), column slots ``sb``. ``G[:, :3]`` is the
+    identity (the ends' translation columns), so those entries need no product."""
+    for i in range(na):
+        ri = ra[i]
+        gi = sa * gua[i]
+        if i < 3:
+            for j in range(nb_):
+                v = gi * hb[j] + c2 * Gb[i, j]
+                if geo:
+                    v += aK * K[i, j]
+                Amat[ri, sb[j]] -= v
+        else:
+            a0, a1, a2 = Ga[0, i], Ga[1, i], Ga[2, i]
+            for j in range(3):
+                v = gi * hb[j] + c2 * Ga[j, i]
+                if geo:
+                    v += aK * K[i, j]
+                Amat[ri, sb[j]] -= v
+            for j in range(3, nb_):
+                v = gi * hb[j] + c2 * (a0 * Gb[0, j] + a1 * Gb[1, j] + a2 * Gb[2, j])
+                if geo:
+                    v += aK * K[i, j]
+                Amat[ri, sb[j]] -= v
 
 
 @njit(cache=True, _nrt=False)
 def _forces_into(
     q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac,
-    P, vP, G, V, rho, AU, E2, w, idx, dg, K, Gu, uG, d, dd, u, F, wk,
+    P, vP, G, V, rho, AU, E2, w, idx, h, K, Gu, d, dd, u, F, wk,
 ):  # fmt: skip
     """:func:`forces_add` with its scratch arrays: the kernel allocates nothing and runs
     without numba's reference counting (``_nrt=False``: no atomic increment and decrement
-    per array view and argument; 2 ends x ~10 views per SDA per call)."""
+    per array view and argument; 2 ends x ~10 views per SDA per call).
+
+    The SDA Jacobian in rank-one form: with ``Gu = G^T u`` and
+    ``h_b = aK (df_b - sd_b (f/l) Gu_b) + aD sd_b c Gu_b``, the block of ends ``a, b`` is
+    ``sF_a [Gu_a h_b^T + aK sd_b (f/l) G_a^T G_b]`` (+ ``aK K_geo`` for ``a = b``), the
+    module docstring's ``dQ_a/dz_b`` and ``dQ_a/dzd_b`` combined."""
     m = s_int.shape[0]
     p = l_int.shape[0]
     sF = (1.0, -1.0)
@@ -312,6 +352,8 @@ def _forces_into(
                     idx[k, i] = 7 * b + i
                 for i in range(nf):
                     idx[k, 7 + i] = s_int[el, _SC + k] + i
+                for i in range(7 + nf):
+                    idx[2 + k, i] = cm[idx[k, i]]
         ll = 0.0
         ld = 0.0
         for i in range(3):
@@ -351,7 +393,7 @@ def _forces_into(
                 )
         if not use_jac:
             continue
-        # dg_b = u df_b + sd_b (f/l) P G_b ; P = I - u u^T
+        # df_b = sd_b [(k u + c P dd / l)^T G_b + c u^T V_b] ; P = I - u u^T
         Pdd = wk[5, 0]
         udd = u[0] * dd[0] + u[1] * dd[1] + u[2] * dd[2]
         for i in range(3):
@@ -368,37 +410,26 @@ def _forces_into(
                 df = sd[b] * (
                     kk * ug + (cc / length) * (Pdd[0] * g0 + Pdd[1] * g1 + Pdd[2] * g2) + cc * uv
                 )
-                dg[b, 0, j] = u[0] * df + sd[b] * fl * (g0 - u[0] * ug)
-                dg[b, 1, j] = u[1] * df + sd[b] * fl * (g1 - u[1] * ug)
-                dg[b, 2, j] = u[2] * df + sd[b] * fl * (g2 - u[2] * ug)
+                Gu[b, j] = ug
+                h[b, j] = aK * (df - sd[b] * fl * ug) + aD * (sd[b] * cc * ug)
         for a in range(2):
             if s_int[el, _SB + a] < 0:
                 continue
             na = 7 + s_int[el, _SN + a]
             for i in range(na):
-                Gu[i] = G[a, 0, i] * u[0] + G[a, 1, i] * u[1] + G[a, 2, i] * u[2]
+                for j in range(na):
+                    K[i, j] = 0.0
+            for i in range(3):
+                F[i] = sF[a] * f * u[i]
+            _geo_add(F, rho[a], E2[a], AU[a], s_int[el, _SN + a], 1.0, K, wk[2])
             for b in range(2):
                 if s_int[el, _SB + b] < 0:
                     continue
                 nb_ = 7 + s_int[el, _SN + b]
-                for j in range(nb_):
-                    uG[j] = u[0] * G[b, 0, j] + u[1] * G[b, 1, j] + u[2] * G[b, 2, j]
-                for i in range(na):
-                    for j in range(nb_):
-                        K[i, j] = sF[a] * (
-                            G[a, 0, i] * dg[b, 0, j]
-                            + G[a, 1, i] * dg[b, 1, j]
-                            + G[a, 2, i] * dg[b, 2, j]
-                        )
-                if a == b:
-                    for i in range(3):
-                        F[i] = sF[a] * f * u[i]
-                    _geo_add(F, rho[a], E2[a], AU[a], s_int[el, _SN + a], 1.0, K, wk[2])
-                cd = sF[a] * sd[b] * cc
-                for i in range(na):
-                    ri = idx[a, i]
-                    for j in range(nb_):
-                        Amat[ri, cm[idx[b, j]]] -= aK * K[i, j] + aD * (cd * Gu[i] * uG[j])
+                _sda_block_add(
+                    G[a], G[b], Gu[a], h[b], sF[a], aK * sF[a] * sd[b] * fl, na, nb_, idx[a],
+                    idx[2 + b], Amat, K, a == b, aK,
+                )  # fmt: skip
     # point loads
     for el in range(p):
         b = l_int[el, _LB]
@@ -501,7 +532,7 @@ def _forces_into(
                 Amat[ri, cm[cj]] -= aK * K[i, j]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _Gt_add_nojac(b, nf, c0, rho, AU, E2, s, u, Q):
     """``Q[z] += G^T (s u)`` without forming ``G`` (the residual-only evaluation)."""
     c7 = 7 * b
