@@ -577,6 +577,24 @@ def _tree_with_cuts(
     return 0
 
 
+@njit(cache=True, inline="always")
+def _interval_end(y, y0, ok, Yout, j):
+    """The end of output interval ``j`` of an RK4 block: keeps ``y`` as ``Yout[j]`` when
+    ``ok`` and finite, else puts ``y`` back to the interval's start ``y0``. Returns
+    whether the interval was kept."""
+    n = y.shape[0]
+    for i in range(n):
+        if not np.isfinite(y[i]):
+            ok = False
+    if not ok:
+        for i in range(n):
+            y[i] = y0[i]
+        return False
+    for i in range(n):
+        Yout[j, i] = y[i]
+    return True
+
+
 @njit(cache=True)
 def loop_rk4_block(
     Ib, buf, cargs, forces, clab, body_row, y, h, substeps, n_int, tau, sel, tol, max_newton,
@@ -609,16 +627,8 @@ def loop_rk4_block(
                 )  # fmt: skip
             if st != 0:
                 break
-        ok = st == 0
-        for i in range(n):
-            if not np.isfinite(y[i]):
-                ok = False
-        if not ok:
-            for i in range(n):
-                y[i] = y0[i]
+        if not _interval_end(y, y0, st == 0, Yout, j):
             return j
-        for i in range(n):
-            Yout[j, i] = y[i]
     return n_int
 
 
@@ -674,17 +684,10 @@ def tree_rk4_block(
                 break
             for i in range(n):
                 y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
-        for i in range(n):
-            if not np.isfinite(y[i]):
-                ok = False
-        if not ok:
-            for i in range(n):
-                y[i] = y0[i]
+        if not _interval_end(y, y0, ok, Yout, j):
             if r < done.shape[0]:
                 done[r] = False
             return j
-        for i in range(n):
-            Yout[j, i] = y[i]
     return n_int
 
 

@@ -82,17 +82,7 @@ def test_cut_joint_rates_are_exact_from_the_samples(monkeypatch):
 def test_tree_rk4_samples_equal_forward_dynamics_at_the_samples():
     """A tree's RK4 run takes the samples' accelerations and reactions from the first
     stage of the step that starts there: the same numbers as forward_dynamics there."""
-    m = fm.Model("chain")
-    parent = m.ground
-    for k in range(4):
-        b = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
-        setattr(m, f"rod{k}", b)
-        pf = (0.0 if k == 0 else 0.5, 0.0, 0.0)
-        joint = fm.Revolute(parent, b, axis=(0.1 * k, 0.3, 1.0), parent_frame=pf, q0=[0.3 * k])
-        setattr(m, f"j{k}", joint)
-        parent = b
-    m.g = fm.Gravity((0.0, -9.81, 0.0))
-    s = m.compile("recursive")
+    s = _chain().compile("recursive")
     st = tree_stepper(s, 0.05, dt=1e-3, tau=0.05 * np.ones(s.nv))
     res = run(st, st.t_end, progress=False)
     assert st._rows[2][:-1].all() and not st._rows[2][-1]
