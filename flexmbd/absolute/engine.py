@@ -694,7 +694,7 @@ def _rigid_terms(
                     Amat[c7 + a, cm[c7 + bb]] += v
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _system_terms(
     m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
 ):
