@@ -99,10 +99,12 @@ from ._sparse import (
 from .force_kernels import (
     ForceTable,
     force_energies,
-    forces_add,
+    forces_add_into,
+    forces_scratch,
     interface_force_loads,
     joint_force_kind,
-    joint_forces_add,
+    joint_forces_add_into,
+    joint_forces_scratch,
 )
 
 __all__ = [
@@ -327,7 +329,9 @@ class Workspace(NamedTuple):
     (:class:`~flexmbd.flexible._nbbody.FlexScratch`), ``fidx`` (7 + nf) their columns,
     ``fR`` (7 + nf) and ``fM`` (4, 7 + nf, 7 + nf) a flexible body's residual, gravity
     force and blocks ``M``, ``K``, ``D``, ``dQg/dq``; ``PtL`` (n) of :func:`_system_terms`;
-    ``js`` of :func:`_constraints`."""
+    ``js`` of :func:`_constraints`; ``fe_buf``, ``fe_idx`` the force elements' scratch
+    (:func:`.force_kernels.forces_scratch`) and ``jf`` the joint forces'
+    (:func:`.force_kernels.joint_forces_scratch`)."""
 
     r: np.ndarray
     phi: np.ndarray
@@ -349,17 +353,23 @@ class Workspace(NamedTuple):
     fM: np.ndarray
     PtL: np.ndarray
     js: JointScratch
+    fe_buf: np.ndarray
+    fe_idx: np.ndarray
+    jf: tuple
 
 
-def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0):
+def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
     """A fresh :class:`Workspace` for ``n`` coordinates and ``nc`` constraint rows, its
     matrices in ``layout``'s storage (None: dense), flexible bodies of up to ``nf``
     modes, deforming joint slots of up to ``nfs``; ``lu``: the analysis of the sparse LU
-    (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage."""
+    (:func:`._sparse.analyze`; None: the dense solve), which gets its own storage;
+    ``forces``: the model's :class:`Forces` (None: no force elements)."""
     z = np.zeros
     W = n + nc if layout is None else layout.width
     lu = empty_work() if lu is None else fresh_work(lu)
     N = 7 + max(int(nf), 1)
+    e = np.zeros((0, 9), np.int64)
+    fe = forces_scratch(e, e) if forces is None else forces_scratch(forces.s_int, forces.l_int)
     return Workspace(
         z(n),
         z(nc),
@@ -381,6 +391,8 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0):
         z((4, N, N)),
         z(n),
         joint_scratch(nfs),
+        *fe,
+        joint_forces_scratch(),
     )
 
 
@@ -848,7 +860,7 @@ def _system_terms(
                     Amat[idx[a], cm[idx[bb]]] += v
     # force elements (SDAs, point loads; :mod:`.force_kernels`)
     if fm.s_int.shape[0] + fm.l_int.shape[0] > 0:
-        forces_add(
+        forces_add_into(
             q,
             qd,
             fm.s_int,
@@ -865,10 +877,15 @@ def _system_terms(
             aK,
             aD,
             jac,
+            ws.fe_buf,
+            ws.fe_idx,
         )
     if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
         lf_j = inp.lf[fm.l_int.shape[0] :]
-        joint_forces_add(q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac)
+        S, V, M3, B6 = ws.jf
+        joint_forces_add_into(
+            q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+        )
     # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
     Pq = ws.Pq
@@ -1853,7 +1870,7 @@ class Engine:
         """A fresh :func:`workspace` for this model's layout and flexible bodies."""
         nf = int(self.model.bodies.f_n.max(initial=0))
         nfs = int(self.model.joints.fs_n.max(initial=0))
-        return workspace(n, nc, self.model.layout, lu, nf, nfs)
+        return workspace(n, nc, self.model.layout, lu, nf, nfs, self.model.forces)
 
     def terms(self, q, qd, qdd, lam, t, coefs=(1.0, 0.0, 0.0, 0.0, 0.0), jac=True, stiff=True):
         """``(R + Phi_q^T lam - Q, phi, KKT matrix)`` at one state (dense); ``stiff``

@@ -227,6 +227,26 @@ def _sandwich_add(E2, M, c, K):
             K[3 + a, 3 + j] += c * v
 
 
+@njit(cache=True, inline="always")
+def _forces_sizes(s_int, l_int):
+    """``(N, nu)`` of :func:`forces_add_into`'s scratch: ``N = 7 +`` the largest modal
+    count of an SDA end or point load, ``nu = max(that count, 1)``."""
+    nmax = 0
+    for e in range(s_int.shape[0]):
+        nmax = max(nmax, s_int[e, _SN], s_int[e, _SN + 1])
+    for e in range(l_int.shape[0]):
+        nmax = max(nmax, l_int[e, _LN])
+    return 7 + nmax, max(nmax, 1)
+
+
+@njit(cache=True)
+def forces_scratch(s_int, l_int):
+    """The float and int scratch of :func:`forces_add_into` for these force tables (with
+    the Jacobian's share), allocated once per run."""
+    N, nu = _forces_sizes(s_int, l_int)
+    return np.empty(16 * N + N * N + 6 * nu + 132), np.empty((4, N), np.int64)
+
+
 @njit(cache=True)
 def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac):
     """Add the generalized forces of the SDAs and point loads to ``Q`` (n) and, with
@@ -239,19 +259,20 @@ def forces_add(q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, 
     ``c``, ``l0``. ``s_fa`` (m,): actuator forces at this step. ``l_int`` (p, 7): body,
     modal count, first modal column, offset in ``l_U``, force in body axes, torque in body
     axes, Jacobian flag; ``l_flt`` (p, 3): ``s0``; ``l_F`` (p, 6): force and torque."""
-    m = s_int.shape[0]
-    p = l_int.shape[0]
-    nmax = 0
-    for e in range(m):
-        nmax = max(nmax, s_int[e, _SN], s_int[e, _SN + 1])
-    for e in range(p):
-        nmax = max(nmax, l_int[e, _LN])
-    N = 7 + nmax
-    nu = max(nmax, 1)
+    buf, idx = forces_scratch(s_int, l_int)
+    forces_add_into(
+        q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac, buf, idx
+    )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def forces_add_into(
+    q, qd, s_int, s_flt, s_U, s_fa, l_int, l_flt, l_U, l_F, Q, Amat, cm, aK, aD, jac, buf, idx
+):  # fmt: skip
+    """:func:`forces_add` with its scratch ``buf``, ``idx`` from :func:`forces_scratch`
+    (allocates nothing: callable from kernels compiled without reference counting)."""
+    N, nu = _forces_sizes(s_int, l_int)
     ng = 6 * N if jac else 0
-    # one float and one int buffer per call (the views below: the kernel's scratch)
-    buf = np.empty(2 * ng + 4 * N + N * N + 6 * nu + 132)
-    idx = np.empty((4, N), np.int64)
     o = 0
     G = buf[o : o + ng].reshape(2, ng // (2 * N), N)
     o += ng
@@ -552,10 +573,17 @@ def _Gt_add_nojac(b, nf, c0, rho, AU, E2, s, u, Q):
 @njit(cache=True)
 def _rot(e):
     """Rotation matrix of the normalized Euler parameters ``e``."""
+    A = np.empty((3, 3))
+    _rot_to(e, A)
+    return A
+
+
+@njit(cache=True)
+def _rot_to(e, A):
+    """``A`` = the rotation matrix of the Euler parameters ``e`` (normalized here)."""
     e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
     n2 = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
     d = e0 * e0 - e1 * e1 - e2 * e2 - e3 * e3
-    A = np.empty((3, 3))
     A[0, 0] = (d + 2 * e1 * e1) / n2
     A[1, 1] = (d + 2 * e2 * e2) / n2
     A[2, 2] = (d + 2 * e3 * e3) / n2
@@ -565,7 +593,6 @@ def _rot(e):
     A[2, 0] = 2 * (e1 * e3 - e0 * e2) / n2
     A[1, 2] = 2 * (e2 * e3 - e0 * e1) / n2
     A[2, 1] = 2 * (e2 * e3 + e0 * e1) / n2
-    return A
 
 
 _LAW_SIG = types.float64(types.float64, types.float64, types.float64, types.int64)
@@ -614,7 +641,7 @@ def _body_frame(b, q, qd, A, r, w, v, E2, Ed2):
             v[i] = 0.0
         return
     c7 = 7 * b
-    A[:, :] = _rot(q[c7 + 3 : c7 + 7])
+    _rot_to(q[c7 + 3 : c7 + 7], A)
     e0, e1, e2, e3 = q[c7 + 3], q[c7 + 4], q[c7 + 5], q[c7 + 6]
     E2[0, 0], E2[0, 1], E2[0, 2], E2[0, 3] = -2 * e1, 2 * e0, -2 * e3, 2 * e2
     E2[1, 0], E2[1, 1], E2[1, 2], E2[1, 3] = -2 * e2, 2 * e3, 2 * e0, -2 * e1
@@ -906,11 +933,27 @@ def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
     ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_in`` (m, 6): the
     actuator value (column 0) and the time (column 1); ``laws``: tuple of the users'
     cfuncs (empty: no call compiled)."""
+    S, V, M3, B6 = joint_forces_scratch()
+    return joint_forces_add_into(
+        q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+    )
+
+
+@njit(cache=True)
+def joint_forces_scratch():
+    """The scratch ``S, V, M3, B6`` of :func:`joint_forces_add_into`."""
+    return np.empty((2, 3, 3)), np.zeros((24, 3)), np.zeros((8, 3, 3)), np.zeros((14, 7, 7))
+
+
+@njit(cache=True, _nrt=False)
+def joint_forces_add_into(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+    """:func:`joint_forces_add` with its scratch from :func:`joint_forces_scratch` (zeroed
+    here; allocates nothing: callable from kernels compiled without reference counting);
+    returns the power (W)."""
+    V[:] = 0.0
+    M3[:] = 0.0
+    B6[:] = 0.0
     pw = 0.0
-    S = np.empty((2, 3, 3))
-    V = np.zeros((24, 3))
-    M3 = np.zeros((8, 3, 3))
-    B6 = np.zeros((14, 7, 7))
     for el in range(j_int.shape[0]):
         pw += _joint_force(
             el, q, qd, j_int, j_flt, j_in[el], laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
