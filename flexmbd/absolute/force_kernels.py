@@ -941,8 +941,8 @@ def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
 
 @njit(cache=True)
 def joint_forces_scratch():
-    """The scratch ``S, V, M3, B6`` of :func:`joint_forces_add_into`."""
-    return np.empty((2, 3, 3)), np.zeros((24, 3)), np.zeros((8, 3, 3)), np.zeros((14, 7, 7))
+    """The scratch ``S, V, M3, B6`` of :func:`joint_forces_add_into` (which zeroes it)."""
+    return np.empty((2, 3, 3)), np.empty((24, 3)), np.empty((8, 3, 3)), np.empty((14, 7, 7))
 
 
 @njit(cache=True, _nrt=False)

@@ -35,7 +35,6 @@ between blocks of samples (:mod:`flexmbd.monitor`).
 
 from __future__ import annotations
 
-import time as _time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -129,17 +128,16 @@ class TreeStepper(ExplicitStepper):
         None (the Python RK4 of :meth:`step`). The call's wall time is spread evenly
         over its intervals."""
         c = self._compiled_tree()
-        k = min(int(n), self.n_out - self.i)
-        if c is None or k <= 0 or self._block_stop == self.i:
+        if c is None:
             return None
-        tic = _time.perf_counter()
-        qdd, reac, ok, en = self._sample_arrays(self.i)
-        y = np.array(self.y, dtype=float)
-        Y = np.empty((k, y.shape[0]))
-        done = _NL.tree_rk4_block(
-            c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok, Y
-        )
-        return self._block_done(Y, done, k, _time.perf_counter() - tic)
+
+        def block(y, Y, k):
+            qdd, reac, ok, en = self._sample_arrays(self.i)
+            return _NL.tree_rk4_block(
+                c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok, Y
+            )
+
+        return self._run_block(n, block)
 
     def _sample_arrays(self, i):
         """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output

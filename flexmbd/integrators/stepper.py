@@ -345,11 +345,21 @@ class ExplicitStepper:
         next interval needs :meth:`step`)."""
         return None
 
-    def _block_done(self, Y, done, k, seconds):
-        """Advance past the ``done`` intervals of a compiled block of ``k`` (their end
-        states ``Y``) that took ``seconds`` (s, spread evenly over them); a block that
-        stopped early makes :meth:`step` take the next interval. Returns
-        :meth:`_rk4_block`'s ``(Y[:done], wall times)``."""
+    def _run_block(self, n, block):
+        """Up to ``n`` output intervals by ``block(y, Y, k)``, a compiled RK4 block that
+        advances ``y`` over ``k`` intervals in place, writes their end states into ``Y``
+        and returns how many it did; its wall time is spread evenly over them, and a
+        block that stopped early makes :meth:`step` take the next interval. Returns
+        :meth:`_rk4_block`'s ``(Y[:done], wall times)``, or None for no interval (the
+        end, or the block stopped before this one: :meth:`step` decides)."""
+        k = min(int(n), self.n_out - self.i)
+        if k <= 0 or self._block_stop == self.i:
+            return None
+        tic = _time.perf_counter()
+        y = np.array(self.y, dtype=float)
+        Y = np.empty((k, y.shape[0]))
+        done = block(y, Y, k)
+        seconds = _time.perf_counter() - tic
         W = self.wall + seconds * np.arange(1, done + 1) / max(done, 1)
         self._block_stop = self.i + done if done < k else None
         if done:

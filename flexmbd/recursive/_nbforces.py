@@ -160,10 +160,11 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
 
 
 @njit(cache=True, _nrt=False)
-def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin):
+def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin, refactor):
     """The serialized tree solver with the force table applied: kinematics with world
     poses (``kin``; else the caller ran it and put its own wrenches into ``fext``), the
-    loads into ``fext`` and the joint forces ``tau + tau_c``, bias forces, factor, solve,
+    loads into ``fext`` and the joint forces ``tau + tau_c``, bias forces, factor (with
+    ``refactor``; else the workspace holds this state's factorization), solve,
     reactions ``reac``; the accelerations are in the workspace's ``J_QDD`` row and
     ``fext`` is zero again afterwards. Returns the solver's status, or -1 for coincident
     SDA points."""
@@ -179,7 +180,8 @@ def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin):
     st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, fi, ff, tau_c, S)
     if st == 0:
         K.bias_forces(Ia, Mm, Vv, R3, P3, grav, Ib[K.IB_GRAV] != 0, Jw)
-        st = K.factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
+        if refactor:
+            st = K.factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
         if st == 0:
             K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
             K.reversed_frames(Ia, R3, P3)
@@ -196,7 +198,7 @@ def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin):
 def tree_qdd(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac):
     """Accelerations ``qdd`` (nv,) and joint reactions ``reac`` of the rigid tree with the
     force table applied (:func:`tree_loaded`) in one call. Returns its status."""
-    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True, True)
     if st == 0:
         Ia, Sa = K.unpack_ints(Ib)
         Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)

@@ -28,7 +28,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cuts_eval
 from . import _kernels as K
-from ._nbforces import apply_forces, sample_energies, tree_loaded
+from ._nbforces import sample_energies, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -238,7 +238,7 @@ def _tree_free(Ib, buf, forces, q, v, tau, qdd, reac):
             Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, v, Jw, grav, Ib[K.IB_GRAV] != 0, reac, False
         )
     else:
-        st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True)
+        st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True, True)
         Ia, Sa = K.unpack_ints(Ib)
         Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
     for i in range(nv):
@@ -558,19 +558,7 @@ def _tree_with_cuts(
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
     fi, ff, tau_c, S = forces
-    nv = Ib[K.IB_NV]
-    for i in range(nv):
-        Jw[K.J_TAU, i] = tau[i]
-    st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, fi, ff, tau_c, S)
-    if st == 0:
-        K.bias_forces(Ia, Mm, Vv, R3, P3, grav, Ib[K.IB_GRAV] != 0, Jw)
-        K.solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jw)
-        K.reversed_frames(Ia, R3, P3)
-        K.reactions_into(Ia, Vv, R3, P3, reac)
-    for k in range(n1):
-        for i in range(6):
-            fext[k, i] = 0.0
-    if st != 0:
+    if tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False, False) != 0:
         return -1
     for k in range(1, n1):
         K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
@@ -819,11 +807,7 @@ def loop_dop853_step(
         for i in range(n):
             K[0, i] = f[i]
         for s in range(1, ns):
-            for i in range(n):
-                acc = 0.0
-                for j in range(s):
-                    acc += K[j, i] * A[s, j]
-                yy[i] = y[i] + acc * h
+            _stage_state(y, K, A[s], s, h, yy)
             st = loop_rhs(
                 Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
             )
@@ -881,6 +865,16 @@ def loop_dop853_step(
     return 0
 
 
+@njit(cache=True, inline="always")
+def _stage_state(y, K, a, s, h, out):
+    """``out = y + h sum_{j < s} a_j K_j``: the state of a Runge-Kutta stage ``s``."""
+    for i in range(y.shape[0]):
+        acc = 0.0
+        for j in range(s):
+            acc += K[j, i] * a[j]
+        out[i] = y[i] + acc * h
+
+
 @njit(cache=True)
 def loop_dop853_dense(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
@@ -897,11 +891,7 @@ def loop_dop853_dense(
     yy = np.empty(n)
     for e in range(ne):
         s = s0 + e
-        for i in range(n):
-            acc = 0.0
-            for j in range(s):
-                acc += K[j, i] * A_extra[e, j]
-            yy[i] = y_old[i] + acc * h
+        _stage_state(y_old, K, A_extra[e], s, h, yy)
         st = loop_rhs(
             Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
         )

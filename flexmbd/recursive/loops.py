@@ -1323,20 +1323,18 @@ class _LoopStepper(ExplicitStepper):
         c = self.system.compiled_rk4() if self._fast_rk4 else None
         P = self.P
         sel = P.selection() if c is not None else None
-        k = min(int(n), self.n_out - self.i)
-        if sel is None or k <= 0 or self._block_stop == self.i:
-            return None  # (the block stopped before this interval: step decides)
-        tic = _time.perf_counter()
-        f = self._sample_rows(sel)
-        y = np.array(self.y, dtype=float)
-        Y = np.empty((k, y.shape[0]))
-        tau = self.constant_tau(c)
-        done = _NL.loop_rk4_block(
-            c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k, tau, sel,
-            P.position_tol, P.max_newton, P.rtol, _GUARD, c[5], c[6], self.i, f["qdd"],
-            f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
-        )  # fmt: skip
-        return self._block_done(Y, done, k, _time.perf_counter() - tic)
+        if sel is None:
+            return None
+
+        def block(y, Y, k):
+            f = self._sample_rows(sel)
+            return _NL.loop_rk4_block(
+                c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k,
+                self.constant_tau(c), sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
+                c[6], self.i, f["qdd"], f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
+            )  # fmt: skip
+
+        return self._run_block(n, block)
 
     def _sample_rows(self, sel):
         """The arrays of the output samples that the compiled steps give (one row per

@@ -1555,12 +1555,12 @@ class RecursiveSystem:
         table = E[:, 2:] if self._generic else None
         ke, grav = E[:, 0].copy(), E[:, 1].copy()
         p_act = np.zeros(nt)
+        t_ = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
         for f in self._joint_forces:
             sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
             if f.constant_force is not None:  # the whole history at once
                 p_act += qd[:, sv] @ f.constant_force
                 continue
-            t_ = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
         if tau is not None:
