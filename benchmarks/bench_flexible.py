@@ -278,6 +278,21 @@ def frame_study(models, rho_inf, dts=(1e-3, 5e-4, 2.5e-4), t_end=1.0, n_modes=8)
     return out
 
 
+def growth_line(rows):
+    """Fitted exponents p of time ~ modes^p over the rows, flexmbd and each Exudyn model."""
+    x = np.log([r["modes"] for r in rows])
+
+    def p(key):
+        return np.polyfit(x, np.log([r[key] for r in rows]), 1)[0]
+
+    return (
+        f"Time per step ~ modes^p ({rows[0]['modes']}..{rows[-1]['modes']} modes): flexmbd "
+        f"p = {p('ours'):.2f}; Exudyn marker, gravity= {p('marker/mass'):.2f}, node, gravity= "
+        f"{p('node/mass'):.2f}, marker, exact {p('marker/exact'):.2f}, node, exact "
+        f"{p('node/exact'):.2f}."
+    )
+
+
 def table(rows, args, study, load, conv=None):
     try:
         import exudyn
@@ -335,6 +350,8 @@ def table(rows, args, study, load, conv=None):
                 f"{r['marker/exact']:.3f} ({r['marker/exact_it']:.2f}) | "
                 f"{r['node/exact']:.3f} ({r['node/exact_it']:.2f}) |"
             )
+        L.append("")
+        L.append(growth_line(rows))
         L.append("")
         L.append("Tip agreement (max |tip_flexmbd - tip_Exudyn| over the run, m):")
         L.append("")
