@@ -236,8 +236,10 @@ class _DeferredCache:
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
     """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`
     (made on first use)."""
+    options = dict(options)
+    cache = options.pop("cache", False)  # numba would make its own cache here
     dispatcher = _numba_njit(**options)(func)
-    if options.get("cache"):
+    if cache:
         dispatcher._cache = _DeferredCache(func)  # numba's enable_caching, our cache class
     return dispatcher
 
