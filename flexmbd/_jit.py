@@ -146,31 +146,38 @@ class _LazyLinkLibrary(JITCodeLibrary):
 
     @classmethod
     def _unserialize(cls, codegen: Any, state: Any) -> Any:
-        name, kind, data = state
-        # numba's own path: other formats, and recursive kernels (their runtime-linker
-        # globals must be registered with the engine at the load)
-        if kind != "object" or b".numba.unresolved$" in data[1]:
-            return super()._unserialize(codegen, state)
+        name, _, (object_code, bitcode) = state  # an object-code entry (`_lazy_payload`)
         self = cls(codegen, name)
         self.enable_object_caching()
-        self._set_compiled_object(data[0])
-        self._shared_bitcode = data[1]
+        self._set_compiled_object(object_code)
+        self._shared_bitcode = bitcode
         self._finalize_final_module()  # loads the object code (an empty IR module)
         return self
 
     def _get_module_for_linking(self) -> Any:
-        if self._shared_bitcode is not None:  # numba's load, deferred to here
+        self._ensure_finalized()
+        if self._shared_module is None:  # numba parses it at the load
             self._shared_module = ll.parse_bitcode(self._shared_bitcode)
             self._shared_bitcode = None
-            self._codegen._engine._load_defined_symbols(self._shared_module)
-        return super()._get_module_for_linking()
+        return self._shared_module
 
     def get_pointer_to_function(self, name: str) -> int:
         """The address of function ``name`` (0 if no loaded code defines it)."""
-        if self._shared_bitcode is None:
-            return super().get_pointer_to_function(name)
         self._ensure_finalized()
         return self._codegen._engine.get_function_address(name)
+
+
+def _lazy_payload(payload: Any) -> bool:
+    """Whether a cached compile result can load as a `_LazyLinkLibrary`: numba's
+    object-code entry of a kernel without runtime-linker globals (recursive kernels:
+    numba registers those with its engine at the load)."""
+    lib = payload[0] if isinstance(payload, tuple) and payload else None
+    return (
+        isinstance(lib, tuple)
+        and len(lib) == 3
+        and lib[1] == "object"
+        and b".numba.unresolved$" not in lib[2][1]
+    )
 
 
 class _KernelCacheImpl(caching.CompileResultCacheImpl):
@@ -179,9 +186,13 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
 
     def rebuild(self, target_context: Any, payload: Any) -> Any:
         """numba's rebuild of a cached compile result, its code library a
-        `_LazyLinkLibrary` (numba's own library for another numba's code generator)."""
+        `_LazyLinkLibrary` (numba's own library for another code generator or entry)."""
         codegen = target_context.codegen()
-        if "_library_class" in vars(codegen) or codegen._library_class is not JITCodeLibrary:
+        if (
+            "_library_class" in vars(codegen)
+            or codegen._library_class is not JITCodeLibrary
+            or not _lazy_payload(payload)
+        ):
             return super().rebuild(target_context, payload)
         # the dispatcher holds numba's compiler lock during a cache load: no other
         # thread creates a library while the code generator's class is swapped
