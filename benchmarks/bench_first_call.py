@@ -14,8 +14,12 @@ one short script per code, each run as ``python <script>`` in a fresh process:
   Exudyn: ``FEMinterface`` + ``ObjectFFRFreducedOrderInterface`` (``gravity=``) +
   ``MarkerSuperElementRigid`` on the 25 interface nodes + ``GenericJoint`` +
   ``SolveDynamic`` (the ``marker`` variant of ``benchmarks/bench_flexible.py``).
+* **eager** (``--child eager``): the flexmbd script with each cached kernel's LLVM
+  bitcode parsed at its load, as numba does (the behaviour before
+  `flexmbd._jit._LazyLinkLibrary` deferred the parse to a later compilation that links
+  the kernel): the same-run reference for that change.
 * **refresh** (``--child refresh``): the flexmbd script with numba's own cache load,
-  which refreshes numba's target context first (the behaviour before
+  which also refreshes numba's target context first (the behaviour before
   `flexmbd._jit.KernelCache` skipped the refresh): the same-run reference.
 * **example script** (``--child example``): flexmbd only, the whole user path of
   ``examples/flexible_pendulum.py`` from the mesh (scikit-fem assembly + reduction).
@@ -207,11 +211,22 @@ def child_breakdown(data, second):
     zero unless something compiles), loading each cached kernel (`KernelCache`'s
     ``load_overload``: unpickling, unserializing the object code and bitcode), and the
     rest (typing the arguments, dispatch, Python)."""
+    import llvmlite.binding as ll
     from numba.core import base
 
     from flexmbd._jit import KernelCache
 
-    acc = {"refresh": 0.0, "load": 0.0, "kernels": {}}
+    acc = {"refresh": 0.0, "load": 0.0, "parse": 0.0, "kernels": {}}
+    parse = ll.parse_bitcode
+
+    def timed_parse(data):
+        c = time.process_time()
+        try:
+            return parse(data)
+        finally:
+            acc["parse"] += time.process_time() - c
+
+    ll.parse_bitcode = timed_parse
     refresh, load = base.BaseContext.refresh, KernelCache.load_overload
     depth = [0]
 
@@ -240,15 +255,28 @@ def child_breakdown(data, second):
     return t
 
 
-def child_refresh(data, second):
-    """The flexmbd script with numba's own cache load (a target-context refresh before
-    the first load), as before `flexmbd._jit.KernelCache` skipped it: the same-run
-    reference for that change."""
+def child_eager(data, second):
+    """The flexmbd script with the cached kernels' bitcode parsed at their load (numba's
+    rebuild of a compile result), as before `flexmbd._jit._LazyLinkLibrary` deferred it:
+    the same-run reference for that change."""
     from numba.core import caching
 
-    from flexmbd._jit import KernelCache
+    from flexmbd import _jit
 
-    KernelCache.load_overload = caching.Cache.load_overload
+    _jit._KernelCacheImpl.rebuild = caching.CompileResultCacheImpl.rebuild
+    return child_flexmbd(data, second)
+
+
+def child_refresh(data, second):
+    """The flexmbd script with numba's own cache load (a target-context refresh before
+    the first load, the bitcode parsed at the load), as before `flexmbd._jit.KernelCache`
+    skipped the refresh: the same-run reference for both changes."""
+    from numba.core import caching
+
+    from flexmbd import _jit
+
+    _jit.KernelCache.load_overload = caching.Cache.load_overload
+    _jit._KernelCacheImpl.rebuild = caching.CompileResultCacheImpl.rebuild
     return child_flexmbd(data, second)
 
 
@@ -277,16 +305,40 @@ def compile_listener():
     return listener
 
 
+def llvm_listener():
+    """A numba ``numba:llvm_lock`` event listener: CPU time (s) inside LLVM (numba holds
+    its LLVM lock around every call into llvmlite's library: parsing the IR numba
+    generated, optimisation passes, machine-code emission), in ``.total``."""
+    from numba.core import event
+
+    class Inside(event.Listener):
+        def __init__(self):
+            self.total, self.t0 = 0.0, None
+
+        def on_start(self, ev):
+            self.t0 = time.process_time()
+
+        def on_end(self, ev):
+            self.total += time.process_time() - self.t0
+
+    listener = Inside()
+    event.register("numba:llvm_lock", listener)
+    return listener
+
+
 def child_compile_times(data, second):
-    """The flexmbd script (cold cache) with each kernel's exclusive compile time."""
-    listener = compile_listener()
+    """The flexmbd script (cold cache) with each kernel's exclusive compile time and the
+    share of the compile spent inside LLVM."""
+    listener, llvm = compile_listener(), llvm_listener()
     t = child_flexmbd(data, second)
     t["compile"] = listener.times
+    t["llvm"] = llvm.total
     return t
 
 
 CHILDREN = {
     "flexmbd": child_flexmbd,
+    "eager": child_eager,
     "refresh": child_refresh,
     "exudyn": child_exudyn,
     "example": child_example,
@@ -381,7 +433,8 @@ def measure(repeat, cold):
         rows = {}
         bd = [run_child("breakdown", data, env) for _ in range(repeat)]
         rows["breakdown"] = {
-            k: statistics.median(r["breakdown"][k] for r in bd) for k in ("refresh", "load")
+            k: statistics.median(r["breakdown"][k] for r in bd)
+            for k in ("refresh", "load", "parse")
         }
         rows["breakdown"]["kernels"] = {
             k: statistics.median(r["breakdown"]["kernels"].get(k, 0.0) for r in bd)
@@ -397,6 +450,7 @@ def measure(repeat, cold):
             r = run_child("compile-times", data, child_env(tmp / "cache_flexmbd"), second=True)
             rows["flexmbd cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
             rows["compile"] = r["compile"]
+            rows["llvm"] = r["llvm"]
             cache = tmp / "cache_flagship"
             args = [str(ROOT / "examples" / "flagship.py")]  # writes examples/out (ignored)
             wall, cpu, _ = run_process(args, child_env(cache), cwd=tmp)
@@ -444,7 +498,8 @@ def table(rows, args, load):
     ]
     label = {"flexmbd": "flexmbd, same script", "exudyn": "Exudyn, same script"}
     label["example"] = "flexmbd, example (from the mesh)"
-    label["refresh"] = "flexmbd, same script, numba's refresh on load (before)"
+    label["eager"] = "flexmbd, same script, bitcode parsed on load (before)"
+    label["refresh"] = "flexmbd, same script, numba's own load: refresh + parse (before)"
 
     def both(r, k):
         return f"{r[k + '_cpu']:.2f} ({r[k]:.2f})"
@@ -472,17 +527,22 @@ def table(rows, args, load):
         "CPU per process, which a cache load does not use); loading the "
         f"{len(b['kernels'])} cached entry kernels {f(b['load'])} s ("
         + ", ".join(f"{k} {v:.3f}" for k, v in b["kernels"].items())
-        + "; unpickling with the numba modules their environments reference, "
-        "unserializing the object code and parsing the bitcode of the kernel and all its "
-        "callees, once per entry); the rest is Python (imports of the integrator "
-        "modules, the first step's set-up).",
+        + "; the first load initialises numba's runtime (NRT) and imports the numba "
+        "modules the pickled environments reference; then unpickling and loading the "
+        "object code), of which parsing LLVM bitcode "
+        f"{b['parse']:.3f} s (`flexmbd._jit._LazyLinkLibrary` defers it to a later "
+        "compilation that links the kernel; numba parses the bitcode of each entry "
+        "kernel and all its callees at the load); the rest is Python (imports of the "
+        "integrator and engine modules, the first step's set-up).",
     ]
     if "compile" in rows:
         top = sorted(rows["compile"].items(), key=lambda kv: -kv[1])
         lines += [
             "",
             f"Cold flexmbd script: {len(top)} kernels compiled, "
-            f"{sum(v for _, v in top):.1f} s CPU in numba's compiler; the largest (exclusive "
+            f"{sum(v for _, v in top):.1f} s CPU in numba's compiler, of which "
+            f"{rows['llvm']:.1f} s inside LLVM (the rest: numba's typing and lowering in "
+            "Python); the largest (exclusive "
             "CPU s, without the callees they compile; every callee library is optimised and "
             "code-generated again inside each caller's): "
             + ", ".join(f"{k} {v:.1f}" for k, v in top[:10])

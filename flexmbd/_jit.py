@@ -13,6 +13,14 @@ import (:func:`kernel_sources_digest`): numba stamps a cache entry with the defi
 only, while a compiled kernel holds the code of the kernels it calls from other
 modules and the constants it reads from them, so an edit of a callee (or an upgrade that
 changes it) would otherwise keep running the old callee's code.
+
+Loading a cached kernel costs (numbers of ``benchmarks/bench_first_call.py``) what
+`KernelCache` and `_LazyLinkLibrary` leave of numba's own load: no target-context refresh
+(numba's first refresh imports its implementation modules), no parse of the LLVM bitcode
+kept beside the object code (a kernel's bitcode holds a copy of every callee, megabytes
+for the engine's entry kernels; numba needs it only to link the kernel into a later
+compilation, which parses it then), and no cache set-up for the kernels a process never
+calls (`_DeferredCache`).
 """
 
 from __future__ import annotations
@@ -23,8 +31,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import llvmlite.binding as ll
 from numba import njit as _numba_njit
 from numba.core import caching, types
+from numba.core.codegen import JITCodeLibrary
 from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
@@ -120,9 +130,77 @@ class _UserWideLocator(_PackageStamped, caching.UserWideCacheLocator):
     pass
 
 
+class _LazyLinkLibrary(JITCodeLibrary):
+    """numba's code library of a kernel loaded from the cache, parsing the kernel's LLVM
+    bitcode on first need instead of at the load.
+
+    A cache entry holds the kernel's object code (what runs) and its bitcode with every
+    callee's (numba parses it at each load, to link the kernel into later compilations
+    and to record its symbol names): 0.1-0.15 s CPU per process for the engine's
+    entry kernels. Here the object code is loaded as numba does; the bitcode is parsed
+    when a later compilation links this kernel (``_get_module_for_linking``); the
+    kernel's entry address is looked up in the loaded object code.
+    """
+
+    _shared_bitcode: bytes | None = None
+
+    @classmethod
+    def _unserialize(cls, codegen: Any, state: Any) -> Any:
+        name, _, (object_code, bitcode) = state  # an object-code entry (`_lazy_payload`)
+        self = cls(codegen, name)
+        self.enable_object_caching()
+        self._set_compiled_object(object_code)
+        self._shared_bitcode = bitcode
+        self._finalize_final_module()  # loads the object code (an empty IR module)
+        return self
+
+    def _get_module_for_linking(self) -> Any:
+        self._ensure_finalized()
+        if self._shared_module is None:  # numba parses it at the load
+            self._shared_module = ll.parse_bitcode(self._shared_bitcode)
+            self._shared_bitcode = None
+        return self._shared_module
+
+    def get_pointer_to_function(self, name: str) -> int:
+        """The address of function ``name`` (0 if no loaded code defines it)."""
+        self._ensure_finalized()
+        return self._codegen._engine.get_function_address(name)
+
+
+def _lazy_payload(payload: Any) -> bool:
+    """Whether a cached compile result can load as a `_LazyLinkLibrary`: numba's
+    object-code entry of a kernel without runtime-linker globals (recursive kernels:
+    numba registers those with its engine at the load)."""
+    lib = payload[0] if isinstance(payload, tuple) and payload else None
+    return (
+        isinstance(lib, tuple)
+        and len(lib) == 3
+        and lib[1] == "object"
+        and b".numba.unresolved$" not in lib[2][1]
+    )
+
+
 class _KernelCacheImpl(caching.CompileResultCacheImpl):
     # numba's cache-locator hook: NUMBA_CACHE_DIR, next to the sources, the user cache
     _locator_classes = [_UserProvidedLocator, _InTreeLocator, _UserWideLocator]
+
+    def rebuild(self, target_context: Any, payload: Any) -> Any:
+        """numba's rebuild of a cached compile result, its code library a
+        `_LazyLinkLibrary` (numba's own library for another code generator or entry)."""
+        codegen = target_context.codegen()
+        if (
+            "_library_class" in vars(codegen)
+            or codegen._library_class is not JITCodeLibrary
+            or not _lazy_payload(payload)
+        ):
+            return super().rebuild(target_context, payload)
+        # the dispatcher holds numba's compiler lock during a cache load: no other
+        # thread creates a library while the code generator's class is swapped
+        codegen._library_class = _LazyLinkLibrary
+        try:
+            return super().rebuild(target_context, payload)
+        finally:
+            del codegen._library_class
 
 
 class KernelCache(caching.FunctionCache):
@@ -150,11 +228,30 @@ class KernelCache(caching.FunctionCache):
             return load(sig, target_context)
 
 
+class _DeferredCache:
+    """A dispatcher's `KernelCache`, made on numba's first use of it (a cache load before
+    the first compile): making one probes the cache directory (writes a temporary file)
+    and stamps the sources, which an import would otherwise pay for every kernel of a
+    module, called or not."""
+
+    def __init__(self, func: Any) -> None:
+        self._func = func
+        self._cache: KernelCache | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._cache is None:
+            self._cache = KernelCache(self._func)
+        return getattr(self._cache, name)
+
+
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
-    """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`."""
+    """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`
+    (made on first use)."""
+    options = dict(options)
+    cache = options.pop("cache", False)  # numba would make its own cache here
     dispatcher = _numba_njit(**options)(func)
-    if options.get("cache"):
-        dispatcher._cache = KernelCache(func)  # numba's enable_caching, our cache class
+    if cache:
+        dispatcher._cache = _DeferredCache(func)  # numba's enable_caching, our cache class
     return dispatcher
 
 

@@ -259,22 +259,25 @@ y = leanmod.spread(np.array([1.0, 2.0, 4.0]), 2)
 y = y.tolist() + leanmod.squares(4).tolist()
 hits = sum(sum(k.stats.cache_hits.values()) for k in (leanmod.spread, leanmod.squares))
 loaded = [calls.count(1), "numba.np.polynomial.polynomial_core" in sys.modules]
+libs = [cr.library for k in (leanmod.spread, leanmod.squares) for cr in k.overloads.values()]
+unparsed = [type(lib).__name__ == "_LazyLinkLibrary" and lib._shared_module is None for lib in libs]
 from numba import njit
 @njit
 def solve(a, b):
-    return np.linalg.solve(a, b)
+    return np.linalg.solve(a, b) + leanmod.spread(a[0], 1)
 x = solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 1.0]))
-print(json.dumps([y, hits, loaded, calls.count(1) > 0, x.tolist()]))
+linked = libs[0]._shared_module is not None
+print(json.dumps([y, hits, loaded, calls.count(1) > 0, x.tolist(), unparsed, linked]))
 """
 
 
 def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp_path):
     """A flexmbd kernel loaded from the cache in a fresh process skips numba's
     target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
-    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and
-    still runs NRT allocations, numpy implementations and a parallel loop; a compilation
-    later in the same process refreshes the context itself and compiles a numpy.linalg
-    call."""
+    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and the
+    parse of its LLVM bitcode, and still runs NRT allocations, numpy implementations and
+    a parallel loop; a compilation later in the same process refreshes the context
+    itself, compiles a numpy.linalg call and links the loaded kernel into it."""
     import shutil
 
     pkg = tmp_path / "pkg"  # the kernel module inside a copy of the package (cache stamp)
@@ -295,12 +298,15 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0, 0.0, 1.0, 4.0, 9.0]
-    y, hits, (refreshes, unused), later, x = run()  # compiles and fills the cache
-    assert (y, hits, x) == (expected, 0, [0.5, 0.25])
-    assert refreshes > 0  # the compilation refreshed
-    y, hits, (refreshes, unused), later, x = run()
+    y, hits, (refreshes, unused), later, x, unparsed, _ = run()  # compiles, fills the cache
+    assert (y, hits, x) == (expected, 0, [2.5, 2.25])
+    assert refreshes > 0 and unparsed == [False, False]  # compiled here: numba's library
+    y, hits, (refreshes, unused), later, x, unparsed, linked = run()
     assert (y, hits, refreshes, unused) == (expected, 2, 0, False)
-    assert later and x == [0.5, 0.25]
+    assert unparsed == [True, True]  # loaded: object code only, the bitcode deferred
+    # the later compilation links the loaded `spread` (parsing its bitcode then):
+    # x = solve + cumsum([2, 0]) = [0.5 + 2, 0.25 + 2]
+    assert later and linked and x == [2.5, 2.25]
 
 
 def test_import_flexmbd_imports_no_numba_scipy_linalg_fem_or_viewer():

@@ -368,8 +368,10 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
     W = n + nc if layout is None else layout.width
     lu = empty_work() if lu is None else fresh_work(lu)
     N = 7 + max(int(nf), 1)
-    e = np.zeros((0, 9), np.int64)
-    fe = forces_scratch(e, e) if forces is None else forces_scratch(forces.s_int, forces.l_int)
+    if forces is not None and forces.s_int.shape[0] + forces.l_int.shape[0] > 0:
+        fe = forces_scratch(forces.s_int, forces.l_int)
+    else:  # no force elements: the force kernels do not run (nor load for the scratch)
+        fe = np.empty(0), np.empty((4, 0), np.int64)
     return Workspace(
         z(n),
         z(nc),
@@ -392,7 +394,7 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
         z(n),
         joint_scratch(nfs),
         *fe,
-        joint_forces_scratch(),
+        joint_forces_scratch.py_func(),  # numpy allocations: no kernel to load
     )
 
 
