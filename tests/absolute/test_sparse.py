@@ -164,6 +164,49 @@ def test_reference_pivots_start_every_fresh_solve():
     assert S.refactor_or_factor(w2, near, True) == 1 and tuple(w2.stat[:2]) == (1, 0)
 
 
+def test_refused_refactorization_resumes_at_the_refused_step():
+    """A reference pivot failing its test late in the elimination: the steps before it
+    keep the reference pivots and values, partial pivoting takes over from that step on
+    (only those columns are factored again); the solution is exact and is that of the
+    same matrix whatever the work held before (each solve depends on its own matrix)."""
+    rng = np.random.default_rng(21)
+    n = 50
+    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
+    Ap, Ai, Ax = _csc(A)
+    cols = np.repeat(np.arange(n), np.diff(Ap))
+    base = S.analyze(Ap, Ai, n)
+    assert S.set_reference(S.fresh_work(base), Ax) == 1
+    P_ref = base.rP.copy()
+    below = np.flatnonzero(np.diff(base.rLp) > 0)
+    k = int(below[-1])
+    assert k > n // 2  # a late step: most columns keep the reference
+    bad = Ax * (1 + 0.01 * rng.standard_normal(Ax.shape))
+    # the pivot entry less the pivot it gives: that step's pivot vanishes (round-off)
+    w = S.fresh_work(base)
+    assert S.refactor_or_factor(w, bad, True) == 1 and w.stat[0] == 0
+    j = base.Q[k]
+    bad[Ap[j] + np.searchsorted(Ai[Ap[j] : Ap[j + 1]], P_ref[k])] -= w.Ud[k]
+    M = np.zeros((n, n))
+    M[Ai, cols] = bad
+    b = rng.standard_normal(n)
+    ref = np.linalg.solve(M, b)
+    sols = []
+    for warm in (False, True):
+        w = S.fresh_work(base)
+        if warm:  # other factors held before (a pivoting factorization of another matrix)
+            assert S.factor(w, Ax[::-1].copy()) == 1
+        assert S.refactor_or_factor(w, bad, True) == 1
+        assert w.stat[2] == 1 and w.stat[6] == k and w.stat[4] == 2  # refused at k
+        np.testing.assert_array_equal(w.P[:k], P_ref[:k])
+        assert w.P[k] != P_ref[k]  # the tiny entry is not the pivot
+        assert abs(w.Ud[k]) > 1e-3
+        x = np.zeros(n)
+        S.solve(w, bad, b, x, 0)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        sols.append(x)
+    np.testing.assert_array_equal(sols[0], sols[1])
+
+
 def test_kkt_layout_colours_columns_without_collisions():
     """Columns that share a row get different slots; body columns stay consecutive."""
     rng = np.random.default_rng(5)
