@@ -15,7 +15,10 @@ with the number of non-zeros of the factors, not with ``(n + nc)^2``:
 * :func:`refactor` (numba): the numeric factorization again with the pattern and pivot
   sequence of the last :func:`factor` (no search, no pivot choice) as long as every
   pivot passes the same threshold test against its column; otherwise (status 0) the
-  caller runs :func:`factor` again: static pivoting with a safe fallback;
+  caller factors with partial pivoting again: static pivoting with a safe fallback,
+  which :func:`refactor_or_factor` starts at the refused elimination step (the steps
+  before it keep their pivots and values: a pivot that passes through zero late in the
+  elimination costs only the columns after it);
 * :func:`set_reference` / :func:`restore_reference` (numba): keep the pattern and pivots
   of one factorization (a reference matrix: the engine's Newton matrix at the model's
   initial state) and put them back, so that a caller can start every solve from the same
