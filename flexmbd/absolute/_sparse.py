@@ -15,7 +15,10 @@ with the number of non-zeros of the factors, not with ``(n + nc)^2``:
 * :func:`refactor` (numba): the numeric factorization again with the pattern and pivot
   sequence of the last :func:`factor` (no search, no pivot choice) as long as every
   pivot passes the same threshold test against its column; otherwise (status 0) the
-  caller runs :func:`factor` again: static pivoting with a safe fallback;
+  caller factors with partial pivoting again: static pivoting with a safe fallback,
+  which :func:`refactor_or_factor` starts at the refused elimination step (the steps
+  before it keep their pivots and values: a pivot that passes through zero late in the
+  elimination costs only the columns after it);
 * :func:`set_reference` / :func:`restore_reference` (numba): keep the pattern and pivots
   of one factorization (a reference matrix: the engine's Newton matrix at the model's
   initial state) and put them back, so that a caller can start every solve from the same
@@ -74,9 +77,10 @@ class LUWork(NamedTuple):
     ``P[k]``: the row of ``A`` pivoted at step ``k``, ``pinv`` its inverse;
     ``x, xi, mark, stack, pstack``: scratch of the factorization; ``stat``:
     ``[factorizations, refactorizations, refactor rejections, capacity, pivots,
-    reference]`` (``pivots``: what the factors hold: 0 nothing, 1 the reference pattern
-    and pivots put back by :func:`restore_reference`, of the reference number
-    ``reference``, 2 those of the last :func:`factor`); ``rLp, rLi, rUp, rUi, rP``: the
+    reference, refused step]`` (``pivots``: what the factors hold: 0 nothing, 1 the
+    reference pattern and pivots put back by :func:`restore_reference`, of the reference
+    number ``reference``, 2 those of the last :func:`factor`; ``refused step``: the step
+    whose pivot the last refused :func:`refactor` rejected); ``rLp, rLi, rUp, rUi, rP``: the
     reference pattern and pivots, ``rstat[0]`` 1 when set and ``rstat[1]`` the number of
     the last :func:`set_reference` (shared by the works of one analysis)."""
 
@@ -109,7 +113,7 @@ class LUWork(NamedTuple):
 
 
 def _stat(cap):
-    return np.array([0, 0, 0, cap, 0, 0], np.int64)
+    return np.array([0, 0, 0, cap, 0, 0, 0], np.int64)
 
 
 def fresh_work(w):
@@ -268,6 +272,16 @@ def factor(w, Ax):
     is its diagonal entry when ``|a| >= PIVOT_TOL max |candidates|``, else the largest
     candidate. Returns 1, or 0 when a column has no non-zero candidate (structurally or
     numerically singular), or -1 when the factors outgrow their capacity."""
+    return _factor_from(w, Ax, 0)
+
+
+@njit(cache=True)
+def _factor_from(w, Ax, k0):
+    """:func:`factor` from step ``k0`` on: steps ``0 .. k0 - 1`` keep the factors that
+    :func:`refactor` computed for them (pattern, pivots, values), the later steps are
+    factored with partial pivoting. The factors of a refused :func:`refactor` are exact
+    up to its refused step (``w.stat[6]``), so resuming there costs only the columns
+    from it on; ``k0 = 0`` is the whole factorization."""
     n = w.n
     Ap, Ai, Q = w.Ap, w.Ai, w.Q
     Lp, Li, Lx, Up, Ui, Ux, Ud = w.Lp, w.Li, w.Lx, w.Up, w.Ui, w.Ux, w.Ud
@@ -279,9 +293,11 @@ def factor(w, Ax):
         pinv[i] = -1
         mark[i] = -1
         x[i] = 0.0
-    lnz = 0
-    unz = 0
-    for k in range(n):
+    for k in range(k0):
+        pinv[P[k]] = k
+    lnz = Lp[k0] if k0 > 0 else 0
+    unz = Up[k0] if k0 > 0 else 0
+    for k in range(k0, n):
         Lp[k] = lnz
         Up[k] = unz
         j = Q[k]
@@ -384,8 +400,11 @@ def _copy_pattern(n, Lp, Up, Li, Ui, P, Lp2, Up2, Li2, Ui2, P2):
 def refactor_or_factor(w, Ax, fresh):
     """Factors of ``Ax``: with ``fresh`` (or no factors yet) a :func:`refactor` with the
     reference pivots (:func:`restore_reference`), otherwise with the last pivots; a
-    :func:`factor` with partial pivoting when that is refused or there are no pivots to
-    reuse. Returns the status of the last kernel run (1: factors ready).
+    :func:`factor` with partial pivoting when there are no pivots to reuse, and when the
+    refactorization is refused at a step, partial pivoting from that step on (the steps
+    before it keep their pivots and values: :func:`_factor_from`; the result depends on
+    ``Ax`` and the pivots it started from only). Returns the status of the last kernel
+    run (1: factors ready).
 
     The reference is not copied again when the factors already hold it (the last
     factorizations were refactorizations from it: a step's first solve then costs no
@@ -396,7 +415,7 @@ def refactor_or_factor(w, Ax, fresh):
             return factor(w, Ax)
     if refactor(w, Ax) == 1:
         return 1
-    return factor(w, Ax)
+    return _factor_from(w, Ax, w.stat[6])
 
 
 @njit(cache=True)
@@ -441,6 +460,7 @@ def refactor(w, Ax):
                 x[Li[t]] = 0.0
             w.stat[2] += 1
             w.stat[4] = 0
+            w.stat[6] = k
             return 0
         Ud[k] = piv
     return 1

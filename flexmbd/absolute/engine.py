@@ -775,8 +775,8 @@ def _system_terms(
     Q = ws.Q
     R[:] = 0.0
     Q[:] = 0.0
-    if jac:
-        Amat[:, :] = 0.0
+    if jac:  # the constraint rows (n: ) are written whole below
+        Amat[:n, :] = 0.0
     _rigid_terms(
         rm, rc, rJ, isflex, g, has_g, q, qd, qdd, aM, aKin, aDin, aK, R, Q, Amat, cm, jac,
         nb, ws.B, ws.W,

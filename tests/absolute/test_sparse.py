@@ -164,6 +164,62 @@ def test_reference_pivots_start_every_fresh_solve():
     assert S.refactor_or_factor(w2, near, True) == 1 and tuple(w2.stat[:2]) == (1, 0)
 
 
+def test_refused_refactorization_resumes_at_the_refused_step():
+    """A reference pivot failing its test late in the elimination: the steps before it
+    keep the reference pivots and values, partial pivoting takes over from that step on
+    (only those columns are factored again); the solution is exact and is that of the
+    same matrix whatever the work held before (each solve depends on its own matrix).
+    The reference (set on another matrix) has an early pivot off the diagonal where a
+    pivoting factorization from scratch takes the diagonal: the kept pivots are the
+    reference's, not a new factorization's."""
+    rng = np.random.default_rng(21)
+    n = 50
+    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
+    Ap, Ai, Ax = _csc(A)
+    cols = np.repeat(np.arange(n), np.diff(Ap))
+    base = S.analyze(Ap, Ai, n)
+    # an early step without updates whose column has an entry in a row not pivoted yet
+    # (the pivots are the diagonal: dominant); that entry 5 (the largest), and in the
+    # reference matrix the diagonal small: the reference pivots that entry
+    first = S.fresh_work(base)
+    assert S.factor(first, Ax) == 1
+    np.testing.assert_array_equal(first.P, base.Q)
+    for s in np.flatnonzero(np.diff(first.Up) == 0):
+        j0 = base.Q[s]
+        rows = Ai[Ap[j0] : Ap[j0 + 1]]
+        rows = rows[~np.isin(rows, base.Q[: s + 1])]
+        if len(rows):
+            r0 = int(rows[0])
+            break
+    Aref = A.copy()
+    Aref[j0, j0] = 0.01
+    Aref[r0, j0] = A[r0, j0] = 5.0
+    Ax = np.ascontiguousarray(A[Ai, cols])
+    assert S.set_reference(S.fresh_work(base), np.ascontiguousarray(Aref[Ai, cols])) == 1
+    P_ref = base.rP.copy()
+    assert P_ref[s] == r0
+    scratch = S.fresh_work(base)
+    assert S.factor(scratch, Ax) == 1 and scratch.P[s] == j0  # from scratch: the diagonal
+    b = rng.standard_normal(n)
+    ref = np.linalg.solve(A, b)
+    sols = []
+    for warm in (False, True):
+        w = S.fresh_work(base)
+        if warm:  # other factors held before (a pivoting factorization of another matrix)
+            assert S.factor(w, Ax[::-1].copy()) == 1
+        assert S.refactor_or_factor(w, Ax, True) == 1
+        k = int(w.stat[6])
+        assert tuple(w.stat[1:3]) == (1, 1) and w.stat[4] == 2  # refused once, at k
+        assert k > max(s, n // 2)  # late: most columns keep the reference
+        np.testing.assert_array_equal(w.P[:k], P_ref[:k])  # with P[s] == r0
+        assert w.P[k] != P_ref[k]  # the refused pivot is not taken
+        x = np.zeros(n)
+        S.solve(w, Ax, b, x, 0)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        sols.append(x)
+    np.testing.assert_array_equal(sols[0], sols[1])
+
+
 def test_kkt_layout_colours_columns_without_collisions():
     """Columns that share a row get different slots; body columns stay consecutive."""
     rng = np.random.default_rng(5)
