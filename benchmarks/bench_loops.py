@@ -31,10 +31,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
+from flexmbd.recursive import _nbloops as NL  # noqa: E402
+from flexmbd.recursive.loops import _GUARD  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- loops:start -->", "<!-- loops:end -->"
@@ -259,6 +262,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
     rows = []
     for name, every, end in cases:
         every(), end()  # warm: kernels loaded, first-call work
+        floor = squeezer_floor(sqs, every(), end()) if name.startswith("squeezer") else None
         pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
         if pairs[0][1][0] < 5e-3:  # a run of a millisecond: more pairs against the noise
             pairs += [(cpu_of(every), cpu_of(end)) for _ in range(2 * repeats)]
@@ -273,6 +277,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 every=min(p[0][0] for p in pairs),
                 end=min(p[1][0] for p in pairs),
                 share=ratio,
+                floor=floor,
             )
         )
         r = rows[-1]
@@ -282,6 +287,51 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
             flush=True,
         )
     return rows
+
+
+def squeezer_floor(S, every, end, repeats=15):
+    """What the squeezer's interpolated samples must add while each keeps its own
+    forward dynamics: the dense output's extra stage evaluations (counted: the runs'
+    evaluations with every sample and with the end only) and one forward dynamics with
+    every reaction per extra sample (`_nbloops.loop_samples`), in units of one
+    right-hand side evaluation (`_nbloops.loop_rhs`: correction + accelerations), both
+    timed at the run's sample states inside one compiled call (best of ``repeats``).
+    Leaves out the sample's correction, the interpolation and the result assembly, so
+    it is a lower bound of the run's `adds`."""
+    st = S.stepper(0.03, dt=0.03 / 300, integrator="dop853", rtol=1e-9, atol=1e-11)
+    st.step()
+    P = st.P
+    sel = P.selection()
+    Ib, buf, cargs, forces, tau, ws, reac, clab, body_row = S.compiled_rk4()
+    Q, V = np.ascontiguousarray(every.q), np.ascontiguousarray(every.qd)
+    n, nv, m = Q.shape[0], Q.shape[1], ws[0].shape[0]
+    Yq = np.ascontiguousarray(np.hstack([Q, V]))
+    out = np.empty(2 * nv)
+    corr = (P.position_tol, P.max_newton, P.rtol, _GUARD)
+    TAU = np.zeros((n, nv))
+    arrays = (
+        np.empty((n, nv)), np.empty((n, m)), np.empty((n, reac.shape[0], 6)),
+        np.empty((n, int(body_row.max()) + 1, 6)), np.empty((n, clab.shape[0], 6)),
+        np.zeros((n, 2)), np.zeros(n, dtype=bool),
+    )  # fmt: skip
+
+    def rhs():
+        _n_rhs(Ib, buf, cargs, forces, Yq, tau, sel, *corr, ws, reac, out)
+
+    def samples():
+        NL.loop_samples(
+            Ib, buf, cargs, forces, clab, Q, V, TAU, sel, P.rtol, _GUARD, ws, reac, body_row,
+            *arrays,
+        )  # fmt: skip
+
+    t_rhs = min(cpu_of(rhs)[0] for _ in range(repeats)) / n
+    t_smp = min(cpu_of(samples)[0] for _ in range(repeats)) / n
+    ev, en = (int(np.asarray(r.stats["rhs_evaluations"])[-1]) for r in (every, end))
+    extra = len(every.t) - len(end.t)
+    return dict(
+        evals_every=ev, evals_end=en, t_rhs=t_rhs, t_sample=t_smp, extra=extra,
+        floor=(ev - en + extra * t_smp / t_rhs) / en,
+    )  # fmt: skip
 
 
 def output_report(rows):
@@ -324,6 +374,182 @@ def output_report(rows):
         f"Issue 13 target (output sampling adds <= 10 % to any run): met for "
         f"{', '.join(met) if met else 'none'}. " + OUTPUT_NOTES,
     ]
+    for r in rows:
+        f = r.get("floor")
+        if f:
+            de = f["evals_every"] - f["evals_end"]
+            lines += [
+                "",
+                f"The floor of the {r['case']} run (`squeezer_floor`): its "
+                f"{f['evals_every']} evaluations against {f['evals_end']} with the end "
+                f"only, i.e. {de} dense-output stage evaluations "
+                f"(+{100 * de / f['evals_end']:.1f} %), and {f['extra']} more samples, each "
+                f"a forward dynamics with every reaction ({1e6 * f['t_sample']:.1f} us per "
+                f"sample in one `loop_samples` call, against {1e6 * f['t_rhs']:.1f} us per "
+                f"right-hand side `loop_rhs`, both at the run's sample states): "
+                f"{100 * f['floor']:.0f} % of the end-only run's evaluations before the "
+                f"correction of each interpolated state, the interpolation and the result "
+                f"assembly. So with more samples than steps the 10 % target cannot hold "
+                f"while every sample keeps its own accelerations and reactions: measured "
+                f"{100 * r['share']:.0f} % against this floor of {100 * f['floor']:.0f} %.",
+            ]
+    return lines
+
+
+# Where a loop step goes: each part of the compiled step called n times inside one
+# compiled loop (no Python between the calls), at the state after the second output
+# interval; the parts are the private kernels of flexmbd.recursive._nbloops.
+@njit
+def _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac):
+    for _ in range(n):
+        NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+
+
+@njit
+def _n_rows(n, cargs, q, v, with_v, phi, J, gamma):
+    for _ in range(n):
+        NL._eval(cargs, q, v, with_v, phi, J, gamma)
+
+
+@njit
+def _n_cols(n, Ib, buf, cols, Y, s1, s2, s3):
+    for _ in range(n):
+        NL._tree_columns(Ib, buf, cols, Y, s1, s2, s3)
+
+
+@njit
+def _n_stage(n, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    for _ in range(n):
+        NL.loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+
+
+@njit
+def _n_correct(n, cargs, y, sel, tol, mn, rtol, guard, phi, J, gamma):
+    nv = y.shape[0] // 2
+    for _ in range(n):
+        yy = y.copy()
+        NL.loop_correct(cargs, yy[:nv], yy[nv:], sel, tol, mn, rtol, guard, phi, J, gamma)
+
+
+@njit
+def _n_step(n, Ib, buf, cargs, forces, y, h, tau, sel, tol, mn, rtol, guard, ws, reac):
+    for _ in range(n):
+        yy = y.copy()
+        NL.loop_rk4_step(Ib, buf, cargs, forces, yy, h, tau, sel, tol, mn, rtol, guard, ws, reac)
+
+
+@njit
+def _n_rhs(Ib, buf, cargs, forces, Y, tau, sel, tol, mn, rtol, guard, ws, reac, out):
+    for i in range(Y.shape[0]):
+        NL.loop_rhs(Ib, buf, cargs, forces, Y[i], tau, sel, tol, mn, rtol, guard, ws, reac, out)
+
+
+def per_call(f, n, repeats=15):
+    """Best over ``repeats`` of the wall time per call of ``f(n)`` (n calls in one
+    compiled loop), us."""
+    f(1)
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f(n)
+        best = min(best, (time.perf_counter() - t0) / n)
+    return 1e6 * best
+
+
+def stage_rows(sizes=(10, 100, 500), dt=1e-3, rsteps=30):
+    """The parts of the ring's compiled loop step, each timed alone inside a compiled
+    loop (us per call): the tree's free accelerations (`_tree_free`, one per stage),
+    the cut rows with and without the speed terms (`_eval`: the stage's and the
+    correction's), the five `M^-1` columns (`_tree_columns`), a whole stage
+    (`loop_accelerations`), the correction (`loop_correct`) and a whole step
+    (`loop_rk4_step`)."""
+    rows = []
+    for N in sizes:
+        r = stage_times(N, dt, rsteps)
+        rows.append(r)
+        print(
+            f"stages N={N}: " + ", ".join(f"{a} {b:.1f}" for a, b in r.items() if a != "N"),
+            flush=True,
+        )
+    return rows
+
+
+def stage_times(N, dt, rsteps):
+    """:func:`stage_rows` of one ring size."""
+    S = ring(N).compile("recursive")
+    st = S.stepper(1.0, dt=rsteps * dt, substeps=rsteps)
+    st.step()
+    st.advance(1)
+    Ib, buf, cargs, forces, tau, ws, reac = S.compiled_rk4()[:7]
+    P = st.P
+    sel = P.selection()
+    y = np.array(st.y, float)
+    nv = S.nv
+    q, v = y[:nv].copy(), y[nv:].copy()
+    phi, J, gamma = ws
+    qdd, lam = np.empty(nv), np.empty(phi.shape[0])
+    n = max(20, 20000 // N)
+    k, n1 = len(sel), int(Ib[NL.K.IB_N1])
+    NL._eval(cargs, q, v, True, phi, J, gamma)
+    cols, Y = np.ascontiguousarray(J[sel]), np.empty((k, nv))
+    scratch = [np.empty((k, n1, 6)) for _ in range(3)]
+    corr = (P.position_tol, P.max_newton, P.rtol, _GUARD)
+    stage = (Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    r = dict(N=N)
+    r["free"] = per_call(lambda n: _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac), n)
+    r["rows_v"] = per_call(lambda n: _n_rows(n, cargs, q, v, True, phi, J, gamma), n)
+    r["rows"] = per_call(lambda n: _n_rows(n, cargs, q, v, False, phi, J, gamma), n)
+    r["cols"] = per_call(lambda n: _n_cols(n, Ib, buf, cols, Y, *scratch), n)
+    r["stage"] = per_call(lambda n: _n_stage(n, *stage), n)
+    r["correct"] = per_call(lambda n: _n_correct(n, cargs, y, sel, *corr, *ws), n)
+    step = (Ib, buf, cargs, forces, y, dt, tau, sel, *corr, ws, reac)
+    r["step"] = per_call(lambda n: _n_step(n, *step), max(5, n // 4))
+    return r
+
+
+def stage_report(rows, ring_rows):
+    """The stage subsection of the loops section."""
+    if not rows:
+        return []
+    tree = {r["N"]: r["tree_step"] for r in ring_rows}
+    lines = [
+        "### Where a loop step goes",
+        "",
+        "Each part of the ring's compiled loop step timed alone, called many times inside "
+        "one compiled loop (no Python between the calls; wall time per call, best of 15, "
+        "us) at the state after the second output interval: `tree stage` the tree's free "
+        "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
+        "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
+        "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
+        "`M^-1 J_I^T` sweep (`_tree_columns`), `stage` a whole `loop_accelerations`, "
+        "`correction` `loop_correct`, `step` `loop_rk4_step` (4 stages + correction); "
+        "`tree step` from the table above (ms there).",
+        "",
+        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | stage | correction "
+        "| step | 4 tree stages | tree step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = tree.get(r["N"])
+        lines.append(
+            f"| {r['N']} | {r['free']:.1f} | {r['rows_v']:.1f} | {r['rows']:.1f} | "
+            f"{r['cols']:.1f} | {r['stage']:.1f} | {r['correct']:.1f} | {r['step']:.1f} | "
+            f"{4 * r['free']:.1f} | {'' if t is None else f'{1e6 * t:.1f}'} |"
+        )
+    parts = []
+    for r in rows:
+        extra = r["step"] - 4 * r["free"]
+        rest = extra - 4 * (r["rows_v"] + r["cols"]) - r["correct"]
+        parts.append(
+            f"N = {r['N']}: step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
+            f"cut rows {4 * r['rows_v']:.0f} ({100 * 4 * r['rows_v'] / extra:.0f} % of the "
+            f"loop's extra) + columns {4 * r['cols']:.0f} "
+            f"({100 * 4 * r['cols'] / extra:.0f} %) + correction {r['correct']:.0f} "
+            f"({100 * r['correct'] / extra:.0f} %) + the rest {rest:.0f} "
+            "(5 x 5 system, refinement, RK updates, and at large N the passes evicting each "
+            "other's data)"
+        )
+    lines += ["", "Per step: " + "; ".join(parts) + ". " + STAGE_NOTES]
     return lines
 
 
@@ -359,6 +585,7 @@ def slope(N, t):
 def main(sizes=SIZES, repeats=3, write=False):
     squeezer = squeezer_rows(repeats)
     output = output_rows(max(repeats, 5))
+    stages = stage_rows([N for N in (10, 100, 500) if N in sizes])
     rows = []
     for N in sizes:
         r = time_size(N, repeats)
@@ -378,7 +605,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     Ns = [r["N"] for r in rows]
     exps = {k: slope(Ns, [r[k] for r in rows]) for k in KEYS}
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
-    text = report(rows, exps, squeezer, output)
+    text = report(rows, exps, squeezer, output, stages)
     if write:
         old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
         if START in old and END in old:
@@ -389,7 +616,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     return rows, exps
 
 
-def report(rows, exps, squeezer=(), output=()):
+def report(rows, exps, squeezer=(), output=(), stages=()):
     import numpy
 
     lines = [
@@ -439,6 +666,8 @@ def report(rows, exps, squeezer=(), output=()):
         summary(rows, exps),
         "",
         NOTES,
+        "",
+        *stage_report(stages, rows),
         "",
         *squeezer_report(squeezer),
         "",
@@ -515,6 +744,24 @@ def summary(rows, exps):
     )
 
 
+STAGE_NOTES = (
+    "Every part is O(N) and each costs about what the tree's own stage costs or more: "
+    "the cut rows recompute the loop bodies' poses, motion axes and bias terms (a "
+    "second kinematics pass beside the tree's), the five columns are five solves with "
+    "the tree's factorization in one sweep (each body's matrices read once for all "
+    "five), so the loop step is about 4 x (tree stage + cut rows + columns) + "
+    "correction; the 3x target needs cut rows + columns below the tree stage, i.e. "
+    "another algorithm (the cut joint's 5 x 5 `J M^-1 J^T` from an operational-space "
+    "recursion instead of five columns, and the cut rows from the tree's own "
+    "kinematics), not a cheaper implementation of these passes. Tried this round and "
+    "not kept (each within the noise, interleaved against main, ring N = 10 / 100 / "
+    "500): the stage's work arrays allocated once per block instead of per stage; the "
+    "columns' elimination with the loop over the columns inside the schedule (each "
+    "joint's factors loaded once); the `J_I M^-1 J_I^T`, Gram and residual sums side "
+    "by side instead of one dependent chain each."
+)
+
+
 OUTPUT_NOTES = (
     "What an interpolated DOP853 sample costs is work, not Python: the dense output's "
     "three extra stage evaluations per step that holds a sample (+~17 % evaluations for "
@@ -559,11 +806,15 @@ if __name__ == "__main__":
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     ap.add_argument("--squeezer", action="store_true", help="only the squeezer rows")
     ap.add_argument("--output", action="store_true", help="only the output-sampling rows")
+    ap.add_argument("--stages", action="store_true", help="only the loop step's parts")
     a = ap.parse_args()
     if a.squeezer:
         squeezer_rows(a.repeats)
         sys.exit()
     if a.output:
         output_rows(max(a.repeats, 5))
+        sys.exit()
+    if a.stages:
+        stage_rows([N for N in (10, 100, 500) if N in a.sizes])
         sys.exit()
     main(a.sizes, a.repeats, a.write)
