@@ -912,6 +912,26 @@ def loop_dop853_dense(
 
 
 @njit(cache=True)
+def dop853_interpolate(t_old, h, y_old, F, ts, out):
+    """scipy's DOP853 interpolant (``Dop853DenseOutput``) at the times ``ts``:
+    ``out[j]`` (n,) from the coefficients ``F`` (7, n) of the step from ``t_old`` of
+    length ``h`` and its start ``y_old``; the same operations per element as scipy's
+    ``_call_impl`` (Horner in ``x`` and ``1 - x``), so the same values."""
+    nf = F.shape[0]
+    for j in range(ts.shape[0]):
+        x = (ts[j] - t_old) / h
+        for i in range(y_old.shape[0]):
+            y = 0.0
+            for r in range(nf):
+                y += F[nf - 1 - r, i]
+                if r % 2 == 0:
+                    y *= x
+                else:
+                    y *= 1 - x
+            out[j, i] = y + y_old[i]
+
+
+@njit(cache=True)
 def loop_samples(
     Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, guard, ws, reac_ws, body_row,
     QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
