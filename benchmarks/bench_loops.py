@@ -444,15 +444,15 @@ def _n_rhs(Ib, buf, cargs, forces, Y, tau, sel, tol, mn, rtol, guard, ws, reac, 
         NL.loop_rhs(Ib, buf, cargs, forces, Y[i], tau, sel, tol, mn, rtol, guard, ws, reac, out)
 
 
-def per_call(f, n, repeats=15):
-    """Best over ``repeats`` of the wall time per call of ``f(n)`` (n calls in one
+def per_call(f, n, repeats=25):
+    """Best over ``repeats`` of the process time per call of ``f(n)`` (n calls in one
     compiled loop), us."""
     f(1)
     best = np.inf
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         f(n)
-        best = min(best, (time.perf_counter() - t0) / n)
+        best = min(best, (time.process_time() - t0) / n)
     return 1e6 * best
 
 
@@ -488,7 +488,7 @@ def stage_times(N, dt, rsteps):
     q, v = y[:nv].copy(), y[nv:].copy()
     phi, J, gamma = ws
     qdd, lam = np.empty(nv), np.empty(phi.shape[0])
-    n = max(20, 20000 // N)
+    n = max(10, 5000 // N)
     k, n1 = len(sel), int(Ib[NL.K.IB_N1])
     NL._eval(cargs, q, v, True, phi, J, gamma)
     cols, Y = np.ascontiguousarray(J[sel]), np.empty((k, nv))
@@ -516,8 +516,8 @@ def stage_report(rows, ring_rows):
         "### Where a loop step goes",
         "",
         "Each part of the ring's compiled loop step timed alone, called many times inside "
-        "one compiled loop (no Python between the calls; wall time per call, best of 15, "
-        "us) at the state after the second output interval: `tree stage` the tree's free "
+        "one compiled loop (no Python between the calls; process time per call, best of "
+        "25, us) at the state after the second output interval: `tree stage` the tree's free "
         "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
         "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
         "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
@@ -541,7 +541,8 @@ def stage_report(rows, ring_rows):
         extra = r["step"] - 4 * r["free"]
         rest = extra - 4 * (r["rows_v"] + r["cols"]) - r["correct"]
         parts.append(
-            f"N = {r['N']}: step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
+            f"N = {r['N']}: cut rows + columns {(r['rows_v'] + r['cols']) / r['free']:.1f} "
+            f"tree stages; step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
             f"cut rows {4 * r['rows_v']:.0f} ({100 * 4 * r['rows_v'] / extra:.0f} % of the "
             f"loop's extra) + columns {4 * r['cols']:.0f} "
             f"({100 * 4 * r['cols'] / extra:.0f} %) + correction {r['correct']:.0f} "
@@ -549,7 +550,13 @@ def stage_report(rows, ring_rows):
             "(5 x 5 system, refinement, RK updates, and at large N the passes evicting each "
             "other's data)"
         )
-    lines += ["", "Per step: " + "; ".join(parts) + ". " + STAGE_NOTES]
+    over = [r["N"] for r in rows if r["rows_v"] + r["cols"] > 2 * r["free"]]
+    budget = (
+        "Loop / tree <= 3 needs the loop's extra per stage (cut rows + columns + the rest + "
+        "a quarter of the correction) within two tree stages; the cut rows and the columns "
+        f"alone exceed that for N in {over or 'none'} of this run. "
+    )
+    lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
     return lines
 
 
@@ -745,20 +752,20 @@ def summary(rows, exps):
 
 
 STAGE_NOTES = (
-    "Every part is O(N) and each costs about what the tree's own stage costs or more: "
-    "the cut rows recompute the loop bodies' poses, motion axes and bias terms (a "
-    "second kinematics pass beside the tree's), the five columns are five solves with "
-    "the tree's factorization in one sweep (each body's matrices read once for all "
-    "five), so the loop step is about 4 x (tree stage + cut rows + columns) + "
-    "correction; the 3x target needs cut rows + columns below the tree stage, i.e. "
-    "another algorithm (the cut joint's 5 x 5 `J M^-1 J^T` from an operational-space "
-    "recursion instead of five columns, and the cut rows from the tree's own "
-    "kinematics), not a cheaper implementation of these passes. Tried this round and "
-    "not kept (each within the noise, interleaved against main, ring N = 10 / 100 / "
-    "500): the stage's work arrays allocated once per block instead of per stage; the "
-    "columns' elimination with the loop over the columns inside the schedule (each "
-    "joint's factors loaded once); the `J_I M^-1 J_I^T`, Gram and residual sums side "
-    "by side instead of one dependent chain each."
+    "Every part is O(N): the cut rows recompute the loop bodies' poses, motion axes and "
+    "bias terms (a second kinematics pass beside the tree's), the five columns are five "
+    "solves with the tree's factorization in one sweep (each body's matrices read once "
+    "for all five), so the loop step is about 4 x (tree stage + cut rows + columns) + "
+    "correction. Meeting the target takes another algorithm (the cut joint's 5 x 5 "
+    "`J M^-1 J^T` from an operational-space recursion instead of five columns, the cut "
+    "rows from the tree's own kinematics), not a cheaper implementation of these "
+    "passes. Tried in round "
+    "loops3 and not kept (each within the noise, interleaved against main, ring N = 10 "
+    "/ 100 / 500): the stage's work arrays allocated once per block instead of per "
+    "stage; the columns' elimination with the loop over the columns inside the schedule "
+    "(each joint's factors loaded once); the `J_I M^-1 J_I^T`, Gram and residual sums "
+    "side by side instead of one dependent chain each; the loop kinematics' 26 small "
+    "work arrays passed in instead of allocated (0.4 us of a 1.8 us call at N = 10)."
 )
 
 
@@ -769,10 +776,13 @@ OUTPUT_NOTES = (
     "constraints and a forward dynamics with every reaction per sample (each about one "
     "evaluation): with 300 samples over 98 steps that is ~35 % of the integration's "
     "evaluations, so <= 10 % would need fewer samples per step or no per-sample "
-    "dynamics. Before this round (2026-11-27, same command and measure): 42 % / 40 % "
-    "(ring N = 10 loop / tree), 39 % / 38 % (N = 100), 70 % (squeezer); the tree's RK4 "
-    "ran from Python then (a run here is 3 to 6x faster now), and a last sample without "
-    "a step's row went through the parallel batch call (~5 ms of set-up)."
+    "dynamics. The samples' own costs, measured, are the floor below. Round loops3: "
+    "the interpolant evaluated by one compiled call (`_nbloops.dop853_interpolate`, the "
+    "same values as scipy's) and a sample's violations and rank decision from the rows "
+    "of its own accelerations (one evaluation of the cut rows less per sample): 50 % "
+    "before (2026-11-27, same command). Earlier (same measure): 42 % / 40 % (ring N = "
+    "10 loop / tree), 39 % / 38 % (N = 100), 70 % (squeezer) with the tree's RK4 from "
+    "Python and the last sample through the parallel batch call."
 )
 
 
@@ -787,15 +797,11 @@ NOTES = (
     "loop's `_nbloops.loop_rk4_block`, the tree's `_nbloops.tree_rk4_block`); `tree step "
     "(Python RK4)`: the tree's interval by `step`, RK4 from Python around four compiled "
     "forward dynamics per step, the tree measure of the earlier rounds. Where the loop's "
-    "step goes (N = 100 / 500, process time of isolated calls, 2026-11-27): tree free "
-    "accelerations 22 / 110 us, cut rows 18 / 62 us, five columns 30 / 155 us, "
-    "correction 19 / 65 us; at N = 500 a stage in sequence costs more than their sum "
-    "(every pass streams the tree's ~3 MB workspace), and the five columns cost 1.4 "
-    "tree solves: the ratio to the compiled tree is about 1 + (cut rows + columns + "
-    "correction / 4) / tree, ~3 at every N. Before this round (2026-11-27, same "
-    "command): loop / tree (Python RK4) 2.41, 2.99, 2.82, 2.77, 2.72, 3.12 for N = 10 "
-    "... 500. The `agree` column grows with N by the conditioning of long chains "
-    "(compare residuals: docs/design/facts.rst)."
+    "step goes: the next table. Before round loops3 (2026-11-27, main 304fcd2, same "
+    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; this "
+    "round changed no kernel of the step, so the two runs differ by the machine's load "
+    "only. The `agree` column grows with N by the conditioning of long chains (compare "
+    "residuals: docs/design/facts.rst)."
 )
 
 
