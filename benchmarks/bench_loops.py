@@ -31,10 +31,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
+from flexmbd.recursive import _nbloops as NL  # noqa: E402
+from flexmbd.recursive.loops import _GUARD  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- loops:start -->", "<!-- loops:end -->"
@@ -259,6 +262,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
     rows = []
     for name, every, end in cases:
         every(), end()  # warm: kernels loaded, first-call work
+        floor = squeezer_floor(sqs, every(), end()) if name.startswith("squeezer") else None
         pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
         if pairs[0][1][0] < 5e-3:  # a run of a millisecond: more pairs against the noise
             pairs += [(cpu_of(every), cpu_of(end)) for _ in range(2 * repeats)]
@@ -273,6 +277,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 every=min(p[0][0] for p in pairs),
                 end=min(p[1][0] for p in pairs),
                 share=ratio,
+                floor=floor,
             )
         )
         r = rows[-1]
@@ -282,6 +287,51 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
             flush=True,
         )
     return rows
+
+
+def squeezer_floor(S, every, end, repeats=15):
+    """What the squeezer's interpolated samples must add while each keeps its own
+    forward dynamics: the dense output's extra stage evaluations (counted: the runs'
+    evaluations with every sample and with the end only) and one forward dynamics with
+    every reaction per extra sample (`_nbloops.loop_samples`), in units of one
+    right-hand side evaluation (`_nbloops.loop_rhs`: correction + accelerations), both
+    timed at the run's sample states inside one compiled call (best of ``repeats``).
+    Leaves out the sample's correction, the interpolation and the result assembly, so
+    it is a lower bound of the run's `adds`."""
+    st = S.stepper(0.03, dt=0.03 / 300, integrator="dop853", rtol=1e-9, atol=1e-11)
+    st.step()
+    P = st.P
+    sel = P.selection()
+    Ib, buf, cargs, forces, tau, ws, reac, clab, body_row = S.compiled_rk4()
+    Q, V = np.ascontiguousarray(every.q), np.ascontiguousarray(every.qd)
+    n, nv, m = Q.shape[0], Q.shape[1], ws[0].shape[0]
+    Yq = np.ascontiguousarray(np.hstack([Q, V]))
+    out = np.empty(2 * nv)
+    corr = (P.position_tol, P.max_newton, P.rtol, _GUARD)
+    TAU = np.zeros((n, nv))
+    arrays = (
+        np.empty((n, nv)), np.empty((n, m)), np.empty((n, reac.shape[0], 6)),
+        np.empty((n, int(body_row.max()) + 1, 6)), np.empty((n, clab.shape[0], 6)),
+        np.zeros((n, 2)), np.zeros(n, dtype=bool),
+    )  # fmt: skip
+
+    def rhs():
+        _n_rhs(Ib, buf, cargs, forces, Yq, tau, sel, *corr, ws, reac, out)
+
+    def samples():
+        NL.loop_samples(
+            Ib, buf, cargs, forces, clab, Q, V, TAU, sel, P.rtol, _GUARD, ws, reac, body_row,
+            *arrays,
+        )  # fmt: skip
+
+    t_rhs = min(cpu_of(rhs)[0] for _ in range(repeats)) / n
+    t_smp = min(cpu_of(samples)[0] for _ in range(repeats)) / n
+    ev, en = (int(np.asarray(r.stats["rhs_evaluations"])[-1]) for r in (every, end))
+    extra = len(every.t) - len(end.t)
+    return dict(
+        evals_every=ev, evals_end=en, t_rhs=t_rhs, t_sample=t_smp, extra=extra,
+        floor=(ev - en + extra * t_smp / t_rhs) / en,
+    )  # fmt: skip
 
 
 def output_report(rows):
@@ -324,6 +374,189 @@ def output_report(rows):
         f"Issue 13 target (output sampling adds <= 10 % to any run): met for "
         f"{', '.join(met) if met else 'none'}. " + OUTPUT_NOTES,
     ]
+    for r in rows:
+        f = r.get("floor")
+        if f:
+            de = f["evals_every"] - f["evals_end"]
+            lines += [
+                "",
+                f"The floor of the {r['case']} run (`squeezer_floor`): its "
+                f"{f['evals_every']} evaluations against {f['evals_end']} with the end "
+                f"only, i.e. {de} dense-output stage evaluations "
+                f"(+{100 * de / f['evals_end']:.1f} %), and {f['extra']} more samples, each "
+                f"a forward dynamics with every reaction ({1e6 * f['t_sample']:.1f} us per "
+                f"sample in one `loop_samples` call, against {1e6 * f['t_rhs']:.1f} us per "
+                f"right-hand side `loop_rhs`, both at the run's sample states): "
+                f"{100 * f['floor']:.0f} % of the end-only run's evaluations before the "
+                f"correction of each interpolated state, the interpolation and the result "
+                f"assembly. So with more samples than steps the 10 % target cannot hold "
+                f"while every sample keeps its own accelerations and reactions: measured "
+                f"{100 * r['share']:.0f} % against this floor of {100 * f['floor']:.0f} %.",
+            ]
+    return lines
+
+
+# Where a loop step goes: each part of the compiled step called n times inside one
+# compiled loop (no Python between the calls), at the state after the second output
+# interval; the parts are the private kernels of flexmbd.recursive._nbloops.
+@njit
+def _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac):
+    for _ in range(n):
+        NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+
+
+@njit
+def _n_rows(n, cargs, q, v, with_v, phi, J, gamma):
+    for _ in range(n):
+        NL._eval(cargs, q, v, with_v, phi, J, gamma)
+
+
+@njit
+def _n_cols(n, Ib, buf, cols, Y, s1, s2, s3):
+    for _ in range(n):
+        NL._tree_columns(Ib, buf, cols, Y, s1, s2, s3)
+
+
+@njit
+def _n_stage(n, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    for _ in range(n):
+        NL.loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+
+
+@njit
+def _n_correct(n, cargs, y, sel, tol, mn, rtol, guard, phi, J, gamma):
+    nv = y.shape[0] // 2
+    for _ in range(n):
+        yy = y.copy()
+        NL.loop_correct(cargs, yy[:nv], yy[nv:], sel, tol, mn, rtol, guard, phi, J, gamma)
+
+
+@njit
+def _n_step(n, Ib, buf, cargs, forces, y, h, tau, sel, tol, mn, rtol, guard, ws, reac):
+    for _ in range(n):
+        yy = y.copy()
+        NL.loop_rk4_step(Ib, buf, cargs, forces, yy, h, tau, sel, tol, mn, rtol, guard, ws, reac)
+
+
+@njit
+def _n_rhs(Ib, buf, cargs, forces, Y, tau, sel, tol, mn, rtol, guard, ws, reac, out):
+    for i in range(Y.shape[0]):
+        NL.loop_rhs(Ib, buf, cargs, forces, Y[i], tau, sel, tol, mn, rtol, guard, ws, reac, out)
+
+
+def per_call(f, n, repeats=25):
+    """Best over ``repeats`` of the process time per call of ``f(n)`` (n calls in one
+    compiled loop), us."""
+    f(1)
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.process_time()
+        f(n)
+        best = min(best, (time.process_time() - t0) / n)
+    return 1e6 * best
+
+
+def stage_rows(sizes=(10, 100, 500), dt=1e-3, rsteps=30):
+    """The parts of the ring's compiled loop step, each timed alone inside a compiled
+    loop (us per call): the tree's free accelerations (`_tree_free`, one per stage),
+    the cut rows with and without the speed terms (`_eval`: the stage's and the
+    correction's), the five `M^-1` columns (`_tree_columns`), a whole stage
+    (`loop_accelerations`), the correction (`loop_correct`) and a whole step
+    (`loop_rk4_step`)."""
+    rows = []
+    for N in sizes:
+        r = stage_times(N, dt, rsteps)
+        rows.append(r)
+        print(
+            f"stages N={N}: " + ", ".join(f"{a} {b:.1f}" for a, b in r.items() if a != "N"),
+            flush=True,
+        )
+    return rows
+
+
+def stage_times(N, dt, rsteps):
+    """:func:`stage_rows` of one ring size."""
+    S = ring(N).compile("recursive")
+    st = S.stepper(1.0, dt=rsteps * dt, substeps=rsteps)
+    st.step()
+    st.advance(1)
+    Ib, buf, cargs, forces, tau, ws, reac = S.compiled_rk4()[:7]
+    P = st.P
+    sel = P.selection()
+    y = np.array(st.y, float)
+    nv = S.nv
+    q, v = y[:nv].copy(), y[nv:].copy()
+    phi, J, gamma = ws
+    qdd, lam = np.empty(nv), np.empty(phi.shape[0])
+    n = max(10, 5000 // N)
+    k, n1 = len(sel), int(Ib[NL.K.IB_N1])
+    NL._eval(cargs, q, v, True, phi, J, gamma)
+    cols, Y = np.ascontiguousarray(J[sel]), np.empty((k, nv))
+    scratch = [np.empty((k, n1, 6)) for _ in range(3)]
+    corr = (P.position_tol, P.max_newton, P.rtol, _GUARD)
+    stage = (Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    r = dict(N=N)
+    r["free"] = per_call(lambda n: _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac), n)
+    r["rows_v"] = per_call(lambda n: _n_rows(n, cargs, q, v, True, phi, J, gamma), n)
+    r["rows"] = per_call(lambda n: _n_rows(n, cargs, q, v, False, phi, J, gamma), n)
+    r["cols"] = per_call(lambda n: _n_cols(n, Ib, buf, cols, Y, *scratch), n)
+    r["stage"] = per_call(lambda n: _n_stage(n, *stage), n)
+    r["correct"] = per_call(lambda n: _n_correct(n, cargs, y, sel, *corr, *ws), n)
+    step = (Ib, buf, cargs, forces, y, dt, tau, sel, *corr, ws, reac)
+    r["step"] = per_call(lambda n: _n_step(n, *step), max(5, n // 4))
+    return r
+
+
+def stage_report(rows, ring_rows):
+    """The stage subsection of the loops section."""
+    if not rows:
+        return []
+    tree = {r["N"]: r["tree_step"] for r in ring_rows}
+    lines = [
+        "### Where a loop step goes",
+        "",
+        "Each part of the ring's compiled loop step timed alone, called many times inside "
+        "one compiled loop (no Python between the calls; process time per call, best of "
+        "25, us) at the state after the second output interval: `tree stage` the tree's free "
+        "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
+        "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
+        "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
+        "`M^-1 J_I^T` sweep (`_tree_columns`), `stage` a whole `loop_accelerations`, "
+        "`correction` `loop_correct`, `step` `loop_rk4_step` (4 stages + correction); "
+        "`tree step` from the table above (ms there).",
+        "",
+        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | stage | correction "
+        "| step | 4 tree stages | tree step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = tree.get(r["N"])
+        lines.append(
+            f"| {r['N']} | {r['free']:.1f} | {r['rows_v']:.1f} | {r['rows']:.1f} | "
+            f"{r['cols']:.1f} | {r['stage']:.1f} | {r['correct']:.1f} | {r['step']:.1f} | "
+            f"{4 * r['free']:.1f} | {'' if t is None else f'{1e6 * t:.1f}'} |"
+        )
+    parts = []
+    for r in rows:
+        extra = r["step"] - 4 * r["free"]
+        rest = extra - 4 * (r["rows_v"] + r["cols"]) - r["correct"]
+        parts.append(
+            f"N = {r['N']}: cut rows + columns {(r['rows_v'] + r['cols']) / r['free']:.1f} "
+            f"tree stages; step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
+            f"cut rows {4 * r['rows_v']:.0f} ({100 * 4 * r['rows_v'] / extra:.0f} % of the "
+            f"loop's extra) + columns {4 * r['cols']:.0f} "
+            f"({100 * 4 * r['cols'] / extra:.0f} %) + correction {r['correct']:.0f} "
+            f"({100 * r['correct'] / extra:.0f} %) + the rest {rest:.0f} "
+            "(5 x 5 system, refinement, RK updates, and at large N the passes evicting each "
+            "other's data)"
+        )
+    over = [r["N"] for r in rows if r["rows_v"] + r["cols"] > 2 * r["free"]]
+    budget = (
+        "Loop / tree <= 3 needs the loop's extra per stage (cut rows + columns + the rest + "
+        "a quarter of the correction) within two tree stages; the cut rows and the columns "
+        f"alone exceed that for N in {over or 'none'} of this run. "
+    )
+    lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
     return lines
 
 
@@ -359,6 +592,7 @@ def slope(N, t):
 def main(sizes=SIZES, repeats=3, write=False):
     squeezer = squeezer_rows(repeats)
     output = output_rows(max(repeats, 5))
+    stages = stage_rows([N for N in (10, 100, 500) if N in sizes])
     rows = []
     for N in sizes:
         r = time_size(N, repeats)
@@ -378,7 +612,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     Ns = [r["N"] for r in rows]
     exps = {k: slope(Ns, [r[k] for r in rows]) for k in KEYS}
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
-    text = report(rows, exps, squeezer, output)
+    text = report(rows, exps, squeezer, output, stages)
     if write:
         old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
         if START in old and END in old:
@@ -389,7 +623,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     return rows, exps
 
 
-def report(rows, exps, squeezer=(), output=()):
+def report(rows, exps, squeezer=(), output=(), stages=()):
     import numpy
 
     lines = [
@@ -439,6 +673,8 @@ def report(rows, exps, squeezer=(), output=()):
         summary(rows, exps),
         "",
         NOTES,
+        "",
+        *stage_report(stages, rows),
         "",
         *squeezer_report(squeezer),
         "",
@@ -515,6 +751,24 @@ def summary(rows, exps):
     )
 
 
+STAGE_NOTES = (
+    "Every part is O(N): the cut rows recompute the loop bodies' poses, motion axes and "
+    "bias terms (a second kinematics pass beside the tree's), the five columns are five "
+    "solves with the tree's factorization in one sweep (each body's matrices read once "
+    "for all five), so the loop step is about 4 x (tree stage + cut rows + columns) + "
+    "correction. Meeting the target takes another algorithm (the cut joint's 5 x 5 "
+    "`J M^-1 J^T` from an operational-space recursion instead of five columns, the cut "
+    "rows from the tree's own kinematics), not a cheaper implementation of these "
+    "passes. Tried in round "
+    "loops3 and not kept (each within the noise, interleaved against main, ring N = 10 "
+    "/ 100 / 500): the stage's work arrays allocated once per block instead of per "
+    "stage; the columns' elimination with the loop over the columns inside the schedule "
+    "(each joint's factors loaded once); the `J_I M^-1 J_I^T`, Gram and residual sums "
+    "side by side instead of one dependent chain each; the loop kinematics' 26 small "
+    "work arrays passed in instead of allocated (0.4 us of a 1.8 us call at N = 10)."
+)
+
+
 OUTPUT_NOTES = (
     "What an interpolated DOP853 sample costs is work, not Python: the dense output's "
     "three extra stage evaluations per step that holds a sample (+~17 % evaluations for "
@@ -522,10 +776,13 @@ OUTPUT_NOTES = (
     "constraints and a forward dynamics with every reaction per sample (each about one "
     "evaluation): with 300 samples over 98 steps that is ~35 % of the integration's "
     "evaluations, so <= 10 % would need fewer samples per step or no per-sample "
-    "dynamics. Before this round (2026-11-27, same command and measure): 42 % / 40 % "
-    "(ring N = 10 loop / tree), 39 % / 38 % (N = 100), 70 % (squeezer); the tree's RK4 "
-    "ran from Python then (a run here is 3 to 6x faster now), and a last sample without "
-    "a step's row went through the parallel batch call (~5 ms of set-up)."
+    "dynamics. The samples' own costs, measured, are the floor below. Round loops3: "
+    "the interpolant evaluated by one compiled call (`_nbloops.dop853_interpolate`, the "
+    "same values as scipy's) and a sample's violations and rank decision from the rows "
+    "of its own accelerations (one evaluation of the cut rows less per sample): 50 % "
+    "before (2026-11-27, same command). Earlier (same measure): 42 % / 40 % (ring N = "
+    "10 loop / tree), 39 % / 38 % (N = 100), 70 % (squeezer) with the tree's RK4 from "
+    "Python and the last sample through the parallel batch call."
 )
 
 
@@ -540,15 +797,11 @@ NOTES = (
     "loop's `_nbloops.loop_rk4_block`, the tree's `_nbloops.tree_rk4_block`); `tree step "
     "(Python RK4)`: the tree's interval by `step`, RK4 from Python around four compiled "
     "forward dynamics per step, the tree measure of the earlier rounds. Where the loop's "
-    "step goes (N = 100 / 500, process time of isolated calls, 2026-11-27): tree free "
-    "accelerations 22 / 110 us, cut rows 18 / 62 us, five columns 30 / 155 us, "
-    "correction 19 / 65 us; at N = 500 a stage in sequence costs more than their sum "
-    "(every pass streams the tree's ~3 MB workspace), and the five columns cost 1.4 "
-    "tree solves: the ratio to the compiled tree is about 1 + (cut rows + columns + "
-    "correction / 4) / tree, ~3 at every N. Before this round (2026-11-27, same "
-    "command): loop / tree (Python RK4) 2.41, 2.99, 2.82, 2.77, 2.72, 3.12 for N = 10 "
-    "... 500. The `agree` column grows with N by the conditioning of long chains "
-    "(compare residuals: docs/design/facts.rst)."
+    "step goes: the next table. Before round loops3 (2026-11-27, main 304fcd2, same "
+    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; this "
+    "round changed no kernel of the step, so the two runs differ by the machine's load "
+    "only. The `agree` column grows with N by the conditioning of long chains (compare "
+    "residuals: docs/design/facts.rst)."
 )
 
 
@@ -559,11 +812,15 @@ if __name__ == "__main__":
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     ap.add_argument("--squeezer", action="store_true", help="only the squeezer rows")
     ap.add_argument("--output", action="store_true", help="only the output-sampling rows")
+    ap.add_argument("--stages", action="store_true", help="only the loop step's parts")
     a = ap.parse_args()
     if a.squeezer:
         squeezer_rows(a.repeats)
         sys.exit()
     if a.output:
         output_rows(max(a.repeats, 5))
+        sys.exit()
+    if a.stages:
+        stage_rows([N for N in (10, 100, 500) if N in a.sizes])
         sys.exit()
     main(a.sizes, a.repeats, a.write)

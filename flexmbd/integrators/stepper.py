@@ -529,7 +529,8 @@ class ExplicitStepper:
         ``n``) that the last step's dense output covers, evaluated in one call; ``(t (k,),
         Y (k, nq + nv))`` with ``i``, ``t``, ``y`` advanced past them, or None."""
         s, dense = self.solver, self._dense
-        if self.t_eval is None or n <= 0 or type(dense).__name__ != "Dop853DenseOutput":
+        kinds = {c.__name__ for c in type(dense).__mro__}  # scipy's or a subclass
+        if self.t_eval is None or n <= 0 or "Dop853DenseOutput" not in kinds:
             return None
         j = m = self.i
         hi = min(self.t_eval.size, j + n)

@@ -912,24 +912,57 @@ def loop_dop853_dense(
 
 
 @njit(cache=True)
+def dop853_interpolate(t_old, h, y_old, F, ts, out):
+    """scipy's DOP853 interpolant (``Dop853DenseOutput``) at the times ``ts``:
+    ``out[j]`` (n,) from the coefficients ``F`` (7, n) of the step from ``t_old`` of
+    length ``h`` and its start ``y_old``; the same operations per element as scipy's
+    ``_call_impl`` (Horner in ``x`` and ``1 - x``), so the same values."""
+    nf = F.shape[0]
+    for j in range(ts.shape[0]):
+        x = (ts[j] - t_old) / h
+        for i in range(y_old.shape[0]):
+            y = 0.0
+            for r in range(nf):
+                y += F[nf - 1 - r, i]
+                if r % 2 == 0:
+                    y *= x
+                else:
+                    y *= 1 - x
+            out[j, i] = y + y_old[i]
+
+
+@njit(cache=True)
 def loop_samples(
     Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, guard, ws, reac_ws, body_row,
     QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
 ):  # fmt: skip
     """Output samples in one call: for each state ``Q[i], V[i]`` with joint forces
     ``TAU[i]`` the violations ``VIOL[i]`` and, where the projector's QR would select the
-    rows ``sel`` there with a margin (:func:`loop_sample`), :func:`loop_forward_dynamics`
-    into ``QDD[i]``, ``LAM[i]``, the tree reactions ``REAC[i]``, the body accelerations
-    ``ACC[i]`` and the cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take
-    the QR path."""
+    rows ``sel`` there with a margin (the test of :func:`loop_sample`, on the rows of the
+    accelerations' own evaluation), :func:`loop_forward_dynamics` into ``QDD[i]``,
+    ``LAM[i]``, the tree reactions ``REAC[i]``, the body accelerations ``ACC[i]`` and the
+    cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take the QR path (the
+    rows of such a sample are not read)."""
     phi, J, gamma = ws
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
     for i in range(Q.shape[0]):
         ok[i] = False
-        if not loop_sample(cargs, Q[i], V[i], sel, rtol, guard, phi, J, gamma, VIOL[i]):
+        q, v = Q[i], V[i]
+        # the accelerations first: their cut rows at (q, v) are the rows the violations
+        # and the rank decision read (phi and J do not depend on the speeds), so the
+        # sample takes no separate evaluation of them (loop_sample)
+        st = loop_accelerations(
+            Ib, buf, cargs, forces, q, v, TAU[i], sel, QDD[i], LAM[i], phi, J, gamma, REAC[i]
+        )
+        if st == TREE_FAILED:  # no rows evaluated: the violations alone
+            loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, VIOL[i])
             continue
-        st = loop_forward_dynamics(
-            Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, QDD[i], LAM[i], phi, J,
-            gamma, REAC[i], ACC[i], body_row, CUTF[i],
+        VIOL[i, 0], VIOL[i, 1] = _violations(phi, J, v)
+        if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
+            continue
+        st = _tree_with_cuts(
+            Ib, buf, forces, q, v, TAU[i], cI, clab, Dall, Rcs, pcs, LAM[i], CUTF[i], REAC[i],
+            ACC[i], body_row,
         )  # fmt: skip
         ok[i] = st == 0
 

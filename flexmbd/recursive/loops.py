@@ -1120,6 +1120,18 @@ def _compiled_dop853():
     from scipy.integrate import DOP853
     from scipy.integrate._ivp.rk import Dop853DenseOutput
 
+    class _CompiledDenseOutput(Dop853DenseOutput):
+        """scipy's DOP853 interpolant evaluated by one compiled call
+        (:func:`._nbloops.dop853_interpolate`: the same operations per element, so the
+        same values; a call from Python costs a few us instead of scipy's loop of array
+        operations)."""
+
+        def _call_impl(self, t):
+            ts = np.atleast_1d(np.asarray(t, dtype=float))
+            out = np.empty((ts.shape[0], self.y_old.shape[0]))
+            _NL.dop853_interpolate(float(self.t_old), float(self.h), self.y_old, self.F, ts, out)
+            return out[0] if np.ndim(t) == 0 else out.T
+
     class _CompiledDOP853(DOP853):
         """scipy's DOP853 whose steps (stages, error norm, step-size control: its
         ``_step_impl``) run in one compiled call (:func:`._nbloops.loop_dop853_step`) while
@@ -1192,8 +1204,9 @@ def _compiled_dop853():
                 return DOP853._dense_output_impl(self)
             self.nfev += len(self.A_EXTRA)  # as scipy's counted evaluations
             P.selection_used()
-            return Dop853DenseOutput(self.t_old, self.t, self.y_old, F)
+            return _CompiledDenseOutput(self.t_old, self.t, self.y_old, F)
 
+    _CompiledDOP853.Interpolant = _CompiledDenseOutput
     return _CompiledDOP853
 
 

@@ -167,3 +167,46 @@ def test_the_columns_sweep_is_the_tree_solve_per_column():
     assert np.array_equal(out, s.tree.solve_mass(q, cols.T).T)
     ref = np.linalg.solve(s.tree.mass_matrix(q), cols.T).T
     assert np.abs(out - ref).max() <= 1e-10 * np.abs(ref).max()
+
+
+def test_batch_samples_equal_the_per_state_sample_and_dynamics():
+    """``_nbloops.loop_samples`` (the violations and the rank decision from the rows of
+    each sample's own accelerations) gives per state what ``loop_sample`` (a separate
+    evaluation of the rows) and ``loop_forward_dynamics`` give, bit for bit; rows that
+    the QR would not select (4 of the ring's 5 independent rows) are refused."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _GUARD
+
+    s = spatial_ring(7).compile("recursive")
+    r = s.simulate(0.05, dt=0.01)  # released from rest: gravity moves the ring
+    Ib, buf, cargs, forces, tau, ws, reac, clab, body_row = s.compiled_rk4()
+    Q, V = np.ascontiguousarray(r.q), np.ascontiguousarray(r.qd)
+    n, nv, m = Q.shape[0], s.nv, ws[0].shape[0]
+    TAU = np.zeros((n, nv))
+    rtol = 1e-10
+    shapes = ((nv,), (m,), (reac.shape[0], 6), (int(body_row.max()) + 1, 6), (clab.shape[0], 6))
+    for sel, expect in (
+        (np.arange(5, dtype=np.int64), True),
+        (np.arange(4, dtype=np.int64), False),
+    ):
+        out = [np.zeros((n, *sh)) for sh in shapes]
+        VIOL, ok = np.zeros((n, 2)), np.zeros(n, dtype=bool)
+        NL.loop_samples(
+            Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, _GUARD, ws, reac, body_row,
+            *out, VIOL, ok,
+        )  # fmt: skip
+        assert ok.all() == expect and ok.any() == expect
+        for i in range(n):
+            viol = np.zeros(2)
+            assert NL.loop_sample(cargs, Q[i], V[i], sel, rtol, _GUARD, *ws, viol) == expect
+            assert np.array_equal(VIOL[i], viol)
+            if not expect:
+                continue
+            one = [np.zeros(sh) for sh in shapes]
+            st = NL.loop_forward_dynamics(
+                Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, one[0], one[1], *ws,
+                one[2], one[3], body_row, one[4],
+            )  # fmt: skip
+            assert st == 0
+            for a, b in zip(out, one, strict=True):
+                assert np.array_equal(a[i], b)

@@ -227,3 +227,21 @@ def test_tree_block_energies_equal_the_per_state_methods():
     again = energy_histories(s, res.t, res.q, res.qd)
     for k in ("damper_work", "actuator_work", "external_work", "total"):
         _close(res.energy[k], again[k], 1e-13)
+
+
+def test_compiled_interpolant_is_scipys_dop853_interpolant():
+    """The compiled DOP853 interpolant (``_nbloops.dop853_interpolate`` behind the
+    compiled loop's dense output) gives scipy's ``Dop853DenseOutput`` values bit for bit,
+    for one time and for many at once."""
+    from scipy.integrate._ivp.rk import Dop853DenseOutput
+
+    from flexmbd.recursive.loops import _compiled_dop853
+
+    rng = np.random.default_rng(11)
+    F, y_old = rng.standard_normal((7, 9)), rng.standard_normal(9)
+    ref = Dop853DenseOutput(0.3, 0.3125, y_old, F)
+    got = _compiled_dop853().Interpolant(0.3, 0.3125, y_old, F)
+    assert isinstance(got, Dop853DenseOutput)
+    ts = np.linspace(0.3, 0.3125, 13)
+    assert got(ts).shape == (9, 13) and np.array_equal(got(ts), ref(ts))
+    assert got(0.301).shape == (9,) and np.array_equal(got(0.301), ref(0.301))
