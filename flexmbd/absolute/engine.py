@@ -1914,18 +1914,30 @@ class Engine:
         before every run)."""
         import scipy.sparse as sp
 
-        self._set_time(t)
+        _, Pq = self._constraint_terms(q, t)
         L = self.model.layout
         n, nc = self.system.n, self.system.nc
-        Pq = np.zeros((nc, self.ws.A.shape[1]))
-        z = np.zeros(nc)
-        q = np.ascontiguousarray(q, dtype=float)
-        _constraints(
-            q, self.model.bodies.nb, self.model.joints, self.cs.s, self.cs.target, z, z.copy(),
-            Pq, self.ws.Hm, False, L.cmap, self.ws.js,
-        )  # fmt: skip
         rows = np.repeat(np.arange(nc), np.diff(L.rptr))
         return sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
+
+    def constraint(self, q, t=0.0):
+        """``Phi(q, t)`` (nc,) from the compiled constraint kernel:
+        :meth:`AbsoluteSystem.constraint <flexmbd.absolute.system.AbsoluteSystem.constraint>`
+        to round-off, without its Python evaluation."""
+        return self._constraint_terms(q, t)[0]
+
+    def _constraint_terms(self, q, t):
+        """``(Phi, Phi_q)`` at ``q``, ``t``: Phi_q in the engine's compressed row layout."""
+        self._set_time(t)
+        nc = self.system.nc
+        Pq = np.zeros((nc, self.ws.A.shape[1]))
+        phi = np.zeros(nc)
+        q = np.ascontiguousarray(q, dtype=float)
+        _constraints(
+            q, self.model.bodies.nb, self.model.joints, self.cs.s, self.cs.target,
+            np.zeros(nc), phi, Pq, self.ws.Hm, False, self.model.layout.cmap, self.ws.js,
+        )  # fmt: skip
+        return phi, Pq
 
     def newton(self, q_pred, v_pred, x_qdd, x_lam, t, bh2, gh, sc, tol, rtol, max_iter, hist):
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""

@@ -417,7 +417,8 @@ class ImplicitStepper:
         if self.energy:
             self.meter = EnergyAccumulator(system.energy_meter(), 1)
         self.mode = self._choose_mode(q)
-        phi = system.constraint(q, t0)
+        # the compiled kernel's Phi (round-off of the Python evaluation, ~0.2 ms less per run)
+        phi = system.constraint(q, t0) if self.mode == "generic" else self.eng.constraint(q, t0)
         viol = float(np.abs(phi[: self.nj]).max()) if self.nj else 0.0
         if self.mode == "generic":
             reac = system.reactions(q, qd, lam, t0)
