@@ -190,7 +190,7 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
         codegen = target_context.codegen()
         if (
             "_library_class" in vars(codegen)
-            or codegen._library_class is not JITCodeLibrary
+            or getattr(codegen, "_library_class", None) is not JITCodeLibrary
             or not _lazy_payload(payload)
         ):
             return super().rebuild(target_context, payload)
@@ -199,8 +199,11 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
         codegen._library_class = _LazyLinkLibrary
         try:
             return super().rebuild(target_context, payload)
+        except AttributeError:  # a numba whose code library lacks what the lazy load uses
+            pass
         finally:
             del codegen._library_class
+        return super().rebuild(target_context, payload)  # numba's own load
 
 
 class KernelCache(caching.FunctionCache):

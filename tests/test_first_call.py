@@ -285,9 +285,9 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
     (pkg / "flexmbd" / "_leanmod.py").write_text(LEAN_KERNEL)
     env = {**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
-    def run():
+    def run(prefix=""):
         out = subprocess.run(
-            [sys.executable, "-c", LEAN_LOAD],
+            [sys.executable, "-c", prefix + LEAN_LOAD],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -307,6 +307,17 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
     # the later compilation links the loaded `spread` (parsing its bitcode then):
     # x = solve + cumsum([2, 0]) = [0.5 + 2, 0.25 + 2]
     assert later and linked and x == [2.5, 2.25]
+    # a numba whose code library lacks what the lazy load uses: numba's own load
+    y, hits, _, _, x, unparsed, _ = run(BROKEN_LAZY_LOAD)
+    assert (y, hits, x, unparsed) == (expected, 2, [2.5, 2.25], [False, False])
+
+
+BROKEN_LAZY_LOAD = """
+from flexmbd import _jit
+def _missing(cls, codegen, state):
+    raise AttributeError("a numba internal this numba does not have")
+_jit._LazyLinkLibrary._unserialize = classmethod(_missing)
+"""
 
 
 def test_import_flexmbd_imports_no_numba_scipy_linalg_fem_or_viewer():
