@@ -686,33 +686,36 @@ def stage_report(rows, ring_rows):
         f"alone exceed that for N in {over or 'none'} of this run. "
     )
     lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
-    lines += ["", osim_projection(rows, tree)]
+    ratio = {r["N"]: r["rec_step"] / r["tree_step"] for r in ring_rows}
+    lines += ["", osim_projection(rows, ratio)]
     return lines
 
 
-def osim_projection(rows, tree):
+def osim_projection(rows, ratio):
     """What the operational-space design would give, from the measured parts: per stage
     the OSIM and one tree solve (the cut wrench) in place of the five columns, and at
-    best cut rows that cost nothing (taken from the tree's kinematics)."""
+    best cut rows that cost nothing (taken from the tree's kinematics); loop / tree of
+    the ring table (``ratio`` by N) scaled by the projected step over the step."""
     check = osim_check()
     if not check < 1e-12:
         raise RuntimeError(f"bench_loops: _osim_tip differs from the dense J M^-1 J^T ({check})")
     parts = []
     for r in rows:
-        t = tree.get(r["N"])
-        if t is None:
+        if r["N"] not in ratio:
             continue
+        f = ratio[r["N"]] / r["step"]
         osim = r["step"] - 4 * (r["cols"] - r["osim"] - r["col1"])
         free = r["step"] - 4 * r["rows_v"]
         parts.append(
-            f"N = {r['N']}: {r['step'] / (1e6 * t):.2f} now, {osim / (1e6 * t):.2f} with "
-            f"the OSIM, {free / (1e6 * t):.2f} with cut rows that cost nothing, "
-            f"{(osim + free - r['step']) / (1e6 * t):.2f} with both"
+            f"N = {r['N']}: {ratio[r['N']]:.2f} now, {f * osim:.2f} with the OSIM, "
+            f"{f * free:.2f} with cut rows that cost nothing, "
+            f"{f * (osim + free - r['step']):.2f} with both"
         )
     return (
-        "The two design changes of the brief, projected from these parts (loop / tree; "
-        "the step minus 4 x (5 columns - OSIM - 1 column), or minus 4 x the cut rows "
-        "with the speed terms, the bound for rows taken from the tree's kinematics): "
+        "The two design changes of the brief, projected from these parts: loop / tree of "
+        "the ring table times the projected step over `step`, the projected step being "
+        "`step` minus 4 x (5 columns - OSIM - 1 column), or minus 4 x the cut rows with "
+        "the speed terms (the bound for rows taken from the tree's kinematics): "
         + "; ".join(parts)
         + ". "
         + OSIM_NOTES.format(check=check)
@@ -921,7 +924,12 @@ STAGE_NOTES = (
     "recursion (next paragraph): it costs as much as the five columns. Also tried in "
     "ring-osi, outside the bench: the columns' backward pass with the column index "
     "innermost, so that SIMD could run across the columns. It took 27.5 us against "
-    "18.9 us at N = 500 (numba did not vectorize it), so it was not pursued. Tried in "
+    "18.9 us at N = 500 (numba did not vectorize it), so it was not pursued. Also "
+    "timed outside the bench: `J M^-1 J^T` from the cut bodies' responses alone, i.e. "
+    "the five columns' sweep without its last two passes (the accelerations and the "
+    "`qdd`), with one more tree solve for the cut wrench. The sweep then takes 21.8 "
+    "instead of 28.9 us (N = 100) and 115.8 instead of 150.2 us (N = 500). The saving is "
+    "what the extra solve costs (7 / 35 us), so it was not pursued. Tried in "
     "round "
     "loops3 and not kept (each within the noise, interleaved against main, ring N = 10 "
     "/ 100 / 500): the stage's work arrays allocated once per block instead of per "
