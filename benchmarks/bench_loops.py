@@ -986,9 +986,10 @@ NOTES = (
     "(Python RK4)`: the tree's interval by `step`, RK4 from Python around four compiled "
     "forward dynamics per step, the tree measure of the earlier rounds. Where the loop's "
     "step goes: the next table. Before round loops3 (2026-11-27, main 304fcd2, same "
-    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; this "
-    "round changed no kernel of the step, so the two runs differ by the machine's load "
-    "only. The `agree` column grows with N by the conditioning of long chains (compare "
+    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; after "
+    "loops3: 5.42, 4.64, 3.86, 3.46, 3.42, 3.73. Neither loops3 nor ring-osi changed a "
+    "kernel of the step, so the runs differ by the machine's load only. The `agree` "
+    "column grows with N by the conditioning of long chains (compare "
     "residuals: docs/design/facts.rst)."
 )
 
