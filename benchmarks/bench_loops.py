@@ -438,6 +438,128 @@ def _n_step(n, Ib, buf, cargs, forces, y, h, tau, sel, tol, mn, rtol, guard, ws,
         NL.loop_rk4_step(Ib, buf, cargs, forces, yy, h, tau, sel, tol, mn, rtol, guard, ws, reac)
 
 
+# The operational-space alternative to the five columns (issue #13, round ring-osi): the
+# inverse operational-space inertia of a chain's tip from the articulated-body
+# factorization (Featherstone, RBDA; Wensing, Featherstone & Orin 2012), timed on a chain
+# of the ring's size. Not a flexmbd kernel: a measurement of what that algorithm's
+# recursion costs, checked against the dense J M^-1 J^T (`osim_check`).
+@njit
+def _xtmx(X, M, T, out):
+    """``out += X^T M X`` (6x6) for a motion transform ``X = [[E, 0], [B, E]]`` (its zero
+    block skipped): an inertia carried from the child's to the parent's coordinates."""
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for c in range(0 if b < 3 else 3, 6):
+                s += M[a, c] * X[c, b]
+            T[a, b] = s
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for c in range(0 if a < 3 else 3, 6):
+                s += X[c, a] * T[c, b]
+            out[a, b] += s
+
+
+@njit
+def _xmxt(X, M, T, out):
+    """``out = X M X^T`` (6x6, ``X`` as in :func:`_xtmx`): a force-to-motion map carried
+    from the parent's to the child's coordinates."""
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for c in range(3 if a < 3 else 6):
+                s += X[a, c] * M[c, b]
+            T[a, b] = s
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for c in range(3 if b < 3 else 6):
+                s += T[a, c] * X[b, c]
+            out[a, b] = s
+
+
+@njit
+def _osim_tip(X, Ib, IA, T, Om, Om2, w):
+    """Inverse operational-space inertia ``Om`` (6x6, tip coordinates, unit force at the
+    tip -> its spatial acceleration) of a fixed-base chain of revolute joints about
+    each body's local z (``X[i]``: motion transform parent -> body i, ``Ib[i]``: spatial
+    inertia of body i, its coordinates): articulated inertias ``IA`` tip to base, then
+    ``Om_i = P_i X_i Om_p X_i^T P_i^T + S D_i^-1 S^T`` (``P_i = 1 - S D_i^-1 U_i^T``,
+    ``U_i = IA_i S``, ``D_i = S^T U_i``) base to tip."""
+    N = X.shape[0]
+    IA[:] = Ib
+    for i in range(N - 1, 0, -1):
+        d = IA[i, 2, 2]
+        for a in range(6):
+            for b in range(6):
+                Om2[a, b] = IA[i, a, b] - IA[i, a, 2] * IA[i, b, 2] / d
+        _xtmx(X[i], Om2, T, IA[i - 1])
+    Om[:] = 0.0
+    for i in range(N):
+        if i > 0:
+            _xmxt(X[i], Om, T, Om2)
+            Om[:] = Om2
+        d = IA[i, 2, 2]
+        c = 0.0
+        for a in range(6):
+            s = 0.0
+            for b in range(6):
+                s += Om[a, b] * IA[i, b, 2]
+            w[a] = s
+            c += IA[i, a, 2] * s
+        for a in range(6):
+            Om[2, a] -= w[a] / d
+            Om[a, 2] -= w[a] / d
+        Om[2, 2] += c / (d * d) + 1.0 / d
+
+
+@njit
+def _n_osim(n, X, Ib, IA, T, Om, Om2, w):
+    for _ in range(n):
+        _osim_tip(X, Ib, IA, T, Om, Om2, w)
+
+
+def _skew(v):
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def osim_chain(N, seed=0):
+    """A random fixed-base revolute chain of N bodies for :func:`_osim_tip`: motion
+    transforms ``X`` (N, 6, 6) and spatial inertias ``Ib`` (N, 6, 6), plus the work
+    arrays (the recursion's cost does not depend on the values)."""
+    rng = np.random.default_rng(seed)
+    X, Ib = np.zeros((N, 6, 6)), np.zeros((N, 6, 6))
+    for i in range(N):
+        Q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+        E = Q * np.sign(np.linalg.det(Q))
+        X[i, :3, :3] = X[i, 3:, 3:] = E
+        X[i, 3:, :3] = -E @ _skew(rng.standard_normal(3))
+        m, C = 1.0 + rng.random(), _skew(0.3 * rng.standard_normal(3))
+        Ib[i, :3, :3] = np.diag(0.1 + rng.random(3)) + m * C @ C.T
+        Ib[i, :3, 3:], Ib[i, 3:, :3], Ib[i, 3:, 3:] = m * C, m * C.T, m * np.eye(3)
+    work = (np.empty((N, 6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)))
+    return X, Ib, work + (np.empty(6),)
+
+
+def osim_check(N=20):
+    """Largest relative difference between :func:`_osim_tip` and the dense
+    ``J M^-1 J^T`` of the tip (``J`` the tip's body Jacobian, ``M`` from the bodies'
+    Jacobians) on :func:`osim_chain`."""
+    X, Ib, (IA, T, Om, Om2, w) = osim_chain(N)
+    S = np.eye(6)[2]
+    Js, Jp = [], np.zeros((6, N))
+    for i in range(N):
+        Ji = X[i] @ Jp
+        Ji[:, i] = S
+        Js.append(Ji)
+        Jp = Ji
+    M = sum(Js[i].T @ Ib[i] @ Js[i] for i in range(N))
+    ref = Js[-1] @ np.linalg.solve(M, Js[-1].T)
+    _osim_tip(X, Ib, IA, T, Om, Om2, w)
+    return float(np.abs(Om - ref).max() / np.abs(ref).max())
+
+
 @njit
 def _n_rhs(Ib, buf, cargs, forces, Y, tau, sel, tol, mn, rtol, guard, ws, reac, out):
     for i in range(Y.shape[0]):
@@ -500,6 +622,10 @@ def stage_times(N, dt, rsteps):
     r["rows_v"] = per_call(lambda n: _n_rows(n, cargs, q, v, True, phi, J, gamma), n)
     r["rows"] = per_call(lambda n: _n_rows(n, cargs, q, v, False, phi, J, gamma), n)
     r["cols"] = per_call(lambda n: _n_cols(n, Ib, buf, cols, Y, *scratch), n)
+    one = (cols[:1].copy(), Y[:1].copy(), *(a[:1].copy() for a in scratch))
+    r["col1"] = per_call(lambda n: _n_cols(n, Ib, buf, *one), n)
+    X, Ibo, work = osim_chain(N)
+    r["osim"] = per_call(lambda n: _n_osim(n, X, Ibo, *work), n)
     r["stage"] = per_call(lambda n: _n_stage(n, *stage), n)
     r["correct"] = per_call(lambda n: _n_correct(n, cargs, y, sel, *corr, *ws), n)
     step = (Ib, buf, cargs, forces, y, dt, tau, sel, *corr, ws, reac)
@@ -521,20 +647,23 @@ def stage_report(rows, ring_rows):
         "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
         "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
         "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
-        "`M^-1 J_I^T` sweep (`_tree_columns`), `stage` a whole `loop_accelerations`, "
-        "`correction` `loop_correct`, `step` `loop_rk4_step` (4 stages + correction); "
-        "`tree step` from the table above (ms there).",
+        "`M^-1 J_I^T` sweep (`_tree_columns`), `1 column` the same sweep for one column "
+        "(one more tree solve), `OSIM` the operational-space recursion of the chain's tip "
+        "(`_osim_tip` below, on a chain of N bodies), `stage` a whole "
+        "`loop_accelerations`, `correction` `loop_correct`, `step` `loop_rk4_step` (4 "
+        "stages + correction); `tree step` from the table above (ms there).",
         "",
-        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | stage | correction "
-        "| step | 4 tree stages | tree step |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | 1 column | OSIM "
+        "| stage | correction | step | 4 tree stages | tree step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         t = tree.get(r["N"])
         lines.append(
             f"| {r['N']} | {r['free']:.1f} | {r['rows_v']:.1f} | {r['rows']:.1f} | "
-            f"{r['cols']:.1f} | {r['stage']:.1f} | {r['correct']:.1f} | {r['step']:.1f} | "
-            f"{4 * r['free']:.1f} | {'' if t is None else f'{1e6 * t:.1f}'} |"
+            f"{r['cols']:.1f} | {r['col1']:.1f} | {r['osim']:.1f} | {r['stage']:.1f} | "
+            f"{r['correct']:.1f} | {r['step']:.1f} | {4 * r['free']:.1f} | "
+            f"{'' if t is None else f'{1e6 * t:.1f}'} |"
         )
     parts = []
     for r in rows:
@@ -557,7 +686,40 @@ def stage_report(rows, ring_rows):
         f"alone exceed that for N in {over or 'none'} of this run. "
     )
     lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
+    ratio = {r["N"]: r["rec_step"] / r["tree_step"] for r in ring_rows}
+    lines += ["", osim_projection(rows, ratio)]
     return lines
+
+
+def osim_projection(rows, ratio):
+    """What the operational-space design would give, from the measured parts: per stage
+    the OSIM and one tree solve (the cut wrench) in place of the five columns, and at
+    best cut rows that cost nothing (taken from the tree's kinematics); loop / tree of
+    the ring table (``ratio`` by N) scaled by the projected step over the step."""
+    check = osim_check()
+    if not check < 1e-12:
+        raise RuntimeError(f"bench_loops: _osim_tip differs from the dense J M^-1 J^T ({check})")
+    parts = []
+    for r in rows:
+        if r["N"] not in ratio:
+            continue
+        f = ratio[r["N"]] / r["step"]
+        osim = r["step"] - 4 * (r["cols"] - r["osim"] - r["col1"])
+        free = r["step"] - 4 * r["rows_v"]
+        parts.append(
+            f"N = {r['N']}: {ratio[r['N']]:.2f} now, {f * osim:.2f} with the OSIM, "
+            f"{f * free:.2f} with cut rows that cost nothing, "
+            f"{f * (osim + free - r['step']):.2f} with both"
+        )
+    return (
+        "The two design changes of the brief, projected from these parts: loop / tree of "
+        "the ring table times the projected step over `step`, the projected step being "
+        "`step` minus 4 x (5 columns - OSIM - 1 column), or minus 4 x the cut rows with "
+        "the speed terms (the bound for rows taken from the tree's kinematics): "
+        + "; ".join(parts)
+        + ". "
+        + OSIM_NOTES.format(check=check)
+    )
 
 
 def cpu_of(f):
@@ -756,16 +918,42 @@ STAGE_NOTES = (
     "bias terms (a second kinematics pass beside the tree's), the five columns are five "
     "solves with the tree's factorization in one sweep (each body's matrices read once "
     "for all five), so the loop step is about 4 x (tree stage + cut rows + columns) + "
-    "correction. Meeting the target takes another algorithm (the cut joint's 5 x 5 "
-    "`J M^-1 J^T` from an operational-space recursion instead of five columns, the cut "
-    "rows from the tree's own kinematics), not a cheaper implementation of these "
-    "passes. Tried in round "
+    "correction. Round loops3 concluded that the target takes another algorithm (the "
+    "cut joint's 5 x 5 `J M^-1 J^T` from an operational-space recursion instead of five "
+    "columns, the cut rows from the tree's own kinematics). Round ring-osi timed that "
+    "recursion (next paragraph): it costs as much as the five columns. Also tried in "
+    "ring-osi, outside the bench: the columns' backward pass with the column index "
+    "innermost, so that SIMD could run across the columns. It took 27.5 us against "
+    "18.9 us at N = 500 (numba did not vectorize it), so it was not pursued. Also "
+    "timed outside the bench: `J M^-1 J^T` from the cut bodies' responses alone, i.e. "
+    "the five columns' sweep without its last two passes (the accelerations and the "
+    "`qdd`), with one more tree solve for the cut wrench. The sweep then takes 21.8 "
+    "instead of 28.9 us (N = 100) and 115.8 instead of 150.2 us (N = 500). The saving is "
+    "what the extra solve costs (7 / 35 us), so it was not pursued. Tried in "
+    "round "
     "loops3 and not kept (each within the noise, interleaved against main, ring N = 10 "
     "/ 100 / 500): the stage's work arrays allocated once per block instead of per "
     "stage; the columns' elimination with the loop over the columns inside the schedule "
     "(each joint's factors loaded once); the `J_I M^-1 J_I^T`, Gram and residual sums "
     "side by side instead of one dependent chain each; the loop kinematics' 26 small "
     "work arrays passed in instead of allocated (0.4 us of a 1.8 us call at N = 10)."
+)
+
+
+OSIM_NOTES = (
+    "`_osim_tip` is a straightforward implementation of the recursion (Featherstone, RBDA; "
+    "Wensing, Featherstone & Orin 2012): the articulated inertias from the tip to the "
+    "base, then `Om_i = P_i X_i Om_p X_i^T P_i^T + S D_i^-1 S^T` back to the tip. It uses "
+    "dense 6 x 6 products with the transform's zero block skipped, and it matches the "
+    "dense `J M^-1 J^T` of a random 20-body chain to {check:.0e} (relative). Per body it "
+    "costs two 6 x 6 congruences (~146 ns each at N = 500), about as much as the five "
+    "columns' sweep (~64 ns per column per body, already specialised for revolute chain "
+    "links). Round ring-osi also timed a 3 x 3 block version of the congruence (rotate, "
+    "then shift by the skew matrix): 158 ns, no cheaper, not kept. So for one cut joint "
+    "(5 rows, a 6 x 6 operational-space inertia) the recursion costs what the five "
+    "columns cost. It would also need the articulated inertias, which the CFA "
+    "factorization does not form, and one tree solve with the cut wrench (two with the "
+    "refinement) for the accelerations."
 )
 
 
@@ -798,9 +986,10 @@ NOTES = (
     "(Python RK4)`: the tree's interval by `step`, RK4 from Python around four compiled "
     "forward dynamics per step, the tree measure of the earlier rounds. Where the loop's "
     "step goes: the next table. Before round loops3 (2026-11-27, main 304fcd2, same "
-    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; this "
-    "round changed no kernel of the step, so the two runs differ by the machine's load "
-    "only. The `agree` column grows with N by the conditioning of long chains (compare "
+    "command): loop / tree 5.41, 4.68, 4.03, 3.39, 3.43, 3.84 for N = 10 ... 500; after "
+    "loops3: 5.42, 4.64, 3.86, 3.46, 3.42, 3.73. Neither loops3 nor ring-osi changed a "
+    "kernel of the step, so the runs differ by the machine's load only. The `agree` "
+    "column grows with N by the conditioning of long chains (compare "
     "residuals: docs/design/facts.rst)."
 )
 
