@@ -719,7 +719,9 @@ def _force_terms(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
     nothing, and no force kernel compiled, when ``active`` is None)."""
 
 
-@overload(_force_terms, inline="always")
+# typed in _system_terms' NRT mode: the force kernels compile without reference counting
+# when this overload is the first to type them, as they did when _system_terms called them
+@overload(_force_terms, inline="always", jit_options={"_nrt": False})
 def _force_terms_impl(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
     if isinstance(active, types.NoneType):  # no force element: nothing to compile
         return lambda active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac: None
