@@ -326,13 +326,52 @@ def llvm_listener():
     return listener
 
 
+def llvm_stage_timer():
+    """CPU time (s) of numba's LLVM stages per code library, in ``.times[stage][library]``.
+
+    Stages (methods of numba's ``CPUCodeLibrary``, wrapped for this child process only):
+    ``function`` = per-function optimisation of each IR module as it is added
+    (``_optimize_functions``), ``module`` = the module optimisation of a library's final
+    module with its callees' code linked in (``_optimize_final_module``), ``emit`` =
+    machine-code emission of that module (``JITCodeLibrary._finalize_specific``). A
+    library is named after its kernel (numba's mangled name, last component).
+    """
+    from numba.core import codegen
+
+    stages = {"function": {}, "module": {}, "emit": {}}
+
+    def wrap(cls, method, stage):
+        inner = getattr(cls, method)
+
+        def timed(self, *args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return inner(self, *args, **kwargs)
+            finally:
+                name = self.name.split(".")[-1]
+                d = stages[stage]
+                d[name] = d.get(name, 0.0) + time.process_time() - t0
+
+        setattr(cls, method, timed)
+
+    wrap(codegen.CPUCodeLibrary, "_optimize_functions", "function")
+    wrap(codegen.CPUCodeLibrary, "_optimize_final_module", "module")
+    wrap(codegen.JITCodeLibrary, "_finalize_specific", "emit")
+
+    class Stages:
+        times = stages
+
+    return Stages
+
+
 def child_compile_times(data, second):
     """The flexmbd script (cold cache) with each kernel's exclusive compile time and the
     share of the compile spent inside LLVM."""
-    listener, llvm = compile_listener(), llvm_listener()
+    listener, llvm, stages = compile_listener(), llvm_listener(), llvm_stage_timer()
     t = child_flexmbd(data, second)
     t["compile"] = listener.times
     t["llvm"] = llvm.total
+    t["stages"] = stages.times
     return t
 
 
@@ -451,6 +490,7 @@ def measure(repeat, cold):
             rows["flexmbd cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
             rows["compile"] = r["compile"]
             rows["llvm"] = r["llvm"]
+            rows["stages"] = r["stages"]
             cache = tmp / "cache_flagship"
             args = [str(ROOT / "examples" / "flagship.py")]  # writes examples/out (ignored)
             wall, cpu, _ = run_process(args, child_env(cache), cwd=tmp)
@@ -546,6 +586,20 @@ def table(rows, args, load):
             "CPU s, without the callees they compile; every callee library is optimised and "
             "code-generated again inside each caller's): "
             + ", ".join(f"{k} {v:.1f}" for k, v in top[:10])
+            + ".",
+        ]
+    if "stages" in rows:
+        st = rows["stages"]
+        libs = sorted(st["module"], key=lambda k: -(st["module"][k] + st["emit"].get(k, 0.0)))
+        lines += [
+            "",
+            "Inside LLVM, by stage (CPU s): per-function optimisation "
+            f"{sum(st['function'].values()):.1f}, module optimisation of each library with "
+            f"its callees linked in {sum(st['module'].values()):.1f}, machine-code emission "
+            f"{sum(st['emit'].values()):.1f}; the largest libraries (module + emission): "
+            + ", ".join(
+                f"{k} {st['module'][k]:.1f} + {st['emit'].get(k, 0.0):.1f}" for k in libs[:6]
+            )
             + ".",
         ]
     if "flagship cold" in rows:

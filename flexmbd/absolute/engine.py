@@ -61,6 +61,8 @@ Cost per step of a chain of rods with SDAs: linear in the number of bodies
 from typing import Any, NamedTuple
 
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from .._jit import njit
 from .._nbalgebra import cross as _cross
@@ -232,6 +234,9 @@ class Forces(NamedTuple):
     j_flt: np.ndarray
     i_int: np.ndarray
     laws: Any
+    #: True when the model has force elements, else None: a type-level flag, so that the
+    #: kernels of a model without them do not compile the force kernels (:func:`_force_terms`)
+    active: Any = None
 
 
 class Interfaces(NamedTuple):
@@ -708,6 +713,68 @@ def _rigid_terms(
                     Amat[c7 + a, cm[c7 + bb]] += v
 
 
+def _force_terms(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
+    """Adds the force elements' generalized forces to ``Q`` (n) and, with ``jac``, their
+    Jacobians (times ``aK``, ``aD``) to ``Amat``; compiled code only (the overload below:
+    nothing, and no force kernel compiled, when ``active`` is None)."""
+
+
+# typed in _system_terms' NRT mode: the force kernels compile without reference counting
+# when this overload is the first to type them, as they did when _system_terms called them
+@overload(_force_terms, inline="always", jit_options={"_nrt": False})
+def _force_terms_impl(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
+    if isinstance(active, types.NoneType):  # no force element: nothing to compile
+        return lambda active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac: None
+
+    def impl(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
+        if fm.s_int.shape[0] + fm.l_int.shape[0] > 0:
+            forces_add_into(
+                q,
+                qd,
+                fm.s_int,
+                fm.s_flt,
+                fm.s_U,
+                inp.fa,
+                fm.l_int,
+                fm.l_flt,
+                fm.l_U,
+                inp.lf,
+                Q,
+                Amat,
+                cm,
+                aK,
+                aD,
+                jac,
+                ws.fe_buf,
+                ws.fe_idx,
+            )
+        if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
+            lf_j = inp.lf[fm.l_int.shape[0] :]
+            S, V, M3, B6 = ws.jf
+            joint_forces_add_into(
+                q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+            )
+
+    return impl
+
+
+def _interface_force_terms(active, m, inp, q, qd, v, Kitf):
+    """:func:`_interface_force_loads` when the model has point forces or SDAs at stiffened
+    interfaces; compiled code only (nothing compiled when ``active`` is None)."""
+
+
+@overload(_interface_force_terms, inline="always")
+def _interface_force_terms_impl(active, m, inp, q, qd, v, Kitf):
+    if isinstance(active, types.NoneType):
+        return lambda active, m, inp, q, qd, v, Kitf: None
+
+    def impl(active, m, inp, q, qd, v, Kitf):
+        if m.forces.i_int.shape[0]:  # point forces and SDAs at the interfaces
+            _interface_force_loads(m, inp, q, qd, v, Kitf)
+
+    return impl
+
+
 @njit(cache=True, _nrt=False)
 def _system_terms(
     m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
@@ -860,34 +927,8 @@ def _system_terms(
                     if has_g:
                         v -= aK * Kgf[a, bb]
                     Amat[idx[a], cm[idx[bb]]] += v
-    # force elements (SDAs, point loads; :mod:`.force_kernels`)
-    if fm.s_int.shape[0] + fm.l_int.shape[0] > 0:
-        forces_add_into(
-            q,
-            qd,
-            fm.s_int,
-            fm.s_flt,
-            fm.s_U,
-            inp.fa,
-            fm.l_int,
-            fm.l_flt,
-            fm.l_U,
-            inp.lf,
-            Q,
-            Amat,
-            cm,
-            aK,
-            aD,
-            jac,
-            ws.fe_buf,
-            ws.fe_idx,
-        )
-    if fm.j_int.shape[0] > 0:  # joint forces: time functions after the point loads in lf
-        lf_j = inp.lf[fm.l_int.shape[0] :]
-        S, V, M3, B6 = ws.jf
-        joint_forces_add_into(
-            q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
-        )
+    # force elements (SDAs, point loads, joint forces; :mod:`.force_kernels`)
+    _force_terms(fm.active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac)
     # constraints (Phi_q and H in the layout's slots; rcol: the columns of each row)
     W = Amat.shape[1]
     Pq = ws.Pq
@@ -1194,8 +1235,7 @@ def _run(
         _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
         if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
             _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
-            if m.forces.i_int.shape[0]:  # point forces and SDAs at the interfaces
-                _interface_force_loads(m, inp_i, q, qd, inp.itf, inp.Kitf)
+            _interface_force_terms(m.forces.active, m, inp_i, q, qd, inp.itf, inp.Kitf)
     return 0
 
 
@@ -1620,6 +1660,7 @@ class Engine:
             ft.j_flt,
             ft.i_int,
             ft.laws,
+            True if sum(len(t) for t in (ft.s_int, ft.l_int, ft.j_int, ft.i_int)) else None,
         )
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
         self.refresh_interface_loads()
