@@ -1953,13 +1953,19 @@ class Engine:
         <flexmbd.absolute.system.AbsoluteSystem.constraint_jacobian>` to round-off,
         without its Python evaluation (the integrator's engine admission tests its rank
         before every run)."""
+        return self.constraint_and_jacobian(q, t)[1]
+
+    def constraint_and_jacobian(self, q, t=0.0):
+        """``(Phi, Phi_q)`` at coordinates ``q`` and time ``t`` (s) from one call of the
+        compiled constraint kernel: ``Phi`` (nc,) as :meth:`constraint`, sparse ``Phi_q``
+        (nc x n, CSR) as :meth:`constraint_jacobian`."""
         import scipy.sparse as sp
 
-        _, Pq = self._constraint_terms(q, t)
+        phi, Pq = self._constraint_terms(q, t)
         L = self.model.layout
         n, nc = self.system.n, self.system.nc
         rows = np.repeat(np.arange(nc), np.diff(L.rptr))
-        return sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
+        return phi, sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
 
     def constraint(self, q, t=0.0):
         """``Phi(q, t)`` (nc,) from the compiled constraint kernel:

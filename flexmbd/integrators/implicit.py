@@ -416,9 +416,9 @@ class ImplicitStepper:
         self.i = 0
         if self.energy:
             self.meter = EnergyAccumulator(system.energy_meter(), 1)
-        self.mode = self._choose_mode(q)
-        # the compiled kernel's Phi (round-off of the Python evaluation, ~0.2 ms less per run)
-        phi = system.constraint(q, t0) if self.mode == "generic" else self.eng.constraint(q, t0)
+        self.mode, phi = self._choose_mode(q)
+        if phi is None:  # the compiled kernel's Phi: round-off of the Python evaluation
+            phi = system.constraint(q, t0) if self.mode == "generic" else self.eng.constraint(q, t0)
         viol = float(np.abs(phi[: self.nj]).max()) if self.nj else 0.0
         if self.mode == "generic":
             reac = system.reactions(q, qd, lam, t0)
@@ -432,17 +432,21 @@ class ImplicitStepper:
         return self
 
     def _choose_mode(self, q):
+        """The step path ("generic", "engine" or "compiled") and, when the admission test
+        evaluated it with the engine's kernel, Phi(q, t0) (else None)."""
         system, engine = self.system, self.engine_option
         if not (engine and not self.hhtw and hasattr(system, "flexible")):
-            return "generic"
+            return "generic", None
 
         use = engine is True or (engine == "auto" and Engine.supports(system, self.sch))
+        phi = None
         if use and engine == "auto":
             # redundant joint equations need the generic path's QR row selection
             # (Phi_q from the engine's compiled kernel: the Python evaluation cost ~1-3 ms)
-            use = full_row_rank(system.engine().constraint_jacobian(q, self.t0))
+            phi, Pq = system.engine().constraint_and_jacobian(q, self.t0)
+            use = full_row_rank(Pq)
         if not use:
-            return "generic"
+            return "generic", None
         self.eng = system.engine()
         self.meter = None  # energies of the engine's models: after the run, batched
         # the compiled loop projects velocities itself (scleronomic models: no drivers)
@@ -450,8 +454,8 @@ class ImplicitStepper:
         # lagged interface loads: in the compiled loop when they all come from joints
         itf_python = self.eng.itf_lagged and not self.eng.itf_compiled
         if not (itf_python or not project_ok or self.callback is not None):
-            return "compiled"
-        return "engine"
+            return "compiled", phi
+        return "engine", phi
 
     def _make_row(self, reac, k, resid, hist, viol, wall):
         row = {

@@ -191,6 +191,31 @@ def test_simulation_equals_generic_path(system):
     assert np.array_equal(stats, ref.stats["newton_iterations"][1:])
 
 
+def test_compiled_constraint_terms_and_one_evaluation_per_run(system, monkeypatch):
+    """Phi and Phi_q from the compiled constraint kernel equal the Python evaluation to
+    round-off; a run on the engine (``engine="auto"``) evaluates them once before its
+    first step (the admission's rank test and the initial violation share the call)."""
+    s = system
+    eng = s.engine()
+    rng = np.random.default_rng(4)
+    for t in (0.0, 0.61):
+        q = random_state(s, rng)[0]
+        phi, P = eng.constraint_and_jacobian(q, t)
+        ref, Pref = s.constraint(q, t), s.constraint_jacobian(q, t).toarray()
+        assert np.abs(phi - ref).max() <= 1e-14 * max(1.0, np.abs(ref).max())
+        assert np.abs(P.toarray() - Pref).max() <= 1e-14 * np.abs(Pref).max()
+        np.testing.assert_array_equal(eng.constraint(q, t), phi)
+        np.testing.assert_array_equal(eng.constraint_jacobian(q, t).toarray(), P.toarray())
+    calls = []
+    terms = Engine._constraint_terms
+    monkeypatch.setattr(
+        Engine, "_constraint_terms", lambda self, q, t: calls.append(t) or terms(self, q, t)
+    )
+    res = s.simulate(2e-3, dt=1e-3, integrator="newmark", engine="auto")
+    assert len(calls) == 1  # two before: the rank test's Phi_q, then Phi
+    assert res.stats["constraint_violation"][0] < 1e-10
+
+
 def test_exact_jacobian_switch_kept():
     """``exact_jacobian=False`` leaves the SDA out of the engine's Newton matrix, as the
     generic path does (the seed paper's comparison: more Newton corrections)."""

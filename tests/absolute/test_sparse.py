@@ -31,6 +31,17 @@ def _random_matrix(rng, n, zero_diag):
     return A
 
 
+def _dominant_system(n=50):
+    """A diagonally dominant sparse test matrix of order ``n`` (seeded): the generator
+    (for right-hand sides), ``n``, the dense matrix, its CSC arrays, each entry's column
+    and the analysis of its pattern."""
+    rng = np.random.default_rng(21)
+    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
+    Ap, Ai, Ax = _csc(A)
+    cols = np.repeat(np.arange(n), np.diff(Ap))
+    return rng, n, A, Ap, Ai, Ax, cols, S.analyze(Ap, Ai, n)
+
+
 @pytest.mark.parametrize("zero_diag", [False, True])
 def test_factor_solves_random_systems_like_lapack(zero_diag):
     rng = np.random.default_rng(7)
@@ -112,12 +123,7 @@ def test_reference_pivots_start_every_fresh_solve():
     solve depends on its own matrix only), falls back to a pivoting factorization when a
     reference pivot fails its test, and the next fresh solve starts from the reference
     again; the solutions are exact."""
-    rng = np.random.default_rng(21)
-    n = 50
-    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
-    Ap, Ai, Ax = _csc(A)
-    cols = np.repeat(np.arange(n), np.diff(Ap))
-    base = S.analyze(Ap, Ai, n)
+    rng, n, A, Ap, Ai, Ax, cols, base = _dominant_system()
     assert S.set_reference(S.fresh_work(base), Ax) == 1
     assert base.rstat[0] == 1
     P_ref = base.rP.copy()
@@ -172,12 +178,7 @@ def test_refused_refactorization_resumes_at_the_refused_step():
     The reference (set on another matrix) has an early pivot off the diagonal where a
     pivoting factorization from scratch takes the diagonal: the kept pivots are the
     reference's, not a new factorization's."""
-    rng = np.random.default_rng(21)
-    n = 50
-    A = _random_matrix(rng, n, True) + np.diag(rng.uniform(2.0, 3.0, n))
-    Ap, Ai, Ax = _csc(A)
-    cols = np.repeat(np.arange(n), np.diff(Ap))
-    base = S.analyze(Ap, Ai, n)
+    rng, n, A, Ap, Ai, Ax, cols, base = _dominant_system()
     # an early step without updates whose column has an entry in a row not pivoted yet
     # (the pivots are the diagonal: dominant); that entry 5 (the largest), and in the
     # reference matrix the diagonal small: the reference pivots that entry
