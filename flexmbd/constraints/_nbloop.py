@@ -27,7 +27,7 @@ from .._jit import njit
 from .._nbjoints import REVOLUTE, joint_kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cross(a, b, out):
     x = a[1] * b[2] - a[2] * b[1]
     y = a[2] * b[0] - a[0] * b[2]
@@ -37,7 +37,7 @@ def _cross(a, b, out):
     out[2] = z
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def loop_kinematics(
     inb,
     code,
@@ -64,35 +64,22 @@ def loop_kinematics(
     Lc,
     oc,
     bias,
+    w3,
+    w33,
+    w66,
+    w6,
 ):
-    """One pass over the loop bodies (see the module docstring); arrays written in place."""
+    """One pass over the loop bodies (see the module docstring); arrays written in place.
+
+    ``w3`` (>= 16, 3), ``w33`` (>= 7, 3, 3), ``w66`` (>= 2, 6, 6), ``w6`` (>= 1, 6): scratch
+    (:func:`work_arrays`), overwritten."""
     n = inb.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    H = np.empty((6, 6))
-    Wj = np.empty((6, 6))
-    R2 = np.empty((3, 3))
-    cj = np.empty(6)
-    A = np.empty((3, 3))
-    a = np.empty(3)
-    Rrel = np.empty((3, 3))
-    prel = np.empty(3)
-    Rcj = np.empty((3, 3))
-    ocj = np.empty(3)
-    wj = np.empty(3)
-    uO = np.empty(3)
-    t3 = np.empty(3)
-    t4 = np.empty(3)
-    Rp = np.empty((3, 3))
-    rp = np.empty(3)
-    wp = np.empty(3)
-    vOp = np.empty(3)
-    Rc0 = np.empty((3, 3))
-    rc0 = np.empty(3)
-    wB = np.empty(3)
-    vB = np.empty(3)
-    cw = np.empty(3)
-    cl = np.empty(3)
+    # scratch from the caller's work arrays (no allocation per call): 3x3 matrices,
+    # 6x6 joint constants, 3- and 6-vectors
+    Rj, R2, A, Rrel, Rcj, Rp, Rc0 = w33[0], w33[1], w33[2], w33[3], w33[4], w33[5], w33[6]
+    H, Wj, cj = w66[0], w66[1], w6[0]
+    pj, a, prel, ocj, wj, uO, t3, t4 = w3[0], w3[1], w3[2], w3[3], w3[4], w3[5], w3[6], w3[7]
+    rp, wp, vOp, rc0, wB, vB, cw, cl = w3[8], w3[9], w3[10], w3[11], w3[12], w3[13], w3[14], w3[15]
     for i in range(n):
         k = inb[i]
         for r in range(3):
@@ -210,13 +197,15 @@ def loop_kinematics(
             bias[i, 3 + r] = cl[r] + t3[r] + t4[r]
 
 
-@njit(cache=True)
-def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
-    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
-    Jrel[:, :] = 0.0
-    bsp[:] = 0.0
-    d = np.empty(3)
-    va = np.empty(3)
+@njit(cache=True, _nrt=False)
+def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp, w3):
+    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint
+    (``w3`` (>= 2, 3): scratch)."""
+    for r in range(6):
+        bsp[r] = 0.0
+        for j in range(Jrel.shape[1]):
+            Jrel[r, j] = 0.0
+    d, va = w3[0], w3[1]
     for t in range(idx.shape[0]):
         i = idx[t]
         sg = sign[t]
@@ -236,30 +225,33 @@ def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
                 bsp[r] += sg * bias[i, r]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cut_rows(
-    E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC, phi, J, gamma, R, d, Vrel, D
-):
+    E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC, phi, J, gamma, R, d, Vrel, D,
+    w3, RtF, b,
+):  # fmt: skip
     """Equations of one cut joint (see :meth:`CutJointConstraints._cut_rows`), in place.
 
     ``phi`` (m,), ``J`` (m, nv), ``gamma`` (m,) are the joint's row blocks; ``R``,
-    ``d``, ``Vrel`` (6,) and ``D`` (m, 6) are returned through the given arrays.
+    ``d``, ``Vrel`` (6,) and ``D`` (m, 6) are returned through the given arrays;
+    ``w3`` (>= 12, 3), ``RtF`` (>= rotation rows, 3), ``b`` (6,): scratch.
     """
     nt = E.shape[0]
     nr = F.shape[0]
+    x, s_, ww, uw, t1, t2 = w3[0], w3[1], w3[2], w3[3], w3[4], w3[5]
+    da, a1, a2, dw, du, sdot = w3[6], w3[7], w3[8], w3[9], w3[10], w3[11]
     for r in range(3):
         for s in range(3):
             R[r, s] = Rp[0, r] * Rc[0, s] + Rp[1, r] * Rc[1, s] + Rp[2, r] * Rc[2, s]
-    x = np.empty(3)
     for r in range(3):
         x[r] = pc[r] - pp[r]
     for r in range(3):
         d[r] = Rp[0, r] * x[0] + Rp[1, r] * x[1] + Rp[2, r] * x[2]
-    s_ = np.empty(3)
     for r in range(3):
         s_[r] = R[0, r] * d[0] + R[1, r] * d[1] + R[2, r] * d[2]
-    D[:, :] = 0.0
-    RtF = np.empty((nr, 3))
+    for k in range(D.shape[0]):
+        for r in range(6):
+            D[k, r] = 0.0
     for k in range(nr):
         for r in range(3):
             RtF[k, r] = R[0, r] * F[k, 0] + R[1, r] * F[k, 1] + R[2, r] * F[k, 2]
@@ -289,10 +281,6 @@ def cut_rows(
             J[k, j] = acc
     if not with_v:
         return
-    ww = np.empty(3)
-    uw = np.empty(3)
-    t1 = np.empty(3)
-    t2 = np.empty(3)
     _cross(wC, pc, t1)
     _cross(wP, pc, t2)
     for r in range(3):
@@ -305,9 +293,6 @@ def cut_rows(
     u = Vrel[3:6]
     # bias of the relative acceleration: spatial (world origin) -> c axes at p_c
     dal = bsp[0:3]
-    da = np.empty(3)
-    a1 = np.empty(3)
-    a2 = np.empty(3)
     _cross(dal, pc, t1)
     _cross(wC, pc, a1)
     for r in range(3):
@@ -321,8 +306,6 @@ def cut_rows(
     _cross(wP, a1, a2)
     for r in range(3):
         da[r] -= a2[r]
-    dw = np.empty(3)
-    du = np.empty(3)
     _cross(wC, ww, t1)
     for r in range(3):
         dw[r] = dal[r] - t1[r]
@@ -330,7 +313,6 @@ def cut_rows(
     _cross(wC, uw, t2)
     for r in range(3):
         du[r] = da[r] - t1[r] - t2[r]
-    b = np.empty(6)
     for r in range(3):
         b[r] = Rc[0, r] * dw[0] + Rc[1, r] * dw[1] + Rc[2, r] * dw[2]
         b[3 + r] = Rc[0, r] * du[0] + Rc[1, r] * du[1] + Rc[2, r] * du[2]
@@ -339,7 +321,6 @@ def cut_rows(
         for r in range(6):
             acc += D[k, r] * b[r]
         gamma[k] = -acc
-    sdot = np.empty(3)
     _cross(s_, w, t1)
     for r in range(3):
         sdot[r] = u[r] + t1[r]
@@ -352,7 +333,7 @@ def cut_rows(
         gamma[nt + k] -= RtF[k, 0] * t2[0] + RtF[k, 1] * t2[1] + RtF[k, 2] * t2[2]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _frame_of(i, F, f, Rb, rb, R, p):
     """World pose ``(R, p)`` of the frame ``(F, f)`` (body axes) of loop body ``i``
     (``i < 0``: ground)."""
@@ -371,7 +352,7 @@ def _frame_of(i, F, f, Rb, rb, R, p):
 # unrolled: cuts_eval repeats loop_kinematics' flat argument list on purpose: numba
 # kernels take the arrays one by one (CutJointConstraints.compiled_args packs them in
 # this order, and recursive/_nbloops.py passes them on inside its compiled loop)
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cuts_eval(
     inb,
     code,
@@ -406,6 +387,7 @@ def cuts_eval(
     Dall,
     Rcs,
     pcs,
+    work,
     q,
     v,
     with_v,
@@ -424,23 +406,19 @@ def cuts_eval(
     constants. ``phi``, ``J``, ``gamma`` (cut rows first) are written in place, and per
     cut joint its constraint directions ``D`` (rows of ``Dall``, child axes at the child
     frame origin) and the world pose ``(Rcs[c], pcs[c])`` of its child frame.
+    ``work``: the scratch arrays of :func:`work_arrays` (no allocation per call).
     """
+    w3, w33, w66, w6, Jrel = work
     loop_kinematics(
         inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
-        Rb, rb, wb, vOb, Wc, Lc, oc, bias,
+        Rb, rb, wb, vOb, Wc, Lc, oc, bias, w3, w33, w66, w6,
     )  # fmt: skip
-    nvt = J.shape[1]
-    Jrel = np.empty((6, nvt))
-    bsp = np.empty(6)
-    Rp = np.empty((3, 3))
-    pp = np.empty(3)
-    Rc = np.empty((3, 3))
-    pc = np.empty(3)
-    RcT = np.empty((3, 3))
-    R = np.empty((3, 3))
-    d = np.empty(3)
-    Vrel = np.empty(6)
-    z3 = np.zeros(3)
+    Rp, Rc, RcT, R, RtF = w33[7], w33[8], w33[9], w33[10], w33[11]
+    pp, pc, d, z3 = w3[16], w3[17], w3[18], w3[19]
+    bsp, Vrel, b = w6[1], w6[2], w6[3]
+    pw3, cw3 = w3[20:22], w3[22:34]
+    for r in range(3):
+        z3[r] = 0.0
     for c in range(cI.shape[0]):
         iP, iC, r0, nt, nr = cI[c, 0], cI[c, 1], cI[c, 2], cI[c, 3], cI[c, 4]
         po, pl, eo, go = cI[c, 5], cI[c, 6], cI[c, 7], cI[c, 8]
@@ -451,12 +429,14 @@ def cuts_eval(
                 RcT[r, s] = Rc[s, r]
         path_terms(
             pidx[po : po + pl], psgn[po : po + pl], vo, nv, Wc, Lc, oc, bias, pc, RcT,
-            with_v, Jrel, bsp,
+            with_v, Jrel, bsp, pw3,
         )  # fmt: skip
         m = nt + nr
         D = Dall[r0 : r0 + m]
-        Rcs[c] = Rc
-        pcs[c] = pc
+        for r in range(3):
+            pcs[c, r] = pc[r]
+            for s in range(3):
+                Rcs[c, r, s] = Rc[r, s]
         wP = z3 if iP < 0 else wb[iP]
         vOP = z3 if iP < 0 else vOb[iP]
         wC = z3 if iC < 0 else wb[iC]
@@ -464,5 +444,18 @@ def cuts_eval(
         cut_rows(
             E[eo : eo + nt], F[go : go + nr], G[go : go + nr], Rp, pp, Rc, pc, Jrel, bsp,
             with_v, wP, vOP, wC, vOC, phi[r0 : r0 + m], J[r0 : r0 + m], gamma[r0 : r0 + m],
-            R, d, Vrel, D,
+            R, d, Vrel, D, cw3, RtF, b,
         )  # fmt: skip
+
+
+def work_arrays(nv):
+    """Scratch arrays of :func:`cuts_eval` for ``nv`` tree speeds: ``(w3, w33, w66, w6,
+    Jrel)`` (3-vectors, 3x3 matrices, 6x6 matrices, 6-vectors, the relative Jacobian
+    (6, nv)), allocated once and passed to every call."""
+    return (
+        np.zeros((34, 3)),
+        np.zeros((12, 3, 3)),
+        np.zeros((2, 6, 6)),
+        np.zeros((4, 6)),
+        np.zeros((6, nv)),
+    )

@@ -566,6 +566,9 @@ class CutJointConstraints:
 
     def _pack_cuts(self):
         """Per-cut constants of :func:`._nbloop.cuts_eval` (every cut joint in one call)."""
+        from ._nbloop import work_arrays
+
+        self._work = work_arrays(self.tree.nv)
         nc = len(self.cuts)
         cI = np.zeros((nc, 9), np.int64)
         cF = np.zeros((nc, 2, 3, 3))
@@ -602,6 +605,7 @@ class CutJointConstraints:
             np.zeros((self.n_rows_cut, 6)),  # workspaces: D rows, child frame poses
             np.zeros((nc, 3, 3)),
             np.zeros((nc, 3)),
+            self._work,  # scratch of every call (nothing allocated per evaluation)
         )
 
     @property
@@ -674,13 +678,15 @@ class CutJointConstraints:
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(max(self._nv, 1))
         A, O = self._arr, self._out
         qq = np.ascontiguousarray(q)
-        nb.loop_kinematics(*self._loop_constants(), qq, vv, with_v, *self._loop_outputs())
+        w3, w33, w66, w6, Jrel = self._work
+        nb.loop_kinematics(
+            *self._loop_constants(), qq, vv, with_v, *self._loop_outputs(), w3, w33, w66, w6
+        )
         m, nv = self.m, self._nv
         phi = np.zeros(m)
         J = np.zeros((m, nv))
         gamma = np.zeros(m)
         rel = []
-        Jrel = np.zeros((6, nv))
         bsp = np.zeros(6)
         for c in self.cuts:
             RP, rP, wP, vOP = self._body_state(c.P)
@@ -700,6 +706,7 @@ class CutJointConstraints:
                 with_v,
                 Jrel,
                 bsp,
+                w3[20:22],
             )
             R, d, Vrel, D = np.empty((3, 3)), np.empty(3), np.empty(6), np.empty((c.m, 6))
             rows = c.rows
@@ -725,6 +732,9 @@ class CutJointConstraints:
                 d,
                 Vrel,
                 D,
+                w3[22:34],
+                w33[11],
+                w6[3],
             )
             rel.append((R, d, Vrel if with_v else None, D, Rc_, pc))
         return self._store(key, q, v, t, phi, J, gamma, rel)

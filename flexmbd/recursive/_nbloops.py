@@ -209,15 +209,17 @@ def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
     return 0
 
 
-@njit(cache=True)
+# Without NRT: unpacking the argument tuple costs a reference count increment and
+# decrement per array otherwise (~10 ns each, 34 arrays); every callee allocates nothing.
+@njit(cache=True, _nrt=False)
 def _eval(cargs, q, v, with_v, phi, J, gamma):
     (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
      Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
-     Dall, Rcs, pcs) = cargs  # fmt: skip
+     Dall, Rcs, pcs, work) = cargs  # fmt: skip
     cuts_eval(
         inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
         Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
-        Dall, Rcs, pcs, q, v, with_v, phi, J, gamma,
+        Dall, Rcs, pcs, work, q, v, with_v, phi, J, gamma,
     )  # fmt: skip
 
 
@@ -358,28 +360,50 @@ def _less_parent(Rk, Pk, af, c, k, pk, t6):
 
 
 @njit(cache=True)
+def stage_work(k, nv, n1):
+    """Scratch of :func:`_stage` for ``k`` selected rows, ``nv`` speeds and ``n1`` tree
+    nodes: ``(cols, Y, af, bx, Fe, A, lam_i, r)`` (the rows ``J_I`` and ``M^-1 J_I^T``
+    (k, nv), the column sweep's (k, n1, 6) scratch, the k x k system and two k-vectors),
+    allocated once per step."""
+    return (
+        np.empty((k, nv)),
+        np.empty((k, nv)),
+        np.empty((k, n1, 6)),
+        np.empty((k, n1, 6)),
+        np.empty((k, n1, 6)),
+        np.empty((k, k)),
+        np.empty(k),
+        np.empty(k),
+    )
+
+
+@njit(cache=True)
 def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
     """Constrained accelerations ``qdd`` (nv,) and multipliers ``lam`` (m,) at ``(q, v)``
     with joint forces ``tau`` and the force table ``forces`` (:mod:`._nbforces`): the
     tree's free accelerations, the cut rows, ``M^-1 J_I^T``
     by the tree solver and the Cholesky solve of ``J_I M^-1 J_I^T`` with one refinement
     step (the projector's fast path). Returns 0, :data:`TREE_FAILED` or
-    :data:`SINGULAR_ROWS`."""
+    :data:`SINGULAR_ROWS`. (:func:`_stage` with scratch of its own.)"""
+    sw = stage_work(sel.shape[0], Ib[K.IB_NV], Ib[K.IB_N1])
+    return _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw)
+
+
+# Without NRT (no allocation: the scratch sw of stage_work comes in; no reference counts
+# on the argument tuples' arrays).
+@njit(cache=True, _nrt=False)
+def _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw):
+    """:func:`loop_accelerations` with the scratch ``sw`` of :func:`stage_work`."""
+    cols, Y, af, bx, Fe, A, lam_i, r = sw
     nv = Ib[K.IB_NV]
     if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
     k = sel.shape[0]
-    cols = np.empty((k, nv))
     for a in range(k):
         for j in range(nv):
             cols[a, j] = J[sel[a], j]
-    Y = np.empty((k, nv))
-    n1 = Ib[K.IB_N1]
-    _tree_columns(
-        Ib, buf, cols, Y, np.empty((k, n1, 6)), np.empty((k, n1, 6)), np.empty((k, n1, 6))
-    )
-    A = np.empty((k, k))
+    _tree_columns(Ib, buf, cols, Y, af, bx, Fe)
     for a in range(k):
         for b in range(k):
             s = 0.0
@@ -394,8 +418,8 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
     lo, _ = _chol(A, k)
     if lo < 0.0:
         return SINGULAR_ROWS
-    lam_i = np.zeros(k)
-    r = np.empty(k)
+    for a in range(k):
+        lam_i[a] = 0.0
     for _it in range(2):  # solve, then one step of iterative refinement
         for a in range(k):
             s = gamma[sel[a]]
@@ -410,7 +434,8 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
             for a in range(k):
                 s += Y[a, j] * r[a]
             qdd[j] += s
-    lam[:] = 0.0
+    for a in range(lam.shape[0]):
+        lam[a] = 0.0
     for a in range(k):
         lam[sel[a]] = lam_i[a]
     return 0
@@ -482,6 +507,7 @@ def _rk4_rest(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
     ks = np.empty((4, 2 * nv))
     yy = np.empty(2 * nv)
     acc = np.empty(nv)
+    sw = stage_work(sel.shape[0], nv, Ib[K.IB_N1])  # one scratch for the three stages
     for i in range(nv):
         ks[0, i] = y[nv + i]
         ks[0, nv + i] = acc0[i]
@@ -489,8 +515,8 @@ def _rk4_rest(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
     for s in range(1, 4):
         for i in range(2 * nv):
             yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
-        st = loop_accelerations(
-            Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+        st = _stage(
+            Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac, sw
         )
         if st != 0:
             return st

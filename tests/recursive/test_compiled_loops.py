@@ -210,3 +210,47 @@ def test_batch_samples_equal_the_per_state_sample_and_dynamics():
             assert st == 0
             for a, b in zip(out, one, strict=True):
                 assert np.array_equal(a[i], b)
+
+
+def test_the_stage_scratch_is_written_before_it_is_read():
+    """The loop stage and the cut rows take their scratch from the caller (``stage_work``,
+    the ``work`` tuple of ``CutJointConstraints.compiled_args``) and allocate nothing:
+    with every scratch array filled with NaN before each call, ``_nbloops._stage`` gives
+    bit for bit the accelerations and multipliers of ``loop_accelerations`` (fresh
+    scratch), state after state (no value carried over from an earlier call)."""
+    from flexmbd.recursive import _kernels as K
+    from flexmbd.recursive import _nbloops as NL
+
+    s = spatial_ring(7).compile("recursive")
+    r = s.simulate(0.05, dt=0.01)
+    Ib, buf, cargs, forces, tau, ws, reac, *_ = s.compiled_rk4()
+    nv, m = s.nv, ws[0].shape[0]
+    sel = np.arange(5, dtype=np.int64)
+    sw = NL.stage_work(5, nv, Ib[K.IB_N1])
+    for q, v in zip(r.q, r.qd, strict=True):
+        q, v = np.ascontiguousarray(q), np.ascontiguousarray(v)
+        for a in (*sw, *cargs[-1]):
+            a.fill(np.nan)
+        qdd, lam = np.empty(nv), np.empty(m)
+        assert NL._stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, *ws, reac, sw) == 0
+        fresh = {k: np.zeros_like(a) for k, a in (("q", qdd), ("l", lam))}
+        for a in cargs[-1]:
+            a.fill(0.0)
+        st = NL.loop_accelerations(
+            Ib, buf, cargs, forces, q, v, tau, sel, fresh["q"], fresh["l"], *ws, reac
+        )
+        assert st == 0
+        assert np.isfinite(qdd).all() and np.array_equal(qdd, fresh["q"])
+        assert np.array_equal(lam, fresh["l"])
+    # and the rows themselves: the Python path's compiled rows with NaN scratch
+    C = s.constraints
+    C._key = None
+    for a in cargs[-1]:
+        a.fill(np.nan)
+    a = {k: C._eval(r.q[-1], r.qd[-1], 0.0)[k].copy() for k in ("phi", "J", "gamma")}
+    C._key = None
+    C.compiled = False
+    b = C._eval(r.q[-1], r.qd[-1], 0.0)
+    C.compiled = True
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], atol=1e-12, err_msg=k)
