@@ -815,6 +815,17 @@ def main(sizes=SIZES, repeats=3, write=False):
     return rows, exps
 
 
+def write_output(rows):
+    """Replace only the output subsection of the loops section of RESULTS.md (``--output
+    --write``: the rest of the section keeps its last full run)."""
+    old = RESULTS.read_text()
+    head = "### Output sampling: what a sample"
+    if head not in old or END not in old:
+        raise SystemExit("RESULTS.md has no loops output subsection: run --write")
+    i, j = old.index(head), old.index(END)
+    RESULTS.write_text(old[:i] + "\n".join(output_report(rows)) + "\n" + old[j:])
+
+
 def report(rows, exps, squeezer=(), output=(), stages=()):
     import numpy
 
@@ -1037,7 +1048,9 @@ if __name__ == "__main__":
         squeezer_rows(a.repeats)
         sys.exit()
     if a.output:
-        output_rows(max(a.repeats, 5))
+        out_rows = output_rows(max(a.repeats, 5))
+        if a.write:
+            write_output(out_rows)
         sys.exit()
     if a.stages:
         stage_rows([N for N in (10, 100, 500) if N in a.sizes])
