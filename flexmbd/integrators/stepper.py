@@ -546,10 +546,7 @@ class ExplicitStepper:
         if m <= j:
             return None
         te = self.t_eval[j:m]
-        if type(self)._dense_sample is ExplicitStepper._dense_sample:  # the identity
-            Y = np.array(dense(te).T)
-        else:
-            Y = np.array([self._dense_sample(y) for y in dense(te).T])
+        Y = np.array([self._dense_sample(y) for y in dense(te).T])
         self.y = Y[-1].copy()
         self.t = float(te[-1])
         self.i = m
