@@ -11,6 +11,7 @@ solver state save/restore and the JSON form of a run's options live here as well
 
 from __future__ import annotations
 
+import functools
 import time as _time
 from typing import TYPE_CHECKING
 
@@ -216,6 +217,13 @@ def restore_options(options, overrides, what):
             + ")"
         )
     return opts
+
+
+@functools.cache
+def _is_dop853_dense(cls: type) -> bool:
+    """Whether ``cls`` is scipy's ``Dop853DenseOutput`` or a subclass (by the class names
+    along its MRO: scipy is imported lazily)."""
+    return "Dop853DenseOutput" in {c.__name__ for c in cls.__mro__}
 
 
 class ExplicitStepper:
@@ -529,8 +537,7 @@ class ExplicitStepper:
         ``n``) that the last step's dense output covers, evaluated in one call; ``(t (k,),
         Y (k, nq + nv))`` with ``i``, ``t``, ``y`` advanced past them, or None."""
         s, dense = self.solver, self._dense
-        kinds = {c.__name__ for c in type(dense).__mro__}  # scipy's or a subclass
-        if self.t_eval is None or n <= 0 or "Dop853DenseOutput" not in kinds:
+        if self.t_eval is None or n <= 0 or not _is_dop853_dense(type(dense)):
             return None
         j = m = self.i
         hi = min(self.t_eval.size, j + n)

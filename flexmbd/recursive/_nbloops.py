@@ -958,6 +958,32 @@ def dop853_interpolate(t_old, h, y_old, F, ts, out):
 
 
 @njit(cache=True)
+def _sample_at(
+    Ib, buf, cargs, forces, clab, q, v, tau, sel, rtol, guard, phi, J, gamma, body_row,
+    qdd, lam, reac, acc, cutF, viol,
+):  # fmt: skip
+    """One output sample at ``(q, v)`` (the body of :func:`loop_samples`): the violations
+    ``viol`` and, where the QR would select ``sel`` there with a margin,
+    :func:`loop_forward_dynamics` into ``qdd``, ``lam``, ``reac``, ``acc``, ``cutF``.
+    Returns whether the sample is complete."""
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    # the accelerations first: their cut rows at (q, v) are the rows the violations
+    # and the rank decision read (phi and J do not depend on the speeds), so the
+    # sample takes no separate evaluation of them (loop_sample)
+    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    if st == TREE_FAILED:  # no rows evaluated: the violations alone
+        loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol)
+        return False
+    viol[0], viol[1] = _violations(phi, J, v)
+    if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
+        return False
+    st = _tree_with_cuts(
+        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+    )
+    return st == 0
+
+
+@njit(cache=True)
 def loop_samples(
     Ib, buf, cargs, forces, clab, Q, V, TAU, sel, rtol, guard, ws, reac_ws, body_row,
     QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
@@ -970,27 +996,11 @@ def loop_samples(
     cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take the QR path (the
     rows of such a sample are not read)."""
     phi, J, gamma = ws
-    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
     for i in range(Q.shape[0]):
-        ok[i] = False
-        q, v = Q[i], V[i]
-        # the accelerations first: their cut rows at (q, v) are the rows the violations
-        # and the rank decision read (phi and J do not depend on the speeds), so the
-        # sample takes no separate evaluation of them (loop_sample)
-        st = loop_accelerations(
-            Ib, buf, cargs, forces, q, v, TAU[i], sel, QDD[i], LAM[i], phi, J, gamma, REAC[i]
-        )
-        if st == TREE_FAILED:  # no rows evaluated: the violations alone
-            loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, VIOL[i])
-            continue
-        VIOL[i, 0], VIOL[i, 1] = _violations(phi, J, v)
-        if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
-            continue
-        st = _tree_with_cuts(
-            Ib, buf, forces, q, v, TAU[i], cI, clab, Dall, Rcs, pcs, LAM[i], CUTF[i], REAC[i],
-            ACC[i], body_row,
+        ok[i] = _sample_at(
+            Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, rtol, guard, phi, J, gamma,
+            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i],
         )  # fmt: skip
-        ok[i] = st == 0
 
 
 @njit(cache=True)
@@ -1003,3 +1013,29 @@ def loop_correct_rows(cargs, Y, sel, tol, max_newton, rtol, guard, ws, status):
         status[i] = loop_correct(
             cargs, Y[i, :nv], Y[i, nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma
         )
+
+
+@njit(cache=True)
+def loop_correct_samples(
+    Ib, buf, cargs, forces, clab, Y, TAU, sel, tol, max_newton, rtol, guard, ws, body_row,
+    status, QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+):  # fmt: skip
+    """:func:`loop_correct_rows` and :func:`loop_samples` in one pass over the output
+    states ``Y[i] = (q, v)`` (an adaptive run's interpolated samples): each state is
+    corrected in place (``status[i]``: 0, or :data:`NEEDS_QR` with ``Y[i]`` unchanged and
+    no sample) and then sampled at its corrected values with joint forces ``TAU[i]``
+    (``ok[i]``, ``QDD[i]`` ... ``VIOL[i]`` as in :func:`loop_samples`). The same calls on
+    the same values as the two kernels one after the other, so the same numbers; one
+    pass saves the second sweep over the rows and a call from Python."""
+    phi, J, gamma = ws
+    nv = Y.shape[1] // 2
+    for i in range(Y.shape[0]):
+        ok[i] = False
+        q, v = Y[i, :nv], Y[i, nv:]
+        status[i] = loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma)
+        if status[i] != 0:
+            continue
+        ok[i] = _sample_at(
+            Ib, buf, cargs, forces, clab, q, v, TAU[i], sel, rtol, guard, phi, J, gamma,
+            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i],
+        )  # fmt: skip

@@ -483,6 +483,50 @@ class LoopSystem:
         )
         return status
 
+    def project_samples(
+        self, Y: Array, tau: Array | None = None, projector: Projector | None = None
+    ) -> tuple[Array, dict | None]:
+        """:meth:`project_rows` of the output states ``Y`` (n, nq + nv) and the output
+        sample at each corrected state, in one compiled call
+        (:func:`._nbloops.loop_correct_samples`): ``(status, rows)``, ``status`` as
+        :meth:`project_rows`; ``rows``: ``qdd`` (n, nv), ``lam`` (n, m), tree reactions
+        ``reac`` (n, tree joints, 6), body accelerations ``acc`` (n, bodies, 6), cut
+        wrenches ``cutF`` (n, cuts, 6, child axes), ``viol`` (n, 3: position and velocity
+        violation, 1 where the sample is complete), or None with every status nonzero
+        where :meth:`project_rows` would do nothing. ``tau``: constant joint forces
+        (nv,), N m or N, or None (zero)."""
+        P = projector or self.projector
+        n = len(Y)
+        status = np.ones(n, dtype=np.int64)
+        c = self._compiled()
+        sel = P.selection() if c is not None else None
+        if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
+            return status, None
+        TAU = np.zeros((n, self.nv))
+        if tau is not None:
+            TAU[:] = tau
+        nj, nb, nc = (
+            len(self.tree.joint_names),
+            len(self.layout.body_names),
+            len(self.constraints.cuts),
+        )
+        rows = dict(
+            qdd=np.empty((n, self.nv)),
+            lam=np.empty((n, self.constraints.m)),
+            reac=np.empty((n, nj, 6)),
+            acc=np.empty((n, nb, 6)),
+            cutF=np.empty((n, nc, 6)),
+            viol=np.zeros((n, 3)),
+        )
+        ok = np.zeros(n, dtype=bool)
+        _NL.loop_correct_samples(
+            c[0], c[1], c[2], c[3], self._clab, Y, TAU, sel, P.position_tol, P.max_newton,
+            P.rtol, _GUARD, self._ws, self._body_row, status, rows["qdd"], rows["lam"],
+            rows["reac"], rows["acc"], rows["cutF"], rows["viol"], ok,
+        )  # fmt: skip
+        rows["viol"][:, 2] = ok
+        return status, rows
+
     def _compiled(self):
         """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
         tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
@@ -1475,6 +1519,25 @@ class _LoopStepper(ExplicitStepper):
             "kind": "loop",
         }
 
+    def _project_samples(self, y, t):
+        """Correct the output states ``y[1:]`` in place (compiled where the last QR's rows
+        hold, else the QR) and return the samples of the compiled correction
+        (:meth:`LoopSystem.project_samples`, rows aligned with ``y``, row 0 left to
+        :meth:`LoopSystem.results_from`) when every state took it, else None (the QR may
+        have chosen other rows: the samples are then evaluated afterwards, as always)."""
+        s, P, nq = self.system, self.P, self.nq
+        rows = None
+        if self._fast_rhs:
+            status, rows = s.project_samples(y[1:], self._tau, P)
+        else:
+            status = s.project_rows(y[1:], P)
+        for i in np.flatnonzero(status != 0) + 1:
+            qq, vv = P.correct(y[i, :nq], y[i, nq:], t[i])
+            y[i] = np.concatenate([qq, vv])
+        if rows is None or np.any(status != 0):
+            return None
+        return {k: np.concatenate([np.zeros_like(a[:1]), a]) for k, a in rows.items()}
+
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq
         t = results.t
@@ -1482,18 +1545,14 @@ class _LoopStepper(ExplicitStepper):
         if self.adaptive:
             # the reported states are the corrected ones (the stepper's drift off the
             # manifold never enters the equations of motion)
-            for i in range(1, len(y)):
-                y[i, :nq] = s.tree.normalize(y[i, :nq])
-            # compiled where the last QR's rows hold, else the QR
-            status = s.project_rows(y[1:], P) if self.use_proj else None
-            for i in range(1, len(y)):
-                yy = y[i]
-                if self.use_proj and status[i - 1] != 0:
-                    qq, vv = P.correct(yy[:nq], yy[nq:], t[i])
-                    y[i] = np.concatenate([qq, vv])
+            if nq != self.nv:  # quaternions (nq == nv: none, normalize is the identity)
+                for i in range(1, len(y)):
+                    y[i, :nq] = s.tree.normalize(y[i, :nq])
+            given = self._project_samples(y, t) if self.use_proj else None
+        else:
+            given = self.fused_samples()
         meta = self.meta()
         meta["wall_time"] = self.wall
-        given = None if self.adaptive else self.fused_samples()
         res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given)
         for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v

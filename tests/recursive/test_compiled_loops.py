@@ -254,3 +254,56 @@ def test_the_stage_scratch_is_written_before_it_is_read():
     C.compiled = True
     for k in a:
         np.testing.assert_allclose(a[k], b[k], atol=1e-12, err_msg=k)
+
+
+def test_correct_and_sample_in_one_pass_equals_the_two_kernels():
+    """``_nbloops.loop_correct_samples`` (correction, then the sample at the corrected
+    state, per row) equals ``loop_correct_rows`` followed by ``loop_samples`` bit for
+    bit: corrected states, statuses, violations, qdd, lambda, reactions, body
+    accelerations, cut wrenches; rows the QR must decide (4 of the ring's 5 independent
+    rows) are left unchanged and not sampled."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _GUARD
+
+    s = spatial_ring(7).compile("recursive")
+    r = s.simulate(0.05, dt=0.01)
+    Ib, buf, cargs, forces, tau, ws, reac, clab, body_row = s.compiled_rk4()
+    rng = np.random.default_rng(7)
+    Y0 = np.hstack([r.q, r.qd]) + 1e-7 * rng.standard_normal((len(r.t), 2 * s.nv))
+    n, nv, m = Y0.shape[0], s.nv, ws[0].shape[0]
+    TAU = np.zeros((n, nv))
+    shapes = ((nv,), (m,), (reac.shape[0], 6), (int(body_row.max()) + 1, 6), (clab.shape[0], 6))
+    corr = (1e-13, 5, 1e-10, _GUARD)
+    for sel, expect in (
+        (np.arange(5, dtype=np.int64), True),
+        (np.arange(4, dtype=np.int64), False),
+    ):
+        Y, st, ok = Y0.copy(), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        out = [np.zeros((n, *sh)) for sh in shapes]
+        VIOL = np.zeros((n, 3))
+        NL.loop_correct_samples(
+            Ib, buf, cargs, forces, clab, Y, TAU, sel, *corr, ws, body_row, st, *out, VIOL,
+            ok,
+        )  # fmt: skip
+        Y2, st2, ok2 = Y0.copy(), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        NL.loop_correct_rows(cargs, Y2, sel, *corr, ws, st2)
+        out2 = [np.zeros((n, *sh)) for sh in shapes]
+        VIOL2 = np.zeros((n, 2))
+        Q, V = np.ascontiguousarray(Y2[:, :nv]), np.ascontiguousarray(Y2[:, nv:])
+        NL.loop_samples(
+            Ib, buf, cargs, forces, clab, Q, V, TAU, sel, corr[2], _GUARD, ws, reac, body_row,
+            *out2, VIOL2, ok2,
+        )  # fmt: skip
+        np.testing.assert_array_equal(Y, Y2)
+        np.testing.assert_array_equal(st, st2)
+        if not expect:  # every row left unchanged and unsampled: the QR corrects them
+            assert (st == NL.NEEDS_QR).all() and not ok.any()
+            np.testing.assert_array_equal(Y, Y0)
+            continue
+        assert (st == 0).all() and ok.all()
+        assert not np.array_equal(Y, Y0)  # the perturbed states were corrected
+        np.testing.assert_array_equal(ok, ok2)
+        np.testing.assert_array_equal(VIOL[:, :2], VIOL2)
+        assert VIOL[:, 0].max() < 1e-12  # on the constraints after the correction
+        for a, b in zip(out, out2, strict=True):
+            np.testing.assert_array_equal(a, b)

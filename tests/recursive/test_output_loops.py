@@ -245,3 +245,43 @@ def test_compiled_interpolant_is_scipys_dop853_interpolant():
     ts = np.linspace(0.3, 0.3125, 13)
     assert got(ts).shape == (9, 13) and np.array_equal(got(ts), ref(ts))
     assert got(0.301).shape == (9,) and np.array_equal(got(0.301), ref(0.301))
+
+
+def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
+    """An adaptive run's interpolated states corrected and sampled in one compiled pass
+    (``LoopSystem.project_samples``): the reported states, accelerations, reactions,
+    multipliers, violations, rank statistics and energies are bit for bit those of the
+    correction (``project_rows``) followed by the samples' own evaluation."""
+    from flexmbd.recursive.loops import LoopSystem
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    kw = dict(dt=1e-4, integrator="dop853", rtol=1e-9, atol=1e-11)
+    calls = []
+    fused = LoopSystem.project_samples
+
+    def counted(self, Y, tau=None, projector=None):
+        out = fused(self, Y, tau, projector)
+        calls.append(bool(out[1] is not None and out[1]["viol"][:, 2].all()))
+        return out
+
+    monkeypatch.setattr(LoopSystem, "project_samples", counted)
+    fast = s.simulate(0.03, **kw)
+    assert calls == [True]  # every interpolated sample took the one-call path
+
+    def separate(self, Y, tau=None, projector=None):
+        return self.project_rows(Y, projector), None
+
+    monkeypatch.setattr(LoopSystem, "project_samples", separate)
+    ref = s.simulate(0.03, **kw)
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(fast, k), getattr(ref, k))
+    np.testing.assert_array_equal(fast.extra["lambda"], ref.extra["lambda"])
+    for k in ("rank", "regular_rank", "n_weak", "discarded"):
+        np.testing.assert_array_equal(fast.stats[k], ref.stats[k])
+    for k in ("position_violation", "velocity_violation"):
+        np.testing.assert_array_equal(fast.stats[k], ref.stats[k])
+        assert fast.stats[k].max() < 1e-9  # corrected states: on the constraints
+    for k in ref.energy:
+        np.testing.assert_array_equal(fast.energy[k], ref.energy[k])
