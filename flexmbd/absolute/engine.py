@@ -1345,8 +1345,8 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
     for j in range(nj):
         jb = r_child[j]
         sd = r_side_body[j]
-        CC = r_CC[j].copy()
-        sC = r_sC[j].copy()
+        CC = r_CC[j]  # views (read only; a deforming joint's rotated copies below)
+        sC = r_sC[j]
         for m in range(d_joint.shape[0]):
             if d_joint[m] == j:
                 n = d_n[m]
