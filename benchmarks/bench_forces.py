@@ -47,7 +47,7 @@ sys.path.insert(0, HERE)
 
 DT = 0.01
 TOL = 1e-7
-REPEAT = 3
+REPEAT = 5  # both codes: the minimum is the estimate least inflated by a loaded machine
 
 
 def run_flexmbd(model, steps, modified=False):

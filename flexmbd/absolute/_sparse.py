@@ -673,6 +673,54 @@ def gather(Acomp, gidx, Ax):
         Ax[t] = flat[gidx[t]]
 
 
+@njit(cache=True)
+def kkt_full_row_rank(w, layout, Pq, A, Ax, rtol):
+    """The rank test of :func:`full_row_rank` in compiled code on a Newton-matrix layout:
+    ``Pq`` (nc x width) holds ``P`` in ``layout``'s compressed rows (as the engine's
+    constraint kernel writes it); ``[[s I, P^T], [P, 0]]`` (``s = max |P|``) is written
+    to ``A`` (scratch, the layout's compressed storage), gathered to ``Ax`` and factored
+    with partial pivoting on ``w``'s pattern (:func:`factor`: history-free, the same
+    pivots on every call with the same ``P``). Returns 1 for full row rank, 0 when a
+    pivot vanishes or falls below ``rtol`` times the largest, -1 when the factors
+    exceed ``w``'s capacity (no answer). ``layout``'s pattern must hold the diagonal of
+    the first ``n`` columns."""
+    n, nc = layout.n, layout.nc
+    cm, rptr, rcol = layout.cmap, layout.rptr, layout.rcol
+    scale = 0.0
+    for a in range(nc):
+        for t in range(rptr[a], rptr[a + 1]):
+            scale = max(scale, abs(Pq[a, cm[rcol[t]]]))
+    if scale == 0.0:
+        scale = 1.0
+    A[:, :] = 0.0
+    for j in range(n):
+        A[j, cm[j]] = scale
+    for a in range(nc):
+        ka = cm[n + a]
+        for t in range(rptr[a], rptr[a + 1]):
+            j = rcol[t]
+            v = Pq[a, cm[j]]
+            A[n + a, cm[j]] = v
+            A[j, ka] = v
+    gather(A, layout.gidx, Ax)
+    st = factor(w, Ax)
+    if st <= 0:
+        return st
+    dmin = np.inf
+    dmax = 0.0
+    for k in range(w.n):
+        d = abs(w.Ud[k])
+        dmin = min(dmin, d)
+        dmax = max(dmax, d)
+    return 1 if dmin > rtol * dmax else 0
+
+
+def has_diagonal(Ap, Ai, n):
+    """True when the CSC pattern ``Ap, Ai`` holds the entries ``(j, j)``, ``j < n``."""
+    cols = np.repeat(np.arange(len(Ap) - 1), np.diff(Ap))
+    return bool(np.count_nonzero((Ai == cols) & (cols < n)) == n)
+
+
 def full_row_rank(P, dense_max=60, rtol=1e-10):
     """True when the constraint Jacobian ``P`` (nc x n, SciPy sparse or dense) has full
     row rank: ``numpy.linalg.matrix_rank`` up to ``dense_max`` rows; above, SuperLU of

@@ -92,7 +92,10 @@ from ._sparse import (
     empty_work,
     factor,
     fresh_work,
+    full_row_rank,
     gather,
+    has_diagonal,
+    kkt_full_row_rank,
     kkt_layout,
     refactor_or_factor,
     set_reference,
@@ -1342,8 +1345,8 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
     for j in range(nj):
         jb = r_child[j]
         sd = r_side_body[j]
-        CC = r_CC[j].copy()
-        sC = r_sC[j].copy()
+        CC = r_CC[j]  # views (read only; a deforming joint's rotated copies below)
+        sC = r_sC[j]
         for m in range(d_joint.shape[0]):
             if d_joint[m] == j:
                 n = d_n[m]
@@ -1680,6 +1683,7 @@ class Engine:
         self.ws = self._workspace(s.n, s.nc, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
         self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
+        self._rank_scratch = None  # (LUWork, A, Ax) of the compiled rank test (sparse LU)
         #: sparse LU: modified Newton within a step (:func:`_newton`; changes the number
         #: of corrections, so off by default: full Newton as the generic path)
         self.modified_newton = False
@@ -1959,13 +1963,39 @@ class Engine:
         """``(Phi, Phi_q)`` at coordinates ``q`` and time ``t`` (s) from one call of the
         compiled constraint kernel: ``Phi`` (nc,) as :meth:`constraint`, sparse ``Phi_q``
         (nc x n, CSR) as :meth:`constraint_jacobian`."""
+        phi, Pq = self._constraint_terms(q, t)
+        return phi, self._csr(Pq)
+
+    def _csr(self, Pq):
+        """``Phi_q`` (nc x n, SciPy CSR) of its compressed rows ``Pq``."""
         import scipy.sparse as sp
 
-        phi, Pq = self._constraint_terms(q, t)
         L = self.model.layout
         n, nc = self.system.n, self.system.nc
         rows = np.repeat(np.arange(nc), np.diff(L.rptr))
-        return phi, sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
+        return sp.csr_matrix((Pq[rows, L.cmap[L.rcol]], L.rcol, L.rptr), shape=(nc, n))
+
+    def admission(self, q, t=0.0):
+        """``(Phi, full_rank)`` at coordinates ``q`` and time ``t`` (s) from one call of
+        the compiled constraint kernel: ``Phi`` (nc,) as :meth:`constraint` and whether
+        ``Phi_q`` has full row rank (no redundant joint equations: the integrator's engine
+        admission before every run). With the sparse LU the rank test runs compiled on
+        the engine's own pattern (:func:`._sparse.kkt_full_row_rank`: no SciPy matrices
+        nor SuperLU analysis per run); otherwise :func:`._sparse.full_row_rank` of
+        :meth:`constraint_jacobian`'s matrix."""
+        phi, Pq = self._constraint_terms(q, t)
+        if self.sparse:
+            L = self.model.layout
+            if self._rank_scratch is None:
+                ok = has_diagonal(L.Ap, L.Ai, L.n)
+                A = np.zeros((L.n + L.nc, L.width))
+                self._rank_scratch = (fresh_work(self._lu), A, np.zeros(len(L.gidx))) if ok else ()
+            if self._rank_scratch:
+                w, A, Ax = self._rank_scratch
+                r = kkt_full_row_rank(w, L, Pq, A, Ax, 1e-10)
+                if r >= 0:
+                    return phi, bool(r)
+        return phi, full_row_rank(self._csr(Pq))
 
     def constraint(self, q, t=0.0):
         """``Phi(q, t)`` (nc,) from the compiled constraint kernel:

@@ -97,7 +97,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..absolute._sparse import full_row_rank
 from ..absolute.energy import EnergyAccumulator, EnergyMeter
 from ..absolute.engine import Engine
 from ..absolute.forces import map_te_terms
@@ -443,8 +442,7 @@ class ImplicitStepper:
         if use and engine == "auto":
             # redundant joint equations need the generic path's QR row selection
             # (Phi_q from the engine's compiled kernel: the Python evaluation cost ~1-3 ms)
-            phi, Pq = system.engine().constraint_and_jacobian(q, self.t0)
-            use = full_row_rank(Pq)
+            phi, use = system.engine().admission(q, self.t0)
         if not use:
             return "generic", None
         self.eng = system.engine()

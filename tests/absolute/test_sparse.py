@@ -391,3 +391,54 @@ def test_default_solver_follows_the_block_structure():
     rigid, flexible = (m.compile("absolute") for m in (rigid_model(), flexible_model()))
     assert (rigid.n + rigid.nc, rigid.engine().sparse) == (41, True)
     assert (flexible.n + flexible.nc, flexible.engine().sparse) == (33, False)
+
+
+def _rod_chain(n, duplicate=False):
+    """``n`` rods on revolute joints about z (spring-damper-actuators between neighbours,
+    gravity); ``duplicate``: a second, identical revolute between rods 1 and 2 (its five
+    joint equations repeat the first's: Phi_q loses full row rank by five)."""
+    import flexmbd as fm
+
+    m = fm.Model(f"rods{n}")
+    prev, pf = m.ground, (0.0, 0.0, 0.0)
+    for i in range(n):
+        b = fm.RigidBody(1.0, (0.001, 0.02, 0.02), com=(0.25, 0, 0))
+        setattr(m, f"b{i}", b)
+        setattr(m, f"j{i}", fm.Revolute(prev, b, parent_frame=pf, q0=[0.3 if i == 0 else 0.05]))
+        if i:
+            sda = fm.SpringDamperActuator(prev, (0.25, 0.1, 0), b, (0.25, 0.1, 0), k=5e3, c=20.0)
+            setattr(m, f"s{i}", sda)
+        if duplicate and i == 2:
+            m.j_dup = fm.Revolute(prev, b, parent_frame=pf, q0=[0.05])
+        prev, pf = b, (0.5, 0.0, 0.0)
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_engine_admission_rank_test_compiled(n, monkeypatch):
+    """The engine admission's compiled rank test (:meth:`Engine.admission`, the factors of
+    ``[[s I, P^T], [P, 0]]`` on the engine's own LU pattern) agrees with the SVD rank and
+    with :func:`full_row_rank` on a full-rank chain and on the same chain with one joint
+    duplicated (five redundant rows); its ``Phi`` is the constraint kernel's, bitwise."""
+    import flexmbd.absolute.engine as E
+
+    def scipy_path(P):  # the compiled test answers: SciPy's path is not taken
+        raise AssertionError("admission fell back to the SciPy rank test")
+
+    for dup in (False, True):
+        s = _rod_chain(n, dup).compile("absolute")
+        eng = s.engine()
+        assert eng.sparse  # the compiled test runs on the sparse LU's pattern
+        q = s.q0()
+        q[7::7] += 0.01  # off the joints' values: a non-zero violation
+        with monkeypatch.context() as mp:
+            mp.setattr(E, "full_row_rank", scipy_path)
+            phi, full = eng.admission(q, 0.0)
+            again = eng.admission(q, 0.0)[1]
+        P = eng.constraint_jacobian(q, 0.0)
+        np.testing.assert_array_equal(phi, eng.constraint(q, 0.0))
+        assert np.abs(phi).max() > 1e-3
+        assert (np.linalg.matrix_rank(P.toarray()) == s.nc) == (not dup)
+        assert full == (not dup) == S.full_row_rank(P) == S.full_row_rank(P, dense_max=0)
+        assert again == full  # history-free: the same answer again
