@@ -138,7 +138,7 @@ _KERNEL_PREFIX = f"_ZN{len(_PACKAGE.name)}{_PACKAGE.name}"
 # A compiled kernel whose object code is at least this large (bytes) is called by the
 # package's other kernels instead of being linked into them (see `_CallLinkLibrary`):
 # LLVM inlines nothing near that size, so the caller's code is the same call.
-CALL_LINK_MIN_OBJECT = 64 * 1024
+CALL_LINK_MIN_OBJECT = 16 * 1024
 # Object code (by SHA-1) present in this process's JIT engine: compiled here or loaded.
 _LOADED_OBJECTS: set[bytes] = set()
 _LINKING = threading.local()  # .split: a package kernel is being linked (finalize)
