@@ -21,6 +21,11 @@ kept beside the object code (a kernel's bitcode holds a copy of every callee, me
 for the engine's entry kernels; numba needs it only to link the kernel into a later
 compilation, which parses it then), and no cache set-up for the kernels a process never
 calls (`_DeferredCache`).
+
+Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large package
+kernels it uses by their emitted code instead of numba's linking of a copy of their
+optimised module, which LLVM then optimises and emits again at every caller level. A
+cache entry of such a kernel records the callees' object code and loads it first.
 """
 
 from __future__ import annotations
