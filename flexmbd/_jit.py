@@ -21,12 +21,19 @@ kept beside the object code (a kernel's bitcode holds a copy of every callee, me
 for the engine's entry kernels; numba needs it only to link the kernel into a later
 compilation, which parses it then), and no cache set-up for the kernels a process never
 calls (`_DeferredCache`).
+
+Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large package
+kernels it uses by their emitted code instead of numba's linking of a copy of their
+optimised module, which LLVM then optimises and emits again at every caller level. A
+cache entry of such a kernel records the callees' object code and loads it first.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,6 +42,7 @@ import llvmlite.binding as ll
 from numba import njit as _numba_njit
 from numba.core import caching, types
 from numba.core.codegen import JITCodeLibrary
+from numba.core.environment import lookup_environment
 from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
@@ -130,7 +138,119 @@ class _UserWideLocator(_PackageStamped, caching.UserWideCacheLocator):
     pass
 
 
-class _LazyLinkLibrary(JITCodeLibrary):
+# A package kernel's mangled names start with this (numba's Itanium-style mangling).
+_KERNEL_PREFIX = f"_ZN{len(_PACKAGE.name)}{_PACKAGE.name}"
+# A compiled kernel whose object code is at least this large (bytes) is called by the
+# package's other kernels instead of being linked into them (see `_CallLinkLibrary`):
+# LLVM inlines nothing near that size, so the caller's code is the same call.
+CALL_LINK_MIN_OBJECT = 16 * 1024
+# Object code (by SHA-1) present in this process's JIT engine: compiled here or loaded.
+_LOADED_OBJECTS: set[bytes] = set()
+_LINKING = threading.local()  # .split: a package kernel is being linked (finalize)
+
+
+@contextmanager
+def _linking_split(split: bool) -> Any:
+    before = getattr(_LINKING, "split", False)
+    _LINKING.split = split
+    try:
+        yield
+    finally:
+        _LINKING.split = before
+
+
+class _CallLinkLibrary(JITCodeLibrary):
+    """numba's JIT code library, linking a package kernel to the large package kernels it
+    calls by their emitted code instead of by a copy of their optimised LLVM module.
+
+    numba finalizes a library by linking in the optimised module of every callee library
+    (transitively: ``_run`` holds ``_newton`` holds ``_system_terms`` holds
+    ``flex_block``) and then optimising and emitting the whole linked module again, so a
+    callee's code is optimised and emitted once per caller level. Here a package kernel
+    calling a package kernel whose object code is at least `CALL_LINK_MIN_OBJECT` bytes
+    keeps its declaration: the JIT engine resolves the call to the callee's code, already
+    emitted (too large for LLVM to inline, so the machine code is the same call). The
+    object code of such callees (transitively, callees first) is `call_deps`; a cache
+    entry records it (`_KernelCacheImpl`) and loads it before the caller's. Any other
+    library (numba's own, a user's kernel) links everything, as numba does.
+    """
+
+    _call_deps: tuple = ()  # ((SHA-1, object code, env names), ...), callees first
+    _separate: tuple = ()  # libraries called by their emitted code
+    _kernel = False
+    _call_object: bytes | None = None
+    _env_names: tuple = ()
+    _complete_module: Any = None
+
+    def call_entry(self) -> Any:
+        """``(SHA-1, object code, environment names)`` of this library when a package
+        kernel may call its emitted code, else None."""
+        if not self._kernel or self._call_object is None:
+            return None
+        if len(self._call_object) < CALL_LINK_MIN_OBJECT:
+            return None
+        key = hashlib.sha1(self._call_object).digest()
+        return key, self._call_object, self._env_names
+
+    def call_deps(self) -> tuple:
+        """The emitted code this library's object code calls (`_CallLinkLibrary`)."""
+        return self._call_deps
+
+    def reload_inits(self) -> set:
+        """numba's reload-init functions of this library (inherited by its callers)."""
+        return self._reload_init
+
+    def linking_module(self) -> Any:
+        """numba's module for linking this library into another."""
+        return self._get_module_for_linking()
+
+    def finalize(self) -> None:
+        """numba's finalize; a package kernel calls large package kernels' code."""
+        self._kernel = any(
+            fn.name.startswith(_KERNEL_PREFIX) and not fn.is_declaration
+            for fn in self._final_module.functions
+        )
+        if self._kernel:
+            deps: dict = {}
+            linked, separate = [], []
+            for lib in self._linking_libraries:
+                deps.update((d[0], d) for d in getattr(lib, "call_deps", tuple)())
+                entry = getattr(lib, "call_entry", lambda: None)()
+                if entry is None:
+                    linked.append(lib)
+                elif lib not in separate:
+                    separate.append(lib)
+                    deps[entry[0]] = entry
+                    self._reload_init.update(lib.reload_inits())
+            self._linking_libraries, self._separate = linked, tuple(separate)
+            self._call_deps = tuple(deps.values())
+        with _linking_split(self._kernel):
+            super().finalize()
+        self._env_names = tuple(
+            gv.name
+            for gv in self._final_module.global_variables
+            if gv.name.startswith("_ZN08NumbaEnv")
+        )
+        if self._object_caching_enabled and self._compiled_object is not None:
+            self._call_object = self._compiled_object
+            _LOADED_OBJECTS.add(hashlib.sha1(self._call_object).digest())
+
+    def _get_module_for_linking(self) -> Any:
+        # a package kernel links the module calling its large callees (their code is
+        # loaded); anything else gets them linked in, as from numba's own library
+        split = JITCodeLibrary._get_module_for_linking(self)  # numba's, on self
+        if getattr(_LINKING, "split", False) or not self._separate:
+            return split
+        if self._complete_module is None:
+            module = split.clone()
+            with _linking_split(False):
+                for lib in self._separate:
+                    module.link_in(lib.linking_module(), preserve=True)
+            self._complete_module = module
+        return self._complete_module
+
+
+class _LazyLinkLibrary(_CallLinkLibrary):
     """numba's code library of a kernel loaded from the cache, parsing the kernel's LLVM
     bitcode on first need instead of at the load.
 
@@ -144,14 +264,26 @@ class _LazyLinkLibrary(JITCodeLibrary):
 
     _shared_bitcode: bytes | None = None
 
+    _loading_deps: tuple = ()  # set on the class during `_KernelCacheImpl.rebuild`
+
+    @classmethod
+    def load(cls, codegen: Any, state: Any) -> Any:
+        """Load the object code of ``state`` (numba's object-code library state)."""
+        return cls._unserialize(codegen, state)
+
     @classmethod
     def _unserialize(cls, codegen: Any, state: Any) -> Any:
         name, _, (object_code, bitcode) = state  # an object-code entry (`_lazy_payload`)
         self = cls(codegen, name)
         self.enable_object_caching()
-        self._set_compiled_object(object_code)
+        key = hashlib.sha1(object_code).digest()
+        if key not in _LOADED_OBJECTS:  # else loaded already (as another kernel's callee)
+            self._set_compiled_object(object_code)
         self._shared_bitcode = bitcode
         self._finalize_final_module()  # loads the object code (an empty IR module)
+        _LOADED_OBJECTS.add(key)
+        self._kernel, self._call_object = True, object_code
+        self._call_deps = cls._loading_deps
         return self
 
     def _get_module_for_linking(self) -> Any:
@@ -180,29 +312,74 @@ def _lazy_payload(payload: Any) -> bool:
     )
 
 
+_CALL_DEPS = "flexmbd-call-deps"  # marks a cache payload that records `call_deps`
+_DEP_LIBRARIES: list = []  # libraries loaded only as callees (kept with their code)
+
+
+def _install(codegen: Any) -> bool:
+    """Make `_CallLinkLibrary` the library class of numba's JIT code generator (once);
+    False for another code generator (numba's own libraries then)."""
+    if vars(codegen).get("_library_class") is _CallLinkLibrary:
+        return True
+    if "_library_class" in vars(codegen) or codegen._library_class is not JITCodeLibrary:
+        return False
+    codegen._library_class = _CallLinkLibrary
+    return True
+
+
+def _load_call_deps(codegen: Any, deps: tuple) -> None:
+    """Load the object code of the callees a cached kernel calls (callees first) that
+    this process has not loaded or compiled, and set their environments."""
+    for key, object_code, envs in deps:
+        if key in _LOADED_OBJECTS:
+            continue
+        state = ("callee", "object", (object_code, None))
+        _DEP_LIBRARIES.append(_LazyLinkLibrary.load(codegen, state))
+        for env in envs:
+            codegen.set_env(env.env_name, env)
+
+
 class _KernelCacheImpl(caching.CompileResultCacheImpl):
     # numba's cache-locator hook: NUMBA_CACHE_DIR, next to the sources, the user cache
     _locator_classes = [_UserProvidedLocator, _InTreeLocator, _UserWideLocator]
 
+    def reduce(self, cres: Any) -> Any:
+        """numba's payload; with the callees' object code the kernel calls (`call_deps`:
+        SHA-1, object code and environments, callees first) when it calls any."""
+        payload = super().reduce(cres)
+        deps = getattr(cres.library, "call_deps", tuple)()
+        if not deps:
+            return payload
+        recorded = []
+        for key, object_code, env_names in deps:
+            envs = (lookup_environment(name) for name in env_names)
+            envs = tuple(e for e in envs if e is not None and e.can_cache())
+            recorded.append((key, object_code, envs))
+        return (_CALL_DEPS, tuple(recorded), payload)
+
     def rebuild(self, target_context: Any, payload: Any) -> Any:
         """numba's rebuild of a cached compile result, its code library a
-        `_LazyLinkLibrary` (numba's own library for another code generator or entry)."""
+        `_LazyLinkLibrary` (numba's own library for another code generator or entry),
+        after loading the callees' code it calls; None (numba compiles) if it calls
+        callees and the code generator is not numba's JIT one."""
         codegen = target_context.codegen()
-        if (
-            "_library_class" in vars(codegen)
-            or getattr(codegen, "_library_class", None) is not JITCodeLibrary
-            or not _lazy_payload(payload)
-        ):
+        deps = ()
+        if isinstance(payload, tuple) and payload and payload[0] == _CALL_DEPS:
+            _, deps, payload = payload
+        if not _install(codegen):
+            return None if deps else super().rebuild(target_context, payload)
+        _load_call_deps(codegen, deps)
+        if not _lazy_payload(payload):
             return super().rebuild(target_context, payload)
         # the dispatcher holds numba's compiler lock during a cache load: no other
         # thread creates a library while the code generator's class is swapped
-        codegen._library_class = _LazyLinkLibrary
+        codegen._library_class, _LazyLinkLibrary._loading_deps = _LazyLinkLibrary, deps
         try:
             return super().rebuild(target_context, payload)
         except AttributeError:  # a numba whose code library lacks what the lazy load uses
             pass
         finally:
-            del codegen._library_class
+            codegen._library_class, _LazyLinkLibrary._loading_deps = _CallLinkLibrary, ()
         return super().rebuild(target_context, payload)  # numba's own load
 
 
@@ -276,6 +453,7 @@ def njit_signature(signature: str, **options: Any) -> Any:
             # numba calls this when no compiled version matches a call (or a calling
             # kernel is typed); compile the signature and stop compiling: from then on
             # numba's dispatcher rejects other argument types with TypeError itself
+            _install(dispatcher.targetctx.codegen())
             entry = compile_(signature)
             dispatcher.disable_compile()
             args, _ = normalize_signature(sig)
@@ -307,6 +485,7 @@ def njit(func: Any = None, /, **options: Any) -> Any:
         compile_ = dispatcher.compile
 
         def compile(sig: Any) -> Any:
+            _install(dispatcher.targetctx.codegen())
             args, ret = normalize_signature(sig)
             plain = tuple(types.unliteral(a) for a in args)
             return compile_(plain if ret is None else ret(*plain))

@@ -321,6 +321,93 @@ _jit._LazyLinkLibrary._unserialize = classmethod(_missing)
 """
 
 
+CALL_KERNELS = """
+from flexmbd._jit import njit
+
+
+@njit(cache=True)
+def inner(x):
+    s = 0.0
+    for v in x:
+        s += v * v
+    return s
+
+
+@njit(cache=True)
+def middle(x):
+    return inner(x) + 1.0
+
+
+@njit(cache=True)
+def outer(x):
+    return middle(x) * 2.0 + inner(x)
+"""
+
+CALL_RUN = """
+import json
+import numpy as np
+from flexmbd import _jit
+_jit.CALL_LINK_MIN_OBJECT = 0  # every package kernel is called by its emitted code
+from flexmbd import _callmod as cm
+x = np.array([1.0, 2.0, 0.5])
+y = [cm.outer(x)]
+hits = [sum(k.stats.cache_hits.values()) for k in (cm.outer, cm.middle, cm.inner)]
+compiled = [len(k.overloads) for k in (cm.outer, cm.middle, cm.inner)]
+lib = next(iter(cm.outer.overloads.values())).library
+deps = len(getattr(lib, "call_deps", tuple)())
+y.append(cm.middle(x))  # its own entry: code already loaded as outer's callee
+from numba import njit
+@njit
+def user(x):  # not a package kernel: links everything (numba's way)
+    return cm.outer(x) - 1.0
+y.append(user(x))
+print(json.dumps([y, hits, compiled, deps]))
+"""
+
+
+def test_kernel_calls_large_kernels_code_and_its_cache_entry_loads_them(tmp_path):
+    """A package kernel calls large package kernels by their emitted code (threshold 0
+    here: every one) instead of optimising and emitting a copy of their code again;
+    its cache entry records the callees' object code (callees first), so a fresh process
+    loads ``outer`` without loading or compiling ``middle``/``inner`` entries, the
+    callees' own entries load later, and a user kernel (numba's linking) still calls
+    it. The values are exact: ``outer = 2 (|x|^2 + 1) + |x|^2`` for ``|x|^2 = 5.25``."""
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "flexmbd", pkg / "flexmbd", ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "flexmbd" / "_callmod.py").write_text(CALL_KERNELS)
+    env = {**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(prefix=""):
+        out = subprocess.run(
+            [sys.executable, "-c", prefix + CALL_RUN],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    expected = [2 * 6.25 + 5.25, 6.25, 2 * 6.25 + 5.25 - 1.0]
+    y, hits, compiled, deps = run()  # compiles, fills the cache
+    assert (y, hits, compiled, deps) == (expected, [0, 0, 0], [1, 1, 1], 2)
+    y, hits, compiled, deps = run()  # fresh process: outer's entry loads its callees
+    assert (y, hits, compiled, deps) == (expected, [1, 0, 0], [1, 0, 0], 2)
+    # a numba where the library class cannot be installed: entries that record callees
+    # are compiled again (numba's way), the others load; the same values
+    y, hits, compiled, deps = run(NO_CALL_LINK)
+    assert (y, hits, compiled, deps) == (expected, [0, 0, 1], [1, 1, 1], 0)
+
+
+NO_CALL_LINK = """
+from flexmbd import _jit
+_jit._install = lambda codegen: False
+"""
+
+
 def test_import_flexmbd_imports_no_numba_scipy_linalg_fem_or_viewer():
     """``import flexmbd`` loads none of numba, scipy.linalg, scikit-fem, meshio, PyVista
     or matplotlib: a model pays for them only when it uses them."""
