@@ -19,8 +19,11 @@ The correction also checks that the selection still is the one the projector's p
 QR would make at the corrected state, with a margin: the pivoted Cholesky of ``J J^T``
 (whose pivots are the QR's ``|R_kk|``) picks the same rows, the last of them above
 ``guard`` times the rank threshold and the next below it divided by ``guard``.
-Otherwise it returns a nonzero status and the caller takes the projector's QR path
-(near singular configurations, rank changes, another choice of rows).
+Inside that margin it replays the projector's column-pivoted QR itself
+(:func:`_qr_selects`: the same pivots and threshold) and keeps the rows where the QR
+would. Otherwise (a weak direction near a singular configuration, a rank change,
+another choice of rows, a tie within round-off) it returns a nonzero status and the
+caller takes the projector's QR path.
 """
 
 import math
