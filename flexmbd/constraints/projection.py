@@ -304,12 +304,13 @@ def qr_basis(
     # rows that vanish (e.g. the out-of-plane equations of a planar loop modelled in
     # space) are discarded before the factorization, which then works on the rest
     norms = np.abs(J).max(axis=1)
-    keep = np.flatnonzero(norms > 1e-14 * max(norms.max(), atol))
+    kept = norms > 1e-14 * max(norms.max(), atol)
+    keep = np.flatnonzero(kept)
     if keep.size == 0:
         return QRBasis(J, np.zeros((n, 0)), np.zeros((0, m)), np.arange(m), 0, 0, np.zeros(0), rtol)
     if keep.size < m:
         Qk, Rk, pk = _pivoted_qr(J[keep].T)
-        drop = np.setdiff1d(np.arange(m), keep)
+        drop = np.flatnonzero(~kept)  # ascending, as np.setdiff1d(arange(m), keep)
         perm = np.concatenate([keep[pk], drop])
         R = np.hstack([Rk, np.zeros((Rk.shape[0], drop.size))])
         Q = Qk

@@ -19,9 +19,14 @@ The correction also checks that the selection still is the one the projector's p
 QR would make at the corrected state, with a margin: the pivoted Cholesky of ``J J^T``
 (whose pivots are the QR's ``|R_kk|``) picks the same rows, the last of them above
 ``guard`` times the rank threshold and the next below it divided by ``guard``.
-Otherwise it returns a nonzero status and the caller takes the projector's QR path
-(near singular configurations, rank changes, another choice of rows).
+Inside that margin it replays the projector's column-pivoted QR itself
+(:func:`_qr_selects`: the same pivots and threshold) and keeps the rows where the QR
+would. Otherwise (a weak direction near a singular configuration, a rank change,
+another choice of rows, a tie within round-off) it returns a nonzero status and the
+caller takes the projector's QR path.
 """
+
+import math
 
 import numpy as np
 
@@ -106,7 +111,16 @@ def _same_rank_decision(J, sel, rtol, guard):
     """Whether the projector's pivoted QR of ``J^T`` would select the rows ``sel`` with a
     clear margin: the pivoted Cholesky of ``J J^T`` (its pivots are the QR's ``|R_kk|``)
     picks the rows of ``sel``, its ``k``-th pivot is above ``guard rtol |R_11|`` and the
-    next one below ``rtol |R_11| / guard`` (``k = len(sel)``)."""
+    next one below ``rtol |R_11| / guard`` (``k = len(sel)``). Where that margin test
+    refuses, the projector's own decision is replayed (:func:`_qr_selects`)."""
+    if _margin_decision(J, sel, rtol, guard):
+        return True
+    return _qr_selects(J, sel, rtol)
+
+
+@njit(cache=True)
+def _margin_decision(J, sel, rtol, guard):
+    """The margin test of :func:`_same_rank_decision` (pivoted Cholesky of ``J J^T``)."""
     m, nv = J.shape
     k = sel.shape[0]
     A = np.empty((m, m))
@@ -155,6 +169,122 @@ def _same_rank_decision(J, sel, rtol, guard):
         if not insel:
             return False
     return True
+
+
+#: relative round-off margin of :func:`_qr_selects`: a pivot choice between column norms,
+#: or a rank decision on ``|R_kk|``, closer than this is left to the projector's QR
+_QR_MARGIN = 1e-8
+#: dlaqp2's norm-recomputation threshold: sqrt of LAPACK's machine epsilon (2^-53)
+_TOL3Z = math.sqrt(2.0**-53)
+
+
+@njit(cache=True)
+def _qr_selects(J, sel, rtol):
+    """Whether the projector's decision (:func:`flexmbd.constraints.projection.qr_basis`:
+    rows with ``max |J_r| <= 1e-14 max_r |J_r|`` dropped, column-pivoted Householder QR of
+    the rest of ``J^T`` as LAPACK's dgeqp3/dlaqp2 does it, rank = leading ``|R_kk| > rtol
+    |R_11|``) gives rank ``k = len(sel)`` with the pivots ``sel`` in that order.
+
+    The same pivot rule (largest partial column norm, the first of equal ones; norms
+    downdated and recomputed below ``sqrt(eps)`` as dlaqp2) and the same threshold. Any
+    choice within round-off of a tie or of the threshold (:data:`_QR_MARGIN`) gives
+    False: the caller then takes the projector's own QR, so a True is the QR's selection
+    with certainty. ``J`` (m, nv) is left unchanged."""
+    m, nv = J.shape
+    k = sel.shape[0]
+    rmax = np.zeros(m)
+    top = 0.0
+    for r in range(m):
+        for j in range(nv):
+            rmax[r] = max(rmax[r], abs(J[r, j]))
+        top = max(top, rmax[r])
+    cut = 1e-14 * max(top, 1e-300)
+    cols = np.empty(m, np.int64)
+    mk = 0
+    for r in range(m):
+        if abs(rmax[r] - cut) <= _QR_MARGIN * cut:
+            return False
+        if rmax[r] > cut:
+            cols[mk] = r
+            mk += 1
+    mn = min(nv, mk)
+    if k == 0 or k > mn:
+        return False
+    A = np.empty((nv, mk))  # A = J[keep]^T
+    vn1 = np.empty(mk)
+    vn2 = np.empty(mk)
+    for c in range(mk):
+        s = 0.0
+        for j in range(nv):
+            A[j, c] = J[cols[c], j]
+            s += A[j, c] * A[j, c]
+        vn1[c] = np.sqrt(s)
+        vn2[c] = vn1[c]
+    tol3z = _TOL3Z
+    d0 = 0.0
+    for i in range(min(k + 1, mn)):
+        # pivot: the largest partial norm (the first of equal ones), unambiguous
+        p = i
+        for c in range(i + 1, mk):
+            if vn1[c] > vn1[p]:
+                p = c
+        if i < k:
+            for c in range(i, mk):
+                if c != p and vn1[p] - vn1[c] <= _QR_MARGIN * vn1[p]:
+                    return False
+            if cols[p] != sel[i]:
+                return False
+        if p != i:
+            for j in range(nv):
+                A[j, p], A[j, i] = A[j, i], A[j, p]
+            cols[p], cols[i] = cols[i], cols[p]
+            vn1[p], vn2[p] = vn1[i], vn2[i]
+        # Householder reflector of A[i:, i] (dlarfg): beta = -sign(alpha) |x|
+        alpha = A[i, i]
+        xn = 0.0
+        for j in range(i + 1, nv):
+            xn += A[j, i] * A[j, i]
+        beta = -math.copysign(math.sqrt(alpha * alpha + xn), alpha)
+        rkk = abs(beta) if xn > 0.0 else abs(alpha)
+        if i == 0:
+            d0 = rkk
+            if d0 <= 1e-300:
+                return False
+        thr = rtol * d0
+        if abs(rkk - thr) <= _QR_MARGIN * thr:
+            return False
+        if i < k and rkk <= thr:
+            return False  # the rank is below k
+        if i == k:
+            return rkk < thr  # the rank is k (else above)
+        if xn > 0.0:
+            tau = (beta - alpha) / beta
+            f = 1.0 / (alpha - beta)
+            for j in range(i + 1, nv):
+                A[j, i] *= f
+            A[i, i] = 1.0
+            for c in range(i + 1, mk):  # A[i:, c] -= tau v (v^T A[i:, c])
+                w = 0.0
+                for j in range(i, nv):
+                    w += A[j, i] * A[j, c]
+                w *= tau
+                for j in range(i, nv):
+                    A[j, c] -= w * A[j, i]
+            A[i, i] = beta
+        # downdate the partial column norms (recompute where cancellation hits)
+        for c in range(i + 1, mk):
+            if vn1[c] != 0.0:
+                t = 1.0 - (abs(A[i, c]) / vn1[c]) ** 2
+                t = max(t, 0.0)
+                if t * (vn1[c] / vn2[c]) ** 2 <= tol3z:
+                    s = 0.0
+                    for j in range(i + 1, nv):
+                        s += A[j, c] * A[j, c]
+                    vn1[c] = np.sqrt(s)
+                    vn2[c] = vn1[c]
+                else:
+                    vn1[c] *= np.sqrt(t)
+    return True  # k == mn: every pivot above the threshold
 
 
 @njit(cache=True)

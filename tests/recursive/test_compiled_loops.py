@@ -307,3 +307,105 @@ def test_correct_and_sample_in_one_pass_equals_the_two_kernels():
         assert VIOL[:, 0].max() < 1e-12  # on the constraints after the correction
         for a, b in zip(out, out2, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_replayed_qr_decision_is_the_projectors():
+    """Where the margin test refuses, the compiled check replays the projector's pivoted QR
+    (:func:`_qr_selects`): it accepts exactly the QR's rows in the QR's pivot order, and
+    never a selection the QR would not make (random Jacobians with near-dependent and
+    vanishing rows, both rank thresholds in use)."""
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _qr_selects
+
+    rng = np.random.default_rng(11)
+    accepted = total = 0
+    for trial in range(3000):
+        m, nv = int(rng.integers(1, 6)), int(rng.integers(2, 8))
+        J = rng.standard_normal((m, nv))
+        if m > 1 and trial % 2:  # a row close to dependent: 1e-9 ... 1 off
+            J[-1] = rng.standard_normal() * J[0] + 10.0 ** rng.uniform(-9, 0) * rng.standard_normal(
+                nv
+            )
+        if trial % 5 == 0:
+            J[rng.integers(m)] = 0.0  # a vanishing row (planar loop in space)
+        rtol = (1e-6, 3e-2)[trial % 2]
+        b = qr_basis(J, rtol)
+        if b.rank == 0:
+            continue
+        sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
+        total += 1
+        accepted += _qr_selects(J, sel, rtol)
+        # another order, one row fewer, one row more: never accepted
+        for alt in (sel[::-1], sel[:-1], np.r_[sel, b.perm[b.rank : b.rank + 1]]):
+            alt = np.ascontiguousarray(alt, dtype=np.int64)
+            if len(alt) and not np.array_equal(alt, sel):
+                assert not _qr_selects(J, alt, rtol)
+    # refusals are only round-off ties of column norms or of the threshold
+    assert accepted >= 0.99 * total
+
+
+def test_inside_the_margin_the_qr_decides_in_compiled_code():
+    """A row 2.5 rtol above the threshold: the Cholesky margin test refuses, the replayed QR
+    (rank 5, its pivots) accepts, so the compiled path keeps its rows as the QR would."""
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _margin_decision, _qr_selects, _same_rank_decision
+
+    rng = np.random.default_rng(7)
+    rtol, guard = 1e-6, 4.0
+    J = rng.standard_normal((5, 8))
+    J[4] = 0.3 * J[0] - 2.0 * J[2]
+    # a direction normal to the other rows: J[4] pivots first and row 2 (coefficient -2)
+    # last, with |R_55| = 2.5 rtol |R_11|
+    u = rng.standard_normal(8)
+    u -= np.linalg.pinv(J[:4]) @ (J[:4] @ u)
+    J[4] += 5.0 * rtol * qr_basis(J, rtol).diag[0] * u / np.linalg.norm(u)
+    b = qr_basis(J, rtol)
+    sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
+    assert b.rank == 5 and b.diag[4] < guard * rtol * b.diag[0]
+    assert not _margin_decision(J, sel, rtol, guard)
+    assert _qr_selects(J, sel, rtol) and _same_rank_decision(J, sel, rtol, guard)
+    # the four rows of the pivot order alone: rank 5 is not 4, refused
+    assert not _same_rank_decision(J, sel[:4].copy(), rtol, guard)
+
+
+def test_four_bar_through_its_singular_window_equals_the_python_run():
+    """The example's four-bar (rtol 3e-2: a wide singular window) over its first singular
+    crossing: the compiled RK4 steps and samples, which now keep the rows where the margin
+    test refused and the QR agrees, give the Python run's states, multipliers, reactions
+    and rank statistics."""
+    import importlib.util
+    from pathlib import Path
+
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _margin_decision, _qr_selects
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
+    spec = importlib.util.spec_from_file_location("four_bar_example", path)
+    fb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fb)
+    s = fb.build().compile("recursive", rtol=3e-2, tangent_projection=True)
+    nv = s.nv
+    fast = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
+    slow = s.simulate(
+        0.8, dt=1e-3, integrator="rk4", tau=lambda t, q, qd: np.zeros(nv), progress=False
+    )
+    # the run crosses the singular configuration (rank 1 of 2, a weak direction) ...
+    assert fast.stats["n_weak"].max() == 1
+    assert np.array_equal(fast.stats["rank"], slow.stats["rank"])
+    assert np.array_equal(fast.stats["n_weak"], slow.stats["n_weak"])
+    # ... and has regular samples inside the margin that the replayed QR decided
+    J, rtol = s.constraints.jacobian, 3e-2
+    regular = np.flatnonzero(fast.stats["n_weak"] == 0)
+    sels = {}
+    for i in regular:
+        Ji = J(fast.q[i])
+        b = qr_basis(Ji, rtol)
+        sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
+        if not _margin_decision(Ji, sel, rtol, 4.0):
+            sels[i] = _qr_selects(Ji, sel, rtol)
+    assert len(sels) >= 20 and all(sels.values())
+    assert np.abs(fast.q - slow.q).max() < 1e-10
+    assert np.abs(fast.qd - slow.qd).max() < 1e-8
+    lam = np.abs(slow.extra["lambda"]).max()
+    assert np.abs(fast.extra["lambda"] - slow.extra["lambda"]).max() < 1e-8 * lam
+    np.testing.assert_allclose(fast.reactions, slow.reactions, rtol=0, atol=1e-8 * lam)
