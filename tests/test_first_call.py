@@ -272,23 +272,20 @@ print(json.dumps([y, hits, loaded, calls.count(1) > 0, x.tolist(), unparsed, lin
 """
 
 
-def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp_path):
-    """A flexmbd kernel loaded from the cache in a fresh process skips numba's
-    target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
-    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and the
-    parse of its LLVM bitcode, and still runs NRT allocations, numpy implementations and
-    a parallel loop; a compilation later in the same process refreshes the context
-    itself, compiles a numpy.linalg call and links the loaded kernel into it."""
+def _package_runner(tmp_path, module, source, script):
+    """``run(prefix="")``: ``script`` (after ``prefix``) in a fresh process with a copy of
+    the package holding ``flexmbd/<module>.py`` = ``source`` (so the kernel module gets
+    the package's cache stamp) and its own numba cache; the JSON of its last line."""
     import shutil
 
-    pkg = tmp_path / "pkg"  # the kernel module inside a copy of the package (cache stamp)
+    pkg = tmp_path / "pkg"
     shutil.copytree(ROOT / "flexmbd", pkg / "flexmbd", ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "flexmbd" / "_leanmod.py").write_text(LEAN_KERNEL)
+    (pkg / "flexmbd" / f"{module}.py").write_text(source)
     env = {**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
     def run(prefix=""):
         out = subprocess.run(
-            [sys.executable, "-c", prefix + LEAN_LOAD],
+            [sys.executable, "-c", prefix + script],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -297,6 +294,18 @@ def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp
         )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.strip().splitlines()[-1])
+
+    return run
+
+
+def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp_path):
+    """A flexmbd kernel loaded from the cache in a fresh process skips numba's
+    target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
+    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and the
+    parse of its LLVM bitcode, and still runs NRT allocations, numpy implementations and
+    a parallel loop; a compilation later in the same process refreshes the context
+    itself, compiles a numpy.linalg call and links the loaded kernel into it."""
+    run = _package_runner(tmp_path, "_leanmod", LEAN_KERNEL, LEAN_LOAD)
 
     expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0, 0.0, 1.0, 4.0, 9.0]
     y, hits, (refreshes, unused), later, x, unparsed, _ = run()  # compiles, fills the cache
@@ -372,24 +381,7 @@ def test_kernel_calls_large_kernels_code_and_its_cache_entry_loads_them(tmp_path
     loads ``outer`` without loading or compiling ``middle``/``inner`` entries, the
     callees' own entries load later, and a user kernel (numba's linking) still calls
     it. The values are exact: ``outer = 2 (|x|^2 + 1) + |x|^2`` for ``|x|^2 = 5.25``."""
-    import shutil
-
-    pkg = tmp_path / "pkg"
-    shutil.copytree(ROOT / "flexmbd", pkg / "flexmbd", ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "flexmbd" / "_callmod.py").write_text(CALL_KERNELS)
-    env = {**os.environ, "PYTHONPATH": str(pkg), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-
-    def run(prefix=""):
-        out = subprocess.run(
-            [sys.executable, "-c", prefix + CALL_RUN],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-            timeout=600,
-        )
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.strip().splitlines()[-1])
+    run = _package_runner(tmp_path, "_callmod", CALL_KERNELS, CALL_RUN)
 
     expected = [2 * 6.25 + 5.25, 6.25, 2 * 6.25 + 5.25 - 1.0]
     y, hits, compiled, deps = run()  # compiles, fills the cache
