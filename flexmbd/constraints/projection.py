@@ -483,6 +483,20 @@ class Projector:
         discarded rows of the basis it came from), as :meth:`accelerations` does."""
         self._set_info(self._sel_basis)
 
+    def weak_state(self) -> bool:
+        """True when the last corrected state (:meth:`correct`) had weak directions
+        (rank below the regular rank, near a singular configuration)."""
+        b = self._sel_basis
+        return b is not None and b.n_weak > 0
+
+    def regular_state(self, sel: ArrayLike) -> None:
+        """Record that a compiled loop corrected a state on the rows ``sel`` (from
+        :meth:`selection`) at full rank: as a QR there would (:meth:`basis`), forget the
+        remembered weak directions once the rank is back at the regular rank, so that a
+        later exactly singular state is not continued from a passage long past."""
+        if self.regular_rank is not None and len(sel) >= self.regular_rank:
+            self._last_weak = None
+
     def _set_info(self, b):
         self.info.rank = b.rank
         self.info.regular_rank = max(self.regular_rank or 0, b.rank)

@@ -1049,6 +1049,16 @@ class LoopSystem:
             st.start(np.concatenate([q, qd]))
         return st
 
+    def violations(self, q: Array, qd: Array, t: float) -> tuple[float, float, Array]:
+        """``(position violation, velocity violation, J)`` at one state: the max-norms of
+        ``Phi(q, t)`` (m,; m or rad) and ``J qd + Phi_t`` (m,; m/s or rad/s), and the
+        constraint Jacobian ``J`` (m, nv) they used."""
+        phi = self.constraints.phi(q, t)
+        J = self.constraints.jacobian(q, t)
+        pv = np.abs(phi).max(initial=0.0)
+        vv = np.abs(J @ qd + self.constraints.phi_t(q, t)).max(initial=0.0)
+        return float(pv), float(vv), J
+
     def results_from(
         self,
         t: Array,
@@ -1058,11 +1068,14 @@ class LoopSystem:
         P: Projector,
         safe: bool = False,
         given: dict | None = None,
+        samples: dict | None = None,
     ) -> Results:
         """:class:`~flexmbd.Results` of the output samples ``t`` (nt,), states ``y``
         (nt, nq + nv) (accelerations, every reaction, multipliers, projection statistics
         evaluated per sample, or taken from ``given``: the rows the compiled RK4 steps
-        wrote; ``safe``: failures leave NaN rows)."""
+        wrote, or from ``samples``: ``{i: (position violation, velocity violation,
+        ForwardDynamics)}`` the stepper evaluated at sample ``i``; ``safe``: failures
+        leave NaN rows)."""
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
@@ -1081,7 +1094,11 @@ class LoopSystem:
         for i in range(nt):
             if done[i]:
                 continue
-            fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
+            if samples is not None and i in samples:
+                pv, vv, fd = samples[i]
+                viol[:] = pv, vv
+            else:
+                fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
             if fd is not None:
                 stats["position_violation"][i], stats["velocity_violation"][i] = viol
                 qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
@@ -1090,12 +1107,8 @@ class LoopSystem:
                 stats["n_weak"][i] = fd.n_weak
                 stats["discarded"][i] = fd.discarded
                 continue
-            phi = self.constraints.phi(q[i], t[i])
-            J = self.constraints.jacobian(q[i], t[i])
-            stats["position_violation"][i] = np.abs(phi).max(initial=0.0)
-            stats["velocity_violation"][i] = np.abs(
-                J @ qd[i] + self.constraints.phi_t(q[i], t[i])
-            ).max(initial=0.0)
+            pv, vv, J = self.violations(q[i], qd[i], t[i])
+            stats["position_violation"][i], stats["velocity_violation"][i] = pv, vv
             if m and P.method in ("qr",):
                 P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
             try:
@@ -1297,6 +1310,9 @@ class _LoopStepper(ExplicitStepper):
         #: configuration is reported, not crossed); also from a start at or next to a
         #: singular configuration (:meth:`LoopSystem.rank_is_stable`)
         self.qr_seen = False
+        #: the output samples at weak states evaluated by the generic RK4 step, whose
+        #: first stage is that sample's forward dynamics (:meth:`_weak_sample_stage`)
+        self._weak_samples = {}
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
@@ -1353,6 +1369,7 @@ class _LoopStepper(ExplicitStepper):
             self.qr_seen = True
             return None
         P.selection_used()
+        P.regular_state(sel)
         return out
 
     def step(self):
@@ -1385,11 +1402,16 @@ class _LoopStepper(ExplicitStepper):
 
         def block(y, Y, k):
             f = self._sample_rows(sel)
-            return _NL.loop_rk4_block(
+            done = _NL.loop_rk4_block(
                 c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k,
                 self.constant_tau(c), sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
                 c[6], self.i, f["qdd"], f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
             )  # fmt: skip
+            for j in range(self.i, self.i + done):
+                self._weak_samples.pop(j, None)  # intervals redone by the compiled block
+            if done:
+                P.regular_state(sel)  # its end states were corrected on sel at full rank
+            return done
 
         return self._run_block(n, block)
 
@@ -1435,6 +1457,8 @@ class _LoopStepper(ExplicitStepper):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
+            if sub == 0:
+                self._weak_samples.pop(self.i, None)  # a redone interval
             if sel is not None and sub == 0 and self.i <= self.n_out:
                 f, i = self._sample_rows(sel), self.i
                 st = _NL.loop_rk4_step_sampled(
@@ -1449,13 +1473,35 @@ class _LoopStepper(ExplicitStepper):
                     P.max_newton, P.rtol, _GUARD, c[5], c[6],
                 )  # fmt: skip
             if st == 0:
+                P.regular_state(sel)
                 continue
             if st == _NL.NEEDS_QR:
                 q, v = P.correct(y[:nq], y[nq:], t + self.h)
                 y = np.concatenate([q, v])
-            else:  # the generic step from the same state
-                y = rk4(self._f, t, y, self.h, 1, callback=self._rk4_callback())
+                continue
+            f = self._f  # the generic step from the same state
+            if sel is None and sub == 0 and self.i <= self.n_out and P.weak_state():
+                f = self._weak_sample_stage(t, y)
+            y = rk4(f, t, y, self.h, 1, callback=self._rk4_callback())
         return y
+
+    def _weak_sample_stage(self, t, y):
+        """The right-hand side of a generic RK4 step from the output sample ``i`` at a weak
+        state ``y`` (time ``t``): the sample's forward dynamics (reactions, multipliers,
+        projection statistics: what :meth:`LoopSystem.results_from` would evaluate) is
+        kept for the results and its accelerations are the step's first stage (the same
+        call as :meth:`_f`'s); the other stages are :meth:`_f`'s."""
+        s, nq = self.system, self.nq
+        q, v = y[:nq], y[nq:]
+        pv, vv, _ = s.violations(q, v, t)
+        fd = s.forward_dynamics(q, v, self.tau_f(t, q, v), t, self.P)
+        self._weak_samples[self.i] = (pv, vv, fd)
+        first = [np.concatenate([s.tree.qdot(q, v), fd.qdd])]
+
+        def f(tt, yy):
+            return first.pop() if first else self._f(tt, yy)
+
+        return f
 
     def _rk4_callback(self):
         nq, system, P = self.nq, self.system, self.P
@@ -1553,7 +1599,8 @@ class _LoopStepper(ExplicitStepper):
             given = self.fused_samples()
         meta = self.meta()
         meta["wall_time"] = self.wall
-        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given)
+        samples = None if self.adaptive else self._weak_samples
+        res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given, samples=samples)
         for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v
         return res
