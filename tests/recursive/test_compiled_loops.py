@@ -409,3 +409,67 @@ def test_four_bar_through_its_singular_window_equals_the_python_run():
     lam = np.abs(slow.extra["lambda"]).max()
     assert np.abs(fast.extra["lambda"] - slow.extra["lambda"]).max() < 1e-8 * lam
     np.testing.assert_allclose(fast.reactions, slow.reactions, rtol=0, atol=1e-8 * lam)
+
+
+def _four_bar_example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
+    spec = importlib.util.spec_from_file_location("four_bar_example", path)
+    fb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fb)
+    return fb.build().compile("recursive", rtol=3e-2, tangent_projection=True)
+
+
+def test_four_bar_weak_samples_are_the_steps_first_stage():
+    """At the weak states (rank 1 of 2) the compiled RK4 run's samples come from the
+    generic step's first stage: accelerations, multipliers and reactions equal the
+    per-sample evaluation (the projector's QR with the tangent projection, then
+    forward_dynamics) at the same states, and the trajectory is unchanged by it."""
+    from flexmbd.constraints.projection import Projector
+
+    s = _four_bar_example()
+    res = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
+    weak = np.flatnonzero(res.stats["n_weak"] == 1)
+    assert len(weak) >= 10
+    # the per-sample evaluation, with the run's regular rank (2) known first
+    P = Projector(s.constraints, rtol=3e-2, tangent_projection=True)
+    P.basis(res.q[0], 0.0)
+    assert P.regular_rank == 2 and not P.weak_state()
+    lam = np.abs(res.extra["lambda"]).max()
+    for i in weak:
+        q, qd, t = res.q[i], res.qd[i], res.t[i]
+        P.basis(q, t)
+        fd = s.forward_dynamics(q, qd, None, t, P)
+        assert fd.n_weak == 1 and fd.rank == 1 and P.weak_state()
+        # the same calls on the same state: equal to round-off (a sample without the
+        # tangent projection or from another state differs by O(lam))
+        np.testing.assert_allclose(res.qdd[i], fd.qdd, rtol=0, atol=1e-12 * lam)
+        np.testing.assert_allclose(res.extra["lambda"][i], fd.lam, rtol=0, atol=1e-12 * lam)
+        np.testing.assert_allclose(res.reactions[i], fd.reactions, rtol=0, atol=1e-12 * lam)
+
+
+def test_a_compiled_regular_correction_forgets_the_weak_directions():
+    """The four-bar's projector after a weak state keeps its weak direction (for a later
+    exactly singular state); a correction on a full-rank selection (the compiled loop's,
+    :meth:`Projector.regular_state`) forgets it, as a QR at a regular state does, and a
+    selection below the regular rank does not."""
+    from flexmbd.constraints.projection import Projector
+    from flexmbd.recursive.loops import projector_state
+
+    s = _four_bar_example()
+    res = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
+    i = int(np.flatnonzero(res.stats["n_weak"] == 1)[0])
+    P = Projector(s.constraints, rtol=3e-2, tangent_projection=True)
+    sel = P.basis(res.q[0], 0.0).perm[:2].copy()
+    b = P.basis(res.q[i], res.t[i])
+    assert b.n_weak == 1 and P.weak_state()
+    w = projector_state(P)["last_weak"]
+    assert w.shape == (s.nv, 1)
+    # the kept direction is the weak one: orthogonal to the normal one, unit length
+    assert abs(float(b.Qn[:, 0] @ w[:, 0])) < 1e-12 and abs(np.linalg.norm(w) - 1) < 1e-12
+    P.regular_state(sel[:1])
+    assert projector_state(P)["last_weak"] is w
+    P.regular_state(sel)
+    assert projector_state(P)["last_weak"] is None
