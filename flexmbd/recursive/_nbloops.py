@@ -874,6 +874,45 @@ def loop_forward_dynamics(
 
 
 @njit(cache=True)
+def loop_reactions(
+    Ib, buf, cargs, forces, clab, q, v, tau, lam, phi, J, gamma, reac, acc, body_row, cutF
+):  # fmt: skip
+    """The reactions of given multipliers ``lam`` (m,) at ``(q, v)``: the tree pass and
+    the cut rows (the order of :func:`loop_accelerations`), then :func:`_tree_with_cuts`:
+    tree reactions ``reac``, body accelerations ``acc``, cut wrenches ``cutF``. For the
+    samples whose multipliers the projector's QR solved (weak directions near a singular
+    configuration). Returns 0 or :data:`TREE_FAILED`."""
+    qdd = np.empty(v.shape[0])
+    if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
+        return TREE_FAILED
+    _eval(cargs, q, v, True, phi, J, gamma)
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    if (
+        _tree_with_cuts(
+            Ib,
+            buf,
+            forces,
+            q,
+            v,
+            tau,
+            cI,
+            clab,
+            Dall,
+            Rcs,
+            pcs,
+            lam,
+            cutF,
+            reac,
+            acc,
+            body_row,
+        )  # fmt: skip
+        != 0
+    ):
+        return TREE_FAILED
+    return 0
+
+
+@njit(cache=True)
 def loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol):
     """Constraint violations of an output sample, ``viol = (max |phi|, max |J v|)``
     (cut joints: scleronomic rows), and whether the projector's QR would select ``sel``

@@ -684,11 +684,44 @@ class LoopSystem:
             return None
         P.selection_used()
         info = replace(P.info, discarded=P.info.discarded.copy())
+        return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
+
+    def _forward_dynamics_of(self, qdd, lam, reac_t, acc, cutF, info):
+        """The :class:`~flexmbd.dynamics.ForwardDynamics` of the compiled arrays (tree
+        reactions ``reac_t``, cut wrenches ``cutF``, projection statistics ``info``)."""
         reac = np.zeros((len(self.joint_names), 6))
         reac[self._tree_rows] = reac_t
         reac[self._cut_rows_reac] = cutF
         tree = forward_dynamics_result(qdd, reac_t, acc, self.tree.layout, np.zeros(0))
         return ForwardDynamics(qdd, reac, acc, self.layout, lam, projection=info, tree=tree)
+
+    def weak_forward_dynamics(
+        self, q: Array, qd: Array, tau: Array | None, t: float, P: Projector
+    ) -> ForwardDynamics:
+        """:meth:`forward_dynamics` at a state where the projector's QR decides (weak
+        directions): accelerations and multipliers by the QR (:meth:`accelerations`, the
+        same call as an RK4 stage there), the reactions of those multipliers by one
+        compiled call (:func:`._nbloops.loop_reactions`) where the compiled loop
+        applies, else the Python path. ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) N or N m,
+        ``t`` (s)."""
+        c = self._compiled()
+        if c is None or tau is not None and np.shape(tau) != (self.nv,):
+            return self.forward_dynamics(q, qd, tau, t, P)
+        qdd, lam = self.accelerations(q, qd, tau, t, P)
+        info = replace(P.info, discarded=P.info.discarded.copy())
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        reac_t = np.empty((len(self.tree.joint_names), 6))
+        acc = np.empty((len(self.layout.body_names), 6))
+        cutF = np.empty((len(self.constraints.cuts), 6))
+        st = _NL.loop_reactions(
+            c[0], c[1], c[2], c[3], self._clab, q, qd, tv, np.ascontiguousarray(lam), *self._ws,
+            reac_t, acc, self._body_row, cutF,
+        )  # fmt: skip
+        if st != 0:
+            return self.forward_dynamics(q, qd, tau, t, P)
+        return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
 
     def _compiled_accelerations(self, q, qd, tau, P):
         """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
@@ -1494,7 +1527,7 @@ class _LoopStepper(ExplicitStepper):
         s, nq = self.system, self.nq
         q, v = y[:nq], y[nq:]
         pv, vv, _ = s.violations(q, v, t)
-        fd = s.forward_dynamics(q, v, self.tau_f(t, q, v), t, self.P)
+        fd = s.weak_forward_dynamics(q, v, self.tau_f(t, q, v), t, self.P)
         self._weak_samples[self.i] = (pv, vv, fd)
         first = [np.concatenate([s.tree.qdot(q, v), fd.qdd])]
 
