@@ -1044,7 +1044,18 @@ OUTPUT_NOTES = (
     "from those states run the generic Python step. Interleaved A/B (3 x 3 pairs, load "
     "~7, process time, sampled / end only, ms): before 1776 / 1197, 1847 / 1157, "
     "1778 / 1138; after 1025 / 786, 1024 / 801, 1004 / 833 (sampling +48..60 % before, "
-    "+20..30 % after)."
+    "+20..30 % after). Round weak: every one of those generic steps starts at a weak "
+    "state (475 of 476; the other is the run's first step, before any QR), so none can "
+    "return to the compiled step earlier; their first stage is now the output sample "
+    "(the same call: the trajectory is bit for bit the same), and the sample's "
+    "reactions of the QR's multipliers are one compiled call "
+    "(`_nbloops.loop_reactions`, <= 7e-15 N apart over the 10 s run). Interleaved A/B "
+    "(3 x 3 pairs against 9b71320, load 4-5, sampled / end only, ms): before 919 / 674, "
+    "913 / 679, 940 / 685, 986 / 743, 893 / 697, 1003 / 731, 1014 / 731, 936 / 698, "
+    "1009 / 719; after 712 / 674, 697 / 647, 808 / 693, 807 / 703, 765 / 695, "
+    "750 / 735, 709 / 638, 717 / 706, 733 / 680 (sampling ~+36 % before, ~+8 % "
+    "after). The end-only run still steps from the 475 weak states in Python (the "
+    "tangent projection on the weak direction is not compiled)."
 )
 
 
