@@ -848,29 +848,10 @@ def loop_forward_dynamics(
     if st != 0:
         return st
     cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
-    if (
-        _tree_with_cuts(
-            Ib,
-            buf,
-            forces,
-            q,
-            v,
-            tau,
-            cI,
-            clab,
-            Dall,
-            Rcs,
-            pcs,
-            lam,
-            cutF,
-            reac,
-            acc,
-            body_row,
-        )  # fmt: skip
-        != 0
-    ):
-        return TREE_FAILED
-    return 0
+    st = _tree_with_cuts(
+        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+    )
+    return 0 if st == 0 else TREE_FAILED
 
 
 @njit(cache=True)
@@ -887,29 +868,10 @@ def loop_reactions(
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
     cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
-    if (
-        _tree_with_cuts(
-            Ib,
-            buf,
-            forces,
-            q,
-            v,
-            tau,
-            cI,
-            clab,
-            Dall,
-            Rcs,
-            pcs,
-            lam,
-            cutF,
-            reac,
-            acc,
-            body_row,
-        )  # fmt: skip
-        != 0
-    ):
-        return TREE_FAILED
-    return 0
+    st = _tree_with_cuts(
+        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+    )
+    return 0 if st == 0 else TREE_FAILED
 
 
 @njit(cache=True)
