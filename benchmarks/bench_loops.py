@@ -991,7 +991,21 @@ STAGE_NOTES = (
     "372.5 / 373.5; correction 4.7 / 2.4, 13.6 / 11.4, 55.4 / 51.8; step 53.6 / 35.9, "
     "289.1 / 288.3, 1585 / 1592 (the after run at load 6, the before at load 1). The "
     "per-body cost (loop kinematics ~0.085 us per body, the five columns ~0.31 us per "
-    "body) is unchanged: that is what keeps N >= 100 above 3."
+    "body) is unchanged: that is what keeps N >= 100 above 3. Round ring3 (kept): the RK4 "
+    "step's own scratch is passed in too (`_nbloops.step_work`: the stage results, the "
+    "four slopes, the stage state, the stage's `stage_work` and the correction's "
+    "`correct_work`), allocated once per `loop_rk4_block` call instead of ~24 small arrays "
+    "per step; the stages and the RK4 update (`_rk4_stages`) compile without NRT; the "
+    "correction (`_correct`) allocates only in the rank test. The same operations on the "
+    "same values (ring N = 10 / 50 states, samples and a `simulate` bit for bit equal to "
+    "land3's). Interleaved against land3 (ring3, 2026-11-27, load 2-5, the bench's "
+    "measure, loop step us, land3 / ring3): N = 10 40.5, 44.4 / 38.6, 39.7; N = 20 66.8, "
+    "66.9 / 65.9, 64.2; N = 50 152.4, 150.1 / 151.8, 148.3; N = 100 (`advance` alone) "
+    "279.8, 286.9, 289.3 / 278.1, 277.3, 277.1; N = 500 1442, 1510, 1440 / 1500, 1503, "
+    "1537 (within the noise). A fixed cost of ~1-3 us per step, so the gain is at small "
+    "N only. Also tried in ring3, not kept: the columns' scratch `af`, `Fe` laid out "
+    "(body, column, 6), a body's columns side by side: 5 columns 156.4, 158.0 us against "
+    "152.3, 152.8 (N = 500), 29.8, 28.9 against 29.1, 28.8 (N = 100)."
 )
 
 

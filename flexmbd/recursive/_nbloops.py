@@ -288,23 +288,45 @@ def _qr_selects(J, sel, rtol):
 
 
 @njit(cache=True)
+def correct_work(nv, m, k):
+    """Scratch of :func:`_correct` for ``nv`` speeds, ``m`` rows and ``k`` selected rows:
+    ``(q0 (nv,), A (k, k), dq (nv,), Jv (m,))``."""
+    return (np.empty(nv), np.empty((k, k)), np.empty(nv), np.empty(m))
+
+
+@njit(cache=True)
 def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
     """Position (normal-space Newton, minimum-norm steps on the rows ``sel``) then
     velocity correction of ``(q, v)`` in place (cut joints only, ``q += dv``
     retraction, scleronomic rows). Returns 0, or :data:`NEEDS_QR` (``q``, ``v`` then
-    unchanged: the caller corrects with the QR)."""
+    unchanged: the caller corrects with the QR). (:func:`_correct` with scratch of its
+    own.)"""
+    cw = correct_work(v.shape[0], J.shape[0], sel.shape[0])
+    return _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw)
+
+
+@njit(cache=True, inline="always")
+def _copy_into(dst, src):
+    """``dst[:] = src`` (1-D, same length) without a temporary."""
+    for j in range(dst.shape[0]):
+        dst[j] = src[j]
+
+
+@njit(cache=True)
+def _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw):
+    """:func:`loop_correct` with the scratch ``cw`` of :func:`correct_work` (allocates
+    only in the rank test, :func:`_same_rank_decision`)."""
+    q0, A, dq, Jv = cw
     nv = v.shape[0]
     k = sel.shape[0]
-    q0 = q.copy()
-    A = np.empty((k, k))
-    dq = np.empty(nv)
+    _copy_into(q0, q)
     _eval(cargs, q, v, False, phi, J, gamma)
     converged = False
     for _ in range(max_newton):
         _gram(J, sel, A)
         lo, hi = _chol(A, k)
         if lo <= 0.0:
-            q[:] = q0
+            _copy_into(q, q0)
             return NEEDS_QR
         _min_norm_step(J, sel, A, phi, dq)
         step = 0.0
@@ -320,14 +342,15 @@ def loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma):
         _gram(J, sel, A)
         lo, hi = _chol(A, k)
         if lo <= 0.0:
-            q[:] = q0
+            _copy_into(q, q0)
             return NEEDS_QR
     # the rank and rows the QR would find at the corrected state, with a margin
     if not _same_rank_decision(J, sel, rtol, guard):
-        q[:] = q0
+        _copy_into(q, q0)
         return NEEDS_QR
     # velocities: v -= J_I^T (J_I J_I^T)^-1 J_I v
-    Jv = np.zeros(J.shape[0])
+    for r in range(Jv.shape[0]):
+        Jv[r] = 0.0
     for a in range(k):
         s = 0.0
         for j in range(nv):
@@ -572,6 +595,22 @@ def _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac
 
 
 @njit(cache=True)
+def step_work(k, nv, n1, m):
+    """Scratch of one RK4 step of :func:`_rk4_step` for ``k`` selected rows, ``nv``
+    speeds, ``n1`` tree nodes and ``m`` rows: ``(lam (m,), ks (4, 2 nv), yy (2 nv,),
+    acc (nv,), sw, cw)`` with the stage's ``sw`` (:func:`stage_work`) and the
+    correction's ``cw`` (:func:`correct_work`); allocated once per block of steps."""
+    return (
+        np.empty(m),
+        np.empty((4, 2 * nv)),
+        np.empty(2 * nv),
+        np.empty(nv),
+        stage_work(k, nv, n1),
+        correct_work(nv, m, k),
+    )
+
+
+@njit(cache=True)
 def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
     """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
     :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
@@ -579,19 +618,22 @@ def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol,
     ``ws = (phi, J, gamma)`` workspaces. Returns 0 (``y`` is the corrected state),
     :data:`NEEDS_QR` (``y`` is the uncorrected RK4 result: the caller corrects it with
     the QR) or the failure of a stage (``y`` unchanged: the caller takes the Python
-    path)."""
-    phi, J, gamma = ws
-    nv = y.shape[0] // 2
-    acc = np.empty(nv)
-    lam = np.empty(phi.shape[0])
-    st = loop_accelerations(
-        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, acc, lam, phi, J, gamma, reac
+    path). (:func:`_rk4_step` with scratch of its own.)"""
+    tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
+    return _rk4_step(
+        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw
     )
+
+
+@njit(cache=True)
+def _rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw):
+    """:func:`loop_rk4_step` with the scratch ``tw`` of :func:`step_work`."""
+    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 0)
     if st != 0:
         return st
-    return _rk4_rest(
-        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, acc
-    )
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    return _correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma, tw[5])
 
 
 @njit(cache=True)
@@ -606,11 +648,24 @@ def loop_rk4_step_sampled(
     then ``viol[2] = 1``), the tree reactions ``reac_s``, body accelerations ``acc`` and
     cut wrenches ``cutF`` of :func:`_tree_with_cuts`. Returns as :func:`loop_rk4_step`
     (``viol[2] = 0`` unless the sample is complete)."""
+    tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
+    return _rk4_step_sampled(
+        Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard,
+        ws, reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _rk4_step_sampled(
+    Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
+    reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+):  # fmt: skip
+    """:func:`loop_rk4_step_sampled` with the scratch ``tw`` of :func:`step_work`."""
     phi, J, gamma = ws
     nv = y.shape[0] // 2
     viol[2] = 0.0
-    st = loop_accelerations(
-        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, qdd, lam, phi, J, gamma, reac
+    st = _stage(
+        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, qdd, lam, phi, J, gamma, reac, tw[4]
     )
     if st != 0:
         return st
@@ -622,29 +677,35 @@ def loop_rk4_step_sampled(
             acc, body_row,
         )  # fmt: skip
         viol[2] = 1.0 if ok == 0 else 0.0
-    return _rk4_rest(
-        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, qdd
-    )
-
-
-@njit(cache=True)
-def _rk4_rest(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, acc0):
-    """The RK4 step of :func:`loop_rk4_step` from its first stage's accelerations
-    ``acc0`` (at ``y``): the other three stages, the update and the correction."""
-    phi, J, gamma = ws
-    nv = y.shape[0] // 2
-    lam = np.empty(phi.shape[0])
-    ks = np.empty((4, 2 * nv))
-    yy = np.empty(2 * nv)
-    acc = np.empty(nv)
-    sw = stage_work(sel.shape[0], nv, Ib[K.IB_N1])  # one scratch for the three stages
+    ks = tw[1]
     for i in range(nv):
         ks[0, i] = y[nv + i]
-        ks[0, nv + i] = acc0[i]
-    cs = (0.0, 0.5, 0.5, 1.0)
-    for s in range(1, 4):
-        for i in range(2 * nv):
-            yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+        ks[0, nv + i] = qdd[i]
+    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 1)
+    if st != 0:
+        return st
+    return _correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma, tw[5])
+
+
+# Without NRT (no allocation: the scratch tw of step_work comes in; no reference counts
+# on the argument tuples' arrays).
+@njit(cache=True, _nrt=False)
+def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0):
+    """The stages ``s0 ... 3`` of an RK4 step from ``y`` (for ``s0 = 1`` the first
+    stage's slope ``(v, qdd)`` is already in ``ks[0]`` of the scratch ``tw`` of
+    :func:`step_work`), each by :func:`_stage`, then the update of ``y`` in place.
+    Returns 0, or the failure of a stage (``y`` unchanged)."""
+    phi, J, gamma = ws
+    lam, ks, yy, acc, sw, _cw = tw
+    nv = y.shape[0] // 2
+    for s in range(s0, 4):
+        if s == 0:
+            for i in range(2 * nv):
+                yy[i] = y[i]
+        else:
+            c = 1.0 if s == 3 else 0.5
+            for i in range(2 * nv):
+                yy[i] = y[i] + c * h * ks[s - 1, i]
         st = _stage(
             Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac, sw
         )
@@ -655,7 +716,7 @@ def _rk4_rest(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
             ks[s, nv + i] = acc[i]
     for i in range(2 * nv):
         y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
-    return loop_correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma)
+    return 0
 
 
 @njit(cache=True, _nrt=False)
@@ -753,6 +814,7 @@ def loop_rk4_block(
     the per-interval path, which decides). Returns the number of intervals done."""
     n = y.shape[0]
     y0 = np.empty(n)
+    tw = step_work(sel.shape[0], n // 2, Ib[K.IB_N1], ws[0].shape[0])
     for j in range(n_int):
         for i in range(n):
             y0[i] = y[i]
@@ -760,14 +822,15 @@ def loop_rk4_block(
         st = 0
         for sub in range(substeps):
             if sub == 0 and r < QDD.shape[0]:
-                st = loop_rk4_step_sampled(
+                st = _rk4_step_sampled(
                     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton,
                     rtol, guard, ws, reac, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r],
+                    tw,
                 )  # fmt: skip
             else:
-                st = loop_rk4_step(
+                st = _rk4_step(
                     Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-                    reac,
+                    reac, tw,
                 )  # fmt: skip
             if st != 0:
                 break

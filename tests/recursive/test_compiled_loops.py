@@ -256,6 +256,51 @@ def test_the_stage_scratch_is_written_before_it_is_read():
         np.testing.assert_allclose(a[k], b[k], atol=1e-12, err_msg=k)
 
 
+def test_the_rk4_step_is_classical_rk4_of_the_stages_on_reused_scratch():
+    """The compiled RK4 step on caller scratch (``_nbloops._rk4_step`` with
+    ``step_work``, as ``loop_rk4_block`` runs every step) is, bit for bit, the classical
+    RK4 combination ``y + h/6 (k1 + 2 k2 + 2 k3 + k4)`` of four ``loop_accelerations``
+    stages (each with fresh scratch) at ``y``, ``y + h/2 k1``, ``y + h/2 k2``,
+    ``y + h k3``, followed by ``loop_correct``: state after state along a run, with every
+    scratch array filled with NaN before each step (nothing read before it is written,
+    nothing carried over from the step before)."""
+    from flexmbd.recursive import _kernels as K
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _GUARD
+
+    s = spatial_ring(7).compile("recursive")
+    r = s.simulate(0.05, dt=0.01)
+    Ib, buf, cargs, forces, tau, ws, reac, *_ = s.compiled_rk4()
+    P = s.stepper(0.05, dt=0.01).P
+    corr = (P.position_tol, P.max_newton, P.rtol, _GUARD)
+    nv, m, h = s.nv, ws[0].shape[0], 0.004
+    sel = np.arange(5, dtype=np.int64)
+    tw = NL.step_work(5, nv, Ib[K.IB_N1], m)
+    scratch = (*tw[:4], *tw[4], *tw[5])
+
+    def slope(y):
+        qdd, lam = np.empty(nv), np.empty(m)
+        q, v = y[:nv].copy(), y[nv:].copy()
+        st = NL.loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, *ws, reac)
+        assert st == 0
+        return np.concatenate([v, qdd])
+
+    for q, v in zip(r.q, r.qd, strict=True):
+        y0 = np.concatenate([q, v])
+        for a in scratch:
+            a.fill(np.nan)
+        y = y0.copy()
+        assert NL._rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, *corr, ws, reac, tw) == 0
+        k1 = slope(y0)
+        k2 = slope(y0 + 0.5 * h * k1)
+        k3 = slope(y0 + 0.5 * h * k2)
+        k4 = slope(y0 + 1.0 * h * k3)
+        ref = y0 + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        assert NL.loop_correct(cargs, ref[:nv], ref[nv:], sel, *corr, *ws) == 0
+        assert np.isfinite(y).all() and np.array_equal(y, ref)
+        assert np.abs(y - y0).max() > 1e-6  # the state moved
+
+
 def test_correct_and_sample_in_one_pass_equals_the_two_kernels():
     """``_nbloops.loop_correct_samples`` (correction, then the sample at the corrected
     state, per row) equals ``loop_correct_rows`` followed by ``loop_samples`` bit for
