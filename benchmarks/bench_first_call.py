@@ -255,15 +255,30 @@ def child_breakdown(data, second):
     return t
 
 
-def child_eager(data, second):
-    """The flexmbd script with the cached kernels' bitcode parsed at their load (numba's
-    rebuild of a compile result), as before `flexmbd._jit._LazyLinkLibrary` deferred it:
-    the same-run reference for that change."""
+def _numba_rebuild():
+    """numba's rebuild of a cached compile result (the bitcode parsed at the load), after
+    the object code of the callees a flexmbd entry records (`flexmbd._jit`'s call
+    linking: such an entry cannot load without its callees' code)."""
     from numba.core import caching
 
     from flexmbd import _jit
 
-    _jit._KernelCacheImpl.rebuild = caching.CompileResultCacheImpl.rebuild
+    def rebuild(self, target_context, payload):
+        if isinstance(payload, tuple) and payload and payload[0] == _jit._CALL_DEPS:
+            _, deps, payload = payload
+            _jit._load_call_deps(target_context.codegen(), deps)
+        return caching.CompileResultCacheImpl.rebuild(self, target_context, payload)
+
+    return rebuild
+
+
+def child_eager(data, second):
+    """The flexmbd script with the cached kernels' bitcode parsed at their load (numba's
+    rebuild of a compile result), as before `flexmbd._jit._LazyLinkLibrary` deferred it:
+    the same-run reference for that change."""
+    from flexmbd import _jit
+
+    _jit._KernelCacheImpl.rebuild = _numba_rebuild()
     return child_flexmbd(data, second)
 
 
@@ -276,7 +291,7 @@ def child_refresh(data, second):
     from flexmbd import _jit
 
     _jit.KernelCache.load_overload = caching.Cache.load_overload
-    _jit._KernelCacheImpl.rebuild = caching.CompileResultCacheImpl.rebuild
+    _jit._KernelCacheImpl.rebuild = _numba_rebuild()
     return child_flexmbd(data, second)
 
 
