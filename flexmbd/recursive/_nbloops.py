@@ -671,11 +671,9 @@ def _rk4_step_sampled(
         return st
     viol[0], viol[1] = _violations(phi, J, y[nv:])
     if _same_rank_decision(J, sel, rtol, guard):
-        cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
-        ok = _tree_with_cuts(
-            Ib, buf, forces, y[:nv], y[nv:], tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac_s,
-            acc, body_row,
-        )  # fmt: skip
+        ok = _cut_reactions(
+            Ib, buf, forces, cargs, clab, y[:nv], y[nv:], tau, lam, cutF, reac_s, acc, body_row
+        )
         viol[2] = 1.0 if ok == 0 else 0.0
     ks = tw[1]
     for i in range(nv):
@@ -780,6 +778,16 @@ def _tree_with_cuts(
     for k in range(1, n1):
         K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
     return 0
+
+
+@njit(cache=True, inline="always")
+def _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row):
+    """:func:`_tree_with_cuts` with the cut joints' arrays of ``cargs`` (their index
+    table, constraint directions and child frame poses): its status."""
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    return _tree_with_cuts(
+        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+    )
 
 
 @njit(cache=True, inline="always")
@@ -910,10 +918,7 @@ def loop_forward_dynamics(
     st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
-    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
-    st = _tree_with_cuts(
-        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-    )
+    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
     return 0 if st == 0 else TREE_FAILED
 
 
@@ -930,10 +935,7 @@ def loop_reactions(
     if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
-    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
-    st = _tree_with_cuts(
-        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-    )
+    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
     return 0 if st == 0 else TREE_FAILED
 
 
@@ -1154,26 +1156,23 @@ def dop853_interpolate(t_old, h, y_old, F, ts, out):
 @njit(cache=True)
 def _sample_at(
     Ib, buf, cargs, forces, clab, q, v, tau, sel, rtol, guard, phi, J, gamma, body_row,
-    qdd, lam, reac, acc, cutF, viol,
+    qdd, lam, reac, acc, cutF, viol, sw,
 ):  # fmt: skip
     """One output sample at ``(q, v)`` (the body of :func:`loop_samples`): the violations
     ``viol`` and, where the QR would select ``sel`` there with a margin,
-    :func:`loop_forward_dynamics` into ``qdd``, ``lam``, ``reac``, ``acc``, ``cutF``.
-    Returns whether the sample is complete."""
-    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    :func:`loop_forward_dynamics` into ``qdd``, ``lam``, ``reac``, ``acc``, ``cutF``
+    (``sw``: the scratch of :func:`stage_work`). Returns whether the sample is complete."""
     # the accelerations first: their cut rows at (q, v) are the rows the violations
     # and the rank decision read (phi and J do not depend on the speeds), so the
     # sample takes no separate evaluation of them (loop_sample)
-    st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
+    st = _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw)
     if st == TREE_FAILED:  # no rows evaluated: the violations alone
         loop_sample(cargs, q, v, sel, rtol, guard, phi, J, gamma, viol)
         return False
     viol[0], viol[1] = _violations(phi, J, v)
     if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
         return False
-    st = _tree_with_cuts(
-        Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-    )
+    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
     return st == 0
 
 
@@ -1190,10 +1189,11 @@ def loop_samples(
     cut wrenches ``CUTF[i]``; ``ok[i]`` False where the caller must take the QR path (the
     rows of such a sample are not read)."""
     phi, J, gamma = ws
+    sw = stage_work(sel.shape[0], Ib[K.IB_NV], Ib[K.IB_N1])  # one scratch for every sample
     for i in range(Q.shape[0]):
         ok[i] = _sample_at(
             Ib, buf, cargs, forces, clab, Q[i], V[i], TAU[i], sel, rtol, guard, phi, J, gamma,
-            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i],
+            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i], sw,
         )  # fmt: skip
 
 
@@ -1223,13 +1223,16 @@ def loop_correct_samples(
     pass saves the second sweep over the rows and a call from Python."""
     phi, J, gamma = ws
     nv = Y.shape[1] // 2
+    k = sel.shape[0]
+    sw = stage_work(k, nv, Ib[K.IB_N1])  # one scratch for every row
+    cw = correct_work(nv, phi.shape[0], k)
     for i in range(Y.shape[0]):
         ok[i] = False
         q, v = Y[i, :nv], Y[i, nv:]
-        status[i] = loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma)
+        status[i] = _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw)
         if status[i] != 0:
             continue
         ok[i] = _sample_at(
             Ib, buf, cargs, forces, clab, q, v, TAU[i], sel, rtol, guard, phi, J, gamma,
-            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i],
+            body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i], sw,
         )  # fmt: skip
