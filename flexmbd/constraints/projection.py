@@ -489,6 +489,11 @@ class Projector:
         b = self._sel_basis
         return b is not None and b.n_weak > 0
 
+    def weak_memory(self) -> bool:
+        """True when the projector remembers weak directions (:meth:`basis` continues them
+        through an exactly singular state, where its own weak directions are round-off)."""
+        return self._last_weak is not None
+
     def regular_state(self, sel: ArrayLike) -> None:
         """Record that a compiled loop corrected a state on the rows ``sel`` (from
         :meth:`selection`) at full rank: as a QR there would (:meth:`basis`), forget the

@@ -1236,3 +1236,292 @@ def loop_correct_samples(
             Ib, buf, cargs, forces, clab, q, v, TAU[i], sel, rtol, guard, phi, J, gamma,
             body_row, QDD[i], LAM[i], REAC[i], ACC[i], CUTF[i], VIOL[i], sw,
         )  # fmt: skip
+
+
+# -- weak directions: the projector's QR path in compiled code --------------------------
+#: status of the weak-state kernels: the projector's own QR must decide (a pivot or rank
+#: choice within round-off of a tie, no rank, or the continued weak directions of an
+#: exactly singular state)
+WEAK_REFUSED = 4
+#: the projector's trust limit of a weak direction (``|R_kk|`` relative to ``|R_11|``)
+_DIRECTION_EPS = 1e-11
+
+
+@njit(cache=True)
+def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
+    """The projector's QR of ``J^T`` at a stage state (``Projector.basis(update=False)``
+    with regular rank ``r_reg``): vanishing rows dropped, column-pivoted Householder QR
+    of the rest as :func:`_qr_selects` replays LAPACK's, the rank, the weak directions
+    trusted above ``1e-11 |R_11|``, the rank capped at ``r_reg``. Writes the pivots
+    ``perm`` (m,; kept rows in pivot order, then the dropped ones ascending), the
+    leading ``Q[:, :r0]`` (columns of ``Q`` (nv, m)) and ``R[:r0, :r0]`` (m, m).
+    Returns ``(rank, r0)`` with ``r0 = rank + n_weak``, or ``(-1, -1)`` where the
+    projector's QR must decide: a pivot or rank choice within :data:`_QR_MARGIN` of a
+    tie, rank 0, or the continuation of ``has_last`` weak directions (``tangent``) at an
+    exactly singular state."""
+    m, nv = J.shape
+    rmax = np.zeros(m)
+    top = 0.0
+    for r in range(m):
+        for j in range(nv):
+            rmax[r] = max(rmax[r], abs(J[r, j]))
+        top = max(top, rmax[r])
+    cut = 1e-14 * max(top, 1e-300)
+    mk = 0
+    for r in range(m):
+        if abs(rmax[r] - cut) <= _QR_MARGIN * cut:
+            return -1, -1
+        if rmax[r] > cut:
+            perm[mk] = r
+            mk += 1
+    nd = mk
+    for r in range(m):
+        if not rmax[r] > cut:
+            perm[nd] = r
+            nd += 1
+    mn = min(nv, mk)
+    if mn == 0:
+        return -1, -1
+    A = np.empty((nv, mk))
+    vn1 = np.empty(mk)
+    vn2 = np.empty(mk)
+    taus = np.zeros(mn)
+    d = np.empty(mn)
+    for c in range(mk):
+        s = 0.0
+        for j in range(nv):
+            A[j, c] = J[perm[c], j]
+            s += A[j, c] * A[j, c]
+        vn1[c] = np.sqrt(s)
+        vn2[c] = vn1[c]
+    tie = mn  # the first pivot position chosen within round-off of a tie
+    for i in range(mn):
+        p = i
+        for c in range(i + 1, mk):
+            if vn1[c] > vn1[p]:
+                p = c
+        for c in range(i, mk):
+            if c != p and tie == mn and vn1[p] - vn1[c] <= _QR_MARGIN * vn1[p]:
+                tie = i
+        if p != i:
+            for j in range(nv):
+                A[j, p], A[j, i] = A[j, i], A[j, p]
+            perm[p], perm[i] = perm[i], perm[p]
+            vn1[p], vn2[p] = vn1[i], vn2[i]
+        alpha = A[i, i]
+        xn = 0.0
+        for j in range(i + 1, nv):
+            xn += A[j, i] * A[j, i]
+        if xn > 0.0:
+            beta = -math.copysign(math.sqrt(alpha * alpha + xn), alpha)
+            taus[i] = (beta - alpha) / beta
+            f = 1.0 / (alpha - beta)
+            for j in range(i + 1, nv):
+                A[j, i] *= f
+            A[i, i] = 1.0
+            for c in range(i + 1, mk):
+                w = 0.0
+                for j in range(i, nv):
+                    w += A[j, i] * A[j, c]
+                w *= taus[i]
+                for j in range(i, nv):
+                    A[j, c] -= w * A[j, i]
+            A[i, i] = beta
+        d[i] = abs(A[i, i])
+        for c in range(i + 1, mk):
+            if vn1[c] != 0.0:
+                t = max(1.0 - (abs(A[i, c]) / vn1[c]) ** 2, 0.0)
+                if t * (vn1[c] / vn2[c]) ** 2 <= _TOL3Z:
+                    s = 0.0
+                    for j in range(i + 1, nv):
+                        s += A[j, c] * A[j, c]
+                    vn1[c] = np.sqrt(s)
+                    vn2[c] = vn1[c]
+                else:
+                    vn1[c] *= np.sqrt(t)
+    if d[0] <= 1e-300:
+        return -1, -1
+    thr = rtol * d[0]
+    rank = 0
+    while rank < mn and d[rank] > thr:
+        rank += 1
+    if rank == 0:
+        return -1, -1
+    if rank < mn and abs(d[rank] - thr) <= _QR_MARGIN * thr:
+        return -1, -1
+    if abs(d[rank - 1] - thr) <= _QR_MARGIN * thr:
+        return -1, -1
+    r0 = max(rank, min(r_reg, mn))
+    while r0 > rank and d[r0 - 1] <= _DIRECTION_EPS * d[0]:
+        r0 -= 1
+    if rank > r_reg:  # off the manifold the rank is capped at the regular rank
+        rank = r0 = r_reg
+    if r_reg > r0 and has_last and tangent:
+        return -1, -1  # the projector continues the last weak directions
+    if tie < r0:
+        return -1, -1
+    for c in range(r0):  # R in pivot order; Q[:, c] = H_0 ... H_c e_c (dorgqr)
+        for a in range(r0):
+            R[a, c] = A[a, c] if a <= c else 0.0
+        for j in range(nv):
+            Q[j, c] = 0.0
+        Q[c, c] = 1.0
+        for i in range(c, -1, -1):
+            if taus[i] == 0.0:
+                continue
+            w = Q[i, c]
+            for j in range(i + 1, nv):
+                w += A[j, i] * Q[j, c]
+            w *= taus[i]
+            Q[i, c] -= w
+            for j in range(i + 1, nv):
+                Q[j, c] -= w * A[j, i]
+    return rank, r0
+
+
+@njit(cache=True)
+def weak_work(m, nv, n1):
+    """Scratch of :func:`_weak_stage` for ``m`` rows, ``nv`` speeds and ``n1`` tree
+    nodes: ``(Q (nv, m), R (m, m), perm (m,), info (2,), ks (4, 2 nv), yy (2 nv,), acc
+    (nv,), lam (m,))``."""
+    return (
+        np.empty((nv, m)),
+        np.empty((m, m)),
+        np.empty(m, np.int64),
+        np.zeros(2, np.int64),
+        np.empty((4, 2 * nv)),
+        np.empty(2 * nv),
+        np.empty(nv),
+        np.empty(m),
+    )
+
+
+@njit(cache=True)
+def _weak_stage(
+    Ib, buf, cargs, forces, q, v, tau, rtol, r_reg, has_last, tangent, qdd, lam, phi, J, gamma,
+    reac, ww,
+):  # fmt: skip
+    """The projector's QR path of the accelerations at ``(q, v)``
+    (``Projector.accelerations`` after ``basis(update=False)``): the QR
+    (:func:`_weak_qr`), the rows ``C = [Q_n, Q_w]^T`` (``Q_n`` only without the tangent
+    projection), ``a = [R_nn^-T P_n^T gamma, 0]``, ``(C M^-1 C^T) mu = a - C qdd_free``
+    by Cholesky with one refinement step, ``qdd = qdd_free + M^-1 C^T mu`` and
+    ``lam = P R^-1 mu`` (zero on the other rows). The QR's ``(rank, r0)`` go to
+    ``ww[3]``. Returns 0, :data:`WEAK_REFUSED`, :data:`TREE_FAILED` or
+    :data:`SINGULAR_ROWS`."""
+    Q, R, perm, info = ww[0], ww[1], ww[2], ww[3]
+    nv = v.shape[0]
+    if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
+        return TREE_FAILED
+    _eval(cargs, q, v, True, phi, J, gamma)
+    rank, r0 = _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm)
+    if rank < 0:
+        return WEAK_REFUSED
+    info[0], info[1] = rank, r0
+    k = r0 if tangent else rank
+    C = np.empty((k, nv))
+    Y = np.empty((k, nv))
+    for a in range(k):
+        for j in range(nv):
+            C[a, j] = Q[j, a]
+    n1 = Ib[K.IB_N1]
+    _tree_columns(Ib, buf, C, Y, np.empty((k, n1, 6)), np.empty((k, n1, 6)), np.empty((k, n1, 6)))
+    A = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += C[a, j] * Y[b, j]
+            A[a, b] = s
+    for a in range(k):
+        for b in range(a):
+            s = 0.5 * (A[a, b] + A[b, a])
+            A[a, b] = s
+            A[b, a] = s
+    lo, _ = _chol(A, k)
+    if lo < 0.0:
+        return SINGULAR_ROWS
+    an = np.zeros(k)  # normal components R_nn^-T P_n^T gamma; zero along Q_w
+    for a in range(rank):
+        s = gamma[perm[a]]
+        for b in range(a):
+            s -= R[b, a] * an[b]
+        an[a] = s / R[a, a]
+    mu = np.zeros(k)
+    r = np.empty(k)
+    for _it in range(2):  # solve, then one step of iterative refinement
+        for a in range(k):
+            s = an[a]
+            for j in range(nv):
+                s -= C[a, j] * qdd[j]
+            r[a] = s
+        _chol_solve(A, r, k)
+        for a in range(k):
+            mu[a] += r[a]
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Y[a, j] * r[a]
+            qdd[j] += s
+    for a in range(lam.shape[0]):
+        lam[a] = 0.0
+    for a in range(k - 1, -1, -1):  # R_kk x = mu
+        s = mu[a]
+        for b in range(a + 1, k):
+            s -= R[a, b] * mu[b]
+        mu[a] = s / R[a, a]
+        lam[perm[a]] = mu[a]
+    return 0
+
+
+@njit(cache=True)
+def loop_rk4_step_weak(
+    Ib, buf, cargs, forces, clab, body_row, y, h, tau, rtol, r_reg, has_last, tangent, ws,
+    reac, sampled, qdd, lam, reac_s, acc, cutF, viol, stats,
+):  # fmt: skip
+    """One classical RK4 step of ``y = (q, v)`` from a weak state (the last correction
+    left weak directions), every stage by the projector's QR path (:func:`_weak_stage`),
+    in place; no correction (the projector's own follows). The first stage gives the
+    sample at ``y``: accelerations ``qdd``, multipliers ``lam``, violations ``viol =
+    (max |phi|, max |J v|)``, ``stats = (rank, r0, perm...)`` (m + 2,) and, with
+    ``sampled``, the tree reactions ``reac_s``, body accelerations ``acc`` and cut
+    wrenches ``cutF``. Returns 0, or a status of :func:`_weak_stage` (``y`` unchanged:
+    the caller takes the Python path)."""
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    ww = weak_work(phi.shape[0], nv, Ib[K.IB_N1])
+    ks, yy, a_s, lam_s = ww[4], ww[5], ww[6], ww[7]
+    st = _weak_stage(
+        Ib, buf, cargs, forces, y[:nv], y[nv:], tau, rtol, r_reg, has_last, tangent, qdd, lam,
+        phi, J, gamma, reac, ww,
+    )  # fmt: skip
+    if st != 0:
+        return st
+    viol[0], viol[1] = _violations(phi, J, y[nv:])
+    stats[0], stats[1] = ww[3][0], ww[3][1]
+    for a in range(phi.shape[0]):
+        stats[2 + a] = ww[2][a]
+    if sampled:
+        if _cut_reactions(
+            Ib, buf, forces, cargs, clab, y[:nv], y[nv:], tau, lam, cutF, reac_s, acc, body_row
+        ) != 0:  # fmt: skip
+            return TREE_FAILED
+    for i in range(nv):
+        ks[0, i] = y[nv + i]
+        ks[0, nv + i] = qdd[i]
+    for s in range(1, 4):
+        c = 1.0 if s == 3 else 0.5
+        for i in range(2 * nv):
+            yy[i] = y[i] + c * h * ks[s - 1, i]
+        st = _weak_stage(
+            Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, rtol, r_reg, has_last, tangent, a_s,
+            lam_s, phi, J, gamma, reac, ww,
+        )  # fmt: skip
+        if st != 0:
+            return st
+        for i in range(nv):
+            ks[s, i] = yy[nv + i]
+            ks[s, nv + i] = a_s[i]
+    for i in range(2 * nv):
+        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    return 0

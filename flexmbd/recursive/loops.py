@@ -723,6 +723,54 @@ class LoopSystem:
             return self.forward_dynamics(q, qd, tau, t, P)
         return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
 
+    def weak_rk4_step(
+        self, y: Array, h: float, tau: Array | None, P: Projector, sample: bool = False
+    ) -> tuple[Array, tuple | None] | None:
+        """One RK4 step (``h`` s) from a weak state ``y = (q, qd)`` (the projector's last
+        correction left weak directions) by one compiled call
+        (:func:`._nbloops.loop_rk4_step_weak`: every stage the projector's QR path, the
+        tangent projection on ``[Q_n, Q_w]``), joint forces ``tau`` (nv,) N or N m (None:
+        zero). Returns the uncorrected end state and, with ``sample``, the start state's
+        ``(position violation, velocity violation, ForwardDynamics)`` (what
+        :meth:`results_from` takes as ``samples``); None where the Python path must run
+        (no compiled loop, no regular rank yet, a pivot or rank decision within
+        round-off of a tie, the continued weak directions of an exactly singular
+        state, a failed solve)."""
+        c = self._compiled()
+        if c is None or P.method != "qr" or P.regular_rank is None:
+            return None
+        m, nv = self.constraints.m, self.nv
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        y = np.array(y, dtype=float)
+        if y.shape != (2 * nv,) or tv.shape != (nv,):
+            return None
+        qdd, lam = np.empty(nv), np.empty(m)
+        reac_t = np.empty((len(self.tree.joint_names), 6))
+        acc = np.empty((len(self.layout.body_names), 6))
+        cutF = np.empty((len(self.constraints.cuts), 6))
+        viol, stats = np.zeros(2), np.zeros(m + 2, dtype=np.int64)
+        st = _NL.loop_rk4_step_weak(
+            c[0], c[1], c[2], c[3], self._clab, self._body_row, y, h, tv, P.rtol,
+            P.regular_rank, P.weak_memory(), P.tangent_projection, self._ws, self._reac_ws,
+            sample, qdd, lam, reac_t, acc, cutF, viol, stats,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        if not sample:
+            return y, None
+        rank, r0 = int(stats[0]), int(stats[1])
+        discarded = np.zeros(m, dtype=bool)
+        discarded[stats[2 + rank :]] = True
+        info = replace(
+            P.info,
+            rank=rank,
+            regular_rank=max(P.regular_rank, rank),
+            n_weak=r0 - rank if P.tangent_projection else 0,
+            discarded=discarded,
+        )
+        fd = self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
+        return y, (float(viol[0]), float(viol[1]), fd)
+
     def _compiled_accelerations(self, q, qd, tau, P):
         """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
         args = self._compiled_inputs(q, qd, tau, P)
@@ -1512,11 +1560,29 @@ class _LoopStepper(ExplicitStepper):
                 q, v = P.correct(y[:nq], y[nq:], t + self.h)
                 y = np.concatenate([q, v])
                 continue
+            if sel is None and P.weak_state():
+                out = self._weak_step(t, y, tau, sub == 0 and self.i <= self.n_out)
+                if out is not None:
+                    y = out
+                    continue
             f = self._f  # the generic step from the same state
             if sel is None and sub == 0 and self.i <= self.n_out and P.weak_state():
                 f = self._weak_sample_stage(t, y)
             y = rk4(f, t, y, self.h, 1, callback=self._rk4_callback())
         return y
+
+    def _weak_step(self, t, y, tau, sample):
+        """An RK4 substep from the weak state ``y`` at ``t`` by the compiled QR path
+        (:meth:`LoopSystem.weak_rk4_step`), then the projector's correction; with
+        ``sample`` the output sample ``i`` at ``y`` is kept for the results. None where
+        the generic step must run."""
+        out = self.system.weak_rk4_step(y, self.h, tau, self.P, sample)
+        if out is None:
+            return None
+        y1, smp = out
+        if smp is not None:
+            self._weak_samples[self.i] = smp
+        return self._rk4_callback()(0, t + self.h, y1)
 
     def _weak_sample_stage(self, t, y):
         """The right-hand side of a generic RK4 step from the output sample ``i`` at a weak
