@@ -437,6 +437,12 @@ class Projector:
             self._set_info(b)
             return b
         b = qr_basis(J, self.rtol, regular_rank=self.regular_rank)
+        return self._adopt(b, update)
+
+    def _adopt(self, b, update):
+        """The regular rank, weak-direction memory, statistics and cache after the QR
+        ``b`` of :meth:`basis` (``update``: at a corrected state)."""
+        J = b.J
         if self.regular_rank is None:
             self.regular_rank = b.rank
         elif update:
@@ -463,6 +469,24 @@ class Projector:
         if update:
             self._sel_basis = b
         return b
+
+    def corrected(
+        self,
+        b: QRBasis,
+        newton_iterations: int,
+        position_violation: float,
+        velocity_violation: float,
+    ) -> None:
+        """Record a correction (:meth:`correct`) done by a compiled loop whose corrected
+        state's QR is ``b`` (as :func:`qr_basis` with this projector's regular rank
+        gives it): the regular rank, the weak directions and the selected rows as
+        :meth:`basis` at that state would leave them, and the statistics of the
+        correction (Newton iterations, max-norms of the position (m or rad) and velocity
+        (m/s or rad/s) violations) in :attr:`info`."""
+        self._adopt(b, True)
+        self.info.newton_iterations = int(newton_iterations)
+        self.info.position_violation = float(position_violation)
+        self.info.velocity_violation = float(velocity_violation)
 
     def _selection(self):
         """Independent rows of the last corrected state if it was regular (else None)."""

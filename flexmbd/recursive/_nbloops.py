@@ -1248,17 +1248,19 @@ _DIRECTION_EPS = 1e-11
 
 
 @njit(cache=True)
-def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
-    """The projector's QR of ``J^T`` at a stage state (``Projector.basis(update=False)``
-    with regular rank ``r_reg``): vanishing rows dropped, column-pivoted Householder QR
-    of the rest as :func:`_qr_selects` replays LAPACK's, the rank, the weak directions
-    trusted above ``1e-11 |R_11|``, the rank capped at ``r_reg``. Writes the pivots
-    ``perm`` (m,; kept rows in pivot order, then the dropped ones ascending), the
-    leading ``Q[:, :r0]`` (columns of ``Q`` (nv, m)) and ``R[:r0, :r0]`` (m, m).
-    Returns ``(rank, r0)`` with ``r0 = rank + n_weak``, or ``(-1, -1)`` where the
-    projector's QR must decide: a pivot or rank choice within :data:`_QR_MARGIN` of a
-    tie, rank 0, or the continuation of ``has_last`` weak directions (``tangent``) at an
-    exactly singular state."""
+def _weak_qr(J, rtol, r_reg, has_last, tangent, update, Q, R, perm, d):
+    """The projector's QR of ``J^T`` (``Projector.basis`` with regular rank ``r_reg``):
+    vanishing rows dropped, column-pivoted Householder QR of the rest as
+    :func:`_qr_selects` replays LAPACK's, the rank, the weak directions trusted above
+    ``1e-11 |R_11|``; at a stage state (not ``update``) the rank capped at ``r_reg``.
+    Writes the pivots ``perm`` (m,; kept rows in pivot order, then the dropped ones
+    ascending), ``d = |R_kk|`` (``min(nv, kept)`` leading entries, then -1) and, for
+    ``k = min(nv, kept)`` with ``update`` else ``r0``, the leading ``Q[:, :k]``
+    (columns of ``Q`` (nv, m)) and ``R[:k]`` (m, m; pivot order, zero columns for the
+    dropped rows). Returns ``(rank, r0)`` with ``r0 = rank + n_weak`` (the basis'
+    regular rank), or ``(-1, -1)`` where the projector's QR must decide: a pivot or
+    rank choice within :data:`_QR_MARGIN` of a tie, rank 0, or the continuation of
+    ``has_last`` weak directions (``tangent``) at an exactly singular state."""
     m, nv = J.shape
     rmax = np.zeros(m)
     top = 0.0
@@ -1286,7 +1288,6 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
     vn1 = np.empty(mk)
     vn2 = np.empty(mk)
     taus = np.zeros(mn)
-    d = np.empty(mn)
     for c in range(mk):
         s = 0.0
         for j in range(nv):
@@ -1339,6 +1340,8 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
                     vn2[c] = vn1[c]
                 else:
                     vn1[c] *= np.sqrt(t)
+    for i in range(mn, d.shape[0]):
+        d[i] = -1.0  # no pivot
     if d[0] <= 1e-300:
         return -1, -1
     thr = rtol * d[0]
@@ -1354,14 +1357,15 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
     r0 = max(rank, min(r_reg, mn))
     while r0 > rank and d[r0 - 1] <= _DIRECTION_EPS * d[0]:
         r0 -= 1
-    if rank > r_reg:  # off the manifold the rank is capped at the regular rank
+    if not update and rank > r_reg:  # off the manifold the rank is capped
         rank = r0 = r_reg
-    if r_reg > r0 and has_last and tangent:
+    if max(r_reg, rank) > r0 and has_last and tangent:
         return -1, -1  # the projector continues the last weak directions
     if tie < r0:
         return -1, -1
-    for c in range(r0):  # R in pivot order; Q[:, c] = H_0 ... H_c e_c (dorgqr)
-        for a in range(r0):
+    nc = mn if update else r0
+    for c in range(nc):  # R in pivot order; Q[:, c] = H_0 ... H_c e_c (dorgqr)
+        for a in range(nc):
             R[a, c] = A[a, c] if a <= c else 0.0
         for j in range(nv):
             Q[j, c] = 0.0
@@ -1376,6 +1380,10 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
             Q[i, c] -= w
             for j in range(i + 1, nv):
                 Q[j, c] -= w * A[j, i]
+    if update:
+        for a in range(nc):
+            for c in range(nc, m):
+                R[a, c] = A[a, c] if c < mk else 0.0
     return rank, r0
 
 
@@ -1383,7 +1391,7 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm):
 def weak_work(m, nv, n1):
     """Scratch of :func:`_weak_stage` for ``m`` rows, ``nv`` speeds and ``n1`` tree
     nodes: ``(Q (nv, m), R (m, m), perm (m,), info (2,), ks (4, 2 nv), yy (2 nv,), acc
-    (nv,), lam (m,))``."""
+    (nv,), lam (m,), d (m,))``."""
     return (
         np.empty((nv, m)),
         np.empty((m, m)),
@@ -1392,6 +1400,7 @@ def weak_work(m, nv, n1):
         np.empty((4, 2 * nv)),
         np.empty(2 * nv),
         np.empty(nv),
+        np.empty(m),
         np.empty(m),
     )
 
@@ -1414,7 +1423,7 @@ def _weak_stage(
     if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
     _eval(cargs, q, v, True, phi, J, gamma)
-    rank, r0 = _weak_qr(J, rtol, r_reg, has_last, tangent, Q, R, perm)
+    rank, r0 = _weak_qr(J, rtol, r_reg, has_last, tangent, False, Q, R, perm, ww[8])
     if rank < 0:
         return WEAK_REFUSED
     info[0], info[1] = rank, r0
@@ -1524,4 +1533,81 @@ def loop_rk4_step_weak(
             ks[s, nv + i] = a_s[i]
     for i in range(2 * nv):
         y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    return 0
+
+
+@njit(cache=True)
+def loop_correct_weak(
+    cargs, q, v, rtol, r_reg, has_last, tangent, tol, max_newton, vtol, phi, J, gamma, Jb, Q,
+    R, perm, d, out,
+):  # fmt: skip
+    """The projector's correction of ``(q, v)`` in place where its last corrected state
+    had weak directions (``Projector.correct`` without row selection): Newton steps
+    ``dq = -Q_k R_kk^-T P_k^T phi`` on the QR of every iterate (:func:`_weak_qr`, ``k``
+    the regular rank with the tangent projection, else the rank) until ``max |dq| <=
+    tol``, the QR of the last iterate's Jacobian ``Jb`` as the corrected state's basis
+    (``update``: ``perm``, ``d``, ``Q``, ``R``), then ``v -= Q_k Q_k^T v`` unless
+    ``max |J v| <= vtol`` (cut joints: scleronomic rows). ``out = (rank, r0, Newton
+    iterations, position violation, velocity violation)``. Returns 0, or
+    :data:`WEAK_REFUSED` (no convergence, or a decision the QR must take; ``q``, ``v``
+    then unchanged)."""
+    m, nv = J.shape
+    q0 = q.copy()
+    _eval(cargs, q, v, False, phi, J, gamma)
+    pv = 0.0
+    its = 0
+    converged = False
+    x = np.empty(m)
+    for it in range(1, max_newton + 1):
+        rank, r0 = _weak_qr(J, rtol, r_reg, has_last, tangent, False, Q, R, perm, d)
+        if rank < 0:
+            break
+        k = r0 if tangent else rank
+        for a in range(k):  # R_kk^T x = P_k^T phi
+            s = phi[perm[a]]
+            for b in range(a):
+                s -= R[b, a] * x[b]
+            x[a] = s / R[a, a]
+        its = it
+        pv = 0.0
+        for r in range(m):
+            pv = max(pv, abs(phi[r]))
+        step = 0.0
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Q[j, a] * x[a]
+            q[j] -= s
+            step = max(step, abs(s))
+        if step <= tol:
+            converged = True
+            for r in range(m):
+                for j in range(nv):
+                    Jb[r, j] = J[r, j]
+            break
+        _eval(cargs, q, v, False, phi, J, gamma)
+        pv = 0.0
+        for r in range(m):
+            pv = max(pv, abs(phi[r]))
+    if converged:
+        rank, r0 = _weak_qr(Jb, rtol, r_reg, has_last, tangent, True, Q, R, perm, d)
+    if not converged or rank < 0:
+        for j in range(nv):
+            q[j] = q0[j]
+        return WEAK_REFUSED
+    _, vv = _violations(phi, Jb, v)
+    if vv > vtol:
+        k = r0 if tangent else rank
+        for a in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += Q[j, a] * v[j]
+            x[a] = s
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Q[j, a] * x[a]
+            v[j] -= s
+        _, vv = _violations(phi, Jb, v)
+    out[0], out[1], out[2], out[3], out[4] = rank, r0, its, pv, vv
     return 0

@@ -771,6 +771,35 @@ class LoopSystem:
         fd = self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
         return y, (float(viol[0]), float(viol[1]), fd)
 
+    def weak_correct(self, y: Array, P: Projector) -> Array | None:
+        """The projector's correction (:meth:`Projector.correct`) of ``y = (q, qd)``
+        where its last corrected state had weak directions, by one compiled call
+        (:func:`._nbloops.loop_correct_weak`: the Newton steps and the velocity
+        correction on the QR of each iterate), recorded in the projector
+        (:meth:`Projector.corrected`). Returns the corrected state, or None where the
+        projector's own correction must run (no compiled loop, a decision within
+        round-off of a tie, an exactly singular state, no convergence)."""
+        c = self._compiled()
+        if c is None or P.method != "qr" or P.regular_rank is None or P.selection() is not None:
+            return None
+        m, nv = self.constraints.m, self.nv
+        y = np.array(y, dtype=float)
+        if y.shape != (2 * nv,):
+            return None
+        Jb, Q, R = np.empty((m, nv)), np.empty((nv, m)), np.empty((m, m))
+        perm, d, out = np.empty(m, dtype=np.int64), np.empty(m), np.zeros(5)
+        st = _NL.loop_correct_weak(
+            c[2], y[:nv], y[nv:], P.rtol, P.regular_rank, P.weak_memory(),
+            P.tangent_projection, P.position_tol, P.max_newton, P.velocity_tol, *self._ws, Jb,
+            Q, R, perm, d, out,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        mn = int(np.count_nonzero(d >= 0.0))  # min(nv, rows kept by the QR)
+        b = QRBasis(Jb, Q[:, :mn], R[:mn], perm, int(out[0]), int(out[1]), d[:mn], P.rtol)
+        P.corrected(b, int(out[2]), out[3], out[4])
+        return y
+
     def _compiled_accelerations(self, q, qd, tau, P):
         """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
         args = self._compiled_inputs(q, qd, tau, P)
@@ -1573,7 +1602,8 @@ class _LoopStepper(ExplicitStepper):
 
     def _weak_step(self, t, y, tau, sample):
         """An RK4 substep from the weak state ``y`` at ``t`` by the compiled QR path
-        (:meth:`LoopSystem.weak_rk4_step`), then the projector's correction; with
+        (:meth:`LoopSystem.weak_rk4_step`), then the projector's correction (compiled
+        where it applies, :meth:`LoopSystem.weak_correct`); with
         ``sample`` the output sample ``i`` at ``y`` is kept for the results. None where
         the generic step must run."""
         out = self.system.weak_rk4_step(y, self.h, tau, self.P, sample)
@@ -1582,7 +1612,8 @@ class _LoopStepper(ExplicitStepper):
         y1, smp = out
         if smp is not None:
             self._weak_samples[self.i] = smp
-        return self._rk4_callback()(0, t + self.h, y1)
+        y2 = self.system.weak_correct(y1, self.P)
+        return self._rk4_callback()(0, t + self.h, y1) if y2 is None else y2
 
     def _weak_sample_stage(self, t, y):
         """The right-hand side of a generic RK4 step from the output sample ``i`` at a weak
