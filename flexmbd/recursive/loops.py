@@ -1209,30 +1209,20 @@ class LoopSystem:
                 viol[:] = pv, vv
             else:
                 fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
-            if fd is not None:
-                stats["position_violation"][i], stats["velocity_violation"][i] = viol
-                qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
-                acc[i] = fd.body_accelerations
-                stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
-                stats["n_weak"][i] = fd.n_weak
-                stats["discarded"][i] = fd.discarded
-                continue
-            pv, vv, J = self.violations(q[i], qd[i], t[i])
-            stats["position_violation"][i], stats["velocity_violation"][i] = pv, vv
-            if m and P.method in ("qr",):
-                P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
-            try:
-                fd = self.forward_dynamics(q[i], qd[i], taus[i], t[i], P)
-            except FlexmbdError:
-                if not safe:
-                    raise
-                continue
-            qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
-            acc[i] = fd.body_accelerations
-            stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
-            stats["n_weak"][i] = fd.n_weak
-            if m:
-                stats["discarded"][i] = fd.discarded
+            if fd is None:
+                pv, vv, J = self.violations(q[i], qd[i], t[i])
+                viol[:] = pv, vv
+                if m and P.method in ("qr",):
+                    P.basis(q[i], t[i], J=J)  # a corrected state: rows and rank
+                try:
+                    fd = self.forward_dynamics(q[i], qd[i], taus[i], t[i], P)
+                except FlexmbdError:
+                    if not safe:
+                        raise
+                    stats["position_violation"][i], stats["velocity_violation"][i] = viol
+                    continue
+            stats["position_violation"][i], stats["velocity_violation"][i] = viol
+            _put_sample(i, fd, qdd, reac, lam, acc, stats)
         tau = (
             None
             if all(x is None for x in taus)
@@ -1251,6 +1241,17 @@ class LoopSystem:
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
         return Results.from_system(self, t, q, qd, qdd, reac, **fields)
+
+
+def _put_sample(i, fd, qdd, reac, lam, acc, stats):
+    """Row ``i`` of the result arrays (accelerations, reactions, multipliers, body
+    accelerations, projection statistics) from the ForwardDynamics ``fd``."""
+    qdd[i], reac[i], lam[i] = fd.qdd, fd.reactions, fd.lam
+    acc[i] = fd.body_accelerations
+    stats["rank"][i], stats["regular_rank"][i] = fd.rank, fd.regular_rank
+    stats["n_weak"][i] = fd.n_weak
+    if lam.shape[1]:
+        stats["discarded"][i] = fd.discarded
 
 
 # scipy's step-size control constants (scipy.integrate._ivp.rk)

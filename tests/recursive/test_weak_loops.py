@@ -160,9 +160,7 @@ def test_the_weak_step_and_correction_are_the_projectors(four_bar_run):
             np.testing.assert_allclose(wa, wb, rtol=0, atol=1e-9)
 
 
-def test_the_run_takes_the_compiled_weak_path_and_equals_the_python_run(
-    four_bar_run, monkeypatch
-):
+def test_the_run_takes_the_compiled_weak_path_and_equals_the_python_run(four_bar_run, monkeypatch):
     """The four-bar's RK4 run steps from its weak states by the compiled weak step and
     correction (every weak state here), and its states, multipliers, reactions and rank
     statistics are the Python run's (joint forces as a function: no compiled path), to
