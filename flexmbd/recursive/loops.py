@@ -1715,6 +1715,20 @@ class _LoopStepper(ExplicitStepper):
             return None
         return {k: np.concatenate([np.zeros_like(a[:1]), a]) for k, a in rows.items()}
 
+    def _row_samples(self, t):
+        """The samples the RK4 steps evaluated (:meth:`fused_samples`, the weak ones),
+        rearranged for the recorded rows at the times ``t`` (s): a run that records
+        every k-th interval (``record_every``) has row ``r`` at interval ``i(r)``."""
+        idx = np.rint((np.asarray(t) - self.t0) / self.dt).astype(int)
+        given = self.fused_samples()
+        if given is not None:
+            n = len(given["viol"])
+            rows = np.clip(idx, 0, n - 1)
+            given = {k: v[rows] for k, v in given.items() if k != "sel"}
+            given["viol"][(idx < 0) | (idx >= n), 2] = 0.0  # no step sample there
+        w = self._weak_samples
+        return given, {r: w[i] for r, i in enumerate(idx) if i in w}
+
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq
         t = results.t
@@ -1727,10 +1741,9 @@ class _LoopStepper(ExplicitStepper):
                     y[i, :nq] = s.tree.normalize(y[i, :nq])
             given = self._project_samples(y, t) if self.use_proj else None
         else:
-            given = self.fused_samples()
+            given, samples = self._row_samples(t)
         meta = self.meta()
         meta["wall_time"] = self.wall
-        samples = None if self.adaptive else self._weak_samples
         res = s.results_from(t, y, self.tau_f, meta, P, safe=failed, given=given, samples=samples)
         for k, v in results.stats.items():  # cpu_time, rhs evaluations, step sizes
             res.stats[k] = v

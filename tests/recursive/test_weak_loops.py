@@ -194,3 +194,24 @@ def test_the_run_takes_the_compiled_weak_path_and_equals_the_python_run(four_bar
     assert np.abs(fast.extra["lambda"] - slow.extra["lambda"]).max() < 1e-8 * lam
     np.testing.assert_allclose(fast.reactions, slow.reactions, rtol=0, atol=1e-8 * lam)
     np.testing.assert_array_equal(fast.q, slow_ref.q)  # the counters changed nothing
+
+
+def test_a_run_recording_every_other_interval_keeps_its_samples_rows():
+    """``run(..., record_every=2)``: the samples the RK4 steps evaluated (compiled and
+    weak ones) belong to the recorded rows' own states: accelerations and multipliers
+    equal the per-sample evaluation there (they were the rows of other intervals,
+    ~17 rad/s^2 off, before)."""
+    from flexmbd.checkpoint import run
+
+    s = _four_bar()
+    st = s.stepper(0.8, dt=1e-3, integrator="rk4")
+    res = run(st, st.t_end, progress=False, record_every=2)
+    assert len(res.t) == 401 and np.allclose(np.diff(res.t), 2e-3)
+    weak, P = _weak_states(s, res)
+    lam_scale = np.abs(res.extra["lambda"]).max()
+    for i in range(len(res.t)):
+        P.basis(res.q[i], res.t[i])
+        fd = s.forward_dynamics(res.q[i], res.qd[i], None, res.t[i], P)
+        assert fd.n_weak == res.stats["n_weak"][i]
+        np.testing.assert_allclose(res.qdd[i], fd.qdd, rtol=0, atol=1e-9 * lam_scale)
+        np.testing.assert_allclose(res.extra["lambda"][i], fd.lam, rtol=0, atol=1e-9 * lam_scale)
