@@ -93,7 +93,14 @@ from ..constraints.cut import (
     joint_force_on_cut,
     needs_loops,
 )
-from ..constraints.projection import DEFAULT_RTOL, METHODS, Projector, QRBasis, qr_basis
+from ..constraints.projection import (
+    DEFAULT_RTOL,
+    METHODS,
+    ProjectionInfo,
+    Projector,
+    QRBasis,
+    qr_basis,
+)
 from ..dynamics import (
     CoordinateLayout,
     ForwardDynamics,
@@ -1681,11 +1688,46 @@ class _LoopStepper(ExplicitStepper):
         return meta
 
     def _extra_state(self):
-        return {"projector": projector_state(self.P), "qr_seen": bool(self.qr_seen)}
+        st = {"projector": projector_state(self.P), "qr_seen": bool(self.qr_seen)}
+        if self._weak_samples:
+            st["weak_samples"] = self._weak_samples_state()
+        return st
 
     def _load_extra_state(self, st):
         load_projector_state(self.P, st["projector"])
         self.qr_seen = bool(st.get("qr_seen", False))
+        self._weak_samples = self._weak_samples_load(st.get("weak_samples"))
+
+    def _weak_samples_state(self):
+        """The weak samples (:meth:`_weak_sample_stage`, :meth:`_weak_step`) as arrays for
+        a checkpoint: interval index, violations, accelerations, multipliers, reactions,
+        body accelerations and projection statistics, one row per sample."""
+        items = sorted(self._weak_samples.items())
+        fds = [fd for _, (_, _, fd) in items]
+        return {
+            "i": np.array([i for i, _ in items], dtype=np.int64),
+            "viol": np.array([(pv, vv) for _, (pv, vv, _) in items], dtype=float),
+            "qdd": np.array([fd.qdd for fd in fds]),
+            "lam": np.array([fd.lam for fd in fds]),
+            "reactions": np.array([fd.reactions for fd in fds]),
+            "acc": np.array([fd.body_accelerations for fd in fds]),
+            "ranks": np.array([(fd.rank, fd.regular_rank, fd.n_weak) for fd in fds], dtype=int),
+            "discarded": np.array([fd.discarded for fd in fds], dtype=bool),
+        }
+
+    def _weak_samples_load(self, st):
+        """Inverse of :meth:`_weak_samples_state` (None: no weak samples)."""
+        if st is None:
+            return {}
+        out, layout = {}, self.system.layout
+        for a, i in enumerate(np.asarray(st["i"]).tolist()):
+            r, r0, nw = (int(x) for x in st["ranks"][a])
+            info = ProjectionInfo(rank=r, regular_rank=r0, n_weak=nw, discarded=st["discarded"][a])
+            fd = ForwardDynamics(
+                st["qdd"][a], st["reactions"][a], st["acc"][a], layout, st["lam"][a], info
+            )
+            out[i] = (float(st["viol"][a, 0]), float(st["viol"][a, 1]), fd)
+        return out
 
     def rebuild_kwargs(self):
         s = self.system

@@ -215,3 +215,36 @@ def test_a_run_recording_every_other_interval_keeps_its_samples_rows():
         assert fd.n_weak == res.stats["n_weak"][i]
         np.testing.assert_allclose(res.qdd[i], fd.qdd, rtol=0, atol=1e-9 * lam_scale)
         np.testing.assert_allclose(res.extra["lambda"][i], fd.lam, rtol=0, atol=1e-9 * lam_scale)
+
+
+def test_a_checkpoint_keeps_the_weak_samples(tmp_path, monkeypatch):
+    """The RK4 stepper's state (what a checkpoint saves, through HDF5) holds its weak
+    samples: a stepper restored from it gives the same results without evaluating any
+    sample again in Python."""
+    h5py = pytest.importorskip("h5py")
+    from flexmbd.checkpoint import load_state, run, save_state
+
+    s = _four_bar()
+    st = s.stepper(0.8, dt=1e-3, integrator="rk4")
+    ref = run(st, st.t_end, progress=False)
+    n_weak = int(np.count_nonzero(ref.stats["n_weak"]))
+    state = st.state_dict()
+    assert len(state["system"]["weak_samples"]["i"]) == n_weak >= 10
+    with h5py.File(tmp_path / "state.h5", "w") as f:
+        save_state(f.create_group("s"), state)
+    with h5py.File(tmp_path / "state.h5", "r") as f:
+        loaded = load_state(f["s"])
+    again = s.stepper(0.8, dt=1e-3, integrator="rk4")
+    again.load_state_dict(loaded)
+
+    def no_python_sample(*a, **k):
+        raise AssertionError("a sample evaluated again in Python")
+
+    monkeypatch.setattr(s, "forward_dynamics", no_python_sample)
+    monkeypatch.setattr(s, "weak_forward_dynamics", no_python_sample)
+    res = again.finalize(ref)
+    assert np.array_equal(res.qdd, ref.qdd)
+    assert np.array_equal(res.extra["lambda"], ref.extra["lambda"])
+    assert np.array_equal(res.reactions, ref.reactions)
+    for k in ("rank", "regular_rank", "n_weak", "discarded", "position_violation"):
+        assert np.array_equal(res.stats[k], ref.stats[k])
