@@ -1782,6 +1782,7 @@ class _LoopStepper(ExplicitStepper):
                 for i in range(1, len(y)):
                     y[i, :nq] = s.tree.normalize(y[i, :nq])
             given = self._project_samples(y, t) if self.use_proj else None
+            samples = None
         else:
             given, samples = self._row_samples(t)
         meta = self.meta()
