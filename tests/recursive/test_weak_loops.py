@@ -248,3 +248,39 @@ def test_a_checkpoint_keeps_the_weak_samples(tmp_path, monkeypatch):
     assert np.array_equal(res.reactions, ref.reactions)
     for k in ("rank", "regular_rank", "n_weak", "discarded", "position_violation"):
         assert np.array_equal(res.stats[k], ref.stats[k])
+
+
+def test_without_the_tangent_projection_the_compiled_weak_path_is_the_python_one(
+    monkeypatch,
+):
+    """The example's second run (no tangent projection, the paper's Fig. 5): at rank 1
+    the weak row is dropped (``C = Q_n``), in the compiled steps and corrections as in
+    the Python run; states, multipliers and statistics agree (here without the weak
+    direction's conditioning: ~1e-13 in the states)."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
+    spec = importlib.util.spec_from_file_location("four_bar_example_weak_nt", path)
+    fb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fb)
+    s = fb.build().compile("recursive", rtol=RTOL, tangent_projection=False)
+    calls = {"step": 0}
+    step = NL.loop_rk4_step_weak
+
+    def counted(*a):
+        st = step(*a)
+        calls["step"] += st == 0
+        return st
+
+    monkeypatch.setattr(NL, "loop_rk4_step_weak", counted)
+    fast = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
+    low = int(np.count_nonzero(fast.stats["rank"] < 2))
+    assert low >= 10 and calls["step"] == low and fast.stats["n_weak"].max() == 0
+    nv = s.nv
+    slow = s.simulate(
+        0.8, dt=1e-3, integrator="rk4", tau=lambda t, q, qd: np.zeros(nv), progress=False
+    )
+    for k in ("rank", "regular_rank", "n_weak", "discarded"):
+        assert np.array_equal(fast.stats[k], slow.stats[k])
+    assert np.abs(fast.q - slow.q).max() < 1e-12
+    assert np.abs(fast.qd - slow.qd).max() < 1e-11
+    lam = np.abs(slow.extra["lambda"]).max()
+    assert np.abs(fast.extra["lambda"] - slow.extra["lambda"]).max() < 1e-9 * lam
