@@ -1072,7 +1072,7 @@ OUTPUT_NOTES = (
     "compiled too (`_nbloops.loop_rk4_step_weak`: each stage the projector's pivoted QR "
     "replayed, the tangent projection on [Q_n, Q_w] and the multipliers P R^-1 mu; "
     "`_nbloops.loop_correct_weak`: the Newton and velocity correction on the QR of each "
-    "iterate); 475 of 475 weak steps and 473 of 475 weak corrections leave Python, the "
+    "iterate); 475 of 475 weak steps and 475 of 475 weak corrections leave Python, the "
     "sample at a weak state is the step's first stage. Interleaved A/B (3 x 3 pairs "
     "against 7cc450f, load 5-6, sampled / end only, ms): before 933 / 839, 905 / 818, "
     "853 / 850, 873 / 824, 877 / 811, 853 / 825, 807 / 781, 794 / 749, 834 / 762; after "

@@ -1545,22 +1545,26 @@ def loop_correct_weak(
     had weak directions (``Projector.correct`` without row selection): Newton steps
     ``dq = -Q_k R_kk^-T P_k^T phi`` on the QR of every iterate (:func:`_weak_qr`, ``k``
     the regular rank with the tangent projection, else the rank) until ``max |dq| <=
-    tol``, the QR of the last iterate's Jacobian ``Jb`` as the corrected state's basis
-    (``update``: ``perm``, ``d``, ``Q``, ``R``), then ``v -= Q_k Q_k^T v`` unless
-    ``max |J v| <= vtol`` (cut joints: scleronomic rows). ``out = (rank, r0, Newton
-    iterations, position violation, velocity violation)``. Returns 0, or
-    :data:`WEAK_REFUSED` (no convergence, or a decision the QR must take; ``q``, ``v``
-    then unchanged)."""
+    tol`` or ``max_newton`` steps, the QR of the Jacobian ``Jb`` (the last iterate's
+    before its step, or at the end state without convergence) as the corrected state's
+    basis (``update``: ``perm``, ``d``, ``Q``, ``R``), then ``v -= Q_k Q_k^T v``
+    unless ``max |J v| <= vtol`` (cut joints: scleronomic rows). ``out = (rank, r0,
+    Newton iterations, position violation, velocity violation)``. Returns 0, or
+    :data:`WEAK_REFUSED` (a decision the QR must take, or no convergence with
+    ``max |J v| <= vtol``, where the projector keeps its last basis; ``q``, ``v`` then
+    unchanged)."""
     m, nv = J.shape
     q0 = q.copy()
     _eval(cargs, q, v, False, phi, J, gamma)
     pv = 0.0
     its = 0
     converged = False
+    refused = False
     x = np.empty(m)
     for it in range(1, max_newton + 1):
         rank, r0 = _weak_qr(J, rtol, r_reg, has_last, tangent, False, Q, R, perm, d)
         if rank < 0:
+            refused = True
             break
         k = r0 if tangent else rank
         for a in range(k):  # R_kk^T x = P_k^T phi
@@ -1589,9 +1593,16 @@ def loop_correct_weak(
         pv = 0.0
         for r in range(m):
             pv = max(pv, abs(phi[r]))
-    if converged:
+    if not converged and not refused:
+        # the velocity correction's Jacobian is the end state's (already evaluated)
+        for r in range(m):
+            for j in range(nv):
+                Jb[r, j] = J[r, j]
+        refused = not _violations(phi, Jb, v)[1] > vtol
+    if not refused:
         rank, r0 = _weak_qr(Jb, rtol, r_reg, has_last, tangent, True, Q, R, perm, d)
-    if not converged or rank < 0:
+        refused = rank < 0
+    if refused:
         for j in range(nv):
             q[j] = q0[j]
         return WEAK_REFUSED
