@@ -1761,7 +1761,9 @@ class _LoopStepper(ExplicitStepper):
         """The samples the RK4 steps evaluated (:meth:`fused_samples`, the weak ones),
         rearranged for the recorded rows at the times ``t`` (s): a run that records
         every k-th interval (``record_every``) has row ``r`` at interval ``i(r)``."""
-        idx = np.rint((np.asarray(t) - self.t0) / self.dt).astype(int)
+        x = (np.asarray(t, dtype=float) - self.t0) / self.dt
+        idx = np.rint(x).astype(int)
+        idx[np.abs(x - idx) > 1e-6] = -1  # a row off the output grid: no step sample
         given = self.fused_samples()
         if given is not None:
             n = len(given["viol"])
