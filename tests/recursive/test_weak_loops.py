@@ -83,6 +83,9 @@ def test_an_exactly_singular_state_is_left_to_the_projector():
     """Below the trust limit of a weak direction (``|R_22| < 1e-11 |R_11|``) the
     projector continues its remembered weak directions: the compiled QR refuses there,
     and without a memory it reports the state's own rank."""
+    from flexmbd.constraints import projection
+
+    assert NL._DIRECTION_EPS == projection._DIRECTION_EPS  # the same trust limit
     J = np.array([[2.0, 0.0, 0.0], [1.0, 1e-12, 0.0]])
     b = qr_basis(J, 1e-6, regular_rank=2)
     assert (b.rank, b.regular_rank) == (1, 1)
