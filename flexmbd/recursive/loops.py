@@ -1245,7 +1245,7 @@ def _compiled_dop853():
             min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
             y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
             tau = st.constant_tau(c)
-            status = _NL.loop_dop853_step(
+            args = (
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
                 c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
                 np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
@@ -1253,6 +1253,17 @@ def _compiled_dop853():
                 float(self.atol), self.A, self.B, self.C, self.E3, self.E5, self.K, _SAFETY,
                 _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
             )  # fmt: skip
+            rows = st.step_rows(sel)
+            if rows is None:
+                status = _NL.loop_dop853_step(*args)
+            else:  # the output sample at the accepted state in the same call
+                k = rows["n"]
+                status = _NL.loop_dop853_step_sampled(
+                    *args, c[7], c[8], k, rows["yc"], rows["qdd"], rows["lam"], rows["reac"],
+                    rows["acc"], rows["cutF"], rows["viol"],
+                )  # fmt: skip
+                if status == 0:
+                    st.step_sampled(k, y_new)
             self.nfev += int(out[3])
             if status == -1:
                 return False, self.TOO_SMALL_STEP
@@ -1346,6 +1357,10 @@ class _LoopStepper(ExplicitStepper):
         #: the output samples at weak states evaluated by the generic RK4 step, whose
         #: first stage is that sample's forward dynamics (:meth:`_weak_sample_stage`)
         self._weak_samples = {}
+        #: an adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None):
+        #: the compiled DOP853 step writes that sample (:meth:`step_rows`)
+        self._every_step = self._fast_rhs and self.t_eval is None and self.use_proj
+        self._steps = None
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
@@ -1469,6 +1484,51 @@ class _LoopStepper(ExplicitStepper):
         )
         self._fused = f
         return f
+
+    def step_rows(self, sel: Array) -> dict | None:
+        """The arrays the compiled DOP853 step writes its output sample into
+        (:func:`._nbloops.loop_dop853_step_sampled`) when the run outputs every accepted
+        step, else None: ``yc`` (corrected states), ``qdd``, ``lam``, ``reac``, ``acc``,
+        ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows), ``raw`` (the
+        solver's states before the correction), ``row`` (the output row of each) and ``n``
+        (rows written), for the projector's rows ``sel`` (samples of another selection are
+        dropped: their rank statistics are another QR's). Grown by doubling."""
+        if not self._every_step:
+            return None
+        f = self._steps
+        if f is not None and not (f["sel"] is sel or np.array_equal(f["sel"], sel)):
+            f = None
+        if f is None or f["n"] == len(f["row"]):
+            s, ny = self.system, self.nq + self.nv
+            cap = 64 if f is None else 2 * len(f["row"])
+            shapes = dict(
+                yc=(ny,),
+                raw=(ny,),
+                qdd=(s.nv,),
+                lam=(s.constraints.m,),
+                reac=(len(s.tree.joint_names), 6),
+                acc=(len(s.layout.body_names), 6),
+                cutF=(len(s.constraints.cuts), 6),
+                viol=(3,),
+            )
+            g = {k: np.zeros((cap, *sh)) for k, sh in shapes.items()}
+            g["row"] = np.zeros(cap, dtype=np.int64)
+            g["n"], g["sel"] = 0, sel.copy()
+            if f is not None:
+                for k in (*shapes, "row"):
+                    g[k][: f["n"]] = f[k][: f["n"]]
+                g["n"] = f["n"]
+            f = self._steps = g
+        return f
+
+    def step_sampled(self, k: int, y_new: Array) -> None:
+        """Record that the compiled step wrote the sample row ``k`` of :meth:`step_rows`
+        at its accepted state ``y_new`` (the solver's, before the correction), which is
+        the output row ``i + 1``."""
+        f = self._steps
+        f["raw"][k] = y_new
+        f["row"][k] = self.i + 1
+        f["n"] = k + 1
 
     def fused_samples(self) -> dict | None:
         """The output samples of the compiled steps (:meth:`_sample_rows`; ``viol[:, 2]``
@@ -1606,6 +1666,9 @@ class _LoopStepper(ExplicitStepper):
         have chosen other rows: the samples are then evaluated afterwards, as always)."""
         s, P, nq = self.system, self.P, self.nq
         rows = None
+        kept = self._kept_step_samples(y, t)
+        if kept is not False:
+            return kept
         if self._fast_rhs:
             status, rows = s.project_samples(y[1:], self._tau, P)
         else:
@@ -1616,6 +1679,43 @@ class _LoopStepper(ExplicitStepper):
         if rows is None or np.any(status != 0):
             return None
         return {k: np.concatenate([np.zeros_like(a[:1]), a]) for k, a in rows.items()}
+
+    def _kept_step_samples(self, y, t):
+        """:meth:`_project_samples` where the compiled steps wrote samples
+        (:meth:`step_rows`): those output rows take the step's corrected state and sample
+        as they are (the rows whose solver state ``y[i]`` is the step's, bit for bit, under
+        the projector's current rows); the other rows ``y[1:]`` are corrected and sampled
+        by :meth:`LoopSystem.project_samples` (the QR where it refuses, then None as
+        there). False when no step sample applies (``y`` untouched)."""
+        f, P = self._steps, self.P
+        sel = P.selection()
+        if f is None or not f["n"] or sel is None or not np.array_equal(f["sel"], sel):
+            return False
+        n = f["n"]
+        row = f["row"][:n]
+        fit = (row >= 1) & (row < len(y))
+        fit[fit] = np.all(f["raw"][:n][fit] == y[row[fit]], axis=1)
+        if not fit.any():
+            return False
+        keys = ("qdd", "lam", "reac", "acc", "cutF", "viol")
+        given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in keys}
+        idx = row[fit]
+        y[idx] = f["yc"][:n][fit]
+        for k in keys:
+            given[k][idx] = f[k][:n][fit]
+        rest = np.setdiff1d(np.arange(1, len(y)), idx)
+        if len(rest):
+            Y = np.ascontiguousarray(y[rest])
+            status, rows = self.system.project_samples(Y, self._tau, P)
+            for a in np.flatnonzero(status != 0):
+                qq, vv = P.correct(Y[a, : self.nq], Y[a, self.nq :], t[rest[a]])
+                Y[a] = np.concatenate([qq, vv])
+            y[rest] = Y
+            if rows is None or np.any(status != 0):
+                return None
+            for k in keys:
+                given[k][rest] = rows[k]
+        return given
 
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq

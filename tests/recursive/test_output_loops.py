@@ -285,3 +285,56 @@ def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
         assert fast.stats[k].max() < 1e-9  # corrected states: on the constraints
     for k in ref.energy:
         np.testing.assert_array_equal(fast.energy[k], ref.energy[k])
+
+
+def test_squeezer_samples_at_accepted_steps_from_the_step_itself(monkeypatch):
+    """An adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None): the
+    compiled DOP853 step writes the sample at its accepted state in the same call
+    (``loop_dop853_step_sampled``: the step's last evaluation already corrected that
+    state and solved its accelerations and multipliers). The run's steps, the reported
+    corrected states, accelerations, reactions, multipliers, violations, rank statistics
+    and energies are bit for bit those of the correction and sample after the run
+    (``project_samples`` of every output state)."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import LoopSystem, _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11)
+    after = []
+    fused = LoopSystem.project_samples
+
+    def counted(self, Y, tau=None, projector=None):
+        after.append(len(Y))
+        return fused(self, Y, tau, projector)
+
+    monkeypatch.setattr(LoopSystem, "project_samples", counted)
+    sampled = []
+    step = NL.loop_dop853_step_sampled
+
+    def counted_step(*a):
+        st = step(*a)
+        sampled.append(st == 0 and a[-1][a[-8], 2] == 1.0)
+        return st
+
+    monkeypatch.setattr(NL, "loop_dop853_step_sampled", counted_step)
+    fast = s.simulate(0.03, **kw)
+    n = len(fast.t) - 1
+    assert n == fast.meta["steps"] > 50  # a sample at every accepted step
+    assert len(sampled) == n and all(sampled)  # each written by its step, complete
+    assert after == []  # no row left to correct and sample after the run
+
+    monkeypatch.setattr(_LoopStepper, "step_rows", lambda self, sel: None)
+    ref = s.simulate(0.03, **kw)
+    assert after == [n]  # the path before: every output state after the run
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(fast, k), getattr(ref, k))
+    np.testing.assert_array_equal(fast.extra["lambda"], ref.extra["lambda"])
+    for k in ("rank", "regular_rank", "n_weak", "discarded", "rhs_evaluations"):
+        np.testing.assert_array_equal(fast.stats[k], ref.stats[k])
+    for k in ("position_violation", "velocity_violation"):
+        np.testing.assert_array_equal(fast.stats[k], ref.stats[k])
+        assert fast.stats[k].max() < 1e-9  # corrected states: on the constraints
+    for k in ref.energy:
+        np.testing.assert_array_equal(fast.energy[k], ref.energy[k])
