@@ -1033,13 +1033,14 @@ def loop_dop853_step_sampled(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
-    clab, body_row, j, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    clab, body_row, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
 ):  # fmt: skip
     """:func:`loop_dop853_step` and the output sample at its accepted state (an adaptive
-    run that outputs every step) in one call: row ``j`` of ``YC`` (the corrected state
-    ``(q, v)``), ``QDD``, ``LAM``, the tree reactions ``REAC``, body accelerations ``ACC``,
-    cut wrenches ``CUTF`` (child axes) and ``VIOL`` (position and velocity violations, 1
-    where the sample is complete). The step's last evaluation already corrected
+    run that outputs every step) in one call: row ``j`` of ``RAW`` (the accepted
+    ``y_new``), ``YC`` (its corrected state ``(q, v)``), ``QDD``, ``LAM``, the tree
+    reactions ``REAC``, body accelerations ``ACC``, cut wrenches ``CUTF`` (child axes) and
+    ``VIOL`` (position and velocity violations, 1 where the sample is complete), and
+    ``ROW[j] = row`` (the output row). The step's last evaluation already corrected
     ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
     only its violations, rank decision and the tree pass with the cut wrenches
     (:func:`_sample_after_rhs`): the same operations on the same values as
@@ -1056,6 +1057,8 @@ def loop_dop853_step_sampled(
     nv = f_new.shape[0] // 2
     for i in range(nv):
         QDD[j, i] = f_new[nv + i]
+    _copy_into(RAW[j], y_new)
+    ROW[j] = row
     _sample_after_rhs(
         Ib, buf, cargs, forces, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
         REAC[j], ACC[j], CUTF[j], VIOL[j],

@@ -1258,12 +1258,9 @@ def _compiled_dop853():
                 status = _NL.loop_dop853_step(*args)
             else:  # the output sample at the accepted state in the same call
                 k = rows["n"]
-                status = _NL.loop_dop853_step_sampled(
-                    *args, c[7], c[8], k, rows["yc"], rows["qdd"], rows["lam"], rows["reac"],
-                    rows["acc"], rows["cutF"], rows["viol"],
-                )  # fmt: skip
+                status = _NL.loop_dop853_step_sampled(*args, c[7], c[8], k, st.i + 1, *rows["out"])
                 if status == 0:
-                    st.step_sampled(k, y_new)
+                    rows["n"] = k + 1
             self.nfev += int(out[3])
             if status == -1:
                 return False, self.TOO_SMALL_STEP
@@ -1488,47 +1485,42 @@ class _LoopStepper(ExplicitStepper):
     def step_rows(self, sel: Array) -> dict | None:
         """The arrays the compiled DOP853 step writes its output sample into
         (:func:`._nbloops.loop_dop853_step_sampled`) when the run outputs every accepted
-        step, else None: ``yc`` (corrected states), ``qdd``, ``lam``, ``reac``, ``acc``,
-        ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows), ``raw`` (the
-        solver's states before the correction), ``row`` (the output row of each) and ``n``
-        (rows written), for the projector's rows ``sel`` (samples of another selection are
-        dropped: their rank statistics are another QR's). Grown by doubling."""
+        step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
+        before the correction), ``yc`` (the corrected states), ``qdd``, ``lam``, ``reac``,
+        ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
+        these in the kernel's order), ``n`` (rows written), for the projector's rows
+        ``sel`` (samples of another selection are dropped: their rank statistics are
+        another QR's). Grown by doubling."""
         if not self._every_step:
             return None
         f = self._steps
-        if f is not None and not (f["sel"] is sel or np.array_equal(f["sel"], sel)):
+        key = sel.tobytes()  # (~50x cheaper than np.array_equal for these few rows)
+        if f is not None and f["key"] == key and f["n"] < len(f["row"]):
+            return f
+        if f is not None and f["key"] != key:
             f = None
-        if f is None or f["n"] == len(f["row"]):
-            s, ny = self.system, self.nq + self.nv
-            cap = 64 if f is None else 2 * len(f["row"])
-            shapes = dict(
-                yc=(ny,),
-                raw=(ny,),
-                qdd=(s.nv,),
-                lam=(s.constraints.m,),
-                reac=(len(s.tree.joint_names), 6),
-                acc=(len(s.layout.body_names), 6),
-                cutF=(len(s.constraints.cuts), 6),
-                viol=(3,),
-            )
-            g = {k: np.zeros((cap, *sh)) for k, sh in shapes.items()}
-            g["row"] = np.zeros(cap, dtype=np.int64)
-            g["n"], g["sel"] = 0, sel.copy()
-            if f is not None:
-                for k in (*shapes, "row"):
-                    g[k][: f["n"]] = f[k][: f["n"]]
-                g["n"] = f["n"]
-            f = self._steps = g
-        return f
-
-    def step_sampled(self, k: int, y_new: Array) -> None:
-        """Record that the compiled step wrote the sample row ``k`` of :meth:`step_rows`
-        at its accepted state ``y_new`` (the solver's, before the correction), which is
-        the output row ``i + 1``."""
-        f = self._steps
-        f["raw"][k] = y_new
-        f["row"][k] = self.i + 1
-        f["n"] = k + 1
+        s, ny = self.system, self.nq + self.nv
+        cap = 64 if f is None else 2 * len(f["row"])
+        shapes = dict(
+            raw=(ny,),
+            yc=(ny,),
+            qdd=(s.nv,),
+            lam=(s.constraints.m,),
+            reac=(len(s.tree.joint_names), 6),
+            acc=(len(s.layout.body_names), 6),
+            cutF=(len(s.constraints.cuts), 6),
+            viol=(3,),
+        )
+        g = {k: np.zeros((cap, *sh)) for k, sh in shapes.items()}
+        g["row"] = np.zeros(cap, dtype=np.int64)
+        g["n"], g["sel"], g["key"] = 0, sel.copy(), key
+        if f is not None:
+            for k in (*shapes, "row"):
+                g[k][: f["n"]] = f[k][: f["n"]]
+            g["n"] = f["n"]
+        g["out"] = tuple(g[k] for k in ("row", *shapes))
+        self._steps = g
+        return g
 
     def fused_samples(self) -> dict | None:
         """The output samples of the compiled steps (:meth:`_sample_rows`; ``viol[:, 2]``

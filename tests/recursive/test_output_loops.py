@@ -315,7 +315,7 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(monkeypatch):
 
     def counted_step(*a):
         st = step(*a)
-        sampled.append(st == 0 and a[-1][a[-8], 2] == 1.0)
+        sampled.append(st == 0 and a[-1][a[-11], 2] == 1.0)
         return st
 
     monkeypatch.setattr(NL, "loop_dop853_step_sampled", counted_step)
