@@ -974,13 +974,13 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     undefined)."""
     yc = np.empty(y.shape[0])
     lam = np.empty(ws[0].shape[0])
-    return _rhs_keep(
+    return loop_rhs_keep(
         Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out, yc, lam
     )
 
 
 @njit(cache=True)
-def _rhs_keep(
+def loop_rhs_keep(
     Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out, yc, lam
 ):  # fmt: skip
     """:func:`loop_rhs` that keeps the corrected state in ``yc`` (2 nv,) and the
@@ -1054,6 +1054,39 @@ def loop_dop853_step_sampled(
     )  # fmt: skip
     if st != 0:
         return st
+    _step_sample(
+        Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    )  # fmt: skip
+    return 0
+
+
+@njit(cache=True)
+def loop_step_sample(
+    Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+    j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+):  # fmt: skip
+    """The output sample at an adaptive step's accepted state ``y_new`` right after the
+    step's last evaluation there (:func:`loop_rhs_keep` returned 0 with the corrected
+    state ``yc``, the multipliers ``lam`` and ``f_new = (v, qdd)``; scipy's RK45 / RK23
+    end every step so): ``yc``, ``lam`` into row ``j`` and the sample's rest as
+    :func:`loop_dop853_step_sampled` writes it."""
+    _copy_into(YC[j], yc)
+    _copy_into(LAM[j], lam)
+    _step_sample(
+        Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _step_sample(
+    Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+):  # fmt: skip
+    """Row ``j`` of an accepted step's sample whose corrected state ``YC[j]`` and
+    multipliers ``LAM[j]`` are in place: ``QDD[j]`` from ``f_new``, ``RAW[j] = y_new``,
+    ``ROW[j] = row`` and :func:`_sample_after_rhs`."""
     nv = f_new.shape[0] // 2
     for i in range(nv):
         QDD[j, i] = f_new[nv + i]
@@ -1063,7 +1096,6 @@ def loop_dop853_step_sampled(
         Ib, buf, cargs, forces, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
         REAC[j], ACC[j], CUTF[j], VIOL[j],
     )  # fmt: skip
-    return 0
 
 
 @njit(cache=True)
@@ -1072,7 +1104,7 @@ def _sample_after_rhs(
     cutF, viol,
 ):  # fmt: skip
     """The rest of an output sample at the corrected state ``yc = (q, v)`` right after
-    :func:`_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
+    :func:`loop_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
     its multipliers ``lam``): the violations ``viol[:2]``, the rank decision and the
     reactions (:func:`_cut_reactions`), as :func:`_sample_at` continues after its
     accelerations; ``viol[2]`` 1 where the sample is complete."""
@@ -1097,7 +1129,7 @@ def _dop853_step(
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out, yc, lam,
 ):  # fmt: skip
     """:func:`loop_dop853_step` that keeps the corrected state of the accepted ``y_new``
-    in ``yc`` and its multipliers in ``lam`` (:func:`_rhs_keep`: the step's last
+    in ``yc`` and its multipliers in ``lam`` (:func:`loop_rhs_keep`: the step's last
     evaluation)."""
     n = y.shape[0]
     ns = B.shape[0]
@@ -1136,7 +1168,7 @@ def _dop853_step(
             for j in range(ns):
                 acc += K[j, i] * B[j]
             y_new[i] = y[i] + h * acc
-        st = _rhs_keep(
+        st = loop_rhs_keep(
             Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac,
             f_new, yc, lam,
         )  # fmt: skip

@@ -1358,6 +1358,8 @@ class _LoopStepper(ExplicitStepper):
         #: the compiled DOP853 step writes that sample (:meth:`step_rows`)
         self._every_step = self._fast_rhs and self.t_eval is None and self.use_proj
         self._steps = None
+        #: the last compiled evaluation in such a run: ``(y, rows, f, corrected y, lam)``
+        self._last_eval = None
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
@@ -1406,16 +1408,43 @@ class _LoopStepper(ExplicitStepper):
         out = np.empty(y.shape[0])
         P = self.P
         tau = self.constant_tau(c)
-        st = _NL.loop_rhs(
+        args = (
             c[0], c[1], c[2], c[3], y, tau, sel, P.position_tol, P.max_newton, P.rtol,
             _GUARD, c[5], c[6], out,
         )  # fmt: skip
+        if self._every_step:  # keep the corrected state for the sample after the step
+            kept = self._last_eval = (y, sel, out, np.empty(y.shape[0]), np.empty(c[5][0].shape))
+            st = _NL.loop_rhs_keep(*args, kept[3], kept[4])
+        else:
+            st = _NL.loop_rhs(*args)
         if st != 0:
             self.qr_seen = True
+            self._last_eval = None
             return None
         P.selection_used()
         P.regular_state(sel)
         return out
+
+    def _after_solver_step(self, solver):
+        """An adaptive run that outputs every step, by scipy's step code on the compiled
+        right-hand side (RK45, RK23): the step's last evaluation was at its accepted
+        state (``solver.y``, the same array), so the sample there takes that
+        evaluation's correction and multipliers and adds the rest in one compiled call
+        (:func:`._nbloops.loop_step_sample`)."""
+        last, self._last_eval = self._last_eval, None
+        if last is None or last[0] is not solver.y:
+            return
+        y, sel, f_new, yc, lam = last
+        rows = self.step_rows(sel)
+        c = self.system.compiled_rk4()
+        if rows is None or c is None:
+            return
+        k = rows["n"]
+        _NL.loop_step_sample(
+            c[0], c[1], c[2], c[3], c[7], self.constant_tau(c), sel, self.P.rtol, _GUARD,
+            c[5], c[8], y, yc, lam, f_new, k, self.i + 1, *rows["out"],
+        )  # fmt: skip
+        rows["n"] = k + 1
 
     def step(self):
         """One output interval; RK4 with projection after every step runs its substeps by

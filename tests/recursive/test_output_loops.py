@@ -287,21 +287,29 @@ def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
         np.testing.assert_array_equal(fast.energy[k], ref.energy[k])
 
 
-def test_squeezer_samples_at_accepted_steps_from_the_step_itself(monkeypatch):
+@pytest.mark.parametrize(
+    "integrator, kernel, j",
+    [("dop853", "loop_dop853_step_sampled", -11), ("rk45", "loop_step_sample", -11)],
+)
+def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
+    monkeypatch, integrator, kernel, j
+):
     """An adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None): the
-    compiled DOP853 step writes the sample at its accepted state in the same call
-    (``loop_dop853_step_sampled``: the step's last evaluation already corrected that
-    state and solved its accelerations and multipliers). The run's steps, the reported
-    corrected states, accelerations, reactions, multipliers, violations, rank statistics
-    and energies are bit for bit those of the correction and sample after the run
-    (``project_samples`` of every output state)."""
+    sample at the step's accepted state takes the correction, accelerations and
+    multipliers of the step's last evaluation there and adds its violations, rank
+    decision and reactions in the same compiled call (DOP853:
+    ``loop_dop853_step_sampled``) or one call after the step (RK45, scipy's step code:
+    ``loop_step_sample``). The run's steps, the reported corrected states,
+    accelerations, reactions, multipliers, violations, rank statistics and energies are
+    bit for bit those of the correction and sample after the run (``project_samples`` of
+    every output state)."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import LoopSystem, _LoopStepper
 
     from .test_compiled_forces import _squeezer
 
     s = _squeezer().build().compile("recursive")
-    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11)
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11)
     after = []
     fused = LoopSystem.project_samples
 
@@ -311,20 +319,19 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(monkeypatch):
 
     monkeypatch.setattr(LoopSystem, "project_samples", counted)
     sampled = []
-    step = NL.loop_dop853_step_sampled
+    step = getattr(NL, kernel)
 
     def counted_step(*a):
         st = step(*a)
-        sampled.append(st == 0 and a[-1][a[-11], 2] == 1.0)
+        sampled.append(st in (0, None) and a[-1][a[j], 2] == 1.0)
         return st
 
-    monkeypatch.setattr(NL, "loop_dop853_step_sampled", counted_step)
+    monkeypatch.setattr(NL, kernel, counted_step)
     fast = s.simulate(0.03, **kw)
     n = len(fast.t) - 1
     assert n == fast.meta["steps"] > 50  # a sample at every accepted step
-    assert len(sampled) == n and all(sampled)  # each written by its step, complete
+    assert len(sampled) == n and all(sampled)  # each written at its step, complete
     assert after == []  # no row left to correct and sample after the run
-
     monkeypatch.setattr(_LoopStepper, "step_rows", lambda self, sel: None)
     ref = s.simulate(0.03, **kw)
     assert after == [n]  # the path before: every output state after the run
