@@ -1358,8 +1358,10 @@ class _LoopStepper(ExplicitStepper):
         #: the compiled DOP853 step writes that sample (:meth:`step_rows`)
         self._every_step = self._fast_rhs and self.t_eval is None and self.use_proj
         self._steps = None
-        #: the last compiled evaluation in such a run: ``(y, rows, f, corrected y, lam)``
+        #: the last compiled evaluation in such a run: ``(y, rows, f, (corrected y, lam),
+        #: compiled arguments, tau)``
         self._last_eval = None
+        self._kept = None
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
@@ -1413,17 +1415,25 @@ class _LoopStepper(ExplicitStepper):
             _GUARD, c[5], c[6], out,
         )  # fmt: skip
         if self._every_step:  # keep the corrected state for the sample after the step
-            kept = self._last_eval = (y, sel, out, np.empty(y.shape[0]), np.empty(c[5][0].shape))
-            st = _NL.loop_rhs_keep(*args, kept[3], kept[4])
+            kept = self._kept or self._kept_ws(y.shape[0], c[5][0].shape[0])
+            st = _NL.loop_rhs_keep(*args, *kept)
+            self._last_eval = (y, sel, out, kept, c, tau) if st == 0 else None
         else:
             st = _NL.loop_rhs(*args)
         if st != 0:
             self.qr_seen = True
-            self._last_eval = None
             return None
         P.selection_used()
         P.regular_state(sel)
         return out
+
+    def _kept_ws(self, n, m):
+        """The corrected state (n,) and multipliers (m,) of the last compiled evaluation
+        (one pair per run: only the step's last evaluation is read)."""
+        ws = self._kept
+        if ws is None or ws[0].shape[0] != n or ws[1].shape[0] != m:
+            ws = self._kept = (np.empty(n), np.empty(m))
+        return ws
 
     def _after_solver_step(self, solver):
         """An adaptive run that outputs every step, by scipy's step code on the compiled
@@ -1434,15 +1444,12 @@ class _LoopStepper(ExplicitStepper):
         last, self._last_eval = self._last_eval, None
         if last is None or last[0] is not solver.y:
             return
-        y, sel, f_new, yc, lam = last
+        y, sel, f_new, (yc, lam), c, tau = last
         rows = self.step_rows(sel)
-        c = self.system.compiled_rk4()
-        if rows is None or c is None:
-            return
         k = rows["n"]
         _NL.loop_step_sample(
-            c[0], c[1], c[2], c[3], c[7], self.constant_tau(c), sel, self.P.rtol, _GUARD,
-            c[5], c[8], y, yc, lam, f_new, k, self.i + 1, *rows["out"],
+            c[0], c[1], c[2], c[3], c[7], tau, sel, self.P.rtol, _GUARD, c[5], c[8], y, yc,
+            lam, f_new, k, self.i + 1, *rows["out"],
         )  # fmt: skip
         rows["n"] = k + 1
 
