@@ -1446,6 +1446,8 @@ class _LoopStepper(ExplicitStepper):
             return
         y, sel, f_new, (yc, lam), c, tau = last
         rows = self.step_rows(sel)
+        if rows is None:
+            return
         k = rows["n"]
         _NL.loop_step_sample(
             c[0], c[1], c[2], c[3], c[7], tau, sel, self.P.rtol, _GUARD, c[5], c[8], y, yc,
