@@ -1055,33 +1055,48 @@ def loop_dop853_step_sampled(
     if st != 0:
         return st
     _step_sample(
-        Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
-        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+        Ib, buf, forces, _cut_arrays(cargs), clab, tau, sel, rtol, guard, ws, body_row, y_new,
+        f_new, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
     )  # fmt: skip
     return 0
 
 
 @njit(cache=True)
+def cut_arrays(cargs):
+    """The cut joints' arrays of the cut arguments that :func:`loop_step_sample` reads
+    (:func:`_cut_arrays`), taken once per run: a call then does not pass (and type) the
+    whole ``cargs`` tuple."""
+    return _cut_arrays(cargs)
+
+
+@njit(cache=True, inline="always")
+def _cut_arrays(cargs):
+    """``(index table, constraint directions, child frame rotations, origins)`` of the cut
+    joints in the cut arguments ``cargs`` (what :func:`_tree_with_cuts` reads)."""
+    return cargs[22], cargs[30], cargs[31], cargs[32]
+
+
+@njit(cache=True)
 def loop_step_sample(
-    Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+    Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
     j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
 ):  # fmt: skip
     """The output sample at an adaptive step's accepted state ``y_new`` right after the
     step's last evaluation there (:func:`loop_rhs_keep` returned 0 with the corrected
     state ``yc``, the multipliers ``lam`` and ``f_new = (v, qdd)``; scipy's RK45 / RK23
     end every step so): ``yc``, ``lam`` into row ``j`` and the sample's rest as
-    :func:`loop_dop853_step_sampled` writes it."""
+    :func:`loop_dop853_step_sampled` writes it (``cuts``: :func:`cut_arrays`)."""
     _copy_into(YC[j], yc)
     _copy_into(LAM[j], lam)
     _step_sample(
-        Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+        Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
         ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
     )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
 def _step_sample(
-    Ib, buf, cargs, forces, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+    Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
     ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
 ):  # fmt: skip
     """Row ``j`` of an accepted step's sample whose corrected state ``YC[j]`` and
@@ -1093,30 +1108,33 @@ def _step_sample(
     _copy_into(RAW[j], y_new)
     ROW[j] = row
     _sample_after_rhs(
-        Ib, buf, cargs, forces, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
+        Ib, buf, forces, cuts, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
         REAC[j], ACC[j], CUTF[j], VIOL[j],
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _sample_after_rhs(
-    Ib, buf, cargs, forces, clab, yc, tau, sel, rtol, guard, ws, body_row, lam, reac, acc,
+    Ib, buf, forces, cuts, clab, yc, tau, sel, rtol, guard, ws, body_row, lam, reac, acc,
     cutF, viol,
 ):  # fmt: skip
     """The rest of an output sample at the corrected state ``yc = (q, v)`` right after
     :func:`loop_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
     its multipliers ``lam``): the violations ``viol[:2]``, the rank decision and the
     reactions (:func:`_cut_reactions`), as :func:`_sample_at` continues after its
-    accelerations; ``viol[2]`` 1 where the sample is complete."""
+    accelerations; ``viol[2]`` 1 where the sample is complete. ``cuts``: the cut joints'
+    ``(index table, constraint directions, child frame rotations, origins)`` of the
+    cut arguments (:func:`_cut_arrays`)."""
     phi, J, gamma = ws
+    cI, Dall, Rcs, pcs = cuts
     nv = yc.shape[0] // 2
     v = yc[nv:]
     viol[0], viol[1] = _violations(phi, J, v)
     viol[2] = 0.0
     if not _same_rank_decision(J, sel, rtol, guard):
         return
-    st = _cut_reactions(
-        Ib, buf, forces, cargs, clab, yc[:nv], v, tau, lam, cutF, reac, acc, body_row
+    st = _tree_with_cuts(
+        Ib, buf, forces, yc[:nv], v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
     )
     if st == 0:
         viol[2] = 1.0

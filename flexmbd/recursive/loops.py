@@ -1449,9 +1449,11 @@ class _LoopStepper(ExplicitStepper):
         if rows is None:
             return
         k = rows["n"]
+        if rows.get("cuts") is None:
+            rows["cuts"] = _NL.cut_arrays(c[2])
         _NL.loop_step_sample(
-            c[0], c[1], c[2], c[3], c[7], tau, sel, self.P.rtol, _GUARD, c[5], c[8], y, yc,
-            lam, f_new, k, self.i + 1, *rows["out"],
+            c[0], c[1], c[3], rows["cuts"], c[7], tau, sel, self.P.rtol, _GUARD, c[5], c[8], y,
+            yc, lam, f_new, k, self.i + 1, *rows["out"],
         )  # fmt: skip
         rows["n"] = k + 1
 
