@@ -1096,7 +1096,21 @@ OUTPUT_NOTES = (
     "1009 / 719; after 712 / 674, 697 / 647, 808 / 693, 807 / 703, 765 / 695, "
     "750 / 735, 709 / 638, 717 / 706, 733 / 680 (sampling ~+36 % before, ~+8 % "
     "after). The end-only run still steps from the 475 weak states in Python (the "
-    "tangent projection on the weak direction is not compiled)."
+    "tangent projection on the weak direction is not compiled). Round squeezer3: the "
+    "rows with a sample at every accepted step, whose states were corrected and sampled "
+    "again after the run before (`loop_correct_samples`, ~20 us per row), now take the "
+    "step's last evaluation and add ~6 us per row (violations, rank decision, reactions); "
+    "the interpolated states are stacked in one copy instead of a Python call per "
+    "sample. Interleaved A/B against 7cc450f (whole `simulate`, every / end - 1, "
+    "median of 7 pairs, 3 rounds, load 4-6, before / after): DOP853 every accepted step "
+    "8.1, 8.8, 13.5 / 6.3, 7.9, 5.5 % (an earlier round at load 5-6: 11.2, 8.0, 10.1 / "
+    "5.2, 7.8, 5.5 %); RK45 every accepted step (379 steps) 12.0, 9.1, 12.2 / 8.3, 7.1, "
+    "10.6 % (13.5, 15.4, 15.6 / 10.0, 9.8, 12.5 %); DOP853 300 interpolated samples "
+    "47.9, 46.2, 44.5 / 48.2, 46.8, 46.0 % (within the noise). What a step's sample still "
+    "adds: ~6 us in the compiled call (the tree pass with the cut wrenches, the rank "
+    "decision), a few us of Python per row (the row's bookkeeping in `advance`) and the "
+    "results of the extra rows (energies, joint series), each about 1-2 % of the "
+    "squeezer's run; this machine's load moves a run by more than that."
 )
 
 
