@@ -259,6 +259,19 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
         return sqs.simulate(0.03, dt=0.03 / n_out, integrator="dop853", rtol=1e-9, atol=1e-11)
 
     cases.append(("squeezer, DOP853 rtol 1e-9", lambda: sq_run(300), lambda: sq_run(1)))
+
+    def sq_steps(integrator, end_only):  # no dt, no t_eval: a sample at every accepted step
+        dt = 0.03 if end_only else None
+        return sqs.simulate(0.03, dt=dt, integrator=integrator, rtol=1e-9, atol=1e-11)
+
+    for integ in ("dop853", "rk45"):
+        cases.append(
+            (
+                f"squeezer, {integ.upper()} rtol 1e-9, a sample at every accepted step",
+                lambda integ=integ: sq_steps(integ, False),
+                lambda integ=integ: sq_steps(integ, True),
+            )
+        )
     # examples/four_bar.py as documented: 10 s, RK4 h = 1e-3 s, a sample every step
     import four_bar
 
@@ -271,7 +284,9 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
     rows = []
     for name, every, end in cases:
         every(), end()  # warm: kernels loaded, first-call work
-        floor = squeezer_floor(sqs, every(), end()) if name.startswith("squeezer") else None
+        floor = (
+            squeezer_floor(sqs, every(), end()) if name == "squeezer, DOP853 rtol 1e-9" else None
+        )
         pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
         if pairs[0][1][0] < 5e-3:  # a run of a millisecond: more pairs against the noise
             pairs += [(cpu_of(every), cpu_of(end)) for _ in range(2 * repeats)]
@@ -379,8 +394,15 @@ def output_report(rows):
         "(`_nbforces.kinematics_history`); a body's motion history computed when read "
         "(the cut joints' bodies). DOP853: the dense output's three extra stages in one "
         "compiled call (`_nbloops.loop_dop853_dense`), the output times one step covers "
-        "interpolated at once, each sample's forward dynamics in one compiled call "
-        "(`_nbloops.loop_samples`).",
+        "interpolated at once, each sample's correction and forward dynamics in one "
+        "compiled call (`_nbloops.loop_correct_samples`). A sample at every accepted step "
+        "(no `dt`, no `t_eval`; `end only`: `dt` = the span): no interpolation and no "
+        "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
+        "state and solved its accelerations and multipliers, so the sample adds only its "
+        "violations, rank decision and the tree pass with the cut wrenches for the "
+        "reactions, in the step's own compiled call (DOP853: "
+        "`_nbloops.loop_dop853_step_sampled`) or one call after scipy's step (RK45: "
+        "`_nbloops.loop_step_sample`).",
         "",
         "| run | samples | steps | every step | end only | adds |",
         "|---|---:|---:|---:|---:|---:|",
@@ -1027,7 +1049,12 @@ OSIM_NOTES = (
 
 
 OUTPUT_NOTES = (
-    "What an interpolated DOP853 sample costs is work, not Python: the dense output's "
+    "The rows with a sample at every accepted step meet it because such a sample reuses "
+    "its step's last evaluation (the same numbers, bit for bit, as correcting and "
+    "sampling the step's state after the run: t, q, qd, qdd, reactions, lambda, rank "
+    "statistics, violations, energies compared in "
+    "tests/recursive/test_output_loops.py). The interpolated row cannot. What an "
+    "interpolated DOP853 sample costs is work, not Python: the dense output's "
     "three extra stage evaluations per step that holds a sample (+~17 % evaluations for "
     "300 samples over 98 steps), the correction of the interpolated state onto the "
     "constraints and a forward dynamics with every reaction per sample (each about one "
@@ -1082,6 +1109,21 @@ OUTPUT_NOTES = (
     "regular samples' multipliers to 9e-10 N, as before; at the weak samples the "
     "multipliers differ by up to 9e-6 N, like the code before (8.8e-6 N against the same "
     "Python run): the weak direction's conditioning, ~3e-16/theta^3."
+    " Round squeezer3: the "
+    "rows with a sample at every accepted step, whose states were corrected and sampled "
+    "again after the run before (`loop_correct_samples`, ~20 us per row), now take the "
+    "step's last evaluation and add ~6 us per row (violations, rank decision, reactions); "
+    "the interpolated states are stacked in one copy instead of a Python call per "
+    "sample. Interleaved A/B against 7cc450f (whole `simulate`, every / end - 1, "
+    "median of 7 pairs, 3 rounds, load 4-6, before / after): DOP853 every accepted step "
+    "8.1, 8.8, 13.5 / 6.3, 7.9, 5.5 % (an earlier round at load 5-6: 11.2, 8.0, 10.1 / "
+    "5.2, 7.8, 5.5 %); RK45 every accepted step (379 steps) 12.0, 9.1, 12.2 / 8.3, 7.1, "
+    "10.6 % (13.5, 15.4, 15.6 / 10.0, 9.8, 12.5 %); DOP853 300 interpolated samples "
+    "47.9, 46.2, 44.5 / 48.2, 46.8, 46.0 % (within the noise). What a step's sample still "
+    "adds: ~6 us in the compiled call (the tree pass with the cut wrenches, the rank "
+    "decision), a few us of Python per row (the row's bookkeeping in `advance`) and the "
+    "results of the extra rows (energies, joint series), each about 1-2 % of the "
+    "squeezer's run; this machine's load moves a run by more than that."
 )
 
 

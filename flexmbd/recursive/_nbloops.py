@@ -972,15 +972,29 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
     with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
     undefined)."""
+    yc = np.empty(y.shape[0])
+    lam = np.empty(ws[0].shape[0])
+    return loop_rhs_keep(
+        Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out, yc, lam
+    )
+
+
+@njit(cache=True)
+def loop_rhs_keep(
+    Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out, yc, lam
+):  # fmt: skip
+    """:func:`loop_rhs` that keeps the corrected state in ``yc`` (2 nv,) and the
+    multipliers in ``lam`` (m,); on return 0 the workspace ``buf`` holds that state's
+    tree pass and ``ws`` its cut rows with the speed terms (what an output sample at the
+    corrected state reads: :func:`_sample_after_rhs`)."""
     phi, J, gamma = ws
     nv = y.shape[0] // 2
-    yy = y.copy()
-    q = yy[:nv]
-    v = yy[nv:]
+    _copy_into(yc, y)
+    q = yc[:nv]
+    v = yc[nv:]
     st = loop_correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma)
     if st != 0:
         return st
-    lam = np.empty(phi.shape[0])
     acc = np.empty(nv)
     st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, acc, lam, phi, J, gamma, reac)
     if st != 0:
@@ -1005,6 +1019,136 @@ def loop_dop853_step(
     Returns 0; -1 when the step fell below ``min_step`` (scipy's "too small" failure);
     or a status of :func:`loop_rhs` (:data:`NEEDS_QR` or a failed solve), after which
     the caller redoes the step by scipy's own code (``K``, ``y_new`` then undefined)."""
+    yc = np.empty(y.shape[0])
+    lam = np.empty(ws[0].shape[0])
+    return _dop853_step(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out, yc, lam,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def loop_dop853_step_sampled(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
+    clab, body_row, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+):  # fmt: skip
+    """:func:`loop_dop853_step` and the output sample at its accepted state (an adaptive
+    run that outputs every step) in one call: row ``j`` of ``RAW`` (the accepted
+    ``y_new``), ``YC`` (its corrected state ``(q, v)``), ``QDD``, ``LAM``, the tree
+    reactions ``REAC``, body accelerations ``ACC``, cut wrenches ``CUTF`` (child axes) and
+    ``VIOL`` (position and velocity violations, 1 where the sample is complete), and
+    ``ROW[j] = row`` (the output row). The step's last evaluation already corrected
+    ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
+    only its violations, rank decision and the tree pass with the cut wrenches
+    (:func:`_sample_after_rhs`): the same operations on the same values as
+    :func:`loop_correct_samples` of ``y_new``. Returns :func:`loop_dop853_step`'s
+    status (the row is written only on 0)."""
+    st = _dop853_step(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
+        YC[j], LAM[j],
+    )  # fmt: skip
+    if st != 0:
+        return st
+    _step_sample(
+        Ib, buf, forces, _cut_arrays(cargs), clab, tau, sel, rtol, guard, ws, body_row, y_new,
+        f_new, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    )  # fmt: skip
+    return 0
+
+
+@njit(cache=True)
+def cut_arrays(cargs):
+    """The cut joints' arrays of the cut arguments that :func:`loop_step_sample` reads
+    (:func:`_cut_arrays`), taken once per run: a call then does not pass (and type) the
+    whole ``cargs`` tuple."""
+    return _cut_arrays(cargs)
+
+
+@njit(cache=True, inline="always")
+def _cut_arrays(cargs):
+    """``(index table, constraint directions, child frame rotations, origins)`` of the cut
+    joints in the cut arguments ``cargs`` (what :func:`_tree_with_cuts` reads)."""
+    return cargs[22], cargs[30], cargs[31], cargs[32]
+
+
+@njit(cache=True)
+def loop_step_sample(
+    Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+    j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+):  # fmt: skip
+    """The output sample at an adaptive step's accepted state ``y_new`` right after the
+    step's last evaluation there (:func:`loop_rhs_keep` returned 0 with the corrected
+    state ``yc``, the multipliers ``lam`` and ``f_new = (v, qdd)``; scipy's RK45 / RK23
+    end every step so): ``yc``, ``lam`` into row ``j`` and the sample's rest as
+    :func:`loop_dop853_step_sampled` writes it (``cuts``: :func:`cut_arrays`)."""
+    _copy_into(YC[j], yc)
+    _copy_into(LAM[j], lam)
+    _step_sample(
+        Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _step_sample(
+    Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+):  # fmt: skip
+    """Row ``j`` of an accepted step's sample whose corrected state ``YC[j]`` and
+    multipliers ``LAM[j]`` are in place: ``QDD[j]`` from ``f_new``, ``RAW[j] = y_new``,
+    ``ROW[j] = row`` and :func:`_sample_after_rhs`."""
+    nv = f_new.shape[0] // 2
+    for i in range(nv):
+        QDD[j, i] = f_new[nv + i]
+    _copy_into(RAW[j], y_new)
+    ROW[j] = row
+    _sample_after_rhs(
+        Ib, buf, forces, cuts, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
+        REAC[j], ACC[j], CUTF[j], VIOL[j],
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _sample_after_rhs(
+    Ib, buf, forces, cuts, clab, yc, tau, sel, rtol, guard, ws, body_row, lam, reac, acc,
+    cutF, viol,
+):  # fmt: skip
+    """The rest of an output sample at the corrected state ``yc = (q, v)`` right after
+    :func:`loop_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
+    its multipliers ``lam``): the violations ``viol[:2]``, the rank decision and the
+    reactions (:func:`_cut_reactions`), as :func:`_sample_at` continues after its
+    accelerations; ``viol[2]`` 1 where the sample is complete. ``cuts``: the cut joints'
+    ``(index table, constraint directions, child frame rotations, origins)`` of the
+    cut arguments (:func:`_cut_arrays`)."""
+    phi, J, gamma = ws
+    cI, Dall, Rcs, pcs = cuts
+    nv = yc.shape[0] // 2
+    v = yc[nv:]
+    viol[0], viol[1] = _violations(phi, J, v)
+    viol[2] = 0.0
+    if not _same_rank_decision(J, sel, rtol, guard):
+        return
+    st = _tree_with_cuts(
+        Ib, buf, forces, yc[:nv], v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+    )
+    if st == 0:
+        viol[2] = 1.0
+
+
+@njit(cache=True)
+def _dop853_step(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out, yc, lam,
+):  # fmt: skip
+    """:func:`loop_dop853_step` that keeps the corrected state of the accepted ``y_new``
+    in ``yc`` and its multipliers in ``lam`` (:func:`loop_rhs_keep`: the step's last
+    evaluation)."""
     n = y.shape[0]
     ns = B.shape[0]
     yy = np.empty(n)
@@ -1042,9 +1186,10 @@ def loop_dop853_step(
             for j in range(ns):
                 acc += K[j, i] * B[j]
             y_new[i] = y[i] + h * acc
-        st = loop_rhs(
-            Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac, f_new
-        )
+        st = loop_rhs_keep(
+            Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+            f_new, yc, lam,
+        )  # fmt: skip
         nfev += 1
         if st != 0:
             out[3] = nfev

@@ -1330,7 +1330,7 @@ def _compiled_dop853():
             min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
             y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
             tau = st.constant_tau(c)
-            status = _NL.loop_dop853_step(
+            args = (
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
                 c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
                 np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
@@ -1338,6 +1338,14 @@ def _compiled_dop853():
                 float(self.atol), self.A, self.B, self.C, self.E3, self.E5, self.K, _SAFETY,
                 _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
             )  # fmt: skip
+            rows = st.step_rows(sel)
+            if rows is None:
+                status = _NL.loop_dop853_step(*args)
+            else:  # the output sample at the accepted state in the same call
+                k = rows["n"]
+                status = _NL.loop_dop853_step_sampled(*args, c[7], c[8], k, st.i + 1, *rows["out"])
+                if status == 0:
+                    rows["n"] = k + 1
             self.nfev += int(out[3])
             if status == -1:
                 return False, self.TOO_SMALL_STEP
@@ -1431,6 +1439,14 @@ class _LoopStepper(ExplicitStepper):
         #: the output samples at weak states evaluated by the generic RK4 step, whose
         #: first stage is that sample's forward dynamics (:meth:`_weak_sample_stage`)
         self._weak_samples = {}
+        #: an adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None):
+        #: the compiled DOP853 step writes that sample (:meth:`step_rows`)
+        self._every_step = self._fast_rhs and self.t_eval is None and self.use_proj
+        self._steps = None
+        #: the last compiled evaluation in such a run: ``(y, rows, f, (corrected y, lam),
+        #: compiled arguments, tau)``
+        self._last_eval = None
+        self._kept = None
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
@@ -1479,16 +1495,52 @@ class _LoopStepper(ExplicitStepper):
         out = np.empty(y.shape[0])
         P = self.P
         tau = self.constant_tau(c)
-        st = _NL.loop_rhs(
+        args = (
             c[0], c[1], c[2], c[3], y, tau, sel, P.position_tol, P.max_newton, P.rtol,
             _GUARD, c[5], c[6], out,
         )  # fmt: skip
+        if self._every_step:  # keep the corrected state for the sample after the step
+            kept = self._kept or self._kept_ws(y.shape[0], c[5][0].shape[0])
+            st = _NL.loop_rhs_keep(*args, *kept)
+            self._last_eval = (y, sel, out, kept, c, tau) if st == 0 else None
+        else:
+            st = _NL.loop_rhs(*args)
         if st != 0:
             self.qr_seen = True
             return None
         P.selection_used()
         P.regular_state(sel)
         return out
+
+    def _kept_ws(self, n, m):
+        """The corrected state (n,) and multipliers (m,) of the last compiled evaluation
+        (one pair per run: only the step's last evaluation is read)."""
+        ws = self._kept
+        if ws is None or ws[0].shape[0] != n or ws[1].shape[0] != m:
+            ws = self._kept = (np.empty(n), np.empty(m))
+        return ws
+
+    def _after_solver_step(self, solver):
+        """An adaptive run that outputs every step, by scipy's step code on the compiled
+        right-hand side (RK45, RK23): the step's last evaluation was at its accepted
+        state (``solver.y``, the same array), so the sample there takes that
+        evaluation's correction and multipliers and adds the rest in one compiled call
+        (:func:`._nbloops.loop_step_sample`)."""
+        last, self._last_eval = self._last_eval, None
+        if last is None or last[0] is not solver.y:
+            return
+        y, sel, f_new, (yc, lam), c, tau = last
+        rows = self.step_rows(sel)
+        if rows is None:
+            return
+        k = rows["n"]
+        if rows.get("cuts") is None:
+            rows["cuts"] = _NL.cut_arrays(c[2])
+        _NL.loop_step_sample(
+            c[0], c[1], c[3], rows["cuts"], c[7], tau, sel, self.P.rtol, _GUARD, c[5], c[8], y,
+            yc, lam, f_new, k, self.i + 1, *rows["out"],
+        )  # fmt: skip
+        rows["n"] = k + 1
 
     def step(self):
         """One output interval; RK4 with projection after every step runs its substeps by
@@ -1554,6 +1606,46 @@ class _LoopStepper(ExplicitStepper):
         )
         self._fused = f
         return f
+
+    def step_rows(self, sel: Array) -> dict | None:
+        """The arrays the compiled DOP853 step writes its output sample into
+        (:func:`._nbloops.loop_dop853_step_sampled`) when the run outputs every accepted
+        step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
+        before the correction), ``yc`` (the corrected states), ``qdd``, ``lam``, ``reac``,
+        ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
+        these in the kernel's order), ``n`` (rows written), for the projector's rows
+        ``sel`` (samples of another selection are dropped: their rank statistics are
+        another QR's). Grown by doubling."""
+        if not self._every_step:
+            return None
+        f = self._steps
+        key = sel.tobytes()  # (~50x cheaper than np.array_equal for these few rows)
+        if f is not None and f["key"] == key and f["n"] < len(f["row"]):
+            return f
+        if f is not None and f["key"] != key:
+            f = None
+        s, ny = self.system, self.nq + self.nv
+        cap = 64 if f is None else 2 * len(f["row"])
+        shapes = dict(
+            raw=(ny,),
+            yc=(ny,),
+            qdd=(s.nv,),
+            lam=(s.constraints.m,),
+            reac=(len(s.tree.joint_names), 6),
+            acc=(len(s.layout.body_names), 6),
+            cutF=(len(s.constraints.cuts), 6),
+            viol=(3,),
+        )
+        g = {k: np.zeros((cap, *sh)) for k, sh in shapes.items()}
+        g["row"] = np.zeros(cap, dtype=np.int64)
+        g["n"], g["sel"], g["key"] = 0, sel.copy(), key
+        if f is not None:
+            for k in (*shapes, "row"):
+                g[k][: f["n"]] = f[k][: f["n"]]
+            g["n"] = f["n"]
+        g["out"] = tuple(g[k] for k in ("row", *shapes))
+        self._steps = g
+        return g
 
     def fused_samples(self) -> dict | None:
         """The output samples of the compiled steps (:meth:`_sample_rows`; ``viol[:, 2]``
@@ -1746,6 +1838,9 @@ class _LoopStepper(ExplicitStepper):
         have chosen other rows: the samples are then evaluated afterwards, as always)."""
         s, P, nq = self.system, self.P, self.nq
         rows = None
+        kept = self._kept_step_samples(y, t)
+        if kept is not False:
+            return kept
         if self._fast_rhs:
             status, rows = s.project_samples(y[1:], self._tau, P)
         else:
@@ -1772,6 +1867,43 @@ class _LoopStepper(ExplicitStepper):
             given["viol"][(idx < 0) | (idx >= n), 2] = 0.0  # no step sample there
         w = self._weak_samples
         return given, {r: w[i] for r, i in enumerate(idx) if i in w}
+
+    def _kept_step_samples(self, y, t):
+        """:meth:`_project_samples` where the compiled steps wrote samples
+        (:meth:`step_rows`): those output rows take the step's corrected state and sample
+        as they are (the rows whose solver state ``y[i]`` is the step's, bit for bit, under
+        the projector's current rows); the other rows ``y[1:]`` are corrected and sampled
+        by :meth:`LoopSystem.project_samples` (the QR where it refuses, then None as
+        there). False when no step sample applies (``y`` untouched)."""
+        f, P = self._steps, self.P
+        sel = P.selection()
+        if f is None or not f["n"] or sel is None or not np.array_equal(f["sel"], sel):
+            return False
+        n = f["n"]
+        row = f["row"][:n]
+        fit = (row >= 1) & (row < len(y))
+        fit[fit] = np.all(f["raw"][:n][fit] == y[row[fit]], axis=1)
+        if not fit.any():
+            return False
+        keys = ("qdd", "lam", "reac", "acc", "cutF", "viol")
+        given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in keys}
+        idx = row[fit]
+        y[idx] = f["yc"][:n][fit]
+        for k in keys:
+            given[k][idx] = f[k][:n][fit]
+        rest = np.setdiff1d(np.arange(1, len(y)), idx)
+        if len(rest):
+            Y = np.ascontiguousarray(y[rest])
+            status, rows = self.system.project_samples(Y, self._tau, P)
+            for a in np.flatnonzero(status != 0):
+                qq, vv = P.correct(Y[a, : self.nq], Y[a, self.nq :], t[rest[a]])
+                Y[a] = np.concatenate([qq, vv])
+            y[rest] = Y
+            if rows is None or np.any(status != 0):
+                return None
+            for k in keys:
+                given[k][rest] = rows[k]
+        return given
 
     def finalize(self, results, failed=False):
         s, P, nq = self.system, self.P, self.nq

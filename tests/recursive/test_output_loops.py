@@ -285,3 +285,72 @@ def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
         assert fast.stats[k].max() < 1e-9  # corrected states: on the constraints
     for k in ref.energy:
         np.testing.assert_array_equal(fast.energy[k], ref.energy[k])
+
+
+@pytest.mark.parametrize(
+    "integrator, kernel, j",
+    [("dop853", "loop_dop853_step_sampled", -11), ("rk45", "loop_step_sample", -11)],
+)
+def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
+    monkeypatch, integrator, kernel, j
+):
+    """An adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None): the
+    sample at the step's accepted state takes the correction, accelerations and
+    multipliers of the step's last evaluation there and adds its violations, rank
+    decision and reactions in the same compiled call (DOP853:
+    ``loop_dop853_step_sampled``) or one call after the step (RK45, scipy's step code:
+    ``loop_step_sample``). The run's steps, the reported corrected states,
+    accelerations, reactions, multipliers, violations, rank statistics and energies are
+    bit for bit those of the correction and sample after the run (``project_samples`` of
+    every output state)."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import LoopSystem, _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11)
+    after = []
+    fused = LoopSystem.project_samples
+
+    def counted(self, Y, tau=None, projector=None):
+        after.append(len(Y))
+        return fused(self, Y, tau, projector)
+
+    monkeypatch.setattr(LoopSystem, "project_samples", counted)
+    sampled = []
+    step = getattr(NL, kernel)
+
+    def counted_step(*a):
+        st = step(*a)
+        sampled.append(st in (0, None) and a[-1][a[j], 2] == 1.0)
+        return st
+
+    monkeypatch.setattr(NL, kernel, counted_step)
+    fast = s.simulate(0.03, **kw)
+    n = len(fast.t) - 1
+    assert n == fast.meta["steps"] > 50  # a sample at every accepted step
+    assert len(sampled) == n and all(sampled)  # each written at its step, complete
+    assert after == []  # no row left to correct and sample after the run
+    rows_of = _LoopStepper.step_rows
+
+    def every_third_missing(self, sel):  # as after a resume: some rows without a sample
+        return None if self.i % 3 == 0 else rows_of(self, sel)
+
+    monkeypatch.setattr(_LoopStepper, "step_rows", every_third_missing)
+    mixed = s.simulate(0.03, **kw)
+    assert after == [(n + 2) // 3]  # only the rows without a step sample after the run
+    monkeypatch.setattr(_LoopStepper, "step_rows", lambda self, sel: None)
+    ref = s.simulate(0.03, **kw)
+    assert after[1:] == [n]  # the path before: every output state after the run
+    for res in (fast, mixed):
+        for k in ("t", "q", "qd", "qdd", "reactions"):
+            np.testing.assert_array_equal(getattr(res, k), getattr(ref, k))
+        np.testing.assert_array_equal(res.extra["lambda"], ref.extra["lambda"])
+        for k in ("rank", "regular_rank", "n_weak", "discarded", "rhs_evaluations"):
+            np.testing.assert_array_equal(res.stats[k], ref.stats[k])
+        for k in ("position_violation", "velocity_violation"):
+            np.testing.assert_array_equal(res.stats[k], ref.stats[k])
+            assert res.stats[k].max() < 1e-9  # corrected states: on the constraints
+        for k in ref.energy:
+            np.testing.assert_array_equal(res.energy[k], ref.energy[k])
