@@ -483,13 +483,18 @@ def phases(t):
     return out
 
 
-def median_runs(name, data, env, repeat, second):
-    """Median over ``repeat`` fresh processes of the whole-process and phase times."""
-    ph = []
+def median_runs(names, data, env, repeat):
+    """Median over ``repeat`` fresh processes of each script in ``names`` (without and
+    with a second ``simulate``: ``name`` and ``name + "+second"``) of the whole-process
+    and phase times; the scripts take turns in each round, so a change of the machine's
+    load during the runs falls on all of them alike."""
+    ph = {}
     for _ in range(repeat):
-        r = run_child(name, data, env, second)
-        ph.append(dict(wall=r["wall"], cpu=r["cpu"], **phases(r)))
-    return {k: statistics.median(p[k] for p in ph) for k in ph[0]}
+        for name in names:
+            for key, second in ((name, False), (name + "+second", True)):
+                r = run_child(name, data, env, second)
+                ph.setdefault(key, []).append(dict(wall=r["wall"], cpu=r["cpu"], **phases(r)))
+    return {key: {k: statistics.median(p[k] for p in v) for k in v[0]} for key, v in ph.items()}
 
 
 def cold_examples():
@@ -532,9 +537,7 @@ def measure(repeat, cold):
         rows["breakdown"].update(
             {k: statistics.median(phases(r)[k] for r in bd) for k in ("simulate_cpu", "second_cpu")}
         )
-        for name in CHILDREN:
-            rows[name] = median_runs(name, data, env, repeat, second=False)
-            rows[name + "+second"] = median_runs(name, data, env, repeat, second=True)
+        rows.update(median_runs(list(CHILDREN), data, env, repeat))
         if cold:
             r = run_child("compile-times", data, child_env(tmp / "cache_flexmbd"), second=True)
             rows["flexmbd cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
