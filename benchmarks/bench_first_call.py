@@ -506,11 +506,13 @@ def cold_examples():
         cache = Path(tempfile.mkdtemp(prefix="flexmbd_cold_example_"))
         try:
             args = [str(ROOT / "examples" / script), "--quick"]
-            load = os.getloadavg()[0]
+            load, start = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M")
             wall, cpu, _ = run_process(args, child_env(cache), cwd=cache)
             load2 = os.getloadavg()[0]
             wall2, cpu2, _ = run_process(args, child_env(cache), cwd=cache)
-            rows[script] = dict(cpu=cpu, wall=wall, load=load, cpu2=cpu2, wall2=wall2, load2=load2)
+            rows[script] = dict(
+                cpu=cpu, wall=wall, load=load, start=start, cpu2=cpu2, wall2=wall2, load2=load2
+            )
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     return rows
@@ -579,7 +581,7 @@ def cold_examples_text(rows, old):
         )
         return f"{COLD_START}\n{body.strip()}\n{COLD_END}"
     lines = [
-        f"Cold examples ({time.strftime('%Y-%m-%d %H:%M')} UTC; "
+        f"Cold examples (started {next(iter(rows.values()))['start']} UTC; "
         "`NUMBA_CACHE_DIR=<empty dir> python examples/<script> --quick`, every kernel the "
         "example uses compiled in that run; then the same command with that cache warm; "
         "CPU = user + sys of the process, one run each):",
