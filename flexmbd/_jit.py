@@ -19,8 +19,9 @@ Loading a cached kernel costs (numbers of ``benchmarks/bench_first_call.py``) wh
 (numba's first refresh imports its implementation modules), no parse of the LLVM bitcode
 kept beside the object code (a kernel's bitcode holds a copy of every callee, megabytes
 for the engine's entry kernels; numba needs it only to link the kernel into a later
-compilation, which parses it then), and no cache set-up for the kernels a process never
-calls (`_DeferredCache`).
+compilation, which parses it then), no cache set-up for the kernels a process never
+calls (`_DeferredCache`), and no import of numba's implementation modules whose
+environments a cache entry references (`_restore_environment`).
 
 Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large package
 kernels it uses by their emitted code instead of numba's linking of a copy of their
