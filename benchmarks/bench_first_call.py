@@ -31,14 +31,16 @@ second ``simulate`` of the same system).  Warm cache: the project's numba cache 
 installed (one priming run first); cold cache: an empty temporary
 ``NUMBA_CACHE_DIR``, so every kernel the script uses is compiled in that run (under a
 ``numba:compile`` event listener, ``--child compile-times``: exclusive compile CPU per
-kernel), and the flagship (``examples/flagship.py``, the command ``scripts/setup.sh``
-runs) cold.
+kernel).  ``--cold-examples`` also runs ``examples/flagship.py --quick`` and
+``examples/abaqus_rotor.py --quick`` in an empty ``NUMBA_CACHE_DIR`` each (every kernel
+they use compiled in that run; minutes), then once more with that cache warm; a
+``--write`` without it keeps the cold-example rows last written.
 Bytecode caching is on in the children (``PYTHONDONTWRITEBYTECODE`` removed), as in a
 normal install.  ``--write`` replaces the ``first-call`` section of
 ``benchmarks/RESULTS.md``.
 
-Command: ``python benchmarks/bench_first_call.py --write`` (``--no-cold`` skips the
-cold-cache runs, which compile for minutes).
+Command: ``python benchmarks/bench_first_call.py --cold-examples --write``
+(``--no-cold`` skips the cold-cache pendulum run, which compiles for minutes).
 """
 
 import argparse
@@ -57,6 +59,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 START, END = "<!-- first-call:start -->", "<!-- first-call:end -->"
+COLD_START, COLD_END = "<!-- first-call-cold:start -->", "<!-- first-call-cold:end -->"
+# (script, CPU s, wall s) of examples run cold: ``python examples/<script> --quick``
+COLD_EXAMPLES = ("flagship.py", "abaqus_rotor.py")
 T_END, DT, RHO_INF, N_MODES = 1.0, 1e-3, 0.8, 8
 A0 = (0.0, 0.025, 0.025)  # hinge: centre of the x = 0 face
 TIP = (1.0, 0.025, 0.025)
@@ -213,10 +218,21 @@ def child_breakdown(data, second):
     rest (typing the arguments, dispatch, Python)."""
     import llvmlite.binding as ll
     from numba.core import base
+    from numba.core.runtime import rtsys
 
     from flexmbd._jit import KernelCache
 
-    acc = {"refresh": 0.0, "load": 0.0, "parse": 0.0, "kernels": {}}
+    acc = {"refresh": 0.0, "load": 0.0, "parse": 0.0, "nrt": 0.0, "kernels": {}}
+    initialize = rtsys.initialize
+
+    def timed_initialize(ctx):
+        c = time.process_time()
+        try:
+            return initialize(ctx)
+        finally:
+            acc["nrt"] += time.process_time() - c
+
+    rtsys.initialize = timed_initialize
     parse = ll.parse_bitcode
 
     def timed_parse(data):
@@ -467,13 +483,39 @@ def phases(t):
     return out
 
 
-def median_runs(name, data, env, repeat, second):
-    """Median over ``repeat`` fresh processes of the whole-process and phase times."""
-    ph = []
+def median_runs(names, data, env, repeat):
+    """Median over ``repeat`` fresh processes of each script in ``names`` (without and
+    with a second ``simulate``: ``name`` and ``name + "+second"``) of the whole-process
+    and phase times; the scripts take turns in each round, so a change of the machine's
+    load during the runs falls on all of them alike."""
+    ph = {}
     for _ in range(repeat):
-        r = run_child(name, data, env, second)
-        ph.append(dict(wall=r["wall"], cpu=r["cpu"], **phases(r)))
-    return {k: statistics.median(p[k] for p in ph) for k in ph[0]}
+        for name in names:
+            for key, second in ((name, False), (name + "+second", True)):
+                r = run_child(name, data, env, second)
+                ph.setdefault(key, []).append(dict(wall=r["wall"], cpu=r["cpu"], **phases(r)))
+    return {key: {k: statistics.median(p[k] for p in v) for k in v[0]} for key, v in ph.items()}
+
+
+def cold_examples():
+    """Each of `COLD_EXAMPLES` as ``python examples/<script> --quick`` in a fresh process
+    with an empty ``NUMBA_CACHE_DIR`` (every kernel compiled), then once more with that
+    cache: CPU s (user + sys), wall s and the load average at the start of each."""
+    rows = {}
+    for script in COLD_EXAMPLES:
+        cache = Path(tempfile.mkdtemp(prefix="flexmbd_cold_example_"))
+        try:
+            args = [str(ROOT / "examples" / script), "--quick"]
+            load, start = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M")
+            wall, cpu, _ = run_process(args, child_env(cache), cwd=cache)
+            load2 = os.getloadavg()[0]
+            wall2, cpu2, _ = run_process(args, child_env(cache), cwd=cache)
+            rows[script] = dict(
+                cpu=cpu, wall=wall, load=load, start=start, cpu2=cpu2, wall2=wall2, load2=load2
+            )
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return rows
 
 
 def measure(repeat, cold):
@@ -488,7 +530,7 @@ def measure(repeat, cold):
         bd = [run_child("breakdown", data, env) for _ in range(repeat)]
         rows["breakdown"] = {
             k: statistics.median(r["breakdown"][k] for r in bd)
-            for k in ("refresh", "load", "parse")
+            for k in ("refresh", "load", "parse", "nrt")
         }
         rows["breakdown"]["kernels"] = {
             k: statistics.median(r["breakdown"]["kernels"].get(k, 0.0) for r in bd)
@@ -497,26 +539,66 @@ def measure(repeat, cold):
         rows["breakdown"].update(
             {k: statistics.median(phases(r)[k] for r in bd) for k in ("simulate_cpu", "second_cpu")}
         )
-        for name in CHILDREN:
-            rows[name] = median_runs(name, data, env, repeat, second=False)
-            rows[name + "+second"] = median_runs(name, data, env, repeat, second=True)
+        rows.update(median_runs(list(CHILDREN), data, env, repeat))
         if cold:
             r = run_child("compile-times", data, child_env(tmp / "cache_flexmbd"), second=True)
             rows["flexmbd cold"] = dict(wall=r["wall"], cpu=r["cpu"], **phases(r))
             rows["compile"] = r["compile"]
             rows["llvm"] = r["llvm"]
             rows["stages"] = r["stages"]
-            cache = tmp / "cache_flagship"
-            args = [str(ROOT / "examples" / "flagship.py")]  # writes examples/out (ignored)
-            wall, cpu, _ = run_process(args, child_env(cache), cwd=tmp)
-            wall2, cpu2, _ = run_process(args, child_env(cache), cwd=tmp)
-            rows["flagship cold"] = {"wall": wall, "cpu": cpu, "wall2": wall2, "cpu2": cpu2}
         return rows
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def table(rows, args, load):
+# Hand measurements of earlier code states (kept when the section is regenerated).
+EARLIER = (
+    "Earlier measurements (by hand; CPU = user + sys; cold = "
+    "`NUMBA_CACHE_DIR=$(mktemp -d) /usr/bin/time -v python examples/<script> --quick`, one "
+    "run per cell; the load average matters: the machine is shared). Cold `flagship.py "
+    "--quick`: 106.9-108.8 s at d721090 -> 80.5 s with the force kernels compiled only for "
+    "models with force elements (load 2-4.5) -> 69.1 s with the call linking "
+    "(`flexmbd._jit._CallLinkLibrary`; its base 86.1 s, load 5-7) -> 53.2 s for the merged "
+    "tree on the idle machine (load < 1; 94b53b0 65.5 s). Cold `abaqus_rotor.py --quick`: "
+    "121-137 s at d721090 (load 2-4.5), 121.7 s with the call linking (base 127.6 s, load "
+    "7-11), 82.8 s merged on the idle machine (94b53b0 105.4 s). Cold pendulum same script: "
+    "114 -> 73.5 s CPU with `flexmbd._jit.njit` (one version per plain argument type), "
+    "103.0 s later at load 3-4 (106 kernels, 58.1 s inside LLVM; `NUMBA_OPT=1`: no gain). "
+    "Warm first - second `simulate` of the same script: 0.37 s (numba's own load) -> 0.26 s "
+    "(no target-context refresh) -> 0.11-0.12 s (bitcode parsed only when linked). Warm "
+    "whole process after the call linking: 0.78-0.82 s CPU vs Exudyn 0.77-0.81 (94b53b0: "
+    "0.72-0.79; lead, load ~2)."
+)
+
+
+def cold_examples_text(rows, old):
+    """The cold-example table (between its markers): measured ``rows`` of
+    `cold_examples`, else ``old`` (the block last written), else a note."""
+    if rows is None:
+        body = old or (
+            "Cold examples: not measured yet (`python benchmarks/bench_first_call.py "
+            "--cold-examples --write`).\n"
+        )
+        return f"{COLD_START}\n{body.strip()}\n{COLD_END}"
+    lines = [
+        f"Cold examples (started {next(iter(rows.values()))['start']} UTC; "
+        "`NUMBA_CACHE_DIR=<empty dir> python examples/<script> --quick`, every kernel the "
+        "example uses compiled in that run; then the same command with that cache warm; "
+        "CPU = user + sys of the process, one run each):",
+        "",
+        "| example | cold CPU [s] | cold wall [s] | load average at start | warm CPU [s] "
+        "| warm wall [s] |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for script, r in rows.items():
+        lines.append(
+            f"| `{script} --quick` | {r['cpu']:.1f} | {r['wall']:.1f} | {r['load']:.1f} | "
+            f"{r['cpu2']:.1f} | {r['wall2']:.1f} |"
+        )
+    return "\n".join([COLD_START, *lines, COLD_END])
+
+
+def table(rows, args, load, old_cold=None):
     import numba
 
     try:
@@ -539,7 +621,10 @@ def table(rows, args, load):
         "the installed numba cache; cold = an empty `NUMBA_CACHE_DIR` (every kernel compiled "
         "in that run, one run).",
         "",
-        "- Command: `python benchmarks/bench_first_call.py --write`",
+        f"- Command: `python benchmarks/bench_first_call.py --repeat {args.repeat}"
+        + (" --no-cold" if args.no_cold else "")
+        + (" --cold-examples" if args.cold_examples else "")
+        + " --write`",
         f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
         f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; shared "
         f"machine); exudyn {exv}, numba {numba.__version__}; date {time.strftime('%Y-%m-%d')}",
@@ -571,6 +656,17 @@ def table(rows, args, load):
                 f"{both(r, 'import')} | {both(r, 'build')} | {both(sec, 'simulate')} | "
                 f"{both(sec, 'second')} | {d['_cpu']:.2f} ({d['']:.2f}) |"
             )
+    fx, ex, sec = rows["flexmbd"], rows["exudyn"], rows["flexmbd+second"]
+    lines += [
+        "",
+        "The two *before* rows run the same script with one load change of "
+        "`flexmbd._jit` reverted each, as same-run references: *bitcode parsed on load* "
+        "(numba's rebuild of a cache entry) and *numba's own load* (also refreshing the "
+        "target context first). Targets (issue 13 item 6), this run: whole process "
+        f"flexmbd / Exudyn = {fx['cpu']:.2f} / {ex['cpu']:.2f} s CPU = "
+        f"{fx['cpu'] / ex['cpu']:.2f} (wall {fx['wall'] / ex['wall']:.2f}); warm first - "
+        f"second `simulate` {sec['simulate_cpu'] - sec['second_cpu']:.2f} s CPU (<= 0.2).",
+    ]
     b = rows["breakdown"]
     lines += [
         "",
@@ -582,9 +678,11 @@ def table(rows, args, load):
         "CPU per process, which a cache load does not use); loading the "
         f"{len(b['kernels'])} cached entry kernels {f(b['load'])} s ("
         + ", ".join(f"{k} {v:.3f}" for k, v in b["kernels"].items())
-        + "; the first load initialises numba's runtime (NRT) and imports the numba "
-        "modules the pickled environments reference; then unpickling and loading the "
-        "object code), of which parsing LLVM bitcode "
+        + f"; the first load initialises numba's runtime, {b['nrt']:.3f} s: NRT compiles "
+        "its atomic helpers; then unpickling, with the environments of numba's "
+        "implementation modules restored without importing them, and loading the object "
+        "code of each kernel and of the large kernels it calls), of which parsing LLVM "
+        "bitcode "
         f"{b['parse']:.3f} s (`flexmbd._jit._LazyLinkLibrary` defers it to a later "
         "compilation that links the kernel; numba parses the bitcode of each entry "
         "kernel and all its callees at the load); the rest is Python (imports of the "
@@ -617,15 +715,16 @@ def table(rows, args, load):
             )
             + ".",
         ]
-    if "flagship cold" in rows:
-        r = rows["flagship cold"]
-        lines += [
-            "",
-            f"Flagship (`examples/flagship.py`, what `scripts/setup.sh` runs, GIF rendering "
-            f"included), cold cache: {f(r['wall'])} s wall, {f(r['cpu'])} s CPU; the same "
-            f"command again (cache now warm): {f(r['wall2'])} s wall, {f(r['cpu2'])} s CPU.",
-        ]
+    lines += ["", cold_examples_text(rows.get("cold examples"), old_cold), "", EARLIER]
     return "\n".join(lines) + "\n"
+
+
+def old_cold_examples(results):
+    """The cold-example table last written into ``results`` (RESULTS.md text), or None."""
+    if COLD_START not in results:
+        return None
+    a = results.index(COLD_START) + len(COLD_START)
+    return results[a : results.index(COLD_END, a)]
 
 
 def place(old, text):
@@ -643,6 +742,7 @@ def main(argv=None):
     ap.add_argument("--second", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--cold-examples", action="store_true", help="cold --quick examples (minutes)")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     if args.child:
@@ -653,10 +753,12 @@ def main(argv=None):
         return
     load0 = os.getloadavg()[0]
     rows = measure(args.repeat, cold=not args.no_cold)
-    text = table(rows, args, (load0, os.getloadavg()[0]))
+    if args.cold_examples:
+        rows["cold examples"] = cold_examples()
+    res = HERE / "RESULTS.md"
+    text = table(rows, args, (load0, os.getloadavg()[0]), old_cold_examples(res.read_text()))
     print(text)
     if args.write:
-        res = HERE / "RESULTS.md"
         res.write_text(place(res.read_text(), text))
 
 

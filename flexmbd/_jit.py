@@ -19,8 +19,9 @@ Loading a cached kernel costs (numbers of ``benchmarks/bench_first_call.py``) wh
 (numba's first refresh imports its implementation modules), no parse of the LLVM bitcode
 kept beside the object code (a kernel's bitcode holds a copy of every callee, megabytes
 for the engine's entry kernels; numba needs it only to link the kernel into a later
-compilation, which parses it then), and no cache set-up for the kernels a process never
-calls (`_DeferredCache`).
+compilation, which parses it then), no cache set-up for the kernels a process never
+calls (`_DeferredCache`), and no import of numba's implementation modules whose
+environments a cache entry references (`_restore_environment`).
 
 Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large package
 kernels it uses by their emitted code instead of numba's linking of a copy of their
@@ -31,7 +32,9 @@ cache entry of such a kernel records the callees' object code and loads it first
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
+import sys
 import threading
 from contextlib import contextmanager
 from functools import cache
@@ -42,7 +45,7 @@ import llvmlite.binding as ll
 from numba import njit as _numba_njit
 from numba.core import caching, types
 from numba.core.codegen import JITCodeLibrary
-from numba.core.environment import lookup_environment
+from numba.core.environment import Environment, lookup_environment
 from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
@@ -312,6 +315,57 @@ def _lazy_payload(payload: Any) -> bool:
     )
 
 
+class _EnvironmentSource:
+    """What numba's ``Environment.from_fndesc`` reads of a function descriptor."""
+
+    def __init__(self, env_name: str, globals_: dict) -> None:
+        self.env_name, self._globals = env_name, globals_
+
+    def lookup_globals(self) -> dict:
+        """The globals the environment keeps."""
+        return self._globals
+
+
+def _restore_environment(module: str, consts: list, env_name: str) -> Any:
+    """numba's environment ``env_name`` of a cached kernel or callee (what numba's
+    unpickling of an environment makes), without importing numba's own modules.
+
+    An environment keeps its function's module globals and constants. Compiled
+    nopython code reads the constants only (the globals serve object mode, which numba's
+    implementations never use), so the environment of a numba implementation module
+    that this process has not imported (``numba.np.arrayobj``, ``numba.np.arraymath``:
+    the array helpers linked into a kernel) keeps a dict naming the module instead of
+    importing it: 0.04 s CPU of imports per process that only loads cached kernels.
+    A compilation in the process imports those modules itself.
+    """
+    env = lookup_environment(env_name)
+    if env is not None:
+        return env
+    mod = sys.modules.get(module)
+    if mod is None and not module.startswith("numba."):
+        mod = importlib.import_module(module)
+    globals_ = vars(mod) if mod is not None else {"__name__": module}
+    env = Environment.from_fndesc(_EnvironmentSource(env_name, globals_))
+    env.consts[:] = consts
+    return env
+
+
+class _CachedEnvironment:
+    """A numba environment in a cache entry, restored by `_restore_environment`."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def __reduce__(self) -> tuple:
+        env = self.env
+        return _restore_environment, (env.globals["__name__"], env.consts, env.env_name)
+
+
+def _cached_environments(envs: tuple) -> tuple:
+    """``envs`` (numba environments that can be cached) as written to a cache entry."""
+    return tuple(_CachedEnvironment(env) for env in envs)
+
+
 _CALL_DEPS = "flexmbd-call-deps"  # marks a cache payload that records `call_deps`
 _DEP_LIBRARIES: list = []  # libraries loaded only as callees (kept with their code)
 
@@ -347,6 +401,11 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
         """numba's payload; with the callees' object code the kernel calls (`call_deps`:
         SHA-1, object code and environments, callees first) when it calls any."""
         payload = super().reduce(cres)
+        if isinstance(payload, tuple) and payload and isinstance(payload[-1], tuple):
+            if all(isinstance(env, Environment) for env in payload[-1]):
+                # numba's referenced environments (the last field), restored without
+                # importing numba's implementation modules (`_restore_environment`)
+                payload = (*payload[:-1], _cached_environments(payload[-1]))
         deps = getattr(cres.library, "call_deps", tuple)()
         if not deps:
             return payload
@@ -354,7 +413,7 @@ class _KernelCacheImpl(caching.CompileResultCacheImpl):
         for key, object_code, env_names in deps:
             envs = (lookup_environment(name) for name in env_names)
             envs = tuple(e for e in envs if e is not None and e.can_cache())
-            recorded.append((key, object_code, envs))
+            recorded.append((key, object_code, _cached_environments(envs)))
         return (_CALL_DEPS, tuple(recorded), payload)
 
     def rebuild(self, target_context: Any, payload: Any) -> Any:

@@ -259,7 +259,9 @@ from flexmbd import _leanmod as leanmod
 y = leanmod.spread(np.array([1.0, 2.0, 4.0]), 2)
 y = y.tolist() + leanmod.squares(4).tolist()
 hits = sum(sum(k.stats.cache_hits.values()) for k in (leanmod.spread, leanmod.squares))
-loaded = [calls.count(1), "numba.np.polynomial.polynomial_core" in sys.modules]
+loaded = [calls.count(1)] + [
+    m in sys.modules for m in ("numba.np.polynomial.polynomial_core", "numba.np.arrayobj")
+]
 libs = [cr.library for k in (leanmod.spread, leanmod.squares) for cr in k.overloads.values()]
 unparsed = [type(lib).__name__ == "_LazyLinkLibrary" and lib._shared_module is None for lib in libs]
 from numba import njit
@@ -301,18 +303,20 @@ def _package_runner(tmp_path, module, source, script):
 def test_cached_kernel_loads_without_numba_refresh_and_compiling_still_works(tmp_path):
     """A flexmbd kernel loaded from the cache in a fresh process skips numba's
     target-context refresh (0.2-0.3 s CPU of imports per process: the implementation
-    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported) and the
-    parse of its LLVM bitcode, and still runs NRT allocations, numpy implementations and
+    modules the kernel does not use, e.g. numba.np.polynomial, stay unimported), the
+    parse of its LLVM bitcode and the import of the numba modules whose helpers it
+    links (``np.zeros``, ``np.empty``: numba.np.arrayobj, whose environments are restored
+    without their module), and still runs NRT allocations, numpy implementations and
     a parallel loop; a compilation later in the same process refreshes the context
     itself, compiles a numpy.linalg call and links the loaded kernel into it."""
     run = _package_runner(tmp_path, "_leanmod", LEAN_KERNEL, LEAN_LOAD)
 
     expected = [1.0, 3.0, 7.0, 2.0, 6.0, 14.0, 0.0, 1.0, 4.0, 9.0]
-    y, hits, (refreshes, unused), later, x, unparsed, _ = run()  # compiles, fills the cache
-    assert (y, hits, x) == (expected, 0, [2.5, 2.25])
+    y, hits, (refreshes, unused, arrays), later, x, unparsed, _ = run()  # fills the cache
+    assert (y, hits, x, arrays) == (expected, 0, [2.5, 2.25], True)
     assert refreshes > 0 and unparsed == [False, False]  # compiled here: numba's library
-    y, hits, (refreshes, unused), later, x, unparsed, linked = run()
-    assert (y, hits, refreshes, unused) == (expected, 2, 0, False)
+    y, hits, (refreshes, unused, arrays), later, x, unparsed, linked = run()
+    assert (y, hits, refreshes, unused, arrays) == (expected, 2, 0, False, False)
     assert unparsed == [True, True]  # loaded: object code only, the bitcode deferred
     # the later compilation links the loaded `spread` (parsing its bitcode then):
     # x = solve + cumsum([2, 0]) = [0.5 + 2, 0.25 + 2]
@@ -413,6 +417,33 @@ def test_import_flexmbd_imports_no_numba_scipy_linalg_fem_or_viewer():
         """
     )
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_fem_names_load_on_first_use_and_keep_their_functions():
+    """``flexmbd.fem`` imports a name's module on first use: a script that builds a
+    `ReducedBody` from matrices does not import the mesh readers, the Abaqus and Nastran
+    front ends or the mode-set strategies; ``fm.fem.reduce`` and ``fm.fem.stress_history``
+    stay the functions after their same-named submodules are imported (by ``compare``,
+    ``reduced``), and every name of ``__all__`` resolves."""
+    out = run_fresh(
+        """
+        import json, sys, types
+        import flexmbd as fm
+        fm.fem.ReducedBody, fm.fem.Interface
+        front = ("nastran", "abaqus", "strategies", "compare", "reduce", "meshfile", "model")
+        early = sorted(m for m in front if f"flexmbd.fem.{m}" in sys.modules)
+        import flexmbd.fem.compare  # imports the submodule flexmbd.fem.reduce
+        kinds = [type(fm.fem.reduce).__name__, type(fm.fem.stress_history).__name__,
+                 type(fm.fem.nastran).__name__, fm.fem.reduce.__module__]
+        from flexmbd.fem import reduce, stress_history
+        missing = [n for n in fm.fem.__all__ if getattr(fm.fem, n, None) is None]
+        print(json.dumps([early, kinds, reduce is fm.fem.reduce, missing]))
+        """
+    )
+    early, kinds, same, missing = json.loads(out.strip().splitlines()[-1])
+    assert early == [], out
+    assert kinds == ["function", "function", "module", "flexmbd.fem.reduce"], out
+    assert same and missing == [], out
 
 
 @pytest.mark.slow

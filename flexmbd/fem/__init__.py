@@ -6,21 +6,66 @@ unit geometric stiffness) <-> ``.npz``.  `compare_modes` ranks strategies
 against the full finite-element model.
 """
 
-from . import nastran  # noqa: F401  (fm.fem.nastran.read_bdf, read_op4, read_dmig, ...)
-from .abaqus import AbaqusModel, read_abaqus
-from .abaqus_mtx import read_mtx
-from .compare import compare_modes
-from .interfaces import Interface
-from .material import Material
-from .mesh import FEMesh
-from .meshfile import read_mesh
-from .model import FEModel
-from .reduce import reduce
-from .reduced import ReducedBody
-from .selectors import Box, Cylinder, Nearest, Nodes, NodeSet, Plane, Sphere
-from .strategies import CraigBampton, NormalModes, PointLoad, RitzVectors, StaticCorrection
-from .stress_history import stress_history
-from .units import UnitsWarning
+import sys as _sys
+import types as _types
+
+# Names whose modules are imported on first use (PEP 562): a script that only builds a
+# `ReducedBody` from matrices does not import the mesh readers, the Abaqus and Nastran
+# front ends, the mode-set strategies and their scipy.linalg / scipy.sparse.linalg.
+_LAZY = {
+    "nastran": ("nastran", None),  # fm.fem.nastran.read_bdf, read_op4, read_dmig, ...
+    "AbaqusModel": ("abaqus", "AbaqusModel"),
+    "read_abaqus": ("abaqus", "read_abaqus"),
+    "read_mtx": ("abaqus_mtx", "read_mtx"),
+    "compare_modes": ("compare", "compare_modes"),
+    "Interface": ("interfaces", "Interface"),
+    "Material": ("material", "Material"),
+    "FEMesh": ("mesh", "FEMesh"),
+    "read_mesh": ("meshfile", "read_mesh"),
+    "FEModel": ("model", "FEModel"),
+    "reduce": ("reduce", "reduce"),
+    "ReducedBody": ("reduced", "ReducedBody"),
+    **{n: ("selectors", n) for n in ("Box", "Cylinder", "Nearest", "Nodes", "NodeSet")},
+    **{n: ("selectors", n) for n in ("Plane", "Sphere")},
+    **{
+        n: ("strategies", n)
+        for n in ("CraigBampton", "NormalModes", "PointLoad", "RitzVectors", "StaticCorrection")
+    },
+    "stress_history": ("stress_history", "stress_history"),
+    "UnitsWarning": ("units", "UnitsWarning"),
+}
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'flexmbd.fem' has no attribute {name!r}") from None
+    import importlib
+
+    mod = importlib.import_module(f"{__name__}.{module}")
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))
+
+
+class _Package(_types.ModuleType):
+    """This package's module type: the import system binds an imported submodule as an
+    attribute of its package, which must not replace the function of the same name
+    (``reduce``, ``stress_history``) that the package exports."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _LAZY and _LAZY[name][1] == name and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "Material",
