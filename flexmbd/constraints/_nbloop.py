@@ -26,6 +26,18 @@ import numpy as np
 from .._jit import njit
 from .._nbjoints import REVOLUTE, joint_kinematics
 
+# The scratch layout of :func:`work_arrays`, the one source for :func:`cuts_eval` and the
+# Python rows of :class:`flexmbd.constraints.cut.CutJointConstraints` (rows of each array):
+# ``w3`` (3-vectors): loop_kinematics [0, W3_FRAMES), cuts_eval's frames and zero
+# [W3_FRAMES, W3_PATH), path_terms [W3_PATH, W3_ROWS), cut_rows [W3_ROWS, W3_END);
+# ``w33`` (3x3): loop_kinematics [0, W33_FRAMES), cuts_eval's frames [W33_FRAMES, W33_RTF),
+# cut_rows' ``RtF`` W33_RTF; ``w66`` (6x6): loop_kinematics; ``w6`` (6-vectors):
+# loop_kinematics 0, cuts_eval's ``bsp``, ``Vrel`` 1, 2, cut_rows' ``b`` W6_B.
+W3_FRAMES, W3_PATH, W3_ROWS, W3_END = 16, 20, 22, 34
+W33_FRAMES, W33_RTF, W33_END = 7, 11, 12
+W66_END = 2
+W6_B, W6_END = 3, 4
+
 
 @njit(cache=True, _nrt=False)
 def _cross(a, b, out):
@@ -413,10 +425,11 @@ def cuts_eval(
         inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
         Rb, rb, wb, vOb, Wc, Lc, oc, bias, w3, w33, w66, w6,
     )  # fmt: skip
-    Rp, Rc, RcT, R, RtF = w33[7], w33[8], w33[9], w33[10], w33[11]
-    pp, pc, d, z3 = w3[16], w3[17], w3[18], w3[19]
-    bsp, Vrel, b = w6[1], w6[2], w6[3]
-    pw3, cw3 = w3[20:22], w3[22:34]
+    f33, f3 = W33_FRAMES, W3_FRAMES
+    Rp, Rc, RcT, R, RtF = w33[f33], w33[f33 + 1], w33[f33 + 2], w33[f33 + 3], w33[W33_RTF]
+    pp, pc, d, z3 = w3[f3], w3[f3 + 1], w3[f3 + 2], w3[f3 + 3]
+    bsp, Vrel, b = w6[1], w6[2], w6[W6_B]
+    pw3, cw3 = w3[W3_PATH:W3_ROWS], w3[W3_ROWS:W3_END]
     for r in range(3):
         z3[r] = 0.0
     for c in range(cI.shape[0]):
@@ -453,9 +466,9 @@ def work_arrays(nv):
     Jrel)`` (3-vectors, 3x3 matrices, 6x6 matrices, 6-vectors, the relative Jacobian
     (6, nv)), allocated once and passed to every call."""
     return (
-        np.zeros((34, 3)),
-        np.zeros((12, 3, 3)),
-        np.zeros((2, 6, 6)),
-        np.zeros((4, 6)),
+        np.zeros((W3_END, 3)),
+        np.zeros((W33_END, 3, 3)),
+        np.zeros((W66_END, 6, 6)),
+        np.zeros((W6_END, 6)),
         np.zeros((6, nv)),
     )
