@@ -29,11 +29,11 @@ from .._nbjoints import REVOLUTE, joint_kinematics
 # The scratch layout of :func:`work_arrays`, the one source for :func:`cuts_eval` and the
 # Python rows of :class:`flexmbd.constraints.cut.CutJointConstraints` (rows of each array):
 # ``w3`` (3-vectors): loop_kinematics [0, W3_FRAMES), cuts_eval's frames and zero
-# [W3_FRAMES, W3_PATH), path_terms [W3_PATH, W3_ROWS), cut_rows [W3_ROWS, W3_END);
+# [W3_FRAMES, W3_ROWS), cut_rows [W3_ROWS, W3_END);
 # ``w33`` (3x3): loop_kinematics [0, W33_FRAMES), cuts_eval's frames [W33_FRAMES, W33_RTF),
 # cut_rows' ``RtF`` W33_RTF; ``w66`` (6x6): loop_kinematics; ``w6`` (6-vectors):
 # loop_kinematics 0, cuts_eval's ``bsp``, ``Vrel`` 1, 2, cut_rows' ``b`` W6_B.
-W3_FRAMES, W3_PATH, W3_ROWS, W3_END = 16, 20, 22, 34
+W3_FRAMES, W3_ROWS, W3_END = 16, 20, 32
 W33_FRAMES, W33_RTF, W33_END = 7, 11, 12
 W66_END = 2
 W6_B, W6_END = 3, 4
@@ -54,10 +54,15 @@ def _cross(a, b, out):
 # reloads); every sum in the same order as the array code of the other joints, so the
 # same numbers bit for bit
 @njit(cache=True, inline="always")
+def _ld9(m):
+    """Row-major 9-tuple of the 3x3 matrix ``m``."""
+    return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+
+
+@njit(cache=True, inline="always")
 def _ld3(M, i):
     """Row-major 9-tuple of the 3x3 matrix ``M[i]``."""
-    m = M[i]
-    return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+    return _ld9(M[i])
 
 
 @njit(cache=True, inline="always")
@@ -361,28 +366,29 @@ def loop_kinematics(
 
 
 @njit(cache=True, _nrt=False)
-def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp, w3):
-    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint
-    (``w3`` (>= 2, 3): scratch)."""
+def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
+    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
     for r in range(6):
         bsp[r] = 0.0
         for j in range(Jrel.shape[1]):
             Jrel[r, j] = 0.0
-    d, va = w3[0], w3[1]
+    # the rotation and the lever as values (stores to Jrel cannot alias them)
+    Rt = _ld9(RcT)
     for t in range(idx.shape[0]):
         i = idx[t]
         sg = sign[t]
-        for r in range(3):
-            d[r] = pc[r] - oc[i, r]
+        d0, d1, d2 = pc[0] - oc[i, 0], pc[1] - oc[i, 1], pc[2] - oc[i, 2]
         for col in range(nv[i]):
             w0, w1, w2 = Wc[i, 0, col], Wc[i, 1, col], Wc[i, 2, col]
-            va[0] = Lc[i, 0, col] + w1 * d[2] - w2 * d[1]
-            va[1] = Lc[i, 1, col] + w2 * d[0] - w0 * d[2]
-            va[2] = Lc[i, 2, col] + w0 * d[1] - w1 * d[0]
+            va0 = Lc[i, 0, col] + w1 * d2 - w2 * d1
+            va1 = Lc[i, 1, col] + w2 * d0 - w0 * d2
+            va2 = Lc[i, 2, col] + w0 * d1 - w1 * d0
+            ang = _mv(Rt, w0, w1, w2)
+            lin = _mv(Rt, va0, va1, va2)
             jc = vo[i] + col
             for r in range(3):
-                Jrel[r, jc] += sg * (RcT[r, 0] * w0 + RcT[r, 1] * w1 + RcT[r, 2] * w2)
-                Jrel[3 + r, jc] += sg * (RcT[r, 0] * va[0] + RcT[r, 1] * va[1] + RcT[r, 2] * va[2])
+                Jrel[r, jc] += sg * ang[r]
+                Jrel[3 + r, jc] += sg * lin[r]
         if with_v:
             for r in range(6):
                 bsp[r] += sg * bias[i, r]
@@ -437,10 +443,16 @@ def cut_rows(
     m = nt + nr
     nv = Jrel.shape[1]
     for k in range(m):
+        # the row of D as values (stores to J cannot alias them)
+        e0, e1, e2, e3, e4, e5 = D[k, 0], D[k, 1], D[k, 2], D[k, 3], D[k, 4], D[k, 5]
         for j in range(nv):
             acc = 0.0
-            for r in range(6):
-                acc += D[k, r] * Jrel[r, j]
+            acc += e0 * Jrel[0, j]
+            acc += e1 * Jrel[1, j]
+            acc += e2 * Jrel[2, j]
+            acc += e3 * Jrel[3, j]
+            acc += e4 * Jrel[4, j]
+            acc += e5 * Jrel[5, j]
             J[k, j] = acc
     if not with_v:
         return
@@ -580,7 +592,7 @@ def cuts_eval(
     Rp, Rc, RcT, R, RtF = w33[f33], w33[f33 + 1], w33[f33 + 2], w33[f33 + 3], w33[W33_RTF]
     pp, pc, d, z3 = w3[f3], w3[f3 + 1], w3[f3 + 2], w3[f3 + 3]
     bsp, Vrel, b = w6[1], w6[2], w6[W6_B]
-    pw3, cw3 = w3[W3_PATH:W3_ROWS], w3[W3_ROWS:W3_END]
+    cw3 = w3[W3_ROWS:W3_END]
     for r in range(3):
         z3[r] = 0.0
     for c in range(cI.shape[0]):
@@ -593,7 +605,7 @@ def cuts_eval(
                 RcT[r, s] = Rc[s, r]
         path_terms(
             pidx[po : po + pl], psgn[po : po + pl], vo, nv, Wc, Lc, oc, bias, pc, RcT,
-            with_v, Jrel, bsp, pw3,
+            with_v, Jrel, bsp,
         )  # fmt: skip
         m = nt + nr
         D = Dall[r0 : r0 + m]

@@ -706,7 +706,6 @@ class CutJointConstraints:
                 with_v,
                 Jrel,
                 bsp,
-                w3[nb.W3_PATH : nb.W3_ROWS],
             )
             R, d, Vrel, D = np.empty((3, 3)), np.empty(3), np.empty(6), np.empty((c.m, 6))
             rows = c.rows
