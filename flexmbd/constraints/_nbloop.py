@@ -26,6 +26,18 @@ import numpy as np
 from .._jit import njit
 from .._nbjoints import REVOLUTE, joint_kinematics
 
+# The scratch layout of :func:`work_arrays`, the one source for :func:`cuts_eval` and the
+# Python rows of :class:`flexmbd.constraints.cut.CutJointConstraints` (rows of each array):
+# ``w3`` (3-vectors): loop_kinematics [0, W3_FRAMES), cuts_eval's frames and zero
+# [W3_FRAMES, W3_ROWS), cut_rows [W3_ROWS, W3_END);
+# ``w33`` (3x3): loop_kinematics [0, W33_FRAMES), cuts_eval's frames [W33_FRAMES, W33_RTF),
+# cut_rows' ``RtF`` W33_RTF; ``w66`` (6x6): loop_kinematics; ``w6`` (6-vectors):
+# loop_kinematics 0, cuts_eval's ``bsp``, ``Vrel`` 1, 2, cut_rows' ``b`` W6_B.
+W3_FRAMES, W3_ROWS, W3_END = 16, 20, 32
+W33_FRAMES, W33_RTF, W33_END = 7, 11, 12
+W66_END = 2
+W6_B, W6_END = 3, 4
+
 
 @njit(cache=True, _nrt=False)
 def _cross(a, b, out):
@@ -35,6 +47,175 @@ def _cross(a, b, out):
     out[0] = x
     out[1] = y
     out[2] = z
+
+
+# unrolled: the Revolute body of loop_kinematics on 3-vectors and 3x3 matrices held as
+# tuples (values in registers: stores to the output arrays cannot alias them, so no
+# reloads); every sum in the same order as the array code of the other joints, so the
+# same numbers bit for bit
+@njit(cache=True, inline="always")
+def _ld9(m):
+    """Row-major 9-tuple of the 3x3 matrix ``m``."""
+    return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+
+
+@njit(cache=True, inline="always")
+def _ld3(M, i):
+    """Row-major 9-tuple of the 3x3 matrix ``M[i]``."""
+    return _ld9(M[i])
+
+
+@njit(cache=True, inline="always")
+def _mm(a, b):
+    """``a b`` (9-tuples)."""
+    return (
+        a[0] * b[0] + a[1] * b[3] + a[2] * b[6],
+        a[0] * b[1] + a[1] * b[4] + a[2] * b[7],
+        a[0] * b[2] + a[1] * b[5] + a[2] * b[8],
+        a[3] * b[0] + a[4] * b[3] + a[5] * b[6],
+        a[3] * b[1] + a[4] * b[4] + a[5] * b[7],
+        a[3] * b[2] + a[4] * b[5] + a[5] * b[8],
+        a[6] * b[0] + a[7] * b[3] + a[8] * b[6],
+        a[6] * b[1] + a[7] * b[4] + a[8] * b[7],
+        a[6] * b[2] + a[7] * b[5] + a[8] * b[8],
+    )
+
+
+@njit(cache=True, inline="always")
+def _mmT(a, b):
+    """``a b^T`` (9-tuples)."""
+    return (
+        a[0] * b[0] + a[1] * b[1] + a[2] * b[2],
+        a[0] * b[3] + a[1] * b[4] + a[2] * b[5],
+        a[0] * b[6] + a[1] * b[7] + a[2] * b[8],
+        a[3] * b[0] + a[4] * b[1] + a[5] * b[2],
+        a[3] * b[3] + a[4] * b[4] + a[5] * b[5],
+        a[3] * b[6] + a[4] * b[7] + a[5] * b[8],
+        a[6] * b[0] + a[7] * b[1] + a[8] * b[2],
+        a[6] * b[3] + a[7] * b[4] + a[8] * b[5],
+        a[6] * b[6] + a[7] * b[7] + a[8] * b[8],
+    )
+
+
+@njit(cache=True, inline="always")
+def _mv(a, x0, x1, x2):
+    """``a x`` (a 9-tuple, x three scalars) as a 3-tuple."""
+    return (
+        a[0] * x0 + a[1] * x1 + a[2] * x2,
+        a[3] * x0 + a[4] * x1 + a[5] * x2,
+        a[6] * x0 + a[7] * x1 + a[8] * x2,
+    )
+
+
+@njit(cache=True, inline="always")
+def _aff(p, a, x0, x1, x2):
+    """``p + a x`` summed from the left (``((p + a0 x0) + a1 x1) + a2 x2`` per row)."""
+    return (
+        p[0] + a[0] * x0 + a[1] * x1 + a[2] * x2,
+        p[1] + a[3] * x0 + a[4] * x1 + a[5] * x2,
+        p[2] + a[6] * x0 + a[7] * x1 + a[8] * x2,
+    )
+
+
+@njit(cache=True, inline="always")
+def _cr(a0, a1, a2, b0, b1, b2):
+    """``a x b`` as a 3-tuple (the operations of :func:`_cross`)."""
+    return (a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0)
+
+
+@njit(cache=True, inline="always")
+def _revolute_body(i, k, Hc, rev, Fp, fp, Fc, fc, qo, vo, m, q, v, with_v, Rb, rb, wb, vOb,
+                   Wc, Lc, oc, bias):  # fmt: skip
+    """:func:`loop_kinematics` for loop body ``i`` (inboard ``k``) on a Revolute joint:
+    ``Rz(q)``, ``p = 0``, ``c = 0``, the constant columns ``H``; ``A = Fp Rz(q)`` and
+    ``a = fp`` without the products by the zeros and ones of ``Rz`` and ``p``."""
+    if k < 0:
+        Rp = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+        rp = (0.0, 0.0, 0.0)
+        wp = (0.0, 0.0, 0.0)
+        vOp = (0.0, 0.0, 0.0)
+    else:
+        Rp = _ld3(Rb, k)
+        rp = (rb[k, 0], rb[k, 1], rb[k, 2])
+        wp = (wb[k, 0], wb[k, 1], wb[k, 2])
+        vOp = (vOb[k, 0], vOb[k, 1], vOb[k, 2])
+    cq = np.cos(q[qo[i]])
+    sq = np.sin(q[qo[i]])
+    F = Fp[i]
+    A = (
+        F[0, 0] * cq + F[0, 1] * sq, F[0, 0] * -sq + F[0, 1] * cq, F[0, 2],
+        F[1, 0] * cq + F[1, 1] * sq, F[1, 0] * -sq + F[1, 1] * cq, F[1, 2],
+        F[2, 0] * cq + F[2, 1] * sq, F[2, 0] * -sq + F[2, 1] * cq, F[2, 2],
+    )  # fmt: skip
+    C = _ld3(Fc, i)
+    f0, f1, f2 = fc[i, 0], fc[i, 1], fc[i, 2]
+    # (A, a) o Fc^-1 = (A Fc^T, a - A Fc^T fc)
+    Rrel = _mmT(A, C)
+    t = _mv(Rrel, f0, f1, f2)
+    prel = (fp[i, 0] - t[0], fp[i, 1] - t[1], fp[i, 2] - t[2])
+    rv = rev[i]
+    if rv:  # outboard = declared parent: inverse pose
+        Rrel = (Rrel[0], Rrel[3], Rrel[6], Rrel[1], Rrel[4], Rrel[7], Rrel[2], Rrel[5], Rrel[8])
+        t = _mv(Rrel, prel[0], prel[1], prel[2])
+        prel = (-t[0], -t[1], -t[2])
+    Ri = _mm(Rp, Rrel)
+    ri = _aff(rp, Rp, prel[0], prel[1], prel[2])
+    for r in range(3):
+        for s in range(3):
+            Rb[i, r, s] = Ri[3 * r + s]
+        rb[i, r] = ri[r]
+    # world frame of the joint's child frame (on this body, or on the inboard if reversed)
+    Rc0 = Rp if rv else Ri
+    rc0 = rp if rv else ri
+    Rcj = _mm(Rc0, C)
+    ocj = _aff(rc0, Rc0, f0, f1, f2)
+    sg = -1.0 if rv else 1.0
+    for col in range(m):
+        h = Hc[i]
+        ang = _mv(Rcj, h[0, col], h[1, col], h[2, col])
+        lin = _mv(Rcj, h[3, col], h[4, col], h[5, col])
+        for r in range(3):
+            Wc[i, r, col] = sg * ang[r]
+            Lc[i, r, col] = sg * lin[r]
+    for r in range(3):
+        oc[i, r] = ocj[r]
+    if not with_v:
+        for r in range(3):
+            wb[i, r] = 0.0
+            vOb[i, r] = 0.0
+        return
+    wj0 = wj1 = wj2 = t30 = t31 = t32 = 0.0
+    for col in range(m):
+        vc = v[vo[i] + col]
+        wj0 += Wc[i, 0, col] * vc
+        wj1 += Wc[i, 1, col] * vc
+        wj2 += Wc[i, 2, col] * vc
+        t30 += Lc[i, 0, col] * vc
+        t31 += Lc[i, 1, col] * vc
+        t32 += Lc[i, 2, col] * vc
+    t4 = _cr(wj0, wj1, wj2, ocj[0], ocj[1], ocj[2])
+    uO = (t30 - t4[0], t31 - t4[1], t32 - t4[2])
+    wi = (wp[0] + wj0, wp[1] + wj1, wp[2] + wj2)
+    vi = (vOp[0] + uO[0], vOp[1] + uO[1], vOp[2] + uO[2])
+    for r in range(3):
+        wb[i, r] = wi[r]
+        vOb[i, r] = vi[r]
+    # carrier of the child frame: this body, or the inboard one when reversed
+    wB = wp if rv else wi
+    vB = vOp if rv else vi
+    # X c_j (signed) at the world origin, c_j = 0 (the products kept: the same numbers)
+    cw = _mv(Rcj, 0.0, 0.0, 0.0)
+    cw = (sg * cw[0], sg * cw[1], sg * cw[2])
+    cl = _mv(Rcj, 0.0, 0.0, 0.0)
+    t4 = _cr(cw[0], cw[1], cw[2], ocj[0], ocj[1], ocj[2])
+    cl = (sg * cl[0] - t4[0], sg * cl[1] - t4[1], sg * cl[2] - t4[2])
+    t3 = _cr(wB[0], wB[1], wB[2], wj0, wj1, wj2)
+    for r in range(3):
+        bias[i, r] = cw[r] + t3[r]
+    t3 = _cr(wB[0], wB[1], wB[2], uO[0], uO[1], uO[2])
+    t4 = _cr(vB[0], vB[1], vB[2], wj0, wj1, wj2)
+    for r in range(3):
+        bias[i, 3 + r] = cl[r] + t3[r] + t4[r]
 
 
 @njit(cache=True, _nrt=False)
@@ -82,42 +263,29 @@ def loop_kinematics(
     rp, wp, vOp, rc0, wB, vB, cw, cl = w3[8], w3[9], w3[10], w3[11], w3[12], w3[13], w3[14], w3[15]
     for i in range(n):
         k = inb[i]
+        m = nv[i]
+        if code[i] == REVOLUTE:
+            _revolute_body(
+                i, k, Hc, rev, Fp, fp, Fc, fc, qo, vo, m, q, v, with_v, Rb, rb, wb, vOb,
+                Wc, Lc, oc, bias,
+            )  # fmt: skip
+            continue
         for r in range(3):
             for s in range(3):
                 Rp[r, s] = (1.0 if r == s else 0.0) if k < 0 else Rb[k, r, s]
             rp[r] = 0.0 if k < 0 else rb[k, r]
             wp[r] = 0.0 if k < 0 else wb[k, r]
             vOp[r] = 0.0 if k < 0 else vOb[k, r]
-        m = nv[i]
-        if code[i] == REVOLUTE:
-            # joint_kinematics' Revolute branch inline (no call, no copies of H and W,
-            # no array views with their reference counts per body): Rz(q), p = 0, c = 0,
-            # H the constant columns; A = Fp Rz(q) and a = fp without the products by
-            # the zeros and ones of Rz and p (the same values as the general product)
-            cq = np.cos(q[qo[i]])
-            sq = np.sin(q[qo[i]])
-            for r in range(3):
-                A[r, 0] = Fp[i, r, 0] * cq + Fp[i, r, 1] * sq
-                A[r, 1] = Fp[i, r, 0] * -sq + Fp[i, r, 1] * cq
-                A[r, 2] = Fp[i, r, 2]
-                a[r] = fp[i, r]
-            for r in range(6):
-                cj[r] = 0.0
-                for col in range(m):
-                    H[r, col] = Hc[i, r, col]
-        else:
-            qi = q[qo[i] : qo[i] + nq[i]]
-            vi = v[vo[i] : vo[i] + m]
-            joint_kinematics(
-                code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
-            )
-            # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
-            for r in range(3):
-                for s in range(3):
-                    A[r, s] = (
-                        Fp[i, r, 0] * Rj[0, s] + Fp[i, r, 1] * Rj[1, s] + Fp[i, r, 2] * Rj[2, s]
-                    )
-                a[r] = fp[i, r] + Fp[i, r, 0] * pj[0] + Fp[i, r, 1] * pj[1] + Fp[i, r, 2] * pj[2]
+        qi = q[qo[i] : qo[i] + nq[i]]
+        vi = v[vo[i] : vo[i] + m]
+        joint_kinematics(
+            code[i], prm[i], prm[i], qi, vi, Rj, pj, H, Wj, cj, R2, True, Hc[i], Wcst[i]
+        )
+        # declared pose of the child body in the parent body: Fp (Rj, pj) Fc^-1
+        for r in range(3):
+            for s in range(3):
+                A[r, s] = Fp[i, r, 0] * Rj[0, s] + Fp[i, r, 1] * Rj[1, s] + Fp[i, r, 2] * Rj[2, s]
+            a[r] = fp[i, r] + Fp[i, r, 0] * pj[0] + Fp[i, r, 1] * pj[1] + Fp[i, r, 2] * pj[2]
         # (A, a) o Fc^-1 = (A Fc^T, a - A Fc^T fc)
         for r in range(3):
             for s in range(3):
@@ -198,28 +366,29 @@ def loop_kinematics(
 
 
 @njit(cache=True, _nrt=False)
-def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp, w3):
-    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint
-    (``w3`` (>= 2, 3): scratch)."""
+def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
+    """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
     for r in range(6):
         bsp[r] = 0.0
         for j in range(Jrel.shape[1]):
             Jrel[r, j] = 0.0
-    d, va = w3[0], w3[1]
+    # the rotation and the lever as values (stores to Jrel cannot alias them)
+    Rt = _ld9(RcT)
     for t in range(idx.shape[0]):
         i = idx[t]
         sg = sign[t]
-        for r in range(3):
-            d[r] = pc[r] - oc[i, r]
+        d0, d1, d2 = pc[0] - oc[i, 0], pc[1] - oc[i, 1], pc[2] - oc[i, 2]
         for col in range(nv[i]):
             w0, w1, w2 = Wc[i, 0, col], Wc[i, 1, col], Wc[i, 2, col]
-            va[0] = Lc[i, 0, col] + w1 * d[2] - w2 * d[1]
-            va[1] = Lc[i, 1, col] + w2 * d[0] - w0 * d[2]
-            va[2] = Lc[i, 2, col] + w0 * d[1] - w1 * d[0]
+            va0 = Lc[i, 0, col] + w1 * d2 - w2 * d1
+            va1 = Lc[i, 1, col] + w2 * d0 - w0 * d2
+            va2 = Lc[i, 2, col] + w0 * d1 - w1 * d0
+            ang = _mv(Rt, w0, w1, w2)
+            lin = _mv(Rt, va0, va1, va2)
             jc = vo[i] + col
             for r in range(3):
-                Jrel[r, jc] += sg * (RcT[r, 0] * w0 + RcT[r, 1] * w1 + RcT[r, 2] * w2)
-                Jrel[3 + r, jc] += sg * (RcT[r, 0] * va[0] + RcT[r, 1] * va[1] + RcT[r, 2] * va[2])
+                Jrel[r, jc] += sg * ang[r]
+                Jrel[3 + r, jc] += sg * lin[r]
         if with_v:
             for r in range(6):
                 bsp[r] += sg * bias[i, r]
@@ -274,10 +443,16 @@ def cut_rows(
     m = nt + nr
     nv = Jrel.shape[1]
     for k in range(m):
+        # the row of D as values (stores to J cannot alias them)
+        e0, e1, e2, e3, e4, e5 = D[k, 0], D[k, 1], D[k, 2], D[k, 3], D[k, 4], D[k, 5]
         for j in range(nv):
             acc = 0.0
-            for r in range(6):
-                acc += D[k, r] * Jrel[r, j]
+            acc += e0 * Jrel[0, j]
+            acc += e1 * Jrel[1, j]
+            acc += e2 * Jrel[2, j]
+            acc += e3 * Jrel[3, j]
+            acc += e4 * Jrel[4, j]
+            acc += e5 * Jrel[5, j]
             J[k, j] = acc
     if not with_v:
         return
@@ -413,10 +588,11 @@ def cuts_eval(
         inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
         Rb, rb, wb, vOb, Wc, Lc, oc, bias, w3, w33, w66, w6,
     )  # fmt: skip
-    Rp, Rc, RcT, R, RtF = w33[7], w33[8], w33[9], w33[10], w33[11]
-    pp, pc, d, z3 = w3[16], w3[17], w3[18], w3[19]
-    bsp, Vrel, b = w6[1], w6[2], w6[3]
-    pw3, cw3 = w3[20:22], w3[22:34]
+    f33, f3 = W33_FRAMES, W3_FRAMES
+    Rp, Rc, RcT, R, RtF = w33[f33], w33[f33 + 1], w33[f33 + 2], w33[f33 + 3], w33[W33_RTF]
+    pp, pc, d, z3 = w3[f3], w3[f3 + 1], w3[f3 + 2], w3[f3 + 3]
+    bsp, Vrel, b = w6[1], w6[2], w6[W6_B]
+    cw3 = w3[W3_ROWS:W3_END]
     for r in range(3):
         z3[r] = 0.0
     for c in range(cI.shape[0]):
@@ -429,7 +605,7 @@ def cuts_eval(
                 RcT[r, s] = Rc[s, r]
         path_terms(
             pidx[po : po + pl], psgn[po : po + pl], vo, nv, Wc, Lc, oc, bias, pc, RcT,
-            with_v, Jrel, bsp, pw3,
+            with_v, Jrel, bsp,
         )  # fmt: skip
         m = nt + nr
         D = Dall[r0 : r0 + m]
@@ -453,9 +629,9 @@ def work_arrays(nv):
     Jrel)`` (3-vectors, 3x3 matrices, 6x6 matrices, 6-vectors, the relative Jacobian
     (6, nv)), allocated once and passed to every call."""
     return (
-        np.zeros((34, 3)),
-        np.zeros((12, 3, 3)),
-        np.zeros((2, 6, 6)),
-        np.zeros((4, 6)),
+        np.zeros((W3_END, 3)),
+        np.zeros((W33_END, 3, 3)),
+        np.zeros((W66_END, 6, 6)),
+        np.zeros((W6_END, 6)),
         np.zeros((6, nv)),
     )

@@ -706,7 +706,6 @@ class CutJointConstraints:
                 with_v,
                 Jrel,
                 bsp,
-                w3[20:22],
             )
             R, d, Vrel, D = np.empty((3, 3)), np.empty(3), np.empty(6), np.empty((c.m, 6))
             rows = c.rows
@@ -732,9 +731,9 @@ class CutJointConstraints:
                 d,
                 Vrel,
                 D,
-                w3[22:34],
-                w33[11],
-                w6[3],
+                w3[nb.W3_ROWS : nb.W3_END],
+                w33[nb.W33_RTF],
+                w6[nb.W6_B],
             )
             rel.append((R, d, Vrel if with_v else None, D, Rc_, pc))
         return self._store(key, q, v, t, phi, J, gamma, rel)

@@ -292,12 +292,34 @@ def _other_tree_types(seed=0):
     return m
 
 
+def _reversed_revolutes():
+    """ground -R- b1 -R(reversed)- b2 -R- b3, cut Spherical b3 -> ground: the compiled
+    Revolute body's inverse-pose branch (reversed tree joint) on the loop path."""
+    rng = np.random.default_rng(11)
+    m = fm.Model("rev_revolutes")
+    for name in ("b1", "b2", "b3"):
+        setattr(m, name, _body(rng))
+    m.j1 = fm.Revolute(
+        m.ground, m.b1, axis=(0, 0, 1), parent_frame=_frame(rng), child_frame=_frame(rng)
+    )
+    m.j2 = fm.Revolute(
+        m.b2, m.b1, axis=(0.3, 0.5, 0.8), parent_frame=_frame(rng), child_frame=_frame(rng)
+    )
+    m.j3 = fm.Revolute(
+        m.b2, m.b3, axis=(1, 0, 0.2), parent_frame=_frame(rng), child_frame=_frame(rng)
+    )
+    m.jc = fm.Spherical(m.b3, m.ground, parent_frame=_frame(rng), child_frame=_frame(rng), cut=True)
+    assert m.topology().reversed[1] and not m.topology().reversed[0]
+    return m
+
+
 @pytest.mark.parametrize(
     "build",
     [
         lambda: loop_model("Revolute"),
         lambda: loop_model("Planar", to_ground=True),
         _other_tree_types,
+        _reversed_revolutes,
     ],
 )
 def test_compiled_loop_kinematics_match_the_python_reference(build):
