@@ -144,7 +144,7 @@ SPARSE_BLOCK_FRACTION = 0.3
 MODIFIED_RATIO = 0.1
 #: sparse LU up to this many unknowns: the reference pivots choose between COLAMD and a
 #: minimum degree order of ``A + A^T`` (:meth:`Engine.reference_pivots`; the seed
-#: slider-crank's 41 unknowns: 1299 instead of 2425 multiply-adds per refactorization);
+#: slider-crank's 41 unknowns: 1825 instead of 3046 in :func:`._sparse.refactor_cost`);
 #: above it COLAMD only (the other order's factor storage grows with the square)
 MAX_ORDER_CHOICE = 200
 
@@ -346,9 +346,7 @@ class Workspace(NamedTuple):
     force and blocks ``M``, ``K``, ``D``, ``dQg/dq``; ``PtL`` (n) of :func:`_system_terms`;
     ``js`` of :func:`_constraints`; ``fe_buf``, ``fe_idx`` the force elements' scratch
     (:func:`.force_kernels.forces_scratch`) and ``jf`` the joint forces'
-    (:func:`.force_kernels.joint_forces_scratch`); ``lamK`` (nc) the multipliers scaled by
-    the Newton matrix's ``aK`` (:func:`_system_terms`: the constraints' second derivatives
-    go straight into the Newton matrix)."""
+    (:func:`.force_kernels.joint_forces_scratch`)."""
 
     r: np.ndarray
     phi: np.ndarray
@@ -373,7 +371,6 @@ class Workspace(NamedTuple):
     fe_buf: np.ndarray
     fe_idx: np.ndarray
     jf: tuple
-    lamK: np.ndarray
 
 
 def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
@@ -413,7 +410,6 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
         joint_scratch(nfs),
         *fe,
         joint_forces_scratch.py_func(),  # numpy allocations: no kernel to load
-        z(nc),
     )
 
 
@@ -947,12 +943,10 @@ def _system_terms(
     W = Amat.shape[1]
     Pq = ws.Pq
     Pq[:, :] = 0.0
-    # aK lam^T Phi_qq straight into the Newton matrix (the multipliers scaled first)
-    lamK = ws.lamK
+    Hm = ws.Hm
     if jac:
-        for a in range(nc):
-            lamK[a] = aK * lam[a]
-    _constraints(q, nb, m.joints, inp.s, inp.target, lamK, phi, Pq, Amat, jac, cm, ws.js)
+        Hm[:, :] = 0.0
+    _constraints(q, nb, m.joints, inp.s, inp.target, lam, phi, Pq, Hm, jac, cm, ws.js)
     PtL = ws.PtL
     PtL[:] = 0.0
     for a in range(nc):
@@ -963,6 +957,9 @@ def _system_terms(
     for a in range(n):
         r_out[a] = R[a] + PtL[a] - Q[a]
     if jac:
+        for a in range(n):
+            for bb in range(W):
+                Amat[a, bb] += aK * Hm[a, bb]
         for a in range(nc):
             ka = cm[n + a]
             for bb in range(W):
