@@ -141,6 +141,8 @@ def step_split(model, steps, reps=5):
     the Newton matrix, 1 residual, 2 sparse solves (gather, refactorization, triangular
     solves), 1 joint-reaction evaluation), against the measured ``simulate`` time per
     step and the fixed cost of one ``simulate`` call (1 step, best of ``reps``)."""
+    from flexmbd.absolute import _sparse as S
+
     terms, forces, constraints, lu_solve, reactions = _split_kernels()
     s = model.compile("absolute")
     q, qd, qdd, lam = s.initial_conditions()
@@ -198,6 +200,10 @@ def step_split(model, steps, reps=5):
         + out["joint reactions"]
     )
     out["simulate per step"] = run_flexmbd(model, steps)["cpu"] * 1e6
+    costs = [S.refactor_cost(an) for an in eng._analyses]
+    out["refactor cost"] = S.refactor_cost(eng._lu)
+    out["order"] = "COLAMD" if eng._lu is eng._analyses[0] else "MMD(A+A^T)"
+    out["other cost"] = max(costs) if len(costs) > 1 else 0
     out["refused per 100 steps"] = lu_counts(model, steps)[2] * 100.0 / steps
     return out
 
@@ -724,15 +730,19 @@ def main(write=True):
         "| model | assembly with Newton matrix (of it: force elements, constraints) | "
         "residual only | sparse solve, first / second of a step | joint reactions | "
         "kernels per step | simulate per step | simulate call of 1 step | refused "
-        "refactorizations per 100 steps |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "refactorizations per 100 steps | refactorization multiply-adds (column order; "
+        "the other order's) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         *(
             f"| {nm} | {o['assembly with Newton matrix']:.1f} "
             f"({o['force elements with Jacobian']:.1f}, {o['constraints with Hessian']:.1f})"
             f" | {o['residual only']:.1f} | {o['sparse solve (first of a step)']:.1f} / "
             f"{o['sparse solve (second)']:.1f} | {o['joint reactions']:.1f} | "
             f"{o['step from the kernels']:.0f} | {o['simulate per step']:.0f} | "
-            f"{o['simulate call, 1 step']:.0f} | {o['refused per 100 steps']:.0f} |"
+            f"{o['simulate call, 1 step']:.0f} | {o['refused per 100 steps']:.0f} | "
+            f"{o['refactor cost']} ({o['order']}"
+            + (f"; {o['other cost']}" if o["other cost"] else "")
+            + ") |"
             for nm, o in split
         ),
         "",
@@ -741,7 +751,13 @@ def main(write=True):
         "100 steps, at elimination step 644 of 650 or 126); the factorization then goes on "
         "with partial pivoting from the refused step only (the steps before it keep the "
         "reference pivots and their values; before issue 13's sparse-speed work it "
-        "factored all 650 columns again, 4-5x a refactorization).",
+        "factored all 650 columns again, 4-5x a refactorization). Refactorization "
+        "multiply-adds: the `L` column lengths over the `U` entries plus the factors' "
+        "non-zeros (`_sparse.refactor_cost`); up to `engine.MAX_ORDER_CHOICE` unknowns the "
+        "reference pivots are set in two column orders, COLAMD and a minimum degree "
+        "order of A + A^T, and the engine keeps the cheaper (the slider-crank: the "
+        "minimum degree order; the 10-body chain: COLAMD; the 50- and 200-body chains "
+        "are above the limit).",
         "",
         "Dense/sparse crossover of the engine's Newton solve (`benchmarks/bench_forces.py`"
         " `crossover()`, the same chains, us per step, same run; `engine.MAX_DENSE` "

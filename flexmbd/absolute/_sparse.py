@@ -56,6 +56,7 @@ __all__ = [
     "kkt_layout",
     "pattern_csc",
     "refactor",
+    "refactor_cost",
     "refactor_or_factor",
     "restore_reference",
     "set_reference",
@@ -175,12 +176,16 @@ def pattern_csc(rows, cols, n):
     return np.cumsum(indptr), r.astype(np.int64)
 
 
-def analyze(indptr, indices, n, margin=3.0):
+def analyze(indptr, indices, n, margin=3.0, order="COLAMD"):
     """Column order and factor storage of a pattern (Python, once per pattern).
 
-    The order is SuperLU's COLAMD (through ``scipy.sparse.linalg.splu`` on the pattern
-    with reproducible random values, which also estimates the fill); the capacities of
-    ``L`` and ``U`` are that fill times ``margin`` plus ``n``. Returns a :class:`LUWork`."""
+    The order is SuperLU's ``order`` (``permc_spec`` of ``scipy.sparse.linalg.splu``:
+    COLAMD, or ``MMD_AT_PLUS_A``, a minimum degree order of ``A + A^T``) on the pattern
+    with reproducible random values, which also estimates the fill; the capacities of
+    ``L`` and ``U`` are that fill times ``margin`` plus ``n``, and for another order
+    than COLAMD the largest a factor of order ``n`` can hold (``n (n - 1) / 2``: the
+    pivoting fill of such an order has no bound from the analysis). Returns a
+    :class:`LUWork`."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as sla
 
@@ -191,9 +196,11 @@ def analyze(indptr, indices, n, margin=3.0):
     vals = rng.uniform(0.5, 1.5, nnz) * rng.choice((-1.0, 1.0), nnz)
     A = sp.csc_matrix((vals, indices, indptr), shape=(n, n))
     A = A + sp.identity(n, format="csc") * (2.0 * np.abs(A).sum(axis=0).max())
-    lu = sla.splu(A.tocsc(), permc_spec="COLAMD")
+    lu = sla.splu(A.tocsc(), permc_spec=order)
     Q = np.argsort(lu.perm_c).astype(np.int64)
     cap = int(margin * (lu.L.nnz + lu.U.nnz)) + 4 * n + 16
+    if order != "COLAMD":
+        cap = max(cap, n * (n - 1) // 2 + 16)
     return LUWork(
         n=int(n),
         Ap=indptr,
@@ -222,6 +229,16 @@ def analyze(indptr, indices, n, margin=3.0):
         rP=np.zeros(n, np.int64),
         rstat=np.zeros(2, np.int64),
     )
+
+
+def refactor_cost(w):
+    """Multiply-adds of one :func:`refactor` with ``w``'s reference pattern (the ``L``
+    column lengths over the ``U`` entries) plus its non-zeros; 0 when no reference is set."""
+    if w.rstat[0] != 1:
+        return 0
+    n = w.n
+    lens = np.diff(w.rLp)
+    return int(lens[w.rUi[: w.rUp[n]]].sum() + w.rLp[n] + w.rUp[n])
 
 
 @njit(cache=True)

@@ -97,6 +97,7 @@ from ._sparse import (
     has_diagonal,
     kkt_full_row_rank,
     kkt_layout,
+    refactor_cost,
     refactor_or_factor,
     set_reference,
     solve,
@@ -120,6 +121,7 @@ __all__ = [
     "Interfaces",
     "Joints",
     "MAX_DENSE",
+    "MAX_ORDER_CHOICE",
     "MODIFIED_RATIO",
     "Model",
     "SPARSE_BLOCK_FRACTION",
@@ -140,6 +142,11 @@ SPARSE_BLOCK_FRACTION = 0.3
 #: factors while the residual norm is at most this fraction of the one before (else the
 #: matrix is assembled and factored again)
 MODIFIED_RATIO = 0.1
+#: sparse LU up to this many unknowns: the reference pivots choose between COLAMD and a
+#: minimum degree order of ``A + A^T`` (:meth:`Engine.reference_pivots`; the seed
+#: slider-crank's 41 unknowns: 1825 instead of 3046 in :func:`._sparse.refactor_cost`);
+#: above it COLAMD only (the other order's factor storage grows with the square)
+MAX_ORDER_CHOICE = 200
 
 
 def prefers_sparse(n, nc, blocks):
@@ -1679,6 +1686,9 @@ class Engine:
             self.model = _with_layout(self.model, self._layout())
             L = self.model.layout
             self._lu = analyze(L.Ap, L.Ai, s.n + s.nc)
+        #: the sparse LU's analyses the reference pivots choose from (:meth:`reference_pivots`;
+        #: the first, COLAMD, also serves the rank test)
+        self._analyses = () if self._lu is None else (self._lu,)
         #: the compiled description of the system (:class:`Model`), built once
         self.ws = self._workspace(s.n, s.nc, self._lu)  # scratch of newton
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
@@ -1819,7 +1829,9 @@ class Engine:
         Newton matrices of a scheme with coefficients ``bh2 = beta' h^2`` (s^2) and
         ``gh = gamma' h`` (s): the pattern and pivots of a partial-pivoting factorization
         of the Newton matrix at the model's consistent initial state (t = 0, no lagged
-        interface loads, no stiffening), with which every step's first solve starts.
+        interface loads, no stiffening), with which every step's first solve starts; up
+        to :data:`MAX_ORDER_CHOICE` unknowns in the cheaper of two column orders
+        (:meth:`_choose_analysis`).
         A function of the model and the coefficients only (not of the run's history), so
         that a resumed run is bitwise equal to an uninterrupted one. No reference when that
         state cannot be computed or its matrix is singular: every step's first solve then
@@ -1831,7 +1843,8 @@ class Engine:
         if key == self._ref_key:
             return
         self._ref_key = key
-        self._lu.rstat[0] = 0
+        for an in self._analyses:
+            an.rstat[0] = 0
         s = self.system
         try:
             q, qd, qdd, lam = s.initial_conditions()
@@ -1853,7 +1866,28 @@ class Engine:
         )  # fmt: skip
         Ax = z(len(L.gidx))
         gather(A, L.gidx, Ax)
-        set_reference(fresh_work(self._lu), Ax)
+        self._choose_analysis(Ax)
+
+    def _choose_analysis(self, Ax):
+        """Set the reference pivots of the Newton matrix ``Ax`` (CSC values) in each
+        analysis and keep the one whose refactorization costs the fewest multiply-adds
+        (:func:`._sparse.refactor_cost`): up to :data:`MAX_ORDER_CHOICE` unknowns a
+        minimum degree order of ``A + A^T`` is tried besides COLAMD (a function of the
+        model and the coefficients only). ``self.ws`` follows the kept analysis."""
+        L = self.model.layout
+        N = L.n + L.nc
+        if len(self._analyses) == 1 and N <= MAX_ORDER_CHOICE:
+            self._analyses += (analyze(L.Ap, L.Ai, N, order="MMD_AT_PLUS_A"),)
+        best = None
+        for an in self._analyses:
+            if set_reference(fresh_work(an), Ax) == 1:
+                cost = refactor_cost(an)
+                if best is None or cost < best[0]:
+                    best = (cost, an)
+        chosen = self._analyses[0] if best is None else best[1]
+        if chosen is not self._lu:
+            self._lu = chosen
+            self.ws = self._workspace(L.n, L.nc, chosen)
 
     def _dense(self, A):
         """The Newton matrix of a layout-shaped array as a dense (n + nc) square array."""
@@ -1989,7 +2023,8 @@ class Engine:
             if self._rank_scratch is None:
                 ok = has_diagonal(L.Ap, L.Ai, L.n)
                 A = np.zeros((L.n + L.nc, L.width))
-                self._rank_scratch = (fresh_work(self._lu), A, np.zeros(len(L.gidx))) if ok else ()
+                an = self._analyses[0]
+                self._rank_scratch = (fresh_work(an), A, np.zeros(len(L.gidx))) if ok else ()
             if self._rank_scratch:
                 w, A, Ax = self._rank_scratch
                 r = kkt_full_row_rank(w, L, Pq, A, Ax, 1e-10)

@@ -442,3 +442,64 @@ def test_engine_admission_rank_test_compiled(n, monkeypatch):
         assert (np.linalg.matrix_rank(P.toarray()) == s.nc) == (not dup)
         assert full == (not dup) == S.full_row_rank(P) == S.full_row_rank(P, dense_max=0)
         assert again == full  # history-free: the same answer again
+
+
+def test_reference_pivots_choose_the_cheaper_column_order():
+    """Up to ``MAX_ORDER_CHOICE`` unknowns the reference pivots are set in two analyses
+    (COLAMD and a minimum degree order of ``A + A^T``) and the engine keeps the one whose
+    refactorization costs fewer multiply-adds: on the seed slider-crank (41 unknowns) the
+    minimum degree order, with the same solutions as LAPACK; the choice depends on the
+    model only (a second engine makes it again) and runs stay bitwise equal between
+    engines; a 20-body chain (260 unknowns) keeps COLAMD alone."""
+    import sys
+    from pathlib import Path
+
+    from flexmbd.absolute import engine as E
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(root / "benchmarks"), str(root / "examples")]
+    try:
+        import bench_absolute
+        import sda_slider_crank
+
+        crank = sda_slider_crank.build(2e4, 0.0)
+        chain = bench_absolute.chain(20)
+    finally:
+        del sys.path[:2]
+    bh2, gh = 0.25e-4, 0.5e-2
+    runs = []
+    for _ in range(2):
+        s = crank.compile("absolute")
+        q, qd, qdd, lam = s.initial_conditions()
+        eng = s.engine()
+        assert eng.sparse and s.n + s.nc <= E.MAX_ORDER_CHOICE
+        eng.reference_pivots(bh2, gh)
+        costs = [S.refactor_cost(an) for an in eng._analyses]
+        assert len(costs) == 2 and min(costs) > 0
+        assert costs[1] < 0.7 * costs[0]  # minimum degree: 1825 vs COLAMD's 3046
+        assert eng._lu is eng._analyses[1] and eng.ws.lu.rLp is eng._lu.rLp
+        # the kept analysis solves the Newton matrix at the initial state like LAPACK
+        A = eng.terms(q, qd, qdd, lam, 0.0, (1.0, bh2, gh, bh2, gh))[2]
+        Ap, Ai, Ax = _csc(A)
+        L = eng.model.layout
+        Ad = np.zeros_like(A)
+        cols = np.repeat(np.arange(len(L.Ap) - 1), np.diff(L.Ap))
+        Ad[L.Ai, cols] = 1.0
+        assert np.all(Ad[A != 0.0] == 1.0)  # the layout's pattern holds the matrix
+        w = S.fresh_work(eng._lu)
+        Ax = A[L.Ai, cols].copy()
+        assert S.refactor_or_factor(w, Ax, True) == 1 and w.stat[2] == 0  # reference kept
+        b = np.random.default_rng(3).standard_normal(A.shape[0])
+        x = np.zeros_like(b)
+        S.solve(w, Ax, b, x, 0)
+        ref = np.linalg.solve(A, b)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        res = s.simulate(0.2, dt=0.01, integrator="newmark", beta=0.25, gamma=0.5)
+        runs.append(res.q)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    s = chain.compile("absolute")
+    s.initial_conditions()
+    eng = s.engine()
+    assert s.n + s.nc > E.MAX_ORDER_CHOICE
+    eng.reference_pivots(bh2, gh)
+    assert len(eng._analyses) == 1 and eng._lu is eng._analyses[0]
