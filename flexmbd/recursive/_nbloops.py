@@ -78,6 +78,49 @@ def _chol_solve(L, b, k):
 
 
 @njit(cache=True)
+def _gram_factor(C, Y, A, k, nv):
+    """``A = C Y^T`` (k x k; ``Y = M^-1 C^T`` by rows), its symmetric part (as the
+    projector's factorization sees it) factored in place by :func:`_chol`; returns the
+    smallest pivot (< 0: not positive definite)."""
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for j in range(nv):
+                s += C[a, j] * Y[b, j]
+            A[a, b] = s
+    for a in range(k):
+        for b in range(a):
+            s = 0.5 * (A[a, b] + A[b, a])
+            A[a, b] = s
+            A[b, a] = s
+    lo, _ = _chol(A, k)
+    return lo
+
+
+@njit(cache=True)
+def _refined_solve(C, Y, A, b, qdd, x, r, k, nv):
+    """``x`` (k,) with ``(C M^-1 C^T) x = b - C qdd`` on the factor ``A`` of
+    :func:`_gram_factor`, then one step of iterative refinement; ``qdd += Y^T x`` in
+    place (``r``: k-vector scratch)."""
+    for a in range(k):
+        x[a] = 0.0
+    for _it in range(2):  # solve, then one step of iterative refinement
+        for a in range(k):
+            s = b[a]
+            for j in range(nv):
+                s -= C[a, j] * qdd[j]
+            r[a] = s
+        _chol_solve(A, r, k)
+        for a in range(k):
+            x[a] += r[a]
+        for j in range(nv):
+            s = 0.0
+            for a in range(k):
+                s += Y[a, j] * r[a]
+            qdd[j] += s
+
+
+@njit(cache=True)
 def _gram(J, sel, A):
     """``A = J_I J_I^T`` of the rows ``sel``."""
     k = sel.shape[0]
@@ -515,9 +558,9 @@ def _less_parent(Rk, Pk, af, c, k, pk, t6):
 @njit(cache=True)
 def stage_work(k, nv, n1):
     """Scratch of :func:`_stage` for ``k`` selected rows, ``nv`` speeds and ``n1`` tree
-    nodes: ``(cols, Y, af, bx, Fe, A, lam_i, r)`` (the rows ``J_I`` and ``M^-1 J_I^T``
-    (k, nv), the column sweep's (k, n1, 6) scratch, the k x k system and two k-vectors),
-    allocated once per step."""
+    nodes: ``(cols, Y, af, bx, Fe, A, lam_i, r, g)`` (the rows ``J_I`` and
+    ``M^-1 J_I^T`` (k, nv), the column sweep's (k, n1, 6) scratch, the k x k system and
+    three k-vectors), allocated once per step."""
     return (
         np.empty((k, nv)),
         np.empty((k, nv)),
@@ -525,6 +568,7 @@ def stage_work(k, nv, n1):
         np.empty((k, n1, 6)),
         np.empty((k, n1, 6)),
         np.empty((k, k)),
+        np.empty(k),
         np.empty(k),
         np.empty(k),
     )
@@ -547,7 +591,7 @@ def loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J,
 @njit(cache=True, _nrt=False)
 def _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw):
     """:func:`loop_accelerations` with the scratch ``sw`` of :func:`stage_work`."""
-    cols, Y, af, bx, Fe, A, lam_i, r = sw
+    cols, Y, af, bx, Fe, A, lam_i, r, g = sw
     nv = Ib[K.IB_NV]
     if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
@@ -557,36 +601,11 @@ def _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac
         for j in range(nv):
             cols[a, j] = J[sel[a], j]
     _tree_columns(Ib, buf, cols, Y, af, bx, Fe)
-    for a in range(k):
-        for b in range(k):
-            s = 0.0
-            for j in range(nv):
-                s += cols[a, j] * Y[b, j]
-            A[a, b] = s
-    for a in range(k):  # symmetric part (as the projector's factorization sees it)
-        for b in range(a):
-            s = 0.5 * (A[a, b] + A[b, a])
-            A[a, b] = s
-            A[b, a] = s
-    lo, _ = _chol(A, k)
-    if lo < 0.0:
+    if _gram_factor(cols, Y, A, k, nv) < 0.0:
         return SINGULAR_ROWS
     for a in range(k):
-        lam_i[a] = 0.0
-    for _it in range(2):  # solve, then one step of iterative refinement
-        for a in range(k):
-            s = gamma[sel[a]]
-            for j in range(nv):
-                s -= cols[a, j] * qdd[j]
-            r[a] = s
-        _chol_solve(A, r, k)
-        for a in range(k):
-            lam_i[a] += r[a]
-        for j in range(nv):
-            s = 0.0
-            for a in range(k):
-                s += Y[a, j] * r[a]
-            qdd[j] += s
+        g[a] = gamma[sel[a]]
+    _refined_solve(cols, Y, A, g, qdd, lam_i, r, k, nv)
     for a in range(lam.shape[0]):
         lam[a] = 0.0
     for a in range(k):
@@ -1581,19 +1600,7 @@ def _weak_stage(
     n1 = Ib[K.IB_N1]
     _tree_columns(Ib, buf, C, Y, np.empty((k, n1, 6)), np.empty((k, n1, 6)), np.empty((k, n1, 6)))
     A = np.empty((k, k))
-    for a in range(k):
-        for b in range(k):
-            s = 0.0
-            for j in range(nv):
-                s += C[a, j] * Y[b, j]
-            A[a, b] = s
-    for a in range(k):
-        for b in range(a):
-            s = 0.5 * (A[a, b] + A[b, a])
-            A[a, b] = s
-            A[b, a] = s
-    lo, _ = _chol(A, k)
-    if lo < 0.0:
+    if _gram_factor(C, Y, A, k, nv) < 0.0:
         return SINGULAR_ROWS
     an = np.zeros(k)  # normal components R_nn^-T P_n^T gamma; zero along Q_w
     for a in range(rank):
@@ -1601,22 +1608,8 @@ def _weak_stage(
         for b in range(a):
             s -= R[b, a] * an[b]
         an[a] = s / R[a, a]
-    mu = np.zeros(k)
-    r = np.empty(k)
-    for _it in range(2):  # solve, then one step of iterative refinement
-        for a in range(k):
-            s = an[a]
-            for j in range(nv):
-                s -= C[a, j] * qdd[j]
-            r[a] = s
-        _chol_solve(A, r, k)
-        for a in range(k):
-            mu[a] += r[a]
-        for j in range(nv):
-            s = 0.0
-            for a in range(k):
-                s += Y[a, j] * r[a]
-            qdd[j] += s
+    mu = np.empty(k)
+    _refined_solve(C, Y, A, an, qdd, mu, np.empty(k), k, nv)
     for a in range(lam.shape[0]):
         lam[a] = 0.0
     for a in range(k - 1, -1, -1):  # R_kk x = mu
