@@ -222,19 +222,12 @@ _TOL3Z = math.sqrt(2.0**-53)
 
 
 @njit(cache=True)
-def _qr_selects(J, sel, rtol):
-    """Whether the projector's decision (:func:`flexmbd.constraints.projection.qr_basis`:
-    rows with ``max |J_r| <= 1e-14 max_r |J_r|`` dropped, column-pivoted Householder QR of
-    the rest of ``J^T`` as LAPACK's dgeqp3/dlaqp2 does it, rank = leading ``|R_kk| > rtol
-    |R_11|``) gives rank ``k = len(sel)`` with the pivots ``sel`` in that order.
-
-    The same pivot rule (largest partial column norm, the first of equal ones; norms
-    downdated and recomputed below ``sqrt(eps)`` as dlaqp2) and the same threshold. Any
-    choice within round-off of a tie or of the threshold (:data:`_QR_MARGIN`) gives
-    False: the caller then takes the projector's own QR, so a True is the QR's selection
-    with certainty. ``J`` (m, nv) is left unchanged."""
+def _kept_rows(J, rows):
+    """The rows the projector's QR keeps (:func:`flexmbd.constraints.projection.qr_basis`:
+    ``max |J_r| > 1e-14 max_r |J_r|``) ascending in ``rows[:mk]``, the dropped ones
+    ascending after them; returns ``mk``, or -1 where a row's maximum lies within
+    :data:`_QR_MARGIN` of that cut (the QR's own choice)."""
     m, nv = J.shape
-    k = sel.shape[0]
     rmax = np.zeros(m)
     top = 0.0
     for r in range(m):
@@ -242,66 +235,63 @@ def _qr_selects(J, sel, rtol):
             rmax[r] = max(rmax[r], abs(J[r, j]))
         top = max(top, rmax[r])
     cut = 1e-14 * max(top, 1e-300)
-    cols = np.empty(m, np.int64)
     mk = 0
     for r in range(m):
         if abs(rmax[r] - cut) <= _QR_MARGIN * cut:
-            return False
+            return -1
         if rmax[r] > cut:
-            cols[mk] = r
+            rows[mk] = r
             mk += 1
-    mn = min(nv, mk)
-    if k == 0 or k > mn:
-        return False
-    A = np.empty((nv, mk))  # A = J[keep]^T
+    nd = mk
+    for r in range(m):
+        if not rmax[r] > cut:
+            rows[nd] = r
+            nd += 1
+    return mk
+
+
+@njit(cache=True)
+def _pivoted_qr(J, rows, mk, steps, A, taus, d):
+    """``steps`` steps of the column-pivoted Householder QR of ``A = J[rows[:mk]]^T``
+    (nv, mk) as LAPACK's dgeqp3/dlaqp2 does it: the pivot is the largest partial column
+    norm (the first of equal ones), the norms downdated and recomputed below
+    ``sqrt(eps)``. In place: ``A`` holds ``R`` on and above the diagonal and the
+    reflectors' vectors below it (``taus[i]``, 0 for none), ``rows[:mk]`` is permuted
+    into pivot order, ``d[i] = |R_ii|``. Returns the first step whose pivot lies within
+    :data:`_QR_MARGIN` of a tie (``steps`` if none)."""
+    nv = J.shape[1]
     vn1 = np.empty(mk)
     vn2 = np.empty(mk)
     for c in range(mk):
         s = 0.0
         for j in range(nv):
-            A[j, c] = J[cols[c], j]
+            A[j, c] = J[rows[c], j]
             s += A[j, c] * A[j, c]
         vn1[c] = np.sqrt(s)
         vn2[c] = vn1[c]
-    tol3z = _TOL3Z
-    d0 = 0.0
-    for i in range(min(k + 1, mn)):
-        # pivot: the largest partial norm (the first of equal ones), unambiguous
+    tie = steps
+    for i in range(steps):
         p = i
         for c in range(i + 1, mk):
             if vn1[c] > vn1[p]:
                 p = c
-        if i < k:
-            for c in range(i, mk):
-                if c != p and vn1[p] - vn1[c] <= _QR_MARGIN * vn1[p]:
-                    return False
-            if cols[p] != sel[i]:
-                return False
+        for c in range(i, mk):
+            if c != p and tie == steps and vn1[p] - vn1[c] <= _QR_MARGIN * vn1[p]:
+                tie = i
         if p != i:
             for j in range(nv):
                 A[j, p], A[j, i] = A[j, i], A[j, p]
-            cols[p], cols[i] = cols[i], cols[p]
+            rows[p], rows[i] = rows[i], rows[p]
             vn1[p], vn2[p] = vn1[i], vn2[i]
         # Householder reflector of A[i:, i] (dlarfg): beta = -sign(alpha) |x|
         alpha = A[i, i]
         xn = 0.0
         for j in range(i + 1, nv):
             xn += A[j, i] * A[j, i]
-        beta = -math.copysign(math.sqrt(alpha * alpha + xn), alpha)
-        rkk = abs(beta) if xn > 0.0 else abs(alpha)
-        if i == 0:
-            d0 = rkk
-            if d0 <= 1e-300:
-                return False
-        thr = rtol * d0
-        if abs(rkk - thr) <= _QR_MARGIN * thr:
-            return False
-        if i < k and rkk <= thr:
-            return False  # the rank is below k
-        if i == k:
-            return rkk < thr  # the rank is k (else above)
+        taus[i] = 0.0
         if xn > 0.0:
-            tau = (beta - alpha) / beta
+            beta = -math.copysign(math.sqrt(alpha * alpha + xn), alpha)
+            taus[i] = (beta - alpha) / beta
             f = 1.0 / (alpha - beta)
             for j in range(i + 1, nv):
                 A[j, i] *= f
@@ -310,16 +300,16 @@ def _qr_selects(J, sel, rtol):
                 w = 0.0
                 for j in range(i, nv):
                     w += A[j, i] * A[j, c]
-                w *= tau
+                w *= taus[i]
                 for j in range(i, nv):
                     A[j, c] -= w * A[j, i]
             A[i, i] = beta
+        d[i] = abs(A[i, i])
         # downdate the partial column norms (recompute where cancellation hits)
         for c in range(i + 1, mk):
             if vn1[c] != 0.0:
-                t = 1.0 - (abs(A[i, c]) / vn1[c]) ** 2
-                t = max(t, 0.0)
-                if t * (vn1[c] / vn2[c]) ** 2 <= tol3z:
+                t = max(1.0 - (abs(A[i, c]) / vn1[c]) ** 2, 0.0)
+                if t * (vn1[c] / vn2[c]) ** 2 <= _TOL3Z:
                     s = 0.0
                     for j in range(i + 1, nv):
                         s += A[j, c] * A[j, c]
@@ -327,7 +317,45 @@ def _qr_selects(J, sel, rtol):
                     vn2[c] = vn1[c]
                 else:
                     vn1[c] *= np.sqrt(t)
-    return True  # k == mn: every pivot above the threshold
+    return tie
+
+
+@njit(cache=True)
+def _qr_selects(J, sel, rtol):
+    """Whether the projector's decision (:func:`flexmbd.constraints.projection.qr_basis`:
+    rows with ``max |J_r| <= 1e-14 max_r |J_r|`` dropped, column-pivoted Householder QR of
+    the rest of ``J^T`` as LAPACK's dgeqp3/dlaqp2 does it (:func:`_pivoted_qr`), rank =
+    leading ``|R_kk| > rtol |R_11|``) gives rank ``k = len(sel)`` with the pivots ``sel``
+    in that order.
+
+    Any choice within round-off of a tie or of the threshold (:data:`_QR_MARGIN`) gives
+    False: the caller then takes the projector's own QR, so a True is the QR's selection
+    with certainty. ``J`` (m, nv) is left unchanged."""
+    m, nv = J.shape
+    k = sel.shape[0]
+    cols = np.empty(m, np.int64)
+    mk = _kept_rows(J, cols)
+    if mk < 0:
+        return False
+    mn = min(nv, mk)
+    if k == 0 or k > mn:
+        return False
+    steps = min(k + 1, mn)  # the k pivots and the one that must fall below the threshold
+    d = np.empty(steps)
+    if _pivoted_qr(J, cols, mk, steps, np.empty((nv, mk)), np.empty(steps), d) < k:
+        return False  # a pivot chosen within round-off of a tie
+    for i in range(k):
+        if cols[i] != sel[i]:
+            return False
+    if d[0] <= 1e-300:
+        return False
+    thr = rtol * d[0]
+    for i in range(steps):
+        if abs(d[i] - thr) <= _QR_MARGIN * thr:
+            return False
+        if i < k and d[i] <= thr:
+            return False  # the rank is below k
+    return k == mn or d[k] < thr  # the rank is k (else above)
 
 
 @njit(cache=True)
@@ -1426,84 +1454,15 @@ def _weak_qr(J, rtol, r_reg, has_last, tangent, update, Q, R, perm, d):
     rank choice within :data:`_QR_MARGIN` of a tie, rank 0, or the continuation of
     ``has_last`` weak directions (``tangent``) at an exactly singular state."""
     m, nv = J.shape
-    rmax = np.zeros(m)
-    top = 0.0
-    for r in range(m):
-        for j in range(nv):
-            rmax[r] = max(rmax[r], abs(J[r, j]))
-        top = max(top, rmax[r])
-    cut = 1e-14 * max(top, 1e-300)
-    mk = 0
-    for r in range(m):
-        if abs(rmax[r] - cut) <= _QR_MARGIN * cut:
-            return -1, -1
-        if rmax[r] > cut:
-            perm[mk] = r
-            mk += 1
-    nd = mk
-    for r in range(m):
-        if not rmax[r] > cut:
-            perm[nd] = r
-            nd += 1
+    mk = _kept_rows(J, perm)
+    if mk < 0:
+        return -1, -1
     mn = min(nv, mk)
     if mn == 0:
         return -1, -1
     A = np.empty((nv, mk))
-    vn1 = np.empty(mk)
-    vn2 = np.empty(mk)
-    taus = np.zeros(mn)
-    for c in range(mk):
-        s = 0.0
-        for j in range(nv):
-            A[j, c] = J[perm[c], j]
-            s += A[j, c] * A[j, c]
-        vn1[c] = np.sqrt(s)
-        vn2[c] = vn1[c]
-    tie = mn  # the first pivot position chosen within round-off of a tie
-    for i in range(mn):
-        p = i
-        for c in range(i + 1, mk):
-            if vn1[c] > vn1[p]:
-                p = c
-        for c in range(i, mk):
-            if c != p and tie == mn and vn1[p] - vn1[c] <= _QR_MARGIN * vn1[p]:
-                tie = i
-        if p != i:
-            for j in range(nv):
-                A[j, p], A[j, i] = A[j, i], A[j, p]
-            perm[p], perm[i] = perm[i], perm[p]
-            vn1[p], vn2[p] = vn1[i], vn2[i]
-        alpha = A[i, i]
-        xn = 0.0
-        for j in range(i + 1, nv):
-            xn += A[j, i] * A[j, i]
-        if xn > 0.0:
-            beta = -math.copysign(math.sqrt(alpha * alpha + xn), alpha)
-            taus[i] = (beta - alpha) / beta
-            f = 1.0 / (alpha - beta)
-            for j in range(i + 1, nv):
-                A[j, i] *= f
-            A[i, i] = 1.0
-            for c in range(i + 1, mk):
-                w = 0.0
-                for j in range(i, nv):
-                    w += A[j, i] * A[j, c]
-                w *= taus[i]
-                for j in range(i, nv):
-                    A[j, c] -= w * A[j, i]
-            A[i, i] = beta
-        d[i] = abs(A[i, i])
-        for c in range(i + 1, mk):
-            if vn1[c] != 0.0:
-                t = max(1.0 - (abs(A[i, c]) / vn1[c]) ** 2, 0.0)
-                if t * (vn1[c] / vn2[c]) ** 2 <= _TOL3Z:
-                    s = 0.0
-                    for j in range(i + 1, nv):
-                        s += A[j, c] * A[j, c]
-                    vn1[c] = np.sqrt(s)
-                    vn2[c] = vn1[c]
-                else:
-                    vn1[c] *= np.sqrt(t)
+    taus = np.empty(mn)
+    tie = _pivoted_qr(J, perm, mk, mn, A, taus, d)
     for i in range(mn, d.shape[0]):
         d[i] = -1.0  # no pivot
     if d[0] <= 1e-300:
