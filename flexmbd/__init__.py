@@ -7,6 +7,7 @@ and PyVista views. See README.md for a tour.
 """
 
 from . import errors, spatial, topology
+from ._lazy import lazy_names as _lazy_names
 from .errors import (
     ConvergenceError,
     FileError,
@@ -74,22 +75,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'flexmbd' has no attribute {name!r}") from None
-    import importlib
-
-    mod = importlib.import_module(module)
-    value = mod if attr is None else getattr(mod, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
-
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)
 
 __all__ = [
     "errors",

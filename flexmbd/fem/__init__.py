@@ -9,48 +9,36 @@ against the full finite-element model.
 import sys as _sys
 import types as _types
 
+from .._lazy import lazy_names as _lazy_names
+
 # Names whose modules are imported on first use (PEP 562): a script that only builds a
 # `ReducedBody` from matrices does not import the mesh readers, the Abaqus and Nastran
 # front ends, the mode-set strategies and their scipy.linalg / scipy.sparse.linalg.
 _LAZY = {
-    "nastran": ("nastran", None),  # fm.fem.nastran.read_bdf, read_op4, read_dmig, ...
-    "AbaqusModel": ("abaqus", "AbaqusModel"),
-    "read_abaqus": ("abaqus", "read_abaqus"),
-    "read_mtx": ("abaqus_mtx", "read_mtx"),
-    "compare_modes": ("compare", "compare_modes"),
-    "Interface": ("interfaces", "Interface"),
-    "Material": ("material", "Material"),
-    "FEMesh": ("mesh", "FEMesh"),
-    "read_mesh": ("meshfile", "read_mesh"),
-    "FEModel": ("model", "FEModel"),
-    "reduce": ("reduce", "reduce"),
-    "ReducedBody": ("reduced", "ReducedBody"),
-    **{n: ("selectors", n) for n in ("Box", "Cylinder", "Nearest", "Nodes", "NodeSet")},
-    **{n: ("selectors", n) for n in ("Plane", "Sphere")},
+    "nastran": (".nastran", None),  # fm.fem.nastran.read_bdf, read_op4, read_dmig, ...
+    "AbaqusModel": (".abaqus", "AbaqusModel"),
+    "read_abaqus": (".abaqus", "read_abaqus"),
+    "read_mtx": (".abaqus_mtx", "read_mtx"),
+    "compare_modes": (".compare", "compare_modes"),
+    "Interface": (".interfaces", "Interface"),
+    "Material": (".material", "Material"),
+    "FEMesh": (".mesh", "FEMesh"),
+    "read_mesh": (".meshfile", "read_mesh"),
+    "FEModel": (".model", "FEModel"),
+    "reduce": (".reduce", "reduce"),
+    "ReducedBody": (".reduced", "ReducedBody"),
+    **{n: (".selectors", n) for n in ("Box", "Cylinder", "Nearest", "Nodes", "NodeSet")},
+    **{n: (".selectors", n) for n in ("Plane", "Sphere")},
     **{
-        n: ("strategies", n)
+        n: (".strategies", n)
         for n in ("CraigBampton", "NormalModes", "PointLoad", "RitzVectors", "StaticCorrection")
     },
-    "stress_history": ("stress_history", "stress_history"),
-    "UnitsWarning": ("units", "UnitsWarning"),
+    "stress_history": (".stress_history", "stress_history"),
+    "UnitsWarning": (".units", "UnitsWarning"),
 }
 
 
-def __getattr__(name):
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'flexmbd.fem' has no attribute {name!r}") from None
-    import importlib
-
-    mod = importlib.import_module(f"{__name__}.{module}")
-    value = mod if attr is None else getattr(mod, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)
 
 
 class _Package(_types.ModuleType):
