@@ -23,10 +23,11 @@ def _dense(trip, shape):
     return sp.coo_matrix((v, (r, c)), shape=shape).toarray()
 
 
-def flexible_model(stiffening=True, damping=True):
+def flexible_model(stiffening=True, damping=True, loads=True):
     """Beam (soft steel-like, so that every term has a comparable size) hanging from a
     revolute joint at interface A, a rigid body on a spherical joint at interface B, a
-    universal joint from a node to a second rigid body, gravity and point loads."""
+    universal joint from a node to a second rigid body, gravity and (``loads``) point
+    loads."""
     rb = small_beam(3, "cb", rayleigh=(0.5, 1e-3) if damping else None)
     m = fm.Model("flex_jac")
     m.beam = fm.FlexibleBody(rb, geometric_stiffening=stiffening)
@@ -55,6 +56,8 @@ def flexible_model(stiffening=True, damping=True):
         child_frame=(0.2, 0, 0),
     )
     m.g = fm.Gravity((0.3, -9.81, 0.5))
+    if not loads:
+        return m
     m.f1 = fm.PointForce(m.beam, m.beam.interface("B"), (10.0, -20.0, 5.0))
     m.f2 = fm.PointForce(m.beam, m.beam.point((0.75, 0.0, 0.05)), (3.0, 4.0, -2.0), frame="body")
     return m

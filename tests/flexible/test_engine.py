@@ -6,53 +6,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flex_helpers import small_beam
-from test_absolute_jacobians import random_state
+from test_absolute_jacobians import flexible_model, random_state
 
-import flexmbd as fm
 from flexmbd.absolute.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import stiffened_pendulum  # noqa: E402
 
 
-def engine_model():
-    rb = small_beam(3, "cb", rayleigh=(0.5, 1e-3))
-    m = fm.Model("engine")
-    m.beam = fm.FlexibleBody(rb)
-    m.tip = fm.RigidBody(2.0, (0.1, 0.2, 0.3), com=(0.05, 0.02, -0.01))
-    m.arm = fm.RigidBody(1.0, (0.05, 0.06, 0.07), com=(0.1, 0.0, 0.0))
-    m.j0 = fm.Revolute(
-        m.ground,
-        m.beam,
-        axis=(0.2, 0.1, 1.0),
-        parent_frame=(0, 0.025, 0.025),
-        child_frame=m.beam.interface("A"),
-    )
-    m.j1 = fm.Revolute(
-        m.beam,
-        m.tip,
-        axis=(0.3, 1.0, 0.2),
-        parent_frame=m.beam.interface("B", rotation=(0.1, -0.2, 0.3)),
-        child_frame=((0.01, 0.02, 0.03), (0.2, 0.1, 0.0)),
-    )
-    m.j2 = fm.Universal(
-        m.beam,
-        m.arm,
-        axis1=(1, 0, 0),
-        axis2=(0, 1, 0),
-        parent_frame=m.beam.point((0.5, 0.05, 0.05)),
-        child_frame=(0.2, 0, 0),
-    )
-    m.j3 = fm.Spherical(
-        m.ground, m.tip, parent_frame=(1.2, 0.0, 0.1), child_frame=m.tip.frame((0.0, -0.1, 0.0))
-    )
-    m.g = fm.Gravity((0.3, -9.81, 0.5))
-    return m
-
-
 @pytest.fixture(scope="module")
 def system():
-    s = engine_model().compile("absolute")
+    s = flexible_model(loads=False).compile("absolute")
     s.flexible.flex[0].set_interface_loads({"B": np.array([0.5, -0.3, 0.2, 40.0, -25.0, 30.0])})
     return s
 
@@ -100,7 +64,7 @@ def hanging_model():
 def test_compiled_interface_loads_equal_reference(system, which, seed):
     """The lagged interface loads the compiled step loop sets (wrench vector and the
     stiffness ``sum v_k K_k``) equal ``update_interface_loads`` (numpy reference) at
-    random states: interface B as a joint's parent frame (engine_model) and as a joint's
+    random states: interface B as a joint's parent frame (flexible_model) and as a joint's
     deforming child frame (hanging_model)."""
     s = system if which == "parent" else hanging_model().compile("absolute")
     eng = Engine(s)
