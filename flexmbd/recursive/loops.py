@@ -112,6 +112,7 @@ from ..integrators.registry import check_options, check_times, resolve
 from ..integrators.stepper import (
     ExplicitStepper,
     explicit_integrator,
+    index_slice,
     json_options,
     rk4,
     rk4_stability,
@@ -613,7 +614,7 @@ class LoopSystem:
         out = (qdd, lam, reac, acc, stats)
         if given is not None:
             n = min(nt, len(given["viol"]))
-            idx = np.flatnonzero(given["viol"][:n, 2] == 1.0)
+            idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
             done[idx] = True
             rows = ("qdd", "lam", "reac", "acc", "cutF")
             self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
@@ -647,13 +648,25 @@ class LoopSystem:
         return done
 
     def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
-        """Rows ``idx`` of the result arrays ``out = (qdd, lam, reactions, body
-        accelerations, stats)`` from the compiled samples (tree reactions ``REAC``, cut
-        wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
+        """Rows ``idx`` (indices or a slice) of the result arrays ``out = (qdd, lam,
+        reactions, body accelerations, stats)`` from the compiled samples (tree reactions
+        ``REAC``, cut wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
         qdd, lam, reac, acc, stats = out
-        qdd[idx], lam[idx], acc[idx], reac[idx] = QDD, LAM, ACC, 0.0
-        reac[idx[:, None], self._tree_rows] = REAC
-        reac[idx[:, None], self._cut_rows_reac] = CUTF
+        qdd[idx], lam[idx], acc[idx] = QDD, LAM, ACC
+        memo = getattr(self, "_reac_cols", None)
+        if memo is None or memo[0] is not self._cut_rows_reac:
+            memo = (
+                self._cut_rows_reac,
+                index_slice(self._tree_rows),
+                index_slice(self._cut_rows_reac),
+            )
+            self._reac_cols = memo
+        _, tree, cut = memo
+        rows = reac[idx]  # (a view for a slice: the rows are written in place)
+        rows[...] = 0.0
+        rows[:, tree], rows[:, cut] = REAC, CUTF
+        if not isinstance(idx, slice):
+            reac[idx] = rows
         stats["position_violation"][idx] = VIOL[:, 0]
         stats["velocity_violation"][idx] = VIOL[:, 1]
 
@@ -1206,7 +1219,8 @@ class LoopSystem:
         extra = {}
         viol = np.zeros(2)
         acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
-        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        const = getattr(tau_f, "constant", False)  # (None or an array: no call per sample)
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)] if const is False else [const] * nt
         done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc, given)
         for i in range(nt):
             if done[i]:
@@ -1230,11 +1244,12 @@ class LoopSystem:
                     continue
             stats["position_violation"][i], stats["velocity_violation"][i] = viol
             _put_sample(i, fd, qdd, reac, lam, acc, stats)
-        tau = (
-            None
-            if all(x is None for x in taus)
-            else np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
-        )
+        if const is None or (const is False and all(x is None for x in taus)):
+            tau = None
+        elif const is not False:
+            tau = np.tile(np.asarray(const, dtype=float), (nt, 1))
+        else:
+            tau = np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
         # the joint series of the cut joints take these exact body accelerations
         # (fill_joint_states asks body_accelerations with the results' arrays)
         qdd0 = np.where(np.all(np.isfinite(qdd), axis=1)[:, None], qdd, 0.0)
