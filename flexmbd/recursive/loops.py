@@ -1321,17 +1321,17 @@ def _compiled_rk(name: str):
     scipy is imported lazily."""
     import scipy.integrate as si
 
-    base = getattr(si, name)
-    attrs = {"loop_stepper": None, "_step_impl": _compiled_step_impl(base)}
+    Solver = getattr(si, name)
+    attrs = {"loop_stepper": None, "_step_impl": _compiled_step_impl(Solver)}
     attrs["__doc__"] = f"scipy's {name} with its steps by :func:`._nbloops.loop_rk_step`."
     if name == "DOP853":
         attrs["_dense_output_impl"] = _dop853_dense_output_impl
         attrs["Interpolant"] = _dop853_interpolant()
-    return type(f"_Compiled{name}", (base,), attrs)
+    return type(f"_Compiled{name}", (Solver,), attrs)
 
 
-def _compiled_step_impl(base):
-    """The ``_step_impl`` of :func:`_compiled_rk`'s class on scipy's solver ``base``."""
+def _compiled_step_impl(Solver):
+    """The ``_step_impl`` of :func:`_compiled_rk`'s class on scipy's solver class ``Solver``."""
 
     def _step_impl(self):
         st = self.loop_stepper
@@ -1339,7 +1339,7 @@ def _compiled_step_impl(base):
         P = st.P if st is not None else None
         sel = P.selection() if c is not None and not st.qr_seen else None
         if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
-            return base._step_impl(self)
+            return Solver._step_impl(self)
         t = self.t
         n = self.y.shape[0]
         min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
@@ -1367,7 +1367,7 @@ def _compiled_step_impl(base):
             return False, self.TOO_SMALL_STEP
         if status != 0:
             st.qr_seen = True
-            return base._step_impl(self)
+            return Solver._step_impl(self)
         P.selection_used()
         self.h_previous = float(out[2])
         self.y_old = self.y
