@@ -400,9 +400,11 @@ def output_report(rows):
         "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
         "state and solved its accelerations and multipliers, so the sample adds only its "
         "violations, rank decision and the tree pass with the cut wrenches for the "
-        "reactions, in the step's own compiled call (DOP853: "
-        "`_nbloops.loop_dop853_step_sampled`) or one call after scipy's step (RK45: "
-        "`_nbloops.loop_step_sample`).",
+        "reactions, in the step's own compiled call (`_nbloops.loop_rk_step_sampled`: "
+        "scipy's DOP853 / RK45 / RK23 step with its sample). The compiled sample rows go "
+        "into the results by slices (views and block copies, no gathers or scatters per "
+        "row), the rows of an adaptive run without output times are gathered without a "
+        "`step` call per row (`ExplicitStepper._step_rows`).",
         "",
         "| run | samples | steps | every step | end only | adds |",
         "|---|---:|---:|---:|---:|---:|",
@@ -919,7 +921,7 @@ def squeezer_report(rows):
         "`examples/andrews_squeezer.py` to t = 0.03 s (7 bodies, 15 cut equations of rank 6, "
         "one SDA, a constant drive torque). `compiled`: the model as given -- its SDA and "
         "joint torque are compiled force elements (`flexmbd.recursive._nbforces`), each "
-        "DOP853 step is one compiled call (`_nbloops.loop_dop853_step`: scipy's stages, "
+        "DOP853 step is one compiled call (`_nbloops.loop_rk_step`: scipy's stages, "
         "error norm and step control, the correction on the last QR's rows with its rank "
         "check and the projected accelerations per stage). `Python`: the same model with "
         "the drive torque as a Python function (a user force law), which keeps the "

@@ -397,3 +397,23 @@ def test_squeezer_compiled_rk_step_follows_scipys_step(monkeypatch, integrator, 
     for res in (fast, ref):
         got = mod.angles(res)
         assert min(mod.digits(got[a], mod.REFERENCE[a]) for a in mod.ANGLES) >= digits
+
+
+def test_result_rows_by_slices_and_cross_products_keep_the_values():
+    """The result assembly's helpers: ``index_slice`` turns a contiguous ascending run of
+    rows into a slice (views and block copies) and leaves any other index array as it
+    is; the joint series' row-wise cross product gives numpy.cross's values bit for bit
+    (the same products and differences)."""
+    from flexmbd.integrators.stepper import index_slice
+    from flexmbd.joint_states import _cross
+
+    assert index_slice(np.arange(3, 9)) == slice(3, 9)
+    assert index_slice(np.array([4])) == slice(4, 5)
+    for idx in (np.array([0, 2, 3]), np.array([2, 1, 0, 3]), np.array([0, 2, 1, 3])):
+        assert np.array_equal(index_slice(idx), idx)
+    assert len(index_slice(np.zeros(0, dtype=int))) == 0
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((50, 3)) * 10.0 ** rng.uniform(-6, 6, (50, 1))
+    b = rng.standard_normal((50, 3))
+    np.testing.assert_array_equal(_cross(a, b), np.cross(a, b))
+    np.testing.assert_array_equal(_cross(a, b[0]), np.cross(a, b[0]))  # broadcast
