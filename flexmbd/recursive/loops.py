@@ -1925,11 +1925,13 @@ class _LoopStepper(ExplicitStepper):
             return False
         keys = ("qdd", "lam", "reac", "acc", "cutF", "viol")
         given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in keys}
-        idx = row[fit]
-        y[idx] = f["yc"][:n][fit]
+        rows_i = row[fit]
+        idx = index_slice(rows_i)  # (slices: views and block copies)
+        src = slice(0, n) if fit.all() else np.flatnonzero(fit)
+        y[idx] = f["yc"][src]
         for k in keys:
-            given[k][idx] = f[k][:n][fit]
-        rest = np.setdiff1d(np.arange(1, len(y)), idx)
+            given[k][idx] = f[k][src]
+        rest = np.setdiff1d(np.arange(1, len(y)), rows_i)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
             status, rows = self.system.project_samples(Y, self._tau, P)
