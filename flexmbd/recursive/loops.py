@@ -1209,19 +1209,24 @@ class LoopSystem:
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
-        qdd = np.full((nt, nv), np.nan)
-        reac = np.full((nt, len(self.joint_names), 6), np.nan)
-        lam = np.full((nt, m), np.nan)
+        # (rows the compiled samples do not write are NaN, set after them: no fill of
+        # the whole (nt, joints, 6) arrays)
+        qdd = np.empty((nt, nv))
+        reac = np.empty((nt, len(self.joint_names), 6))
+        lam = np.empty((nt, m))
         stats = {k: np.zeros(nt, dtype=int) for k in ("rank", "regular_rank", "n_weak")}
         stats["discarded"] = np.zeros((nt, m), dtype=bool)
         stats["position_violation"] = np.zeros(nt)
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
-        acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
+        acc = np.empty((nt, len(self.layout.body_names), 6))
         const = getattr(tau_f, "constant", False)  # (None or an array: no call per sample)
         taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)] if const is False else [const] * nt
         done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc, given)
+        if not done.all():
+            for a in (qdd, reac, lam, acc):
+                a[~done] = np.nan
         for i in range(nt):
             if done[i]:
                 continue
