@@ -241,6 +241,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
     import andrews_squeezer as sq
 
     cases = []
+    ring_systems = {}
     for N in (10, 100):
         for kind, closed in (("loop", True), ("tree", False)):
             S = ring(N, closed=closed).compile("recursive")
@@ -253,6 +254,8 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 return S.simulate(T, dt=T, substeps=steps, integrator="rk4")
 
             cases.append((f"ring N = {N}, {kind}, RK4", every, end))
+            if kind == "loop":
+                ring_systems[N] = S
     sqs = sq.build(False).compile("recursive")
 
     def sq_run(n_out):
@@ -287,6 +290,8 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
         floor = (
             squeezer_floor(sqs, every(), end()) if name == "squeezer, DOP853 rtol 1e-9" else None
         )
+        if name.startswith("ring") and name.endswith("loop, RK4"):
+            floor = ring_sample_floor(ring_systems[int(name.split()[3].rstrip(","))], steps, dt)
         pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
         if pairs[0][1][0] < 5e-3:  # a run of a millisecond: more pairs against the noise
             pairs += [(cpu_of(every), cpu_of(end)) for _ in range(2 * repeats)]
@@ -311,6 +316,42 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
             flush=True,
         )
     return rows
+
+
+def ring_sample_floor(S, steps, dt, repeats=7):
+    """What the ring loop's output samples cost inside the compiled RK4 block: the
+    block of a run with a sample after every step (``_nbloops.loop_rk4_block`` of its
+    ``steps - 1`` intervals after the QR step, the arguments as the run passed them)
+    timed with its sample rows and with none (zero-length rows: every step
+    ``loop_rk4_step``), best of ``repeats`` each, process time; ``{"per_sample" (s),
+    "share"}`` of the sampled block over the unsampled."""
+    from flexmbd.recursive import _nbloops as NL
+
+    seen = {}
+    block = NL.loop_rk4_block
+
+    def keep(*a):
+        if a[9] > 1:  # (the run's block of its intervals)
+            seen["args"] = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in a)
+        return block(*a)
+
+    NL.loop_rk4_block = keep
+    try:
+        S.simulate(steps * dt, dt=dt, integrator="rk4")
+    finally:
+        NL.loop_rk4_block = block
+    a = seen["args"]
+
+    def run(sampled):
+        b = list(a)
+        b[6] = a[6].copy()  # (the block integrates y in place)
+        if not sampled:
+            b[19:25] = [x[:0] for x in a[19:25]]  # no sample rows
+        return cpu_of(lambda: block(*b))[0]
+
+    ts = min(run(True) for _ in range(repeats))
+    tn = min(run(False) for _ in range(repeats))
+    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9])
 
 
 def squeezer_floor(S, every, end, repeats=15):
@@ -422,7 +463,20 @@ def output_report(rows):
     ]
     for r in rows:
         f = r.get("floor")
-        if f:
+        if f and "per_sample" in f:
+            lines += [
+                "",
+                f"Inside the compiled block of the {r['case']} run (`ring_sample_floor`: "
+                f"its `_nbloops.loop_rk4_block` call of {f['n']} intervals timed with its "
+                f"sample rows and with none): {1e6 * f['per_sample']:.1f} us per sample, "
+                f"{100 * f['share']:.1f} % of the block -- the sample's own work (its "
+                f"violations, rank decision and the tree pass with the cut wrenches: "
+                f"world poses, bias forces, solve, every reaction and body acceleration); "
+                f"the rest of the row's share is the results of the extra rows (the "
+                f"kinematics pass of every sample for the energies and the cut joints' "
+                f"series, the assembly).",
+            ]
+        elif f:
             de = f["evals_every"] - f["evals_end"]
             lines += [
                 "",
