@@ -241,6 +241,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
     import andrews_squeezer as sq
 
     cases = []
+    ring_systems = {}
     for N in (10, 100):
         for kind, closed in (("loop", True), ("tree", False)):
             S = ring(N, closed=closed).compile("recursive")
@@ -253,6 +254,8 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 return S.simulate(T, dt=T, substeps=steps, integrator="rk4")
 
             cases.append((f"ring N = {N}, {kind}, RK4", every, end))
+            if kind == "loop":
+                ring_systems[N] = S
     sqs = sq.build(False).compile("recursive")
 
     def sq_run(n_out):
@@ -287,6 +290,8 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
         floor = (
             squeezer_floor(sqs, every(), end()) if name == "squeezer, DOP853 rtol 1e-9" else None
         )
+        if name.startswith("ring") and name.endswith("loop, RK4"):
+            floor = ring_sample_floor(ring_systems[int(name.split()[3].rstrip(","))], steps, dt)
         pairs = [(cpu_of(every), cpu_of(end)) for _ in range(repeats)]
         if pairs[0][1][0] < 5e-3:  # a run of a millisecond: more pairs against the noise
             pairs += [(cpu_of(every), cpu_of(end)) for _ in range(2 * repeats)]
@@ -311,6 +316,42 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
             flush=True,
         )
     return rows
+
+
+def ring_sample_floor(S, steps, dt, repeats=7):
+    """What the ring loop's output samples cost inside the compiled RK4 block: the
+    block of a run with a sample after every step (``_nbloops.loop_rk4_block`` of its
+    ``steps - 1`` intervals after the QR step, the arguments as the run passed them)
+    timed with its sample rows and with none (zero-length rows: every step
+    ``loop_rk4_step``), best of ``repeats`` each, process time; ``{"per_sample" (s),
+    "share"}`` of the sampled block over the unsampled."""
+    from flexmbd.recursive import _nbloops as NL
+
+    seen = {}
+    block = NL.loop_rk4_block
+
+    def keep(*a):
+        if a[9] > 1:  # (the run's block of its intervals)
+            seen["args"] = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in a)
+        return block(*a)
+
+    NL.loop_rk4_block = keep
+    try:
+        S.simulate(steps * dt, dt=dt, integrator="rk4")
+    finally:
+        NL.loop_rk4_block = block
+    a = seen["args"]
+
+    def run(sampled):
+        b = list(a)
+        b[6] = a[6].copy()  # (the block integrates y in place)
+        if not sampled:
+            b[19:25] = [x[:0] for x in a[19:25]]  # no sample rows
+        return cpu_of(lambda: block(*b))[0]
+
+    ts = min(run(True) for _ in range(repeats))
+    tn = min(run(False) for _ in range(repeats))
+    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9])
 
 
 def squeezer_floor(S, every, end, repeats=15):
@@ -400,9 +441,11 @@ def output_report(rows):
         "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
         "state and solved its accelerations and multipliers, so the sample adds only its "
         "violations, rank decision and the tree pass with the cut wrenches for the "
-        "reactions, in the step's own compiled call (DOP853: "
-        "`_nbloops.loop_dop853_step_sampled`) or one call after scipy's step (RK45: "
-        "`_nbloops.loop_step_sample`).",
+        "reactions, in the step's own compiled call (`_nbloops.loop_rk_step_sampled`: "
+        "scipy's DOP853 / RK45 / RK23 step with its sample). The compiled sample rows go "
+        "into the results by slices (views and block copies, no gathers or scatters per "
+        "row), the rows of an adaptive run without output times are gathered without a "
+        "`step` call per row (`ExplicitStepper._step_rows`).",
         "",
         "| run | samples | steps | every step | end only | adds |",
         "|---|---:|---:|---:|---:|---:|",
@@ -420,7 +463,20 @@ def output_report(rows):
     ]
     for r in rows:
         f = r.get("floor")
-        if f:
+        if f and "per_sample" in f:
+            lines += [
+                "",
+                f"Inside the compiled block of the {r['case']} run (`ring_sample_floor`: "
+                f"its `_nbloops.loop_rk4_block` call of {f['n']} intervals timed with its "
+                f"sample rows and with none): {1e6 * f['per_sample']:.1f} us per sample, "
+                f"{100 * f['share']:.1f} % of the block -- the sample's own work (its "
+                f"violations, rank decision and the tree pass with the cut wrenches: "
+                f"world poses, bias forces, solve, every reaction and body acceleration); "
+                f"the rest of the row's share is the results of the extra rows (the "
+                f"kinematics pass of every sample for the energies and the cut joints' "
+                f"series, the assembly).",
+            ]
+        elif f:
             de = f["evals_every"] - f["evals_end"]
             lines += [
                 "",
@@ -837,6 +893,17 @@ def main(sizes=SIZES, repeats=3, write=False):
     return rows, exps
 
 
+def write_squeezer(rows):
+    """Replace only the squeezer subsection of the loops section of RESULTS.md
+    (``--squeezer --write``: the rest of the section keeps its last run)."""
+    old = RESULTS.read_text()
+    head, nxt = "### Andrews' squeezer", "### Output sampling: what a sample"
+    if head not in old or nxt not in old:
+        raise SystemExit("RESULTS.md has no loops squeezer subsection: run --write")
+    i, j = old.index(head), old.index(nxt)
+    RESULTS.write_text(old[:i] + "\n".join(squeezer_report(rows)) + "\n\n" + old[j:])
+
+
 def write_output(rows):
     """Replace only the output subsection of the loops section of RESULTS.md (``--output
     --write``: the rest of the section keeps its last full run)."""
@@ -919,7 +986,7 @@ def squeezer_report(rows):
         "`examples/andrews_squeezer.py` to t = 0.03 s (7 bodies, 15 cut equations of rank 6, "
         "one SDA, a constant drive torque). `compiled`: the model as given -- its SDA and "
         "joint torque are compiled force elements (`flexmbd.recursive._nbforces`), each "
-        "DOP853 step is one compiled call (`_nbloops.loop_dop853_step`: scipy's stages, "
+        "DOP853 step is one compiled call (`_nbloops.loop_rk_step`: scipy's stages, "
         "error norm and step control, the correction on the last QR's rows with its rank "
         "check and the projected accelerations per stage). `Python`: the same model with "
         "the drive torque as a Python function (a user force law), which keeps the "
@@ -1149,6 +1216,26 @@ OUTPUT_NOTES = (
     "decision), a few us of Python per row (the row's bookkeeping in `advance`) and the "
     "results of the extra rows (energies, joint series), each about 1-2 % of the "
     "squeezer's run; this machine's load moves a run by more than that."
+    " Round output3: RK45 and RK23 steps compiled like DOP853's "
+    "(`_nbloops.loop_rk_step[_sampled]`: scipy's stages, its RMS error norm and step "
+    "control; the same steps and evaluations as scipy's step code, the step sizes within "
+    "5e-7 relative: numpy's BLAS dot products sum in another order and the error "
+    "estimate's cancellation amplifies that), so an RK45 run with a sample at every "
+    "accepted step writes each sample in its step's compiled call; the compiled sample "
+    "rows enter the results by slices, the loop's result arrays are not NaN-filled "
+    "whole, the every-step rows are gathered without a `step` call each, and the joint "
+    "series' cross products skip `numpy.cross`'s axis handling (all bit for bit the "
+    "same results; RK45 to round-off as said). Interleaved against main b6567f2 (this "
+    "command three times each, alternating, load ~2.5; main / output3): the squeezer's "
+    "RK45 run with a sample at every accepted step 105.5, 104.3, 106.8 / 64.8, 65.5, "
+    "70.8 ms, end only 97.9, 97.8, 89.7 / 58.6, 59.2, 59.9 ms (the run ~38 % faster), "
+    "its share 9.0, 7.6, 12.1 / 13.5, 11.4, 16.5 % (the same ~6-7 ms of output over a "
+    "shorter run: ~5 us per row in the compiled call, ~4 us of Python per row, the "
+    "results and joint series of 380 rows); DOP853 every accepted step 7.9, 7.7, 3.3 / "
+    "4.5, 5.1, 4.7 %; ring N = 100 loop 10.3, 10.8, 10.0 / 10.6, 11.3, 9.4 %; ring N = "
+    "100 tree 7.7, 7.9, 7.1 / 7.0, 9.2, 8.2 %; ring N = 10 tree 10.1, 9.1, 9.6 / 8.5, "
+    "9.7, 12.1 % (a 1.2 ms run: 0.1 ms, ~1 us per row). What the ring N = 100 loop's "
+    "samples cost inside the compiled block is measured below (`ring_sample_floor`)."
 )
 
 
@@ -1184,7 +1271,9 @@ if __name__ == "__main__":
     ap.add_argument("--stages", action="store_true", help="only the loop step's parts")
     a = ap.parse_args()
     if a.squeezer:
-        squeezer_rows(a.repeats)
+        sq_rows = squeezer_rows(a.repeats)
+        if a.write:
+            write_squeezer(sq_rows)
         sys.exit()
     if a.output:
         out_rows = output_rows(max(a.repeats, 5))

@@ -93,22 +93,34 @@ def _exp_rates(theta, dtheta, ddtheta):
         -1 / 60 + t**2 / 1260,
         ((1 - np.cos(ts)) / ts**3 - 3 * (ts - np.sin(ts)) / ts**4) / ts,
     )
-    c1 = np.cross(theta, dtheta)
-    c2 = np.cross(theta, c1)
+    c1 = _cross(theta, dtheta)
+    c2 = _cross(theta, c1)
     w = dtheta + a[:, None] * c1 + b[:, None] * c2
     if ddtheta is None:
         return w, None
     td = np.einsum("ti,ti->t", theta, dtheta)  # t t' = theta . theta'
-    e1 = np.cross(theta, ddtheta)
+    e1 = _cross(theta, ddtheta)
     al = (
         ddtheta
         + a[:, None] * e1
-        + b[:, None] * np.cross(theta, e1)
+        + b[:, None] * _cross(theta, e1)
         + (da * td)[:, None] * c1
         + (db * td)[:, None] * c2
-        + b[:, None] * np.cross(dtheta, c1)
+        + b[:, None] * _cross(dtheta, c1)
     )
     return w, al
+
+
+def _cross(a, b):
+    """Row-wise cross products of (nt, 3) vectors (broadcast): the products and
+    differences of :func:`numpy.cross` in the same order (the same values), without its
+    axis handling (~15 us per call, a dozen calls per joint series)."""
+    a, b = np.broadcast_arrays(a, b)
+    out = np.empty(a.shape)
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 def _frame_motion(frame, body, motion, modal, nt, accel=None):
@@ -138,16 +150,16 @@ def _frame_motion(frame, body, motion, modal, nt, accel=None):
     p = rb + s
     wfw, vfw = np.einsum("tij,tj->ti", Rb, wf), np.einsum("tij,tj->ti", Rb, vf)
     w = wb + wfw
-    v = vb + np.cross(wb, s) + vfw
+    v = vb + _cross(wb, s) + vfw
     if accel is None or af is None:
         return R, p, w, v, None, None
     alb, ab = accel[body.name]
-    alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + np.cross(wb, wfw)
+    alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + _cross(wb, wfw)
     a = (
         ab
-        + np.cross(alb, s)
-        + np.cross(wb, np.cross(wb, s))
-        + 2 * np.cross(wb, vfw)
+        + _cross(alb, s)
+        + _cross(wb, _cross(wb, s))
+        + 2 * _cross(wb, vfw)
         + np.einsum("tij,tj->ti", Rb, af)
     )
     return R, p, w, v, alpha, a
@@ -178,13 +190,13 @@ def _relative(joint, motion, modal, nt, accel=None):
     Rrel = np.einsum("tji,tjk->tik", RP, RC)
     dp = pC - pP
     d = np.einsum("tji,tj->ti", RP, dp)
-    Om, u = wC - wP, vC - vP - np.cross(wP, dp)
+    Om, u = wC - wP, vC - vP - _cross(wP, dp)
     child = lambda x: np.einsum("tji,tj->ti", RC, x)
     V = np.concatenate([child(Om), child(u)], axis=1)
     if alP is None or alC is None:
         return Rrel, d, V, None
-    ud = aC - aP - np.cross(alP, dp) - np.cross(wP, vC - vP)
-    Vd = np.concatenate([child(alC - alP - np.cross(wC, Om)), child(ud - np.cross(wC, u))], axis=1)
+    ud = aC - aP - _cross(alP, dp) - _cross(wP, vC - vP)
+    Vd = np.concatenate([child(alC - alP - _cross(wC, Om)), child(ud - _cross(wC, u))], axis=1)
     return Rrel, d, V, Vd
 
 

@@ -49,6 +49,7 @@ from ..results import Results
 from .stepper import (
     ExplicitStepper,
     explicit_integrator,
+    index_slice,
     json_options,
     restore_options,
     rk4,
@@ -375,8 +376,8 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     if given is not None:
         n = min(nt, len(given[2]))
         done[:n] = given[2][:n]
-        qdd[:n][done[:n]] = given[0][:n][done[:n]]
-        reac[:n][done[:n]] = given[1][:n][done[:n]]
+        idx = index_slice(np.flatnonzero(done[:n]))  # (views and block copies)
+        qdd[idx], reac[idx] = given[0][idx], given[1][idx]
     try:
         todo = np.flatnonzero(~done)
         with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):

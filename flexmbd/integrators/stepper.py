@@ -114,6 +114,16 @@ def tau_function(tau: Any, nv: int) -> Callable[[float, Array, Array], Array | N
     return g
 
 
+def index_slice(idx: Array) -> Array | slice:
+    """The ascending index array ``idx`` as a slice where it is a contiguous run (rows of
+    a result then go by views and block copies instead of gathers and scatters), else
+    ``idx`` itself."""
+    n = len(idx)
+    if n and idx[-1] - idx[0] == n - 1 and (n < 3 or np.all(np.diff(idx) == 1)):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 def rk4(
     f: Callable[[float, Array], Array],
     t0: float,
@@ -531,6 +541,31 @@ class ExplicitStepper:
         self.t = float(te)
         self.i += 1
 
+    def _step_rows(self, steps, n):
+        """Up to ``n`` accepted steps of an adaptive run without output times, a row each
+        appended to ``steps = (t, y, wall, counters)``: what :meth:`step` and
+        :meth:`_counters` give per step, without their per-call overhead (a few us per
+        row). Returns the number of steps taken."""
+        s = self.solver
+        T, Y, W, C = steps
+        count = 0
+        tic = _time.perf_counter()
+        while s.status == "running" and count < n:
+            self._solver_step()
+            self.t = s.t
+            self.y = s.y.copy()  # (a new self.y per step, never changed in place)
+            self.i += 1
+            toc = _time.perf_counter()
+            self.wall += toc - tic
+            tic = toc
+            T.append(self.t)
+            Y.append(self.y)
+            W.append(self.wall)
+            h = s.step_size
+            C.append((s.nfev, np.nan if h is None else h))
+            count += 1
+        return count
+
     def _covered_samples(self, n):
         """Adaptive runs with output times and DOP853's interpolant (elementwise in the
         times: the same numbers as one time at a time): the further output times (up to
@@ -589,11 +624,8 @@ class ExplicitStepper:
         # (a few us per step less than a chunk each; the values are the same)
         steps = ([], [], [], []) if self.adaptive and self.t_eval is None else None
         try:
-            while steps is not None and not self.done and count < n:
-                self.step()  # a new self.y per step (never changed in place): no copy here
-                for rows, x in zip(steps, (self.t, self.y, self.wall, self._counters())):
-                    rows.append(x)
-                count += 1
+            if steps is not None:
+                count = self._step_rows(steps, n)
             while steps is None and not self.done and count < n:
                 block = None if self.adaptive else self._rk4_block(n - count)
                 if block is not None and len(block[0]):

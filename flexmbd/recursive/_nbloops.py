@@ -2,7 +2,7 @@
 position / velocity correction of :class:`flexmbd.recursive.loops.LoopSystem` in one call
 each, for regular configurations, with the force elements of a force table
 (:mod:`flexmbd.recursive._nbforces`); whole RK4 steps (:func:`loop_rk4_step`) and
-DOP853 steps (:func:`loop_dop853_step`, the adaptive integrators' correction inside
+DOP853 steps (:func:`loop_rk_step`, the adaptive integrators' correction inside
 every evaluation: :func:`loop_rhs`).
 
 Both take the tree's packed model and workspace (``Ib``, ``buf``:
@@ -1053,22 +1053,26 @@ def loop_rhs_keep(
 
 
 @njit(cache=True)
-def loop_dop853_step(
+def loop_rk_step(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
 ):  # fmt: skip
-    """One accepted step of scipy's ``DOP853`` (its ``_step_impl``, rejected attempts
-    included) with :func:`loop_rhs` at every stage, from ``(t, y)`` with the derivative
-    ``f`` and the proposed step ``h_abs``: ``K`` the stages (scipy's layout, dense output
-    reads them), ``y_new``, ``f_new``, and ``out = (t_new, h_abs_next, h, evaluations)``.
+    """One accepted step of scipy's explicit Runge-Kutta pairs (their ``_step_impl``,
+    rejected attempts included) with :func:`loop_rhs` at every stage, from ``(t, y)``
+    with the derivative ``f`` and the proposed step ``h_abs``: ``DOP853`` (its two error
+    estimators ``E3``, ``E5``) or, with ``E3`` empty, ``RK45`` / ``RK23`` (their error
+    estimator ``E5 = E``, scipy's RMS norm); tableau ``A``, ``B``, ``C`` and error
+    ``exponent`` as scipy's solver holds them. ``K`` the stages (scipy's layout, dense
+    output reads them), ``y_new``, ``f_new``, and ``out = (t_new, h_abs_next, h,
+    evaluations)``.
 
     Returns 0; -1 when the step fell below ``min_step`` (scipy's "too small" failure);
     or a status of :func:`loop_rhs` (:data:`NEEDS_QR` or a failed solve), after which
     the caller redoes the step by scipy's own code (``K``, ``y_new`` then undefined)."""
     yc = np.empty(y.shape[0])
     lam = np.empty(ws[0].shape[0])
-    return _dop853_step(
+    return _rk_step(
         Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
         t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
         A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out, yc, lam,
@@ -1076,13 +1080,13 @@ def loop_dop853_step(
 
 
 @njit(cache=True)
-def loop_dop853_step_sampled(
+def loop_rk_step_sampled(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
     clab, body_row, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
 ):  # fmt: skip
-    """:func:`loop_dop853_step` and the output sample at its accepted state (an adaptive
+    """:func:`loop_rk_step` and the output sample at its accepted state (an adaptive
     run that outputs every step) in one call: row ``j`` of ``RAW`` (the accepted
     ``y_new``), ``YC`` (its corrected state ``(q, v)``), ``QDD``, ``LAM``, the tree
     reactions ``REAC``, body accelerations ``ACC``, cut wrenches ``CUTF`` (child axes) and
@@ -1091,9 +1095,9 @@ def loop_dop853_step_sampled(
     ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
     only its violations, rank decision and the tree pass with the cut wrenches
     (:func:`_sample_after_rhs`): the same operations on the same values as
-    :func:`loop_correct_samples` of ``y_new``. Returns :func:`loop_dop853_step`'s
+    :func:`loop_correct_samples` of ``y_new``. Returns :func:`loop_rk_step`'s
     status (the row is written only on 0)."""
-    st = _dop853_step(
+    st = _rk_step(
         Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
         t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
         A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
@@ -1106,6 +1110,11 @@ def loop_dop853_step_sampled(
         f_new, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
     )  # fmt: skip
     return 0
+
+
+#: the names of the DOP853 step before RK45 / RK23 shared it (documentation refers to them)
+loop_dop853_step = loop_rk_step
+loop_dop853_step_sampled = loop_rk_step_sampled
 
 
 @njit(cache=True)
@@ -1132,7 +1141,7 @@ def loop_step_sample(
     step's last evaluation there (:func:`loop_rhs_keep` returned 0 with the corrected
     state ``yc``, the multipliers ``lam`` and ``f_new = (v, qdd)``; scipy's RK45 / RK23
     end every step so): ``yc``, ``lam`` into row ``j`` and the sample's rest as
-    :func:`loop_dop853_step_sampled` writes it (``cuts``: :func:`cut_arrays`)."""
+    :func:`loop_rk_step_sampled` writes it (``cuts``: :func:`cut_arrays`)."""
     _copy_into(YC[j], yc)
     _copy_into(LAM[j], lam)
     _step_sample(
@@ -1188,12 +1197,12 @@ def _sample_after_rhs(
 
 
 @njit(cache=True)
-def _dop853_step(
+def _rk_step(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out, yc, lam,
 ):  # fmt: skip
-    """:func:`loop_dop853_step` that keeps the corrected state of the accepted ``y_new``
+    """:func:`loop_rk_step` that keeps the corrected state of the accepted ``y_new``
     in ``yc`` and its multipliers in ``lam`` (:func:`loop_rhs_keep`: the step's last
     evaluation)."""
     n = y.shape[0]
@@ -1243,24 +1252,10 @@ def _dop853_step(
             return st
         for i in range(n):
             K[ns, i] = f_new[i]
-        # scipy's DOP853 error norm
-        e5 = 0.0
-        e3 = 0.0
-        for i in range(n):
-            scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
-            a5 = 0.0
-            a3 = 0.0
-            for j in range(ns + 1):
-                a5 += K[j, i] * E5[j]
-                a3 += K[j, i] * E3[j]
-            err5[i] = a5 / scale
-            err3[i] = a3 / scale
-            e5 += err5[i] * err5[i]
-            e3 += err3[i] * err3[i]
-        if e5 == 0.0 and e3 == 0.0:
-            error_norm = 0.0
+        if E3.shape[0]:
+            error_norm = _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3)
         else:
-            error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+            error_norm = _rk_norm(y, y_new, K, E5, h, r_tol, a_tol)
         if error_norm < 1.0:
             if error_norm == 0.0:
                 factor = max_factor
@@ -1277,6 +1272,48 @@ def _dop853_step(
     out[2] = h
     out[3] = nfev
     return 0
+
+
+@njit(cache=True, inline="always")
+def _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3):
+    """scipy's DOP853 error norm of a step of size ``h`` (s) from ``y`` to ``y_new`` with
+    the stages ``K``: ``|h| |e5|^2 / sqrt((|e5|^2 + 0.01 |e3|^2) n)`` of the two
+    estimators scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    n = y.shape[0]
+    ns1 = K.shape[0]
+    e5 = 0.0
+    e3 = 0.0
+    for i in range(n):
+        scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
+        a5 = 0.0
+        a3 = 0.0
+        for j in range(ns1):
+            a5 += K[j, i] * E5[j]
+            a3 += K[j, i] * E3[j]
+        err5[i] = a5 / scale
+        err3[i] = a3 / scale
+        e5 += err5[i] * err5[i]
+        e3 += err3[i] * err3[i]
+    if e5 == 0.0 and e3 == 0.0:
+        return 0.0
+    return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+
+
+@njit(cache=True, inline="always")
+def _rk_norm(y, y_new, K, E, h, r_tol, a_tol):
+    """scipy's ``RungeKutta`` error norm (RK45, RK23) of a step of size ``h`` (s): the
+    RMS of ``h sum_j E_j K_j`` scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    n = y.shape[0]
+    ns1 = K.shape[0]
+    s2 = 0.0
+    for i in range(n):
+        scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
+        a = 0.0
+        for j in range(ns1):
+            a += K[j, i] * E[j]
+        e = a * h / scale
+        s2 += e * e
+    return np.sqrt(s2) / n**0.5
 
 
 @njit(cache=True, inline="always")

@@ -51,8 +51,8 @@ corrected state would choose the same rows with a margin; otherwise the Python p
 its QR decides (singular configurations, rank changes). The adaptive integrators
 correct the state inside every evaluation: there the compiled correction keeps the same
 rank check (a state where the QR's decision could differ goes to the QR, so the error
-control sees the rank changes), and a DOP853 step is one compiled call
-(:func:`flexmbd.recursive._nbloops.loop_dop853_step`, scipy's stages and step control;
+control sees the rank changes), and a DOP853, RK45 or RK23 step is one compiled call
+(:func:`flexmbd.recursive._nbloops.loop_rk_step`, scipy's stages and step control;
 scipy's own code redoes a step where the QR must decide).
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
@@ -112,6 +112,7 @@ from ..integrators.registry import check_options, check_times, resolve
 from ..integrators.stepper import (
     ExplicitStepper,
     explicit_integrator,
+    index_slice,
     json_options,
     rk4,
     rk4_stability,
@@ -613,7 +614,7 @@ class LoopSystem:
         out = (qdd, lam, reac, acc, stats)
         if given is not None:
             n = min(nt, len(given["viol"]))
-            idx = np.flatnonzero(given["viol"][:n, 2] == 1.0)
+            idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
             done[idx] = True
             rows = ("qdd", "lam", "reac", "acc", "cutF")
             self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
@@ -647,13 +648,25 @@ class LoopSystem:
         return done
 
     def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
-        """Rows ``idx`` of the result arrays ``out = (qdd, lam, reactions, body
-        accelerations, stats)`` from the compiled samples (tree reactions ``REAC``, cut
-        wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
+        """Rows ``idx`` (indices or a slice) of the result arrays ``out = (qdd, lam,
+        reactions, body accelerations, stats)`` from the compiled samples (tree reactions
+        ``REAC``, cut wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
         qdd, lam, reac, acc, stats = out
-        qdd[idx], lam[idx], acc[idx], reac[idx] = QDD, LAM, ACC, 0.0
-        reac[idx[:, None], self._tree_rows] = REAC
-        reac[idx[:, None], self._cut_rows_reac] = CUTF
+        qdd[idx], lam[idx], acc[idx] = QDD, LAM, ACC
+        memo = getattr(self, "_reac_cols", None)
+        if memo is None or memo[0] is not self._cut_rows_reac:
+            memo = (
+                self._cut_rows_reac,
+                index_slice(self._tree_rows),
+                index_slice(self._cut_rows_reac),
+            )
+            self._reac_cols = memo
+        _, tree, cut = memo
+        rows = reac[idx]  # (a view for a slice: the rows are written in place)
+        rows[...] = 0.0
+        rows[:, tree], rows[:, cut] = REAC, CUTF
+        if not isinstance(idx, slice):
+            reac[idx] = rows
         stats["position_violation"][idx] = VIOL[:, 0]
         stats["velocity_violation"][idx] = VIOL[:, 1]
 
@@ -1196,18 +1209,24 @@ class LoopSystem:
         nq, nv, m = self.nq, self.nv, self.constraints.m
         nt = len(t)
         q, qd = y[:, :nq], y[:, nq:]
-        qdd = np.full((nt, nv), np.nan)
-        reac = np.full((nt, len(self.joint_names), 6), np.nan)
-        lam = np.full((nt, m), np.nan)
+        # (rows the compiled samples do not write are NaN, set after them: no fill of
+        # the whole (nt, joints, 6) arrays)
+        qdd = np.empty((nt, nv))
+        reac = np.empty((nt, len(self.joint_names), 6))
+        lam = np.empty((nt, m))
         stats = {k: np.zeros(nt, dtype=int) for k in ("rank", "regular_rank", "n_weak")}
         stats["discarded"] = np.zeros((nt, m), dtype=bool)
         stats["position_violation"] = np.zeros(nt)
         stats["velocity_violation"] = np.zeros(nt)
         extra = {}
         viol = np.zeros(2)
-        acc = np.full((nt, len(self.layout.body_names), 6), np.nan)
-        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)]
+        acc = np.empty((nt, len(self.layout.body_names), 6))
+        const = getattr(tau_f, "constant", False)  # (None or an array: no call per sample)
+        taus = [tau_f(t[i], q[i], qd[i]) for i in range(nt)] if const is False else [const] * nt
         done = self._compiled_samples(q, qd, taus, P, qdd, reac, lam, stats, acc, given)
+        if not done.all():
+            for a in (qdd, reac, lam, acc):
+                a[~done] = np.nan
         for i in range(nt):
             if done[i]:
                 continue
@@ -1230,11 +1249,12 @@ class LoopSystem:
                     continue
             stats["position_violation"][i], stats["velocity_violation"][i] = viol
             _put_sample(i, fd, qdd, reac, lam, acc, stats)
-        tau = (
-            None
-            if all(x is None for x in taus)
-            else np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
-        )
+        if const is None or (const is False and all(x is None for x in taus)):
+            tau = None
+        elif const is not False:
+            tau = np.tile(np.asarray(const, dtype=float), (nt, 1))
+        else:
+            tau = np.array([np.zeros(self.nv) if x is None else x for x in taus], dtype=float)
         # the joint series of the cut joints take these exact body accelerations
         # (fill_joint_states asks body_accelerations with the results' arrays)
         qdd0 = np.where(np.all(np.isfinite(qdd), axis=1)[:, None], qdd, 0.0)
@@ -1289,108 +1309,131 @@ def _pair(c, Rc_, pc, F):
     return [(c.joint.child, pc, n, f), (c.joint.parent, pc, -n, -f)]
 
 
-@functools.cache
 def _compiled_dop853():
     """The class :class:`_CompiledDOP853` (built on first use: scipy is imported lazily)."""
-    from scipy.integrate import DOP853
+    return _compiled_rk("DOP853")
+
+
+@functools.cache
+def _compiled_rk(name: str):
+    """scipy's solver class ``name`` (``"DOP853"``, ``"RK45"``, ``"RK23"``) whose steps
+    (stages, error norm, step-size control: its ``_step_impl``) run in one compiled call
+    (:func:`._nbloops.loop_rk_step`) while the last QR's rows hold; a step where they do
+    not, or where a solve fails, is redone by scipy's own code with the stepper's
+    right-hand side (the projector's QR decides there). DOP853's dense output runs its
+    three extra stages in one compiled call as well. The solver state is scipy's
+    (``loop_stepper`` is set by :meth:`_LoopStepper._make_solver`). Built on first use:
+    scipy is imported lazily."""
+    import scipy.integrate as si
+
+    Solver = getattr(si, name)
+    attrs = {"loop_stepper": None, "_step_impl": _compiled_step_impl(Solver)}
+    attrs["__doc__"] = f"scipy's {name} with its steps by :func:`._nbloops.loop_rk_step`."
+    if name == "DOP853":
+        attrs["_dense_output_impl"] = _dop853_dense_output_impl
+        attrs["Interpolant"] = _dop853_interpolant()
+    return type(f"_Compiled{name}", (Solver,), attrs)
+
+
+def _compiled_step_impl(Solver):
+    """The ``_step_impl`` of :func:`_compiled_rk`'s class on scipy's solver class ``Solver``."""
+
+    def _step_impl(self):
+        st = self.loop_stepper
+        c = st.system.compiled_rk4() if st is not None else None
+        P = st.P if st is not None else None
+        sel = P.selection() if c is not None and not st.qr_seen else None
+        if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+            return Solver._step_impl(self)
+        t = self.t
+        n = self.y.shape[0]
+        min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
+        y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
+        tau = st.constant_tau(c)
+        E3, E5 = (self.E3, self.E5) if hasattr(self, "E5") else (_NO_E3, self.E)
+        args = (
+            c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
+            c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
+            np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
+            float(self.direction), float(min_step), float(self.max_step), float(self.rtol),
+            float(self.atol), self.A, self.B, self.C, E3, E5, self.K, _SAFETY,
+            _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
+        )  # fmt: skip
+        rows = st.step_rows(sel)
+        if rows is None:
+            status = _NL.loop_rk_step(*args)
+        else:  # the output sample at the accepted state in the same call
+            k = rows["n"]
+            status = _NL.loop_rk_step_sampled(*args, c[7], c[8], k, st.i + 1, *rows["out"])
+            if status == 0:
+                rows["n"] = k + 1
+        self.nfev += int(out[3])
+        if status == -1:
+            return False, self.TOO_SMALL_STEP
+        if status != 0:
+            st.qr_seen = True
+            return Solver._step_impl(self)
+        P.selection_used()
+        self.h_previous = float(out[2])
+        self.y_old = self.y
+        self.t = float(out[0])
+        self.y = y_new
+        self.h_abs = float(out[1])
+        self.f = f_new
+        return True, None
+
+    return _step_impl
+
+
+#: RK45 / RK23 have one error estimator: :func:`._nbloops.loop_rk_step` takes an empty E3
+_NO_E3 = np.zeros(0)
+
+
+@functools.cache
+def _dop853_interpolant():
+    """scipy's DOP853 interpolant evaluated by one compiled call
+    (:func:`._nbloops.dop853_interpolate`: the same operations per element, so the
+    same values; a call from Python costs a few us instead of scipy's loop of array
+    operations)."""
     from scipy.integrate._ivp.rk import Dop853DenseOutput
 
-    class _CompiledDenseOutput(Dop853DenseOutput):
-        """scipy's DOP853 interpolant evaluated by one compiled call
-        (:func:`._nbloops.dop853_interpolate`: the same operations per element, so the
-        same values; a call from Python costs a few us instead of scipy's loop of array
-        operations)."""
+    def _call_impl(self, t):
+        ts = np.atleast_1d(np.asarray(t, dtype=float))
+        out = np.empty((ts.shape[0], self.y_old.shape[0]))
+        _NL.dop853_interpolate(float(self.t_old), float(self.h), self.y_old, self.F, ts, out)
+        return out[0] if np.ndim(t) == 0 else out.T
 
-        def _call_impl(self, t):
-            ts = np.atleast_1d(np.asarray(t, dtype=float))
-            out = np.empty((ts.shape[0], self.y_old.shape[0]))
-            _NL.dop853_interpolate(float(self.t_old), float(self.h), self.y_old, self.F, ts, out)
-            return out[0] if np.ndim(t) == 0 else out.T
+    return type("_CompiledDenseOutput", (Dop853DenseOutput,), {"_call_impl": _call_impl})
 
-    class _CompiledDOP853(DOP853):
-        """scipy's DOP853 whose steps (stages, error norm, step-size control: its
-        ``_step_impl``) run in one compiled call (:func:`._nbloops.loop_dop853_step`) while
-        the last QR's rows hold; a step where they do not, or where a solve fails, is redone
-        by scipy's own code with the stepper's right-hand side (the projector's QR decides
-        there). The dense output's three extra stages run in one compiled call as well
-        (:meth:`_dense_output_impl`); the solver state is scipy's (``loop_stepper`` is set
-        by :meth:`_LoopStepper._make_solver`)."""
 
-        loop_stepper = None
+def _dop853_dense_output_impl(self):
+    """scipy's DOP853 dense output of the last step with its three extra stages and the
+    interpolant's coefficients in one compiled call (:func:`._nbloops.loop_dop853_dense`)
+    while the last QR's rows hold; else, or where a stage's solve fails, scipy's own code
+    (the stepper's right-hand side)."""
+    from scipy.integrate import DOP853
 
-        def _step_impl(self):
-            st = self.loop_stepper
-            c = st.system.compiled_rk4() if st is not None else None
-            P = st.P if st is not None else None
-            sel = P.selection() if c is not None and not st.qr_seen else None
-            if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
-                return DOP853._step_impl(self)
-            t = self.t
-            n = self.y.shape[0]
-            min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
-            y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
-            tau = st.constant_tau(c)
-            args = (
-                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
-                c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
-                np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
-                float(self.direction), float(min_step), float(self.max_step), float(self.rtol),
-                float(self.atol), self.A, self.B, self.C, self.E3, self.E5, self.K, _SAFETY,
-                _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
-            )  # fmt: skip
-            rows = st.step_rows(sel)
-            if rows is None:
-                status = _NL.loop_dop853_step(*args)
-            else:  # the output sample at the accepted state in the same call
-                k = rows["n"]
-                status = _NL.loop_dop853_step_sampled(*args, c[7], c[8], k, st.i + 1, *rows["out"])
-                if status == 0:
-                    rows["n"] = k + 1
-            self.nfev += int(out[3])
-            if status == -1:
-                return False, self.TOO_SMALL_STEP
-            if status != 0:
-                st.qr_seen = True
-                return DOP853._step_impl(self)
-            P.selection_used()
-            self.h_previous = float(out[2])
-            self.y_old = self.y
-            self.t = float(out[0])
-            self.y = y_new
-            self.h_abs = float(out[1])
-            self.f = f_new
-            return True, None
-
-        def _dense_output_impl(self):
-            """scipy's dense output of the last step with its three extra stages and the
-            interpolant's coefficients in one compiled call
-            (:func:`._nbloops.loop_dop853_dense`) while the last QR's rows hold; else, or
-            where a stage's solve fails, scipy's own code (the stepper's right-hand
-            side)."""
-            st = self.loop_stepper
-            c = st.system.compiled_rk4() if st is not None else None
-            P = st.P if st is not None else None
-            sel = P.selection() if c is not None and not st.qr_seen else None
-            if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
-                return DOP853._dense_output_impl(self)
-            F = np.empty((self.D.shape[0] + 3, self.n))
-            status = _NL.loop_dop853_dense(
-                c[0], c[1], c[2], c[3], st.constant_tau(c), sel, P.position_tol,
-                P.max_newton, P.rtol, _GUARD, c[5], c[6], float(self.t_old),
-                float(self.h_previous), np.ascontiguousarray(self.y_old, dtype=float),
-                np.ascontiguousarray(self.y, dtype=float),
-                np.ascontiguousarray(self.f, dtype=float), self.K_extended, self.A_EXTRA,
-                self.C_EXTRA, self.D, F,
-            )  # fmt: skip
-            if status != 0:
-                st.qr_seen = True
-                return DOP853._dense_output_impl(self)
-            self.nfev += len(self.A_EXTRA)  # as scipy's counted evaluations
-            P.selection_used()
-            return _CompiledDenseOutput(self.t_old, self.t, self.y_old, F)
-
-    _CompiledDOP853.Interpolant = _CompiledDenseOutput
-    return _CompiledDOP853
+    st = self.loop_stepper
+    c = st.system.compiled_rk4() if st is not None else None
+    P = st.P if st is not None else None
+    sel = P.selection() if c is not None and not st.qr_seen else None
+    if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+        return DOP853._dense_output_impl(self)
+    F = np.empty((self.D.shape[0] + 3, self.n))
+    status = _NL.loop_dop853_dense(
+        c[0], c[1], c[2], c[3], st.constant_tau(c), sel, P.position_tol,
+        P.max_newton, P.rtol, _GUARD, c[5], c[6], float(self.t_old),
+        float(self.h_previous), np.ascontiguousarray(self.y_old, dtype=float),
+        np.ascontiguousarray(self.y, dtype=float),
+        np.ascontiguousarray(self.f, dtype=float), self.K_extended, self.A_EXTRA,
+        self.C_EXTRA, self.D, F,
+    )  # fmt: skip
+    if status != 0:
+        st.qr_seen = True
+        return DOP853._dense_output_impl(self)
+    self.nfev += len(self.A_EXTRA)  # as scipy's counted evaluations
+    P.selection_used()
+    return self.Interpolant(self.t_old, self.t, self.y_old, F)
 
 
 class _LoopStepper(ExplicitStepper):
@@ -1463,15 +1506,15 @@ class _LoopStepper(ExplicitStepper):
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
 
     def _make_solver(self, y0):
-        """scipy's solver; DOP853 with its steps by the compiled loop
-        (``_compiled_dop853()``) where the right-hand side is compiled."""
+        """scipy's solver; DOP853, RK45 and RK23 with their steps by the compiled loop
+        (:func:`_compiled_rk`) where the right-hand side is compiled."""
         if self._fast_rhs and not self.system.rank_is_stable(y0[: self.nq], self.t0):
             self.qr_seen = True  # a singular start: the QR at every evaluation
         name, _ = self._solver_class()
-        if not (self._fast_rhs and name == "DOP853"):
+        if not (self._fast_rhs and name in ("DOP853", "RK45", "RK23")):
             return ExplicitStepper._make_solver(self, y0)
         kw = {} if self.max_step is None else {"max_step": self.max_step}
-        solver = _compiled_dop853()(
+        solver = _compiled_rk(name)(
             self._f, self.t0, y0, self.t_end, rtol=self.rtol, atol=self.atol, **kw
         )
         solver.loop_stepper = self
@@ -1608,8 +1651,8 @@ class _LoopStepper(ExplicitStepper):
         return f
 
     def step_rows(self, sel: Array) -> dict | None:
-        """The arrays the compiled DOP853 step writes its output sample into
-        (:func:`._nbloops.loop_dop853_step_sampled`) when the run outputs every accepted
+        """The arrays the compiled DOP853 / RK45 / RK23 step writes its output sample into
+        (:func:`._nbloops.loop_rk_step_sampled`) when the run outputs every accepted
         step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
         before the correction), ``yc`` (the corrected states), ``qdd``, ``lam``, ``reac``,
         ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
@@ -1887,11 +1930,13 @@ class _LoopStepper(ExplicitStepper):
             return False
         keys = ("qdd", "lam", "reac", "acc", "cutF", "viol")
         given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in keys}
-        idx = row[fit]
-        y[idx] = f["yc"][:n][fit]
+        rows_i = row[fit]
+        idx = index_slice(rows_i)  # (slices: views and block copies)
+        src = slice(0, n) if fit.all() else np.flatnonzero(fit)
+        y[idx] = f["yc"][src]
         for k in keys:
-            given[k][idx] = f[k][:n][fit]
-        rest = np.setdiff1d(np.arange(1, len(y)), idx)
+            given[k][idx] = f[k][src]
+        rest = np.setdiff1d(np.arange(1, len(y)), rows_i)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
             status, rows = self.system.project_samples(Y, self._tau, P)

@@ -289,7 +289,7 @@ def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
 
 @pytest.mark.parametrize(
     "integrator, kernel, j",
-    [("dop853", "loop_dop853_step_sampled", -11), ("rk45", "loop_step_sample", -11)],
+    [("dop853", "loop_rk_step_sampled", -11), ("rk45", "loop_rk_step_sampled", -11)],
 )
 def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
     monkeypatch, integrator, kernel, j
@@ -297,12 +297,11 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
     """An adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None): the
     sample at the step's accepted state takes the correction, accelerations and
     multipliers of the step's last evaluation there and adds its violations, rank
-    decision and reactions in the same compiled call (DOP853:
-    ``loop_dop853_step_sampled``) or one call after the step (RK45, scipy's step code:
-    ``loop_step_sample``). The run's steps, the reported corrected states,
-    accelerations, reactions, multipliers, violations, rank statistics and energies are
-    bit for bit those of the correction and sample after the run (``project_samples`` of
-    every output state)."""
+    decision and reactions in the same compiled call as the step
+    (``loop_rk_step_sampled``: scipy's DOP853 / RK45 step compiled). The run's steps, the
+    reported corrected states, accelerations, reactions, multipliers, violations, rank
+    statistics and energies are bit for bit those of the correction and sample after the
+    run (``project_samples`` of every output state)."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import LoopSystem, _LoopStepper
 
@@ -354,3 +353,67 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
             assert res.stats[k].max() < 1e-9  # corrected states: on the constraints
         for k in ref.energy:
             np.testing.assert_array_equal(res.energy[k], ref.energy[k])
+
+
+@pytest.mark.parametrize("integrator, rtol, digits", [("rk45", 1e-9, 8.0), ("rk23", 1e-6, 5.5)])
+def test_squeezer_compiled_rk_step_follows_scipys_step(monkeypatch, integrator, rtol, digits):
+    """RK45 / RK23 of a compiled loop take their steps in one compiled call each
+    (``loop_rk_step_sampled``: scipy's stages, error norm and step-size control) and
+    follow scipy's own ``_step_impl`` on the same compiled right-hand side: the same
+    number of steps and evaluations, the step sizes and states to round-off (the sums
+    run in another order than numpy's BLAS dot products; the error estimate, a
+    difference of the stages ~1e8 times smaller than the stages, amplifies that to
+    ~1e-7 of a step size over the run), the Test Set angles to the digits the tolerance
+    gives (8+ for RK45 at rtol 1e-9)."""
+    import scipy.integrate as si
+
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _compiled_rk
+
+    from .test_compiled_forces import _squeezer
+
+    mod = _squeezer()
+    s = mod.build().compile("recursive")
+    kw = dict(integrator=integrator, rtol=rtol, atol=1e-11)
+    calls = []
+    step = NL.loop_rk_step_sampled
+
+    def counted(*a):
+        calls.append(1)
+        return step(*a)
+
+    monkeypatch.setattr(NL, "loop_rk_step_sampled", counted)
+    fast = s.simulate(0.03, **kw)
+    assert type(s.stepper(0.03, **kw).solver).__name__ == f"_Compiled{integrator.upper()}"
+    monkeypatch.setattr(_compiled_rk(integrator.upper()), "_step_impl", si.RK45._step_impl)
+    ref = s.simulate(0.03, **kw)
+    n = fast.meta["steps"]
+    assert len(calls) == n == ref.meta["steps"] > 50  # every step compiled, as many as scipy's
+    ev = "rhs_evaluations"
+    np.testing.assert_array_equal(fast.stats[ev], ref.stats[ev])  # same rejected attempts
+    h, h_ref = np.diff(fast.t), np.diff(ref.t)
+    assert np.abs(h / h_ref - 1.0).max() < 1e-5
+    assert np.abs(fast.q - ref.q).max() < 1e-7 * np.abs(ref.q).max()
+    for res in (fast, ref):
+        got = mod.angles(res)
+        assert min(mod.digits(got[a], mod.REFERENCE[a]) for a in mod.ANGLES) >= digits
+
+
+def test_result_rows_by_slices_and_cross_products_keep_the_values():
+    """The result assembly's helpers: ``index_slice`` turns a contiguous ascending run of
+    rows into a slice (views and block copies) and leaves any other index array as it
+    is; the joint series' row-wise cross product gives numpy.cross's values bit for bit
+    (the same products and differences)."""
+    from flexmbd.integrators.stepper import index_slice
+    from flexmbd.joint_states import _cross
+
+    assert index_slice(np.arange(3, 9)) == slice(3, 9)
+    assert index_slice(np.array([4])) == slice(4, 5)
+    for idx in (np.array([0, 2, 3]), np.array([2, 1, 0, 3]), np.array([0, 2, 1, 3])):
+        assert np.array_equal(index_slice(idx), idx)
+    assert len(index_slice(np.zeros(0, dtype=int))) == 0
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((50, 3)) * 10.0 ** rng.uniform(-6, 6, (50, 1))
+    b = rng.standard_normal((50, 3))
+    np.testing.assert_array_equal(_cross(a, b), np.cross(a, b))
+    np.testing.assert_array_equal(_cross(a, b[0]), np.cross(a, b[0]))  # broadcast
