@@ -155,10 +155,33 @@ def test_reference_pivots_start_every_fresh_solve():
     j = base.Q[k]
     t = Ap[j] + np.searchsorted(Ai[Ap[j] : Ap[j + 1]], P_ref[k])
     bad[t] = 1e-14
-    solve(bad, True)
-    assert tuple(w.stat[:3]) == (1, 2, 1) and w.stat[4] == 2
+    xb = solve(bad, True)
+    # refused at k, then the alternative pivots of step k (built once from the reference
+    # matrix, the reference's pivot row of step k excluded there): no pivoting factorization
+    # refused at k; then the alternative pivots of step k (built once from the reference
+    # matrix, with the reference's pivot row of step k excluded there); the tiny entry
+    # makes that row fail later in the alternative too (at k2), so partial pivoting from
+    # k2 on: the reference's pivots before k, the alternative's before k2
+    k2 = int(w.stat[6])
+    assert tuple(w.stat[:3]) == (1, 3, 2) and w.stat[4] == 2 and k2 > k
+    assert tuple(w.stat[7:9]) == (1, 1) and tuple(base.alt[0, :3]) == (1, k, P_ref[k])
+    np.testing.assert_array_equal(w.P[:k], P_ref[:k])
+    assert w.P[k] != P_ref[k]
+    # the alternative is a function of the reference and k only: built again from
+    # scratch in another work, the same pivots
+    alt = S.fresh_work(base)
+    S.restore_reference(alt)
+    assert S.refactor(alt, bad) == 0 and alt.stat[6] == k
+    base.alt[:, 0] = 0
+    assert S._alternative(alt, bad, k) == 0
+    np.testing.assert_array_equal(alt.P[:k2], w.P[:k2])
+    w3 = S.fresh_work(base)  # another work, the alternative kept: the same bits
+    assert S.refactor_or_factor(w3, bad, True) == 1 and w3.stat[8] == 0
+    x3 = np.zeros(n)
+    S.solve(w3, bad, b, x3, 0)
+    np.testing.assert_array_equal(x3, xb)
     solve(bad, False)  # the next solve of the step: its own pivots again
-    assert tuple(w.stat[:3]) == (1, 3, 1)
+    assert tuple(w.stat[:3]) == (1, 4, 2)
     # the next fresh solve: the reference again, the same bits as before
     np.testing.assert_array_equal(solve(near, True), x1)
     np.testing.assert_array_equal(w.P, P_ref)
@@ -208,17 +231,33 @@ def test_refused_refactorization_resumes_at_the_refused_step():
         w = S.fresh_work(base)
         if warm:  # other factors held before (a pivoting factorization of another matrix)
             assert S.factor(w, Ax[::-1].copy()) == 1
-        assert S.refactor_or_factor(w, Ax, True) == 1
+        S.restore_reference(w)
+        assert S.refactor(w, Ax) == 0
         k = int(w.stat[6])
-        assert tuple(w.stat[1:3]) == (1, 1) and w.stat[4] == 2  # refused once, at k
+        assert S._factor_from(w, Ax, k, -1) == 1  # refactor_or_factor's last resort
+        assert tuple(w.stat[:3]) == (1 + warm, 1, 1) and w.stat[4] == 2  # refused at k
         assert k > max(s, n // 2)  # late: most columns keep the reference
         np.testing.assert_array_equal(w.P[:k], P_ref[:k])  # with P[s] == r0
         assert w.P[k] != P_ref[k]  # the refused pivot is not taken
         x = np.zeros(n)
         S.solve(w, Ax, b, x, 0)
         np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
-        sols.append(x)
-    np.testing.assert_array_equal(sols[0], sols[1])
+        sols.append(x.copy())
+        # refactor_or_factor: the alternative pivots of step k (or, where the alternative
+        # is refused too, pivoting from its refused step): the reference's before k
+        w = S.fresh_work(base)
+        if warm:
+            assert S.factor(w, Ax[::-1].copy()) == 1
+        assert S.refactor_or_factor(w, Ax, True) == 1
+        # refused at k, then the alternative: passed (3) or refused too (2)
+        assert w.stat[4] in (2, 3) and w.stat[2] == 1 + (w.stat[4] == 2) and w.stat[6] >= k
+        np.testing.assert_array_equal(w.P[:k], P_ref[:k])
+        assert w.P[k] != P_ref[k]
+        S.solve(w, Ax, b, x, 0)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        sols.append(x.copy())
+    np.testing.assert_array_equal(sols[0], sols[2])
+    np.testing.assert_array_equal(sols[1], sols[3])
 
 
 def test_kkt_layout_colours_columns_without_collisions():
