@@ -459,8 +459,14 @@ def test_engine_admission_rank_test_compiled(n, monkeypatch):
     """The engine admission's compiled rank test (:meth:`Engine.admission`, the factors of
     ``[[s I, P^T], [P, 0]]`` on the engine's own LU pattern) agrees with the SVD rank and
     with :func:`full_row_rank` on a full-rank chain and on the same chain with one joint
-    duplicated (five redundant rows); its ``Phi`` is the constraint kernel's, bitwise."""
+    duplicated (five redundant rows); its ``Phi`` is the constraint kernel's, bitwise.
+    The answer for the last ``Phi_q`` is kept: the same state again runs no rank test,
+    another state does."""
     import flexmbd.absolute.engine as E
+
+    tests = []
+    compiled = E.kkt_full_row_rank
+    monkeypatch.setattr(E, "kkt_full_row_rank", lambda *a: tests.append(1) or compiled(*a))
 
     def scipy_path(P):  # the compiled test answers: SciPy's path is not taken
         raise AssertionError("admission fell back to the SciPy rank test")
@@ -474,7 +480,16 @@ def test_engine_admission_rank_test_compiled(n, monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(E, "full_row_rank", scipy_path)
             phi, full = eng.admission(q, 0.0)
+            assert len(tests) == 1 and eng.admission(q, 0.0)[1] == full and len(tests) == 1
+            eng._rank_memo = (None, False)  # the test itself again: history-free
             again = eng.admission(q, 0.0)[1]
+            assert len(tests) == 2
+            q2 = q.copy()
+            q2[14::7] -= 0.02  # positions only: the same Phi_q (kept answer)
+            assert eng.admission(q2, 0.0)[1] == full and len(tests) == 2
+            q2[10::7] += 0.01  # Euler parameters: another Phi_q
+            assert eng.admission(q2, 0.0)[1] == full and len(tests) == 3
+        tests.clear()
         P = eng.constraint_jacobian(q, 0.0)
         np.testing.assert_array_equal(phi, eng.constraint(q, 0.0))
         assert np.abs(phi).max() > 1e-3
