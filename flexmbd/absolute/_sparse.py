@@ -18,7 +18,10 @@ with the number of non-zeros of the factors, not with ``(n + nc)^2``:
   caller factors with partial pivoting again: static pivoting with a safe fallback,
   which :func:`refactor_or_factor` starts at the refused elimination step (the steps
   before it keep their pivots and values: a pivot that passes through zero late in the
-  elimination costs only the columns after it);
+  elimination costs only the columns after it); a refused reference pivot is first
+  replaced by the alternative pivots of its step (:func:`_alternative`: the reference
+  matrix factored with that pivot row excluded at the step, built once per step), a
+  refactorization again;
 * :func:`set_reference` / :func:`restore_reference` (numba): keep the pattern and pivots
   of one factorization (a reference matrix: the engine's Newton matrix at the model's
   initial state) and put them back, so that a caller can start every solve from the same
@@ -437,11 +440,14 @@ def _copy_pattern(n, Lp, Up, Li, Ui, P, Lp2, Up2, Li2, Ui2, P2):
 def refactor_or_factor(w, Ax, fresh):
     """Factors of ``Ax``: with ``fresh`` (or no factors yet) a :func:`refactor` with the
     reference pivots (:func:`restore_reference`), otherwise with the last pivots; a
-    :func:`factor` with partial pivoting when there are no pivots to reuse, and when the
-    refactorization is refused at a step, partial pivoting from that step on (the steps
-    before it keep their pivots and values: :func:`_factor_from`; the result depends on
-    ``Ax`` and the pivots it started from only). Returns the status of the last kernel
-    run (1: factors ready).
+    :func:`factor` with partial pivoting when there are no pivots to reuse. When the
+    refactorization with the reference pivots is refused at a step, it goes on from that
+    step with the step's alternative pivots (:func:`_alternative`; ``w.stat[4]`` 3 then);
+    when that (or a refactorization with the last pivots) is refused, partial pivoting
+    from the refused step on (the steps before it keep their pivots and values:
+    :func:`_factor_from`). The result depends on ``Ax`` and the reference (or the pivots
+    it started from) only. Returns the status of the last kernel run (1: factors
+    ready).
 
     The reference is not copied again when the factors already hold it (the last
     factorizations were refactorizations from it: a step's first solve then costs no
