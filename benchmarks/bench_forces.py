@@ -204,16 +204,20 @@ def step_split(model, steps, reps=5):
     out["refactor cost"] = S.refactor_cost(eng._lu)
     out["order"] = "COLAMD" if eng._lu is eng._analyses[0] else "MMD(A+A^T)"
     out["other cost"] = max(costs) if len(costs) > 1 else 0
-    out["refused per 100 steps"] = lu_counts(model, steps)[2] * 100.0 / steps
+    counts = lu_counts(model, steps)
+    out["refused per 100 steps"] = counts[2] * 100.0 / steps
+    out["pivoting per 100 steps"] = counts[0] * 100.0 / steps
     return out
 
 
 def lu_counts(model, steps):
     """Sparse-LU counts of one ``simulate`` run of ``steps`` (``run_flexmbd``'s settings):
-    (pivoting factorizations, refactorizations, refused refactorizations); a refused
-    refactorization (a reference pivot failing its test) is followed by a pivoting
-    factorization from the refused elimination step on (:mod:`flexmbd.absolute._sparse`).
-    Reads the run's workspace through ``Engine._workspace`` (a benchmark, not API)."""
+    (pivoting factorizations, refactorizations, refused refactorizations, refactorizations
+    with an alternative reference); a refused refactorization with the reference pivots
+    is followed by one with the alternative pivots of the refused step (built once per
+    engine), and only when that is refused too by a pivoting factorization from its
+    refused elimination step on (:mod:`flexmbd.absolute._sparse`). Reads the run's
+    workspace through ``Engine._workspace`` (a benchmark, not API)."""
     s = model.compile("absolute")
     s.initial_conditions()
     eng = s.engine()
@@ -223,7 +227,7 @@ def lu_counts(model, steps):
     s.simulate(steps * DT, dt=DT, integrator="newmark", beta=0.25, gamma=0.5, tol=TOL,
                max_iter=50, energy=False, project_velocities=False)  # fmt: skip
     st = made[-1].lu.stat
-    return int(st[0]), int(st[1]), int(st[2])
+    return int(st[0]), int(st[1]), int(st[2]), int(st[7])
 
 
 def exudyn_model(model):
@@ -710,8 +714,8 @@ def main(write=True):
         "Newton (2 corrections): two Newton-matrix assemblies, one residual and two sparse "
         "refactorizations, the first with the engine's reference pivots (a "
         "partial-pivoting factorization of the Newton matrix at the model's initial "
-        "state; partial pivoting from the refused elimination step on only when a "
-        "reference pivot fails its test), "
+        "state; when a reference pivot fails its test, the alternative pivots of that "
+        "elimination step, a function of the reference and the step only), "
         "the second with the first's pivots: each step depends on its own state only, "
         "checkpoints resume bitwise. The time includes the `simulate` call's fixed cost "
         "(the table below). Exudyn's modified Newton keeps its Jacobian and factors across "
@@ -730,8 +734,8 @@ def main(write=True):
         "| model | assembly with Newton matrix (of it: force elements, constraints) | "
         "residual only | sparse solve, first / second of a step | joint reactions | "
         "kernels per step | simulate per step | simulate call of 1 step | refused "
-        "refactorizations per 100 steps | refactorization multiply-adds (column order; "
-        "the other order's) |",
+        "refactorizations per 100 steps (pivoting factorizations) | refactorization "
+        "multiply-adds (column order; the other order's) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         *(
             f"| {nm} | {o['assembly with Newton matrix']:.1f} "
@@ -739,7 +743,8 @@ def main(write=True):
             f" | {o['residual only']:.1f} | {o['sparse solve (first of a step)']:.1f} / "
             f"{o['sparse solve (second)']:.1f} | {o['joint reactions']:.1f} | "
             f"{o['step from the kernels']:.0f} | {o['simulate per step']:.0f} | "
-            f"{o['simulate call, 1 step']:.0f} | {o['refused per 100 steps']:.0f} | "
+            f"{o['simulate call, 1 step']:.0f} | {o['refused per 100 steps']:.0f} "
+            f"({o['pivoting per 100 steps']:.0f}) | "
             f"{o['refactor cost']} ({o['order']}"
             + (f"; {o['other cost']}" if o["other cost"] else "")
             + ") |"
@@ -748,10 +753,16 @@ def main(write=True):
         "",
         "A refused refactorization: a reference pivot fails its threshold test (on the "
         "50-body chain a pivot passes through zero as the chain swings: 17 of the first "
-        "100 steps, at elimination step 644 of 650 or 126); the factorization then goes on "
-        "with partial pivoting from the refused step only (the steps before it keep the "
-        "reference pivots and their values; before issue 13's sparse-speed work it "
-        "factored all 650 columns again, 4-5x a refactorization). Refactorization "
+        "100 steps, at elimination step 644 of 650 or 126). The solve then refactorizes "
+        "with the alternative pivots of that step: the reference matrix factored with the "
+        "reference pivots before the step and partial pivoting from it on, the refused "
+        "row excluded at the step (built once per engine and step, two kept; a function "
+        "of the reference and the step only, so each solve still depends on its own "
+        "matrix only). Only when those are refused too does partial pivoting take over "
+        "from their refused step (before issue 13's sparse-speed work a refusal factored "
+        "all 650 columns again with pivoting; until sda4 it pivoted from the refused step "
+        "on: 0.40 ms for both solves of such a step on the 50-body chain, 0.18 ms with "
+        "the alternative). Refactorization "
         "multiply-adds: the `L` column lengths over the `U` entries plus the factors' "
         "non-zeros (`_sparse.refactor_cost`); up to `engine.MAX_ORDER_CHOICE` unknowns the "
         "reference pivots are set in two column orders, COLAMD and a minimum degree "

@@ -18,7 +18,10 @@ with the number of non-zeros of the factors, not with ``(n + nc)^2``:
   caller factors with partial pivoting again: static pivoting with a safe fallback,
   which :func:`refactor_or_factor` starts at the refused elimination step (the steps
   before it keep their pivots and values: a pivot that passes through zero late in the
-  elimination costs only the columns after it);
+  elimination costs only the columns after it); a refused reference pivot is first
+  replaced by the alternative pivots of its step (:func:`_alternative`: the reference
+  matrix factored with that pivot row excluded at the step, built once per step), a
+  refactorization again;
 * :func:`set_reference` / :func:`restore_reference` (numba): keep the pattern and pivots
   of one factorization (a reference matrix: the engine's Newton matrix at the model's
   initial state) and put them back, so that a caller can start every solve from the same
@@ -81,9 +84,16 @@ class LUWork(NamedTuple):
     reference, refused step]`` (``pivots``: what the factors hold: 0 nothing, 1 the
     reference pattern and pivots put back by :func:`restore_reference`, of the reference
     number ``reference``, 2 those of the last :func:`factor`; ``refused step``: the step
-    whose pivot the last refused :func:`refactor` rejected); ``rLp, rLi, rUp, rUi, rP``: the
-    reference pattern and pivots, ``rstat[0]`` 1 when set and ``rstat[1]`` the number of
-    the last :func:`set_reference` (shared by the works of one analysis)."""
+    whose pivot the last refused :func:`refactor` rejected; then ``alternative
+    refactorizations``: those with the alternative pivots below, and ``alternative
+    builds``); ``rLp, rLi, rUp, rUi, rP``: the reference pattern and pivots, ``rAx``
+    the reference matrix's values, ``rstat[0]`` 1 when set and ``rstat[1]`` the number
+    of the last :func:`set_reference`; ``alt``: two alternative patterns and pivots,
+    each of one refused reference step (:func:`refactor_or_factor`), a row of
+    ``[state, step, excluded row, reference, Lp, Up, P, Li, Ui]`` (:func:`_alt_parts`;
+    state 1 built, -1 no such factorization, 0 none); the reference and alternative
+    arrays are shared by the
+    works of one analysis."""
 
     n: int
     Ap: np.ndarray
@@ -111,10 +121,12 @@ class LUWork(NamedTuple):
     rUi: np.ndarray
     rP: np.ndarray
     rstat: np.ndarray
+    rAx: np.ndarray
+    alt: np.ndarray
 
 
 def _stat(cap):
-    return np.array([0, 0, 0, cap, 0, 0, 0], np.int64)
+    return np.array([0, 0, 0, cap, 0, 0, 0, 0, 0], np.int64)
 
 
 def fresh_work(w):
@@ -125,6 +137,7 @@ def fresh_work(w):
         w.n, w.Ap, w.Ai, w.Q, z(w.Lp), z(w.Li), z(w.Lx), z(w.Up), z(w.Ui), z(w.Ux), z(w.Ud),
         z(w.P), -np.ones(w.n, np.int64), z(w.x), z(w.xi), z(w.mark), z(w.stack), z(w.pstack),
         z(w.rwork), _stat(w.Li.shape[0]), w.rLp, w.rLi, w.rUp, w.rUi, w.rP, w.rstat,
+        w.rAx, w.alt,
     )  # fmt: skip
 
 
@@ -159,6 +172,8 @@ def empty_work():
         i0,
         i0,
         np.zeros(2, np.int64),
+        f0,
+        np.zeros((2, 7), np.int64),
     )
 
 
@@ -228,6 +243,8 @@ def analyze(indptr, indices, n, margin=3.0, order="COLAMD"):
         rUi=np.zeros(cap, np.int64),
         rP=np.zeros(n, np.int64),
         rstat=np.zeros(2, np.int64),
+        rAx=np.zeros(nnz),
+        alt=np.zeros((2, 5 + 3 * n + 2 + 2 * cap), np.int64),
     )
 
 
@@ -289,16 +306,17 @@ def factor(w, Ax):
     is its diagonal entry when ``|a| >= PIVOT_TOL max |candidates|``, else the largest
     candidate. Returns 1, or 0 when a column has no non-zero candidate (structurally or
     numerically singular), or -1 when the factors outgrow their capacity."""
-    return _factor_from(w, Ax, 0)
+    return _factor_from(w, Ax, 0, -1)
 
 
 @njit(cache=True)
-def _factor_from(w, Ax, k0):
+def _factor_from(w, Ax, k0, skip):
     """:func:`factor` from step ``k0`` on: steps ``0 .. k0 - 1`` keep the factors that
     :func:`refactor` computed for them (pattern, pivots, values), the later steps are
     factored with partial pivoting. The factors of a refused :func:`refactor` are exact
     up to its refused step (``w.stat[6]``), so resuming there costs only the columns
-    from it on; ``k0 = 0`` is the whole factorization."""
+    from it on; ``k0 = 0`` is the whole factorization. Row ``skip`` (>= 0) is no
+    candidate at step ``k0`` (:func:`_alternative`)."""
     n = w.n
     Ap, Ai, Q = w.Ap, w.Ai, w.Q
     Lp, Li, Lx, Up, Ui, Ux, Ud = w.Lp, w.Li, w.Lx, w.Up, w.Ui, w.Ux, w.Ud
@@ -340,16 +358,17 @@ def _factor_from(w, Ax, k0):
         # pivot: the diagonal row if it passes the threshold, else the largest candidate
         amax = 0.0
         ipiv = -1
+        no = skip if k == k0 else -1
         for t in range(top, n):
             i = xi[t]
-            if pinv[i] < 0:
+            if pinv[i] < 0 and i != no:
                 a = abs(x[i])
                 if a > amax:
                     amax = a
                     ipiv = i
         if ipiv < 0 or amax == 0.0:
             return 0
-        if pinv[j] < 0 and mark[j] == k and abs(x[j]) >= PIVOT_TOL * amax:
+        if pinv[j] < 0 and mark[j] == k and j != no and abs(x[j]) >= PIVOT_TOL * amax:
             ipiv = j
         piv = x[ipiv]
         Ud[k] = piv
@@ -370,14 +389,18 @@ def _factor_from(w, Ax, k0):
 
 @njit(cache=True)
 def set_reference(w, Ax):
-    """Factor ``Ax`` (:func:`factor`) and keep its pattern and pivots as the reference of
-    every work sharing ``w``'s analysis (:func:`restore_reference`). Returns the status of
-    :func:`factor`; the reference is cleared unless it is 1."""
+    """Factor ``Ax`` (:func:`factor`) and keep its pattern, pivots and values ``Ax`` as
+    the reference of every work sharing ``w``'s analysis (:func:`restore_reference`).
+    Returns the status of :func:`factor`; the reference (and any alternative of it,
+    :func:`_alternative`) is cleared unless it is 1."""
     st = factor(w, Ax)
     w.rstat[0] = 0
+    w.alt[:, 0] = 0
     if st != 1:
         return st
     _copy_pattern(w.n, w.Lp, w.Up, w.Li, w.Ui, w.P, w.rLp, w.rUp, w.rLi, w.rUi, w.rP)
+    for t in range(Ax.shape[0]):
+        w.rAx[t] = Ax[t]
     w.rstat[0] = 1
     w.rstat[1] += 1
     return 1
@@ -417,11 +440,14 @@ def _copy_pattern(n, Lp, Up, Li, Ui, P, Lp2, Up2, Li2, Ui2, P2):
 def refactor_or_factor(w, Ax, fresh):
     """Factors of ``Ax``: with ``fresh`` (or no factors yet) a :func:`refactor` with the
     reference pivots (:func:`restore_reference`), otherwise with the last pivots; a
-    :func:`factor` with partial pivoting when there are no pivots to reuse, and when the
-    refactorization is refused at a step, partial pivoting from that step on (the steps
-    before it keep their pivots and values: :func:`_factor_from`; the result depends on
-    ``Ax`` and the pivots it started from only). Returns the status of the last kernel
-    run (1: factors ready).
+    :func:`factor` with partial pivoting when there are no pivots to reuse. When the
+    refactorization with the reference pivots is refused at a step, it goes on from that
+    step with the step's alternative pivots (:func:`_alternative`; ``w.stat[4]`` 3 then);
+    when that (or a refactorization with the last pivots) is refused, partial pivoting
+    from the refused step on (the steps before it keep their pivots and values:
+    :func:`_factor_from`). The result depends on ``Ax`` and the reference (or the pivots
+    it started from) only. Returns the status of the last kernel run (1: factors
+    ready).
 
     The reference is not copied again when the factors already hold it (the last
     factorizations were refactorizations from it: a step's first solve then costs no
@@ -430,9 +456,90 @@ def refactor_or_factor(w, Ax, fresh):
     if (fresh and not held) or w.stat[4] == 0:
         if not restore_reference(w):
             return factor(w, Ax)
+    on_reference = w.stat[4] == 1
     if refactor(w, Ax) == 1:
         return 1
-    return _factor_from(w, Ax, w.stat[6])
+    k0 = w.stat[6]
+    if on_reference:
+        start = _alternative(w, Ax, k0)
+        if start >= 0:
+            w.stat[7] += 1
+            if _refactor_from(w, Ax, start) == 1:
+                w.stat[4] = 3
+                return 1
+            k0 = w.stat[6]
+    return _factor_from(w, Ax, k0, -1)
+
+
+@njit(cache=True, inline="always")
+def _alt_parts(w, slot):
+    """Views of alternative ``slot`` of ``w.alt``: ``(head, Lp, Up, P, Li, Ui)``; ``head``
+    ``[state, step, excluded row, reference, used last]``."""
+    n = w.n
+    cap = w.Li.shape[0]
+    a = w.alt[slot]
+    o = 5 + 3 * n + 2
+    return a[:5], a[5 : 6 + n], a[6 + n : 7 + 2 * n], a[7 + 2 * n : o], a[o : o + cap], a[o + cap :]
+
+
+@njit(cache=True)
+def _alternative(w, Ax, k0):
+    """Put the alternative pattern and pivots of the reference's refused step ``k0`` into
+    ``w``'s factors; returns the step from which :func:`_refactor_from` must compute
+    values (``k0``, or 0 right after building the alternative), or -1 when there is none.
+
+    The alternative: the reference matrix (``w.rAx``) refactorized with the reference
+    pivots up to step ``k0``, then factored with partial pivoting from ``k0`` on with the
+    reference's pivot row of step ``k0`` excluded there (the next candidate is taken).
+    It is a function of the reference and ``k0`` only (built once and kept, for two
+    steps at a time, in the arrays shared by the analysis' works), so a solve that uses
+    it still depends on its own matrix only. ``w``'s factors hold those of ``Ax``'s
+    refused refactorization: exact before ``k0``, where the alternative's pattern and
+    pivots equal the reference's."""
+    n = w.n
+    slot = -1
+    for c in range(2):
+        if w.alt[c, 0] != 0 and w.alt[c, 1] == k0 and w.alt[c, 3] == w.rstat[1]:
+            slot = c
+    start = k0
+    if slot < 0:  # build it, in the slot not used last, in w's factors (Ax's values after)
+        slot = 1 if w.alt[0, 4] == 1 else 0
+        head, aLp, aUp, aP, aLi, aUi = _alt_parts(w, slot)
+        keep = (w.stat[0], w.stat[1], w.stat[2], w.stat[6])
+        restore_reference(w)
+        st = _refactor_from(w, w.rAx, 0)
+        if st == 1:
+            st = _factor_from(w, w.rAx, k0, w.rP[k0])
+        if st != 1:  # the reference again, refused at k0: the caller goes on from there
+            restore_reference(w)
+            _refactor_from(w, Ax, 0)
+        w.stat[0], w.stat[1], w.stat[2], w.stat[6] = keep
+        w.stat[8] += 1
+        head[0] = 1 if st == 1 else -1
+        head[1] = k0
+        head[2] = w.rP[k0]
+        head[3] = w.rstat[1]
+        if st == 1:
+            _copy_pattern(n, w.Lp, w.Up, w.Li, w.Ui, w.P, aLp, aUp, aLi, aUi, aP)
+            start = 0
+    head, aLp, aUp, aP, aLi, aUi = _alt_parts(w, slot)
+    w.alt[slot, 4] = 1
+    w.alt[1 - slot, 4] = 0
+    if head[0] < 0:
+        return -1
+    if start > 0:  # the alternative from k0 on (before it: the reference's)
+        Lp, Up = w.Lp, w.Up
+        for t in range(Lp[k0], aLp[n]):
+            w.Li[t] = aLi[t]
+        for t in range(Up[k0], aUp[n]):
+            w.Ui[t] = aUi[t]
+        for k in range(k0, n):
+            Lp[k + 1] = aLp[k + 1]
+            Up[k + 1] = aUp[k + 1]
+            w.P[k] = aP[k]
+    for k in range(n):
+        w.pinv[w.P[k]] = k
+    return start
 
 
 @njit(cache=True)
@@ -441,12 +548,18 @@ def refactor(w, Ax):
     :func:`factor` (KLU's refactorization). Returns 1, or 0 when a pivot fails the
     threshold test ``|pivot| >= PIVOT_TOL max |column|`` or vanishes (the factors are
     then unusable: run :func:`factor`)."""
+    return _refactor_from(w, Ax, 0)
+
+
+@njit(cache=True, inline="always")
+def _refactor_from(w, Ax, k0):
+    """:func:`refactor` from step ``k0`` on (the factors' values before it are kept)."""
     n = w.n
     Ap, Ai, Q = w.Ap, w.Ai, w.Q
     Lp, Li, Lx, Up, Ui, Ux, Ud = w.Lp, w.Li, w.Lx, w.Up, w.Ui, w.Ux, w.Ud
     P, x = w.P, w.x
     w.stat[1] += 1
-    for k in range(n):
+    for k in range(k0, n):
         j = Q[k]
         for t in range(Ap[j], Ap[j + 1]):
             x[Ai[t]] = Ax[t]

@@ -1694,6 +1694,7 @@ class Engine:
         self.k_prev = -1  # corrections of the last converged step (Newton's guess)
         self._ref_key = None  # the coefficients of the reference pivots (sparse LU)
         self._rank_scratch = None  # (LUWork, A, Ax) of the compiled rank test (sparse LU)
+        self._rank_memo = (None, False)  # (Phi_q bytes, full rank) of the last rank test
         #: sparse LU: modified Newton within a step (:func:`_newton`; changes the number
         #: of corrections, so off by default: full Newton as the generic path)
         self.modified_newton = False
@@ -2016,8 +2017,19 @@ class Engine:
         admission before every run). With the sparse LU the rank test runs compiled on
         the engine's own pattern (:func:`._sparse.kkt_full_row_rank`: no SciPy matrices
         nor SuperLU analysis per run); otherwise :func:`._sparse.full_row_rank` of
-        :meth:`constraint_jacobian`'s matrix."""
+        :meth:`constraint_jacobian`'s matrix. The answer for the last ``Phi_q`` is kept:
+        a run from the same state (equal ``Phi_q`` bytes) reuses it (both tests are
+        functions of ``Phi_q`` only)."""
         phi, Pq = self._constraint_terms(q, t)
+        key = Pq.tobytes()
+        if key == self._rank_memo[0]:
+            return phi, self._rank_memo[1]
+        full = self._full_row_rank(Pq)
+        self._rank_memo = (key, full)
+        return phi, full
+
+    def _full_row_rank(self, Pq):
+        """The rank test of :meth:`admission` on ``Phi_q`` in compressed rows ``Pq``."""
         if self.sparse:
             L = self.model.layout
             if self._rank_scratch is None:
@@ -2029,8 +2041,8 @@ class Engine:
                 w, A, Ax = self._rank_scratch
                 r = kkt_full_row_rank(w, L, Pq, A, Ax, 1e-10)
                 if r >= 0:
-                    return phi, bool(r)
-        return phi, full_row_rank(self._csr(Pq))
+                    return bool(r)
+        return full_row_rank(self._csr(Pq))
 
     def constraint(self, q, t=0.0):
         """``Phi(q, t)`` (nc,) from the compiled constraint kernel:

@@ -155,10 +155,33 @@ def test_reference_pivots_start_every_fresh_solve():
     j = base.Q[k]
     t = Ap[j] + np.searchsorted(Ai[Ap[j] : Ap[j + 1]], P_ref[k])
     bad[t] = 1e-14
-    solve(bad, True)
-    assert tuple(w.stat[:3]) == (1, 2, 1) and w.stat[4] == 2
+    xb = solve(bad, True)
+    # refused at k, then the alternative pivots of step k (built once from the reference
+    # matrix, the reference's pivot row of step k excluded there): no pivoting factorization
+    # refused at k; then the alternative pivots of step k (built once from the reference
+    # matrix, with the reference's pivot row of step k excluded there); the tiny entry
+    # makes that row fail later in the alternative too (at k2), so partial pivoting from
+    # k2 on: the reference's pivots before k, the alternative's before k2
+    k2 = int(w.stat[6])
+    assert tuple(w.stat[:3]) == (1, 3, 2) and w.stat[4] == 2 and k2 > k
+    assert tuple(w.stat[7:9]) == (1, 1) and tuple(base.alt[0, :3]) == (1, k, P_ref[k])
+    np.testing.assert_array_equal(w.P[:k], P_ref[:k])
+    assert w.P[k] != P_ref[k]
+    # the alternative is a function of the reference and k only: built again from
+    # scratch in another work, the same pivots
+    alt = S.fresh_work(base)
+    S.restore_reference(alt)
+    assert S.refactor(alt, bad) == 0 and alt.stat[6] == k
+    base.alt[:, 0] = 0
+    assert S._alternative(alt, bad, k) == 0
+    np.testing.assert_array_equal(alt.P[:k2], w.P[:k2])
+    w3 = S.fresh_work(base)  # another work, the alternative kept: the same bits
+    assert S.refactor_or_factor(w3, bad, True) == 1 and w3.stat[8] == 0
+    x3 = np.zeros(n)
+    S.solve(w3, bad, b, x3, 0)
+    np.testing.assert_array_equal(x3, xb)
     solve(bad, False)  # the next solve of the step: its own pivots again
-    assert tuple(w.stat[:3]) == (1, 3, 1)
+    assert tuple(w.stat[:3]) == (1, 4, 2)
     # the next fresh solve: the reference again, the same bits as before
     np.testing.assert_array_equal(solve(near, True), x1)
     np.testing.assert_array_equal(w.P, P_ref)
@@ -208,17 +231,33 @@ def test_refused_refactorization_resumes_at_the_refused_step():
         w = S.fresh_work(base)
         if warm:  # other factors held before (a pivoting factorization of another matrix)
             assert S.factor(w, Ax[::-1].copy()) == 1
-        assert S.refactor_or_factor(w, Ax, True) == 1
+        S.restore_reference(w)
+        assert S.refactor(w, Ax) == 0
         k = int(w.stat[6])
-        assert tuple(w.stat[1:3]) == (1, 1) and w.stat[4] == 2  # refused once, at k
+        assert S._factor_from(w, Ax, k, -1) == 1  # refactor_or_factor's last resort
+        assert tuple(w.stat[:3]) == (1 + warm, 1, 1) and w.stat[4] == 2  # refused at k
         assert k > max(s, n // 2)  # late: most columns keep the reference
         np.testing.assert_array_equal(w.P[:k], P_ref[:k])  # with P[s] == r0
         assert w.P[k] != P_ref[k]  # the refused pivot is not taken
         x = np.zeros(n)
         S.solve(w, Ax, b, x, 0)
         np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
-        sols.append(x)
-    np.testing.assert_array_equal(sols[0], sols[1])
+        sols.append(x.copy())
+        # refactor_or_factor: the alternative pivots of step k (or, where the alternative
+        # is refused too, pivoting from its refused step): the reference's before k
+        w = S.fresh_work(base)
+        if warm:
+            assert S.factor(w, Ax[::-1].copy()) == 1
+        assert S.refactor_or_factor(w, Ax, True) == 1
+        # refused at k, then the alternative: passed (3) or refused too (2)
+        assert w.stat[4] in (2, 3) and w.stat[2] == 1 + (w.stat[4] == 2) and w.stat[6] >= k
+        np.testing.assert_array_equal(w.P[:k], P_ref[:k])
+        assert w.P[k] != P_ref[k]
+        S.solve(w, Ax, b, x, 0)
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        sols.append(x.copy())
+    np.testing.assert_array_equal(sols[0], sols[2])
+    np.testing.assert_array_equal(sols[1], sols[3])
 
 
 def test_kkt_layout_colours_columns_without_collisions():
@@ -420,8 +459,14 @@ def test_engine_admission_rank_test_compiled(n, monkeypatch):
     """The engine admission's compiled rank test (:meth:`Engine.admission`, the factors of
     ``[[s I, P^T], [P, 0]]`` on the engine's own LU pattern) agrees with the SVD rank and
     with :func:`full_row_rank` on a full-rank chain and on the same chain with one joint
-    duplicated (five redundant rows); its ``Phi`` is the constraint kernel's, bitwise."""
+    duplicated (five redundant rows); its ``Phi`` is the constraint kernel's, bitwise.
+    The answer for the last ``Phi_q`` is kept: the same state again runs no rank test,
+    another state does."""
     import flexmbd.absolute.engine as E
+
+    tests = []
+    compiled = E.kkt_full_row_rank
+    monkeypatch.setattr(E, "kkt_full_row_rank", lambda *a: tests.append(1) or compiled(*a))
 
     def scipy_path(P):  # the compiled test answers: SciPy's path is not taken
         raise AssertionError("admission fell back to the SciPy rank test")
@@ -435,7 +480,16 @@ def test_engine_admission_rank_test_compiled(n, monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(E, "full_row_rank", scipy_path)
             phi, full = eng.admission(q, 0.0)
+            assert len(tests) == 1 and eng.admission(q, 0.0)[1] == full and len(tests) == 1
+            eng._rank_memo = (None, False)  # the test itself again: history-free
             again = eng.admission(q, 0.0)[1]
+            assert len(tests) == 2
+            q2 = q.copy()
+            q2[14::7] -= 0.02  # positions only: the same Phi_q (kept answer)
+            assert eng.admission(q2, 0.0)[1] == full and len(tests) == 2
+            q2[10::7] += 0.01  # Euler parameters: another Phi_q
+            assert eng.admission(q2, 0.0)[1] == full and len(tests) == 3
+        tests.clear()
         P = eng.constraint_jacobian(q, 0.0)
         np.testing.assert_array_equal(phi, eng.constraint(q, 0.0))
         assert np.abs(phi).max() > 1e-3
@@ -503,3 +557,42 @@ def test_reference_pivots_choose_the_cheaper_column_order():
     assert s.n + s.nc > E.MAX_ORDER_CHOICE
     eng.reference_pivots(bh2, gh)
     assert len(eng._analyses) == 1 and eng._lu is eng._analyses[0]
+
+
+def test_alternative_pivots_keep_runs_history_free(tmp_path):
+    """The 50-body SDA chain swings a reference pivot through zero (refused
+    refactorizations within 100 steps): every refused step refactorizes with its
+    alternative pivots (built once per step from the reference matrix), no pivoting
+    factorization; a checkpointed run (blocks of 7 steps, each with a new workspace and
+    the alternatives already built) is bitwise the plain run."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(root / "benchmarks")]
+    try:
+        import bench_absolute
+
+        chain = bench_absolute.chain(50)
+    finally:
+        del sys.path[:1]
+    kw = dict(dt=0.01, integrator="newmark", beta=0.25, gamma=0.5, tol=1e-7, max_iter=50,
+              energy=False, project_velocities=False)  # fmt: skip
+    s = chain.compile("absolute")
+    s.initial_conditions()
+    eng = s.engine()
+    made = []
+    make = eng._workspace
+    eng._workspace = lambda n, nc, lu: made.append(make(n, nc, lu)) or made[-1]
+    ref = s.simulate(1.0, **kw)
+    st = made[-1].lu.stat
+    assert eng.sparse and st[2] > 0  # refused reference pivots
+    assert st[0] == 0 and st[7] == st[2] and st[8] >= 1  # all by alternatives, built here
+    built = eng._lu.alt[:, :4].copy()
+    assert (built[:, 0] == 1).any()
+    s2 = chain.compile("absolute")
+    s2.initial_conditions()
+    res = s2.simulate(1.0, checkpoint=tmp_path / "run.h5", every=7, **kw)
+    np.testing.assert_array_equal(res.q, ref.q)
+    np.testing.assert_array_equal(res.qd, ref.qd)
+    np.testing.assert_array_equal(res.stats["newton_iterations"], ref.stats["newton_iterations"])
