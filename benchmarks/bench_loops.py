@@ -476,6 +476,36 @@ def _n_stage(n, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma,
 
 
 @njit
+def _n_stage_less(n, skip, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    """A stage (`_stage`'s parts in its order) without one part: ``skip`` 1 the cut rows
+    (``J``, ``gamma`` of the last evaluation reused: the same state), 2 the columns (the
+    last ``Y`` reused), 3 the Gram factorization and the refined solve. The stage minus
+    this is what the part costs among the others (their data evicting each other's)."""
+    nv = q.shape[0]
+    sw = NL.stage_work(sel.shape[0], nv, Ib[NL.K.IB_N1])
+    cols, Y, af, bx, Fe, A, lam_i, r, g = sw
+    k = sel.shape[0]
+    NL._eval(cargs, q, v, True, phi, J, gamma)
+    for a in range(k):
+        for j in range(nv):
+            cols[a, j] = J[sel[a], j]
+    NL._tree_columns(Ib, buf, cols, Y, af, bx, Fe)
+    for _ in range(n):
+        NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+        if skip != 1:
+            NL._eval(cargs, q, v, True, phi, J, gamma)
+        for a in range(k):
+            g[a] = gamma[sel[a]]
+            for j in range(nv):
+                cols[a, j] = J[sel[a], j]
+        if skip != 2:
+            NL._tree_columns(Ib, buf, cols, Y, af, bx, Fe)
+        if skip != 3:
+            NL._gram_factor(cols, Y, A, k, nv)
+            NL._refined_solve(cols, Y, A, g, qdd, lam_i, r, k, nv)
+
+
+@njit
 def _n_correct(n, cargs, y, sel, tol, mn, rtol, guard, phi, J, gamma):
     nv = y.shape[0] // 2
     for _ in range(n):
@@ -679,6 +709,17 @@ def stage_times(N, dt, rsteps):
     X, Ibo, work = osim_chain(N)
     r["osim"] = per_call(lambda n: _n_osim(n, X, Ibo, *work), n)
     r["stage"] = per_call(lambda n: _n_stage(n, *stage), n)
+    # the parts among the others: the stage minus the stage without the part (the same
+    # period, alternated, best of each)
+    less = {1: np.inf, 2: np.inf, 3: np.inf, 0: np.inf}
+    for _ in range(3):
+        for skip in less:
+            t = per_call(lambda n, skip=skip: _n_stage_less(n, skip, *stage), n)
+            less[skip] = min(less[skip], t)
+    r["composed"] = less[0]
+    r["ctx_rows"] = less[0] - less[1]
+    r["ctx_cols"] = less[0] - less[2]
+    r["ctx_solve"] = less[0] - less[3]
     r["correct"] = per_call(lambda n: _n_correct(n, cargs, y, sel, *corr, *ws), n)
     step = (Ib, buf, cargs, forces, y, dt, tau, sel, *corr, ws, reac)
     r["step"] = per_call(lambda n: _n_step(n, *step), max(5, n // 4))
@@ -739,8 +780,49 @@ def stage_report(rows, ring_rows):
     )
     lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
     ratio = {r["N"]: r["rec_step"] / r["tree_step"] for r in ring_rows}
-    lines += ["", osim_projection(rows, ratio)]
+    lines += ["", osim_projection(rows, ratio), "", context_report(rows, ratio)]
     return lines
+
+
+def context_report(rows, ratio):
+    """The parts among the others (`_n_stage_less`: a stage minus the stage without the
+    part), per body, and what loop / tree would be without them: loop / tree of the ring
+    table (``ratio`` by N) times the step without 4 x the part over the step."""
+    per = []
+    for r in rows:
+        line = (
+            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_v']:.1f}), columns "
+            f"{r['ctx_cols']:.1f} (alone {r['cols']:.1f}), Gram and refined solve "
+            f"{r['ctx_solve']:.1f} us"
+        )
+        if r["N"] in ratio:
+            f = ratio[r["N"]] / r["step"]
+            rows_free = r["step"] - 4 * r["ctx_rows"]
+            floor = rows_free - 4 * r["ctx_solve"]
+            line += (
+                f"; loop / tree {ratio[r['N']]:.2f} now, {f * rows_free:.2f} with cut rows "
+                f"that cost nothing among the others, {f * floor:.2f} with the Gram and "
+                f"solve free too"
+            )
+        per.append(line)
+    big = [r for r in rows if r["N"] >= 100]
+    slope = ""
+    if len(big) >= 2:
+        a, b = big[0], big[-1]
+        dn = b["N"] - a["N"]
+        slope = (
+            f" Per body (the difference of N = {a['N']} and {b['N']}, ns per body per "
+            f"stage): tree stage {1e3 * (b['free'] - a['free']) / dn:.0f}, columns "
+            f"{1e3 * (b['ctx_cols'] - a['ctx_cols']) / dn:.0f} among the others "
+            f"({1e3 * (b['cols'] - a['cols']) / dn:.0f} alone), cut rows "
+            f"{1e3 * (b['ctx_rows'] - a['ctx_rows']) / dn:.0f} among the others "
+            f"({1e3 * (b['rows_v'] - a['rows_v']) / dn:.0f} alone)."
+        )
+    return (
+        "Among the others (round ring5): each part's cost inside a stage, the stage "
+        "(`_n_stage_less`: the stage's parts in its order) minus the same stage without "
+        "the part, in the same period: " + "; ".join(per) + "." + slope + " " + CONTEXT_NOTES
+    )
 
 
 def osim_projection(rows, ratio):
@@ -1053,6 +1135,21 @@ STAGE_NOTES = (
     "arguments. What the rows still cost is arithmetic (~53 ns per body: the sine and "
     "cosine, three 3 x 3 products, the twist and bias cross products); the five columns "
     "(~0.31 us per body) are now well over half of the loop's extra."
+)
+
+
+CONTEXT_NOTES = (
+    "The five columns are five solves with the tree's factorization, each about 0.3 tree "
+    "stages, so they alone take 1.4-1.8 tree stages of the two that loop / tree <= 3 "
+    "leaves per stage (less a quarter of the correction): with the cut rows, the Gram "
+    "and the solve all free, the loop step would still be 2.7-2.9 tree steps. Round "
+    "ring5 measured, not kept (the same numbers bit for bit, each within the noise of "
+    "the stage and the step, interleaved against main): the Gram's sums four rows of "
+    "`Y` side by side and the refinement's residuals four rows side by side (alone 6.1 "
+    "-> 3.1 us and 5.3 -> 4.2 us at N = 500; the stage 352.0 / 352.7 us, the step "
+    "1456, 1488 / 1464, 1432 us), the first residual before the columns (while `qdd` "
+    "and the rows are in cache), and the cut rows before the tree pass (the stage "
+    "355.0 / 358.2 us)."
 )
 
 
