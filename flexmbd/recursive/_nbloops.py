@@ -543,10 +543,26 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         pk = Ia[K.I_PARENT, k]
         rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
         o = Ia[K.I_VO, k]
-        p0, p1, p2 = Ia[K.I_PERM, k], Ia[K.I_PERM + 1, k], Ia[K.I_PERM + 2, k]
-        p3, p4, p5 = Ia[K.I_PERM + 3, k], Ia[K.I_PERM + 4, k], Ia[K.I_PERM + 5, k]
         Rt = _ld9(Rr[k])  # the joint's transform as values, loaded once for the columns
         Pt = (Pr[k, 0], Pr[k, 1], Pr[k, 2])
+        if rd:
+            # _node_acc's revolute branch on values: F = b (the joint frame's order,
+            # i_n the elimination-order slot of direction n) with the control force
+            # about z; its F is not read again
+            i0, i1, i2, i3, i4, i5 = _inverse_perm(Ia, k)
+            for c in range(kc):
+                b = bx[c, k]
+                f = (b[i0], b[i1], cols[c, o] + b[i2], b[i3], b[i4], b[i5])
+                ak = af[c, k]
+                K._matvec6_vals(
+                    G[k], ak[0] + f[0], ak[1] + f[1], ak[2] + f[2], ak[3] + f[3],
+                    ak[4] + f[4], ak[5] + f[5], ak,
+                )  # fmt: skip
+                if pk > 0:
+                    _f2p_sub(Rt, Pt, f, af[c, pk])
+            continue
+        p0, p1, p2 = Ia[K.I_PERM, k], Ia[K.I_PERM + 1, k], Ia[K.I_PERM + 2, k]
+        p3, p4, p5 = Ia[K.I_PERM + 3, k], Ia[K.I_PERM + 4, k], Ia[K.I_PERM + 5, k]
         for c in range(kc):
             # unrolled: the back substitution of _kernels' solve (eq. 28) per column, kept
             # inline here so that the loop over the columns runs inside the body loop
@@ -560,8 +576,8 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
             t6[p3] = b[3]
             t6[p4] = b[4]
             t6[p5] = b[5]
-            F = tv if rd else Fe[c, k]  # a Revolute's F is not read again
-            K._node_acc(G[k], F, t6, af[c, k], rd, cols[c, o] if rd else 0.0)
+            F = Fe[c, k]
+            K._node_acc(G[k], F, t6, af[c, k], False, 0.0)
             if pk > 0:
                 _f2p_sub(Rt, Pt, F, af[c, pk])
     for k in range(1, N + 1):
@@ -653,11 +669,34 @@ def _schedule_columns(Ia, Sa, Mm, Dn, bx, kc):
                 K._ldl_back(A[i], z, 6)
 
 
+@njit(cache=True, inline="always")
+def _inverse_perm(Ia, k):
+    """The slots ``(i_0, ..., i_5)`` of the directions 0 ... 5 in joint ``k``'s elimination
+    order (the inverse of its permutation ``Ia[I_PERM + a, k]``)."""
+    i0 = i1 = i2 = i3 = i4 = i5 = 0
+    for a in range(6):
+        n = Ia[K.I_PERM + a, k]
+        if n == 0:
+            i0 = a
+        elif n == 1:
+            i1 = a
+        elif n == 2:
+            i2 = a
+        elif n == 3:
+            i3 = a
+        elif n == 4:
+            i4 = a
+        else:
+            i5 = a
+    return i0, i1, i2, i3, i4, i5
+
+
 # unrolled: K._f2p_add with s = -1 on the transform held as values (a 9-tuple and a
 # 3-tuple, loaded once for all columns: the stores to out cannot alias them)
 @njit(cache=True, inline="always")
 def _f2p_sub(R, p, f, out):
-    """``out -= Phi f`` (``R`` row-major 9-tuple, ``p`` 3-tuple; the operations of
+    """``out -= Phi f`` (``R`` row-major 9-tuple, ``p`` 3-tuple, ``f`` a 6-vector or
+    6-tuple; the operations of
     :func:`K._f2p_add <flexmbd.recursive._kernels._f2p_add>` with ``s = -1``)."""
     nx = R[0] * f[0] + R[1] * f[1] + R[2] * f[2]
     ny = R[3] * f[0] + R[4] * f[1] + R[5] * f[2]
