@@ -502,10 +502,18 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
             Rk = Rr[k]
             z0, z1, z2 = Rk[0, 2], Rk[1, 2], Rk[2, 2]  # loaded once for the columns
+            Gk = G[k]
             for c in range(kc):
                 ak = af[c, k]
                 f = cols[c, o]
-                K._matvec6_vals(G[k], ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
+                if ak[3] == 0.0 and ak[4] == 0.0 and ak[5] == 0.0:
+                    # only revolute children (or none): the torque part alone (the
+                    # products by the zero force part add nothing)
+                    x0, x1, x2 = ak[0], ak[1], ak[2] + f
+                    for i in range(6):
+                        ak[i] = Gk[i, 0] * x0 + Gk[i, 1] * x1 + Gk[i, 2] * x2
+                else:
+                    K._matvec6_vals(Gk, ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
                 if pk > 0:
                     af[c, pk, 0] -= z0 * f
                     af[c, pk, 1] -= z1 * f
