@@ -532,6 +532,36 @@ def _n_stage(n, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma,
 
 
 @njit
+def _n_stage_less(n, skip, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac):
+    """A stage (`_stage`'s parts in its order) without one part: ``skip`` 1 the cut rows
+    (``J``, ``gamma`` of the last evaluation reused: the same state), 2 the columns (the
+    last ``Y`` reused), 3 the Gram factorization and the refined solve. The stage minus
+    this is what the part costs among the others (their data evicting each other's)."""
+    nv = q.shape[0]
+    sw = NL.stage_work(sel.shape[0], nv, Ib[NL.K.IB_N1])
+    cols, Y, af, bx, Fe, A, lam_i, r, g = sw
+    k = sel.shape[0]
+    NL._eval(cargs, q, v, True, phi, J, gamma)
+    for a in range(k):
+        for j in range(nv):
+            cols[a, j] = J[sel[a], j]
+    NL._tree_columns(Ib, buf, cols, Y, af, bx, Fe)
+    for _ in range(n):
+        NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+        if skip != 1:
+            NL._eval(cargs, q, v, True, phi, J, gamma)
+        for a in range(k):
+            g[a] = gamma[sel[a]]
+            for j in range(nv):
+                cols[a, j] = J[sel[a], j]
+        if skip != 2:
+            NL._tree_columns(Ib, buf, cols, Y, af, bx, Fe)
+        if skip != 3:
+            NL._gram_factor(cols, Y, A, k, nv)
+            NL._refined_solve(cols, Y, A, g, qdd, lam_i, r, k, nv)
+
+
+@njit
 def _n_correct(n, cargs, y, sel, tol, mn, rtol, guard, phi, J, gamma):
     nv = y.shape[0] // 2
     for _ in range(n):
@@ -735,6 +765,17 @@ def stage_times(N, dt, rsteps):
     X, Ibo, work = osim_chain(N)
     r["osim"] = per_call(lambda n: _n_osim(n, X, Ibo, *work), n)
     r["stage"] = per_call(lambda n: _n_stage(n, *stage), n)
+    # the parts among the others: the stage minus the stage without the part (the same
+    # period, alternated, best of each)
+    less = {1: np.inf, 2: np.inf, 3: np.inf, 0: np.inf}
+    for _ in range(3):
+        for skip in less:
+            t = per_call(lambda n, skip=skip: _n_stage_less(n, skip, *stage), n)
+            less[skip] = min(less[skip], t)
+    r["composed"] = less[0]
+    r["ctx_rows"] = less[0] - less[1]
+    r["ctx_cols"] = less[0] - less[2]
+    r["ctx_solve"] = less[0] - less[3]
     r["correct"] = per_call(lambda n: _n_correct(n, cargs, y, sel, *corr, *ws), n)
     step = (Ib, buf, cargs, forces, y, dt, tau, sel, *corr, ws, reac)
     r["step"] = per_call(lambda n: _n_step(n, *step), max(5, n // 4))
@@ -795,8 +836,49 @@ def stage_report(rows, ring_rows):
     )
     lines += ["", "Per step: " + "; ".join(parts) + ". " + budget + STAGE_NOTES]
     ratio = {r["N"]: r["rec_step"] / r["tree_step"] for r in ring_rows}
-    lines += ["", osim_projection(rows, ratio)]
+    lines += ["", osim_projection(rows, ratio), "", context_report(rows, ratio)]
     return lines
+
+
+def context_report(rows, ratio):
+    """The parts among the others (`_n_stage_less`: a stage minus the stage without the
+    part), per body, and what loop / tree would be without them: loop / tree of the ring
+    table (``ratio`` by N) times the step without 4 x the part over the step."""
+    per = []
+    for r in rows:
+        line = (
+            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_v']:.1f}), columns "
+            f"{r['ctx_cols']:.1f} (alone {r['cols']:.1f}), Gram and refined solve "
+            f"{r['ctx_solve']:.1f} us"
+        )
+        if r["N"] in ratio:
+            f = ratio[r["N"]] / r["step"]
+            rows_free = r["step"] - 4 * r["ctx_rows"]
+            floor = rows_free - 4 * r["ctx_solve"]
+            line += (
+                f"; loop / tree {ratio[r['N']]:.2f} now, {f * rows_free:.2f} with cut rows "
+                f"that cost nothing among the others, {f * floor:.2f} with the Gram and "
+                f"solve free too"
+            )
+        per.append(line)
+    big = [r for r in rows if r["N"] >= 100]
+    slope = ""
+    if len(big) >= 2:
+        a, b = big[0], big[-1]
+        dn = b["N"] - a["N"]
+        slope = (
+            f" Per body (the difference of N = {a['N']} and {b['N']}, ns per body per "
+            f"stage): tree stage {1e3 * (b['free'] - a['free']) / dn:.0f}, columns "
+            f"{1e3 * (b['ctx_cols'] - a['ctx_cols']) / dn:.0f} among the others "
+            f"({1e3 * (b['cols'] - a['cols']) / dn:.0f} alone), cut rows "
+            f"{1e3 * (b['ctx_rows'] - a['ctx_rows']) / dn:.0f} among the others "
+            f"({1e3 * (b['rows_v'] - a['rows_v']) / dn:.0f} alone)."
+        )
+    return (
+        "Among the others (round ring5): each part's cost inside a stage, the stage "
+        "(`_n_stage_less`: the stage's parts in its order) minus the same stage without "
+        "the part, in the same period: " + "; ".join(per) + "." + slope + " " + CONTEXT_NOTES
+    )
 
 
 def osim_projection(rows, ratio):
@@ -1120,6 +1202,48 @@ STAGE_NOTES = (
     "arguments. What the rows still cost is arithmetic (~53 ns per body: the sine and "
     "cosine, three 3 x 3 products, the twist and bias cross products); the five columns "
     "(~0.31 us per body) are now well over half of the loop's extra."
+)
+
+
+CONTEXT_NOTES = (
+    "Round ring5 (kept): the five columns' sweep (`_tree_columns`) with the same "
+    "operations per column in another order. (1) The chains' elimination with the loop "
+    "over the columns inside each step of the schedule (`_schedule_columns`): one column "
+    "at a time waited on each step's dependent chain, five independent chains side by "
+    "side overlap (alone: 53.3 -> 42.0 us at N = 500; round loops3 had tried it with the "
+    "rest unchanged and found it within the noise). (2) A diagonal joint's right-hand "
+    "sides with its transform, mask and permutation loaded once for all columns "
+    "(`_diag_rhs`: that pass 34.6 -> 14.7 us at N = 500). (3) The back substitution of a "
+    "diagonal revolute joint on values (the bias read through the inverse permutation, "
+    "`_inverse_perm`; no `natural_order` pass; the parent's wrench on the transform held "
+    "as values, `_f2p_sub`). (4) A diagonal revolute joint's first backward step on the "
+    "torque part alone where its children left a zero force part (only revolute "
+    "children or none; that pass 20.0 -> 15.4 us at N = 500). The same numbers bit for "
+    "bit (ring N = 10 / 50 / 200: a "
+    "`simulate`'s q, qd, qdd, lambda, the stepper's state and a stage's qdd and "
+    "multipliers equal to main's). Same period, main / ring5 (us, alone): 5 columns "
+    "2.93 / 2.20 (N = 10), 30.9 / 23.3 (N = 100), 170.2 / 122.3 (N = 500); stage 7.25 / "
+    "7.16, 64.4 / 55.1, 363.2 / 312.7. Loop step interleaved against main (the bench's "
+    "measure, best of 5, three rounds, load ~1, us, main / ring5): "
+    "N = 10 39.9, 39.6, 39.0 / 35.7, 35.0, 37.9; N = 20 68.3, 65.9, 61.7 / 58.6, "
+    "56.0, 57.8; N = 50 144.9, 143.5, 140.4 / 121.1, 127.0, 129.7; N = 100 265.8, "
+    "285.6, 271.6 / 232.8, 240.5, 246.4; N = 200 578.2, 549.4, 525.9 / 465.6, "
+    "471.3, 465.8; N = 500 1504, 1536, 1502 / 1390, 1318, 1327 (9-14 % less, best "
+    "against best; loop / "
+    "tree in the same runs 3.01-3.41 for main, 2.55-3.09 for ring5: N = 10 "
+    "2.97-3.09, N = 20 ... 200 2.55-2.87, N = 500 2.96-3.02). What is left is the "
+    "per-body line "
+    "above: the five columns still cost 1.2-1.4 tree stages per stage (their "
+    "elimination ~17 ns per body and column, about what its loads of the joints' 5 x 5 "
+    "factors take at two loads per cycle), and at N = 500 the passes evict each "
+    "other's data (the tree's workspace is ~5 KB per body, past the 2 MB L2): the cut "
+    "rows and the columns cost 10-35 % more among the others than alone. Measured "
+    "in ring5, not kept (the same numbers bit for bit, within the noise of the stage): "
+    "the Gram's sums four rows of `Y` side by side and the refinement's residuals four "
+    "rows side by side (alone 6.1 -> 3.1 us and 5.3 -> 4.2 us at N = 500, the stage "
+    "352.0 / 352.7 us), the first residual before the columns, the cut rows before the "
+    "tree pass (355.0 / 358.2 us), and the elimination's factors held as values for all "
+    "columns (42.0 -> 41.1 us)."
 )
 
 

@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from ..constraints._nbloop import cuts_eval
+from ..constraints._nbloop import _ld9, cuts_eval
 from . import _kernels as K
 from ._nbforces import sample_energies, tree_loaded
 
@@ -501,14 +501,23 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         pk = Ia[K.I_PARENT, k]
         if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
             Rk = Rr[k]
+            z0, z1, z2 = Rk[0, 2], Rk[1, 2], Rk[2, 2]  # loaded once for the columns
+            Gk = G[k]
             for c in range(kc):
                 ak = af[c, k]
                 f = cols[c, o]
-                K._matvec6_vals(G[k], ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
+                if ak[3] == 0.0 and ak[4] == 0.0 and ak[5] == 0.0:
+                    # only revolute children (or none): the torque part alone (the
+                    # products by the zero force part add nothing)
+                    x0, x1, x2 = ak[0], ak[1], ak[2] + f
+                    for i in range(6):
+                        ak[i] = Gk[i, 0] * x0 + Gk[i, 1] * x1 + Gk[i, 2] * x2
+                else:
+                    K._matvec6_vals(Gk, ak[0], ak[1], ak[2] + f, ak[3], ak[4], ak[5], ak)
                 if pk > 0:
-                    af[c, pk, 0] -= Rk[0, 2] * f
-                    af[c, pk, 1] -= Rk[1, 2] * f
-                    af[c, pk, 2] -= Rk[2, 2] * f
+                    af[c, pk, 0] -= z0 * f
+                    af[c, pk, 1] -= z1 * f
+                    af[c, pk, 2] -= z2 * f
             continue
         for c in range(kc):
             e = Fe[c, k]
@@ -522,21 +531,17 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
     # X_k = -P_k (a_k - Phi^T a_p)
     for k in range(1, N + 1):
         pk = Ia[K.I_PARENT, k]
+        if Ia[K.I_DIAG, k]:
+            _diag_rhs(Ia, Vv, Rr[k], Pr[k], af, bx, k, pk, kc, t6)
+            continue
         for c in range(kc):
             _less_parent(Rr[k], Pr[k], af, c, k, pk, t6)
-            if Ia[K.I_DIAG, k]:
-                mask = Vv[K.V_MASK, k]
-                for a in range(6):
-                    i = Ia[K.I_PERM + a, k]
-                    bx[c, k, a] = -mask[i] * t6[i]
-            else:
-                K._proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
-                for a in range(6):
-                    bx[c, k, a] = tv[Ia[K.I_PERM + a, k]]
-    # elimination of the right-hand sides, node system, back substitution (same schedule)
-    for c in range(kc):
-        K.solve_schedule(Ia, Sa, Mm, Dn, bx[c])
-        K.natural_order(Ia, bx[c], t6)
+            K._proj_vec(t6, k, Ia, Mm, Vv, tv, -1.0)
+            for a in range(6):
+                bx[c, k, a] = tv[Ia[K.I_PERM + a, k]]
+    # elimination of the right-hand sides, node system, back substitution (same schedule);
+    # bx stays in the elimination order (the next pass reads it in the joint frame's)
+    _schedule_columns(Ia, Sa, Mm, Dn, bx, kc)
     # eq. 28: F = H F_T + W F_S ; V̇ = G (F - sum Phi F_c) ; Q̈ = H^T (V̇ - Phi^T V̇_p)
     for c in range(kc):
         for k in range(N + 1):
@@ -546,14 +551,43 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
         pk = Ia[K.I_PARENT, k]
         rd = Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE
         o = Ia[K.I_VO, k]
+        Rt = _ld9(Rr[k])  # the joint's transform as values, loaded once for the columns
+        Pt = (Pr[k, 0], Pr[k, 1], Pr[k, 2])
+        if rd:
+            # _node_acc's revolute branch on values: F = b (the joint frame's order,
+            # i_n the elimination-order slot of direction n) with the control force
+            # about z; its F is not read again
+            i0, i1, i2, i3, i4, i5 = _inverse_perm(Ia, k)
+            for c in range(kc):
+                b = bx[c, k]
+                f = (b[i0], b[i1], cols[c, o] + b[i2], b[i3], b[i4], b[i5])
+                ak = af[c, k]
+                K._matvec6_vals(
+                    G[k], ak[0] + f[0], ak[1] + f[1], ak[2] + f[2], ak[3] + f[3],
+                    ak[4] + f[4], ak[5] + f[5], ak,
+                )  # fmt: skip
+                if pk > 0:
+                    _f2p_sub(Rt, Pt, f, af[c, pk])
+            continue
+        p0, p1, p2 = Ia[K.I_PERM, k], Ia[K.I_PERM + 1, k], Ia[K.I_PERM + 2, k]
+        p3, p4, p5 = Ia[K.I_PERM + 3, k], Ia[K.I_PERM + 4, k], Ia[K.I_PERM + 5, k]
         for c in range(kc):
             # unrolled: the back substitution of _kernels' solve (eq. 28) per column, kept
             # inline here so that the loop over the columns runs inside the body loop
-            # (each body's G, R read once for all columns); the tree's own is per state
-            F = tv if rd else Fe[c, k]  # a Revolute's F is not read again
-            K._node_acc(G[k], F, bx[c, k], af[c, k], rd, cols[c, o] if rd else 0.0)
+            # (each body's G, R read once for all columns); the tree's own is per state.
+            # bx[c, k] to the joint frame's order here (K.natural_order's copy, no pass
+            # of its own)
+            b = bx[c, k]
+            t6[p0] = b[0]
+            t6[p1] = b[1]
+            t6[p2] = b[2]
+            t6[p3] = b[3]
+            t6[p4] = b[4]
+            t6[p5] = b[5]
+            F = Fe[c, k]
+            K._node_acc(G[k], F, t6, af[c, k], False, 0.0)
             if pk > 0:
-                K._f2p_add(Rr[k], Pr[k], F, af[c, pk], -1.0)
+                _f2p_sub(Rt, Pt, F, af[c, pk])
     for k in range(1, N + 1):
         pk = Ia[K.I_PARENT, k]
         o = Ia[K.I_VO, k]
@@ -568,6 +602,167 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
                 continue
             _less_parent(Rr[k], Pr[k], af, c, k, pk, t6)
             K.joint_qdd(Ia, Mm, k, t6, out[c])
+
+
+# K.solve_schedule for the kc columns of bx with the loop over the columns inside each
+# step of the schedule: the columns' chains are independent, so the processor overlaps
+# them (one column at a time waits on each step's dependent chain); the same operations
+# per column, so the same values
+@njit(cache=True, inline="always")
+def _schedule_columns(Ia, Sa, Mm, Dn, bx, kc):
+    """:func:`K.solve_schedule <flexmbd.recursive._kernels.solve_schedule>` of every
+    column ``bx[c]`` (kc, N + 1, 6) in place: the chains' elimination, the node system
+    (one column at a time), the back substitution."""
+    A = Mm[K.M_A]
+    YL = Mm[K.M_YL]
+    YR = Mm[K.M_YR]
+    ns = Sa[0]
+    base = 5
+    for s_ in range(ns):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        five = K._step_five(Ia, i, l, r)
+        for c in range(kc):
+            z = bx[c, i]
+            if five:
+                K._ldl_forward5(A[i], z)
+                if l >= 0:
+                    K._subTvec5(YL[i], z, bx[c, l])
+                if r >= 0:
+                    K._subTvec5(YR[i], z, bx[c, r])
+            else:
+                K._ldl_forward(A[i], z, 6)
+                if l >= 0:
+                    K._subTvec_n(YL[i], z, bx[c, l], 6)
+                if r >= 0:
+                    K._subTvec_n(YR[i], z, bx[c, r], 6)
+    nd = Sa[1]
+    od = base + 3 * ns
+    n6 = 6 * nd
+    for c in range(kc):
+        for t in range(nd):
+            o = 6 * Ia[K.I_DSLOT, Sa[od + t]]
+            for a in range(6):
+                Dn[o + a, n6] = bx[c, Sa[od + t], a]
+        if nd == 1:
+            x = Dn[:, n6]
+            n = 5 if Ia[K.I_FIVE, Sa[od]] else 6  # a five-block's row 5: x[5] = 0
+            K._ldl_forward(Dn, x, n)
+            K._ldl_back(Dn, x, n)
+        else:
+            K._chol_solve(Dn, n6, n6)
+        for t in range(nd):
+            o = 6 * Ia[K.I_DSLOT, Sa[od + t]]
+            for a in range(6):
+                bx[c, Sa[od + t], a] = Dn[o + a, n6]
+    for s_ in range(ns - 1, -1, -1):
+        i = Sa[base + 3 * s_]
+        l = Sa[base + 3 * s_ + 1]
+        r = Sa[base + 3 * s_ + 2]
+        five = K._step_five(Ia, i, l, r)
+        for c in range(kc):
+            z = bx[c, i]
+            if five:
+                if l >= 0:
+                    K._sub_dyx5(YL[i], bx[c, l], A[i], z)
+                if r >= 0:
+                    K._sub_dyx5(YR[i], bx[c, r], A[i], z)
+                K._ldl_back5(A[i], z)
+            else:
+                if l >= 0:
+                    K._sub_dyx(YL[i], bx[c, l], A[i], z, 6)
+                if r >= 0:
+                    K._sub_dyx(YR[i], bx[c, r], A[i], z, 6)
+                K._ldl_back(A[i], z, 6)
+
+
+@njit(cache=True, inline="always")
+def _inverse_perm(Ia, k):
+    """The slots ``(i_0, ..., i_5)`` of the directions 0 ... 5 in joint ``k``'s elimination
+    order (the inverse of its permutation ``Ia[I_PERM + a, k]``)."""
+    i0 = i1 = i2 = i3 = i4 = i5 = 0
+    for a in range(6):
+        n = Ia[K.I_PERM + a, k]
+        if n == 0:
+            i0 = a
+        elif n == 1:
+            i1 = a
+        elif n == 2:
+            i2 = a
+        elif n == 3:
+            i3 = a
+        elif n == 4:
+            i4 = a
+        else:
+            i5 = a
+    return i0, i1, i2, i3, i4, i5
+
+
+# unrolled: K._f2p_add with s = -1 on the transform held as values (a 9-tuple and a
+# 3-tuple, loaded once for all columns: the stores to out cannot alias them)
+@njit(cache=True, inline="always")
+def _f2p_sub(R, p, f, out):
+    """``out -= Phi f`` (``R`` row-major 9-tuple, ``p`` 3-tuple, ``f`` a 6-vector or
+    6-tuple; the operations of
+    :func:`K._f2p_add <flexmbd.recursive._kernels._f2p_add>` with ``s = -1``)."""
+    nx = R[0] * f[0] + R[1] * f[1] + R[2] * f[2]
+    ny = R[3] * f[0] + R[4] * f[1] + R[5] * f[2]
+    nz = R[6] * f[0] + R[7] * f[1] + R[8] * f[2]
+    fx = R[0] * f[3] + R[1] * f[4] + R[2] * f[5]
+    fy = R[3] * f[3] + R[4] * f[4] + R[5] * f[5]
+    fz = R[6] * f[3] + R[7] * f[4] + R[8] * f[5]
+    out[0] += -1.0 * (nx + p[1] * fz - p[2] * fy)
+    out[1] += -1.0 * (ny + p[2] * fx - p[0] * fz)
+    out[2] += -1.0 * (nz + p[0] * fy - p[1] * fx)
+    out[3] += -1.0 * fx
+    out[4] += -1.0 * fy
+    out[5] += -1.0 * fz
+
+
+# unrolled: the joint's transform, mask and permutation loaded once for all columns (values:
+# the stores to bx cannot alias them); the operations of _less_parent and the diagonal
+# branch per column, so the same values
+@njit(cache=True, inline="always")
+def _diag_rhs(Ia, Vv, Rk, Pk, af, bx, k, pk, kc, t6):
+    """``bx[c, k, a] = -mask_i (a_k - Phi_k^T a_p)_i`` (``i`` the joint's permutation of
+    ``a``) for every column ``c`` of a diagonal joint ``k`` (parent ``pk``): the right-hand
+    sides of :func:`_tree_columns`' chain elimination."""
+    mask = Vv[K.V_MASK, k]
+    p0, p1, p2 = Ia[K.I_PERM, k], Ia[K.I_PERM + 1, k], Ia[K.I_PERM + 2, k]
+    p3, p4, p5 = Ia[K.I_PERM + 3, k], Ia[K.I_PERM + 4, k], Ia[K.I_PERM + 5, k]
+    n0, n1, n2 = -mask[p0], -mask[p1], -mask[p2]
+    n3, n4, n5 = -mask[p3], -mask[p4], -mask[p5]
+    r00, r01, r02 = Rk[0, 0], Rk[0, 1], Rk[0, 2]
+    r10, r11, r12 = Rk[1, 0], Rk[1, 1], Rk[1, 2]
+    r20, r21, r22 = Rk[2, 0], Rk[2, 1], Rk[2, 2]
+    q0, q1, q2 = Pk[0], Pk[1], Pk[2]
+    for c in range(kc):
+        ak = af[c, k]
+        if pk > 0:  # K._m2c, then a_k minus it
+            ap = af[c, pk]
+            wx = ap[0]
+            wy = ap[1]
+            wz = ap[2]
+            ux = ap[3] + wy * q2 - wz * q1
+            uy = ap[4] + wz * q0 - wx * q2
+            uz = ap[5] + wx * q1 - wy * q0
+            t6[0] = ak[0] - (r00 * wx + r10 * wy + r20 * wz)
+            t6[1] = ak[1] - (r01 * wx + r11 * wy + r21 * wz)
+            t6[2] = ak[2] - (r02 * wx + r12 * wy + r22 * wz)
+            t6[3] = ak[3] - (r00 * ux + r10 * uy + r20 * uz)
+            t6[4] = ak[4] - (r01 * ux + r11 * uy + r21 * uz)
+            t6[5] = ak[5] - (r02 * ux + r12 * uy + r22 * uz)
+        else:
+            for i in range(6):
+                t6[i] = ak[i]
+        b = bx[c, k]
+        b[0] = n0 * t6[p0]
+        b[1] = n1 * t6[p1]
+        b[2] = n2 * t6[p2]
+        b[3] = n3 * t6[p3]
+        b[4] = n4 * t6[p4]
+        b[5] = n5 * t6[p5]
 
 
 @njit(cache=True, _nrt=False)

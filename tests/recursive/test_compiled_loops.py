@@ -169,6 +169,39 @@ def test_the_columns_sweep_is_the_tree_solve_per_column():
     assert np.abs(out - ref).max() <= 1e-10 * np.abs(ref).max()
 
 
+@pytest.mark.parametrize("seed", [21, 22])
+def test_the_columns_sweep_on_branched_trees_of_every_joint_kind(seed):
+    """``_nbloops._tree_columns`` on a branched tree of every joint kind (no reversed
+    joint: its speeds are orthonormal) equals the tree solver's ``M^-1`` column by
+    column bit for bit: the chains' elimination with the columns inside each step of the
+    schedule, its six-direction steps, the dense node system of the branch points and the
+    back substitution of joints that are not diagonal revolute ones take the same
+    operations per column as one solve."""
+    from flexmbd.recursive import _kernels as K
+    from flexmbd.recursive import _nbloops as NL
+
+    from .models import random_state, random_tree
+
+    m = random_tree(seed, 12, reverse=0.0)
+    top = m.topology()
+    assert max(len(c) for c in top.children) >= 2  # a branch point: a node system
+    kinds = {type(j).__name__ for j in m.joints()}
+    assert "Revolute" in kinds and {"Spherical", "Universal", "Planar"} & kinds
+    s = m.compile("recursive")
+    Ib, buf = s.packed_rigid(forces=True)[:2]
+    q, qd, tau = random_state(s, seed, scale=0.5)
+    nv = s.nv
+    qdd, reac = np.empty(nv), np.empty((s.n_bodies + 1, 6))
+    assert NL._tree_free(Ib, buf, s.compiled_forces(), q, qd, tau, qdd, reac) == 0
+    cols = np.random.default_rng(seed).standard_normal((5, nv))
+    n1 = Ib[K.IB_N1]
+    out = np.full((5, nv), np.nan)
+    NL._tree_columns(Ib, buf, cols, out, *(np.full((5, n1, 6), np.nan) for _ in range(3)))
+    assert np.array_equal(out, s.solve_mass(q, cols.T).T)
+    ref = np.linalg.solve(s.mass_matrix(q), cols.T).T
+    assert np.abs(out - ref).max() <= 1e-9 * np.abs(ref).max()
+
+
 def test_batch_samples_equal_the_per_state_sample_and_dynamics():
     """``_nbloops.loop_samples`` (the violations and the rank decision from the rows of
     each sample's own accelerations) gives per state what ``loop_sample`` (a separate
