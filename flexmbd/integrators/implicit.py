@@ -504,6 +504,17 @@ class ImplicitStepper:
             time=float(t1),
         )
 
+    def _singular(self, i, t1):
+        """The error of step ``i`` (ending at ``t1``) whose Newton matrix the compiled
+        engine could not factor."""
+        return ConvergenceError(
+            f"{self.sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}; the last "
+            f"good state is t = {t1 - self.h:.6g} s) in the compiled engine (redundant or "
+            f"singular joint equations?); run with engine=False to use the generic path "
+            f"with QR row selection",
+            time=float(t1),
+        )
+
     def step(self):
         if self.mode == "generic":
             self._step_generic()
@@ -647,12 +658,7 @@ class ImplicitStepper:
                 hist,
             )
         except np.linalg.LinAlgError:
-            raise ConvergenceError(
-                f"{sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}) in the compiled "
-                f"engine (redundant or singular joint equations?); run with engine=False to use "
-                f"the generic path with QR row selection",
-                time=t1,
-            ) from None
+            raise self._singular(i, t1) from None
         if status != 1:
             raise self._fail(i, t1, k, hist[k])
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
@@ -716,6 +722,8 @@ class ImplicitStepper:
             viol,
             project=self.project,
         )
+        singular = failed < 0  # the step's linear solve raised (-i), not Newton (i)
+        failed = abs(failed)
         stop = failed if failed else k + 1
         runaway = None
         if stop > 1:
@@ -748,7 +756,9 @@ class ImplicitStepper:
             self.eng.store_interface_loads()  # the loop's lagged loads, for checkpoints
         self.wall += elapsed
         err = runaway
-        if failed and err is None:
+        if failed and err is None and singular:
+            err = self._singular(i0 + failed, times[failed])
+        elif failed and err is None:
             kf = iters[failed]
             err = self._fail(i0 + failed, times[failed], kf, hist[failed, kf])
         return rows, err
