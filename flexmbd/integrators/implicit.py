@@ -158,6 +158,11 @@ class Scheme:
         }
 
 
+#: a step's Newton iteration diverged when its residual norm grew by more than this factor
+#: from the first iterate (the compiled engine's singular-matrix failures are told apart)
+DIVERGED = 1e3
+
+
 def newmark(beta: float = 0.25, gamma: float = 0.5) -> Scheme:
     """Newmark scheme (``beta``, ``gamma``) = the seed paper's (alpha, delta)."""
     if not (0 < beta <= 0.5 and 0 <= gamma <= 1):
@@ -504,14 +509,26 @@ class ImplicitStepper:
             time=float(t1),
         )
 
-    def _singular(self, i, t1):
-        """The error of step ``i`` (ending at ``t1``) whose Newton matrix the compiled
-        engine could not factor."""
+    def _singular(self, i, t1, hist):
+        """The error of step ``i`` (ending at ``t1``, s) whose Newton matrix the compiled
+        engine could not factor; ``hist`` the step's residual norms up to that solve (NaN
+        after). When the residual grew over the iterations, Newton diverged and its
+        iterate reached the singular matrix: the step, not the model, is at fault."""
+        r = hist[np.isfinite(hist)]
+        where = f"at t = {t1:.6g} s (step {i}; the last good state is t = {t1 - self.h:.6g} s)"
+        if len(r) > 1 and r[-1] > DIVERGED * r[0]:
+            return ConvergenceError(
+                f"{self.sch.name}: Newton diverged {where}: the residual grew from "
+                f"{r[0]:.3e} to {r[-1]:.3e} in {len(r) - 1} iterations until the Newton "
+                f"matrix at the iterate was singular. Reduce dt; if the failure stays at the "
+                f"same time with a smaller dt, the motion itself is not resolved there "
+                f"(speeds growing without bound, a force element at zero length)",
+                time=float(t1),
+            )
         return ConvergenceError(
-            f"{self.sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}; the last "
-            f"good state is t = {t1 - self.h:.6g} s) in the compiled engine (redundant or "
-            f"singular joint equations?); run with engine=False to use the generic path "
-            f"with QR row selection",
+            f"{self.sch.name}: singular Newton matrix {where} in the compiled engine "
+            f"(redundant or singular joint equations?); run with engine=False to use the "
+            f"generic path with QR row selection",
             time=float(t1),
         )
 
@@ -658,7 +675,7 @@ class ImplicitStepper:
                 hist,
             )
         except np.linalg.LinAlgError:
-            raise self._singular(i, t1) from None
+            raise self._singular(i, t1, hist) from None
         if status != 1:
             raise self._fail(i, t1, k, hist[k])
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
@@ -757,7 +774,7 @@ class ImplicitStepper:
         self.wall += elapsed
         err = runaway
         if failed and err is None and singular:
-            err = self._singular(i0 + failed, times[failed])
+            err = self._singular(i0 + failed, times[failed], hist[failed])
         elif failed and err is None:
             kf = iters[failed]
             err = self._fail(i0 + failed, times[failed], kf, hist[failed, kf])

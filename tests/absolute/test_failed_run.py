@@ -1,0 +1,92 @@
+"""A failed run of the compiled engine keeps every completed step (issue: chainfail).
+
+The 50-body SDA chain of ``benchmarks/bench_absolute.py`` (Newmark, dt = 0.01 s) runs
+to t = 2.56 s and fails in the step to 2.57 s: the chain's free end whips (speeds grow
+from ~26 to ~104 per second between 2.0 and 2.56 s; halving dt twice moves the failure by
+less than one step of 0.01 s) and Newton diverges in that step (residual 3.7e5 -> 2.8e34 in
+five iterations) until the Newton matrix at its iterate is singular (condition number
+~6e40 by a dense SVD; the first iterate's matrix has condition ~2.6e6). The compiled loop
+used to raise from inside its block of steps, which lost the block: the error said
+t = 0 s and ``partial`` held the initial row only.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import flexmbd as fm
+
+KW = dict(
+    dt=0.01,
+    integrator="newmark",
+    beta=0.25,
+    gamma=0.5,
+    tol=1e-7,
+    max_iter=50,
+    energy=False,
+    project_velocities=False,
+)
+#: the step of the 50-chain (dt = 0.01 s) whose Newton iteration diverges
+FAILED_STEP = 257
+
+
+def _chain():
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import bench_absolute
+    finally:
+        del sys.path[0]
+    return bench_absolute.chain(50)
+
+
+def _simulate(model, t_end, **extra):
+    s = model.compile("absolute")
+    s.initial_conditions()
+    return s.simulate(t_end, **KW, **extra)
+
+
+def _assert_rows_kept(partial, good):
+    """``partial`` holds every completed step, bit-identical to the successful run ``good``."""
+    assert len(partial.t) == FAILED_STEP == len(good.t)
+    assert np.array_equal(partial.t, good.t)
+    for name in ("q", "qd", "qdd"):
+        assert np.array_equal(getattr(partial, name), getattr(good, name)), name
+    assert np.array_equal(partial.extra["lambda"], good.extra["lambda"])
+    assert np.array_equal(partial.stats["newton_iterations"], good.stats["newton_iterations"])
+
+
+@pytest.fixture(scope="module")
+def chain_runs():
+    model = _chain()
+    good = _simulate(model, (FAILED_STEP - 1) * KW["dt"])
+    with pytest.raises(fm.ConvergenceError) as info:
+        _simulate(model, 3.0)
+    return model, good, info.value
+
+
+def test_failed_block_keeps_completed_steps(chain_runs):
+    """The failure in the middle of one compiled block (2000 steps): the error is a
+    :class:`ConvergenceError` at the failing step's time, ``partial`` ends at the last good
+    state (t = 2.56 s) and its rows equal those of a run that stops there, bit for bit."""
+    _, good, err = chain_runs
+    dt = KW["dt"]
+    assert err.time == pytest.approx(FAILED_STEP * dt, abs=1e-12)
+    assert err.partial.t[-1] == pytest.approx((FAILED_STEP - 1) * dt, abs=1e-12)
+    _assert_rows_kept(err.partial, good)
+    # Newton diverged (the singular matrix is its iterate's), not a rank-deficient model
+    assert "diverged" in str(err)
+
+
+def test_failed_checkpointed_run_keeps_completed_steps(chain_runs, tmp_path):
+    """The same failure in a checkpointed run (blocks of 100 steps): the two blocks before
+    the failing one and the failing block's completed steps are all kept, bitwise."""
+    model, good, _ = chain_runs
+    path = tmp_path / "chain.h5"
+    with pytest.raises(fm.ConvergenceError) as info:
+        _simulate(model, 3.0, checkpoint=path, every=100)
+    err = info.value
+    assert err.time == pytest.approx(FAILED_STEP * KW["dt"], abs=1e-12)
+    _assert_rows_kept(err.partial, good)
