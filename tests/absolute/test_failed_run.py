@@ -32,14 +32,15 @@ KW = dict(
 FAILED_STEP = 257
 
 
-def _chain():
+def _chain(n=50):
+    """The SDA chain of ``benchmarks/bench_absolute.py`` with ``n`` links."""
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "benchmarks"))
     try:
         import bench_absolute
     finally:
         del sys.path[0]
-    return bench_absolute.chain(50)
+    return bench_absolute.chain(n)
 
 
 def _simulate(model, t_end, **extra):
@@ -90,3 +91,25 @@ def test_failed_checkpointed_run_keeps_completed_steps(chain_runs, tmp_path):
     err = info.value
     assert err.time == pytest.approx(FAILED_STEP * KW["dt"], abs=1e-12)
     _assert_rows_kept(err.partial, good)
+
+
+def test_failed_dense_run_keeps_completed_steps():
+    """The dense solve path (one pendulum link: 13 unknowns, LAPACK): Newmark with
+    dt = 0.3 s does not converge in its third step (the link swings through ~0.6 rad per
+    step); the error names that step's time and the two completed steps are kept,
+    bit-identical to a run that stops before it."""
+    model = _chain(1)
+    kw = dict(KW, dt=0.3)
+    s = model.compile("absolute")
+    assert not s.engine().sparse
+    s.initial_conditions()
+    with pytest.raises(fm.ConvergenceError) as info:
+        s.simulate(3.0, **kw)
+    err = info.value
+    assert err.time == pytest.approx(0.9, abs=1e-12)
+    s = model.compile("absolute")
+    s.initial_conditions()
+    good = s.simulate(0.6, **kw)
+    assert len(err.partial.t) == 3 == len(good.t)
+    for name in ("q", "qd", "qdd"):
+        assert np.array_equal(getattr(err.partial, name), getattr(good, name)), name
