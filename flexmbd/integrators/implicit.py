@@ -161,6 +161,9 @@ class Scheme:
 #: a step's Newton iteration diverged when its residual norm grew by more than this factor
 #: from the first iterate (the compiled engine's singular-matrix failures are told apart)
 DIVERGED = 1e3
+#: a failed step's advice names the velocity-constraint drift of the last good state when it
+#: exceeds this fraction of the largest speed (and velocities are not projected)
+VELOCITY_DRIFT = 1e-3
 
 
 def newmark(beta: float = 0.25, gamma: float = 0.5) -> Scheme:
@@ -505,8 +508,30 @@ class ImplicitStepper:
         return ConvergenceError(
             f"{self.sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
             f"iterations; residual {resid:.3e} > tol {self.tol:.1e} + rtol*scale. Reduce dt, "
-            f"loosen tol, or check the force-element Jacobians",
+            f"loosen tol, or check the force-element Jacobians{self._velocity_hint()}",
             time=float(t1),
+        )
+
+    def _velocity_hint(self):
+        """Advice for a failed step when the last good state's speeds violate the velocity
+        constraints ``Phi_q qd = nu`` (beyond :data:`VELOCITY_DRIFT` of the largest speed)
+        and the run does not project them (``project_velocities`` off): Newmark's
+        trapezoidal rule does not damp that drift, and a fast motion amplifies it."""
+        if self.project or not self.nc:
+            return ""
+        try:
+            q, qd, t = self.q, self.qd, float(self.t)
+            v = self.system.constraint_jacobian(q, t) @ qd
+            v = v - self.system.constraint_velocity_rhs(q, t)
+        except Exception:  # noqa: BLE001 - advice must never hide the failure
+            return ""
+        drift = float(np.abs(v).max())
+        if not drift > VELOCITY_DRIFT * max(1.0, float(np.abs(qd).max())):
+            return ""
+        return (
+            f". The last good state's speeds violate the velocity constraints by up to "
+            f"{drift:.3g} (|Phi_q qd - nu|) with project_velocities off: "
+            f"project_velocities=True keeps them consistent"
         )
 
     def _singular(self, i, t1, hist):
@@ -520,9 +545,8 @@ class ImplicitStepper:
             return ConvergenceError(
                 f"{self.sch.name}: Newton diverged {where}: the residual grew from "
                 f"{r[0]:.3e} to {r[-1]:.3e} in {len(r) - 1} iterations until the Newton "
-                f"matrix at the iterate was singular. Reduce dt; if the failure stays at the "
-                f"same time with a smaller dt, the motion itself is not resolved there "
-                f"(speeds growing without bound, a force element at zero length)",
+                f"matrix at the iterate was singular (a diverging iteration, not a singular "
+                f"model). Reduce dt or loosen tol{self._velocity_hint()}",
                 time=float(t1),
             )
         return ConvergenceError(

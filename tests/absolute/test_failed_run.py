@@ -77,8 +77,6 @@ def test_failed_block_keeps_completed_steps(chain_runs):
     assert err.time == pytest.approx(FAILED_STEP * dt, abs=1e-12)
     assert err.partial.t[-1] == pytest.approx((FAILED_STEP - 1) * dt, abs=1e-12)
     _assert_rows_kept(err.partial, good)
-    # Newton diverged (the singular matrix is its iterate's), not a rank-deficient model
-    assert "diverged" in str(err)
 
 
 def test_failed_checkpointed_run_keeps_completed_steps(chain_runs, tmp_path):
