@@ -1123,8 +1123,11 @@ def _newton(
 def _run(
     m, inp, ws, sched, st, h, be, ga, am, af, tol, rtol, max_iter, gauge, project, modified, out
 ):
-    """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns the
-    index of the first step that failed (status < 1) or 0; ``S_all``/``T_all`` hold the
+    """The whole generalized-alpha step loop (see integrators.implicit.integrate): returns 0,
+    or the index ``i`` of the first step that failed: ``i`` when Newton did not converge
+    (or its residual is not finite), ``-i`` when a linear solve raised (a singular Newton
+    or projection matrix, or sparse-LU factors beyond their capacity). The rows of ``out``
+    before ``i`` are complete either way; ``S_all``/``T_all`` hold the
     rheonomic slot vectors and targets per step (first axis 1: constant). After every
     accepted step the joint reactions go to ``reac`` and, when the model has
     :class:`Interfaces` rows, update the lagged interface loads ``inp.itf`` and their
@@ -1182,24 +1185,27 @@ def _run(
             inp.g,
             inp.has_g,
         )
-        status, k, vi = _newton(
-            m,
-            inp_i,
-            ws,
-            q_pred,
-            v_pred,
-            x_qdd,
-            x_lam,
-            bh2,
-            gh,
-            sc,
-            tol,
-            rtol,
-            max_iter,
-            hist[i],
-            k_prev,
-            modified,
-        )
+        try:
+            status, k, vi = _newton(
+                m,
+                inp_i,
+                ws,
+                q_pred,
+                v_pred,
+                x_qdd,
+                x_lam,
+                bh2,
+                gh,
+                sc,
+                tol,
+                rtol,
+                max_iter,
+                hist[i],
+                k_prev,
+                modified,
+            )
+        except Exception:  # the Newton matrix's solve (LinAlgError): the steps before stay
+            return -i
         iters[i] = k
         resid[i] = hist[i, k]
         if status != 1:
@@ -1224,7 +1230,10 @@ def _run(
                     c = rcol[t]
                     v += A_p[n + r, cm[c]] * qd[c]
                 rhs[n + r] = -v
-            dx = _kkt_solve(A_p, rhs, m.layout.gidx, ws.lu, ws.Ax, False)
+            try:
+                dx = _kkt_solve(A_p, rhs, m.layout.gidx, ws.lu, ws.Ax, False)
+            except Exception:  # singular projection matrix: step i is not accepted
+                return -i
             for c in range(n):
                 qd[c] += dx[c]
         elif gauge:  # Euler-parameter rates without their component along e
@@ -2161,7 +2170,9 @@ class Engine:
         viol,
         project=False,
     ):
-        """All steps of an integration in compiled code; returns the first failed step or 0.
+        """All steps of an integration in compiled code; returns 0, or the first failed step
+        ``i`` (Newton did not converge), or ``-i`` (its linear solve raised: a singular
+        matrix). The rows of the outputs before ``i`` are the completed steps either way.
 
         ``project``: mass-orthogonal velocity projection after each step (as
         :meth:`project`; scleronomic models only, ``cs.rheonomic`` False).

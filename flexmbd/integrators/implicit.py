@@ -158,6 +158,14 @@ class Scheme:
         }
 
 
+#: a step's Newton iteration diverged when its residual norm grew by more than this factor
+#: from the first iterate (the compiled engine's singular-matrix failures are told apart)
+DIVERGED = 1e3
+#: a failed step's advice names the velocity-constraint drift of the last good state when it
+#: exceeds this fraction of the largest speed (and velocities are not projected)
+VELOCITY_DRIFT = 1e-3
+
+
 def newmark(beta: float = 0.25, gamma: float = 0.5) -> Scheme:
     """Newmark scheme (``beta``, ``gamma``) = the seed paper's (alpha, delta)."""
     if not (0 < beta <= 0.5 and 0 <= gamma <= 1):
@@ -500,7 +508,51 @@ class ImplicitStepper:
         return ConvergenceError(
             f"{self.sch.name}: Newton did not converge at t = {t1:.6g} s (step {i}) in {k} "
             f"iterations; residual {resid:.3e} > tol {self.tol:.1e} + rtol*scale. Reduce dt, "
-            f"loosen tol, or check the force-element Jacobians",
+            f"loosen tol, or check the force-element Jacobians{self._velocity_hint()}",
+            time=float(t1),
+        )
+
+    def _velocity_hint(self):
+        """Advice for a failed step when the last good state's speeds violate the velocity
+        constraints ``Phi_q qd = nu`` (beyond :data:`VELOCITY_DRIFT` of the largest speed)
+        and the run does not project them (``project_velocities`` off): Newmark's
+        trapezoidal rule does not damp that drift, and a fast motion amplifies it."""
+        if self.project or not self.nc:
+            return ""
+        try:
+            q, qd, t = self.q, self.qd, float(self.t)
+            v = self.system.constraint_jacobian(q, t) @ qd
+            v = v - self.system.constraint_velocity_rhs(q, t)
+        except Exception:  # noqa: BLE001 - advice must never hide the failure
+            return ""
+        drift = float(np.abs(v).max())
+        if not drift > VELOCITY_DRIFT * max(1.0, float(np.abs(qd).max())):
+            return ""
+        return (
+            f". The last good state's speeds violate the velocity constraints by up to "
+            f"{drift:.3g} (|Phi_q qd - nu|) with project_velocities off: "
+            f"project_velocities=True keeps them consistent"
+        )
+
+    def _singular(self, i, t1, hist):
+        """The error of step ``i`` (ending at ``t1``, s) whose Newton matrix the compiled
+        engine could not factor; ``hist`` the step's residual norms up to that solve (NaN
+        after). When the residual grew over the iterations, Newton diverged and its
+        iterate reached the singular matrix: the step, not the model, is at fault."""
+        r = hist[np.isfinite(hist)]
+        where = f"at t = {t1:.6g} s (step {i}; the last good state is t = {t1 - self.h:.6g} s)"
+        if len(r) > 1 and r[-1] > DIVERGED * r[0]:
+            return ConvergenceError(
+                f"{self.sch.name}: Newton diverged {where}: the residual grew from "
+                f"{r[0]:.3e} to {r[-1]:.3e} in {len(r) - 1} iterations until the Newton "
+                f"matrix at the iterate was singular (a diverging iteration, not a singular "
+                f"model). Reduce dt or loosen tol{self._velocity_hint()}",
+                time=float(t1),
+            )
+        return ConvergenceError(
+            f"{self.sch.name}: singular Newton matrix {where} in the compiled engine "
+            f"(redundant or singular joint equations?); run with engine=False to use the "
+            f"generic path with QR row selection",
             time=float(t1),
         )
 
@@ -647,12 +699,7 @@ class ImplicitStepper:
                 hist,
             )
         except np.linalg.LinAlgError:
-            raise ConvergenceError(
-                f"{sch.name}: singular Newton matrix at t = {t1:.6g} s (step {i}) in the compiled "
-                f"engine (redundant or singular joint equations?); run with engine=False to use "
-                f"the generic path with QR row selection",
-                time=t1,
-            ) from None
+            raise self._singular(i, t1, hist) from None
         if status != 1:
             raise self._fail(i, t1, k, hist[k])
         a = ((1 - af) * x_qdd + af * qdd - am * a) / (1 - am)
@@ -716,6 +763,8 @@ class ImplicitStepper:
             viol,
             project=self.project,
         )
+        singular = failed < 0  # the step's linear solve raised (-i), not Newton (i)
+        failed = abs(failed)
         stop = failed if failed else k + 1
         runaway = None
         if stop > 1:
@@ -748,7 +797,9 @@ class ImplicitStepper:
             self.eng.store_interface_loads()  # the loop's lagged loads, for checkpoints
         self.wall += elapsed
         err = runaway
-        if failed and err is None:
+        if failed and err is None and singular:
+            err = self._singular(i0 + failed, times[failed], hist[failed])
+        elif failed and err is None:
             kf = iters[failed]
             err = self._fail(i0 + failed, times[failed], kf, hist[failed, kf])
         return rows, err
