@@ -551,3 +551,83 @@ def test_a_compiled_regular_correction_forgets_the_weak_directions():
     assert projector_state(P)["last_weak"] is w
     P.regular_state(sel)
     assert projector_state(P)["last_weak"] is None
+
+
+def _squeezer_model():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
+    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()
+
+
+def _reversed_four_bar():
+    """The planar four-bar with its coupler joint declared coupler -> crank (reversed in
+    the tree)."""
+    m = planar_four_bar()
+    del m.b
+    m.b = fm.Revolute(m.coupler, m.crank, child_frame=(1.0, 0, 0), q0=[1.2])
+    assert m.topology().reversed.any()
+    return m
+
+
+def _cylindrical_four_bar():
+    """The planar four-bar with a Cylindrical joint between coupler and rocker."""
+    m = planar_four_bar()
+    del m.c
+    m.c = fm.Cylindrical(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-1.94, 0.0])
+    return m
+
+
+@pytest.mark.parametrize(
+    "build, from_tree",
+    [
+        (spatial_ring, True),
+        (_squeezer_model, True),
+        (_reversed_four_bar, False),
+        (_cylindrical_four_bar, False),
+    ],
+)
+def test_the_stage_rows_from_the_tree_pass_equal_the_explicit_rows(build, from_tree):
+    """After the tree pass of a stage, ``_nbloops._eval_after_tree`` takes the loop
+    kinematics from the tree's relative poses (``tree_loop_kinematics``: loops of
+    non-reversed Revolute joints, tree labels in the cut arguments); its rows ``phi``,
+    ``J``, ``gamma`` and the loop bodies' poses, twists, columns and bias equal the
+    explicit ``cuts_eval`` to round-off at random states (the ring; the squeezer, with
+    its force table's tree pass). A loop with a non-revolute tree joint has no labels and
+    takes the explicit rows, bit for bit; nor has one with a reversed tree joint (which
+    the compiled stage does not take at all)."""
+    from flexmbd.recursive import _nbloops as NL
+
+    s = build().compile("recursive")
+    lab = s.constraints.compiled_args()[33]
+    assert (lab > 0).all() == from_tree and (lab < 0).all() != from_tree
+    if build is _reversed_four_bar:
+        assert s.compiled_rk4() is None  # no compiled stage on a reversed tree joint
+        return
+    Ib, buf, cargs, forces, tau, ws, reac, *_ = s.compiled_rk4()
+    outs = cargs[14:22]
+    nv, m = s.nv, ws[0].shape[0]
+    rng = np.random.default_rng(7)
+    q0, _ = s.initial_state()
+    for _ in range(3):
+        q = q0 + 0.5 * rng.standard_normal(nv)
+        v = rng.standard_normal(nv)
+        assert NL._tree_free(Ib, buf, forces, q, v, tau, np.empty(nv), reac) == 0
+        a = (np.full(m, np.nan), np.full((m, nv), np.nan), np.full(m, np.nan))
+        NL._eval_after_tree(Ib, buf, cargs, q, v, *a)
+        got = [o.copy() for o in outs]
+        b = (np.zeros(m), np.zeros((m, nv)), np.zeros(m))
+        NL._eval(cargs, q, v, True, *b)
+        for x, y, name in zip(
+            (*a, *got), (*b, *outs), "phi J gamma Rb rb wb vOb Wc Lc oc bias".split(), strict=True
+        ):
+            if from_tree:
+                np.testing.assert_allclose(
+                    x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max()), err_msg=name
+                )
+            else:
+                assert np.array_equal(x, y), name
