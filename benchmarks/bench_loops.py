@@ -520,6 +520,14 @@ def _n_rows(n, cargs, q, v, with_v, phi, J, gamma):
 
 
 @njit
+def _n_rows_tree(n, Ib, buf, cargs, q, v, phi, J, gamma):
+    """The stage's cut rows n times, from the tree pass that the caller made at the same
+    state (the tree's workspace ``buf`` holds it)."""
+    for _ in range(n):
+        NL._eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma)
+
+
+@njit
 def _n_cols(n, Ib, buf, cols, Y, s1, s2, s3):
     for _ in range(n):
         NL._tree_columns(Ib, buf, cols, Y, s1, s2, s3)
@@ -549,7 +557,7 @@ def _n_stage_less(n, skip, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi
     for _ in range(n):
         NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
         if skip != 1:
-            NL._eval(cargs, q, v, True, phi, J, gamma)
+            NL._eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma)
         for a in range(k):
             g[a] = gamma[sel[a]]
             for j in range(nv):
@@ -759,6 +767,8 @@ def stage_times(N, dt, rsteps):
     r["free"] = per_call(lambda n: _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac), n)
     r["rows_v"] = per_call(lambda n: _n_rows(n, cargs, q, v, True, phi, J, gamma), n)
     r["rows"] = per_call(lambda n: _n_rows(n, cargs, q, v, False, phi, J, gamma), n)
+    NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+    r["rows_t"] = per_call(lambda n: _n_rows_tree(n, Ib, buf, cargs, q, v, phi, J, gamma), n)
     r["cols"] = per_call(lambda n: _n_cols(n, Ib, buf, cols, Y, *scratch), n)
     one = (cols[:1].copy(), Y[:1].copy(), *(a[:1].copy() for a in scratch))
     r["col1"] = per_call(lambda n: _n_cols(n, Ib, buf, *one), n)
@@ -795,21 +805,24 @@ def stage_report(rows, ring_rows):
         "25, us) at the state after the second output interval: `tree stage` the tree's free "
         "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
         "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
-        "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
+        "terms and without (the correction's) (`_eval`: the explicit loop kinematics), "
+        "`stage's rows` the rows with the speed terms as a stage takes them, from the tree "
+        "pass of the same state (`_eval_after_tree`, round ring6), `5 columns` the "
         "`M^-1 J_I^T` sweep (`_tree_columns`), `1 column` the same sweep for one column "
         "(one more tree solve), `OSIM` the operational-space recursion of the chain's tip "
         "(`_osim_tip` below, on a chain of N bodies), `stage` a whole "
         "`loop_accelerations`, `correction` `loop_correct`, `step` `loop_rk4_step` (4 "
         "stages + correction); `tree step` from the table above (ms there).",
         "",
-        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | 1 column | OSIM "
-        "| stage | correction | step | 4 tree stages | tree step |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| N | tree stage | cut rows (speeds) | cut rows | stage's rows | 5 columns "
+        "| 1 column | OSIM | stage | correction | step | 4 tree stages | tree step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         t = tree.get(r["N"])
         lines.append(
             f"| {r['N']} | {r['free']:.1f} | {r['rows_v']:.1f} | {r['rows']:.1f} | "
+            f"{r['rows_t']:.1f} | "
             f"{r['cols']:.1f} | {r['col1']:.1f} | {r['osim']:.1f} | {r['stage']:.1f} | "
             f"{r['correct']:.1f} | {r['step']:.1f} | {4 * r['free']:.1f} | "
             f"{'' if t is None else f'{1e6 * t:.1f}'} |"
@@ -817,18 +830,18 @@ def stage_report(rows, ring_rows):
     parts = []
     for r in rows:
         extra = r["step"] - 4 * r["free"]
-        rest = extra - 4 * (r["rows_v"] + r["cols"]) - r["correct"]
+        rest = extra - 4 * (r["rows_t"] + r["cols"]) - r["correct"]
         parts.append(
-            f"N = {r['N']}: cut rows + columns {(r['rows_v'] + r['cols']) / r['free']:.1f} "
+            f"N = {r['N']}: cut rows + columns {(r['rows_t'] + r['cols']) / r['free']:.1f} "
             f"tree stages; step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
-            f"cut rows {4 * r['rows_v']:.0f} ({100 * 4 * r['rows_v'] / extra:.0f} % of the "
+            f"cut rows {4 * r['rows_t']:.0f} ({100 * 4 * r['rows_t'] / extra:.0f} % of the "
             f"loop's extra) + columns {4 * r['cols']:.0f} "
             f"({100 * 4 * r['cols'] / extra:.0f} %) + correction {r['correct']:.0f} "
             f"({100 * r['correct'] / extra:.0f} %) + the rest {rest:.0f} "
             "(5 x 5 system, refinement, RK updates, and at large N the passes evicting each "
             "other's data)"
         )
-    over = [r["N"] for r in rows if r["rows_v"] + r["cols"] > 2 * r["free"]]
+    over = [r["N"] for r in rows if r["rows_t"] + r["cols"] > 2 * r["free"]]
     budget = (
         "Loop / tree <= 3 needs the loop's extra per stage (cut rows + columns + the rest + "
         "a quarter of the correction) within two tree stages; the cut rows and the columns "
@@ -847,7 +860,7 @@ def context_report(rows, ratio):
     per = []
     for r in rows:
         line = (
-            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_v']:.1f}), columns "
+            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_t']:.1f}), columns "
             f"{r['ctx_cols']:.1f} (alone {r['cols']:.1f}), Gram and refined solve "
             f"{r['ctx_solve']:.1f} us"
         )
@@ -872,7 +885,7 @@ def context_report(rows, ratio):
             f"{1e3 * (b['ctx_cols'] - a['ctx_cols']) / dn:.0f} among the others "
             f"({1e3 * (b['cols'] - a['cols']) / dn:.0f} alone), cut rows "
             f"{1e3 * (b['ctx_rows'] - a['ctx_rows']) / dn:.0f} among the others "
-            f"({1e3 * (b['rows_v'] - a['rows_v']) / dn:.0f} alone)."
+            f"({1e3 * (b['rows_t'] - a['rows_t']) / dn:.0f} alone)."
         )
     return (
         "Among the others (round ring5): each part's cost inside a stage, the stage "

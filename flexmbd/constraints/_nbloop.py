@@ -380,13 +380,15 @@ def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb
     """:func:`loop_kinematics` from the tree solver's relative poses of the same state, for
     loops of Revolute joints that are not reversed (:func:`tree_labels`).
 
-    ``lab[i]``: the tree label of loop body ``i``; ``Rr``, ``Pr``: the tree's ``R_REL``,
+    ``lab[0, i]``: the tree label of loop body ``i``, ``lab[1, i]`` 1 where it carries a
+    cut joint's frame, else 0; ``Rr``, ``Pr``: the tree's ``R_REL``,
     ``P_REL`` (the pose of each label's joint child frame ``e_k`` in its parent's ``e_p``;
     ``e_0`` = world), as the last tree pass left them. One pass outwards chains the world
     pose of every ``e_k`` (``R_W = R_W,p R_REL``: one 3x3 product per body, no cos/sin);
-    the joint's columns, twist and bias follow as in :func:`loop_kinematics`; the bodies'
-    world poses are ``(R_W Fc^T, o - R_W Fc^T fc)`` at the end. The same values as
-    :func:`loop_kinematics` to round-off."""
+    the joint's columns, twist and bias follow as in :func:`loop_kinematics`. ``Rb``,
+    ``rb`` hold the world pose of ``e_k`` (the joint's child frame), and of the bodies
+    that carry a cut frame their own world pose ``(R_W Fc^T, o - R_W Fc^T fc)``: the only
+    ones the rows read. The rest is :func:`loop_kinematics`' to round-off."""
     n = inb.shape[0]
     for i in range(n):
         k = inb[i]
@@ -400,7 +402,7 @@ def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb
             rp = (rb[k, 0], rb[k, 1], rb[k, 2])
             wp = (wb[k, 0], wb[k, 1], wb[k, 2])
             vOp = (vOb[k, 0], vOb[k, 1], vOb[k, 2])
-        t = lab[i]
+        t = lab[0, i]
         Re = _mm(Rp, _ld3(Rr, t))
         oe = _aff(rp, Rp, Pr[t, 0], Pr[t, 1], Pr[t, 2])
         for r in range(3):
@@ -411,6 +413,8 @@ def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb
             i, Hc, vo, nv[i], v, with_v, False, 1.0, Re, oe, wp, vOp, wb, vOb, Wc, Lc, oc, bias
         )
     for i in range(n):
+        if lab[1, i] == 0:
+            continue
         # body pose: e_k o (Fc, fc)^-1
         R = _mmT(_ld3(Rb, i), _ld3(Fc, i))
         t3 = _mv(R, fc[i, 0], fc[i, 1], fc[i, 2])

@@ -551,11 +551,18 @@ class CutJointConstraints:
                 A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
         self._arr = A
         # tree labels of the loop bodies where the stage may take the loop kinematics from the
-        # tree pass (every tree joint of the loops a Revolute joint, none reversed), else -1
+        # tree pass (every tree joint of the loops a Revolute joint, none reversed), else -1;
+        # second row: 1 for the bodies that carry a cut joint's frame
         ok = n > 0 and all(c == REVOLUTE for c in A["code"]) and not A["rev"].any()
-        self._tree_lab = np.array(
-            [self._label[id(b)] if ok else -1 for b in bodies] or [-1], np.int64
-        )
+        lab = np.full((2, max(n, 1)), -1, np.int64)
+        if ok:
+            lab[0] = [self._label[id(b)] for b in bodies]
+            lab[1] = 0
+            for c in self.cuts:
+                for b in (c.P, c.C):
+                    if b is not self.ground:
+                        lab[1, self._li[id(b)]] = 1
+        self._tree_lab = lab
         self._out = dict(
             Rb=np.zeros((n, 3, 3)),
             rb=np.zeros((n, 3)),

@@ -455,7 +455,7 @@ def _eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma):
     (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
      Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
      Dall, Rcs, pcs, lab, work) = cargs  # fmt: skip
-    if lab[0] < 0:
+    if lab[0, 0] < 0:
         _eval(cargs, q, v, True, phi, J, gamma)
         return
     Ia, Sa = K.unpack_ints(Ib)
