@@ -204,8 +204,10 @@ def test_the_columns_sweep_on_branched_trees_of_every_joint_kind(seed):
 
 def test_batch_samples_equal_the_per_state_sample_and_dynamics():
     """``_nbloops.loop_samples`` (the violations and the rank decision from the rows of
-    each sample's own accelerations) gives per state what ``loop_sample`` (a separate
-    evaluation of the rows) and ``loop_forward_dynamics`` give, bit for bit; rows that
+    each sample's own accelerations) gives per state what ``loop_forward_dynamics`` gives
+    and the violations of the stage's rows, bit for bit, the violations and the rank
+    decision of ``loop_sample`` (a separate, explicit evaluation of the rows: to
+    round-off); rows that
     the QR would not select (4 of the ring's 5 independent rows) are refused."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import _GUARD
@@ -232,7 +234,12 @@ def test_batch_samples_equal_the_per_state_sample_and_dynamics():
         for i in range(n):
             viol = np.zeros(2)
             assert NL.loop_sample(cargs, Q[i], V[i], sel, rtol, _GUARD, *ws, viol) == expect
-            assert np.array_equal(VIOL[i], viol)
+            # the sample's violations are its stage's rows' (from the tree pass, bit for
+            # bit), the explicit rows' of loop_sample to round-off
+            np.testing.assert_allclose(VIOL[i], viol, rtol=0, atol=1e-14)
+            assert NL._tree_free(Ib, buf, forces, Q[i], V[i], TAU[i], np.empty(nv), reac) == 0
+            NL._eval_after_tree(Ib, buf, cargs, Q[i], V[i], *ws)
+            assert np.array_equal(VIOL[i], NL._violations(ws[0], ws[1], V[i]))
             if not expect:
                 continue
             one = [np.zeros(sh) for sh in shapes]
