@@ -7,9 +7,11 @@ import pytest
 import flexmbd as fm
 
 
-def spatial_ring(n=6, tilt=0.3, seed=3):
+def spatial_ring(n=6, tilt=0.3, seed=3, shift=0.0):
     """A ring of ``n`` rods with tilted revolute axes closed through the ground (one loop,
-    5 independent cut equations) under gravity."""
+    5 independent cut equations) under gravity; ``shift``: the rods' body-frame origins
+    moved off their joint points by ``shift`` (1, 0.5) in the rod's (y, z) axes (joint
+    frames with nonzero positions on the child bodies)."""
     rng = np.random.default_rng(seed)
     nv = n + 1
     rad = 1.0 / (2 * np.sin(np.pi / nv))
@@ -21,7 +23,8 @@ def spatial_ring(n=6, tilt=0.3, seed=3):
     for i in range(n):
         u = P[i + 1] - P[i]
         u /= np.linalg.norm(u)
-        frames.append((np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]]), P[i]))
+        Rr = np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]])
+        frames.append((Rr, P[i] + shift * (Rr[:, 1] + 0.5 * Rr[:, 2])))
     m.rod = fm.RigidBody(
         range(n),
         rule=lambda blk, i: fm.RigidBody(mass=1.0, inertia=(0.002, 0.08, 0.08), com=(0.5, 0, 0)),
@@ -593,6 +596,7 @@ def _cylindrical_four_bar():
     "build, from_tree",
     [
         (spatial_ring, True),
+        (lambda: spatial_ring(5, shift=0.3), True),
         (_squeezer_model, True),
         (_reversed_four_bar, False),
         (_cylindrical_four_bar, False),
