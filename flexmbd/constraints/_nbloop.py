@@ -374,7 +374,7 @@ def loop_kinematics(
             bias[i, 3 + r] = cl[r] + t3[r] + t4[r]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb, wb, vOb,
                          Wc, Lc, oc, bias):  # fmt: skip
     """:func:`loop_kinematics` from the tree solver's relative poses of the same state, for
@@ -424,7 +424,7 @@ def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb
             rb[i, r] = rb[i, r] - t3[r]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
     """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
     for r in range(6):
@@ -453,7 +453,7 @@ def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
                 bsp[r] += sg * bias[i, r]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def cut_rows(
     E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC, phi, J, gamma, R, d, Vrel, D,
     w3, RtF, b,
@@ -567,7 +567,7 @@ def cut_rows(
         gamma[nt + k] -= RtF[k, 0] * t2[0] + RtF[k, 1] * t2[1] + RtF[k, 2] * t2[2]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _frame_of(i, F, f, Rb, rb, R, p):
     """World pose ``(R, p)`` of the frame ``(F, f)`` (body axes) of loop body ``i``
     (``i < 0``: ground)."""
@@ -653,7 +653,7 @@ def cuts_eval(
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def cuts_rows(vo, nv, Rb, rb, wb, vOb, Wc, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
               Dall, Rcs, pcs, work, with_v, phi, J, gamma):  # fmt: skip
     """The part of :func:`cuts_eval` after the loop kinematics (the loop bodies' outputs
