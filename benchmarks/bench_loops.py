@@ -520,6 +520,14 @@ def _n_rows(n, cargs, q, v, with_v, phi, J, gamma):
 
 
 @njit
+def _n_rows_tree(n, Ib, buf, cargs, q, v, phi, J, gamma):
+    """The stage's cut rows n times, from the tree pass that the caller made at the same
+    state (the tree's workspace ``buf`` holds it)."""
+    for _ in range(n):
+        NL._eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma)
+
+
+@njit
 def _n_cols(n, Ib, buf, cols, Y, s1, s2, s3):
     for _ in range(n):
         NL._tree_columns(Ib, buf, cols, Y, s1, s2, s3)
@@ -549,7 +557,7 @@ def _n_stage_less(n, skip, Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi
     for _ in range(n):
         NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
         if skip != 1:
-            NL._eval(cargs, q, v, True, phi, J, gamma)
+            NL._eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma)
         for a in range(k):
             g[a] = gamma[sel[a]]
             for j in range(nv):
@@ -759,6 +767,8 @@ def stage_times(N, dt, rsteps):
     r["free"] = per_call(lambda n: _n_free(n, Ib, buf, forces, q, v, tau, qdd, reac), n)
     r["rows_v"] = per_call(lambda n: _n_rows(n, cargs, q, v, True, phi, J, gamma), n)
     r["rows"] = per_call(lambda n: _n_rows(n, cargs, q, v, False, phi, J, gamma), n)
+    NL._tree_free(Ib, buf, forces, q, v, tau, qdd, reac)
+    r["rows_t"] = per_call(lambda n: _n_rows_tree(n, Ib, buf, cargs, q, v, phi, J, gamma), n)
     r["cols"] = per_call(lambda n: _n_cols(n, Ib, buf, cols, Y, *scratch), n)
     one = (cols[:1].copy(), Y[:1].copy(), *(a[:1].copy() for a in scratch))
     r["col1"] = per_call(lambda n: _n_cols(n, Ib, buf, *one), n)
@@ -795,21 +805,24 @@ def stage_report(rows, ring_rows):
         "25, us) at the state after the second output interval: `tree stage` the tree's free "
         "accelerations of a stage (`_nbloops._tree_free`: kinematics, bias forces, "
         "factorization, solve, reactions), `cut rows` the cut joints' rows with the speed "
-        "terms (a stage's) and without (the correction's) (`_eval`), `5 columns` the "
+        "terms and without (the correction's) (`_eval`: the explicit loop kinematics), "
+        "`stage's rows` the rows with the speed terms as a stage takes them, from the tree "
+        "pass of the same state (`_eval_after_tree`, round ring6), `5 columns` the "
         "`M^-1 J_I^T` sweep (`_tree_columns`), `1 column` the same sweep for one column "
         "(one more tree solve), `OSIM` the operational-space recursion of the chain's tip "
         "(`_osim_tip` below, on a chain of N bodies), `stage` a whole "
         "`loop_accelerations`, `correction` `loop_correct`, `step` `loop_rk4_step` (4 "
         "stages + correction); `tree step` from the table above (ms there).",
         "",
-        "| N | tree stage | cut rows (speeds) | cut rows | 5 columns | 1 column | OSIM "
-        "| stage | correction | step | 4 tree stages | tree step |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| N | tree stage | cut rows (speeds) | cut rows | stage's rows | 5 columns "
+        "| 1 column | OSIM | stage | correction | step | 4 tree stages | tree step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         t = tree.get(r["N"])
         lines.append(
             f"| {r['N']} | {r['free']:.1f} | {r['rows_v']:.1f} | {r['rows']:.1f} | "
+            f"{r['rows_t']:.1f} | "
             f"{r['cols']:.1f} | {r['col1']:.1f} | {r['osim']:.1f} | {r['stage']:.1f} | "
             f"{r['correct']:.1f} | {r['step']:.1f} | {4 * r['free']:.1f} | "
             f"{'' if t is None else f'{1e6 * t:.1f}'} |"
@@ -817,18 +830,18 @@ def stage_report(rows, ring_rows):
     parts = []
     for r in rows:
         extra = r["step"] - 4 * r["free"]
-        rest = extra - 4 * (r["rows_v"] + r["cols"]) - r["correct"]
+        rest = extra - 4 * (r["rows_t"] + r["cols"]) - r["correct"]
         parts.append(
-            f"N = {r['N']}: cut rows + columns {(r['rows_v'] + r['cols']) / r['free']:.1f} "
+            f"N = {r['N']}: cut rows + columns {(r['rows_t'] + r['cols']) / r['free']:.1f} "
             f"tree stages; step {r['step']:.0f} us = 4 tree stages {4 * r['free']:.0f} + "
-            f"cut rows {4 * r['rows_v']:.0f} ({100 * 4 * r['rows_v'] / extra:.0f} % of the "
+            f"cut rows {4 * r['rows_t']:.0f} ({100 * 4 * r['rows_t'] / extra:.0f} % of the "
             f"loop's extra) + columns {4 * r['cols']:.0f} "
             f"({100 * 4 * r['cols'] / extra:.0f} %) + correction {r['correct']:.0f} "
             f"({100 * r['correct'] / extra:.0f} %) + the rest {rest:.0f} "
             "(5 x 5 system, refinement, RK updates, and at large N the passes evicting each "
             "other's data)"
         )
-    over = [r["N"] for r in rows if r["rows_v"] + r["cols"] > 2 * r["free"]]
+    over = [r["N"] for r in rows if r["rows_t"] + r["cols"] > 2 * r["free"]]
     budget = (
         "Loop / tree <= 3 needs the loop's extra per stage (cut rows + columns + the rest + "
         "a quarter of the correction) within two tree stages; the cut rows and the columns "
@@ -847,7 +860,7 @@ def context_report(rows, ratio):
     per = []
     for r in rows:
         line = (
-            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_v']:.1f}), columns "
+            f"N = {r['N']}: cut rows {r['ctx_rows']:.1f} (alone {r['rows_t']:.1f}), columns "
             f"{r['ctx_cols']:.1f} (alone {r['cols']:.1f}), Gram and refined solve "
             f"{r['ctx_solve']:.1f} us"
         )
@@ -872,7 +885,7 @@ def context_report(rows, ratio):
             f"{1e3 * (b['ctx_cols'] - a['ctx_cols']) / dn:.0f} among the others "
             f"({1e3 * (b['cols'] - a['cols']) / dn:.0f} alone), cut rows "
             f"{1e3 * (b['ctx_rows'] - a['ctx_rows']) / dn:.0f} among the others "
-            f"({1e3 * (b['rows_v'] - a['rows_v']) / dn:.0f} alone)."
+            f"({1e3 * (b['rows_t'] - a['rows_t']) / dn:.0f} alone)."
         )
     return (
         "Among the others (round ring5): each part's cost inside a stage, the stage "
@@ -1243,7 +1256,35 @@ CONTEXT_NOTES = (
     "rows side by side (alone 6.1 -> 3.1 us and 5.3 -> 4.2 us at N = 500, the stage "
     "352.0 / 352.7 us), the first residual before the columns, the cut rows before the "
     "tree pass (355.0 / 358.2 us), and the elimination's factors held as values for all "
-    "columns (42.0 -> 41.1 us)."
+    "columns (42.0 -> 41.1 us). Round ring6 (kept): a stage's cut rows from the tree "
+    "pass that precedes them (`_nbloops._eval_after_tree`, "
+    "`_nbloop.tree_loop_kinematics`): where every tree joint of the loops is a Revolute "
+    "joint and none is reversed (`CutJointConstraints` gives the loop bodies' tree "
+    "labels), the world pose of each joint's child frame is chained from the tree's "
+    "relative poses `R_REL`, `P_REL` of the same state (one 3 x 3 product per body "
+    "instead of three and a sine and cosine), the columns, twists and bias as before, "
+    "and the body pose only for the bodies that carry a cut frame. The correction, the "
+    "reactions, the samples and the Python path keep the explicit `loop_kinematics`. "
+    "The rows equal the explicit ones to round-off (~1e-15; bit for bit on the planar "
+    "four-bar). Same period, alone (us, land7 / ring6; N = 10 / 100 / 500): loop "
+    "kinematics 26.2 / 12.3 (N = 500); the stage's cut rows 1.0 / 0.74, 6.7 / 4.1, "
+    "32.3 / 18.9; stage 7.3, 7.6 / 6.4, 6.8, 6.9; 53.8, 55.3 / 51.6, 51.9, 52.7; "
+    "303.2, 305.9 / 284.6, 292.3, 297.5. Loop step interleaved against land7 (the "
+    "bench's measure, best of 5, three rounds, load ~2.5, us, land7 / ring6): N = 10 "
+    "33.8, 34.4, 35.6 / 33.3, 33.7, 33.6; N = 20 55.7, 54.2, 55.1 / 54.6, 54.5, 51.5; "
+    "N = 50 126.6, 124.2, 125.6 / 120.1, 119.2, 118.4; N = 100 239.0, 236.9, 233.6 / "
+    "225.7, 223.8, 222.4; N = 200 467.9, 463.5, 461.4 / 496.1, 440.8, 444.8; N = 500 "
+    "1363, 1304, 1273 / 1238, 1211, 1197 (loop / tree in the same runs 2.66-3.08 for "
+    "land7, 2.56-2.93 for ring6: N = 10 2.76-2.93, N = 500 2.82-2.85). Then the rows' "
+    "callees inlined (`path_terms`, `cut_rows`, `_frame_of`, `cuts_rows`, "
+    "`tree_loop_kinematics`: no call passing 13-26 arrays per row evaluation; the same "
+    "numbers bit for bit): the stage's rows alone 0.75 -> 0.57 us (N = 10), 4.1-4.5 -> "
+    "3.6 (N = 100), the explicit rows 1.0 -> 0.87, 6.7 -> 6.3; loop step interleaved "
+    "(two rounds, us, land7 / ring6): N = 10 33.6, 32.9 / 31.4, 31.3; N = 20 55.5, 52.5 "
+    "/ 50.4, 52.0; N = 50 122.1, 116.2 / 112.3, 114.2; N = 100 237.7, 234.9 / 215.1, "
+    "222.3; N = 200 458.8, 457.0 / 429.8, 461.5; N = 500 1321, 1320 / 1230, 1258 (loop "
+    "/ tree 2.65-3.05 for land7, 2.51-2.86 for ring6: N = 10 2.80, 2.82, N = 500 2.86, "
+    "2.83)."
 )
 
 

@@ -170,6 +170,15 @@ def _revolute_body(i, k, Hc, rev, Fp, fp, Fc, fc, qo, vo, m, q, v, with_v, Rb, r
     Rcj = _mm(Rc0, C)
     ocj = _aff(rc0, Rc0, f0, f1, f2)
     sg = -1.0 if rv else 1.0
+    _revolute_motion(i, Hc, vo, m, v, with_v, rv, sg, Rcj, ocj, wp, vOp, wb, vOb, Wc, Lc, oc, bias)
+
+
+@njit(cache=True, inline="always")
+def _revolute_motion(i, Hc, vo, m, v, with_v, rv, sg, Rcj, ocj, wp, vOp, wb, vOb, Wc, Lc, oc,
+                     bias):  # fmt: skip
+    """The columns, twist and bias of a Revolute loop body ``i`` from the world pose
+    ``(Rcj, ocj)`` (9-tuple, 3-tuple) of its joint's child frame and the inboard twist
+    ``(wp, vOp)`` (world, at the world origin); ``rv``, ``sg``: reversed, its sign."""
     for col in range(m):
         h = Hc[i]
         ang = _mv(Rcj, h[0, col], h[1, col], h[2, col])
@@ -365,7 +374,57 @@ def loop_kinematics(
             bias[i, 3 + r] = cl[r] + t3[r] + t4[r]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
+def tree_loop_kinematics(lab, inb, Hc, Fc, fc, vo, nv, Rr, Pr, v, with_v, Rb, rb, wb, vOb,
+                         Wc, Lc, oc, bias):  # fmt: skip
+    """:func:`loop_kinematics` from the tree solver's relative poses of the same state, for
+    loops of Revolute joints that are not reversed (:func:`tree_labels`).
+
+    ``lab[0, i]``: the tree label of loop body ``i``, ``lab[1, i]`` 1 where it carries a
+    cut joint's frame, else 0; ``Rr``, ``Pr``: the tree's ``R_REL``,
+    ``P_REL`` (the pose of each label's joint child frame ``e_k`` in its parent's ``e_p``;
+    ``e_0`` = world), as the last tree pass left them. One pass outwards chains the world
+    pose of every ``e_k`` (``R_W = R_W,p R_REL``: one 3x3 product per body, no cos/sin);
+    the joint's columns, twist and bias follow as in :func:`loop_kinematics`. ``Rb``,
+    ``rb`` hold the world pose of ``e_k`` (the joint's child frame), and of the bodies
+    that carry a cut frame their own world pose ``(R_W Fc^T, o - R_W Fc^T fc)``: the only
+    ones the rows read. The rest is :func:`loop_kinematics`' to round-off."""
+    n = inb.shape[0]
+    for i in range(n):
+        k = inb[i]
+        if k < 0:
+            Rp = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+            rp = (0.0, 0.0, 0.0)
+            wp = (0.0, 0.0, 0.0)
+            vOp = (0.0, 0.0, 0.0)
+        else:  # Rb, rb hold the inboard's e frame until the end of the pass
+            Rp = _ld3(Rb, k)
+            rp = (rb[k, 0], rb[k, 1], rb[k, 2])
+            wp = (wb[k, 0], wb[k, 1], wb[k, 2])
+            vOp = (vOb[k, 0], vOb[k, 1], vOb[k, 2])
+        t = lab[0, i]
+        Re = _mm(Rp, _ld3(Rr, t))
+        oe = _aff(rp, Rp, Pr[t, 0], Pr[t, 1], Pr[t, 2])
+        for r in range(3):
+            for s in range(3):
+                Rb[i, r, s] = Re[3 * r + s]
+            rb[i, r] = oe[r]
+        _revolute_motion(
+            i, Hc, vo, nv[i], v, with_v, False, 1.0, Re, oe, wp, vOp, wb, vOb, Wc, Lc, oc, bias
+        )
+    for i in range(n):
+        if lab[1, i] == 0:
+            continue
+        # body pose: e_k o (Fc, fc)^-1
+        R = _mmT(_ld3(Rb, i), _ld3(Fc, i))
+        t3 = _mv(R, fc[i, 0], fc[i, 1], fc[i, 2])
+        for r in range(3):
+            for s in range(3):
+                Rb[i, r, s] = R[3 * r + s]
+            rb[i, r] = rb[i, r] - t3[r]
+
+
+@njit(cache=True, inline="always")
 def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
     """``J_rel`` (c axes at ``pc``) and the summed spatial bias of one cut joint."""
     for r in range(6):
@@ -394,7 +453,7 @@ def path_terms(idx, sign, vo, nv, Wc, Lc, oc, bias, pc, RcT, with_v, Jrel, bsp):
                 bsp[r] += sg * bias[i, r]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def cut_rows(
     E, F, G, Rp, pp, Rc, pc, Jrel, bsp, with_v, wP, vOP, wC, vOC, phi, J, gamma, R, d, Vrel, D,
     w3, RtF, b,
@@ -508,7 +567,7 @@ def cut_rows(
         gamma[nt + k] -= RtF[k, 0] * t2[0] + RtF[k, 1] * t2[1] + RtF[k, 2] * t2[2]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _frame_of(i, F, f, Rb, rb, R, p):
     """World pose ``(R, p)`` of the frame ``(F, f)`` (body axes) of loop body ``i``
     (``i < 0``: ground)."""
@@ -588,6 +647,19 @@ def cuts_eval(
         inb, code, prm, Hc, Wcst, rev, Fp, fp, Fc, fc, qo, nq, vo, nv, q, v, with_v,
         Rb, rb, wb, vOb, Wc, Lc, oc, bias, w3, w33, w66, w6,
     )  # fmt: skip
+    cuts_rows(
+        vo, nv, Rb, rb, wb, vOb, Wc, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G, Dall,
+        Rcs, pcs, work, with_v, phi, J, gamma,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def cuts_rows(vo, nv, Rb, rb, wb, vOb, Wc, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+              Dall, Rcs, pcs, work, with_v, phi, J, gamma):  # fmt: skip
+    """The part of :func:`cuts_eval` after the loop kinematics (the loop bodies' outputs
+    ``Rb`` ... ``bias`` of :func:`loop_kinematics` or :func:`tree_loop_kinematics`): per
+    cut joint :func:`path_terms` and :func:`cut_rows`."""
+    w3, w33, w66, w6, Jrel = work
     f33, f3 = W33_FRAMES, W3_FRAMES
     Rp, Rc, RcT, R, RtF = w33[f33], w33[f33 + 1], w33[f33 + 2], w33[f33 + 3], w33[W33_RTF]
     pp, pc, d, z3 = w3[f3], w3[f3 + 1], w3[f3 + 2], w3[f3 + 3]

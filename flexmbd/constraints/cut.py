@@ -78,6 +78,7 @@ import numpy as np
 from ..errors import ModelError
 from ..joint_types import (
     PLANAR,
+    REVOLUTE,
     SCREW,
     joint_coordinates,
     joint_type,
@@ -549,6 +550,19 @@ class CutJointConstraints:
                 A["qo"][i], A["nq"][i] = self._qsl[j.name].start, j.nq
                 A["vo"][i], A["nv"][i] = self._vsl[j.name].start, j.nv
         self._arr = A
+        # tree labels of the loop bodies where the stage may take the loop kinematics from the
+        # tree pass (every tree joint of the loops a Revolute joint, none reversed), else -1;
+        # second row: 1 for the bodies that carry a cut joint's frame
+        ok = n > 0 and all(c == REVOLUTE for c in A["code"]) and not A["rev"].any()
+        lab = np.full((2, max(n, 1)), -1, np.int64)
+        if ok:
+            lab[0] = [self._label[id(b)] for b in bodies]
+            lab[1] = 0
+            for c in self.cuts:
+                for b in (c.P, c.C):
+                    if b is not self.ground:
+                        lab[1, self._li[id(b)]] = 1
+        self._tree_lab = lab
         self._out = dict(
             Rb=np.zeros((n, 3, 3)),
             rb=np.zeros((n, 3)),
@@ -605,6 +619,7 @@ class CutJointConstraints:
             np.zeros((self.n_rows_cut, 6)),  # workspaces: D rows, child frame poses
             np.zeros((nc, 3, 3)),
             np.zeros((nc, 3)),
+            self._tree_lab,
             self._work,  # scratch of every call (nothing allocated per evaluation)
         )
 
@@ -623,7 +638,9 @@ class CutJointConstraints:
     def compiled_args(self) -> tuple:
         """The leading arguments of :func:`._nbloop.cuts_eval` (loop-body constants, their
         workspaces, the packed cut joints and their output workspaces; the arrays are this
-        object's own, reused)."""
+        object's own, reused; before the scratch ``work``, the tree labels of the loop bodies,
+        all -1 where the rows may not be taken from the tree pass:
+        :func:`._nbloop.tree_loop_kinematics`)."""
         return (*self._loop_constants(), *self._loop_outputs(), *self._packed)
 
     def _loop_constants(self):

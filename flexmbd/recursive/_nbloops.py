@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from ..constraints._nbloop import _ld9, cuts_eval
+from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
 from . import _kernels as K
 from ._nbforces import sample_energies, tree_loaded
 
@@ -439,11 +439,34 @@ def _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw):
 def _eval(cargs, q, v, with_v, phi, J, gamma):
     (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
      Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
-     Dall, Rcs, pcs, work) = cargs  # fmt: skip
+     Dall, Rcs, pcs, lab, work) = cargs  # fmt: skip
     cuts_eval(
         inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
         Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
         Dall, Rcs, pcs, work, q, v, with_v, phi, J, gamma,
+    )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def _eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma):
+    """:func:`_eval` with speeds right after a tree pass at the same ``(q, v)``: the loop
+    kinematics from the tree's relative poses (:func:`tree_loop_kinematics`) where the
+    cut joints' arguments allow it (tree labels given), else the explicit pass."""
+    (inb, code, prm, Hc, Wc, rev, Fp, fp, Fc, fc, qo, nq, vo, nvj,
+     Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G,
+     Dall, Rcs, pcs, lab, work) = cargs  # fmt: skip
+    if lab[0, 0] < 0:
+        _eval(cargs, q, v, True, phi, J, gamma)
+        return
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    tree_loop_kinematics(
+        lab, inb, Hc, Fc, fc, vo, nvj, R3[K.R_REL], P3[K.P_REL], v, True,
+        Rb, rb, wb, vOb, Wcw, Lc, oc, bias,
+    )  # fmt: skip
+    cuts_rows(
+        vo, nvj, Rb, rb, wb, vOb, Wcw, Lc, oc, bias, cI, cF, cf, pidx, psgn, E, F, G, Dall,
+        Rcs, pcs, work, True, phi, J, gamma,
     )  # fmt: skip
 
 
@@ -818,7 +841,7 @@ def _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac
     nv = Ib[K.IB_NV]
     if _tree_free(Ib, buf, forces, q, v, tau, qdd, reac) != 0:
         return TREE_FAILED
-    _eval(cargs, q, v, True, phi, J, gamma)
+    _eval_after_tree(Ib, buf, cargs, q, v, phi, J, gamma)
     k = sel.shape[0]
     for a in range(k):
         for j in range(nv):

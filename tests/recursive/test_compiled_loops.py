@@ -7,9 +7,11 @@ import pytest
 import flexmbd as fm
 
 
-def spatial_ring(n=6, tilt=0.3, seed=3):
+def spatial_ring(n=6, tilt=0.3, seed=3, shift=0.0):
     """A ring of ``n`` rods with tilted revolute axes closed through the ground (one loop,
-    5 independent cut equations) under gravity."""
+    5 independent cut equations) under gravity; ``shift``: the rods' body-frame origins
+    moved off their joint points by ``shift`` (1, 0.5) in the rod's (y, z) axes (joint
+    frames with nonzero positions on the child bodies)."""
     rng = np.random.default_rng(seed)
     nv = n + 1
     rad = 1.0 / (2 * np.sin(np.pi / nv))
@@ -21,7 +23,8 @@ def spatial_ring(n=6, tilt=0.3, seed=3):
     for i in range(n):
         u = P[i + 1] - P[i]
         u /= np.linalg.norm(u)
-        frames.append((np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]]), P[i]))
+        Rr = np.column_stack([u, np.cross([0, 0, 1.0], u), [0, 0, 1.0]])
+        frames.append((Rr, P[i] + shift * (Rr[:, 1] + 0.5 * Rr[:, 2])))
     m.rod = fm.RigidBody(
         range(n),
         rule=lambda blk, i: fm.RigidBody(mass=1.0, inertia=(0.002, 0.08, 0.08), com=(0.5, 0, 0)),
@@ -204,8 +207,10 @@ def test_the_columns_sweep_on_branched_trees_of_every_joint_kind(seed):
 
 def test_batch_samples_equal_the_per_state_sample_and_dynamics():
     """``_nbloops.loop_samples`` (the violations and the rank decision from the rows of
-    each sample's own accelerations) gives per state what ``loop_sample`` (a separate
-    evaluation of the rows) and ``loop_forward_dynamics`` give, bit for bit; rows that
+    each sample's own accelerations) gives per state what ``loop_forward_dynamics`` gives
+    and the violations of the stage's rows, bit for bit, the violations and the rank
+    decision of ``loop_sample`` (a separate, explicit evaluation of the rows: to
+    round-off); rows that
     the QR would not select (4 of the ring's 5 independent rows) are refused."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import _GUARD
@@ -232,7 +237,12 @@ def test_batch_samples_equal_the_per_state_sample_and_dynamics():
         for i in range(n):
             viol = np.zeros(2)
             assert NL.loop_sample(cargs, Q[i], V[i], sel, rtol, _GUARD, *ws, viol) == expect
-            assert np.array_equal(VIOL[i], viol)
+            # the sample's violations are its stage's rows' (from the tree pass, bit for
+            # bit), the explicit rows' of loop_sample to round-off
+            np.testing.assert_allclose(VIOL[i], viol, rtol=0, atol=1e-14)
+            assert NL._tree_free(Ib, buf, forces, Q[i], V[i], TAU[i], np.empty(nv), reac) == 0
+            NL._eval_after_tree(Ib, buf, cargs, Q[i], V[i], *ws)
+            assert np.array_equal(VIOL[i], NL._violations(ws[0], ws[1], V[i]))
             if not expect:
                 continue
             one = [np.zeros(sh) for sh in shapes]
@@ -551,3 +561,88 @@ def test_a_compiled_regular_correction_forgets_the_weak_directions():
     assert projector_state(P)["last_weak"] is w
     P.regular_state(sel)
     assert projector_state(P)["last_weak"] is None
+
+
+def _squeezer_model():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
+    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()
+
+
+def _reversed_four_bar():
+    """The planar four-bar with its coupler joint declared coupler -> crank (reversed in
+    the tree)."""
+    m = planar_four_bar()
+    del m.b
+    m.b = fm.Revolute(m.coupler, m.crank, child_frame=(1.0, 0, 0), q0=[1.2])
+    assert m.topology().reversed.any()
+    return m
+
+
+def _cylindrical_four_bar():
+    """The planar four-bar with a Cylindrical joint between coupler and rocker."""
+    m = planar_four_bar()
+    del m.c
+    m.c = fm.Cylindrical(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), q0=[-1.94, 0.0])
+    return m
+
+
+@pytest.mark.parametrize(
+    "build, from_tree",
+    [
+        (spatial_ring, True),
+        (lambda: spatial_ring(5, shift=0.3), True),
+        (_squeezer_model, True),
+        (_reversed_four_bar, False),
+        (_cylindrical_four_bar, False),
+    ],
+)
+def test_the_stage_rows_from_the_tree_pass_equal_the_explicit_rows(build, from_tree):
+    """After the tree pass of a stage, ``_nbloops._eval_after_tree`` takes the loop
+    kinematics from the tree's relative poses (``tree_loop_kinematics``: loops of
+    non-reversed Revolute joints, tree labels in the cut arguments); its rows ``phi``,
+    ``J``, ``gamma`` and the loop bodies' twists, columns and bias (and the poses of the
+    bodies that carry a cut frame) equal the
+    explicit ``cuts_eval`` to round-off at random states (the ring; the squeezer, with
+    its force table's tree pass). A loop with a non-revolute tree joint has no labels and
+    takes the explicit rows, bit for bit; nor has one with a reversed tree joint (which
+    the compiled stage does not take at all)."""
+    from flexmbd.recursive import _nbloops as NL
+
+    s = build().compile("recursive")
+    lab, carries = s.constraints.compiled_args()[33]
+    assert (lab > 0).all() == from_tree and (lab < 0).all() != from_tree
+    if build is _reversed_four_bar:
+        assert s.compiled_rk4() is None  # no compiled stage on a reversed tree joint
+        return
+    Ib, buf, cargs, forces, tau, ws, reac, *_ = s.compiled_rk4()
+    outs = cargs[14:22]
+    nv, m = s.nv, ws[0].shape[0]
+    rng = np.random.default_rng(7)
+    q0, _ = s.initial_state()
+    for _ in range(3):
+        q = q0 + 0.5 * rng.standard_normal(nv)
+        v = rng.standard_normal(nv)
+        assert NL._tree_free(Ib, buf, forces, q, v, tau, np.empty(nv), reac) == 0
+        a = (np.full(m, np.nan), np.full((m, nv), np.nan), np.full(m, np.nan))
+        NL._eval_after_tree(Ib, buf, cargs, q, v, *a)
+        got = [o.copy() for o in outs]
+        b = (np.zeros(m), np.zeros((m, nv)), np.zeros(m))
+        NL._eval(cargs, q, v, True, *b)
+        for x, y, name in zip(
+            (*a, *got), (*b, *outs), "phi J gamma Rb rb wb vOb Wc Lc oc bias".split(), strict=True
+        ):
+            if from_tree and name in ("Rb", "rb"):  # the poses of the cut frames' bodies
+                assert carries.any()
+                x, y = x[carries == 1], y[carries == 1]
+            if from_tree:
+                np.testing.assert_allclose(
+                    x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max()), err_msg=name
+                )
+            else:
+                assert np.array_equal(x, y), name
