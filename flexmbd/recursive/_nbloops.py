@@ -962,13 +962,7 @@ def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0):
     lam, ks, yy, acc, sw, _cw = tw
     nv = y.shape[0] // 2
     for s in range(s0, 4):
-        if s == 0:
-            for i in range(2 * nv):
-                yy[i] = y[i]
-        else:
-            c = 1.0 if s == 3 else 0.5
-            for i in range(2 * nv):
-                yy[i] = y[i] + c * h * ks[s - 1, i]
+        _rk4_stage_state(y, ks, s, h, yy)
         st = _stage(
             Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac, sw
         )
@@ -977,9 +971,28 @@ def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0):
         for i in range(nv):
             ks[s, i] = yy[nv + i]
             ks[s, nv + i] = acc[i]
-    for i in range(2 * nv):
-        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    _rk4_update(y, ks, h)
     return 0
+
+
+@njit(cache=True, inline="always")
+def _rk4_stage_state(y, ks, s, h, yy):
+    """RK4's stage state ``yy`` of stage ``s`` from ``y`` and the slopes ``ks`` (rows
+    ``0 ... s - 1``): ``y``, ``y + h/2 k_0``, ``y + h/2 k_1``, ``y + h k_2``."""
+    if s == 0:
+        for i in range(y.shape[0]):
+            yy[i] = y[i]
+        return
+    c = 1.0 if s == 3 else 0.5
+    for i in range(y.shape[0]):
+        yy[i] = y[i] + c * h * ks[s - 1, i]
+
+
+@njit(cache=True, inline="always")
+def _rk4_update(y, ks, h):
+    """RK4's update of ``y`` in place from the four slopes ``ks``."""
+    for i in range(y.shape[0]):
+        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
 
 
 @njit(cache=True, _nrt=False)
@@ -1132,7 +1145,6 @@ def tree_rk4_block(
     yy = np.empty(n)
     acc = np.empty(nv)
     reac = np.empty((REAC.shape[1], 6))
-    cs = (0.0, 0.5, 0.5, 1.0)
     for j in range(n_int):
         for i in range(n):
             y0[i] = y[i]
@@ -1140,12 +1152,7 @@ def tree_rk4_block(
         ok = True
         for sub in range(substeps):
             for s in range(4):
-                if s == 0:
-                    for i in range(n):
-                        yy[i] = y[i]
-                else:
-                    for i in range(n):
-                        yy[i] = y[i] + cs[s] * h * ks[s - 1, i]
+                _rk4_stage_state(y, ks, s, h, yy)
                 sample = s == 0 and sub == 0 and r < QDD.shape[0]
                 rr = REAC[r] if sample else reac
                 if _tree_free(Ib, buf, forces, yy[:nv], yy[nv:], tau, acc, rr) != 0:
@@ -1162,8 +1169,7 @@ def tree_rk4_block(
                     ks[s, nv + i] = acc[i]
             if not ok:
                 break
-            for i in range(n):
-                y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+            _rk4_update(y, ks, h)
         if not _interval_end(y, y0, ok, Yout, j):
             if r < done.shape[0]:
                 done[r] = False
@@ -1871,9 +1877,7 @@ def loop_rk4_step_weak(
         ks[0, i] = y[nv + i]
         ks[0, nv + i] = qdd[i]
     for s in range(1, 4):
-        c = 1.0 if s == 3 else 0.5
-        for i in range(2 * nv):
-            yy[i] = y[i] + c * h * ks[s - 1, i]
+        _rk4_stage_state(y, ks, s, h, yy)
         st = _weak_stage(
             Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, rtol, r_reg, has_last, tangent, a_s,
             lam_s, phi, J, gamma, reac, ww,
@@ -1883,8 +1887,7 @@ def loop_rk4_step_weak(
         for i in range(nv):
             ks[s, i] = yy[nv + i]
             ks[s, nv + i] = a_s[i]
-    for i in range(2 * nv):
-        y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
+    _rk4_update(y, ks, h)
     return 0
 
 

@@ -1335,15 +1335,26 @@ def _compiled_rk(name: str):
     return type(f"_Compiled{name}", (Solver,), attrs)
 
 
+def _loop_selection(solver):
+    """``(stepper, compiled arguments, projector, rows)`` of a compiled solver's loop
+    stepper; ``rows`` (the last QR's selection) is None where scipy's own code must run:
+    no compiled right-hand side, a state the QR has to decide, or per-component
+    tolerances."""
+    st = solver.loop_stepper
+    c = st.system.compiled_rk4() if st is not None else None
+    P = st.P if st is not None else None
+    sel = P.selection() if c is not None and not st.qr_seen else None
+    if np.ndim(solver.atol) or np.ndim(solver.rtol):
+        sel = None
+    return st, c, P, sel
+
+
 def _compiled_step_impl(Solver):
     """The ``_step_impl`` of :func:`_compiled_rk`'s class on scipy's solver class ``Solver``."""
 
     def _step_impl(self):
-        st = self.loop_stepper
-        c = st.system.compiled_rk4() if st is not None else None
-        P = st.P if st is not None else None
-        sel = P.selection() if c is not None and not st.qr_seen else None
-        if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+        st, c, P, sel = _loop_selection(self)
+        if sel is None:
             return Solver._step_impl(self)
         t = self.t
         n = self.y.shape[0]
@@ -1413,11 +1424,8 @@ def _dop853_dense_output_impl(self):
     (the stepper's right-hand side)."""
     from scipy.integrate import DOP853
 
-    st = self.loop_stepper
-    c = st.system.compiled_rk4() if st is not None else None
-    P = st.P if st is not None else None
-    sel = P.selection() if c is not None and not st.qr_seen else None
-    if sel is None or np.ndim(self.atol) or np.ndim(self.rtol):
+    st, c, P, sel = _loop_selection(self)
+    if sel is None:
         return DOP853._dense_output_impl(self)
     F = np.empty((self.D.shape[0] + 3, self.n))
     status = _NL.loop_dop853_dense(
