@@ -62,6 +62,7 @@ they take cost more than the arithmetic (the whole pass ran 1.6-1.9x slower).
 import numpy as np
 from numba import prange, types
 from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from .._jit import njit, njit_signature
@@ -1293,25 +1294,41 @@ def solve_schedule(Ia, Sa, Mm, Dn, bx):
     ns = Sa[0]
     base = 5
     for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            _ldl_forward5(A[i], z)
-            if l >= 0:
-                _subTvec5(YL[i], z, bx[l])
-            if r >= 0:
-                _subTvec5(YR[i], z, bx[r])
-        else:
-            _ldl_forward(A[i], z, 6)
-            if l >= 0:
-                _subTvec_n(YL[i], z, bx[l], 6)
-            if r >= 0:
-                _subTvec_n(YR[i], z, bx[r], 6)
-    # dense node system
+        i, l, r = Sa[base + 3 * s_], Sa[base + 3 * s_ + 1], Sa[base + 3 * s_ + 2]
+        eliminate_step(A, YL, YR, i, l, r, _step_five(Ia, i, l, r), bx)
+    solve_nodes(Ia, Sa, Dn, bx)
+    for s_ in range(ns - 1, -1, -1):  # back substitution along the chains
+        i, l, r = Sa[base + 3 * s_], Sa[base + 3 * s_ + 1], Sa[base + 3 * s_ + 2]
+        back_step(A, YL, YR, i, l, r, _step_five(Ia, i, l, r), bx)
+
+
+@njit(cache=True, inline="always")
+def eliminate_step(A, YL, YR, i, l, r, five, bx):
+    """One step of the schedule's chain elimination on the right-hand sides ``bx`` (per
+    label): label ``i``'s forward substitution, its neighbours ``l``, ``r`` (-1: none)
+    updated; ``five``: a five-block step (:func:`_step_five`)."""
+    z = bx[i]
+    if five:
+        _ldl_forward5(A[i], z)
+        if l >= 0:
+            _subTvec5(YL[i], z, bx[l])
+        if r >= 0:
+            _subTvec5(YR[i], z, bx[r])
+    else:
+        _ldl_forward(A[i], z, 6)
+        if l >= 0:
+            _subTvec_n(YL[i], z, bx[l], 6)
+        if r >= 0:
+            _subTvec_n(YR[i], z, bx[r], 6)
+
+
+@njit(cache=True, inline="always")
+def solve_nodes(Ia, Sa, Dn, bx):
+    """The dense node system of the schedule (:func:`factor_nodes`' factors in ``Dn``) for
+    the right-hand sides ``bx`` (per label) in place, through ``Dn``'s last column."""
+    ns = Sa[0]
     nd = Sa[1]
-    od = base + 3 * ns
+    od = 5 + 3 * ns
     n6 = 6 * nd
     for t in range(nd):
         k = Sa[od + t]
@@ -1333,24 +1350,24 @@ def solve_schedule(Ia, Sa, Mm, Dn, bx):
         o = 6 * Ia[I_DSLOT, k]
         for a in range(6):
             bx[k, a] = Dn[o + a, n6]
-    # back substitution along the chains (reverse schedule)
-    for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
-        z = bx[i]
-        if _step_five(Ia, i, l, r):
-            if l >= 0:
-                _sub_dyx5(YL[i], bx[l], A[i], z)
-            if r >= 0:
-                _sub_dyx5(YR[i], bx[r], A[i], z)
-            _ldl_back5(A[i], z)
-        else:
-            if l >= 0:
-                _sub_dyx(YL[i], bx[l], A[i], z, 6)
-            if r >= 0:
-                _sub_dyx(YR[i], bx[r], A[i], z, 6)
-            _ldl_back(A[i], z, 6)
+
+
+@njit(cache=True, inline="always")
+def back_step(A, YL, YR, i, l, r, five, bx):
+    """One step of the schedule's back substitution (:func:`eliminate_step` reversed)."""
+    z = bx[i]
+    if five:
+        if l >= 0:
+            _sub_dyx5(YL[i], bx[l], A[i], z)
+        if r >= 0:
+            _sub_dyx5(YR[i], bx[r], A[i], z)
+        _ldl_back5(A[i], z)
+    else:
+        if l >= 0:
+            _sub_dyx(YL[i], bx[l], A[i], z, 6)
+        if r >= 0:
+            _sub_dyx(YR[i], bx[r], A[i], z, 6)
+        _ldl_back(A[i], z, 6)
 
 
 @njit(cache=True, inline="always")
@@ -2154,7 +2171,9 @@ def _cview(typingctx, buf, offset, shape):
             meminfo=src.meminfo,
             parent=src.parent,
         )
-        return out._getvalue()
+        # a view is a new reference to buf's memory: counted where the caller counts
+        # references (NRT kernels; a no-op in the _nrt=False kernels)
+        return impl_ret_borrowed(context, builder, rtype, out._getvalue())
 
     return rtype(buf, offset, shape), codegen
 

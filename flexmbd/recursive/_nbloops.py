@@ -634,70 +634,25 @@ def _tree_columns(Ib, buf, cols, out, af, bx, Fe):
 @njit(cache=True, inline="always")
 def _schedule_columns(Ia, Sa, Mm, Dn, bx, kc):
     """:func:`K.solve_schedule <flexmbd.recursive._kernels.solve_schedule>` of every
-    column ``bx[c]`` (kc, N + 1, 6) in place: the chains' elimination, the node system
-    (one column at a time), the back substitution."""
+    column ``bx[c]`` (kc, N + 1, 6) in place, the loop over the columns inside each step
+    of the schedule (the columns' dependent chains overlap)."""
     A = Mm[K.M_A]
     YL = Mm[K.M_YL]
     YR = Mm[K.M_YR]
     ns = Sa[0]
     base = 5
     for s_ in range(ns):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
+        i, l, r = Sa[base + 3 * s_], Sa[base + 3 * s_ + 1], Sa[base + 3 * s_ + 2]
         five = K._step_five(Ia, i, l, r)
         for c in range(kc):
-            z = bx[c, i]
-            if five:
-                K._ldl_forward5(A[i], z)
-                if l >= 0:
-                    K._subTvec5(YL[i], z, bx[c, l])
-                if r >= 0:
-                    K._subTvec5(YR[i], z, bx[c, r])
-            else:
-                K._ldl_forward(A[i], z, 6)
-                if l >= 0:
-                    K._subTvec_n(YL[i], z, bx[c, l], 6)
-                if r >= 0:
-                    K._subTvec_n(YR[i], z, bx[c, r], 6)
-    nd = Sa[1]
-    od = base + 3 * ns
-    n6 = 6 * nd
+            K.eliminate_step(A, YL, YR, i, l, r, five, bx[c])
     for c in range(kc):
-        for t in range(nd):
-            o = 6 * Ia[K.I_DSLOT, Sa[od + t]]
-            for a in range(6):
-                Dn[o + a, n6] = bx[c, Sa[od + t], a]
-        if nd == 1:
-            x = Dn[:, n6]
-            n = 5 if Ia[K.I_FIVE, Sa[od]] else 6  # a five-block's row 5: x[5] = 0
-            K._ldl_forward(Dn, x, n)
-            K._ldl_back(Dn, x, n)
-        else:
-            K._chol_solve(Dn, n6, n6)
-        for t in range(nd):
-            o = 6 * Ia[K.I_DSLOT, Sa[od + t]]
-            for a in range(6):
-                bx[c, Sa[od + t], a] = Dn[o + a, n6]
+        K.solve_nodes(Ia, Sa, Dn, bx[c])
     for s_ in range(ns - 1, -1, -1):
-        i = Sa[base + 3 * s_]
-        l = Sa[base + 3 * s_ + 1]
-        r = Sa[base + 3 * s_ + 2]
+        i, l, r = Sa[base + 3 * s_], Sa[base + 3 * s_ + 1], Sa[base + 3 * s_ + 2]
         five = K._step_five(Ia, i, l, r)
         for c in range(kc):
-            z = bx[c, i]
-            if five:
-                if l >= 0:
-                    K._sub_dyx5(YL[i], bx[c, l], A[i], z)
-                if r >= 0:
-                    K._sub_dyx5(YR[i], bx[c, r], A[i], z)
-                K._ldl_back5(A[i], z)
-            else:
-                if l >= 0:
-                    K._sub_dyx(YL[i], bx[c, l], A[i], z, 6)
-                if r >= 0:
-                    K._sub_dyx(YR[i], bx[c, r], A[i], z, 6)
-                K._ldl_back(A[i], z, 6)
+            K.back_step(A, YL, YR, i, l, r, five, bx[c])
 
 
 @njit(cache=True, inline="always")
