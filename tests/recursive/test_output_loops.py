@@ -547,12 +547,13 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
 
     s = _squeezer().build().compile("recursive")
     calls = _count_kernels(monkeypatch)
-    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, max_step=max_step)
     errs = []
     for blocks in (True, False):
         monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
+        st = s.stepper(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
+        st.solver.max_step = max_step  # (simulate takes no max_step: planted)
         with pytest.raises(fm.errors.SolverError) as info:
-            s.simulate(0.03, **kw)
+            run(st, st.t_end, progress=False)
         errs.append(info.value)
     fast, ref = errs
     assert "stalled" in str(fast) and str(fast) == str(ref)
