@@ -561,3 +561,62 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
     assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)  # t0 + the good steps
     assert sum(calls["loop_rk_block_sampled"]) == len(fast.partial.t)  # (with the stall's)
     _same_run(fast.partial, ref.partial)
+
+
+@pytest.mark.parametrize("out", [{}, {"dt": 0.03}])
+def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, out):
+    """A block that meets a state its rows cannot decide hands the step back (its status
+    and the attempt's evaluations), and the solver's ``step()`` redoes it by scipy's code
+    with the QR, as after a refused compiled step. Planted at the 40th step (a
+    ``NEEDS_QR`` after 3 evaluations) in both paths, the run with blocks equals the run
+    step by step bit for bit, a sample at every step and the end only."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive import loops
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    m, redone = 40, []
+
+    def plant(name, k_at, n_at, out_at):
+        kernel = getattr(NL, name)
+
+        def call(*a):
+            a = list(a)
+            if name.startswith("loop_rk_step"):  # one call per step: the m-th refuses
+                redone.append(None)
+                if len(redone) == m + 1:
+                    a[out_at][3] = 3.0
+                    return NL.NEEDS_QR
+                return kernel(*a)
+            n0, k = a[n_at], a[k_at]
+            if not n0 <= m < n0 + k:
+                return kernel(*a)
+            a[k_at] = m - n0  # the steps before the m-th, then the handed-back one
+            done = kernel(*a)
+            if done == m - n0 and (done == 0 or a[out_at][0] == NL.BLOCK_DONE):
+                a[out_at][:3] = NL.BLOCK_HANDBACK, NL.NEEDS_QR, 3.0
+            return done
+
+        monkeypatch.setattr(NL, name, call)
+
+    for name in ("loop_rk_block", "loop_rk_block_sampled"):
+        plant(name, 30, 32, 37)
+    for name in ("loop_rk_step", "loop_rk_step_sampled"):
+        plant(name, None, None, 34)
+    real_redo, redos = loops._redo_step, []
+
+    def counted_redo(solver, Solver, st, status, nfev):
+        redos.append((status, nfev))
+        return real_redo(solver, Solver, st, status, nfev)
+
+    monkeypatch.setattr(loops, "_redo_step", counted_redo)
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, **out)
+    fast = s.simulate(0.03, **kw)
+    assert redos == [(NL.NEEDS_QR, 3)]  # handed back once, then the QR at every step
+    monkeypatch.setattr(_LoopStepper, "step_blocks", False)
+    redone.clear()
+    ref = s.simulate(0.03, **kw)
+    assert redos[1:] == [(NL.NEEDS_QR, 3)] and len(redone) == m + 1
+    _same_run(fast, ref)
