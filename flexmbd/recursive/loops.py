@@ -1588,11 +1588,11 @@ class _LoopStepper(ExplicitStepper):
     def _solver_block(self):
         """A compiled block of adaptive steps (:meth:`ExplicitStepper._solver_block`):
         :func:`._nbloops.loop_rk_block`, or with a sample at every accepted step
-        :func:`._nbloops.loop_rk_block_sampled` (up to the free rows of
-        :meth:`step_rows`), where the compiled step (:func:`_compiled_rk`) would take the
-        next step; None else (scipy's own step, a step handed back pending). A step the
-        block hands back is redone by the solver's ``step()`` with the block's status and
-        evaluations (:func:`_redo_step`)."""
+        :func:`._nbloops.loop_rk_block_sampled` (its rows in :meth:`step_rows`), where
+        the compiled step (:func:`_compiled_rk`) would take the next step; None else
+        (scipy's own step, a step handed back pending). A step the block hands back is
+        redone by the solver's ``step()`` with the block's status and evaluations
+        (:func:`_redo_step`)."""
         s = self.solver
         if not self.step_blocks or getattr(s, "loop_stepper", None) is not self:
             return None
@@ -1601,13 +1601,11 @@ class _LoopStepper(ExplicitStepper):
         _, c, P, sel = _loop_selection(s)
         if sel is None:
             return None
-        rows = self.step_rows(sel)
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         tau = self.constant_tau(c)
 
         def run(k, t_stop, win, stall):
-            if rows is not None:
-                k = min(k, len(rows["row"]) - rows["n"])
+            rows = self.step_rows(sel, k)  # (room for the block's samples)
             n = s.y.shape[0]
             ts = np.array([s.t, s.h_abs], dtype=float)
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
@@ -1720,7 +1718,7 @@ class _LoopStepper(ExplicitStepper):
         self._fused = f
         return f
 
-    def step_rows(self, sel: Array) -> dict | None:
+    def step_rows(self, sel: Array, need: int = 1) -> dict | None:
         """The arrays the compiled DOP853 / RK45 / RK23 step writes its output sample into
         (:func:`._nbloops.loop_rk_step_sampled`) when the run outputs every accepted
         step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
@@ -1728,17 +1726,18 @@ class _LoopStepper(ExplicitStepper):
         ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
         these in the kernel's order), ``n`` (rows written), for the projector's rows
         ``sel`` (samples of another selection are dropped: their rank statistics are
-        another QR's). Grown by doubling."""
+        another QR's). Grown by doubling, or to ``need`` free rows (a block of steps)."""
         if not self._every_step:
             return None
         f = self._steps
         key = sel.tobytes()  # (~50x cheaper than np.array_equal for these few rows)
-        if f is not None and f["key"] == key and f["n"] < len(f["row"]):
+        if f is not None and f["key"] == key and f["n"] + need <= len(f["row"]):
             return f
         if f is not None and f["key"] != key:
             f = None
         s, ny = self.system, self.nq + self.nv
         cap = 64 if f is None else 2 * len(f["row"])
+        cap = max(cap, need + (0 if f is None else f["n"]))
         shapes = dict(
             raw=(ny,),
             yc=(ny,),
