@@ -1605,7 +1605,9 @@ class _LoopStepper(ExplicitStepper):
         tau = self.constant_tau(c)
 
         def run(k, t_stop, win, stall):
-            rows = self.step_rows(sel, k)  # (room for the block's samples)
+            rows = self.step_rows(sel, k)  # (room for up to k samples)
+            if rows is not None:
+                k = min(k, len(rows["row"]) - rows["n"])  # (never past the rows' end)
             n = s.y.shape[0]
             ts = np.array([s.t, s.h_abs], dtype=float)
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
@@ -1726,7 +1728,8 @@ class _LoopStepper(ExplicitStepper):
         ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
         these in the kernel's order), ``n`` (rows written), for the projector's rows
         ``sel`` (samples of another selection are dropped: their rank statistics are
-        another QR's). Grown by doubling, or to ``need`` free rows (a block of steps)."""
+        another QR's). Grown by doubling, and to ``min(need, 256)`` free rows for a block
+        of steps (larger zeroed arrays cost more than a further block call)."""
         if not self._every_step:
             return None
         f = self._steps
@@ -1737,7 +1740,7 @@ class _LoopStepper(ExplicitStepper):
             f = None
         s, ny = self.system, self.nq + self.nv
         cap = 64 if f is None else 2 * len(f["row"])
-        cap = max(cap, need + (0 if f is None else f["n"]))
+        cap = max(cap, min(need, 256) + (0 if f is None else f["n"]))
         shapes = dict(
             raw=(ny,),
             yc=(ny,),

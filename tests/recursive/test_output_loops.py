@@ -493,6 +493,8 @@ def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
         block = "loop_rk_block_sampled" if label == "every" else "loop_rk_block"
         assert n > 50 and sum(calls[block]) == n  # every step in a block
         assert len(calls[block]) <= (6 if label == "every" else 17)
+        if label == "every" and n > 256:  # (the sample rows grow between two blocks)
+            assert len(calls[block]) >= 2
         assert not calls["loop_rk_step"] and not calls["loop_rk_step_sampled"]
         monkeypatch.setattr(_LoopStepper, "step_blocks", False)
         ref = s.simulate(0.03, **kw, **out)
