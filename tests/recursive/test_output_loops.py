@@ -622,3 +622,56 @@ def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, ou
     ref = s.simulate(0.03, **kw)
     assert redos[1:] == [(NL.NEEDS_QR, 3)] and len(redone) == m + 1
     _same_run(fast, ref)
+
+
+def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
+    """A non-finite accepted state inside a block (planted at the 30th step, after its
+    sample, in both paths) fails with the error of the step-by-step run -- the same
+    class, message and time -- and keeps the same partial rows up to the last good step.
+    The stepper's stop codes are the kernel's."""
+    from flexmbd.integrators import stepper
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    assert (stepper._BLOCK_NONFINITE, stepper._BLOCK_STALL) == (
+        NL.BLOCK_NONFINITE,
+        NL.BLOCK_STALL,
+    )
+    m, steps = 30, []
+    block, step = NL.loop_rk_block_sampled, NL.loop_rk_step_sampled
+
+    def planted_block(*a):
+        a = list(a)
+        n0 = a[32]
+        if not n0 <= m - 1 < n0 + a[30]:
+            return block(*a)
+        a[30] = m - n0  # up to the m-th step, which turns non-finite
+        done = block(*a)
+        if done == m - n0:
+            a[35][done - 1, 0] = np.nan
+            a[37][0] = NL.BLOCK_NONFINITE
+        return done
+
+    def planted_step(*a):
+        st = step(*a)
+        steps.append(st)
+        if len(steps) == m:
+            a[32][0] = np.nan  # the accepted y_new
+        return st
+
+    monkeypatch.setattr(NL, "loop_rk_block_sampled", planted_block)
+    monkeypatch.setattr(NL, "loop_rk_step_sampled", planted_step)
+    s = _squeezer().build().compile("recursive")
+    errs = []
+    for blocks in (True, False):
+        monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
+        with pytest.raises(fm.errors.SolverError) as info:
+            s.simulate(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
+        errs.append(info.value)
+    fast, ref = errs
+    assert len(steps) == m  # the reference stopped at its planted step
+    assert "non-finite state" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
+    _same_run(fast.partial, ref.partial)
