@@ -156,6 +156,11 @@ STALL_STEPS = 1e6  # more steps than this still needed at the current pace: a st
 STALL_H_FLOOR = 1e-12  # step sizes below this fraction of the run's span
 
 
+# stop reasons of a compiled block of adaptive steps (ExplicitStepper._solver_block; the
+# values of flexmbd.recursive._nbloops.BLOCK_NONFINITE / BLOCK_STALL) and its largest size
+_BLOCK_NONFINITE, _BLOCK_STALL = 2, 3
+_BLOCK_CAP = 512
+
 # -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
 _SOLVER_STATE = (
     "t",
@@ -363,6 +368,79 @@ class ExplicitStepper:
         next interval needs :meth:`step`)."""
         return None
 
+    def _solver_block(self):
+        """Adaptive runs: a compiled block of solver steps from the solver's state, or None
+        (then :meth:`_solver_step` takes the next step by the solver's ``step()``). The
+        block is a function ``run(k, t_stop, win, stall)`` that takes up to ``k``
+        accepted steps without touching the solver (except its stage array ``K``), as
+        :func:`flexmbd.recursive._nbloops.loop_rk_block` does: it stops after the step
+        that reaches ``t_bound`` or ``t_stop`` (s), at a step it hands back (the solver's
+        ``step()`` then redoes it), after a non-finite state or a stall verdict
+        (``win``, ``stall``: :meth:`_stall_arrays`). It returns ``(done, Y (k, n), REC (k,
+        4), f, out)``: the states of the accepted steps, their ``(t, next h_abs, h,
+        evaluations)``, the last step's derivative and the stop reason ``out[0]``."""
+        return None
+
+    def _stall_arrays(self):
+        """The stall rule's state and limits for a compiled block (:meth:`_check_progress`):
+        ``win = (first step of the window, its t, steps in a row below the floor)``,
+        ``stall = (step floor (s), steps below it, window steps, further steps allowed,
+        t_end (s))``."""
+        if self._window is None:  # (as _check_progress sets it at the next step)
+            self._window = (self.n_steps, float(self.solver.t), 0)
+        span = abs(self.t_end - self.t0)
+        limits = (STALL_H_FLOOR * span, STALL_WINDOW // 10, STALL_WINDOW, STALL_STEPS)
+        return np.array(self._window, dtype=float), np.array([*limits, self.t_end])
+
+    def _block_steps(self, k, t_stop=np.inf, chunks=None, pending=None):
+        """Up to ``k`` solver steps by :meth:`_solver_block` (stopping after the step that
+        reaches ``t_stop``, s), the solver then in the state its own ``step()`` leaves;
+        with ``chunks`` a rows chunk ``(t, y, wall, counters)`` of the accepted steps is
+        appended to it (after the rows ``pending``, :meth:`_flush_rows`; the block's wall
+        time spread evenly over its steps). Returns the number of accepted steps (0: the
+        next step needs :meth:`_solver_step`), None when no block ran; raises as
+        :meth:`_solver_step` at a non-finite state or a stall (the rows before it are in
+        ``chunks``)."""
+        run = self._solver_block() if k > 0 else None
+        if run is None:
+            return None
+        if pending is not None:
+            self._flush_rows(chunks, pending)
+        s = self.solver
+        tic = _time.perf_counter()
+        win, stall = self._stall_arrays()
+        done, Y, REC, f, out = run(int(k), float(t_stop), win, stall)
+        seconds = _time.perf_counter() - tic
+        if not done:
+            self.wall += seconds
+            return 0
+        T = REC[:done, 0]
+        t_prev, nfev = s.t, s.nfev
+        s.t_old = float(T[-2]) if done > 1 else s.t
+        s.y_old = Y[done - 2].copy() if done > 1 else s.y
+        s.t, s.y, s.f = float(T[-1]), Y[done - 1].copy(), f
+        s.h_abs, s.h_previous = float(REC[done - 1, 1]), float(REC[done - 1, 2])
+        s.nfev = nfev + int(REC[:done, 3].sum())
+        if s.direction * (s.t - s.t_bound) >= 0:
+            s.status = "finished"
+        self.n_steps += done
+        self._dense = None
+        self._window = (int(win[0]), float(win[1]), int(win[2]))
+        failed = out[0] in (_BLOCK_NONFINITE, _BLOCK_STALL)
+        rows = done - 1 if failed else done
+        if chunks is not None and rows:
+            W = self.wall + seconds * np.arange(1, rows + 1) / done
+            C = np.empty((rows, 2))
+            C[:, 0] = nfev + np.cumsum(REC[:rows, 3])
+            C[:, 1] = np.abs(np.diff(T[:rows], prepend=t_prev))
+            chunks.append((T[:rows], Y[:rows], W, C))
+            self.i += rows
+            self.t, self.y = float(T[rows - 1]), Y[rows - 1].copy()
+        self.wall += seconds
+        if failed:
+            self._step_checks(s)  # the same error as the step by step() (raises)
+        return done
+
     def _run_block(self, n, block):
         """Up to ``n`` output intervals by ``block(y, Y, k)``, a compiled RK4 block that
         advances ``y`` over ``k`` intervals in place, writes their end states into ``Y``
@@ -470,6 +548,10 @@ class ExplicitStepper:
         self.n_steps += 1
         self._dense = None
         self._after_solver_step(s)
+        self._step_checks(s)
+
+    def _step_checks(self, s):
+        """The checks after an accepted solver step: a finite state and progress."""
         if not np.all(np.isfinite(s.y)):
             raise self._fail(
                 "non-finite state (an unstable model, or forces returning NaN)",
@@ -534,37 +616,57 @@ class ExplicitStepper:
         while not te <= s.t + 1e-12:
             if s.status != "running":
                 raise self._fail("the solver ended before the output time", float(s.t), float(te))
-            self._solver_step()
+            if not self._block_steps(_BLOCK_CAP, te):
+                self._solver_step()
         if self._dense is None:
             self._dense = s.dense_output()
         self.y = self._dense_sample(self._dense(te))
         self.t = float(te)
         self.i += 1
 
-    def _step_rows(self, steps, n):
+    def _step_rows(self, chunks, n):
         """Up to ``n`` accepted steps of an adaptive run without output times, a row each
-        appended to ``steps = (t, y, wall, counters)``: what :meth:`step` and
-        :meth:`_counters` give per step, without their per-call overhead (a few us per
-        row). Returns the number of steps taken."""
+        (``t``, ``y``, wall time, counters: what :meth:`step` and :meth:`_counters` give per
+        step, without their per-call overhead) appended to ``chunks`` as :meth:`advance`
+        gathers them: by compiled blocks (:meth:`_block_steps`) where the system has them,
+        else step by step. Returns the number of steps taken."""
         s = self.solver
-        T, Y, W, C = steps
+        T, Y, W, C = rows = ([], [], [], [])
         count = 0
-        tic = _time.perf_counter()
-        while s.status == "running" and count < n:
-            self._solver_step()
-            self.t = s.t
-            self.y = s.y.copy()  # (a new self.y per step, never changed in place)
-            self.i += 1
-            toc = _time.perf_counter()
-            self.wall += toc - tic
-            tic = toc
-            T.append(self.t)
-            Y.append(self.y)
-            W.append(self.wall)
-            h = s.step_size
-            C.append((s.nfev, np.nan if h is None else h))
-            count += 1
+        try:
+            tic = _time.perf_counter()
+            while s.status == "running" and count < n:
+                got = self._block_steps(n - count, chunks=chunks, pending=rows)
+                if got is not None:
+                    tic = _time.perf_counter()
+                if got:
+                    count += got
+                    continue
+                self._solver_step()
+                self.t = s.t
+                self.y = s.y.copy()  # (a new self.y per step, never changed in place)
+                self.i += 1
+                toc = _time.perf_counter()
+                self.wall += toc - tic
+                tic = toc
+                T.append(self.t)
+                Y.append(self.y)
+                W.append(self.wall)
+                h = s.step_size
+                C.append((s.nfev, np.nan if h is None else h))
+                count += 1
+        finally:
+            self._flush_rows(chunks, rows)
         return count
+
+    @staticmethod
+    def _flush_rows(chunks, rows):
+        """Move the rows ``(t, y, wall, counters)`` gathered in lists into ``chunks``."""
+        T, Y, W, C = rows
+        if T:
+            chunks.append((list(T), np.array(Y), list(W), np.array(C, dtype=float)))
+            for r in rows:
+                r.clear()
 
     def _covered_samples(self, n):
         """Adaptive runs with output times and DOP853's interpolant (elementwise in the
@@ -622,11 +724,11 @@ class ExplicitStepper:
         n = BLOCK_STEPS if n is None else n  # the runaway check runs between blocks
         # an adaptive run without output times: a row per solver step, gathered in lists
         # (a few us per step less than a chunk each; the values are the same)
-        steps = ([], [], [], []) if self.adaptive and self.t_eval is None else None
+        steps = self.adaptive and self.t_eval is None
         try:
-            if steps is not None:
-                count = self._step_rows(steps, n)
-            while steps is None and not self.done and count < n:
+            if steps:
+                count = self._step_rows(chunks, n)
+            while not steps and not self.done and count < n:
                 block = None if self.adaptive else self._rk4_block(n - count)
                 if block is not None and len(block[0]):
                     Y, W = block  # intervals i - k + 1 ... i, compiled in one call
@@ -648,9 +750,6 @@ class ExplicitStepper:
         except Exception as exc:  # noqa: BLE001 - the driver reports it with the rows
             err = exc
         ny = self.nq + self.nv
-        if steps is not None and steps[0]:
-            T, Y, W, C = steps
-            chunks.append((T, np.array(Y), W, np.array(C, dtype=float)))
         T = np.concatenate([np.asarray(c[0], dtype=float) for c in chunks] or [np.zeros(0)])
         Y = np.concatenate([np.reshape(c[1], (-1, ny)) for c in chunks] or [np.zeros((0, ny))])
         W = np.concatenate([np.asarray(c[2], dtype=float) for c in chunks] or [np.zeros(0)])

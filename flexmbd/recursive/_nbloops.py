@@ -1296,6 +1296,174 @@ loop_dop853_step = loop_rk_step
 loop_dop853_step_sampled = loop_rk_step_sampled
 
 
+#: why :func:`loop_rk_block` stopped (``out[0]``): its ``k`` steps, ``t_bound`` or the stop
+#: time reached; a step handed back (its nonzero status in ``out[1]``, the evaluations of
+#: the attempt in ``out[2]``); a non-finite accepted state; the stall rule's verdict
+BLOCK_DONE, BLOCK_HANDBACK, BLOCK_NONFINITE, BLOCK_STALL = 0, 1, 2, 3
+_BLOCK_GO = -1
+
+
+@njit(cache=True)
+def loop_rk_block(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out,
+):  # fmt: skip
+    """Up to ``k`` accepted steps of :func:`loop_rk_step` in one call, from the solver
+    state ``ts = (t, h_abs)`` (s), ``y``, ``f`` (advanced in place; ``K`` holds the last
+    step's stages). Accepted step ``j`` writes ``Yout[j]`` (its state) and ``REC[j] =
+    (t_new, h_abs_next, h, evaluations)``. Stops (``out[0]``, :data:`BLOCK_DONE` ...)
+    after the step that reaches ``t_bound`` or the stop time ``t_stop`` (``t_stop <=
+    t_new + 1e-12``, s), at a nonzero step status (that step is not taken: handed back to
+    the caller, which redoes it by scipy's code), after a non-finite accepted state, or
+    after a step the stall rule refuses (:func:`_stall_verdict`; ``n_steps`` solver
+    steps before the block, ``win`` the stall window, updated, ``stall`` its limits).
+    Returns the number of accepted steps."""
+    n = y.shape[0]
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    yc, lam = np.empty(n), np.empty(ws[0].shape[0])
+    for j in range(k):
+        code = _block_step(
+            Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code != _BLOCK_GO:
+            return j if code == BLOCK_HANDBACK else j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
+@njit(cache=True)
+def loop_rk_block_sampled(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, clab, body_row, j0, row0, *rows,
+):  # fmt: skip
+    """:func:`loop_rk_block` with the output sample of every accepted step (an adaptive
+    run that outputs every step): step ``j`` writes row ``j0 + j`` of the sample arrays
+    ``rows`` (``ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL`` and what
+    :func:`loop_step_sample` takes after them) for the output row ``row0 + j``, as
+    :func:`loop_rk_step_sampled` does (a handed-back step writes none)."""
+    return _rk_block_sampled(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+        k, t_stop, n_steps, win, stall, Yout, REC, out, clab, body_row, j0, row0, rows,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _rk_block_sampled(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, clab, body_row, j0, row0, rows,
+):  # fmt: skip
+    """:func:`loop_rk_block_sampled` with its sample arrays as one tuple ``rows`` (numba
+    inlines no callee into a function of ``*args``, :func:`_block_sample`)."""
+    n = y.shape[0]
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    yc, lam = np.empty(n), np.empty(ws[0].shape[0])
+    cuts = _cut_arrays(cargs)
+    for j in range(k):
+        code = _block_step(
+            Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        _block_sample(
+            Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam,
+            f_new, j0 + j, row0 + j, rows,
+        )  # fmt: skip
+        if code != _BLOCK_GO:
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
+@njit(cache=True)
+def _block_sample(
+    Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+    j, row, rows,
+):  # fmt: skip
+    """:func:`loop_step_sample` into row ``j`` of the sample arrays ``rows`` (a tuple:
+    numba inlines no callee into a function that calls with ``*args``)."""
+    loop_step_sample(
+        Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+        j, row, *rows,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _block_step(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+):  # fmt: skip
+    """Step ``j`` of a :func:`loop_rk_block`: :func:`_rk_step` from ``ts = (t, h_abs)``,
+    ``y``, ``f`` with scipy's ``min_step`` at ``t``; an accepted step is recorded and
+    becomes the state. Returns :data:`_BLOCK_GO` (go on) or the stop reason (also in
+    ``out[0]``). Not inlined: Python passes a call of more than 30 arguments as ``*args``,
+    which numba's inliner refuses."""
+    t = ts[0]
+    min_step = 10.0 * np.abs(np.nextafter(t, direction * np.inf) - t)
+    st = _rk_step(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        t, y, f, ts[1], t_bound, direction, min_step, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, o4, yc, lam,
+    )  # fmt: skip
+    if st != 0:
+        out[0], out[1], out[2] = BLOCK_HANDBACK, st, o4[3]
+        return BLOCK_HANDBACK
+    t_new = o4[0]
+    finite = True
+    for i in range(y.shape[0]):
+        Yout[j, i] = y_new[i]
+        y[i] = y_new[i]
+        f[i] = f_new[i]
+        finite = finite and np.isfinite(y_new[i])
+    for i in range(4):
+        REC[j, i] = o4[i]
+    ts[0], ts[1] = t_new, o4[1]
+    code = _BLOCK_GO
+    if not finite:
+        code = BLOCK_NONFINITE
+    elif _stall_verdict(win, n_steps + j + 1, t_new, o4[1], stall):
+        code = BLOCK_STALL
+    elif direction * (t_new - t_bound) >= 0 or t_stop <= t_new + 1e-12:
+        code = BLOCK_DONE
+    out[0] = code
+    return code
+
+
+@njit(cache=True, inline="always")
+def _stall_verdict(win, n_steps, t, h_abs, stall):
+    """The stall rule of ``ExplicitStepper._check_progress`` after solver step ``n_steps``
+    (now at ``t`` with the next step size ``h_abs``, s): ``win = (first step, its t,
+    steps in a row below the floor)`` the window (updated unless the verdict is a stall:
+    the caller replays that step's check for its message), ``stall = (step floor (s),
+    steps below it, window steps, further steps allowed, t_end (s))``. True: a stall."""
+    low = win[2] + 1.0 if h_abs < stall[0] else 0.0
+    if low >= stall[1]:
+        return True
+    if n_steps - win[0] >= stall[2]:
+        pace = (t - win[1]) / (n_steps - win[0])
+        left = abs(stall[4] - t)
+        if left > 0 and (pace <= 0 or left / pace > stall[3]):
+            return True
+        win[0], win[1], low = n_steps, t, 0.0
+    win[2] = low
+    return False
+
+
 @njit(cache=True)
 def cut_arrays(cargs):
     """The cut joints' arrays of the cut arguments that :func:`loop_step_sample` reads

@@ -1327,7 +1327,7 @@ def _compiled_rk(name: str):
     import scipy.integrate as si
 
     Solver = getattr(si, name)
-    attrs = {"loop_stepper": None, "_step_impl": _compiled_step_impl(Solver)}
+    attrs = {"loop_stepper": None, "handed_back": None, "_step_impl": _compiled_step_impl(Solver)}
     attrs["__doc__"] = f"scipy's {name} with its steps by :func:`._nbloops.loop_rk_step`."
     if name == "DOP853":
         attrs["_dense_output_impl"] = _dop853_dense_output_impl
@@ -1354,6 +1354,9 @@ def _compiled_step_impl(Solver):
 
     def _step_impl(self):
         st, c, P, sel = _loop_selection(self)
+        if self.handed_back is not None:  # the step a compiled block handed back
+            (status, nfev), self.handed_back = self.handed_back, None
+            return _redo_step(self, Solver, st, status, nfev)
         if sel is None:
             return Solver._step_impl(self)
         t = self.t
@@ -1378,12 +1381,9 @@ def _compiled_step_impl(Solver):
             status = _NL.loop_rk_step_sampled(*args, c[7], c[8], k, st.i + 1, *rows["out"])
             if status == 0:
                 rows["n"] = k + 1
-        self.nfev += int(out[3])
-        if status == -1:
-            return False, self.TOO_SMALL_STEP
         if status != 0:
-            st.qr_seen = True
-            return Solver._step_impl(self)
+            return _redo_step(self, Solver, st, status, int(out[3]))
+        self.nfev += int(out[3])
         P.selection_used()
         self.h_previous = float(out[2])
         self.y_old = self.y
@@ -1394,6 +1394,17 @@ def _compiled_step_impl(Solver):
         return True, None
 
     return _step_impl
+
+
+def _redo_step(solver, Solver, st, status, nfev):
+    """A compiled step that returned the nonzero ``status`` after ``nfev`` evaluations:
+    scipy's "too small" failure (-1), else the step redone by scipy's ``Solver`` code with
+    the QR at every evaluation from now on (the loop stepper ``st``)."""
+    solver.nfev += nfev
+    if status == -1:
+        return False, solver.TOO_SMALL_STEP
+    st.qr_seen = True
+    return Solver._step_impl(solver)
 
 
 #: RK45 / RK23 have one error estimator: :func:`._nbloops.loop_rk_step` takes an empty E3
@@ -1454,6 +1465,9 @@ class _LoopStepper(ExplicitStepper):
     n_out_rule = "floor"
     t_eval_tol = 1e-12
     record_wall = True
+    #: adaptive steps in compiled blocks (:meth:`_solver_block`); False: one compiled call
+    #: per step (the same numbers, bit for bit)
+    step_blocks = True
 
     def __init__(self, system, P, projection, tau, t_end, **kw):
         super().__init__(system, t_end, **kw)
@@ -1571,6 +1585,54 @@ class _LoopStepper(ExplicitStepper):
             ws = self._kept = (np.empty(n), np.empty(m))
         return ws
 
+    def _solver_block(self):
+        """A compiled block of adaptive steps (:meth:`ExplicitStepper._solver_block`):
+        :func:`._nbloops.loop_rk_block`, or with a sample at every accepted step
+        :func:`._nbloops.loop_rk_block_sampled` (its rows in :meth:`step_rows`), where
+        the compiled step (:func:`_compiled_rk`) would take the next step; None else
+        (scipy's own step, a step handed back pending). A step the block hands back is
+        redone by the solver's ``step()`` with the block's status and evaluations
+        (:func:`_redo_step`)."""
+        s = self.solver
+        if not self.step_blocks or getattr(s, "loop_stepper", None) is not self:
+            return None
+        if s.handed_back is not None:
+            return None
+        _, c, P, sel = _loop_selection(s)
+        if sel is None:
+            return None
+        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        tau = self.constant_tau(c)
+
+        def run(k, t_stop, win, stall):
+            rows = self.step_rows(sel, k)  # (room for up to k samples)
+            if rows is not None:
+                k = min(k, len(rows["row"]) - rows["n"])  # (never past the rows' end)
+            n = s.y.shape[0]
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            args = (
+                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
+                _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
+                self.n_steps, win, stall, Y, REC, out,
+            )  # fmt: skip
+            if rows is None:
+                done = _NL.loop_rk_block(*args)
+            else:  # the output sample of each accepted step in the same call
+                j0 = rows["n"]
+                done = _NL.loop_rk_block_sampled(*args, c[7], c[8], j0, self.i + 1, *rows["out"])
+                rows["n"] = j0 + done
+            if done:
+                P.selection_used()
+            if out[0] == _NL.BLOCK_HANDBACK:
+                s.handed_back = (int(out[1]), int(out[2]))
+            return done, Y, REC, f, out
+
+        return run
+
     def _after_solver_step(self, solver):
         """An adaptive run that outputs every step, by scipy's step code on the compiled
         right-hand side (RK45, RK23): the step's last evaluation was at its accepted
@@ -1658,7 +1720,7 @@ class _LoopStepper(ExplicitStepper):
         self._fused = f
         return f
 
-    def step_rows(self, sel: Array) -> dict | None:
+    def step_rows(self, sel: Array, need: int = 1) -> dict | None:
         """The arrays the compiled DOP853 / RK45 / RK23 step writes its output sample into
         (:func:`._nbloops.loop_rk_step_sampled`) when the run outputs every accepted
         step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
@@ -1666,17 +1728,19 @@ class _LoopStepper(ExplicitStepper):
         ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
         these in the kernel's order), ``n`` (rows written), for the projector's rows
         ``sel`` (samples of another selection are dropped: their rank statistics are
-        another QR's). Grown by doubling."""
+        another QR's). Grown by doubling, and to ``min(need, 256)`` free rows for a block
+        of steps (larger zeroed arrays cost more than a further block call)."""
         if not self._every_step:
             return None
         f = self._steps
         key = sel.tobytes()  # (~50x cheaper than np.array_equal for these few rows)
-        if f is not None and f["key"] == key and f["n"] < len(f["row"]):
+        if f is not None and f["key"] == key and f["n"] + need <= len(f["row"]):
             return f
         if f is not None and f["key"] != key:
             f = None
         s, ny = self.system, self.nq + self.nv
         cap = 64 if f is None else 2 * len(f["row"])
+        cap = max(cap, min(need, 256) + (0 if f is None else f["n"]))
         shapes = dict(
             raw=(ny,),
             yc=(ny,),

@@ -324,6 +324,7 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
         return fused(self, Y, tau, projector)
 
     monkeypatch.setattr(LoopSystem, "project_samples", counted)
+    monkeypatch.setattr(_LoopStepper, "step_blocks", False)  # (blocks: the next tests)
     sampled = []
     step = getattr(NL, kernel)
 
@@ -368,10 +369,11 @@ def test_squeezer_compiled_rk_step_follows_scipys_step(monkeypatch, integrator, 
     import scipy.integrate as si
 
     from flexmbd.recursive import _nbloops as NL
-    from flexmbd.recursive.loops import _compiled_rk
+    from flexmbd.recursive.loops import _compiled_rk, _LoopStepper
 
     from .test_compiled_forces import _squeezer
 
+    monkeypatch.setattr(_LoopStepper, "step_blocks", False)  # one compiled call per step
     mod = _squeezer()
     s = mod.build().compile("recursive")
     kw = dict(integrator=integrator, rtol=rtol, atol=1e-11)
@@ -417,3 +419,259 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
     b = rng.standard_normal((50, 3))
     np.testing.assert_array_equal(_cross(a, b), np.cross(a, b))
     np.testing.assert_array_equal(_cross(a, b[0]), np.cross(a, b[0]))  # broadcast
+
+
+# -- adaptive steps in compiled blocks (_nbloops.loop_rk_block[_sampled]) ------------------
+_BLOCK_KERNELS = ("loop_rk_block", "loop_rk_block_sampled", "loop_rk_step", "loop_rk_step_sampled")
+
+
+def _count_kernels(monkeypatch):
+    """Wrap the compiled adaptive step and block kernels: ``{name: [return values]}``."""
+    from flexmbd.recursive import _nbloops as NL
+
+    calls = {name: [] for name in _BLOCK_KERNELS}
+
+    def counted(name, kernel):
+        def call(*a):
+            r = kernel(*a)
+            calls[name].append(r)
+            return r
+
+        return call
+
+    for name in _BLOCK_KERNELS:
+        monkeypatch.setattr(NL, name, counted(name, getattr(NL, name)))
+    return calls
+
+
+def _run_arrays(res):
+    """Every array of a loop run's results but the timings (name -> array): samples,
+    multipliers, statistics, energies and the joint series (cut joints included)."""
+    out = {k: getattr(res, k) for k in ("t", "q", "qd", "qdd", "reactions")}
+    out.update({f"extra:{k}": v for k, v in res.extra.items()})
+    out.update({f"stats:{k}": v for k, v in res.stats.items() if k != "cpu_time"})
+    out.update({f"energy:{k}": v for k, v in res.energy.items()})
+    for name in res.joint_names:
+        js = res.joint(name)
+        out.update({f"{name}:{a}": getattr(js, a) for a in ("q", "qd", "qdd")})
+    return out
+
+
+def _same_run(res, ref):
+    """``res`` equals ``ref`` bit for bit in every array of :func:`_run_arrays`, and in
+    its solver steps."""
+    a, b = _run_arrays(res), _run_arrays(ref)
+    assert a.keys() == b.keys()
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), k
+    assert res.meta["steps"] == ref.meta["steps"]
+
+
+@pytest.mark.parametrize("integrator", ["dop853", "rk45"])
+def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
+    """An adaptive loop run takes its steps in compiled blocks (``loop_rk_block``; with a
+    sample at every accepted step ``loop_rk_block_sampled``), Python bringing scipy's
+    solver to the state its ``step()`` leaves after each block. Every result is bit for
+    bit that of one compiled call per step (``step_blocks = False``): a sample at every
+    accepted step, the end only (dense output of the last step) and 17 output times
+    (interpolated) -- states, accelerations, reactions, multipliers, rank statistics,
+    violations, evaluations, step sizes, energies and the joint series."""
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    calls = _count_kernels(monkeypatch)
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11)
+    outputs = dict(every={}, end={"dt": 0.03}, times={"t_eval": np.linspace(1e-3, 0.03, 17)})
+    for label, out in outputs.items():
+        for v in calls.values():
+            v.clear()
+        fast = s.simulate(0.03, **kw, **out)
+        n = fast.meta["steps"]
+        block = "loop_rk_block_sampled" if label == "every" else "loop_rk_block"
+        assert n > 50 and sum(calls[block]) == n  # every step in a block
+        assert len(calls[block]) <= (6 if label == "every" else 17)
+        if label == "every" and n > 256:  # (the sample rows grow between two blocks)
+            assert len(calls[block]) >= 2
+        assert not calls["loop_rk_step"] and not calls["loop_rk_step_sampled"]
+        monkeypatch.setattr(_LoopStepper, "step_blocks", False)
+        ref = s.simulate(0.03, **kw, **out)
+        monkeypatch.setattr(_LoopStepper, "step_blocks", True)
+        step = "loop_rk_step_sampled" if label == "every" else "loop_rk_step"
+        assert len(calls[step]) == n  # the reference: one compiled call per step
+        _same_run(fast, ref)
+
+
+def test_adaptive_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
+    """A checkpointed RK45 run of the squeezer (a sample at every accepted step, a
+    checkpoint every 37 steps: no block crosses one) equals the run without checkpoints
+    bit for bit; interrupted at its third chunk and resumed, it equals it too."""
+    from flexmbd.integrators.stepper import ExplicitStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator="rk45", rtol=1e-9, atol=1e-11)
+    ref = s.simulate(0.03, **kw)
+    _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
+
+    class Interrupted(BaseException):
+        pass
+
+    real, seen = ExplicitStepper.advance, []
+
+    def advance(self, n=None):
+        seen.append(n)
+        if len(seen) == 3:
+            raise Interrupted
+        return real(self, n)
+
+    monkeypatch.setattr(ExplicitStepper, "advance", advance)
+    path = tmp_path / "b.h5"
+    with pytest.raises(Interrupted):
+        s.simulate(0.03, checkpoint=path, every=37, **kw)
+    monkeypatch.setattr(ExplicitStepper, "advance", real)
+    assert seen[:2] == [37, 37]
+    _same_run(fm.resume(path), ref)
+
+
+@pytest.mark.parametrize("max_step", [1e-9, 1e-15])
+def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
+    """A stall inside a compiled block (``max_step`` forcing tiny steps: at 1e-9 s the
+    pace rule after 200 steps, at 1e-15 s, below the step floor 1e-12 of the span, the
+    floor rule after 20) fails with the error of the step-by-step run: the same class, message and
+    time, and the same partial rows (states and samples) up to the last good step."""
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    calls = _count_kernels(monkeypatch)
+    errs = []
+    for blocks in (True, False):
+        monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
+        st = s.stepper(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
+        st.solver.max_step = max_step  # (simulate takes no max_step: planted)
+        with pytest.raises(fm.errors.SolverError) as info:
+            run(st, st.t_end, progress=False)
+        errs.append(info.value)
+    fast, ref = errs
+    assert "stalled" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and fast.partial is not None
+    assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)  # t0 + the good steps
+    assert sum(calls["loop_rk_block_sampled"]) == len(fast.partial.t)  # (with the stall's)
+    _same_run(fast.partial, ref.partial)
+
+
+@pytest.mark.parametrize("out", [{}, {"dt": 0.03}])
+def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, out):
+    """A block that meets a state its rows cannot decide hands the step back (its status
+    and the attempt's evaluations), and the solver's ``step()`` redoes it by scipy's code
+    with the QR, as after a refused compiled step. Planted at the 40th step (a
+    ``NEEDS_QR`` after 3 evaluations) in both paths, the run with blocks equals the run
+    step by step bit for bit, a sample at every step and the end only."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive import loops
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    m, redone = 40, []
+
+    def plant(name, k_at, n_at, out_at):
+        kernel = getattr(NL, name)
+
+        def call(*a):
+            a = list(a)
+            if name.startswith("loop_rk_step"):  # one call per step: the m-th refuses
+                redone.append(None)
+                if len(redone) == m + 1:
+                    a[out_at][3] = 3.0
+                    return NL.NEEDS_QR
+                return kernel(*a)
+            n0, k = a[n_at], a[k_at]
+            if not n0 <= m < n0 + k:
+                return kernel(*a)
+            a[k_at] = m - n0  # the steps before the m-th, then the handed-back one
+            done = kernel(*a)
+            if done == m - n0 and (done == 0 or a[out_at][0] == NL.BLOCK_DONE):
+                a[out_at][:3] = NL.BLOCK_HANDBACK, NL.NEEDS_QR, 3.0
+            return done
+
+        monkeypatch.setattr(NL, name, call)
+
+    for name in ("loop_rk_block", "loop_rk_block_sampled"):
+        plant(name, 30, 32, 37)
+    for name in ("loop_rk_step", "loop_rk_step_sampled"):
+        plant(name, None, None, 34)
+    real_redo, redos = loops._redo_step, []
+
+    def counted_redo(solver, Solver, st, status, nfev):
+        redos.append((status, nfev))
+        return real_redo(solver, Solver, st, status, nfev)
+
+    monkeypatch.setattr(loops, "_redo_step", counted_redo)
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, **out)
+    fast = s.simulate(0.03, **kw)
+    assert redos == [(NL.NEEDS_QR, 3)]  # handed back once, then the QR at every step
+    monkeypatch.setattr(_LoopStepper, "step_blocks", False)
+    redone.clear()
+    ref = s.simulate(0.03, **kw)
+    assert redos[1:] == [(NL.NEEDS_QR, 3)] and len(redone) == m + 1
+    _same_run(fast, ref)
+
+
+def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
+    """A non-finite accepted state inside a block (planted at the 30th step, after its
+    sample, in both paths) fails with the error of the step-by-step run -- the same
+    class, message and time -- and keeps the same partial rows up to the last good step.
+    The stepper's stop codes are the kernel's."""
+    from flexmbd.integrators import stepper
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    assert (stepper._BLOCK_NONFINITE, stepper._BLOCK_STALL) == (
+        NL.BLOCK_NONFINITE,
+        NL.BLOCK_STALL,
+    )
+    m, steps = 30, []
+    block, step = NL.loop_rk_block_sampled, NL.loop_rk_step_sampled
+
+    def planted_block(*a):
+        a = list(a)
+        n0 = a[32]
+        if not n0 <= m - 1 < n0 + a[30]:
+            return block(*a)
+        a[30] = m - n0  # up to the m-th step, which turns non-finite
+        done = block(*a)
+        if done == m - n0:
+            a[35][done - 1, 0] = np.nan
+            a[37][0] = NL.BLOCK_NONFINITE
+        return done
+
+    def planted_step(*a):
+        st = step(*a)
+        steps.append(st)
+        if len(steps) == m:
+            a[32][0] = np.nan  # the accepted y_new
+        return st
+
+    monkeypatch.setattr(NL, "loop_rk_block_sampled", planted_block)
+    monkeypatch.setattr(NL, "loop_rk_step_sampled", planted_step)
+    s = _squeezer().build().compile("recursive")
+    errs = []
+    for blocks in (True, False):
+        monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
+        with pytest.raises(fm.errors.SolverError) as info:
+            s.simulate(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
+        errs.append(info.value)
+    fast, ref = errs
+    assert len(steps) == m  # the reference stopped at its planted step
+    assert "non-finite state" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
+    _same_run(fast.partial, ref.partial)
