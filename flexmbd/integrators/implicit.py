@@ -245,7 +245,9 @@ def integrate(
     module docstring). ``project_velocities``: True, False or "auto" (on when the
     scheme has no numerical dissipation, ``gamma' = 1/2``). ``engine``: "auto" (default)
     runs the Newton iterations in the compiled engine (:mod:`flexmbd.absolute.engine`)
-    when the model allows it, False always uses the generic sparse path.
+    when the model allows it, False always uses the generic sparse path, True requires
+    the engine (:class:`~flexmbd.errors.ModelError` naming what the engine cannot take:
+    a force law, redundant joint equations).
     ``checkpoint``: HDF5 file written every ``every`` steps with the integrator's
     complete state (:mod:`flexmbd.checkpoint`; the compiled step loop then runs in
     blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical; an
@@ -315,10 +317,10 @@ class ImplicitStepper:
 
     Three modes, chosen at the start: ``"generic"`` (sparse Newton in Python, any
     model), ``"engine"`` (Newton iterations in the compiled engine, the step loop in
-    Python: interface loads lagged from point loads or spring-damper-actuators, velocity
-    projection of a rheonomic model, or a callback) and ``"compiled"`` (the whole step
-    loop in the engine, joint reactions and interface loads lagged from them included;
-    :meth:`advance` runs blocks of steps). The state holds the scheme's variables
+    Python: velocity projection of a rheonomic model, or a callback) and ``"compiled"``
+    (the whole step loop in the engine, joint reactions and the interface loads lagged
+    from them, point loads and spring-damper-actuators included; :meth:`advance` runs
+    blocks of steps). The state holds the scheme's variables
     ``(q, qd, qdd, a, lam)``, the HHT memory, the QR row selection, the energy
     integrals, the joint-angle references and the lagged interface loads of the system.
     """
@@ -451,15 +453,21 @@ class ImplicitStepper:
             # redundant joint equations need the generic path's QR row selection
             # (Phi_q from the engine's compiled kernel: the Python evaluation cost ~1-3 ms)
             phi, use = system.engine().admission(q, self.t0)
+        elif use and not system.engine().admission(q, self.t0)[1]:
+            raise ModelError(
+                f"engine=True: model {system.model.name!r} has redundant joint equations at "
+                f"t = {self.t0:g} s (a rank-deficient constraint Jacobian, e.g. a planar loop "
+                "of spatial joints); the compiled engine needs independent equations: use "
+                "engine='auto' (the generic path selects independent rows by QR) or "
+                "engine=False, or model the loop without the redundancy"
+            )
         if not use:
             return "generic", None
         self.eng = system.engine()
         self.meter = None  # energies of the engine's models: after the run, batched
         # the compiled loop projects velocities itself (scleronomic models: no drivers)
         project_ok = not self.project or not system.constraints.rheonomic
-        # lagged interface loads: in the compiled loop when they all come from joints
-        itf_python = self.eng.itf_lagged and not self.eng.itf_compiled
-        if not (itf_python or not project_ok or self.callback is not None):
+        if project_ok and self.callback is None:
             return "compiled", phi
         return "engine", phi
 
