@@ -503,6 +503,7 @@ class ImplicitStepper:
             "dt": self.h,
             "tol": self.tol,
             "rtol": self.rtol,
+            "path": self.mode,
             **self.sch.as_dict(),
         }
         return {
@@ -955,8 +956,7 @@ class ImplicitStepper:
         st = r.stats
         return _results(
             self.system,
-            self.sch,
-            self.h,
+            r.meta,
             r.t,
             r.q,
             r.qd,
@@ -970,8 +970,6 @@ class ImplicitStepper:
             st["step_time"],
             meter,
             nt,
-            self.tol,
-            self.rtol,
         )
 
 
@@ -1146,9 +1144,9 @@ def _qmul(a, b):
     )
 
 
-def _results(
-    system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter, stop, tol, rtol
-):
+def _results(system, meta, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter, stop):
+    """The run's :class:`~flexmbd.results.Results` from its recorded rows; ``meta``: the
+    stepper's header (:meth:`ImplicitStepper.header`)."""
     extra = {"lambda": lam}
     for d, r in zip(system.drivers, system.constraints.driver_rows):
         extra[f"driver:{d.name}"] = -lam[:, r]
@@ -1165,15 +1163,6 @@ def _results(
         for (name, itf), pose in interface_motions(system, q).items():
             bodies[name].interfaces[itf] = pose
     energy = {k: v[:stop] for k, v in meter.arr.items()} if meter is not None else {}
-    meta = {
-        "model": system.model.name,
-        "formulation": "absolute",
-        "integrator": sch.name,
-        "dt": h,
-        "tol": tol,
-        "rtol": rtol,
-        **sch.as_dict(),
-    }
     stats = {
         "newton_iterations": iters,
         "residual": resid,
@@ -1181,7 +1170,7 @@ def _results(
         "constraint_violation": viol,
         "step_time": wall,
     }
-    fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
+    fields = dict(energy=energy, stats=stats, extra=extra, meta=dict(meta), bodies=bodies)
     return Results.from_system(system, t, q, qd, qdd, reac, **fields)
 
 

@@ -173,4 +173,5 @@ def test_engine_true_refuses_redundant_joint_equations_before_any_step():
         integrate(s, 0.01, 1e-3, engine=True)
     assert "redundant" in str(err.value) and "engine='auto'" in str(err.value)
     res = integrate(s, 0.01, 1e-3, engine="auto")
+    assert res.meta["path"] == "generic"
     assert res.stats["constraint_violation"].max() < 1e-10
