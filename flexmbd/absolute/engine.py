@@ -1624,10 +1624,9 @@ class Engine:
             f_o2=9 * off[:-1],
             f_o3=9 * off2[:-1],
         )
-        self.itf_lagged = any(d.itf_names for d in fl)
         # lagged interface loads: updated in the compiled step loop (joint reactions,
         # point forces and SDA ends at the interfaces: .force_kernels.interface_force_loads)
-        self.itf_compiled = self.itf_lagged
+        self.itf_lagged = any(d.itf_names for d in fl)
         interfaces = self._interfaces(s, fl)
         self.itf = np.zeros(int(interfaces.n_load.sum()))  # lagged loads (Inputs)
         self.Kitf = np.zeros(int(off2[-1]))  # their stiffness (Inputs)
@@ -1741,9 +1740,9 @@ class Engine:
         return True
 
     def _interfaces(self, s, fl):
-        """The :class:`Interfaces` table (empty unless :attr:`itf_compiled`)."""
+        """The :class:`Interfaces` table (empty unless :attr:`itf_lagged`)."""
         i8 = lambda x: np.asarray(x, np.int64)
-        if not self.itf_compiled:
+        if not self.itf_lagged:
             z = np.zeros(0, np.int64)
             return Interfaces(
                 z, np.zeros(0), z, z, np.zeros((0, 3)), np.zeros(0), z, z, z, z, z, np.zeros(0), z
@@ -1928,7 +1927,7 @@ class Engine:
         """Write the interface loads the compiled loop updated back to the flexible bodies
         (``itf_load``, ``K_itf``; the state checkpoints save), as
         :meth:`~flexmbd.absolute.system.AbsoluteSystem.update_interface_loads` would."""
-        if not self.itf_compiled:
+        if not self.itf_lagged:
             return
         it = self.model.interfaces
         bm = self.model.bodies
@@ -2225,13 +2224,13 @@ class Engine:
         """``(v, Kitf)``: the lagged interface loads and their stiffness (flat) that the
         compiled loop sets after a step ending at ``(q, lam)`` (rates ``qd``: SDA damping at
         the interfaces, at rest when None; :func:`_interface_loads`; zeros unless
-        :attr:`itf_compiled`). Does not change the engine's own."""
+        :attr:`itf_lagged`). Does not change the engine's own."""
         nj = self.n_joints
         q = np.asarray(q, float)
         reac, FC, pC = np.zeros((nj, 6)), np.zeros((nj, 3, 3)), np.zeros((nj, 3))
         _reactions(q, np.asarray(lam, float), self.nb, self.model.joints, self.cs.s, reac, FC, pC)
         v, K = np.zeros_like(self.itf), np.zeros_like(self.Kitf)
-        if self.itf_compiled:
+        if self.itf_lagged:
             m = self.model
             _interface_loads(m.interfaces, m.bodies, q, reac, FC, pC, v, K)
             if m.forces.i_int.shape[0]:

@@ -245,7 +245,9 @@ def integrate(
     module docstring). ``project_velocities``: True, False or "auto" (on when the
     scheme has no numerical dissipation, ``gamma' = 1/2``). ``engine``: "auto" (default)
     runs the Newton iterations in the compiled engine (:mod:`flexmbd.absolute.engine`)
-    when the model allows it, False always uses the generic sparse path.
+    when the model allows it, False always uses the generic sparse path, True requires
+    the engine (:class:`~flexmbd.errors.ModelError` naming what the engine cannot take:
+    a force law, redundant joint equations).
     ``checkpoint``: HDF5 file written every ``every`` steps with the integrator's
     complete state (:mod:`flexmbd.checkpoint`; the compiled step loop then runs in
     blocks of ``every`` steps; continue with ``fm.resume(path)``, bit-identical; an
@@ -315,10 +317,10 @@ class ImplicitStepper:
 
     Three modes, chosen at the start: ``"generic"`` (sparse Newton in Python, any
     model), ``"engine"`` (Newton iterations in the compiled engine, the step loop in
-    Python: interface loads lagged from point loads or spring-damper-actuators, velocity
-    projection of a rheonomic model, or a callback) and ``"compiled"`` (the whole step
-    loop in the engine, joint reactions and interface loads lagged from them included;
-    :meth:`advance` runs blocks of steps). The state holds the scheme's variables
+    Python: velocity projection of a rheonomic model, or a callback) and ``"compiled"``
+    (the whole step loop in the engine, joint reactions and the interface loads lagged
+    from them, point loads and spring-damper-actuators included; :meth:`advance` runs
+    blocks of steps). The state holds the scheme's variables
     ``(q, qd, qdd, a, lam)``, the HHT memory, the QR row selection, the energy
     integrals, the joint-angle references and the lagged interface loads of the system.
     """
@@ -451,15 +453,21 @@ class ImplicitStepper:
             # redundant joint equations need the generic path's QR row selection
             # (Phi_q from the engine's compiled kernel: the Python evaluation cost ~1-3 ms)
             phi, use = system.engine().admission(q, self.t0)
+        elif use and not system.engine().admission(q, self.t0)[1]:
+            raise ModelError(
+                f"engine=True: model {system.model.name!r} has redundant joint equations at "
+                f"t = {self.t0:g} s (a rank-deficient constraint Jacobian, e.g. a planar loop "
+                "of spatial joints); the compiled engine needs independent equations: use "
+                "engine='auto' (the generic path selects independent rows by QR) or "
+                "engine=False, or model the loop without the redundancy"
+            )
         if not use:
             return "generic", None
         self.eng = system.engine()
         self.meter = None  # energies of the engine's models: after the run, batched
         # the compiled loop projects velocities itself (scleronomic models: no drivers)
         project_ok = not self.project or not system.constraints.rheonomic
-        # lagged interface loads: in the compiled loop when they all come from joints
-        itf_python = self.eng.itf_lagged and not self.eng.itf_compiled
-        if not (itf_python or not project_ok or self.callback is not None):
+        if project_ok and self.callback is None:
             return "compiled", phi
         return "engine", phi
 
@@ -495,6 +503,7 @@ class ImplicitStepper:
             "dt": self.h,
             "tol": self.tol,
             "rtol": self.rtol,
+            "path": self.mode,
             **self.sch.as_dict(),
         }
         return {
@@ -947,8 +956,7 @@ class ImplicitStepper:
         st = r.stats
         return _results(
             self.system,
-            self.sch,
-            self.h,
+            r.meta,
             r.t,
             r.q,
             r.qd,
@@ -962,8 +970,6 @@ class ImplicitStepper:
             st["step_time"],
             meter,
             nt,
-            self.tol,
-            self.rtol,
         )
 
 
@@ -1138,9 +1144,9 @@ def _qmul(a, b):
     )
 
 
-def _results(
-    system, sch, h, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter, stop, tol, rtol
-):
+def _results(system, meta, t, q, qd, qdd, lam, reac, iters, resid, hist, viol, wall, meter, stop):
+    """The run's :class:`~flexmbd.results.Results` from its recorded rows; ``meta``: the
+    stepper's header (:meth:`ImplicitStepper.header`)."""
     extra = {"lambda": lam}
     for d, r in zip(system.drivers, system.constraints.driver_rows):
         extra[f"driver:{d.name}"] = -lam[:, r]
@@ -1157,15 +1163,6 @@ def _results(
         for (name, itf), pose in interface_motions(system, q).items():
             bodies[name].interfaces[itf] = pose
     energy = {k: v[:stop] for k, v in meter.arr.items()} if meter is not None else {}
-    meta = {
-        "model": system.model.name,
-        "formulation": "absolute",
-        "integrator": sch.name,
-        "dt": h,
-        "tol": tol,
-        "rtol": rtol,
-        **sch.as_dict(),
-    }
     stats = {
         "newton_iterations": iters,
         "residual": resid,
@@ -1173,7 +1170,7 @@ def _results(
         "constraint_violation": viol,
         "step_time": wall,
     }
-    fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
+    fields = dict(energy=energy, stats=stats, extra=extra, meta=dict(meta), bodies=bodies)
     return Results.from_system(system, t, q, qd, qdd, reac, **fields)
 
 

@@ -309,8 +309,10 @@ class JointForce(ForceElement):
         ``tau = actuator(t) - stiffness (q - q0) - damping qd`` (N m and rad for an angle,
         N and m for a displacement; ``actuator`` a number or a function of time only). The
         law is known in closed form, so the compiled absolute engine evaluates it, with its
-        exact Jacobians, inside its step (Revolute, Prismatic and Screw joints); every
-        other formulation calls it as the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
+        exact Jacobians, inside its step (Revolute and Prismatic joints: a model with a
+        Screw or a GearCoupling runs the engine-free path, whose coordinate rows the engine
+        does not take); elsewhere it is called as the Python law ``f(t, q, qd)`` with
+        ``dfdq``/``dfdqd``.
         """
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
             raise ModelError(
@@ -381,8 +383,9 @@ class JointForce(ForceElement):
             m.spring = fm.JointForce.compiled_law(m.hinge, cubic)
 
         Revolute, Prismatic and Screw joints (angles unwrapped as for
-        :meth:`spring_damper`); the other formulations call the same function through
-        ``ctypes`` (a Python call per evaluation).
+        :meth:`spring_damper`); the engine takes it on Revolute and Prismatic joints (a
+        model with a Screw or a GearCoupling runs the engine-free path), elsewhere the same
+        function is called through ``ctypes`` (a Python call per evaluation).
         """
         call = getattr(law, "ctypes", None)
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:

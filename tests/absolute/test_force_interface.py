@@ -41,7 +41,7 @@ def system():
 def test_forces_at_interface_run_in_the_compiled_loop(system):
     eng = Engine(system)
     assert Engine.supports(system)
-    assert eng.itf_compiled
+    assert eng.itf_lagged
     assert len(eng.ft.i_int) == 3  # the SDA end and both point forces
 
 

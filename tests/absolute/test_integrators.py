@@ -156,6 +156,22 @@ def test_model_simulate_defaults_to_absolute():
     assert res.meta["formulation"] == "absolute"
 
 
+def test_meta_records_the_path_a_run_took():
+    # the whole step loop compiled, the Newton iterations compiled around a Python step
+    # loop (a callback), or the engine-free path; the same motion on each
+    from flexmbd.integrators.implicit import integrate
+
+    s = pendulum().compile("absolute")
+    runs = {
+        "compiled": integrate(s, 0.05, 0.01),
+        "engine": integrate(s, 0.05, 0.01, callback=lambda t, q, qd: None),
+        "generic": integrate(s, 0.05, 0.01, engine=False),
+    }
+    for path, res in runs.items():
+        assert res.meta["path"] == path
+        np.testing.assert_allclose(res.q, runs["generic"].q, atol=1e-9)
+
+
 def test_newton_failure_keeps_partial_results():
     s = pendulum().compile("absolute")
     with pytest.raises(fm.ConvergenceError) as info:

@@ -155,3 +155,23 @@ def test_redundant_joints_are_removed_by_qr_row_selection():
     single.g = fm.Gravity((0, -9.81, 0))
     ref = single.compile("absolute").forward_dynamics(q, qd)
     np.testing.assert_allclose(s.forward_dynamics(q, qd).qdd, ref.qdd, atol=1e-10)
+
+
+def test_engine_true_refuses_redundant_joint_equations_before_any_step():
+    # the same hinge twice: engine="auto" takes the generic path (QR row selection);
+    # engine=True (the engine required) refuses with the reason and the fix instead of a
+    # singular Newton matrix at the first step
+    from flexmbd.integrators.implicit import integrate
+
+    m = fm.Model("redundant")
+    m.a = fm.RigidBody(1.0, (0.1, 0.1, 0.1), com=(0.5, 0, 0))
+    m.j1 = fm.Revolute(m.ground, m.a)
+    m.j2 = fm.Revolute(m.ground, m.a)
+    m.g = fm.Gravity((0, -9.81, 0))
+    s = m.compile("absolute")
+    with pytest.raises(fm.ModelError) as err:
+        integrate(s, 0.01, 1e-3, engine=True)
+    assert "redundant" in str(err.value) and "engine='auto'" in str(err.value)
+    res = integrate(s, 0.01, 1e-3, engine="auto")
+    assert res.meta["path"] == "generic"
+    assert res.stats["constraint_violation"].max() < 1e-10
