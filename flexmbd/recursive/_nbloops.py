@@ -936,10 +936,8 @@ def _rk4_step_sampled(
         return st
     viol[0], viol[1] = _violations(phi, J, y[nv:])
     if _same_rank_decision(J, sel, rtol, guard):
-        ok = _cut_reactions(
-            Ib, buf, forces, cargs, clab, y[:nv], y[nv:], tau, lam, cutF, reac_s, acc, body_row
-        )
-        viol[2] = 1.0 if ok == 0 else 0.0
+        _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac_s, acc, body_row)
+        viol[2] = 1.0
     ks = tw[1]
     for i in range(nv):
         ks[0, i] = y[nv + i]
@@ -995,27 +993,13 @@ def _rk4_update(y, ks, h):
         y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
 
 
-@njit(cache=True, _nrt=False)
-def _tree_with_cuts(
-    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-):
-    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
-    wrenches ``D^T lam`` applied to the two bodies of each cut joint (tree labels
-    ``clab[c] = (P, C)``, 0: ground) at the child frame origin: tree reactions ``reac``,
-    body accelerations ``acc[body_row[k]]`` and each cut joint's wrench ``cutF[c]``
-    (child axes at the child frame origin). Returns the tree solver's status.
-
-    Follows :func:`loop_accelerations` at the same state ``(q, v)`` (every caller's
-    order): its tree pass left that state's kinematics and mass factorization in the
-    workspace (the cut rows and the ``M^-1`` columns use scratch of their own), so only
-    the world poses, the bias forces with the new loads, the solve and the reactions run
-    here -- the same operations on the same values as a full pass."""
-    Ia, Sa = K.unpack_ints(Ib)
-    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    n1 = Ib[K.IB_N1]
-    for k in range(1, n1):
-        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
-    fext = Vv[K.V_FEXT]
+@njit(cache=True, inline="always")
+def _cut_loads(n1, R3, P3, fext, cI, clab, Dall, Rcs, pcs, lam, cutF):
+    """World poses of the bodies ``1 ... n1 - 1`` after a tree pass without them, each
+    cut joint's wrench ``cutF[c] = D_c^T lam_c`` (child axes at the child frame origin,
+    N m and N) and ``fext`` (e_k axes at O_k) set to these wrenches on the two bodies of
+    each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground): ``+F`` on the child,
+    ``-F`` on the parent."""
     for k in range(n1):
         for i in range(6):
             fext[k, i] = 0.0
@@ -1050,12 +1034,99 @@ def _tree_with_cuts(
             for i in range(3):
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
+
+
+@njit(cache=True, _nrt=False)
+def _tree_with_cuts(
+    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):
+    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
+    wrenches ``D^T lam`` applied to the two bodies of each cut joint (:func:`_cut_loads`):
+    tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each cut joint's
+    wrench ``cutF[c]`` (child axes at the child frame origin). Returns the tree solver's
+    status. For multipliers that did not come with their accelerations (the projector's
+    QR at a weak state); a sample with both takes :func:`_tree_rnea_cuts`.
+
+    Follows :func:`loop_accelerations` at the same state ``(q, v)`` (every caller's
+    order): its tree pass left that state's kinematics and mass factorization in the
+    workspace (the cut rows and the ``M^-1`` columns use scratch of their own), so only
+    the world poses, the bias forces with the new loads, the solve and the reactions run
+    here -- the same operations on the same values as a full pass."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    n1 = Ib[K.IB_N1]
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
+    _cut_loads(n1, R3, P3, Vv[K.V_FEXT], cI, clab, Dall, Rcs, pcs, lam, cutF)
     fi, ff, tau_c, S = forces
     if tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False, False) != 0:
         return -1
     for k in range(1, n1):
         K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
     return 0
+
+
+@njit(cache=True, _nrt=False)
+def _tree_rnea_cuts(
+    Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row
+):  # fmt: skip
+    """Tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and cut wrenches
+    ``cutF[c]`` of a sample whose accelerations ``qdd`` (nv,) and multipliers ``lam``
+    came from one stage at its state (:func:`_stage`; its tree pass -- kinematics, bias
+    accelerations and bias forces with the force table -- still in the workspace): the
+    world poses, the cut wrenches as loads (:func:`_cut_loads`), then one recursive
+    Newton-Euler sweep with the known accelerations instead of a second tree solve.
+    Forward: the body accelerations ``a_k = Phi_k^T a_p + S_k qdd_k`` (e_k axes, without
+    the bias accelerations); backward: ``F_k = I_k a_k - fext_k + sum_c Phi_c F_c``, so
+    that ``F_k + fb_k`` (``fb`` the stage's bias forces) is the joint's wrench on body k
+    (:func:`flexmbd.recursive._kernels.reactions_into`). The tree solve with the cut
+    wrenches (:func:`_tree_with_cuts`) gives the same reactions up to round-off (its
+    accelerations are the stage's to the solve's round-off)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    n1 = Ib[K.IB_N1]
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
+    fext = Vv[K.V_FEXT]
+    _cut_loads(n1, R3, P3, fext, cI, clab, Dall, Rcs, pcs, lam, cutF)
+    af = Vv[K.V_AF]
+    Fe = Vv[K.V_FE]
+    t6 = Vv[K.V_T6, 0]
+    sv = Vv[K.V_VJ, 0]
+    for i in range(6):
+        af[0, i] = 0.0
+    for k in range(1, n1):
+        pk = Ia[K.I_PARENT, k]
+        ak = af[k]
+        K._m2c(R3[K.R_REL, k], P3[K.P_REL, k], af[pk], ak)
+        o = Ia[K.I_VO, k]
+        if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
+            ak[2] += qdd[o]
+        else:
+            K.joint_twist(Ia, Mm, k, qdd[o : o + Ia[K.I_NV, k]], t6, sv)
+            for i in range(6):
+                ak[i] += sv[i]
+        K._inertia_times(Mm[K.M_I, k], Vv[K.V_MC, k], ak, Fe[k])
+        for i in range(6):
+            Fe[k, i] -= fext[k, i]
+    for k in range(n1 - 1, 0, -1):
+        pk = Ia[K.I_PARENT, k]
+        if pk > 0:
+            K._f2p_add(R3[K.R_REL, k], P3[K.P_REL, k], Fe[k], Fe[pk], 1.0)
+    K.reactions_into(Ia, Vv, R3, P3, reac)
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for k in range(1, n1):
+        K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
+
+
+@njit(cache=True, inline="always")
+def _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row):
+    """:func:`_tree_rnea_cuts` with the cut joints' arrays of ``cargs`` (the reactions
+    of a sample right after its stage: accelerations ``qdd`` and multipliers ``lam``)."""
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    _tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
 
 
 @njit(cache=True, inline="always")
@@ -1189,8 +1260,8 @@ def loop_forward_dynamics(
     st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
-    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
-    return 0 if st == 0 else TREE_FAILED
+    _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row)
+    return 0
 
 
 @njit(cache=True)
@@ -1388,36 +1459,31 @@ def _step_sample(
     _copy_into(RAW[j], y_new)
     ROW[j] = row
     _sample_after_rhs(
-        Ib, buf, forces, cuts, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
-        REAC[j], ACC[j], CUTF[j], VIOL[j],
+        Ib, buf, cuts, clab, YC[j], sel, rtol, guard, ws, body_row, QDD[j], LAM[j], REAC[j],
+        ACC[j], CUTF[j], VIOL[j],
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _sample_after_rhs(
-    Ib, buf, forces, cuts, clab, yc, tau, sel, rtol, guard, ws, body_row, lam, reac, acc,
-    cutF, viol,
+    Ib, buf, cuts, clab, yc, sel, rtol, guard, ws, body_row, qdd, lam, reac, acc, cutF, viol
 ):  # fmt: skip
     """The rest of an output sample at the corrected state ``yc = (q, v)`` right after
     :func:`loop_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
-    its multipliers ``lam``): the violations ``viol[:2]``, the rank decision and the
-    reactions (:func:`_cut_reactions`), as :func:`_sample_at` continues after its
-    accelerations; ``viol[2]`` 1 where the sample is complete. ``cuts``: the cut joints'
-    ``(index table, constraint directions, child frame rotations, origins)`` of the
-    cut arguments (:func:`_cut_arrays`)."""
+    its accelerations ``qdd`` and multipliers ``lam``): the violations ``viol[:2]``, the
+    rank decision and the reactions (:func:`_tree_rnea_cuts`), as :func:`_sample_at`
+    continues after its accelerations; ``viol[2]`` 1 where the sample is complete.
+    ``cuts``: the cut joints' ``(index table, constraint directions, child frame
+    rotations, origins)`` of the cut arguments (:func:`_cut_arrays`)."""
     phi, J, gamma = ws
     cI, Dall, Rcs, pcs = cuts
     nv = yc.shape[0] // 2
-    v = yc[nv:]
-    viol[0], viol[1] = _violations(phi, J, v)
+    viol[0], viol[1] = _violations(phi, J, yc[nv:])
     viol[2] = 0.0
     if not _same_rank_decision(J, sel, rtol, guard):
         return
-    st = _tree_with_cuts(
-        Ib, buf, forces, yc[:nv], v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-    )
-    if st == 0:
-        viol[2] = 1.0
+    _tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
+    viol[2] = 1.0
 
 
 @njit(cache=True)
@@ -1625,8 +1691,8 @@ def _sample_at(
     viol[0], viol[1] = _violations(phi, J, v)
     if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
         return False
-    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
-    return st == 0
+    _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row)
+    return True
 
 
 @njit(cache=True)
