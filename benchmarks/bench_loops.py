@@ -346,7 +346,7 @@ def ring_sample_floor(S, steps, dt, repeats=7):
         b = list(a)
         b[6] = a[6].copy()  # (the block integrates y in place)
         if not sampled:
-            b[19:25] = [x[:0] for x in a[19:25]]  # no sample rows
+            b[19:29] = [x[:0] for x in a[19:29]]  # no sample rows
         return cpu_of(lambda: block(*b))[0]
 
     ts = min(run(True) for _ in range(repeats))

@@ -33,7 +33,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
 from . import _kernels as K
-from ._nbforces import sample_energies, tree_loaded
+from ._nbforces import sample_energies, sample_history, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -904,26 +904,28 @@ def _rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
 @njit(cache=True)
 def loop_rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel,
 ):  # fmt: skip
     """:func:`loop_rk4_step` that also gives the output sample at its start ``y``: the
     first stage's accelerations ``qdd`` and multipliers ``lam`` (the very numbers of
     :func:`loop_forward_dynamics` there), the violations ``viol = (max |phi|, max |J v|,
     ok)`` and, where the QR would select ``sel`` with a margin (:func:`loop_sample`;
     then ``viol[2] = 1``), the tree reactions ``reac_s``, body accelerations ``acc`` and
-    cut wrenches ``cutF`` of :func:`_tree_with_cuts`. Returns as :func:`loop_rk4_step`
-    (``viol[2] = 0`` unless the sample is complete)."""
+    cut wrenches ``cutF`` of :func:`_tree_rnea_cuts`, and the sample's row of the
+    kinematics history (:func:`._nbforces.sample_history`: world poses ``rw``, ``pw``,
+    twists ``vel``, energies ``en``). Returns as :func:`loop_rk4_step` (``viol[2] = 0``
+    unless the sample is complete)."""
     tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
     return _rk4_step_sampled(
         Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard,
-        ws, reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+        ws, reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
 ):  # fmt: skip
     """:func:`loop_rk4_step_sampled` with the scratch ``tw`` of :func:`step_work`."""
     phi, J, gamma = ws
@@ -937,6 +939,7 @@ def _rk4_step_sampled(
     viol[0], viol[1] = _violations(phi, J, y[nv:])
     if _same_rank_decision(J, sel, rtol, guard):
         _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac_s, acc, body_row)
+        sample_history(Ib, buf, y[nv:], forces, en, rw, pw, vel)
         viol[2] = 1.0
     ks = tw[1]
     for i in range(nv):
@@ -1160,15 +1163,16 @@ def _interval_end(y, y0, ok, Yout, j):
 @njit(cache=True)
 def loop_rk4_block(
     Ib, buf, cargs, forces, clab, body_row, y, h, substeps, n_int, tau, sel, tol, max_newton,
-    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, Yout,
+    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL, Yout,
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` steps of :func:`loop_rk4_step`
     from ``y`` in place, in one call: the first step of interval ``j`` is
     :func:`loop_rk4_step_sampled` writing the output sample ``i0 + j`` (rows of ``QDD``,
-    ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``; none past their end), the state at
-    its end goes to ``Yout[j]``. Stops before an interval with a nonzero step status or
-    a non-finite end state (``y`` is then that interval's start: the caller redoes it by
-    the per-interval path, which decides). Returns the number of intervals done."""
+    ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``, ``EN``, ``RW``, ``PW``, ``VEL``; none
+    past their end), the state at its end goes to ``Yout[j]``. Stops before an interval
+    with a nonzero step status or a non-finite end state (``y`` is then that interval's
+    start: the caller redoes it by the per-interval path, which decides). Returns the
+    number of intervals done."""
     n = y.shape[0]
     y0 = np.empty(n)
     tw = step_work(sel.shape[0], n // 2, Ib[K.IB_N1], ws[0].shape[0])
@@ -1182,7 +1186,7 @@ def loop_rk4_block(
                 st = _rk4_step_sampled(
                     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton,
                     rtol, guard, ws, reac, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r],
-                    tw,
+                    EN[r], RW[r], PW[r], VEL[r], tw,
                 )  # fmt: skip
             else:
                 st = _rk4_step(
