@@ -1227,9 +1227,7 @@ class LoopSystem:
         if not done.all():
             for a in (qdd, reac, lam, acc):
                 a[~done] = np.nan
-        for i in range(nt):
-            if done[i]:
-                continue
+        for i in np.flatnonzero(~done).tolist():  # (the compiled rows are in place)
             if samples is not None and i in samples:
                 pv, vv, fd = samples[i]
                 viol[:] = pv, vv
