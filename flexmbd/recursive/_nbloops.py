@@ -1082,9 +1082,12 @@ def _tree_rnea_cuts(
     Forward: the body accelerations ``a_k = Phi_k^T a_p + S_k qdd_k`` (e_k axes, without
     the bias accelerations); backward: ``F_k = I_k a_k - fext_k + sum_c Phi_c F_c``, so
     that ``F_k + fb_k`` (``fb`` the stage's bias forces) is the joint's wrench on body k
-    (:func:`flexmbd.recursive._kernels.reactions_into`). The tree solve with the cut
-    wrenches (:func:`_tree_with_cuts`) gives the same reactions up to round-off (its
-    accelerations are the stage's to the solve's round-off)."""
+    (:func:`flexmbd.recursive._kernels.reactions_into`): the reactions are the
+    Newton-Euler wrenches of the reported accelerations. The tree solve with the cut
+    wrenches (:func:`_tree_with_cuts`) gives the same reactions up to the stage's residual
+    in the equations of motion, which it moves into the accelerations instead (round-off
+    times the mass matrix's conditioning: ~1e-6 of the largest reaction on a 100-body
+    ring)."""
     Ia, Sa = K.unpack_ints(Ib)
     Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
     n1 = Ib[K.IB_N1]
@@ -1257,10 +1260,10 @@ def loop_forward_dynamics(
     Ib, buf, cargs, forces, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc,
     body_row, cutF,
 ):  # fmt: skip
-    """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
-    (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
-    joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
-    :data:`TREE_FAILED`."""
+    """:func:`loop_accelerations`, then the Newton-Euler sweep with its accelerations and
+    the cut-joint wrenches of ``lam`` (:func:`_tree_rnea_cuts`): every tree reaction, the
+    body accelerations and the cut joints' wrenches. Returns 0 or a status of
+    :func:`loop_accelerations`."""
     st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
@@ -1392,7 +1395,7 @@ def loop_rk_step_sampled(
     ``VIOL`` (position and velocity violations, 1 where the sample is complete), and
     ``ROW[j] = row`` (the output row). The step's last evaluation already corrected
     ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
-    only its violations, rank decision and the tree pass with the cut wrenches
+    only its violations, rank decision and the Newton-Euler sweep with the cut wrenches
     (:func:`_sample_after_rhs`): the same operations on the same values as
     :func:`loop_correct_samples` of ``y_new``. Returns :func:`loop_rk_step`'s
     status (the row is written only on 0)."""
@@ -1427,7 +1430,7 @@ def cut_arrays(cargs):
 @njit(cache=True, inline="always")
 def _cut_arrays(cargs):
     """``(index table, constraint directions, child frame rotations, origins)`` of the cut
-    joints in the cut arguments ``cargs`` (what :func:`_tree_with_cuts` reads)."""
+    joints in the cut arguments ``cargs`` (what :func:`_tree_rnea_cuts` reads)."""
     return cargs[22], cargs[30], cargs[31], cargs[32]
 
 
