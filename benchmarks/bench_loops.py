@@ -36,6 +36,7 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
+from flexmbd.recursive import _nbforces as NF  # noqa: E402
 from flexmbd.recursive import _nbloops as NL  # noqa: E402
 from flexmbd.recursive.loops import _GUARD  # noqa: E402
 
@@ -351,7 +352,58 @@ def ring_sample_floor(S, steps, dt, repeats=7):
 
     ts = min(run(True) for _ in range(repeats))
     tn = min(run(False) for _ in range(repeats))
-    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9])
+    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9], **sample_parts(a))
+
+
+def sample_parts(a, n=2000):
+    """A loop sample's own parts, each called ``n`` times in one compiled loop at the
+    state ``a[6]`` of a block's arguments ``a`` (:func:`ring_sample_floor`) right after
+    that state's stage (``loop_accelerations``): the Newton-Euler sweep with the cut
+    wrenches (``_nbloops._tree_rnea_cuts``), the former tree solve with them
+    (``_tree_with_cuts``, run last: it rewrites the bias forces) and the kinematics
+    history row (``_nbforces.sample_history``); us per call."""
+    from flexmbd.recursive import _kernels as K
+
+    Ib, buf, cargs, forces, clab, body_row = a[:6]
+    tau, sel, ws, reac = a[10], a[11], a[16], a[17]
+    nv = len(a[6]) // 2
+    q, v = a[6][:nv].copy(), a[6][nv:].copy()
+    qdd, lam = np.empty(nv), np.empty(ws[0].shape[0])
+    if NL.loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, *ws, reac):
+        return {}
+    n1 = Ib[K.IB_N1]
+    cuts = (cargs[22], clab, cargs[30], cargs[31], cargs[32])
+    out = (np.empty(a[21].shape[1:]), np.empty(a[22].shape[1:]), body_row)
+    cutF = np.empty(a[23].shape[1:])
+    hist = (np.empty(7), np.empty((n1, 3, 3)), np.empty((n1, 3)), np.empty((n1, 6)))
+    rnea = per_call(lambda k: _n_rnea(k, Ib, buf, *cuts, qdd, lam, cutF, *out), n, 7)
+    row = per_call(lambda k: _n_history(k, Ib, buf, v, forces, *hist), n, 7)
+    solve = per_call(
+        lambda k: _n_tree_cuts(k, Ib, buf, forces, q, v, tau, *cuts, lam, cutF, *out), n, 7
+    )
+    return dict(rnea=rnea, history=row, solve=solve)
+
+
+@njit
+def _n_rnea(n, Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row):
+    for _ in range(n):
+        NL._tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
+
+
+@njit
+def _n_tree_cuts(
+    n, Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):  # fmt: skip
+    for _ in range(n):
+        NL._tree_with_cuts(
+            Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+        )
+
+
+@njit
+def _n_history(n, Ib, buf, v, forces, en, rw, pw, vel):
+    for _ in range(n):
+        NF.sample_history(Ib, buf, v, forces, en, rw, pw, vel)
 
 
 def squeezer_floor(S, every, end, repeats=15):
@@ -410,6 +462,19 @@ def squeezer_floor(S, every, end, repeats=15):
         extra=extra, floor=(ev - en + extra * t_smp / t_rhs) / en,
         floor_corrected=(ev - en + extra * t_cs / t_rhs) / en,
     )  # fmt: skip
+
+
+def _parts_text(f):
+    """The sentence on a ring sample's parts (:func:`sample_parts`) of a floor ``f``."""
+    if "rnea" not in f:
+        return ""
+    return (
+        f" Alone (`sample_parts`, each called 2000 times in one compiled loop after the "
+        f"stage at the block's first state): the Newton-Euler sweep with the cut wrenches "
+        f"{f['rnea']:.1f} us (the tree solve with them that it replaced: "
+        f"{f['solve']:.1f} us), the kinematics history row with the energies "
+        f"{f['history']:.1f} us."
+    )
 
 
 def output_report(rows):
@@ -477,7 +542,7 @@ def output_report(rows):
                 f"with the cut wrenches for every reaction and body acceleration, its "
                 f"row of the kinematics history with the energies); the rest of the "
                 f"row's share is the assembly of the extra rows (result arrays, joint "
-                f"series).",
+                f"series)." + _parts_text(f),
             ]
         elif f:
             de = f["evals_every"] - f["evals_end"]
@@ -1430,7 +1495,8 @@ OUTPUT_NOTES = (
     "sample at every accepted step within the noise (DOP853 2.9, 2.8, 5.5 / 5.8, 4.7, 3.9 "
     "%, RK45 11.7, 7.0, 10.3 / 7.5, 9.4, 9.7 %). Only the ring rows of the table were "
     "re-measured in this round (the last ringout run of the three); the squeezer and "
-    "four-bar rows are the previous run's."
+    "four-bar rows are the previous run's; the ring loop rows' paragraphs below "
+    "(`ring_sample_floor` with `sample_parts`) from one later run."
 )
 
 
