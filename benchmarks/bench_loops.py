@@ -36,6 +36,7 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
+from flexmbd.recursive import _nbforces as NF  # noqa: E402
 from flexmbd.recursive import _nbloops as NL  # noqa: E402
 from flexmbd.recursive.loops import _GUARD  # noqa: E402
 
@@ -346,12 +347,63 @@ def ring_sample_floor(S, steps, dt, repeats=7):
         b = list(a)
         b[6] = a[6].copy()  # (the block integrates y in place)
         if not sampled:
-            b[19:25] = [x[:0] for x in a[19:25]]  # no sample rows
+            b[19:29] = [x[:0] for x in a[19:29]]  # no sample rows
         return cpu_of(lambda: block(*b))[0]
 
     ts = min(run(True) for _ in range(repeats))
     tn = min(run(False) for _ in range(repeats))
-    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9])
+    return dict(per_sample=(ts - tn) / a[9], share=ts / tn - 1.0, n=a[9], **sample_parts(a))
+
+
+def sample_parts(a, n=2000):
+    """A loop sample's own parts, each called ``n`` times in one compiled loop at the
+    state ``a[6]`` of a block's arguments ``a`` (:func:`ring_sample_floor`) right after
+    that state's stage (``loop_accelerations``): the Newton-Euler sweep with the cut
+    wrenches (``_nbloops._tree_rnea_cuts``), the former tree solve with them
+    (``_tree_with_cuts``, run last: it rewrites the bias forces) and the kinematics
+    history row (``_nbforces.sample_history``); us per call."""
+    from flexmbd.recursive import _kernels as K
+
+    Ib, buf, cargs, forces, clab, body_row = a[:6]
+    tau, sel, ws, reac = a[10], a[11], a[16], a[17]
+    nv = len(a[6]) // 2
+    q, v = a[6][:nv].copy(), a[6][nv:].copy()
+    qdd, lam = np.empty(nv), np.empty(ws[0].shape[0])
+    if NL.loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, *ws, reac):
+        return {}
+    n1 = Ib[K.IB_N1]
+    cuts = (cargs[22], clab, cargs[30], cargs[31], cargs[32])
+    out = (np.empty(a[21].shape[1:]), np.empty(a[22].shape[1:]), body_row)
+    cutF = np.empty(a[23].shape[1:])
+    hist = (np.empty(7), np.empty((n1, 3, 3)), np.empty((n1, 3)), np.empty((n1, 6)))
+    rnea = per_call(lambda k: _n_rnea(k, Ib, buf, *cuts, qdd, lam, cutF, *out), n, 7)
+    row = per_call(lambda k: _n_history(k, Ib, buf, v, forces, *hist), n, 7)
+    solve = per_call(
+        lambda k: _n_tree_cuts(k, Ib, buf, forces, q, v, tau, *cuts, lam, cutF, *out), n, 7
+    )
+    return dict(rnea=rnea, history=row, solve=solve)
+
+
+@njit
+def _n_rnea(n, Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row):
+    for _ in range(n):
+        NL._tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
+
+
+@njit
+def _n_tree_cuts(
+    n, Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):  # fmt: skip
+    for _ in range(n):
+        NL._tree_with_cuts(
+            Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+        )
+
+
+@njit
+def _n_history(n, Ib, buf, v, forces, en, rw, pw, vel):
+    for _ in range(n):
+        NF.sample_history(Ib, buf, v, forces, en, rw, pw, vel)
 
 
 def squeezer_floor(S, every, end, repeats=15):
@@ -412,6 +464,19 @@ def squeezer_floor(S, every, end, repeats=15):
     )  # fmt: skip
 
 
+def _parts_text(f):
+    """The sentence on a ring sample's parts (:func:`sample_parts`) of a floor ``f``."""
+    if "rnea" not in f:
+        return ""
+    return (
+        f" Alone (`sample_parts`, each called 2000 times in one compiled loop after the "
+        f"stage at the block's first state): the Newton-Euler sweep with the cut wrenches "
+        f"{f['rnea']:.1f} us (the tree solve with them that it replaced: "
+        f"{f['solve']:.1f} us), the kinematics history row with the energies "
+        f"{f['history']:.1f} us."
+    )
+
+
 def output_report(rows):
     """The output subsection of the loops section."""
     if not rows:
@@ -428,23 +493,26 @@ def output_report(rows):
         "blocks of output intervals "
         "(`ExplicitStepper._rk4_block`: the loop's `_nbloops.loop_rk4_block`, the tree's "
         "`_nbloops.tree_rk4_block`), whose first stage of each interval is the output "
-        "sample (the loop's: that stage's accelerations and multipliers, then the tree "
-        "solve with the cut wrenches on the stage's factorization for the reactions and "
-        "body accelerations); the kinematics, kinetic and gravity energies and force-table "
-        "energies of all samples in one compiled call "
+        "sample (the loop's: that stage's accelerations and multipliers, then one "
+        "Newton-Euler sweep with those accelerations and the cut wrenches as loads for the "
+        "reactions and body accelerations (`_nbloops._tree_rnea_cuts`) and the sample's "
+        "row of the tree's kinematics history: world poses, twists, kinetic, gravity and "
+        "force-table energies (`_nbforces.sample_history`); the tree's: its energies); "
+        "the kinematics and energies of the samples no step wrote in one compiled call "
         "(`_nbforces.kinematics_history`); a body's motion history computed when read "
-        "(the cut joints' bodies). DOP853: the dense output's three extra stages in one "
+        "(the cut joints' bodies, from the kept history rows). DOP853: the dense output's "
+        "three extra stages in one "
         "compiled call (`_nbloops.loop_dop853_dense`), the output times one step covers "
         "interpolated at once, each sample's correction and forward dynamics in one "
         "compiled call (`_nbloops.loop_correct_samples`). A sample at every accepted step "
         "(no `dt`, no `t_eval`; `end only`: `dt` = the span): no interpolation and no "
         "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
         "state and solved its accelerations and multipliers, so the sample adds only its "
-        "violations, rank decision and the tree pass with the cut wrenches for the "
-        "reactions, written in the compiled call that takes the step: adaptive steps run "
-        "in compiled blocks (`_nbloops.loop_rk_block_sampled`, up to an `advance` chunk; "
-        "`loop_rk_block` up to the next output time: scipy's DOP853 / RK45 / RK23 steps, "
-        "the stall rule per step, the solver's state set once per block by "
+        "violations, rank decision and the Newton-Euler sweep with the cut wrenches for "
+        "the reactions, written in the compiled call that takes the step: adaptive steps "
+        "run in compiled blocks (`_nbloops.loop_rk_block_sampled`, up to an `advance` "
+        "chunk; `loop_rk_block` up to the next output time: scipy's DOP853 / RK45 / RK23 "
+        "steps, the stall rule per step, the solver's state set once per block by "
         "`ExplicitStepper._block_steps`). The compiled sample rows go "
         "into the results by slices (views and block copies, no gathers or scatters per "
         "row), the rows of an adaptive run without output times are gathered without a "
@@ -473,11 +541,11 @@ def output_report(rows):
                 f"its `_nbloops.loop_rk4_block` call of {f['n']} intervals timed with its "
                 f"sample rows and with none): {1e6 * f['per_sample']:.1f} us per sample, "
                 f"{100 * f['share']:.1f} % of the block -- the sample's own work (its "
-                f"violations, rank decision and the tree pass with the cut wrenches: "
-                f"world poses, bias forces, solve, every reaction and body acceleration); "
-                f"the rest of the row's share is the results of the extra rows (the "
-                f"kinematics pass of every sample for the energies and the cut joints' "
-                f"series, the assembly).",
+                f"violations, rank decision, the world poses, the Newton-Euler sweep "
+                f"with the cut wrenches for every reaction and body acceleration, its "
+                f"row of the kinematics history with the energies); the rest of the "
+                f"row's share is the assembly of the extra rows (result arrays, joint "
+                f"series)." + _parts_text(f),
             ]
         elif f:
             de = f["evals_every"] - f["evals_end"]
@@ -1427,7 +1495,35 @@ OUTPUT_NOTES = (
     "the cut wrenches, 4-6 us per row; 2.4-2.5), 1.6-1.7 ms of joint series "
     "(`fill_joint_states`: numpy over the 380 rows of the cut joints; 1.4-1.6) and "
     "1.1-1.6 ms of other results assembly (2.3-2.7): 4.3-5.0 ms (6.6); the end-only "
-    "run's Python outside the kernels and joint series fell from 10.7-12.3 ms to 2.7-3.2 ms."
+    "run's Python outside the kernels and joint series fell from 10.7-12.3 ms to 2.7-3.2 ms. "
+    "Round ringout: a loop sample's reactions and body accelerations by one Newton-Euler "
+    "sweep with its stage's accelerations and the cut wrenches as loads "
+    "(`_nbloops._tree_rnea_cuts`: the stage's bias forces reused, no second tree solve; "
+    "the RK4 blocks' and the adaptive steps' samples and `loop_samples` alike; the "
+    "samples whose multipliers the QR solved keep the solve), and each RK4 sample's row "
+    "of the tree's kinematics history with its energies written in the block "
+    "(`_nbforces.sample_history`, kept for the results by `RecursiveSystem.keep_history`: "
+    "the energies and the cut joints' series run no kinematics pass for those rows). "
+    "Trajectory, multipliers, statistics, energies and joint positions and speeds bit for "
+    "bit as before (ring N = 10 / 100 loop and tree, squeezer DOP853 / RK45, four-bar 2 "
+    "s, the loaded four-bar's RK4 run); the reactions are now the Newton-Euler wrenches "
+    "of the reported accelerations, and differ from the former second solve's by the "
+    "stage's residual in the equations of motion, which that solve moved into the "
+    "accelerations: relative to the largest reaction 3e-16 (squeezer), 2.5e-15 "
+    "(four-bar), 7e-11 (ring N = 10), 1.1e-6 (ring N = 100, cond M = 5e7; against the "
+    "independent RNEA of the reported motion the new reactions agree to 1e-13 on a "
+    "30-body ring, the former to 3e-9). Interleaved against main 1f70a3a (the ring rows' "
+    "measure, three rounds each, alternating, load 1.2-2.2; main / ringout): ring N = 100 "
+    "loop 9.6, 9.6, 10.5, 11.0, 8.0, 9.5 / 2.5, 3.0, 6.7, 5.1, 4.6, 5.6 %, its block's "
+    "samples (`ring_sample_floor`) 19.1, 18.4, 25.7, 14.1, 18.8, 21.6 / 9.3, 15.2, 5.8, "
+    "3.0, 9.2, 12.4 us per sample; N = 10 loop -5.1, -3.4, 3.5, -8.2, -3.8, -2.4 / -2.2, "
+    "-2.3, 0.4, -6.1, -3.3, -2.5 %; the tree rows unchanged (their code is): N = 100 "
+    "6.3-10.0 / 6.4-10.0 %, N = 10 7.0-9.4 / 5.1-11.4 %; the squeezer's rows with a "
+    "sample at every accepted step within the noise (DOP853 2.9, 2.8, 5.5 / 5.8, 4.7, 3.9 "
+    "%, RK45 11.7, 7.0, 10.3 / 7.5, 9.4, 9.7 %). Only the ring rows of the table were "
+    "re-measured in this round (the last ringout run of the three); the squeezer and "
+    "four-bar rows are the previous run's; the ring loop rows' paragraphs below "
+    "(`ring_sample_floor` with `sample_parts`) from one later run."
 )
 
 

@@ -260,25 +260,62 @@ def kinematics_history(
     ``P_W``, ``V_VEL`` after state ``s`` (frames e_k, world axes; body twists in e_k
     axes), ``E[s] = (kinetic, gravity)`` energies (J; ``sum V^T I V / 2`` and
     ``-sum (m r_k + R_k m c) . g`` over the bodies, gravity ``g`` m/s^2 world) and, with
-    ``with_table``, the force table's :func:`table_energy` into ``table[s]``. Returns 0,
-    or ``s + 1`` when the table energy of state ``s`` failed (coincident SDA points; the
-    table rows from ``s`` on are then undefined)."""
+    ``with_table``, the force table's :func:`table_energy` into ``table[s]``
+    (:func:`_history_row` per state). Returns 0, or ``s + 1`` when the table energy of
+    state ``s`` failed (coincident SDA points; the table rows from ``s`` on are then
+    undefined)."""
     n1 = Ia.shape[1]
     bad = 0
     for s in range(Q.shape[0]):
         K.kinematics(Ia, Mm, Vv, R3, P3, Tt, Q[s], QD[s], True)
-        for k in range(n1):
-            for i in range(3):
-                PW[s, k, i] = P3[K.P_W, k, i]
-                for j in range(3):
-                    RW[s, k, i, j] = R3[K.R_W, k, i, j]
-            for i in range(6):
-                VEL[s, k, i] = Vv[K.V_VEL, k, i]
-        E[s, 0], E[s, 1] = body_energies(Mm, Vv, R3, P3, g, n1)
-        if with_table and bad == 0:
-            if table_energy(R3, P3, Vv, QD[s], nv, fi, ff, tau_c, S, table[s]) != 0:
-                bad = s + 1
+        st = _history_row(
+            Mm, Vv, R3, P3, n1, QD[s], g, nv, fi, ff, tau_c, S, RW[s], PW[s], VEL[s], E[s],
+            table[s], with_table and bad == 0,
+        )  # fmt: skip
+        if st != 0:
+            bad = s + 1
     return bad
+
+
+@njit(cache=True, inline="always")
+def _history_row(
+    Mm, Vv, R3, P3, n1, qd, g, nv, fi, ff, tau_c, S, RW, PW, VEL, E, table, with_table
+):  # fmt: skip
+    """One state's row of :func:`kinematics_history` from the workspace after its
+    kinematics with world poses: ``RW``, ``PW``, ``VEL`` (the workspace's ``R_W``,
+    ``P_W``, ``V_VEL`` of the nodes ``0 ... n1 - 1``), ``E = (kinetic, gravity)``
+    (:func:`body_energies`) and, with ``with_table``, the force table's
+    :func:`table_energy` into ``table``. Returns 0, or 1 where that failed."""
+    for k in range(n1):
+        for i in range(3):
+            PW[k, i] = P3[K.P_W, k, i]
+            for j in range(3):
+                RW[k, i, j] = R3[K.R_W, k, i, j]
+        for i in range(6):
+            VEL[k, i] = Vv[K.V_VEL, k, i]
+    E[0], E[1] = body_energies(Mm, Vv, R3, P3, g, n1)
+    if with_table:
+        return table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, table)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def sample_history(Ib, buf, v, forces, en, RW, PW, VEL):
+    """The row of :func:`kinematics_history` of an output sample from the tree pass at
+    its state (speeds ``v``) in the packed workspace (``Ib``, ``buf``), after its world
+    poses: ``RW``, ``PW``, ``VEL`` (the workspace's ``R_W``, ``P_W``, ``V_VEL``) and ``en
+    = (kinetic, gravity, spring, p_damper, p_actuator, p_external, ok)`` (J, W; the
+    force table ``forces``' :func:`table_energy`; ``ok`` 0 where that failed) -- the same
+    operations on the same values as :func:`kinematics_history` of that state, so the
+    same numbers, without a second kinematics pass."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    fi, ff, tau_c, S = forces
+    st = _history_row(
+        Mm, Vv, R3, P3, Ib[K.IB_N1], v, grav, Ib[K.IB_NV], fi, ff, tau_c, S, RW, PW, VEL,
+        en[0:2], en[2:6], True,
+    )  # fmt: skip
+    en[6] = 1.0 if st == 0 else 0.0
 
 
 @njit(cache=True, inline="always")

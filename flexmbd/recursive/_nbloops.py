@@ -33,7 +33,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
 from . import _kernels as K
-from ._nbforces import sample_energies, tree_loaded
+from ._nbforces import sample_energies, sample_history, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -859,26 +859,28 @@ def _rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
 @njit(cache=True)
 def loop_rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel,
 ):  # fmt: skip
     """:func:`loop_rk4_step` that also gives the output sample at its start ``y``: the
     first stage's accelerations ``qdd`` and multipliers ``lam`` (the very numbers of
     :func:`loop_forward_dynamics` there), the violations ``viol = (max |phi|, max |J v|,
     ok)`` and, where the QR would select ``sel`` with a margin (:func:`loop_sample`;
     then ``viol[2] = 1``), the tree reactions ``reac_s``, body accelerations ``acc`` and
-    cut wrenches ``cutF`` of :func:`_tree_with_cuts`. Returns as :func:`loop_rk4_step`
-    (``viol[2] = 0`` unless the sample is complete)."""
+    cut wrenches ``cutF`` of :func:`_tree_rnea_cuts`, and the sample's row of the
+    kinematics history (:func:`._nbforces.sample_history`: world poses ``rw``, ``pw``,
+    twists ``vel``, energies ``en``). Returns as :func:`loop_rk4_step` (``viol[2] = 0``
+    unless the sample is complete)."""
     tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
     return _rk4_step_sampled(
         Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard,
-        ws, reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+        ws, reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol, tw,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
 ):  # fmt: skip
     """:func:`loop_rk4_step_sampled` with the scratch ``tw`` of :func:`step_work`."""
     phi, J, gamma = ws
@@ -891,10 +893,9 @@ def _rk4_step_sampled(
         return st
     viol[0], viol[1] = _violations(phi, J, y[nv:])
     if _same_rank_decision(J, sel, rtol, guard):
-        ok = _cut_reactions(
-            Ib, buf, forces, cargs, clab, y[:nv], y[nv:], tau, lam, cutF, reac_s, acc, body_row
-        )
-        viol[2] = 1.0 if ok == 0 else 0.0
+        _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac_s, acc, body_row)
+        sample_history(Ib, buf, y[nv:], forces, en, rw, pw, vel)
+        viol[2] = 1.0
     ks = tw[1]
     for i in range(nv):
         ks[0, i] = y[nv + i]
@@ -950,27 +951,13 @@ def _rk4_update(y, ks, h):
         y[i] = y[i] + (h / 6.0) * (ks[0, i] + 2.0 * ks[1, i] + 2.0 * ks[2, i] + ks[3, i])
 
 
-@njit(cache=True, _nrt=False)
-def _tree_with_cuts(
-    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-):
-    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
-    wrenches ``D^T lam`` applied to the two bodies of each cut joint (tree labels
-    ``clab[c] = (P, C)``, 0: ground) at the child frame origin: tree reactions ``reac``,
-    body accelerations ``acc[body_row[k]]`` and each cut joint's wrench ``cutF[c]``
-    (child axes at the child frame origin). Returns the tree solver's status.
-
-    Follows :func:`loop_accelerations` at the same state ``(q, v)`` (every caller's
-    order): its tree pass left that state's kinematics and mass factorization in the
-    workspace (the cut rows and the ``M^-1`` columns use scratch of their own), so only
-    the world poses, the bias forces with the new loads, the solve and the reactions run
-    here -- the same operations on the same values as a full pass."""
-    Ia, Sa = K.unpack_ints(Ib)
-    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
-    n1 = Ib[K.IB_N1]
-    for k in range(1, n1):
-        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
-    fext = Vv[K.V_FEXT]
+@njit(cache=True, inline="always")
+def _cut_loads(n1, R3, P3, fext, cI, clab, Dall, Rcs, pcs, lam, cutF):
+    """World poses of the bodies ``1 ... n1 - 1`` after a tree pass without them, each
+    cut joint's wrench ``cutF[c] = D_c^T lam_c`` (child axes at the child frame origin,
+    N m and N) and ``fext`` (e_k axes at O_k) set to these wrenches on the two bodies of
+    each cut joint (tree labels ``clab[c] = (P, C)``, 0: ground): ``+F`` on the child,
+    ``-F`` on the parent."""
     for k in range(n1):
         for i in range(6):
             fext[k, i] = 0.0
@@ -1005,12 +992,102 @@ def _tree_with_cuts(
             for i in range(3):
                 fext[k, i] += Rk[0, i] * m0 + Rk[1, i] * m1 + Rk[2, i] * m2
                 fext[k, 3 + i] += sg * (Rk[0, i] * f0 + Rk[1, i] * f1 + Rk[2, i] * f2)
+
+
+@njit(cache=True, _nrt=False)
+def _tree_with_cuts(
+    Ib, buf, forces, q, v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
+):
+    """The tree's forward dynamics with the force table ``forces`` and the cut-joint
+    wrenches ``D^T lam`` applied to the two bodies of each cut joint (:func:`_cut_loads`):
+    tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and each cut joint's
+    wrench ``cutF[c]`` (child axes at the child frame origin). Returns the tree solver's
+    status. For multipliers that did not come with their accelerations (the projector's
+    QR at a weak state); a sample with both takes :func:`_tree_rnea_cuts`.
+
+    Follows :func:`loop_accelerations` at the same state ``(q, v)`` (every caller's
+    order): its tree pass left that state's kinematics and mass factorization in the
+    workspace (the cut rows and the ``M^-1`` columns use scratch of their own), so only
+    the world poses, the bias forces with the new loads, the solve and the reactions run
+    here -- the same operations on the same values as a full pass."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    n1 = Ib[K.IB_N1]
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
+    _cut_loads(n1, R3, P3, Vv[K.V_FEXT], cI, clab, Dall, Rcs, pcs, lam, cutF)
     fi, ff, tau_c, S = forces
     if tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, False, False) != 0:
         return -1
     for k in range(1, n1):
         K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
     return 0
+
+
+@njit(cache=True, _nrt=False)
+def _tree_rnea_cuts(
+    Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row
+):  # fmt: skip
+    """Tree reactions ``reac``, body accelerations ``acc[body_row[k]]`` and cut wrenches
+    ``cutF[c]`` of a sample whose accelerations ``qdd`` (nv,) and multipliers ``lam``
+    came from one stage at its state (:func:`_stage`; its tree pass -- kinematics, bias
+    accelerations and bias forces with the force table -- still in the workspace): the
+    world poses, the cut wrenches as loads (:func:`_cut_loads`), then one recursive
+    Newton-Euler sweep with the known accelerations instead of a second tree solve.
+    Forward: the body accelerations ``a_k = Phi_k^T a_p + S_k qdd_k`` (e_k axes, without
+    the bias accelerations); backward: ``F_k = I_k a_k - fext_k + sum_c Phi_c F_c``, so
+    that ``F_k + fb_k`` (``fb`` the stage's bias forces) is the joint's wrench on body k
+    (:func:`flexmbd.recursive._kernels.reactions_into`): the reactions are the
+    Newton-Euler wrenches of the reported accelerations. The tree solve with the cut
+    wrenches (:func:`_tree_with_cuts`) gives the same reactions up to the stage's residual
+    in the equations of motion, which it moves into the accelerations instead (round-off
+    times the mass matrix's conditioning: ~1e-6 of the largest reaction on a 100-body
+    ring)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    n1 = Ib[K.IB_N1]
+    for k in range(1, n1):
+        K.world_pose(R3, P3, k, Ia[K.I_PARENT, k])
+    fext = Vv[K.V_FEXT]
+    _cut_loads(n1, R3, P3, fext, cI, clab, Dall, Rcs, pcs, lam, cutF)
+    af = Vv[K.V_AF]
+    Fe = Vv[K.V_FE]
+    t6 = Vv[K.V_T6, 0]
+    sv = Vv[K.V_VJ, 0]
+    for i in range(6):
+        af[0, i] = 0.0
+    for k in range(1, n1):
+        pk = Ia[K.I_PARENT, k]
+        ak = af[k]
+        K._m2c(R3[K.R_REL, k], P3[K.P_REL, k], af[pk], ak)
+        o = Ia[K.I_VO, k]
+        if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
+            ak[2] += qdd[o]
+        else:
+            K.joint_twist(Ia, Mm, k, qdd[o : o + Ia[K.I_NV, k]], t6, sv)
+            for i in range(6):
+                ak[i] += sv[i]
+        K._inertia_times(Mm[K.M_I, k], Vv[K.V_MC, k], ak, Fe[k])
+        for i in range(6):
+            Fe[k, i] -= fext[k, i]
+    for k in range(n1 - 1, 0, -1):
+        pk = Ia[K.I_PARENT, k]
+        if pk > 0:
+            K._f2p_add(R3[K.R_REL, k], P3[K.P_REL, k], Fe[k], Fe[pk], 1.0)
+    K.reactions_into(Ia, Vv, R3, P3, reac)
+    for k in range(n1):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for k in range(1, n1):
+        K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
+
+
+@njit(cache=True, inline="always")
+def _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row):
+    """:func:`_tree_rnea_cuts` with the cut joints' arrays of ``cargs`` (the reactions
+    of a sample right after its stage: accelerations ``qdd`` and multipliers ``lam``)."""
+    cI, Dall, Rcs, pcs = cargs[22], cargs[30], cargs[31], cargs[32]
+    _tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
 
 
 @njit(cache=True, inline="always")
@@ -1044,15 +1121,16 @@ def _interval_end(y, y0, ok, Yout, j):
 @njit(cache=True)
 def loop_rk4_block(
     Ib, buf, cargs, forces, clab, body_row, y, h, substeps, n_int, tau, sel, tol, max_newton,
-    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, Yout,
+    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL, Yout,
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` steps of :func:`loop_rk4_step`
     from ``y`` in place, in one call: the first step of interval ``j`` is
     :func:`loop_rk4_step_sampled` writing the output sample ``i0 + j`` (rows of ``QDD``,
-    ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``; none past their end), the state at
-    its end goes to ``Yout[j]``. Stops before an interval with a nonzero step status or
-    a non-finite end state (``y`` is then that interval's start: the caller redoes it by
-    the per-interval path, which decides). Returns the number of intervals done."""
+    ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``, ``EN``, ``RW``, ``PW``, ``VEL``; none
+    past their end), the state at its end goes to ``Yout[j]``. Stops before an interval
+    with a nonzero step status or a non-finite end state (``y`` is then that interval's
+    start: the caller redoes it by the per-interval path, which decides). Returns the
+    number of intervals done."""
     n = y.shape[0]
     y0 = np.empty(n)
     tw = step_work(sel.shape[0], n // 2, Ib[K.IB_N1], ws[0].shape[0])
@@ -1066,7 +1144,7 @@ def loop_rk4_block(
                 st = _rk4_step_sampled(
                     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton,
                     rtol, guard, ws, reac, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r],
-                    tw,
+                    EN[r], RW[r], PW[r], VEL[r], tw,
                 )  # fmt: skip
             else:
                 st = _rk4_step(
@@ -1137,15 +1215,15 @@ def loop_forward_dynamics(
     Ib, buf, cargs, forces, clab, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, acc,
     body_row, cutF,
 ):  # fmt: skip
-    """:func:`loop_accelerations`, then the tree with the cut-joint wrenches of ``lam``
-    (:func:`_tree_with_cuts`): every tree reaction, the body accelerations and the cut
-    joints' wrenches. Returns 0 or a status of :func:`loop_accelerations` /
-    :data:`TREE_FAILED`."""
+    """:func:`loop_accelerations`, then the Newton-Euler sweep with its accelerations and
+    the cut-joint wrenches of ``lam`` (:func:`_tree_rnea_cuts`): every tree reaction, the
+    body accelerations and the cut joints' wrenches. Returns 0 or a status of
+    :func:`loop_accelerations`."""
     st = loop_accelerations(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac)
     if st != 0:
         return st
-    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
-    return 0 if st == 0 else TREE_FAILED
+    _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row)
+    return 0
 
 
 @njit(cache=True)
@@ -1272,7 +1350,7 @@ def loop_rk_step_sampled(
     ``VIOL`` (position and velocity violations, 1 where the sample is complete), and
     ``ROW[j] = row`` (the output row). The step's last evaluation already corrected
     ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
-    only its violations, rank decision and the tree pass with the cut wrenches
+    only its violations, rank decision and the Newton-Euler sweep with the cut wrenches
     (:func:`_sample_after_rhs`): the same operations on the same values as
     :func:`loop_correct_samples` of ``y_new``. Returns :func:`loop_rk_step`'s
     status (the row is written only on 0)."""
@@ -1475,7 +1553,7 @@ def cut_arrays(cargs):
 @njit(cache=True, inline="always")
 def _cut_arrays(cargs):
     """``(index table, constraint directions, child frame rotations, origins)`` of the cut
-    joints in the cut arguments ``cargs`` (what :func:`_tree_with_cuts` reads)."""
+    joints in the cut arguments ``cargs`` (what :func:`_tree_rnea_cuts` reads)."""
     return cargs[22], cargs[30], cargs[31], cargs[32]
 
 
@@ -1511,36 +1589,31 @@ def _step_sample(
     _copy_into(RAW[j], y_new)
     ROW[j] = row
     _sample_after_rhs(
-        Ib, buf, forces, cuts, clab, YC[j], tau, sel, rtol, guard, ws, body_row, LAM[j],
-        REAC[j], ACC[j], CUTF[j], VIOL[j],
+        Ib, buf, cuts, clab, YC[j], sel, rtol, guard, ws, body_row, QDD[j], LAM[j], REAC[j],
+        ACC[j], CUTF[j], VIOL[j],
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _sample_after_rhs(
-    Ib, buf, forces, cuts, clab, yc, tau, sel, rtol, guard, ws, body_row, lam, reac, acc,
-    cutF, viol,
+    Ib, buf, cuts, clab, yc, sel, rtol, guard, ws, body_row, qdd, lam, reac, acc, cutF, viol
 ):  # fmt: skip
     """The rest of an output sample at the corrected state ``yc = (q, v)`` right after
     :func:`loop_rhs_keep` returned 0 there (its tree pass in ``buf``, its cut rows in ``ws``,
-    its multipliers ``lam``): the violations ``viol[:2]``, the rank decision and the
-    reactions (:func:`_cut_reactions`), as :func:`_sample_at` continues after its
-    accelerations; ``viol[2]`` 1 where the sample is complete. ``cuts``: the cut joints'
-    ``(index table, constraint directions, child frame rotations, origins)`` of the
-    cut arguments (:func:`_cut_arrays`)."""
+    its accelerations ``qdd`` and multipliers ``lam``): the violations ``viol[:2]``, the
+    rank decision and the reactions (:func:`_tree_rnea_cuts`), as :func:`_sample_at`
+    continues after its accelerations; ``viol[2]`` 1 where the sample is complete.
+    ``cuts``: the cut joints' ``(index table, constraint directions, child frame
+    rotations, origins)`` of the cut arguments (:func:`_cut_arrays`)."""
     phi, J, gamma = ws
     cI, Dall, Rcs, pcs = cuts
     nv = yc.shape[0] // 2
-    v = yc[nv:]
-    viol[0], viol[1] = _violations(phi, J, v)
+    viol[0], viol[1] = _violations(phi, J, yc[nv:])
     viol[2] = 0.0
     if not _same_rank_decision(J, sel, rtol, guard):
         return
-    st = _tree_with_cuts(
-        Ib, buf, forces, yc[:nv], v, tau, cI, clab, Dall, Rcs, pcs, lam, cutF, reac, acc, body_row
-    )
-    if st == 0:
-        viol[2] = 1.0
+    _tree_rnea_cuts(Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row)
+    viol[2] = 1.0
 
 
 @njit(cache=True)
@@ -1748,8 +1821,8 @@ def _sample_at(
     viol[0], viol[1] = _violations(phi, J, v)
     if st != 0 or not _same_rank_decision(J, sel, rtol, guard):
         return False
-    st = _cut_reactions(Ib, buf, forces, cargs, clab, q, v, tau, lam, cutF, reac, acc, body_row)
-    return st == 0
+    _sample_reactions(Ib, buf, cargs, clab, qdd, lam, cutF, reac, acc, body_row)
+    return True
 
 
 @njit(cache=True)

@@ -1227,9 +1227,7 @@ class LoopSystem:
         if not done.all():
             for a in (qdd, reac, lam, acc):
                 a[~done] = np.nan
-        for i in range(nt):
-            if done[i]:
-                continue
+        for i in np.flatnonzero(~done).tolist():  # (the compiled rows are in place)
             if samples is not None and i in samples:
                 pv, vv, fd = samples[i]
                 viol[:] = pv, vv
@@ -1261,6 +1259,11 @@ class LoopSystem:
         self._accel_memo = (
             None if self._flexible else (self.model.revision, q.copy(), qd.copy(), qdd0, acc)
         )
+        if given is not None and "en" in given:
+            # the samples' own kinematics rows: the energies and the cut joints' series
+            # read them instead of a kinematics pass per sample
+            hist = (given[k] for k in ("rw", "pw", "vel", "en"))
+            self.tree.keep_history(q, qd, *hist, given["viol"][:, 2] == 1.0)
         energy = energy_histories(self, t, q, qd, tau)
         extra["lambda"] = lam
         bodies = body_series(self.tree, q)
@@ -1280,6 +1283,10 @@ def _put_sample(i, fd, qdd, reac, lam, acc, stats):
     if lam.shape[1]:
         stats["discarded"][i] = fd.discarded
 
+
+#: the sample rows of the compiled RK4 steps in their kernels' argument order
+#: (:func:`._nbloops.loop_rk4_block`, :func:`._nbloops.loop_rk4_step_sampled`)
+_SAMPLE_ROWS = ("qdd", "lam", "reac", "acc", "cutF", "viol", "en", "rw", "pw", "vel")
 
 # scipy's step-size control constants (scipy.integrate._ivp.rk)
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
@@ -1688,7 +1695,7 @@ class _LoopStepper(ExplicitStepper):
             done = _NL.loop_rk4_block(
                 c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k,
                 self.constant_tau(c), sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
-                c[6], self.i, f["qdd"], f["lam"], f["reac"], f["acc"], f["cutF"], f["viol"], Y,
+                c[6], self.i, *(f[k] for k in _SAMPLE_ROWS), Y,
             )  # fmt: skip
             for j in range(self.i, self.i + done):
                 self._weak_samples.pop(j, None)  # intervals redone by the compiled block
@@ -1700,14 +1707,17 @@ class _LoopStepper(ExplicitStepper):
 
     def _sample_rows(self, sel):
         """The arrays of the output samples that the compiled steps give (one row per
-        output time ``t0 + i dt``, :func:`._nbloops.loop_rk4_step_sampled`) for the
-        projector's rows ``sel``; rows of another selection are dropped (their rank
-        statistics are another QR's)."""
+        output time ``t0 + i dt``, :func:`._nbloops.loop_rk4_step_sampled`; the kernels'
+        order :data:`_SAMPLE_ROWS`) for the projector's rows ``sel``; rows of another
+        selection are dropped (their rank statistics are another QR's). ``en``, ``rw``,
+        ``pw``, ``vel``: each sample's row of the tree's kinematics history
+        (:func:`._nbforces.sample_history`)."""
         f = self._fused
         if f is not None and np.array_equal(f["sel"], sel):
             return f
         s, n = self.system, self.n_out + 1
         nb, nj = len(s.layout.body_names), len(s.tree.joint_names)
+        n1 = s.tree.n_bodies + 1
         f = dict(
             sel=sel.copy(),
             qdd=np.zeros((n, s.nv)),
@@ -1716,6 +1726,11 @@ class _LoopStepper(ExplicitStepper):
             acc=np.zeros((n, nb, 6)),
             cutF=np.zeros((n, len(s.constraints.cuts), 6)),
             viol=np.zeros((n, 3)),
+            # (read only where viol[:, 2] is 1: not zero-filled, ~1.5 MB at N = 100)
+            en=np.empty((n, 7)),
+            rw=np.empty((n, n1, 3, 3)),
+            pw=np.empty((n, n1, 3)),
+            vel=np.empty((n, n1, 6)),
         )
         self._fused = f
         return f
@@ -1789,8 +1804,7 @@ class _LoopStepper(ExplicitStepper):
                 st = _NL.loop_rk4_step_sampled(
                     c[0], c[1], c[2], c[3], c[7], c[8], y,
                     self.h, tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
-                    c[6], f["qdd"][i], f["lam"][i], f["reac"][i], f["acc"][i], f["cutF"][i],
-                    f["viol"][i],
+                    c[6], *(f[k][i] for k in _SAMPLE_ROWS),
                 )  # fmt: skip
             elif sel is not None:
                 st = _NL.loop_rk4_step(
@@ -1977,8 +1991,9 @@ class _LoopStepper(ExplicitStepper):
         given = self.fused_samples()
         if given is not None:
             n = len(given["viol"])
-            rows = np.clip(idx, 0, n - 1)
+            rows = index_slice(np.clip(idx, 0, n - 1))  # (a slice: views, no copies)
             given = {k: v[rows] for k, v in given.items() if k != "sel"}
+            given["viol"] = given["viol"].copy()  # (the stepper's rows stay as written)
             given["viol"][(idx < 0) | (idx >= n), 2] = 0.0  # no step sample there
         w = self._weak_samples
         return given, {r: w[i] for r, i in enumerate(idx) if i in w}

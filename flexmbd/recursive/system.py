@@ -1514,6 +1514,40 @@ class RecursiveSystem:
         self._kin_memo = (self.model.revision, q.copy(), qd.copy(), out)
         return out
 
+    def keep_history(
+        self, q: Array, qd: Array, Rw: Array, rw: Array, vel: Array, en: Array, given: Array
+    ) -> None:
+        """Keep the kinematics history of the states ``q`` (nt, nq), ``qd`` (nt, nv) that
+        the energies and the joint series of a run read next (:meth:`energy_samples`,
+        :meth:`body_motion`) in the rows a compiled run wrote at those very states
+        (:func:`._nbforces.sample_history`: world poses ``Rw`` (nt, N + 1, 3, 3), ``rw``,
+        twists ``vel`` in e_k axes and ``en = (kinetic, gravity, four force-table terms,
+        ok)`` (nt, 7), J and W; the same operations as the history's own pass, so the
+        same numbers), valid where ``given`` (nt,); the other rows are computed into them
+        by that pass. The arrays are kept, not copied. Nothing for flexible bodies, the
+        Python path or rows of another length."""
+        if self._ops.flex_labels or not self._ops.compiled:
+            return
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        nt = len(q)
+        if not (len(given) == len(Rw) == len(en) == nt):
+            return
+        done = np.asarray(given, dtype=bool) & (en[:, 6] == 1.0)
+        if not done.any():
+            return
+        table_kept = bool(self._generic) and self.compiled_forces() is not None
+        out = [Rw, rw, vel, en[:, 2:6] if table_kept else None, en[:, :2]]
+        if not done.all():
+            todo = np.flatnonzero(~done)
+            rest = self._history(q[todo], qd[todo])
+            for a, b in zip(out, rest, strict=True):
+                if a is not None and b is not None:
+                    a[todo] = b
+            if rest[3] is None:
+                out[3] = None
+        self._kin_memo = (self.model.revision, q.copy(), qd.copy(), tuple(out))
+
     def energy_samples(
         self,
         t: ArrayLike,

@@ -11,6 +11,8 @@ from flexmbd.integrators.explicit import tree_stepper
 from flexmbd.joint_states import fill_joint_states
 from flexmbd.recursive.energy import energy_histories
 
+from .oracle import Oracle, ad, compose
+from .test_compiled_forces import loaded_four_bar
 from .test_compiled_loops import planar_four_bar, spatial_ring
 
 
@@ -675,3 +677,112 @@ def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
     _same_run(fast.partial, ref.partial)
+
+
+def _cut_wrench_oracle(model, cuts, reac_rows):
+    """The independent oracle (tests/recursive/oracle.py: Featherstone's RNEA in world
+    coordinates) of the loop model's tree with each cut joint's wrench as a load: ``+F``
+    on its child and ``-F`` on its parent, ``F`` the cut joint's reaction row (child
+    axes at the child frame origin); ``reac_rows``: those rows of one sample."""
+
+    class WithCuts(Oracle):
+        def external(self, t, q, qd, pose, vel):
+            fext, tau = super().external(t, q, qd, pose, vel)
+            for c, F in zip(cuts, reac_rows, strict=True):
+                j = c.joint
+                W = np.linalg.solve(ad(*_child_frame(self, pose, j)).T, F)  # world, at 0
+                for body, sign in ((j.child, 1.0), (j.parent, -1.0)):
+                    if body is not model.ground:
+                        fext[self.label[id(body)]] += sign * W
+            return fext, tau
+
+    return WithCuts(model)
+
+
+def _child_frame(orc, pose, j):
+    """World pose of joint ``j``'s child frame."""
+    k = orc.label[id(j.child)]
+    return compose(pose[k], (j.child_frame.rotation, j.child_frame.position))
+
+
+def _ring30():
+    return spatial_ring(30)
+
+
+@pytest.mark.parametrize("build", [spatial_ring, _ring30, loaded_four_bar])
+def test_sample_reactions_are_the_newton_euler_wrenches_of_the_reported_motion(build):
+    """The reactions of a loop run's samples (the compiled RK4 block's first stages:
+    one Newton-Euler sweep with the stage's accelerations, ``_nbloops._tree_rnea_cuts``)
+    against the independent oracle's RNEA of the tree at the reported ``q``, ``qd``,
+    ``qdd`` with the cut wrenches as loads: every tree joint's reaction to 1e-11 of the
+    largest, also on a 30-body ring (an ill-conditioned mass matrix); and the joint forces
+    the oracle needs for that motion are the applied ones (none on the rings, the drive's
+    1.3 N m on the four-bar) to the residual of the stage's accelerations in the equations
+    of motion (of the largest reaction: 2e-12 on the 6-body ring, 3e-9 on the 30-body
+    ring, growing with the mass matrix's condition number; 5e-15 on the four-bar). The
+    former second tree solve with the cut wrenches put that residual into the
+    accelerations instead: its reactions were 3e-9 off this RNEA on the 30-body ring."""
+    model = build()
+    s = model.compile("recursive")
+    st = s.stepper(0.04, dt=2e-3)
+    res = run(st, st.t_end, progress=False)
+    assert st.fused_samples()["viol"][1:-1, 2].all()  # the samples came from the block
+    cuts = s.constraints.cuts
+    cut_rows = [s.joint_names.index(c.joint.name) for c in cuts]
+    tau_app = np.zeros(s.nv)
+    if build is loaded_four_bar:
+        tau_app[0] = 1.3
+    for i in range(1, len(res.t) - 1, 4):
+        R = res.reactions[i]
+        orc = _cut_wrench_oracle(model, cuts, R[cut_rows])
+        tau, f, pose, _, _ = orc.rnea(res.q[i], res.qd[i], res.qdd[i], res.t[i])
+        scale = np.abs(R).max()
+        for k in range(1, orc.n + 1):
+            j = orc.tj[k]
+            ref = ad(*_child_frame(orc, pose, j)).T @ f[k]
+            assert np.abs(R[s.joint_names.index(j.name)] - ref).max() <= 1e-11 * scale
+        assert np.abs(tau[: s.nv] - tau_app).max() <= 1e-8 * scale  # (the cut: last)
+
+
+@pytest.mark.parametrize("build", [spatial_ring, loaded_four_bar])
+def test_sample_kinematics_rows_are_the_history_pass(monkeypatch, build):
+    """Each RK4 sample of a loop run writes its row of the tree's kinematics history in
+    the compiled block (``_nbforces.sample_history``): the world poses, twists and
+    kinetic, gravity and force-table energies are the history pass's
+    (``_nbforces.kinematics_history``) at the same states bit for bit, the run's energies
+    equal ``energy_samples``' recomputation by that pass bit for bit, and the results
+    run that pass only for the rows no step sampled (the first, before the first QR
+    selected the rows, and the last)."""
+    from flexmbd.recursive import _nbforces as NF
+
+    rows = []
+    history = NF.kinematics_history
+
+    def _counted(*a):
+        rows.append(len(a[6]))  # (the states Q)
+        return history(*a)
+
+    monkeypatch.setattr(NF, "kinematics_history", _counted)
+    s = build().compile("recursive")
+    st = s.stepper(0.04, dt=2e-3)
+    res = run(st, st.t_end, progress=False)
+    f = st.fused_samples()
+    assert f["viol"][1:-1, 2].all() and f["en"][1:-1, 6].all()
+    assert rows == [2]  # the results' pass: the first and the last sample's rows only
+    n = len(res.t)
+    tree = s.tree
+    tree._kin_memo = tree._motion_memo = None  # (the pass computes every row again)
+    Rw, rw, vel, table = tree._kinematics_history(res.q, res.qd)
+    assert rows == [2, n]
+    np.testing.assert_array_equal(f["rw"][1 : n - 1], Rw[1:-1])
+    np.testing.assert_array_equal(f["pw"][1 : n - 1], rw[1:-1])
+    np.testing.assert_array_equal(f["vel"][1 : n - 1], vel[1:-1])
+    tau = np.zeros((n, s.nv))
+    ref = s.energy_samples(res.t, res.q, res.qd, tau)
+    for k in ("kinetic", "gravity", "spring"):
+        np.testing.assert_array_equal(res.energy[k], ref[k])
+    np.testing.assert_array_equal(f["en"][1 : n - 1, 2:6], table[1:-1])
+    if build is loaded_four_bar:  # its force table: springs, dampers, actuators, loads
+        assert np.abs(table).max() > 0.1 and np.abs(res.energy["spring"]).max() > 0.1
+    total = energy_histories(s, res.t, res.q, res.qd, None)["total"]
+    np.testing.assert_array_equal(res.energy["total"], total)
