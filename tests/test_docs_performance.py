@@ -9,6 +9,7 @@ wrapper (``monkeypatch``). A change that moves a model off (or onto) the compile
 fails here; then update the page with it.
 """
 
+import models
 import numpy as np
 import pytest
 
@@ -17,8 +18,6 @@ from flexmbd.absolute import engine as E
 from flexmbd.absolute.engine import Engine
 from flexmbd.integrators.implicit import implicit_stepper
 from flexmbd.recursive import _nbloops as NL
-
-import models
 
 
 def counting(monkeypatch, module, name):
