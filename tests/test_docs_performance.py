@@ -338,3 +338,35 @@ def test_rk4_samples_are_the_intervals_first_stage():
     res = s.simulate(0.05, dt=0.01, integrator="rk4", substeps=3)
     ev = res.stats["rhs_evaluations"]
     assert np.array_equal(np.diff(ev), np.full(5, 12))
+
+
+def test_tree_qdd_evaluates_table_elements_in_the_compiled_call(monkeypatch):
+    """Section "trees": ``qdd`` (the integrators' call) evaluates constant elements inside
+    the compiled call; ``forward_dynamics`` applies them from Python."""
+    s = loaded_pendulum(motor=lambda m: fm.JointForce(m.shoulder, [0.2])).compile("recursive")
+    calls = counting(monkeypatch, fm.PointForce, "wrenches")
+    qdd = s.qdd(s.q0(), s.qd0())
+    assert not calls
+    fd = s.forward_dynamics(s.q0(), s.qd0())
+    assert calls and np.allclose(fd.qdd, qdd, rtol=1e-12, atol=1e-12)
+
+
+def test_loop_joint_force_on_a_cut_joint_leaves_the_compiled_loop():
+    m = models.four_bar()
+    m.damper = fm.JointForce(m.d, [0.1])
+    assert m.compile("recursive").compiled_rk4() is None
+
+
+def test_loop_forward_dynamics_is_compiled_once_the_projector_has_rows(monkeypatch):
+    s = models.four_bar().compile("recursive")
+    q, qd = s.project(*s.initial_state())
+    calls = counting(monkeypatch, NL, "loop_forward_dynamics")
+    s.forward_dynamics(q, qd)
+    assert calls
+
+
+def test_loop_per_component_tolerances_run_scipys_step_code(monkeypatch):
+    s = models.four_bar().compile("recursive")
+    steps = counting(monkeypatch, NL, "loop_rk_step")
+    s.simulate(0.02, dt=0.01, integrator="dop853", atol=np.full(2 * s.nv, 1e-8))
+    assert not steps
