@@ -370,3 +370,12 @@ def test_loop_per_component_tolerances_run_scipys_step_code(monkeypatch):
     steps = counting(monkeypatch, NL, "loop_rk_step")
     s.simulate(0.02, dt=0.01, integrator="dop853", atol=np.full(2 * s.nv, 1e-8))
     assert not steps
+
+
+def test_equal_step_times_mark_the_compiled_implicit_loop():
+    """Section "Telling which path a run took": the compiled loop spreads a block's time
+    evenly over its steps; the generic path times each step."""
+    s = models.double_pendulum().compile("absolute")
+    fast = s.simulate(0.05, dt=0.01, integrator="newmark").stats["step_time"][1:]
+    slow = fm.integrators.implicit.integrate(s, 0.05, 0.01, engine=False).stats["step_time"][1:]
+    assert np.all(fast == fast[0]) and len(np.unique(slow)) == len(slow) == 5
