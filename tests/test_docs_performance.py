@@ -106,7 +106,7 @@ def test_absolute_flexible_body_runs_the_compiled_loop():
 
 @pytest.mark.parametrize(
     "case",
-    ["python law", "engine=False", "hht force form", "redundant rows", "screw"],
+    ["python law", "spherical force", "engine=False", "hht force form", "redundant rows", "screw"],
 )
 def test_absolute_fallbacks_to_the_generic_path(case):
     """Section "Absolute formulation", "falls back": each of these runs the whole model on
@@ -114,6 +114,15 @@ def test_absolute_fallbacks_to_the_generic_path(case):
     if case == "python law":
         m = models.double_pendulum()
         m.law = fm.JointForce(m.elbow, lambda t, q, qd: -2.0 * q)
+        s = m.compile("absolute")
+        assert not Engine.supports(s)
+        assert mode(s) == "generic"
+    elif case == "spherical force":  # a constant force on a joint without a constant H
+        m = fm.Model("ball")
+        m.link = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.02)
+        m.ball = fm.Spherical(m.ground, m.link)
+        m.push = fm.JointForce(m.ball, [0.0, 0.0, 0.1])
+        m.g = fm.Gravity((0, -9.81, 0))
         s = m.compile("absolute")
         assert not Engine.supports(s)
         assert mode(s) == "generic"
