@@ -350,14 +350,20 @@ def test_rk4_samples_are_the_intervals_first_stage():
 
 
 def test_tree_qdd_evaluates_table_elements_in_the_compiled_call(monkeypatch):
-    """Section "trees": ``qdd`` (the integrators' call) evaluates constant elements inside
-    the compiled call; ``forward_dynamics`` applies them from Python."""
+    """Section "trees": ``qdd`` (the integrators' call) and ``qdd_and_reactions`` evaluate
+    constant elements inside the compiled call; ``forward_dynamics`` and
+    ``forward_dynamics_batch`` apply them from Python (the same numbers)."""
     s = loaded_pendulum(motor=lambda m: fm.JointForce(m.shoulder, [0.2])).compile("recursive")
     calls = counting(monkeypatch, fm.PointForce, "wrenches")
     qdd = s.qdd(s.q0(), s.qd0())
+    qdd2, reac = s.qdd_and_reactions(s.q0(), s.qd0())
     assert not calls
     fd = s.forward_dynamics(s.q0(), s.qd0())
-    assert calls and np.allclose(fd.qdd, qdd, rtol=1e-12, atol=1e-12)
+    assert len(calls) == 1
+    s.forward_dynamics_batch(np.array([s.q0()] * 2), np.array([s.qd0()] * 2))
+    assert len(calls) == 3  # once per state
+    assert np.allclose(fd.qdd, qdd, rtol=1e-12, atol=1e-12) and np.array_equal(qdd, qdd2)
+    assert np.allclose(fd.reactions, reac, rtol=1e-12, atol=1e-12)
 
 
 def test_loop_joint_force_on_a_cut_joint_leaves_the_compiled_loop():
