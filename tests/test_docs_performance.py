@@ -394,3 +394,32 @@ def test_equal_step_times_mark_the_compiled_implicit_loop():
     fast = s.simulate(0.05, dt=0.01, integrator="newmark").stats["step_time"][1:]
     slow = fm.integrators.implicit.integrate(s, 0.05, 0.01, engine=False).stats["step_time"][1:]
     assert np.all(fast == fast[0]) and len(np.unique(slow)) == len(slow) == 5
+
+
+def test_loop_rk4_crosses_a_singular_window_in_compiled_weak_steps(monkeypatch):
+    """Section "closed loops": at weak (singular) states RK4 takes compiled weak steps
+    (``loop_rk4_step_weak``), then the compiled blocks resume. The example's four-bar
+    (rtol 3e-2: a wide singular window) over its first crossing."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "four_bar.py"
+    spec = importlib.util.spec_from_file_location("four_bar_example", path)
+    fb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fb)
+    s = fb.build().compile("recursive", rtol=3e-2, tangent_projection=True)
+    weak = counting(monkeypatch, NL, "loop_rk4_step_weak")
+    blocks = []
+    inner = NL.loop_rk4_block
+
+    def block(*args):
+        done = inner(*args)
+        blocks.append((args[18], done))  # (first interval, intervals done)
+        return done
+
+    monkeypatch.setattr(NL, "loop_rk4_block", block)
+    res = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
+    w = np.flatnonzero(res.stats["n_weak"] == 1)
+    assert len(w) >= 10 and weak
+    assert sum(d for _, d in blocks) > 0.8 * len(res.t)  # most intervals in blocks ...
+    assert any(i > w[-1] and d > 0 for i, d in blocks)  # ... again after the window
