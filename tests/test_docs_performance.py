@@ -17,6 +17,7 @@ import flexmbd as fm
 from flexmbd.absolute import engine as E
 from flexmbd.absolute.engine import Engine
 from flexmbd.integrators.implicit import implicit_stepper
+from flexmbd.recursive import _nbforces as NF
 from flexmbd.recursive import _nbloops as NL
 
 
@@ -180,8 +181,12 @@ def test_absolute_dense_or_sparse_newton_matrix():
 
 def test_tree_rk4_runs_compiled_blocks(monkeypatch):
     """Section "Recursive formulation, trees": RK4 of a rigid tree with compiled force
-    elements and constant ``tau`` runs whole blocks of output intervals in one call."""
-    m = loaded_pendulum(motor=lambda m: fm.JointForce(m.shoulder, [0.2]))
+    elements (spring-damper joint laws included) and constant ``tau`` runs whole blocks of
+    output intervals in one call."""
+    m = loaded_pendulum(
+        motor=lambda m: fm.JointForce(m.shoulder, [0.2]),
+        law=lambda m: fm.JointForce.spring_damper(m.elbow, 10.0, 0.1),
+    )
     s = m.compile("recursive")
     assert s.packed_rigid(forces=True) is not None and s.compiled_forces() is not None
     calls = counting(monkeypatch, NL, "tree_rk4_block")
@@ -189,10 +194,11 @@ def test_tree_rk4_runs_compiled_blocks(monkeypatch):
     assert len(res.t) == 6 and len(calls) == 1  # the five intervals in one compiled call
 
 
-@pytest.mark.parametrize("case", ["callable tau", "spherical", "floating", "spring_damper law"])
+@pytest.mark.parametrize("case", ["callable tau", "spherical", "floating", "python law"])
 def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     """The RK4 step in Python around compiled forward dynamics: a callable ``tau``,
-    quaternion coordinates (Spherical, Free) or a floating base, a JointForce law."""
+    quaternion coordinates (Spherical, Free) or a floating base, a JointForce with a
+    Python law."""
     tau = None
     if case == "callable tau":
         m = models.double_pendulum()
@@ -210,9 +216,9 @@ def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
         m.free = fm.Free(m.ground, m.box, qd0=[0.0, 0.0, 0.0, 0.3, 0.2, 0.1])
     else:
         m = models.double_pendulum()
-        m.law = fm.JointForce.spring_damper(m.elbow, 10.0, 0.1)
+        m.law = fm.JointForce(m.elbow, lambda t, q, qd: [-10.0 * q[0] - 0.1 * qd[0]])
     s = m.compile("recursive")
-    if case == "spring_damper law":  # compiled in the absolute engine only
+    if case == "python law":
         assert s.compiled_forces() is None and s.packed_rigid(forces=True) is None
     calls = counting(monkeypatch, NL, "tree_rk4_block")
     qdd = counting(monkeypatch, type(s), "qdd")
@@ -351,19 +357,24 @@ def test_rk4_samples_are_the_intervals_first_stage():
 
 def test_tree_qdd_evaluates_table_elements_in_the_compiled_call(monkeypatch):
     """Section "trees": ``qdd`` (the integrators' call) and ``qdd_and_reactions`` evaluate
-    constant elements inside the compiled call; ``forward_dynamics`` and
-    ``forward_dynamics_batch`` apply them from Python (the same numbers)."""
-    s = loaded_pendulum(motor=lambda m: fm.JointForce(m.shoulder, [0.2])).compile("recursive")
+    constant elements and spring-damper joint laws inside the compiled call, and so do
+    ``forward_dynamics``, ``forward_dynamics_batch`` and ``inverse_dynamics`` (the same
+    numbers: one kernel for the single-state calls)."""
+    s = loaded_pendulum(
+        motor=lambda m: fm.JointForce(m.shoulder, [0.2]),
+        law=lambda m: fm.JointForce.spring_damper(m.elbow, 10.0, 0.1),
+    ).compile("recursive")
     calls = counting(monkeypatch, fm.PointForce, "wrenches")
+    laws = counting(monkeypatch, fm.JointForce, "generalized_force")
+    tree = counting(monkeypatch, NF, "tree_forward")
     qdd = s.qdd(s.q0(), s.qd0())
     qdd2, reac = s.qdd_and_reactions(s.q0(), s.qd0())
-    assert not calls
     fd = s.forward_dynamics(s.q0(), s.qd0())
-    assert len(calls) == 1
-    s.forward_dynamics_batch(np.array([s.q0()] * 2), np.array([s.qd0()] * 2))
-    assert len(calls) == 3  # once per state
-    assert np.allclose(fd.qdd, qdd, rtol=1e-12, atol=1e-12) and np.array_equal(qdd, qdd2)
-    assert np.allclose(fd.reactions, reac, rtol=1e-12, atol=1e-12)
+    batch = s.forward_dynamics_batch(np.array([s.q0()] * 2), np.array([s.qd0()] * 2))
+    s.inverse_dynamics(s.q0(), s.qd0(), qdd)
+    assert not calls and not laws and len(tree) == 1
+    assert np.array_equal(fd.qdd, qdd) and np.array_equal(qdd, qdd2)
+    assert np.array_equal(fd.reactions, reac) and np.array_equal(batch.qdd[1], qdd)
 
 
 def test_loop_joint_force_on_a_cut_joint_leaves_the_compiled_loop():

@@ -809,6 +809,11 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
+        if algorithm is None and self._lean != self.model.revision:
+            # loaded rigid tree: the compiled force table in the same compiled call
+            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau)
+            if out is not None:
+                return out
         if self._lean == self.model.revision and algorithm is None:
             # fast path: float64 contiguous arrays go straight to the compiled entry
             # point (it checks their sizes); anything else raises TypeError there and
@@ -862,6 +867,9 @@ class RecursiveSystem:
                 raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
             tv[: self.nv] = tau
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        out = self._table_forward(q, qd, tv)
+        if out is not None:
+            return out
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
         if self._joint_forces or self._generic:
@@ -880,6 +888,33 @@ class RecursiveSystem:
             )
         if st != 0:
             self._raise_factor(st, q)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+
+    def _table_forward(self, q, qd, tau):
+        """:meth:`forward_dynamics` of a loaded rigid tree whose force elements the
+        compiled table covers, in one compiled call (:func:`._nbforces.tree_forward`);
+        None when it does not apply (no table, other array types or sizes, a failed
+        solve: the general path converts, checks and reports)."""
+        ft = getattr(self, "_ftab", None)
+        if ft is None or ft[0][0] != self.model.revision or ft[0][1]:
+            if self.applied_by_caller or not (self._joint_forces or self._generic):
+                return None
+            tab = self.compiled_forces()
+        else:
+            tab = ft[1]
+        if tab is None or self.algorithm != "serialized" or self.applied_by_caller:
+            return None
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac_shape)
+        acc = np.empty(self._acc_shape)
+        try:
+            st = NF.tree_forward(
+                self._Ib, self._buf, q, qd, tau, *tab, qdd, reac, acc, self._body_row
+            )
+        except TypeError:
+            return None
+        if st != 0:
+            return None
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
     def cfa_forces(
@@ -962,8 +997,7 @@ class RecursiveSystem:
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
         compiled = self._ops.compiled and algorithm == "serialized"
         if (self._joint_forces or self._generic) and compiled:
-            for s in range(ns):
-                self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
+            self._batch_loads(Q, V, TAU, FEXT, ts, has_fext)
         nj = len(self.joint_names)
         QDD = np.zeros((ns, nv1))
         REAC = np.zeros((ns, nj, 6))
@@ -995,6 +1029,23 @@ class RecursiveSystem:
             out = ForwardDynamics(qdd[0], REAC[0], ACCb[0], self.layout, _NO_LAM)
             return (out, FSj[0], ft[0]) if internals else out
         return ForwardDynamics(qdd, REAC, ACCb, self.layout, np.zeros((ns, 0)))
+
+    def _batch_loads(self, Q, V, TAU, FEXT, ts, has_fext):
+        """The force elements' loads of the states ``Q``, ``V`` at the times ``ts`` added
+        to ``TAU`` and ``FEXT`` (e_k axes at O_k): by the compiled table in one call
+        (:func:`._nbforces.table_loads`) when it covers the elements, else from Python
+        state by state (:meth:`_applied`)."""
+        tab = None if self.applied_by_caller else self.compiled_forces()
+        if tab is not None:
+            ns = Q.shape[0]
+            F = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
+            T = TAU.copy()
+            if NF.table_loads(self._Ib, self._buf, Q, V, T, F, *tab) == 0:
+                TAU[:] = T
+                return
+            F[:] = 0.0  # coincident SDA points: the Python path reports them
+        for s in range(Q.shape[0]):
+            self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
 
     def _one_state(self, q, v, tau, t, algorithm, reac, full=True):
         """One state through the tree strategy's kernels (serialized) or the dense
@@ -1334,8 +1385,9 @@ class RecursiveSystem:
         tau_app = np.zeros(max(self.nv, 1))
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
-        if forces:
-            self._applied(t, q, qd, tau_app, fext)
+        if forces and (self._joint_forces or self._generic):
+            q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+            self._batch_loads(q[None], qd[None], tau_app[None], fext[None], [t], True)
         tau = np.zeros(max(self.nv, 1))
         reac = np.zeros((len(self.joint_names), 6))
         K.inverse_dynamics(
@@ -1730,11 +1782,16 @@ class RecursiveSystem:
 
     def _force_table(self, ignore):
         tau_c = np.zeros(max(self.nv, 1))
-        for f in self._joint_forces:
-            if f.constant_force is None:
-                return None
-            tau_c[self._vslice[f.joint.name]] += f.constant_force
         fi, ff = [], []
+        for f in self._joint_forces:
+            if f.constant_force is not None:
+                tau_c[self._vslice[f.joint.name]] += f.constant_force
+                continue
+            row = self._law_row(f)
+            if row is None:
+                return None
+            fi.append(row[0])
+            ff.append(row[1])
         for fe in self._generic:
             if any(fe is g for g in ignore):
                 continue
@@ -1794,6 +1851,19 @@ class RecursiveSystem:
             return None
         Rf, pf = self._frame[k]
         return k, Rf.T @ (np.asarray(s, dtype=float) - pf)
+
+    def _law_row(self, f):
+        """The table row ``(ints, floats)`` of a :meth:`~flexmbd.JointForce.spring_damper`
+        law with a constant actuator force on a one-coordinate joint (the joint's own
+        coordinate and speed, as the Python law reads them), or None."""
+        if f.law is None or not getattr(f.actuator, "constant", False):
+            return None
+        sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+        if sq.stop - sq.start != 1 or sv.stop - sv.start != 1:
+            return None
+        row = np.zeros(NF.NF)
+        row[0:4] = (*f.law[:2], f.law[2], float(f.actuator(0.0)))
+        return (NF.JLAW, sq.start, sv.start, 0), row
 
     def _force_row(self, fe):
         """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
