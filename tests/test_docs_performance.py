@@ -229,14 +229,28 @@ def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     assert len(qdd) == 9 and len(sample) == len(res.t)  # the last: after the run
 
 
-def test_tree_python_force_laws_are_evaluated_in_python(monkeypatch):
-    """A time function on a point force leaves the compiled force table: the element is
-    evaluated in Python at each evaluation, the tree solve stays compiled."""
+def test_tree_time_functions_are_evaluated_once_per_call(monkeypatch):
+    """A time function on a point force: the single-state calls evaluate the function
+    once in Python and apply the force in the compiled call; the table is not offered
+    to the RK4 blocks (``compiled_forces`` None: Python RK4 steps)."""
     m = models.double_pendulum()
-    m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0, 0.0])
+    seen = []
+    m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: seen.append(t) or [0.0, 1.0, 0.0])
     s = m.compile("recursive")
-    assert s.compiled_forces() is None
+    assert s.compiled_forces() is None and s.timed_forces(0.0) is not None
     calls = counting(monkeypatch, type(m.push), "wrenches")
+    seen.clear()
+    s.qdd(s.q0(), s.qd0(), t=0.25)
+    assert not calls and seen == [0.25]
+
+
+def test_tree_python_force_laws_are_evaluated_in_python(monkeypatch):
+    """A user force law of the state in Python: evaluated from Python at each
+    evaluation (the whole table with it), the tree solve stays compiled."""
+    m = loaded_pendulum(law=lambda m: fm.JointForce(m.elbow, lambda t, q, qd: [-q[0]]))
+    s = m.compile("recursive")
+    assert s.compiled_forces() is None and s.timed_forces(0.0) is None
+    calls = counting(monkeypatch, fm.PointForce, "wrenches")
     s.qdd(s.q0(), s.qd0())
     assert calls
 

@@ -811,7 +811,7 @@ class RecursiveSystem:
         """
         if algorithm is None and self._lean != self.model.revision:
             # loaded rigid tree: the compiled force table in the same compiled call
-            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau)
+            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
             if out is not None:
                 return out
         if self._lean == self.model.revision and algorithm is None:
@@ -867,7 +867,7 @@ class RecursiveSystem:
                 raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
             tv[: self.nv] = tau
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
-        out = self._table_forward(q, qd, tv)
+        out = self._table_forward(q, qd, tv, t)
         if out is not None:
             return out
         fext = self._Vv[V_FEXT]
@@ -890,19 +890,15 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
-    def _table_forward(self, q, qd, tau):
+    def _table_forward(self, q, qd, tau, t):
         """:meth:`forward_dynamics` of a loaded rigid tree whose force elements the
         compiled table covers, in one compiled call (:func:`._nbforces.tree_forward`);
         None when it does not apply (no table, other array types or sizes, a failed
         solve: the general path converts, checks and reports)."""
-        ft = getattr(self, "_ftab", None)
-        if ft is None or ft[0][0] != self.model.revision or ft[0][1]:
-            if self.applied_by_caller or not (self._joint_forces or self._generic):
-                return None
-            tab = self.compiled_forces()
-        else:
-            tab = ft[1]
-        if tab is None or self.algorithm != "serialized" or self.applied_by_caller:
+        if self.applied_by_caller or not (self._joint_forces or self._generic):
+            return None
+        tab = self.timed_forces(t)
+        if tab is None or self.algorithm != "serialized":
             return None
         qdd = np.empty(self.nv)
         reac = np.empty(self._reac_shape)
@@ -1035,12 +1031,20 @@ class RecursiveSystem:
         to ``TAU`` and ``FEXT`` (e_k axes at O_k): by the compiled table in one call
         (:func:`._nbforces.table_loads`) when it covers the elements, else from Python
         state by state (:meth:`_applied`)."""
-        tab = None if self.applied_by_caller else self.compiled_forces()
-        if tab is not None:
+        entry = None if self.applied_by_caller else self._table_entry(())
+        if entry is not None:
             ns = Q.shape[0]
             F = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
             T = TAU.copy()
-            if NF.table_loads(self._Ib, self._buf, Q, V, T, F, *tab) == 0:
+            if not entry[1]:  # no function of time: every state in one call
+                st = NF.table_loads(self._Ib, self._buf, Q, V, T, F, *entry[0])
+            else:  # the time functions evaluated per state, the loads compiled
+                st = 0
+                for s in range(ns):
+                    tab = self.timed_forces(ts[s])
+                    sl = slice(s, s + 1)
+                    st = st or NF.table_loads(self._Ib, self._buf, Q[sl], V[sl], T[sl], F[sl], *tab)
+            if st == 0:
                 TAU[:] = T
                 return
             F[:] = 0.0  # coincident SDA points: the Python path reports them
@@ -1248,7 +1252,7 @@ class RecursiveSystem:
             return (qdd, reac) if reactions else qdd
         applied = self._joint_forces or self._generic
         if applied:
-            out = self._compiled_applied(q, qd, tau, reactions)
+            out = self._compiled_applied(q, qd, tau, reactions, t)
             if out is not None:
                 return out
             tv = np.zeros(max(self.nv, 1))
@@ -1279,12 +1283,12 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return (qdd, reac) if reactions else qdd
 
-    def _compiled_applied(self, q, qd, tau, reactions):
+    def _compiled_applied(self, q, qd, tau, reactions, t=0.0):
         """:meth:`_raw_accel` with the force elements in compiled code
         (:func:`._nbforces.tree_qdd`), or None (an element needs Python, other shapes, a
         failed solve: the Python path reports). Not for a tree inside a closed-loop
         system: its cut-joint wrenches (``applied_by_caller``) are Python loads."""
-        tab = None if self.applied_by_caller else self.compiled_forces()
+        tab = self.timed_forces(t)
         if tab is None:
             return None
         q = np.ascontiguousarray(q, dtype=float)
@@ -1766,23 +1770,52 @@ class RecursiveSystem:
         """The force table of :mod:`._nbforces` (``(fi, ff, tau_c, scratch)``) covering every force
         element of this rigid tree but gravity (which the tree solver applies) and those
         in ``ignore``: SDAs with rigid or ground ends and a constant actuator force,
-        constant point forces and torques (world or body axes), constant joint forces.
-        None when an element needs Python (a time function, a user force law, a flexible
-        body). An SDA without ``l0`` gets its length at ``q0()`` (a closed loop fixes it
-        at its assembled initial state first: :meth:`fix_free_lengths`)."""
+        constant point forces and torques (world or body axes), constant joint forces and
+        :meth:`~flexmbd.JointForce.spring_damper` laws with a constant actuator force.
+        None when an element needs Python (a user force law, a flexible body) or is a
+        function of time (those the single-state calls evaluate through
+        :meth:`timed_forces`). An SDA without ``l0`` gets its length at ``q0()`` (a closed
+        loop fixes it at its assembled initial state first: :meth:`fix_free_lengths`)."""
+        entry = self._table_entry(ignore)
+        return None if entry is None or entry[1] else entry[0]
+
+    def timed_forces(self, t: float = 0.0) -> tuple | None:
+        """The force table of :meth:`compiled_forces` with the elements given as functions
+        of time only (point force and torque vectors, SDA and joint spring-damper
+        actuator forces) evaluated at ``t`` (s) in Python and written into its rows: the
+        table of one state's call (:meth:`forward_dynamics`, :meth:`qdd`, ...). None when
+        an element needs Python at every state (a user force law ``f(t, q, qd)``, a
+        flexible body) or a wrapping system applies loads itself. The returned arrays are
+        the system's own and change with the next call."""
+        if self.applied_by_caller:
+            return None
+        entry = self._table_entry(())
+        if entry is None:
+            return None
+        tab, timers = entry
+        ff = tab[1]
+        for e, cols, fn in timers:
+            ff[e, cols] = fn(t)
+        return tab
+
+    def _table_entry(self, ignore):
+        """``(table, timers)`` of :meth:`_force_table` for ``ignore`` (cached per model
+        revision), or None."""
         self._refresh()
         ignore = tuple(ignore) + tuple(self.applied_by_caller)
         key = (self.model.revision, tuple(id(f) for f in ignore))
         cached = getattr(self, "_ftab", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        tab = self._force_table(ignore) if self._ops.compiled else None
-        self._ftab = ((self.model.revision, key[1]), tab)
-        return tab
+        entry = self._force_table(ignore) if self._ops.compiled else None
+        self._ftab = (key, entry)
+        return entry
 
     def _force_table(self, ignore):
+        """``(table, timers)``: the table's arrays and, for each row value that is a
+        function of time, ``(row, columns, f(t))``; None when an element needs Python."""
         tau_c = np.zeros(max(self.nv, 1))
-        fi, ff = [], []
+        fi, ff, timers = [], [], []
         for f in self._joint_forces:
             if f.constant_force is not None:
                 tau_c[self._vslice[f.joint.name]] += f.constant_force
@@ -1790,19 +1823,25 @@ class RecursiveSystem:
             row = self._law_row(f)
             if row is None:
                 return None
-            fi.append(row[0])
-            ff.append(row[1])
+            self._table_append(fi, ff, timers, row)
         for fe in self._generic:
             if any(fe is g for g in ignore):
                 continue
             row = self._force_row(fe)
             if row is None:
                 return None
-            fi.append(row[0])
-            ff.append(row[1])
+            self._table_append(fi, ff, timers, row)
         fi = np.array(fi, dtype=np.int64).reshape(-1, 4)
         ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
-        return fi, ff, tau_c, NF.scratch()
+        return (fi, ff, tau_c, NF.scratch()), tuple(timers)
+
+    @staticmethod
+    def _table_append(fi, ff, timers, row):
+        """Append a row ``(ints, floats[, (columns, f(t))])`` to the table lists."""
+        if len(row) > 2:
+            timers.append((len(ff), *row[2]))
+        fi.append(row[0])
+        ff.append(row[1])
 
     def _no_table(self):
         """An empty force table (the arguments of :func:`._nbforces.kinematics_history`
@@ -1856,20 +1895,24 @@ class RecursiveSystem:
         """The table row ``(ints, floats)`` of a :meth:`~flexmbd.JointForce.spring_damper`
         law with a constant actuator force on a one-coordinate joint (the joint's own
         coordinate and speed, as the Python law reads them), or None."""
-        if f.law is None or not getattr(f.actuator, "constant", False):
+        if f.law is None:
             return None
         sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
         if sq.stop - sq.start != 1 or sv.stop - sv.start != 1:
             return None
         row = np.zeros(NF.NF)
-        row[0:4] = (*f.law[:2], f.law[2], float(f.actuator(0.0)))
-        return (NF.JLAW, sq.start, sv.start, 0), row
+        fa = f.actuator
+        row[0:4] = (*f.law[:2], f.law[2], float(fa(0.0)))
+        ints = (NF.JLAW, sq.start, sv.start, 0)
+        if getattr(fa, "constant", False):
+            return ints, row
+        return ints, row, (3, lambda t: float(fa(t)))
 
     def _force_row(self, fe):
         """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
         row = np.zeros(NF.NF)
         if isinstance(fe, SpringDamperActuator):
-            if callable(fe.fa) or fe.deforming_ends():
+            if fe.deforming_ends():
                 return None
             ends = [
                 self._ek_point(b, p) for b, p in ((fe.body_i, fe.point_i), (fe.body_j, fe.point_j))
@@ -1880,20 +1923,29 @@ class RecursiveSystem:
                 self.fix_free_lengths(self.q0(), self.qd0())
             row[0:3], row[3:6] = ends[0][1], ends[1][1]
             row[6:10] = fe.k, fe.c, fe.l0, fe.actuator_force(0.0)
-            return (NF.SDA, ends[0][0], ends[1][0], 0), row
+            ints = (NF.SDA, ends[0][0], ends[1][0], 0)
+            if callable(fe.fa):
+                return ints, row, (9, fe.actuator_force)
+            return ints, row
         if isinstance(fe, PointForce | PointTorque):
             value = fe.force if isinstance(fe, PointForce) else fe.torque
             end = self._ek_point(fe.body, getattr(fe, "point", np.zeros(3)))
-            if not getattr(value, "constant", False) or end is None or end[0] == 0:
+            if end is None or end[0] == 0:
                 return None
             k, p = end
-            v = value(0.0)
             body_axes = fe.frame == "body"
-            row[3:6] = self._frame[k][0].T @ v if body_axes else v
-            if isinstance(fe, PointForce):
-                row[0:3] = p
-                return (NF.FORCE, k, 0, int(body_axes)), row
-            return (NF.TORQUE, k, 0, int(body_axes)), row
+            Rf = self._frame[k][0]
+
+            def vector(t):
+                v = value(t)
+                return Rf.T @ v if body_axes else v
+
+            row[3:6] = vector(0.0)
+            row[0:3] = p if isinstance(fe, PointForce) else 0.0
+            ints = (NF.FORCE if isinstance(fe, PointForce) else NF.TORQUE, k, 0, int(body_axes))
+            if getattr(value, "constant", False):
+                return ints, row
+            return ints, row, (slice(3, 6), vector)
         return None
 
     def max_modal_frequency(self) -> float:

@@ -156,3 +156,64 @@ def test_laws_outside_the_table_keep_the_python_path(bad):
     tau = np.array([0.0, fa - (0.7 + 0.1 * 1.1 if bad == "time actuator" else 0.7)])
     bare = models.double_pendulum().compile("recursive")
     assert np.allclose(s.forward_dynamics(q, v, t=0.5).qdd, bare.qdd(q, v, tau), atol=1e-12)
+
+
+def timed_pendulum(python=False, calls=None):
+    """The double pendulum with loads that are functions of time only: a point force in
+    body axes, a point torque, an SDA actuator and a joint spring-damper actuator;
+    ``python``: plus a zero Python joint law (the whole model on the Python path);
+    ``calls``: a list that gets one entry per evaluation of the point force's function."""
+    m = models.double_pendulum()
+
+    def push(t):
+        if calls is not None:
+            calls.append(t)
+        return (0.0, 2.0 * np.cos(3.0 * t), 0.1)
+
+    m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), push, frame="body")
+    m.twist = fm.PointTorque(m.upper, lambda t: (0.0, 0.0, 0.3 * np.sin(t)))
+    m.spring = fm.SpringDamperActuator(
+        m.ground, (0.5, 0.5, 0.0), m.lower, (1.0, 0.0, 0.0), k=30.0, c=0.5, l0=1.0,
+        fa=lambda t: 2.0 * np.cos(t),
+    )  # fmt: skip
+    m.law = fm.JointForce.spring_damper(m.elbow, K_SD, C_SD, Q0_SD, lambda t: np.sin(2 * t))
+    if python:
+        m.zero = fm.JointForce(m.shoulder, lambda t, q, qd: np.array([0.0]))
+    return m.compile("recursive")
+
+
+def test_time_functions_are_evaluated_once_per_call_into_the_table(monkeypatch):
+    """Single-state calls with loads that are functions of time: each function once per
+    call in Python, the loads in the compiled call; the numbers of the Python path.
+    RK4 blocks and closed loops do not tabulate them: ``compiled_forces`` is None."""
+    calls = []
+    s, p = timed_pendulum(calls=calls), timed_pendulum(python=True)
+    assert s.compiled_forces() is None and s.timed_forces(0.3) is not None
+    assert p.timed_forces(0.3) is None
+    Q, V = states(s)
+    ts = np.array([0.0, 0.4, 1.3])
+    wrenches = []
+    inner = fm.PointForce.wrenches
+    monkeypatch.setattr(fm.PointForce, "wrenches", lambda *a: wrenches.append(1) or inner(*a))
+    calls.clear()
+    for q, v, t in zip(Q, V, ts, strict=True):
+        fd, ref = s.forward_dynamics(q, v, t=t), p.forward_dynamics(q, v, t=t)
+        assert close(fd.qdd, ref.qdd) and close(fd.reactions, ref.reactions)
+        assert close(fd.body_accelerations, ref.body_accelerations)
+        assert np.array_equal(s.qdd(q, v, t=t), fd.qdd)
+        tau = s.inverse_dynamics(q, v, fd.qdd, t=t)[0]
+        assert np.allclose(tau, 0.0, atol=1e-10)
+    assert len(calls) == 3 * len(ts)  # forward_dynamics, qdd, inverse_dynamics
+    batch, ref = s.forward_dynamics_batch(Q, V, t=ts), p.forward_dynamics_batch(Q, V, t=ts)
+    assert close(batch.qdd, ref.qdd) and close(batch.reactions, ref.reactions)
+    assert len(calls) == 4 * len(ts)  # once per state of the batch
+    assert len(wrenches) == 2 * len(ts)  # the Python path's calls only
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "dop853"])
+def test_runs_with_time_functions_equal_the_python_path(integrator):
+    kw = dict(dt=1e-3, integrator=integrator, rtol=1e-10, atol=1e-12)
+    a = timed_pendulum().simulate(0.3, **kw)
+    b = timed_pendulum(python=True).simulate(0.3, **kw)
+    assert np.abs(a.q - b.q).max() < 1e-10
+    assert np.abs(a.reactions - b.reactions).max() < 1e-8 * np.abs(b.reactions).max()
