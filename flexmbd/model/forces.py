@@ -309,8 +309,10 @@ class JointForce(ForceElement):
         ``tau = actuator(t) - stiffness (q - q0) - damping qd`` (N m and rad for an angle,
         N and m for a displacement; ``actuator`` a number or a function of time only). The
         law is known in closed form, so the compiled absolute engine evaluates it, with its
-        exact Jacobians, inside its step (Revolute, Prismatic and Screw joints); every
-        other formulation calls it as the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
+        exact Jacobians, inside its step (Revolute, Prismatic and Screw joints), and the
+        recursive formulation in its compiled force table (an actuator given as a function
+        of time is evaluated once per call in Python); elsewhere it is the Python law
+        ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
         """
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
             raise ModelError(

@@ -1617,6 +1617,11 @@ class RecursiveSystem:
             if f.constant_force is not None:  # the whole history at once
                 p_act += qd[:, sv] @ f.constant_force
                 continue
+            if f.law is not None and getattr(f.actuator, "constant", False):
+                k, c, x0 = f.law  # the law's formula, elementwise over the history
+                qj, vj = q[:, sq.start], qd[:, sv.start]
+                p_act += (float(f.actuator(0.0)) - k * (qj - x0) - c * vj) * vj
+                continue
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
         if tau is not None:
