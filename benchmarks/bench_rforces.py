@@ -162,12 +162,16 @@ def render(rows, meta):
         )
     lines += [
         "",
-        "The constant and spring_damper rows run RK4 in compiled blocks "
-        "(`_nbloops.tree_rk4_block`); the time-function row runs the RK4 step in Python "
-        "around compiled evaluations (each evaluation: the time functions called once in "
-        "Python, `RecursiveSystem.timed_forces`, then one compiled call), as the RK4 "
-        "blocks do not tabulate time functions yet. Max rel. diff: `forward_dynamics` "
-        "against the Python path (qdd and reactions, round-off of the summation order).",
+        "Every row runs RK4 in compiled blocks (`_nbloops.tree_rk4_block`); the "
+        "time-function row's functions are tabulated in Python on the block's stage "
+        "times before the call (`RecursiveSystem.tabulated_forces`: start, middle and end "
+        "of each step, one call per function and time) and read in the kernel. Single "
+        "calls evaluate each time function once per call in Python "
+        "(`RecursiveSystem.timed_forces`) before the compiled call. RK4 times include "
+        "the run's energies (for the spring_damper row: the joint laws' power over the "
+        "history in numpy). Max rel. diff: `forward_dynamics` against the Python path "
+        "(qdd and reactions, round-off of the summation order); max diff q: the RK4 run "
+        "against the Python path's run.",
     ]
     return "\n".join(lines)
 

@@ -231,8 +231,9 @@ def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
 
 def test_tree_time_functions_are_evaluated_once_per_call(monkeypatch):
     """A time function on a point force: the single-state calls evaluate the function
-    once in Python and apply the force in the compiled call; the table is not offered
-    to the RK4 blocks (``compiled_forces`` None: Python RK4 steps)."""
+    once in Python and apply the force in the compiled call; RK4 tabulates it on the
+    stage times and runs compiled blocks; ``compiled_forces`` (the constant table that
+    closed loops take) is None."""
     m = models.double_pendulum()
     seen = []
     m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: seen.append(t) or [0.0, 1.0, 0.0])
@@ -242,6 +243,9 @@ def test_tree_time_functions_are_evaluated_once_per_call(monkeypatch):
     seen.clear()
     s.qdd(s.q0(), s.qd0(), t=0.25)
     assert not calls and seen == [0.25]
+    blocks = counting(monkeypatch, NL, "tree_rk4_block")
+    s.simulate(0.05, dt=0.01, integrator="rk4")
+    assert len(blocks) == 1 and not calls
 
 
 def test_tree_python_force_laws_are_evaluated_in_python(monkeypatch):

@@ -1570,6 +1570,30 @@ class RecursiveSystem:
         self._kin_memo = (self.model.revision, q.copy(), qd.copy(), out)
         return out
 
+    def _timed_history(self, t, q, qd):
+        """``(table energies (nt, 4), (kinetic, gravity) (nt, 2))`` of the states ``q``,
+        ``qd`` at the times ``t`` with the force table's functions of time evaluated per
+        state (:meth:`timed_forces`; one compiled kinematics pass each), or ``(None,
+        None)`` when the table has no such value or does not cover the elements."""
+        entry = None if self.applied_by_caller else self._table_entry(())
+        if entry is None or not entry[1] or self._ops.flex_labels:
+            return None, None
+        Q, QD = (np.ascontiguousarray(x, dtype=float) for x in self._check_state(q, qd))
+        nt, n1 = len(Q), self.n_bodies + 1
+        Rw, rw, vel = np.empty((1, n1, 3, 3)), np.empty((1, n1, 3)), np.empty((1, n1, 6))
+        E, table = np.empty((nt, 2)), np.empty((nt, 4))
+        g = np.ascontiguousarray(self._gravity, dtype=float)
+        for i in range(nt):
+            tab = self.timed_forces(t[i])
+            bad = NF.kinematics_history(
+                self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, Q[i : i + 1],
+                QD[i : i + 1], Rw, rw, vel, g, E[i : i + 1], self.nv, *tab, table[i : i + 1],
+                True,
+            )  # fmt: skip
+            if bad:
+                return None, None
+        return table, E
+
     def energy_samples(
         self,
         t: ArrayLike,
@@ -1602,7 +1626,10 @@ class RecursiveSystem:
         E[idx] = rows[idx, :6] if len(idx) else 0.0
         if not given.all():
             todo = slice(None) if not given.any() else np.flatnonzero(~given)
-            _, _, _, table, Et = self._history(q[todo], qd[todo])
+            tt = np.broadcast_to(np.asarray(t, dtype=float), (nt,))[todo]
+            table, Et = self._timed_history(tt, q[todo], qd[todo])
+            if table is None:
+                _, _, _, table, Et = self._history(q[todo], qd[todo])
             if self._generic and table is None:
                 return None
             E[todo, :2] = Et
@@ -1631,7 +1658,8 @@ class RecursiveSystem:
         if table is not None:
             out["spring"] = table[:, 0].copy()
             out["p_damper"] += table[:, 1]
-            out["p_actuator"] += table[:, 2] - qd @ self.compiled_forces()[2][: self.nv]
+            tau_c = self._table_entry(())[0][2]  # the table's constant joint forces
+            out["p_actuator"] += table[:, 2] - qd @ tau_c[: self.nv]
             out["p_external"] += table[:, 3]
         return out
 
@@ -1743,22 +1771,24 @@ class RecursiveSystem:
         return p, ang
 
     def packed_rigid(
-        self, ignore: tuple = (), forces: bool = False
+        self, ignore: tuple = (), forces: bool = False, timed: bool = False
     ) -> tuple[Array, Array, Array] | None:
         """``(Ib, buf, body_row)``, the packed model ints, the float workspace of the
         compiled single-state entry point and the row of each label's body in
         ``layout.body_names``, when one compiled call gives this tree's dynamics:
         rigid bodies, the serialized solver, gravity the only load (force elements in
         ``ignore`` excepted: the caller applies them; with ``forces``, also the elements
-        of :meth:`compiled_forces`, whose table the caller passes to the kernels), no
-        reversed joint or screw (whose ``M^-1`` columns need a change of speeds).
+        of :meth:`compiled_forces`, whose table the caller passes to the kernels; with
+        ``timed`` too, also loads that are functions of time, which the caller tabulates:
+        :meth:`tabulated_forces`), no reversed joint or screw (whose ``M^-1`` columns need
+        a change of speeds).
         Otherwise None. The workspace is this system's own: one thread at a time."""
         self._refresh()
         loads = self._joint_forces or any(all(f is not g for g in ignore) for f in self._generic)
         if (
             not self._ops.compiled
             or self.algorithm != "serialized"
-            or (loads and (not forces or self.compiled_forces(ignore) is None))
+            or (loads and (not forces or self._table_for(ignore, timed) is None))
         ):
             return None
         Ia = self._Ia
@@ -1802,6 +1832,36 @@ class RecursiveSystem:
         for e, cols, fn in timers:
             ff[e, cols] = fn(t)
         return tab
+
+    def tabulated_forces(self, times: ArrayLike) -> tuple | None:
+        """``(table, TT, tix)`` for a compiled run over the time grid ``times`` (s): the
+        table of :meth:`timed_forces`, ``TT`` (len(times), m) the m table values that are
+        functions of time tabulated on the grid (one Python call per function and time)
+        and ``tix`` (m, 2) int64 their ``(row, column)`` in the table's float rows, which
+        the kernel overwrites per stage (:func:`._nbloops.tree_rk4_block`). m is 0 when
+        no value depends on time. None as for :meth:`timed_forces`."""
+        if self.applied_by_caller:
+            return None
+        entry = self._table_entry(())
+        if entry is None:
+            return None
+        tab, timers = entry
+        cols = []
+        for e, c, _ in timers:
+            idx = range(c.start, c.stop) if isinstance(c, slice) else (c,)
+            cols += [(e, i) for i in idx]
+        tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
+        times = np.asarray(times, dtype=float)
+        TT = np.empty((len(times), len(tix)))
+        for r, t in enumerate(times):
+            TT[r] = np.concatenate([np.atleast_1d(fn(t)) for _, _, fn in timers] or [[]])
+        return tab, TT, tix
+
+    def _table_for(self, ignore, timed):
+        """The table of :meth:`compiled_forces` (``timed``: with values that are functions
+        of time, :meth:`timed_forces`' table before its values are set), or None."""
+        entry = self._table_entry(ignore)
+        return None if entry is None or (entry[1] and not timed) else entry[0]
 
     def _table_entry(self, ignore):
         """``(table, timers)`` of :meth:`_force_table` for ``ignore`` (cached per model

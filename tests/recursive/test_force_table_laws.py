@@ -185,7 +185,7 @@ def timed_pendulum(python=False, calls=None):
 def test_time_functions_are_evaluated_once_per_call_into_the_table(monkeypatch):
     """Single-state calls with loads that are functions of time: each function once per
     call in Python, the loads in the compiled call; the numbers of the Python path.
-    RK4 blocks and closed loops do not tabulate them: ``compiled_forces`` is None."""
+    ``compiled_forces`` (the constant table: closed loops) is None."""
     calls = []
     s, p = timed_pendulum(calls=calls), timed_pendulum(python=True)
     assert s.compiled_forces() is None and s.timed_forces(0.3) is not None
@@ -211,9 +211,30 @@ def test_time_functions_are_evaluated_once_per_call_into_the_table(monkeypatch):
 
 
 @pytest.mark.parametrize("integrator", ["rk4", "dop853"])
-def test_runs_with_time_functions_equal_the_python_path(integrator):
-    kw = dict(dt=1e-3, integrator=integrator, rtol=1e-10, atol=1e-12)
-    a = timed_pendulum().simulate(0.3, **kw)
+def test_runs_with_time_functions_equal_the_python_path(monkeypatch, integrator):
+    """RK4: compiled blocks with the functions tabulated on the stage times (3 substeps
+    per output interval: start, middle and end of each); DOP853: each evaluation with
+    the table at its time. The Python path's trajectory, reactions and energies."""
+    calls = []
+    seen = []
+    inner = NL.tree_rk4_block
+    monkeypatch.setattr(NL, "tree_rk4_block", lambda *a: calls.append(1) or inner(*a))
+    s = timed_pendulum(calls=seen)
+    s.timed_forces(0.0)  # the table built
+    seen.clear()
+    kw = dict(dt=1e-2, integrator=integrator, rtol=1e-10, atol=1e-12)
+    if integrator == "rk4":
+        kw["substeps"] = 3
+    a = s.simulate(0.3, **kw)
     b = timed_pendulum(python=True).simulate(0.3, **kw)
+    assert bool(calls) == (integrator == "rk4")
+    if integrator == "rk4":  # the stage grid: 3 times per substep (and the energy pass)
+        h = 1e-2 / 3
+        grid = (np.arange(30)[:, None] * 1e-2 + np.arange(3)[None, :] * h).ravel()
+        stages = np.column_stack([grid, grid + 0.5 * h, grid + h]).ravel()
+        assert np.array_equal(np.array(seen[: len(stages)]), stages)
     assert np.abs(a.q - b.q).max() < 1e-10
     assert np.abs(a.reactions - b.reactions).max() < 1e-8 * np.abs(b.reactions).max()
+    for key in ("total", "damper_work", "actuator_work", "external_work", "spring"):
+        scale = np.abs(b.energy["total"]).max()
+        assert np.abs(a.energy[key] - b.energy[key]).max() < 1e-9 * scale, key
