@@ -113,12 +113,13 @@ class TreeStepper(ExplicitStepper):
         if self._tree_args is not None and self._tree_args[0] == key:
             return self._tree_args[1]
         out = None
-        packed = s.packed_rigid(forces=True) if hasattr(s, "packed_rigid") else None
-        forces = s.compiled_forces() if packed is not None else None
+        packed = s.packed_rigid(forces=True, timed=True) if hasattr(s, "packed_rigid") else None
+        # the force table; loads that are functions of time tabulated per block
+        table = s.tabulated_forces(()) if packed is not None else None
         rigid = getattr(s, "flex", None) is None
-        if packed is not None and forces is not None and rigid and not s.floating:
+        if packed is not None and table is not None and rigid and not s.floating:
             tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
-            out = (packed[0], packed[1], forces, tau)
+            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0)
         self._tree_args = (key, out)
         return out
 
@@ -134,11 +135,24 @@ class TreeStepper(ExplicitStepper):
 
         def block(y, Y, k):
             qdd, reac, ok, en = self._sample_arrays(self.i)
+            TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
             return _NL.tree_rk4_block(
-                c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok, Y
-            )
+                c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok,
+                Y, TT, tix,
+            )  # fmt: skip
 
         return self._run_block(n, block)
+
+    def _stage_table(self, k):
+        """``(TT, tix)`` of :meth:`RecursiveSystem.tabulated_forces` on the stage times of
+        the next ``k`` output intervals (start, middle and end of each RK4 substep: the
+        times of the Python RK4 step)."""
+        h, n = self.h, self.substeps
+        starts = self.t0 + (self.i + np.arange(k)) * self.dt
+        sub = (starts[:, None] + np.arange(n)[None, :] * h).ravel()
+        times = np.column_stack([sub, sub + 0.5 * h, sub + h]).ravel()
+        _, TT, tix = self.system.tabulated_forces(times)
+        return TT, tix
 
     def _sample_arrays(self, i):
         """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output
@@ -348,6 +362,7 @@ def simulate_recursive(
 #: (``qdd_and_reactions``) rather than by the batch call, whose parallel set-up costs
 #: milliseconds (the last sample of an RK4 run, a short run)
 _FEW = 8
+_NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated loads
 
 
 def _results(system, t, y, tau_f, meta, safe=False, given=None):

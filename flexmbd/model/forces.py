@@ -311,8 +311,9 @@ class JointForce(ForceElement):
         law is known in closed form, so the compiled absolute engine evaluates it, with its
         exact Jacobians, inside its step (Revolute and Prismatic joints: a model with a
         Screw or a GearCoupling runs the engine-free path, whose coordinate rows the engine
-        does not take); elsewhere it is called as the Python law ``f(t, q, qd)`` with
-        ``dfdq``/``dfdqd``.
+        does not take), and the recursive formulation in its compiled force table (an
+        actuator given as a function of time is evaluated once per call in Python);
+        elsewhere it is the Python law ``f(t, q, qd)`` with ``dfdq``/``dfdqd``.
         """
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:
             raise ModelError(

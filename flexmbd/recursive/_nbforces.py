@@ -12,6 +12,9 @@ is the tuple ``(fi, ff, tau_c, S)``:
   ``c`` (N s/m), ``l0`` (m), ``fa`` (N, tension positive); for a point force the point
   (e_k coordinates) and the force (N, world axes or e_k axes); for a torque the torque
   (N m, world axes or e_k axes) in columns 3-5;
+  for a joint law (``JLAW``, the int row ``(JLAW, q index, speed index, 0)``) the
+  stiffness ``k``, damping ``c``, ``q0`` and actuator force ``fa`` of
+  :meth:`flexmbd.JointForce.spring_damper` in columns 0-3 (:func:`joint_law_force`);
 * ``tau_c`` (nv,) the sum of the constant joint forces (N or N m along the tree speeds);
 * ``S`` (9, 3) scratch (the kernels run without numba's reference counting, as the tree
   solver's entry points do: they allocate nothing).
@@ -29,7 +32,7 @@ from .._jit import njit
 from . import _kernels as K
 
 #: kinds of the rows of a force table
-SDA, FORCE, TORQUE = 0, 1, 2
+SDA, FORCE, TORQUE, JLAW = 0, 1, 2, 3
 #: columns of the float rows
 NF = 10
 
@@ -49,6 +52,14 @@ def sda_line_force(k, c, l0, fa, length, ldot):
     """Force along an SDA's line ``f = k (l - l0) + c ldot + fa`` (N, positive in
     tension) at length ``l`` (m) and rate ``ldot`` (m/s)."""
     return k * (length - l0) + c * ldot + fa
+
+
+@njit(cache=True, inline="always")
+def joint_law_force(k, c, q0, fa, qj, qdj):
+    """Force of a joint spring-damper-actuator ``fa - k (q - q0) - c qd`` (N m or N, along
+    the joint speed) at the joint coordinate ``q`` (rad or m) and speed ``qd``: the law of
+    :meth:`flexmbd.JointForce.spring_damper` in compiled form (same operation order)."""
+    return fa - k * (qj - q0) - c * qdj
 
 
 @njit(cache=True, inline="always")
@@ -125,9 +136,10 @@ def _add_wrench(R3, fext, k, rho, f, n):
 
 
 @njit(cache=True, _nrt=False)
-def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
-    """Add the force table's wrenches to ``fext`` and ``tau_c`` to ``tau[:nv]`` (after a
-    kinematics pass with world poses; ``S`` the table's scratch). Returns 0, or 1 when
+def apply_forces(R3, P3, Vv, fext, tau, nv, q, v, fi, ff, tau_c, S):
+    """Add the force table's wrenches to ``fext``, ``tau_c`` and the joint laws at the
+    state ``q``, ``v`` to ``tau[:nv]`` (after a kinematics pass with world poses; ``S``
+    the table's scratch). Returns 0, or 1 when
     an SDA's points coincide (no line of action: the caller reports it through the
     Python path)."""
     for i in range(nv):
@@ -138,6 +150,9 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, fi, ff, tau_c, S):
     for e in range(fi.shape[0]):
         kind, a, b = fi[e, 0], fi[e, 1], fi[e, 2]
         row = ff[e]
+        if kind == JLAW:
+            tau[b] += joint_law_force(row[0], row[1], row[2], row[3], q[a], v[b])
+            continue
         if kind == SDA:
             length, ldot = _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g)
             if length < 1e-12:
@@ -177,7 +192,7 @@ def tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, kin, refactor):
     if kin:
         K.kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
     fext = Vv[K.V_FEXT]
-    st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, fi, ff, tau_c, S)
+    st = apply_forces(R3, P3, Vv, fext, Jw[K.J_TAU], nv, q, v, fi, ff, tau_c, S)
     if st == 0:
         K.bias_forces(Ia, Mm, Vv, R3, P3, grav, Ib[K.IB_GRAV] != 0, Jw)
         if refactor:
@@ -208,6 +223,53 @@ def tree_qdd(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac):
 
 
 @njit(cache=True, _nrt=False)
+def tree_forward(Ib, buf, q, v, tau, fi, ff, tau_c, S, qdd, reac, acc, body_row):
+    """:func:`tree_qdd` plus the body accelerations ``acc[body_row[k]]`` (world axes,
+    ``[alpha; a_origin]``): the whole result of ``forward_dynamics`` of a loaded rigid
+    tree in one call. Returns the solver's status, -1 for coincident SDA points, -3 for
+    wrong sizes, -4 for non-finite accelerations."""
+    nv = Ib[K.IB_NV]
+    n1 = Ib[K.IB_N1]
+    if (
+        q.shape[0] != Ib[K.IB_NQ]
+        or v.shape[0] != nv
+        or tau.shape[0] < nv
+        or qdd.shape[0] != nv
+        or reac.shape[0] != Ib[K.IB_NJ]
+        or body_row.shape[0] != n1
+    ):
+        return -3
+    st = tree_loaded(Ib, buf, q, v, tau, fi, ff, tau_c, S, reac, True, True)
+    if st != 0:
+        return st
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    for i in range(nv):
+        qdd[i] = Jw[K.J_QDD, i]
+        if not np.isfinite(qdd[i]):
+            return -4
+    for k in range(1, n1):
+        K._body_acceleration(Vv, R3, P3, k, acc[body_row[k]])
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def table_loads(Ib, buf, Q, V, TAU, FEXT, fi, ff, tau_c, S):
+    """The force table's loads of the states ``Q[s]``, ``V[s]`` (a kinematics pass with
+    world poses each): wrenches added to ``FEXT[s]`` (e_k axes, moments about O_k),
+    ``tau_c`` and the joint laws to ``TAU[s]``. Returns 0, or ``s + 1`` for coincident
+    SDA points at state ``s`` (the loop stops)."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Mm, Vv, R3, P3, Tt, Dn, Jw, grav = K._views(Ia, buf)
+    nv = Ib[K.IB_NV]
+    for s in range(Q.shape[0]):
+        K.kinematics(Ia, Mm, Vv, R3, P3, Tt, Q[s], V[s], True)
+        if apply_forces(R3, P3, Vv, FEXT[s], TAU[s], nv, Q[s], V[s], fi, ff, tau_c, S) != 0:
+            return s + 1
+    return 0
+
+
+@njit(cache=True, _nrt=False)
 def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
     """Energy terms of the force table at the state of the last kinematics pass (world
     poses): ``out = (spring, p_damper, p_actuator, p_external)`` -- SDA springs
@@ -226,6 +288,8 @@ def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
     for e in range(fi.shape[0]):
         kind, a = fi[e, 0], fi[e, 1]
         row = ff[e]
+        if kind == JLAW:  # a joint law's power: with the JointForce elements (Python)
+            continue
         if kind == SDA:
             b = fi[e, 2]
             length, ldot = _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g)

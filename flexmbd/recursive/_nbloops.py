@@ -1160,12 +1160,16 @@ def loop_rk4_block(
 
 @njit(cache=True)
 def tree_rk4_block(
-    Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, EN, done, Yout
+    Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, EN, done, Yout, TT, tix
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of the rigid
     tree (``q' = v``: no quaternion coordinates) with the accelerations of
     :func:`_tree_free` (joint forces ``tau``, the force table ``forces``), from ``y`` in
-    place; the first stage of interval ``j`` is the output sample ``i0 + j``: its
+    place. Table values that are functions of time are tabulated by the caller:
+    ``TT[3 (j substeps + sub) + c, m]`` the value ``m`` at the start (c = 0), middle
+    (1) and end (2) of substep ``sub`` of interval ``j``, written into
+    ``forces[1][tix[m, 0], tix[m, 1]]`` before each stage (none for ``tix`` of 0 rows).
+    The first stage of interval ``j`` is the output sample ``i0 + j``: its
     ``QDD``, tree reactions ``REAC``, energies ``EN``
     (:func:`._nbforces.sample_energies`) and ``done`` rows (none past their end); the
     state at the interval's end goes to ``Yout[j]``. Stops before an interval whose tree solve
@@ -1186,6 +1190,9 @@ def tree_rk4_block(
         for sub in range(substeps):
             for s in range(4):
                 _rk4_stage_state(y, ks, s, h, yy)
+                row = 3 * (j * substeps + sub) + (s + 1) // 2
+                for m in range(tix.shape[0]):
+                    forces[1][tix[m, 0], tix[m, 1]] = TT[row, m]
                 sample = s == 0 and sub == 0 and r < QDD.shape[0]
                 rr = REAC[r] if sample else reac
                 if _tree_free(Ib, buf, forces, yy[:nv], yy[nv:], tau, acc, rr) != 0:

@@ -809,6 +809,11 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
+        if algorithm is None and self._lean != self.model.revision:
+            # loaded rigid tree: the compiled force table in the same compiled call
+            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
+            if out is not None:
+                return out
         if self._lean == self.model.revision and algorithm is None:
             # fast path: float64 contiguous arrays go straight to the compiled entry
             # point (it checks their sizes); anything else raises TypeError there and
@@ -862,6 +867,9 @@ class RecursiveSystem:
                 raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
             tv[: self.nv] = tau
         q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+        out = self._table_forward(q, qd, tv, t)
+        if out is not None:
+            return out
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
         if self._joint_forces or self._generic:
@@ -880,6 +888,29 @@ class RecursiveSystem:
             )
         if st != 0:
             self._raise_factor(st, q)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+
+    def _table_forward(self, q, qd, tau, t):
+        """:meth:`forward_dynamics` of a loaded rigid tree whose force elements the
+        compiled table covers, in one compiled call (:func:`._nbforces.tree_forward`);
+        None when it does not apply (no table, other array types or sizes, a failed
+        solve: the general path converts, checks and reports)."""
+        if self.applied_by_caller or not (self._joint_forces or self._generic):
+            return None
+        tab = self.timed_forces(t)
+        if tab is None or self.algorithm != "serialized":
+            return None
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac_shape)
+        acc = np.empty(self._acc_shape)
+        try:
+            st = NF.tree_forward(
+                self._Ib, self._buf, q, qd, tau, *tab, qdd, reac, acc, self._body_row
+            )
+        except TypeError:
+            return None
+        if st != 0:
+            return None
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
     def cfa_forces(
@@ -962,8 +993,7 @@ class RecursiveSystem:
         FEXT = np.zeros((ns if has_fext else 1, self.n_bodies + 1, 6))
         compiled = self._ops.compiled and algorithm == "serialized"
         if (self._joint_forces or self._generic) and compiled:
-            for s in range(ns):
-                self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
+            self._batch_loads(Q, V, TAU, FEXT, ts, has_fext)
         nj = len(self.joint_names)
         QDD = np.zeros((ns, nv1))
         REAC = np.zeros((ns, nj, 6))
@@ -995,6 +1025,31 @@ class RecursiveSystem:
             out = ForwardDynamics(qdd[0], REAC[0], ACCb[0], self.layout, _NO_LAM)
             return (out, FSj[0], ft[0]) if internals else out
         return ForwardDynamics(qdd, REAC, ACCb, self.layout, np.zeros((ns, 0)))
+
+    def _batch_loads(self, Q, V, TAU, FEXT, ts, has_fext):
+        """The force elements' loads of the states ``Q``, ``V`` at the times ``ts`` added
+        to ``TAU`` and ``FEXT`` (e_k axes at O_k): by the compiled table in one call
+        (:func:`._nbforces.table_loads`) when it covers the elements, else from Python
+        state by state (:meth:`_applied`)."""
+        entry = None if self.applied_by_caller else self._table_entry(())
+        if entry is not None:
+            ns = Q.shape[0]
+            F = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
+            T = TAU.copy()
+            if not entry[1]:  # no function of time: every state in one call
+                st = NF.table_loads(self._Ib, self._buf, Q, V, T, F, *entry[0])
+            else:  # the time functions evaluated per state, the loads compiled
+                st = 0
+                for s in range(ns):
+                    tab = self.timed_forces(ts[s])
+                    sl = slice(s, s + 1)
+                    st = st or NF.table_loads(self._Ib, self._buf, Q[sl], V[sl], T[sl], F[sl], *tab)
+            if st == 0:
+                TAU[:] = T
+                return
+            F[:] = 0.0  # coincident SDA points: the Python path reports them
+        for s in range(Q.shape[0]):
+            self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
 
     def _one_state(self, q, v, tau, t, algorithm, reac, full=True):
         """One state through the tree strategy's kernels (serialized) or the dense
@@ -1197,7 +1252,7 @@ class RecursiveSystem:
             return (qdd, reac) if reactions else qdd
         applied = self._joint_forces or self._generic
         if applied:
-            out = self._compiled_applied(q, qd, tau, reactions)
+            out = self._compiled_applied(q, qd, tau, reactions, t)
             if out is not None:
                 return out
             tv = np.zeros(max(self.nv, 1))
@@ -1228,12 +1283,12 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return (qdd, reac) if reactions else qdd
 
-    def _compiled_applied(self, q, qd, tau, reactions):
+    def _compiled_applied(self, q, qd, tau, reactions, t=0.0):
         """:meth:`_raw_accel` with the force elements in compiled code
         (:func:`._nbforces.tree_qdd`), or None (an element needs Python, other shapes, a
         failed solve: the Python path reports). Not for a tree inside a closed-loop
         system: its cut-joint wrenches (``applied_by_caller``) are Python loads."""
-        tab = None if self.applied_by_caller else self.compiled_forces()
+        tab = self.timed_forces(t)
         if tab is None:
             return None
         q = np.ascontiguousarray(q, dtype=float)
@@ -1334,8 +1389,9 @@ class RecursiveSystem:
         tau_app = np.zeros(max(self.nv, 1))
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
-        if forces:
-            self._applied(t, q, qd, tau_app, fext)
+        if forces and (self._joint_forces or self._generic):
+            q, qd = np.ascontiguousarray(q), np.ascontiguousarray(qd)
+            self._batch_loads(q[None], qd[None], tau_app[None], fext[None], [t], True)
         tau = np.zeros(max(self.nv, 1))
         reac = np.zeros((len(self.joint_names), 6))
         K.inverse_dynamics(
@@ -1548,6 +1604,30 @@ class RecursiveSystem:
                 out[3] = None
         self._kin_memo = (self.model.revision, q.copy(), qd.copy(), tuple(out))
 
+    def _timed_history(self, t, q, qd):
+        """``(table energies (nt, 4), (kinetic, gravity) (nt, 2))`` of the states ``q``,
+        ``qd`` at the times ``t`` with the force table's functions of time evaluated per
+        state (:meth:`timed_forces`; one compiled kinematics pass each), or ``(None,
+        None)`` when the table has no such value or does not cover the elements."""
+        entry = None if self.applied_by_caller else self._table_entry(())
+        if entry is None or not entry[1] or self._ops.flex_labels:
+            return None, None
+        Q, QD = (np.ascontiguousarray(x, dtype=float) for x in self._check_state(q, qd))
+        nt, n1 = len(Q), self.n_bodies + 1
+        Rw, rw, vel = np.empty((1, n1, 3, 3)), np.empty((1, n1, 3)), np.empty((1, n1, 6))
+        E, table = np.empty((nt, 2)), np.empty((nt, 4))
+        g = np.ascontiguousarray(self._gravity, dtype=float)
+        for i in range(nt):
+            tab = self.timed_forces(t[i])
+            bad = NF.kinematics_history(
+                self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, Q[i : i + 1],
+                QD[i : i + 1], Rw, rw, vel, g, E[i : i + 1], self.nv, *tab, table[i : i + 1],
+                True,
+            )  # fmt: skip
+            if bad:
+                return None, None
+        return table, E
+
     def energy_samples(
         self,
         t: ArrayLike,
@@ -1580,7 +1660,10 @@ class RecursiveSystem:
         E[idx] = rows[idx, :6] if len(idx) else 0.0
         if not given.all():
             todo = slice(None) if not given.any() else np.flatnonzero(~given)
-            _, _, _, table, Et = self._history(q[todo], qd[todo])
+            tt = np.broadcast_to(np.asarray(t, dtype=float), (nt,))[todo]
+            table, Et = self._timed_history(tt, q[todo], qd[todo])
+            if table is None:
+                _, _, _, table, Et = self._history(q[todo], qd[todo])
             if self._generic and table is None:
                 return None
             E[todo, :2] = Et
@@ -1595,6 +1678,11 @@ class RecursiveSystem:
             if f.constant_force is not None:  # the whole history at once
                 p_act += qd[:, sv] @ f.constant_force
                 continue
+            if f.law is not None and getattr(f.actuator, "constant", False):
+                k, c, x0 = f.law  # the law's formula, elementwise over the history
+                qj, vj = q[:, sq.start], qd[:, sv.start]
+                p_act += (float(f.actuator(0.0)) - k * (qj - x0) - c * vj) * vj
+                continue
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
         if tau is not None:
@@ -1604,7 +1692,8 @@ class RecursiveSystem:
         if table is not None:
             out["spring"] = table[:, 0].copy()
             out["p_damper"] += table[:, 1]
-            out["p_actuator"] += table[:, 2] - qd @ self.compiled_forces()[2][: self.nv]
+            tau_c = self._table_entry(())[0][2]  # the table's constant joint forces
+            out["p_actuator"] += table[:, 2] - qd @ tau_c[: self.nv]
             out["p_external"] += table[:, 3]
         return out
 
@@ -1716,22 +1805,24 @@ class RecursiveSystem:
         return p, ang
 
     def packed_rigid(
-        self, ignore: tuple = (), forces: bool = False
+        self, ignore: tuple = (), forces: bool = False, timed: bool = False
     ) -> tuple[Array, Array, Array] | None:
         """``(Ib, buf, body_row)``, the packed model ints, the float workspace of the
         compiled single-state entry point and the row of each label's body in
         ``layout.body_names``, when one compiled call gives this tree's dynamics:
         rigid bodies, the serialized solver, gravity the only load (force elements in
         ``ignore`` excepted: the caller applies them; with ``forces``, also the elements
-        of :meth:`compiled_forces`, whose table the caller passes to the kernels), no
-        reversed joint or screw (whose ``M^-1`` columns need a change of speeds).
+        of :meth:`compiled_forces`, whose table the caller passes to the kernels; with
+        ``timed`` too, also loads that are functions of time, which the caller tabulates:
+        :meth:`tabulated_forces`), no reversed joint or screw (whose ``M^-1`` columns need
+        a change of speeds).
         Otherwise None. The workspace is this system's own: one thread at a time."""
         self._refresh()
         loads = self._joint_forces or any(all(f is not g for g in ignore) for f in self._generic)
         if (
             not self._ops.compiled
             or self.algorithm != "serialized"
-            or (loads and (not forces or self.compiled_forces(ignore) is None))
+            or (loads and (not forces or self._table_for(ignore, timed) is None))
         ):
             return None
         Ia = self._Ia
@@ -1748,38 +1839,108 @@ class RecursiveSystem:
         """The force table of :mod:`._nbforces` (``(fi, ff, tau_c, scratch)``) covering every force
         element of this rigid tree but gravity (which the tree solver applies) and those
         in ``ignore``: SDAs with rigid or ground ends and a constant actuator force,
-        constant point forces and torques (world or body axes), constant joint forces.
-        None when an element needs Python (a time function, a user force law, a flexible
-        body). An SDA without ``l0`` gets its length at ``q0()`` (a closed loop fixes it
-        at its assembled initial state first: :meth:`fix_free_lengths`)."""
+        constant point forces and torques (world or body axes), constant joint forces and
+        :meth:`~flexmbd.JointForce.spring_damper` laws with a constant actuator force.
+        None when an element needs Python (a user force law, a flexible body) or is a
+        function of time (those the single-state calls evaluate through
+        :meth:`timed_forces`). An SDA without ``l0`` gets its length at ``q0()`` (a closed
+        loop fixes it at its assembled initial state first: :meth:`fix_free_lengths`)."""
+        entry = self._table_entry(ignore)
+        return None if entry is None or entry[1] else entry[0]
+
+    def timed_forces(self, t: float = 0.0) -> tuple | None:
+        """The force table of :meth:`compiled_forces` with the elements given as functions
+        of time only (point force and torque vectors, SDA and joint spring-damper
+        actuator forces) evaluated at ``t`` (s) in Python and written into its rows: the
+        table of one state's call (:meth:`forward_dynamics`, :meth:`qdd`, ...). None when
+        an element needs Python at every state (a user force law ``f(t, q, qd)``, a
+        flexible body) or a wrapping system applies loads itself. The returned arrays are
+        the system's own and change with the next call."""
+        if self.applied_by_caller:
+            return None
+        entry = self._table_entry(())
+        if entry is None:
+            return None
+        tab, timers = entry
+        ff = tab[1]
+        for e, cols, fn in timers:
+            ff[e, cols] = fn(t)
+        return tab
+
+    def tabulated_forces(self, times: ArrayLike) -> tuple | None:
+        """``(table, TT, tix)`` for a compiled run over the time grid ``times`` (s): the
+        table of :meth:`timed_forces`, ``TT`` (len(times), m) the m table values that are
+        functions of time tabulated on the grid (one Python call per function and time)
+        and ``tix`` (m, 2) int64 their ``(row, column)`` in the table's float rows, which
+        the kernel overwrites per stage (:func:`._nbloops.tree_rk4_block`). m is 0 when
+        no value depends on time. None as for :meth:`timed_forces`."""
+        if self.applied_by_caller:
+            return None
+        entry = self._table_entry(())
+        if entry is None:
+            return None
+        tab, timers = entry
+        cols = []
+        for e, c, _ in timers:
+            idx = range(c.start, c.stop) if isinstance(c, slice) else (c,)
+            cols += [(e, i) for i in idx]
+        tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
+        times = np.asarray(times, dtype=float)
+        TT = np.empty((len(times), len(tix)))
+        for r, t in enumerate(times):
+            TT[r] = np.concatenate([np.atleast_1d(fn(t)) for _, _, fn in timers] or [[]])
+        return tab, TT, tix
+
+    def _table_for(self, ignore, timed):
+        """The table of :meth:`compiled_forces` (``timed``: with values that are functions
+        of time, :meth:`timed_forces`' table before its values are set), or None."""
+        entry = self._table_entry(ignore)
+        return None if entry is None or (entry[1] and not timed) else entry[0]
+
+    def _table_entry(self, ignore):
+        """``(table, timers)`` of :meth:`_force_table` for ``ignore`` (cached per model
+        revision), or None."""
         self._refresh()
         ignore = tuple(ignore) + tuple(self.applied_by_caller)
         key = (self.model.revision, tuple(id(f) for f in ignore))
         cached = getattr(self, "_ftab", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        tab = self._force_table(ignore) if self._ops.compiled else None
-        self._ftab = ((self.model.revision, key[1]), tab)
-        return tab
+        entry = self._force_table(ignore) if self._ops.compiled else None
+        self._ftab = (key, entry)
+        return entry
 
     def _force_table(self, ignore):
+        """``(table, timers)``: the table's arrays and, for each row value that is a
+        function of time, ``(row, columns, f(t))``; None when an element needs Python."""
         tau_c = np.zeros(max(self.nv, 1))
+        fi, ff, timers = [], [], []
         for f in self._joint_forces:
-            if f.constant_force is None:
+            if f.constant_force is not None:
+                tau_c[self._vslice[f.joint.name]] += f.constant_force
+                continue
+            row = self._law_row(f)
+            if row is None:
                 return None
-            tau_c[self._vslice[f.joint.name]] += f.constant_force
-        fi, ff = [], []
+            self._table_append(fi, ff, timers, row)
         for fe in self._generic:
             if any(fe is g for g in ignore):
                 continue
             row = self._force_row(fe)
             if row is None:
                 return None
-            fi.append(row[0])
-            ff.append(row[1])
+            self._table_append(fi, ff, timers, row)
         fi = np.array(fi, dtype=np.int64).reshape(-1, 4)
         ff = np.array(ff, dtype=float).reshape(-1, NF.NF)
-        return fi, ff, tau_c, NF.scratch()
+        return (fi, ff, tau_c, NF.scratch()), tuple(timers)
+
+    @staticmethod
+    def _table_append(fi, ff, timers, row):
+        """Append a row ``(ints, floats[, (columns, f(t))])`` to the table lists."""
+        if len(row) > 2:
+            timers.append((len(ff), *row[2]))
+        fi.append(row[0])
+        ff.append(row[1])
 
     def _no_table(self):
         """An empty force table (the arguments of :func:`._nbforces.kinematics_history`
@@ -1829,11 +1990,28 @@ class RecursiveSystem:
         Rf, pf = self._frame[k]
         return k, Rf.T @ (np.asarray(s, dtype=float) - pf)
 
+    def _law_row(self, f):
+        """The table row ``(ints, floats)`` of a :meth:`~flexmbd.JointForce.spring_damper`
+        law with a constant actuator force on a one-coordinate joint (the joint's own
+        coordinate and speed, as the Python law reads them), or None."""
+        if f.law is None:
+            return None
+        sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+        if sq.stop - sq.start != 1 or sv.stop - sv.start != 1:
+            return None
+        row = np.zeros(NF.NF)
+        fa = f.actuator
+        row[0:4] = (*f.law[:2], f.law[2], float(fa(0.0)))
+        ints = (NF.JLAW, sq.start, sv.start, 0)
+        if getattr(fa, "constant", False):
+            return ints, row
+        return ints, row, (3, lambda t: float(fa(t)))
+
     def _force_row(self, fe):
         """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
         row = np.zeros(NF.NF)
         if isinstance(fe, SpringDamperActuator):
-            if callable(fe.fa) or fe.deforming_ends():
+            if fe.deforming_ends():
                 return None
             ends = [
                 self._ek_point(b, p) for b, p in ((fe.body_i, fe.point_i), (fe.body_j, fe.point_j))
@@ -1844,20 +2022,29 @@ class RecursiveSystem:
                 self.fix_free_lengths(self.q0(), self.qd0())
             row[0:3], row[3:6] = ends[0][1], ends[1][1]
             row[6:10] = fe.k, fe.c, fe.l0, fe.actuator_force(0.0)
-            return (NF.SDA, ends[0][0], ends[1][0], 0), row
+            ints = (NF.SDA, ends[0][0], ends[1][0], 0)
+            if callable(fe.fa):
+                return ints, row, (9, fe.actuator_force)
+            return ints, row
         if isinstance(fe, PointForce | PointTorque):
             value = fe.force if isinstance(fe, PointForce) else fe.torque
             end = self._ek_point(fe.body, getattr(fe, "point", np.zeros(3)))
-            if not getattr(value, "constant", False) or end is None or end[0] == 0:
+            if end is None or end[0] == 0:
                 return None
             k, p = end
-            v = value(0.0)
             body_axes = fe.frame == "body"
-            row[3:6] = self._frame[k][0].T @ v if body_axes else v
-            if isinstance(fe, PointForce):
-                row[0:3] = p
-                return (NF.FORCE, k, 0, int(body_axes)), row
-            return (NF.TORQUE, k, 0, int(body_axes)), row
+            Rf = self._frame[k][0]
+
+            def vector(t):
+                v = value(t)
+                return Rf.T @ v if body_axes else v
+
+            row[3:6] = vector(0.0)
+            row[0:3] = p if isinstance(fe, PointForce) else 0.0
+            ints = (NF.FORCE if isinstance(fe, PointForce) else NF.TORQUE, k, 0, int(body_axes))
+            if getattr(value, "constant", False):
+                return ints, row
+            return ints, row, (slice(3, 6), vector)
         return None
 
     def max_modal_frequency(self) -> float:
