@@ -139,6 +139,8 @@ def test_absolute_fallbacks_to_the_generic_path(case):
         assert Engine.supports(s)
         assert not s.engine().admission(s.q0())[1]
         assert mode(s) == "generic"
+        with pytest.raises(fm.ModelError, match="redundant"):  # the engine required
+            mode(s, engine=True)
     else:
         m = fm.Model("screw")
         m.nut = fm.RigidBody(2.0, (0.01, 0.02, 0.03))
@@ -293,12 +295,16 @@ def test_loop_rk4_runs_compiled_blocks(monkeypatch):
 
 @pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
 def test_loop_adaptive_steps_are_compiled(monkeypatch, integrator):
-    """DOP853 / RK45 / RK23 with projection "rhs": each step one compiled call."""
+    """DOP853 / RK45 / RK23 with projection "rhs": the steps in compiled blocks, one call
+    per output interval at most (no compiled call, nor scipy's step code, per step)."""
     s = models.four_bar().compile("recursive")
+    blocks = counting(monkeypatch, NL, "loop_rk_block")
     steps = counting(monkeypatch, NL, "loop_rk_step")
     sampled = counting(monkeypatch, NL, "loop_rk_step_sampled")
+    rhs = counting(monkeypatch, NL, "loop_rhs")
     res = s.simulate(0.05, dt=0.01, integrator=integrator, rtol=1e-6, atol=1e-8)
-    assert len(res.t) == 6 and len(steps) + len(sampled) >= res.meta["steps"] >= 1
+    assert len(res.t) == 6 and 1 <= len(blocks) <= 5 and res.meta["steps"] >= 1
+    assert not steps and not sampled and len(rhs) == 1  # (the solver's initial f)
 
 
 @pytest.mark.parametrize("case", ["callable tau", "baumgarte", "driver", "time function"])
@@ -359,9 +365,12 @@ def test_dop853_interpolated_samples_use_the_compiled_dense_output(monkeypatch):
     s.simulate(0.05, dt=0.005, integrator="dop853", rtol=1e-6, atol=1e-8)
     assert dense
     dense.clear()
-    sampled = counting(monkeypatch, NL, "loop_rk_step_sampled")
+    blocks = counting(monkeypatch, NL, "loop_rk_block_sampled")
+    steps = counting(monkeypatch, NL, "loop_rk_step_sampled")
     res = s.simulate(0.05, integrator="dop853", rtol=1e-6, atol=1e-8)
-    assert not dense and len(sampled) == res.meta["steps"] == len(res.t) - 1
+    # every accepted step and its sample in compiled blocks (no call per step)
+    assert not dense and not steps and 1 <= len(blocks) < res.meta["steps"]
+    assert res.meta["steps"] == len(res.t) - 1
 
 
 def test_rk4_samples_are_the_intervals_first_stage():
