@@ -115,7 +115,8 @@ def _cross(a, b):
     """Row-wise cross products of (nt, 3) vectors (broadcast): the products and
     differences of :func:`numpy.cross` in the same order (the same values), without its
     axis handling (~15 us per call, a dozen calls per joint series)."""
-    a, b = np.broadcast_arrays(a, b)
+    if a.shape != b.shape:  # (np.broadcast_arrays costs more than the products here)
+        a, b = np.broadcast_arrays(a, b)
     out = np.empty(a.shape)
     out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
     out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
@@ -210,7 +211,24 @@ def _speeds(joint, qj, V):
                 for i in range(len(V))
             ]
         )
-    return V @ np.linalg.pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
+    return V @ _pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
+
+
+_PINV: dict = {}
+
+
+def _pinv(H):
+    """:func:`numpy.linalg.pinv` of a constant motion subspace ``H`` (6, nv), kept per
+    matrix (the same array for the same bytes: a joint series asks it twice per joint)."""
+    H = np.asarray(H, dtype=float)
+    key = (H.shape, H.tobytes())
+    out = _PINV.get(key)
+    if out is None:
+        if len(_PINV) > 256:
+            _PINV.clear()
+        out = _PINV[key] = np.linalg.pinv(H)
+        out.flags.writeable = False
+    return out
 
 
 def _coordinates(joint, Rrel, d):

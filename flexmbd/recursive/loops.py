@@ -2023,7 +2023,10 @@ class _LoopStepper(ExplicitStepper):
         y[idx] = f["yc"][src]
         for k in keys:
             given[k][idx] = f[k][src]
-        rest = np.setdiff1d(np.arange(1, len(y)), rows_i)
+        left = np.ones(len(y), dtype=bool)  # (a mask: np.setdiff1d sorts and hashes)
+        left[0] = False
+        left[rows_i] = False
+        rest = np.flatnonzero(left)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
             status, rows = self.system.project_samples(Y, self._tau, P)
