@@ -143,9 +143,7 @@ def _frame_motion(frame, body, motion, modal, nt, accel=None):
         vf = qfd @ X[3:].T
         af = None if qfdd is None else qfdd @ X[3:].T
     else:
-        Rf = np.broadcast_to(frame.rotation, (nt, 3, 3))
-        pf = np.broadcast_to(frame.position, (nt, 3))
-        wf = vf = alf = af = np.zeros((nt, 3))
+        return _rigid_frame_motion(frame, body, Rb, rb, wb, vb, nt, accel)
     R = Rb @ Rf
     s = np.einsum("tij,tj->ti", Rb, pf)
     p = rb + s
@@ -164,6 +162,24 @@ def _frame_motion(frame, body, motion, modal, nt, accel=None):
         + np.einsum("tij,tj->ti", Rb, af)
     )
     return R, p, w, v, alpha, a
+
+
+def _rigid_frame_motion(frame, body, Rb, rb, wb, vb, nt, accel):
+    """:func:`_frame_motion` of a frame fixed on its body (no modal motion): the body's
+    terms only (the frame's own rate terms are zeros; adding them changed nothing but
+    the sign of an exact zero)."""
+    Rf = np.broadcast_to(frame.rotation, (nt, 3, 3))
+    pf = np.broadcast_to(frame.position, (nt, 3))
+    R = Rb @ Rf
+    s = np.einsum("tij,tj->ti", Rb, pf)
+    p = rb + s
+    w = wb + 0.0  # (a new array, +0.0 for an exact zero as with the frame's zero rate)
+    v = vb + cross_rows(wb, s)
+    if accel is None:
+        return R, p, w, v, None, None
+    alb, ab = accel[body.name]
+    a = ab + cross_rows(alb, s) + cross_rows(wb, cross_rows(wb, s))
+    return R, p, w, v, alb + 0.0, a
 
 
 def rotvec_batch(theta):

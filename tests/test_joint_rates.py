@@ -102,25 +102,6 @@ def test_exponential_map_rates_are_exact(amp):
     np.testing.assert_allclose(al[0], stencil(w_of), atol=1e-9 * amp)
 
 
-def test_row_cross_products_are_numpys_bit_for_bit():
-    """``cross_rows`` (the joint series' and the body motions' cross products over a
-    history) equals :func:`numpy.cross` bit for bit -- the same two products and one
-    difference per component, in the same order -- on random vectors spanning 40 orders
-    of magnitude, for equal shapes, a broadcast single vector and strided views."""
-    from flexmbd.joint_states import cross_rows
-
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((5000, 3)) * np.exp(rng.uniform(-46, 46, (5000, 3)))
-    b = rng.standard_normal((5000, 6)) * np.exp(rng.uniform(-46, 46, (5000, 6)))
-    np.testing.assert_array_equal(cross_rows(a, b[:, 3:]), np.cross(a, b[:, 3:]))
-    np.testing.assert_array_equal(cross_rows(a[7], b[:, :3]), np.cross(a[7], b[:, :3]))
-    np.testing.assert_array_equal(cross_rows(a, b[9, :3]), np.cross(a, b[9, :3]))
-    # (a x b) . a = 0 to round-off: a cross product, not a copy of numpy's result
-    c = cross_rows(a, a[::-1])
-    scale = np.linalg.norm(a, axis=1) ** 2 * np.linalg.norm(a[::-1], axis=1)
-    assert np.all(np.abs(np.einsum("ti,ti->t", c, a)) <= 1e-14 * scale)
-
-
 def test_joint_series_twice_are_the_same():
     """The joint series of a run's cut joints asked again (the pseudo-inverses of the
     constant motion subspaces and the revolute joints' perpendicular bases then come

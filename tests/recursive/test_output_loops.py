@@ -409,7 +409,7 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
     is; the joint series' row-wise cross product gives numpy.cross's values bit for bit
     (the same products and differences)."""
     from flexmbd.integrators.stepper import index_slice
-    from flexmbd.joint_states import _cross
+    from flexmbd.joint_states import cross_rows
 
     assert index_slice(np.arange(3, 9)) == slice(3, 9)
     assert index_slice(np.array([4])) == slice(4, 5)
@@ -419,8 +419,10 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((50, 3)) * 10.0 ** rng.uniform(-6, 6, (50, 1))
     b = rng.standard_normal((50, 3))
-    np.testing.assert_array_equal(_cross(a, b), np.cross(a, b))
-    np.testing.assert_array_equal(_cross(a, b[0]), np.cross(a, b[0]))  # broadcast
+    np.testing.assert_array_equal(cross_rows(a, b), np.cross(a, b))
+    np.testing.assert_array_equal(cross_rows(a, b[0]), np.cross(a, b[0]))  # broadcast
+    c = rng.standard_normal((50, 6)) * np.exp(rng.uniform(-46, 46, (50, 6)))
+    np.testing.assert_array_equal(cross_rows(c[:, 3:], a), np.cross(c[:, 3:], a))  # strided
 
 
 # -- adaptive steps in compiled blocks (_nbloops.loop_rk_block[_sampled]) ------------------
