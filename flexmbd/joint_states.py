@@ -38,7 +38,7 @@ import numpy as np
 from .joint_types import UNIVERSAL, joint_coordinates, joint_type
 from .series import JointSeries
 
-__all__ = ["fill_joint_states", "angle_columns"]
+__all__ = ["fill_joint_states", "angle_columns", "cross_rows"]
 
 _EPS = 1e-6
 
@@ -93,29 +93,30 @@ def _exp_rates(theta, dtheta, ddtheta):
         -1 / 60 + t**2 / 1260,
         ((1 - np.cos(ts)) / ts**3 - 3 * (ts - np.sin(ts)) / ts**4) / ts,
     )
-    c1 = _cross(theta, dtheta)
-    c2 = _cross(theta, c1)
+    c1 = cross_rows(theta, dtheta)
+    c2 = cross_rows(theta, c1)
     w = dtheta + a[:, None] * c1 + b[:, None] * c2
     if ddtheta is None:
         return w, None
     td = np.einsum("ti,ti->t", theta, dtheta)  # t t' = theta . theta'
-    e1 = _cross(theta, ddtheta)
+    e1 = cross_rows(theta, ddtheta)
     al = (
         ddtheta
         + a[:, None] * e1
-        + b[:, None] * _cross(theta, e1)
+        + b[:, None] * cross_rows(theta, e1)
         + (da * td)[:, None] * c1
         + (db * td)[:, None] * c2
-        + b[:, None] * _cross(dtheta, c1)
+        + b[:, None] * cross_rows(dtheta, c1)
     )
     return w, al
 
 
-def _cross(a, b):
-    """Row-wise cross products of (nt, 3) vectors (broadcast): the products and
-    differences of :func:`numpy.cross` in the same order (the same values), without its
+def cross_rows(a, b):
+    """Row-wise cross products ``a x b`` of (nt, 3) vectors (broadcast; any unit): the
+    products and differences of :func:`numpy.cross` in the same order (the same values), without its
     axis handling (~15 us per call, a dozen calls per joint series)."""
-    a, b = np.broadcast_arrays(a, b)
+    if a.shape != b.shape:  # (np.broadcast_arrays costs more than the products here)
+        a, b = np.broadcast_arrays(a, b)
     out = np.empty(a.shape)
     out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
     out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
@@ -142,27 +143,43 @@ def _frame_motion(frame, body, motion, modal, nt, accel=None):
         vf = qfd @ X[3:].T
         af = None if qfdd is None else qfdd @ X[3:].T
     else:
-        Rf = np.broadcast_to(frame.rotation, (nt, 3, 3))
-        pf = np.broadcast_to(frame.position, (nt, 3))
-        wf = vf = alf = af = np.zeros((nt, 3))
+        return _rigid_frame_motion(frame, body, Rb, rb, wb, vb, nt, accel)
     R = Rb @ Rf
     s = np.einsum("tij,tj->ti", Rb, pf)
     p = rb + s
     wfw, vfw = np.einsum("tij,tj->ti", Rb, wf), np.einsum("tij,tj->ti", Rb, vf)
     w = wb + wfw
-    v = vb + _cross(wb, s) + vfw
+    v = vb + cross_rows(wb, s) + vfw
     if accel is None or af is None:
         return R, p, w, v, None, None
     alb, ab = accel[body.name]
-    alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + _cross(wb, wfw)
+    alpha = alb + np.einsum("tij,tj->ti", Rb, alf) + cross_rows(wb, wfw)
     a = (
         ab
-        + _cross(alb, s)
-        + _cross(wb, _cross(wb, s))
-        + 2 * _cross(wb, vfw)
+        + cross_rows(alb, s)
+        + cross_rows(wb, cross_rows(wb, s))
+        + 2 * cross_rows(wb, vfw)
         + np.einsum("tij,tj->ti", Rb, af)
     )
     return R, p, w, v, alpha, a
+
+
+def _rigid_frame_motion(frame, body, Rb, rb, wb, vb, nt, accel):
+    """:func:`_frame_motion` of a frame fixed on its body (no modal motion): the body's
+    terms only (the frame's own rate terms are zeros; adding them changed nothing but
+    the sign of an exact zero)."""
+    Rf = np.broadcast_to(frame.rotation, (nt, 3, 3))
+    pf = np.broadcast_to(frame.position, (nt, 3))
+    R = Rb @ Rf
+    s = np.einsum("tij,tj->ti", Rb, pf)
+    p = rb + s
+    w = wb + 0.0  # (a new array, +0.0 for an exact zero as with the frame's zero rate)
+    v = vb + cross_rows(wb, s)
+    if accel is None:
+        return R, p, w, v, None, None
+    alb, ab = accel[body.name]
+    a = ab + cross_rows(alb, s) + cross_rows(wb, cross_rows(wb, s))
+    return R, p, w, v, alb + 0.0, a
 
 
 def rotvec_batch(theta):
@@ -190,13 +207,15 @@ def _relative(joint, motion, modal, nt, accel=None):
     Rrel = np.einsum("tji,tjk->tik", RP, RC)
     dp = pC - pP
     d = np.einsum("tji,tj->ti", RP, dp)
-    Om, u = wC - wP, vC - vP - _cross(wP, dp)
+    Om, u = wC - wP, vC - vP - cross_rows(wP, dp)
     child = lambda x: np.einsum("tji,tj->ti", RC, x)
     V = np.concatenate([child(Om), child(u)], axis=1)
     if alP is None or alC is None:
         return Rrel, d, V, None
-    ud = aC - aP - _cross(alP, dp) - _cross(wP, vC - vP)
-    Vd = np.concatenate([child(alC - alP - _cross(wC, Om)), child(ud - _cross(wC, u))], axis=1)
+    ud = aC - aP - cross_rows(alP, dp) - cross_rows(wP, vC - vP)
+    Vd = np.concatenate(
+        [child(alC - alP - cross_rows(wC, Om)), child(ud - cross_rows(wC, u))], axis=1
+    )
     return Rrel, d, V, Vd
 
 
@@ -210,7 +229,24 @@ def _speeds(joint, qj, V):
                 for i in range(len(V))
             ]
         )
-    return V @ np.linalg.pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
+    return V @ _pinv(joint.motion_subspace(qj[0] if len(qj) else None)).T
+
+
+_PINV: dict = {}
+
+
+def _pinv(H):
+    """:func:`numpy.linalg.pinv` of a constant motion subspace ``H`` (6, nv), kept per
+    matrix (the same array for the same bytes: a joint series asks it twice per joint)."""
+    H = np.asarray(H, dtype=float)
+    key = (H.shape, H.tobytes())
+    out = _PINV.get(key)
+    if out is None:
+        if len(_PINV) > 256:
+            _PINV.clear()
+        out = _PINV[key] = np.linalg.pinv(H)
+        out.flags.writeable = False
+    return out
 
 
 def _coordinates(joint, Rrel, d):

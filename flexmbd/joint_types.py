@@ -218,9 +218,18 @@ class JointType:
         return _COORDS[self.code](joint, R, d)
 
 
+_PERP: dict = {}
+
+
 def _angle_about(axis, R):
     """Rotation angles (nt,) of ``R`` (nt, 3, 3) about ``axis`` (rotations about that axis)."""
-    u1, u2 = perp_basis(axis)
+    key = np.asarray(axis, dtype=float).tobytes()
+    basis = _PERP.get(key)
+    if basis is None:  # (perp_basis: two np.cross calls, ~50 us; kept per axis)
+        if len(_PERP) > 256:
+            _PERP.clear()
+        basis = _PERP[key] = perp_basis(axis)
+    u1, u2 = basis
     Ru1 = R @ u1
     return np.arctan2(Ru1 @ u2, Ru1 @ u1)
 

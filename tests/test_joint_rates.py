@@ -100,3 +100,36 @@ def test_exponential_map_rates_are_exact(amp):
     np.testing.assert_allclose(rotvec_batch(th(t0)[None])[0], R(t0), atol=1e-15)
     np.testing.assert_allclose(w[0], w_ref, atol=1e-10 * amp)
     np.testing.assert_allclose(al[0], stencil(w_of), atol=1e-9 * amp)
+
+
+def test_joint_series_twice_are_the_same():
+    """The joint series of a run's cut joints asked again (the pseudo-inverses of the
+    constant motion subspaces and the revolute joints' perpendicular bases then come
+    from their memos) are the first ones bit for bit, and the memo is the pseudo-inverse
+    of that subspace."""
+    import sys
+    from pathlib import Path
+
+    from flexmbd import joint_states as JS
+    from flexmbd.joint_states import fill_joint_states
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import andrews_squeezer as sq
+
+    JS._PINV.clear()
+    s = sq.build(False).compile("recursive")
+    res = s.simulate(0.01, dt=1e-3, integrator="rk4")
+    first = {k: (j.q.copy(), j.qd.copy(), j.qdd.copy()) for k, j in res.joint_series.items()}
+    assert set(first) == {"E3", "E4", "E6"} and JS._PINV
+    for H_key, P in JS._PINV.items():
+        shape, raw = H_key
+        H = np.frombuffer(raw).reshape(shape)
+        np.testing.assert_array_equal(P, np.linalg.pinv(H))
+    res.joint_series.clear()
+    fill_joint_states(res, s)
+    for k, (q, qd, qdd) in first.items():
+        js = res.joint_series[k]
+        np.testing.assert_array_equal(js.q, q)
+        np.testing.assert_array_equal(js.qd, qd)
+        np.testing.assert_array_equal(js.qdd, qdd)
+    assert np.ptp(first["E3"][0]) > 1e-3  # (a moving joint, rad)

@@ -1348,14 +1348,16 @@ def loop_rk_step_sampled(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     t, y, f, h_abs, t_bound, direction, min_step, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent, y_new, f_new, out,
-    clab, body_row, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    clab, body_row, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
 ):  # fmt: skip
     """:func:`loop_rk_step` and the output sample at its accepted state (an adaptive
     run that outputs every step) in one call: row ``j`` of ``RAW`` (the accepted
     ``y_new``), ``YC`` (its corrected state ``(q, v)``), ``QDD``, ``LAM``, the tree
     reactions ``REAC``, body accelerations ``ACC``, cut wrenches ``CUTF`` (child axes) and
-    ``VIOL`` (position and velocity violations, 1 where the sample is complete), and
-    ``ROW[j] = row`` (the output row). The step's last evaluation already corrected
+    ``VIOL`` (position and velocity violations, 1 where the sample is complete), the
+    sample's kinematics history row (``EN``, ``RW``, ``PW``, ``VEL``:
+    :func:`._nbforces.sample_history`, where complete) and ``ROW[j] = row`` (the output
+    row). The step's last evaluation already corrected
     ``y_new`` and solved its accelerations and multipliers (FSAL), so the sample adds
     only its violations, rank decision and the Newton-Euler sweep with the cut wrenches
     (:func:`_sample_after_rhs`): the same operations on the same values as
@@ -1371,7 +1373,7 @@ def loop_rk_step_sampled(
         return st
     _step_sample(
         Ib, buf, forces, _cut_arrays(cargs), clab, tau, sel, rtol, guard, ws, body_row, y_new,
-        f_new, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+        f_new, j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
     )  # fmt: skip
     return 0
 
@@ -1430,8 +1432,8 @@ def loop_rk_block_sampled(
 ):  # fmt: skip
     """:func:`loop_rk_block` with the output sample of every accepted step (an adaptive
     run that outputs every step): step ``j`` writes row ``j0 + j`` of the sample arrays
-    ``rows`` (``ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL`` and what
-    :func:`loop_step_sample` takes after them) for the output row ``row0 + j``, as
+    ``rows`` (``ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL``: what
+    :func:`loop_step_sample` takes) for the output row ``row0 + j``, as
     :func:`loop_rk_step_sampled` does (a handed-back step writes none)."""
     return _rk_block_sampled(
         Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
@@ -1567,7 +1569,7 @@ def _cut_arrays(cargs):
 @njit(cache=True)
 def loop_step_sample(
     Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
-    j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    j, row, ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
 ):  # fmt: skip
     """The output sample at an adaptive step's accepted state ``y_new`` right after the
     step's last evaluation there (:func:`loop_rhs_keep` returned 0 with the corrected
@@ -1578,18 +1580,21 @@ def loop_step_sample(
     _copy_into(LAM[j], lam)
     _step_sample(
         Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
-        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
     )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
 def _step_sample(
     Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
-    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL,
+    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
 ):  # fmt: skip
     """Row ``j`` of an accepted step's sample whose corrected state ``YC[j]`` and
     multipliers ``LAM[j]`` are in place: ``QDD[j]`` from ``f_new``, ``RAW[j] = y_new``,
-    ``ROW[j] = row`` and :func:`_sample_after_rhs`."""
+    ``ROW[j] = row``, :func:`_sample_after_rhs` and, where the sample is complete
+    (``VIOL[j, 2] = 1``), its kinematics history row ``EN[j]``, ``RW[j]``, ``PW[j]``,
+    ``VEL[j]`` from the tree pass of the step's last evaluation at ``YC[j]``
+    (:func:`._nbforces.sample_history`, as :func:`loop_rk4_step_sampled` writes it)."""
     nv = f_new.shape[0] // 2
     for i in range(nv):
         QDD[j, i] = f_new[nv + i]
@@ -1599,6 +1604,8 @@ def _step_sample(
         Ib, buf, cuts, clab, YC[j], sel, rtol, guard, ws, body_row, QDD[j], LAM[j], REAC[j],
         ACC[j], CUTF[j], VIOL[j],
     )  # fmt: skip
+    if VIOL[j, 2] == 1.0:
+        sample_history(Ib, buf, YC[j, nv:], forces, EN[j], RW[j], PW[j], VEL[j])
 
 
 @njit(cache=True)

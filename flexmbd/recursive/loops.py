@@ -1740,8 +1740,10 @@ class _LoopStepper(ExplicitStepper):
         (:func:`._nbloops.loop_rk_step_sampled`) when the run outputs every accepted
         step, else None: ``row`` (the output row of each), ``raw`` (the solver's states
         before the correction), ``yc`` (the corrected states), ``qdd``, ``lam``, ``reac``,
-        ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows; ``out``:
-        these in the kernel's order), ``n`` (rows written), for the projector's rows
+        ``acc``, ``cutF``, ``viol`` (as :meth:`LoopSystem.project_samples`' rows), ``en``,
+        ``rw``, ``pw``, ``vel`` (each complete sample's kinematics history row,
+        :func:`._nbforces.sample_history`; ``out``: these in the kernel's order), ``n``
+        (rows written), for the projector's rows
         ``sel`` (samples of another selection are dropped: their rank statistics are
         another QR's). Grown by doubling, and to ``min(need, 256)`` free rows for a block
         of steps (larger zeroed arrays cost more than a further block call)."""
@@ -1766,7 +1768,12 @@ class _LoopStepper(ExplicitStepper):
             cutF=(len(s.constraints.cuts), 6),
             viol=(3,),
         )
+        n1 = s.tree.n_bodies + 1
+        hist = dict(en=(7,), rw=(n1, 3, 3), pw=(n1, 3), vel=(n1, 6))
         g = {k: np.zeros((cap, *sh)) for k, sh in shapes.items()}
+        # (the history rows are read only where viol[:, 2] is 1: not zero-filled)
+        g.update({k: np.empty((cap, *sh)) for k, sh in hist.items()})
+        shapes.update(hist)
         g["row"] = np.zeros(cap, dtype=np.int64)
         g["n"], g["sel"], g["key"] = 0, sel.copy(), key
         if f is not None:
@@ -2016,14 +2023,18 @@ class _LoopStepper(ExplicitStepper):
         if not fit.any():
             return False
         keys = ("qdd", "lam", "reac", "acc", "cutF", "viol")
-        given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in keys}
+        hist = ("en", "rw", "pw", "vel")  # (the other rows' history: the results' pass)
+        given = {k: np.zeros((len(y), *f[k].shape[1:])) for k in (*keys, *hist)}
         rows_i = row[fit]
         idx = index_slice(rows_i)  # (slices: views and block copies)
         src = slice(0, n) if fit.all() else np.flatnonzero(fit)
         y[idx] = f["yc"][src]
-        for k in keys:
+        for k in (*keys, *hist):
             given[k][idx] = f[k][src]
-        rest = np.setdiff1d(np.arange(1, len(y)), rows_i)
+        left = np.ones(len(y), dtype=bool)  # (a mask: np.setdiff1d sorts and hashes)
+        left[0] = False
+        left[rows_i] = False
+        rest = np.flatnonzero(left)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
             status, rows = self.system.project_samples(Y, self._tau, P)

@@ -73,6 +73,7 @@ from ..dynamics import (
 from ..errors import ModelError, SolverError
 from ..flexible.ffr import kinetic_energy, mass_matrix
 from ..integrators.registry import check_options, check_times, resolve
+from ..joint_states import cross_rows
 from ..joint_types import UNIT_DIRECTIONS, joint_type
 from ..model.bodies import RigidBody
 from ..model.flexible import FlexibleBody
@@ -1489,7 +1490,7 @@ class RecursiveSystem:
         R = Rk @ np.asarray(Rf).T
         r = rk - R @ np.asarray(pf)
         w = np.einsum("tij,tj->ti", Rk, vel[:, k, :3])
-        v = np.einsum("tij,tj->ti", Rk, vel[:, k, 3:]) + np.cross(w, r - rk)
+        v = np.einsum("tij,tj->ti", Rk, vel[:, k, 3:]) + cross_rows(w, r - rk)
         return R, r, w, v
 
     def _body_motion(self, q, qd):

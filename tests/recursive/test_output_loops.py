@@ -298,7 +298,7 @@ def test_squeezer_samples_corrected_and_evaluated_in_one_call(monkeypatch):
 
 @pytest.mark.parametrize(
     "integrator, kernel, j",
-    [("dop853", "loop_rk_step_sampled", -11), ("rk45", "loop_rk_step_sampled", -11)],
+    [("dop853", "loop_rk_step_sampled", -15), ("rk45", "loop_rk_step_sampled", -15)],
 )
 def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
     monkeypatch, integrator, kernel, j
@@ -332,7 +332,7 @@ def test_squeezer_samples_at_accepted_steps_from_the_step_itself(
 
     def counted_step(*a):
         st = step(*a)
-        sampled.append(st in (0, None) and a[-1][a[j], 2] == 1.0)
+        sampled.append(st in (0, None) and a[-5][a[j], 2] == 1.0)  # (VIOL, then EN ... VEL)
         return st
 
     monkeypatch.setattr(NL, kernel, counted_step)
@@ -409,7 +409,7 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
     is; the joint series' row-wise cross product gives numpy.cross's values bit for bit
     (the same products and differences)."""
     from flexmbd.integrators.stepper import index_slice
-    from flexmbd.joint_states import _cross
+    from flexmbd.joint_states import cross_rows
 
     assert index_slice(np.arange(3, 9)) == slice(3, 9)
     assert index_slice(np.array([4])) == slice(4, 5)
@@ -419,8 +419,10 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((50, 3)) * 10.0 ** rng.uniform(-6, 6, (50, 1))
     b = rng.standard_normal((50, 3))
-    np.testing.assert_array_equal(_cross(a, b), np.cross(a, b))
-    np.testing.assert_array_equal(_cross(a, b[0]), np.cross(a, b[0]))  # broadcast
+    np.testing.assert_array_equal(cross_rows(a, b), np.cross(a, b))
+    np.testing.assert_array_equal(cross_rows(a, b[0]), np.cross(a, b[0]))  # broadcast
+    c = rng.standard_normal((50, 6)) * np.exp(rng.uniform(-46, 46, (50, 6)))
+    np.testing.assert_array_equal(cross_rows(c[:, 3:], a), np.cross(c[:, 3:], a))  # strided
 
 
 # -- adaptive steps in compiled blocks (_nbloops.loop_rk_block[_sampled]) ------------------
@@ -742,6 +744,52 @@ def test_sample_reactions_are_the_newton_euler_wrenches_of_the_reported_motion(b
             ref = ad(*_child_frame(orc, pose, j)).T @ f[k]
             assert np.abs(R[s.joint_names.index(j.name)] - ref).max() <= 1e-11 * scale
         assert np.abs(tau[: s.nv] - tau_app).max() <= 1e-8 * scale  # (the cut: last)
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_adaptive_sample_kinematics_rows_are_the_history_pass(monkeypatch, integrator):
+    """An adaptive run that outputs every accepted step (the squeezer, its samples
+    written by the compiled blocks) writes each sample's row of the tree's kinematics
+    history too (``_nbforces.sample_history`` at the step's corrected state): the world
+    poses, twists and energies are the history pass's at the reported states bit for
+    bit, the run's energies equal ``energy_histories``' recomputation by that pass bit
+    for bit, and the results run the pass only for the rows no step sampled (the
+    first)."""
+    from flexmbd.recursive import _nbforces as NF
+
+    from .test_compiled_forces import _squeezer
+
+    rows = []
+    history = NF.kinematics_history
+
+    def _counted(*a):
+        rows.append(len(a[6]))  # (the states Q)
+        return history(*a)
+
+    monkeypatch.setattr(NF, "kinematics_history", _counted)
+    s = _squeezer().build().compile("recursive")
+    st = s.stepper(0.03, integrator=integrator, rtol=1e-9, atol=1e-11)
+    res = run(st, st.t_end, progress=False)
+    n = len(res.t)
+    f = st.step_rows(st.P.selection())
+    k = f["n"]
+    assert k == n - 1 > 50 and (f["row"][:k] == np.arange(1, n)).all()
+    assert f["viol"][:k, 2].all() and f["en"][:k, 6].all()
+    assert rows == [1]  # the results' pass: the first row only
+    tree = s.tree
+    tree._kin_memo = tree._motion_memo = None  # (the pass computes every row again)
+    Rw, rw, vel, _ = tree._kinematics_history(res.q, res.qd)
+    assert rows == [1, n]
+    np.testing.assert_array_equal(f["rw"][:k], Rw[1:])
+    np.testing.assert_array_equal(f["pw"][:k], rw[1:])
+    np.testing.assert_array_equal(f["vel"][:k], vel[1:])
+    ref = s.energy_samples(res.t, res.q, res.qd, None)
+    for key in ("kinetic", "gravity", "spring"):
+        np.testing.assert_array_equal(res.energy[key], ref[key])
+    np.testing.assert_array_equal(f["en"][:k, 0], ref["kinetic"][1:])
+    total = energy_histories(s, res.t, res.q, res.qd, None)["total"]
+    np.testing.assert_array_equal(res.energy["total"], total)
+    assert np.ptp(res.energy["kinetic"]) > 1.0  # (a moving mechanism: J)
 
 
 @pytest.mark.parametrize("build", [spatial_ring, loaded_four_bar])
