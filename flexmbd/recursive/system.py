@@ -1032,7 +1032,7 @@ class RecursiveSystem:
         to ``TAU`` and ``FEXT`` (e_k axes at O_k): by the compiled table in one call
         (:func:`._nbforces.table_loads`) when it covers the elements, else from Python
         state by state (:meth:`_applied`)."""
-        entry = None if self.applied_by_caller else self._table_entry(())
+        entry = self._own_table()
         if entry is not None:
             ns = Q.shape[0]
             F = FEXT if has_fext else np.zeros((ns, self.n_bodies + 1, 6))
@@ -1610,7 +1610,7 @@ class RecursiveSystem:
         ``qd`` at the times ``t`` with the force table's functions of time evaluated per
         state (:meth:`timed_forces`; one compiled kinematics pass each), or ``(None,
         None)`` when the table has no such value or does not cover the elements."""
-        entry = None if self.applied_by_caller else self._table_entry(())
+        entry = self._own_table()
         if entry is None or not entry[1] or self._ops.flex_labels:
             return None, None
         Q, QD = (np.ascontiguousarray(x, dtype=float) for x in self._check_state(q, qd))
@@ -1849,6 +1849,11 @@ class RecursiveSystem:
         entry = self._table_entry(ignore)
         return None if entry is None or entry[1] else entry[0]
 
+    def _own_table(self):
+        """``(table, timers)`` of the force table with every element (:meth:`_table_entry`),
+        or None (no table, or a wrapping system applies loads itself)."""
+        return None if self.applied_by_caller else self._table_entry(())
+
     def timed_forces(self, t: float = 0.0) -> tuple | None:
         """The force table of :meth:`compiled_forces` with the elements given as functions
         of time only (point force and torque vectors, SDA and joint spring-damper
@@ -1857,9 +1862,7 @@ class RecursiveSystem:
         an element needs Python at every state (a user force law ``f(t, q, qd)``, a
         flexible body) or a wrapping system applies loads itself. The returned arrays are
         the system's own and change with the next call."""
-        if self.applied_by_caller:
-            return None
-        entry = self._table_entry(())
+        entry = self._own_table()
         if entry is None:
             return None
         tab, timers = entry
@@ -1875,9 +1878,7 @@ class RecursiveSystem:
         and ``tix`` (m, 2) int64 their ``(row, column)`` in the table's float rows, which
         the kernel overwrites per stage (:func:`._nbloops.tree_rk4_block`). m is 0 when
         no value depends on time. None as for :meth:`timed_forces`."""
-        if self.applied_by_caller:
-            return None
-        entry = self._table_entry(())
+        entry = self._own_table()
         if entry is None:
             return None
         tab, timers = entry
