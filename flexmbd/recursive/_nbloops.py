@@ -163,27 +163,29 @@ def _same_rank_decision(J, sel, rtol, guard):
 
 @njit(cache=True)
 def _margin_decision(J, sel, rtol, guard):
-    """The margin test of :func:`_same_rank_decision` (pivoted Cholesky of ``J J^T``)."""
+    """The margin test of :func:`_same_rank_decision` (pivoted Cholesky of ``J J^T``).
+
+    Left-looking: only the entries of ``J J^T`` that the pivots read are formed (the
+    diagonal and each pivot's row and column), each by the same subtractions in the same
+    order as the right-looking elimination of the whole Schur complement, so the same
+    numbers and the same decision (pivot ``t``'s multipliers ``W[2 + t]``, its row
+    ``W[2 + ns + t]``)."""
     m, nv = J.shape
     k = sel.shape[0]
-    A = np.empty((m, m))
+    ns = min(k + 1, m)
+    W = np.empty((2 * ns + 2, m))
+    d, used = W[0], W[1]  # the remaining pivots A_ss; 1 where a row was taken
     for a in range(m):
-        for b in range(a + 1):
-            s = 0.0
-            for j in range(nv):
-                s += J[a, j] * J[b, j]
-            A[a, b] = s
-            A[b, a] = s
-    piv = np.arange(m)
-    used = np.zeros(m, np.bool_)
-    d = np.empty(m)
-    for a in range(m):
-        d[a] = A[a, a]
+        s = 0.0
+        for j in range(nv):
+            s += J[a, j] * J[a, j]
+        d[a] = s
+        used[a] = 0.0
     r11 = 0.0
-    for step in range(min(k + 1, m)):
+    for step in range(ns):
         best, bi = -1.0, -1
         for a in range(m):
-            if not used[a] and d[a] > best:
+            if used[a] == 0.0 and d[a] > best:
                 best, bi = d[a], a
         p = np.sqrt(max(best, 0.0))
         if step == 0:
@@ -192,26 +194,47 @@ def _margin_decision(J, sel, rtol, guard):
                 return False
         if step == k:
             return p <= rtol * r11 / guard
-        if p < guard * rtol * r11:
+        if p < guard * rtol * r11 or bi < 0:
             return False
-        used[bi] = True
-        piv[step] = bi
-        # eliminate row bi: A <- A - a a^T / A_bb over the remaining rows
-        for a in range(m):
-            if used[a]:
-                continue
-            f = A[a, bi] / best
-            for b in range(m):
-                if not used[b]:
-                    A[a, b] -= f * A[bi, b]
-            d[a] = A[a, a]
-        insel = False
-        for t in range(k):
-            if sel[t] == bi:
-                insel = True
-        if not insel:
+        used[bi] = 1.0
+        if not _in_sel(sel, bi):
             return False
+        _eliminate(J, W, ns, step, bi, best)
     return True
+
+
+@njit(cache=True, inline="always")
+def _in_sel(sel, r):
+    """Whether row ``r`` is one of ``sel``."""
+    for t in range(sel.shape[0]):
+        if sel[t] == r:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _eliminate(J, W, ns, s, bi, best):
+    """Step ``s`` of :func:`_margin_decision` with the pivot row ``bi`` (its pivot
+    ``best = A_s[bi, bi]``): for every row ``x`` not yet taken, ``A_s[x, bi]`` and
+    ``A_s[bi, x]`` from ``(J J^T)[x, bi]`` and the earlier pivots' multipliers and rows,
+    the multiplier ``A_s[x, bi] / best``, the row entry, and ``d[x] = A_(s+1)[x, x]``."""
+    m, nv = J.shape
+    d, used = W[0], W[1]
+    F, R = W[2 + s], W[2 + ns + s]
+    for x in range(m):
+        if used[x] != 0.0:
+            continue
+        g = 0.0
+        for j in range(nv):
+            g += J[x, j] * J[bi, j]
+        c = g
+        r = g
+        for t in range(s):
+            c -= W[2 + t, x] * W[2 + ns + t, bi]
+            r -= W[2 + t, bi] * W[2 + ns + t, x]
+        F[x] = c / best
+        R[x] = r
+        d[x] -= F[x] * r
 
 
 #: relative round-off margin of :func:`_qr_selects`: a pivot choice between column norms,
@@ -1480,11 +1503,15 @@ def _block_sample(
     Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
     j, row, rows,
 ):  # fmt: skip
-    """:func:`loop_step_sample` into row ``j`` of the sample arrays ``rows`` (a tuple:
-    numba inlines no callee into a function that calls with ``*args``)."""
-    loop_step_sample(
-        Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
-        j, row, *rows,
+    """:func:`loop_step_sample` into row ``j`` of the sample arrays ``rows`` (a tuple,
+    unpacked here: a call with ``*rows`` would not be inlined, and a call of
+    :func:`loop_step_sample` passes its 30 arguments with their reference counts)."""
+    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL = rows
+    _copy_into(YC[j], yc)
+    _copy_into(LAM[j], lam)
+    _step_sample(
+        Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
+        ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
     )  # fmt: skip
 
 
