@@ -646,3 +646,30 @@ def test_the_stage_rows_from_the_tree_pass_equal_the_explicit_rows(build, from_t
                 )
             else:
                 assert np.array_equal(x, y), name
+
+
+def test_margin_decision_picks_the_qr_pivots_of_rank_deficient_rows():
+    """The left-looking margin test (only the pivots' rows and columns of ``J J^T``) on
+    200 random rank-deficient row sets, up to 15 rows of rank up to 7 (the squeezer's
+    15 rows of rank 6): it accepts the projector's QR selection (the pivoted Cholesky's
+    pivots are the QR's), and refuses it without its last pivot (rank k - 1 is not the
+    rank) or with a pivot exchanged for a dependent row (another choice of rows)."""
+    from flexmbd.constraints.projection import qr_basis
+    from flexmbd.recursive._nbloops import _margin_decision
+
+    rng = np.random.default_rng(11)
+    rtol, guard = 1e-6, 4.0  # (the Gram's round-off puts a dependent row's pivot ~1e-8)
+    checked = 0
+    for _ in range(200):
+        m, nv = int(rng.integers(2, 16)), int(rng.integers(2, 10))
+        r = int(rng.integers(1, min(m, nv) + 1))
+        J = rng.standard_normal((m, r)) @ rng.standard_normal((r, nv))
+        b = qr_basis(J, rtol)
+        sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
+        assert b.rank == r and _margin_decision(J, np.sort(sel), rtol, guard)
+        assert not _margin_decision(J, np.sort(sel[:-1]), rtol, guard)
+        if r < m:
+            swapped = np.sort(np.r_[sel[:-1], b.perm[b.rank]]).astype(np.int64)
+            assert not _margin_decision(J, swapped, rtol, guard)
+            checked += 1
+    assert checked > 100
