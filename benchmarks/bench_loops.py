@@ -384,6 +384,112 @@ def sample_parts(a, n=2000):
     return dict(rnea=rnea, history=row, solve=solve)
 
 
+def rk_sample_parts(n=2000):
+    """The parts of the squeezer's RK45 output sample (rtol 1e-9, a sample at every
+    accepted step: ``_nbloops.loop_rk_block_sampled``), each called ``n`` times in one
+    compiled loop at the middle sample's state right after its last evaluation
+    (``loop_rhs_keep``): the violations, the margin test of the rank decision
+    (``_margin_decision``), the QR replay it falls back on (``_qr_selects``), the
+    Newton-Euler sweep with the cut wrenches, the kinematics history row and the whole
+    sample (``_block_sample``); us per call, best of 7. Also how often the margin test
+    refuses over the run's samples (``--rk-parts``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import andrews_squeezer as sq
+
+    S = sq.build(False).compile("recursive")
+    seen = []
+    block = NL.loop_rk_block_sampled
+
+    def keep(*a):
+        done = block(*a)
+        seen.append((a, done))
+        return done
+
+    NL.loop_rk_block_sampled = keep
+    try:
+        S.simulate(0.03, integrator="rk45", rtol=1e-9, atol=1e-11, progress=False)
+    finally:
+        NL.loop_rk_block_sampled = block
+    a = seen[0][0]
+    Ib, buf, cargs, forces, tau, sel, tol, mn, rtol, guard, ws, reac = a[:12]
+    clab, body_row, rows = a[38], a[39], a[42:]
+    RAW = rows[1]
+    nv = RAW.shape[1] // 2
+    f_new, yc, lam = np.empty(2 * nv), np.empty(2 * nv), np.empty(ws[0].shape[0])
+    refused = taken = 0
+    for y in (y for b, done in seen for y in b[35][:done]):  # (each block's accepted states)
+        ok = NL.loop_rhs_keep(
+            Ib, buf, cargs, forces, y.copy(), tau, sel, tol, mn, rtol, guard, ws, reac,
+            f_new, yc, lam,
+        ) == 0  # fmt: skip
+        taken += ok
+        refused += ok and not NL._margin_decision(ws[1], sel, rtol, guard)
+    j = seen[0][1] // 2
+    NL.loop_rhs_keep(
+        Ib, buf, cargs, forces, RAW[j].copy(), tau, sel, tol, mn, rtol, guard, ws, reac,
+        f_new, yc, lam,
+    )  # fmt: skip
+    phi, J, _ = ws
+    cuts = NL.cut_arrays(cargs)
+    qdd, v = f_new[nv:].copy(), yc[nv:].copy()
+    own = (rows[7][j].copy(), rows[5][j].copy(), rows[6][j].copy(), body_row)  # CUTF REAC ACC
+    hist = tuple(x[j].copy() for x in rows[9:])
+    cp = tuple(x.copy() for x in rows)
+    y1 = RAW[j].copy()
+    parts = dict(
+        violations=lambda k: _n_violations(k, phi, J, v),
+        margin=lambda k: _n_margin(k, J, sel, rtol, guard),
+        qr_selects=lambda k: _n_qr(k, J, sel, rtol),
+        rnea=lambda k: _n_rnea(k, Ib, buf, cuts[0], clab, *cuts[1:], qdd, lam, *own),
+        history=lambda k: _n_history(k, Ib, buf, v, forces, *hist),
+        sample=lambda k: _n_block_sample(
+            k, Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y1, yc, lam,
+            f_new, j, 1, cp,
+        ),
+    )  # fmt: skip
+    res = {name: per_call(f, n, 7) for name, f in parts.items()}
+    print(f"squeezer RK45 samples: {taken}, the margin test refused {refused}")
+    for name, us in res.items():
+        print(f"  {name:11s} {us:6.3f} us")
+    return dict(res, refused=refused, samples=taken)
+
+
+@njit
+def _n_violations(n, phi, J, v):
+    s = 0.0
+    for _ in range(n):
+        s += NL._violations(phi, J, v)[1]
+    return s
+
+
+@njit
+def _n_margin(n, J, sel, rtol, guard):
+    c = 0
+    for _ in range(n):
+        c += NL._margin_decision(J, sel, rtol, guard)
+    return c
+
+
+@njit
+def _n_qr(n, J, sel, rtol):
+    c = 0
+    for _ in range(n):
+        c += NL._qr_selects(J, sel, rtol)
+    return c
+
+
+@njit
+def _n_block_sample(
+    n, Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam, f_new,
+    j, row, rows,
+):  # fmt: skip
+    for _ in range(n):
+        NL._block_sample(
+            Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, yc, lam,
+            f_new, j, row, rows,
+        )  # fmt: skip
+
+
 @njit
 def _n_rnea(n, Ib, buf, cI, clab, Dall, Rcs, pcs, qdd, lam, cutF, reac, acc, body_row):
     for _ in range(n):
@@ -1592,7 +1698,11 @@ if __name__ == "__main__":
     ap.add_argument("--squeezer", action="store_true", help="only the squeezer rows")
     ap.add_argument("--output", action="store_true", help="only the output-sampling rows")
     ap.add_argument("--stages", action="store_true", help="only the loop step's parts")
+    ap.add_argument("--rk-parts", action="store_true", help="the squeezer RK45 sample's parts")
     a = ap.parse_args()
+    if a.rk_parts:
+        rk_sample_parts()
+        sys.exit()
     if a.squeezer:
         sq_rows = squeezer_rows(a.repeats)
         if a.write:
