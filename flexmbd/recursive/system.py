@@ -1871,14 +1871,16 @@ class RecursiveSystem:
             ff[e, cols] = fn(t)
         return tab
 
-    def tabulated_forces(self, times: ArrayLike) -> tuple | None:
+    def tabulated_forces(self, times: ArrayLike, ignore: tuple | None = None) -> tuple | None:
         """``(table, TT, tix)`` for a compiled run over the time grid ``times`` (s): the
         table of :meth:`timed_forces`, ``TT`` (len(times), m) the m table values that are
         functions of time tabulated on the grid (one Python call per function and time)
         and ``tix`` (m, 2) int64 their ``(row, column)`` in the table's float rows, which
         the kernel overwrites per stage (:func:`._nbloops.tree_rk4_block`). m is 0 when
-        no value depends on time. None as for :meth:`timed_forces`."""
-        entry = self._own_table()
+        no value depends on time. None as for :meth:`timed_forces`. ``ignore``: the
+        table of a wrapping system without these elements (and ``applied_by_caller``,
+        as :meth:`compiled_forces`), for the kernels of the wrapping system."""
+        entry = self._own_table() if ignore is None else self._table_entry(ignore)
         if entry is None:
             return None
         tab, timers = entry
