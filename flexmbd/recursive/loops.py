@@ -586,15 +586,14 @@ class LoopSystem:
     def compiled_rk4(self, timed: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
-        workspaces, reaction workspace, cut joints' body labels, body rows, timed)``;
-        ``timed`` (last entry) True when table values are functions of time, which the
-        caller tabulates (:meth:`tabulated_forces`) for the RK4 kernels. Such a table
-        only for ``timed=True`` (the RK4 blocks and steps), else None."""
+        workspaces, reaction workspace, cut joints' body labels, body rows)``. A table
+        with values that are functions of time, which the caller tabulates
+        (:meth:`tabulated_forces`) for the RK4 kernels, only for ``timed=True`` (else
+        None)."""
         c = self._compiled(timed)
         if c is None:
             return None
-        rest = (self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
-        return (*c, *rest, self._comp[2])
+        return (*c, self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
 
     def tabulated_forces(self, times: ArrayLike) -> tuple | None:
         """``(table, TT, tix)`` of the tree's force table without the cut-joint wrenches
@@ -1686,7 +1685,7 @@ class _LoopStepper(ExplicitStepper):
         """One output interval; RK4 with projection after every step runs its substeps by
         the compiled loop (:func:`._nbloops.loop_rk4_step`) while the configuration stays
         regular and ``tau`` is None or constant, else the generic path."""
-        c = self.system.compiled_rk4(timed=True) if self._fast_rk4 else None
+        c, _ = self._rk4_args()
         if c is None:
             return super().step()
         tic = _time.perf_counter()
@@ -1698,13 +1697,19 @@ class _LoopStepper(ExplicitStepper):
         self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
+    def _rk4_args(self):
+        """``(arguments of LoopSystem.compiled_rk4(timed=True) or None, whether table
+        values are functions of time)`` of the compiled RK4 steps."""
+        c = self.system.compiled_rk4(timed=True) if self._fast_rk4 else None
+        return c, c is not None and self.system.compiled_rk4() is None
+
     def _rk4_block(self, n):
         """Up to ``n`` output intervals by one compiled call
         (:func:`._nbloops.loop_rk4_block`: every substep :func:`._nbloops.loop_rk4_step`,
         the first of each interval writing its output sample) while the projector's rows
         hold; None where :meth:`step` decides (no compiled loop or no row selection yet).
         The wall time of the call is spread evenly over its intervals."""
-        c = self.system.compiled_rk4(timed=True) if self._fast_rk4 else None
+        c, timed = self._rk4_args()
         P = self.P
         sel = P.selection() if c is not None else None
         if sel is None:
@@ -1712,7 +1717,7 @@ class _LoopStepper(ExplicitStepper):
 
         def block(y, Y, k):
             f = self._sample_rows(sel)
-            TT, tix = self._stage_table(k) if c[9] else (_NO_TT, _NO_TIX)
+            TT, tix = self._stage_table(k) if timed else (_NO_TT, _NO_TIX)
             done = _NL.loop_rk4_block(
                 c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k,
                 self.constant_tau(c), sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
@@ -1826,7 +1831,7 @@ class _LoopStepper(ExplicitStepper):
             sel = P.selection()
             st = -1
             TT, tix = _NO_TT, _NO_TIX
-            if sel is not None and c[9]:  # the loads at t, t + h/2, t + h
+            if sel is not None and self._rk4_args()[1]:  # the loads at t, t + h/2, t + h
                 _, TT, tix = self.system.tabulated_forces([t, t + 0.5 * self.h, t + self.h])
             if sub == 0:
                 self._weak_samples.pop(self.i, None)  # a redone interval
