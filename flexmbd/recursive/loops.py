@@ -626,7 +626,7 @@ class LoopSystem:
         path)."""
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
-        c = self._compiled()
+        c = self._compiled(timed=True)  # (the given rows: the RK4 steps set their loads)
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
             return done
@@ -638,7 +638,7 @@ class LoopSystem:
             rows = ("qdd", "lam", "reac", "acc", "cutF")
             self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
         todo = np.flatnonzero(~done)
-        if len(todo):
+        if len(todo) and self._compiled() is not None:  # (loads of time: per sample)
             nd = len(todo)
             TAU = np.zeros((nd, self.nv))
             for a, i in enumerate(todo):
