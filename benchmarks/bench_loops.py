@@ -38,7 +38,7 @@ import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
 from flexmbd.recursive import _nbforces as NF  # noqa: E402
 from flexmbd.recursive import _nbloops as NL  # noqa: E402
-from flexmbd.recursive.loops import _GUARD  # noqa: E402
+from flexmbd.recursive.loops import _GUARD, _NO_TIX, _NO_TT  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- loops:start -->", "<!-- loops:end -->"
@@ -758,7 +758,9 @@ def _n_correct(n, cargs, y, sel, tol, mn, rtol, guard, phi, J, gamma):
 def _n_step(n, Ib, buf, cargs, forces, y, h, tau, sel, tol, mn, rtol, guard, ws, reac):
     for _ in range(n):
         yy = y.copy()
-        NL.loop_rk4_step(Ib, buf, cargs, forces, yy, h, tau, sel, tol, mn, rtol, guard, ws, reac)
+        NL.loop_rk4_step(
+            Ib, buf, cargs, forces, yy, h, tau, sel, tol, mn, rtol, guard, ws, reac, _NO_TT, _NO_TIX
+        )
 
 
 # The operational-space alternative to the five columns (issue #13, round ring-osi): the

@@ -308,28 +308,43 @@ def test_loop_adaptive_steps_are_compiled(monkeypatch, integrator):
     assert not steps and not sampled
 
 
-@pytest.mark.parametrize("case", ["callable tau", "baumgarte", "driver", "time function"])
+@pytest.mark.parametrize("case", ["callable tau", "baumgarte", "driver"])
 def test_loop_fallbacks_run_python(monkeypatch, case):
     """The Python path of a loop (QR correction and accelerations from Python per
-    evaluation): a callable ``tau``, another constraint method, a driver, a force
-    element with a time function."""
+    evaluation): a callable ``tau``, another constraint method, a driver."""
     tau, method = None, None
     m = models.four_bar()
     if case == "callable tau":
         tau = lambda t, q, qd: np.zeros(3)  # noqa: E731
     elif case == "baumgarte":
         method = "baumgarte"
-    elif case == "driver":
-        m = driven_four_bar()
     else:
-        m.push = fm.PointForce(m.coupler, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0, 0.0])
+        m = driven_four_bar()
     s = m.compile("recursive")
-    # the model (driver, time function) or the run's option (tau, method) decides
-    assert (s.compiled_rk4() is None) == (case in ("driver", "time function"))
+    # the model (driver) or the run's option (tau, method) decides
+    assert (s.compiled_rk4() is None) == (case == "driver")
     calls = counting(monkeypatch, NL, "loop_rk4_block")
     step = counting(monkeypatch, NL, "loop_rk4_step")
     res = s.simulate(0.03, dt=0.01, integrator="rk4", tau=tau, method=method)
     assert len(res.t) == 4 and not calls and not step
+
+
+def test_loop_time_functions_rk4_compiled_adaptive_python(monkeypatch):
+    """A loop with a force element that is a function of time: RK4 runs the compiled
+    blocks (the values tabulated on the stage times), an adaptive run the Python QR
+    path (its stage times are known only inside the step)."""
+    m = models.four_bar()
+    m.push = fm.PointForce(m.coupler, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0, 0.0])
+    s = m.compile("recursive")
+    assert s.compiled_rk4() is None and s.compiled_rk4(timed=True) is not None
+    blocks = counting(monkeypatch, NL, "loop_rk4_block")
+    res = s.simulate(0.03, dt=0.01, integrator="rk4")
+    assert len(res.t) == 4 and blocks
+    steps = counting(monkeypatch, NL, "loop_rk_step")
+    rk_blocks = counting(monkeypatch, NL, "loop_rk_block")
+    python = counting(monkeypatch, s, "accelerations")  # the Python path's evaluations
+    s.simulate(0.03, dt=0.01, integrator="dop853")
+    assert not steps and not rk_blocks and python
 
 
 def test_loop_adaptive_python_with_a_callable_tau(monkeypatch):

@@ -143,17 +143,6 @@ class TreeStepper(ExplicitStepper):
 
         return self._run_block(n, block)
 
-    def _stage_table(self, k):
-        """``(TT, tix)`` of :meth:`RecursiveSystem.tabulated_forces` on the stage times of
-        the next ``k`` output intervals (start, middle and end of each RK4 substep: the
-        times of the Python RK4 step)."""
-        h, n = self.h, self.substeps
-        starts = self.t0 + (self.i + np.arange(k)) * self.dt
-        sub = (starts[:, None] + np.arange(n)[None, :] * h).ravel()
-        times = np.column_stack([sub, sub + 0.5 * h, sub + h]).ravel()
-        _, TT, tix = self.system.tabulated_forces(times)
-        return TT, tix
-
     def _sample_arrays(self, i):
         """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output
         time; energies ``(kinetic, gravity, table energies, ok)`` of the compiled steps:

@@ -441,6 +441,18 @@ class ExplicitStepper:
             self._step_checks(s)  # the same error as the step by step() (raises)
         return done
 
+    def _stage_table(self, k):
+        """``(TT, tix)`` of the system's ``tabulated_forces``
+        (:meth:`flexmbd.RecursiveSystem.tabulated_forces`) on the stage times of
+        the next ``k`` output intervals (start, middle and end of each RK4 substep: the
+        times of the Python RK4 step)."""
+        h, n = self.h, self.substeps
+        starts = self.t0 + (self.i + np.arange(k)) * self.dt
+        sub = (starts[:, None] + np.arange(n)[None, :] * h).ravel()
+        times = np.column_stack([sub, sub + 0.5 * h, sub + h]).ravel()
+        _, TT, tix = self.system.tabulated_forces(times)
+        return TT, tix
+
     def _run_block(self, n, block):
         """Up to ``n`` output intervals by ``block(y, Y, k)``, a compiled RK4 block that
         advances ``y`` over ``k`` intervals in place, writes their end states into ``Y``

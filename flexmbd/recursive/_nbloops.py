@@ -854,9 +854,14 @@ def step_work(k, nv, n1, m):
 
 
 @njit(cache=True)
-def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac):
+def loop_rk4_step(
+    Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, TT, tix
+):  # fmt: skip
     """One classical RK4 step of ``y = (q, v)`` (``q' = v``) with the accelerations of
     :func:`loop_accelerations` at every stage, then :func:`loop_correct`, in place.
+    Table values that are functions of time: ``TT[c, m]`` the value ``m`` at the step's
+    start (c = 0), middle (1) and end (2), written into ``forces[1][tix[m, 0], tix[m,
+    1]]`` before each stage (:func:`_set_loads`; none for ``tix`` of 0 rows).
 
     ``ws = (phi, J, gamma)`` workspaces. Returns 0 (``y`` is the corrected state),
     :data:`NEEDS_QR` (``y`` is the uncorrected RK4 result: the caller corrects it with
@@ -864,14 +869,19 @@ def loop_rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol,
     path). (:func:`_rk4_step` with scratch of its own.)"""
     tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
     return _rk4_step(
-        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw
-    )
+        Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw, TT,
+        tix, 0,
+    )  # fmt: skip
 
 
 @njit(cache=True)
-def _rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw):
-    """:func:`loop_rk4_step` with the scratch ``tw`` of :func:`step_work`."""
-    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 0)
+def _rk4_step(
+    Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws, reac, tw, TT, tix,
+    r0,
+):  # fmt: skip
+    """:func:`loop_rk4_step` with the scratch ``tw`` of :func:`step_work`, its stage
+    values from the rows ``r0 ... r0 + 2`` of ``TT``."""
+    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 0, TT, tix, r0)
     if st != 0:
         return st
     phi, J, gamma = ws
@@ -882,7 +892,7 @@ def _rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, gua
 @njit(cache=True)
 def loop_rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, TT, tix,
 ):  # fmt: skip
     """:func:`loop_rk4_step` that also gives the output sample at its start ``y``: the
     first stage's accelerations ``qdd`` and multipliers ``lam`` (the very numbers of
@@ -896,19 +906,21 @@ def loop_rk4_step_sampled(
     tw = step_work(sel.shape[0], y.shape[0] // 2, Ib[K.IB_N1], ws[0].shape[0])
     return _rk4_step_sampled(
         Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard,
-        ws, reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
+        ws, reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw, TT, tix, 0,
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _rk4_step_sampled(
     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw,
+    reac, qdd, lam, reac_s, acc, cutF, viol, en, rw, pw, vel, tw, TT, tix, r0,
 ):  # fmt: skip
-    """:func:`loop_rk4_step_sampled` with the scratch ``tw`` of :func:`step_work`."""
+    """:func:`loop_rk4_step_sampled` with the scratch ``tw`` of :func:`step_work`, its
+    stage values from the rows ``r0 ... r0 + 2`` of ``TT`` (the sample: the first)."""
     phi, J, gamma = ws
     nv = y.shape[0] // 2
     viol[2] = 0.0
+    _set_loads(forces, TT, tix, r0)
     st = _stage(
         Ib, buf, cargs, forces, y[:nv], y[nv:], tau, sel, qdd, lam, phi, J, gamma, reac, tw[4]
     )
@@ -923,7 +935,7 @@ def _rk4_step_sampled(
     for i in range(nv):
         ks[0, i] = y[nv + i]
         ks[0, nv + i] = qdd[i]
-    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 1)
+    st = _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, 1, TT, tix, r0)
     if st != 0:
         return st
     return _correct(cargs, y[:nv], y[nv:], sel, tol, max_newton, rtol, guard, phi, J, gamma, tw[5])
@@ -932,16 +944,19 @@ def _rk4_step_sampled(
 # Without NRT (no allocation: the scratch tw of step_work comes in; no reference counts
 # on the argument tuples' arrays).
 @njit(cache=True, _nrt=False)
-def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0):
+def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0, TT, tix, r0):
     """The stages ``s0 ... 3`` of an RK4 step from ``y`` (for ``s0 = 1`` the first
     stage's slope ``(v, qdd)`` is already in ``ks[0]`` of the scratch ``tw`` of
-    :func:`step_work`), each by :func:`_stage`, then the update of ``y`` in place.
-    Returns 0, or the failure of a stage (``y`` unchanged)."""
+    :func:`step_work`), each by :func:`_stage` with the table values of time of row
+    ``r0 + (s + 1) // 2`` of ``TT`` (:func:`_set_loads`: start, middle, middle, end),
+    then the update of ``y`` in place. Returns 0, or the failure of a stage (``y``
+    unchanged)."""
     phi, J, gamma = ws
     lam, ks, yy, acc, sw, _cw = tw
     nv = y.shape[0] // 2
     for s in range(s0, 4):
         _rk4_stage_state(y, ks, s, h, yy)
+        _set_loads(forces, TT, tix, r0 + (s + 1) // 2)
         st = _stage(
             Ib, buf, cargs, forces, yy[:nv], yy[nv:], tau, sel, acc, lam, phi, J, gamma, reac, sw
         )
@@ -952,6 +967,16 @@ def _rk4_stages(Ib, buf, cargs, forces, y, h, tau, sel, ws, reac, tw, s0):
             ks[s, nv + i] = acc[i]
     _rk4_update(y, ks, h)
     return 0
+
+
+@njit(cache=True, inline="always")
+def _set_loads(forces, TT, tix, row):
+    """Write the table values that are functions of time, row ``row`` of ``TT`` (one
+    column per value), into the force table's floats ``forces[1][tix[m, 0], tix[m,
+    1]]`` (nothing for ``tix`` of 0 rows)."""
+    ff = forces[1]
+    for m in range(tix.shape[0]):
+        ff[tix[m, 0], tix[m, 1]] = TT[row, m]
 
 
 @njit(cache=True, inline="always")
@@ -1144,13 +1169,15 @@ def _interval_end(y, y0, ok, Yout, j):
 @njit(cache=True)
 def loop_rk4_block(
     Ib, buf, cargs, forces, clab, body_row, y, h, substeps, n_int, tau, sel, tol, max_newton,
-    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL, Yout,
+    rtol, guard, ws, reac, i0, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL, Yout, TT, tix,
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` steps of :func:`loop_rk4_step`
     from ``y`` in place, in one call: the first step of interval ``j`` is
     :func:`loop_rk4_step_sampled` writing the output sample ``i0 + j`` (rows of ``QDD``,
     ``LAM``, ``REAC``, ``ACC``, ``CUTF``, ``VIOL``, ``EN``, ``RW``, ``PW``, ``VEL``; none
-    past their end), the state at its end goes to ``Yout[j]``. Stops before an interval
+    past their end), the state at its end goes to ``Yout[j]``. Table values that are
+    functions of time: ``TT[3 (j substeps + sub) + c, m]`` as in :func:`tree_rk4_block`
+    (start, middle, end of substep ``sub`` of interval ``j``). Stops before an interval
     with a nonzero step status or a non-finite end state (``y`` is then that interval's
     start: the caller redoes it by the per-interval path, which decides). Returns the
     number of intervals done."""
@@ -1163,16 +1190,17 @@ def loop_rk4_block(
         r = i0 + j
         st = 0
         for sub in range(substeps):
+            r0 = 3 * (j * substeps + sub)
             if sub == 0 and r < QDD.shape[0]:
                 st = _rk4_step_sampled(
                     Ib, buf, cargs, forces, clab, body_row, y, h, tau, sel, tol, max_newton,
                     rtol, guard, ws, reac, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r],
-                    EN[r], RW[r], PW[r], VEL[r], tw,
+                    EN[r], RW[r], PW[r], VEL[r], tw, TT, tix, r0,
                 )  # fmt: skip
             else:
                 st = _rk4_step(
                     Ib, buf, cargs, forces, y, h, tau, sel, tol, max_newton, rtol, guard, ws,
-                    reac, tw,
+                    reac, tw, TT, tix, r0,
                 )  # fmt: skip
             if st != 0:
                 break

@@ -138,6 +138,8 @@ __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 #: the compiled correction hands over to the QR where the pivoted QR's rank decision is
 #: within a factor _GUARD of the rank threshold (or it would choose other rows)
 _GUARD = 4.0
+#: no table values that are functions of time (the RK4 kernels' ``TT, tix``)
+_NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)
 
 
 def compile_loops(model: Model, **options: Any) -> LoopSystem:
@@ -535,15 +537,22 @@ class LoopSystem:
         rows["viol"][:, 2] = ok
         return status, rows
 
-    def _compiled(self):
+    def _compiled(self, timed=False):
         """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
         tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
         joints without applied forces, no driver, ``q += dv``), else None; rebuilt when
-        the model changes."""
+        the model changes. A table with values that are functions of time
+        (:meth:`tabulated_forces`) only for ``timed`` (the RK4 kernels, which set them
+        per stage), else None."""
         rev = self.model.revision
-        if self._comp is not None and self._comp[0] == rev:
-            return self._comp[1]
-        out = None
+        if self._comp is None or self._comp[0] != rev:
+            self._comp = (rev, *self._build_compiled())
+        return self._comp[1] if timed or not self._comp[2] else None
+
+    def _build_compiled(self):
+        """``(arguments of :meth:`_compiled` or None, whether table values depend on
+        time)``."""
+        out, timed = None, False
         c = self.constraints
         if (
             not self._flexible
@@ -554,10 +563,12 @@ class LoopSystem:
         ):
             ignore = (self._wrench_element,)
             self.tree.fix_free_lengths(self.q0(), self.qd0())  # the assembled state
-            packed = self.tree.packed_rigid(ignore=ignore, forces=True)
-            if packed is not None:
+            packed = self.tree.packed_rigid(ignore=ignore, forces=True, timed=True)
+            tab = self.tree.tabulated_forces((), ignore) if packed is not None else None
+            if tab is not None:
                 Ib, buf, self._body_row = packed
-                out = (Ib, buf, c.compiled_args(), self.tree.compiled_forces(ignore))
+                timed = len(tab[2]) > 0
+                out = (Ib, buf, c.compiled_args(), tab[0])
                 ground = self.model.ground
                 self._clab = np.array(
                     [
@@ -570,17 +581,25 @@ class LoopSystem:
                 m = c.m
                 self._ws = (np.zeros(m), np.zeros((m, self.nv)), np.zeros(m))
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
-        self._comp = (rev, out)
-        return out
+        return out, timed
 
-    def compiled_rk4(self) -> tuple | None:
+    def compiled_rk4(self, timed: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
-        workspaces, reaction workspace, cut joints' body labels, body rows)``."""
-        c = self._compiled()
+        workspaces, reaction workspace, cut joints' body labels, body rows)``. A table
+        with values that are functions of time, which the caller tabulates
+        (:meth:`tabulated_forces`) for the RK4 kernels, only for ``timed=True`` (else
+        None)."""
+        c = self._compiled(timed)
         if c is None:
             return None
         return (*c, self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
+
+    def tabulated_forces(self, times: ArrayLike) -> tuple | None:
+        """``(table, TT, tix)`` of the tree's force table without the cut-joint wrenches
+        (:meth:`RecursiveSystem.tabulated_forces`) over the time grid ``times`` (s): the
+        values that are functions of time, for the compiled RK4 kernels."""
+        return self.tree.tabulated_forces(times, (self._wrench_element,))
 
     def _compiled_sample(self, q, qd, tau, P, viol):
         """An output sample by the compiled loop: violations into ``viol`` and the forward
@@ -607,7 +626,7 @@ class LoopSystem:
         path)."""
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
-        c = self._compiled()
+        c = self._compiled(timed=True)  # (the given rows: the RK4 steps set their loads)
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
             return done
@@ -619,7 +638,7 @@ class LoopSystem:
             rows = ("qdd", "lam", "reac", "acc", "cutF")
             self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
         todo = np.flatnonzero(~done)
-        if len(todo):
+        if len(todo) and self._compiled() is not None:  # (loads of time: per sample)
             nd = len(todo)
             TAU = np.zeros((nd, self.nv))
             for a, i in enumerate(todo):
@@ -1666,7 +1685,7 @@ class _LoopStepper(ExplicitStepper):
         """One output interval; RK4 with projection after every step runs its substeps by
         the compiled loop (:func:`._nbloops.loop_rk4_step`) while the configuration stays
         regular and ``tau`` is None or constant, else the generic path."""
-        c = self.system.compiled_rk4() if self._fast_rk4 else None
+        c, _ = self._rk4_args()
         if c is None:
             return super().step()
         tic = _time.perf_counter()
@@ -1678,13 +1697,19 @@ class _LoopStepper(ExplicitStepper):
         self._accept(y, t_start)
         self.wall += _time.perf_counter() - tic
 
+    def _rk4_args(self):
+        """``(arguments of LoopSystem.compiled_rk4(timed=True) or None, whether table
+        values are functions of time)`` of the compiled RK4 steps."""
+        c = self.system.compiled_rk4(timed=True) if self._fast_rk4 else None
+        return c, c is not None and self.system.compiled_rk4() is None
+
     def _rk4_block(self, n):
         """Up to ``n`` output intervals by one compiled call
         (:func:`._nbloops.loop_rk4_block`: every substep :func:`._nbloops.loop_rk4_step`,
         the first of each interval writing its output sample) while the projector's rows
         hold; None where :meth:`step` decides (no compiled loop or no row selection yet).
         The wall time of the call is spread evenly over its intervals."""
-        c = self.system.compiled_rk4() if self._fast_rk4 else None
+        c, timed = self._rk4_args()
         P = self.P
         sel = P.selection() if c is not None else None
         if sel is None:
@@ -1692,10 +1717,11 @@ class _LoopStepper(ExplicitStepper):
 
         def block(y, Y, k):
             f = self._sample_rows(sel)
+            TT, tix = self._stage_table(k) if timed else (_NO_TT, _NO_TIX)
             done = _NL.loop_rk4_block(
                 c[0], c[1], c[2], c[3], c[7], c[8], y, self.h, self.substeps, k,
                 self.constant_tau(c), sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
-                c[6], self.i, *(f[k] for k in _SAMPLE_ROWS), Y,
+                c[6], self.i, *(f[k] for k in _SAMPLE_ROWS), Y, TT, tix,
             )  # fmt: skip
             for j in range(self.i, self.i + done):
                 self._weak_samples.pop(j, None)  # intervals redone by the compiled block
@@ -1804,6 +1830,9 @@ class _LoopStepper(ExplicitStepper):
             t = t_start + sub * self.h
             sel = P.selection()
             st = -1
+            TT, tix = _NO_TT, _NO_TIX
+            if sel is not None and self._rk4_args()[1]:  # the loads at t, t + h/2, t + h
+                _, TT, tix = self.system.tabulated_forces([t, t + 0.5 * self.h, t + self.h])
             if sub == 0:
                 self._weak_samples.pop(self.i, None)  # a redone interval
             if sel is not None and sub == 0 and self.i <= self.n_out:
@@ -1811,12 +1840,12 @@ class _LoopStepper(ExplicitStepper):
                 st = _NL.loop_rk4_step_sampled(
                     c[0], c[1], c[2], c[3], c[7], c[8], y,
                     self.h, tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, c[5],
-                    c[6], *(f[k][i] for k in _SAMPLE_ROWS),
+                    c[6], *(f[k][i] for k in _SAMPLE_ROWS), TT, tix,
                 )  # fmt: skip
             elif sel is not None:
                 st = _NL.loop_rk4_step(
                     c[0], c[1], c[2], c[3], y, self.h, tau, sel, P.position_tol,
-                    P.max_newton, P.rtol, _GUARD, c[5], c[6],
+                    P.max_newton, P.rtol, _GUARD, c[5], c[6], TT, tix,
                 )  # fmt: skip
             if st == 0:
                 P.regular_state(sel)

@@ -1609,8 +1609,10 @@ class RecursiveSystem:
         """``(table energies (nt, 4), (kinetic, gravity) (nt, 2))`` of the states ``q``,
         ``qd`` at the times ``t`` with the force table's functions of time evaluated per
         state (:meth:`timed_forces`; one compiled kinematics pass each), or ``(None,
-        None)`` when the table has no such value or does not cover the elements."""
-        entry = self._own_table()
+        None)`` when the table has no such value or does not cover the elements. (The
+        elements a wrapping system applies are left out: a closed loop's cut-joint
+        wrenches do no work.)"""
+        entry = self._table_entry(())
         if entry is None or not entry[1] or self._ops.flex_labels:
             return None, None
         Q, QD = (np.ascontiguousarray(x, dtype=float) for x in self._check_state(q, qd))
@@ -1619,7 +1621,7 @@ class RecursiveSystem:
         E, table = np.empty((nt, 2)), np.empty((nt, 4))
         g = np.ascontiguousarray(self._gravity, dtype=float)
         for i in range(nt):
-            tab = self.timed_forces(t[i])
+            tab = self._set_timed(entry, t[i])
             bad = NF.kinematics_history(
                 self._Ia, self._Mm, self._Vv, self._R3, self._P3, self._Tt, Q[i : i + 1],
                 QD[i : i + 1], Rw, rw, vel, g, E[i : i + 1], self.nv, *tab, table[i : i + 1],
@@ -1863,22 +1865,28 @@ class RecursiveSystem:
         flexible body) or a wrapping system applies loads itself. The returned arrays are
         the system's own and change with the next call."""
         entry = self._own_table()
-        if entry is None:
-            return None
+        return None if entry is None else self._set_timed(entry, t)
+
+    @staticmethod
+    def _set_timed(entry, t):
+        """The table of ``entry = (table, timers)`` with its functions of time evaluated
+        at ``t`` (s) written into its float rows."""
         tab, timers = entry
         ff = tab[1]
         for e, cols, fn in timers:
             ff[e, cols] = fn(t)
         return tab
 
-    def tabulated_forces(self, times: ArrayLike) -> tuple | None:
+    def tabulated_forces(self, times: ArrayLike, ignore: tuple | None = None) -> tuple | None:
         """``(table, TT, tix)`` for a compiled run over the time grid ``times`` (s): the
         table of :meth:`timed_forces`, ``TT`` (len(times), m) the m table values that are
         functions of time tabulated on the grid (one Python call per function and time)
         and ``tix`` (m, 2) int64 their ``(row, column)`` in the table's float rows, which
         the kernel overwrites per stage (:func:`._nbloops.tree_rk4_block`). m is 0 when
-        no value depends on time. None as for :meth:`timed_forces`."""
-        entry = self._own_table()
+        no value depends on time. None as for :meth:`timed_forces`. ``ignore``: the
+        table of a wrapping system without these elements (and ``applied_by_caller``,
+        as :meth:`compiled_forces`), for the kernels of the wrapping system."""
+        entry = self._own_table() if ignore is None else self._table_entry(ignore)
         if entry is None:
             return None
         tab, timers = entry

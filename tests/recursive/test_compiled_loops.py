@@ -320,6 +320,7 @@ def test_the_rk4_step_is_classical_rk4_of_the_stages_on_reused_scratch():
     sel = np.arange(5, dtype=np.int64)
     tw = NL.step_work(5, nv, Ib[K.IB_N1], m)
     scratch = (*tw[:4], *tw[4], *tw[5])
+    no_loads = (np.zeros((1, 0)), np.zeros((0, 2), np.int64))  # no loads of time
 
     def slope(y):
         qdd, lam = np.empty(nv), np.empty(m)
@@ -333,7 +334,8 @@ def test_the_rk4_step_is_classical_rk4_of_the_stages_on_reused_scratch():
         for a in scratch:
             a.fill(np.nan)
         y = y0.copy()
-        assert NL._rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, *corr, ws, reac, tw) == 0
+        st = NL._rk4_step(Ib, buf, cargs, forces, y, h, tau, sel, *corr, ws, reac, tw, *no_loads, 0)
+        assert st == 0
         k1 = slope(y0)
         k2 = slope(y0 + 0.5 * h * k1)
         k3 = slope(y0 + 0.5 * h * k2)
