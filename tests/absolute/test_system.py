@@ -137,15 +137,21 @@ def test_bad_input_messages():
         m.compile("absolute", jacobian="approximate")
 
 
-def test_redundant_joints_are_removed_by_qr_row_selection():
-    # the same hinge twice: 5 of the 10 joint equations are redundant; the KKT systems
-    # drop them (flexmbd.constraints.redundancy) instead of failing
+def _double_hinge():
+    """A pendulum hinged to the ground twice by the same revolute joint: 5 of its 10 joint
+    equations are redundant."""
     m = fm.Model("redundant")
     m.a = fm.RigidBody(1.0, (0.1, 0.1, 0.1), com=(0.5, 0, 0))
     m.j1 = fm.Revolute(m.ground, m.a)
     m.j2 = fm.Revolute(m.ground, m.a)
     m.g = fm.Gravity((0, -9.81, 0))
-    s = m.compile("absolute")
+    return m
+
+
+def test_redundant_joints_are_removed_by_qr_row_selection():
+    # the same hinge twice: 5 of the 10 joint equations are redundant; the KKT systems
+    # drop them (flexmbd.constraints.redundancy) instead of failing
+    s = _double_hinge().compile("absolute")
     q, qd, qdd, lam = s.initial_conditions()
     res = s.simulate(0.01, dt=1e-3, integrator="newmark")
     assert res.stats["constraint_violation"].max() < 1e-10
@@ -163,12 +169,7 @@ def test_engine_true_refuses_redundant_joint_equations_before_any_step():
     # singular Newton matrix at the first step
     from flexmbd.integrators.implicit import integrate
 
-    m = fm.Model("redundant")
-    m.a = fm.RigidBody(1.0, (0.1, 0.1, 0.1), com=(0.5, 0, 0))
-    m.j1 = fm.Revolute(m.ground, m.a)
-    m.j2 = fm.Revolute(m.ground, m.a)
-    m.g = fm.Gravity((0, -9.81, 0))
-    s = m.compile("absolute")
+    s = _double_hinge().compile("absolute")
     with pytest.raises(fm.ModelError) as err:
         integrate(s, 0.01, 1e-3, engine=True)
     assert "redundant" in str(err.value) and "engine='auto'" in str(err.value)

@@ -746,18 +746,10 @@ def test_sample_reactions_are_the_newton_euler_wrenches_of_the_reported_motion(b
         assert np.abs(tau[: s.nv] - tau_app).max() <= 1e-8 * scale  # (the cut: last)
 
 
-@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
-def test_adaptive_sample_kinematics_rows_are_the_history_pass(monkeypatch, integrator):
-    """An adaptive run that outputs every accepted step (the squeezer, its samples
-    written by the compiled blocks) writes each sample's row of the tree's kinematics
-    history too (``_nbforces.sample_history`` at the step's corrected state): the world
-    poses, twists and energies are the history pass's at the reported states bit for
-    bit, the run's energies equal ``energy_histories``' recomputation by that pass bit
-    for bit, and the results run the pass only for the rows no step sampled (the
-    first)."""
+def _count_history_rows(monkeypatch):
+    """The number of states of each call of ``_nbforces.kinematics_history`` (the
+    results' history pass) from now on: a list that the calls append to."""
     from flexmbd.recursive import _nbforces as NF
-
-    from .test_compiled_forces import _squeezer
 
     rows = []
     history = NF.kinematics_history
@@ -767,6 +759,21 @@ def test_adaptive_sample_kinematics_rows_are_the_history_pass(monkeypatch, integ
         return history(*a)
 
     monkeypatch.setattr(NF, "kinematics_history", _counted)
+    return rows
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_adaptive_sample_kinematics_rows_are_the_history_pass(monkeypatch, integrator):
+    """An adaptive run that outputs every accepted step (the squeezer, its samples
+    written by the compiled blocks) writes each sample's row of the tree's kinematics
+    history too (``_nbforces.sample_history`` at the step's corrected state): the world
+    poses, twists and energies are the history pass's at the reported states bit for
+    bit, the run's energies equal ``energy_histories``' recomputation by that pass bit
+    for bit, and the results run the pass only for the rows no step sampled (the
+    first)."""
+    from .test_compiled_forces import _squeezer
+
+    rows = _count_history_rows(monkeypatch)
     s = _squeezer().build().compile("recursive")
     st = s.stepper(0.03, integrator=integrator, rtol=1e-9, atol=1e-11)
     res = run(st, st.t_end, progress=False)
@@ -801,16 +808,7 @@ def test_sample_kinematics_rows_are_the_history_pass(monkeypatch, build):
     equal ``energy_samples``' recomputation by that pass bit for bit, and the results
     run that pass only for the rows no step sampled (the first, before the first QR
     selected the rows, and the last)."""
-    from flexmbd.recursive import _nbforces as NF
-
-    rows = []
-    history = NF.kinematics_history
-
-    def _counted(*a):
-        rows.append(len(a[6]))  # (the states Q)
-        return history(*a)
-
-    monkeypatch.setattr(NF, "kinematics_history", _counted)
+    rows = _count_history_rows(monkeypatch)
     s = build().compile("recursive")
     st = s.stepper(0.04, dt=2e-3)
     res = run(st, st.t_end, progress=False)
