@@ -72,7 +72,9 @@ def joint_law_force(k, c, q0, fa, qj, qdj):
 
 
 #: the numba type of a :meth:`flexmbd.JointForce.compiled_law` cfunc
-_LAW_TYPE = types.FunctionType(types.float64(types.float64, types.float64, types.float64, types.int64))
+_LAW_TYPE = types.FunctionType(
+    types.float64(types.float64, types.float64, types.float64, types.int64)
+)
 
 
 def law_address(el) -> int:

@@ -90,7 +90,10 @@ def test_single_state_calls_run_the_law_compiled_bit_for_bit():
         assert np.array_equal(s.qdd(q, v, tau, t=t), a.qdd)
         back = s.inverse_dynamics(q, v, a.qdd, t=t)[0]
         assert np.allclose(back, tau, rtol=0.0, atol=1e-12 * np.abs(a.qdd).max())
-    batch, ref = s.forward_dynamics_batch(Q, V, tau, t=ts), p.forward_dynamics_batch(Q, V, tau, t=ts)
+    batch, ref = (
+        s.forward_dynamics_batch(Q, V, tau, t=ts),
+        p.forward_dynamics_batch(Q, V, tau, t=ts),
+    )
     assert np.array_equal(batch.qdd, ref.qdd) and np.array_equal(batch.reactions, ref.reactions)
     assert not seen
     # the law depends on the time: a call at another time gives other accelerations
