@@ -1886,7 +1886,7 @@ class RecursiveSystem:
         tab, timers = entry
         ff = tab[1]
         for e, cols, fn in timers:
-            ff[e, cols] = fn(t)
+            ff[e, cols] = float(t) if fn is _clock else fn(t)
         return tab
 
     def tabulated_forces(self, times: ArrayLike, ignore: tuple | None = None) -> tuple | None:
@@ -1909,8 +1909,15 @@ class RecursiveSystem:
         tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
         times = np.asarray(times, dtype=float)
         TT = np.empty((len(times), len(tix)))
-        for r, t in enumerate(times):
-            TT[r] = np.concatenate([np.atleast_1d(fn(t)) for _, _, fn in timers] or [[]])
+        col = 0
+        for _, c, fn in timers:
+            w = c.stop - c.start if isinstance(c, slice) else 1
+            if fn is _clock:  # the table's clock: the times themselves
+                TT[:, col] = times
+            else:
+                for r, t in enumerate(times):
+                    TT[r, col : col + w] = np.atleast_1d(fn(t))
+            col += w
         return tab, TT, tix
 
     def _table_for(self, ignore, timed):
