@@ -14,7 +14,9 @@ and a 0.2 s RK4 run (h = 1 ms) of each model, compiled vs the Python path, on a 
 revolute chain under gravity (``tests/recursive/models.py``) with, per row, one kind
 of element: constant loads (an SDA, a point force, a point torque in body axes, a
 constant torque on every joint), a ``JointForce.spring_damper`` on every joint, and the
-constant loads' values plus spring-damper actuators as functions of time only.
+constant loads' values plus spring-damper actuators as functions of time only, and a
+user's compiled cubic law (``JointForce.compiled_law``, a numba ``cfunc``) on every joint
+(its Python path: the same cfunc called through ``ctypes``).
 
 Usage: ``python benchmarks/bench_rforces.py [--write]`` (``--write`` replaces the
 ``rforces`` section of benchmarks/RESULTS.md).
@@ -48,9 +50,27 @@ N = 20
 K, C = 5.0, 0.2
 
 
+K3 = 5.0  # N m / rad^3 of the compiled cubic law
+
+
+def cubic_law():
+    """The compiled law ``tau = -K3 q^3 - C qd`` (a numba cfunc of the law signature)."""
+    from numba import cfunc
+
+    import flexmbd as fm
+
+    @cfunc(fm.JointForce.LAW_SIGNATURE)
+    def law(q, qd, t, which):
+        if which == 0:
+            return -K3 * q * q * q - C * qd
+        return -3.0 * K3 * q * q if which == 1 else -C
+
+    return law
+
+
 def model(kind):
     """The 20-link chain with the loads of one row (``"constant"``, ``"spring_damper"``,
-    ``"time functions"``)."""
+    ``"time functions"``, ``"compiled law"``)."""
     import flexmbd as fm
 
     m = chain(N)
@@ -66,9 +86,12 @@ def model(kind):
         )  # fmt: skip
         m.push = fm.PointForce(getattr(m, f"l{N - 1}"), (0.3, 0.0, 0.0), f([0.0, 1.0, 0.5]))
         m.twist = fm.PointTorque(m.l5, f([0.0, 0.2, 0.1]), frame="body")
+    law = cubic_law() if kind == "compiled law" else None
     for i in range(N):
         j = getattr(m, f"j{i}")
-        if kind == "constant":
+        if law is not None:
+            setattr(m, f"m{i}", fm.JointForce.compiled_law(j, law))
+        elif kind == "constant":
             setattr(m, f"m{i}", fm.JointForce(j, [0.1]))
         else:
             fa = (lambda t: 0.1 * np.sin(t)) if timed else 0.0
@@ -109,13 +132,14 @@ def row(kind, rng):
     out["fd"] = best_time(lambda: s.forward_dynamics(q, qd, tau, t))
     out["lean"] = best_time(lambda: s.qdd_and_reactions(q, qd, tau, t))
     out["py"] = best_time(lambda: p.forward_dynamics(q, qd, tau, t))
-    if kind == "spring_damper":
+    if kind in ("spring_damper", "compiled law"):
         pm, maps = to_pinocchio(chain(N))
         pd = pm.createData()
         qp, vp = q_to_pin(maps, q), v_to_pin(maps, qd)
+        kq = K if kind == "spring_damper" else K3 * q * q
 
         def pinf():
-            tp = v_to_pin(maps, tau - K * q - C * qd)
+            tp = v_to_pin(maps, tau - kq * q - C * qd)
             a = pin.aba(pm, pd, qp, vp, tp)
             pin.rnea(pm, pd, qp, vp, a)
 
@@ -136,12 +160,16 @@ def render(rows, meta):
         "actuator force), a point force on the tip, a point torque in body axes, a constant "
         "torque on every joint; *spring_damper*: `JointForce.spring_damper` on every joint; "
         "*time functions*: the constant row's loads times cos(t) and spring-damper laws "
-        "with actuators sin(t) on every joint. Per call, CPU time, best of 7 batches: "
+        "with actuators sin(t) on every joint; *compiled law*: a user's numba cfunc "
+        "`-5 q^3 - 0.2 qd` (`JointForce.compiled_law`) on every joint, called by address "
+        "in the kernels (its Python path: the cfunc through `ctypes`). Per call, CPU "
+        "time, best of 7 batches: "
         "`forward_dynamics` (documented) and `qdd_and_reactions` (internal) with the "
         "compiled force table; `forward_dynamics` on the Python path every loaded tree "
         "took before (the table switched off on the instance: the elements applied from "
         "Python, the tree solve compiled); Pinocchio `aba` + `rnea` with the joint law's "
-        "torques computed in numpy (joint laws only: Pinocchio has no force elements). "
+        "torques computed in numpy (joint laws only: Pinocchio has no force elements; for "
+        "the cubic law the numpy `K3 q^2` is computed once, outside the timed call). "
         "RK4: 0.2 s at h = 1 ms (200 steps), best of 3 runs, CPU time.",
         "",
         "- Command: `python benchmarks/bench_rforces.py --write`",
@@ -170,7 +198,8 @@ def render(rows, meta):
         "calls evaluate each time function once per call in Python "
         "(`RecursiveSystem.timed_forces`) before the compiled call. RK4 times include "
         "the run's energies (for the spring_damper row: the joint laws' power over the "
-        "history in numpy). Max rel. diff: `forward_dynamics` against the Python path "
+        "history in numpy; for the compiled law: one compiled call over the history). "
+        "Max rel. diff: `forward_dynamics` against the Python path "
         "(qdd and reactions, round-off of the summation order); max diff q: the RK4 run "
         "against the Python path's run.",
     ]
@@ -185,7 +214,8 @@ def main(argv=None):
     import pinocchio as pin
 
     rng = np.random.default_rng(3)
-    rows = [row(kind, rng) for kind in ("constant", "spring_damper", "time functions")]
+    kinds = ("constant", "spring_damper", "time functions", "compiled law")
+    rows = [row(kind, rng) for kind in kinds]
     meta = (
         f"nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
         f"{os.getloadavg()[0]:.2f}; Python {platform.python_version()}, numba "

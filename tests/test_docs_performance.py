@@ -12,6 +12,7 @@ fails here; then update the page with it.
 import models
 import numpy as np
 import pytest
+from numba import cfunc
 
 import flexmbd as fm
 from flexmbd.absolute import engine as E
@@ -261,6 +262,53 @@ def test_tree_python_force_laws_are_evaluated_in_python(monkeypatch):
     calls = counting(monkeypatch, fm.PointForce, "wrenches")
     s.qdd(s.q0(), s.qd0())
     assert calls
+
+
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _cubic_law(q, qd, t, which):
+    if which == 0:
+        return -10.0 * q * q * q - 0.1 * qd + 0.2 * np.sin(t)
+    return -30.0 * q * q if which == 1 else -0.1
+
+
+def law_calls(monkeypatch, el):
+    """Record the times at which the element ``el``'s Python law runs."""
+    seen = []
+    inner = el.generalized_force
+    monkeypatch.setattr(el, "generalized_force", lambda t, *a: seen.append(t) or inner(t, *a))
+    return seen
+
+
+def test_tree_compiled_laws_run_in_the_compiled_calls_and_blocks(monkeypatch):
+    """A ``compiled_law`` cfunc on a tree joint: a row of the force table (called by its
+    address with the call's time): single-state calls and RK4 blocks, no Python call."""
+    m = loaded_pendulum(law=lambda m: fm.JointForce.compiled_law(m.elbow, _cubic_law))
+    s = m.compile("recursive")
+    assert s.timed_forces(0.0) is not None and s.packed_rigid(forces=True, timed=True)
+    seen = law_calls(monkeypatch, m.law)
+    qdd = counting(monkeypatch, NF, "tree_forward")
+    s.forward_dynamics(s.q0(), s.qd0(), t=0.1)
+    blocks = counting(monkeypatch, NL, "tree_rk4_block")
+    res = s.simulate(0.05, dt=0.01, integrator="rk4")
+    assert len(qdd) == 1 and len(res.t) == 6 and len(blocks) == 1 and not seen
+
+
+def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
+    """A ``compiled_law`` cfunc on a loop's tree joint: RK4 in compiled blocks (its time
+    tabulated), DOP853 in compiled blocks (the kernels set the time per stage:
+    ``compiled_rk4(clock=True)``); the law runs from Python only at output samples."""
+    m = models.four_bar()
+    m.law = fm.JointForce.compiled_law(m.a, _cubic_law)
+    s = m.compile("recursive")
+    assert s.compiled_rk4() is None and s.compiled_rk4(clock=True) is not None
+    seen = law_calls(monkeypatch, m.law)
+    blocks = counting(monkeypatch, NL, "loop_rk4_block")
+    res = s.simulate(0.03, dt=0.01, integrator="rk4")
+    assert len(res.t) == 4 and blocks
+    rk_blocks = counting(monkeypatch, NL, "loop_rk_block")
+    seen.clear()
+    res = s.simulate(0.03, dt=0.01, integrator="dop853", rtol=1e-6, atol=1e-8)
+    assert rk_blocks and set(seen) <= set(res.t.tolist())
 
 
 def test_tree_flexible_bodies_have_no_whole_tree_kernel():

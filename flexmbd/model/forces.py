@@ -367,7 +367,7 @@ class JointForce(ForceElement):
         cls, joint: Joint, law: Any, *, name: str | None = None, doc: str | None = None
     ) -> JointForce:
         """A force law ``tau(q, qd, t)`` (N m or N) along a one-speed joint's coordinate,
-        given as a numba ``cfunc`` that the compiled absolute engine calls inside its step.
+        given as a numba ``cfunc`` that both formulations call inside their compiled code.
 
         ``law`` has the signature :attr:`LAW_SIGNATURE`, ``law(q, qd, t, which)``: the
         force for ``which == 0``, its derivative ``dtau/dq`` for 1 and ``dtau/dqd`` for 2
@@ -384,9 +384,15 @@ class JointForce(ForceElement):
             m.spring = fm.JointForce.compiled_law(m.hinge, cubic)
 
         Revolute, Prismatic and Screw joints (angles unwrapped as for
-        :meth:`spring_damper`); the engine takes it on Revolute and Prismatic joints (a
-        model with a Screw or a GearCoupling runs the engine-free path), elsewhere the same
-        function is called through ``ctypes`` (a Python call per evaluation).
+        :meth:`spring_damper`). The absolute engine takes it on Revolute and Prismatic
+        joints (a model with a Screw or a GearCoupling runs the engine-free path). The
+        recursive formulation's compiled force table calls it by its address with the
+        time of each evaluation (``forward_dynamics``, ``qdd``, the batch and inverse
+        dynamics, the RK4 blocks of trees and closed loops, the adaptive closed-loop
+        steps, the energies' law power); elsewhere (a flexible body or a Python law in
+        the model, the closed loops' single-state calls and output samples) the same
+        function is called through ``ctypes`` (a Python call per evaluation, the same
+        numbers). The element keeps ``law`` alive: compiled code holds its address.
         """
         call = getattr(law, "ctypes", None)
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:

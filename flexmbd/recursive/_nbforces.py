@@ -15,6 +15,11 @@ is the tuple ``(fi, ff, tau_c, S)``:
   for a joint law (``JLAW``, the int row ``(JLAW, q index, speed index, 0)``) the
   stiffness ``k``, damping ``c``, ``q0`` and actuator force ``fa`` of
   :meth:`flexmbd.JointForce.spring_damper` in columns 0-3 (:func:`joint_law_force`);
+  for a user's compiled law (``ULAW``, the int row ``(ULAW, q index, speed index,
+  address)``: the address of the numba ``cfunc`` of :meth:`flexmbd.JointForce.compiled_law`)
+  the time ``t`` (s) of the evaluation in column 0, the table's *clock* (written by
+  whoever knows the time: :func:`set_clock`, or as a table value that is a function of
+  time), and the force ``law(q, qd, t, 0)`` (:func:`user_law`);
 * ``tau_c`` (nv,) the sum of the constant joint forces (N or N m along the tree speeds);
 * ``S`` (9, 3) scratch (the kernels run without numba's reference counting, as the tree
   solver's entry points do: they allocate nothing).
@@ -27,12 +32,16 @@ after a kinematics pass with world poses, and ``tau_c`` to the joint forces. The
 """
 
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from .._jit import njit
+from ..errors import ModelError
 from . import _kernels as K
 
 #: kinds of the rows of a force table
-SDA, FORCE, TORQUE, JLAW = 0, 1, 2, 3
+SDA, FORCE, TORQUE, JLAW, ULAW = 0, 1, 2, 3, 4
 #: columns of the float rows
 NF = 10
 
@@ -60,6 +69,74 @@ def joint_law_force(k, c, q0, fa, qj, qdj):
     the joint speed) at the joint coordinate ``q`` (rad or m) and speed ``qd``: the law of
     :meth:`flexmbd.JointForce.spring_damper` in compiled form (same operation order)."""
     return fa - k * (qj - q0) - c * qdj
+
+
+#: the numba type of a :meth:`flexmbd.JointForce.compiled_law` cfunc
+_LAW_TYPE = types.FunctionType(
+    types.float64(types.float64, types.float64, types.float64, types.int64)
+)
+
+
+def law_address(el) -> int:
+    """The address (int) of the compiled law of the
+    :meth:`~flexmbd.JointForce.compiled_law` element ``el``, the int row's last column of
+    its ``ULAW`` row. The element keeps the cfunc (and so its code) alive. Raises
+    ``ModelError`` naming the element for a law that is not a numba cfunc of
+    :attr:`~flexmbd.JointForce.LAW_SIGNATURE`."""
+    from numba import typeof
+
+    law = el.user_law
+    try:
+        ok = typeof(law) == _LAW_TYPE
+    except ValueError:
+        ok = False
+    if not ok or not isinstance(getattr(law, "address", None), int):
+        raise ModelError(
+            f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
+            f"signature {el.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce.LAW_SIGNATURE)), "
+            f"got {law!r}"
+        )
+    return int(law.address)
+
+
+@intrinsic
+def _call_law(typingctx, address, q, qd, t, which):
+    """``law(q, qd, t, which)`` of the C function ``double law(double, double, double,
+    int64)`` at ``address`` (int64): a call through the pointer, no Python (the address is
+    data, so the calling kernels stay cacheable and compile once for every law)."""
+    sig = types.float64(types.int64, types.float64, types.float64, types.float64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 3 + [ir.IntType(64)])
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(fn, args[1:])
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def user_law(address, qj, qdj, t):
+    """Force (N m or N, along the joint speed) of a user's compiled law at ``address``
+    (:func:`law_address`) at the joint coordinate ``q``, speed ``qd`` and time ``t`` (s):
+    ``law(q, qd, t, 0)``, the call the Python path makes through ``ctypes``."""
+    return _call_law(address, qj, qdj, t, 0)
+
+
+@njit(cache=True)
+def user_law_power(address, qj, qdj, t, out):
+    """``out[i] += law(q_i, qd_i, t_i, 0) qd_i`` (W): the power of a user's compiled law
+    (:func:`user_law`) over a history of its joint's coordinate ``qj``, speed ``qdj`` and
+    times ``t`` (s), each (nt,)."""
+    for i in range(qj.shape[0]):
+        out[i] += user_law(address, qj[i], qdj[i], t[i]) * qdj[i]
+
+
+@njit(cache=True, inline="always")
+def set_clock(fi, ff, t):
+    """Write the time ``t`` (s) into the table's clock (column 0 of its ``ULAW`` rows)."""
+    for e in range(fi.shape[0]):
+        if fi[e, 0] == ULAW:
+            ff[e, 0] = t
 
 
 @njit(cache=True, inline="always")
@@ -152,6 +229,9 @@ def apply_forces(R3, P3, Vv, fext, tau, nv, q, v, fi, ff, tau_c, S):
         row = ff[e]
         if kind == JLAW:
             tau[b] += joint_law_force(row[0], row[1], row[2], row[3], q[a], v[b])
+            continue
+        if kind == ULAW:
+            tau[b] += user_law(fi[e, 3], q[a], v[b], row[0])
             continue
         if kind == SDA:
             length, ldot = _sda_line(R3, P3, Vv, a, b, row, Pa, Pb, va, vb, ra, rb, w, g)
@@ -288,7 +368,7 @@ def table_energy(R3, P3, Vv, qd, nv, fi, ff, tau_c, S, out):
     for e in range(fi.shape[0]):
         kind, a = fi[e, 0], fi[e, 1]
         row = ff[e]
-        if kind == JLAW:  # a joint law's power: with the JointForce elements (Python)
+        if kind == JLAW or kind == ULAW:  # a joint law's power: with the JointForce elements
             continue
         if kind == SDA:
             b = fi[e, 2]

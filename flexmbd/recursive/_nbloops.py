@@ -33,7 +33,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
 from . import _kernels as K
-from ._nbforces import sample_energies, sample_history, tree_loaded
+from ._nbforces import sample_energies, sample_history, set_clock, tree_loaded
 
 #: status codes: the QR path must decide (selection no longer valid), the tree solver
 #: failed, a factorization of the constraint rows failed
@@ -1719,6 +1719,7 @@ def _rk_step(
             K[0, i] = f[i]
         for s in range(1, ns):
             _stage_state(y, K, A[s], s, h, yy)
+            set_clock(forces[0], forces[1], t + C[s] * h)  # scipy's fun(t + c h, y + dy)
             st = loop_rhs(
                 Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
             )
@@ -1731,6 +1732,7 @@ def _rk_step(
             for j in range(ns):
                 acc += K[j, i] * B[j]
             y_new[i] = y[i] + h * acc
+        set_clock(forces[0], forces[1], t + h)
         st = loop_rhs_keep(
             Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac,
             f_new, yc, lam,
@@ -1832,6 +1834,7 @@ def loop_dop853_dense(
     for e in range(ne):
         s = s0 + e
         _stage_state(y_old, K, A_extra[e], s, h, yy)
+        set_clock(forces[0], forces[1], t_old + C_extra[e] * h)  # scipy's stage time
         st = loop_rhs(
             Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
         )

@@ -122,6 +122,7 @@ from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
 from . import _kernels as K
+from . import _nbforces as _NF
 from . import _nbloops as _NL
 from .energy import energy_histories
 from .flexible import body_series, frame_motion
@@ -537,22 +538,25 @@ class LoopSystem:
         rows["viol"][:, 2] = ok
         return status, rows
 
-    def _compiled(self, timed=False):
+    def _compiled(self, timed=False, clock=False):
         """``(Ib, buf, cut arguments, force table)`` when the compiled loop applies (rigid
         tree whose force elements :meth:`RecursiveSystem.compiled_forces` covers, cut
         joints without applied forces, no driver, ``q += dv``), else None; rebuilt when
         the model changes. A table with values that are functions of time
         (:meth:`tabulated_forces`) only for ``timed`` (the RK4 kernels, which set them
-        per stage), else None."""
+        per stage), else None; with ``clock``, also a table whose only value of time is
+        its clock (the time of users' compiled laws, which the adaptive kernels set per
+        stage: :func:`._nbforces.set_clock`)."""
         rev = self.model.revision
         if self._comp is None or self._comp[0] != rev:
             self._comp = (rev, *self._build_compiled())
-        return self._comp[1] if timed or not self._comp[2] else None
+        ok = timed or not self._comp[2] or (clock and self._comp[3])
+        return self._comp[1] if ok else None
 
     def _build_compiled(self):
         """``(arguments of :meth:`_compiled` or None, whether table values depend on
-        time)``."""
-        out, timed = None, False
+        time, whether the only such value is the table's clock)``."""
+        out, timed, clock = None, False, False
         c = self.constraints
         if (
             not self._flexible
@@ -568,6 +572,8 @@ class LoopSystem:
             if tab is not None:
                 Ib, buf, self._body_row = packed
                 timed = len(tab[2]) > 0
+                rows, cols = tab[2][:, 0], tab[2][:, 1]
+                clock = timed and bool(np.all(tab[0][0][rows, 0] == _NF.ULAW) and not cols.any())
                 out = (Ib, buf, c.compiled_args(), tab[0])
                 ground = self.model.ground
                 self._clab = np.array(
@@ -581,16 +587,18 @@ class LoopSystem:
                 m = c.m
                 self._ws = (np.zeros(m), np.zeros((m, self.nv)), np.zeros(m))
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
-        return out, timed
+        return out, timed, clock
 
-    def compiled_rk4(self, timed: bool = False) -> tuple | None:
+    def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
         workspaces, reaction workspace, cut joints' body labels, body rows)``. A table
         with values that are functions of time, which the caller tabulates
         (:meth:`tabulated_forces`) for the RK4 kernels, only for ``timed=True`` (else
-        None)."""
-        c = self._compiled(timed)
+        None); ``clock=True`` also admits a table whose only value of time is its clock
+        (users' compiled laws), which the caller sets to the time of each evaluation
+        (the adaptive kernels :func:`._nbloops.loop_rk_step`, :func:`set_clock`)."""
+        c = self._compiled(timed, clock)
         if c is None:
             return None
         return (*c, self._zero_tau, self._ws, self._reac_ws, self._clab, self._body_row)
@@ -1361,13 +1369,20 @@ def _compiled_rk(name: str):
     return type(f"_Compiled{name}", (Solver,), attrs)
 
 
+def set_clock(table: tuple, t: float) -> None:
+    """Write the time ``t`` (s) into the clock of the force table ``table`` (the time
+    its users' compiled laws read: :func:`._nbforces.set_clock`)."""
+    fi, ff = table[0], table[1]
+    ff[fi[:, 0] == _NF.ULAW, 0] = t
+
+
 def _loop_selection(solver):
     """``(stepper, compiled arguments, projector, rows)`` of a compiled solver's loop
     stepper; ``rows`` (the last QR's selection) is None where scipy's own code must run:
     no compiled right-hand side, a state the QR has to decide, or per-component
     tolerances."""
     st = solver.loop_stepper
-    c = st.system.compiled_rk4() if st is not None else None
+    c = st.system.compiled_rk4(clock=True) if st is not None else None
     P = st.P if st is not None else None
     sel = P.selection() if c is not None and not st.qr_seen else None
     if np.ndim(solver.atol) or np.ndim(solver.rtol):
@@ -1541,7 +1556,7 @@ class _LoopStepper(ExplicitStepper):
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
-            out = self._compiled_f(y)
+            out = self._compiled_f(t, y)
             if out is not None:
                 return out
         nq = self.nq
@@ -1573,15 +1588,17 @@ class _LoopStepper(ExplicitStepper):
         the zero vector of the compiled arguments ``c`` (:meth:`LoopSystem.compiled_rk4`)."""
         return c[4] if self._tau is None else self._tau
 
-    def _compiled_f(self, y):
-        """The right-hand side by the compiled loop (:func:`._nbloops.loop_rhs`: the
-        compiled correction on the rows of the last QR, with its rank check, and the
-        accelerations), or None where the projector's QR must decide (rank changes,
-        singular configurations, no selection yet, a failed solve)."""
-        c = self.system.compiled_rk4()
+    def _compiled_f(self, t, y):
+        """The right-hand side at the time ``t`` (s) by the compiled loop
+        (:func:`._nbloops.loop_rhs`: the compiled correction on the rows of the last QR,
+        with its rank check, and the accelerations), or None where the projector's QR
+        must decide (rank changes, singular configurations, no selection yet, a failed
+        solve)."""
+        c = self.system.compiled_rk4(clock=True)
         sel = self.P.selection() if c is not None else None
         if sel is None:
             return None
+        set_clock(c[3], t)
         y = np.ascontiguousarray(y, dtype=float)
         out = np.empty(y.shape[0])
         P = self.P

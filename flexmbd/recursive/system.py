@@ -133,6 +133,12 @@ if TYPE_CHECKING:
 __all__ = ["RecursiveSystem", "ForwardDynamics", "TreeArrays", "TreeModel", "TreeWorkspace"]
 
 
+def _clock(t):
+    """The time ``t`` (s) itself: the force table's clock as a value of time (the column
+    0 of its ``ULAW`` rows, :mod:`._nbforces`)."""
+    return float(t)
+
+
 def _code(joint):
     """The joint's code in :mod:`flexmbd.joint_types` (the branch of the compiled kinematics)."""
     return joint_type(joint, "recursive").code
@@ -1686,6 +1692,12 @@ class RecursiveSystem:
                 qj, vj = q[:, sq.start], qd[:, sv.start]
                 p_act += (float(f.actuator(0.0)) - k * (qj - x0) - c * vj) * vj
                 continue
+            if f.user_law is not None and sq.stop - sq.start == 1 == sv.stop - sv.start:
+                # the compiled law over the history in one call (no ctypes call per state)
+                qj, vj = (np.ascontiguousarray(x[:, s.start]) for x, s in ((q, sq), (qd, sv)))
+                tj = np.ascontiguousarray(t_, dtype=float)
+                NF.user_law_power(NF.law_address(f), qj, vj, tj, p_act)
+                continue
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
         if tau is not None:
@@ -1874,7 +1886,7 @@ class RecursiveSystem:
         tab, timers = entry
         ff = tab[1]
         for e, cols, fn in timers:
-            ff[e, cols] = fn(t)
+            ff[e, cols] = float(t) if fn is _clock else fn(t)
         return tab
 
     def tabulated_forces(self, times: ArrayLike, ignore: tuple | None = None) -> tuple | None:
@@ -1897,8 +1909,15 @@ class RecursiveSystem:
         tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
         times = np.asarray(times, dtype=float)
         TT = np.empty((len(times), len(tix)))
-        for r, t in enumerate(times):
-            TT[r] = np.concatenate([np.atleast_1d(fn(t)) for _, _, fn in timers] or [[]])
+        col = 0
+        for _, c, fn in timers:
+            w = c.stop - c.start if isinstance(c, slice) else 1
+            if fn is _clock:  # the table's clock: the times themselves
+                TT[:, col] = times
+            else:
+                for r, t in enumerate(times):
+                    TT[r, col : col + w] = np.atleast_1d(fn(t))
+            col += w
         return tab, TT, tix
 
     def _table_for(self, ignore, timed):
@@ -2001,15 +2020,19 @@ class RecursiveSystem:
         return k, Rf.T @ (np.asarray(s, dtype=float) - pf)
 
     def _law_row(self, f):
-        """The table row ``(ints, floats)`` of a :meth:`~flexmbd.JointForce.spring_damper`
-        law with a constant actuator force on a one-coordinate joint (the joint's own
-        coordinate and speed, as the Python law reads them), or None."""
-        if f.law is None:
+        """The table row ``(ints, floats[, (column, f(t))])`` of a
+        :meth:`~flexmbd.JointForce.spring_damper` law or a
+        :meth:`~flexmbd.JointForce.compiled_law` on a one-coordinate joint (the joint's own
+        coordinate and speed, as the Python law reads them), or None. A compiled law's
+        row has the time as its value of time (column 0, :func:`_clock`)."""
+        if f.law is None and f.user_law is None:
             return None
         sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
         if sq.stop - sq.start != 1 or sv.stop - sv.start != 1:
             return None
         row = np.zeros(NF.NF)
+        if f.user_law is not None:
+            return (NF.ULAW, sq.start, sv.start, NF.law_address(f)), row, (0, _clock)
         fa = f.actuator
         row[0:4] = (*f.law[:2], f.law[2], float(fa(0.0)))
         ints = (NF.JLAW, sq.start, sv.start, 0)
