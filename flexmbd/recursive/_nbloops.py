@@ -1333,7 +1333,10 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     then :func:`loop_accelerations` at the corrected state, ``out = (v, qdd)``. Returns 0,
     :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
     with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
-    undefined)."""
+    undefined). A tree (``cargs`` None): :func:`_tree_rhs` (the other loop arguments
+    unused)."""
+    if cargs is None:
+        return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     yc = np.empty(y.shape[0])
     lam = np.empty(ws[0].shape[0])
     return loop_rhs_keep(
@@ -1348,7 +1351,10 @@ def loop_rhs_keep(
     """:func:`loop_rhs` that keeps the corrected state in ``yc`` (2 nv,) and the
     multipliers in ``lam`` (m,); on return 0 the workspace ``buf`` holds that state's
     tree pass and ``ws`` its cut rows with the speed terms (what an output sample at the
-    corrected state reads: :func:`_sample_after_rhs`)."""
+    corrected state reads: :func:`_sample_after_rhs`). A tree (``cargs`` None):
+    :func:`_tree_rhs` (``yc``, ``lam`` untouched)."""
+    if cargs is None:
+        return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     phi, J, gamma = ws
     nv = y.shape[0] // 2
     _copy_into(yc, y)
@@ -1604,6 +1610,65 @@ def _stall_verdict(win, n_steps, t, h_abs, stall):
         win[0], win[1], low = n_steps, t, 0.0
     win[2] = low
     return False
+
+
+@njit(cache=True, inline="always")
+def _tree_rhs(Ib, buf, forces, y, tau, reac, out):
+    """Right-hand side ``out = (v, qdd)`` of a rigid tree (``q' = v``) at ``y = (q, v)``:
+    :func:`_tree_free` with the joint forces ``tau`` and the force table ``forces``, its
+    tree reactions in ``reac``. Returns the tree solver's status (``out`` then
+    undefined)."""
+    nv = y.shape[0] // 2
+    st = _tree_free(Ib, buf, forces, y[:nv], y[nv:], tau, out[nv:], reac)
+    for i in range(nv):
+        out[i] = y[nv + i]
+    return st
+
+
+@njit(cache=True)
+def tree_rk_block(
+    Ib, buf, forces, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, EN, done,
+):  # fmt: skip
+    """:func:`loop_rk_block` of a rigid tree (``q' = v``, no cut joint): up to ``k``
+    accepted steps of scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with
+    :func:`_tree_rhs` (joint forces ``tau``, the force table ``forces``) at every
+    stage, the same arguments, records and stop reasons. Accepted step ``j`` also
+    writes the output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0 rows):
+    its ``QDD`` and tree reactions ``REAC`` from the step's last evaluation (at the
+    accepted state), its energies ``EN`` (:func:`._nbforces.sample_energies`) and
+    ``done``. Returns the number of accepted steps."""
+    n = y.shape[0]
+    nv = n // 2
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    reac = np.empty((REAC.shape[1], 6))
+    # the loop arguments that a tree's right-hand side does not read
+    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
+    yc, lam = np.empty(0), np.empty(0)
+    fi, ff, tau_c, S = forces
+    for j in range(k):
+        code = _block_step(
+            Ib, buf, none, forces, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        r = i0 + j
+        if r < QDD.shape[0]:
+            for i in range(nv):
+                QDD[r, i] = f_new[nv + i]
+            for i in range(reac.shape[0]):
+                for c in range(6):
+                    REAC[r, i, c] = reac[i, c]
+            sample_energies(Ib, buf, y_new[nv:], fi, ff, tau_c, S, EN[r])
+            done[r] = True
+        if code != _BLOCK_GO:
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
 
 
 @njit(cache=True)
