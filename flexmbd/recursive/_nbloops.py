@@ -1783,7 +1783,7 @@ def _rk_step(
         for i in range(n):
             K[0, i] = f[i]
         for s in range(1, ns):
-            _stage_state(y, K, A[s], s, h, yy)
+            _dot_stage(y, K, A[s], s, h, yy)
             st = loop_rhs(
                 Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
             )
@@ -1791,11 +1791,9 @@ def _rk_step(
             if st != 0:
                 out[3] = nfev
                 return st
+        d = np.dot(K[:ns].T, B)  # (scipy's rk_step: the same BLAS product)
         for i in range(n):
-            acc = 0.0
-            for j in range(ns):
-                acc += K[j, i] * B[j]
-            y_new[i] = y[i] + h * acc
+            y_new[i] = y[i] + h * d[i]
         st = loop_rhs_keep(
             Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac,
             f_new, yc, lam,
@@ -1809,7 +1807,7 @@ def _rk_step(
         if E3.shape[0]:
             error_norm = _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3)
         else:
-            error_norm = _rk_norm(y, y_new, K, E5, h, r_tol, a_tol)
+            error_norm = _rk_norm(y, y_new, K, E5, h, r_tol, a_tol, err5)
         if error_norm < 1.0:
             if error_norm == 0.0:
                 factor = max_factor
@@ -1832,42 +1830,43 @@ def _rk_step(
 def _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3):
     """scipy's DOP853 error norm of a step of size ``h`` (s) from ``y`` to ``y_new`` with
     the stages ``K``: ``|h| |e5|^2 / sqrt((|e5|^2 + 0.01 |e3|^2) n)`` of the two
-    estimators scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    estimators scaled by ``a_tol + max(|y|, |y_new|) r_tol``; the products and norms
+    by BLAS as scipy's ``_estimate_error_norm`` takes them (``np.dot``,
+    ``np.linalg.norm``: the same bits)."""
     n = y.shape[0]
-    ns1 = K.shape[0]
-    e5 = 0.0
-    e3 = 0.0
+    d5 = np.dot(K.T, E5)
+    d3 = np.dot(K.T, E3)
     for i in range(n):
         scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
-        a5 = 0.0
-        a3 = 0.0
-        for j in range(ns1):
-            a5 += K[j, i] * E5[j]
-            a3 += K[j, i] * E3[j]
-        err5[i] = a5 / scale
-        err3[i] = a3 / scale
-        e5 += err5[i] * err5[i]
-        e3 += err3[i] * err3[i]
+        err5[i] = d5[i] / scale
+        err3[i] = d3[i] / scale
+    e5 = np.sqrt(np.dot(err5, err5)) ** 2
+    e3 = np.sqrt(np.dot(err3, err3)) ** 2
     if e5 == 0.0 and e3 == 0.0:
         return 0.0
     return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
 
 
 @njit(cache=True, inline="always")
-def _rk_norm(y, y_new, K, E, h, r_tol, a_tol):
+def _rk_norm(y, y_new, K, E, h, r_tol, a_tol, err):
     """scipy's ``RungeKutta`` error norm (RK45, RK23) of a step of size ``h`` (s): the
-    RMS of ``h sum_j E_j K_j`` scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    RMS of ``h sum_j E_j K_j`` scaled by ``a_tol + max(|y|, |y_new|) r_tol``, by BLAS
+    as scipy takes it (``np.dot``, ``np.linalg.norm``: the same bits)."""
     n = y.shape[0]
-    ns1 = K.shape[0]
-    s2 = 0.0
+    d = np.dot(K.T, E)
     for i in range(n):
         scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
-        a = 0.0
-        for j in range(ns1):
-            a += K[j, i] * E[j]
-        e = a * h / scale
-        s2 += e * e
-    return np.sqrt(s2) / n**0.5
+        err[i] = d[i] * h / scale
+    return np.sqrt(np.dot(err, err)) / n**0.5
+
+
+@njit(cache=True, inline="always")
+def _dot_stage(y, K, a, s, h, out):
+    """``out = y + (K[:s]^T a[:s]) h``: the state of a Runge-Kutta stage ``s`` as scipy's
+    ``rk_step`` forms it (the product by BLAS, ``np.dot``: the same bits)."""
+    d = np.dot(K[:s].T, np.ascontiguousarray(a[:s]))  # (DOP853's tableau: a view)
+    for i in range(y.shape[0]):
+        out[i] = y[i] + d[i] * h
 
 
 @njit(cache=True, inline="always")
