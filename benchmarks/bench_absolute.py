@@ -22,6 +22,7 @@ import sys
 import time
 
 import numpy as np
+from results_file import markers, replace_section  # noqa: E402
 
 import flexmbd as fm
 
@@ -144,15 +145,7 @@ def main(write=True):
     text = "\n".join(lines)
     print(text)
     if write:
-        path = os.path.join(HERE, "RESULTS.md")
-        old = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-        if "<!-- absolute:start -->" in old:
-            a_, b_ = old.index("<!-- absolute:start -->"), old.index("<!-- absolute:end -->")
-            new = old[:a_] + text + old[b_ + len("<!-- absolute:end -->") :]
-        else:
-            new = old.rstrip("\n") + "\n\n" + text + "\n"
-        with open(path, "w") as fh:
-            fh.write(new)
+        replace_section(text, *markers("absolute"))
     return {"rows": rows, "scaling": list(zip(sizes, scal)), "exponent": p_step}
 
 

@@ -51,6 +51,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from results_file import replace_section  # noqa: E402
+
 from tests.recursive.models import chain  # noqa: E402
 from tests.recursive.pin_models import (  # noqa: E402
     q_to_pin,
@@ -371,12 +373,7 @@ def main(argv=None):
         flex = ""
         if FSTART in old and FEND in old:  # keep the flexible block of an earlier run
             flex = "\n\n" + old[old.index(FSTART) : old.index(FEND) + len(FEND)]
-        block = f"{START}\n{text}{flex}\n{END}"
-        if START in old and END in old:
-            new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
-        else:
-            new = old.rstrip("\n") + "\n\n" + block + "\n"
-        path.write_text(new)
+        replace_section(f"{START}\n{text}{flex}\n{END}", START, END, path)
         print(f"wrote {path}", file=sys.stderr)
 
 

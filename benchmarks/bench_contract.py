@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cfa import best_time, load_space_robot, strip_drives  # noqa: E402
+from results_file import replace_section  # noqa: E402
 
 START, END = "<!-- contract:start -->", "<!-- contract:end -->"
 
@@ -243,13 +244,7 @@ def main(argv=None):
     print(text)
     if args.write:
         path = ROOT / "benchmarks" / "RESULTS.md"
-        old = path.read_text() if path.exists() else "# Benchmark results\n"
-        block = f"{START}\n{text}\n{END}"
-        if START in old and END in old:
-            new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
-        else:
-            new = old.rstrip("\n") + "\n\n" + block + "\n"
-        path.write_text(new)
+        replace_section(text, START, END, path)
         print(f"wrote {path}", file=sys.stderr)
 
 

@@ -42,6 +42,8 @@ import scipy.sparse as sp
 import skfem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from results_file import replace_section  # noqa: E402
+
 import flexmbd.fem as F  # noqa: E402
 from flexmbd.fem import _threads  # noqa: E402
 from flexmbd.fem.eigen import SYMBOLIC_CACHE, available_backends  # noqa: E402
@@ -341,13 +343,7 @@ def table(rows, args):
 
 
 def write_section(text):
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    block = f"{START}\n## FEM reduction (flexmbd.fem vs Exudyn FEMinterface)\n\n{text}\n{END}"
-    if START in old and END in old:
-        new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(new)
+    replace_section(f"## FEM reduction (flexmbd.fem vs Exudyn FEMinterface)\n\n{text}", START, END)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
+from results_file import replace_section  # noqa: E402
+
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
 from flexmbd.recursive import _nbforces as NF  # noqa: E402
@@ -1158,12 +1160,7 @@ def main(sizes=SIZES, repeats=3, write=False):
     print("growth exponents:", {k: round(v, 2) for k, v in exps.items()})
     text = report(rows, exps, squeezer, output, stages)
     if write:
-        old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-        if START in old and END in old:
-            new = old[: old.index(START)] + text + old[old.index(END) + len(END) :]
-        else:
-            new = old.rstrip("\n") + "\n\n" + text + "\n"
-        RESULTS.write_text(new)
+        replace_section(text, START, END)
     return rows, exps
 
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cfa import best_time  # noqa: E402
+from results_file import replace_section  # noqa: E402
 
 from tests.recursive.models import chain  # noqa: E402
 from tests.recursive.pin_models import q_to_pin, to_pinocchio, v_to_pin  # noqa: E402
@@ -194,13 +195,7 @@ def main(argv=None):
     print(text)
     if args.write:
         path = ROOT / "benchmarks" / "RESULTS.md"
-        old = path.read_text()
-        block = f"{START}\n{text}\n{END}"
-        if START in old and END in old:
-            new = old[: old.index(START)] + block + old[old.index(END) + len(END) :]
-        else:
-            new = old.rstrip("\n") + "\n\n" + block + "\n"
-        path.write_text(new)
+        replace_section(text, START, END, path)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
+from results_file import replace_section  # noqa: E402
+
 from flexmbd.topology import analyze  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -120,14 +122,7 @@ def section(rows, worst):
 
 def update_results(text):
     """Replace our section of RESULTS.md (or append it); keep everything else."""
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        new = head + text + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    RESULTS.write_text(new)
+    replace_section(text, START, END)
 
 
 def main():

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_file import markers, replace_section  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 TREE = HERE.parent
 BASELINE = "562cc95"
@@ -176,15 +178,7 @@ def write(rows, best, a):
             f"Speed-up: **{best['before']['cpu'] / best['now']['cpu']:.1f}x** CPU, "
             f"{best['before']['wall'] / best['now']['wall']:.1f}x wall.",
         ]
-    block = "\n".join(["<!-- viz:start -->", *lines, "<!-- viz:end -->"])
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    if "<!-- viz:start -->" in text:
-        head, rest = text.split("<!-- viz:start -->", 1)
-        text = head + block + rest.split("<!-- viz:end -->", 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    path = replace_section("\n".join(lines), *markers("viz"))
     print(f"wrote {path}")
 
 
