@@ -38,8 +38,10 @@ import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import TreeStepper  # noqa: E402
 from tests.recursive.models import chain  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-START, END = "<!-- adaptive:start -->", "<!-- adaptive:end -->"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results_file import markers, replace_section  # noqa: E402
+
+START, END = markers("adaptive")
 SIZES = (2, 10, 50)
 METHODS = {"rk45": "RK45", "dop853": "DOP853"}
 RTOL, ATOL = 1e-8, 1e-10
@@ -188,13 +190,7 @@ def main():
     text = "\n".join(report(rows, args.rounds))
     print(text)
     if args.write:
-        old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-        if START in old:
-            i, j = old.index(START), old.index(END) + len(END)
-            new = old[:i] + text + old[j:]
-        else:
-            new = old.rstrip("\n") + "\n\n" + text + "\n"
-        RESULTS.write_text(new)
+        replace_section(text, START, END)
 
 
 if __name__ == "__main__":

@@ -279,14 +279,15 @@ def test_a_step_handed_back_by_a_block_is_redone_by_scipy(monkeypatch):
 @pytest.mark.parametrize("integrator,rtol", [("rk45", 1e-7), ("rk45", 1e-10), ("dop853", 1e-10)])
 def test_conservative_chain_keeps_its_energy_to_the_tolerance(integrator, rtol):
     """A 10-link chain under gravity alone (no dissipation) in compiled blocks: the total
-    energy drifts over 1 s by the order of the tolerance (a local error per step of
-    about ``rtol`` times the state), not more."""
+    energy drifts over 1 s by the order of the tolerance (measured 0.27 rtol for RK45
+    at 1e-7, 0.43 at 1e-10, DOP853 0.57 at 1e-10, relative to the largest kinetic
+    energy), not more."""
     s = chain(10).compile("recursive")
     res = s.simulate(1.0, integrator=integrator, rtol=rtol, atol=rtol * 1e-2)
     E = res.energy["total"]
     scale = np.abs(res.energy["kinetic"]).max()
     drift = np.abs(E - E[0]).max() / scale
-    assert drift < 100 * rtol
+    assert drift < 3 * rtol
     assert res.meta["steps"] > 20
 
 
