@@ -199,6 +199,53 @@ def test_tree_rk4_runs_compiled_blocks(monkeypatch):
     assert len(res.t) == 6 and len(calls) == 1  # the five intervals in one compiled call
 
 
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+def test_tree_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
+    """Section "Recursive formulation, trees": RK45 / DOP853 / RK23 of a rigid tree with
+    compiled force elements and constant ``tau`` take their steps in compiled blocks, at
+    most one per output interval; every step's sample in the block (the Python
+    right-hand side only for scipy's start: the first derivative and the initial step's
+    probe)."""
+    m = loaded_pendulum(
+        motor=lambda m: fm.JointForce(m.shoulder, [0.2]),
+        law=lambda m: fm.JointForce.spring_damper(m.elbow, 10.0, 0.1),
+    )
+    s = m.compile("recursive")
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    kw = dict(integrator=integrator, tau=[0.1, 0.0], rtol=1e-6, atol=1e-8)
+    res = s.simulate(0.05, dt=0.01, **kw)
+    assert len(res.t) == 6 and 1 <= len(blocks) <= 5 and res.meta["steps"] >= 1
+    qdd = counting(monkeypatch, type(s), "qdd")
+    batch = counting(monkeypatch, type(s), "forward_dynamics_batch")
+    res = s.simulate(0.05, **kw)
+    assert len(qdd) == 2 and not batch and len(res.t) == res.meta["steps"] + 1 > 2
+
+
+@pytest.mark.parametrize("case", ["time function", "callable tau", "spherical"])
+def test_tree_adaptive_fallbacks_run_scipys_steps(monkeypatch, case):
+    """scipy's step code in Python around compiled evaluations: a load that is a
+    function of time, a callable ``tau``, quaternion coordinates."""
+    tau = None
+    if case == "spherical":
+        m = fm.Model("spherical")
+        m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+        m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+        m.shoulder = fm.Revolute(m.ground, m.upper, q0=[-np.pi / 4])
+        m.elbow = fm.Spherical(m.upper, m.lower, parent_frame=(1.0, 0, 0))
+        m.g = fm.Gravity((0, -9.81, 0))
+    else:
+        m = models.double_pendulum()
+        if case == "time function":
+            m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, np.cos(t), 0.0])
+        else:
+            tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
+    s = m.compile("recursive")
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.03, integrator="rk45", tau=tau)
+    assert not blocks and len(qdd) == res.stats["rhs_evaluations"][-1]
+
+
 @pytest.mark.parametrize("case", ["callable tau", "spherical", "floating", "python law"])
 def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     """The RK4 step in Python around compiled forward dynamics: a callable ``tau``,

@@ -67,7 +67,14 @@ __all__ = ["rk4", "simulate_recursive", "ExplicitStepper", "TreeStepper", "tree_
 
 class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
-    quaternion coordinates renormalized after every step and at every dense sample."""
+    quaternion coordinates renormalized after every step and at every dense sample.
+
+    A rigid tree without quaternion coordinates runs RK4 (:meth:`_rk4_block`) and the
+    adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow."""
+
+    #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
+    #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
+    step_blocks = True
 
     # contract: ExplicitStepper's options (passed on)
     def __init__(
@@ -102,12 +109,13 @@ class TreeStepper(ExplicitStepper):
             self._sample_next = None
 
     def _compiled_tree(self):
-        """``(Ib, buf, force table, joint forces)`` of the compiled RK4 intervals
-        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`) or None: RK4 of a rigid tree
-        with ``q' = qd`` (no quaternion coordinates) whose loads the packed tree solver
-        and its force table cover, joint forces ``tau`` None or constant."""
+        """``(Ib, buf, force table, joint forces, whether table values are functions of
+        time)`` of the compiled RK4 intervals and adaptive steps
+        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`, ``tree_rk_block``) or None:
+        a rigid tree with ``q' = qd`` (no quaternion coordinates) whose loads the packed
+        tree solver and its force table cover, joint forces ``tau`` None or constant."""
         s = self.system
-        if self.adaptive or s.nq != s.nv or callable(self._tau_arg):
+        if s.nq != s.nv or callable(self._tau_arg):
             return None
         key = s.model.revision
         if self._tree_args is not None and self._tree_args[0] == key:
@@ -143,6 +151,49 @@ class TreeStepper(ExplicitStepper):
 
         return self._run_block(n, block)
 
+    def _solver_block(self):
+        """A compiled block of adaptive steps (:meth:`ExplicitStepper._solver_block`) of a
+        rigid tree (:meth:`_compiled_tree`, loads not functions of time) with scipy's
+        ``RK45``, ``RK23`` or ``DOP853`` and scalar tolerances:
+        :func:`flexmbd.recursive._nbloops.tree_rk_block`, which writes the output sample
+        of every accepted step (its accelerations, reactions and energies: the step's
+        last evaluation) when the run outputs every step; None else (scipy's ``step()``
+        on :meth:`_f`, also for a step the block hands back: a failed tree solve or a
+        step below scipy's smallest)."""
+        s = self.solver
+        if not self.step_blocks or type(s).__name__ not in _BLOCK_SOLVERS:
+            return None
+        if type(s).__module__.split(".")[0] != "scipy" or np.ndim(s.rtol) or np.ndim(s.atol):
+            return None
+        c = self._compiled_tree()
+        if c is None or c[4]:  # (loads that are functions of time: their stage times)
+            return None
+        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+
+        def run(k, t_stop, win, stall):
+            if self.t_eval is None:  # a sample at every accepted step: rows i + 1 ...
+                qdd, reac, ok, en = self._sample_arrays(self.i + k)
+            else:
+                qdd, reac, ok, en = self._no_rows()
+            n = s.y.shape[0]
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            done = _NL.tree_rk_block(
+                c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
+                self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok,
+            )  # fmt: skip
+            return done, Y, REC, f, out
+
+        return run
+
+    def _no_rows(self):
+        """Sample arrays of no row (a block of a run with output times writes none)."""
+        nj = len(self.system.joint_names)
+        return np.zeros((0, self.nv)), np.zeros((0, nj, 6)), np.zeros(0, bool), np.zeros((0, 7))
+
     def _sample_arrays(self, i):
         """The ``(qdd, reactions, done, energies)`` rows of the samples (one per output
         time; energies ``(kinetic, gravity, table energies, ok)`` of the compiled steps:
@@ -150,7 +201,11 @@ class TreeStepper(ExplicitStepper):
         longer run: ``set_t_end``)."""
         s = self.system
         if self._rows is None or len(self._rows[2]) <= i:
-            n, old = max(self.n_out + 1, i + 1), self._rows
+            old = self._rows
+            if self.adaptive:  # (grown by doubling: the number of steps is not known)
+                n = max(i + 1, 64 if old is None else 2 * len(old[2]))
+            else:
+                n = max(self.n_out + 1, i + 1)
             nj = len(s.joint_names)
             self._rows = (
                 np.zeros((n, s.nv)),
@@ -352,6 +407,11 @@ def simulate_recursive(
 #: milliseconds (the last sample of an RK4 run, a short run)
 _FEW = 8
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated loads
+_NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
+#: scipy's step-size control constants (scipy.integrate._ivp.rk: SAFETY, MIN_FACTOR,
+#: MAX_FACTOR) and the solvers whose steps the compiled block takes
+_SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
+_BLOCK_SOLVERS = ("RK45", "RK23", "DOP853")
 
 
 def _results(system, t, y, tau_f, meta, safe=False, given=None):

@@ -1333,7 +1333,10 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     then :func:`loop_accelerations` at the corrected state, ``out = (v, qdd)``. Returns 0,
     :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
     with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
-    undefined)."""
+    undefined). A tree (``cargs`` None): :func:`_tree_rhs` (the other loop arguments
+    unused)."""
+    if cargs is None:
+        return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     yc = np.empty(y.shape[0])
     lam = np.empty(ws[0].shape[0])
     return loop_rhs_keep(
@@ -1348,7 +1351,10 @@ def loop_rhs_keep(
     """:func:`loop_rhs` that keeps the corrected state in ``yc`` (2 nv,) and the
     multipliers in ``lam`` (m,); on return 0 the workspace ``buf`` holds that state's
     tree pass and ``ws`` its cut rows with the speed terms (what an output sample at the
-    corrected state reads: :func:`_sample_after_rhs`)."""
+    corrected state reads: :func:`_sample_after_rhs`). A tree (``cargs`` None):
+    :func:`_tree_rhs` (``yc``, ``lam`` untouched)."""
+    if cargs is None:
+        return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     phi, J, gamma = ws
     nv = y.shape[0] // 2
     _copy_into(yc, y)
@@ -1606,6 +1612,65 @@ def _stall_verdict(win, n_steps, t, h_abs, stall):
     return False
 
 
+@njit(cache=True, inline="always")
+def _tree_rhs(Ib, buf, forces, y, tau, reac, out):
+    """Right-hand side ``out = (v, qdd)`` of a rigid tree (``q' = v``) at ``y = (q, v)``:
+    :func:`_tree_free` with the joint forces ``tau`` and the force table ``forces``, its
+    tree reactions in ``reac``. Returns the tree solver's status (``out`` then
+    undefined)."""
+    nv = y.shape[0] // 2
+    st = _tree_free(Ib, buf, forces, y[:nv], y[nv:], tau, out[nv:], reac)
+    for i in range(nv):
+        out[i] = y[nv + i]
+    return st
+
+
+@njit(cache=True)
+def tree_rk_block(
+    Ib, buf, forces, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, EN, done,
+):  # fmt: skip
+    """:func:`loop_rk_block` of a rigid tree (``q' = v``, no cut joint): up to ``k``
+    accepted steps of scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with
+    :func:`_tree_rhs` (joint forces ``tau``, the force table ``forces``) at every
+    stage, the same arguments, records and stop reasons. Accepted step ``j`` also
+    writes the output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0 rows):
+    its ``QDD`` and tree reactions ``REAC`` from the step's last evaluation (at the
+    accepted state), its energies ``EN`` (:func:`._nbforces.sample_energies`) and
+    ``done``. Returns the number of accepted steps."""
+    n = y.shape[0]
+    nv = n // 2
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    reac = np.empty((REAC.shape[1], 6))
+    # the loop arguments that a tree's right-hand side does not read
+    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
+    yc, lam = np.empty(0), np.empty(0)
+    fi, ff, tau_c, S = forces
+    for j in range(k):
+        code = _block_step(
+            Ib, buf, none, forces, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        r = i0 + j
+        if r < QDD.shape[0]:
+            for i in range(nv):
+                QDD[r, i] = f_new[nv + i]
+            for i in range(reac.shape[0]):
+                for c in range(6):
+                    REAC[r, i, c] = reac[i, c]
+            sample_energies(Ib, buf, y_new[nv:], fi, ff, tau_c, S, EN[r])
+            done[r] = True
+        if code != _BLOCK_GO:
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
 @njit(cache=True)
 def cut_arrays(cargs):
     """The cut joints' arrays of the cut arguments that :func:`loop_step_sample` reads
@@ -1718,7 +1783,7 @@ def _rk_step(
         for i in range(n):
             K[0, i] = f[i]
         for s in range(1, ns):
-            _stage_state(y, K, A[s], s, h, yy)
+            _dot_stage(y, K, A[s], s, h, yy)
             set_clock(forces[0], forces[1], t + C[s] * h)  # scipy's fun(t + c h, y + dy)
             st = loop_rhs(
                 Ib, buf, cargs, forces, yy, tau, sel, tol, max_newton, rtol, guard, ws, reac, K[s]
@@ -1727,11 +1792,9 @@ def _rk_step(
             if st != 0:
                 out[3] = nfev
                 return st
+        d = np.dot(K[:ns].T, B)  # (scipy's rk_step: the same BLAS product)
         for i in range(n):
-            acc = 0.0
-            for j in range(ns):
-                acc += K[j, i] * B[j]
-            y_new[i] = y[i] + h * acc
+            y_new[i] = y[i] + h * d[i]
         set_clock(forces[0], forces[1], t + h)
         st = loop_rhs_keep(
             Ib, buf, cargs, forces, y_new, tau, sel, tol, max_newton, rtol, guard, ws, reac,
@@ -1746,7 +1809,7 @@ def _rk_step(
         if E3.shape[0]:
             error_norm = _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3)
         else:
-            error_norm = _rk_norm(y, y_new, K, E5, h, r_tol, a_tol)
+            error_norm = _rk_norm(y, y_new, K, E5, h, r_tol, a_tol, err5)
         if error_norm < 1.0:
             if error_norm == 0.0:
                 factor = max_factor
@@ -1769,42 +1832,43 @@ def _rk_step(
 def _dop853_norm(y, y_new, K, E3, E5, h, r_tol, a_tol, err5, err3):
     """scipy's DOP853 error norm of a step of size ``h`` (s) from ``y`` to ``y_new`` with
     the stages ``K``: ``|h| |e5|^2 / sqrt((|e5|^2 + 0.01 |e3|^2) n)`` of the two
-    estimators scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    estimators scaled by ``a_tol + max(|y|, |y_new|) r_tol``; the products and norms
+    by BLAS as scipy's ``_estimate_error_norm`` takes them (``np.dot``,
+    ``np.linalg.norm``: the same bits)."""
     n = y.shape[0]
-    ns1 = K.shape[0]
-    e5 = 0.0
-    e3 = 0.0
+    d5 = np.dot(K.T, E5)
+    d3 = np.dot(K.T, E3)
     for i in range(n):
         scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
-        a5 = 0.0
-        a3 = 0.0
-        for j in range(ns1):
-            a5 += K[j, i] * E5[j]
-            a3 += K[j, i] * E3[j]
-        err5[i] = a5 / scale
-        err3[i] = a3 / scale
-        e5 += err5[i] * err5[i]
-        e3 += err3[i] * err3[i]
+        err5[i] = d5[i] / scale
+        err3[i] = d3[i] / scale
+    e5 = np.sqrt(np.dot(err5, err5)) ** 2
+    e3 = np.sqrt(np.dot(err3, err3)) ** 2
     if e5 == 0.0 and e3 == 0.0:
         return 0.0
     return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
 
 
 @njit(cache=True, inline="always")
-def _rk_norm(y, y_new, K, E, h, r_tol, a_tol):
+def _rk_norm(y, y_new, K, E, h, r_tol, a_tol, err):
     """scipy's ``RungeKutta`` error norm (RK45, RK23) of a step of size ``h`` (s): the
-    RMS of ``h sum_j E_j K_j`` scaled by ``a_tol + max(|y|, |y_new|) r_tol``."""
+    RMS of ``h sum_j E_j K_j`` scaled by ``a_tol + max(|y|, |y_new|) r_tol``, by BLAS
+    as scipy takes it (``np.dot``, ``np.linalg.norm``: the same bits)."""
     n = y.shape[0]
-    ns1 = K.shape[0]
-    s2 = 0.0
+    d = np.dot(K.T, E)
     for i in range(n):
         scale = a_tol + max(abs(y[i]), abs(y_new[i])) * r_tol
-        a = 0.0
-        for j in range(ns1):
-            a += K[j, i] * E[j]
-        e = a * h / scale
-        s2 += e * e
-    return np.sqrt(s2) / n**0.5
+        err[i] = d[i] * h / scale
+    return np.sqrt(np.dot(err, err)) / n**0.5
+
+
+@njit(cache=True, inline="always")
+def _dot_stage(y, K, a, s, h, out):
+    """``out = y + (K[:s]^T a[:s]) h``: the state of a Runge-Kutta stage ``s`` as scipy's
+    ``rk_step`` forms it (the product by BLAS, ``np.dot``: the same bits)."""
+    d = np.dot(K[:s].T, np.ascontiguousarray(a[:s]))  # (DOP853's tableau: a view)
+    for i in range(y.shape[0]):
+        out[i] = y[i] + d[i] * h
 
 
 @njit(cache=True, inline="always")

@@ -1,0 +1,314 @@
+"""Adaptive RK45 / DOP853 / RK23 of rigid trees in compiled blocks
+(``_nbloops.tree_rk_block``: scipy's step in :func:`_nbloops._rk_step` with the compiled
+tree forward dynamics at every stage), against scipy's own ``step()`` on the Python
+right-hand side (``TreeStepper.step_blocks = False``: the path before the blocks).
+
+The compiled step forms its stage states, update and error norms by the BLAS products
+scipy takes (``np.dot``; numba's ``np.dot`` calls scipy's BLAS), so the two paths take
+the same steps bit for bit: a sum in another order would change the step sizes by up
+to 1 % here (an error estimate near zero, at the start from rest, raised to the power
+-1/8 amplifies round-off), and with them every sample.
+"""
+
+import numpy as np
+import pytest
+
+import flexmbd as fm
+from flexmbd.checkpoint import run
+from flexmbd.integrators.explicit import TreeStepper, tree_stepper
+from flexmbd.integrators.stepper import ExplicitStepper
+from flexmbd.recursive import _nbloops as NL
+from flexmbd.recursive.energy import energy_histories
+
+OUTPUTS = dict(every={}, end={"dt": 0.3}, times={"t_eval": np.linspace(0.01, 0.3, 13)})
+
+
+def chain(n=4, damped=False):
+    """A spatial chain of ``n`` rods on skewed revolute joints under gravity (a
+    conservative system unless ``damped``: a spring-damper law on the first joint)."""
+    m = fm.Model("chain")
+    parent = m.ground
+    for k in range(n):
+        b = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
+        setattr(m, f"rod{k}", b)
+        pf = (0.0 if k == 0 else 0.5, 0.0, 0.0)
+        joint = fm.Revolute(parent, b, axis=(0.1 * k, 0.3, 1.0), parent_frame=pf, q0=[0.3 * k])
+        setattr(m, f"j{k}", joint)
+        parent = b
+    m.g = fm.Gravity((0.0, -9.81, 0.0))
+    if damped:
+        m.law = fm.JointForce.spring_damper(m.j0, 5.0, 0.2)
+        m.push = fm.PointForce(m.rod1, (0.5, 0.0, 0.0), (0.0, 0.0, 1.0))
+    return m
+
+
+def counted(monkeypatch):
+    """Count the compiled blocks (their accepted steps) and the Python right-hand side's
+    evaluations."""
+    blocks, python = [], []
+    inner, f = NL.tree_rk_block, TreeStepper._f
+
+    def block(*a):
+        done = inner(*a)
+        blocks.append(done)
+        return done
+
+    def rhs(self, t, y):
+        python.append(t)
+        return f(self, t, y)
+
+    monkeypatch.setattr(NL, "tree_rk_block", block)
+    monkeypatch.setattr(TreeStepper, "_f", rhs)
+    return blocks, python
+
+
+def same_run(a, b):
+    """Bit for bit: times, states, samples, statistics and energies."""
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+    assert a.stats.keys() == b.stats.keys() and a.energy.keys() == b.energy.keys()
+    for k in a.stats:
+        np.testing.assert_array_equal(a.stats[k], b.stats[k])
+    for k in a.energy:
+        np.testing.assert_array_equal(a.energy[k], b.energy[k])
+    assert a.meta["steps"] == b.meta["steps"]
+
+
+def one_step_blocks(monkeypatch):
+    """Every compiled block capped at one step: one compiled call per step."""
+    real = ExplicitStepper._block_steps
+    monkeypatch.setattr(
+        ExplicitStepper, "_block_steps", lambda self, k, *a, **kw: real(self, min(k, 1), *a, **kw)
+    )
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_blocks_equal_scipys_steps(monkeypatch, integrator, output):
+    """Every step in a compiled block (the Python right-hand side only for scipy's start:
+    the first derivative and the initial step's probe, and DOP853's three extra stages
+    per dense output); the run equals scipy's step() on the Python right-hand side bit
+    for bit: times, states, accelerations, reactions, evaluations, step sizes and
+    energies (a loaded chain: a spring-damper joint law, a point force, joint forces)."""
+    s = chain(4, damped=True).compile("recursive")
+    tau = np.array([0.1, 0.0, -0.05, 0.0])
+    kw = dict(integrator=integrator, rtol=1e-8, atol=1e-10, tau=tau, **OUTPUTS[output])
+    blocks, python = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    n = fast.meta["steps"]
+    assert n > 10 and sum(blocks) == n
+    if integrator == "dop853" and output != "every":
+        dense = len(python) - 2
+        assert dense % 3 == 0 and 3 <= dense <= 3 * (len(fast.t) - 1)
+    else:
+        assert len(python) == 2
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    blocks.clear()
+    ref = s.simulate(0.3, **kw)
+    assert not blocks and len(python) > 2 + n
+    same_run(fast, ref)
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_block_samples_are_the_forward_dynamics_at_the_states(integrator):
+    """A run that outputs every step: the block writes each accepted step's sample from
+    the step's last evaluation (at the accepted state), bit for bit the batch forward
+    dynamics and energies at the reported states; only the initial sample is left to
+    the batch."""
+    s = chain(4, damped=True).compile("recursive")
+    tau = np.array([0.1, 0.0, -0.05, 0.0])
+    st = tree_stepper(s, 0.3, integrator=integrator, tau=tau)
+    res = run(st, st.t_end, progress=False)
+    nt = len(res.t)
+    assert not st._rows[2][0] and st._rows[2][1:nt].all() and st._rows[3][1:nt, 6].all()
+    taus = np.tile(tau, (nt, 1))
+    fd = s.forward_dynamics_batch(res.q, res.qd, taus, t=res.t)
+    np.testing.assert_array_equal(res.qdd, fd.qdd)
+    np.testing.assert_array_equal(res.reactions, fd.reactions)
+    again = energy_histories(s, res.t, res.q, res.qd, taus)
+    for k in again:
+        np.testing.assert_array_equal(res.energy[k], again[k])
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_one_compiled_call_per_step_gives_the_same_bits(monkeypatch, integrator, output):
+    """Blocks of one step (a compiled call per step) and blocks of up to hundreds: the
+    same run bit for bit."""
+    s = chain(4, damped=True).compile("recursive")
+    kw = dict(integrator=integrator, rtol=1e-8, atol=1e-10, **OUTPUTS[output])
+    blocks, _ = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    few = len(blocks)
+    one_step_blocks(monkeypatch)
+    blocks.clear()
+    ref = s.simulate(0.3, **kw)
+    assert few < len(blocks) == ref.meta["steps"] and set(blocks) == {1}
+    same_run(fast, ref)
+
+
+def test_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
+    """A checkpointed RK45 run (a sample at every accepted step, a checkpoint every 37
+    steps: no block crosses one) equals the run without checkpoints bit for bit;
+    interrupted at its third chunk and resumed, it equals it too."""
+    m = chain(4, damped=True)
+    s = m.compile("recursive")
+    kw = dict(integrator="rk45", rtol=1e-11, atol=1e-13)
+    ref = s.simulate(0.3, **kw)
+    assert ref.meta["steps"] > 3 * 37
+    same_run(s.simulate(0.3, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
+
+    class Interrupted(BaseException):
+        pass
+
+    real, seen = ExplicitStepper.advance, []
+
+    def advance(self, n=None):
+        seen.append(n)
+        if len(seen) == 3:
+            raise Interrupted
+        return real(self, n)
+
+    monkeypatch.setattr(ExplicitStepper, "advance", advance)
+    path = tmp_path / "b.h5"
+    with pytest.raises(Interrupted):
+        s.simulate(0.3, checkpoint=path, every=37, **kw)
+    monkeypatch.setattr(ExplicitStepper, "advance", real)
+    assert seen[:2] == [37, 37]
+    blocks, _ = counted(monkeypatch)
+    same_run(fm.resume(path, model=m), ref)
+    assert sum(blocks) == ref.meta["steps"] - 2 * 37  # the resumed steps in blocks
+
+
+@pytest.mark.parametrize("max_step", [1e-7, 1e-15])
+def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
+    """A stall inside a compiled block (``max_step`` forcing tiny steps: at 1e-7 s the
+    pace rule after 200 steps, at 1e-15 s, below the step floor 1e-12 of the span, the
+    floor rule after 20) fails with the error of scipy's step-by-step run: the same
+    class, message and time, and the same partial rows up to the last good step."""
+    s = chain(3).compile("recursive")
+    blocks, _ = counted(monkeypatch)
+    errs = []
+    for fast in (True, False):
+        monkeypatch.setattr(TreeStepper, "step_blocks", fast)
+        st = tree_stepper(s, 0.3, integrator="dop853", max_step=max_step)
+        with pytest.raises(fm.errors.SolverError) as info:
+            run(st, st.t_end, progress=False)
+        errs.append(info.value)
+    fast, ref = errs
+    assert "stalled" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and fast.partial is not None
+    assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)  # t0 + the good steps
+    assert sum(blocks) == len(fast.partial.t)  # (the good steps and the stall's)
+    same_run(fast.partial, ref.partial)
+
+
+def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
+    """A non-finite accepted state inside a block (planted at the 8th step, in both
+    paths) fails with the error of the step-by-step run -- the same class, message and
+    time -- and keeps the same partial rows up to the last good step."""
+    m, steps = 8, []
+    inner, after = NL.tree_rk_block, TreeStepper._after_solver_step
+
+    def planted_block(*a):
+        a = list(a)
+        n0 = a[24]  # solver steps before the block
+        if not n0 <= m - 1 < n0 + a[22]:
+            return inner(*a)
+        a[22] = m - n0  # up to the m-th step, which turns non-finite
+        done = inner(*a)
+        if done == m - n0:
+            a[27][done - 1, 0] = np.nan
+            a[29][0] = NL.BLOCK_NONFINITE
+        return done
+
+    def planted_step(self, solver):
+        steps.append(1)
+        if len(steps) == m:
+            solver.y[0] = np.nan
+        return after(self, solver)
+
+    monkeypatch.setattr(NL, "tree_rk_block", planted_block)
+    monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
+    s = chain(4).compile("recursive")
+    errs = []
+    for blocks in (True, False):
+        monkeypatch.setattr(TreeStepper, "step_blocks", blocks)
+        with pytest.raises(fm.errors.SolverError) as info:
+            s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11)
+        errs.append(info.value)
+    fast, ref = errs
+    assert len(steps) == m  # the reference stopped at its planted step
+    assert "non-finite state" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
+    same_run(fast.partial, ref.partial)
+
+
+def test_a_step_handed_back_by_a_block_is_redone_by_scipy(monkeypatch):
+    """A step the block hands back (a failed tree solve; planted at the 40th step) is
+    redone by the solver's ``step()`` on the Python right-hand side, from the state the
+    blocks left; the blocks go on after it, and the run equals the run without blocks
+    bit for bit."""
+    m = 40
+    inner = NL.tree_rk_block
+
+    def planted(*a):
+        a = list(a)
+        n0, k = a[24], a[22]
+        if not n0 <= m < n0 + k:
+            return inner(*a)
+        a[22] = m - n0  # the steps before the m-th, then the handed-back one
+        done = inner(*a)
+        if done == m - n0 and (done == 0 or a[29][0] == NL.BLOCK_DONE):
+            a[29][:3] = NL.BLOCK_HANDBACK, NL.TREE_FAILED, 3.0
+        return done
+
+    blocks, python = counted(monkeypatch)
+    monkeypatch.setattr(NL, "tree_rk_block", planted)
+    s = chain(4).compile("recursive")
+    kw = dict(integrator="rk45", rtol=1e-9, atol=1e-11)
+    fast = s.simulate(0.3, **kw)
+    ev = fast.stats["rhs_evaluations"]
+    assert len(python) == 2 + ev[m + 1] - ev[m]  # scipy's start and the redone step
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    ref = s.simulate(0.3, **kw)
+    assert ref.meta["steps"] > m + 1
+    same_run(fast, ref)
+
+
+@pytest.mark.parametrize("integrator,rtol", [("rk45", 1e-7), ("rk45", 1e-10), ("dop853", 1e-10)])
+def test_conservative_chain_keeps_its_energy_to_the_tolerance(integrator, rtol):
+    """A 10-link chain under gravity alone (no dissipation) in compiled blocks: the total
+    energy drifts over 1 s by the order of the tolerance (measured 0.27 rtol for RK45
+    at 1e-7, 0.43 at 1e-10, DOP853 0.57 at 1e-10, relative to the largest kinetic
+    energy), not more."""
+    s = chain(10).compile("recursive")
+    res = s.simulate(1.0, integrator=integrator, rtol=rtol, atol=rtol * 1e-2)
+    E = res.energy["total"]
+    scale = np.abs(res.energy["kinetic"]).max()
+    drift = np.abs(E - E[0]).max() / scale
+    assert drift < 3 * rtol
+    assert res.meta["steps"] > 20
+
+
+@pytest.mark.parametrize("case", ["callable tau", "time function", "spherical", "floating"])
+def test_fallbacks_run_scipys_steps(monkeypatch, case):
+    """scipy's step code on the Python right-hand side: a callable ``tau``, a load that is
+    a function of time (its stage times are known only inside the step), quaternion
+    coordinates (Spherical, Free)."""
+    m, tau = chain(2), None
+    if case == "callable tau":
+        tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
+    elif case == "time function":
+        m.push = fm.PointForce(m.rod1, (0.5, 0.0, 0.0), lambda t: [0.0, np.sin(t), 0.0])
+    elif case == "spherical":
+        m.ball = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
+        m.cup = fm.Spherical(m.rod1, m.ball, parent_frame=(0.5, 0, 0))
+    else:
+        m = fm.Model("floating")
+        m.box = fm.RigidBody(1.0, (0.1, 0.2, 0.3))
+        m.free = fm.Free(m.ground, m.box, qd0=[0.0, 0.0, 0.0, 0.3, 0.2, 0.1])
+    s = m.compile("recursive")
+    blocks, python = counted(monkeypatch)
+    res = s.simulate(0.05, integrator="rk45", tau=tau)
+    assert not blocks and len(python) == res.stats["rhs_evaluations"][-1]
