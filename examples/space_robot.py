@@ -45,10 +45,11 @@ T_DRIVE = 5.0
 
 
 def torque(amplitude):
-    """One sine period of the given amplitude over the first T_DRIVE seconds."""
+    """One sine period of the given amplitude (N m) over the first T_DRIVE seconds, a
+    function of time only (``JointForce.of_time``: the compiled RK4 tabulates it)."""
 
-    def f(t, q, qd):
-        return np.array([amplitude * np.sin(2.0 * np.pi * t / T_DRIVE) if t < T_DRIVE else 0.0])
+    def f(t):
+        return amplitude * np.sin(2.0 * np.pi * t / T_DRIVE) if t < T_DRIVE else 0.0
 
     return f
 
@@ -72,7 +73,7 @@ def arm(b, mount, sign=1.0):
     b.joint = fm.Revolute(range(6), rule=joint)
     b.drive = fm.JointForce(
         range(6),
-        rule=lambda blk, i: fm.JointForce(
+        rule=lambda blk, i: fm.JointForce.of_time(
             blk.joint[i], torque((sign if i == 0 else 1.0) * AMPLITUDES[i])
         ),
     )

@@ -102,12 +102,14 @@ class TreeStepper(ExplicitStepper):
             self._sample_next = None
 
     def _compiled_tree(self):
-        """``(Ib, buf, force table, joint forces)`` of the compiled RK4 intervals
-        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`) or None: RK4 of a rigid tree
-        with ``q' = qd`` (no quaternion coordinates) whose loads the packed tree solver
-        and its force table cover, joint forces ``tau`` None or constant."""
+        """``(Ib, buf, force table, joint forces, timed loads, quaternion offsets)`` of the
+        compiled RK4 intervals (:func:`flexmbd.recursive._nbloops.tree_rk4_block`) or
+        None: RK4 of a rigid tree (fixed or floating base; quaternion coordinates of
+        Spherical and Free joints integrated through their rates and renormalized as
+        :meth:`_after_rk4` does) whose loads the packed tree solver and its force table
+        cover, joint forces ``tau`` None or constant."""
         s = self.system
-        if self.adaptive or s.nq != s.nv or callable(self._tau_arg):
+        if self.adaptive or callable(self._tau_arg):
             return None
         key = s.model.revision
         if self._tree_args is not None and self._tree_args[0] == key:
@@ -117,9 +119,10 @@ class TreeStepper(ExplicitStepper):
         # the force table; loads that are functions of time tabulated per block
         table = s.tabulated_forces(()) if packed is not None else None
         rigid = getattr(s, "flex", None) is None
-        if packed is not None and table is not None and rigid and not s.floating:
+        if packed is not None and table is not None and rigid:
             tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
-            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0)
+            qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
+            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0, qoff)
         self._tree_args = (key, out)
         return out
 
@@ -138,7 +141,7 @@ class TreeStepper(ExplicitStepper):
             TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
             return _NL.tree_rk4_block(
                 c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok,
-                Y, TT, tix,
+                Y, TT, tix, c[5],
             )  # fmt: skip
 
         return self._run_block(n, block)

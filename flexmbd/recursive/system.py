@@ -1897,8 +1897,11 @@ class RecursiveSystem:
         tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
         times = np.asarray(times, dtype=float)
         TT = np.empty((len(times), len(tix)))
-        for r, t in enumerate(times):
-            TT[r] = np.concatenate([np.atleast_1d(fn(t)) for _, _, fn in timers] or [[]])
+        m = 0
+        for _, c, fn in timers:  # one column (a scalar function) or a block of columns
+            w = c.stop - c.start if isinstance(c, slice) else 1
+            TT[:, m : m + w] = np.reshape([fn(t) for t in times], (len(times), w))
+            m += w
         return tab, TT, tix
 
     def _table_for(self, ignore, timed):
@@ -1929,10 +1932,11 @@ class RecursiveSystem:
             if f.constant_force is not None:
                 tau_c[self._vslice[f.joint.name]] += f.constant_force
                 continue
-            row = self._law_row(f)
-            if row is None:
+            rows = [self._law_row(f)] if f.law is not None else self._time_rows(f)
+            if rows is None or None in rows:
                 return None
-            self._table_append(fi, ff, timers, row)
+            for row in rows:
+                self._table_append(fi, ff, timers, row)
         for fe in self._generic:
             if any(fe is g for g in ignore):
                 continue
@@ -2017,6 +2021,20 @@ class RecursiveSystem:
             return ints, row
         return ints, row, (3, lambda t: float(fa(t)))
 
+    def _time_rows(self, f):
+        """The table rows of a :meth:`~flexmbd.JointForce.of_time` drive on a joint of
+        several speeds, one joint law per speed without spring and damper (its actuator
+        the drive's value along that speed, a function of time), or None (another law)."""
+        if f.time_force is None:
+            return None
+        sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+        rows = []
+        for i in range(sv.stop - sv.start):
+            ints = (NF.JLAW, sq.start, sv.start + i, 0)
+            row = np.zeros(NF.NF)
+            rows.append((ints, row, (3, lambda t, i=i: float(f.time_force(t)[i]))))
+        return rows
+
     def _force_row(self, fe):
         """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
         row = np.zeros(NF.NF)
@@ -2084,6 +2102,12 @@ class RecursiveSystem:
         for sq, sv in self.modal_slices.values():
             out[sq] = qd[sv]
         return out
+
+    @property
+    def quaternion_offsets(self) -> tuple[int, ...]:
+        """Offsets in ``q`` of the Euler parameters ``(e0, e1, e2, e3)`` of the Spherical
+        and Free joints (the four values :meth:`normalize` scales to unit norm)."""
+        return tuple(self._quat_offsets)
 
     def normalize(self, q: ArrayLike) -> Array:
         """Project quaternion coordinates on unit norm (returns a copy)."""
