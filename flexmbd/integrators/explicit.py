@@ -131,14 +131,19 @@ class TreeStepper(ExplicitStepper):
         (:func:`flexmbd.recursive._nbloops.tree_rk4_block`; its first stage of each
         interval is the output sample: ``qdd`` and reactions kept for the results), or
         None (the Python RK4 of :meth:`step`). The call's wall time is spread evenly
-        over its intervals."""
+        over its intervals. A load's function of time that fails on the block's stage
+        times makes the block do nothing: :meth:`step` then runs the intervals one by
+        one and reports the failure in its interval, with the results before it."""
         c = self._compiled_tree()
         if c is None:
             return None
 
         def block(y, Y, k):
             qdd, reac, ok, en = self._sample_arrays(self.i)
-            TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
+            try:
+                TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
+            except FlexmbdError:  # a time function failed: step() meets it in its interval
+                return 0
             return _NL.tree_rk4_block(
                 c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok,
                 Y, TT, tix, c[5],

@@ -384,7 +384,9 @@ class JointForce(ForceElement):
         Python call per time), and on a one-speed joint (Revolute, Prismatic, Screw) it is
         the actuator term of :meth:`spring_damper` without spring and damper, which the
         absolute engine evaluates inside its step. A value of the wrong size or not
-        finite raises :class:`~flexmbd.errors.ModelError` naming the joint::
+        finite raises :class:`~flexmbd.errors.ModelError` naming the joint (``force(0)``
+        is checked when the drive is made; during a run the error ends it with a
+        :class:`~flexmbd.errors.SolverError` that keeps the results so far)::
 
             m.drive = fm.JointForce.of_time(m.shoulder, lambda t: 2.0 * np.sin(t))
         """
@@ -402,11 +404,12 @@ class JointForce(ForceElement):
             v = np.ravel(np.asarray(force(t), dtype=float))
             if v.shape != (nv,) or not np.all(np.isfinite(v)):
                 raise ModelError(
-                    f"JointForce.of_time on {joint.local_name!r}: f({t!r}) must return "
+                    f"JointForce.of_time on {joint.local_name!r}: f({float(t)!r}) must return "
                     f"{nv} finite value(s) (N or N m), got {v!r}"
                 )
             return v
 
+        values(0.0)  # checked once here: a wrong size fails where the drive is made
         if nv == 1 and joint.nq == 1:
 
             def scalar(t):
