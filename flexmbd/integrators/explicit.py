@@ -407,8 +407,6 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     energy = energy_histories(system, t, q, qd, tau, rows=None if given is None else given[3])
     extra = {}
     if system.floating:
-        mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
-        extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
-        extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
+        extra["momentum_linear"], extra["momentum_angular"] = system.momentum_history(q, qd)
     fields = dict(energy=energy, extra=extra, meta=meta, bodies=body_series(system, q))
     return Results.from_system(system, t, q, qd, qdd, reac, **fields)

@@ -1681,10 +1681,14 @@ class RecursiveSystem:
             if f.constant_force is not None:  # the whole history at once
                 p_act += qd[:, sv] @ f.constant_force
                 continue
-            if f.law is not None and getattr(f.actuator, "constant", False):
+            if f.law is not None:
                 k, c, x0 = f.law  # the law's formula, elementwise over the history
                 qj, vj = q[:, sq.start], qd[:, sv.start]
-                p_act += (float(f.actuator(0.0)) - k * (qj - x0) - c * vj) * vj
+                if getattr(f.actuator, "constant", False):
+                    fa = float(f.actuator(0.0))
+                else:  # a function of time: one call per sample
+                    fa = np.array([float(f.actuator(x)) for x in t_])
+                p_act += (fa - k * (qj - x0) - c * vj) * vj
                 continue
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
@@ -1806,6 +1810,24 @@ class RecursiveSystem:
             p = p + pk
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
+
+    def momentum_history(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
+        """:meth:`momentum` over a history ``q`` (nt, nq), ``qd`` (nt, nv): ``(linear
+        (nt, 3), angular (nt, 3))`` in world axes, angular about the world origin; the
+        kinematics of every state in one compiled call for a rigid tree (the same
+        numbers as :meth:`momentum` per state), one state at a time otherwise."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        self._refresh()
+        if self._ops.flex_labels or not self._ops.compiled:
+            mom = [self.momentum(a, b) for a, b in zip(q, qd, strict=True)]
+            lin = np.array([m[0] for m in mom]).reshape(len(q), 3)
+            return lin, np.array([m[1] for m in mom]).reshape(len(q), 3)
+        Rw, rw, vel, _ = self._kinematics_history(*self._check_state(q, qd))
+        h = np.einsum("kij,tkj->tki", self._Mm[M_I, 1:], vel[:, 1:])
+        p = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., 3:])
+        ang = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., :3]) + np.cross(rw[:, 1:], p)
+        return p.sum(axis=1), ang.sum(axis=1)
 
     def packed_rigid(
         self, ignore: tuple = (), forces: bool = False, timed: bool = False

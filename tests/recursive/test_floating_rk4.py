@@ -216,3 +216,16 @@ def test_of_time_bad_input_names_the_joint():
     with pytest.raises(SolverError, match="shoulder.*1 finite") as info:
         m.compile("recursive").simulate(0.05, dt=0.01, integrator="rk4")
     assert info.value.partial is not None and len(info.value.partial.t) >= 2
+
+
+def test_momentum_history_equals_momentum_per_state():
+    """``momentum_history`` (one compiled kinematics pass over the history, what the
+    results of a floating run use) = :meth:`momentum` state by state, bit for bit."""
+    s = robot(False).compile("recursive")
+    res = s.simulate(0.05, dt=0.002, integrator="rk4", qd0=moving_state(s))
+    lin, ang = s.momentum_history(res.q, res.qd)
+    for i in range(len(res.t)):
+        p, h = s.momentum(res.q[i], res.qd[i])
+        assert np.array_equal(lin[i], p) and np.array_equal(ang[i], h)
+    assert np.array_equal(lin, res.extra["momentum_linear"])
+    assert np.array_equal(ang, res.extra["momentum_angular"])
