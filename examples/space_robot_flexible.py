@@ -102,7 +102,7 @@ def arm(b, mount, sign=1.0, flexible=(), rb=None):
     b.joint = fm.Revolute(range(6), rule=joint)
     b.drive = fm.JointForce(
         range(6),
-        rule=lambda blk, i: fm.JointForce(
+        rule=lambda blk, i: fm.JointForce.of_time(
             blk.joint[i], sr.torque((sign if i == 0 else 1.0) * sr.AMPLITUDES[i])
         ),
     )

@@ -246,26 +246,40 @@ def test_tree_adaptive_fallbacks_run_scipys_steps(monkeypatch, case):
     assert not blocks and len(qdd) == res.stats["rhs_evaluations"][-1]
 
 
-@pytest.mark.parametrize("case", ["callable tau", "spherical", "floating", "python law"])
-def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
-    """The RK4 step in Python around compiled forward dynamics: a callable ``tau``,
-    quaternion coordinates (Spherical, Free) or a floating base, a JointForce with a
-    Python law."""
-    tau = None
-    if case == "callable tau":
-        m = models.double_pendulum()
-        tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
-    elif case == "spherical":
-        m = fm.Model("spherical")
+@pytest.mark.parametrize("case", ["spherical", "floating"])
+def test_tree_rk4_quaternion_trees_run_compiled_blocks(monkeypatch, case):
+    """Section "Recursive formulation, trees": quaternion coordinates (a Spherical
+    joint, a floating base with a time-driven joint) run whole blocks of output
+    intervals in one compiled call, the drive tabulated; no evaluation from Python."""
+    m = fm.Model(case)
+    if case == "spherical":
         m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
         m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
         m.shoulder = fm.Revolute(m.ground, m.upper, q0=[-np.pi / 4])
         m.elbow = fm.Spherical(m.upper, m.lower, parent_frame=(1.0, 0, 0))
         m.g = fm.Gravity((0, -9.81, 0))
-    elif case == "floating":
-        m = fm.Model("floating")
+    else:
         m.box = fm.RigidBody(1.0, (0.1, 0.2, 0.3))
         m.free = fm.Free(m.ground, m.box, qd0=[0.0, 0.0, 0.0, 0.3, 0.2, 0.1])
+        m.arm = fm.RigidBody.rod(mass=0.5, length=0.4, radius=0.02, origin="end")
+        m.hinge = fm.Revolute(m.box, m.arm, parent_frame=(0.2, 0, 0))
+        m.drive = fm.JointForce.of_time(m.hinge, lambda t: 0.1 * np.sin(t))
+    s = m.compile("recursive")
+    assert s.nq > s.nv and s.packed_rigid(forces=True, timed=True) is not None
+    calls = counting(monkeypatch, NL, "tree_rk4_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.05, dt=0.01, integrator="rk4")
+    assert len(res.t) == 6 and len(calls) == 1 and not qdd
+
+
+@pytest.mark.parametrize("case", ["callable tau", "python law"])
+def test_tree_rk4_fallbacks_run_python_rk4(monkeypatch, case):
+    """The RK4 step in Python around compiled forward dynamics: a callable ``tau``, a
+    JointForce with a Python law."""
+    tau = None
+    if case == "callable tau":
+        m = models.double_pendulum()
+        tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
     else:
         m = models.double_pendulum()
         m.law = fm.JointForce(m.elbow, lambda t, q, qd: [-10.0 * q[0] - 0.1 * qd[0]])

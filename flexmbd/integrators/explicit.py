@@ -109,13 +109,15 @@ class TreeStepper(ExplicitStepper):
             self._sample_next = None
 
     def _compiled_tree(self):
-        """``(Ib, buf, force table, joint forces, whether table values are functions of
-        time)`` of the compiled RK4 intervals and adaptive steps
-        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`, ``tree_rk_block``) or None:
-        a rigid tree with ``q' = qd`` (no quaternion coordinates) whose loads the packed
-        tree solver and its force table cover, joint forces ``tau`` None or constant."""
+        """``(Ib, buf, force table, joint forces, timed loads, quaternion offsets)`` of the
+        compiled RK4 intervals and adaptive steps
+        (:func:`flexmbd.recursive._nbloops.tree_rk4_block`, ``tree_rk_block``) or None: a
+        rigid tree (fixed or floating base; RK4 integrates the quaternion coordinates of
+        Spherical and Free joints through their rates and renormalizes them as
+        :meth:`_after_rk4` does) whose loads the packed tree solver and its force table
+        cover, joint forces ``tau`` None or constant."""
         s = self.system
-        if s.nq != s.nv or callable(self._tau_arg):
+        if callable(self._tau_arg):
             return None
         key = s.model.revision
         if self._tree_args is not None and self._tree_args[0] == key:
@@ -125,9 +127,10 @@ class TreeStepper(ExplicitStepper):
         # the force table; loads that are functions of time tabulated per block
         table = s.tabulated_forces(()) if packed is not None else None
         rigid = getattr(s, "flex", None) is None
-        if packed is not None and table is not None and rigid and not s.floating:
+        if packed is not None and table is not None and rigid:
             tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
-            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0)
+            qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
+            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0, qoff)
         self._tree_args = (key, out)
         return out
 
@@ -136,17 +139,22 @@ class TreeStepper(ExplicitStepper):
         (:func:`flexmbd.recursive._nbloops.tree_rk4_block`; its first stage of each
         interval is the output sample: ``qdd`` and reactions kept for the results), or
         None (the Python RK4 of :meth:`step`). The call's wall time is spread evenly
-        over its intervals."""
+        over its intervals. A load's function of time that fails on the block's stage
+        times makes the block do nothing: :meth:`step` then runs the intervals one by
+        one and reports the failure in its interval, with the results before it."""
         c = self._compiled_tree()
         if c is None:
             return None
 
         def block(y, Y, k):
             qdd, reac, ok, en = self._sample_arrays(self.i)
-            TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
+            try:
+                TT, tix = self._stage_table(k) if c[4] else (_NO_TT, _NO_TIX)
+            except FlexmbdError:  # a time function failed: step() meets it in its interval
+                return 0
             return _NL.tree_rk4_block(
                 c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok,
-                Y, TT, tix,
+                Y, TT, tix, c[5],
             )  # fmt: skip
 
         return self._run_block(n, block)
@@ -166,7 +174,8 @@ class TreeStepper(ExplicitStepper):
         if type(s).__module__.split(".")[0] != "scipy" or np.ndim(s.rtol) or np.ndim(s.atol):
             return None
         c = self._compiled_tree()
-        if c is None or c[4]:  # (loads that are functions of time: their stage times)
+        # (loads that are functions of time: their stage times; quaternion coordinates)
+        if c is None or c[4] or len(c[5]):
             return None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
@@ -459,8 +468,6 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
     energy = energy_histories(system, t, q, qd, tau, rows=None if given is None else given[3])
     extra = {}
     if system.floating:
-        mom = [system.momentum(q[i], qd[i]) for i in range(nt)]
-        extra["momentum_linear"] = np.array([m[0] for m in mom]).reshape(nt, 3)
-        extra["momentum_angular"] = np.array([m[1] for m in mom]).reshape(nt, 3)
+        extra["momentum_linear"], extra["momentum_angular"] = system.momentum_history(q, qd)
     fields = dict(energy=energy, extra=extra, meta=meta, bodies=body_series(system, q))
     return Results.from_system(system, t, q, qd, qdd, reac, **fields)

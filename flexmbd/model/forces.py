@@ -20,6 +20,7 @@ once. Joint-space elements (:class:`JointForce`) act on joint speeds directly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -258,6 +259,8 @@ class JointForce(ForceElement):
     law: tuple[float, float, float] | None = None
     #: the numba ``cfunc`` of a :meth:`compiled_law`, else None
     user_law: Any = None
+    #: ``f(t)`` (nv,) of a :meth:`of_time` drive (a function of time only), else None
+    time_force: Callable[[float], Array] | None = None
     #: numba signature of a :meth:`compiled_law`: ``law(q, qd, t, which)``
     LAW_SIGNATURE = "float64(float64, float64, float64, int64)"
 
@@ -360,6 +363,66 @@ class JointForce(ForceElement):
         )
         el.law = (k, c, x0)
         el.actuator = fa
+        return el
+
+    @classmethod
+    def of_time(
+        cls,
+        joint: Joint,
+        force: Callable[[float], ArrayLike],
+        *,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> JointForce:
+        """A drive given as a function of time only: ``force(t)`` (t in s) returns the
+        joint's ``nv`` values (N m along an angular speed, N along a linear one; a number
+        for a one-speed joint).
+
+        Unlike a law ``f(t, q, qd)``, which the recursive formulation evaluates in Python
+        at every state, a function of time joins the compiled force tables: the recursive
+        formulation tabulates it on the stage times of its compiled RK4 blocks (one
+        Python call per time), and on a one-speed joint (Revolute, Prismatic, Screw) it is
+        the actuator term of :meth:`spring_damper` without spring and damper, which the
+        absolute engine evaluates inside its step. A value of the wrong size or not
+        finite raises :class:`~flexmbd.errors.ModelError` naming the joint (``force(0)``
+        is checked when the drive is made; during a run the error ends it with a
+        :class:`~flexmbd.errors.SolverError` that keeps the results so far)::
+
+            m.drive = fm.JointForce.of_time(m.shoulder, lambda t: 2.0 * np.sin(t))
+        """
+        if not isinstance(joint, Joint):
+            raise ModelError(f"JointForce.of_time: first argument must be a joint, got {joint!r}")
+        if not callable(force):
+            raise ModelError(
+                f"JointForce.of_time on {joint.local_name!r}: force must be a function "
+                f"f(t) of time (s) returning {joint.nv} value(s) (N or N m), got {force!r}; "
+                f"a constant force is JointForce(joint, values)"
+            )
+        nv = joint.nv
+
+        def values(t):
+            v = np.ravel(np.asarray(force(t), dtype=float))
+            if v.shape != (nv,) or not np.all(np.isfinite(v)):
+                raise ModelError(
+                    f"JointForce.of_time on {joint.local_name!r}: f({float(t)!r}) must return "
+                    f"{nv} finite value(s) (N or N m), got {v!r}"
+                )
+            return v
+
+        values(0.0)  # checked once here: a wrong size fails where the drive is made
+        if nv == 1 and joint.nq == 1:
+
+            def scalar(t):
+                v = force(t)  # a Python or numpy float: no array round trip (tabulation)
+                if isinstance(v, float | np.floating) and math.isfinite(v):
+                    return float(v)
+                return values(t)[0]
+
+            el = cls.spring_damper(joint, actuator=scalar, name=name, doc=doc)
+        else:
+            el = cls(joint, lambda t, q, qd: values(t), name=name, doc=doc)
+            el.has_jacobian = True  # no dependence on q, qd: zero Jacobians
+        el.time_force = values
         return el
 
     @classmethod

@@ -1209,14 +1209,43 @@ def loop_rk4_block(
     return n_int
 
 
+@njit(cache=True, _nrt=False)
+def unit_quaternions(q, qoff):
+    """Scale the quaternions ``q[o : o + 4]`` (``o`` in ``qoff``, int64) to unit norm in
+    place: each value divided by ``sqrt(((e0^2 + e1^2) + e2^2) + e3^2)``, the operations of
+    numpy's norm in :meth:`flexmbd.recursive.RecursiveSystem.normalize` in its order (the
+    Python RK4 path's projection: the same bits)."""
+    for m in range(qoff.shape[0]):
+        o = qoff[m]
+        n = np.sqrt(
+            ((q[o] * q[o] + q[o + 1] * q[o + 1]) + q[o + 2] * q[o + 2]) + q[o + 3] * q[o + 3]
+        )
+        for i in range(4):
+            q[o + i] = q[o + i] / n
+
+
+@njit(cache=True, _nrt=False)
+def coordinate_rates(Ib, buf, q, v, out):
+    """``out = dq/dt`` (nq,) of the speeds ``v`` at ``q`` of the rigid tree ``(Ib, buf)``:
+    :func:`._kernels.qdot_all` (quaternion rates of Spherical and Free joints, ``v``
+    itself for the others), as :meth:`flexmbd.recursive.RecursiveSystem.qdot`."""
+    Ia, Sa = K.unpack_ints(Ib)
+    Vv = K._views(Ia, buf)[1]
+    K.qdot_all(Ia, Vv, q, v, out)
+
+
 @njit(cache=True)
 def tree_rk4_block(
-    Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, EN, done, Yout, TT, tix
+    Ib, buf, forces, y, h, substeps, n_int, tau, i0, QDD, REAC, EN, done, Yout, TT, tix, qoff
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of the rigid
-    tree (``q' = v``: no quaternion coordinates) with the accelerations of
-    :func:`_tree_free` (joint forces ``tau``, the force table ``forces``), from ``y`` in
-    place. Table values that are functions of time are tabulated by the caller:
+    tree with the accelerations of :func:`_tree_free` (joint forces ``tau``, the force
+    table ``forces``), from ``y = (q, v)`` in place. ``q' = v`` when ``nq == nv``, else
+    ``q' = qdot(q, v)`` (:func:`coordinate_rates`: quaternion coordinates of Spherical
+    and Free joints) and the quaternions at the offsets ``qoff`` (int64) renormalized at
+    the end of each output interval (:func:`unit_quaternions`), as the Python path
+    (:class:`flexmbd.integrators.explicit.TreeStepper`) does. Table values that are
+    functions of time are tabulated by the caller:
     ``TT[3 (j substeps + sub) + c, m]`` the value ``m`` at the start (c = 0), middle
     (1) and end (2) of substep ``sub`` of interval ``j``, written into
     ``forces[1][tix[m, 0], tix[m, 1]]`` before each stage (none for ``tix`` of 0 rows).
@@ -1227,11 +1256,13 @@ def tree_rk4_block(
     fails or whose end state is not finite (``y`` is then that interval's start).
     Returns the number of intervals done."""
     n = y.shape[0]
-    nv = n // 2
+    nv = Ib[K.IB_NV]
+    nq = n - nv
     y0 = np.empty(n)
     ks = np.empty((4, n))
     yy = np.empty(n)
     acc = np.empty(nv)
+    rates = np.empty(nq)
     reac = np.empty((REAC.shape[1], 6))
     for j in range(n_int):
         for i in range(n):
@@ -1246,21 +1277,29 @@ def tree_rk4_block(
                     forces[1][tix[m, 0], tix[m, 1]] = TT[row, m]
                 sample = s == 0 and sub == 0 and r < QDD.shape[0]
                 rr = REAC[r] if sample else reac
-                if _tree_free(Ib, buf, forces, yy[:nv], yy[nv:], tau, acc, rr) != 0:
+                if _tree_free(Ib, buf, forces, yy[:nq], yy[nq:], tau, acc, rr) != 0:
                     ok = False
                     break
                 if sample:
                     for i in range(nv):
                         QDD[r, i] = acc[i]
                     fi, ff, tau_c, S = forces
-                    sample_energies(Ib, buf, yy[nv:], fi, ff, tau_c, S, EN[r])
+                    sample_energies(Ib, buf, yy[nq:], fi, ff, tau_c, S, EN[r])
                     done[r] = True
+                if nq == nv:
+                    for i in range(nv):
+                        ks[s, i] = yy[nv + i]
+                else:
+                    coordinate_rates(Ib, buf, yy[:nq], yy[nq:], rates)
+                    for i in range(nq):
+                        ks[s, i] = rates[i]
                 for i in range(nv):
-                    ks[s, i] = yy[nv + i]
-                    ks[s, nv + i] = acc[i]
+                    ks[s, nq + i] = acc[i]
             if not ok:
                 break
             _rk4_update(y, ks, h)
+        if ok:
+            unit_quaternions(y, qoff)
         if not _interval_end(y, y0, ok, Yout, j):
             if r < done.shape[0]:
                 done[r] = False

@@ -1687,10 +1687,14 @@ class RecursiveSystem:
             if f.constant_force is not None:  # the whole history at once
                 p_act += qd[:, sv] @ f.constant_force
                 continue
-            if f.law is not None and getattr(f.actuator, "constant", False):
+            if f.law is not None:
                 k, c, x0 = f.law  # the law's formula, elementwise over the history
                 qj, vj = q[:, sq.start], qd[:, sv.start]
-                p_act += (float(f.actuator(0.0)) - k * (qj - x0) - c * vj) * vj
+                if getattr(f.actuator, "constant", False):
+                    fa = float(f.actuator(0.0))
+                else:  # a function of time: one call per sample
+                    fa = np.array([float(f.actuator(x)) for x in t_])
+                p_act += (fa - k * (qj - x0) - c * vj) * vj
                 continue
             if f.user_law is not None and sq.stop - sq.start == 1 == sv.stop - sv.start:
                 # the compiled law over the history in one call (no ctypes call per state)
@@ -1819,6 +1823,24 @@ class RecursiveSystem:
             ang = ang + np.cross(r, pk) + R @ Mu[:3]
         return p, ang
 
+    def momentum_history(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
+        """:meth:`momentum` over a history ``q`` (nt, nq), ``qd`` (nt, nv): ``(linear
+        (nt, 3), angular (nt, 3))`` in world axes, angular about the world origin; the
+        kinematics of every state in one compiled call for a rigid tree (the same
+        numbers as :meth:`momentum` per state), one state at a time otherwise."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        self._refresh()
+        if self._ops.flex_labels or not self._ops.compiled:
+            mom = [self.momentum(a, b) for a, b in zip(q, qd, strict=True)]
+            lin = np.array([m[0] for m in mom]).reshape(len(q), 3)
+            return lin, np.array([m[1] for m in mom]).reshape(len(q), 3)
+        Rw, rw, vel, _ = self._kinematics_history(*self._check_state(q, qd))
+        h = np.einsum("kij,tkj->tki", self._Mm[M_I, 1:], vel[:, 1:])
+        p = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., 3:])
+        ang = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., :3]) + np.cross(rw[:, 1:], p)
+        return p.sum(axis=1), ang.sum(axis=1)
+
     def packed_rigid(
         self, ignore: tuple = (), forces: bool = False, timed: bool = False
     ) -> tuple[Array, Array, Array] | None:
@@ -1909,15 +1931,14 @@ class RecursiveSystem:
         tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
         times = np.asarray(times, dtype=float)
         TT = np.empty((len(times), len(tix)))
-        col = 0
-        for _, c, fn in timers:
+        m = 0
+        for _, c, fn in timers:  # one column (a scalar function) or a block of columns
             w = c.stop - c.start if isinstance(c, slice) else 1
             if fn is _clock:  # the table's clock: the times themselves
-                TT[:, col] = times
+                TT[:, m] = times
             else:
-                for r, t in enumerate(times):
-                    TT[r, col : col + w] = np.atleast_1d(fn(t))
-            col += w
+                TT[:, m : m + w] = np.reshape([fn(t) for t in times], (len(times), w))
+            m += w
         return tab, TT, tix
 
     def _table_for(self, ignore, timed):
@@ -1948,10 +1969,11 @@ class RecursiveSystem:
             if f.constant_force is not None:
                 tau_c[self._vslice[f.joint.name]] += f.constant_force
                 continue
-            row = self._law_row(f)
-            if row is None:
+            rows = [self._law_row(f)] if f.law is not None else self._time_rows(f)
+            if rows is None or None in rows:
                 return None
-            self._table_append(fi, ff, timers, row)
+            for row in rows:
+                self._table_append(fi, ff, timers, row)
         for fe in self._generic:
             if any(fe is g for g in ignore):
                 continue
@@ -2040,6 +2062,20 @@ class RecursiveSystem:
             return ints, row
         return ints, row, (3, lambda t: float(fa(t)))
 
+    def _time_rows(self, f):
+        """The table rows of a :meth:`~flexmbd.JointForce.of_time` drive on a joint of
+        several speeds, one joint law per speed without spring and damper (its actuator
+        the drive's value along that speed, a function of time), or None (another law)."""
+        if f.time_force is None:
+            return None
+        sq, sv = self._qslice[f.joint.name], self._vslice[f.joint.name]
+        rows = []
+        for i in range(sv.stop - sv.start):
+            ints = (NF.JLAW, sq.start, sv.start + i, 0)
+            row = np.zeros(NF.NF)
+            rows.append((ints, row, (3, lambda t, i=i: float(f.time_force(t)[i]))))
+        return rows
+
     def _force_row(self, fe):
         """One row ``(ints, floats)`` of the force table for ``fe``, or None."""
         row = np.zeros(NF.NF)
@@ -2107,6 +2143,12 @@ class RecursiveSystem:
         for sq, sv in self.modal_slices.values():
             out[sq] = qd[sv]
         return out
+
+    @property
+    def quaternion_offsets(self) -> tuple[int, ...]:
+        """Offsets in ``q`` of the Euler parameters ``(e0, e1, e2, e3)`` of the Spherical
+        and Free joints (the four values :meth:`normalize` scales to unit norm)."""
+        return tuple(self._quat_offsets)
 
     def normalize(self, q: ArrayLike) -> Array:
         """Project quaternion coordinates on unit norm (returns a copy)."""
