@@ -259,10 +259,19 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 ring_systems[N] = S
     sqs = sq.build(False).compile("recursive")
 
-    def sq_run(n_out):
-        return sqs.simulate(0.03, dt=0.03 / n_out, integrator="dop853", rtol=1e-9, atol=1e-11)
+    def sq_run(n_out, integrator="dop853"):
+        return sqs.simulate(0.03, dt=0.03 / n_out, integrator=integrator, rtol=1e-9, atol=1e-11)
 
     cases.append(("squeezer, DOP853 rtol 1e-9", lambda: sq_run(300), lambda: sq_run(1)))
+    # the interpolated rows of the other sizes and RK45's (scipy's interpolant in Python)
+    for integ, n_out in (("dop853", 30), ("rk45", 300), ("rk45", 30)):
+        cases.append(
+            (
+                f"squeezer, {integ.upper()} rtol 1e-9, {n_out} interpolated samples",
+                lambda integ=integ, n_out=n_out: sq_run(n_out, integ),
+                lambda integ=integ: sq_run(1, integ),
+            )
+        )
 
     def sq_steps(integrator, end_only):  # no dt, no t_eval: a sample at every accepted step
         dt = 0.03 if end_only else None

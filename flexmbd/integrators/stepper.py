@@ -156,10 +156,13 @@ STALL_STEPS = 1e6  # more steps than this still needed at the current pace: a st
 STALL_H_FLOOR = 1e-12  # step sizes below this fraction of the run's span
 
 
-# stop reasons of a compiled block of adaptive steps (ExplicitStepper._solver_block; the
-# values of flexmbd.recursive._nbloops.BLOCK_NONFINITE / BLOCK_STALL) and its largest size
-_BLOCK_NONFINITE, _BLOCK_STALL = 2, 3
-_BLOCK_CAP = 512
+#: why a compiled block of adaptive steps stopped (``out[0]`` of
+#: :meth:`ExplicitStepper._solver_block`; the kernels, flexmbd.recursive._nbloops, take
+#: these values from here): its steps done, ``t_bound`` or the stop time reached; a step
+#: handed back to the solver's ``step()``; a non-finite accepted state; the stall rule's
+#: verdict; a sample left to :meth:`ExplicitStepper.step` (:meth:`_solver_dense_block`)
+BLOCK_DONE, BLOCK_HANDBACK, BLOCK_NONFINITE, BLOCK_STALL, BLOCK_SAMPLE = 0, 1, 2, 3, 4
+_BLOCK_CAP = 512  # the largest block (accepted steps)
 
 # -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
 _SOLVER_STATE = (
@@ -417,7 +420,7 @@ class ExplicitStepper:
         T = REC[:done, 0]
         t_prev, nfev = s.t, s.nfev
         self._take_block(done, Y, REC, f, win)
-        failed = out[0] in (_BLOCK_NONFINITE, _BLOCK_STALL)
+        failed = out[0] in (BLOCK_NONFINITE, BLOCK_STALL)
         rows = done - 1 if failed else done
         if chunks is not None and rows:
             W = self.wall + seconds * np.arange(1, rows + 1) / done
@@ -484,7 +487,9 @@ class ExplicitStepper:
         tic = _time.perf_counter()
         win, stall = self._stall_arrays()
         t_prev, nfev = s.t, s.nfev
-        done, Y, REC, f, out, SJ, DN, F, YS = run(_BLOCK_CAP, te_all[self.i : self.i + n], win, stall)
+        done, Y, REC, f, out, SJ, DN, F, YS = run(
+            _BLOCK_CAP, te_all[self.i : self.i + n], win, stall
+        )
         seconds = _time.perf_counter() - tic
         if not done:
             self.wall += seconds
@@ -504,7 +509,7 @@ class ExplicitStepper:
         self.wall += seconds
         if out[4] == 1.0:  # the last step's dense output, as dense_output() gives it
             self._dense = s.Interpolant(s.t_old, s.t, s.y_old, F)
-        if out[0] in (_BLOCK_NONFINITE, _BLOCK_STALL):
+        if out[0] in (BLOCK_NONFINITE, BLOCK_STALL):
             self._step_checks(s)  # the same error as the step by step() (raises)
         return m
 

@@ -32,6 +32,13 @@ import numpy as np
 
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
+from ..integrators.stepper import (  # noqa: F401 - the block stop codes, re-exported
+    BLOCK_DONE,
+    BLOCK_HANDBACK,
+    BLOCK_NONFINITE,
+    BLOCK_SAMPLE,
+    BLOCK_STALL,
+)
 from . import _kernels as K
 from ._nbforces import sample_energies, sample_history, tree_loaded
 
@@ -1434,10 +1441,12 @@ loop_dop853_step = loop_rk_step
 loop_dop853_step_sampled = loop_rk_step_sampled
 
 
-#: why :func:`loop_rk_block` stopped (``out[0]``): its ``k`` steps, ``t_bound`` or the stop
-#: time reached; a step handed back (its nonzero status in ``out[1]``, the evaluations of
-#: the attempt in ``out[2]``); a non-finite accepted state; the stall rule's verdict
-BLOCK_DONE, BLOCK_HANDBACK, BLOCK_NONFINITE, BLOCK_STALL = 0, 1, 2, 3
+#: why :func:`loop_rk_block` stopped (``out[0]``; one source with the stepper that reads
+#: them, :data:`flexmbd.integrators.stepper.BLOCK_DONE` ...): its ``k`` steps, ``t_bound``
+#: or the stop time reached; a step handed back (its nonzero status in ``out[1]``, the
+#: evaluations of the attempt in ``out[2]``); a non-finite accepted state; the stall
+#: rule's verdict; (:func:`loop_rk_block_dense`) a sample whose dense output or
+#: correction the caller must do
 _BLOCK_GO = -1
 
 
@@ -1543,11 +1552,6 @@ def _block_sample(
     )  # fmt: skip
 
 
-#: why :func:`loop_rk_block_dense` stopped before a sample (``out[0]``, beside the codes
-#: of :func:`loop_rk_block`): the dense output's extra stages of the step failed, or the
-#: correction of an interpolated state needs the projector's QR (the caller's path of
-#: one output time at a time takes that sample and the step's further ones)
-BLOCK_SAMPLE = 4
 _IB_N1 = K.IB_N1  # (the block's stage array is named K)
 
 
@@ -1678,6 +1682,7 @@ def _dense_samples(
         ROW[r] = row0 + a
         SJ[a] = j
     return hi
+
 
 @njit(cache=True)
 def _block_step(
