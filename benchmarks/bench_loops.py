@@ -679,7 +679,7 @@ def output_report(rows):
                 f"right-hand side `loop_rhs`, both at the run's sample states): "
                 f"{100 * f['floor']:.0f} % of the end-only run's evaluations. With the "
                 f"correction of each interpolated state (the reported states are the "
-                f"corrected ones) in the same pass, as a run does it "
+                f"corrected ones) in the same pass, the operations a run's block does "
                 f"(`loop_correct_samples`, {1e6 * f['t_corrected']:.1f} us per sample), "
                 f"the floor is {100 * f['floor_corrected']:.0f} %: the dense stages, and "
                 f"per sample two evaluations of the cut rows for the Newton steps, one with "
