@@ -261,10 +261,19 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
                 ring_systems[N] = S
     sqs = sq.build(False).compile("recursive")
 
-    def sq_run(n_out):
-        return sqs.simulate(0.03, dt=0.03 / n_out, integrator="dop853", rtol=1e-9, atol=1e-11)
+    def sq_run(n_out, integrator="dop853"):
+        return sqs.simulate(0.03, dt=0.03 / n_out, integrator=integrator, rtol=1e-9, atol=1e-11)
 
     cases.append(("squeezer, DOP853 rtol 1e-9", lambda: sq_run(300), lambda: sq_run(1)))
+    # the interpolated rows of the other sizes and RK45's (scipy's interpolant in Python)
+    for integ, n_out in (("dop853", 30), ("rk45", 300), ("rk45", 30)):
+        cases.append(
+            (
+                f"squeezer, {integ.upper()} rtol 1e-9, {n_out} interpolated samples",
+                lambda integ=integ, n_out=n_out: sq_run(n_out, integ),
+                lambda integ=integ: sq_run(1, integ),
+            )
+        )
 
     def sq_steps(integrator, end_only):  # no dt, no t_eval: a sample at every accepted step
         dt = 0.03 if end_only else None
@@ -608,11 +617,15 @@ def output_report(rows):
         "force-table energies (`_nbforces.sample_history`); the tree's: its energies); "
         "the kinematics and energies of the samples no step wrote in one compiled call "
         "(`_nbforces.kinematics_history`); a body's motion history computed when read "
-        "(the cut joints' bodies, from the kept history rows). DOP853: the dense output's "
-        "three extra stages in one "
-        "compiled call (`_nbloops.loop_dop853_dense`), the output times one step covers "
-        "interpolated at once, each sample's correction and forward dynamics in one "
-        "compiled call (`_nbloops.loop_correct_samples`). A sample at every accepted step "
+        "(the cut joints' bodies, from the kept history rows). DOP853 with output times: "
+        "its blocks of steps run across them (`_nbloops.loop_rk_block_dense`): after "
+        "each step that covers output times, the dense output's three extra stages, the "
+        "interpolant at those times and each interpolated state's correction, forward "
+        "dynamics with every reaction and kinematics history row, written in the block. "
+        "RK45 with output times: scipy's interpolant per output time from Python "
+        "(`loop_rk_block` up to it), the samples' correction and forward dynamics after "
+        "the run in one compiled call (`_nbloops.loop_correct_samples`). "
+        "A sample at every accepted step "
         "(no `dt`, no `t_eval`; `end only`: `dt` = the span): no interpolation and no "
         "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
         "state and solved its accelerations and multipliers, so the sample adds only its "
@@ -668,7 +681,7 @@ def output_report(rows):
                 f"right-hand side `loop_rhs`, both at the run's sample states): "
                 f"{100 * f['floor']:.0f} % of the end-only run's evaluations. With the "
                 f"correction of each interpolated state (the reported states are the "
-                f"corrected ones) in the same pass, as a run does it "
+                f"corrected ones) in the same pass, the operations a run's block does "
                 f"(`loop_correct_samples`, {1e6 * f['t_corrected']:.1f} us per sample), "
                 f"the floor is {100 * f['floor_corrected']:.0f} %: the dense stages, and "
                 f"per sample two evaluations of the cut rows for the Newton steps, one with "
@@ -1663,7 +1676,27 @@ OUTPUT_NOTES = (
     "-7.8, -4.8 / -4.4, -9.3, -6.2; N = 100 loop 5.7, 4.7, 5.6 / 8.5, 5.5, 4.2, then "
     "4.0, 3.2, 5.1 / 3.3, 5.3, 1.4: within the noise of these runs (the squeezer's "
     "sampled block alone, best of 60, three rounds: every step minus end only 2.3, 1.7, "
-    "0.6 / 2.0, 2.1, 2.5 ms)."
+    "0.6 / 2.0, 2.1, 2.5 ms). Round dense: DOP853's output times inside the compiled "
+    "block (`_nbloops.loop_rk_block_dense`: after each step that covers some, its dense "
+    "output as `loop_dop853_dense` computes it, the interpolant at those times and each "
+    "interpolated state's correction, forward dynamics with every reaction and "
+    "kinematics history row as `loop_correct_samples` and `sample_history` give them, "
+    "written in place; Python only slices the rows and sets the solver's state once per "
+    "block), so neither a block call, a dense-output call and a solver update per step "
+    "holding samples nor the samples' pass after the run remain. Every result bit for "
+    "bit as before (t, q, qd, qdd, reactions, lambda, statistics, energies, joint "
+    "series; 30, 300 and 57 irregular output times; checkpointed, resumed, a step handed "
+    "back, a stall: tests/recursive/test_output_loops.py). RK45 / RK23 keep scipy's "
+    "interpolant from Python: its `K^T P` and `Q p` are BLAS products whose summation "
+    "order a compiled loop does not reproduce (different in 1974 / 1999 of 2000 random "
+    "RK45 stage sets, by up to 4e-16 of |K|^T |P|), so their samples would differ by "
+    "round-off. Interleaved against main fea4da8 (squeezer only, 7 back-to-back pairs "
+    "per row, median adds, three rounds each, alternating, load 5-8; main / dense): "
+    "DOP853 300 samples 70, 69, 67 / 39, 40, 41 %; 30 samples 17, 22, 19 / 8, 7, 8 %; "
+    "RK45 300 samples 56, 50, 50 / 61, 55, 54 % and 30 samples 13, 16, 12 / 13, 12, 13 % "
+    "(unchanged code: the noise); every accepted step DOP853 3, 4, 1 / 3, 3, 3 %, RK45 6, "
+    "10, 7 / 8, 6, 6 %. The DOP853 300-sample row is now at its floor (`squeezer_floor`, "
+    "~38 %): what is left is the samples' own work."
 )
 
 

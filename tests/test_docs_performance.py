@@ -407,9 +407,11 @@ def test_loop_rk4_runs_compiled_blocks(monkeypatch):
 @pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
 def test_loop_adaptive_steps_are_compiled(monkeypatch, integrator):
     """DOP853 / RK45 / RK23 with projection "rhs": the steps in compiled blocks, one call
-    per output interval at most (no compiled call, nor scipy's step code, per step)."""
+    per output interval at most (no compiled call, nor scipy's step code, per step);
+    DOP853's blocks run across the output times (``loop_rk_block_dense``)."""
     s = models.four_bar().compile("recursive")
-    blocks = counting(monkeypatch, NL, "loop_rk_block")
+    name = "loop_rk_block_dense" if integrator == "dop853" else "loop_rk_block"
+    blocks = counting(monkeypatch, NL, name)
     steps = counting(monkeypatch, NL, "loop_rk_step")
     sampled = counting(monkeypatch, NL, "loop_rk_step_sampled")
     res = s.simulate(0.05, dt=0.01, integrator=integrator, rtol=1e-6, atol=1e-8)
@@ -483,14 +485,16 @@ def test_loop_singular_start_keeps_the_qr_for_the_whole_adaptive_run(monkeypatch
 
 
 def test_dop853_interpolated_samples_use_the_compiled_dense_output(monkeypatch):
-    """Interpolated output (``dt`` or ``t_eval``): the dense output's extra stages in one
-    compiled call per step that holds a sample; a sample at every accepted step (neither)
-    needs none: its step's last evaluation gives it."""
+    """Interpolated output (``dt`` or ``t_eval``): the dense output's extra stages, the
+    interpolation and each sample's correction and dynamics inside the compiled block of
+    steps (``loop_rk_block_dense``: no call per step or per sample); a sample at every
+    accepted step (neither) needs no dense output: its step's last evaluation gives it."""
     s = models.four_bar().compile("recursive")
     dense = counting(monkeypatch, NL, "loop_dop853_dense")
-    s.simulate(0.05, dt=0.005, integrator="dop853", rtol=1e-6, atol=1e-8)
-    assert dense
-    dense.clear()
+    after = counting(monkeypatch, NL, "loop_correct_samples")
+    blocks = counting(monkeypatch, NL, "loop_rk_block_dense")
+    res = s.simulate(0.05, dt=0.005, integrator="dop853", rtol=1e-6, atol=1e-8)
+    assert not dense and not after and 1 <= len(blocks) < len(res.t) - 1
     blocks = counting(monkeypatch, NL, "loop_rk_block_sampled")
     steps = counting(monkeypatch, NL, "loop_rk_step_sampled")
     res = s.simulate(0.05, integrator="dop853", rtol=1e-6, atol=1e-8)

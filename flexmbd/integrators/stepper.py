@@ -156,10 +156,13 @@ STALL_STEPS = 1e6  # more steps than this still needed at the current pace: a st
 STALL_H_FLOOR = 1e-12  # step sizes below this fraction of the run's span
 
 
-# stop reasons of a compiled block of adaptive steps (ExplicitStepper._solver_block; the
-# values of flexmbd.recursive._nbloops.BLOCK_NONFINITE / BLOCK_STALL) and its largest size
-_BLOCK_NONFINITE, _BLOCK_STALL = 2, 3
-_BLOCK_CAP = 512
+#: why a compiled block of adaptive steps stopped (``out[0]`` of
+#: :meth:`ExplicitStepper._solver_block`; the kernels, flexmbd.recursive._nbloops, take
+#: these values from here): its steps done, ``t_bound`` or the stop time reached; a step
+#: handed back to the solver's ``step()``; a non-finite accepted state; the stall rule's
+#: verdict; a sample left to :meth:`ExplicitStepper.step` (:meth:`_solver_dense_block`)
+BLOCK_DONE, BLOCK_HANDBACK, BLOCK_NONFINITE, BLOCK_STALL, BLOCK_SAMPLE = 0, 1, 2, 3, 4
+_BLOCK_CAP = 512  # the largest block (accepted steps)
 
 # -- steppers (the checkpoint contract of flexmbd.checkpoint) ----------------------------
 _SOLVER_STATE = (
@@ -416,17 +419,8 @@ class ExplicitStepper:
             return 0
         T = REC[:done, 0]
         t_prev, nfev = s.t, s.nfev
-        s.t_old = float(T[-2]) if done > 1 else s.t
-        s.y_old = Y[done - 2].copy() if done > 1 else s.y
-        s.t, s.y, s.f = float(T[-1]), Y[done - 1].copy(), f
-        s.h_abs, s.h_previous = float(REC[done - 1, 1]), float(REC[done - 1, 2])
-        s.nfev = nfev + int(REC[:done, 3].sum())
-        if s.direction * (s.t - s.t_bound) >= 0:
-            s.status = "finished"
-        self.n_steps += done
-        self._dense = None
-        self._window = (int(win[0]), float(win[1]), int(win[2]))
-        failed = out[0] in (_BLOCK_NONFINITE, _BLOCK_STALL)
+        self._take_block(done, Y, REC, f, win)
+        failed = out[0] in (BLOCK_NONFINITE, BLOCK_STALL)
         rows = done - 1 if failed else done
         if chunks is not None and rows:
             W = self.wall + seconds * np.arange(1, rows + 1) / done
@@ -440,6 +434,84 @@ class ExplicitStepper:
         if failed:
             self._step_checks(s)  # the same error as the step by step() (raises)
         return done
+
+    def _take_block(self, done, Y, REC, f, win, extra=0):
+        """The solver's state after the ``done`` accepted steps of a compiled block (their
+        states ``Y``, records ``REC``, the last derivative ``f``; ``extra`` evaluations
+        beside the steps': dense outputs), as its own ``step()`` leaves it, and the
+        stall window ``win`` the block updated."""
+        s = self.solver
+        T = REC[:done, 0]
+        s.t_old = float(T[-2]) if done > 1 else s.t
+        s.y_old = Y[done - 2].copy() if done > 1 else s.y
+        s.t, s.y, s.f = float(T[-1]), Y[done - 1].copy(), f
+        s.h_abs, s.h_previous = float(REC[done - 1, 1]), float(REC[done - 1, 2])
+        s.nfev = s.nfev + int(REC[:done, 3].sum()) + int(extra)
+        if s.direction * (s.t - s.t_bound) >= 0:
+            s.status = "finished"
+        self.n_steps += done
+        self._dense = None
+        self._window = (int(win[0]), float(win[1]), int(win[2]))
+
+    def _solver_dense_block(self):
+        """Adaptive runs with output times: a compiled block of solver steps that also
+        gives the output samples at the times its steps cover (dense output and
+        interpolant in the block), or None (then :meth:`step` takes the next output time).
+        The block is a function ``run(k, te, win, stall)`` as :meth:`_solver_block`'s
+        (no stop time: it stops after the step that covers the last output time ``te``
+        (s), or before a sample it leaves to :meth:`step`) that returns ``(done, Y, REC,
+        f, out, SJ, DN, F, YS)``: :meth:`_solver_block`'s values, ``out[3]`` the samples
+        written, their interpolated states ``YS`` and steps ``SJ``, ``DN`` (done,) 1 where
+        a step computed its dense output (``len(A_EXTRA)`` evaluations), and ``F`` the
+        interpolant's coefficients of the last step where ``out[4]`` is 1."""
+        return None
+
+    def _dense_steps(self, n, chunks):
+        """Up to ``n`` output times by :meth:`_solver_dense_block`, a rows chunk ``(t, y,
+        wall, counters)`` of its samples appended to ``chunks`` (the same rows as
+        :meth:`step` and :meth:`_covered_samples` give, the block's wall time spread over
+        its steps), the solver then in the state its own ``step()`` leaves, with the last
+        step's dense output kept where the block computed it. Returns the number of
+        samples (0: steps without one), None when no block ran (:meth:`step` decides);
+        raises as :meth:`_block_steps`."""
+        te_all, s = self.t_eval, self.solver
+        if te_all is None or n <= 0 or self.i >= te_all.size or s.status != "running":
+            return None
+        if te_all[self.i] <= s.t + 1e-12:  # (the last step's own dense output: step)
+            return None
+        if self._dense_sample.__func__ is not ExplicitStepper._dense_sample:
+            return None
+        run = self._solver_dense_block()
+        if run is None:
+            return None
+        tic = _time.perf_counter()
+        win, stall = self._stall_arrays()
+        t_prev, nfev = s.t, s.nfev
+        done, Y, REC, f, out, SJ, DN, F, YS = run(
+            _BLOCK_CAP, te_all[self.i : self.i + n], win, stall
+        )
+        seconds = _time.perf_counter() - tic
+        if not done:
+            self.wall += seconds
+            return None
+        extra = len(s.A_EXTRA) * DN[:done]
+        self._take_block(done, Y, REC, f, win, extra.sum())
+        m = int(out[3])
+        if m:
+            T = te_all[self.i : self.i + m]
+            C = np.empty((m, 2))
+            C[:, 0] = (nfev + np.cumsum(REC[:done, 3] + extra))[SJ[:m]]
+            C[:, 1] = np.abs(np.diff(REC[:done, 0], prepend=t_prev))[SJ[:m]]
+            W = self.wall + seconds * (SJ[:m] + 1) / done
+            chunks.append((T, YS, W, C))
+            self.i += m
+            self.t, self.y = float(T[-1]), YS[-1].copy()
+        self.wall += seconds
+        if out[4] == 1.0:  # the last step's dense output, as dense_output() gives it
+            self._dense = s.Interpolant(s.t_old, s.t, s.y_old, F)
+        if out[0] in (BLOCK_NONFINITE, BLOCK_STALL):
+            self._step_checks(s)  # the same error as the step by step() (raises)
+        return m
 
     def _stage_table(self, k):
         """``(TT, tix)`` of the system's ``tabulated_forces``
@@ -741,6 +813,11 @@ class ExplicitStepper:
             if steps:
                 count = self._step_rows(chunks, n)
             while not steps and not self.done and count < n:
+                if self.adaptive:  # output times in a compiled block of steps
+                    got = self._dense_steps(n - count, chunks)
+                    if got is not None:
+                        count += got
+                        continue
                 block = None if self.adaptive else self._rk4_block(n - count)
                 if block is not None and len(block[0]):
                     Y, W = block  # intervals i - k + 1 ... i, compiled in one call

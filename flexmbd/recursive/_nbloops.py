@@ -32,6 +32,13 @@ import numpy as np
 
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
+from ..integrators.stepper import (  # noqa: F401 - the block stop codes, re-exported
+    BLOCK_DONE,
+    BLOCK_HANDBACK,
+    BLOCK_NONFINITE,
+    BLOCK_SAMPLE,
+    BLOCK_STALL,
+)
 from . import _kernels as K
 from ._nbforces import sample_energies, sample_history, set_clock, tree_loaded
 
@@ -1479,10 +1486,12 @@ loop_dop853_step = loop_rk_step
 loop_dop853_step_sampled = loop_rk_step_sampled
 
 
-#: why :func:`loop_rk_block` stopped (``out[0]``): its ``k`` steps, ``t_bound`` or the stop
-#: time reached; a step handed back (its nonzero status in ``out[1]``, the evaluations of
-#: the attempt in ``out[2]``); a non-finite accepted state; the stall rule's verdict
-BLOCK_DONE, BLOCK_HANDBACK, BLOCK_NONFINITE, BLOCK_STALL = 0, 1, 2, 3
+#: why :func:`loop_rk_block` stopped (``out[0]``; one source with the stepper that reads
+#: them, :data:`flexmbd.integrators.stepper.BLOCK_DONE` ...): its ``k`` steps, ``t_bound``
+#: or the stop time reached; a step handed back (its nonzero status in ``out[1]``, the
+#: evaluations of the attempt in ``out[2]``); a non-finite accepted state; the stall
+#: rule's verdict; (:func:`loop_rk_block_dense`) a sample whose dense output or
+#: correction the caller must do
 _BLOCK_GO = -1
 
 
@@ -1586,6 +1595,138 @@ def _block_sample(
         Ib, buf, forces, cuts, clab, tau, sel, rtol, guard, ws, body_row, y_new, f_new, j, row,
         ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL,
     )  # fmt: skip
+
+
+_IB_N1 = K.IB_N1  # (the block's stage array is named K)
+
+
+@njit(cache=True)
+def loop_rk_block_dense(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+    clab, body_row, j0, row0, *rows,
+):  # fmt: skip
+    """:func:`loop_rk_block` of DOP853 steps with the output samples at the sorted output
+    times ``te`` (s) between them: after each accepted step that covers some of them
+    (``te[m] <= t_new + 1e-12``) the step's dense output as :func:`loop_dop853_dense`
+    computes it (the extra stages into ``Kx``, scipy's ``K_extended`` whose first rows
+    are ``K``; the coefficients into ``F``), the interpolant at the covered times
+    (:func:`dop853_interpolate`) and each interpolated state's correction and sample as
+    :func:`loop_correct_samples` does them (status 0 only), with its kinematics history
+    row where complete (:func:`._nbforces.sample_history`): sample ``m`` writes row ``j0
+    + m`` of the sample arrays ``rows`` (:func:`loop_rk_block_sampled`'s, ``RAW`` the
+    interpolated state) for the output row ``row0 + m``, ``SJ[m]`` its step; ``DN[j]`` 1
+    where step ``j`` computed its dense output (three evaluations). Stops after the
+    sample at ``te[-1]``, at ``t_bound``, after ``k`` steps, before a step it hands back,
+    after a non-finite state or a stall verdict (no samples of that step), and before a
+    sample whose dense output or correction the caller must do (:data:`BLOCK_SAMPLE`).
+    ``out = (stop reason, handed-back status, its evaluations, samples written, 1 where
+    ``F`` is the last accepted step's)``. Returns the number of accepted steps."""
+    return _rk_block_dense(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+        k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+        clab, body_row, j0, row0, rows,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _rk_block_dense(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+    clab, body_row, j0, row0, rows,
+):  # fmt: skip
+    """:func:`loop_rk_block_dense` with its sample arrays as one tuple ``rows``."""
+    n = y.shape[0]
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    yc, lam, y_old = np.empty(n), np.empty(ws[0].shape[0]), np.empty(n)
+    nv = n // 2
+    sw = stage_work(sel.shape[0], nv, Ib[_IB_N1])
+    cw = correct_work(nv, ws[0].shape[0], sel.shape[0])
+    m = 0
+    out[3], out[4] = 0.0, 0.0
+    for j in range(k):
+        t_old = ts[0]
+        _copy_into(y_old, y)
+        DN[j] = 0
+        code = _block_step(
+            Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, np.inf, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        out[4] = 0.0
+        if code == BLOCK_NONFINITE or code == BLOCK_STALL:
+            return j + 1
+        t_new = ts[0]
+        hi = m
+        while hi < te.shape[0] and te[hi] <= t_new + 1e-12:
+            hi += 1
+        if hi > m:
+            st = _dense_samples(
+                Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+                t_old, t_new - t_old, y_old, y, f, Kx, A_extra, D, F, te, m, hi, SJ, j,
+                clab, body_row, j0, row0, sw, cw, rows,
+            )  # fmt: skip
+            if st >= 0:
+                DN[j] = 1
+                out[4] = 1.0
+                m = st
+            if st != hi:
+                out[0], out[3] = BLOCK_SAMPLE, m
+                return j + 1
+        out[3] = m
+        if m == te.shape[0] or code == BLOCK_DONE:
+            out[0] = BLOCK_DONE
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
+@njit(cache=True)
+def _dense_samples(
+    Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+    t_old, h, y_old, y, f, Kx, A_extra, D, F, te, m, hi, SJ, j,
+    clab, body_row, j0, row0, sw, cw, rows,
+):  # fmt: skip
+    """The samples ``te[m:hi]`` of the accepted step ``j`` from ``t_old`` of length ``h``
+    (s; ``y_old`` to ``y`` with the derivative ``f``) for :func:`_rk_block_dense`: its
+    dense output, then per time the interpolated state, its correction and sample.
+    Returns the index after the last sample written (``hi`` when all are), or -1 when the
+    dense output failed (nothing written)."""
+    ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL = rows
+    phi, J, gamma = ws
+    nv = y.shape[0] // 2
+    st = loop_dop853_dense(
+        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+        t_old, h, y_old, y, f, Kx, A_extra, A_extra, D, F,
+    )  # fmt: skip
+    if st != 0:
+        return -1
+    for a in range(m, hi):
+        r = j0 + a
+        dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], RAW[r : r + 1])
+        _copy_into(YC[r], RAW[r])
+        q, v = YC[r, :nv], YC[r, nv:]
+        if _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw) != 0:
+            return a
+        ok = _sample_at(
+            Ib, buf, cargs, forces, clab, q, v, tau, sel, rtol, guard, phi, J, gamma,
+            body_row, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r], sw,
+        )  # fmt: skip
+        VIOL[r, 2] = 1.0 if ok else 0.0
+        if ok:
+            sample_history(Ib, buf, v, forces, EN[r], RW[r], PW[r], VEL[r])
+        ROW[r] = row0 + a
+        SJ[a] = j
+    return hi
 
 
 @njit(cache=True)

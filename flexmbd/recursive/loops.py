@@ -1509,6 +1509,10 @@ class _LoopStepper(ExplicitStepper):
     #: adaptive steps in compiled blocks (:meth:`_solver_block`); False: one compiled call
     #: per step (the same numbers, bit for bit)
     step_blocks = True
+    #: with output times: the samples there in the compiled blocks
+    #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
+    #: samples are evaluated after the run (the same numbers, bit for bit)
+    dense_blocks = True
 
     def __init__(self, system, P, projection, tau, t_end, **kw):
         super().__init__(system, t_end, **kw)
@@ -1548,6 +1552,9 @@ class _LoopStepper(ExplicitStepper):
         #: an adaptive run that outputs every accepted step (``dt`` and ``t_eval`` None):
         #: the compiled DOP853 step writes that sample (:meth:`step_rows`)
         self._every_step = self._fast_rhs and self.t_eval is None and self.use_proj
+        #: a run with output times whose compiled blocks write the samples there
+        #: (:meth:`_solver_dense_block`)
+        self._dense_out = self._fast_rhs and self.t_eval is not None and self.use_proj
         self._steps = None
         #: the last compiled evaluation in such a run: ``(y, rows, f, (corrected y, lam),
         #: compiled arguments, tau)``
@@ -1676,6 +1683,51 @@ class _LoopStepper(ExplicitStepper):
 
         return run
 
+    def _solver_dense_block(self):
+        """A compiled block of DOP853 steps with the samples at the output times between
+        them (:meth:`ExplicitStepper._solver_dense_block`):
+        :func:`._nbloops.loop_rk_block_dense` writes each sample's interpolated state, its
+        correction and sample into :meth:`dense_rows` (what :meth:`finalize` would
+        compute for it, :meth:`_kept_step_samples`), where :meth:`_solver_block` would
+        run a block; None else, and for RK45 / RK23 (their interpolant is scipy's BLAS
+        product ``K^T P``)."""
+        s = self.solver
+        if not (self.dense_blocks and self._dense_out and hasattr(s, "A_EXTRA")):
+            return None
+        if self._solver_block() is None:
+            return None
+        _, c, P, sel = _loop_selection(s)
+        E3, E5 = s.E3, s.E5
+        tau = self.constant_tau(c)
+
+        def run(k, te, win, stall):
+            rows = self.dense_rows(sel, len(te))
+            j0 = rows["n"]
+            te = te[: len(rows["row"]) - j0]  # (never past the rows' end)
+            n = s.y.shape[0]
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
+            F = np.empty((s.D.shape[0] + 3, n))
+            done = _NL.loop_rk_block_dense(
+                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
+                _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
+                win, stall, Y, REC, out, s.K_extended, s.A_EXTRA, s.D, F, te, SJ, DN, c[7],
+                c[8], j0, self.i + 1, *rows["out"],
+            )  # fmt: skip
+            m = int(out[3])
+            rows["n"] = j0 + m
+            if done:
+                P.selection_used()
+            if out[0] == _NL.BLOCK_HANDBACK:
+                s.handed_back = (int(out[1]), int(out[2]))
+            return done, Y, REC, f, out, SJ, DN, F, rows["raw"][j0 : j0 + m]
+
+        return run
+
     def _after_solver_step(self, solver):
         """An adaptive run that outputs every step, by scipy's step code on the compiled
         right-hand side (RK45, RK23): the step's last evaluation was at its accepted
@@ -1792,6 +1844,16 @@ class _LoopStepper(ExplicitStepper):
         of steps (larger zeroed arrays cost more than a further block call)."""
         if not self._every_step:
             return None
+        return self._rows(sel, need)
+
+    def dense_rows(self, sel: Array, need: int = 1) -> dict:
+        """:meth:`step_rows`' arrays for the samples at the output times of a run with
+        ``t_eval`` or ``dt`` that the compiled blocks write
+        (:func:`._nbloops.loop_rk_block_dense`; ``raw``: the interpolated states)."""
+        return self._rows(sel, need)
+
+    def _rows(self, sel, need):
+        """The arrays of :meth:`step_rows` with room for ``need`` more rows."""
         f = self._steps
         key = sel.tobytes()  # (~50x cheaper than np.array_equal for these few rows)
         if f is not None and f["key"] == key and f["n"] + need <= len(f["row"]):

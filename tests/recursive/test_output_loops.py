@@ -426,7 +426,13 @@ def test_result_rows_by_slices_and_cross_products_keep_the_values():
 
 
 # -- adaptive steps in compiled blocks (_nbloops.loop_rk_block[_sampled]) ------------------
-_BLOCK_KERNELS = ("loop_rk_block", "loop_rk_block_sampled", "loop_rk_step", "loop_rk_step_sampled")
+_BLOCK_KERNELS = (
+    "loop_rk_block",
+    "loop_rk_block_sampled",
+    "loop_rk_block_dense",
+    "loop_rk_step",
+    "loop_rk_step_sampled",
+)
 
 
 def _count_kernels(monkeypatch):
@@ -475,7 +481,8 @@ def _same_run(res, ref):
 @pytest.mark.parametrize("integrator", ["dop853", "rk45"])
 def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
     """An adaptive loop run takes its steps in compiled blocks (``loop_rk_block``; with a
-    sample at every accepted step ``loop_rk_block_sampled``), Python bringing scipy's
+    sample at every accepted step ``loop_rk_block_sampled``; DOP853 with output times
+    ``loop_rk_block_dense``), Python bringing scipy's
     solver to the state its ``step()`` leaves after each block. Every result is bit for
     bit that of one compiled call per step (``step_blocks = False``): a sample at every
     accepted step, the end only (dense output of the last step) and 17 output times
@@ -495,6 +502,8 @@ def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
         fast = s.simulate(0.03, **kw, **out)
         n = fast.meta["steps"]
         block = "loop_rk_block_sampled" if label == "every" else "loop_rk_block"
+        if label != "every" and integrator == "dop853":
+            block = "loop_rk_block_dense"  # (the samples between the steps in the block)
         assert n > 50 and sum(calls[block]) == n  # every step in a block
         assert len(calls[block]) <= (6 if label == "every" else 17)
         if label == "every" and n > 256:  # (the sample rows grow between two blocks)
@@ -569,13 +578,15 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
     _same_run(fast.partial, ref.partial)
 
 
-@pytest.mark.parametrize("out", [{}, {"dt": 0.03}])
+@pytest.mark.parametrize("out", [{}, {"dt": 0.03}, {"dt": 1e-4}])
 def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, out):
     """A block that meets a state its rows cannot decide hands the step back (its status
     and the attempt's evaluations), and the solver's ``step()`` redoes it by scipy's code
     with the QR, as after a refused compiled step. Planted at the 40th step (a
     ``NEEDS_QR`` after 3 evaluations) in both paths, the run with blocks equals the run
-    step by step bit for bit, a sample at every step and the end only."""
+    step by step bit for bit, a sample at every step, the end only and 300 interpolated
+    samples (the block's samples before the step handed back in its rows, the later ones
+    by the output times' path one at a time)."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive import loops
     from flexmbd.recursive.loops import _LoopStepper
@@ -608,6 +619,7 @@ def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, ou
 
     for name in ("loop_rk_block", "loop_rk_block_sampled"):
         plant(name, 30, 32, 37)
+    plant("loop_rk_block_dense", 30, 31, 36)
     for name in ("loop_rk_step", "loop_rk_step_sampled"):
         plant(name, None, None, 34)
     real_redo, redos = loops._redo_step, []
@@ -631,18 +643,12 @@ def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, ou
 def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
     """A non-finite accepted state inside a block (planted at the 30th step, after its
     sample, in both paths) fails with the error of the step-by-step run -- the same
-    class, message and time -- and keeps the same partial rows up to the last good step.
-    The stepper's stop codes are the kernel's."""
-    from flexmbd.integrators import stepper
+    class, message and time -- and keeps the same partial rows up to the last good step."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import _LoopStepper
 
     from .test_compiled_forces import _squeezer
 
-    assert (stepper._BLOCK_NONFINITE, stepper._BLOCK_STALL) == (
-        NL.BLOCK_NONFINITE,
-        NL.BLOCK_STALL,
-    )
     m, steps = 30, []
     block, step = NL.loop_rk_block_sampled, NL.loop_rk_step_sampled
 
@@ -832,3 +838,150 @@ def test_sample_kinematics_rows_are_the_history_pass(monkeypatch, build):
         assert np.abs(table).max() > 0.1 and np.abs(res.energy["spring"]).max() > 0.1
     total = energy_histories(s, res.t, res.q, res.qd, None)["total"]
     np.testing.assert_array_equal(res.energy["total"], total)
+
+
+def _count_correct_samples(monkeypatch):
+    """The number of states of each call of ``_nbloops.loop_correct_samples`` (the
+    interpolated samples corrected and sampled after the run) from now on."""
+    from flexmbd.recursive import _nbloops as NL
+
+    rows = []
+    kernel = NL.loop_correct_samples
+
+    def _counted(*a):
+        rows.append(len(a[5]))  # (the states Y)
+        return kernel(*a)
+
+    monkeypatch.setattr(NL, "loop_correct_samples", _counted)
+    return rows
+
+
+@pytest.mark.parametrize("times", ["30", "300", "irregular"])
+def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times):
+    """DOP853 with output times between its steps (``dt`` of 30 and 300 samples, 57
+    irregular ``t_eval``): the compiled blocks (``loop_rk_block_dense``) take every step,
+    compute the dense output of each step that holds samples, and interpolate, correct
+    and sample there, writing each sample's rows and its kinematics history row in the
+    block. Every result is bit for bit that of the path that stops a block at each output
+    time and corrects and samples after the run (``dense_blocks = False``), and that of
+    one compiled call per step; the results correct no sample and run the history pass
+    for the first row only (300 samples: also the few of a step an ``advance`` chunk
+    boundary splits, left to the output times' path)."""
+    from flexmbd.recursive import _nbloops as NL
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    out = {
+        "30": {"dt": 1e-3},
+        "300": {"dt": 1e-4},
+        "irregular": {"t_eval": np.sort(np.random.default_rng(3).uniform(0.0, 0.03, 57))},
+    }[times]
+    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, **out)
+    calls = _count_kernels(monkeypatch)
+    dense = []
+    real_dense = NL.loop_dop853_dense
+    monkeypatch.setattr(NL, "loop_dop853_dense", lambda *a: dense.append(1) or real_dense(*a))
+    corrected = _count_correct_samples(monkeypatch)
+    history = _count_history_rows(monkeypatch)
+    fast = s.simulate(0.03, **kw)
+    n, k = fast.meta["steps"], len(fast.t) - 1
+    assert n > 50 and k in (30, 300, 57)
+    assert sum(calls["loop_rk_block_dense"]) == n and not calls["loop_rk_block"]
+    if times == "300":  # (chunks of BLOCK_STEPS samples: a step they split)
+        assert len(dense) <= 2 and sum(corrected) <= 4 and history == [1 + sum(corrected)]
+    else:
+        assert not dense and not corrected and history == [1]
+    refs = []
+    for flag in ("dense_blocks", "step_blocks"):
+        monkeypatch.setattr(_LoopStepper, flag, False)
+        for v in (*calls.values(), dense, corrected, history):
+            v.clear()
+        refs.append(s.simulate(0.03, **kw))
+        assert not calls["loop_rk_block_dense"] and corrected == [k]
+        # a dense output per step that holds samples (its evaluation count in their rows)
+        assert len(dense) == len(np.unique(fast.stats["rhs_evaluations"][1:]))
+        monkeypatch.setattr(_LoopStepper, flag, True)
+    for ref in refs:
+        _same_run(fast, ref)
+    assert fast.stats["rhs_evaluations"][-1] > 12 * n  # (the extra stages counted)
+
+
+def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
+    """A checkpointed DOP853 run of the squeezer with 300 interpolated samples (a
+    checkpoint every 37 samples: the blocks stop there, the samples of a step split by it
+    taken from the kept dense output) equals the run without checkpoints bit for bit.
+    Interrupted at its third chunk and resumed, it equals the resumed run of the path
+    that samples after the run (``dense_blocks = False``) bit for bit, and the run
+    without checkpoints but for the evaluation counts after the resume (both paths
+    compute the dense output of the step the checkpoint split again: three more)."""
+    from flexmbd.integrators.stepper import ExplicitStepper
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-4)
+    ref = s.simulate(0.03, **kw)
+    _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
+
+    class Interrupted(BaseException):
+        pass
+
+    real, seen = ExplicitStepper.advance, []
+
+    def advance(self, n=None):
+        seen.append(n)
+        if len(seen) == 3:
+            raise Interrupted
+        return real(self, n)
+
+    resumed = []
+    for dense in (True, False):
+        monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
+        monkeypatch.setattr(ExplicitStepper, "advance", advance)
+        seen.clear()
+        path = tmp_path / f"b{dense}.h5"
+        with pytest.raises(Interrupted):
+            s.simulate(0.03, checkpoint=path, every=37, **kw)
+        monkeypatch.setattr(ExplicitStepper, "advance", real)
+        assert seen[:2] == [37, 37]
+        resumed.append(fm.resume(path))
+    _same_run(*resumed)
+    a, b = _run_arrays(resumed[0]), _run_arrays(ref)
+    for key in a:
+        x, y = np.asarray(a[key]), np.asarray(b[key])
+        if key == "stats:rhs_evaluations":  # (the split step's dense output again)
+            assert np.array_equal(x[:75], y[:75]) and set(x[75:] - y[75:]) <= {0, 3}
+        else:
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), key
+
+
+def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch):
+    """A stall inside a block with output times (``max_step`` 1e-9 s: the pace rule after
+    200 steps, 2e-7 s) fails as the path that samples after the run: the same error,
+    time and partial rows -- the interpolated samples the block wrote before the
+    stall."""
+    from flexmbd.recursive.loops import _LoopStepper
+
+    from .test_compiled_forces import _squeezer
+
+    s = _squeezer().build().compile("recursive")
+    calls = _count_kernels(monkeypatch)
+    t_eval = np.linspace(2e-8, 6e-7, 30)
+    errs = []
+    for dense in (True, False):
+        monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
+        st = s.stepper(0.03, integrator="dop853", rtol=1e-9, atol=1e-11, t_eval=t_eval)
+        st.solver.max_step = 1e-9  # (simulate takes no max_step: planted)
+        with pytest.raises(fm.errors.SolverError) as info:
+            run(st, st.t_end, progress=False)
+        errs.append(info.value)
+        if dense:
+            assert sum(calls["loop_rk_block_dense"]) == 200
+    fast, ref = errs
+    assert "stalled" in str(fast) and str(fast) == str(ref) and fast.time == ref.time
+    # t0 and the 9 samples before 2e-7 s (the stall's step reaches the 10th: no sample)
+    assert len(fast.partial.t) == 10 and fast.partial.t[-1] == t_eval[8]
+    _same_run(fast.partial, ref.partial)
