@@ -640,6 +640,7 @@ class RecursiveSystem:
                 self._joint_forces.append(f)
             else:
                 self._generic.append(f)
+        self._joint_plan = [self._joint_force_plan(f) for f in self._joint_forces]
         self._gbuf[:] = grav
         self._gravity = self._gbuf
         self._use_grav = bool(np.any(grav != 0.0))
@@ -771,15 +772,26 @@ class RecursiveSystem:
         self._ops.kinematics(q, qd)
         return self._R3[R_W], self._P3[P_W], self._Vv[V_VEL]
 
+    def _joint_force_plan(self, f):
+        """What :meth:`_applied` needs of the joint force ``f``, read once per model
+        revision: ``(f, q index, v index, (k, c, q0, actuator))`` for a spring-damper law
+        (evaluated as scalars) and ``(f, q slice, v slice, None)`` otherwise."""
+        name = f.joint.name
+        sq, sv = self._qslice[name], self._vslice[name]
+        if f.law is None:
+            return f, sq, sv, None
+        return f, sq.start, sv.start, (*f.law, f.actuator)
+
     def _applied(self, t, q, qd, tau, fext):
         """Add joint forces (into tau) and force-element wrenches (fext, e_k at O_k; for a
         flexible body about its frame origin in body axes, with the modal forces of point
         forces at deforming frames in the flexible workspace)."""
-        for f in self._joint_forces:
-            name = f.joint.name
-            tau[self._vslice[name]] += f.generalized_force(
-                t, q[self._qslice[name]], qd[self._vslice[name]]
-            )
+        for f, sq, sv, law in self._joint_plan:
+            if law is None:
+                tau[sv] += f.generalized_force(t, q[sq], qd[sv])
+            else:  # generalized_force of a spring-damper law, the same operations
+                k, c, x0, fa = law
+                tau[sv] += float(fa(t)) - k * (q[sq] - x0) - c * qd[sv]
         if self._generic:
             Rw, rw, vel = (x.copy() for x in self._kinematics(q, qd))
             state = _State(self, Rw, rw, vel)
@@ -1425,15 +1437,16 @@ class RecursiveSystem:
         qdd(tau=0))`` with ``M`` from CFA solves (O(N^2) per call; for tests and the loop
         layer, not for speed)."""
         M = self.mass_matrix(q)
-        use, gen, jf = self._use_grav, self._generic, self._joint_forces
+        use, gen, jf, plan = self._use_grav, self._generic, self._joint_forces, self._joint_plan
         if not forces:
-            self._use_grav, self._generic, self._joint_forces = False, [], []
+            self._use_grav, self._generic, self._joint_forces, self._joint_plan = False, [], [], []
         try:
             q0 = self._raw_accel(q, qd, None, t)
             tau = M @ (qdd - q0)
             _, reac = self._raw_accel(q, qd, tau, t, reactions=True)
         finally:
             self._use_grav, self._generic, self._joint_forces = use, gen, jf
+            self._joint_plan = plan
         return tau, reac
 
     def mass_matrix(self, q: ArrayLike) -> Array:
