@@ -430,3 +430,37 @@ def test_results_interface_motions_match_the_absolute_convention():
     # trajectory() of a deforming frame reads the same extras
     traj = m.b0.interface("B").trajectory(res)
     assert np.abs(traj - tip[:, :3]).max() < 1e-12
+
+
+def test_joint_forces_on_a_flexible_tree_equal_their_generalized_forces_bit_for_bit():
+    """The per-revision plan of the joint forces (spring-damper laws as scalars, other
+    laws through ``generalized_force``) adds exactly the elements' own values: a loaded
+    flexible chain equals the unloaded chain given those values as ``tau``, bit for bit,
+    and a force added after the first calls (new model revision) is read."""
+    loaded, free = chain(n_flex=2), chain(n_flex=2)
+    loaded.d0 = fm.JointForce.spring_damper(
+        loaded.j0, 3.0, 0.7, 0.1, actuator=lambda t: 2.0 * np.sin(3.0 * t)
+    )
+    loaded.d1 = fm.JointForce.of_time(loaded.j1, lambda t: 0.5 + t)
+    loaded.d2 = fm.JointForce(loaded.jt, lambda t, q, qd: -1.3 * q - 0.2 * qd * t)
+    loaded.d3 = fm.JointForce.spring_damper(loaded.j0, 0.0, 1.1)  # two forces on one joint
+    rl, rf = loaded.compile("recursive"), free.compile("recursive")
+    rng = np.random.default_rng(7)
+    for t in (0.0, 0.37):
+        q, qd = _random_state(rl, rng, 1e-3)
+        tau = np.zeros(rl.nv)
+        for f in (loaded.d0, loaded.d1, loaded.d2, loaded.d3):
+            js = rl.layout.joints[f.joint.name]
+            tau[js.v] += f.generalized_force(t, q[js.q], qd[js.v])
+        a = rl.forward_dynamics(q, qd, t=t)
+        b = rf.forward_dynamics(q, qd, tau, t=t)
+        assert np.array_equal(a.qdd, b.qdd)
+        assert np.array_equal(a.reactions, b.reactions)
+    loaded.d4 = fm.JointForce.spring_damper(loaded.jt, 2.5, 0.0, -0.2)  # new revision
+    tau[:] = 0.0
+    for f in (loaded.d0, loaded.d1, loaded.d2, loaded.d3, loaded.d4):
+        js = rl.layout.joints[f.joint.name]
+        tau[js.v] += f.generalized_force(t, q[js.q], qd[js.v])
+    assert np.array_equal(
+        rl.forward_dynamics(q, qd, t=t).qdd, rf.forward_dynamics(q, qd, tau, t=t).qdd
+    )
