@@ -97,6 +97,7 @@ class TreeStepper(ExplicitStepper):
         #: samples' ``(qdd, reactions)`` rows from those evaluations
         self._sample_next = None
         self._rows = None
+        self._rows_lent = False  # the rows are the arrays of finalize's results
 
     def step(self) -> None:
         """One output interval (:meth:`ExplicitStepper.step`); RK4's first stage is the
@@ -209,6 +210,11 @@ class TreeStepper(ExplicitStepper):
         :func:`flexmbd.recursive._nbforces.sample_energies`), grown to hold row ``i`` (a
         longer run: ``set_t_end``)."""
         s = self.system
+        if self._rows_lent:  # a run continued after finalize: its results keep their
+            # rows (and any change made to them); the final results compute those again
+            qdd, reac, done, en = self._rows
+            self._rows = (np.empty_like(qdd), np.empty_like(reac), np.zeros_like(done), en)
+            self._rows_lent = False
         if self._rows is None or len(self._rows[2]) <= i:
             old = self._rows
             if self.adaptive:  # (grown by doubling: the number of steps is not known)
@@ -264,7 +270,9 @@ class TreeStepper(ExplicitStepper):
         meta = self.meta()
         meta["wall_time"] = self.wall
         y = np.concatenate([results.q, results.qd], axis=1)
-        res = _results(self.system, results.t, y, self.tau_f, meta, safe=failed, given=self._rows)
+        rows = self._rows
+        res = _results(self.system, results.t, y, self.tau_f, meta, failed, rows, lend=True)
+        self._rows_lent = rows is not None  # (replaced before the stepper writes rows again)
         res.stats.update(results.stats)  # rhs evaluations, step sizes
         return res
 
@@ -423,13 +431,14 @@ _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 _BLOCK_SOLVERS = ("RK45", "RK23", "DOP853")
 
 
-def _results(system, t, y, tau_f, meta, safe=False, given=None):
+def _results(system, t, y, tau_f, meta, safe=False, given=None, lend=False):
     """Results with qdd, reactions, energies (and momentum for floating systems); for
     every flexible body its :class:`~flexmbd.results.BodySeries`: modal coordinates,
     floating-frame pose and deformed interface frames (origin and Euler parameters,
     world). ``given``: ``(qdd, reactions, done, energies)`` rows of the samples that the
     RK4 steps' first stages evaluated (:meth:`TreeStepper._sample_arrays`); the others
-    in one batch."""
+    in one batch; ``lend``: the results' ``qdd`` and reactions are those rows (views)
+    when they cover every sample (no copy; the caller must not write them again)."""
     nq, nv = system.nq, system.nv
     q, qd = y[:, :nq], y[:, nq:]
     nt = len(t)
@@ -444,13 +453,16 @@ def _results(system, t, y, tau_f, meta, safe=False, given=None):
             if v is not None:
                 tau[i] = v
     done = np.zeros(nt, dtype=bool)
-    qdd = np.empty((nt, nv))
-    reac = np.empty((nt, len(system.joint_names), 6))
     if given is not None:
-        n = min(nt, len(given[2]))
-        done[:n] = given[2][:n]
-        idx = index_slice(np.flatnonzero(done[:n]))  # (views and block copies)
-        qdd[idx], reac[idx] = given[0][idx], given[1][idx]
+        done[: len(given[2])] = given[2][:nt]
+    if lend and given is not None and len(given[2]) >= nt:
+        qdd, reac = given[0][:nt], given[1][:nt]  # the rows not done are filled below
+    else:
+        qdd = np.empty((nt, nv))
+        reac = np.empty((nt, len(system.joint_names), 6))
+        if given is not None:
+            idx = index_slice(np.flatnonzero(done))  # (views and block copies)
+            qdd[idx], reac[idx] = given[0][idx], given[1][idx]
     try:
         todo = np.flatnonzero(~done)
         with np.errstate(invalid="ignore" if safe else "warn", over="ignore" if safe else "warn"):

@@ -312,3 +312,28 @@ def test_fallbacks_run_scipys_steps(monkeypatch, case):
     blocks, python = counted(monkeypatch)
     res = s.simulate(0.05, integrator="rk45", tau=tau)
     assert not blocks and len(python) == res.stats["rhs_evaluations"][-1]
+
+
+def test_rk4_rows_lent_to_the_results_survive_a_continued_run(tmp_path):
+    """The RK4 sample rows (accelerations, reactions) that the compiled blocks wrote are
+    the results' arrays without a copy; a run continued by the same integrator (a live
+    resume to a later end) writes new rows: the first results keep their values (also
+    values the user changed), which do not enter the continued run's results, and those
+    equal one straight run bit for bit."""
+    m = chain(4, damped=True)
+    s = m.compile("recursive")
+    kw = dict(dt=2e-3, integrator="rk4", substeps=2)
+    ref = s.simulate(0.1, **kw)
+    path = tmp_path / "r.h5"
+    first = s.simulate(0.05, checkpoint=path, **kw)
+    n = len(first.t)
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(first, k), getattr(ref, k)[:n])
+    first.qdd[3] += 1.0  # the user's own change to the first results
+    first.reactions[-1] *= 2.0
+    kept = {k: getattr(first, k).copy() for k in ("qdd", "reactions")}
+    out = fm.resume(path, t_end=0.1)
+    for k, v in kept.items():
+        np.testing.assert_array_equal(getattr(first, k), v)
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(out, k), getattr(ref, k))
