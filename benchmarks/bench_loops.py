@@ -265,7 +265,7 @@ def output_rows(repeats=5, steps=100, dt=1e-3):
         return sqs.simulate(0.03, dt=0.03 / n_out, integrator=integrator, rtol=1e-9, atol=1e-11)
 
     cases.append(("squeezer, DOP853 rtol 1e-9", lambda: sq_run(300), lambda: sq_run(1)))
-    # the interpolated rows of the other sizes and RK45's (scipy's interpolant in Python)
+    # the interpolated rows of the other sizes and RK45's
     for integ, n_out in (("dop853", 30), ("rk45", 300), ("rk45", 30)):
         cases.append(
             (
@@ -617,14 +617,12 @@ def output_report(rows):
         "force-table energies (`_nbforces.sample_history`); the tree's: its energies); "
         "the kinematics and energies of the samples no step wrote in one compiled call "
         "(`_nbforces.kinematics_history`); a body's motion history computed when read "
-        "(the cut joints' bodies, from the kept history rows). DOP853 with output times: "
-        "its blocks of steps run across them (`_nbloops.loop_rk_block_dense`): after "
-        "each step that covers output times, the dense output's three extra stages, the "
+        "(the cut joints' bodies, from the kept history rows). DOP853 / RK45 with output "
+        "times: their blocks of steps run across them (`_nbloops.loop_rk_block_dense`): "
+        "after each step that covers output times, the step's dense output (DOP853: its "
+        "three extra stages; RK45: scipy's `K^T P` by the same BLAS product), the "
         "interpolant at those times and each interpolated state's correction, forward "
         "dynamics with every reaction and kinematics history row, written in the block. "
-        "RK45 with output times: scipy's interpolant per output time from Python "
-        "(`loop_rk_block` up to it), the samples' correction and forward dynamics after "
-        "the run in one compiled call (`_nbloops.loop_correct_samples`). "
         "A sample at every accepted step "
         "(no `dt`, no `t_eval`; `end only`: `dt` = the span): no interpolation and no "
         "dense stages; the step's last evaluation (FSAL) already corrected the accepted "
