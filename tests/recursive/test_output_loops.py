@@ -581,7 +581,7 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
 @pytest.mark.parametrize(
     "integrator, out",
     [("dop853", {}), ("dop853", {"dt": 0.03})]
-    + [(integrator, {"dt": 1e-4}) for integrator in ("dop853", "rk45", "rk23")],
+    + [(integrator, {"dt": 1e-4}) for integrator in ("dop853", "rk45")],
 )
 def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, integrator, out):
     """A block that meets a state its rows cannot decide hands the step back (its status
@@ -589,7 +589,7 @@ def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, in
     with the QR, as after a refused compiled step. Planted at the 40th step (a
     ``NEEDS_QR`` after 3 evaluations) in both paths, the run with blocks equals the run
     step by step bit for bit, a sample at every step, the end only and 300 interpolated
-    samples (DOP853, RK45, RK23; the block's samples before the step handed back in its
+    samples (DOP853, RK45; the block's samples before the step handed back in its
     rows, the later ones by the output times' path one at a time)."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive import loops
@@ -860,6 +860,11 @@ def _count_correct_samples(monkeypatch):
     return rows
 
 
+#: the squeezer's tolerances (rtol, atol) per adaptive integrator in the output tests
+#: (RK23 looser: 1101 steps over 30 ms, 11150 at rtol 1e-9)
+_TOLS = {"dop853": (1e-9, 1e-11), "rk45": (1e-9, 1e-11), "rk23": (1e-6, 1e-8)}
+
+
 def _count_dense_outputs(monkeypatch):
     """A list that gets an entry per dense output computed in Python from now on: DOP853's
     compiled one (``_nbloops.loop_dop853_dense``) or RK45's / RK23's (scipy's
@@ -898,7 +903,8 @@ def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times, integra
         "300": {"dt": 1e-4},
         "irregular": {"t_eval": np.sort(np.random.default_rng(3).uniform(0.0, 0.03, 57))},
     }[times]
-    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, **out)
+    rtol, atol = _TOLS[integrator]
+    kw = dict(integrator=integrator, rtol=rtol, atol=atol, **out)
     calls = _count_kernels(monkeypatch)
     dense = _count_dense_outputs(monkeypatch)
     corrected = _count_correct_samples(monkeypatch)
@@ -943,7 +949,8 @@ def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch, integrator):
     from .test_compiled_forces import _squeezer
 
     s = _squeezer().build().compile("recursive")
-    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, dt=1e-4)
+    rtol, atol = _TOLS[integrator]
+    kw = dict(integrator=integrator, rtol=rtol, atol=atol, dt=1e-4)
     ref = s.simulate(0.03, **kw)
     _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
 
@@ -998,7 +1005,8 @@ def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch, integrator)
     errs = []
     for dense in (True, False):
         monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
-        st = s.stepper(0.03, integrator=integrator, rtol=1e-9, atol=1e-11, t_eval=t_eval)
+        rtol, atol = _TOLS[integrator]
+        st = s.stepper(0.03, integrator=integrator, rtol=rtol, atol=atol, t_eval=t_eval)
         st.solver.max_step = 1e-9  # (simulate takes no max_step: planted)
         with pytest.raises(fm.errors.SolverError) as info:
             run(st, st.t_end, progress=False)
