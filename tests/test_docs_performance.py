@@ -409,10 +409,9 @@ def test_loop_rk4_runs_compiled_blocks(monkeypatch):
 def test_loop_adaptive_steps_are_compiled(monkeypatch, integrator):
     """DOP853 / RK45 / RK23 with projection "rhs": the steps in compiled blocks, one call
     per output interval at most (no compiled call, nor scipy's step code, per step);
-    DOP853's blocks run across the output times (``loop_rk_block_dense``)."""
+    with output times the blocks run across them (``loop_rk_block_dense``)."""
     s = models.four_bar().compile("recursive")
-    name = "loop_rk_block_dense" if integrator == "dop853" else "loop_rk_block"
-    blocks = counting(monkeypatch, NL, name)
+    blocks = counting(monkeypatch, NL, "loop_rk_block_dense")
     steps = counting(monkeypatch, NL, "loop_rk_step")
     sampled = counting(monkeypatch, NL, "loop_rk_step_sampled")
     res = s.simulate(0.05, dt=0.01, integrator=integrator, rtol=1e-6, atol=1e-8)

@@ -462,7 +462,7 @@ class ExplicitStepper:
         (s), or before a sample it leaves to :meth:`step`) that returns ``(done, Y, REC,
         f, out, SJ, DN, F, YS)``: :meth:`_solver_block`'s values, ``out[3]`` the samples
         written, their interpolated states ``YS`` and steps ``SJ``, ``DN`` (done,) 1 where
-        a step computed its dense output (``len(A_EXTRA)`` evaluations), and ``F`` the
+        a step computed its dense output (``len(A_EXTRA)`` evaluations, none without), and ``F`` the
         interpolant's coefficients of the last step where ``out[4]`` is 1."""
         return None
 
@@ -494,7 +494,7 @@ class ExplicitStepper:
         if not done:
             self.wall += seconds
             return None
-        extra = len(s.A_EXTRA) * DN[:done]
+        extra = len(getattr(s, "A_EXTRA", ())) * DN[:done]  # (RK45, RK23: none)
         self._take_block(done, Y, REC, f, win, extra.sum())
         m = int(out[3])
         if m:

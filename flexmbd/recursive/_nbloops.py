@@ -1608,17 +1608,20 @@ def loop_rk_block_dense(
     k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN,
     clab, body_row, j0, row0, *rows,
 ):  # fmt: skip
-    """:func:`loop_rk_block` of DOP853 steps with the output samples at the sorted output
-    times ``te`` (s) between them: after each accepted step that covers some of them
-    (``te[m] <= t_new + 1e-12``) the step's dense output as :func:`loop_dop853_dense`
-    computes it (the extra stages into ``Kx``, scipy's ``K_extended`` whose first rows
-    are ``K``; the coefficients into ``F``), the interpolant at the covered times
-    (:func:`dop853_interpolate`) and each interpolated state's correction and sample as
+    """:func:`loop_rk_block` with the output samples at the sorted output times ``te``
+    (s) between its steps: after each accepted step that covers some of them (``te[m] <=
+    t_new + 1e-12``) the step's dense output, DOP853's as :func:`loop_dop853_dense`
+    computes it (the extra stages ``A_extra``, ``C_extra`` into ``Kx``, scipy's
+    ``K_extended`` whose first rows are ``K``; the coefficients ``D`` into ``F``) or,
+    with no extra stages (``A_extra`` of 0 rows), RK45's / RK23's as :func:`rk_dense`
+    (``Kx`` the stages ``K``, ``D`` the solver's ``P``, ``Q`` into ``F``), the
+    interpolant at the covered times (:func:`dop853_interpolate`,
+    :func:`rk_interpolate`) and each interpolated state's correction and sample as
     :func:`loop_correct_samples` does them (status 0 only), with its kinematics history
     row where complete (:func:`._nbforces.sample_history`): sample ``m`` writes row ``j0
     + m`` of the sample arrays ``rows`` (:func:`loop_rk_block_sampled`'s, ``RAW`` the
     interpolated state) for the output row ``row0 + m``, ``SJ[m]`` its step; ``DN[j]`` 1
-    where step ``j`` computed its dense output (three evaluations). Stops after the
+    where step ``j`` computed its dense output (DOP853: three evaluations). Stops after the
     sample at ``te[-1]``, at ``t_bound``, after ``k`` steps, before a step it hands back,
     after a non-finite state or a stall verdict (no samples of that step), and before a
     sample whose dense output or correction the caller must do (:data:`BLOCK_SAMPLE`).
@@ -1672,8 +1675,7 @@ def _rk_block_dense(
         if hi > m:
             st = _dense_samples(
                 Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
-                t_old, t_new - t_old, y_old, y, f, Kx, A_extra, C_extra, D, F, te, m, hi, SJ,
-                j,
+                t_old, t_new - t_old, y_old, y, f, Kx, A_extra, C_extra, D, F, te, m, hi, SJ, j,
                 clab, body_row, j0, row0, sw, cw, rows,
             )  # fmt: skip
             if st >= 0:
@@ -1705,15 +1707,22 @@ def _dense_samples(
     ROW, RAW, YC, QDD, LAM, REAC, ACC, CUTF, VIOL, EN, RW, PW, VEL = rows
     phi, J, gamma = ws
     nv = y.shape[0] // 2
-    st = loop_dop853_dense(
-        Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
-        t_old, h, y_old, y, f, Kx, A_extra, C_extra, D, F,
-    )  # fmt: skip
-    if st != 0:
-        return -1
+    rk = A_extra.shape[0] == 0  # RK45 / RK23: no extra stages
+    if rk:
+        rk_dense(Kx, D, F)
+    else:
+        st = loop_dop853_dense(
+            Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
+            t_old, h, y_old, y, f, Kx, A_extra, C_extra, D, F,
+        )  # fmt: skip
+        if st != 0:
+            return -1
     for a in range(m, hi):
         r = j0 + a
-        dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], RAW[r : r + 1])
+        if rk:
+            rk_interpolate(t_old, h, y_old, F, te[a], RAW[r])
+        else:
+            dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], RAW[r : r + 1])
         _copy_into(YC[r], RAW[r])
         q, v = YC[r, :nv], YC[r, nv:]
         if _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw) != 0:
@@ -2097,6 +2106,37 @@ def loop_dop853_dense(
                 acc += D[r, j] * K[j, i]
             F[3 + r, i] = h * acc
     return 0
+
+
+@njit(cache=True)
+def rk_dense(K, P, Q):
+    """The dense output of the last RK45 / RK23 step as scipy's ``_dense_output_impl``
+    forms it: ``Q = K^T P`` (n, order + 1) from the step's stages ``K`` (n_stages + 1,
+    n) and the solver's ``P`` (the product by BLAS, ``np.dot``: the same bits)."""
+    d = np.dot(K.T, P)
+    for i in range(Q.shape[0]):
+        for c in range(Q.shape[1]):
+            Q[i, c] = d[i, c]
+
+
+@njit(cache=True)
+def rk_interpolate(t_old, h, y_old, Q, t, out):
+    """scipy's RK45 / RK23 interpolant (``RkDenseOutput``) at the time ``t`` (s): ``out``
+    (n,) from ``Q`` (:func:`rk_dense`) of the step from ``t_old`` of length ``h`` and
+    its start ``y_old``; the operations of scipy's ``_call_impl`` for one time (``p``
+    the running powers of ``x = (t - t_old) / h``, ``h Q p + y_old`` with ``Q p`` by
+    BLAS), so the same values."""
+    no = Q.shape[1]
+    p = np.empty(no)
+    x = (t - t_old) / h
+    c = x
+    p[0] = c
+    for k in range(1, no):
+        c = c * x
+        p[k] = c
+    d = np.dot(Q, p)
+    for i in range(y_old.shape[0]):
+        out[i] = h * d[i] + y_old[i]
 
 
 @njit(cache=True)

@@ -1366,6 +1366,10 @@ def _compiled_rk(name: str):
     if name == "DOP853":
         attrs["_dense_output_impl"] = _dop853_dense_output_impl
         attrs["Interpolant"] = _dop853_interpolant()
+    else:  # (the interpolant of a dense output a compiled block computed)
+        from scipy.integrate._ivp.rk import RkDenseOutput
+
+        attrs["Interpolant"] = RkDenseOutput
     return type(f"_Compiled{name}", (Solver,), attrs)
 
 
@@ -1450,6 +1454,8 @@ def _redo_step(solver, Solver, st, status, nfev):
 
 #: RK45 / RK23 have one error estimator: :func:`._nbloops.loop_rk_step` takes an empty E3
 _NO_E3 = np.zeros(0)
+#: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.loop_rk_block_dense`)
+_NO_EXTRA = np.zeros((0, 1))
 
 
 @functools.cache
@@ -1684,21 +1690,25 @@ class _LoopStepper(ExplicitStepper):
         return run
 
     def _solver_dense_block(self):
-        """A compiled block of DOP853 steps with the samples at the output times between
+        """A compiled block of adaptive steps with the samples at the output times between
         them (:meth:`ExplicitStepper._solver_dense_block`):
-        :func:`._nbloops.loop_rk_block_dense` writes each sample's interpolated state, its
-        correction and sample into :meth:`dense_rows` (what :meth:`finalize` would
-        compute for it, :meth:`_kept_step_samples`), where :meth:`_solver_block` would
-        run a block; None else, and for RK45 / RK23 (their interpolant is scipy's BLAS
-        product ``K^T P``)."""
+        :func:`._nbloops.loop_rk_block_dense` writes each sample's interpolated state (the
+        solver's own interpolant: DOP853's, or RK45's / RK23's ``K^T P`` by BLAS as
+        scipy's), its correction and sample into :meth:`dense_rows` (what
+        :meth:`finalize` would compute for it, :meth:`_kept_step_samples`), where
+        :meth:`_solver_block` would run a block; None else."""
         s = self.solver
-        if not (self.dense_blocks and self._dense_out and hasattr(s, "A_EXTRA")):
+        if not (self.dense_blocks and self._dense_out):
             return None
         if self._solver_block() is None:
             return None
         _, c, P, sel = _loop_selection(s)
-        E3, E5 = s.E3, s.E5
+        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         tau = self.constant_tau(c)
+        if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
+            Kx, AX, CX, D, nf = s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D, s.D.shape[0] + 3
+        else:  # RK45 / RK23: Q = K^T P (n, order + 1) into F, no extra stages
+            Kx, AX, CX, D, nf = s.K, _NO_EXTRA, _NO_E3, s.P, s.P.shape[1]
 
         def run(k, te, win, stall):
             rows = self.dense_rows(sel, len(te))
@@ -1709,14 +1719,14 @@ class _LoopStepper(ExplicitStepper):
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
             Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
             SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
-            F = np.empty((s.D.shape[0] + 3, n))
+            F = np.empty((nf, n)) if hasattr(s, "A_EXTRA") else np.empty((n, nf))
             done = _NL.loop_rk_block_dense(
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
                 _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
-                win, stall, Y, REC, out, s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D, F, te, SJ, DN,
-                c[7], c[8], j0, self.i + 1, *rows["out"],
+                win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, c[7],
+                c[8], j0, self.i + 1, *rows["out"],
             )  # fmt: skip
             m = int(out[3])
             rows["n"] = j0 + m

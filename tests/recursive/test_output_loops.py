@@ -481,7 +481,7 @@ def _same_run(res, ref):
 @pytest.mark.parametrize("integrator", ["dop853", "rk45"])
 def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
     """An adaptive loop run takes its steps in compiled blocks (``loop_rk_block``; with a
-    sample at every accepted step ``loop_rk_block_sampled``; DOP853 with output times
+    sample at every accepted step ``loop_rk_block_sampled``; with output times
     ``loop_rk_block_dense``), Python bringing scipy's
     solver to the state its ``step()`` leaves after each block. Every result is bit for
     bit that of one compiled call per step (``step_blocks = False``): a sample at every
@@ -502,7 +502,7 @@ def test_adaptive_blocks_equal_the_per_step_path(monkeypatch, integrator):
         fast = s.simulate(0.03, **kw, **out)
         n = fast.meta["steps"]
         block = "loop_rk_block_sampled" if label == "every" else "loop_rk_block"
-        if label != "every" and integrator == "dop853":
+        if label != "every":
             block = "loop_rk_block_dense"  # (the samples between the steps in the block)
         assert n > 50 and sum(calls[block]) == n  # every step in a block
         assert len(calls[block]) <= (6 if label == "every" else 17)
@@ -578,15 +578,19 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
     _same_run(fast.partial, ref.partial)
 
 
-@pytest.mark.parametrize("out", [{}, {"dt": 0.03}, {"dt": 1e-4}])
-def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, out):
+@pytest.mark.parametrize(
+    "integrator, out",
+    [("dop853", {}), ("dop853", {"dt": 0.03})]
+    + [(integrator, {"dt": 1e-4}) for integrator in ("dop853", "rk45")],
+)
+def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, integrator, out):
     """A block that meets a state its rows cannot decide hands the step back (its status
     and the attempt's evaluations), and the solver's ``step()`` redoes it by scipy's code
     with the QR, as after a refused compiled step. Planted at the 40th step (a
     ``NEEDS_QR`` after 3 evaluations) in both paths, the run with blocks equals the run
     step by step bit for bit, a sample at every step, the end only and 300 interpolated
-    samples (the block's samples before the step handed back in its rows, the later ones
-    by the output times' path one at a time)."""
+    samples (DOP853, RK45; the block's samples before the step handed back in its
+    rows, the later ones by the output times' path one at a time)."""
     from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive import loops
     from flexmbd.recursive.loops import _LoopStepper
@@ -630,7 +634,7 @@ def test_a_step_handed_back_by_a_block_is_redone_as_step_by_step(monkeypatch, ou
 
     monkeypatch.setattr(loops, "_redo_step", counted_redo)
     s = _squeezer().build().compile("recursive")
-    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, **out)
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, **out)
     fast = s.simulate(0.03, **kw)
     assert redos == [(NL.NEEDS_QR, 3)]  # handed back once, then the QR at every step
     monkeypatch.setattr(_LoopStepper, "step_blocks", False)
@@ -856,18 +860,39 @@ def _count_correct_samples(monkeypatch):
     return rows
 
 
+#: the squeezer's tolerances (rtol, atol) per adaptive integrator in the output tests
+#: (RK23 looser: 1101 steps over 30 ms, 11150 at rtol 1e-9)
+_TOLS = {"dop853": (1e-9, 1e-11), "rk45": (1e-9, 1e-11), "rk23": (1e-6, 1e-8)}
+
+
+def _count_dense_outputs(monkeypatch):
+    """A list that gets an entry per dense output computed in Python from now on: DOP853's
+    compiled one (``_nbloops.loop_dop853_dense``) or RK45's / RK23's (scipy's
+    ``RungeKutta._dense_output_impl``, ``K^T P``)."""
+    from scipy.integrate._ivp.rk import RungeKutta
+
+    from flexmbd.recursive import _nbloops as NL
+
+    dense = []
+    real_dop, real_rk = NL.loop_dop853_dense, RungeKutta._dense_output_impl
+    monkeypatch.setattr(NL, "loop_dop853_dense", lambda *a: dense.append(1) or real_dop(*a))
+    monkeypatch.setattr(RungeKutta, "_dense_output_impl", lambda s: dense.append(1) or real_rk(s))
+    return dense
+
+
+@pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
 @pytest.mark.parametrize("times", ["30", "300", "irregular"])
-def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times):
-    """DOP853 with output times between its steps (``dt`` of 30 and 300 samples, 57
-    irregular ``t_eval``): the compiled blocks (``loop_rk_block_dense``) take every step,
-    compute the dense output of each step that holds samples, and interpolate, correct
-    and sample there, writing each sample's rows and its kinematics history row in the
-    block. Every result is bit for bit that of the path that stops a block at each output
+def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times, integrator):
+    """DOP853, RK45 and RK23 with output times between their steps (``dt`` of 30 and 300
+    samples, 57 irregular ``t_eval``): the compiled blocks (``loop_rk_block_dense``) take
+    every step, compute the dense output of each step that holds samples (DOP853's extra
+    stages; RK45's / RK23's ``K^T P`` by BLAS), and interpolate, correct and sample
+    there, writing each sample's rows and its kinematics history row in the block.
+    Every result is bit for bit that of the path that stops a block at each output
     time and corrects and samples after the run (``dense_blocks = False``), and that of
     one compiled call per step; the results correct no sample and run the history pass
     for the first row only (300 samples: also the few of a step an ``advance`` chunk
     boundary splits, left to the output times' path)."""
-    from flexmbd.recursive import _nbloops as NL
     from flexmbd.recursive.loops import _LoopStepper
 
     from .test_compiled_forces import _squeezer
@@ -878,11 +903,10 @@ def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times):
         "300": {"dt": 1e-4},
         "irregular": {"t_eval": np.sort(np.random.default_rng(3).uniform(0.0, 0.03, 57))},
     }[times]
-    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, **out)
+    rtol, atol = _TOLS[integrator]
+    kw = dict(integrator=integrator, rtol=rtol, atol=atol, **out)
     calls = _count_kernels(monkeypatch)
-    dense = []
-    real_dense = NL.loop_dop853_dense
-    monkeypatch.setattr(NL, "loop_dop853_dense", lambda *a: dense.append(1) or real_dense(*a))
+    dense = _count_dense_outputs(monkeypatch)
     corrected = _count_correct_samples(monkeypatch)
     history = _count_history_rows(monkeypatch)
     fast = s.simulate(0.03, **kw)
@@ -905,24 +929,28 @@ def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times):
         monkeypatch.setattr(_LoopStepper, flag, True)
     for ref in refs:
         _same_run(fast, ref)
-    assert fast.stats["rhs_evaluations"][-1] > 12 * n  # (the extra stages counted)
+    if integrator == "dop853":
+        assert fast.stats["rhs_evaluations"][-1] > 12 * n  # (the extra stages counted)
 
 
-def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
-    """A checkpointed DOP853 run of the squeezer with 300 interpolated samples (a
-    checkpoint every 37 samples: the blocks stop there, the samples of a step split by it
-    taken from the kept dense output) equals the run without checkpoints bit for bit.
-    Interrupted at its third chunk and resumed, it equals the resumed run of the path
-    that samples after the run (``dense_blocks = False``) bit for bit, and the run
-    without checkpoints but for the evaluation counts after the resume (both paths
-    compute the dense output of the step the checkpoint split again: three more)."""
+@pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
+def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch, integrator):
+    """A checkpointed DOP853 / RK45 / RK23 run of the squeezer with 300 interpolated
+    samples (a checkpoint every 37 samples: the blocks stop there, the samples of a step
+    split by it taken from the kept dense output) equals the run without checkpoints bit
+    for bit. Interrupted at its third chunk and resumed, it equals the resumed run of the
+    path that samples after the run (``dense_blocks = False``) bit for bit, and the run
+    without checkpoints -- DOP853 but for the evaluation counts after the resume (both
+    paths compute the dense output of the step the checkpoint split again: three more;
+    RK45's and RK23's take no evaluation)."""
     from flexmbd.integrators.stepper import ExplicitStepper
     from flexmbd.recursive.loops import _LoopStepper
 
     from .test_compiled_forces import _squeezer
 
     s = _squeezer().build().compile("recursive")
-    kw = dict(integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-4)
+    rtol, atol = _TOLS[integrator]
+    kw = dict(integrator=integrator, rtol=rtol, atol=atol, dt=1e-4)
     ref = s.simulate(0.03, **kw)
     _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
 
@@ -949,6 +977,9 @@ def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
         assert seen[:2] == [37, 37]
         resumed.append(fm.resume(path))
     _same_run(*resumed)
+    if integrator != "dop853":
+        _same_run(resumed[0], ref)
+        return
     a, b = _run_arrays(resumed[0]), _run_arrays(ref)
     for key in a:
         x, y = np.asarray(a[key]), np.asarray(b[key])
@@ -958,7 +989,8 @@ def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
             assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), key
 
 
-def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch):
+@pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
+def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch, integrator):
     """A stall inside a block with output times (``max_step`` 1e-9 s: the pace rule after
     200 steps, 2e-7 s) fails as the path that samples after the run: the same error,
     time and partial rows -- the interpolated samples the block wrote before the
@@ -973,7 +1005,8 @@ def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch):
     errs = []
     for dense in (True, False):
         monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
-        st = s.stepper(0.03, integrator="dop853", rtol=1e-9, atol=1e-11, t_eval=t_eval)
+        rtol, atol = _TOLS[integrator]
+        st = s.stepper(0.03, integrator=integrator, rtol=rtol, atol=atol, t_eval=t_eval)
         st.solver.max_step = 1e-9  # (simulate takes no max_step: planted)
         with pytest.raises(fm.errors.SolverError) as info:
             run(st, st.t_end, progress=False)
