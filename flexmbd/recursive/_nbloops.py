@@ -1727,6 +1727,7 @@ def _dense_samples(
         q, v = YC[r, :nv], YC[r, nv:]
         if _correct(cargs, q, v, sel, tol, max_newton, rtol, guard, phi, J, gamma, cw) != 0:
             return a
+        set_clock(forces[0], forces[1], te[a])  # (a compiled law's time: the sample's)
         ok = _sample_at(
             Ib, buf, cargs, forces, clab, q, v, tau, sel, rtol, guard, phi, J, gamma,
             body_row, QDD[r], LAM[r], REAC[r], ACC[r], CUTF[r], VIOL[r], sw,
