@@ -354,6 +354,20 @@ def test_tree_compiled_laws_run_in_the_compiled_calls_and_blocks(monkeypatch):
     assert len(qdd) == 1 and len(res.t) == 6 and len(blocks) == 1 and not seen
 
 
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+def test_tree_compiled_laws_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
+    """A ``compiled_law`` cfunc of time on a tree joint: RK45 / DOP853 / RK23 take every
+    step in compiled blocks (the kernel sets the law's clock per stage); the Python
+    right-hand side runs only for scipy's start, the law never from Python."""
+    m = loaded_pendulum(law=lambda m: fm.JointForce.compiled_law(m.elbow, _cubic_law))
+    s = m.compile("recursive")
+    seen = law_calls(monkeypatch, m.law)
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.05, integrator=integrator, rtol=1e-8, atol=1e-10)
+    assert blocks and res.meta["steps"] > 2 and len(qdd) == 2 and not seen
+
+
 def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
     """A ``compiled_law`` cfunc on a loop's tree joint: RK4 in compiled blocks (its time
     tabulated), DOP853 in compiled blocks (the kernels set the time per stage:

@@ -1969,7 +1969,8 @@ class RecursiveSystem:
             if f.constant_force is not None:
                 tau_c[self._vslice[f.joint.name]] += f.constant_force
                 continue
-            rows = [self._law_row(f)] if f.law is not None else self._time_rows(f)
+            law = f.law is not None or f.user_law is not None
+            rows = [self._law_row(f)] if law else self._time_rows(f)
             if rows is None or None in rows:
                 return None
             for row in rows:

@@ -12,6 +12,7 @@ to 1 % here (an error estimate near zero, at the start from rest, raised to the 
 
 import numpy as np
 import pytest
+from numba import cfunc
 
 import flexmbd as fm
 from flexmbd.checkpoint import run
@@ -312,3 +313,40 @@ def test_fallbacks_run_scipys_steps(monkeypatch, case):
     blocks, python = counted(monkeypatch)
     res = s.simulate(0.05, integrator="rk45", tau=tau)
     assert not blocks and len(python) == res.stats["rhs_evaluations"][-1]
+
+
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _driven_law(q, qd, t, which):
+    """A spring, a damper and a motor torque 0.4 sin(7 t) (N m): a law of the time."""
+    if which == 0:
+        return -3.0 * q - 0.1 * qd + 0.4 * np.sin(7.0 * t)
+    return -3.0 if which == 1 else -0.1
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_compiled_law_of_time_runs_in_blocks_bit_for_bit(monkeypatch, integrator, output):
+    """A tree whose only value of time is the clock of a compiled joint law
+    (:meth:`flexmbd.JointForce.compiled_law`): every step in compiled blocks (the kernel
+    writes each stage's time into the clock), the Python right-hand side only for
+    scipy's start (and DOP853's dense outputs), and the run equals scipy's step() on
+    the Python right-hand side bit for bit."""
+    m = chain(3, damped=True)
+    m.motor = fm.JointForce.compiled_law(m.j1, _driven_law)
+    s = m.compile("recursive")
+    kw = dict(integrator=integrator, rtol=1e-10, atol=1e-12, **OUTPUTS[output])
+    blocks, python = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    n = fast.meta["steps"]
+    assert n > 10 and sum(blocks) == n
+    if integrator != "dop853" or output == "every":
+        assert len(python) == 2
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    ref = s.simulate(0.3, **kw)
+    assert len(python) > 2 + n
+    same_run(fast, ref)
+    # the law's time matters: the same motor frozen at t = 0 moves the chain otherwise
+    m = chain(3, damped=True)
+    m.motor = fm.JointForce(m.j1, lambda t, q, qd: -3.0 * q - 0.1 * qd)
+    other = m.compile("recursive").simulate(0.3, **kw)
+    assert np.abs(other.q[-1] - fast.q[-1]).max() > 1e-4
