@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (when imported from elsewhere)
 from results_file import replace_section  # noqa: E402
 
 import flexmbd as fm  # noqa: E402

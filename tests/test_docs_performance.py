@@ -380,8 +380,9 @@ def test_tree_compiled_laws_adaptive_steps_run_compiled_blocks(monkeypatch, inte
 
 def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
     """A ``compiled_law`` cfunc on a loop's tree joint: RK4 in compiled blocks (its time
-    tabulated), DOP853 in compiled blocks (the kernels set the time per stage:
-    ``compiled_rk4(clock=True)``); the law runs from Python only at output samples."""
+    tabulated), DOP853 with output times in compiled blocks (the kernels set the time per
+    stage: ``compiled_rk4(clock=True)``); the law runs from Python only at output samples
+    (the first, before the block)."""
     m = models.four_bar()
     m.law = fm.JointForce.compiled_law(m.a, _cubic_law)
     s = m.compile("recursive")
@@ -390,7 +391,7 @@ def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
     blocks = counting(monkeypatch, NL, "loop_rk4_block")
     res = s.simulate(0.03, dt=0.01, integrator="rk4")
     assert len(res.t) == 4 and blocks
-    rk_blocks = counting(monkeypatch, NL, "loop_rk_block")
+    rk_blocks = counting(monkeypatch, NL, "loop_rk_block_dense")  # (output times: dt)
     seen.clear()
     res = s.simulate(0.03, dt=0.01, integrator="dop853", rtol=1e-6, atol=1e-8)
     assert rk_blocks and set(seen) <= set(res.t.tolist())

@@ -1606,7 +1606,7 @@ def loop_rk_block_dense(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN,
     clab, body_row, j0, row0, *rows,
 ):  # fmt: skip
     """:func:`loop_rk_block` of DOP853 steps with the output samples at the sorted output
@@ -1629,7 +1629,7 @@ def loop_rk_block_dense(
         Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
         ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
         A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-        k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+        k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN,
         clab, body_row, j0, row0, rows,
     )  # fmt: skip
 
@@ -1639,7 +1639,7 @@ def _rk_block_dense(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
     ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, D, F, te, SJ, DN,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN,
     clab, body_row, j0, row0, rows,
 ):  # fmt: skip
     """:func:`loop_rk_block_dense` with its sample arrays as one tuple ``rows``."""
@@ -1673,7 +1673,8 @@ def _rk_block_dense(
         if hi > m:
             st = _dense_samples(
                 Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
-                t_old, t_new - t_old, y_old, y, f, Kx, A_extra, D, F, te, m, hi, SJ, j,
+                t_old, t_new - t_old, y_old, y, f, Kx, A_extra, C_extra, D, F, te, m, hi, SJ,
+                j,
                 clab, body_row, j0, row0, sw, cw, rows,
             )  # fmt: skip
             if st >= 0:
@@ -1694,7 +1695,7 @@ def _rk_block_dense(
 @njit(cache=True)
 def _dense_samples(
     Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
-    t_old, h, y_old, y, f, Kx, A_extra, D, F, te, m, hi, SJ, j,
+    t_old, h, y_old, y, f, Kx, A_extra, C_extra, D, F, te, m, hi, SJ, j,
     clab, body_row, j0, row0, sw, cw, rows,
 ):  # fmt: skip
     """The samples ``te[m:hi]`` of the accepted step ``j`` from ``t_old`` of length ``h``
@@ -1707,7 +1708,7 @@ def _dense_samples(
     nv = y.shape[0] // 2
     st = loop_dop853_dense(
         Ib, buf, cargs, forces, tau, sel, tol, max_newton, rtol, guard, ws, reac,
-        t_old, h, y_old, y, f, Kx, A_extra, A_extra, D, F,
+        t_old, h, y_old, y, f, Kx, A_extra, C_extra, D, F,
     )  # fmt: skip
     if st != 0:
         return -1

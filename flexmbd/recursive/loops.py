@@ -1715,8 +1715,8 @@ class _LoopStepper(ExplicitStepper):
                 _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
-                win, stall, Y, REC, out, s.K_extended, s.A_EXTRA, s.D, F, te, SJ, DN, c[7],
-                c[8], j0, self.i + 1, *rows["out"],
+                win, stall, Y, REC, out, s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D, F, te, SJ, DN,
+                c[7], c[8], j0, self.i + 1, *rows["out"],
             )  # fmt: skip
             m = int(out[3])
             rows["n"] = j0 + m
