@@ -48,13 +48,28 @@ RTOL, ATOL = 1e-8, 1e-10
 T_END = {2: 20.0, 10: 5.0, 50: 3.0}  # (about 250-1800 accepted steps each)
 
 
-def run_flexmbd(s, integrator, blocks, end_only):
+def space_robot():
+    """``(system, tau)``: the space robot of ``examples/space_robot.py`` (13 bodies, a
+    Free base with its quaternion: nq 19, nv 18) without its drives (functions of time),
+    constant arm joint torques ``tau`` (N m) instead: the floating-base row."""
+    from bench_cfa import load_space_robot, strip_drives
+
+    s = strip_drives(load_space_robot()).compile("recursive")
+    arm = np.array([2.0, 1.5, 0.25, 0.0002, 0.004, 0.00005])
+    return s, np.concatenate([np.zeros(6), arm, -arm])
+
+
+SPACE = "space robot"
+T_END[SPACE] = 20.0
+
+
+def run_flexmbd(s, integrator, blocks, end_only, tau=None):
     """CPU seconds of one ``simulate`` and its accepted steps (and the results)."""
     TreeStepper.step_blocks = blocks
-    T = T_END[s.nv]
+    T = T_END[s.nv if tau is None else SPACE]
     kw = {"dt": T} if end_only else {}
     tic = time.process_time()
-    res = s.simulate(T, integrator=integrator, rtol=RTOL, atol=ATOL, **kw)
+    res = s.simulate(T, integrator=integrator, rtol=RTOL, atol=ATOL, tau=tau, **kw)
     cpu = time.process_time() - tic
     TreeStepper.step_blocks = True
     return cpu, res.meta["steps"], res
@@ -121,6 +136,19 @@ def measure(rounds):
                         steps["pin"] = kp
                 rows.append((n, integrator, end_only, got, steps, exact))
                 print(fmt_row(rows[-1]), flush=True)
+    s, tau = space_robot()  # a floating base (quaternion coordinates): RK45 only
+    for end_only in (False, True):
+        run_flexmbd(s, "rk45", True, end_only, tau)
+        got, steps, exact = {"new": [], "old": [], "pin": []}, {}, True
+        for _ in range(rounds):
+            cn, kn, rn = run_flexmbd(s, "rk45", True, end_only, tau)
+            co, ko, ro = run_flexmbd(s, "rk45", False, end_only, tau)
+            exact = exact and kn == ko and same(rn, ro)
+            got["new"].append(cn / kn)
+            got["old"].append(co / ko)
+            steps["flexmbd"] = kn
+        rows.append((SPACE, "rk45", end_only, got, steps, exact))
+        print(fmt_row(rows[-1]), flush=True)
     return rows
 
 
@@ -162,7 +190,10 @@ def report(rows, rounds):
         "scipy's `step()` with the Python right-hand side (one compiled forward dynamics "
         "per evaluation; `TreeStepper.step_blocks = False`, main's path), `new` = the "
         "steps in compiled blocks (`_nbloops.tree_rk_block`), `pin` = the same scipy "
-        "solver stepped from Python on Pinocchio's `aba` (its own steps). Median (range) "
+        "solver stepped from Python on Pinocchio's `aba` (its own steps). Row `space "
+        "robot`: `examples/space_robot.py` (13 bodies, Free base: quaternion coordinates) "
+        f"without its drives, constant arm torques instead, RK45 over {T_END[SPACE]:g} s. "
+        "Median (range) "
         f"of {rounds} interleaved rounds. `bitwise`: new and old give the same times, "
         "states, accelerations, reactions and energies bit for bit.",
         "",

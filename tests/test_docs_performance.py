@@ -221,29 +221,39 @@ def test_tree_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
     assert len(qdd) == 2 and not batch and len(res.t) == res.meta["steps"] + 1 > 2
 
 
-@pytest.mark.parametrize("case", ["time function", "callable tau", "spherical"])
+@pytest.mark.parametrize("case", ["time function", "callable tau"])
 def test_tree_adaptive_fallbacks_run_scipys_steps(monkeypatch, case):
     """scipy's step code in Python around compiled evaluations: a load that is a
-    function of time, a callable ``tau``, quaternion coordinates."""
+    function of time, a callable ``tau``."""
     tau = None
-    if case == "spherical":
-        m = fm.Model("spherical")
-        m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-        m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
-        m.shoulder = fm.Revolute(m.ground, m.upper, q0=[-np.pi / 4])
-        m.elbow = fm.Spherical(m.upper, m.lower, parent_frame=(1.0, 0, 0))
-        m.g = fm.Gravity((0, -9.81, 0))
+    m = models.double_pendulum()
+    if case == "time function":
+        m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, np.cos(t), 0.0])
     else:
-        m = models.double_pendulum()
-        if case == "time function":
-            m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, np.cos(t), 0.0])
-        else:
-            tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
+        tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
     s = m.compile("recursive")
     blocks = counting(monkeypatch, NL, "tree_rk_block")
     qdd = counting(monkeypatch, type(s), "qdd")
     res = s.simulate(0.03, integrator="rk45", tau=tau)
     assert not blocks and len(qdd) == res.stats["rhs_evaluations"][-1]
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_tree_adaptive_quaternion_trees_run_compiled_blocks(monkeypatch, integrator):
+    """Section "Recursive formulation, trees": RK45 / DOP853 of a tree with a Spherical
+    joint take every step in compiled blocks (the Python right-hand side only for
+    scipy's start)."""
+    m = fm.Model("spherical")
+    m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+    m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
+    m.shoulder = fm.Revolute(m.ground, m.upper, q0=[-np.pi / 4])
+    m.elbow = fm.Spherical(m.upper, m.lower, parent_frame=(1.0, 0, 0))
+    m.g = fm.Gravity((0, -9.81, 0))
+    s = m.compile("recursive")
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.05, integrator=integrator, rtol=1e-8, atol=1e-10)
+    assert blocks and len(qdd) == 2 and res.meta["steps"] > 2
 
 
 @pytest.mark.parametrize("case", ["spherical", "floating"])
@@ -352,6 +362,20 @@ def test_tree_compiled_laws_run_in_the_compiled_calls_and_blocks(monkeypatch):
     blocks = counting(monkeypatch, NL, "tree_rk4_block")
     res = s.simulate(0.05, dt=0.01, integrator="rk4")
     assert len(qdd) == 1 and len(res.t) == 6 and len(blocks) == 1 and not seen
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+def test_tree_compiled_laws_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
+    """A ``compiled_law`` cfunc of time on a tree joint: RK45 / DOP853 / RK23 take every
+    step in compiled blocks (the kernel sets the law's clock per stage); the Python
+    right-hand side runs only for scipy's start, the law never from Python."""
+    m = loaded_pendulum(law=lambda m: fm.JointForce.compiled_law(m.elbow, _cubic_law))
+    s = m.compile("recursive")
+    seen = law_calls(monkeypatch, m.law)
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.05, integrator=integrator, rtol=1e-8, atol=1e-10)
+    assert blocks and res.meta["steps"] > 2 and len(qdd) == 2 and not seen
 
 
 def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):

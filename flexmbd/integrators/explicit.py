@@ -42,6 +42,7 @@ import numpy as np
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import needs_loops
 from ..errors import FlexmbdError
+from ..recursive import _nbforces as _NF
 from ..recursive import _nbloops as _NL
 from ..recursive.energy import energy_histories
 from ..recursive.flexible import body_series
@@ -69,7 +70,7 @@ class TreeStepper(ExplicitStepper):
     """:class:`ExplicitStepper` of a :class:`~flexmbd.recursive.RecursiveSystem` (a tree):
     quaternion coordinates renormalized after every step and at every dense sample.
 
-    A rigid tree without quaternion coordinates runs RK4 (:meth:`_rk4_block`) and the
+    A rigid tree (quaternion coordinates included) runs RK4 (:meth:`_rk4_block`) and the
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow."""
 
     #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
@@ -110,13 +111,16 @@ class TreeStepper(ExplicitStepper):
             self._sample_next = None
 
     def _compiled_tree(self):
-        """``(Ib, buf, force table, joint forces, timed loads, quaternion offsets)`` of the
-        compiled RK4 intervals and adaptive steps
+        """``(Ib, buf, force table, joint forces, timed loads, quaternion offsets, clock
+        only)`` of the compiled RK4 intervals and adaptive steps
         (:func:`flexmbd.recursive._nbloops.tree_rk4_block`, ``tree_rk_block``) or None: a
         rigid tree (fixed or floating base; RK4 integrates the quaternion coordinates of
         Spherical and Free joints through their rates and renormalizes them as
         :meth:`_after_rk4` does) whose loads the packed tree solver and its force table
-        cover, joint forces ``tau`` None or constant."""
+        cover, joint forces ``tau`` None or constant. ``clock only``: the table's only
+        values of time are its clock (users' compiled laws,
+        :meth:`flexmbd.JointForce.compiled_law`), which the adaptive kernels set per
+        stage."""
         s = self.system
         if callable(self._tau_arg):
             return None
@@ -131,7 +135,9 @@ class TreeStepper(ExplicitStepper):
         if packed is not None and table is not None and rigid:
             tau = np.zeros(s.nv) if self._tau_arg is None else np.array(self._tau_arg, float)
             qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
-            out = (packed[0], packed[1], table[0], tau, len(table[2]) > 0, qoff)
+            tix = table[2]
+            clock = bool(np.all(table[0][0][tix[:, 0], 0] == _NF.ULAW) and not tix[:, 1].any())
+            out = (packed[0], packed[1], table[0], tau, len(tix) > 0, qoff, clock)
         self._tree_args = (key, out)
         return out
 
@@ -162,11 +168,14 @@ class TreeStepper(ExplicitStepper):
 
     def _solver_block(self):
         """A compiled block of adaptive steps (:meth:`ExplicitStepper._solver_block`) of a
-        rigid tree (:meth:`_compiled_tree`, loads not functions of time) with scipy's
+        rigid tree (:meth:`_compiled_tree`; of the values of time only the table's clock,
+        which the kernel sets to each stage's time) with scipy's
         ``RK45``, ``RK23`` or ``DOP853`` and scalar tolerances:
-        :func:`flexmbd.recursive._nbloops.tree_rk_block`, which writes the output sample
-        of every accepted step (its accelerations, reactions and energies: the step's
-        last evaluation) when the run outputs every step; None else (scipy's ``step()``
+        :func:`flexmbd.recursive._nbloops.tree_rk_block` (quaternion coordinates
+        renormalized after each accepted step, as :meth:`_after_solver_step`), which
+        writes the output sample of every accepted step (its accelerations, reactions
+        and energies: the step's last evaluation) when the run outputs every step and
+        has no quaternion coordinate; None else (scipy's ``step()``
         on :meth:`_f`, also for a step the block hands back: a failed tree solve or a
         step below scipy's smallest)."""
         s = self.solver
@@ -175,13 +184,16 @@ class TreeStepper(ExplicitStepper):
         if type(s).__module__.split(".")[0] != "scipy" or np.ndim(s.rtol) or np.ndim(s.atol):
             return None
         c = self._compiled_tree()
-        # (loads that are functions of time: their stage times; quaternion coordinates)
-        if c is None or c[4] or len(c[5]):
+        # (loads that are functions of time other than the clock: their stage times)
+        if c is None or (c[4] and not c[6]):
             return None
+        # quaternion coordinates: the step's last evaluation is not at the renormalized
+        # state; their samples are left to the batch after the run
+        rows = self.t_eval is None and not len(c[5])
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
         def run(k, t_stop, win, stall):
-            if self.t_eval is None:  # a sample at every accepted step: rows i + 1 ...
+            if rows:  # a sample at every accepted step: rows i + 1 ...
                 qdd, reac, ok, en = self._sample_arrays(self.i + k)
             else:
                 qdd, reac, ok, en = self._no_rows()
@@ -193,7 +205,7 @@ class TreeStepper(ExplicitStepper):
                 c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
-                self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok,
+                self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok, c[5],
             )  # fmt: skip
             return done, Y, REC, f, out
 

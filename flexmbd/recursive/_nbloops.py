@@ -1598,6 +1598,7 @@ def _block_sample(
 
 
 _IB_N1 = K.IB_N1  # (the block's stage array is named K)
+_IB_NV = K.IB_NV
 
 
 @njit(cache=True)
@@ -1805,14 +1806,20 @@ def _stall_verdict(win, n_steps, t, h_abs, stall):
 
 @njit(cache=True, inline="always")
 def _tree_rhs(Ib, buf, forces, y, tau, reac, out):
-    """Right-hand side ``out = (v, qdd)`` of a rigid tree (``q' = v``) at ``y = (q, v)``:
+    """Right-hand side ``out = (q', qdd)`` of a rigid tree at ``y = (q, v)``:
     :func:`_tree_free` with the joint forces ``tau`` and the force table ``forces``, its
-    tree reactions in ``reac``. Returns the tree solver's status (``out`` then
-    undefined)."""
-    nv = y.shape[0] // 2
-    st = _tree_free(Ib, buf, forces, y[:nv], y[nv:], tau, out[nv:], reac)
-    for i in range(nv):
-        out[i] = y[nv + i]
+    tree reactions in ``reac``; ``q' = v`` when ``nq == nv``, else ``qdot(q, v)``
+    (:func:`coordinate_rates`: quaternion rates of Spherical and Free joints, as the
+    Python right-hand side ``TreeStepper._f``). Returns the tree solver's status
+    (``out`` then undefined)."""
+    nv = Ib[_IB_NV]
+    nq = y.shape[0] - nv
+    st = _tree_free(Ib, buf, forces, y[:nq], y[nq:], tau, out[nq:], reac)
+    if nq == nv:
+        for i in range(nv):
+            out[i] = y[nv + i]
+    else:
+        coordinate_rates(Ib, buf, y[:nq], y[nq:], out[:nq])
     return st
 
 
@@ -1820,18 +1827,26 @@ def _tree_rhs(Ib, buf, forces, y, tau, reac, out):
 def tree_rk_block(
     Ib, buf, forces, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-    k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, EN, done,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, EN, done, qoff,
 ):  # fmt: skip
-    """:func:`loop_rk_block` of a rigid tree (``q' = v``, no cut joint): up to ``k``
-    accepted steps of scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with
-    :func:`_tree_rhs` (joint forces ``tau``, the force table ``forces``) at every
-    stage, the same arguments, records and stop reasons. Accepted step ``j`` also
-    writes the output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0 rows):
-    its ``QDD`` and tree reactions ``REAC`` from the step's last evaluation (at the
-    accepted state), its energies ``EN`` (:func:`._nbforces.sample_energies`) and
-    ``done``. Returns the number of accepted steps."""
+    """:func:`loop_rk_block` of a rigid tree (no cut joint): up to ``k`` accepted steps
+    of scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with :func:`_tree_rhs` (joint
+    forces ``tau``, the force table ``forces``) at every stage, the same arguments,
+    records and stop reasons. The quaternions at the offsets ``qoff`` (int64; none:
+    ``q' = v``) of each accepted state are renormalized (:func:`unit_quaternions`)
+    before it is recorded and becomes the state, as scipy's ``step()`` followed by
+    ``TreeStepper._after_solver_step`` leaves it (``f`` stays the step's last
+    evaluation, at the state before the renormalization); a state that turns
+    non-finite there stops the block (:data:`BLOCK_NONFINITE`). Accepted step ``j``
+    also writes the output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0
+    rows; give none with quaternions: the step's last evaluation is not at the
+    renormalized state): its ``QDD`` and tree reactions ``REAC`` from the step's last
+    evaluation (at the accepted state), its energies ``EN``
+    (:func:`._nbforces.sample_energies`) and ``done``. Returns the number of accepted
+    steps."""
     n = y.shape[0]
-    nv = n // 2
+    nv = Ib[_IB_NV]
+    nq = n - nv
     y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
     reac = np.empty((REAC.shape[1], 6))
     # the loop arguments that a tree's right-hand side does not read
@@ -1847,14 +1862,23 @@ def tree_rk_block(
         )  # fmt: skip
         if code == BLOCK_HANDBACK:
             return j
+        if qoff.shape[0]:
+            unit_quaternions(y, qoff)
+            finite = True
+            for i in range(n):
+                Yout[j, i] = y[i]
+                finite = finite and np.isfinite(y[i])
+            if not finite:
+                code = BLOCK_NONFINITE
+                out[0] = code
         r = i0 + j
         if r < QDD.shape[0]:
             for i in range(nv):
-                QDD[r, i] = f_new[nv + i]
+                QDD[r, i] = f_new[nq + i]
             for i in range(reac.shape[0]):
                 for c in range(6):
                     REAC[r, i, c] = reac[i, c]
-            sample_energies(Ib, buf, y_new[nv:], fi, ff, tau_c, S, EN[r])
+            sample_energies(Ib, buf, y_new[nq:], fi, ff, tau_c, S, EN[r])
             done[r] = True
         if code != _BLOCK_GO:
             return j + 1

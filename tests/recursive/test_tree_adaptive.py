@@ -12,6 +12,7 @@ to 1 % here (an error estimate near zero, at the start from rest, raised to the 
 
 import numpy as np
 import pytest
+from numba import cfunc
 
 import flexmbd as fm
 from flexmbd.checkpoint import run
@@ -291,23 +292,15 @@ def test_conservative_chain_keeps_its_energy_to_the_tolerance(integrator, rtol):
     assert res.meta["steps"] > 20
 
 
-@pytest.mark.parametrize("case", ["callable tau", "time function", "spherical", "floating"])
+@pytest.mark.parametrize("case", ["callable tau", "time function"])
 def test_fallbacks_run_scipys_steps(monkeypatch, case):
     """scipy's step code on the Python right-hand side: a callable ``tau``, a load that is
-    a function of time (its stage times are known only inside the step), quaternion
-    coordinates (Spherical, Free)."""
+    a function of time (its stage times are known only inside the step)."""
     m, tau = chain(2), None
     if case == "callable tau":
         tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
-    elif case == "time function":
-        m.push = fm.PointForce(m.rod1, (0.5, 0.0, 0.0), lambda t: [0.0, np.sin(t), 0.0])
-    elif case == "spherical":
-        m.ball = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
-        m.cup = fm.Spherical(m.rod1, m.ball, parent_frame=(0.5, 0, 0))
     else:
-        m = fm.Model("floating")
-        m.box = fm.RigidBody(1.0, (0.1, 0.2, 0.3))
-        m.free = fm.Free(m.ground, m.box, qd0=[0.0, 0.0, 0.0, 0.3, 0.2, 0.1])
+        m.push = fm.PointForce(m.rod1, (0.5, 0.0, 0.0), lambda t: [0.0, np.sin(t), 0.0])
     s = m.compile("recursive")
     blocks, python = counted(monkeypatch)
     res = s.simulate(0.05, integrator="rk45", tau=tau)
@@ -337,3 +330,132 @@ def test_rk4_rows_lent_to_the_results_survive_a_continued_run(tmp_path):
         np.testing.assert_array_equal(getattr(first, k), v)
     for k in ("t", "q", "qd", "qdd", "reactions"):
         np.testing.assert_array_equal(getattr(out, k), getattr(ref, k))
+
+
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _driven_law(q, qd, t, which):
+    """A spring, a damper and a motor torque 0.4 sin(7 t) (N m): a law of the time."""
+    if which == 0:
+        return -3.0 * q - 0.1 * qd + 0.4 * np.sin(7.0 * t)
+    return -3.0 if which == 1 else -0.1
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_compiled_law_of_time_runs_in_blocks_bit_for_bit(monkeypatch, integrator, output):
+    """A tree whose only value of time is the clock of a compiled joint law
+    (:meth:`flexmbd.JointForce.compiled_law`): every step in compiled blocks (the kernel
+    writes each stage's time into the clock), the Python right-hand side only for
+    scipy's start (and DOP853's dense outputs), and the run equals scipy's step() on
+    the Python right-hand side bit for bit."""
+    m = chain(3, damped=True)
+    m.motor = fm.JointForce.compiled_law(m.j1, _driven_law)
+    s = m.compile("recursive")
+    kw = dict(integrator=integrator, rtol=1e-10, atol=1e-12, **OUTPUTS[output])
+    blocks, python = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    n = fast.meta["steps"]
+    assert n > 10 and sum(blocks) == n
+    if integrator != "dop853" or output == "every":
+        assert len(python) == 2
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    ref = s.simulate(0.3, **kw)
+    assert len(python) > 2 + n
+    same_run(fast, ref)
+    # the law's time matters: the same motor frozen at t = 0 moves the chain otherwise
+    m = chain(3, damped=True)
+    m.motor = fm.JointForce(m.j1, lambda t, q, qd: -3.0 * q - 0.1 * qd)
+    other = m.compile("recursive").simulate(0.3, **kw)
+    assert np.abs(other.q[-1] - fast.q[-1]).max() > 1e-4
+
+
+def floating(gravity=False):
+    """A tumbling box (Free joint) carrying a rod on a Spherical joint and a forearm on a
+    revolute joint with a spring-damper law: two quaternions in the coordinates."""
+    m = fm.Model("floating")
+    m.box = fm.RigidBody(2.0, (0.3, 0.2, 0.4))
+    m.free = fm.Free(m.ground, m.box, qd0=[0.1, 0.0, -0.2, 0.3, 0.2, 0.1])
+    m.arm = fm.RigidBody.rod(mass=1.0, length=0.5, radius=0.02, origin="end")
+    m.cup = fm.Spherical(m.box, m.arm, parent_frame=(0.2, 0, 0), qd0=[0.5, -0.3, 0.2])
+    m.fore = fm.RigidBody.rod(mass=0.5, length=0.4, radius=0.02, origin="end")
+    m.elbow = fm.Revolute(m.arm, m.fore, axis=(0, 0.3, 1.0), parent_frame=(0.5, 0, 0), q0=[0.4])
+    if gravity:
+        m.g = fm.Gravity((0.0, -9.81, 0.0))
+    else:
+        m.law = fm.JointForce.spring_damper(m.elbow, 3.0, 0.05)
+    return m
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_quaternion_trees_run_blocks_bit_for_bit(monkeypatch, integrator, output):
+    """A floating base with a Spherical joint: every step in compiled blocks (the
+    quaternion rates and the renormalization after each accepted step in the kernel,
+    scipy's FSAL derivative kept at the state before it), the Python right-hand side
+    only for scipy's start (and DOP853's dense outputs); the run equals scipy's step()
+    followed by ``_after_solver_step`` on the Python right-hand side bit for bit, and
+    every reported quaternion is unit to round-off."""
+    s = floating().compile("recursive")
+    assert len(s.quaternion_offsets) == 2
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, **OUTPUTS[output])
+    blocks, python = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    n = fast.meta["steps"]
+    assert n > 10 and sum(blocks) == n
+    if integrator != "dop853" or output == "every":
+        assert len(python) == 2
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    ref = s.simulate(0.3, **kw)
+    assert len(python) > 2 + n
+    same_run(fast, ref)
+    for o in s.quaternion_offsets:
+        norm = np.linalg.norm(fast.q[:, o : o + 4], axis=1)
+        assert np.abs(norm - 1.0).max() < 4e-16
+
+
+def test_quaternion_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
+    """A checkpointed RK45 run of the floating tree (a checkpoint every 37 steps),
+    interrupted at its third chunk and resumed: the run without checkpoints bit for bit,
+    the resumed steps in blocks."""
+    m = floating()
+    s = m.compile("recursive")
+    kw = dict(integrator="rk45", rtol=1e-11, atol=1e-13)
+    ref = s.simulate(0.3, **kw)
+    assert ref.meta["steps"] > 3 * 37
+
+    class Interrupted(BaseException):
+        pass
+
+    real, seen = ExplicitStepper.advance, []
+
+    def advance(self, n=None):
+        seen.append(n)
+        if len(seen) == 3:
+            raise Interrupted
+        return real(self, n)
+
+    monkeypatch.setattr(ExplicitStepper, "advance", advance)
+    path = tmp_path / "q.h5"
+    with pytest.raises(Interrupted):
+        s.simulate(0.3, checkpoint=path, every=37, **kw)
+    monkeypatch.setattr(ExplicitStepper, "advance", real)
+    blocks, _ = counted(monkeypatch)
+    same_run(fm.resume(path, model=m), ref)
+    assert sum(blocks) == ref.meta["steps"] - 2 * 37
+
+
+def test_floating_base_in_blocks_conserves_momentum_and_energy():
+    """Independent checks of the compiled quaternion steps (DOP853, rtol 1e-10, 1 s of
+    tumbling): without gravity (the elbow's spring-damper law an internal load) the
+    linear and angular momentum stay constant; in free fall without the law the total
+    energy does, both to the order of the tolerance."""
+    s = floating().compile("recursive")
+    res = s.simulate(1.0, integrator="dop853", rtol=1e-10, atol=1e-12)
+    assert res.meta["steps"] > 20
+    lin, ang = s.momentum_history(res.q, res.qd)
+    for h in (lin, ang):
+        assert np.abs(h - h[0]).max() < 1e-8 * np.abs(h[0]).max()
+    s = floating(gravity=True).compile("recursive")
+    res = s.simulate(1.0, integrator="dop853", rtol=1e-10, atol=1e-12)
+    E = res.energy["total"]
+    assert np.abs(E - E[0]).max() < 1e-8 * np.abs(res.energy["kinetic"]).max()
