@@ -11,6 +11,7 @@ from flexmbd.integrators.explicit import tree_stepper
 from flexmbd.joint_states import fill_joint_states
 from flexmbd.recursive.energy import energy_histories
 
+from .interrupt import interrupted_at_chunk
 from .oracle import Oracle, ad, compose
 from .test_compiled_forces import loaded_four_bar
 from .test_compiled_loops import planar_four_bar, spatial_ring
@@ -521,7 +522,6 @@ def test_adaptive_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     """A checkpointed RK45 run of the squeezer (a sample at every accepted step, a
     checkpoint every 37 steps: no block crosses one) equals the run without checkpoints
     bit for bit; interrupted at its third chunk and resumed, it equals it too."""
-    from flexmbd.integrators.stepper import ExplicitStepper
 
     from .test_compiled_forces import _squeezer
 
@@ -530,22 +530,9 @@ def test_adaptive_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     ref = s.simulate(0.03, **kw)
     _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
 
-    class Interrupted(BaseException):
-        pass
-
-    real, seen = ExplicitStepper.advance, []
-
-    def advance(self, n=None):
-        seen.append(n)
-        if len(seen) == 3:
-            raise Interrupted
-        return real(self, n)
-
-    monkeypatch.setattr(ExplicitStepper, "advance", advance)
     path = tmp_path / "b.h5"
-    with pytest.raises(Interrupted):
+    with interrupted_at_chunk(monkeypatch) as seen:
         s.simulate(0.03, checkpoint=path, every=37, **kw)
-    monkeypatch.setattr(ExplicitStepper, "advance", real)
     assert seen[:2] == [37, 37]
     _same_run(fm.resume(path), ref)
 
@@ -943,7 +930,6 @@ def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch, integrator):
     without checkpoints -- DOP853 but for the evaluation counts after the resume (both
     paths compute the dense output of the step the checkpoint split again: three more;
     RK45's and RK23's take no evaluation)."""
-    from flexmbd.integrators.stepper import ExplicitStepper
     from flexmbd.recursive.loops import _LoopStepper
 
     from .test_compiled_forces import _squeezer
@@ -954,26 +940,12 @@ def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch, integrator):
     ref = s.simulate(0.03, **kw)
     _same_run(s.simulate(0.03, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
 
-    class Interrupted(BaseException):
-        pass
-
-    real, seen = ExplicitStepper.advance, []
-
-    def advance(self, n=None):
-        seen.append(n)
-        if len(seen) == 3:
-            raise Interrupted
-        return real(self, n)
-
     resumed = []
     for dense in (True, False):
         monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
-        monkeypatch.setattr(ExplicitStepper, "advance", advance)
-        seen.clear()
         path = tmp_path / f"b{dense}.h5"
-        with pytest.raises(Interrupted):
+        with interrupted_at_chunk(monkeypatch) as seen:
             s.simulate(0.03, checkpoint=path, every=37, **kw)
-        monkeypatch.setattr(ExplicitStepper, "advance", real)
         assert seen[:2] == [37, 37]
         resumed.append(fm.resume(path))
     _same_run(*resumed)

@@ -21,6 +21,8 @@ from flexmbd.integrators.stepper import ExplicitStepper
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive.energy import energy_histories
 
+from .interrupt import interrupted_at_chunk
+
 OUTPUTS = dict(every={}, end={"dt": 0.3}, times={"t_eval": np.linspace(0.01, 0.3, 13)})
 
 
@@ -159,22 +161,9 @@ def test_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     assert ref.meta["steps"] > 3 * 37
     same_run(s.simulate(0.3, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
 
-    class Interrupted(BaseException):
-        pass
-
-    real, seen = ExplicitStepper.advance, []
-
-    def advance(self, n=None):
-        seen.append(n)
-        if len(seen) == 3:
-            raise Interrupted
-        return real(self, n)
-
-    monkeypatch.setattr(ExplicitStepper, "advance", advance)
     path = tmp_path / "b.h5"
-    with pytest.raises(Interrupted):
+    with interrupted_at_chunk(monkeypatch) as seen:
         s.simulate(0.3, checkpoint=path, every=37, **kw)
-    monkeypatch.setattr(ExplicitStepper, "advance", real)
     assert seen[:2] == [37, 37]
     blocks, _ = counted(monkeypatch)
     same_run(fm.resume(path, model=m), ref)
@@ -423,22 +412,10 @@ def test_quaternion_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     ref = s.simulate(0.3, **kw)
     assert ref.meta["steps"] > 3 * 37
 
-    class Interrupted(BaseException):
-        pass
-
-    real, seen = ExplicitStepper.advance, []
-
-    def advance(self, n=None):
-        seen.append(n)
-        if len(seen) == 3:
-            raise Interrupted
-        return real(self, n)
-
-    monkeypatch.setattr(ExplicitStepper, "advance", advance)
     path = tmp_path / "q.h5"
-    with pytest.raises(Interrupted):
+    with interrupted_at_chunk(monkeypatch) as seen:
         s.simulate(0.3, checkpoint=path, every=37, **kw)
-    monkeypatch.setattr(ExplicitStepper, "advance", real)
+    assert seen[:2] == [37, 37]
     blocks, _ = counted(monkeypatch)
     same_run(fm.resume(path, model=m), ref)
     assert sum(blocks) == ref.meta["steps"] - 2 * 37
