@@ -321,6 +321,25 @@ def test_rk4_rows_lent_to_the_results_survive_a_continued_run(tmp_path):
         np.testing.assert_array_equal(getattr(out, k), getattr(ref, k))
 
 
+def blocks_equal_python_path(monkeypatch, s, kw, output):
+    """``s.simulate(0.3, **kw)`` in compiled blocks and on the Python path
+    (``step_blocks = False``): every accepted step in blocks, the Python right-hand side
+    only for scipy's start (and DOP853's dense outputs when ``output`` is not "every"),
+    the two runs bit for bit. Returns the block run."""
+    integrator = kw["integrator"]
+    blocks, python = counted(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    n = fast.meta["steps"]
+    assert n > 10 and sum(blocks) == n
+    if integrator != "dop853" or output == "every":
+        assert len(python) == 2
+    monkeypatch.setattr(TreeStepper, "step_blocks", False)
+    ref = s.simulate(0.3, **kw)
+    assert len(python) > 2 + n
+    same_run(fast, ref)
+    return fast
+
+
 @cfunc(fm.JointForce.LAW_SIGNATURE)
 def _driven_law(q, qd, t, which):
     """A spring, a damper and a motor torque 0.4 sin(7 t) (N m): a law of the time."""
@@ -341,16 +360,7 @@ def test_compiled_law_of_time_runs_in_blocks_bit_for_bit(monkeypatch, integrator
     m.motor = fm.JointForce.compiled_law(m.j1, _driven_law)
     s = m.compile("recursive")
     kw = dict(integrator=integrator, rtol=1e-10, atol=1e-12, **OUTPUTS[output])
-    blocks, python = counted(monkeypatch)
-    fast = s.simulate(0.3, **kw)
-    n = fast.meta["steps"]
-    assert n > 10 and sum(blocks) == n
-    if integrator != "dop853" or output == "every":
-        assert len(python) == 2
-    monkeypatch.setattr(TreeStepper, "step_blocks", False)
-    ref = s.simulate(0.3, **kw)
-    assert len(python) > 2 + n
-    same_run(fast, ref)
+    fast = blocks_equal_python_path(monkeypatch, s, kw, output)
     # the law's time matters: the same motor frozen at t = 0 moves the chain otherwise
     m = chain(3, damped=True)
     m.motor = fm.JointForce(m.j1, lambda t, q, qd: -3.0 * q - 0.1 * qd)
@@ -387,16 +397,7 @@ def test_quaternion_trees_run_blocks_bit_for_bit(monkeypatch, integrator, output
     s = floating().compile("recursive")
     assert len(s.quaternion_offsets) == 2
     kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, **OUTPUTS[output])
-    blocks, python = counted(monkeypatch)
-    fast = s.simulate(0.3, **kw)
-    n = fast.meta["steps"]
-    assert n > 10 and sum(blocks) == n
-    if integrator != "dop853" or output == "every":
-        assert len(python) == 2
-    monkeypatch.setattr(TreeStepper, "step_blocks", False)
-    ref = s.simulate(0.3, **kw)
-    assert len(python) > 2 + n
-    same_run(fast, ref)
+    fast = blocks_equal_python_path(monkeypatch, s, kw, output)
     for o in s.quaternion_offsets:
         norm = np.linalg.norm(fast.q[:, o : o + 4], axis=1)
         assert np.abs(norm - 1.0).max() < 4e-16
