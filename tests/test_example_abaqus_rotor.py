@@ -119,8 +119,8 @@ def _exudyn_bearing_positions(d, steps, h):
     ss.timeIntegration.endTime = steps * h
     ss.timeIntegration.generalizedAlpha.spectralRadius = 0.5
     ss.timeIntegration.verboseMode = 0
-    ss.solutionSettings.writeSolutionToFile = False
-    ss.solutionSettings.sensorsWritePeriod = h
+    ss.solution.file.write = False
+    ss.solution.sensors.writePeriod = h
     exu.SolveDynamic(mbs, ss)
     return [np.asarray(mbs.GetSensorStoredData(s))[:, 1:] for s in sensors]
 
