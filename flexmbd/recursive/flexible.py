@@ -172,7 +172,7 @@ import numpy as np
 
 from ..flexible.mean_axis import rigid_fit
 from ..model.flexible import FlexibleBody, _DeformingFrame
-from ..model.forces import PointForce
+from ..model.forces import Gravity, JointForce, PointForce
 from ..model.sda import SpringDamperActuator
 from ..series import BodySeries
 from ..spatial import rot_to_quat
@@ -183,6 +183,9 @@ from .general import general_flexible
 __all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
+#: the geometric-stiffening fixed point of one evaluation: relative tolerance of the modal
+#: force change and the most iterations (:func:`._flexkernels.forward_dynamics`)
+STIFF_TOL, STIFF_MAX_ITER = 1e-13, 100
 
 
 def _frame_modes(frame, body):
@@ -437,7 +440,7 @@ class FlexTree:
             )
         )
 
-    def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
+    def forward(self, q, v, tau, reac, tol=STIFF_TOL, max_iter=STIFF_MAX_ITER):
         """One state through the serialized kernels: joint and modal coordinates ``q``,
         speeds ``v``, joint and modal forces ``tau`` (SI); Q̈ into the ``J_QDD`` row of the
         workspace, joint reactions into ``reac``; returns the kernel status."""
@@ -658,6 +661,52 @@ class FlexTree:
         t = np.asarray(tau)[idx]
         if t.any():
             self.Fm[rows, FK.FM_QAPP, cols] += t
+
+    def rk4_loads(self):
+        """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when
+        the Python path's loads of this tree are gravity, joint and modal forces ``tau``
+        and joint spring-damper laws only, else None (a force element or a joint force law
+        evaluated in Python). A tuple ``(LI, LF, actuators, MI, modal)``: per law, in the
+        order the system applies them, its joint coordinate and speed indices ``LI``
+        (int64), stiffness, damping and rest coordinate ``LF`` (SI) and actuator function
+        of time (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI``
+        (label, mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal``
+        (q offset, v offset, modes) of every flexible body (the coordinate rates). Read on
+        the refreshed system."""
+        s = self.system
+        if s.algorithm != "serialized":
+            return None
+        laws = []
+        for f in s.model.forces():
+            if isinstance(f, Gravity):
+                continue
+            if not isinstance(f, JointForce) or f.law is None:
+                return None
+            laws.append(f)
+        nl = len(laws)
+        LI = np.zeros((nl, 2), np.int64)
+        LF = np.zeros((nl, 4))
+        acts = []
+        for m, f in enumerate(laws):
+            js = s.layout.joints[f.joint.name]
+            LI[m] = js.q.start, js.v.start
+            LF[m, :3] = f.law
+            fa = f.actuator
+            if getattr(fa, "constant", False):
+                LF[m, 3] = float(fa(0.0))
+                acts.append(None)
+            else:
+                acts.append(fa)
+        MI = np.zeros((0, 3), np.int64)
+        for k in self.flex_labels:
+            sl = s.modal_slices[s.label_bodies[k].name].v
+            rows = [(k, c, sl.start + c) for c in range(self.nf[k])]
+            MI = np.concatenate([MI, np.array(rows, np.int64).reshape(-1, 3)])
+        modal = np.array(
+            [(sq.start, sv.start, sq.stop - sq.start) for sq, sv in s.modal_slices.values()],
+            np.int64,
+        ).reshape(-1, 3)
+        return LI, LF, acts, MI, modal
 
 
 def body_series(system, q):
