@@ -175,7 +175,7 @@ from ..model.flexible import FlexibleBody, _DeformingFrame
 from ..model.forces import Gravity, JointForce, PointForce
 from ..model.sda import SpringDamperActuator
 from ..series import BodySeries
-from ..spatial import rot_to_quat
+from ..spatial import rot_to_quat_batch
 from . import _flexkernels as FK
 from . import _kernels as K
 from .general import general_flexible
@@ -743,7 +743,8 @@ def flexible_series(system, q):
             )
 
     def quats(Rs):
-        e = np.array([rot_to_quat(x) for x in Rs])
+        # (rot_to_quat of each matrix: the batch computes every row with its operations)
+        e = rot_to_quat_batch(Rs, continuous=False)
         for i in range(1, len(e)):
             if e[i] @ e[i - 1] < 0:
                 e[i] = -e[i]
@@ -757,12 +758,7 @@ def flexible_series(system, q):
             position=r[k], orientation=quats(R[k]), modal=q[:, sq].copy()
         )
         for name in b.reduced.interface_names:
-            fr = b.interface(name)
-            pos = np.empty((nt, 3))
-            rot = np.empty((nt, 3, 3))
-            for i in range(nt):
-                Rf, pf = fr.pose(q[i, sq])
-                pos[i] = r[k][i] + R[k][i] @ pf
-                rot[i] = R[k][i] @ Rf
-            series.interfaces[name] = np.concatenate([pos, quats(rot)], axis=1)
+            Rf, pf = b.interface(name).poses(q[:, sq])
+            pos = r[k] + np.matmul(R[k], pf[:, :, None])[:, :, 0]
+            series.interfaces[name] = np.concatenate([pos, quats(R[k] @ Rf)], axis=1)
     return out
