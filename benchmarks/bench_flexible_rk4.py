@@ -49,8 +49,9 @@ DT_ROBOT = 5e-4
 
 def chain_model(n, stiff):
     """``bench_cfa.flexible_chain`` with a spring-damper law on every joint."""
-    import flexmbd as fm
     from bench_cfa import flexible_chain
+
+    import flexmbd as fm
 
     m = flexible_chain(n, stiff=stiff)
     for i in range(n):

@@ -130,3 +130,109 @@ def flex_rk4_block(
                 done[r] = False
             return j
     return n_int
+
+
+@njit(cache=True)
+def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
+    """Energies (J) and powers (W) of the states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree
+    with flexible bodies on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a
+    plain tuple), the definitions of :meth:`flexmbd.recursive.RecursiveSystem.kinetic_energy`,
+    ``potential_energies`` and ``powers`` for the loads of :func:`flex_loads`: per state
+    ``out[i] = (kinetic, gravity, spring, p_damper, p_actuator, p_external)``: kinetic
+    ``V.I V / 2`` of the rigid bodies plus ``u^T M(q) u / 2`` of the flexible ones
+    (``u`` = body-frame twist and modal speeds); gravity ``-g . (m r_c)`` (gravity
+    ``grav``, m/s^2, world, when ``use_grav``); spring the strain energies
+    ``q^T K q / 2``; p_damper the modal damping ``qd^T D qd``; p_actuator the joint
+    forces ``TAU[i] . qd`` plus each spring-damper law's ``(fa - k (q - q0) - c qd) qd``
+    (``LI``, ``LF`` as in :func:`flex_loads`, ``FA[i, m]`` the actuator at the state's
+    time); p_external zero. One kinematics pass per state
+    (:func:`._flexkernels.kinematics`); sums in body label order."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
+    Ft, Fw, Im, KD = W.Ft, W.Fw, W.Im, W.KD
+    N = Ia.shape[1] - 1
+    g = np.zeros(3)
+    if use_grav:
+        for i in range(3):
+            g[i] = grav[i]
+    zero3 = np.zeros(3)
+    Mb, h = W.Mb, W.Bm[0]
+    u = np.empty(Mb.shape[0])
+    sb = np.empty(3)
+    for s in range(Q.shape[0]):
+        q, v = Q[s], V[s]
+        FK.kinematics(T, q, v, True)
+        ke = 0.0
+        gr = 0.0
+        spring = 0.0
+        damp = 0.0
+        for k in range(1, N + 1):
+            Rw, rw = R3[K.R_W, k], P3[K.P_W, k]
+            nk = Fi[FK.F_NF, k]
+            if nk == 0:
+                Vk, Ik, mc = Vv[K.V_VEL, k], Mm[K.M_I, k], Vv[K.V_MC, k]
+                e = 0.0
+                for i in range(6):
+                    x = 0.0
+                    for j in range(6):
+                        x += Ik[i, j] * Vk[j]
+                    e += Vk[i] * x
+                ke += 0.5 * e
+                for i in range(3):  # m r + R (m c), world
+                    c = mc[3] * rw[i]
+                    for j in range(3):
+                        c += Rw[i, j] * mc[j]
+                    gr -= g[i] * c
+                continue
+            fx, mq, mv = Fi[FK.F_FX, k], Fi[FK.F_MQ, k], Fi[FK.F_MV, k]
+            qk, qdk = q[mq : mq + nk], v[mv : mv + nk]
+            Vb = Fw[k, FK.W_VB]
+            FK.ffr_terms(W.Im, W.St, W.Si, W.Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], zero3,
+                         Mb, h, W.A3)  # fmt: skip
+            mm = 6 + nk
+            for i in range(6):
+                u[i] = Vb[i]
+            for i in range(nk):
+                u[6 + i] = qdk[i]
+            e = 0.0
+            for i in range(mm):
+                x = 0.0
+                for j in range(mm):
+                    x += Mb[i, j] * u[j]
+                e += u[i] * x
+            ke += 0.5 * e
+            # floating frame pose R = Rw RC^T, r = rw - R pC; centre of mass c + St q
+            RC, pC = Ft[k, FK.FR_OUT, :, 0:3], Ft[k, FK.FR_OUT, :, 3]
+            m = Im[fx, 0]
+            for a in range(3):
+                x = Im[fx, 1 + a]
+                for j in range(nk):
+                    x += W.St[fx, a, j] * qk[j]
+                sb[a] = x
+            for i in range(3):
+                Ri0 = Rw[i, 0] * RC[0, 0] + Rw[i, 1] * RC[0, 1] + Rw[i, 2] * RC[0, 2]
+                Ri1 = Rw[i, 0] * RC[1, 0] + Rw[i, 1] * RC[1, 1] + Rw[i, 2] * RC[1, 2]
+                Ri2 = Rw[i, 0] * RC[2, 0] + Rw[i, 1] * RC[2, 1] + Rw[i, 2] * RC[2, 2]
+                ri = rw[i] - (Ri0 * pC[0] + Ri1 * pC[1] + Ri2 * pC[2])
+                gr -= g[i] * (m * ri + Ri0 * sb[0] + Ri1 * sb[1] + Ri2 * sb[2])
+            for i in range(nk):
+                xk = 0.0
+                xd = 0.0
+                for j in range(nk):
+                    xk += KD[fx, 0, i, j] * qk[j]
+                    xd += KD[fx, 1, i, j] * qdk[j]
+                spring += 0.5 * qk[i] * xk
+                damp += qdk[i] * xd
+        act = 0.0
+        for m in range(LI.shape[0]):
+            a = LI[m, 1]
+            f = FA[s, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
+            act += f * v[a]
+        for i in range(v.shape[0]):
+            act += TAU[s, i] * v[i]
+        out[s, 0] = ke
+        out[s, 1] = gr
+        out[s, 2] = spring
+        out[s, 3] = damp
+        out[s, 4] = act
+        out[s, 5] = 0.0

@@ -176,6 +176,7 @@ from ..model.forces import Gravity, JointForce, PointForce
 from ..model.sda import SpringDamperActuator
 from ..series import BodySeries
 from ..spatial import rot_to_quat_batch
+from . import _flexblock as FB
 from . import _flexkernels as FK
 from . import _kernels as K
 from .general import general_flexible
@@ -707,6 +708,36 @@ class FlexTree:
             np.int64,
         ).reshape(-1, 3)
         return LI, LF, acts, MI, modal
+
+    def energy_samples(self, t, q, qd, tau=None):
+        """``{"kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external"}``
+        (nt,) each, J and W, of the history ``t`` (nt,) s, ``q`` (nt, nq), ``qd`` (nt,
+        nv), joint and modal forces ``tau`` (nt, nv) or None, by one compiled call
+        (:func:`._flexblock.flex_energies`, the definitions of
+        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`); None when the loads
+        are not those of :meth:`rk4_loads` (the per-state methods then apply). The
+        actuators that are functions of time are evaluated at ``t`` in Python."""
+        loads = self.rk4_loads()
+        if loads is None:
+            return None
+        LI, LF, acts, _, _ = loads
+        s = self.system
+        Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
+        V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
+        nt = len(Q)
+        t = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
+        FA = np.empty((nt, len(LF)))
+        FA[:] = LF[:, 3]
+        for m, fa in enumerate(acts):
+            if fa is not None:
+                FA[:, m] = [float(fa(x)) for x in t]
+        TAU = np.zeros((nt, s.nv))
+        if tau is not None:
+            TAU[:] = np.asarray(tau, dtype=float)
+        out = np.empty((nt, 6))
+        FB.flex_energies(self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, out)
+        keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")
+        return {key: out[:, i].copy() for i, key in enumerate(keys)}
 
 
 def body_series(system, q):

@@ -8,13 +8,15 @@ import warnings
 
 import numpy as np
 import pytest
+import skfem
 
 import flexmbd as fm
+import flexmbd.fem as F
 from flexmbd.integrators.explicit import TreeStepper
 from flexmbd.recursive import _flexblock as FB
 
 from .interrupt import interrupted_at_chunk
-from .test_flexible_cfa import A0, _free_tree, beam
+from .test_flexible_cfa import A0, _end, _free_tree, beam
 
 SOFT = 2.1e9  # a hundredth of steel's modulus: RK4 steps of 1e-4 s are stable
 
@@ -153,6 +155,60 @@ def test_flexible_pendulum_conserves_energy_and_converges_to_fourth_order():
     assert 16.0 < drift[0] / drift[1] < 40.0 and 16.0 < drift[1] / drift[2] < 40.0, drift
     e1, e2 = np.abs(ends[0] - ends[1]).max(), np.abs(ends[1] - ends[2]).max()
     assert 12.0 < e1 / e2 < 20.0, (e1, e2)
+
+
+def damped_chain():
+    """Two soft beams with 3 % modal damping (the modal damping power), the loads of
+    :func:`flex_chain`, geometric stiffening on the second."""
+    mesh = skfem.MeshHex1.init_tensor(
+        np.linspace(0, 1.0, 9), np.linspace(0, 0.05, 3), np.linspace(0, 0.05, 3)
+    )
+    strat = fm.CraigBampton(3, interfaces={"A": _end(0.0), "B": _end(1.0)}, frame="interface")
+    mat = fm.Material(E=SOFT, nu=0.3, rho=7850.0)
+    rb = F.reduce(mesh, mat, strat, name="beam", geometric=True, zeta=np.full(9, 0.03))
+    m = fm.Model("damped_chain")
+    m.b0 = fm.FlexibleBody(rb, geometric_stiffening=False, qd0=0.01 * np.ones(9))
+    m.j0 = fm.Revolute(m.ground, m.b0, parent_frame=A0, child_frame=m.b0.interface("A"))
+    m.b1 = fm.FlexibleBody(rb, qd0=-0.02 * np.ones(9))
+    m.j1 = fm.Revolute(
+        m.b0, m.b1, axis=(0, 1, 0), parent_frame=m.b0.interface("B"),
+        child_frame=m.b1.interface("A"), qd0=[1.5],
+    )  # fmt: skip
+    m.sd0 = fm.JointForce.spring_damper(m.j0, 20.0, 0.7, 0.0, lambda t: np.cos(30.0 * t))
+    m.sd1 = fm.JointForce.spring_damper(m.j1, 5.0, 0.1, 0.2)
+    m.g = fm.Gravity((0, -9.81, 0.5))
+    return m
+
+
+@pytest.mark.parametrize("case", ["damped", "stiff", "floating"])
+def test_compiled_energies_equal_the_per_state_definitions(case):
+    """``energy_samples`` of a flexible tree (one compiled call,
+    ``_flexblock.flex_energies``) against the per-state Python definitions
+    (``kinetic_energy``: ``u^T M(q) u / 2`` by the FFR mass matrix; ``potential_energies``;
+    ``powers``) on the samples of a run: the same values to round-off, the damping power
+    ``qd^T D qd`` of the modes included."""
+    m = {"damped": damped_chain, "stiff": lambda: flex_chain(stiff=True), "floating": _free_tree}
+    s = m[case]().compile("recursive")
+    tau = np.linspace(-0.5, 0.5, s.nv)
+    res = s.simulate(0.004, dt=2e-4, integrator="rk4", tau=tau)
+    t, q, qd = res.t, res.q, res.qd
+    TAU = np.tile(tau, (len(t), 1))
+    got = s.energy_samples(t, q, qd, TAU)
+    pe = [s.potential_energies(q[i], t[i]) for i in range(len(t))]
+    pw = [s.powers(q[i], qd[i], t[i], TAU[i]) for i in range(len(t))]
+    ref = {
+        "kinetic": [s.kinetic_energy(q[i], qd[i]) for i in range(len(t))],
+        "gravity": [p["gravity"] for p in pe],
+        "spring": [p["spring"] for p in pe],
+        **{key: [p[key] for p in pw] for key in ("p_damper", "p_actuator", "p_external")},
+    }
+    scale = max(np.abs(ref[k]).max() for k in ref)
+    for key, r in ref.items():
+        assert np.abs(got[key] - np.array(r)).max() <= 1e-14 * scale, key
+    assert np.abs(ref["spring"]).max() > 1e-4 * scale  # the strain energy takes part
+    if case == "damped":
+        assert np.min(ref["p_damper"]) > 0.0
+    assert np.array_equal(res.energy["kinetic"], got["kinetic"])  # the results' energies
 
 
 def test_checkpoint_resume_is_bit_for_bit(monkeypatch, tmp_path):
