@@ -190,8 +190,9 @@ def table(old, new, args):
         ks = [f"chain N={n}{tag}" for n in CHAIN_NS]
         eo = fit_exponent(CHAIN_NS, [med(old[k], 0)[0] for k in ks])
         en = fit_exponent(CHAIN_NS, [med(new[k], 0)[0] for k in ks])
+        what = tag or " (no stiffening)"
         lines.append(
-            f"- growth exponent in N of the stepper's time per step, chains{tag or ' (no stiffening)'}: "
+            f"- growth exponent in N of the stepper's time per step, chains{what}: "
             f"old {eo:.2f}, new {en:.2f}."
         )
     return lines
