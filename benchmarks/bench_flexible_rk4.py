@@ -73,6 +73,31 @@ def cases(quick):
     return out
 
 
+def per_evaluation(s, reps):
+    """Seconds per evaluation of the Python path's ``system.qdd`` (loads applied from
+    Python, then the compiled forward dynamics) and of the compiled
+    ``_flexkernels.forward_dynamics`` alone (joint forces set once), best of ``reps``
+    rounds of 200 calls, at a perturbed initial state."""
+    from flexmbd.recursive import _flexkernels as FK
+
+    rng = np.random.default_rng(0)
+    q, qd = s.normalize(s.q0() + 1e-3 * rng.normal(size=s.nq)), 0.1 * rng.normal(size=s.nv)
+    fl, n = s.flex, 200
+    reac = np.empty((len(s.joint_names), 6))
+    args = (s.arrays.gravity, s.use_gravity, reac, fl.any_stiff, 1e-13, 100, fl.info)
+    best = [np.inf, np.inf]
+    for _ in range(reps):
+        tic = time.perf_counter()
+        for _ in range(n):
+            s.qdd(q, qd, None, 0.01)
+        best[0] = min(best[0], (time.perf_counter() - tic) / n)
+        tic = time.perf_counter()
+        for _ in range(n):
+            FK.forward_dynamics(fl.work, q, qd, *args)
+        best[1] = min(best[1], (time.perf_counter() - tic) / n)
+    return best
+
+
 def worker(quick, reps, peer):
     """Per RK4 step (s) of every case in this process: ``{name: [stepper, whole call]}``
     (best of ``reps``; the first run, which loads the kernels, not counted)."""
@@ -88,6 +113,8 @@ def worker(quick, reps, peer):
             best[0] = min(best[0], res.meta["wall_time"] / steps)
             best[1] = min(best[1], whole / steps)
         out[name] = best
+        if peer:  # (the new process: where the Python path's evaluation goes)
+            out[f"eval: {name}"] = per_evaluation(s, reps)
     if peer:
         _, dt, steps = cases(quick)["chain N=5"]
         ab = chain_model(5, False).compile("absolute")
@@ -171,7 +198,7 @@ def table(old, new, args):
         "|---|---|---|---|---|---|---|",
     ]
     for k in new:
-        if k not in old:
+        if k not in old or k.startswith("eval"):
             continue
         o, n = med(old[k], 0), med(new[k], 0)
         ow, nw = med(old[k], 1), med(new[k], 1)
@@ -179,13 +206,34 @@ def table(old, new, args):
             f"| {k} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
             f"| {o[0] / n[0]:.1f}x | {ow[0]:.0f} | {nw[0]:.0f} | {ow[0] / nw[0]:.1f}x |"
         )
+    lines += [
+        "",
+        "Where an evaluation of the Python RK4 path goes (same processes, us per call): "
+        "`system.qdd` (the loads applied from Python per evaluation, then the compiled "
+        "forward dynamics) vs `_flexkernels.forward_dynamics` alone; the block's "
+        "evaluation is its stepper time per step / 4.",
+        "",
+        "| case | `system.qdd` | kernel alone | Python share | block per evaluation |",
+        "|---|---|---|---|---|",
+    ]
+    for k in new:
+        if k.startswith("eval: "):
+            name = k[6:]
+            py, kern = med(new[k], 0)[0], med(new[k], 1)[0]
+            blk = med(new[name], 0)[0] / 4
+            lines.append(
+                f"| {name} | {py:.1f} | {kern:.1f} | {100 * (1 - kern / py):.0f} % | {blk:.1f} |"
+            )
+    lines.append("")
     for k in new:
         if k.startswith("peer"):
             p = med(new[k], 0)
             lines.append(
-                f"| {k} (generalized-alpha) | | {p[0]:.0f} [{p[1]:.0f}-{p[2]:.0f}] | | | | |"
+                "- Peer in the same run (new processes): the absolute formulation's own run of "
+                "the N = 5 chain (its default integrator, generalized-alpha with the compiled "
+                f"engine; same model, step and output): {p[0]:.0f} [{p[1]:.0f}-{p[2]:.0f}] us "
+                "per step, whole `simulate` call."
             )
-    lines.append("")
     for tag in ("", " stiff"):
         ks = [f"chain N={n}{tag}" for n in CHAIN_NS]
         eo = fit_exponent(CHAIN_NS, [med(old[k], 0)[0] for k in ks])
