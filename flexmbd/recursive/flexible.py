@@ -667,15 +667,16 @@ class FlexTree:
         """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when
         the Python path's loads of this tree are gravity, joint and modal forces ``tau``
         and joint spring-damper laws only, else None (a force element or a joint force law
-        evaluated in Python). A tuple ``(LI, LF, actuators, MI, modal)``: per law, in the
-        order the system applies them, its joint coordinate and speed indices ``LI``
-        (int64), stiffness, damping and rest coordinate ``LF`` (SI) and actuator function
-        of time (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI``
-        (label, mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal``
-        (q offset, v offset, modes) of every flexible body (the coordinate rates). Read on
+        evaluated in Python, the tree of a closed-loop system). A tuple ``(LI, LF,
+        actuators, MI, modal)``: per law, in the order the system applies them, its joint
+        coordinate and speed indices ``LI`` (int64), stiffness, damping and rest
+        coordinate ``LF`` (SI) and actuator function of time (``None`` for a constant
+        one, whose value is then ``LF[m, 3]``); ``MI`` (label, mode, speed index) of every
+        modal speed (:meth:`add_modal_tau`); ``modal`` (q offset, v offset, modes) of every
+        flexible body (the coordinate rates). Read on
         the refreshed system."""
         s = self.system
-        if s.algorithm != "serialized":
+        if s.algorithm != "serialized" or s.applied_by_caller:  # (a closed loop's tree)
             return None
         laws = []
         for f in s.model.forces():
