@@ -552,7 +552,8 @@ class _DeformingFrame(Frame):
         ``p`` (nt, 3), body axes; per row the operations of :meth:`pose` (the same bits),
         the rotation matrices in one batch."""
         q = np.atleast_2d(np.asarray(q, float))
-        d = np.array([self.modes @ x for x in q]).reshape(len(q), 6)
+        modes = self.modes
+        d = np.array([modes @ x for x in q]).reshape(len(q), 6)
         e = np.array([quat_from_rotvec(x) for x in d[:, :3]]).reshape(len(q), 4)
         return quat_to_rot_batch(e) @ self._rot, self.position + d[:, 3:]
 
