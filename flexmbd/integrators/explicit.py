@@ -174,9 +174,10 @@ class TreeStepper(ExplicitStepper):
         """``(workspace, gravity, stiffening, tau, loads, quaternion offsets)`` of the
         compiled RK4 intervals of a tree with flexible bodies
         (:func:`flexmbd.recursive._flexblock.flex_rk4_block`), or None: a rigid tree,
-        joint forces ``tau`` a function, or loads other than gravity, constant ``tau`` and
-        joint spring-damper laws (:meth:`flexmbd.recursive.flexible.FlexTree.rk4_loads`;
-        those keep the Python RK4 of :meth:`step`)."""
+        joint forces ``tau`` a function, or loads other than gravity, constant ``tau``,
+        joint spring-damper laws and constant joint forces
+        (:meth:`flexmbd.recursive.flexible.FlexTree.rk4_loads`; those keep the Python RK4
+        of :meth:`step`)."""
         s = self.system
         fl = getattr(s, "flex", None)
         if fl is None or callable(self._tau_arg):
@@ -191,6 +192,8 @@ class TreeStepper(ExplicitStepper):
             tau = np.zeros(max(s.nv, 1))
             if self._tau_arg is not None:
                 tau[: s.nv] = np.asarray(self._tau_arg, dtype=float)
+            cidx, cval = loads[5]
+            tau[cidx] += cval  # constant joint forces: ``tau[v] += f`` of the Python path
             qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
             grav = (s.arrays.gravity, s.use_gravity, fl.any_stiff, fl.info)
             out = (fl.work, grav, tau, loads, qoff)
@@ -208,7 +211,7 @@ class TreeStepper(ExplicitStepper):
         c = self._compiled_flex()
         if c is None:
             return None
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, acts, MI, modal), qoff = c
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, acts, MI, modal, _), qoff = c
 
         def block(y, Y, k):
             qdd, reac, ok, _ = self._sample_arrays(self.i)

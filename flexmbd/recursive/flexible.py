@@ -664,27 +664,41 @@ class FlexTree:
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
     def rk4_loads(self):
-        """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when
-        the Python path's loads of this tree are gravity, joint and modal forces ``tau``
-        and joint spring-damper laws only, else None (a force element or a joint force law
-        evaluated in Python, the tree of a closed-loop system). A tuple ``(LI, LF,
-        actuators, MI, modal)``: per law, in the order the system applies them, its joint
-        coordinate and speed indices ``LI`` (int64), stiffness, damping and rest
-        coordinate ``LF`` (SI) and actuator function of time (``None`` for a constant
-        one, whose value is then ``LF[m, 3]``); ``MI`` (label, mode, speed index) of every
-        modal speed (:meth:`add_modal_tau`); ``modal`` (q offset, v offset, modes) of every
-        flexible body (the coordinate rates). Read on
-        the refreshed system."""
+        """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when the
+        Python path's loads of this tree are gravity, joint and modal forces ``tau``, joint
+        spring-damper laws and constant joint forces (no two on one speed) only, else None
+        (a force element or a joint force law evaluated in Python, the tree of a closed-loop
+        system). A tuple ``(LI, LF, actuators, MI, modal, constant)``: per law, in the order
+        the system applies them, its joint coordinate and speed indices ``LI`` (int64),
+        stiffness, damping and rest coordinate ``LF`` (SI) and actuator function of time
+        (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI`` (label,
+        mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal`` (q
+        offset, v offset, modes) of every flexible body (the coordinate rates);
+        ``constant``: the speed indices and values (N, N m) of the constant joint forces.
+        Read on the refreshed system."""
         s = self.system
         if s.algorithm != "serialized" or s.applied_by_caller:  # (a closed loop's tree)
             return None
-        laws = []
+        laws, consts, law_v, const_v = [], {}, set(), []
         for f in s.model.forces():
             if isinstance(f, Gravity):
                 continue
-            if not isinstance(f, JointForce) or f.law is None:
+            if not isinstance(f, JointForce) or (f.law is None and f.constant_force is None):
                 return None
-            laws.append(f)
+            sv = s.layout.joints[f.joint.name].v
+            if f.law is not None:
+                laws.append(f)
+                law_v.add(sv.start)
+            else:
+                consts[sv.start] = f.constant_force
+                const_v += range(sv.start, sv.stop)
+        # a constant force shares no speed with another force (the kernel adds it first)
+        if len(set(const_v)) < len(const_v) or law_v & set(const_v):
+            return None
+        const = np.zeros(s.nv)
+        for start, c in consts.items():
+            const[start : start + len(c)] = c
+        cidx = np.array([start + i for start, c in consts.items() for i in range(len(c))], np.int64)
         nl = len(laws)
         LI = np.zeros((nl, 2), np.int64)
         LF = np.zeros((nl, 4))
@@ -708,7 +722,7 @@ class FlexTree:
             [(sq.start, sv.start, sq.stop - sq.start) for sq, sv in s.modal_slices.values()],
             np.int64,
         ).reshape(-1, 3)
-        return LI, LF, acts, MI, modal
+        return LI, LF, acts, MI, modal, (cidx, const[cidx])
 
     def energy_samples(self, t, q, qd, tau=None):
         """``{"kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external"}``
@@ -721,7 +735,7 @@ class FlexTree:
         loads = self.rk4_loads()
         if loads is None:
             return None
-        LI, LF, acts, _, _ = loads
+        LI, LF, acts, _, _, (cidx, cval) = loads
         s = self.system
         Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
         V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
@@ -735,6 +749,7 @@ class FlexTree:
         TAU = np.zeros((nt, s.nv))
         if tau is not None:
             TAU[:] = np.asarray(tau, dtype=float)
+        TAU[:, cidx] += cval  # the constant joint forces
         out = np.empty((nt, 6))
         FB.flex_energies(self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, out)
         keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")

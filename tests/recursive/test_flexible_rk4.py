@@ -130,6 +130,27 @@ def test_loads_outside_the_block_keep_the_python_path(monkeypatch):
     assert sum(calls) == 10
 
 
+def test_constant_joint_forces_take_the_block(monkeypatch):
+    """Constant joint forces (``JointForce(joint, values)``) beside spring-damper laws:
+    in the block, bit for bit; one sharing its joint with a law (the Python path adds
+    them in model order) keeps the Python path."""
+    m = flex_chain(n=2, loads=False)
+    m.motor = fm.JointForce(m.j0, [0.8])
+    m.law = fm.JointForce.spring_damper(m.j1, 10.0, 0.3)
+    m.tip_motor = fm.JointForce(m.jt, [-0.3])
+    s = m.compile("recursive")
+    kw = dict(dt=2e-4, integrator="rk4", tau=np.linspace(-0.5, 0.5, s.nv))
+    ref = python_path(monkeypatch, lambda: s.simulate(0.01, **kw))
+    calls = counted(monkeypatch)
+    res = s.simulate(0.01, **kw)
+    assert sum(calls) == len(res.t) - 1
+    same_bits(res, ref)
+    m.law2 = fm.JointForce.spring_damper(m.j0, 1.0, 0.0)  # shares j0 with the motor
+    calls.clear()
+    m.compile("recursive").simulate(0.002, dt=2e-4, integrator="rk4")
+    assert calls == []
+
+
 def pendulum():
     """One soft Craig-Bampton beam on a revolute at its interface A, gravity, no damping:
     a conservative system (kinetic + gravity + strain energy)."""
