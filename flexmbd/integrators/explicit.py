@@ -74,7 +74,8 @@ class TreeStepper(ExplicitStepper):
     A rigid tree (quaternion coordinates included) runs RK4 (:meth:`_rk4_block`) and the
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
-    loads are gravity, constant ``tau`` and joint spring-damper laws."""
+    loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
+    forces."""
 
     #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
