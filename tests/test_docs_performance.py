@@ -18,6 +18,7 @@ import flexmbd as fm
 from flexmbd.absolute import engine as E
 from flexmbd.absolute.engine import Engine
 from flexmbd.integrators.implicit import implicit_stepper
+from flexmbd.recursive import _flexblock as FB
 from flexmbd.recursive import _nbforces as NF
 from flexmbd.recursive import _nbloops as NL
 
@@ -398,10 +399,45 @@ def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
 
 
 def test_tree_flexible_bodies_have_no_whole_tree_kernel():
-    """Flexible trees: no compiled RK4 block (one state at a time through the flexible
-    CFA)."""
+    """Flexible trees: no compiled single-state entry point of the whole tree (one state at
+    a time through the flexible CFA)."""
     s = models.flexible_pendulum().compile("recursive")
     assert s.packed_rigid(forces=True) is None
+
+
+def test_tree_flexible_rk4_runs_compiled_blocks(monkeypatch):
+    """Section "Recursive formulation, trees": RK4 of a tree with flexible bodies whose
+    loads are gravity, constant ``tau`` and joint spring-damper laws runs whole blocks of
+    output intervals in one call (``_flexblock.flex_rk4_block``); the samples' energies
+    come from one compiled call after the run (``flex_energies``), no per-state Python."""
+    m = models.flexible_pendulum()
+    m.law = fm.JointForce.spring_damper(m.hinge, 2.0, 0.1, 0.0, lambda t: np.sin(t))
+    s = m.compile("recursive")
+    calls = counting(monkeypatch, FB, "flex_rk4_block")
+    energies = counting(monkeypatch, FB, "flex_energies")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    ke = counting(monkeypatch, type(s), "kinetic_energy")
+    res = s.simulate(1e-4, dt=2e-5, integrator="rk4", tau=np.full(s.nv, 0.1))
+    assert len(res.t) == 6 and len(calls) == 1 and len(energies) == 1
+    assert not qdd and not ke
+
+
+@pytest.mark.parametrize("case", ["callable tau", "python law"])
+def test_tree_flexible_rk4_fallbacks_run_python_rk4(monkeypatch, case):
+    """Flexible trees with a callable ``tau`` or a load evaluated in Python (a Python joint
+    force law; a point force or SDA on a flexible body): the RK4 stage loop in Python,
+    four evaluations per step, each one compiled forward dynamics."""
+    m = models.flexible_pendulum()
+    tau = None
+    if case == "callable tau":
+        tau = lambda t, q, qd: np.zeros(len(qd))  # noqa: E731
+    else:
+        m.law = fm.JointForce(m.hinge, lambda t, q, qd: [-2.0 * q[0]])
+    s = m.compile("recursive")
+    calls = counting(monkeypatch, FB, "flex_rk4_block")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(6e-5, dt=2e-5, integrator="rk4", tau=tau)
+    assert len(res.t) == 4 and not calls and len(qdd) == 9
 
 
 def test_single_state_forward_dynamics_is_one_compiled_call(monkeypatch):

@@ -42,10 +42,11 @@ import numpy as np
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import needs_loops
 from ..errors import FlexmbdError
+from ..recursive import _flexblock as _FB
 from ..recursive import _nbforces as _NF
 from ..recursive import _nbloops as _NL
 from ..recursive.energy import energy_histories
-from ..recursive.flexible import body_series
+from ..recursive.flexible import STIFF_MAX_ITER, STIFF_TOL, body_series
 from ..results import Results
 from .stepper import (
     ExplicitStepper,
@@ -71,7 +72,10 @@ class TreeStepper(ExplicitStepper):
     quaternion coordinates renormalized after every step and at every dense sample.
 
     A rigid tree (quaternion coordinates included) runs RK4 (:meth:`_rk4_block`) and the
-    adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow."""
+    adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
+    tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
+    loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
+    forces."""
 
     #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
@@ -92,6 +96,7 @@ class TreeStepper(ExplicitStepper):
         self.tau_f = tau_function(tau, system.nv)
         self._tau_arg = tau
         self._tree_args = None  # (model revision, compiled RK4 arguments or None)
+        self._flex_args = None  # the same for a tree with flexible bodies
         self._raw = system.qdd
         self._options = _options or {}
         #: RK4: the output sample the next evaluation is at (its first stage), and the
@@ -151,7 +156,7 @@ class TreeStepper(ExplicitStepper):
         one and reports the failure in its interval, with the results before it."""
         c = self._compiled_tree()
         if c is None:
-            return None
+            return self._flex_block(n)
 
         def block(y, Y, k):
             qdd, reac, ok, en = self._sample_arrays(self.i)
@@ -162,6 +167,72 @@ class TreeStepper(ExplicitStepper):
             return _NL.tree_rk4_block(
                 c[0], c[1], c[2], y, self.h, self.substeps, k, c[3], self.i, qdd, reac, en, ok,
                 Y, TT, tix, c[5],
+            )  # fmt: skip
+
+        return self._run_block(n, block)
+
+    def _compiled_flex(self):
+        """``(workspace, gravity, stiffening, tau, loads, quaternion offsets)`` of the
+        compiled RK4 intervals of a tree with flexible bodies
+        (:func:`flexmbd.recursive._flexblock.flex_rk4_block`), or None: a rigid tree,
+        joint forces ``tau`` a function, or loads other than gravity, constant ``tau``,
+        joint spring-damper laws and constant joint forces
+        (:meth:`flexmbd.recursive.flexible.FlexTree.rk4_loads`; those keep the Python RK4
+        of :meth:`step`)."""
+        s = self.system
+        fl = getattr(s, "flex", None)
+        if fl is None or callable(self._tau_arg):
+            return None
+        key = s.model.revision
+        if self._flex_args is not None and self._flex_args[0] == key:
+            return self._flex_args[1]
+        s.packed_rigid()  # (refreshes the system: the model's parameters of this revision)
+        loads = fl.rk4_loads()
+        out = None
+        if loads is not None:
+            tau = np.zeros(max(s.nv, 1))
+            if self._tau_arg is not None:
+                tau[: s.nv] = np.asarray(self._tau_arg, dtype=float)
+            cidx, cval = loads[5]
+            tau[cidx] += cval  # constant joint forces: ``tau[v] += f`` of the Python path
+            qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
+            grav = (s.arrays.gravity, s.use_gravity, fl.any_stiff, fl.info)
+            out = (fl.work, grav, tau, loads, qoff)
+        self._flex_args = (key, out)
+        return out
+
+    def _flex_block(self, n):
+        """Up to ``n`` output intervals of a tree with flexible bodies by one compiled call
+        (:func:`flexmbd.recursive._flexblock.flex_rk4_block`: the operations of the
+        Python RK4 of :meth:`step`, whose first stage of each interval is the output
+        sample: ``qdd`` and reactions kept for the results), or None
+        (:meth:`_compiled_flex`). The actuator terms of the spring-damper laws that are
+        functions of time are evaluated in Python on the block's stage times; one that
+        fails ends the block before its interval (:meth:`step` reports it there)."""
+        c = self._compiled_flex()
+        if c is None:
+            return None
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, acts, MI, modal, _), qoff = c
+
+        def block(y, Y, k):
+            qdd, reac, ok, _ = self._sample_arrays(self.i)
+            FA = np.empty((3 * self.substeps * k, len(LF)))
+            FA[:] = LF[:, 3]
+            if any(fa is not None for fa in acts):
+                times = self._stage_times(k)
+                for r, t in enumerate(times):
+                    try:
+                        for m, fa in enumerate(acts):
+                            if fa is not None:
+                                FA[r, m] = float(fa(t))
+                    except FlexmbdError:  # the intervals before; step() meets it in its own
+                        k = r // (3 * self.substeps)
+                        break
+                if k == 0:
+                    return 0
+            return _FB.flex_rk4_block(
+                work, grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info, y, self.h,
+                self.substeps, k, tau, LI, LF, FA, MI, modal, qoff, self.i, qdd, reac, ok, Y,
             )  # fmt: skip
 
         return self._run_block(n, block)

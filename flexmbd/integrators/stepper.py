@@ -513,16 +513,19 @@ class ExplicitStepper:
             self._step_checks(s)  # the same error as the step by step() (raises)
         return m
 
-    def _stage_table(self, k):
-        """``(TT, tix)`` of the system's ``tabulated_forces``
-        (:meth:`flexmbd.RecursiveSystem.tabulated_forces`) on the stage times of
-        the next ``k`` output intervals (start, middle and end of each RK4 substep: the
-        times of the Python RK4 step)."""
+    def _stage_times(self, k):
+        """The stage times (s) of the next ``k`` output intervals: start, middle and end of
+        each RK4 substep, ``3 (j substeps + sub) + c`` (the times of the Python RK4 step)."""
         h, n = self.h, self.substeps
         starts = self.t0 + (self.i + np.arange(k)) * self.dt
         sub = (starts[:, None] + np.arange(n)[None, :] * h).ravel()
-        times = np.column_stack([sub, sub + 0.5 * h, sub + h]).ravel()
-        _, TT, tix = self.system.tabulated_forces(times)
+        return np.column_stack([sub, sub + 0.5 * h, sub + h]).ravel()
+
+    def _stage_table(self, k):
+        """``(TT, tix)`` of the system's ``tabulated_forces``
+        (:meth:`flexmbd.RecursiveSystem.tabulated_forces`) on the stage times of
+        the next ``k`` output intervals (:meth:`_stage_times`)."""
+        _, TT, tix = self.system.tabulated_forces(self._stage_times(k))
         return TT, tix
 
     def _run_block(self, n, block):

@@ -172,10 +172,11 @@ import numpy as np
 
 from ..flexible.mean_axis import rigid_fit
 from ..model.flexible import FlexibleBody, _DeformingFrame
-from ..model.forces import PointForce
+from ..model.forces import Gravity, JointForce, PointForce
 from ..model.sda import SpringDamperActuator
 from ..series import BodySeries
-from ..spatial import rot_to_quat
+from ..spatial import rot_to_quat_batch
+from . import _flexblock as FB
 from . import _flexkernels as FK
 from . import _kernels as K
 from .general import general_flexible
@@ -183,6 +184,9 @@ from .general import general_flexible
 __all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
+#: the geometric-stiffening fixed point of one evaluation: relative tolerance of the modal
+#: force change and the most iterations (:func:`._flexkernels.forward_dynamics`)
+STIFF_TOL, STIFF_MAX_ITER = 1e-13, 100
 
 
 def _frame_modes(frame, body):
@@ -437,7 +441,7 @@ class FlexTree:
             )
         )
 
-    def forward(self, q, v, tau, reac, tol=1e-13, max_iter=100):
+    def forward(self, q, v, tau, reac, tol=STIFF_TOL, max_iter=STIFF_MAX_ITER):
         """One state through the serialized kernels: joint and modal coordinates ``q``,
         speeds ``v``, joint and modal forces ``tau`` (SI); Q̈ into the ``J_QDD`` row of the
         workspace, joint reactions into ``reac``; returns the kernel status."""
@@ -659,6 +663,98 @@ class FlexTree:
         if t.any():
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
+    def rk4_loads(self):
+        """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when the
+        Python path's loads of this tree are gravity, joint and modal forces ``tau``, joint
+        spring-damper laws and constant joint forces (no two on one speed) only, else None
+        (a force element or a joint force law evaluated in Python, the tree of a closed-loop
+        system). A tuple ``(LI, LF, actuators, MI, modal, constant)``: per law, in the order
+        the system applies them, its joint coordinate and speed indices ``LI`` (int64),
+        stiffness, damping and rest coordinate ``LF`` (SI) and actuator function of time
+        (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI`` (label,
+        mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal`` (q
+        offset, v offset, modes) of every flexible body (the coordinate rates);
+        ``constant``: the speed indices and values (N, N m) of the constant joint forces.
+        Read on the refreshed system."""
+        s = self.system
+        if s.algorithm != "serialized" or s.applied_by_caller:  # (a closed loop's tree)
+            return None
+        laws, consts, law_v, const_v = [], {}, set(), []
+        for f in s.model.forces():
+            if isinstance(f, Gravity):
+                continue
+            if not isinstance(f, JointForce) or (f.law is None and f.constant_force is None):
+                return None
+            sv = s.layout.joints[f.joint.name].v
+            if f.law is not None:
+                laws.append(f)
+                law_v.add(sv.start)
+            else:
+                consts[sv.start] = f.constant_force
+                const_v += range(sv.start, sv.stop)
+        # a constant force shares no speed with another force (the kernel adds it first)
+        if len(set(const_v)) < len(const_v) or law_v & set(const_v):
+            return None
+        const = np.zeros(s.nv)
+        for start, c in consts.items():
+            const[start : start + len(c)] = c
+        cidx = np.array([start + i for start, c in consts.items() for i in range(len(c))], np.int64)
+        nl = len(laws)
+        LI = np.zeros((nl, 2), np.int64)
+        LF = np.zeros((nl, 4))
+        acts = []
+        for m, f in enumerate(laws):
+            js = s.layout.joints[f.joint.name]
+            LI[m] = js.q.start, js.v.start
+            LF[m, :3] = f.law
+            fa = f.actuator
+            if getattr(fa, "constant", False):
+                LF[m, 3] = float(fa(0.0))
+                acts.append(None)
+            else:
+                acts.append(fa)
+        MI = np.zeros((0, 3), np.int64)
+        for k in self.flex_labels:
+            sl = s.modal_slices[s.label_bodies[k].name].v
+            rows = [(k, c, sl.start + c) for c in range(self.nf[k])]
+            MI = np.concatenate([MI, np.array(rows, np.int64).reshape(-1, 3)])
+        modal = np.array(
+            [(sq.start, sv.start, sq.stop - sq.start) for sq, sv in s.modal_slices.values()],
+            np.int64,
+        ).reshape(-1, 3)
+        return LI, LF, acts, MI, modal, (cidx, const[cidx])
+
+    def energy_samples(self, t, q, qd, tau=None):
+        """``{"kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external"}``
+        (nt,) each, J and W, of the history ``t`` (nt,) s, ``q`` (nt, nq), ``qd`` (nt,
+        nv), joint and modal forces ``tau`` (nt, nv) or None, by one compiled call
+        (:func:`._flexblock.flex_energies`, the definitions of
+        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`); None when the loads
+        are not those of :meth:`rk4_loads` (the per-state methods then apply). The
+        actuators that are functions of time are evaluated at ``t`` in Python."""
+        loads = self.rk4_loads()
+        if loads is None:
+            return None
+        LI, LF, acts, _, _, (cidx, cval) = loads
+        s = self.system
+        Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
+        V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
+        nt = len(Q)
+        t = np.broadcast_to(np.asarray(t, dtype=float), (nt,))
+        FA = np.empty((nt, len(LF)))
+        FA[:] = LF[:, 3]
+        for m, fa in enumerate(acts):
+            if fa is not None:
+                FA[:, m] = [float(fa(x)) for x in t]
+        TAU = np.zeros((nt, s.nv))
+        if tau is not None:
+            TAU[:] = np.asarray(tau, dtype=float)
+        TAU[:, cidx] += cval  # the constant joint forces
+        out = np.empty((nt, 6))
+        FB.flex_energies(self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, out)
+        keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")
+        return {key: out[:, i].copy() for i, key in enumerate(keys)}
+
 
 def body_series(system, q):
     """:class:`~flexmbd.results.BodySeries` of every body with modal coordinates over a
@@ -694,7 +790,8 @@ def flexible_series(system, q):
             )
 
     def quats(Rs):
-        e = np.array([rot_to_quat(x) for x in Rs])
+        # (rot_to_quat of each matrix: the batch computes every row with its operations)
+        e = rot_to_quat_batch(Rs, continuous=False)
         for i in range(1, len(e)):
             if e[i] @ e[i - 1] < 0:
                 e[i] = -e[i]
@@ -708,12 +805,7 @@ def flexible_series(system, q):
             position=r[k], orientation=quats(R[k]), modal=q[:, sq].copy()
         )
         for name in b.reduced.interface_names:
-            fr = b.interface(name)
-            pos = np.empty((nt, 3))
-            rot = np.empty((nt, 3, 3))
-            for i in range(nt):
-                Rf, pf = fr.pose(q[i, sq])
-                pos[i] = r[k][i] + R[k][i] @ pf
-                rot[i] = R[k][i] @ Rf
-            series.interfaces[name] = np.concatenate([pos, quats(rot)], axis=1)
+            Rf, pf = b.interface(name).poses(q[:, sq])
+            pos = r[k] + np.matmul(R[k], pf[:, :, None])[:, :, 0]
+            series.interfaces[name] = np.concatenate([pos, quats(R[k] @ Rf)], axis=1)
     return out

@@ -1665,8 +1665,14 @@ class RecursiveSystem:
         "p_external"}`` (nt,) each. None for flexible bodies or force elements outside
         the compiled table (the per-state methods then apply). ``rows`` (>= nt, 7): the
         samples' ``(kinetic, gravity, table energies, ok)`` that the compiled RK4 steps
-        wrote (:func:`._nbforces.sample_energies`), taken where ``ok`` is 1."""
+        wrote (:func:`._nbforces.sample_energies`), taken where ``ok`` is 1. Flexible
+        bodies: one compiled call over the history when the loads are gravity, joint and
+        modal forces and joint spring-damper laws
+        (:meth:`flexmbd.recursive.flexible.FlexTree.energy_samples`; ``rows`` unused)."""
         self._refresh()
+        if self._ops.flex_labels and self.algorithm == "serialized":
+            q, qd = self._check_state(np.atleast_2d(q), np.atleast_2d(qd))
+            return self._ops.energy_samples(t, q, qd, tau)
         if self._ops.flex_labels or not self._ops.compiled:
             return None
         q = np.atleast_2d(np.asarray(q, dtype=float))

@@ -1,0 +1,250 @@
+"""RK4 of trees with flexible bodies: the Python stage loop vs the compiled blocks.
+
+Cases (recursive formulation, fixed-step RK4, the serialized CFA with flexible bodies):
+
+* the flexible space robot of ``examples/space_robot_flexible.py`` (free-floating base,
+  12 revolutes driven by ``JointForce.of_time`` torques, two Craig-Bampton bars of 4
+  modes; RK4 step 5e-4 s as the example's dt / substeps);
+* chains of N = 5, 10, 20 Craig-Bampton steel beams (8 modes each:
+  ``bench_cfa.flexible_chain``) with gravity and a spring-damper law on every joint
+  (``JointForce.spring_damper(j, 50, 0.5)``), geometric stiffening off and on; RK4
+  step 2e-5 s (below the stability limit of the 5.5 kHz constraint modes).
+
+Each run is ``simulate(t_end, dt, integrator="rk4")``; per RK4 step: the stepper's wall
+time (``meta["wall_time"]``: the steps, their output rows) and the whole call (also the
+results: energies, body series, momentum) over the steps. Old and new code run in
+separate processes, interleaved round by round (``--old PATH``: the checkout of the old
+code, put first on ``PYTHONPATH``; default /work/main); the table gives medians and
+ranges over the rounds of each process's best of ``--reps`` runs. The peer in the same
+run: the absolute formulation's own run of the N = 5 chain (its default integrator,
+generalized-alpha with the compiled engine, the same model and step), per step.
+
+Usage: ``python benchmarks/bench_flexible_rk4.py [--rounds 5] [--reps 3] [--quick]
+[--write]`` (``--write`` replaces the ``flexible-rk4`` section of benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.append(str(ROOT))  # (tests.recursive's beams; after PYTHONPATH: its flexmbd first)
+
+SECTION = "flexible-rk4"
+CHAIN_NS = (5, 10, 20)
+DT_CHAIN = 2e-5
+DT_ROBOT = 5e-4
+
+
+def chain_model(n, stiff):
+    """``bench_cfa.flexible_chain`` with a spring-damper law on every joint."""
+    from bench_cfa import flexible_chain
+
+    import flexmbd as fm
+
+    m = flexible_chain(n, stiff=stiff)
+    for i in range(n):
+        setattr(m, f"sd{i}", fm.JointForce.spring_damper(getattr(m, f"j{i}"), 50.0, 0.5))
+    return m
+
+
+def cases(quick):
+    """``{name: (model builder, dt, steps)}``."""
+    steps = 40 if quick else 200
+    out = {"space robot": (lambda: __import__("space_robot_flexible").build(), DT_ROBOT, steps)}
+    for n in CHAIN_NS:
+        for stiff in (False, True):
+            out[f"chain N={n}{' stiff' if stiff else ''}"] = (
+                lambda n=n, stiff=stiff: chain_model(n, stiff),
+                DT_CHAIN,
+                steps,
+            )
+    return out
+
+
+def per_evaluation(s, reps):
+    """Seconds per evaluation of the Python path's ``system.qdd`` (loads applied from
+    Python, then the compiled forward dynamics) and of the compiled
+    ``_flexkernels.forward_dynamics`` alone (joint forces set once), best of ``reps``
+    rounds of 200 calls, at a perturbed initial state."""
+    from flexmbd.recursive import _flexkernels as FK
+
+    rng = np.random.default_rng(0)
+    q, qd = s.normalize(s.q0() + 1e-3 * rng.normal(size=s.nq)), 0.1 * rng.normal(size=s.nv)
+    fl, n = s.flex, 200
+    reac = np.empty((len(s.joint_names), 6))
+    args = (s.arrays.gravity, s.use_gravity, reac, fl.any_stiff, 1e-13, 100, fl.info)
+    best = [np.inf, np.inf]
+    for _ in range(reps):
+        tic = time.perf_counter()
+        for _ in range(n):
+            s.qdd(q, qd, None, 0.01)
+        best[0] = min(best[0], (time.perf_counter() - tic) / n)
+        tic = time.perf_counter()
+        for _ in range(n):
+            FK.forward_dynamics(fl.work, q, qd, *args)
+        best[1] = min(best[1], (time.perf_counter() - tic) / n)
+    return best
+
+
+def worker(quick, reps, peer):
+    """Per RK4 step (s) of every case in this process: ``{name: [stepper, whole call]}``
+    (best of ``reps``; the first run, which loads the kernels, not counted)."""
+    out = {}
+    for name, (build, dt, steps) in cases(quick).items():
+        s = build().compile("recursive")
+        s.simulate(2 * dt, dt=dt, integrator="rk4")  # kernels loaded
+        best = [np.inf, np.inf]
+        for _ in range(reps):
+            tic = time.perf_counter()
+            res = s.simulate(steps * dt, dt=dt, integrator="rk4")
+            whole = time.perf_counter() - tic
+            best[0] = min(best[0], res.meta["wall_time"] / steps)
+            best[1] = min(best[1], whole / steps)
+        out[name] = best
+        if peer:  # (the new process: where the Python path's evaluation goes)
+            out[f"eval: {name}"] = per_evaluation(s, reps)
+    if peer:
+        _, dt, steps = cases(quick)["chain N=5"]
+        ab = chain_model(5, False).compile("absolute")
+        ab.simulate(2 * dt, dt=dt)
+        best = np.inf
+        for _ in range(reps):
+            tic = time.perf_counter()
+            ab.simulate(steps * dt, dt=dt)
+            best = min(best, (time.perf_counter() - tic) / steps)
+        out["peer: absolute chain N=5"] = [best, best]
+    return out
+
+
+def run_worker(path, quick, reps, peer):
+    env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--reps", str(reps)]
+    cmd += ["--quick"] if quick else []
+    cmd += ["--peer"] if peer else []
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fit_exponent(ns, ts):
+    """Growth exponent of ``ts`` in ``ns`` (least squares in log-log)."""
+    return float(np.polyfit(np.log(ns), np.log(ts), 1)[0])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--old", default="/work/main")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--peer", action="store_true")
+    args = ap.parse_args(argv)
+    if args.worker:
+        import flexmbd
+
+        print(flexmbd.__file__, file=sys.stderr)
+        print(json.dumps(worker(args.quick, args.reps, args.peer)))
+        return
+    old, new = {}, {}
+    for r in range(args.rounds):
+        for label, path, acc in (("old", args.old, old), ("new", ROOT, new)):
+            got = run_worker(path, args.quick, args.reps, peer=label == "new")
+            for k, v in got.items():
+                acc.setdefault(k, []).append(v)
+            print(
+                f"round {r + 1} {label}: "
+                + ", ".join(f"{k} {v[0] * 1e6:.0f}" for k, v in got.items())
+            )
+    lines = table(old, new, args)
+    print("\n".join(lines))
+    if args.write:
+        from results_file import markers, replace_section
+
+        replace_section("\n".join(lines), *markers(SECTION))
+
+
+def table(old, new, args):
+    def med(x, i):
+        a = np.array([v[i] for v in x]) * 1e6
+        return np.median(a), a.min(), a.max()
+
+    lines = [
+        "## RK4 of trees with flexible bodies: compiled blocks",
+        "",
+        f"- Command: `python benchmarks/bench_flexible_rk4.py --rounds {args.rounds} "
+        f"--reps {args.reps}{' --quick' if args.quick else ''}`; old = {args.old} "
+        "(the Python RK4 stage loop), new = this checkout (`_flexblock.flex_rk4_block`); "
+        "separate processes, interleaved round by round; 2-core machine shared with other "
+        "jobs.",
+        f"- Per RK4 step (us): the stepper's time (`meta['wall_time']`) and the whole "
+        f"`simulate` call (results included), median [min-max] over {args.rounds} rounds of "
+        f"each process's best of {args.reps}; steps of {DT_CHAIN:g} s (chains) and "
+        f"{DT_ROBOT:g} s (space robot).",
+        "",
+        "| case | old stepper | new stepper | speed-up | old whole | new whole | speed-up |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in new:
+        if k not in old or k.startswith("eval"):
+            continue
+        o, n = med(old[k], 0), med(new[k], 0)
+        ow, nw = med(old[k], 1), med(new[k], 1)
+        lines.append(
+            f"| {k} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
+            f"| {o[0] / n[0]:.1f}x | {ow[0]:.0f} | {nw[0]:.0f} | {ow[0] / nw[0]:.1f}x |"
+        )
+    lines += [
+        "",
+        "Where an evaluation of the Python RK4 path goes (same processes, us per call): "
+        "`system.qdd` (the loads applied from Python per evaluation, then the compiled "
+        "forward dynamics) vs `_flexkernels.forward_dynamics` alone; the block's "
+        "evaluation is its stepper time per step / 4.",
+        "",
+        "| case | `system.qdd` | kernel alone | Python share | block per evaluation |",
+        "|---|---|---|---|---|",
+    ]
+    for k in new:
+        if k.startswith("eval: "):
+            name = k[6:]
+            py, kern = med(new[k], 0)[0], med(new[k], 1)[0]
+            blk = med(new[name], 0)[0] / 4
+            lines.append(
+                f"| {name} | {py:.1f} | {kern:.1f} | {100 * (1 - kern / py):.0f} % | {blk:.1f} |"
+            )
+    lines.append("")
+    for k in new:
+        if k.startswith("peer"):
+            p = med(new[k], 0)
+            lines.append(
+                "- Peer in the same run (new processes): the absolute formulation's own run of "
+                "the N = 5 chain (its default integrator, generalized-alpha with the compiled "
+                f"engine; same model, step and output): {p[0]:.0f} [{p[1]:.0f}-{p[2]:.0f}] us "
+                "per step, whole `simulate` call."
+            )
+    for tag in ("", " stiff"):
+        ks = [f"chain N={n}{tag}" for n in CHAIN_NS]
+        eo = fit_exponent(CHAIN_NS, [med(old[k], 0)[0] for k in ks])
+        en = fit_exponent(CHAIN_NS, [med(new[k], 0)[0] for k in ks])
+        what = tag or " (no stiffening)"
+        lines.append(
+            f"- growth exponent in N of the stepper's time per step, chains{what}: "
+            f"old {eo:.2f}, new {en:.2f}."
+        )
+    return lines
+
+
+if __name__ == "__main__":
+    main()

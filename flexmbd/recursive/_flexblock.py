@@ -1,0 +1,238 @@
+"""Compiled fixed-step RK4 of trees with flexible bodies: output intervals in one call.
+
+:func:`flex_rk4_block` is the flexible counterpart of the rigid
+:func:`._nbloops.tree_rk4_block`: the classical RK4 stages of
+:class:`flexmbd.integrators.explicit.TreeStepper` around the serialized CFA with flexible
+bodies (:func:`._flexkernels.forward_dynamics`, geometric stiffening iterated in it), with
+the loads the Python path (:meth:`flexmbd.recursive.RecursiveSystem.qdd`) applies per
+evaluation when they are gravity, constant joint and modal forces ``tau`` and joint
+spring-damper laws (:meth:`flexmbd.JointForce.spring_damper`; their actuator terms, which
+are functions of time, tabulated by the caller on the stage times). Every operation is
+the Python path's, in its order: the same bits (tests/recursive/test_flexible_rk4.py).
+"""
+
+import numpy as np
+
+from .._jit import njit
+from . import _flexkernels as FK
+from . import _kernels as K
+from ._nbloops import _interval_end, _rk4_stage_state, _rk4_update, unit_quaternions
+
+
+@njit(cache=True, _nrt=False)
+def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
+    """The joint and modal forces of one evaluation into the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple), as
+    :meth:`flexmbd.recursive.RecursiveSystem.qdd` applies them: ``tau`` (joint and modal
+    speeds, N, N m, modal forces) plus each spring-damper law ``m`` (joint coordinate and
+    speed indices ``LI[m]``; stiffness, damping, rest coordinate ``LF[m]``; actuator
+    value ``FA[row, m]``, N or N m): ``tau[v] += fa - k (q - q0) - c qd``, in the order of
+    the laws, into row ``J_TAU`` of ``Jv``; the modal entries ``tau[MI[p, 2]]`` into the
+    applied modal forces of label ``MI[p, 0]``, mode ``MI[p, 1]`` (all zero when every such
+    entry is zero); the applied body wrenches cleared."""
+    W = FK.FlexWork(*T)
+    Jv, Fm, Vv = W.Jv, W.Fm, W.Vv
+    fext = Vv[K.V_FEXT]
+    for k in range(fext.shape[0]):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for k in range(Fm.shape[0]):
+        for i in range(Fm.shape[2]):
+            Fm[k, FK.FM_QAPP, i] = 0.0
+    for i in range(Jv.shape[1]):
+        Jv[K.J_TAU, i] = 0.0
+    for i in range(tau.shape[0]):
+        Jv[K.J_TAU, i] = tau[i]
+    for m in range(LI.shape[0]):
+        a = LI[m, 1]
+        Jv[K.J_TAU, a] += FA[row, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
+    nonzero = False
+    for p in range(MI.shape[0]):
+        if Jv[K.J_TAU, MI[p, 2]] != 0.0:
+            nonzero = True
+    if nonzero:
+        for p in range(MI.shape[0]):
+            Fm[MI[p, 0], FK.FM_QAPP, MI[p, 1]] += Jv[K.J_TAU, MI[p, 2]]
+
+
+@njit(cache=True)
+def flex_rk4_block(
+    T, grav, use_grav, any_stiff, tol, max_iter, info, y, h, substeps, n_int, tau, LI, LF, FA,
+    MI, modal, qoff, i0, QDD, REAC, done, Yout,
+):  # fmt: skip
+    """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of a tree with
+    flexible bodies from ``y = (q, v)`` in place (joint and modal coordinates and speeds,
+    SI), in one call on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a plain
+    tuple). Each evaluation: the loads of :func:`flex_loads` (``FA[3 (j substeps + sub)
+    + c, m]`` the actuator of law ``m`` at the start (c = 0), middle (1) and end (2) of
+    substep ``sub`` of interval ``j``), then :func:`._flexkernels.forward_dynamics`
+    (gravity ``grav`` (m/s^2, world) with ``use_grav``; stiffening iterations with
+    ``any_stiff`` to relative tolerance ``tol``, at most ``max_iter``; their count into
+    ``info[0]``). ``q' = qdot(q, v)``: :func:`._kernels.qdot_all` for the joints, the
+    modal speeds for the modal coordinates (``modal[b] = (q offset, v offset, modes)``
+    of each flexible body); the quaternions at the offsets ``qoff`` renormalized at the
+    end of each interval (:func:`._nbloops.unit_quaternions`), as
+    :class:`flexmbd.integrators.explicit.TreeStepper` does. The first stage of interval
+    ``j`` is the output sample ``i0 + j``: its ``QDD`` (joint and modal accelerations),
+    joint reactions ``REAC`` (N, N m, joint frames) and ``done`` rows (none past their
+    end); the state at the interval's end goes to ``Yout[j]``. Stops before an interval
+    whose solve fails (a status of :func:`._flexkernels.forward_dynamics`) or whose end
+    state is not finite (``y`` is then that interval's start). Returns the number of
+    intervals done."""
+    W = FK.FlexWork(*T)
+    Jv = W.Jv
+    n = y.shape[0]
+    nv = QDD.shape[1]
+    nq = n - nv
+    y0 = np.empty(n)
+    ks = np.empty((4, n))
+    yy = np.empty(n)
+    rates = np.empty(nq)
+    reac = np.empty((REAC.shape[1], 6))
+    for j in range(n_int):
+        for i in range(n):
+            y0[i] = y[i]
+        r = i0 + j
+        ok = True
+        for sub in range(substeps):
+            for s in range(4):
+                _rk4_stage_state(y, ks, s, h, yy)
+                row = 3 * (j * substeps + sub) + (s + 1) // 2
+                q, v = yy[:nq], yy[nq:]
+                flex_loads(T, tau, LI, LF, FA, row, MI, q, v)
+                sample = s == 0 and sub == 0 and r < QDD.shape[0]
+                rr = REAC[r] if sample else reac
+                st = FK.forward_dynamics(
+                    T, q, v, grav, use_grav, rr, any_stiff, tol, max_iter, info
+                )
+                if st != 0:
+                    ok = False
+                    break
+                if sample:
+                    for i in range(nv):
+                        QDD[r, i] = Jv[K.J_QDD, i]
+                    done[r] = True
+                K.qdot_all(W.Ia, W.Vv, q, v, rates)
+                for b in range(modal.shape[0]):
+                    for i in range(modal[b, 2]):
+                        rates[modal[b, 0] + i] = v[modal[b, 1] + i]
+                for i in range(nq):
+                    ks[s, i] = rates[i]
+                for i in range(nv):
+                    ks[s, nq + i] = Jv[K.J_QDD, i]
+            if not ok:
+                break
+            _rk4_update(y, ks, h)
+        if ok:
+            unit_quaternions(y, qoff)
+        if not _interval_end(y, y0, ok, Yout, j):
+            if r < done.shape[0]:
+                done[r] = False
+            return j
+    return n_int
+
+
+@njit(cache=True)
+def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
+    """Energies (J) and powers (W) of the states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree
+    with flexible bodies on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a
+    plain tuple), the definitions of :meth:`flexmbd.recursive.RecursiveSystem.kinetic_energy`,
+    ``potential_energies`` and ``powers`` for the loads of :func:`flex_loads`: per state
+    ``out[i] = (kinetic, gravity, spring, p_damper, p_actuator, p_external)``: kinetic
+    ``V.I V / 2`` of the rigid bodies plus ``u^T M(q) u / 2`` of the flexible ones
+    (``u`` = body-frame twist and modal speeds); gravity ``-g . (m r_c)`` (gravity
+    ``grav``, m/s^2, world, when ``use_grav``); spring the strain energies
+    ``q^T K q / 2``; p_damper the modal damping ``qd^T D qd``; p_actuator the joint
+    forces ``TAU[i] . qd`` plus each spring-damper law's ``(fa - k (q - q0) - c qd) qd``
+    (``LI``, ``LF`` as in :func:`flex_loads`, ``FA[i, m]`` the actuator at the state's
+    time); p_external zero. One kinematics pass per state
+    (:func:`._flexkernels.kinematics`); sums in body label order."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
+    Ft, Fw, Im, KD = W.Ft, W.Fw, W.Im, W.KD
+    N = Ia.shape[1] - 1
+    g = np.zeros(3)
+    if use_grav:
+        for i in range(3):
+            g[i] = grav[i]
+    zero3 = np.zeros(3)
+    Mb, h = W.Mb, W.Bm[0]
+    u = np.empty(Mb.shape[0])
+    sb = np.empty(3)
+    for s in range(Q.shape[0]):
+        q, v = Q[s], V[s]
+        FK.kinematics(T, q, v, True)
+        ke = 0.0
+        gr = 0.0
+        spring = 0.0
+        damp = 0.0
+        for k in range(1, N + 1):
+            Rw, rw = R3[K.R_W, k], P3[K.P_W, k]
+            nk = Fi[FK.F_NF, k]
+            if nk == 0:
+                Vk, Ik, mc = Vv[K.V_VEL, k], Mm[K.M_I, k], Vv[K.V_MC, k]
+                e = 0.0
+                for i in range(6):
+                    x = 0.0
+                    for j in range(6):
+                        x += Ik[i, j] * Vk[j]
+                    e += Vk[i] * x
+                ke += 0.5 * e
+                for i in range(3):  # m r + R (m c), world
+                    c = mc[3] * rw[i]
+                    for j in range(3):
+                        c += Rw[i, j] * mc[j]
+                    gr -= g[i] * c
+                continue
+            fx, mq, mv = Fi[FK.F_FX, k], Fi[FK.F_MQ, k], Fi[FK.F_MV, k]
+            qk, qdk = q[mq : mq + nk], v[mv : mv + nk]
+            Vb = Fw[k, FK.W_VB]
+            FK.ffr_terms(W.Im, W.St, W.Si, W.Pi, KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], zero3,
+                         Mb, h, W.A3)  # fmt: skip
+            mm = 6 + nk
+            for i in range(6):
+                u[i] = Vb[i]
+            for i in range(nk):
+                u[6 + i] = qdk[i]
+            e = 0.0
+            for i in range(mm):
+                x = 0.0
+                for j in range(mm):
+                    x += Mb[i, j] * u[j]
+                e += u[i] * x
+            ke += 0.5 * e
+            # floating frame pose R = Rw RC^T, r = rw - R pC; centre of mass c + St q
+            RC, pC = Ft[k, FK.FR_OUT, :, 0:3], Ft[k, FK.FR_OUT, :, 3]
+            m = Im[fx, 0]
+            for a in range(3):
+                x = Im[fx, 1 + a]
+                for j in range(nk):
+                    x += W.St[fx, a, j] * qk[j]
+                sb[a] = x
+            for i in range(3):
+                Ri0 = Rw[i, 0] * RC[0, 0] + Rw[i, 1] * RC[0, 1] + Rw[i, 2] * RC[0, 2]
+                Ri1 = Rw[i, 0] * RC[1, 0] + Rw[i, 1] * RC[1, 1] + Rw[i, 2] * RC[1, 2]
+                Ri2 = Rw[i, 0] * RC[2, 0] + Rw[i, 1] * RC[2, 1] + Rw[i, 2] * RC[2, 2]
+                ri = rw[i] - (Ri0 * pC[0] + Ri1 * pC[1] + Ri2 * pC[2])
+                gr -= g[i] * (m * ri + Ri0 * sb[0] + Ri1 * sb[1] + Ri2 * sb[2])
+            for i in range(nk):
+                xk = 0.0
+                xd = 0.0
+                for j in range(nk):
+                    xk += KD[fx, 0, i, j] * qk[j]
+                    xd += KD[fx, 1, i, j] * qdk[j]
+                spring += 0.5 * qk[i] * xk
+                damp += qdk[i] * xd
+        act = 0.0
+        for m in range(LI.shape[0]):
+            a = LI[m, 1]
+            f = FA[s, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
+            act += f * v[a]
+        for i in range(v.shape[0]):
+            act += TAU[s, i] * v[i]
+        out[s, 0] = ke
+        out[s, 1] = gr
+        out[s, 2] = spring
+        out[s, 3] = damp
+        out[s, 4] = act
+        out[s, 5] = 0.0
