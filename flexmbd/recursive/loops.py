@@ -452,7 +452,7 @@ class LoopSystem:
         the rows it selected; where the selection does not hold (rank changes, singular
         configurations) the projector's QR path decides."""
         P = projector or self.projector
-        c = self._compiled()
+        c = self._compiled(clock=True)  # (the correction reads no force table)
         sel = P.selection() if c is not None else None
         if sel is not None:
             q = np.array(q, dtype=float)
@@ -589,6 +589,15 @@ class LoopSystem:
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
         return out, timed, clock
 
+    def _compiled_at(self, t):
+        """:meth:`_compiled` for one evaluation at the time ``t`` (s): a table whose only
+        value of time is its clock (users' compiled laws) is admitted, its clock set to
+        ``t`` (:func:`set_clock`); other tables of time: None."""
+        c = self._compiled(clock=True)
+        if c is not None and self._comp[2]:
+            set_clock(c[3], t)
+        return c
+
     def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
@@ -609,11 +618,12 @@ class LoopSystem:
         values that are functions of time, for the compiled RK4 kernels."""
         return self.tree.tabulated_forces(times, (self._wrench_element,))
 
-    def _compiled_sample(self, q, qd, tau, P, viol):
-        """An output sample by the compiled loop: violations into ``viol`` and the forward
-        dynamics, where the QR at this state would select the projector's rows with a
-        margin (then its rank statistics are those rows'); else None."""
-        c = self._compiled()
+    def _compiled_sample(self, q, qd, tau, P, viol, t=0.0):
+        """An output sample at the time ``t`` (s) by the compiled loop: violations into
+        ``viol`` and the forward dynamics, where the QR at this state would select the
+        projector's rows with a margin (then its rank statistics are those rows'); else
+        None."""
+        c = self._compiled_at(t)
         sel = P.selection() if c is not None and P.method == "qr" else None
         if sel is None:
             return None
@@ -623,7 +633,7 @@ class LoopSystem:
             return None
         if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
             return None
-        return self._compiled_forward_dynamics(q, qd, tau, P)
+        return self._compiled_forward_dynamics(q, qd, tau, P, t)
 
     def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc, given=None):
         """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
@@ -697,11 +707,12 @@ class LoopSystem:
         stats["position_violation"][idx] = VIOL[:, 0]
         stats["velocity_violation"][idx] = VIOL[:, 1]
 
-    def _compiled_inputs(self, q, qd, tau, P):
+    def _compiled_inputs(self, q, qd, tau, P, t):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
-        for the compiled loop kernels, or None (no compiled loop, no row selection yet,
-        or arrays of other shapes: the Python path decides and reports)."""
-        c = self._compiled()
+        for the compiled loop kernels at the time ``t`` (s), or None (no compiled loop, no
+        row selection yet, or arrays of other shapes: the Python path decides and
+        reports)."""
+        c = self._compiled_at(t)
         sel = P.selection() if c is not None else None
         if sel is None:
             return None
@@ -712,9 +723,10 @@ class LoopSystem:
             return None
         return c, sel, q, qd, tv
 
-    def _compiled_forward_dynamics(self, q, qd, tau, P):
-        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
-        args = self._compiled_inputs(q, qd, tau, P)
+    def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
+        """:meth:`forward_dynamics` at the time ``t`` (s) by
+        :func:`._nbloops.loop_forward_dynamics`, or None."""
+        args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
@@ -751,7 +763,7 @@ class LoopSystem:
         compiled call (:func:`._nbloops.loop_reactions`) where the compiled loop
         applies, else the Python path. ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) N or N m,
         ``t`` (s)."""
-        c = self._compiled()
+        c = self._compiled_at(t)
         if c is None or tau is not None and np.shape(tau) != (self.nv,):
             return self.forward_dynamics(q, qd, tau, t, P)
         qdd, lam = self.accelerations(q, qd, tau, t, P)
@@ -847,9 +859,10 @@ class LoopSystem:
         P.corrected(b, int(out[2]), out[3], out[4])
         return y
 
-    def _compiled_accelerations(self, q, qd, tau, P):
-        """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
-        args = self._compiled_inputs(q, qd, tau, P)
+    def _compiled_accelerations(self, q, qd, tau, P, t=0.0):
+        """``(qdd, lam)`` at the time ``t`` (s) by :func:`._nbloops.loop_accelerations`, or
+        None (Python path)."""
+        args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
@@ -895,7 +908,7 @@ class LoopSystem:
         the same equations, agreeing to round-off."""
         P = projector or self.projector
         if compiled:
-            fast = self._compiled_accelerations(q, qd, tau, P)
+            fast = self._compiled_accelerations(q, qd, tau, P, t)
             if fast is not None:
                 return fast
         q = np.asarray(q, dtype=float)
@@ -1007,7 +1020,7 @@ class LoopSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             )
         P = projector or self.projector
-        fast = self._compiled_forward_dynamics(q, qd, tau, P)
+        fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
         if fast is not None:
             return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
@@ -1259,7 +1272,7 @@ class LoopSystem:
                 pv, vv, fd = samples[i]
                 viol[:] = pv, vv
             else:
-                fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
+                fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol, t[i])
             if fd is None:
                 pv, vv, J = self.violations(q[i], qd[i], t[i])
                 viol[:] = pv, vv

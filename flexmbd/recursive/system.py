@@ -69,6 +69,7 @@ from ..dynamics import (
     JointSlice,
     ModalSlice,
     forward_dynamics_result,
+    result_arrays,
 )
 from ..errors import ModelError, SolverError
 from ..flexible.ffr import kinetic_energy, mass_matrix
@@ -121,6 +122,7 @@ from ._kernels import qdd_reactions as _qdd_reactions
 from .general import general_cfa
 from .schedule import build_schedule
 
+_new = object.__new__
 _NO_LAM = np.zeros(0)
 _NO_LAM.flags.writeable = False
 # empty extras of the compiled single-state entry point (qdd and reactions only)
@@ -527,6 +529,7 @@ class RecursiveSystem:
         self._reac = np.zeros((len(self.joint_names), 6))
         self._reac_shape = self._reac.shape
         self._acc_shape = (len(self._bodies), 6)
+        self._outputs = result_arrays(self.nv, len(self.joint_names), len(self._bodies))
         self._zero_tau = np.zeros(nv1)
 
     @staticmethod
@@ -828,36 +831,45 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
-        if algorithm is None and self._lean != self.model.revision:
-            # loaded rigid tree: the compiled force table in the same compiled call
-            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
-            if out is not None:
-                return out
-        if self._lean == self.model.revision and algorithm is None:
-            # fast path: float64 contiguous arrays go straight to the compiled entry
-            # point (it checks their sizes); anything else raises TypeError there and
-            # takes the general path below, which converts, checks and reports
-            qdd = np.empty(self.nv)
-            reac = np.empty(self._reac_shape)
-            acc = np.empty(self._acc_shape)
-            try:
-                st = _qdd_reactions(
-                    self._Ib,
-                    self._buf,
-                    q,
-                    qd,
-                    self._zero_tau if tau is None else tau,
-                    qdd,
-                    reac,
-                    acc,
-                    _E2,
-                    _E1,
-                    self._body_row,
-                )
-            except TypeError:
-                st = None
-            if st == 0:
-                return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+        if algorithm is None:
+            if self._lean != self.model.revision:
+                # loaded rigid tree: the compiled force table in the same compiled call
+                out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
+                if out is not None:
+                    return out
+            else:
+                # fast path: float64 contiguous arrays go straight to the compiled entry
+                # point (it checks their sizes); anything else raises TypeError there and
+                # takes the general path below, which converts, checks and reports. The
+                # output arrays come from the system's supply (result_arrays)
+                qdd, reac, acc = next(self._outputs)
+                try:
+                    st = _qdd_reactions(
+                        self._Ib,
+                        self._buf,
+                        q,
+                        qd,
+                        self._zero_tau if tau is None else tau,
+                        qdd,
+                        reac,
+                        acc,
+                        _E2,
+                        _E1,
+                        self._body_row,
+                    )
+                except TypeError:
+                    st = None
+                if st == 0:
+                    # unrolled: forward_dynamics_result, inline (its Python call is a
+                    # twentieth of this call on a 20-link chain)
+                    out = _new(ForwardDynamics)
+                    d = out.__dict__
+                    d["qdd"] = qdd
+                    d["reactions"] = reac
+                    d["body_accelerations"] = acc
+                    d["layout"] = self.layout
+                    d["lam"] = _NO_LAM
+                    return out
         q, qd, algorithm = self._prepare(
             q,
             qd,
@@ -868,7 +880,7 @@ class RecursiveSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             ),
         )
-        if not self._ops.compiled or algorithm == "general":
+        if algorithm == "general":
             return self._batch(
                 q[None],
                 qd[None],
@@ -877,6 +889,8 @@ class RecursiveSystem:
                 algorithm,
                 single=True,
             )
+        if not self._ops.compiled:
+            return self._strategy_forward(q, qd, tau, t)
         # rigid tree, serialized, with force elements (or converted arrays): one compiled
         # call on the system's workspace with the applied forces in place
         tv = np.zeros(max(self.nv, 1))
@@ -909,6 +923,28 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
+    def _strategy_forward(self, q, qd, tau, t):
+        """:meth:`forward_dynamics` (serialized) of a tree without a whole-tree kernel
+        (flexible bodies): one state through the strategy's kernels (:meth:`_one_state`),
+        the numbers of the batch path (:meth:`_batch`) without its batch arrays."""
+        tv = np.zeros(max(self.nv, 1))
+        if tau is not None:
+            try:
+                tv[: self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (self.nv,))
+            except ValueError:
+                raise ModelError(
+                    f"tau needs {self.nv} values per state (the speeds); got {np.shape(tau)}"
+                ) from None
+        reac = np.zeros(self._reac_shape)
+        qdd, _, acc, _ = self._one_state(
+            np.ascontiguousarray(q), np.ascontiguousarray(qd), tv, t, "serialized", reac
+        )
+        if not np.all(np.isfinite(qdd)):
+            raise SolverError("forward dynamics produced non-finite accelerations")
+        accb = np.zeros(self._acc_shape)
+        accb[self._body_row[1:]] = acc[1:]
+        return ForwardDynamics(qdd, reac, accb, self.layout, _NO_LAM)
+
     def _table_forward(self, q, qd, tau, t):
         """:meth:`forward_dynamics` of a loaded rigid tree whose force elements the
         compiled table covers, in one compiled call (:func:`._nbforces.tree_forward`);
@@ -919,9 +955,7 @@ class RecursiveSystem:
         tab = self.timed_forces(t)
         if tab is None or self.algorithm != "serialized":
             return None
-        qdd = np.empty(self.nv)
-        reac = np.empty(self._reac_shape)
-        acc = np.empty(self._acc_shape)
+        qdd, reac, acc = next(self._outputs)
         try:
             st = NF.tree_forward(
                 self._Ib, self._buf, q, qd, tau, *tab, qdd, reac, acc, self._body_row
