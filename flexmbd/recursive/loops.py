@@ -690,6 +690,17 @@ class LoopSystem:
         ``REAC``, cut wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
         qdd, lam, reac, acc, stats = out
         qdd[idx], lam[idx], acc[idx] = QDD, LAM, ACC
+        tree, cut = self._reac_columns()
+        rows = reac[idx]  # (a view for a slice: the rows are written in place)
+        rows[...] = 0.0
+        rows[:, tree], rows[:, cut] = REAC, CUTF
+        if not isinstance(idx, slice):
+            reac[idx] = rows
+        stats["position_violation"][idx] = VIOL[:, 0]
+        stats["velocity_violation"][idx] = VIOL[:, 1]
+
+    def _reac_columns(self):
+        """``(tree rows, cut rows)`` of the reactions array (slices where contiguous)."""
         memo = getattr(self, "_reac_cols", None)
         if memo is None or memo[0] is not self._cut_rows_reac:
             memo = (
@@ -698,14 +709,7 @@ class LoopSystem:
                 index_slice(self._cut_rows_reac),
             )
             self._reac_cols = memo
-        _, tree, cut = memo
-        rows = reac[idx]  # (a view for a slice: the rows are written in place)
-        rows[...] = 0.0
-        rows[:, tree], rows[:, cut] = REAC, CUTF
-        if not isinstance(idx, slice):
-            reac[idx] = rows
-        stats["position_violation"][idx] = VIOL[:, 0]
-        stats["velocity_violation"][idx] = VIOL[:, 1]
+        return memo[1], memo[2]
 
     def _compiled_inputs(self, q, qd, tau, P, t):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
@@ -742,17 +746,18 @@ class LoopSystem:
         if st != 0:
             return None
         P.selection_used()
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
 
     def _forward_dynamics_of(self, qdd, lam, reac_t, acc, cutF, info):
         """The :class:`~flexmbd.dynamics.ForwardDynamics` of the compiled arrays (tree
         reactions ``reac_t``, cut wrenches ``cutF``, projection statistics ``info``)."""
+        tree_rows, cut_rows = self._reac_columns()
         reac = np.zeros((len(self.joint_names), 6))
-        reac[self._tree_rows] = reac_t
-        reac[self._cut_rows_reac] = cutF
+        reac[tree_rows] = reac_t
+        reac[cut_rows] = cutF
         tree = forward_dynamics_result(qdd, reac_t, acc, self.tree.layout, np.zeros(0))
-        return ForwardDynamics(qdd, reac, acc, self.layout, lam, projection=info, tree=tree)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, lam, info, tree)
 
     def weak_forward_dynamics(
         self, q: Array, qd: Array, tau: Array | None, t: float, P: Projector
@@ -767,7 +772,7 @@ class LoopSystem:
         if c is None or tau is not None and np.shape(tau) != (self.nv,):
             return self.forward_dynamics(q, qd, tau, t, P)
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
@@ -1024,7 +1029,7 @@ class LoopSystem:
         if fast is not None:
             return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         reac = np.zeros((len(self.joint_names), 6))
         items = self._applied_cut(q, qd, t)  # applied cut-joint forces
         tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)

@@ -530,6 +530,8 @@ class RecursiveSystem:
         self._reac_shape = self._reac.shape
         self._acc_shape = (len(self._bodies), 6)
         self._outputs = result_arrays(self.nv, len(self.joint_names), len(self._bodies))
+        rows = self._body_row[1:]
+        self._rows_in_label_order = bool(np.array_equal(rows, np.arange(self._acc_shape[0])))
         self._zero_tau = np.zeros(nv1)
 
     @staticmethod
@@ -831,45 +833,50 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
-        if algorithm is None:
-            if self._lean != self.model.revision:
-                # loaded rigid tree: the compiled force table in the same compiled call
-                out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
+        if algorithm is None and self._lean == self.model.revision:
+            # fast path: float64 contiguous arrays go straight to the compiled entry point
+            # (it checks their sizes); anything else raises TypeError there and takes the
+            # general path below, which converts, checks and reports. The output arrays
+            # come from the system's supply (result_arrays)
+            qdd, reac, acc = next(self._outputs)
+            try:
+                st = _qdd_reactions(
+                    self._Ib,
+                    self._buf,
+                    q,
+                    qd,
+                    self._zero_tau if tau is None else tau,
+                    qdd,
+                    reac,
+                    acc,
+                    _E2,
+                    _E1,
+                    self._body_row,
+                )
+            except TypeError:
+                st = None
+            if st == 0:
+                # unrolled: forward_dynamics_result, inline (its Python call is a
+                # twentieth of this call on a 20-link chain)
+                out = _new(ForwardDynamics)
+                d = out.__dict__
+                d["qdd"] = qdd
+                d["reactions"] = reac
+                d["body_accelerations"] = acc
+                d["layout"] = self.layout
+                d["lam"] = _NO_LAM
+                return out
+        elif not self._ops.compiled:
+            # flexible tree: one state through the strategy's kernels
+            if (algorithm or self.algorithm) == "serialized":
+                out = self._strategy_forward(q, qd, tau, t)
                 if out is not None:
                     return out
-            else:
-                # fast path: float64 contiguous arrays go straight to the compiled entry
-                # point (it checks their sizes); anything else raises TypeError there and
-                # takes the general path below, which converts, checks and reports. The
-                # output arrays come from the system's supply (result_arrays)
-                qdd, reac, acc = next(self._outputs)
-                try:
-                    st = _qdd_reactions(
-                        self._Ib,
-                        self._buf,
-                        q,
-                        qd,
-                        self._zero_tau if tau is None else tau,
-                        qdd,
-                        reac,
-                        acc,
-                        _E2,
-                        _E1,
-                        self._body_row,
-                    )
-                except TypeError:
-                    st = None
-                if st == 0:
-                    # unrolled: forward_dynamics_result, inline (its Python call is a
-                    # twentieth of this call on a 20-link chain)
-                    out = _new(ForwardDynamics)
-                    d = out.__dict__
-                    d["qdd"] = qdd
-                    d["reactions"] = reac
-                    d["body_accelerations"] = acc
-                    d["layout"] = self.layout
-                    d["lam"] = _NO_LAM
-                    return out
+        elif algorithm is None:
+            # loaded rigid tree: the compiled force table in the same compiled call
+            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
+            if out is not None:
+                return out
         q, qd, algorithm = self._prepare(
             q,
             qd,
@@ -880,7 +887,7 @@ class RecursiveSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             ),
         )
-        if algorithm == "general":
+        if not self._ops.compiled or algorithm == "general":
             return self._batch(
                 q[None],
                 qd[None],
@@ -889,8 +896,6 @@ class RecursiveSystem:
                 algorithm,
                 single=True,
             )
-        if not self._ops.compiled:
-            return self._strategy_forward(q, qd, tau, t)
         # rigid tree, serialized, with force elements (or converted arrays): one compiled
         # call on the system's workspace with the applied forces in place
         tv = np.zeros(max(self.nv, 1))
@@ -926,24 +931,34 @@ class RecursiveSystem:
     def _strategy_forward(self, q, qd, tau, t):
         """:meth:`forward_dynamics` (serialized) of a tree without a whole-tree kernel
         (flexible bodies): one state through the strategy's kernels (:meth:`_one_state`),
-        the numbers of the batch path (:meth:`_batch`) without its batch arrays."""
+        the numbers of the batch path (:meth:`_batch`) without its batch arrays. None for
+        states of other shapes (the general path reports them)."""
+        if self._revision != self.model.revision:
+            self._refresh()
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
         tv = np.zeros(max(self.nv, 1))
         if tau is not None:
+            tau = np.asarray(tau, dtype=float)
             try:
-                tv[: self.nv] = np.broadcast_to(np.asarray(tau, dtype=float), (self.nv,))
+                tv[: self.nv] = tau if tau.shape == (self.nv,) else np.broadcast_to(tau, (self.nv,))
             except ValueError:
                 raise ModelError(
-                    f"tau needs {self.nv} values per state (the speeds); got {np.shape(tau)}"
+                    f"tau needs {self.nv} values per state (the speeds); got {tau.shape}"
                 ) from None
         reac = np.zeros(self._reac_shape)
-        qdd, _, acc, _ = self._one_state(
-            np.ascontiguousarray(q), np.ascontiguousarray(qd), tv, t, "serialized", reac
-        )
-        if not np.all(np.isfinite(qdd)):
+        qdd, _, acc, _ = self._one_state(q, qd, tv, t, "serialized", reac, internals=False)
+        if not np.isfinite(qdd).all():
             raise SolverError("forward dynamics produced non-finite accelerations")
-        accb = np.zeros(self._acc_shape)
-        accb[self._body_row[1:]] = acc[1:]
-        return ForwardDynamics(qdd, reac, accb, self.layout, _NO_LAM)
+        if self._rows_in_label_order:
+            acc = acc[1:]  # (a new array: its rows are the layout's body rows)
+        else:
+            accb = np.zeros(self._acc_shape)
+            accb[self._body_row[1:]] = acc[1:]
+            acc = accb
+        return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
     def _table_forward(self, q, qd, tau, t):
         """:meth:`forward_dynamics` of a loaded rigid tree whose force elements the
@@ -1104,13 +1119,13 @@ class RecursiveSystem:
         for s in range(Q.shape[0]):
             self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
 
-    def _one_state(self, q, v, tau, t, algorithm, reac, full=True):
+    def _one_state(self, q, v, tau, t, algorithm, reac, full=True, internals=True):
         """One state through the tree strategy's kernels (serialized) or the dense
         reference (general), the applied loads in the workspace for the call: returns
         ``(qdd (nv,), W F_S (N+1, 6), body accelerations (N+1, 6), F_T (nv,))`` (with
-        ``full=False`` the serialized path returns ``qdd`` and None for the rest) and
-        the reactions into ``reac``. ``tau`` (nv,) or longer; joint forces are added to
-        a copy."""
+        ``full=False`` the serialized path returns ``qdd`` and None for the rest; with
+        ``internals=False`` None for ``W F_S`` and ``F_T``) and the reactions into
+        ``reac``. ``tau`` (nv,) or longer; joint forces are added to a copy."""
         ops = self._ops
         nv = self.nv
         fext = self._Vv[V_FEXT]
@@ -1133,6 +1148,8 @@ class RecursiveSystem:
                 return Jv[K.J_QDD, :nv].copy(), None, None, None
             acc = np.zeros((self.n_bodies + 1, 6))
             ops.body_accelerations(acc)
+            if not internals:
+                return Jv[K.J_QDD, :nv].copy(), None, acc, None
             return Jv[K.J_QDD, :nv].copy(), self._Vv[K.V_BX].copy(), acc, Jv[K.J_FT, :nv].copy()
         finally:
             fext[:] = 0.0

@@ -1,0 +1,155 @@
+"""The documented single-state call ``forward_dynamics`` of every recursive system: its
+output arrays (a supply of disjoint rows, :func:`flexmbd.dynamics.result_arrays`), the
+flexible trees' single-state path, and the closed loops' single-state calls with a
+user's compiled law (the loop kernels with the law's clock set to the call's time)."""
+
+import models
+import numpy as np
+import pytest
+from numba import cfunc
+
+import flexmbd as fm
+from flexmbd.dynamics import RESULT_BLOCK, result_arrays
+from flexmbd.recursive import _nbloops as NL
+
+from .models import chain
+
+K, C, Q0, FA = 4.0, 0.3, 1.5, 0.7  # N m/rad, N m s/rad, rad, N m
+
+
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _linear(q, qd, t, which):
+    """``JointForce.spring_damper(K, C, Q0, FA)`` as a compiled law (the same operations
+    as the force table's joint law: ``fa - k (q - q0) - c qd``)."""
+    if which == 0:
+        return FA - K * (q - Q0) - C * qd
+    return -K if which == 1 else -C
+
+
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _driven(q, qd, t, which):
+    """A cubic spring, a damper and a motor torque 0.5 sin(3 t) (N m)."""
+    if which == 0:
+        return -4.0 * (q - 1.5) ** 3 - 0.3 * qd + 0.5 * np.sin(3.0 * t)
+    return -12.0 * (q - 1.5) ** 2 if which == 1 else -0.3
+
+
+def test_every_result_owns_its_arrays():
+    """More results than a block holds: each result keeps its own numbers (the lean
+    call's at its state, bit for bit) after later calls, its arrays are C-contiguous,
+    writeable and share memory with no other result's."""
+    s = chain(20).compile("recursive")
+    rng = np.random.default_rng(5)
+    n = 3 * max(1, RESULT_BLOCK // (8 * (20 + 6 * 40))) + 1
+    states = rng.normal(size=(n, 3, 20))
+    results = [s.forward_dynamics(q, qd, tau) for q, qd, tau in states]
+    for (q, qd, tau), fd in zip(states, results, strict=True):
+        qdd, reac = s.qdd_and_reactions(q, qd, tau)
+        assert np.array_equal(fd.qdd, qdd) and np.array_equal(fd.reactions, reac)
+    arrays = [a for fd in results for a in (fd.qdd, fd.reactions, fd.body_accelerations)]
+    assert all(a.flags.c_contiguous and a.flags.writeable for a in arrays)
+    for i, a in enumerate(arrays):
+        assert not any(np.shares_memory(a, b) for b in arrays[i + 1 :])
+    before = results[1].body_accelerations.copy()
+    results[0].body_accelerations[:] = np.nan  # a user's write stays in its result
+    assert np.array_equal(results[1].body_accelerations, before)
+
+
+def test_result_arrays_blocks():
+    """The supply's arrays: the requested shapes, new rows at every call, the three
+    blocks of a supply at most RESULT_BLOCK bytes together, many states per block for
+    small states and one state per block when a state is larger."""
+    it = result_arrays(3, 2, 4)
+    first = [next(it) for _ in range(200)]
+    assert [a.shape for a in first[0]] == [(3,), (2, 6), (4, 6)]
+    assert sum(a.base.nbytes for a in first[0]) <= RESULT_BLOCK
+    assert len({id(a.base) for t in first for a in t}) <= 3 * 200 // 10
+    big = [next(result_arrays(10, RESULT_BLOCK, 1)) for _ in range(2)]
+    assert big[0][1].base.shape[0] == 1
+
+
+def test_flexible_tree_single_state_is_the_batch_path_bit_for_bit():
+    """A flexible tree's ``forward_dynamics`` (one state through the strategy's kernels)
+    equals the batch path (the former single-state path) bit for bit, with joint and
+    modal forces, a time and a scalar ``tau``; bad shapes raise the contract's errors."""
+    s = models.flexible_pendulum().compile("recursive")
+    rng = np.random.default_rng(2)
+    for k in range(3):
+        q = s.q0() + 0.01 * rng.normal(size=s.nq)
+        qd = 0.1 * rng.normal(size=s.nv)
+        tau = 0.1 * rng.normal(size=s.nv) if k else 0.25
+        one = s.forward_dynamics(q, qd, tau, t=0.1 * k)
+        ref = s.forward_dynamics_batch(q[None], qd[None], tau, t=0.1 * k)
+        for name in ("qdd", "reactions", "body_accelerations"):
+            assert np.array_equal(getattr(one, name), getattr(ref, name)[0]), name
+        assert one.lam.shape == (0,) and one.projection is None and one.tree is None
+    with pytest.raises(fm.ModelError, match="tau needs"):
+        s.forward_dynamics(q, qd, np.zeros(s.nv + 1))
+    with pytest.raises(fm.ModelError, match="forward_dynamics_batch"):
+        s.forward_dynamics(np.zeros((2, s.nq)), np.zeros((2, s.nv)))
+
+
+def _four_bar(law):
+    m = models.four_bar()
+    if law == "table":
+        m.spring = fm.JointForce.spring_damper(m.a, K, C, Q0, actuator=FA)
+    else:
+        m.spring = fm.JointForce.compiled_law(m.a, law)
+    return m.compile("recursive")
+
+
+def _recorded(s, seen):
+    el = s.model.spring
+    inner = el.generalized_force
+    el.generalized_force = lambda t, *a: seen.append(float(t)) or inner(t, *a)
+
+
+def _assembled(s):
+    q, qd = s.initial_state(qd=np.array([0.5, -0.3, 0.2]))
+    return s.project(q, qd)  # a corrected state: the projector selects its rows
+
+
+def test_loop_single_state_calls_run_a_compiled_law_compiled(monkeypatch):
+    """The four-bar with a compiled law on a tree joint: ``forward_dynamics`` and
+    ``accelerations(compiled=True)`` run the loop kernels (no Python call of the law) and
+    equal, bit for bit, the same law as a ``spring_damper`` force-table row."""
+    law, table, seen = _four_bar(_linear), _four_bar("table"), []
+    _recorded(law, seen)
+    calls = []
+    inner = NL.loop_forward_dynamics
+    monkeypatch.setattr(NL, "loop_forward_dynamics", lambda *a: calls.append(1) or inner(*a))
+    q, qd = _assembled(law)
+    q2, qd2 = _assembled(table)
+    assert np.array_equal(q, q2) and np.array_equal(qd, qd2)
+    rng = np.random.default_rng(4)
+    for t in (0.0, 0.3):
+        tau = rng.normal(size=law.nv)
+        a, b = law.forward_dynamics(q, qd, tau, t=t), table.forward_dynamics(q, qd, tau, t=t)
+        for name in ("qdd", "lam", "reactions", "body_accelerations"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        assert np.array_equal(a.tree.reactions, b.tree.reactions)
+        acc_a = law.accelerations(q, qd, tau, t=t, compiled=True)
+        acc_b = table.accelerations(q, qd, tau, t=t, compiled=True)
+        assert all(np.array_equal(x, y) for x, y in zip(acc_a, acc_b, strict=True))
+    assert len(calls) == 4 and not seen
+
+
+def test_loop_single_state_calls_read_the_time_of_the_call():
+    """A law of time (a motor torque 0.5 sin(3 t)): the compiled ``forward_dynamics`` at
+    each time equals the Python path (the cfunc through ``ctypes``, the projector's QR)
+    to the round-off of the constraint solve; other times, other accelerations."""
+    s, seen = _four_bar(_driven), []
+    _recorded(s, seen)
+    p = _four_bar(_driven)
+    from flexmbd.constraints.projection import Projector
+
+    q, qd = _assembled(s)
+    out = {}
+    for t in (0.0, 0.4, 1.1):
+        a = s.forward_dynamics(q, qd, t=t)
+        b = p.forward_dynamics(q, qd, t=t, projector=Projector(p.constraints))
+        assert np.abs(a.qdd - b.qdd).max() <= 1e-12 * np.abs(b.qdd).max()
+        assert np.abs(a.reactions - b.reactions).max() <= 1e-12 * np.abs(b.reactions).max()
+        out[t] = a.qdd
+    assert not seen
+    assert not np.array_equal(out[0.0], out[0.4])
