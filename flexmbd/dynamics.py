@@ -38,7 +38,6 @@ __all__ = [
     "ForwardDynamics",
     "forward_dynamics_result",
     "forward_dynamics_states",
-    "result_arrays",
 ]
 
 _EMPTY = MappingProxyType({})
@@ -309,26 +308,6 @@ def forward_dynamics_result(
         d["projection"] = projection
         d["tree"] = tree
     return out
-
-
-#: bytes of one block of :func:`result_arrays` (the memory a kept result may hold beyond
-#: its own arrays)
-RESULT_BLOCK = 16384
-
-
-def result_arrays(nv: int, n_joints: int, n_bodies: int) -> Iterator[tuple[Array, Array, Array]]:
-    """Endless supply of output arrays for single-state ``forward_dynamics`` results:
-    ``next()`` gives new ``(qdd (nv,), reactions (n_joints, 6), body_accelerations
-    (n_bodies, 6))``, uninitialized, C-contiguous and writeable.
-
-    They are disjoint rows of blocks allocated a few states at a time (at most
-    :data:`RESULT_BLOCK` bytes, at least one state): one ``next()`` costs about half of
-    three ``np.empty`` calls, the cost that matters in a few-microsecond call. Each
-    result owns its rows alone; a kept result keeps its block alive."""
-    per = 8 * (nv + 6 * (n_joints + n_bodies))
-    k = max(1, min(64, RESULT_BLOCK // max(per, 1)))
-    while True:
-        yield from zip(np.empty((k, nv)), np.empty((k, n_joints, 6)), np.empty((k, n_bodies, 6)))
 
 
 def forward_dynamics_states(

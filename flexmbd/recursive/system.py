@@ -69,7 +69,6 @@ from ..dynamics import (
     JointSlice,
     ModalSlice,
     forward_dynamics_result,
-    result_arrays,
 )
 from ..errors import ModelError, SolverError
 from ..flexible.ffr import kinetic_energy, mass_matrix
@@ -529,7 +528,6 @@ class RecursiveSystem:
         self._reac = np.zeros((len(self.joint_names), 6))
         self._reac_shape = self._reac.shape
         self._acc_shape = (len(self._bodies), 6)
-        self._outputs = result_arrays(self.nv, len(self.joint_names), len(self._bodies))
         rows = self._body_row[1:]
         self._rows_in_label_order = bool(np.array_equal(rows, np.arange(self._acc_shape[0])))
         self._zero_tau = np.zeros(nv1)
@@ -836,9 +834,10 @@ class RecursiveSystem:
         if algorithm is None and self._lean == self.model.revision:
             # fast path: float64 contiguous arrays go straight to the compiled entry point
             # (it checks their sizes); anything else raises TypeError there and takes the
-            # general path below, which converts, checks and reports. The output arrays
-            # come from the system's supply (result_arrays)
-            qdd, reac, acc = next(self._outputs)
+            # general path below, which converts, checks and reports
+            qdd = np.empty(self.nv)
+            reac = np.empty(self._reac_shape)
+            acc = np.empty(self._acc_shape)
             try:
                 st = _qdd_reactions(
                     self._Ib,
@@ -970,7 +969,9 @@ class RecursiveSystem:
         tab = self.timed_forces(t)
         if tab is None or self.algorithm != "serialized":
             return None
-        qdd, reac, acc = next(self._outputs)
+        qdd = np.empty(self.nv)
+        reac = np.empty(self._reac_shape)
+        acc = np.empty(self._acc_shape)
         try:
             st = NF.tree_forward(
                 self._Ib, self._buf, q, qd, tau, *tab, qdd, reac, acc, self._body_row

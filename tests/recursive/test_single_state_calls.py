@@ -1,6 +1,5 @@
-"""The documented single-state call ``forward_dynamics`` of every recursive system: its
-output arrays (a supply of disjoint rows, :func:`flexmbd.dynamics.result_arrays`), the
-flexible trees' single-state path, and the closed loops' single-state calls with a
+"""The single-state calls of recursive systems: the flexible trees' ``forward_dynamics``
+(one pass of the strategy's kernels) and the closed loops' single-state calls with a
 user's compiled law (the loop kernels with the law's clock set to the call's time)."""
 
 import models
@@ -9,10 +8,7 @@ import pytest
 from numba import cfunc
 
 import flexmbd as fm
-from flexmbd.dynamics import RESULT_BLOCK, result_arrays
 from flexmbd.recursive import _nbloops as NL
-
-from .models import chain
 
 K, C, Q0, FA = 4.0, 0.3, 1.5, 0.7  # N m/rad, N m s/rad, rad, N m
 
@@ -32,40 +28,6 @@ def _driven(q, qd, t, which):
     if which == 0:
         return -4.0 * (q - 1.5) ** 3 - 0.3 * qd + 0.5 * np.sin(3.0 * t)
     return -12.0 * (q - 1.5) ** 2 if which == 1 else -0.3
-
-
-def test_every_result_owns_its_arrays():
-    """More results than a block holds: each result keeps its own numbers (the lean
-    call's at its state, bit for bit) after later calls, its arrays are C-contiguous,
-    writeable and share memory with no other result's."""
-    s = chain(20).compile("recursive")
-    rng = np.random.default_rng(5)
-    n = 3 * max(1, RESULT_BLOCK // (8 * (20 + 6 * 40))) + 1
-    states = rng.normal(size=(n, 3, 20))
-    results = [s.forward_dynamics(q, qd, tau) for q, qd, tau in states]
-    for (q, qd, tau), fd in zip(states, results, strict=True):
-        qdd, reac = s.qdd_and_reactions(q, qd, tau)
-        assert np.array_equal(fd.qdd, qdd) and np.array_equal(fd.reactions, reac)
-    arrays = [a for fd in results for a in (fd.qdd, fd.reactions, fd.body_accelerations)]
-    assert all(a.flags.c_contiguous and a.flags.writeable for a in arrays)
-    for i, a in enumerate(arrays):
-        assert not any(np.shares_memory(a, b) for b in arrays[i + 1 :])
-    before = results[1].body_accelerations.copy()
-    results[0].body_accelerations[:] = np.nan  # a user's write stays in its result
-    assert np.array_equal(results[1].body_accelerations, before)
-
-
-def test_result_arrays_blocks():
-    """The supply's arrays: the requested shapes, new rows at every call, the three
-    blocks of a supply at most RESULT_BLOCK bytes together, many states per block for
-    small states and one state per block when a state is larger."""
-    it = result_arrays(3, 2, 4)
-    first = [next(it) for _ in range(200)]
-    assert [a.shape for a in first[0]] == [(3,), (2, 6), (4, 6)]
-    assert sum(a.base.nbytes for a in first[0]) <= RESULT_BLOCK
-    assert len({id(a.base) for t in first for a in t}) <= 3 * 200 // 10
-    big = [next(result_arrays(10, RESULT_BLOCK, 1)) for _ in range(2)]
-    assert big[0][1].base.shape[0] == 1
 
 
 def test_flexible_tree_single_state_is_the_batch_path_bit_for_bit():
