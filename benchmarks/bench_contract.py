@@ -209,7 +209,7 @@ def main(argv=None):
         ("20-link URDF chain", urdf_case(20, rng, args.rounds)),
         ("space robot (13 bodies, floating)", robot_case(rng, args.rounds)),
     ]
-    others = other_cases(rng, args.rounds)
+    others = other_cases(np.random.default_rng(1), args.rounds)  # (rng: main's states)
     sizes = (5, 10, 20, 50, 100)
     scaling = [urdf_case(n, rng, args.rounds, absolute=False) for n in sizes]
     load = os.getloadavg()
