@@ -16,7 +16,8 @@ and on the space robot of ``examples/space_robot.py`` (floating base; Pinocchio 
 built by ``tests/recursive/pin_models.py``). The agreement with Pinocchio (qdd and the
 joint forces) is printed with the times; on the URDF chain the absolute formulation's
 ``forward_dynamics`` (the same contract) is timed too and its reactions compared by
-joint name.
+joint name. The documented call is also timed against the lean one on a closed loop
+and a flexible tree (:func:`other_cases`).
 
 Usage: ``python benchmarks/bench_contract.py [--write]`` (``--write`` replaces the
 ``contract`` section of benchmarks/RESULTS.md).
@@ -158,6 +159,33 @@ def robot_case(rng, rounds):
     return dict(nv=s.nv, err_qdd=err_qdd, err_f=err_f, **timed(calls, rounds))
 
 
+def other_cases(rng, rounds):
+    """The documented call against the lean one on a closed loop (the four-bar of
+    ``tests/models.py`` at an assembled state the projector has corrected: the compiled
+    loop; lean: ``accelerations(compiled=True)``, qdd and multipliers without the
+    reactions) and a flexible tree (the flexible pendulum of ``tests/models.py``, 2
+    Craig-Bampton modes; lean: ``qdd_and_reactions``)."""
+    from tests.models import flexible_pendulum, four_bar
+
+    loop = four_bar().compile("recursive")
+    q, qd = loop.project(*loop.initial_state(qd=np.array([0.5, -0.3, 0.2])))
+    tau = rng.normal(size=loop.nv)
+    calls = {
+        "fd": lambda: loop.forward_dynamics(q, qd, tau),
+        "lean": lambda: loop.accelerations(q, qd, tau, compiled=True),
+    }
+    out = [("closed loop: four-bar", "`accelerations(compiled=True)`", loop.nv, calls)]
+    flex = flexible_pendulum().compile("recursive")
+    fq = flex.q0() + 1e-3 * rng.normal(size=flex.nq)
+    fqd, ftau = 0.1 * rng.normal(size=flex.nv), 0.1 * rng.normal(size=flex.nv)
+    calls = {
+        "fd": lambda: flex.forward_dynamics(fq, fqd, ftau),
+        "lean": lambda: flex.qdd_and_reactions(fq, fqd, ftau),
+    }
+    out.append(("flexible tree: flexible pendulum", "`qdd_and_reactions`", flex.nv, calls))
+    return [(name, lean, nv, timed(calls, rounds)) for name, lean, nv, calls in out]
+
+
 def timed(calls, rounds):
     """Best per-call CPU time of each call over ``rounds`` interleaved rounds (the three
     calls share the machine's load the same way)."""
@@ -181,6 +209,7 @@ def main(argv=None):
         ("20-link URDF chain", urdf_case(20, rng, args.rounds)),
         ("space robot (13 bodies, floating)", robot_case(rng, args.rounds)),
     ]
+    others = other_cases(np.random.default_rng(1), args.rounds)  # (rng: main's states)
     sizes = (5, 10, 20, 50, 100)
     scaling = [urdf_case(n, rng, args.rounds, absolute=False) for n in sizes]
     load = os.getloadavg()
@@ -194,7 +223,7 @@ def main(argv=None):
         f"time of {args.rounds} interleaved rounds of 5 batches (process time; shared "
         "machine). The URDF chain is read by both codes from the same URDF text.",
         "",
-        "- Command: `python benchmarks/bench_contract.py --write`",
+        f"- Command: `python benchmarks/bench_contract.py --rounds {args.rounds} --write`",
         f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
         f"{load[0]:.2f}; Python {platform.python_version()}, numba {numba.__version__}, "
         f"pin {pin.__version__}; date {datetime.date.today().isoformat()}",
@@ -208,6 +237,19 @@ def main(argv=None):
             f"| {name} | {r['nv']} | {r['fd'] * 1e6:.1f} | {r['lean'] * 1e6:.1f} | "
             f"{r['pin'] * 1e6:.1f} | {r['fd'] / r['lean']:.2f} | **{r['fd'] / r['pin']:.2f}** | "
             f"{r['err_qdd']:.1e} / {r['err_f']:.1e} |"
+        )
+    lines += [
+        "",
+        "The same call on a closed loop and a flexible tree (same timing, same run; the lean "
+        "call of each):",
+        "",
+        "| case | nv | `forward_dynamics` [us] | lean call | lean [us] | fd / lean |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    for name, lean, nv, r in others:
+        lines.append(
+            f"| {name} | {nv} | {r['fd'] * 1e6:.1f} | {lean} | {r['lean'] * 1e6:.1f} | "
+            f"{r['fd'] / r['lean']:.2f} |"
         )
     u = rows[0][1]
     lines += [

@@ -286,11 +286,17 @@ _new = object.__new__
 
 
 def forward_dynamics_result(
-    qdd: Array, reactions: Array, body_accelerations: Array, layout: CoordinateLayout, lam: Array
+    qdd: Array,
+    reactions: Array,
+    body_accelerations: Array,
+    layout: CoordinateLayout,
+    lam: Array,
+    projection: Any = None,
+    tree: ForwardDynamics | None = None,
 ) -> ForwardDynamics:
     """A :class:`ForwardDynamics` built without the dataclass ``__init__`` (same fields,
-    same frozen instance; ``projection`` and ``tree`` None): for the single-state hot
-    paths, where the generated frozen ``__init__`` costs a tenth of a 20-body call."""
+    same frozen instance): for the single-state hot paths, where the generated frozen
+    ``__init__`` costs a tenth of a 20-body call."""
     out = _new(ForwardDynamics)
     d = out.__dict__
     d["qdd"] = qdd
@@ -298,6 +304,9 @@ def forward_dynamics_result(
     d["body_accelerations"] = body_accelerations
     d["layout"] = layout
     d["lam"] = lam
+    if projection is not None or tree is not None:
+        d["projection"] = projection
+        d["tree"] = tree
     return out
 
 

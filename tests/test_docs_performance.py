@@ -398,6 +398,40 @@ def test_loop_compiled_laws_rk4_and_adaptive_compiled(monkeypatch):
     assert rk_blocks and set(seen) <= set(res.t.tolist())
 
 
+def test_loop_compiled_laws_single_state_calls_compiled(monkeypatch):
+    """A ``compiled_law`` cfunc on a loop's tree joint: ``forward_dynamics``,
+    ``accelerations(compiled=True)`` and ``project`` run the loop kernels once the
+    projector has its rows (the call's time in the clock); no Python call of the law."""
+    m = models.four_bar()
+    m.law = fm.JointForce.compiled_law(m.a, _cubic_law)
+    s = m.compile("recursive")
+    q, qd = s.project(*s.initial_state())
+    seen = law_calls(monkeypatch, m.law)
+    kernels = [
+        counting(monkeypatch, NL, name)
+        for name in ("loop_forward_dynamics", "loop_accelerations", "loop_correct")
+    ]
+    s.forward_dynamics(q, qd, t=0.2)
+    s.accelerations(q, qd, t=0.2, compiled=True)
+    s.project(q, qd, t=0.2)
+    assert all(len(k) == 1 for k in kernels) and not seen
+
+
+def test_flexible_forward_dynamics_is_the_lean_pass_and_the_body_accelerations(monkeypatch):
+    """Flexible trees: ``forward_dynamics`` is one pass of the flexible kernels (as
+    ``qdd_and_reactions``) and one kernel call for the body accelerations."""
+    from flexmbd.recursive import _flexkernels as FK
+
+    s = models.flexible_pendulum().compile("recursive")
+    q, qd = s.q0(), s.qd0()
+    passes = counting(monkeypatch, FK, "forward_dynamics")
+    accelerations = counting(monkeypatch, FK, "body_accelerations")
+    s.qdd_and_reactions(q, qd)
+    assert len(passes) == 1 and not accelerations
+    s.forward_dynamics(q, qd)
+    assert len(passes) == 2 and len(accelerations) == 1
+
+
 def test_tree_flexible_bodies_have_no_whole_tree_kernel():
     """Flexible trees: no compiled single-state entry point of the whole tree (one state at
     a time through the flexible CFA)."""

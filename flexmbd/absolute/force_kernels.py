@@ -53,10 +53,11 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
-from numba import typeof, types
+from numba import types
 from numba.extending import overload
 
 from .._jit import njit
+from .._nblaws import checked_law
 from ..errors import ModelError
 
 __all__ = [
@@ -593,10 +594,6 @@ def _rot_to(e, A):
     A[2, 0] = 2 * (e1 * e3 - e0 * e2) / n2
     A[1, 2] = 2 * (e2 * e3 - e0 * e1) / n2
     A[2, 1] = 2 * (e2 * e3 + e0 * e1) / n2
-
-
-_LAW_SIG = types.float64(types.float64, types.float64, types.float64, types.int64)
-_LAW_TYPE = types.FunctionType(_LAW_SIG)
 
 
 def _law_call(laws, u, q, qd, t, which):
@@ -1281,15 +1278,7 @@ class ForceTable:
             )
         u = -1
         if el.user_law is not None:
-            try:
-                ok = typeof(el.user_law) == _LAW_TYPE
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ModelError(
-                    f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
-                    f"signature {el.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce.LAW_SIGNATURE))"
-                )
+            checked_law(el)
             known = [k for k, x in enumerate(self.laws) if x is el.user_law]
             u = known[0] if known else len(self.laws)
             if not known:

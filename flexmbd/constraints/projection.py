@@ -88,6 +88,8 @@ from scipy.linalg import lapack as _lapack
 
 from ..errors import SolverError
 
+_new = object.__new__
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
@@ -340,6 +342,14 @@ class ProjectionInfo:
     newton_iterations: int = 0
     position_violation: float = 0.0
     velocity_violation: float = 0.0
+
+    def snapshot(self) -> ProjectionInfo:
+        """A copy with its own ``discarded`` mask (what a result keeps of the projector's
+        info at its evaluation; the projector's own info changes at the next one)."""
+        out = _new(ProjectionInfo)
+        out.__dict__.update(self.__dict__)
+        out.discarded = self.discarded.copy()
+        return out
 
 
 class Projector:

@@ -452,10 +452,12 @@ class JointForce(ForceElement):
         recursive formulation's compiled force table calls it by its address with the
         time of each evaluation (``forward_dynamics``, ``qdd``, the batch and inverse
         dynamics, the RK4 blocks of trees and closed loops, the adaptive closed-loop
-        steps, the energies' law power); elsewhere (a flexible body or a Python law in
-        the model, the closed loops' single-state calls and output samples) the same
-        function is called through ``ctypes`` (a Python call per evaluation, the same
-        numbers). The element keeps ``law`` alive: compiled code holds its address.
+        steps, the closed loops' single-state calls and output samples once the
+        projector has its rows, the energies' law power); elsewhere (a flexible body or
+        a Python law in the model, a closed loop's evaluations that the projector's QR
+        decides, its weak-direction RK4 steps) the same function is called through
+        ``ctypes`` (a Python call per evaluation, the same numbers). The element keeps
+        ``law`` alive: compiled code holds its address.
         """
         call = getattr(law, "ctypes", None)
         if not isinstance(joint, Joint) or joint.nv != 1 or joint.nq != 1:

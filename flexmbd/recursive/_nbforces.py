@@ -37,7 +37,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from .._jit import njit
-from ..errors import ModelError
+from .._nblaws import checked_law
 from . import _kernels as K
 
 #: kinds of the rows of a force table
@@ -71,32 +71,13 @@ def joint_law_force(k, c, q0, fa, qj, qdj):
     return fa - k * (qj - q0) - c * qdj
 
 
-#: the numba type of a :meth:`flexmbd.JointForce.compiled_law` cfunc
-_LAW_TYPE = types.FunctionType(
-    types.float64(types.float64, types.float64, types.float64, types.int64)
-)
-
-
 def law_address(el) -> int:
     """The address (int) of the compiled law of the
     :meth:`~flexmbd.JointForce.compiled_law` element ``el``, the int row's last column of
     its ``ULAW`` row. The element keeps the cfunc (and so its code) alive. Raises
     ``ModelError`` naming the element for a law that is not a numba cfunc of
-    :attr:`~flexmbd.JointForce.LAW_SIGNATURE`."""
-    from numba import typeof
-
-    law = el.user_law
-    try:
-        ok = typeof(law) == _LAW_TYPE
-    except ValueError:
-        ok = False
-    if not ok or not isinstance(getattr(law, "address", None), int):
-        raise ModelError(
-            f"JointForce {el.name!r}: its compiled law must be a numba cfunc with the "
-            f"signature {el.LAW_SIGNATURE!r} (@numba.cfunc(fm.JointForce.LAW_SIGNATURE)), "
-            f"got {law!r}"
-        )
-    return int(law.address)
+    :attr:`~flexmbd.JointForce.LAW_SIGNATURE` (:func:`flexmbd._nblaws.checked_law`)."""
+    return int(checked_law(el).address)
 
 
 @intrinsic

@@ -452,7 +452,7 @@ class LoopSystem:
         the rows it selected; where the selection does not hold (rank changes, singular
         configurations) the projector's QR path decides."""
         P = projector or self.projector
-        c = self._compiled()
+        c = self._compiled(clock=True)  # (the correction reads no force table)
         sel = P.selection() if c is not None else None
         if sel is not None:
             q = np.array(q, dtype=float)
@@ -589,6 +589,15 @@ class LoopSystem:
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
         return out, timed, clock
 
+    def _compiled_at(self, t):
+        """:meth:`_compiled` for one evaluation at the time ``t`` (s): a table whose only
+        value of time is its clock (users' compiled laws) is admitted, its clock set to
+        ``t`` (:func:`set_clock`); other tables of time: None."""
+        c = self._compiled(clock=True)
+        if c is not None and self._comp[2]:
+            set_clock(c[3], t)
+        return c
+
     def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
@@ -609,11 +618,12 @@ class LoopSystem:
         values that are functions of time, for the compiled RK4 kernels."""
         return self.tree.tabulated_forces(times, (self._wrench_element,))
 
-    def _compiled_sample(self, q, qd, tau, P, viol):
-        """An output sample by the compiled loop: violations into ``viol`` and the forward
-        dynamics, where the QR at this state would select the projector's rows with a
-        margin (then its rank statistics are those rows'); else None."""
-        c = self._compiled()
+    def _compiled_sample(self, q, qd, tau, P, viol, t=0.0):
+        """An output sample at the time ``t`` (s) by the compiled loop: violations into
+        ``viol`` and the forward dynamics, where the QR at this state would select the
+        projector's rows with a margin (then its rank statistics are those rows'); else
+        None."""
+        c = self._compiled_at(t)
         sel = P.selection() if c is not None and P.method == "qr" else None
         if sel is None:
             return None
@@ -623,7 +633,7 @@ class LoopSystem:
             return None
         if not _NL.loop_sample(c[2], q, qd, sel, P.rtol, _GUARD, *self._ws, viol):
             return None
-        return self._compiled_forward_dynamics(q, qd, tau, P)
+        return self._compiled_forward_dynamics(q, qd, tau, P, t)
 
     def _compiled_samples(self, q, qd, taus, P, qdd, reac, lam, stats, acc, given=None):
         """Output samples by one compiled call (:func:`._nbloops.loop_samples`) into the
@@ -680,15 +690,7 @@ class LoopSystem:
         ``REAC``, cut wrenches ``CUTF``, violations ``VIOL`` (n, >= 2))."""
         qdd, lam, reac, acc, stats = out
         qdd[idx], lam[idx], acc[idx] = QDD, LAM, ACC
-        memo = getattr(self, "_reac_cols", None)
-        if memo is None or memo[0] is not self._cut_rows_reac:
-            memo = (
-                self._cut_rows_reac,
-                index_slice(self._tree_rows),
-                index_slice(self._cut_rows_reac),
-            )
-            self._reac_cols = memo
-        _, tree, cut = memo
+        tree, cut = self._reac_columns()
         rows = reac[idx]  # (a view for a slice: the rows are written in place)
         rows[...] = 0.0
         rows[:, tree], rows[:, cut] = REAC, CUTF
@@ -697,11 +699,24 @@ class LoopSystem:
         stats["position_violation"][idx] = VIOL[:, 0]
         stats["velocity_violation"][idx] = VIOL[:, 1]
 
-    def _compiled_inputs(self, q, qd, tau, P):
+    def _reac_columns(self):
+        """``(tree rows, cut rows)`` of the reactions array (slices where contiguous)."""
+        memo = getattr(self, "_reac_cols", None)
+        if memo is None or memo[0] is not self._cut_rows_reac:
+            memo = (
+                self._cut_rows_reac,
+                index_slice(self._tree_rows),
+                index_slice(self._cut_rows_reac),
+            )
+            self._reac_cols = memo
+        return memo[1], memo[2]
+
+    def _compiled_inputs(self, q, qd, tau, P, t):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
-        for the compiled loop kernels, or None (no compiled loop, no row selection yet,
-        or arrays of other shapes: the Python path decides and reports)."""
-        c = self._compiled()
+        for the compiled loop kernels at the time ``t`` (s), or None (no compiled loop, no
+        row selection yet, or arrays of other shapes: the Python path decides and
+        reports)."""
+        c = self._compiled_at(t)
         sel = P.selection() if c is not None else None
         if sel is None:
             return None
@@ -712,9 +727,10 @@ class LoopSystem:
             return None
         return c, sel, q, qd, tv
 
-    def _compiled_forward_dynamics(self, q, qd, tau, P):
-        """:meth:`forward_dynamics` by :func:`._nbloops.loop_forward_dynamics`, or None."""
-        args = self._compiled_inputs(q, qd, tau, P)
+    def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
+        """:meth:`forward_dynamics` at the time ``t`` (s) by
+        :func:`._nbloops.loop_forward_dynamics`, or None."""
+        args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
@@ -730,17 +746,18 @@ class LoopSystem:
         if st != 0:
             return None
         P.selection_used()
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
 
     def _forward_dynamics_of(self, qdd, lam, reac_t, acc, cutF, info):
         """The :class:`~flexmbd.dynamics.ForwardDynamics` of the compiled arrays (tree
         reactions ``reac_t``, cut wrenches ``cutF``, projection statistics ``info``)."""
+        tree_rows, cut_rows = self._reac_columns()
         reac = np.zeros((len(self.joint_names), 6))
-        reac[self._tree_rows] = reac_t
-        reac[self._cut_rows_reac] = cutF
+        reac[tree_rows] = reac_t
+        reac[cut_rows] = cutF
         tree = forward_dynamics_result(qdd, reac_t, acc, self.tree.layout, np.zeros(0))
-        return ForwardDynamics(qdd, reac, acc, self.layout, lam, projection=info, tree=tree)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, lam, info, tree)
 
     def weak_forward_dynamics(
         self, q: Array, qd: Array, tau: Array | None, t: float, P: Projector
@@ -751,11 +768,11 @@ class LoopSystem:
         compiled call (:func:`._nbloops.loop_reactions`) where the compiled loop
         applies, else the Python path. ``q`` (nq,), ``qd`` (nv,), ``tau`` (nv,) N or N m,
         ``t`` (s)."""
-        c = self._compiled()
+        c = self._compiled_at(t)
         if c is None or tau is not None and np.shape(tau) != (self.nv,):
             return self.forward_dynamics(q, qd, tau, t, P)
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
@@ -847,9 +864,10 @@ class LoopSystem:
         P.corrected(b, int(out[2]), out[3], out[4])
         return y
 
-    def _compiled_accelerations(self, q, qd, tau, P):
-        """``(qdd, lam)`` by :func:`._nbloops.loop_accelerations`, or None (Python path)."""
-        args = self._compiled_inputs(q, qd, tau, P)
+    def _compiled_accelerations(self, q, qd, tau, P, t=0.0):
+        """``(qdd, lam)`` at the time ``t`` (s) by :func:`._nbloops.loop_accelerations`, or
+        None (Python path)."""
+        args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
@@ -895,7 +913,7 @@ class LoopSystem:
         the same equations, agreeing to round-off."""
         P = projector or self.projector
         if compiled:
-            fast = self._compiled_accelerations(q, qd, tau, P)
+            fast = self._compiled_accelerations(q, qd, tau, P, t)
             if fast is not None:
                 return fast
         q = np.asarray(q, dtype=float)
@@ -1007,11 +1025,11 @@ class LoopSystem:
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             )
         P = projector or self.projector
-        fast = self._compiled_forward_dynamics(q, qd, tau, P)
+        fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
         if fast is not None:
             return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
-        info = replace(P.info, discarded=P.info.discarded.copy())
+        info = P.info.snapshot()
         reac = np.zeros((len(self.joint_names), 6))
         items = self._applied_cut(q, qd, t)  # applied cut-joint forces
         tau_tot = np.zeros(self.nv) if tau is None else np.array(tau, dtype=float)
@@ -1259,7 +1277,7 @@ class LoopSystem:
                 pv, vv, fd = samples[i]
                 viol[:] = pv, vv
             else:
-                fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol)
+                fd = self._compiled_sample(q[i], qd[i], taus[i], P, viol, t[i])
             if fd is None:
                 pv, vv, J = self.violations(q[i], qd[i], t[i])
                 viol[:] = pv, vv

@@ -121,6 +121,7 @@ from ._kernels import qdd_reactions as _qdd_reactions
 from .general import general_cfa
 from .schedule import build_schedule
 
+_new = object.__new__
 _NO_LAM = np.zeros(0)
 _NO_LAM.flags.writeable = False
 # empty extras of the compiled single-state entry point (qdd and reactions only)
@@ -527,6 +528,8 @@ class RecursiveSystem:
         self._reac = np.zeros((len(self.joint_names), 6))
         self._reac_shape = self._reac.shape
         self._acc_shape = (len(self._bodies), 6)
+        rows = self._body_row[1:]
+        self._rows_in_label_order = bool(np.array_equal(rows, np.arange(self._acc_shape[0])))
         self._zero_tau = np.zeros(nv1)
 
     @staticmethod
@@ -828,15 +831,10 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
-        if algorithm is None and self._lean != self.model.revision:
-            # loaded rigid tree: the compiled force table in the same compiled call
-            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
-            if out is not None:
-                return out
-        if self._lean == self.model.revision and algorithm is None:
-            # fast path: float64 contiguous arrays go straight to the compiled entry
-            # point (it checks their sizes); anything else raises TypeError there and
-            # takes the general path below, which converts, checks and reports
+        if algorithm is None and self._lean == self.model.revision:
+            # fast path: float64 contiguous arrays go straight to the compiled entry point
+            # (it checks their sizes); anything else raises TypeError there and takes the
+            # general path below, which converts, checks and reports
             qdd = np.empty(self.nv)
             reac = np.empty(self._reac_shape)
             acc = np.empty(self._acc_shape)
@@ -857,7 +855,27 @@ class RecursiveSystem:
             except TypeError:
                 st = None
             if st == 0:
-                return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+                # unrolled: forward_dynamics_result, inline (its Python call is a
+                # twentieth of this call on a 20-link chain)
+                out = _new(ForwardDynamics)
+                d = out.__dict__
+                d["qdd"] = qdd
+                d["reactions"] = reac
+                d["body_accelerations"] = acc
+                d["layout"] = self.layout
+                d["lam"] = _NO_LAM
+                return out
+        elif not self._ops.compiled:
+            # flexible tree: one state through the strategy's kernels
+            if (algorithm or self.algorithm) == "serialized":
+                out = self._strategy_forward(q, qd, tau, t)
+                if out is not None:
+                    return out
+        elif algorithm is None:
+            # loaded rigid tree: the compiled force table in the same compiled call
+            out = self._table_forward(q, qd, self._zero_tau if tau is None else tau, t)
+            if out is not None:
+                return out
         q, qd, algorithm = self._prepare(
             q,
             qd,
@@ -907,6 +925,38 @@ class RecursiveSystem:
             )
         if st != 0:
             self._raise_factor(st, q)
+        return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
+
+    def _strategy_forward(self, q, qd, tau, t):
+        """:meth:`forward_dynamics` (serialized) of a tree without a whole-tree kernel
+        (flexible bodies): one state through the strategy's kernels (:meth:`_one_state`),
+        the numbers of the batch path (:meth:`_batch`) without its batch arrays. None for
+        states of other shapes (the general path reports them)."""
+        if self._revision != self.model.revision:
+            self._refresh()
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
+        tv = np.zeros(max(self.nv, 1))
+        if tau is not None:
+            tau = np.asarray(tau, dtype=float)
+            try:
+                tv[: self.nv] = tau if tau.shape == (self.nv,) else np.broadcast_to(tau, (self.nv,))
+            except ValueError:
+                raise ModelError(
+                    f"tau needs {self.nv} values per state (the speeds); got {tau.shape}"
+                ) from None
+        reac = np.zeros(self._reac_shape)
+        qdd, _, acc, _ = self._one_state(q, qd, tv, t, "serialized", reac, internals=False)
+        if not np.isfinite(qdd).all():
+            raise SolverError("forward dynamics produced non-finite accelerations")
+        if self._rows_in_label_order:
+            acc = acc[1:]  # (a new array: its rows are the layout's body rows)
+        else:
+            accb = np.zeros(self._acc_shape)
+            accb[self._body_row[1:]] = acc[1:]
+            acc = accb
         return forward_dynamics_result(qdd, reac, acc, self.layout, _NO_LAM)
 
     def _table_forward(self, q, qd, tau, t):
@@ -1070,13 +1120,13 @@ class RecursiveSystem:
         for s in range(Q.shape[0]):
             self._applied(ts[s], Q[s], V[s], TAU[s], FEXT[s if has_fext else 0])
 
-    def _one_state(self, q, v, tau, t, algorithm, reac, full=True):
+    def _one_state(self, q, v, tau, t, algorithm, reac, full=True, internals=True):
         """One state through the tree strategy's kernels (serialized) or the dense
         reference (general), the applied loads in the workspace for the call: returns
         ``(qdd (nv,), W F_S (N+1, 6), body accelerations (N+1, 6), F_T (nv,))`` (with
-        ``full=False`` the serialized path returns ``qdd`` and None for the rest) and
-        the reactions into ``reac``. ``tau`` (nv,) or longer; joint forces are added to
-        a copy."""
+        ``full=False`` the serialized path returns ``qdd`` and None for the rest; with
+        ``internals=False`` None for ``W F_S`` and ``F_T``) and the reactions into
+        ``reac``. ``tau`` (nv,) or longer; joint forces are added to a copy."""
         ops = self._ops
         nv = self.nv
         fext = self._Vv[V_FEXT]
@@ -1099,6 +1149,8 @@ class RecursiveSystem:
                 return Jv[K.J_QDD, :nv].copy(), None, None, None
             acc = np.zeros((self.n_bodies + 1, 6))
             ops.body_accelerations(acc)
+            if not internals:
+                return Jv[K.J_QDD, :nv].copy(), None, acc, None
             return Jv[K.J_QDD, :nv].copy(), self._Vv[K.V_BX].copy(), acc, Jv[K.J_FT, :nv].copy()
         finally:
             fext[:] = 0.0
