@@ -19,9 +19,11 @@ adaptive step.
 Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
-batched call. A failure (non-finite state, singular system, stepper failure)
-raises :class:`~flexmbd.errors.SolverError` carrying the results up to the last
-good sample (``err.partial``) and the time (``err.time``).
+batched call, except where the compiled blocks of a rigid tree wrote them (RK4's first
+stages, the adaptive steps' samples at every step or at the output times). A failure
+(non-finite state, singular system, stepper failure) raises
+:class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
+(``err.partial``) and the time (``err.time``).
 
 Stalls: an adaptive stepper whose step size collapses (typically at a singular
 configuration of a closed loop with a tight ``atol``, where the projected
