@@ -317,11 +317,12 @@ def output_floor(s, tau, res, end, evals_dense, repeats=15):
 
 
 def measure_output(rounds):
-    """Rows ``(case, method, label, samples, steps, got, floor, exact)``: the end only,
-    about 3 samples per step and about 1 per 10 steps, each with the samples in the
-    blocks (``new``) and on main's path (``old``) (``got[k]`` per round: CPU seconds per
-    accepted step), and Pinocchio's peer with the same output times (CPU seconds of the
-    run)."""
+    """Rows ``(case, method, label, info, got, exact)``: about 3 samples per step and about
+    1 per 10 steps, each with the samples in the blocks (``new``) and on main's path
+    (``old``), and Pinocchio's peer with the same output times (``pin``); every round
+    runs each of them next to its end-only run (``*_end``), so that what sampling adds
+    compares runs of the same moment. ``got[k]`` per round: CPU seconds per accepted
+    step (``pin``: CPU seconds of the run)."""
     try:
         from tests.recursive.pin_models import to_pinocchio
     except ImportError:  # pragma: no cover
@@ -339,34 +340,33 @@ def measure_output(rounds):
                 pm = None
         T = T_END[n]
         _, steps, end = run_out(s, integrator, T, True, tau)  # (warm-up, the step count)
-        labels = {"end only": T, "~3 per step": T / (3 * steps), "~1 per 10 steps": 10 * T / steps}
-        for label, dt in labels.items():
+        run_out(s, integrator, T, False, tau)
+        for label, dt in (("~3 per step", T / (3 * steps)), ("~1 per 10 steps", 10 * T / steps)):
             run_out(s, integrator, dt, True, tau)
-            got = {"new": [], "old": [], "pin": []}
+            got = {k: [] for k in ("new", "old", "pin", "new_end", "old_end", "pin_end")}
             exact, info = True, {}
             for _ in range(rounds):
-                cn, kn, rn = run_out(s, integrator, dt, True, tau)
-                co, ko, ro = run_out(s, integrator, dt, False, tau)
-                exact = (
-                    exact
-                    and kn == ko
-                    and same(rn, ro)
-                    and np.array_equal(rn.stats["rhs_evaluations"], ro.stats["rhs_evaluations"])
+                for k, dense in (("new", True), ("old", False)):
+                    ce, ke, _ = run_out(s, integrator, T, dense, tau)
+                    c, kk, r = run_out(s, integrator, dt, dense, tau)
+                    got[k + "_end"].append(ce / ke)
+                    got[k].append(c / kk)
+                    info[k] = r
+                exact = exact and info["new"].meta["steps"] == info["old"].meta["steps"]
+                exact = exact and same(info["new"], info["old"])
+                exact = exact and np.array_equal(
+                    info["new"].stats["rhs_evaluations"], info["old"].stats["rhs_evaluations"]
                 )
-                got["new"].append(cn / kn)
-                got["old"].append(co / ko)
-                info.update(steps=kn, samples=len(rn.t) - 1, res=rn)
                 if pm is not None:
-                    got["pin"].append(run_pin_out(pm, n, integrator, rn.t[1:]))
+                    got["pin_end"].append(run_pin_out(pm, n, integrator, [T]))
+                    got["pin"].append(run_pin_out(pm, n, integrator, info["new"].t[1:]))
+            r = info["new"]
+            info.update(steps=r.meta["steps"], samples=len(r.t) - 1)
+            ev = int(np.asarray(r.stats["rhs_evaluations"])[-1])
+            info["floor"] = output_floor(s, tau, r, end, ev)
+            del info["new"], info["old"]
             rows.append([n, integrator, label, info, got, exact])
-            print(n, integrator, label, info["samples"], info["steps"],
-                  {k: stat(v) for k, v in got.items()}, exact, flush=True)  # fmt: skip
-        ends = {r[1]: r for r in rows if r[0] == n and r[2] == "end only"}
-        for r in rows:
-            if r[0] == n and r[1] == integrator and r[2] != "end only":
-                ev = int(np.asarray(r[3]["res"].stats["rhs_evaluations"])[-1])
-                r[3]["floor"] = output_floor(s, tau, r[3]["res"], end, ev)
-                r[3]["end"] = ends[integrator][4]
+            print(fmt_out(rows[-1]), flush=True)
     return rows
 
 
@@ -383,15 +383,15 @@ def pin_ms(v):
 def fmt_out(row):
     n, integrator, label, info, got, exact = row
     name = f"{n}-link chain" if n != SPACE else SPACE
-    e = info.get("end")
-    add_new = adds(got["new"], e["new"]) if e else "–"
-    add_old = adds(got["old"], e["old"]) if e else "–"
-    add_pin = adds(got["pin"], e["pin"]) if e and got["pin"] and e["pin"] else "–"
-    floor = f"{100 * info['floor']['floor']:.0f}" if "floor" in info else "–"
+    pin = "–"
+    if got["pin"]:
+        pin = f"{pin_ms(got['pin'])} / {pin_ms(got['pin_end'])}; {adds(got['pin'], got['pin_end'])}"
     return (
         f"| {name} | {METHODS[integrator]} | {label} | {info['samples']} | {info['steps']} | "
-        f"{stat(got['old'])} | {stat(got['new'])} | {add_old} | {add_new} | {floor} | "
-        f"{pin_ms(got['pin'])} | {add_pin} | {'yes' if exact else 'NO'} |"
+        f"{stat(got['old'])} / {stat(got['old_end'])} | {stat(got['new'])} / "
+        f"{stat(got['new_end'])} | {adds(got['old'], got['old_end'])} | "
+        f"{adds(got['new'], got['new_end'])} | {100 * info['floor']['floor']:.0f} | {pin} | "
+        f"{'yes' if exact else 'NO'} |"
     )
 
 
@@ -406,18 +406,20 @@ def output_report(rows, rounds):
         f"rtol {RTOL:g}, atol {ATOL:g}; the pendulum chain released from rest over "
         f"{T_END[10]:g} s and the space robot over {T_END[SPACE]:g} s (as above), with "
         "output every `dt` giving the end only, about 3 samples per accepted step and "
-        "about 1 per 10 steps. CPU time of the whole `simulate` per accepted step (us): "
+        "about 1 per 10 steps, each next to its end-only run in every round. CPU time "
+        "of the whole `simulate` per accepted step (us): "
         "`old` = blocks up to each output time, scipy's dense output in Python and the "
         "samples' accelerations, reactions and energies in a batch after the run "
         "(`TreeStepper.dense_blocks = False`, main's path before this round); `new` = the "
         "samples inside the blocks (`_nbloops.tree_rk_block_dense`). `adds`: what the "
-        "samples add to the same code's end-only run, round by round (%). `floor`: the "
+        "samples add to the same code's end-only run of the same round (%). `floor`: the "
         "samples' own work as `bench_loops --output` measures the squeezer's "
         "(`output_floor`: the dense outputs' counted extra stages plus one forward "
         "dynamics with every reaction and the energies per extra sample, in units of one "
         "compiled right-hand side timed at the run's sample states, relative to the "
         "end-only run's evaluations; %). `pin`: scipy's `solve_ivp` with the same output "
-        "times on Pinocchio's `aba` (its own steps; the whole run, ms). Median (range) of "
+        "times on Pinocchio's `aba` (its own steps; the whole run, ms; its end-only run: "
+        "`t_eval` = the end). Median (range) of "
         f"{rounds} interleaved rounds. `bitwise`: new and old give the same times, "
         "states, accelerations, reactions, energies and evaluations bit for bit.",
         "",
@@ -429,9 +431,10 @@ def output_report(rows, rounds):
         f"{scipy.__version__}, numba {numba.__version__}, flexmbd {fm.__version__}; date "
         f"{datetime.date.today()}",
         "",
-        "| case | method | output | samples | steps | old [us/step] | new [us/step] | "
-        "old adds | new adds | floor | pin [ms] | pin adds | bitwise |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| case | method | output | samples | steps | old [us/step]: sampled / end only | "
+        "new [us/step]: sampled / end only | old adds | new adds | floor | pin [ms]: "
+        "sampled / end only; adds | bitwise |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     return head + [fmt_out(r) for r in rows] + ["", OUT_END]
 
