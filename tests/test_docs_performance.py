@@ -203,21 +203,26 @@ def test_tree_rk4_runs_compiled_blocks(monkeypatch):
 @pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
 def test_tree_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
     """Section "Recursive formulation, trees": RK45 / DOP853 / RK23 of a rigid tree with
-    compiled force elements and constant ``tau`` take their steps in compiled blocks, at
-    most one per output interval; every step's sample in the block (the Python
-    right-hand side only for scipy's start: the first derivative and the initial step's
-    probe)."""
+    compiled force elements and constant ``tau`` take their steps in compiled blocks;
+    with output times the samples there too (the solver's interpolant, each sample's
+    accelerations, reactions and energies: one block for the whole run), and with a
+    sample at every step each step's sample in the block; the Python right-hand side
+    only for scipy's start (the first derivative and the initial step's probe), no
+    batch of samples after the run."""
     m = loaded_pendulum(
         motor=lambda m: fm.JointForce(m.shoulder, [0.2]),
         law=lambda m: fm.JointForce.spring_damper(m.elbow, 10.0, 0.1),
     )
     s = m.compile("recursive")
     blocks = counting(monkeypatch, NL, "tree_rk_block")
-    kw = dict(integrator=integrator, tau=[0.1, 0.0], rtol=1e-6, atol=1e-8)
-    res = s.simulate(0.05, dt=0.01, **kw)
-    assert len(res.t) == 6 and 1 <= len(blocks) <= 5 and res.meta["steps"] >= 1
+    dense = counting(monkeypatch, NL, "tree_rk_block_dense")
     qdd = counting(monkeypatch, type(s), "qdd")
     batch = counting(monkeypatch, type(s), "forward_dynamics_batch")
+    kw = dict(integrator=integrator, tau=[0.1, 0.0], rtol=1e-6, atol=1e-8)
+    res = s.simulate(0.05, dt=0.01, **kw)
+    assert len(res.t) == 6 and len(dense) == 1 and not blocks and res.meta["steps"] >= 1
+    assert len(qdd) == 2 and not batch
+    qdd.clear()
     res = s.simulate(0.05, **kw)
     assert len(qdd) == 2 and not batch and len(res.t) == res.meta["steps"] + 1 > 2
 
@@ -243,7 +248,8 @@ def test_tree_adaptive_fallbacks_run_scipys_steps(monkeypatch, case):
 def test_tree_adaptive_quaternion_trees_run_compiled_blocks(monkeypatch, integrator):
     """Section "Recursive formulation, trees": RK45 / DOP853 of a tree with a Spherical
     joint take every step in compiled blocks (the Python right-hand side only for
-    scipy's start)."""
+    scipy's start), each sample at every step from an evaluation in the block; with
+    output times the samples in the block too (no batch after the run)."""
     m = fm.Model("spherical")
     m.upper = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
     m.lower = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end")
@@ -253,8 +259,12 @@ def test_tree_adaptive_quaternion_trees_run_compiled_blocks(monkeypatch, integra
     s = m.compile("recursive")
     blocks = counting(monkeypatch, NL, "tree_rk_block")
     qdd = counting(monkeypatch, type(s), "qdd")
+    batch = counting(monkeypatch, type(s), "forward_dynamics_batch")
     res = s.simulate(0.05, integrator=integrator, rtol=1e-8, atol=1e-10)
-    assert blocks and len(qdd) == 2 and res.meta["steps"] > 2
+    assert blocks and len(qdd) == 2 and res.meta["steps"] > 2 and not batch
+    dense = counting(monkeypatch, NL, "tree_rk_block_dense")
+    res = s.simulate(0.05, dt=0.005, integrator=integrator, rtol=1e-8, atol=1e-10)
+    assert len(res.t) == 11 and len(dense) == 1 and len(qdd) == 4 and not batch
 
 
 @pytest.mark.parametrize("case", ["spherical", "floating"])

@@ -19,9 +19,11 @@ adaptive step.
 Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
-batched call. A failure (non-finite state, singular system, stepper failure)
-raises :class:`~flexmbd.errors.SolverError` carrying the results up to the last
-good sample (``err.partial``) and the time (``err.time``).
+batched call, except where the compiled blocks of a rigid tree wrote them (RK4's first
+stages, the adaptive steps' samples at every step or at the output times). A failure
+(non-finite state, singular system, stepper failure) raises
+:class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
+(``err.partial``) and the time (``err.time``).
 
 Stalls: an adaptive stepper whose step size collapses (typically at a singular
 configuration of a closed loop with a tight ``atol``, where the projected
@@ -80,6 +82,13 @@ class TreeStepper(ExplicitStepper):
     #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
     step_blocks = True
+    #: with output times: the samples there in the compiled blocks
+    #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time, scipy's
+    #: dense output gives the sample and the batch after the run its accelerations,
+    #: reactions and energies (the same numbers, bit for bit)
+    dense_blocks = True
+    #: :meth:`_dense_sample` (the quaternions' renormalization) is done by the dense block
+    dense_sample_in_block = True
 
     # contract: ExplicitStepper's options (passed on)
     def __init__(
@@ -245,10 +254,10 @@ class TreeStepper(ExplicitStepper):
         :func:`flexmbd.recursive._nbloops.tree_rk_block` (quaternion coordinates
         renormalized after each accepted step, as :meth:`_after_solver_step`), which
         writes the output sample of every accepted step (its accelerations, reactions
-        and energies: the step's last evaluation) when the run outputs every step and
-        has no quaternion coordinate; None else (scipy's ``step()``
-        on :meth:`_f`, also for a step the block hands back: a failed tree solve or a
-        step below scipy's smallest)."""
+        and energies: the step's last evaluation, or with quaternion coordinates an
+        evaluation at the renormalized state) when the run outputs every step; None
+        else (scipy's ``step()`` on :meth:`_f`, also for a step the block hands back: a
+        failed tree solve or a step below scipy's smallest)."""
         s = self.solver
         if not self.step_blocks or type(s).__name__ not in _BLOCK_SOLVERS:
             return None
@@ -258,9 +267,7 @@ class TreeStepper(ExplicitStepper):
         # (loads that are functions of time other than the clock: their stage times)
         if c is None or (c[4] and not c[6]):
             return None
-        # quaternion coordinates: the step's last evaluation is not at the renormalized
-        # state; their samples are left to the batch after the run
-        rows = self.t_eval is None and not len(c[5])
+        rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
         def run(k, t_stop, win, stall):
@@ -279,6 +286,46 @@ class TreeStepper(ExplicitStepper):
                 self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok, c[5],
             )  # fmt: skip
             return done, Y, REC, f, out
+
+        return run
+
+    def _solver_dense_block(self):
+        """A compiled block of adaptive steps with the output samples at the output times
+        between them (:meth:`ExplicitStepper._solver_dense_block`), where
+        :meth:`_solver_block` would run a block:
+        :func:`flexmbd.recursive._nbloops.tree_rk_block_dense` interpolates each sample
+        by the solver's own dense output (DOP853's with its three extra stages, RK45's /
+        RK23's ``K^T P``; the operations of scipy's), renormalizes its quaternions
+        (:meth:`_dense_sample`) and writes its accelerations, reactions and energies
+        into the rows of :meth:`_sample_arrays` (what :meth:`finalize` would compute for
+        it); None else."""
+        if not self.dense_blocks or self._solver_block() is None:
+            return None
+        s, c = self.solver, self._compiled_tree()
+        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        n = s.y.shape[0]
+        if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
+            Kx, AX, CX, D = s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D
+            F = np.empty((D.shape[0] + 3, n))
+        else:  # RK45 / RK23: Q = K^T P (n, order + 1) into F, no extra stages
+            Kx, AX, CX, D = s.K, _NO_EXTRA, _NO_E3, s.P
+            F = np.empty((n, D.shape[1]))
+
+        def run(k, te, win, stall):
+            qdd, reac, ok, en = self._sample_arrays(self.i + len(te))
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
+            YS = np.empty((len(te), n))
+            done = _NL.tree_rk_block_dense(
+                c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
+                win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
+                reac, en, ok, c[5],
+            )  # fmt: skip
+            return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
 
         return run
 
@@ -512,6 +559,8 @@ _NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
 #: MAX_FACTOR) and the solvers whose steps the compiled block takes
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 _BLOCK_SOLVERS = ("RK45", "RK23", "DOP853")
+#: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.tree_rk_block_dense`)
+_NO_EXTRA = np.zeros((0, 1))
 
 
 def _results(system, t, y, tau_f, meta, safe=False, given=None, lend=False):

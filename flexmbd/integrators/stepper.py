@@ -244,6 +244,18 @@ def _is_dop853_dense(cls: type) -> bool:
     return "Dop853DenseOutput" in {c.__name__ for c in cls.__mro__}
 
 
+def _interpolant(solver):
+    """The class of the adaptive ``solver``'s dense output: its ``Interpolant`` where it
+    names one, else scipy's (``Dop853DenseOutput`` for DOP853, ``RkDenseOutput`` for
+    RK45 / RK23)."""
+    cls = getattr(solver, "Interpolant", None)
+    if cls is None:
+        from scipy.integrate._ivp.rk import Dop853DenseOutput, RkDenseOutput
+
+        cls = Dop853DenseOutput if hasattr(solver, "A_EXTRA") else RkDenseOutput
+    return cls
+
+
 class ExplicitStepper:
     """One explicit integration of ``y' = f(t, y)``, ``y = [q; qd]``, following the
     stepper contract of :mod:`flexmbd.checkpoint` (bit-identical resume).
@@ -264,6 +276,10 @@ class ExplicitStepper:
     checks_finite = True
     record_wall = False  # sample stats["cpu_time"]: integration wall time so far (s)
     t_eval_tol = 1e-9  # relative tolerance of the last output time
+    #: the compiled block of :meth:`_solver_dense_block` also does what a subclass's
+    #: :meth:`_dense_sample` does to a sample (else a subclass that overrides it takes
+    #: its samples by :meth:`step`)
+    dense_sample_in_block = False
 
     def __init__(
         self,
@@ -479,7 +495,9 @@ class ExplicitStepper:
             return None
         if te_all[self.i] <= s.t + 1e-12:  # (the last step's own dense output: step)
             return None
-        if self._dense_sample.__func__ is not ExplicitStepper._dense_sample:
+        if not self.dense_sample_in_block and (
+            self._dense_sample.__func__ is not ExplicitStepper._dense_sample
+        ):
             return None
         run = self._solver_dense_block()
         if run is None:
@@ -508,7 +526,7 @@ class ExplicitStepper:
             self.t, self.y = float(T[-1]), YS[-1].copy()
         self.wall += seconds
         if out[4] == 1.0:  # the last step's dense output, as dense_output() gives it
-            self._dense = s.Interpolant(s.t_old, s.t, s.y_old, F)
+            self._dense = _interpolant(s)(s.t_old, s.t, s.y_old, F)
         if out[0] in (BLOCK_NONFINITE, BLOCK_STALL):
             self._step_checks(s)  # the same error as the step by step() (raises)
         return m

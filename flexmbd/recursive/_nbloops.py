@@ -1872,7 +1872,7 @@ def tree_rk_block(
                 code = BLOCK_NONFINITE
                 out[0] = code
         r = i0 + j
-        if r < QDD.shape[0]:
+        if r < QDD.shape[0] and not qoff.shape[0]:
             for i in range(nv):
                 QDD[r, i] = f_new[nq + i]
             for i in range(reac.shape[0]):
@@ -1880,7 +1880,151 @@ def tree_rk_block(
                     REAC[r, i, c] = reac[i, c]
             sample_energies(Ib, buf, y_new[nq:], fi, ff, tau_c, S, EN[r])
             done[r] = True
+        elif r < QDD.shape[0] and code != BLOCK_NONFINITE:  # at the renormalized state
+            _tree_sample(Ib, buf, forces, tau, y, nq, ts[0], QDD[r], REAC[r], EN[r], done, r)
         if code != _BLOCK_GO:
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
+@njit(cache=True, inline="always")
+def _tree_sample(Ib, buf, forces, tau, y, nq, t, qdd, reac, en, done, r):
+    """The output sample ``r`` of a rigid tree at the state ``y = (q, v)`` and the time
+    ``t`` (s; the clock of the force table): :func:`_tree_free` into ``qdd`` and the
+    tree reactions ``reac``, the energies ``en`` (:func:`._nbforces.sample_energies`)
+    and ``done[r]`` where the tree solve succeeded (else the row is left to the batch
+    after the run, which meets the failure)."""
+    fi, ff, tau_c, S = forces
+    set_clock(fi, ff, t)
+    if _tree_free(Ib, buf, forces, y[:nq], y[nq:], tau, qdd, reac) == 0:
+        sample_energies(Ib, buf, y[nq:], fi, ff, tau_c, S, en)
+        done[r] = True
+
+
+@njit(cache=True)
+def tree_dop853_dense(Ib, buf, forces, tau, reac, t_old, h, y_old, y, f, K, A_extra, C_extra, D, F):
+    """:func:`loop_dop853_dense` of a rigid tree (:func:`_tree_rhs`) with the operations
+    of scipy's ``_dense_output_impl``: each extra stage's state ``y_old + (K[:s]^T a) h``
+    (:func:`_dot_stage`) and ``F[3:] = h (D K)`` by BLAS (``np.dot``), so the same bits
+    as scipy's dense output on the Python right-hand side. Returns 0 or the tree
+    solver's status."""
+    n = y.shape[0]
+    ne = A_extra.shape[0]
+    s0 = K.shape[0] - ne
+    yy = np.empty(n)
+    for e in range(ne):
+        s = s0 + e
+        _dot_stage(y_old, K, A_extra[e], s, h, yy)
+        set_clock(forces[0], forces[1], t_old + C_extra[e] * h)  # scipy's stage time
+        st = _tree_rhs(Ib, buf, forces, yy, tau, reac, K[s])
+        if st != 0:
+            return st
+    for i in range(n):
+        dy = y[i] - y_old[i]
+        F[0, i] = dy
+        F[1, i] = h * K[0, i] - dy
+        F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
+    d = np.dot(D, K)
+    for r in range(D.shape[0]):
+        for i in range(n):
+            F[3 + r, i] = h * d[r, i]
+    return 0
+
+
+@njit(cache=True)
+def tree_rk_block_dense(
+    Ib, buf, forces, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN, YS,
+    i0, QDD, REAC, EN, done, qoff,
+):  # fmt: skip
+    """:func:`tree_rk_block` with the output samples at the sorted output times ``te``
+    (s) between its steps, as :func:`loop_rk_block_dense` takes them (no correction):
+    after each accepted step that covers some of them (``te[m] <= t_new + 1e-12``) the
+    step's dense output, DOP853's (:func:`tree_dop853_dense`: the extra stages
+    ``A_extra``, ``C_extra`` into ``Kx``, scipy's ``K_extended`` whose first rows are
+    ``K``; the coefficients ``D`` into ``F`` (7, n)) or, with no extra stages
+    (``A_extra`` of 0 rows), RK45's / RK23's (:func:`rk_dense`: ``Kx`` the stages
+    ``K``, ``D`` the solver's ``P``, ``Q`` into ``F`` (n, order + 1)); per covered time
+    ``te[m]`` the interpolated state into ``YS[m]`` (:func:`dop853_interpolate`,
+    :func:`rk_interpolate`), its quaternions at ``qoff`` renormalized
+    (:func:`unit_quaternions`, as ``TreeStepper._dense_sample``), ``SJ[m]`` its step,
+    and the output sample ``i0 + m`` there at the time ``te[m]`` (:func:`_tree_sample`:
+    ``QDD``, ``REAC``, ``EN``, ``done``). ``DN[j]`` 1 where step ``j`` computed its dense
+    output. Stops after the sample at ``te[-1]``, at ``t_bound``, after ``k`` steps,
+    before a step it hands back, after a non-finite state or a stall verdict (no samples
+    of that step), and before the samples of a step whose dense output failed (a tree
+    solve of an extra stage: :data:`BLOCK_SAMPLE`, the caller's dense output meets the
+    failure). ``out = (stop reason, handed-back status, its evaluations, samples
+    written, 1 where ``F`` is the last accepted step's)``. Returns the number of accepted
+    steps."""
+    n = y.shape[0]
+    nv = Ib[_IB_NV]
+    nq = n - nv
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    y_old = np.empty(n)
+    reac = np.empty((REAC.shape[1], 6))
+    # the loop arguments that a tree's right-hand side does not read
+    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
+    yc, lam = np.empty(0), np.empty(0)
+    rk = A_extra.shape[0] == 0  # RK45 / RK23: no extra stages
+    m = 0
+    out[3], out[4] = 0.0, 0.0
+    for j in range(k):
+        t_old = ts[0]
+        _copy_into(y_old, y)
+        DN[j] = 0
+        code = _block_step(
+            Ib, buf, none, forces, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, np.inf, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        out[4] = 0.0
+        if qoff.shape[0]:
+            unit_quaternions(y, qoff)
+            finite = True
+            for i in range(n):
+                Yout[j, i] = y[i]
+                finite = finite and np.isfinite(y[i])
+            if not finite:
+                code = BLOCK_NONFINITE
+                out[0] = code
+        if code == BLOCK_NONFINITE or code == BLOCK_STALL:
+            return j + 1
+        t_new = ts[0]
+        hi = m
+        while hi < te.shape[0] and te[hi] <= t_new + 1e-12:
+            hi += 1
+        if hi > m:
+            h = t_new - t_old
+            if rk:
+                rk_dense(Kx, D, F)
+            elif tree_dop853_dense(
+                Ib, buf, forces, tau, reac, t_old, h, y_old, y, f, Kx, A_extra, C_extra, D, F
+            ) != 0:  # fmt: skip
+                out[0], out[3] = BLOCK_SAMPLE, m
+                return j + 1
+            DN[j] = 1
+            out[4] = 1.0
+            for a in range(m, hi):
+                if rk:
+                    rk_interpolate(t_old, h, y_old, F, te[a], YS[a])
+                else:
+                    dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], YS[a : a + 1])
+                unit_quaternions(YS[a, :nq], qoff)
+                r = i0 + a
+                _tree_sample(
+                    Ib, buf, forces, tau, YS[a], nq, te[a], QDD[r], REAC[r], EN[r], done, r
+                )
+                SJ[a] = j
+            m = hi
+        out[3] = m
+        if m == te.shape[0] or code == BLOCK_DONE:
+            out[0] = BLOCK_DONE
             return j + 1
     out[0] = BLOCK_DONE
     return k

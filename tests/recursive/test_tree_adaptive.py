@@ -46,21 +46,25 @@ def chain(n=4, damped=False):
 
 
 def counted(monkeypatch):
-    """Count the compiled blocks (their accepted steps) and the Python right-hand side's
-    evaluations."""
+    """Count the compiled blocks (their accepted steps; ``tree_rk_block`` and, with output
+    times, ``tree_rk_block_dense``) and the Python right-hand side's evaluations."""
     blocks, python = [], []
-    inner, f = NL.tree_rk_block, TreeStepper._f
+    f = TreeStepper._f
 
-    def block(*a):
-        done = inner(*a)
-        blocks.append(done)
-        return done
+    def wrap(inner):
+        def block(*a):
+            done = inner(*a)
+            blocks.append(done)
+            return done
+
+        return block
 
     def rhs(self, t, y):
         python.append(t)
         return f(self, t, y)
 
-    monkeypatch.setattr(NL, "tree_rk_block", block)
+    for name in ("tree_rk_block", "tree_rk_block_dense"):
+        monkeypatch.setattr(NL, name, wrap(getattr(NL, name)))
     monkeypatch.setattr(TreeStepper, "_f", rhs)
     return blocks, python
 
@@ -78,33 +82,35 @@ def same_run(a, b):
 
 
 def one_step_blocks(monkeypatch):
-    """Every compiled block capped at one step: one compiled call per step."""
-    real = ExplicitStepper._block_steps
+    """Every compiled block capped at one step (with output times too): one compiled
+    call per step."""
+    real, dense = ExplicitStepper._block_steps, TreeStepper._solver_dense_block
     monkeypatch.setattr(
         ExplicitStepper, "_block_steps", lambda self, k, *a, **kw: real(self, min(k, 1), *a, **kw)
     )
+
+    def capped(self):
+        run = dense(self)
+        return None if run is None else lambda k, *a: run(min(k, 1), *a)
+
+    monkeypatch.setattr(TreeStepper, "_solver_dense_block", capped)
 
 
 @pytest.mark.parametrize("integrator", ["rk45", "dop853", "rk23"])
 @pytest.mark.parametrize("output", list(OUTPUTS))
 def test_blocks_equal_scipys_steps(monkeypatch, integrator, output):
     """Every step in a compiled block (the Python right-hand side only for scipy's start:
-    the first derivative and the initial step's probe, and DOP853's three extra stages
-    per dense output); the run equals scipy's step() on the Python right-hand side bit
-    for bit: times, states, accelerations, reactions, evaluations, step sizes and
-    energies (a loaded chain: a spring-damper joint law, a point force, joint forces)."""
+    the first derivative and the initial step's probe; DOP853's dense outputs in the
+    block too); the run equals scipy's step() on the Python right-hand side bit for
+    bit: times, states, accelerations, reactions, evaluations, step sizes and energies
+    (a loaded chain: a spring-damper joint law, a point force, joint forces)."""
     s = chain(4, damped=True).compile("recursive")
     tau = np.array([0.1, 0.0, -0.05, 0.0])
     kw = dict(integrator=integrator, rtol=1e-8, atol=1e-10, tau=tau, **OUTPUTS[output])
     blocks, python = counted(monkeypatch)
     fast = s.simulate(0.3, **kw)
     n = fast.meta["steps"]
-    assert n > 10 and sum(blocks) == n
-    if integrator == "dop853" and output != "every":
-        dense = len(python) - 2
-        assert dense % 3 == 0 and 3 <= dense <= 3 * (len(fast.t) - 1)
-    else:
-        assert len(python) == 2
+    assert n > 10 and sum(blocks) == n and len(python) == 2
     monkeypatch.setattr(TreeStepper, "step_blocks", False)
     blocks.clear()
     ref = s.simulate(0.3, **kw)
@@ -321,18 +327,15 @@ def test_rk4_rows_lent_to_the_results_survive_a_continued_run(tmp_path):
         np.testing.assert_array_equal(getattr(out, k), getattr(ref, k))
 
 
-def blocks_equal_python_path(monkeypatch, s, kw, output):
+def blocks_equal_python_path(monkeypatch, s, kw):
     """``s.simulate(0.3, **kw)`` in compiled blocks and on the Python path
-    (``step_blocks = False``): every accepted step in blocks, the Python right-hand side
-    only for scipy's start (and DOP853's dense outputs when ``output`` is not "every"),
-    the two runs bit for bit. Returns the block run."""
-    integrator = kw["integrator"]
+    (``step_blocks = False``): every accepted step in blocks (DOP853's dense outputs
+    too), the Python right-hand side only for scipy's start, the two runs bit for bit.
+    Returns the block run."""
     blocks, python = counted(monkeypatch)
     fast = s.simulate(0.3, **kw)
     n = fast.meta["steps"]
-    assert n > 10 and sum(blocks) == n
-    if integrator != "dop853" or output == "every":
-        assert len(python) == 2
+    assert n > 10 and sum(blocks) == n and len(python) == 2
     monkeypatch.setattr(TreeStepper, "step_blocks", False)
     ref = s.simulate(0.3, **kw)
     assert len(python) > 2 + n
@@ -360,7 +363,7 @@ def test_compiled_law_of_time_runs_in_blocks_bit_for_bit(monkeypatch, integrator
     m.motor = fm.JointForce.compiled_law(m.j1, _driven_law)
     s = m.compile("recursive")
     kw = dict(integrator=integrator, rtol=1e-10, atol=1e-12, **OUTPUTS[output])
-    fast = blocks_equal_python_path(monkeypatch, s, kw, output)
+    fast = blocks_equal_python_path(monkeypatch, s, kw)
     # the law's time matters: the same motor frozen at t = 0 moves the chain otherwise
     m = chain(3, damped=True)
     m.motor = fm.JointForce(m.j1, lambda t, q, qd: -3.0 * q - 0.1 * qd)
@@ -397,7 +400,7 @@ def test_quaternion_trees_run_blocks_bit_for_bit(monkeypatch, integrator, output
     s = floating().compile("recursive")
     assert len(s.quaternion_offsets) == 2
     kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, **OUTPUTS[output])
-    fast = blocks_equal_python_path(monkeypatch, s, kw, output)
+    fast = blocks_equal_python_path(monkeypatch, s, kw)
     for o in s.quaternion_offsets:
         norm = np.linalg.norm(fast.q[:, o : o + 4], axis=1)
         assert np.abs(norm - 1.0).max() < 4e-16
@@ -437,3 +440,207 @@ def test_floating_base_in_blocks_conserves_momentum_and_energy():
     res = s.simulate(1.0, integrator="dop853", rtol=1e-10, atol=1e-12)
     E = res.energy["total"]
     assert np.abs(E - E[0]).max() < 1e-8 * np.abs(res.energy["kinetic"]).max()
+
+
+# -- output times: the samples in the compiled blocks (tree_rk_block_dense) ----------------
+DENSE = dict(
+    n30={"dt": 0.01},
+    n300={"dt": 0.001},
+    irregular={"t_eval": np.sort(np.random.default_rng(3).uniform(0.0, 0.3, 57))},
+)
+
+
+def python_dense_outputs(monkeypatch):
+    """Count the dense outputs that scipy computes in Python (``_dense_output_impl`` of
+    RK45 / RK23 and of DOP853) and the batch evaluations of samples after the run."""
+    from scipy.integrate._ivp.rk import DOP853, RungeKutta
+
+    seen = []
+    for cls in (RungeKutta, DOP853):
+        inner = cls.__dict__["_dense_output_impl"]
+
+        def dense(self, _inner=inner):
+            seen.append("dense")
+            return _inner(self)
+
+        monkeypatch.setattr(cls, "_dense_output_impl", dense)
+    return seen
+
+
+def dense_model(name):
+    """``(system, tau)``: the loaded chain, the floating tree (quaternions) or the chain
+    with a compiled law of time (the clock)."""
+    if name == "chain":
+        return chain(4, damped=True).compile("recursive"), np.array([0.1, 0.0, -0.05, 0.0])
+    if name == "floating":
+        return floating().compile("recursive"), None
+    m = chain(3, damped=True)
+    m.motor = fm.JointForce.compiled_law(m.j1, _driven_law)
+    return m.compile("recursive"), None
+
+
+@pytest.mark.parametrize("model", ["chain", "floating", "law"])
+@pytest.mark.parametrize("integrator", ["dop853", "rk45", "rk23"])
+@pytest.mark.parametrize("output", list(DENSE))
+def test_dense_blocks_write_the_interpolated_samples(monkeypatch, model, integrator, output):
+    """Output times inside the compiled blocks (``tree_rk_block_dense``): every step and
+    every sample in the block -- the solver's own interpolant (DOP853 with its three
+    extra stages), the quaternions renormalized, each sample's accelerations, reactions
+    and energies at its time -- with no dense output and no right-hand side in Python
+    beyond scipy's start and no sample left to the batch after the run but the initial
+    one (300 samples: those of the one step split by the 2000-sample chunk of
+    ``advance``, if any, take the Python path). The run equals the blocks stopping at
+    each output time with scipy's dense output in Python (``dense_blocks = False``) and
+    scipy's step() on the Python right-hand side (``step_blocks = False``) bit for bit:
+    times, states, accelerations, reactions, every statistic (the dense outputs'
+    evaluations counted), energies and momenta."""
+    s, tau = dense_model(model)
+    kw = dict(integrator=integrator, rtol=1e-8, atol=1e-10, tau=tau, **DENSE[output])
+    blocks, python = counted(monkeypatch)
+    dense = python_dense_outputs(monkeypatch)
+    st = tree_stepper(s, 0.3, **kw)
+    fast = run(st, st.t_end, progress=False)
+    nt = len(fast.t)
+    assert nt == 1 + (30 if output == "n30" else 300 if output == "n300" else 57)
+    assert sum(blocks) == fast.meta["steps"] > 5 and len(python) == 2 and not dense
+    assert not st._rows[2][0] and st._rows[2][1:nt].all() and st._rows[3][1:nt, 6].all()
+    refs = []
+    for attr in ("dense_blocks", "step_blocks"):
+        monkeypatch.setattr(TreeStepper, attr, False)
+        dense.clear()
+        refs.append(s.simulate(0.3, **kw))
+        steps_with_samples = len(np.unique(refs[-1].stats["rhs_evaluations"][1:]))
+        assert len(dense) == steps_with_samples  # one dense output per step with samples
+    for ref in refs:
+        same_run(fast, ref)
+        if s.floating:
+            for k in ("momentum_linear", "momentum_angular"):
+                np.testing.assert_array_equal(fast.extra[k], ref.extra[k])
+
+
+@pytest.mark.parametrize("integrator", ["dop853", "rk45"])
+def test_dense_blocks_end_only_equal_the_python_path(monkeypatch, integrator):
+    """The end only (``dt`` = the span): the block takes every step and the one sample at
+    ``t_end`` (the last step's dense output there), bit for bit the Python path."""
+    s, tau = dense_model("floating")
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, tau=tau, dt=0.3)
+    blocks, python = counted(monkeypatch)
+    dense = python_dense_outputs(monkeypatch)
+    fast = s.simulate(0.3, **kw)
+    assert len(fast.t) == 2 and sum(blocks) == fast.meta["steps"] and len(python) == 2
+    assert not dense
+    monkeypatch.setattr(TreeStepper, "dense_blocks", False)
+    same_run(fast, s.simulate(0.3, **kw))
+    assert len(dense) == 1
+
+
+@pytest.mark.parametrize("integrator", ["dop853", "rk45"])
+def test_dense_blocks_resume_bit_for_bit(tmp_path, monkeypatch, integrator):
+    """A floating tree with 300 output times, checkpointed every 37 samples: equal to the
+    run without checkpoints; interrupted at the third chunk and resumed, equal to the
+    Python path's resumed run bit for bit, and to the uninterrupted run but for DOP853's
+    ``rhs_evaluations`` after the resume (a step whose samples the checkpoint split
+    computes its dense output again: 3 more evaluations from there on, as on the Python
+    path)."""
+    m = floating()
+    s = m.compile("recursive")
+    kw = dict(integrator=integrator, rtol=1e-9, atol=1e-11, dt=1e-3)
+    ref = s.simulate(0.3, **kw)
+    same_run(s.simulate(0.3, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
+    resumed = []
+    for dense in (True, False):
+        monkeypatch.setattr(TreeStepper, "dense_blocks", dense)
+        path = tmp_path / f"b{dense}.h5"
+        with interrupted_at_chunk(monkeypatch) as seen:
+            s.simulate(0.3, checkpoint=path, every=37, **kw)
+        assert seen[:2] == [37, 37]
+        resumed.append(fm.resume(path, model=m))
+    same_run(*resumed)
+    got = resumed[0]
+    for k in ("t", "q", "qd", "qdd", "reactions"):
+        np.testing.assert_array_equal(getattr(got, k), getattr(ref, k))
+    diff = got.stats["rhs_evaluations"] - ref.stats["rhs_evaluations"]
+    assert not diff[:75].any() and set(np.unique(diff)) <= (
+        {0, 3} if integrator == "dop853" else {0}
+    )
+
+
+def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch):
+    """A stall inside a dense block (``max_step`` 1e-7 s: the pace rule at the 200th step)
+    fails with the error of the Python path -- class, message, time -- and the same
+    partial rows: the samples before the stall's step, which gets none."""
+    s = chain(3).compile("recursive")
+    blocks, _ = counted(monkeypatch)
+    errs = []
+    for dense in (True, False):
+        monkeypatch.setattr(TreeStepper, "dense_blocks", dense)
+        with pytest.raises(fm.errors.SolverError) as info:
+            s.simulate(0.3, integrator="dop853", max_step=1e-7, dt=3e-6)
+        errs.append(info.value)
+    fast, ref = errs
+    assert "stalled" in str(fast) and str(fast) == str(ref) and fast.time == ref.time
+    assert len(fast.partial.t) == 7  # t0 and the 6 samples before 1.99e-5 s (199 steps)
+    same_run(fast.partial, ref.partial)
+
+
+def test_a_non_finite_state_inside_a_dense_block_fails_as_the_python_path(monkeypatch):
+    """A non-finite accepted state inside a dense block (planted at the 8th step in
+    both paths: the block's samples of that step dropped, as the block's own check
+    returns before them) fails with the Python path's error -- class, message, time --
+    and the same partial rows."""
+    m, steps = 8, []
+    inner, after = NL.tree_rk_block_dense, TreeStepper._after_solver_step
+
+    def planted_block(*a):
+        a = list(a)
+        n0 = a[23]  # solver steps before the block
+        if not n0 <= m - 1 < n0 + a[22]:
+            return inner(*a)
+        a[22] = m - n0  # up to the m-th step, which turns non-finite
+        done = inner(*a)
+        if done == m - n0:
+            a[26][done - 1, 0] = np.nan
+            out, SJ, DN = a[28], a[35], a[36]  # (that step's samples and dense output)
+            out[0], out[3] = NL.BLOCK_NONFINITE, np.sum(SJ[: int(out[3])] < done - 1)
+            out[4], DN[done - 1] = 0.0, 0
+        return done
+
+    def planted_step(self, solver):
+        steps.append(1)
+        if len(steps) == m:
+            solver.y[0] = np.nan
+        return after(self, solver)
+
+    monkeypatch.setattr(NL, "tree_rk_block_dense", planted_block)
+    monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
+    s = chain(4).compile("recursive")
+    errs = []
+    for blocks in (True, False):
+        monkeypatch.setattr(TreeStepper, "step_blocks", blocks)
+        with pytest.raises(fm.errors.SolverError) as info:
+            s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-3)
+        errs.append(info.value)
+    fast, ref = errs
+    assert len(steps) == m  # the reference stopped at its planted step
+    assert "non-finite state" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time and len(fast.partial.t) > 2
+    same_run(fast.partial, ref.partial)
+
+
+def test_quaternion_rows_at_every_step_are_written_in_the_block(monkeypatch):
+    """A floating tree that outputs every step: the block writes each sample's
+    accelerations, reactions and energies from an evaluation at the renormalized state
+    (only the initial sample left to the batch), bit for bit the batch forward dynamics,
+    energies and momenta at the reported states."""
+    s = floating().compile("recursive")
+    st = tree_stepper(s, 0.3, integrator="dop853", rtol=1e-9, atol=1e-11)
+    res = run(st, st.t_end, progress=False)
+    nt = len(res.t)
+    assert not st._rows[2][0] and st._rows[2][1:nt].all() and st._rows[3][1:nt, 6].all()
+    taus = np.zeros((nt, s.nv))
+    fd = s.forward_dynamics_batch(res.q, res.qd, taus, t=res.t)
+    np.testing.assert_array_equal(res.qdd, fd.qdd)
+    np.testing.assert_array_equal(res.reactions, fd.reactions)
+    again = energy_histories(s, res.t, res.q, res.qd, taus)
+    for k in again:
+        np.testing.assert_array_equal(res.energy[k], again[k])
