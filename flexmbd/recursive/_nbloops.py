@@ -1823,6 +1823,26 @@ def _tree_rhs(Ib, buf, forces, y, tau, reac, out):
     return st
 
 
+@njit(cache=True, inline="always")
+def _renormalized(y, qoff, Yout, j, code, out):
+    """The accepted state ``y`` of step ``j`` of an adaptive tree block with its
+    quaternion coordinates at ``qoff`` renormalized (:func:`unit_quaternions`, as scipy's
+    step and ``TreeStepper._after_solver_step``) and kept as ``Yout[j]``; returns the
+    step's stop ``code``, or :data:`BLOCK_NONFINITE` (also into ``out[0]``) when that state
+    is not finite. Without quaternion coordinates: ``code``, ``y`` untouched."""
+    if qoff.shape[0] == 0:
+        return code
+    unit_quaternions(y, qoff)
+    finite = True
+    for i in range(y.shape[0]):
+        Yout[j, i] = y[i]
+        finite = finite and np.isfinite(y[i])
+    if not finite:
+        out[0] = BLOCK_NONFINITE
+        return BLOCK_NONFINITE
+    return code
+
+
 @njit(cache=True)
 def tree_rk_block(
     Ib, buf, forces, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
@@ -1862,15 +1882,7 @@ def tree_rk_block(
         )  # fmt: skip
         if code == BLOCK_HANDBACK:
             return j
-        if qoff.shape[0]:
-            unit_quaternions(y, qoff)
-            finite = True
-            for i in range(n):
-                Yout[j, i] = y[i]
-                finite = finite and np.isfinite(y[i])
-            if not finite:
-                code = BLOCK_NONFINITE
-                out[0] = code
+        code = _renormalized(y, qoff, Yout, j, code, out)
         r = i0 + j
         if r < QDD.shape[0] and not qoff.shape[0]:
             for i in range(nv):
@@ -1984,15 +1996,7 @@ def tree_rk_block_dense(
         if code == BLOCK_HANDBACK:
             return j
         out[4] = 0.0
-        if qoff.shape[0]:
-            unit_quaternions(y, qoff)
-            finite = True
-            for i in range(n):
-                Yout[j, i] = y[i]
-                finite = finite and np.isfinite(y[i])
-            if not finite:
-                code = BLOCK_NONFINITE
-                out[0] = code
+        code = _renormalized(y, qoff, Yout, j, code, out)
         if code == BLOCK_NONFINITE or code == BLOCK_STALL:
             return j + 1
         t_new = ts[0]

@@ -11,6 +11,7 @@ from flexmbd.integrators.explicit import tree_stepper
 from flexmbd.joint_states import fill_joint_states
 from flexmbd.recursive.energy import energy_histories
 
+from .failures import failures_on_both_paths
 from .interrupt import interrupted_at_chunk
 from .oracle import Oracle, ad, compose
 from .test_compiled_forces import loaded_four_bar
@@ -549,15 +550,13 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
 
     s = _squeezer().build().compile("recursive")
     calls = _count_kernels(monkeypatch)
-    errs = []
-    for blocks in (True, False):
-        monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
+
+    def stalled():
         st = s.stepper(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
         st.solver.max_step = max_step  # (simulate takes no max_step: planted)
-        with pytest.raises(fm.errors.SolverError) as info:
-            run(st, st.t_end, progress=False)
-        errs.append(info.value)
-    fast, ref = errs
+        run(st, st.t_end, progress=False)
+
+    fast, ref = failures_on_both_paths(monkeypatch, _LoopStepper, "step_blocks", stalled)
     assert "stalled" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and fast.partial is not None
     assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)  # t0 + the good steps
@@ -665,13 +664,12 @@ def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
     monkeypatch.setattr(NL, "loop_rk_block_sampled", planted_block)
     monkeypatch.setattr(NL, "loop_rk_step_sampled", planted_step)
     s = _squeezer().build().compile("recursive")
-    errs = []
-    for blocks in (True, False):
-        monkeypatch.setattr(_LoopStepper, "step_blocks", blocks)
-        with pytest.raises(fm.errors.SolverError) as info:
-            s.simulate(0.03, integrator="dop853", rtol=1e-9, atol=1e-11)
-        errs.append(info.value)
-    fast, ref = errs
+    fast, ref = failures_on_both_paths(
+        monkeypatch,
+        _LoopStepper,
+        "step_blocks",
+        lambda: s.simulate(0.03, integrator="dop853", rtol=1e-9, atol=1e-11),
+    )
     assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
@@ -974,18 +972,15 @@ def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch, integrator)
     s = _squeezer().build().compile("recursive")
     calls = _count_kernels(monkeypatch)
     t_eval = np.linspace(2e-8, 6e-7, 30)
-    errs = []
-    for dense in (True, False):
-        monkeypatch.setattr(_LoopStepper, "dense_blocks", dense)
-        rtol, atol = _TOLS[integrator]
+    rtol, atol = _TOLS[integrator]
+
+    def stalled():
         st = s.stepper(0.03, integrator=integrator, rtol=rtol, atol=atol, t_eval=t_eval)
         st.solver.max_step = 1e-9  # (simulate takes no max_step: planted)
-        with pytest.raises(fm.errors.SolverError) as info:
-            run(st, st.t_end, progress=False)
-        errs.append(info.value)
-        if dense:
-            assert sum(calls["loop_rk_block_dense"]) == 200
-    fast, ref = errs
+        run(st, st.t_end, progress=False)
+
+    fast, ref = failures_on_both_paths(monkeypatch, _LoopStepper, "dense_blocks", stalled)
+    assert sum(calls["loop_rk_block_dense"]) == 200  # (the blocks' run; none in the other)
     assert "stalled" in str(fast) and str(fast) == str(ref) and fast.time == ref.time
     # t0 and the 9 samples before 2e-7 s (the stall's step reaches the 10th: no sample)
     assert len(fast.partial.t) == 10 and fast.partial.t[-1] == t_eval[8]

@@ -21,6 +21,7 @@ from flexmbd.integrators.stepper import ExplicitStepper
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive.energy import energy_histories
 
+from .failures import failures_on_both_paths
 from .interrupt import interrupted_at_chunk
 
 OUTPUTS = dict(every={}, end={"dt": 0.3}, times={"t_eval": np.linspace(0.01, 0.3, 13)})
@@ -184,14 +185,12 @@ def test_stall_inside_a_block_fails_as_step_by_step(monkeypatch, max_step):
     class, message and time, and the same partial rows up to the last good step."""
     s = chain(3).compile("recursive")
     blocks, _ = counted(monkeypatch)
-    errs = []
-    for fast in (True, False):
-        monkeypatch.setattr(TreeStepper, "step_blocks", fast)
+
+    def stalled():
         st = tree_stepper(s, 0.3, integrator="dop853", max_step=max_step)
-        with pytest.raises(fm.errors.SolverError) as info:
-            run(st, st.t_end, progress=False)
-        errs.append(info.value)
-    fast, ref = errs
+        run(st, st.t_end, progress=False)
+
+    fast, ref = failures_on_both_paths(monkeypatch, TreeStepper, "step_blocks", stalled)
     assert "stalled" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and fast.partial is not None
     assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)  # t0 + the good steps
@@ -227,13 +226,12 @@ def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
     monkeypatch.setattr(NL, "tree_rk_block", planted_block)
     monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
     s = chain(4).compile("recursive")
-    errs = []
-    for blocks in (True, False):
-        monkeypatch.setattr(TreeStepper, "step_blocks", blocks)
-        with pytest.raises(fm.errors.SolverError) as info:
-            s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11)
-        errs.append(info.value)
-    fast, ref = errs
+    fast, ref = failures_on_both_paths(
+        monkeypatch,
+        TreeStepper,
+        "step_blocks",
+        lambda: s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11),
+    )
     assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
@@ -571,13 +569,12 @@ def test_a_stall_inside_a_dense_block_keeps_its_samples(monkeypatch):
     partial rows: the samples before the stall's step, which gets none."""
     s = chain(3).compile("recursive")
     blocks, _ = counted(monkeypatch)
-    errs = []
-    for dense in (True, False):
-        monkeypatch.setattr(TreeStepper, "dense_blocks", dense)
-        with pytest.raises(fm.errors.SolverError) as info:
-            s.simulate(0.3, integrator="dop853", max_step=1e-7, dt=3e-6)
-        errs.append(info.value)
-    fast, ref = errs
+    fast, ref = failures_on_both_paths(
+        monkeypatch,
+        TreeStepper,
+        "dense_blocks",
+        lambda: s.simulate(0.3, integrator="dop853", max_step=1e-7, dt=3e-6),
+    )
     assert "stalled" in str(fast) and str(fast) == str(ref) and fast.time == ref.time
     assert len(fast.partial.t) == 7  # t0 and the 6 samples before 1.99e-5 s (199 steps)
     same_run(fast.partial, ref.partial)
@@ -614,13 +611,12 @@ def test_a_non_finite_state_inside_a_dense_block_fails_as_the_python_path(monkey
     monkeypatch.setattr(NL, "tree_rk_block_dense", planted_block)
     monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
     s = chain(4).compile("recursive")
-    errs = []
-    for blocks in (True, False):
-        monkeypatch.setattr(TreeStepper, "step_blocks", blocks)
-        with pytest.raises(fm.errors.SolverError) as info:
-            s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-3)
-        errs.append(info.value)
-    fast, ref = errs
+    fast, ref = failures_on_both_paths(
+        monkeypatch,
+        TreeStepper,
+        "step_blocks",
+        lambda: s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-3),
+    )
     assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) > 2
