@@ -598,6 +598,23 @@ class LoopSystem:
             set_clock(c[3], t)
         return c
 
+    def set_time(self, c: tuple, t: float) -> None:
+        """Write the table values that are functions of time, evaluated at ``t`` (s), into
+        the force table of the compiled arguments ``c`` (:meth:`compiled_rk4` with
+        ``timed=True``): the clock of users' compiled laws (:func:`set_clock`) and the
+        time functions (``JointForce.of_time`` drives, actuator forces ``fa(t)``, point
+        loads of time) by one Python call each at ``t``, as the Python path's evaluation
+        at ``t`` calls them (:meth:`tabulated_forces`). Nothing for a table without
+        values of time."""
+        comp = self._compiled(timed=True)
+        if comp is None or not self._comp[2]:
+            return
+        if self._comp[3]:  # only the clock: no Python call
+            set_clock(c[3], t)
+            return
+        _, TT, tix = self.tabulated_forces([t])
+        c[3][1][tix[:, 0], tix[:, 1]] = TT[0]
+
     def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
         ``(Ib, buf, cut arguments, force table, zero joint forces, (phi, J, gamma)
@@ -1624,12 +1641,15 @@ class _LoopStepper(ExplicitStepper):
         (:func:`._nbloops.loop_rhs`: the compiled correction on the rows of the last QR,
         with its rank check, and the accelerations), or None where the projector's QR
         must decide (rank changes, singular configurations, no selection yet, a failed
-        solve)."""
-        c = self.system.compiled_rk4(clock=True)
+        solve). Loads that are Python functions of time are evaluated at ``t`` first
+        (:meth:`LoopSystem.set_time`): such a run takes scipy's own steps (the compiled
+        steps and blocks set only a clock per stage, :func:`_loop_selection`) on this
+        compiled right-hand side."""
+        c = self.system.compiled_rk4(timed=True)
         sel = self.P.selection() if c is not None else None
         if sel is None:
             return None
-        set_clock(c[3], t)
+        self.system.set_time(c, t)  # (the values of time at t: scipy's stage time)
         y = np.ascontiguousarray(y, dtype=float)
         out = np.empty(y.shape[0])
         P = self.P
