@@ -614,16 +614,15 @@ class LoopSystem:
         ``timed=True``): the clock of users' compiled laws (:func:`set_clock`) and the
         time functions (``JointForce.of_time`` drives, actuator forces ``fa(t)``, point
         loads of time) by one Python call each at ``t``, as the Python path's evaluation
-        at ``t`` calls them (:meth:`tabulated_forces`). Nothing for a table without
-        values of time."""
+        at ``t`` calls them (:meth:`RecursiveSystem.write_timed`). Nothing for a table
+        without values of time."""
         comp = self._compiled(timed=True)
         if comp is None or not self._comp[2]:
             return
         if self._comp[3]:  # only the clock: no Python call
             set_clock(c[3], t)
             return
-        _, TT, tix = self.tabulated_forces([t])
-        c[3][1][tix[:, 0], tix[:, 1]] = TT[0]
+        self.tree.write_timed(c[3], t, (self._wrench_element,))
 
     def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
