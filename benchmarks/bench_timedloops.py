@@ -43,9 +43,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import flexmbd as fm  # noqa: E402
 from bench_cfa import load_space_robot  # noqa: E402
 from results_file import replace_section  # noqa: E402
+
+import flexmbd as fm  # noqa: E402
 
 START, END = "<!-- timed-loops:start -->", "<!-- timed-loops:end -->"
 
