@@ -2143,7 +2143,7 @@ class _LoopStepper(ExplicitStepper):
         if kept is not False:
             return kept
         if self._fast_rhs:
-            status, rows = s.project_samples(y[1:], self._tau, P, t[1:])
+            status, rows = s.project_samples(y[1:], self._tau, P, **self._times(t[1:]))
         else:
             status = s.project_rows(y[1:], P)
         for i in np.flatnonzero(status != 0) + 1:
@@ -2152,6 +2152,13 @@ class _LoopStepper(ExplicitStepper):
         if rows is None or np.any(status != 0):
             return None
         return {k: np.concatenate([np.zeros_like(a[:1]), a]) for k, a in rows.items()}
+
+    def _times(self, t):
+        """``{"t": t}`` for :meth:`LoopSystem.project_samples` where the compiled loop's
+        table has values of time (the samples' times, s), else no argument."""
+        s = self.system
+        timed = s.compiled_rk4() is None and s.compiled_rk4(timed=True) is not None
+        return {"t": t} if timed else {}
 
     def _row_samples(self, t):
         """The samples the RK4 steps evaluated (:meth:`fused_samples`, the weak ones),
@@ -2202,7 +2209,7 @@ class _LoopStepper(ExplicitStepper):
         rest = np.flatnonzero(left)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
-            status, rows = self.system.project_samples(Y, self._tau, P, t[rest])
+            status, rows = self.system.project_samples(Y, self._tau, P, **self._times(t[rest]))
             for a in np.flatnonzero(status != 0):
                 qq, vv = P.correct(Y[a, : self.nq], Y[a, self.nq :], t[rest[a]])
                 Y[a] = np.concatenate([qq, vv])
