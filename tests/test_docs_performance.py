@@ -544,22 +544,28 @@ def test_loop_fallbacks_run_python(monkeypatch, case):
     assert len(res.t) == 4 and not calls and not step
 
 
-def test_loop_time_functions_rk4_compiled_adaptive_python(monkeypatch):
+def test_loop_time_functions_rk4_compiled_adaptive_compiled_rhs(monkeypatch):
     """A loop with a force element that is a function of time: RK4 runs the compiled
-    blocks (the values tabulated on the stage times), an adaptive run the Python QR
-    path (its stage times are known only inside the step)."""
+    blocks (the values tabulated on the stage times); an adaptive run scipy's steps on
+    the compiled right-hand side (its stage times are known only inside the step: no
+    compiled steps or blocks), the values of time written per evaluation
+    (``LoopSystem.set_time``), the Python QR path only before the projector has its
+    rows."""
     m = models.four_bar()
-    m.push = fm.PointForce(m.coupler, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0, 0.0])
+    m.push = fm.PointForce(m.coupler, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0 + t, 0.0])
     s = m.compile("recursive")
     assert s.compiled_rk4() is None and s.compiled_rk4(timed=True) is not None
+    assert s.compiled_rk4(clock=True) is None
     blocks = counting(monkeypatch, NL, "loop_rk4_block")
     res = s.simulate(0.03, dt=0.01, integrator="rk4")
     assert len(res.t) == 4 and blocks
     steps = counting(monkeypatch, NL, "loop_rk_step")
     rk_blocks = counting(monkeypatch, NL, "loop_rk_block")
     python = counting(monkeypatch, s, "accelerations")  # the Python path's evaluations
-    s.simulate(0.03, dt=0.01, integrator="dop853")
-    assert not steps and not rk_blocks and python
+    timed = counting(monkeypatch, s, "set_time")
+    res = s.simulate(0.03, dt=0.01, integrator="dop853")
+    assert not steps and not rk_blocks and len(python) <= 2
+    assert len(timed) >= res.stats["rhs_evaluations"][-1] - len(python)
 
 
 def test_loop_adaptive_python_with_a_callable_tau(monkeypatch):

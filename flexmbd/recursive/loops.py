@@ -495,7 +495,11 @@ class LoopSystem:
         return status
 
     def project_samples(
-        self, Y: Array, tau: Array | None = None, projector: Projector | None = None
+        self,
+        Y: Array,
+        tau: Array | None = None,
+        projector: Projector | None = None,
+        t: ArrayLike | None = None,
     ) -> tuple[Array, dict | None]:
         """:meth:`project_rows` of the output states ``Y`` (n, nq + nv) and the output
         sample at each corrected state, in one compiled call
@@ -505,11 +509,13 @@ class LoopSystem:
         wrenches ``cutF`` (n, cuts, 6, child axes), ``viol`` (n, 3: position and velocity
         violation, 1 where the sample is complete), or None with every status nonzero
         where :meth:`project_rows` would do nothing. ``tau``: constant joint forces
-        (nv,), N m or N, or None (zero)."""
+        (nv,), N m or N, or None (zero). ``t`` (n,): the states' times (s), for loads
+        that are functions of time (one compiled call per state, its values of time set
+        first: :meth:`set_time`); without it such loads give None."""
         P = projector or self.projector
         n = len(Y)
         status = np.ones(n, dtype=np.int64)
-        c = self._compiled()
+        c = self._compiled() if t is None else self._compiled(timed=True)
         sel = P.selection() if c is not None else None
         if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
             return status, None
@@ -530,11 +536,15 @@ class LoopSystem:
             viol=np.zeros((n, 3)),
         )
         ok = np.zeros(n, dtype=bool)
-        _NL.loop_correct_samples(
-            c[0], c[1], c[2], c[3], self._clab, Y, TAU, sel, P.position_tol, P.max_newton,
-            P.rtol, _GUARD, self._ws, self._body_row, status, rows["qdd"], rows["lam"],
-            rows["reac"], rows["acc"], rows["cutF"], rows["viol"], ok,
-        )  # fmt: skip
+        timed = t is not None and self._comp[2]
+        for a, b in [(i, i + 1) for i in range(n)] if timed else [(0, n)]:
+            if timed:
+                self.set_time(c, t[a])
+            _NL.loop_correct_samples(
+                c[0], c[1], c[2], c[3], self._clab, Y[a:b], TAU[a:b], sel, P.position_tol,
+                P.max_newton, P.rtol, _GUARD, self._ws, self._body_row, status[a:b],
+                *(rows[k][a:b] for k in ("qdd", "lam", "reac", "acc", "cutF", "viol")), ok[a:b],
+            )  # fmt: skip
         rows["viol"][:, 2] = ok
         return status, rows
 
@@ -590,13 +600,29 @@ class LoopSystem:
         return out, timed, clock
 
     def _compiled_at(self, t):
-        """:meth:`_compiled` for one evaluation at the time ``t`` (s): a table whose only
-        value of time is its clock (users' compiled laws) is admitted, its clock set to
-        ``t`` (:func:`set_clock`); other tables of time: None."""
-        c = self._compiled(clock=True)
+        """:meth:`_compiled` for one evaluation at the time ``t`` (s): a table with values
+        of time (users' compiled laws' clock, Python functions of time) is admitted, with
+        those values at ``t`` written first (:meth:`set_time`)."""
+        c = self._compiled(timed=True)
         if c is not None and self._comp[2]:
-            set_clock(c[3], t)
+            self.set_time(c, t)
         return c
+
+    def set_time(self, c: tuple, t: float) -> None:
+        """Write the table values that are functions of time, evaluated at ``t`` (s), into
+        the force table of the compiled arguments ``c`` (:meth:`compiled_rk4` with
+        ``timed=True``): the clock of users' compiled laws (:func:`set_clock`) and the
+        time functions (``JointForce.of_time`` drives, actuator forces ``fa(t)``, point
+        loads of time) by one Python call each at ``t``, as the Python path's evaluation
+        at ``t`` calls them (:meth:`RecursiveSystem.write_timed`). Nothing for a table
+        without values of time."""
+        comp = self._compiled(timed=True)
+        if comp is None or not self._comp[2]:
+            return
+        if self._comp[3]:  # only the clock: no Python call
+            set_clock(c[3], t)
+            return
+        self.tree.write_timed(c[3], t, (self._wrench_element,))
 
     def compiled_rk4(self, timed: bool = False, clock: bool = False) -> tuple | None:
         """The arguments of the compiled loop (:mod:`._nbloops`) for the stepper, or None:
@@ -1624,12 +1650,15 @@ class _LoopStepper(ExplicitStepper):
         (:func:`._nbloops.loop_rhs`: the compiled correction on the rows of the last QR,
         with its rank check, and the accelerations), or None where the projector's QR
         must decide (rank changes, singular configurations, no selection yet, a failed
-        solve)."""
-        c = self.system.compiled_rk4(clock=True)
+        solve). Loads that are Python functions of time are evaluated at ``t`` first
+        (:meth:`LoopSystem.set_time`): such a run takes scipy's own steps (the compiled
+        steps and blocks set only a clock per stage, :func:`_loop_selection`) on this
+        compiled right-hand side."""
+        c = self.system.compiled_rk4(timed=True)
         sel = self.P.selection() if c is not None else None
         if sel is None:
             return None
-        set_clock(c[3], t)
+        self.system.set_time(c, t)  # (the values of time at t: scipy's stage time)
         y = np.ascontiguousarray(y, dtype=float)
         out = np.empty(y.shape[0])
         P = self.P
@@ -2114,7 +2143,7 @@ class _LoopStepper(ExplicitStepper):
         if kept is not False:
             return kept
         if self._fast_rhs:
-            status, rows = s.project_samples(y[1:], self._tau, P)
+            status, rows = s.project_samples(y[1:], self._tau, P, **self._times(t[1:]))
         else:
             status = s.project_rows(y[1:], P)
         for i in np.flatnonzero(status != 0) + 1:
@@ -2123,6 +2152,13 @@ class _LoopStepper(ExplicitStepper):
         if rows is None or np.any(status != 0):
             return None
         return {k: np.concatenate([np.zeros_like(a[:1]), a]) for k, a in rows.items()}
+
+    def _times(self, t):
+        """``{"t": t}`` for :meth:`LoopSystem.project_samples` where the compiled loop's
+        table has values of time (the samples' times, s), else no argument."""
+        s = self.system
+        timed = s.compiled_rk4() is None and s.compiled_rk4(timed=True) is not None
+        return {"t": t} if timed else {}
 
     def _row_samples(self, t):
         """The samples the RK4 steps evaluated (:meth:`fused_samples`, the weak ones),
@@ -2173,7 +2209,7 @@ class _LoopStepper(ExplicitStepper):
         rest = np.flatnonzero(left)
         if len(rest):
             Y = np.ascontiguousarray(y[rest])
-            status, rows = self.system.project_samples(Y, self._tau, P)
+            status, rows = self.system.project_samples(Y, self._tau, P, **self._times(t[rest]))
             for a in np.flatnonzero(status != 0):
                 qq, vv = P.correct(Y[a, : self.nq], Y[a, self.nq :], t[rest[a]])
                 Y[a] = np.concatenate([qq, vv])

@@ -1982,6 +1982,15 @@ class RecursiveSystem:
             ff[e, cols] = float(t) if fn is _clock else fn(t)
         return tab
 
+    def write_timed(self, table: tuple, t: float, ignore: tuple | None = None) -> None:
+        """Write the values of the force table that are functions of time, evaluated at
+        ``t`` (s) by one Python call each (as :meth:`timed_forces`), into ``table``: the
+        arrays of :meth:`tabulated_forces` for the same ``ignore`` (a wrapping system's
+        copy of them included: the rows and columns are the same)."""
+        entry = self._own_table() if ignore is None else self._table_entry(ignore)
+        if entry is not None:
+            self._set_timed((table, entry[1]), t)
+
     def tabulated_forces(self, times: ArrayLike, ignore: tuple | None = None) -> tuple | None:
         """``(table, TT, tix)`` for a compiled run over the time grid ``times`` (s): the
         table of :meth:`timed_forces`, ``TT`` (len(times), m) the m table values that are

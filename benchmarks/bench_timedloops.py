@@ -1,0 +1,166 @@
+"""Adaptive runs of closed loops whose loads are Python functions of time.
+
+A four-bar (``tests/models.py``) and Andrews' squeezer (``examples/andrews_squeezer.py``),
+each with a crank drive ``JointForce.of_time`` (a sine), under RK45 and DOP853 with an
+output sample at every accepted step. CPU time per accepted step, in one process, runs
+interleaved, median [min-max] over the rounds, of
+
+* ``of_time``: scipy's steps on the compiled right-hand side, the drive evaluated in
+  Python at each evaluation's time (``LoopSystem.set_time``);
+* Python law: the same drive as a law ``f(t, q, qd)``, the projector's Python path
+  (what an ``of_time`` drive took before);
+* compiled law: the same drive as a numba cfunc (``JointForce.compiled_law``), whose
+  clock the compiled steps and blocks set per stage (the lower bound: no Python call
+  per evaluation).
+
+Also the space robot (``examples/space_robot.py``, a floating tree with twelve
+``of_time`` drives) under RK45: scipy's steps on the compiled single-state forward
+dynamics, its drives tabulated per evaluation (a tree path this benchmark only
+measures).
+
+Usage: ``python benchmarks/bench_timedloops.py [--write] [--rounds N]`` (``--write``
+replaces the ``timed-loops`` section of benchmarks/RESULTS.md).
+"""
+
+import argparse
+import datetime
+import importlib.util
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_cfa import load_space_robot  # noqa: E402
+from results_file import replace_section  # noqa: E402
+
+import flexmbd as fm  # noqa: E402
+
+START, END = "<!-- timed-loops:start -->", "<!-- timed-loops:end -->"
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _law(amp, w):
+    from numba import cfunc
+
+    @cfunc(fm.JointForce.LAW_SIGNATURE)
+    def law(q, qd, t, which):
+        return amp * (1.0 + 0.1 * np.sin(w * t)) if which == 0 else 0.0
+
+    return law
+
+
+def _with_drive(m, joint, amp, w, kind):
+    """The model ``m`` with the drive ``amp (1 + 0.1 sin(w t))`` (N m) on ``joint``."""
+
+    def f(t):
+        return amp * (1.0 + 0.1 * math.sin(w * t))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the squeezer's own drive replaced)
+        if kind == "of_time":
+            m.drive = fm.JointForce.of_time(getattr(m, joint), f)
+        elif kind == "python":
+            m.drive = fm.JointForce(getattr(m, joint), lambda t, q, qd: [f(t)])
+        else:
+            m.drive = fm.JointForce.compiled_law(getattr(m, joint), _law(amp, w))
+    return m.compile("recursive")
+
+
+def models():
+    """``{name: (build(kind), t_end, tolerances)}``."""
+    import models as tm
+
+    sq = _example("andrews_squeezer")
+    return {
+        "four-bar": (lambda k: _with_drive(tm.four_bar(), "a", 0.5, 3.0, k), 0.5, (1e-9, 1e-11)),
+        "squeezer": (lambda k: _with_drive(sq.build(), "beta", sq.mom, 200.0, k), 0.003,
+                     (1e-10, 1e-12)),
+    }  # fmt: skip
+
+
+def per_step(system, t_end, tol, integrator):
+    """CPU seconds per accepted step of ``simulate`` (a sample at every step)."""
+    tic = time.process_time()
+    res = system.simulate(t_end, integrator=integrator, rtol=tol[0], atol=tol[1])
+    return (time.process_time() - tic) / (len(res.t) - 1), len(res.t) - 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    import numba
+
+    kinds = ("of_time", "python", "compiled")
+    cases = {}
+    for name, (build, t_end, tol) in models().items():
+        for integrator in ("rk45", "dop853"):
+            for kind in kinds:
+                cases[(name, integrator, kind)] = (build(kind), t_end, tol, integrator)
+    robot = load_space_robot().compile("recursive")
+    cases[("space robot", "rk45", "of_time")] = (robot, 0.2, (1e-8, 1e-10), "rk45")
+    for s, t_end, tol, integ in cases.values():  # compile and warm
+        per_step(s, t_end, tol, integ)
+    times = {k: [] for k in cases}
+    steps = {}
+    for _ in range(args.rounds):
+        for k, (s, t_end, tol, integ) in cases.items():
+            dt, steps[k] = per_step(s, t_end, tol, integ)
+            times[k].append(dt)
+    load = os.getloadavg()
+    lines = [
+        "## Adaptive closed loops with loads that are Python functions of time",
+        "",
+        "A crank drive `JointForce.of_time` (N m: `a (1 + 0.1 sin(w t))`) on the four-bar "
+        "of tests/models.py (0.5 s, rtol 1e-9) and on Andrews' squeezer (0.003 s, rtol "
+        "1e-10), an output sample at every accepted step. CPU time per accepted step of "
+        f"`simulate`, median [min-max] of {args.rounds} interleaved rounds. `of_time`: "
+        "scipy's steps on the compiled right-hand side, the drive called in Python at "
+        "each evaluation's time; Python law: the same drive as `f(t, q, qd)` (the "
+        "projector's Python path, which `of_time` took before); compiled law: a numba "
+        "cfunc (compiled steps and blocks). The space robot (twelve `of_time` drives, a "
+        "floating tree, RK45 rtol 1e-8) for reference: that tree path is unchanged.",
+        "",
+        "- Command: `python benchmarks/bench_timedloops.py --write`",
+        f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
+        f"{load[0]:.2f}; Python {platform.python_version()}, numba {numba.__version__}; "
+        f"date {datetime.date.today().isoformat()}",
+        "",
+        "| model | integrator | drive | steps | [us/step] |",
+        "|---|---|---|---:|---:|",
+    ]
+    for k, v in times.items():
+        a = np.array(v) * 1e6
+        lines.append(
+            f"| {k[0]} | {k[1]} | {k[2]} | {steps[k]} | "
+            f"{np.median(a):.0f} [{a.min():.0f}-{a.max():.0f}] |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        path = replace_section(text, START, END, ROOT / "benchmarks" / "RESULTS.md")
+        print(f"written: {path}")
+
+
+if __name__ == "__main__":
+    main()
