@@ -108,7 +108,7 @@ def test_loads_of_time_keep_scipys_steps(monkeypatch):
 def test_flexible_pendulum_keeps_its_energy_to_the_tolerance():
     """The undamped flexible pendulum (kinetic + gravity + strain energy) by RK45 and
     DOP853 in the blocks: the drift of its total energy relative to the kinetic energy's
-    range stays within a few ``rtol`` (the local error control's tolerance), and falls
+    range stays below ``rtol`` (the local error control's tolerance), and falls
     with it."""
     s = pendulum().compile("recursive")
     drift = {}
@@ -119,7 +119,7 @@ def test_flexible_pendulum_keeps_its_energy_to_the_tolerance():
             assert np.ptp(res.energy["spring"]) > 0.3 * np.ptp(ke)  # the strain takes part
             drift[method, rtol] = np.abs(E - E[0]).max() / np.ptp(ke)
     for (_, rtol), d in drift.items():
-        assert d < 3.0 * rtol, drift
+        assert d < rtol, drift
     assert drift["RK45", 1e-10] < drift["RK45", 1e-7] / 100.0, drift
 
 
