@@ -19,8 +19,8 @@ adaptive step.
 Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
-batched call, except where the compiled blocks of a rigid tree wrote them (RK4's first
-stages, the adaptive steps' samples at every step or at the output times). A failure
+batched call, except where the compiled blocks of a tree wrote them (RK4's first
+stages, the adaptive steps' samples at every step or, rigid trees, at the output times). A failure
 (non-finite state, singular system, stepper failure) raises
 :class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
 (``err.partial``) and the time (``err.time``).
@@ -77,9 +77,10 @@ class TreeStepper(ExplicitStepper):
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
-    forces."""
+    forces, and the adaptive pairs (:meth:`_flex_solver_block`) when none of those is a
+    function of time."""
 
-    #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
+    #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
     step_blocks = True
     #: with output times: the samples there in the compiled blocks
