@@ -29,6 +29,8 @@ caller takes the projector's QR path.
 import math
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
@@ -1384,7 +1386,7 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     unused). A tree with flexible bodies (``Ib`` None): :func:`_flex_rhs` (``buf`` its
     workspace, ``forces`` its arguments)."""
     if Ib is None:
-        return _flex_rhs(buf, forces, y, tau, reac, out)
+        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     yc = np.empty(y.shape[0])
@@ -1405,7 +1407,7 @@ def loop_rhs_keep(
     :func:`_tree_rhs` (``yc``, ``lam`` untouched); with flexible bodies (``Ib`` None):
     :func:`_flex_rhs`."""
     if Ib is None:
-        return _flex_rhs(buf, forces, y, tau, reac, out)
+        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     phi, J, gamma = ws
@@ -1895,6 +1897,20 @@ def _flex_rhs(T, fargs, y, tau, reac, out):
     for i in range(nv):
         out[nq + i] = W.Jv[K.J_QDD, i]
     return 0
+
+
+def _flex_or_none(Ib, T, fargs, y, tau, reac, out):
+    """:func:`_flex_rhs` where ``Ib`` is None (a tree with flexible bodies), typed only
+    then: numba prunes ``if Ib is None`` only when ``Ib`` is None, so the rigid trees' and
+    loops' specializations type this call too, as a stub returning 0 that never runs."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_flex_or_none)
+def _flex_or_none_impl(Ib, T, fargs, y, tau, reac, out):
+    if isinstance(Ib, types.NoneType):
+        return lambda Ib, T, fargs, y, tau, reac, out: _flex_rhs(T, fargs, y, tau, reac, out)
+    return lambda Ib, T, fargs, y, tau, reac, out: 0
 
 
 @njit(cache=True)
