@@ -484,6 +484,29 @@ def test_tree_flexible_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     assert len(res.t) == 4 and not calls and len(qdd) == 9
 
 
+def test_tree_flexible_adaptive_runs_compiled_blocks(monkeypatch):
+    """Section "Recursive formulation, trees": RK45 / DOP853 of a tree with flexible
+    bodies whose loads the RK4 block covers and none a function of time: the accepted
+    steps in compiled blocks (``_flexblock.flex_rk_block``), the Python right-hand side
+    only for scipy's start (2 calls), the energies from one compiled call; an actuator
+    that is a function of time keeps scipy's steps on the Python right-hand side."""
+    m = models.flexible_pendulum()
+    m.law = fm.JointForce.spring_damper(m.hinge, 2.0, 0.1, 0.0, 0.3)
+    s = m.compile("recursive")
+    calls = counting(monkeypatch, FB, "flex_rk_block")
+    energies = counting(monkeypatch, FB, "flex_energies")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    for method in ("RK45", "DOP853"):
+        calls.clear(), qdd.clear(), energies.clear()
+        res = s.simulate(2e-3, integrator=method, tau=np.full(s.nv, 0.1))
+        assert res.meta["steps"] > 5 and len(calls) == 1 and len(qdd) == 2
+        assert len(energies) == 1
+    m.law2 = fm.JointForce.spring_damper(m.hinge, 0.0, 0.0, 0.0, lambda t: np.sin(t))
+    calls.clear(), qdd.clear()
+    res = m.compile("recursive").simulate(2e-3)
+    assert not calls and len(qdd) == res.stats["rhs_evaluations"][-1] > 6 * res.meta["steps"]
+
+
 def test_single_state_forward_dynamics_is_one_compiled_call(monkeypatch):
     """``forward_dynamics`` of a rigid tree with no force element but gravity: one call of
     the compiled entry point, no Python per body."""

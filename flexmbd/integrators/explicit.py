@@ -19,8 +19,8 @@ adaptive step.
 Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
-batched call, except where the compiled blocks of a rigid tree wrote them (RK4's first
-stages, the adaptive steps' samples at every step or at the output times). A failure
+batched call, except where the compiled blocks of a tree wrote them (RK4's first
+stages, the adaptive steps' samples at every step or, rigid trees, at the output times). A failure
 (non-finite state, singular system, stepper failure) raises
 :class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
 (``err.partial``) and the time (``err.time``).
@@ -77,9 +77,10 @@ class TreeStepper(ExplicitStepper):
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
-    forces."""
+    forces, and the adaptive pairs (:meth:`_flex_solver_block`) when none of those is a
+    function of time."""
 
-    #: adaptive steps of a rigid tree in compiled blocks (:meth:`_solver_block`); False:
+    #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
     step_blocks = True
     #: with output times: the samples there in the compiled blocks
@@ -264,8 +265,10 @@ class TreeStepper(ExplicitStepper):
         if type(s).__module__.split(".")[0] != "scipy" or np.ndim(s.rtol) or np.ndim(s.atol):
             return None
         c = self._compiled_tree()
+        if c is None:
+            return self._flex_solver_block()
         # (loads that are functions of time other than the clock: their stage times)
-        if c is None or (c[4] and not c[6]):
+        if c[4] and not c[6]:
             return None
         rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
@@ -289,6 +292,47 @@ class TreeStepper(ExplicitStepper):
 
         return run
 
+    def _flex_solver_block(self):
+        """:meth:`_solver_block` of a tree with flexible bodies whose loads the compiled
+        RK4 block covers (:meth:`_compiled_flex`) and none of them a function of time:
+        :func:`flexmbd.recursive._flexblock.flex_rk_block` (the evaluation of
+        :func:`~flexmbd.recursive._flexblock.flex_rk4_block` in scipy's steps; quaternion
+        coordinates renormalized after each accepted step), which writes the
+        accelerations (modal included) and reactions of every accepted step's sample when
+        the run outputs every step (the energies come after the run, as for RK4); None
+        else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
+        scipy's dense output in Python between the blocks."""
+        c = self._compiled_flex()
+        if c is None or any(fa is not None for fa in c[3][2]):
+            return None
+        s = self.solver
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _), qoff = c
+        empty = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
+        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
+        fargs = (*empty, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info,
+                 LI, LF, FA, MI, modal)  # fmt: skip
+        rows = self.t_eval is None
+        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+
+        def run(k, t_stop, win, stall):
+            if rows:  # a sample at every accepted step: rows i + 1 ...
+                qdd, reac, ok, _ = self._sample_arrays(self.i + k)
+            else:
+                qdd, reac, ok, _ = self._no_rows()
+            n = s.y.shape[0]
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            done = _FB.flex_rk_block(
+                work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
+                self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, ok, qoff,
+            )  # fmt: skip
+            return done, Y, REC, f, out
+
+        return run
+
     def _solver_dense_block(self):
         """A compiled block of adaptive steps with the output samples at the output times
         between them (:meth:`ExplicitStepper._solver_dense_block`), where
@@ -302,6 +346,8 @@ class TreeStepper(ExplicitStepper):
         if not self.dense_blocks or self._solver_block() is None:
             return None
         s, c = self.solver, self._compiled_tree()
+        if c is None:  # flexible bodies: scipy's dense output between the blocks
+            return None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         n = s.y.shape[0]
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)

@@ -16,43 +16,19 @@ import numpy as np
 from .._jit import njit
 from . import _flexkernels as FK
 from . import _kernels as K
-from ._nbloops import _interval_end, _rk4_stage_state, _rk4_update, unit_quaternions
-
-
-@njit(cache=True, _nrt=False)
-def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
-    """The joint and modal forces of one evaluation into the workspace ``T``
-    (:class:`._flexkernels.FlexWork` as a plain tuple), as
-    :meth:`flexmbd.recursive.RecursiveSystem.qdd` applies them: ``tau`` (joint and modal
-    speeds, N, N m, modal forces) plus each spring-damper law ``m`` (joint coordinate and
-    speed indices ``LI[m]``; stiffness, damping, rest coordinate ``LF[m]``; actuator
-    value ``FA[row, m]``, N or N m): ``tau[v] += fa - k (q - q0) - c qd``, in the order of
-    the laws, into row ``J_TAU`` of ``Jv``; the modal entries ``tau[MI[p, 2]]`` into the
-    applied modal forces of label ``MI[p, 0]``, mode ``MI[p, 1]`` (all zero when every such
-    entry is zero); the applied body wrenches cleared."""
-    W = FK.FlexWork(*T)
-    Jv, Fm, Vv = W.Jv, W.Fm, W.Vv
-    fext = Vv[K.V_FEXT]
-    for k in range(fext.shape[0]):
-        for i in range(6):
-            fext[k, i] = 0.0
-    for k in range(Fm.shape[0]):
-        for i in range(Fm.shape[2]):
-            Fm[k, FK.FM_QAPP, i] = 0.0
-    for i in range(Jv.shape[1]):
-        Jv[K.J_TAU, i] = 0.0
-    for i in range(tau.shape[0]):
-        Jv[K.J_TAU, i] = tau[i]
-    for m in range(LI.shape[0]):
-        a = LI[m, 1]
-        Jv[K.J_TAU, a] += FA[row, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
-    nonzero = False
-    for p in range(MI.shape[0]):
-        if Jv[K.J_TAU, MI[p, 2]] != 0.0:
-            nonzero = True
-    if nonzero:
-        for p in range(MI.shape[0]):
-            Fm[MI[p, 0], FK.FM_QAPP, MI[p, 1]] += Jv[K.J_TAU, MI[p, 2]]
+from ._nbloops import (  # noqa: F401 - flex_loads re-exported
+    _BLOCK_GO,
+    BLOCK_DONE,
+    BLOCK_HANDBACK,
+    BLOCK_NONFINITE,
+    _block_step,
+    _flex_rhs,
+    _interval_end,
+    _rk4_stage_state,
+    _rk4_update,
+    flex_loads,
+    unit_quaternions,
+)
 
 
 @njit(cache=True)
@@ -236,3 +212,69 @@ def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
         out[s, 3] = damp
         out[s, 4] = act
         out[s, 5] = 0.0
+
+
+@njit(cache=True)
+def flex_rk_block(
+    T, fargs, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, done, qoff,
+):  # fmt: skip
+    """:func:`._nbloops.tree_rk_block` of a tree with flexible bodies: up to ``k``
+    accepted steps of scipy's RK45 / RK23 / DOP853 (the shared
+    :func:`._nbloops._block_step`) on the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple) with the right-hand side
+    :func:`._nbloops._flex_rhs` (its arguments ``fargs``; joint and modal forces ``tau``
+    with the constant joint forces added), the same arguments, records and stop reasons.
+    The quaternions at the offsets ``qoff`` of each accepted state are renormalized
+    (:func:`._nbloops.unit_quaternions`) as ``TreeStepper._after_solver_step`` does; a
+    state that turns non-finite there stops the block. Accepted step ``j`` writes the
+    output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0 rows): its joint
+    and modal accelerations ``QDD``, joint reactions ``REAC`` (N, N m, joint frames) and
+    ``done``, from the step's last evaluation (at the accepted state), or with
+    quaternions from an evaluation at the renormalized state (a failed one leaves the
+    row to the batch after the run). Returns the number of accepted steps."""
+    n = y.shape[0]
+    nv = fargs[2]
+    nq = n - nv
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    g = np.empty(n)
+    reac = np.empty((REAC.shape[1], 6))
+    # the loop and rigid-tree arguments that this right-hand side does not read
+    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
+    yc, lam = np.empty(0), np.empty(0)
+    for j in range(k):
+        code = _block_step(
+            none, T, none, fargs, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        if qoff.shape[0]:
+            unit_quaternions(y, qoff)
+            finite = True
+            for i in range(n):
+                Yout[j, i] = y[i]
+                finite = finite and np.isfinite(y[i])
+            if not finite:
+                code = BLOCK_NONFINITE
+                out[0] = code
+        r = i0 + j
+        if r < QDD.shape[0] and not qoff.shape[0]:
+            for i in range(nv):
+                QDD[r, i] = f_new[nq + i]
+            for i in range(reac.shape[0]):
+                for c in range(6):
+                    REAC[r, i, c] = reac[i, c]
+            done[r] = True
+        elif r < QDD.shape[0] and code != BLOCK_NONFINITE:  # at the renormalized state
+            if _flex_rhs(T, fargs, y, tau, REAC[r], g) == 0:
+                for i in range(nv):
+                    QDD[r, i] = g[nq + i]
+                done[r] = True
+        if code != _BLOCK_GO:
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k

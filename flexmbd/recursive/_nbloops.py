@@ -29,6 +29,8 @@ caller takes the projector's QR path.
 import math
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .._jit import njit
 from ..constraints._nbloop import _ld9, cuts_eval, cuts_rows, tree_loop_kinematics
@@ -39,6 +41,7 @@ from ..integrators.stepper import (  # noqa: F401 - the block stop codes, re-exp
     BLOCK_SAMPLE,
     BLOCK_STALL,
 )
+from . import _flexkernels as FK
 from . import _kernels as K
 from ._nbforces import sample_energies, sample_history, set_clock, tree_loaded
 
@@ -1380,7 +1383,10 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     :data:`NEEDS_QR` (the rows ``sel`` no longer hold with a margin: the caller corrects
     with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
     undefined). A tree (``cargs`` None): :func:`_tree_rhs` (the other loop arguments
-    unused)."""
+    unused). A tree with flexible bodies (``Ib`` None): :func:`_flex_rhs` (``buf`` its
+    workspace, ``forces`` its arguments)."""
+    if Ib is None:
+        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     yc = np.empty(y.shape[0])
@@ -1398,7 +1404,10 @@ def loop_rhs_keep(
     multipliers in ``lam`` (m,); on return 0 the workspace ``buf`` holds that state's
     tree pass and ``ws`` its cut rows with the speed terms (what an output sample at the
     corrected state reads: :func:`_sample_after_rhs`). A tree (``cargs`` None):
-    :func:`_tree_rhs` (``yc``, ``lam`` untouched)."""
+    :func:`_tree_rhs` (``yc``, ``lam`` untouched); with flexible bodies (``Ib`` None):
+    :func:`_flex_rhs`."""
+    if Ib is None:
+        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     phi, J, gamma = ws
@@ -1841,6 +1850,87 @@ def _renormalized(y, qoff, Yout, j, code, out):
         out[0] = BLOCK_NONFINITE
         return BLOCK_NONFINITE
     return code
+
+
+@njit(cache=True, _nrt=False)
+def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
+    """The joint and modal forces of one evaluation into the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple), as
+    :meth:`flexmbd.recursive.RecursiveSystem.qdd` applies them: ``tau`` (joint and modal
+    speeds, N, N m, modal forces) plus each spring-damper law ``m`` (joint coordinate and
+    speed indices ``LI[m]``; stiffness, damping, rest coordinate ``LF[m]``; actuator
+    value ``FA[row, m]``, N or N m): ``tau[v] += fa - k (q - q0) - c qd``, in the order of
+    the laws, into row ``J_TAU`` of ``Jv``; the modal entries ``tau[MI[p, 2]]`` into the
+    applied modal forces of label ``MI[p, 0]``, mode ``MI[p, 1]`` (all zero when every such
+    entry is zero); the applied body wrenches cleared."""
+    W = FK.FlexWork(*T)
+    Jv, Fm, Vv = W.Jv, W.Fm, W.Vv
+    fext = Vv[K.V_FEXT]
+    for k in range(fext.shape[0]):
+        for i in range(6):
+            fext[k, i] = 0.0
+    for k in range(Fm.shape[0]):
+        for i in range(Fm.shape[2]):
+            Fm[k, FK.FM_QAPP, i] = 0.0
+    for i in range(Jv.shape[1]):
+        Jv[K.J_TAU, i] = 0.0
+    for i in range(tau.shape[0]):
+        Jv[K.J_TAU, i] = tau[i]
+    for m in range(LI.shape[0]):
+        a = LI[m, 1]
+        Jv[K.J_TAU, a] += FA[row, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
+    nonzero = False
+    for p in range(MI.shape[0]):
+        if Jv[K.J_TAU, MI[p, 2]] != 0.0:
+            nonzero = True
+    if nonzero:
+        for p in range(MI.shape[0]):
+            Fm[MI[p, 0], FK.FM_QAPP, MI[p, 1]] += Jv[K.J_TAU, MI[p, 2]]
+
+
+@njit(cache=True, inline="always")
+def _flex_rhs(T, fargs, y, tau, reac, out):
+    """Right-hand side ``out = (q', qdd)`` of a tree with flexible bodies at ``y = (q, v)``
+    (joint and modal coordinates and speeds, SI) on the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple), the evaluation of
+    :func:`._flexblock.flex_rk4_block`: the loads of :func:`flex_loads` (joint and modal
+    forces ``tau``, the laws' actuators ``FA[0]``), :func:`._flexkernels.forward_dynamics`
+    (its joint reactions into ``reac``), ``q' = qdot(q, v)`` (:func:`._kernels.qdot_all`,
+    the modal speeds for the modal coordinates). ``fargs = (fi, ff, nv, gravity (m/s^2,
+    world), use gravity, stiffening, tolerance, max iterations, info, LI, LF, FA, MI,
+    modal)``: ``fi``, ``ff`` an empty force table (no clock to set). Returns the status
+    of :func:`._flexkernels.forward_dynamics` (``out`` then undefined)."""
+    nv = fargs[2]
+    grav, use_grav, stiff, tol, max_iter, info = fargs[3:9]
+    LI, LF, FA, MI, modal = fargs[9:14]
+    nq = y.shape[0] - nv
+    q, v = y[:nq], y[nq:]
+    flex_loads(T, tau, LI, LF, FA, 0, MI, q, v)
+    st = FK.forward_dynamics(T, q, v, grav, use_grav, reac, stiff, tol, max_iter, info)
+    if st != 0:
+        return st
+    W = FK.FlexWork(*T)
+    K.qdot_all(W.Ia, W.Vv, q, v, out[:nq])
+    for b in range(modal.shape[0]):
+        for i in range(modal[b, 2]):
+            out[modal[b, 0] + i] = v[modal[b, 1] + i]
+    for i in range(nv):
+        out[nq + i] = W.Jv[K.J_QDD, i]
+    return 0
+
+
+def _flex_or_none(Ib, T, fargs, y, tau, reac, out):
+    """:func:`_flex_rhs` where ``Ib`` is None (a tree with flexible bodies), typed only
+    then: numba prunes ``if Ib is None`` only when ``Ib`` is None, so the rigid trees' and
+    loops' specializations type this call too, as a stub returning 0 that never runs."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_flex_or_none)
+def _flex_or_none_impl(Ib, T, fargs, y, tau, reac, out):
+    if isinstance(Ib, types.NoneType):
+        return lambda Ib, T, fargs, y, tau, reac, out: _flex_rhs(T, fargs, y, tau, reac, out)
+    return lambda Ib, T, fargs, y, tau, reac, out: 0
 
 
 @njit(cache=True)
