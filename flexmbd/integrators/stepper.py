@@ -416,7 +416,8 @@ class ExplicitStepper:
         reaches ``t_stop``, s), the solver then in the state its own ``step()`` leaves;
         with ``chunks`` a rows chunk ``(t, y, wall, counters)`` of the accepted steps is
         appended to it (after the rows ``pending``, :meth:`_flush_rows`; the block's wall
-        time spread evenly over its steps). Returns the number of accepted steps (0: the
+        time spread evenly over its steps; without ``chunks`` the caller, :meth:`step`,
+        times the block). Returns the number of accepted steps (0: the
         next step needs :meth:`_solver_step`), None when no block ran; raises as
         :meth:`_solver_step` at a non-finite state or a stall (the rows before it are in
         ``chunks``)."""
@@ -430,6 +431,8 @@ class ExplicitStepper:
         win, stall = self._stall_arrays()
         done, Y, REC, f, out = run(int(k), float(t_stop), win, stall)
         seconds = _time.perf_counter() - tic
+        if chunks is None:  # (called inside step(), which times itself)
+            seconds = 0.0
         if not done:
             self.wall += seconds
             return 0

@@ -10,6 +10,8 @@ to 1 % here (an error estimate near zero, at the start from rest, raised to the 
 -1/8 amplifies round-off), and with them every sample.
 """
 
+import time
+
 import numpy as np
 import pytest
 from numba import cfunc
@@ -640,3 +642,21 @@ def test_quaternion_rows_at_every_step_are_written_in_the_block(monkeypatch):
     again = energy_histories(s, res.t, res.q, res.qd, taus)
     for k in again:
         np.testing.assert_array_equal(res.energy[k], again[k])
+
+
+def test_blocks_inside_a_step_count_their_time_once(monkeypatch):
+    """The stepper's wall time (``meta["wall_time"]``) of a run whose compiled blocks run
+    inside ``step()`` between output times (the Python dense output, ``dense_blocks =
+    False``: a few samples over many steps, the blocks most of the run) counts each
+    block's time once: it is at most the time of the whole ``simulate`` call (counted in
+    ``step()`` and again in the block, it was about twice the blocks' time)."""
+    monkeypatch.setattr(TreeStepper, "dense_blocks", False)
+    s = chain(10).compile("recursive")
+    kw = dict(integrator="rk45", dt=0.5, rtol=1e-10, atol=1e-12)
+    s.simulate(0.5, **kw)  # (compiled and warm)
+    blocks, _ = counted(monkeypatch)
+    tic = time.perf_counter()
+    res = s.simulate(2.0, **kw)
+    elapsed = time.perf_counter() - tic
+    assert len(res.t) == 5 and sum(blocks) == res.meta["steps"] > 500
+    assert 0.0 < res.meta["wall_time"] <= elapsed
