@@ -26,9 +26,8 @@ def flex_chain(n=2, stiff=False, loads=True, tip=True, act0=None):
     deforming interfaces, a rigid tip, gravity; with ``loads`` spring-damper laws on the
     joints (a constant actuator, an actuator of time, ``act0`` on the first joint if
     given, two laws on one joint). Four fixed-interface modes: whole pairs of the square
-    section's equal bending frequencies (three keep one mode of a pair, whose direction
-    in the pair round-off picks: the model, and the RK4 error and stability limit the
-    tests measure, then differed between processes)."""
+    section's equal bending frequencies (three keep one mode of a pair, whose direction in
+    the pair is round-off's choice)."""
     rb = beam(4, "cb", E=SOFT)
     m = fm.Model("flex_chain_rk4")
     prev, pf = m.ground, A0
