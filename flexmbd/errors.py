@@ -60,6 +60,12 @@ class UnitsWarning(UserWarning):
     """
 
 
+class ModeWarning(UserWarning):
+    """A reduced basis that round-off chooses: the mode count asked for keeps only part
+    of a group of equal natural frequencies (e.g. one of the two equal bending modes of
+    a square section), so the model changes from run to run; keep whole groups."""
+
+
 class PhysicsWarning(UserWarning):
     """A run shows physically meaningless behaviour but goes on (e.g. a runaway of a
     flexible body with ``FLEXMBD_RUNAWAY=warn``, see :mod:`flexmbd.monitor`)."""

@@ -33,11 +33,19 @@ to the top of the spectrum, so ``K - sigma M`` stays well conditioned (cond
 ~1e8) whatever the units, and far below the first elastic eigenvalue.  (An
 absolute small shift such as -10 makes the factor numerically singular for
 stiff models; the tests check the fast path against dense references.)
+
+Equal eigenvalues (symmetric structures: the two bending modes of a square section)
+leave the eigenvectors' basis of their subspace to round-off, which differs between
+solvers, machines and even processes (BLAS kernels' summation order).  `eigsh_shift_invert`
+returns such groups in a basis fixed by the subspace alone (`canonical_groups`), so a
+model's modal coordinates are the same in every run; a mode count that splits a group
+(the subspace itself then is round-off's choice) gets a `ModeWarning`.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
@@ -47,7 +55,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..errors import MeshError, SolverError
+from ..errors import MeshError, ModeWarning, SolverError
 from ._threads import fem_threads
 from .backends import _ORDER, _have, available_backends
 
@@ -61,6 +69,7 @@ __all__ = [
     "eigsh_shift_invert",
     "block_shift_invert",
     "eigh_dense",
+    "canonical_groups",
     "free_shift",
     "rigid_modes",
     "RelievedSolver",
@@ -71,6 +80,8 @@ __all__ = [
 ]
 
 DENSE_MAX = 600  # "auto" uses dense LAPACK Cholesky up to this many rows
+GROUP_RTOL = 1e-7  # eigenvalues this close (relative) form one group: round-off splits
+# (dense LAPACK: up to ~5e-9 on a 1620-DOF beam) are far below it, physical ones far above
 METIS_MIN = 5000  # CHOLMOD orders larger matrices with METIS directly
 
 
@@ -501,10 +512,12 @@ def eigsh_shift_invert(
     tol: float | None = None,
     name: str = "K",
     method: str = "auto",
+    whole_groups: tuple[str, int] | None = None,
 ) -> tuple[Array, Array]:
     """Lowest ``k`` eigenpairs of K x = lam M x by shift-invert.
 
-    Returns eigenvalues ascending and M-normalized eigenvectors (columns).
+    Returns eigenvalues ascending and M-normalized eigenvectors (columns); groups of
+    equal eigenvalues in the basis of `canonical_groups` (the same in every run).
     ``factor`` (an `SPDFactor` of ``K - sigma M``) is reused when given.
 
     method : "auto" | "block" | "arpack" | "dense"
@@ -514,15 +527,28 @@ def eigsh_shift_invert(
     tol : float, optional
         Relative residual (block, default 1e-10) or ARPACK's tolerance (default 0:
         machine precision).
+    whole_groups : (where, skip), optional
+        Also solve for eigenpair ``k + 1`` and give a `ModeWarning` naming ``where`` (the
+        user's mode count: ``k - skip``) if pairs ``k`` and ``k + 1`` have equal
+        eigenvalues: the ``k`` vectors then span a subspace round-off chooses.
     """
     n = K.shape[0]
     if k == 0:  # e.g. a Craig-Bampton set of constraint modes only (Guyan)
         return np.zeros(0), np.zeros((n, 0))
+    kk = k + 1 if whole_groups is not None and k + 1 < n else k
+    lam, V = _lowest_pairs(K, M, kk, sigma, factor, backend, tol, name, method)
+    if kk > k:
+        _warn_split(lam, k, *whole_groups)
+    return canonical_groups(lam[:k], V[:, :k])
+
+
+def _lowest_pairs(K, M, k, sigma, factor, backend, tol, name, method):
+    """`eigsh_shift_invert`'s eigenpairs as the solver returns them (ascending)."""
+    n = K.shape[0]
     if method == "auto":
         method = "dense" if (k >= n - 1 or n <= DENSE_MAX) else EIGEN_METHOD
     if method == "dense" or k >= n - 1:
-        lam, V = eigh_dense(K, M, min(k, n))
-        return lam, V
+        return eigh_dense(K, M, min(k, n))
     with fem_threads():
         if factor is None:
             A = K - sigma * M if sigma != 0.0 else K
@@ -556,6 +582,65 @@ def eigsh_shift_invert(
     lam, V = lam[order], V[:, order]
     V = V / np.sqrt(np.einsum("ij,ij->j", V, M @ V))
     return lam, V
+
+
+def _same(a: float, b: float, rtol: float = GROUP_RTOL) -> bool:
+    """Two eigenvalues equal to round-off (relative to the larger)."""
+    return abs(b - a) <= rtol * max(abs(a), abs(b))
+
+
+def eigen_groups(lam: Array, rtol: float = GROUP_RTOL) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]``: runs of the ascending ``lam`` whose neighbours are equal
+    to ``rtol`` (relative), two or more long."""
+    groups, start = [], 0
+    for i in range(1, len(lam) + 1):
+        if i == len(lam) or not _same(lam[i - 1], lam[i], rtol):
+            if i - start > 1:
+                groups.append((start, i))
+            start = i
+    return groups
+
+
+def _probe(n: int, c: int) -> Array:
+    """``n x c`` fixed, generic vectors (no random state): ``cos((i + 1) a_j)`` with
+    incommensurate ``a_j``."""
+    a = np.sqrt(np.arange(2.0, 2.0 + c)) * np.pi / 7.0
+    return np.cos(np.outer(np.arange(1.0, n + 1.0), a))
+
+
+def canonical_groups(lam: Array, V: Array, rtol: float = GROUP_RTOL) -> tuple[Array, Array]:
+    """The eigenvectors of each group of equal eigenvalues (`eigen_groups`) in the basis
+    ``W = V Q`` of their subspace whose projections ``W^T G`` on fixed vectors ``G``
+    (`_probe`) are upper triangular with a positive diagonal.  Any orthonormal basis
+    ``V S`` of the same subspace gives the same ``W`` (QR of ``S^T V^T G``), so the
+    basis no longer depends on the solver's round-off; M-orthonormality is kept.
+    Vectors of distinct eigenvalues are returned as they are."""
+    V = np.array(V, dtype=float, copy=True)
+    for a, b in eigen_groups(lam, rtol):
+        C = V[:, a:b].T @ _probe(V.shape[0], b - a)
+        Q, R = np.linalg.qr(C)
+        Q = Q * np.where(np.diag(R) < 0.0, -1.0, 1.0)
+        V[:, a:b] = V[:, a:b] @ Q
+    return lam, V
+
+
+def _warn_split(lam: Array, k: int, where: str, skip: int) -> None:
+    """`ModeWarning` when eigenpair ``k`` (0-based: the first not kept) equals pair ``k - 1``."""
+    if k == 0 or not _same(lam[k - 1], lam[k]):
+        return
+    first = k - 1
+    while first > 0 and _same(lam[first - 1], lam[first]):
+        first -= 1
+    f = np.sqrt(max(lam[k - 1], 0.0)) / (2.0 * np.pi)
+    warnings.warn(
+        f"{where}: {k - skip} modes split a group of equal natural frequencies "
+        f"({f:.6g} Hz, modes {first - skip + 1}-{k - skip + 1} and maybe more): which "
+        "modes of the group are kept is round-off's choice, so the model can change "
+        f"from run to run; ask for {first - skip} modes, or more than {k - skip} "
+        "(whole groups)",
+        ModeWarning,
+        stacklevel=4,
+    )
 
 
 def rigid_modes(nodes: ArrayLike, origin: ArrayLike | None = (0.0, 0.0, 0.0)) -> Array:

@@ -314,8 +314,9 @@ class _Clamped:
         U[self.free] = self.factor.solve(F[self.free])
         return U
 
-    def eig(self, k):
-        lam, V = eigsh_shift_invert(self.Kff, self.Mff, k, 0.0, self.factor)
+    def eig(self, k, where=None):
+        groups = None if where is None else (where, 0)
+        lam, V = eigsh_shift_invert(self.Kff, self.Mff, k, 0.0, self.factor, whole_groups=groups)
         Phi = np.zeros((self.n, V.shape[1]))
         Phi[self.free] = V
         return lam, Phi
@@ -357,7 +358,9 @@ class Strategy:
                 n, model.n_dofs - 6, where, model, "minus the 6 rigid-body modes of the free body"
             )
             sigma, factor, relieved = model.free_solver()
-            lam, V = eigsh_shift_invert(model.K, model.M, n + 6, sigma, factor)
+            lam, V = eigsh_shift_invert(
+                model.K, model.M, n + 6, sigma, factor, whole_groups=(where, 6)
+            )
             zero = np.abs(lam) < 1e-4 * abs(sigma) + 1e-12 * abs(lam).max()
             nz = int(zero.sum())
             if nz != 6 or not zero[:6].all():
@@ -377,7 +380,7 @@ class Strategy:
             model,
             f"{len(fixed_nodes)} fixed nodes remove {3 * len(fixed_nodes)}",
         )
-        lam, V = cl.eig(n)
+        lam, V = cl.eig(n, where)
         return lam, V, cl.solve, "clamped"
 
     @staticmethod
@@ -847,7 +850,9 @@ class CraigBampton(Strategy):
         tim["factor"], t0 = time.perf_counter() - t0, time.perf_counter()
         Psi_i = -factor.solve(Kib)
         tim["constraint_modes"], t0 = time.perf_counter() - t0, time.perf_counter()
-        lam, Vi = eigsh_shift_invert(Kii, Mii, n_fixed, 0.0, factor)
+        lam, Vi = eigsh_shift_invert(
+            Kii, Mii, n_fixed, 0.0, factor, whole_groups=("CraigBampton: n_fixed", 0)
+        )
         tim["eigen"], t0 = time.perf_counter() - t0, time.perf_counter()
         Phi_fixed = Ti @ Vi
         Psi = Ti @ Psi_i + Tb.toarray()

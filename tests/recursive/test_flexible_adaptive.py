@@ -108,8 +108,9 @@ def test_loads_of_time_keep_scipys_steps(monkeypatch):
 def test_flexible_pendulum_keeps_its_energy_to_the_tolerance():
     """The undamped flexible pendulum (kinetic + gravity + strain energy) by RK45 and
     DOP853 in the blocks: the drift of its total energy relative to the kinetic energy's
-    range stays below ``rtol`` (the local error control's tolerance), and falls
-    with it."""
+    range is of the order of ``rtol`` and proportional to it. (The error control bounds
+    each step's local error, not the run's global one: RK45's drift measures 0.93 and
+    1.08 ``rtol`` here, DOP853's 0.08 and 0.04.)"""
     s = pendulum().compile("recursive")
     drift = {}
     for method in ("RK45", "DOP853"):
@@ -119,8 +120,9 @@ def test_flexible_pendulum_keeps_its_energy_to_the_tolerance():
             assert np.ptp(res.energy["spring"]) > 0.3 * np.ptp(ke)  # the strain takes part
             drift[method, rtol] = np.abs(E - E[0]).max() / np.ptp(ke)
     for (_, rtol), d in drift.items():
-        assert d < rtol, drift
-    assert drift["RK45", 1e-10] < drift["RK45", 1e-7] / 100.0, drift
+        assert d < 2.0 * rtol, drift
+    for method in ("RK45", "DOP853"):  # 1000x the tolerance: ~1000x the drift
+        assert 100.0 < drift[method, 1e-7] / drift[method, 1e-10] < 1e4, drift
 
 
 def test_blocks_resume_bit_for_bit(monkeypatch, tmp_path):
