@@ -124,6 +124,7 @@ from ..results import Results
 from . import _kernels as K
 from . import _nbforces as _NF
 from . import _nbloops as _NL
+from . import _nbsingle as _NS
 from .energy import energy_histories
 from .flexible import body_series, frame_motion
 from .system import RecursiveSystem
@@ -139,6 +140,7 @@ __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 #: the compiled correction hands over to the QR where the pivoted QR's rank decision is
 #: within a factor _GUARD of the rank threshold (or it would choose other rows)
 _GUARD = 4.0
+_new = object.__new__
 #: no table values that are functions of time (the RK4 kernels' ``TT, tix``)
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)
 
@@ -760,20 +762,55 @@ class LoopSystem:
         if args is None:
             return None
         c, sel, q, qd, tv = args
-        m, nt = self.constraints.m, len(self.tree.joint_names)
-        qdd, lam = np.empty(self.nv), np.empty(m)
-        reac_t = np.empty((nt, 6))
-        acc = np.empty((len(self.layout.body_names), 6))
-        cutF = np.empty((len(self.constraints.cuts), 6))
-        st = _NL.loop_forward_dynamics(
+        plan = self._fd_plan(sel.shape[0])
+        sw, tree_rows, cut_rows, cutF, shapes = plan
+        qdd, lam = np.empty(self.nv), np.empty(shapes[0])
+        reac_t, acc, reac = np.empty(shapes[1]), np.empty(shapes[2]), np.empty(shapes[3])
+        st = _NS.loop_forward_dynamics_rows(
             c[0], c[1], c[2], c[3], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
-            self._body_row, cutF,
+            self._body_row, cutF, sw, reac, tree_rows, cut_rows,
         )  # fmt: skip
         if st != 0:
             return None
         P.selection_used()
         info = P.info.snapshot()
-        return self._forward_dynamics_of(qdd, lam, reac_t, acc, cutF, info)
+        # unrolled: forward_dynamics_result twice, inline (same fields)
+        tree = _new(ForwardDynamics)
+        d = tree.__dict__
+        d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac_t, acc
+        d["layout"], d["lam"] = self.tree.layout, np.zeros(0)
+        out = _new(ForwardDynamics)
+        d = out.__dict__
+        d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac, acc
+        d["layout"], d["lam"], d["projection"], d["tree"] = self.layout, lam, info, tree
+        return out
+
+    def _fd_plan(self, k):
+        """What :meth:`_compiled_forward_dynamics` reads once per compiled loop and row
+        count ``k``: ``(scratch of :func:`._nbloops.stage_work`, tree rows and cut rows of
+        the reactions (int64), cut wrench scratch, (m, tree reactions, body
+        accelerations and reactions shapes))``."""
+        memo = getattr(self, "_fd_memo", None)
+        if memo is not None and memo[0] is self._comp and memo[1] == k:
+            return memo[2]
+        Ib = self._comp[1][0]
+        sw = _NL.stage_work(k, Ib[K.IB_NV], Ib[K.IB_N1])
+        nt = len(self.tree.joint_names)
+        shapes = (
+            self.constraints.m,
+            (nt, 6),
+            (len(self.layout.body_names), 6),
+            (len(self.joint_names), 6),
+        )
+        plan = (
+            sw,
+            np.ascontiguousarray(self._tree_rows, dtype=np.int64),
+            np.ascontiguousarray(self._cut_rows_reac, dtype=np.int64),
+            np.empty((len(self.constraints.cuts), 6)),
+            shapes,
+        )
+        self._fd_memo = (self._comp, k, plan)
+        return plan
 
     def _forward_dynamics_of(self, qdd, lam, reac_t, acc, cutF, info):
         """The :class:`~flexmbd.dynamics.ForwardDynamics` of the compiled arrays (tree

@@ -948,9 +948,7 @@ class RecursiveSystem:
                     f"tau needs {self.nv} values per state (the speeds); got {tau.shape}"
                 ) from None
         reac = np.zeros(self._reac_shape)
-        qdd, _, acc, _ = self._one_state(q, qd, tv, t, "serialized", reac, internals=False)
-        if not np.isfinite(qdd).all():
-            raise SolverError("forward dynamics produced non-finite accelerations")
+        qdd, _, acc, _ = self._flex_state(q, qd, tv, t, reac, True, nonfinite=True)
         if self._rows_in_label_order:
             acc = acc[1:]  # (a new array: its rows are the layout's body rows)
         else:
@@ -1129,6 +1127,8 @@ class RecursiveSystem:
         ``reac``. ``tau`` (nv,) or longer; joint forces are added to a copy."""
         ops = self._ops
         nv = self.nv
+        if algorithm == "serialized" and not (full and internals):
+            return self._flex_state(q, v, tau, t, reac, full)
         fext = self._Vv[V_FEXT]
         fext[:] = 0.0
         ops.clear_applied()
@@ -1155,6 +1155,61 @@ class RecursiveSystem:
         finally:
             fext[:] = 0.0
             ops.clear_applied()
+
+    def _flex_state(self, q, v, tau, t, reac, full, nonfinite=False):
+        """:meth:`_one_state` (serialized, ``internals=False``) in one compiled call
+        (:func:`._nbsingle.flex_forward_dynamics`): the loads, the strategy's forward
+        dynamics and, with ``full``, the body accelerations; the same kernels on the same
+        values. ``(qdd, None, body accelerations (N+1, 6) or None, None)``, the reactions
+        into ``reac``. A non-finite acceleration is returned as it is, or raises
+        SolverError with ``nonfinite``."""
+        ops = self._ops
+        nv = self.nv
+        tv = np.zeros(max(nv, 1))
+        tv[:nv] = tau[:nv]
+        memo = getattr(self, "_flex_memo", None)
+        if memo is None or memo[0] != self._revision:
+            memo = self._flex_memo = self._flex_plan()
+        _, MI, kernel, nonfinite_status, tol, max_iter = memo
+        qdd = np.empty(nv)
+        acc = np.zeros((self.n_bodies + 1, 6)) if full else _E2
+        args = (ops.work, q, v, tv, MI, self.arrays.gravity, self._use_grav, reac)
+        more = (ops.any_stiff, tol, max_iter, ops.info, qdd, acc, full)
+        if self._joint_forces or self._generic:
+            fext = self._Vv[V_FEXT]
+            fext[:] = 0.0
+            ops.clear_applied()
+            try:
+                self._applied(t, q, v, tv, fext)
+                st = kernel(*args, *more, False)
+            finally:
+                fext[:] = 0.0
+                ops.clear_applied()
+        else:
+            st = kernel(*args, *more, True)
+        if st == nonfinite_status:
+            if nonfinite:
+                raise SolverError("forward dynamics produced non-finite accelerations")
+        elif st != 0:
+            self._raise_factor(st, q)
+        return qdd, None, (acc if full else None), None
+
+    def _flex_plan(self):
+        """What :meth:`_flex_state` reads once per model revision: ``(revision, MI,
+        kernel, its non-finite status, stiffening tolerance, iterations)``; ``MI`` (int64
+        rows ``(label, mode, speed index)``) the modal speeds, as the flexible tree's
+        ``add_modal_tau`` adds their forces (flexible bodies in label order)."""
+        from . import _nbsingle as NS  # lazy: the flexible kernels load on first use
+        from .flexible import STIFF_MAX_ITER, STIFF_TOL
+
+        ops = self._ops
+        rows = []
+        for k in ops.flex_labels:
+            sl = self.modal_slices[self.label_bodies[k].name].v
+            rows += [(k, j, sl.start + j) for j in range(ops.nf[k])]
+        MI = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return (self._revision, MI, NS.flex_forward_dynamics, NS.NONFINITE, STIFF_TOL,
+                STIFF_MAX_ITER)  # fmt: skip
 
     def forward_dynamics_arrays(
         self, Q: ArrayLike, V: ArrayLike, TAU: ArrayLike | None = None, threads: int = 1
