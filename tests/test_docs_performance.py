@@ -21,6 +21,7 @@ from flexmbd.integrators.implicit import implicit_stepper
 from flexmbd.recursive import _flexblock as FB
 from flexmbd.recursive import _nbforces as NF
 from flexmbd.recursive import _nbloops as NL
+from flexmbd.recursive import _nbsingle as NS
 
 
 def counting(monkeypatch, module, name):
@@ -418,8 +419,9 @@ def test_loop_compiled_laws_single_state_calls_compiled(monkeypatch):
     q, qd = s.project(*s.initial_state())
     seen = law_calls(monkeypatch, m.law)
     kernels = [
-        counting(monkeypatch, NL, name)
-        for name in ("loop_forward_dynamics", "loop_accelerations", "loop_correct")
+        counting(monkeypatch, NL, "loop_correct"),
+        counting(monkeypatch, NS, "loop_forward_dynamics_rows"),
+        counting(monkeypatch, NS, "loop_accelerations_kept"),
     ]
     s.forward_dynamics(q, qd, t=0.2)
     s.accelerations(q, qd, t=0.2, compiled=True)
@@ -428,18 +430,18 @@ def test_loop_compiled_laws_single_state_calls_compiled(monkeypatch):
 
 
 def test_flexible_forward_dynamics_is_the_lean_pass_and_the_body_accelerations(monkeypatch):
-    """Flexible trees: ``forward_dynamics`` is one pass of the flexible kernels (as
-    ``qdd_and_reactions``) and one kernel call for the body accelerations."""
-    from flexmbd.recursive import _flexkernels as FK
-
+    """Flexible trees: ``forward_dynamics`` is one compiled call, the pass of the flexible
+    kernels that ``qdd_and_reactions`` makes with the body accelerations (and the finite
+    check) in it."""
     s = models.flexible_pendulum().compile("recursive")
     q, qd = s.q0(), s.qd0()
-    passes = counting(monkeypatch, FK, "forward_dynamics")
-    accelerations = counting(monkeypatch, FK, "body_accelerations")
+    one = []
+    inner = NS.flex_forward_dynamics
+    monkeypatch.setattr(NS, "flex_forward_dynamics", lambda *a: one.append(a[-2]) or inner(*a))
     s.qdd_and_reactions(q, qd)
-    assert len(passes) == 1 and not accelerations
+    assert one == [False]  # (its with_acc argument)
     s.forward_dynamics(q, qd)
-    assert len(passes) == 2 and len(accelerations) == 1
+    assert one == [False, True]
 
 
 def test_tree_flexible_bodies_have_no_whole_tree_kernel():
@@ -676,7 +678,7 @@ def test_loop_joint_force_on_a_cut_joint_leaves_the_compiled_loop():
 def test_loop_forward_dynamics_is_compiled_once_the_projector_has_rows(monkeypatch):
     s = models.four_bar().compile("recursive")
     q, qd = s.project(*s.initial_state())
-    calls = counting(monkeypatch, NL, "loop_forward_dynamics")
+    calls = counting(monkeypatch, NS, "loop_forward_dynamics_rows")
     s.forward_dynamics(q, qd)
     assert calls
 

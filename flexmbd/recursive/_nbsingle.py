@@ -1,7 +1,7 @@
 """Compiled single-state entry points of the documented call ``forward_dynamics`` (numba):
 every result array of one state in one compiled call, for a closed loop on a rigid tree
-(:func:`loop_forward_dynamics_rows`) and for a tree with flexible bodies
-(:func:`flex_forward_dynamics`).
+(:func:`loop_forward_dynamics_rows`; the lean :func:`loop_accelerations_kept`) and for
+a tree with flexible bodies (:func:`flex_forward_dynamics`).
 
 Each runs the same kernels, in the same order and on the same values, as the calls it
 replaces (:func:`._nbloops.loop_forward_dynamics` and the Python assembly of the
@@ -50,6 +50,16 @@ def loop_forward_dynamics_rows(
         for i in range(6):
             reac[r, i] = cutF[c, i]
     return 0
+
+
+@njit(cache=True, _nrt=False)
+def loop_accelerations_kept(
+    Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw
+):  # fmt: skip
+    """:func:`._nbloops.loop_accelerations` (``qdd`` (nv,), multipliers ``lam`` (m,))
+    with the scratch ``sw`` of :func:`._nbloops.stage_work` kept by the caller (the
+    same :func:`._nbloops._stage`). Returns its status."""
+    return _stage(Ib, buf, cargs, forces, q, v, tau, sel, qdd, lam, phi, J, gamma, reac, sw)
 
 
 @njit(cache=True, _nrt=False)

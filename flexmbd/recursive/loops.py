@@ -757,7 +757,8 @@ class LoopSystem:
 
     def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
         """:meth:`forward_dynamics` at the time ``t`` (s) by
-        :func:`._nbloops.loop_forward_dynamics`, or None."""
+        :func:`._nbloops.loop_forward_dynamics` with the reactions of every joint in the
+        same compiled call (:func:`._nbsingle.loop_forward_dynamics_rows`), or None."""
         args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
@@ -928,16 +929,18 @@ class LoopSystem:
         return y
 
     def _compiled_accelerations(self, q, qd, tau, P, t=0.0):
-        """``(qdd, lam)`` at the time ``t`` (s) by :func:`._nbloops.loop_accelerations`, or
-        None (Python path)."""
+        """``(qdd, lam)`` at the time ``t`` (s) by :func:`._nbloops.loop_accelerations`
+        (:func:`._nbsingle.loop_accelerations_kept`: its scratch kept), or None (Python
+        path)."""
         args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
-        st = _NL.loop_accelerations(
-            c[0], c[1], c[2], c[3], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws
+        sw = self._fd_plan(sel.shape[0])[0]
+        st = _NS.loop_accelerations_kept(
+            c[0], c[1], c[2], c[3], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws, sw
         )
         if st != 0:
             return None
@@ -971,9 +974,9 @@ class LoopSystem:
     ) -> tuple[Array, Array]:
         """``(qdd, lam)``: constrained accelerations and multipliers (no reactions).
 
-        ``compiled=True``: one compiled call (:func:`._nbloops.loop_accelerations`) where
-        it applies (rigid tree, gravity, a regular configuration after a correction);
-        the same equations, agreeing to round-off."""
+        ``compiled=True``: one compiled call (:func:`._nbsingle.loop_accelerations_kept`)
+        where it applies (rigid tree, gravity, a regular configuration after a
+        correction); the same equations, agreeing to round-off."""
         P = projector or self.projector
         if compiled:
             fast = self._compiled_accelerations(q, qd, tau, P, t)
@@ -1080,6 +1083,11 @@ class LoopSystem:
         discarded rows) and ``tree`` (the tree solution with the cut-joint wrenches
         applied). Many states: :meth:`forward_dynamics_batch`.
         """
+        P = projector or self.projector
+        # the compiled loop first: it takes arrays of one state's shapes only (else None)
+        fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
+        if fast is not None:
+            return fast
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         if q.ndim != 1 or qd.ndim != 1:
@@ -1087,10 +1095,6 @@ class LoopSystem:
                 f"forward_dynamics takes one state (q ({self.nq},), qd ({self.nv},)); got "
                 f"{q.shape}, {qd.shape}: use forward_dynamics_batch(Q, QD, TAU) for many"
             )
-        P = projector or self.projector
-        fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
-        if fast is not None:
-            return fast
         qdd, lam = self.accelerations(q, qd, tau, t, P)
         info = P.info.snapshot()
         reac = np.zeros((len(self.joint_names), 6))

@@ -8,7 +8,7 @@ import pytest
 from numba import cfunc
 
 import flexmbd as fm
-from flexmbd.recursive import _nbloops as NL
+from flexmbd.recursive import _nbsingle as NS
 
 K, C, Q0, FA = 4.0, 0.3, 1.5, 0.7  # N m/rad, N m s/rad, rad, N m
 
@@ -97,8 +97,8 @@ def test_loop_single_state_calls_run_a_compiled_law_compiled(monkeypatch):
     law, table, seen = _four_bar(_linear), _four_bar("table"), []
     _recorded(law, seen)
     calls = []
-    inner = NL.loop_forward_dynamics
-    monkeypatch.setattr(NL, "loop_forward_dynamics", lambda *a: calls.append(1) or inner(*a))
+    inner = NS.loop_forward_dynamics_rows
+    monkeypatch.setattr(NS, "loop_forward_dynamics_rows", lambda *a: calls.append(1) or inner(*a))
     q, qd = _assembled(law)
     q2, qd2 = _assembled(table)
     assert np.array_equal(q, q2) and np.array_equal(qd, qd2)
