@@ -134,3 +134,144 @@ def test_loop_single_state_calls_read_the_time_of_the_call():
         out[t] = a.qdd
     assert not seen
     assert not np.array_equal(out[0.0], out[0.4])
+
+
+# -- the documented call in one compiled call (_nbsingle) against the former path -------
+
+
+def _squeezer():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
+    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()
+
+
+def _ring():
+    from tests.recursive.test_compiled_loops import spatial_ring
+
+    return spatial_ring(6, shift=1.0)
+
+
+@pytest.mark.parametrize("build", [models.four_bar, _squeezer, _ring])
+def test_loop_forward_dynamics_in_one_call_is_the_former_path_bit_for_bit(build):
+    """Closed loops: ``forward_dynamics`` (:func:`_nbsingle.loop_forward_dynamics_rows`:
+    the reactions of every joint written in the kernel, the stage scratch kept) equals the
+    former path -- :func:`_nbloops.loop_forward_dynamics` with fresh arrays, the
+    reactions array assembled in Python -- bit for bit, and so does
+    ``accelerations(compiled=True)`` (the kept scratch) against
+    :func:`_nbloops.loop_accelerations`; three states, ``tau`` given and None."""
+    from flexmbd.recursive import _nbloops as NL
+
+    s = build().compile("recursive")
+    P = s.projector
+    q, qd = s.project(*s.initial_state())
+    rng = np.random.default_rng(5)
+    for k in range(3):
+        qd = qd + 0.1 * rng.normal(size=s.nv)
+        tau = None if k == 0 else rng.normal(size=s.nv)
+        fd = s.forward_dynamics(q, qd, tau)
+        qdd, lam = s.accelerations(q, qd, tau, compiled=True)
+        c, sel, qc, qdc, tv = s._compiled_inputs(q, qd, tau, P, 0.0)
+        nt, nb = len(s.tree.joint_names), len(s.layout.body_names)
+        ref = [np.empty(s.nv), np.empty(s.constraints.m), np.empty((nt, 6)), np.empty((nb, 6))]
+        cutF = np.empty((len(s.constraints.cuts), 6))
+        ws = tuple(np.empty_like(a) for a in s._ws)
+        args = (c[0], c[1], c[2], c[3], s._clab, qc, qdc, tv, sel, *ref[:2], *ws)
+        assert NL.loop_forward_dynamics(*args, *ref[2:], s._body_row, cutF) == 0
+        reac = np.zeros((len(s.joint_names), 6))
+        reac[s._tree_rows], reac[s._cut_rows_reac] = ref[2], cutF
+        assert np.array_equal(fd.qdd, ref[0]) and np.array_equal(fd.lam, ref[1])
+        assert np.array_equal(fd.reactions, reac)
+        assert np.array_equal(fd.tree.reactions, ref[2])
+        assert np.array_equal(fd.body_accelerations, ref[3])
+        assert fd.tree.qdd is fd.qdd and fd.tree.body_accelerations is fd.body_accelerations
+        assert fd.projection.rank == len(sel) and not fd.projection.discarded[sel].any()
+        acc = [np.empty(s.nv), np.empty(s.constraints.m)]
+        st = NL.loop_accelerations(*c, qc, qdc, tv, sel, *acc, *ws, np.empty((nt, 6)))
+        assert st == 0 and np.array_equal(qdd, acc[0]) and np.array_equal(lam, acc[1])
+        assert np.array_equal(qdd, fd.qdd) and np.array_equal(lam, fd.lam)
+        q = s.project(q + 0.02 * rng.normal(size=s.nq), qd)[0]
+
+
+def _flex_chain():
+    from tests.recursive.test_flexible_rk4 import flex_chain
+
+    return flex_chain(5, stiff=True)
+
+
+def _flex_robot():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "space_robot_flexible.py"
+    spec = importlib.util.spec_from_file_location("space_robot_flexible", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()
+
+
+def _pendulum_pulled():
+    """The flexible pendulum with a point force on the beam (modal forces of a load
+    applied from Python, in the workspace before the compiled call)."""
+    m = models.flexible_pendulum()
+    m.pull = fm.PointForce(m.beam, point=m.beam.point((0.5, 0.0, 0.0)), force=(1.0, -20.0, 3.0))
+    return m
+
+
+@pytest.mark.parametrize(
+    "build", [models.flexible_pendulum, _arm_on_beam, _flex_chain, _flex_robot, _pendulum_pulled]
+)
+def test_flexible_single_state_in_one_call_is_the_former_path_bit_for_bit(build):
+    """Flexible trees: ``forward_dynamics``, ``qdd_and_reactions`` and ``qdd``
+    (:func:`_nbsingle.flex_forward_dynamics`: loads, the strategy's pass, the body
+    accelerations and the finite check in one compiled call) equal the former Python
+    sequence (``_one_state`` with every output: the loads from Python, the modal forces
+    added by the flexible tree, the kernel, the body accelerations kernel) bit for bit:
+    the pendulum, a rigid arm on a beam (body rows not in label order), five beams with
+    geometric stiffening and spring-damper laws (one of time), the flexible space robot
+    (drives of time, a floating base) and a point force on a beam."""
+    s = build().compile("recursive")
+    rng = np.random.default_rng(6)
+    for k in range(3):
+        q = s.normalize(s.q0() + 1e-3 * rng.normal(size=s.nq))
+        qd = 0.1 * rng.normal(size=s.nv)
+        tau = np.zeros(s.nv) if k == 0 else 0.1 * rng.normal(size=s.nv)
+        t = 0.01 * k
+        fd = s.forward_dynamics(q, qd, tau, t)
+        qdd, reac = s.qdd_and_reactions(q, qd, tau, t)
+        ref_reac = np.zeros((len(s.joint_names), 6))
+        ref_qdd, _, acc, _ = s._one_state(q, qd, tau, t, "serialized", ref_reac)
+        ref_acc = np.zeros((len(s.layout.body_names), 6))
+        ref_acc[s._body_row[1:]] = acc[1:]
+        assert np.array_equal(fd.qdd, ref_qdd) and np.array_equal(fd.reactions, ref_reac)
+        assert np.array_equal(fd.body_accelerations, ref_acc)
+        assert np.array_equal(qdd, ref_qdd) and np.array_equal(reac, ref_reac)
+        assert np.array_equal(s.qdd(q, qd, tau, t), ref_qdd)
+        assert np.isfinite(ref_qdd).all() and np.abs(ref_qdd).max() > 0.0
+
+
+def test_flexible_non_finite_accelerations_raise_in_the_documented_call_only():
+    """A NaN or inf in ``tau`` or the state: ``forward_dynamics`` raises SolverError
+    (the finite check inside the compiled call); the lean ``qdd_and_reactions`` returns
+    the non-finite numbers as before; the workspace's applied modal forces are zero
+    afterwards (the next call gives the clean state's numbers)."""
+    s = models.flexible_pendulum().compile("recursive")
+    q, qd = s.q0(), s.qd0()
+    clean = s.forward_dynamics(q, qd)
+    for where in ("joint tau", "modal tau", "q", "qd"):
+        tau, qq, vv = np.zeros(s.nv), q.copy(), qd.copy()
+        {"joint tau": tau, "modal tau": tau[::-1], "q": qq, "qd": vv[::-1]}[where][0] = np.nan
+        with pytest.raises(fm.SolverError, match="non-finite accelerations"):
+            s.forward_dynamics(qq, vv, tau)
+        assert not np.isfinite(s.qdd_and_reactions(qq, vv, tau)[0]).all()
+        again = s.forward_dynamics(q, qd)
+        assert np.array_equal(again.qdd, clean.qdd)
+        assert np.array_equal(again.reactions, clean.reactions)
+    tau = np.zeros(s.nv)
+    tau[-1] = np.inf
+    with pytest.raises(fm.SolverError, match="non-finite accelerations"):
+        s.forward_dynamics(q, qd, tau)
