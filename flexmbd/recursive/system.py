@@ -948,7 +948,7 @@ class RecursiveSystem:
                     f"tau needs {self.nv} values per state (the speeds); got {tau.shape}"
                 ) from None
         reac = np.zeros(self._reac_shape)
-        qdd, _, acc, _ = self._flex_state(q, qd, tv, t, reac, True, nonfinite=True)
+        qdd, _, acc, _ = self._flex_state(q, qd, tv, t, reac, True, nonfinite=True, own=True)
         if self._rows_in_label_order:
             acc = acc[1:]  # (a new array: its rows are the layout's body rows)
         else:
@@ -1156,17 +1156,21 @@ class RecursiveSystem:
             fext[:] = 0.0
             ops.clear_applied()
 
-    def _flex_state(self, q, v, tau, t, reac, full, nonfinite=False):
+    def _flex_state(self, q, v, tau, t, reac, full, nonfinite=False, own=False):
         """:meth:`_one_state` (serialized, ``internals=False``) in one compiled call
         (:func:`._nbsingle.flex_forward_dynamics`): the loads, the strategy's forward
         dynamics and, with ``full``, the body accelerations; the same kernels on the same
         values. ``(qdd, None, body accelerations (N+1, 6) or None, None)``, the reactions
         into ``reac``. A non-finite acceleration is returned as it is, or raises
-        SolverError with ``nonfinite``."""
+        SolverError with ``nonfinite``. ``own``: ``tau`` is the caller's own float array
+        of ``max(nv, 1)`` values, which the loads may change (else a copy is made)."""
         ops = self._ops
         nv = self.nv
-        tv = np.zeros(max(nv, 1))
-        tv[:nv] = tau[:nv]
+        if own:
+            tv = tau
+        else:
+            tv = np.zeros(max(nv, 1))
+            tv[:nv] = tau[:nv]
         memo = getattr(self, "_flex_memo", None)
         if memo is None or memo[0] != self._revision:
             memo = self._flex_memo = self._flex_plan()
