@@ -831,7 +831,11 @@ class RecursiveSystem:
         :class:`~flexmbd.dynamics.ForwardDynamics` (reactions at the child joint frames,
         body accelerations in world axes). Many states: :meth:`forward_dynamics_batch`.
         """
-        if algorithm is None and self._lean == self.model.revision:
+        if (
+            algorithm is None
+            and self._lean == self.model.revision
+            and (tau is None or getattr(tau, "shape", None) == (self.nv,))
+        ):
             # fast path: float64 contiguous arrays go straight to the compiled entry point
             # (it checks their sizes); anything else raises TypeError there and takes the
             # general path below, which converts, checks and reports
@@ -941,12 +945,9 @@ class RecursiveSystem:
         tv = np.zeros(max(self.nv, 1))
         if tau is not None:
             tau = np.asarray(tau, dtype=float)
-            try:
-                tv[: self.nv] = tau if tau.shape == (self.nv,) else np.broadcast_to(tau, (self.nv,))
-            except ValueError:
-                raise ModelError(
-                    f"tau needs {self.nv} values per state (the speeds); got {tau.shape}"
-                ) from None
+            if tau.shape != (self.nv,):
+                raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
+            tv[: self.nv] = tau
         reac = np.zeros(self._reac_shape)
         qdd, _, acc, _ = self._flex_state(q, qd, tv, t, reac, True, nonfinite=True, own=True)
         if self._rows_in_label_order:
@@ -964,6 +965,8 @@ class RecursiveSystem:
         solve: the general path converts, checks and reports)."""
         if self.applied_by_caller or not (self._joint_forces or self._generic):
             return None
+        if getattr(tau, "shape", None) != (self.nv,):
+            return None  # (the kernel reads a longer tau's first nv values)
         tab = self.timed_forces(t)
         if tab is None or self.algorithm != "serialized":
             return None
@@ -1305,7 +1308,9 @@ class RecursiveSystem:
         Same numbers as :meth:`forward_dynamics` without the result object (for
         control loops and benchmarks).
         """
-        if self._lean == self.model.revision:
+        if self._lean == self.model.revision and (
+            tau is None or getattr(tau, "shape", None) == (self.nv,)
+        ):
             # fast path: float64 contiguous arrays go straight to the compiled entry
             # point (it checks their sizes); anything else raises TypeError there and
             # takes the general path below, which converts, checks and reports
@@ -1344,7 +1349,11 @@ class RecursiveSystem:
 
     def _raw_accel(self, q, qd, tau=None, t=0.0, reactions=False):
         """Lean single-state forward dynamics for integrators: returns qdd (new array)."""
-        if self._lean == self.model.revision and not reactions:
+        if (
+            self._lean == self.model.revision
+            and not reactions
+            and (tau is None or getattr(tau, "shape", None) == (self.nv,))
+        ):
             qdd = np.empty(self.nv)
             try:
                 if (
@@ -1371,13 +1380,13 @@ class RecursiveSystem:
         if not self._ops.compiled or self.algorithm == "general":
             q = np.ascontiguousarray(q, dtype=float)
             qd = np.ascontiguousarray(qd, dtype=float)
-            if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            tv = np.zeros(self.nv) if tau is None else np.asarray(tau, dtype=float)
+            if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
                 raise ModelError(
-                    f"state sizes: q needs {self.nq} values, qd {self.nv}; got "
-                    f"{q.shape}, {qd.shape}"
+                    f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
+                    f"{q.shape}, {qd.shape}, {tv.shape}"
                 )
             reac = np.empty(self._reac_shape)
-            tv = np.zeros(self.nv) if tau is None else np.asarray(tau, dtype=float)
             qdd = self._one_state(q, qd, tv, t, self.algorithm, reac, full=False)[0]
             return (qdd, reac) if reactions else qdd
         applied = self._joint_forces or self._generic
@@ -1387,6 +1396,9 @@ class RecursiveSystem:
                 return out
             tv = np.zeros(max(self.nv, 1))
             if tau is not None:
+                tau = np.asarray(tau, dtype=float)
+                if tau.shape != (self.nv,):
+                    raise ModelError(f"tau needs {self.nv} values (the speeds); got {tau.shape}")
                 tv[: self.nv] = tau
             self._applied(t, q, qd, tv, self._Vv[V_FEXT])
             tau = tv
@@ -1398,7 +1410,7 @@ class RecursiveSystem:
             q.shape != (self.nq,)
             or qd.shape != (self.nv,)
             or tau.ndim != 1
-            or (tau.shape[0] < self.nv)
+            or tau.shape[0] not in (self.nv, max(self.nv, 1))  # (padded: no speeds)
         ):
             raise ModelError(
                 f"state sizes: q needs {self.nq} values, qd and tau {self.nv}; got "
@@ -1424,7 +1436,7 @@ class RecursiveSystem:
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
-        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.ndim != 1 or tv.shape[0] < self.nv:
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
             return None
         qdd = np.empty(self.nv)
         reac = np.empty(self._reac.shape)
