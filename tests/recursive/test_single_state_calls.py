@@ -52,20 +52,22 @@ def _arm_on_beam():
 def test_flexible_tree_single_state_is_the_batch_path_bit_for_bit(build):
     """A flexible tree's ``forward_dynamics`` (one state through the strategy's kernels)
     equals the batch path (the former single-state path) bit for bit, with joint and
-    modal forces, a time and a scalar ``tau``; bad shapes raise the contract's errors."""
+    modal forces and a time; bad shapes (a scalar ``tau`` too, as for rigid trees) raise
+    the contract's errors."""
     s = build().compile("recursive")
     rng = np.random.default_rng(2)
     for k in range(3):
         q = s.q0() + 0.01 * rng.normal(size=s.nq)
         qd = 0.1 * rng.normal(size=s.nv)
-        tau = 0.1 * rng.normal(size=s.nv) if k else 0.25
+        tau = 0.1 * rng.normal(size=s.nv) if k else np.full(s.nv, 0.25)
         one = s.forward_dynamics(q, qd, tau, t=0.1 * k)
         ref = s.forward_dynamics_batch(q[None], qd[None], tau, t=0.1 * k)
         for name in ("qdd", "reactions", "body_accelerations"):
             assert np.array_equal(getattr(one, name), getattr(ref, name)[0]), name
         assert one.lam.shape == (0,) and one.projection is None and one.tree is None
-    with pytest.raises(fm.ModelError, match="tau needs"):
-        s.forward_dynamics(q, qd, np.zeros(s.nv + 1))
+    for bad in (np.zeros(s.nv + 1), 0.25):
+        with pytest.raises(fm.ModelError, match="tau needs"):
+            s.forward_dynamics(q, qd, bad)
     with pytest.raises(fm.ModelError, match="forward_dynamics_batch"):
         s.forward_dynamics(np.zeros((2, s.nq)), np.zeros((2, s.nv)))
 
