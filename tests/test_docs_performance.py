@@ -469,7 +469,7 @@ def test_tree_flexible_rk4_runs_compiled_blocks(monkeypatch):
 @pytest.mark.parametrize("case", ["callable tau", "python law"])
 def test_tree_flexible_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     """Flexible trees with a callable ``tau`` or a load evaluated in Python (a Python joint
-    force law; a point force or SDA on a flexible body): the RK4 stage loop in Python,
+    force law; a user's force element): the RK4 stage loop in Python,
     four evaluations per step, each one compiled forward dynamics."""
     m = models.flexible_pendulum()
     tau = None
