@@ -1,8 +1,8 @@
 """Point forces, point torques and spring-damper-actuators on trees with flexible bodies in
-the compiled blocks (the point-load table of :meth:`flexmbd.recursive.flexible.FlexTree.point_loads`,
-applied by :func:`flexmbd.recursive._nbloops.flex_point_load` in the blocks' loads and in the
-Python path's): the RK4 and adaptive blocks against the Python paths bit for bit, the
-loads that keep the Python path, a flexible pendulum held by a spring keeping its energy."""
+the compiled blocks (the point-load table of ``FlexTree.point_loads``, applied by
+:func:`flexmbd.recursive._nbloops.flex_point_load` in the blocks' loads and in the Python
+path's): the RK4 and adaptive blocks against the Python paths bit for bit, the loads that
+keep the Python path, a flexible pendulum held by springs keeping its energy."""
 
 import numpy as np
 import pytest
