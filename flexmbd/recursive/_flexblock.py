@@ -28,6 +28,7 @@ from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     _rk4_stage_state,
     _rk4_update,
     flex_loads,
+    flex_point_energy,
     unit_quaternions,
 )
 
@@ -89,7 +90,7 @@ def flex_rk4_block(T, fargs, y, h, substeps, n_int, tau, qoff, i0, QDD, REAC, do
 
 
 @njit(cache=True)
-def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
+def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, P, FV, out):
     """Energies (J) and powers (W) of the states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree
     with flexible bodies on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a
     plain tuple), the definitions of :meth:`flexmbd.recursive.RecursiveSystem.kinetic_energy`,
@@ -101,8 +102,12 @@ def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
     ``q^T K q / 2``; p_damper the modal damping ``qd^T D qd``; p_actuator the joint
     forces ``TAU[i] . qd`` plus each spring-damper law's ``(fa - k (q - q0) - c qd) qd``
     (``LI``, ``LF`` as in :func:`flex_loads`, ``FA[i, m]`` the actuator at the state's
-    time); p_external zero. One kinematics pass per state
-    (:func:`._flexkernels.kinematics`); sums in body label order."""
+    time); p_external zero; plus the terms of the point-load table ``P`` (its values of
+    time ``FV[i]`` at the state's time, written into ``PF`` as :func:`flex_loads` does):
+    SDA springs, dampers and actuators and the powers of point forces and torques
+    (:func:`._nbloops.flex_point_energy`; NaN where an SDA's ends coincide). One
+    kinematics pass per state (:func:`._flexkernels.kinematics`); sums in body label
+    order."""
     W = FK.FlexWork(*T)
     Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
     Ft, Fw, Im, KD = W.Ft, W.Fw, W.Im, W.KD
@@ -192,6 +197,13 @@ def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
         out[s, 3] = damp
         out[s, 4] = act
         out[s, 5] = 0.0
+        PI, PF, PU, PT = P
+        for i in range(PT.shape[0]):
+            PF[PT[i, 0], PT[i, 1]] = FV[s, i]
+        for e in range(PI.shape[0]):
+            if flex_point_energy(T, e, PI, PF, PU, q, v, out[s, 2:6]) != 0:
+                for i in range(2, 6):
+                    out[s, i] = np.nan
 
 
 @njit(cache=True)

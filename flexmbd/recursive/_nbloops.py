@@ -2075,6 +2075,47 @@ def flex_point_load(T, fext, e, PI, PF, PU, q, v):
 
 
 @njit(cache=True, _nrt=False)
+def flex_point_energy(T, e, PI, PF, PU, q, v, out):
+    """Add the energy terms of row ``e`` of a point-load table (:func:`flex_point_load`)
+    at ``(q, v)`` after a kinematics pass with world poses to ``out = (spring, p_damper,
+    p_actuator, p_external)`` (J, W): an SDA's ``k (l - l0)^2 / 2``, ``c ldot^2`` and
+    ``-fa ldot`` (its ends following the deformation); a force's power ``f . v_P`` (the
+    point's velocity with its deformation rate), a torque's ``n . w`` (the angular
+    velocity of the floating frame or of the rigid body). Returns 0, or 1 for coincident
+    SDA ends (``out`` unchanged)."""
+    W = FK.FlexWork(*T)
+    kind, a, b = PI[e, 0], PI[e, 1], PI[e, 2]
+    row = PF[e]
+    if kind == P_SDA:
+        _, _, Pa, va = _point_end(W, a, PI[e, 3] != 0, row[0:3], PU[e, 0], q, v)
+        _, _, Pb, vb = _point_end(W, b, PI[e, 4] != 0, row[3:6], PU[e, 1], q, v)
+        d0, d1, d2 = Pb[0] - Pa[0], Pb[1] - Pa[1], Pb[2] - Pa[2]
+        length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < 1e-12:
+            return 1
+        ldot = (d0 * (vb[0] - va[0]) + d1 * (vb[1] - va[1]) + d2 * (vb[2] - va[2])) / length
+        ext = length - row[8]
+        out[0] += 0.5 * row[6] * ext * ext
+        out[1] += row[7] * ldot * ldot
+        out[2] -= row[9] * ldot
+        return 0
+    R, s, P, vP = _point_end(W, a, PI[e, 3] != 0, row[0:3], PU[e, 0], q, v)
+    x = (row[3], row[4], row[5])
+    if PI[e, 5]:  # body axes: into world axes
+        x = _mat(R, x[0], x[1], x[2])
+    if kind == P_FORCE:
+        out[3] += x[0] * vP[0] + x[1] * vP[1] + x[2] * vP[2]
+        return 0
+    if PI[e, 3]:
+        w = _floating_frame(W, a)[2]
+    else:
+        tw = W.Vv[K.V_VEL, a]
+        w = _mat(R, tw[0], tw[1], tw[2])
+    out[3] += x[0] * w[0] + x[1] * w[1] + x[2] * w[2]
+    return 0
+
+
+@njit(cache=True, _nrt=False)
 def flex_sda_length(T, e, PI, PF, PU, q, v):
     """The length (m) of the SDA of row ``e`` of a point-load table
     (:func:`flex_point_load`) after a kinematics pass with world poses."""

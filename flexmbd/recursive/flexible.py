@@ -811,13 +811,14 @@ class FlexTree:
         (nt,) each, J and W, of the history ``t`` (nt,) s, ``q`` (nt, nq), ``qd`` (nt,
         nv), joint and modal forces ``tau`` (nt, nv) or None, by one compiled call
         (:func:`._flexblock.flex_energies`, the definitions of
-        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`); None when the loads
-        are not those of :meth:`rk4_loads` (the per-state methods then apply). The
-        actuators that are functions of time are evaluated at ``t`` in Python."""
+        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`, the point loads' as
+        :meth:`point_energies`); None when the loads are not those of :meth:`rk4_loads`
+        (the per-state methods then apply). The actuators and point loads that are
+        functions of time are evaluated at ``t`` in Python."""
         loads = self.rk4_loads()
-        if loads is None or loads[6]["elements"]:
+        if loads is None:
             return None
-        LI, LF, acts, _, _, (cidx, cval), _ = loads
+        LI, LF, acts, _, _, (cidx, cval), points = loads
         s = self.system
         Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
         V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
@@ -828,14 +829,57 @@ class FlexTree:
         for m, fa in enumerate(acts):
             if fa is not None:
                 FA[:, m] = [float(fa(x)) for x in t]
+        FV = self._timed_values(points, t)
+        if points["elements"]:
+            self.fix_free_lengths(Q[0], V[0])
         TAU = np.zeros((nt, s.nv))
         if tau is not None:
             TAU[:] = np.asarray(tau, dtype=float)
         TAU[:, cidx] += cval  # the constant joint forces
         out = np.empty((nt, 6))
-        FB.flex_energies(self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, out)
+        FB.flex_energies(
+            self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, points["P"], FV,
+            out,
+        )  # fmt: skip
         keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")
         return {key: out[:, i].copy() for i, key in enumerate(keys)}
+
+    @staticmethod
+    def _timed_values(points, t):
+        """``(len(t), m)``: the point-load table's m values of time at the times ``t``."""
+        FV = np.empty((len(t), len(points["timed"])))
+        c = 0
+        for e in sorted(points["timers"]):
+            for _, _, fn in points["timers"][e]:
+                x = np.array([np.atleast_1d(fn(x)) for x in t]).reshape(len(t), -1)
+                FV[:, c : c + x.shape[1]] = x
+                c += x.shape[1]
+        return FV
+
+    def point_energies(self, t, q, qd):
+        """``(spring, p_damper, p_actuator, p_external)`` (J, W) of the point loads of
+        :meth:`point_loads` at time ``t`` (s) and the state ``q``, ``qd``: SDA springs
+        ``k (l - l0)^2 / 2``, dampers ``c ldot^2``, actuators ``-fa ldot`` with the ends
+        following the deformation, point forces ``f . v_P`` and torques ``n . w``
+        (:func:`._nbloops.flex_point_energy`, after a kinematics pass); None when a
+        force element other than gravity and joint forces has no row."""
+        table = self.point_loads()
+        if not table["complete"]:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        v = np.ascontiguousarray(qd, dtype=float)
+        out = np.zeros(4)
+        if not table["elements"]:
+            return out
+        PI, PF, PU, PT = table["P"]
+        if len(PT):
+            PF[PT[:, 0], PT[:, 1]] = self._timed_values(table, np.array([float(t)]))[0]
+        self.fix_free_lengths(q, v)
+        self.kinematics(q, v)
+        for _, e in table["elements"]:
+            if NL.flex_point_energy(self.work, e, PI, PF, PU, q, v, out) != 0:
+                return np.full(4, np.nan)
+        return out
 
 
 def body_series(system, q):
