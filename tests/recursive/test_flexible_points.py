@@ -11,7 +11,7 @@ import flexmbd as fm
 from flexmbd.integrators.explicit import TreeStepper
 from flexmbd.model.forces import ForceElement
 from flexmbd.recursive import _flexblock as FB
-from flexmbd.recursive import _nbloops as NL
+from flexmbd.recursive.flexible import FlexTree
 from flexmbd.spatial import quat_to_rot
 
 from .test_flexible_rk4 import counted, flex_chain, pendulum, python_path, same_bits
@@ -44,9 +44,17 @@ def point_model(timed=True, stiff=False):
 
 
 def kernel_rows(monkeypatch):
-    """The rows applied by the point-load kernel from Python from now on."""
-    rows, inner = [], NL.flex_point_load
-    monkeypatch.setattr(NL, "flex_point_load", lambda *a: rows.append(a[2]) or inner(*a))
+    """The point loads applied from Python (``FlexTree.point_force``, through the
+    kernel's table rows) from now on. (The kernel itself stays: other kernels call it.)"""
+    rows, inner = [], FlexTree.point_force
+
+    def counted_point_force(self, fe, *a, **k):
+        done = inner(self, fe, *a, **k)
+        if done and id(fe) in self.point_loads()["rows"]:
+            rows.append(self.point_loads()["rows"][id(fe)])
+        return done
+
+    monkeypatch.setattr(FlexTree, "point_force", counted_point_force)
     return rows
 
 
