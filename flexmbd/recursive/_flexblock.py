@@ -5,10 +5,12 @@
 :class:`flexmbd.integrators.explicit.TreeStepper` around the serialized CFA with flexible
 bodies (:func:`._flexkernels.forward_dynamics`, geometric stiffening iterated in it), with
 the loads the Python path (:meth:`flexmbd.recursive.RecursiveSystem.qdd`) applies per
-evaluation when they are gravity, constant joint and modal forces ``tau`` and joint
-spring-damper laws (:meth:`flexmbd.JointForce.spring_damper`; their actuator terms, which
-are functions of time, tabulated by the caller on the stage times). Every operation is
-the Python path's, in its order: the same bits (tests/recursive/test_flexible_rk4.py).
+evaluation when they are gravity, constant joint and modal forces ``tau``, joint
+spring-damper laws (:meth:`flexmbd.JointForce.spring_damper`), constant joint forces and
+the point loads of :meth:`flexmbd.recursive.flexible.FlexTree.point_loads` (point forces,
+torques, SDAs; the values of time, the laws' actuators among them, tabulated by the
+caller on the stage times). Every operation is the Python path's, in its order: the same
+bits (tests/recursive/test_flexible_rk4.py, test_flexible_points.py).
 """
 
 import numpy as np
