@@ -22,6 +22,9 @@ generalized-alpha with the compiled engine, the same model and step), per step.
 Usage: ``python benchmarks/bench_flexible_rk4.py [--rounds 5] [--reps 3] [--quick]
 [--write]`` (``--write`` replaces the ``flexible-rk4`` section of benchmarks/RESULTS.md).
 
+``--points``: the point-load cases (:func:`points_model`, stiffening off and on)
+instead of the others, written to the ``flexible-points`` section.
+
 ``--adaptive``: the adaptive integrators (RK45, DOP853; every-step output, and RK45 with
 ``dt`` output) of the N = 5 and 10 chains and the space robot without its drives (the
 arms started with joint speeds): scipy's ``step()`` on the Python right-hand side
@@ -68,9 +71,38 @@ def chain_model(n, stiff):
     return m
 
 
-def cases(quick):
-    """``{name: (model builder, dt, steps)}``."""
+def points_model(stiff):
+    """:func:`chain_model` (N = 5) with a rigid tip on a revolute at the last beam's tip
+    interface and point loads: an SDA between the deforming tip interfaces of beams 1 and
+    3 (an actuator of time), a point force at beam 2's deforming tip interface and an SDA
+    from the ground to the rigid tip (free length from the first evaluation)."""
+    import flexmbd as fm
+
+    m = chain_model(5, stiff)
+    b1, b2, b3 = m.b1, m.b2, m.b3
+    m.tip = fm.RigidBody(2.0, (0.01, 0.02, 0.03), com=(0.2, 0.0, 0.0))
+    m.jt = fm.Revolute(m.b4, m.tip, axis=(1, 0, 0), parent_frame=m.b4.interface("B"))
+    m.sda = fm.SpringDamperActuator(
+        b1, b1.interface("B"), b3, b3.interface("B"), 2000.0, 5.0,
+        fa=lambda t: 10.0 * np.sin(50.0 * t),
+    )  # fmt: skip
+    m.push = fm.PointForce(b2, b2.interface("B"), (0.0, 0.0, 5.0))
+    m.sdg = fm.SpringDamperActuator(m.ground, (2.0, 1.0, 0.5), m.tip, (0.2, 0.0, 0.0), 500.0, 2.0)
+    return m
+
+
+def cases(quick, points=False):
+    """``{name: (model builder, dt, steps)}`` (``points``: the point-load cases only)."""
     steps = 40 if quick else 200
+    if points:
+        return {
+            f"chain N=5 points{' stiff' if stiff else ''}": (
+                lambda stiff=stiff: points_model(stiff),
+                DT_CHAIN,
+                steps,
+            )
+            for stiff in (False, True)
+        }
     out = {"space robot": (lambda: __import__("space_robot_flexible").build(), DT_ROBOT, steps)}
     for n in CHAIN_NS:
         for stiff in (False, True):
@@ -107,11 +139,11 @@ def per_evaluation(s, reps):
     return best
 
 
-def worker(quick, reps, peer):
+def worker(quick, reps, peer, points=False):
     """Per RK4 step (s) of every case in this process: ``{name: [stepper, whole call]}``
     (best of ``reps``; the first run, which loads the kernels, not counted)."""
     out = {}
-    for name, (build, dt, steps) in cases(quick).items():
+    for name, (build, dt, steps) in cases(quick, points).items():
         s = build().compile("recursive")
         s.simulate(2 * dt, dt=dt, integrator="rk4")  # kernels loaded
         best = [np.inf, np.inf]
@@ -124,7 +156,7 @@ def worker(quick, reps, peer):
         out[name] = best
         if peer:  # (the new process: where the Python path's evaluation goes)
             out[f"eval: {name}"] = per_evaluation(s, reps)
-    if peer:
+    if peer and not points:
         _, dt, steps = cases(quick)["chain N=5"]
         ab = chain_model(5, False).compile("absolute")
         ab.simulate(2 * dt, dt=dt)
@@ -292,10 +324,11 @@ def adaptive_table(data, args):
     return lines
 
 
-def run_worker(path, quick, reps, peer):
+def run_worker(path, quick, reps, peer, points=False):
     env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--reps", str(reps)]
     cmd += ["--quick"] if quick else []
+    cmd += ["--points"] if points else []
     cmd += ["--peer"] if peer else []
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -316,6 +349,7 @@ def main(argv=None):
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--peer", action="store_true")
     ap.add_argument("--adaptive", action="store_true")
+    ap.add_argument("--points", action="store_true")
     args = ap.parse_args(argv)
     if args.adaptive:
         data = adaptive_worker(args.quick, args.reps, args.rounds)
@@ -330,24 +364,70 @@ def main(argv=None):
         import flexmbd
 
         print(flexmbd.__file__, file=sys.stderr)
-        print(json.dumps(worker(args.quick, args.reps, args.peer)))
+        print(json.dumps(worker(args.quick, args.reps, args.peer, args.points)))
         return
     old, new = {}, {}
     for r in range(args.rounds):
         for label, path, acc in (("old", args.old, old), ("new", ROOT, new)):
-            got = run_worker(path, args.quick, args.reps, peer=label == "new")
+            got = run_worker(path, args.quick, args.reps, label == "new", args.points)
             for k, v in got.items():
                 acc.setdefault(k, []).append(v)
             print(
                 f"round {r + 1} {label}: "
                 + ", ".join(f"{k} {v[0] * 1e6:.0f}" for k, v in got.items())
             )
-    lines = table(old, new, args)
+    lines = points_table(old, new, args) if args.points else table(old, new, args)
     print("\n".join(lines))
     if args.write:
         from results_file import markers, replace_section
 
-        replace_section("\n".join(lines), *markers(SECTION))
+        replace_section("\n".join(lines), *markers(POINTS if args.points else SECTION))
+
+
+POINTS = "flexible-points"
+
+
+def points_table(old, new, args):
+    """The ``flexible-points`` section: the point-load cases, old vs new."""
+
+    def med(x, i):
+        a = np.array([v[i] for v in x]) * 1e6
+        return np.median(a), a.min(), a.max()
+
+    lines = [
+        "## RK4 of trees with flexible bodies: point forces and SDAs in the blocks",
+        "",
+        f"- Command: `python benchmarks/bench_flexible_rk4.py --points --rounds {args.rounds} "
+        f"--reps {args.reps}{' --quick' if args.quick else ''}`; old = {args.old} (point "
+        "forces and SDAs send the run to the Python RK4 stage loop), new = this checkout "
+        "(the point-load table in `_flexblock.flex_rk4_block`); separate processes, "
+        "interleaved round by round; 2-core machine shared with other jobs.",
+        "- Model (`points_model`): the N = 5 chain of steel CB beams with its joint laws, a "
+        "rigid tip, an SDA between two beams' deforming interfaces (an actuator of time), a "
+        "point force at a deforming interface, an SDA from the ground to the rigid tip; "
+        f"steps of {DT_CHAIN:g} s, a sample at every step.",
+        f"- Per RK4 step (us): the stepper's time and the whole `simulate` call, median "
+        f"[min-max] over {args.rounds} rounds of each process's best of {args.reps}.",
+        "",
+        "| case | old stepper | new stepper | speed-up | old whole | new whole | speed-up |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in new:
+        if k not in old or k.startswith("eval"):
+            continue
+        o, n = med(old[k], 0), med(new[k], 0)
+        ow, nw = med(old[k], 1), med(new[k], 1)
+        lines.append(
+            f"| {k} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
+            f"| {o[0] / n[0]:.1f}x | {ow[0]:.0f} [{ow[1]:.0f}-{ow[2]:.0f}] "
+            f"| {nw[0]:.0f} [{nw[1]:.0f}-{nw[2]:.0f}] | {ow[0] / nw[0]:.1f}x |"
+        )
+    lines += ["", "New Python path per evaluation (us): `system.qdd` vs the kernel alone.", ""]
+    for k in new:
+        if k.startswith("eval: "):
+            py, kern = med(new[k], 0)[0], med(new[k], 1)[0]
+            lines.append(f"- {k[6:]}: `system.qdd` {py:.1f}, `forward_dynamics` alone {kern:.1f}")
+    return lines
 
 
 def table(old, new, args):

@@ -468,10 +468,35 @@ def test_tree_flexible_rk4_runs_compiled_blocks(monkeypatch):
     assert not qdd and not ke
 
 
+def test_tree_flexible_point_loads_run_compiled_blocks(monkeypatch):
+    """Section "Recursive formulation, trees": point forces (at a deforming interface),
+    point torques (a function of time) and SDAs (here to a beam point) on a tree with
+    flexible bodies run the RK4 blocks and, when constant, the adaptive blocks; no
+    evaluation and no energy from Python per state (one ``flex_energies`` call)."""
+    m = models.flexible_pendulum()
+    b = m.beam
+    m.push = fm.PointForce(b, b.interface("A"), (0.0, 0.0, 1.0))
+    m.spring = fm.SpringDamperActuator(m.ground, (0.5, 0.3, 0.0), b, (0.4, 0.0, 0.0), 100.0, 1.0)
+    m.torque = fm.PointTorque(b, lambda t: (0.0, 0.0, 0.1 * t))
+    s = m.compile("recursive")
+    calls = counting(monkeypatch, FB, "flex_rk4_block")
+    energies = counting(monkeypatch, FB, "flex_energies")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    ke = counting(monkeypatch, type(s), "kinetic_energy")
+    res = s.simulate(1e-4, dt=2e-5, integrator="rk4")
+    assert len(res.t) == 6 and len(calls) == 1 and len(energies) == 1
+    assert not qdd and not ke
+    m.torque = fm.PointTorque(b, (0.0, 0.0, 0.1))
+    s = m.compile("recursive")
+    blocks = counting(monkeypatch, FB, "flex_rk_block")
+    res = s.simulate(1e-4, integrator="RK45")
+    assert len(blocks) >= 1 and len(qdd) == 2  # (scipy's start)
+
+
 @pytest.mark.parametrize("case", ["callable tau", "python law"])
 def test_tree_flexible_rk4_fallbacks_run_python_rk4(monkeypatch, case):
     """Flexible trees with a callable ``tau`` or a load evaluated in Python (a Python joint
-    force law; a point force or SDA on a flexible body): the RK4 stage loop in Python,
+    force law; a user's force element): the RK4 stage loop in Python,
     four evaluations per step, each one compiled forward dynamics."""
     m = models.flexible_pendulum()
     tau = None

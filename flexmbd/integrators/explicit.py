@@ -222,28 +222,40 @@ class TreeStepper(ExplicitStepper):
         c = self._compiled_flex()
         if c is None:
             return None
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, acts, MI, modal, _), qoff = c
+        work, (grav, use_grav, stiff, info), tau, loads, qoff = c
+        LI, LF, acts, MI, modal, _, points = loads
+        P, timers = points["P"], [x for e in sorted(points["timers"]) for x in points["timers"][e]]
+        nl = len(LF)
+        fl = self.system.flex
 
         def block(y, Y, k):
             qdd, reac, ok, _ = self._sample_arrays(self.i)
-            FA = np.empty((3 * self.substeps * k, len(LF)))
-            FA[:] = LF[:, 3]
-            if any(fa is not None for fa in acts):
+            FA = np.empty((3 * self.substeps * k, nl + len(P[3])))
+            FA[:, :nl] = LF[:, 3]
+            if any(fa is not None for fa in acts) or timers:
                 times = self._stage_times(k)
                 for r, t in enumerate(times):
                     try:
                         for m, fa in enumerate(acts):
                             if fa is not None:
                                 FA[r, m] = float(fa(t))
+                        c = nl
+                        for *_, fn in timers:  # the point loads' values of time
+                            x = np.atleast_1d(fn(t))
+                            FA[r, c : c + len(x)] = x
+                            c += len(x)
                     except FlexmbdError:  # the intervals before; step() meets it in its own
                         k = r // (3 * self.substeps)
                         break
                 if k == 0:
                     return 0
+            if len(P[0]):
+                fl.fix_free_lengths(y[: -self.nv], y[-self.nv :])
+            fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
+                     info, LI, LF, FA, MI, modal, P)  # fmt: skip
             return _FB.flex_rk4_block(
-                work, grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info, y, self.h,
-                self.substeps, k, tau, LI, LF, FA, MI, modal, qoff, self.i, qdd, reac, ok, Y,
-            )  # fmt: skip
+                work, fargs, y, self.h, self.substeps, k, tau, qoff, self.i, qdd, reac, ok, Y
+            )
 
         return self._run_block(n, block)
 
@@ -303,14 +315,14 @@ class TreeStepper(ExplicitStepper):
         else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
         scipy's dense output in Python between the blocks."""
         c = self._compiled_flex()
-        if c is None or any(fa is not None for fa in c[3][2]):
+        if c is None or any(fa is not None for fa in c[3][2]) or c[3][6]["timed"]:
             return None
         s = self.solver
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _), qoff = c
-        empty = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _, points), qoff = c
         FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
-        fargs = (*empty, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info,
-                 LI, LF, FA, MI, modal)  # fmt: skip
+        P = points["P"]
+        fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
+                 info, LI, LF, FA, MI, modal, P)  # fmt: skip
         rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
@@ -323,6 +335,8 @@ class TreeStepper(ExplicitStepper):
             ts = np.array([s.t, s.h_abs], dtype=float)
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
             Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            if len(P[0]):
+                self.system.flex.fix_free_lengths(y[: -self.nv], y[-self.nv :])
             done = _FB.flex_rk_block(
                 work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
@@ -601,6 +615,8 @@ def simulate_recursive(
 _FEW = 8
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated loads
 _NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
+#: an empty rigid force table (``fi``, ``ff``) of the flexible trees' block arguments
+_NO_TABLE = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
 #: scipy's step-size control constants (scipy.integrate._ivp.rk: SAFETY, MIN_FACTOR,
 #: MAX_FACTOR) and the solvers whose steps the compiled block takes
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0

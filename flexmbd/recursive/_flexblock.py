@@ -5,10 +5,12 @@
 :class:`flexmbd.integrators.explicit.TreeStepper` around the serialized CFA with flexible
 bodies (:func:`._flexkernels.forward_dynamics`, geometric stiffening iterated in it), with
 the loads the Python path (:meth:`flexmbd.recursive.RecursiveSystem.qdd`) applies per
-evaluation when they are gravity, constant joint and modal forces ``tau`` and joint
-spring-damper laws (:meth:`flexmbd.JointForce.spring_damper`; their actuator terms, which
-are functions of time, tabulated by the caller on the stage times). Every operation is
-the Python path's, in its order: the same bits (tests/recursive/test_flexible_rk4.py).
+evaluation when they are gravity, constant joint and modal forces ``tau``, joint
+spring-damper laws (:meth:`flexmbd.JointForce.spring_damper`), constant joint forces and
+the point loads of :meth:`flexmbd.recursive.flexible.FlexTree.point_loads` (point forces,
+torques, SDAs; the values of time, the laws' actuators among them, tabulated by the
+caller on the stage times). Every operation is the Python path's, in its order: the same
+bits (tests/recursive/test_flexible_rk4.py, test_flexible_points.py).
 """
 
 import numpy as np
@@ -22,48 +24,42 @@ from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     BLOCK_HANDBACK,
     BLOCK_NONFINITE,
     _block_step,
+    _flex_eval,
     _flex_rhs,
     _interval_end,
     _rk4_stage_state,
     _rk4_update,
     flex_loads,
+    flex_point_energy,
     unit_quaternions,
 )
 
 
 @njit(cache=True)
-def flex_rk4_block(
-    T, grav, use_grav, any_stiff, tol, max_iter, info, y, h, substeps, n_int, tau, LI, LF, FA,
-    MI, modal, qoff, i0, QDD, REAC, done, Yout,
-):  # fmt: skip
+def flex_rk4_block(T, fargs, y, h, substeps, n_int, tau, qoff, i0, QDD, REAC, done, Yout):
     """Up to ``n_int`` output intervals of ``substeps`` classical RK4 steps of a tree with
     flexible bodies from ``y = (q, v)`` in place (joint and modal coordinates and speeds,
     SI), in one call on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a plain
-    tuple). Each evaluation: the loads of :func:`flex_loads` (``FA[3 (j substeps + sub)
-    + c, m]`` the actuator of law ``m`` at the start (c = 0), middle (1) and end (2) of
-    substep ``sub`` of interval ``j``), then :func:`._flexkernels.forward_dynamics`
-    (gravity ``grav`` (m/s^2, world) with ``use_grav``; stiffening iterations with
-    ``any_stiff`` to relative tolerance ``tol``, at most ``max_iter``; their count into
-    ``info[0]``). ``q' = qdot(q, v)``: :func:`._kernels.qdot_all` for the joints, the
-    modal speeds for the modal coordinates (``modal[b] = (q offset, v offset, modes)``
-    of each flexible body); the quaternions at the offsets ``qoff`` renormalized at the
+    tuple). Each evaluation is :func:`._nbloops._flex_eval` (``fargs`` as in
+    :func:`._nbloops._flex_rhs`; joint and modal forces ``tau``): the loads of
+    :func:`flex_loads` with the values of time of row ``3 (j substeps + sub) + c`` of
+    ``FA``, those at the start (c = 0), middle (1) and end (2) of substep ``sub`` of
+    interval ``j``; :func:`._flexkernels.forward_dynamics` (stiffening iterations in it);
+    ``q' = qdot(q, v)``. The quaternions at the offsets ``qoff`` are renormalized at the
     end of each interval (:func:`._nbloops.unit_quaternions`), as
     :class:`flexmbd.integrators.explicit.TreeStepper` does. The first stage of interval
     ``j`` is the output sample ``i0 + j``: its ``QDD`` (joint and modal accelerations),
     joint reactions ``REAC`` (N, N m, joint frames) and ``done`` rows (none past their
     end); the state at the interval's end goes to ``Yout[j]``. Stops before an interval
-    whose solve fails (a status of :func:`._flexkernels.forward_dynamics`) or whose end
-    state is not finite (``y`` is then that interval's start). Returns the number of
-    intervals done."""
-    W = FK.FlexWork(*T)
-    Jv = W.Jv
+    whose evaluation fails (a status of :func:`._nbloops._flex_eval`) or whose end state
+    is not finite (``y`` is then that interval's start). Returns the number of intervals
+    done."""
     n = y.shape[0]
     nv = QDD.shape[1]
     nq = n - nv
     y0 = np.empty(n)
     ks = np.empty((4, n))
     yy = np.empty(n)
-    rates = np.empty(nq)
     reac = np.empty((REAC.shape[1], 6))
     for j in range(n_int):
         for i in range(n):
@@ -74,28 +70,15 @@ def flex_rk4_block(
             for s in range(4):
                 _rk4_stage_state(y, ks, s, h, yy)
                 row = 3 * (j * substeps + sub) + (s + 1) // 2
-                q, v = yy[:nq], yy[nq:]
-                flex_loads(T, tau, LI, LF, FA, row, MI, q, v)
                 sample = s == 0 and sub == 0 and r < QDD.shape[0]
                 rr = REAC[r] if sample else reac
-                st = FK.forward_dynamics(
-                    T, q, v, grav, use_grav, rr, any_stiff, tol, max_iter, info
-                )
-                if st != 0:
+                if _flex_eval(T, fargs, row, yy, tau, rr, ks[s]) != 0:
                     ok = False
                     break
                 if sample:
                     for i in range(nv):
-                        QDD[r, i] = Jv[K.J_QDD, i]
+                        QDD[r, i] = ks[s, nq + i]
                     done[r] = True
-                K.qdot_all(W.Ia, W.Vv, q, v, rates)
-                for b in range(modal.shape[0]):
-                    for i in range(modal[b, 2]):
-                        rates[modal[b, 0] + i] = v[modal[b, 1] + i]
-                for i in range(nq):
-                    ks[s, i] = rates[i]
-                for i in range(nv):
-                    ks[s, nq + i] = Jv[K.J_QDD, i]
             if not ok:
                 break
             _rk4_update(y, ks, h)
@@ -109,7 +92,7 @@ def flex_rk4_block(
 
 
 @njit(cache=True)
-def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
+def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, P, FV, out):
     """Energies (J) and powers (W) of the states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree
     with flexible bodies on the workspace ``T`` (:class:`._flexkernels.FlexWork` as a
     plain tuple), the definitions of :meth:`flexmbd.recursive.RecursiveSystem.kinetic_energy`,
@@ -121,8 +104,12 @@ def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
     ``q^T K q / 2``; p_damper the modal damping ``qd^T D qd``; p_actuator the joint
     forces ``TAU[i] . qd`` plus each spring-damper law's ``(fa - k (q - q0) - c qd) qd``
     (``LI``, ``LF`` as in :func:`flex_loads`, ``FA[i, m]`` the actuator at the state's
-    time); p_external zero. One kinematics pass per state
-    (:func:`._flexkernels.kinematics`); sums in body label order."""
+    time); p_external zero; plus the terms of the point-load table ``P`` (its values of
+    time ``FV[i]`` at the state's time, written into ``PF`` as :func:`flex_loads` does):
+    SDA springs, dampers and actuators and the powers of point forces and torques
+    (:func:`._nbloops.flex_point_energy`; NaN where an SDA's ends coincide). One
+    kinematics pass per state (:func:`._flexkernels.kinematics`); sums in body label
+    order."""
     W = FK.FlexWork(*T)
     Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
     Ft, Fw, Im, KD = W.Ft, W.Fw, W.Im, W.KD
@@ -212,6 +199,13 @@ def flex_energies(T, Q, V, TAU, grav, use_grav, LI, LF, FA, out):
         out[s, 3] = damp
         out[s, 4] = act
         out[s, 5] = 0.0
+        PI, PF, PU, PT = P
+        for i in range(PT.shape[0]):
+            PF[PT[i, 0], PT[i, 1]] = FV[s, i]
+        for e in range(PI.shape[0]):
+            if flex_point_energy(T, e, PI, PF, PU, q, v, out[s, 2:6]) != 0:
+                for i in range(2, 6):
+                    out[s, i] = np.nan
 
 
 @njit(cache=True)

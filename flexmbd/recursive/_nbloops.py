@@ -1853,16 +1853,21 @@ def _renormalized(y, qoff, Yout, j, code, out):
 
 
 @njit(cache=True, _nrt=False)
-def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
-    """The joint and modal forces of one evaluation into the workspace ``T``
-    (:class:`._flexkernels.FlexWork` as a plain tuple), as
+def flex_loads(T, tau, LI, LF, FA, row, MI, P, q, v):
+    """The joint and modal forces and the point loads of one evaluation into the
+    workspace ``T`` (:class:`._flexkernels.FlexWork` as a plain tuple), as
     :meth:`flexmbd.recursive.RecursiveSystem.qdd` applies them: ``tau`` (joint and modal
     speeds, N, N m, modal forces) plus each spring-damper law ``m`` (joint coordinate and
     speed indices ``LI[m]``; stiffness, damping, rest coordinate ``LF[m]``; actuator
     value ``FA[row, m]``, N or N m): ``tau[v] += fa - k (q - q0) - c qd``, in the order of
-    the laws, into row ``J_TAU`` of ``Jv``; the modal entries ``tau[MI[p, 2]]`` into the
-    applied modal forces of label ``MI[p, 0]``, mode ``MI[p, 1]`` (all zero when every such
-    entry is zero); the applied body wrenches cleared."""
+    the laws, into row ``J_TAU`` of ``Jv``; then, when the point-load table ``P = (PI, PF,
+    PU, PT)`` has rows, a kinematics pass with world poses and each row's wrenches and
+    modal forces (:func:`flex_point_load`, in the order of the rows), after writing its
+    values that are functions of time, ``PF[PT[i, 0], PT[i, 1]] = FA[row, len(LI) + i]``;
+    then the modal entries ``tau[MI[p, 2]]`` into the applied modal forces of label
+    ``MI[p, 0]``, mode ``MI[p, 1]`` (all zero when every such entry is zero). The applied
+    body wrenches and modal forces are cleared first. Returns 0, or 1 for coincident SDA
+    ends (the loads are then incomplete)."""
     W = FK.FlexWork(*T)
     Jv, Fm, Vv = W.Jv, W.Fm, W.Vv
     fext = Vv[K.V_FEXT]
@@ -1879,6 +1884,15 @@ def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
     for m in range(LI.shape[0]):
         a = LI[m, 1]
         Jv[K.J_TAU, a] += FA[row, m] - LF[m, 0] * (q[LI[m, 0]] - LF[m, 2]) - LF[m, 1] * v[a]
+    PI, PF, PU, PT = P
+    if PI.shape[0]:
+        nl = LI.shape[0]
+        for i in range(PT.shape[0]):
+            PF[PT[i, 0], PT[i, 1]] = FA[row, nl + i]
+        FK.kinematics(T, q, v, True)
+        for e in range(PI.shape[0]):
+            if flex_point_load(T, fext, e, PI, PF, PU, q, v) != 0:
+                return 1
     nonzero = False
     for p in range(MI.shape[0]):
         if Jv[K.J_TAU, MI[p, 2]] != 0.0:
@@ -1886,26 +1900,265 @@ def flex_loads(T, tau, LI, LF, FA, row, MI, q, v):
     if nonzero:
         for p in range(MI.shape[0]):
             Fm[MI[p, 0], FK.FM_QAPP, MI[p, 1]] += Jv[K.J_TAU, MI[p, 2]]
+    return 0
+
+
+#: kinds of the rows of a flexible tree's point-load table (:func:`flex_point_load`)
+P_SDA, P_FORCE, P_TORQUE = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _floating_frame(W, k):
+    """World pose ``R`` (3x3 as 9 scalars, row-major) and origin ``r`` of the floating
+    frame of flexible label ``k`` after a kinematics pass with world poses: ``R = R_k
+    R_C^T``, ``r = r_k - R p_C`` (``R_C``, ``p_C`` the pose of e_k in the body frame), and
+    its world angular velocity ``w = R w_b`` and velocity ``v = R v_b``."""
+    Rk, rk = W.R3[K.R_W, k], W.P3[K.P_W, k]
+    RC, pC = W.Ft[k, FK.FR_OUT, :, 0:3], W.Ft[k, FK.FR_OUT, :, 3]
+    Vb = W.Fw[k, FK.W_VB]
+    R00 = Rk[0, 0] * RC[0, 0] + Rk[0, 1] * RC[0, 1] + Rk[0, 2] * RC[0, 2]
+    R01 = Rk[0, 0] * RC[1, 0] + Rk[0, 1] * RC[1, 1] + Rk[0, 2] * RC[1, 2]
+    R02 = Rk[0, 0] * RC[2, 0] + Rk[0, 1] * RC[2, 1] + Rk[0, 2] * RC[2, 2]
+    R10 = Rk[1, 0] * RC[0, 0] + Rk[1, 1] * RC[0, 1] + Rk[1, 2] * RC[0, 2]
+    R11 = Rk[1, 0] * RC[1, 0] + Rk[1, 1] * RC[1, 1] + Rk[1, 2] * RC[1, 2]
+    R12 = Rk[1, 0] * RC[2, 0] + Rk[1, 1] * RC[2, 1] + Rk[1, 2] * RC[2, 2]
+    R20 = Rk[2, 0] * RC[0, 0] + Rk[2, 1] * RC[0, 1] + Rk[2, 2] * RC[0, 2]
+    R21 = Rk[2, 0] * RC[1, 0] + Rk[2, 1] * RC[1, 1] + Rk[2, 2] * RC[1, 2]
+    R22 = Rk[2, 0] * RC[2, 0] + Rk[2, 1] * RC[2, 1] + Rk[2, 2] * RC[2, 2]
+    R = (R00, R01, R02, R10, R11, R12, R20, R21, R22)
+    r = (
+        rk[0] - (R00 * pC[0] + R01 * pC[1] + R02 * pC[2]),
+        rk[1] - (R10 * pC[0] + R11 * pC[1] + R12 * pC[2]),
+        rk[2] - (R20 * pC[0] + R21 * pC[1] + R22 * pC[2]),
+    )
+    return R, r, _mat(R, Vb[0], Vb[1], Vb[2]), _mat(R, Vb[3], Vb[4], Vb[5])
+
+
+@njit(cache=True, inline="always")
+def _mat(R, x, y, z):
+    """``R (x, y, z)`` of a row-major 3x3 tuple ``R``."""
+    return (
+        R[0] * x + R[1] * y + R[2] * z,
+        R[3] * x + R[4] * y + R[5] * z,
+        R[6] * x + R[7] * y + R[8] * z,
+    )
+
+
+@njit(cache=True, inline="always")
+def _mat_t(R, x, y, z):
+    """``R^T (x, y, z)`` of a row-major 3x3 tuple ``R``."""
+    return (
+        R[0] * x + R[3] * y + R[6] * z,
+        R[1] * x + R[4] * y + R[7] * z,
+        R[2] * x + R[5] * y + R[8] * z,
+    )
+
+
+@njit(cache=True, inline="always")
+def _cross(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True, inline="always")
+def _ek_rotation(W, k):
+    """The world rotation of the tree frame e_k of label ``k`` as a row-major tuple."""
+    Rk = W.R3[K.R_W, k]
+    return (Rk[0, 0], Rk[0, 1], Rk[0, 2], Rk[1, 0], Rk[1, 1], Rk[1, 2], Rk[2, 0], Rk[2, 1],
+            Rk[2, 2])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _point_end(W, k, flex, p, U, q, v):
+    """One end of a point load at the last kinematics pass with world poses: ``(R, s, P,
+    vP)``: the rotation of the axes the loads go into (row-major 3x3; the floating frame
+    of a flexible label, else e_k), the point ``s`` in those axes (``p + U q_f`` on a
+    flexible label, ``U`` (3, n) the translation modes of a deforming frame or 0 modes),
+    its world position ``P`` and velocity ``vP = v + w x R s + R U qd_f``. ``p`` in e_k
+    coordinates on a rigid label, the floating frame's on a flexible one, world on the
+    ground (``k = 0``: ``R`` the identity, ``vP = 0``)."""
+    if k == 0:
+        one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+        return one, (p[0], p[1], p[2]), (p[0], p[1], p[2]), (0.0, 0.0, 0.0)
+    if flex:
+        R, r, w, vo = _floating_frame(W, k)
+        nk, mq, mv = W.Fi[FK.F_NF, k], W.Fi[FK.F_MQ, k], W.Fi[FK.F_MV, k]
+        s0, s1, s2 = p[0], p[1], p[2]
+        u0, u1, u2 = 0.0, 0.0, 0.0
+        for j in range(U.shape[1] if U.shape[1] < nk else nk):
+            s0 += U[0, j] * q[mq + j]
+            s1 += U[1, j] * q[mq + j]
+            s2 += U[2, j] * q[mq + j]
+            u0 += U[0, j] * v[mv + j]
+            u1 += U[1, j] * v[mv + j]
+            u2 += U[2, j] * v[mv + j]
+        s = (s0, s1, s2)
+        rho = _mat(R, s0, s1, s2)
+        vr = _mat(R, u0, u1, u2)
+        wr = _cross(w, rho)
+        P = (r[0] + rho[0], r[1] + rho[1], r[2] + rho[2])
+        vP = (vo[0] + wr[0] + vr[0], vo[1] + wr[1] + vr[1], vo[2] + wr[2] + vr[2])
+        return R, s, P, vP
+    R = _ek_rotation(W, k)
+    rk = W.P3[K.P_W, k]
+    tw = W.Vv[K.V_VEL, k]
+    rho = _mat(R, p[0], p[1], p[2])
+    w = _mat(R, tw[0], tw[1], tw[2])
+    vo = _mat(R, tw[3], tw[4], tw[5])
+    wr = _cross(w, rho)
+    P = (rk[0] + rho[0], rk[1] + rho[1], rk[2] + rho[2])
+    return R, (p[0], p[1], p[2]), P, (vo[0] + wr[0], vo[1] + wr[1], vo[2] + wr[2])
+
+
+@njit(cache=True, inline="always")
+def _add_point_load(W, fext, k, flex, U, s, fb, nb):
+    """Add the force ``fb`` at the point ``s`` and the moment ``nb`` (both in the axes of
+    :func:`_point_end`) to label ``k``: ``fext[k] += [s x fb + nb; fb]`` (about the
+    floating-frame origin on a flexible label, about O_k on a rigid one) and, at a
+    deforming frame (``flex``), the modal forces ``U^T fb`` into the applied modal
+    forces; nothing for the ground."""
+    if k == 0:
+        return
+    m = _cross(s, fb)
+    for i in range(3):
+        fext[k, i] += m[i] + nb[i]
+        fext[k, 3 + i] += fb[i]
+    if flex:
+        nk = W.Fi[FK.F_NF, k]
+        for j in range(U.shape[1] if U.shape[1] < nk else nk):
+            W.Fm[k, FK.FM_QAPP, j] += U[0, j] * fb[0] + U[1, j] * fb[1] + U[2, j] * fb[2]
+
+
+@njit(cache=True, _nrt=False)
+def flex_point_load(T, fext, e, PI, PF, PU, q, v):
+    """Row ``e`` of a flexible tree's point-load table at ``(q, v)`` (joint and modal
+    coordinates and speeds) after a kinematics pass with world poses on the workspace
+    ``T`` (:class:`._flexkernels.FlexWork` as a plain tuple): its wrenches added to
+    ``fext`` (N+1, 6) and its modal forces to the applied modal forces. ``PI[e] = (kind,
+    label a, label b, a flexible, b flexible, body axes)`` (:data:`P_SDA`, :data:`P_FORCE`,
+    :data:`P_TORQUE`; label 0 the ground); ``PF[e]``: an SDA's end points (m: e_k
+    coordinates on a rigid label, floating-frame coordinates on a flexible one, world on
+    the ground), ``k`` (N/m), ``c`` (N s/m), ``l0`` (m), ``fa`` (N); a force's point and
+    vector (N; world, or the body's axes with body axes: e_k axes on a rigid label); a
+    torque's vector (N m) in columns 3-5 (body axes: the floating frame's on a flexible
+    label); ``PU[e, end]`` (3, nmax) the translation modes
+    of each end (zeros where the end does not deform). The SDA force ``f = k (l - l0) +
+    c ldot + fa`` pulls end a towards end b. Returns 0, or 1 for coincident SDA ends (no
+    line of action)."""
+    W = FK.FlexWork(*T)
+    kind, a, b = PI[e, 0], PI[e, 1], PI[e, 2]
+    fa_, fb_ = PI[e, 3] != 0, PI[e, 4] != 0
+    row = PF[e]
+    zero = (0.0, 0.0, 0.0)
+    if kind == P_SDA:
+        Ra, sa, Pa, va = _point_end(W, a, fa_, row[0:3], PU[e, 0], q, v)
+        Rb, sb, Pb, vb = _point_end(W, b, fb_, row[3:6], PU[e, 1], q, v)
+        d0, d1, d2 = Pb[0] - Pa[0], Pb[1] - Pa[1], Pb[2] - Pa[2]
+        length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < 1e-12:
+            return 1
+        u = (d0 / length, d1 / length, d2 / length)
+        ldot = u[0] * (vb[0] - va[0]) + u[1] * (vb[1] - va[1]) + u[2] * (vb[2] - va[2])
+        f = row[6] * (length - row[8]) + row[7] * ldot + row[9]
+        g = (f * u[0], f * u[1], f * u[2])
+        _add_point_load(W, fext, a, fa_, PU[e, 0], sa, _mat_t(Ra, g[0], g[1], g[2]), zero)
+        _add_point_load(W, fext, b, fb_, PU[e, 1], sb, _mat_t(Rb, -g[0], -g[1], -g[2]), zero)
+        return 0
+    R, s, P, vP = _point_end(W, a, fa_, row[0:3], PU[e, 0], q, v)
+    x = (row[3], row[4], row[5])  # in the end's axes already with body axes
+    if not PI[e, 5]:
+        x = _mat_t(R, x[0], x[1], x[2])
+    if kind == P_FORCE:
+        _add_point_load(W, fext, a, fa_, PU[e, 0], s, x, zero)
+    else:
+        _add_point_load(W, fext, a, False, PU[e, 0], zero, zero, x)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def flex_point_energy(T, e, PI, PF, PU, q, v, out):
+    """Add the energy terms of row ``e`` of a point-load table (:func:`flex_point_load`)
+    at ``(q, v)`` after a kinematics pass with world poses to ``out = (spring, p_damper,
+    p_actuator, p_external)`` (J, W): an SDA's ``k (l - l0)^2 / 2``, ``c ldot^2`` and
+    ``-fa ldot`` (its ends following the deformation); a force's power ``f . v_P`` (the
+    point's velocity with its deformation rate), a torque's ``n . w`` (the angular
+    velocity of the floating frame or of the rigid body). Returns 0, or 1 for coincident
+    SDA ends (``out`` unchanged)."""
+    W = FK.FlexWork(*T)
+    kind, a, b = PI[e, 0], PI[e, 1], PI[e, 2]
+    row = PF[e]
+    if kind == P_SDA:
+        _, _, Pa, va = _point_end(W, a, PI[e, 3] != 0, row[0:3], PU[e, 0], q, v)
+        _, _, Pb, vb = _point_end(W, b, PI[e, 4] != 0, row[3:6], PU[e, 1], q, v)
+        d0, d1, d2 = Pb[0] - Pa[0], Pb[1] - Pa[1], Pb[2] - Pa[2]
+        length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < 1e-12:
+            return 1
+        ldot = (d0 * (vb[0] - va[0]) + d1 * (vb[1] - va[1]) + d2 * (vb[2] - va[2])) / length
+        ext = length - row[8]
+        out[0] += 0.5 * row[6] * ext * ext
+        out[1] += row[7] * ldot * ldot
+        out[2] -= row[9] * ldot
+        return 0
+    R, s, P, vP = _point_end(W, a, PI[e, 3] != 0, row[0:3], PU[e, 0], q, v)
+    x = (row[3], row[4], row[5])
+    if PI[e, 5]:  # body axes: into world axes
+        x = _mat(R, x[0], x[1], x[2])
+    if kind == P_FORCE:
+        out[3] += x[0] * vP[0] + x[1] * vP[1] + x[2] * vP[2]
+        return 0
+    if PI[e, 3]:
+        w = _floating_frame(W, a)[2]
+    else:
+        tw = W.Vv[K.V_VEL, a]
+        w = _mat(R, tw[0], tw[1], tw[2])
+    out[3] += x[0] * w[0] + x[1] * w[1] + x[2] * w[2]
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def flex_sda_length(T, e, PI, PF, PU, q, v):
+    """The length (m) of the SDA of row ``e`` of a point-load table
+    (:func:`flex_point_load`) after a kinematics pass with world poses."""
+    W = FK.FlexWork(*T)
+    a, b = PI[e, 1], PI[e, 2]
+    row = PF[e]
+    Pa = _point_end(W, a, PI[e, 3] != 0, row[0:3], PU[e, 0], q, v)[2]
+    Pb = _point_end(W, b, PI[e, 4] != 0, row[3:6], PU[e, 1], q, v)[2]
+    d0, d1, d2 = Pb[0] - Pa[0], Pb[1] - Pa[1], Pb[2] - Pa[2]
+    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
 
 
 @njit(cache=True, inline="always")
 def _flex_rhs(T, fargs, y, tau, reac, out):
     """Right-hand side ``out = (q', qdd)`` of a tree with flexible bodies at ``y = (q, v)``
     (joint and modal coordinates and speeds, SI) on the workspace ``T``
-    (:class:`._flexkernels.FlexWork` as a plain tuple), the evaluation of
-    :func:`._flexblock.flex_rk4_block`: the loads of :func:`flex_loads` (joint and modal
-    forces ``tau``, the laws' actuators ``FA[0]``), :func:`._flexkernels.forward_dynamics`
-    (its joint reactions into ``reac``), ``q' = qdot(q, v)`` (:func:`._kernels.qdot_all`,
-    the modal speeds for the modal coordinates). ``fargs = (fi, ff, nv, gravity (m/s^2,
-    world), use gravity, stiffening, tolerance, max iterations, info, LI, LF, FA, MI,
-    modal)``: ``fi``, ``ff`` an empty force table (no clock to set). Returns the status
-    of :func:`._flexkernels.forward_dynamics` (``out`` then undefined)."""
+    (:class:`._flexkernels.FlexWork` as a plain tuple): :func:`_flex_eval` with the
+    values of time of row 0 of ``fargs``' ``FA`` (constant ones). ``fargs = (fi, ff, nv,
+    gravity (m/s^2, world), use gravity, stiffening, tolerance, max iterations, info, LI,
+    LF, FA, MI, modal, P)``: ``fi``, ``ff`` an empty force table (no clock to set),
+    ``LI``, ``LF``, ``FA``, ``MI`` and the point-load table ``P`` those of
+    :func:`flex_loads`, ``modal`` (q offset, v offset, modes) of each flexible body.
+    Returns the status of :func:`_flex_eval` (``out`` then undefined)."""
+    return _flex_eval(T, fargs, 0, y, tau, reac, out)
+
+
+@njit(cache=True, inline="always")
+def _flex_eval(T, fargs, row, y, tau, reac, out):
+    """One evaluation ``out = (q', qdd)`` of a tree with flexible bodies at ``y = (q,
+    v)``: the loads of :func:`flex_loads` (joint and modal forces ``tau``, the values of
+    time of row ``row`` of ``FA``), :func:`._flexkernels.forward_dynamics` (its joint
+    reactions into ``reac``; the accelerations stay in the workspace's ``J_QDD`` row),
+    ``q' = qdot(q, v)`` (:func:`._kernels.qdot_all`, the modal speeds for the modal
+    coordinates); ``fargs`` as in :func:`_flex_rhs`. Returns the status of
+    :func:`._flexkernels.forward_dynamics`, or -5 for coincident SDA ends (``out`` then
+    undefined)."""
     nv = fargs[2]
     grav, use_grav, stiff, tol, max_iter, info = fargs[3:9]
-    LI, LF, FA, MI, modal = fargs[9:14]
+    LI, LF, FA, MI, modal, P = fargs[9:15]
     nq = y.shape[0] - nv
     q, v = y[:nq], y[nq:]
-    flex_loads(T, tau, LI, LF, FA, 0, MI, q, v)
+    if flex_loads(T, tau, LI, LF, FA, row, MI, P, q, v) != 0:
+        return -5
     st = FK.forward_dynamics(T, q, v, grav, use_grav, reac, stiff, tol, max_iter, info)
     if st != 0:
         return st

@@ -172,13 +172,14 @@ import numpy as np
 
 from ..flexible.mean_axis import rigid_fit
 from ..model.flexible import FlexibleBody, _DeformingFrame
-from ..model.forces import Gravity, JointForce, PointForce
+from ..model.forces import Gravity, JointForce, PointForce, PointTorque
 from ..model.sda import SpringDamperActuator
 from ..series import BodySeries
 from ..spatial import rot_to_quat_batch
 from . import _flexblock as FB
 from . import _flexkernels as FK
 from . import _kernels as K
+from . import _nbloops as NL
 from .general import general_flexible
 
 __all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
@@ -541,15 +542,26 @@ class FlexTree:
             self.Fm[k, FK.FM_QAPP, :nk] -= KGw @ np.asarray(q)[sq]
 
     def point_force(self, fe, t, q, state, fext, qd=None):
-        """A PointForce at a deforming frame of a flexible body: its wrench about the body
-        origin (body axes) into ``fext`` and its modal force ``U^T f_b`` into the applied
-        modal forces; a SpringDamperActuator with an end at a deforming frame (needs the
-        speeds ``qd``); an element with ``frame_wrenches`` (cut-joint wrenches of the loop
-        layer) through the frames that carry them. Returns False for any other element."""
-        if type(fe) is SpringDamperActuator and fe.deforming_ends():
-            self._sda(fe, t, q, qd, state, fext)
+        """Apply the force element ``fe`` at time ``t`` (s), state ``q``, ``qd`` (after a
+        kinematics pass with world poses): a PointForce, PointTorque or
+        SpringDamperActuator by its row of :meth:`point_loads`
+        (:func:`._nbloops.flex_point_load`: wrenches into ``fext``, modal forces at
+        deforming frames into the applied modal forces); an element with
+        ``frame_wrenches`` (cut-joint wrenches of the loop layer) through the frames that
+        carry them. Returns False for any other element."""
+        table = self.point_loads()
+        e = table["rows"].get(id(fe))
+        if e is not None:
+            PI, PF, PU, _ = table["P"]
+            q = np.ascontiguousarray(q, dtype=float)
+            v = np.zeros(self.system.nv) if qd is None else np.ascontiguousarray(qd, dtype=float)
+            for row, cols, fn in table["timers"].get(e, ()):
+                PF[row, cols] = fn(t)
+            if type(fe) is SpringDamperActuator:
+                self._free_length(table, e, fe, q, v)
+            if NL.flex_point_load(self.work, fext, e, PI, PF, PU, q, v) != 0:
+                fe.line_length(np.zeros(3))  # raises: the ends coincide
             return True
-
         if hasattr(fe, "frame_wrenches"):
             s = self.system
             for body, point, n, f, frame in fe.frame_wrenches(t, state):
@@ -564,80 +576,145 @@ class FlexTree:
                     fext[k, :3] += Rw.T @ n_o
                     fext[k, 3:] += Rw.T @ np.asarray(f, float)
             return True
-        if type(fe) is not PointForce or fe.attachment is None:
-            return False
-        s = self.system
-        k = s.label(fe.body)
-        if k is None or k not in self.flex_labels:
-            return False
-        md = _frame_modes(fe.attachment, fe.body)
-        if md is None:
-            return False
-        U = md[1]
-        b = fe.body
-        qk = q[s.modal_slices[b.name].q]
-        R, _ = state.pose(b)
-        f = np.asarray(fe.force(t), float)
-        fb = f if fe.frame == "body" else R.T @ f
-        sp = np.asarray(fe.attachment.position, float) + U @ qk
-        fext[k, :3] += np.cross(sp, fb)
-        fext[k, 3:] += fb
-        self.Fm[k, FK.FM_QAPP, : self.nf[k]] += U.T @ fb
-        return True
+        return False
 
-    def _sda_end(self, body, point, frame, q, qd, state):
-        """World point and velocity of an SDA end, with its body-axes position and
-        translation modes (None for a point fixed in its body frame)."""
-        s = self.system
-        if body is s.model.ground:
-            return np.asarray(point, float), np.zeros(3), None, None
-        R, r = state.pose(body)
-        w, v = state.twist(body)
-        md = _frame_modes(frame, body) if frame is not None else None
-        if md is None:
-            sp, U, vrel = np.asarray(point, float), None, np.zeros(3)
-        else:
-            sq, sv = s.modal_slices[body.name]
-            U = md[1]
-            sp = np.asarray(frame.position, float) + U @ q[sq]
-            vrel = R @ (U @ qd[sv])
-        rho = R @ sp
-        return r + rho, v + np.cross(w, rho) + vrel, sp, U
-
-    def _sda(self, fe, t, q, qd, state, fext):
-        """A SpringDamperActuator with an end at a deforming frame: the points follow the
-        deformation, ``P = r + R (s0 + U q)``, ``v_P = v + w x R s + R U qd``; the tension
-        ``f = k (l - l0) + c ldot + fa(t)`` acts along the line (end i pulled towards j);
-        on a flexible end its wrench about the body origin and the modal force
-        ``U^T f_b``, on a rigid end the wrench about its e_k origin. ``l0`` (when not
-        given) is the length at the first evaluation, as for rigid-point SDAs."""
-        s = self.system
-        Pi, vi, spi, Ui = self._sda_end(fe.body_i, fe.point_i, fe.frame_i, q, qd, state)
-        Pj, vj, spj, Uj = self._sda_end(fe.body_j, fe.point_j, fe.frame_j, q, qd, state)
-        d = Pj - Pi
-        length = fe.line_length(d)
-        u = d / length
+    def _free_length(self, table, e, fe, q, v):
+        """Row ``e``'s free length ``l0`` (m) from the SDA ``fe``; a missing one is set to
+        the length at ``(q, v)`` (after a kinematics pass with world poses): the first
+        evaluation's, as for rigid-point SDAs."""
+        PI, PF, PU, _ = table["P"]
         if fe.l0 is None:
-            fe.l0 = length
-        f = fe.line_force(t, length, float(u @ (vj - vi)))
-        for body, P, sp, U, F in (
-            (fe.body_i, Pi, spi, Ui, f * u),
-            (fe.body_j, Pj, spj, Uj, -f * u),
-        ):
-            if body is s.model.ground:
+            fe.l0 = float(NL.flex_sda_length(self.work, e, PI, PF, PU, q, v))
+        PF[e, 8] = fe.l0
+
+    def fix_free_lengths(self, q, v):
+        """Set the free length ``l0`` (m) of every SDA of :meth:`point_loads` given
+        without one to its length at ``(q, v)`` (the first evaluation's, for a compiled
+        block that starts there) and write every SDA's ``l0`` into the table."""
+        table = self.point_loads()
+        sdas = [(e, fe) for fe, e in table["elements"] if type(fe) is SpringDamperActuator]
+        if not sdas:
+            return
+        q = np.ascontiguousarray(q, dtype=float)
+        v = np.ascontiguousarray(v, dtype=float)
+        if any(fe.l0 is None for _, fe in sdas):
+            self.kinematics(q, v)
+        for e, fe in sdas:
+            self._free_length(table, e, fe, q, v)
+
+    def _point_end(self, body, point, frame):
+        """``(label, flexible, p, U)`` of one end of a point load: a flexible body's
+        floating-frame point and the translation modes of a deforming frame (zeros
+        else), a rigid body's point in e_k coordinates, a ground point (label 0); None
+        for a body outside the tree."""
+        s = self.system
+        U = np.zeros((3, self.nmax))
+        if body is s.model.ground:
+            return 0, 0, np.asarray(point, float), U
+        k = s.label(body)
+        if k is None:
+            return None
+        if k in self.flex_labels:
+            md = _frame_modes(frame, body) if frame is not None else None
+            if md is not None:
+                U[:, : self.nf[k]] = md[1]
+                point = frame.position
+            return k, 1, np.asarray(point, float), U
+        R0, r0 = s.body_pose(k, np.eye(3), np.zeros(3))  # body frame in e_k
+        return k, 0, R0 @ np.asarray(point, float) + r0, U
+
+    def point_loads(self):
+        """The point-load table of the kernels (:func:`._nbloops.flex_point_load`) of the
+        PointForce, PointTorque and SpringDamperActuator elements of the model (cached
+        per model revision): ``{"P": (PI, PF, PU, PT), "rows": {id(element): row},
+        "elements": [(element, row)], "timers": {row: [(row, columns, f(t))]}, "timed":
+        [(row, column)], "complete": bool}``. ``PT`` (m, 2) int64 lists the ``(row,
+        column)`` of the m values that are functions of time (force and torque vectors,
+        SDA actuator forces), the order of ``timed``; ``f(t)`` gives their values (N,
+        N m; a rigid body's body-axes vector in e_k axes). ``complete``: every force
+        element but gravity and joint forces has a row. An SDA's ``l0`` column is set by
+        :meth:`fix_free_lengths` (or the first evaluation)."""
+        s = self.system
+        key = s.model.revision
+        cached = getattr(self, "_points", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        PI, PF, PU, elements, timers, timed = [], [], [], [], {}, []
+        complete = True
+        for fe in s.model.forces():
+            if isinstance(fe, Gravity | JointForce):
                 continue
-            k = s.label(body)
-            if k in self.flex_labels:
-                R, _ = state.pose(body)
-                fb = R.T @ F
-                fext[k, :3] += np.cross(sp, fb)
-                fext[k, 3:] += fb
-                if U is not None:
-                    self.Fm[k, FK.FM_QAPP, : self.nf[k]] += U.T @ fb
-            else:
-                Rw, rw = state.frames[0][k], state.frames[1][k]
-                fext[k, :3] += Rw.T @ np.cross(P - rw, F)
-                fext[k, 3:] += Rw.T @ F
+            row = self._point_row(fe)
+            if row is None:
+                complete = False
+                continue
+            e = len(PI)
+            ints, floats, U, tm = row
+            PI.append(ints)
+            PF.append(floats)
+            PU.append(U)
+            elements.append((fe, e))
+            if tm is not None:
+                cols, fn = tm
+                timers[e] = [(e, cols, fn)]
+                idx = range(cols.start, cols.stop) if isinstance(cols, slice) else (cols,)
+                timed += [(e, c) for c in idx]
+        nm = self.nmax
+        table = {
+            "P": (
+                np.array(PI, np.int64).reshape(-1, 6),
+                np.array(PF, float).reshape(-1, 10),
+                np.array(PU, float).reshape(-1, 2, 3, nm),
+                np.array(timed, np.int64).reshape(-1, 2),
+            ),
+            "rows": {id(fe): e for fe, e in elements},
+            "elements": elements,
+            "timers": timers,
+            "timed": timed,
+            "complete": complete,
+        }
+        self._points = (key, table)
+        return table
+
+    def _point_row(self, fe):
+        """``(ints, floats, U (2, 3, nmax), (columns, f(t)) or None)`` of the table row of
+        ``fe`` (:meth:`point_loads`), or None."""
+        row = np.zeros(10)
+        U = np.zeros((2, 3, self.nmax))
+        if type(fe) is SpringDamperActuator:
+            ends = [
+                self._point_end(fe.body_i, fe.point_i, fe.frame_i),
+                self._point_end(fe.body_j, fe.point_j, fe.frame_j),
+            ]
+            if None in ends:
+                return None
+            (ka, fa, pa, U[0]), (kb, fb, pb, U[1]) = ends
+            row[0:3], row[3:6] = pa, pb
+            row[6:10] = fe.k, fe.c, np.nan if fe.l0 is None else fe.l0, fe.actuator_force(0.0)
+            timer = (9, fe.actuator_force) if callable(fe.fa) else None
+            return (NL.P_SDA, ka, kb, fa, fb, 0), row, U, timer
+        if type(fe) not in (PointForce, PointTorque):
+            return None
+        force = type(fe) is PointForce
+        end = self._point_end(
+            fe.body, fe.point if force else np.zeros(3), fe.attachment if force else None
+        )
+        if end is None or end[0] == 0:
+            return None
+        k, flex, p, U[0] = end
+        body_axes = fe.frame == "body"
+        value = fe.force if force else fe.torque
+        R0 = None if flex or not body_axes else self.system.body_pose(k, np.eye(3), np.zeros(3))[0]
+
+        def vector(t):
+            x = np.asarray(value(t), dtype=float)
+            return R0 @ x if R0 is not None else x
+
+        row[0:3] = p if force else 0.0
+        row[3:6] = vector(0.0)
+        kind = NL.P_FORCE if force else NL.P_TORQUE
+        timer = None if getattr(value, "constant", False) else (slice(3, 6), vector)
+        return (kind, k, 0, flex, 0, int(body_axes)), row, U, timer
 
     def clear_applied(self):
         self.Fm[:, FK.FM_QAPP] = 0.0
@@ -664,24 +741,29 @@ class FlexTree:
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
     def rk4_loads(self):
-        """The loads of the compiled RK4 block (:func:`._flexblock.flex_rk4_block`) when the
-        Python path's loads of this tree are gravity, joint and modal forces ``tau``, joint
-        spring-damper laws and constant joint forces (no two on one speed) only, else None
-        (a force element or a joint force law evaluated in Python, the tree of a closed-loop
-        system). A tuple ``(LI, LF, actuators, MI, modal, constant)``: per law, in the order
-        the system applies them, its joint coordinate and speed indices ``LI`` (int64),
-        stiffness, damping and rest coordinate ``LF`` (SI) and actuator function of time
-        (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI`` (label,
-        mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal`` (q
-        offset, v offset, modes) of every flexible body (the coordinate rates);
-        ``constant``: the speed indices and values (N, N m) of the constant joint forces.
-        Read on the refreshed system."""
+        """The loads of the compiled blocks (:func:`._flexblock.flex_rk4_block`,
+        :func:`._flexblock.flex_rk_block`) when the Python path's loads of this tree are
+        gravity, joint and modal forces ``tau``, joint spring-damper laws, constant joint
+        forces (no two on one speed) and the point loads of :meth:`point_loads` (point
+        forces and torques, SDAs with rigid, ground or deforming ends) only, else None (a
+        force element or a joint force law evaluated in Python, the tree of a closed-loop
+        system). A tuple ``(LI, LF, actuators, MI, modal, constant, points)``: per law, in
+        the order the system applies them, its joint coordinate and speed indices ``LI``
+        (int64), stiffness, damping and rest coordinate ``LF`` (SI) and actuator function
+        of time (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI``
+        (label, mode, speed index) of every modal speed (:meth:`add_modal_tau`); ``modal``
+        (q offset, v offset, modes) of every flexible body (the coordinate rates);
+        ``constant``: the speed indices and values (N, N m) of the constant joint forces;
+        ``points``: the table of :meth:`point_loads`. Read on the refreshed system."""
         s = self.system
         if s.algorithm != "serialized" or s.applied_by_caller:  # (a closed loop's tree)
             return None
+        points = self.point_loads()
+        if not points["complete"]:
+            return None
         laws, consts, law_v, const_v = [], {}, set(), []
         for f in s.model.forces():
-            if isinstance(f, Gravity):
+            if isinstance(f, Gravity) or id(f) in points["rows"]:
                 continue
             if not isinstance(f, JointForce) or (f.law is None and f.constant_force is None):
                 return None
@@ -722,20 +804,21 @@ class FlexTree:
             [(sq.start, sv.start, sq.stop - sq.start) for sq, sv in s.modal_slices.values()],
             np.int64,
         ).reshape(-1, 3)
-        return LI, LF, acts, MI, modal, (cidx, const[cidx])
+        return LI, LF, acts, MI, modal, (cidx, const[cidx]), points
 
     def energy_samples(self, t, q, qd, tau=None):
         """``{"kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external"}``
         (nt,) each, J and W, of the history ``t`` (nt,) s, ``q`` (nt, nq), ``qd`` (nt,
         nv), joint and modal forces ``tau`` (nt, nv) or None, by one compiled call
         (:func:`._flexblock.flex_energies`, the definitions of
-        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`); None when the loads
-        are not those of :meth:`rk4_loads` (the per-state methods then apply). The
-        actuators that are functions of time are evaluated at ``t`` in Python."""
+        :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`, the point loads' as
+        :meth:`point_energies`); None when the loads are not those of :meth:`rk4_loads`
+        (the per-state methods then apply). The actuators and point loads that are
+        functions of time are evaluated at ``t`` in Python."""
         loads = self.rk4_loads()
         if loads is None:
             return None
-        LI, LF, acts, _, _, (cidx, cval) = loads
+        LI, LF, acts, _, _, (cidx, cval), points = loads
         s = self.system
         Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
         V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
@@ -746,14 +829,57 @@ class FlexTree:
         for m, fa in enumerate(acts):
             if fa is not None:
                 FA[:, m] = [float(fa(x)) for x in t]
+        FV = self._timed_values(points, t)
+        if points["elements"]:
+            self.fix_free_lengths(Q[0], V[0])
         TAU = np.zeros((nt, s.nv))
         if tau is not None:
             TAU[:] = np.asarray(tau, dtype=float)
         TAU[:, cidx] += cval  # the constant joint forces
         out = np.empty((nt, 6))
-        FB.flex_energies(self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, out)
+        FB.flex_energies(
+            self.work, Q, V, TAU, s.arrays.gravity, s.use_gravity, LI, LF, FA, points["P"], FV,
+            out,
+        )  # fmt: skip
         keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")
         return {key: out[:, i].copy() for i, key in enumerate(keys)}
+
+    @staticmethod
+    def _timed_values(points, t):
+        """``(len(t), m)``: the point-load table's m values of time at the times ``t``."""
+        FV = np.empty((len(t), len(points["timed"])))
+        c = 0
+        for e in sorted(points["timers"]):
+            for _, _, fn in points["timers"][e]:
+                x = np.array([np.atleast_1d(fn(x)) for x in t]).reshape(len(t), -1)
+                FV[:, c : c + x.shape[1]] = x
+                c += x.shape[1]
+        return FV
+
+    def point_energies(self, t, q, qd):
+        """``(spring, p_damper, p_actuator, p_external)`` (J, W) of the point loads of
+        :meth:`point_loads` at time ``t`` (s) and the state ``q``, ``qd``: SDA springs
+        ``k (l - l0)^2 / 2``, dampers ``c ldot^2``, actuators ``-fa ldot`` with the ends
+        following the deformation, point forces ``f . v_P`` and torques ``n . w``
+        (:func:`._nbloops.flex_point_energy`, after a kinematics pass); None when a
+        force element other than gravity and joint forces has no row."""
+        table = self.point_loads()
+        if not table["complete"]:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        v = np.ascontiguousarray(qd, dtype=float)
+        out = np.zeros(4)
+        if not table["elements"]:
+            return out
+        PI, PF, PU, PT = table["P"]
+        if len(PT):
+            PF[PT[:, 0], PT[:, 1]] = self._timed_values(table, np.array([float(t)]))[0]
+        self.fix_free_lengths(q, v)
+        self.kinematics(q, v)
+        for _, e in table["elements"]:
+            if NL.flex_point_energy(self.work, e, PI, PF, PU, q, v, out) != 0:
+                return np.full(4, np.nan)
+        return out
 
 
 def body_series(system, q):

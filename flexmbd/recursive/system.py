@@ -1890,10 +1890,15 @@ class RecursiveSystem:
         of :class:`flexmbd.absolute.energy.EnergyMeter`: dissipated by SDA dampers
         (``c ldot^2``) and modal damping (``dq_f^T D dq_f``); delivered by SDA actuators,
         JointForce elements and the applied joint forces ``tau`` (``tau^T qd``); delivered
-        by other force elements (``sum F_b^T V_b``). ``None`` when force elements act on
-        flexible bodies (their loads at deforming frames are not summed here)."""
+        by other force elements (``sum F_b^T V_b``). A tree with flexible bodies: its point
+        loads' terms with the ends following the deformation
+        (:meth:`~flexmbd.recursive.flexible.FlexTree.point_energies`), ``None`` when
+        another force element acts on it."""
+        pe = None
         if self._ops.flex_labels and self._generic:
-            return None
+            pe = self._ops.point_energies(t, q, qd)
+            if pe is None:
+                return None
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         out = {"p_damper": 0.0, "p_actuator": 0.0, "p_external": 0.0}
         for f in self._joint_forces:
@@ -1911,7 +1916,11 @@ class RecursiveSystem:
             out["p_damper"] += e[1]
             out["p_actuator"] += e[2] - float(self.compiled_forces()[2][: self.nv] @ qd)
             out["p_external"] += e[3]
-        if self._generic and e is None:
+        if pe is not None:
+            out["p_damper"] += pe[1]
+            out["p_actuator"] += pe[2]
+            out["p_external"] += pe[3]
+        elif self._generic and e is None:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:
                 if hasattr(fe, "damper_power"):
@@ -1928,7 +1937,9 @@ class RecursiveSystem:
         """``{"gravity": ..., "spring": ...}`` (J), the definitions of
         :class:`flexmbd.absolute.energy.EnergyMeter`: ``gravity`` the potential of uniform
         gravity, ``spring`` the force elements' potentials (SDA springs
-        ``k (l - l0)^2 / 2``) plus the flexible bodies' strain energy ``q_f^T K q_f / 2``."""
+        ``k (l - l0)^2 / 2``; on a tree with flexible bodies with the SDA ends following the
+        deformation, :meth:`~flexmbd.recursive.flexible.FlexTree.point_energies`) plus the
+        flexible bodies' strain energy ``q_f^T K q_f / 2``."""
         Rw, rw, vel = self._kin(q, np.zeros(self.nv))
         mc = self._Vv[V_MC]
         g = -float(
@@ -1942,8 +1953,13 @@ class RecursiveSystem:
             g -= float(self._gravity @ (inv.mass * r + R @ Sbar))
             spring += 0.5 * float(qk @ inv.K @ qk)  # strain energy
         e = self._table_energy(np.zeros(self.nv))
+        pe = None
+        if self._ops.flex_labels and self._generic:  # SDA ends following the deformation
+            pe = self._ops.point_energies(t, q, np.zeros(self.nv))
         if e is not None:
             spring += e[0]
+        elif pe is not None:
+            spring += pe[0]
         elif self._generic:
             st = _State(self, Rw.copy(), rw.copy(), vel.copy())
             for fe in self._generic:

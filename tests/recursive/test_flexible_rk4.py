@@ -53,7 +53,7 @@ def flex_chain(n=2, stiff=False, loads=True, tip=True, act0=None):
 def counted(monkeypatch):
     """The compiled flexible blocks' calls (intervals asked for) from now on."""
     calls, inner = [], FB.flex_rk4_block
-    monkeypatch.setattr(FB, "flex_rk4_block", lambda *a: calls.append(a[10]) or inner(*a))
+    monkeypatch.setattr(FB, "flex_rk4_block", lambda *a: calls.append(a[5]) or inner(*a))
     return calls
 
 
@@ -113,10 +113,13 @@ def test_floating_flexible_tree_blocks_equal_the_python_path(monkeypatch):
 
 
 def test_loads_outside_the_block_keep_the_python_path(monkeypatch):
-    """A point force, a Python joint force law or tau as a function of time: no block,
-    the Python path's numbers."""
+    """A user's force element (Python ``wrenches``), a Python joint force law or tau as a
+    function of time: no block, the Python path's numbers (point forces, torques and
+    SDAs take the blocks: test_flexible_points.py)."""
+    from .test_flexible_points import Drag
+
     m = flex_chain(n=1)
-    m.push = fm.PointForce(m.b0, m.b0.interface("B"), (0.0, 0.0, 2.0))
+    m.drag = Drag(m.tip)
     s = m.compile("recursive")
     calls = counted(monkeypatch)
     s.simulate(0.002, dt=2e-4, integrator="rk4")
