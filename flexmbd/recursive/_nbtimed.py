@@ -143,7 +143,7 @@ _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 _NO_E3 = np.zeros(0)
 
 
-def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall):
+def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall, after=None):
     """Up to ``k`` accepted steps of scipy's ``RK45`` / ``RK23`` / ``DOP853`` ``solver``
     (scalar tolerances) from its state, each attempt by :func:`timed_rk_attempt`: a
     block of :meth:`flexmbd.integrators.stepper.ExplicitStepper._solver_block` (its
@@ -158,7 +158,10 @@ def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall):
     right-hand side, rejected attempts included. A step below ``min_step``, a failed
     evaluation or an exception of ``tabulate`` hands the step back (scipy's ``step()``
     then redoes it and meets the same failure: the functions of that step are called
-    again)."""
+    again). ``after(j, y_new, f_new, yc, lam)``, if given, is called after accepted step
+    ``j`` (its state, derivative, and a loop's corrected state and multipliers of the
+    step's last evaluation, whose tree pass and force table values the workspaces still
+    hold)."""
     s = solver
     E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
     A, B, C, K = s.A, s.B, s.C, s.K
@@ -213,6 +216,8 @@ def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall):
             h_abs = att[2]
         if code == BLOCK_HANDBACK:
             return j, Y, REC, f, out
+        if after is not None:
+            after(j, y_new, f_new, yc, lam)
         if code != ATTEMPT_GO:
             return j + 1, Y, REC, f, out
     out[0] = _DONE
