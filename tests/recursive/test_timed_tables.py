@@ -297,3 +297,40 @@ def test_a_failing_function_of_a_loop_fails_as_scipys_steps(monkeypatch, integra
     assert "JointForce.of_time on 'a'" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) > 2
     same_run(fast.partial, ref.partial)
+
+
+@pytest.mark.parametrize("max_step", [1e-9, 1e-15])
+def test_a_loop_stall_fails_as_scipys_steps(monkeypatch, max_step):
+    """A loop's stall in the compiled attempts (``max_step`` forcing tiny steps: the pace
+    rule, the floor rule): the error of scipy's steps -- class, message, time, partial
+    rows."""
+    s = loop_model([])
+    counters = counted(monkeypatch, L._LoopStepper)
+
+    def stalled():
+        st = s.stepper(0.3, integrator="dop853", rtol=1e-9, atol=1e-11)
+        st.solver.max_step = max_step  # (the stepper takes no max_step: planted)
+        run(st, st.t_end, progress=False)
+
+    fast, ref = failures_on_both_paths(monkeypatch, L._LoopStepper, "timed_blocks", stalled)
+    assert "stalled" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time
+    assert len(fast.partial.t) == (200 if max_step > 1e-12 else 20)
+    assert sum(counters[0]) == len(fast.partial.t)
+    same_run(fast.partial, ref.partial)
+
+
+def test_a_state_that_blows_up_fails_as_scipys_steps(monkeypatch):
+    """A point force of time of 1e305 N from 0.1 s: the attempt's tree solve meets the
+    non-finite state and hands the step back, scipy's step meets it in the Python
+    forward dynamics: the same error (class, message, time, partial rows) as the path
+    before."""
+    m = chain(3)
+    m.push = fm.PointForce(m.rod1, (0.5, 0, 0), lambda t: [0.0, 0.0, 1e305 if t > 0.1 else 0.0])
+    s = m.compile("recursive")
+    fast, ref = failures_on_both_paths(
+        monkeypatch, TreeStepper, "timed_blocks", lambda: s.simulate(0.3, integrator="rk45")
+    )
+    assert "non-finite" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time > 0.1 and len(fast.partial.t) > 2
+    same_run(fast.partial, ref.partial)
