@@ -1,22 +1,25 @@
-"""Adaptive runs of closed loops whose loads are Python functions of time.
+"""Adaptive runs of closed loops and trees whose loads are Python functions of time.
 
 A four-bar (``tests/models.py``) and Andrews' squeezer (``examples/andrews_squeezer.py``),
 each with a crank drive ``JointForce.of_time`` (a sine), under RK45 and DOP853 with an
 output sample at every accepted step. CPU time per accepted step, in one process, runs
 interleaved, median [min-max] over the rounds, of
 
-* ``of_time``: scipy's steps on the compiled right-hand side, the drive evaluated in
-  Python at each evaluation's time (``LoopSystem.set_time``);
-* Python law: the same drive as a law ``f(t, q, qd)``, the projector's Python path
-  (what an ``of_time`` drive took before);
+* ``of_time``: each attempt of each step by one compiled call
+  (``_nbtimed.timed_block``), the drive evaluated in Python at the attempt's stage
+  times and tabulated for it;
+* ``of_time, scipy steps``: the path before (``_LoopStepper.timed_blocks = False``):
+  scipy's steps on the compiled right-hand side, the drive evaluated in Python at each
+  evaluation's time (``LoopSystem.set_time``); the same numbers bit for bit;
+* Python law: the same drive as a law ``f(t, q, qd)``, the projector's Python path;
 * compiled law: the same drive as a numba cfunc (``JointForce.compiled_law``), whose
   clock the compiled steps and blocks set per stage (the lower bound: no Python call
   per evaluation).
 
 Also the space robot (``examples/space_robot.py``, a floating tree with twelve
-``of_time`` drives) under RK45: scipy's steps on the compiled single-state forward
-dynamics, its drives tabulated per evaluation (a tree path this benchmark only
-measures).
+``of_time`` drives) under RK45 and DOP853: the compiled attempts against scipy's steps on
+the compiled single-state forward dynamics (``TreeStepper.timed_blocks = False``, the
+path before; the same numbers bit for bit).
 
 Usage: ``python benchmarks/bench_timedloops.py [--write] [--rounds N]`` (``--write``
 replaces the ``timed-loops`` section of benchmarks/RESULTS.md).
@@ -47,6 +50,8 @@ from bench_cfa import load_space_robot  # noqa: E402
 from results_file import replace_section  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
+from flexmbd.integrators.explicit import TreeStepper  # noqa: E402
+from flexmbd.recursive.loops import _LoopStepper  # noqa: E402
 
 START, END = "<!-- timed-loops:start -->", "<!-- timed-loops:end -->"
 
@@ -76,7 +81,7 @@ def _with_drive(m, joint, amp, w, kind):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the squeezer's own drive replaced)
-        if kind == "of_time":
+        if kind.startswith("of_time"):
             m.drive = fm.JointForce.of_time(getattr(m, joint), f)
         elif kind == "python":
             m.drive = fm.JointForce(getattr(m, joint), lambda t, q, qd: [f(t)])
@@ -97,11 +102,18 @@ def models():
     }  # fmt: skip
 
 
-def per_step(system, t_end, tol, integrator):
-    """CPU seconds per accepted step of ``simulate`` (a sample at every step)."""
-    tic = time.process_time()
-    res = system.simulate(t_end, integrator=integrator, rtol=tol[0], atol=tol[1])
-    return (time.process_time() - tic) / (len(res.t) - 1), len(res.t) - 1
+def per_step(system, t_end, tol, integrator, kind):
+    """CPU seconds per accepted step of ``simulate`` (a sample at every step); ``kind``
+    ending in "scipy steps": the path before the compiled attempts."""
+    old = kind.endswith("scipy steps")
+    TreeStepper.timed_blocks = _LoopStepper.timed_blocks = not old
+    try:
+        tic = time.process_time()
+        res = system.simulate(t_end, integrator=integrator, rtol=tol[0], atol=tol[1])
+        dt = time.process_time() - tic
+    finally:
+        TreeStepper.timed_blocks = _LoopStepper.timed_blocks = True
+    return dt / (len(res.t) - 1), len(res.t) - 1
 
 
 def main(argv=None):
@@ -111,35 +123,40 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import numba
 
-    kinds = ("of_time", "python", "compiled")
+    kinds = ("of_time", "of_time, scipy steps", "python", "compiled")
     cases = {}
     for name, (build, t_end, tol) in models().items():
         for integrator in ("rk45", "dop853"):
             for kind in kinds:
                 cases[(name, integrator, kind)] = (build(kind), t_end, tol, integrator)
     robot = load_space_robot().compile("recursive")
-    cases[("space robot", "rk45", "of_time")] = (robot, 0.2, (1e-8, 1e-10), "rk45")
-    for s, t_end, tol, integ in cases.values():  # compile and warm
-        per_step(s, t_end, tol, integ)
+    for integrator in ("rk45", "dop853"):
+        for kind in ("of_time", "of_time, scipy steps"):
+            cases[("space robot", integrator, kind)] = (robot, 1.0, (1e-8, 1e-10), integrator)
+    for k, (s, t_end, tol, integ) in cases.items():  # compile and warm
+        per_step(s, t_end, tol, integ, k[2])
     times = {k: [] for k in cases}
     steps = {}
     for _ in range(args.rounds):
         for k, (s, t_end, tol, integ) in cases.items():
-            dt, steps[k] = per_step(s, t_end, tol, integ)
+            dt, steps[k] = per_step(s, t_end, tol, integ, k[2])
             times[k].append(dt)
     load = os.getloadavg()
     lines = [
-        "## Adaptive closed loops with loads that are Python functions of time",
+        "## Adaptive closed loops and trees with loads that are Python functions of time",
         "",
         "A crank drive `JointForce.of_time` (N m: `a (1 + 0.1 sin(w t))`) on the four-bar "
         "of tests/models.py (0.5 s, rtol 1e-9) and on Andrews' squeezer (0.003 s, rtol "
         "1e-10), an output sample at every accepted step. CPU time per accepted step of "
         f"`simulate`, median [min-max] of {args.rounds} interleaved rounds. `of_time`: "
-        "scipy's steps on the compiled right-hand side, the drive called in Python at "
-        "each evaluation's time; Python law: the same drive as `f(t, q, qd)` (the "
-        "projector's Python path, which `of_time` took before); compiled law: a numba "
-        "cfunc (compiled steps and blocks). The space robot (twelve `of_time` drives, a "
-        "floating tree, RK45 rtol 1e-8) for reference: that tree path is unchanged.",
+        "each attempt by one compiled call (`_nbtimed.timed_block`), the drive called in "
+        "Python at the attempt's stage times and tabulated; `of_time, scipy steps`: the "
+        "path before (scipy's steps on the compiled right-hand side, the drive called at "
+        "each evaluation's time; the same numbers bit for bit); Python law: the same drive "
+        "as `f(t, q, qd)` (the projector's Python path); compiled law: a numba cfunc "
+        "(compiled steps and blocks, no Python call per evaluation). The space robot "
+        "(twelve `of_time` drives, a floating tree, 1 s, rtol 1e-8): the compiled attempts "
+        "against scipy's steps on the compiled forward dynamics (the path before).",
         "",
         "- Command: `python benchmarks/bench_timedloops.py --write`",
         f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "

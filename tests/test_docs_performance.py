@@ -22,6 +22,7 @@ from flexmbd.recursive import _flexblock as FB
 from flexmbd.recursive import _nbforces as NF
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive import _nbsingle as NS
+from flexmbd.recursive import _nbtimed as NT
 
 
 def counting(monkeypatch, module, name):
@@ -228,21 +229,39 @@ def test_tree_adaptive_steps_run_compiled_blocks(monkeypatch, integrator):
     assert len(qdd) == 2 and not batch and len(res.t) == res.meta["steps"] + 1 > 2
 
 
-@pytest.mark.parametrize("case", ["time function", "callable tau"])
+@pytest.mark.parametrize("case", ["python law", "callable tau"])
 def test_tree_adaptive_fallbacks_run_scipys_steps(monkeypatch, case):
-    """scipy's step code in Python around compiled evaluations: a load that is a
-    function of time, a callable ``tau``."""
+    """scipy's step code in Python around compiled evaluations: a Python force law of the
+    state, a callable ``tau``."""
     tau = None
     m = models.double_pendulum()
-    if case == "time function":
-        m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, np.cos(t), 0.0])
+    if case == "python law":
+        m.push = fm.JointForce(m.elbow, lambda t, q, qd: [0.1 * np.cos(t) - 0.2 * qd[0]])
     else:
         tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
     s = m.compile("recursive")
     blocks = counting(monkeypatch, NL, "tree_rk_block")
-    qdd = counting(monkeypatch, type(s), "qdd")
+    attempts = counting(monkeypatch, NT, "timed_block")
     res = s.simulate(0.03, integrator="rk45", tau=tau)
-    assert not blocks and len(qdd) == res.stats["rhs_evaluations"][-1]
+    assert not blocks and not attempts and res.meta["steps"] > 0
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_tree_adaptive_time_functions_run_compiled_attempts(monkeypatch, integrator):
+    """Section "Recursive formulation, trees": RK45 / DOP853 of a tree whose loads include
+    a Python function of time take every attempt in one compiled call
+    (``_nbtimed.timed_block``), the function tabulated at the attempt's stage times; the
+    Python right-hand side only for scipy's start."""
+    m = models.double_pendulum()
+    m.push = fm.PointForce(m.lower, (0.5, 0.0, 0.0), lambda t: [0.0, np.cos(t), 0.0])
+    s = m.compile("recursive")
+    blocks = counting(monkeypatch, NL, "tree_rk_block")
+    steps = []
+    inner = NT.timed_block
+    monkeypatch.setattr(NT, "timed_block", lambda *a: steps.append(a) or inner(*a))
+    qdd = counting(monkeypatch, type(s), "qdd")
+    res = s.simulate(0.3, integrator=integrator, rtol=1e-9, atol=1e-11)
+    assert not blocks and steps and res.meta["steps"] > 5 and len(qdd) == 2
 
 
 @pytest.mark.parametrize("integrator", ["rk45", "dop853"])
@@ -594,13 +613,13 @@ def test_loop_fallbacks_run_python(monkeypatch, case):
     assert len(res.t) == 4 and not calls and not step
 
 
-def test_loop_time_functions_rk4_compiled_adaptive_compiled_rhs(monkeypatch):
+def test_loop_time_functions_rk4_compiled_adaptive_compiled_attempts(monkeypatch):
     """A loop with a force element that is a function of time: RK4 runs the compiled
-    blocks (the values tabulated on the stage times); an adaptive run scipy's steps on
-    the compiled right-hand side (its stage times are known only inside the step: no
-    compiled steps or blocks), the values of time written per evaluation
-    (``LoopSystem.set_time``), the Python QR path only before the projector has its
-    rows."""
+    blocks (the values tabulated on the stage times); an adaptive run each attempt in
+    one compiled call (``_nbtimed.timed_block``: no compiled steps or blocks of
+    ``_nbloops``), the values of time tabulated at its stage times, the Python QR path
+    only before the projector has its rows; the samples at output times one compiled
+    call each with the values at their time (``LoopSystem.set_time``)."""
     m = models.four_bar()
     m.push = fm.PointForce(m.coupler, (0.5, 0.0, 0.0), lambda t: [0.0, 1.0 + t, 0.0])
     s = m.compile("recursive")
@@ -611,11 +630,12 @@ def test_loop_time_functions_rk4_compiled_adaptive_compiled_rhs(monkeypatch):
     assert len(res.t) == 4 and blocks
     steps = counting(monkeypatch, NL, "loop_rk_step")
     rk_blocks = counting(monkeypatch, NL, "loop_rk_block")
+    attempts = counting(monkeypatch, NT, "timed_block")
     python = counting(monkeypatch, s, "accelerations")  # the Python path's evaluations
     timed = counting(monkeypatch, s, "set_time")
     res = s.simulate(0.03, dt=0.01, integrator="dop853")
-    assert not steps and not rk_blocks and len(python) <= 2
-    assert len(timed) >= res.stats["rhs_evaluations"][-1] - len(python)
+    assert not steps and not rk_blocks and attempts and len(python) <= 2
+    assert len(timed) >= len(res.t) - 1
 
 
 def test_loop_adaptive_python_with_a_callable_tau(monkeypatch):

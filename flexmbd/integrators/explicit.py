@@ -47,6 +47,7 @@ from ..errors import FlexmbdError
 from ..recursive import _flexblock as _FB
 from ..recursive import _nbforces as _NF
 from ..recursive import _nbloops as _NL
+from ..recursive import _nbtimed as _NT
 from ..recursive.energy import energy_histories
 from ..recursive.flexible import STIFF_MAX_ITER, STIFF_TOL, body_series
 from ..results import Results
@@ -90,6 +91,11 @@ class TreeStepper(ExplicitStepper):
     dense_blocks = True
     #: :meth:`_dense_sample` (the quaternions' renormalization) is done by the dense block
     dense_sample_in_block = True
+    #: adaptive steps of a rigid tree whose loads include Python functions of time in
+    #: compiled attempts (:meth:`_timed_solver_block`); False: scipy's ``step()`` on
+    #: :meth:`_f` (the reference)
+    timed_blocks = True
+    _timed_failed = None  # the solver time of a step whose functions of time failed
 
     # contract: ExplicitStepper's options (passed on)
     def __init__(
@@ -279,9 +285,8 @@ class TreeStepper(ExplicitStepper):
         c = self._compiled_tree()
         if c is None:
             return self._flex_solver_block()
-        # (loads that are functions of time other than the clock: their stage times)
-        if c[4] and not c[6]:
-            return None
+        if c[4] and not c[6]:  # Python functions of time: tabulated per attempt
+            return self._timed_solver_block(c) if self.timed_blocks else None
         rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
@@ -301,6 +306,36 @@ class TreeStepper(ExplicitStepper):
                 self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok, c[5],
             )  # fmt: skip
             return done, Y, REC, f, out
+
+        return run
+
+    def _timed_solver_block(self, c):
+        """:meth:`_solver_block` of a rigid tree (:meth:`_compiled_tree` ``c``) whose loads
+        include Python functions of time: each attempt of each step by one compiled call
+        (:func:`flexmbd.recursive._nbtimed.timed_block`), the functions evaluated in
+        Python at the attempt's stage times (the times at which scipy's ``step()`` on
+        :meth:`_f` evaluates them) and tabulated for it. The output samples are left to
+        the batch after the run, as after scipy's steps."""
+        system, solver = self.system, self.solver
+        nj = len(system.joint_names)
+        ws = (np.empty(0), np.empty((0, 0)), np.empty(0))
+        rhs = (c[0], c[1], None, c[2], c[3], np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
+               np.empty((nj, 6)))  # fmt: skip
+
+        tab = system.timed_tabulator()
+
+        def tabulate(times):
+            return tab(times)[1:]
+
+        def run(k, t_stop, win, stall):
+            if self._timed_failed == solver.t:  # (handed back here: step() redoes it)
+                return 0, None, None, None, np.array([_NL.BLOCK_HANDBACK, 0.0, 0.0])
+            done, Y, REC, f, out = got = _NT.timed_block(
+                solver, rhs, tabulate, c[5], k, t_stop, self.n_steps, win, stall
+            )
+            if out[0] == _NL.BLOCK_HANDBACK:  # the step's start, once the block is taken
+                self._timed_failed = float(REC[done - 1, 0]) if done else float(solver.t)
+            return got
 
         return run
 
@@ -360,8 +395,8 @@ class TreeStepper(ExplicitStepper):
         if not self.dense_blocks or self._solver_block() is None:
             return None
         s, c = self.solver, self._compiled_tree()
-        if c is None:  # flexible bodies: scipy's dense output between the blocks
-            return None
+        if c is None or (c[4] and not c[6]):  # flexible bodies, Python functions of time:
+            return None  # scipy's dense output between the blocks
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         n = s.y.shape[0]
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)

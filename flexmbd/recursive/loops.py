@@ -125,11 +125,13 @@ from . import _kernels as K
 from . import _nbforces as _NF
 from . import _nbloops as _NL
 from . import _nbsingle as _NS
+from . import _nbtimed as _NT
 from .energy import energy_histories
 from .flexible import body_series, frame_motion
 from .system import RecursiveSystem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from .._typing import Array, ArrayLike, StrPath
@@ -645,6 +647,13 @@ class LoopSystem:
         (:meth:`RecursiveSystem.tabulated_forces`) over the time grid ``times`` (s): the
         values that are functions of time, for the compiled RK4 kernels."""
         return self.tree.tabulated_forces(times, (self._wrench_element,))
+
+    def timed_tabulator(self) -> Callable | None:
+        """:meth:`RecursiveSystem.timed_tabulator` of the tree's force table without the
+        cut-joint wrenches (the table of :meth:`compiled_rk4`): a function ``tab(times)
+        -> (table, TT, tix)`` that tabulates the values of time at the times ``times``
+        (s) by one Python call per function and time."""
+        return self.tree.timed_tabulator((self._wrench_element,))
 
     def _compiled_sample(self, q, qd, tau, P, viol, t=0.0):
         """An output sample at the time ``t`` (s) by the compiled loop: violations into
@@ -1539,6 +1548,8 @@ def _redo_step(solver, Solver, st, status, nfev):
 
 #: RK45 / RK23 have one error estimator: :func:`._nbloops.loop_rk_step` takes an empty E3
 _NO_E3 = np.zeros(0)
+#: no quaternion coordinates (:func:`._nbtimed.timed_block`; an adaptive loop has nq == nv)
+_NO_QOFF = np.zeros(0, dtype=np.int64)
 #: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.loop_rk_block_dense`)
 _NO_EXTRA = np.zeros((0, 1))
 
@@ -1604,6 +1615,11 @@ class _LoopStepper(ExplicitStepper):
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
     #: samples are evaluated after the run (the same numbers, bit for bit)
     dense_blocks = True
+    #: adaptive steps of a loop whose loads include Python functions of time in compiled
+    #: attempts (:meth:`_timed_solver_block`); False: scipy's steps on
+    #: :meth:`_compiled_f` (the reference, the same numbers bit for bit)
+    timed_blocks = True
+    _timed_failed = None  # the solver time of a step whose functions of time failed
 
     def __init__(self, system, P, projection, tau, t_end, **kw):
         super().__init__(system, t_end, **kw)
@@ -1744,7 +1760,7 @@ class _LoopStepper(ExplicitStepper):
             return None
         _, c, P, sel = _loop_selection(s)
         if sel is None:
-            return None
+            return self._timed_solver_block() if self.timed_blocks else None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         tau = self.constant_tau(c)
 
@@ -1777,6 +1793,63 @@ class _LoopStepper(ExplicitStepper):
 
         return run
 
+    def _timed_solver_block(self):
+        """:meth:`_solver_block` of a loop whose force table has Python functions of time
+        (``JointForce.of_time`` drives, actuators ``fa(t)``, point loads of time), where
+        scipy's step on :meth:`_compiled_f` would take the next step: each attempt by one
+        compiled call (:func:`._nbtimed.timed_block`, the correction inside each
+        evaluation as :func:`._nbloops.loop_rk_block`), the functions evaluated in Python
+        at the attempt's stage times (those of scipy's step) and tabulated for it
+        (:meth:`LoopSystem.timed_tabulator`); every-step runs write each accepted step's
+        sample as :meth:`_after_solver_step` does. None else."""
+        s, system = self.solver, self.system
+        st, _, P, _ = _loop_selection(s)
+        c = system.compiled_rk4(timed=True) if st is self and not self.qr_seen else None
+        sel = P.selection() if c is not None else None
+        if sel is None or np.ndim(s.atol) or np.ndim(s.rtol):
+            return None
+        tau = self.constant_tau(c)
+        rhs = (c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
+               _GUARD, c[5], c[6])  # fmt: skip
+        tab = system.timed_tabulator()
+
+        def tabulate(times):
+            return tab(times)[1:]
+
+        def run(k, t_stop, win, stall):
+            if self._timed_failed == s.t:  # (handed back here: step() redoes it)
+                return 0, None, None, None, np.array([_NL.BLOCK_HANDBACK, 0.0, 0.0])
+            rows = self.step_rows(sel, k)
+            after = None
+            if rows is not None:
+                i0 = self.i + 1
+                if rows.get("cuts") is None:
+                    rows["cuts"] = _NL.cut_arrays(c[2])
+
+                def after(j, y_new, f_new, yc, lam):
+                    r = self.step_rows(sel)
+                    n = r["n"]
+                    _NL.loop_step_sample(
+                        c[0], c[1], c[3], rows["cuts"], c[7], tau, sel, P.rtol, _GUARD, c[5],
+                        c[8], y_new, yc, lam, f_new, n, i0 + j, *r["out"],
+                    )  # fmt: skip
+                    r["n"] = n + 1
+
+            done, Y, REC, f, out = got = _NT.timed_block(
+                s, rhs, tabulate, _NO_QOFF, k, t_stop, self.n_steps, win, stall, after
+            )
+            if done:
+                P.selection_used()
+                P.regular_state(sel)
+            if out[0] == _NL.BLOCK_HANDBACK:
+                if out[1] != 0:  # (a failed evaluation, a step below scipy's smallest)
+                    s.handed_back = (int(out[1]), int(out[2]))
+                else:  # a function of time failed: the step by scipy's code meets it
+                    self._timed_failed = float(REC[done - 1, 0]) if done else float(s.t)
+            return got
+
+        return run
+
     def _solver_dense_block(self):
         """A compiled block of adaptive steps with the samples at the output times between
         them (:meth:`ExplicitStepper._solver_dense_block`):
@@ -1791,6 +1864,8 @@ class _LoopStepper(ExplicitStepper):
         if self._solver_block() is None:
             return None
         _, c, P, sel = _loop_selection(s)
+        if sel is None:  # (functions of time: scipy's dense output between the blocks)
+            return None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         tau = self.constant_tau(c)
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)

@@ -56,7 +56,7 @@ Explicit integration must resolve the highest modal frequency
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -2087,26 +2087,41 @@ class RecursiveSystem:
         no value depends on time. None as for :meth:`timed_forces`. ``ignore``: the
         table of a wrapping system without these elements (and ``applied_by_caller``,
         as :meth:`compiled_forces`), for the kernels of the wrapping system."""
+        tab = self.timed_tabulator(ignore)
+        return None if tab is None else tab(times)
+
+    def timed_tabulator(self, ignore: tuple | None = None) -> Callable | None:
+        """A function ``tab(times) -> (table, TT, tix)``: :meth:`tabulated_forces` of this
+        model revision with its rows and columns found once (for runs that tabulate
+        again at every step: :func:`._nbtimed.timed_block`); the functions of time are
+        called by time, each time's in the table's order (the order of the calls of
+        :meth:`timed_forces` at those times). None as for :meth:`tabulated_forces`."""
         entry = self._own_table() if ignore is None else self._table_entry(ignore)
         if entry is None:
             return None
-        tab, timers = entry
-        cols = []
-        for e, c, _ in timers:
+        table, timers = entry
+        cols, funcs = [], []
+        for e, c, fn in timers:
             idx = range(c.start, c.stop) if isinstance(c, slice) else (c,)
             cols += [(e, i) for i in idx]
+            w = len(idx)
+            funcs.append((len(cols) - w, len(cols), w > 1 or isinstance(c, slice), fn))
         tix = np.array(cols, dtype=np.int64).reshape(-1, 2)
-        times = np.asarray(times, dtype=float)
-        TT = np.empty((len(times), len(tix)))
-        m = 0
-        for _, c, fn in timers:  # one column (a scalar function) or a block of columns
-            w = c.stop - c.start if isinstance(c, slice) else 1
-            if fn is _clock:  # the table's clock: the times themselves
-                TT[:, m] = times
-            else:
-                TT[:, m : m + w] = np.reshape([fn(t) for t in times], (len(times), w))
-            m += w
-        return tab, TT, tix
+
+        def tab(times):
+            times = np.asarray(times, dtype=float)
+            TT = np.empty((len(times), len(tix)))
+            for r, t in enumerate(times.tolist()):
+                for a, b, block, fn in funcs:
+                    if fn is _clock:  # the table's clock: the times themselves
+                        TT[r, a:b] = t
+                    elif block:
+                        TT[r, a:b] = fn(t)
+                    else:
+                        TT[r, a] = fn(t)
+            return table, TT, tix
+
+        return tab
 
     def _table_for(self, ignore, timed):
         """The table of :meth:`compiled_forces` (``timed``: with values that are functions

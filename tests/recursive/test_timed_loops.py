@@ -74,8 +74,11 @@ def test_drives_of_time_equal_the_compiled_law_bit_for_bit(integrator, dt):
 
 def test_the_drive_is_called_at_each_evaluation_and_sample_time(monkeypatch):
     """One Python call of the drive per right-hand side evaluation, at its time, and at
-    the samples (forward dynamics, energies); the Python forward dynamics only where the
-    compiled law's run takes it too (the projector's first QR)."""
+    the samples (forward dynamics, energies): the compiled attempts
+    (``_LoopStepper.timed_blocks``) call it at the times, in the order, of scipy's steps
+    on the compiled right-hand side (``timed_blocks = False``), and run the Python
+    forward dynamics only where the compiled law's run takes it too (the projector's
+    first QR)."""
     seen, calls, python = [], [], []
     f = L._LoopStepper._f
     monkeypatch.setattr(L._LoopStepper, "_f", lambda st, t, y: calls.append(t) or f(st, t, y))
@@ -85,13 +88,24 @@ def test_the_drive_is_called_at_each_evaluation_and_sample_time(monkeypatch):
     )
     s, ref = four_bar("of_time", seen), four_bar("cfunc")
     for integrator, dt in (("rk45", None), ("dop853", 0.05)):
-        seen.clear(), calls.clear(), python.clear()
-        r = s.simulate(0.5, integrator=integrator, dt=dt, **KW)
+        runs = {}
+        for blocks in (False, True):
+            seen.clear(), calls.clear()
+            monkeypatch.setattr(L._LoopStepper, "timed_blocks", blocks)
+            r = s.simulate(0.5, integrator=integrator, dt=dt, **KW)
+            runs[blocks] = (r, list(seen), list(calls))
+        (r0, seen0, calls0), (r, seen1, calls1) = runs[False], runs[True]
         n_eval = r.stats["rhs_evaluations"][-1]  # (cumulative at each sample)
-        assert len(calls) == n_eval
-        assert set(seen) == set(calls) | set(r.t.tolist())
-        steps = set(calls)
-        assert len([t for t in seen if t in steps]) >= n_eval
+        assert n_eval == r0.stats["rhs_evaluations"][-1] == len(calls0)
+        assert seen1 == seen0  # the same calls, in the same order
+        assert set(seen0) == set(calls0) | set(r.t.tolist())
+        steps = set(calls0)
+        assert len([t for t in seen0 if t in steps]) >= n_eval
+        # Python evaluations: scipy's first two, DOP853's dense outputs (3 each)
+        dense = 3 * (len(r.t) - 1) if dt else 0
+        assert len(calls1) <= 2 + dense
+        python.clear()
+        s.simulate(0.5, integrator=integrator, dt=dt, **KW)
         n_python = len(python)
         python.clear()
         ref.simulate(0.5, integrator=integrator, dt=dt, **KW)

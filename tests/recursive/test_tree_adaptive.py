@@ -287,15 +287,16 @@ def test_conservative_chain_keeps_its_energy_to_the_tolerance(integrator, rtol):
     assert res.meta["steps"] > 20
 
 
-@pytest.mark.parametrize("case", ["callable tau", "time function"])
+@pytest.mark.parametrize("case", ["callable tau", "python law"])
 def test_fallbacks_run_scipys_steps(monkeypatch, case):
-    """scipy's step code on the Python right-hand side: a callable ``tau``, a load that is
-    a function of time (its stage times are known only inside the step)."""
+    """scipy's step code on the Python right-hand side: a callable ``tau``, a force law
+    of the state in Python (loads that are functions of time only: the compiled
+    attempts of tests/recursive/test_timed_tables.py)."""
     m, tau = chain(2), None
     if case == "callable tau":
         tau = lambda t, q, qd: [0.1 * np.sin(t), 0.0]  # noqa: E731
     else:
-        m.push = fm.PointForce(m.rod1, (0.5, 0.0, 0.0), lambda t: [0.0, np.sin(t), 0.0])
+        m.push = fm.JointForce(m.j1, lambda t, q, qd: [0.1 * np.sin(t) - 0.2 * qd[0]])
     s = m.compile("recursive")
     blocks, python = counted(monkeypatch)
     res = s.simulate(0.05, integrator="rk45", tau=tau)
