@@ -302,15 +302,11 @@ class TreeStepper(ExplicitStepper):
         the run outputs every step (the energies come after the run, as for RK4); None
         else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
         scipy's dense output in Python between the blocks."""
-        c = self._compiled_flex()
-        if c is None or any(fa is not None for fa in c[3][2]):
+        c = self._flex_rhs_args()
+        if c is None:
             return None
         s = self.solver
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _), qoff = c
-        empty = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
-        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
-        fargs = (*empty, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info,
-                 LI, LF, FA, MI, modal)  # fmt: skip
+        work, fargs, tau, qoff = c
         rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
@@ -333,6 +329,21 @@ class TreeStepper(ExplicitStepper):
 
         return run
 
+    def _flex_rhs_args(self):
+        """``(workspace, right-hand side arguments, tau, quaternion offsets)`` of the
+        compiled adaptive steps of a tree with flexible bodies
+        (:func:`flexmbd.recursive._nbloops._flex_rhs`: the loads of
+        :meth:`_compiled_flex`, none a function of time), or None."""
+        c = self._compiled_flex()
+        if c is None or any(fa is not None for fa in c[3][2]):
+            return None
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _), qoff = c
+        empty = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
+        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
+        fargs = (*empty, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER, info,
+                 LI, LF, FA, MI, modal)  # fmt: skip
+        return work, fargs, tau, qoff
+
     def _solver_dense_block(self):
         """A compiled block of adaptive steps with the output samples at the output times
         between them (:meth:`ExplicitStepper._solver_dense_block`), where
@@ -346,8 +357,6 @@ class TreeStepper(ExplicitStepper):
         if not self.dense_blocks or self._solver_block() is None:
             return None
         s, c = self.solver, self._compiled_tree()
-        if c is None:  # flexible bodies: scipy's dense output between the blocks
-            return None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         n = s.y.shape[0]
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
@@ -356,6 +365,9 @@ class TreeStepper(ExplicitStepper):
         else:  # RK45 / RK23: Q = K^T P (n, order + 1) into F, no extra stages
             Kx, AX, CX, D = s.K, _NO_EXTRA, _NO_E3, s.P
             F = np.empty((n, D.shape[1]))
+
+        if c is None:  # flexible bodies
+            return self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
 
         def run(k, te, win, stall):
             qdd, reac, ok, en = self._sample_arrays(self.i + len(te))
@@ -370,6 +382,32 @@ class TreeStepper(ExplicitStepper):
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
                 win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
                 reac, en, ok, c[5],
+            )  # fmt: skip
+            return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
+
+        return run
+
+    def _flex_dense_run(self, E3, E5, n, Kx, AX, CX, D, F):
+        """The dense block of :meth:`_solver_dense_block` for a tree with flexible bodies
+        (:meth:`_flex_rhs_args`): :func:`flexmbd.recursive._flexblock.flex_rk_block_dense`
+        writes each sample's accelerations (modal included) and reactions; the energies
+        come after the run, as for the other samples of a flexible tree."""
+        s = self.solver
+        work, fargs, tau, qoff = self._flex_rhs_args()
+
+        def run(k, te, win, stall):
+            qdd, reac, ok, _ = self._sample_arrays(self.i + len(te))
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
+            YS = np.empty((len(te), n))
+            done = _FB.flex_rk_block_dense(
+                work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
+                win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
+                reac, ok, qoff,
             )  # fmt: skip
             return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
 
