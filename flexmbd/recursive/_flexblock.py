@@ -403,3 +403,83 @@ def flex_dop853_dense(T, fargs, tau, reac, h, y_old, y, f, K, A_extra, D, F):
         for i in range(n):
             F[3 + r, i] = h * d[r, i]
     return 0
+
+
+@njit(cache=True)
+def flex_momenta(T, Q, V, out):
+    """Linear and angular momentum (world axes; angular about the world origin) of the
+    states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree with flexible bodies on the workspace
+    ``T`` (:class:`._flexkernels.FlexWork` as a plain tuple), the definition of
+    :meth:`flexmbd.recursive.RecursiveSystem.momentum`: per state ``out[i] = (p, L)``
+    (kg m/s, kg m^2/s), one kinematics pass (:func:`._flexkernels.kinematics`); every
+    body's ``h = I V`` (its rigid inertia at ``e_k``, body axes) turned to world axes
+    (``p += R h_v``, ``L += R h_w + r x (R h_v)``) in label order, then each flexible
+    body's ``M(q) u`` (:func:`._flexkernels.ffr_terms`; ``u`` its floating frame's twist
+    and modal speeds) at its floating frame's pose ``R = R_w R_C^T``, ``r = r_w - R p_C``.
+    The same sums as the per-state method; the products' rounding may differ from
+    numpy's (einsum, BLAS, ``mass_matrix``) in the last bits."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
+    Ft, Fw = W.Ft, W.Fw
+    N = Ia.shape[1] - 1
+    zero3 = np.zeros(3)
+    Mb, hb = W.Mb, W.Bm[0]
+    u = np.empty(Mb.shape[0])
+    Mu = np.empty(Mb.shape[0])
+    hk, pk, R = np.empty(6), np.empty(3), np.empty((3, 3))
+    for s in range(Q.shape[0]):
+        q, v = Q[s], V[s]
+        FK.kinematics(T, q, v, True)
+        p = np.zeros(3)
+        L = np.zeros(3)
+        for k in range(1, N + 1):
+            Rw, rw, Vk, Ik = R3[K.R_W, k], P3[K.P_W, k], Vv[K.V_VEL, k], Mm[K.M_I, k]
+            for i in range(6):
+                x = 0.0
+                for j in range(6):
+                    x += Ik[i, j] * Vk[j]
+                hk[i] = x
+            _add_momentum(Rw, rw, hk, pk, p, L)
+        for k in range(1, N + 1):
+            nk = Fi[FK.F_NF, k]
+            if nk == 0:
+                continue
+            fx, mq, mv = Fi[FK.F_FX, k], Fi[FK.F_MQ, k], Fi[FK.F_MV, k]
+            qk, qdk = q[mq : mq + nk], v[mv : mv + nk]
+            Vb = Fw[k, FK.W_VB]
+            FK.ffr_terms(W.Im, W.St, W.Si, W.Pi, W.KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], zero3,
+                         Mb, hb, W.A3)  # fmt: skip
+            mm = 6 + nk
+            for i in range(6):
+                u[i] = Vb[i]
+            for i in range(nk):
+                u[6 + i] = qdk[i]
+            for i in range(6):
+                x = 0.0
+                for j in range(mm):
+                    x += Mb[i, j] * u[j]
+                Mu[i] = x
+            Rw, rw = R3[K.R_W, k], P3[K.P_W, k]
+            RC, pC = Ft[k, FK.FR_OUT, :, 0:3], Ft[k, FK.FR_OUT, :, 3]
+            for i in range(3):  # R = Rw RC^T
+                for j in range(3):
+                    R[i, j] = Rw[i, 0] * RC[j, 0] + Rw[i, 1] * RC[j, 1] + Rw[i, 2] * RC[j, 2]
+            r = np.empty(3)
+            for i in range(3):
+                r[i] = rw[i] - (R[i, 0] * pC[0] + R[i, 1] * pC[1] + R[i, 2] * pC[2])
+            _add_momentum(R, r, Mu, pk, p, L)
+        for i in range(3):
+            out[s, i] = p[i]
+            out[s, 3 + i] = L[i]
+
+
+@njit(cache=True, inline="always")
+def _add_momentum(R, r, h, pk, p, L):
+    """``p += R h[3:]``, ``L += R h[:3] + r x (R h[3:])``: a body's momentum ``h``
+    (angular, linear; body axes) at the pose ``(R, r)`` added to the world sums."""
+    for i in range(3):
+        pk[i] = R[i, 0] * h[3] + R[i, 1] * h[4] + R[i, 2] * h[5]
+    for i in range(3):
+        a, b = (i + 1) % 3, (i + 2) % 3
+        L[i] += (R[i, 0] * h[0] + R[i, 1] * h[1] + R[i, 2] * h[2]) + (r[a] * pk[b] - r[b] * pk[a])
+        p[i] += pk[i]

@@ -755,6 +755,17 @@ class FlexTree:
         keys = ("kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external")
         return {key: out[:, i].copy() for i, key in enumerate(keys)}
 
+    def momentum_samples(self, q, qd):
+        """``(linear (nt, 3), angular (nt, 3))`` momentum (kg m/s, kg m^2/s; world axes,
+        angular about the world origin) of the history ``q`` (nt, nq), ``qd`` (nt, nv) by
+        one compiled call (:func:`._flexblock.flex_momenta`, the definition of
+        :meth:`~flexmbd.recursive.RecursiveSystem.momentum`)."""
+        Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
+        V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
+        out = np.empty((len(Q), 6))
+        FB.flex_momenta(self.work, Q, V, out)
+        return out[:, :3].copy(), out[:, 3:].copy()
+
 
 def body_series(system, q):
     """:class:`~flexmbd.results.BodySeries` of every body with modal coordinates over a

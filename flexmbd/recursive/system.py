@@ -1898,10 +1898,21 @@ class RecursiveSystem:
         """:meth:`momentum` over a history ``q`` (nt, nq), ``qd`` (nt, nv): ``(linear
         (nt, 3), angular (nt, 3))`` in world axes, angular about the world origin; the
         kinematics of every state in one compiled call for a rigid tree (the same
-        numbers as :meth:`momentum` per state), one state at a time otherwise."""
+        numbers as :meth:`momentum` per state), every state's momenta in one compiled
+        call with flexible bodies (:meth:`~flexmbd.recursive.flexible.FlexTree.momentum_samples`:
+        :meth:`momentum`'s sums, their products rounded in the compiled order, within a
+        few units of the last place of the largest term), one state at a time otherwise."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         self._refresh()
+        batch = getattr(self._ops, "momentum_samples", None) if self._ops.flex_labels else None
+        if batch is not None:
+            q, qd = self._check_state(q, qd)
+            if q.ndim != 2 or qd.shape[0] != q.shape[0]:
+                raise ModelError(
+                    f"momentum_history: q and qd need one row per state; got {q.shape}, {qd.shape}"
+                )
+            return batch(q, qd)
         if self._ops.flex_labels or not self._ops.compiled:
             mom = [self.momentum(a, b) for a, b in zip(q, qd, strict=True)]
             lin = np.array([m[0] for m in mom]).reshape(len(q), 3)
