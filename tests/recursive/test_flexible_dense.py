@@ -209,3 +209,33 @@ def test_flexible_momenta_in_one_compiled_pass(monkeypatch):
         assert np.abs(got - got[0]).max() < 1e-7 * scale  # conserved
     with pytest.raises(fm.errors.ModelError, match="one row per state"):
         s.momentum_history(res.q, res.qd[:-1])
+
+
+def test_rigid_momenta_history_equals_the_per_state_method(monkeypatch):
+    """``momentum_history`` of a rigid floating tree (a Free and a Spherical joint) by the
+    compiled pass (:func:`flexmbd.recursive._momenta.momenta_history`) equals the
+    per-state :meth:`momentum` (numpy's einsum products) bit for bit over a run's
+    history, one row and a slice; without loads the momenta are conserved."""
+    from flexmbd.recursive import _momenta
+
+    from .test_tree_adaptive import floating
+
+    s = floating().compile("recursive")
+    res = s.simulate(0.3, integrator="DOP853", rtol=1e-10, atol=1e-12, dt=1e-3)
+    calls = []
+    inner = _momenta.momenta_history
+    monkeypatch.setattr(
+        "flexmbd.recursive.system._momenta_history", lambda *a: calls.append(1) or inner(*a)
+    )
+    for rows in (slice(None), slice(0, 1), slice(100, 103)):
+        lin, ang = s.momentum_history(res.q[rows], res.qd[rows])
+        ref = [s.momentum(a, b) for a, b in zip(res.q[rows], res.qd[rows])]
+        np.testing.assert_array_equal(lin, np.array([r[0] for r in ref]))
+        np.testing.assert_array_equal(ang, np.array([r[1] for r in ref]))
+    assert len(calls) == 3
+    np.testing.assert_array_equal(
+        res.extra["momentum_linear"], s.momentum_history(res.q, res.qd)[0]
+    )
+    for k in ("momentum_linear", "momentum_angular"):
+        p = res.extra[k]
+        assert np.abs(p).max() > 0.1 and np.abs(p - p[0]).max() < 1e-8 * np.abs(p).max()
