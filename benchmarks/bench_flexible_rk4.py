@@ -336,8 +336,11 @@ def output_worker(quick, reps, dump):
     """``{case: {"steps", "samples": {label: n}, "cpu": {label: s per step}, "digest":
     {label: str}}}``: each process's best of ``reps`` whole ``simulate`` calls (CPU time)
     per accepted step, end only and with output every ~10 steps and ~3 per step; the
-    sampled runs' momenta (floating base) saved to the ``dump`` directory."""
-    out = {}
+    sampled runs' momenta (floating base) saved to the ``dump`` directory; ``"flexmbd"``
+    the package timed (imported first: ``bench_cfa`` puts this checkout on the path)."""
+    import flexmbd
+
+    out = {"flexmbd": flexmbd.__file__}
     for name, (s, qd0, t_end, meth) in output_cases(quick).items():
         res = s.simulate(t_end, qd0=qd0, integrator=meth, dt=t_end)  # kernels loaded
         n = res.meta["steps"]
@@ -374,7 +377,9 @@ def output_main(args):
             cmd += ["--quick"] if args.quick else []
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True,
                                   cwd=ROOT)  # fmt: skip
-            runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            got = json.loads(done.stdout.strip().splitlines()[-1])
+            assert Path(got.pop("flexmbd")).is_relative_to(Path(path).resolve()), label
+            runs[label].append(got)
             print(f"round {r + 1} {label} done", flush=True)
     lines = output_table(runs, dumps, args)
     print("\n".join(lines))
