@@ -20,7 +20,7 @@ Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
 batched call, except where the compiled blocks of a tree wrote them (RK4's first
-stages, the adaptive steps' samples at every step or, rigid trees, at the output times). A failure
+stages, the adaptive steps' samples at every step or at the output times). A failure
 (non-finite state, singular system, stepper failure) raises
 :class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
 (``err.partial``) and the time (``err.time``).
@@ -77,8 +77,8 @@ class TreeStepper(ExplicitStepper):
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
-    forces, and the adaptive pairs (:meth:`_flex_solver_block`) when none of those is a
-    function of time."""
+    forces, and the adaptive pairs (:meth:`_flex_solver_block`; with output times
+    :meth:`_flex_dense_run`) when none of those is a function of time."""
 
     #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
@@ -301,7 +301,7 @@ class TreeStepper(ExplicitStepper):
         accelerations (modal included) and reactions of every accepted step's sample when
         the run outputs every step (the energies come after the run, as for RK4); None
         else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
-        scipy's dense output in Python between the blocks."""
+        written by the dense blocks (:meth:`_solver_dense_block`)."""
         c = self._flex_rhs_args()
         if c is None:
             return None
@@ -353,7 +353,8 @@ class TreeStepper(ExplicitStepper):
         RK23's ``K^T P``; the operations of scipy's), renormalizes its quaternions
         (:meth:`_dense_sample`) and writes its accelerations, reactions and energies
         into the rows of :meth:`_sample_arrays` (what :meth:`finalize` would compute for
-        it); None else."""
+        it); with flexible bodies :meth:`_flex_dense_run` (the energies after the run);
+        None else."""
         if not self.dense_blocks or self._solver_block() is None:
             return None
         s, c = self.solver, self._compiled_tree()
