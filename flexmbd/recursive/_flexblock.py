@@ -483,3 +483,23 @@ def _add_momentum(R, r, h, pk, p, L):
         a, b = (i + 1) % 3, (i + 2) % 3
         L[i] += (R[i, 0] * h[0] + R[i, 1] * h[1] + R[i, 2] * h[2]) + (r[a] * pk[b] - r[b] * pk[a])
         p[i] += pk[i]
+
+
+@njit(cache=True)
+def flex_frame_history(T, Q, v, labels, Rout, rout):
+    """World poses of the tree frames ``e_k`` of the bodies ``labels`` over the states
+    ``Q`` (nt, nq) at the speeds ``v`` (nv,), on the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple): ``Rout[j, i]`` (3, 3) and
+    ``rout[j, i]`` (3,) (m, world) of label ``labels[j]`` at state ``i``, from one
+    :func:`._flexkernels.kinematics` pass per state (the values the per-state kinematics
+    leaves in the workspace)."""
+    W = FK.FlexWork(*T)
+    R3, P3 = W.R3, W.P3
+    for i in range(Q.shape[0]):
+        FK.kinematics(T, Q[i], v, True)
+        for j in range(labels.shape[0]):
+            k = labels[j]
+            for a in range(3):
+                rout[j, i, a] = P3[K.P_W, k, a]
+                for b in range(3):
+                    Rout[j, i, a, b] = R3[K.R_W, k, a, b]
