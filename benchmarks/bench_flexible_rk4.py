@@ -413,7 +413,9 @@ def output_table(runs, dumps, args):
         "samples' evaluations in a batch after the run, the floating base's momenta per "
         "state in Python), new = this checkout (the samples in the compiled blocks, "
         "`_flexblock.flex_rk_block_dense`; the momenta by one compiled pass, "
-        "`_flexblock.flex_momenta`); separate processes, interleaved round by round; "
+        "`_flexblock.flex_momenta`; the body series' poses in batches, "
+        "`_flexblock.flex_frame_history`, `spatial.quat_from_rotvec_batch`); separate "
+        "processes, interleaved round by round; "
         "2-core machine shared with other jobs.",
         f"- CPU time of the whole `simulate` per accepted step (us), median [min-max] over "
         f"{args.rounds} rounds of each process's best of {args.reps}; adds = sampled / end "
