@@ -783,12 +783,13 @@ def _sign_continuous(e):
     (possibly negated) row ``i - 1`` is negative, in place: what the loop ``if e[i] @
     e[i - 1] < 0: e[i] = -e[i]`` gives. Negating a row negates its products exactly, so
     only the signs of the products of the rows as given matter: each negative one flips
-    the running sign, a zero one resets it; products near zero (|p| < 1e-9, where
-    another rounding could change a sign) and zeros take that loop itself."""
+    the running sign, a zero or NaN one resets it; products near zero (|p| < 1e-9, where
+    another rounding could change a sign), zeros and NaN (a failed run's rows) take that
+    loop itself."""
     if len(e) < 2:
         return e
     p = np.einsum("ij,ij->i", e[1:], e[:-1])
-    if np.any(np.abs(p) < 1e-9):
+    if not np.all(np.abs(p) >= 1e-9):
         for i in range(1, len(e)):
             if e[i] @ e[i - 1] < 0:
                 e[i] = -e[i]

@@ -295,7 +295,8 @@ def test_body_series_batches_equal_the_per_state_poses(name):
 
 def test_sign_continuity_is_the_loop():
     """``_sign_continuous`` equals the row-by-row loop on random rows (products near zero
-    included: they take the loop), smooth paths with random sign flips, and 0 / 1 rows."""
+    included: they take the loop), smooth paths with random sign flips, rows of NaN
+    (a failed run's: the loop does not flip after them) and 0 / 1 rows."""
     from flexmbd.recursive.flexible import _sign_continuous
 
     rng = np.random.default_rng(5)
@@ -316,7 +317,11 @@ def test_sign_continuity_is_the_loop():
         e *= np.where(rng.random(n) < 0.3, -1.0, 1.0)[:, None]
         if trial % 3 == 0:
             e = rng.normal(size=(n, 4))
+        if trial % 5 == 1 and n > 10:
+            e[n // 2 :] = np.nan  # (a failed run's rows)
         want = loop(e)
         flips += int(np.sum(want != e))
         np.testing.assert_array_equal(_sign_continuous(e.copy()), want)
     assert flips > 100
+    e = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0], [np.nan, 0, 0, 0], [-1.0, 0, 0, 0]])
+    np.testing.assert_array_equal(_sign_continuous(e.copy()), loop(e))
