@@ -33,6 +33,14 @@ arms started with joint speeds): scipy's ``step()`` on the Python right-hand sid
 checked bit for bit; per accepted step the stepper's time, the whole call, and the
 evaluations' share of the compiled kernel alone. ``--write`` then replaces the
 ``flexible-adaptive`` section.
+
+``--output``: what output sampling adds to adaptive runs (RK45, DOP853) of the N = 5 chain
+and the space robot without its drives: each case end only, ~1 sample per 10 steps and
+~3 per step, CPU time of the whole ``simulate`` per accepted step; old (``--old``, a
+checkout without the samples in the compiled blocks) and new (this checkout) in separate
+processes, interleaved round by round; every sampled run's bits compared across the two
+(momenta apart: their round-off is reported). ``--write`` replaces the
+``flexible-adaptive-output`` section.
 """
 
 from __future__ import annotations
@@ -324,6 +332,160 @@ def adaptive_table(data, args):
     return lines
 
 
+OUTPUT = "flexible-adaptive-output"
+
+
+def digest(res):
+    """A digest of a run's bits but its momenta: times, states, accelerations,
+    reactions, energies, statistics, step count and body modal series."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for a in (res.t, res.q, res.qd, res.qdd, res.reactions):
+        h.update(np.ascontiguousarray(a).tobytes())
+    for group in (res.energy, res.stats):
+        for k in sorted(group):
+            h.update(k.encode() + np.ascontiguousarray(group[k], dtype=float).tobytes())
+    for k in sorted(res.body_series):
+        h.update(k.encode() + np.ascontiguousarray(res.body(k).modal).tobytes())
+    h.update(str(res.meta["steps"]).encode())
+    return h.hexdigest()
+
+
+def output_cases(quick):
+    """``{name: (system, qd0, t_end, integrator)}`` of ``--output``."""
+    t_c, t_r = (T_CHAIN / 4, T_ROBOT / 4) if quick else (T_CHAIN, T_ROBOT)
+    chain = chain_model(5, False).compile("recursive")
+    robot, qd0 = robot_undriven()
+    out = {}
+    for meth in ("RK45", "DOP853"):
+        out[f"chain N=5 {meth}"] = (chain, None, t_c, meth)
+        out[f"space robot (no drives) {meth}"] = (robot, qd0, t_r, meth)
+    return out
+
+
+def output_worker(quick, reps, dump):
+    """``{case: {"steps", "samples": {label: n}, "cpu": {label: s per step}, "digest":
+    {label: str}}}``: each process's best of ``reps`` whole ``simulate`` calls (CPU time)
+    per accepted step, end only and with output every ~10 steps and ~3 per step; the
+    sampled runs' momenta (floating base) saved to the ``dump`` directory; ``"flexmbd"``
+    the package timed (imported first: ``bench_cfa`` puts this checkout on the path)."""
+    import flexmbd
+
+    out = {"flexmbd": flexmbd.__file__}
+    for name, (s, qd0, t_end, meth) in output_cases(quick).items():
+        res = s.simulate(t_end, qd0=qd0, integrator=meth, dt=t_end)  # kernels loaded
+        n = res.meta["steps"]
+        rec = {"steps": n, "samples": {}, "cpu": {}, "digest": {}}
+        for label, dt in (("end only", t_end), ("~1 per 10 steps", 10 * t_end / n),
+                          ("~3 per step", t_end / (3 * n))):  # fmt: skip
+            best = np.inf
+            for _ in range(reps):
+                tic = time.process_time()
+                res = s.simulate(t_end, qd0=qd0, integrator=meth, dt=dt)
+                best = min(best, time.process_time() - tic)
+            rec["cpu"][label] = best / res.meta["steps"]
+            rec["samples"][label] = len(res.t) - 1
+            rec["digest"][label] = digest(res)
+            if res.extra and dump:
+                key = f"{name} {label}".replace(" ", "_").replace("~", "")
+                np.savez(Path(dump) / f"{key}.npz", **res.extra)
+        out[name] = rec
+    return out
+
+
+def output_main(args):
+    """Interleaved old / new ``--output`` workers, then the table."""
+    import tempfile
+
+    runs = {"old": [], "new": []}
+    dumps = {k: tempfile.mkdtemp(prefix=f"flexout-{k}-") for k in runs}
+    for r in range(args.rounds):
+        order = (("old", args.old), ("new", ROOT))
+        for label, path in order if r % 2 == 0 else order[::-1]:
+            env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1")
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--output"]
+            cmd += ["--reps", str(args.reps), "--dump", dumps[label]]
+            cmd += ["--quick"] if args.quick else []
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True,
+                                  cwd=ROOT)  # fmt: skip
+            got = json.loads(done.stdout.strip().splitlines()[-1])
+            assert Path(got.pop("flexmbd")).is_relative_to(Path(path).resolve()), label
+            runs[label].append(got)
+            print(f"round {r + 1} {label} done", flush=True)
+    lines = output_table(runs, dumps, args)
+    print("\n".join(lines))
+    if args.write:
+        from results_file import markers, replace_section
+
+        replace_section("\n".join(lines), *markers(OUTPUT))
+
+
+def momenta_difference(dumps):
+    """Largest |new - old| of the saved momenta relative to the largest component."""
+    worst = 0.0
+    for f in sorted(Path(dumps["new"]).glob("*.npz")):
+        a, b = np.load(f), np.load(Path(dumps["old"]) / f.name)
+        for k in a.files:
+            worst = max(worst, float(np.abs(a[k] - b[k]).max() / np.abs(b[k]).max()))
+    return worst
+
+
+def output_table(runs, dumps, args):
+    def stat(label, case, out):
+        a = np.array([r[case]["cpu"][out] for r in runs[label]]) * 1e6
+        return np.median(a), a.min(), a.max()
+
+    lines = [
+        "## Output times of adaptive runs of trees with flexible bodies",
+        "",
+        f"- Command: `python benchmarks/bench_flexible_rk4.py --output --rounds {args.rounds} "
+        f"--reps {args.reps} --old {args.old}{' --quick' if args.quick else ''}`; old = "
+        f"{args.old} (blocks up to each output time, scipy's dense output in Python, the "
+        "samples' evaluations in a batch after the run, the floating base's momenta per "
+        "state in Python), new = this checkout (the samples in the compiled blocks, "
+        "`_flexblock.flex_rk_block_dense`; the momenta by one compiled pass, "
+        "`_flexblock.flex_momenta`; the body series' poses in batches, "
+        "`_flexblock.flex_frame_history`, `spatial.quat_from_rotvec_batch`); separate "
+        "processes, interleaved round by round; "
+        "2-core machine shared with other jobs.",
+        f"- CPU time of the whole `simulate` per accepted step (us), median [min-max] over "
+        f"{args.rounds} rounds of each process's best of {args.reps}; adds = sampled / end "
+        f"only - 1 of the medians. Chain: {T_CHAIN:g} s; space robot: {T_ROBOT:g} s "
+        "without its drives.",
+        "",
+        "| case | output | samples / steps | old | new | speed-up | old adds | new adds "
+        "| bitwise |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in runs["new"][0]:
+        o_end, n_end = stat("old", case, "end only")[0], stat("new", case, "end only")[0]
+        for out in runs["new"][0][case]["cpu"]:
+            o, n = stat("old", case, out), stat("new", case, out)
+            same = all(
+                r[case]["digest"][out] == runs["old"][0][case]["digest"][out]
+                for label in runs
+                for r in runs[label]
+            )
+            rec = runs["new"][0][case]
+            adds = "" if out == "end only" else f"{100 * (o[0] / o_end - 1):.0f} %"
+            nadds = "" if out == "end only" else f"{100 * (n[0] / n_end - 1):.0f} %"
+            lines.append(
+                f"| {case} | {out} | {rec['samples'][out]} / {rec['steps']} "
+                f"| {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
+                f"| {o[0] / n[0]:.1f}x | {adds} | {nadds} | {'yes' if same else 'NO'} |"
+            )
+    lines += [
+        "",
+        "- bitwise: times, states, accelerations, reactions, energies, statistics, step "
+        "count and body modal series of every round of both versions equal. The space "
+        "robot's momenta: largest |new - old| "
+        f"{momenta_difference(dumps):.1e} of the largest component (compiled products' "
+        "rounding against numpy's per-state `momentum`).",
+    ]
+    return lines
+
+
 def run_worker(path, quick, reps, peer, points=False):
     env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--reps", str(reps)]
@@ -350,7 +512,14 @@ def main(argv=None):
     ap.add_argument("--peer", action="store_true")
     ap.add_argument("--adaptive", action="store_true")
     ap.add_argument("--points", action="store_true")
+    ap.add_argument("--output", action="store_true")
+    ap.add_argument("--dump", default="")
     args = ap.parse_args(argv)
+    if args.output and args.worker:
+        print(json.dumps(output_worker(args.quick, args.reps, args.dump)))
+        return
+    if args.output:
+        return output_main(args)
     if args.adaptive:
         data = adaptive_worker(args.quick, args.reps, args.rounds)
         lines = adaptive_table(data, args)

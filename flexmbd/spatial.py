@@ -39,6 +39,7 @@ __all__ = [
     "quat_multiply",
     "quat_conjugate",
     "quat_from_rotvec",
+    "quat_from_rotvec_batch",
     "quat_to_rotvec",
     "rotvec_to_rot",
     "rot_to_rotvec",
@@ -146,6 +147,22 @@ def quat_from_rotvec(phi: ArrayLike) -> Array:
         c = np.cos(0.5 * th)
     e = np.concatenate(([c], s * phi))
     return e / np.linalg.norm(e)
+
+
+def quat_from_rotvec_batch(phi: ArrayLike) -> Array:
+    """:func:`quat_from_rotvec` of every row of ``phi`` (nt, 3) (rad): Euler parameters
+    (nt, 4), scalar first. The operations of :func:`quat_from_rotvec` per element (the
+    norms as ``np.linalg.norm`` takes them, ``sqrt(x . x)`` per row; the same branch at
+    1e-8 rad), so the same bits."""
+    phi = np.asarray(phi, dtype=float).reshape(-1, 3)
+    th = np.sqrt(np.fromiter(map(np.dot, phi, phi), float, len(phi)))
+    small = th < 1e-8
+    big = np.where(small, 1.0, th)
+    e = np.empty((len(phi), 4))
+    e[:, 0] = np.where(small, 1.0 - th * th / 8.0, np.cos(0.5 * big))
+    e[:, 1:] = np.where(small, 0.5 - th * th / 48.0, np.sin(0.5 * big) / big)[:, None] * phi
+    n = np.sqrt(np.fromiter(map(np.dot, e, e), float, len(e)))
+    return e / n[:, None]
 
 
 def quat_to_rotvec(e: ArrayLike) -> Array:

@@ -553,6 +553,46 @@ def test_tree_flexible_adaptive_runs_compiled_blocks(monkeypatch):
     assert not calls and len(qdd) == res.stats["rhs_evaluations"][-1] > 6 * res.meta["steps"]
 
 
+def test_tree_flexible_adaptive_output_times_run_compiled_blocks(monkeypatch):
+    """Section "Recursive formulation, trees": with output times (``dt``) RK45 / DOP853
+    of a tree with flexible bodies (loads of the block) take every step and every sample
+    in one dense block (``_flexblock.flex_rk_block_dense``: no plain block, no scipy
+    dense output and no batch of samples in Python; the Python right-hand side only for
+    scipy's start), the energies from one compiled call after the run; a floating base's
+    momenta of every sample come from one compiled pass, flexible
+    (``_flexblock.flex_momenta``) or rigid (``_momenta.momenta_history``)."""
+    from flexmbd.recursive import system as S
+
+    m = models.flexible_pendulum()
+    m.law = fm.JointForce.spring_damper(m.hinge, 2.0, 0.1, 0.0, 0.3)
+    s = m.compile("recursive")
+    dense = counting(monkeypatch, FB, "flex_rk_block_dense")
+    plain = counting(monkeypatch, FB, "flex_rk_block")
+    energies = counting(monkeypatch, FB, "flex_energies")
+    qdd = counting(monkeypatch, type(s), "qdd")
+    batch = counting(monkeypatch, type(s), "forward_dynamics_batch")
+    for method in ("RK45", "DOP853"):
+        for c in (dense, plain, energies, qdd, batch):
+            c.clear()
+        res = s.simulate(2e-3, integrator=method, dt=1e-4, tau=np.full(s.nv, 0.1))
+        assert res.meta["steps"] > 5 and len(res.t) == 21
+        assert len(dense) == 1 and not plain and len(qdd) == 2 and not batch
+        assert len(energies) == 1
+    flex, rigid = counting(monkeypatch, FB, "flex_momenta"), []
+    inner = S._momenta_history
+    monkeypatch.setattr(S, "_momenta_history", lambda *a: rigid.append(1) or inner(*a))
+    f = fm.Model("floating_flex")
+    f.arm = fm.FlexibleBody(m.beam.reduced, geometric_stiffening=False)
+    f.base = fm.Free(f.ground, f.arm, qd0=[0.1, 0.2, 0.3, 0.0, 0.0, 0.0])
+    res = f.compile("recursive").simulate(1e-3, integrator="RK45", dt=1e-4)
+    assert len(flex) == 1 and not rigid and res.extra["momentum_linear"].shape == (11, 3)
+    r = fm.Model("floating_rigid")
+    r.body = fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02)
+    r.base = fm.Free(r.ground, r.body, qd0=[0.1, 0.2, 0.3, 0.0, 0.0, 0.0])
+    res = r.compile("recursive").simulate(1e-2, integrator="RK45", dt=1e-3)
+    assert len(flex) == 1 and len(rigid) == 1 and res.extra["momentum_angular"].shape == (11, 3)
+
+
 def test_single_state_forward_dynamics_is_one_compiled_call(monkeypatch):
     """``forward_dynamics`` of a rigid tree with no force element but gravity: one call of
     the compiled entry point, no Python per body."""

@@ -115,3 +115,25 @@ def test_is_rotation_rejects_reflections():
     assert sp.is_rotation(random_rot())
     assert not sp.is_rotation(np.diag([1.0, 1.0, -1.0]))
     assert not sp.is_rotation(2 * np.eye(3))
+
+
+def test_quat_from_rotvec_batch_is_the_per_row_function_bit_for_bit():
+    """Rows of rotation vectors from 1e-12 rad (the Taylor branch below 1e-8) to 10 rad,
+    zero and exactly on the branch: the batch equals :func:`quat_from_rotvec` row by row
+    bit for bit, and its rows are unit quaternions of the rotations (an independent
+    oracle: ``quat_to_rot`` against Rodrigues' formula)."""
+    from flexmbd.spatial import quat_from_rotvec, quat_from_rotvec_batch, quat_to_rot
+
+    rng = np.random.default_rng(7)
+    phi = rng.normal(size=(3000, 3)) * 10.0 ** rng.uniform(-12, 1, size=(3000, 1))
+    phi[0] = 0.0
+    phi[1] = [1e-8, 0.0, 0.0]
+    phi[-1] = [0.3, -1.2, 2.0]
+    got = quat_from_rotvec_batch(phi)
+    np.testing.assert_array_equal(got, np.array([quat_from_rotvec(x) for x in phi]))
+    assert got.shape == (3000, 4) and quat_from_rotvec_batch(np.zeros((0, 3))).shape == (0, 4)
+    x = phi[-1]
+    th = np.linalg.norm(x)
+    k = sp.skew(x / th)
+    rodrigues = np.eye(3) + np.sin(th) * k + (1 - np.cos(th)) * k @ k
+    np.testing.assert_allclose(quat_to_rot(got[-1]), rodrigues, atol=1e-14)

@@ -20,7 +20,7 @@ Output is sampled every ``dt`` (RK4: the step itself, or every ``substeps``
 steps of ``dt / substeps``; adaptive: dense output at ``t_eval`` or every ``dt``).
 Accelerations and joint reactions at the samples are evaluated afterwards in one
 batched call, except where the compiled blocks of a tree wrote them (RK4's first
-stages, the adaptive steps' samples at every step or, rigid trees, at the output times). A failure
+stages, the adaptive steps' samples at every step or at the output times). A failure
 (non-finite state, singular system, stepper failure) raises
 :class:`~flexmbd.errors.SolverError` carrying the results up to the last good sample
 (``err.partial``) and the time (``err.time``).
@@ -78,8 +78,8 @@ class TreeStepper(ExplicitStepper):
     adaptive pairs (:meth:`_solver_block`) in compiled blocks where its loads allow; a
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
-    forces, and the adaptive pairs (:meth:`_flex_solver_block`) when none of those is a
-    function of time."""
+    forces, and the adaptive pairs (:meth:`_flex_solver_block`; with output times
+    :meth:`_flex_dense_run`) when none of those is a function of time."""
 
     #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
@@ -348,16 +348,12 @@ class TreeStepper(ExplicitStepper):
         accelerations (modal included) and reactions of every accepted step's sample when
         the run outputs every step (the energies come after the run, as for RK4); None
         else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
-        scipy's dense output in Python between the blocks."""
-        c = self._compiled_flex()
-        if c is None or any(fa is not None for fa in c[3][2]) or c[3][6]["timed"]:
+        written by the dense blocks (:meth:`_solver_dense_block`)."""
+        c = self._flex_rhs_args()
+        if c is None:
             return None
         s = self.solver
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _, points), qoff = c
-        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
-        P = points["P"]
-        fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
-                 info, LI, LF, FA, MI, modal, P)  # fmt: skip
+        work, fargs, tau, qoff = c
         rows = self.t_eval is None
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
@@ -370,8 +366,7 @@ class TreeStepper(ExplicitStepper):
             ts = np.array([s.t, s.h_abs], dtype=float)
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
             Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
-            if len(P[0]):
-                self.system.flex.fix_free_lengths(y[: -self.nv], y[-self.nv :])
+            self._fix_free_lengths(fargs, y)
             done = _FB.flex_rk_block(
                 work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
@@ -382,6 +377,27 @@ class TreeStepper(ExplicitStepper):
 
         return run
 
+    def _fix_free_lengths(self, fargs, y):
+        """Before a compiled flexible block from the state ``y``: the free length of every
+        SDA of the point-load table given without one set at that state (the first
+        evaluation's, as the Python path does)."""
+        if len(fargs[-1][0]):
+            self.system.flex.fix_free_lengths(y[: -self.nv], y[-self.nv :])
+
+    def _flex_rhs_args(self):
+        """``(workspace, right-hand side arguments, tau, quaternion offsets)`` of the
+        compiled adaptive steps of a tree with flexible bodies
+        (:func:`flexmbd.recursive._nbloops._flex_rhs`: the loads of
+        :meth:`_compiled_flex`, none a function of time), or None."""
+        c = self._compiled_flex()
+        if c is None or any(fa is not None for fa in c[3][2]) or c[3][6]["timed"]:
+            return None
+        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _, points), qoff = c
+        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
+        fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
+                 info, LI, LF, FA, MI, modal, points["P"])  # fmt: skip
+        return work, fargs, tau, qoff
+
     def _solver_dense_block(self):
         """A compiled block of adaptive steps with the output samples at the output times
         between them (:meth:`ExplicitStepper._solver_dense_block`), where
@@ -391,11 +407,12 @@ class TreeStepper(ExplicitStepper):
         RK23's ``K^T P``; the operations of scipy's), renormalizes its quaternions
         (:meth:`_dense_sample`) and writes its accelerations, reactions and energies
         into the rows of :meth:`_sample_arrays` (what :meth:`finalize` would compute for
-        it); None else."""
+        it); with flexible bodies :meth:`_flex_dense_run` (the energies after the run);
+        None else."""
         if not self.dense_blocks or self._solver_block() is None:
             return None
         s, c = self.solver, self._compiled_tree()
-        if c is None or (c[4] and not c[6]):  # flexible bodies, Python functions of time:
+        if c is not None and c[4] and not c[6]:  # Python functions of time:
             return None  # scipy's dense output between the blocks
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
         n = s.y.shape[0]
@@ -405,6 +422,9 @@ class TreeStepper(ExplicitStepper):
         else:  # RK45 / RK23: Q = K^T P (n, order + 1) into F, no extra stages
             Kx, AX, CX, D = s.K, _NO_EXTRA, _NO_E3, s.P
             F = np.empty((n, D.shape[1]))
+
+        if c is None:  # flexible bodies
+            return self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
 
         def run(k, te, win, stall):
             qdd, reac, ok, en = self._sample_arrays(self.i + len(te))
@@ -419,6 +439,33 @@ class TreeStepper(ExplicitStepper):
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
                 win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
                 reac, en, ok, c[5],
+            )  # fmt: skip
+            return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
+
+        return run
+
+    def _flex_dense_run(self, E3, E5, n, Kx, AX, CX, D, F):
+        """The dense block of :meth:`_solver_dense_block` for a tree with flexible bodies
+        (:meth:`_flex_rhs_args`): :func:`flexmbd.recursive._flexblock.flex_rk_block_dense`
+        writes each sample's accelerations (modal included) and reactions; the energies
+        come after the run, as for the other samples of a flexible tree."""
+        s = self.solver
+        work, fargs, tau, qoff = self._flex_rhs_args()
+
+        def run(k, te, win, stall):
+            qdd, reac, ok, _ = self._sample_arrays(self.i + len(te))
+            ts = np.array([s.t, s.h_abs], dtype=float)
+            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
+            YS = np.empty((len(te), n))
+            self._fix_free_lengths(fargs, y)
+            done = _FB.flex_rk_block_dense(
+                work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
+                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
+                win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
+                reac, ok, qoff,
             )  # fmt: skip
             return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
 

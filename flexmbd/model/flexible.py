@@ -115,7 +115,7 @@ import numpy as np
 from ..errors import FlexmbdError, ModelError
 from ..flexible import ModalInvariants
 from ..joint_types import joint_type
-from ..spatial import quat_from_rotvec, quat_to_rot_batch, rotvec_to_rot
+from ..spatial import quat_from_rotvec_batch, quat_to_rot_batch, rotvec_to_rot
 from .bodies import Body, Frame, _as_rotation
 from .component import Component, as_floats, is_real
 
@@ -550,11 +550,12 @@ class _DeformingFrame(Frame):
     def poses(self, q: ArrayLike) -> tuple[Array, Array]:
         """:meth:`pose` of every row of a modal history ``q`` (nt, n): ``R`` (nt, 3, 3) and
         ``p`` (nt, 3), body axes; per row the operations of :meth:`pose` (the same bits),
-        the rotation matrices in one batch."""
+        the Euler parameters and rotation matrices in batches
+        (:func:`~flexmbd.spatial.quat_from_rotvec_batch`, ``quat_to_rot_batch``)."""
         q = np.atleast_2d(np.asarray(q, float))
         modes = self.modes
         d = np.array([modes @ x for x in q]).reshape(len(q), 6)
-        e = np.array([quat_from_rotvec(x) for x in d[:, :3]]).reshape(len(q), 4)
+        e = quat_from_rotvec_batch(d[:, :3])
         return quat_to_rot_batch(e) @ self._rot, self.position + d[:, 3:]
 
 

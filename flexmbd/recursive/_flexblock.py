@@ -23,14 +23,22 @@ from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     BLOCK_DONE,
     BLOCK_HANDBACK,
     BLOCK_NONFINITE,
+    BLOCK_SAMPLE,
+    BLOCK_STALL,
     _block_step,
+    _copy_into,
+    _dot_stage,
     _flex_eval,
     _flex_rhs,
     _interval_end,
+    _renormalized,
     _rk4_stage_state,
     _rk4_update,
+    dop853_interpolate,
     flex_loads,
     flex_point_energy,
+    rk_dense,
+    rk_interpolate,
     unit_quaternions,
 )
 
@@ -272,3 +280,220 @@ def flex_rk_block(
             return j + 1
     out[0] = BLOCK_DONE
     return k
+
+
+@njit(cache=True)
+def flex_rk_block_dense(
+    T, fargs, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+    A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+    k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN, YS,
+    i0, QDD, REAC, done, qoff,
+):  # fmt: skip
+    """:func:`flex_rk_block` with the output samples at the sorted output times ``te``
+    (s) between its steps, as :func:`._nbloops.tree_rk_block_dense` takes them for a
+    rigid tree (the same arguments, records and stop reasons; no energies: those come
+    after the run from :func:`flex_energies`): after each accepted step that covers some
+    of them (``te[m] <= t_new + 1e-12``) the step's dense output, DOP853's
+    (:func:`flex_dop853_dense`: the extra stages on :func:`._nbloops._flex_rhs`) or
+    RK45's / RK23's (:func:`._nbloops.rk_dense`); per covered time the interpolated
+    state into ``YS[m]``, its quaternions at ``qoff`` renormalized, ``SJ[m]`` its step,
+    and the output sample ``i0 + m`` there: one :func:`._nbloops._flex_rhs` at that
+    state, its joint and modal accelerations into ``QDD``, its joint reactions (N, N m,
+    joint frames) into ``REAC`` and ``done`` (a failed evaluation leaves the row to the
+    batch after the run, which meets the failure). ``DN[j]`` 1 where step ``j`` computed
+    its dense output; ``out = (stop reason, handed-back status, its evaluations, samples
+    written, 1 where ``F`` is the last accepted step's)``. Returns the number of
+    accepted steps."""
+    n = y.shape[0]
+    nv = fargs[2]
+    nq = n - nv
+    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    y_old, g = np.empty(n), np.empty(n)
+    reac = np.empty((REAC.shape[1], 6))
+    # the loop and rigid-tree arguments that this right-hand side does not read
+    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
+    yc, lam = np.empty(0), np.empty(0)
+    rk = A_extra.shape[0] == 0  # RK45 / RK23: no extra stages
+    m = 0
+    out[3], out[4] = 0.0, 0.0
+    for j in range(k):
+        t_old = ts[0]
+        _copy_into(y_old, y)
+        DN[j] = 0
+        code = _block_step(
+            none, T, none, fargs, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
+            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+            y_new, f_new, o4, yc, lam, j, np.inf, n_steps, win, stall, Yout, REC, out,
+        )  # fmt: skip
+        if code == BLOCK_HANDBACK:
+            return j
+        out[4] = 0.0
+        code = _renormalized(y, qoff, Yout, j, code, out)
+        if code == BLOCK_NONFINITE or code == BLOCK_STALL:
+            return j + 1
+        t_new = ts[0]
+        hi = m
+        while hi < te.shape[0] and te[hi] <= t_new + 1e-12:
+            hi += 1
+        if hi > m:
+            h = t_new - t_old
+            if rk:
+                rk_dense(Kx, D, F)
+            elif flex_dop853_dense(
+                T, fargs, tau, reac, h, y_old, y, f, Kx, A_extra, D, F
+            ) != 0:  # fmt: skip
+                out[0], out[3] = BLOCK_SAMPLE, m
+                return j + 1
+            DN[j] = 1
+            out[4] = 1.0
+            for a in range(m, hi):
+                if rk:
+                    rk_interpolate(t_old, h, y_old, F, te[a], YS[a])
+                else:
+                    dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], YS[a : a + 1])
+                unit_quaternions(YS[a, :nq], qoff)
+                r = i0 + a
+                if _flex_rhs(T, fargs, YS[a], tau, REAC[r], g) == 0:
+                    for i in range(nv):
+                        QDD[r, i] = g[nq + i]
+                    done[r] = True
+                SJ[a] = j
+            m = hi
+        out[3] = m
+        if m == te.shape[0] or code == BLOCK_DONE:
+            out[0] = BLOCK_DONE
+            return j + 1
+    out[0] = BLOCK_DONE
+    return k
+
+
+@njit(cache=True)
+def flex_dop853_dense(T, fargs, tau, reac, h, y_old, y, f, K, A_extra, D, F):
+    """:func:`._nbloops.tree_dop853_dense` of a tree with flexible bodies: the dense
+    output of the last DOP853 step of length ``h`` (s) from ``y_old`` to ``y`` (``f`` the
+    step's last evaluation) with the operations of scipy's ``_dense_output_impl``: the
+    extra stages ``K[s]`` (scipy's ``K_extended``) by :func:`._nbloops._flex_rhs` at
+    ``y_old + (K[:s]^T a) h`` (no clock: the loads here are not functions of time) and the
+    interpolant's coefficients ``F`` (7, n), ``F[3:] = h (D K)`` by BLAS. Returns 0 or the
+    status of the failed evaluation."""
+    n = y.shape[0]
+    ne = A_extra.shape[0]
+    s0 = K.shape[0] - ne
+    yy = np.empty(n)
+    for e in range(ne):
+        s = s0 + e
+        _dot_stage(y_old, K, A_extra[e], s, h, yy)
+        st = _flex_rhs(T, fargs, yy, tau, reac, K[s])
+        if st != 0:
+            return st
+    for i in range(n):
+        dy = y[i] - y_old[i]
+        F[0, i] = dy
+        F[1, i] = h * K[0, i] - dy
+        F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
+    d = np.dot(D, K)
+    for r in range(D.shape[0]):
+        for i in range(n):
+            F[3 + r, i] = h * d[r, i]
+    return 0
+
+
+@njit(cache=True)
+def flex_momenta(T, Q, V, out):
+    """Linear and angular momentum (world axes; angular about the world origin) of the
+    states ``Q``, ``V`` (nt, nq), (nt, nv) of a tree with flexible bodies on the workspace
+    ``T`` (:class:`._flexkernels.FlexWork` as a plain tuple), the definition of
+    :meth:`flexmbd.recursive.RecursiveSystem.momentum`: per state ``out[i] = (p, L)``
+    (kg m/s, kg m^2/s), one kinematics pass (:func:`._flexkernels.kinematics`); every
+    body's ``h = I V`` (its rigid inertia at ``e_k``, body axes) turned to world axes
+    (``p += R h_v``, ``L += R h_w + r x (R h_v)``) in label order, then each flexible
+    body's ``M(q) u`` (:func:`._flexkernels.ffr_terms`; ``u`` its floating frame's twist
+    and modal speeds) at its floating frame's pose ``R = R_w R_C^T``, ``r = r_w - R p_C``.
+    The same sums as the per-state method; the products' rounding may differ from
+    numpy's (einsum, BLAS, ``mass_matrix``) in the last bits."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Mm, Vv, R3, P3 = W.Ia, W.Fi, W.Mm, W.Vv, W.R3, W.P3
+    Ft, Fw = W.Ft, W.Fw
+    N = Ia.shape[1] - 1
+    zero3 = np.zeros(3)
+    Mb, hb = W.Mb, W.Bm[0]
+    u = np.empty(Mb.shape[0])
+    Mu = np.empty(Mb.shape[0])
+    hk, pk, R = np.empty(6), np.empty(3), np.empty((3, 3))
+    for s in range(Q.shape[0]):
+        q, v = Q[s], V[s]
+        FK.kinematics(T, q, v, True)
+        p = np.zeros(3)
+        L = np.zeros(3)
+        for k in range(1, N + 1):
+            Rw, rw, Vk, Ik = R3[K.R_W, k], P3[K.P_W, k], Vv[K.V_VEL, k], Mm[K.M_I, k]
+            for i in range(6):
+                x = 0.0
+                for j in range(6):
+                    x += Ik[i, j] * Vk[j]
+                hk[i] = x
+            _add_momentum(Rw, rw, hk, pk, p, L)
+        for k in range(1, N + 1):
+            nk = Fi[FK.F_NF, k]
+            if nk == 0:
+                continue
+            fx, mq, mv = Fi[FK.F_FX, k], Fi[FK.F_MQ, k], Fi[FK.F_MV, k]
+            qk, qdk = q[mq : mq + nk], v[mv : mv + nk]
+            Vb = Fw[k, FK.W_VB]
+            FK.ffr_terms(W.Im, W.St, W.Si, W.Pi, W.KD, fx, nk, qk, qdk, Vb[0:3], Vb[3:6], zero3,
+                         Mb, hb, W.A3)  # fmt: skip
+            mm = 6 + nk
+            for i in range(6):
+                u[i] = Vb[i]
+            for i in range(nk):
+                u[6 + i] = qdk[i]
+            for i in range(6):
+                x = 0.0
+                for j in range(mm):
+                    x += Mb[i, j] * u[j]
+                Mu[i] = x
+            Rw, rw = R3[K.R_W, k], P3[K.P_W, k]
+            RC, pC = Ft[k, FK.FR_OUT, :, 0:3], Ft[k, FK.FR_OUT, :, 3]
+            for i in range(3):  # R = Rw RC^T
+                for j in range(3):
+                    R[i, j] = Rw[i, 0] * RC[j, 0] + Rw[i, 1] * RC[j, 1] + Rw[i, 2] * RC[j, 2]
+            r = np.empty(3)
+            for i in range(3):
+                r[i] = rw[i] - (R[i, 0] * pC[0] + R[i, 1] * pC[1] + R[i, 2] * pC[2])
+            _add_momentum(R, r, Mu, pk, p, L)
+        for i in range(3):
+            out[s, i] = p[i]
+            out[s, 3 + i] = L[i]
+
+
+@njit(cache=True, inline="always")
+def _add_momentum(R, r, h, pk, p, L):
+    """``p += R h[3:]``, ``L += R h[:3] + r x (R h[3:])``: a body's momentum ``h``
+    (angular, linear; body axes) at the pose ``(R, r)`` added to the world sums."""
+    for i in range(3):
+        pk[i] = R[i, 0] * h[3] + R[i, 1] * h[4] + R[i, 2] * h[5]
+    for i in range(3):
+        a, b = (i + 1) % 3, (i + 2) % 3
+        L[i] += (R[i, 0] * h[0] + R[i, 1] * h[1] + R[i, 2] * h[2]) + (r[a] * pk[b] - r[b] * pk[a])
+        p[i] += pk[i]
+
+
+@njit(cache=True)
+def flex_frame_history(T, Q, v, labels, Rout, rout):
+    """World poses of the tree frames ``e_k`` of the bodies ``labels`` over the states
+    ``Q`` (nt, nq) at the speeds ``v`` (nv,), on the workspace ``T``
+    (:class:`._flexkernels.FlexWork` as a plain tuple): ``Rout[j, i]`` (3, 3) and
+    ``rout[j, i]`` (3,) (m, world) of label ``labels[j]`` at state ``i``, from one
+    :func:`._flexkernels.kinematics` pass per state (the values the per-state kinematics
+    leaves in the workspace)."""
+    W = FK.FlexWork(*T)
+    R3, P3 = W.R3, W.P3
+    for i in range(Q.shape[0]):
+        FK.kinematics(T, Q[i], v, True)
+        for j in range(labels.shape[0]):
+            k = labels[j]
+            for a in range(3):
+                rout[j, i, a] = P3[K.P_W, k, a]
+                for b in range(3):
+                    Rout[j, i, a, b] = R3[K.R_W, k, a, b]

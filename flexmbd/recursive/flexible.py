@@ -881,6 +881,17 @@ class FlexTree:
                 return np.full(4, np.nan)
         return out
 
+    def momentum_samples(self, q, qd):
+        """``(linear (nt, 3), angular (nt, 3))`` momentum (kg m/s, kg m^2/s; world axes,
+        angular about the world origin) of the history ``q`` (nt, nq), ``qd`` (nt, nv) by
+        one compiled call (:func:`._flexblock.flex_momenta`, the definition of
+        :meth:`~flexmbd.recursive.RecursiveSystem.momentum`)."""
+        Q = np.ascontiguousarray(np.atleast_2d(q), dtype=float)
+        V = np.ascontiguousarray(np.atleast_2d(qd), dtype=float)
+        out = np.empty((len(Q), 6))
+        FB.flex_momenta(self.work, Q, V, out)
+        return out[:, :3].copy(), out[:, 3:].copy()
+
 
 def body_series(system, q):
     """:class:`~flexmbd.results.BodySeries` of every body with modal coordinates over a
@@ -891,6 +902,27 @@ def body_series(system, q):
     if len(q):
         out.update(flexible_series(system, q))
     return out
+
+
+def _sign_continuous(e):
+    """Euler parameters ``e`` (nt, 4) with row ``i`` negated where its product with the
+    (possibly negated) row ``i - 1`` is negative, in place: what the loop ``if e[i] @
+    e[i - 1] < 0: e[i] = -e[i]`` gives. Negating a row negates its products exactly, so
+    only the signs of the products of the rows as given matter: each negative one flips
+    the running sign, a zero or NaN one resets it; products near zero (|p| < 1e-9, where
+    another rounding could change a sign), zeros and NaN (a failed run's rows) take that
+    loop itself."""
+    if len(e) < 2:
+        return e
+    p = np.einsum("ij,ij->i", e[1:], e[:-1])
+    if not np.all(np.abs(p) >= 1e-9):
+        for i in range(1, len(e)):
+            if e[i] @ e[i - 1] < 0:
+                e[i] = -e[i]
+        return e
+    sign = np.cumprod(np.where(p < 0, -1.0, 1.0))
+    e[1:] *= sign[:, None]
+    return e
 
 
 def flexible_series(system, q):
@@ -905,23 +937,19 @@ def flexible_series(system, q):
     q = np.atleast_2d(np.asarray(q, float))
     nt = q.shape[0]
     labels = fl.flex_labels
-    R = {k: np.empty((nt, 3, 3)) for k in labels}
-    r = {k: np.empty((nt, 3)) for k in labels}
-    zero = np.zeros(system.nv)
-    for i in range(nt):
-        system.kinematics(q[i], zero)
-        for k in labels:
-            R[k][i], r[k][i] = fl.body_pose(
-                k, system.arrays.R3[K.R_W, k], system.arrays.P3[K.P_W, k]
-            )
+    Rw = np.empty((len(labels), nt, 3, 3))
+    rw = np.empty((len(labels), nt, 3))
+    Q = np.ascontiguousarray(q)
+    FB.flex_frame_history(fl.work, Q, np.zeros(system.nv), np.array(labels, np.int64), Rw, rw)
+    R, r = {}, {}
+    for j, k in enumerate(labels):  # (fl.body_pose of every row: stacked matmul, same bits)
+        RC, pC = fl.Ft[k, FK.FR_OUT, :, 0:3], fl.Ft[k, FK.FR_OUT, :, 3]
+        R[k] = Rw[j] @ RC.T
+        r[k] = rw[j] - R[k] @ pC
 
     def quats(Rs):
         # (rot_to_quat of each matrix: the batch computes every row with its operations)
-        e = rot_to_quat_batch(Rs, continuous=False)
-        for i in range(1, len(e)):
-            if e[i] @ e[i - 1] < 0:
-                e[i] = -e[i]
-        return e
+        return _sign_continuous(rot_to_quat_batch(Rs, continuous=False))
 
     out = {}
     for k in labels:

@@ -118,6 +118,7 @@ from ._kernels import (
     V_VEL,
 )
 from ._kernels import qdd_reactions as _qdd_reactions
+from ._momenta import momenta_history as _momenta_history
 from .general import general_cfa
 from .schedule import build_schedule
 
@@ -1984,20 +1985,33 @@ class RecursiveSystem:
     def momentum_history(self, q: ArrayLike, qd: ArrayLike) -> tuple[Array, Array]:
         """:meth:`momentum` over a history ``q`` (nt, nq), ``qd`` (nt, nv): ``(linear
         (nt, 3), angular (nt, 3))`` in world axes, angular about the world origin; the
-        kinematics of every state in one compiled call for a rigid tree (the same
-        numbers as :meth:`momentum` per state), one state at a time otherwise."""
+        kinematics and momenta of every state in compiled calls for a rigid tree
+        (:func:`._momenta.momenta_history`: the same numbers as :meth:`momentum` per
+        state), every state's momenta in one compiled
+        call with flexible bodies (:meth:`~flexmbd.recursive.flexible.FlexTree.momentum_samples`:
+        :meth:`momentum`'s sums, their products rounded in the compiled order, within a
+        few units of the last place of the largest term), one state at a time otherwise."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         self._refresh()
+        batch = getattr(self._ops, "momentum_samples", None) if self._ops.flex_labels else None
+        if batch is not None:
+            q, qd = self._check_state(q, qd)
+            if q.ndim != 2 or qd.shape[0] != q.shape[0]:
+                raise ModelError(
+                    f"momentum_history: q and qd need one row per state; got {q.shape}, {qd.shape}"
+                )
+            return batch(q, qd)
         if self._ops.flex_labels or not self._ops.compiled:
             mom = [self.momentum(a, b) for a, b in zip(q, qd, strict=True)]
             lin = np.array([m[0] for m in mom]).reshape(len(q), 3)
             return lin, np.array([m[1] for m in mom]).reshape(len(q), 3)
         Rw, rw, vel, _ = self._kinematics_history(*self._check_state(q, qd))
-        h = np.einsum("kij,tkj->tki", self._Mm[M_I, 1:], vel[:, 1:])
-        p = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., 3:])
-        ang = np.einsum("tkij,tkj->tki", Rw[:, 1:], h[..., :3]) + np.cross(rw[:, 1:], p)
-        return p.sum(axis=1), ang.sum(axis=1)
+        out = np.zeros((len(Rw), 6))
+        Mi = np.ascontiguousarray(self._Mm[M_I, 1:])
+        if Mi.shape[0]:
+            _momenta_history(Mi, Rw, rw, vel, out)
+        return out[:, :3].copy(), out[:, 3:].copy()
 
     def packed_rigid(
         self, ignore: tuple = (), forces: bool = False, timed: bool = False

@@ -80,12 +80,15 @@ def test_floating_flexible_tree_blocks_equal_scipys_steps(monkeypatch, method):
 
 @pytest.mark.parametrize("method", ["RK45", "DOP853"])
 def test_output_times_take_the_blocks_between_them(monkeypatch, method):
-    """With ``dt`` the blocks run the steps between the output times and scipy's dense
-    output in Python gives the samples (DOP853: its 3 extra stages per step that holds
-    samples on the Python right-hand side): the same bits."""
+    """With ``dt`` and the samples outside the blocks (``TreeStepper.dense_blocks =
+    False``, the reference of tests/recursive/test_flexible_dense.py) the blocks run the
+    steps between the output times and scipy's dense output in Python gives the samples
+    (DOP853: its 3 extra stages per step that holds samples on the Python right-hand
+    side): the same bits."""
     s = flex_chain(act0=1.0).compile("recursive")
     kw = dict(integrator=method, dt=2e-4)
     ref = scipys_steps(monkeypatch, lambda: s.simulate(0.006, **kw))
+    monkeypatch.setattr(TreeStepper, "dense_blocks", False)
     blocks, rhs = counted(monkeypatch)
     res = s.simulate(0.006, **kw)
     same_run(res, ref)
