@@ -61,9 +61,10 @@ class UnitsWarning(UserWarning):
 
 
 class ModeWarning(UserWarning):
-    """A reduced basis that round-off chooses: the mode count asked for keeps only part
-    of a group of equal natural frequencies (e.g. one of the two equal bending modes of
-    a square section), so the model changes from run to run; keep whole groups."""
+    """The mode count asked for keeps only part of a group of equal natural frequencies
+    (e.g. one of the two equal bending modes of a square section): the modes kept are a
+    convention (the first of the group's canonical basis), not physics; keep whole
+    groups."""
 
 
 class PhysicsWarning(UserWarning):

@@ -528,18 +528,26 @@ def eigsh_shift_invert(
         Relative residual (block, default 1e-10) or ARPACK's tolerance (default 0:
         machine precision).
     whole_groups : (where, skip), optional
-        Also solve for eigenpair ``k + 1`` and give a `ModeWarning` naming ``where`` (the
-        user's mode count: ``k - skip``) if pairs ``k`` and ``k + 1`` have equal
-        eigenvalues: the ``k`` vectors then span a subspace round-off chooses.
+        Also solve for eigenpair ``k + 1`` and, if pairs ``k`` and ``k + 1`` have equal
+        eigenvalues (the count splits a group), for the rest of that group: the vectors
+        kept are then the first of the whole group's canonical basis (the same in every
+        run, but a convention, not physics), with a `ModeWarning` naming ``where`` (the
+        user's mode count: ``k - skip``) and the counts that keep the group whole.
     """
     n = K.shape[0]
     if k == 0:  # e.g. a Craig-Bampton set of constraint modes only (Guyan)
         return np.zeros(0), np.zeros((n, 0))
     kk = k + 1 if whole_groups is not None and k + 1 < n else k
     lam, V = _lowest_pairs(K, M, kk, sigma, factor, backend, tol, name, method)
+    while kk > k and _same(lam[k - 1], lam[-1]) and kk < n - 1:
+        # the count splits a group: solve for the whole group, so that the vectors kept
+        # are the first of its canonical basis (a fixed choice, not round-off's)
+        kk = min(n - 1, k + 2 * (kk - k) + 2)
+        lam, V = _lowest_pairs(K, M, kk, sigma, factor, backend, tol, name, method)
     if kk > k:
         _warn_split(lam, k, *whole_groups)
-    return canonical_groups(lam[:k], V[:, :k])
+    lam, V = canonical_groups(lam, V)
+    return lam[:k], V[:, :k]
 
 
 def _lowest_pairs(K, M, k, sigma, factor, backend, tol, name, method):
@@ -625,19 +633,23 @@ def canonical_groups(lam: Array, V: Array, rtol: float = GROUP_RTOL) -> tuple[Ar
 
 
 def _warn_split(lam: Array, k: int, where: str, skip: int) -> None:
-    """`ModeWarning` when eigenpair ``k`` (0-based: the first not kept) equals pair ``k - 1``."""
+    """`ModeWarning` when eigenpair ``k`` (0-based: the first not kept) equals pair ``k - 1``
+    (``lam`` holds the whole group)."""
     if k == 0 or not _same(lam[k - 1], lam[k]):
         return
     first = k - 1
     while first > 0 and _same(lam[first - 1], lam[first]):
         first -= 1
     f = np.sqrt(max(lam[k - 1], 0.0)) / (2.0 * np.pi)
+    last = k
+    while last + 1 < len(lam) and _same(lam[last], lam[last + 1]):
+        last += 1
     warnings.warn(
         f"{where}: {k - skip} modes split a group of equal natural frequencies "
-        f"({f:.6g} Hz, modes {first - skip + 1}-{k - skip + 1} and maybe more): which "
-        "modes of the group are kept is round-off's choice, so the model can change "
-        f"from run to run; ask for {first - skip} modes, or more than {k - skip} "
-        "(whole groups)",
+        f"({f:.6g} Hz, modes {first - skip + 1}-{last - skip + 1}): the modes kept are "
+        "the first of the group's canonical basis (flexmbd.fem.eigen.canonical_groups), "
+        "a convention rather than physics, so results depend on it; ask for "
+        f"{first - skip} or {last - skip + 1} modes (whole groups)",
         ModeWarning,
         stacklevel=4,
     )

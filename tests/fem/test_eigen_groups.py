@@ -84,6 +84,6 @@ def test_a_count_that_splits_a_pair_warns_with_the_counts_that_keep_it(strategy)
     _, split = square_beam(3, strategy)
     assert len(split) == 1
     text = str(split[0].message)
-    assert "modes 3-4" in text and "ask for 2 modes, or more than 3" in text
+    assert "modes 3-4" in text and "ask for 2 or 4 modes" in text
     for n in (2, 4):
         assert square_beam(n, strategy)[1] == []
