@@ -23,22 +23,15 @@ from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     BLOCK_DONE,
     BLOCK_HANDBACK,
     BLOCK_NONFINITE,
-    BLOCK_SAMPLE,
-    BLOCK_STALL,
     _block_step,
-    _copy_into,
-    _dot_stage,
     _flex_eval,
     _flex_rhs,
     _interval_end,
-    _renormalized,
     _rk4_stage_state,
     _rk4_update,
-    dop853_interpolate,
     flex_loads,
     flex_point_energy,
-    rk_dense,
-    rk_interpolate,
+    tree_rk_block_dense,
     unit_quaternions,
 )
 
@@ -290,113 +283,21 @@ def flex_rk_block_dense(
     i0, QDD, REAC, done, qoff,
 ):  # fmt: skip
     """:func:`flex_rk_block` with the output samples at the sorted output times ``te``
-    (s) between its steps, as :func:`._nbloops.tree_rk_block_dense` takes them for a
-    rigid tree (the same arguments, records and stop reasons; no energies: those come
-    after the run from :func:`flex_energies`): after each accepted step that covers some
-    of them (``te[m] <= t_new + 1e-12``) the step's dense output, DOP853's
-    (:func:`flex_dop853_dense`: the extra stages on :func:`._nbloops._flex_rhs`) or
-    RK45's / RK23's (:func:`._nbloops.rk_dense`); per covered time the interpolated
-    state into ``YS[m]``, its quaternions at ``qoff`` renormalized, ``SJ[m]`` its step,
-    and the output sample ``i0 + m`` there: one :func:`._nbloops._flex_rhs` at that
-    state, its joint and modal accelerations into ``QDD``, its joint reactions (N, N m,
+    (s) between its steps: the rigid tree's kernel :func:`._nbloops.tree_rk_block_dense`
+    on the workspace ``T`` with ``Ib`` None and ``fargs`` (:func:`._nbloops._flex_rhs`'s
+    arguments) as its force table (the same arguments, records and stop reasons, no
+    energies: those come after the run from :func:`flex_energies`). The steps, DOP853's
+    extra stages and each sample are :func:`._nbloops._flex_rhs` evaluations; a sample
+    writes its joint and modal accelerations into ``QDD``, its joint reactions (N, N m,
     joint frames) into ``REAC`` and ``done`` (a failed evaluation leaves the row to the
-    batch after the run, which meets the failure). ``DN[j]`` 1 where step ``j`` computed
-    its dense output; ``out = (stop reason, handed-back status, its evaluations, samples
-    written, 1 where ``F`` is the last accepted step's)``. Returns the number of
-    accepted steps."""
-    n = y.shape[0]
-    nv = fargs[2]
-    nq = n - nv
-    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
-    y_old, g = np.empty(n), np.empty(n)
-    reac = np.empty((REAC.shape[1], 6))
-    # the loop and rigid-tree arguments that this right-hand side does not read
-    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
-    yc, lam = np.empty(0), np.empty(0)
-    rk = A_extra.shape[0] == 0  # RK45 / RK23: no extra stages
-    m = 0
-    out[3], out[4] = 0.0, 0.0
-    for j in range(k):
-        t_old = ts[0]
-        _copy_into(y_old, y)
-        DN[j] = 0
-        code = _block_step(
-            none, T, none, fargs, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
-            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
-            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-            y_new, f_new, o4, yc, lam, j, np.inf, n_steps, win, stall, Yout, REC, out,
-        )  # fmt: skip
-        if code == BLOCK_HANDBACK:
-            return j
-        out[4] = 0.0
-        code = _renormalized(y, qoff, Yout, j, code, out)
-        if code == BLOCK_NONFINITE or code == BLOCK_STALL:
-            return j + 1
-        t_new = ts[0]
-        hi = m
-        while hi < te.shape[0] and te[hi] <= t_new + 1e-12:
-            hi += 1
-        if hi > m:
-            h = t_new - t_old
-            if rk:
-                rk_dense(Kx, D, F)
-            elif flex_dop853_dense(
-                T, fargs, tau, reac, h, y_old, y, f, Kx, A_extra, D, F
-            ) != 0:  # fmt: skip
-                out[0], out[3] = BLOCK_SAMPLE, m
-                return j + 1
-            DN[j] = 1
-            out[4] = 1.0
-            for a in range(m, hi):
-                if rk:
-                    rk_interpolate(t_old, h, y_old, F, te[a], YS[a])
-                else:
-                    dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], YS[a : a + 1])
-                unit_quaternions(YS[a, :nq], qoff)
-                r = i0 + a
-                if _flex_rhs(T, fargs, YS[a], tau, REAC[r], g) == 0:
-                    for i in range(nv):
-                        QDD[r, i] = g[nq + i]
-                    done[r] = True
-                SJ[a] = j
-            m = hi
-        out[3] = m
-        if m == te.shape[0] or code == BLOCK_DONE:
-            out[0] = BLOCK_DONE
-            return j + 1
-    out[0] = BLOCK_DONE
-    return k
-
-
-@njit(cache=True)
-def flex_dop853_dense(T, fargs, tau, reac, h, y_old, y, f, K, A_extra, D, F):
-    """:func:`._nbloops.tree_dop853_dense` of a tree with flexible bodies: the dense
-    output of the last DOP853 step of length ``h`` (s) from ``y_old`` to ``y`` (``f`` the
-    step's last evaluation) with the operations of scipy's ``_dense_output_impl``: the
-    extra stages ``K[s]`` (scipy's ``K_extended``) by :func:`._nbloops._flex_rhs` at
-    ``y_old + (K[:s]^T a) h`` (no clock: the loads here are not functions of time) and the
-    interpolant's coefficients ``F`` (7, n), ``F[3:] = h (D K)`` by BLAS. Returns 0 or the
-    status of the failed evaluation."""
-    n = y.shape[0]
-    ne = A_extra.shape[0]
-    s0 = K.shape[0] - ne
-    yy = np.empty(n)
-    for e in range(ne):
-        s = s0 + e
-        _dot_stage(y_old, K, A_extra[e], s, h, yy)
-        st = _flex_rhs(T, fargs, yy, tau, reac, K[s])
-        if st != 0:
-            return st
-    for i in range(n):
-        dy = y[i] - y_old[i]
-        F[0, i] = dy
-        F[1, i] = h * K[0, i] - dy
-        F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
-    d = np.dot(D, K)
-    for r in range(D.shape[0]):
-        for i in range(n):
-            F[3 + r, i] = h * d[r, i]
-    return 0
+    batch after the run, which meets the failure). Returns the number of accepted
+    steps."""
+    return tree_rk_block_dense(
+        None, T, fargs, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+        k, n_steps, win, stall, Yout, REC, out, Kx, A_extra, C_extra, D, F, te, SJ, DN, YS,
+        i0, QDD, REAC, np.empty((0, 0)), done, qoff,
+    )  # fmt: skip
 
 
 @njit(cache=True)

@@ -2259,11 +2259,13 @@ def _tree_sample(Ib, buf, forces, tau, y, nq, t, qdd, reac, en, done, r):
 
 @njit(cache=True)
 def tree_dop853_dense(Ib, buf, forces, tau, reac, t_old, h, y_old, y, f, K, A_extra, C_extra, D, F):
-    """:func:`loop_dop853_dense` of a rigid tree (:func:`_tree_rhs`) with the operations
-    of scipy's ``_dense_output_impl``: each extra stage's state ``y_old + (K[:s]^T a) h``
-    (:func:`_dot_stage`) and ``F[3:] = h (D K)`` by BLAS (``np.dot``), so the same bits
-    as scipy's dense output on the Python right-hand side. Returns 0 or the tree
-    solver's status."""
+    """:func:`loop_dop853_dense` of a tree with the operations of scipy's
+    ``_dense_output_impl``: each extra stage's state ``y_old + (K[:s]^T a) h``
+    (:func:`_dot_stage`), its evaluation by :func:`_dense_stage` (a rigid tree's
+    :func:`_tree_rhs` at scipy's stage time; with flexible bodies, ``Ib`` None,
+    :func:`_flex_rhs`) and ``F[3:] = h (D K)`` by BLAS (``np.dot``;
+    :func:`_dop853_coefficients`), so the same bits as scipy's dense output on the Python
+    right-hand side. Returns 0 or the failed evaluation's status."""
     n = y.shape[0]
     ne = A_extra.shape[0]
     s0 = K.shape[0] - ne
@@ -2271,20 +2273,92 @@ def tree_dop853_dense(Ib, buf, forces, tau, reac, t_old, h, y_old, y, f, K, A_ex
     for e in range(ne):
         s = s0 + e
         _dot_stage(y_old, K, A_extra[e], s, h, yy)
-        set_clock(forces[0], forces[1], t_old + C_extra[e] * h)  # scipy's stage time
-        st = _tree_rhs(Ib, buf, forces, yy, tau, reac, K[s])
+        st = _dense_stage(Ib, buf, forces, t_old + C_extra[e] * h, yy, tau, reac, K[s])
         if st != 0:
             return st
-    for i in range(n):
+    _dop853_coefficients(h, y_old, y, f, K, np.dot(D, K), F)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _dop853_coefficients(h, y_old, y, f, K, DK, F):
+    """DOP853's interpolant coefficients ``F`` (7, n) of the step of length ``h`` (s) from
+    ``y_old`` to ``y`` (``f`` the step's last evaluation, ``K`` scipy's ``K_extended``)
+    as scipy's ``_dense_output_impl`` forms them: ``dy``, ``h f_old - dy``, ``2 dy - h (f
+    + f_old)`` and ``h DK`` (``DK = D K`` (4, n), the caller's product: its summation
+    order is the caller's)."""
+    for i in range(y.shape[0]):
         dy = y[i] - y_old[i]
         F[0, i] = dy
         F[1, i] = h * K[0, i] - dy
         F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
-    d = np.dot(D, K)
-    for r in range(D.shape[0]):
-        for i in range(n):
-            F[3 + r, i] = h * d[r, i]
-    return 0
+    for r in range(DK.shape[0]):
+        for i in range(y.shape[0]):
+            F[3 + r, i] = h * DK[r, i]
+
+
+def _dense_stage(Ib, buf, forces, t, y, tau, reac, out):
+    """An extra stage ``out = y'`` of a tree's DOP853 dense output at the state ``y`` and
+    the stage time ``t`` (s): a rigid tree's :func:`_tree_rhs` with the force table's
+    clock at ``t``; with flexible bodies (``Ib`` None) :func:`_flex_rhs` (``buf`` its
+    workspace, ``forces`` its arguments; no clock: its loads are constant in time).
+    Dispatched on ``Ib is None`` by ``@overload`` (as :func:`_flex_or_none`). Returns the
+    evaluation's status."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_dense_stage)
+def _dense_stage_impl(Ib, buf, forces, t, y, tau, reac, out):
+    if isinstance(Ib, types.NoneType):
+        return lambda Ib, buf, forces, t, y, tau, reac, out: _flex_rhs(
+            buf, forces, y, tau, reac, out
+        )
+
+    def rigid(Ib, buf, forces, t, y, tau, reac, out):
+        set_clock(forces[0], forces[1], t)  # scipy's stage time
+        return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
+
+    return rigid
+
+
+def _dense_sample(Ib, buf, forces, tau, y, nq, t, QDD, REAC, EN, done, r, g):
+    """The output sample ``r`` of a tree at the interpolated state ``y = (q, v)`` and the
+    time ``t`` (s): a rigid tree's :func:`_tree_sample` (accelerations, reactions,
+    energies ``EN[r]``); with flexible bodies (``Ib`` None) one :func:`_flex_rhs` into
+    the scratch ``g`` (n,), its joint and modal accelerations into ``QDD[r]``, its joint
+    reactions into ``REAC[r]`` and ``done[r]`` where it succeeded (``EN`` not read: the
+    energies come after the run). Dispatched on ``Ib is None`` by ``@overload``."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_dense_sample)
+def _dense_sample_impl(Ib, buf, forces, tau, y, nq, t, QDD, REAC, EN, done, r, g):
+    if isinstance(Ib, types.NoneType):
+
+        def flexible(Ib, buf, forces, tau, y, nq, t, QDD, REAC, EN, done, r, g):
+            if _flex_rhs(buf, forces, y, tau, REAC[r], g) == 0:
+                for i in range(g.shape[0] - nq):
+                    QDD[r, i] = g[nq + i]
+                done[r] = True
+
+        return flexible
+    return lambda Ib, buf, forces, tau, y, nq, t, QDD, REAC, EN, done, r, g: _tree_sample(
+        Ib, buf, forces, tau, y, nq, t, QDD[r], REAC[r], EN[r], done, r
+    )
+
+
+def _n_speeds(Ib, forces):
+    """The number of speeds of a tree: a rigid tree's ``Ib[_IB_NV]``; with flexible bodies
+    (``Ib`` None) ``forces[2]`` (joint and modal speeds, :func:`_flex_rhs`'s arguments).
+    Dispatched on ``Ib is None`` by ``@overload``."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_n_speeds)
+def _n_speeds_impl(Ib, forces):
+    if isinstance(Ib, types.NoneType):
+        return lambda Ib, forces: forces[2]
+    return lambda Ib, forces: Ib[_IB_NV]
 
 
 @njit(cache=True)
@@ -2305,7 +2379,7 @@ def tree_rk_block_dense(
     ``te[m]`` the interpolated state into ``YS[m]`` (:func:`dop853_interpolate`,
     :func:`rk_interpolate`), its quaternions at ``qoff`` renormalized
     (:func:`unit_quaternions`, as ``TreeStepper._dense_sample``), ``SJ[m]`` its step,
-    and the output sample ``i0 + m`` there at the time ``te[m]`` (:func:`_tree_sample`:
+    and the output sample ``i0 + m`` there at the time ``te[m]`` (:func:`_dense_sample`:
     ``QDD``, ``REAC``, ``EN``, ``done``). ``DN[j]`` 1 where step ``j`` computed its dense
     output. Stops after the sample at ``te[-1]``, at ``t_bound``, after ``k`` steps,
     before a step it hands back, after a non-finite state or a stall verdict (no samples
@@ -2313,12 +2387,14 @@ def tree_rk_block_dense(
     solve of an extra stage: :data:`BLOCK_SAMPLE`, the caller's dense output meets the
     failure). ``out = (stop reason, handed-back status, its evaluations, samples
     written, 1 where ``F`` is the last accepted step's)``. Returns the number of accepted
-    steps."""
+    steps. A tree with flexible bodies passes ``Ib`` None, its workspace as ``buf`` and
+    :func:`_flex_rhs`'s arguments as ``forces`` (:func:`._flexblock.flex_rk_block_dense`):
+    the steps, extra stages and samples on :func:`_flex_rhs`, no energies (``EN`` not
+    read; they come after the run)."""
     n = y.shape[0]
-    nv = Ib[_IB_NV]
-    nq = n - nv
+    nq = n - _n_speeds(Ib, forces)
     y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
-    y_old = np.empty(n)
+    y_old, g = np.empty(n), np.empty(n)
     reac = np.empty((REAC.shape[1], 6))
     # the loop arguments that a tree's right-hand side does not read
     sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
@@ -2364,9 +2440,7 @@ def tree_rk_block_dense(
                     dop853_interpolate(t_old, h, y_old, F, te[a : a + 1], YS[a : a + 1])
                 unit_quaternions(YS[a, :nq], qoff)
                 r = i0 + a
-                _tree_sample(
-                    Ib, buf, forces, tau, YS[a], nq, te[a], QDD[r], REAC[r], EN[r], done, r
-                )
+                _dense_sample(Ib, buf, forces, tau, YS[a], nq, te[a], QDD, REAC, EN, done, r, g)
                 SJ[a] = j
             m = hi
         out[3] = m
@@ -2610,17 +2684,14 @@ def loop_dop853_dense(
         )
         if st != 0:
             return st
-    for i in range(n):
-        dy = y[i] - y_old[i]
-        F[0, i] = dy
-        F[1, i] = h * K[0, i] - dy
-        F[2, i] = 2.0 * dy - h * (f[i] + K[0, i])
+    DK = np.empty((D.shape[0], n))
     for r in range(D.shape[0]):
         for i in range(n):
             acc = 0.0
             for j in range(K.shape[0]):
                 acc += D[r, j] * K[j, i]
-            F[3 + r, i] = h * acc
+            DK[r, i] = acc
+    _dop853_coefficients(h, y_old, y, f, K, DK, F)
     return 0
 
 
