@@ -27,6 +27,7 @@ from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     _flex_eval,
     _flex_rhs,
     _interval_end,
+    _renormalized,
     _rk4_stage_state,
     _rk4_update,
     flex_loads,
@@ -247,15 +248,7 @@ def flex_rk_block(
         )  # fmt: skip
         if code == BLOCK_HANDBACK:
             return j
-        if qoff.shape[0]:
-            unit_quaternions(y, qoff)
-            finite = True
-            for i in range(n):
-                Yout[j, i] = y[i]
-                finite = finite and np.isfinite(y[i])
-            if not finite:
-                code = BLOCK_NONFINITE
-                out[0] = code
+        code = _renormalized(y, qoff, Yout, j, code, out)
         r = i0 + j
         if r < QDD.shape[0] and not qoff.shape[0]:
             for i in range(nv):
