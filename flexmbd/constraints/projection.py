@@ -347,8 +347,9 @@ class ProjectionInfo:
         """A copy with its own ``discarded`` mask (what a result keeps of the projector's
         info at its evaluation; the projector's own info changes at the next one)."""
         out = _new(ProjectionInfo)
-        out.__dict__.update(self.__dict__)
-        out.discarded = self.discarded.copy()
+        d = self.__dict__.copy()
+        d["discarded"] = self.discarded.copy()
+        out.__dict__ = d
         return out
 
 
