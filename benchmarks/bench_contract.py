@@ -169,12 +169,14 @@ def other_cases(rng, rounds):
     Craig-Bampton modes; the 5-beam chain of ``bench_cfa.flexible_chain``; the flexible
     space robot of ``examples/space_robot_flexible.py`` with its drives; lean:
     ``qdd_and_reactions``). Also timed: the compiled entry points of both calls from
-    Python on kept arrays (:mod:`flexmbd.recursive._nbsingle`), whose difference is the
+    Python on kept arrays (:mod:`flexmbd.recursive._nbsingle`; loops: by the entry points
+    that the calls keep, ``loops._call``), whose difference is the
     work the documented call adds in the kernel (loops: the reactions sweep and the
     reaction rows; flexible trees: the body accelerations)."""
     from bench_cfa import flexible_chain
 
     from flexmbd.recursive import _nbsingle as NS
+    from flexmbd.recursive.loops import _call
     from tests.models import flexible_pendulum, four_bar
     from tests.recursive.test_compiled_loops import spatial_ring
 
@@ -196,17 +198,17 @@ def other_cases(rng, rounds):
         }
         loop.forward_dynamics(q, qd, tau)  # (the kept scratch)
         c, sel, qc, qdc, tv = loop._compiled_inputs(q, qd, tau, loop.projector, 0.0)
-        sw, rows_t, rows_c, cutF, shapes = loop._fd_plan(len(sel))
+        sw, rows_t, rows_c, cutF, shapes = loop._fd_plan(len(sel))[:5]
         arrays = [np.empty(loop.nv), np.empty(shapes[0]), np.empty(shapes[1])]
         acc, reac = np.empty(shapes[2]), np.empty(shapes[3])
         head = (*c, qc, qdc, tv, sel, *arrays[:2], *loop._ws)
         tail = (arrays[2], acc, loop._body_row, cutF, sw, reac, rows_t, rows_c)
-        calls["kernel fd"] = lambda h=head, t=tail, lab=loop._clab: NS.loop_forward_dynamics_rows(
-            *h[:4], lab, *h[4:], *t
-        )
-        calls["kernel lean"] = lambda h=head, a=arrays, sw=sw: NS.loop_accelerations_kept(
-            *h, a[2], sw
-        )
+        fd_args = (*head[:4], loop._clab, *head[4:], *tail)
+        lean_args = (*head, arrays[2], sw)
+        entries = [None, None]  # the compiled entry points, as the calls keep them
+        kfd, klean = NS.loop_forward_dynamics_rows, NS.loop_accelerations_kept
+        calls["kernel fd"] = lambda a=fd_args, e=entries, k=kfd: _call(e, 0, k, a)
+        calls["kernel lean"] = lambda a=lean_args, e=entries, k=klean: _call(e, 1, k, a)
         out.append((name, "`accelerations(compiled=True)`", loop.nv, calls))
     trees = (
         ("flexible tree: flexible pendulum", flexible_pendulum),

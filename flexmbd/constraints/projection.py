@@ -347,8 +347,9 @@ class ProjectionInfo:
         """A copy with its own ``discarded`` mask (what a result keeps of the projector's
         info at its evaluation; the projector's own info changes at the next one)."""
         out = _new(ProjectionInfo)
-        out.__dict__.update(self.__dict__)
-        out.discarded = self.discarded.copy()
+        d = self.__dict__.copy()
+        d["discarded"] = self.discarded.copy()
+        out.__dict__ = d
         return out
 
 
@@ -424,6 +425,7 @@ class Projector:
         self._last_J = None
         self._basis_cache = None
         self._sel_basis = None
+        self._sel_memo = None  # (basis, selection, discarded mask): _selection_memo
         self.fast_rows = bool(fast_rows)
         self.info = ProjectionInfo()
 
@@ -508,14 +510,42 @@ class Projector:
     def selection(self) -> NDArray[np.intp] | None:
         """The independent rows (pivot order) of the last corrected state when it was
         regular and ``fast_rows`` is on (method ``"qr"``), else None: the rows a compiled
-        loop solves with, as :meth:`accelerations` does between two QRs."""
-        sel = self._selection() if self.method == "qr" else None
-        return None if sel is None else np.ascontiguousarray(sel, dtype=np.int64)
+        loop solves with, as :meth:`accelerations` does between two QRs. The same int64
+        array at every call until the next correction (read it, do not write it)."""
+        if self.method != "qr":
+            return None
+        memo = self._sel_memo
+        if memo is None or memo[0] is not self._sel_basis:
+            memo = self._selection_memo()
+        return memo[1] if self.fast_rows else None
+
+    def _selection_memo(self):
+        """``(basis, selection or None, discarded mask (read-only))`` of the last
+        corrected state's basis, kept until the next correction (its rank and rows do
+        not change after :meth:`_adopt`)."""
+        b = self._sel_basis
+        sel = None
+        if b is not None and not b.n_weak and b.rank != 0:
+            sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
+        mask = None
+        if b is not None:
+            mask = b.discarded_mask()
+            mask.flags.writeable = False
+        self._sel_memo = (b, sel, mask)
+        return self._sel_memo
 
     def selection_used(self) -> None:
         """Record in :attr:`info` that an evaluation used :meth:`selection` (rank and
         discarded rows of the basis it came from), as :meth:`accelerations` does."""
-        self._set_info(self._sel_basis)
+        b = self._sel_basis
+        memo = self._sel_memo
+        if memo is None or memo[0] is not b:
+            memo = self._selection_memo()
+        info = self.info
+        info.rank = b.rank
+        info.regular_rank = max(self.regular_rank or 0, b.rank)
+        info.n_weak = b.n_weak if self.tangent_projection else 0
+        info.discarded = memo[2]
 
     def weak_state(self) -> bool:
         """True when the last corrected state (:meth:`correct`) had weak directions

@@ -143,6 +143,32 @@ __all__ = ["LoopSystem", "compile_loops", "needs_loops"]
 #: within a factor _GUARD of the rank threshold (or it would choose other rows)
 _GUARD = 4.0
 _new = object.__new__
+#: the tree solution's multipliers in a loop's result (none: the tree has no constraints;
+#: one empty array shared by every result, nothing in it to change)
+_NO_LAM = np.zeros(0)
+
+
+def _call(entries, i, kernel, args):
+    """``kernel(*args)``, by the entry point of the compiled version that the first call
+    with these argument types ran (kept in ``entries[i]`` with the kernel): a
+    single-state call's arguments have the same types at every call (the model's
+    arrays and contiguous float64 / int64 state, row and output arrays of fixed
+    dimensions), so numba's dispatcher resolves their types only once (for the 35 arrays
+    of the cut arguments that costs more than unboxing them). Where no compiled version
+    has exactly these types (a read-only state array at the first call) or ``kernel`` is
+    not a numba dispatcher, every call goes through ``kernel``."""
+    kept = entries[i]
+    if kept is not None and kept[0] is kernel:
+        return kept[1](*args)
+    out = kernel(*args)
+    entry = kernel
+    if hasattr(kernel, "overloads"):
+        cres = kernel.overloads.get(tuple(kernel.typeof_pyval(a) for a in args))
+        entry = kernel if cres is None else cres.entry_point
+    entries[i] = (kernel, entry)
+    return out
+
+
 #: no table values that are functions of time (the RK4 kernels' ``TT, tix``)
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)
 
@@ -773,13 +799,11 @@ class LoopSystem:
             return None
         c, sel, q, qd, tv = args
         plan = self._fd_plan(sel.shape[0])
-        sw, tree_rows, cut_rows, cutF, shapes = plan
+        shapes = plan[4]
         qdd, lam = np.empty(self.nv), np.empty(shapes[0])
         reac_t, acc, reac = np.empty(shapes[1]), np.empty(shapes[2]), np.empty(shapes[3])
-        st = _NS.loop_forward_dynamics_rows(
-            c[0], c[1], c[2], c[3], self._clab, q, qd, tv, sel, qdd, lam, *self._ws, reac_t, acc,
-            self._body_row, cutF, sw, reac, tree_rows, cut_rows,
-        )  # fmt: skip
+        call = (*plan[5], q, qd, tv, sel, qdd, lam, *plan[6], reac_t, acc, *plan[7], reac, *plan[8])
+        st = _call(plan[9], 0, _NS.loop_forward_dynamics_rows, call)
         if st != 0:
             return None
         P.selection_used()
@@ -788,7 +812,7 @@ class LoopSystem:
         tree = _new(ForwardDynamics)
         d = tree.__dict__
         d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac_t, acc
-        d["layout"], d["lam"] = self.tree.layout, np.zeros(0)
+        d["layout"], d["lam"] = self.tree.layout, _NO_LAM
         out = _new(ForwardDynamics)
         d = out.__dict__
         d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac, acc
@@ -796,14 +820,18 @@ class LoopSystem:
         return out
 
     def _fd_plan(self, k):
-        """What :meth:`_compiled_forward_dynamics` reads once per compiled loop and row
-        count ``k``: ``(scratch of :func:`._nbloops.stage_work`, tree rows and cut rows of
-        the reactions (int64), cut wrench scratch, (m, tree reactions, body
-        accelerations and reactions shapes))``."""
+        """What :meth:`_compiled_forward_dynamics` and :meth:`_compiled_accelerations` read
+        once per compiled loop and row count ``k``: ``(scratch of
+        :func:`._nbloops.stage_work`, tree rows and cut rows of the reactions (int64), cut
+        wrench scratch, (m, tree reactions, body accelerations and reactions shapes), the
+        constant arguments of :func:`._nbsingle.loop_forward_dynamics_rows` before ``q``,
+        between ``lam`` and ``reac_t``, between ``acc`` and ``reac``, after ``reac``, the
+        compiled entry points of the two kernels (:func:`_call`))``."""
         memo = getattr(self, "_fd_memo", None)
         if memo is not None and memo[0] is self._comp and memo[1] == k:
             return memo[2]
-        Ib = self._comp[1][0]
+        c = self._comp[1]
+        Ib = c[0]
         sw = _NL.stage_work(k, Ib[K.IB_NV], Ib[K.IB_N1])
         nt = len(self.tree.joint_names)
         shapes = (
@@ -812,12 +840,20 @@ class LoopSystem:
             (len(self.layout.body_names), 6),
             (len(self.joint_names), 6),
         )
+        tree_rows = np.ascontiguousarray(self._tree_rows, dtype=np.int64)
+        cut_rows = np.ascontiguousarray(self._cut_rows_reac, dtype=np.int64)
+        cutF = np.empty((len(self.constraints.cuts), 6))
         plan = (
             sw,
-            np.ascontiguousarray(self._tree_rows, dtype=np.int64),
-            np.ascontiguousarray(self._cut_rows_reac, dtype=np.int64),
-            np.empty((len(self.constraints.cuts), 6)),
+            tree_rows,
+            cut_rows,
+            cutF,
             shapes,
+            (*c, self._clab),
+            self._ws,
+            (self._body_row, cutF, sw),
+            (tree_rows, cut_rows),
+            [None, None],
         )
         self._fd_memo = (self._comp, k, plan)
         return plan
@@ -947,10 +983,9 @@ class LoopSystem:
         c, sel, q, qd, tv = args
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
-        sw = self._fd_plan(sel.shape[0])[0]
-        st = _NS.loop_accelerations_kept(
-            c[0], c[1], c[2], c[3], q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws, sw
-        )
+        plan = self._fd_plan(sel.shape[0])
+        call = (*c, q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws, plan[0])
+        st = _call(plan[9], 1, _NS.loop_accelerations_kept, call)
         if st != 0:
             return None
         P.selection_used()

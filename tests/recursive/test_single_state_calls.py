@@ -199,6 +199,91 @@ def test_loop_forward_dynamics_in_one_call_is_the_former_path_bit_for_bit(build)
         q = s.project(q + 0.02 * rng.normal(size=s.nq), qd)[0]
 
 
+def _same_fd(a, b):
+    """Every field of two loop ``ForwardDynamics`` equal bit for bit (the tree solution
+    and the projection statistics too)."""
+    for k in ("qdd", "lam", "reactions", "body_accelerations"):
+        assert np.array_equal(getattr(a, k), getattr(b, k))
+    for k in ("qdd", "lam", "reactions", "body_accelerations"):
+        assert np.array_equal(getattr(a.tree, k), getattr(b.tree, k))
+    assert a.layout is b.layout and a.tree.layout is b.tree.layout
+    pa, pb = a.projection.__dict__, b.projection.__dict__
+    assert pa.keys() == pb.keys()
+    assert all(np.array_equal(pa[k], pb[k]) for k in pa)
+
+
+@pytest.mark.parametrize("build", [models.four_bar, _squeezer, _ring])
+def test_loop_single_state_calls_by_the_kept_entry_point_are_the_dispatcher_calls(build):
+    """After the first call, ``forward_dynamics`` and ``accelerations(compiled=True)`` call
+    the compiled version's entry point directly (``loops._call``: no type resolution of
+    the arguments per call); every result equals the dispatcher's call on the same
+    arrays bit for bit, with the projector's statistics recorded as before, and each
+    result owns its arrays (the projector's kept discarded mask is copied)."""
+    from flexmbd.recursive import loops as L
+
+    s = build().compile("recursive")
+    P = s.projector
+    q, qd = s.project(*s.initial_state())
+    rng = np.random.default_rng(11)
+    for k in range(3):
+        qd = qd + 0.1 * rng.normal(size=s.nv)
+        tau = None if k == 0 else rng.normal(size=s.nv)
+        sel = P.selection()
+        entries = s._fd_plan(len(sel))[9]
+        entries[:] = [None, None]  # the next calls go through the dispatchers
+        fd_disp = s.forward_dynamics(q, qd, tau)
+        acc_disp = s.accelerations(q, qd, tau, compiled=True)
+        fd_kernel, acc_kernel = entries[0][1], entries[1][1]
+        assert fd_kernel is not NS.loop_forward_dynamics_rows  # the entry points, kept
+        assert acc_kernel is not NS.loop_accelerations_kept
+        assert type(fd_kernel).__name__ == "builtin_function_or_method"
+        fd = s.forward_dynamics(q.tolist(), qd, tau)  # (list: a converted state)
+        info = P.info.snapshot()
+        qdd, lam = s.accelerations(q, qd, tau, compiled=True)
+        assert entries[0][1] is fd_kernel and entries[1][1] is acc_kernel
+        _same_fd(fd, fd_disp)
+        assert np.array_equal(qdd, acc_disp[0]) and np.array_equal(lam, acc_disp[1])
+        assert np.array_equal(qdd, fd.qdd) and np.array_equal(lam, fd.lam)
+        # the projector's record of the evaluation, as its QR basis gives it
+        b = P._sel_basis
+        assert np.array_equal(sel, b.perm[: b.rank]) and sel.dtype == np.int64
+        assert (info.rank, info.n_weak) == (b.rank, 0)
+        assert np.array_equal(P.info.discarded, b.discarded_mask())
+        assert fd.projection.discarded is not P.info.discarded
+        assert fd.projection.discarded.flags.writeable
+        assert fd.tree.lam.size == 0 and L._NO_LAM.size == 0
+        q = s.project(q + 0.02 * rng.normal(size=s.nq), qd)[0]
+
+
+def test_projector_selection_is_kept_until_the_next_correction():
+    """:meth:`Projector.selection` returns the same rows array until the next correction
+    and then the new state's rows (as its QR basis gives them); ``fast_rows=False`` and
+    other methods still give None; :meth:`Projector.selection_used` records the kept
+    basis's rank and discarded rows."""
+    s = _squeezer().compile("recursive")
+    P = s.projector
+    q, qd = s.project(*s.initial_state())
+    sel = P.selection()
+    assert P.selection() is sel
+    b = P._sel_basis
+    assert np.array_equal(sel, b.perm[: b.rank])
+    P.fast_rows = False
+    assert P.selection() is None
+    P.fast_rows = True
+    assert P.selection() is sel
+    rng = np.random.default_rng(2)
+    q2 = s.project(q + 0.3 * rng.normal(size=s.nq), qd)[0]
+    P.basis(q2)  # a QR at a corrected state: the projector's new basis
+    b2 = P._sel_basis
+    assert b2 is not b
+    sel2 = P.selection()
+    assert sel2 is not sel and np.array_equal(sel2, b2.perm[: b2.rank])
+    P.info.discarded = None
+    P.selection_used()
+    assert np.array_equal(P.info.discarded, b2.discarded_mask())
+    assert P.info.rank == b2.rank and P.info.regular_rank == max(P.regular_rank, b2.rank)
+
+
 def _flex_chain():
     from tests.recursive.test_flexible_rk4 import flex_chain
 
