@@ -18,8 +18,7 @@ import numpy as np
 from .._jit import njit
 from . import _flexkernels as FK
 from . import _kernels as K
-from ._nbloops import (  # noqa: F401 - flex_loads, BLOCK_NONFINITE re-exported
-    BLOCK_NONFINITE,
+from ._nbloops import (  # noqa: F401 - flex_loads re-exported
     _flex_eval,
     _flex_rhs,
     _interval_end,
