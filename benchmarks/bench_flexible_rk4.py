@@ -282,11 +282,35 @@ def adaptive_worker(quick, reps, rounds):
     return out
 
 
-def adaptive_table(data, args):
-    def med(x, i):
-        a = np.array([v[i] for v in x]) * 1e6
-        return np.median(a), a.min(), a.max()
+def _med(x, i):
+    """Median, min and max (us) of column ``i`` of the timings ``x`` (s)."""
+    a = np.array([v[i] for v in x]) * 1e6
+    return np.median(a), a.min(), a.max()
 
+
+def _old_new(o, n):
+    """The cells ``old [min-max] | new [min-max] | speed-up`` of two :func:`_med`."""
+    return (
+        f"{o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
+        f"| {o[0] / n[0]:.1f}x"
+    )
+
+
+def _speed_rows(old, new):
+    """The table of the stepper's and the whole call's time per step, old vs new, of the
+    cases of ``new`` that ``old`` has (not the ``eval`` entries)."""
+    lines = [
+        "| case | old stepper | new stepper | speed-up | old whole | new whole | speed-up |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in new:
+        if k in old and not k.startswith("eval"):
+            stepper = _old_new(_med(old[k], 0), _med(new[k], 0))
+            lines.append(f"| {k} | {stepper} | {_old_new(_med(old[k], 1), _med(new[k], 1))} |")
+    return lines
+
+
+def adaptive_table(data, args):
     lines = [
         "## Adaptive integrators of trees with flexible bodies: compiled blocks",
         "",
@@ -310,13 +334,12 @@ def adaptive_table(data, args):
     for k, r in data.items():
         if k == "peer":
             continue
-        o, n = med(r["old"], 0), med(r["new"], 0)
-        ow, nw = med(r["old"], 1), med(r["new"], 1)
+        o, n = _med(r["old"], 0), _med(r["new"], 0)
+        ow, nw = _med(r["old"], 1), _med(r["new"], 1)
         floor = r["evals"] * r["kernel"] * 1e6
         lines.append(
-            f"| {k} | {r['steps']} | {r['evals']:.1f} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] "
-            f"| {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] | {o[0] / n[0]:.1f}x | {ow[0]:.0f} "
-            f"| {nw[0]:.0f} | {ow[0] / nw[0]:.1f}x | {floor:.0f} "
+            f"| {k} | {r['steps']} | {r['evals']:.1f} | {_old_new(o, n)} | {_old_new(ow, nw)} "
+            f"| {floor:.0f} "
             f"| {100 * (1 - floor / o[0]):.0f} % | {'yes' if r['bitwise'] else 'NO'} |"
         )
     peer = np.median(data["peer"]) * 1e3
@@ -559,10 +582,6 @@ POINTS = "flexible-points"
 def points_table(old, new, args):
     """The ``flexible-points`` section: the point-load cases, old vs new."""
 
-    def med(x, i):
-        a = np.array([v[i] for v in x]) * 1e6
-        return np.median(a), a.min(), a.max()
-
     lines = [
         "## RK4 of trees with flexible bodies: point forces and SDAs in the blocks",
         "",
@@ -578,32 +597,17 @@ def points_table(old, new, args):
         f"- Per RK4 step (us): the stepper's time and the whole `simulate` call, median "
         f"[min-max] over {args.rounds} rounds of each process's best of {args.reps}.",
         "",
-        "| case | old stepper | new stepper | speed-up | old whole | new whole | speed-up |",
-        "|---|---|---|---|---|---|---|",
+        *_speed_rows(old, new),
     ]
-    for k in new:
-        if k not in old or k.startswith("eval"):
-            continue
-        o, n = med(old[k], 0), med(new[k], 0)
-        ow, nw = med(old[k], 1), med(new[k], 1)
-        lines.append(
-            f"| {k} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
-            f"| {o[0] / n[0]:.1f}x | {ow[0]:.0f} [{ow[1]:.0f}-{ow[2]:.0f}] "
-            f"| {nw[0]:.0f} [{nw[1]:.0f}-{nw[2]:.0f}] | {ow[0] / nw[0]:.1f}x |"
-        )
     lines += ["", "New Python path per evaluation (us): `system.qdd` vs the kernel alone.", ""]
     for k in new:
         if k.startswith("eval: "):
-            py, kern = med(new[k], 0)[0], med(new[k], 1)[0]
+            py, kern = _med(new[k], 0)[0], _med(new[k], 1)[0]
             lines.append(f"- {k[6:]}: `system.qdd` {py:.1f}, `forward_dynamics` alone {kern:.1f}")
     return lines
 
 
 def table(old, new, args):
-    def med(x, i):
-        a = np.array([v[i] for v in x]) * 1e6
-        return np.median(a), a.min(), a.max()
-
     lines = [
         "## RK4 of trees with flexible bodies: compiled blocks",
         "",
@@ -617,18 +621,8 @@ def table(old, new, args):
         f"each process's best of {args.reps}; steps of {DT_CHAIN:g} s (chains) and "
         f"{DT_ROBOT:g} s (space robot).",
         "",
-        "| case | old stepper | new stepper | speed-up | old whole | new whole | speed-up |",
-        "|---|---|---|---|---|---|---|",
+        *_speed_rows(old, new),
     ]
-    for k in new:
-        if k not in old or k.startswith("eval"):
-            continue
-        o, n = med(old[k], 0), med(new[k], 0)
-        ow, nw = med(old[k], 1), med(new[k], 1)
-        lines.append(
-            f"| {k} | {o[0]:.0f} [{o[1]:.0f}-{o[2]:.0f}] | {n[0]:.0f} [{n[1]:.0f}-{n[2]:.0f}] "
-            f"| {o[0] / n[0]:.1f}x | {ow[0]:.0f} | {nw[0]:.0f} | {ow[0] / nw[0]:.1f}x |"
-        )
     lines += [
         "",
         "Where an evaluation of the Python RK4 path goes (same processes, us per call): "
@@ -642,15 +636,15 @@ def table(old, new, args):
     for k in new:
         if k.startswith("eval: "):
             name = k[6:]
-            py, kern = med(new[k], 0)[0], med(new[k], 1)[0]
-            blk = med(new[name], 0)[0] / 4
+            py, kern = _med(new[k], 0)[0], _med(new[k], 1)[0]
+            blk = _med(new[name], 0)[0] / 4
             lines.append(
                 f"| {name} | {py:.1f} | {kern:.1f} | {100 * (1 - kern / py):.0f} % | {blk:.1f} |"
             )
     lines.append("")
     for k in new:
         if k.startswith("peer"):
-            p = med(new[k], 0)
+            p = _med(new[k], 0)
             lines.append(
                 "- Peer in the same run (new processes): the absolute formulation's own run of "
                 "the N = 5 chain (its default integrator, generalized-alpha with the compiled "
@@ -659,8 +653,8 @@ def table(old, new, args):
             )
     for tag in ("", " stiff"):
         ks = [f"chain N={n}{tag}" for n in CHAIN_NS]
-        eo = fit_exponent(CHAIN_NS, [med(old[k], 0)[0] for k in ks])
-        en = fit_exponent(CHAIN_NS, [med(new[k], 0)[0] for k in ks])
+        eo = fit_exponent(CHAIN_NS, [_med(old[k], 0)[0] for k in ks])
+        en = fit_exponent(CHAIN_NS, [_med(new[k], 0)[0] for k in ks])
         what = tag or " (no stiffening)"
         lines.append(
             f"- growth exponent in N of the stepper's time per step, chains{what}: "

@@ -291,14 +291,10 @@ class TreeStepper(ExplicitStepper):
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
         def run(k, t_stop, win, stall):
-            if rows:  # a sample at every accepted step: rows i + 1 ...
-                qdd, reac, ok, en = self._sample_arrays(self.i + k)
-            else:
-                qdd, reac, ok, en = self._no_rows()
-            n = s.y.shape[0]
-            ts = np.array([s.t, s.h_abs], dtype=float)
-            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
-            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            # a sample at every accepted step (rows i + 1 ...) or none
+            (qdd, reac, ok, en), ts, y, f, Y, REC, out = self._block_buffers(
+                k, k if rows else None, 3
+            )
             done = _NL.tree_rk_block(
                 c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
                 float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
@@ -358,14 +354,10 @@ class TreeStepper(ExplicitStepper):
         E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
 
         def run(k, t_stop, win, stall):
-            if rows:  # a sample at every accepted step: rows i + 1 ...
-                qdd, reac, ok, _ = self._sample_arrays(self.i + k)
-            else:
-                qdd, reac, ok, _ = self._no_rows()
-            n = s.y.shape[0]
-            ts = np.array([s.t, s.h_abs], dtype=float)
-            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
-            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
+            # a sample at every accepted step (rows i + 1 ...) or none
+            (qdd, reac, ok, _), ts, y, f, Y, REC, out = self._block_buffers(
+                k, k if rows else None, 3
+            )
             self._fix_free_lengths(fargs, y)
             done = _FB.flex_rk_block(
                 work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
@@ -427,10 +419,7 @@ class TreeStepper(ExplicitStepper):
             return self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
 
         def run(k, te, win, stall):
-            qdd, reac, ok, en = self._sample_arrays(self.i + len(te))
-            ts = np.array([s.t, s.h_abs], dtype=float)
-            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
-            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            (qdd, reac, ok, en), ts, y, f, Y, REC, out = self._block_buffers(k, len(te), 5)
             SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
             YS = np.empty((len(te), n))
             done = _NL.tree_rk_block_dense(
@@ -453,10 +442,7 @@ class TreeStepper(ExplicitStepper):
         work, fargs, tau, qoff = self._flex_rhs_args()
 
         def run(k, te, win, stall):
-            qdd, reac, ok, _ = self._sample_arrays(self.i + len(te))
-            ts = np.array([s.t, s.h_abs], dtype=float)
-            y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
-            Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(5)
+            (qdd, reac, ok, _), ts, y, f, Y, REC, out = self._block_buffers(k, len(te), 5)
             SJ, DN = np.zeros(len(te), dtype=np.int64), np.zeros(k, dtype=np.int64)
             YS = np.empty((len(te), n))
             self._fix_free_lengths(fargs, y)
@@ -470,6 +456,19 @@ class TreeStepper(ExplicitStepper):
             return done, Y, REC, f, out, SJ, DN, F, YS[: int(out[3])]
 
         return run
+
+    def _block_buffers(self, k, m, n_out):
+        """The buffers of a compiled block of up to ``k`` accepted steps from the solver's
+        state: the sample rows ``(qdd, reactions, done, energies)`` holding rows up to
+        ``i + m`` (:meth:`_sample_arrays`; :meth:`_no_rows` where ``m`` is None), the
+        solver's ``ts = (t, h_abs)`` (s), copies of its state ``y`` and last evaluation
+        ``f``, the records ``Y`` (k, n) and ``REC`` (k, 4) and ``out`` (``n_out`` zeros)."""
+        s = self.solver
+        rows = self._no_rows() if m is None else self._sample_arrays(self.i + m)
+        ts = np.array([s.t, s.h_abs], dtype=float)
+        y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
+        n = y.shape[0]
+        return rows, ts, y, f, np.empty((k, n)), np.empty((k, 4)), np.zeros(n_out)
 
     def _no_rows(self):
         """Sample arrays of no row (a block of a run with output times writes none)."""

@@ -19,19 +19,14 @@ from .._jit import njit
 from . import _flexkernels as FK
 from . import _kernels as K
 from ._nbloops import (  # noqa: F401 - flex_loads re-exported
-    _BLOCK_GO,
-    BLOCK_DONE,
-    BLOCK_HANDBACK,
-    BLOCK_NONFINITE,
-    _block_step,
     _flex_eval,
     _flex_rhs,
     _interval_end,
-    _renormalized,
     _rk4_stage_state,
     _rk4_update,
     flex_loads,
     flex_point_energy,
+    tree_rk_block,
     tree_rk_block_dense,
     unit_quaternions,
 )
@@ -217,55 +212,22 @@ def flex_rk_block(
     k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, done, qoff,
 ):  # fmt: skip
     """:func:`._nbloops.tree_rk_block` of a tree with flexible bodies: up to ``k``
-    accepted steps of scipy's RK45 / RK23 / DOP853 (the shared
-    :func:`._nbloops._block_step`) on the workspace ``T``
+    accepted steps of scipy's RK45 / RK23 / DOP853 on the workspace ``T``
     (:class:`._flexkernels.FlexWork` as a plain tuple) with the right-hand side
     :func:`._nbloops._flex_rhs` (its arguments ``fargs``; joint and modal forces ``tau``
-    with the constant joint forces added), the same arguments, records and stop reasons.
-    The quaternions at the offsets ``qoff`` of each accepted state are renormalized
-    (:func:`._nbloops.unit_quaternions`) as ``TreeStepper._after_solver_step`` does; a
-    state that turns non-finite there stops the block. Accepted step ``j`` writes the
-    output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0 rows): its joint
-    and modal accelerations ``QDD``, joint reactions ``REAC`` (N, N m, joint frames) and
-    ``done``, from the step's last evaluation (at the accepted state), or with
-    quaternions from an evaluation at the renormalized state (a failed one leaves the
-    row to the batch after the run). Returns the number of accepted steps."""
-    n = y.shape[0]
-    nv = fargs[2]
-    nq = n - nv
-    y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
-    g = np.empty(n)
-    reac = np.empty((REAC.shape[1], 6))
-    # the loop and rigid-tree arguments that this right-hand side does not read
-    sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
-    yc, lam = np.empty(0), np.empty(0)
-    for j in range(k):
-        code = _block_step(
-            none, T, none, fargs, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
-            ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
-            A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
-            y_new, f_new, o4, yc, lam, j, t_stop, n_steps, win, stall, Yout, REC, out,
-        )  # fmt: skip
-        if code == BLOCK_HANDBACK:
-            return j
-        code = _renormalized(y, qoff, Yout, j, code, out)
-        r = i0 + j
-        if r < QDD.shape[0] and not qoff.shape[0]:
-            for i in range(nv):
-                QDD[r, i] = f_new[nq + i]
-            for i in range(reac.shape[0]):
-                for c in range(6):
-                    REAC[r, i, c] = reac[i, c]
-            done[r] = True
-        elif r < QDD.shape[0] and code != BLOCK_NONFINITE:  # at the renormalized state
-            if _flex_rhs(T, fargs, y, tau, REAC[r], g) == 0:
-                for i in range(nv):
-                    QDD[r, i] = g[nq + i]
-                done[r] = True
-        if code != _BLOCK_GO:
-            return j + 1
-    out[0] = BLOCK_DONE
-    return k
+    with the constant joint forces added): the rigid tree's kernel with ``Ib`` None and
+    ``fargs`` as its force table, the same arguments, records and stop reasons, no
+    energies (they come after the run from :func:`flex_energies`). The quaternions at
+    the offsets ``qoff`` of each accepted state are renormalized; accepted step ``j``
+    writes the output sample ``i0 + j`` where it is a row of ``QDD``: its joint and modal
+    accelerations ``QDD``, joint reactions ``REAC`` (N, N m, joint frames) and ``done``.
+    Returns the number of accepted steps."""
+    return tree_rk_block(
+        None, T, fargs, tau, ts, y, f, t_bound, direction, max_step, r_tol, a_tol,
+        A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
+        k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, np.empty((0, 0)),
+        done, qoff,
+    )  # fmt: skip
 
 
 @njit(cache=True)

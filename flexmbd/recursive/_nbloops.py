@@ -2192,30 +2192,33 @@ def tree_rk_block(
     A, B, C, E3, E5, K, safety, min_factor, max_factor, exponent,
     k, t_stop, n_steps, win, stall, Yout, REC, out, i0, QDD, REAC, EN, done, qoff,
 ):  # fmt: skip
-    """:func:`loop_rk_block` of a rigid tree (no cut joint): up to ``k`` accepted steps
-    of scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with :func:`_tree_rhs` (joint
-    forces ``tau``, the force table ``forces``) at every stage, the same arguments,
-    records and stop reasons. The quaternions at the offsets ``qoff`` (int64; none:
-    ``q' = v``) of each accepted state are renormalized (:func:`unit_quaternions`)
-    before it is recorded and becomes the state, as scipy's ``step()`` followed by
+    """:func:`loop_rk_block` of a tree (no cut joint): up to ``k`` accepted steps of
+    scipy's RK45 / RK23 / DOP853 (:func:`_rk_step`) with :func:`_tree_rhs` (joint forces
+    ``tau``, the force table ``forces``) at every stage, the same arguments, records and
+    stop reasons. The quaternions at the offsets ``qoff`` (int64; none: ``q' = v``) of
+    each accepted state are renormalized (:func:`unit_quaternions`) before it is
+    recorded and becomes the state, as scipy's ``step()`` followed by
     ``TreeStepper._after_solver_step`` leaves it (``f`` stays the step's last
     evaluation, at the state before the renormalization); a state that turns
     non-finite there stops the block (:data:`BLOCK_NONFINITE`). Accepted step ``j``
     also writes the output sample ``i0 + j`` where it is a row of ``QDD`` (none for 0
-    rows; give none with quaternions: the step's last evaluation is not at the
-    renormalized state): its ``QDD`` and tree reactions ``REAC`` from the step's last
-    evaluation (at the accepted state), its energies ``EN``
-    (:func:`._nbforces.sample_energies`) and ``done``. Returns the number of accepted
-    steps."""
+    rows): its ``QDD`` and tree reactions ``REAC`` from the step's last evaluation (at
+    the accepted state), its energies ``EN`` (:func:`._nbforces.sample_energies`) and
+    ``done``; with quaternions from an evaluation at the renormalized state
+    (:func:`_dense_sample`; a failed one leaves the row to the batch after the run).
+    Returns the number of accepted steps. A tree with flexible bodies passes ``Ib``
+    None, its workspace as ``buf`` and :func:`_flex_rhs`'s arguments as ``forces``
+    (:func:`._flexblock.flex_rk_block`): the steps and samples on :func:`_flex_rhs`, no
+    energies (``EN`` not read; they come after the run)."""
     n = y.shape[0]
-    nv = Ib[_IB_NV]
+    nv = _n_speeds(Ib, forces)
     nq = n - nv
     y_new, f_new, o4 = np.empty(n), np.empty(n), np.zeros(4)
+    g = np.empty(n)
     reac = np.empty((REAC.shape[1], 6))
     # the loop arguments that a tree's right-hand side does not read
     sel, ws, none = np.empty(0, np.int64), (np.empty(0), np.empty((0, 0)), np.empty(0)), None
     yc, lam = np.empty(0), np.empty(0)
-    fi, ff, tau_c, S = forces
     for j in range(k):
         code = _block_step(
             Ib, buf, none, forces, tau, sel, 0.0, 0, 0.0, 0.0, ws, reac,
@@ -2233,14 +2236,35 @@ def tree_rk_block(
             for i in range(reac.shape[0]):
                 for c in range(6):
                     REAC[r, i, c] = reac[i, c]
-            sample_energies(Ib, buf, y_new[nq:], fi, ff, tau_c, S, EN[r])
+            _step_energies(Ib, buf, forces, y_new[nq:], EN, r)
             done[r] = True
         elif r < QDD.shape[0] and code != BLOCK_NONFINITE:  # at the renormalized state
-            _tree_sample(Ib, buf, forces, tau, y, nq, ts[0], QDD[r], REAC[r], EN[r], done, r)
+            _dense_sample(Ib, buf, forces, tau, y, nq, ts[0], QDD, REAC, EN, done, r, g)
         if code != _BLOCK_GO:
             return j + 1
     out[0] = BLOCK_DONE
     return k
+
+
+def _step_energies(Ib, buf, forces, v, EN, r):
+    """The energies ``EN[r]`` of an accepted step's output sample at the speeds ``v``: a
+    rigid tree's :func:`._nbforces.sample_energies` (``forces`` its force table, whose
+    clock the step's last evaluation left at the step's end); nothing with flexible
+    bodies (``Ib`` None; their energies come after the run). Dispatched on ``Ib is None``
+    by ``@overload`` (as :func:`_dense_sample`)."""
+    raise NotImplementedError("compiled kernels only")
+
+
+@overload(_step_energies)
+def _step_energies_impl(Ib, buf, forces, v, EN, r):
+    if isinstance(Ib, types.NoneType):
+        return lambda Ib, buf, forces, v, EN, r: None
+
+    def rigid(Ib, buf, forces, v, EN, r):
+        fi, ff, tau_c, S = forces
+        sample_energies(Ib, buf, v, fi, ff, tau_c, S, EN[r])
+
+    return rigid
 
 
 @njit(cache=True, inline="always")

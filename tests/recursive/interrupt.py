@@ -4,6 +4,7 @@ import contextlib
 
 import pytest
 
+import flexmbd as fm
 from flexmbd.integrators.stepper import ExplicitStepper
 
 
@@ -30,3 +31,18 @@ def interrupted_at_chunk(monkeypatch, at=3):
             yield seen
     finally:
         monkeypatch.setattr(ExplicitStepper, "advance", real)
+
+
+def resumes_in_blocks(monkeypatch, m, s, t_end, kw, every, path, ref, count, same):
+    """Run ``s`` (compiled from the model ``m``) to ``t_end`` (s) with the simulate
+    keywords ``kw`` and a checkpoint at ``path`` every ``every`` steps, interrupted at its
+    third chunk, and resume it: ``same(resumed, ref)`` compares it with the uninterrupted
+    run ``ref``, and every resumed step must have run in the compiled blocks
+    (``count(monkeypatch)[0]``: the accepted steps of each block call from then on)."""
+    assert ref.meta["steps"] > 3 * every
+    with interrupted_at_chunk(monkeypatch) as seen:
+        s.simulate(t_end, checkpoint=path, every=every, **kw)
+    assert seen[:2] == [every, every]
+    blocks = count(monkeypatch)[0]
+    same(fm.resume(path, model=m), ref)
+    assert sum(blocks) == ref.meta["steps"] - 2 * every

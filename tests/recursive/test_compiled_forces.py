@@ -2,14 +2,13 @@
 Python path, which applies the same elements through their ``wrenches`` and
 ``generalized_force`` methods: the same equations, so the same numbers to round-off."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import flexmbd as fm
 from flexmbd.constraints.projection import Projector
+
+from .example_scripts import example
 
 ALL = ("sda", "sda_ground", "pw", "pb", "tw", "tb", "drive")
 
@@ -139,11 +138,7 @@ def test_conservative_loads_keep_the_energy():
 
 
 def _squeezer():
-    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
-    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example("andrews_squeezer")
 
 
 def test_squeezer_compiled_dop853_matches_test_set_and_python_path():

@@ -6,6 +6,8 @@ import pytest
 
 import flexmbd as fm
 
+from .example_scripts import example
+
 
 def spatial_ring(n=6, tilt=0.3, seed=3, shift=0.0):
     """A ring of ``n`` rods with tilted revolute axes closed through the ground (one loop,
@@ -463,17 +465,10 @@ def test_four_bar_through_its_singular_window_equals_the_python_run():
     crossing: the compiled RK4 steps and samples, which now keep the rows where the margin
     test refused and the QR agrees, give the Python run's states, multipliers, reactions
     and rank statistics."""
-    import importlib.util
-    from pathlib import Path
-
     from flexmbd.constraints.projection import qr_basis
     from flexmbd.recursive._nbloops import _margin_decision, _qr_selects
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
-    spec = importlib.util.spec_from_file_location("four_bar_example", path)
-    fb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fb)
-    s = fb.build().compile("recursive", rtol=3e-2, tangent_projection=True)
+    s = _four_bar_example()
     nv = s.nv
     fast = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
     slow = s.simulate(
@@ -502,14 +497,7 @@ def test_four_bar_through_its_singular_window_equals_the_python_run():
 
 
 def _four_bar_example():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
-    spec = importlib.util.spec_from_file_location("four_bar_example", path)
-    fb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fb)
-    return fb.build().compile("recursive", rtol=3e-2, tangent_projection=True)
+    return example("four_bar").build().compile("recursive", rtol=3e-2, tangent_projection=True)
 
 
 def test_four_bar_weak_samples_are_the_steps_first_stage():
@@ -566,14 +554,7 @@ def test_a_compiled_regular_correction_forgets_the_weak_directions():
 
 
 def _squeezer_model():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
-    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.build()
+    return example("andrews_squeezer").build()
 
 
 def _reversed_four_bar():

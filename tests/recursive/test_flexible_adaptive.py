@@ -12,7 +12,7 @@ from flexmbd.integrators import explicit
 from flexmbd.integrators.explicit import TreeStepper
 from flexmbd.recursive import _flexblock as FB
 
-from .interrupt import interrupted_at_chunk
+from .interrupt import resumes_in_blocks
 from .test_flexible_cfa import _free_tree
 from .test_flexible_rk4 import flex_chain, pendulum, same_bits
 
@@ -136,14 +136,8 @@ def test_blocks_resume_bit_for_bit(monkeypatch, tmp_path):
     s = m.compile("recursive")
     kw = dict(integrator="RK45")
     ref = scipys_steps(monkeypatch, lambda: s.simulate(0.006, **kw))
-    assert ref.meta["steps"] > 3 * 37
     path = tmp_path / "run.h5"
-    with interrupted_at_chunk(monkeypatch) as seen:
-        s.simulate(0.006, checkpoint=path, every=37, **kw)
-    assert seen[:2] == [37, 37]
-    blocks, _ = counted(monkeypatch)
-    same_run(fm.resume(path, model=m), ref)
-    assert sum(blocks) == ref.meta["steps"] - 2 * 37
+    resumes_in_blocks(monkeypatch, m, s, 0.006, kw, 37, path, ref, counted, same_run)
 
 
 def test_a_stall_inside_a_block_fails_as_scipys_steps(monkeypatch):

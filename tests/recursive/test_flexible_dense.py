@@ -14,7 +14,7 @@ from flexmbd.checkpoint import run
 from flexmbd.integrators.explicit import TreeStepper, tree_stepper
 from flexmbd.recursive import _flexblock as FB
 
-from .failures import failures_on_both_paths
+from .failures import failures_on_both_paths, nonfinite_in_block
 from .interrupt import interrupted_at_chunk
 from .test_flexible_adaptive import same_run
 from .test_flexible_cfa import _free_tree
@@ -149,39 +149,15 @@ def test_a_non_finite_state_inside_a_dense_block_fails_as_the_python_path(monkey
     paths: the block's samples of that step dropped, as the block's own check returns
     before them) fails with the Python path's error -- class, message, time -- and the
     same partial rows."""
-    m, steps = 8, []
-    inner, after = FB.flex_rk_block_dense, TreeStepper._after_solver_step
-
-    def planted_block(*a):
-        a = list(a)
-        n0 = a[22]  # solver steps before the block
-        if not n0 <= m - 1 < n0 + a[21]:
-            return inner(*a)
-        a[21] = m - n0  # up to the m-th step, which turns non-finite
-        done = inner(*a)
-        if done == m - n0:
-            a[25][done - 1, 0] = np.nan
-            out, SJ, DN = a[27], a[34], a[35]  # (that step's samples and dense output)
-            out[0], out[3] = FB.BLOCK_NONFINITE, np.sum(SJ[: int(out[3])] < done - 1)
-            out[4], DN[done - 1] = 0.0, 0
-        return done
-
-    def planted_step(self, solver):
-        steps.append(1)
-        if len(steps) == m:
-            solver.y[0] = np.nan
-        return after(self, solver)
-
-    monkeypatch.setattr(FB, "flex_rk_block_dense", planted_block)
-    monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
     s, kw = model("chain")
-    fast, ref = failures_on_both_paths(
+    fast, ref = nonfinite_in_block(
         monkeypatch,
-        TreeStepper,
-        "step_blocks",
+        FB,
+        "flex_rk_block_dense",
+        21,
         lambda: s.simulate(0.006, integrator="DOP853", dt=5e-5, **kw),
+        dense=True,
     )
-    assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) > 2
     same_run(fast.partial, ref.partial)

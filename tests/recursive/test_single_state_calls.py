@@ -10,6 +10,8 @@ from numba import cfunc
 import flexmbd as fm
 from flexmbd.recursive import _nbsingle as NS
 
+from .example_scripts import example
+
 K, C, Q0, FA = 4.0, 0.3, 1.5, 0.7  # N m/rad, N m s/rad, rad, N m
 
 
@@ -142,14 +144,7 @@ def test_loop_single_state_calls_read_the_time_of_the_call():
 
 
 def _squeezer():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "examples" / "andrews_squeezer.py"
-    spec = importlib.util.spec_from_file_location("andrews_squeezer", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.build()
+    return example("andrews_squeezer").build()
 
 
 def _ring():
@@ -291,14 +286,7 @@ def _flex_chain():
 
 
 def _flex_robot():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "examples" / "space_robot_flexible.py"
-    spec = importlib.util.spec_from_file_location("space_robot_flexible", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.build()
+    return example("space_robot_flexible").build()
 
 
 def _pendulum_pulled():

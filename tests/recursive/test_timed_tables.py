@@ -13,6 +13,7 @@ times in the same order.
 """
 
 import math
+from functools import partial
 
 import models
 import numpy as np
@@ -25,7 +26,7 @@ from flexmbd.recursive import _nbtimed as NT
 from flexmbd.recursive import loops as L
 
 from .failures import failures_on_both_paths
-from .interrupt import interrupted_at_chunk
+from .interrupt import resumes_in_blocks
 from .test_tree_adaptive import chain
 
 OUTPUTS = dict(every={}, dt={"dt": 0.05})  # (s)
@@ -217,14 +218,9 @@ def test_a_tree_run_resumes_bit_for_bit(tmp_path, monkeypatch):
     s = m.compile("recursive")
     kw = dict(integrator="rk45", rtol=1e-10, atol=1e-12)
     ref = s.simulate(0.3, **kw)
-    assert ref.meta["steps"] > 3 * 20
     path = tmp_path / "t.h5"
-    with interrupted_at_chunk(monkeypatch) as seen:
-        s.simulate(0.3, checkpoint=path, every=20, **kw)
-    assert seen[:2] == [20, 20]
-    blocks, _ = counted(monkeypatch, TreeStepper)
-    same_run(fm.resume(path, model=m), ref)
-    assert sum(blocks) == ref.meta["steps"] - 2 * 20
+    count = partial(counted, cls=TreeStepper)
+    resumes_in_blocks(monkeypatch, m, s, 0.3, kw, 20, path, ref, count, same_run)
 
 
 def loop_model(seen, extra=True):

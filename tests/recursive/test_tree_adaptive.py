@@ -23,8 +23,8 @@ from flexmbd.integrators.stepper import ExplicitStepper
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive.energy import energy_histories
 
-from .failures import failures_on_both_paths
-from .interrupt import interrupted_at_chunk
+from .failures import failures_on_both_paths, nonfinite_in_block
+from .interrupt import interrupted_at_chunk, resumes_in_blocks
 
 OUTPUTS = dict(every={}, end={"dt": 0.3}, times={"t_eval": np.linspace(0.01, 0.3, 13)})
 
@@ -167,16 +167,9 @@ def test_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     s = m.compile("recursive")
     kw = dict(integrator="rk45", rtol=1e-11, atol=1e-13)
     ref = s.simulate(0.3, **kw)
-    assert ref.meta["steps"] > 3 * 37
     same_run(s.simulate(0.3, checkpoint=tmp_path / "a.h5", every=37, **kw), ref)
-
     path = tmp_path / "b.h5"
-    with interrupted_at_chunk(monkeypatch) as seen:
-        s.simulate(0.3, checkpoint=path, every=37, **kw)
-    assert seen[:2] == [37, 37]
-    blocks, _ = counted(monkeypatch)
-    same_run(fm.resume(path, model=m), ref)
-    assert sum(blocks) == ref.meta["steps"] - 2 * 37  # the resumed steps in blocks
+    resumes_in_blocks(monkeypatch, m, s, 0.3, kw, 37, path, ref, counted, same_run)
 
 
 @pytest.mark.parametrize("max_step", [1e-7, 1e-15])
@@ -204,37 +197,16 @@ def test_a_non_finite_state_inside_a_block_fails_as_step_by_step(monkeypatch):
     """A non-finite accepted state inside a block (planted at the 8th step, in both
     paths) fails with the error of the step-by-step run -- the same class, message and
     time -- and keeps the same partial rows up to the last good step."""
-    m, steps = 8, []
-    inner, after = NL.tree_rk_block, TreeStepper._after_solver_step
-
-    def planted_block(*a):
-        a = list(a)
-        n0 = a[24]  # solver steps before the block
-        if not n0 <= m - 1 < n0 + a[22]:
-            return inner(*a)
-        a[22] = m - n0  # up to the m-th step, which turns non-finite
-        done = inner(*a)
-        if done == m - n0:
-            a[27][done - 1, 0] = np.nan
-            a[29][0] = NL.BLOCK_NONFINITE
-        return done
-
-    def planted_step(self, solver):
-        steps.append(1)
-        if len(steps) == m:
-            solver.y[0] = np.nan
-        return after(self, solver)
-
-    monkeypatch.setattr(NL, "tree_rk_block", planted_block)
-    monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
+    m = 8
     s = chain(4).compile("recursive")
-    fast, ref = failures_on_both_paths(
+    fast, ref = nonfinite_in_block(
         monkeypatch,
-        TreeStepper,
-        "step_blocks",
+        NL,
+        "tree_rk_block",
+        22,
         lambda: s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11),
+        m=m,
     )
-    assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) == m  # t0 + the good steps
     same_run(fast.partial, ref.partial)
@@ -415,15 +387,8 @@ def test_quaternion_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
     s = m.compile("recursive")
     kw = dict(integrator="rk45", rtol=1e-11, atol=1e-13)
     ref = s.simulate(0.3, **kw)
-    assert ref.meta["steps"] > 3 * 37
-
     path = tmp_path / "q.h5"
-    with interrupted_at_chunk(monkeypatch) as seen:
-        s.simulate(0.3, checkpoint=path, every=37, **kw)
-    assert seen[:2] == [37, 37]
-    blocks, _ = counted(monkeypatch)
-    same_run(fm.resume(path, model=m), ref)
-    assert sum(blocks) == ref.meta["steps"] - 2 * 37
+    resumes_in_blocks(monkeypatch, m, s, 0.3, kw, 37, path, ref, counted, same_run)
 
 
 def test_floating_base_in_blocks_conserves_momentum_and_energy():
@@ -588,39 +553,15 @@ def test_a_non_finite_state_inside_a_dense_block_fails_as_the_python_path(monkey
     both paths: the block's samples of that step dropped, as the block's own check
     returns before them) fails with the Python path's error -- class, message, time --
     and the same partial rows."""
-    m, steps = 8, []
-    inner, after = NL.tree_rk_block_dense, TreeStepper._after_solver_step
-
-    def planted_block(*a):
-        a = list(a)
-        n0 = a[23]  # solver steps before the block
-        if not n0 <= m - 1 < n0 + a[22]:
-            return inner(*a)
-        a[22] = m - n0  # up to the m-th step, which turns non-finite
-        done = inner(*a)
-        if done == m - n0:
-            a[26][done - 1, 0] = np.nan
-            out, SJ, DN = a[28], a[35], a[36]  # (that step's samples and dense output)
-            out[0], out[3] = NL.BLOCK_NONFINITE, np.sum(SJ[: int(out[3])] < done - 1)
-            out[4], DN[done - 1] = 0.0, 0
-        return done
-
-    def planted_step(self, solver):
-        steps.append(1)
-        if len(steps) == m:
-            solver.y[0] = np.nan
-        return after(self, solver)
-
-    monkeypatch.setattr(NL, "tree_rk_block_dense", planted_block)
-    monkeypatch.setattr(TreeStepper, "_after_solver_step", planted_step)
     s = chain(4).compile("recursive")
-    fast, ref = failures_on_both_paths(
+    fast, ref = nonfinite_in_block(
         monkeypatch,
-        TreeStepper,
-        "step_blocks",
+        NL,
+        "tree_rk_block_dense",
+        22,
         lambda: s.simulate(0.3, integrator="dop853", rtol=1e-9, atol=1e-11, dt=1e-3),
+        dense=True,
     )
-    assert len(steps) == m  # the reference stopped at its planted step
     assert "non-finite state" in str(fast) and str(fast) == str(ref)
     assert fast.time == ref.time and len(fast.partial.t) > 2
     same_run(fast.partial, ref.partial)

@@ -2,9 +2,6 @@
 projector's QR, its tangent-projection stage and its correction replayed by
 :mod:`flexmbd.recursive._nbloops` equal the Python path's (issue 13 item 3)."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,15 +9,13 @@ from flexmbd.constraints.projection import Projector, qr_basis
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive.loops import load_projector_state, projector_state
 
+from .example_scripts import example
+
 RTOL = 3e-2
 
 
 def _four_bar():
-    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
-    spec = importlib.util.spec_from_file_location("four_bar_example_weak", path)
-    fb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fb)
-    return fb.build().compile("recursive", rtol=RTOL, tangent_projection=True)
+    return example("four_bar").build().compile("recursive", rtol=RTOL, tangent_projection=True)
 
 
 @pytest.fixture(scope="module")
@@ -273,11 +268,7 @@ def test_without_the_tangent_projection_the_compiled_weak_path_is_the_python_one
     the weak row is dropped (``C = Q_n``), in the compiled steps and corrections as in
     the Python run; states, multipliers and statistics agree (here without the weak
     direction's conditioning: ~1e-13 in the states)."""
-    path = Path(__file__).resolve().parents[2] / "examples" / "four_bar.py"
-    spec = importlib.util.spec_from_file_location("four_bar_example_weak_nt", path)
-    fb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fb)
-    s = fb.build().compile("recursive", rtol=RTOL, tangent_projection=False)
+    s = example("four_bar").build().compile("recursive", rtol=RTOL, tangent_projection=False)
     calls = _count_successes(monkeypatch, "loop_rk4_step_weak")
     fast = s.simulate(0.8, dt=1e-3, integrator="rk4", progress=False)
     low = int(np.count_nonzero(fast.stats["rank"] < 2))
