@@ -309,7 +309,7 @@ class TreeStepper(ExplicitStepper):
         Python at the attempt's stage times (the times at which scipy's ``step()`` on
         :meth:`_f` evaluates them) and tabulated for it. The output samples are left to
         the batch after the run, as after scipy's steps."""
-        system, solver = self.system, self.solver
+        system = self.system
         nj = len(system.joint_names)
         ws = (np.empty(0), np.empty((0, 0)), np.empty(0))
         rhs = (c[0], c[1], None, c[2], c[3], np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
@@ -474,8 +474,10 @@ class TreeStepper(ExplicitStepper):
             F = np.empty((n, D.shape[1]))
 
         if c is None:  # flexible bodies (values of time: scipy's dense output, as above)
-            return None if self._flex_rhs_args() is None else self._flex_dense_run(
-                E3, E5, n, Kx, AX, CX, D, F
+            return (
+                None
+                if self._flex_rhs_args() is None
+                else self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
             )
 
         def run(k, te, win, stall):
