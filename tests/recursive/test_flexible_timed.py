@@ -48,10 +48,10 @@ def recorder(seen, name, f):
 
 def timed_flex_chain(seen, stiff=False, drive=None):
     """Two soft beams and a rigid tip (:func:`flex_chain`) with loads of time, each
-    recording its calls in ``seen`` (:func:`recorder`): the first joint's law actuator (``drive`` if given),
-    an SDA between the beams' interfaces with an actuator of time, a point force of time
-    at a deforming interface and a point torque of time on the second beam; plus a
-    constant point force (no calls)."""
+    recording its calls in ``seen`` (:func:`recorder`): the first joint's law actuator
+    (``drive`` if given), an SDA between the beams' interfaces with an actuator of
+    time, a point force of time at a deforming interface and a point torque of time on
+    the second beam; plus a constant point force (no calls)."""
     act = drive or (lambda t: 3.0 * math.sin(40.0 * t))
     m = flex_chain(n=2, stiff=stiff, act0=recorder(seen, "act", act))
     b0, b1 = m.b0, m.b1
