@@ -220,3 +220,22 @@ def test_no_constant_block_for_loads_of_time(monkeypatch):
     s = timed_flex_chain([]).compile("recursive")
     s.simulate(0.001, tau=lambda t, q, qd: np.zeros(s.nv))
     assert blocks == [] and const == []
+
+
+def test_a_state_that_blows_up_fails_as_scipys_steps(monkeypatch):
+    """An actuator of 1e305 N m from 2 ms: an evaluation in the attempt fails (the
+    flexible forward dynamics' solve), the step is handed back to scipy's ``step()``,
+    which raises the error of the path before (message, time, partial rows)."""
+
+    def huge_later(t):
+        return 1e305 if t > 0.002 else 3.0 * math.sin(40.0 * t)
+
+    s = timed_flex_chain(None, drive=huge_later).compile("recursive")
+    blocks, _ = counted(monkeypatch, TreeStepper)
+    fast, ref = failures_on_both_paths(
+        monkeypatch, TreeStepper, "timed_blocks", lambda: s.simulate(0.005, integrator="RK45")
+    )
+    assert "not positive definite" in str(fast) and str(fast) == str(ref)
+    assert fast.time == ref.time > 0.002 and len(fast.partial.t) > 2
+    assert sum(blocks) == len(fast.partial.t) - 1  # (the steps before the failing one)
+    same_run(fast.partial, ref.partial)
