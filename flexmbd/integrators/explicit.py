@@ -79,7 +79,8 @@ class TreeStepper(ExplicitStepper):
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
     forces, and the adaptive pairs (:meth:`_flex_solver_block`; with output times
-    :meth:`_flex_dense_run`) when none of those is a function of time."""
+    :meth:`_flex_dense_run`) when none of those is a function of time, else in compiled
+    attempts (:meth:`_flex_timed_solver_block`)."""
 
     #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
@@ -91,9 +92,10 @@ class TreeStepper(ExplicitStepper):
     dense_blocks = True
     #: :meth:`_dense_sample` (the quaternions' renormalization) is done by the dense block
     dense_sample_in_block = True
-    #: adaptive steps of a rigid tree whose loads include Python functions of time in
-    #: compiled attempts (:meth:`_timed_solver_block`); False: scipy's ``step()`` on
-    #: :meth:`_f` (the reference)
+    #: adaptive steps of a tree whose loads include Python functions of time in
+    #: compiled attempts (:meth:`_timed_solver_block`, with flexible bodies
+    #: :meth:`_flex_timed_solver_block`); False: scipy's ``step()`` on :meth:`_f` (the
+    #: reference)
     timed_blocks = True
     _timed_failed = None  # the solver time of a step whose functions of time failed
 
