@@ -19,7 +19,11 @@ interleaved, median [min-max] over the rounds, of
 Also the space robot (``examples/space_robot.py``, a floating tree with twelve
 ``of_time`` drives) under RK45 and DOP853: the compiled attempts against scipy's steps on
 the compiled single-state forward dynamics (``TreeStepper.timed_blocks = False``, the
-path before; the same numbers bit for bit).
+path before; the same numbers bit for bit), and the flexible space robot
+(``examples/space_robot_flexible.py``: the same twelve drives, two Craig-Bampton bars)
+under RK45 and DOP853: the compiled attempts on the flexible right-hand side against
+scipy's steps on the Python right-hand side (the path before; bit for bit, checked here
+on the warm-up runs).
 
 Usage: ``python benchmarks/bench_timedloops.py [--write] [--rounds N]`` (``--write``
 replaces the ``timed-loops`` section of benchmarks/RESULTS.md).
@@ -102,9 +106,14 @@ def models():
     }  # fmt: skip
 
 
-def per_step(system, t_end, tol, integrator, kind):
-    """CPU seconds per accepted step of ``simulate`` (a sample at every step); ``kind``
-    ending in "scipy steps": the path before the compiled attempts."""
+#: the flexible space robot's run (s) and tolerances (rtol, atol)
+T_FLEX, TOL_FLEX = 0.2, (1e-6, 1e-9)
+
+
+def per_step(system, t_end, tol, integrator, kind, results=False):
+    """CPU seconds per accepted step of ``simulate`` (a sample at every step) and the
+    steps (with ``results`` also the results); ``kind`` ending in "scipy steps": the
+    path before the compiled attempts."""
     old = kind.endswith("scipy steps")
     TreeStepper.timed_blocks = _LoopStepper.timed_blocks = not old
     try:
@@ -113,6 +122,8 @@ def per_step(system, t_end, tol, integrator, kind):
         dt = time.process_time() - tic
     finally:
         TreeStepper.timed_blocks = _LoopStepper.timed_blocks = True
+    if results:
+        return dt / (len(res.t) - 1), len(res.t) - 1, res
     return dt / (len(res.t) - 1), len(res.t) - 1
 
 
@@ -133,8 +144,17 @@ def main(argv=None):
     for integrator in ("rk45", "dop853"):
         for kind in ("of_time", "of_time, scipy steps"):
             cases[("space robot", integrator, kind)] = (robot, 1.0, (1e-8, 1e-10), integrator)
+    flex = _example("space_robot_flexible").build().compile("recursive")
+    for integrator in ("rk45", "dop853"):
+        for kind in ("of_time", "of_time, scipy steps"):
+            cases[("flexible space robot", integrator, kind)] = (flex, T_FLEX, TOL_FLEX, integrator)
     for k, (s, t_end, tol, integ) in cases.items():  # compile and warm
         per_step(s, t_end, tol, integ, k[2])
+    for integrator in ("rk45", "dop853"):  # the flexible attempts: the path before's bits
+        a, b = (per_step(flex, T_FLEX, TOL_FLEX, integrator, kind, True)[2]
+                for kind in ("of_time", "of_time, scipy steps"))  # fmt: skip
+        for key in ("t", "q", "qd", "qdd", "reactions"):
+            assert np.array_equal(getattr(a, key), getattr(b, key)), (integrator, key)
     times = {k: [] for k in cases}
     steps = {}
     for _ in range(args.rounds):
@@ -156,7 +176,11 @@ def main(argv=None):
         "as `f(t, q, qd)` (the projector's Python path); compiled law: a numba cfunc "
         "(compiled steps and blocks, no Python call per evaluation). The space robot "
         "(twelve `of_time` drives, a floating tree, 1 s, rtol 1e-8): the compiled attempts "
-        "against scipy's steps on the compiled forward dynamics (the path before).",
+        "against scipy's steps on the compiled forward dynamics (the path before). The "
+        f"flexible space robot (the same drives, two Craig-Bampton bars, {T_FLEX:g} s, rtol "
+        f"{TOL_FLEX[0]:g}, atol {TOL_FLEX[1]:g}): the compiled attempts on the flexible "
+        "right-hand side against scipy's steps on the Python right-hand side (the path "
+        "before; bit for bit, checked on the warm-up runs).",
         "",
         "- Command: `python benchmarks/bench_timedloops.py --write`",
         f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "

@@ -79,7 +79,8 @@ class TreeStepper(ExplicitStepper):
     tree with flexible bodies runs RK4 in compiled blocks (:meth:`_flex_block`) when its
     loads are gravity, constant ``tau``, joint spring-damper laws and constant joint
     forces, and the adaptive pairs (:meth:`_flex_solver_block`; with output times
-    :meth:`_flex_dense_run`) when none of those is a function of time."""
+    :meth:`_flex_dense_run`) when none of those is a function of time, else in compiled
+    attempts (:meth:`_flex_timed_solver_block`)."""
 
     #: adaptive steps of a tree in compiled blocks (:meth:`_solver_block`); False:
     #: scipy's ``step()`` with the Python right-hand side :meth:`_f` (the reference)
@@ -91,9 +92,10 @@ class TreeStepper(ExplicitStepper):
     dense_blocks = True
     #: :meth:`_dense_sample` (the quaternions' renormalization) is done by the dense block
     dense_sample_in_block = True
-    #: adaptive steps of a rigid tree whose loads include Python functions of time in
-    #: compiled attempts (:meth:`_timed_solver_block`); False: scipy's ``step()`` on
-    #: :meth:`_f` (the reference)
+    #: adaptive steps of a tree whose loads include Python functions of time in
+    #: compiled attempts (:meth:`_timed_solver_block`, with flexible bodies
+    #: :meth:`_flex_timed_solver_block`); False: scipy's ``step()`` on :meth:`_f` (the
+    #: reference)
     timed_blocks = True
     _timed_failed = None  # the solver time of a step whose functions of time failed
 
@@ -242,14 +244,7 @@ class TreeStepper(ExplicitStepper):
                 times = self._stage_times(k)
                 for r, t in enumerate(times):
                     try:
-                        for m, fa in enumerate(acts):
-                            if fa is not None:
-                                FA[r, m] = float(fa(t))
-                        c = nl
-                        for *_, fn in timers:  # the point loads' values of time
-                            x = np.atleast_1d(fn(t))
-                            FA[r, c : c + len(x)] = x
-                            c += len(x)
+                        _flex_values(acts, timers, t, FA[r])
                     except FlexmbdError:  # the intervals before; step() meets it in its own
                         k = r // (3 * self.substeps)
                         break
@@ -312,7 +307,7 @@ class TreeStepper(ExplicitStepper):
         Python at the attempt's stage times (the times at which scipy's ``step()`` on
         :meth:`_f` evaluates them) and tabulated for it. The output samples are left to
         the batch after the run, as after scipy's steps."""
-        system, solver = self.system, self.solver
+        system = self.system
         nj = len(system.joint_names)
         ws = (np.empty(0), np.empty((0, 0)), np.empty(0))
         rhs = (c[0], c[1], None, c[2], c[3], np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
@@ -323,11 +318,24 @@ class TreeStepper(ExplicitStepper):
         def tabulate(times):
             return tab(times)[1:]
 
+        return self._timed_run(rhs, tabulate, c[5])
+
+    def _timed_run(self, rhs, tabulate, qoff, before=None):
+        """The block of :meth:`_timed_solver_block` and :meth:`_flex_timed_solver_block`:
+        :func:`flexmbd.recursive._nbtimed.timed_block` with the right-hand side's
+        arguments ``rhs``, the tabulation ``tabulate(times) -> (TT, tix)`` and the
+        quaternion offsets ``qoff``; ``before(y)``, if given, is called with the solver's
+        state before each block. A step handed back (a failed function of time, a failed
+        evaluation, a step below scipy's smallest) goes to scipy's ``step()``."""
+        solver = self.solver
+
         def run(k, t_stop, win, stall):
             if self._timed_failed == solver.t:  # (handed back here: step() redoes it)
                 return 0, None, None, None, np.array([_NL.BLOCK_HANDBACK, 0.0, 0.0])
+            if before is not None:
+                before(solver.y)
             done, Y, REC, f, out = got = _NT.timed_block(
-                solver, rhs, tabulate, c[5], k, t_stop, self.n_steps, win, stall
+                solver, rhs, tabulate, qoff, k, t_stop, self.n_steps, win, stall
             )
             if out[0] == _NL.BLOCK_HANDBACK:  # the step's start, once the block is taken
                 self._timed_failed = float(REC[done - 1, 0]) if done else float(solver.t)
@@ -346,8 +354,8 @@ class TreeStepper(ExplicitStepper):
         else (scipy's ``step()`` on :meth:`_f`). With output times the samples are
         written by the dense blocks (:meth:`_solver_dense_block`)."""
         c = self._flex_rhs_args()
-        if c is None:
-            return None
+        if c is None:  # values of time: tabulated per attempt
+            return self._flex_timed_solver_block() if self.timed_blocks else None
         s = self.solver
         work, fargs, tau, qoff = c
         rows = self.t_eval is None
@@ -368,6 +376,50 @@ class TreeStepper(ExplicitStepper):
             return done, Y, REC, f, out
 
         return run
+
+    def _flex_timed_solver_block(self):
+        """:meth:`_solver_block` of a tree with flexible bodies whose loads the compiled
+        RK4 block covers (:meth:`_compiled_flex`) with values of time among them (the
+        spring-damper laws' actuators, the point loads' values): each attempt of each step
+        by one compiled call (:meth:`_timed_run`) with the flexible right-hand side
+        :func:`flexmbd.recursive._nbloops._flex_rhs`, the values of time evaluated in
+        Python at the attempt's stage times, time by time as :meth:`_f` evaluates them
+        (the laws' actuators, then the point loads' values: :func:`_flex_values`). The
+        right-hand side reads them from row 0 of its ``FA``, which is also its force
+        table's floats (``fargs[1]``, a table of no rows: no clock), so the attempt writes
+        each evaluation's row of the tabulated values there by
+        :func:`flexmbd.recursive._nbloops._set_loads`. The output samples are left to the
+        batch after the run, as after scipy's steps; None for loads the RK4 block does not
+        cover."""
+        c = self._compiled_flex()
+        if c is None:
+            return None
+        work, (grav, use_grav, stiff, info), tau, loads, qoff = c
+        LI, LF, acts, MI, modal, _, points = loads
+        P, timers = points["P"], [x for e in sorted(points["timers"]) for x in points["timers"][e]]
+        nc = len(LF) + len(P[3])
+        FA = np.empty((1, nc))
+        FA[0, : len(LF)] = LF[:, 3]
+        fargs = (_NO_TABLE[0], FA, int(self.nv), grav, use_grav, stiff, STIFF_TOL,
+                 STIFF_MAX_ITER, info, LI, LF, FA, MI, modal, P)  # fmt: skip
+        ws = (np.empty(0), np.empty((0, 0)), np.empty(0))
+        nj = len(self.system.joint_names)
+        rhs = (None, work, None, fargs, tau, np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
+               np.empty((nj, 6)))  # fmt: skip
+        tix = np.zeros((nc, 2), np.int64)
+        tix[:, 1] = np.arange(nc)
+
+        def tabulate(times):
+            TT = np.empty((len(times), nc))
+            TT[:] = FA[0]
+            for r, t in enumerate(times):
+                _flex_values(acts, timers, t, TT[r])
+            return TT, tix
+
+        def before(y):
+            self._fix_free_lengths(fargs, y)
+
+        return self._timed_run(rhs, tabulate, qoff, before)
 
     def _fix_free_lengths(self, fargs, y):
         """Before a compiled flexible block from the state ``y``: the free length of every
@@ -415,8 +467,12 @@ class TreeStepper(ExplicitStepper):
             Kx, AX, CX, D = s.K, _NO_EXTRA, _NO_E3, s.P
             F = np.empty((n, D.shape[1]))
 
-        if c is None:  # flexible bodies
-            return self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
+        if c is None:  # flexible bodies (values of time: scipy's dense output, as above)
+            return (
+                None
+                if self._flex_rhs_args() is None
+                else self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
+            )
 
         def run(k, te, win, stall):
             (qdd, reac, ok, en), ts, y, f, Y, REC, out = self._block_buffers(k, len(te), 5)
@@ -704,6 +760,23 @@ _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
 _BLOCK_SOLVERS = ("RK45", "RK23", "DOP853")
 #: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.tree_rk_block_dense`)
 _NO_EXTRA = np.zeros((0, 1))
+
+
+def _flex_values(acts, timers, t, row):
+    """Write the values at the time ``t`` (s) of the loads of a tree with flexible bodies
+    that are functions of time into ``row``, as the Python path evaluates them: each
+    spring-damper law's actuator ``acts[m]`` (None: a constant one, not called) into
+    ``row[m]``, then the point loads' values ``timers`` (``(row, columns, f(t))`` of
+    :meth:`flexmbd.recursive.flexible.FlexTree.point_loads`, in table row order) into
+    the columns after the laws'."""
+    for m, fa in enumerate(acts):
+        if fa is not None:
+            row[m] = float(fa(t))
+    c = len(acts)
+    for *_, fn in timers:
+        x = np.atleast_1d(fn(t))
+        row[c : c + len(x)] = x
+        c += len(x)
 
 
 def _results(system, t, y, tau_f, meta, safe=False, given=None, lend=False):

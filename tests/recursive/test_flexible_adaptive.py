@@ -96,9 +96,11 @@ def test_output_times_take_the_blocks_between_them(monkeypatch, method):
     assert len(rhs) == 2 + (3 * 30 if method == "DOP853" else 0)
 
 
-def test_loads_of_time_keep_scipys_steps(monkeypatch):
-    """An actuator that is a function of time or ``tau`` as a function: no block; the
-    same model with constant actuators takes the blocks."""
+def test_loads_of_time_take_no_constant_block(monkeypatch):
+    """An actuator that is a function of time (compiled attempts instead:
+    tests/recursive/test_flexible_timed.py) or ``tau`` as a function (scipy's steps):
+    no block of constant loads; the same model with constant actuators takes the
+    blocks."""
     blocks, _ = counted(monkeypatch)
     flex_chain(n=1).compile("recursive").simulate(0.001)
     s = flex_chain(n=1, act0=1.0).compile("recursive")

@@ -114,8 +114,8 @@ class Drag(ForceElement):
 
 def test_loads_evaluated_in_python_keep_the_python_paths(monkeypatch):
     """A user's force element beside the point loads keeps the Python RK4 (no block, the
-    kernel still applies the point loads); values of time keep scipy's steps on the
-    Python right-hand side (the adaptive blocks take constant loads only)."""
+    kernel still applies the point loads); values of time take no block of constant
+    loads (their compiled attempts: tests/recursive/test_flexible_timed.py)."""
     m = point_model()
     m.drag = Drag(m.tip)
     s = m.compile("recursive")
