@@ -54,7 +54,6 @@ __all__ = [
     "csc_matvec",
     "factor",
     "dense_layout",
-    "empty_work",
     "gather",
     "kkt_layout",
     "pattern_csc",
@@ -139,42 +138,6 @@ def fresh_work(w):
         z(w.rwork), _stat(w.Li.shape[0]), w.rLp, w.rLi, w.rUp, w.rUi, w.rP, w.rstat,
         w.rAx, w.alt,
     )  # fmt: skip
-
-
-def empty_work():
-    """A :class:`LUWork` of size 0 (the placeholder of a dense solve)."""
-    i0, f0 = np.zeros(0, np.int64), np.zeros(0)
-    i1 = np.zeros(1, np.int64)
-    return LUWork(
-        0,
-        i1,
-        i0,
-        i0,
-        i1,
-        i0,
-        f0,
-        i1,
-        i0,
-        f0,
-        f0,
-        i0,
-        i0,
-        f0,
-        i0,
-        i0,
-        i0,
-        i0,
-        f0,
-        _stat(0),
-        i1,
-        i0,
-        i1,
-        i0,
-        i0,
-        np.zeros(2, np.int64),
-        f0,
-        np.zeros((2, 7), np.int64),
-    )
 
 
 def pattern_csc(rows, cols, n):

@@ -89,7 +89,6 @@ from ._sparse import (
     LUWork,
     analyze,
     dense_layout,
-    empty_work,
     factor,
     fresh_work,
     full_row_rank,
@@ -338,7 +337,7 @@ def joint_scratch(nf):
 class Workspace(NamedTuple):
     """Scratch of one Newton loop over ``n`` coordinates and ``nc`` constraint rows; the
     matrices in the layout's storage (``width`` columns); ``lu``, ``Ax`` the sparse LU's
-    factors and values (size 0 for the dense layout); the body kernels' scratch (built
+    factors and values (None and size 0 for the dense layout); the body kernels' scratch (built
     once per run, so that an assembly allocates nothing): ``B``, ``W`` of the rigid
     bodies (:func:`_rigid_terms`), ``fb`` of the flexible bodies
     (:class:`~flexmbd.flexible._nbbody.FlexScratch`), ``fidx`` (7 + nf) their columns,
@@ -358,7 +357,7 @@ class Workspace(NamedTuple):
     Q: np.ndarray
     Pq: np.ndarray
     Hm: np.ndarray
-    lu: LUWork
+    lu: LUWork | None
     Ax: np.ndarray
     B: np.ndarray
     W: np.ndarray
@@ -381,7 +380,7 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
     ``forces``: the model's :class:`Forces` (None: no force elements)."""
     z = np.zeros
     W = n + nc if layout is None else layout.width
-    lu = empty_work() if lu is None else fresh_work(lu)
+    lu = None if lu is None else fresh_work(lu)
     N = 7 + max(int(nf), 1)
     if forces is not None and forces.s_int.shape[0] + forces.l_int.shape[0] > 0:
         fe = forces_scratch(forces.s_int, forces.l_int)
@@ -399,7 +398,7 @@ def workspace(n, nc, layout=None, lu=None, nf=0, nfs=0, forces=None):
         z((nc, W)),
         z((n, W)),
         lu,
-        z(layout.gidx.shape[0] if lu.n else 0),
+        z(0 if lu is None else layout.gidx.shape[0]),
         z((6, 7, 7)),
         z((32, 4)),
         flex_scratch(nf),
@@ -979,48 +978,85 @@ def _sumsq(x, i0, i1):
     return v
 
 
-@njit(cache=True, inline="always")
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
-    (``lu.n == 0``); else the compiled sparse LU (:mod:`._sparse`,
+    (``lu`` None); else the compiled sparse LU (:mod:`._sparse`,
     :func:`._sparse.refactor_or_factor`): with ``fresh`` a refactorization with the
     engine's reference pivots, otherwise with the last pivots, factoring with partial
     pivoting when a pivot fails its test (or the solution is not finite).
-    Raises ``LinAlgError`` when the matrix is singular."""
-    if lu.n == 0:
-        return np.linalg.solve(A, rhs)
-    gather(A, gidx, Ax)
-    out = np.empty(lu.n)
-    st = refactor_or_factor(lu, Ax, fresh)
-    for _attempt in range(2):
-        if st == 0:
-            raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
-        if st < 0:
-            raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
-        solve(lu, Ax, rhs, out, 0)
-        ok = True
-        for i in range(lu.n):
-            if not np.isfinite(out[i]):
-                ok = False
-                break
-        if ok:
-            return out
-        if lu.stat[4] == 2:
-            break  # a pivoting factorization and still not finite
-        st = factor(lu, Ax)
-    raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+    Raises ``LinAlgError`` when the matrix is singular. Compiled code only (the overload
+    below); the choice is made on the type of ``lu``, so a dense model compiles no sparse
+    LU and a sparse one no LAPACK solve."""
+
+
+@overload(_kkt_solve, inline="always")
+def _kkt_solve_impl(A, rhs, gidx, lu, Ax, fresh):
+    if isinstance(lu, types.NoneType):
+        return lambda A, rhs, gidx, lu, Ax, fresh: np.linalg.solve(A, rhs)
+
+    def impl(A, rhs, gidx, lu, Ax, fresh):
+        gather(A, gidx, Ax)
+        out = np.empty(lu.n)
+        st = refactor_or_factor(lu, Ax, fresh)
+        for _attempt in range(2):
+            if st == 0:
+                raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+            if st < 0:
+                raise np.linalg.LinAlgError("sparse LU: factors exceed their capacity")
+            solve(lu, Ax, rhs, out, 0)
+            ok = True
+            for i in range(lu.n):
+                if not np.isfinite(out[i]):
+                    ok = False
+                    break
+            if ok:
+                return out
+            if lu.stat[4] == 2:
+                break  # a pivoting factorization and still not finite
+            st = factor(lu, Ax)
+        raise np.linalg.LinAlgError("singular Newton matrix (sparse LU)")
+
+    return impl
 
 
 @njit(cache=True)
+def kkt_solve(A, rhs, gidx, lu, Ax, fresh):
+    """:func:`_kkt_solve` for Python callers: ``A^-1 rhs`` (n + nc) of the Newton matrix
+    ``A`` in its layout; ``lu`` None (dense LAPACK) or the workspace's sparse LU."""
+    return _kkt_solve(A, rhs, gidx, lu, Ax, fresh)
+
+
 def _kkt_resolve(A, rhs, gidx, lu, Ax):
     """``A^-1 rhs`` with the factors of the last :func:`_kkt_solve` (sparse LU only; ``A``
-    unused); None when the solution is not finite."""
-    out = np.empty(lu.n)
-    solve(lu, Ax, rhs, out, 0)
-    for i in range(lu.n):
-        if not np.isfinite(out[i]):
-            return None
-    return out
+    unused); None when the solution is not finite, always None for the dense solve
+    (``lu`` None: a modified Newton step factors again). Compiled code only."""
+
+
+@overload(_kkt_resolve)
+def _kkt_resolve_impl(A, rhs, gidx, lu, Ax):
+    if isinstance(lu, types.NoneType):
+        return lambda A, rhs, gidx, lu, Ax: None
+
+    def impl(A, rhs, gidx, lu, Ax):
+        out = np.empty(lu.n)
+        solve(lu, Ax, rhs, out, 0)
+        for i in range(lu.n):
+            if not np.isfinite(out[i]):
+                return None
+        return out
+
+    return impl
+
+
+def _sparse_lu(lu):
+    """True when ``lu`` is a sparse LU of at least one unknown (None: the dense solve)."""
+
+
+@overload(_sparse_lu, inline="always")
+def _sparse_lu_impl(lu):
+    if isinstance(lu, types.NoneType):
+        return lambda lu: False
+    return lambda lu: lu.n > 0
 
 
 @njit(cache=True)
@@ -1038,7 +1074,7 @@ def _newton(
     test fails (then the terms are evaluated again with it; the residual is the same to
     the bit). A converging step thus skips the matrix it would not use.
 
-    ``modified`` with the sparse LU (``ws.lu.n > 0``): the corrections after the first
+    ``modified`` with the sparse LU (``ws.lu`` not None): the corrections after the first
     reuse the step's factors (modified Newton) while each residual is at most
     :data:`MODIFIED_RATIO` of the one before; otherwise the Newton matrix is assembled
     and factored again at the current iterate (each step's iterates depend on its own
@@ -1049,7 +1085,7 @@ def _newton(
     r, phi, A, res, q1, v1 = ws.r, ws.phi, ws.A, ws.res, ws.q1, ws.v1
     scale = -1.0
     tiny = False
-    modified = modified and ws.lu.n > 0
+    modified = modified and _sparse_lu(ws.lu)
     factored = False  # the step's Newton matrix is factored
     nr_prev = np.inf
     # non-literal arguments: the same compiled specialization as Engine.terms
@@ -2108,7 +2144,7 @@ class Engine:
         Pqd = np.bincount(row, A[n + row, L.cmap[L.rcol]] * qd[L.rcol], minlength=nc)
         viol = Pqd + self.cs.phi_t(q, t)
         rhs = np.concatenate([np.zeros(n), -viol])
-        dx = _kkt_solve(A, rhs, L.gidx, self.ws.lu, self.ws.Ax, False)
+        dx = kkt_solve(A, rhs, L.gidx, self.ws.lu, self.ws.Ax, False)
         return qd + dx[:n]
 
     def energies(self, Q, Qd):

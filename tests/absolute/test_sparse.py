@@ -596,3 +596,48 @@ def test_alternative_pivots_keep_runs_history_free(tmp_path):
     np.testing.assert_array_equal(res.q, ref.q)
     np.testing.assert_array_equal(res.qd, ref.qd)
     np.testing.assert_array_equal(res.stats["newton_iterations"], ref.stats["newton_iterations"])
+
+
+def _kkt_called(lu):
+    """The package kernels a compiled call of the engine's ``_kkt_solve`` types with the
+    workspace's ``lu`` (None: the dense solve), from its typing (no run)."""
+    from numba import njit, typeof
+
+    from flexmbd.absolute import engine as E
+
+    @njit
+    def call(A, rhs, gidx, lu, Ax):
+        return E._kkt_solve(A, rhs, gidx, lu, Ax, False)
+
+    args = (np.eye(2), np.ones(2), np.zeros(2, np.int64), lu, np.zeros(2))
+    call.compile(tuple(typeof(a) for a in args))
+    cres = call.overloads[call.signatures[0]]
+    return {
+        t.dispatcher.py_func.__name__
+        for t in cres.type_annotation.typemap.values()
+        if hasattr(t, "dispatcher")
+    }
+
+
+def test_the_dense_solve_types_no_sparse_kernel():
+    """The engine's dense/sparse choice is made on the type of the workspace's ``lu``: a
+    dense model's kernels neither type nor compile the sparse LU (the cold flagship:
+    ~22 s CPU less), a sparse one's call it."""
+    assert not _kkt_called(None) & {"refactor_or_factor", "solve", "factor", "gather"}
+    w = _dominant_system(6)[-1]
+    assert {"refactor_or_factor", "solve", "gather"} <= _kkt_called(S.fresh_work(w))
+
+
+def test_python_kkt_solve_is_the_compiled_solve():
+    """`engine.kkt_solve` (Python callers: the velocity projection) solves dense and
+    sparse layouts alike, and equals LAPACK."""
+    from flexmbd.absolute import engine as E
+
+    rng, n, A, _Ap, Ai, _Ax, cols, w = _dominant_system(12)
+    b = rng.standard_normal(n)
+    gidx = np.ravel_multi_index((Ai, cols), (n, n)).astype(np.int64)
+    ref = np.linalg.solve(A, b)
+    dense = E.kkt_solve(A, b, gidx, None, np.zeros(0), False)
+    sparse = E.kkt_solve(A, b, gidx, S.fresh_work(w), np.zeros(len(Ai)), True)
+    np.testing.assert_allclose(dense, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+    np.testing.assert_allclose(sparse, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
