@@ -568,6 +568,15 @@ EARLIER = (
     "(no target-context refresh) -> 0.11-0.12 s (bitcode parsed only when linked). Warm "
     "whole process after the call linking: 0.78-0.82 s CPU vs Exudyn 0.77-0.81 (94b53b0: "
     "0.72-0.79; lead, load ~2)."
+    " Dense/sparse solve chosen on the LU's type (2026-11-28; CPU inside the process "
+    "of `examples/flagship.py --quick` in an empty cache; this VM ran d6f51af (the "
+    "code of the 56.6 s of 2026-11-27) at 86.7 s that day, and the same code 81-106 s "
+    "within two hours, so only runs side by side compare): the change vs its base "
+    "side by side 59.2 vs 80.9 s (load 1.5-2.5; 74 kernels vs 86; `_run` 19.5 -> 9.4 "
+    "s, `_newton` 10.6 -> 5.2 s of exclusive compile), the merged tree and the change "
+    "alone side by side 69.0 / 68.0 s (load ~1). LLVM's per-function passes at level "
+    "1 instead of 3 for package kernels (tried, not kept): 105.6 vs 106.7 s side by "
+    "side."
 )
 
 
