@@ -1,23 +1,16 @@
 """examples/space_robot_flexible.py runs (small), and its flexible robot agrees with the
 absolute formulation (accelerations and every reaction)."""
 
-import importlib.util
 import io
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import numpy as np
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from .example_scripts import example
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location(
-        "space_robot_flexible", EXAMPLES / "space_robot_flexible.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example("space_robot_flexible")
 
 
 def test_example_runs_small(tmp_path):

@@ -9,9 +9,6 @@ of ``qdot``, the renormalization ``q / norm(q)`` once per output interval), so e
 output is equal bit for bit.
 """
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -19,14 +16,11 @@ import flexmbd as fm
 from flexmbd.errors import ModelError, SolverError
 from flexmbd.recursive import _nbloops as NL
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from .example_scripts import example
 
 
 def space_robot():
-    spec = importlib.util.spec_from_file_location("space_robot", EXAMPLES / "space_robot.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example("space_robot")
 
 
 def robot(drives=True):

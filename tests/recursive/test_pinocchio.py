@@ -10,6 +10,7 @@ import pytest
 
 import flexmbd as fm
 
+from .example_scripts import example
 from .models import chain, random_inertia
 from .pin_models import q_to_pin, to_pinocchio, v_from_pin, v_to_pin
 
@@ -85,14 +86,7 @@ def test_branched_robot_matches_pinocchio(seed, floating):
 
 
 def test_space_robot_matches_pinocchio():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "examples" / "space_robot.py"
-    spec = importlib.util.spec_from_file_location("space_robot", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    m = mod.build()
+    m = example("space_robot").build()
     s = m.compile("recursive")
     rng = np.random.default_rng(5)
     q = s.normalize(rng.normal(size=s.nq))

@@ -1,15 +1,14 @@
 """Explicit integration of recursive systems: conservation laws, failures, example."""
 
-import importlib.util
 import io
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from flexmbd.errors import ModelError, SolverError
 
+from .example_scripts import example
 from .models import chain, random_state, random_tree
 
 
@@ -70,11 +69,7 @@ def test_failure_raises_solver_error_with_partial_results():
 
 
 def load_example():
-    path = Path(__file__).resolve().parents[2] / "examples" / "space_robot.py"
-    spec = importlib.util.spec_from_file_location("space_robot", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example("space_robot")
 
 
 def test_space_robot_example(tmp_path):
