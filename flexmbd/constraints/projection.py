@@ -514,16 +514,16 @@ class Projector:
         array at every call until the next correction (read it, do not write it)."""
         if self.method != "qr":
             return None
-        memo = self._sel_memo
-        if memo is None or memo[0] is not self._sel_basis:
-            memo = self._selection_memo()
-        return memo[1] if self.fast_rows else None
+        return self._selection_memo()[1] if self.fast_rows else None
 
     def _selection_memo(self):
         """``(basis, selection or None, discarded mask (read-only))`` of the last
         corrected state's basis, kept until the next correction (its rank and rows do
         not change after :meth:`_adopt`)."""
         b = self._sel_basis
+        memo = self._sel_memo
+        if memo is not None and memo[0] is b:
+            return memo
         sel = None
         if b is not None and not b.n_weak and b.rank != 0:
             sel = np.ascontiguousarray(b.perm[: b.rank], dtype=np.int64)
@@ -537,15 +537,7 @@ class Projector:
     def selection_used(self) -> None:
         """Record in :attr:`info` that an evaluation used :meth:`selection` (rank and
         discarded rows of the basis it came from), as :meth:`accelerations` does."""
-        b = self._sel_basis
-        memo = self._sel_memo
-        if memo is None or memo[0] is not b:
-            memo = self._selection_memo()
-        info = self.info
-        info.rank = b.rank
-        info.regular_rank = max(self.regular_rank or 0, b.rank)
-        info.n_weak = b.n_weak if self.tangent_projection else 0
-        info.discarded = memo[2]
+        self._set_info(self._sel_basis, self._selection_memo()[2])
 
     def weak_state(self) -> bool:
         """True when the last corrected state (:meth:`correct`) had weak directions
@@ -566,11 +558,13 @@ class Projector:
         if self.regular_rank is not None and len(sel) >= self.regular_rank:
             self._last_weak = None
 
-    def _set_info(self, b):
+    def _set_info(self, b, discarded=None):
+        """Record the rank, weak directions and discarded rows (``discarded``: a kept
+        mask of ``b``'s, else a new one) of the basis ``b`` in :attr:`info`."""
         self.info.rank = b.rank
         self.info.regular_rank = max(self.regular_rank or 0, b.rank)
         self.info.n_weak = b.n_weak if self.tangent_projection else 0
-        self.info.discarded = b.discarded_mask()
+        self.info.discarded = b.discarded_mask() if discarded is None else discarded
 
     def _normal_rows(self, b):
         """Orthonormal constraint rows ``C`` (k x nv) used for the accelerations."""

@@ -49,7 +49,7 @@ from ..recursive import _nbforces as _NF
 from ..recursive import _nbloops as _NL
 from ..recursive import _nbtimed as _NT
 from ..recursive.energy import energy_histories
-from ..recursive.flexible import STIFF_MAX_ITER, STIFF_TOL, body_series
+from ..recursive.flexible import STIFF_MAX_ITER, STIFF_TOL, body_series, point_timers
 from ..results import Results
 from .stepper import (
     ExplicitStepper,
@@ -232,7 +232,7 @@ class TreeStepper(ExplicitStepper):
             return None
         work, (grav, use_grav, stiff, info), tau, loads, qoff = c
         LI, LF, acts, MI, modal, _, points = loads
-        P, timers = points["P"], [x for e in sorted(points["timers"]) for x in points["timers"][e]]
+        P, timers = points["P"], point_timers(points)
         nl = len(LF)
         fl = self.system.flex
 
@@ -396,7 +396,7 @@ class TreeStepper(ExplicitStepper):
             return None
         work, (grav, use_grav, stiff, info), tau, loads, qoff = c
         LI, LF, acts, MI, modal, _, points = loads
-        P, timers = points["P"], [x for e in sorted(points["timers"]) for x in points["timers"][e]]
+        P, timers = points["P"], point_timers(points)
         nc = len(LF) + len(P[3])
         FA = np.empty((1, nc))
         FA[0, : len(LF)] = LF[:, 3]

@@ -849,11 +849,10 @@ class FlexTree:
         """``(len(t), m)``: the point-load table's m values of time at the times ``t``."""
         FV = np.empty((len(t), len(points["timed"])))
         c = 0
-        for e in sorted(points["timers"]):
-            for _, _, fn in points["timers"][e]:
-                x = np.array([np.atleast_1d(fn(x)) for x in t]).reshape(len(t), -1)
-                FV[:, c : c + x.shape[1]] = x
-                c += x.shape[1]
+        for _, _, fn in point_timers(points):
+            x = np.array([np.atleast_1d(fn(x)) for x in t]).reshape(len(t), -1)
+            FV[:, c : c + x.shape[1]] = x
+            c += x.shape[1]
         return FV
 
     def point_energies(self, t, q, qd):
@@ -891,6 +890,12 @@ class FlexTree:
         out = np.empty((len(Q), 6))
         FB.flex_momenta(self.work, Q, V, out)
         return out[:, :3].copy(), out[:, 3:].copy()
+
+
+def point_timers(points):
+    """The values of time of a point-load table (:meth:`FlexTree.point_loads`) in its
+    row order, the order of its ``timed`` columns: ``[(row, columns, f(t)), ...]``."""
+    return [x for e in sorted(points["timers"]) for x in points["timers"][e]]
 
 
 def body_series(system, q):

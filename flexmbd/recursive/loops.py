@@ -798,12 +798,11 @@ class LoopSystem:
         if args is None:
             return None
         c, sel, q, qd, tv = args
-        plan = self._fd_plan(sel.shape[0])
-        shapes = plan[4]
+        *_, shapes, head, ws, mid, tail, entries = self._fd_plan(sel.shape[0])
         qdd, lam = np.empty(self.nv), np.empty(shapes[0])
         reac_t, acc, reac = np.empty(shapes[1]), np.empty(shapes[2]), np.empty(shapes[3])
-        call = (*plan[5], q, qd, tv, sel, qdd, lam, *plan[6], reac_t, acc, *plan[7], reac, *plan[8])
-        st = _call(plan[9], 0, _NS.loop_forward_dynamics_rows, call)
+        call = (*head, q, qd, tv, sel, qdd, lam, *ws, reac_t, acc, *mid, reac, *tail)
+        st = _call(entries, 0, _NS.loop_forward_dynamics_rows, call)
         if st != 0:
             return None
         P.selection_used()
@@ -984,8 +983,9 @@ class LoopSystem:
         qdd = np.empty(self.nv)
         lam = np.empty(self.constraints.m)
         plan = self._fd_plan(sel.shape[0])
-        call = (*c, q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws, plan[0])
-        st = _call(plan[9], 1, _NS.loop_accelerations_kept, call)
+        sw, entries = plan[0], plan[-1]
+        call = (*c, q, qd, tv, sel, qdd, lam, *self._ws, self._reac_ws, sw)
+        st = _call(entries, 1, _NS.loop_accelerations_kept, call)
         if st != 0:
             return None
         P.selection_used()
