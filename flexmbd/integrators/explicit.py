@@ -37,7 +37,7 @@ between blocks of samples (:mod:`flexmbd.monitor`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -190,8 +190,8 @@ class TreeStepper(ExplicitStepper):
         return self._run_block(n, block)
 
     def _compiled_flex(self):
-        """``(workspace, gravity, stiffening, tau, loads, quaternion offsets)`` of the
-        compiled RK4 intervals of a tree with flexible bodies
+        """The :class:`_FlexPlan` (workspace, gravity, stiffening, ``tau``, loads,
+        quaternion offsets) of the compiled RK4 intervals of a tree with flexible bodies
         (:func:`flexmbd.recursive._flexblock.flex_rk4_block`), or None: a rigid tree,
         joint forces ``tau`` a function, or loads other than gravity, constant ``tau``,
         joint spring-damper laws and constant joint forces
@@ -214,8 +214,11 @@ class TreeStepper(ExplicitStepper):
             cidx, cval = loads[5]
             tau[cidx] += cval  # constant joint forces: ``tau[v] += f`` of the Python path
             qoff = np.asarray(s.quaternion_offsets, dtype=np.int64)
-            grav = (s.arrays.gravity, s.use_gravity, fl.any_stiff, fl.info)
-            out = (fl.work, grav, tau, loads, qoff)
+            LI, LF, acts, MI, modal, _, points = loads
+            out = _FlexPlan(
+                fl.work, s.arrays.gravity, s.use_gravity, fl.any_stiff, fl.info, tau, qoff,
+                LI, LF, acts, MI, modal, points["P"], point_timers(points), points["timed"],
+            )  # fmt: skip
         self._flex_args = (key, out)
         return out
 
@@ -230,32 +233,28 @@ class TreeStepper(ExplicitStepper):
         c = self._compiled_flex()
         if c is None:
             return None
-        work, (grav, use_grav, stiff, info), tau, loads, qoff = c
-        LI, LF, acts, MI, modal, _, points = loads
-        P, timers = points["P"], point_timers(points)
-        nl = len(LF)
+        nl = len(c.LF)
         fl = self.system.flex
 
         def block(y, Y, k):
             qdd, reac, ok, _ = self._sample_arrays(self.i)
-            FA = np.empty((3 * self.substeps * k, nl + len(P[3])))
-            FA[:, :nl] = LF[:, 3]
-            if any(fa is not None for fa in acts) or timers:
+            FA = np.empty((3 * self.substeps * k, nl + len(c.P[3])))
+            FA[:, :nl] = c.LF[:, 3]
+            if any(fa is not None for fa in c.acts) or c.timers:
                 times = self._stage_times(k)
                 for r, t in enumerate(times):
                     try:
-                        _flex_values(acts, timers, t, FA[r])
+                        _flex_values(c.acts, c.timers, t, FA[r])
                     except FlexmbdError:  # the intervals before; step() meets it in its own
                         k = r // (3 * self.substeps)
                         break
                 if k == 0:
                     return 0
-            if len(P[0]):
+            if len(c.P[0]):
                 fl.fix_free_lengths(y[: -self.nv], y[-self.nv :])
-            fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
-                     info, LI, LF, FA, MI, modal, P)  # fmt: skip
+            fargs = c.fargs(self.nv, FA)
             return _FB.flex_rk4_block(
-                work, fargs, y, self.h, self.substeps, k, tau, qoff, self.i, qdd, reac, ok, Y
+                c.work, fargs, y, self.h, self.substeps, k, c.tau, c.qoff, self.i, qdd, reac, ok, Y
             )
 
         return self._run_block(n, block)
@@ -394,17 +393,13 @@ class TreeStepper(ExplicitStepper):
         c = self._compiled_flex()
         if c is None:
             return None
-        work, (grav, use_grav, stiff, info), tau, loads, qoff = c
-        LI, LF, acts, MI, modal, _, points = loads
-        P, timers = points["P"], point_timers(points)
-        nc = len(LF) + len(P[3])
+        nc = len(c.LF) + len(c.P[3])
         FA = np.empty((1, nc))
-        FA[0, : len(LF)] = LF[:, 3]
-        fargs = (_NO_TABLE[0], FA, int(self.nv), grav, use_grav, stiff, STIFF_TOL,
-                 STIFF_MAX_ITER, info, LI, LF, FA, MI, modal, P)  # fmt: skip
+        FA[0, : len(c.LF)] = c.LF[:, 3]
+        fargs = c.fargs(self.nv, FA, (_NO_TABLE[0], FA))
         ws = (np.empty(0), np.empty((0, 0)), np.empty(0))
         nj = len(self.system.joint_names)
-        rhs = (None, work, None, fargs, tau, np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
+        rhs = (None, c.work, None, fargs, c.tau, np.empty(0, np.int64), 0.0, 0, 0.0, 0.0, ws,
                np.empty((nj, 6)))  # fmt: skip
         tix = np.zeros((nc, 2), np.int64)
         tix[:, 1] = np.arange(nc)
@@ -413,13 +408,13 @@ class TreeStepper(ExplicitStepper):
             TT = np.empty((len(times), nc))
             TT[:] = FA[0]
             for r, t in enumerate(times):
-                _flex_values(acts, timers, t, TT[r])
+                _flex_values(c.acts, c.timers, t, TT[r])
             return TT, tix
 
         def before(y):
             self._fix_free_lengths(fargs, y)
 
-        return self._timed_run(rhs, tabulate, qoff, before)
+        return self._timed_run(rhs, tabulate, c.qoff, before)
 
     def _fix_free_lengths(self, fargs, y):
         """Before a compiled flexible block from the state ``y``: the free length of every
@@ -434,13 +429,10 @@ class TreeStepper(ExplicitStepper):
         (:func:`flexmbd.recursive._nbloops._flex_rhs`: the loads of
         :meth:`_compiled_flex`, none a function of time), or None."""
         c = self._compiled_flex()
-        if c is None or any(fa is not None for fa in c[3][2]) or c[3][6]["timed"]:
+        if c is None or any(fa is not None for fa in c.acts) or c.timed:
             return None
-        work, (grav, use_grav, stiff, info), tau, (LI, LF, _, MI, modal, _, points), qoff = c
-        FA = np.ascontiguousarray(LF[:, 3].reshape(1, -1))
-        fargs = (*_NO_TABLE, int(self.nv), grav, use_grav, stiff, STIFF_TOL, STIFF_MAX_ITER,
-                 info, LI, LF, FA, MI, modal, points["P"])  # fmt: skip
-        return work, fargs, tau, qoff
+        FA = np.ascontiguousarray(c.LF[:, 3].reshape(1, -1))
+        return c.work, c.fargs(self.nv, FA), c.tau, c.qoff
 
     def _solver_dense_block(self):
         """A compiled block of adaptive steps with the output samples at the output times
@@ -754,6 +746,42 @@ _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated l
 _NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
 #: an empty rigid force table (``fi``, ``ff``) of the flexible trees' block arguments
 _NO_TABLE = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
+
+
+class _FlexPlan(NamedTuple):
+    """What the compiled blocks of a tree with flexible bodies take
+    (:meth:`TreeStepper._compiled_flex`): the flexible workspace, gravity (m/s^2, world)
+    and whether it applies, whether any body is stiffened, the stiffening bookkeeping,
+    the constant joint forces ``tau`` (N, N m), the quaternion offsets, the joint-law
+    table (``LI``, ``LF``, the laws' actuators of time ``acts``), the modal table
+    (``MI``, ``modal``), the point-load table ``P`` with its values of time ``timers``
+    (:func:`flexmbd.recursive.flexible.point_timers`) and whether any is ``timed``."""
+
+    work: tuple
+    gravity: np.ndarray
+    use_gravity: bool
+    stiff: bool
+    info: np.ndarray
+    tau: np.ndarray
+    qoff: np.ndarray
+    LI: np.ndarray
+    LF: np.ndarray
+    acts: list
+    MI: np.ndarray
+    modal: tuple
+    P: tuple
+    timers: list
+    timed: bool
+
+    def fargs(self, nv, FA, table=_NO_TABLE):
+        """The force arguments of :func:`flexmbd.recursive._nbloops._flex_rhs` with the
+        laws' and point loads' values ``FA`` (one row per evaluation) after the rigid
+        force ``table`` (none by default)."""
+        return (*table, int(nv), self.gravity, self.use_gravity, self.stiff, STIFF_TOL,
+                STIFF_MAX_ITER, self.info, self.LI, self.LF, FA, self.MI, self.modal,
+                self.P)  # fmt: skip
+
+
 #: scipy's step-size control constants (scipy.integrate._ivp.rk: SAFETY, MIN_FACTOR,
 #: MAX_FACTOR) and the solvers whose steps the compiled block takes
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
