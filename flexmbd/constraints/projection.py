@@ -346,9 +346,21 @@ class ProjectionInfo:
     def snapshot(self) -> ProjectionInfo:
         """A copy with its own ``discarded`` mask (what a result keeps of the projector's
         info at its evaluation; the projector's own info changes at the next one)."""
+        return ProjectionInfo.from_record(self.__dict__)
+
+    def record(self) -> dict:
+        """The field values now, as a dict whose ``discarded`` is the same array (not
+        copied): a :meth:`snapshot` deferred to :meth:`from_record`, for an info whose
+        mask the next evaluation replaces and never writes (the projector's)."""
+        return self.__dict__.copy()
+
+    @staticmethod
+    def from_record(values: dict) -> ProjectionInfo:
+        """A :class:`ProjectionInfo` of the field ``values`` (:meth:`record`) with its own
+        ``discarded`` mask."""
         out = _new(ProjectionInfo)
-        d = self.__dict__.copy()
-        d["discarded"] = self.discarded.copy()
+        d = values.copy()
+        d["discarded"] = d["discarded"].copy()
         out.__dict__ = d
         return out
 
