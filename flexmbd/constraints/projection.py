@@ -546,10 +546,13 @@ class Projector:
         self._sel_memo = (b, sel, mask)
         return self._sel_memo
 
-    def selection_used(self) -> None:
+    def selection_used(self, record: bool = False) -> dict | None:
         """Record in :attr:`info` that an evaluation used :meth:`selection` (rank and
-        discarded rows of the basis it came from), as :meth:`accelerations` does."""
+        discarded rows of the basis it came from), as :meth:`accelerations` does; with
+        ``record``, return :meth:`ProjectionInfo.record` of :attr:`info` then (the
+        evaluation's statistics for a result that builds them later)."""
         self._set_info(self._sel_basis, self._selection_memo()[2])
+        return self.info.record() if record else None
 
     def weak_state(self) -> bool:
         """True when the last corrected state (:meth:`correct`) had weak directions

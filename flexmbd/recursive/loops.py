@@ -803,24 +803,25 @@ class LoopSystem:
             return None
         c, sel, q, qd, tv = args
         plan = self._fd_plan(sel.shape[0])
-        shapes, tview, head, ws, mid, tail = plan[5]
+        shapes, tview, head, wsr, mid, tail, layouts = plan[5]
         qdd, lam = np.empty(self.nv), np.empty(shapes[0])
         acc, reac = np.empty(shapes[2]), np.empty(shapes[3])
         if tview is None:  # tree rows not contiguous: the tree reactions an owned array
-            rows = reac_t = np.empty(shapes[1])
-        else:  # their rows of reac (a slice), the kernel's tree rows kept scratch
-            rows, reac_t = tview
-        call = (*head, q, qd, tv, sel, qdd, lam, *ws, reac_t, acc, *mid, reac, *tail)
+            rows = np.empty(shapes[1])
+            wsr = (*wsr, rows)
+        else:  # their rows of reac (a slice); the kernel's tree rows: kept scratch
+            rows = tview
+        call = (*head, q, qd, tv, sel, qdd, lam, *wsr, acc, *mid, reac, *tail)
         st = _call(plan[6], 0, _NS.loop_forward_dynamics_rows, call)
         if st != 0:
             return None
-        P.selection_used()
+        info = P.selection_used(True)
         # unrolled deferred_result (same fields)
         out = _new(ForwardDynamics)
         d = out.__dict__
         d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac, acc
-        d["layout"], d["lam"] = self.layout, lam
-        d[DEFERRED] = (_loop_parts, P.info.record(), qdd, acc, reac, rows, self.tree.layout)
+        d["layout"], d["lam"] = layouts[0], lam
+        d[DEFERRED] = (_loop_parts, info, qdd, acc, reac, rows, layouts[1])
         return out
 
     def _fd_plan(self, k):
@@ -829,11 +830,12 @@ class LoopSystem:
         :func:`._nbloops.stage_work`, tree rows and cut rows of the reactions (int64), cut
         wrench scratch, (m, tree reactions, body accelerations and reactions shapes),
         what the forward dynamics reads, the compiled entry points of the two kernels
-        (:func:`_call`))``; what the forward dynamics reads: ``(the shapes, (the slice of
-        the tree rows in the reactions, the kernel's tree reactions scratch) or None
-        where those rows are not contiguous, the constant arguments of
-        :func:`._nbsingle.loop_forward_dynamics_rows` before ``q``, between ``lam`` and
-        ``reac_t``, between ``acc`` and ``reac``, after ``reac``)``."""
+        (:func:`_call`))``; what the forward dynamics reads: ``(the shapes, the slice of
+        the tree rows in the reactions or None where those rows are not contiguous, the
+        constant arguments of :func:`._nbsingle.loop_forward_dynamics_rows` before ``q``,
+        between ``lam`` and ``acc`` (with a slice: up to the kernel's tree reactions
+        scratch ``reac_t``; else up to ``reac_t``), between ``acc`` and ``reac``, after
+        ``reac``, (the system's and the tree's layouts))``."""
         memo = getattr(self, "_fd_memo", None)
         if memo is not None and memo[0] is self._comp and memo[1] == k:
             return memo[2]
@@ -859,11 +861,12 @@ class LoopSystem:
             shapes,
             (
                 shapes,
-                (sl, np.empty(shapes[1])) if isinstance(sl, slice) else None,
+                sl if isinstance(sl, slice) else None,
                 (*c, self._clab),
-                self._ws,
+                (*self._ws, np.empty(shapes[1])) if isinstance(sl, slice) else self._ws,
                 (self._body_row, cutF, sw),
                 (tree_rows, cut_rows),
+                (self.layout, self.tree.layout),
             ),
             [None, None],
         )
