@@ -37,7 +37,6 @@ __all__ = [
     "CoordinateLayout",
     "ForwardDynamics",
     "forward_dynamics_result",
-    "deferred_result",
     "forward_dynamics_states",
 ]
 
@@ -289,15 +288,19 @@ class ForwardDynamics:
 
 _new = object.__new__
 
-#: the ``__dict__`` key of a result's deferred parts (:func:`deferred_result`)
+#: the ``__dict__`` key of a result's deferred parts: a :class:`ForwardDynamics` built
+#: with ``(build, *args)`` there instead of ``projection`` and ``tree`` gets both from
+#: ``build(*args)`` on the first access of either; ``args`` must hold the values of the
+#: call that made the result (nothing a later call changes), so that the deferred fields
+#: are those of this call
 DEFERRED = "_deferred"
 
 
 class _OnAccess:
     """A non-data descriptor for :attr:`ForwardDynamics.projection` and ``.tree``: an
     instance's own value where it has one; else, where the result holds deferred parts
-    (:func:`deferred_result`), both built once and kept in the instance; else None (the
-    field's default, also the value on the class)."""
+    (``DEFERRED``), both built once and kept in the instance; else None (the field's
+    default, also the value on the class)."""
 
     __slots__ = ("name",)
 
@@ -318,29 +321,6 @@ class _OnAccess:
 # after @dataclass: the generated __init__ keeps the default None of both fields
 ForwardDynamics.projection = _OnAccess("projection")  # type: ignore[assignment]
 ForwardDynamics.tree = _OnAccess("tree")  # type: ignore[assignment]
-
-
-def deferred_result(
-    qdd: Array,
-    reactions: Array,
-    body_accelerations: Array,
-    layout: CoordinateLayout,
-    lam: Array,
-    parts: tuple,
-) -> ForwardDynamics:
-    """A :class:`ForwardDynamics` (same frozen instance as :func:`forward_dynamics_result`)
-    whose ``projection`` and ``tree`` are ``parts[0](*parts[1:])``, called on the first
-    access of either: ``parts`` must hold the values of the call that made the result
-    (nothing a later call changes), so that the deferred fields are those of this call."""
-    out = _new(ForwardDynamics)
-    d = out.__dict__
-    d["qdd"] = qdd
-    d["reactions"] = reactions
-    d["body_accelerations"] = body_accelerations
-    d["layout"] = layout
-    d["lam"] = lam
-    d[DEFERRED] = parts
-    return out
 
 
 def forward_dynamics_result(

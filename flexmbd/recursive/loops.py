@@ -796,7 +796,7 @@ class LoopSystem:
         :func:`._nbloops.loop_forward_dynamics` with the reactions of every joint in the
         same compiled call (:func:`._nbsingle.loop_forward_dynamics_rows`), or None. The
         result's ``projection`` and ``tree`` are built on first access
-        (:func:`~flexmbd.dynamics.deferred_result`, :func:`_loop_parts`) from this call's
+        (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`) from this call's
         record of the projector's info."""
         args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
@@ -816,7 +816,7 @@ class LoopSystem:
         if st != 0:
             return None
         info = P.selection_used(True)
-        # unrolled deferred_result (same fields)
+        # forward_dynamics_result's fields, inline, with the deferred parts
         out = _new(ForwardDynamics)
         d = out.__dict__
         d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac, acc
@@ -1447,7 +1447,7 @@ class LoopSystem:
 
 def _loop_parts(info, qdd, acc, reac, rows, layout):
     """``(projection, tree)`` of a compiled loop's result
-    (:func:`~flexmbd.dynamics.deferred_result`): the projection statistics of the call's
+    (``flexmbd.dynamics.DEFERRED``): the projection statistics of the call's
     record ``info`` (:meth:`ProjectionInfo.record`, its own ``discarded`` mask) and the
     spanning tree's solution (accelerations ``qdd``, body accelerations ``acc``, the
     tree's ``layout``, no multipliers) whose reactions are the tree rows ``rows`` of the

@@ -270,7 +270,7 @@ def test_loop_single_state_calls_by_the_kept_entry_point_are_the_dispatcher_call
 @pytest.mark.parametrize("build", [models.four_bar, _four_bar_cut_inside])
 def test_loop_result_projection_and_tree_are_those_of_its_call(build):
     """The compiled loop's result builds ``projection`` and ``tree`` on first access
-    (:func:`flexmbd.dynamics.deferred_result`): read after later calls and a correction
+    (``flexmbd.dynamics.DEFERRED``): read after later calls and a correction
     have changed the projector's statistics, they are the values of the result's own call
     (as a snapshot taken then), built once; the result stays frozen; its tree reactions
     are a read-only view of its tree joints' rows of ``reactions`` where those rows are
