@@ -218,9 +218,13 @@ class ForwardDynamics:
         rows then drivers, order of ``system.constraint_names``; a tree: empty).
     projection : ProjectionInfo or None
         Closed loops: rank, regular rank, weak directions and discarded rows of the
-        constraint Jacobian at this state.
+        constraint Jacobian at this state (a result of the compiled loop builds it on
+        first access, from the values this call recorded).
     tree : ForwardDynamics or None
-        Closed loops: the spanning tree's result with the cut-joint wrenches applied.
+        Closed loops: the spanning tree's result with the cut-joint wrenches applied
+        (its ``qdd`` and ``body_accelerations`` are this result's arrays; from the
+        compiled loop, built on first access, its ``reactions`` a read-only view of
+        the tree joints' rows of :attr:`reactions` where those rows are contiguous).
     """
 
     qdd: Array
@@ -283,6 +287,40 @@ class ForwardDynamics:
 
 
 _new = object.__new__
+
+#: the ``__dict__`` key of a result's deferred parts: a :class:`ForwardDynamics` built
+#: with ``(build, *args)`` there instead of ``projection`` and ``tree`` gets both from
+#: ``build(*args)`` on the first access of either; ``args`` must hold the values of the
+#: call that made the result (nothing a later call changes), so that the deferred fields
+#: are those of this call
+DEFERRED = "_deferred"
+
+
+class _OnAccess:
+    """A non-data descriptor for :attr:`ForwardDynamics.projection` and ``.tree``: an
+    instance's own value where it has one; else, where the result holds deferred parts
+    (``DEFERRED``), both built once and kept in the instance; else None (the field's
+    default, also the value on the class)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return None
+        d = obj.__dict__
+        parts = d.get(DEFERRED)
+        if parts is not None:
+            d["projection"], d["tree"] = parts[0](*parts[1:])
+            d.pop(DEFERRED, None)
+        return d.get(self.name)
+
+
+# after @dataclass: the generated __init__ keeps the default None of both fields
+ForwardDynamics.projection = _OnAccess("projection")  # type: ignore[assignment]
+ForwardDynamics.tree = _OnAccess("tree")  # type: ignore[assignment]
 
 
 def forward_dynamics_result(

@@ -346,9 +346,21 @@ class ProjectionInfo:
     def snapshot(self) -> ProjectionInfo:
         """A copy with its own ``discarded`` mask (what a result keeps of the projector's
         info at its evaluation; the projector's own info changes at the next one)."""
+        return ProjectionInfo.from_record(self.__dict__)
+
+    def record(self) -> dict:
+        """The field values now, as a dict whose ``discarded`` is the same array (not
+        copied): a :meth:`snapshot` deferred to :meth:`from_record`, for an info whose
+        mask the next evaluation replaces and never writes (the projector's)."""
+        return self.__dict__.copy()
+
+    @staticmethod
+    def from_record(values: dict) -> ProjectionInfo:
+        """A :class:`ProjectionInfo` of the field ``values`` (:meth:`record`) with its own
+        ``discarded`` mask."""
         out = _new(ProjectionInfo)
-        d = self.__dict__.copy()
-        d["discarded"] = self.discarded.copy()
+        d = values.copy()
+        d["discarded"] = d["discarded"].copy()
         out.__dict__ = d
         return out
 
@@ -534,10 +546,13 @@ class Projector:
         self._sel_memo = (b, sel, mask)
         return self._sel_memo
 
-    def selection_used(self) -> None:
+    def selection_used(self, record: bool = False) -> dict | None:
         """Record in :attr:`info` that an evaluation used :meth:`selection` (rank and
-        discarded rows of the basis it came from), as :meth:`accelerations` does."""
+        discarded rows of the basis it came from), as :meth:`accelerations` does; with
+        ``record``, return :meth:`ProjectionInfo.record` of :attr:`info` then (the
+        evaluation's statistics for a result that builds them later)."""
         self._set_info(self._sel_basis, self._selection_memo()[2])
+        return self.info.record() if record else None
 
     def weak_state(self) -> bool:
         """True when the last corrected state (:meth:`correct`) had weak directions

@@ -102,6 +102,7 @@ from ..constraints.projection import (
     qr_basis,
 )
 from ..dynamics import (
+    DEFERRED,
     CoordinateLayout,
     ForwardDynamics,
     forward_dynamics_result,
@@ -793,39 +794,48 @@ class LoopSystem:
     def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
         """:meth:`forward_dynamics` at the time ``t`` (s) by
         :func:`._nbloops.loop_forward_dynamics` with the reactions of every joint in the
-        same compiled call (:func:`._nbsingle.loop_forward_dynamics_rows`), or None."""
+        same compiled call (:func:`._nbsingle.loop_forward_dynamics_rows`), or None. The
+        result's ``projection`` and ``tree`` are built on first access
+        (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`) from this call's
+        record of the projector's info."""
         args = self._compiled_inputs(q, qd, tau, P, t)
         if args is None:
             return None
         c, sel, q, qd, tv = args
-        *_, shapes, head, ws, mid, tail, entries = self._fd_plan(sel.shape[0])
+        plan = self._fd_plan(sel.shape[0])
+        shapes, tview, head, wsr, mid, tail, layouts = plan[5]
         qdd, lam = np.empty(self.nv), np.empty(shapes[0])
-        reac_t, acc, reac = np.empty(shapes[1]), np.empty(shapes[2]), np.empty(shapes[3])
-        call = (*head, q, qd, tv, sel, qdd, lam, *ws, reac_t, acc, *mid, reac, *tail)
-        st = _call(entries, 0, _NS.loop_forward_dynamics_rows, call)
+        acc, reac = np.empty(shapes[2]), np.empty(shapes[3])
+        if tview is None:  # tree rows not contiguous: the tree reactions an owned array
+            rows = np.empty(shapes[1])
+            wsr = (*wsr, rows)
+        else:  # their rows of reac (a slice); the kernel's tree rows: kept scratch
+            rows = tview
+        call = (*head, q, qd, tv, sel, qdd, lam, *wsr, acc, *mid, reac, *tail)
+        st = _call(plan[6], 0, _NS.loop_forward_dynamics_rows, call)
         if st != 0:
             return None
-        P.selection_used()
-        info = P.info.snapshot()
-        # unrolled: forward_dynamics_result twice, inline (same fields)
-        tree = _new(ForwardDynamics)
-        d = tree.__dict__
-        d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac_t, acc
-        d["layout"], d["lam"] = self.tree.layout, _NO_LAM
+        info = P.selection_used(True)
+        # forward_dynamics_result's fields, inline, with the deferred parts
         out = _new(ForwardDynamics)
         d = out.__dict__
         d["qdd"], d["reactions"], d["body_accelerations"] = qdd, reac, acc
-        d["layout"], d["lam"], d["projection"], d["tree"] = self.layout, lam, info, tree
+        d["layout"], d["lam"] = layouts[0], lam
+        d[DEFERRED] = (_loop_parts, info, qdd, acc, reac, rows, layouts[1])
         return out
 
     def _fd_plan(self, k):
         """What :meth:`_compiled_forward_dynamics` and :meth:`_compiled_accelerations` read
         once per compiled loop and row count ``k``: ``(scratch of
         :func:`._nbloops.stage_work`, tree rows and cut rows of the reactions (int64), cut
-        wrench scratch, (m, tree reactions, body accelerations and reactions shapes), the
+        wrench scratch, (m, tree reactions, body accelerations and reactions shapes),
+        what the forward dynamics reads, the compiled entry points of the two kernels
+        (:func:`_call`))``; what the forward dynamics reads: ``(the shapes, the slice of
+        the tree rows in the reactions or None where those rows are not contiguous, the
         constant arguments of :func:`._nbsingle.loop_forward_dynamics_rows` before ``q``,
-        between ``lam`` and ``reac_t``, between ``acc`` and ``reac``, after ``reac``, the
-        compiled entry points of the two kernels (:func:`_call`))``."""
+        between ``lam`` and ``acc`` (with a slice: up to the kernel's tree reactions
+        scratch ``reac_t``; else up to ``reac_t``), between ``acc`` and ``reac``, after
+        ``reac``, (the system's and the tree's layouts))``."""
         memo = getattr(self, "_fd_memo", None)
         if memo is not None and memo[0] is self._comp and memo[1] == k:
             return memo[2]
@@ -842,16 +852,22 @@ class LoopSystem:
         tree_rows = np.ascontiguousarray(self._tree_rows, dtype=np.int64)
         cut_rows = np.ascontiguousarray(self._cut_rows_reac, dtype=np.int64)
         cutF = np.empty((len(self.constraints.cuts), 6))
+        sl = index_slice(tree_rows)
         plan = (
             sw,
             tree_rows,
             cut_rows,
             cutF,
             shapes,
-            (*c, self._clab),
-            self._ws,
-            (self._body_row, cutF, sw),
-            (tree_rows, cut_rows),
+            (
+                shapes,
+                sl if isinstance(sl, slice) else None,
+                (*c, self._clab),
+                (*self._ws, np.empty(shapes[1])) if isinstance(sl, slice) else self._ws,
+                (self._body_row, cutF, sw),
+                (tree_rows, cut_rows),
+                (self.layout, self.tree.layout),
+            ),
             [None, None],
         )
         self._fd_memo = (self._comp, k, plan)
@@ -1427,6 +1443,20 @@ class LoopSystem:
             extra[f"driver:{d.name}"] = lam[:, self.constraints.n_cut_rows + k]
         fields = dict(energy=energy, stats=stats, extra=extra, meta=meta, bodies=bodies)
         return Results.from_system(self, t, q, qd, qdd, reac, **fields)
+
+
+def _loop_parts(info, qdd, acc, reac, rows, layout):
+    """``(projection, tree)`` of a compiled loop's result
+    (``flexmbd.dynamics.DEFERRED``): the projection statistics of the call's
+    record ``info`` (:meth:`ProjectionInfo.record`, its own ``discarded`` mask) and the
+    spanning tree's solution (accelerations ``qdd``, body accelerations ``acc``, the
+    tree's ``layout``, no multipliers) whose reactions are the tree rows ``rows`` of the
+    reactions ``reac`` (a slice: a read-only view) or the array ``rows`` the call owns."""
+    if type(rows) is slice:
+        rows = reac[rows]
+        rows.flags.writeable = False
+    tree = forward_dynamics_result(qdd, rows, acc, layout, _NO_LAM)
+    return ProjectionInfo.from_record(info), tree
 
 
 def _put_sample(i, fd, qdd, reac, lam, acc, stats):

@@ -153,7 +153,24 @@ def _ring():
     return spatial_ring(6, shift=1.0)
 
 
-@pytest.mark.parametrize("build", [models.four_bar, _squeezer, _ring])
+def _four_bar_cut_inside():
+    """The four-bar with the cut joint declared between tree joints (``c`` marked cut,
+    ``d`` from the ground to the rocker): the tree joints' reaction rows 0, 1, 3 are not
+    contiguous."""
+    m = fm.Model("four_bar_cut_inside")
+    for name in ("crank", "coupler", "rocker"):
+        setattr(m, name, fm.RigidBody.rod(mass=1.0, length=1.0, radius=0.02, origin="end"))
+    m.a = fm.Revolute(m.ground, m.crank, q0=[np.pi / 2])
+    m.b = fm.Revolute(m.crank, m.coupler, parent_frame=(1.0, 0, 0), q0=[-np.pi / 2])
+    m.c = fm.Revolute(m.coupler, m.rocker, parent_frame=(1.0, 0, 0), cut=True)
+    m.d = fm.Revolute(
+        m.ground, m.rocker, parent_frame=(1.0, 0, 0), child_frame=(1.0, 0, 0), q0=[np.pi / 2]
+    )
+    m.g = fm.Gravity((0, -9.81, 0))
+    return m
+
+
+@pytest.mark.parametrize("build", [models.four_bar, _squeezer, _ring, _four_bar_cut_inside])
 def test_loop_forward_dynamics_in_one_call_is_the_former_path_bit_for_bit(build):
     """Closed loops: ``forward_dynamics`` (:func:`_nbsingle.loop_forward_dynamics_rows`:
     the reactions of every joint written in the kernel, the stage scratch kept) equals the
@@ -224,7 +241,7 @@ def test_loop_single_state_calls_by_the_kept_entry_point_are_the_dispatcher_call
         qd = qd + 0.1 * rng.normal(size=s.nv)
         tau = None if k == 0 else rng.normal(size=s.nv)
         sel = P.selection()
-        entries = s._fd_plan(len(sel))[9]
+        entries = s._fd_plan(len(sel))[-1]
         entries[:] = [None, None]  # the next calls go through the dispatchers
         fd_disp = s.forward_dynamics(q, qd, tau)
         acc_disp = s.accelerations(q, qd, tau, compiled=True)
@@ -248,6 +265,67 @@ def test_loop_single_state_calls_by_the_kept_entry_point_are_the_dispatcher_call
         assert fd.projection.discarded.flags.writeable
         assert fd.tree.lam.size == 0 and L._NO_LAM.size == 0
         q = s.project(q + 0.02 * rng.normal(size=s.nq), qd)[0]
+
+
+@pytest.mark.parametrize("build", [models.four_bar, _four_bar_cut_inside])
+def test_loop_result_projection_and_tree_are_those_of_its_call(build):
+    """The compiled loop's result builds ``projection`` and ``tree`` on first access
+    (``flexmbd.dynamics.DEFERRED``): read after later calls and a correction
+    have changed the projector's statistics, they are the values of the result's own call
+    (as a snapshot taken then), built once; the result stays frozen; its tree reactions
+    are a read-only view of its tree joints' rows of ``reactions`` where those rows are
+    contiguous (the four-bar), else an array of their own; a copy taken before the first
+    access builds the same values."""
+    import copy
+    import dataclasses
+
+    s = build().compile("recursive")
+    P = s.projector
+    q, qd = s.project(*s.initial_state())
+    tau = np.random.default_rng(3).normal(size=s.nv)
+    fd = s.forward_dynamics(q, qd, tau)
+    assert fd.__dict__.keys() >= {"qdd", "lam"} and "projection" not in fd.__dict__
+    now = P.info.snapshot()  # the projector's statistics of this call
+    rows = fd.reactions[s._tree_rows].copy()
+    kept = copy.copy(fd)
+    # later: the projector corrects another state (its Newton iterations) and evaluates
+    q2, qd2 = P.correct(q + np.array([0.3, -0.2, 0.4]), qd + 0.3)
+    later = s.forward_dynamics(q2, qd2)
+    changed = [k for k in now.__dict__ if not np.array_equal(now.__dict__[k], P.info.__dict__[k])]
+    assert changed  # (else this test could not tell the call's values from the later ones)
+    for f in (fd, kept):
+        info = f.projection
+        assert f.projection is info and f.tree is f.tree  # built once
+        assert info.__dict__.keys() == now.__dict__.keys()
+        assert all(np.array_equal(info.__dict__[k], now.__dict__[k]) for k in now.__dict__)
+        assert info.discarded is not P.info.discarded and info.discarded.flags.writeable
+        assert (f.rank, f.n_weak) == (now.rank, now.n_weak)
+        assert np.array_equal(f.tree.reactions, rows) and f.tree.lam.size == 0
+        assert f.tree.projection is None and f.tree.tree is None
+        assert f.tree.layout is s.tree.layout
+    assert fd.tree.qdd is fd.qdd and fd.tree.body_accelerations is fd.body_accelerations
+    assert later.projection is not fd.projection and later.tree is not fd.tree
+    for name in ("projection", "tree", "qdd", "reactions"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(fd, name, None)
+    assert dataclasses.replace(fd).projection is fd.projection
+    assert "projection=ProjectionInfo(rank=" in repr(s.forward_dynamics(q, qd, tau))
+    view = fd.tree.reactions
+    contiguous = build is models.four_bar
+    assert contiguous == bool(np.all(np.diff(s._tree_rows) == 1))
+    if contiguous:
+        assert view.base is fd.reactions and not view.flags.writeable
+        with pytest.raises(ValueError):
+            view[0, 0] = 1.0
+        fd.reactions[0, 0] += 1.0  # a view: the result's own rows
+        assert view[0, 0] == fd.reactions[0, 0]
+    else:
+        assert view.base is None and not np.shares_memory(view, fd.reactions)
+    # the class and a tree's result: no loop parts (the dataclass defaults)
+    assert fm.dynamics.ForwardDynamics.projection is None
+    assert fm.dynamics.ForwardDynamics.tree is None
+    t = s.tree.forward_dynamics(q, qd)
+    assert t.projection is None and t.tree is None and t.rank is None
 
 
 def test_projector_selection_is_kept_until_the_next_correction():
