@@ -122,12 +122,13 @@ from ..model.flexible import FlexibleBody
 from ..model.forces import JointForce
 from ..results import Results
 from . import _kernels as K
+from . import _nbflexcut as _FC
 from . import _nbforces as _NF
 from . import _nbloops as _NL
 from . import _nbsingle as _NS
 from . import _nbtimed as _NT
 from .energy import energy_histories
-from .flexible import body_series, frame_motion
+from .flexible import body_series, frame_constants, frame_motion
 from .system import RecursiveSystem
 
 if TYPE_CHECKING:
@@ -274,6 +275,8 @@ class LoopSystem:
         self.constraints = cls(
             self.tree, self.cut_joints, self.drivers, topology=self.view.topology()
         )
+        if self._flexible:
+            self._wrench_element.sides = self.constraints.sides
         self.modal_slices = self.tree.modal_slices
         self.constraint_names = list(self.constraints.names)
         self._options = dict(
@@ -2568,7 +2571,16 @@ def _crm(V, x):
 class _FlexCutWrenches(CutWrenches):
     """Cut-joint wrenches on trees with flexible bodies: each acts through the joint frame
     that carries it (a deforming frame also loads the modes); ``current`` holds
-    ``(body, point, n, f, frame)``. The flexible tree reads :meth:`frame_wrenches`."""
+    ``(body, point, n, f, frame)``. The flexible tree reads :meth:`compiled_frames` (one
+    compiled call, :func:`._nbflexcut.flex_frame_wrenches`) or else
+    :meth:`frame_wrenches`. ``sides``: the side tables of the cut joints' frames
+    (:meth:`_FlexCutConstraints.sides`), set by the loop system; ``compiled``: False
+    takes the Python path (the reference)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sides = None
+        self.compiled = True
 
     def wrenches(self, t, state):
         out = []
@@ -2579,6 +2591,25 @@ class _FlexCutWrenches(CutWrenches):
 
     def frame_wrenches(self, t, state):
         return list(self.current)
+
+    def compiled_frames(self):
+        """``(side tables, items (m, 10))`` of :func:`._nbflexcut.flex_frame_wrenches` for
+        the current wrenches (``items[i] = (side, point, n, f)``, world axes, SI), or None
+        (Python path: switched off, or a wrench through a frame that is not a cut joint's)."""
+        if not self.compiled or self.sides is None:
+            return None
+        tables = self.sides()
+        index = tables[-1]
+        items = np.empty((len(self.current), 10))
+        for i, (body, point, n, f, frame) in enumerate(self.current):
+            s = index.get((id(body), id(frame)))
+            if s is None:
+                return None
+            items[i, 0] = s
+            items[i, 1:4] = point
+            items[i, 4:7] = n
+            items[i, 7:10] = f
+        return tables[:-1], items
 
 
 class _FlexCutConstraints(CutJointConstraints):
@@ -2594,8 +2625,110 @@ class _FlexCutConstraints(CutJointConstraints):
 
     def __init__(self, tree, cut_joints, drivers=(), topology=None):
         super().__init__(tree, cut_joints, drivers, topology)
+        # the rigid loops' compiled pass does not apply (the tree's own kinematics does)
         self.compiled = False
+        #: rows by :func:`._nbflexcut.flex_cuts_eval` (False: the Python reference
+        #: :meth:`_eval_py`); screw cut joints have no compiled rows
+        self.compiled_flex = not any(c.screw for c in self.cuts)
         self._modal = list(tree.modal_slices.values())
+        self._sides = None
+
+    def sides(self):
+        """Side tables of the cut joints' frames (:mod:`._nbflexcut`; rebuilt when the
+        model changes): ``(sI, sC, sFt, sFs, {(id(body), id(frame)): side})``, side ``2 c``
+        the parent frame of cut joint ``c``, ``2 c + 1`` its child frame."""
+        tree = self.tree
+        key = tree.model.revision
+        if self._sides is not None and self._sides[0] == key:
+            return self._sides[1]
+        fl = tree.flex
+        nm = fl.nmax
+        ns = 2 * len(self.cuts)
+        sI = np.zeros((ns, _FC.NSI), np.int64)
+        sI[:, _FC.SI_KG] = -1
+        sC = np.zeros((ns, 1, 3, 4 + 2 * nm))
+        index = {}
+        for ci, c in enumerate(self.cuts):
+            for side, (body, frame) in enumerate(
+                ((c.P, c.joint.parent_frame), (c.C, c.joint.child_frame))
+            ):
+                s = 2 * ci + side
+                index[(id(body), id(frame))] = s
+                C = sC[s, 0]
+                if body is tree.model.ground:
+                    sI[s, _FC.SI_KIND] = _FC.S_GROUND
+                    C[:, :3], C[:, 3] = frame.rotation, frame.position
+                    continue
+                k = tree.label(body)
+                sI[s, _FC.SI_K] = k
+                if k in fl.flex_labels:
+                    n = fl.nf[k]
+                    sq, sv = tree.modal_slices[body.name]
+                    sI[s, _FC.SI_KIND] = _FC.S_FLEX
+                    sI[s, _FC.SI_N], sI[s, _FC.SI_MQ], sI[s, _FC.SI_MV] = n, sq.start, sv.start
+                    sI[s, _FC.SI_FX] = fl.fx_of[k]
+                    itf = fl.itf.get(k, [])
+                    name = getattr(frame, "interface_name", None)
+                    if name is not None and name in itf:
+                        sI[s, _FC.SI_KG] = 12 + 6 * itf.index(name)
+                    C[:] = frame_constants(frame, body, n, nm)
+                else:
+                    # the frame in e_k: (R_f^T R, R_f^T (p - p_f))
+                    Rf, pf = tree.joint_frame(k)
+                    sI[s, _FC.SI_KIND] = _FC.S_RIGID
+                    C[:, :3] = Rf.T @ frame.rotation
+                    C[:, 3] = Rf.T @ (np.asarray(frame.position, float) - pf)
+        tables = (sI, sC, np.zeros((ns, 1, 3, 4)), np.zeros((ns, 1, 6, nm + 1)), index)
+        self._sides = (key, tables)
+        return tables
+
+    def _flex_work(self):
+        """Scratch of :func:`._nbflexcut.flex_cuts_eval` (allocated once) and the packed
+        rows' constants ``(cI, E, F, G)``."""
+        w = getattr(self, "_fwork", None)
+        if w is None:
+            nv, ns = self._nv, 2 * len(self.cuts)
+            cI, E, F, G = self._packed[0], self._packed[5], self._packed[6], self._packed[7]
+            work = (
+                np.zeros(max(nv, 1)),
+                np.zeros((ns, 6, nv)),
+                np.zeros((6, nv)),
+                np.zeros((_FC.NW6, 6)),
+                np.zeros((12, 3)),
+                np.zeros((max(len(F), 1), 3)),
+                np.zeros((3, 3)),
+                np.zeros(3),
+                np.zeros(3),
+            )
+            rows = (np.ascontiguousarray(cI[:, [2, 3, 4, 7, 8]]), E, F, G)
+            w = self._fwork = (work, rows, np.array(self._path_speeds(), np.int64))
+        return w
+
+    def _eval(self, q, v, t):
+        if not self.compiled_flex:
+            return self._eval_py(q, v, t)
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
+        q = np.ascontiguousarray(q, dtype=float)
+        with_v = v is not None
+        nv, nc, m = self._nv, len(self.cuts), self.m
+        vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(nv)
+        sI, sC, sFt, sFs, _ = self.sides()
+        work, (cI, E, F, G), pspeeds = self._flex_work()
+        phi, J, gamma = np.zeros(m), np.zeros((m, nv)), np.zeros(m)
+        Rs, ds, Vrel = np.empty((nc, 3, 3)), np.empty((nc, 3)), np.empty((nc, 6))
+        D = np.empty((self.n_rows_cut, 6))
+        Rw, pw, Mw = np.empty((2 * nc, 3, 3)), np.empty((2 * nc, 3)), np.empty((2 * nc, 4, 3))
+        out = (phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, Mw)
+        _FC.flex_cuts_eval(
+            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, vv, with_v, work, out
+        )
+        rel = [
+            (Rs[i], ds[i], Vrel[i] if with_v else None, D[c.rows], Rw[2 * i + 1], pw[2 * i + 1])
+            for i, c in enumerate(self.cuts)
+        ]
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
     def retract(self, q, dv):
         q = super().retract(q, dv)
