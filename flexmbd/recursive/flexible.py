@@ -179,7 +179,6 @@ from ..spatial import rot_to_quat_batch
 from . import _flexblock as FB
 from . import _flexkernels as FK
 from . import _kernels as K
-from . import _nbflexcut as FC
 from . import _nbloops as NL
 from .general import general_flexible
 
@@ -580,6 +579,8 @@ class FlexTree:
         if hasattr(fe, "frame_wrenches"):
             packed = fe.compiled_frames() if hasattr(fe, "compiled_frames") else None
             if packed is not None:
+                from . import _nbflexcut as FC  # lazy: loaded with the loop layer
+
                 (sI, sC, sFt, sFs), items = packed
                 zq, w6, Rb, rb = self._cut_scratch()
                 q = np.ascontiguousarray(q, dtype=float)
@@ -604,6 +605,8 @@ class FlexTree:
         """Scratch of :func:`._nbflexcut.flex_frame_wrenches` (allocated once)."""
         w = getattr(self, "_cutw", None)
         if w is None:
+            from . import _nbflexcut as FC
+
             w = self._cutw = (
                 np.zeros(self.nmax),
                 np.zeros((FC.NW6, 6)),

@@ -84,6 +84,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _nbjoints as _J
 from .. import topology as topo
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import (
@@ -119,7 +120,7 @@ from ..integrators.stepper import (
     tau_function,
 )
 from ..model.flexible import FlexibleBody
-from ..model.forces import JointForce
+from ..model.forces import Gravity, JointForce
 from ..results import Results
 from . import _kernels as K
 from . import _nbflexcut as _FC
@@ -313,6 +314,7 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        self._flex_on = True
         #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
         #: (:meth:`results_from`), for :meth:`body_accelerations`
         self._accel_memo = None
@@ -1010,6 +1012,89 @@ class LoopSystem:
         """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
         return self.tree.qdd(q, qd, tau, t)
 
+    @property
+    def flex_compiled(self) -> bool:
+        """Loops through flexible bodies: True (default) takes the compiled cut-joint rows,
+        cut wrenches and projected solve (:mod:`._nbflexcut`) where they apply; False the
+        Python reference path (same equations, agreeing to round-off)."""
+        return self._flex_on
+
+    @flex_compiled.setter
+    def flex_compiled(self, on: bool) -> None:
+        self._flex_on = bool(on)
+        if self._flexible:
+            c = self.constraints
+            c.compiled_flex = self._flex_on and not any(cut.screw for cut in c.cuts)
+            self._wrench_element.compiled = self._flex_on
+
+    def _flex_direct(self):
+        """Whether :func:`._nbflexcut.flex_loop_accelerations` describes this loop (per
+        model revision): compiled rows, no drivers, no cut-joint forces, no stiffening,
+        gravity the only force element, no reversed or screw tree joint."""
+        key = self.model.revision
+        memo = getattr(self, "_flex_ok", None)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        c = self.constraints
+        Ia = self.tree.arrays.Ia
+        ok = (
+            self._flexible
+            and c.compiled_flex
+            and not c.drivers
+            and not self._cut_jf
+            and not self._stiff_loop
+            and self.algorithm == "serialized"
+            and all(isinstance(f, Gravity) for f in self.model.forces())
+            and not np.any(Ia[K.I_REV, 1:])
+            and not np.any(Ia[K.I_JT, 1:] == _J.SCREW)
+        )
+        self._flex_ok = (key, ok)
+        return ok
+
+    def _flex_accelerations(self, q, qd, tau, P):
+        """``(qdd, lam)`` of a loop through flexible bodies by one compiled call
+        (:func:`._nbflexcut.flex_loop_accelerations`) with the projector's independent rows
+        of the last corrected state, or None (the Python path decides)."""
+        if not self._flex_on or not self._flex_direct() or callable(tau):
+            return None
+        sel = P.selection()
+        if sel is None:
+            return None
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
+            return None
+        c = self.constraints
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
+        nv, m, k = self.nv, c.m, sel.shape[0]
+        nc = len(c.cuts)
+        out = (
+            np.zeros(m),
+            np.zeros((m, nv)),
+            np.zeros(m),
+            np.empty((nc, 3, 3)),
+            np.empty((nc, 3)),
+            np.empty((nc, 6)),
+            np.empty((c.n_rows_cut, 6)),
+            np.empty((2 * nc, 3, 3)),
+            np.empty((2 * nc, 3)),
+            np.empty((2 * nc, 4, 3)),
+        )
+        qdd, lam = np.empty(nv), np.empty(m)
+        scratch = (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)))
+        small = (np.zeros((k, k)), np.empty(k), np.empty(k))
+        st = _FC.flex_loop_accelerations(
+            self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tv, sel,
+            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, *scratch, *small, qdd, lam,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        P.selection_used()
+        return qdd, lam
+
     def accelerations(
         self,
         q: ArrayLike,
@@ -1023,10 +1108,16 @@ class LoopSystem:
 
         ``compiled=True``: one compiled call (:func:`._nbsingle.loop_accelerations_kept`)
         where it applies (rigid tree, gravity, a regular configuration after a
-        correction); the same equations, agreeing to round-off."""
+        correction); the same equations, agreeing to round-off. Loops through flexible
+        bodies take their compiled call (:func:`._nbflexcut.flex_loop_accelerations`) in
+        the same cases unless :attr:`flex_compiled` is off."""
         P = projector or self.projector
         if compiled:
             fast = self._compiled_accelerations(q, qd, tau, P, t)
+            if fast is not None:
+                return fast
+        if self._flexible:
+            fast = self._flex_accelerations(q, qd, tau, P)
             if fast is not None:
                 return fast
         q = np.asarray(q, dtype=float)
@@ -2627,11 +2718,21 @@ class _FlexCutConstraints(CutJointConstraints):
         super().__init__(tree, cut_joints, drivers, topology)
         # the rigid loops' compiled pass does not apply (the tree's own kinematics does)
         self.compiled = False
-        #: rows by :func:`._nbflexcut.flex_cuts_eval` (False: the Python reference
-        #: :meth:`_eval_py`); screw cut joints have no compiled rows
-        self.compiled_flex = not any(c.screw for c in self.cuts)
+        self._flex_rows = not any(c.screw for c in self.cuts)
         self._modal = list(tree.modal_slices.values())
         self._sides = None
+
+    @property
+    def compiled_flex(self) -> bool:
+        """Rows by :func:`._nbflexcut.flex_cuts_eval` (False: the Python reference
+        :meth:`_eval_py`; screw cut joints have no compiled rows). Setting it drops the
+        cached evaluation."""
+        return self._flex_rows
+
+    @compiled_flex.setter
+    def compiled_flex(self, on: bool) -> None:
+        self._flex_rows = bool(on)
+        self._key = None
 
     def sides(self):
         """Side tables of the cut joints' frames (:mod:`._nbflexcut`; rebuilt when the
@@ -2682,7 +2783,7 @@ class _FlexCutConstraints(CutJointConstraints):
         self._sides = (key, tables)
         return tables
 
-    def _flex_work(self):
+    def flex_work(self):
         """Scratch of :func:`._nbflexcut.flex_cuts_eval` (allocated once) and the packed
         rows' constants ``(cI, E, F, G)``."""
         w = getattr(self, "_fwork", None)
@@ -2715,7 +2816,7 @@ class _FlexCutConstraints(CutJointConstraints):
         nv, nc, m = self._nv, len(self.cuts), self.m
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(nv)
         sI, sC, sFt, sFs, _ = self.sides()
-        work, (cI, E, F, G), pspeeds = self._flex_work()
+        work, (cI, E, F, G), pspeeds = self.flex_work()
         phi, J, gamma = np.zeros(m), np.zeros((m, nv)), np.zeros(m)
         Rs, ds, Vrel = np.empty((nc, 3, 3)), np.empty((nc, 3)), np.empty((nc, 6))
         D = np.empty((self.n_rows_cut, 6))
