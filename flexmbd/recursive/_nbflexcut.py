@@ -29,6 +29,7 @@ import numpy as np
 from .._jit import njit
 from ..constraints._nbloop import cut_rows
 from . import _flexkernels as FK
+from . import _nbloops as NL
 from . import _nbsingle as NS
 from ._kernels import P_W, R_W, V_AB, V_VEL, _m2c
 
@@ -420,4 +421,70 @@ def flex_loop_accelerations(
             for c in range(k):
                 s += Y[n, c] * x[c]
             qdd[n] += s
+    return 0
+
+
+# unrolled: the control flow of _nbloops._correct (Newton steps, rank test, velocity step,
+# its helpers reused) with the flexible rows: _correct's row evaluation is the rigid
+# loops' _eval of their packed tuple; one kernel for both needs a dispatch on that
+# tuple's type in _nbloops (a change of every loop kernel's build, left for its own run)
+@njit(cache=True)
+def flex_correct(
+    T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, q, v, sel, tol, max_newton,
+    rtol, guard, cw,
+):  # fmt: skip
+    """Position (normal-space Newton, minimum-norm steps on the rows ``sel``) then velocity
+    correction of ``(q, v)`` in place on a loop through flexible bodies (cut joints only,
+    ``q += dv`` retraction of joint and modal coordinates): the projector's steps between
+    two QRs (:func:`._nbloops.loop_correct` with the rows of :func:`flex_cuts_eval`).
+    ``zv``: zeros (nv,); ``cw``: :func:`._nbloops.correct_work`. Returns 0, or
+    :data:`._nbloops.NEEDS_QR` (``q``, ``v`` unchanged: the caller corrects with the QR)."""
+    q0, A, dq, Jv = cw
+    phi = out[0]
+    J = out[1]
+    nv = v.shape[0]
+    k = sel.shape[0]
+    for j in range(nv):
+        q0[j] = q[j]
+    flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
+    converged = False
+    for _ in range(max_newton):
+        NL._gram(J, sel, A)
+        lo, hi = NL._chol(A, k)
+        if lo <= 0.0:
+            for j in range(nv):
+                q[j] = q0[j]
+            return NL.NEEDS_QR
+        NL._min_norm_step(J, sel, A, phi, dq)
+        step = 0.0
+        for j in range(nv):
+            q[j] -= dq[j]
+            step = max(step, abs(dq[j]))
+        if step <= tol:
+            converged = True
+            break  # the Jacobian from before this step serves the velocities
+        flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
+    if not converged:
+        flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
+        NL._gram(J, sel, A)
+        lo, hi = NL._chol(A, k)
+        if lo <= 0.0:
+            for j in range(nv):
+                q[j] = q0[j]
+            return NL.NEEDS_QR
+    if not NL._same_rank_decision(J, sel, rtol, guard):
+        for j in range(nv):
+            q[j] = q0[j]
+        return NL.NEEDS_QR
+    # velocities: v -= J_I^T (J_I J_I^T)^-1 J_I v
+    for r in range(Jv.shape[0]):
+        Jv[r] = 0.0
+    for a in range(k):
+        s = 0.0
+        for j in range(nv):
+            s += J[sel[a], j] * v[j]
+        Jv[sel[a]] = s
+    NL._min_norm_step(J, sel, A, Jv, dq)
+    for j in range(nv):
+        v[j] -= dq[j]
     return 0

@@ -487,6 +487,10 @@ class LoopSystem:
         the rows it selected; where the selection does not hold (rank changes, singular
         configurations) the projector's QR path decides."""
         P = projector or self.projector
+        if self.flex_compiled:
+            out = self._flex_project(q, qd, P)
+            if out is not None:
+                return out
         c = self._compiled(clock=True)  # (the correction reads no force table)
         sel = P.selection() if c is not None else None
         if sel is not None:
@@ -499,6 +503,43 @@ class LoopSystem:
             if st == 0:
                 return q, qd
         return P.correct(q, qd, t)
+
+    def _flex_project(self, q, qd, P):
+        """:meth:`project` of a loop through flexible bodies by the compiled correction
+        (:func:`._nbflexcut.flex_correct`) on the projector's rows, or None (the QR path:
+        no selection, drivers, a retraction other than ``q += dv``, or the kernel's
+        refusal)."""
+        c = self.constraints
+        if not (c.compiled_flex and c.compiled_retraction and not c.drivers):
+            return None
+        sel = P.selection()
+        if sel is None:
+            return None
+        q = np.array(q, dtype=float)
+        qd = np.array(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        m, nv, nc = c.m, self.nv, len(c.cuts)
+        out = (
+            np.zeros(m),
+            np.zeros((m, nv)),
+            np.zeros(m),
+            np.empty((nc, 3, 3)),
+            np.empty((nc, 3)),
+            np.empty((nc, 6)),
+            np.empty((c.n_rows_cut, 6)),
+            np.empty((2 * nc, 3, 3)),
+            np.empty((2 * nc, 3)),
+            np.empty((2 * nc, 4, 3)),
+        )
+        cw = _NL.correct_work(nv, m, sel.shape[0])
+        st = _FC.flex_correct(
+            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out,
+            np.zeros(nv), q, qd, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, cw,
+        )  # fmt: skip
+        return (q, qd) if st == 0 else None
 
     def rank_is_stable(self, q: ArrayLike, t: float = 0.0, eps: float = 1e-3) -> bool:
         """Whether the cut equations' Jacobian has the same rank (the projector's
@@ -1015,9 +1056,10 @@ class LoopSystem:
     @property
     def flex_compiled(self) -> bool:
         """Loops through flexible bodies: True (default) takes the compiled cut-joint rows,
-        cut wrenches and projected solve (:mod:`._nbflexcut`) where they apply; False the
-        Python reference path (same equations, agreeing to round-off)."""
-        return self._flex_on
+        cut wrenches, projected solve and correction (:mod:`._nbflexcut`) where they apply;
+        False the Python reference path (same equations, agreeing to round-off). Always
+        False for rigid loops (their own compiled paths)."""
+        return self._flexible and self._flex_on
 
     @flex_compiled.setter
     def flex_compiled(self, on: bool) -> None:
@@ -1055,7 +1097,7 @@ class LoopSystem:
         """``(qdd, lam)`` of a loop through flexible bodies by one compiled call
         (:func:`._nbflexcut.flex_loop_accelerations`) with the projector's independent rows
         of the last corrected state, or None (the Python path decides)."""
-        if not self._flex_on or not self._flex_direct() or callable(tau):
+        if not self.flex_compiled or not self._flex_direct() or callable(tau):
             return None
         sel = P.selection()
         if sel is None:
@@ -1806,8 +1848,13 @@ class _LoopStepper(ExplicitStepper):
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
             # the QR at every evaluation: an adaptive step's error control must see the
-            # rank changes (a stall at a singular configuration is reported, not crossed)
-            qq, vv = self.P.correct(qq, vv, t)
+            # rank changes (a stall at a singular configuration is reported, not crossed);
+            # a loop through flexible bodies takes its compiled correction between two QRs,
+            # which hands over to the QR where the rank decision is not clear
+            if self.system.flex_compiled:
+                qq, vv = self.system.project(qq, vv, t, self.P)
+            else:
+                qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
 
@@ -2733,6 +2780,17 @@ class _FlexCutConstraints(CutJointConstraints):
     def compiled_flex(self, on: bool) -> None:
         self._flex_rows = bool(on)
         self._key = None
+
+    @property
+    def compiled_retraction(self) -> bool:
+        """Whether the retraction is ``q += dv`` (joint and modal coordinates alike: every
+        coordinate rate is its speed, same indices), as the compiled correction takes it."""
+        return (
+            not self._special
+            and self.tree.nq == self._nv
+            and np.array_equal(self._lin_q, self._lin_v)
+            and all(sq == sv for sq, sv in self._modal)
+        )
 
     def sides(self):
         """Side tables of the cut joints' frames (:mod:`._nbflexcut`; rebuilt when the
