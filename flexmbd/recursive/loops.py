@@ -57,21 +57,25 @@ scipy's own code redoes a step where the QR must decide).
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
-the position correction like the joint coordinates). A cut joint attached to a
-deforming frame (interface or node) is evaluated on the deformed frame: its relative
-pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics at unit
-speeds of the joints and flexible bodies on the loop, in Python: a few ms per
-evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
-through that frame and load the modes (``body_series[<body>].modal`` keeps the modal
-histories). Geometric stiffening inside a loop is loop-aware: the stiffening loads of a
-body (mean-axis inertia loads from its accelerations, wrenches at its stiffened
-interfaces) must be those of the *constrained* motion, including the cut-joint wrench at
-an interface. :meth:`LoopSystem.accelerations` therefore solves the tree again with the
-cut-joint wrenches of the current multipliers applied (they enter the interface loads
-through :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the
-multipliers by the projection until the accelerations settle (``_loop_stiffening``: a
-fixed point, or the affine solve where it does not contract). The result equals the
-absolute formulation's with its interface loads at the current reactions
+the position correction like the joint coordinates). A cut joint attached to a deforming
+frame (interface or node) is evaluated on the deformed frame: its relative pose, its
+Jacobian over joint *and* modal speeds (the tree's own kinematics at unit speeds of the
+joints and flexible bodies on the loop) and the velocity terms of the frame's motion;
+its constraint wrenches act through that frame and load the modes
+(``body_series[<body>].modal`` keeps the modal histories). The rows, the wrenches, the
+projected solve and the correction between two QRs are compiled
+(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`); the Python
+versions (``_FlexCutConstraints._eval_py``, ``FlexTree.frame_wrench``, the projector's
+own steps) are the references they are tested against. Geometric stiffening inside a
+loop is loop-aware: the stiffening loads of a body (mean-axis inertia loads from its
+accelerations, wrenches at its stiffened interfaces) must be those of the *constrained*
+motion, including the cut-joint wrench at an interface. :meth:`LoopSystem.accelerations`
+therefore solves the tree again with the cut-joint wrenches of the current multipliers
+applied (they enter the interface loads through
+:meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the multipliers
+by the projection until the accelerations settle (``_loop_stiffening``: a fixed point,
+or the affine solve where it does not contract). The result equals the absolute
+formulation's with its interface loads at the current reactions
 (tests/recursive/test_flexible_loops.py).
 """
 
@@ -1097,7 +1101,11 @@ class LoopSystem:
         """``(qdd, lam)`` of a loop through flexible bodies by one compiled call
         (:func:`._nbflexcut.flex_loop_accelerations`) with the projector's independent rows
         of the last corrected state, or None (the Python path decides)."""
-        if not self.flex_compiled or not self._flex_direct() or callable(tau):
+        if not self.flex_compiled or callable(tau):
+            return None
+        # (refreshes the tree first: the checks read its stiffening switches)
+        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
+        if not self._flex_direct():
             return None
         sel = P.selection()
         if sel is None:
@@ -1110,7 +1118,6 @@ class LoopSystem:
         c = self.constraints
         sI, sC, sFt, sFs, _ = c.sides()
         work, (cI, E, F, G), pspeeds = c.flex_work()
-        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
         nv, m, k = self.nv, c.m, sel.shape[0]
         nc = len(c.cuts)
         out = (
@@ -2759,6 +2766,8 @@ class _FlexCutConstraints(CutJointConstraints):
     tree kinematics at unit speeds (the frames' twists are linear in the joint and
     modal speeds). Modal coordinates are updated by the retraction like linear joint
     coordinates. The rows themselves are those of :class:`CutJointConstraints`.
+    Evaluated in one compiled call (:func:`._nbflexcut.flex_cuts_eval`) unless
+    :attr:`compiled_flex` is off; :meth:`_eval_py` is the reference.
     """
 
     def __init__(self, tree, cut_joints, drivers=(), topology=None):
