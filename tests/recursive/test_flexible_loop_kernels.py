@@ -103,7 +103,9 @@ def test_the_compiled_path_is_taken(monkeypatch):
     compiled correction, the reactions the compiled wrenches; with ``flex_compiled = False``
     none of them, and both runs agree to round-off."""
     ls, q, qd = _loop("cbA", "spherical", False)
-    names = ("flex_cuts_eval", "flex_loop_accelerations", "flex_frame_wrenches", "flex_correct")
+    # (only kernels called from Python: flex_cuts_eval is a numba global of the other two,
+    # which would not compile with a cold cache if it were replaced)
+    names = ("flex_loop_accelerations", "flex_frame_wrenches", "flex_correct")
     calls = dict.fromkeys(names, 0)
 
     def counted(name):
@@ -120,7 +122,7 @@ def test_the_compiled_path_is_taken(monkeypatch):
     r1 = ls.simulate(0.001, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
     assert calls["flex_loop_accelerations"] >= 40  # 4 stages x 10 steps
     assert calls["flex_correct"] >= 10  # after every step
-    assert calls["flex_cuts_eval"] > 0 and calls["flex_frame_wrenches"] > 0
+    assert calls["flex_frame_wrenches"] > 0  # the reactions of the output samples
     n = dict(calls)
     ls.flex_compiled = False
     r2 = ls.simulate(0.001, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
