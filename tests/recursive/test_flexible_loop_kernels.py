@@ -121,7 +121,7 @@ def test_the_compiled_path_is_taken(monkeypatch):
         monkeypatch.setattr(FC, name, counted(name))
     r1 = ls.simulate(0.001, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
     assert calls["flex_loop_accelerations"] >= 40  # 4 stages x 10 steps
-    assert calls["flex_correct"] >= 10  # after every step
+    assert calls["flex_correct"] >= 5  # after the steps the QR need not decide (9 of 10)
     assert calls["flex_frame_wrenches"] > 0  # the reactions of the output samples
     n = dict(calls)
     ls.flex_compiled = False
