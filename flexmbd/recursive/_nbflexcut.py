@@ -24,8 +24,6 @@ unit speeds, one compiled pass per path speed; the rows are the rigid loops'
 (:func:`flexmbd.constraints._nbloop.cut_rows`).
 """
 
-import numpy as np
-
 from .._jit import njit
 from ..constraints._nbloop import cut_rows
 from . import _flexkernels as FK
@@ -342,36 +340,22 @@ def flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext):
                 Qa[r] -= acc
 
 
-@njit(cache=True, inline="always")
-def _chol_solve(L, k, b, x):
-    """``x = (L L^T)^-1 b`` with the lower Cholesky factor ``L`` (k x k)."""
-    for i in range(k):
-        s = b[i]
-        for j in range(i):
-            s -= L[i, j] * x[j]
-        x[i] = s / L[i, i]
-    for i in range(k - 1, -1, -1):
-        s = x[i]
-        for j in range(i + 1, k):
-            s -= L[j, i] * x[j]
-        x[i] = s / L[i, i]
-
-
 @njit(cache=True)
 def flex_loop_accelerations(
     T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
-    E, F, G, pspeeds, work, out, qf, acc, JT, Y, L, r, x, qdd, lam,
+    E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
 ):  # fmt: skip
     """Constrained accelerations ``qdd`` and multipliers ``lam`` of a loop through flexible
     bodies at ``(q, v)`` with the independent rows ``sel`` of the last corrected state (the
     compiled :meth:`flexmbd.constraints.projection.Projector.accelerations` between two
     QRs): the free accelerations by :func:`._nbsingle.flex_forward_dynamics` (joint and
     modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval`, ``Y = M^-1 J_I^T``
-    by :func:`._flexkernels.solve_columns`, the Cholesky factor ``L`` of ``J_I Y`` and
-    ``lam_I = (J_I Y)^-1 (gamma_I - J_I qdd_free)`` with one step of iterative refinement.
-    Scratch: ``qf`` (nv,), ``acc`` (1, 6), ``JT`` and ``Y`` (nv, k), ``L`` (k, k), ``r``,
-    ``x`` (k,). Returns 0, the status of a failed tree solve, or -1 when ``J_I Y`` is not
-    positive definite (the caller takes the QR path)."""
+    by :func:`._flexkernels.solve_columns`, then the rigid loops' solve on them
+    (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
+    of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
+    (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
+    ``x``, ``r`` (k,). Returns 0, the status of a failed tree solve, or -1 when ``J_I Y``
+    is not positive definite (the caller takes the QR path)."""
     st = NS.flex_forward_dynamics(
         T, q, v, tau, MI, grav, use_grav, reac, False, tol, max_iter, info, qf, acc, False,
         True,
@@ -383,44 +367,26 @@ def flex_loop_accelerations(
     gamma = out[2]
     nv = qdd.shape[0]
     k = sel.shape[0]
-    for c in range(k):
+    for a in range(k):
+        b[a] = gamma[sel[a]]
         for i in range(nv):
-            JT[i, c] = J[sel[c], i]
-    st = FK.solve_columns(T, q, JT, Y)
+            C[a, i] = J[sel[a], i]
+            JT[i, a] = J[sel[a], i]
+    st = FK.solve_columns(T, q, JT, Yc)
     if st != 0:
         return st
-    for i in range(k):
-        for j in range(i + 1):
-            # the upper triangle of J_I Y, as the Python path's Cholesky reads it
-            s = 0.0
-            for n in range(nv):
-                s += JT[n, j] * Y[n, i]
-            for m in range(j):
-                s -= L[i, m] * L[j, m]
-            if i == j:
-                if not s > 0.0:
-                    return -1
-                L[i, i] = np.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
+    for a in range(k):
+        for i in range(nv):
+            Y[a, i] = Yc[i, a]
+    if NL._gram_factor(C, Y, A, k, nv) <= 0.0:
+        return -1
     for i in range(nv):
         qdd[i] = qf[i]
+    NL._refined_solve(C, Y, A, b, qdd, x, r, k, nv)
     for i in range(lam.shape[0]):
         lam[i] = 0.0
-    for _ in range(2):  # the solve and one step of iterative refinement
-        for c in range(k):
-            s = gamma[sel[c]]
-            for n in range(nv):
-                s -= JT[n, c] * qdd[n]
-            r[c] = s
-        _chol_solve(L, k, r, x)
-        for c in range(k):
-            lam[sel[c]] += x[c]
-        for n in range(nv):
-            s = 0.0
-            for c in range(k):
-                s += Y[n, c] * x[c]
-            qdd[n] += s
+    for a in range(k):
+        lam[sel[a]] = x[a]
     return 0
 
 
@@ -447,31 +413,23 @@ def flex_correct(
     for j in range(nv):
         q0[j] = q[j]
     flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
-    converged = False
-    for _ in range(max_newton):
+    for it in range(max_newton + 1):
         NL._gram(J, sel, A)
         lo, hi = NL._chol(A, k)
         if lo <= 0.0:
             for j in range(nv):
                 q[j] = q0[j]
             return NL.NEEDS_QR
+        if it == max_newton:
+            break  # not converged: the factor at the last iterate serves the velocities
         NL._min_norm_step(J, sel, A, phi, dq)
         step = 0.0
         for j in range(nv):
             q[j] -= dq[j]
             step = max(step, abs(dq[j]))
         if step <= tol:
-            converged = True
             break  # the Jacobian from before this step serves the velocities
         flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
-    if not converged:
-        flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, zv, False, work, out)
-        NL._gram(J, sel, A)
-        lo, hi = NL._chol(A, k)
-        if lo <= 0.0:
-            for j in range(nv):
-                q[j] = q0[j]
-            return NL.NEEDS_QR
     if not NL._same_rank_decision(J, sel, rtol, guard):
         for j in range(nv):
             q[j] = q0[j]

@@ -525,23 +525,11 @@ class LoopSystem:
             return None
         sI, sC, sFt, sFs, _ = c.sides()
         work, (cI, E, F, G), pspeeds = c.flex_work()
-        m, nv, nc = c.m, self.nv, len(c.cuts)
-        out = (
-            np.zeros(m),
-            np.zeros((m, nv)),
-            np.zeros(m),
-            np.empty((nc, 3, 3)),
-            np.empty((nc, 3)),
-            np.empty((nc, 6)),
-            np.empty((c.n_rows_cut, 6)),
-            np.empty((2 * nc, 3, 3)),
-            np.empty((2 * nc, 3)),
-            np.empty((2 * nc, 4, 3)),
-        )
-        cw = _NL.correct_work(nv, m, sel.shape[0])
+        cw = _NL.correct_work(self.nv, c.m, sel.shape[0])
         st = _FC.flex_correct(
-            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out,
-            np.zeros(nv), q, qd, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, cw,
+            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work,
+            c.flex_outputs(), np.zeros(self.nv), q, qd, sel, P.position_tol, P.max_newton,
+            P.rtol, _GUARD, cw,
         )  # fmt: skip
         return (q, qd) if st == 0 else None
 
@@ -833,12 +821,18 @@ class LoopSystem:
         sel = P.selection() if c is not None else None
         if sel is None:
             return None
+        state = self._state_arrays(q, qd, tau)
+        return None if state is None else (c, sel, *state)
+
+    def _state_arrays(self, q, qd, tau):
+        """``(q, qd, tau)`` as contiguous float arrays of one state's shapes (``tau`` None:
+        zeros), or None (other shapes: the Python path decides and reports)."""
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
         if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
             return None
-        return c, sel, q, qd, tv
+        return q, qd, tv
 
     def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
         """:meth:`forward_dynamics` at the time ``t`` (s) by
@@ -1108,36 +1102,21 @@ class LoopSystem:
         if not self._flex_direct():
             return None
         sel = P.selection()
-        if sel is None:
+        state = None if sel is None else self._state_arrays(q, qd, tau)
+        if state is None:
             return None
-        q = np.ascontiguousarray(q, dtype=float)
-        qd = np.ascontiguousarray(qd, dtype=float)
-        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
-        if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
-            return None
+        q, qd, tv = state
         c = self.constraints
         sI, sC, sFt, sFs, _ = c.sides()
         work, (cI, E, F, G), pspeeds = c.flex_work()
         nv, m, k = self.nv, c.m, sel.shape[0]
-        nc = len(c.cuts)
-        out = (
-            np.zeros(m),
-            np.zeros((m, nv)),
-            np.zeros(m),
-            np.empty((nc, 3, 3)),
-            np.empty((nc, 3)),
-            np.empty((nc, 6)),
-            np.empty((c.n_rows_cut, 6)),
-            np.empty((2 * nc, 3, 3)),
-            np.empty((2 * nc, 3)),
-            np.empty((2 * nc, 4, 3)),
-        )
         qdd, lam = np.empty(nv), np.empty(m)
-        scratch = (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)))
-        small = (np.zeros((k, k)), np.empty(k), np.empty(k))
+        cols = (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)))
+        rows = (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k)))
         st = _FC.flex_loop_accelerations(
             self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tv, sel,
-            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, *scratch, *small, qdd, lam,
+            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, c.flex_outputs(), *cols, *rows,
+            np.empty(k), np.empty(k), np.empty(k), qdd, lam,
         )  # fmt: skip
         if st != 0:
             return None
@@ -2872,6 +2851,25 @@ class _FlexCutConstraints(CutJointConstraints):
             w = self._fwork = (work, rows, np.array(self._path_speeds(), np.int64))
         return w
 
+    def flex_outputs(self) -> tuple:
+        """New output arrays of :func:`._nbflexcut.flex_cuts_eval`: ``(phi (m,), J (m, nv),
+        gamma (m,), R (nc, 3, 3), d (nc, 3), V_rel (nc, 6), D (cut rows, 6), side poses
+        (2 nc, 3, 3), (2 nc, 3), side motions (2 nc, 4, 3))`` (the rows returned and cached
+        by :meth:`_eval` are views of them)."""
+        m, nv, nc = self.m, self._nv, len(self.cuts)
+        return (
+            np.zeros(m),
+            np.zeros((m, nv)),
+            np.zeros(m),
+            np.empty((nc, 3, 3)),
+            np.empty((nc, 3)),
+            np.empty((nc, 6)),
+            np.empty((self.n_rows_cut, 6)),
+            np.empty((2 * nc, 3, 3)),
+            np.empty((2 * nc, 3)),
+            np.empty((2 * nc, 4, 3)),
+        )
+
     def _eval(self, q, v, t):
         if not self.compiled_flex:
             return self._eval_py(q, v, t)
@@ -2880,15 +2878,12 @@ class _FlexCutConstraints(CutJointConstraints):
             return hit
         q = np.ascontiguousarray(q, dtype=float)
         with_v = v is not None
-        nv, nc, m = self._nv, len(self.cuts), self.m
+        nv = self._nv
         vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(nv)
         sI, sC, sFt, sFs, _ = self.sides()
         work, (cI, E, F, G), pspeeds = self.flex_work()
-        phi, J, gamma = np.zeros(m), np.zeros((m, nv)), np.zeros(m)
-        Rs, ds, Vrel = np.empty((nc, 3, 3)), np.empty((nc, 3)), np.empty((nc, 6))
-        D = np.empty((self.n_rows_cut, 6))
-        Rw, pw, Mw = np.empty((2 * nc, 3, 3)), np.empty((2 * nc, 3)), np.empty((2 * nc, 4, 3))
-        out = (phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, Mw)
+        out = self.flex_outputs()
+        phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, _ = out
         _FC.flex_cuts_eval(
             self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, vv, with_v, work, out
         )
