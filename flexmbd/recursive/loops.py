@@ -1111,12 +1111,20 @@ class LoopSystem:
         work, (cI, E, F, G), pspeeds = c.flex_work()
         nv, m, k = self.nv, c.m, sel.shape[0]
         qdd, lam = np.empty(nv), np.empty(m)
-        cols = (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)))
-        rows = (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k)))
+        # the rows and the solve's scratch: kept per row count (only qdd, lam are returned)
+        kept = getattr(self, "_flex_scratch", None)
+        if kept is None or kept[0] != k:
+            kept = self._flex_scratch = (
+                k,
+                c.flex_outputs(),
+                (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k))),
+                (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k))),
+                (np.empty(k), np.empty(k), np.empty(k)),
+            )
+        _, out, cols, rows, small = kept
         st = _FC.flex_loop_accelerations(
             self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tv, sel,
-            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, c.flex_outputs(), *cols, *rows,
-            np.empty(k), np.empty(k), np.empty(k), qdd, lam,
+            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, *cols, *rows, *small, qdd, lam,
         )  # fmt: skip
         if st != 0:
             return None
