@@ -182,7 +182,7 @@ from . import _kernels as K
 from . import _nbloops as NL
 from .general import general_flexible
 
-__all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_motion"]
+__all__ = ["FlexTree", "OMEGA_PRODUCTS", "frame_constants", "frame_motion"]
 
 OMEGA_PRODUCTS = ("w1w1", "w2w2", "w3w3", "w1w2", "w2w3", "w1w3")
 #: the geometric-stiffening fixed point of one evaluation: relative tolerance of the modal
@@ -200,6 +200,22 @@ def _frame_modes(frame, body):
     return modes[:3], modes[3:]
 
 
+def frame_constants(frame, body, n, nmax=None):
+    """``[R0 | p0 | Theta | U]`` (3, 4 + 2 nmax; ``Theta`` and ``U`` n columns each, zeros
+    after them) of a frame on ``body`` with ``n`` modes: its pose in the body frame
+    (rotation, position in m) and its rotation and translation mode shapes (rad, m per unit
+    modal coordinate; zeros for a frame that does not deform), the constants
+    :func:`._flexkernels.frame_state` reads."""
+    nmax = n if nmax is None else nmax
+    C = np.zeros((3, 4 + 2 * nmax))
+    C[:, :3] = np.asarray(frame.rotation, float)
+    C[:, 3] = np.asarray(frame.position, float)
+    md = _frame_modes(frame, body)
+    if md is not None:
+        C[:, 4 : 4 + n], C[:, 4 + n : 4 + 2 * n] = md
+    return C
+
+
 def frame_motion(frame, body, q, qd):
     """Pose ``(R, p)`` in the body frame, modal twist matrix ``S`` (6 x n, frame axes) and
     convective term ``sigma`` of a frame on ``body`` at modal coordinates/rates ``(q, qd)``
@@ -208,12 +224,10 @@ def frame_motion(frame, body, q, qd):
     R0 = np.asarray(frame.rotation, float)
     p0 = np.asarray(frame.position, float)
     n = len(q)
-    md = _frame_modes(frame, body)
-    if md is None:
+    if _frame_modes(frame, body) is None:
         return R0, p0, np.zeros((6, n)), np.zeros(6)
     Fc = np.zeros((1, 2, 3, 4 + 2 * n))
-    Fc[0, 0, :, :3], Fc[0, 0, :, 3] = R0, p0
-    Fc[0, 0, :, 4 : 4 + n], Fc[0, 0, :, 4 + n :] = md
+    Fc[0, 0] = frame_constants(frame, body, n)
     Ft = np.zeros((1, 2, 3, 4))
     Fs = np.zeros((1, 2, 6, n + 1))
     FK.frame_state(
@@ -563,6 +577,15 @@ class FlexTree:
                 fe.line_length(np.zeros(3))  # raises: the ends coincide
             return True
         if hasattr(fe, "frame_wrenches"):
+            packed = fe.compiled_frames() if hasattr(fe, "compiled_frames") else None
+            if packed is not None:
+                from . import _nbflexcut as FC  # lazy: loaded with the loop layer
+
+                (sI, sC, sFt, sFs), items = packed
+                zq, w6, Rb, rb = self._cut_scratch()
+                q = np.ascontiguousarray(q, dtype=float)
+                FC.flex_frame_wrenches(self.work, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
+                return True
             s = self.system
             for body, point, n, f, frame in fe.frame_wrenches(t, state):
                 if body is s.model.ground:
@@ -577,6 +600,20 @@ class FlexTree:
                     fext[k, 3:] += Rw.T @ np.asarray(f, float)
             return True
         return False
+
+    def _cut_scratch(self):
+        """Scratch of :func:`._nbflexcut.flex_frame_wrenches` (allocated once)."""
+        w = getattr(self, "_cutw", None)
+        if w is None:
+            from . import _nbflexcut as FC
+
+            w = self._cutw = (
+                np.zeros(self.nmax),
+                np.zeros((FC.NW6, 6)),
+                np.zeros((3, 3)),
+                np.zeros(3),
+            )
+        return w
 
     def _free_length(self, table, e, fe, q, v):
         """Row ``e``'s free length ``l0`` (m) from the SDA ``fe``; a missing one is set to

@@ -57,21 +57,25 @@ scipy's own code redoes a step where the QR must decide).
 
 Flexible bodies on the loops: the tree solver is the CFA with flexible bodies
 (:mod:`flexmbd.recursive.flexible`; modal coordinates are tree coordinates, updated by
-the position correction like the joint coordinates). A cut joint attached to a
-deforming frame (interface or node) is evaluated on the deformed frame: its relative
-pose, its Jacobian over joint *and* modal speeds (built from the tree kinematics at unit
-speeds of the joints and flexible bodies on the loop, in Python: a few ms per
-evaluation) and the velocity terms of the frame's motion; its constraint wrenches act
-through that frame and load the modes (``body_series[<body>].modal`` keeps the modal
-histories). Geometric stiffening inside a loop is loop-aware: the stiffening loads of a
-body (mean-axis inertia loads from its accelerations, wrenches at its stiffened
-interfaces) must be those of the *constrained* motion, including the cut-joint wrench at
-an interface. :meth:`LoopSystem.accelerations` therefore solves the tree again with the
-cut-joint wrenches of the current multipliers applied (they enter the interface loads
-through :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the
-multipliers by the projection until the accelerations settle (``_loop_stiffening``: a
-fixed point, or the affine solve where it does not contract). The result equals the
-absolute formulation's with its interface loads at the current reactions
+the position correction like the joint coordinates). A cut joint attached to a deforming
+frame (interface or node) is evaluated on the deformed frame: its relative pose, its
+Jacobian over joint *and* modal speeds (the tree's own kinematics at unit speeds of the
+joints and flexible bodies on the loop) and the velocity terms of the frame's motion;
+its constraint wrenches act through that frame and load the modes
+(``body_series[<body>].modal`` keeps the modal histories). The rows, the wrenches, the
+projected solve and the correction between two QRs are compiled
+(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`); the Python
+versions (``_FlexCutConstraints._eval_py``, ``FlexTree.frame_wrench``, the projector's
+own steps) are the references they are tested against. Geometric stiffening inside a
+loop is loop-aware: the stiffening loads of a body (mean-axis inertia loads from its
+accelerations, wrenches at its stiffened interfaces) must be those of the *constrained*
+motion, including the cut-joint wrench at an interface. :meth:`LoopSystem.accelerations`
+therefore solves the tree again with the cut-joint wrenches of the current multipliers
+applied (they enter the interface loads through
+:meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the multipliers
+by the projection until the accelerations settle (``_loop_stiffening``: a fixed point,
+or the affine solve where it does not contract). The result equals the absolute
+formulation's with its interface loads at the current reactions
 (tests/recursive/test_flexible_loops.py).
 """
 
@@ -84,6 +88,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _nbjoints as _J
 from .. import topology as topo
 from ..checkpoint import check_checkpoint, run
 from ..constraints.cut import (
@@ -120,15 +125,16 @@ from ..integrators.stepper import (
     tau_function,
 )
 from ..model.flexible import FlexibleBody
-from ..model.forces import JointForce
+from ..model.forces import Gravity, JointForce
 from ..results import Results
 from . import _kernels as K
+from . import _nbflexcut as _FC
 from . import _nbforces as _NF
 from . import _nbloops as _NL
 from . import _nbsingle as _NS
 from . import _nbtimed as _NT
 from .energy import energy_histories
-from .flexible import body_series, frame_motion
+from .flexible import body_series, frame_constants, frame_motion
 from .system import RecursiveSystem
 
 if TYPE_CHECKING:
@@ -275,6 +281,8 @@ class LoopSystem:
         self.constraints = cls(
             self.tree, self.cut_joints, self.drivers, topology=self.view.topology()
         )
+        if self._flexible:
+            self._wrench_element.sides = self.constraints.sides
         self.modal_slices = self.tree.modal_slices
         self.constraint_names = list(self.constraints.names)
         self._options = dict(
@@ -311,6 +319,7 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        self._flex_on = True
         #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
         #: (:meth:`results_from`), for :meth:`body_accelerations`
         self._accel_memo = None
@@ -483,6 +492,10 @@ class LoopSystem:
         the rows it selected; where the selection does not hold (rank changes, singular
         configurations) the projector's QR path decides."""
         P = projector or self.projector
+        if self.flex_compiled:
+            out = self._flex_project(q, qd, P)
+            if out is not None:
+                return out
         c = self._compiled(clock=True)  # (the correction reads no force table)
         sel = P.selection() if c is not None else None
         if sel is not None:
@@ -495,6 +508,31 @@ class LoopSystem:
             if st == 0:
                 return q, qd
         return P.correct(q, qd, t)
+
+    def _flex_project(self, q, qd, P):
+        """:meth:`project` of a loop through flexible bodies by the compiled correction
+        (:func:`._nbflexcut.flex_correct`) on the projector's rows, or None (the QR path:
+        no selection, drivers, a retraction other than ``q += dv``, or the kernel's
+        refusal)."""
+        c = self.constraints
+        if not (c.compiled_flex and c.compiled_retraction and not c.drivers):
+            return None
+        sel = P.selection()
+        if sel is None:
+            return None
+        q = np.array(q, dtype=float)
+        qd = np.array(qd, dtype=float)
+        if q.shape != (self.nq,) or qd.shape != (self.nv,):
+            return None
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        cw = _NL.correct_work(self.nv, c.m, sel.shape[0])
+        st = _FC.flex_correct(
+            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work,
+            c.flex_outputs(), np.zeros(self.nv), q, qd, sel, P.position_tol, P.max_newton,
+            P.rtol, _GUARD, cw,
+        )  # fmt: skip
+        return (q, qd) if st == 0 else None
 
     def rank_is_stable(self, q: ArrayLike, t: float = 0.0, eps: float = 1e-3) -> bool:
         """Whether the cut equations' Jacobian has the same rank (the projector's
@@ -784,12 +822,18 @@ class LoopSystem:
         sel = P.selection() if c is not None else None
         if sel is None:
             return None
+        state = self._state_arrays(q, qd, tau)
+        return None if state is None else (c, sel, *state)
+
+    def _state_arrays(self, q, qd, tau):
+        """``(q, qd, tau)`` as contiguous float arrays of one state's shapes (``tau`` None:
+        zeros), or None (other shapes: the Python path decides and reports)."""
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
         if q.shape != (self.nq,) or qd.shape != (self.nv,) or tv.shape != (self.nv,):
             return None
-        return c, sel, q, qd, tv
+        return q, qd, tv
 
     def _compiled_forward_dynamics(self, q, qd, tau, P, t=0.0):
         """:meth:`forward_dynamics` at the time ``t`` (s) by
@@ -1023,6 +1067,86 @@ class LoopSystem:
         """Unconstrained tree accelerations (the tree solver's lean path when it has one)."""
         return self.tree.qdd(q, qd, tau, t)
 
+    @property
+    def flex_compiled(self) -> bool:
+        """Loops through flexible bodies: True (default) takes the compiled cut-joint rows,
+        cut wrenches, projected solve and correction (:mod:`._nbflexcut`) where they apply;
+        False the Python reference path (same equations, agreeing to round-off). Always
+        False for rigid loops (their own compiled paths)."""
+        return self._flexible and self._flex_on
+
+    @flex_compiled.setter
+    def flex_compiled(self, on: bool) -> None:
+        self._flex_on = bool(on)
+        if self._flexible:
+            c = self.constraints
+            c.compiled_flex = self._flex_on and not any(cut.screw for cut in c.cuts)
+            self._wrench_element.compiled = self._flex_on
+
+    def _flex_direct(self):
+        """Whether :func:`._nbflexcut.flex_loop_accelerations` describes this loop (per
+        model revision): compiled rows, no drivers, no cut-joint forces, no stiffening,
+        gravity the only force element, no reversed or screw tree joint."""
+        key = self.model.revision
+        memo = getattr(self, "_flex_ok", None)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        c = self.constraints
+        Ia = self.tree.arrays.Ia
+        ok = (
+            self._flexible
+            and c.compiled_flex
+            and not c.drivers
+            and not self._cut_jf
+            and not self._stiff_loop
+            and self.algorithm == "serialized"
+            and all(isinstance(f, Gravity) for f in self.model.forces())
+            and not np.any(Ia[K.I_REV, 1:])
+            and not np.any(Ia[K.I_JT, 1:] == _J.SCREW)
+        )
+        self._flex_ok = (key, ok)
+        return ok
+
+    def _flex_accelerations(self, q, qd, tau, P):
+        """``(qdd, lam)`` of a loop through flexible bodies by one compiled call
+        (:func:`._nbflexcut.flex_loop_accelerations`) with the projector's independent rows
+        of the last corrected state, or None (the Python path decides)."""
+        if not self.flex_compiled or callable(tau):
+            return None
+        # (refreshes the tree first: the checks read its stiffening switches)
+        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
+        if not self._flex_direct():
+            return None
+        sel = P.selection()
+        state = None if sel is None else self._state_arrays(q, qd, tau)
+        if state is None:
+            return None
+        q, qd, tv = state
+        c = self.constraints
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        nv, m, k = self.nv, c.m, sel.shape[0]
+        qdd, lam = np.empty(nv), np.empty(m)
+        # the rows and the solve's scratch: kept per row count (only qdd, lam are returned)
+        kept = getattr(self, "_flex_scratch", None)
+        if kept is None or kept[0] != k:
+            kept = self._flex_scratch = (
+                k,
+                c.flex_outputs(),
+                (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k))),
+                (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k))),
+                (np.empty(k), np.empty(k), np.empty(k)),
+            )
+        _, out, cols, rows, small = kept
+        st = _FC.flex_loop_accelerations(
+            self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tv, sel,
+            sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, *cols, *rows, *small, qdd, lam,
+        )  # fmt: skip
+        if st != 0:
+            return None
+        P.selection_used()
+        return qdd, lam
+
     def accelerations(
         self,
         q: ArrayLike,
@@ -1036,10 +1160,16 @@ class LoopSystem:
 
         ``compiled=True``: one compiled call (:func:`._nbsingle.loop_accelerations_kept`)
         where it applies (rigid tree, gravity, a regular configuration after a
-        correction); the same equations, agreeing to round-off."""
+        correction); the same equations, agreeing to round-off. Loops through flexible
+        bodies take their compiled call (:func:`._nbflexcut.flex_loop_accelerations`) in
+        the same cases unless :attr:`flex_compiled` is off."""
         P = projector or self.projector
         if compiled:
             fast = self._compiled_accelerations(q, qd, tau, P, t)
+            if fast is not None:
+                return fast
+        if self._flexible:
+            fast = self._flex_accelerations(q, qd, tau, P)
             if fast is not None:
                 return fast
         q = np.asarray(q, dtype=float)
@@ -1742,8 +1872,13 @@ class _LoopStepper(ExplicitStepper):
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
             # the QR at every evaluation: an adaptive step's error control must see the
-            # rank changes (a stall at a singular configuration is reported, not crossed)
-            qq, vv = self.P.correct(qq, vv, t)
+            # rank changes (a stall at a singular configuration is reported, not crossed);
+            # a loop through flexible bodies takes its compiled correction between two QRs,
+            # which hands over to the QR where the rank decision is not clear
+            if self.system.flex_compiled:
+                qq, vv = self.system.project(qq, vv, t, self.P)
+            else:
+                qq, vv = self.P.correct(qq, vv, t)
         acc, _ = self.system.accelerations(qq, vv, self.tau_f(t, qq, vv), t, self.P)
         return np.concatenate([self.system.tree.qdot(qq, vv), acc])
 
@@ -2598,7 +2733,16 @@ def _crm(V, x):
 class _FlexCutWrenches(CutWrenches):
     """Cut-joint wrenches on trees with flexible bodies: each acts through the joint frame
     that carries it (a deforming frame also loads the modes); ``current`` holds
-    ``(body, point, n, f, frame)``. The flexible tree reads :meth:`frame_wrenches`."""
+    ``(body, point, n, f, frame)``. The flexible tree reads :meth:`compiled_frames` (one
+    compiled call, :func:`._nbflexcut.flex_frame_wrenches`) or else
+    :meth:`frame_wrenches`. ``sides``: the side tables of the cut joints' frames
+    (:meth:`_FlexCutConstraints.sides`), set by the loop system; ``compiled``: False
+    takes the Python path (the reference)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sides = None
+        self.compiled = True
 
     def wrenches(self, t, state):
         out = []
@@ -2610,6 +2754,25 @@ class _FlexCutWrenches(CutWrenches):
     def frame_wrenches(self, t, state):
         return list(self.current)
 
+    def compiled_frames(self):
+        """``(side tables, items (m, 10))`` of :func:`._nbflexcut.flex_frame_wrenches` for
+        the current wrenches (``items[i] = (side, point, n, f)``, world axes, SI), or None
+        (Python path: switched off, or a wrench through a frame that is not a cut joint's)."""
+        if not self.compiled or self.sides is None:
+            return None
+        tables = self.sides()
+        index = tables[-1]
+        items = np.empty((len(self.current), 10))
+        for i, (body, point, n, f, frame) in enumerate(self.current):
+            s = index.get((id(body), id(frame)))
+            if s is None:
+                return None
+            items[i, 0] = s
+            items[i, 1:4] = point
+            items[i, 4:7] = n
+            items[i, 7:10] = f
+        return tables[:-1], items
+
 
 class _FlexCutConstraints(CutJointConstraints):
     """Cut-joint equations on a tree with flexible bodies.
@@ -2620,12 +2783,153 @@ class _FlexCutConstraints(CutJointConstraints):
     tree kinematics at unit speeds (the frames' twists are linear in the joint and
     modal speeds). Modal coordinates are updated by the retraction like linear joint
     coordinates. The rows themselves are those of :class:`CutJointConstraints`.
+    Evaluated in one compiled call (:func:`._nbflexcut.flex_cuts_eval`) unless
+    :attr:`compiled_flex` is off; :meth:`_eval_py` is the reference.
     """
 
     def __init__(self, tree, cut_joints, drivers=(), topology=None):
         super().__init__(tree, cut_joints, drivers, topology)
+        # the rigid loops' compiled pass does not apply (the tree's own kinematics does)
         self.compiled = False
+        self._flex_rows = not any(c.screw for c in self.cuts)
         self._modal = list(tree.modal_slices.values())
+        self._sides = None
+
+    @property
+    def compiled_flex(self) -> bool:
+        """Rows by :func:`._nbflexcut.flex_cuts_eval` (False: the Python reference
+        :meth:`_eval_py`; screw cut joints have no compiled rows). Setting it drops the
+        cached evaluation."""
+        return self._flex_rows
+
+    @compiled_flex.setter
+    def compiled_flex(self, on: bool) -> None:
+        self._flex_rows = bool(on)
+        self._key = None
+
+    @property
+    def compiled_retraction(self) -> bool:
+        """Whether the retraction is ``q += dv`` (joint and modal coordinates alike: every
+        coordinate rate is its speed, same indices), as the compiled correction takes it."""
+        return (
+            not self._special
+            and self.tree.nq == self._nv
+            and np.array_equal(self._lin_q, self._lin_v)
+            and all(sq == sv for sq, sv in self._modal)
+        )
+
+    def sides(self):
+        """Side tables of the cut joints' frames (:mod:`._nbflexcut`; rebuilt when the
+        model changes): ``(sI, sC, sFt, sFs, {(id(body), id(frame)): side})``, side ``2 c``
+        the parent frame of cut joint ``c``, ``2 c + 1`` its child frame."""
+        tree = self.tree
+        key = tree.model.revision
+        if self._sides is not None and self._sides[0] == key:
+            return self._sides[1]
+        fl = tree.flex
+        nm = fl.nmax
+        ns = 2 * len(self.cuts)
+        sI = np.zeros((ns, _FC.NSI), np.int64)
+        sI[:, _FC.SI_KG] = -1
+        sC = np.zeros((ns, 1, 3, 4 + 2 * nm))
+        index = {}
+        for ci, c in enumerate(self.cuts):
+            for side, (body, frame) in enumerate(
+                ((c.P, c.joint.parent_frame), (c.C, c.joint.child_frame))
+            ):
+                s = 2 * ci + side
+                index[(id(body), id(frame))] = s
+                C = sC[s, 0]
+                if body is tree.model.ground:
+                    sI[s, _FC.SI_KIND] = _FC.S_GROUND
+                    C[:, :3], C[:, 3] = frame.rotation, frame.position
+                    continue
+                k = tree.label(body)
+                sI[s, _FC.SI_K] = k
+                if k in fl.flex_labels:
+                    n = fl.nf[k]
+                    sq, sv = tree.modal_slices[body.name]
+                    sI[s, _FC.SI_KIND] = _FC.S_FLEX
+                    sI[s, _FC.SI_N], sI[s, _FC.SI_MQ], sI[s, _FC.SI_MV] = n, sq.start, sv.start
+                    sI[s, _FC.SI_FX] = fl.fx_of[k]
+                    itf = fl.itf.get(k, [])
+                    name = getattr(frame, "interface_name", None)
+                    if name is not None and name in itf:
+                        sI[s, _FC.SI_KG] = 12 + 6 * itf.index(name)
+                    C[:] = frame_constants(frame, body, n, nm)
+                else:
+                    # the frame in e_k: (R_f^T R, R_f^T (p - p_f))
+                    Rf, pf = tree.joint_frame(k)
+                    sI[s, _FC.SI_KIND] = _FC.S_RIGID
+                    C[:, :3] = Rf.T @ frame.rotation
+                    C[:, 3] = Rf.T @ (np.asarray(frame.position, float) - pf)
+        tables = (sI, sC, np.zeros((ns, 1, 3, 4)), np.zeros((ns, 1, 6, nm + 1)), index)
+        self._sides = (key, tables)
+        return tables
+
+    def flex_work(self):
+        """Scratch of :func:`._nbflexcut.flex_cuts_eval` (allocated once) and the packed
+        rows' constants ``(cI, E, F, G)``."""
+        w = getattr(self, "_fwork", None)
+        if w is None:
+            nv, ns = self._nv, 2 * len(self.cuts)
+            cI, E, F, G = self._packed[0], self._packed[5], self._packed[6], self._packed[7]
+            work = (
+                np.zeros(max(nv, 1)),
+                np.zeros((ns, 6, nv)),
+                np.zeros((6, nv)),
+                np.zeros((_FC.NW6, 6)),
+                np.zeros((12, 3)),
+                np.zeros((max(len(F), 1), 3)),
+                np.zeros((3, 3)),
+                np.zeros(3),
+                np.zeros(3),
+            )
+            rows = (np.ascontiguousarray(cI[:, [2, 3, 4, 7, 8]]), E, F, G)
+            w = self._fwork = (work, rows, np.array(self._path_speeds(), np.int64))
+        return w
+
+    def flex_outputs(self) -> tuple:
+        """New output arrays of :func:`._nbflexcut.flex_cuts_eval`: ``(phi (m,), J (m, nv),
+        gamma (m,), R (nc, 3, 3), d (nc, 3), V_rel (nc, 6), D (cut rows, 6), side poses
+        (2 nc, 3, 3), (2 nc, 3), side motions (2 nc, 4, 3))`` (the rows returned and cached
+        by :meth:`_eval` are views of them)."""
+        m, nv, nc = self.m, self._nv, len(self.cuts)
+        return (
+            np.zeros(m),
+            np.zeros((m, nv)),
+            np.zeros(m),
+            np.empty((nc, 3, 3)),
+            np.empty((nc, 3)),
+            np.empty((nc, 6)),
+            np.empty((self.n_rows_cut, 6)),
+            np.empty((2 * nc, 3, 3)),
+            np.empty((2 * nc, 3)),
+            np.empty((2 * nc, 4, 3)),
+        )
+
+    def _eval(self, q, v, t):
+        if not self.compiled_flex:
+            return self._eval_py(q, v, t)
+        key, hit = self._cached(q, v, t)
+        if hit is not None:
+            return hit
+        q = np.ascontiguousarray(q, dtype=float)
+        with_v = v is not None
+        nv = self._nv
+        vv = np.ascontiguousarray(v, dtype=float) if with_v else np.zeros(nv)
+        sI, sC, sFt, sFs, _ = self.sides()
+        work, (cI, E, F, G), pspeeds = self.flex_work()
+        out = self.flex_outputs()
+        phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, _ = out
+        _FC.flex_cuts_eval(
+            self.tree.flex.work, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, vv, with_v, work, out
+        )
+        rel = [
+            (Rs[i], ds[i], Vrel[i] if with_v else None, D[c.rows], Rw[2 * i + 1], pw[2 * i + 1])
+            for i, c in enumerate(self.cuts)
+        ]
+        return self._store(key, q, v, t, phi, J, gamma, rel)
 
     def retract(self, q, dv):
         q = super().retract(q, dv)

@@ -1202,6 +1202,22 @@ class RecursiveSystem:
             self._raise_factor(st, q)
         return qdd, None, (acc if full else None), None
 
+    def flex_single_args(self) -> tuple:
+        """The constant arguments of :func:`._nbsingle.flex_forward_dynamics` for this tree
+        with flexible bodies (refreshed with the model): ``(MI, gravity (3,) m/s^2, use
+        gravity, reactions scratch (joints, 6), stiffening tolerance, iterations, info)``;
+        ``MI`` the modal speeds' rows as in :meth:`_flex_state`. For callers that compose
+        the single-state kernel with more compiled work (the loop layer)."""
+        self._refresh()
+        memo = getattr(self, "_flex_memo", None)
+        if memo is None or memo[0] != self._revision:
+            memo = self._flex_memo = self._flex_plan()
+        _, MI, _, _, tol, max_iter = memo
+        reac = getattr(self, "_flex_reac", None)
+        if reac is None or reac.shape != self._reac_shape:
+            reac = self._flex_reac = np.zeros(self._reac_shape)
+        return MI, self.arrays.gravity, self._use_grav, reac, tol, max_iter, self._ops.info
+
     def _flex_plan(self):
         """What :meth:`_flex_state` reads once per model revision: ``(revision, MI,
         kernel, its non-finite status, stiffening tolerance, iterations)``; ``MI`` (int64
