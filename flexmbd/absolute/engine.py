@@ -978,6 +978,59 @@ def _sumsq(x, i0, i1):
     return v
 
 
+#: numba's C entry of LAPACK's ``?gesv`` (its helper library calls scipy's
+#: ``cython_lapack.dgesv``): the routine ``np.linalg.solve`` calls in compiled code
+_XGESV = types.ExternalFunction(
+    "numba_xgesv",
+    types.intc(
+        types.char, types.intp, types.intp, types.CPointer(types.float64), types.intp,
+        types.CPointer(types.intc), types.CPointer(types.float64), types.intp,
+    ),
+)  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def _gesv(a, ipiv, x):
+    """LAPACK ``dgesv`` on the Fortran-ordered square ``a`` (n x n, overwritten by its LU
+    factors), the pivots ``ipiv`` (n, int32) and the right-hand side ``x`` (n, overwritten
+    by the solution); returns LAPACK's ``info`` (> 0: singular). The arrays are the
+    caller's, alive for the whole call."""
+    n = a.shape[0]
+    return _XGESV(100, n, 1, a.ctypes, n, ipiv.ctypes, x.ctypes, n)  # 100: ord("d")
+
+
+@njit(cache=True)
+def _dense_solve(A, b):
+    """``A^-1 b`` (n square, n) by LAPACK's ``dgesv``: the operations and the errors of
+    numba's ``np.linalg.solve`` (``LinAlgError`` for a non-finite entry or a singular
+    matrix), without its generic code (shape checks with formatted messages, 2-D
+    right-hand sides, copies by slice assignment), which the engine's kernels would
+    otherwise compile and link (cold start, issue 13)."""
+    n = A.shape[1]
+    for i in range(A.shape[0]):
+        for j in range(n):
+            if not np.isfinite(A[i, j]):
+                raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    for i in range(b.shape[0]):
+        if not np.isfinite(b[i]):
+            raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    if A.shape[0] != n or b.shape[0] != n:
+        raise np.linalg.LinAlgError("Incompatible array sizes, system is not dimensionally valid.")
+    a = np.empty((n, n)).T  # Fortran order, as LAPACK reads it
+    for j in range(n):
+        for i in range(n):
+            a[i, j] = A[i, j]
+    x = np.empty(n)
+    for i in range(n):
+        x[i] = b[i]
+    if n == 0:
+        return x
+    ipiv = np.empty(n, np.intc)
+    if _gesv(a, ipiv, x) > 0:
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+    return x
+
+
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
     (``lu`` None); else the compiled sparse LU (:mod:`._sparse`,
@@ -992,7 +1045,7 @@ def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
 @overload(_kkt_solve, inline="always")
 def _kkt_solve_impl(A, rhs, gidx, lu, Ax, fresh):
     if isinstance(lu, types.NoneType):
-        return lambda A, rhs, gidx, lu, Ax, fresh: np.linalg.solve(A, rhs)
+        return lambda A, rhs, gidx, lu, Ax, fresh: _dense_solve(A, rhs)
 
     def impl(A, rhs, gidx, lu, Ax, fresh):
         gather(A, gidx, Ax)
@@ -1283,10 +1336,12 @@ def _run(
                 for j in range(4):
                     qd[c3 + j] -= q[c3 + j] * (ed / ee)
         viol[i] = vi
-        Tq[i] = q
-        Tqd[i] = qd
-        Tqdd[i] = qdd
-        Tlam[i] = lam
+        for j in range(n):  # element loops: no slice assignment (cold start, issue 13)
+            Tq[i, j] = q[j]
+            Tqd[i, j] = qd[j]
+            Tqdd[i, j] = qdd[j]
+        for j in range(nc):
+            Tlam[i, j] = lam[j]
         _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
         if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
             _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
@@ -1413,7 +1468,8 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
                     ek[:] = 0.0
                     ek[c] = 1.0
                     exp_jets(th, ek, ys, Jy, Hy)
-                    Rd[:, c] = ys
+                    for a in range(3):
+                        Rd[a, c] = ys[a]
                 CC = _mm(Rd, r_CC[j])
                 sC = r_sC[j] + _mv(Md[3:], qf)
         # child joint frame in the world: FC = Rc CC at pC = rc + Rc sC (ground: Rc = I)
@@ -1434,8 +1490,10 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
             else:
                 pC[a] = sC[a]
             d3[a] = pC[a] - (q[7 * sd + a] if sd >= 0 else 0.0)
-        FCo[j] = FC
-        pCo[j] = pC
+        for a in range(3):  # element loops: no slice assignment (cold start, issue 13)
+            pCo[j, a] = pC[a]
+            for c in range(3):
+                FCo[j, a, c] = FC[a, c]
         for a in range(3):
             a1 = (a + 1) % 3
             a2 = (a + 2) % 3
