@@ -37,7 +37,7 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,9 @@ from numba.core.environment import Environment, lookup_environment
 from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
-__all__ = ["kernel_sources_digest", "njit", "njit_signature"]
+from .errors import FlexmbdError
+
+__all__ = ["CalleeOnlyError", "kernel_sources_digest", "njit", "njit_signature"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -529,18 +531,50 @@ def njit_signature(signature: str, **options: Any) -> Any:
     return decorate
 
 
-def njit(func: Any = None, /, **options: Any) -> Any:
+class CalleeOnlyError(FlexmbdError, TypeError):
+    """A kernel compiled without a Python entry (``njit(callee_only=True)``) was called
+    from Python."""
+
+
+def _add_callee_overload(dispatcher: Any, cres: Any) -> None:
+    # numba's add_overload without the entry in the dispatcher's C call table: the
+    # compiled function has no Python wrapper, so a Python call must not reach it (it
+    # goes to _compile_for_args instead, which refuses it)
+    dispatcher.overloads[tuple(cres.signature.args)] = cres
+
+
+def _refuse_python_call(dispatcher: Any, entry: str, *args: Any, **kws: Any) -> Any:
+    name = dispatcher.py_func.__qualname__
+    raise CalleeOnlyError(
+        f"{dispatcher.py_func.__module__}.{name} is compiled for calls from compiled "
+        f"kernels only (no Python entry); from Python call {entry}"
+    )
+
+
+def njit(func: Any = None, /, *, callee_only: str | None = None, **options: Any) -> Any:
     """``numba.njit`` (as ``@njit`` or ``@njit(**options)``) that compiles one version per
     plain argument type: a constant argument at a call site in another kernel (typed
     ``Literal[int](-1)``, ``Literal[bool](True)``) uses the version for ``int64``/``bool``
     instead of compiling (and caching) a second copy of the kernel and its callees.
     An explicit signature string passes through to ``numba.njit`` unchanged.
+
+    ``callee_only``: the name of the kernel's Python entry (a kernel calling this one,
+    for Python callers). The kernel then compiles without numba's Python and C wrappers,
+    which unbox and check every argument (for the engine's kernels over the model,
+    inputs and workspace tuples, ~150 arrays, a large share of their compile time,
+    issue 13) and which nothing uses when only compiled code calls it; a call from
+    Python raises :class:`CalleeOnlyError` naming the entry.
     """
     if isinstance(func, (str, list, tuple)):
         return _numba_njit(func, **options)
+    if callee_only is not None:
+        options = {**options, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
     def decorate(f: Any) -> Any:
         dispatcher = _numba_dispatcher(f, options)
+        if callee_only is not None:
+            dispatcher.add_overload = partial(_add_callee_overload, dispatcher)
+            dispatcher._compile_for_args = partial(_refuse_python_call, dispatcher, callee_only)
         compile_ = dispatcher.compile
 
         def compile(sig: Any) -> Any:

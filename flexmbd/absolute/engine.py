@@ -784,7 +784,7 @@ def _interface_force_terms_impl(active, m, inp, q, qd, v, Kitf):
     return impl
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, callee_only="engine.system_terms")
 def _system_terms(
     m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
 ):
@@ -1112,7 +1112,7 @@ def _sparse_lu_impl(lu):
     return lambda lu: lu.n > 0
 
 
-@njit(cache=True)
+@njit(cache=True, callee_only="engine.newton")
 def _newton(
     m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
     modified,
@@ -1206,6 +1206,32 @@ def _newton(
             1.0 + np.sqrt(_sumsq(x_lam, 0, nc))
         )
     return 0, max_iter, 0.0
+
+
+@njit(cache=True)
+def system_terms(
+    m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
+):
+    """:func:`_system_terms` for Python callers (the kernel itself has no Python entry:
+    ``callee_only``, :func:`flexmbd._jit.njit`): residual ``r_out`` (n), constraints
+    ``phi`` (nc) and, with ``jac``, the Newton matrix ``Amat`` in the model's layout;
+    returns the norms (|R|, |PtL|, |Q|)."""
+    return _system_terms(
+        m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
+    )
+
+
+@njit(cache=True)
+def newton(
+    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
+    modified,
+):  # fmt: skip
+    """:func:`_newton` for Python callers (the kernel itself has no Python entry): one
+    step's Newton loop, in place on ``x_qdd``, ``x_lam``; returns (status, k, violation)."""
+    return _newton(
+        m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+        k_guess, modified,
+    )  # fmt: skip
 
 
 @njit(cache=True)
@@ -1963,7 +1989,7 @@ class Engine:
         inp = Inputs(self.cs.s, self.cs.target, ft.fa, ft.F, itf, Kitf, g, has_g)
         A = z((n + nc, L.width))
         c1, c2 = key
-        _system_terms(
+        system_terms(
             self.model, inp, self.ws, q, qd, qdd, lam, 1.0, c1, c2, c1, c2, z(n), z(nc), A,
             True, False,
         )  # fmt: skip
@@ -2071,7 +2097,7 @@ class Engine:
         r = np.zeros(n)
         phi = np.zeros(nc)
         A = np.zeros((n + nc, self.ws.A.shape[1]))
-        _system_terms(
+        system_terms(
             self.model,
             self.inputs(),
             self.ws,
@@ -2169,7 +2195,7 @@ class Engine:
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
         self.reference_pivots(bh2, gh)
         self._set_time(t)
-        out = _newton(
+        out = newton(
             self.model,
             self.inputs(),
             self.ws,
