@@ -27,6 +27,10 @@ Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large p
 kernels it uses by their emitted code instead of numba's linking of a copy of their
 optimised module, which LLVM then optimises and emits again at every caller level. A
 cache entry of such a kernel records the callees' object code and loads it first.
+A kernel that only other kernels call can skip numba's Python and C wrappers
+(``njit(callee_only="<its Python entry>")``), which unbox and check every argument: a
+large share of the compile time of kernels over the absolute engine's model, inputs and
+workspace tuples (issue 13: the cold flagship's ``_system_terms`` and ``_newton``).
 """
 
 from __future__ import annotations
@@ -487,8 +491,12 @@ class _DeferredCache:
 
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
     """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`
-    (made on first use)."""
-    options = dict(options)
+    (made on first use). Without numba's C wrapper (``no_cfunc_wrapper``), which serves
+    only calls through a first-class function type: nothing takes a package kernel's
+    address (users' compiled laws are their own ``numba.cfunc``), and the wrapper is
+    compiled and optimised for every kernel (a few seconds of a cold flagship run,
+    issue 13)."""
+    options = {"no_cfunc_wrapper": True, **options}
     cache = options.pop("cache", False)  # numba would make its own cache here
     dispatcher = _numba_njit(**options)(func)
     if cache:
