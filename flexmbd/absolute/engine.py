@@ -1664,9 +1664,12 @@ def _energies(Q, Qd, bm, g, out):
             qf = q[c0 : c0 + nf].copy()
             qfd = qd[c0 : c0 + nf].copy()
             u = np.empty(6 + nf)
-            u[:3] = w
-            u[3:6] = _tv(A, rd)
-            u[6:] = qfd
+            vb = _tv(A, rd)
+            for a in range(3):  # element loops: no slice assignment (cold start, issue 13)
+                u[a] = w[a]
+                u[3 + a] = vb[a]
+            for a in range(nf):
+                u[6 + a] = qfd[a]
             M = _flex_mass(f_mass[k], f_c[k], f_E0[k], St, S, P, qf)
             kin += 0.5 * _dot(u, _mv(M, u))
             Sbar = f_c[k] + _mv(St, qf)
