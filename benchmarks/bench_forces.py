@@ -100,7 +100,7 @@ def _split_kernels():
     def terms(m, inp, ws, q, qd, qdd, lam, co, r, phi, A, jac, N):
         c0, c1, c2, c3, c4 = co
         for _ in range(N):
-            E._system_terms(m, inp, ws, q, qd, qdd, lam, c0, c1, c2, c3, c4, r, phi, A, jac, True)
+            E.system_terms(m, inp, ws, q, qd, qdd, lam, c0, c1, c2, c3, c4, r, phi, A, jac, True)
 
     @njit
     def forces(m, inp, ws, q, qd, A, aK, aD, jac, N):

@@ -27,6 +27,10 @@ Compiling costs less with `_CallLinkLibrary`: a package kernel calls the large p
 kernels it uses by their emitted code instead of numba's linking of a copy of their
 optimised module, which LLVM then optimises and emits again at every caller level. A
 cache entry of such a kernel records the callees' object code and loads it first.
+A kernel that only other kernels call can skip numba's Python and C wrappers
+(``njit(callee_only="<its Python entry>")``), which unbox and check every argument: a
+large share of the compile time of kernels over the absolute engine's model, inputs and
+workspace tuples (issue 13: the cold flagship's ``_system_terms`` and ``_newton``).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +53,9 @@ from numba.core.environment import Environment, lookup_environment
 from numba.core.runtime import rtsys
 from numba.core.sigutils import normalize_signature
 
-__all__ = ["kernel_sources_digest", "njit", "njit_signature"]
+from .errors import FlexmbdError
+
+__all__ = ["CalleeOnlyError", "kernel_sources_digest", "njit", "njit_signature"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -485,8 +491,12 @@ class _DeferredCache:
 
 def _numba_dispatcher(func: Any, options: dict[str, Any]) -> Any:
     """``numba.njit(**options)(func)``; with ``cache=True`` the cache is a `KernelCache`
-    (made on first use)."""
-    options = dict(options)
+    (made on first use). Without numba's C wrapper (``no_cfunc_wrapper``), which serves
+    only calls through a first-class function type: nothing takes a package kernel's
+    address (users' compiled laws are their own ``numba.cfunc``), and the wrapper is
+    compiled and optimised for every kernel (a few seconds of a cold flagship run,
+    issue 13)."""
+    options = {"no_cfunc_wrapper": True, **options}
     cache = options.pop("cache", False)  # numba would make its own cache here
     dispatcher = _numba_njit(**options)(func)
     if cache:
@@ -529,18 +539,50 @@ def njit_signature(signature: str, **options: Any) -> Any:
     return decorate
 
 
-def njit(func: Any = None, /, **options: Any) -> Any:
+class CalleeOnlyError(FlexmbdError, TypeError):
+    """A kernel compiled without a Python entry (``njit(callee_only=True)``) was called
+    from Python."""
+
+
+def _add_callee_overload(dispatcher: Any, cres: Any) -> None:
+    # numba's add_overload without the entry in the dispatcher's C call table: the
+    # compiled function has no Python wrapper, so a Python call must not reach it (it
+    # goes to _compile_for_args instead, which refuses it)
+    dispatcher.overloads[tuple(cres.signature.args)] = cres
+
+
+def _refuse_python_call(dispatcher: Any, entry: str, *args: Any, **kws: Any) -> Any:
+    name = dispatcher.py_func.__qualname__
+    raise CalleeOnlyError(
+        f"{dispatcher.py_func.__module__}.{name} is compiled for calls from compiled "
+        f"kernels only (no Python entry); from Python call {entry}"
+    )
+
+
+def njit(func: Any = None, /, *, callee_only: str | None = None, **options: Any) -> Any:
     """``numba.njit`` (as ``@njit`` or ``@njit(**options)``) that compiles one version per
     plain argument type: a constant argument at a call site in another kernel (typed
     ``Literal[int](-1)``, ``Literal[bool](True)``) uses the version for ``int64``/``bool``
     instead of compiling (and caching) a second copy of the kernel and its callees.
     An explicit signature string passes through to ``numba.njit`` unchanged.
+
+    ``callee_only``: the name of the kernel's Python entry (a kernel calling this one,
+    for Python callers). The kernel then compiles without numba's Python and C wrappers,
+    which unbox and check every argument (for the engine's kernels over the model,
+    inputs and workspace tuples, ~150 arrays, a large share of their compile time,
+    issue 13) and which nothing uses when only compiled code calls it; a call from
+    Python raises :class:`CalleeOnlyError` naming the entry.
     """
     if isinstance(func, (str, list, tuple)):
         return _numba_njit(func, **options)
+    if callee_only is not None:
+        options = {**options, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
     def decorate(f: Any) -> Any:
         dispatcher = _numba_dispatcher(f, options)
+        if callee_only is not None:
+            dispatcher.add_overload = partial(_add_callee_overload, dispatcher)
+            dispatcher._compile_for_args = partial(_refuse_python_call, dispatcher, callee_only)
         compile_ = dispatcher.compile
 
         def compile(sig: Any) -> Any:

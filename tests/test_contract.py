@@ -211,6 +211,9 @@ ALLOWED = {
     # numba's LLVM struct proxy: _getvalue() is how an intrinsic returns the built struct
     ("recursive/_kernels.py", "_getvalue"),
     ("_jit.py", "_cache"),  # numba has no public way to give a dispatcher its cache class
+    # nor to refuse a Python call of a kernel compiled without its Python wrapper (the
+    # dispatcher's hook for calls no compiled version matches)
+    ("_jit.py", "_compile_for_args"),
     # nor to load a cached library without parsing its bitcode: the code generator's
     # library class and its execution engine (the loaded kernel's entry address)
     ("_jit.py", "_library_class"),

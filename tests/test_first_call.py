@@ -117,6 +117,35 @@ def test_njit_signature_compiles_on_first_call_and_rejects_other_types():
     assert len(weighted.overloads) == 1
 
 
+def test_callee_only_kernel_has_no_python_entry():
+    """A kernel compiled with ``callee_only`` (no numba Python or C wrapper) serves the
+    kernels that call it, with one compiled version, and refuses a Python call with a
+    flexmbd error naming the entry to use (numba would jump to a missing wrapper: a crash)
+    instead of compiling; the engine's step kernels are such kernels."""
+    from flexmbd.absolute import engine
+    from flexmbd.errors import FlexmbdError
+
+    @njit(callee_only="twice")
+    def inner(x, k):
+        return x[k] + 1.0
+
+    @njit
+    def twice(x):
+        return 2.0 * inner(x, 0) + inner(x, 1)
+
+    x = np.array([2.0, 3.0])
+    assert twice(x) == 2.0 * 3.0 + 4.0
+    assert len(inner.overloads) == 1
+    with pytest.raises(FlexmbdError, match="twice"):
+        inner(x, 0)
+    assert len(inner.overloads) == 1 and twice(x) == 10.0
+    for kernel, entry in ((engine._system_terms, "system_terms"), (engine._newton, "newton")):
+        before = list(kernel.overloads)
+        with pytest.raises(TypeError, match=entry):  # before typing or compiling anything
+            kernel(*[None] * kernel.py_func.__code__.co_argcount)
+        assert list(kernel.overloads) == before
+
+
 def test_rigid_simulate_path_imports_no_fem_mesh_or_viewer():
     """A rigid pendulum built, compiled and simulated in both formulations imports none
     of scikit-fem, meshio, PyVista/VTK or matplotlib (they cost seconds of import and
@@ -460,16 +489,33 @@ def test_model_without_force_elements_compiles_no_force_kernel(tmp_path):
         m.rod = fm.RigidBody.rod(1.0, 1.0, origin="end", radius=0.01)
         m.hinge = fm.Revolute(m.ground, m.rod, axis=(0, 0, 1), q0=[0.3])
         m.g = fm.Gravity((0.0, -9.81, 0.0))
+        from numba.core import event
+        names = set()
+        class Names(event.Listener):
+            def on_start(self, ev):
+                f = ev.data["dispatcher"].py_func
+                names.add(f.__module__ + "." + f.__qualname__)
+            def on_end(self, ev):
+                pass
+        event.register("numba:compile", Names())
         s = m.compile("absolute")
         end = [float(s.simulate(0.2, dt=1e-3).joint("hinge").q[-1, 0])]
+        engine_names = sorted(names)
         end.append(float(m.compile("recursive").simulate(0.2, dt=1e-3).joint("hinge").q[-1, 0]))
         kernels = (
             engine._run, engine._system_terms, force_kernels.forces_add_into,
             force_kernels.joint_forces_add_into, engine._interface_force_loads,
         )
-        print(json.dumps([end, [len(k.overloads) for k in kernels]]))
+        print(json.dumps([end, [len(k.overloads) for k in kernels], engine_names]))
         """
     out = run_fresh(code, timeout=900, NUMBA_CACHE_DIR=str(tmp_path))
-    (a, r), compiled = json.loads(out.strip().splitlines()[-1])
+    (a, r), compiled, names = json.loads(out.strip().splitlines()[-1])
     assert compiled == [1, 1, 0, 0, 0], out  # the loop and its terms only
     assert 0.0 < a < 0.3 and abs(a - r) < 1e-4, out
+    # the step loop's reactions, row copies and dense solve compile none of numba's shape
+    # error formatting (a unicode library) nor its generic np.linalg.solve
+    engine_kernels = {n.rsplit(".", 1)[-1] for n in names if n.startswith("flexmbd.absolute.")}
+    assert {"_dense_solve", "_reactions", "_energies"} <= engine_kernels, names
+    numba_kinds = ("numba.np.arrayobj.ol_raise_with_shape_context", "numba.np.linalg.solve_impl")
+    generic = [n for n in names if n.startswith((*numba_kinds, "numba.cpython.unicode."))]
+    assert generic == [], names

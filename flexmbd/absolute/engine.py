@@ -784,7 +784,7 @@ def _interface_force_terms_impl(active, m, inp, q, qd, v, Kitf):
     return impl
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, callee_only="engine.system_terms")
 def _system_terms(
     m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
 ):
@@ -978,6 +978,59 @@ def _sumsq(x, i0, i1):
     return v
 
 
+#: numba's C entry of LAPACK's ``?gesv`` (its helper library calls scipy's
+#: ``cython_lapack.dgesv``): the routine ``np.linalg.solve`` calls in compiled code
+_XGESV = types.ExternalFunction(
+    "numba_xgesv",
+    types.intc(
+        types.char, types.intp, types.intp, types.CPointer(types.float64), types.intp,
+        types.CPointer(types.intc), types.CPointer(types.float64), types.intp,
+    ),
+)  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def _gesv(a, ipiv, x):
+    """LAPACK ``dgesv`` on the Fortran-ordered square ``a`` (n x n, overwritten by its LU
+    factors), the pivots ``ipiv`` (n, int32) and the right-hand side ``x`` (n, overwritten
+    by the solution); returns LAPACK's ``info`` (> 0: singular). The arrays are the
+    caller's, alive for the whole call."""
+    n = a.shape[0]
+    return _XGESV(100, n, 1, a.ctypes, n, ipiv.ctypes, x.ctypes, n)  # 100: ord("d")
+
+
+@njit(cache=True)
+def _dense_solve(A, b):
+    """``A^-1 b`` (n square, n) by LAPACK's ``dgesv``: the operations and the errors of
+    numba's ``np.linalg.solve`` (``LinAlgError`` for a non-finite entry or a singular
+    matrix), without its generic code (shape checks with formatted messages, 2-D
+    right-hand sides, copies by slice assignment), which the engine's kernels would
+    otherwise compile and link (cold start, issue 13)."""
+    n = A.shape[1]
+    for i in range(A.shape[0]):
+        for j in range(n):
+            if not np.isfinite(A[i, j]):
+                raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    for i in range(b.shape[0]):
+        if not np.isfinite(b[i]):
+            raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    if A.shape[0] != n or b.shape[0] != n:
+        raise np.linalg.LinAlgError("Incompatible array sizes, system is not dimensionally valid.")
+    a = np.empty((n, n)).T  # Fortran order, as LAPACK reads it
+    for j in range(n):
+        for i in range(n):
+            a[i, j] = A[i, j]
+    x = np.empty(n)
+    for i in range(n):
+        x[i] = b[i]
+    if n == 0:
+        return x
+    ipiv = np.empty(n, np.intc)
+    if _gesv(a, ipiv, x) > 0:
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+    return x
+
+
 def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
     """``A^-1 rhs`` for the Newton matrix in its layout: LAPACK for the dense layout
     (``lu`` None); else the compiled sparse LU (:mod:`._sparse`,
@@ -992,7 +1045,7 @@ def _kkt_solve(A, rhs, gidx, lu, Ax, fresh):
 @overload(_kkt_solve, inline="always")
 def _kkt_solve_impl(A, rhs, gidx, lu, Ax, fresh):
     if isinstance(lu, types.NoneType):
-        return lambda A, rhs, gidx, lu, Ax, fresh: np.linalg.solve(A, rhs)
+        return lambda A, rhs, gidx, lu, Ax, fresh: _dense_solve(A, rhs)
 
     def impl(A, rhs, gidx, lu, Ax, fresh):
         gather(A, gidx, Ax)
@@ -1059,7 +1112,7 @@ def _sparse_lu_impl(lu):
     return lambda lu: lu.n > 0
 
 
-@njit(cache=True)
+@njit(cache=True, callee_only="engine.newton")
 def _newton(
     m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
     modified,
@@ -1153,6 +1206,32 @@ def _newton(
             1.0 + np.sqrt(_sumsq(x_lam, 0, nc))
         )
     return 0, max_iter, 0.0
+
+
+@njit(cache=True)
+def system_terms(
+    m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
+):
+    """:func:`_system_terms` for Python callers (the kernel itself has no Python entry:
+    ``callee_only``, :func:`flexmbd._jit.njit`): residual ``r_out`` (n), constraints
+    ``phi`` (nc) and, with ``jac``, the Newton matrix ``Amat`` in the model's layout;
+    returns the norms (|R|, |PtL|, |Q|)."""
+    return _system_terms(
+        m, inp, ws, q, qd, qdd, lam, aM, aKin, aDin, aK, aD, r_out, phi, Amat, jac, stiffening
+    )
+
+
+@njit(cache=True)
+def newton(
+    m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist, k_guess,
+    modified,
+):  # fmt: skip
+    """:func:`_newton` for Python callers (the kernel itself has no Python entry): one
+    step's Newton loop, in place on ``x_qdd``, ``x_lam``; returns (status, k, violation)."""
+    return _newton(
+        m, inp, ws, q_pred, v_pred, x_qdd, x_lam, bh2, gh, sc, tol, rtol, max_iter, hist,
+        k_guess, modified,
+    )  # fmt: skip
 
 
 @njit(cache=True)
@@ -1283,10 +1362,12 @@ def _run(
                 for j in range(4):
                     qd[c3 + j] -= q[c3 + j] * (ed / ee)
         viol[i] = vi
-        Tq[i] = q
-        Tqd[i] = qd
-        Tqdd[i] = qdd
-        Tlam[i] = lam
+        for j in range(n):  # element loops: no slice assignment (cold start, issue 13)
+            Tq[i, j] = q[j]
+            Tqd[i, j] = qd[j]
+            Tqdd[i, j] = qdd[j]
+        for j in range(nc):
+            Tlam[i, j] = lam[j]
         _reactions(q, lam, nb, m.joints, inp_i.s, reac[i], FC, pC)
         if itf_on:  # lagged interface loads of the geometric stiffening (next step's)
             _interface_loads(m.interfaces, m.bodies, q, reac[i], FC, pC, inp.itf, inp.Kitf)
@@ -1413,7 +1494,8 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
                     ek[:] = 0.0
                     ek[c] = 1.0
                     exp_jets(th, ek, ys, Jy, Hy)
-                    Rd[:, c] = ys
+                    for a in range(3):
+                        Rd[a, c] = ys[a]
                 CC = _mm(Rd, r_CC[j])
                 sC = r_sC[j] + _mv(Md[3:], qf)
         # child joint frame in the world: FC = Rc CC at pC = rc + Rc sC (ground: Rc = I)
@@ -1434,8 +1516,10 @@ def _reactions(q, lam, nb, jm, s, out, FCo, pCo):
             else:
                 pC[a] = sC[a]
             d3[a] = pC[a] - (q[7 * sd + a] if sd >= 0 else 0.0)
-        FCo[j] = FC
-        pCo[j] = pC
+        for a in range(3):  # element loops: no slice assignment (cold start, issue 13)
+            pCo[j, a] = pC[a]
+            for c in range(3):
+                FCo[j, a, c] = FC[a, c]
         for a in range(3):
             a1 = (a + 1) % 3
             a2 = (a + 2) % 3
@@ -1580,9 +1664,12 @@ def _energies(Q, Qd, bm, g, out):
             qf = q[c0 : c0 + nf].copy()
             qfd = qd[c0 : c0 + nf].copy()
             u = np.empty(6 + nf)
-            u[:3] = w
-            u[3:6] = _tv(A, rd)
-            u[6:] = qfd
+            vb = _tv(A, rd)
+            for a in range(3):  # element loops: no slice assignment (cold start, issue 13)
+                u[a] = w[a]
+                u[3 + a] = vb[a]
+            for a in range(nf):
+                u[6 + a] = qfd[a]
             M = _flex_mass(f_mass[k], f_c[k], f_E0[k], St, S, P, qf)
             kin += 0.5 * _dot(u, _mv(M, u))
             Sbar = f_c[k] + _mv(St, qf)
@@ -1905,7 +1992,7 @@ class Engine:
         inp = Inputs(self.cs.s, self.cs.target, ft.fa, ft.F, itf, Kitf, g, has_g)
         A = z((n + nc, L.width))
         c1, c2 = key
-        _system_terms(
+        system_terms(
             self.model, inp, self.ws, q, qd, qdd, lam, 1.0, c1, c2, c1, c2, z(n), z(nc), A,
             True, False,
         )  # fmt: skip
@@ -2013,7 +2100,7 @@ class Engine:
         r = np.zeros(n)
         phi = np.zeros(nc)
         A = np.zeros((n + nc, self.ws.A.shape[1]))
-        _system_terms(
+        system_terms(
             self.model,
             self.inputs(),
             self.ws,
@@ -2111,7 +2198,7 @@ class Engine:
         """Newton loop of one step (in place on ``x_qdd``, ``x_lam``): (status, k, violation)."""
         self.reference_pivots(bh2, gh)
         self._set_time(t)
-        out = _newton(
+        out = newton(
             self.model,
             self.inputs(),
             self.ws,

@@ -628,6 +628,39 @@ def test_the_dense_solve_types_no_sparse_kernel():
     assert {"refactor_or_factor", "solve", "gather"} <= _kkt_called(S.fresh_work(w))
 
 
+def test_the_dense_solve_is_numbas_lapack_solve():
+    """The engine's dense Newton solve (``_dense_solve``: LAPACK ``dgesv`` through numba's
+    C entry) gives numba's compiled ``np.linalg.solve`` to the bit and raises its
+    ``LinAlgError`` for a singular matrix and for a non-finite entry; the dense
+    ``_kkt_solve`` types it (not numba's generic solve)."""
+    from numba import njit
+
+    from flexmbd.absolute import engine as E
+
+    @njit
+    def numba_solve(A, b):
+        return np.linalg.solve(A, b)
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 17, 52):
+        A = rng.standard_normal((n, n)) + np.diag(rng.uniform(0.0, 3.0, n))
+        b = rng.standard_normal(n)
+        np.testing.assert_array_equal(E._dense_solve(A, b), numba_solve(A, b))
+    np.testing.assert_array_equal(E._dense_solve(A[:, ::-1], b), numba_solve(A[:, ::-1], b))
+    singular = np.ones((3, 3))
+    bad = np.eye(3)
+    bad[1, 2] = np.nan
+    for M, rhs, message in (
+        (singular, np.ones(3), "singular"),
+        (bad, np.ones(3), "infs or NaNs"),
+        (np.eye(3), np.array([1.0, np.inf, 0.0]), "infs or NaNs"),
+    ):
+        for f in (E._dense_solve, numba_solve):
+            with pytest.raises(np.linalg.LinAlgError, match=message):
+                f(M, rhs)
+    assert "_dense_solve" in _kkt_called(None)
+
+
 def test_python_kkt_solve_is_the_compiled_solve():
     """`engine.kkt_solve` (Python callers: the velocity projection) solves dense and
     sparse layouts alike, and equals LAPACK."""
