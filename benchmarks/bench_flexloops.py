@@ -43,11 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from results_file import replace_section  # noqa: E402
+from results_file import markers, replace_section  # noqa: E402
 
 from tests.recursive.test_flexible_loops import fourbar  # noqa: E402
 
-START, END = "<!-- flex-loops:start -->", "<!-- flex-loops:end -->"
+START, END = markers("flex-loops")
 DT = 1e-4  # s, the RK4 and absolute step
 TOL = (1e-6, 1e-8)  # RK45 rtol, atol
 T1, T2 = 0.002, 0.008  # s, the two runs whose difference is timed
