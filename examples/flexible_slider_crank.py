@@ -496,16 +496,7 @@ def chain_model(n_segments=20):
             )
         else:
             joint = fm.Revolute(prev, seg, axis=(0, 0, 1), parent_frame=(ell, 0.0, 0.0))
-            setattr(
-                m,
-                f"k{i}",
-                fm.JointForce(
-                    joint,
-                    lambda t, q, qd, k=k: -k * q,
-                    dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
-                    dfdqd=lambda t, q, qd: np.zeros((1, 1)),
-                ),
-            )
+            setattr(m, f"k{i}", fm.JointForce.spring_damper(joint, stiffness=k))
         setattr(m, f"j{i}", joint)
         prev = seg
     m.slider = fm.RigidBody(M3, inertia=(1e-6, 1e-6, 1e-6))
