@@ -121,16 +121,7 @@ def chain_model(n_segments=20):
         setattr(m, f"s{i}", seg)
         joint = fm.Revolute(prev, seg, axis=(0, 0, 1), parent_frame=(x0 - x_prev, 0.0, 0.0))
         setattr(m, f"j{i}", joint)
-        setattr(
-            m,
-            f"k{i}",
-            fm.JointForce(
-                joint,
-                lambda t, q, qd, k=k: -k * q,
-                dfdq=lambda t, q, qd, k=k: np.array([[-k]]),
-                dfdqd=lambda t, q, qd: np.zeros((1, 1)),
-            ),
-        )
+        setattr(m, f"k{i}", fm.JointForce.spring_damper(joint, stiffness=k))
         prev, x_prev = seg, x0
     m.n_segments = n_segments
     return m
