@@ -131,7 +131,7 @@ def read_op4(path: StrPath) -> dict[str, Any]:
                 break
             if icol < 1:
                 raise _err(path, i + 1, f"matrix {name!r}: column {icol} outside 1..{ncol}")
-            start = i + 1
+            start, first = i + 1, len(rows)
             if irow > 0:
                 v, i = values(i + 1, nw)
                 rows.extend(range(irow - 1, irow - 1 + nw))
@@ -156,8 +156,9 @@ def read_op4(path: StrPath) -> dict[str, Any]:
                     cols.extend([icol - 1] * n)
                     vals.extend(v)
                 i = k
-            if rows and (max(rows) >= nrow or min(rows) < 0):
-                raise _err(path, start, f"matrix {name!r}: row {max(rows) + 1} outside 1..{nrow}")
+            new = rows[first:]  # this column's rows: checking all rows so far is quadratic
+            if new and (max(new) >= nrow or min(new) < 0):
+                raise _err(path, start, f"matrix {name!r}: row {max(new) + 1} outside 1..{nrow}")
         out[name] = sp.csc_matrix((vals, (rows, cols)), shape=(nrow, ncol))
     return out
 

@@ -176,6 +176,11 @@ def test_op4_hand_written_text(tmp_path):
     (tmp_path / "t.op4").write_text(text[:-24])  # no end record
     with pytest.raises(MeshError, match=r"t.op4, line \d+"):
         N.read_op4(tmp_path / "t.op4")
+    # column 2 from row 3 runs past the 3 declared rows: its header line is named
+    bad = text.replace("       2       2       2\n", "       2       3       2\n")
+    (tmp_path / "r.op4").write_text(bad)
+    with pytest.raises(MeshError, match=r"r.op4, line 4: matrix 'MAT': row 4 outside 1..3"):
+        N.read_op4(tmp_path / "r.op4")
 
 
 def test_dmig_round_trip_and_matrices_on_the_mesh(tmp_path):
