@@ -97,6 +97,7 @@ from ._kernels import (
     joint_frame,
     joint_qdd,
     joint_twist,
+    kinematic_acc,
     natural_order,
     node_system,
     project_inertia,
@@ -869,6 +870,25 @@ def _relative(k, pk, Fi, R3, P3, PsiT, Fm, af, t6):
             t6[i] = af[k, i]
 
 
+@njit(cache=True, inline="always")
+def _kinematic(k, pk, Ia, Fi, Mm, R3, P3, PsiT, Fm, af, qdd, t6, sv):
+    """``af[k] = [Phi_k; Psi_k]^T u'_p + S_k qdd_k`` (e_k axes): the acceleration of e_k
+    from its parent's rigid and modal accelerations and its joint's, the relation
+    :func:`_relative` inverts (:func:`flexmbd.recursive._kernels.kinematic_acc` plus the
+    parent's deformation); ``af[0]`` zero, ``t6``, ``sv`` scratch."""
+    kinematic_acc(Ia, Mm, R3, P3, af, qdd, k, t6, sv)
+    npk = Fi[F_NF, pk]
+    if pk > 0 and npk > 0:
+        PT = PsiT[k]
+        ud = Fm[pk, FM_UDF]
+        ak = af[k]
+        for i in range(6):
+            s = 0.0
+            for j in range(npk):
+                s += PT[i, j] * ud[j]
+            ak[i] += s
+
+
 @njit(cache=True, _nrt=False)
 def _clear_passes(N, Fi, af, Fm):
     """Zero the accumulators of a backward pass over labels 0..N: the linear
@@ -886,8 +906,9 @@ def _clear_passes(N, Fi, af, Fm):
 @njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
     """Given F_T (row J_FT) and the modal equivalent forces (FM_TF): constraint forces
-    f = W F_S, equivalent forces F (V_FE), linear accelerations of every e_k (V_AF),
-    modal accelerations (FM_UDF) and Q̈ (row J_QDD; modal entries included)."""
+    f = W F_S, equivalent forces F (V_FE), modal accelerations (FM_UDF) and Q̈ (row
+    J_QDD; modal entries included), then the linear accelerations of every e_k (V_AF)
+    from them (:func:`_kinematic`)."""
     N = Ia.shape[1] - 1
     t6 = Vv[V_T6, 0]
     tv = Vv[V_VJ, 0]
@@ -922,6 +943,9 @@ def solve(Ia, Sa, Fi, Mm, Vv, R3, P3, Dn, Gp, PsiT, Fm, Jv):
         mv = Fi[F_MV, k]
         for j in range(nk):
             qdd[mv + j] = Fm[k, FM_UDF, j]
+    # the bodies' accelerations from the joints' and the modal ones (as the rigid solve)
+    for k in range(1, N + 1):
+        _kinematic(k, Ia[I_PARENT, k], Ia, Fi, Mm, R3, P3, PsiT, Fm, af, qdd, t6, tv)
 
 
 # ---------------------------------------------------------------- geometric stiffening

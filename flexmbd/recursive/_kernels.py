@@ -1086,6 +1086,25 @@ def _relative_acc(R3, P3, af, k, pk, t6):
 
 
 @njit(cache=True, inline="always")
+def kinematic_acc(Ia, Mm, R3, P3, af, qdd, k, t6, sv):
+    """``af[k] = Phi_k^T af[p] + S_k qdd_k`` (e_k axes, without the bias accelerations):
+    the acceleration of e_k from its parent's and its joint's (eq. 16, ``P^T V̇ = H Q̈``),
+    so that its relative part in the joint's constrained directions is zero up to
+    round-off of its own size (``af[0]`` must be zero: the ground). ``t6``, ``sv``
+    scratch 6-vectors."""
+    pk = Ia[I_PARENT, k]
+    ak = af[k]
+    _m2c(R3[R_REL, k], P3[P_REL, k], af[pk], ak)
+    o = Ia[I_VO, k]
+    if Ia[I_DIAG, k] and Ia[I_JT, k] == REVOLUTE:
+        ak[2] += qdd[o]
+    else:
+        joint_twist(Ia, Mm, k, qdd[o : o + Ia[I_NV, k]], t6, sv)
+        for i in range(6):
+            ak[i] += sv[i]
+
+
+@njit(cache=True, inline="always")
 def _ht_times(Hk, n_v, x, out, o):
     """``out[o + j] = (H^T x)_j``, j < n_v: a 6-vector (twist or wrench, e_k axes) on the
     joint's motion directions ``H`` (6 x n_v)."""
@@ -1759,8 +1778,8 @@ def _node_acc(Gk, F, b, ak, revolute, ft):
 @njit(cache=True, _nrt=False)
 def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
     """Given F_T (row J_FT, orthonormal speeds): constraint forces f = W F_S
-    (eq. 29 via the factorization), equivalent forces F, linear accelerations V̇
-    and Q̈ (eq. 28, row J_QDD)."""
+    (eq. 29 via the factorization), equivalent forces F and Q̈ (eq. 28, row J_QDD),
+    then the linear accelerations V̇ of every e_k from Q̈ (:func:`kinematic_acc`)."""
     N = Ia.shape[1] - 1
     t6 = Vv[V_T6, 0]
     tv = Vv[V_VJ, 0]
@@ -1837,6 +1856,11 @@ def solve(Ia, Sa, Mm, Vv, R3, P3, Dn, Jv):
             continue
         _relative_acc(R3, P3, af, k, pk, t6)
         joint_qdd(Ia, Mm, k, t6, qdd)
+    # the returned accelerations of the bodies from the joints' (eq. 16) instead of
+    # eq. 28's G (F - sum Phi F_c): those carry round-off of the whole system's scale in
+    # every body's constrained directions (af[0] stayed zero: no pass adds to it)
+    for k in range(1, N + 1):
+        kinematic_acc(Ia, Mm, R3, P3, af, qdd, k, t6, tv)
 
 
 # ---------------------------------------------------------------- reactions

@@ -1115,17 +1115,8 @@ def _tree_rnea_cuts(
     for i in range(6):
         af[0, i] = 0.0
     for k in range(1, n1):
-        pk = Ia[K.I_PARENT, k]
-        ak = af[k]
-        K._m2c(R3[K.R_REL, k], P3[K.P_REL, k], af[pk], ak)
-        o = Ia[K.I_VO, k]
-        if Ia[K.I_DIAG, k] and Ia[K.I_JT, k] == K.REVOLUTE:
-            ak[2] += qdd[o]
-        else:
-            K.joint_twist(Ia, Mm, k, qdd[o : o + Ia[K.I_NV, k]], t6, sv)
-            for i in range(6):
-                ak[i] += sv[i]
-        K._inertia_times(Mm[K.M_I, k], Vv[K.V_MC, k], ak, Fe[k])
+        K.kinematic_acc(Ia, Mm, R3, P3, af, qdd, k, t6, sv)
+        K._inertia_times(Mm[K.M_I, k], Vv[K.V_MC, k], af[k], Fe[k])
         for i in range(6):
             Fe[k, i] -= fext[k, i]
     for k in range(n1 - 1, 0, -1):

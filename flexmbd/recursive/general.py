@@ -10,7 +10,8 @@ Readable reference implementation: it assembles the system matrices of eq.
 
 then solves ``A F_S = -B F_T`` with ``A = W^T P^T I^-1 P W`` and
 ``B = W^T P^T I^-1 P H`` (eq. 26-27) by a dense factorization and recovers
-``Q̈ = H^T P^T I^-1 (P H F_T + P W F_S)`` (eq. 28). Cost O(N^3); used for tests,
+``Q̈ = H^T P^T I^-1 (P H F_T + P W F_S)`` (eq. 28); the body accelerations it returns
+solve the kinematics ``P^T V̇ = H Q̈`` (as the kernels). Cost O(N^3); used for tests,
 teaching and the scaling benchmark. The velocity terms (equivalent control force
 ``F_T = tau - b``, eq. 4) and the bias part of the reactions come from the same
 Newton-Euler pass as the serialized path.
@@ -33,6 +34,13 @@ def _phi(R, p):
     px = np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
     X[:3, 3:] = px @ R
     return X
+
+
+def _kinematic(P, rhs):
+    """Body accelerations ``V̇`` from ``P^T V̇ = rhs`` (eq. 16 with ``rhs = H Q̈``): ``P``
+    is unit block upper triangular (parents before children), so this is the forward
+    pass ``V̇_k = Phi_k^T V̇_p + H_k Q̈_k`` of the serialized kernels' ``kinematic_acc``."""
+    return sla.solve_triangular(P, rhs, trans="T", lower=False, unit_diagonal=True)
 
 
 def assemble(system):
@@ -115,8 +123,8 @@ def general_cfa(system, q, qd, tau, fext):
     else:
         fs = np.zeros(0)
     F = H @ ft + W @ fs  # eq. (22)
-    Vd = Ginv @ (P @ F)  # P F = I V̇
-    qdd_h = H.T @ (P.T @ Vd)  # eq. (23) / (28)
+    qdd_h = H.T @ (P.T @ (Ginv @ (P @ F)))  # eq. (23) / (28): P F = I V̇
+    Vd = _kinematic(P, H @ qdd_h)  # the returned V̇ from the joints' (eq. 16)
     qdd, FS = _joint_solution(system, qdd_h, hcol, W @ fs)
     acc = np.zeros((n + 1, 6))
     for k in range(1, n + 1):
@@ -194,6 +202,8 @@ def general_flexible(system, q, qd, tau):
     PtGP = P.T @ G @ P
     A = W.T @ PtGP @ W
     Afac = sla.cho_factor(A) if A.shape[0] else None
+    rig = np.concatenate([np.arange(ro[k - 1], ro[k - 1] + 6) for k in range(1, n + 1)])
+    mod = np.setdiff1d(np.arange(nr), rig)
 
     def dense_solve():
         tf = np.zeros(nr)
@@ -207,6 +217,8 @@ def general_flexible(system, q, qd, tau):
         F = H @ ft + W @ fs
         ud = G @ (P @ F + tf)
         Qdd = H.T @ (P.T @ ud)
+        # the rigid rows of u' from the joints' and the modal accelerations (eq. 16)
+        ud[rig] = _kinematic(P[rig], H @ Qdd - P[mod].T @ ud[mod])
         # write the solution where the kernels keep it (accelerations, forces)
         for k in range(1, n + 1):
             r0 = int(ro[k - 1])
