@@ -128,6 +128,7 @@ from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
 from ..results import Results
 from . import _kernels as K
+from . import _nbflexblock as _FB
 from . import _nbflexcut as _FC
 from . import _nbforces as _NF
 from . import _nbloops as _NL
@@ -1147,6 +1148,50 @@ class LoopSystem:
         P.selection_used()
         return qdd, lam
 
+    def flex_rk4_args(self, tau: Array | None, P: Projector) -> tuple | None:
+        """The arguments of :func:`._nbflexblock.flex_loop_rk4_block` before its state
+        ``y`` (the RK4 steps of a loop through flexible bodies with constant joint and
+        modal forces ``tau`` (nv,) or None, on the projector ``P``'s rows of the last QR),
+        or None where the compiled stages or correction do not apply (the Python steps on
+        :meth:`accelerations` and :meth:`project` then decide): :attr:`flex_compiled` off,
+        not :meth:`_flex_direct`, ``nq != nv``, drivers, a retraction other than ``q +=
+        dv``, no row selection yet. The scratch is allocated per row count and kept."""
+        if not self.flex_compiled:
+            return None
+        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
+        c = self.constraints
+        ok = (
+            self._flex_direct()
+            and self.tree.nq == self.tree.nv
+            and c.compiled_retraction
+            and not c.drivers
+        )
+        sel = P.selection() if ok else None
+        if sel is None:
+            return None
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if tv.shape != (self.nv,):
+            return None
+        nv, m, k = self.nv, c.m, sel.shape[0]
+        kept = getattr(self, "_flex_block_ws", None)
+        if kept is None or kept[0] != (k, m):
+            solve = (
+                np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)),
+                np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k)), np.empty(k),
+                np.empty(k), np.empty(k), np.empty(nv), np.empty(m), np.empty((4, 2 * nv)),
+                np.empty(2 * nv), np.empty(2 * nv),
+            )  # fmt: skip
+            ws = (c.flex_outputs(), solve, np.zeros(nv), _NL.correct_work(nv, m, k))
+            kept = self._flex_block_ws = ((k, m), ws)
+        out, solve, zv, cw = kept[1]
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        return (
+            self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, tv, sel, sI,
+            sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, solve, zv, P.position_tol,
+            P.max_newton, P.rtol, _GUARD, cw,
+        )  # fmt: skip
+
     def accelerations(
         self,
         q: ArrayLike,
@@ -1745,6 +1790,8 @@ def _redo_step(solver, Solver, st, status, nfev):
 _NO_E3 = np.zeros(0)
 #: no quaternion coordinates (:func:`._nbtimed.timed_block`; an adaptive loop has nq == nv)
 _NO_QOFF = np.zeros(0, dtype=np.int64)
+#: no sample rows (:func:`._nbflexblock.flex_loop_rk4_block`)
+_NO_ROWS = np.zeros((0, 0))
 #: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.loop_rk_block_dense`)
 _NO_EXTRA = np.zeros((0, 1))
 
@@ -1806,6 +1853,10 @@ class _LoopStepper(ExplicitStepper):
     #: adaptive steps in compiled blocks (:meth:`_solver_block`); False: one compiled call
     #: per step (the same numbers, bit for bit)
     step_blocks = True
+    #: RK4 of a loop through flexible bodies in compiled blocks of output intervals
+    #: (:meth:`_flex_rk4_block`); False: the Python steps on the same compiled stages and
+    #: corrections (the same numbers, bit for bit)
+    flex_blocks = True
     #: with output times: the samples there in the compiled blocks
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
     #: samples are evaluated after the run (the same numbers, bit for bit)
@@ -2152,8 +2203,10 @@ class _LoopStepper(ExplicitStepper):
         hold; None where :meth:`step` decides (no compiled loop or no row selection yet).
         The wall time of the call is spread evenly over its intervals."""
         c, timed = self._rk4_args()
+        if c is None:
+            return self._flex_rk4_block(n)
         P = self.P
-        sel = P.selection() if c is not None else None
+        sel = P.selection()
         if sel is None:
             return None
 
@@ -2169,6 +2222,29 @@ class _LoopStepper(ExplicitStepper):
                 self._weak_samples.pop(j, None)  # intervals redone by the compiled block
             if done:
                 P.regular_state(sel)  # its end states were corrected on sel at full rank
+            return done
+
+        return self._run_block(n, block)
+
+    def _flex_rk4_block(self, n):
+        """:meth:`_rk4_block` of a loop through flexible bodies: up to ``n`` output
+        intervals by one compiled call (:func:`._nbflexblock.flex_loop_rk4_block`: the
+        stages and corrections of :meth:`LoopSystem.accelerations` and
+        :meth:`LoopSystem.project` on the projector's rows, bit for bit) where
+        :meth:`LoopSystem.flex_rk4_args` applies (RK4 with the correction after every
+        step, constant ``tau``); None else (:meth:`step` decides). The output samples are
+        evaluated after the run (:meth:`LoopSystem.results_from`)."""
+        if not (self._fast_rk4 and self.flex_blocks):
+            return None
+        P = self.P
+        a = self.system.flex_rk4_args(self._tau, P)
+        if a is None:
+            return None
+
+        def block(y, Y, k):
+            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y, _NO_ROWS, _NO_ROWS)
+            if done:
+                P.selection_used()  # (as the stages' calls of accelerations() record)
             return done
 
         return self._run_block(n, block)
