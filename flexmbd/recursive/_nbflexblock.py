@@ -14,8 +14,11 @@ Python calls.
 """
 
 from .._jit import njit
+from . import _flexkernels as FK
 from . import _nbflexcut as FC
 from . import _nbloops as NL
+from . import _nbsingle as NS
+from ._kernels import V_FEXT
 
 
 @njit(cache=True)
@@ -78,3 +81,87 @@ def flex_loop_rk4_block(
         if not NL._interval_end(y, y0, st == 0, Yout, j):
             return j
     return n_int
+
+
+@njit(cache=True)
+def flex_loop_samples(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, sel, sI, sC, sFt, sFs, cI, E, F, G,
+    pspeeds, work, out, solve, rtol, guard, wrench, Q, V, TAU, QDD, LAM, REAC, ACC, CUTF,
+    VIOL, ok,
+):  # fmt: skip
+    """Output samples of a loop through flexible bodies at the states ``Q`` (n, nq), ``V``
+    (n, nv) with the joint and modal forces ``TAU`` (n, nv), in one call: per state the
+    documented :meth:`flexmbd.recursive.loops.LoopSystem.forward_dynamics` on the rows
+    ``sel`` of the last QR where the QR would select them with a margin
+    (:func:`._nbloops._same_rank_decision`; then ``ok[i]``): accelerations ``QDD[i]`` and
+    multipliers ``LAM[i]`` of :func:`._nbflexcut.flex_loop_accelerations`, violations
+    ``VIOL[i] = (max |phi|, max |J v|)`` (m or rad, m/s or rad/s), the cut joints'
+    wrenches ``CUTF[i, c] = D_c^T lam_c`` (N m, N; child joint-frame axes at its origin),
+    then the tree solved with them applied through the cut frames
+    (:func:`._nbflexcut.flex_frame_wrenches`, then :func:`._nbsingle.flex_forward_dynamics`
+    with the loads kept): the tree joints' reactions ``REAC[i]`` and the world body
+    accelerations ``ACC[i]`` (N+1, 6). ``solve``: :func:`flex_loop_rk4_block`'s scratch;
+    ``wrench = (items (2 nc, 10), zq (nmax,), w6 (NW6, 6), Rb (3, 3), rb (3,))``. A state
+    that fails (a solve, the rank test) has ``ok[i]`` False (the caller's Python path
+    decides)."""
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, _y0 = solve
+    items, zq, w6, Rb, rb = wrench
+    phi, J, D, Rw, pw = out[0], out[1], out[6], out[7], out[8]
+    W = FK.FlexWork(*T)
+    fext = W.Vv[V_FEXT]
+    nv = V.shape[1]
+    for i in range(Q.shape[0]):
+        ok[i] = False
+        q = Q[i]
+        v = V[i]
+        st = FC.flex_loop_accelerations(
+            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, TAU[i], sel, sI, sC, sFt,
+            sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+        )  # fmt: skip
+        if st != 0:
+            continue
+        VIOL[i, 0], VIOL[i, 1] = NL._violations(phi, J, v)
+        if not NL._same_rank_decision(J, sel, rtol, guard):
+            continue
+        for j in range(nv):
+            QDD[i, j] = qdd[j]
+        for j in range(lam.shape[0]):
+            LAM[i, j] = lam[j]
+        # the cut wrenches and their pairs on the cut frames (the workspace is at (q, v)
+        # with world poses: flex_cuts_eval's last kinematics pass)
+        for c in range(cI.shape[0]):
+            r0, m = cI[c, 0], cI[c, 1] + cI[c, 2]
+            for a in range(6):
+                s = 0.0
+                for k in range(m):
+                    s += D[r0 + k, a] * lam[r0 + k]
+                CUTF[i, c, a] = s
+            Rc = Rw[2 * c + 1]
+            pc = pw[2 * c + 1]
+            for side in range(2):
+                it = items[2 * c + side]
+                sg = 1.0 if side == 0 else -1.0
+                it[0] = 2 * c + 1 - side
+                for a in range(3):
+                    it[1 + a] = pc[a]
+                    it[4 + a] = sg * (
+                        Rc[a, 0] * CUTF[i, c, 0] + Rc[a, 1] * CUTF[i, c, 1]
+                        + Rc[a, 2] * CUTF[i, c, 2]
+                    )  # fmt: skip
+                    it[7 + a] = sg * (
+                        Rc[a, 0] * CUTF[i, c, 3] + Rc[a, 1] * CUTF[i, c, 4]
+                        + Rc[a, 2] * CUTF[i, c, 5]
+                    )  # fmt: skip
+        for k in range(fext.shape[0]):
+            for a in range(6):
+                fext[k, a] = 0.0
+        NS._clear_applied(W.Fm)
+        FC.flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
+        st = NS.flex_forward_dynamics(
+            T, q, v, TAU[i], MI, grav, use_grav, REAC[i], False, tol, max_iter, info, qf,
+            ACC[i], True, False,
+        )  # fmt: skip
+        for k in range(fext.shape[0]):
+            for a in range(6):
+                fext[k, a] = 0.0
+        ok[i] = st == 0

@@ -748,10 +748,15 @@ class LoopSystem:
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
         c = self._compiled(timed=True)  # (the given rows: the RK4 steps set their loads)
+        out = (qdd, lam, reac, acc, stats)
+        if self._flexible and nt and q.shape[1] == self.nq and qd.shape[1] == self.nv:
+            c = None  # (no rigid compiled loop: the flexible loop's samples)
+            done = self._flex_samples(q, qd, taus, P, out, done)
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
+            if done.any():
+                self._sample_stats(P, stats, done)
             return done
-        out = (qdd, lam, reac, acc, stats)
         if given is not None:
             n = min(nt, len(given["viol"]))
             idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
@@ -780,12 +785,18 @@ class LoopSystem:
             self._put_samples(todo[ok], *arrays, out)
             done[todo[ok]] = True
         if done.any():
-            P.selection_used()
-            info = P.info
-            stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
-            stats["n_weak"][done] = info.n_weak
-            stats["discarded"][done] = info.discarded
+            self._sample_stats(P, stats, done)
         return done
+
+    @staticmethod
+    def _sample_stats(P, stats, done):
+        """The rank statistics of the compiled samples ``done`` (a mask): those of the
+        projector's rows (:meth:`Projector.selection_used`)."""
+        P.selection_used()
+        info = P.info
+        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+        stats["n_weak"][done] = info.n_weak
+        stats["discarded"][done] = info.discarded
 
     def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
         """Rows ``idx`` (indices or a slice) of the result arrays ``out = (qdd, lam,
@@ -1153,12 +1164,27 @@ class LoopSystem:
         ``y`` (the RK4 steps of a loop through flexible bodies with constant joint and
         modal forces ``tau`` (nv,) or None, on the projector ``P``'s rows of the last QR),
         or None where the compiled stages or correction do not apply (the Python steps on
-        :meth:`accelerations` and :meth:`project` then decide): :attr:`flex_compiled` off,
-        not :meth:`_flex_direct`, ``nq != nv``, drivers, a retraction other than ``q +=
-        dv``, no row selection yet. The scratch is allocated per row count and kept."""
+        :meth:`accelerations` and :meth:`project` then decide; :meth:`_flex_parts`)."""
+        parts = self._flex_parts(P)
+        if parts is None:
+            return None
+        head, sel, rows, solve, zv, cw, _ = parts
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if tv.shape != (self.nv,):
+            return None
+        return (*head, tv, sel, *rows, solve, zv, P.position_tol, P.max_newton, P.rtol,
+                _GUARD, cw)  # fmt: skip
+
+    def _flex_parts(self, P):
+        """What the compiled blocks and samples of a loop through flexible bodies take
+        (:mod:`._nbflexblock`): ``(flex_forward_dynamics' arguments (T ... info), the
+        projector's rows, flex_cuts_eval's (sI ... out), solve scratch, zeros (nv,),
+        correct_work, wrench scratch)``, or None: :attr:`flex_compiled` off, not
+        :meth:`_flex_direct`, ``nq != nv``, drivers, a retraction other than ``q += dv``,
+        no row selection yet. The scratch is allocated per row count and kept."""
         if not self.flex_compiled:
             return None
-        MI, grav, use_grav, reac, tol, max_iter, info = self.tree.flex_single_args()
+        head = (self.tree.flex.work, *self.tree.flex_single_args())
         c = self.constraints
         ok = (
             self._flex_direct()
@@ -1169,9 +1195,6 @@ class LoopSystem:
         sel = P.selection() if ok else None
         if sel is None:
             return None
-        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
-        if tv.shape != (self.nv,):
-            return None
         nv, m, k = self.nv, c.m, sel.shape[0]
         kept = getattr(self, "_flex_block_ws", None)
         if kept is None or kept[0] != (k, m):
@@ -1181,16 +1204,54 @@ class LoopSystem:
                 np.empty(k), np.empty(k), np.empty(nv), np.empty(m), np.empty((4, 2 * nv)),
                 np.empty(2 * nv), np.empty(2 * nv),
             )  # fmt: skip
-            ws = (c.flex_outputs(), solve, np.zeros(nv), _NL.correct_work(nv, m, k))
+            nc = len(c.cuts)
+            wrench = (
+                np.zeros((2 * nc, 10)), np.zeros(max(self.tree.flex.nmax, 1)),
+                np.zeros((_FC.NW6, 6)), np.zeros((3, 3)), np.zeros(3),
+            )  # fmt: skip
+            ws = (c.flex_outputs(), solve, np.zeros(nv), _NL.correct_work(nv, m, k), wrench)
             kept = self._flex_block_ws = ((k, m), ws)
-        out, solve, zv, cw = kept[1]
+        out, solve, zv, cw, wrench = kept[1]
         sI, sC, sFt, sFs, _ = c.sides()
         work, (cI, E, F, G), pspeeds = c.flex_work()
-        return (
-            self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, tv, sel, sI,
-            sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, solve, zv, P.position_tol,
-            P.max_newton, P.rtol, _GUARD, cw,
+        rows = (sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out)
+        return head, sel, rows, solve, zv, cw, wrench
+
+    def _flex_samples(self, q, qd, taus, P, out, done):
+        """:meth:`_compiled_samples` of a loop through flexible bodies: the samples by one
+        compiled call (:func:`._nbflexblock.flex_loop_samples`) where :meth:`_flex_parts`
+        applies; the mask ``done`` of those done."""
+        parts = self._flex_parts(P)
+        if parts is None:
+            return done
+        head, sel, rows, solve, _, _, wrench = parts
+        nt = q.shape[0]
+        TAU = np.zeros((nt, self.nv))
+        for i, x in enumerate(taus):
+            if x is not None:
+                TAU[i] = x
+        m, nj = self.constraints.m, len(self.tree.joint_names)
+        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
+        REAC = np.empty((nt, nj, 6))
+        ACC = np.empty((nt, self.tree.n_bodies + 1, 6))
+        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
+        VIOL, ok = np.zeros((nt, 2)), np.zeros(nt, dtype=bool)
+        _FB.flex_loop_samples(
+            *head, sel, *rows, solve, P.rtol, _GUARD, wrench,
+            np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float), TAU,
+            QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
         )  # fmt: skip
+        names = self.layout.body_names
+        tree = self.tree
+        rows = [names.index(tree.label_bodies[k].name) for k in range(1, tree.n_bodies + 1)]
+        ACCb = np.zeros((nt, len(names), 6))  # (label order to the layout's body rows)
+        ACCb[:, rows] = ACC[:, 1:]
+        if getattr(self, "_cut_rows_reac", None) is None:  # (_put_samples' cut rows)
+            self._cut_rows_reac = np.array([self._jindex[c.name] for c in self.constraints.cuts])
+        idx = index_slice(np.flatnonzero(ok))
+        self._put_samples(idx, QDD[idx], LAM[idx], REAC[idx], ACCb[idx], CUTF[idx], VIOL[idx], out)
+        done[idx] = True
+        return done
 
     def accelerations(
         self,
