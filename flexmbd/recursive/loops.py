@@ -422,8 +422,21 @@ class LoopSystem:
     ) -> dict[str, Array] | None:
         """Energies (J) and powers (W) of the tree over a history, or None
         (:meth:`flexmbd.recursive.system.RecursiveSystem.energy_samples`; the ideal loop
-        constraints do no work)."""
+        constraints do no work). A loop through flexible bodies whose projected solve is
+        compiled (:meth:`_flex_direct`: gravity the only load, no cut-joint forces or
+        drivers) takes the flexible tree's one compiled call over the history
+        (:meth:`flexmbd.recursive.flexible.FlexTree.energy_samples`) unless
+        :attr:`flex_compiled` is off."""
         self._wrench_element.current = []
+        q, qd = np.atleast_2d(np.asarray(q, float)), np.atleast_2d(np.asarray(qd, float))
+        if (
+            self.flex_compiled
+            and q.shape[1] == self.nq
+            and qd.shape[1] == self.nv
+            and self.tree.flex_single_args()  # (refreshes the tree first)
+            and self._flex_direct()
+        ):
+            return self.tree.flex.energy_samples(t, q, qd, tau, caller=True)
         return self.tree.energy_samples(t, q, qd, tau)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
