@@ -165,3 +165,54 @@ def flex_loop_samples(
             for a in range(6):
                 fext[k, a] = 0.0
         ok[i] = st == 0
+
+
+@njit(cache=True)
+def flex_loop_rhs(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, tau, sel, sI, sC, sFt, sFs, cI, E, F,
+    G, pspeeds, work, out, solve, zv, ptol, max_newton, rtol, guard, cw, y, f,
+):  # fmt: skip
+    """Right-hand side ``f = (v, qdd)`` (``q' = v``) of the adaptive integrators at ``y``
+    with the correction inside the evaluation (``projection="rhs"``) on a loop through
+    flexible bodies: :func:`._nbflexcut.flex_correct` of a copy of ``y`` (the scratch
+    ``y0`` of ``solve``), then :func:`._nbflexcut.flex_loop_accelerations` at the
+    corrected state (arguments as :func:`flex_loop_rk4_block`). Returns 0,
+    :data:`._nbloops.NEEDS_QR` or the failure of a solve (the caller's Python path then
+    decides; ``f`` undefined)."""
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, yc = solve
+    n = y.shape[0]
+    nv = n // 2
+    for i in range(n):
+        yc[i] = y[i]
+    st = FC.flex_correct(
+        T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, yc[:nv], yc[nv:], sel, ptol,
+        max_newton, rtol, guard, cw,
+    )  # fmt: skip
+    if st != 0:
+        return st
+    st = FC.flex_loop_accelerations(
+        T, MI, grav, use_grav, reac, tol, max_iter, info, yc[:nv], yc[nv:], tau, sel, sI, sC,
+        sFt, sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+    )  # fmt: skip
+    if st != 0:
+        return st
+    for i in range(nv):
+        f[i] = yc[nv + i]
+        f[nv + i] = qdd[i]
+    return 0
+
+
+@njit(cache=True)
+def flex_correct_rows(
+    T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, sel, ptol, max_newton, rtol,
+    guard, cw, Y, status,
+):  # fmt: skip
+    """:func:`._nbflexcut.flex_correct` of every state ``Y[i] = (q, v)`` (``nq == nv``) in
+    place on the rows ``sel`` of the last QR; ``status[i]`` its return (0, or
+    :data:`._nbloops.NEEDS_QR`: the row is unchanged and the caller's QR corrects it)."""
+    nv = Y.shape[1] // 2
+    for i in range(Y.shape[0]):
+        status[i] = FC.flex_correct(
+            T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, Y[i, :nv], Y[i, nv:],
+            sel, ptol, max_newton, rtol, guard, cw,
+        )  # fmt: skip

@@ -568,6 +568,8 @@ class LoopSystem:
         where the projector's QR must correct the row (left unchanged)."""
         P = projector or self.projector
         status = np.ones(len(Y), dtype=np.int64)
+        if self._flexible:
+            return self._flex_project_rows(Y, P, status)
         c = self._compiled()
         sel = P.selection() if c is not None else None
         if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
@@ -598,6 +600,8 @@ class LoopSystem:
         P = projector or self.projector
         n = len(Y)
         status = np.ones(n, dtype=np.int64)
+        if self._flexible:  # (the samples after the correction: results_from's)
+            return self._flex_project_rows(Y, P, status), None
         c = self._compiled() if t is None else self._compiled(timed=True)
         sel = P.selection() if c is not None else None
         if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
@@ -1187,6 +1191,38 @@ class LoopSystem:
             return None
         return (*head, tv, sel, *rows, solve, zv, P.position_tol, P.max_newton, P.rtol,
                 _GUARD, cw)  # fmt: skip
+
+    def flex_rhs(self, y: Array, tau: Array | None, P: Projector) -> Array | None:
+        """The adaptive integrators' right-hand side ``(v, qdd)`` (2 nv,) at ``y`` (2 nv,)
+        of a loop through flexible bodies, the correction inside the evaluation, by one
+        compiled call (:func:`._nbflexblock.flex_loop_rhs`: the operations of
+        :meth:`project` then :meth:`accelerations` on the projector ``P``'s rows, bit for
+        bit), constant joint and modal forces ``tau`` (nv,) or None; None where
+        :meth:`flex_rk4_args` does not apply or the kernel hands over (the QR decides)."""
+        a = self.flex_rk4_args(tau, P)
+        if a is None:
+            return None
+        y = np.ascontiguousarray(y, dtype=float)
+        if y.shape != (2 * self.nv,):
+            return None
+        f = np.empty(y.shape[0])
+        if _FB.flex_loop_rhs(*a, y, f) != 0:
+            return None
+        P.selection_used()  # (as accelerations() records)
+        return f
+
+    def _flex_project_rows(self, Y, P, status):
+        """:meth:`project_rows` of a loop through flexible bodies
+        (:func:`._nbflexblock.flex_correct_rows`) where :meth:`_flex_parts` applies; the
+        status per row, all 1 (not done) else."""
+        parts = self._flex_parts(P)
+        if parts is None or not Y.flags.c_contiguous or Y.dtype != float:
+            return status
+        head, sel, rows, _, zv, cw, _ = parts
+        _FB.flex_correct_rows(
+            head[0], *rows, zv, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, cw, Y, status
+        )
+        return status
 
     def _flex_parts(self, P):
         """What the compiled blocks and samples of a loop through flexible bodies take
@@ -1927,9 +1963,10 @@ class _LoopStepper(ExplicitStepper):
     #: adaptive steps in compiled blocks (:meth:`_solver_block`); False: one compiled call
     #: per step (the same numbers, bit for bit)
     step_blocks = True
-    #: RK4 of a loop through flexible bodies in compiled blocks of output intervals
-    #: (:meth:`_flex_rk4_block`); False: the Python steps on the same compiled stages and
-    #: corrections (the same numbers, bit for bit)
+    #: a loop through flexible bodies: RK4 in compiled blocks of output intervals
+    #: (:meth:`_flex_rk4_block`), the adaptive steps' right-hand side in one compiled call
+    #: (:meth:`LoopSystem.flex_rhs`); False: the Python steps and evaluations on the same
+    #: compiled stages and corrections (the same numbers, bit for bit)
     flex_blocks = True
     #: with output times: the samples there in the compiled blocks
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
@@ -1993,6 +2030,10 @@ class _LoopStepper(ExplicitStepper):
             out = self._compiled_f(t, y)
             if out is not None:
                 return out
+            if self.flex_blocks and self.system.flex_compiled:
+                out = self.system.flex_rhs(y, self._tau, self.P)
+                if out is not None:
+                    return out
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
