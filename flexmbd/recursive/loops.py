@@ -320,6 +320,7 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        self._flex_args_memo = None  # (flex_rk4_args)
         self._flex_on = True
         #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
         #: (:meth:`results_from`), for :meth:`body_accelerations`
@@ -1181,7 +1182,12 @@ class LoopSystem:
         ``y`` (the RK4 steps of a loop through flexible bodies with constant joint and
         modal forces ``tau`` (nv,) or None, on the projector ``P``'s rows of the last QR),
         or None where the compiled stages or correction do not apply (the Python steps on
-        :meth:`accelerations` and :meth:`project` then decide; :meth:`_flex_parts`)."""
+        :meth:`accelerations` and :meth:`project` then decide; :meth:`_flex_parts`).
+        Kept for the same rows, ``tau`` object, projector and model revision."""
+        memo = self._flex_args_memo
+        if memo is not None and memo[0] == self.model.revision and self.flex_compiled:
+            if memo[1] is P.selection() and memo[2] is tau and memo[3] is P:
+                return memo[4]
         parts = self._flex_parts(P)
         if parts is None:
             return None
@@ -1189,8 +1195,10 @@ class LoopSystem:
         tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
         if tv.shape != (self.nv,):
             return None
-        return (*head, tv, sel, *rows, solve, zv, P.position_tol, P.max_newton, P.rtol,
-                _GUARD, cw)  # fmt: skip
+        a = (*head, tv, sel, *rows, solve, zv, P.position_tol, P.max_newton, P.rtol, _GUARD,
+             cw)  # fmt: skip
+        self._flex_args_memo = (self.model.revision, sel, tau, P, a)
+        return a
 
     def flex_rhs(self, y: Array, tau: Array | None, P: Projector) -> Array | None:
         """The adaptive integrators' right-hand side ``(v, qdd)`` (2 nv,) at ``y`` (2 nv,)
@@ -2027,13 +2035,12 @@ class _LoopStepper(ExplicitStepper):
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
-            out = self._compiled_f(t, y)
+            if self.system.flex_compiled:  # (a loop through flexible bodies)
+                out = self.system.flex_rhs(y, self._tau, self.P) if self.flex_blocks else None
+            else:
+                out = self._compiled_f(t, y)
             if out is not None:
                 return out
-            if self.flex_blocks and self.system.flex_compiled:
-                out = self.system.flex_rhs(y, self._tau, self.P)
-                if out is not None:
-                    return out
         nq = self.nq
         qq, vv = y[:nq], y[nq:]
         if self.projection == "rhs" and self.use_proj:
