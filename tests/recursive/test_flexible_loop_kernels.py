@@ -218,13 +218,29 @@ def test_compiled_correction_agrees_with_the_projector(kind, closing, stiff):
     assert np.abs(c.jacobian(a[0]) @ a[1]).max() <= 1e-12 * np.abs(a[1]).max()
 
 
-def test_adaptive_run_agrees_with_the_python_path():
-    """RK45 (a correction at every stage): the same number of accepted steps; the step
-    sizes follow the error estimates, which see the round-off of the two paths (measured
-    1.2e-8 of the run in the step times), and the end states agree to round-off."""
+def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
+    """RK45 (a correction at every stage): every evaluation after the first QR is one
+    compiled call (:func:`_nbflexblock.flex_loop_rhs`) and the output states are corrected
+    by one (:func:`_nbflexblock.flex_correct_rows`), bit for bit with the Python
+    evaluations on the same kernels (``flex_blocks = False``). Against the Python path:
+    the same number of accepted steps; the step sizes follow the error estimates, which
+    see the round-off of the two paths (measured 1.2e-11 of the run in the step times),
+    and the end states agree to round-off."""
     ls, q, qd = _loop("cbA", "spherical", False)
     kw = dict(integrator="RK45", rtol=1e-7, atol=1e-9, q0=q, qd0=qd)
+    ls.simulate(0.0002, **kw)  # (compiles every kernel before any is replaced)
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_rhs", "flex_correct_rows"), calls)
+    _counting(monkeypatch, FC, ("flex_loop_accelerations", "flex_correct"), calls)
     r1 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_rhs"] >= 6 * (len(r1.t) - 2) and calls["flex_correct_rows"] == 1
+    # (the first evaluation only: the QR corrects, then the Python call of the solve)
+    assert calls["flex_loop_accelerations"] <= 1 and calls["flex_correct"] == 0, calls
+    monkeypatch.setattr(_LoopStepper, "flex_blocks", False)
+    r0 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_accelerations"] >= 6 * (len(r1.t) - 2)
+    for name in ("t", "q", "qd", "qdd", "reactions"):
+        assert np.array_equal(getattr(r1, name), getattr(r0, name)), name
     ls.flex_compiled = False
     r2 = ls.simulate(0.001, **kw)
     ls.flex_compiled = True
