@@ -1219,6 +1219,55 @@ class LoopSystem:
         P.selection_used()  # (as accelerations() records)
         return f
 
+    def _flex_forward_dynamics(self, q, qd, tau, P):
+        """:meth:`forward_dynamics` of a loop through flexible bodies by one compiled call
+        (:func:`._nbflexblock.flex_loop_samples` at one state: the projected solve, the cut
+        wrenches and the tree's reactions with them applied), or None: not
+        :meth:`_flex_parts`, other shapes, a failed solve, or a state where the QR would
+        not select the projector's rows with a margin (the Python path decides). As for
+        the rigid loops' compiled call, the result's ``projection`` and ``tree`` (whose
+        accelerations are the loop's) are built on first access
+        (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`)."""
+        parts = self._flex_parts(P)
+        state = None if parts is None else self._state_arrays(q, qd, tau)
+        if state is None:
+            return None
+        head, sel, rows, solve, _, _, wrench = parts
+        q, qd, tv = state
+        nv, m, nc = self.nv, self.constraints.m, len(self.constraints.cuts)
+        ntj = len(self.tree.joint_names)
+        QDD, LAM, REAC = np.empty((1, nv)), np.empty((1, m)), np.empty((1, ntj, 6))
+        ACC, CUTF = np.empty((1, self.tree.n_bodies + 1, 6)), np.empty((1, nc, 6))
+        VIOL, ok = np.zeros((1, 2)), np.zeros(1, dtype=bool)
+        _FB.flex_loop_samples(
+            *head, sel, *rows, solve, P.rtol, _GUARD, wrench, q[None], qd[None], tv[None], QDD,
+            LAM, REAC, ACC, CUTF, VIOL, ok,
+        )  # fmt: skip
+        if not ok[0]:
+            return None
+        info = P.selection_used(True)
+        reac = np.zeros((len(self.joint_names), 6))
+        tree_rows = index_slice(self._tree_rows)
+        reac[tree_rows] = REAC[0, : len(self._tree_rows)]
+        for c, F in zip(self.constraints.cuts, CUTF[0]):
+            reac[self._jindex[c.name]] = F
+        acc = np.zeros((len(self.layout.body_names), 6))
+        acc[self._flex_body_rows()] = ACC[0, 1:]
+        if type(tree_rows) is not slice:  # (not contiguous: the tree reactions owned)
+            tree_rows = REAC[0, : len(self._tree_rows)]
+        out = _new(ForwardDynamics)
+        d = out.__dict__
+        d["qdd"], d["reactions"], d["body_accelerations"] = QDD[0], reac, acc
+        d["layout"], d["lam"] = self.layout, LAM[0]
+        d[DEFERRED] = (_loop_parts, info, QDD[0], acc, reac, tree_rows, self.tree.layout)
+        return out
+
+    def _flex_body_rows(self):
+        """The rows in ``layout.body_names`` of the tree's bodies in label order ``1 ... N``."""
+        names = self.layout.body_names
+        tree = self.tree
+        return [names.index(tree.label_bodies[k].name) for k in range(1, tree.n_bodies + 1)]
+
     def _flex_project_rows(self, Y, P, status):
         """:meth:`project_rows` of a loop through flexible bodies
         (:func:`._nbflexblock.flex_correct_rows`) where :meth:`_flex_parts` applies; the
@@ -1298,11 +1347,8 @@ class LoopSystem:
             np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float), TAU,
             QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
         )  # fmt: skip
-        names = self.layout.body_names
-        tree = self.tree
-        rows = [names.index(tree.label_bodies[k].name) for k in range(1, tree.n_bodies + 1)]
-        ACCb = np.zeros((nt, len(names), 6))  # (label order to the layout's body rows)
-        ACCb[:, rows] = ACC[:, 1:]
+        ACCb = np.zeros((nt, len(self.layout.body_names), 6))
+        ACCb[:, self._flex_body_rows()] = ACC[:, 1:]  # (label order to the layout's rows)
         if getattr(self, "_cut_rows_reac", None) is None:  # (_put_samples' cut rows)
             self._cut_rows_reac = np.array([self._jindex[c.name] for c in self.constraints.cuts])
         idx = index_slice(np.flatnonzero(ok))
@@ -1439,6 +1485,8 @@ class LoopSystem:
         P = projector or self.projector
         # the compiled loop first: it takes arrays of one state's shapes only (else None)
         fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
+        if fast is None and self.flex_compiled:
+            fast = self._flex_forward_dynamics(q, qd, tau, P)
         if fast is not None:
             return fast
         q = np.asarray(q, dtype=float)

@@ -86,18 +86,33 @@ def test_compiled_cut_wrenches_equal_frame_wrench():
 
 
 @pytest.mark.parametrize("kind, closing, stiff", CASES)
-def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff):
+def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monkeypatch):
+    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_samples`)
+    where the projected solve is compiled (not with stiffening: the Python path on the
+    compiled pieces), against the Python path; the deferred projection statistics and
+    tree solution are those of the call."""
     ls, q, qd = _loop(kind, closing, stiff)
     q, qd = ls.project(q, qd)
     assert ls.projector.selection() is not None  # a corrected regular state: rows known
+    ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
     fa = ls.forward_dynamics(q, qd)
+    assert calls["flex_loop_samples"] == (0 if stiff else 1)
     ls.flex_compiled = False
     fb = ls.forward_dynamics(q, qd)
     ls.flex_compiled = True
+    assert calls["flex_loop_samples"] == (0 if stiff else 1)
     # measured 1e-14 (qdd), 5e-14 (reactions, multipliers) of the largest entry
     assert _close(fa.qdd, fb.qdd, 1e-12)
     assert _close(fa.lam, fb.lam, 1e-12)
     assert _close(fa.reactions, fb.reactions, 1e-12)
+    assert _close(fa.body_accelerations, fb.body_accelerations, 1e-12)
+    assert (fa.rank, fa.regular_rank, fa.n_weak) == (fb.rank, fb.regular_rank, fb.n_weak)
+    assert np.array_equal(fa.discarded, fb.discarded)
+    # the tree solution with the cut wrenches applied (compiled: the loop's accelerations)
+    assert _close(fa.tree.qdd, fb.tree.qdd, 1e-12)
+    assert _close(fa.tree.reactions, fb.tree.reactions, 1e-12)
 
 
 def _counting(monkeypatch, module, names, calls):
