@@ -239,7 +239,7 @@ def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
     by one (:func:`_nbflexblock.flex_correct_rows`), bit for bit with the Python
     evaluations on the same kernels (``flex_blocks = False``). Against the Python path:
     the same number of accepted steps; the step sizes follow the error estimates, which
-    see the round-off of the two paths (measured 1.2e-11 of the run in the step times),
+    see the round-off of the two paths (measured 1.2e-8 of the run in the step times),
     and the end states agree to round-off."""
     ls, q, qd = _loop("cbA", "spherical", False)
     kw = dict(integrator="RK45", rtol=1e-7, atol=1e-9, q0=q, qd0=qd)
