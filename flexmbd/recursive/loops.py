@@ -1288,7 +1288,8 @@ class LoopSystem:
         correct_work, wrench scratch)``, or None: :attr:`flex_compiled` off, not
         :meth:`_flex_direct`, ``nq != nv``, drivers, a retraction other than ``q += dv``,
         no row selection yet. The scratch is allocated per row count and kept."""
-        if not self.flex_compiled:
+        sel = P.selection() if self.flex_compiled else None
+        if sel is None:
             return None
         head = (self.tree.flex.work, *self.tree.flex_single_args())
         c = self.constraints
@@ -1298,8 +1299,7 @@ class LoopSystem:
             and c.compiled_retraction
             and not c.drivers
         )
-        sel = P.selection() if ok else None
-        if sel is None:
+        if not ok:
             return None
         nv, m, k = self.nv, c.m, sel.shape[0]
         kept = getattr(self, "_flex_block_ws", None)
