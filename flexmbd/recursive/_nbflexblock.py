@@ -25,16 +25,14 @@ from ._kernels import V_FEXT
 def flex_loop_rk4_block(
     T, MI, grav, use_grav, reac, tol, max_iter, info, tau, sel, sI, sC, sFt, sFs, cI, E, F,
     G, pspeeds, work, out, solve, zv, ptol, max_newton, rtol, guard, cw, y, h, substeps,
-    n_int, Yout, QDD, LAM,
+    n_int, Yout,
 ):  # fmt: skip
     """Up to ``n_int`` output intervals of ``substeps`` RK4 steps of ``y = (q, v)``
     (``q' = v``: ``nq == nv``) in place, each step's stages by
     :func:`._nbflexcut.flex_loop_accelerations` (constant joint and modal forces ``tau``,
     gravity; the rows ``sel``) and its correction by :func:`._nbflexcut.flex_correct`
     (position tolerance ``ptol``, ``max_newton`` steps, the rank test's ``rtol`` and
-    ``guard``). The state at the end of interval ``j`` goes to ``Yout[j]``; the first
-    stage of its first step is the forward dynamics at its start, whose accelerations and
-    multipliers go to ``QDD[j]``, ``LAM[j]`` (rows past their end are not written).
+    ``guard``). The state at the end of interval ``j`` goes to ``Yout[j]``.
 
     ``T`` ... ``info``: the tree's arguments of :func:`._nbsingle.flex_forward_dynamics`;
     ``sI`` ... ``out``: the cut rows' (:func:`._nbflexcut.flex_cuts_eval`); ``solve =
@@ -51,7 +49,7 @@ def flex_loop_rk4_block(
         for i in range(n):
             y0[i] = y[i]
         st = 0
-        for sub in range(substeps):
+        for _sub in range(substeps):
             for s in range(4):
                 NL._rk4_stage_state(y, ks, s, h, yy)
                 st = FC.flex_loop_accelerations(
@@ -61,11 +59,6 @@ def flex_loop_rk4_block(
                 )  # fmt: skip
                 if st != 0:
                     break
-                if s == 0 and sub == 0 and j < QDD.shape[0]:
-                    for i in range(nv):
-                        QDD[j, i] = qdd[i]
-                    for i in range(lam.shape[0]):
-                        LAM[j, i] = lam[i]
                 for i in range(nv):
                     ks[s, i] = yy[nv + i]
                     ks[s, nv + i] = qdd[i]

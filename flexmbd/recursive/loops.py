@@ -1956,8 +1956,6 @@ def _redo_step(solver, Solver, st, status, nfev):
 _NO_E3 = np.zeros(0)
 #: no quaternion coordinates (:func:`._nbtimed.timed_block`; an adaptive loop has nq == nv)
 _NO_QOFF = np.zeros(0, dtype=np.int64)
-#: no sample rows (:func:`._nbflexblock.flex_loop_rk4_block`)
-_NO_ROWS = np.zeros((0, 0))
 #: no extra stages of a dense output (RK45, RK23: :func:`._nbloops.loop_rk_block_dense`)
 _NO_EXTRA = np.zeros((0, 1))
 
@@ -2412,7 +2410,7 @@ class _LoopStepper(ExplicitStepper):
             return None
 
         def block(y, Y, k):
-            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y, _NO_ROWS, _NO_ROWS)
+            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y)
             if done:
                 P.selection_used()  # (as the stages' calls of accelerations() record)
             return done
