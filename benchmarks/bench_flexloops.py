@@ -7,7 +7,9 @@ initial state (crank at 2 rad/s, undeformed). CPU time of this process, in one p
 interleaved, median [min-max] over the rounds, of
 
 * ``compiled``: the cut rows, cut wrenches, projected solve and correction of
-  ``flexmbd/recursive/_nbflexcut.py`` (the default, ``LoopSystem.flex_compiled``);
+  ``flexmbd/recursive/_nbflexcut.py``, with stiffening off RK4 in compiled blocks, the
+  adaptive evaluations and the output samples in compiled calls
+  (``flexmbd/recursive/_nbflexblock.py``) (the default, ``LoopSystem.flex_compiled``);
 * ``Python``: the same model with ``flex_compiled = False`` (the path before: rows by
   tree-kinematics passes from Python, wrenches in numpy, the projector's QR);
 * ``tree``: the same bodies and joints without the closing joint (the flexible tree's
@@ -133,7 +135,9 @@ def main(argv=None):
         f"{T2:g} s and a {T1:g} s run (set-up and first QR excluded), an output sample at "
         f"every step; median [min-max] of {args.rounds} interleaved rounds. `compiled`: "
         "the cut rows, cut wrenches, projected solve and correction of "
-        "`flexmbd/recursive/_nbflexcut.py` (the default); `Python`: "
+        "`flexmbd/recursive/_nbflexcut.py`, with stiffening off RK4 in compiled blocks, the "
+        "adaptive evaluations and the output samples in compiled calls "
+        "(`flexmbd/recursive/_nbflexblock.py`) (the default); `Python`: "
         "`LoopSystem.flex_compiled = False` (the path before); `tree`: the same bodies "
         "without the closing joint; `absolute`: the absolute formulation of the loop (the "
         f"peer; generalized-alpha, compiled engine, h = {DT:g} s). RK4 at h = {DT:g} s, "

@@ -669,7 +669,9 @@ class FlexTree:
         column)`` of the m values that are functions of time (force and torque vectors,
         SDA actuator forces), the order of ``timed``; ``f(t)`` gives their values (N,
         N m; a rigid body's body-axes vector in e_k axes). ``complete``: every force
-        element but gravity and joint forces has a row. An SDA's ``l0`` column is set by
+        element but gravity and joint forces has a row; ``complete_but_caller``: every
+        one but those and the system's ``applied_by_caller`` (a closed loop's cut-joint
+        wrenches). An SDA's ``l0`` column is set by
         :meth:`fix_free_lengths` (or the first evaluation)."""
         s = self.system
         key = s.model.revision
@@ -677,13 +679,15 @@ class FlexTree:
         if cached is not None and cached[0] == key:
             return cached[1]
         PI, PF, PU, elements, timers, timed = [], [], [], [], {}, []
-        complete = True
+        complete = but_caller = True
         for fe in s.model.forces():
             if isinstance(fe, Gravity | JointForce):
                 continue
             row = self._point_row(fe)
             if row is None:
                 complete = False
+                if not any(fe is c for c in s.applied_by_caller):
+                    but_caller = False
                 continue
             e = len(PI)
             ints, floats, U, tm = row
@@ -709,6 +713,7 @@ class FlexTree:
             "timers": timers,
             "timed": timed,
             "complete": complete,
+            "complete_but_caller": but_caller,
         }
         self._points = (key, table)
         return table
@@ -777,14 +782,16 @@ class FlexTree:
         if t.any():
             self.Fm[rows, FK.FM_QAPP, cols] += t
 
-    def rk4_loads(self):
+    def rk4_loads(self, caller: bool = False):
         """The loads of the compiled blocks (:func:`._flexblock.flex_rk4_block`,
         :func:`._flexblock.flex_rk_block`) when the Python path's loads of this tree are
         gravity, joint and modal forces ``tau``, joint spring-damper laws, constant joint
         forces (no two on one speed) and the point loads of :meth:`point_loads` (point
         forces and torques, SDAs with rigid, ground or deforming ends) only, else None (a
         force element or a joint force law evaluated in Python, the tree of a closed-loop
-        system). A tuple ``(LI, LF, actuators, MI, modal, constant, points)``: per law, in
+        system unless ``caller``: then the loads its caller applies, the cut-joint
+        wrenches, are left out, as for the energies, where ideal cut joints do no work).
+        A tuple ``(LI, LF, actuators, MI, modal, constant, points)``: per law, in
         the order the system applies them, its joint coordinate and speed indices ``LI``
         (int64), stiffness, damping and rest coordinate ``LF`` (SI) and actuator function
         of time (``None`` for a constant one, whose value is then ``LF[m, 3]``); ``MI``
@@ -793,14 +800,16 @@ class FlexTree:
         ``constant``: the speed indices and values (N, N m) of the constant joint forces;
         ``points``: the table of :meth:`point_loads`. Read on the refreshed system."""
         s = self.system
-        if s.algorithm != "serialized" or s.applied_by_caller:  # (a closed loop's tree)
+        if s.algorithm != "serialized" or (s.applied_by_caller and not caller):
             return None
         points = self.point_loads()
-        if not points["complete"]:
+        if not points["complete_but_caller" if caller else "complete"]:
             return None
         laws, consts, law_v, const_v = [], {}, set(), []
         for f in s.model.forces():
             if isinstance(f, Gravity) or id(f) in points["rows"]:
+                continue
+            if caller and any(f is c for c in s.applied_by_caller):
                 continue
             if not isinstance(f, JointForce) or (f.law is None and f.constant_force is None):
                 return None
@@ -843,16 +852,17 @@ class FlexTree:
         ).reshape(-1, 3)
         return LI, LF, acts, MI, modal, (cidx, const[cidx]), points
 
-    def energy_samples(self, t, q, qd, tau=None):
+    def energy_samples(self, t, q, qd, tau=None, caller=False):
         """``{"kinetic", "gravity", "spring", "p_damper", "p_actuator", "p_external"}``
         (nt,) each, J and W, of the history ``t`` (nt,) s, ``q`` (nt, nq), ``qd`` (nt,
         nv), joint and modal forces ``tau`` (nt, nv) or None, by one compiled call
         (:func:`._flexblock.flex_energies`, the definitions of
         :meth:`~flexmbd.recursive.RecursiveSystem.energy_samples`, the point loads' as
         :meth:`point_energies`); None when the loads are not those of :meth:`rk4_loads`
-        (the per-state methods then apply). The actuators and point loads that are
+        (the per-state methods then apply; ``caller``: the tree of a closed loop, without
+        the cut-joint wrenches its caller applies). The actuators and point loads that are
         functions of time are evaluated at ``t`` in Python."""
-        loads = self.rk4_loads()
+        loads = self.rk4_loads(caller)
         if loads is None:
             return None
         LI, LF, acts, _, _, (cidx, cval), points = loads

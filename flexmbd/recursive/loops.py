@@ -128,6 +128,7 @@ from ..model.flexible import FlexibleBody
 from ..model.forces import Gravity, JointForce
 from ..results import Results
 from . import _kernels as K
+from . import _nbflexblock as _FB
 from . import _nbflexcut as _FC
 from . import _nbforces as _NF
 from . import _nbloops as _NL
@@ -319,6 +320,7 @@ class LoopSystem:
         self._ic = None
         self._comp = None
         self._zero_tau = np.zeros(self.nv)
+        self._flex_args_memo = None  # (flex_rk4_args)
         self._flex_on = True
         #: ``(revision, q, qd, qdd, body accelerations)`` of the last output samples
         #: (:meth:`results_from`), for :meth:`body_accelerations`
@@ -421,8 +423,21 @@ class LoopSystem:
     ) -> dict[str, Array] | None:
         """Energies (J) and powers (W) of the tree over a history, or None
         (:meth:`flexmbd.recursive.system.RecursiveSystem.energy_samples`; the ideal loop
-        constraints do no work)."""
+        constraints do no work). A loop through flexible bodies whose projected solve is
+        compiled (:meth:`_flex_direct`: gravity the only load, no cut-joint forces or
+        drivers) takes the flexible tree's one compiled call over the history
+        (:meth:`flexmbd.recursive.flexible.FlexTree.energy_samples`) unless
+        :attr:`flex_compiled` is off."""
         self._wrench_element.current = []
+        q, qd = np.atleast_2d(np.asarray(q, float)), np.atleast_2d(np.asarray(qd, float))
+        if (
+            self.flex_compiled
+            and q.shape[1] == self.nq
+            and qd.shape[1] == self.nv
+            and self.tree.flex_single_args()  # (refreshes the tree first)
+            and self._flex_direct()
+        ):
+            return self.tree.flex.energy_samples(t, q, qd, tau, caller=True)
         return self.tree.energy_samples(t, q, qd, tau)
 
     def qdot(self, q: ArrayLike, qd: ArrayLike) -> Array:
@@ -554,6 +569,8 @@ class LoopSystem:
         where the projector's QR must correct the row (left unchanged)."""
         P = projector or self.projector
         status = np.ones(len(Y), dtype=np.int64)
+        if self._flexible:
+            return self._flex_project_rows(Y, P, status)
         c = self._compiled()
         sel = P.selection() if c is not None else None
         if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
@@ -584,6 +601,8 @@ class LoopSystem:
         P = projector or self.projector
         n = len(Y)
         status = np.ones(n, dtype=np.int64)
+        if self._flexible:  # (the samples after the correction: results_from's)
+            return self._flex_project_rows(Y, P, status), None
         c = self._compiled() if t is None else self._compiled(timed=True)
         sel = P.selection() if c is not None else None
         if sel is None or not Y.flags.c_contiguous or Y.dtype != float:
@@ -747,10 +766,15 @@ class LoopSystem:
         nt = q.shape[0]
         done = np.zeros(nt, dtype=bool)
         c = self._compiled(timed=True)  # (the given rows: the RK4 steps set their loads)
+        out = (qdd, lam, reac, acc, stats)
+        if self._flexible and nt and q.shape[1] == self.nq and qd.shape[1] == self.nv:
+            c = None  # (no rigid compiled loop: the flexible loop's samples)
+            done = self._flex_samples(q, qd, taus, P, out, done)
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
+            if done.any():
+                self._sample_stats(P, stats, done)
             return done
-        out = (qdd, lam, reac, acc, stats)
         if given is not None:
             n = min(nt, len(given["viol"]))
             idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
@@ -779,12 +803,18 @@ class LoopSystem:
             self._put_samples(todo[ok], *arrays, out)
             done[todo[ok]] = True
         if done.any():
-            P.selection_used()
-            info = P.info
-            stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
-            stats["n_weak"][done] = info.n_weak
-            stats["discarded"][done] = info.discarded
+            self._sample_stats(P, stats, done)
         return done
+
+    @staticmethod
+    def _sample_stats(P, stats, done):
+        """The rank statistics of the compiled samples ``done`` (a mask): those of the
+        projector's rows (:meth:`Projector.selection_used`)."""
+        P.selection_used()
+        info = P.info
+        stats["rank"][done], stats["regular_rank"][done] = info.rank, info.regular_rank
+        stats["n_weak"][done] = info.n_weak
+        stats["discarded"][done] = info.discarded
 
     def _put_samples(self, idx, QDD, LAM, REAC, ACC, CUTF, VIOL, out):
         """Rows ``idx`` (indices or a slice) of the result arrays ``out = (qdd, lam,
@@ -1147,6 +1177,185 @@ class LoopSystem:
         P.selection_used()
         return qdd, lam
 
+    def flex_rk4_args(self, tau: Array | None, P: Projector) -> tuple | None:
+        """The arguments of :func:`._nbflexblock.flex_loop_rk4_block` before its state
+        ``y`` (the RK4 steps of a loop through flexible bodies with constant joint and
+        modal forces ``tau`` (nv,) or None, on the projector ``P``'s rows of the last QR),
+        or None where the compiled stages or correction do not apply (the Python steps on
+        :meth:`accelerations` and :meth:`project` then decide; :meth:`_flex_parts`).
+        Kept for the same rows, ``tau`` object, projector and model revision."""
+        memo = self._flex_args_memo
+        if memo is not None and memo[0] == self.model.revision and self.flex_compiled:
+            if memo[1] is P.selection() and memo[2] is tau and memo[3] is P:
+                return memo[4]
+        parts = self._flex_parts(P)
+        if parts is None:
+            return None
+        head, sel, rows, solve, zv, cw, _ = parts
+        tv = self._zero_tau if tau is None else np.ascontiguousarray(tau, dtype=float)
+        if tv.shape != (self.nv,):
+            return None
+        a = (*head, tv, sel, *rows, solve, zv, P.position_tol, P.max_newton, P.rtol, _GUARD,
+             cw)  # fmt: skip
+        self._flex_args_memo = (self.model.revision, sel, tau, P, a)
+        return a
+
+    def flex_rhs(self, y: Array, tau: Array | None, P: Projector) -> Array | None:
+        """The adaptive integrators' right-hand side ``(v, qdd)`` (2 nv,) at ``y`` (2 nv,)
+        of a loop through flexible bodies, the correction inside the evaluation, by one
+        compiled call (:func:`._nbflexblock.flex_loop_rhs`: the operations of
+        :meth:`project` then :meth:`accelerations` on the projector ``P``'s rows, bit for
+        bit), constant joint and modal forces ``tau`` (nv,) or None; None where
+        :meth:`flex_rk4_args` does not apply or the kernel hands over (the QR decides)."""
+        a = self.flex_rk4_args(tau, P)
+        if a is None:
+            return None
+        y = np.ascontiguousarray(y, dtype=float)
+        if y.shape != (2 * self.nv,):
+            return None
+        f = np.empty(y.shape[0])
+        if _FB.flex_loop_rhs(*a, y, f) != 0:
+            return None
+        P.selection_used()  # (as accelerations() records)
+        return f
+
+    def _flex_forward_dynamics(self, q, qd, tau, P):
+        """:meth:`forward_dynamics` of a loop through flexible bodies by one compiled call
+        (:func:`._nbflexblock.flex_loop_samples` at one state: the projected solve, the cut
+        wrenches and the tree's reactions with them applied), or None: not
+        :meth:`_flex_parts`, other shapes, a failed solve, or a state where the QR would
+        not select the projector's rows with a margin (the Python path decides). As for
+        the rigid loops' compiled call, the result's ``projection`` and ``tree`` (whose
+        accelerations are the loop's) are built on first access
+        (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`)."""
+        parts = self._flex_parts(P)
+        state = None if parts is None else self._state_arrays(q, qd, tau)
+        if state is None:
+            return None
+        head, sel, rows, solve, _, _, wrench = parts
+        q, qd, tv = state
+        nv, m, nc = self.nv, self.constraints.m, len(self.constraints.cuts)
+        ntj = len(self.tree.joint_names)
+        QDD, LAM, REAC = np.empty((1, nv)), np.empty((1, m)), np.empty((1, ntj, 6))
+        ACC, CUTF = np.empty((1, self.tree.n_bodies + 1, 6)), np.empty((1, nc, 6))
+        VIOL, ok = np.zeros((1, 2)), np.zeros(1, dtype=bool)
+        _FB.flex_loop_samples(
+            *head, sel, *rows, solve, P.rtol, _GUARD, wrench, q[None], qd[None], tv[None], QDD,
+            LAM, REAC, ACC, CUTF, VIOL, ok,
+        )  # fmt: skip
+        if not ok[0]:
+            return None
+        info = P.selection_used(True)
+        reac = np.zeros((len(self.joint_names), 6))
+        tree_rows = index_slice(self._tree_rows)
+        reac[tree_rows] = REAC[0, : len(self._tree_rows)]
+        for c, F in zip(self.constraints.cuts, CUTF[0]):
+            reac[self._jindex[c.name]] = F
+        acc = np.zeros((len(self.layout.body_names), 6))
+        acc[self._flex_body_rows()] = ACC[0, 1:]
+        if type(tree_rows) is not slice:  # (not contiguous: the tree reactions owned)
+            tree_rows = REAC[0, : len(self._tree_rows)]
+        out = _new(ForwardDynamics)
+        d = out.__dict__
+        d["qdd"], d["reactions"], d["body_accelerations"] = QDD[0], reac, acc
+        d["layout"], d["lam"] = self.layout, LAM[0]
+        d[DEFERRED] = (_loop_parts, info, QDD[0], acc, reac, tree_rows, self.tree.layout)
+        return out
+
+    def _flex_body_rows(self):
+        """The rows in ``layout.body_names`` of the tree's bodies in label order ``1 ... N``."""
+        names = self.layout.body_names
+        tree = self.tree
+        return [names.index(tree.label_bodies[k].name) for k in range(1, tree.n_bodies + 1)]
+
+    def _flex_project_rows(self, Y, P, status):
+        """:meth:`project_rows` of a loop through flexible bodies
+        (:func:`._nbflexblock.flex_correct_rows`) where :meth:`_flex_parts` applies; the
+        status per row, all 1 (not done) else."""
+        parts = self._flex_parts(P)
+        if parts is None or not Y.flags.c_contiguous or Y.dtype != float:
+            return status
+        head, sel, rows, _, zv, cw, _ = parts
+        _FB.flex_correct_rows(
+            head[0], *rows, zv, sel, P.position_tol, P.max_newton, P.rtol, _GUARD, cw, Y, status
+        )
+        return status
+
+    def _flex_parts(self, P):
+        """What the compiled blocks and samples of a loop through flexible bodies take
+        (:mod:`._nbflexblock`): ``(flex_forward_dynamics' arguments (T ... info), the
+        projector's rows, flex_cuts_eval's (sI ... out), solve scratch, zeros (nv,),
+        correct_work, wrench scratch)``, or None: :attr:`flex_compiled` off, not
+        :meth:`_flex_direct`, ``nq != nv``, drivers, a retraction other than ``q += dv``,
+        no row selection yet. The scratch is allocated per row count and kept."""
+        sel = P.selection() if self.flex_compiled else None
+        if sel is None:
+            return None
+        head = (self.tree.flex.work, *self.tree.flex_single_args())
+        c = self.constraints
+        ok = (
+            self._flex_direct()
+            and self.tree.nq == self.tree.nv
+            and c.compiled_retraction
+            and not c.drivers
+        )
+        if not ok:
+            return None
+        nv, m, k = self.nv, c.m, sel.shape[0]
+        kept = getattr(self, "_flex_block_ws", None)
+        if kept is None or kept[0] != (k, m):
+            solve = (
+                np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)),
+                np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k)), np.empty(k),
+                np.empty(k), np.empty(k), np.empty(nv), np.empty(m), np.empty((4, 2 * nv)),
+                np.empty(2 * nv), np.empty(2 * nv),
+            )  # fmt: skip
+            nc = len(c.cuts)
+            wrench = (
+                np.zeros((2 * nc, 10)), np.zeros(max(self.tree.flex.nmax, 1)),
+                np.zeros((_FC.NW6, 6)), np.zeros((3, 3)), np.zeros(3),
+            )  # fmt: skip
+            ws = (c.flex_outputs(), solve, np.zeros(nv), _NL.correct_work(nv, m, k), wrench)
+            kept = self._flex_block_ws = ((k, m), ws)
+        out, solve, zv, cw, wrench = kept[1]
+        sI, sC, sFt, sFs, _ = c.sides()
+        work, (cI, E, F, G), pspeeds = c.flex_work()
+        rows = (sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out)
+        return head, sel, rows, solve, zv, cw, wrench
+
+    def _flex_samples(self, q, qd, taus, P, out, done):
+        """:meth:`_compiled_samples` of a loop through flexible bodies: the samples by one
+        compiled call (:func:`._nbflexblock.flex_loop_samples`) where :meth:`_flex_parts`
+        applies; the mask ``done`` of those done."""
+        parts = self._flex_parts(P)
+        if parts is None:
+            return done
+        head, sel, rows, solve, _, _, wrench = parts
+        nt = q.shape[0]
+        TAU = np.zeros((nt, self.nv))
+        for i, x in enumerate(taus):
+            if x is not None:
+                TAU[i] = x
+        m, nj = self.constraints.m, len(self.tree.joint_names)
+        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
+        REAC = np.empty((nt, nj, 6))
+        ACC = np.empty((nt, self.tree.n_bodies + 1, 6))
+        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
+        VIOL, ok = np.zeros((nt, 2)), np.zeros(nt, dtype=bool)
+        _FB.flex_loop_samples(
+            *head, sel, *rows, solve, P.rtol, _GUARD, wrench,
+            np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float), TAU,
+            QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+        )  # fmt: skip
+        ACCb = np.zeros((nt, len(self.layout.body_names), 6))
+        ACCb[:, self._flex_body_rows()] = ACC[:, 1:]  # (label order to the layout's rows)
+        if getattr(self, "_cut_rows_reac", None) is None:  # (_put_samples' cut rows)
+            self._cut_rows_reac = np.array([self._jindex[c.name] for c in self.constraints.cuts])
+        idx = index_slice(np.flatnonzero(ok))
+        self._put_samples(idx, QDD[idx], LAM[idx], REAC[idx], ACCb[idx], CUTF[idx], VIOL[idx], out)
+        done[idx] = True
+        return done
+
     def accelerations(
         self,
         q: ArrayLike,
@@ -1276,6 +1485,8 @@ class LoopSystem:
         P = projector or self.projector
         # the compiled loop first: it takes arrays of one state's shapes only (else None)
         fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
+        if fast is None and self.flex_compiled:
+            fast = self._flex_forward_dynamics(q, qd, tau, P)
         if fast is not None:
             return fast
         q = np.asarray(q, dtype=float)
@@ -1806,6 +2017,11 @@ class _LoopStepper(ExplicitStepper):
     #: adaptive steps in compiled blocks (:meth:`_solver_block`); False: one compiled call
     #: per step (the same numbers, bit for bit)
     step_blocks = True
+    #: a loop through flexible bodies: RK4 in compiled blocks of output intervals
+    #: (:meth:`_flex_rk4_block`), the adaptive steps' right-hand side in one compiled call
+    #: (:meth:`LoopSystem.flex_rhs`); False: the Python steps and evaluations on the same
+    #: compiled stages and corrections (the same numbers, bit for bit)
+    flex_blocks = True
     #: with output times: the samples there in the compiled blocks
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
     #: samples are evaluated after the run (the same numbers, bit for bit)
@@ -1865,7 +2081,10 @@ class _LoopStepper(ExplicitStepper):
 
     def _f(self, t, y):
         if self._fast_rhs and not self.qr_seen:
-            out = self._compiled_f(t, y)
+            if self.system.flex_compiled:  # (a loop through flexible bodies)
+                out = self.system.flex_rhs(y, self._tau, self.P) if self.flex_blocks else None
+            else:
+                out = self._compiled_f(t, y)
             if out is not None:
                 return out
         nq = self.nq
@@ -2152,8 +2371,10 @@ class _LoopStepper(ExplicitStepper):
         hold; None where :meth:`step` decides (no compiled loop or no row selection yet).
         The wall time of the call is spread evenly over its intervals."""
         c, timed = self._rk4_args()
+        if c is None:
+            return self._flex_rk4_block(n)
         P = self.P
-        sel = P.selection() if c is not None else None
+        sel = P.selection()
         if sel is None:
             return None
 
@@ -2169,6 +2390,29 @@ class _LoopStepper(ExplicitStepper):
                 self._weak_samples.pop(j, None)  # intervals redone by the compiled block
             if done:
                 P.regular_state(sel)  # its end states were corrected on sel at full rank
+            return done
+
+        return self._run_block(n, block)
+
+    def _flex_rk4_block(self, n):
+        """:meth:`_rk4_block` of a loop through flexible bodies: up to ``n`` output
+        intervals by one compiled call (:func:`._nbflexblock.flex_loop_rk4_block`: the
+        stages and corrections of :meth:`LoopSystem.accelerations` and
+        :meth:`LoopSystem.project` on the projector's rows, bit for bit) where
+        :meth:`LoopSystem.flex_rk4_args` applies (RK4 with the correction after every
+        step, constant ``tau``); None else (:meth:`step` decides). The output samples are
+        evaluated after the run (:meth:`LoopSystem.results_from`)."""
+        if not (self._fast_rk4 and self.flex_blocks):
+            return None
+        P = self.P
+        a = self.system.flex_rk4_args(self._tau, P)
+        if a is None:
+            return None
+
+        def block(y, Y, k):
+            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y)
+            if done:
+                P.selection_used()  # (as the stages' calls of accelerations() record)
             return done
 
         return self._run_block(n, block)

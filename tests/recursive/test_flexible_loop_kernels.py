@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from flexmbd.recursive import _flexkernels as FK
+from flexmbd.recursive import _nbflexblock as FB
 from flexmbd.recursive import _nbflexcut as FC
+from flexmbd.recursive.loops import _LoopStepper
 
 from .test_flexible_loops import _state, fourbar
 
@@ -84,32 +86,42 @@ def test_compiled_cut_wrenches_equal_frame_wrench():
 
 
 @pytest.mark.parametrize("kind, closing, stiff", CASES)
-def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff):
+def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monkeypatch):
+    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_samples`)
+    where the projected solve is compiled (not with stiffening: the Python path on the
+    compiled pieces), against the Python path; the deferred projection statistics and
+    tree solution are those of the call."""
     ls, q, qd = _loop(kind, closing, stiff)
     q, qd = ls.project(q, qd)
     assert ls.projector.selection() is not None  # a corrected regular state: rows known
+    ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
     fa = ls.forward_dynamics(q, qd)
+    assert calls["flex_loop_samples"] == (0 if stiff else 1)
     ls.flex_compiled = False
     fb = ls.forward_dynamics(q, qd)
     ls.flex_compiled = True
+    assert calls["flex_loop_samples"] == (0 if stiff else 1)
     # measured 1e-14 (qdd), 5e-14 (reactions, multipliers) of the largest entry
     assert _close(fa.qdd, fb.qdd, 1e-12)
     assert _close(fa.lam, fb.lam, 1e-12)
     assert _close(fa.reactions, fb.reactions, 1e-12)
+    assert _close(fa.body_accelerations, fb.body_accelerations, 1e-12)
+    assert (fa.rank, fa.regular_rank, fa.n_weak) == (fb.rank, fb.regular_rank, fb.n_weak)
+    assert np.array_equal(fa.discarded, fb.discarded)
+    # the tree solution with the cut wrenches applied (compiled: the loop's accelerations)
+    assert _close(fa.tree.qdd, fb.tree.qdd, 1e-12)
+    assert _close(fa.tree.reactions, fb.tree.reactions, 1e-12)
 
 
-def test_the_compiled_path_is_taken(monkeypatch):
-    """Default path: the RK4 stages call the compiled projected solve, the steps the
-    compiled correction, the reactions the compiled wrenches; with ``flex_compiled = False``
-    none of them, and both runs agree to round-off."""
-    ls, q, qd = _loop("cbA", "spherical", False)
-    # (only kernels called from Python: flex_cuts_eval is a numba global of the other two,
-    # which would not compile with a cold cache if it were replaced)
-    names = ("flex_loop_accelerations", "flex_frame_wrenches", "flex_correct")
-    calls = dict.fromkeys(names, 0)
+def _counting(monkeypatch, module, names, calls):
+    """Count the Python calls of the kernels ``names`` of ``module`` (only after they
+    compiled: a kernel that is a numba global of another must not be replaced before that
+    one compiles, or a cold cache would type the wrapper)."""
 
     def counted(name):
-        f = getattr(FC, name)
+        f = getattr(module, name)
 
         def wrapper(*args):
             calls[name] += 1
@@ -117,20 +129,88 @@ def test_the_compiled_path_is_taken(monkeypatch):
 
         return wrapper
 
-    for name in calls:
-        monkeypatch.setattr(FC, name, counted(name))
-    r1 = ls.simulate(0.001, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
-    assert calls["flex_loop_accelerations"] >= 40  # 4 stages x 10 steps
-    assert calls["flex_correct"] >= 5  # after the steps the QR need not decide (9 of 10)
-    assert calls["flex_frame_wrenches"] > 0  # the reactions of the output samples
+    for name in names:
+        calls[name] = 0
+        monkeypatch.setattr(module, name, counted(name))
+
+
+def test_the_compiled_path_is_taken(monkeypatch):
+    """Default path: after the first interval (no row selection yet: the QR) the RK4
+    steps run in compiled blocks (:func:`_nbflexblock.flex_loop_rk4_block`) and the output
+    samples in one compiled call (:func:`_nbflexblock.flex_loop_samples`): no Python call
+    of the stage or correction kernels. ``flex_blocks = False``: the Python steps
+    call the same kernels, bit for bit. ``flex_compiled = False``: none of them, and the
+    runs agree to round-off."""
+    ls, q, qd = _loop("cbA", "spherical", False)
+    kw = dict(dt=1e-4, integrator="rk4", q0=q, qd0=qd)
+    ls.simulate(0.0003, **kw)  # (compiles every kernel before any is replaced)
+    assert _LoopStepper.flex_blocks
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_rk4_block", "flex_loop_samples"), calls)
+    kernels = ("flex_loop_accelerations", "flex_frame_wrenches", "flex_correct")
+    _counting(monkeypatch, FC, kernels, calls)
+    r1 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_rk4_block"] >= 1 and calls["flex_loop_samples"] == 1
+    assert calls["flex_loop_accelerations"] == 0 and calls["flex_correct"] == 0, calls
+    # (the first interval, before a QR selected rows: the Python stages' tree solves apply
+    # the cut-wrench element, empty, once per stage)
+    assert calls["flex_frame_wrenches"] <= 4, calls
+    monkeypatch.setattr(_LoopStepper, "flex_blocks", False)
+    r0 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_accelerations"] >= 36  # 4 stages x 9 steps after the first
+    assert calls["flex_correct"] >= 9
+    # the same kernels on the same values: the steps and samples bit for bit
+    for name in ("q", "qd", "qdd", "reactions"):
+        assert np.array_equal(getattr(r1, name), getattr(r0, name)), name
     n = dict(calls)
     ls.flex_compiled = False
-    r2 = ls.simulate(0.001, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
+    r2 = ls.simulate(0.001, **kw)
     assert calls == n
     # measured 8e-16 (q), 1.4e-13 of the largest speed (qd) after 10 steps
     assert np.abs(r1.q - r2.q).max() <= 1e-13
     assert _close(r1.qd, r2.qd, 1e-11)
     assert _close(r1.reactions, r2.reactions, 1e-10)
+    assert _close(r1.extra["lambda"], r2.extra["lambda"], 1e-10)
+    for k in ("rank", "regular_rank", "n_weak", "discarded"):
+        assert np.array_equal(r1.stats[k], r2.stats[k]), k
+
+
+def test_compiled_samples_are_the_documented_calls():
+    """Every output sample of a compiled run equals the documented per-state calls at
+    its state (the projector's QR there first, as the per-sample path does): accelerations
+    and multipliers bit for bit (the same kernel on the same rows), reactions to round-off
+    (the cut wrenches ``D^T lam`` summed in another order: measured 5.6e-16 of the largest
+    reaction), the same rank statistics, the violations of ``LoopSystem.violations``, the
+    energies of ``kinetic_energy`` and ``potential_energies`` (one compiled call over the
+    history: measured 9e-16 of the largest energy)."""
+    ls, q, qd = _loop("cbA", "spherical", False)
+    r = ls.simulate(0.002, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
+    P = ls.projector
+    for i in range(len(r.t)):
+        qi, vi, ti = r.q[i], r.qd[i], r.t[i]
+        pv, vv, J = ls.violations(qi, vi, ti)
+        P.basis(qi, ti, J=J)
+        fd = ls.forward_dynamics(qi, vi, None, ti, P)
+        assert np.array_equal(r.qdd[i], fd.qdd)
+        assert np.array_equal(r.extra["lambda"][i], fd.lam)
+        assert _close(r.reactions[i], fd.reactions, 1e-14)
+        for k in ("rank", "regular_rank", "n_weak"):
+            assert r.stats[k][i] == getattr(fd, k), k
+        assert np.array_equal(r.stats["discarded"][i], fd.discarded)
+        assert r.stats["position_violation"][i] == pv
+        # (J v summed in another order than numpy's product)
+        assert abs(r.stats["velocity_violation"][i] - vv) <= 1e-15 * max(1.0, np.abs(vi).max())
+        ke = ls.kinetic_energy(qi, vi)
+        pe = ls.potential_energies(qi, ti)
+        scale = abs(r.energy["total"][i])
+        assert abs(r.energy["kinetic"][i] - ke) <= 1e-14 * scale
+        assert abs(r.energy["gravity"][i] - pe["gravity"]) <= 1e-14 * scale
+        assert abs(r.energy["spring"][i] - pe["spring"]) <= 1e-14 * scale
+    # ideal cut joints and gravity: no works; the balance is the run's own drift
+    for k in ("damper_work", "actuator_work", "external_work"):
+        assert not np.any(r.energy[k])
+    nd = r.energy["numerical_dissipation"]
+    assert np.array_equal(nd, r.energy["total"][0] - r.energy["total"])
 
 
 @pytest.mark.parametrize("kind, closing, stiff", CASES)
@@ -153,13 +233,29 @@ def test_compiled_correction_agrees_with_the_projector(kind, closing, stiff):
     assert np.abs(c.jacobian(a[0]) @ a[1]).max() <= 1e-12 * np.abs(a[1]).max()
 
 
-def test_adaptive_run_agrees_with_the_python_path():
-    """RK45 (a correction at every stage): the same number of accepted steps; the step
-    sizes follow the error estimates, which see the round-off of the two paths (measured
-    1.2e-8 of the run in the step times), and the end states agree to round-off."""
+def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
+    """RK45 (a correction at every stage): every evaluation after the first QR is one
+    compiled call (:func:`_nbflexblock.flex_loop_rhs`) and the output states are corrected
+    by one (:func:`_nbflexblock.flex_correct_rows`), bit for bit with the Python
+    evaluations on the same kernels (``flex_blocks = False``). Against the Python path:
+    the same number of accepted steps; the step sizes follow the error estimates, which
+    see the round-off of the two paths (measured 1.2e-8 of the run in the step times),
+    and the end states agree to round-off."""
     ls, q, qd = _loop("cbA", "spherical", False)
     kw = dict(integrator="RK45", rtol=1e-7, atol=1e-9, q0=q, qd0=qd)
+    ls.simulate(0.0002, **kw)  # (compiles every kernel before any is replaced)
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_rhs", "flex_correct_rows"), calls)
+    _counting(monkeypatch, FC, ("flex_loop_accelerations", "flex_correct"), calls)
     r1 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_rhs"] >= 6 * (len(r1.t) - 2) and calls["flex_correct_rows"] == 1
+    # (the first evaluation only: the QR corrects, then the Python call of the solve)
+    assert calls["flex_loop_accelerations"] <= 1 and calls["flex_correct"] == 0, calls
+    monkeypatch.setattr(_LoopStepper, "flex_blocks", False)
+    r0 = ls.simulate(0.001, **kw)
+    assert calls["flex_loop_accelerations"] >= 6 * (len(r1.t) - 2)
+    for name in ("t", "q", "qd", "qdd", "reactions"):
+        assert np.array_equal(getattr(r1, name), getattr(r0, name)), name
     ls.flex_compiled = False
     r2 = ls.simulate(0.001, **kw)
     ls.flex_compiled = True

@@ -1,0 +1,211 @@
+"""Compiled RK4 blocks of closed loops through flexible bodies (numba).
+
+The output intervals of :class:`flexmbd.recursive.loops._LoopStepper`'s RK4 with the
+correction after every step, for a loop whose projected solve is compiled
+(:meth:`flexmbd.recursive.loops.LoopSystem._flex_direct`), in one call: every stage is
+:func:`._nbflexcut.flex_loop_accelerations` and every correction
+:func:`._nbflexcut.flex_correct`, on the projector's rows of the last QR; the classical
+RK4 stage states and update are the rigid loops' (:func:`._nbloops._rk4_stage_state`,
+:func:`._nbloops._rk4_update`), the end of an interval their
+:func:`._nbloops._interval_end`. No physics of its own: the same operations, in the same
+order, as the Python steps on those kernels (:meth:`~flexmbd.recursive.loops.LoopSystem
+.accelerations`, :meth:`~flexmbd.recursive.loops.LoopSystem.project`), without their
+Python calls.
+"""
+
+from .._jit import njit
+from . import _flexkernels as FK
+from . import _nbflexcut as FC
+from . import _nbloops as NL
+from . import _nbsingle as NS
+from ._kernels import V_FEXT
+
+
+@njit(cache=True)
+def flex_loop_rk4_block(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, tau, sel, sI, sC, sFt, sFs, cI, E, F,
+    G, pspeeds, work, out, solve, zv, ptol, max_newton, rtol, guard, cw, y, h, substeps,
+    n_int, Yout,
+):  # fmt: skip
+    """Up to ``n_int`` output intervals of ``substeps`` RK4 steps of ``y = (q, v)``
+    (``q' = v``: ``nq == nv``) in place, each step's stages by
+    :func:`._nbflexcut.flex_loop_accelerations` (constant joint and modal forces ``tau``,
+    gravity; the rows ``sel``) and its correction by :func:`._nbflexcut.flex_correct`
+    (position tolerance ``ptol``, ``max_newton`` steps, the rank test's ``rtol`` and
+    ``guard``). The state at the end of interval ``j`` goes to ``Yout[j]``.
+
+    ``T`` ... ``info``: the tree's arguments of :func:`._nbsingle.flex_forward_dynamics`;
+    ``sI`` ... ``out``: the cut rows' (:func:`._nbflexcut.flex_cuts_eval`); ``solve =
+    (qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks (4, 2 nv), yy (2 nv,), y0 (2 nv,))``
+    the solve's and the step's scratch; ``zv``: zeros (nv,); ``cw``:
+    :func:`._nbloops.correct_work`. Stops before an interval with a failed stage, a
+    correction the QR must decide (:data:`._nbloops.NEEDS_QR`) or a non-finite end state
+    (``y`` is then that interval's start: the caller's per-interval path decides).
+    Returns the number of intervals done."""
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks, yy, y0 = solve
+    n = y.shape[0]
+    nv = n // 2
+    for j in range(n_int):
+        for i in range(n):
+            y0[i] = y[i]
+        st = 0
+        for _sub in range(substeps):
+            for s in range(4):
+                NL._rk4_stage_state(y, ks, s, h, yy)
+                st = FC.flex_loop_accelerations(
+                    T, MI, grav, use_grav, reac, tol, max_iter, info, yy[:nv], yy[nv:], tau,
+                    sel, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C,
+                    Y, A, b, x, r, qdd, lam,
+                )  # fmt: skip
+                if st != 0:
+                    break
+                for i in range(nv):
+                    ks[s, i] = yy[nv + i]
+                    ks[s, nv + i] = qdd[i]
+            if st != 0:
+                break
+            NL._rk4_update(y, ks, h)
+            st = FC.flex_correct(
+                T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, y[:nv], y[nv:], sel,
+                ptol, max_newton, rtol, guard, cw,
+            )  # fmt: skip
+            if st != 0:
+                break
+        if not NL._interval_end(y, y0, st == 0, Yout, j):
+            return j
+    return n_int
+
+
+@njit(cache=True)
+def flex_loop_samples(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, sel, sI, sC, sFt, sFs, cI, E, F, G,
+    pspeeds, work, out, solve, rtol, guard, wrench, Q, V, TAU, QDD, LAM, REAC, ACC, CUTF,
+    VIOL, ok,
+):  # fmt: skip
+    """Output samples of a loop through flexible bodies at the states ``Q`` (n, nq), ``V``
+    (n, nv) with the joint and modal forces ``TAU`` (n, nv), in one call: per state the
+    documented :meth:`flexmbd.recursive.loops.LoopSystem.forward_dynamics` on the rows
+    ``sel`` of the last QR where the QR would select them with a margin
+    (:func:`._nbloops._same_rank_decision`; then ``ok[i]``): accelerations ``QDD[i]`` and
+    multipliers ``LAM[i]`` of :func:`._nbflexcut.flex_loop_accelerations`, violations
+    ``VIOL[i] = (max |phi|, max |J v|)`` (m or rad, m/s or rad/s), the cut joints'
+    wrenches ``CUTF[i, c] = D_c^T lam_c`` (N m, N; child joint-frame axes at its origin),
+    then the tree solved with them applied through the cut frames
+    (:func:`._nbflexcut.flex_frame_wrenches`, then :func:`._nbsingle.flex_forward_dynamics`
+    with the loads kept): the tree joints' reactions ``REAC[i]`` and the world body
+    accelerations ``ACC[i]`` (N+1, 6). ``solve``: :func:`flex_loop_rk4_block`'s scratch;
+    ``wrench = (items (2 nc, 10), zq (nmax,), w6 (NW6, 6), Rb (3, 3), rb (3,))``. A state
+    that fails (a solve, the rank test) has ``ok[i]`` False (the caller's Python path
+    decides)."""
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, _y0 = solve
+    items, zq, w6, Rb, rb = wrench
+    phi, J, D, Rw, pw = out[0], out[1], out[6], out[7], out[8]
+    W = FK.FlexWork(*T)
+    fext = W.Vv[V_FEXT]
+    nv = V.shape[1]
+    for i in range(Q.shape[0]):
+        ok[i] = False
+        q = Q[i]
+        v = V[i]
+        st = FC.flex_loop_accelerations(
+            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, TAU[i], sel, sI, sC, sFt,
+            sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+        )  # fmt: skip
+        if st != 0:
+            continue
+        VIOL[i, 0], VIOL[i, 1] = NL._violations(phi, J, v)
+        if not NL._same_rank_decision(J, sel, rtol, guard):
+            continue
+        for j in range(nv):
+            QDD[i, j] = qdd[j]
+        for j in range(lam.shape[0]):
+            LAM[i, j] = lam[j]
+        # the cut wrenches and their pairs on the cut frames (the workspace is at (q, v)
+        # with world poses: flex_cuts_eval's last kinematics pass)
+        for c in range(cI.shape[0]):
+            r0, m = cI[c, 0], cI[c, 1] + cI[c, 2]
+            for a in range(6):
+                s = 0.0
+                for k in range(m):
+                    s += D[r0 + k, a] * lam[r0 + k]
+                CUTF[i, c, a] = s
+            Rc = Rw[2 * c + 1]
+            pc = pw[2 * c + 1]
+            for side in range(2):
+                it = items[2 * c + side]
+                sg = 1.0 if side == 0 else -1.0
+                it[0] = 2 * c + 1 - side
+                for a in range(3):
+                    it[1 + a] = pc[a]
+                    it[4 + a] = sg * (
+                        Rc[a, 0] * CUTF[i, c, 0] + Rc[a, 1] * CUTF[i, c, 1]
+                        + Rc[a, 2] * CUTF[i, c, 2]
+                    )  # fmt: skip
+                    it[7 + a] = sg * (
+                        Rc[a, 0] * CUTF[i, c, 3] + Rc[a, 1] * CUTF[i, c, 4]
+                        + Rc[a, 2] * CUTF[i, c, 5]
+                    )  # fmt: skip
+        for k in range(fext.shape[0]):
+            for a in range(6):
+                fext[k, a] = 0.0
+        NS._clear_applied(W.Fm)
+        FC.flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
+        st = NS.flex_forward_dynamics(
+            T, q, v, TAU[i], MI, grav, use_grav, REAC[i], False, tol, max_iter, info, qf,
+            ACC[i], True, False,
+        )  # fmt: skip
+        for k in range(fext.shape[0]):
+            for a in range(6):
+                fext[k, a] = 0.0
+        ok[i] = st == 0
+
+
+@njit(cache=True)
+def flex_loop_rhs(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, tau, sel, sI, sC, sFt, sFs, cI, E, F,
+    G, pspeeds, work, out, solve, zv, ptol, max_newton, rtol, guard, cw, y, f,
+):  # fmt: skip
+    """Right-hand side ``f = (v, qdd)`` (``q' = v``) of the adaptive integrators at ``y``
+    with the correction inside the evaluation (``projection="rhs"``) on a loop through
+    flexible bodies: :func:`._nbflexcut.flex_correct` of a copy of ``y`` (the scratch
+    ``y0`` of ``solve``), then :func:`._nbflexcut.flex_loop_accelerations` at the
+    corrected state (arguments as :func:`flex_loop_rk4_block`). Returns 0,
+    :data:`._nbloops.NEEDS_QR` or the failure of a solve (the caller's Python path then
+    decides; ``f`` undefined)."""
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, yc = solve
+    n = y.shape[0]
+    nv = n // 2
+    for i in range(n):
+        yc[i] = y[i]
+    st = FC.flex_correct(
+        T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, yc[:nv], yc[nv:], sel, ptol,
+        max_newton, rtol, guard, cw,
+    )  # fmt: skip
+    if st != 0:
+        return st
+    st = FC.flex_loop_accelerations(
+        T, MI, grav, use_grav, reac, tol, max_iter, info, yc[:nv], yc[nv:], tau, sel, sI, sC,
+        sFt, sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+    )  # fmt: skip
+    if st != 0:
+        return st
+    for i in range(nv):
+        f[i] = yc[nv + i]
+        f[nv + i] = qdd[i]
+    return 0
+
+
+@njit(cache=True)
+def flex_correct_rows(
+    T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, sel, ptol, max_newton, rtol,
+    guard, cw, Y, status,
+):  # fmt: skip
+    """:func:`._nbflexcut.flex_correct` of every state ``Y[i] = (q, v)`` (``nq == nv``) in
+    place on the rows ``sel`` of the last QR; ``status[i]`` its return (0, or
+    :data:`._nbloops.NEEDS_QR`: the row is unchanged and the caller's QR corrects it)."""
+    nv = Y.shape[1] // 2
+    for i in range(Y.shape[0]):
+        status[i] = FC.flex_correct(
+            T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, zv, Y[i, :nv], Y[i, nv:],
+            sel, ptol, max_newton, rtol, guard, cw,
+        )  # fmt: skip
