@@ -890,6 +890,9 @@ def test_dense_blocks_write_the_interpolated_samples(monkeypatch, times, integra
     }[times]
     rtol, atol = _TOLS[integrator]
     kw = dict(integrator=integrator, rtol=rtol, atol=atol, **out)
+    # compile the blocks first: a kernel compiled while `loop_dop853_dense` is the counting
+    # lambda below would find a Python function as its callee (an empty cache, any order)
+    s.simulate(0.002, integrator=integrator, rtol=rtol, atol=atol, t_eval=[0.0, 0.001, 0.0015])
     calls = _count_kernels(monkeypatch)
     dense = _count_dense_outputs(monkeypatch)
     corrected = _count_correct_samples(monkeypatch)
