@@ -700,23 +700,6 @@ def _mat(buf, rows, cols):
     return buf[0 : rows * cols].reshape(rows, cols)
 
 
-# flex_block calls these two instead of inlining contract, body_state and inertia_forces
-# (numba's inline="always", which the recursive kernels keep): the same operations, and
-# numba's passes over one kernel grow faster than its size (issue 13: flex_block compiled
-# in 8.8-9.9 s instead of 10.6-12.4 s with the helpers inlined, its callees cached)
-@njit(cache=True, _nrt=False)
-def _body_terms(S, P, qf, qfd, Y, Z, cv, E0, St, w, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw):
-    """:func:`contract` then :func:`body_state` (returns ``tr Gm``), compiled once."""
-    contract(S, P, qf, qfd, Y, Z)
-    return body_state(cv, E0, St, S, qf, qfd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
-
-
-@njit(cache=True, _nrt=False)
-def _inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qdd, F):
-    """:func:`inertia_forces`, compiled once."""
-    inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qdd, F)
-
-
 @njit(cache=True, _nrt=False)
 def flex_block(
     mass,
@@ -780,8 +763,9 @@ def flex_block(
         gb[i] = A[0, i] * g[0] + A[1, i] * g[1] + A[2, i] * g[2]
     Y = sc.Y[0 : 9 * n].reshape(3, 3, n)
     Z = sc.Z[0 : 9 * n].reshape(3, 3, n)
-    Mwf = _mat(sc.Mwf, 3, n)  # (Pt: the engine's transposed copy, not needed)
-    trG = _body_terms(S, P, qf, qfd, Y, Z, cv, E0, St, w, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
+    contract(S, P, qf, qfd, Y, Z)  # (Pt: the engine's transposed copy, not needed)
+    Mwf = _mat(sc.Mwf, 3, n)
+    trG = body_state(cv, E0, St, S, qf, qfd, w, Y, Sbar, Stqd, J, Mwf, Gm, W, W2, Jw)
     Mff = _mat(sc.Mff, n, n)
     for k in range(n):
         for l in range(n):
@@ -791,7 +775,7 @@ def flex_block(
             for l in range(n):
                 Mff[k, l] += P[i, i, k, l]
     F = sc.F[0:N6]
-    _inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qfdd, F)
+    inertia_forces(mass, St, Mff, Y, Z, Sbar, Stqd, J, Mwf, Gm, trG, W, W2, Jw, w, al, a, qfdd, F)
     Fw = F[0:3]
     Fv = F[3:6]
     Ff = F[6:]
