@@ -608,6 +608,9 @@ def njit(
     with contiguous arrays at some call sites and views at others compiles once instead
     of once per combination of layouts (issue 13: ``_out_into`` compiled 5 times by the
     flagship). The same operations in every case; indexing goes through the strides.
+    Meant for helpers that kernels call: a call from Python never matches the version
+    exactly, so numba's dispatcher takes its compile path (which finds the version) on
+    every such call: ~60 us instead of ~1 us.
 
     ``callee_only``: the name of the kernel's Python entry (a kernel calling this one,
     for Python callers). The kernel then compiles without numba's Python and C wrappers,
