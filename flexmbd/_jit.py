@@ -31,6 +31,9 @@ A kernel that only other kernels call can skip numba's Python and C wrappers
 (``njit(callee_only="<its Python entry>")``), which unbox and check every argument: a
 large share of the compile time of kernels over the absolute engine's model, inputs and
 workspace tuples (issue 13: the cold flagship's ``_system_terms`` and ``_newton``).
+The Python wrapper that a kernel called from Python keeps is not optimised by LLVM
+(`_CallLinkLibrary.add_ir_module`: the engine's ``_run`` takes 162 arrays), and a small
+helper called with arrays of several layouts compiles once with ``njit(any_layout=True)``.
 """
 
 from __future__ import annotations
@@ -149,6 +152,8 @@ class _UserWideLocator(_PackageStamped, caching.UserWideCacheLocator):
 
 # A package kernel's mangled names start with this (numba's Itanium-style mangling).
 _KERNEL_PREFIX = f"_ZN{len(_PACKAGE.name)}{_PACKAGE.name}"
+# numba's Python (CPython) wrapper of a package kernel: the kernel's name in namespace cpython
+_WRAPPER_PREFIX = "_ZN7cpython" + _KERNEL_PREFIX[3:]
 # A compiled kernel whose object code is at least this large (bytes) is called by the
 # package's other kernels instead of being linked into them (see `_CallLinkLibrary`):
 # LLVM inlines nothing near that size, so the caller's code is the same call.
@@ -204,6 +209,24 @@ class _CallLinkLibrary(JITCodeLibrary):
     def call_deps(self) -> tuple:
         """The emitted code this library's object code calls (`_CallLinkLibrary`)."""
         return self._call_deps
+
+    def add_ir_module(self, ir_module: Any) -> None:
+        """numba's ``add_ir_module``; the Python wrapper of a package kernel is marked
+        ``optnone`` (with ``noinline``, which LLVM requires with it): LLVM neither
+        optimises it nor runs its optimising code generator on it.
+
+        The wrapper unboxes every argument, calls the kernel and boxes its result, once per
+        Python call; its code is one straight sequence per array (an unbox call, an error
+        branch, reference-count releases), which LLVM's optimisation gains nothing on
+        but takes seconds over for a kernel with many array arguments (issue 13: the
+        engine's ``_run``, 162 arrays: 3.8-4.6 s to compile a stand-in with an empty body,
+        1.4-2.1 s with the wrapper unoptimised; the Python call time of a 4- and a
+        40-array kernel was not measurably changed)."""
+        for fn in ir_module.functions:
+            if fn.name.startswith(_WRAPPER_PREFIX) and not fn.is_declaration:
+                fn.attributes.add("noinline")
+                fn.attributes.add("optnone")
+        super().add_ir_module(ir_module)
 
     def reload_inits(self) -> set:
         """numba's reload-init functions of this library (inherited by its callers)."""
@@ -559,12 +582,35 @@ def _refuse_python_call(dispatcher: Any, entry: str, *args: Any, **kws: Any) -> 
     )
 
 
-def njit(func: Any = None, /, *, callee_only: str | None = None, **options: Any) -> Any:
+def _any_layout(typ: Any) -> Any:
+    # an array type with numba's any-layout 'A' (C- and F-contiguous arrays convert to it)
+    if isinstance(typ, types.Array) and typ.layout != "A":
+        return typ.copy(layout="A")
+    return typ
+
+
+def njit(
+    func: Any = None,
+    /,
+    *,
+    callee_only: str | None = None,
+    any_layout: bool = False,
+    **options: Any,
+) -> Any:
     """``numba.njit`` (as ``@njit`` or ``@njit(**options)``) that compiles one version per
     plain argument type: a constant argument at a call site in another kernel (typed
     ``Literal[int](-1)``, ``Literal[bool](True)``) uses the version for ``int64``/``bool``
     instead of compiling (and caching) a second copy of the kernel and its callees.
     An explicit signature string passes through to ``numba.njit`` unchanged.
+
+    ``any_layout``: array arguments are typed with numba's layout ``'A'`` whatever the
+    caller's array (C- or F-contiguous, a strided view), so that a small helper called
+    with contiguous arrays at some call sites and views at others compiles once instead
+    of once per combination of layouts (issue 13: ``_out_into`` compiled 5 times by the
+    flagship). The same operations in every case; indexing goes through the strides.
+    Meant for helpers that kernels call: a call from Python never matches the version
+    exactly, so numba's dispatcher takes its compile path (which finds the version) on
+    every such call: ~60 us instead of ~1 us.
 
     ``callee_only``: the name of the kernel's Python entry (a kernel calling this one,
     for Python callers). The kernel then compiles without numba's Python and C wrappers,
@@ -589,6 +635,8 @@ def njit(func: Any = None, /, *, callee_only: str | None = None, **options: Any)
             _install(dispatcher.targetctx.codegen())
             args, ret = normalize_signature(sig)
             plain = tuple(types.unliteral(a) for a in args)
+            if any_layout:
+                plain = tuple(_any_layout(a) for a in plain)
             return compile_(plain if ret is None else ret(*plain))
 
         dispatcher.compile = compile

@@ -183,7 +183,7 @@ def dAtr(e, x):
 
 
 # -- allocation-free variants (write into the caller's arrays; bitwise equal to the above)
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def Apoly_to(e, A):
     """Polynomial rotation matrix into ``A`` (see :func:`Apoly`)."""
     e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
@@ -199,7 +199,7 @@ def Apoly_to(e, A):
     A[2, 1] = 2 * (e2 * e3 + e0 * e1)
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def Gmat_to(e, c, G):
     """``c G(e)`` into ``G`` (3, 4)."""
     e0, e1, e2, e3 = c * e[0], c * e[1], c * e[2], c * e[3]
@@ -208,7 +208,7 @@ def Gmat_to(e, c, G):
     G[2, 0], G[2, 1], G[2, 2], G[2, 3] = -e3, e2, -e1, e0
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def dAtr_to(e, x, out):
     """``d(A(e)^T x)/de`` (3, 4) into ``out``: ``G(e) TE(x) - G(TE(x) e)`` (:func:`dAtr`)."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -227,7 +227,7 @@ def dAtr_to(e, x, out):
             ) - Gz[i][j]
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def dAs_to(e, s, c, out):
     """``c d(A(e) s)/de`` (3, 4) into ``out`` (see :func:`dAs`)."""
     e0, e1, e2, e3 = e[0], e[1], e[2], e[3]
@@ -247,7 +247,7 @@ def dAs_to(e, s, c, out):
     out[2, 3] = c * (2 * es)
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def TG_to(x, c, out):
     """``out = c TG(x)`` (4, 4)."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -257,7 +257,7 @@ def TG_to(x, c, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = c * x2, c * x1, c * -x0, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def TG_add(x, c, Out, r0, c0):
     """``Out[r0:r0+4, c0:c0+4] += c TG(x)`` (see :func:`Tmat`)."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -275,7 +275,7 @@ def TG_add(x, c, Out, r0, c0):
     Out[r0 + 3, c0 + 2] += c * -x0
 
 
-@njit(cache=True)
+@njit(cache=True, any_layout=True)
 def Smat_add(mu, s, c, H, r0, k0):
     """``H[r0:r0+4, k0:k0+4] += c S(mu, s)`` (Hessian of mu . A(e) s, see :func:`Smat`;
     ``k0`` the slot of column ``r0`` in a column-compressed layout, ``r0`` when dense)."""

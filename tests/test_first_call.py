@@ -146,6 +146,83 @@ def test_callee_only_kernel_has_no_python_entry():
         assert list(kernel.overloads) == before
 
 
+def test_any_layout_kernel_compiles_one_version_for_every_layout():
+    """``njit(any_layout=True)``: called with C- and F-contiguous arrays and strided views,
+    directly and from another kernel, the kernel compiles one version (arrays typed with
+    layout 'A') and computes what its Python function computes; the rotation helpers of
+    the absolute engine and the flexible block's ``_out_into`` are such kernels."""
+    from flexmbd import _nbrotation as R
+    from flexmbd.flexible import _nbbody
+
+    @njit(any_layout=True)
+    def scaled_sums(X, c, out):
+        for i in range(X.shape[0]):
+            v = 0.0
+            for j in range(X.shape[1]):
+                v += X[i, j]
+            out[i] = c * v
+
+    @njit
+    def caller(X, out):
+        scaled_sums(X, 2.0, out)
+        scaled_sums(X[:, ::2], -1.0, out[1:])
+
+    X = np.arange(12.0).reshape(3, 4) ** 1.5
+    for M in (X, np.asfortranarray(X), X[:, 1:], X[::-1]):
+        out, ref = np.zeros(3), np.zeros(3)
+        scaled_sums(M, 0.5, out)
+        scaled_sums.py_func(M, 0.5, ref)
+        assert np.array_equal(out, ref) and out[0] == 0.5 * sum(M[0])
+    out = np.zeros(4)
+    caller(X, out)
+    assert out[0] == 2.0 * sum(X[0]) and out[1] == -(X[0, 0] + X[0, 2])
+    assert len(scaled_sums.signatures) == 1
+    assert [a.layout for a in scaled_sums.signatures[0] if hasattr(a, "layout")] == ["A", "A"]
+    e = np.array([0.9, 0.1, -0.3, 0.2])
+    A = np.zeros((4, 4))
+    R.Apoly_to(e, A[1:, 1:])  # a strided view
+    assert np.array_equal(A[1:, 1:], R.Apoly(e))
+    for kernel in (R.Apoly_to, R.Gmat_to, R.dAtr_to, R.dAs_to, R.TG_add, _nbbody._out_into):
+        for sig in kernel.signatures:
+            assert all(a.layout == "A" for a in sig if hasattr(a, "layout")), kernel
+
+
+def _function_attributes(kernel):
+    """{LLVM function name: its attributes} of the functions a compiled kernel defines."""
+    import llvmlite.binding as ll
+
+    (cres,) = kernel.overloads.values()
+    module = ll.parse_assembly(cres.library.get_llvm_str())
+    return {f.name: b" ".join(f.attributes) for f in module.functions if not f.is_declaration}
+
+
+def test_package_kernels_python_wrapper_is_not_optimised():
+    """numba's Python (CPython) wrapper of a package kernel is marked ``optnone`` (LLVM
+    does not optimise it: seconds of compile for kernels with many array arguments), the
+    kernel itself is optimised as before and the call returns its values; a kernel
+    outside the package keeps numba's optimised wrapper."""
+    from flexmbd import _nbrotation as R
+
+    fresh = njit(R.Apoly_to.py_func)  # the package kernel compiled here (no cache)
+    e = np.array([0.9, 0.1, -0.3, 0.2])
+    A = np.zeros((3, 3))
+    fresh(e, A)
+    assert np.array_equal(A, R.Apoly(e))
+    attrs = _function_attributes(fresh)
+    (wrapper,) = [a for name, a in attrs.items() if name.startswith("_ZN7cpython7flexmbd")]
+    (kernel,) = [a for name, a in attrs.items() if name.startswith("_ZN7flexmbd11_nbrotation")]
+    assert b"optnone" in wrapper and b"noinline" in wrapper
+    assert b"optnone" not in kernel and b"noinline" not in kernel
+
+    @njit
+    def user_kernel(x):
+        return 2.0 * x[1]
+
+    assert user_kernel(e) == 0.2
+    (user_wrapper,) = [a for n, a in _function_attributes(user_kernel).items() if "cpython" in n]
+    assert b"optnone" not in user_wrapper
+
+
 def test_rigid_simulate_path_imports_no_fem_mesh_or_viewer():
     """A rigid pendulum built, compiled and simulated in both formulations imports none
     of scikit-fem, meshio, PyVista/VTK or matplotlib (they cost seconds of import and

@@ -967,7 +967,7 @@ def flex_block(
     _out_into(A, G2, Fq, none, K, 7, buf)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, any_layout=True)
 def _out_into(A, G2, X, Bm, Out, c0, buf):
     """Out[:, c0:c0+m] = [A X_v; G2^T X_w; X_f] @ Bm (Bm empty: identity), through buf."""
     N = X.shape[0] + 1
