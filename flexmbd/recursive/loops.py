@@ -300,6 +300,9 @@ class LoopSystem:
         self.joint_names = [j.name for j in model.joints()]
         self._jindex = {n: i for i, n in enumerate(self.joint_names)}
         self._tree_rows = np.array([self._jindex[n] for n in self.tree.joint_names], dtype=int)
+        # the cut joints' rows of the reactions (the compiled samples' CUTF rows go there)
+        self._cut_rows_reac = np.array([self._jindex[c.name] for c in self.constraints.cuts])
+        self._reac_cols = (index_slice(self._tree_rows), index_slice(self._cut_rows_reac))
         tl = self.tree.layout
         self.layout = CoordinateLayout.build(
             "recursive",
@@ -681,7 +684,6 @@ class LoopSystem:
                     ],
                     dtype=np.int64,
                 )
-                self._cut_rows_reac = np.array([self._jindex[cut.name] for cut in c.cuts])
                 m = c.m
                 self._ws = (np.zeros(m), np.zeros((m, self.nv)), np.zeros(m))
                 self._reac_ws = np.zeros((len(self.tree.joint_names), 6))
@@ -833,15 +835,7 @@ class LoopSystem:
 
     def _reac_columns(self):
         """``(tree rows, cut rows)`` of the reactions array (slices where contiguous)."""
-        memo = getattr(self, "_reac_cols", None)
-        if memo is None or memo[0] is not self._cut_rows_reac:
-            memo = (
-                self._cut_rows_reac,
-                index_slice(self._tree_rows),
-                index_slice(self._cut_rows_reac),
-            )
-            self._reac_cols = memo
-        return memo[1], memo[2]
+        return self._reac_cols
 
     def _compiled_inputs(self, q, qd, tau, P, t):
         """``(compiled arguments, projector rows, q, qd, tau)`` as contiguous float arrays
@@ -1232,17 +1226,10 @@ class LoopSystem:
         state = None if parts is None else self._state_arrays(q, qd, tau)
         if state is None:
             return None
-        head, sel, rows, solve, _, _, wrench = parts
         q, qd, tv = state
-        nv, m, nc = self.nv, self.constraints.m, len(self.constraints.cuts)
-        ntj = len(self.tree.joint_names)
-        QDD, LAM, REAC = np.empty((1, nv)), np.empty((1, m)), np.empty((1, ntj, 6))
-        ACC, CUTF = np.empty((1, self.tree.n_bodies + 1, 6)), np.empty((1, nc, 6))
-        VIOL, ok = np.zeros((1, 2)), np.zeros(1, dtype=bool)
-        _FB.flex_loop_samples(
-            *head, sel, *rows, solve, P.rtol, _GUARD, wrench, q[None], qd[None], tv[None], QDD,
-            LAM, REAC, ACC, CUTF, VIOL, ok,
-        )  # fmt: skip
+        QDD, LAM, REAC, ACC, CUTF, _, ok = self._flex_sample_arrays(
+            parts, q[None], qd[None], tv[None], P
+        )
         if not ok[0]:
             return None
         info = P.selection_used(True)
@@ -1261,6 +1248,25 @@ class LoopSystem:
         d["layout"], d["lam"] = self.layout, LAM[0]
         d[DEFERRED] = (_loop_parts, info, QDD[0], acc, reac, tree_rows, self.tree.layout)
         return out
+
+    def _flex_sample_arrays(self, parts, Q, QD, TAU, P):
+        """``(QDD, LAM, REAC, ACC, CUTF, VIOL, ok)`` of the states ``Q, QD`` (nt, nv; C
+        order) with the joint and modal forces ``TAU`` (nt, nv) by one compiled call
+        (:func:`._nbflexblock.flex_loop_samples` on :meth:`_flex_parts`' ``parts``): tree
+        reactions (nt, tree joints, 6), body accelerations in label order (nt, N + 1, 6),
+        cut wrenches (nt, cuts, 6); ``ok`` False where the QR decides."""
+        head, sel, rows, solve, _, _, wrench = parts
+        nt, nv, c = Q.shape[0], self.nv, self.constraints
+        QDD, LAM = np.empty((nt, nv)), np.empty((nt, c.m))
+        REAC = np.empty((nt, len(self.tree.joint_names), 6))
+        ACC = np.empty((nt, self.tree.n_bodies + 1, 6))
+        CUTF = np.empty((nt, len(c.cuts), 6))
+        VIOL, ok = np.zeros((nt, 2)), np.zeros(nt, dtype=bool)
+        _FB.flex_loop_samples(
+            *head, sel, *rows, solve, P.rtol, _GUARD, wrench, Q, QD, TAU, QDD, LAM, REAC, ACC,
+            CUTF, VIOL, ok,
+        )  # fmt: skip
+        return QDD, LAM, REAC, ACC, CUTF, VIOL, ok
 
     def _flex_body_rows(self):
         """The rows in ``layout.body_names`` of the tree's bodies in label order ``1 ... N``."""
@@ -1330,27 +1336,17 @@ class LoopSystem:
         parts = self._flex_parts(P)
         if parts is None:
             return done
-        head, sel, rows, solve, _, _, wrench = parts
         nt = q.shape[0]
         TAU = np.zeros((nt, self.nv))
         for i, x in enumerate(taus):
             if x is not None:
                 TAU[i] = x
-        m, nj = self.constraints.m, len(self.tree.joint_names)
-        QDD, LAM = np.empty((nt, self.nv)), np.empty((nt, m))
-        REAC = np.empty((nt, nj, 6))
-        ACC = np.empty((nt, self.tree.n_bodies + 1, 6))
-        CUTF = np.empty((nt, len(self.constraints.cuts), 6))
-        VIOL, ok = np.zeros((nt, 2)), np.zeros(nt, dtype=bool)
-        _FB.flex_loop_samples(
-            *head, sel, *rows, solve, P.rtol, _GUARD, wrench,
-            np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float), TAU,
-            QDD, LAM, REAC, ACC, CUTF, VIOL, ok,
+        QDD, LAM, REAC, ACC, CUTF, VIOL, ok = self._flex_sample_arrays(
+            parts, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
+            TAU, P,
         )  # fmt: skip
         ACCb = np.zeros((nt, len(self.layout.body_names), 6))
         ACCb[:, self._flex_body_rows()] = ACC[:, 1:]  # (label order to the layout's rows)
-        if getattr(self, "_cut_rows_reac", None) is None:  # (_put_samples' cut rows)
-            self._cut_rows_reac = np.array([self._jindex[c.name] for c in self.constraints.cuts])
         idx = index_slice(np.flatnonzero(ok))
         self._put_samples(idx, QDD[idx], LAM[idx], REAC[idx], ACCb[idx], CUTF[idx], VIOL[idx], out)
         done[idx] = True
