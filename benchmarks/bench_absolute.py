@@ -17,12 +17,11 @@ benchmarks/RESULTS.md; ``--no-write`` to only print).
 """
 
 import os
-import platform
 import sys
 import time
 
 import numpy as np
-from results_file import markers, replace_section  # noqa: E402
+from results_file import machine_line, markers, replace_section  # noqa: E402
 
 import flexmbd as fm
 
@@ -103,10 +102,7 @@ def main(write=True):
         "the per-step wall times. No peer runs this formulation here: absolute times.",
         "",
         "- Command: `python benchmarks/bench_absolute.py`",
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
-        f"{np.__version__}, scipy {scipy.__version__}, nproc {os.cpu_count()}, "
-        f"load average at start {os.getloadavg()[0]:.1f} (shared machine)",
-        f"- Date: {time.strftime('%Y-%m-%d')}",
+        machine_line(f"scipy {scipy.__version__}"),
         "",
         "| model | SDA | corrections/step exact | without SDA Jacobian | ms/step exact | without |",
         "|---|---|---:|---:|---:|---:|",

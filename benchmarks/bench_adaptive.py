@@ -27,9 +27,7 @@ times (its section ``<!-- adaptive-output:start -->`` ... ``:end -->``).
 """
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -46,7 +44,7 @@ from flexmbd.integrators.explicit import TreeStepper  # noqa: E402
 from tests.recursive.models import chain  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from results_file import markers, replace_section  # noqa: E402
+from results_file import machine_line, markers, replace_section  # noqa: E402
 
 START, END = markers("adaptive")
 SIZES = (2, 10, 50)
@@ -178,7 +176,6 @@ def fmt_row(row):
 
 
 def report(rows, rounds):
-    import numba
     import scipy
 
     try:
@@ -205,12 +202,7 @@ def report(rows, rounds):
         "states, accelerations, reactions and energies bit for bit.",
         "",
         "- Command: `python benchmarks/bench_adaptive.py --write`",
-        f"- Machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, "
-        f"{platform.platform()}; load average at the end {os.getloadavg()[0]:.2f} "
-        "(shared machine)",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy "
-        f"{scipy.__version__}, numba {numba.__version__}, pin {pv}, flexmbd "
-        f"{fm.__version__}; date {datetime.date.today()}",
+        machine_line(f"scipy {scipy.__version__}", f"pin {pv}", f"flexmbd {fm.__version__}"),
         "",
         "| N | method | output | steps | old [us/step] | new [us/step] | old/new | "
         "pin [us/step] | bitwise |",
@@ -396,7 +388,6 @@ def fmt_out(row):
 
 
 def output_report(rows, rounds):
-    import numba
     import scipy
 
     head = [
@@ -424,12 +415,7 @@ def output_report(rows, rounds):
         "states, accelerations, reactions, energies and evaluations bit for bit.",
         "",
         "- Command: `python benchmarks/bench_adaptive.py --output --write`",
-        f"- Machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, "
-        f"{platform.platform()}; load average at the end {os.getloadavg()[0]:.2f} "
-        "(shared machine)",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy "
-        f"{scipy.__version__}, numba {numba.__version__}, flexmbd {fm.__version__}; date "
-        f"{datetime.date.today()}",
+        machine_line(f"scipy {scipy.__version__}", f"flexmbd {fm.__version__}"),
         "",
         "| case | method | output | samples | steps | old [us/step]: sampled / end only | "
         "new [us/step]: sampled / end only | old adds | new adds | floor | pin [ms]: "

@@ -31,9 +31,7 @@ its flexible block).
 """
 
 import argparse
-import datetime
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -51,7 +49,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 from tests.recursive.models import chain  # noqa: E402
 from tests.recursive.pin_models import (  # noqa: E402
@@ -184,7 +182,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.flexible:
         return flexible_main(args)
-    import numba
     import pinocchio as pin
 
     rng = np.random.default_rng(0)
@@ -277,16 +274,7 @@ def main(argv=None):
         t_ours_loop = min(t_ours_loop, time.process_time() - t0)
 
     # --- report
-    today = datetime.date.today().isoformat()
     load = os.getloadavg()
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     lines += [
         "## CFA tree solver vs Pinocchio",
         "",
@@ -297,11 +285,7 @@ def main(argv=None):
         "and reported below. Ratio = ours / pin (< 1: faster than pin).",
         "",
         f"- Command: `python benchmarks/bench_cfa.py{' --quick' if args.quick else ''} --write`",
-        f"- Machine: {cpu}, nproc {os.cpu_count()}, {platform.platform()}; load average at the "
-        f"end {load[0]:.2f} (shared machine: other jobs ran alongside, ratios are taken in the "
-        "same run)",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__},"
-        f" pin {pin.__version__}; date {today}",
+        machine_line(f"pin {pin.__version__}", load=load[0], extra="ratios taken in the same run"),
         f"- Numba compile: cold (empty cache) {cold:.1f} s; warm start (cached kernels) "
         f"{warm:.2f} s"
         if cold is not None
@@ -418,7 +402,6 @@ def _flex_state(s, rng):
 
 
 def flexible_main(args):
-    import numba
 
     rng = np.random.default_rng(1)
     sizes = [5, 10, 20, 50] if args.quick else [5, 10, 20, 50, 100, 200]
@@ -497,9 +480,7 @@ def flexible_main(args):
         "",
         f"- Command: `python benchmarks/bench_cfa.py --flexible{' --quick' if args.quick else ''}"
         " --write`",
-        f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
-        f"{load[0]:.2f} (shared machine); numba {numba.__version__}; date "
-        f"{datetime.date.today().isoformat()}; warm start (cached kernels) {warm:.2f} s",
+        machine_line(load=load[0], extra=f"warm start (cached kernels) {warm:.2f} s"),
         "",
         "| N | nv | serialized CFA [us] | per body [us] | with stiffening [us] (iterations) | "
         "general CFA [us] | absolute fd [ms] | absolute / CFA | max rel. diff vs absolute |",

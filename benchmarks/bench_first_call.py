@@ -46,7 +46,6 @@ Command: ``python benchmarks/bench_first_call.py --cold-examples --write``
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -55,6 +54,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_file import machine_line
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -608,7 +609,6 @@ def cold_examples_text(rows, old):
 
 
 def table(rows, args, load, old_cold=None):
-    import numba
 
     try:
         import exudyn
@@ -634,9 +634,7 @@ def table(rows, args, load, old_cold=None):
         + (" --no-cold" if args.no_cold else "")
         + (" --cold-examples" if args.cold_examples else "")
         + " --write`",
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
-        f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; shared "
-        f"machine); exudyn {exv}, numba {numba.__version__}; date {time.strftime('%Y-%m-%d')}",
+        machine_line(f"exudyn {exv}", load=load),
         "",
         "Phases are CPU s (wall s in brackets); whole process = `time python script.py` "
         "(real / user + sys).",

@@ -60,7 +60,6 @@ Command: ``python benchmarks/bench_flexible.py --write`` (``--flagship --write``
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -71,6 +70,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 import flexible_pendulum as fp  # noqa: E402
+from results_file import machine_line  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
 from flexmbd.fem import FEMesh, FEModel, read_mesh  # noqa: E402
@@ -300,7 +300,6 @@ def table(rows, args, study, load, conv=None):
         exv = exudyn.__version__
     except ImportError:  # pragma: no cover
         exv = "-"
-    import numba
 
     L = [START, "## Flexible pendulum vs Exudyn (absolute formulation, compiled engine)", ""]
     L.append(
@@ -320,12 +319,7 @@ def table(rows, args, study, load, conv=None):
     )
     L.append("")
     L.append("- Command: `python benchmarks/bench_flexible.py --write`")
-    L.append(
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, nproc "
-        f"{os.cpu_count()}, load average {load[0]:.2f} / {load[1]:.2f} (start / end; "
-        f"shared machine); exudyn {exv}, numba {numba.__version__}; date "
-        f"{time.strftime('%Y-%m-%d')}"
-    )
+    L.append(machine_line(f"exudyn {exv}", load=load))
     L.append("")
     peer = "marker/mass" in rows[0]
     L.append(
@@ -553,9 +547,7 @@ def flagship_table(r, load, repeat):
             "No peer: Exudyn's `ObjectFFRFreducedOrder` has no geometric stiffening.",
             "",
             "- Command: `python benchmarks/bench_flexible.py --flagship --write`",
-            f"- Machine: {platform.platform()}, nproc {os.cpu_count()}, load average "
-            f"{load[0]:.2f} / {load[1]:.2f} (start / end; shared machine); "
-            f"date {time.strftime('%Y-%m-%d')}",
+            machine_line(load=load),
             "",
             "| path | per step [us] | Newton corrections |",
             "|---|---:|---:|",

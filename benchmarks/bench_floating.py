@@ -20,9 +20,7 @@ replaces the ``floating-rk4`` section of benchmarks/RESULTS.md).
 """
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cfa import best_time, load_space_robot, strip_drives  # noqa: E402
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 START, END = "<!-- floating-rk4:start -->", "<!-- floating-rk4:end -->"
 T_END, DT = 0.2, 0.002
@@ -90,7 +88,6 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args(argv)
-    import numba
     import pinocchio as pin
 
     driven = load_space_robot().compile("recursive")
@@ -120,9 +117,7 @@ def main(argv=None):
         "functions, reactions or samples.",
         "",
         "- Command: `python benchmarks/bench_floating.py --write`",
-        f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
-        f"{load[0]:.2f}; Python {platform.python_version()}, numba {numba.__version__}, "
-        f"pin {pin.__version__}; date {datetime.date.today().isoformat()}",
+        machine_line(f"pin {pin.__version__}", load=load[0]),
         "",
         "| run | integration [us/step] | `simulate` [us/step] |",
         "|---|---:|---:|",

@@ -35,7 +35,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -44,6 +43,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
+from results_file import machine_line  # noqa: E402
 
 DT = 0.01
 TOL = 1e-7
@@ -661,10 +661,7 @@ def main(write=True):
         "compile: the model leaves the engine.",
         "",
         "- Command: `OPENBLAS_NUM_THREADS=1 python benchmarks/bench_forces.py`",
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
-        f"Exudyn {exudyn.__version__}, nproc {os.cpu_count()}, load average at start "
-        f"{os.getloadavg()[0]:.1f} (shared machine)",
-        f"- Date: {time.strftime('%Y-%m-%d')}",
+        machine_line(f"Exudyn {exudyn.__version__}"),
         "",
         "| model | unknowns | flexmbd us/step | path | corrections | modified Newton "
         "us/step (corrections) | Exudyn us/step | Exudyn solver | corrections | ratio "

@@ -23,9 +23,6 @@ of benchmarks/RESULTS.md between ``<!-- loops:start -->`` and ``<!-- loops:end -
 """
 
 import argparse
-import datetime
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,7 +32,7 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (when imported from elsewhere)
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import tree_stepper  # noqa: E402
@@ -1199,7 +1196,6 @@ def write_output(rows):
 
 
 def report(rows, exps, squeezer=(), output=(), stages=()):
-    import numpy
 
     lines = [
         START,
@@ -1223,9 +1219,7 @@ def report(rows, exps, squeezer=(), output=(), stages=()):
         "formulations. The peer is the absolute formulation in the same run.",
         "",
         f"- Command: `{COMMAND}`",
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, numpy "
-        f"{numpy.__version__}, nproc {os.cpu_count()} (shared machine: timings are noisy)",
-        f"- Date: {datetime.date.today().isoformat()}",
+        machine_line(),
         "",
         "| N | cut rank | tree step | loop step | loop / tree | tree step (Python RK4) "
         "| loop / that | output per sample "

@@ -23,9 +23,7 @@ Usage: ``python benchmarks/bench_rforces.py [--write]`` (``--write`` replaces th
 """
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -40,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cfa import best_time  # noqa: E402
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 from tests.recursive.models import chain  # noqa: E402
 from tests.recursive.pin_models import q_to_pin, to_pinocchio, v_to_pin  # noqa: E402
@@ -173,7 +171,7 @@ def render(rows, meta):
         "RK4: 0.2 s at h = 1 ms (200 steps), best of 3 runs, CPU time.",
         "",
         "- Command: `python benchmarks/bench_rforces.py --write`",
-        f"- Machine: {meta}",
+        meta,
         "",
         "| elements | `forward_dynamics` [us] | `qdd_and_reactions` [us] | fd / lean "
         "| Python path fd [us] | speed-up | pin aba+rnea [us] | fd / pin | max rel. diff "
@@ -210,17 +208,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
-    import numba
     import pinocchio as pin
 
     rng = np.random.default_rng(3)
     kinds = ("constant", "spring_damper", "time functions", "compiled law")
     rows = [row(kind, rng) for kind in kinds]
-    meta = (
-        f"nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
-        f"{os.getloadavg()[0]:.2f}; Python {platform.python_version()}, numba "
-        f"{numba.__version__}, pin {pin.__version__}; date {datetime.date.today()}"
-    )
+    meta = machine_line(f"pin {pin.__version__}")
     text = render(rows, meta)
     print(text)
     if args.write:

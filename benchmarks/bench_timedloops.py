@@ -30,11 +30,9 @@ replaces the ``timed-loops`` section of benchmarks/RESULTS.md).
 """
 
 import argparse
-import datetime
 import importlib.util
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -51,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cfa import load_space_robot  # noqa: E402
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 import flexmbd as fm  # noqa: E402
 from flexmbd.integrators.explicit import TreeStepper  # noqa: E402
@@ -132,7 +130,6 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args(argv)
-    import numba
 
     kinds = ("of_time", "of_time, scipy steps", "python", "compiled")
     cases = {}
@@ -183,9 +180,7 @@ def main(argv=None):
         "before; bit for bit, checked on the warm-up runs).",
         "",
         "- Command: `python benchmarks/bench_timedloops.py --write`",
-        f"- Machine: nproc {os.cpu_count()}, {platform.platform()}; load average at the end "
-        f"{load[0]:.2f}; Python {platform.python_version()}, numba {numba.__version__}; "
-        f"date {datetime.date.today().isoformat()}",
+        machine_line(load=load[0]),
         "",
         "| model | integrator | drive | steps | [us/step] |",
         "|---|---|---|---:|---:|",

@@ -7,9 +7,6 @@ file is left untouched). No peer implements this algorithm, so the times are
 absolute; the target is 100,000 joints in under 1 s.
 """
 
-import datetime
-import os
-import platform
 import statistics
 import sys
 import time
@@ -18,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # time this working tree
-from results_file import replace_section  # noqa: E402
+from results_file import machine_line, replace_section  # noqa: E402
 
 from flexmbd.topology import analyze  # noqa: E402
 
@@ -86,17 +83,6 @@ def table():
     return "\n".join(rows), worst_at_target
 
 
-def machine():
-    try:
-        cores = len(os.sched_getaffinity(0))  # what `nproc` prints
-    except AttributeError:
-        cores = os.cpu_count()
-    return (
-        f"{platform.platform()}, Python {platform.python_version()}, "
-        f"numpy {np.__version__}, nproc {cores}"
-    )
-
-
 def section(rows, worst):
     verdict = "met" if worst < TARGET_SECONDS else "NOT met"
     return "\n".join(
@@ -111,8 +97,7 @@ def section(rows, worst):
             f"- Target: 100,000 joints < {TARGET_SECONDS:g} s -- {verdict} "
             f"(slowest median at 100,000 joints: {worst:.3f} s).",
             f"- Command: `{COMMAND}`",
-            f"- Machine: {machine()}",
-            f"- Date: {datetime.date.today().isoformat()}",
+            machine_line(),
             "",
             rows,
             END,

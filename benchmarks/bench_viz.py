@@ -19,7 +19,6 @@ or a worktree); ``--write`` puts the table into ``benchmarks/RESULTS.md``.
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results_file import markers, replace_section  # noqa: E402
+from results_file import machine_line, markers, replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TREE = HERE.parent
@@ -138,7 +137,6 @@ def main(argv=None):
 
 
 def write(rows, best, a):
-    import numpy as np
 
     lines = [
         "## Animation: `fm.viz.animate` before and after",
@@ -155,9 +153,7 @@ def write(rows, best, a):
         "",
         f"- Command: `python benchmarks/bench_viz.py --base /tmp/base --write` "
         f"(`/tmp/base`: `git archive {BASELINE} | tar -x -C /tmp/base`)",
-        f"- Machine: {platform.platform()}, Python {platform.python_version()}, "
-        f"numpy {np.__version__}, nproc {os.cpu_count()} (shared with other sessions)",
-        f"- Date: {time.strftime('%Y-%m-%d')}",
+        machine_line(),
         "",
         "| tree | frames | CPU best [s] | wall at best [s] | CPU per frame [ms] | "
         "all CPU [s] | GIF [MB] |",
