@@ -41,6 +41,7 @@ _SKIP = {
     "doc",
     "_topology_cache",
     "_revision",
+    "_changes",
     "_components",
     "_members",
     "_inv",

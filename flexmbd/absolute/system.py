@@ -276,13 +276,54 @@ class AbsoluteSystem:
         for f in self._other + self._sda:
             if getattr(f, "l0", 0.0) is None and hasattr(f, "free_length"):
                 f.free_length(st)
+        # the components whose parameter_attributes refresh() updates in place
+        self._members = {id(c) for c in self.bodies + self.forces}
         self._rev = m.revision
         self._ic = None
 
     def refresh(self):
-        """Re-read the model's parameters if it changed since the last call."""
-        if self.model.revision != self._rev:
+        """Re-read the model if it changed since the last call.
+
+        Writes of the ``parameter_attributes`` of this system's bodies and force elements
+        (a mass, an SDA's ``k``, ``c``, ``l0``, gravity, modal matrices: see
+        :class:`~flexmbd.model.component.Component`) update what depends on them in
+        place; any other change (a joint, a frame, a component added) rebuilds the system.
+        """
+        m = self.model
+        if m.revision == self._rev:
+            return
+        changes = m.changes_since(self._rev)
+        if changes is None or not self._update_parameters(changes):
             self._build()
+
+    def _update_parameters(self, changes):
+        """Apply parameter writes ``[(component, attribute)]`` in place; False when one of
+        them needs a rebuild (nothing is kept then: the caller rebuilds)."""
+        changed, rigid, flex = {}, False, set()
+        for comp, attr in changes:
+            if attr == "doc":
+                continue
+            if id(comp) not in self._members or attr not in comp.parameter_attributes:
+                return False
+            if attr == "l0" and comp.l0 is None:  # the default: the initial length
+                return False
+            changed[id(comp)] = comp
+            rigid |= isinstance(comp, RigidBody)
+            if isinstance(comp, FlexibleBody):
+                flex.add(id(comp))
+        for d in self.flexible.flex:
+            if id(d.body) in flex and not _update_modal_matrices(d):
+                return False
+        for comp in changed.values():
+            if hasattr(comp, "validate"):  # bodies (as Model.validate checks them)
+                comp.validate()
+        if rigid:
+            self.inertia.update(self.bodies)
+        if rigid or flex:
+            self._engine = None  # the compiled engine copies masses and modal matrices
+        self._rev = self.model.revision
+        self._ic = None
+        return True
 
     @property
     def force_terms(self) -> ForceTerms:
@@ -853,6 +894,22 @@ class AbsoluteSystem:
         """Rotation matrix of body ``name`` at ``q``."""
         k = self.layout.body_row(name)
         return normalized_rot(np.asarray(q, float)[7 * k + 3 : 7 * k + 7])
+
+
+def _update_modal_matrices(d):
+    """Re-read the modal stiffness and damping of flexible-body data ``d``
+    (:meth:`~flexmbd.FlexibleBody.set_modal_matrices`); False when any other invariant
+    changed or the body is stiffened (its data then needs a rebuild)."""
+    new, old = d.body.invariants(), d.inv
+    same = new.mass == old.mass and all(
+        getattr(new, f) is getattr(old, f) for f in ("c", "E0", "St", "S", "P")
+    )
+    if d.stiffening or not same:
+        return False
+    d.inv = new
+    d.K = np.asarray(new.K, float)
+    d.D = np.asarray(new.D, float)
+    return True
 
 
 def _solve(A, b, what, n):

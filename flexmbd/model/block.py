@@ -102,11 +102,12 @@ class Block(Component):
             c.unregister()
         old.unregister()
 
-    def mark_changed(self) -> None:
+    def mark_changed(self, component: Any = None, attribute: str | None = None) -> None:
         """Tell the owning model that a component or parameter changed (bumps its
-        revision, so compiled systems re-read their parameters)."""
+        revision, so compiled systems re-read their parameters): ``attribute`` of
+        ``component`` was written, or (None) the structure changed."""
         if self.parent_block() is not None:
-            self.model().mark_changed()
+            self.model().mark_changed(component, attribute)
 
     # -- queries ----------------------------------------------------------------------
     def component_objects(self, ctype: type = Component, descend_into: bool = True) -> list[Any]:

@@ -103,6 +103,8 @@ class RigidBody(Body):
     (6, 6)
     """
 
+    parameter_attributes = ("mass", "inertia", "com")
+
     def __init__(
         self,
         mass: float,

@@ -60,10 +60,15 @@ class Component:
 
     Numeric attributes of a registered component are *mutable parameters*: setting
     one (``m.crank.mass = 2.0``) bumps the owning model's revision, and compiled
-    systems re-read their parameters before the next evaluation.
+    systems re-read their parameters before the next evaluation. The attributes in
+    :attr:`parameter_attributes` set values without changing the model's structure:
+    compiled systems that know them update what depends on them in place (any other
+    write rebuilds them).
     """
 
     kind = "component"
+    #: attributes whose writes change values only, not the model's structure
+    parameter_attributes: tuple[str, ...] = ()
     _frozen_attrs = ("_name", "_parent_ref", "_index")
 
     def __new__(cls, *args, rule=_NO_RULE, **kwargs):
@@ -144,7 +149,7 @@ class Component:
         if not key.startswith("_") and getattr(self, "_parent_ref", None) is not None:
             root = self.model()
             if root is not None:
-                root.mark_changed()
+                root.mark_changed(self, key)
 
     def summary(self) -> str:
         """One-line description used by ``pprint``."""

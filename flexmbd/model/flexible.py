@@ -156,6 +156,9 @@ class FlexibleBody(Body):
         the reduced body has it (default True).
     """
 
+    #: ``"modal_matrices"``: a :meth:`set_modal_matrices` call
+    parameter_attributes = ("modal_matrices",)
+
     def __init__(
         self,
         reduced: ReducedBody | StrPath | None = None,
@@ -350,6 +353,25 @@ class FlexibleBody(Body):
             inv.validate(f"FlexibleBody {self.local_name!r}")
             object.__setattr__(self, "_inv", inv)
         return self._inv
+
+    def set_modal_matrices(self, K: ArrayLike | None = None, D: ArrayLike | None = None) -> None:
+        """Replace the modal stiffness ``K`` and damping ``D`` (n_modes x n_modes, in the
+        units of the modal coordinates: N/m and N s/m per unit modal amplitude) of
+        :meth:`invariants`; None keeps one. Compiled systems update them in place (the
+        change ``"modal_matrices"`` of :attr:`parameter_attributes`)."""
+        import dataclasses
+
+        inv = self.invariants()
+        new = dataclasses.replace(
+            inv,
+            K=inv.K if K is None else np.asarray(K, float),
+            D=inv.D if D is None else np.asarray(D, float),
+        )
+        new.validate(f"FlexibleBody {self.local_name!r}")
+        object.__setattr__(self, "_inv", new)
+        root = self.model()
+        if root is not None:
+            root.mark_changed(self, "modal_matrices")
 
     def displacements(self, modal: ArrayLike) -> Array:
         """Nodal displacements (..., n_nodes, 3) in body axes for modal coordinates (..., n)

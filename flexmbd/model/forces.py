@@ -85,6 +85,7 @@ class Gravity(ForceElement):
     """
 
     has_jacobian = True
+    parameter_attributes = ("g",)
 
     def __init__(
         self, g: ArrayLike = (0.0, 0.0, -9.81), *, name: str | None = None, doc: str | None = None

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import io
+from collections import deque
 from os import PathLike
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Model"]
 
+_CHANGE_LOG = 256  # changes the model remembers for Model.changes_since
+
 
 class Model(Block):
     """A mechanism: bodies, joints, force elements and sub-blocks, with ``m.ground``.
@@ -48,6 +51,8 @@ class Model(Block):
             raise ModelError(f"Model: name must be a non-empty string, got {name!r}")
         super().__init__(name=name, doc=doc)
         object.__setattr__(self, "_revision", 0)
+        # (component, attribute) of the last changes, one per revision (None: structural)
+        object.__setattr__(self, "_changes", deque(maxlen=_CHANGE_LOG))
         object.__setattr__(self, "_topology_cache", None)
         g = Ground()
         g.register_in(self, "ground")
@@ -74,9 +79,31 @@ class Model(Block):
         """Counter bumped by every structural or parameter change."""
         return self._revision
 
-    def mark_changed(self) -> None:
-        """Bump :attr:`revision` (components call this on every change)."""
+    def mark_changed(self, component: Any = None, attribute: str | None = None) -> None:
+        """Bump :attr:`revision` (components call this on every change).
+
+        ``component``, ``attribute``: the attribute written, when the change is one
+        attribute of one component (:meth:`changes_since`); None: a structural change
+        (a component added or removed), after which compiled systems rebuild.
+        """
         object.__setattr__(self, "_revision", self._revision + 1)
+        self._changes.append((component, attribute))
+
+    def changes_since(self, revision: int | None) -> list[tuple[Any, str]] | None:
+        """The ``(component, attribute)`` writes since ``revision``, oldest first.
+
+        None when a structural change happened since then, or when ``revision`` is None
+        or older than the change log (the last 256 changes): the caller rebuilds.
+        """
+        if revision is None:
+            return None
+        count = self._revision - revision
+        if count < 0 or count > len(self._changes):
+            return None
+        out = list(self._changes)[len(self._changes) - count :] if count else []
+        if any(c is None or a is None for c, a in out):
+            return None
+        return out
 
     # -- component lists (declaration order) ------------------------------------------
     def bodies(self) -> list[Body]:

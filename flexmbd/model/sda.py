@@ -124,6 +124,8 @@ class SpringDamperActuator(ForceElement):
     tension. See the module docstring for the derivation of the Jacobians.
     """
 
+    parameter_attributes = ("k", "c", "l0")
+
     def __init__(
         self,
         body_i: Body,

@@ -96,6 +96,8 @@ class ViscousBearing(JointForce):
         Friction coefficient (>= 0).
     """
 
+    parameter_attributes = ("c",)
+
     def __init__(self, joint, c: float, *, name: str | None = None, doc: str | None = None):
         super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name, doc=doc)
         try:

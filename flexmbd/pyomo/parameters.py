@@ -35,7 +35,6 @@ This module does not import Pyomo.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -154,19 +153,6 @@ class _ComponentParameters:
         )
 
 
-class _Touch:
-    """Bump a model's revision through a public attribute write (compiled systems rebuild)."""
-
-    def __init__(self, component):
-        self.c = component
-
-    def __call__(self):
-        root = self.c.model()
-        if root is not None:
-            # re-assigning a public attribute of a registered component bumps the revision
-            self.c.doc = self.c.doc
-
-
 class _Modal:
     """Modal damping ratios and stiffness factor of a flexible body, written into the
     body's modal invariants (``D = sum_i zeta_i D_i`` at the nominal frequencies,
@@ -195,14 +181,10 @@ class _Modal:
             )
         self.K0 = K
         self.scale = 1.0
-        self.touch = _Touch(body)
 
     def apply(self):
-        inv = self.body.invariants()
         D = sum((z * Di for z, Di in zip(self.zeta, self.Di)), np.zeros_like(self.K0))
-        new = dataclasses.replace(inv, D=D, K=self.scale * self.K0)
-        object.__setattr__(self.body, "_inv", new)
-        self.touch()
+        self.body.set_modal_matrices(K=self.scale * self.K0, D=D)
 
     def set_zeta(self, i, v):
         self.zeta[i] = v

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 
-__all__ = ["NodeResiduals"]
+__all__ = ["NodeResiduals", "parameter_columns"]
 
 
 class NodeResiduals:
@@ -204,22 +204,31 @@ class NodeResiduals:
         """Dense ``dr/dp`` (N (n+nc) x np): exact for affine parameters, else central FD."""
         if r is None:
             r = self.residual(X)
-        out = np.zeros((r.size, self.np))
-        for m, par in enumerate(self.params):
-            p0 = par.value
-            if par.affine:
-                dp = max(abs(p0), 1e-3)
-                par.value = p0 + dp
-                self.system.refresh()
-                out[:, m] = (self.residual(X) - r) / dp
-            else:
-                dp = 1e-6 * max(1.0, abs(p0))
-                par.value = p0 + dp
-                self.system.refresh()
-                rp = self.residual(X)
-                par.value = p0 - dp
-                self.system.refresh()
-                out[:, m] = (rp - self.residual(X)) / (2 * dp)
-            par.value = p0
-            self.system.refresh()
-        return out
+        return parameter_columns(self.params, self.system, lambda: self.residual(X), r)
+
+
+def parameter_columns(params, system, residual, r):
+    """Dense ``dr/dp`` (len(r) x len(params)) of ``residual()`` (evaluated at the model's
+    current parameter values; ``r`` its value at the current ones): one evaluation at
+    ``p + dp`` (``dp = max(|p|, 1e-3)``) for an affine parameter, exact up to rounding;
+    a central difference with ``dp = 1e-6 max(1, |p|)`` otherwise. Every parameter is
+    restored and ``system`` refreshed after its column."""
+    out = np.zeros((r.size, len(params)))
+    for m, par in enumerate(params):
+        p0 = par.value
+        if par.affine:
+            dp = max(abs(p0), 1e-3)
+            par.value = p0 + dp
+            system.refresh()
+            out[:, m] = (residual() - r) / dp
+        else:
+            dp = 1e-6 * max(1.0, abs(p0))
+            par.value = p0 + dp
+            system.refresh()
+            rp = residual()
+            par.value = p0 - dp
+            system.refresh()
+            out[:, m] = (rp - residual()) / (2 * dp)
+        par.value = p0
+        system.refresh()
+    return out

@@ -23,11 +23,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ConvergenceError, ModelError
-from .residual import NodeResiduals
+from .residual import NodeResiduals, parameter_columns
 
 __all__ = ["Shooting", "ShootingResult"]
 
@@ -80,6 +81,13 @@ class Shooting:
         Newton tolerance on the correction, relative to ``1 + |y|`` (max norm).
     max_iter : int
         Newton iterations per step before :class:`~flexmbd.errors.ConvergenceError`.
+    compiled : bool, optional
+        Evaluate the steps' residuals and Jacobians with the system's compiled engine
+        (:meth:`~flexmbd.absolute.system.AbsoluteSystem.engine`: the same equations to
+        round-off, dense matrices) instead of the Python terms. Default: when the engine
+        runs every force element of the model and there are no ``inputs``
+        (:class:`~flexmbd.pyomo.JointInput` and :class:`~flexmbd.pyomo.ViscousBearing`
+        are Python laws); True raises :class:`~flexmbd.errors.ModelError` otherwise.
     """
 
     # contract: the problem parameters shared with collocation.Trajectory's constructor
@@ -96,6 +104,7 @@ class Shooting:
         gamma=0.5,
         tol=1e-11,
         max_iter=30,
+        compiled=None,
     ):
         N = int(round(t_end / dt))
         if N < 1:
@@ -114,6 +123,15 @@ class Shooting:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.np = len(self.params)
         self.nz = self.np + self.ntheta
+        from ..absolute.engine import Engine
+
+        ok = Engine.supports(system) and not self.res.nu
+        if compiled and not ok:
+            raise ModelError(
+                "Shooting(compiled=True): the compiled engine does not run this model (a force "
+                "element it does not compile, or control inputs); leave compiled=None"
+            )
+        self.compiled = ok if compiled is None else bool(compiled)
 
     def _u(self, t, theta):
         nu = self.res.nu
@@ -168,10 +186,15 @@ class Shooting:
             U[k + 1], du = self._u(t1, theta)
             a, lam = A[k].copy(), L[k].copy()
             for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
-                r, J = self._jac(t1, qp + b * h * h * a, vp + g * h * a, a, lam, U[k + 1], False)
-                Mt = self._matrix(J)
-                lu = spla.splu((sp.diags(rs) @ Mt).tocsc())
-                dy = lu.solve(-rs * r)
+                q1, v1 = qp + b * h * h * a, vp + g * h * a
+                if self.compiled:
+                    r, lu = self._compiled_step(t1, q1, v1, a, lam)
+                    dy = sla.lu_solve(lu, -rs * r)
+                else:
+                    r, J = self._jac(t1, q1, v1, a, lam, U[k + 1], False)
+                    Mt = self._matrix(J)
+                    lu = spla.splu((sp.diags(rs) @ Mt).tocsc())
+                    dy = lu.solve(-rs * r)
                 a += dy[:n]
                 lam += dy[n:]
                 if np.max(np.abs(dy)) <= self.tol * (1.0 + np.max(np.abs(np.r_[a, lam]))):
@@ -186,19 +209,57 @@ class Shooting:
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = qp + b * h * h * a, vp + g * h * a, a, lam
             s.accept(Q[k + 1], V[k + 1], L[k + 1], t1)
             if sens:
-                _, J = self._jac(t1, Q[k + 1], V[k + 1], a, lam, U[k + 1], True)
-                J = J.tocsc()
-                lu = spla.splu((sp.diags(rs) @ self._matrix(J)).tocsc())
                 dqp = dQ[k] + h * dV[k] + h * h * (0.5 - b) * dA[k]
                 dvp = dV[k] + h * (1 - g) * dA[k]
-                rhs = -(J[:, :n] @ dqp + J[:, n : 2 * n] @ dvp) - self._rhs_inputs_params(J, du)
-                y = lu.solve(rs[:, None] * rhs)
+                if self.compiled:
+                    x = (t1, Q[k + 1], V[k + 1], a, lam)
+                    r, lu = self._compiled_step(*x)
+                    Jq, Jv, Jp = self._compiled_jacobians(*x, r)
+                    y = sla.lu_solve(lu, rs[:, None] * (-(Jq @ dqp + Jv @ dvp) - Jp))
+                else:
+                    _, J = self._jac(t1, Q[k + 1], V[k + 1], a, lam, U[k + 1], True)
+                    J = J.tocsc()
+                    lu = spla.splu((sp.diags(rs) @ self._matrix(J)).tocsc())
+                    rhs = -(J[:, :n] @ dqp + J[:, n : 2 * n] @ dvp) - self._rhs_inputs_params(J, du)
+                    y = lu.solve(rs[:, None] * rhs)
                 dA[k + 1], dL[k + 1] = y[:n], y[n:]
                 dQ[k + 1] = dqp + b * h * h * y[:n]
                 dV[k + 1] = dvp + g * h * y[:n]
         if not sens:
             dQ = dV = dA = dL = None
         return ShootingResult(self.t.copy(), Q, V, A, L, U, dQ, dV, dA, dL, its)
+
+    def _compiled_step(self, t, q, v, a, lam, jac=True):
+        """Engine residual ``r = [F; phi]`` at one node and (``jac``) the LU factors of the
+        row-scaled Newmark matrix ``[J_q beta h^2 + J_v gamma h + J_a, J_lam]`` (its
+        constraint rows divided by ``beta h^2``: ``Phi_q``, as the engine assembles it)."""
+        bh2, gh = self.beta * self.h * self.h, self.gamma * self.h
+        e = self.system.engine()
+        r, phi, A = e.terms(q, v, a, lam, t, (1.0, bh2, gh, bh2, gh), jac=jac)
+        return np.concatenate([r, phi]), (sla.lu_factor(A, check_finite=False) if jac else None)
+
+    def _compiled_jacobians(self, t, q, v, a, lam, r):
+        """``(J_q, J_v, J_p)`` (n + nc rows) at one node from the engine: the residual's
+        derivatives in ``q`` and ``v`` and the parameter columns
+        (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals)."""
+        n, e = self.res.n, self.system.engine()
+        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]
+        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]
+        Jq = Aq[:, :n]  # F rows: dR/dq + H - dQ/dq; phi rows: Phi_q
+        Jv = Av[:, :n].copy()
+        Jv[n:] = 0.0  # phi does not depend on v
+        Jp = np.zeros((len(r), self.nz))  # no inputs on this path: profile columns zero
+        if self.np:
+            Jp[:, : self.np] = parameter_columns(
+                self.params, self.system, lambda: self._compiled_step(t, q, v, a, lam, False)[0], r
+            )
+        return Jq, Jv, Jp
+
+    def _phi_q(self, q, t):
+        """Sparse ``Phi_q`` (CSR) at ``q``, ``t``: the engine's on the compiled path."""
+        if self.compiled:
+            return self.system.engine().constraint_jacobian(q, t)
+        return self.system.constraint_jacobian(q, t).tocsr()
 
     def _matrix(self, J):
         n, nc, b, g, h = self.res.n, self.res.nc, self.beta, self.gamma, self.h
@@ -238,7 +299,7 @@ class Shooting:
         F = np.zeros((N, 3))
         dF = None if result.dlam is None else np.zeros((N, 3, self.nz))
         for m in range(N):
-            P = s.constraint_jacobian(result.q[m], result.t[m]).tocsr()[rows][:, cols].toarray()
+            P = self._phi_q(result.q[m], result.t[m])[rows][:, cols].toarray()
             lam = result.lam[m, rows]
             F[m] = P.T @ lam
             if dF is not None:
@@ -246,8 +307,8 @@ class Shooting:
                 for c in range(self.nz):
                     d = result.dq[m, :, c]
                     e = 1e-7 / max(np.max(np.abs(d)), 1e-300)
-                    Pp = s.constraint_jacobian(result.q[m] + e * d, result.t[m]).tocsr()
-                    Pm = s.constraint_jacobian(result.q[m] - e * d, result.t[m]).tocsr()
+                    Pp = self._phi_q(result.q[m] + e * d, result.t[m])
+                    Pm = self._phi_q(result.q[m] - e * d, result.t[m])
                     dP = (Pp[rows][:, cols] - Pm[rows][:, cols]).toarray() / (2 * e)
                     dF[m, :, c] += dP.T @ lam
         return F, dF
