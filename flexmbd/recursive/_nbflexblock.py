@@ -36,11 +36,13 @@ def flex_loop_rk4_block(
 
     ``T`` ... ``info``: the tree's arguments of :func:`._nbsingle.flex_forward_dynamics`;
     ``sI`` ... ``out``: the cut rows' (:func:`._nbflexcut.flex_cuts_eval`); ``solve =
-    (qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks (4, 2 nv), yy (2 nv,), y0 (2 nv,))``
-    the solve's and the step's scratch; ``zv``: zeros (nv,); ``cw``:
-    :func:`._nbloops.correct_work`. Stops before an interval with a failed stage, a
-    correction the QR must decide (:data:`._nbloops.NEEDS_QR`) or a non-finite end state
-    (``y`` is then that interval's start: the caller's per-interval path decides).
+    (qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks (4, 2 nv), yy (2 nv,), y0 (2 nv,),
+    stiff, sw)`` the solve's and the step's scratch (``stiff``, ``sw``: the geometric
+    stiffening switch and scratch of :func:`._nbflexcut.flex_loop_accelerations`); ``zv``:
+    zeros (nv,); ``cw``: :func:`._nbloops.correct_work`. Stops before an interval with a
+    failed stage, a correction the QR must decide (:data:`._nbloops.NEEDS_QR`) or a
+    non-finite end state (``y`` is then that interval's start: the caller's per-interval
+    path decides).
     Returns the number of intervals done."""
     qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks, yy, y0, stiff, sw = solve
     n = y.shape[0]

@@ -74,8 +74,10 @@ therefore solves the tree again with the cut-joint wrenches of the current multi
 applied (they enter the interface loads through
 :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the multipliers
 by the projection until the accelerations settle (``_loop_stiffening``: a fixed point,
-or the affine solve where it does not contract). The result equals the absolute
-formulation's with its interface loads at the current reactions
+or the affine solve where it does not contract; compiled inside the projected solve as
+:func:`flexmbd.recursive._nbflexcut.flex_loop_stiffening`, the same steps in the same
+order, against which ``_loop_stiffening`` stays the reference). The result equals the
+absolute formulation's with its interface loads at the current reactions
 (tests/recursive/test_flexible_loops.py).
 """
 
