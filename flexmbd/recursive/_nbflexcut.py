@@ -379,17 +379,17 @@ def cut_items(cI, D, Rw, pw, lam, cutf, items):
 
 
 @njit(cache=True)
-def _stiff_g(
-    T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
-    out, acc, C, Y, A, b, x, r, sw, lam_in, qn, dl,
-):  # fmt: skip
+def _stiff_g(ga, lam_in, qn, dl):
     """``g(lam_in)`` of :meth:`flexmbd.recursive.loops.LoopSystem._loop_stiffening`: the
     stiffened tree solved with the cut-joint wrenches of ``lam_in`` applied
     (:func:`cut_items`, :func:`flex_frame_wrenches`, :func:`._nbsingle.flex_forward_dynamics`
     with its stiffening), then projected on the rows ``sel`` (the factor ``A`` of
     :func:`flex_loop_accelerations`): the accelerations ``qn`` (nv,) and the multiplier
-    correction ``dl`` (m,). The workspace must hold world poses at ``q``. Returns the
-    tree solve's status."""
+    correction ``dl`` (m,). ``ga``: :func:`flex_loop_stiffening`'s arguments ``T`` ...
+    ``sw`` as a tuple. The workspace must hold world poses at ``q``. Returns the tree
+    solve's status."""
+    (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
+     out, acc, C, Y, A, b, x, r, sw) = ga  # fmt: skip
     items, zq, w6, Rb, rb, cutf = sw[0], sw[1], sw[2], sw[3], sw[4], sw[5]
     gamma, D, Rw, pw = out[2], out[6], out[7], out[8]
     W = FK.FlexWork(*T)
@@ -475,6 +475,8 @@ def flex_loop_stiffening(
     dl2, lt, gs (m,), Gm (m, m), act (m,) int)``. Returns 0, a tree solve's status or
     :data:`STIFF_SINGULAR`."""
     qn, qn2, dl, dl2, lt, gs, Gm, act = sw[6], sw[7], sw[8], sw[9], sw[10], sw[11], sw[12], sw[13]
+    ga = (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs,
+          cI, out, acc, C, Y, A, b, x, r, sw)  # fmt: skip
     nv = qdd.shape[0]
     m = lam.shape[0]
     scale = 0.0
@@ -484,10 +486,7 @@ def flex_loop_stiffening(
     change_prev = np.inf
     broke = False
     for _it in range(LOOP_STIFF_ITER):
-        st = _stiff_g(
-            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt,
-            sFs, cI, out, acc, C, Y, A, b, x, r, sw, lam, qn, dl,
-        )  # fmt: skip
+        st = _stiff_g(ga, lam, qn, dl)
         if st != 0:
             return st
         change = _max_change(qn, qdd)
@@ -506,10 +505,7 @@ def flex_loop_stiffening(
             qdd[i] = qn[i]
         change_prev = change
     if not broke:
-        st = _stiff_g(
-            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt,
-            sFs, cI, out, acc, C, Y, A, b, x, r, sw, lam, qdd, dl,
-        )  # fmt: skip
+        st = _stiff_g(ga, lam, qdd, dl)
         if st != 0:
             return st
     # the affine solve of g(lam) = 0 on the active rows (Newton with exact columns)
@@ -531,10 +527,7 @@ def flex_loop_stiffening(
             for i in range(m):
                 lt[i] = lam[i]
             lt[act[j]] += h
-            st = _stiff_g(
-                T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt,
-                sFs, cI, out, acc, C, Y, A, b, x, r, sw, lt, qn2, dl2,
-            )  # fmt: skip
+            st = _stiff_g(ga, lt, qn2, dl2)
             if st != 0:
                 return st
             for i in range(na):
@@ -545,10 +538,7 @@ def flex_loop_stiffening(
             return STIFF_SINGULAR
         for i in range(na):
             lam[act[i]] += gs[i]
-        st = _stiff_g(
-            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt,
-            sFs, cI, out, acc, C, Y, A, b, x, r, sw, lam, qn, dl,
-        )  # fmt: skip
+        st = _stiff_g(ga, lam, qn, dl)
         if st != 0:
             return st
         change = _max_change(qn, qdd)
