@@ -430,8 +430,9 @@ def _max_change(x, y):
 
 @njit(cache=True)
 def _lu_solve(G, x, n):
-    """``G[:n, :n] x = x`` in place by Gaussian elimination with partial pivoting (``G``
-    overwritten); False where a pivot is below ``n eps`` of ``max |G|`` (singular)."""
+    """The solution ``y`` of ``G[:n, :n] y = x[:n]`` into ``x`` by Gaussian elimination
+    with partial pivoting (``G`` overwritten); False where a pivot is below ``n eps`` of
+    ``max |G|`` (singular: the caller hands over)."""
     big = 0.0
     for i in range(n):
         for j in range(n):

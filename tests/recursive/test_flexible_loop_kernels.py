@@ -124,8 +124,8 @@ def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, 
     no Python iteration; against it (``flex_compiled = False``) to round-off. The
     spherical loop's fixed point converges in two steps (3 tree solves in Python); the
     universal one's does not contract and both paths solve the affine equation by Newton
-    steps (13 tree solves in Python: 2 fixed-point steps, then 5 active rows' columns and
-    the step, once, and the check step)."""
+    steps (13 tree solves in Python: the free one, 2 fixed-point steps, then 2 Newton steps
+    of 4 finite-difference columns and the step each)."""
     _, ls, q, qd, _ = _stiffened_loop(kind, closing)
     q, qd = ls.project(q, qd)
     ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
