@@ -1153,11 +1153,12 @@ class LoopSystem:
         work, (cI, E, F, G), pspeeds = c.flex_work()
         nv, m, k = self.nv, c.m, sel.shape[0]
         qdd, lam = np.empty(nv), np.empty(m)
-        # the rows and the solve's scratch: kept per row count (only qdd, lam are returned)
+        # the rows and the solve's scratch: kept per row count and size (only qdd, lam are
+        # returned)
         kept = getattr(self, "_flex_scratch", None)
-        if kept is None or kept[0] != k:
+        if kept is None or kept[0] != (k, m, nv):
             kept = self._flex_scratch = (
-                k,
+                (k, m, nv),
                 c.flex_outputs(),
                 (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k))),
                 (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k))),
