@@ -321,3 +321,20 @@ def test_adaptive_run_agrees_with_the_python_path(stiff, monkeypatch):
     # measured 4.4e-16 (q), 4.1e-13 of the largest speed (qd)
     assert np.abs(r1.q[-1] - r2.q[-1]).max() <= 1e-12
     assert _close(r1.qd[-1], r2.qd[-1], 1e-9)
+
+
+def test_stiffening_newton_solve_and_its_hand_over():
+    """The Newton steps' square solve (:func:`_nbflexcut._lu_solve`, where the reference
+    takes least squares): a nonsingular system to round-off of ``np.linalg.solve`` (only
+    the leading ``n`` block read); a singular one refused (the caller hands over to the
+    Python path, whose least squares decide)."""
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(5, 5))
+    x = rng.normal(size=5)
+    ref = np.linalg.solve(G[:4, :4], x[:4])
+    Gw, xw = G.copy(), x.copy()
+    assert FC._lu_solve(Gw, xw, 4)
+    assert _close(xw[:4], ref, 1e-13)
+    assert xw[4] == x[4] and np.array_equal(Gw[4], G[4])
+    G[:4, 3] = G[:4, 0] + 2.0 * G[:4, 1]  # rank 3
+    assert not FC._lu_solve(G, x.copy(), 4)
