@@ -6,9 +6,9 @@ B by a spherical joint, gravity), geometric stiffening off and on, from the mode
 initial state (crank at 2 rad/s, undeformed). CPU time of this process, in one process, runs
 interleaved, median [min-max] over the rounds, of
 
-* ``compiled``: the cut rows, cut wrenches, projected solve and correction of
-  ``flexmbd/recursive/_nbflexcut.py``, with stiffening off RK4 in compiled blocks, the
-  adaptive evaluations and the output samples in compiled calls
+* ``compiled``: the cut rows, cut wrenches, projected solve (with stiffening its
+  loop-aware iteration) and correction of ``flexmbd/recursive/_nbflexcut.py``, RK4 in
+  compiled blocks, the adaptive evaluations and the output samples in compiled calls
   (``flexmbd/recursive/_nbflexblock.py``) (the default, ``LoopSystem.flex_compiled``);
 * ``Python``: the same model with ``flex_compiled = False`` (the path before: rows by
   tree-kinematics passes from Python, wrenches in numpy, the projector's QR);
@@ -134,9 +134,9 @@ def main(argv=None):
         "stiffening off and on. CPU time per step, the difference of a "
         f"{T2:g} s and a {T1:g} s run (set-up and first QR excluded), an output sample at "
         f"every step; median [min-max] of {args.rounds} interleaved rounds. `compiled`: "
-        "the cut rows, cut wrenches, projected solve and correction of "
-        "`flexmbd/recursive/_nbflexcut.py`, with stiffening off RK4 in compiled blocks, the "
-        "adaptive evaluations and the output samples in compiled calls "
+        "the cut rows, cut wrenches, projected solve (with stiffening its loop-aware "
+        "iteration) and correction of `flexmbd/recursive/_nbflexcut.py`, RK4 in compiled "
+        "blocks, the adaptive evaluations and the output samples in compiled calls "
         "(`flexmbd/recursive/_nbflexblock.py`) (the default); `Python`: "
         "`LoopSystem.flex_compiled = False` (the path before); `tree`: the same bodies "
         "without the closing joint; `absolute`: the absolute formulation of the loop (the "

@@ -36,13 +36,15 @@ def flex_loop_rk4_block(
 
     ``T`` ... ``info``: the tree's arguments of :func:`._nbsingle.flex_forward_dynamics`;
     ``sI`` ... ``out``: the cut rows' (:func:`._nbflexcut.flex_cuts_eval`); ``solve =
-    (qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks (4, 2 nv), yy (2 nv,), y0 (2 nv,))``
-    the solve's and the step's scratch; ``zv``: zeros (nv,); ``cw``:
-    :func:`._nbloops.correct_work`. Stops before an interval with a failed stage, a
-    correction the QR must decide (:data:`._nbloops.NEEDS_QR`) or a non-finite end state
-    (``y`` is then that interval's start: the caller's per-interval path decides).
+    (qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks (4, 2 nv), yy (2 nv,), y0 (2 nv,),
+    stiff, sw)`` the solve's and the step's scratch (``stiff``, ``sw``: the geometric
+    stiffening switch and scratch of :func:`._nbflexcut.flex_loop_accelerations`); ``zv``:
+    zeros (nv,); ``cw``: :func:`._nbloops.correct_work`. Stops before an interval with a
+    failed stage, a correction the QR must decide (:data:`._nbloops.NEEDS_QR`) or a
+    non-finite end state (``y`` is then that interval's start: the caller's per-interval
+    path decides).
     Returns the number of intervals done."""
-    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks, yy, y0 = solve
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, ks, yy, y0, stiff, sw = solve
     n = y.shape[0]
     nv = n // 2
     for j in range(n_int):
@@ -55,7 +57,7 @@ def flex_loop_rk4_block(
                 st = FC.flex_loop_accelerations(
                     T, MI, grav, use_grav, reac, tol, max_iter, info, yy[:nv], yy[nv:], tau,
                     sel, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C,
-                    Y, A, b, x, r, qdd, lam,
+                    Y, A, b, x, r, qdd, lam, stiff, sw,
                 )  # fmt: skip
                 if st != 0:
                     break
@@ -97,7 +99,7 @@ def flex_loop_samples(
     ``wrench = (items (2 nc, 10), zq (nmax,), w6 (NW6, 6), Rb (3, 3), rb (3,))``. A state
     that fails (a solve, the rank test) has ``ok[i]`` False (the caller's Python path
     decides)."""
-    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, _y0 = solve
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, _y0, stiff, sw = solve
     items, zq, w6, Rb, rb = wrench
     phi, J, D, Rw, pw = out[0], out[1], out[6], out[7], out[8]
     W = FK.FlexWork(*T)
@@ -110,6 +112,7 @@ def flex_loop_samples(
         st = FC.flex_loop_accelerations(
             T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, TAU[i], sel, sI, sC, sFt,
             sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+            stiff, sw,
         )  # fmt: skip
         if st != 0:
             continue
@@ -121,37 +124,15 @@ def flex_loop_samples(
         for j in range(lam.shape[0]):
             LAM[i, j] = lam[j]
         # the cut wrenches and their pairs on the cut frames (the workspace is at (q, v)
-        # with world poses: flex_cuts_eval's last kinematics pass)
-        for c in range(cI.shape[0]):
-            r0, m = cI[c, 0], cI[c, 1] + cI[c, 2]
-            for a in range(6):
-                s = 0.0
-                for k in range(m):
-                    s += D[r0 + k, a] * lam[r0 + k]
-                CUTF[i, c, a] = s
-            Rc = Rw[2 * c + 1]
-            pc = pw[2 * c + 1]
-            for side in range(2):
-                it = items[2 * c + side]
-                sg = 1.0 if side == 0 else -1.0
-                it[0] = 2 * c + 1 - side
-                for a in range(3):
-                    it[1 + a] = pc[a]
-                    it[4 + a] = sg * (
-                        Rc[a, 0] * CUTF[i, c, 0] + Rc[a, 1] * CUTF[i, c, 1]
-                        + Rc[a, 2] * CUTF[i, c, 2]
-                    )  # fmt: skip
-                    it[7 + a] = sg * (
-                        Rc[a, 0] * CUTF[i, c, 3] + Rc[a, 1] * CUTF[i, c, 4]
-                        + Rc[a, 2] * CUTF[i, c, 5]
-                    )  # fmt: skip
+        # with world poses: flex_cuts_eval's or the stiffening's last kinematics pass)
+        FC.cut_items(cI, D, Rw, pw, lam, CUTF[i], items)
         for k in range(fext.shape[0]):
             for a in range(6):
                 fext[k, a] = 0.0
         NS._clear_applied(W.Fm)
         FC.flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
         st = NS.flex_forward_dynamics(
-            T, q, v, TAU[i], MI, grav, use_grav, REAC[i], False, tol, max_iter, info, qf,
+            T, q, v, TAU[i], MI, grav, use_grav, REAC[i], stiff, tol, max_iter, info, qf,
             ACC[i], True, False,
         )  # fmt: skip
         for k in range(fext.shape[0]):
@@ -172,7 +153,7 @@ def flex_loop_rhs(
     corrected state (arguments as :func:`flex_loop_rk4_block`). Returns 0,
     :data:`._nbloops.NEEDS_QR` or the failure of a solve (the caller's Python path then
     decides; ``f`` undefined)."""
-    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, yc = solve
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, _ks, _yy, yc, stiff, sw = solve
     n = y.shape[0]
     nv = n // 2
     for i in range(n):
@@ -186,6 +167,7 @@ def flex_loop_rhs(
     st = FC.flex_loop_accelerations(
         T, MI, grav, use_grav, reac, tol, max_iter, info, yc[:nv], yc[nv:], tau, sel, sI, sC,
         sFt, sFs, cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+        stiff, sw,
     )  # fmt: skip
     if st != 0:
         return st

@@ -24,12 +24,14 @@ unit speeds, one compiled pass per path speed; the rows are the rigid loops'
 (:func:`flexmbd.constraints._nbloop.cut_rows`).
 """
 
+import numpy as np
+
 from .._jit import njit
 from ..constraints._nbloop import cut_rows
 from . import _flexkernels as FK
 from . import _nbloops as NL
 from . import _nbsingle as NS
-from ._kernels import P_W, R_W, V_AB, V_VEL, _m2c
+from ._kernels import P_W, R_W, V_AB, V_FEXT, V_VEL, _m2c
 
 S_GROUND, S_RIGID, S_FLEX = 0, 1, 2
 #: columns of the side table ``sI``
@@ -38,6 +40,12 @@ NSI = 7
 #: rows of the 6-vector scratch ``w6``
 W6_V, W6_A, W6_S, W6_T, W6_B, W6_BSP, W6_VREL, W6_WF = range(8)
 NW6 = 8
+#: the loop-aware stiffening's tolerance (relative to ``1 + max |qdd|``) and fixed-point
+#: steps (:meth:`flexmbd.recursive.loops.LoopSystem._loop_stiffening`'s defaults)
+LOOP_STIFF_TOL, LOOP_STIFF_ITER = 1e-10, 8
+#: status of :func:`flex_loop_accelerations`: the stiffening's affine solve met a
+#: singular Jacobian (the Python path's least squares decides)
+STIFF_SINGULAR = -5
 
 
 @njit(cache=True, inline="always")
@@ -340,10 +348,214 @@ def flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext):
                 Qa[r] -= acc
 
 
+@njit(cache=True, inline="always")
+def cut_items(cI, D, Rw, pw, lam, cutf, items):
+    """The cut joints' wrenches ``cutf[c] = D_c^T lam_c`` (N m, N; child joint-frame axes
+    at its origin) of the multipliers ``lam`` and their pairs on the cut frames as
+    :func:`flex_frame_wrenches` items (``items[2 c]`` on the child side, ``items[2 c + 1]``
+    the opposite on the parent side, at the child frame's origin, world axes), from the
+    rows ``D`` and the side poses ``Rw``, ``pw`` of :func:`flex_cuts_eval`."""
+    for c in range(cI.shape[0]):
+        r0, m = cI[c, 0], cI[c, 1] + cI[c, 2]
+        for a in range(6):
+            s = 0.0
+            for k in range(m):
+                s += D[r0 + k, a] * lam[r0 + k]
+            cutf[c, a] = s
+        Rc = Rw[2 * c + 1]
+        pc = pw[2 * c + 1]
+        for side in range(2):
+            it = items[2 * c + side]
+            sg = 1.0 if side == 0 else -1.0
+            it[0] = 2 * c + 1 - side
+            for a in range(3):
+                it[1 + a] = pc[a]
+                it[4 + a] = sg * (
+                    Rc[a, 0] * cutf[c, 0] + Rc[a, 1] * cutf[c, 1] + Rc[a, 2] * cutf[c, 2]
+                )
+                it[7 + a] = sg * (
+                    Rc[a, 0] * cutf[c, 3] + Rc[a, 1] * cutf[c, 4] + Rc[a, 2] * cutf[c, 5]
+                )
+
+
+@njit(cache=True)
+def _stiff_g(ga, lam_in, qn, dl):
+    """``g(lam_in)`` of :meth:`flexmbd.recursive.loops.LoopSystem._loop_stiffening`: the
+    stiffened tree solved with the cut-joint wrenches of ``lam_in`` applied
+    (:func:`cut_items`, :func:`flex_frame_wrenches`, :func:`._nbsingle.flex_forward_dynamics`
+    with its stiffening), then projected on the rows ``sel`` (the factor ``A`` of
+    :func:`flex_loop_accelerations`): the accelerations ``qn`` (nv,) and the multiplier
+    correction ``dl`` (m,). ``ga``: :func:`flex_loop_stiffening`'s arguments ``T`` ...
+    ``sw`` as a tuple. The workspace must hold world poses at ``q``. Returns the tree
+    solve's status."""
+    (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
+     out, acc, C, Y, A, b, x, r, sw) = ga  # fmt: skip
+    items, zq, w6, Rb, rb, cutf = sw[0], sw[1], sw[2], sw[3], sw[4], sw[5]
+    gamma, D, Rw, pw = out[2], out[6], out[7], out[8]
+    W = FK.FlexWork(*T)
+    fext = W.Vv[V_FEXT]
+    cut_items(cI, D, Rw, pw, lam_in, cutf, items)
+    for k in range(fext.shape[0]):
+        for a in range(6):
+            fext[k, a] = 0.0
+    NS._clear_applied(W.Fm)
+    flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
+    st = NS.flex_forward_dynamics(
+        T, q, v, tau, MI, grav, use_grav, reac, True, tol, max_iter, info, qn, acc, False, False
+    )
+    for k in range(fext.shape[0]):
+        for a in range(6):
+            fext[k, a] = 0.0
+    if st != 0:
+        return st
+    k = sel.shape[0]
+    for a in range(k):
+        b[a] = gamma[sel[a]]
+    NL._refined_solve(C, Y, A, b, qn, x, r, k, qn.shape[0])
+    for i in range(dl.shape[0]):
+        dl[i] = 0.0
+    for a in range(k):
+        dl[sel[a]] = x[a]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _max_change(x, y):
+    """``max |x - y|``."""
+    d = 0.0
+    for i in range(x.shape[0]):
+        d = max(d, abs(x[i] - y[i]))
+    return d
+
+
+@njit(cache=True)
+def _lu_solve(G, x, n):
+    """The solution ``y`` of ``G[:n, :n] y = x[:n]`` into ``x`` by Gaussian elimination
+    with partial pivoting (``G`` overwritten); False where a pivot is below ``n eps`` of
+    ``max |G|`` (singular: the caller hands over)."""
+    big = 0.0
+    for i in range(n):
+        for j in range(n):
+            big = max(big, abs(G[i, j]))
+    small = n * 2.220446049250313e-16 * big
+    for c in range(n):
+        p = c
+        for i in range(c + 1, n):
+            if abs(G[i, c]) > abs(G[p, c]):
+                p = i
+        if not abs(G[p, c]) > small:
+            return False
+        if p != c:
+            for j in range(n):
+                G[c, j], G[p, j] = G[p, j], G[c, j]
+            x[c], x[p] = x[p], x[c]
+        for i in range(c + 1, n):
+            f = G[i, c] / G[c, c]
+            for j in range(c, n):
+                G[i, j] -= f * G[c, j]
+            x[i] -= f * x[c]
+    for c in range(n - 1, -1, -1):
+        s = x[c]
+        for j in range(c + 1, n):
+            s -= G[c, j] * x[j]
+        x[c] = s / G[c, c]
+    return True
+
+
+@njit(cache=True)
+def flex_loop_stiffening(
+    T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
+    out, acc, C, Y, A, b, x, r, qdd, lam, sw,
+):  # fmt: skip
+    """Loop-aware geometric stiffening of ``(qdd, lam)`` in place (the compiled
+    :meth:`flexmbd.recursive.loops.LoopSystem._loop_stiffening`, its steps in its order):
+    fixed-point steps ``lam += g(lam)`` (:func:`_stiff_g`) while they contract, else the
+    affine equation ``g(lam) = 0`` on its active rows by Newton steps with
+    finite-difference columns (a square solve, :func:`_lu_solve`, where the reference
+    takes least squares). ``sw = (items, zq, w6, Rb, rb, cutf (nc, 6), qn, qn2 (nv,), dl,
+    dl2, lt, gs (m,), Gm (m, m), act (m,) int)``. Returns 0, a tree solve's status or
+    :data:`STIFF_SINGULAR`."""
+    qn, qn2, dl, dl2, lt, gs, Gm, act = sw[6], sw[7], sw[8], sw[9], sw[10], sw[11], sw[12], sw[13]
+    ga = (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs,
+          cI, out, acc, C, Y, A, b, x, r, sw)  # fmt: skip
+    nv = qdd.shape[0]
+    m = lam.shape[0]
+    scale = 0.0
+    for i in range(nv):
+        scale = max(scale, abs(qdd[i]))
+    scale = LOOP_STIFF_TOL * (1.0 + scale)
+    change_prev = np.inf
+    broke = False
+    for _it in range(LOOP_STIFF_ITER):
+        st = _stiff_g(ga, lam, qn, dl)
+        if st != 0:
+            return st
+        change = _max_change(qn, qdd)
+        if change <= scale:
+            for i in range(nv):
+                qdd[i] = qn[i]
+            for i in range(m):
+                lam[i] += dl[i]
+            return 0
+        if change > 0.5 * change_prev:
+            broke = True
+            break
+        for i in range(m):
+            lam[i] += dl[i]
+        for i in range(nv):
+            qdd[i] = qn[i]
+        change_prev = change
+    if not broke:
+        st = _stiff_g(ga, lam, qdd, dl)
+        if st != 0:
+            return st
+    # the affine solve of g(lam) = 0 on the active rows (Newton with exact columns)
+    na = 0
+    for i in range(m):
+        if dl[i] != 0.0:
+            act[na] = i
+            na += 1
+    if na == 0:
+        for i in range(m):
+            act[i] = i
+        na = m
+    for _it in range(3):
+        h = 0.0
+        for i in range(m):
+            h = max(h, abs(lam[i]))
+        h = 1e-3 * (1.0 + h)
+        for j in range(na):
+            for i in range(m):
+                lt[i] = lam[i]
+            lt[act[j]] += h
+            st = _stiff_g(ga, lt, qn2, dl2)
+            if st != 0:
+                return st
+            for i in range(na):
+                Gm[i, j] = (dl2[act[i]] - dl[act[i]]) / h
+        for i in range(na):
+            gs[i] = -dl[act[i]]
+        if not _lu_solve(Gm, gs, na):
+            return STIFF_SINGULAR
+        for i in range(na):
+            lam[act[i]] += gs[i]
+        st = _stiff_g(ga, lam, qn, dl)
+        if st != 0:
+            return st
+        change = _max_change(qn, qdd)
+        for i in range(nv):
+            qdd[i] = qn[i]
+        if change <= scale:
+            break
+    for i in range(m):
+        lam[i] += dl[i]
+    return 0
+
+
 @njit(cache=True)
 def flex_loop_accelerations(
     T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
-    E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam,
+    E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, stiff, sw,
 ):  # fmt: skip
     """Constrained accelerations ``qdd`` and multipliers ``lam`` of a loop through flexible
     bodies at ``(q, v)`` with the independent rows ``sel`` of the last corrected state (the
@@ -354,10 +566,13 @@ def flex_loop_accelerations(
     (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
     of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
     (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
-    ``x``, ``r`` (k,). Returns 0, the status of a failed tree solve, or -1 when ``J_I Y``
-    is not positive definite (the caller takes the QR path)."""
+    ``x``, ``r`` (k,). With ``stiff`` (a tree with geometric stiffening) the free solve
+    is stiffened and :func:`flex_loop_stiffening` (scratch ``sw``) makes the stiffening
+    loads see the cut-joint wrenches; without, ``sw`` is not read. Returns 0, the status
+    of a failed tree solve or of the stiffening, or -1 when ``J_I Y`` is not positive
+    definite (the caller takes the QR path)."""
     st = NS.flex_forward_dynamics(
-        T, q, v, tau, MI, grav, use_grav, reac, False, tol, max_iter, info, qf, acc, False,
+        T, q, v, tau, MI, grav, use_grav, reac, stiff, tol, max_iter, info, qf, acc, False,
         True,
     )  # fmt: skip
     if st != 0:
@@ -387,6 +602,11 @@ def flex_loop_accelerations(
         lam[i] = 0.0
     for a in range(k):
         lam[sel[a]] = x[a]
+    if stiff:
+        return flex_loop_stiffening(
+            T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt,
+            sFs, cI, out, acc, C, Y, A, b, x, r, qdd, lam, sw,
+        )  # fmt: skip
     return 0
 
 

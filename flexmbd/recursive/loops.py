@@ -74,8 +74,10 @@ therefore solves the tree again with the cut-joint wrenches of the current multi
 applied (they enter the interface loads through
 :meth:`flexmbd.recursive.flexible.FlexTree.frame_wrench`) and corrects the multipliers
 by the projection until the accelerations settle (``_loop_stiffening``: a fixed point,
-or the affine solve where it does not contract). The result equals the absolute
-formulation's with its interface loads at the current reactions
+or the affine solve where it does not contract; compiled inside the projected solve as
+:func:`flexmbd.recursive._nbflexcut.flex_loop_stiffening`, the same steps in the same
+order, against which ``_loop_stiffening`` stays the reference). The result equals the
+absolute formulation's with its interface loads at the current reactions
 (tests/recursive/test_flexible_loops.py).
 """
 
@@ -1109,8 +1111,9 @@ class LoopSystem:
 
     def _flex_direct(self):
         """Whether :func:`._nbflexcut.flex_loop_accelerations` describes this loop (per
-        model revision): compiled rows, no drivers, no cut-joint forces, no stiffening,
-        gravity the only force element, no reversed or screw tree joint."""
+        model revision): compiled rows, no drivers, no cut-joint forces, gravity the only
+        force element, no reversed or screw tree joint (with geometric stiffening: its
+        loop-aware iteration, :func:`._nbflexcut.flex_loop_stiffening`)."""
         key = self.model.revision
         memo = getattr(self, "_flex_ok", None)
         if memo is not None and memo[0] == key:
@@ -1122,7 +1125,6 @@ class LoopSystem:
             and c.compiled_flex
             and not c.drivers
             and not self._cut_jf
-            and not self._stiff_loop
             and self.algorithm == "serialized"
             and all(isinstance(f, Gravity) for f in self.model.forces())
             and not np.any(Ia[K.I_REV, 1:])
@@ -1151,20 +1153,23 @@ class LoopSystem:
         work, (cI, E, F, G), pspeeds = c.flex_work()
         nv, m, k = self.nv, c.m, sel.shape[0]
         qdd, lam = np.empty(nv), np.empty(m)
-        # the rows and the solve's scratch: kept per row count (only qdd, lam are returned)
+        # the rows and the solve's scratch: kept per row count and size (only qdd, lam are
+        # returned)
         kept = getattr(self, "_flex_scratch", None)
-        if kept is None or kept[0] != k:
+        if kept is None or kept[0] != (k, m, nv):
             kept = self._flex_scratch = (
-                k,
+                (k, m, nv),
                 c.flex_outputs(),
                 (np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k))),
                 (np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k))),
                 (np.empty(k), np.empty(k), np.empty(k)),
+                self._flex_stiff_work(self._flex_wrench_work()),
             )
-        _, out, cols, rows, small = kept
+        _, out, cols, rows, small, sw = kept
         st = _FC.flex_loop_accelerations(
             self.tree.flex.work, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tv, sel,
             sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out, *cols, *rows, *small, qdd, lam,
+            self._stiff_loop, sw,
         )  # fmt: skip
         if st != 0:
             return None
@@ -1309,25 +1314,41 @@ class LoopSystem:
             return None
         nv, m, k = self.nv, c.m, sel.shape[0]
         kept = getattr(self, "_flex_block_ws", None)
-        if kept is None or kept[0] != (k, m):
+        stiff = self._stiff_loop
+        if kept is None or kept[0] != (k, m, stiff):
+            wrench = self._flex_wrench_work()
             solve = (
                 np.empty(nv), np.zeros((1, 6)), np.empty((nv, k)), np.empty((nv, k)),
                 np.empty((k, nv)), np.empty((k, nv)), np.zeros((k, k)), np.empty(k),
                 np.empty(k), np.empty(k), np.empty(nv), np.empty(m), np.empty((4, 2 * nv)),
-                np.empty(2 * nv), np.empty(2 * nv),
-            )  # fmt: skip
-            nc = len(c.cuts)
-            wrench = (
-                np.zeros((2 * nc, 10)), np.zeros(max(self.tree.flex.nmax, 1)),
-                np.zeros((_FC.NW6, 6)), np.zeros((3, 3)), np.zeros(3),
+                np.empty(2 * nv), np.empty(2 * nv), stiff, self._flex_stiff_work(wrench),
             )  # fmt: skip
             ws = (c.flex_outputs(), solve, np.zeros(nv), _NL.correct_work(nv, m, k), wrench)
-            kept = self._flex_block_ws = ((k, m), ws)
+            kept = self._flex_block_ws = ((k, m, stiff), ws)
         out, solve, zv, cw, wrench = kept[1]
         sI, sC, sFt, sFs, _ = c.sides()
         work, (cI, E, F, G), pspeeds = c.flex_work()
         rows = (sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out)
         return head, sel, rows, solve, zv, cw, wrench
+
+    def _flex_wrench_work(self):
+        """Scratch of the cut wrenches' application (:func:`._nbflexcut.cut_items`,
+        :func:`._nbflexcut.flex_frame_wrenches`): ``(items (2 nc, 10), zq (nmax,), w6,
+        Rb (3, 3), rb (3,))``."""
+        nc = len(self.constraints.cuts)
+        return (
+            np.zeros((2 * nc, 10)), np.zeros(max(self.tree.flex.nmax, 1)),
+            np.zeros((_FC.NW6, 6)), np.zeros((3, 3)), np.zeros(3),
+        )  # fmt: skip
+
+    def _flex_stiff_work(self, wrench):
+        """Scratch ``sw`` of :func:`._nbflexcut.flex_loop_stiffening` (its arrays after the
+        wrench scratch ``wrench`` of :meth:`_flex_wrench_work`, which it shares)."""
+        nv, m, nc = self.nv, self.constraints.m, len(self.constraints.cuts)
+        return (
+            *wrench, np.zeros((nc, 6)), np.empty(nv), np.empty(nv), np.empty(m), np.empty(m),
+            np.empty(m), np.empty(m), np.empty((m, m)), np.zeros(m, dtype=np.int64),
+        )  # fmt: skip
 
     def _flex_samples(self, q, qd, taus, P, out, done):
         """:meth:`_compiled_samples` of a loop through flexible bodies: the samples by one
@@ -1397,7 +1418,9 @@ class LoopSystem:
         fl = getattr(self.tree, "flex", None)
         return bool(self._flexible and fl is not None and fl.any_stiff)
 
-    def _loop_stiffening(self, q, qd, tau, t, P, minv, qdd, lam, tol=1e-10, max_iter=8):
+    def _loop_stiffening(
+        self, q, qd, tau, t, P, minv, qdd, lam, tol=_FC.LOOP_STIFF_TOL, max_iter=_FC.LOOP_STIFF_ITER
+    ):
         """Loop-aware geometric stiffening: the tree solver's stiffening loads (mean-axis
         inertia loads from the body accelerations, interface wrenches) must see the
         cut-joint wrenches and the constrained accelerations.

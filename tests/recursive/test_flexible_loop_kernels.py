@@ -9,9 +9,9 @@ import pytest
 from flexmbd.recursive import _flexkernels as FK
 from flexmbd.recursive import _nbflexblock as FB
 from flexmbd.recursive import _nbflexcut as FC
-from flexmbd.recursive.loops import _LoopStepper
+from flexmbd.recursive.loops import LoopSystem, _LoopStepper
 
-from .test_flexible_loops import _state, fourbar
+from .test_flexible_loops import _state, _stiffened_loop, fourbar
 
 CASES = [("cbA", "spherical", False), ("cb", "universal", False), ("cb", "spherical", True)]
 
@@ -87,10 +87,9 @@ def test_compiled_cut_wrenches_equal_frame_wrench():
 
 @pytest.mark.parametrize("kind, closing, stiff", CASES)
 def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monkeypatch):
-    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_samples`)
-    where the projected solve is compiled (not with stiffening: the Python path on the
-    compiled pieces), against the Python path; the deferred projection statistics and
-    tree solution are those of the call."""
+    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_samples`;
+    with stiffening its loop-aware iteration inside), against the Python path; the
+    deferred projection statistics and tree solution are those of the call."""
     ls, q, qd = _loop(kind, closing, stiff)
     q, qd = ls.project(q, qd)
     assert ls.projector.selection() is not None  # a corrected regular state: rows known
@@ -98,11 +97,11 @@ def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monk
     calls = {}
     _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
     fa = ls.forward_dynamics(q, qd)
-    assert calls["flex_loop_samples"] == (0 if stiff else 1)
+    assert calls["flex_loop_samples"] == 1
     ls.flex_compiled = False
     fb = ls.forward_dynamics(q, qd)
     ls.flex_compiled = True
-    assert calls["flex_loop_samples"] == (0 if stiff else 1)
+    assert calls["flex_loop_samples"] == 1
     # measured 1e-14 (qdd), 5e-14 (reactions, multipliers) of the largest entry
     assert _close(fa.qdd, fb.qdd, 1e-12)
     assert _close(fa.lam, fb.lam, 1e-12)
@@ -113,6 +112,53 @@ def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monk
     # the tree solution with the cut wrenches applied (compiled: the loop's accelerations)
     assert _close(fa.tree.qdd, fb.tree.qdd, 1e-12)
     assert _close(fa.tree.reactions, fb.tree.reactions, 1e-12)
+
+
+@pytest.mark.parametrize(
+    "kind, closing, n_free", [("cbA", "spherical", 3), ("cbA", "universal", 13)]
+)
+def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, monkeypatch):
+    """Loop-aware stiffening in one compiled call (:func:`_nbflexcut.flex_loop_stiffening`
+    inside :func:`_nbflexblock.flex_loop_samples`) at the states of the oracles of
+    test_flexible_loops.py (absolute formulation, self-consistency), after a correction:
+    no Python iteration; against it (``flex_compiled = False``) to round-off. The
+    spherical loop's fixed point converges in two steps (3 tree solves in Python); the
+    universal one's does not contract and both paths solve the affine equation by Newton
+    steps (13 tree solves in Python: the free one, 2 fixed-point steps, then 2 Newton steps
+    of 4 finite-difference columns and the step each)."""
+    _, ls, q, qd, _ = _stiffened_loop(kind, closing)
+    q, qd = ls.project(q, qd)
+    ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
+    calls = {}
+    _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
+    _counting(monkeypatch, LoopSystem, ("_loop_stiffening",), calls)
+    fa = ls.forward_dynamics(q, qd)
+    assert calls == {"flex_loop_samples": 1, "_loop_stiffening": 0}
+    free = ls._free
+    n = [0]
+
+    def counted(*args):
+        n[0] += 1
+        return free(*args)
+
+    monkeypatch.setattr(ls, "_free", counted)
+    ls.flex_compiled = False
+    fb = ls.forward_dynamics(q, qd)
+    ls.flex_compiled = True
+    assert calls == {"flex_loop_samples": 1, "_loop_stiffening": 1}
+    assert n[0] == n_free
+    # measured 1.6e-14 and 4.0e-15 (qdd), 1.3e-13 and 2.0e-14 (lam), 8.4e-14 and 2.0e-14
+    # (reactions), 1.4e-14 and 1.2e-12 (body accelerations: the universal loop's
+    # multipliers are 3.5e5 N) of the largest entry
+    assert _close(fa.qdd, fb.qdd, 1e-12)
+    assert _close(fa.lam, fb.lam, 1e-12)
+    assert _close(fa.reactions, fb.reactions, 1e-12)
+    assert _close(fa.body_accelerations, fb.body_accelerations, 1e-11)
+    # the constraints' accelerations hold (the iteration's tolerance)
+    J = ls.constraints.jacobian(q)
+    assert np.abs(J @ fa.qdd - ls.constraints.gamma(q, qd)).max() <= 1e-8 * (
+        1.0 + np.abs(fa.qdd).max()
+    )
 
 
 def _counting(monkeypatch, module, names, calls):
@@ -134,14 +180,15 @@ def _counting(monkeypatch, module, names, calls):
         monkeypatch.setattr(module, name, counted(name))
 
 
-def test_the_compiled_path_is_taken(monkeypatch):
+@pytest.mark.parametrize("stiff", [False, True])
+def test_the_compiled_path_is_taken(stiff, monkeypatch):
     """Default path: after the first interval (no row selection yet: the QR) the RK4
     steps run in compiled blocks (:func:`_nbflexblock.flex_loop_rk4_block`) and the output
     samples in one compiled call (:func:`_nbflexblock.flex_loop_samples`): no Python call
-    of the stage or correction kernels. ``flex_blocks = False``: the Python steps
-    call the same kernels, bit for bit. ``flex_compiled = False``: none of them, and the
-    runs agree to round-off."""
-    ls, q, qd = _loop("cbA", "spherical", False)
+    of the stage or correction kernels, nor of the loop-aware stiffening iteration.
+    ``flex_blocks = False``: the Python steps call the same kernels, bit for bit.
+    ``flex_compiled = False``: none of them, and the runs agree to round-off."""
+    ls, q, qd = _loop("cbA", "spherical", stiff)
     kw = dict(dt=1e-4, integrator="rk4", q0=q, qd0=qd)
     ls.simulate(0.0003, **kw)  # (compiles every kernel before any is replaced)
     assert _LoopStepper.flex_blocks
@@ -149,12 +196,16 @@ def test_the_compiled_path_is_taken(monkeypatch):
     _counting(monkeypatch, FB, ("flex_loop_rk4_block", "flex_loop_samples"), calls)
     kernels = ("flex_loop_accelerations", "flex_frame_wrenches", "flex_correct")
     _counting(monkeypatch, FC, kernels, calls)
+    _counting(monkeypatch, LoopSystem, ("_loop_stiffening",), calls)
     r1 = ls.simulate(0.001, **kw)
     assert calls["flex_loop_rk4_block"] >= 1 and calls["flex_loop_samples"] == 1
     assert calls["flex_loop_accelerations"] == 0 and calls["flex_correct"] == 0, calls
     # (the first interval, before a QR selected rows: the Python stages' tree solves apply
-    # the cut-wrench element, empty, once per stage)
-    assert calls["flex_frame_wrenches"] <= 4, calls
+    # the cut-wrench element, empty, once per stage; with stiffening the Python iteration
+    # applies it once more per step of its own)
+    assert calls["_loop_stiffening"] <= (4 if stiff else 0), calls
+    if not stiff:
+        assert calls["flex_frame_wrenches"] <= 4, calls
     monkeypatch.setattr(_LoopStepper, "flex_blocks", False)
     r0 = ls.simulate(0.001, **kw)
     assert calls["flex_loop_accelerations"] >= 36  # 4 stages x 9 steps after the first
@@ -165,6 +216,9 @@ def test_the_compiled_path_is_taken(monkeypatch):
     n = dict(calls)
     ls.flex_compiled = False
     r2 = ls.simulate(0.001, **kw)
+    # (the Python path: the reference iteration at every stage with stiffening)
+    assert calls["_loop_stiffening"] - n.pop("_loop_stiffening") >= (40 if stiff else 0)
+    calls.pop("_loop_stiffening")
     assert calls == n
     # measured 8e-16 (q), 1.4e-13 of the largest speed (qd) after 10 steps
     assert np.abs(r1.q - r2.q).max() <= 1e-13
@@ -175,15 +229,17 @@ def test_the_compiled_path_is_taken(monkeypatch):
         assert np.array_equal(r1.stats[k], r2.stats[k]), k
 
 
-def test_compiled_samples_are_the_documented_calls():
+@pytest.mark.parametrize("stiff", [False, True])
+def test_compiled_samples_are_the_documented_calls(stiff):
     """Every output sample of a compiled run equals the documented per-state calls at
     its state (the projector's QR there first, as the per-sample path does): accelerations
     and multipliers bit for bit (the same kernel on the same rows), reactions to round-off
     (the cut wrenches ``D^T lam`` summed in another order: measured 5.6e-16 of the largest
     reaction), the same rank statistics, the violations of ``LoopSystem.violations``, the
     energies of ``kinetic_energy`` and ``potential_energies`` (one compiled call over the
-    history: measured 9e-16 of the largest energy)."""
-    ls, q, qd = _loop("cbA", "spherical", False)
+    history: measured 9e-16 of the largest energy). With stiffening the loop-aware
+    iteration runs inside both."""
+    ls, q, qd = _loop("cbA", "spherical", stiff)
     r = ls.simulate(0.002, dt=1e-4, integrator="rk4", q0=q, qd0=qd)
     P = ls.projector
     for i in range(len(r.t)):
@@ -233,7 +289,8 @@ def test_compiled_correction_agrees_with_the_projector(kind, closing, stiff):
     assert np.abs(c.jacobian(a[0]) @ a[1]).max() <= 1e-12 * np.abs(a[1]).max()
 
 
-def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
+@pytest.mark.parametrize("stiff", [False, True])
+def test_adaptive_run_agrees_with_the_python_path(stiff, monkeypatch):
     """RK45 (a correction at every stage): every evaluation after the first QR is one
     compiled call (:func:`_nbflexblock.flex_loop_rhs`) and the output states are corrected
     by one (:func:`_nbflexblock.flex_correct_rows`), bit for bit with the Python
@@ -241,7 +298,7 @@ def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
     the same number of accepted steps; the step sizes follow the error estimates, which
     see the round-off of the two paths (measured 1.2e-8 of the run in the step times),
     and the end states agree to round-off."""
-    ls, q, qd = _loop("cbA", "spherical", False)
+    ls, q, qd = _loop("cbA", "spherical", stiff)
     kw = dict(integrator="RK45", rtol=1e-7, atol=1e-9, q0=q, qd0=qd)
     ls.simulate(0.0002, **kw)  # (compiles every kernel before any is replaced)
     calls = {}
@@ -264,3 +321,20 @@ def test_adaptive_run_agrees_with_the_python_path(monkeypatch):
     # measured 4.4e-16 (q), 4.1e-13 of the largest speed (qd)
     assert np.abs(r1.q[-1] - r2.q[-1]).max() <= 1e-12
     assert _close(r1.qd[-1], r2.qd[-1], 1e-9)
+
+
+def test_stiffening_newton_solve_and_its_hand_over():
+    """The Newton steps' square solve (:func:`_nbflexcut._lu_solve`, where the reference
+    takes least squares): a nonsingular system to round-off of ``np.linalg.solve`` (only
+    the leading ``n`` block read); a singular one refused (the caller hands over to the
+    Python path, whose least squares decide)."""
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(5, 5))
+    x = rng.normal(size=5)
+    ref = np.linalg.solve(G[:4, :4], x[:4])
+    Gw, xw = G.copy(), x.copy()
+    assert FC._lu_solve(Gw, xw, 4)
+    assert _close(xw[:4], ref, 1e-13)
+    assert xw[4] == x[4] and np.array_equal(Gw[4], G[4])
+    G[:4, 3] = G[:4, 0] + 2.0 * G[:4, 1]  # rank 3
+    assert not FC._lu_solve(G, x.copy(), 4)
