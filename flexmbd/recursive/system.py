@@ -1511,7 +1511,7 @@ class RecursiveSystem:
                 f"solve_mass: q needs {self.nq} values and rhs {self.nv} rows; got "
                 f"{q.shape}, {rhs.shape}"
             )
-        cols = np.array(rhs.reshape(self.nv, -1), dtype=float, order="C")  # one kernel layout
+        cols = np.array(rhs.reshape(self.nv, -1), dtype=float)
         # reversed joints (and screws) work with orthonormal speeds L v: F_T' = L^-T F_T
         rev = [
             k
