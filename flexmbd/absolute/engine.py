@@ -229,9 +229,9 @@ class Joints(NamedTuple):
 
 class Forces(NamedTuple):
     """Compiled force elements (:class:`.force_kernels.ForceTable`): SDA, point-load and
-    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place), the
-    rows of forces at stiffened interfaces and the users' compiled joint laws (a tuple of
-    numba cfuncs)."""
+    joint-force tables (their parameters ``k``, ``c``, ``l0`` are refreshed in place; the
+    users' compiled joint laws by their addresses in ``j_int``) and the rows of forces at
+    stiffened interfaces."""
 
     s_int: np.ndarray
     s_flt: np.ndarray
@@ -242,7 +242,6 @@ class Forces(NamedTuple):
     j_int: np.ndarray
     j_flt: np.ndarray
     i_int: np.ndarray
-    laws: Any
     #: True when the model has force elements, else None: a type-level flag, so that the
     #: kernels of a model without them do not compile the force kernels (:func:`_force_terms`)
     active: Any = None
@@ -761,7 +760,7 @@ def _force_terms_impl(active, fm, inp, ws, q, qd, Q, Amat, cm, aK, aD, jac):
             lf_j = inp.lf[fm.l_int.shape[0] :]
             S, V, M3, B6 = ws.jf
             joint_forces_add_into(
-                q, qd, fm.j_int, fm.j_flt, lf_j, fm.laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+                q, qd, fm.j_int, fm.j_flt, lf_j, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
             )
 
     return impl
@@ -1800,7 +1799,6 @@ class Engine:
             ft.j_int,
             ft.j_flt,
             ft.i_int,
-            ft.laws,
             True if sum(len(t) for t in (ft.s_int, ft.l_int, ft.j_int, ft.i_int)) else None,
         )
         self.model = Model(bodies, joints, forces, interfaces, dense_layout(s.n, s.nc))
@@ -2263,7 +2261,6 @@ class Engine:
                 out,
                 ft.j_int,
                 ft.j_flt.copy(),
-                ft.laws,
             )
         return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 

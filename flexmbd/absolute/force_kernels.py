@@ -53,11 +53,9 @@ raises a :class:`~flexmbd.errors.ModelError`.
 """
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
 from .._jit import njit
-from .._nblaws import checked_law
+from .._nblaws import law_address, law_value
 from ..errors import ModelError
 
 __all__ = [
@@ -596,19 +594,8 @@ def _rot_to(e, A):
     A[2, 1] = 2 * (e2 * e3 + e0 * e1) / n2
 
 
-def _law_call(laws, u, q, qd, t, which):
-    """``laws[u](q, qd, t, which)`` in compiled code (0 for a model without laws)."""
-
-
-@overload(_law_call)
-def _law_call_impl(laws, u, q, qd, t, which):
-    if isinstance(laws, types.BaseTuple) and len(laws) == 0:  # no user law: nothing to call
-        return lambda laws, u, q, qd, t, which: 0.0
-    return lambda laws, u, q, qd, t, which: laws[u](q, qd, t, which)
-
-
 # columns of the joint-force tables (:class:`ForceTable`)
-_JI, _JJ, _JK, _JJAC, _JU = 0, 1, 2, 3, 4  # j_int: parent, child, kind, Jacobian, user law
+_JI, _JJ, _JK, _JJAC, _JU = 0, 1, 2, 3, 4  # j_int: parent, child, kind, Jacobian, law address
 _JP, _Jp, _JC, _Jc, _JHW, _JHP = 0, 9, 12, 21, 24, 30  # j_flt: frames, wrench and speed rows
 _JKK, _JCC, _JQ0, _JA, _JU1, _JU2, _JH, _JREF = 36, 37, 38, 39, 42, 45, 48, 49
 #: width of the joint-force float table
@@ -677,7 +664,7 @@ def _mm_add(A, B, out, c):
 
 
 @njit(cache=True)
-def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+def _joint_force(el, q, qd, j_int, j_flt, j_in, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
     r"""One joint force (see :func:`joint_forces_add`); returns its power ``tau . qd`` (W).
     Scratch: ``S`` (2, 3, 3), ``V`` (24, 3), ``M3`` (8, 3, 3), ``B6`` (14, 7, 7)."""
     ends = (j_int[el, _JI], j_int[el, _JJ])  # parent i, child j
@@ -760,10 +747,10 @@ def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, 
                 dq[0, i] = -t1[i]
                 dq[1, i] = t1[i]
         u = j_int[el, _JU]
-        if u >= 0:  # a user's compiled law: its value and derivatives
-            tau = _law_call(laws, u, qj, qdv, j_in[1], 0)
-            kk = -_law_call(laws, u, qj, qdv, j_in[1], 1)
-            cc = -_law_call(laws, u, qj, qdv, j_in[1], 2)
+        if u != 0:  # the address of a user's compiled law: its value and derivatives
+            tau = law_value(u, qj, qdv, j_in[1], 0)
+            kk = -law_value(u, qj, qdv, j_in[1], 1)
+            cc = -law_value(u, qj, qdv, j_in[1], 2)
         else:
             tau = j_in[0] - kk * (qj - T[_JQ0]) - cc * qdv
         # d qd / dx, d qd / dV
@@ -896,7 +883,7 @@ def _joint_force(el, q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, 
 
 
 @njit(cache=True)
-def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
+def joint_forces_add(q, qd, j_int, j_flt, j_in, Q, Amat, cm, aK, aD, jac):
     r"""Add the generalized forces of the joint forces (:class:`~flexmbd.JointForce`) to
     ``Q`` and, with ``jac``, ``-(aK dQ/dq + aD dQ/dqd)`` to ``Amat``; returns their power
     ``sum tau . qd`` (W).
@@ -926,14 +913,12 @@ def joint_forces_add(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac):
     child. The body blocks ``dF_a/dx_b``, ``dF_a/dV_b`` map to Euler parameters as in
     :func:`flexmbd.absolute.forces.map_jacobians` (plus ``2 TE(moment)`` on ``(e_a, e_a)``).
     A :meth:`~flexmbd.JointForce.compiled_law` replaces the linear law: ``tau``,
-    ``-k`` and ``-c`` are its value and derivatives, ``laws[u](q, qd, t, 0..2)``.
-    ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`; ``j_in`` (m, 6): the
-    actuator value (column 0) and the time (column 1); ``laws``: tuple of the users'
-    cfuncs (empty: no call compiled)."""
+    ``-k`` and ``-c`` are its value and derivatives ``law(q, qd, t, 0..2)``, called through
+    the address in the element's ``j_int`` row (:func:`flexmbd._nblaws.law_value`; 0: the
+    linear law). ``j_int`` (m, 5), ``j_flt`` (m, :data:`J_FLT`): :class:`ForceTable`;
+    ``j_in`` (m, 6): the actuator value (column 0) and the time (column 1)."""
     S, V, M3, B6 = joint_forces_scratch()
-    return joint_forces_add_into(
-        q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
-    )
+    return joint_forces_add_into(q, qd, j_int, j_flt, j_in, Q, Amat, cm, aK, aD, jac, S, V, M3, B6)
 
 
 @njit(cache=True)
@@ -943,7 +928,7 @@ def joint_forces_scratch():
 
 
 @njit(cache=True, _nrt=False)
-def joint_forces_add_into(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
+def joint_forces_add_into(q, qd, j_int, j_flt, j_in, Q, Amat, cm, aK, aD, jac, S, V, M3, B6):
     """:func:`joint_forces_add` with its scratch from :func:`joint_forces_scratch` (zeroed
     here; allocates nothing: callable from kernels compiled without reference counting);
     returns the power (W)."""
@@ -953,7 +938,7 @@ def joint_forces_add_into(q, qd, j_int, j_flt, j_in, laws, Q, Amat, cm, aK, aD, 
     pw = 0.0
     for el in range(j_int.shape[0]):
         pw += _joint_force(
-            el, q, qd, j_int, j_flt, j_in[el], laws, Q, Amat, cm, aK, aD, jac, S, V, M3, B6
+            el, q, qd, j_int, j_flt, j_in[el], Q, Amat, cm, aK, aD, jac, S, V, M3, B6
         )
     return pw
 
@@ -1055,7 +1040,7 @@ def interface_force_loads(
 
 
 @njit(cache=True)
-def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt, laws):
+def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_int, j_flt):
     """Per sample ``t``: SDA spring energy, damper power ``c ldot^2``, actuator power
     ``-f_a ldot`` plus the joint forces' ``tau . qd`` (as the generic path books them) and
     the power of the point loads ``f . vP + n . w`` into ``out`` (nt, 4). ``FA`` (nt or 1,
@@ -1138,9 +1123,7 @@ def force_energies(Q, Qd, s_int, s_flt, s_U, FA, l_int, l_flt, l_U, LF, out, j_i
                     ni = LF[tl, el, 3 + i]
                 pext += fi * vP[0, i] + ni * w[i]
         if j_int.shape[0]:
-            pact += joint_forces_add(
-                q, qd, j_int, j_flt, LF[tl, p:], laws, Qj, Aj, cmj, 0.0, 0.0, False
-            )
+            pact += joint_forces_add(q, qd, j_int, j_flt, LF[tl, p:], Qj, Aj, cmj, 0.0, 0.0, False)
         out[t, 0] = sp
         out[t, 1] = pdmp
         out[t, 2] = pact
@@ -1253,7 +1236,6 @@ class ForceTable:
         self.jf = [jm.el for jm in terms.joint_forces]
         self._jmaps = list(terms.joint_forces)
         self.j_int = np.zeros((len(self.jf), 5), np.int64)
-        self.laws = ()  # the users' cfuncs (a tuple: one compiled engine per count)
         self.j_flt = np.zeros((len(self.jf), J_FLT))
         self._refs = [None] * len(self.jf)
         for r, el in enumerate(self.jf):
@@ -1276,13 +1258,8 @@ class ForceTable:
                 f"with a constant motion subspace and JointForce.spring_damper laws on "
                 f"Revolute/Prismatic/Screw joints; use engine=False for this one"
             )
-        u = -1
-        if el.user_law is not None:
-            checked_law(el)
-            known = [k for k, x in enumerate(self.laws) if x is el.user_law]
-            u = known[0] if known else len(self.laws)
-            if not known:
-                self.laws = (*self.laws, el.user_law)
+        # a user's compiled law by its address (the element keeps the cfunc alive)
+        u = 0 if el.user_law is None else law_address(el)
         self.j_int[r] = (s.index.get(id(j.parent), -1), s.index.get(id(j.child), -1), kind, 0, u)
         T = self.j_flt[r]
         T[_JP : _JP + 9] = np.asarray(j.parent_frame.rotation, float).ravel()

@@ -282,7 +282,7 @@ class TreeStepper(ExplicitStepper):
         if c[4] and not c[6]:  # Python functions of time: tabulated per attempt
             return self._timed_solver_block(c) if self.timed_blocks else None
         rows = self.t_eval is None
-        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        A, E3, E5 = _tableau(s)
 
         def run(k, t_stop, win, stall):
             # a sample at every accepted step (rows i + 1 ...) or none
@@ -291,7 +291,7 @@ class TreeStepper(ExplicitStepper):
             )
             done = _NL.tree_rk_block(
                 c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
                 self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, en, ok, c[5],
             )  # fmt: skip
@@ -358,7 +358,7 @@ class TreeStepper(ExplicitStepper):
         s = self.solver
         work, fargs, tau, qoff = c
         rows = self.t_eval is None
-        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        A, E3, E5 = _tableau(s)
 
         def run(k, t_stop, win, stall):
             # a sample at every accepted step (rows i + 1 ...) or none
@@ -368,7 +368,7 @@ class TreeStepper(ExplicitStepper):
             self._fix_free_lengths(fargs, y)
             done = _FB.flex_rk_block(
                 work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
                 self.n_steps, win, stall, Y, REC, out, self.i + 1, qdd, reac, ok, qoff,
             )  # fmt: skip
@@ -450,7 +450,7 @@ class TreeStepper(ExplicitStepper):
         s, c = self.solver, self._compiled_tree()
         if c is not None and c[4] and not c[6]:  # Python functions of time:
             return None  # scipy's dense output between the blocks
-        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        A, E3, E5 = _tableau(s)
         n = s.y.shape[0]
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
             Kx, AX, CX, D = s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D
@@ -463,7 +463,7 @@ class TreeStepper(ExplicitStepper):
             return (
                 None
                 if self._flex_rhs_args() is None
-                else self._flex_dense_run(E3, E5, n, Kx, AX, CX, D, F)
+                else self._flex_dense_run(A, E3, E5, n, Kx, AX, CX, D, F)
             )
 
         def run(k, te, win, stall):
@@ -472,7 +472,7 @@ class TreeStepper(ExplicitStepper):
             YS = np.empty((len(te), n))
             done = _NL.tree_rk_block_dense(
                 c[0], c[1], c[2], c[3], ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
                 win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
                 reac, en, ok, c[5],
@@ -481,7 +481,7 @@ class TreeStepper(ExplicitStepper):
 
         return run
 
-    def _flex_dense_run(self, E3, E5, n, Kx, AX, CX, D, F):
+    def _flex_dense_run(self, A, E3, E5, n, Kx, AX, CX, D, F):
         """The dense block of :meth:`_solver_dense_block` for a tree with flexible bodies
         (:meth:`_flex_rhs_args`): :func:`flexmbd.recursive._flexblock.flex_rk_block_dense`
         writes each sample's accelerations (modal included) and reactions; the energies
@@ -496,7 +496,7 @@ class TreeStepper(ExplicitStepper):
             self._fix_free_lengths(fargs, y)
             done = _FB.flex_rk_block_dense(
                 work, fargs, tau, ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
                 win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, YS, self.i + 1, qdd,
                 reac, ok, qoff,
@@ -744,6 +744,17 @@ def simulate_recursive(
 _FEW = 8
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated loads
 _NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
+
+
+def _tableau(s):
+    """``(A, E3, E5)`` of scipy's Runge-Kutta solver ``s`` as the compiled blocks take
+    them: ``A`` C-contiguous (DOP853's is a view of a larger table; its layout would
+    compile every block kernel a second time), ``E3`` empty for RK45 / RK23 (their one
+    error estimator ``E`` is ``E5``)."""
+    E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+    return np.ascontiguousarray(s.A), E3, E5
+
+
 #: an empty rigid force table (``fi``, ``ff``) of the flexible trees' block arguments
 _NO_TABLE = (np.zeros((0, 1), np.int64), np.zeros((0, 1)))
 

@@ -1993,7 +1993,7 @@ def inverse_dynamics(Ia, Mm, Vv, R3, P3, Tt, q, v, qdd, Jv, grav, use_grav, tau,
     sv = Vv[V_VJ, 0]
     Fe = Vv[V_FE]
     af = Vv[V_AF]
-    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v)
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, v, True)
     for i in range(Jv.shape[1]):
         Jv[J_TAU, i] = 0.0
     bias_forces(Ia, Mm, Vv, R3, P3, grav, use_grav, Jv)
@@ -2026,7 +2026,7 @@ def solve_columns(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn, q, Jv, cols, out):
     nv = cols.shape[0]
     for i in range(Jv.shape[1]):
         Jv[J_TAU, i] = 0.0
-    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, Jv[J_TAU])
+    kinematics(Ia, Mm, Vv, R3, P3, Tt, q, Jv[J_TAU], True)
     st = factor(Ia, Sa, Mm, Vv, R3, P3, Tt, Dn)
     if st != 0:
         return st

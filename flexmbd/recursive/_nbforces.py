@@ -19,7 +19,7 @@ is the tuple ``(fi, ff, tau_c, S)``:
   address)``: the address of the numba ``cfunc`` of :meth:`flexmbd.JointForce.compiled_law`)
   the time ``t`` (s) of the evaluation in column 0, the table's *clock* (written by
   whoever knows the time: :func:`set_clock`, or as a table value that is a function of
-  time), and the force ``law(q, qd, t, 0)`` (:func:`user_law`);
+  time), and the force ``law(q, qd, t, 0)`` (:func:`flexmbd._nblaws.user_law`);
 * ``tau_c`` (nv,) the sum of the constant joint forces (N or N m along the tree speeds);
 * ``S`` (9, 3) scratch (the kernels run without numba's reference counting, as the tree
   solver's entry points do: they allocate nothing).
@@ -32,12 +32,9 @@ after a kinematics pass with world poses, and ``tau_c`` to the joint forces. The
 """
 
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
 
 from .._jit import njit
-from .._nblaws import checked_law
+from .._nblaws import user_law
 from . import _kernels as K
 
 #: kinds of the rows of a force table
@@ -71,43 +68,11 @@ def joint_law_force(k, c, q0, fa, qj, qdj):
     return fa - k * (qj - q0) - c * qdj
 
 
-def law_address(el) -> int:
-    """The address (int) of the compiled law of the
-    :meth:`~flexmbd.JointForce.compiled_law` element ``el``, the int row's last column of
-    its ``ULAW`` row. The element keeps the cfunc (and so its code) alive. Raises
-    ``ModelError`` naming the element for a law that is not a numba cfunc of
-    :attr:`~flexmbd.JointForce.LAW_SIGNATURE` (:func:`flexmbd._nblaws.checked_law`)."""
-    return int(checked_law(el).address)
-
-
-@intrinsic
-def _call_law(typingctx, address, q, qd, t, which):
-    """``law(q, qd, t, which)`` of the C function ``double law(double, double, double,
-    int64)`` at ``address`` (int64): a call through the pointer, no Python (the address is
-    data, so the calling kernels stay cacheable and compile once for every law)."""
-    sig = types.float64(types.int64, types.float64, types.float64, types.float64, types.int64)
-
-    def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 3 + [ir.IntType(64)])
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        return builder.call(fn, args[1:])
-
-    return sig, codegen
-
-
-@njit(cache=True, inline="always")
-def user_law(address, qj, qdj, t):
-    """Force (N m or N, along the joint speed) of a user's compiled law at ``address``
-    (:func:`law_address`) at the joint coordinate ``q``, speed ``qd`` and time ``t`` (s):
-    ``law(q, qd, t, 0)``, the call the Python path makes through ``ctypes``."""
-    return _call_law(address, qj, qdj, t, 0)
-
-
 @njit(cache=True)
 def user_law_power(address, qj, qdj, t, out):
-    """``out[i] += law(q_i, qd_i, t_i, 0) qd_i`` (W): the power of a user's compiled law
-    (:func:`user_law`) over a history of its joint's coordinate ``qj``, speed ``qdj`` and
-    times ``t`` (s), each (nt,)."""
+    """``out[i] += law(q_i, qd_i, t_i, 0) qd_i`` (W): the power of a user's compiled law at
+    ``address`` (:func:`flexmbd._nblaws.user_law`) over a history of its joint's coordinate
+    ``qj``, speed ``qdj`` and times ``t`` (s), each (nt,)."""
     for i in range(qj.shape[0]):
         out[i] += user_law(address, qj[i], qdj[i], t[i]) * qdj[i]
 

@@ -164,7 +164,7 @@ def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall, aft
     hold)."""
     s = solver
     E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
-    A, B, C, K = s.A, s.B, s.C, s.K
+    A, B, C, K = np.ascontiguousarray(s.A), s.B, s.C, s.K  # (DOP853's A: a view)
     ns = B.shape[0]
     n = s.y.shape[0]
     ts = np.array([s.t, s.h_abs], dtype=float)

@@ -104,7 +104,7 @@ def general_cfa(system, q, qd, tau, fext):
     nv, vo = Ia[K.I_NV], Ia[K.I_VO]
     q = np.ascontiguousarray(q, dtype=float)
     qd = np.ascontiguousarray(qd, dtype=float)
-    K.kinematics(Ia, Mm, Vv, R3, P3, system.arrays.Tt, q, qd)
+    K.kinematics(Ia, Mm, Vv, R3, P3, system.arrays.Tt, q, qd, True)
     Jv = np.zeros((4, max(system.nv, 1)))
     Jv[K.J_TAU, : system.nv] = tau
     Vv[K.V_FEXT] = fext

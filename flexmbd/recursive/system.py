@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .. import _nbjoints as J
+from .._nblaws import law_address
 from .._typing import Array, ArrayLike
 from ..dynamics import (
     CoordinateLayout,
@@ -1859,7 +1860,7 @@ class RecursiveSystem:
                 # the compiled law over the history in one call (no ctypes call per state)
                 qj, vj = (np.ascontiguousarray(x[:, s.start]) for x, s in ((q, sq), (qd, sv)))
                 tj = np.ascontiguousarray(t_, dtype=float)
-                NF.user_law_power(NF.law_address(f), qj, vj, tj, p_act)
+                NF.user_law_power(law_address(f), qj, vj, tj, p_act)
                 continue
             for i in range(nt):
                 p_act[i] += float(f.generalized_force(t_[i], q[i, sq], qd[i, sv]) @ qd[i, sv])
@@ -2267,7 +2268,7 @@ class RecursiveSystem:
             return None
         row = np.zeros(NF.NF)
         if f.user_law is not None:
-            return (NF.ULAW, sq.start, sv.start, NF.law_address(f)), row, (0, _clock)
+            return (NF.ULAW, sq.start, sv.start, law_address(f)), row, (0, _clock)
         fa = f.actuator
         row[0:4] = (*f.law[:2], f.law[2], float(fa(0.0)))
         ints = (NF.JLAW, sq.start, sv.start, 0)

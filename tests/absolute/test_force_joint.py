@@ -8,9 +8,10 @@ torsion pendulum's period).
 
 import numpy as np
 import pytest
-from numba import cfunc
+from numba import cfunc, typeof
 
 import flexmbd as fm
+from flexmbd.absolute import engine
 from flexmbd.absolute.engine import Engine
 from flexmbd.absolute.force_kernels import joint_forces_add
 
@@ -57,11 +58,9 @@ def _jf(ft, q, qd, jac=False):
     Q, AK, AD = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
     tau = ft.F[len(ft.loads) :]
     cm = np.arange(n)
-    joint_forces_add(q, qd, ft.j_int, ft.j_flt, tau, ft.laws, Q, AK, cm, 1.0, 0.0, jac)
+    joint_forces_add(q, qd, ft.j_int, ft.j_flt, tau, Q, AK, cm, 1.0, 0.0, jac)
     if jac:
-        joint_forces_add(
-            q, qd, ft.j_int, ft.j_flt, tau, ft.laws, np.zeros(n), AD, cm, 0.0, 1.0, True
-        )
+        joint_forces_add(q, qd, ft.j_int, ft.j_flt, tau, np.zeros(n), AD, cm, 0.0, 1.0, True)
     return Q, AK, AD
 
 
@@ -241,14 +240,36 @@ def _slide(q, qd, t, which):
     return -4.0 * abs(qd)
 
 
-def user_law_model(gravity=True):
+@cfunc(fm.JointForce.LAW_SIGNATURE)
+def _twist(q, qd, t, which):
+    """A torsion spring-damper with a harmonic drive on the third joint."""
+    if which == 0:
+        return -5.0 * q - 0.1 * qd + 0.2 * np.sin(3.0 * t)
+    if which == 1:
+        return -5.0
+    return -0.1
+
+
+def user_law_model(gravity=True, nlaws=None):
+    """A revolute-prismatic chain with compiled laws on both joints; with ``nlaws`` (1-3)
+    a third (revolute) joint too, its first ``nlaws`` joints carrying compiled laws (the
+    third one :func:`_twist`), the others linear spring-dampers."""
     m = fm.Model("user_laws")
     m.a = fm.RigidBody(2.0, (0.05, 0.2, 0.2), com=(0.3, 0.0, 0.02))
     m.c = fm.RigidBody(0.8, (0.01, 0.02, 0.02), com=(0.0, 0.02, 0.0))
     m.ja = fm.Revolute(m.ground, m.a, axis=(0.0, 0.0, 1.0), q0=0.6)
     m.jc = fm.Prismatic(m.a, m.c, axis=(1.0, 0.0, 0.0), parent_frame=(0.2, 0.05, 0.0), q0=0.1)
-    m.ta = fm.JointForce.compiled_law(m.ja, _cubic)
-    m.fc = fm.JointForce.compiled_law(m.jc, _slide)
+    if nlaws is None:
+        m.ta = fm.JointForce.compiled_law(m.ja, _cubic)
+        m.fc = fm.JointForce.compiled_law(m.jc, _slide)
+    else:
+        m.d = fm.RigidBody(0.5, (0.01, 0.02, 0.02), com=(0.1, 0.0, 0.0))
+        m.jd = fm.Revolute(m.c, m.d, axis=(0.0, 1.0, 0.0), q0=0.2)
+        for k, (j, law) in enumerate(((m.ja, _cubic), (m.jc, _slide), (m.jd, _twist))):
+            if k < nlaws:
+                setattr(m, f"f{k}", fm.JointForce.compiled_law(j, law))
+            else:
+                setattr(m, f"f{k}", fm.JointForce.spring_damper(j, 30.0, 0.5))
     if gravity:
         m.g = fm.Gravity((0.0, -9.81, 0.0))
     return m
@@ -261,7 +282,7 @@ def test_compiled_user_laws():
     s = user_law_model().compile("absolute")
     assert Engine.supports(s)
     ft = s.engine().ft
-    assert len(ft.laws) == 2
+    assert list(ft.j_int[:, 4]) == [_cubic.address, _slide.address]  # the laws by address
     ft.at(0.4)
     rng = np.random.default_rng(7)
     q, qd = _random_state(s, rng)
@@ -281,6 +302,28 @@ def test_compiled_user_laws():
     slow = user_law_model().compile("absolute").simulate(0.3, engine=False, **opts)
     assert np.abs(fast.q - slow.q).max() <= 1e-9
     assert np.abs(slow.q[-1] - slow.q[0]).max() > 1e-2
+
+
+@pytest.mark.filterwarnings("ignore:First-class function type feature is experimental")
+def test_any_number_of_compiled_laws_shares_one_engine():
+    """The engine calls the users' laws by their addresses (data in the joint-force table),
+    so models with one, two and three compiled laws hand the engine arguments of one numba
+    type: the step loop compiles (or loads) one version for all of them. Each run equals
+    the generic path (the same cfuncs through ctypes)."""
+    opts = dict(integrator="generalized-alpha", rho_inf=0.8, dt=2e-3, tol=1e-11)
+    kinds, n_run = set(), None
+    for n in (1, 2, 3):
+        s = user_law_model(nlaws=n).compile("absolute")
+        assert Engine.supports(s)
+        kinds.add(typeof(s.engine().model))
+        fast = s.simulate(0.3, **opts)
+        if n_run is None:
+            n_run = len(engine._run.signatures)
+        assert len(engine._run.signatures) == n_run, engine._run.signatures
+        slow = user_law_model(nlaws=n).compile("absolute").simulate(0.3, engine=False, **opts)
+        assert np.abs(fast.q - slow.q).max() <= 1e-9
+        assert np.abs(slow.q[-1] - slow.q[0]).max() > 1e-2
+    assert len(kinds) == 1
 
 
 def test_compiled_law_bad_input():
