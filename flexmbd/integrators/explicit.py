@@ -59,6 +59,7 @@ from .stepper import (
     restore_options,
     rk4,
     rk4_stability,
+    rk_tableau,
     tau_function,
 )
 
@@ -282,7 +283,7 @@ class TreeStepper(ExplicitStepper):
         if c[4] and not c[6]:  # Python functions of time: tabulated per attempt
             return self._timed_solver_block(c) if self.timed_blocks else None
         rows = self.t_eval is None
-        A, E3, E5 = _tableau(s)
+        A, E3, E5 = rk_tableau(s)
 
         def run(k, t_stop, win, stall):
             # a sample at every accepted step (rows i + 1 ...) or none
@@ -358,7 +359,7 @@ class TreeStepper(ExplicitStepper):
         s = self.solver
         work, fargs, tau, qoff = c
         rows = self.t_eval is None
-        A, E3, E5 = _tableau(s)
+        A, E3, E5 = rk_tableau(s)
 
         def run(k, t_stop, win, stall):
             # a sample at every accepted step (rows i + 1 ...) or none
@@ -450,7 +451,7 @@ class TreeStepper(ExplicitStepper):
         s, c = self.solver, self._compiled_tree()
         if c is not None and c[4] and not c[6]:  # Python functions of time:
             return None  # scipy's dense output between the blocks
-        A, E3, E5 = _tableau(s)
+        A, E3, E5 = rk_tableau(s)
         n = s.y.shape[0]
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
             Kx, AX, CX, D = s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D
@@ -744,15 +745,6 @@ def simulate_recursive(
 _FEW = 8
 _NO_TT, _NO_TIX = np.zeros((1, 0)), np.zeros((0, 2), np.int64)  # no tabulated loads
 _NO_E3 = np.zeros(0)  # RK45 / RK23: one error estimator (E), no DOP853 E3
-
-
-def _tableau(s):
-    """``(A, E3, E5)`` of scipy's Runge-Kutta solver ``s`` as the compiled blocks take
-    them: ``A`` C-contiguous (DOP853's is a view of a larger table; its layout would
-    compile every block kernel a second time), ``E3`` empty for RK45 / RK23 (their one
-    error estimator ``E`` is ``E5``)."""
-    E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
-    return np.ascontiguousarray(s.A), E3, E5
 
 
 #: an empty rigid force table (``fi``, ``ff``) of the flexible trees' block arguments

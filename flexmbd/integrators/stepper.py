@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..results import Results
 
 __all__ = [
+    "rk_tableau",
     "EXPLICIT",
     "explicit_integrator",
     "rk4_stability",
@@ -953,3 +954,15 @@ class ExplicitStepper:
 
     def finalize(self, results: Results, failed: bool = False) -> Results | None:
         raise NotImplementedError
+
+
+_NO_E3 = np.zeros(0)
+
+
+def rk_tableau(s: Any) -> tuple[Array, Array, Array]:
+    """``(A, E3, E5)`` of scipy's explicit Runge-Kutta solver ``s`` (``RK45``, ``RK23``,
+    ``DOP853``) as the compiled blocks take them: ``A`` C-contiguous (DOP853's is a view
+    of a larger table; its layout would compile every block kernel a second time),
+    ``E3`` empty for RK45 / RK23 (their one error estimator ``E`` is ``E5``)."""
+    E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+    return np.ascontiguousarray(s.A), E3, E5

@@ -16,6 +16,7 @@ their caches stay as they are.
 import numpy as np
 
 from .._jit import njit
+from ..integrators.stepper import rk_tableau
 from ._nbforces import set_clock
 from ._nbloops import BLOCK_DONE as _DONE
 from ._nbloops import (
@@ -140,7 +141,6 @@ def timed_rk_attempt(
 
 #: scipy's step-size factors of its explicit Runge-Kutta pairs (``rk.py``)
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = 0.9, 0.2, 10.0
-_NO_E3 = np.zeros(0)
 
 
 def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall, after=None):
@@ -163,8 +163,8 @@ def timed_block(solver, rhs, tabulate, qoff, k, t_stop, n_steps, win, stall, aft
     step's last evaluation, whose tree pass and force table values the workspaces still
     hold)."""
     s = solver
-    E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
-    A, B, C, K = np.ascontiguousarray(s.A), s.B, s.C, s.K  # (DOP853's A: a view)
+    A, E3, E5 = rk_tableau(s)
+    B, C, K = s.B, s.C, s.K
     ns = B.shape[0]
     n = s.y.shape[0]
     ts = np.array([s.t, s.h_abs], dtype=float)

@@ -124,6 +124,7 @@ from ..integrators.stepper import (
     json_options,
     rk4,
     rk4_stability,
+    rk_tableau,
     tau_function,
 )
 from ..model.flexible import FlexibleBody
@@ -1928,13 +1929,13 @@ def _compiled_step_impl(Solver):
         min_step = 10 * np.abs(np.nextafter(t, self.direction * np.inf) - t)
         y_new, f_new, out = np.empty(n), np.empty(n), np.zeros(4)
         tau = st.constant_tau(c)
-        E3, E5 = (self.E3, self.E5) if hasattr(self, "E5") else (_NO_E3, self.E)
+        A, E3, E5 = rk_tableau(self)
         args = (
             c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol, _GUARD,
             c[5], c[6], float(t), np.ascontiguousarray(self.y, dtype=float),
             np.ascontiguousarray(self.f, dtype=float), float(self.h_abs), float(self.t_bound),
             float(self.direction), float(min_step), float(self.max_step), float(self.rtol),
-            float(self.atol), self.A, self.B, self.C, E3, E5, self.K, _SAFETY,
+            float(self.atol), A, self.B, self.C, E3, E5, self.K, _SAFETY,
             _MIN_FACTOR, _MAX_FACTOR, float(self.error_exponent), y_new, f_new, out,
         )  # fmt: skip
         rows = st.step_rows(sel)
@@ -2199,7 +2200,7 @@ class _LoopStepper(ExplicitStepper):
         _, c, P, sel = _loop_selection(s)
         if sel is None:
             return self._timed_solver_block() if self.timed_blocks else None
-        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        A, E3, E5 = rk_tableau(s)
         tau = self.constant_tau(c)
 
         def run(k, t_stop, win, stall):
@@ -2213,7 +2214,7 @@ class _LoopStepper(ExplicitStepper):
             args = (
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
                 _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
                 self.n_steps, win, stall, Y, REC, out,
             )  # fmt: skip
@@ -2304,7 +2305,7 @@ class _LoopStepper(ExplicitStepper):
         _, c, P, sel = _loop_selection(s)
         if sel is None:  # (functions of time: scipy's dense output between the blocks)
             return None
-        E3, E5 = (s.E3, s.E5) if hasattr(s, "E5") else (_NO_E3, s.E)
+        A, E3, E5 = rk_tableau(s)
         tau = self.constant_tau(c)
         if hasattr(s, "A_EXTRA"):  # DOP853: the extra stages into K_extended, F (7, n)
             Kx, AX, CX, D, nf = s.K_extended, s.A_EXTRA, s.C_EXTRA, s.D, s.D.shape[0] + 3
@@ -2324,7 +2325,7 @@ class _LoopStepper(ExplicitStepper):
             done = _NL.loop_rk_block_dense(
                 c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
                 _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), s.A, s.B, s.C, E3, E5, s.K,
+                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
                 _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, self.n_steps,
                 win, stall, Y, REC, out, Kx, AX, CX, D, F, te, SJ, DN, c[7],
                 c[8], j0, self.i + 1, *rows["out"],
