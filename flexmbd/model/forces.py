@@ -449,7 +449,8 @@ class JointForce(ForceElement):
 
         Revolute, Prismatic and Screw joints (angles unwrapped as for
         :meth:`spring_damper`). The absolute engine takes it on Revolute and Prismatic
-        joints (a model with a Screw or a GearCoupling runs the engine-free path). The
+        joints and calls it by its address (one compiled engine for any number of laws;
+        a model with a Screw or a GearCoupling runs the engine-free path). The
         recursive formulation's compiled force table calls it by its address with the
         time of each evaluation (``forward_dynamics``, ``qdd``, the batch and inverse
         dynamics, the RK4 blocks of trees and closed loops, the adaptive closed-loop
