@@ -1886,6 +1886,24 @@ class Engine:
             i8(np.concatenate([[0], np.cumsum([len(u) for u in U])])[:-1]),
         )
 
+    def update_bodies(self):
+        """Re-read, in place, the bodies' parameters that a parameter write changes without
+        a rebuild (:meth:`AbsoluteSystem.refresh
+        <flexmbd.absolute.system.AbsoluteSystem.refresh>`): the rigid bodies' mass (kg),
+        centre of mass (m, body frame) and inertia (kg m^2) and the flexible bodies' modal
+        stiffness and damping. What depends on them starts afresh as in a new engine: the
+        sparse LU's reference pivots and the Newton guess of the last step."""
+        s, b = self.system, self.model.bodies
+        inert = s.inertia
+        for dst, src in ((b.rm, inert.m), (b.rc, inert.c), (b.rJ, inert.J), (b.rJc, inert.Jc)):
+            dst[...] = src
+        fl = s.flexible.flex
+        if fl:
+            b.f_K[...] = np.concatenate([np.ravel(d.K) for d in fl])
+            b.f_D[...] = np.concatenate([np.ravel(d.D) for d in fl])
+        self._ref_key = None
+        self.k_prev = -1
+
     def _block_layout(self):
         """``(KKTLayout, body columns)``: :func:`._sparse.kkt_layout` of the bodies each
         joint row and force element couples (block-dense, a superset of the non-zeros)."""
