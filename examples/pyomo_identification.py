@@ -28,12 +28,13 @@ and CPU time; writes ``out/pyomo_identification.png`` (measured and fitted strai
 Run: ``python examples/pyomo_identification.py`` (``--quick``: the tests' settings).
 
 CPU time at defaults (0.6 s, dt = 2.5 ms = 24 samples per mode-2 period, 7923 NLP
-variables): 6 IPOPT iterations (Gauss-Newton Hessian), 10.5 s CPU in the solve (69 s
-wall, 2-core machine shared by other jobs, November 2026); recovered zeta_1 +0.64 %,
-zeta_2 -0.15 %, c -0.05 %; Fisher rank 2 (planar) vs 3 (plucked, Cramer-Rao 0.52 %,
-0.15 %, 0.08 %). With ``--quick`` (0.3 s, dt = 5 ms): 5 iterations, 2.2 s CPU; -0.36 %,
--1.75 %, -0.90 %. Needs ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README,
-Install).
+variables): 6 IPOPT iterations (Gauss-Newton Hessian), 2.8 s CPU in the solve (12.8 s
+wall, 2-core machine shared by other jobs, November 2026; 10.5 s CPU before the bearing
+became a compiled law and the grey box's nodes took the compiled engine); recovered
+zeta_1 +0.64 %, zeta_2 -0.15 %, c -0.05 %; Fisher rank 2 (planar) vs 3 (plucked,
+Cramer-Rao 0.52 %, 0.15 %, 0.08 %). With ``--quick`` (0.3 s, dt = 5 ms): 5 iterations,
+0.5 s CPU (2.2 s on the Python terms); -0.36 %, -1.75 %, -0.90 %. Needs
+``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
 """
 
 import time

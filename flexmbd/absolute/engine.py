@@ -1852,7 +1852,7 @@ class Engine:
             return False
         ok = (Gravity, SpringDamperActuator, PointForce, PointTorque)
         for f in system.forces:
-            if type(f) is JointForce and joint_force_kind(f) >= 0:
+            if isinstance(f, JointForce) and joint_force_kind(f) >= 0:
                 continue
             if type(f) not in ok:
                 return False
@@ -1886,6 +1886,48 @@ class Engine:
             i8(np.concatenate([[0], np.cumsum([len(u) for u in U])])[:-1]),
         )
 
+    def update_bodies(self):
+        """Re-read, in place, the bodies' parameters that a parameter write changes without
+        a rebuild (:meth:`AbsoluteSystem.refresh
+        <flexmbd.absolute.system.AbsoluteSystem.refresh>`): the rigid bodies' mass (kg),
+        centre of mass (m, body frame) and inertia (kg m^2) and the flexible bodies' modal
+        stiffness and damping. What depends on them starts afresh as in a new engine: the
+        sparse LU's reference pivots and the Newton guess of the last step."""
+        s, b = self.system, self.model.bodies
+        inert = s.inertia
+        for dst, src in ((b.rm, inert.m), (b.rc, inert.c), (b.rJ, inert.J), (b.rJc, inert.Jc)):
+            dst[...] = src
+        fl = s.flexible.flex
+        if fl:
+            b.f_K[...] = np.concatenate([np.ravel(d.K) for d in fl])
+            b.f_D[...] = np.concatenate([np.ravel(d.D) for d in fl])
+        self._ref_key = None
+        self.k_prev = -1
+
+    def _block_layout(self):
+        """``(KKTLayout, body columns)``: :func:`._sparse.kkt_layout` of the bodies each
+        joint row and force element couples (block-dense, a superset of the non-zeros)."""
+        s, cs, ft = self.system, self.cs, self.ft
+        n, nc = s.n, s.nc
+        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
+        for d in s.flexible.flex:
+            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
+        npm = cs.np
+        rows = [list(cs.b[p]) for p in range(npm)]
+        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
+        rows += [[i] for i in range(s.nb)]
+        couplings = rows[:npm] + ft.couplings()
+        return kkt_layout(n, nc, body_cols, rows, couplings), body_cols
+
+    def newton_pattern(self):
+        """``(rows, cols)`` (int arrays) of the entries of the (n + nc) square Newton
+        matrix ``[[J, Phi_q^T], [Phi_q, 0]]`` that :meth:`terms` can make non-zero, for any
+        state, time, coefficients and parameter values: block-dense over the bodies that a
+        joint row or a force element couples (a superset of the non-zeros, fixed for the
+        model's structure)."""
+        L = self._block_layout()[0]
+        return np.asarray(L.Ai, np.int64), np.repeat(np.arange(L.n + L.nc), np.diff(L.Ap))
+
     def _layout(self, probes=2):
         """The compressed layout of the Newton matrix (:func:`._sparse.kkt_layout` from the
         bodies each joint row and force element couples), its factorization pattern pruned
@@ -1897,15 +1939,7 @@ class Engine:
         (slots) is that of the whole block pattern; only the LU's pattern shrinks."""
         s, cs, ft = self.system, self.cs, self.ft
         n, nc = s.n, s.nc
-        body_cols = [list(range(7 * b, 7 * b + 7)) for b in range(s.nb)]
-        for d in s.flexible.flex:
-            body_cols[d.index] += list(range(d.col0, d.col0 + d.n))
-        npm = cs.np
-        rows = [list(cs.b[p]) for p in range(npm)]
-        rows += [[] for _ in range(nc - npm - s.nb)]  # coordinate rows (not in the engine)
-        rows += [[i] for i in range(s.nb)]
-        couplings = rows[:npm] + ft.couplings()
-        L = kkt_layout(n, nc, body_cols, rows, couplings)
+        L, body_cols = self._block_layout()
         dense = self.model.layout
         self.model = _with_layout(self.model, L)
         self.ws = self._workspace(n, nc, None)

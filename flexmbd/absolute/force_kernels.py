@@ -1334,7 +1334,8 @@ class ForceTable:
         return len(self.sda) == 0 and len(self.loads) == 0 and len(self.jf) == 0
 
     def refresh(self):
-        """Re-read the mutable element parameters (``k``, ``c``, ``l0``, Jacobian switch)."""
+        """Re-read the mutable element parameters (SDA ``k``, ``c``, ``l0``, the joint laws'
+        ``(k, c, q0)``, the Jacobian switch)."""
         for r, el in enumerate(self.sda):
             self.s_flt[r, 6] = el.k
             self.s_flt[r, 7] = el.c
@@ -1342,6 +1343,9 @@ class ForceTable:
             self.s_int[r, 8] = self.exact and el.has_jacobian
         for r, el in enumerate(self.jf):
             self.j_int[r, _JJAC] = self.exact and el.has_jacobian
+            if el.law is not None:  # a law's constants may be parameters (ViscousBearing.c)
+                T = self.j_flt[r]
+                T[_JKK], T[_JCC], T[_JQ0] = el.law
         self._sync_references()
 
     def _fa(self, t):

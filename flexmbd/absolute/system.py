@@ -319,8 +319,9 @@ class AbsoluteSystem:
                 comp.validate()
         if rigid:
             self.inertia.update(self.bodies)
-        if rigid or flex:
-            self._engine = None  # the compiled engine copies masses and modal matrices
+        e = getattr(self, "_engine", None)
+        if (rigid or flex) and e is not None and e[0] is self.constraints:
+            e[1].update_bodies()  # the compiled engine copies masses and modal matrices
         self._rev = self.model.revision
         self._ic = None
         return True

@@ -1,7 +1,11 @@
 """Joint force elements whose values an optimizer sets: a control input and a bearing.
 
 Both are :class:`~flexmbd.JointForce` elements with exact Jacobians, so every
-formulation and integrator treats them like any other joint force.
+formulation and integrator treats them like any other joint force. On a joint with one
+coordinate and one speed (Revolute, Prismatic, Screw) each is also a linear
+spring-damper-actuator law (:attr:`~flexmbd.JointForce.law`, the element's ``actuator``),
+which the compiled absolute engine evaluates in its step (its force table re-reads ``c``
+and the input at every evaluation) and the recursive formulation in its force table.
 
 * :class:`JointInput` -- the force/torque along a joint's speeds is the attribute ``u``
   (nv,) (N or N m), set per time node by the grey-box block or by a profile ``u(t)``.
@@ -40,6 +44,8 @@ class JointInput(JointForce):
         super().__init__(joint, self._force, dfdq=self._dfdq, dfdqd=self._dfdqd, name=name, doc=doc)
         object.__setattr__(self, "_profile", None)
         object.__setattr__(self, "_u", np.zeros(joint.nv))
+        if _one_speed(joint):  # the actuator term of a law without spring and damper
+            self.actuator = self._actuator
         if callable(u):
             self.set_profile(u)
         elif u is not None:
@@ -71,6 +77,14 @@ class JointInput(JointForce):
         if self._profile is not None:
             return np.atleast_1d(np.asarray(self._profile(t), float))
         return self._u
+
+    @property
+    def law(self):
+        """``(0, 0, 0)``: no spring, no damper (one-speed joints; else None, a Python law)."""
+        return (0.0, 0.0, 0.0) if _one_speed(self.joint) else None
+
+    def _actuator(self, t):
+        return float(self.value(t)[0])
 
     def _force(self, t, q, qd):
         return self.value(t)
@@ -110,6 +124,14 @@ class ViscousBearing(JointForce):
                 "number >= 0 (N m s/rad)"
             )
         self.c = c
+        if _one_speed(joint):  # a law without spring and actuator
+            self.actuator = _no_actuator
+
+    @property
+    def law(self):
+        """``(0, c, 0)``: the damper of a linear law (one-speed joints; else None, a
+        Python law). Read at every evaluation, so a new ``c`` needs no rebuild."""
+        return (0.0, self.c, 0.0) if _one_speed(self.joint) else None
 
     def _force(self, t, q, qd):
         return -self.c * np.asarray(qd, float)
@@ -122,3 +144,15 @@ class ViscousBearing(JointForce):
 
     def summary(self) -> str:
         return f"ViscousBearing on {self.joint.name} (c = {self.c:g})"
+
+
+def _one_speed(joint) -> bool:
+    """Whether ``joint`` has one coordinate and one speed (a law's joint)."""
+    return joint.nv == 1 and joint.nq == 1
+
+
+def _no_actuator(t):
+    return 0.0
+
+
+_no_actuator.constant = True  # the compiled engine evaluates it once

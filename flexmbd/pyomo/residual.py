@@ -52,9 +52,17 @@ class NodeResiduals:
         The free parameters (their order is the order of ``p``).
     inputs : sequence of JointInput
         The control inputs (their ``nv`` values per node, in this order).
+    compiled : bool, optional
+        Evaluate the nodes with the system's compiled engine
+        (:meth:`~flexmbd.absolute.system.AbsoluteSystem.engine`: the same equations to
+        round-off; the Jacobian's pattern is the engine's block pattern,
+        :meth:`~flexmbd.absolute.engine.Engine.newton_pattern`, fixed for the model)
+        instead of the Python terms. Default: when the engine runs every force element
+        (:meth:`Engine.supports <flexmbd.absolute.engine.Engine.supports>`); True raises
+        :class:`~flexmbd.errors.ModelError` otherwise. The attribute can be switched.
     """
 
-    def __init__(self, system, times, params=(), inputs=()):
+    def __init__(self, system, times, params=(), inputs=(), compiled=None):
         if getattr(system, "formulation", None) != "absolute":
             raise ModelError(
                 "flexmbd.pyomo: compile the model with formulation='absolute' "
@@ -72,6 +80,18 @@ class NodeResiduals:
         self.N = len(self.times)
         self.nx = 3 * self.n + self.nc + self.nu  # unknowns of one node
         self.nr = self.n + self.nc  # equations of one node
+        from ..absolute.engine import Engine
+
+        ok = Engine.supports(system)
+        if compiled and not ok:
+            raise ModelError(
+                "flexmbd.pyomo: compiled=True, but the compiled engine does not run this model "
+                "(a force element it does not compile, e.g. a Python joint law, or a Screw or "
+                "GearCoupling); leave compiled=None"
+            )
+        #: True: the nodes are evaluated by the compiled engine
+        self.compiled = ok if compiled is None else bool(compiled)
+        self._pattern = None  # the engine's Newton-matrix pattern, split by blocks
 
     def _check(self):
         from ..model.flexible import FlexibleBody
@@ -130,6 +150,8 @@ class NodeResiduals:
 
     # -- evaluation -----------------------------------------------------------------------
     def _node(self, k, q, v, a, lam, u, jacobian):
+        if self.compiled:
+            return self._engine_node(k, q, v, a, lam, u, jacobian)
         s = self.system
         self.set_inputs(u)
         T = s.dae_terms(q, v, a, lam, self.times[k], jacobian=jacobian)
@@ -165,6 +187,12 @@ class NodeResiduals:
             r, T = self._node(k, q[k], v[k], a[k], lam[k], u[k], True)
             rs.append(r)
             R0, C0 = k * nr, k * nx
+            if self.compiled:
+                for rr, cc, vv in T:
+                    rows.append(rr + R0)
+                    cols.append(cc + C0)
+                    vals.append(vv)
+                continue
             put(R0, C0, T.Kin)
             put(R0, C0, (T.KQ[0], T.KQ[1], -np.asarray(T.KQ[2])))
             put(R0, C0, T.H)
@@ -199,6 +227,47 @@ class NodeResiduals:
         )
         J.sum_duplicates()
         return r, J
+
+    def _engine_node(self, k, q, v, a, lam, u, jacobian):
+        """:meth:`_node` by the compiled engine: ``(r, blocks)``, ``blocks`` the node's
+        Jacobian as triplets ``(rows, cols, values)`` in the node's unknowns (q, v, a, lam,
+        u) on the engine's fixed pattern (None without ``jacobian``)."""
+        e, t = self.system.engine(), self.times[k]
+        self.set_inputs(u)
+        F, phi, _ = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)
+        r = np.concatenate([F, phi])
+        if not jacobian:
+            return r, None
+        n, nc = self.n, self.nc
+        if self._pattern is None:
+            pr, pc = e.newton_pattern()
+            top, left = pr < n, pc < n
+            self._pattern = (
+                (pr[top & left], pc[top & left]),  # J: dF/dq, dF/dv, M
+                (pr[top & ~left], pc[top & ~left]),  # Phi_q^T
+                (pr[~top & left], pc[~top & left]),  # Phi_q
+            )
+        (jr, jc), (tr, tc), (br, bc) = self._pattern
+        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]  # dF/dq; Phi_q
+        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]  # dF/dv
+        Am = e.terms(q, v, a, lam, t, (1.0, 0.0, 0.0, 0.0, 0.0))[2]  # M
+        blocks = [
+            (jr, jc, Aq[jr, jc]),
+            (jr, jc + n, Av[jr, jc]),
+            (jr, jc + 2 * n, Am[jr, jc]),
+            (tr, tc + 2 * n, Aq[tr, tc]),  # lam columns follow q, v, a (3 n - n)
+            (br, bc, Aq[br, bc]),
+        ]
+        # inputs: F is affine in u -> one extra residual per input component
+        for j in range(self.nu):
+            uj = u.copy()
+            uj[j] += 1.0
+            self.set_inputs(uj)
+            Fj = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)[0]
+            blocks.append((np.arange(n), np.full(n, 3 * n + nc + j), Fj - F))
+        if self.nu:
+            self.set_inputs(u)
+        return r, blocks
 
     def parameter_jacobian(self, X, r=None):
         """Dense ``dr/dp`` (N (n+nc) x np): exact for affine parameters, else central FD."""

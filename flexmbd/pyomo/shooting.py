@@ -85,9 +85,10 @@ class Shooting:
         Evaluate the steps' residuals and Jacobians with the system's compiled engine
         (:meth:`~flexmbd.absolute.system.AbsoluteSystem.engine`: the same equations to
         round-off, dense matrices) instead of the Python terms. Default: when the engine
-        runs every force element of the model and there are no ``inputs``
-        (:class:`~flexmbd.pyomo.JointInput` and :class:`~flexmbd.pyomo.ViscousBearing`
-        are Python laws); True raises :class:`~flexmbd.errors.ModelError` otherwise.
+        runs every force element of the model (:meth:`Engine.supports
+        <flexmbd.absolute.engine.Engine.supports>`; :class:`~flexmbd.pyomo.JointInput` and
+        :class:`~flexmbd.pyomo.ViscousBearing` on Revolute and Prismatic joints are
+        compiled laws); True raises :class:`~flexmbd.errors.ModelError` otherwise.
     """
 
     # contract: the problem parameters shared with collocation.Trajectory's constructor
@@ -113,8 +114,8 @@ class Shooting:
         self.h, self.N = float(dt), N
         self.t = self.h * np.arange(N + 1)
         self.params, self.inputs = list(params), list(inputs)
-        self.res = NodeResiduals(system, [0.0], self.params, self.inputs)
-        self.newton = NodeResiduals(system, [0.0], (), self.inputs)
+        self.res = NodeResiduals(system, [0.0], self.params, self.inputs, compiled=False)
+        self.newton = NodeResiduals(system, [0.0], (), self.inputs, compiled=False)
         if self.res.nu and profile is None:
             raise ModelError("Shooting: inputs given without a profile(t, theta) -> (u, du)")
         self.profile = profile
@@ -125,13 +126,24 @@ class Shooting:
         self.nz = self.np + self.ntheta
         from ..absolute.engine import Engine
 
-        ok = Engine.supports(system) and not self.res.nu
+        ok = Engine.supports(system)
         if compiled and not ok:
             raise ModelError(
                 "Shooting(compiled=True): the compiled engine does not run this model (a force "
-                "element it does not compile, or control inputs); leave compiled=None"
+                "element it does not compile, e.g. a Python joint law, or a Screw or "
+                "GearCoupling); leave compiled=None"
             )
         self.compiled = ok if compiled is None else bool(compiled)
+
+    @property
+    def compiled(self) -> bool:
+        """True: the steps (and the node residuals of the initial state's sensitivities)
+        are evaluated by the compiled engine; can be switched."""
+        return self._compiled
+
+    @compiled.setter
+    def compiled(self, value):
+        self._compiled = self.res.compiled = self.newton.compiled = bool(value)
 
     def _u(self, t, theta):
         nu = self.res.nu
@@ -185,6 +197,8 @@ class Shooting:
             vp = V[k] + h * (1 - g) * A[k]
             U[k + 1], du = self._u(t1, theta)
             a, lam = A[k].copy(), L[k].copy()
+            if self.compiled:
+                self.res.set_inputs(U[k + 1])  # the engine reads them at each evaluation
             for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
                 q1, v1 = qp + b * h * h * a, vp + g * h * a
                 if self.compiled:
@@ -214,7 +228,7 @@ class Shooting:
                 if self.compiled:
                     x = (t1, Q[k + 1], V[k + 1], a, lam)
                     r, lu = self._compiled_step(*x)
-                    Jq, Jv, Jp = self._compiled_jacobians(*x, r)
+                    Jq, Jv, Jp = self._compiled_jacobians(*x, r, U[k + 1], du)
                     y = sla.lu_solve(lu, rs[:, None] * (-(Jq @ dqp + Jv @ dvp) - Jp))
                 else:
                     _, J = self._jac(t1, Q[k + 1], V[k + 1], a, lam, U[k + 1], True)
@@ -238,21 +252,32 @@ class Shooting:
         r, phi, A = e.terms(q, v, a, lam, t, (1.0, bh2, gh, bh2, gh), jac=jac)
         return np.concatenate([r, phi]), (sla.lu_factor(A, check_finite=False) if jac else None)
 
-    def _compiled_jacobians(self, t, q, v, a, lam, r):
-        """``(J_q, J_v, J_p)`` (n + nc rows) at one node from the engine: the residual's
-        derivatives in ``q`` and ``v`` and the parameter columns
-        (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals)."""
+    def _compiled_jacobians(self, t, q, v, a, lam, r, u, du):
+        """``(J_q, J_v, J_z)`` (n + nc rows) at one node from the engine: the residual's
+        derivatives in ``q`` and ``v``, the parameter columns
+        (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals) and the
+        profile columns ``J_u du`` (the residual is affine in the inputs ``u`` (nu,): its
+        change for a unit step of each, as on the Python path)."""
         n, e = self.res.n, self.system.engine()
         Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]
         Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]
         Jq = Aq[:, :n]  # F rows: dR/dq + H - dQ/dq; phi rows: Phi_q
         Jv = Av[:, :n].copy()
         Jv[n:] = 0.0  # phi does not depend on v
-        Jp = np.zeros((len(r), self.nz))  # no inputs on this path: profile columns zero
+        Jp = np.zeros((len(r), self.nz))
         if self.np:
             Jp[:, : self.np] = parameter_columns(
                 self.params, self.system, lambda: self._compiled_step(t, q, v, a, lam, False)[0], r
             )
+        if self.res.nu and self.ntheta:
+            Ju = np.zeros((len(r), self.res.nu))
+            for j in range(self.res.nu):
+                uj = u.copy()
+                uj[j] += 1.0
+                self.res.set_inputs(uj)
+                Ju[:, j] = self._compiled_step(t, q, v, a, lam, False)[0] - r
+            self.res.set_inputs(u)
+            Jp[:, self.np :] = Ju @ du
         return Jq, Jv, Jp
 
     def _phi_q(self, q, t):

@@ -10,6 +10,7 @@ import pytest
 
 import flexmbd as fm
 import flexmbd.pyomo as fmo
+from flexmbd.absolute.engine import Engine
 from flexmbd.errors import ModelError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -74,9 +75,12 @@ def check_write(m, write, seed=0, simulate=True):
     if simulate:
         s.simulate(0.02, 0.01)  # builds the compiled engine where supported
     structure = s.constraints
+    engine = s.engine() if simulate and Engine.supports(s) else None
     write()
     s.refresh()
     assert s.constraints is structure  # updated in place, not rebuilt
+    if engine is not None:
+        assert s.engine() is engine  # the compiled engine too (masses, modal matrices)
     after = terms(s, x)
     assert any(not equal(before[k], after[k]) for k in TERMS)  # the write changed them
     fresh = m.compile("absolute")

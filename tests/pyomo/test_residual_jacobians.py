@@ -53,8 +53,7 @@ def random_nodes(res, s, rng, dq):
     )
 
 
-def test_rigid_pendulum_jacobian_matches_finite_differences():
-    rng = np.random.default_rng(1)
+def rigid_pendulum():
     m = fm.Model("pend")
     m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
     m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
@@ -66,7 +65,15 @@ def test_rigid_pendulum_jacobian_matches_finite_differences():
     P = fmo.parameters(m)
     for p in (P.link.mass, P.fric.c, P.spring.k, P.spring.c):
         p.free()
-    res = fmo.NodeResiduals(s, [0.0, 0.1], P.free_parameters(), [m.u])
+    return m, s, P
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_rigid_pendulum_jacobian_matches_finite_differences(compiled):
+    rng = np.random.default_rng(1)
+    m, s, P = rigid_pendulum()
+    res = fmo.NodeResiduals(s, [0.0, 0.1], P.free_parameters(), [m.u], compiled=compiled)
+    assert res.compiled == compiled
     X = random_nodes(res, s, rng, 1e-2)
     p = np.array([pp.value for pp in P.free_parameters()])
     assert fd_error(res, X, p) < 1e-6
@@ -100,7 +107,8 @@ def flexible_model(rb):
     return m
 
 
-def test_flexible_pendulum_jacobian_matches_finite_differences(strip):
+@pytest.mark.parametrize("compiled", [True, False])
+def test_flexible_pendulum_jacobian_matches_finite_differences(strip, compiled):
     rng = np.random.default_rng(2)
     m = flexible_model(strip)
     s = m.compile("absolute")
@@ -108,10 +116,59 @@ def test_flexible_pendulum_jacobian_matches_finite_differences(strip):
     for p in (P.beam.zeta[0], P.beam.zeta[1], P.beam.stiffness_scale, P.fric.c):
         p.free()
     assert P.beam.zeta[0].value == pytest.approx(0.01)  # read from the reduced body
-    res = fmo.NodeResiduals(s, [0.0, 0.1], P.free_parameters(), [m.u])
+    res = fmo.NodeResiduals(s, [0.0, 0.1], P.free_parameters(), [m.u], compiled=compiled)
+    assert res.compiled == compiled
     X = random_nodes(res, s, rng, 1e-3)
     p = np.array([pp.value for pp in P.free_parameters()])
     assert fd_error(res, X, p) < 1e-6
+
+
+def test_compiled_nodes_equal_the_python_terms_to_round_off(strip):
+    """The engine's node residuals and Jacobian (the bearing and the input compiled laws,
+    an SDA, gravity; rigid and flexible pendulum, random states, parameters moved) equal
+    the Python terms' to round-off, and the engine's fixed pattern holds every non-zero of
+    the Python Jacobian."""
+    rng = np.random.default_rng(3)
+    for m, s, P in (rigid_pendulum(), (*_flex(strip),)):
+        res = fmo.NodeResiduals(s, [0.0, 0.05, 0.1], P.free_parameters(), [m.u])
+        assert res.compiled  # the default: the engine runs every element
+        X = random_nodes(res, s, rng, 1e-3)
+        p = 1.3 * np.array([pp.value for pp in P.free_parameters()])
+        out = {}
+        for c in (True, False):
+            res.compiled = c
+            r, J = res.evaluate(X, p)
+            out[c] = (r, J.toarray(), J.nnz)
+        (r1, J1, nnz1), (r0, J0, _) = out[True], out[False]
+        assert np.abs(r1 - r0).max() < 1e-13 * np.abs(r0).max()  # measured 3e-16 .. 3e-15
+        assert np.abs(J1 - J0).max() < 1e-13 * np.abs(J0).max()  # measured 4e-20 .. 7e-18
+        assert not np.any((J1 != 0) & (J0 == 0))
+        assert nnz1 >= np.count_nonzero(J0)  # the pattern: every Python non-zero
+
+
+def _flex(strip):
+    m = flexible_model(strip)
+    s = m.compile("absolute")
+    P = fmo.parameters(m)
+    for p in (P.beam.zeta[0], P.fric.c):
+        p.free()
+    return m, s, P
+
+
+def test_compiled_nodes_need_an_engine_model():
+    m = fm.Model("p")
+    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
+    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
+    m.fric = fm.JointForce(  # a Python law
+        m.hinge,
+        lambda t, q, qd: -0.3 * qd,
+        dfdq=lambda t, q, qd: np.zeros((1, 1)),
+        dfdqd=lambda t, q, qd: np.array([[-0.3]]),
+    )
+    s = m.compile("absolute")
+    assert not fmo.NodeResiduals(s, [0.0]).compiled
+    with pytest.raises(ModelError, match="compiled engine does not run this model"):
+        fmo.NodeResiduals(s, [0.0], compiled=True)
 
 
 def test_modal_parameters_change_the_dynamics_as_declared(strip):

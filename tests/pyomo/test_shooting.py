@@ -72,11 +72,56 @@ def test_compiled_shooting_needs_an_engine_model():
     m = fm.Model("p")
     m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
     m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
-    m.fric = fmo.ViscousBearing(m.hinge, c=0.3)  # a Python joint law
+    m.fric = fm.JointForce(  # a Python law
+        m.hinge,
+        lambda t, q, qd: -0.3 * qd,
+        dfdq=lambda t, q, qd: np.zeros((1, 1)),
+        dfdqd=lambda t, q, qd: np.array([[-0.3]]),
+    )
     s = m.compile("absolute")
     assert not Shooting(s, 0.1, 0.01).compiled
     with pytest.raises(fm.errors.ModelError, match="compiled engine does not run this model"):
         Shooting(s, 0.1, 0.01, compiled=True)
+
+
+def _pendulum_with_input():
+    """A pendulum driven by an input profile, with a free bearing friction."""
+    m = fm.Model("p")
+    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
+    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
+    m.g = fm.Gravity((0, -9.81, 0))
+    m.tau = fmo.JointInput(m.hinge)
+    m.fric = fmo.ViscousBearing(m.hinge, c=0.3)
+    P = fmo.parameters(m)
+    P.fric.c.free(bounds=(0.0, 1.0))
+
+    def profile(t, th):  # tau = th0 sin(pi t) + th1 sin(2 pi t)
+        b = np.array([np.sin(np.pi * t), np.sin(2 * np.pi * t)])
+        return np.array([b @ th]), b[None, :]
+
+    return m, P, profile
+
+
+def test_compiled_shooting_with_inputs_equals_the_python_terms_to_round_off():
+    """Input profile and bearing friction as compiled laws: same Newton iterations,
+    trajectory, inputs and sensitivities (friction and profile coefficients) as the
+    Python terms to round-off."""
+    m, P, profile = _pendulum_with_input()
+    sh = Shooting(m.compile("absolute"), 0.5, 0.01, P.free_parameters(), [m.tau], profile, ntheta=2)
+    assert sh.compiled and sh.res.compiled  # the engine runs both laws
+    out = {}
+    for compiled in (True, False):
+        sh.compiled = compiled
+        assert sh.res.compiled == sh.newton.compiled == compiled
+        out[compiled] = sh.simulate([0.3], [4.0, -2.0])
+    r1, r0 = out[True], out[False]
+    np.testing.assert_array_equal(r1.iterations, r0.iterations)
+    np.testing.assert_array_equal(r1.u, r0.u)
+    assert np.ptp(r0.q[:, 6]) > 0.05  # it swings
+    assert np.abs(r1.q - r0.q).max() < 1e-14 * np.abs(r0.q).max()  # measured 2.2e-16
+    assert np.abs(r1.lam - r0.lam).max() < 1e-12 * np.abs(r0.lam).max()  # 4.6e-15
+    assert np.abs(r1.dq - r0.dq).max() < 1e-12 * np.abs(r0.dq).max()  # 3.5e-16
+    assert np.abs(r1.dlam - r0.dlam).max() < 1e-11 * np.abs(r0.dlam).max()  # 1.9e-14
 
 
 def test_pendulum_torque_profile_and_friction_sensitivities_match_finite_differences():
