@@ -552,6 +552,31 @@ def flex_loop_stiffening(
     return 0
 
 
+@njit(cache=True, _nrt=False)
+def factored_columns(T, cols, out):
+    """``M^-1 cols`` (nv, k; joint and modal speeds) into ``out`` on the factor the
+    workspace ``T`` already holds at ``q`` (:func:`._flexkernels.solve_columns` without
+    its kinematics, bias pass and factorization): one :func:`._flexkernels.solve` per
+    column. The factor is that of any forward-dynamics pass at ``q``: the generalized
+    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only, and the
+    kinematics passes of :func:`flex_cuts_eval` at the same ``q`` rewrite the same values.
+    Leaves ``J_FT``, ``FM_TF`` and the solve's rows at the last column."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Fm, Jv = W.Ia, W.Fi, W.Fm, W.Jv
+    nv = cols.shape[0]
+    N = Ia.shape[1] - 1
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jv[FK.J_FT, i] = cols[i, c]
+        for k in range(1, N + 1):
+            mv = Fi[FK.F_MV, k]
+            for j in range(Fi[FK.F_NF, k]):
+                Fm[k, FK.FM_TF, j] = cols[mv + j, c]
+        FK.solve(W.Ia, W.Sa, W.Fi, W.Mm, W.Vv, W.R3, W.P3, W.Dn, W.Gp, W.PsiT, W.Fm, W.Jv)
+        for i in range(nv):
+            out[i, c] = Jv[FK.J_QDD, i]
+
+
 @njit(cache=True)
 def flex_loop_accelerations(
     T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
@@ -562,7 +587,7 @@ def flex_loop_accelerations(
     compiled :meth:`flexmbd.constraints.projection.Projector.accelerations` between two
     QRs): the free accelerations by :func:`._nbsingle.flex_forward_dynamics` (joint and
     modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval`, ``Y = M^-1 J_I^T``
-    by :func:`._flexkernels.solve_columns`, then the rigid loops' solve on them
+    by :func:`factored_columns` on the free solve's factor, then the rigid loops' solve on them
     (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
     of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
     (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
@@ -587,9 +612,8 @@ def flex_loop_accelerations(
         for i in range(nv):
             C[a, i] = J[sel[a], i]
             JT[i, a] = J[sel[a], i]
-    st = FK.solve_columns(T, q, JT, Yc)
-    if st != 0:
-        return st
+    # Y on the free solve's factor (the same q)
+    factored_columns(T, JT, Yc)
     for a in range(k):
         for i in range(nv):
             Y[a, i] = Yc[i, a]
