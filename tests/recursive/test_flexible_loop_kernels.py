@@ -198,6 +198,43 @@ def test_columns_on_the_free_factor_are_the_tree_columns(kind, closing, stiff):
     assert _close(A, A.T, 1e-12)
 
 
+@pytest.mark.parametrize("kind, closing", [("cbA", "spherical"), ("cbA", "universal")])
+def test_stiffening_g_on_the_free_factor_is_the_full_tree_solve(kind, closing):
+    """Each ``g(lam)`` of the loop-aware stiffening (:func:`_nbflexcut._stiff_g`) solves
+    the stiffened tree with the cut wrenches of ``lam`` on the kinematics and factor the
+    stage left (:func:`_nbsingle.flex_factored_dynamics`): bit for bit the full tree solve
+    (``factored=False``: its own kinematics pass and factorization), also after other
+    ``g`` of either kind; the wrenches of ``lam`` matter (the correction of ``lam = 0`` is
+    about ``lam``)."""
+    _, ls, q, qd = _stiffened_loop(kind, closing)[:4]
+    q, qd = ls.project(q, qd)
+    (head, sel, rows, solve, *_), tau = _stage_args(ls, q, qd)
+    T, MI, grav, use_grav, reac, tol, max_iter, info = head
+    sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out = rows
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, *_, stiff, sw = solve
+    assert stiff
+    st = FC.flex_loop_accelerations(
+        T, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tau, sel, sI, sC, sFt, sFs,
+        cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, stiff, sw,
+    )  # fmt: skip
+    assert st == 0 and np.abs(lam).max() > 1.0
+    ga = (T, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tau, sel, sI, sC, sFt, sFs,
+          cI, out, acc, C, Y, A, b, x, r, sw)  # fmt: skip
+    rng = np.random.default_rng(5)
+    lams = [lam.copy(), lam * (1.0 + 0.1 * rng.normal(size=lam.shape)), 0.0 * lam]
+    res = {}
+    for factored in (True, False, True, False):
+        for i, li in enumerate(lams):
+            qn, dl = np.empty_like(qdd), np.empty_like(lam)
+            assert FC._stiff_g(ga, li, qn, dl, factored) == 0
+            if i in res:
+                assert np.array_equal(qn, res[i][0]) and np.array_equal(dl, res[i][1])
+            res[i] = qn, dl
+    # at the converged lam the correction is small; from lam = 0 it is about lam itself
+    assert np.abs(res[0][1]).max() < 1e-6 * np.abs(lam).max()
+    assert np.abs(res[2][1] - res[0][1]).max() > 0.5 * np.abs(lam).max()
+
+
 def _counting(monkeypatch, module, names, calls):
     """Count the Python calls of the kernels ``names`` of ``module`` (only after they
     compiled: a kernel that is a numba global of another must not be replaced before that
