@@ -1244,7 +1244,26 @@ def forward_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, in
     (block not positive definite), -1 (node system) or -2 (stiffening fixed point not
     converged within ``max_iter`` at relative tolerance ``tol``). The number of
     stiffening iterations goes to ``info[0]``."""
-    st = _factor_at(T, q, v, grav, use_grav, True)
+    return _dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info, False)
+
+
+@njit(cache=True, _nrt=False)
+def factored_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info):
+    """:func:`forward_dynamics` on a workspace that already holds the kinematics at
+    ``(q, v)`` (world poses) and the factorization at ``q`` of an earlier pass (other
+    applied loads or joint forces: the factor depends on ``q`` only): the bias pass, the
+    stiffening fixed point and the solve, without the kinematics pass and the
+    factorization (the same values, bit for bit). Status as :func:`forward_dynamics`."""
+    return _dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info, True)
+
+
+@njit(cache=True, inline="always")
+def _dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info, factored):
+    """:func:`forward_dynamics` (``factored``: :func:`factored_dynamics`)."""
+    if factored:
+        st = bias_forces(T, q, v, grav, use_grav)
+    else:
+        st = _factor_at(T, q, v, grav, use_grav, True)
     if st != 0:
         return st
     W = FlexWork(*T)

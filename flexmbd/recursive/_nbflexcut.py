@@ -379,15 +379,18 @@ def cut_items(cI, D, Rw, pw, lam, cutf, items):
 
 
 @njit(cache=True)
-def _stiff_g(ga, lam_in, qn, dl):
+def _stiff_g(ga, lam_in, qn, dl, factored):
     """``g(lam_in)`` of :meth:`flexmbd.recursive.loops.LoopSystem._loop_stiffening`: the
     stiffened tree solved with the cut-joint wrenches of ``lam_in`` applied
     (:func:`cut_items`, :func:`flex_frame_wrenches`, :func:`._nbsingle.flex_forward_dynamics`
     with its stiffening), then projected on the rows ``sel`` (the factor ``A`` of
     :func:`flex_loop_accelerations`): the accelerations ``qn`` (nv,) and the multiplier
     correction ``dl`` (m,). ``ga``: :func:`flex_loop_stiffening`'s arguments ``T`` ...
-    ``sw`` as a tuple. The workspace must hold world poses at ``q``. Returns the tree
-    solve's status."""
+    ``sw`` as a tuple. The workspace must hold world poses at ``q``; with ``factored``
+    also the kinematics at ``(q, v)`` and the factorization at ``q`` (after
+    :func:`flex_loop_accelerations`' solves and every ``g``): the tree solve is then
+    :func:`._nbsingle.flex_factored_dynamics` (the same values without the kinematics
+    pass and factorization). Returns the tree solve's status."""
     (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
      out, acc, C, Y, A, b, x, r, sw) = ga  # fmt: skip
     items, zq, w6, Rb, rb, cutf = sw[0], sw[1], sw[2], sw[3], sw[4], sw[5]
@@ -400,9 +403,16 @@ def _stiff_g(ga, lam_in, qn, dl):
             fext[k, a] = 0.0
     NS._clear_applied(W.Fm)
     flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
-    st = NS.flex_forward_dynamics(
-        T, q, v, tau, MI, grav, use_grav, reac, True, tol, max_iter, info, qn, acc, False, False
-    )
+    if factored:
+        st = NS.flex_factored_dynamics(
+            T, q, v, tau, MI, grav, use_grav, reac, True, tol, max_iter, info, qn, acc, False,
+            False,
+        )  # fmt: skip
+    else:
+        st = NS.flex_forward_dynamics(
+            T, q, v, tau, MI, grav, use_grav, reac, True, tol, max_iter, info, qn, acc, False,
+            False,
+        )  # fmt: skip
     for k in range(fext.shape[0]):
         for a in range(6):
             fext[k, a] = 0.0
@@ -472,9 +482,10 @@ def flex_loop_stiffening(
     fixed-point steps ``lam += g(lam)`` (:func:`_stiff_g`) while they contract, else the
     affine equation ``g(lam) = 0`` on its active rows by Newton steps with
     finite-difference columns (a square solve, :func:`_lu_solve`, where the reference
-    takes least squares). ``sw = (items, zq, w6, Rb, rb, cutf (nc, 6), qn, qn2 (nv,), dl,
-    dl2, lt, gs (m,), Gm (m, m), act (m,) int)``. Returns 0, a tree solve's status or
-    :data:`STIFF_SINGULAR`."""
+    takes least squares). Every ``g`` solves the tree on the factorization of
+    :func:`flex_loop_accelerations`' free solve (the same ``q``). ``sw = (items, zq, w6,
+    Rb, rb, cutf (nc, 6), qn, qn2 (nv,), dl, dl2, lt, gs (m,), Gm (m, m), act (m,)
+    int)``. Returns 0, a tree solve's status or :data:`STIFF_SINGULAR`."""
     qn, qn2, dl, dl2, lt, gs, Gm, act = sw[6], sw[7], sw[8], sw[9], sw[10], sw[11], sw[12], sw[13]
     ga = (T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs,
           cI, out, acc, C, Y, A, b, x, r, sw)  # fmt: skip
@@ -487,7 +498,7 @@ def flex_loop_stiffening(
     change_prev = np.inf
     broke = False
     for _it in range(LOOP_STIFF_ITER):
-        st = _stiff_g(ga, lam, qn, dl)
+        st = _stiff_g(ga, lam, qn, dl, True)
         if st != 0:
             return st
         change = _max_change(qn, qdd)
@@ -506,7 +517,7 @@ def flex_loop_stiffening(
             qdd[i] = qn[i]
         change_prev = change
     if not broke:
-        st = _stiff_g(ga, lam, qdd, dl)
+        st = _stiff_g(ga, lam, qdd, dl, True)
         if st != 0:
             return st
     # the affine solve of g(lam) = 0 on the active rows (Newton with exact columns)
@@ -528,7 +539,7 @@ def flex_loop_stiffening(
             for i in range(m):
                 lt[i] = lam[i]
             lt[act[j]] += h
-            st = _stiff_g(ga, lt, qn2, dl2)
+            st = _stiff_g(ga, lt, qn2, dl2, True)
             if st != 0:
                 return st
             for i in range(na):
@@ -539,7 +550,7 @@ def flex_loop_stiffening(
             return STIFF_SINGULAR
         for i in range(na):
             lam[act[i]] += gs[i]
-        st = _stiff_g(ga, lam, qn, dl)
+        st = _stiff_g(ga, lam, qn, dl, True)
         if st != 0:
             return st
         change = _max_change(qn, qdd)
@@ -552,6 +563,31 @@ def flex_loop_stiffening(
     return 0
 
 
+@njit(cache=True, _nrt=False)
+def factored_columns(T, cols, out):
+    """``M^-1 cols`` (nv, k; joint and modal speeds) into ``out`` on the factor the
+    workspace ``T`` already holds at ``q`` (:func:`._flexkernels.solve_columns` without
+    its kinematics, bias pass and factorization): one :func:`._flexkernels.solve` per
+    column. The factor is that of any forward-dynamics pass at ``q``: the generalized
+    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only, and the
+    kinematics passes of :func:`flex_cuts_eval` at the same ``q`` rewrite the same values.
+    Leaves ``J_FT``, ``FM_TF`` and the solve's rows at the last column."""
+    W = FK.FlexWork(*T)
+    Ia, Fi, Fm, Jv = W.Ia, W.Fi, W.Fm, W.Jv
+    nv = cols.shape[0]
+    N = Ia.shape[1] - 1
+    for c in range(cols.shape[1]):
+        for i in range(nv):
+            Jv[FK.J_FT, i] = cols[i, c]
+        for k in range(1, N + 1):
+            mv = Fi[FK.F_MV, k]
+            for j in range(Fi[FK.F_NF, k]):
+                Fm[k, FK.FM_TF, j] = cols[mv + j, c]
+        FK.solve(W.Ia, W.Sa, W.Fi, W.Mm, W.Vv, W.R3, W.P3, W.Dn, W.Gp, W.PsiT, W.Fm, W.Jv)
+        for i in range(nv):
+            out[i, c] = Jv[FK.J_QDD, i]
+
+
 @njit(cache=True)
 def flex_loop_accelerations(
     T, MI, grav, use_grav, reac, tol, max_iter, info, q, v, tau, sel, sI, sC, sFt, sFs, cI,
@@ -562,7 +598,7 @@ def flex_loop_accelerations(
     compiled :meth:`flexmbd.constraints.projection.Projector.accelerations` between two
     QRs): the free accelerations by :func:`._nbsingle.flex_forward_dynamics` (joint and
     modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval`, ``Y = M^-1 J_I^T``
-    by :func:`._flexkernels.solve_columns`, then the rigid loops' solve on them
+    by :func:`factored_columns` on the free solve's factor, then the rigid loops' solve on them
     (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
     of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
     (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
@@ -587,9 +623,8 @@ def flex_loop_accelerations(
         for i in range(nv):
             C[a, i] = J[sel[a], i]
             JT[i, a] = J[sel[a], i]
-    st = FK.solve_columns(T, q, JT, Yc)
-    if st != 0:
-        return st
+    # Y on the free solve's factor (the same q)
+    factored_columns(T, JT, Yc)
     for a in range(k):
         for i in range(nv):
             Y[a, i] = Yc[i, a]

@@ -79,6 +79,33 @@ def flex_forward_dynamics(
     (:func:`._flexkernels.body_accelerations`); the applied modal forces zeroed last.
     Returns the status of :func:`._flexkernels.forward_dynamics`, or :data:`NONFINITE`
     when it succeeded with an acceleration that is not finite."""
+    return _flex_state(
+        T, q, v, tau, MI, grav, use_grav, reac, any_stiff, tol, max_iter, info, qdd, acc,
+        with_acc, clear_first, False,
+    )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
+def flex_factored_dynamics(
+    T, q, v, tau, MI, grav, use_grav, reac, any_stiff, tol, max_iter, info, qdd, acc, with_acc,
+    clear_first,
+):  # fmt: skip
+    """:func:`flex_forward_dynamics` on a workspace that holds the kinematics at ``(q,
+    v)`` and the factorization at ``q`` of an earlier pass: the loads and joint forces of
+    this call through :func:`._flexkernels.factored_dynamics` (no kinematics pass, no
+    factorization; the same values bit for bit)."""
+    return _flex_state(
+        T, q, v, tau, MI, grav, use_grav, reac, any_stiff, tol, max_iter, info, qdd, acc,
+        with_acc, clear_first, True,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _flex_state(
+    T, q, v, tau, MI, grav, use_grav, reac, any_stiff, tol, max_iter, info, qdd, acc, with_acc,
+    clear_first, factored,
+):  # fmt: skip
+    """:func:`flex_forward_dynamics` (``factored``: :func:`flex_factored_dynamics`)."""
     W = FK.FlexWork(*T)
     Fm, Jv = W.Fm, W.Jv
     if clear_first:
@@ -95,7 +122,10 @@ def flex_forward_dynamics(
     nv = qdd.shape[0]
     for i in range(nv):
         Jv[FK.J_TAU, i] = tau[i]
-    st = FK.forward_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info)
+    if factored:
+        st = FK.factored_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info)
+    else:
+        st = FK.forward_dynamics(T, q, v, grav, use_grav, reac, any_stiff, tol, max_iter, info)
     if st == 0:
         bad = False
         for i in range(nv):

@@ -9,6 +9,7 @@ import pytest
 from flexmbd.recursive import _flexkernels as FK
 from flexmbd.recursive import _nbflexblock as FB
 from flexmbd.recursive import _nbflexcut as FC
+from flexmbd.recursive import _nbsingle as NS
 from flexmbd.recursive.loops import LoopSystem, _LoopStepper
 
 from .test_flexible_loops import _state, _stiffened_loop, fourbar
@@ -159,6 +160,79 @@ def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, 
     assert np.abs(J @ fa.qdd - ls.constraints.gamma(q, qd)).max() <= 1e-8 * (
         1.0 + np.abs(fa.qdd).max()
     )
+
+
+def _stage_args(ls, q, qd):
+    """The compiled stage's arguments of a corrected loop (:meth:`LoopSystem._flex_parts`)
+    and a random torque (nv,)."""
+    parts = ls._flex_parts(ls.projector)
+    assert parts is not None
+    return parts, np.random.default_rng(3).normal(size=qd.shape)
+
+
+@pytest.mark.parametrize("kind, closing, stiff", CASES)
+def test_columns_on_the_free_factor_are_the_tree_columns(kind, closing, stiff):
+    """``Y = M^-1 J^T`` of the stage (:func:`_nbflexcut.factored_columns`: the factor of
+    the free solve at ``(q, v)``, after the cut rows' kinematics passes) bit for bit as
+    :func:`_flexkernels.solve_columns` (its own kinematics, bias pass and factorization at
+    ``(q, 0)``), at a state with large modal rates and joint forces; ``J M^-1 J^T`` is
+    symmetric (``M`` is) to round-off."""
+    ls, q, qd = _loop(kind, closing, stiff)
+    q, qd = ls.project(q, qd)
+    (head, sel, rows, solve, *_), tau = _stage_args(ls, q, qd)
+    T, MI, grav, use_grav, reac, tol, max_iter, info = head
+    qf, acc = solve[0], solve[1]
+    st = NS.flex_forward_dynamics(
+        T, q, qd, tau, MI, grav, use_grav, reac, stiff, tol, max_iter, info, qf, acc, False,
+        True,
+    )  # fmt: skip
+    assert st == 0
+    FC.flex_cuts_eval(T, *rows[:9], q, qd, True, *rows[9:])
+    JT = np.ascontiguousarray(rows[10][1].T)
+    assert np.abs(JT).max() > 0.1
+    Ya, Yb = np.empty_like(JT), np.empty_like(JT)
+    FC.factored_columns(T, JT, Ya)
+    assert FK.solve_columns(T, q, JT, Yb) == 0
+    assert np.array_equal(Ya, Yb)
+    A = JT.T @ Ya
+    assert _close(A, A.T, 1e-12)
+
+
+@pytest.mark.parametrize("kind, closing", [("cbA", "spherical"), ("cbA", "universal")])
+def test_stiffening_g_on_the_free_factor_is_the_full_tree_solve(kind, closing):
+    """Each ``g(lam)`` of the loop-aware stiffening (:func:`_nbflexcut._stiff_g`) solves
+    the stiffened tree with the cut wrenches of ``lam`` on the kinematics and factor the
+    stage left (:func:`_nbsingle.flex_factored_dynamics`): bit for bit the full tree solve
+    (``factored=False``: its own kinematics pass and factorization), also after other
+    ``g`` of either kind; the wrenches of ``lam`` matter (the correction of ``lam = 0`` is
+    about ``lam``)."""
+    _, ls, q, qd = _stiffened_loop(kind, closing)[:4]
+    q, qd = ls.project(q, qd)
+    (head, sel, rows, solve, *_), tau = _stage_args(ls, q, qd)
+    T, MI, grav, use_grav, reac, tol, max_iter, info = head
+    sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out = rows
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, *_, stiff, sw = solve
+    assert stiff
+    st = FC.flex_loop_accelerations(
+        T, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tau, sel, sI, sC, sFt, sFs,
+        cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, stiff, sw,
+    )  # fmt: skip
+    assert st == 0 and np.abs(lam).max() > 1.0
+    ga = (T, MI, grav, use_grav, reac, tol, max_iter, info, q, qd, tau, sel, sI, sC, sFt, sFs,
+          cI, out, acc, C, Y, A, b, x, r, sw)  # fmt: skip
+    rng = np.random.default_rng(5)
+    lams = [lam.copy(), lam * (1.0 + 0.1 * rng.normal(size=lam.shape)), 0.0 * lam]
+    res = {}
+    for factored in (True, False, True, False):
+        for i, li in enumerate(lams):
+            qn, dl = np.empty_like(qdd), np.empty_like(lam)
+            assert FC._stiff_g(ga, li, qn, dl, factored) == 0
+            if i in res:
+                assert np.array_equal(qn, res[i][0]) and np.array_equal(dl, res[i][1])
+            res[i] = qn, dl
+    # at the converged lam the correction is small; from lam = 0 it is about lam itself
+    assert np.abs(res[0][1]).max() < 1e-6 * np.abs(lam).max()
+    assert np.abs(res[2][1] - res[0][1]).max() > 0.5 * np.abs(lam).max()
 
 
 def _counting(monkeypatch, module, names, calls):
