@@ -31,10 +31,15 @@ otherwise. This module does not import Pyomo.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:
+    from ..absolute.system import AbsoluteSystem
 
 __all__ = ["NodeResiduals", "parameter_columns"]
 
@@ -80,17 +85,8 @@ class NodeResiduals:
         self.N = len(self.times)
         self.nx = 3 * self.n + self.nc + self.nu  # unknowns of one node
         self.nr = self.n + self.nc  # equations of one node
-        from ..absolute.engine import Engine
-
-        ok = Engine.supports(system)
-        if compiled and not ok:
-            raise ModelError(
-                "flexmbd.pyomo: compiled=True, but the compiled engine does not run this model "
-                "(a force element it does not compile, e.g. a Python joint law, or a Screw or "
-                "GearCoupling); leave compiled=None"
-            )
         #: True: the nodes are evaluated by the compiled engine
-        self.compiled = ok if compiled is None else bool(compiled)
+        self.compiled = compiled_terms(system, compiled, "NodeResiduals")
         self._pattern = None  # the engine's Newton-matrix pattern, split by blocks
 
     def _check(self):
@@ -274,6 +270,24 @@ class NodeResiduals:
         if r is None:
             r = self.residual(X)
         return parameter_columns(self.params, self.system, lambda: self.residual(X), r)
+
+
+def compiled_terms(system: AbsoluteSystem, compiled: bool | None, who: str) -> bool:
+    """Whether ``who`` evaluates the DAE terms of the absolute ``system`` by the compiled
+    engine: ``compiled=None`` where :meth:`Engine.supports
+    <flexmbd.absolute.engine.Engine.supports>` the model, else as asked. Raises
+    ``ModelError`` naming ``who`` and the fix for ``compiled=True`` on a model the
+    engine does not run."""
+    from ..absolute.engine import Engine
+
+    ok = Engine.supports(system)
+    if compiled and not ok:
+        raise ModelError(
+            f"flexmbd.pyomo {who}(compiled=True): the compiled engine does not run this model "
+            "(a force element it does not compile, e.g. a Python joint law, or a Screw or "
+            "GearCoupling); leave compiled=None"
+        )
+    return ok if compiled is None else bool(compiled)
 
 
 def parameter_columns(params, system, residual, r):

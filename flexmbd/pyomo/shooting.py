@@ -28,7 +28,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ConvergenceError, ModelError
-from .residual import NodeResiduals, parameter_columns
+from .residual import NodeResiduals, compiled_terms, parameter_columns
 
 __all__ = ["Shooting", "ShootingResult"]
 
@@ -124,16 +124,7 @@ class Shooting:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.np = len(self.params)
         self.nz = self.np + self.ntheta
-        from ..absolute.engine import Engine
-
-        ok = Engine.supports(system)
-        if compiled and not ok:
-            raise ModelError(
-                "Shooting(compiled=True): the compiled engine does not run this model (a force "
-                "element it does not compile, e.g. a Python joint law, or a Screw or "
-                "GearCoupling); leave compiled=None"
-            )
-        self.compiled = ok if compiled is None else bool(compiled)
+        self.compiled = compiled_terms(system, compiled, "Shooting")
 
     @property
     def compiled(self) -> bool:

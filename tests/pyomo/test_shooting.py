@@ -125,19 +125,7 @@ def test_compiled_shooting_with_inputs_equals_the_python_terms_to_round_off():
 
 
 def test_pendulum_torque_profile_and_friction_sensitivities_match_finite_differences():
-    m = fm.Model("p")
-    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
-    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
-    m.g = fm.Gravity((0, -9.81, 0))
-    m.tau = fmo.JointInput(m.hinge)
-    m.fric = fmo.ViscousBearing(m.hinge, c=0.3)
-    P = fmo.parameters(m)
-    P.fric.c.free(bounds=(0.0, 1.0))
-
-    def profile(t, th):  # tau = th0 sin(pi t) + th1 sin(2 pi t)
-        b = np.array([np.sin(np.pi * t), np.sin(2 * np.pi * t)])
-        return np.array([b @ th]), b[None, :]
-
+    m, P, profile = _pendulum_with_input()
     sh = Shooting(m.compile("absolute"), 0.5, 0.01, P.free_parameters(), [m.tau], profile, ntheta=2)
     z0 = np.array([0.3, 4.0, -2.0])
 
