@@ -244,8 +244,7 @@ class NodeResiduals:
                 (pr[~top & left], pc[~top & left]),  # Phi_q
             )
         (jr, jc), (tr, tc), (br, bc) = self._pattern
-        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]  # dF/dq; Phi_q
-        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]  # dF/dv
+        Aq, Av = self.engine_derivatives(t, q, v, a, lam)
         Am = e.terms(q, v, a, lam, t, (1.0, 0.0, 0.0, 0.0, 0.0))[2]  # M
         blocks = [
             (jr, jc, Aq[jr, jc]),
@@ -254,16 +253,35 @@ class NodeResiduals:
             (tr, tc + 2 * n, Aq[tr, tc]),  # lam columns follow q, v, a (3 n - n)
             (br, bc, Aq[br, bc]),
         ]
-        # inputs: F is affine in u -> one extra residual per input component
+        Fu = self.engine_input_columns(t, q, v, a, lam, u, F)
+        for j in range(self.nu):
+            blocks.append((np.arange(n), np.full(n, 3 * n + nc + j), Fu[:, j]))
+        return r, blocks
+
+    def engine_derivatives(self, t, q, v, a, lam):
+        """``(A_q, A_v)`` ((n + nc) square) at one node from the compiled engine's Newton
+        matrix: ``A_q[:n, :n] = dF/dq`` with ``A_q[n:, :n] = Phi_q`` (and ``Phi_q^T`` in
+        the multiplier columns), ``A_v[:n, :n] = dF/dv`` (its constraint rows are not
+        derivatives: ``phi`` does not depend on ``v``)."""
+        e = self.system.engine()
+        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]
+        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]
+        return Aq, Av
+
+    def engine_input_columns(self, t, q, v, a, lam, u, F):
+        """``dF/du`` (n, nu) at one node by the compiled engine: ``F`` is affine in the
+        inputs ``u`` (nu,), so each column is the change of ``F`` (its value at ``u``) for
+        a unit step of one input; the inputs are set back to ``u``."""
+        e = self.system.engine()
+        out = np.zeros((self.n, self.nu))
         for j in range(self.nu):
             uj = u.copy()
             uj[j] += 1.0
             self.set_inputs(uj)
-            Fj = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)[0]
-            blocks.append((np.arange(n), np.full(n, 3 * n + nc + j), Fj - F))
+            out[:, j] = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)[0] - F
         if self.nu:
             self.set_inputs(u)
-        return r, blocks
+        return out
 
     def parameter_jacobian(self, X, r=None):
         """Dense ``dr/dp`` (N (n+nc) x np): exact for affine parameters, else central FD."""

@@ -249,9 +249,8 @@ class Shooting:
         (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals) and the
         profile columns ``J_u du`` (the residual is affine in the inputs ``u`` (nu,): its
         change for a unit step of each, as on the Python path)."""
-        n, e = self.res.n, self.system.engine()
-        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]
-        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]
+        n = self.res.n
+        Aq, Av = self.res.engine_derivatives(t, q, v, a, lam)
         Jq = Aq[:, :n]  # F rows: dR/dq + H - dQ/dq; phi rows: Phi_q
         Jv = Av[:, :n].copy()
         Jv[n:] = 0.0  # phi does not depend on v
@@ -260,15 +259,9 @@ class Shooting:
             Jp[:, : self.np] = parameter_columns(
                 self.params, self.system, lambda: self._compiled_step(t, q, v, a, lam, False)[0], r
             )
-        if self.res.nu and self.ntheta:
-            Ju = np.zeros((len(r), self.res.nu))
-            for j in range(self.res.nu):
-                uj = u.copy()
-                uj[j] += 1.0
-                self.res.set_inputs(uj)
-                Ju[:, j] = self._compiled_step(t, q, v, a, lam, False)[0] - r
-            self.res.set_inputs(u)
-            Jp[:, self.np :] = Ju @ du
+        if self.res.nu and self.ntheta:  # (phi does not depend on the inputs)
+            Ju = self.res.engine_input_columns(t, q, v, a, lam, u, r[:n])
+            Jp[:n, self.np :] = Ju @ du
         return Jq, Jv, Jp
 
     def _phi_q(self, q, t):

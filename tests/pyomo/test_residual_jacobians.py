@@ -155,22 +155,6 @@ def _flex(strip):
     return m, s, P
 
 
-def test_compiled_nodes_need_an_engine_model():
-    m = fm.Model("p")
-    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
-    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
-    m.fric = fm.JointForce(  # a Python law
-        m.hinge,
-        lambda t, q, qd: -0.3 * qd,
-        dfdq=lambda t, q, qd: np.zeros((1, 1)),
-        dfdqd=lambda t, q, qd: np.array([[-0.3]]),
-    )
-    s = m.compile("absolute")
-    assert not fmo.NodeResiduals(s, [0.0]).compiled
-    with pytest.raises(ModelError, match="compiled engine does not run this model"):
-        fmo.NodeResiduals(s, [0.0], compiled=True)
-
-
 def test_modal_parameters_change_the_dynamics_as_declared(strip):
     """zeta_i scales the damping of mode i only; the stiffness factor scales K_ff."""
     m = flexible_model(strip)

@@ -68,7 +68,7 @@ def test_compiled_steps_equal_the_python_terms_to_round_off():
     assert np.abs(r1.dlam - r0.dlam).max() < 1e-10 * np.abs(r0.dlam).max()
 
 
-def test_compiled_shooting_needs_an_engine_model():
+def test_compiled_nodes_and_shooting_need_an_engine_model():
     m = fm.Model("p")
     m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
     m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
@@ -79,6 +79,9 @@ def test_compiled_shooting_needs_an_engine_model():
         dfdqd=lambda t, q, qd: np.array([[-0.3]]),
     )
     s = m.compile("absolute")
+    assert not fmo.NodeResiduals(s, [0.0]).compiled
+    with pytest.raises(fm.errors.ModelError, match="compiled engine does not run this model"):
+        fmo.NodeResiduals(s, [0.0], compiled=True)
     assert not Shooting(s, 0.1, 0.01).compiled
     with pytest.raises(fm.errors.ModelError, match="compiled engine does not run this model"):
         Shooting(s, 0.1, 0.01, compiled=True)
