@@ -44,11 +44,15 @@ same operations in the same order as their loop forms).
 Data layout (few packed arrays keep the call overhead small):
 
 ``I`` int (NI, N+1): parent, jtype, reversed, nv, nc, q offset, v offset, nq,
-only child, dense slot, reaction row, diagonal-W flag.
+only child, dense slot, reaction row, diagonal-W flag, five-block flag, permutation,
+sizes, dense slot within its block (column 0: the node system's width).
 ``S`` int 1-d: schedule (see :func:`pack_schedule`).
 ``M`` float (NM, N+1, 6, 6), ``V`` float (NV, N+1, 6), ``R3`` (NR, N+1, 3, 3),
 ``P3`` (NP, N+1, 3): per-body matrices/vectors (indices below).
-``T`` float (NT, 6, 6) scratch. ``Dn`` float (nd, nd + 1): dense system and rhs.
+``T`` float (NT, 6, 6) scratch. ``Dn`` float (6 nd, w + 1): the dense node system and its
+rhs, block diagonal (one block per subtree of the ground, :class:`.schedule.Schedule`):
+the rows of every dense joint, each block's columns from 0, the rhs in column ``w``
+(6 x the largest block).
 ``J`` float (4, nv): tau, F_T, b, qdd.
 The float arrays are views of one buffer (:func:`buffer_layout`); ``Ib`` (int 1-d)
 packs a header (``IB_*``), ``I`` and ``S`` for the single-state entry point
@@ -83,7 +87,8 @@ from .._nbjoints import (
 )
 I_PERM = 13  # rows 13..18: permutation of the 6 directions, constraint directions first
 I_SIZE = 19  # column 0: max(nv, 1), then row I_SIZE + 1: 6 * max(n_dense, 1)
-NI = 21
+I_DLOC = 21  # slot of a dense joint within its block; column 0: 6 * the largest block
+NI = 22
 # matrices
 (
     M_H,
@@ -1213,24 +1218,26 @@ def node_system(Ia, Sa, Mm, Vv, Tt, Dn):
     on = ol + 2 * nl
     osb = on + nn
     n6 = 6 * nd
+    w6 = Ia[I_DLOC, 0]
     for a in range(n6):
-        for b in range(n6):
+        for b in range(w6):
             Dn[a, b] = 0.0
     for t in range(nd):
         k = Sa[od + t]
         o = 6 * Ia[I_DSLOT, k]
+        c = 6 * Ia[I_DLOC, k]
         for a in range(6):
             for b in range(6):
-                Dn[o + a, o + b] = A[k, a, b]
+                Dn[o + a, c + b] = A[k, a, b]
     for t in range(nl):
         k = Sa[ol + 2 * t]
         r = Sa[ol + 2 * t + 1]
-        ok = 6 * Ia[I_DSLOT, k]
-        orr = 6 * Ia[I_DSLOT, r]
+        ok, ck = 6 * Ia[I_DSLOT, k], 6 * Ia[I_DLOC, k]
+        orr, cr = 6 * Ia[I_DSLOT, r], 6 * Ia[I_DLOC, r]
         for a in range(6):
             for b in range(6):
-                Dn[ok + a, orr + b] = Cr[k, a, b]
-                Dn[orr + b, ok + a] = Cr[k, a, b]
+                Dn[ok + a, cr + b] = Cr[k, a, b]
+                Dn[orr + b, ck + a] = Cr[k, a, b]
     for t in range(nn):
         c = Sa[on + t]
         for a in range(6):
@@ -1252,15 +1259,15 @@ def _node_block(T1, Ia, Mm, Vv, Tt, Dn, a_, b_, sign):
     """Write ``sign P_a T1 P_b`` (projected on the constraint spaces of labels ``a_``,
     ``b_``, permuted) into the node system ``Dn`` at block ``(a_, b_)`` and its
     transpose; ``T1`` is overwritten."""
-    oa = 6 * Ia[I_DSLOT, a_]
-    ob = 6 * Ia[I_DSLOT, b_]
+    oa, ca = 6 * Ia[I_DSLOT, a_], 6 * Ia[I_DLOC, a_]
+    ob, cb = 6 * Ia[I_DSLOT, b_], 6 * Ia[I_DLOC, b_]
     _proj_rows(T1, a_, Ia, Mm, Vv, sign)
     _proj_cols(T1, b_, Ia, Mm, Vv)
     _permute_block(T1, Ia, a_, b_, Tt[T_2])
     for a in range(6):
         for b in range(6):
-            Dn[oa + a, ob + b] = T1[a, b]
-            Dn[ob + b, oa + a] = T1[a, b]
+            Dn[oa + a, cb + b] = T1[a, b]
+            Dn[ob + b, ca + a] = T1[a, b]
 
 
 @njit(cache=True, inline="always")
@@ -1288,18 +1295,31 @@ def eliminate_chains(Ia, Sa, Mm):
 
 @njit(cache=True, inline="always")
 def factor_nodes(Ia, Sa, Dn, nd, od):
-    """Factor the dense node system ``Dn`` (6 nd square): unrolled LDL^T of a single
-    surviving block, else Cholesky (both tree kernels). Returns 0 or -1 (not positive
-    definite)."""
-    n6 = 6 * nd
+    """Factor the dense node system ``Dn``: unrolled LDL^T of a single surviving joint's
+    block, else Cholesky of each diagonal block (:func:`_node_block_end`; both tree
+    kernels). Returns 0 or -1 (not positive definite)."""
     if nd == 1:
         # a single surviving joint (an unbranched chain): unrolled LDL^T of its block
         if Ia[I_FIVE, Sa[od]]:
             return 0 if _ldl(Dn, 5) else -1
         return 0 if _ldl(Dn, 6) else -1
-    if not _chol(Dn, n6):
-        return -1
+    t = 0
+    while t < nd:
+        e = _node_block_end(Ia, Sa, od, nd, t)
+        if not _chol(Dn[6 * t : 6 * e], 6 * (e - t)):
+            return -1
+        t = e
     return 0
+
+
+@njit(cache=True, inline="always")
+def _node_block_end(Ia, Sa, od, nd, t):
+    """The dense slot after the block of the node system that starts at slot ``t`` (the
+    next slot whose joint is first in its block, or ``nd``)."""
+    e = t + 1
+    while e < nd and Ia[I_DLOC, Sa[od + e]] != 0:
+        e += 1
+    return e
 
 
 @njit(cache=True, inline="always")
@@ -1348,14 +1368,14 @@ def solve_nodes(Ia, Sa, Dn, bx):
     ns = Sa[0]
     nd = Sa[1]
     od = 5 + 3 * ns
-    n6 = 6 * nd
+    w6 = Ia[I_DLOC, 0]
     for t in range(nd):
         k = Sa[od + t]
         o = 6 * Ia[I_DSLOT, k]
         for a in range(6):
-            Dn[o + a, n6] = bx[k, a]
+            Dn[o + a, w6] = bx[k, a]
     if nd == 1:
-        x = Dn[:, n6]
+        x = Dn[:, w6]
         if Ia[I_FIVE, Sa[od]]:
             _ldl_forward(Dn, x, 5)  # row 5 of a five-block is the identity (x[5] = 0)
             _ldl_back(Dn, x, 5)
@@ -1363,12 +1383,16 @@ def solve_nodes(Ia, Sa, Dn, bx):
             _ldl_forward(Dn, x, 6)
             _ldl_back(Dn, x, 6)
     else:
-        _chol_solve(Dn, n6, n6)
+        t = 0
+        while t < nd:
+            e = _node_block_end(Ia, Sa, od, nd, t)
+            _chol_solve(Dn[6 * t : 6 * e], 6 * (e - t), w6)
+            t = e
     for t in range(nd):
         k = Sa[od + t]
         o = 6 * Ia[I_DSLOT, k]
         for a in range(6):
-            bx[k, a] = Dn[o + a, n6]
+            bx[k, a] = Dn[o + a, w6]
 
 
 @njit(cache=True, inline="always")
@@ -2141,15 +2165,17 @@ def forward_dynamics_qdd_parallel(
 # ---------------------------------------------------------------- packed workspace
 
 
-def buffer_layout(n, nd6, nv1):
-    """Offsets and shapes of the views of the single float workspace buffer."""
+def buffer_layout(n, nd6, nv1, w6=None):
+    """Offsets and shapes of the views of the single float workspace buffer (``nd6``:
+    rows of the node system, ``w6`` its block width, default ``nd6``)."""
+    w6 = nd6 if w6 is None else w6
     shapes = [
         (NM, n + 1, 6, 6),
         (NV, n + 1, 6),
         (NR, n + 1, 3, 3),
         (NP, n + 1, 3),
         (NT, 6, 6),
-        (nd6, nd6 + 1),
+        (nd6, w6 + 1),
         (4, nv1),
         (3,),
     ]
@@ -2207,6 +2233,7 @@ def _views(Ia, buf):
     n1 = Ia.shape[1]
     nv1 = Ia[I_SIZE, 0]
     nd6 = Ia[I_SIZE + 1, 0]
+    w6 = Ia[I_DLOC, 0]
     o = 0
     Mm = _cview(buf, o, (NM, n1, 6, 6))
     o += NM * n1 * 36
@@ -2218,8 +2245,8 @@ def _views(Ia, buf):
     o += NP * n1 * 3
     Tt = _cview(buf, o, (NT, 6, 6))
     o += NT * 36
-    Dn = _cview(buf, o, (nd6, nd6 + 1))
-    o += nd6 * (nd6 + 1)
+    Dn = _cview(buf, o, (nd6, w6 + 1))
+    o += nd6 * (w6 + 1)
     Jv = _cview(buf, o, (4, nv1))
     o += 4 * nv1
     grav = _cview(buf, o, (3,))

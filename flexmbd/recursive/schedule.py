@@ -50,7 +50,12 @@ class Schedule:
         ``(i, l, r)``: eliminate joint ``i`` whose current neighbours are ``l``
         and ``r`` (-1 for none), in this order; back substitution runs in reverse.
     dense : ndarray
-        Joints of the dense node system, ascending.
+        Joints of the dense node system, grouped by the ground's subtree that holds
+        them (``blocks``), ascending within each group.
+    blocks : ndarray (n_blocks + 1,)
+        Offsets in ``dense`` of its groups: joints of different subtrees of the ground
+        never share a body (the ground does not move), so the node system is block
+        diagonal with one block per group, factored block by block.
     links : ndarray (n, 2)
         Chain couplings ``(k, r)`` left between two dense joints after reduction.
     node_children : ndarray
@@ -65,6 +70,7 @@ class Schedule:
 
     steps: np.ndarray
     dense: np.ndarray
+    blocks: np.ndarray
     links: np.ndarray
     node_children: np.ndarray
     siblings: np.ndarray
@@ -189,12 +195,29 @@ def build_schedule(parent, order="odd-even"):
                 for j in range(i + 1, len(ch)):
                     siblings.append((ch[i], ch[j]))
     as2 = lambda x: np.asarray(x, dtype=np.int64).reshape(-1, 2)
+    dense, blocks = _blocks(parent, dense)
     return Schedule(
         steps=np.asarray(steps, dtype=np.int64).reshape(-1, 3),
-        dense=np.asarray(sorted(dense), dtype=np.int64),
+        dense=dense,
+        blocks=blocks,
         links=as2(links),
         node_children=np.asarray(node_children, dtype=np.int64),
         siblings=as2(siblings),
         onechild=onechild,
         levels=levels,
     )
+
+
+def _blocks(parent, dense):
+    """``(dense, blocks)``: the dense joints grouped by the child of the ground whose
+    subtree holds them (groups in the order of those children, joints ascending within
+    a group) and the groups' offsets. Every coupling of the node system (chain links,
+    node-child and sibling blocks) joins joints that share a body other than the
+    ground, hence joints of one subtree: the groups are its diagonal blocks."""
+    root = np.arange(parent.size)
+    for k in range(1, parent.size):  # labels are regular: parent[k] < k
+        if parent[k] > 0:
+            root[k] = root[parent[k]]
+    order = sorted(dense, key=lambda k: (root[k], k))
+    starts = [i for i in range(len(order)) if i == 0 or root[order[i]] != root[order[i - 1]]]
+    return np.asarray(order, dtype=np.int64), np.asarray(starts + [len(order)], dtype=np.int64)

@@ -473,8 +473,13 @@ class RecursiveSystem:
         Ia[I_ONE] = sched.onechild
         Ia[I_PERM : I_PERM + 6, 0] = np.arange(6)
         Ia[I_DSLOT] = -1
-        for slot, k in enumerate(sched.dense):
-            Ia[I_DSLOT, k] = slot
+        Ia[K.I_DLOC] = -1
+        for s0, s1 in zip(sched.blocks[:-1], sched.blocks[1:], strict=True):
+            for slot in range(s0, s1):
+                Ia[I_DSLOT, sched.dense[slot]] = slot
+                Ia[K.I_DLOC, sched.dense[slot]] = slot - s0
+        # column 0 (the ground): the node system's width, 6 x its largest block
+        Ia[K.I_DLOC, 0] = 6 * max(int(np.diff(sched.blocks).max(initial=1)), 1)
         self._Ia = Ia
         self._body_row = body_row
         self._label_bodies = tuple(self._body_of)
@@ -522,7 +527,7 @@ class RecursiveSystem:
         nv1 = max(self.nv, 1)
         self._Ia[K.I_SIZE, 0] = nv1
         self._Ia[K.I_SIZE + 1, 0] = nd6
-        layout, total = K.buffer_layout(n, nd6, nv1)
+        layout, total = K.buffer_layout(n, nd6, nv1, int(self._Ia[K.I_DLOC, 0]))
         self._buf = np.zeros(total)
         views = [self._buf[o : o + int(np.prod(sh))].reshape(sh) for o, sh in layout]
         (self._Mm, self._Vv, self._R3, self._P3, self._Tt, self._Dn, self._Jv, self._gbuf) = views
