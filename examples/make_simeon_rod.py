@@ -47,9 +47,10 @@ def write(path=MESH, nx=30, ny=1, nz=1):
     return path
 
 
-def main():
-    path = write()
-    from flexmbd.fem.mesh import read_mesh
+def main(path=MESH):
+    """Write the mesh to ``path`` (default: the shipped file) and read it back."""
+    path = write(path)
+    from flexmbd.fem import read_mesh
 
     fe = read_mesh(path)
     print(f"wrote {path} ({path.stat().st_size / 1024:.1f} KiB): {fe}")
