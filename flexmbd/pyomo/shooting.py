@@ -244,13 +244,14 @@ class Shooting:
         return np.concatenate([r, phi]), (sla.lu_factor(A, check_finite=False) if jac else None)
 
     def _compiled_jacobians(self, t, q, v, a, lam, r, u, du):
-        """``(J_q, J_v, J_z)`` (n + nc rows) at one node from the engine: the residual's
+        """``(J_q, J_v, J_z)`` (n + nc rows) at one node from one compiled call
+        (:meth:`~flexmbd.pyomo.residual.NodeResiduals.engine_node`): the residual's
         derivatives in ``q`` and ``v``, the parameter columns
         (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals) and the
         profile columns ``J_u du`` (the residual is affine in the inputs ``u`` (nu,): its
-        change for a unit step of each, as on the Python path)."""
+        change for a unit step of each from the step's ``r``, as on the Python path)."""
         n = self.res.n
-        Aq, Av = self.res.engine_derivatives(t, q, v, a, lam)
+        _, Aq, Av, Ju = self.res.engine_node(t, q, v, a, lam, u, r[:n])
         Jq = Aq[:, :n]  # F rows: dR/dq + H - dQ/dq; phi rows: Phi_q
         Jv = Av[:, :n].copy()
         Jv[n:] = 0.0  # phi does not depend on v
@@ -260,7 +261,6 @@ class Shooting:
                 self.params, self.system, lambda: self._compiled_step(t, q, v, a, lam, False)[0], r
             )
         if self.res.nu and self.ntheta:  # (phi does not depend on the inputs)
-            Ju = self.res.engine_input_columns(t, q, v, a, lam, u, r[:n])
             Jp[:n, self.np :] = Ju @ du
         return Jq, Jv, Jp
 

@@ -1,0 +1,197 @@
+"""The compiled engine's terms at a batch of time nodes in one kernel call.
+
+A collocation grey box (:class:`flexmbd.pyomo.NodeResiduals`) and a shooting step's
+sensitivities (:class:`flexmbd.pyomo.shooting.Shooting`) need at each node ``(t_k, q, v,
+a, lam)`` the residual ``[F; phi]`` of the absolute formulation, the derivatives ``A_q``
+(``dF/dq`` with ``Phi_q`` and ``Phi_q^T``), ``A_v`` (``dF/dv``) and the mass matrix ``M``,
+and, for control inputs, the columns ``dF/du``. :func:`node_terms` evaluates them for
+all nodes with the engine's own kernel (:func:`.engine._system_terms`, called with the
+coefficient tuples ``(0, 1, 0, 1, 0)``, ``(0, 0, 1, 0, 1)`` and ``(1, 0, 0, 0, 0)`` of
+:meth:`Engine.terms <flexmbd.absolute.engine.Engine.terms>`, the residual without a
+matrix), so the values are those of one :meth:`~flexmbd.absolute.engine.Engine.terms`
+call per residual, matrix and input column of each node, bit for bit,
+at the cost of one Python-to-kernel call for the whole batch (the engine's model and
+workspace tuples hold about a hundred arrays, which every call unboxes). The node's time
+functions (driver slot vectors and targets, actuator and load values, the inputs) are
+tabulated in Python first, as :meth:`Engine.run <flexmbd.absolute.engine.Engine.run>`
+does for its steps.
+
+A module of its own, so that the engine's kernels (and their caches) are not touched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from .engine import Inputs, _system_terms
+
+__all__ = ["NodeTerms", "node_terms"]
+
+#: the coefficients ``(aM, aKin, aDin, aK, aD)`` of ``A_q``, ``A_v`` and ``M`` (rows)
+NODE_COEFFICIENTS = np.array(
+    [[0.0, 1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0, 0.0]]
+)
+
+
+@njit(cache=True)
+def node_terms(
+    m, inp, ws, S, TG, FA, LF, FAU, LFU, Q, V, A, LAM, co, jac, srow, scol, mats, r_out, vals, Fu
+):  # fmt: skip
+    """The engine's terms at ``N`` nodes: residuals ``r_out`` (N, n + nc) ``= [R + Phi_q^T
+    lam - Q; phi]``; with ``jac`` the matrices of the coefficient rows ``co`` (3, 5) at the
+    storage entries ``(srow, scol)`` (-1: an entry the layout keeps zero) in ``vals``
+    (3, N, len(srow)) (``mats`` (3, n + nc, width): their scratch in the model's layout);
+    and ``Fu`` (N, n, nu): ``F`` after a unit step of each input, whose time functions
+    ``FAU``, ``LFU`` (nu, N, ...) are tabulated with that step.
+    ``S``, ``TG``, ``FA``, ``LF``: the slot vectors, targets, actuator forces and loads per
+    node (first axis 1: the same at every node); ``inp``: the engine's other inputs
+    (lagged interface loads, gravity); ``ws``: its workspace (scratch)."""
+    N = Q.shape[0]
+    n = Q.shape[1]
+    nc = LAM.shape[1]
+    nu = FAU.shape[0]
+    ns = srow.shape[0]
+    r = np.empty(n)
+    phi = np.empty(nc)
+    r2 = np.empty(n)
+    phi2 = np.empty(nc)
+    yes = N >= 0  # booleans and coefficients as values: Engine.terms' specialization
+    no = not yes
+    for k in range(N):
+        inp_k = Inputs(
+            S[k] if S.shape[0] > 1 else S[0],
+            TG[k] if TG.shape[0] > 1 else TG[0],
+            FA[k] if FA.shape[0] > 1 else FA[0],
+            LF[k] if LF.shape[0] > 1 else LF[0],
+            inp.itf,
+            inp.Kitf,
+            inp.g,
+            inp.has_g,
+        )
+        q, v, a, lam = Q[k], V[k], A[k], LAM[k]
+        # the residual without the matrices, as Engine.terms(jac=False): with them an SDA's
+        # force is summed in another order (its Jacobian's G columns), equal to round-off
+        c = co[0]
+        _system_terms(
+            m, inp_k, ws, q, v, a, lam, c[0], c[1], c[2], c[3], c[4], r, phi, mats[0], no, yes
+        )  # fmt: skip
+        if jac:
+            for s in range(3):
+                c = co[s]
+                _system_terms(
+                    m, inp_k, ws, q, v, a, lam, c[0], c[1], c[2], c[3], c[4], r2, phi2,
+                    mats[s], yes, yes,
+                )  # fmt: skip
+                M = mats[s]
+                for p in range(ns):
+                    vals[s, k, p] = M[srow[p], scol[p]] if srow[p] >= 0 else 0.0
+        for i in range(n):
+            r_out[k, i] = r[i]
+        for i in range(nc):
+            r_out[k, n + i] = phi[i]
+        for j in range(nu):
+            inp_j = Inputs(
+                inp_k.s, inp_k.target, FAU[j, k], LFU[j, k], inp.itf, inp.Kitf, inp.g, inp.has_g
+            )
+            c = co[0]
+            _system_terms(
+                m, inp_j, ws, q, v, a, lam, c[0], c[1], c[2], c[3], c[4], r2, phi2, mats[0],
+                no, yes,
+            )  # fmt: skip
+            for i in range(n):
+                Fu[k, i, j] = r2[i]
+
+
+class NodeTerms:
+    """:func:`node_terms` of one compiled :class:`~flexmbd.absolute.engine.Engine`.
+
+    The matrices come as values on the engine's fixed block pattern
+    ``(rows, cols)`` = :meth:`Engine.newton_pattern
+    <flexmbd.absolute.engine.Engine.newton_pattern>` of the (n + nc) square Newton
+    matrix (a superset of the non-zeros, the same for any state, time and parameters);
+    an entry the engine's compressed layout prunes (zero for the model's geometry) is 0.
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        rows, cols = engine.newton_pattern()
+        #: the pattern's rows and columns (int arrays) in the (n + nc) square matrix
+        self.rows, self.cols = rows, cols
+        L = engine.model.layout
+        N = L.n + L.nc
+        if engine.sparse:  # the compressed storage: (row, column) -> its slot, as Engine._dense
+            lc = np.repeat(np.arange(N), np.diff(L.Ap))
+            key = np.asarray(L.Ai, np.int64) * N + lc
+            order = np.argsort(key)
+            want = rows * N + cols
+            pos = np.minimum(np.searchsorted(key[order], want), max(len(key) - 1, 0))
+            hit = (key[order][pos] == want) if len(key) else np.zeros(len(want), bool)
+            flat = np.where(hit, np.asarray(L.gidx, np.int64)[order][pos], -1)
+            self._srow = np.where(hit, flat // L.width, -1)
+            self._scol = np.where(hit, flat % L.width, -1)
+        else:  # the dense storage: the matrix itself
+            self._srow, self._scol = rows.copy(), cols.copy()
+        self._mats = np.zeros((3, N, L.width))
+
+    def evaluate(self, times, q, v, a, lam, u=None, set_inputs=None, jacobian=True, base=None):
+        """``(r, (A_q, A_v, M), F_u)`` at the nodes ``times`` (N,) s with unknowns ``q, v,
+        a`` (N, n) and ``lam`` (N, nc): ``r`` (N, n + nc) the residuals ``[F; phi]``;
+        with ``jacobian`` the three matrices as (N, len(rows)) values on :attr:`rows`,
+        :attr:`cols` (``A_q = [[dF/dq, Phi_q^T], [Phi_q, 0]]``, ``A_v`` with ``dF/dv`` in its
+        top-left block, ``M`` the mass matrix in its top-left block), else None; ``F_u``
+        (N, n, nu) the input columns ``dF/du`` (``u`` (N, nu) the inputs per node, written
+        into the model by ``set_inputs(u_k)``; ``F`` is affine in them, so each column is
+        the change of ``F`` for a unit step, from ``base`` (N, n); default ``r``'s ``F``).
+        The inputs are left at the last node's."""
+        e = self.engine
+        cs, ft = e.cs, e.ft
+        times = np.asarray(times, float)
+        N = len(times)
+        nu = 0 if u is None else u.shape[1]
+        timed = cs.rheonomic
+        S = np.empty((N,) + cs.s.shape) if timed else None
+        TG = np.empty((N, len(cs.target))) if timed else None
+        if not ft.empty:
+            ft.refresh()  # the elements' parameters (as Engine.terms before each call)
+        FA = np.empty((N, len(ft.fa)))
+        LF = np.empty((N,) + ft.F.shape)
+        FAU = np.empty((nu, N, len(ft.fa)))
+        LFU = np.empty((nu, N) + ft.F.shape)
+        for k in range(N):
+            t = float(times[k])
+            if nu:
+                set_inputs(u[k])
+            cs.set_time(t)
+            if timed:
+                S[k] = cs.s
+                TG[k] = cs.target
+            if not ft.empty:
+                ft.at(t)
+            FA[k] = ft.fa
+            LF[k] = ft.F
+            for j in range(nu):
+                uj = u[k].copy()
+                uj[j] += 1.0
+                set_inputs(uj)
+                ft.at(t)
+                FAU[j, k] = ft.fa
+                LFU[j, k] = ft.F
+            if nu:
+                set_inputs(u[k])
+        if nu and not ft.empty:
+            ft.at(float(times[-1]))
+        if not timed:
+            S, TG = cs.s[None], cs.target[None]
+        r = np.empty((N, e.system.n + e.system.nc))
+        ns = len(self.rows) if jacobian else 0
+        vals = np.empty((3, N, ns))
+        Fu = np.empty((N, e.system.n, nu))
+        c = lambda x: np.ascontiguousarray(x, float)  # noqa: E731
+        node_terms(
+            e.model, e.inputs(), e.ws, c(S), c(TG), FA, LF, FAU, LFU, c(q), c(v), c(a),
+            c(lam), NODE_COEFFICIENTS, bool(jacobian), self._srow[:ns], self._scol[:ns],
+            self._mats, r, vals, Fu,
+        )  # fmt: skip
+        F0 = r[:, : e.system.n] if base is None else np.asarray(base, float)
+        return r, ((vals[0], vals[1], vals[2]) if jacobian else None), Fu - F0[:, :, None]
