@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .engine import Inputs, _system_terms
+from .engine import Inputs, _dense_solve, _system_terms
 
-__all__ = ["NodeTerms", "node_terms"]
+__all__ = ["NodeTerms", "newmark_newton", "node_terms"]
 
 #: the coefficients ``(aM, aKin, aDin, aK, aD)`` of ``A_q``, ``A_v`` and ``M`` (rows)
 NODE_COEFFICIENTS = np.array(
@@ -103,6 +103,69 @@ def node_terms(
                 Fu[k, i, j] = r2[i]
 
 
+@njit(cache=True)
+def newmark_newton(
+    m, inp, ws, qp, vp, a, lam, co, rs, tol, max_iter, mat, dense, drow, dcol, gidx, q1, v1, r, phi
+):  # fmt: skip
+    """Newton iterations of one Newmark step at one node (in place on the accelerations
+    ``a`` (n) and multipliers ``lam`` (nc)): ``q = qp + bh2 a``, ``v = vp + gh a`` (``co``
+    = ``(1, bh2, gh, bh2, gh)``); the engine's matrix ``A`` and residual at ``(q, v, a,
+    lam)`` (:func:`.engine._system_terms` into ``mat``, in the model's layout; the
+    compressed one is copied to the dense ``dense`` at its entries ``(drow, dcol)`` from
+    ``gidx``, as :meth:`Engine.terms <flexmbd.absolute.engine.Engine.terms>`; ``gidx``
+    empty: ``mat`` is dense) and the correction ``dy = A^-1 (-rs [r; phi])`` (LAPACK
+    ``dgesv``), until ``max|dy| <= tol (1 + max|(a, lam)|)``. Returns the number of
+    iterations, 0 when ``max_iter`` did not converge, ``-k`` when the matrix of
+    iteration ``k`` is singular or not finite. ``q1``, ``v1`` (n), ``r`` (n), ``phi``
+    (nc): scratch (the last iterate's coordinates and residual)."""
+    n = qp.shape[0]
+    nc = lam.shape[0]
+    rhs = np.empty(n + nc)
+    bh2, gh = co[1], co[2]
+    yes = n >= 0  # a boolean value: Engine.terms' specialization
+    for it in range(1, max_iter + 1):
+        for i in range(n):
+            q1[i] = qp[i] + bh2 * a[i]
+            v1[i] = vp[i] + gh * a[i]
+        _system_terms(
+            m, inp, ws, q1, v1, a, lam, co[0], co[1], co[2], co[3], co[4], r, phi, mat, yes, yes
+        )  # fmt: skip
+        for i in range(n):
+            rhs[i] = -rs[i] * r[i]
+        for i in range(nc):
+            rhs[n + i] = -rs[n + i] * phi[i]
+        if gidx.shape[0]:
+            dense[:, :] = 0.0
+            W = mat.shape[1]
+            for p in range(gidx.shape[0]):
+                g = gidx[p]
+                dense[drow[p], dcol[p]] = mat[g // W, g % W]
+            M = dense
+        else:
+            M = mat
+        try:
+            dy = _dense_solve(M, rhs)
+        except Exception:  # LinAlgError: singular or not finite
+            return -it
+        dmax = 0.0
+        for i in range(n + nc):
+            if not np.isfinite(dy[i]):
+                return -it
+            dmax = max(dmax, abs(dy[i]))
+        for i in range(n):
+            a[i] += dy[i]
+        for i in range(nc):
+            lam[i] += dy[n + i]
+        ymax = 0.0
+        for i in range(n):
+            ymax = max(ymax, abs(a[i]))
+        for i in range(nc):
+            ymax = max(ymax, abs(lam[i]))
+        if dmax <= tol * (1.0 + ymax):
+            return it
+    return 0
+
+
 class NodeTerms:
     """:func:`node_terms` of one compiled :class:`~flexmbd.absolute.engine.Engine`.
 
@@ -133,6 +196,44 @@ class NodeTerms:
         else:  # the dense storage: the matrix itself
             self._srow, self._scol = rows.copy(), cols.copy()
         self._mats = np.zeros((3, N, L.width))
+        if engine.sparse:  # Engine._dense's copy of the compressed layout
+            self._dense = (
+                np.zeros((N, N)),
+                np.asarray(L.Ai, np.int64),
+                np.repeat(np.arange(N), np.diff(L.Ap)),
+                np.asarray(L.gidx, np.int64),
+            )
+        else:
+            z = np.zeros(0, np.int64)
+            self._dense = (np.zeros((0, 0)), z, z, z)
+
+    def inputs_at(self, t):
+        """The engine's :class:`~flexmbd.absolute.engine.Inputs` at time ``t`` (s): driver
+        slots and targets, the elements' parameters and time functions (the model's
+        current input values), as :meth:`Engine.terms
+        <flexmbd.absolute.engine.Engine.terms>` sets them."""
+        e = self.engine
+        e.cs.set_time(t)
+        if not e.ft.empty:
+            e.ft.refresh()
+            e.ft.at(t)
+        return e.inputs()
+
+    def newmark(self, t, qp, vp, a, lam, bh2, gh, rs, tol, max_iter):
+        """:func:`newmark_newton` at time ``t`` (s): Newton's iterations of one Newmark step
+        (``bh2 = beta h^2`` s^2, ``gh = gamma h`` s; predictors ``qp``, ``vp`` (n);
+        rows scaled by ``rs`` (n + nc); tolerance ``tol`` on ``max|dy|`` relative to
+        ``1 + max|(a, lam)|``) in one compiled call, in place on ``a`` (n) and ``lam``
+        (nc). Returns the iterations, 0 if ``max_iter`` did not converge, ``-k`` for a
+        singular matrix at iteration ``k``."""
+        e = self.engine
+        n, nc = len(qp), len(lam)
+        co = np.array([1.0, bh2, gh, bh2, gh])
+        return newmark_newton(
+            e.model, self.inputs_at(t), e.ws, qp, vp, a, lam, co, rs, float(tol),
+            int(max_iter), self._mats[0], *self._dense, np.empty(n), np.empty(n),
+            np.empty(n), np.empty(nc),
+        )  # fmt: skip
 
     def evaluate(self, times, q, v, a, lam, u=None, set_inputs=None, jacobian=True, base=None):
         """``(r, (A_q, A_v, M), F_u)`` at the nodes ``times`` (N,) s with unknowns ``q, v,

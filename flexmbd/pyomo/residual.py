@@ -231,7 +231,7 @@ class NodeResiduals:
         ``J`` the nodes' triplets ``(rows, cols, values)`` in the stacked layout (None
         without ``jacobian``)."""
         q, v, a, lam, u = self.split(X)
-        nt = self._node_terms()
+        nt = self.node_terms()
         r, mats, Fu = nt.evaluate(self.times, q, v, a, lam, u, self.set_inputs, jacobian)
         r = r.ravel()
         if not jacobian:
@@ -257,8 +257,9 @@ class NodeResiduals:
         k = np.arange(N)[:, None]
         return r, ((rows + nr * k).ravel(), (cols + nx * k).ravel(), vals.ravel())
 
-    def _node_terms(self):
-        """The :class:`~flexmbd.absolute.nodes.NodeTerms` of the system's current engine."""
+    def node_terms(self):
+        """The :class:`~flexmbd.absolute.nodes.NodeTerms` of the system's current compiled
+        engine (made again when the system has a new one)."""
         from ..absolute.nodes import NodeTerms
 
         e = self.system.engine()
@@ -276,7 +277,7 @@ class NodeResiduals:
         ``dF/du`` (n, nu), exact (``F`` is affine in ``u``): the change of ``F`` for a unit
         step of each input, from ``F`` (n; default the residual's). The inputs are left at
         ``u``."""
-        nt = self._node_terms()
+        nt = self.node_terms()
         one = lambda x: np.asarray(x, float)[None]  # noqa: E731
         r, (vq, vv, _), Fu = nt.evaluate(
             [t], one(q), one(v), one(a), one(lam), one(u), self.set_inputs,

@@ -188,28 +188,26 @@ class Shooting:
             vp = V[k] + h * (1 - g) * A[k]
             U[k + 1], du = self._u(t1, theta)
             a, lam = A[k].copy(), L[k].copy()
-            if self.compiled:
+            if self.compiled:  # the whole Newton loop in one compiled call
                 self.res.set_inputs(U[k + 1])  # the engine reads them at each evaluation
-            for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
-                q1, v1 = qp + b * h * h * a, vp + g * h * a
-                if self.compiled:
-                    r, lu = self._compiled_step(t1, q1, v1, a, lam)
-                    dy = sla.lu_solve(lu, -rs * r)
-                else:
+                it = self.res.node_terms().newmark(
+                    t1, qp, vp, a, lam, b * h * h, g * h, rs, self.tol, self.max_iter
+                )
+                if it <= 0:
+                    self._not_converged(t1)
+            else:
+                for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
+                    q1, v1 = qp + b * h * h * a, vp + g * h * a
                     r, J = self._jac(t1, q1, v1, a, lam, U[k + 1], False)
                     Mt = self._matrix(J)
                     lu = spla.splu((sp.diags(rs) @ Mt).tocsc())
                     dy = lu.solve(-rs * r)
-                a += dy[:n]
-                lam += dy[n:]
-                if np.max(np.abs(dy)) <= self.tol * (1.0 + np.max(np.abs(np.r_[a, lam]))):
-                    break
-            else:
-                raise ConvergenceError(
-                    f"Shooting: Newton did not converge at t={t1:.6g} s in {self.max_iter} "
-                    "iterations; reduce dt",
-                    time=t1,
-                )
+                    a += dy[:n]
+                    lam += dy[n:]
+                    if np.max(np.abs(dy)) <= self.tol * (1.0 + np.max(np.abs(np.r_[a, lam]))):
+                        break
+                else:
+                    self._not_converged(t1)
             its[k] = it
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = qp + b * h * h * a, vp + g * h * a, a, lam
             s.accept(Q[k + 1], V[k + 1], L[k + 1], t1)
@@ -233,6 +231,13 @@ class Shooting:
         if not sens:
             dQ = dV = dA = dL = None
         return ShootingResult(self.t.copy(), Q, V, A, L, U, dQ, dV, dA, dL, its)
+
+    def _not_converged(self, t1):
+        raise ConvergenceError(
+            f"Shooting: Newton did not converge at t={t1:.6g} s in {self.max_iter} "
+            "iterations; reduce dt",
+            time=t1,
+        )
 
     def _compiled_step(self, t, q, v, a, lam, jac=True):
         """Engine residual ``r = [F; phi]`` at one node and (``jac``) the LU factors of the
