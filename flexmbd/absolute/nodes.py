@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from .engine import Inputs, _dense_solve, _system_terms
+from .engine import Inputs, _constraints, _dense_solve, _system_terms
 
-__all__ = ["NodeTerms", "newmark_newton", "node_terms"]
+__all__ = ["NodeTerms", "constraint_blocks", "newmark_newton", "node_terms"]
 
 #: the coefficients ``(aM, aKin, aDin, aK, aD)`` of ``A_q``, ``A_v`` and ``M`` (rows)
 NODE_COEFFICIENTS = np.array(
@@ -166,6 +166,29 @@ def newmark_newton(
     return 0
 
 
+@njit(cache=True)
+def constraint_blocks(m, ws, S, TG, Q, rows, slot, Pq, phi, out):
+    """``Phi_q[rows][:, cols]`` at ``M`` states: ``out`` (M, len(rows), ncols) from the
+    engine's constraint kernel at the coordinates ``Q`` (M, n) with the slot vectors and
+    targets ``S``, ``TG`` per state (first axis 1: the same for all); ``slot`` (len(rows),
+    ncols): the storage column of each entry in the compressed row layout (-1: not in the
+    row's pattern, 0, as :meth:`Engine.constraint_jacobian
+    <flexmbd.absolute.engine.Engine.constraint_jacobian>` gives it). ``Pq`` (nc, width),
+    ``phi`` (nc): scratch."""
+    nc = phi.shape[0]
+    lam = np.zeros(nc)
+    for k in range(Q.shape[0]):
+        Pq[:, :] = 0.0
+        _constraints(
+            Q[k], m.bodies.nb, m.joints, S[k] if S.shape[0] > 1 else S[0],
+            TG[k] if TG.shape[0] > 1 else TG[0], lam, phi, Pq, ws.Hm, False, m.layout.cmap,
+            ws.js,
+        )  # fmt: skip
+        for i in range(rows.shape[0]):
+            for j in range(slot.shape[1]):
+                out[k, i, j] = Pq[rows[i], slot[i, j]] if slot[i, j] >= 0 else 0.0
+
+
 class NodeTerms:
     """:func:`node_terms` of one compiled :class:`~flexmbd.absolute.engine.Engine`.
 
@@ -206,6 +229,38 @@ class NodeTerms:
         else:
             z = np.zeros(0, np.int64)
             self._dense = (np.zeros((0, 0)), z, z, z)
+
+    def constraint_blocks(self, times, q, rows, cols):
+        """``Phi_q[rows][:, cols]`` (M, len(rows), len(cols)) at the states ``q`` (M, n)
+        and times ``times`` (M,) s (dense blocks of the engine's constraint Jacobian, its
+        values as :meth:`Engine.constraint_jacobian
+        <flexmbd.absolute.engine.Engine.constraint_jacobian>` gives them) in one compiled
+        call."""
+        e = self.engine
+        cs, L = e.cs, e.model.layout
+        rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        slot = np.full((len(rows), len(cols)), -1, np.int64)
+        for i, r in enumerate(rows):
+            inrow = L.rcol[L.rptr[r] : L.rptr[r + 1]]
+            hit = np.isin(cols, inrow)
+            slot[i, hit] = L.cmap[cols[hit]]
+        times = np.asarray(times, float)
+        if cs.rheonomic:
+            S = np.empty((len(times),) + cs.s.shape)
+            TG = np.empty((len(times), len(cs.target)))
+            for k, t in enumerate(times):
+                cs.set_time(float(t))
+                S[k], TG[k] = cs.s, cs.target
+        else:
+            S, TG = cs.s[None], cs.target[None]
+        nc = e.system.nc
+        out = np.empty((len(times), len(rows), len(cols)))
+        constraint_blocks(
+            e.model, e.ws, np.ascontiguousarray(S, float), np.ascontiguousarray(TG, float),
+            np.ascontiguousarray(q, float), rows, slot, np.zeros((nc, L.width)), np.zeros(nc),
+            out,
+        )  # fmt: skip
+        return out
 
     def inputs_at(self, t):
         """The engine's :class:`~flexmbd.absolute.engine.Inputs` at time ``t`` (s): driver

@@ -310,19 +310,32 @@ class Shooting:
         rows = s.constraints.joint_rows[k]
         cols = slice(7 * i, 7 * i + 3)
         N = len(result.t)
-        F = np.zeros((N, 3))
-        dF = None if result.dlam is None else np.zeros((N, 3, self.nz))
+        nz = 0 if result.dlam is None else self.nz
+        # the states whose Phi_q block is needed: each node's, then its +- e dq/dz steps
+        states, times, steps = [], [], np.zeros((N, nz))
         for m in range(N):
-            P = self._phi_q(result.q[m], result.t[m])[rows][:, cols].toarray()
+            states.append(result.q[m])
+            for c in range(nz):
+                d = result.dq[m, :, c]
+                e = steps[m, c] = 1e-7 / max(np.max(np.abs(d)), 1e-300)
+                states += [result.q[m] + e * d, result.q[m] - e * d]
+            times += [result.t[m]] * (1 + 2 * nz)
+        if self.compiled:  # all blocks in one compiled call
+            c7 = np.arange(7 * i, 7 * i + 3)
+            r_ = np.arange(self.res.nc)[rows]
+            P_all = self.res.node_terms().constraint_blocks(times, states, r_, c7)
+        else:
+            P_all = [self._phi_q(q, t)[rows][:, cols].toarray() for q, t in zip(states, times)]
+        F = np.zeros((N, 3))
+        dF = None if result.dlam is None else np.zeros((N, 3, nz))
+        for m in range(N):
+            o = m * (1 + 2 * nz)
+            P = P_all[o]
             lam = result.lam[m, rows]
             F[m] = P.T @ lam
             if dF is not None:
                 dF[m] = P.T @ result.dlam[m, rows]
-                for c in range(self.nz):
-                    d = result.dq[m, :, c]
-                    e = 1e-7 / max(np.max(np.abs(d)), 1e-300)
-                    Pp = self._phi_q(result.q[m] + e * d, result.t[m])
-                    Pm = self._phi_q(result.q[m] - e * d, result.t[m])
-                    dP = (Pp[rows][:, cols] - Pm[rows][:, cols]).toarray() / (2 * e)
+                for c in range(nz):
+                    dP = (P_all[o + 1 + 2 * c] - P_all[o + 2 + 2 * c]) / (2 * steps[m, c])
                     dF[m, :, c] += dP.T @ lam
         return F, dF
