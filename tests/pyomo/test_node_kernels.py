@@ -68,7 +68,7 @@ def driven():
 
 
 MODELS = {"rigid": (rigid, False), "chain": (chain, True), "driven": (driven, True)}
-TIMES = [0.0, 0.05, 0.1, 0.17]
+TIMES = np.linspace(0.0, 0.15, 16)
 
 
 def setup(name):
@@ -98,7 +98,8 @@ def per_node_reference(res, X):
     for k, t in enumerate(res.times):
         res.set_inputs(u[k])
         F, phi, _ = e.terms(q[k], v[k], a[k], lam[k], t, (0.0,) * 5, jac=False)
-        mats = [e.terms(q[k], v[k], a[k], lam[k], t, tuple(c))[2] for c in NODE_COEFFICIENTS]
+        terms = [e.terms(q[k], v[k], a[k], lam[k], t, tuple(c)) for c in NODE_COEFFICIENTS]
+        mats = [x[2] for x in terms]
         Fu = np.zeros((res.n, res.nu))
         for j in range(res.nu):
             uj = u[k].copy()
@@ -106,7 +107,7 @@ def per_node_reference(res, X):
             res.set_inputs(uj)
             Fu[:, j] = e.terms(q[k], v[k], a[k], lam[k], t, (0.0,) * 5, jac=False)[0] - F
         res.set_inputs(u[k])
-        out.append((np.concatenate([F, phi]), mats, Fu))
+        out.append((np.concatenate([F, phi]), mats, Fu, terms[0][0]))
     return out
 
 
@@ -120,7 +121,12 @@ def test_node_terms_equal_the_per_node_engine_calls_bit_for_bit(name):
     r0, _, _ = nt.evaluate(res.times, q, v, a, lam, u, res.set_inputs, jacobian=False)
     assert np.array_equal(r0, r)
     n = res.n
-    for k, (rk, mk, Fuk) in enumerate(ref):
+    # with the matrices an SDA's force is summed in another order: the residual without
+    # them (the kernel's first call per node) differs in the last bit at some of the
+    # chain's nodes (not at these of the rigid pendulum; the driven crank has no SDA)
+    differs = [not np.array_equal(x[0][:n], x[3]) for x in ref]
+    assert any(differs) == (name == "chain")
+    for k, (rk, mk, Fuk, _) in enumerate(ref):
         assert np.array_equal(r[k], rk)
         assert np.array_equal(Fu[k], Fuk)
         for vals, dense in zip(mats, mk):
@@ -155,7 +161,7 @@ def test_node_residuals_are_one_kernel_call_and_equal_the_per_node_assembly(name
     pr, pc = e.newton_pattern()
     top, left = pr < n, pc < n
     rows, cols, vals = [], [], []
-    for k, (rk, (Aq, Av, M), Fu) in enumerate(ref):
+    for k, (rk, (Aq, Av, M), Fu, _) in enumerate(ref):
         assert np.array_equal(r[k * nr : (k + 1) * nr], rk)
         for mask, mat, dc in ((top & left, Aq, 0), (top & left, Av, n), (top & left, M, 2 * n)):
             rows.append(k * nr + pr[mask])
