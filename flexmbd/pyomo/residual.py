@@ -61,8 +61,9 @@ class NodeResiduals:
         Evaluate the nodes with the system's compiled engine
         (:meth:`~flexmbd.absolute.system.AbsoluteSystem.engine`: the same equations to
         round-off; the Jacobian's pattern is the engine's block pattern,
-        :meth:`~flexmbd.absolute.engine.Engine.newton_pattern`, fixed for the model)
-        instead of the Python terms. Default: when the engine runs every force element
+        :meth:`~flexmbd.absolute.engine.Engine.newton_pattern`, fixed for the model; all
+        nodes in one compiled call, :class:`~flexmbd.absolute.nodes.NodeTerms`) instead of
+        the Python terms. Default: when the engine runs every force element
         (:meth:`Engine.supports <flexmbd.absolute.engine.Engine.supports>`); True raises
         :class:`~flexmbd.errors.ModelError` otherwise. The attribute can be switched.
     """
