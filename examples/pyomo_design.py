@@ -41,10 +41,14 @@ baseline and at the optimum).
 CPU time and results at defaults (2-core machine shared by other jobs, November 2026):
 revolution: optimum ``k = 0``, ``c = 0`` (both lower bounds; d(peak)/dk = 0.031 N per
 N/m, d(peak)/dc = 0.067 N per N s/m there), peak 3691.4 N (seed SDA) -> 1129.7 N
-(-69.4 %), 7 SLSQP iterations, 5.2 s CPU (compiled shooting path); the SDA at its free
+(-69.4 %), 7 SLSQP iterations, 2.0 s CPU (compiled shooting path, load 8: a step's
+Newton iterations and the joint force's ``Phi_q`` blocks in one compiled call each; 4.6 s
+in the same conditions with one engine call per iteration and a SciPy matrix per
+``Phi_q``, 5.2 s earlier at a lower load); the SDA at its free
 length's configuration is compressed and shortening at the peak (72 degrees), so any
 spring or damper adds load.
-``--quick`` (60 steps per revolution): 3689.7 N -> 1130.2 N, 7 iterations, 1.5 s CPU.
+``--quick`` (60 steps per revolution): 3689.7 N -> 1130.2 N, 7 iterations, 0.8 s CPU
+(1.65 s before, median of 4 interleaved runs each at load 8).
 Seed load case: ``k = 0``, ``c = 5000 N s/m`` (upper bound), 2040.7 N -> 1008.4 N
 (-50.6 %), 12 iterations, 3.0 s CPU.
 

@@ -28,12 +28,14 @@ and CPU time; writes ``out/pyomo_identification.png`` (measured and fitted strai
 Run: ``python examples/pyomo_identification.py`` (``--quick``: the tests' settings).
 
 CPU time at defaults (0.6 s, dt = 2.5 ms = 24 samples per mode-2 period, 7923 NLP
-variables): 6 IPOPT iterations (Gauss-Newton Hessian), 2.8 s CPU in the solve (12.8 s
-wall, 2-core machine shared by other jobs, November 2026; 10.5 s CPU before the bearing
-became a compiled law and the grey box's nodes took the compiled engine); recovered
+variables): 6 IPOPT iterations (Gauss-Newton Hessian), 1.7 s CPU in the solve (2-core
+machine shared by other jobs, load 8, November 2026; 3.2 s in the same conditions with
+four engine calls per grey-box node instead of one call for all nodes, 10.5 s before the
+bearing became a compiled law and the nodes took the compiled engine); recovered
 zeta_1 +0.64 %, zeta_2 -0.15 %, c -0.05 %; Fisher rank 2 (planar) vs 3 (plucked,
 Cramer-Rao 0.52 %, 0.15 %, 0.08 %). With ``--quick`` (0.3 s, dt = 5 ms): 5 iterations,
-0.5 s CPU (2.2 s on the Python terms); -0.36 %, -1.75 %, -0.90 %. Needs
+0.45 s CPU (0.75 s with four engine calls per node, 2.2 s on the Python terms); -0.36 %,
+-1.75 %, -0.90 %. Needs
 ``pip install "flexmbd[pyomo]"`` and the system Ipopt (README, Install).
 """
 

@@ -61,8 +61,9 @@ class NodeResiduals:
         Evaluate the nodes with the system's compiled engine
         (:meth:`~flexmbd.absolute.system.AbsoluteSystem.engine`: the same equations to
         round-off; the Jacobian's pattern is the engine's block pattern,
-        :meth:`~flexmbd.absolute.engine.Engine.newton_pattern`, fixed for the model)
-        instead of the Python terms. Default: when the engine runs every force element
+        :meth:`~flexmbd.absolute.engine.Engine.newton_pattern`, fixed for the model; all
+        nodes in one compiled call, :class:`~flexmbd.absolute.nodes.NodeTerms`) instead of
+        the Python terms. Default: when the engine runs every force element
         (:meth:`Engine.supports <flexmbd.absolute.engine.Engine.supports>`); True raises
         :class:`~flexmbd.errors.ModelError` otherwise. The attribute can be switched.
     """
@@ -87,7 +88,8 @@ class NodeResiduals:
         self.nr = self.n + self.nc  # equations of one node
         #: True: the nodes are evaluated by the compiled engine
         self.compiled = compiled_terms(system, compiled, "NodeResiduals")
-        self._pattern = None  # the engine's Newton-matrix pattern, split by blocks
+        self._nodes = None  # NodeTerms of the system's engine (compiled path)
+        self._pattern = None  # the node's Jacobian pattern on the engine's (compiled path)
 
     def _check(self):
         from ..model.flexible import FlexibleBody
@@ -146,8 +148,6 @@ class NodeResiduals:
 
     # -- evaluation -----------------------------------------------------------------------
     def _node(self, k, q, v, a, lam, u, jacobian):
-        if self.compiled:
-            return self._engine_node(k, q, v, a, lam, u, jacobian)
         s = self.system
         self.set_inputs(u)
         T = s.dae_terms(q, v, a, lam, self.times[k], jacobian=jacobian)
@@ -158,6 +158,8 @@ class NodeResiduals:
         """Stacked residuals (N * (n + nc),) at the node unknowns ``X`` and parameters ``p``."""
         if p is not None:
             self.set_parameters(p)
+        if self.compiled:
+            return self._engine_nodes(X, False)[0]
         q, v, a, lam, u = self.split(X)
         return np.concatenate(
             [self._node(k, q[k], v[k], a[k], lam[k], u[k], False)[0] for k in range(self.N)]
@@ -179,16 +181,10 @@ class NodeResiduals:
             cols.append(np.asarray(cc) + c0)
             vals.append(np.asarray(vv, float))
 
-        for k in range(self.N):
+        for k in range(0 if self.compiled else self.N):
             r, T = self._node(k, q[k], v[k], a[k], lam[k], u[k], True)
             rs.append(r)
             R0, C0 = k * nr, k * nx
-            if self.compiled:
-                for rr, cc, vv in T:
-                    rows.append(rr + R0)
-                    cols.append(cc + C0)
-                    vals.append(vv)
-                continue
             put(R0, C0, T.Kin)
             put(R0, C0, (T.KQ[0], T.KQ[1], -np.asarray(T.KQ[2])))
             put(R0, C0, T.H)
@@ -210,7 +206,13 @@ class NodeResiduals:
                     cols.append(np.full(n, C0 + 3 * n + nc + j))
                     vals.append(d)
                 self.set_inputs(u[k])
-        r = np.concatenate(rs)
+        if self.compiled:
+            r, (rr, cc, vv) = self._engine_nodes(X, True)
+            rows.append(rr)
+            cols.append(cc)
+            vals.append(vv)
+        else:
+            r = np.concatenate(rs)
         if self.np:
             Jp = self.parameter_jacobian(X, r)
             pr, pc = np.indices(Jp.shape)  # dense columns: a fixed pattern
@@ -224,64 +226,69 @@ class NodeResiduals:
         J.sum_duplicates()
         return r, J
 
-    def _engine_node(self, k, q, v, a, lam, u, jacobian):
-        """:meth:`_node` by the compiled engine: ``(r, blocks)``, ``blocks`` the node's
-        Jacobian as triplets ``(rows, cols, values)`` in the node's unknowns (q, v, a, lam,
-        u) on the engine's fixed pattern (None without ``jacobian``)."""
-        e, t = self.system.engine(), self.times[k]
-        self.set_inputs(u)
-        F, phi, _ = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)
-        r = np.concatenate([F, phi])
+    def _engine_nodes(self, X, jacobian):
+        """The compiled path of :meth:`residual` / :meth:`evaluate`: one
+        :class:`~flexmbd.absolute.nodes.NodeTerms` call for all nodes; ``(r, J)`` with
+        ``J`` the nodes' triplets ``(rows, cols, values)`` in the stacked layout (None
+        without ``jacobian``)."""
+        q, v, a, lam, u = self.split(X)
+        nt = self.node_terms()
+        r, mats, Fu = nt.evaluate(self.times, q, v, a, lam, u, self.set_inputs, jacobian)
+        r = r.ravel()
         if not jacobian:
             return r, None
-        n, nc = self.n, self.nc
+        n, nc, nx, nr, N = self.n, self.nc, self.nx, self.nr, self.N
         if self._pattern is None:
-            pr, pc = e.newton_pattern()
-            top, left = pr < n, pc < n
-            self._pattern = (
-                (pr[top & left], pc[top & left]),  # J: dF/dq, dF/dv, M
-                (pr[top & ~left], pc[top & ~left]),  # Phi_q^T
-                (pr[~top & left], pc[~top & left]),  # Phi_q
-            )
-        (jr, jc), (tr, tc), (br, bc) = self._pattern
-        Aq, Av = self.engine_derivatives(t, q, v, a, lam)
-        Am = e.terms(q, v, a, lam, t, (1.0, 0.0, 0.0, 0.0, 0.0))[2]  # M
-        blocks = [
-            (jr, jc, Aq[jr, jc]),
-            (jr, jc + n, Av[jr, jc]),
-            (jr, jc + 2 * n, Am[jr, jc]),
-            (tr, tc + 2 * n, Aq[tr, tc]),  # lam columns follow q, v, a (3 n - n)
-            (br, bc, Aq[br, bc]),
-        ]
-        Fu = self.engine_input_columns(t, q, v, a, lam, u, F)
-        for j in range(self.nu):
-            blocks.append((np.arange(n), np.full(n, 3 * n + nc + j), Fu[:, j]))
-        return r, blocks
+            top, left = nt.rows < n, nt.cols < n
+            jm, tm, bm = top & left, top & ~left, ~top & left
+            pr, pc = nt.rows, nt.cols
+            # the node's blocks in its unknowns (q, v, a, lam, u): dF/dq, dF/dv, M, Phi_q^T
+            # (lam columns follow q, v, a: 3 n - n), Phi_q; then the input columns
+            rows = np.concatenate([pr[jm], pr[jm], pr[jm], pr[tm], pr[bm]])
+            cols = np.concatenate([pc[jm], pc[jm] + n, pc[jm] + 2 * n, pc[tm] + 2 * n, pc[bm]])
+            pick = [(0, jm), (1, jm), (2, jm), (0, tm), (0, bm)]
+            ui = np.arange(n)
+            rows = np.concatenate([rows, np.tile(ui, self.nu)])  # dense input columns
+            cols = np.concatenate([cols, np.repeat(3 * n + nc + np.arange(self.nu), n)])
+            self._pattern = (rows, cols, pick)
+        rows, cols, pick = self._pattern
+        vals = np.concatenate(
+            [mats[s][:, m] for s, m in pick] + [Fu.transpose(0, 2, 1).reshape(N, -1)], axis=1
+        )
+        k = np.arange(N)[:, None]
+        return r, ((rows + nr * k).ravel(), (cols + nx * k).ravel(), vals.ravel())
 
-    def engine_derivatives(self, t, q, v, a, lam):
-        """``(A_q, A_v)`` ((n + nc) square) at one node from the compiled engine's Newton
-        matrix: ``A_q[:n, :n] = dF/dq`` with ``A_q[n:, :n] = Phi_q`` (and ``Phi_q^T`` in
-        the multiplier columns), ``A_v[:n, :n] = dF/dv`` (its constraint rows are not
-        derivatives: ``phi`` does not depend on ``v``)."""
-        e = self.system.engine()
-        Aq = e.terms(q, v, a, lam, t, (0.0, 1.0, 0.0, 1.0, 0.0))[2]
-        Av = e.terms(q, v, a, lam, t, (0.0, 0.0, 1.0, 0.0, 1.0))[2]
-        return Aq, Av
+    def node_terms(self):
+        """The :class:`~flexmbd.absolute.nodes.NodeTerms` of the system's current compiled
+        engine (made again when the system has a new one)."""
+        from ..absolute.nodes import NodeTerms
 
-    def engine_input_columns(self, t, q, v, a, lam, u, F):
-        """``dF/du`` (n, nu) at one node by the compiled engine: ``F`` is affine in the
-        inputs ``u`` (nu,), so each column is the change of ``F`` (its value at ``u``) for
-        a unit step of one input; the inputs are set back to ``u``."""
         e = self.system.engine()
-        out = np.zeros((self.n, self.nu))
-        for j in range(self.nu):
-            uj = u.copy()
-            uj[j] += 1.0
-            self.set_inputs(uj)
-            out[:, j] = e.terms(q, v, a, lam, t, (0.0, 0.0, 0.0, 0.0, 0.0), jac=False)[0] - F
-        if self.nu:
-            self.set_inputs(u)
-        return out
+        if self._nodes is None or self._nodes.engine is not e:
+            self._nodes = NodeTerms(e)
+            self._pattern = None
+        return self._nodes
+
+    def engine_node(self, t, q, v, a, lam, u, F=None):
+        """``(r, A_q, A_v, dF/du)`` at one node (time ``t`` s, unknowns ``q, v, a`` (n),
+        ``lam`` (nc), inputs ``u`` (nu)) from one compiled call
+        (:class:`~flexmbd.absolute.nodes.NodeTerms`): ``r = [F; phi]``; ``A_q`` ((n + nc)
+        square) ``= [[dF/dq, Phi_q^T], [Phi_q, 0]]``; ``A_v`` with ``dF/dv`` in its top-left
+        block (its constraint rows are not derivatives: ``phi`` does not depend on ``v``);
+        ``dF/du`` (n, nu), exact (``F`` is affine in ``u``): the change of ``F`` for a unit
+        step of each input, from ``F`` (n; default the residual's). The inputs are left at
+        ``u``."""
+        nt = self.node_terms()
+        one = lambda x: np.asarray(x, float)[None]  # noqa: E731
+        r, (vq, vv, _), Fu = nt.evaluate(
+            [t], one(q), one(v), one(a), one(lam), one(u), self.set_inputs,
+            base=None if F is None else one(F),
+        )  # fmt: skip
+        m = self.n + self.nc
+        Aq, Av = np.zeros((m, m)), np.zeros((m, m))
+        Aq[nt.rows, nt.cols] = vq[0]
+        Av[nt.rows, nt.cols] = vv[0]
+        return r[0], Aq, Av, Fu[0]
 
     def parameter_jacobian(self, X, r=None):
         """Dense ``dr/dp`` (N (n+nc) x np): exact for affine parameters, else central FD."""

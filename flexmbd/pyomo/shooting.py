@@ -188,28 +188,26 @@ class Shooting:
             vp = V[k] + h * (1 - g) * A[k]
             U[k + 1], du = self._u(t1, theta)
             a, lam = A[k].copy(), L[k].copy()
-            if self.compiled:
+            if self.compiled:  # the whole Newton loop in one compiled call
                 self.res.set_inputs(U[k + 1])  # the engine reads them at each evaluation
-            for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
-                q1, v1 = qp + b * h * h * a, vp + g * h * a
-                if self.compiled:
-                    r, lu = self._compiled_step(t1, q1, v1, a, lam)
-                    dy = sla.lu_solve(lu, -rs * r)
-                else:
+                it = self.res.node_terms().newmark(
+                    t1, qp, vp, a, lam, b * h * h, g * h, rs, self.tol, self.max_iter
+                )
+                if it <= 0:
+                    self._not_converged(t1)
+            else:
+                for it in range(1, self.max_iter + 1):  # noqa: B007 (count kept)
+                    q1, v1 = qp + b * h * h * a, vp + g * h * a
                     r, J = self._jac(t1, q1, v1, a, lam, U[k + 1], False)
                     Mt = self._matrix(J)
                     lu = spla.splu((sp.diags(rs) @ Mt).tocsc())
                     dy = lu.solve(-rs * r)
-                a += dy[:n]
-                lam += dy[n:]
-                if np.max(np.abs(dy)) <= self.tol * (1.0 + np.max(np.abs(np.r_[a, lam]))):
-                    break
-            else:
-                raise ConvergenceError(
-                    f"Shooting: Newton did not converge at t={t1:.6g} s in {self.max_iter} "
-                    "iterations; reduce dt",
-                    time=t1,
-                )
+                    a += dy[:n]
+                    lam += dy[n:]
+                    if np.max(np.abs(dy)) <= self.tol * (1.0 + np.max(np.abs(np.r_[a, lam]))):
+                        break
+                else:
+                    self._not_converged(t1)
             its[k] = it
             Q[k + 1], V[k + 1], A[k + 1], L[k + 1] = qp + b * h * h * a, vp + g * h * a, a, lam
             s.accept(Q[k + 1], V[k + 1], L[k + 1], t1)
@@ -234,6 +232,13 @@ class Shooting:
             dQ = dV = dA = dL = None
         return ShootingResult(self.t.copy(), Q, V, A, L, U, dQ, dV, dA, dL, its)
 
+    def _not_converged(self, t1):
+        raise ConvergenceError(
+            f"Shooting: Newton did not converge at t={t1:.6g} s in {self.max_iter} "
+            "iterations; reduce dt",
+            time=t1,
+        )
+
     def _compiled_step(self, t, q, v, a, lam, jac=True):
         """Engine residual ``r = [F; phi]`` at one node and (``jac``) the LU factors of the
         row-scaled Newmark matrix ``[J_q beta h^2 + J_v gamma h + J_a, J_lam]`` (its
@@ -244,13 +249,14 @@ class Shooting:
         return np.concatenate([r, phi]), (sla.lu_factor(A, check_finite=False) if jac else None)
 
     def _compiled_jacobians(self, t, q, v, a, lam, r, u, du):
-        """``(J_q, J_v, J_z)`` (n + nc rows) at one node from the engine: the residual's
+        """``(J_q, J_v, J_z)`` (n + nc rows) at one node from one compiled call
+        (:meth:`~flexmbd.pyomo.residual.NodeResiduals.engine_node`): the residual's
         derivatives in ``q`` and ``v``, the parameter columns
         (:func:`~flexmbd.pyomo.residual.parameter_columns`, engine residuals) and the
         profile columns ``J_u du`` (the residual is affine in the inputs ``u`` (nu,): its
-        change for a unit step of each, as on the Python path)."""
+        change for a unit step of each from the step's ``r``, as on the Python path)."""
         n = self.res.n
-        Aq, Av = self.res.engine_derivatives(t, q, v, a, lam)
+        _, Aq, Av, Ju = self.res.engine_node(t, q, v, a, lam, u, r[:n])
         Jq = Aq[:, :n]  # F rows: dR/dq + H - dQ/dq; phi rows: Phi_q
         Jv = Av[:, :n].copy()
         Jv[n:] = 0.0  # phi does not depend on v
@@ -260,7 +266,6 @@ class Shooting:
                 self.params, self.system, lambda: self._compiled_step(t, q, v, a, lam, False)[0], r
             )
         if self.res.nu and self.ntheta:  # (phi does not depend on the inputs)
-            Ju = self.res.engine_input_columns(t, q, v, a, lam, u, r[:n])
             Jp[:n, self.np :] = Ju @ du
         return Jq, Jv, Jp
 
@@ -305,19 +310,32 @@ class Shooting:
         rows = s.constraints.joint_rows[k]
         cols = slice(7 * i, 7 * i + 3)
         N = len(result.t)
-        F = np.zeros((N, 3))
-        dF = None if result.dlam is None else np.zeros((N, 3, self.nz))
+        nz = 0 if result.dlam is None else self.nz
+        # the states whose Phi_q block is needed: each node's, then its +- e dq/dz steps
+        states, times, steps = [], [], np.zeros((N, nz))
         for m in range(N):
-            P = self._phi_q(result.q[m], result.t[m])[rows][:, cols].toarray()
+            states.append(result.q[m])
+            for c in range(nz):
+                d = result.dq[m, :, c]
+                e = steps[m, c] = 1e-7 / max(np.max(np.abs(d)), 1e-300)
+                states += [result.q[m] + e * d, result.q[m] - e * d]
+            times += [result.t[m]] * (1 + 2 * nz)
+        if self.compiled:  # all blocks in one compiled call
+            c7 = np.arange(7 * i, 7 * i + 3)
+            r_ = np.arange(self.res.nc)[rows]
+            P_all = self.res.node_terms().constraint_blocks(times, states, r_, c7)
+        else:
+            P_all = [self._phi_q(q, t)[rows][:, cols].toarray() for q, t in zip(states, times)]
+        F = np.zeros((N, 3))
+        dF = None if result.dlam is None else np.zeros((N, 3, nz))
+        for m in range(N):
+            o = m * (1 + 2 * nz)
+            P = P_all[o]
             lam = result.lam[m, rows]
             F[m] = P.T @ lam
             if dF is not None:
                 dF[m] = P.T @ result.dlam[m, rows]
-                for c in range(self.nz):
-                    d = result.dq[m, :, c]
-                    e = 1e-7 / max(np.max(np.abs(d)), 1e-300)
-                    Pp = self._phi_q(result.q[m] + e * d, result.t[m])
-                    Pm = self._phi_q(result.q[m] - e * d, result.t[m])
-                    dP = (Pp[rows][:, cols] - Pm[rows][:, cols]).toarray() / (2 * e)
+                for c in range(nz):
+                    dP = (P_all[o + 1 + 2 * c] - P_all[o + 2 + 2 * c]) / (2 * steps[m, c])
                     dF[m, :, c] += dP.T @ lam
         return F, dF
