@@ -64,7 +64,9 @@ joints and flexible bodies on the loop) and the velocity terms of the frame's mo
 its constraint wrenches act through that frame and load the modes
 (``body_series[<body>].modal`` keeps the modal histories). The rows, the wrenches, the
 projected solve and the correction between two QRs are compiled
-(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`); the Python
+(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`), and so are the
+adaptive steps (the blocks of :mod:`flexmbd.recursive._nbloops` with the row evaluator
+of :mod:`flexmbd.recursive._nbflexrk`); the Python
 versions (``_FlexCutConstraints._eval_py``, ``FlexTree.frame_wrench``, the projector's
 own steps) are the references they are tested against. Geometric stiffening inside a
 loop is loop-aware: the stiffening loads of a body (mean-axis inertia loads from its
@@ -2060,9 +2062,11 @@ class _LoopStepper(ExplicitStepper):
     #: per step (the same numbers, bit for bit)
     step_blocks = True
     #: a loop through flexible bodies: RK4 in compiled blocks of output intervals
-    #: (:meth:`_flex_rk4_block`), the adaptive steps' right-hand side in one compiled call
-    #: (:meth:`LoopSystem.flex_rhs`); False: the Python steps and evaluations on the same
-    #: compiled stages and corrections (the same numbers, bit for bit)
+    #: (:meth:`_flex_rk4_block`), the adaptive steps in compiled blocks
+    #: (:meth:`_flex_solver_block`; with ``step_blocks = False`` scipy's steps, their
+    #: right-hand side in one compiled call, :meth:`LoopSystem.flex_rhs`); False: the
+    #: Python steps and evaluations on the same compiled stages and corrections (the same
+    #: numbers, bit for bit)
     flex_blocks = True
     #: with output times: the samples there in the compiled blocks
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
