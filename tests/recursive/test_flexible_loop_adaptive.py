@@ -7,10 +7,12 @@ compiled right-hand side call per evaluation (``LoopSystem.flex_rhs``,
 import numpy as np
 import pytest
 
+import flexmbd as fm
 from flexmbd.recursive import _nbflexrk as FR
 from flexmbd.recursive import _nbloops as NL
 from flexmbd.recursive.loops import LoopSystem, _LoopStepper
 
+from .interrupt import interrupted_at_chunk
 from .test_flexible_loop_kernels import _counting, _loop
 
 RESULTS = ("t", "q", "qd", "qdd", "reactions")
@@ -112,3 +114,22 @@ def test_a_handed_back_step_is_redone_by_scipys_step(monkeypatch):
     r0 = ls.simulate(0.0005, **kw)
     for name in RESULTS:
         assert np.array_equal(getattr(r1, name), getattr(r0, name)), name
+
+
+def test_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
+    """A checkpointed RK45 run (a checkpoint every 23 steps: no block crosses one) equals
+    the run without checkpoints bit for bit; interrupted at its third chunk and resumed
+    (the projector's state and the solver's from the file), it equals it too, and the
+    resumed steps run in blocks."""
+    ls, q, qd = _loop("cbA", "spherical", False)
+    kw = dict(integrator="RK45", rtol=1e-7, atol=1e-9, q0=q, qd0=qd)
+    ref = ls.simulate(0.001, **kw)
+    _same_runs(ls.simulate(0.001, checkpoint=tmp_path / "a.h5", every=23, **kw), ref)
+    path = tmp_path / "b.h5"
+    with interrupted_at_chunk(monkeypatch) as seen:
+        ls.simulate(0.001, checkpoint=path, every=23, **kw)
+    assert seen[:2] == [23, 23]
+    calls = {}
+    _counting(monkeypatch, NL, ("loop_rk_block",), calls)
+    _same_runs(fm.resume(path), ref)
+    assert calls["loop_rk_block"] >= 1
