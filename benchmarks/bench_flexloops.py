@@ -8,8 +8,10 @@ interleaved, median [min-max] over the rounds, of
 
 * ``compiled``: the cut rows, cut wrenches, projected solve (with stiffening its
   loop-aware iteration) and correction of ``flexmbd/recursive/_nbflexcut.py``, RK4 in
-  compiled blocks, the adaptive evaluations and the output samples in compiled calls
-  (``flexmbd/recursive/_nbflexblock.py``) (the default, ``LoopSystem.flex_compiled``);
+  compiled blocks and the output samples in compiled calls
+  (``flexmbd/recursive/_nbflexblock.py``), the adaptive steps in compiled blocks (those of
+  ``flexmbd/recursive/_nbloops.py`` with the row evaluator of
+  ``flexmbd/recursive/_nbflexrk.py``) (the default, ``LoopSystem.flex_compiled``);
 * ``Python``: the same model with ``flex_compiled = False`` (the path before: rows by
   tree-kinematics passes from Python, wrenches in numpy, the projector's QR);
 * ``tree``: the same bodies and joints without the closing joint (the flexible tree's
@@ -136,8 +138,10 @@ def main(argv=None):
         f"every step; median [min-max] of {args.rounds} interleaved rounds. `compiled`: "
         "the cut rows, cut wrenches, projected solve (with stiffening its loop-aware "
         "iteration) and correction of `flexmbd/recursive/_nbflexcut.py`, RK4 in compiled "
-        "blocks, the adaptive evaluations and the output samples in compiled calls "
-        "(`flexmbd/recursive/_nbflexblock.py`) (the default); `Python`: "
+        "blocks and the output samples in compiled calls "
+        "(`flexmbd/recursive/_nbflexblock.py`), the adaptive steps in compiled blocks (those "
+        "of `flexmbd/recursive/_nbloops.py` with the row evaluator of "
+        "`flexmbd/recursive/_nbflexrk.py`) (the default); `Python`: "
         "`LoopSystem.flex_compiled = False` (the path before); `tree`: the same bodies "
         "without the closing joint; `absolute`: the absolute formulation of the loop (the "
         f"peer; generalized-alpha, compiled engine, h = {DT:g} s). RK4 at h = {DT:g} s, "

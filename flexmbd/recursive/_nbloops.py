@@ -1375,9 +1375,12 @@ def loop_rhs(Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, 
     with the projector's QR) or a failure of :func:`loop_accelerations` (``out`` then
     undefined). A tree (``cargs`` None): :func:`_tree_rhs` (the other loop arguments
     unused). A tree with flexible bodies (``Ib`` None): :func:`_flex_rhs` (``buf`` its
-    workspace, ``forces`` its arguments)."""
+    workspace, ``forces`` its arguments); a loop through flexible bodies (``Ib`` None,
+    ``cargs`` its cut rows' arguments): its row evaluator (:func:`_flex_or_none`)."""
     if Ib is None:
-        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
+        return _flex_or_none(
+            Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out
+        )
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     yc = np.empty(y.shape[0])
@@ -1396,9 +1399,11 @@ def loop_rhs_keep(
     tree pass and ``ws`` its cut rows with the speed terms (what an output sample at the
     corrected state reads: :func:`_sample_after_rhs`). A tree (``cargs`` None):
     :func:`_tree_rhs` (``yc``, ``lam`` untouched); with flexible bodies (``Ib`` None):
-    :func:`_flex_rhs`."""
+    :func:`_flex_or_none` (``yc``, ``lam`` untouched)."""
     if Ib is None:
-        return _flex_or_none(Ib, buf, forces, y, tau, reac, out)
+        return _flex_or_none(
+            Ib, buf, cargs, forces, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out
+        )
     if cargs is None:
         return _tree_rhs(Ib, buf, forces, y, tau, reac, out)
     phi, J, gamma = ws
@@ -2163,18 +2168,54 @@ def _flex_eval(T, fargs, row, y, tau, reac, out):
     return 0
 
 
-def _flex_or_none(Ib, T, fargs, y, tau, reac, out):
-    """:func:`_flex_rhs` where ``Ib`` is None (a tree with flexible bodies), typed only
+#: the row evaluators of closed loops through flexible bodies (:func:`_flex_or_none`), by
+#: key: filled by the modules that define them (:func:`add_row_evaluator`)
+ROW_EVALUATORS: dict = {}
+
+
+def add_row_evaluator(key: str, kernel) -> None:
+    """Register ``kernel`` as the right-hand side of the adaptive steps of the loops whose
+    force-table argument carries ``key`` (:func:`_flex_or_none`): ``kernel(T, cargs,
+    fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out)`` returns 0 with
+    ``out = y'`` at ``y``, or a nonzero status (:data:`NEEDS_QR`, a failed solve). The key
+    names the kernel and the digest of the sources it compiles from, so that a cached
+    step of this module compiled with one evaluator is never taken for another."""
+    ROW_EVALUATORS[key] = kernel
+
+
+def _flex_or_none(Ib, T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+    """The right-hand side of a system with flexible bodies (``Ib`` None), typed only
     then: numba prunes ``if Ib is None`` only when ``Ib`` is None, so the rigid trees' and
-    loops' specializations type this call too, as a stub returning 0 that never runs."""
+    loops' specializations type this call too, as a stub returning 0 that never runs. A
+    tree (``cargs`` None): :func:`_flex_rhs`. A closed loop through flexible bodies: the
+    row evaluator (:func:`add_row_evaluator`) whose key is the field name of the record
+    array ``fargs[2]`` (``fargs[0]``, ``fargs[1]`` an empty force table), called with the
+    arguments as they are."""
     raise NotImplementedError("compiled kernels only")
 
 
 @overload(_flex_or_none)
-def _flex_or_none_impl(Ib, T, fargs, y, tau, reac, out):
-    if isinstance(Ib, types.NoneType):
-        return lambda Ib, T, fargs, y, tau, reac, out: _flex_rhs(T, fargs, y, tau, reac, out)
-    return lambda Ib, T, fargs, y, tau, reac, out: 0
+def _flex_or_none_impl(
+    Ib, T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out
+):  # fmt: skip
+    if not isinstance(Ib, types.NoneType):
+
+        def stub(Ib, T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+            return 0
+
+        return stub
+    if isinstance(cargs, types.NoneType):
+
+        def tree(Ib, T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+            return _flex_rhs(T, fargs, y, tau, reac, out)
+
+        return tree
+    rows = ROW_EVALUATORS[next(iter(fargs.types[2].dtype.fields))]
+
+    def loop(Ib, T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out):
+        return rows(T, cargs, fargs, y, tau, sel, tol, max_newton, rtol, guard, ws, reac, out)
+
+    return loop
 
 
 @njit(cache=True)

@@ -64,7 +64,9 @@ joints and flexible bodies on the loop) and the velocity terms of the frame's mo
 its constraint wrenches act through that frame and load the modes
 (``body_series[<body>].modal`` keeps the modal histories). The rows, the wrenches, the
 projected solve and the correction between two QRs are compiled
-(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`); the Python
+(:mod:`flexmbd.recursive._nbflexcut`, :attr:`LoopSystem.flex_compiled`), and so are the
+adaptive steps (the blocks of :mod:`flexmbd.recursive._nbloops` with the row evaluator
+of :mod:`flexmbd.recursive._nbflexrk`); the Python
 versions (``_FlexCutConstraints._eval_py``, ``FlexTree.frame_wrench``, the projector's
 own steps) are the references they are tested against. Geometric stiffening inside a
 loop is loop-aware: the stiffening loads of a body (mean-axis inertia loads from its
@@ -133,6 +135,7 @@ from ..results import Results
 from . import _kernels as K
 from . import _nbflexblock as _FB
 from . import _nbflexcut as _FC
+from . import _nbflexrk as _FR
 from . import _nbforces as _NF
 from . import _nbloops as _NL
 from . import _nbsingle as _NS
@@ -1219,6 +1222,24 @@ class LoopSystem:
         P.selection_used()  # (as accelerations() records)
         return f
 
+    def flex_rk_args(self, tau: Array | None, P: Projector) -> tuple | None:
+        """The leading arguments (``Ib`` ... the reaction workspace) of the adaptive block
+        :func:`._nbloops.loop_rk_block` for a loop through flexible bodies: ``Ib`` None,
+        the tree's workspace, the cut rows' arguments, the force-table argument of
+        :func:`._nbflexrk.flex_rk_forces` (whose row evaluator is
+        :func:`._nbflexrk.flex_loop_eval`, the evaluations of :meth:`flex_rhs`), the joint
+        and modal forces ``tau`` (nv,) or None (zeros), the projector ``P``'s rows of the
+        last QR and its correction settings; None where :meth:`flex_rk4_args` does not
+        apply."""
+        a = self.flex_rk4_args(tau, P)
+        if a is None:
+            return None
+        T, MI, grav, use_grav, reac, tol, max_iter, info, tv, sel = a[:10]
+        rows = a[10:21]
+        solve, zv, ptol, max_newton, rtol, guard, cw = a[21:]
+        fargs = _FR.flex_rk_forces(MI, grav, use_grav, tol, max_iter, info, solve, zv, cw)
+        return (None, T, rows, fargs, tv, sel, ptol, max_newton, rtol, guard, rows[-1], reac)
+
     def _flex_forward_dynamics(self, q, qd, tau, P):
         """:meth:`forward_dynamics` of a loop through flexible bodies by one compiled call
         (:func:`._nbflexblock.flex_loop_samples` at one state: the projected solve, the cut
@@ -1964,11 +1985,14 @@ def _compiled_step_impl(Solver):
 def _redo_step(solver, Solver, st, status, nfev):
     """A compiled step that returned the nonzero ``status`` after ``nfev`` evaluations:
     scipy's "too small" failure (-1), else the step redone by scipy's ``Solver`` code with
-    the QR at every evaluation from now on (the loop stepper ``st``)."""
+    the QR at every evaluation from now on (the loop stepper ``st``); a loop through
+    flexible bodies (:meth:`_LoopStepper._flex_solver_block`) redoes it on ``_f``, whose
+    compiled evaluations hand over to the QR one at a time, as scipy's steps there do."""
     solver.nfev += nfev
     if status == -1:
         return False, solver.TOO_SMALL_STEP
-    st.qr_seen = True
+    if not st.system.flex_compiled:  # (a flexible loop's evaluations hand over one by one)
+        st.qr_seen = True
     return Solver._step_impl(solver)
 
 
@@ -2038,9 +2062,11 @@ class _LoopStepper(ExplicitStepper):
     #: per step (the same numbers, bit for bit)
     step_blocks = True
     #: a loop through flexible bodies: RK4 in compiled blocks of output intervals
-    #: (:meth:`_flex_rk4_block`), the adaptive steps' right-hand side in one compiled call
-    #: (:meth:`LoopSystem.flex_rhs`); False: the Python steps and evaluations on the same
-    #: compiled stages and corrections (the same numbers, bit for bit)
+    #: (:meth:`_flex_rk4_block`), the adaptive steps in compiled blocks
+    #: (:meth:`_flex_solver_block`; with ``step_blocks = False`` scipy's steps, their
+    #: right-hand side in one compiled call, :meth:`LoopSystem.flex_rhs`); False: the
+    #: Python steps and evaluations on the same compiled stages and corrections (the same
+    #: numbers, bit for bit)
     flex_blocks = True
     #: with output times: the samples there in the compiled blocks
     #: (:meth:`_solver_dense_block`); False: the blocks stop at each output time and the
@@ -2188,41 +2214,69 @@ class _LoopStepper(ExplicitStepper):
         """A compiled block of adaptive steps (:meth:`ExplicitStepper._solver_block`):
         :func:`._nbloops.loop_rk_block`, or with a sample at every accepted step
         :func:`._nbloops.loop_rk_block_sampled` (its rows in :meth:`step_rows`), where
-        the compiled step (:func:`_compiled_rk`) would take the next step; None else
-        (scipy's own step, a step handed back pending). A step the block hands back is
-        redone by the solver's ``step()`` with the block's status and evaluations
-        (:func:`_redo_step`)."""
+        the compiled step (:func:`_compiled_rk`) would take the next step; a loop through
+        flexible bodies: :meth:`_flex_solver_block`; None else (scipy's own step, a step
+        handed back pending). A step the block hands back is redone by the solver's
+        ``step()`` with the block's status and evaluations (:func:`_redo_step`)."""
         s = self.solver
         if not self.step_blocks or getattr(s, "loop_stepper", None) is not self:
             return None
         if s.handed_back is not None:
             return None
+        if self.system.flex_compiled:
+            return self._flex_solver_block()
         _, c, P, sel = _loop_selection(s)
         if sel is None:
             return self._timed_solver_block() if self.timed_blocks else None
+        head = (c[0], c[1], c[2], c[3], self.constant_tau(c), sel, P.position_tol,
+                P.max_newton, P.rtol, _GUARD, c[5], c[6])  # fmt: skip
+        return self._block_run(head, (c[7], c[8]))
+
+    def _flex_solver_block(self):
+        """:meth:`_solver_block` of a loop through flexible bodies: the block
+        :func:`._nbloops.loop_rk_block` with its row evaluator
+        (:func:`._nbflexrk.flex_loop_eval`, the evaluations of :meth:`LoopSystem.flex_rhs`)
+        where scipy's step would take every evaluation by :meth:`LoopSystem.flex_rhs`
+        (:attr:`flex_blocks`, constant ``tau``, the correction inside the evaluations,
+        scalar tolerances, no QR at every evaluation); None else. The samples of the
+        accepted states are evaluated after the run (:meth:`finalize`), as on scipy's
+        steps. A step handed back is redone by scipy's step on :meth:`_f`, whose
+        evaluations hand over to the QR one by one (:func:`_redo_step`)."""
+        s = self.solver
+        if not (self.flex_blocks and self._fast_rhs) or self.qr_seen:
+            return None
+        if np.ndim(s.atol) or np.ndim(s.rtol):
+            return None
+        head = self.system.flex_rk_args(self._tau, self.P)
+        return None if head is None else self._block_run(head)
+
+    def _block_run(self, head, sample=None):
+        """The block ``run(k, t_stop, win, stall)`` of :meth:`_solver_block` with the
+        leading arguments ``head`` of :func:`._nbloops.loop_rk_block` (``Ib`` ... the
+        reaction workspace); with ``sample = (cut joints' body labels, body rows)`` and
+        a run that outputs every step (:meth:`step_rows`), the sampled block."""
+        s, P, sel = self.solver, self.P, head[5]
         A, E3, E5 = rk_tableau(s)
-        tau = self.constant_tau(c)
 
         def run(k, t_stop, win, stall):
-            rows = self.step_rows(sel, k)  # (room for up to k samples)
-            if rows is not None:
-                k = min(k, len(rows["row"]) - rows["n"])  # (never past the rows' end)
+            rows = self.step_rows(sel, k) if sample is not None else None
+            if rows is not None:  # (room for up to k samples, never past the rows' end)
+                k = min(k, len(rows["row"]) - rows["n"])
             n = s.y.shape[0]
             ts = np.array([s.t, s.h_abs], dtype=float)
             y, f = np.array(s.y, dtype=float), np.array(s.f, dtype=float)
             Y, REC, out = np.empty((k, n)), np.empty((k, 4)), np.zeros(3)
             args = (
-                c[0], c[1], c[2], c[3], tau, sel, P.position_tol, P.max_newton, P.rtol,
-                _GUARD, c[5], c[6], ts, y, f, float(s.t_bound), float(s.direction),
-                float(s.max_step), float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K,
-                _SAFETY, _MIN_FACTOR, _MAX_FACTOR, float(s.error_exponent), k, t_stop,
-                self.n_steps, win, stall, Y, REC, out,
+                *head, ts, y, f, float(s.t_bound), float(s.direction), float(s.max_step),
+                float(s.rtol), float(s.atol), A, s.B, s.C, E3, E5, s.K, _SAFETY, _MIN_FACTOR,
+                _MAX_FACTOR, float(s.error_exponent), k, t_stop, self.n_steps, win, stall, Y,
+                REC, out,
             )  # fmt: skip
             if rows is None:
                 done = _NL.loop_rk_block(*args)
             else:  # the output sample of each accepted step in the same call
                 j0 = rows["n"]
-                done = _NL.loop_rk_block_sampled(*args, c[7], c[8], j0, self.i + 1, *rows["out"])
+                done = _NL.loop_rk_block_sampled(*args, *sample, j0, self.i + 1, *rows["out"])
                 rows["n"] = j0 + done
             if done:
                 P.selection_used()
