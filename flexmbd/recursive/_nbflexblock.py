@@ -10,7 +10,10 @@ RK4 stage states and update are the rigid loops' (:func:`._nbloops._rk4_stage_st
 :func:`._nbloops._interval_end`. No physics of its own: the same operations, in the same
 order, as the Python steps on those kernels (:meth:`~flexmbd.recursive.loops.LoopSystem
 .accelerations`, :meth:`~flexmbd.recursive.loops.LoopSystem.project`), without their
-Python calls.
+Python calls. The output samples (:func:`flex_loop_samples`), the documented single-state
+call (:func:`flex_loop_forward_dynamics`) and the block's samples at the start of its
+intervals (the first stage there is that sample's forward dynamics) share the operations
+after the stage (:func:`_sample_rows`), so that all three give the same numbers.
 """
 
 from .._jit import njit

@@ -1252,8 +1252,9 @@ class LoopSystem:
         return out
 
     def _flex_fd_plan(self, P):
-        """What :meth:`_flex_forward_dynamics` reads once per model revision, projector
-        and row selection, or None (not :meth:`_flex_parts`): ``(the arguments of
+        """What :meth:`_flex_forward_dynamics` reads once per model revision, projector,
+        row selection and :attr:`_FlexCutConstraints.compiled_flex` switch, or None (not
+        :meth:`_flex_parts`): ``(the arguments of
         :func:`._nbflexblock.flex_loop_forward_dynamics` before ``smp``, the kept part of
         ``smp`` (wrench scratch, body rows, scratch, tree reactions, cut wrenches,
         violations), the shapes of the accelerations, multipliers, body accelerations and
@@ -1261,7 +1262,7 @@ class LoopSystem:
         contiguous, (tree rows, cut rows) int64, the compiled entry (:func:`_call`))``."""
         sel = P.selection()
         memo = getattr(self, "_flex_fd_memo", None)
-        key = (self.model.revision, P)
+        key = (self.model.revision, P, self.constraints.compiled_flex)
         if sel is not None and memo is not None and memo[0] == key and memo[1] is sel:
             return memo[2]
         parts = self._flex_parts(P)
