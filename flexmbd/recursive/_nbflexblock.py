@@ -154,6 +154,9 @@ def _sample_rows(
         LAM[i, j] = lam[j]
     # the cut wrenches and their pairs on the cut frames (the workspace is at (q, v) with
     # world poses and the factor at q: flex_cuts_eval's or the stiffening's last pass)
+    # unrolled: the wrenches' application and tree solve of _nbflexcut._stiff_g, here with
+    # the body accelerations and into the sample's rows (a shared helper is an edit of
+    # _nbflexcut, whose cut rows another change of this round rewrites)
     W = FK.FlexWork(*T)
     fext = W.Vv[V_FEXT]
     FC.cut_items(cI, D, Rw, pw, lam, CUTF[i], items)
@@ -258,6 +261,8 @@ def flex_loop_forward_dynamics(
     )  # fmt: skip
     if VIOL[0, 2] != 1.0:
         return 1
+    # unrolled: the rows of _nbsingle.loop_forward_dynamics_rows (the rigid loops'); a
+    # helper shared with it is an edit of _nbsingle, which every loop kernel recompiles
     for k in range(reac.shape[0]):
         for a in range(6):
             reac[k, a] = 0.0
