@@ -1314,11 +1314,13 @@ class LoopSystem:
         return QDD, LAM, REAC, ACC, CUTF, VIOL
 
     def flex_body_rows(self) -> tuple[Array, Array]:
-        """``(body_row, scratch)`` of the compiled samples of a loop through flexible
-        bodies (:func:`._nbflexblock.flex_loop_samples`): ``body_row`` (N + 1,) int64 the
-        row in ``layout.body_names`` of the tree's body of label ``k`` (``k = 1 ... N``;
-        entry 0 unused), and a scratch (N + 1, 6) of the tree's body accelerations in
-        label order; kept per model revision."""
+        """The body rows and scratch of the compiled samples of a loop through flexible
+        bodies.
+
+        ``(body_row, scratch)`` of :func:`._nbflexblock.flex_loop_samples`: ``body_row``
+        (N + 1,) int64 the row in ``layout.body_names`` of the tree's body of label ``k``
+        (labels 1 to N; entry 0 unused), and a scratch (N + 1, 6) of the tree's body
+        accelerations in label order; kept per model revision."""
         key = self.model.revision
         memo = getattr(self, "_flex_rows_memo", None)
         if memo is not None and memo[0] == key:
@@ -1334,10 +1336,13 @@ class LoopSystem:
         return out
 
     def flex_sample_work(self, P: Projector) -> tuple | None:
-        """The kept part of the sample rows ``smp`` of :func:`._nbflexblock.flex_loop_rk4_block`
-        and :func:`._nbflexblock.flex_loop_samples` (``(wrench scratch, body_row,
-        scratch)``, the rows follow) for the projector ``P``'s rows, or None where
-        :meth:`_flex_parts` does not apply."""
+        """The kept part of the compiled samples' arguments of a loop through flexible
+        bodies, or None.
+
+        ``(wrench scratch, body_row, scratch)``: the start of the sample rows ``smp`` of
+        :func:`._nbflexblock.flex_loop_rk4_block` and
+        :func:`._nbflexblock.flex_loop_samples` (the rows follow) for the projector
+        ``P``'s rows; None where :meth:`_flex_parts` does not apply."""
         parts = self._flex_parts(P)
         return None if parts is None else (parts[6], *self.flex_body_rows())
 
