@@ -22,7 +22,11 @@ interleaved, median [min-max] over the rounds, of
 A step's time is the difference of a 0.008 s and a 0.002 s run divided by the difference
 of their steps (so the set-up and the first QR drop out), with an output sample at every
 step (the results' reactions, energies and violations included); ``fd``:
-``forward_dynamics`` at the run's last (corrected) state, per call. ``agree``:
+``forward_dynamics`` at the run's last state after the system's own correction
+(``system.project``: its projector then has the rows of that state, the call is compiled),
+per call; ``fd (no rows)``: the same call before any correction by the system's projector
+(a run corrects with a projector of its own): the Python path with the projector's QR.
+``agree``:
 largest difference of the compiled and Python paths' end states of the RK4 run (relative
 to the state's largest entry).
 
@@ -49,6 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from results_file import markers, replace_section  # noqa: E402
 
+from flexmbd.constraints.projection import Projector  # noqa: E402
 from tests.recursive.test_flexible_loops import fourbar  # noqa: E402
 
 START, END = markers("flex-loops")
@@ -77,13 +82,22 @@ def per_step(system, method):
     return (b - a) / (len(rb.t) - len(ra.t)), rb
 
 
-def per_fd(system, q, qd, n=40):
-    """CPU seconds per ``forward_dynamics`` call at ``(q, qd)``."""
-    system.forward_dynamics(q, qd)
+def per_fd(system, q, qd, P, n=40):
+    """CPU seconds per ``forward_dynamics`` call at ``(q, qd)`` on the projector ``P``."""
+    system.forward_dynamics(q, qd, projector=P)
     tic = time.process_time()
     for _ in range(n):
-        system.forward_dynamics(q, qd)
+        system.forward_dynamics(q, qd, projector=P)
     return (time.process_time() - tic) / n
+
+
+def per_fds(system, q, qd):
+    """``(per_fd`` at ``(q, qd)`` after its correction by a new projector of the system,
+    ``per_fd`` at ``(q, qd)`` on a new projector without rows): new projectors, so that
+    every round measures the same paths."""
+    fresh = [Projector(system.constraints, **system.compile_options) for _ in range(2)]
+    after = per_fd(system, *system.project(q, qd, projector=fresh[0]), fresh[0])
+    return after, per_fd(system, q, qd, fresh[1])
 
 
 def cases(stiff):
@@ -115,7 +129,7 @@ def main(argv=None):
             for method in methods:
                 runs[(stiff, kind, method)] = s
     times = {k: [] for k in runs}
-    fds = {k: [] for k in runs if k[2] == "rk4" and k[1] != "tree"}
+    fds = {k: [] for k in runs if k[2] == "rk4" and k[1] not in ("tree", "absolute")}
     ends = {}
     for k, s in runs.items():  # compile and warm
         per_step(s, k[2])
@@ -125,7 +139,7 @@ def main(argv=None):
             times[k].append(dt)
             ends[k] = np.concatenate([res.q[-1], res.qd[-1]])
             if k in fds:
-                fds[k].append(per_fd(s, res.q[-1], res.qd[-1]))
+                fds[k].append(per_fds(s, res.q[-1], res.qd[-1]))
     load = os.getloadavg()
     lines = [
         "## Closed loops through flexible bodies (recursive formulation)",
@@ -146,7 +160,11 @@ def main(argv=None):
         "without the closing joint; `absolute`: the absolute formulation of the loop (the "
         f"peer; generalized-alpha, compiled engine, h = {DT:g} s). RK4 at h = {DT:g} s, "
         f"RK45 at rtol {TOL[0]:g}, atol {TOL[1]:g}. `fd`: `forward_dynamics` at the run's "
-        "last (corrected) state, per call. `agree`: the compiled and Python paths' RK4 end "
+        "last state after the correction by the projector it is called with "
+        "(`system.project`: the projector then has that state's rows, the call is "
+        "compiled), per call; `fd (no rows)`: the same call on a projector that has not "
+        "corrected a state yet (a run corrects with a projector of its own), the Python "
+        "path with the projector's QR. `agree`: the compiled and Python paths' RK4 end "
         "states, largest difference relative to the largest entry.",
         "",
         "- Command: `python benchmarks/bench_flexloops.py --write`",
@@ -154,8 +172,9 @@ def main(argv=None):
         f"{load[0]:.2f}; Python {platform.python_version()}, numba {numba.__version__}; "
         f"date {datetime.date.today().isoformat()}",
         "",
-        "| stiffening | path | method | [us/step] | loop / tree | fd [us] | agree |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| stiffening | path | method | [us/step] | loop / tree | fd [us] | fd (no rows) [us] "
+        "| agree |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for k, v in times.items():
         stiff, kind, method = k
@@ -166,14 +185,18 @@ def main(argv=None):
             if tree in times and kind != "tree"
             else ""
         )
-        fd = f"{np.median(fds[k]) * 1e6:.0f}" if k in fds else ""
+        fd = fd0 = ""
+        if k in fds:
+            fd = f"{np.median([x[0] for x in fds[k]]) * 1e6:.0f}"
+            fd0 = f"{np.median([x[1] for x in fds[k]]) * 1e6:.0f}"
         agree = ""
         if kind == "compiled" and method == "rk4":
             e, p = ends[k], ends[(stiff, "Python", method)]
             agree = f"{np.abs(e - p).max() / np.abs(p).max():.1e}"
         lines.append(
             f"| {'on' if stiff else 'off'} | {kind} | {method} | "
-            f"{np.median(a):.0f} [{a.min():.0f}-{a.max():.0f}] | {ratio} | {fd} | {agree} |"
+            f"{np.median(a):.0f} [{a.min():.0f}-{a.max():.0f}] | {ratio} | {fd} | {fd0} | "
+            f"{agree} |"
         )
     text = "\n".join(lines)
     print(text)

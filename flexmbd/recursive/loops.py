@@ -777,6 +777,8 @@ class LoopSystem:
         out = (qdd, lam, reac, acc, stats)
         if self._flexible and nt and q.shape[1] == self.nq and qd.shape[1] == self.nv:
             c = None  # (no rigid compiled loop: the flexible loop's samples)
+            if given is not None:
+                done = self._given_samples(given, out, done)
             done = self._flex_samples(q, qd, taus, P, out, done)
         sel = P.selection() if c is not None and P.method == "qr" and nt else None
         if sel is None or q.shape[1] != self.nq or qd.shape[1] != self.nv:
@@ -784,11 +786,7 @@ class LoopSystem:
                 self._sample_stats(P, stats, done)
             return done
         if given is not None:
-            n = min(nt, len(given["viol"]))
-            idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
-            done[idx] = True
-            rows = ("qdd", "lam", "reac", "acc", "cutF")
-            self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
+            done = self._given_samples(given, out, done)
         todo = np.flatnonzero(~done)
         if len(todo) and self._compiled() is not None:  # (loads of time: per sample)
             nd = len(todo)
@@ -1242,64 +1240,132 @@ class LoopSystem:
 
     def _flex_forward_dynamics(self, q, qd, tau, P):
         """:meth:`forward_dynamics` of a loop through flexible bodies by one compiled call
-        (:func:`._nbflexblock.flex_loop_samples` at one state: the projected solve, the cut
-        wrenches and the tree's reactions with them applied), or None: not
-        :meth:`_flex_parts`, other shapes, a failed solve, or a state where the QR would
-        not select the projector's rows with a margin (the Python path decides). As for
-        the rigid loops' compiled call, the result's ``projection`` and ``tree`` (whose
-        accelerations are the loop's) are built on first access
-        (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`)."""
-        parts = self._flex_parts(P)
-        state = None if parts is None else self._state_arrays(q, qd, tau)
+        (:func:`._nbflexblock.flex_loop_forward_dynamics`: the operations of
+        :func:`._nbflexblock.flex_loop_samples` at one state -- the projected solve, the
+        cut wrenches and the tree's reactions with them applied -- and the reactions of
+        every joint), or None: not :meth:`_flex_parts`, other shapes, a failed solve, or a
+        state where the QR would not select the projector's rows with a margin (the
+        Python path decides). As for the rigid loops' compiled call, the result's
+        ``projection`` and ``tree`` (whose accelerations are the loop's) are built on
+        first access (``flexmbd.dynamics.DEFERRED``, :func:`_loop_parts`)."""
+        plan = self._flex_fd_plan(P)
+        if plan is None:
+            return None
+        state = self._state_arrays(q, qd, tau)
         if state is None:
             return None
-        q, qd, tv = state
-        QDD, LAM, REAC, ACC, CUTF, _, ok = self._flex_sample_arrays(
-            parts, q[None], qd[None], tv[None], P
-        )
-        if not ok[0]:
+        head, kept, shapes, tree_rows, rows, entries = plan
+        wrench, body_row, accl, REAC, CUTF, VIOL = kept
+        QDD, LAM, ACC = np.empty(shapes[0]), np.empty(shapes[1]), np.zeros(shapes[2])
+        reac = np.empty(shapes[3])
+        smp = (wrench, body_row, accl, QDD, LAM, REAC, ACC, CUTF, VIOL)
+        call = (*head, smp, *state, reac, *rows)
+        if _call(entries, 0, _FB.flex_loop_forward_dynamics, call) != 0:
             return None
         info = P.selection_used(True)
-        reac = np.zeros((len(self.joint_names), 6))
-        tree_rows = index_slice(self._tree_rows)
-        reac[tree_rows] = REAC[0, : len(self._tree_rows)]
-        for c, F in zip(self.constraints.cuts, CUTF[0]):
-            reac[self._jindex[c.name]] = F
-        acc = np.zeros((len(self.layout.body_names), 6))
-        acc[self._flex_body_rows()] = ACC[0, 1:]
-        if type(tree_rows) is not slice:  # (not contiguous: the tree reactions owned)
-            tree_rows = REAC[0, : len(self._tree_rows)]
+        if tree_rows is None:  # (not contiguous: the tree reactions owned)
+            tree_rows = REAC[0].copy()
         out = _new(ForwardDynamics)
         d = out.__dict__
-        d["qdd"], d["reactions"], d["body_accelerations"] = QDD[0], reac, acc
+        d["qdd"], d["reactions"], d["body_accelerations"] = QDD[0], reac, ACC[0]
         d["layout"], d["lam"] = self.layout, LAM[0]
-        d[DEFERRED] = (_loop_parts, info, QDD[0], acc, reac, tree_rows, self.tree.layout)
+        d[DEFERRED] = (_loop_parts, info, QDD[0], ACC[0], reac, tree_rows, self.tree.layout)
         return out
 
+    def _flex_fd_plan(self, P):
+        """What :meth:`_flex_forward_dynamics` reads once per model revision, projector,
+        row selection and :attr:`_FlexCutConstraints.compiled_flex` switch, or None (not
+        :meth:`_flex_parts`): ``(the arguments of
+        :func:`._nbflexblock.flex_loop_forward_dynamics` before ``smp``, the kept part of
+        ``smp`` (wrench scratch, body rows, scratch, tree reactions, cut wrenches,
+        violations), the shapes of the accelerations, multipliers, body accelerations and
+        reactions, the slice of the tree rows in the reactions or None where not
+        contiguous, (tree rows, cut rows) int64, the compiled entry (:func:`_call`))``."""
+        sel = P.selection()
+        memo = getattr(self, "_flex_fd_memo", None)
+        key = (self.model.revision, P, self.constraints.compiled_flex)
+        if sel is not None and memo is not None and memo[0] == key and memo[1] is sel:
+            return memo[2]
+        parts = self._flex_parts(P)
+        if parts is None:
+            return None
+        head, sel, rows, solve, _, _, wrench = parts
+        nc = len(self.constraints.cuts)
+        kept = (
+            wrench, *self.flex_body_rows(), np.empty((1, len(self.tree.joint_names), 6)),
+            np.empty((1, nc, 6)), np.zeros((1, 3)),
+        )  # fmt: skip
+        shapes = (
+            (1, self.nv),
+            (1, self.constraints.m),
+            (1, len(self.layout.body_names), 6),
+            (len(self.joint_names), 6),
+        )
+        tree_rows = index_slice(self._tree_rows)
+        plan = (
+            (*head, sel, *rows, solve, P.rtol, _GUARD),
+            kept,
+            shapes,
+            tree_rows if type(tree_rows) is slice else None,
+            (
+                np.ascontiguousarray(self._tree_rows, dtype=np.int64),
+                np.ascontiguousarray(self._cut_rows_reac, dtype=np.int64).reshape(nc),
+            ),
+            [None],
+        )
+        self._flex_fd_memo = (key, sel, plan)
+        return plan
+
     def _flex_sample_arrays(self, parts, Q, QD, TAU, P):
-        """``(QDD, LAM, REAC, ACC, CUTF, VIOL, ok)`` of the states ``Q, QD`` (nt, nv; C
-        order) with the joint and modal forces ``TAU`` (nt, nv) by one compiled call
+        """``(QDD, LAM, REAC, ACC, CUTF, VIOL)`` of the states ``Q, QD`` (nt, nv; C order)
+        with the joint and modal forces ``TAU`` (nt, nv) by one compiled call
         (:func:`._nbflexblock.flex_loop_samples` on :meth:`_flex_parts`' ``parts``): tree
-        reactions (nt, tree joints, 6), body accelerations in label order (nt, N + 1, 6),
-        cut wrenches (nt, cuts, 6); ``ok`` False where the QR decides."""
+        reactions (nt, tree joints, 6), body accelerations in the layout's rows (nt,
+        bodies, 6), cut wrenches (nt, cuts, 6), violations (nt, 3) whose last column is 1
+        where the sample is complete (0: the QR decides)."""
         head, sel, rows, solve, _, _, wrench = parts
         nt, nv, c = Q.shape[0], self.nv, self.constraints
         QDD, LAM = np.empty((nt, nv)), np.empty((nt, c.m))
         REAC = np.empty((nt, len(self.tree.joint_names), 6))
-        ACC = np.empty((nt, self.tree.n_bodies + 1, 6))
+        ACC = np.zeros((nt, len(self.layout.body_names), 6))
         CUTF = np.empty((nt, len(c.cuts), 6))
-        VIOL, ok = np.zeros((nt, 2)), np.zeros(nt, dtype=bool)
-        _FB.flex_loop_samples(
-            *head, sel, *rows, solve, P.rtol, _GUARD, wrench, Q, QD, TAU, QDD, LAM, REAC, ACC,
-            CUTF, VIOL, ok,
-        )  # fmt: skip
-        return QDD, LAM, REAC, ACC, CUTF, VIOL, ok
+        VIOL = np.zeros((nt, 3))
+        smp = (wrench, *self.flex_body_rows(), QDD, LAM, REAC, ACC, CUTF, VIOL)
+        _FB.flex_loop_samples(*head, sel, *rows, solve, P.rtol, _GUARD, smp, Q, QD, TAU)
+        return QDD, LAM, REAC, ACC, CUTF, VIOL
 
-    def _flex_body_rows(self):
-        """The rows in ``layout.body_names`` of the tree's bodies in label order ``1 ... N``."""
+    def flex_body_rows(self) -> tuple[Array, Array]:
+        """The body rows and scratch of the compiled samples of a loop through flexible
+        bodies.
+
+        ``(body_row, scratch)`` of :func:`._nbflexblock.flex_loop_samples`: ``body_row``
+        (N + 1,) int64 the row in ``layout.body_names`` of the tree's body of label ``k``
+        (labels 1 to N; entry 0 unused), and a scratch (N + 1, 6) of the tree's body
+        accelerations in label order; kept per model revision."""
+        key = self.model.revision
+        memo = getattr(self, "_flex_rows_memo", None)
+        if memo is not None and memo[0] == key:
+            return memo[1]
         names = self.layout.body_names
         tree = self.tree
-        return [names.index(tree.label_bodies[k].name) for k in range(1, tree.n_bodies + 1)]
+        n1 = tree.n_bodies + 1
+        rows = np.zeros(n1, dtype=np.int64)
+        for k in range(1, n1):
+            rows[k] = names.index(tree.label_bodies[k].name)
+        out = (rows, np.zeros((n1, 6)))
+        self._flex_rows_memo = (key, out)
+        return out
+
+    def flex_sample_work(self, P: Projector) -> tuple | None:
+        """The kept part of the compiled samples' arguments of a loop through flexible
+        bodies, or None.
+
+        ``(wrench scratch, body_row, scratch)``: the start of the sample rows ``smp`` of
+        :func:`._nbflexblock.flex_loop_rk4_block` and
+        :func:`._nbflexblock.flex_loop_samples` (the rows follow) for the projector
+        ``P``'s rows; None where :meth:`_flex_parts` does not apply."""
+        parts = self._flex_parts(P)
+        return None if parts is None else (parts[6], *self.flex_body_rows())
 
     def _flex_project_rows(self, Y, P, status):
         """:meth:`project_rows` of a loop through flexible bodies
@@ -1373,26 +1439,40 @@ class LoopSystem:
         )  # fmt: skip
 
     def _flex_samples(self, q, qd, taus, P, out, done):
-        """:meth:`_compiled_samples` of a loop through flexible bodies: the samples by one
-        compiled call (:func:`._nbflexblock.flex_loop_samples`) where :meth:`_flex_parts`
-        applies; the mask ``done`` of those done."""
-        parts = self._flex_parts(P)
+        """:meth:`_compiled_samples` of a loop through flexible bodies: the samples not
+        ``done`` (a mask) by one compiled call (:func:`._nbflexblock.flex_loop_samples`)
+        where :meth:`_flex_parts` applies; the mask ``done`` with those done."""
+        todo = np.flatnonzero(~done)
+        parts = self._flex_parts(P) if len(todo) else None
         if parts is None:
             return done
-        nt = q.shape[0]
+        nt = len(todo)
         TAU = np.zeros((nt, self.nv))
-        for i, x in enumerate(taus):
-            if x is not None:
-                TAU[i] = x
-        QDD, LAM, REAC, ACC, CUTF, VIOL, ok = self._flex_sample_arrays(
-            parts, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
-            TAU, P,
-        )  # fmt: skip
-        ACCb = np.zeros((nt, len(self.layout.body_names), 6))
-        ACCb[:, self._flex_body_rows()] = ACC[:, 1:]  # (label order to the layout's rows)
-        idx = index_slice(np.flatnonzero(ok))
-        self._put_samples(idx, QDD[idx], LAM[idx], REAC[idx], ACCb[idx], CUTF[idx], VIOL[idx], out)
+        for a, i in enumerate(todo):
+            if taus[i] is not None:
+                TAU[a] = taus[i]
+        if nt == q.shape[0]:
+            Q, QD = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
+        else:
+            Q = np.ascontiguousarray(q[todo], dtype=float)
+            QD = np.ascontiguousarray(qd[todo], dtype=float)
+        QDD, LAM, REAC, ACC, CUTF, VIOL = self._flex_sample_arrays(parts, Q, QD, TAU, P)
+        ok = VIOL[:, 2] == 1.0
+        a = index_slice(np.flatnonzero(ok))
+        idx = index_slice(todo[ok])
+        self._put_samples(idx, QDD[a], LAM[a], REAC[a], ACC[a], CUTF[a], VIOL[a], out)
         done[idx] = True
+        return done
+
+    def _given_samples(self, given, out, done):
+        """The rows of the output samples that the compiled RK4 steps wrote (``given``:
+        :meth:`_LoopStepper.fused_samples`, rows complete where ``viol[:, 2]`` is 1) into
+        the result arrays ``out`` (:meth:`_put_samples`); the mask ``done`` with them."""
+        n = min(len(done), len(given["viol"]))
+        idx = index_slice(np.flatnonzero(given["viol"][:n, 2] == 1.0))
+        done[idx] = True
+        rows = ("qdd", "lam", "reac", "acc", "cutF")
+        self._put_samples(idx, *(given[k][idx] for k in rows), given["viol"][idx], out)
         return done
 
     def accelerations(
@@ -1525,9 +1605,10 @@ class LoopSystem:
         """
         P = projector or self.projector
         # the compiled loop first: it takes arrays of one state's shapes only (else None)
-        fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
-        if fast is None and self.flex_compiled:
-            fast = self._flex_forward_dynamics(q, qd, tau, P)
+        if self._flexible:
+            fast = self._flex_forward_dynamics(q, qd, tau, P) if self.flex_compiled else None
+        else:
+            fast = self._compiled_forward_dynamics(q, qd, tau, P, t)
         if fast is not None:
             return fast
         q = np.asarray(q, dtype=float)
@@ -2474,17 +2555,24 @@ class _LoopStepper(ExplicitStepper):
         stages and corrections of :meth:`LoopSystem.accelerations` and
         :meth:`LoopSystem.project` on the projector's rows, bit for bit) where
         :meth:`LoopSystem.flex_rk4_args` applies (RK4 with the correction after every
-        step, constant ``tau``); None else (:meth:`step` decides). The output samples are
-        evaluated after the run (:meth:`LoopSystem.results_from`)."""
+        step, constant ``tau``); None else (:meth:`step` decides). The first stage of each
+        interval is the forward dynamics at its start: the block writes that output sample
+        (:meth:`_sample_rows`, as :func:`._nbflexblock.flex_loop_samples` would after the
+        run, bit for bit); the others are evaluated after the run
+        (:meth:`LoopSystem.results_from`)."""
         if not (self._fast_rk4 and self.flex_blocks):
             return None
         P = self.P
         a = self.system.flex_rk4_args(self._tau, P)
-        if a is None:
+        kw = None if a is None else self.system.flex_sample_work(P)
+        if kw is None:
             return None
+        sel = P.selection()
 
         def block(y, Y, k):
-            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y)
+            f = self._sample_rows(sel)
+            smp = (*kw, *(f[k] for k in _SAMPLE_ROWS[:6]))
+            done = _FB.flex_loop_rk4_block(*a, y, self.h, self.substeps, k, Y, self.i, smp)
             if done:
                 P.selection_used()  # (as the stages' calls of accelerations() record)
             return done
@@ -2497,7 +2585,8 @@ class _LoopStepper(ExplicitStepper):
         order :data:`_SAMPLE_ROWS`) for the projector's rows ``sel``; rows of another
         selection are dropped (their rank statistics are another QR's). ``en``, ``rw``,
         ``pw``, ``vel``: each sample's row of the tree's kinematics history
-        (:func:`._nbforces.sample_history`)."""
+        (:func:`._nbforces.sample_history`; none for a loop through flexible bodies, whose
+        block :func:`._nbflexblock.flex_loop_rk4_block` writes the first six)."""
         f = self._fused
         if f is not None and np.array_equal(f["sel"], sel):
             return f
@@ -2512,12 +2601,15 @@ class _LoopStepper(ExplicitStepper):
             acc=np.zeros((n, nb, 6)),
             cutF=np.zeros((n, len(s.constraints.cuts), 6)),
             viol=np.zeros((n, 3)),
-            # (read only where viol[:, 2] is 1: not zero-filled, ~1.5 MB at N = 100)
-            en=np.empty((n, 7)),
-            rw=np.empty((n, n1, 3, 3)),
-            pw=np.empty((n, n1, 3)),
-            vel=np.empty((n, n1, 6)),
         )
+        if not s.flex_compiled:  # (a loop through flexible bodies: no history rows)
+            # (read only where viol[:, 2] is 1: not zero-filled, ~1.5 MB at N = 100)
+            f.update(
+                en=np.empty((n, 7)),
+                rw=np.empty((n, n1, 3, 3)),
+                pw=np.empty((n, n1, 3)),
+                vel=np.empty((n, n1, 6)),
+            )
         self._fused = f
         return f
 

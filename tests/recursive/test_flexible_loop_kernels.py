@@ -6,6 +6,7 @@ and they are the path taken by default."""
 import numpy as np
 import pytest
 
+from flexmbd.checkpoint import run
 from flexmbd.recursive import _flexkernels as FK
 from flexmbd.recursive import _nbflexblock as FB
 from flexmbd.recursive import _nbflexcut as FC
@@ -88,7 +89,7 @@ def test_compiled_cut_wrenches_equal_frame_wrench():
 
 @pytest.mark.parametrize("kind, closing, stiff", CASES)
 def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monkeypatch):
-    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_samples`;
+    """The documented call: one compiled call (:func:`_nbflexblock.flex_loop_forward_dynamics`;
     with stiffening its loop-aware iteration inside), against the Python path; the
     deferred projection statistics and tree solution are those of the call."""
     ls, q, qd = _loop(kind, closing, stiff)
@@ -96,13 +97,13 @@ def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monk
     assert ls.projector.selection() is not None  # a corrected regular state: rows known
     ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
     calls = {}
-    _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
+    _counting(monkeypatch, FB, ("flex_loop_forward_dynamics",), calls)
     fa = ls.forward_dynamics(q, qd)
-    assert calls["flex_loop_samples"] == 1
+    assert calls["flex_loop_forward_dynamics"] == 1
     ls.flex_compiled = False
     fb = ls.forward_dynamics(q, qd)
     ls.flex_compiled = True
-    assert calls["flex_loop_samples"] == 1
+    assert calls["flex_loop_forward_dynamics"] == 1
     # measured 1e-14 (qdd), 5e-14 (reactions, multipliers) of the largest entry
     assert _close(fa.qdd, fb.qdd, 1e-12)
     assert _close(fa.lam, fb.lam, 1e-12)
@@ -120,7 +121,7 @@ def test_forward_dynamics_agrees_with_the_python_path(kind, closing, stiff, monk
 )
 def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, monkeypatch):
     """Loop-aware stiffening in one compiled call (:func:`_nbflexcut.flex_loop_stiffening`
-    inside :func:`_nbflexblock.flex_loop_samples`) at the states of the oracles of
+    inside :func:`_nbflexblock.flex_loop_forward_dynamics`) at the states of the oracles of
     test_flexible_loops.py (absolute formulation, self-consistency), after a correction:
     no Python iteration; against it (``flex_compiled = False``) to round-off. The
     spherical loop's fixed point converges in two steps (3 tree solves in Python); the
@@ -131,10 +132,10 @@ def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, 
     q, qd = ls.project(q, qd)
     ls.forward_dynamics(q, qd)  # (compiles the kernel before it is replaced)
     calls = {}
-    _counting(monkeypatch, FB, ("flex_loop_samples",), calls)
+    _counting(monkeypatch, FB, ("flex_loop_forward_dynamics",), calls)
     _counting(monkeypatch, LoopSystem, ("_loop_stiffening",), calls)
     fa = ls.forward_dynamics(q, qd)
-    assert calls == {"flex_loop_samples": 1, "_loop_stiffening": 0}
+    assert calls == {"flex_loop_forward_dynamics": 1, "_loop_stiffening": 0}
     free = ls._free
     n = [0]
 
@@ -146,7 +147,7 @@ def test_stiffened_loop_is_the_python_iteration_compiled(kind, closing, n_free, 
     ls.flex_compiled = False
     fb = ls.forward_dynamics(q, qd)
     ls.flex_compiled = True
-    assert calls == {"flex_loop_samples": 1, "_loop_stiffening": 1}
+    assert calls == {"flex_loop_forward_dynamics": 1, "_loop_stiffening": 1}
     assert n[0] == n_free
     # measured 1.6e-14 and 4.0e-15 (qdd), 1.3e-13 and 2.0e-14 (lam), 8.4e-14 and 2.0e-14
     # (reactions), 1.4e-14 and 1.2e-12 (body accelerations: the universal loop's
@@ -415,3 +416,114 @@ def test_stiffening_newton_solve_and_its_hand_over():
     assert xw[4] == x[4] and np.array_equal(Gw[4], G[4])
     G[:4, 3] = G[:4, 0] + 2.0 * G[:4, 1]  # rank 3
     assert not FC._lu_solve(G, x.copy(), 4)
+
+
+@pytest.mark.parametrize("kind, closing, stiff", CASES)
+def test_forward_dynamics_is_the_stage_then_the_full_tree_solve(kind, closing, stiff):
+    """The documented call's tree reactions solve the tree with the cut wrenches on the
+    stage's kinematics and factorization (:func:`_nbsingle.flex_factored_dynamics`): bit
+    for bit the operations of the call before, composed here from the kernels -- the stage
+    (:func:`_nbflexcut.flex_loop_accelerations`), the cut wrenches on the cut frames
+    (:func:`_nbflexcut.cut_items`, :func:`_nbflexcut.flex_frame_wrenches`), then a full
+    tree solve with its own kinematics pass and factorization
+    (:func:`_nbsingle.flex_forward_dynamics`); the reactions of every joint and the body
+    accelerations in the layout's rows as that solve gives them."""
+    ls, q, qd = _loop(kind, closing, stiff)
+    q, qd = ls.project(q, qd)
+    (head, sel, rows, solve, _, _, wrench), tau = _stage_args(ls, q, qd)
+    fd = ls.forward_dynamics(q, qd, tau)
+    T, MI, grav, use_grav, reac_f, tol, max_iter, info = head
+    sI, sC, sFt, sFs, cI, E, F, G, pspeeds, work, out = rows
+    qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, *_, st_, sw = solve
+    assert st_ == stiff
+    st = FC.flex_loop_accelerations(
+        T, MI, grav, use_grav, reac_f, tol, max_iter, info, q, qd, tau, sel, sI, sC, sFt, sFs,
+        cI, E, F, G, pspeeds, work, out, qf, acc, JT, Yc, C, Y, A, b, x, r, qdd, lam, stiff, sw,
+    )  # fmt: skip
+    assert st == 0
+    items, zq, w6, Rb, rb = wrench
+    nc = len(ls.constraints.cuts)
+    cutF = np.empty((nc, 6))
+    FC.cut_items(cI, out[6], out[7], out[8], lam, cutF, items)
+    W = FK.FlexWork(*T)
+    fext = W.Vv[FK.V_FEXT]  # (the workspace's applied wrenches and modal forces)
+    fext[...] = 0.0
+    W.Fm[:, FK.FM_QAPP] = 0.0
+    FC.flex_frame_wrenches(T, sI, sC, sFt, sFs, q, items, zq, w6, Rb, rb, fext)
+    reac_t = np.empty((len(ls.tree.joint_names), 6))
+    accl = np.zeros((ls.tree.n_bodies + 1, 6))
+    st = NS.flex_forward_dynamics(
+        T, q, qd, tau, MI, grav, use_grav, reac_t, stiff, tol, max_iter, info, np.empty(ls.nv),
+        accl, True, False,
+    )  # fmt: skip
+    fext[...] = 0.0
+    assert st == 0
+    assert np.array_equal(fd.qdd, qdd) and np.array_equal(fd.lam, lam)
+    reac = np.zeros((len(ls.joint_names), 6))
+    reac[ls._tree_rows] = reac_t
+    reac[[ls._jindex[c.name] for c in ls.constraints.cuts]] = cutF
+    assert np.abs(cutF).max() > 1.0
+    assert np.array_equal(fd.reactions, reac)
+    body_row, _ = ls.flex_body_rows()
+    assert np.array_equal(fd.body_accelerations[body_row[1:]], accl[1:])
+    assert np.array_equal(fd.tree.reactions, reac_t)  # (the deferred tree solution)
+
+
+@pytest.mark.parametrize("stiff", [False, True])
+def test_rk4_block_samples_are_the_documented_call(stiff, monkeypatch):
+    """The output sample at the start of each interval of the RK4 block is the block's
+    first stage there (:func:`_nbflexblock.flex_loop_rk4_block` writes it): bit for bit
+    the documented ``forward_dynamics`` at the recorded (corrected) state on the run's
+    projector, and the samples after the run (:func:`_nbflexblock.flex_loop_samples`)
+    are only the two the block does not start: the first interval's (before a QR
+    selected rows) and the last output time's."""
+    ls, q, qd = _loop("cbA", "spherical", stiff)
+    kw = dict(dt=1e-4, integrator="rk4", q0=q, qd0=qd)
+    ls.simulate(0.0003, **kw)  # (compiles every kernel before any is replaced)
+    n_rows = []
+    samples = FB.flex_loop_samples
+
+    def counted(*args):
+        n_rows.append(args[-3].shape[0])
+        return samples(*args)
+
+    monkeypatch.setattr(FB, "flex_loop_samples", counted)
+    st = ls.stepper(0.001, **kw)
+    res = run(st, st.t_end, progress=False)
+    assert len(res.t) == 11 and n_rows == [2]  # (before: one call of all 11 states)
+    rows = st.fused_samples()
+    assert rows["viol"][1:-1, 2].all() and not rows["viol"][[0, -1], 2].any()
+    P = st.P
+    for i in range(len(res.t)):
+        fd = ls.forward_dynamics(res.q[i], res.qd[i], projector=P)
+        assert np.array_equal(res.qdd[i], fd.qdd), i
+        assert np.array_equal(res.extra["lambda"][i], fd.lam), i
+        assert np.array_equal(res.reactions[i], fd.reactions), i
+        if 0 < i < len(res.t) - 1:
+            assert np.array_equal(rows["acc"][i], fd.body_accelerations), i
+        pv, vv, _ = ls.violations(res.q[i], res.qd[i], res.t[i])
+        assert res.stats["position_violation"][i] == pytest.approx(pv, abs=1e-15)
+        assert res.stats["velocity_violation"][i] == pytest.approx(vv, rel=1e-6, abs=1e-14)
+        assert res.stats["rank"][i] == fd.rank == 3
+    assert n_rows == [2]  # (the documented call: its own kernel)
+
+
+def test_forward_dynamics_reads_a_changed_model():
+    """The documented call keeps what it reads per model revision, projector and rows: a
+    changed parameter (the crank's mass) is read, and the compiled call agrees with the
+    Python path before and after the change."""
+    m = fourbar("cbA", "spherical")
+    ls = m.compile("recursive")
+    q, qd = _state(ls, np.random.default_rng(1), scale=1e-3, speed=5.0)
+    q, qd = ls.project(q, qd)
+    out = []
+    for mass in (m.crank.mass, 3.0 * m.crank.mass):
+        m.crank.mass = mass
+        fa = ls.forward_dynamics(q, qd)
+        ls.flex_compiled = False
+        fb = ls.forward_dynamics(q, qd)
+        ls.flex_compiled = True
+        assert _close(fa.qdd, fb.qdd, 1e-12) and _close(fa.reactions, fb.reactions, 1e-12)
+        out.append(fa)
+    # (the heavier crank: its own acceleration changes by a few percent)
+    assert abs(out[1].qdd[0] - out[0].qdd[0]) > 0.01 * abs(out[0].qdd[0])
