@@ -230,7 +230,8 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
     ``T``: the flexible tree's workspace tuple; ``sI``, ``sC``, ``sFt``, ``sFs``: the side
     table (module doc); ``cI[c] = (first row, translation rows, rotation rows, first E row,
     first F/G row)`` and the packed row constants ``E``, ``F``, ``G`` of
-    :mod:`flexmbd.constraints.cut`; ``pspeeds``: the speeds that move a cut frame;
+    :mod:`flexmbd.constraints.cut`; ``pspeeds``: the speeds that move a cut frame (the
+    columns of ``J`` that can be nonzero);
     ``v`` the speeds (zeros without ``with_v``: then no bias, gamma untouched).
     ``work = (e (nv,), Jw (2 nc, 6, nv), Jrel (6, nv), w6 (NW6, 6), w3 (12, 3), RtF
     (>= rotation rows, 3), Rb (3, 3), rb (3,), zero (3,))`` scratch; ``out = (phi (m,),
