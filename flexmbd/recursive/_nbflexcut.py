@@ -240,6 +240,14 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
     joint ``R``, ``d``, ``V_rel`` and the constraint directions of :meth:`CutJointConstraints
     ._cut_rows`, per side its world pose and ``(w, vO, alpha, aO)``. The tree workspace is
     left at ``(q, v)`` with world poses."""
+    _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work, out, True)
+
+
+@njit(cache=True, inline="always")
+def _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work, out, kin):
+    """:func:`flex_cuts_eval`; without ``kin`` on the kinematics at ``(q, v)`` with world
+    poses that the workspace holds (a forward-dynamics pass at ``(q, v)``: its bias pass,
+    factorization, solves and reactions leave the kinematic rows as they are)."""
     e, Jw, Jrel, w6, w3, RtF, Rb, rb, z3 = work
     phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, Mw = out
     W = FK.FlexWork(*T)
@@ -251,7 +259,8 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
             n, mq, mv = sI[s, SI_N], sI[s, SI_MQ], sI[s, SI_MV]
             FK.frame_state(sC, s, 0, n, q[mq : mq + n], v[mv : mv + n], sFt, sFs)
     # the state itself: poses, twists, biases (and every e_k's world pose, Psi_k^T, S_C)
-    FK.kinematics(T, q, v, True)
+    if kin:
+        FK.kinematics(T, q, v, True)
     vo = w6[W6_T]
     col = w6[W6_B]
     for s in range(ns):
@@ -634,8 +643,8 @@ def factored_columns(T, cols, out):
     workspace ``T`` already holds at ``q`` (:func:`._flexkernels.solve_columns` without
     its kinematics, bias pass and factorization): one :func:`._flexkernels.solve` per
     column. The factor is that of any forward-dynamics pass at ``q``: the generalized
-    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only, and the
-    kinematics passes of :func:`flex_cuts_eval` at the same ``q`` rewrite the same values.
+    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only (a kinematics
+    pass of :func:`flex_cuts_eval` at the same ``q`` rewrites the same values).
     Leaves ``J_FT``, ``FM_TF`` and the solve's rows at the last column."""
     W = FK.FlexWork(*T)
     Ia, Fi, Fm, Jv = W.Ia, W.Fi, W.Fm, W.Jv
@@ -662,23 +671,24 @@ def flex_loop_accelerations(
     bodies at ``(q, v)`` with the independent rows ``sel`` of the last corrected state (the
     compiled :meth:`flexmbd.constraints.projection.Projector.accelerations` between two
     QRs): the free accelerations by :func:`._nbsingle.flex_forward_dynamics` (joint and
-    modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval`, ``Y = M^-1 J_I^T``
-    by :func:`factored_columns` on the free solve's factor, then the rigid loops' solve on them
-    (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
-    of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
-    (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
-    ``x``, ``r`` (k,). With ``stiff`` (a tree with geometric stiffening) the free solve
-    is stiffened and :func:`flex_loop_stiffening` (scratch ``sw``) makes the stiffening
-    loads see the cut-joint wrenches; without, ``sw`` is not read. Returns 0, the status
-    of a failed tree solve or of the stiffening, or -1 when ``J_I Y`` is not positive
-    definite (the caller takes the QR path)."""
+    modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval` on its kinematics
+    pass, ``Y = M^-1 J_I^T`` by :func:`factored_columns` on its factor, then the rigid
+    loops' solve on them (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`:
+    the Cholesky factor of ``J_I Y`` and ``lam_I`` with one step of iterative refinement).
+    Scratch: ``qf`` (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv),
+    ``A`` (k, k), ``b``, ``x``, ``r`` (k,). With ``stiff`` (a tree with geometric
+    stiffening) the free solve is stiffened and :func:`flex_loop_stiffening` (scratch
+    ``sw``) makes the stiffening loads see the cut-joint wrenches; without, ``sw`` is not
+    read. Returns 0, the status of a failed tree solve or of the stiffening, or -1 when
+    ``J_I Y`` is not positive definite (the caller takes the QR path)."""
     st = NS.flex_forward_dynamics(
         T, q, v, tau, MI, grav, use_grav, reac, stiff, tol, max_iter, info, qf, acc, False,
         True,
     )  # fmt: skip
     if st != 0:
         return st
-    flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, True, work, out)
+    # the rows on the free solve's kinematics (the same pass at (q, v))
+    _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, True, work, out, False)
     J = out[1]
     gamma = out[2]
     nv = qdd.shape[0]

@@ -266,6 +266,32 @@ def test_columns_on_the_free_factor_are_the_tree_columns(kind, closing, stiff):
     assert _close(A, A.T, 1e-12)
 
 
+@pytest.mark.parametrize("kind, closing, stiff", CASES)
+def test_stage_rows_on_the_free_solve_kinematics(kind, closing, stiff):
+    """The stage's rows (:func:`_nbflexcut._cuts_eval` without a kinematics pass of its own,
+    on the free solve's at ``(q, v)``: its bias pass, factorization, stiffening and solve
+    leave the kinematic rows as they are) bit for bit the rows of a fresh pass
+    (:func:`_nbflexcut.flex_cuts_eval`), at a state with large modal rates and joint forces,
+    after a kinematics pass at another state."""
+    ls, q, qd = _loop(kind, closing, stiff)
+    q, qd = ls.project(q, qd)
+    (head, sel, rows, solve, *_), tau = _stage_args(ls, q, qd)
+    T, MI, grav, use_grav, reac, tol, max_iter, info = head
+    fresh = ls.constraints.flex_outputs()
+    FC.flex_cuts_eval(T, *rows[:9], q, qd, True, rows[9], fresh)
+    FK.kinematics(T, q + 0.1, 2.0 * qd, True)
+    FC._cuts_eval(T, *rows[:9], q + 0.1, 2.0 * qd, True, rows[9], rows[10], False)
+    assert np.abs(rows[10][1] - fresh[1]).max() > 1e-3  # (another state's rows)
+    st = NS.flex_forward_dynamics(
+        T, q, qd, tau, MI, grav, use_grav, reac, stiff, tol, max_iter, info, solve[0],
+        solve[1], False, True,
+    )  # fmt: skip
+    assert st == 0 and (info[0] > 0) == stiff
+    FC._cuts_eval(T, *rows[:9], q, qd, True, rows[9], rows[10], False)
+    for a, b in zip(rows[10], fresh):
+        assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("kind, closing", [("cbA", "spherical"), ("cbA", "universal")])
 def test_stiffening_g_on_the_free_factor_is_the_full_tree_solve(kind, closing):
     """Each ``g(lam)`` of the loop-aware stiffening (:func:`_nbflexcut._stiff_g`) solves
