@@ -18,9 +18,10 @@ modal speed, first stiffening row of its stiffened interface or -1, constants in
   (:func:`flexmbd.recursive.flexible.frame_constants`; zero modes for a frame that does not
   deform), read by :func:`._flexkernels.frame_state` (its state into ``sFt[s]``, ``sFs[s]``).
 
-The twist of a frame is linear in the joint and modal speeds: its columns (the speeds on
-the cut joints' paths) are the tree's own kinematics (:func:`._flexkernels.kinematics`) at
-unit speeds, one compiled pass per path speed; the rows are the rigid loops'
+The twist of a frame is linear in the joint and modal speeds. Its columns (world axes, at
+the world origin) come from the one kinematics pass at the state
+(:func:`._flexkernels.kinematics`: world poses, ``Psi_k^T``, ``S_C``), by one sweep from
+the frame's body up its path (:func:`_side_columns`); the rows are the rigid loops'
 (:func:`flexmbd.constraints._nbloop.cut_rows`).
 """
 
@@ -31,7 +32,7 @@ from ..constraints._nbloop import cut_rows
 from . import _flexkernels as FK
 from . import _nbloops as NL
 from . import _nbsingle as NS
-from ._kernels import P_W, R_W, V_AB, V_FEXT, V_VEL, _m2c
+from ._kernels import I_NV, I_PARENT, I_VO, P_W, R_W, V_AB, V_FEXT, V_VEL, _m2c, joint_twist
 
 S_GROUND, S_RIGID, S_FLEX = 0, 1, 2
 #: columns of the side table ``sI``
@@ -159,6 +160,68 @@ def _world_bias(R, p, V, a, w, vo, out):
     out[5] -= (out[0] * p[1] - out[1] * p[0]) + (w[0] * vo[1] - w[1] * vo[0])
 
 
+@njit(cache=True, inline="always")
+def _side_columns(W, s, top, sI, sFs, Rw, pw, e, w6, Jc):
+    """The twist columns ``Jc[:, i] = d(w, vO)/d v_i`` (world axes, :func:`_world_twist`)
+    of side ``s`` (world pose ``Rw[s]``, ``pw[s]``) for the speeds on its path up to the
+    label ``top`` (excluded), after the kinematics pass at the state with world poses.
+
+    The twist of ``e_j`` is ``V_j = Phi_j^T V_p + Psi_j^T qd_p + S_j v_j``
+    (:func:`._flexkernels._kinematics`), so in world axes
+    ``V_j^W = V_p^W + Ad_j (S_j v_j + Psi_j^T qd_p)`` with ``Ad_j`` the transform of ``e_j``'s
+    world pose: the columns of the joint speeds ``v_j`` are ``Ad_j S_j`` (the subspace by
+    :func:`._kernels.joint_twist` of the unit speeds, ``e``: zeros (nv,), left zero), those of a
+    flexible parent's modal speeds ``Ad_j Psi_j^T``. A flexible side's twist is
+    ``X_F V_b + S_F qd_k`` with ``V_b = X_C^-1 (V_k - S_C qd_k)`` (:func:`_side_twist`):
+    its own modal columns are ``Ad_F S_F - Ad_k S_C``. A rigid side moves with ``e_k``."""
+    kind = sI[s, SI_KIND]
+    if kind == S_GROUND:
+        return
+    k = sI[s, SI_K]
+    V = w6[W6_V]
+    col = w6[W6_B]
+    vo = w6[W6_T]
+    if kind == S_FLEX:
+        n, mv = sI[s, SI_N], sI[s, SI_MV]
+        S = sFs[s, 0]
+        SC = W.Fs[k, FK.FR_OUT]
+        cC = w6[W6_A]
+        for a in range(n):
+            for r in range(6):
+                V[r] = S[r, a]
+            _world_twist(Rw[s], pw[s], V, vo, col)
+            for r in range(6):
+                V[r] = SC[r, a]
+            _world_twist(W.R3[R_W, k], W.P3[P_W, k], V, vo, cC)
+            for r in range(6):
+                Jc[r, mv + a] = col[r] - cC[r]
+    Fi = W.Fi
+    j = k
+    while j != top:
+        p = W.Ia[I_PARENT, j]
+        nvj, o = W.Ia[I_NV, j], W.Ia[I_VO, j]
+        Rj = W.R3[R_W, j]
+        pj = W.P3[P_W, j]
+        for a in range(nvj):
+            e[o + a] = 1.0
+            joint_twist(W.Ia, W.Mm, j, e[o : o + nvj], w6[W6_S], V)
+            e[o + a] = 0.0
+            _world_twist(Rj, pj, V, vo, col)
+            for r in range(6):
+                Jc[r, o + a] = col[r]
+        npk = Fi[FK.F_NF, p]
+        if npk > 0:
+            PT = W.PsiT[j]
+            mvp = Fi[FK.F_MV, p]
+            for a in range(npk):
+                for r in range(6):
+                    V[r] = PT[r, a]
+                _world_twist(Rj, pj, V, vo, col)
+                for r in range(6):
+                    Jc[r, mvp + a] = col[r]
+        j = p
+
+
 @njit(cache=True, _nrt=False)
 def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work, out):
     """Rows of every cut joint of a loop through flexible bodies at ``(q, v)`` (the
@@ -167,7 +230,8 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
     ``T``: the flexible tree's workspace tuple; ``sI``, ``sC``, ``sFt``, ``sFs``: the side
     table (module doc); ``cI[c] = (first row, translation rows, rotation rows, first E row,
     first F/G row)`` and the packed row constants ``E``, ``F``, ``G`` of
-    :mod:`flexmbd.constraints.cut`; ``pspeeds``: the speeds that move a cut frame;
+    :mod:`flexmbd.constraints.cut`; ``pspeeds``: the speeds that move a cut frame (the
+    columns of ``J`` that can be nonzero);
     ``v`` the speeds (zeros without ``with_v``: then no bias, gamma untouched).
     ``work = (e (nv,), Jw (2 nc, 6, nv), Jrel (6, nv), w6 (NW6, 6), w3 (12, 3), RtF
     (>= rotation rows, 3), Rb (3, 3), rb (3,), zero (3,))`` scratch; ``out = (phi (m,),
@@ -176,6 +240,14 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
     joint ``R``, ``d``, ``V_rel`` and the constraint directions of :meth:`CutJointConstraints
     ._cut_rows`, per side its world pose and ``(w, vO, alpha, aO)``. The tree workspace is
     left at ``(q, v)`` with world poses."""
+    _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work, out, True)
+
+
+@njit(cache=True, inline="always")
+def _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work, out, kin):
+    """:func:`flex_cuts_eval`; without ``kin`` on the kinematics at ``(q, v)`` with world
+    poses that the workspace holds (a forward-dynamics pass at ``(q, v)``: its bias pass,
+    factorization, solves and reactions leave the kinematic rows as they are)."""
     e, Jw, Jrel, w6, w3, RtF, Rb, rb, z3 = work
     phi, J, gamma, Rs, ds, Vrel, D, Rw, pw, Mw = out
     W = FK.FlexWork(*T)
@@ -186,24 +258,9 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
         if sI[s, SI_KIND] == S_FLEX:
             n, mq, mv = sI[s, SI_N], sI[s, SI_MQ], sI[s, SI_MV]
             FK.frame_state(sC, s, 0, n, q[mq : mq + n], v[mv : mv + n], sFt, sFs)
-    for s in range(ns):
-        for r in range(6):
-            for j in range(nv):
-                Jw[s, r, j] = 0.0
-    for j in range(nv):
-        e[j] = 0.0
-    # twist columns (frame axes) from the tree kinematics at unit path speeds
-    for t in range(pspeeds.shape[0]):
-        i = pspeeds[t]
-        e[i] = 1.0
-        FK.kinematics(T, q, e, False)
-        for s in range(ns):
-            if _side_twist(W.Vv, W.Fw, s, sI, sC, sFt, sFs, e, False, w6):
-                for r in range(6):
-                    Jw[s, r, i] = w6[W6_V, r]
-        e[i] = 0.0
-    # the state itself: poses, twists, biases; the columns to world axes
-    FK.kinematics(T, q, v, True)
+    # the state itself: poses, twists, biases (and every e_k's world pose, Psi_k^T, S_C)
+    if kin:
+        FK.kinematics(T, q, v, True)
     vo = w6[W6_T]
     col = w6[W6_B]
     for s in range(ns):
@@ -224,14 +281,30 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
                 for i in range(3):
                     Ms[2, i] = col[i]
                     Ms[3, i] = col[3 + i]
-        Vs = w6[W6_V]
+    # the twist columns (world axes) of the speeds that move a cut frame: each side's along
+    # its path up to the cut joint's common ancestor (the speeds above it move both frames
+    # alike and drop out of J_rel; the columns of other cut joints' paths stay zero)
+    for j in range(nv):
+        e[j] = 0.0
+    for s in range(ns):
         for t in range(pspeeds.shape[0]):
             i = pspeeds[t]
             for r in range(6):
-                Vs[r] = Jw[s, r, i]
-            _world_twist(R, p, Vs, vo, col)
-            for r in range(6):
-                Jw[s, r, i] = col[r]
+                Jw[s, r, i] = 0.0
+    Ia = W.Ia
+    for c in range(cI.shape[0]):
+        a = sI[2 * c, SI_K] if sI[2 * c, SI_KIND] != S_GROUND else 0
+        b = sI[2 * c + 1, SI_K] if sI[2 * c + 1, SI_KIND] != S_GROUND else 0
+        while a != b:  # regular labels: a parent's label is below its children's
+            if a > b:
+                a = Ia[I_PARENT, a]
+            else:
+                b = Ia[I_PARENT, b]
+        _side_columns(W, 2 * c, a, sI, sFs, Rw, pw, e, w6, Jw[2 * c])
+        _side_columns(W, 2 * c + 1, a, sI, sFs, Rw, pw, e, w6, Jw[2 * c + 1])
+    for r in range(6):
+        for j in range(nv):
+            Jrel[r, j] = 0.0
     bsp = w6[W6_BSP]
     for c in range(cI.shape[0]):
         r0, nt, nr, eo, go = cI[c, 0], cI[c, 1], cI[c, 2], cI[c, 3], cI[c, 4]
@@ -239,7 +312,8 @@ def flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, with_v, work
         Rc = Rw[sc]
         pc = pw[sc]
         # J_rel: the relative twist columns in the child frame's axes at its origin
-        for j in range(nv):
+        for t in range(pspeeds.shape[0]):
+            j = pspeeds[t]
             d0 = Jw[sc, 0, j] - Jw[sp, 0, j]
             d1 = Jw[sc, 1, j] - Jw[sp, 1, j]
             d2 = Jw[sc, 2, j] - Jw[sp, 2, j]
@@ -569,8 +643,8 @@ def factored_columns(T, cols, out):
     workspace ``T`` already holds at ``q`` (:func:`._flexkernels.solve_columns` without
     its kinematics, bias pass and factorization): one :func:`._flexkernels.solve` per
     column. The factor is that of any forward-dynamics pass at ``q``: the generalized
-    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only, and the
-    kinematics passes of :func:`flex_cuts_eval` at the same ``q`` rewrite the same values.
+    inertias, shifts, joint subspaces and the CFA blocks depend on ``q`` only (a kinematics
+    pass of :func:`flex_cuts_eval` at the same ``q`` rewrites the same values).
     Leaves ``J_FT``, ``FM_TF`` and the solve's rows at the last column."""
     W = FK.FlexWork(*T)
     Ia, Fi, Fm, Jv = W.Ia, W.Fi, W.Fm, W.Jv
@@ -597,23 +671,24 @@ def flex_loop_accelerations(
     bodies at ``(q, v)`` with the independent rows ``sel`` of the last corrected state (the
     compiled :meth:`flexmbd.constraints.projection.Projector.accelerations` between two
     QRs): the free accelerations by :func:`._nbsingle.flex_forward_dynamics` (joint and
-    modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval`, ``Y = M^-1 J_I^T``
-    by :func:`factored_columns` on the free solve's factor, then the rigid loops' solve on them
-    (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`: the Cholesky factor
-    of ``J_I Y`` and ``lam_I`` with one step of iterative refinement). Scratch: ``qf``
-    (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv), ``A`` (k, k), ``b``,
-    ``x``, ``r`` (k,). With ``stiff`` (a tree with geometric stiffening) the free solve
-    is stiffened and :func:`flex_loop_stiffening` (scratch ``sw``) makes the stiffening
-    loads see the cut-joint wrenches; without, ``sw`` is not read. Returns 0, the status
-    of a failed tree solve or of the stiffening, or -1 when ``J_I Y`` is not positive
-    definite (the caller takes the QR path)."""
+    modal forces ``tau``, gravity), the rows by :func:`flex_cuts_eval` on its kinematics
+    pass, ``Y = M^-1 J_I^T`` by :func:`factored_columns` on its factor, then the rigid
+    loops' solve on them (:func:`._nbloops._gram_factor`, :func:`._nbloops._refined_solve`:
+    the Cholesky factor of ``J_I Y`` and ``lam_I`` with one step of iterative refinement).
+    Scratch: ``qf`` (nv,), ``acc`` (1, 6), ``JT``, ``Yc`` (nv, k), ``C``, ``Y`` (k, nv),
+    ``A`` (k, k), ``b``, ``x``, ``r`` (k,). With ``stiff`` (a tree with geometric
+    stiffening) the free solve is stiffened and :func:`flex_loop_stiffening` (scratch
+    ``sw``) makes the stiffening loads see the cut-joint wrenches; without, ``sw`` is not
+    read. Returns 0, the status of a failed tree solve or of the stiffening, or -1 when
+    ``J_I Y`` is not positive definite (the caller takes the QR path)."""
     st = NS.flex_forward_dynamics(
         T, q, v, tau, MI, grav, use_grav, reac, stiff, tol, max_iter, info, qf, acc, False,
         True,
     )  # fmt: skip
     if st != 0:
         return st
-    flex_cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, True, work, out)
+    # the rows on the free solve's kinematics (the same pass at (q, v))
+    _cuts_eval(T, sI, sC, sFt, sFs, cI, E, F, G, pspeeds, q, v, True, work, out, False)
     J = out[1]
     gamma = out[2]
     nv = qdd.shape[0]

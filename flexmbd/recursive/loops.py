@@ -3189,12 +3189,14 @@ class _FlexCutConstraints(CutJointConstraints):
 
     The relative motion of the two cut frames is taken from the tree's own (flexible)
     kinematics: world poses of the deformed frames, their spatial twists and bias
-    accelerations (:class:`_FrameGeometry`), and ``J_rel`` column by column from the
-    tree kinematics at unit speeds (the frames' twists are linear in the joint and
-    modal speeds). Modal coordinates are updated by the retraction like linear joint
-    coordinates. The rows themselves are those of :class:`CutJointConstraints`.
-    Evaluated in one compiled call (:func:`._nbflexcut.flex_cuts_eval`) unless
-    :attr:`compiled_flex` is off; :meth:`_eval_py` is the reference.
+    accelerations (:class:`_FrameGeometry`), and ``J_rel`` (the frames' twists are linear
+    in the joint and modal speeds): in :meth:`_eval_py` column by column from the tree
+    kinematics at unit speeds, in the compiled rows by one sweep along each frame's path
+    after the one kinematics pass at the state. Modal coordinates are updated by the
+    retraction like linear joint coordinates. The rows themselves are those of
+    :class:`CutJointConstraints`. Evaluated in one compiled call
+    (:func:`._nbflexcut.flex_cuts_eval`) unless :attr:`compiled_flex` is off;
+    :meth:`_eval_py` is the reference.
     """
 
     def __init__(self, tree, cut_joints, drivers=(), topology=None):
