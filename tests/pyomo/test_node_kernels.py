@@ -8,6 +8,7 @@ crank (rheonomic slot vectors). Runs without Pyomo."""
 import numpy as np
 import pytest
 import scipy.linalg as sla
+from test_residual_jacobians import rigid_pendulum
 
 import flexmbd as fm
 import flexmbd.absolute.nodes as nodes_module
@@ -18,16 +19,9 @@ from flexmbd.pyomo.shooting import Shooting
 
 
 def rigid():
-    m = fm.Model("pend")
-    m.link = fm.RigidBody(mass=2.0, inertia=np.diag([0.01, 0.2, 0.2]), com=(0.5, 0, 0))
-    m.hinge = fm.Revolute(m.ground, m.link, axis=(0, 0, 1))
-    m.g = fm.Gravity((0, -9.81, 0))
-    m.fric = fmo.ViscousBearing(m.hinge, 0.3)
-    m.u = fmo.JointInput(m.hinge)
-    m.spring = fm.SpringDamperActuator(m.ground, (0.5, 0.5, 0), m.link, (1.0, 0, 0), k=50.0, c=2.0)
-    P = fmo.parameters(m)
-    for p in (P.link.mass, P.fric.c, P.spring.k):
-        p.free()
+    """The pendulum of test_residual_jacobians (bearing, input, spring) with its free
+    parameters and input."""
+    m, _, P = rigid_pendulum()
     return m, P, [m.u]
 
 
