@@ -20,9 +20,10 @@ itself, at every step -- the real mobility is 5 - 4 = 1.
 
 Run: ``python examples/bricard.py`` (10 s; plot in examples/out/).
 
-CPU time at defaults: more than 42 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 5.3 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 2.7 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.7 s (process CPU of ``python examples/bricard.py``, compiled-kernel cache warm; 2-core
+machine, load average 1-5, 29 November 2026).
+"""
 
 import time
 from pathlib import Path

@@ -10,9 +10,9 @@ Run ``python examples/connecting_rod_modes.py``; the table (markdown and CSV)
 and a figure go to ``examples/out/``.  ``main(small=True)`` uses a coarse
 scikit-fem mesh of the same rod and finishes in seconds (used by the tests).
 
-CPU time at defaults: 19 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 3.3 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
+CPU time at defaults: 26 s; with ``--quick`` (the tests' small settings, ``QUICK``): 3.7 s
+(process CPU of ``python examples/connecting_rod_modes.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
 """
 
 from pathlib import Path

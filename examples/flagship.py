@@ -19,9 +19,9 @@ the rigid-body start, the rod coloured by its elastic displacement, the deformat
 drawn magnified) and a still ``examples/out/flagship.png`` (the README's picture is a
 copy in ``docs/``). Works headless (off-screen rendering, see ``flexmbd.viz``).
 
-CPU time at defaults: 7.4 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 5.3 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
+CPU time at defaults: 3.3 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.9 s (process CPU of ``python examples/flagship.py``, compiled-kernel cache warm; 2-core
+machine, load average 1-5, 29 November 2026).
 """
 
 import time

@@ -17,9 +17,9 @@ model against Exudyn.
 Run: ``python examples/flexible_pendulum.py`` (``main(t_end=0.05, n_modes=4)`` is the
 small setting the tests use).
 
-CPU time at defaults: 3.4 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 3.8 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
+CPU time at defaults: 4.1 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.1 s (process CPU of ``python examples/flexible_pendulum.py``, compiled-kernel cache
+warm; 2-core machine, load average 1-5, 29 November 2026).
 """
 
 import time

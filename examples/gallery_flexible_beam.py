@@ -12,9 +12,9 @@
 Run ``python examples/gallery_flexible_beam.py``; files go to ``examples/out/``.
 ``main(small=True)`` makes tiny images quickly (used by the tests).
 
-CPU time at defaults: 5.6 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 4.3 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded).
+CPU time at defaults: 3.7 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.2 s (process CPU of ``python examples/gallery_flexible_beam.py``, compiled-kernel cache
+warm; 2-core machine, load average 1-5, 29 November 2026).
 """
 
 from pathlib import Path

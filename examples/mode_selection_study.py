@@ -36,9 +36,10 @@ sets.
 Run ``python examples/mode_selection_study.py``; writes ``examples/out/
 mode_selection.png`` and ``.md``. ``main(t_end=..., mode_counts=...)`` small for tests.
 
-CPU time at defaults: more than 26 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 11 s (2-core machine shared by other
-jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 72 s; with ``--quick`` (the tests' small settings, ``QUICK``): 7.6 s
+(process CPU of ``python examples/mode_selection_study.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import time
 from pathlib import Path

@@ -18,9 +18,13 @@ motion) and the couplers translate, so
 
 Run: ``python examples/n_four_bar.py`` (N = 40, 20 s; plot in examples/out/).
 
-CPU time at defaults: more than 16 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 9.1 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 176 s (more than 445 s before the CFA's node system was factored
+block by block, one block per crank: see ``benchmarks/bench_ground_star.py``; what is left
+is the loop closure, one tree solve per independent cut equation, 80 of them, and the
+Python QR path through the 20 singular passes); with ``--quick`` (the tests' small
+settings, ``QUICK``): 3.1 s (process CPU of ``python examples/n_four_bar.py``,
+compiled-kernel cache warm; 2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import time
 from pathlib import Path

@@ -20,9 +20,10 @@ plots (``projection_study_<mechanism>.png``) in examples/out/.
 
 Run: ``python examples/projection_study.py``.
 
-CPU time at defaults: more than 25 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 9.9 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 71 s; with ``--quick`` (the tests' small settings, ``QUICK``): 5.3 s
+(process CPU of ``python examples/projection_study.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import importlib.util
 import time

@@ -27,9 +27,10 @@ tables (Markdown) and a plot to ``examples/out/``.
 
 Run: ``python examples/sda_slider_crank.py``.
 
-CPU time at defaults: more than 12 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 5.8 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 3.2 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.7 s (process CPU of ``python examples/sda_slider_crank.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import os
 import time

@@ -25,12 +25,12 @@ stay zero; the script prints how well the integration kept them.
 
 Run: ``python examples/space_robot.py`` (writes PNG plots to ``examples/out/``).
 
-CPU time at defaults: 5.6 s; with ``--quick`` (the tests' small
-settings, ``QUICK``): 3.0 s (2-core machine shared by other jobs, November 2026,
-first run without compiled-kernel cache excluded). Without the plots (``main(out=None)``)
-1.7 s, of which 0.45-0.63 s of RK4 in compiled blocks (the drives are functions of time,
-``JointForce.of_time``; 5.0 s and 4.2 s with them as laws ``f(t, q, qd)``, which kept
-RK4 in Python: measured 28 November 2026).
+CPU time at defaults: 2.4 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+3.7 s (process CPU of ``python examples/space_robot.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026). Without the plots
+(``main(out=None)``) 1.7 s, of which 0.45-0.63 s of RK4 in compiled blocks (the drives are
+functions of time, ``JointForce.of_time``; 5.0 s and 4.2 s with them as laws ``f(t, q,
+qd)``, which kept RK4 in Python: measured 28 November 2026).
 """
 
 from pathlib import Path

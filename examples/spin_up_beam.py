@@ -40,9 +40,10 @@ length (:mod:`flexmbd.monitor`); the results up to then are kept and plotted.
 Writes ``out/spin_up_beam.png`` (both flexible runs and the reference).
 Run: ``python examples/spin_up_beam.py``; ``main(t_end=..., n_segments=...)`` small for tests.
 
-CPU time at defaults: more than 13 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 8.5 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 6.1 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+2.6 s (process CPU of ``python examples/spin_up_beam.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import time
 from pathlib import Path

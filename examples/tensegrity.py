@@ -43,9 +43,10 @@ damper work, algorithmic dissipation) are written to ``examples/out/``.
 
 Run: ``python examples/tensegrity.py``.
 
-CPU time at defaults: more than 13 s (run stopped early on the loaded machine); with
-``--quick`` (the tests' small settings, ``QUICK``): 3.8 s (2-core machine shared by
-other jobs, November 2026, first run without compiled-kernel cache excluded)."""
+CPU time at defaults: 2.9 s; with ``--quick`` (the tests' small settings, ``QUICK``):
+3.0 s (process CPU of ``python examples/tensegrity.py``, compiled-kernel cache warm;
+2-core machine, load average 1-5, 29 November 2026).
+"""
 
 import os
 import time
