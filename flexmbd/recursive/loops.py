@@ -1689,6 +1689,7 @@ class LoopSystem:
         checkpoint: StrPath | None = None,
         every: int = 100,
         overwrite: bool = False,
+        max_step: float = np.inf,
         **unknown: Any,
     ) -> Results:
         """Integrate from the assembled initial state to ``t_end``; returns Results.
@@ -1700,7 +1701,9 @@ class LoopSystem:
         required for the adaptive ones). ``method`` overrides the constraint method
         for this run (``"qr"``, ``"baumgarte"`` with α = 1/h, β = √2/h, h the
         integration step, ``"moore-penrose"``, ``"none"``). ``tau`` joint forces
-        (array or ``tau(t, q, qd)``). ``progress``: progress bar (None: automatic).
+        (array or ``tau(t, q, qd)``). ``max_step`` (s): the largest step the adaptive
+        integrators attempt (a stiff model's first attempts can reach far beyond the
+        stability limit of its stiffest mode). ``progress``: progress bar (None: automatic).
         ``checkpoint``: HDF5 file written every ``every`` output samples with the
         integrator's and the projector's state (:mod:`flexmbd.checkpoint`; continue
         with ``fm.resume(path)``, bit-identical); an existing file is refused unless
@@ -1728,6 +1731,7 @@ class LoopSystem:
             tau=tau,
             t_eval=t_eval,
             substeps=substeps,
+            max_step=max_step,
         )
         # contract: the driver call of every simulate (flexmbd.checkpoint.run)
         return run(
@@ -1758,6 +1762,7 @@ class LoopSystem:
         t_eval: ArrayLike | None = None,
         substeps: int = 1,
         initial: bool = True,
+        max_step: float = np.inf,
     ) -> Any:
         """The integrator of :meth:`simulate` as a stepper (:mod:`flexmbd.checkpoint`);
         ``initial=False`` leaves the state to ``load_state_dict``."""
@@ -1773,6 +1778,7 @@ class LoopSystem:
             tau=tau,
             t_eval=t_eval,
             substeps=substeps,
+            max_step=max_step,
         )
         integrator = explicit_integrator(integrator, dt, t0, t_end, "LoopSystem.simulate: ")
         adaptive = integrator != "rk4"
@@ -1803,6 +1809,7 @@ class LoopSystem:
             atol=atol,
             t_eval=t_eval,
             substeps=substeps,
+            max_step=max_step,
         )
         st.options = json_options(options)
         st.stability_note = note
