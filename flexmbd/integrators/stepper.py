@@ -647,7 +647,15 @@ class ExplicitStepper:
             msg = s.step()
         except FlexmbdError as err:
             # the step attempted from s.t (its size at most h_abs)
-            raise self._fail(str(err), float(s.t), float(s.t + s.direction * s.h_abs)) from err
+            h = float(s.h_abs)
+            msg = str(err)
+            if isinstance(err, SolverError):
+                msg += (
+                    f" (in an adaptive step attempt of {h:.3g} s: an attempt past the "
+                    "stability limit of the model's fastest modes can leave the model; "
+                    "simulate(..., max_step=...) bounds the attempts)"
+                )
+            raise self._fail(msg, float(s.t), float(s.t + s.direction * h)) from err
         if s.status == "failed":
             raise self._fail(
                 f"adaptive stepper failed ({msg}; tighten the model or loosen rtol/atol)",

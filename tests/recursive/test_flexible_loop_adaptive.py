@@ -138,11 +138,19 @@ def test_blocks_resume_bit_for_bit(tmp_path, monkeypatch):
 def test_max_step_bounds_the_adaptive_attempts():
     """``max_step`` reaches a closed loop's adaptive steps, as a tree's: DOP853 from the
     flexible four-bar's initial state (scipy's first attempt, about 5e-3 s, is far beyond
-    the stability limit of the coupler's modes) runs with every step at most
-    ``max_step``, the constraints held; the option is kept for a resume."""
+    the stability limit of the coupler's modes, and its stages leave the model: the
+    failure names the option) runs with every step at most ``max_step``, the constraints
+    held; the option is kept for a resume."""
+    from flexmbd.errors import SolverError
+
     from .test_flexible_loops import fourbar
 
     s = fourbar("cbA").compile("recursive")
+    # without it the first attempt leaves the model: a SolverError naming the attempt and
+    # the option, the (initial) results kept
+    with pytest.raises(SolverError, match="max_step") as failed:
+        s.simulate(0.005, integrator="dop853", rtol=1e-6, atol=1e-8)
+    assert failed.value.partial is not None and failed.value.partial.t[0] == 0.0
     r = s.simulate(0.005, integrator="dop853", rtol=1e-6, atol=1e-8, max_step=2e-4)
     assert r.t[-1] == pytest.approx(0.005, abs=1e-15)
     assert np.diff(r.t).max() <= 2e-4 * (1.0 + 1e-12) and len(r.t) > 25
